@@ -1,0 +1,78 @@
+import { type Context, Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { type Clock, systemClock } from './clock.ts';
+import { docsRoutes } from './docs.ts';
+import type { AppEnv } from './env.ts';
+import { ApiError, notFound, onError } from './errors.ts';
+import type { KeyTable } from './gateway/auth.ts';
+import { gateway } from './gateway/gateway.ts';
+import type { RateLimiter } from './gateway/limiter.ts';
+import type { BanPolicy } from './gateway/plans.ts';
+import { type Logger, silentLogger } from './log.ts';
+import { requestLog } from './middleware/request-log.ts';
+import { petRoutes } from './routes/pets.ts';
+import type { PetStore } from './store/store.ts';
+
+/** Largest accepted request body: 64 KiB. */
+export const MAX_BODY_BYTES = 64 * 1024;
+
+export interface AppOptions {
+  store: PetStore;
+  /** The current keys; a function so a reload swaps them between requests. */
+  keys: () => KeyTable;
+  limiter: RateLimiter;
+  clock?: Clock;
+  log?: Logger;
+  /** The client address the limiter counts anonymous requests against. */
+  clientAddress?: (c: Context<AppEnv>) => string;
+  ban?: BanPolicy;
+}
+
+/**
+ * Builds the whole service as a Hono app, without a listener: `main.ts` serves it on the
+ * runtime at hand, tests call `app.request()`.
+ *
+ * @example
+ * const app = createApp({ store: new MemoryStore(), keys: () => table, limiter })
+ * const res = await app.request('/v1/pets', { headers: { Authorization: `Bearer ${token}` } })
+ */
+export function createApp({
+  store,
+  keys,
+  limiter,
+  clock = systemClock,
+  log = silentLogger,
+  clientAddress = () => 'unknown',
+  ban,
+}: AppOptions) {
+  const app = new Hono<AppEnv>();
+  app.use(requestLog({ log, clock }));
+
+  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  app.route('/', docsRoutes());
+
+  app.use('/v1/*', async function apiHeaders(c, next) {
+    c.header('Cache-Control', 'no-store');
+    c.header('X-Content-Type-Options', 'nosniff');
+    await next();
+  });
+  app.use('/v1/*', gateway({ keys, limiter, clientAddress, ban }));
+  app.use(
+    '/v1/*',
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      onError: () => {
+        throw new ApiError('payload_too_large', `The request body is larger than ${MAX_BODY_BYTES} bytes.`);
+      },
+    }),
+  );
+  app.route('/v1', petRoutes(store));
+
+  app.notFound(notFound);
+  app.onError(
+    onError((err, c) => log.error('unhandled error', { requestId: c.get('requestId'), error: String(err) })),
+  );
+  return app;
+}
+
+export type App = ReturnType<typeof createApp>;

@@ -1,0 +1,64 @@
+import process from 'node:process';
+import { ConfigError } from './config.ts';
+import { PLAN_NAMES, type PlanName } from './gateway/plans.ts';
+import { newKeyEntry } from './gateway/tokens.ts';
+
+const HEALTHCHECK_TIMEOUT_MS = 3000;
+
+/** Reads `--flag value` pairs of a subcommand, refusing anything not in `allowed`. */
+function flags(argv: readonly string[], allowed: readonly string[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (let i = 0; i < argv.length; i += 2) {
+    const name = argv[i] as string;
+    const value = argv[i + 1];
+    if (!allowed.includes(name)) throw new ConfigError(`unknown option "${name}"; expected ${allowed.join(', ')}`);
+    if (value === undefined) throw new ConfigError(`${name}: needs a value`);
+    out.set(name, value);
+  }
+  return out;
+}
+
+/** `petstore keys new --name N --plan P`: prints the token once, and the entry for the keys file. */
+function keysNew(argv: readonly string[]): number {
+  const f = flags(argv, ['--name', '--plan']);
+  const name = f.get('--name');
+  const plan = f.get('--plan') ?? 'free';
+  if (!name || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(name)) {
+    throw new ConfigError('--name: needs 1-64 letters, digits, ".", "_" or "-"');
+  }
+  if (!(PLAN_NAMES as readonly string[]).includes(plan)) throw new ConfigError(`--plan: expected one of ${PLAN_NAMES.join(', ')}`);
+  const { token, entry } = newKeyEntry(name, plan as PlanName);
+  const withLimits = plan === 'enterprise' ? { ...entry, limits: { perMinute: 5000, perDay: 1000000 } } : entry;
+  process.stdout.write(
+    [
+      `Token (shown once; give it to the client, store it nowhere else): ${token}`,
+      `Keys file entry (add it to "keys"${plan === 'enterprise' ? '; set the limits you agreed' : ''}):`,
+      JSON.stringify(withLimits),
+      '',
+    ].join('\n'),
+  );
+  return 0;
+}
+
+/** `petstore healthcheck`: exit 0 when the local server answers /healthz with 200, else 1. */
+async function healthcheck(argv: readonly string[]): Promise<number> {
+  const f = flags(argv, ['--port', '--host']);
+  const port = f.get('--port') ?? process.env.PORT ?? '8080';
+  const host = f.get('--host') ?? '127.0.0.1';
+  try {
+    const res = await fetch(`http://${host.includes(':') ? `[${host}]` : host}:${port}/healthz`, {
+      signal: AbortSignal.timeout(HEALTHCHECK_TIMEOUT_MS),
+    });
+    return res.status === 200 ? 0 : 1;
+  } catch {
+    return 1;
+  }
+}
+
+/** Subcommands other than serving. */
+export async function runCli(argv: readonly string[]): Promise<number> {
+  const [command, sub, ...rest] = argv;
+  if (command === 'keys' && sub === 'new') return keysNew(rest);
+  if (command === 'healthcheck') return healthcheck(argv.slice(1));
+  throw new ConfigError(`unknown command "${argv.join(' ')}"`);
+}

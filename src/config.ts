@@ -1,0 +1,169 @@
+import { LOG_LEVELS, type LogFormat, type LogLevel } from './log.ts';
+
+/** Raised for a bad flag or value: `main` prints it with the usage hint and exits 2. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type Parser<T> = (raw: string, flag: string) => T;
+
+interface Option<T> {
+  readonly flag: string;
+  readonly env?: string;
+  readonly arg?: string;
+  readonly help: string;
+  readonly fallback: T;
+  /** Shown in `--help` when the fallback is not a plain value. */
+  readonly shownDefault?: string;
+  readonly parse: Parser<T>;
+}
+
+const text: Parser<string> = (raw) => raw;
+const int =
+  (min: number, max: number): Parser<number> =>
+  (raw, flag) => {
+    if (!/^[0-9]+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+      throw new ConfigError(`${flag}: expected a whole number from ${min} to ${max}, got "${raw}"`);
+    }
+    return Number(raw);
+  };
+const oneOf =
+  <T extends string>(values: readonly T[]): Parser<T> =>
+  (raw, flag) => {
+    if (!(values as readonly string[]).includes(raw)) throw new ConfigError(`${flag}: expected one of ${values.join(', ')}, got "${raw}"`);
+    return raw as T;
+  };
+const list: Parser<string[]> = (raw) => raw.split(/[\s,]+/).filter(Boolean);
+const flag: Parser<boolean> = () => true;
+
+/** Every option, in `--help` order; the table is the single source of flags, env vars and defaults. */
+export const OPTIONS = {
+  port: { flag: '--port', env: 'PORT', arg: 'N', help: 'TCP port to listen on', fallback: 8080, parse: int(0, 65535) },
+  host: { flag: '--host', env: 'HOST', arg: 'H', help: 'address to bind', fallback: '0.0.0.0', parse: text },
+  keys: {
+    flag: '--keys',
+    env: 'PETSTORE_KEYS_FILE',
+    arg: 'FILE',
+    help: 'API keys file (JSON); without it a development key is generated and printed once',
+    fallback: '',
+    shownDefault: 'none',
+    parse: text,
+  },
+  data: {
+    flag: '--data',
+    env: 'PETSTORE_DATA',
+    arg: 'PATH',
+    help: 'where pets are kept; ":memory:" keeps them in memory only',
+    fallback: ':memory:',
+    parse: text,
+  },
+  trustProxy: {
+    flag: '--trust-proxy',
+    env: 'PETSTORE_TRUST_PROXY',
+    arg: 'CIDR...',
+    help: 'proxies whose X-Forwarded-For is believed (comma or space separated)',
+    fallback: [] as string[],
+    shownDefault: 'none',
+    parse: list,
+  },
+  banSeconds: {
+    flag: '--ban-seconds',
+    env: 'PETSTORE_BAN_SECONDS',
+    arg: 'N',
+    help: 'length of the temporary ban after repeated 429s',
+    fallback: 900,
+    parse: int(1, 7 * 86_400),
+  },
+  banThreshold: {
+    flag: '--ban-threshold',
+    env: 'PETSTORE_BAN_THRESHOLD',
+    arg: 'N',
+    help: 'refusals within a minute that start a ban (0: the per-minute quota)',
+    fallback: 0,
+    parse: int(0, 1_000_000_000),
+  },
+  shutdownSeconds: {
+    flag: '--shutdown-timeout',
+    env: 'PETSTORE_SHUTDOWN_TIMEOUT',
+    arg: 'S',
+    help: 'seconds to finish in-flight requests on SIGTERM before closing anyway',
+    fallback: 10,
+    parse: int(0, 3600),
+  },
+  logLevel: {
+    flag: '--log-level',
+    env: 'PETSTORE_LOG_LEVEL',
+    arg: 'L',
+    help: `least severe log level: ${LOG_LEVELS.join(', ')}`,
+    fallback: 'info' as LogLevel,
+    parse: oneOf(LOG_LEVELS),
+  },
+  logFormat: {
+    flag: '--log-format',
+    env: 'PETSTORE_LOG_FORMAT',
+    arg: 'F',
+    help: 'json or pretty',
+    fallback: (process.stdout.isTTY ? 'pretty' : 'json') as LogFormat,
+    shownDefault: 'json, pretty on a terminal',
+    parse: oneOf(['json', 'pretty'] as const),
+  },
+  help: { flag: '--help', help: 'print this help and exit', fallback: false, parse: flag },
+  version: { flag: '--version', help: 'print the version and exit', fallback: false, parse: flag },
+} satisfies Record<string, Option<unknown>>;
+
+type Options = typeof OPTIONS;
+export type Config = { -readonly [K in keyof Options]: Options[K]['fallback'] };
+
+/**
+ * Flags first, then environment variables, then defaults.
+ *
+ * @example
+ * parseConfig(['--port', '9000'], { PETSTORE_DATA: ':memory:' }).port // 9000
+ */
+export function parseConfig(argv: readonly string[], env: Record<string, string | undefined>): Config {
+  const config: Record<string, unknown> = {};
+  const byFlag = new Map<string, [string, Option<unknown>]>(Object.entries(OPTIONS).map(([k, o]) => [o.flag, [k, o]]));
+  for (let i = 0; i < argv.length; i++) {
+    const word = argv[i] as string;
+    const eq = word.indexOf('=');
+    const name = word.startsWith('--') && eq > 0 ? word.slice(0, eq) : word;
+    const entry = byFlag.get(name);
+    if (!entry) throw new ConfigError(`unknown option "${word}"`);
+    const [key, option] = entry;
+    if (!option.arg) {
+      config[key] = option.parse('', name);
+      continue;
+    }
+    const value = eq > 0 && name !== word ? word.slice(eq + 1) : argv[++i];
+    if (value === undefined) throw new ConfigError(`${name}: needs a value (${option.arg})`);
+    config[key] = option.parse(value, name);
+  }
+  for (const [key, option] of Object.entries(OPTIONS) as [string, Option<unknown>][]) {
+    if (key in config) continue;
+    const raw = option.env === undefined ? undefined : env[option.env];
+    config[key] = raw === undefined || raw === '' ? option.fallback : option.parse(raw, option.env as string);
+  }
+  return config as Config;
+}
+
+/** The `--help` text: every flag with its env var and default. */
+export function helpText(version: string): string {
+  const rows = Object.values(OPTIONS).map((o: Option<unknown>) => {
+    const left = `  ${o.flag}${o.arg ? ` ${o.arg}` : ''}`;
+    const shown = o.shownDefault ?? (o.arg ? String(o.fallback) : undefined);
+    const details = [o.env ? `env ${o.env}` : '', shown !== undefined ? `default ${shown}` : ''].filter(Boolean).join(', ');
+    return `${left.padEnd(26)}${o.help}${details ? ` (${details})` : ''}`;
+  });
+  return [
+    `petstore ${version}: pet store catalogue service and API gateway`,
+    '',
+    'Usage:',
+    '  petstore [options]                         serve the API',
+    '  petstore keys new --name NAME --plan PLAN  make an API key; prints the token once',
+    '  petstore healthcheck [--port N] [--host H] exit 0 when the local server answers /healthz',
+    '',
+    'Options:',
+    ...rows,
+    '',
+  ].join('\n');
+}

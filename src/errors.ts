@@ -1,0 +1,88 @@
+import type { Context, ErrorHandler, NotFoundHandler } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { ErrorBody, ErrorCode } from './schemas.ts';
+
+const STATUS_BY_CODE: Record<ErrorCode, ContentfulStatusCode> = {
+  invalid_request: 400,
+  unauthorized: 401,
+  not_found: 404,
+  method_not_allowed: 405,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  key_banned: 429,
+  internal_error: 500,
+};
+
+/**
+ * The one error type of the API: thrown anywhere, answered by `onError` as the Error body.
+ *
+ * @example
+ * throw new ApiError('not_found', 'No pet has id 42.')
+ */
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly status: ContentfulStatusCode;
+  readonly headers: Record<string, string>;
+
+  constructor(code: ErrorCode, message: string, headers: Record<string, string> = {}) {
+    super(message);
+    this.name = 'ApiError';
+    this.code = code;
+    this.status = STATUS_BY_CODE[code];
+    this.headers = headers;
+  }
+}
+
+/** Answers `err` as the contract's Error body, `application/json`, keeping headers already set. */
+export function errorResponse(c: Context, err: ApiError): Response {
+  const body: ErrorBody = { code: err.code, message: err.message, status: err.status };
+  return c.json(body, err.status, err.headers);
+}
+
+/** Hono's own exceptions (body limit, malformed input) mapped onto the stable codes. */
+function fromHttpException(err: HTTPException): ApiError {
+  switch (err.status) {
+    case 400:
+      return new ApiError('invalid_request', err.message || 'The request is malformed.');
+    case 401:
+      return new ApiError('unauthorized', 'A valid API key is required.');
+    case 404:
+      return new ApiError('not_found', 'No such resource.');
+    case 413:
+      return new ApiError('payload_too_large', 'The request body is too large.');
+    case 415:
+      return new ApiError('unsupported_media_type', 'The request body must be application/json.');
+    default:
+      return new ApiError('internal_error', 'The server failed to handle the request.');
+  }
+}
+
+export type ErrorReporter = (err: unknown, c: Context) => void;
+
+/** The single `app.onError`: known errors keep their status; anything else is a logged 500. */
+export function onError(report: ErrorReporter): ErrorHandler {
+  return function onError(err, c) {
+    if (err instanceof ApiError) return errorResponse(c, err);
+    if (err instanceof HTTPException) return errorResponse(c, fromHttpException(err));
+    report(err, c);
+    return errorResponse(c, new ApiError('internal_error', 'The server failed to handle the request.'));
+  };
+}
+
+/** The single `app.notFound`. */
+export const notFound: NotFoundHandler = function notFound(c) {
+  return errorResponse(c, new ApiError('not_found', 'No resource exists at this path.'));
+};
+
+/** A handler for a known path with a method it does not serve: 405 with `Allow`. */
+export function methodNotAllowed(allowed: readonly string[]) {
+  const allow = allowed.join(', ');
+  return function methodNotAllowed(c: Context): Response {
+    return errorResponse(
+      c,
+      new ApiError('method_not_allowed', `${c.req.method} is not allowed here; use ${allow}.`, { Allow: allow }),
+    );
+  };
+}

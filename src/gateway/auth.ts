@@ -1,0 +1,39 @@
+import { timingSafeEqual } from 'node:crypto';
+import { hashToken, type KeyRecord } from './keys.ts';
+
+/** RFC 6750 section 2.1: `Bearer` (any case), one or more spaces, then a token68. */
+const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+
+/**
+ * Finds API keys by the SHA-256 of the presented token. The table holds only hashes; the
+ * final comparison is constant-time so a near miss takes as long as a far one.
+ */
+export class KeyTable {
+  #byHash: Map<string, KeyRecord>;
+  readonly size: number;
+
+  constructor(keys: readonly KeyRecord[]) {
+    this.#byHash = new Map(keys.map((k) => [k.hash.toString('hex'), k]));
+    this.size = keys.length;
+  }
+
+  /** The key whose token this is, if any. */
+  lookup(token: string): KeyRecord | undefined {
+    const digest = hashToken(token);
+    const record = this.#byHash.get(digest.toString('hex'));
+    return record && timingSafeEqual(record.hash, digest) ? record : undefined;
+  }
+
+  /** Number of keys on each plan, for the start-up log. */
+  countByPlan(): Record<string, number> {
+    const counts: Record<string, number> = {};
+    for (const k of this.#byHash.values()) counts[k.plan] = (counts[k.plan] ?? 0) + 1;
+    return counts;
+  }
+}
+
+/** The token of an `Authorization: Bearer <token>` header, or undefined when absent or malformed. */
+export function bearerToken(header: string | undefined): string | undefined {
+  if (!header || header.length > 1024) return undefined;
+  return BEARER.exec(header)?.[1];
+}

@@ -1,0 +1,80 @@
+import type { Context, MiddlewareHandler } from 'hono';
+import type { AppEnv } from '../env.ts';
+import { ApiError } from '../errors.ts';
+import { bearerToken, type KeyTable } from './auth.ts';
+import { rateLimitHeaders } from './headers.ts';
+import type { KeyRecord } from './keys.ts';
+import type { RateLimiter, Subject } from './limiter.ts';
+import { type BanPolicy, DEFAULT_BAN, PLAN_LIMITS } from './plans.ts';
+
+export interface GatewayOptions {
+  /** The current keys; a function so a reload swaps the table between requests. */
+  keys: () => KeyTable;
+  limiter: RateLimiter;
+  /** The client's address, as trusted: the socket peer, or X-Forwarded-For from a trusted proxy. */
+  clientAddress: (c: Context<AppEnv>) => string;
+  /** Ban applied when a key or address sets none of its own. */
+  ban?: BanPolicy;
+}
+
+const REALM = 'Bearer realm="petstore"';
+
+/**
+ * Identifies the caller once, asks the limiter once and writes the rate-limit headers on every
+ * outcome: admitted requests go on; refused ones get 429, unknown callers 401.
+ *
+ * @example
+ * app.use('/v1/*', gateway({ keys: () => table, limiter, clientAddress: () => '127.0.0.1' }))
+ */
+export function gateway({ keys, limiter, clientAddress, ban = DEFAULT_BAN }: GatewayOptions): MiddlewareHandler<AppEnv> {
+  const subjects = new WeakMap<KeyRecord, Subject>();
+  const keySubject = (key: KeyRecord): Subject => {
+    let subject = subjects.get(key);
+    if (!subject) {
+      const policy = key.ban ?? ban;
+      subject = {
+        id: `key:${key.name}`,
+        plan: key.plan,
+        label: key.name,
+        limits: key.limits,
+        ban: { seconds: policy.seconds, threshold: policy.threshold ?? key.limits.perMinute },
+      };
+      subjects.set(key, subject);
+    }
+    return subject;
+  };
+  const anonymousBan = { seconds: ban.seconds, threshold: ban.threshold ?? PLAN_LIMITS.free.perMinute };
+
+  return async function gateway(c, next) {
+    const header = c.req.header('authorization');
+    const token = bearerToken(header);
+    const key = token === undefined ? undefined : keys().lookup(token);
+    let subject: Subject;
+    if (key) {
+      c.set('caller', { kind: 'key', key });
+      subject = keySubject(key);
+    } else {
+      const address = clientAddress(c);
+      c.set('caller', { kind: 'address', address });
+      subject = { id: `addr:${address}`, plan: 'anonymous', label: address, limits: PLAN_LIMITS.free, ban: anonymousBan };
+    }
+
+    const decision = await limiter.decide(subject);
+    const headers = rateLimitHeaders(decision);
+    for (const name in headers) c.header(name, headers[name]);
+
+    if (decision.outcome === 'key_banned') {
+      throw new ApiError('key_banned', `Too many requests after being limited; banned for ${decision.retryAfter} more seconds.`);
+    }
+    if (decision.outcome === 'rate_limited') {
+      throw new ApiError('rate_limited', `Rate limit exceeded; retry in ${decision.retryAfter} seconds.`);
+    }
+    if (!key) {
+      const challenge = header === undefined ? REALM : `${REALM}, error="invalid_token"`;
+      throw new ApiError('unauthorized', header === undefined ? 'An API key is required: send Authorization: Bearer <API_KEY>.' : 'The API key is missing, malformed or unknown.', {
+        'WWW-Authenticate': challenge,
+      });
+    }
+    await next();
+  };
+}

@@ -1,0 +1,90 @@
+import { createHash } from 'node:crypto';
+import * as v from 'valibot';
+import { type BanPolicy, type Limits, PLAN_LIMITS, PLAN_NAMES, type PlanName } from './plans.ts';
+
+const Quota = v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1_000_000_000));
+
+const KeyEntry = v.pipe(
+  v.strictObject({
+    name: v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be 1-64 letters, digits, ".", "_" or "-"')),
+    sha256: v.pipe(v.string(), v.regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex digits')),
+    plan: v.picklist(PLAN_NAMES, `must be one of ${PLAN_NAMES.join(', ')}`),
+    limits: v.optional(v.strictObject({ perMinute: Quota, perDay: Quota })),
+    ban: v.optional(
+      v.strictObject({ threshold: v.optional(Quota), seconds: v.pipe(v.number(), v.integer(), v.minValue(1)) }),
+    ),
+  }),
+  v.forward(
+    v.check((e) => e.plan !== 'enterprise' || e.limits !== undefined, 'required for the enterprise plan'),
+    ['limits'],
+  ),
+);
+
+const KeysFile = v.strictObject({ keys: v.array(KeyEntry) });
+
+/** One API key as the gateway knows it: never the token, only its SHA-256. */
+export interface KeyRecord {
+  readonly name: string;
+  readonly hash: Buffer;
+  readonly plan: PlanName;
+  readonly limits: Limits;
+  readonly ban?: BanPolicy;
+}
+
+export class KeysFileError extends Error {
+  override name = 'KeysFileError';
+}
+
+/**
+ * Parses and validates a keys file's text; throws `KeysFileError` naming the entry and field.
+ *
+ * @example
+ * parseKeys('{"keys":[{"name":"acme","sha256":"9f86…","plan":"free"}]}')
+ */
+export function parseKeys(text: string): KeyRecord[] {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new KeysFileError(`not valid JSON: ${(err as Error).message}`);
+  }
+  const result = v.safeParse(KeysFile, json);
+  if (!result.success) throw new KeysFileError(describe(result.issues[0], json));
+  const seen = new Map<string, number>();
+  const hashes = new Set<string>();
+  return result.output.keys.map((entry, i) => {
+    if (seen.has(entry.name)) {
+      throw new KeysFileError(`keys[${i}] ("${entry.name}").name: duplicate of keys[${seen.get(entry.name)}]`);
+    }
+    if (hashes.has(entry.sha256)) throw new KeysFileError(`keys[${i}] ("${entry.name}").sha256: used by another key`);
+    seen.set(entry.name, i);
+    hashes.add(entry.sha256);
+    const limits = entry.limits ?? PLAN_LIMITS[entry.plan as Exclude<PlanName, 'enterprise'>];
+    return { name: entry.name, hash: Buffer.from(entry.sha256, 'hex'), plan: entry.plan, limits, ban: entry.ban };
+  });
+}
+
+/** SHA-256 of a token, as stored in the keys file. */
+export function hashToken(token: string): Buffer {
+  return createHash('sha256').update(token).digest();
+}
+
+function describe(issue: v.BaseIssue<unknown>, json: unknown): string {
+  let where = '';
+  (issue.path ?? []).forEach((item, depth) => {
+    if (typeof item.key === 'number') {
+      where += `[${item.key}]`;
+      if (depth === 1) where += entryName(json, item.key);
+    } else {
+      where += `${where ? '.' : ''}${String(item.key)}`;
+    }
+  });
+  const message = issue.received === 'undefined' ? 'required' : issue.message;
+  return `${where || 'file'}: ${message}`;
+}
+
+function entryName(json: unknown, index: number): string {
+  const keys = (json as { keys?: Array<{ name?: unknown }> }).keys;
+  const name = keys?.[index]?.name;
+  return typeof name === 'string' ? ` ("${name}")` : '';
+}

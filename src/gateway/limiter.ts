@@ -1,0 +1,49 @@
+import type { BanPolicy, Limits, PlanName } from './plans.ts';
+
+/** Whose quota a request counts against: an API key, or a client address without one. */
+export interface Subject {
+  /** Stable identity, e.g. `key:acme` or `addr:203.0.113.7`. */
+  readonly id: string;
+  /** Plan name for metrics and logs; `anonymous` for per-address limiting. */
+  readonly plan: PlanName | 'anonymous';
+  /** Key name or client address, for logs (never a token). */
+  readonly label: string;
+  readonly limits: Limits;
+  readonly ban: Required<BanPolicy>;
+}
+
+export type WindowName = 'minute' | 'day';
+
+/** The state of one sliding window after a decision. */
+export interface WindowState {
+  readonly name: WindowName;
+  /** Window length in seconds: 60 or 86,400. */
+  readonly seconds: number;
+  /** Quota of the window. */
+  readonly limit: number;
+  /** Requests that would still be admitted in this window right now. */
+  readonly remaining: number;
+  /** Unix time in seconds: see the README's "Rate-limit headers" for the exact meaning. */
+  readonly reset: number;
+}
+
+export type Outcome = 'admitted' | 'rate_limited' | 'key_banned';
+
+/** One limiter decision: what to do with the request and what to tell the client. */
+export interface Decision {
+  readonly outcome: Outcome;
+  /** Both windows, shortest first. */
+  readonly windows: readonly WindowState[];
+  /** Seconds until a request would be admitted; at least 1 when refused, 0 when admitted. */
+  readonly retryAfter: number;
+}
+
+/** Ban start and end, reported so they can be logged and counted. */
+export type LimiterEvent =
+  | { readonly type: 'ban_start'; readonly subject: Subject; readonly until: number }
+  | { readonly type: 'ban_end'; readonly subject: Subject };
+
+/** Decides once per request; the in-process implementation is `SlidingWindowLimiter`. */
+export interface RateLimiter {
+  decide(subject: Subject): Decision | Promise<Decision>;
+}

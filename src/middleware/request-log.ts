@@ -1,0 +1,39 @@
+import type { MiddlewareHandler } from 'hono';
+import { routePath } from 'hono/route';
+import type { Clock } from '../clock.ts';
+import type { AppEnv } from '../env.ts';
+import type { Logger } from '../log.ts';
+
+export interface RequestLogOptions {
+  log: Logger;
+  clock: Clock;
+  /** Makes a fresh request id when the client sent none usable. */
+  newId?: () => string;
+}
+
+/** A client's id is kept only when it is short and plain, so it is safe to log and echo. */
+const SANE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * Gives each request an id (the client's `X-Request-Id` when sane), echoes it, and writes one
+ * log line when the response is ready. The line names the key or address, never the token.
+ */
+export function requestLog({ log, clock, newId = () => crypto.randomUUID() }: RequestLogOptions): MiddlewareHandler<AppEnv> {
+  return async function requestLog(c, next) {
+    const started = clock.now();
+    const given = c.req.header('x-request-id');
+    const id = given !== undefined && SANE_ID.test(given) ? given : newId();
+    c.set('requestId', id);
+    c.header('X-Request-Id', id);
+    await next();
+    const caller = c.get('caller');
+    log.info('request', {
+      requestId: id,
+      method: c.req.method,
+      route: routePath(c, -1),
+      status: c.res.status,
+      durationMs: clock.now() - started,
+      ...(caller?.kind === 'key' ? { key: caller.key.name } : caller ? { client: caller.address } : {}),
+    });
+  };
+}

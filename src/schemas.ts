@@ -1,0 +1,88 @@
+import * as v from 'valibot';
+
+/** Largest id or categoryId: a JavaScript number holds integers exactly only up to 2^53 - 1. */
+export const MAX_ID = Number.MAX_SAFE_INTEGER;
+/** Longest accepted pet name, in Unicode code points (JSON Schema counts code points too). */
+export const NAME_MAX_LENGTH = 100;
+export const PAGE_SIZE_DEFAULT = 20;
+export const PAGE_SIZE_MAX = 100;
+
+/** Availability of an animal. */
+export const PetStatus = v.picklist(['available', 'pending', 'sold']);
+export type PetStatus = v.InferOutput<typeof PetStatus>;
+
+const Id = v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(MAX_ID));
+
+const Name = v.pipe(
+  v.string(),
+  v.minLength(1),
+  v.check((s) => codePoints(s) <= NAME_MAX_LENGTH, `must be at most ${NAME_MAX_LENGTH} characters`),
+);
+
+/** Request body of `createPet`; unknown fields are refused so typos do not pass silently. */
+export const NewPet = v.strictObject({
+  name: Name,
+  categoryId: Id,
+  status: v.optional(PetStatus, 'available'),
+});
+export type NewPet = v.InferOutput<typeof NewPet>;
+
+/** A stored animal. */
+export const Pet = v.strictObject({
+  id: Id,
+  name: Name,
+  categoryId: Id,
+  status: v.optional(PetStatus),
+});
+export type Pet = v.InferOutput<typeof Pet> & { status: PetStatus };
+
+/** Stable, documented values of `Error.code`. */
+export const ERROR_CODES = [
+  'invalid_request',
+  'unauthorized',
+  'not_found',
+  'method_not_allowed',
+  'payload_too_large',
+  'unsupported_media_type',
+  'rate_limited',
+  'key_banned',
+  'internal_error',
+] as const;
+export const ErrorCode = v.picklist(ERROR_CODES);
+export type ErrorCode = v.InferOutput<typeof ErrorCode>;
+
+/** The body of every error response. */
+export const ErrorBody = v.strictObject({
+  code: ErrorCode,
+  message: v.string(),
+  status: v.pipe(v.number(), v.integer(), v.minValue(400), v.maxValue(599)),
+});
+export type ErrorBody = v.InferOutput<typeof ErrorBody>;
+
+/** Digits only: `Number()` would also take "1e3", " 7" or "0x10". */
+const IntegerText = v.pipe(v.string(), v.regex(/^[0-9]{1,16}$/, 'must be a whole number'), v.transform(Number));
+
+/** The cursor is the last id of the previous page in base 36; clients treat it as opaque. */
+export const CURSOR_PATTERN = /^[0-9a-z]{1,11}$/;
+
+/** Query of `listPets`. */
+export const ListQuery = v.object({
+  limit: v.optional(
+    v.pipe(IntegerText, v.minValue(1), v.maxValue(PAGE_SIZE_MAX)),
+    String(PAGE_SIZE_DEFAULT),
+  ),
+  status: v.optional(PetStatus),
+  cursor: v.optional(v.pipe(v.string(), v.regex(CURSOR_PATTERN, 'must be a cursor from a Link header'))),
+});
+export type ListQuery = v.InferOutput<typeof ListQuery>;
+
+/** Path of `getPet`. */
+export const PetParams = v.object({
+  petId: v.pipe(IntegerText, v.minValue(1), v.maxValue(MAX_ID)),
+});
+
+function codePoints(s: string): number {
+  let n = 0;
+  for (const _ of s) n++;
+  return n;
+}
