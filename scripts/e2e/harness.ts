@@ -1,0 +1,105 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** How to start the server under test: `PETSTORE_CMD`, split on spaces (default: the binary). */
+export function serverCommand(): string[] {
+  return (process.env.PETSTORE_CMD ?? join(import.meta.dir, '../../dist/petstore')).split(' ').filter(Boolean);
+}
+
+export interface KeySpec {
+  name: string;
+  plan: string;
+  limits?: { perMinute: number; perDay: number };
+  ban?: { seconds: number; threshold?: number };
+}
+
+export const tokenOf = (name: string) => `psk_e2e-${name}-0123456789abcdefghijklmnopqrstuv`;
+
+/** Writes a keys file for `keys`, each admitting `tokenOf(name)`. */
+export function writeKeysFile(keys: KeySpec[], dir = mkdtempSync(join(tmpdir(), 'petstore-e2e-'))): string {
+  const path = join(dir, 'keys.json');
+  const entries = keys.map((k) => ({ ...k, sha256: createHash('sha256').update(tokenOf(k.name)).digest('hex') }));
+  writeFileSync(path, JSON.stringify({ keys: entries }), { mode: 0o600 });
+  return path;
+}
+
+export interface Running {
+  readonly url: string;
+  readonly port: number;
+  readonly child: ChildProcess;
+  /** Every line the server wrote to stdout and stderr so far. */
+  readonly lines: string[];
+  /** Sends `signal` and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/**
+ * Starts the server on a free loopback port and resolves once it logs that it listens.
+ *
+ * @example
+ * const s = await startServer({ args: ['--keys', writeKeysFile([{ name: 'a', plan: 'free' }])] })
+ */
+export async function startServer({
+  args = [] as string[],
+  env = {} as Record<string, string>,
+} = {}): Promise<Running> {
+  const [cmd, ...pre] = serverCommand();
+  const child = spawn(cmd as string, [...pre, '--port', '0', '--host', '127.0.0.1', '--log-format', 'json', ...args], {
+    env: { ...process.env, PETSTORE_DATA: ':memory:', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${lines.join('\n')}`)), 15_000);
+    const onData = (chunk: Buffer) => {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) {
+        lines.push(line);
+        const m = /"address":"http:\/\/127\.0\.0\.1:(\d+)"/.exec(line);
+        if (m) {
+          clearTimeout(timer);
+          resolve(Number(m[1]));
+        }
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before listening:\n${lines.join('\n')}`));
+    });
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    child,
+    lines,
+    stop: async (signal = 'SIGTERM') => {
+      child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/** Runs the server command to completion (for --help, --version, bad flags). */
+export function runCommand(args: string[], env: Record<string, string> = {}) {
+  const [cmd, ...pre] = serverCommand();
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(cmd as string, [...pre, ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout?.on('data', (d: Buffer) => {
+      stdout += d;
+    });
+    child.stderr?.on('data', (d: Buffer) => {
+      stderr += d;
+    });
+    child.once('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}

@@ -1,0 +1,119 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { writeFileSync } from 'node:fs';
+import { type Running, runCommand, startServer, tokenOf, writeKeysFile } from './harness.ts';
+
+describe('the built server over HTTP', () => {
+  let server: Running;
+  const auth = { Authorization: `Bearer ${tokenOf('acme')}` };
+
+  beforeAll(async () => {
+    server = await startServer({ args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'pro' }])] });
+  });
+  afterAll(async () => {
+    await server.stop();
+  });
+
+  test('creates, lists and fetches a pet', async () => {
+    const created = await fetch(`${server.url}/v1/pets`, {
+      method: 'POST',
+      headers: { ...auth, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ name: 'Rex', categoryId: 7 }),
+    });
+    expect(created.status).toBe(201);
+    const pet = await created.json();
+    expect(pet).toEqual({ id: 1, name: 'Rex', categoryId: 7, status: 'available' });
+
+    const list = await fetch(`${server.url}/v1/pets?status=available`, { headers: auth });
+    expect(list.status).toBe(200);
+    expect(await list.json()).toEqual([pet]);
+
+    const one = await fetch(`${server.url}/v1/pets/1`, { headers: auth });
+    expect(await one.json()).toEqual(pet);
+    expect(one.headers.get('sunset')).toBe('Thu, 05 Dec 2030 00:00:00 GMT');
+  });
+
+  test('401 without a key, with the Error body', async () => {
+    const res = await fetch(`${server.url}/v1/pets`);
+    expect(res.status).toBe(401);
+    expect(res.headers.get('content-type')).toBe('application/json');
+    expect(res.headers.get('www-authenticate')).toBe('Bearer realm="petstore"');
+    expect(await res.json()).toEqual({
+      code: 'unauthorized',
+      message: 'An API key is required: send Authorization: Bearer <API_KEY>.',
+      status: 401,
+    });
+  });
+
+  test('serves the contract it was built with', async () => {
+    const res = await fetch(`${server.url}/openapi.json`);
+    expect(res.status).toBe(200);
+    const doc = (await res.json()) as { info: { version: string } };
+    expect(doc.info.version).toBe('1.0.0');
+  });
+
+  test('the token never appears in the logs', () => {
+    expect(server.lines.join('\n')).not.toContain(tokenOf('acme'));
+    expect(server.lines.some((l) => l.includes('"key":"acme"'))).toBe(true);
+  });
+});
+
+describe('the command line', () => {
+  test('--version', async () => {
+    const r = await runCommand(['--version']);
+    expect([r.code, r.stdout]).toEqual([0, 'petstore 1.0.0\n']);
+  });
+
+  test('--help lists the flags and exits 0', async () => {
+    const r = await runCommand(['--help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('--keys FILE');
+    expect(r.stdout).toContain('PETSTORE_DATA');
+  });
+
+  test('an unknown flag exits 2 with a message', async () => {
+    const r = await runCommand(['--colour', 'blue']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('petstore: configuration: unknown option "--colour"');
+  });
+
+  test('a bad keys file exits 2 naming the entry and field, before the port opens', async () => {
+    const dir = writeKeysFile([]).replace(/keys\.json$/, '');
+    const path = `${dir}bad.json`;
+    writeFileSync(path, JSON.stringify({ keys: [{ name: 'acme', sha256: 'nothex', plan: 'free' }] }));
+    const r = await runCommand(['--keys', path, '--port', '0']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('petstore: keys file: keys[0] ("acme").sha256: must be 64 lowercase hex digits');
+    expect(r.stdout).not.toContain('listening');
+  });
+
+  test('keys new prints a token once and an entry that admits it', async () => {
+    const r = await runCommand(['keys', 'new', '--name', 'shop', '--plan', 'pro']);
+    expect(r.code).toBe(0);
+    const token = /Token \(shown once[^)]*\): (psk_[A-Za-z0-9_-]{43})/.exec(r.stdout)?.[1] as string;
+    const entry = JSON.parse(r.stdout.trim().split('\n').at(-1) as string);
+    expect(entry.name).toBe('shop');
+    expect(entry.plan).toBe('pro');
+    const dir = writeKeysFile([]).replace(/keys\.json$/, '');
+    writeFileSync(`${dir}k.json`, JSON.stringify({ keys: [entry] }));
+    const s = await startServer({ args: ['--keys', `${dir}k.json`] });
+    try {
+      const res = await fetch(`${s.url}/v1/pets`, { headers: { Authorization: `Bearer ${token}` } });
+      expect(res.status).toBe(200);
+    } finally {
+      await s.stop();
+    }
+  });
+
+  test('without a keys file it makes a development key, prints it once, and serves with it', async () => {
+    const s = await startServer();
+    try {
+      const out = s.lines.join('\n');
+      const token = /Authorization: Bearer (psk_[A-Za-z0-9_-]{43})/.exec(out)?.[1] as string;
+      expect(out).toContain('petstore keys new --name NAME --plan PLAN');
+      const res = await fetch(`${s.url}/v1/pets`, { headers: { Authorization: `Bearer ${token}` } });
+      expect(res.status).toBe(200);
+    } finally {
+      expect(await s.stop('SIGTERM')).toBe(0);
+    }
+  });
+});

@@ -1,0 +1,53 @@
+import { describe, expect, test } from 'bun:test';
+import { ConfigError, helpText, parseConfig } from './config.ts';
+
+describe('parseConfig', () => {
+  test('defaults', () => {
+    const c = parseConfig([], {});
+    expect([c.port, c.host, c.keys, c.banSeconds, c.banThreshold, c.shutdownSeconds, c.logLevel]).toEqual([
+      8080,
+      '0.0.0.0',
+      '',
+      900,
+      0,
+      10,
+      'info',
+    ]);
+    expect(c.trustProxy).toEqual([]);
+  });
+
+  test('flags win over environment variables, which win over defaults', () => {
+    const env = { PORT: '9000', HOST: '127.0.0.1', PETSTORE_KEYS_FILE: '/etc/keys.json', PETSTORE_DATA: ':memory:' };
+    const c = parseConfig(['--port', '9100', '--trust-proxy=10.0.0.0/8,192.168.0.0/16'], env);
+    expect([c.port, c.host, c.keys, c.data]).toEqual([9100, '127.0.0.1', '/etc/keys.json', ':memory:']);
+    expect(c.trustProxy).toEqual(['10.0.0.0/8', '192.168.0.0/16']);
+  });
+
+  test.each([
+    [['--nope'], 'unknown option "--nope"'],
+    [['--port'], '--port: needs a value (N)'],
+    [['--port', 'http'], '--port: expected a whole number from 0 to 65535, got "http"'],
+    [['--port', '70000'], '--port: expected a whole number from 0 to 65535, got "70000"'],
+    [['--log-format', 'xml'], '--log-format: expected one of json, pretty, got "xml"'],
+    [['--log-level', 'loud'], '--log-level: expected one of debug, info, warn, error, got "loud"'],
+  ])('%p is refused: %s', (argv, message) => {
+    expect(() => parseConfig(argv, {})).toThrow(new ConfigError(message));
+  });
+
+  test('a bad environment value names the variable', () => {
+    expect(() => parseConfig([], { PORT: 'eighty' })).toThrow(
+      new ConfigError('PORT: expected a whole number from 0 to 65535, got "eighty"'),
+    );
+  });
+});
+
+test('--help lists every flag with its env var and default', () => {
+  const help = helpText('1.0.0');
+  expect(help).toContain('petstore 1.0.0');
+  expect(help).toMatch(/--port N +TCP port to listen on \(env PORT, default 8080\)/);
+  expect(help).toMatch(/--keys FILE .*\(env PETSTORE_KEYS_FILE, default none\)/);
+  expect(help).toMatch(/--data PATH .*\(env PETSTORE_DATA, default /);
+  expect(help).toMatch(/--trust-proxy CIDR\.\.\. .*\(env PETSTORE_TRUST_PROXY, default none\)/);
+  expect(help).toContain('petstore keys new --name NAME --plan PLAN');
+  expect(help).toContain('petstore healthcheck');
+});

@@ -1,0 +1,102 @@
+import { describe, expect, test } from 'bun:test';
+import { createHash } from 'node:crypto';
+import { bearerToken, KeyTable } from './auth.ts';
+import { hashToken, KeysFileError, parseKeys } from './keys.ts';
+import { newKeyEntry, TOKEN_PREFIX } from './tokens.ts';
+
+const H = 'a'.repeat(64);
+const file = (...keys: unknown[]) => JSON.stringify({ keys });
+
+describe('parseKeys', () => {
+  test('plans take their quotas; limits override them; enterprise uses its own', () => {
+    const keys = parseKeys(
+      file(
+        { name: 'a', sha256: H, plan: 'free' },
+        { name: 'b', sha256: 'b'.repeat(64), plan: 'pro', limits: { perMinute: 5, perDay: 50 } },
+        { name: 'c', sha256: 'c'.repeat(64), plan: 'business' },
+        { name: 'd', sha256: 'd'.repeat(64), plan: 'enterprise', limits: { perMinute: 7000, perDay: 9000000 } },
+      ),
+    );
+    expect(keys.map((k) => [k.name, k.plan, k.limits])).toEqual([
+      ['a', 'free', { perMinute: 60, perDay: 1000 }],
+      ['b', 'pro', { perMinute: 5, perDay: 50 }],
+      ['c', 'business', { perMinute: 1000, perDay: 100000 }],
+      ['d', 'enterprise', { perMinute: 7000, perDay: 9000000 }],
+    ]);
+  });
+
+  test.each([
+    ['{', /^not valid JSON: /],
+    ['{}', /^keys: required$/],
+    [
+      file({ name: 'a', sha256: H, plan: 'gold' }),
+      /^keys\[0\] \("a"\)\.plan: must be one of free, pro, business, enterprise$/,
+    ],
+    [file({ name: 'a', sha256: 'XYZ', plan: 'free' }), /^keys\[0\] \("a"\)\.sha256: must be 64 lowercase hex digits$/],
+    [file({ name: 'a', plan: 'free' }), /^keys\[0\] \("a"\)\.sha256: required$/],
+    [file({ sha256: H, plan: 'free' }), /^keys\[0\]\.name: required$/],
+    [
+      file({ name: 'acme', sha256: H, plan: 'enterprise' }),
+      /^keys\[0\] \("acme"\)\.limits: required for the enterprise plan$/,
+    ],
+    [
+      file({ name: 'a', sha256: H, plan: 'free' }, { name: 'a', sha256: 'b'.repeat(64), plan: 'free' }),
+      /^keys\[1\] \("a"\)\.name: duplicate of keys\[0\]$/,
+    ],
+    [
+      file({ name: 'a', sha256: H, plan: 'free' }, { name: 'b', sha256: H, plan: 'free' }),
+      /^keys\[1\] \("b"\)\.sha256: used by another key$/,
+    ],
+    [
+      file({ name: 'a', sha256: H, plan: 'free', limits: { perMinute: 0, perDay: 5 } }),
+      /^keys\[0\] \("a"\)\.limits\.perMinute: /,
+    ],
+    [file({ name: 'a', sha256: H, plan: 'free', token: 'x' }), /^keys\[0\] \("a"\)\.token: /],
+  ])('refuses %s', (text, message) => {
+    expect(() => parseKeys(text)).toThrow(KeysFileError);
+    expect(() => parseKeys(text)).toThrow(message);
+  });
+});
+
+describe('KeyTable', () => {
+  const token = 'psk_known';
+  const table = new KeyTable(parseKeys(file({ name: 'acme', sha256: hashToken(token).toString('hex'), plan: 'pro' })));
+
+  test('finds a key by its token and nothing by another', () => {
+    expect(table.lookup(token)?.name).toBe('acme');
+    expect(table.lookup('psk_unknown')).toBeUndefined();
+    expect(table.lookup('')).toBeUndefined();
+    expect(table.countByPlan()).toEqual({ pro: 1 });
+  });
+
+  test('hashToken is SHA-256 of the token', () => {
+    expect(hashToken(token).toString('hex')).toBe(createHash('sha256').update(token).digest('hex'));
+  });
+});
+
+describe('bearerToken', () => {
+  test.each([
+    ['Bearer abc', 'abc'],
+    ['bearer abc', 'abc'],
+    ['BEARER   a.b-c_d~e+f/g==', 'a.b-c_d~e+f/g=='],
+    ['Bearer', undefined],
+    ['Bearer ', undefined],
+    ['Basic abc', undefined],
+    ['abc', undefined],
+    ['Bearer a b', undefined],
+    ['Bearer a,b', undefined],
+    [undefined, undefined],
+  ])('%p -> %p', (header, token) => {
+    expect(bearerToken(header)).toBe(token);
+  });
+});
+
+test('a new key entry admits its token and holds only the hash', () => {
+  const bytes = new Uint8Array(32).fill(7);
+  const { token, entry } = newKeyEntry('ops', 'business', () => bytes);
+  expect(token).toBe(`${TOKEN_PREFIX}${Buffer.from(bytes).toString('base64url')}`);
+  expect(token.length).toBe(4 + 43);
+  expect(JSON.stringify(entry)).not.toContain(token);
+  const table = new KeyTable(parseKeys(file(entry)));
+  expect(table.lookup(token)?.name).toBe('ops');
+});

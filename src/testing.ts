@@ -1,0 +1,43 @@
+import { createApp } from './app.ts';
+import { KeyTable } from './gateway/auth.ts';
+import { hashToken, parseKeys } from './gateway/keys.ts';
+import type { PlanName } from './gateway/plans.ts';
+import { SlidingWindowLimiter } from './gateway/rate-limit.ts';
+import type { Logger } from './log.ts';
+import { silentLogger } from './log.ts';
+import { MemoryStore } from './store/memory.ts';
+
+/** A clock the test moves by hand. */
+export function fakeClock(start = Date.UTC(2026, 10, 22, 12, 0, 0)) {
+  let t = start;
+  return {
+    now: () => t,
+    advance(ms: number) {
+      t += ms;
+    },
+  };
+}
+
+export interface TestKey {
+  name: string;
+  plan: PlanName;
+  limits?: { perMinute: number; perDay: number };
+}
+
+/** A token for a test key, derived from its name so tests can rebuild it. */
+export const tokenFor = (name: string) => `psk_test-token-for-${name}`;
+
+/** The app with an in-memory store, a fake clock and the given keys (default: one free key). */
+export function testApp({ keys = [{ name: 'acme', plan: 'free' }] as TestKey[], log = silentLogger as Logger } = {}) {
+  const clock = fakeClock();
+  const store = new MemoryStore();
+  const table = new KeyTable(
+    parseKeys(
+      JSON.stringify({ keys: keys.map((k) => ({ ...k, sha256: hashToken(tokenFor(k.name)).toString('hex') })) }),
+    ),
+  );
+  const limiter = new SlidingWindowLimiter({ clock });
+  const app = createApp({ store, keys: () => table, limiter, clock, log, clientAddress: () => '192.0.2.1' });
+  const auth = (name = keys[0]?.name ?? 'acme') => ({ Authorization: `Bearer ${tokenFor(name)}` });
+  return { app, clock, store, auth };
+}
