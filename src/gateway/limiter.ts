@@ -32,6 +32,8 @@ export type Outcome = 'admitted' | 'rate_limited' | 'key_banned';
 /** One limiter decision: what to do with the request and what to tell the client. */
 export interface Decision {
   readonly outcome: Outcome;
+  /** Unix time in whole seconds (floor) of the decision: resets and Retry-After count from it. */
+  readonly now: number;
   /** Both windows, shortest first. */
   readonly windows: readonly WindowState[];
   /** Seconds until a request would be admitted; at least 1 when refused, 0 when admitted. */
@@ -40,7 +42,12 @@ export interface Decision {
 
 /** Ban start and end, reported so they can be logged and counted. */
 export type LimiterEvent =
-  | { readonly type: 'ban_start'; readonly subject: Subject; readonly until: number }
+  | {
+      readonly type: 'ban_start';
+      readonly subject: Subject;
+      /** When the ban ends, in epoch ms (the clock's unit). */
+      readonly until: number;
+    }
   | { readonly type: 'ban_end'; readonly subject: Subject };
 
 /** Decides once per request; the in-process implementation is `SlidingWindowLimiter`. */

@@ -1,0 +1,83 @@
+/**
+ * Rate-limit response headers from one limiter decision: the de facto `X-RateLimit-*` trio for
+ * the binding window, and the IETF draft's `RateLimit-Policy` / `RateLimit` for every window
+ * (draft-ietf-httpapi-ratelimit-headers).
+ */
+import type { Decision, WindowState } from './limiter.ts';
+
+/** Distinct quota pairs are few (plans plus enterprise overrides); past this, start over. */
+const MAX_CACHED_POLICIES = 1_024;
+const policies = new Map<string, string>();
+
+/**
+ * The window the `X-RateLimit-*` headers describe.
+ * - admitted: the fewest remaining; a tie goes to the shorter window.
+ * - rate_limited: the window `Retry-After` waits for (remaining 0, reset = now + Retry-After);
+ *   a tie goes to the shorter window.
+ * - key_banned: the shortest window at least as long as the rest of the ban (else the longest),
+ *   so that Reset = now + Retry-After is still within one window.
+ *
+ * @example
+ * bindingWindow(decision).name // 'minute'
+ */
+export function bindingWindow(decision: Decision): WindowState {
+  const { windows, outcome, retryAfter, now } = decision;
+  const first = windows[0];
+  if (!first) throw new TypeError('a decision needs at least one window');
+  if (outcome === 'key_banned') {
+    return windows.find((w) => w.seconds >= retryAfter) ?? windows.at(-1) ?? first;
+  }
+  if (outcome === 'rate_limited') {
+    const awaited = windows.find((w) => w.remaining === 0 && w.reset === now + retryAfter);
+    if (awaited) return awaited;
+  }
+  let binding = first;
+  for (const w of windows) if (w.remaining < binding.remaining) binding = w;
+  return binding;
+}
+
+/**
+ * All rate-limit headers for a response, refused or not. On a refusal, Remaining is 0 and Reset
+ * is now + Retry-After. `RateLimit` gives each window's own counters, except during a ban, when
+ * every window says r=0 and t at least Retry-After, since nothing is admitted before then.
+ *
+ * @example
+ * rateLimitHeaders(decision)
+ * // { 'X-RateLimit-Limit': '60', 'X-RateLimit-Remaining': '59', 'X-RateLimit-Reset': '1700000060',
+ * //   'RateLimit-Policy': '"minute";q=60;w=60, "day";q=1000;w=86400',
+ * //   RateLimit: '"minute";r=59;t=60, "day";r=999;t=86400' }
+ */
+export function rateLimitHeaders(decision: Decision): Record<string, string> {
+  const { windows, outcome, retryAfter, now } = decision;
+  const binding = bindingWindow(decision);
+  const refused = outcome !== 'admitted';
+  const banned = outcome === 'key_banned';
+  let state = '';
+  for (const w of windows) {
+    const r = banned ? 0 : w.remaining;
+    const t = banned ? Math.max(w.reset - now, retryAfter) : w.reset - now;
+    state += `${state ? ', ' : ''}"${w.name}";r=${r};t=${t}`;
+  }
+  const headers: Record<string, string> = {
+    'X-RateLimit-Limit': String(binding.limit),
+    'X-RateLimit-Remaining': String(refused ? 0 : binding.remaining),
+    'X-RateLimit-Reset': String(refused ? now + retryAfter : binding.reset),
+    'RateLimit-Policy': policy(windows),
+    RateLimit: state,
+  };
+  if (refused) headers['Retry-After'] = String(retryAfter);
+  return headers;
+}
+
+/** `"minute";q=60;w=60, "day";q=1000;w=86400`, built once per quota pair. */
+function policy(windows: readonly WindowState[]): string {
+  let key = '';
+  for (const w of windows) key += `${w.limit}/${w.seconds} `;
+  let value = policies.get(key);
+  if (value === undefined) {
+    value = windows.map((w) => `"${w.name}";q=${w.limit};w=${w.seconds}`).join(', ');
+    if (policies.size >= MAX_CACHED_POLICIES) policies.clear();
+    policies.set(key, value);
+  }
+  return value;
+}

@@ -1,0 +1,146 @@
+/**
+ * One sliding window counted in buckets: the counting half of `rate-limit.ts`, whose top comment
+ * states the bound this gives.
+ */
+import type { WindowName } from './limiter.ts';
+
+/** Shape of a window: its length and the bucket its requests are rounded up to. */
+export interface WindowSpec {
+  readonly name: WindowName;
+  readonly seconds: number;
+  readonly windowMs: number;
+  /** A whole number of seconds that divides the window, so every bucket ends on a whole second. */
+  readonly bucketMs: number;
+  /** Buckets per window (W / b). */
+  readonly buckets: number;
+  /** Ring slots: W / b + 1, since a window of W seen mid-bucket spans that many buckets. */
+  readonly slots: number;
+}
+
+const SECOND_MS = 1_000;
+
+function spec(name: WindowName, seconds: number, bucketSeconds: number): WindowSpec {
+  const buckets = seconds / bucketSeconds;
+  return {
+    name,
+    seconds,
+    windowMs: seconds * SECOND_MS,
+    bucketMs: bucketSeconds * SECOND_MS,
+    buckets,
+    slots: buckets + 1,
+  };
+}
+
+/** 60 s in 1 s buckets: a request holds quota for 60 to 61 s. */
+export const MINUTE = spec('minute', 60, 1);
+/** 24 h in 15 min buckets: a request holds quota for 24 h to 24 h 15 min (1.04 % slack, 388 bytes). */
+export const DAY = spec('day', 86_400, 900);
+
+/** Index into the ring; bucket numbers are negative before the epoch (fake clocks start at 0). */
+function slot(bucket: number, slots: number): number {
+  const s = bucket % slots;
+  return s < 0 ? s + slots : s;
+}
+
+/**
+ * Bucket `j` holds requests in (offset + (j-1)b, offset + jb] and is counted while
+ * `time < offset + jb + W`: each request is counted from its arrival for at least W and less
+ * than W + b. Callers pass non-decreasing times and call `advance(now)` before reading.
+ *
+ * @example
+ * const w = new BucketWindow(MINUTE, now);
+ * w.advance(now); if (w.count < 60) w.add(now);
+ */
+export class BucketWindow {
+  readonly #spec: WindowSpec;
+  readonly #counts: Uint32Array;
+  /** Where buckets end, modulo b: a whole number of seconds, re-chosen when the window is empty. */
+  #offset = 0;
+  /** Buckets up to this one have left the window; their slots are zero. */
+  #dropped: number;
+  /** The oldest non-empty bucket, when `#sum > 0`. */
+  #oldest = 0;
+  #sum = 0;
+
+  constructor(spec: WindowSpec, now: number, copyOf?: BucketWindow) {
+    this.#spec = spec;
+    if (copyOf) {
+      this.#counts = copyOf.#counts.slice();
+      this.#offset = copyOf.#offset;
+      this.#dropped = copyOf.#dropped;
+      this.#oldest = copyOf.#oldest;
+      this.#sum = copyOf.#sum;
+    } else {
+      this.#counts = new Uint32Array(spec.slots);
+      this.#dropped = Math.floor(now / spec.bucketMs) - spec.buckets;
+    }
+  }
+
+  /** Requests counted at the last `advance`. */
+  get count(): number {
+    return this.#sum;
+  }
+
+  /** Epoch ms at which the oldest counted bucket leaves (meaningful when `count > 0`). */
+  get oldestLeavesAt(): number {
+    return this.#leavesAt(this.#oldest);
+  }
+
+  /** Drops the buckets that have left the window by `now`: O(1) unless one held requests. */
+  advance(now: number): void {
+    const { bucketMs, buckets, slots } = this.#spec;
+    const dropped = Math.floor((now - this.#offset) / bucketMs) - buckets;
+    if (dropped <= this.#dropped) return;
+    this.#dropped = dropped;
+    if (this.#sum === 0 || this.#oldest > dropped) return;
+    const counts = this.#counts;
+    // Only buckets from the oldest non-empty one can hold anything; at most one ring's worth.
+    const last = Math.min(dropped, this.#oldest + slots - 1);
+    for (let j = this.#oldest; j <= last; j++) {
+      const s = slot(j, slots);
+      this.#sum -= counts[s] ?? 0;
+      counts[s] = 0;
+    }
+    if (this.#sum === 0) return;
+    let oldest = dropped + 1;
+    while (counts[slot(oldest, slots)] === 0) oldest++;
+    this.#oldest = oldest;
+  }
+
+  /** Counts one request at `now` (after `advance(now)`). */
+  add(now: number): void {
+    const { bucketMs, buckets, slots } = this.#spec;
+    if (this.#sum === 0) {
+      // Empty: end a bucket at the next whole second, so this request leaves at most W after
+      // that second and `reset` stays within one window of now.
+      const offset = (Math.ceil(now / SECOND_MS) * SECOND_MS) % bucketMs;
+      this.#offset = offset < 0 ? offset + bucketMs : offset;
+      this.#dropped = Math.floor((now - this.#offset) / bucketMs) - buckets;
+      this.#oldest = Math.ceil((now - this.#offset) / bucketMs);
+    }
+    const bucket = Math.ceil((now - this.#offset) / bucketMs);
+    const s = slot(bucket, slots);
+    this.#counts[s] = (this.#counts[s] ?? 0) + 1;
+    this.#sum++;
+  }
+
+  /**
+   * Epoch ms from which a request would be admitted under `quota`, with no other traffic:
+   * when enough of the oldest buckets have left. `-Infinity` when it would be admitted now.
+   */
+  admitAt(quota: number): number {
+    if (this.#sum < quota) return Number.NEGATIVE_INFINITY;
+    const slots = this.#spec.slots;
+    let left = this.#sum;
+    let bucket = this.#oldest;
+    while (left >= quota && left > 0) {
+      left -= this.#counts[slot(bucket, slots)] ?? 0;
+      bucket++;
+    }
+    return this.#leavesAt(bucket - 1);
+  }
+
+  #leavesAt(bucket: number): number {
+    return this.#offset + bucket * this.#spec.bucketMs + this.#spec.windowMs;
+  }
+}
