@@ -7,30 +7,39 @@ NODE_BIN := node_modules/.bin
 BUN      := $(NODE_BIN)/bun
 DENO     := $(NODE_BIN)/deno
 SOURCES  := $(shell find src -name '*.ts' ! -name '*.test.ts') contract/openapi.yaml package.json
+DOCS_GEN := src/docs/generated/scalar-bundle.ts
 
-.PHONY: help deps build run run-deno run-node test unit e2e lint typecheck clean contract-test bench docker
+.PHONY: help deps build run run-deno run-node test unit e2e docs-test lint typecheck clean contract-test bench docker
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
 
+# `npm install` with the committed lock, not `npm ci`: the registry mirror CI uses serves only
+# this platform's optional packages (Bun's, Deno's, Biome's native builds), so a lock that
+# `npm ci` accepts cannot be written here. `npm install` keeps the locked versions.
 node_modules/.stamp: package.json package-lock.json
-	npm ci --no-audit --no-fund
+	npm install --no-audit --no-fund
 	@touch $@
 
-deps: node_modules/.stamp ## install dependencies (npm ci) when package-lock.json changed
+deps: node_modules/.stamp ## install dependencies when package-lock.json changed
 
-$(BIN): node_modules/.stamp $(SOURCES) scripts/build.sh
+# The Scalar bundle, gzipped into a TypeScript module that the binary, Deno and Node all import.
+$(DOCS_GEN): node_modules/.stamp scripts/embed-docs.ts
+	$(BUN) scripts/embed-docs.ts
+	@touch $@
+
+$(BIN): node_modules/.stamp $(SOURCES) $(DOCS_GEN) scripts/build.sh
 	scripts/build.sh
 
 build: $(BIN) ## compile the single binary dist/petstore (Bun, bytecode) and smoke-test it
 
-dist/node/main.js: node_modules/.stamp $(SOURCES)
+dist/node/main.js: node_modules/.stamp $(SOURCES) $(DOCS_GEN)
 	$(BUN) build --target=node --format=esm src/main.ts --outfile $@
 
 run: build ## build, then serve on embedded defaults (port 8080, in-memory pets, a development key)
 	$(BIN)
 
-run-deno: node_modules/.stamp ## serve from source under Deno
+run-deno: node_modules/.stamp $(DOCS_GEN) ## serve from source under Deno
 	$(DENO) run --allow-net --allow-env --allow-read --allow-write --allow-sys --allow-ffi src/main.ts
 
 run-node: dist/node/main.js ## serve under Node (bundled for Node by Bun first)
@@ -38,17 +47,28 @@ run-node: dist/node/main.js ## serve under Node (bundled for Node by Bun first)
 
 test: unit e2e ## unit tests, then end-to-end tests against the built binary
 
-unit: node_modules/.stamp ## unit tests (bun test), beside the code in src/
+unit: node_modules/.stamp $(DOCS_GEN) ## unit tests (bun test), beside the code in src/
 	$(BUN) test src
 
 e2e: build ## end-to-end tests: start dist/petstore and talk HTTP to it
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test scripts/e2e
 
-typecheck: node_modules/.stamp
+.PHONY: durability-test postgres-test
+durability-test: build ## kill -9 dist/petstore mid-load of POSTs, restart: every 201 is there (SQLite default)
+	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 60000 scripts/durability.test.ts
+
+postgres-test: build ## PostgreSQL store and durability tests on a throwaway server (scripts/with-postgres.sh)
+	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh $(BUN) test --timeout 60000 src/store/postgres.test.ts scripts/durability.test.ts
+
+docs-test: build ## browser test of /docs in Debian's Chromium (apt-get install chromium); screenshot in reports/
+	@test -x /usr/bin/chromium || { echo "docs-test: needs /usr/bin/chromium: apt-get install -y chromium" >&2; exit 1; }
+	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 120000 scripts/docs-browser.test.ts
+
+typecheck: node_modules/.stamp $(DOCS_GEN)
 	$(NODE_BIN)/tsc --noEmit -p .
 
 lint: typecheck ## tsc --noEmit (strict) and Biome
 	$(NODE_BIN)/biome check src scripts contract
 
 clean: ## remove build output and reports
-	rm -rf dist reports
+	rm -rf dist reports src/docs/generated

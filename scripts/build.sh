@@ -7,6 +7,7 @@ BUN=node_modules/.bin/bun
 OUT=dist/petstore
 
 mkdir -p dist
+"$BUN" scripts/embed-docs.ts
 "$BUN" build --compile --bytecode --format=esm --minify --sourcemap=none src/main.ts --outfile "$OUT.tmp"
 
 version=$("$OUT.tmp" --version)

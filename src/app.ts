@@ -1,7 +1,7 @@
 import { type Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { type Clock, systemClock } from './clock.ts';
-import { docsRoutes } from './docs.ts';
+import { type DocsOptions, docsRoutes } from './docs.ts';
 import type { AppEnv } from './env.ts';
 import { ApiError, notFound, onError } from './errors.ts';
 import type { KeyTable } from './gateway/auth.ts';
@@ -12,6 +12,7 @@ import { type Logger, silentLogger } from './log.ts';
 import { requestLog } from './middleware/request-log.ts';
 import { petRoutes } from './routes/pets.ts';
 import type { PetStore } from './store/store.ts';
+import { bodyOnGet } from './validate.ts';
 
 /** Largest accepted request body: 64 KiB. */
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -26,6 +27,8 @@ export interface AppOptions {
   /** The client address the limiter counts anonymous requests against. */
   clientAddress?: (c: Context<AppEnv>) => string;
   ban?: BanPolicy;
+  /** Production and staging URLs the reference page offers besides this server. */
+  docs?: DocsOptions;
 }
 
 /**
@@ -44,12 +47,13 @@ export function createApp({
   log = silentLogger,
   clientAddress = () => 'unknown',
   ban,
+  docs = {},
 }: AppOptions) {
   const app = new Hono<AppEnv>();
   app.use(requestLog({ log, clock }));
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
-  app.route('/', docsRoutes());
+  app.route('/', docsRoutes(docs));
 
   app.use('/v1/*', async function apiHeaders(c, next) {
     c.header('Cache-Control', 'no-store');
@@ -66,12 +70,11 @@ export function createApp({
       },
     }),
   );
+  app.use('/v1/*', bodyOnGet(MAX_BODY_BYTES));
   app.route('/v1', petRoutes(store));
 
   app.notFound(notFound);
-  app.onError(
-    onError((err, c) => log.error('unhandled error', { requestId: c.get('requestId'), error: String(err) })),
-  );
+  app.onError(onError((err, c) => log.error('unhandled error', { requestId: c.get('requestId'), error: String(err) })));
   return app;
 }
 

@@ -30,10 +30,18 @@ const int =
 const oneOf =
   <T extends string>(values: readonly T[]): Parser<T> =>
   (raw, flag) => {
-    if (!(values as readonly string[]).includes(raw)) throw new ConfigError(`${flag}: expected one of ${values.join(', ')}, got "${raw}"`);
+    if (!(values as readonly string[]).includes(raw))
+      throw new ConfigError(`${flag}: expected one of ${values.join(', ')}, got "${raw}"`);
     return raw as T;
   };
 const list: Parser<string[]> = (raw) => raw.split(/[\s,]+/).filter(Boolean);
+const httpUrl: Parser<string> = (raw, flag) => {
+  const url = URL.canParse(raw) ? new URL(raw) : undefined;
+  if (!url || !/^https?:$/.test(url.protocol) || url.search || url.hash) {
+    throw new ConfigError(`${flag}: expected an http(s) URL without query or fragment, got "${raw}"`);
+  }
+  return raw;
+};
 const flag: Parser<boolean> = () => true;
 
 /** Every option, in `--help` order; the table is the single source of flags, env vars and defaults. */
@@ -53,8 +61,8 @@ export const OPTIONS = {
     flag: '--data',
     env: 'PETSTORE_DATA',
     arg: 'PATH',
-    help: 'where pets are kept; ":memory:" keeps them in memory only',
-    fallback: ':memory:',
+    help: 'where pets are kept: a SQLite file, a postgres:// URL, or ":memory:" (in memory only)',
+    fallback: './data/petstore.db',
     parse: text,
   },
   trustProxy: {
@@ -89,6 +97,24 @@ export const OPTIONS = {
     help: 'seconds to finish in-flight requests on SIGTERM before closing anyway',
     fallback: 10,
     parse: int(0, 3600),
+  },
+  publicUrl: {
+    flag: '--public-url',
+    env: 'PETSTORE_PUBLIC_URL',
+    arg: 'URL',
+    help: 'production base URL, offered on /docs after this server ("/v1" is added)',
+    fallback: '',
+    shownDefault: 'none',
+    parse: httpUrl,
+  },
+  stagingUrl: {
+    flag: '--staging-url',
+    env: 'PETSTORE_STAGING_URL',
+    arg: 'URL',
+    help: 'staging base URL, offered on /docs after this server ("/v1" is added)',
+    fallback: '',
+    shownDefault: 'none',
+    parse: httpUrl,
   },
   logLevel: {
     flag: '--log-level',
@@ -151,7 +177,9 @@ export function helpText(version: string): string {
   const rows = Object.values(OPTIONS).map((o: Option<unknown>) => {
     const left = `  ${o.flag}${o.arg ? ` ${o.arg}` : ''}`;
     const shown = o.shownDefault ?? (o.arg ? String(o.fallback) : undefined);
-    const details = [o.env ? `env ${o.env}` : '', shown !== undefined ? `default ${shown}` : ''].filter(Boolean).join(', ');
+    const details = [o.env ? `env ${o.env}` : '', shown !== undefined ? `default ${shown}` : '']
+      .filter(Boolean)
+      .join(', ');
     return `${left.padEnd(26)}${o.help}${details ? ` (${details})` : ''}`;
   });
   return [

@@ -1,21 +1,96 @@
 import { Hono } from 'hono';
 import YAML from 'yaml';
 import contractYaml from '../contract/openapi.yaml' with { type: 'text' };
+import { DOCS_CSP, docsPage, FAVICON, INIT_SCRIPT, SCALAR_BUNDLE } from './docs/page.ts';
 import type { AppEnv } from './env.ts';
 
 /** The contract, embedded in the build: the binary serves the document it was tested against. */
 export const CONTRACT_YAML: string = contractYaml;
 
+/** The version segment every API path starts with. */
+const API_PREFIX = '/v1';
+
+export interface DocsOptions {
+  /** Production base URL (`--public-url`), e.g. `https://api.petstore.example`; `/v1` is added. Empty: none. */
+  publicUrl?: string;
+  /** Staging base URL (`--staging-url`); `/v1` is added. */
+  stagingUrl?: string;
+}
+
+export interface ServerEntry {
+  url: string;
+  description: string;
+}
+
 /**
- * Public documentation routes: the contract as YAML and JSON.
+ * The API base under `url`: trailing slashes dropped, `/v1` added unless already there.
  *
  * @example
- * app.route('/', docsRoutes())
+ * apiBase('https://api.petstore.example/') // 'https://api.petstore.example/v1'
  */
-export function docsRoutes() {
+export function apiBase(url: string): string {
+  const trimmed = url.replace(/\/+$/, '');
+  return trimmed.endsWith(API_PREFIX) ? trimmed : `${trimmed}${API_PREFIX}`;
+}
+
+/**
+ * The servers the served document lists: the instance answering this request first, so the
+ * page's "Test Request" reaches it, then production and staging when configured. A request that
+ * arrived through the production or staging host is that entry (with its scheme, which a TLS
+ * proxy in front would otherwise hide), listed first and once.
+ *
+ * @example
+ * documentServers('http://127.0.0.1:8080/openapi.json', { publicUrl: 'https://api.example' })
+ * // [{ url: 'http://127.0.0.1:8080/v1', description: 'This server' },
+ * //  { url: 'https://api.example/v1', description: 'Production' }]
+ */
+export function documentServers(requestUrl: string, { publicUrl, stagingUrl }: DocsOptions): ServerEntry[] {
+  const here = new URL(requestUrl);
+  const configured: ServerEntry[] = [];
+  if (publicUrl) configured.push({ url: apiBase(publicUrl), description: 'Production' });
+  if (stagingUrl) configured.push({ url: apiBase(stagingUrl), description: 'Staging' });
+  const self = configured.find((s) => new URL(s.url).host === here.host);
+  const first = self
+    ? { url: self.url, description: `${self.description} (this server)` }
+    : { url: `${here.origin}${API_PREFIX}`, description: 'This server' };
+  return [first, ...configured.filter((s) => s !== self)];
+}
+
+/**
+ * Public documentation routes: the contract as YAML (verbatim) and JSON (with this instance's
+ * servers), and the Scalar reference page at `/docs` with its assets, all from the binary.
+ *
+ * @example
+ * app.route('/', docsRoutes({ publicUrl: 'https://api.petstore.example' }))
+ */
+export function docsRoutes(options: DocsOptions = {}) {
   const docs = new Hono<AppEnv>();
-  const json = JSON.stringify(YAML.parse(CONTRACT_YAML));
+  const contract = YAML.parse(CONTRACT_YAML) as Record<string, unknown> & {
+    info?: { title?: string };
+    security?: Record<string, unknown>[];
+  };
+  const page = docsPage({
+    title: contract.info?.title ?? 'API',
+    specUrl: '/openapi.json',
+    securityScheme: Object.keys(contract.security?.[0] ?? {})[0],
+  });
+
   docs.get('/openapi.yaml', (c) => c.body(CONTRACT_YAML, 200, { 'Content-Type': 'application/yaml; charset=utf-8' }));
-  docs.get('/openapi.json', (c) => c.body(json, 200, { 'Content-Type': 'application/json' }));
+  docs.get('/openapi.json', (c) => {
+    const body = JSON.stringify({ ...contract, servers: documentServers(c.req.url, options) });
+    return c.body(body, 200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache' });
+  });
+
+  docs.get('/docs', (c) =>
+    c.body(page, 200, {
+      'Content-Type': 'text/html; charset=utf-8',
+      'Content-Security-Policy': DOCS_CSP,
+      'Cache-Control': 'no-cache',
+      'Referrer-Policy': 'no-referrer',
+      'X-Content-Type-Options': 'nosniff',
+    }),
+  );
+  docs.get('/docs/', (c) => c.redirect('/docs', 301));
+  for (const asset of [SCALAR_BUNDLE, INIT_SCRIPT, FAVICON]) docs.get(asset.path, (c) => asset.respond(c));
   return docs;
 }

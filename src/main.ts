@@ -3,10 +3,10 @@ import process from 'node:process';
 import { createApp } from './app.ts';
 import { runCli } from './cli.ts';
 import { systemClock } from './clock.ts';
-import { ConfigError, type Config, helpText, parseConfig } from './config.ts';
+import { type Config, ConfigError, helpText, parseConfig } from './config.ts';
 import { KeyTable } from './gateway/auth.ts';
 import { TrustedProxies } from './gateway/client-address.ts';
-import { KeysFileError, type KeyRecord, parseKeys } from './gateway/keys.ts';
+import { type KeyRecord, KeysFileError, parseKeys } from './gateway/keys.ts';
 import { SlidingWindowLimiter } from './gateway/rate-limit.ts';
 import { newKeyEntry } from './gateway/tokens.ts';
 import { createLogger, type Logger } from './log.ts';
@@ -65,7 +65,11 @@ async function serve(config: Config): Promise<void> {
     clock: systemClock,
     onEvent: (e) =>
       e.type === 'ban_start'
-        ? log.warn('ban started', { subject: e.subject.label, plan: e.subject.plan, until: new Date(e.until).toISOString() })
+        ? log.warn('ban started', {
+            subject: e.subject.label,
+            plan: e.subject.plan,
+            until: new Date(e.until).toISOString(),
+          })
         : log.warn('ban ended', { subject: e.subject.label, plan: e.subject.plan }),
   });
   const app = createApp({
@@ -75,6 +79,7 @@ async function serve(config: Config): Promise<void> {
     log,
     clientAddress: (c) => trust.clientAddress(adapter.peerAddress(c), c.req.header('x-forwarded-for')),
     ban: { seconds: config.banSeconds, ...(config.banThreshold > 0 ? { threshold: config.banThreshold } : {}) },
+    docs: { publicUrl: config.publicUrl, stagingUrl: config.stagingUrl },
   });
   const server = await adapter.serve({ fetch: app.fetch, port: config.port, hostname: config.host });
   log.info('listening', {

@@ -1,0 +1,139 @@
+// The integrators' reference page in a real browser: Debian's Chromium, driven by playwright-core,
+// against the built binary. Run: `make docs-test` (needs /usr/bin/chromium; never downloads one).
+// Screenshots go to reports/: docs.png (first view), docs-list-pets.png, docs-test-request.png.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { type Browser, chromium, type Page, type Response as PageResponse } from 'playwright-core';
+import YAML from 'yaml';
+import { type Running, startServer, tokenOf, writeKeysFile } from './e2e/harness.ts';
+
+const ROOT = join(import.meta.dir, '..');
+const REPORTS = join(ROOT, 'reports');
+const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+const KEY = 'docs';
+const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'options', 'head', 'trace'];
+
+interface Operation {
+  operationId: string;
+  method: string;
+  path: string;
+  summary: string;
+}
+
+/** The operations of the contract, with the summaries the page must show. */
+function contractOperations(): Operation[] {
+  const doc = YAML.parse(readFileSync(join(ROOT, 'contract/openapi.yaml'), 'utf8')) as {
+    paths: Record<string, Record<string, { operationId: string; summary: string }>>;
+  };
+  return Object.entries(doc.paths).flatMap(([path, item]) =>
+    Object.entries(item)
+      .filter(([method]) => METHODS.includes(method))
+      .map(([method, op]) => ({ operationId: op.operationId, method, path, summary: op.summary })),
+  );
+}
+
+let server: Running;
+let browser: Browser;
+let page: Page;
+/** Every request the page made, in order. */
+const requests: string[] = [];
+/** Console errors and uncaught exceptions, CSP violations among them. */
+const problems: string[] = [];
+
+beforeAll(async () => {
+  server = await startServer({ args: ['--keys', writeKeysFile([{ name: KEY, plan: 'free' }])] });
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+  context.on('request', (r) => requests.push(r.url()));
+  page = await context.newPage();
+  page.on('console', (m) => {
+    if (m.type() === 'error') problems.push(`console: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  mkdirSync(REPORTS, { recursive: true });
+  await page.goto(`${server.url}/docs`, { waitUntil: 'networkidle' });
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+describe('GET /docs in Chromium', () => {
+  test('shows the three operations of the contract with their summaries', async () => {
+    const operations = contractOperations();
+    expect(operations.map((o) => o.operationId).sort()).toEqual(['createPet', 'getPet', 'listPets']);
+    for (const op of operations) {
+      const heading = page.getByRole('heading', { name: op.summary, exact: true });
+      await heading.waitFor({ state: 'attached', timeout: 10_000 });
+      expect(await heading.count()).toBe(1);
+      // Each has its own "Test Request" button, named for screen readers by method and path.
+      expect(await page.getByRole('button', { name: `Test Request (${op.method} ${op.path})` }).count()).toBe(1);
+    }
+    await page.getByRole('textbox', { name: 'Bearer Token' }).first().waitFor();
+    await page.screenshot({ path: join(REPORTS, 'docs.png'), animations: 'disabled' });
+  }, 30_000);
+
+  test("sends listPets with the token entered in the page's auth field: 200 with the rate-limit headers", async () => {
+    const listPets = new Promise<PageResponse>((resolve) => {
+      page.on('response', (r) => {
+        if (r.url() === `${server.url}/v1/pets` && r.request().method() === 'GET') resolve(r);
+      });
+    });
+    await page.getByRole('textbox', { name: 'Bearer Token' }).first().fill(tokenOf(KEY));
+    await page.getByRole('heading', { name: 'List animals', exact: true }).evaluate((h) => h.scrollIntoView());
+    await page.screenshot({ path: join(REPORTS, 'docs-list-pets.png'), animations: 'disabled' });
+
+    await page.getByRole('button', { name: 'Test Request (get /pets)' }).click();
+    const send = page.getByRole('button', { name: `Send get request to ${server.url}/v1/pets` });
+    await send.click();
+    const res = await listPets;
+    const sentAt = Math.floor(Date.now() / 1000);
+
+    expect(await res.request().headerValue('authorization')).toBe(`Bearer ${tokenOf(KEY)}`);
+    expect(res.status()).toBe(200);
+    const headers = await res.allHeaders();
+    expect(headers['content-type']).toBe('application/json');
+    // The key's first request on the Free plan: 60 a minute, this one counted.
+    expect(headers['x-ratelimit-limit']).toBe('60');
+    expect(headers['x-ratelimit-remaining']).toBe('59');
+    const reset = Number(headers['x-ratelimit-reset']);
+    expect(Number.isInteger(reset)).toBe(true);
+    expect(reset).toBeGreaterThanOrEqual(sentAt - 1);
+    expect(reset).toBeLessThanOrEqual(sentAt + 61);
+    expect(await res.json()).toEqual([]);
+    // The page's client shows the outcome to the integrator too.
+    await page.getByText('200 OK', { exact: true }).waitFor({ timeout: 10_000 });
+    await page.screenshot({ path: join(REPORTS, 'docs-test-request.png'), animations: 'disabled' });
+  }, 30_000);
+
+  test("made every request to the server's own origin, with no console error or CSP violation", () => {
+    const origin = new URL(server.url).origin;
+    const elsewhere = requests.filter((url) => new URL(url).origin !== origin);
+    expect(elsewhere).toEqual([]);
+    const paths = new Set(requests.map((url) => new URL(url).pathname));
+    expect([...paths].filter((p) => !p.startsWith('/docs/assets/')).sort()).toEqual([
+      '/docs',
+      '/openapi.json',
+      '/v1/pets',
+    ]);
+    expect(
+      [...paths]
+        .filter((p) => p.startsWith('/docs/assets/'))
+        .map((p) => p.split('.')[0])
+        .sort(),
+    ).toEqual(['/docs/assets/favicon', '/docs/assets/init', '/docs/assets/scalar']);
+    expect(problems).toEqual([]);
+  });
+});

@@ -1,0 +1,122 @@
+import type { ApiReferenceConfiguration } from '@scalar/hono-api-reference';
+import { GzipAsset, TextAsset } from './assets.ts';
+import { SCALAR_GZIP_BASE64, SCALAR_SHA256 } from './generated/scalar-bundle.ts';
+
+/**
+ * The page's Content-Security-Policy: everything from this origin only, nothing inline that runs.
+ * - `style-src 'unsafe-inline'` is required: the Scalar bundle injects its stylesheets as `<style>`
+ *   elements and `style` attributes from script at run time, which can carry neither a nonce nor a
+ *   fixed hash (without it Chromium refuses 31 inline styles and the page renders broken, measured
+ *   with 1.46.4). Styles cannot run code; scripts stay 'self' only, with no inline script at all.
+ * - `connect-src 'self'`: "Test Request" reaches this server only. Picking the production or
+ *   staging entry in the page's server list shows their URLs in the snippets, but the browser will
+ *   not send to them from here: use the snippet, or the page that server serves itself.
+ */
+export const DOCS_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self'",
+  "font-src 'self'",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+/** The Scalar standalone bundle, embedded gzipped at build time (scripts/embed-docs.ts). */
+export const SCALAR_BUNDLE = new GzipAsset({
+  name: 'scalar',
+  ext: 'js',
+  hash: SCALAR_SHA256,
+  contentType: 'text/javascript; charset=utf-8',
+  gzipBase64: SCALAR_GZIP_BASE64,
+});
+
+// An external script rather than an inline one, so the CSP needs no 'unsafe-inline' for scripts:
+// the configuration travels as a JSON data block, which the browser never executes.
+export const INIT_SCRIPT = new TextAsset({
+  name: 'init',
+  ext: 'js',
+  contentType: 'text/javascript; charset=utf-8',
+  body: "Scalar.createApiReference('#app', JSON.parse(document.getElementById('scalar-config').textContent));\n",
+});
+
+export const FAVICON = new TextAsset({
+  name: 'favicon',
+  ext: 'svg',
+  contentType: 'image/svg+xml',
+  body:
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32" fill="#e36002">' +
+    '<ellipse cx="16" cy="22" rx="8" ry="6.5"/><circle cx="6.5" cy="13" r="3.5"/><circle cx="12" cy="7" r="3.5"/>' +
+    '<circle cx="20" cy="7" r="3.5"/><circle cx="25.5" cy="13" r="3.5"/></svg>',
+});
+
+export interface PageOptions {
+  /** Page title, e.g. the contract's `info.title`. */
+  title: string;
+  /** Where the page loads the document from (same origin). */
+  specUrl: string;
+  /** Name of the security scheme the page's auth box selects first. */
+  securityScheme: string | undefined;
+}
+
+/**
+ * Scalar's configuration. Everything that would reach another host is off: the default fonts
+ * (fonts.scalar.com), telemetry, the AI agent (on by default on localhost), the developer toolbar
+ * (its "Share" uploads the document to Scalar), the request proxy (unset: "Test Request" goes
+ * straight to this server) and the "Open API client" button (client.scalar.com). The token typed
+ * into the page stays in memory (`persistAuth: false`), not in localStorage.
+ */
+export function scalarConfig({ specUrl, securityScheme }: PageOptions): Partial<ApiReferenceConfiguration> {
+  return {
+    url: specUrl,
+    // Names the anchors (#petstore/tag/animals/GET/pets) and the downloaded document (petstore.json).
+    slug: 'petstore',
+    withDefaultFonts: false,
+    telemetry: false,
+    agent: { disabled: true },
+    hideClientButton: true,
+    showDeveloperTools: 'never',
+    persistAuth: false,
+    layout: 'modern',
+    theme: 'default',
+    defaultOpenAllTags: true,
+    // Fields in the contract's order (name, categoryId, status), not alphabetical.
+    orderSchemaPropertiesBy: 'preserve',
+    defaultHttpClient: { targetKey: 'shell', clientKey: 'curl' },
+    ...(securityScheme ? { authentication: { preferredSecurityScheme: securityScheme } } : {}),
+  };
+}
+
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+
+/**
+ * The reference page: the Scalar bundle and its start-up script from this server, the
+ * configuration as a JSON data block.
+ *
+ * @example
+ * docsPage({ title: 'Pet Store API', specUrl: '/openapi.json', securityScheme: 'bearerAuth' })
+ */
+export function docsPage(options: PageOptions): string {
+  // `<` escaped so no value can close the data block early.
+  const config = JSON.stringify(scalarConfig(options)).replace(/</g, '\\u003c');
+  const title = escapeHtml(`${options.title} reference`);
+  return `<!doctype html>
+<html lang="en">
+  <head>
+    <meta charset="utf-8" />
+    <meta name="viewport" content="width=device-width, initial-scale=1" />
+    <title>${title}</title>
+    <link rel="icon" type="image/svg+xml" href="${FAVICON.path}" />
+  </head>
+  <body>
+    <noscript>This reference needs JavaScript. The contract is at <a href="/openapi.yaml">/openapi.yaml</a>.</noscript>
+    <div id="app"></div>
+    <script id="scalar-config" type="application/json">${config}</script>
+    <script src="${SCALAR_BUNDLE.path}"></script>
+    <script src="${INIT_SCRIPT.path}"></script>
+  </body>
+</html>
+`;
+}
