@@ -11,7 +11,7 @@ import { SlidingWindowLimiter } from './gateway/rate-limit.ts';
 import { newKeyEntry } from './gateway/tokens.ts';
 import { createLogger, type Logger } from './log.ts';
 import type { RuntimeAdapter } from './serve/server.ts';
-import { openStore } from './store/open.ts';
+import { describeData, openStore } from './store/open.ts';
 import { VERSION } from './version.ts';
 
 /** Exit code for bad usage or configuration, before the port opens. */
@@ -86,7 +86,7 @@ async function serve(config: Config): Promise<void> {
     version: VERSION,
     runtime: adapter.name,
     address: `http://${config.host}:${server.port}`,
-    data: config.data,
+    data: describeData(config.data),
     keysByPlan: keys.countByPlan(),
   });
 

@@ -1,20 +1,64 @@
+import process from 'node:process';
 import type { Logger } from '../log.ts';
+import { StoreOpenError } from './errors.ts';
 import { MemoryStore } from './memory.ts';
 import type { PetStore } from './store.ts';
 
 /** The `--data` value that keeps pets in memory only. */
 export const MEMORY = ':memory:';
+/** Where pets are kept without `--data`: a SQLite file, relative to the working directory. */
+export const DEFAULT_DATA = './data/petstore.db';
+
+const POSTGRES_URL = /^postgres(ql)?:\/\//i;
 
 /**
- * Opens the store that `--data` names.
+ * The `--data` value as it may be logged: a PostgreSQL URL loses its password.
  *
  * @example
- * await openStore(':memory:', log)
+ * describeData('postgres://app:secret@db:5432/pets') // 'postgres://app:***@db:5432/pets'
+ */
+export function describeData(data: string): string {
+  if (!POSTGRES_URL.test(data)) return data;
+  try {
+    const url = new URL(data);
+    if (url.password) url.password = '***';
+    return url.toString();
+  } catch {
+    return 'postgres://(unparsable URL)';
+  }
+}
+
+/**
+ * Opens the store that `--data` names: `:memory:`, a `postgres://` URL, or a SQLite file.
+ * Each backend is imported only when chosen, so the Node bundle never loads bun:sqlite and a
+ * SQLite user never loads the PostgreSQL client. Throws `StoreOpenError` (exit 2) when the
+ * store cannot be opened.
+ *
+ * @example
+ * await openStore('./data/petstore.db', log)
  */
 export async function openStore(data: string, log: Logger): Promise<PetStore> {
   if (data === MEMORY) {
     log.warn('pets are kept in memory only and are lost at exit', { data });
     return new MemoryStore();
   }
-  throw new Error(`--data ${data}: only ${MEMORY} is available in this build`);
+  if (data.trim() === '') throw new StoreOpenError('--data: expected a file path, a postgres:// URL or :memory:');
+  if (POSTGRES_URL.test(data)) {
+    const { PostgresStore } = await import('./postgres.ts');
+    return PostgresStore.open({ url: data, log });
+  }
+  const { loadSqlite } = await import('./sqlite-driver.ts');
+  const open = await loadSqlite();
+  if (!open) {
+    log.warn(
+      'this runtime has no built-in SQLite (node:sqlite needs Node 22.13 or later): pets are kept in memory only and are lost at exit',
+      {
+        data,
+        runtime: `node ${process.version}`,
+      },
+    );
+    return new MemoryStore();
+  }
+  const { SqliteStore } = await import('./sqlite.ts');
+  return SqliteStore.open({ path: data, open, log });
 }

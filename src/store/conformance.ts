@@ -1,0 +1,86 @@
+import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
+import { MAX_ID, type NewPet } from '../schemas.ts';
+import type { PetStore } from './store.ts';
+
+/** Opens an empty store for one test; `dispose` removes whatever it left behind. */
+export interface StoreFixture {
+  readonly store: PetStore;
+  dispose(): Promise<void>;
+}
+
+const rex: NewPet = { name: 'Rex', categoryId: 1, status: 'available' };
+
+/**
+ * The behaviour every `PetStore` shares, run against each backend by its own test file.
+ *
+ * @example
+ * describeStore('MemoryStore', async () => ({ store: new MemoryStore(), dispose: async () => {} }))
+ */
+export function describeStore(name: string, open: () => Promise<StoreFixture>): void {
+  describe(`${name} (PetStore behaviour)`, () => {
+    let fixture: StoreFixture;
+    let store: PetStore;
+    beforeEach(async () => {
+      fixture = await open();
+      store = fixture.store;
+    });
+    afterEach(async () => {
+      await store.close();
+      await fixture.dispose();
+    });
+
+    test('create assigns ids 1, 2, 3 and returns the pet as stored', async () => {
+      expect(await store.create(rex)).toEqual({ id: 1, name: 'Rex', categoryId: 1, status: 'available' });
+      expect(await store.create({ name: 'Tom', categoryId: 2, status: 'sold' })).toEqual({
+        id: 2,
+        name: 'Tom',
+        categoryId: 2,
+        status: 'sold',
+      });
+      expect((await store.create(rex)).id).toBe(3);
+    });
+
+    test('get returns the stored pet, or undefined for an id never assigned', async () => {
+      const pet = await store.create({ name: 'Zoë 🐈 "quoted"', categoryId: MAX_ID, status: 'pending' });
+      expect(await store.get(pet.id)).toEqual({
+        id: 1,
+        name: 'Zoë 🐈 "quoted"',
+        categoryId: MAX_ID,
+        status: 'pending',
+      });
+      expect(await store.get(2)).toBeUndefined();
+      expect(await store.get(MAX_ID)).toBeUndefined();
+    });
+
+    test('list pages in ascending id order after a cursor, filtered by status', async () => {
+      const statuses = ['available', 'sold', 'available', 'pending', 'available', 'sold'] as const;
+      for (const [i, status] of statuses.entries()) await store.create({ name: `p${i + 1}`, categoryId: 7, status });
+      const ids = (pets: { id: number }[]) => pets.map((p) => p.id);
+      expect(ids(await store.list({ limit: 100 }))).toEqual([1, 2, 3, 4, 5, 6]);
+      expect(ids(await store.list({ limit: 2 }))).toEqual([1, 2]);
+      expect(ids(await store.list({ limit: 2, after: 2 }))).toEqual([3, 4]);
+      expect(ids(await store.list({ limit: 100, after: 6 }))).toEqual([]);
+      expect(ids(await store.list({ limit: 100, status: 'available' }))).toEqual([1, 3, 5]);
+      expect(ids(await store.list({ limit: 1, status: 'available', after: 1 }))).toEqual([3]);
+      expect(ids(await store.list({ limit: 100, status: 'sold', after: 2 }))).toEqual([6]);
+      expect(await store.list({ limit: 1, status: 'pending' })).toEqual([
+        { id: 4, name: 'p4', categoryId: 7, status: 'pending' },
+      ]);
+    });
+
+    test('concurrent creates each get their own id and are all readable', async () => {
+      const made = await Promise.all(
+        Array.from({ length: 250 }, (_, i) => store.create({ name: `n${i}`, categoryId: i + 1, status: 'available' })),
+      );
+      expect(new Set(made.map((p) => p.id)).size).toBe(250);
+      expect(made.map((p) => p.id).sort((a, b) => a - b)).toEqual(Array.from({ length: 250 }, (_, i) => i + 1));
+      const listed = await store.list({ limit: 1000 });
+      expect(listed).toHaveLength(250);
+      for (const pet of made) expect(listed[pet.id - 1]).toEqual(pet);
+    });
+
+    test('ping resolves on an open store', async () => {
+      await expect(store.ping()).resolves.toBeUndefined();
+    });
+  });
+}

@@ -1,0 +1,141 @@
+import { afterAll, describe, expect, test } from 'bun:test';
+import postgres from 'postgres';
+import { ConfigError } from '../config.ts';
+import { createLogger, silentLogger } from '../log.ts';
+import { describeStore } from './conformance.ts';
+import { StoreError, StoreOpenError, StoreUnavailableError } from './errors.ts';
+import { SCHEMA_VERSION } from './migrations.ts';
+import { describeData } from './open.ts';
+import { PostgresStore, postgresError } from './postgres.ts';
+
+/** A server the tests may create and drop databases on; scripts/with-postgres.sh provides one. */
+const SERVER = process.env.PETSTORE_TEST_POSTGRES_URL ?? '';
+if (!SERVER) {
+  console.warn(
+    'postgres.test.ts: PETSTORE_TEST_POSTGRES_URL is not set, so the PostgreSQL tests are skipped. ' +
+      'Run them with: scripts/with-postgres.sh node_modules/.bin/bun test src/store/postgres.test.ts',
+  );
+}
+const admin = SERVER ? postgres(SERVER, { max: 2, onnotice: () => {} }) : undefined;
+afterAll(async () => admin?.end({ timeout: 5 }));
+
+/** A fresh database on the test server; returns its URL and a function that drops it. */
+async function freshDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const sql = admin as postgres.Sql;
+  const name = `petstore_test_${crypto.randomUUID().replaceAll('-', '').slice(0, 16)}`;
+  await sql.unsafe(`CREATE DATABASE ${name}`);
+  const url = new URL(SERVER);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: async () => void (await sql.unsafe(`DROP DATABASE ${name} WITH (FORCE)`)) };
+}
+
+describe.skipIf(!SERVER)('PostgresStore', () => {
+  describeStore('PostgresStore', async () => {
+    const db = await freshDatabase();
+    return { store: await PostgresStore.open({ url: db.url, log: silentLogger }), dispose: db.drop };
+  });
+
+  test('records the migrations, keeps pets across a reopen, never reuses an id', async () => {
+    const db = await freshDatabase();
+    const lines: string[] = [];
+    const first = await PostgresStore.open({ url: db.url, log: createLogger({ write: (l) => lines.push(l) }) });
+    expect(JSON.parse(lines[0] as string)).toMatchObject({
+      msg: 'store opened',
+      backend: 'postgres',
+      synchronousCommit: 'on',
+      schemaVersion: SCHEMA_VERSION,
+      migrated: [1],
+    });
+    for (const name of ['a', 'b', 'c']) await first.create({ name, categoryId: 9007199254740991, status: 'sold' });
+    await first.close();
+    const sql = postgres(db.url, { max: 1, onnotice: () => {} });
+    expect(await sql`SELECT version, name FROM schema_migrations`).toEqual([{ version: 1, name: 'pets' }] as never);
+    await sql`DELETE FROM pets WHERE id = 3`;
+    await sql.end();
+    const second = await PostgresStore.open({ url: db.url, log: silentLogger });
+    expect(await second.get(2)).toEqual({ id: 2, name: 'b', categoryId: 9007199254740991, status: 'sold' });
+    expect((await second.create({ name: 'd', categoryId: 1, status: 'available' })).id).toBe(4);
+    await second.close();
+    await db.drop();
+  });
+
+  test('two instances starting together share one schema and see each other’s pets', async () => {
+    const db = await freshDatabase();
+    const [a, b] = await Promise.all([
+      PostgresStore.open({ url: db.url, log: silentLogger }),
+      PostgresStore.open({ url: db.url, log: silentLogger }),
+    ]);
+    const made = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        (i % 2 ? a : b).create({ name: `n${i}`, categoryId: 1, status: 'available' }),
+      ),
+    );
+    expect(new Set(made.map((p) => p.id)).size).toBe(40);
+    expect(await a.list({ limit: 100 })).toEqual(await b.list({ limit: 100 }));
+    expect(await b.get((made[1] as { id: number }).id)).toEqual(made[1] as never);
+    await Promise.all([a.close(), b.close()]);
+    await db.drop();
+  });
+
+  test('refuses a database written by a newer petstore, as a ConfigError (exit 2)', async () => {
+    const db = await freshDatabase();
+    await (await PostgresStore.open({ url: db.url, log: silentLogger })).close();
+    const sql = postgres(db.url, { max: 1 });
+    await sql`INSERT INTO schema_migrations VALUES (${SCHEMA_VERSION + 1}, 'future', '2030-01-01T00:00:00Z')`;
+    await sql.end();
+    const err = await PostgresStore.open({ url: db.url, log: silentLogger }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StoreOpenError);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as Error).message).toContain(
+      `the database has schema version ${SCHEMA_VERSION + 1}, written by a newer petstore`,
+    );
+    await db.drop();
+  });
+
+  test('a dropped connection is StoreUnavailableError, and the next request reconnects', async () => {
+    const db = await freshDatabase();
+    const store = await PostgresStore.open({ url: db.url, log: silentLogger });
+    await store.create({ name: 'before', categoryId: 1, status: 'available' });
+    const name = new URL(db.url).pathname.slice(1);
+    await (admin as postgres.Sql)`
+      SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ${name} AND pid <> pg_backend_pid()`;
+    // The request in flight when the socket closes fails as unavailable, unless the pool saw
+    // the close first and reconnected.
+    const first = await store.get(1).catch((e: unknown) => e);
+    if (first instanceof Error) expect(first).toBeInstanceOf(StoreUnavailableError);
+    else expect(first).toEqual({ id: 1, name: 'before', categoryId: 1, status: 'available' });
+    expect(await store.get(1)).toEqual({ id: 1, name: 'before', categoryId: 1, status: 'available' });
+    await store.close();
+    await db.drop();
+  });
+});
+
+describe('PostgresStore without a server', () => {
+  test('an unreachable server is refused at start-up without the password in the message', async () => {
+    const err = await PostgresStore.open({ url: 'postgres://u:secret@127.0.0.1:1/db', log: silentLogger }).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(StoreOpenError);
+    expect((err as Error).message).toStartWith(
+      '--data postgres://u:***@127.0.0.1:1/db: cannot open the PostgreSQL database: ',
+    );
+    expect((err as Error).message).not.toContain('secret');
+  });
+
+  test('postgresError: lost connections and server-side resource errors are unavailable, the rest not', () => {
+    const PgError = postgres.PostgresError as unknown as new (x: object) => Error;
+    const diskFull = new PgError({ code: '53100', message: 'could not extend file' });
+    const readOnly = new PgError({ code: '25006', message: 'cannot execute INSERT in a read-only transaction' });
+    const shutdown = new PgError({ code: '57P01', message: 'terminating connection due to administrator command' });
+    const closed = Object.assign(new Error('write CONNECTION_CLOSED 127.0.0.1:5432'), { code: 'CONNECTION_CLOSED' });
+    for (const err of [diskFull, readOnly, shutdown, closed]) {
+      expect(postgresError(err, 'x')).toBeInstanceOf(StoreUnavailableError);
+    }
+    const check = postgresError(new PgError({ code: '23514', message: 'violates check constraint' }), 'store pet');
+    expect(check).toBeInstanceOf(StoreError);
+    expect(check).not.toBeInstanceOf(StoreUnavailableError);
+    expect(check.message).toBe('store pet: violates check constraint');
+    expect(describeData('postgres://a:b@h:1/d?sslmode=require')).toBe('postgres://a:***@h:1/d?sslmode=require');
+    expect(describeData('./data/petstore.db')).toBe('./data/petstore.db');
+  });
+});

@@ -1,0 +1,165 @@
+import postgres from 'postgres';
+import type { Logger } from '../log.ts';
+import type { NewPet, Pet } from '../schemas.ts';
+import { StoreError, StoreOpenError, StoreUnavailableError } from './errors.ts';
+import { pendingMigrations, SCHEMA_MIGRATIONS_DDL, SCHEMA_VERSION } from './migrations.ts';
+import { describeData } from './open.ts';
+import { column, PET_COLUMNS, petFromRow } from './rows.ts';
+import type { ListOptions, PetStore } from './store.ts';
+
+const POOL_SIZE = 10;
+const CONNECT_TIMEOUT_SECONDS = 10;
+/**
+ * `main` closes the store after the HTTP server has finished its requests, so no query is left
+ * to wait for; the bound is for postgres.js's end(), which can hang after a lost connection
+ * (porsager/postgres#1097).
+ */
+const CLOSE_TIMEOUT_SECONDS = 1;
+/** SQLSTATE classes that mean "the server cannot serve now": 08 connection, 53 resources, 57 operator, 58 I/O. */
+const UNAVAILABLE_CLASSES = new Set(['08', '53', '57', '58']);
+/** Read-only transaction (a standby), serialization failure, deadlock: nothing stored, a retry may work. */
+const UNAVAILABLE_STATES = new Set(['25006', '40001', '40P01']);
+
+export interface PostgresStoreOptions {
+  /** `postgres://user:password@host:port/database?sslmode=...` */
+  readonly url: string;
+  readonly log: Logger;
+}
+
+/**
+ * Pets in PostgreSQL, shared by every instance pointed at the same database. Each create is one
+ * autocommit INSERT with `synchronous_commit=on` forced for the session, so it resolves only
+ * after the server has flushed the commit to its WAL (and to synchronous standbys if any).
+ */
+export class PostgresStore implements PetStore {
+  readonly #sql: postgres.Sql;
+
+  private constructor(sql: postgres.Sql) {
+    this.#sql = sql;
+  }
+
+  /**
+   * Connects, applies the migrations under an advisory lock (instances starting together take
+   * turns) and checks the server's durability settings; throws `StoreOpenError` on failure.
+   *
+   * @example
+   * const store = await PostgresStore.open({ url: 'postgres://petstore@127.0.0.1:5432/petstore', log })
+   */
+  static async open({ url, log }: PostgresStoreOptions): Promise<PostgresStore> {
+    const where = `--data ${describeData(url)}`;
+    let sql: postgres.Sql;
+    try {
+      sql = postgres(url, {
+        max: POOL_SIZE,
+        connect_timeout: CONNECT_TIMEOUT_SECONDS,
+        fetch_types: false,
+        onnotice: (notice) => log.debug('postgres notice', { message: notice.message }),
+        // A server configured with synchronous_commit=off would acknowledge commits it can lose.
+        connection: { application_name: 'petstore', synchronous_commit: 'on' },
+        // int8 columns (id, category_id) as numbers: the schema bounds them to 2^53 - 1.
+        types: { bigint: { to: 20, from: [20], serialize: (n: number) => String(n), parse: (s: string) => Number(s) } },
+      });
+    } catch (err) {
+      throw new StoreOpenError(`${where}: ${(err as Error).message}`, { cause: err });
+    }
+    try {
+      const migrated = await migrate(sql, where);
+      const [settings] =
+        await sql`SELECT current_setting('fsync') AS fsync, current_setting('server_version') AS version`;
+      if (column(settings, 'fsync') !== 'on') {
+        log.warn('PostgreSQL runs with fsync=off: a server crash can lose acknowledged pets', {
+          data: describeData(url),
+        });
+      }
+      log.info('store opened', {
+        backend: 'postgres',
+        data: describeData(url),
+        serverVersion: column(settings, 'version'),
+        synchronousCommit: 'on',
+        schemaVersion: SCHEMA_VERSION,
+        ...(migrated.length > 0 ? { migrated } : {}),
+      });
+      return new PostgresStore(sql);
+    } catch (err) {
+      await sql.end({ timeout: 0 }).catch(() => {});
+      if (err instanceof StoreOpenError) throw err;
+      throw new StoreOpenError(`${where}: cannot open the PostgreSQL database: ${(err as Error).message}`, {
+        cause: err,
+      });
+    }
+  }
+
+  async create(pet: NewPet): Promise<Pet> {
+    const rows = await this.#query(
+      'store pet',
+      () => this.#sql`
+        INSERT INTO pets (name, category_id, status) VALUES (${pet.name}, ${pet.categoryId}, ${pet.status})
+        RETURNING ${this.#sql.unsafe(PET_COLUMNS)}`,
+    );
+    return petFromRow(rows[0]);
+  }
+
+  async get(id: number): Promise<Pet | undefined> {
+    const rows = await this.#query(
+      'read pet',
+      () => this.#sql`SELECT ${this.#sql.unsafe(PET_COLUMNS)} FROM pets WHERE id = ${id}`,
+    );
+    return rows.length === 0 ? undefined : petFromRow(rows[0]);
+  }
+
+  async list({ limit, status, after = 0 }: ListOptions): Promise<Pet[]> {
+    const cols = this.#sql.unsafe(PET_COLUMNS);
+    const rows = await this.#query('list pets', () =>
+      status === undefined
+        ? this.#sql`SELECT ${cols} FROM pets WHERE id > ${after} ORDER BY id LIMIT ${limit}`
+        : this.#sql`SELECT ${cols} FROM pets WHERE status = ${status} AND id > ${after} ORDER BY id LIMIT ${limit}`,
+    );
+    return rows.map(petFromRow);
+  }
+
+  async ping(): Promise<void> {
+    await this.#query('ping', () => this.#sql`SELECT 1`);
+  }
+
+  async close(): Promise<void> {
+    await this.#sql.end({ timeout: CLOSE_TIMEOUT_SECONDS });
+  }
+
+  async #query(doing: string, run: () => Promise<readonly unknown[]>): Promise<readonly unknown[]> {
+    try {
+      return await run();
+    } catch (err) {
+      throw postgresError(err, doing);
+    }
+  }
+}
+
+/** Applies the pending migrations in one transaction, serialized across instances. */
+async function migrate(sql: postgres.Sql, where: string): Promise<number[]> {
+  return sql.begin(async (tx) => {
+    await tx`SELECT pg_advisory_xact_lock(hashtext('petstore schema_migrations'))`;
+    await tx.unsafe(SCHEMA_MIGRATIONS_DDL);
+    const [row] = await tx`SELECT coalesce(max(version), 0) AS v FROM schema_migrations`;
+    const todo = pendingMigrations(Number(column(row, 'v')), where);
+    for (const m of todo) {
+      await tx.unsafe(m.postgres);
+      await tx`INSERT INTO schema_migrations (version, name, applied_at) VALUES (${m.version}, ${m.name}, ${new Date().toISOString()})`;
+    }
+    return todo.map((m) => m.version);
+  });
+}
+
+/**
+ * `StoreUnavailableError` for a lost or refused connection and for the SQLSTATEs above,
+ * `StoreError` for anything else the server refuses.
+ */
+export function postgresError(err: unknown, doing: string): StoreError {
+  if (err instanceof StoreError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  const unavailable =
+    err instanceof postgres.PostgresError
+      ? UNAVAILABLE_CLASSES.has(err.code.slice(0, 2)) || UNAVAILABLE_STATES.has(err.code)
+      : true; // not from the server: the socket failed, timed out or was closed
+  const Kind = unavailable ? StoreUnavailableError : StoreError;
+  return new Kind(`${doing}: ${message}`, { cause: err });
+}

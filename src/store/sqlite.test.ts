@@ -1,0 +1,196 @@
+import { Database } from 'bun:sqlite';
+import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError } from '../config.ts';
+import { createLogger, type Logger, silentLogger } from '../log.ts';
+import type { Pet } from '../schemas.ts';
+import { describeStore } from './conformance.ts';
+import { StoreError, StoreOpenError, StoreUnavailableError, sqliteError } from './errors.ts';
+import { SCHEMA_VERSION } from './migrations.ts';
+import { SqliteStore } from './sqlite.ts';
+import { loadSqlite, type SqliteConnection, type SqliteOpener } from './sqlite-driver.ts';
+
+const openSqlite = (await loadSqlite()) as SqliteOpener;
+const DENO = new URL('../../node_modules/.bin/deno', import.meta.url).pathname;
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'petstore-sqlite-'));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+const open = (path = join(dir, 'pets.db'), log: Logger = silentLogger) =>
+  SqliteStore.open({ path, open: openSqlite, log });
+
+describeStore('SqliteStore', async () => {
+  const own = mkdtempSync(join(tmpdir(), 'petstore-sqlite-'));
+  return { store: open(join(own, 'pets.db')), dispose: async () => rmSync(own, { recursive: true, force: true }) };
+});
+
+describe('SqliteStore file', () => {
+  test('creates the missing folders, a WAL database, and records the migrations', async () => {
+    const lines: string[] = [];
+    const path = join(dir, 'a', 'b', 'petstore.db');
+    const store = open(path, createLogger({ write: (l) => lines.push(l), now: () => 0 }));
+    await store.create({ name: 'Rex', categoryId: 1, status: 'available' });
+    expect(existsSync(`${path}-wal`)).toBe(true);
+    const db = new Database(path, { readonly: true });
+    expect(db.query('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'wal' });
+    expect(db.query('SELECT version, name FROM schema_migrations').all()).toEqual([{ version: 1, name: 'pets' }]);
+    db.close();
+    await store.close();
+    expect(JSON.parse(lines[0] as string)).toMatchObject({
+      level: 'info',
+      msg: 'store opened',
+      backend: 'sqlite',
+      driver: 'bun:sqlite',
+      path,
+      journal: 'wal',
+      synchronous: 'FULL',
+      schemaVersion: SCHEMA_VERSION,
+      migrated: [1],
+    });
+  });
+
+  test('keeps pets across a reopen, and never hands out an id twice', async () => {
+    const first = open();
+    for (const name of ['a', 'b', 'c']) await first.create({ name, categoryId: 1, status: 'available' });
+    await first.close();
+    const db = new Database(join(dir, 'pets.db'));
+    db.exec('DELETE FROM pets WHERE id = 3');
+    db.close();
+    const second = open();
+    expect(await second.get(1)).toEqual({ id: 1, name: 'a', categoryId: 1, status: 'available' });
+    expect((await second.create({ name: 'd', categoryId: 1, status: 'sold' })).id).toBe(4);
+    await second.close();
+  });
+
+  test('close commits the creates still waiting for their batch', async () => {
+    const store = open();
+    const pending = store.create({ name: 'late', categoryId: 3, status: 'pending' });
+    await store.close();
+    expect(await pending).toEqual({ id: 1, name: 'late', categoryId: 3, status: 'pending' });
+    const again = open();
+    expect(await again.get(1)).toEqual({ id: 1, name: 'late', categoryId: 3, status: 'pending' });
+    await again.close();
+    await expect(again.create({ name: 'x', categoryId: 1, status: 'sold' })).rejects.toBeInstanceOf(
+      StoreUnavailableError,
+    );
+  });
+
+  test('refuses a database written by a newer petstore, as a ConfigError (exit 2)', async () => {
+    await open().close();
+    const db = new Database(join(dir, 'pets.db'));
+    db.exec(`INSERT INTO schema_migrations VALUES (${SCHEMA_VERSION + 1}, 'future', '2030-01-01T00:00:00Z')`);
+    db.close();
+    const err = catchError(() => open());
+    expect(err).toBeInstanceOf(StoreOpenError);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as Error).message).toBe(
+      `--data ${join(dir, 'pets.db')}: the database has schema version ${SCHEMA_VERSION + 1}, written by a newer petstore; ` +
+        `this petstore knows versions up to ${SCHEMA_VERSION}. Run the newer petstore, or point --data elsewhere.`,
+    );
+  });
+
+  test('refuses a SQLite file of another application, and a path that is not a database', () => {
+    const foreign = new Database(join(dir, 'other.db'));
+    foreign.exec('CREATE TABLE invoices (id INTEGER PRIMARY KEY)');
+    foreign.close();
+    expect((catchError(() => open(join(dir, 'other.db'))) as Error).message).toBe(
+      `--data ${join(dir, 'other.db')}: not a petstore database (it has tables but no schema_migrations); point --data at a new file`,
+    );
+    expect(catchError(() => open(dir))).toBeInstanceOf(StoreOpenError);
+  });
+
+  test('a full disk or a read-only database is StoreUnavailableError, and the store recovers', async () => {
+    let conn: SqliteConnection | undefined;
+    const store = SqliteStore.open({
+      path: join(dir, 'pets.db'),
+      open: (path) => {
+        conn = openSqlite(path);
+        return conn;
+      },
+      log: silentLogger,
+    });
+    const db = conn as SqliteConnection;
+    const pages = Number((db.prepare('PRAGMA page_count').get() as { page_count: number }).page_count);
+    db.exec(`PRAGMA max_page_count = ${pages + 2}`);
+    const big = { name: 'x'.repeat(100), categoryId: 1, status: 'available' } as const;
+    const stored: Pet[] = [];
+    let failure: unknown;
+    while (failure === undefined && stored.length < 1000) {
+      await store.create(big).then(
+        (pet) => stored.push(pet),
+        (err: unknown) => (failure = err),
+      );
+    }
+    expect(stored.length).toBeGreaterThan(0);
+    expect(failure).toBeInstanceOf(StoreUnavailableError);
+    expect((failure as Error).message).toBe('store pet: database or disk is full');
+    // A batch is one transaction: a failed one leaves nothing behind; what was answered is there.
+    const batch = await Promise.allSettled([store.create(big), store.create(big)]);
+    expect(batch.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    expect(await store.list({ limit: 1000 })).toEqual(stored);
+
+    db.exec('PRAGMA max_page_count = 1000000');
+    db.exec('PRAGMA query_only = ON');
+    const readOnly = await store.create(big).catch((e: unknown) => e);
+    expect(readOnly).toBeInstanceOf(StoreUnavailableError);
+    expect(await store.get(1)).toBeDefined();
+    db.exec('PRAGMA query_only = OFF');
+    expect((await store.create(big)).name).toBe(big.name);
+    await store.close();
+  });
+
+  test('runs on Deno through node:sqlite, reading what Bun wrote', async () => {
+    const path = join(dir, 'shared.db');
+    const bun = open(path);
+    await bun.create({ name: 'from bun', categoryId: 1, status: 'sold' });
+    await bun.close();
+    const script = `
+      import { SqliteStore } from '${new URL('./sqlite.ts', import.meta.url).href}';
+      import { loadSqlite } from '${new URL('./sqlite-driver.ts', import.meta.url).href}';
+      import { silentLogger } from '${new URL('../log.ts', import.meta.url).href}';
+      const store = SqliteStore.open({ path: ${JSON.stringify(path)}, open: await loadSqlite(), log: silentLogger });
+      const made = await Promise.all([1, 2, 3].map((i) => store.create({ name: 'from deno ' + i, categoryId: i, status: 'pending' })));
+      console.log(JSON.stringify({ made: made.map((p) => p.id), all: await store.list({ limit: 10 }) }));
+      await store.close();`;
+    const run = Bun.spawnSync([DENO, 'eval', '--ext=ts', script], { stderr: 'pipe' });
+    expect(run.stderr.toString()).toBe('');
+    const out = JSON.parse(run.stdout.toString());
+    expect(out.made).toEqual([2, 3, 4]);
+    expect(out.all[0]).toEqual({ id: 1, name: 'from bun', categoryId: 1, status: 'sold' });
+    expect(out.all[3]).toEqual({ id: 4, name: 'from deno 3', categoryId: 3, status: 'pending' });
+  }, 30_000);
+});
+
+describe('sqliteError', () => {
+  test('tells environmental failures from the others, by code or, on Deno, by message', () => {
+    const bunFull = Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL', errno: 13 });
+    const nodeReadOnly = Object.assign(new Error('attempt to write a readonly database'), { errcode: 8 });
+    const bunIo = Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR_WRITE', errno: 778 });
+    const denoBusy = Object.assign(new Error('database is locked'), { code: 'ERR_SQLITE_ERROR' });
+    const constraint = Object.assign(new Error('CHECK constraint failed'), {
+      code: 'SQLITE_CONSTRAINT_CHECK',
+      errno: 275,
+    });
+    for (const err of [bunFull, nodeReadOnly, bunIo, denoBusy])
+      expect(sqliteError(err, 'x')).toBeInstanceOf(StoreUnavailableError);
+    const other = sqliteError(constraint, 'store pet');
+    expect(other).toBeInstanceOf(StoreError);
+    expect(other).not.toBeInstanceOf(StoreUnavailableError);
+    expect(other.message).toBe('store pet: CHECK constraint failed');
+    expect(other.cause).toBe(constraint);
+  });
+});
+
+function catchError(f: () => unknown): unknown {
+  try {
+    f();
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected a throw');
+}
