@@ -53,6 +53,9 @@ unit: node_modules/.stamp $(DOCS_GEN) ## unit tests (bun test), beside the code 
 e2e: build ## end-to-end tests: start dist/petstore and talk HTTP to it
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test scripts/e2e
 
+bench: build ## wrk: dist/petstore vs bare Bun.serve vs Express (~5 min); bench/results.json, bench/README.md
+	$(BUN) bench/run.ts
+
 .PHONY: durability-test postgres-test
 durability-test: build ## kill -9 dist/petstore mid-load of POSTs, restart: every 201 is there (SQLite default)
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 60000 scripts/durability.test.ts
@@ -63,6 +66,22 @@ postgres-test: build ## PostgreSQL store and durability tests on a throwaway ser
 docs-test: build ## browser test of /docs in Debian's Chromium (apt-get install chromium); screenshot in reports/
 	@test -x /usr/bin/chromium || { echo "docs-test: needs /usr/bin/chromium: apt-get install -y chromium" >&2; exit 1; }
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 120000 scripts/docs-browser.test.ts
+
+# Schemathesis (Python) in a project-local virtual env, pinned in requirements-dev.txt.
+.venv/.stamp: requirements-dev.txt
+	rm -rf .venv && python3 -m venv .venv
+	.venv/bin/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	@touch $@
+
+.PHONY: contract-lint contract-selftest
+contract-lint: node_modules/.stamp ## lint contract/openapi.yaml with Redocly's recommended rules (redocly.yaml)
+	$(NODE_BIN)/redocly lint contract/openapi.yaml
+
+contract-test: contract-lint build .venv/.stamp ## Dredd and Schemathesis against dist/petstore; JUnit XML in reports/
+	$(BUN) scripts/contract-test.ts
+
+contract-selftest: build .venv/.stamp ## prove contract-test can fail: each tool through a response-mutating proxy
+	$(BUN) scripts/contract-selftest.ts
 
 typecheck: node_modules/.stamp $(DOCS_GEN)
 	$(NODE_BIN)/tsc --noEmit -p .

@@ -3,10 +3,15 @@ import { validator } from 'hono/validator';
 import * as v from 'valibot';
 import { ApiError } from './errors.ts';
 
-type Target = 'json' | 'query' | 'param';
+type Target = 'json' | 'query' | 'param' | 'header';
 type AnySchema = v.GenericSchema;
 
-const WHERE: Record<Target, string> = { json: 'body', query: 'query parameter', param: 'path parameter' };
+const WHERE: Record<Target, string> = {
+  json: 'body',
+  query: 'query parameter',
+  param: 'path parameter',
+  header: 'header',
+};
 
 /**
  * The one validation hook: valibot's first issue becomes a 400 naming the field.
@@ -37,10 +42,37 @@ function describeIssue(target: Target, issue: v.BaseIssue<unknown>): string {
 /** Refuses a body that is not `application/json` with 415 before anything reads it. */
 export function requireJson(): MiddlewareHandler {
   return async function requireJson(c, next) {
-    const type = c.req.header('content-type')?.split(';', 1)[0]?.trim().toLowerCase();
-    if (type !== 'application/json') {
+    if (!isJson(c.req.header('content-type'))) {
       throw new ApiError('unsupported_media_type', 'The request body must be application/json.');
     }
     await next();
   };
+}
+
+/**
+ * A body sent with GET or HEAD is held to the same rules as any other: at most `maxSize` bytes
+ * (413) and `application/json` (415). The runtimes hand Hono no body for these methods, so
+ * `bodyLimit` never sees one; the declared `Content-Length` and `Content-Type` decide.
+ */
+export function bodyOnGet(maxSize: number): MiddlewareHandler {
+  return async function bodyOnGet(c, next) {
+    const length = c.req.header('content-length');
+    const hasBody =
+      c.req.raw.body !== null ||
+      (length !== undefined && length !== '0') ||
+      c.req.header('transfer-encoding') !== undefined;
+    if ((c.req.method === 'GET' || c.req.method === 'HEAD') && hasBody) {
+      if (Number(length) > maxSize) {
+        throw new ApiError('payload_too_large', `The request body is larger than ${maxSize} bytes.`);
+      }
+      if (!isJson(c.req.header('content-type'))) {
+        throw new ApiError('unsupported_media_type', 'The request body must be application/json.');
+      }
+    }
+    await next();
+  };
+}
+
+function isJson(contentType: string | undefined): boolean {
+  return contentType?.split(';', 1)[0]?.trim().toLowerCase() === 'application/json';
 }

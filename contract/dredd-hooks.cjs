@@ -1,0 +1,244 @@
+'use strict';
+// Dredd hooks for contract/openapi.yaml. Dredd makes one transaction per documented response;
+// for OpenAPI 3 it neither skips the non-2xx ones nor validates bodies against their schema
+// (see ../shared/notes/contract-testing.md). These hooks:
+//  - send the bearer token of a key whose limits fit the run (CONTRACT_TOKEN);
+//  - rewrite each non-2xx transaction's request so the server really answers that status;
+//  - give Gavel the response's JSON Schema (draft-07) and only the *required* headers, so bodies
+//    are validated for real and optional headers are not demanded;
+//  - check every documented header's value against its schema, the `Allow` of a 405, the
+//    Error body's `status` and a 201's `Location`, failing the transaction on any mismatch.
+// CommonJS on purpose: package.json says "type": "module" and Dredd require()s its hooks.
+
+const path = require('node:path');
+const hooks = require('hooks');
+const { checkHeaderValue, deref, loadContract, toDraft07 } = require('./json-schema.cjs');
+
+const doc = loadContract(process.env.CONTRACT_FILE || path.join(__dirname, 'openapi.yaml'));
+const TOKEN = process.env.CONTRACT_TOKEN;
+/** A key with a quota of a few requests; `beforeAll` uses it up so it gets 429. */
+const LIMITED_TOKEN = process.env.CONTRACT_LIMITED_TOKEN;
+const MAX_BODY_BYTES = 64 * 1024;
+/** Valid JSON, larger than the 64 KiB body limit. */
+const BIG_BODY = JSON.stringify({ name: 'x'.repeat(MAX_BODY_BYTES), categoryId: 1 });
+const JSON_TYPE = 'application/json';
+
+let setupError = '';
+
+const setAuth = (t, value) => {
+  if (value === undefined) delete t.request.headers.Authorization;
+  else t.request.headers.Authorization = value;
+};
+const setBody = (t, contentType, body) => {
+  t.request.headers['Content-Type'] = contentType;
+  t.request.body = body;
+};
+const setMethod = (t, method) => {
+  t.request.method = method;
+};
+/** The base path Dredd was given (`/v1`): what `fullPath` has in front of the contract's path. */
+const basePath = (t) => t.fullPath.slice(0, t.fullPath.length - t.request.uri.length);
+const goTo = (t, pathAndQuery) => {
+  t.fullPath = basePath(t) + pathAndQuery;
+};
+
+/**
+ * A 500 cannot be provoked from outside: every input is validated and refused with a 4xx
+ * first, and the in-memory store does not fail. src/contract.test.ts checks the 500 response
+ * by making the store throw; Schemathesis' `not_a_server_error` asserts no request gets one.
+ */
+const SKIP_500 = (t) => {
+  t.skip = true;
+  console.log(`skip: ${t.name}: a 500 cannot be provoked from outside the server`);
+  return 'skipped: cannot be provoked';
+};
+/** Every route sits behind the limiter: a used-up key gets 429 on any of them. */
+const LIMITED = (t) => {
+  setAuth(t, `Bearer ${LIMITED_TOKEN}`);
+  return 'key over its quota';
+};
+/** A body of valid JSON but larger than 64 KiB. */
+const TOO_LARGE = (t) => {
+  setBody(t, JSON_TYPE, BIG_BODY);
+  return 'body over 64 KiB';
+};
+/** A body that is not `application/json`. */
+const NOT_JSON = (t) => {
+  setBody(t, 'text/plain', '{"name":"Rex","categoryId":1}');
+  return 'text/plain body';
+};
+
+/**
+ * How each documented response of each operation is provoked. Dredd sends the documented
+ * request example; each entry changes only what that status needs, and may return a label for
+ * the report. Changing `transaction.request.method` is honoured (Dredd passes the request
+ * object to its HTTP client as is), so 405s really send another method; only `fullPath`
+ * changes the URL.
+ */
+const PROVOKE = {
+  listPets: {
+    // `beforeAll` added two available pets: a page of one has a `Link` to the next page, so
+    // that (optional) header is there to be checked too.
+    200: (t) => goTo(t, '/pets?limit=1&status=available'),
+    400: (t) => goTo(t, '/pets?limit=0'),
+    401: (t) => {
+      setAuth(t, undefined);
+      return 'no Authorization';
+    },
+    404: (t) => goTo(t, '/petz'),
+    405: (t) => setMethod(t, 'DELETE'),
+    413: TOO_LARGE,
+    415: NOT_JSON,
+    429: LIMITED,
+    500: SKIP_500,
+  },
+  createPet: {
+    201: () => {},
+    400: (t) => {
+      setBody(t, JSON_TYPE, '{"name":"Rex","categoryId":"one"}');
+      return 'categoryId not an integer';
+    },
+    401: (t) => {
+      setAuth(t, 'Bearer psk_not-a-key-of-this-server');
+      return 'unknown key';
+    },
+    404: (t) => goTo(t, '/petz'),
+    405: (t) => setMethod(t, 'PUT'),
+    413: TOO_LARGE,
+    415: NOT_JSON,
+    429: LIMITED,
+    500: SKIP_500,
+  },
+  getPet: {
+    // `beforeAll` added pets, so the documented example id 1 exists.
+    200: () => {},
+    400: (t) => goTo(t, '/pets/not-a-number'),
+    401: (t) => {
+      setAuth(t, 'Basic dXNlcjpwYXNz');
+      return 'Basic scheme';
+    },
+    404: (t) => goTo(t, '/pets/9007199254740991'),
+    405: (t) => setMethod(t, 'DELETE'),
+    413: TOO_LARGE,
+    415: NOT_JSON,
+    429: LIMITED,
+    500: SKIP_500,
+  },
+};
+
+hooks.beforeAll((transactions, done) => {
+  prepare(transactions[0]).then(
+    () => done(),
+    (err) => {
+      setupError = `beforeAll failed: ${err.message}`;
+      done();
+    },
+  );
+});
+
+hooks.beforeEach((t) => {
+  const resource = doc.paths[t.origin.resourceName];
+  const operation = resource?.[t.request.method.toLowerCase()];
+  const status = t.expected.statusCode;
+  const response = operation && deref(doc, operation.responses[status]);
+  if (setupError || !TOKEN || !LIMITED_TOKEN) {
+    t.fail = setupError || 'CONTRACT_TOKEN and CONTRACT_LIMITED_TOKEN must be set';
+    return;
+  }
+  const provoke = PROVOKE[operation?.operationId]?.[status];
+  if (!response || !provoke) {
+    t.fail = `no hook provokes ${t.name}: add it to PROVOKE in contract/dredd-hooks.cjs`;
+    return;
+  }
+  t.contract = { resource, response, status: Number(status) };
+  setAuth(t, `Bearer ${TOKEN}`);
+  const label = provoke(t);
+  // The report's test name: what is really sent, not the documented example.
+  t.id = `${t.request.method} (${status}) ${t.fullPath}${label ? ` [${label}]` : ''}`;
+  t.expected.headers = expectedHeaders(response);
+  const media = response.content?.[JSON_TYPE];
+  if (media) t.expected.bodySchema = toDraft07(doc, media.schema);
+});
+
+hooks.afterEach((t) => {
+  if (t.skip || !t.contract || !t.real) return;
+  const problems = [...headerProblems(t), ...bodyProblems(t)];
+  if (problems.length) t.fail = problems.join('; ');
+});
+
+/** Content-Type and the response's required headers: Gavel checks they are present. */
+function expectedHeaders(response) {
+  const headers = { 'Content-Type': JSON_TYPE };
+  for (const [name, header] of Object.entries(response.headers || {})) {
+    const h = deref(doc, header);
+    if (h.required) headers[name] = String(h.example ?? '');
+  }
+  return headers;
+}
+
+/** Every documented header that is present must match its schema; 405's `Allow` must be exact. */
+function headerProblems(t) {
+  const real = Object.fromEntries(Object.entries(t.real.headers).map(([k, v]) => [k.toLowerCase(), String(v)]));
+  const problems = [];
+  for (const [name, header] of Object.entries(t.contract.response.headers || {})) {
+    const value = real[name.toLowerCase()];
+    if (value !== undefined) problems.push(...checkHeaderValue(name, value, toDraft07(doc, deref(doc, header).schema)));
+  }
+  if (t.contract.status === 405) {
+    const served = Object.keys(t.contract.resource)
+      .filter((k) => ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'].includes(k))
+      .map((m) => m.toUpperCase())
+      .sort();
+    const allow = (real.allow || '')
+      .split(',')
+      .map((m) => m.trim())
+      .filter(Boolean)
+      .sort();
+    if (allow.join() !== served.join()) problems.push(`Allow: "${real.allow}" should list ${served.join(', ')}`);
+  }
+  return problems;
+}
+
+/** An Error body repeats the response's status; a 201's `Location` names the new pet's id. */
+function bodyProblems(t) {
+  let body;
+  try {
+    body = JSON.parse(t.real.body);
+  } catch {
+    return []; // Gavel already reports a body that is not JSON.
+  }
+  if (t.contract.status >= 400 && body.status !== t.real.statusCode) {
+    return [`body.status ${body.status} is not ${t.real.statusCode}`];
+  }
+  const location = t.real.headers.location;
+  if (t.contract.status === 201 && location !== undefined && !String(location).endsWith(`/pets/${body.id}`)) {
+    return [`Location ${location} does not name the new pet ${body.id}`];
+  }
+  return [];
+}
+
+/** Adds pets for the 200s and uses up the limited key's quota for the 429s. */
+async function prepare(first) {
+  const origin = `${first.protocol}//${first.host}:${first.port}${basePath(first)}`;
+  const send = (token, init = {}) =>
+    fetch(`${origin}/pets`, { ...init, headers: { Authorization: `Bearer ${token}`, ...init.headers } });
+  for (const pet of [
+    { name: 'Rex', categoryId: 1, status: 'available' },
+    { name: 'Tom', categoryId: 2, status: 'available' },
+    { name: 'Kit', categoryId: 2, status: 'sold' },
+  ]) {
+    const res = await send(TOKEN, {
+      method: 'POST',
+      headers: { 'Content-Type': JSON_TYPE },
+      body: JSON.stringify(pet),
+    });
+    // Any 2xx will do here: whether it is the documented 201 is createPet's transaction's job.
+    if (!res.ok) throw new Error(`adding a pet answered ${res.status}`);
+  }
+  for (let i = 0; i < 100; i++) {
+    const res = await send(LIMITED_TOKEN);
+    await res.arrayBuffer();
+    if (res.status === 429) return;
+  }
+  throw new Error('the limited key never got 429: give it a quota of a few requests');
+}

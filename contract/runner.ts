@@ -1,0 +1,138 @@
+// What `make contract-test` and `make contract-selftest` share: the server under test with its
+// keys, and one function per tool run. Each run returns the tool's exit code and its output.
+import { spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { type KeySpec, type Running, startServer, tokenOf, writeKeysFile } from '../scripts/e2e/harness.ts';
+
+export const ROOT = join(import.meta.dir, '..');
+export const CONTRACT = join(ROOT, 'contract/openapi.yaml');
+export const REPORTS = join(ROOT, 'reports');
+const DREDD = join(ROOT, 'node_modules/.bin/dredd');
+const SCHEMATHESIS = join(ROOT, '.venv/bin/schemathesis');
+
+/**
+ * The keys of the server under test. `contract` is enterprise with limits no run reaches, so
+ * 429s come only where they are provoked. `dredd-limited` has a quota of one request a minute:
+ * the Dredd hooks use it up, so it gets `rate_limited` and then `key_banned`. `fuzz-limited`
+ * admits five requests a minute and is never banned, so Schemathesis' short second run sees
+ * `rate_limited` 429s (and their headers) on every operation.
+ */
+export const KEYS = {
+  contract: { name: 'contract', plan: 'enterprise', limits: { perMinute: 1_000_000_000, perDay: 1_000_000_000 } },
+  dreddLimited: { name: 'dredd-limited', plan: 'free', limits: { perMinute: 1, perDay: 1_000 } },
+  fuzzLimited: {
+    name: 'fuzz-limited',
+    plan: 'free',
+    limits: { perMinute: 5, perDay: 1_000 },
+    ban: { seconds: 60, threshold: 1_000_000_000 },
+  },
+} satisfies Record<string, KeySpec>;
+
+export const token = (key: keyof typeof KEYS) => tokenOf(KEYS[key].name);
+
+/** Seed and examples per operation: fixed by default so a run can be repeated exactly. */
+export const SEED = process.env.CONTRACT_SEED || '20261122';
+export const EXAMPLES = process.env.CONTRACT_EXAMPLES || '1000';
+
+export interface ToolRun {
+  readonly code: number;
+  readonly output: string;
+}
+
+/**
+ * Starts the built binary with the contract keys on a free port, in memory, and waits until
+ * `/healthz` answers 200.
+ */
+export async function startTarget(): Promise<Running> {
+  const keysFile = writeKeysFile(Object.values(KEYS));
+  const server = await startServer({ args: ['--keys', keysFile, '--data', ':memory:'] });
+  for (let i = 0; i < 100; i++) {
+    const res = await fetch(`${server.url}/healthz`).catch(() => undefined);
+    if (res?.status === 200) return server;
+    await Bun.sleep(50);
+  }
+  await server.stop();
+  throw new Error(`${server.url}/healthz never answered 200`);
+}
+
+/** Runs a command, echoing its output when `echo` is set; resolves with exit code and output. */
+export function run(cmd: string, args: string[], { env = {}, echo = true } = {}): Promise<ToolRun> {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    const take = (chunk: Buffer) => {
+      output += chunk;
+      if (echo) process.stdout.write(chunk);
+    };
+    child.stdout.on('data', take);
+    child.stderr.on('data', take);
+    child.on('error', (err) => {
+      output += String(err);
+    });
+    child.on('close', (code) => resolve({ code: code ?? 1, output }));
+  });
+}
+
+export interface DreddOptions {
+  /** Origin of the server (or proxy); `/v1` is appended. */
+  origin: string;
+  /** Where the JUnit-style XML goes, relative to the repository. */
+  report?: string;
+  echo?: boolean;
+}
+
+/** Dredd over every documented response, with the hooks in contract/dredd-hooks.cjs. */
+export function runDredd({ origin, report, echo }: DreddOptions): Promise<ToolRun> {
+  const args = [CONTRACT, `${origin}/v1`, '--hookfiles', join(ROOT, 'contract/dredd-hooks.cjs'), '--loglevel', 'error'];
+  if (report) args.push('--reporter', 'xunit', '--output', report);
+  return run(DREDD, args, {
+    echo,
+    // NODE_NO_WARNINGS hides a deprecation notice from Dredd's old logger, nothing of ours.
+    env: { CONTRACT_TOKEN: token('contract'), CONTRACT_LIMITED_TOKEN: token('dreddLimited'), NODE_NO_WARNINGS: '1' },
+  });
+}
+
+export interface SchemathesisOptions {
+  origin: string;
+  key: keyof typeof KEYS;
+  phases: string;
+  maxExamples: string;
+  report?: string;
+  /** Config file with the warning policy (see contract/schemathesis*.toml). */
+  config: string;
+  echo?: boolean;
+}
+
+/** Schemathesis with every check, the given phases and the fixed seed. */
+export function runSchemathesis(o: SchemathesisOptions): Promise<ToolRun> {
+  const args = [
+    '--config-file',
+    join(ROOT, o.config),
+    'run',
+    CONTRACT,
+    '--url',
+    `${o.origin}/v1`,
+    '--header',
+    `Authorization: Bearer ${token(o.key)}`,
+    '--checks',
+    'all',
+    '--phases',
+    o.phases,
+    '--max-examples',
+    o.maxExamples,
+    '--seed',
+    SEED,
+    // No example database: with one, failures of earlier runs are replayed and a fixed seed
+    // no longer means a repeatable run.
+    '--generation-database',
+    'none',
+    '--no-color',
+  ];
+  if (o.report) args.push('--report', 'junit', '--report-junit-path', o.report);
+  return run(SCHEMATHESIS, args, { echo: o.echo });
+}
+
+export function ensureReports(): void {
+  mkdirSync(REPORTS, { recursive: true });
+}

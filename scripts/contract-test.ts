@@ -1,0 +1,63 @@
+// `make contract-test`: proves the built binary matches contract/openapi.yaml. Starts
+// dist/petstore on a free port (in memory, with the keys of contract/runner.ts), runs Dredd and
+// two Schemathesis runs against it, stops it, and exits 1 if any of them found anything.
+// Reports: reports/dredd.xml, reports/schemathesis.xml, reports/schemathesis-429.xml (JUnit).
+//
+// CONTRACT_SEED and CONTRACT_EXAMPLES change Schemathesis' seed and examples per operation.
+import {
+  EXAMPLES,
+  ensureReports,
+  runDredd,
+  runSchemathesis,
+  SEED,
+  startTarget,
+  type ToolRun,
+} from '../contract/runner.ts';
+
+/** Examples per operation of the 429 run: every answer is a 429 there, so few are enough. */
+const LIMITED_EXAMPLES = '10';
+
+ensureReports();
+const server = await startTarget();
+const started = Date.now();
+const results: Array<[string, ToolRun, number]> = [];
+const step = async (name: string, go: () => Promise<ToolRun>) => {
+  process.stdout.write(`\n=== ${name}\n`);
+  const t0 = Date.now();
+  results.push([name, await go(), Date.now() - t0]);
+};
+
+try {
+  await step('Dredd: every documented response', () => runDredd({ origin: server.url, report: 'reports/dredd.xml' }));
+  await step(`Schemathesis: all checks and phases (seed ${SEED}, ${EXAMPLES} examples)`, () =>
+    runSchemathesis({
+      origin: server.url,
+      key: 'contract',
+      phases: 'examples,coverage,fuzzing,stateful',
+      maxExamples: EXAMPLES,
+      report: 'reports/schemathesis.xml',
+      config: 'contract/schemathesis.toml',
+    }),
+  );
+  await step('Schemathesis: a key over its quota (429 and its headers)', () =>
+    runSchemathesis({
+      origin: server.url,
+      key: 'fuzzLimited',
+      phases: 'examples,coverage,fuzzing',
+      maxExamples: LIMITED_EXAMPLES,
+      report: 'reports/schemathesis-429.xml',
+      config: 'contract/schemathesis-limited.toml',
+    }),
+  );
+} finally {
+  await server.stop();
+}
+
+process.stdout.write('\n=== contract-test summary\n');
+for (const [name, { code }, ms] of results) {
+  process.stdout.write(`${code === 0 ? 'ok  ' : 'FAIL'}  ${name} (${(ms / 1000).toFixed(1)} s)\n`);
+}
+const failed = results.filter(([, r]) => r.code !== 0).length;
+process.stdout.write(`took ${((Date.now() - started) / 1000).toFixed(1)} s; reports in reports/\n`);
+process.stdout.write(`contract-test: ${results.length - failed} passed, ${failed} failed\n`);
+process.exit(failed ? 1 : 0);
