@@ -8,11 +8,15 @@ BUN      := $(NODE_BIN)/bun
 DENO     := $(NODE_BIN)/deno
 SOURCES  := $(shell find src -name '*.ts' ! -name '*.test.ts') contract/openapi.yaml package.json
 DOCS_GEN := src/docs/generated/scalar-bundle.ts
+# Deno from source, with only the permissions the server uses: sockets, its env vars, the keys
+# file and the SQLite file (node:sqlite). No --allow-run, --allow-ffi or --allow-sys.
+DENO_PERMS := --allow-net --allow-env --allow-read --allow-write
+IMAGE    ?= petstore:latest
 
 .PHONY: help deps build run run-deno run-node test unit e2e docs-test lint typecheck clean contract-test bench docker
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
 
 # `npm install` with the committed lock, not `npm ci`: the registry mirror CI uses serves only
 # this platform's optional packages (Bun's, Deno's, Biome's native builds), so a lock that
@@ -40,7 +44,7 @@ run: build ## build, then serve on embedded defaults (port 8080, in-memory pets,
 	$(BIN)
 
 run-deno: node_modules/.stamp $(DOCS_GEN) ## serve from source under Deno
-	$(DENO) run --allow-net --allow-env --allow-read --allow-write --allow-sys --allow-ffi src/main.ts
+	$(DENO) run $(DENO_PERMS) src/main.ts
 
 run-node: dist/node/main.js ## serve under Node (bundled for Node by Bun first)
 	node dist/node/main.js
@@ -53,6 +57,28 @@ unit: node_modules/.stamp $(DOCS_GEN) ## unit tests (bun test), beside the code 
 e2e: build ## end-to-end tests: start dist/petstore and talk HTTP to it
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test scripts/e2e
 
+.PHONY: e2e-runtimes image-test service-verify
+e2e-runtimes: build dist/node/main.js ## the end-to-end tests on the binary, on Deno from source and on Node (bundle)
+	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test scripts/e2e
+	PETSTORE_CMD="$(abspath $(DENO)) run $(DENO_PERMS) $(abspath src/main.ts)" $(BUN) test scripts/e2e
+	PETSTORE_CMD="node $(abspath dist/node/main.js)" $(BUN) test scripts/e2e
+
+image-test: node_modules/.stamp ## build the Dockerfile with buildah on bases made from this host, run it, check /healthz
+	scripts/image-test.sh
+
+docker: ## build the image $(IMAGE) from the Dockerfile with docker, podman or buildah
+	@if docker info >/dev/null 2>&1; then set -x; docker build -t $(IMAGE) .; \
+	elif command -v podman >/dev/null; then set -x; podman build -t $(IMAGE) .; \
+	elif command -v buildah >/dev/null; then set -x; buildah bud --format docker -t $(IMAGE) .; \
+	else echo "make docker: needs a running docker, or podman, or buildah" >&2; exit 1; fi
+
+service-verify: build ## systemd-analyze verify scripts/petstore.service, and its exposure score under 2.0
+	@command -v systemd-analyze >/dev/null || { echo "service-verify: needs systemd-analyze (apt-get install -y systemd)" >&2; exit 1; }
+	@t=$$(mktemp -d) && trap 'rm -rf "$$t"' EXIT && \
+	  sed 's|/usr/local/bin/petstore|$(abspath $(BIN))|' scripts/petstore.service >"$$t/petstore.service" && \
+	  systemd-analyze verify "$$t/petstore.service" && \
+	  systemd-analyze security --offline=yes --threshold=20 "$$t/petstore.service" | tail -n 1
+
 bench: build ## wrk: dist/petstore vs bare Bun.serve vs Express (~5 min); bench/results.json, bench/README.md
 	$(BUN) bench/run.ts
 
@@ -62,6 +88,14 @@ durability-test: build ## kill -9 dist/petstore mid-load of POSTs, restart: ever
 
 postgres-test: build ## PostgreSQL store and durability tests on a throwaway server (scripts/with-postgres.sh)
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh $(BUN) test --timeout 60000 src/store/postgres.test.ts scripts/durability.test.ts
+
+.PHONY: redis-test scale-out-test
+redis-test: node_modules/.stamp ## the Redis limiter (its Lua script replayed against the in-process one) on a throwaway redis-server
+	scripts/with-redis.sh $(BUN) test src/gateway/redis-limiter.test.ts
+
+scale-out-test: build ## two dist/petstore sharing PostgreSQL and Redis: one quota, one catalogue, Redis stopped mid-run (~75 s)
+	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh scripts/with-redis.sh \
+	  $(BUN) test --timeout 180000 src/gateway/redis-limiter.test.ts scripts/scale-out.test.ts
 
 docs-test: build ## browser test of /docs in Debian's Chromium (apt-get install chromium); screenshot in reports/
 	@test -x /usr/bin/chromium || { echo "docs-test: needs /usr/bin/chromium: apt-get install -y chromium" >&2; exit 1; }

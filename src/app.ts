@@ -8,8 +8,13 @@ import type { KeyTable } from './gateway/auth.ts';
 import { gateway } from './gateway/gateway.ts';
 import type { RateLimiter } from './gateway/limiter.ts';
 import type { BanPolicy } from './gateway/plans.ts';
+import { concurrencyLimit, uriLimit } from './gateway/request-limits.ts';
 import { type Logger, silentLogger } from './log.ts';
+import type { Metrics } from './metrics.ts';
+import { countRequests, countStoreErrors } from './middleware/metrics.ts';
 import { requestLog } from './middleware/request-log.ts';
+import { healthRoutes } from './routes/health.ts';
+import { metricsRoutes } from './routes/metrics.ts';
 import { petRoutes } from './routes/pets.ts';
 import type { PetStore } from './store/store.ts';
 import { bodyOnGet } from './validate.ts';
@@ -29,6 +34,14 @@ export interface AppOptions {
   ban?: BanPolicy;
   /** Production and staging URLs the reference page offers besides this server. */
   docs?: DocsOptions;
+  /** Counts requests, 429s and store errors when given (`--metrics`). */
+  metrics?: Metrics;
+  /** Whether this app serves `GET /metrics` (false when it has a port of its own). */
+  serveMetrics?: boolean;
+  /** Why `/readyz` should fail (e.g. shutting down), or undefined. */
+  notReady?: () => string | undefined;
+  /** Most requests one key may have in flight (`--max-in-flight`). */
+  maxInFlight?: number;
 }
 
 /**
@@ -48,19 +61,31 @@ export function createApp({
   clientAddress = () => 'unknown',
   ban,
   docs = {},
+  metrics,
+  serveMetrics = true,
+  notReady,
+  maxInFlight,
 }: AppOptions) {
   const app = new Hono<AppEnv>();
-  app.use(requestLog({ log, clock }));
-
-  app.get('/healthz', (c) => c.json({ status: 'ok' }));
-  app.route('/', docsRoutes(docs));
-
+  app.use(requestLog({ log, clock, clientAddress }));
+  if (metrics) {
+    app.use(countRequests({ metrics }));
+    store = countStoreErrors(store, metrics);
+    if (serveMetrics) app.route('/', metricsRoutes(metrics));
+  }
+  // Before uriLimit, so its 414 is marked too.
   app.use('/v1/*', async function apiHeaders(c, next) {
     c.header('Cache-Control', 'no-store');
     c.header('X-Content-Type-Options', 'nosniff');
     await next();
   });
+  app.use(uriLimit());
+
+  app.route('/', healthRoutes({ store, keys, log, notReady }));
+  app.route('/', docsRoutes(docs));
+
   app.use('/v1/*', gateway({ keys, limiter, clientAddress, ban }));
+  app.use('/v1/*', concurrencyLimit({ max: maxInFlight }));
   app.use(
     '/v1/*',
     bodyLimit({
@@ -71,10 +96,15 @@ export function createApp({
     }),
   );
   app.use('/v1/*', bodyOnGet(MAX_BODY_BYTES));
-  app.route('/v1', petRoutes(store));
+  app.route('/v1', petRoutes(store, { clock }));
 
   app.notFound(notFound);
-  app.onError(onError((err, c) => log.error('unhandled error', { requestId: c.get('requestId'), error: String(err) })));
+  app.onError(
+    onError(
+      (err, c) => log.error('unhandled error', { requestId: c.get('requestId'), error: String(err) }),
+      (err, c) => log.warn('store unavailable', { requestId: c.get('requestId'), error: String(err) }),
+    ),
+  );
   return app;
 }
 

@@ -51,3 +51,15 @@ test('--help lists every flag with its env var and default', () => {
   expect(help).toContain('petstore keys new --name NAME --plan PLAN');
   expect(help).toContain('petstore healthcheck');
 });
+
+test('--redis takes a redis:// or rediss:// URL; --redis-fail open (default) or closed', () => {
+  expect(parseConfig([], {})).toMatchObject({ redis: '', redisFail: 'open' });
+  const env = { PETSTORE_REDIS_URL: 'rediss://:pw@cache.internal:6380/2', PETSTORE_REDIS_FAIL: 'closed' };
+  expect(parseConfig([], env)).toMatchObject({ redis: 'rediss://:pw@cache.internal:6380/2', redisFail: 'closed' });
+  expect(() => parseConfig(['--redis', 'cache:6379'], {})).toThrow(
+    new ConfigError('--redis: expected a redis:// or rediss:// URL with a host, got "cache:6379"'),
+  );
+  expect(() => parseConfig(['--redis-fail', 'maybe'], {})).toThrow(
+    new ConfigError('--redis-fail: expected one of open, closed, got "maybe"'),
+  );
+});

@@ -1,3 +1,4 @@
+import { DEFAULT_MAX_IN_FLIGHT } from './gateway/plans.ts';
 import { LOG_LEVELS, type LogFormat, type LogLevel } from './log.ts';
 
 /** Raised for a bad flag or value: `main` prints it with the usage hint and exits 2. */
@@ -43,6 +44,19 @@ const httpUrl: Parser<string> = (raw, flag) => {
   return raw;
 };
 const flag: Parser<boolean> = () => true;
+const redisUrl: Parser<string> = (raw, flag) => {
+  const url = URL.canParse(raw) ? new URL(raw) : undefined;
+  if (!url || !/^rediss?:$/.test(url.protocol) || !url.hostname) {
+    throw new ConfigError(`${flag}: expected a redis:// or rediss:// URL with a host, got "${raw}"`);
+  }
+  return raw;
+};
+/** A switch: the bare flag turns it on; its env var takes true/false, 1/0, yes/no, on/off. */
+const toggle: Parser<boolean> = (raw, flag) => {
+  if (/^(|1|true|yes|on)$/i.test(raw)) return true;
+  if (/^(0|false|no|off)$/i.test(raw)) return false;
+  throw new ConfigError(`${flag}: expected true or false, got "${raw}"`);
+};
 
 /** Every option, in `--help` order; the table is the single source of flags, env vars and defaults. */
 export const OPTIONS = {
@@ -64,6 +78,23 @@ export const OPTIONS = {
     help: 'where pets are kept: a SQLite file, a postgres:// URL, or ":memory:" (in memory only)',
     fallback: './data/petstore.db',
     parse: text,
+  },
+  redis: {
+    flag: '--redis',
+    env: 'PETSTORE_REDIS_URL',
+    arg: 'URL',
+    help: 'share rate limits and bans with other instances through Redis (redis:// or rediss://)',
+    fallback: '',
+    shownDefault: 'none (limits kept in this process)',
+    parse: redisUrl,
+  },
+  redisFail: {
+    flag: '--redis-fail',
+    env: 'PETSTORE_REDIS_FAIL',
+    arg: 'MODE',
+    help: 'while Redis is unreachable: open (each instance limits on its own) or closed (answer 503)',
+    fallback: 'open' as 'open' | 'closed',
+    parse: oneOf(['open', 'closed'] as const),
   },
   trustProxy: {
     flag: '--trust-proxy',
@@ -89,6 +120,14 @@ export const OPTIONS = {
     help: 'refusals within a minute that start a ban (0: the per-minute quota)',
     fallback: 0,
     parse: int(0, 1_000_000_000),
+  },
+  maxInFlight: {
+    flag: '--max-in-flight',
+    env: 'PETSTORE_MAX_IN_FLIGHT',
+    arg: 'N',
+    help: 'requests one key may have in flight at once; more get 429 too_many_concurrent_requests',
+    fallback: DEFAULT_MAX_IN_FLIGHT,
+    parse: int(1, 1_000_000),
   },
   shutdownSeconds: {
     flag: '--shutdown-timeout',
@@ -133,6 +172,23 @@ export const OPTIONS = {
     shownDefault: 'json, pretty on a terminal',
     parse: oneOf(['json', 'pretty'] as const),
   },
+  metrics: {
+    flag: '--metrics',
+    env: 'PETSTORE_METRICS',
+    help: 'serve GET /metrics (Prometheus text format), without a key',
+    fallback: false,
+    shownDefault: 'off',
+    parse: toggle,
+  },
+  metricsPort: {
+    flag: '--metrics-port',
+    env: 'PETSTORE_METRICS_PORT',
+    arg: 'N',
+    help: 'serve /metrics on this port of --host instead of --port (implies --metrics)',
+    fallback: null as number | null,
+    shownDefault: 'none',
+    parse: int(0, 65535),
+  },
   help: { flag: '--help', help: 'print this help and exit', fallback: false, parse: flag },
   version: { flag: '--version', help: 'print the version and exit', fallback: false, parse: flag },
 } satisfies Record<string, Option<unknown>>;
@@ -157,6 +213,7 @@ export function parseConfig(argv: readonly string[], env: Record<string, string 
     if (!entry) throw new ConfigError(`unknown option "${word}"`);
     const [key, option] = entry;
     if (!option.arg) {
+      if (name !== word) throw new ConfigError(`${name}: takes no value, got "${word}"`);
       config[key] = option.parse('', name);
       continue;
     }

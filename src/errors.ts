@@ -2,17 +2,25 @@ import type { Context, ErrorHandler, NotFoundHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { ErrorBody, ErrorCode } from './schemas.ts';
+import { StoreUnavailableError } from './store/errors.ts';
+
+/** `Retry-After` of a 503: most store faults (a lock wait, a failover, a dropped connection) pass within seconds. */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
 
 const STATUS_BY_CODE: Record<ErrorCode, ContentfulStatusCode> = {
   invalid_request: 400,
   unauthorized: 401,
   not_found: 404,
   method_not_allowed: 405,
+  idempotency_key_reused: 409,
   payload_too_large: 413,
+  uri_too_long: 414,
   unsupported_media_type: 415,
   rate_limited: 429,
   key_banned: 429,
+  too_many_concurrent_requests: 429,
   internal_error: 500,
+  service_unavailable: 503,
 };
 
 /**
@@ -61,11 +69,32 @@ function fromHttpException(err: HTTPException): ApiError {
 
 export type ErrorReporter = (err: unknown, c: Context) => void;
 
-/** The single `app.onError`: known errors keep their status; anything else is a logged 500. */
-export function onError(report: ErrorReporter): ErrorHandler {
+/**
+ * The single `app.onError`: known errors keep their status; a store that cannot serve is a
+ * 503 `service_unavailable` (told to `unavailable`, default `report`); anything else is a
+ * logged 500. Neither message carries the error's own text, which may hold internals.
+ */
+export function onError(report: ErrorReporter, unavailable: ErrorReporter = report): ErrorHandler {
   return function onError(err, c) {
     if (err instanceof ApiError) return errorResponse(c, err);
     if (err instanceof HTTPException) return errorResponse(c, fromHttpException(err));
+    if (err instanceof StoreUnavailableError) {
+      unavailable(err, c);
+      return errorResponse(
+        c,
+        new ApiError('service_unavailable', 'The pet store is temporarily unavailable; retry shortly.', {
+          'Retry-After': String(UNAVAILABLE_RETRY_AFTER_SECONDS),
+        }),
+      );
+    }
+    // A client that hangs up mid-body makes the body read throw (Bun: AbortError). Nobody
+    // reads this answer; it is a 400 so logs and metrics do not count a server fault.
+    if (c.req.raw.signal?.aborted) {
+      return errorResponse(
+        c,
+        new ApiError('invalid_request', 'The client closed the connection before the request was read.'),
+      );
+    }
     report(err, c);
     return errorResponse(c, new ApiError('internal_error', 'The server failed to handle the request.'));
   };

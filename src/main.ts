@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import process from 'node:process';
 import { createApp } from './app.ts';
 import { runCli } from './cli.ts';
@@ -6,16 +6,21 @@ import { systemClock } from './clock.ts';
 import { type Config, ConfigError, helpText, parseConfig } from './config.ts';
 import { KeyTable } from './gateway/auth.ts';
 import { TrustedProxies } from './gateway/client-address.ts';
-import { type KeyRecord, KeysFileError, parseKeys } from './gateway/keys.ts';
+import { type KeyRecord, KeysFileError, keysFileExposure, parseKeys } from './gateway/keys.ts';
+import type { LimiterEvent } from './gateway/limiter.ts';
 import { SlidingWindowLimiter } from './gateway/rate-limit.ts';
 import { newKeyEntry } from './gateway/tokens.ts';
 import { createLogger, type Logger } from './log.ts';
+import { Metrics } from './metrics.ts';
+import { metricsApp } from './routes/metrics.ts';
 import type { RuntimeAdapter } from './serve/server.ts';
 import { describeData, openStore } from './store/open.ts';
 import { VERSION } from './version.ts';
 
 /** Exit code for bad usage or configuration, before the port opens. */
 const EXIT_CONFIG = 2;
+/** After the shutdown deadline, how long closing the remaining connections may take. */
+const FORCE_STOP_MS = 1_000;
 
 async function loadAdapter(): Promise<RuntimeAdapter> {
   if ('Bun' in globalThis) return (await import('./serve/bun.ts')).adapter;
@@ -24,7 +29,11 @@ async function loadAdapter(): Promise<RuntimeAdapter> {
 }
 
 function loadKeys(config: Config, log: Logger): KeyRecord[] {
-  if (config.keys) return parseKeys(readKeysFile(config.keys));
+  if (config.keys) {
+    const keys = parseKeys(readKeysFile(config.keys));
+    warnIfExposed(config.keys, log);
+    return keys;
+  }
   const { token, entry } = newKeyEntry('dev', 'free');
   process.stderr.write(
     [
@@ -47,6 +56,13 @@ function readKeysFile(path: string): string {
   }
 }
 
+/** Warns (at start and on each reload) when the keys file's mode lets other users read or change it. */
+function warnIfExposed(path: string, log: Logger): void {
+  if (process.platform === 'win32') return;
+  const problem = keysFileExposure(statSync(path).mode);
+  if (problem) log.warn(`the keys file is ${problem}`, { file: path });
+}
+
 function trustedProxies(cidrs: readonly string[]): TrustedProxies {
   try {
     return new TrustedProxies(cidrs);
@@ -61,17 +77,33 @@ async function serve(config: Config): Promise<void> {
   let keys = new KeyTable(loadKeys(config, log));
   const store = await openStore(config.data, log);
   const adapter = await loadAdapter();
-  const limiter = new SlidingWindowLimiter({
-    clock: systemClock,
-    onEvent: (e) =>
-      e.type === 'ban_start'
-        ? log.warn('ban started', {
-            subject: e.subject.label,
-            plan: e.subject.plan,
-            until: new Date(e.until).toISOString(),
-          })
-        : log.warn('ban ended', { subject: e.subject.label, plan: e.subject.plan }),
-  });
+  const metrics =
+    config.metrics || config.metricsPort !== null
+      ? new Metrics({ version: VERSION, runtime: adapter.name })
+      : undefined;
+  metrics?.keysLoaded(keys.countByPlan());
+  const onEvent = (e: LimiterEvent) => {
+    if (e.type === 'ban_end') return log.warn('ban ended', { subject: e.subject.label, plan: e.subject.plan });
+    metrics?.banned(e.subject.plan);
+    log.warn('ban started', {
+      subject: e.subject.label,
+      plan: e.subject.plan,
+      until: new Date(e.until).toISOString(),
+    });
+  };
+  const local = new SlidingWindowLimiter({ clock: systemClock, onEvent });
+  // Imported only with --redis, like the PostgreSQL client with a postgres:// --data.
+  const shared = config.redis
+    ? await (await import('./gateway/redis-limiter.ts')).openRedisLimiter({
+        url: config.redis,
+        mode: config.redisFail,
+        fallback: local,
+        log,
+        onEvent,
+      })
+    : undefined;
+  const limiter = shared ?? local;
+  let stopping = false;
   const app = createApp({
     store,
     keys: () => keys,
@@ -80,44 +112,64 @@ async function serve(config: Config): Promise<void> {
     clientAddress: (c) => trust.clientAddress(adapter.peerAddress(c), c.req.header('x-forwarded-for')),
     ban: { seconds: config.banSeconds, ...(config.banThreshold > 0 ? { threshold: config.banThreshold } : {}) },
     docs: { publicUrl: config.publicUrl, stagingUrl: config.stagingUrl },
+    metrics,
+    serveMetrics: config.metricsPort === null,
+    notReady: () => (stopping ? 'The server is shutting down.' : undefined),
+    maxInFlight: config.maxInFlight,
   });
   const server = await adapter.serve({ fetch: app.fetch, port: config.port, hostname: config.host });
+  const metricsServer =
+    metrics && config.metricsPort !== null
+      ? await adapter.serve({ fetch: metricsApp(metrics).fetch, port: config.metricsPort, hostname: config.host })
+      : undefined;
+  // Always handled: SIGHUP's default action would end the process.
+  process.on('SIGHUP', () => {
+    if (!config.keys) return log.warn('SIGHUP: no keys file to reload (started without --keys)');
+    try {
+      keys = new KeyTable(parseKeys(readKeysFile(config.keys)));
+      warnIfExposed(config.keys, log);
+      metrics?.reloaded(true);
+      metrics?.keysLoaded(keys.countByPlan());
+      log.warn('keys reloaded', { file: config.keys, keysByPlan: keys.countByPlan() });
+    } catch (err) {
+      metrics?.reloaded(false);
+      log.error('keys reload failed; keeping the previous keys', { file: config.keys, error: (err as Error).message });
+    }
+  });
+
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info('shutting down', { signal, deadlineSeconds: config.shutdownSeconds });
+    const servers = metricsServer ? [server, metricsServer] : [server];
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const deadline = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), config.shutdownSeconds * 1000);
+    });
+    const drained = Promise.all(servers.map((s) => s.stop(false))).then(() => true);
+    if (!(await Promise.race([drained, deadline]))) {
+      log.warn('shutdown deadline passed; closing open connections', { deadlineSeconds: config.shutdownSeconds });
+      const forced = Promise.all(servers.map((s) => s.stop(true)));
+      await Promise.race([forced, new Promise((resolve) => setTimeout(resolve, FORCE_STOP_MS))]);
+    }
+    clearTimeout(timer);
+    await store.close();
+    await shared?.close();
+    log.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+
+  // Last: whoever waits for this line may signal at once.
   log.info('listening', {
     version: VERSION,
     runtime: adapter.name,
     address: `http://${config.host}:${server.port}`,
     data: describeData(config.data),
     keysByPlan: keys.countByPlan(),
+    ...(metricsServer ? { metrics: `http://${config.host}:${metricsServer.port}/metrics` } : {}),
   });
-
-  if (config.keys) {
-    process.on('SIGHUP', () => {
-      try {
-        keys = new KeyTable(parseKeys(readKeysFile(config.keys)));
-        log.warn('keys reloaded', { keysByPlan: keys.countByPlan() });
-      } catch (err) {
-        log.error('keys reload failed; keeping the previous keys', { error: (err as Error).message });
-      }
-    });
-  }
-
-  let stopping = false;
-  const shutdown = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info('shutting down', { signal, deadlineSeconds: config.shutdownSeconds });
-    const deadline = setTimeout(() => {
-      log.warn('shutdown deadline passed; closing open connections');
-      void server.stop(true);
-    }, config.shutdownSeconds * 1000);
-    await server.stop(false);
-    clearTimeout(deadline);
-    await store.close();
-    log.info('stopped');
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
 }
 
 async function main(argv: string[]): Promise<number | undefined> {

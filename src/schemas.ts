@@ -42,11 +42,15 @@ export const ERROR_CODES = [
   'unauthorized',
   'not_found',
   'method_not_allowed',
+  'idempotency_key_reused',
   'payload_too_large',
+  'uri_too_long',
   'unsupported_media_type',
   'rate_limited',
   'key_banned',
+  'too_many_concurrent_requests',
   'internal_error',
+  'service_unavailable',
 ] as const;
 export const ErrorCode = v.picklist(ERROR_CODES);
 export type ErrorCode = v.InferOutput<typeof ErrorCode>;
@@ -67,14 +71,21 @@ export const CURSOR_PATTERN = /^[0-9a-z]{1,11}$/;
 
 /** Query of `listPets`. */
 export const ListQuery = v.object({
-  limit: v.optional(
-    v.pipe(IntegerText, v.minValue(1), v.maxValue(PAGE_SIZE_MAX)),
-    String(PAGE_SIZE_DEFAULT),
-  ),
+  limit: v.optional(v.pipe(IntegerText, v.minValue(1), v.maxValue(PAGE_SIZE_MAX)), String(PAGE_SIZE_DEFAULT)),
   status: v.optional(PetStatus),
   cursor: v.optional(v.pipe(v.string(), v.regex(CURSOR_PATTERN, 'must be a cursor from a Link header'))),
 });
 export type ListQuery = v.InferOutput<typeof ListQuery>;
+
+/** An `Idempotency-Key`: 1 to 255 visible ASCII characters, `!` to `~` (no spaces). */
+export const IDEMPOTENCY_KEY_PATTERN = /^[!-~]{1,255}$/;
+
+/** Headers of `createPet` (Hono hands them over lower-cased): an optional `Idempotency-Key`. */
+export const CreateHeaders = v.object({
+  'idempotency-key': v.optional(
+    v.pipe(v.string(), v.regex(IDEMPOTENCY_KEY_PATTERN, 'must be 1 to 255 visible ASCII characters')),
+  ),
+});
 
 /** Path of `getPet`. */
 export const PetParams = v.object({

@@ -39,14 +39,50 @@ function describeIssue(target: Target, issue: v.BaseIssue<unknown>): string {
   return `${where} "${path}": ${issue.message}`;
 }
 
-/** Refuses a body that is not `application/json` with 415 before anything reads it. */
+/** Decodes UTF-8 and throws on any invalid byte sequence, where `text()` would put U+FFFD. */
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+/** In a `u` regex a surrogate pair is one code point, so this finds only unpaired surrogates. */
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+
+/**
+ * Refuses a body that is not `application/json` with 415 before anything reads it, then reads
+ * it once as RFC 8259 asks: bytes that are not UTF-8 are a 400 (never silently replaced by
+ * U+FFFD and stored), and so is a string holding an unpaired surrogate escape such as
+ * `"\ud800"`, which no UTF-8 response could give back unchanged. The parsed value is left where
+ * Hono's `json` validator reads it, so the body is parsed once.
+ */
 export function requireJson(): MiddlewareHandler {
   return async function requireJson(c, next) {
     if (!isJson(c.req.header('content-type'))) {
       throw new ApiError('unsupported_media_type', 'The request body must be application/json.');
     }
+    const value = parseJsonBody(await c.req.arrayBuffer());
+    c.req.bodyCache.json = Promise.resolve(value);
     await next();
   };
+}
+
+function parseJsonBody(bytes: ArrayBuffer): unknown {
+  let text: string;
+  try {
+    text = STRICT_UTF8.decode(bytes);
+  } catch {
+    throw new ApiError('invalid_request', 'body: is not valid UTF-8');
+  }
+  try {
+    // Only a `\u` escape can make an unpaired surrogate out of valid UTF-8: check only then.
+    return text.includes('\\u') ? JSON.parse(text, refuseLoneSurrogates) : JSON.parse(text);
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    throw new ApiError('invalid_request', 'Malformed JSON in request body');
+  }
+}
+
+function refuseLoneSurrogates(key: string, value: unknown): unknown {
+  if (LONE_SURROGATE.test(key) || (typeof value === 'string' && LONE_SURROGATE.test(value))) {
+    throw new ApiError('invalid_request', 'body: a string holds an unpaired UTF-16 surrogate escape');
+  }
+  return value;
 }
 
 /**

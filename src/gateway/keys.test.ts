@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { createHash } from 'node:crypto';
 import { bearerToken, KeyTable } from './auth.ts';
-import { hashToken, KeysFileError, parseKeys } from './keys.ts';
+import { hashToken, KeysFileError, keysFileExposure, parseKeys } from './keys.ts';
 import { newKeyEntry, TOKEN_PREFIX } from './tokens.ts';
 
 const H = 'a'.repeat(64);
@@ -99,4 +99,18 @@ test('a new key entry admits its token and holds only the hash', () => {
   expect(JSON.stringify(entry)).not.toContain(token);
   const table = new KeyTable(parseKeys(file(entry)));
   expect(table.lookup(token)?.name).toBe('ops');
+});
+
+describe('keysFileExposure', () => {
+  test.each([
+    [0o100600, undefined],
+    [0o100400, undefined],
+    [0o100640, undefined],
+    [0o100644, 'readable by every user (mode 0644); run chmod 600 or 640 on it'],
+    [0o100604, 'readable by every user (mode 0604); run chmod 600 or 640 on it'],
+    [0o100620, 'writable by group or others (mode 0620): anyone who can write it can add a key; run chmod 600 on it'],
+    [0o100666, 'writable by group or others (mode 0666): anyone who can write it can add a key; run chmod 600 on it'],
+  ])('mode %o: %p', (mode, problem) => {
+    expect(keysFileExposure(mode)).toBe(problem);
+  });
 });

@@ -43,10 +43,11 @@
 import { LRUCache } from 'lru-cache';
 import { type Clock, systemClock } from '../clock.ts';
 import type { Decision, LimiterEvent, Outcome, RateLimiter, Subject, WindowState } from './limiter.ts';
+import type { Limits } from './plans.ts';
 import { BucketWindow, DAY, MINUTE, type WindowSpec } from './sliding-window.ts';
 
 /** Longest a request is counted (W + b of the day window): entries idle this long are empty. */
-const STATE_TTL_MS = DAY.windowMs + DAY.bucketMs;
+export const STATE_TTL_MS = DAY.windowMs + DAY.bucketMs;
 /** A full cache is scanned for stale entries at most this often, so a flood cannot make each request O(n). */
 const PURGE_INTERVAL_MS = 1_000;
 const DEFAULT_MAX_SUBJECTS = 100_000;
@@ -204,20 +205,40 @@ export class SlidingWindowLimiter implements RateLimiter {
     if (subject) this.#onEvent({ type: 'ban_end', subject });
   }
 
-  /** `until`: epoch ms the next request would be admitted (or the ban ends); `now` when admitted. */
   #decision(outcome: Outcome, subject: Subject, state: SubjectState, now: number, until: number): Decision {
-    const seconds = Math.floor(now / 1_000);
-    const { perMinute, perDay } = subject.limits;
-    return {
-      outcome,
-      now: seconds,
-      windows: [windowState(MINUTE, state.minute, perMinute, seconds), windowState(DAY, state.day, perDay, seconds)],
-      retryAfter: outcome === 'admitted' ? 0 : Math.max(1, Math.ceil((until - now) / 1_000)),
-    };
+    return decisionOf(outcome, subject.limits, now, until, state.minute, state.day);
   }
 }
 
-function windowState(spec: WindowSpec, window: BucketWindow, limit: number, now: number): WindowState {
+/** What a decision reads of a window: a `BucketWindow`, or the same numbers from the Redis script. */
+export type WindowCounts = Pick<BucketWindow, 'count' | 'oldestLeavesAt' | 'admitAt'>;
+
+/**
+ * The decision for `outcome` at `now` (epoch ms); `until` is the epoch ms the next request
+ * would be admitted (or the ban ends), `now` when admitted. Shared with the Redis limiter, so
+ * both answer the same headers for the same counts.
+ *
+ * @example
+ * decisionOf('admitted', { perMinute: 60, perDay: 1000 }, now, now, minute, day).retryAfter // 0
+ */
+export function decisionOf(
+  outcome: Outcome,
+  { perMinute, perDay }: Limits,
+  now: number,
+  until: number,
+  minute: WindowCounts,
+  day: WindowCounts,
+): Decision {
+  const seconds = Math.floor(now / 1_000);
+  return {
+    outcome,
+    now: seconds,
+    windows: [windowState(MINUTE, minute, perMinute, seconds), windowState(DAY, day, perDay, seconds)],
+    retryAfter: outcome === 'admitted' ? 0 : Math.max(1, Math.ceil((until - now) / 1_000)),
+  };
+}
+
+function windowState(spec: WindowSpec, window: WindowCounts, limit: number, now: number): WindowState {
   const count = window.count;
   const remaining = count < limit ? limit - count : 0;
   let reset = now;

@@ -1,7 +1,9 @@
 import { Hono } from 'hono';
+import { type Clock, systemClock } from '../clock.ts';
+import type { AppEnv, Caller } from '../env.ts';
 import { ApiError, methodNotAllowed } from '../errors.ts';
-import type { AppEnv } from '../env.ts';
-import { ListQuery, NewPet, PetParams } from '../schemas.ts';
+import { CreateHeaders, ListQuery, NewPet, PetParams, type PetStatus } from '../schemas.ts';
+import { fingerprintOf } from '../store/idempotency.ts';
 import type { PetStore } from '../store/store.ts';
 import { requireJson, validate } from '../validate.ts';
 
@@ -13,13 +15,18 @@ const SUCCESSOR = '</v1/pets>; rel="successor-version"';
 
 const CURSOR_RADIX = 36;
 
+export interface PetRoutesOptions {
+  /** Where time comes from for the 24 h of an `Idempotency-Key`; tests pass a fake one. */
+  clock?: Clock;
+}
+
 /**
  * The three operations of the contract, under `/pets` of the `/v1` mount.
  *
  * @example
  * app.route('/v1', petRoutes(new MemoryStore()))
  */
-export function petRoutes(store: PetStore) {
+export function petRoutes(store: PetStore, { clock = systemClock }: PetRoutesOptions = {}) {
   const pets = new Hono<AppEnv>();
 
   pets.get('/pets', validate('query', ListQuery), async (c) => {
@@ -33,9 +40,23 @@ export function petRoutes(store: PetStore) {
     return c.json(page, 200);
   });
 
-  pets.post('/pets', requireJson(), validate('json', NewPet), async (c) => {
-    const pet = await store.create(c.req.valid('json'));
-    return c.json(pet, 201, { Location: `/v1/pets/${pet.id}` });
+  pets.post('/pets', requireJson(), validate('header', CreateHeaders), validate('json', NewPet), async (c) => {
+    const pet = c.req.valid('json');
+    const key = c.req.valid('header')['idempotency-key'];
+    if (key === undefined) {
+      const created = await store.create(pet);
+      return c.json(created, 201, { Location: `/v1/pets/${created.id}` });
+    }
+    const once = { scope: scopeOf(c.get('caller')), key, fingerprint: fingerprintOf(pet), now: clock.now() };
+    const result = await store.createOnce(pet, once);
+    if (result.outcome === 'conflict') {
+      throw new ApiError(
+        'idempotency_key_reused',
+        'This Idempotency-Key was used in the last 24 hours with a different request body; use a new key.',
+      );
+    }
+    if (result.outcome === 'replayed') c.header('Idempotent-Replayed', 'true');
+    return c.json(result.pet, 201, { Location: `/v1/pets/${result.pet.id}` });
   });
 
   pets.get('/pets/:petId', validate('param', PetParams), async (c) => {
@@ -53,10 +74,16 @@ export function petRoutes(store: PetStore) {
   return pets;
 }
 
-/** RFC 8288 link to the page after the pet with id `lastId`, keeping the caller's filters. */
-function nextLink(limit: number, status: string | undefined, lastId: number): string {
-  const query = new URLSearchParams({ limit: String(limit) });
-  if (status) query.set('status', status);
-  query.set('cursor', lastId.toString(CURSOR_RADIX));
-  return `</v1/pets?${query}>; rel="next"`;
+/** Whose idempotency keys these are: the API key's name (requests without one never get here). */
+function scopeOf(caller: Caller): string {
+  return caller.kind === 'key' ? `key:${caller.key.name}` : `addr:${caller.address}`;
+}
+
+/**
+ * RFC 8288 link to the page after the pet with id `lastId`, keeping the caller's filters. Every
+ * part is URL-safe as it is (a number, a status name, a base-36 cursor): no encoder on the hot path.
+ */
+function nextLink(limit: number, status: PetStatus | undefined, lastId: number): string {
+  const filter = status ? `&status=${status}` : '';
+  return `</v1/pets?limit=${limit}${filter}&cursor=${lastId.toString(CURSOR_RADIX)}>; rel="next"`;
 }

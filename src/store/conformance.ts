@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
 import { MAX_ID, type NewPet } from '../schemas.ts';
-import type { PetStore } from './store.ts';
+import { fingerprintOf, IDEMPOTENCY_TTL_MS } from './idempotency.ts';
+import type { IdempotentCreate, PetStore } from './store.ts';
 
 /** Opens an empty store for one test; `dispose` removes whatever it left behind. */
 export interface StoreFixture {
@@ -9,6 +10,14 @@ export interface StoreFixture {
 }
 
 const rex: NewPet = { name: 'Rex', categoryId: 1, status: 'available' };
+const tom: NewPet = { name: 'Tom', categoryId: 2, status: 'sold' };
+const T0 = Date.UTC(2026, 10, 22, 12, 0, 0);
+const once = (pet: NewPet, key = 'k-1', now = T0, scope = 'key:acme'): IdempotentCreate => ({
+  scope,
+  key,
+  fingerprint: fingerprintOf(pet),
+  now,
+});
 
 /**
  * The behaviour every `PetStore` shares, run against each backend by its own test file.
@@ -77,6 +86,71 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
       const listed = await store.list({ limit: 1000 });
       expect(listed).toHaveLength(250);
       for (const pet of made) expect(listed[pet.id - 1]).toEqual(pet);
+    });
+
+    test('createOnce stores once per key: a retry gets the same pet, another body a conflict', async () => {
+      expect(await store.createOnce(rex, once(rex))).toEqual({
+        outcome: 'created',
+        pet: { id: 1, name: 'Rex', categoryId: 1, status: 'available' },
+      });
+      expect(await store.createOnce(rex, once(rex, 'k-1', T0 + 1_000))).toEqual({
+        outcome: 'replayed',
+        pet: { id: 1, name: 'Rex', categoryId: 1, status: 'available' },
+      });
+      expect(await store.createOnce(tom, once(tom))).toEqual({ outcome: 'conflict' });
+      // Another key, or the same key of another caller, is another request.
+      expect(await store.createOnce(rex, once(rex, 'k-2'))).toMatchObject({ outcome: 'created', pet: { id: 2 } });
+      expect(await store.createOnce(tom, once(tom, 'k-1', T0, 'key:other'))).toMatchObject({
+        outcome: 'created',
+        pet: { id: 3, name: 'Tom' },
+      });
+      expect(await store.create(rex)).toMatchObject({ id: 4 });
+      expect((await store.list({ limit: 10 })).map((p) => p.id)).toEqual([1, 2, 3, 4]);
+    });
+
+    test('a key is remembered for 24 h from its first use, then forgotten', async () => {
+      await store.createOnce(rex, once(rex));
+      const lastMs = T0 + IDEMPOTENCY_TTL_MS - 1;
+      expect(await store.createOnce(tom, once(tom, 'k-1', lastMs))).toEqual({ outcome: 'conflict' });
+      expect(await store.createOnce(rex, once(rex, 'k-1', lastMs))).toMatchObject({
+        outcome: 'replayed',
+        pet: { id: 1 },
+      });
+      // Expired: the key is free again, for any body, and remembered anew from then.
+      const later = T0 + IDEMPOTENCY_TTL_MS;
+      expect(await store.createOnce(tom, once(tom, 'k-1', later))).toMatchObject({
+        outcome: 'created',
+        pet: { id: 2 },
+      });
+      expect(await store.createOnce(tom, once(tom, 'k-1', later + IDEMPOTENCY_TTL_MS - 1))).toMatchObject({
+        outcome: 'replayed',
+        pet: { id: 2 },
+      });
+      expect(await store.createOnce(rex, once(rex, 'k-1', later + 1))).toEqual({ outcome: 'conflict' });
+      // A sweep (the next day) drops expired keys without touching live ones or pets.
+      const dayAfter = later + IDEMPOTENCY_TTL_MS + 60_000;
+      expect(await store.createOnce(rex, once(rex, 'k-3', dayAfter))).toMatchObject({ outcome: 'created' });
+      expect(await store.createOnce(rex, once(rex, 'k-3', dayAfter + 1))).toMatchObject({
+        outcome: 'replayed',
+        pet: { id: 3 },
+      });
+      expect(await store.list({ limit: 10 })).toHaveLength(3);
+    });
+
+    test('concurrent creates with one key store one pet; all of them answer it', async () => {
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          i % 2 ? store.createOnce(rex, once(rex, 'same')) : store.create({ ...tom, name: `t${i}` }),
+        ),
+      );
+      const keyed = results.filter((_, i) => i % 2).map((r) => ('outcome' in r ? r : undefined));
+      expect(keyed.filter((r) => r?.outcome === 'created')).toHaveLength(1);
+      expect(keyed.filter((r) => r?.outcome === 'replayed')).toHaveLength(9);
+      const ids = new Set(keyed.map((r) => (r && 'pet' in r ? r.pet.id : 0)));
+      expect(ids.size).toBe(1);
+      const all = await store.list({ limit: 100 });
+      expect(all).toHaveLength(11);
+      expect(all.filter((p) => p.name === 'Rex')).toHaveLength(1);
     });
 
     test('ping resolves on an open store', async () => {

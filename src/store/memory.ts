@@ -1,16 +1,38 @@
 import type { NewPet, Pet } from '../schemas.ts';
-import type { ListOptions, PetStore } from './store.ts';
+import { IDEMPOTENCY_TTL_MS } from './idempotency.ts';
+import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from './store.ts';
+
+interface RememberedKey {
+  readonly fingerprint: string;
+  readonly pet: Pet;
+  readonly expiresAt: number;
+}
 
 /** Pets in process memory (`--data :memory:`): gone on restart. */
 export class MemoryStore implements PetStore {
   /** Ascending by id, since ids only grow; a page starts with a binary search. */
   #pets: Pet[] = [];
   #nextId = 1;
+  /** Idempotency keys in the order they were stored, which is the order they expire in. */
+  readonly #keys = new Map<string, RememberedKey>();
 
   async create(pet: NewPet): Promise<Pet> {
-    const stored: Pet = { id: this.#nextId++, name: pet.name, categoryId: pet.categoryId, status: pet.status };
-    this.#pets.push(stored);
-    return { ...stored };
+    return { ...this.#insert(pet) };
+  }
+
+  // Synchronous from the lookup to the insert: no other create can run in between.
+  async createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult> {
+    this.#sweep(once.now);
+    const id = `${once.scope}\u0000${once.key}`;
+    const seen = this.#keys.get(id);
+    if (seen && seen.expiresAt > once.now) {
+      if (seen.fingerprint !== once.fingerprint) return { outcome: 'conflict' };
+      return { outcome: 'replayed', pet: { ...seen.pet } };
+    }
+    this.#keys.delete(id);
+    const stored = this.#insert(pet);
+    this.#keys.set(id, { fingerprint: once.fingerprint, pet: stored, expiresAt: once.now + IDEMPOTENCY_TTL_MS });
+    return { outcome: 'created', pet: { ...stored } };
   }
 
   async get(id: number): Promise<Pet | undefined> {
@@ -31,6 +53,20 @@ export class MemoryStore implements PetStore {
   async ping(): Promise<void> {}
 
   async close(): Promise<void> {}
+
+  #insert(pet: NewPet): Pet {
+    const stored: Pet = { id: this.#nextId++, name: pet.name, categoryId: pet.categoryId, status: pet.status };
+    this.#pets.push(stored);
+    return stored;
+  }
+
+  /** Drops expired keys from the oldest on: O(1) per key over its life. */
+  #sweep(now: number): void {
+    for (const [id, remembered] of this.#keys) {
+      if (remembered.expiresAt > now) return;
+      this.#keys.delete(id);
+    }
+  }
 
   /** Index of the first pet with `id > after`. */
   #firstAfter(after: number): number {

@@ -37,6 +37,33 @@ export const MIGRATIONS: readonly Migration[] = [
       );
       CREATE INDEX pets_status_id ON pets (status, id);`,
   },
+  {
+    version: 2,
+    name: 'idempotency_keys',
+    // One row per (caller, Idempotency-Key), written in the transaction that inserts its pet.
+    // expires_at is epoch ms from the app's clock; expired rows are ignored, then swept lazily.
+    // SQLite does not enforce the foreign key (foreign_keys is off); lookups join pets anyway.
+    sqlite: `
+      CREATE TABLE idempotency_keys (
+        scope TEXT NOT NULL,
+        idempotency_key TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        pet_id INTEGER NOT NULL REFERENCES pets (id) ON DELETE CASCADE,
+        expires_at INTEGER NOT NULL,
+        PRIMARY KEY (scope, idempotency_key)
+      ) STRICT, WITHOUT ROWID;
+      CREATE INDEX idempotency_keys_expires_at ON idempotency_keys (expires_at);`,
+    postgres: `
+      CREATE TABLE idempotency_keys (
+        scope TEXT NOT NULL,
+        idempotency_key TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        pet_id BIGINT NOT NULL REFERENCES pets (id) ON DELETE CASCADE,
+        expires_at BIGINT NOT NULL,
+        PRIMARY KEY (scope, idempotency_key)
+      );
+      CREATE INDEX idempotency_keys_expires_at ON idempotency_keys (expires_at);`,
+  },
 ];
 
 /** The schema version this build writes. */

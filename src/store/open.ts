@@ -1,5 +1,6 @@
 import process from 'node:process';
 import type { Logger } from '../log.ts';
+import { redactUrl } from '../redact.ts';
 import { StoreOpenError } from './errors.ts';
 import { MemoryStore } from './memory.ts';
 import type { PetStore } from './store.ts';
@@ -18,14 +19,7 @@ const POSTGRES_URL = /^postgres(ql)?:\/\//i;
  * describeData('postgres://app:secret@db:5432/pets') // 'postgres://app:***@db:5432/pets'
  */
 export function describeData(data: string): string {
-  if (!POSTGRES_URL.test(data)) return data;
-  try {
-    const url = new URL(data);
-    if (url.password) url.password = '***';
-    return url.toString();
-  } catch {
-    return 'postgres://(unparsable URL)';
-  }
+  return POSTGRES_URL.test(data) ? redactUrl(data) : data;
 }
 
 /**

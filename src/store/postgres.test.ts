@@ -4,6 +4,7 @@ import { ConfigError } from '../config.ts';
 import { createLogger, silentLogger } from '../log.ts';
 import { describeStore } from './conformance.ts';
 import { StoreError, StoreOpenError, StoreUnavailableError } from './errors.ts';
+import { fingerprintOf } from './idempotency.ts';
 import { SCHEMA_VERSION } from './migrations.ts';
 import { describeData } from './open.ts';
 import { PostgresStore, postgresError } from './postgres.ts';
@@ -44,12 +45,15 @@ describe.skipIf(!SERVER)('PostgresStore', () => {
       backend: 'postgres',
       synchronousCommit: 'on',
       schemaVersion: SCHEMA_VERSION,
-      migrated: [1],
+      migrated: [1, 2],
     });
     for (const name of ['a', 'b', 'c']) await first.create({ name, categoryId: 9007199254740991, status: 'sold' });
     await first.close();
     const sql = postgres(db.url, { max: 1, onnotice: () => {} });
-    expect(await sql`SELECT version, name FROM schema_migrations`).toEqual([{ version: 1, name: 'pets' }] as never);
+    expect(await sql`SELECT version, name FROM schema_migrations ORDER BY version`).toEqual([
+      { version: 1, name: 'pets' },
+      { version: 2, name: 'idempotency_keys' },
+    ] as never);
     await sql`DELETE FROM pets WHERE id = 3`;
     await sql.end();
     const second = await PostgresStore.open({ url: db.url, log: silentLogger });
@@ -73,6 +77,25 @@ describe.skipIf(!SERVER)('PostgresStore', () => {
     expect(new Set(made.map((p) => p.id)).size).toBe(40);
     expect(await a.list({ limit: 100 })).toEqual(await b.list({ limit: 100 }));
     expect(await b.get((made[1] as { id: number }).id)).toEqual(made[1] as never);
+    await Promise.all([a.close(), b.close()]);
+    await db.drop();
+  });
+
+  test('two instances racing with one Idempotency-Key store one pet', async () => {
+    const db = await freshDatabase();
+    const [a, b] = await Promise.all([
+      PostgresStore.open({ url: db.url, log: silentLogger }),
+      PostgresStore.open({ url: db.url, log: silentLogger }),
+    ]);
+    const rex = { name: 'Rex', categoryId: 1, status: 'available' } as const;
+    const once = { scope: 'key:acme', key: 'retry-1', fingerprint: fingerprintOf(rex), now: Date.now() };
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).createOnce(rex, once)));
+    expect(results.filter((r) => r.outcome === 'created')).toHaveLength(1);
+    expect(results.filter((r) => r.outcome === 'replayed')).toHaveLength(19);
+    expect(await a.list({ limit: 10 })).toEqual([{ id: 1, ...rex }]);
+    expect(await b.createOnce({ ...rex, name: 'Max' }, { ...once, fingerprint: 'other' })).toEqual({
+      outcome: 'conflict',
+    });
     await Promise.all([a.close(), b.close()]);
     await db.drop();
   });

@@ -2,10 +2,11 @@ import postgres from 'postgres';
 import type { Logger } from '../log.ts';
 import type { NewPet, Pet } from '../schemas.ts';
 import { StoreError, StoreOpenError, StoreUnavailableError } from './errors.ts';
+import { IDEMPOTENCY_TTL_MS, SweepSchedule } from './idempotency.ts';
 import { pendingMigrations, SCHEMA_MIGRATIONS_DDL, SCHEMA_VERSION } from './migrations.ts';
 import { describeData } from './open.ts';
 import { column, PET_COLUMNS, petFromRow } from './rows.ts';
-import type { ListOptions, PetStore } from './store.ts';
+import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from './store.ts';
 
 const POOL_SIZE = 10;
 const CONNECT_TIMEOUT_SECONDS = 10;
@@ -30,9 +31,12 @@ export interface PostgresStoreOptions {
  * Pets in PostgreSQL, shared by every instance pointed at the same database. Each create is one
  * autocommit INSERT with `synchronous_commit=on` forced for the session, so it resolves only
  * after the server has flushed the commit to its WAL (and to synchronous standbys if any).
+ * A create with an `Idempotency-Key` is one transaction holding an advisory lock on the key,
+ * so concurrent creates with the same key, from any instance, take turns.
  */
 export class PostgresStore implements PetStore {
   readonly #sql: postgres.Sql;
+  readonly #sweeps = new SweepSchedule();
 
   private constructor(sql: postgres.Sql) {
     this.#sql = sql;
@@ -99,6 +103,36 @@ export class PostgresStore implements PetStore {
     return petFromRow(rows[0]);
   }
 
+  async createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult> {
+    const { scope, key, fingerprint, now } = once;
+    const sweep = this.#sweeps.due(now);
+    return this.#query('store pet', () =>
+      this.#sql.begin(async (tx): Promise<CreateOnceResult> => {
+        // 64-bit hash of the key: a collision only makes two keys take turns.
+        await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`${scope}\n${key}`}, 0))`;
+        if (sweep) await tx`DELETE FROM idempotency_keys WHERE expires_at <= ${now}`;
+        const [seen] = await tx`
+          SELECT k.fingerprint, p.id, p.name, p.category_id, p.status
+          FROM idempotency_keys k JOIN pets p ON p.id = k.pet_id
+          WHERE k.scope = ${scope} AND k.idempotency_key = ${key} AND k.expires_at > ${now}`;
+        if (seen) {
+          if (column(seen, 'fingerprint') !== fingerprint) return { outcome: 'conflict' };
+          return { outcome: 'replayed', pet: petFromRow(seen) };
+        }
+        const [row] = await tx`
+          INSERT INTO pets (name, category_id, status) VALUES (${pet.name}, ${pet.categoryId}, ${pet.status})
+          RETURNING ${tx.unsafe(PET_COLUMNS)}`;
+        const stored = petFromRow(row);
+        await tx`
+          INSERT INTO idempotency_keys (scope, idempotency_key, fingerprint, pet_id, expires_at)
+          VALUES (${scope}, ${key}, ${fingerprint}, ${stored.id}, ${now + IDEMPOTENCY_TTL_MS})
+          ON CONFLICT (scope, idempotency_key) DO UPDATE
+          SET fingerprint = excluded.fingerprint, pet_id = excluded.pet_id, expires_at = excluded.expires_at`;
+        return { outcome: 'created', pet: stored };
+      }),
+    );
+  }
+
   async get(id: number): Promise<Pet | undefined> {
     const rows = await this.#query(
       'read pet',
@@ -125,7 +159,7 @@ export class PostgresStore implements PetStore {
     await this.#sql.end({ timeout: CLOSE_TIMEOUT_SECONDS });
   }
 
-  async #query(doing: string, run: () => Promise<readonly unknown[]>): Promise<readonly unknown[]> {
+  async #query<T>(doing: string, run: () => Promise<T>): Promise<T> {
     try {
       return await run();
     } catch (err) {

@@ -8,7 +8,8 @@ import { createLogger, type Logger, silentLogger } from '../log.ts';
 import type { Pet } from '../schemas.ts';
 import { describeStore } from './conformance.ts';
 import { StoreError, StoreOpenError, StoreUnavailableError, sqliteError } from './errors.ts';
-import { SCHEMA_VERSION } from './migrations.ts';
+import { fingerprintOf, IDEMPOTENCY_TTL_MS, SWEEP_INTERVAL_MS } from './idempotency.ts';
+import { MIGRATIONS, SCHEMA_VERSION } from './migrations.ts';
 import { SqliteStore } from './sqlite.ts';
 import { loadSqlite, type SqliteConnection, type SqliteOpener } from './sqlite-driver.ts';
 
@@ -38,7 +39,10 @@ describe('SqliteStore file', () => {
     expect(existsSync(`${path}-wal`)).toBe(true);
     const db = new Database(path, { readonly: true });
     expect(db.query('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'wal' });
-    expect(db.query('SELECT version, name FROM schema_migrations').all()).toEqual([{ version: 1, name: 'pets' }]);
+    expect(db.query('SELECT version, name FROM schema_migrations ORDER BY version').all()).toEqual([
+      { version: 1, name: 'pets' },
+      { version: 2, name: 'idempotency_keys' },
+    ]);
     db.close();
     await store.close();
     expect(JSON.parse(lines[0] as string)).toMatchObject({
@@ -50,7 +54,7 @@ describe('SqliteStore file', () => {
       journal: 'wal',
       synchronous: 'FULL',
       schemaVersion: SCHEMA_VERSION,
-      migrated: [1],
+      migrated: [1, 2],
     });
   });
 
@@ -92,6 +96,56 @@ describe('SqliteStore file', () => {
       `--data ${join(dir, 'pets.db')}: the database has schema version ${SCHEMA_VERSION + 1}, written by a newer petstore; ` +
         `this petstore knows versions up to ${SCHEMA_VERSION}. Run the newer petstore, or point --data elsewhere.`,
     );
+  });
+
+  test('upgrades a version 1 database in place, keeping its pets and ids', async () => {
+    const path = join(dir, 'v1.db');
+    const old = new Database(path);
+    old.exec(
+      'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)',
+    );
+    old.exec((MIGRATIONS[0] as { sqlite: string }).sqlite);
+    old.exec("INSERT INTO schema_migrations VALUES (1, 'pets', '2026-01-01T00:00:00Z')");
+    old.exec("INSERT INTO pets (name, category_id, status) VALUES ('old', 1, 'sold')");
+    old.close();
+    const lines: string[] = [];
+    const store = open(path, createLogger({ write: (l) => lines.push(l) }));
+    expect(JSON.parse(lines[0] as string)).toMatchObject({ msg: 'store opened', migrated: [2] });
+    expect(await store.get(1)).toEqual({ id: 1, name: 'old', categoryId: 1, status: 'sold' });
+    const now = Date.UTC(2026, 10, 22);
+    const once = { scope: 'key:a', key: 'k', fingerprint: 'f', now };
+    expect(await store.createOnce({ name: 'new', categoryId: 1, status: 'available' }, once)).toMatchObject({
+      outcome: 'created',
+      pet: { id: 2 },
+    });
+    await store.close();
+  });
+
+  test('two connections to one file: one key stores one pet; expired keys are swept', async () => {
+    const path = join(dir, 'shared.db');
+    const [a, b] = [open(path), open(path)];
+    const rex = { name: 'Rex', categoryId: 1, status: 'available' } as const;
+    const now = Date.UTC(2026, 10, 22);
+    const once = (key: string, at: number) => ({ scope: 'key:acme', key, fingerprint: fingerprintOf(rex), now: at });
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).createOnce(rex, once('same', now))),
+    );
+    expect(results.filter((r) => r.outcome === 'created')).toHaveLength(1);
+    expect(new Set(results.map((r) => (r.outcome === 'conflict' ? 0 : r.pet.id)))).toEqual(new Set([1]));
+    await a.createOnce(rex, once('other', now + 1));
+    const keys = () => {
+      const db = new Database(path, { readonly: true });
+      const { n } = db.query('SELECT count(*) AS n FROM idempotency_keys').get() as { n: number };
+      db.close();
+      return n;
+    };
+    expect(keys()).toBe(2);
+    // Both keys have expired and the last sweep is long enough ago: the next keyed create sweeps.
+    const later = now + IDEMPOTENCY_TTL_MS + SWEEP_INTERVAL_MS;
+    await a.createOnce(rex, once('third', later));
+    expect(keys()).toBe(1);
+    expect(await b.list({ limit: 10 })).toHaveLength(3);
+    await Promise.all([a.close(), b.close()]);
   });
 
   test('refuses a SQLite file of another application, and a path that is not a database', () => {
@@ -155,7 +209,9 @@ describe('SqliteStore file', () => {
       import { silentLogger } from '${new URL('../log.ts', import.meta.url).href}';
       const store = SqliteStore.open({ path: ${JSON.stringify(path)}, open: await loadSqlite(), log: silentLogger });
       const made = await Promise.all([1, 2, 3].map((i) => store.create({ name: 'from deno ' + i, categoryId: i, status: 'pending' })));
-      console.log(JSON.stringify({ made: made.map((p) => p.id), all: await store.list({ limit: 10 }) }));
+      const once = { scope: 'key:deno', key: 'k', fingerprint: 'f', now: 1 };
+      const keyed = await Promise.all([1, 2].map(() => store.createOnce({ name: 'keyed', categoryId: 1, status: 'sold' }, once)));
+      console.log(JSON.stringify({ made: made.map((p) => p.id), keyed, all: await store.list({ limit: 10 }) }));
       await store.close();`;
     const run = Bun.spawnSync([DENO, 'eval', '--ext=ts', script], { stderr: 'pipe' });
     expect(run.stderr.toString()).toBe('');
@@ -163,6 +219,12 @@ describe('SqliteStore file', () => {
     expect(out.made).toEqual([2, 3, 4]);
     expect(out.all[0]).toEqual({ id: 1, name: 'from bun', categoryId: 1, status: 'sold' });
     expect(out.all[3]).toEqual({ id: 4, name: 'from deno 3', categoryId: 3, status: 'pending' });
+    const keyed = { id: 5, name: 'keyed', categoryId: 1, status: 'sold' };
+    expect(out.keyed).toEqual([
+      { outcome: 'created', pet: keyed },
+      { outcome: 'replayed', pet: keyed },
+    ]);
+    expect(out.all).toHaveLength(5);
   }, 30_000);
 });
 

@@ -3,11 +3,13 @@ import { dirname, resolve } from 'node:path';
 import { setImmediate } from 'node:timers';
 import type { Logger } from '../log.ts';
 import type { NewPet, Pet } from '../schemas.ts';
-import { type StoreError, StoreOpenError, StoreUnavailableError, sqliteError } from './errors.ts';
+import { StoreError, StoreOpenError, StoreUnavailableError, sqliteError } from './errors.ts';
+import { IDEMPOTENCY_TTL_MS, SweepSchedule } from './idempotency.ts';
 import { pendingMigrations, SCHEMA_MIGRATIONS_DDL, SCHEMA_VERSION } from './migrations.ts';
+import { PageCache } from './page-cache.ts';
 import { column, PET_COLUMNS, petFromRow } from './rows.ts';
 import type { SqliteConnection, SqliteOpener } from './sqlite-driver.ts';
-import type { ListOptions, PetStore } from './store.ts';
+import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from './store.ts';
 
 /** How long a write waits for another process holding the database lock before giving up. */
 const BUSY_TIMEOUT_MS = 5_000;
@@ -16,6 +18,18 @@ const INSERT = `INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?) RE
 const SELECT_ONE = `SELECT ${PET_COLUMNS} FROM pets WHERE id = ?`;
 const SELECT_PAGE = `SELECT ${PET_COLUMNS} FROM pets WHERE id > ? ORDER BY id LIMIT ?`;
 const SELECT_PAGE_BY_STATUS = `SELECT ${PET_COLUMNS} FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?`;
+/** Changes when another connection commits: what keeps the page cache honest across processes. */
+const DATA_VERSION = 'PRAGMA data_version';
+/** The live key's pet; a key whose pet is gone (deleted by hand) counts as unused. */
+const SELECT_KEY = `
+  SELECT k.fingerprint, p.id, p.name, p.category_id, p.status
+  FROM idempotency_keys k JOIN pets p ON p.id = k.pet_id
+  WHERE k.scope = ? AND k.idempotency_key = ? AND k.expires_at > ?`;
+const UPSERT_KEY = `
+  INSERT INTO idempotency_keys (scope, idempotency_key, fingerprint, pet_id, expires_at) VALUES (?, ?, ?, ?, ?)
+  ON CONFLICT (scope, idempotency_key) DO UPDATE
+  SET fingerprint = excluded.fingerprint, pet_id = excluded.pet_id, expires_at = excluded.expires_at`;
+const SWEEP_KEYS = 'DELETE FROM idempotency_keys WHERE expires_at <= ?';
 
 export interface SqliteStoreOptions {
   /** Database file; its folder is created when missing. */
@@ -27,7 +41,8 @@ export interface SqliteStoreOptions {
 
 interface PendingCreate {
   readonly pet: NewPet;
-  resolve(pet: Pet): void;
+  readonly once: IdempotentCreate | undefined;
+  resolve(result: CreateOnceResult): void;
   reject(err: StoreError): void;
 }
 
@@ -37,10 +52,16 @@ interface PendingCreate {
  *
  * Writes are group-committed: the creates that arrive while the event loop is busy are inserted
  * in one transaction and resolved together after its COMMIT (one fsync for the lot), so the
- * durability promise costs one sync per batch rather than one per request.
+ * durability promise costs one sync per batch rather than one per request. Creates with an
+ * `Idempotency-Key` go through the same batches: the key is looked up and stored in the batch's
+ * write transaction (which holds SQLite's write lock, also against other processes), one create
+ * after the other, so a second create with the same key finds the first.
  */
 export class SqliteStore implements PetStore {
   readonly #db: SqliteConnection;
+  readonly #sweeps = new SweepSchedule();
+  /** Pages already read, while nothing was written (`PRAGMA data_version` sees other processes). */
+  readonly #pages = new PageCache();
   #pending: PendingCreate[] = [];
   #closed = false;
 
@@ -89,10 +110,11 @@ export class SqliteStore implements PetStore {
   }
 
   create(pet: NewPet): Promise<Pet> {
-    if (this.#closed) return Promise.reject(new StoreUnavailableError('the store is closed'));
-    return new Promise((resolve, reject) => {
-      if (this.#pending.push({ pet, resolve, reject }) === 1) setImmediate(() => this.#commit());
-    });
+    return this.#enqueue(pet, undefined).then(createdPet);
+  }
+
+  createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult> {
+    return this.#enqueue(pet, once);
   }
 
   async get(id: number): Promise<Pet | undefined> {
@@ -101,12 +123,16 @@ export class SqliteStore implements PetStore {
   }
 
   async list({ limit, status, after = 0 }: ListOptions): Promise<Pet[]> {
+    const key = `${status ?? ''}/${after}/${limit}`;
+    const version = column(this.#read('list pets', () => this.#db.prepare(DATA_VERSION).get()), 'data_version');
+    const cached = this.#pages.get(key, version);
+    if (cached) return cached;
     const rows = this.#read('list pets', () =>
       status === undefined
         ? this.#db.prepare(SELECT_PAGE).all(after, limit)
         : this.#db.prepare(SELECT_PAGE_BY_STATUS).all(status, after, limit),
     );
-    return rows.map(petFromRow);
+    return this.#pages.set(key, version, rows.map(petFromRow));
   }
 
   async ping(): Promise<void> {
@@ -120,16 +146,27 @@ export class SqliteStore implements PetStore {
     this.#db.close();
   }
 
-  /** Inserts every pending create in one transaction; each promise settles after the COMMIT. */
+  #enqueue(pet: NewPet, once: IdempotentCreate | undefined): Promise<CreateOnceResult> {
+    if (this.#closed) return Promise.reject(new StoreUnavailableError('the store is closed'));
+    return new Promise((resolve, reject) => {
+      if (this.#pending.push({ pet, once, resolve, reject }) === 1) setImmediate(() => this.#commit());
+    });
+  }
+
+  /** Runs every pending create in one transaction; each promise settles after the COMMIT. */
   #commit(): void {
     const batch = this.#pending;
     this.#pending = [];
     if (batch.length === 0) return;
-    let stored: Pet[];
+    this.#pages.clear();
+    let results: CreateOnceResult[];
     try {
       this.#db.exec('BEGIN IMMEDIATE');
-      const insert = this.#db.prepare(INSERT);
-      stored = batch.map(({ pet }) => petFromRow(insert.get(pet.name, pet.categoryId, pet.status)));
+      const sweepAt = batch.find((p) => p.once)?.once?.now;
+      if (sweepAt !== undefined && this.#sweeps.due(sweepAt)) this.#db.prepare(SWEEP_KEYS).get(sweepAt);
+      results = batch.map(({ pet, once }) =>
+        once ? this.#insertOnce(pet, once) : { outcome: 'created', pet: this.#insert(pet) },
+      );
       this.#db.exec('COMMIT');
     } catch (err) {
       rollback(this.#db);
@@ -137,7 +174,23 @@ export class SqliteStore implements PetStore {
       for (const p of batch) p.reject(failure);
       return;
     }
-    for (const [i, p] of batch.entries()) p.resolve(stored[i] as Pet);
+    for (const [i, p] of batch.entries()) p.resolve(results[i] as CreateOnceResult);
+  }
+
+  #insert(pet: NewPet): Pet {
+    return petFromRow(this.#db.prepare(INSERT).get(pet.name, pet.categoryId, pet.status));
+  }
+
+  /** Inside the batch's transaction: the key's first pet, a conflict, or a new pet and its key. */
+  #insertOnce(pet: NewPet, once: IdempotentCreate): CreateOnceResult {
+    const seen = this.#db.prepare(SELECT_KEY).get(once.scope, once.key, once.now);
+    if (seen !== undefined && seen !== null) {
+      if (column(seen, 'fingerprint') !== once.fingerprint) return { outcome: 'conflict' };
+      return { outcome: 'replayed', pet: petFromRow(seen) };
+    }
+    const stored = this.#insert(pet);
+    this.#db.prepare(UPSERT_KEY).get(once.scope, once.key, once.fingerprint, stored.id, once.now + IDEMPOTENCY_TTL_MS);
+    return { outcome: 'created', pet: stored };
   }
 
   #read<T>(doing: string, query: () => T): T {
@@ -180,6 +233,12 @@ function migrate(db: SqliteConnection, file: string): number[] {
     rollback(db);
     throw err;
   }
+}
+
+/** The pet of a create without a key, which cannot be replayed or conflict. */
+function createdPet(result: CreateOnceResult): Pet {
+  if (result.outcome === 'conflict') throw new StoreError('a create without an idempotency key conflicted');
+  return result.pet;
 }
 
 function rollback(db: SqliteConnection): void {

@@ -1,0 +1,196 @@
+/**
+ * The shared limiter with a way out. While Redis answers, every decision is Redis's. When a
+ * decision fails (connection refused or lost, a command timeout, Redis out of memory), the
+ * limiter is marked down, once, with one log line, and until a probe finds Redis back:
+ * - `open` (the default): decisions are made by the in-process `SlidingWindowLimiter`, so each
+ *   instance enforces the quotas on its own (N instances admit up to N times a quota);
+ * - `closed`: requests under `/v1` are answered 503 `service_unavailable`.
+ * Requests never wait for a Redis that is down: only the probe, once a second, talks to it.
+ * `status()` tells `/readyz` and `/metrics` where decisions are made now.
+ */
+import { clearInterval, setInterval } from 'node:timers';
+import { type Clock, systemClock } from '../clock.ts';
+import { ApiError, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import type { Decision, RateLimiter, Subject } from './limiter.ts';
+
+export const REDIS_FAIL_MODES = ['open', 'closed'] as const;
+/** What the limiter does while Redis is unreachable: local limits (`open`) or 503 (`closed`). */
+export type RedisFailMode = (typeof REDIS_FAIL_MODES)[number];
+
+/** While the shared limiter is down, it is probed this often. */
+const PROBE_INTERVAL_MS = 1_000;
+
+/** Where decisions are made now, and how often they were not made by Redis. */
+export interface LimiterStatus {
+  /** `redis`; `local` while down in fail-open mode; `none` while down in fail-closed mode. */
+  readonly backend: 'redis' | 'local' | 'none';
+  /** False only while requests are answered 503 (fail-closed mode, Redis down). */
+  readonly ready: boolean;
+  /** Epoch ms of the last change of backend (or of the start). */
+  readonly since: number;
+  /** Why Redis is not used, while it is not. */
+  readonly reason?: string;
+  /** Times Redis was found down since the start. */
+  readonly outages: number;
+  /** Decisions made by the local limiter instead of Redis since the start. */
+  readonly localDecisions: number;
+  /** Requests answered 503 because Redis was down, since the start. */
+  readonly unavailableDecisions: number;
+}
+
+export interface FailoverLimiterOptions {
+  /** The shared limiter (`RedisLimiter`); a rejected decision marks it down. */
+  primary: RateLimiter;
+  /** The in-process limiter used while the shared one is down, in fail-open mode. */
+  fallback: RateLimiter;
+  /** Resolves when the shared store answers again (Redis PING). */
+  probe: () => Promise<unknown>;
+  mode?: RedisFailMode;
+  log: Logger;
+  /** How logs name the shared store, without its password: `redis://cache:6379`. */
+  name: string;
+  clock?: Clock;
+  probeIntervalMs?: number;
+  /** Closes the connection to the shared store. */
+  close?: () => Promise<unknown>;
+  /** The reason logged for a failed decision or probe; default: the error's message. */
+  explain?: (err: unknown) => string;
+}
+
+/**
+ * @example
+ * const limiter = new FailoverLimiter({ primary: redisLimiter, fallback: new SlidingWindowLimiter(),
+ *   probe: () => client.ping(), mode: 'open', log, name: 'redis://cache:6379' });
+ * limiter.status() // { backend: 'redis', ready: true, ... }
+ */
+export class FailoverLimiter implements RateLimiter {
+  readonly #primary: RateLimiter;
+  readonly #fallback: RateLimiter;
+  readonly #probe: () => Promise<unknown>;
+  readonly #mode: RedisFailMode;
+  readonly #log: Logger;
+  readonly #name: string;
+  readonly #clock: Clock;
+  readonly #probeIntervalMs: number;
+  readonly #close: () => Promise<unknown>;
+  readonly #explain: (err: unknown) => string;
+  #up = true;
+  #since: number;
+  #reason: string | undefined;
+  #outages = 0;
+  #local = 0;
+  #unavailable = 0;
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #probing = false;
+  #closed = false;
+
+  constructor({
+    primary,
+    fallback,
+    probe,
+    mode = 'open',
+    log,
+    name,
+    clock = systemClock,
+    probeIntervalMs = PROBE_INTERVAL_MS,
+    close = async () => {},
+    explain = errorText,
+  }: FailoverLimiterOptions) {
+    this.#primary = primary;
+    this.#fallback = fallback;
+    this.#probe = probe;
+    this.#mode = mode;
+    this.#log = log;
+    this.#name = name;
+    this.#clock = clock;
+    this.#probeIntervalMs = probeIntervalMs;
+    this.#close = close;
+    this.#explain = explain;
+    this.#since = clock.now();
+  }
+
+  async decide(subject: Subject): Promise<Decision> {
+    if (this.#up) {
+      try {
+        return await this.#primary.decide(subject);
+      } catch (err) {
+        this.markDown(this.#explain(err));
+      }
+    }
+    if (this.#mode === 'closed') {
+      this.#unavailable++;
+      throw new ApiError('service_unavailable', 'Rate limits cannot be checked right now; retry shortly.', {
+        'Retry-After': String(UNAVAILABLE_RETRY_AFTER_SECONDS),
+      });
+    }
+    this.#local++;
+    return this.#fallback.decide(subject);
+  }
+
+  /** Stops using the shared limiter until a probe succeeds; logs only the change. */
+  markDown(reason: string): void {
+    if (this.#closed) return;
+    this.#reason = reason;
+    if (!this.#up) return;
+    this.#up = false;
+    this.#since = this.#clock.now();
+    this.#outages++;
+    const fields = { redis: this.#name, failMode: this.#mode, reason };
+    if (this.#mode === 'open') {
+      this.#log.warn('rate limiter: Redis unreachable; each instance now enforces the limits on its own', fields);
+    } else {
+      this.#log.error('rate limiter: Redis unreachable; answering 503 until it is back (--redis-fail closed)', fields);
+    }
+    this.#timer = setInterval(() => void this.check(), this.#probeIntervalMs);
+    this.#timer.unref();
+  }
+
+  /** Probes the shared store now; true when it is (or is back) in use. */
+  async check(): Promise<boolean> {
+    if (this.#up) return true;
+    if (this.#probing) return false;
+    this.#probing = true;
+    try {
+      await this.#probe();
+    } catch (err) {
+      this.#reason = this.#explain(err);
+      return false;
+    } finally {
+      this.#probing = false;
+    }
+    const downMs = this.#clock.now() - this.#since;
+    this.#up = true;
+    this.#since = this.#clock.now();
+    this.#reason = undefined;
+    clearInterval(this.#timer);
+    this.#log.info('rate limiter: Redis reachable again; limits are shared again', {
+      redis: this.#name,
+      downSeconds: Math.round(downMs / 1_000),
+    });
+    return true;
+  }
+
+  status(): LimiterStatus {
+    const backend = this.#up ? 'redis' : this.#mode === 'open' ? 'local' : 'none';
+    return {
+      backend,
+      ready: backend !== 'none',
+      since: this.#since,
+      ...(this.#reason === undefined ? {} : { reason: this.#reason }),
+      outages: this.#outages,
+      localDecisions: this.#local,
+      unavailableDecisions: this.#unavailable,
+    };
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#timer);
+    await this.#close();
+  }
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,189 @@
+import { afterAll, describe, expect, test } from 'bun:test';
+import { Redis } from 'ioredis';
+import { createLogger } from '../log.ts';
+import { rateLimitHeaders } from './headers.ts';
+import type { Decision, LimiterEvent, Subject } from './limiter.ts';
+import type { Limits } from './plans.ts';
+import { SlidingWindowLimiter, STATE_TTL_MS } from './rate-limit.ts';
+import { openRedisLimiter, RedisLimiter } from './redis-limiter.ts';
+import { DECIDE_SHA1 } from './redis-script.ts';
+
+/** A Redis the tests may write to (under a prefix of their own); scripts/with-redis.sh provides one. */
+const SERVER = process.env.PETSTORE_TEST_REDIS_URL ?? '';
+if (!SERVER) {
+  console.warn(
+    'redis-limiter.test.ts: PETSTORE_TEST_REDIS_URL is not set, so the Redis tests are skipped. ' +
+      'Run them with: scripts/with-redis.sh node_modules/.bin/bun test src/gateway/redis-limiter.test.ts',
+  );
+}
+const clients: Redis[] = [];
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.quit()));
+});
+
+function client(): Redis {
+  const c = new Redis(SERVER, { enableOfflineQueue: true, maxRetriesPerRequest: 0 });
+  clients.push(c);
+  return c;
+}
+
+/** Keys of one test, apart from every other test's and run's. */
+const prefix = () => `petstore:test:${crypto.randomUUID().slice(0, 8)}:`;
+
+/** 2026-11-22T12:00:00Z. */
+const T0 = Date.UTC(2026, 10, 22, 12, 0, 0);
+
+function fakeClock(start = T0) {
+  let t = start;
+  return {
+    now: () => t,
+    advance: (ms: number) => {
+      t += ms;
+    },
+  };
+}
+
+function subject(id: string, limits: Limits, ban = { threshold: 60, seconds: 900 }): Subject {
+  return { id, plan: 'free', label: id, limits, ban };
+}
+
+/** A tiny deterministic PRNG, so a failure can be replayed. */
+function mulberry32(seed: number) {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+describe.skipIf(!SERVER)('RedisLimiter', () => {
+  test('decides exactly as SlidingWindowLimiter: same outcomes, headers and ban events', async () => {
+    const clock = fakeClock();
+    const localEvents: string[] = [];
+    const redisEvents: string[] = [];
+    const record = (into: string[]) => (e: LimiterEvent) =>
+      into.push(e.type === 'ban_start' ? `${e.subject.id} ban until ${e.until}` : `${e.subject.id} ban end`);
+    const local = new SlidingWindowLimiter({ clock, onEvent: record(localEvents) });
+    const shared = new RedisLimiter({ client: client(), clock, prefix: prefix(), onEvent: record(redisEvents) });
+    const subjects = [
+      subject('key:tight', { perMinute: 5, perDay: 40 }, { threshold: 4, seconds: 90 }),
+      subject('key:daily', { perMinute: 30, perDay: 50 }, { threshold: 1, seconds: 1 }),
+      subject('key:free', { perMinute: 60, perDay: 1_000 }),
+      subject(
+        'addr:198.51.100.7',
+        { perMinute: 3, perDay: 10_000 },
+        { threshold: Number.POSITIVE_INFINITY, seconds: 900 },
+      ),
+    ];
+    const random = mulberry32(7);
+    const outcomes = { admitted: 0, rate_limited: 0, key_banned: 0 };
+    for (let i = 0; i < 4_000; i++) {
+      const r = random();
+      // Mostly bursts within a second, sometimes a pause, now and then hours or a step back.
+      if (r < 0.6) clock.advance(Math.floor(random() * 300));
+      else if (r < 0.97) clock.advance(Math.floor(random() * 20_000));
+      else if (r < 0.985) clock.advance(-Math.floor(random() * 5_000));
+      else clock.advance(3_600_000);
+      const s = subjects[Math.floor(random() * subjects.length)] as Subject;
+      const expected: Decision = local.decide(s);
+      const actual = await shared.decide(s);
+      if (JSON.stringify(actual) !== JSON.stringify(expected)) {
+        throw new Error(`step ${i} (${s.id} at ${clock.now()}): ${JSON.stringify({ expected, actual })}`);
+      }
+      expect(rateLimitHeaders(actual)).toEqual(rateLimitHeaders(expected));
+      outcomes[expected.outcome]++;
+    }
+    expect(redisEvents).toEqual(localEvents);
+    // The sequence exercised every branch.
+    expect(outcomes.admitted).toBeGreaterThan(500);
+    expect(outcomes.rate_limited).toBeGreaterThan(100);
+    expect(outcomes.key_banned).toBeGreaterThan(100);
+    expect(localEvents.filter((e) => e.endsWith('ban end')).length).toBeGreaterThan(10);
+  }, 60_000);
+
+  test('two instances share one quota: 60 of 100 concurrent requests of a free key, alternating', async () => {
+    const keyPrefix = prefix();
+    const [a, b] = [client(), client()].map((c) => new RedisLimiter({ client: c, prefix: keyPrefix }));
+    const s = subject('key:acme', { perMinute: 60, perDay: 1_000 });
+    const decisions = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => ((i % 2 ? a : b) as RedisLimiter).decide(s)),
+    );
+    expect(decisions.filter((d) => d.outcome === 'admitted')).toHaveLength(60);
+    const remaining = decisions.filter((d) => d.outcome === 'admitted').map((d) => d.windows[0]?.remaining);
+    expect(remaining.sort((x, y) => (y ?? 0) - (x ?? 0))).toEqual(Array.from({ length: 60 }, (_, i) => 59 - i));
+    // Redis's own clock: now is this machine's time, give or take the round trip.
+    const now = (decisions[0] as Decision).now;
+    expect(Math.abs(now - Date.now() / 1000)).toBeLessThan(2);
+  });
+
+  test('a flushed script cache is refilled with EVAL; states expire, bans extend the expiry', async () => {
+    const redis = client();
+    const keyPrefix = prefix();
+    const clock = fakeClock();
+    const limiter = new RedisLimiter({ client: redis, clock, prefix: keyPrefix });
+    const s = subject('key:acme', { perMinute: 1, perDay: 10 }, { threshold: 1, seconds: 600 });
+    await redis.script('FLUSH');
+    expect(await redis.script('EXISTS', DECIDE_SHA1)).toEqual([0]);
+    expect((await limiter.decide(s)).outcome).toBe('admitted');
+    expect(await redis.script('EXISTS', DECIDE_SHA1)).toEqual([1]);
+    const ttl = await redis.pttl(`${keyPrefix}key:acme`);
+    expect(ttl).toBeGreaterThan(STATE_TTL_MS - 5_000);
+    expect(ttl).toBeLessThanOrEqual(STATE_TTL_MS);
+    expect((await limiter.decide(s)).outcome).toBe('key_banned');
+    const banned = await redis.pttl(`${keyPrefix}key:acme`);
+    expect(banned).toBeGreaterThan(STATE_TTL_MS + 600_000 - 5_000);
+    expect(banned).toBeLessThanOrEqual(STATE_TTL_MS + 601_000);
+  });
+
+  test('a state of another layout is read as empty rather than failing', async () => {
+    const redis = client();
+    const keyPrefix = prefix();
+    await redis.set(`${keyPrefix}key:acme`, 'not msgpack', 'PX', 60_000);
+    const limiter = new RedisLimiter({ client: redis, prefix: keyPrefix });
+    const d = await limiter.decide(subject('key:acme', { perMinute: 60, perDay: 1_000 }));
+    expect(d.outcome).toBe('admitted');
+    expect(d.windows.map((w) => w.remaining)).toEqual([59, 999]);
+  });
+});
+
+describe('openRedisLimiter', () => {
+  test('an unreachable Redis does not stop the start: the limiter starts on local limits and says so', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const limiter = await openRedisLimiter({
+      url: 'redis://:secret@127.0.0.1:1',
+      mode: 'open',
+      fallback: new SlidingWindowLimiter(),
+      log: createLogger({ write: (l) => lines.push(JSON.parse(l)) }),
+    });
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: 'warn',
+        msg: 'rate limiter: Redis unreachable; each instance now enforces the limits on its own',
+        redis: 'redis://:***@127.0.0.1:1',
+        failMode: 'open',
+        reason: expect.stringContaining('ECONNREFUSED'),
+      }),
+    ]);
+    const d = await limiter.decide(subject('key:acme', { perMinute: 60, perDay: 1_000 }));
+    expect(d.outcome).toBe('admitted');
+    expect(limiter.status()).toMatchObject({ backend: 'local', ready: true, outages: 1, localDecisions: 1 });
+    await limiter.close();
+  });
+
+  test.skipIf(!SERVER)('a reachable Redis is used from the first request', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const limiter = await openRedisLimiter({
+      url: SERVER,
+      mode: 'closed',
+      fallback: new SlidingWindowLimiter(),
+      log: createLogger({ write: (l) => lines.push(JSON.parse(l)) }),
+    });
+    expect(lines.map((l) => l.msg)).toEqual(['rate limiter: limits and bans are shared through Redis']);
+    const d = await limiter.decide(subject(`key:${crypto.randomUUID()}`, { perMinute: 60, perDay: 1_000 }));
+    expect(d.windows.map((w) => w.remaining)).toEqual([59, 999]);
+    expect(limiter.status()).toMatchObject({ backend: 'redis', ready: true, outages: 0 });
+    await limiter.close();
+  });
+});

@@ -1,0 +1,174 @@
+/**
+ * Rate limits and bans kept in Redis, so that every instance pointed at the same Redis enforces
+ * one quota per key. Each decision is one atomic script run (`redis-script.ts`): the same
+ * windows, buckets and bans as the in-process `SlidingWindowLimiter`, answered as the same
+ * Decision, so the headers do not change.
+ *
+ * Time. Without a `clock`, the script reads the Redis server's TIME: one clock for all
+ * instances, so their skew cannot stretch or shrink a window. Tests pass a fake clock.
+ */
+import { Redis } from 'ioredis';
+import * as v from 'valibot';
+import type { Clock } from '../clock.ts';
+import type { Logger } from '../log.ts';
+import { redactUrl } from '../redact.ts';
+import { FailoverLimiter, type RedisFailMode } from './failover-limiter.ts';
+import type { Decision, LimiterEvent, Outcome, RateLimiter, Subject } from './limiter.ts';
+import { decisionOf, STATE_TTL_MS, type WindowCounts } from './rate-limit.ts';
+import { DECIDE_SCRIPT, DECIDE_SHA1 } from './redis-script.ts';
+
+/** Where subjects' states live: `petstore:rl:key:acme`, `petstore:rl:addr:203.0.113.7`. */
+export const DEFAULT_PREFIX = 'petstore:rl:';
+
+/** A decision Redis has not answered in this long fails, and the limiter fails over. */
+const COMMAND_TIMEOUT_MS = 500;
+const CONNECT_TIMEOUT_MS = 2_000;
+/** Reconnection attempts back off to this, and go on for as long as the process runs. */
+const MAX_RECONNECT_DELAY_MS = 2_000;
+
+const OUTCOMES: readonly Outcome[] = ['admitted', 'rate_limited', 'key_banned'];
+const BAN_ENDED = 1;
+const BAN_STARTED = 2;
+
+const Int = v.pipe(v.number(), v.integer());
+/** The script's reply; see the top of `redis-script.ts`. */
+const Reply = v.tuple([Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int]);
+
+export interface RedisLimiterOptions {
+  /** A connected client; commands fail rather than queue while it is not (`openRedis`). */
+  client: Redis;
+  /** Where time comes from; without it the Redis server's TIME, one clock for every instance. */
+  clock?: Clock;
+  /** Prefix of the keys that hold the states. */
+  prefix?: string;
+  /** Told when a ban starts and when it is seen to have ended (by this instance). */
+  onEvent?: (event: LimiterEvent) => void;
+}
+
+/**
+ * Sliding-window limits shared through Redis. `decide` rejects when Redis cannot answer; the
+ * `FailoverLimiter` around it decides what happens then.
+ *
+ * @example
+ * const limiter = new RedisLimiter({ client: new Redis('redis://127.0.0.1:6379') });
+ * await limiter.decide(subject); // { outcome: 'admitted', retryAfter: 0, ... }
+ */
+export class RedisLimiter implements RateLimiter {
+  readonly #client: Redis;
+  readonly #clock: Clock | undefined;
+  readonly #prefix: string;
+  readonly #onEvent: (event: LimiterEvent) => void;
+  /** Latest time of the injected clock seen: it may step back, the windows must not. */
+  #time = Number.NEGATIVE_INFINITY;
+
+  constructor({ client, clock, prefix = DEFAULT_PREFIX, onEvent = () => {} }: RedisLimiterOptions) {
+    this.#client = client;
+    this.#clock = clock;
+    this.#prefix = prefix;
+    this.#onEvent = onEvent;
+  }
+
+  async decide(subject: Subject): Promise<Decision> {
+    const { limits, ban } = subject;
+    if (this.#clock) this.#time = Math.max(this.#time, this.#clock.now());
+    const args = [
+      this.#clock ? this.#time : '',
+      limits.perMinute,
+      limits.perDay,
+      // An unbounded threshold never bans: the script's "no ban" is 0.
+      Number.isFinite(ban.threshold) ? ban.threshold : 0,
+      ban.seconds,
+      STATE_TTL_MS,
+    ];
+    const raw = await this.#run(`${this.#prefix}${subject.id}`, args);
+    const parsed = v.safeParse(Reply, raw);
+    if (!parsed.success) throw new TypeError(`unexpected reply from the rate-limit script: ${JSON.stringify(raw)}`);
+    const [code, now, until, mCount, mOldest, mAdmit, dCount, dOldest, dAdmit, events, bannedUntil] = parsed.output;
+    const outcome = OUTCOMES[code];
+    if (outcome === undefined) throw new TypeError(`unexpected outcome ${code} from the rate-limit script`);
+    if (events & BAN_ENDED) this.#onEvent({ type: 'ban_end', subject });
+    if (events & BAN_STARTED) this.#onEvent({ type: 'ban_start', subject, until: bannedUntil });
+    return decisionOf(outcome, limits, now, until, counts(mCount, mOldest, mAdmit), counts(dCount, dOldest, dAdmit));
+  }
+
+  /** EVALSHA, and EVAL when Redis does not have the script (restarted, flushed, failed over). */
+  async #run(key: string, args: (string | number)[]): Promise<unknown> {
+    try {
+      return await this.#client.evalsha(DECIDE_SHA1, 1, key, ...args);
+    } catch (err) {
+      if (!(err instanceof Error && err.message.startsWith('NOSCRIPT'))) throw err;
+      return this.#client.eval(DECIDE_SCRIPT, 1, key, ...args);
+    }
+  }
+}
+
+/** A window as the script reported it, in the shape `decisionOf` reads. */
+function counts(count: number, oldestLeavesAt: number, admitAt: number): WindowCounts {
+  return { count, oldestLeavesAt, admitAt: () => admitAt };
+}
+
+export interface OpenRedisLimiterOptions {
+  /** `redis://[:password@]host:port[/db]`, or `rediss://` for TLS. */
+  url: string;
+  mode: RedisFailMode;
+  /** The in-process limiter used while Redis is down in fail-open mode. */
+  fallback: RateLimiter;
+  log: Logger;
+  onEvent?: (event: LimiterEvent) => void;
+}
+
+/**
+ * Connects to Redis and returns the shared limiter with its failover. An unreachable Redis does
+ * not stop the start: the limiter starts down (logged) and takes Redis up when a probe finds it.
+ * Commands are never queued while disconnected, so no request waits for a Redis that is down.
+ *
+ * @example
+ * const limiter = await openRedisLimiter({ url: 'redis://cache:6379', mode: 'open', fallback, log });
+ */
+export async function openRedisLimiter({
+  url,
+  mode,
+  fallback,
+  log,
+  onEvent,
+}: OpenRedisLimiterOptions): Promise<FailoverLimiter> {
+  const client = new Redis(url, {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: COMMAND_TIMEOUT_MS,
+    connectTimeout: CONNECT_TIMEOUT_MS,
+    connectionName: 'petstore',
+    retryStrategy: (attempt) => Math.min(attempt * 200, MAX_RECONNECT_DELAY_MS),
+  });
+  // Failures surface through decisions and probes, logged once per change of state, with the
+  // socket's own error: a refused command only says "Connection is closed."
+  let socketError: string | undefined;
+  client.on('error', (err: Error) => {
+    socketError = err.message;
+  });
+  client.on('ready', () => {
+    socketError = undefined;
+  });
+  const explain = (err: unknown) => socketError ?? (err instanceof Error ? err.message : String(err));
+  const name = redactUrl(url);
+  const limiter = new FailoverLimiter({
+    primary: new RedisLimiter({ client, onEvent }),
+    fallback,
+    probe: () => client.ping(),
+    mode,
+    log,
+    name,
+    close: () => client.quit().catch(() => client.disconnect()),
+    explain,
+  });
+  // A lost connection is noticed at once, not at the next request: /readyz stays truthful.
+  client.on('close', () => limiter.markDown(explain(new Error('Connection is closed.'))));
+  try {
+    await client.connect();
+    log.info('rate limiter: limits and bans are shared through Redis', { redis: name, failMode: mode });
+  } catch (err) {
+    limiter.markDown(explain(err));
+  }
+  return limiter;
+}

@@ -1,0 +1,138 @@
+import { describe, expect, test } from 'bun:test';
+import { createApp } from '../app.ts';
+import { MemoryStore } from '../store/memory.ts';
+import type { PetStore } from '../store/store.ts';
+import { fakeClock, testApp, tokenFor } from '../testing.ts';
+import { KeyTable } from './auth.ts';
+import { hashToken, parseKeys } from './keys.ts';
+import { SlidingWindowLimiter } from './rate-limit.ts';
+import { MAX_URI_BYTES } from './request-limits.ts';
+
+describe('uriLimit: path and query over 8 KiB', () => {
+  const { app, auth } = testApp();
+  /** A `/v1/pets` URL whose path and query are exactly `bytes` long. */
+  const petsUrl = (bytes: number) => `/v1/pets?pad=${'a'.repeat(bytes - '/v1/pets?pad='.length)}`;
+
+  test('8,192 bytes are served; 8,193 are a 414 uri_too_long with the Error body', async () => {
+    expect((await app.request(petsUrl(MAX_URI_BYTES), { headers: auth() })).status).toBe(200);
+    const res = await app.request(petsUrl(MAX_URI_BYTES + 1), { headers: auth() });
+    expect(res.status).toBe(414);
+    expect(res.headers.get('content-type')).toBe('application/json');
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(await res.json()).toEqual({
+      code: 'uri_too_long',
+      message: 'The path and query are longer than 8192 bytes.',
+      status: 414,
+    });
+  });
+
+  test('it comes before the gateway: no key needed, nothing counted, no rate-limit headers', async () => {
+    const fresh = testApp();
+    const res = await fresh.app.request(petsUrl(MAX_URI_BYTES + 1));
+    expect(res.status).toBe(414);
+    expect(res.headers.get('x-ratelimit-limit')).toBeNull();
+    const next = await fresh.app.request('/v1/pets', { headers: fresh.auth() });
+    expect(next.headers.get('x-ratelimit-remaining')).toBe('59');
+  });
+
+  test('it covers every path, /healthz included; a long path counts as much as a long query', async () => {
+    expect((await app.request(`/healthz?${'q'.repeat(MAX_URI_BYTES)}`)).status).toBe(414);
+    expect((await app.request(`/v1/${'p'.repeat(MAX_URI_BYTES)}`, { headers: auth() })).status).toBe(414);
+  });
+});
+
+describe('concurrencyLimit: requests one key has in flight', () => {
+  /** A store whose creates wait until `release()`, so requests stay in flight. */
+  function blockingStore() {
+    const inner = new MemoryStore();
+    const waiting: Array<() => void> = [];
+    const store: PetStore = {
+      create: async (pet) => {
+        await new Promise<void>((resolve) => waiting.push(resolve));
+        return inner.create(pet);
+      },
+      createOnce: (...args) => inner.createOnce(...args),
+      get: (id) => inner.get(id),
+      list: (options) => inner.list(options),
+      ping: () => inner.ping(),
+      close: () => inner.close(),
+    };
+    const release = () => {
+      for (const go of waiting.splice(0)) go();
+    };
+    return { store, waiting, release };
+  }
+
+  function appWith(maxInFlight: number) {
+    const clock = fakeClock();
+    const { store, waiting, release } = blockingStore();
+    const entries = ['busy', 'calm'].map((name) => ({
+      name,
+      plan: 'pro',
+      sha256: hashToken(tokenFor(name)).toString('hex'),
+    }));
+    const table = new KeyTable(parseKeys(JSON.stringify({ keys: entries })));
+    const app = createApp({
+      store,
+      keys: () => table,
+      limiter: new SlidingWindowLimiter({ clock }),
+      clock,
+      maxInFlight,
+      clientAddress: () => '192.0.2.1',
+    });
+    const auth = (name: string) => ({ Authorization: `Bearer ${tokenFor(name)}` });
+    const post = (name: string) =>
+      app.request('/v1/pets', {
+        method: 'POST',
+        headers: { ...auth(name), 'Content-Type': 'application/json' },
+        body: '{"name":"Rex","categoryId":1}',
+      });
+    return { app, auth, post, waiting, release };
+  }
+
+  const settle = async (waiting: unknown[], n: number) => {
+    for (let i = 0; i < 100 && waiting.length < n; i++) await Bun.sleep(1);
+    expect(waiting.length).toBe(n);
+  };
+
+  test('with 2 in flight the third is a 429 too_many_concurrent_requests, Retry-After 1', async () => {
+    const { app, auth, post, waiting, release } = appWith(2);
+    const first = [post('busy'), post('busy')];
+    await settle(waiting, 2);
+
+    const refused = await app.request('/v1/pets', { headers: auth('busy') });
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('1');
+    expect(await refused.json()).toEqual({
+      code: 'too_many_concurrent_requests',
+      message: 'This key already has 2 requests in flight; retry when one is done.',
+      status: 429,
+    });
+    // The limiter admitted it first: the headers are there and it was counted (300 - 3).
+    expect(refused.headers.get('x-ratelimit-remaining')).toBe('297');
+
+    expect((await app.request('/v1/pets', { headers: auth('calm') })).status).toBe(200);
+
+    release();
+    expect((await Promise.all(first)).map((r) => r.status)).toEqual([201, 201]);
+    expect((await app.request('/v1/pets', { headers: auth('busy') })).status).toBe(200);
+  });
+
+  test('a request that fails still frees its place', async () => {
+    const { app, auth } = appWith(1);
+    for (let i = 0; i < 3; i++) {
+      expect((await app.request('/v1/pets?limit=0', { headers: auth('busy') })).status).toBe(400);
+    }
+    expect((await app.request('/v1/pets', { headers: auth('busy') })).status).toBe(200);
+  });
+
+  test('callers without a key are not counted: they never pass the gateway', async () => {
+    const { app, post, waiting, release } = appWith(1);
+    const held = post('busy');
+    await settle(waiting, 1);
+    expect((await app.request('/v1/pets')).status).toBe(401);
+    release();
+    expect((await held).status).toBe(201);
+  });
+});

@@ -1,0 +1,41 @@
+/**
+ * `Idempotency-Key` on createPet: how long a key is remembered, what counts as "the same
+ * request", and how often the stores drop expired keys.
+ */
+import { createHash } from 'node:crypto';
+import type { NewPet } from '../schemas.ts';
+
+/** A key is remembered this long after the create that first used it. */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1_000;
+/** Expired keys are deleted lazily, by a create, at most this often per store. */
+export const SWEEP_INTERVAL_MS = 60 * 1_000;
+
+/**
+ * Digest of a create request as validated (defaults applied), so a retry that only reorders
+ * fields, changes whitespace or spells out the default status is the same request.
+ *
+ * @example
+ * fingerprintOf({ name: 'Rex', categoryId: 1, status: 'available' }) // '5f0c…' (64 hex digits)
+ */
+export function fingerprintOf(pet: NewPet): string {
+  return createHash('sha256')
+    .update(JSON.stringify([pet.name, pet.categoryId, pet.status]))
+    .digest('hex');
+}
+
+/**
+ * Tells a store when to run its next sweep of expired keys.
+ *
+ * @example
+ * if (sweeps.due(once.now)) db.exec('DELETE FROM idempotency_keys WHERE expires_at <= ...')
+ */
+export class SweepSchedule {
+  #last = Number.NEGATIVE_INFINITY;
+
+  /** True at most once per `SWEEP_INTERVAL_MS` of `now`. */
+  due(now: number): boolean {
+    if (now - this.#last < SWEEP_INTERVAL_MS) return false;
+    this.#last = now;
+    return true;
+  }
+}
