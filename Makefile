@@ -68,7 +68,7 @@ image-test: node_modules/.stamp ## build the Dockerfile with buildah on bases ma
 
 docker: ## build the image $(IMAGE) from the Dockerfile with docker, podman or buildah
 	@if docker info >/dev/null 2>&1; then set -x; docker build -t $(IMAGE) .; \
-	elif command -v podman >/dev/null; then set -x; podman build -t $(IMAGE) .; \
+	elif command -v podman >/dev/null; then set -x; podman build --format docker -t $(IMAGE) .; \
 	elif command -v buildah >/dev/null; then set -x; buildah bud --format docker -t $(IMAGE) .; \
 	else echo "make docker: needs a running docker, or podman, or buildah" >&2; exit 1; fi
 
@@ -81,6 +81,18 @@ service-verify: build ## systemd-analyze verify scripts/petstore.service, and it
 
 bench: build ## wrk: dist/petstore vs bare Bun.serve vs Express (~5 min); bench/results.json, bench/README.md
 	$(BUN) bench/run.ts
+
+.PHONY: fault-test fuzz soak
+fault-test: build ## a full disk and a read-only data file mid-run (503, then recovery; root), SIGTERM under load (~5 s)
+	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 60000 scripts/fault.test.ts
+
+fuzz: build .venv/.stamp ## Schemathesis, 2,000 examples per operation, a random seed (FUZZ_SEED, FUZZ_EXAMPLES) (~1 min)
+	$(BUN) scripts/fuzz.ts
+
+soak: build .venv/.stamp ## the long ones: fuzz with 10,000 examples, a 300,000-request flood (memory), kill -9 (~4 min)
+	FUZZ_EXAMPLES=10000 $(BUN) scripts/fuzz.ts
+	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 300000 scripts/flood.test.ts
+	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 60000 scripts/durability.test.ts
 
 .PHONY: durability-test postgres-test
 durability-test: build ## kill -9 dist/petstore mid-load of POSTs, restart: every 201 is there (SQLite default)

@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test';
+import { createLogger } from './log.ts';
 import { testApp } from './testing.ts';
 
 describe('bodyOnGet: a body sent with GET is held to the rules of any body', () => {
@@ -29,4 +30,89 @@ describe('bodyOnGet: a body sent with GET is held to the rules of any body', () 
     const res = await get('/v1/pets', { 'Content-Type': 'application/json' }, '{}');
     expect(res.status).toBe(200);
   });
+});
+
+describe('requireJson: the body is read as RFC 8259 asks', () => {
+  const post = (t: ReturnType<typeof testApp>, body: BodyInit) =>
+    t.app.request('/v1/pets', {
+      method: 'POST',
+      headers: { ...t.auth(), 'Content-Type': 'application/json' },
+      body,
+    });
+  const bytes = (...parts: Array<string | number[]>) =>
+    Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : Buffer.from(p))));
+
+  test('bytes that are not UTF-8 are a 400, not a name full of U+FFFD; nothing is stored', async () => {
+    const t = testApp();
+    const res = await post(t, bytes('{"name":"', [0xff, 0xfe, 0xc3], '","categoryId":1}'));
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({ code: 'invalid_request', message: 'body: is not valid UTF-8', status: 400 });
+    expect(await (await t.app.request('/v1/pets', { headers: t.auth() })).json()).toEqual([]);
+  });
+
+  test.each([
+    ['a lone high surrogate', '{"name":"\\ud800x","categoryId":1}'],
+    ['a lone low surrogate', '{"name":"\\udc00","categoryId":1}'],
+    ['a reversed pair', '{"name":"\\ude00\\ud83d","categoryId":1}'],
+    ['a lone surrogate in a key', '{"name":"a","categoryId":1,"\\ud800":1}'],
+  ])('%s is a 400: no UTF-8 response could give it back unchanged', async (_, body) => {
+    const res = await post(testApp(), body);
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({
+      code: 'invalid_request',
+      message: 'body: a string holds an unpaired UTF-16 surrogate escape',
+      status: 400,
+    });
+  });
+
+  test('an escaped surrogate pair is one emoji and round-trips', async () => {
+    const res = await post(testApp(), '{"name":"\\ud83d\\ude00 \\u00e9","categoryId":1}');
+    expect(res.status).toBe(201);
+    expect(((await res.json()) as { name: string }).name).toBe('😀 é');
+  });
+
+  test('deep nesting within 64 KiB is a 400, not a stack overflow', async () => {
+    const t = testApp();
+    for (const body of ['['.repeat(30_000) + ']'.repeat(30_000), `${'{"a":'.repeat(9_000)}1${'}'.repeat(9_000)}`]) {
+      const res = await post(t, body);
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { code: string }).code).toBe('invalid_request');
+    }
+  });
+
+  test('malformed and empty bodies keep their message', async () => {
+    for (const body of ['{"name":', '']) {
+      expect(await (await post(testApp(), body)).json()).toEqual({
+        code: 'invalid_request',
+        message: 'Malformed JSON in request body',
+        status: 400,
+      });
+    }
+  });
+});
+
+test('a client that hangs up mid-body is a 400 in the logs, not a 500 "unhandled error"', async () => {
+  const lines: string[] = [];
+  const t = testApp({ log: createLogger({ write: (l) => lines.push(l) }) });
+  const hangUp = new AbortController();
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(new TextEncoder().encode('{"name":"Re'));
+    },
+    pull(controller) {
+      hangUp.abort();
+      controller.error(new DOMException('The connection was closed.', 'AbortError'));
+    },
+  });
+  const res = await t.app.request(
+    new Request('http://petstore/v1/pets', {
+      method: 'POST',
+      headers: { ...t.auth(), 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' },
+      body,
+      signal: hangUp.signal,
+      duplex: 'half',
+    } as RequestInit),
+  );
+  expect(res.status).toBe(400);
+  expect(lines.map((l) => JSON.parse(l).level)).toEqual(['info']);
 });

@@ -4,8 +4,9 @@ import { ApiError } from '../errors.ts';
 import { bearerToken, type KeyTable } from './auth.ts';
 import { rateLimitHeaders } from './headers.ts';
 import type { KeyRecord } from './keys.ts';
-import type { RateLimiter, Subject } from './limiter.ts';
+import type { Decision, RateLimiter, Subject } from './limiter.ts';
 import { type BanPolicy, DEFAULT_BAN, PLAN_LIMITS } from './plans.ts';
+import { SuspectAddresses } from './suspects.ts';
 
 export interface GatewayOptions {
   /** The current keys; a function so a reload swaps the table between requests. */
@@ -26,7 +27,12 @@ const REALM = 'Bearer realm="petstore"';
  * @example
  * app.use('/v1/*', gateway({ keys: () => table, limiter, clientAddress: () => '127.0.0.1' }))
  */
-export function gateway({ keys, limiter, clientAddress, ban = DEFAULT_BAN }: GatewayOptions): MiddlewareHandler<AppEnv> {
+export function gateway({
+  keys,
+  limiter,
+  clientAddress,
+  ban = DEFAULT_BAN,
+}: GatewayOptions): MiddlewareHandler<AppEnv> {
   const subjects = new WeakMap<KeyRecord, Subject>();
   const keySubject = (key: KeyRecord): Subject => {
     let subject = subjects.get(key);
@@ -44,6 +50,14 @@ export function gateway({ keys, limiter, clientAddress, ban = DEFAULT_BAN }: Gat
     return subject;
   };
   const anonymousBan = { seconds: ban.seconds, threshold: ban.threshold ?? PLAN_LIMITS.free.perMinute };
+  const addressSubject = (address: string): Subject => ({
+    id: `addr:${address}`,
+    plan: 'anonymous',
+    label: address,
+    limits: PLAN_LIMITS.free,
+    ban: anonymousBan,
+  });
+  const suspects = new SuspectAddresses();
 
   return async function gateway(c, next) {
     const header = c.req.header('authorization');
@@ -53,28 +67,55 @@ export function gateway({ keys, limiter, clientAddress, ban = DEFAULT_BAN }: Gat
     if (key) {
       c.set('caller', { kind: 'key', key });
       subject = keySubject(key);
+      // From an address refused for failed keys, a valid key is refused like a wrong one until
+      // the address is admitted again: a 200 among 429s would tell a guesser which guess won.
+      if (suspects.size > 0) {
+        const address = clientAddress(c);
+        if (suspects.has(address)) {
+          const guard = await limiter.decide(addressSubject(address));
+          if (guard.outcome !== 'admitted') {
+            suspects.mark(address);
+            refuse(c, guard);
+          }
+          suspects.clear(address);
+        }
+      }
     } else {
       const address = clientAddress(c);
       c.set('caller', { kind: 'address', address });
-      subject = { id: `addr:${address}`, plan: 'anonymous', label: address, limits: PLAN_LIMITS.free, ban: anonymousBan };
+      subject = addressSubject(address);
     }
 
     const decision = await limiter.decide(subject);
-    const headers = rateLimitHeaders(decision);
-    for (const name in headers) c.header(name, headers[name]);
-
-    if (decision.outcome === 'key_banned') {
-      throw new ApiError('key_banned', `Too many requests after being limited; banned for ${decision.retryAfter} more seconds.`);
-    }
-    if (decision.outcome === 'rate_limited') {
-      throw new ApiError('rate_limited', `Rate limit exceeded; retry in ${decision.retryAfter} seconds.`);
-    }
+    if (!key && decision.outcome !== 'admitted') suspects.mark(subject.label);
+    refuse(c, decision);
     if (!key) {
       const challenge = header === undefined ? REALM : `${REALM}, error="invalid_token"`;
-      throw new ApiError('unauthorized', header === undefined ? 'An API key is required: send Authorization: Bearer <API_KEY>.' : 'The API key is missing, malformed or unknown.', {
-        'WWW-Authenticate': challenge,
-      });
+      throw new ApiError(
+        'unauthorized',
+        header === undefined
+          ? 'An API key is required: send Authorization: Bearer <API_KEY>.'
+          : 'The API key is missing, malformed or unknown.',
+        {
+          'WWW-Authenticate': challenge,
+        },
+      );
     }
     await next();
   };
+}
+
+/** Writes the decision's rate-limit headers; throws its 429 unless it admitted the request. */
+function refuse(c: Context<AppEnv>, decision: Decision): void {
+  const headers = rateLimitHeaders(decision);
+  for (const name in headers) c.header(name, headers[name]);
+  if (decision.outcome === 'key_banned') {
+    throw new ApiError(
+      'key_banned',
+      `Too many requests after being limited; banned for ${decision.retryAfter} more seconds.`,
+    );
+  }
+  if (decision.outcome === 'rate_limited') {
+    throw new ApiError('rate_limited', `Rate limit exceeded; retry in ${decision.retryAfter} seconds.`);
+  }
 }

@@ -6,7 +6,10 @@ const Quota = v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1_000_00
 
 const KeyEntry = v.pipe(
   v.strictObject({
-    name: v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be 1-64 letters, digits, ".", "_" or "-"')),
+    name: v.pipe(
+      v.string(),
+      v.regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be 1-64 letters, digits, ".", "_" or "-"'),
+    ),
     sha256: v.pipe(v.string(), v.regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex digits')),
     plan: v.picklist(PLAN_NAMES, `must be one of ${PLAN_NAMES.join(', ')}`),
     limits: v.optional(v.strictObject({ perMinute: Quota, perDay: Quota })),
@@ -62,6 +65,23 @@ export function parseKeys(text: string): KeyRecord[] {
     const limits = entry.limits ?? PLAN_LIMITS[entry.plan as Exclude<PlanName, 'enterprise'>];
     return { name: entry.name, hash: Buffer.from(entry.sha256, 'hex'), plan: entry.plan, limits, ban: entry.ban };
   });
+}
+
+/**
+ * What is wrong with a keys file's permission bits, or undefined when nothing is. Writable by
+ * group or others is the worse: whoever can write the file can add a key. Readable by others
+ * shows every key's name, plan and hash (hashes of random tokens, but still an inventory).
+ * Readable by the group is fine: `root:petstore 0640` is the usual way to hand it to a service.
+ *
+ * @example
+ * keysFileExposure(0o100644) // 'readable by every user (mode 0644); run chmod 600 or 640 on it'
+ */
+export function keysFileExposure(mode: number): string | undefined {
+  const bits = (mode & 0o777).toString(8).padStart(4, '0');
+  if (mode & 0o022)
+    return `writable by group or others (mode ${bits}): anyone who can write it can add a key; run chmod 600 on it`;
+  if (mode & 0o004) return `readable by every user (mode ${bits}); run chmod 600 or 640 on it`;
+  return undefined;
 }
 
 /** SHA-256 of a token, as stored in the keys file. */

@@ -23,3 +23,6 @@ export const PLAN_LIMITS: Readonly<Record<Exclude<PlanName, 'enterprise'>, Limit
 };
 
 export const DEFAULT_BAN: BanPolicy = { seconds: 15 * 60 };
+
+/** Requests one key may have in flight at once unless `--max-in-flight` says otherwise (wrk's 64 connections fit twice). */
+export const DEFAULT_MAX_IN_FLIGHT = 128;

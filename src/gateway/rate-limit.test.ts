@@ -216,6 +216,26 @@ describe('SlidingWindowLimiter: full cache', () => {
     expect(limiter.decide(c).outcome).toBe('rate_limited');
   });
 
+  test('a key displaces the least recently used unbanned address; an address never does', () => {
+    const { limiter } = setup({ maxSubjects: 2 });
+    const address = (id: string, ban = NO_BAN): Subject => ({ ...subject(id, L, ban), plan: 'anonymous' });
+    const banned = address('addr:banned', { seconds: 900, threshold: 1 });
+    for (let i = 0; i < 3; i++) limiter.decide(banned);
+    expect(limiter.decide(banned).outcome).toBe('key_banned');
+    limiter.decide(address('addr:flood-1'));
+    // A third address shares the overflow: the table holds the banned one and flood-1.
+    limiter.decide(address('addr:flood-2'));
+    expect(limiter.size).toBe(2);
+    // A key takes flood-1's place and has counts of its own: two admitted, then limited.
+    const key = subject('key:acme', L);
+    expect([1, 2, 3].map(() => limiter.decide(key).outcome)).toEqual(['admitted', 'admitted', 'rate_limited']);
+    expect(limiter.size).toBe(2);
+    // Another key finds only the key and the banned address: it shares the overflow.
+    limiter.decide(subject('key:other', L));
+    expect(limiter.decide(banned).outcome).toBe('key_banned');
+    expect(limiter.size).toBe(2);
+  });
+
   test('a stale entry makes room for a newcomer, which starts fresh', () => {
     const { clock, limiter } = setup({ maxSubjects: 1 });
     limiter.decide(subject('addr:a', L));

@@ -1,10 +1,27 @@
 import { getConnInfo } from 'hono/bun';
-import type { RuntimeAdapter } from './server.ts';
+import { CONNECTION_LIMITS, type RuntimeAdapter } from './server.ts';
 
 export const adapter: RuntimeAdapter = {
   name: 'bun',
   async serve({ fetch, port, hostname }) {
-    const server = Bun.serve({ fetch, port, hostname, development: false });
+    const server = Bun.serve({
+      port,
+      hostname,
+      development: false,
+      // Said out loud: with SO_REUSEPORT a second server on the same port starts fine and the
+      // kernel splits connections between the two (an old version and a new one, say).
+      reusePort: false,
+      idleTimeout: CONNECTION_LIMITS.idleTimeoutSeconds,
+      maxRequestBodySize: CONNECTION_LIMITS.maxRequestBodyBytes,
+      fetch(req, self) {
+        if (!req.url.startsWith('/')) return fetch(req, self);
+        // HTTP/1.0 without Host: Bun hands over a relative URL, which Hono cannot route (an old
+        // style health check got 404 for /healthz). The authority is then the server's own
+        // (RFC 9112 section 3.3); the peer is looked up on the original request.
+        const peer = self.requestIP(req);
+        return fetch(new Request(new URL(req.url, `http://localhost:${self.port}`), req), { requestIP: () => peer });
+      },
+    });
     return { port: server.port ?? port, stop: (force = false) => server.stop(force) };
   },
   peerAddress: (c) => getConnInfo(c).remote.address ?? 'unknown',

@@ -1,24 +1,50 @@
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { getConnInfo } from '@hono/node-server/conninfo';
-import type { RuntimeAdapter } from './server.ts';
+import { CONNECTION_LIMITS, type RuntimeAdapter } from './server.ts';
+
+/** While stopping, how often connections that finished their request are closed. */
+const IDLE_SWEEP_MS = 50;
 
 export const adapter: RuntimeAdapter = {
   name: 'node',
   async serve({ fetch, port, hostname }) {
     const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-      const s = serve({ fetch, port, hostname }, () => resolve(s));
+      const serverOptions = {
+        headersTimeout: CONNECTION_LIMITS.headersTimeoutMs,
+        requestTimeout: CONNECTION_LIMITS.requestTimeoutMs,
+        keepAliveTimeout: CONNECTION_LIMITS.idleTimeoutSeconds * 1000,
+        maxHeaderSize: CONNECTION_LIMITS.maxHeaderBytes,
+        // Both timeouts are checked this often (Node's default, 30 s, would let a slow client stay 40 s).
+        connectionsCheckingInterval: 1_000,
+      };
+      const s = serve({ fetch, port, hostname, serverOptions }, () => resolve(s));
+      // A connection that sends nothing at all is not covered by the two timeouts above.
+      s.setTimeout(CONNECTION_LIMITS.idleTimeoutSeconds * 1000);
       s.once('error', reject);
     });
     const bound = (server.address() as AddressInfo).port;
+    const closeIdle = () => {
+      if ('closeIdleConnections' in server) server.closeIdleConnections();
+    };
     return {
       port: bound,
-      stop: (force = false) =>
-        new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          if ('closeIdleConnections' in server) server.closeIdleConnections();
-          if (force && 'closeAllConnections' in server) server.closeAllConnections();
-        }),
+      stop: (force = false) => {
+        if (force) {
+          if ('closeAllConnections' in server) server.closeAllConnections();
+          return Promise.resolve();
+        }
+        return new Promise<void>((resolve) => {
+          // close() waits for every connection, and closes only those idle at that moment: a
+          // kept-alive connection whose request finishes later would hold it until the deadline.
+          const sweep = setInterval(closeIdle, IDLE_SWEEP_MS);
+          server.close(() => {
+            clearInterval(sweep);
+            resolve();
+          });
+          closeIdle();
+        });
+      },
     };
   },
   peerAddress: (c) => getConnInfo(c).remote.address ?? 'unknown',

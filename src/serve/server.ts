@@ -1,6 +1,26 @@
 import type { Context } from 'hono';
 import type { AppEnv } from '../env.ts';
 
+/**
+ * Connection limits the adapters apply where their runtime has the setting (the README's
+ * "Resource bounds" lists what each runtime enforces):
+ * - `idleTimeoutSeconds`: a connection that makes no progress this long is closed. Bun resets
+ *   the timer only after a real amount of data, so a slow-loris client dribbling a byte at a
+ *   time is cut off too; Node gets the same from the two timeouts below.
+ * - `headersTimeoutMs` / `requestTimeoutMs`: the headers, and the whole request, must have
+ *   arrived by then (Node: 408, then the connection is closed).
+ * - `maxHeaderBytes`: request line and headers together (Bun's fixed limit is the same 16 KiB).
+ * - `maxRequestBodyBytes`: a declared body above this is refused by the runtime before the app
+ *   runs; below it the app's own 64 KiB limit answers 413 with the Error body.
+ */
+export const CONNECTION_LIMITS = {
+  idleTimeoutSeconds: 10,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  maxHeaderBytes: 16 * 1024,
+  maxRequestBodyBytes: 1024 * 1024,
+} as const;
+
 /** What `main` needs from a runtime's HTTP server. */
 export interface RunningServer {
   readonly port: number;

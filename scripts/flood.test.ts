@@ -1,0 +1,79 @@
+/**
+ * A flood of distinct bad tokens from distinct client addresses leaves memory bounded: the
+ * limiter tracks at most 100,000 callers (README "Memory, and a full table"), so after that
+ * many new addresses a second wave of as many again adds next to nothing.
+ *
+ * The addresses come in X-Forwarded-For from loopback (`--trust-proxy 127.0.0.1`), from the
+ * documentation prefix 2001:db8::/32; all traffic stays on 127.0.0.1. Reads the server's RSS from
+ * /proc (Linux). Part of `make soak` (about 30 s); FLOOD_REQUESTS changes the wave size.
+ */
+import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { readFileSync } from 'node:fs';
+import { type Running, startServer, writeKeysFile } from './e2e/harness.ts';
+
+const WAVE = Number(process.env.FLOOD_REQUESTS || 100_000);
+const CONCURRENCY = 64;
+const MB = 1024 * 1024;
+
+let server: Running;
+beforeAll(async () => {
+  const keys = writeKeysFile([{ name: 'acme', plan: 'free' }]);
+  server = await startServer({ args: ['--keys', keys, '--trust-proxy', '127.0.0.1'] });
+});
+afterAll(async () => {
+  await server.stop();
+});
+
+function rss(): number {
+  const status = readFileSync(`/proc/${server.child.pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1]) * 1024;
+}
+
+/** Address number `n` in 2001:db8::/32, so no two requests share one. */
+const address = (n: number) => `2001:db8::${(n >>> 16).toString(16)}:${(n & 0xffff).toString(16)}`;
+
+/** Sends `count` requests, each with a fresh bad token from a fresh address; returns the statuses seen. */
+async function wave(from: number, count: number): Promise<Record<number, number>> {
+  const statuses: Record<number, number> = {};
+  let next = from;
+  const worker = async () => {
+    while (next < from + count) {
+      const n = next++;
+      const res = await fetch(`${server.url}/v1/pets`, {
+        headers: { Authorization: `Bearer psk_flood-${n}-${n * 7919}`, 'X-Forwarded-For': address(n) },
+      });
+      await res.arrayBuffer();
+      statuses[res.status] = (statuses[res.status] ?? 0) + 1;
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  return statuses;
+}
+
+test(`${WAVE} bad tokens from ${WAVE} addresses, three times: memory levels off at the limiter's bound`, async () => {
+  // Warm up without touching the limiter, so the first wave fills its table exactly.
+  for (let i = 0; i < 2_000; i++) await (await fetch(`${server.url}/healthz`)).arrayBuffer();
+  const before = rss();
+  const t0 = Date.now();
+  const waves = [];
+  for (let w = 0; w < 3; w++) {
+    const statuses = await wave(w * WAVE, WAVE);
+    waves.push({ statuses, rssMB: Number((rss() / MB).toFixed(1)) });
+  }
+  const seconds = (Date.now() - t0) / 1000;
+  process.stdout.write(
+    `flood: ${JSON.stringify({ requests: 3 * WAVE, seconds: Number(seconds.toFixed(1)), rssBeforeMB: Number((before / MB).toFixed(1)), waves })}\n`,
+  );
+
+  // The first wave fills the table (100,000 callers): every guess is checked and refused with 401.
+  expect(waves[0]?.statuses).toEqual({ 401: WAVE });
+  // Then newcomers share one overflow state with the free plan's quota: 401 until it is used
+  // up, then 429.
+  for (const w of waves.slice(1)) expect(Object.keys(w.statuses).every((s) => s === '401' || s === '429')).toBe(true);
+  // 100,000 tracked callers, at about 1.1-1.3 KB each plus what the runtime keeps of 100,000
+  // requests: at most 3 KB each. After that nothing grows.
+  const first = (waves[0]?.rssMB ?? 0) * MB;
+  expect(first - before).toBeLessThan((WAVE / 100_000) * 300 * MB);
+  for (const w of waves.slice(1)) expect(w.rssMB * MB - first).toBeLessThan(60 * MB);
+  expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+}, 300_000);
