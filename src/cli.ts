@@ -26,7 +26,8 @@ function keysNew(argv: readonly string[]): number {
   if (!name || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(name)) {
     throw new ConfigError('--name: needs 1-64 letters, digits, ".", "_" or "-"');
   }
-  if (!(PLAN_NAMES as readonly string[]).includes(plan)) throw new ConfigError(`--plan: expected one of ${PLAN_NAMES.join(', ')}`);
+  if (!(PLAN_NAMES as readonly string[]).includes(plan))
+    throw new ConfigError(`--plan: expected one of ${PLAN_NAMES.join(', ')}`);
   const { token, entry } = newKeyEntry(name, plan as PlanName);
   const withLimits = plan === 'enterprise' ? { ...entry, limits: { perMinute: 5000, perDay: 1000000 } } : entry;
   process.stdout.write(
@@ -40,11 +41,22 @@ function keysNew(argv: readonly string[]): number {
   return 0;
 }
 
-/** `petstore healthcheck`: exit 0 when the local server answers /healthz with 200, else 1. */
+/** Bind addresses that mean "every interface": the check then asks the loopback one. */
+const WILDCARD_HOSTS = new Set(['', '0.0.0.0', '::', '[::]']);
+
+/**
+ * `petstore healthcheck`: exit 0 when the local server answers /healthz with 200, else 1.
+ * Without flags it asks where the server would listen with the same environment (`PORT`, and
+ * `HOST` unless that is a wildcard), so a container's HEALTHCHECK needs no arguments.
+ */
 async function healthcheck(argv: readonly string[]): Promise<number> {
   const f = flags(argv, ['--port', '--host']);
   const port = f.get('--port') ?? process.env.PORT ?? '8080';
-  const host = f.get('--host') ?? '127.0.0.1';
+  if (!/^[0-9]{1,5}$/.test(port) || Number(port) > 65535) {
+    throw new ConfigError(`${f.has('--port') ? '--port' : 'PORT'}: expected a port number, got "${port}"`);
+  }
+  const envHost = process.env.HOST ?? '';
+  const host = f.get('--host') ?? (WILDCARD_HOSTS.has(envHost) ? '127.0.0.1' : envHost);
   try {
     const res = await fetch(`http://${host.includes(':') ? `[${host}]` : host}:${port}/healthz`, {
       signal: AbortSignal.timeout(HEALTHCHECK_TIMEOUT_MS),

@@ -1,4 +1,4 @@
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { routePath } from 'hono/route';
 import type { Clock } from '../clock.ts';
 import type { AppEnv } from '../env.ts';
@@ -9,6 +9,8 @@ export interface RequestLogOptions {
   clock: Clock;
   /** Makes a fresh request id when the client sent none usable. */
   newId?: () => string;
+  /** The client's address, logged for requests the gateway did not see (outside `/v1`). */
+  clientAddress?: (c: Context<AppEnv>) => string;
 }
 
 /** A client's id is kept only when it is short and plain, so it is safe to log and echo. */
@@ -17,8 +19,18 @@ const SANE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /**
  * Gives each request an id (the client's `X-Request-Id` when sane), echoes it, and writes one
  * log line when the response is ready. The line names the key or address, never the token.
+ *
+ * @example
+ * app.use(requestLog({ log, clock: systemClock }))
+ * // {"time":"…","level":"info","msg":"request","requestId":"…","method":"GET","route":"/v1/pets",
+ * //  "status":200,"durationMs":1,"key":"acme"}
  */
-export function requestLog({ log, clock, newId = () => crypto.randomUUID() }: RequestLogOptions): MiddlewareHandler<AppEnv> {
+export function requestLog({
+  log,
+  clock,
+  newId = () => crypto.randomUUID(),
+  clientAddress,
+}: RequestLogOptions): MiddlewareHandler<AppEnv> {
   return async function requestLog(c, next) {
     const started = clock.now();
     const given = c.req.header('x-request-id');
@@ -26,14 +38,21 @@ export function requestLog({ log, clock, newId = () => crypto.randomUUID() }: Re
     c.set('requestId', id);
     c.header('X-Request-Id', id);
     await next();
-    const caller = c.get('caller');
     log.info('request', {
       requestId: id,
       method: c.req.method,
       route: routePath(c, -1),
       status: c.res.status,
       durationMs: clock.now() - started,
-      ...(caller?.kind === 'key' ? { key: caller.key.name } : caller ? { client: caller.address } : {}),
+      ...who(c, clientAddress),
     });
   };
+}
+
+/** The key's name when the gateway found one, else the client's address. */
+function who(c: Context<AppEnv>, clientAddress: RequestLogOptions['clientAddress']) {
+  const caller = c.get('caller');
+  if (caller?.kind === 'key') return { key: caller.key.name };
+  if (caller) return { client: caller.address };
+  return clientAddress ? { client: clientAddress(c) } : {};
 }

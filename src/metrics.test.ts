@@ -1,0 +1,153 @@
+import { describe, expect, test } from 'bun:test';
+import { Metrics, OPERATIONS, operationOf } from './metrics.ts';
+
+const samples = (m: Metrics) =>
+  m
+    .render()
+    .split('\n')
+    .filter((l) => l && !l.startsWith('#'));
+const op = (name: (typeof OPERATIONS)[number]) => OPERATIONS.indexOf(name);
+
+describe('operationOf', () => {
+  test.each([
+    ['GET', '/v1/pets', 'listPets'],
+    ['HEAD', '/v1/pets', 'listPets'],
+    ['POST', '/v1/pets', 'createPet'],
+    ['DELETE', '/v1/pets', 'other'],
+    ['GET', '/v1/pets/:petId', 'getPet'],
+    ['PUT', '/v1/pets/:petId', 'other'],
+    ['GET', '/healthz', 'healthz'],
+    ['GET', '/readyz', 'readyz'],
+    ['GET', '/metrics', 'metrics'],
+    ['GET', '/docs', 'docs'],
+    ['GET', '/docs/scalar.abc123.js', 'docs'],
+    ['GET', '/openapi.json', 'openapi'],
+    ['GET', '/v1/*', 'other'],
+    ['GET', '/*', 'other'],
+  ])('%s %s -> %s', (method, route, name) => {
+    expect(OPERATIONS[operationOf(method, route)]).toBe(name as (typeof OPERATIONS)[number]);
+  });
+});
+
+describe('Metrics', () => {
+  test('a fresh registry: zeroed plan, store and reload series, build info, start time', () => {
+    const m = new Metrics({ version: '1.0.0', runtime: 'bun', startedAt: Date.UTC(2026, 10, 22, 12) });
+    m.keysLoaded({ free: 2, enterprise: 1 });
+    expect(m.render()).toBe(
+      [
+        '# HELP petstore_http_requests_total HTTP requests answered, by operation and status code.',
+        '# TYPE petstore_http_requests_total counter',
+        '# HELP petstore_http_request_duration_seconds Time from receiving a request to having its response ready, by operation.',
+        '# TYPE petstore_http_request_duration_seconds histogram',
+        '# HELP petstore_http_requests_in_flight Requests received and not yet answered.',
+        '# TYPE petstore_http_requests_in_flight gauge',
+        'petstore_http_requests_in_flight 0',
+        '# HELP petstore_rate_limited_total 429 responses by plan and reason (the Error code).',
+        '# TYPE petstore_rate_limited_total counter',
+        ...['free', 'pro', 'business', 'enterprise', 'anonymous'].flatMap((p) => [
+          `petstore_rate_limited_total{plan="${p}",reason="rate_limited"} 0`,
+          `petstore_rate_limited_total{plan="${p}",reason="key_banned"} 0`,
+        ]),
+        '# HELP petstore_bans_total Temporary bans started, by plan.',
+        '# TYPE petstore_bans_total counter',
+        ...['free', 'pro', 'business', 'enterprise', 'anonymous'].map((p) => `petstore_bans_total{plan="${p}"} 0`),
+        '# HELP petstore_store_errors_total Failed store calls, by operation and kind (unavailable or error).',
+        '# TYPE petstore_store_errors_total counter',
+        ...['create', 'get', 'list', 'ping'].flatMap((o) => [
+          `petstore_store_errors_total{operation="${o}",kind="unavailable"} 0`,
+          `petstore_store_errors_total{operation="${o}",kind="error"} 0`,
+        ]),
+        '# HELP petstore_keys API keys loaded, by plan.',
+        '# TYPE petstore_keys gauge',
+        'petstore_keys{plan="free"} 2',
+        'petstore_keys{plan="pro"} 0',
+        'petstore_keys{plan="business"} 0',
+        'petstore_keys{plan="enterprise"} 1',
+        '# HELP petstore_keys_reloads_total Reloads of the keys file on SIGHUP, by result.',
+        '# TYPE petstore_keys_reloads_total counter',
+        'petstore_keys_reloads_total{result="ok"} 0',
+        'petstore_keys_reloads_total{result="failed"} 0',
+        '# HELP petstore_build_info Version and runtime of this server; always 1.',
+        '# TYPE petstore_build_info gauge',
+        'petstore_build_info{version="1.0.0",runtime="bun"} 1',
+        '# HELP process_start_time_seconds Start time of the process since the Unix epoch, in seconds.',
+        '# TYPE process_start_time_seconds gauge',
+        'process_start_time_seconds 1795348800',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  test('requests by operation and status; a cumulative histogram whose bounds are inclusive', () => {
+    const m = new Metrics({ version: '1.0.0', runtime: 'node' });
+    for (const [status, seconds] of [
+      [200, 0.001],
+      [200, 0.0011],
+      [429, 0.02],
+      [200, 30],
+    ] as const) {
+      m.started();
+      m.answered(op('listPets'), status, seconds);
+    }
+    m.started();
+    const lines = samples(m);
+    expect(lines.filter((l) => l.startsWith('petstore_http_requests_total'))).toEqual([
+      'petstore_http_requests_total{operation="listPets",status="200"} 3',
+      'petstore_http_requests_total{operation="listPets",status="429"} 1',
+    ]);
+    const latency = 'petstore_http_request_duration_seconds';
+    expect(lines.filter((l) => l.startsWith(latency))).toEqual([
+      `${latency}_bucket{operation="listPets",le="0.001"} 1`,
+      `${latency}_bucket{operation="listPets",le="0.0025"} 2`,
+      `${latency}_bucket{operation="listPets",le="0.005"} 2`,
+      `${latency}_bucket{operation="listPets",le="0.01"} 2`,
+      `${latency}_bucket{operation="listPets",le="0.025"} 3`,
+      `${latency}_bucket{operation="listPets",le="0.05"} 3`,
+      `${latency}_bucket{operation="listPets",le="0.1"} 3`,
+      `${latency}_bucket{operation="listPets",le="0.25"} 3`,
+      `${latency}_bucket{operation="listPets",le="0.5"} 3`,
+      `${latency}_bucket{operation="listPets",le="1"} 3`,
+      `${latency}_bucket{operation="listPets",le="2.5"} 3`,
+      `${latency}_bucket{operation="listPets",le="5"} 3`,
+      `${latency}_bucket{operation="listPets",le="10"} 3`,
+      `${latency}_bucket{operation="listPets",le="+Inf"} 4`,
+      `${latency}_sum{operation="listPets"} 30.0221`,
+      `${latency}_count{operation="listPets"} 4`,
+    ]);
+    expect(lines).toContain('petstore_http_requests_in_flight 1');
+  });
+
+  test('refusals and bans by plan, store errors by operation and kind, reloads by result', () => {
+    const m = new Metrics({ version: '1.0.0', runtime: 'deno' });
+    m.refused('pro', 'rate_limited');
+    m.refused('pro', 'rate_limited');
+    m.refused('anonymous', 'key_banned');
+    m.refused('no-such-plan', 'key_banned');
+    m.banned('anonymous');
+    m.storeError('create', 'unavailable');
+    m.storeError('list', 'error');
+    m.reloaded(true);
+    m.reloaded(false);
+    m.reloaded(true);
+    const lines = samples(m);
+    for (const line of [
+      'petstore_rate_limited_total{plan="pro",reason="rate_limited"} 2',
+      'petstore_rate_limited_total{plan="anonymous",reason="key_banned"} 1',
+      'petstore_bans_total{plan="anonymous"} 1',
+      'petstore_bans_total{plan="pro"} 0',
+      'petstore_store_errors_total{operation="create",kind="unavailable"} 1',
+      'petstore_store_errors_total{operation="list",kind="error"} 1',
+      'petstore_store_errors_total{operation="list",kind="unavailable"} 0',
+      'petstore_keys_reloads_total{result="ok"} 2',
+      'petstore_keys_reloads_total{result="failed"} 1',
+    ]) {
+      expect(lines).toContain(line);
+    }
+    expect(lines.some((l) => l.includes('no-such-plan'))).toBe(false);
+  });
+
+  test('label values are escaped', () => {
+    const m = new Metrics({ version: '1.0.0-"rc"\\1\n', runtime: 'bun' });
+    expect(samples(m)).toContain('petstore_build_info{version="1.0.0-\\"rc\\"\\\\1\\n",runtime="bun"} 1');
+  });
+});
