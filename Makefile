@@ -40,7 +40,7 @@ build: $(BIN) ## compile the single binary dist/petstore (Bun, bytecode) and smo
 dist/node/main.js: node_modules/.stamp $(SOURCES) $(DOCS_GEN)
 	$(BUN) build --target=node --format=esm src/main.ts --outfile $@
 
-run: build ## build, then serve on embedded defaults (port 8080, in-memory pets, a development key)
+run: build ## build, then serve on embedded defaults (port 8080, pets in ./data/petstore.db, a development key)
 	$(BIN)
 
 run-deno: node_modules/.stamp $(DOCS_GEN) ## serve from source under Deno
