@@ -1,5 +1,4 @@
 import { Hono } from 'hono';
-import YAML from 'yaml';
 import contractYaml from '../contract/openapi.yaml' with { type: 'text' };
 import { DOCS_CSP, docsPage, FAVICON, INIT_SCRIPT, SCALAR_BUNDLE } from './docs/page.ts';
 import type { AppEnv } from './env.ts';
@@ -16,6 +15,11 @@ export interface DocsOptions {
   /** Staging base URL (`--staging-url`); `/v1` is added. */
   stagingUrl?: string;
 }
+
+type Contract = Record<string, unknown> & {
+  info?: { title?: string };
+  security?: Record<string, unknown>[];
+};
 
 export interface ServerEntry {
   url: string;
@@ -65,24 +69,32 @@ export function documentServers(requestUrl: string, { publicUrl, stagingUrl }: D
  */
 export function docsRoutes(options: DocsOptions = {}) {
   const docs = new Hono<AppEnv>();
-  const contract = YAML.parse(CONTRACT_YAML) as Record<string, unknown> & {
-    info?: { title?: string };
-    security?: Record<string, unknown>[];
+  // Parsed on first use, not at start-up: the yaml module and the parse took most of the time
+  // to first 200 (bench/README.md), for routes most instances never serve.
+  let contract: Promise<Contract> | undefined;
+  const parsed = () => {
+    contract ??= import('yaml').then(({ default: YAML }) => YAML.parse(CONTRACT_YAML) as Contract);
+    return contract;
   };
-  const page = docsPage({
-    title: contract.info?.title ?? 'API',
-    specUrl: '/openapi.json',
-    securityScheme: Object.keys(contract.security?.[0] ?? {})[0],
-  });
+  let page: string | undefined;
+  const pageHtml = async () => {
+    const { info, security } = await parsed();
+    page ??= docsPage({
+      title: info?.title ?? 'API',
+      specUrl: '/openapi.json',
+      securityScheme: Object.keys(security?.[0] ?? {})[0],
+    });
+    return page;
+  };
 
   docs.get('/openapi.yaml', (c) => c.body(CONTRACT_YAML, 200, { 'Content-Type': 'application/yaml; charset=utf-8' }));
-  docs.get('/openapi.json', (c) => {
-    const body = JSON.stringify({ ...contract, servers: documentServers(c.req.url, options) });
+  docs.get('/openapi.json', async (c) => {
+    const body = JSON.stringify({ ...(await parsed()), servers: documentServers(c.req.url, options) });
     return c.body(body, 200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache' });
   });
 
-  docs.get('/docs', (c) =>
-    c.body(page, 200, {
+  docs.get('/docs', async (c) =>
+    c.body(await pageHtml(), 200, {
       'Content-Type': 'text/html; charset=utf-8',
       'Content-Security-Policy': DOCS_CSP,
       'Cache-Control': 'no-cache',

@@ -124,7 +124,10 @@ export class SqliteStore implements PetStore {
 
   async list({ limit, status, after = 0 }: ListOptions): Promise<Pet[]> {
     const key = `${status ?? ''}/${after}/${limit}`;
-    const version = column(this.#read('list pets', () => this.#db.prepare(DATA_VERSION).get()), 'data_version');
+    const version = column(
+      this.#read('list pets', () => this.#db.prepare(DATA_VERSION).get()),
+      'data_version',
+    );
     const cached = this.#pages.get(key, version);
     if (cached) return cached;
     const rows = this.#read('list pets', () =>

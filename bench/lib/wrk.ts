@@ -1,0 +1,83 @@
+/** Runs wrk with `bench/wrk/scenario.lua` and reads the JSON line its done() prints. */
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+
+const SCRIPT = join(import.meta.dir, '../wrk/scenario.lua');
+
+export interface Load {
+  readonly method: 'GET' | 'POST';
+  readonly path: string;
+  readonly token: string;
+  /** Distinct X-Forwarded-For addresses per wrk thread; 0 sends none. */
+  readonly addresses: number;
+  readonly body?: string;
+}
+
+export interface WrkOptions {
+  readonly seconds: number;
+  readonly threads: number;
+  readonly connections: number;
+  /** Command words before `wrk`, e.g. `taskset -c 0`. */
+  readonly prefix?: readonly string[];
+}
+
+export interface WrkResult {
+  readonly requests: number;
+  readonly durationUs: number;
+  readonly p50Us: number;
+  readonly p90Us: number;
+  readonly p99Us: number;
+  readonly maxUs: number;
+  /** Responses with status >= 400. */
+  readonly statusErrors: number;
+  readonly socketErrors: number;
+  /** Requests per second. */
+  readonly rps: number;
+}
+
+/**
+ * One wrk run against `url`.
+ *
+ * @example
+ * await runWrk('http://127.0.0.1:8080', load, { seconds: 5, threads: 2, connections: 64 })
+ */
+export async function runWrk(
+  url: string,
+  load: Load,
+  { seconds, threads, connections, prefix = [] }: WrkOptions,
+): Promise<WrkResult> {
+  const [file, ...args] = [
+    ...prefix,
+    'wrk',
+    `-t${threads}`,
+    `-c${connections}`,
+    `-d${seconds}s`,
+    '--timeout',
+    '10s',
+    '-s',
+    SCRIPT,
+    url,
+    '--',
+    load.method,
+    load.path,
+    load.token,
+    load.body ?? '',
+  ];
+  const child = spawn(file as string, args, {
+    env: { ...process.env, BENCH_ADDRESSES: String(load.addresses) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => {
+    out += d;
+  });
+  child.stderr.on('data', (d: Buffer) => {
+    err += d;
+  });
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  const line = out.split('\n').findLast((l) => l.startsWith('{"requests"'));
+  if (code !== 0 || !line) throw new Error(`wrk failed (exit ${code}):\n${out}\n${err}`);
+  const r = JSON.parse(line) as Omit<WrkResult, 'rps'>;
+  return { ...r, rps: r.requests / (r.durationUs / 1e6) };
+}

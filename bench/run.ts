@@ -1,0 +1,290 @@
+/**
+ * `make bench`: dist/petstore against a bare `Bun.serve` replaying its bytes (the runtime's
+ * physical limit) and against Express + express-rate-limit on Node (the usual alternative), in
+ * alternating wrk rounds; then start-up, binary size and RSS under a flood of strangers.
+ * Writes bench/results.json, bench/chart.svg and the generated part of bench/README.md.
+ *
+ * Knobs (environment): BENCH_SECONDS (4), BENCH_ROUNDS (5), BENCH_WARMUP (2), BENCH_STARTS (40),
+ * BENCH_ONLY (comma-separated scenario ids, for profiling; skips the report),
+ * BENCH_KEEP=1 (keep the temp dir with the product's log).
+ */
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { capture } from './lib/captured.ts';
+import { flood, median, startupOnce } from './lib/measure.ts';
+import { machine, versions } from './lib/provenance.ts';
+import { checkTargets, type Results, type Round, type ScenarioResult, type ServerName } from './lib/report.ts';
+import { type Running, startPrinter, startProduct } from './lib/servers.ts';
+import { writeReport } from './lib/write.ts';
+import { type Load, runWrk } from './lib/wrk.ts';
+
+const ROOT = join(import.meta.dir, '..');
+const BINARY = join(ROOT, 'dist/petstore');
+const BUN = join(ROOT, 'node_modules/.bin/bun');
+const knob = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+const SECONDS = knob('BENCH_SECONDS', 4);
+const ROUNDS = knob('BENCH_ROUNDS', 5);
+const WARMUP = knob('BENCH_WARMUP', 2);
+const STARTS = knob('BENCH_STARTS', 40);
+const ONLY = process.env.BENCH_ONLY?.split(',');
+/**
+ * Server on CPU 1, wrk on CPU 0 (one thread: two wrk threads time-sliced on one core add
+ * scheduler delays of milliseconds to the measured latency). Unpinned, the server and wrk fight
+ * over both cores and rounds vary by ±20%. Without taskset: unpinned, 2 wrk threads.
+ */
+const PINNED = hasTaskset();
+const SERVER_CPU = PINNED ? ['taskset', '-c', '1'] : [];
+const WRK = { threads: PINNED ? 1 : 2, connections: 64, prefix: PINNED ? ['taskset', '-c', '0'] : [] };
+/** 90,000 addresses in all (< the limiter's 100,000 subjects): at 60k req/s each is seen ~40 times a minute (< 60). */
+const ADDRESS_POOL = 90_000 / WRK.threads;
+const SEED_PETS = 100;
+const FLOOD = 100_000;
+const FLOOD_WAVES = 3;
+/** Idle time after a flood before RSS is read, so collectable garbage is not counted as kept. */
+const SETTLE_MS = 3_000;
+
+const tokenOf = (name: string) => `psk_bench-${name}-0123456789abcdefghijklmnopqrstuvwxyz`;
+const KEYS = [
+  { name: 'bench', plan: 'enterprise', limits: { perMinute: 1_000_000_000, perDay: 1_000_000_000 } },
+  // Always refused and never banned: the 429 path.
+  {
+    name: 'exhausted',
+    plan: 'enterprise',
+    limits: { perMinute: 1, perDay: 1 },
+    ban: { threshold: 1_000_000_000, seconds: 1 },
+  },
+];
+const BAD_TOKEN = 'psk_bench-nobody-0123456789abcdefghijklmnopqrstuvwxyz';
+const LIST = '/v1/pets?limit=20';
+
+interface Scenario {
+  id: string;
+  label: string;
+  expect: number;
+  load: Load;
+  servers: ServerName[];
+}
+const ALL: ServerName[] = ['petstore', 'bare', 'express'];
+const SCENARIOS: Scenario[] = [
+  { id: 'list', label: `GET ${LIST}`, expect: 200, servers: ALL, load: get(LIST, tokenOf('bench')) },
+  { id: 'get', label: 'GET /v1/pets/{id}', expect: 200, servers: ALL, load: get('/v1/pets/7', tokenOf('bench')) },
+  { id: '429', label: '429: exhausted key', expect: 429, servers: ALL, load: get(LIST, tokenOf('exhausted')) },
+  {
+    id: '401',
+    label: '401: bad token',
+    expect: 401,
+    servers: ALL,
+    load: { ...get(LIST, BAD_TOKEN), addresses: ADDRESS_POOL },
+  },
+  {
+    id: 'post',
+    label: 'POST /v1/pets (durable)',
+    expect: 201,
+    servers: ['petstore', 'bare'],
+    load: {
+      method: 'POST',
+      path: '/v1/pets',
+      token: tokenOf('bench'),
+      addresses: 0,
+      body: '{"name":"Rex","categoryId":1}',
+    },
+  },
+];
+
+function get(path: string, token: string): Load {
+  return { method: 'GET', path, token, addresses: 0 };
+}
+
+function hasTaskset(): boolean {
+  try {
+    execFileSync('taskset', ['-c', '1', 'true'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function ensureWrk(): void {
+  try {
+    execFileSync('sh', ['-c', 'command -v wrk'], { stdio: 'ignore' });
+    return;
+  } catch {}
+  if (process.getuid?.() !== 0) throw new Error('bench: needs wrk: run `sudo apt-get install -y wrk`');
+  console.log('bench: installing wrk (apt-get)');
+  execFileSync('sh', ['-c', 'apt-get update -qq && apt-get install -y -qq wrk'], { stdio: 'inherit' });
+}
+
+/** Statuses in the product's request log lines written after `offset`; returns the new offset. */
+async function loggedStatuses(logFile: string, offset: number): Promise<[Record<string, number>, number]> {
+  const file = Bun.file(logFile);
+  const text = await file.slice(offset).text();
+  const counts: Record<string, number> = {};
+  for (const m of text.matchAll(/"msg":"request".*?"status":(\d{3})/g)) {
+    const status = m[1] as string;
+    counts[status] = (counts[status] ?? 0) + 1;
+  }
+  return [counts, offset + Buffer.byteLength(text)];
+}
+
+const summarise = (rounds: Round[]) => ({
+  rps: median(rounds.map((r) => r.rps)),
+  cpuUs: median(rounds.map((r) => r.cpuUs)),
+  p50Ms: median(rounds.map((r) => r.p50Us)) / 1000,
+  p99Ms: median(rounds.map((r) => r.p99Us)) / 1000,
+});
+
+async function request(url: string, init: RequestInit & { token: string }): Promise<Response> {
+  const headers = new Headers(init.headers);
+  headers.set('Authorization', `Bearer ${init.token}`);
+  return fetch(url, { ...init, headers });
+}
+
+async function main(): Promise<void> {
+  ensureWrk();
+  statSync(BINARY); // `make bench` builds it first
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-bench-'));
+  const data = join(dir, 'petstore.db');
+  const keysFile = join(dir, 'keys.json');
+  const productArgs = ['--keys', keysFile, '--data', data, '--trust-proxy', '127.0.0.1'];
+  const entries = KEYS.map((k) => ({ ...k, sha256: createHash('sha256').update(tokenOf(k.name)).digest('hex') }));
+  writeFileSync(keysFile, JSON.stringify({ keys: entries }));
+  const logFile = join(dir, 'petstore.log');
+  const started = new Date();
+  console.log(`bench: temp dir ${dir}`);
+
+  const product = await startProduct([...SERVER_CPU, BINARY], productArgs, logFile);
+  for (let i = 0; i < SEED_PETS; i++) {
+    const res = await request(`${product.url}/v1/pets`, {
+      method: 'POST',
+      token: tokenOf('bench'),
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ name: `Pet ${i + 1}`, categoryId: 1 + (i % 5) }),
+    });
+    if (res.status !== 201) throw new Error(`seeding: POST answered ${res.status}: ${await res.text()}`);
+  }
+  const captured = await capture(await request(`${product.url}${LIST}`, { token: tokenOf('bench') }));
+  if (captured.status !== 200) throw new Error(`capture: GET ${LIST} answered ${captured.status}`);
+  const responseFile = join(dir, 'response.json');
+  writeFileSync(responseFile, JSON.stringify(captured));
+  const expressConfig = join(dir, 'express.json');
+  const expressKeys = entries.map((e) => ({ name: e.name, sha256: e.sha256, perMinute: e.limits.perMinute }));
+  writeFileSync(expressConfig, JSON.stringify({ response: captured, keys: expressKeys }));
+
+  const servers: Record<ServerName, Running> = {
+    petstore: product,
+    bare: await startPrinter('bare', [...SERVER_CPU, BUN, join(import.meta.dir, 'bare-server.ts'), responseFile]),
+    express: await startPrinter('express', [
+      ...SERVER_CPU,
+      'node',
+      join(import.meta.dir, 'express-server.mjs'),
+      expressConfig,
+    ]),
+  };
+
+  const scenarios: ScenarioResult[] = [];
+  let offset = 0;
+  for (const scenario of SCENARIOS.filter((s) => !ONLY || ONLY.includes(s.id))) {
+    const result: ScenarioResult = {
+      id: scenario.id,
+      label: scenario.label,
+      expect: scenario.expect,
+      servers: {},
+      productStatuses: {},
+    };
+    const rounds: Partial<Record<ServerName, Round[]>> = {};
+    for (const name of scenario.servers) {
+      await runWrk(servers[name].url, scenario.load, { ...WRK, seconds: WARMUP });
+      rounds[name] = [];
+    }
+    [, offset] = await loggedStatuses(logFile, offset);
+    for (let round = 0; round < ROUNDS; round++) {
+      // Rotate who goes first, so drift within a round is shared out too.
+      const order = scenario.servers.map((_, i, all) => all[(i + round) % all.length] as ServerName);
+      for (const name of order) {
+        const cpuBefore = servers[name].cpuSeconds();
+        const w = await runWrk(servers[name].url, scenario.load, { ...WRK, seconds: SECONDS });
+        const r = { ...w, cpuUs: ((servers[name].cpuSeconds() - cpuBefore) * 1e6) / w.requests };
+        rounds[name]?.push(r);
+        console.log(
+          `${scenario.id.padEnd(5)} round ${round + 1} ${name.padEnd(8)} ${Math.round(r.rps).toString().padStart(7)} req/s  p50 ${(r.p50Us / 1000).toFixed(2)} ms  p99 ${(r.p99Us / 1000).toFixed(2)} ms  >=400: ${r.statusErrors}  socket errors: ${r.socketErrors}`,
+        );
+      }
+    }
+    const [statuses, next] = await loggedStatuses(logFile, offset);
+    offset = next;
+    Object.assign(result.productStatuses, statuses);
+    const unexpected = Object.entries(statuses).filter(([s]) => s !== String(scenario.expect));
+    if (unexpected.length > 0) console.warn(`bench: ${scenario.id}: unexpected statuses ${JSON.stringify(statuses)}`);
+    for (const name of scenario.servers) {
+      const r = rounds[name] ?? [];
+      result.servers[name] = { rounds: r, median: summarise(r) };
+    }
+    scenarios.push(result);
+  }
+  for (const s of Object.values(servers)) await s.stop();
+  if (ONLY) return finish(dir);
+
+  console.log(`bench: start-up, ${STARTS} starts`);
+  const samples: number[] = [];
+  for (let i = 0; i < STARTS; i++) samples.push(await startupOnce(BINARY, productArgs, tokenOf('bench')));
+  const sorted = [...samples].sort((a, b) => a - b);
+
+  console.log(`bench: RSS under ${FLOOD_WAVES} x ${FLOOD} distinct bad tokens and addresses`);
+  const fresh = await startProduct([BINARY], productArgs, join(dir, 'memory.log'));
+  await request(`${fresh.url}${LIST}`, { token: tokenOf('bench') }).then((r) => r.arrayBuffer());
+  await Bun.sleep(500);
+  const mib = (bytes: number) => bytes / 1024 / 1024;
+  const idleMiB = mib(fresh.rss());
+  const waves: { statuses: Record<number, number>; rssMiB: number }[] = [];
+  for (let i = 0; i < FLOOD_WAVES; i++) {
+    const statuses = await flood(fresh, i * FLOOD, FLOOD);
+    await Bun.sleep(SETTLE_MS);
+    waves.push({ statuses, rssMiB: mib(fresh.rss()) });
+  }
+  await fresh.stop();
+
+  const bunBytes = statSync(realpathSync(BUN)).size;
+  const bytes = statSync(BINARY).size;
+  const results: Results = {
+    date: `${started.toISOString().slice(0, 16).replace('T', ' ')} UTC`,
+    machine: machine(),
+    versions: versions(),
+    settings: {
+      rounds: ROUNDS,
+      seconds: SECONDS,
+      warmup: WARMUP,
+      pinning: PINNED ? 'server on CPU 1, wrk on CPU 0 (taskset)' : 'none (no taskset)',
+      'wrk threads': WRK.threads,
+      connections: WRK.connections,
+      'seeded pets': SEED_PETS,
+      data: 'SQLite file (WAL, synchronous=FULL) in a temp dir',
+      log: 'JSON line per request to a file',
+    },
+    scenarios,
+    startup: {
+      runs: STARTS,
+      medianMs: median(samples),
+      minMs: sorted[0] ?? Number.NaN,
+      p90Ms: sorted[Math.floor(sorted.length * 0.9)] ?? Number.NaN,
+      samplesMs: samples.map((s) => Math.round(s * 100) / 100),
+    },
+    binary: { bytes, bunBytes, overMiB: mib(bytes - bunBytes) },
+    memory: { idleMiB, perWave: FLOOD, settleMs: SETTLE_MS, waves },
+    targets: [],
+  };
+  results.targets = checkTargets(results);
+  writeReport(import.meta.dir, results);
+  for (const t of results.targets)
+    console.log(`${t.met ? 'met   ' : 'MISSED'} ${t.figure}: ${t.measured} (target ${t.target})`);
+  finish(dir);
+}
+
+function finish(dir: string): void {
+  if (process.env.BENCH_KEEP === '1') console.log(`bench: kept ${dir}`);
+  else rmSync(dir, { recursive: true, force: true });
+}
+
+await main();
