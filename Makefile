@@ -79,7 +79,7 @@ service-verify: build ## systemd-analyze verify scripts/petstore.service, and it
 	  systemd-analyze verify "$$t/petstore.service" && \
 	  systemd-analyze security --offline=yes --threshold=20 "$$t/petstore.service" | tail -n 1
 
-bench: build ## wrk: dist/petstore vs bare Bun.serve vs Express (~5 min); bench/results.json, bench/README.md
+bench: build ## wrk: dist/petstore vs bare Bun.serve vs Express (~6 min); bench/results.json, bench/README.md
 	$(BUN) bench/run.ts
 
 .PHONY: fault-test fuzz soak

@@ -52,6 +52,7 @@ describe('createPet', () => {
       /^body "status": Invalid type: Expected \("available" \| "pending" \| "sold"\)/,
     ],
     ['{"name":"Rex","categoryId":1,"owner":"me"}', 'body: unknown field "owner"'],
+    ['{"name":"a\\u0000b","categoryId":1}', 'body "name": must not contain the NUL character U+0000'],
     ['{"name":"Rex","categoryId":1,"id":5}', 'body: unknown field "id"'],
   ])('400 for %s, and nothing is stored', async (body, message) => {
     const t = testApp();

@@ -1,5 +1,6 @@
 import process from 'node:process';
 import { ConfigError } from './config.ts';
+import { KEY_NAME } from './gateway/keys.ts';
 import { PLAN_NAMES, type PlanName } from './gateway/plans.ts';
 import { newKeyEntry } from './gateway/tokens.ts';
 
@@ -23,7 +24,7 @@ function keysNew(argv: readonly string[]): number {
   const f = flags(argv, ['--name', '--plan']);
   const name = f.get('--name');
   const plan = f.get('--plan') ?? 'free';
-  if (!name || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(name)) {
+  if (!name || !KEY_NAME.test(name)) {
     throw new ConfigError('--name: needs 1-64 letters, digits, ".", "_" or "-"');
   }
   if (!(PLAN_NAMES as readonly string[]).includes(plan))

@@ -34,6 +34,11 @@ describe('parseConfig', () => {
     expect(() => parseConfig(argv, {})).toThrow(new ConfigError(message));
   });
 
+  test('a repeated list flag adds up', () => {
+    const c = parseConfig(['--trust-proxy', '10.0.0.0/8', '--trust-proxy', '192.168.0.0/16,fd00::/8'], {});
+    expect(c.trustProxy).toEqual(['10.0.0.0/8', '192.168.0.0/16', 'fd00::/8']);
+  });
+
   test('a bad environment value names the variable', () => {
     expect(() => parseConfig([], { PORT: 'eighty' })).toThrow(
       new ConfigError('PORT: expected a whole number from 0 to 65535, got "eighty"'),

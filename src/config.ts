@@ -219,7 +219,10 @@ export function parseConfig(argv: readonly string[], env: Record<string, string 
     }
     const value = eq > 0 && name !== word ? word.slice(eq + 1) : argv[++i];
     if (value === undefined) throw new ConfigError(`${name}: needs a value (${option.arg})`);
-    config[key] = option.parse(value, name);
+    const parsed = option.parse(value, name);
+    // A list flag may be repeated (`--trust-proxy A --trust-proxy B`); its values add up.
+    const earlier = config[key];
+    config[key] = Array.isArray(earlier) && Array.isArray(parsed) ? [...earlier, ...parsed] : parsed;
   }
   for (const [key, option] of Object.entries(OPTIONS) as [string, Option<unknown>][]) {
     if (key in config) continue;

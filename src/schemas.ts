@@ -16,6 +16,9 @@ const Id = v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(MAX_ID));
 const Name = v.pipe(
   v.string(),
   v.minLength(1),
+  // PostgreSQL cannot store U+0000 in text; refusing it everywhere keeps the backends alike.
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching U+0000 is the point.
+  v.regex(/^[^\u0000]*$/, 'must not contain the NUL character U+0000'),
   v.check((s) => codePoints(s) <= NAME_MAX_LENGTH, `must be at most ${NAME_MAX_LENGTH} characters`),
 );
 

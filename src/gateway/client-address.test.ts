@@ -36,7 +36,10 @@ describe('TrustedProxies', () => {
     expect(new TrustedProxies([]).clientAddress('10.0.0.1', '198.51.100.1')).toBe('10.0.0.1');
   });
 
-  test.each(['10.0.0.0/33', '10.0.0/8', 'fd00::/129', 'example.com', '10.0.0.0/x'])('refuses %s', (cidr) => {
-    expect(() => new TrustedProxies([cidr])).toThrow(`--trust-proxy: "${cidr}" is not an IPv4 or IPv6 CIDR block`);
-  });
+  test.each(['10.0.0.0/33', '10.0.0/8', 'fd00::/129', 'example.com', '10.0.0.0/x', '10.0.0.0/', '10.0.0.0/-1'])(
+    'refuses %s',
+    (cidr) => {
+      expect(() => new TrustedProxies([cidr])).toThrow(`--trust-proxy: "${cidr}" is not an IPv4 or IPv6 CIDR block`);
+    },
+  );
 });

@@ -50,7 +50,8 @@ function parseCidr(cidr: string): Block {
   const parsed = toBigInt(addr);
   const width = parsed?.version === 4 ? 32 : 128;
   const bits = bitsText === undefined ? width : Number(bitsText);
-  if (!parsed || !/^[0-9]*$/.test(bitsText ?? '') || !Number.isInteger(bits) || bits < 0 || bits > width) {
+  // A "/" must be followed by a prefix length: "10.0.0.0/" is a typo, not /0 (trust everyone).
+  if (!parsed || (bitsText !== undefined && !/^[0-9]{1,3}$/.test(bitsText)) || bits < 0 || bits > width) {
     throw new TypeError(`--trust-proxy: "${cidr}" is not an IPv4 or IPv6 CIDR block`);
   }
   const all = (1n << BigInt(width)) - 1n;

@@ -2,14 +2,14 @@ import { createHash } from 'node:crypto';
 import * as v from 'valibot';
 import { type BanPolicy, type Limits, PLAN_LIMITS, PLAN_NAMES, type PlanName } from './plans.ts';
 
+/** A key's name as the keys file and `petstore keys new` accept it: what logs show. */
+export const KEY_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
 const Quota = v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1_000_000_000));
 
 const KeyEntry = v.pipe(
   v.strictObject({
-    name: v.pipe(
-      v.string(),
-      v.regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be 1-64 letters, digits, ".", "_" or "-"'),
-    ),
+    name: v.pipe(v.string(), v.regex(KEY_NAME, 'must be 1-64 letters, digits, ".", "_" or "-"')),
     sha256: v.pipe(v.string(), v.regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex digits')),
     plan: v.picklist(PLAN_NAMES, `must be one of ${PLAN_NAMES.join(', ')}`),
     limits: v.optional(v.strictObject({ perMinute: Quota, perDay: Quota })),

@@ -134,13 +134,14 @@ describe.skipIf(!SERVER)('PostgresStore', () => {
 });
 
 describe('PostgresStore without a server', () => {
-  test('an unreachable server is refused at start-up without the password in the message', async () => {
+  test('an unreachable server fails the start as unavailable (exit 1, restartable), without the password', async () => {
     const err = await PostgresStore.open({ url: 'postgres://u:secret@127.0.0.1:1/db', log: silentLogger }).catch(
       (e: unknown) => e,
     );
-    expect(err).toBeInstanceOf(StoreOpenError);
+    expect(err).toBeInstanceOf(StoreUnavailableError);
+    expect(err).not.toBeInstanceOf(StoreOpenError);
     expect((err as Error).message).toStartWith(
-      '--data postgres://u:***@127.0.0.1:1/db: cannot open the PostgreSQL database: ',
+      '--data postgres://u:***@127.0.0.1:1/db: cannot reach the PostgreSQL server: ',
     );
     expect((err as Error).message).not.toContain('secret');
   });

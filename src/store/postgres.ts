@@ -87,6 +87,13 @@ export class PostgresStore implements PetStore {
     } catch (err) {
       await sql.end({ timeout: 0 }).catch(() => {});
       if (err instanceof StoreOpenError) throw err;
+      // A server that is down or unreachable is not a configuration error: exit 1, so a
+      // supervisor restarts us until the database is up (exit 2 is never restarted).
+      if (postgresError(err, where) instanceof StoreUnavailableError) {
+        throw new StoreUnavailableError(`${where}: cannot reach the PostgreSQL server: ${(err as Error).message}`, {
+          cause: err,
+        });
+      }
       throw new StoreOpenError(`${where}: cannot open the PostgreSQL database: ${(err as Error).message}`, {
         cause: err,
       });
