@@ -8,7 +8,7 @@ import type { KeyTable } from './gateway/auth.ts';
 import { gateway } from './gateway/gateway.ts';
 import type { RateLimiter } from './gateway/limiter.ts';
 import type { BanPolicy } from './gateway/plans.ts';
-import { concurrencyLimit, uriLimit } from './gateway/request-limits.ts';
+import { uriLimit } from './gateway/request-limits.ts';
 import { type Logger, silentLogger } from './log.ts';
 import type { Metrics } from './metrics.ts';
 import { countRequests, countStoreErrors } from './middleware/metrics.ts';
@@ -84,8 +84,7 @@ export function createApp({
   app.route('/', healthRoutes({ store, keys, log, notReady }));
   app.route('/', docsRoutes(docs));
 
-  app.use('/v1/*', gateway({ keys, limiter, clientAddress, ban }));
-  app.use('/v1/*', concurrencyLimit({ max: maxInFlight }));
+  app.use('/v1/*', gateway({ keys, limiter, clientAddress, ban, maxInFlight, clock }));
   app.use(
     '/v1/*',
     bodyLimit({

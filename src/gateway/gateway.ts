@@ -1,11 +1,13 @@
 import type { Context, MiddlewareHandler } from 'hono';
+import { type Clock, systemClock } from '../clock.ts';
 import type { AppEnv } from '../env.ts';
 import { ApiError } from '../errors.ts';
 import { bearerToken, type KeyTable } from './auth.ts';
 import { rateLimitHeaders } from './headers.ts';
 import type { KeyRecord } from './keys.ts';
 import type { Decision, RateLimiter, Subject } from './limiter.ts';
-import { type BanPolicy, DEFAULT_BAN, PLAN_LIMITS } from './plans.ts';
+import { type BanPolicy, DEFAULT_BAN, DEFAULT_MAX_IN_FLIGHT, PLAN_LIMITS } from './plans.ts';
+import { InFlight, tooManyInFlight } from './request-limits.ts';
 import { SuspectAddresses } from './suspects.ts';
 
 export interface GatewayOptions {
@@ -16,13 +18,17 @@ export interface GatewayOptions {
   clientAddress: (c: Context<AppEnv>) => string;
   /** Ban applied when a key or address sets none of its own. */
   ban?: BanPolicy;
+  /** Most requests one key may have in flight (`--max-in-flight`). */
+  maxInFlight?: number;
+  clock?: Clock;
 }
 
 const REALM = 'Bearer realm="petstore"';
 
 /**
  * Identifies the caller once, asks the limiter once and writes the rate-limit headers on every
- * outcome: admitted requests go on; refused ones get 429, unknown callers 401.
+ * outcome: admitted requests go on; refused ones get 429, unknown callers 401. A key already at
+ * its cap of requests in flight gets 429 before the limiter is asked, so no 429 costs quota.
  *
  * @example
  * app.use('/v1/*', gateway({ keys: () => table, limiter, clientAddress: () => '127.0.0.1' }))
@@ -32,6 +38,8 @@ export function gateway({
   limiter,
   clientAddress,
   ban = DEFAULT_BAN,
+  maxInFlight = DEFAULT_MAX_IN_FLIGHT,
+  clock = systemClock,
 }: GatewayOptions): MiddlewareHandler<AppEnv> {
   const subjects = new WeakMap<KeyRecord, Subject>();
   const keySubject = (key: KeyRecord): Subject => {
@@ -58,6 +66,7 @@ export function gateway({
     ban: anonymousBan,
   });
   const suspects = new SuspectAddresses();
+  const inFlight = new InFlight<Decision>(maxInFlight);
 
   return async function gateway(c, next) {
     const header = c.req.header('authorization');
@@ -80,6 +89,12 @@ export function gateway({
           suspects.clear(address);
         }
       }
+      // Checked before the limiter decides, so this 429 consumes no quota either.
+      const held = inFlight.full(key.name);
+      if (held) {
+        writeHeaders(c, held, clock.now());
+        throw tooManyInFlight(inFlight.max);
+      }
     } else {
       const address = clientAddress(c);
       c.set('caller', { kind: 'address', address });
@@ -101,8 +116,24 @@ export function gateway({
         },
       );
     }
-    await next();
+    inFlight.enter(key.name, decision);
+    try {
+      await next();
+    } finally {
+      inFlight.leave(key.name);
+    }
   };
+}
+
+/**
+ * The rate-limit headers of an earlier decision (nothing was consumed since), with a Reset that
+ * has passed moved to now: it is never in the past.
+ */
+function writeHeaders(c: Context<AppEnv>, decision: Decision, nowMs: number): void {
+  const headers = rateLimitHeaders(decision);
+  const now = Math.floor(nowMs / 1000);
+  if (Number(headers['X-RateLimit-Reset']) < now) headers['X-RateLimit-Reset'] = String(now);
+  for (const name in headers) c.header(name, headers[name]);
 }
 
 /** Writes the decision's rate-limit headers; throws its 429 unless it admitted the request. */

@@ -42,7 +42,7 @@ describe('uriLimit: path and query over 8 KiB', () => {
   });
 });
 
-describe('concurrencyLimit: requests one key has in flight', () => {
+describe('requests one key has in flight (--max-in-flight)', () => {
   /** A store whose creates wait until `release()`, so requests stay in flight. */
   function blockingStore() {
     const inner = new MemoryStore();
@@ -109,14 +109,19 @@ describe('concurrencyLimit: requests one key has in flight', () => {
       message: 'This key already has 2 requests in flight; retry when one is done.',
       status: 429,
     });
-    // The limiter admitted it first: the headers are there and it was counted (300 - 3).
-    expect(refused.headers.get('x-ratelimit-remaining')).toBe('297');
+    // Refused before the limiter decided: the headers are the latest admission's (300 - 2),
+    // and it consumed no quota, like every 429.
+    expect(refused.headers.get('x-ratelimit-limit')).toBe('300');
+    expect(refused.headers.get('x-ratelimit-remaining')).toBe('298');
+    expect(refused.headers.get('x-ratelimit-reset')).toBe(String(Date.UTC(2026, 10, 22, 12, 1, 0) / 1000));
 
     expect((await app.request('/v1/pets', { headers: auth('calm') })).status).toBe(200);
 
     release();
     expect((await Promise.all(first)).map((r) => r.status)).toEqual([201, 201]);
-    expect((await app.request('/v1/pets', { headers: auth('busy') })).status).toBe(200);
+    const next = await app.request('/v1/pets', { headers: auth('busy') });
+    expect(next.status).toBe(200);
+    expect(next.headers.get('x-ratelimit-remaining')).toBe('297');
   });
 
   test('a request that fails still frees its place', async () => {

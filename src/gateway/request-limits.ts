@@ -37,43 +37,54 @@ export function uriLimit({ maxBytes = MAX_URI_BYTES }: UriLimitOptions = {}): Mi
   };
 }
 
-export interface ConcurrencyLimitOptions {
-  /** Most requests of one key in flight at once; the next gets 429 `too_many_concurrent_requests`. */
-  max?: number;
-}
-
 /**
- * Caps the requests one API key has in flight, so a single client cannot hold every worker
- * of the store. Runs after the gateway: the request was admitted by the rate limiter and
- * counts against the quota; the 429 carries `Retry-After: 1`. Callers without a key never get
- * past the gateway, so only keys are counted; the table holds one entry per busy key.
+ * Requests each API key has in flight, capped so a single client cannot hold every worker of
+ * the store. The gateway asks before the rate limiter decides, so a request refused here
+ * (429 `too_many_concurrent_requests`, `Retry-After: 1`) consumes no quota, like every 429.
+ * It also keeps the decision that admitted the key's latest request: that refusal's
+ * rate-limit headers come from it, since nothing was consumed since. One entry per busy key.
  *
  * @example
- * app.use('/v1/*', concurrencyLimit({ max: 128 }))
+ * const inFlight = new InFlight(128)
+ * if (inFlight.full('acme')) refuse(inFlight.lastDecision('acme'))
+ * inFlight.enter('acme', decision); try { await next() } finally { inFlight.leave('acme') }
  */
-export function concurrencyLimit({
-  max = DEFAULT_MAX_IN_FLIGHT,
-}: ConcurrencyLimitOptions = {}): MiddlewareHandler<AppEnv> {
-  const inFlight = new Map<string, number>();
-  return async function concurrencyLimit(c, next) {
-    const caller = c.get('caller');
-    if (caller?.kind !== 'key') return next();
-    const name = caller.key.name;
-    const busy = inFlight.get(name) ?? 0;
-    if (busy >= max) {
-      throw new ApiError(
-        'too_many_concurrent_requests',
-        `This key already has ${max} requests in flight; retry when one is done.`,
-        { 'Retry-After': CONCURRENCY_RETRY_AFTER },
-      );
+export class InFlight<D> {
+  readonly max: number;
+  #busy = new Map<string, { count: number; last: D }>();
+
+  constructor(max: number = DEFAULT_MAX_IN_FLIGHT) {
+    this.max = max;
+  }
+
+  /** The decision that admitted the latest request of `name` still in flight, if at the cap. */
+  full(name: string): D | undefined {
+    const entry = this.#busy.get(name);
+    return entry !== undefined && entry.count >= this.max ? entry.last : undefined;
+  }
+
+  enter(name: string, decision: D): void {
+    const entry = this.#busy.get(name);
+    if (entry) {
+      entry.count++;
+      entry.last = decision;
+    } else {
+      this.#busy.set(name, { count: 1, last: decision });
     }
-    inFlight.set(name, busy + 1);
-    try {
-      await next();
-    } finally {
-      const left = (inFlight.get(name) ?? 1) - 1;
-      if (left === 0) inFlight.delete(name);
-      else inFlight.set(name, left);
-    }
-  };
+  }
+
+  leave(name: string): void {
+    const entry = this.#busy.get(name);
+    if (!entry) return;
+    if (--entry.count === 0) this.#busy.delete(name);
+  }
+}
+
+/** The 429 for a key at its cap of requests in flight. */
+export function tooManyInFlight(max: number): ApiError {
+  return new ApiError(
+    'too_many_concurrent_requests',
+    `This key already has ${max} requests in flight; retry when one is done.`,
+    { 'Retry-After': CONCURRENCY_RETRY_AFTER },
+  );
 }
