@@ -3,7 +3,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { type Clock, systemClock } from './clock.ts';
 import { type DocsOptions, docsRoutes } from './docs.ts';
 import type { AppEnv } from './env.ts';
-import { ApiError, notFound, onError } from './errors.ts';
+import { notFound, onError, tooLarge } from './errors.ts';
 import type { KeyTable } from './gateway/auth.ts';
 import { gateway } from './gateway/gateway.ts';
 import type { RateLimiter } from './gateway/limiter.ts';
@@ -90,7 +90,7 @@ export function createApp({
     bodyLimit({
       maxSize: MAX_BODY_BYTES,
       onError: () => {
-        throw new ApiError('payload_too_large', `The request body is larger than ${MAX_BODY_BYTES} bytes.`);
+        throw tooLarge(MAX_BODY_BYTES);
       },
     }),
   );

@@ -43,6 +43,16 @@ export class ApiError extends Error {
   }
 }
 
+/** The 413 of a body over `maxBytes`, wherever the size is found out. */
+export function tooLarge(maxBytes: number): ApiError {
+  return new ApiError('payload_too_large', `The request body is larger than ${maxBytes} bytes.`);
+}
+
+/** The 415 of a body that is not `application/json`. */
+export function notJson(): ApiError {
+  return new ApiError('unsupported_media_type', 'The request body must be application/json.');
+}
+
 /** Answers `err` as the contract's Error body, `application/json`, keeping headers already set. */
 export function errorResponse(c: Context, err: ApiError): Response {
   const body: ErrorBody = { code: err.code, message: err.message, status: err.status };
@@ -61,7 +71,7 @@ function fromHttpException(err: HTTPException): ApiError {
     case 413:
       return new ApiError('payload_too_large', 'The request body is too large.');
     case 415:
-      return new ApiError('unsupported_media_type', 'The request body must be application/json.');
+      return notJson();
     default:
       return new ApiError('internal_error', 'The server failed to handle the request.');
   }

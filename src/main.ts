@@ -29,11 +29,7 @@ async function loadAdapter(): Promise<RuntimeAdapter> {
 }
 
 function loadKeys(config: Config, log: Logger): KeyRecord[] {
-  if (config.keys) {
-    const keys = parseKeys(readKeysFile(config.keys));
-    warnIfExposed(config.keys, log);
-    return keys;
-  }
+  if (config.keys) return readKeysFile(config.keys, log);
   const { token, entry } = newKeyEntry('dev', 'free');
   process.stderr.write(
     [
@@ -48,12 +44,17 @@ function loadKeys(config: Config, log: Logger): KeyRecord[] {
   return parseKeys(JSON.stringify({ keys: [entry] }));
 }
 
-function readKeysFile(path: string): string {
+/** The keys of the file at `path`, validated; at start and on each reload. */
+function readKeysFile(path: string, log: Logger): KeyRecord[] {
+  let text: string;
   try {
-    return readFileSync(path, 'utf8');
+    text = readFileSync(path, 'utf8');
   } catch (err) {
     throw new KeysFileError(`cannot read ${path}: ${(err as Error).message}`);
   }
+  const keys = parseKeys(text);
+  warnIfExposed(path, log);
+  return keys;
 }
 
 /** Warns (at start and on each reload) when the keys file's mode lets other users read or change it. */
@@ -126,11 +127,11 @@ async function serve(config: Config): Promise<void> {
   process.on('SIGHUP', () => {
     if (!config.keys) return log.warn('SIGHUP: no keys file to reload (started without --keys)');
     try {
-      keys = new KeyTable(parseKeys(readKeysFile(config.keys)));
-      warnIfExposed(config.keys, log);
+      keys = new KeyTable(readKeysFile(config.keys, log));
+      const keysByPlan = keys.countByPlan();
       metrics?.reloaded(true);
-      metrics?.keysLoaded(keys.countByPlan());
-      log.warn('keys reloaded', { file: config.keys, keysByPlan: keys.countByPlan() });
+      metrics?.keysLoaded(keysByPlan);
+      log.warn('keys reloaded', { file: config.keys, keysByPlan });
     } catch (err) {
       metrics?.reloaded(false);
       log.error('keys reload failed; keeping the previous keys', { file: config.keys, error: (err as Error).message });

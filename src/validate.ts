@@ -1,7 +1,7 @@
 import type { MiddlewareHandler } from 'hono';
 import { validator } from 'hono/validator';
 import * as v from 'valibot';
-import { ApiError } from './errors.ts';
+import { ApiError, notJson, tooLarge } from './errors.ts';
 
 type Target = 'json' | 'query' | 'param' | 'header';
 type AnySchema = v.GenericSchema;
@@ -54,7 +54,7 @@ const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
 export function requireJson(): MiddlewareHandler {
   return async function requireJson(c, next) {
     if (!isJson(c.req.header('content-type'))) {
-      throw new ApiError('unsupported_media_type', 'The request body must be application/json.');
+      throw notJson();
     }
     const value = parseJsonBody(await c.req.arrayBuffer());
     c.req.bodyCache.json = Promise.resolve(value);
@@ -99,11 +99,9 @@ export function bodyOnGet(maxSize: number): MiddlewareHandler {
       c.req.header('transfer-encoding') !== undefined;
     if ((c.req.method === 'GET' || c.req.method === 'HEAD') && hasBody) {
       if (Number(length) > maxSize) {
-        throw new ApiError('payload_too_large', `The request body is larger than ${maxSize} bytes.`);
+        throw tooLarge(maxSize);
       }
-      if (!isJson(c.req.header('content-type'))) {
-        throw new ApiError('unsupported_media_type', 'The request body must be application/json.');
-      }
+      if (!isJson(c.req.header('content-type'))) throw notJson();
     }
     await next();
   };

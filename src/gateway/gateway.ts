@@ -92,7 +92,7 @@ export function gateway({
       // Checked before the limiter decides, so this 429 consumes no quota either.
       const held = inFlight.full(key.name);
       if (held) {
-        writeHeaders(c, held, clock.now());
+        writeHeaders(c, held, Math.floor(clock.now() / 1000));
         throw tooManyInFlight(inFlight.max);
       }
     } else {
@@ -126,20 +126,18 @@ export function gateway({
 }
 
 /**
- * The rate-limit headers of an earlier decision (nothing was consumed since), with a Reset that
- * has passed moved to now: it is never in the past.
+ * Writes a decision's rate-limit headers. Given `now` (unix seconds), the decision is an earlier
+ * one (nothing was consumed since) and a Reset that has passed moves to now: never in the past.
  */
-function writeHeaders(c: Context<AppEnv>, decision: Decision, nowMs: number): void {
+function writeHeaders(c: Context<AppEnv>, decision: Decision, now?: number): void {
   const headers = rateLimitHeaders(decision);
-  const now = Math.floor(nowMs / 1000);
-  if (Number(headers['X-RateLimit-Reset']) < now) headers['X-RateLimit-Reset'] = String(now);
+  if (now !== undefined && Number(headers['X-RateLimit-Reset']) < now) headers['X-RateLimit-Reset'] = String(now);
   for (const name in headers) c.header(name, headers[name]);
 }
 
 /** Writes the decision's rate-limit headers; throws its 429 unless it admitted the request. */
 function refuse(c: Context<AppEnv>, decision: Decision): void {
-  const headers = rateLimitHeaders(decision);
-  for (const name in headers) c.header(name, headers[name]);
+  writeHeaders(c, decision);
   if (decision.outcome === 'key_banned') {
     throw new ApiError(
       'key_banned',
