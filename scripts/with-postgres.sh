@@ -2,7 +2,7 @@
 # A throwaway PostgreSQL server on loopback, for tests and CI.
 #
 #   scripts/with-postgres.sh COMMAND [ARG...]   start one, run COMMAND with PETSTORE_TEST_POSTGRES_URL
-#                                               set, stop and delete it; exits with COMMAND's status
+#                                               (and _DIR) set, stop and delete it; exits with its status
 #   scripts/with-postgres.sh start              start one and leave it running; prints export lines
 #                                               (eval "$(scripts/with-postgres.sh start)")
 #   scripts/with-postgres.sh stop DIR           stop and delete the one started in DIR
@@ -14,7 +14,9 @@
 # (initdb refuses root).
 set -euo pipefail
 
-log() { echo "with-postgres: $*" >&2; }
+NAME=with-postgres
+# shellcheck source=lib/throwaway-server.sh
+source "$(dirname "$0")/lib/throwaway-server.sh"
 
 find_bin() {
   local dir
@@ -25,25 +27,14 @@ find_bin() {
   return 1
 }
 
-install_server() {
-  if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
-    log "no PostgreSQL server found; install Debian's postgresql package (apt-get install -y postgresql)"
-    exit 1
-  fi
-  log "installing postgresql with apt-get"
-  { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql; } >&2
-}
-
 # Runs a server binary as the cluster's owner.
 as_owner() {
   if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
 start() {
   local bin dir port tries
-  bin=$(find_bin) || { install_server; bin=$(find_bin); }
+  bin=$(find_bin) || { install_package postgresql 'PostgreSQL server'; bin=$(find_bin); }
   dir=$(mktemp -d "${TMPDIR:-/tmp}/petstore-pg.XXXXXX")
   chmod 755 "$dir"
   [[ $(id -u) -eq 0 ]] && chown postgres: "$dir"
@@ -77,24 +68,4 @@ stop() {
   rm -rf "$dir"
 }
 
-case "${1:-}" in
-  '' | -h | --help)
-    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
-    exit 0
-    ;;
-  start)
-    start
-    printf 'export PETSTORE_TEST_POSTGRES_URL=%q\nexport PETSTORE_TEST_POSTGRES_DIR=%q\n' "$URL" "$DIR"
-    ;;
-  stop)
-    stop "${2:?usage: with-postgres.sh stop DIR}"
-    ;;
-  *)
-    start
-    trap 'stop "$DIR"' EXIT
-    trap 'exit 130' INT TERM
-    status=0
-    PETSTORE_TEST_POSTGRES_URL=$URL "$@" || status=$?
-    exit "$status"
-    ;;
-esac
+dispatch PETSTORE_TEST_POSTGRES "$@"

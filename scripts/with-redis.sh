@@ -14,18 +14,9 @@
 # apt-get, the `redis-server` package is installed first.
 set -euo pipefail
 
-log() { echo "with-redis: $*" >&2; }
-
-install_server() {
-  if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
-    log "no redis-server found; install Debian's redis-server package (apt-get install -y redis-server)"
-    exit 1
-  fi
-  log "installing redis-server with apt-get"
-  { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends redis-server; } >&2
-}
-
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+NAME=with-redis
+# shellcheck source=lib/throwaway-server.sh
+source "$(dirname "$0")/lib/throwaway-server.sh"
 
 # Waits until the server answers PING (redis-cli is in the same Debian package as the server).
 wait_ready() {
@@ -39,7 +30,7 @@ wait_ready() {
 
 start() {
   local port tries
-  command -v redis-server >/dev/null || install_server
+  command -v redis-server >/dev/null || install_package redis-server 'redis-server'
   DIR=$(mktemp -d "${TMPDIR:-/tmp}/petstore-redis.XXXXXX")
   for tries in 1 2 3 4 5; do
     port=${PETSTORE_REDIS_PORT:-$((20000 + RANDOM % 20000))}
@@ -77,24 +68,4 @@ stop() {
   rm -rf "$dir"
 }
 
-case "${1:-}" in
-  '' | -h | --help)
-    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
-    exit 0
-    ;;
-  start)
-    start
-    printf 'export PETSTORE_TEST_REDIS_URL=%q\nexport PETSTORE_TEST_REDIS_DIR=%q\n' "$URL" "$DIR"
-    ;;
-  stop)
-    stop "${2:?usage: with-redis.sh stop DIR}"
-    ;;
-  *)
-    start
-    trap 'stop "$DIR"' EXIT
-    trap 'exit 130' INT TERM
-    status=0
-    PETSTORE_TEST_REDIS_URL=$URL PETSTORE_TEST_REDIS_DIR=$DIR "$@" || status=$?
-    exit "$status"
-    ;;
-esac
+dispatch PETSTORE_TEST_REDIS "$@"
