@@ -1,8 +1,8 @@
 import process from 'node:process';
 import { ConfigError } from './config.ts';
-import { KEY_NAME } from './gateway/keys.ts';
+import { KEY_NAME } from './gateway/keys/file.ts';
+import { newKeyEntry } from './gateway/keys/tokens.ts';
 import { PLAN_NAMES, type PlanName } from './gateway/plans.ts';
-import { newKeyEntry } from './gateway/tokens.ts';
 
 const HEALTHCHECK_TIMEOUT_MS = 3000;
 

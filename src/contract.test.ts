@@ -4,9 +4,9 @@ import { type ConversionConfig, toJsonSchema } from '@valibot/to-json-schema';
 import * as v from 'valibot';
 import { deref, type JsonSchema, loadContract, toDraft07 } from '../contract/json-schema.cjs';
 import { createApp } from './app.ts';
-import { KeyTable } from './gateway/auth.ts';
-import { hashToken, parseKeys } from './gateway/keys.ts';
-import { SlidingWindowLimiter } from './gateway/rate-limit.ts';
+import { hashToken, parseKeys } from './gateway/keys/file.ts';
+import { KeyTable } from './gateway/keys/table.ts';
+import { SlidingWindowLimiter } from './gateway/limiter/memory.ts';
 import {
   CURSOR_PATTERN,
   ErrorBody,

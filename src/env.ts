@@ -1,4 +1,4 @@
-import type { KeyRecord } from './gateway/keys.ts';
+import type { KeyRecord } from './gateway/keys/file.ts';
 
 /** Who sent the request, as the gateway identified it once. */
 export type Caller =

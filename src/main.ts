@@ -4,12 +4,12 @@ import { createApp } from './app.ts';
 import { runCli } from './cli.ts';
 import { systemClock } from './clock.ts';
 import { type Config, ConfigError, helpText, parseConfig } from './config.ts';
-import { KeyTable } from './gateway/auth.ts';
-import { TrustedProxies } from './gateway/client-address.ts';
-import { type KeyRecord, KeysFileError, keysFileExposure, parseKeys } from './gateway/keys.ts';
-import type { LimiterEvent } from './gateway/limiter.ts';
-import { SlidingWindowLimiter } from './gateway/rate-limit.ts';
-import { newKeyEntry } from './gateway/tokens.ts';
+import { TrustedProxies } from './gateway/addresses.ts';
+import { type KeyRecord, KeysFileError, keysFileExposure, parseKeys } from './gateway/keys/file.ts';
+import { KeyTable } from './gateway/keys/table.ts';
+import { newKeyEntry } from './gateway/keys/tokens.ts';
+import type { LimiterEvent } from './gateway/limiter/limiter.ts';
+import { SlidingWindowLimiter } from './gateway/limiter/memory.ts';
 import { createLogger, type Logger } from './log.ts';
 import { Metrics } from './metrics.ts';
 import { metricsApp } from './routes/metrics.ts';
@@ -95,7 +95,7 @@ async function serve(config: Config): Promise<void> {
   const local = new SlidingWindowLimiter({ clock: systemClock, onEvent });
   // Imported only with --redis, like the PostgreSQL client with a postgres:// --data.
   const shared = config.redis
-    ? await (await import('./gateway/redis-limiter.ts')).openRedisLimiter({
+    ? await (await import('./gateway/limiter/redis.ts')).openRedisLimiter({
         url: config.redis,
         mode: config.redisFail,
         fallback: local,

@@ -1,8 +1,8 @@
 import { createApp } from './app.ts';
-import { KeyTable } from './gateway/auth.ts';
-import { hashToken, parseKeys } from './gateway/keys.ts';
+import { hashToken, parseKeys } from './gateway/keys/file.ts';
+import { KeyTable } from './gateway/keys/table.ts';
+import { SlidingWindowLimiter } from './gateway/limiter/memory.ts';
 import type { PlanName } from './gateway/plans.ts';
-import { SlidingWindowLimiter } from './gateway/rate-limit.ts';
 import type { Logger } from './log.ts';
 import { silentLogger } from './log.ts';
 import { MemoryStore } from './store/memory.ts';

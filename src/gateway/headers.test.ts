@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test';
 import { bindingWindow, rateLimitHeaders } from './headers.ts';
-import type { Decision, Outcome, Subject, WindowState } from './limiter.ts';
+import type { Decision, Outcome, Subject, WindowState } from './limiter/limiter.ts';
+import { SlidingWindowLimiter } from './limiter/memory.ts';
 import type { Limits } from './plans.ts';
-import { SlidingWindowLimiter } from './rate-limit.ts';
 
 const T0 = 1_700_000_000_000;
 const T0S = T0 / 1000;

@@ -3,7 +3,7 @@
  * the binding window, and the IETF draft's `RateLimit-Policy` / `RateLimit` for every window
  * (draft-ietf-httpapi-ratelimit-headers).
  */
-import type { Decision, WindowState } from './limiter.ts';
+import type { Decision, WindowState } from './limiter/limiter.ts';
 
 /** Distinct quota pairs are few (plans plus enterprise overrides); past this, start over. */
 const MAX_CACHED_POLICIES = 1_024;

@@ -2,9 +2,9 @@ import { describe, expect, test } from 'bun:test';
 import { createApp } from '../app.ts';
 import { MemoryStore } from '../store/memory.ts';
 import { fakeClock, tokenFor } from '../testing.ts';
-import { KeyTable } from './auth.ts';
-import { hashToken, parseKeys } from './keys.ts';
-import { SlidingWindowLimiter } from './rate-limit.ts';
+import { hashToken, parseKeys } from './keys/file.ts';
+import { KeyTable } from './keys/table.ts';
+import { SlidingWindowLimiter } from './limiter/memory.ts';
 import { SuspectAddresses } from './suspects.ts';
 
 describe('a key-guessing run learns nothing once its address is refused', () => {

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { Hono } from 'hono';
 import type { AppEnv } from '../env.ts';
 import { ApiError } from '../errors.ts';
-import { parseKeys } from '../gateway/keys.ts';
+import { parseKeys } from '../gateway/keys/file.ts';
 import { Metrics } from '../metrics.ts';
 import { StoreError, StoreUnavailableError } from '../store/errors.ts';
 import { MemoryStore } from '../store/memory.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { Hono } from 'hono';
 import type { AppEnv } from '../env.ts';
-import { parseKeys } from '../gateway/keys.ts';
+import { parseKeys } from '../gateway/keys/file.ts';
 import { createLogger } from '../log.ts';
 import { fakeClock } from '../testing.ts';
 import { requestLog } from './request-log.ts';

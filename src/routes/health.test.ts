@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
-import { KeyTable } from '../gateway/auth.ts';
-import { parseKeys } from '../gateway/keys.ts';
+import { parseKeys } from '../gateway/keys/file.ts';
+import { KeyTable } from '../gateway/keys/table.ts';
 import { createLogger } from '../log.ts';
 import { MemoryStore } from '../store/memory.ts';
 import type { PetStore } from '../store/store.ts';

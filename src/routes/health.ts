@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import type { AppEnv } from '../env.ts';
 import { ApiError, errorResponse } from '../errors.ts';
-import type { KeyTable } from '../gateway/auth.ts';
+import type { KeyTable } from '../gateway/keys/table.ts';
 import type { Logger } from '../log.ts';
 import type { PetStore } from '../store/store.ts';
 

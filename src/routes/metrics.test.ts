@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { createApp } from '../app.ts';
-import { KeyTable } from '../gateway/auth.ts';
-import { SlidingWindowLimiter } from '../gateway/rate-limit.ts';
+import { KeyTable } from '../gateway/keys/table.ts';
+import { SlidingWindowLimiter } from '../gateway/limiter/memory.ts';
 import { Metrics } from '../metrics.ts';
 import { MemoryStore } from '../store/memory.ts';
 import { metricsApp } from './metrics.ts';

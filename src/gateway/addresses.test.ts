@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { TrustedProxies } from './client-address.ts';
+import { TrustedProxies } from './addresses.ts';
 
 describe('TrustedProxies', () => {
   const trust = new TrustedProxies(['10.0.0.0/8', '192.168.1.1', 'fd00::/8']);

@@ -19,7 +19,7 @@
  *       not apply (an empty window's oldest, the admit-at of a window with room) is 0.
  */
 import { createHash } from 'node:crypto';
-import { DAY, MINUTE } from './sliding-window.ts';
+import { DAY, MINUTE } from './buckets.ts';
 
 /** Bumped when the state layout changes: a key of another layout is read as empty. */
 const STATE_VERSION = 1;

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
+import type { Limits } from '../plans.ts';
 import type { Decision, LimiterEvent, Subject } from './limiter.ts';
-import type { Limits } from './plans.ts';
-import { SlidingWindowLimiter } from './rate-limit.ts';
+import { SlidingWindowLimiter } from './memory.ts';
 
 /** 2023-11-14T22:13:20Z, a whole second. */
 const T0 = 1_700_000_000_000;

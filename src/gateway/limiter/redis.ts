@@ -9,12 +9,12 @@
  */
 import { Redis } from 'ioredis';
 import * as v from 'valibot';
-import type { Clock } from '../clock.ts';
-import type { Logger } from '../log.ts';
-import { redactUrl } from '../redact.ts';
-import { FailoverLimiter, type RedisFailMode } from './failover-limiter.ts';
+import type { Clock } from '../../clock.ts';
+import type { Logger } from '../../log.ts';
+import { redactUrl } from '../../redact.ts';
+import { FailoverLimiter, type RedisFailMode } from './failover.ts';
 import type { Decision, LimiterEvent, Outcome, RateLimiter, Subject } from './limiter.ts';
-import { decisionOf, STATE_TTL_MS, type WindowCounts } from './rate-limit.ts';
+import { decisionOf, STATE_TTL_MS, type WindowCounts } from './memory.ts';
 import { DECIDE_SCRIPT, DECIDE_SHA1 } from './redis-script.ts';
 
 /** Where subjects' states live: `petstore:rl:key:acme`, `petstore:rl:addr:203.0.113.7`. */

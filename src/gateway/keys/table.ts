@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import { hashToken, type KeyRecord } from './keys.ts';
+import { hashToken, type KeyRecord } from './file.ts';
 
 /** RFC 6750 section 2.1: `Bearer` (any case), one or more spaces, then a token68. */
 const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;

@@ -9,9 +9,9 @@
  * `status()` tells `/readyz` and `/metrics` where decisions are made now.
  */
 import { clearInterval, setInterval } from 'node:timers';
-import { type Clock, systemClock } from '../clock.ts';
-import { ApiError, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../errors.ts';
-import type { Logger } from '../log.ts';
+import { type Clock, systemClock } from '../../clock.ts';
+import { ApiError, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../../errors.ts';
+import type { Logger } from '../../log.ts';
 import type { Decision, RateLimiter, Subject } from './limiter.ts';
 
 export const REDIS_FAIL_MODES = ['open', 'closed'] as const;

@@ -43,10 +43,10 @@
  * gets the next request admitted. Requests refused while banned do not count as refusals.
  */
 import { LRUCache } from 'lru-cache';
-import { type Clock, systemClock } from '../clock.ts';
+import { type Clock, systemClock } from '../../clock.ts';
+import type { Limits } from '../plans.ts';
+import { BucketWindow, DAY, MINUTE, type WindowSpec } from './buckets.ts';
 import type { Decision, LimiterEvent, Outcome, RateLimiter, Subject, WindowState } from './limiter.ts';
-import type { Limits } from './plans.ts';
-import { BucketWindow, DAY, MINUTE, type WindowSpec } from './sliding-window.ts';
 
 /** Longest a request is counted (W + b of the day window): entries idle this long are empty. */
 export const STATE_TTL_MS = DAY.windowMs + DAY.bucketMs;

@@ -1,13 +1,13 @@
 import { describe, expect, test } from 'bun:test';
-import { createApp } from '../app.ts';
-import { createLogger } from '../log.ts';
-import { MemoryStore } from '../store/memory.ts';
-import { fakeClock, tokenFor } from '../testing.ts';
-import { KeyTable } from './auth.ts';
-import { FailoverLimiter, type RedisFailMode } from './failover-limiter.ts';
-import { hashToken, parseKeys } from './keys.ts';
+import { createApp } from '../../app.ts';
+import { createLogger } from '../../log.ts';
+import { MemoryStore } from '../../store/memory.ts';
+import { fakeClock, tokenFor } from '../../testing.ts';
+import { hashToken, parseKeys } from '../keys/file.ts';
+import { KeyTable } from '../keys/table.ts';
+import { FailoverLimiter, type RedisFailMode } from './failover.ts';
 import type { Decision, RateLimiter, Subject } from './limiter.ts';
-import { SlidingWindowLimiter } from './rate-limit.ts';
+import { SlidingWindowLimiter } from './memory.ts';
 
 const subject: Subject = {
   id: 'key:acme',

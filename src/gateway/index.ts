@@ -2,12 +2,12 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { type Clock, systemClock } from '../clock.ts';
 import type { AppEnv } from '../env.ts';
 import { ApiError } from '../errors.ts';
-import { bearerToken, type KeyTable } from './auth.ts';
 import { rateLimitHeaders } from './headers.ts';
-import type { KeyRecord } from './keys.ts';
-import type { Decision, RateLimiter, Subject } from './limiter.ts';
+import { InFlight, tooManyInFlight } from './in-flight.ts';
+import type { KeyRecord } from './keys/file.ts';
+import { bearerToken, type KeyTable } from './keys/table.ts';
+import type { Decision, RateLimiter, Subject } from './limiter/limiter.ts';
 import { type BanPolicy, DEFAULT_BAN, DEFAULT_MAX_IN_FLIGHT, PLAN_LIMITS } from './plans.ts';
-import { InFlight, tooManyInFlight } from './request-limits.ts';
 import { SuspectAddresses } from './suspects.ts';
 
 export interface GatewayOptions {

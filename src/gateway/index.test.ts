@@ -3,10 +3,10 @@ import { createApp } from '../app.ts';
 import { createLogger } from '../log.ts';
 import { MemoryStore } from '../store/memory.ts';
 import { fakeClock, testApp, tokenFor } from '../testing.ts';
-import { KeyTable } from './auth.ts';
-import { TrustedProxies } from './client-address.ts';
-import { hashToken, parseKeys } from './keys.ts';
-import { SlidingWindowLimiter } from './rate-limit.ts';
+import { TrustedProxies } from './addresses.ts';
+import { hashToken, parseKeys } from './keys/file.ts';
+import { KeyTable } from './keys/table.ts';
+import { SlidingWindowLimiter } from './limiter/memory.ts';
 
 const T0 = Date.UTC(2026, 10, 22, 12, 0, 0) / 1000;
 

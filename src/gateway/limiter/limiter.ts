@@ -1,4 +1,4 @@
-import type { BanPolicy, Limits, PlanName } from './plans.ts';
+import type { BanPolicy, Limits, PlanName } from '../plans.ts';
 
 /** Whose quota a request counts against: an API key, or a client address without one. */
 export interface Subject {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import * as v from 'valibot';
-import { type BanPolicy, type Limits, PLAN_LIMITS, PLAN_NAMES, type PlanName } from './plans.ts';
+import { type BanPolicy, type Limits, PLAN_LIMITS, PLAN_NAMES, type PlanName } from '../plans.ts';
 
 /** A key's name as the keys file and `petstore keys new` accept it: what logs show. */
 export const KEY_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;

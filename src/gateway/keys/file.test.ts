@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { createHash } from 'node:crypto';
-import { bearerToken, KeyTable } from './auth.ts';
-import { hashToken, KeysFileError, keysFileExposure, parseKeys } from './keys.ts';
+import { hashToken, KeysFileError, keysFileExposure, parseKeys } from './file.ts';
+import { bearerToken, KeyTable } from './table.ts';
 import { newKeyEntry, TOKEN_PREFIX } from './tokens.ts';
 
 const H = 'a'.repeat(64);

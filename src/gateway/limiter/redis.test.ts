@@ -1,11 +1,11 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { Redis } from 'ioredis';
-import { createLogger } from '../log.ts';
-import { rateLimitHeaders } from './headers.ts';
+import { createLogger } from '../../log.ts';
+import { rateLimitHeaders } from '../headers.ts';
+import type { Limits } from '../plans.ts';
 import type { Decision, LimiterEvent, Subject } from './limiter.ts';
-import type { Limits } from './plans.ts';
-import { SlidingWindowLimiter, STATE_TTL_MS } from './rate-limit.ts';
-import { openRedisLimiter, RedisLimiter } from './redis-limiter.ts';
+import { SlidingWindowLimiter, STATE_TTL_MS } from './memory.ts';
+import { openRedisLimiter, RedisLimiter } from './redis.ts';
 import { DECIDE_SHA1 } from './redis-script.ts';
 
 /** A Redis the tests may write to (under a prefix of their own); scripts/with-redis.sh provides one. */
@@ -13,7 +13,7 @@ const SERVER = process.env.PETSTORE_TEST_REDIS_URL ?? '';
 if (!SERVER) {
   console.warn(
     'redis-limiter.test.ts: PETSTORE_TEST_REDIS_URL is not set, so the Redis tests are skipped. ' +
-      'Run them with: scripts/with-redis.sh node_modules/.bin/bun test src/gateway/redis-limiter.test.ts',
+      'Run them with: scripts/with-redis.sh node_modules/.bin/bun test src/gateway/limiter/redis.test.ts',
   );
 }
 const clients: Redis[] = [];
