@@ -40,7 +40,7 @@ function loadKeys(config: Config, log: Logger): KeyRecord[] {
       '',
     ].join('\n'),
   );
-  log.warn('serving with a generated development key', { key: entry.name, plan: entry.plan });
+  log.warn('serving with a generated development key', { consumer: entry.name, plan: entry.plan });
   return parseKeys(JSON.stringify({ keys: [entry] }));
 }
 

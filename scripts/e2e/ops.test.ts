@@ -106,6 +106,7 @@ describe('logs', () => {
       route: '/v1/pets',
       status: 200,
       durationMs: expect.any(Number),
+      consumer: 'acme',
       key: 'acme',
     });
     expect(server.lines.join('\n')).not.toContain(tokenOf('acme'));

@@ -3,6 +3,7 @@
  * the binding window, and the IETF draft's `RateLimit-Policy` / `RateLimit` for every window
  * (draft-ietf-httpapi-ratelimit-headers).
  */
+import type { Context } from 'hono';
 import type { Decision, WindowState } from './limiter/limiter.ts';
 
 /** Distinct quota pairs are few (plans plus enterprise overrides); past this, start over. */
@@ -80,4 +81,18 @@ function policy(windows: readonly WindowState[]): string {
     policies.set(key, value);
   }
   return value;
+}
+
+/**
+ * Writes a decision's rate-limit headers on the response. Given `now` (unix seconds), the
+ * decision is an earlier one (nothing was consumed since) and a Reset that has passed moves to
+ * now: never in the past.
+ *
+ * @example
+ * writeRateLimitHeaders(c, decision)
+ */
+export function writeRateLimitHeaders(c: Context, decision: Decision, now?: number): void {
+  const headers = rateLimitHeaders(decision);
+  if (now !== undefined && Number(headers['X-RateLimit-Reset']) < now) headers['X-RateLimit-Reset'] = String(now);
+  for (const name in headers) c.header(name, headers[name]);
 }

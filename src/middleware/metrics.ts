@@ -37,7 +37,7 @@ export function countRequests({
     // Hono keeps the error that onError answered in c.error.
     if (status === 429 && c.error instanceof ApiError) {
       const caller = c.get('caller');
-      metrics.refused(caller?.kind === 'key' ? caller.key.plan : 'anonymous', c.error.code);
+      metrics.refused(caller?.kind === 'consumer' ? caller.consumer.plan : 'anonymous', c.error.code);
     }
   };
 }

@@ -15,8 +15,10 @@ function setup() {
   const app = new Hono<AppEnv>();
   app.use(requestLog({ log, clock, newId: () => 'fresh-id', clientAddress: () => '198.51.100.9' }));
   app.get('/v1/pets/:petId', (c) => {
-    if (c.req.header('authorization')) c.set('caller', { kind: 'key', key: acme as NonNullable<typeof acme> });
-    else c.set('caller', { kind: 'address', address: '203.0.113.5' });
+    if (c.req.header('authorization')) {
+      const key = acme as NonNullable<typeof acme>;
+      c.set('caller', { kind: 'consumer', consumer: key.consumer, key, address: '203.0.113.5' });
+    } else c.set('caller', { kind: 'address', address: '203.0.113.5', credential: 'none' });
     clock.advance(12);
     return c.json({}, c.req.header('authorization') ? 200 : 401);
   });
@@ -33,7 +35,7 @@ describe('requestLog', () => {
     expect(res.headers.get('x-request-id')).toBe('abc-123');
     expect(t.lines).toEqual([
       '{"time":"2026-11-22T12:00:00.012Z","level":"info","msg":"request","requestId":"abc-123","method":"GET",' +
-        '"route":"/v1/pets/:petId","status":200,"durationMs":12,"key":"acme"}',
+        '"route":"/v1/pets/:petId","status":200,"durationMs":12,"consumer":"acme","key":"acme"}',
     ]);
   });
 

@@ -52,7 +52,7 @@ export function requestLog({
 /** The key's name when the gateway found one, else the client's address. */
 function who(c: Context<AppEnv>, clientAddress: RequestLogOptions['clientAddress']) {
   const caller = c.get('caller');
-  if (caller?.kind === 'key') return { key: caller.key.name };
+  if (caller?.kind === 'consumer') return { consumer: caller.consumer.name, key: caller.key.id };
   if (caller) return { client: caller.address };
   return clientAddress ? { client: clientAddress(c) } : {};
 }

@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import { type Clock, systemClock } from '../clock.ts';
-import type { AppEnv, Caller } from '../env.ts';
+import type { AppEnv } from '../env.ts';
 import { ApiError, methodNotAllowed } from '../errors.ts';
 import { CreateHeaders, ListQuery, NewPet, PetParams, type PetStatus } from '../schemas.ts';
 import { fingerprintOf } from '../store/idempotency.ts';
@@ -75,8 +75,8 @@ export function petRoutes(store: PetStore, { clock = systemClock }: PetRoutesOpt
 }
 
 /** Whose idempotency keys these are: the API key's name (requests without one never get here). */
-function scopeOf(caller: Caller): string {
-  return caller.kind === 'key' ? `key:${caller.key.name}` : `addr:${caller.address}`;
+function scopeOf(caller: AppEnv['Variables']['caller']): string {
+  return caller.kind === 'consumer' ? `key:${caller.consumer.name}` : `addr:${caller.address}`;
 }
 
 /**

@@ -17,7 +17,7 @@ describe('parseKeys', () => {
         { name: 'd', sha256: 'd'.repeat(64), plan: 'enterprise', limits: { perMinute: 7000, perDay: 9000000 } },
       ),
     );
-    expect(keys.map((k) => [k.name, k.plan, k.limits])).toEqual([
+    expect(keys.map((k) => [k.id, k.consumer.plan, k.consumer.limits])).toEqual([
       ['a', 'free', { perMinute: 60, perDay: 1000 }],
       ['b', 'pro', { perMinute: 5, perDay: 50 }],
       ['c', 'business', { perMinute: 1000, perDay: 100000 }],
@@ -63,7 +63,7 @@ describe('KeyTable', () => {
   const table = new KeyTable(parseKeys(file({ name: 'acme', sha256: hashToken(token).toString('hex'), plan: 'pro' })));
 
   test('finds a key by its token and nothing by another', () => {
-    expect(table.lookup(token)?.name).toBe('acme');
+    expect(table.lookup(token)?.id).toBe('acme');
     expect(table.lookup('psk_unknown')).toBeUndefined();
     expect(table.lookup('')).toBeUndefined();
     expect(table.countByPlan()).toEqual({ pro: 1 });
@@ -98,7 +98,7 @@ test('a new key entry admits its token and holds only the hash', () => {
   expect(token.length).toBe(4 + 43);
   expect(JSON.stringify(entry)).not.toContain(token);
   const table = new KeyTable(parseKeys(file(entry)));
-  expect(table.lookup(token)?.name).toBe('ops');
+  expect(table.lookup(token)?.id).toBe('ops');
 });
 
 describe('keysFileExposure', () => {

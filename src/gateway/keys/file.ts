@@ -25,13 +25,23 @@ const KeyEntry = v.pipe(
 
 const KeysFile = v.strictObject({ keys: v.array(KeyEntry) });
 
-/** One API key as the gateway knows it: never the token, only its SHA-256. */
-export interface KeyRecord {
+/**
+ * Whose quota a key counts against: the per-consumer state (windows, ban, in-flight cap) is keyed
+ * by this name, never by a token or hash, so every key of a consumer shares one quota.
+ */
+export interface Consumer {
   readonly name: string;
-  readonly hash: Buffer;
   readonly plan: PlanName;
   readonly limits: Limits;
   readonly ban?: BanPolicy;
+}
+
+/** One API key as the gateway knows it: never the token, only its SHA-256. */
+export interface KeyRecord {
+  /** Names the key in logs, metrics and the keys CLI; a `{"keys":[...]}` entry's id is its name. */
+  readonly id: string;
+  readonly hash: Buffer;
+  readonly consumer: Consumer;
 }
 
 export class KeysFileError extends Error {
@@ -63,7 +73,9 @@ export function parseKeys(text: string): KeyRecord[] {
     seen.set(entry.name, i);
     hashes.add(entry.sha256);
     const limits = entry.limits ?? PLAN_LIMITS[entry.plan as Exclude<PlanName, 'enterprise'>];
-    return { name: entry.name, hash: Buffer.from(entry.sha256, 'hex'), plan: entry.plan, limits, ban: entry.ban };
+    // A `{"keys":[...]}` entry is a consumer of its own with a single key, both named by its name.
+    const consumer: Consumer = { name: entry.name, plan: entry.plan, limits, ...(entry.ban ? { ban: entry.ban } : {}) };
+    return { id: entry.name, hash: Buffer.from(entry.sha256, 'hex'), consumer };
   });
 }
 

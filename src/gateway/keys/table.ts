@@ -27,7 +27,7 @@ export class KeyTable {
   /** Number of keys on each plan, for the start-up log. */
   countByPlan(): Record<string, number> {
     const counts: Record<string, number> = {};
-    for (const k of this.#byHash.values()) counts[k.plan] = (counts[k.plan] ?? 0) + 1;
+    for (const { consumer } of this.#byHash.values()) counts[consumer.plan] = (counts[consumer.plan] ?? 0) + 1;
     return counts;
   }
 }

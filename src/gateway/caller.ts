@@ -1,0 +1,35 @@
+import type { Consumer, KeyRecord } from './keys/file.ts';
+import { bearerToken, type KeyTable } from './keys/table.ts';
+
+/**
+ * Who sent a request, made once by `identify()` and read by every later step (in-flight cap,
+ * limiter, headers, log, metrics, idempotency scope): a key's consumer, or a client address
+ * that presented no valid key. `address` is always the canonical client address.
+ */
+export type Caller =
+  | {
+      readonly kind: 'consumer';
+      readonly consumer: Consumer;
+      readonly key: KeyRecord;
+      readonly address: string;
+    }
+  | {
+      readonly kind: 'address';
+      readonly address: string;
+      /** What the request carried: no Authorization header, or one that admits no key. */
+      readonly credential: 'none' | 'invalid';
+    };
+
+/**
+ * The caller of a request with this `Authorization` header from this (canonical) address.
+ *
+ * @example
+ * identify('Bearer psk_…', table, '203.0.113.9') // { kind: 'consumer', consumer: { name: 'acme', … }, … }
+ * identify(undefined, table, '203.0.113.9') // { kind: 'address', address: '203.0.113.9', credential: 'none' }
+ */
+export function identify(authorization: string | undefined, keys: KeyTable, address: string): Caller {
+  const token = bearerToken(authorization);
+  const key = token === undefined ? undefined : keys.lookup(token);
+  if (key) return { kind: 'consumer', consumer: key.consumer, key, address };
+  return { kind: 'address', address, credential: authorization === undefined ? 'none' : 'invalid' };
+}
