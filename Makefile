@@ -32,7 +32,13 @@ $(DOCS_GEN): node_modules/.stamp scripts/embed-docs.ts
 	$(BUN) scripts/embed-docs.ts
 	@touch $@
 
-$(BIN): node_modules/.stamp $(SOURCES) $(DOCS_GEN) scripts/build.sh
+# The commit a build stamps into --version; rewritten only when it changes, so a new commit rebuilds.
+dist/.commit: FORCE
+	@mkdir -p dist && c=$$(source scripts/lib/build-info.sh && build_commit) && \
+	  { [[ "$$(cat $@ 2>/dev/null)" == "$$c" ]] || echo "$$c" >$@; }
+FORCE:
+
+$(BIN): node_modules/.stamp $(SOURCES) $(DOCS_GEN) scripts/build.sh scripts/lib/build-info.sh dist/.commit
 	scripts/build.sh
 
 build: $(BIN) ## compile the single binary dist/petstore (Bun, bytecode) and smoke-test it
