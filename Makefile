@@ -63,6 +63,17 @@ unit: node_modules/.stamp $(DOCS_GEN) ## unit tests (bun test), beside the code 
 e2e: build ## end-to-end tests: start dist/petstore and talk HTTP to it
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test scripts/e2e
 
+.PHONY: release release-test
+# The runtimes of the other targets come from the npm registry (scripts/release.sh).
+dist/release/SHA256SUMS: node_modules/.stamp package-lock.json $(SOURCES) $(DOCS_GEN) scripts/release.sh scripts/lib/build-info.sh dist/.commit
+	scripts/release.sh
+
+release: dist/release/SHA256SUMS ## dist/release/: a binary per target (linux x64/arm64, glibc/musl; macOS), SBOM, SHA256SUMS (~1 min)
+	@cat dist/release/SHA256SUMS
+
+release-test: release ## sha256sum -c, the SBOM, linux-x64 natively and linux-arm64 under qemu-user (installed when missing)
+	scripts/release-test.sh
+
 .PHONY: e2e-runtimes image-test service-verify
 e2e-runtimes: build dist/node/main.js ## the end-to-end tests on the binary, on Deno from source and on Node (bundle)
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test scripts/e2e
