@@ -80,10 +80,10 @@ e2e-runtimes: build dist/node/main.js ## the end-to-end tests on the binary, on 
 	PETSTORE_CMD="$(abspath $(DENO)) run $(DENO_PERMS) $(abspath src/main.ts)" $(BUN) test scripts/e2e
 	PETSTORE_CMD="node $(abspath dist/node/main.js)" $(BUN) test scripts/e2e
 
-image-test: node_modules/.stamp ## build the Dockerfile with buildah on bases made from this host, run it, check /healthz
+image-test: release ## build the Dockerfile (it takes dist/release's binary) with buildah on bases made from this host, run it, check /healthz
 	scripts/image-test.sh
 
-docker: ## build the image $(IMAGE) from the Dockerfile with docker, podman or buildah
+docker: release ## build the image $(IMAGE) from the Dockerfile (dist/release's binary) with docker, podman or buildah
 	@if docker info >/dev/null 2>&1; then set -x; docker build -t $(IMAGE) .; \
 	elif command -v podman >/dev/null; then set -x; podman build --format docker -t $(IMAGE) .; \
 	elif command -v buildah >/dev/null; then set -x; buildah bud --format docker -t $(IMAGE) .; \
