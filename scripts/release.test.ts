@@ -26,10 +26,14 @@ describe('dist/release', () => {
       .trim()
       .split('\n')
       .map((l) => l.replace(/^[0-9a-f]{64} {2}/, ''));
-    expect(listed.sort()).toEqual(readdirSync(dir).filter((f) => f !== 'SHA256SUMS').sort());
+    expect(listed.sort()).toEqual(
+      readdirSync(dir)
+        .filter((f) => f !== 'SHA256SUMS')
+        .sort(),
+    );
     const check = Bun.spawnSync(['sha256sum', '--strict', '-c', 'SHA256SUMS'], { cwd: dir });
     expect([check.exitCode, check.stderr.toString()]).toEqual([0, '']);
-    expect(check.stdout.toString().trim().split('\n')).toEqual(listed.map((f) => `${f}: OK`));
+    expect(check.stdout.toString().trim().split('\n').sort()).toEqual(listed.map((f) => `${f}: OK`));
   });
 });
 
