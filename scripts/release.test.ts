@@ -33,7 +33,7 @@ describe('dist/release', () => {
     );
     const check = Bun.spawnSync(['sha256sum', '--strict', '-c', 'SHA256SUMS'], { cwd: dir });
     expect([check.exitCode, check.stderr.toString()]).toEqual([0, '']);
-    expect(check.stdout.toString().trim().split('\n').sort()).toEqual(listed.map((f) => `${f}: OK`));
+    expect(check.stdout.toString().trim().split('\n').sort()).toEqual(listed.map((f) => `${f}: OK`).sort());
   });
 });
 
