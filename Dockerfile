@@ -1,35 +1,38 @@
 # syntax=docker/dockerfile:1
-# The petstore image: the Bun-compiled binary on a minimal glibc base, run as a non-root user.
+# The petstore image: the released binary (make release) on a minimal glibc base, as a non-root user.
 #
-#   make docker                      # docker, podman or buildah, whichever is there
+#   make docker                      # make release, then docker, podman or buildah, whichever is there
+#   docker buildx build --platform linux/arm64 -t petstore:arm64 .   # after make release: the arm64 image
 #   docker run -p 8080:8080 -v petstore-data:/var/lib/petstore \
 #     -v /etc/petstore/keys.json:/etc/petstore/keys.json:ro -e PETSTORE_KEYS_FILE=/etc/petstore/keys.json petstore
 #
-# Both base images are build arguments, so a mirror or a base assembled locally can stand in:
-# scripts/image-test.sh builds this file with no registry at all. The builder's bun is the one
-# package-lock.json pins (image-test checks the tag), so the image's binary is make build's.
-ARG BUILDER_IMAGE=docker.io/oven/bun:1.4.5-debian
+# The image holds dist/release/petstore-<version>-linux-<x64|arm64>, chosen by the build's
+# TARGETARCH and checked against dist/release/SHA256SUMS: the image runs the very file that was
+# released and smoke-tested (make release-test), so the same Dockerfile makes amd64 and arm64
+# images. Both base images are build arguments, so a mirror or a base assembled locally can stand
+# in: scripts/image-test.sh builds this file with no registry at all.
+ARG BUILDER_IMAGE=docker.io/library/debian:12-slim
 ARG RUNTIME_IMAGE=gcr.io/distroless/cc-debian12:nonroot
 
-FROM ${BUILDER_IMAGE} AS build
-WORKDIR /src
-COPY package.json package-lock.json ./
-# Runtime dependencies only: the compiler is the image's own bun, of the version package.json pins.
-RUN bun install --frozen-lockfile --production --ignore-scripts
-COPY tsconfig.json ./
-COPY contract ./contract
-COPY scripts/embed-docs.ts ./scripts/
-COPY src ./src
-# The same flags as scripts/build.sh; running the result catches a bytecode build that cannot start.
-RUN bun scripts/embed-docs.ts \
- && bun build --compile --bytecode --format=esm --minify --sourcemap=none src/main.ts --outfile /out/petstore \
- && /out/petstore --version \
- && mkdir -p /out/data
+# Runs on the build machine's own platform: it only picks, checks and copies a file.
+FROM --platform=$BUILDPLATFORM ${BUILDER_IMAGE} AS pick
+ARG TARGETARCH
+WORKDIR /release
+COPY dist/release/SHA256SUMS dist/release/petstore-*-linux-x64 dist/release/petstore-*-linux-arm64 ./
+RUN case "$TARGETARCH" in \
+      amd64) target=linux-x64 ;; \
+      arm64) target=linux-arm64 ;; \
+      *) echo "no petstore binary for TARGETARCH '$TARGETARCH': make release builds amd64 (x64) and arm64" >&2; exit 1 ;; \
+    esac \
+ && bin=$(ls petstore-*-"$target") \
+ && grep "  $bin\$" SHA256SUMS | sha256sum -c - \
+ && mkdir -p /out/data \
+ && cp "$bin" /out/petstore
 
 FROM ${RUNTIME_IMAGE}
-COPY --from=build /out/petstore /usr/local/bin/petstore
+COPY --from=pick /out/petstore /usr/local/bin/petstore
 # The data directory exists and belongs to the service user, so a new named volume inherits both.
-COPY --from=build --chown=65532:65532 /out/data /var/lib/petstore
+COPY --from=pick --chown=65532:65532 /out/data /var/lib/petstore
 USER 65532:65532
 WORKDIR /var/lib/petstore
 ENV PORT=8080 \

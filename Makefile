@@ -32,7 +32,13 @@ $(DOCS_GEN): node_modules/.stamp scripts/embed-docs.ts
 	$(BUN) scripts/embed-docs.ts
 	@touch $@
 
-$(BIN): node_modules/.stamp $(SOURCES) $(DOCS_GEN) scripts/build.sh
+# The commit a build stamps into --version; rewritten only when it changes, so a new commit rebuilds.
+dist/.commit: FORCE
+	@mkdir -p dist && c=$$(source scripts/lib/build-info.sh && build_commit) && \
+	  { [[ "$$(cat $@ 2>/dev/null)" == "$$c" ]] || echo "$$c" >$@; }
+FORCE:
+
+$(BIN): node_modules/.stamp $(SOURCES) $(DOCS_GEN) scripts/build.sh scripts/lib/build-info.sh dist/.commit
 	scripts/build.sh
 
 build: $(BIN) ## compile the single binary dist/petstore (Bun, bytecode) and smoke-test it
@@ -57,16 +63,27 @@ unit: node_modules/.stamp $(DOCS_GEN) ## unit tests (bun test), beside the code 
 e2e: build ## end-to-end tests: start dist/petstore and talk HTTP to it
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test scripts/e2e
 
+.PHONY: release release-test
+# The runtimes of the other targets come from the npm registry (scripts/release.sh).
+dist/release/SHA256SUMS: node_modules/.stamp package-lock.json $(SOURCES) $(DOCS_GEN) scripts/release.sh scripts/lib/build-info.sh dist/.commit
+	scripts/release.sh
+
+release: dist/release/SHA256SUMS ## dist/release/: a binary per target (linux x64/arm64, glibc/musl; macOS), SBOM, SHA256SUMS (~1 min)
+	@cat dist/release/SHA256SUMS
+
+release-test: release ## sha256sum -c, the SBOM, linux-x64 natively and linux-arm64 under qemu-user (installed when missing)
+	scripts/release-test.sh
+
 .PHONY: e2e-runtimes image-test service-verify
 e2e-runtimes: build dist/node/main.js ## the end-to-end tests on the binary, on Deno from source and on Node (bundle)
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test scripts/e2e
 	PETSTORE_CMD="$(abspath $(DENO)) run $(DENO_PERMS) $(abspath src/main.ts)" $(BUN) test scripts/e2e
 	PETSTORE_CMD="node $(abspath dist/node/main.js)" $(BUN) test scripts/e2e
 
-image-test: node_modules/.stamp ## build the Dockerfile with buildah on bases made from this host, run it, check /healthz
+image-test: release ## build the Dockerfile (it takes dist/release's binary) with buildah on bases made from this host, run it, check /healthz
 	scripts/image-test.sh
 
-docker: ## build the image $(IMAGE) from the Dockerfile with docker, podman or buildah
+docker: release ## build the image $(IMAGE) from the Dockerfile (dist/release's binary) with docker, podman or buildah
 	@if docker info >/dev/null 2>&1; then set -x; docker build -t $(IMAGE) .; \
 	elif command -v podman >/dev/null; then set -x; podman build --format docker -t $(IMAGE) .; \
 	elif command -v buildah >/dev/null; then set -x; buildah bud --format docker -t $(IMAGE) .; \

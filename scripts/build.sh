@@ -5,14 +5,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUN=node_modules/.bin/bun
 OUT=dist/petstore
+# shellcheck source=scripts/lib/build-info.sh
+source scripts/lib/build-info.sh
+target=$(host_target)
 
 mkdir -p dist
 # make generates the docs bundle module first; this covers running the script on its own.
 [[ -f src/docs/generated/scalar-bundle.ts ]] || "$BUN" scripts/embed-docs.ts
-"$BUN" build --compile --bytecode --format=esm --minify --sourcemap=none src/main.ts --outfile "$OUT.tmp"
+mapfile -t stamp < <(stamp_defines "$target")
+"$BUN" build --compile --bytecode --format=esm --minify --sourcemap=none "${stamp[@]}" src/main.ts --outfile "$OUT.tmp"
 
 version=$("$OUT.tmp" --version)
-[[ "$version" == "petstore $(node -p 'require("./package.json").version')" ]] || {
+expected="petstore $(node -p 'require("./package.json").version') (commit $(build_commit), target $target)"
+[[ "$version" == "$expected" ]] || {
   echo "build: smoke test failed: --version printed '$version'" >&2; exit 1; }
 
 log=$(mktemp)

@@ -15,7 +15,7 @@ import { Metrics } from './metrics.ts';
 import { metricsApp } from './routes/metrics.ts';
 import type { RuntimeAdapter } from './serve/server.ts';
 import { describeData, openStore } from './store/open.ts';
-import { VERSION } from './version.ts';
+import { VERSION, versionLine } from './version.ts';
 
 /** Exit code for bad usage or configuration, before the port opens. */
 const EXIT_CONFIG = 2;
@@ -181,7 +181,7 @@ async function main(argv: string[]): Promise<number | undefined> {
     return 0;
   }
   if (config.version) {
-    process.stdout.write(`petstore ${VERSION}\n`);
+    process.stdout.write(versionLine());
     return 0;
   }
   await serve(config);

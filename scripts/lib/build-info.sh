@@ -1,0 +1,24 @@
+# shellcheck shell=bash
+# What a build stamps into the binary (src/version.ts): sourced by build.sh, release.sh, release-test.sh.
+
+# The commit being built: 12 hex digits, `-dirty` when tracked files differ from it; `unknown`
+# outside a git checkout (a source tarball).
+build_commit() {
+  local c
+  c=$(git rev-parse --short=12 HEAD 2>/dev/null) || { echo unknown; return; }
+  git diff --quiet HEAD -- 2>/dev/null || c+=-dirty
+  echo "$c"
+}
+
+# `bun build --define` flags for the version stamp of TARGET (e.g. linux-arm64-musl).
+stamp_defines() { # TARGET
+  printf -- '--define=PETSTORE_COMMIT="%s"\n--define=PETSTORE_TARGET="%s"\n' "$(build_commit)" "$1"
+}
+
+# The release target name of this machine (linux-x64, linux-arm64, ...-musl, darwin-...).
+host_target() {
+  local os arch
+  case "$(uname -s)" in Linux) os=linux ;; Darwin) os=darwin ;; *) echo "unsupported OS $(uname -s)" >&2; return 1 ;; esac
+  case "$(uname -m)" in x86_64 | amd64) arch=x64 ;; aarch64 | arm64) arch=arm64 ;; *) echo "unsupported CPU $(uname -m)" >&2; return 1 ;; esac
+  if [[ $os == linux ]] && ldd --version 2>&1 | grep -qi musl; then echo "$os-$arch-musl"; else echo "$os-$arch"; fi
+}
