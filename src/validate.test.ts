@@ -46,7 +46,11 @@ describe('requireJson: the body is read as RFC 8259 asks', () => {
     const t = testApp();
     const res = await post(t, bytes('{"name":"', [0xff, 0xfe, 0xc3], '","categoryId":1}'));
     expect(res.status).toBe(400);
-    expect(await res.json()).toEqual({ code: 'invalid_request', message: 'body: is not valid UTF-8', status: 400 });
+    expect(await res.json()).toEqual({
+      code: 'invalid_request',
+      message: 'body: must be UTF-8; this has bytes that are not UTF-8.',
+      status: 400,
+    });
     expect(await (await t.app.request('/v1/pets', { headers: t.auth() })).json()).toEqual([]);
   });
 
@@ -60,7 +64,7 @@ describe('requireJson: the body is read as RFC 8259 asks', () => {
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({
       code: 'invalid_request',
-      message: 'body: a string holds an unpaired UTF-16 surrogate escape',
+      message: 'body: must not hold an unpaired UTF-16 surrogate escape such as \\ud800.',
       status: 400,
     });
   });
@@ -84,7 +88,7 @@ describe('requireJson: the body is read as RFC 8259 asks', () => {
     for (const body of ['{"name":', '']) {
       expect(await (await post(testApp(), body)).json()).toEqual({
         code: 'invalid_request',
-        message: 'Malformed JSON in request body',
+        message: 'body: must be a JSON object; this is not valid JSON.',
         status: 400,
       });
     }
