@@ -120,8 +120,12 @@ docs-test: build ## browser test of /docs in Debian's Chromium (apt-get install 
 	@touch $@
 
 .PHONY: contract-lint contract-selftest
-contract-lint: node_modules/.stamp ## lint contract/openapi.yaml with Redocly's recommended rules (redocly.yaml)
+contract-lint: node_modules/.stamp ## contract/openapi.yaml: Redocly, Spectral, swagger-parser, and openapi-typescript's types checked
 	$(NODE_BIN)/redocly lint contract/openapi.yaml
+	$(NODE_BIN)/spectral lint --ruleset .spectral.yaml --fail-severity warn contract/openapi.yaml
+	$(BUN) scripts/contract-validate.ts contract/openapi.yaml
+	$(NODE_BIN)/openapi-typescript contract/openapi.yaml -o dist/clients/typescript/schema.ts
+	$(NODE_BIN)/tsc --noEmit -p clients/typescript
 
 contract-test: contract-lint build .venv/.stamp ## Dredd and Schemathesis against dist/petstore; JUnit XML in reports/
 	$(BUN) scripts/contract-test.ts
@@ -133,7 +137,7 @@ typecheck: node_modules/.stamp $(DOCS_GEN)
 	$(NODE_BIN)/tsc --noEmit -p .
 
 lint: typecheck ## tsc --noEmit (strict) and Biome
-	$(NODE_BIN)/biome check src scripts contract
+	$(NODE_BIN)/biome check src scripts contract clients
 
 clean: ## remove build output and reports
 	rm -rf dist reports src/docs/generated
