@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { createLogger } from './log.ts';
+import { ALLOWED, CreateHeaders, ListQuery, NewPet, PetParams } from './schemas.ts';
 import { testApp } from './testing.ts';
 
 describe('bodyOnGet: a body sent with GET is held to the rules of any body', () => {
@@ -119,4 +120,17 @@ test('a client that hangs up mid-body is a 400 in the logs, not a 500 "unhandled
   );
   expect(res.status).toBe(400);
   expect(lines.map((l) => JSON.parse(l).level)).toEqual(['info']);
+});
+
+describe('every request field has its words in ALLOWED', () => {
+  test.each([
+    ['ListQuery', ListQuery, ['limit', 'status', 'cursor']],
+    ['NewPet', NewPet, ['name', 'categoryId', 'status']],
+    ['PetParams', PetParams, ['petId']],
+    ['CreateHeaders', CreateHeaders, ['Idempotency-Key']],
+  ] as const)('%s', (_, schema, named) => {
+    const fields = Object.keys(schema.entries).map((f) => (f === 'idempotency-key' ? 'Idempotency-Key' : f));
+    expect(fields).toEqual([...named]);
+    for (const field of fields) expect([field, typeof ALLOWED[field]]).toEqual([field, 'string']);
+  });
 });
