@@ -12,6 +12,8 @@ DOCS_GEN := src/docs/generated/scalar-bundle.ts
 # file and the SQLite file (node:sqlite). No --allow-run, --allow-ffi or --allow-sys.
 DENO_PERMS := --allow-net --allow-env --allow-read --allow-write
 IMAGE    ?= petstore:latest
+TS_CLIENT := dist/clients/typescript/schema.ts
+PY_CLIENT := dist/clients/python/petstore_client/__init__.py
 
 .PHONY: help deps build run run-deno run-node test unit e2e docs-test lint typecheck clean contract-test bench docker
 
@@ -137,8 +139,27 @@ docs-test: build ## browser test of /docs in Debian's Chromium (apt-get install 
 	@touch $@
 
 .PHONY: contract-lint contract-selftest
-contract-lint: node_modules/.stamp ## lint contract/openapi.yaml with Redocly's recommended rules (redocly.yaml)
+contract-lint: node_modules/.stamp $(TS_CLIENT) ## contract/openapi.yaml: Redocly, Spectral, swagger-parser, and openapi-typescript's types checked
 	$(NODE_BIN)/redocly lint contract/openapi.yaml
+	$(NODE_BIN)/spectral lint --ruleset .spectral.yaml --fail-severity warn contract/openapi.yaml
+	$(BUN) scripts/contract-validate.ts contract/openapi.yaml
+	$(NODE_BIN)/tsc --noEmit -p clients/typescript
+
+# The clients integrators generate from the contract (gitignored, under dist/). The TypeScript
+# one is openapi-typescript's types used with openapi-fetch; the Python one a package written by
+# openapi-python-client (pinned in requirements-dev.txt), which formats it with the ruff of .venv.
+$(TS_CLIENT): node_modules/.stamp contract/openapi.yaml
+	$(NODE_BIN)/openapi-typescript contract/openapi.yaml -o $@
+
+$(PY_CLIENT): .venv/.stamp contract/openapi.yaml
+	PATH="$(abspath .venv/bin):$$PATH" .venv/bin/openapi-python-client generate --path contract/openapi.yaml \
+	  --meta none --output-path $(dir $@) --overwrite --fail-on-warning
+
+.PHONY: client-test
+client-test: build $(TS_CLIENT) $(PY_CLIENT) ## generated TypeScript and Python clients run a scenario through Prism (proxy) against dist/petstore
+	$(NODE_BIN)/tsc --noEmit -p clients/typescript
+	.venv/bin/ruff check clients/python && .venv/bin/ruff format --check clients/python
+	$(BUN) scripts/client-test.ts
 
 contract-test: contract-lint build .venv/.stamp ## Dredd and Schemathesis against dist/petstore; JUnit XML in reports/
 	$(BUN) scripts/contract-test.ts
@@ -150,7 +171,7 @@ typecheck: node_modules/.stamp $(DOCS_GEN)
 	$(NODE_BIN)/tsc --noEmit -p .
 
 lint: typecheck ## tsc --noEmit (strict) and Biome
-	$(NODE_BIN)/biome check src scripts contract
+	$(NODE_BIN)/biome check src scripts contract clients
 
 clean: ## remove build output and reports
 	rm -rf dist reports src/docs/generated

@@ -2,12 +2,14 @@ import { describe, expect, test } from 'bun:test';
 import { join } from 'node:path';
 import { type ConversionConfig, toJsonSchema } from '@valibot/to-json-schema';
 import * as v from 'valibot';
+import { badRequestExamples } from '../contract/examples.ts';
 import { deref, type JsonSchema, loadContract, toDraft07 } from '../contract/json-schema.cjs';
 import { createApp } from './app.ts';
 import { hashToken, parseKeys } from './gateway/keys/file.ts';
 import { KeyTable } from './gateway/keys/table.ts';
 import { SlidingWindowLimiter } from './gateway/limiter/memory.ts';
 import {
+  ALLOWED,
   CURSOR_PATTERN,
   ErrorBody,
   MAX_ID,
@@ -19,6 +21,8 @@ import {
   PetStatus,
 } from './schemas.ts';
 import type { PetStore } from './store/store.ts';
+import { testApp } from './testing.ts';
+import { NOT_AN_OBJECT, NOT_JSON } from './validate.ts';
 
 const doc = loadContract(join(import.meta.dir, '../contract/openapi.yaml'));
 
@@ -83,6 +87,45 @@ describe('the valibot schemas and the contract agree', () => {
     });
     expect(components.parameters.cursor.schema.pattern).toBe(CURSOR_PATTERN.source);
     expect(paths['/pets/{petId}'].get.parameters[0].schema).toMatchObject({ minimum: 1, maximum: MAX_ID });
+  });
+});
+
+describe("the contract's 400 examples are the server's messages, word for word", () => {
+  const cases = badRequestExamples();
+
+  test.each(cases)('$name: $method $path', async ({ method, path, body, expected }) => {
+    const t = testApp({ keys: [{ name: 'qa', plan: 'business' }] });
+    const res = await t.app.request(`/v1${path}`, {
+      method,
+      headers: { ...t.auth(), 'Content-Type': 'application/json' },
+      body,
+    });
+    expect(await res.json()).toEqual(expected);
+    expect(res.status).toBe(400);
+  });
+
+  test('every kind of message the server builds is among them', () => {
+    const messages = new Set(cases.map((c) => c.expected.message));
+    const kinds = [
+      NOT_AN_OBJECT,
+      NOT_JSON,
+      'categoryId: must be ',
+      'categoryId: is required; must be ',
+      'name: must be ',
+      'name: is required; must be ',
+      'limit: must be ',
+      'limit: must be given once, as ',
+      'status: must be ',
+      'status: must be given once, as ',
+      'cursor: must be ',
+      'petId: must be ',
+      ': is not a field of the body; its fields are ',
+    ];
+    for (const kind of kinds) expect([kind, [...messages].some((m) => m.includes(kind))]).toEqual([kind, true]);
+    const fields = Object.keys(ALLOWED).filter((f) => f !== 'Idempotency-Key');
+    for (const field of fields) {
+      expect([field, [...messages].some((m) => m === `${field}: must be ${ALLOWED[field]}.`)]).toEqual([field, true]);
+    }
   });
 });
 

@@ -30,14 +30,14 @@ export const NewPet = v.strictObject({
 });
 export type NewPet = v.InferOutput<typeof NewPet>;
 
-/** A stored animal. */
+/** A stored animal; `status` is always present (a pet created without one got `available`). */
 export const Pet = v.strictObject({
   id: Id,
   name: Name,
   categoryId: Id,
-  status: v.optional(PetStatus),
+  status: PetStatus,
 });
-export type Pet = v.InferOutput<typeof Pet> & { status: PetStatus };
+export type Pet = v.InferOutput<typeof Pet>;
 
 /** Stable, documented values of `Error.code`. */
 export const ERROR_CODES = [
@@ -89,6 +89,22 @@ export const CreateHeaders = v.object({
     v.pipe(v.string(), v.regex(IDEMPOTENCY_KEY_PATTERN, 'must be 1 to 255 visible ASCII characters')),
   ),
 });
+
+/**
+ * What each field of a request accepts, in the contract's words. Every 400 about a field says
+ * `<field>: must be <this>.`, whatever valibot found wrong, and never quotes the value: a JSON
+ * number past 2^53 reaches the schema already rounded, so quoting it would misquote the client.
+ * The contract lists these messages as the examples of its 400 responses (src/contract.test.ts).
+ */
+export const ALLOWED: Readonly<Record<string, string>> = {
+  limit: `an integer from 1 to ${PAGE_SIZE_MAX}`,
+  status: `one of ${PetStatus.options.join(', ')}`,
+  cursor: 'the cursor of a Link header (1 to 11 characters of 0-9 and a-z)',
+  petId: `an integer from 1 to ${MAX_ID}`,
+  categoryId: `an integer from 1 to ${MAX_ID}`,
+  name: `a string of 1 to ${NAME_MAX_LENGTH} characters without the NUL character U+0000`,
+  'Idempotency-Key': '1 to 255 visible ASCII characters (! to ~, no spaces)',
+};
 
 /** Path of `getPet`. */
 export const PetParams = v.object({

@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { createLogger } from './log.ts';
+import { ALLOWED, CreateHeaders, ListQuery, NewPet, PetParams } from './schemas.ts';
 import { testApp } from './testing.ts';
 
 describe('bodyOnGet: a body sent with GET is held to the rules of any body', () => {
@@ -46,7 +47,11 @@ describe('requireJson: the body is read as RFC 8259 asks', () => {
     const t = testApp();
     const res = await post(t, bytes('{"name":"', [0xff, 0xfe, 0xc3], '","categoryId":1}'));
     expect(res.status).toBe(400);
-    expect(await res.json()).toEqual({ code: 'invalid_request', message: 'body: is not valid UTF-8', status: 400 });
+    expect(await res.json()).toEqual({
+      code: 'invalid_request',
+      message: 'body: must be UTF-8; this has bytes that are not UTF-8.',
+      status: 400,
+    });
     expect(await (await t.app.request('/v1/pets', { headers: t.auth() })).json()).toEqual([]);
   });
 
@@ -60,7 +65,7 @@ describe('requireJson: the body is read as RFC 8259 asks', () => {
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({
       code: 'invalid_request',
-      message: 'body: a string holds an unpaired UTF-16 surrogate escape',
+      message: 'body: must not hold an unpaired UTF-16 surrogate escape such as \\ud800.',
       status: 400,
     });
   });
@@ -84,7 +89,7 @@ describe('requireJson: the body is read as RFC 8259 asks', () => {
     for (const body of ['{"name":', '']) {
       expect(await (await post(testApp(), body)).json()).toEqual({
         code: 'invalid_request',
-        message: 'Malformed JSON in request body',
+        message: 'body: must be a JSON object; this is not valid JSON.',
         status: 400,
       });
     }
@@ -115,4 +120,17 @@ test('a client that hangs up mid-body is a 400 in the logs, not a 500 "unhandled
   );
   expect(res.status).toBe(400);
   expect(lines.map((l) => JSON.parse(l).level)).toEqual(['info']);
+});
+
+describe('every request field has its words in ALLOWED', () => {
+  test.each([
+    ['ListQuery', ListQuery, ['limit', 'status', 'cursor']],
+    ['NewPet', NewPet, ['name', 'categoryId', 'status']],
+    ['PetParams', PetParams, ['petId']],
+    ['CreateHeaders', CreateHeaders, ['Idempotency-Key']],
+  ] as const)('%s', (_, schema, named) => {
+    const fields = Object.keys(schema.entries).map((f) => (f === 'idempotency-key' ? 'Idempotency-Key' : f));
+    expect(fields).toEqual([...named]);
+    for (const field of fields) expect([field, typeof ALLOWED[field]]).toEqual([field, 'string']);
+  });
 });

@@ -2,41 +2,64 @@ import type { MiddlewareHandler } from 'hono';
 import { validator } from 'hono/validator';
 import * as v from 'valibot';
 import { ApiError, notJson, tooLarge } from './errors.ts';
+import { ALLOWED } from './schemas.ts';
 
 type Target = 'json' | 'query' | 'param' | 'header';
 type AnySchema = v.GenericSchema;
 
-const WHERE: Record<Target, string> = {
-  json: 'body',
-  query: 'query parameter',
-  param: 'path parameter',
-  header: 'header',
-};
+/** The 400 for a body that is not a JSON object (an array, a string, `null`, ...). */
+export const NOT_AN_OBJECT = 'body: must be a JSON object.';
+/** The 400 for a body that does not parse as JSON (malformed, truncated, empty). */
+export const NOT_JSON = 'body: must be a JSON object; this is not valid JSON.';
 
 /**
- * The one validation hook: valibot's first issue becomes a 400 naming the field.
+ * The one validation hook: the first field valibot finds wrong becomes a 400 that names it and
+ * says what it accepts (`ALLOWED`), in the contract's words. Unknown query parameters are
+ * ignored by the schemas; unknown body fields are refused by them.
  *
  * @example
  * app.get('/pets', validate('query', ListQuery), (c) => c.json(c.req.valid('query')))
+ * // GET /pets?limit=0 -> 400 {"code":"invalid_request","message":"limit: must be an integer from 1 to 100.",...}
  */
 export function validate<T extends Target, S extends AnySchema>(target: T, schema: S) {
+  const fields = 'entries' in schema && isRecord(schema.entries) ? Object.keys(schema.entries) : [];
   return validator(target, (value: unknown) => {
-    if (target === 'json' && (value === null || typeof value !== 'object' || Array.isArray(value))) {
-      throw new ApiError('invalid_request', 'body: must be a JSON object');
+    if (target === 'json' && !isRecord(value)) {
+      throw new ApiError('invalid_request', NOT_AN_OBJECT);
     }
     const result = v.safeParse(schema, value);
     if (result.success) return result.output as v.InferOutput<S>;
-    throw new ApiError('invalid_request', describeIssue(target, result.issues[0]));
+    throw new ApiError('invalid_request', describeIssue(target, value, fields, result.issues[0]));
   });
 }
 
-function describeIssue(target: Target, issue: v.BaseIssue<unknown>): string {
-  const where = WHERE[target];
-  const path = v.getDotPath(issue);
-  if (!path) return `${where}: ${issue.message}`;
-  if (issue.expected === 'never') return `${where}: unknown field "${path}"`;
-  if (issue.received === 'undefined') return `${where} "${path}": required`;
-  return `${where} "${path}": ${issue.message}`;
+/**
+ * Says what is wrong in people's words, from which field failed and how, never from valibot's
+ * text (`Invalid type: Expected ... but received Array`) and never quoting the value.
+ */
+function describeIssue(target: Target, input: unknown, fields: string[], issue: v.BaseIssue<unknown>): string {
+  const key = issue.path?.[0]?.key;
+  if (typeof key !== 'string') return target === 'json' ? NOT_AN_OBJECT : `${target}: is not valid.`;
+  const field = target === 'header' ? headerName(key) : key;
+  if (issue.expected === 'never') {
+    return `${field}: is not a field of the body; its fields are ${fields.join(', ')}.`;
+  }
+  const allowed = ALLOWED[field];
+  if (allowed === undefined) return `${field}: is not valid.`;
+  const given = isRecord(input) ? input[key] : undefined;
+  // Hono hands a repeated query parameter over as an array of its values.
+  if (target === 'query' && Array.isArray(given)) return `${field}: must be given once, as ${allowed}.`;
+  if (given === undefined) return `${field}: is required; must be ${allowed}.`;
+  return `${field}: must be ${allowed}.`;
+}
+
+/** `idempotency-key` (Hono lower-cases header names) as clients and the contract spell it. */
+function headerName(lowerCased: string): string {
+  return lowerCased.replace(/(^|-)([a-z])/g, (_, dash: string, letter: string) => dash + letter.toUpperCase());
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 /** Decodes UTF-8 and throws on any invalid byte sequence, where `text()` would put U+FFFD. */
@@ -67,20 +90,20 @@ function parseJsonBody(bytes: ArrayBuffer): unknown {
   try {
     text = STRICT_UTF8.decode(bytes);
   } catch {
-    throw new ApiError('invalid_request', 'body: is not valid UTF-8');
+    throw new ApiError('invalid_request', 'body: must be UTF-8; this has bytes that are not UTF-8.');
   }
   try {
     // Only a `\u` escape can make an unpaired surrogate out of valid UTF-8: check only then.
     return text.includes('\\u') ? JSON.parse(text, refuseLoneSurrogates) : JSON.parse(text);
   } catch (err) {
     if (err instanceof ApiError) throw err;
-    throw new ApiError('invalid_request', 'Malformed JSON in request body');
+    throw new ApiError('invalid_request', NOT_JSON);
   }
 }
 
 function refuseLoneSurrogates(key: string, value: unknown): unknown {
   if (LONE_SURROGATE.test(key) || (typeof value === 'string' && LONE_SURROGATE.test(value))) {
-    throw new ApiError('invalid_request', 'body: a string holds an unpaired UTF-16 surrogate escape');
+    throw new ApiError('invalid_request', 'body: must not hold an unpaired UTF-16 surrogate escape such as \\ud800.');
   }
   return value;
 }

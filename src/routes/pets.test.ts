@@ -92,7 +92,7 @@ describe('createPet with Idempotency-Key', () => {
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({
       code: 'invalid_request',
-      message: 'header "idempotency-key": must be 1 to 255 visible ASCII characters',
+      message: 'Idempotency-Key: must be 1 to 255 visible ASCII characters (! to ~, no spaces).',
       status: 400,
     });
     expect(await t.store.list({ limit: 10 })).toEqual([]);

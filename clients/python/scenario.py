@@ -1,0 +1,97 @@
+"""What an integrator's Python code does with a client generated from contract/openapi.yaml.
+
+openapi-python-client generates the package `petstore_client` (`make client-test` puts it in
+dist/clients/python); this script creates, lists page by page, gets, sends a wrong key (401) and
+uses the key's quota up (429) against PETSTORE_URL (ending in /v1) with PETSTORE_TOKEN, a key of
+8 requests a minute. Every check is exact; the first that fails exits 1.
+"""
+
+import os
+import re
+import sys
+from urllib.parse import parse_qs, urljoin, urlparse
+
+from petstore_client import AuthenticatedClient
+from petstore_client.api.animals import create_pet, get_pet, list_pets
+from petstore_client.models import Error, ErrorCode, NewPet, NewPetStatus, Pet, PetStatus
+
+BASE_URL = os.environ["PETSTORE_URL"]
+client = AuthenticatedClient(base_url=BASE_URL, token=os.environ["PETSTORE_TOKEN"])
+
+
+def step(name: str) -> None:
+    print(f"python client: {name}", flush=True)
+
+
+def check(actual, expected, what: str) -> None:
+    if actual != expected:
+        sys.exit(f"python client: {what}: expected {expected!r}, got {actual!r}")
+
+
+step("create three pets, the first without status")
+wanted = [
+    Pet(id=1, name="Rex", category_id=1, status=PetStatus.AVAILABLE),
+    Pet(id=2, name="Tom", category_id=2, status=PetStatus.PENDING),
+    Pet(id=3, name="Kit", category_id=9007199254740991, status=PetStatus.SOLD),
+]
+bodies = [
+    NewPet(name="Rex", category_id=1),
+    NewPet(name="Tom", category_id=2, status=NewPetStatus.PENDING),
+    NewPet(name="Kit", category_id=9007199254740991, status=NewPetStatus.SOLD),
+]
+check(bodies[0].to_dict(), {"name": "Rex", "categoryId": 1}, "a body without status")
+for body, pet in zip(bodies, wanted, strict=True):
+    res = create_pet.sync_detailed(client=client, body=body)
+    check(res.status_code, 201, f"create {pet.name}")
+    check(res.parsed, pet, f"create {pet.name}: body")
+    check(res.headers.get("location"), f"/v1/pets/{pet.id}", f"create {pet.name}: Location")
+
+step("list with limit=2, then follow the Link header")
+first = list_pets.sync_detailed(client=client, limit=2)
+check(first.status_code, 200, "first page")
+check(first.parsed, wanted[:2], "first page: body")
+link = first.headers.get("link")
+check(link, '</v1/pets?limit=2&cursor=2>; rel="next"', "first page: Link")
+match = re.fullmatch(r'<([^>]+)>; rel="next"', link or "")
+query = parse_qs(urlparse(urljoin(BASE_URL, match.group(1) if match else "")).query)
+second = list_pets.sync_detailed(client=client, limit=2, cursor=query["cursor"][0])
+check(second.status_code, 200, "second page")
+check(second.parsed, wanted[2:], "second page: body")
+check(second.headers.get("link"), None, "second page: Link")
+
+step("get one pet (deprecated getPet, with its headers)")
+one = get_pet.sync_detailed(client=client, pet_id=2)
+check(one.status_code, 200, "get")
+check(one.parsed, wanted[1], "get: body")
+check(one.headers.get("deprecation"), "@1767225600", "get: Deprecation")
+
+step("a wrong key is 401 with the Error body")
+stranger = AuthenticatedClient(base_url=BASE_URL, token="psk_not-a-key")
+refused = list_pets.sync_detailed(client=stranger)
+check(refused.status_code, 401, "wrong key")
+check(
+    refused.parsed,
+    Error(code=ErrorCode.UNAUTHORIZED, message="The API key is missing, malformed or unknown.", status=401),
+    "wrong key: body",
+)
+check(
+    refused.headers.get("www-authenticate"),
+    'Bearer realm="petstore", error="invalid_token"',
+    "wrong key: WWW-Authenticate",
+)
+
+step("the key has 2 of its 8 requests a minute left; the third is 429")
+for left in ["1", "0"]:
+    page = list_pets.sync_detailed(client=client, status=PetStatus.SOLD)
+    check(page.status_code, 200, "filtered list")
+    check(page.parsed, [wanted[2]], "filtered list: body")
+    check(page.headers.get("x-ratelimit-remaining"), left, "filtered list: X-RateLimit-Remaining")
+limited = list_pets.sync_detailed(client=client)
+check(limited.status_code, 429, "over quota")
+check(isinstance(limited.parsed, Error), True, "over quota: an Error body")
+check((limited.parsed.code, limited.parsed.status), (ErrorCode.RATE_LIMITED, 429), "over quota: code and status")
+check(limited.headers.get("x-ratelimit-remaining"), "0", "over quota: X-RateLimit-Remaining")
+retry_after = limited.headers.get("retry-after", "")
+check(retry_after.isdigit() and 1 <= int(retry_after) <= 61, True, f"over quota: Retry-After {retry_after!r}")
+
+step("all checks passed")
