@@ -123,8 +123,9 @@ if outcome == 0 then
       add(8, MINUTE_B)
       if count(8) >= threshold then
         s[8], s[9] = 0, {}
-        -- Ending on a whole second keeps now + Retry-After equal to the end for the whole ban.
-        s[3] = math.ceil(now / 1000) * 1000 + ban_seconds * 1000
+        -- Ending on a whole second keeps now + Retry-After equal to the end for the whole ban;
+        -- counted from the start of this second, the first Retry-After is ban_seconds, never + 1.
+        s[3] = math.floor(now / 1000) * 1000 + ban_seconds * 1000
         outcome, until_ms = 2, s[3]
         events = events + 2
       end
