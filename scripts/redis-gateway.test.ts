@@ -83,7 +83,12 @@ describe.skipIf(!READY)('--max-in-flight under a slow Redis', () => {
           body: JSON.stringify({ name: `Busy ${i}`, categoryId: 1 }),
         });
         const body = (await res.json()) as { code?: string };
-        return { status: res.status, code: body.code, ms: performance.now() - t0, retry: res.headers.get('retry-after') };
+        return {
+          status: res.status,
+          code: body.code,
+          ms: performance.now() - t0,
+          retry: res.headers.get('retry-after'),
+        };
       }),
     );
     const admitted = answers.filter((a) => a.status === 201);

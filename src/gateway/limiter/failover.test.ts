@@ -122,7 +122,10 @@ describe('FailoverLimiter', () => {
     });
     expect(limiter.status()).toMatchObject({ backend: 'none', ready: false, unavailableDecisions: 1 });
     // The limiter itself answers a verdict, never an HTTP error.
-    expect(await limiter.decide(subject)).toEqual({ outcome: 'unavailable', reason: 'connect ECONNREFUSED 127.0.0.1:6379' });
+    expect(await limiter.decide(subject)).toEqual({
+      outcome: 'unavailable',
+      reason: 'connect ECONNREFUSED 127.0.0.1:6379',
+    });
     expect(lines.map((l) => [l.level, l.msg])).toEqual([
       ['error', 'rate limiter: Redis unreachable; answering 503 until it is back (--redis-fail closed)'],
     ]);
