@@ -43,7 +43,12 @@ export class ApiError extends Error {
   }
 }
 
-/** A 503 `service_unavailable` with `Retry-After`: something the answer needs is down for now. */
+/**
+ * A 503 `service_unavailable` with `Retry-After`: something the answer needs is down for now.
+ *
+ * @example
+ * throw serviceUnavailable('Rate limits cannot be checked right now; retry shortly.')
+ */
 export function serviceUnavailable(message: string): ApiError {
   return new ApiError('service_unavailable', message, { 'Retry-After': String(UNAVAILABLE_RETRY_AFTER_SECONDS) });
 }
