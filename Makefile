@@ -124,9 +124,9 @@ postgres-test: build ## PostgreSQL store and durability tests on a throwaway ser
 redis-test: node_modules/.stamp ## the Redis limiter (its Lua script replayed against the in-process one) on a throwaway redis-server
 	scripts/with-redis.sh $(BUN) test src/gateway/limiter/redis.test.ts
 
-scale-out-test: build ## two dist/petstore sharing PostgreSQL and Redis: one quota, one catalogue, Redis stopped mid-run (~75 s)
+scale-out-test: build ## two dist/petstore sharing PostgreSQL and Redis: one quota, one catalogue, Redis stopped mid-run; --max-in-flight under a slow Redis, /readyz (~85 s)
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh scripts/with-redis.sh \
-	  $(BUN) test --timeout 180000 src/gateway/limiter/redis.test.ts scripts/scale-out.test.ts
+	  $(BUN) test --timeout 180000 src/gateway/limiter/redis.test.ts scripts/scale-out.test.ts scripts/redis-gateway.test.ts
 
 docs-test: build ## browser test of /docs in Debian's Chromium (apt-get install chromium); screenshot in reports/
 	@test -x /usr/bin/chromium || { echo "docs-test: needs /usr/bin/chromium: apt-get install -y chromium" >&2; exit 1; }

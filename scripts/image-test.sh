@@ -154,7 +154,7 @@ health_cmd=$(config '{{range $i, $a := .Docker.Config.Healthcheck.Test}}{{if $i}
 # shellcheck disable=SC2086 # the command's words
 run "$ctr" -- $health_cmd || fail "HEALTHCHECK command '$health_cmd' exited $?"
 [[ "$(curl -s "http://127.0.0.1:$port/healthz")" == '{"status":"ok"}' ]] || fail "/healthz"
-[[ "$(curl -s "http://127.0.0.1:$port/readyz")" == '{"status":"ready"}' ]] || fail "/readyz"
+[[ "$(curl -s "http://127.0.0.1:$port/readyz")" == '{"status":"ready","limiter":"memory"}' ]] || fail "/readyz"
 created=$(curl -s -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
   -d '{"name":"Container Cat","categoryId":3}' "http://127.0.0.1:$port/v1/pets")
 [[ "$created" == '{"id":1,"name":"Container Cat","categoryId":3,"status":"available"}' ]] || fail "POST gave $created"

@@ -6,6 +6,7 @@ import type { AppEnv } from './env.ts';
 import { notFound, onError, tooLarge } from './errors.ts';
 import { gateway } from './gateway/index.ts';
 import type { KeyTable } from './gateway/keys/table.ts';
+import type { LimiterStatus } from './gateway/limiter/failover.ts';
 import type { RateLimiter } from './gateway/limiter/limiter.ts';
 import type { BanPolicy } from './gateway/plans.ts';
 import { type Logger, silentLogger } from './log.ts';
@@ -42,6 +43,10 @@ export interface AppOptions {
   notReady?: () => string | undefined;
   /** Most requests one key may have in flight (`--max-in-flight`). */
   maxInFlight?: number;
+  /** IPv6 callers without a valid key are counted by this prefix (`--ipv6-prefix`). */
+  ipv6Prefix?: number;
+  /** Where the rate limiter decides now, for `/readyz` (the Redis limiter's failover status). */
+  limiterStatus?: () => LimiterStatus;
 }
 
 /**
@@ -65,6 +70,8 @@ export function createApp({
   serveMetrics = true,
   notReady,
   maxInFlight,
+  ipv6Prefix,
+  limiterStatus,
 }: AppOptions) {
   const app = new Hono<AppEnv>();
   app.use(requestLog({ log, clock, clientAddress }));
@@ -81,10 +88,10 @@ export function createApp({
   });
   app.use(uriLimit());
 
-  app.route('/', healthRoutes({ store, keys, log, notReady }));
+  app.route('/', healthRoutes({ store, keys, log, notReady, limiterStatus }));
   app.route('/', docsRoutes(docs));
 
-  app.use('/v1/*', gateway({ keys, limiter, clientAddress, ban, maxInFlight, clock }));
+  app.use('/v1/*', gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, clock }));
   app.use(
     '/v1/*',
     bodyLimit({

@@ -1,3 +1,4 @@
+import { DEFAULT_IPV6_PREFIX } from './gateway/addresses.ts';
 import { DEFAULT_MAX_IN_FLIGHT } from './gateway/plans.ts';
 import { LOG_LEVELS, type LogFormat, type LogLevel } from './log.ts';
 
@@ -104,6 +105,14 @@ export const OPTIONS = {
     fallback: [] as string[],
     shownDefault: 'none',
     parse: list,
+  },
+  ipv6Prefix: {
+    flag: '--ipv6-prefix',
+    env: 'PETSTORE_IPV6_PREFIX',
+    arg: 'N',
+    help: 'IPv6 clients without a valid key are counted by this prefix length (128: each address alone)',
+    fallback: DEFAULT_IPV6_PREFIX,
+    parse: int(1, 128),
   },
   banSeconds: {
     flag: '--ban-seconds',

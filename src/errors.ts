@@ -43,6 +43,16 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * A 503 `service_unavailable` with `Retry-After`: something the answer needs is down for now.
+ *
+ * @example
+ * throw serviceUnavailable('Rate limits cannot be checked right now; retry shortly.')
+ */
+export function serviceUnavailable(message: string): ApiError {
+  return new ApiError('service_unavailable', message, { 'Retry-After': String(UNAVAILABLE_RETRY_AFTER_SECONDS) });
+}
+
 /** The 413 of a body over `maxBytes`, wherever the size is found out. */
 export function tooLarge(maxBytes: number): ApiError {
   return new ApiError('payload_too_large', `The request body is larger than ${maxBytes} bytes.`);
@@ -90,12 +100,7 @@ export function onError(report: ErrorReporter, unavailable: ErrorReporter = repo
     if (err instanceof HTTPException) return errorResponse(c, fromHttpException(err));
     if (err instanceof StoreUnavailableError) {
       unavailable(err, c);
-      return errorResponse(
-        c,
-        new ApiError('service_unavailable', 'The pet store is temporarily unavailable; retry shortly.', {
-          'Retry-After': String(UNAVAILABLE_RETRY_AFTER_SECONDS),
-        }),
-      );
+      return errorResponse(c, serviceUnavailable('The pet store is temporarily unavailable; retry shortly.'));
     }
     // A client that hangs up mid-body makes the body read throw (Bun: AbortError). Nobody
     // reads this answer; it is a 400 so logs and metrics do not count a server fault.

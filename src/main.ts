@@ -117,6 +117,8 @@ async function serve(config: Config): Promise<void> {
     serveMetrics: config.metricsPort === null,
     notReady: () => (stopping ? 'The server is shutting down.' : undefined),
     maxInFlight: config.maxInFlight,
+    ipv6Prefix: config.ipv6Prefix,
+    ...(shared ? { limiterStatus: () => shared.status() } : {}),
   });
   const server = await adapter.serve({ fetch: app.fetch, port: config.port, hostname: config.host });
   const metricsServer =

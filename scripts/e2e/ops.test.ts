@@ -175,7 +175,7 @@ describe('health', () => {
 
   test.each([
     ['/healthz', { status: 'ok' }],
-    ['/readyz', { status: 'ready' }],
+    ['/readyz', { status: 'ready', limiter: 'memory' }],
   ])('%s answers 200 without a key and without rate-limit headers', async (path, body) => {
     const res = await fetch(`${server.url}${path}`);
     expect([res.status, res.headers.get('content-type'), res.headers.get('cache-control')]).toEqual([

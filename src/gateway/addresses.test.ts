@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { TrustedProxies } from './addresses.ts';
+import { addressGroup, canonicalAddress, TrustedProxies } from './addresses.ts';
 
 describe('TrustedProxies', () => {
   const trust = new TrustedProxies(['10.0.0.0/8', '192.168.1.1', 'fd00::/8']);
@@ -42,4 +42,42 @@ describe('TrustedProxies', () => {
       expect(() => new TrustedProxies([cidr])).toThrow(`--trust-proxy: "${cidr}" is not an IPv4 or IPv6 CIDR block`);
     },
   );
+});
+
+describe('one address, one spelling', () => {
+  test.each([
+    ['2001:DB8::5', '2001:db8::5'],
+    ['2001:db8:0:0:0:0:0:5', '2001:db8::5'],
+    ['2001:0db8:0000::0005', '2001:db8::5'],
+    ['fe80::1%eth0', 'fe80::1'],
+    ['::ffff:203.0.113.5', '203.0.113.5'],
+    ['::FFFF:cb00:7105', '203.0.113.5'],
+    ['203.0.113.5', '203.0.113.5'],
+    ['010.1.1.1', '010.1.1.1'],
+    ['unknown', 'unknown'],
+  ])('canonicalAddress(%s) is %s', (text, canonical) => {
+    expect(canonicalAddress(text)).toBe(canonical);
+  });
+
+  test('IPv6 addresses are grouped by prefix; IPv4 ones stand alone', () => {
+    expect(addressGroup('2001:db8:0:1ff::9')).toBe('2001:db8:0:100::/56');
+    expect(addressGroup('2001:db8:0:1ff::9', 48)).toBe('2001:db8::/48');
+    expect(addressGroup('2001:db8:0:1ff::9', 64)).toBe('2001:db8:0:1ff::/64');
+    expect(addressGroup('2001:db8:0:1ff::9', 60)).toBe('2001:db8:0:1f0::/60');
+    expect(addressGroup('2001:db8:0:1ff::9', 128)).toBe('2001:db8:0:1ff::9');
+    expect(addressGroup('203.0.113.5')).toBe('203.0.113.5');
+    expect(addressGroup('unknown')).toBe('unknown');
+  });
+
+  test('a proxy matches however either side is written', () => {
+    expect(new TrustedProxies(['::ffff:127.0.0.1']).trusts('127.0.0.1')).toBe(true);
+    expect(new TrustedProxies(['127.0.0.1']).trusts('::ffff:127.0.0.1')).toBe(true);
+    expect(new TrustedProxies(['::ffff:10.0.0.0/104']).trusts('10.2.3.4')).toBe(true);
+    expect(new TrustedProxies(['fd00::1']).trusts('FD00:0::1%eth0')).toBe(true);
+    expect(new TrustedProxies(['127.0.0.1']).clientAddress('::ffff:127.0.0.1', '2001:DB8::1%x')).toBe('2001:db8::1');
+  });
+
+  test('the client address is always canonical', () => {
+    expect(new TrustedProxies([]).clientAddress('::ffff:192.0.2.1', undefined)).toBe('192.0.2.1');
+  });
 });

@@ -1,22 +1,69 @@
+/**
+ * Client addresses: which one a request counts against, written one way only, and grouped.
+ * Parsing is ipaddr.js's; `node:net`'s `isIP` first keeps out the forms ipaddr.js also reads
+ * but no socket or proxy writes (`010.1.1.1`, `1.2.3`, `0x7f.1`).
+ */
 import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 
-/** One CIDR block, as two bigints, so IPv4 and IPv6 share one comparison. */
-interface Block {
-  readonly version: 4 | 6;
-  readonly base: bigint;
-  readonly mask: bigint;
+/** IPv6 clients are counted by their /56 unless `--ipv6-prefix` says otherwise (as express-rate-limit does). */
+export const DEFAULT_IPV6_PREFIX = 56;
+
+type Address = ipaddr.IPv4 | ipaddr.IPv6;
+
+/** The address, IPv4-mapped IPv6 as IPv4 and without a zone id; undefined when it is not one. */
+function parse(text: string): Address | undefined {
+  if (isIP(text) === 0) return undefined;
+  const address = ipaddr.process(text);
+  return address.kind() === 'ipv6' ? new ipaddr.IPv6((address as ipaddr.IPv6).parts) : address;
+}
+
+/**
+ * The one way an address is written: IPv4-mapped IPv6 as IPv4, IPv6 in RFC 5952 form (lower
+ * case, zeros compressed) without a zone id. Anything that is not an address comes back as is.
+ *
+ * @example
+ * canonicalAddress('2001:DB8:0:0::5%eth0') // '2001:db8::5'
+ * canonicalAddress('::ffff:203.0.113.5') // '203.0.113.5'
+ */
+export function canonicalAddress(text: string): string {
+  const address = parse(text);
+  if (!address) return text;
+  return address.kind() === 'ipv6' ? (address as ipaddr.IPv6).toRFC5952String() : address.toString();
+}
+
+/**
+ * The client a canonical address counts as: an IPv4 address alone, an IPv6 address by its
+ * first `ipv6Prefix` bits (`2001:db8:0:100::/56`); 128 keeps each IPv6 address alone.
+ *
+ * @example
+ * addressGroup('2001:db8:0:1ff::9', 56) // '2001:db8:0:100::/56'
+ * addressGroup('203.0.113.5', 56) // '203.0.113.5'
+ */
+export function addressGroup(canonical: string, ipv6Prefix: number = DEFAULT_IPV6_PREFIX): string {
+  if (ipv6Prefix >= 128 || !canonical.includes(':')) return canonical;
+  const address = parse(canonical);
+  if (address?.kind() !== 'ipv6') return canonical;
+  const bytes = address.toByteArray();
+  for (let bit = ipv6Prefix; bit < 128; bit++) {
+    const i = bit >> 3;
+    bytes[i] = (bytes[i] as number) & ~(0x80 >> (bit & 7));
+  }
+  return `${(ipaddr.fromByteArray(bytes) as ipaddr.IPv6).toRFC5952String()}/${ipv6Prefix}`;
 }
 
 /**
  * Decides which address a request counts against: the socket peer, or, when the peer is a
- * trusted proxy, the rightmost X-Forwarded-For entry that is not itself a trusted proxy.
+ * trusted proxy, the rightmost X-Forwarded-For entry that is not itself a trusted proxy; always
+ * canonical. A block and an address match however either is written (`::ffff:127.0.0.1/128`
+ * trusts the peer `127.0.0.1` and the other way round).
  *
  * @example
  * const trust = new TrustedProxies(['10.0.0.0/8'])
  * trust.clientAddress('10.1.2.3', '203.0.113.9, 10.0.0.7') // '203.0.113.9'
  */
 export class TrustedProxies {
-  #blocks: Block[];
+  readonly #blocks: readonly [Address, number][];
 
   /** Throws `TypeError` naming the entry when a CIDR is malformed. */
   constructor(cidrs: readonly string[]) {
@@ -28,48 +75,38 @@ export class TrustedProxies {
   }
 
   trusts(address: string): boolean {
-    const parsed = toBigInt(address);
+    const parsed = parse(address);
     if (!parsed) return false;
-    return this.#blocks.some((b) => b.version === parsed.version && (parsed.value & b.mask) === b.base);
+    return this.#blocks.some(([base, bits]) => base.kind() === parsed.kind() && parsed.match(base, bits));
   }
 
   clientAddress(peer: string, forwardedFor: string | undefined): string {
-    if (!forwardedFor || !this.trusts(peer)) return peer;
+    const client = canonicalAddress(peer);
+    if (!forwardedFor || !this.trusts(peer)) return client;
     const hops = forwardedFor.split(',').map((h) => h.trim());
     for (let i = hops.length - 1; i >= 0; i--) {
       const hop = hops[i] as string;
-      if (isIP(hop) === 0) return peer;
-      if (!this.trusts(hop)) return hop;
+      if (isIP(hop) === 0) return client;
+      if (!this.trusts(hop)) return canonicalAddress(hop);
     }
-    return hops[0] || peer;
+    return canonicalAddress(hops[0] || peer);
   }
 }
 
-function parseCidr(cidr: string): Block {
-  const [addr = '', bitsText] = cidr.split('/');
-  const parsed = toBigInt(addr);
-  const width = parsed?.version === 4 ? 32 : 128;
+/** A block as an address and a prefix length; an IPv4-mapped IPv6 block becomes the IPv4 one. */
+function parseCidr(cidr: string): [Address, number] {
+  const [text = '', bitsText] = cidr.split('/');
+  const address = isIP(text) === 0 ? undefined : ipaddr.parse(text);
+  const width = address?.kind() === 'ipv4' ? 32 : 128;
   const bits = bitsText === undefined ? width : Number(bitsText);
   // A "/" must be followed by a prefix length: "10.0.0.0/" is a typo, not /0 (trust everyone).
-  if (!parsed || (bitsText !== undefined && !/^[0-9]{1,3}$/.test(bitsText)) || bits < 0 || bits > width) {
+  if (!address || (bitsText !== undefined && !/^[0-9]{1,3}$/.test(bitsText)) || bits < 0 || bits > width) {
     throw new TypeError(`--trust-proxy: "${cidr}" is not an IPv4 or IPv6 CIDR block`);
   }
-  const all = (1n << BigInt(width)) - 1n;
-  const mask = all ^ ((1n << BigInt(width - bits)) - 1n);
-  return { version: parsed.version, base: parsed.value & mask, mask };
-}
-
-function toBigInt(address: string): { version: 4 | 6; value: bigint } | undefined {
-  const plain = address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address;
-  const version = isIP(plain);
-  if (version === 4) {
-    return { version: 4, value: plain.split('.').reduce((acc, part) => (acc << 8n) | BigInt(Number(part)), 0n) };
+  if (address.kind() === 'ipv6') {
+    const v6 = new ipaddr.IPv6((address as ipaddr.IPv6).parts);
+    if (v6.isIPv4MappedAddress() && bits >= 96) return [v6.toIPv4Address(), bits - 96];
+    return [v6, bits];
   }
-  // Other IPv4-embedded forms are not compared: they are never a proxy's socket address.
-  if (version !== 6 || plain.includes('.')) return undefined;
-  const [head = '', tail] = plain.split('::');
-  const left = head ? head.split(':') : [];
-  const right = tail ? tail.split(':') : [];
-  const words = [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
-  return { version: 6, value: words.reduce((acc, w) => (acc << 16n) | BigInt(Number.parseInt(w || '0', 16)), 0n) };
+  return [address, bits];
 }

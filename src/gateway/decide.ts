@@ -1,26 +1,33 @@
+import { addressGroup, DEFAULT_IPV6_PREFIX } from './addresses.ts';
 import type { Caller } from './caller.ts';
 import type { Consumer } from './keys/file.ts';
-import type { Decision, RateLimiter, Subject } from './limiter/limiter.ts';
+import type { RateLimiter, Subject, Verdict } from './limiter/limiter.ts';
 import { type BanPolicy, DEFAULT_BAN, PLAN_LIMITS } from './plans.ts';
-import { SuspectAddresses } from './suspects.ts';
 
 export interface DeciderOptions {
   limiter: RateLimiter;
   /** Ban applied when a consumer sets none of its own, and to client addresses. */
   ban?: BanPolicy;
+  /** IPv6 callers without a valid key are counted by this prefix of their address (`--ipv6-prefix`). */
+  ipv6Prefix?: number;
 }
 
 /**
- * The limiter's verdict for a caller: a consumer is counted against its consumer's quota, a
- * caller without a valid key against its address's. From an address refused for failed keys, a
- * valid key is first sent through the address's limits until the address is admitted again: a
- * 200 among 429s would tell a guesser which guess won.
+ * The limiter's verdict for a caller: a consumer is counted against its consumer's quota and
+ * nothing else, a caller without a valid key against its address's (an IPv6 address by its
+ * /56, or `ipv6Prefix`). What an address did without a valid key (no key, bad tokens, a ban)
+ * never counts against a valid key sent from it: those limits are for failed auth, and a
+ * neighbour behind the same NAT must not be able to lock a key out (SECURITY.md).
  *
  * @example
  * const decide = decider({ limiter })
- * const decision = await decide(caller) // { outcome: 'admitted', ... }
+ * const verdict = await decide(caller) // { outcome: 'admitted', ... }
  */
-export function decider({ limiter, ban = DEFAULT_BAN }: DeciderOptions): (caller: Caller) => Promise<Decision> {
+export function decider({
+  limiter,
+  ban = DEFAULT_BAN,
+  ipv6Prefix = DEFAULT_IPV6_PREFIX,
+}: DeciderOptions): (caller: Caller) => Promise<Verdict> {
   const subjects = new WeakMap<Consumer, Subject>();
   const consumerSubject = (consumer: Consumer): Subject => {
     let subject = subjects.get(consumer);
@@ -38,30 +45,14 @@ export function decider({ limiter, ban = DEFAULT_BAN }: DeciderOptions): (caller
     return subject;
   };
   const anonymousBan = { seconds: ban.seconds, threshold: ban.threshold ?? PLAN_LIMITS.free.perMinute };
-  const addressSubject = (address: string): Subject => ({
-    id: `addr:${address}`,
-    plan: 'anonymous',
-    label: address,
-    limits: PLAN_LIMITS.free,
-    ban: anonymousBan,
-  });
-  const suspects = new SuspectAddresses();
+  const addressSubject = (address: string): Subject => {
+    const group = addressGroup(address, ipv6Prefix);
+    return { id: `addr:${group}`, plan: 'anonymous', label: group, limits: PLAN_LIMITS.free, ban: anonymousBan };
+  };
 
   return async function decide(caller) {
-    const { address } = caller;
-    if (caller.kind === 'address') {
-      const decision = await limiter.decide(addressSubject(address));
-      if (decision.outcome !== 'admitted') suspects.mark(address);
-      return decision;
-    }
-    if (suspects.size > 0 && suspects.has(address)) {
-      const guard = await limiter.decide(addressSubject(address));
-      if (guard.outcome !== 'admitted') {
-        suspects.mark(address);
-        return guard;
-      }
-      suspects.clear(address);
-    }
-    return limiter.decide(consumerSubject(caller.consumer));
+    return caller.kind === 'consumer'
+      ? limiter.decide(consumerSubject(caller.consumer))
+      : limiter.decide(addressSubject(caller.address));
   };
 }

@@ -5,6 +5,7 @@ import type { PetStore } from '../store/store.ts';
 import { fakeClock, tokenFor } from '../testing.ts';
 import { hashToken, parseKeys } from './keys/file.ts';
 import { KeyTable } from './keys/table.ts';
+import type { RateLimiter } from './limiter/limiter.ts';
 import { SlidingWindowLimiter } from './limiter/memory.ts';
 
 describe('requests one key has in flight (--max-in-flight)', () => {
@@ -104,5 +105,46 @@ describe('requests one key has in flight (--max-in-flight)', () => {
     expect((await app.request('/v1/pets')).status).toBe(401);
     release();
     expect((await held).status).toBe(201);
+  });
+
+  test('a slow limiter: the slot is taken before it is asked, so of 5 sent at once exactly 2 wait for it', async () => {
+    const clock = fakeClock();
+    const real = new SlidingWindowLimiter({ clock });
+    // The real limiter behind a gate, as Redis behind a slow network: nothing is decided until `open()`.
+    const gate: Array<() => void> = [];
+    const asked: string[] = [];
+    const slow: RateLimiter = {
+      decide: async (subject) => {
+        asked.push(subject.id);
+        await new Promise<void>((resolve) => gate.push(resolve));
+        return real.decide(subject);
+      },
+    };
+    const entries = [{ name: 'busy', plan: 'pro', sha256: hashToken(tokenFor('busy')).toString('hex') }];
+    const table = new KeyTable(parseKeys(JSON.stringify({ keys: entries })));
+    const app = createApp({ store: new MemoryStore(), keys: () => table, limiter: slow, clock, maxInFlight: 2 });
+    const post = () =>
+      app.request('/v1/pets', {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${tokenFor('busy')}`, 'Content-Type': 'application/json' },
+        body: '{"name":"Rex","categoryId":1}',
+      });
+    const sent = Array.from({ length: 5 }, post);
+    const refused = await Promise.all(sent.slice(2));
+    // Answered while the first two still wait for the limiter, which was asked twice only.
+    expect(refused.map((r) => r.status)).toEqual([429, 429, 429]);
+    expect(asked).toEqual(['key:busy', 'key:busy']);
+    const body = (await refused[0]?.json()) as { code: string };
+    expect(body.code).toBe('too_many_concurrent_requests');
+    // Nothing decided yet: the headers show the key's full quotas, consuming none.
+    expect(refused[0]?.headers.get('x-ratelimit-limit')).toBe('300');
+    expect(refused[0]?.headers.get('x-ratelimit-remaining')).toBe('300');
+    for (const go of gate.splice(0)) go();
+    expect((await Promise.all(sent.slice(0, 2))).map((r) => r.status)).toEqual([201, 201]);
+    const next = post();
+    for (let i = 0; i < 100 && gate.length === 0; i++) await Bun.sleep(1);
+    for (const go of gate.splice(0)) go();
+    const after = await next;
+    expect([after.status, after.headers.get('x-ratelimit-remaining')]).toEqual([201, '297']);
   });
 });

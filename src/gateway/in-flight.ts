@@ -1,43 +1,54 @@
 import { ApiError } from '../errors.ts';
-import { DEFAULT_MAX_IN_FLIGHT } from './plans.ts';
+import { DAY, MINUTE } from './limiter/buckets.ts';
+import type { Decision } from './limiter/limiter.ts';
+import { DEFAULT_MAX_IN_FLIGHT, type Limits } from './plans.ts';
 
 /** A request refused for concurrency is worth retrying as soon as one of the others is done. */
 const CONCURRENCY_RETRY_AFTER = '1';
 
 /**
- * Requests each API key has in flight, capped so a single client cannot hold every worker of
- * the store. The gateway asks before the rate limiter decides, so a request refused here
- * (429 `too_many_concurrent_requests`, `Retry-After: 1`) consumes no quota, like every 429.
- * It also keeps the decision that admitted the key's latest request: that refusal's
- * rate-limit headers come from it, since nothing was consumed since. One entry per busy key.
+ * Requests each consumer has in flight, capped so a single client cannot hold every worker of
+ * the store. A request takes its slot before anything is awaited (the limiter may be Redis,
+ * and slow): of N + k sent at once, exactly N get a slot and k are refused at once, 429
+ * `too_many_concurrent_requests` with `Retry-After: 1`, before the limiter decides, so they
+ * consume no quota. A slot is given back when its request is done, admitted or not. The
+ * consumer's latest admitting decision is kept while it has requests in flight: a refusal's
+ * rate-limit headers come from it, since nothing was consumed since. One entry per busy consumer.
  *
  * @example
  * const inFlight = new InFlight(128)
- * if (inFlight.full('acme')) refuse(inFlight.lastDecision('acme'))
- * inFlight.enter('acme', decision); try { await next() } finally { inFlight.leave('acme') }
+ * if (!inFlight.enter('acme')) refuse(inFlight.latest('acme'))
+ * try { inFlight.admitted('acme', await decide()); await next() } finally { inFlight.leave('acme') }
  */
 export class InFlight<D> {
   readonly max: number;
-  #busy = new Map<string, { count: number; last: D }>();
+  #busy = new Map<string, { count: number; last: D | undefined }>();
 
   constructor(max: number = DEFAULT_MAX_IN_FLIGHT) {
     this.max = max;
   }
 
-  /** The decision that admitted the latest request of `name` still in flight, if at the cap. */
-  full(name: string): D | undefined {
+  /** Takes one of `name`'s slots; false, taking none, when all are taken. Synchronous on purpose. */
+  enter(name: string): boolean {
     const entry = this.#busy.get(name);
-    return entry !== undefined && entry.count >= this.max ? entry.last : undefined;
+    if (!entry) {
+      this.#busy.set(name, { count: 1, last: undefined });
+      return true;
+    }
+    if (entry.count >= this.max) return false;
+    entry.count++;
+    return true;
   }
 
-  enter(name: string, decision: D): void {
+  /** Remembers the decision that admitted a request of `name` holding a slot. */
+  admitted(name: string, decision: D): void {
     const entry = this.#busy.get(name);
-    if (entry) {
-      entry.count++;
-      entry.last = decision;
-    } else {
-      this.#busy.set(name, { count: 1, last: decision });
-    }
+    if (entry) entry.last = decision;
+  }
+
+  /** The latest admitting decision of `name` while it has requests in flight. */
+  latest(name: string): D | undefined {
+    return this.#busy.get(name)?.last;
   }
 
   leave(name: string): void {
@@ -47,11 +58,30 @@ export class InFlight<D> {
   }
 }
 
-/** The 429 for a key at its cap of requests in flight. */
+/** The 429 for a consumer at its cap of requests in flight. */
 export function tooManyInFlight(max: number): ApiError {
   return new ApiError(
     'too_many_concurrent_requests',
     `This key already has ${max} requests in flight; retry when one is done.`,
     { 'Retry-After': CONCURRENCY_RETRY_AFTER },
   );
+}
+
+/**
+ * The headers' decision for a consumer refused for concurrency before any of its requests in
+ * flight was decided: its quotas, with nothing yet known to be consumed.
+ *
+ * @example
+ * untouched({ perMinute: 60, perDay: 1000 }, 1700000000).windows[0] // { name: 'minute', remaining: 60, ... }
+ */
+export function untouched({ perMinute, perDay }: Limits, now: number): Decision {
+  return {
+    outcome: 'admitted',
+    now,
+    retryAfter: 0,
+    windows: [
+      { name: MINUTE.name, seconds: MINUTE.seconds, limit: perMinute, remaining: perMinute, reset: now },
+      { name: DAY.name, seconds: DAY.seconds, limit: perDay, remaining: perDay, reset: now },
+    ],
+  };
 }

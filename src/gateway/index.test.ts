@@ -196,4 +196,39 @@ describe('callers without a valid key', () => {
     expect(other.status).toBe(401);
     expect(other.headers.get('x-ratelimit-remaining')).toBe('59');
   });
+
+  test('never lock out a valid key from their address: not without a key, not with bad tokens, not banned', async () => {
+    const { app, from } = appWith([]);
+    const keyless = () => app.request('/v1/pets', { headers: { 'X-Test-Peer': '198.51.100.9' } });
+    const keyed = () =>
+      app.request('/v1/pets', {
+        headers: { Authorization: `Bearer ${tokenFor('acme')}`, 'X-Test-Peer': '198.51.100.9' },
+      });
+    expect((await keyless()).status).toBe(401);
+    expect((await keyed()).headers.get('x-ratelimit-remaining')).toBe('59');
+    // 60 checked bad tokens, 59 refused, the 60th refusal bans the address.
+    const codes: string[] = [];
+    for (let i = 0; i < 121; i++) {
+      codes.push(((await (await from('198.51.100.9')).json()) as { code: string }).code);
+    }
+    expect(codes.at(-1)).toBe('key_banned');
+    expect((await keyless()).status).toBe(429);
+    const res = await keyed();
+    expect([res.status, res.headers.get('x-ratelimit-remaining')]).toEqual([200, '58']);
+  });
+
+  test('IPv6 callers are counted by /56, however the address is written', async () => {
+    const { from } = appWith([]);
+    const seen: (string | null)[] = [];
+    for (const peer of [
+      '2001:db8:0:1::1',
+      '2001:DB8:0:ff::2%eth0',
+      '2001:db8:0:100::1',
+      '::ffff:192.0.2.1',
+      '192.0.2.1',
+    ]) {
+      seen.push((await from(peer)).headers.get('x-ratelimit-remaining'));
+    }
+    expect(seen).toEqual(['59', '58', '59', '59', '58']);
+  });
 });

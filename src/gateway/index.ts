@@ -1,13 +1,14 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { type Clock, systemClock } from '../clock.ts';
 import type { AppEnv } from '../env.ts';
-import { ApiError } from '../errors.ts';
+import { ApiError, serviceUnavailable } from '../errors.ts';
+import { canonicalAddress } from './addresses.ts';
 import { type Caller, identify } from './caller.ts';
 import { decider } from './decide.ts';
 import { writeRateLimitHeaders } from './headers.ts';
-import { InFlight, tooManyInFlight } from './in-flight.ts';
+import { InFlight, tooManyInFlight, untouched } from './in-flight.ts';
 import type { KeyTable } from './keys/table.ts';
-import type { Decision, RateLimiter } from './limiter/limiter.ts';
+import type { Decision, RateLimiter, Verdict } from './limiter/limiter.ts';
 import { type BanPolicy, DEFAULT_MAX_IN_FLIGHT } from './plans.ts';
 
 export interface GatewayOptions {
@@ -20,16 +21,19 @@ export interface GatewayOptions {
   ban?: BanPolicy;
   /** Most requests one consumer may have in flight (`--max-in-flight`). */
   maxInFlight?: number;
+  /** IPv6 callers without a valid key are counted by this prefix (`--ipv6-prefix`, default 56). */
+  ipv6Prefix?: number;
   clock?: Clock;
 }
 
 const REALM = 'Bearer realm="petstore"';
 
 /**
- * The gateway's one pass: identify the caller once, take its in-flight slot, ask the limiter
- * once, write the rate-limit headers once on every outcome. Admitted requests go on; refused
- * ones get 429, callers without a valid key 401, all through the one error path. A consumer at
- * its cap of requests in flight gets 429 before the limiter is asked, so no 429 costs quota.
+ * The gateway's one pass: identify the caller once (by its canonical address), take its
+ * in-flight slot before anything is awaited, ask the limiter once, write the rate-limit headers
+ * once on every outcome. Admitted requests go on; refused ones get 429, callers without a valid
+ * key 401, a limiter that cannot decide 503, all through the one error path. A consumer at its
+ * cap of requests in flight gets 429 before the limiter is asked, so no 429 costs quota.
  *
  * @example
  * app.use('/v1/*', gateway({ keys: () => table, limiter, clientAddress: () => '127.0.0.1' }))
@@ -40,34 +44,46 @@ export function gateway({
   clientAddress,
   ban,
   maxInFlight = DEFAULT_MAX_IN_FLIGHT,
+  ipv6Prefix,
   clock = systemClock,
 }: GatewayOptions): MiddlewareHandler<AppEnv> {
-  const decide = decider({ limiter, ban });
+  const decide = decider({ limiter, ban, ...(ipv6Prefix === undefined ? {} : { ipv6Prefix }) });
   const inFlight = new InFlight<Decision>(maxInFlight);
 
   return async function gateway(c, next) {
-    const caller = identify(c.req.header('authorization'), keys(), clientAddress(c));
+    const caller = identify(c.req.header('authorization'), keys(), canonicalAddress(clientAddress(c)));
     c.set('caller', caller);
-    if (caller.kind === 'consumer') {
-      // Checked before the limiter decides, so this 429 consumes no quota either.
-      const held = inFlight.full(caller.consumer.name);
-      if (held) {
-        writeRateLimitHeaders(c, held, Math.floor(clock.now() / 1000));
-        throw tooManyInFlight(inFlight.max);
-      }
+    if (caller.kind === 'address') {
+      const decision = decided(await decide(caller));
+      writeRateLimitHeaders(c, decision);
+      refuse(decision);
+      throw unauthorized(caller);
     }
-    const decision = await decide(caller);
-    writeRateLimitHeaders(c, decision);
-    refuse(decision);
-    if (caller.kind === 'address') throw unauthorized(caller);
-    const name = caller.consumer.name;
-    inFlight.enter(name, decision);
+    const { name, limits } = caller.consumer;
+    // Taken before the first await: of many sent at once, only `maxInFlight` pass this line.
+    if (!inFlight.enter(name)) {
+      const now = Math.floor(clock.now() / 1000);
+      writeRateLimitHeaders(c, inFlight.latest(name) ?? untouched(limits, now), now);
+      throw tooManyInFlight(inFlight.max);
+    }
     try {
+      const decision = decided(await decide(caller));
+      writeRateLimitHeaders(c, decision);
+      refuse(decision);
+      inFlight.admitted(name, decision);
       await next();
     } finally {
       inFlight.leave(name);
     }
   };
+}
+
+/** The decision in a verdict; a limiter that cannot decide is a 503. */
+function decided(verdict: Verdict): Decision {
+  if (verdict.outcome === 'unavailable') {
+    throw serviceUnavailable('Rate limits cannot be checked right now; retry shortly.');
+  }
+  return verdict;
 }
 
 /** The 401 for a caller without a valid key (RFC 6750 section 3). */

@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { parseKeys } from '../gateway/keys/file.ts';
 import { KeyTable } from '../gateway/keys/table.ts';
+import type { LimiterStatus } from '../gateway/limiter/failover.ts';
 import { createLogger } from '../log.ts';
 import { MemoryStore } from '../store/memory.ts';
 import type { PetStore } from '../store/store.ts';
@@ -12,10 +13,27 @@ function setup({
   store = new MemoryStore() as PetStore,
   keys = oneKey,
   notReady = (): string | undefined => undefined,
+  limiter = undefined as LimiterStatus['backend'] | undefined,
 } = {}) {
   const lines: string[] = [];
   const log = createLogger({ write: (l) => lines.push(l), now: () => 0 });
-  const app = healthRoutes({ store, keys: () => keys, log, notReady, timeoutMs: 50 });
+  const status = (backend: LimiterStatus['backend']): LimiterStatus => ({
+    backend,
+    ready: backend !== 'none',
+    since: 0,
+    outages: 0,
+    localDecisions: 0,
+    unavailableDecisions: 0,
+  });
+  const limiterStatus = limiter === undefined ? undefined : () => status(limiter);
+  const app = healthRoutes({
+    store,
+    keys: () => keys,
+    log,
+    notReady,
+    timeoutMs: 50,
+    ...(limiterStatus ? { limiterStatus } : {}),
+  });
   return { app, lines };
 }
 
@@ -38,7 +56,7 @@ describe('health routes', () => {
       200,
       'application/json',
       'no-store',
-      { status: 'ready' },
+      { status: 'ready', limiter: 'memory' },
     ]);
   });
 
@@ -74,5 +92,19 @@ describe('health routes', () => {
   test('/readyz is 503 while shutting down', async () => {
     const { app } = setup({ notReady: () => 'The server is shutting down.' });
     expect((await answer(await app.request('/readyz')))[3]).toEqual(unavailable('The server is shutting down.'));
+  });
+
+  test('/readyz names where limits are decided, and is 503 while they cannot be (Redis down, fail closed)', async () => {
+    for (const backend of ['redis', 'local'] as const) {
+      const { app } = setup({ limiter: backend });
+      expect((await answer(await app.request('/readyz')))[3]).toEqual({ status: 'ready', limiter: backend });
+    }
+    const { app } = setup({ limiter: 'none' });
+    expect(await answer(await app.request('/readyz'))).toEqual([
+      503,
+      'application/json',
+      'no-store',
+      unavailable('The rate limiter cannot reach Redis (--redis-fail closed).'),
+    ]);
   });
 });

@@ -2,6 +2,7 @@ import { Hono } from 'hono';
 import type { AppEnv } from '../env.ts';
 import { ApiError, errorResponse } from '../errors.ts';
 import type { KeyTable } from '../gateway/keys/table.ts';
+import type { LimiterStatus } from '../gateway/limiter/failover.ts';
 import type { Logger } from '../log.ts';
 import type { PetStore } from '../store/store.ts';
 
@@ -9,6 +10,8 @@ import type { PetStore } from '../store/store.ts';
 export const READY_TIMEOUT_MS = 2_000;
 
 const NO_STORE = { 'Cache-Control': 'no-store' };
+/** Only while Redis is down in fail-closed mode, when /v1 answers 503 too. */
+const LIMITER_DOWN = 'The rate limiter cannot reach Redis (--redis-fail closed).';
 
 export interface HealthOptions {
   store: PetStore;
@@ -19,13 +22,17 @@ export interface HealthOptions {
   notReady?: () => string | undefined;
   /** Longest wait for the store's ping. */
   timeoutMs?: number;
+  /** Where rate limits are decided now (with `--redis`); without it, in this process. */
+  limiterStatus?: () => LimiterStatus;
 }
 
 /**
  * `GET /healthz`: the process answers. `GET /readyz`: it can serve the API, i.e. the store
- * answers a ping, keys are loaded and it is not shutting down; else 503 `service_unavailable`
- * with a message safe to show (the store's own error goes to the log, not to the client).
- * Both are outside `/v1`: no key, no rate limit.
+ * answers a ping, keys are loaded, the rate limiter can decide (not so with Redis down and
+ * `--redis-fail closed`) and it is not shutting down; then 200 `{"status":"ready","limiter":…}`
+ * naming where limits are decided (`memory`, `redis`, or `local` while Redis is down in
+ * fail-open mode). Else 503 `service_unavailable` with a message safe to show (the store's
+ * own error goes to the log, not to the client). Both are outside `/v1`: no key, no rate limit.
  *
  * @example
  * app.route('/', healthRoutes({ store, keys: () => table, log }))
@@ -36,13 +43,21 @@ export function healthRoutes({
   log,
   notReady = () => undefined,
   timeoutMs = READY_TIMEOUT_MS,
+  limiterStatus,
 }: HealthOptions) {
   const health = new Hono<AppEnv>();
   health.get('/healthz', (c) => c.json({ status: 'ok' }, 200, NO_STORE));
   health.get('/readyz', async (c) => {
+    const limiter = limiterStatus?.();
     const reason =
-      notReady() ?? (keys().size === 0 ? 'No API keys are loaded.' : await storeProblem(store, log, timeoutMs));
-    if (reason === undefined) return c.json({ status: 'ready' }, 200, NO_STORE);
+      notReady() ??
+      (keys().size === 0 ? 'No API keys are loaded.' : undefined) ??
+      (limiter && !limiter.ready ? LIMITER_DOWN : undefined) ??
+      (await storeProblem(store, log, timeoutMs));
+    if (reason === undefined) {
+      const where = limiter ? limiter.backend : 'memory';
+      return c.json({ status: 'ready', limiter: where }, 200, NO_STORE);
+    }
     return errorResponse(c, new ApiError('service_unavailable', reason, NO_STORE));
   });
   return health;

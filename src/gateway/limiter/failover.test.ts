@@ -6,7 +6,7 @@ import { fakeClock, tokenFor } from '../../testing.ts';
 import { hashToken, parseKeys } from '../keys/file.ts';
 import { KeyTable } from '../keys/table.ts';
 import { FailoverLimiter, type RedisFailMode } from './failover.ts';
-import type { Decision, RateLimiter, Subject } from './limiter.ts';
+import type { Decision, RateLimiter, Subject, Verdict } from './limiter.ts';
 import { SlidingWindowLimiter } from './memory.ts';
 
 const subject: Subject = {
@@ -59,7 +59,7 @@ describe('FailoverLimiter', () => {
     primary.state.down = true;
     probe.ok = false;
     clock.advance(5_000);
-    const local: Decision[] = [];
+    const local: Verdict[] = [];
     for (let i = 0; i < 3; i++) local.push(await limiter.decide(subject));
     expect(local.map((d) => d.outcome)).toEqual(['admitted', 'admitted', 'rate_limited']);
     // Requests do not wait for a Redis that is down: only the first one after it went down tried it.
@@ -79,7 +79,7 @@ describe('FailoverLimiter', () => {
     probe.ok = true;
     clock.advance(42_000);
     expect(await limiter.check()).toBe(true);
-    expect((await limiter.decide(subject)).windows).toEqual([]); // the primary's decision again
+    expect(await limiter.decide(subject)).toMatchObject({ windows: [] }); // the primary's decision again
     expect(limiter.status()).toMatchObject({ backend: 'redis', ready: true, outages: 1, localDecisions: 3 });
     expect(lines).toEqual([
       {
@@ -121,6 +121,11 @@ describe('FailoverLimiter', () => {
       status: 503,
     });
     expect(limiter.status()).toMatchObject({ backend: 'none', ready: false, unavailableDecisions: 1 });
+    // The limiter itself answers a verdict, never an HTTP error.
+    expect(await limiter.decide(subject)).toEqual({
+      outcome: 'unavailable',
+      reason: 'connect ECONNREFUSED 127.0.0.1:6379',
+    });
     expect(lines.map((l) => [l.level, l.msg])).toEqual([
       ['error', 'rate limiter: Redis unreachable; answering 503 until it is back (--redis-fail closed)'],
     ]);

@@ -4,15 +4,14 @@
  * limiter is marked down, once, with one log line, and until a probe finds Redis back:
  * - `open` (the default): decisions are made by the in-process `SlidingWindowLimiter`, so each
  *   instance enforces the quotas on its own (N instances admit up to N times a quota);
- * - `closed`: requests under `/v1` are answered 503 `service_unavailable`.
+ * - `closed`: decisions are `unavailable` (the gateway answers 503 `service_unavailable`).
  * Requests never wait for a Redis that is down: only the probe, once a second, talks to it.
  * `status()` tells `/readyz` and `/metrics` where decisions are made now.
  */
 import { clearInterval, setInterval } from 'node:timers';
 import { type Clock, systemClock } from '../../clock.ts';
-import { ApiError, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
-import type { Decision, RateLimiter, Subject } from './limiter.ts';
+import type { RateLimiter, Subject, Verdict } from './limiter.ts';
 
 export const REDIS_FAIL_MODES = ['open', 'closed'] as const;
 /** What the limiter does while Redis is unreachable: local limits (`open`) or 503 (`closed`). */
@@ -110,7 +109,7 @@ export class FailoverLimiter implements RateLimiter {
     this.#since = clock.now();
   }
 
-  async decide(subject: Subject): Promise<Decision> {
+  async decide(subject: Subject): Promise<Verdict> {
     if (this.#up) {
       try {
         return await this.#primary.decide(subject);
@@ -120,9 +119,7 @@ export class FailoverLimiter implements RateLimiter {
     }
     if (this.#mode === 'closed') {
       this.#unavailable++;
-      throw new ApiError('service_unavailable', 'Rate limits cannot be checked right now; retry shortly.', {
-        'Retry-After': String(UNAVAILABLE_RETRY_AFTER_SECONDS),
-      });
+      return { outcome: 'unavailable', reason: this.#reason ?? 'Redis is unreachable' };
     }
     this.#local++;
     return this.#fallback.decide(subject);

@@ -50,7 +50,20 @@ export type LimiterEvent =
     }
   | { readonly type: 'ban_end'; readonly subject: Subject };
 
+/**
+ * The limiter could not decide: the shared store is down and `--redis-fail closed` says not to
+ * decide without it. The gateway answers 503; the limiter never builds an HTTP answer.
+ */
+export interface Unavailable {
+  readonly outcome: 'unavailable';
+  /** Why, for the log (never shown to the client). */
+  readonly reason: string;
+}
+
+/** What the gateway gets for one request: a decision, or none to be had. */
+export type Verdict = Decision | Unavailable;
+
 /** Decides once per request; the in-process implementation is `SlidingWindowLimiter`. */
 export interface RateLimiter {
-  decide(subject: Subject): Decision | Promise<Decision>;
+  decide(subject: Subject): Verdict | Promise<Verdict>;
 }

@@ -25,6 +25,10 @@ function subject(id: string, limits: Limits = { perMinute: 60, perDay: 1000 }, b
   return { id, plan: 'free', label: id, limits, ban };
 }
 
+function address(id: string, limits: Limits = { perMinute: 60, perDay: 1000 }, ban = NO_BAN): Subject {
+  return { id, plan: 'anonymous', label: id, limits, ban };
+}
+
 function setup(options: { maxSubjects?: number } = {}) {
   const clock = clockAt();
   const events: LimiterEvent[] = [];
@@ -142,17 +146,39 @@ describe('SlidingWindowLimiter: bans', () => {
     ]);
   });
 
-  test('a ban starting mid-second ends on a whole second, which Reset and Retry-After agree on', () => {
+  test('a ban starting mid-second ends on a whole second: Retry-After is the ban length, never one more', () => {
     const { clock, events, limiter } = setup();
     const s = subject('key:a', { perMinute: 1, perDay: 1000 }, { threshold: 1, seconds: 900 });
     limiter.decide(s);
     clock.advance(500);
-    expect(brief(limiter.decide(s))).toEqual(['key_banned', 901, [0, T0S + 60], [999, T0S + 86_400]]);
-    expect(events).toEqual([{ type: 'ban_start', subject: s, until: T0 + 901_000 }]);
-    clock.set(T0 + 900_999);
+    // Reset = the ban's end = the Date of this answer (T0S) + 900, and waiting 900 s is enough.
+    expect(brief(limiter.decide(s))).toEqual(['key_banned', 900, [0, T0S + 60], [999, T0S + 86_400]]);
+    expect(events).toEqual([{ type: 'ban_start', subject: s, until: T0 + 900_000 }]);
+    clock.set(T0 + 899_999);
     expect(limiter.decide(s).retryAfter).toBe(1);
-    clock.set(T0 + 901_000);
+    clock.set(T0 + 900_000);
     expect(limiter.decide(s).outcome).toBe('admitted');
+  });
+
+  test('--ban-seconds 3: waiting the Retry-After of any banned answer is enough, and at most 1 s more than needed', () => {
+    for (const offset of [0, 1, 499, 999]) {
+      for (const later of [0, 1, 700, 1_000, 1_999]) {
+        const { clock, limiter } = setup();
+        const s = subject('key:a', { perMinute: 1, perDay: 1000 }, { threshold: 2, seconds: 3 });
+        limiter.decide(s);
+        clock.set(T0 + offset);
+        expect(limiter.decide(s).outcome).toBe('rate_limited');
+        const start = limiter.decide(s);
+        expect([start.outcome, start.retryAfter]).toEqual(['key_banned', 3]);
+        clock.set(T0 + offset + later);
+        const answer = limiter.decide(s);
+        const answeredAt = T0 + offset + later;
+        clock.set(answeredAt + answer.retryAfter * 1_000);
+        expect(limiter.decide(s).outcome).not.toBe('key_banned');
+        // The ban ends on the whole second T0 + 3 s: Retry-After never points past it by 1 s or more.
+        expect(answeredAt + answer.retryAfter * 1_000 - (T0 + 3_000)).toBeLessThan(1_000);
+      }
+    }
   });
 
   test('refusals spread over more than a minute do not ban', () => {
@@ -170,7 +196,7 @@ describe('SlidingWindowLimiter: bans', () => {
 
   test('a ban seen expired only when its entry goes stale still reports its end, once', () => {
     const { clock, events, limiter } = setup();
-    const s = subject('key:a', { perMinute: 1, perDay: 1000 }, { threshold: 1, seconds: 60 });
+    const s = address('addr:a', { perMinute: 1, perDay: 1000 }, { threshold: 1, seconds: 60 });
     limiter.decide(s);
     expect(limiter.decide(s).outcome).toBe('key_banned');
     clock.advance(3 * 86_400_000);
@@ -184,7 +210,7 @@ describe('SlidingWindowLimiter: full cache', () => {
 
   test('active subjects keep their counts; newcomers share one overflow state', () => {
     const { clock, limiter } = setup({ maxSubjects: 2 });
-    const [a, b, c, d] = ['addr:a', 'addr:b', 'addr:c', 'addr:d'].map((id) => subject(id, L));
+    const [a, b, c, d] = ['addr:a', 'addr:b', 'addr:c', 'addr:d'].map((id) => address(id, L));
     for (const s of [a, b, a, b]) expect(limiter.decide(s as Subject).outcome).toBe('admitted');
     clock.advance(10_000);
     expect(limiter.decide(c as Subject).outcome).toBe('admitted');
@@ -200,7 +226,7 @@ describe('SlidingWindowLimiter: full cache', () => {
 
   test('a newcomer that gets its own entry starts from the overflow counts', () => {
     const { clock, limiter } = setup({ maxSubjects: 2 });
-    const [a, b, c] = ['addr:a', 'addr:b', 'addr:c'].map((id) => subject(id, L)) as [Subject, Subject, Subject];
+    const [a, b, c] = ['addr:a', 'addr:b', 'addr:c'].map((id) => address(id, L)) as [Subject, Subject, Subject];
     limiter.decide(a);
     limiter.decide(b);
     clock.set(T0 + 20 * 3_600_000);
@@ -216,31 +242,34 @@ describe('SlidingWindowLimiter: full cache', () => {
     expect(limiter.decide(c).outcome).toBe('rate_limited');
   });
 
-  test('a key displaces the least recently used unbanned address; an address never does', () => {
-    const { limiter } = setup({ maxSubjects: 2 });
-    const address = (id: string, ban = NO_BAN): Subject => ({ ...subject(id, L, ban), plan: 'anonymous' });
-    const banned = address('addr:banned', { seconds: 900, threshold: 1 });
+  test('keys never share the overflow nor lose their counts, however full the table of addresses', () => {
+    const { clock, limiter } = setup({ maxSubjects: 2 });
+    const banned = address('addr:banned', L, { seconds: 900, threshold: 1 });
     for (let i = 0; i < 3; i++) limiter.decide(banned);
     expect(limiter.decide(banned).outcome).toBe('key_banned');
-    limiter.decide(address('addr:flood-1'));
-    // A third address shares the overflow: the table holds the banned one and flood-1.
-    limiter.decide(address('addr:flood-2'));
+    const used = subject('key:used', L);
+    expect(limiter.decide(used).outcome).toBe('admitted');
+    // 10,000 addresses: the table holds two, the rest share the overflow.
+    for (let i = 0; i < 10_000; i++) limiter.decide(address(`addr:flood-${i}`, L));
     expect(limiter.size).toBe(2);
-    // A key takes flood-1's place and has counts of its own: two admitted, then limited.
-    const key = subject('key:acme', L);
-    expect([1, 2, 3].map(() => limiter.decide(key).outcome)).toEqual(['admitted', 'admitted', 'rate_limited']);
-    expect(limiter.size).toBe(2);
-    // Another key finds only the key and the banned address: it shares the overflow.
-    limiter.decide(subject('key:other', L));
+    // Each key has its own quota, even one never seen before; the used one kept its count.
+    for (const key of [subject('key:fresh', L), subject('key:fresh2', L)]) {
+      expect([1, 2, 3].map(() => limiter.decide(key).outcome)).toEqual(['admitted', 'admitted', 'rate_limited']);
+    }
+    expect([1, 2].map(() => limiter.decide(used).outcome)).toEqual(['admitted', 'rate_limited']);
+    expect(limiter.consumers).toBe(3);
     expect(limiter.decide(banned).outcome).toBe('key_banned');
-    expect(limiter.size).toBe(2);
+    // Idle for longer than anything is counted, a consumer's entry goes (on the next sweep).
+    clock.advance(87_300_001);
+    limiter.decide(subject('key:fresh', L));
+    expect(limiter.consumers).toBe(1);
   });
 
   test('a stale entry makes room for a newcomer, which starts fresh', () => {
     const { clock, limiter } = setup({ maxSubjects: 1 });
-    limiter.decide(subject('addr:a', L));
+    limiter.decide(address('addr:a', L));
     clock.advance(87_300_001);
-    expect(brief(limiter.decide(subject('addr:b', L)))).toEqual([
+    expect(brief(limiter.decide(address('addr:b', L)))).toEqual([
       'admitted',
       0,
       [1, T0S + 87_361],

@@ -17,19 +17,21 @@
  *
  * Memory per tracked subject: 632 bytes of counters (61 + 97 slots of 4 bytes); with the objects
  * and the LRU entry, measured 1.1 KB under Bun 1.4 and 1.3 KB under Node 20, so the default
- * 100,000 subjects take 110-130 MB at most. A subject refused within the last minute also holds
- * a 244-byte refusal counter.
+ * 100,000 client addresses take 110-130 MB at most. A subject refused within the last minute
+ * also holds a 244-byte refusal counter.
  *
- * Cache full. State lives in an `LRUCache` of `maxSubjects` entries whose TTL (24 h 15 min,
- * refreshed on every request, extended by the ban) outlasts every counted request, so an entry
- * only goes stale once its windows are empty. A new subject never evicts a live entry, with one
- * exception: when the cache is full the limiter purges stale entries (at most once a second, one
- * O(n) pass); if it is still full a key displaces the least recently used unbanned client address
- * among the last 16 entries (a flood of addresses must not leave keys without their own counts);
- * failing that, the newcomer shares one overflow state per plan, checked against its own limits,
- * so rotating addresses cannot mint fresh quotas. When a subject later gets its own entry, it
- * starts with a copy of its plan's overflow counts, since some of them may be its own. Overflow
- * states are never banned (a ban would hit strangers).
+ * Consumers and addresses apart. Consumers (API keys) are few and known: the keys file's. Each
+ * has its own state, always, in a map of its own that nothing evicts; an entry goes once it has
+ * been idle for 24 h 15 min and is not banned (so a consumer removed from the keys file ages
+ * out). Client addresses without a valid key are unbounded: their states live in an `LRUCache`
+ * of `maxSubjects` entries whose TTL (24 h 15 min, refreshed on every request, extended by the
+ * ban) outlasts every counted request, so an entry only goes stale once its windows are empty.
+ * A new address never evicts a live entry: when the cache is full the limiter purges stale
+ * entries (at most once a second, one O(n) pass); if it is still full, the newcomer shares one
+ * overflow state, checked against its own limits, so rotating addresses cannot mint fresh
+ * quotas. When an address later gets its own entry, it starts with a copy of the overflow
+ * counts, since some of them may be its own. The overflow is never banned (a ban would hit
+ * strangers), and it never applies to a consumer: a flood of addresses cannot touch a key's quota.
  *
  * Resets. `now` in a decision is floor(time / 1000). A window's reset is the unix second at which
  * its remaining next grows (its oldest counted bucket leaves; when remaining is 0, the second
@@ -38,7 +40,9 @@
  * holds). On a 429 the binding window's reset is now + retryAfter, to the second.
  *
  * Bans. `ban.threshold` refusals counted like the minute window (1 s buckets, 60-61 s) start a
- * ban of `ban.seconds` (ending on a whole second); the refusal that reaches the threshold is
+ * ban that ends on the whole second `ban.seconds` after the start of the second it began in:
+ * it lasts more than `ban.seconds` - 1 s and at most `ban.seconds`, and the refusal that starts
+ * it says Retry-After = `ban.seconds` and Reset = its end, to the second. The refusal that reaches the threshold is
  * already answered `key_banned`, so `rate_limited` keeps its promise that waiting `retryAfter`
  * gets the next request admitted. Requests refused while banned do not count as refusals.
  */
@@ -53,13 +57,13 @@ export const STATE_TTL_MS = DAY.windowMs + DAY.bucketMs;
 /** A full cache is scanned for stale entries at most this often, so a flood cannot make each request O(n). */
 const PURGE_INTERVAL_MS = 1_000;
 const DEFAULT_MAX_SUBJECTS = 100_000;
-/** How many of the least recently used entries a key looks through for an address to displace. */
-const DISPLACE_SCAN = 16;
+/** Idle consumers' entries are looked for at most this often. */
+const SWEEP_INTERVAL_MS = 60_000;
 
 export interface SlidingWindowLimiterOptions {
   /** Where time comes from; tests pass a fake one. */
   clock?: Clock;
-  /** Most subjects tracked at once (bounds memory: about 1.3 KB each). */
+  /** Most client addresses tracked at once (bounds memory: about 1.3 KB each); consumers are not counted. */
   maxSubjects?: number;
   /** Told when a ban starts and when it is seen to have ended. */
   onEvent?: (event: LimiterEvent) => void;
@@ -75,8 +79,8 @@ class SubjectState {
   bannedUntil = 0;
   /** Who was banned, for the `ban_end` event. */
   bannedSubject: Subject | undefined;
-  /** A client address without a key: a key may displace it from a full cache. */
-  anonymous = false;
+  /** Epoch ms of the latest decision, for dropping idle consumers. */
+  seen = 0;
 
   constructor(now: number, seed?: SubjectState) {
     this.minute = new BucketWindow(MINUTE, now, seed?.minute);
@@ -97,10 +101,14 @@ export class SlidingWindowLimiter implements RateLimiter {
   readonly #max: number;
   readonly #onEvent: (event: LimiterEvent) => void;
   readonly #cache: LRUCache<string, SubjectState>;
-  readonly #overflow = new Map<string, SubjectState>();
+  /** Consumers' states, by subject id: never evicted, never shared. */
+  readonly #consumers = new Map<string, SubjectState>();
+  /** Shared by new client addresses while the cache is full of live ones. */
+  #overflow: SubjectState | undefined;
   /** Latest time seen: the clock may step back, the windows must not. */
   #time: number;
   #lastPurge = Number.NEGATIVE_INFINITY;
+  #lastSweep: number;
 
   constructor({
     clock = systemClock,
@@ -114,6 +122,7 @@ export class SlidingWindowLimiter implements RateLimiter {
     this.#max = maxSubjects;
     this.#onEvent = onEvent;
     this.#time = clock.now();
+    this.#lastSweep = this.#time;
     this.#cache = new LRUCache<string, SubjectState>({
       // The same bound as `max: maxSubjects`, but `max` preallocates its arrays up front: 2-7 ms
       // of start-up for 100,000 subjects (bench/README.md). Sized by count, they grow as needed.
@@ -131,9 +140,14 @@ export class SlidingWindowLimiter implements RateLimiter {
     });
   }
 
-  /** Number of subjects with their own state (stale ones included until purged). */
+  /** Number of client addresses with their own state (stale ones included until purged). */
   get size(): number {
     return this.#cache.size;
+  }
+
+  /** Number of consumers with their own state. */
+  get consumers(): number {
+    return this.#consumers.size;
   }
 
   decide(subject: Subject): Decision {
@@ -162,41 +176,45 @@ export class SlidingWindowLimiter implements RateLimiter {
   }
 
   #stateOf(subject: Subject, now: number): SubjectState {
+    if (subject.plan !== 'anonymous') return this.#consumerState(subject.id, now);
     const own = this.#cache.get(subject.id);
     if (own) return own;
-    const spill = this.#overflow.get(subject.plan);
-    if (this.#cache.size >= this.#max && !this.#purge(now) && !this.#displaceAddressFor(subject)) {
+    const spill = this.#overflow;
+    if (this.#cache.size >= this.#max && !this.#purge(now)) {
       if (spill) return spill;
-      const state = new SubjectState(now);
-      this.#overflow.set(subject.plan, state);
-      return state;
+      this.#overflow = new SubjectState(now);
+      return this.#overflow;
     }
     if (spill) {
       spill.minute.advance(now);
       spill.day.advance(now);
     }
-    // Some of the overflow's counts may be this subject's own: starting from zero could over-admit.
+    // Some of the overflow's counts may be this address's own: starting from zero could over-admit.
     const state = new SubjectState(now, spill && spill.day.count > 0 ? spill : undefined);
-    state.anonymous = subject.plan === 'anonymous';
     this.#cache.set(subject.id, state);
     return state;
   }
 
-  /**
-   * Makes room for a key by dropping the least recently used unbanned address, if one is among
-   * the last few entries. Addresses are unbounded (a flood of them fills the cache for a day),
-   * keys are the keys file's few; an address that loses its counts regains at most a minute's
-   * quota of 401s, while a key left in the overflow would share its plan's quota with strangers.
-   */
-  #displaceAddressFor(subject: Subject): boolean {
-    if (subject.plan === 'anonymous') return false;
-    let looked = 0;
-    for (const id of this.#cache.rkeys()) {
-      if (++looked > DISPLACE_SCAN) break;
-      const state = this.#cache.peek(id, { allowStale: true });
-      if (state?.anonymous && state.bannedUntil === 0) return this.#cache.delete(id);
+  /** A consumer's own state, made on its first request; idle ones are dropped now and then. */
+  #consumerState(id: string, now: number): SubjectState {
+    if (now - this.#lastSweep >= SWEEP_INTERVAL_MS) this.#sweep(now);
+    let state = this.#consumers.get(id);
+    if (!state) {
+      state = new SubjectState(now);
+      this.#consumers.set(id, state);
     }
-    return false;
+    state.seen = now;
+    return state;
+  }
+
+  /** Drops consumers idle for longer than anything is counted and not banned (a ban seen over is reported). */
+  #sweep(now: number): void {
+    this.#lastSweep = now;
+    for (const [id, state] of this.#consumers) {
+      if (now - state.seen < STATE_TTL_MS || now < state.bannedUntil) continue;
+      if (state.bannedUntil !== 0) this.#endBan(state);
+      this.#consumers.delete(id);
+    }
   }
 
   /** Drops stale entries if the last pass was long enough ago; true when there is room now. */
@@ -210,17 +228,18 @@ export class SlidingWindowLimiter implements RateLimiter {
   /** Counts a refusal; true when it reaches the ban threshold, which starts the ban. */
   #refusalStartsBan(subject: Subject, state: SubjectState, now: number): boolean {
     const { threshold, seconds } = subject.ban;
-    if (!(threshold >= 1 && seconds > 0) || this.#overflow.get(subject.plan) === state) return false;
+    if (!(threshold >= 1 && seconds > 0) || this.#overflow === state) return false;
     state.refusals ??= new BucketWindow(MINUTE, now);
     state.refusals.advance(now);
     state.refusals.add(now);
     if (state.refusals.count < threshold) return false;
     state.refusals = undefined;
-    // Ending on a whole second keeps now + retryAfter equal to the end for the whole ban.
-    state.bannedUntil = Math.ceil(now / 1_000) * 1_000 + seconds * 1_000;
+    // Ending on a whole second keeps now + retryAfter equal to the end for the whole ban; counted
+    // from the start of this second, the first Retry-After is `seconds`, never `seconds` + 1.
+    state.bannedUntil = Math.floor(now / 1_000) * 1_000 + seconds * 1_000;
     state.bannedSubject = subject;
-    // Keep the entry (and so the ban) for the whole ban, however long it is configured.
-    this.#cache.set(subject.id, state, { ttl: STATE_TTL_MS + seconds * 1_000 });
+    // Keep an address's entry (and so the ban) for the whole ban, however long it is configured.
+    if (subject.plan === 'anonymous') this.#cache.set(subject.id, state, { ttl: STATE_TTL_MS + seconds * 1_000 });
     this.#onEvent({ type: 'ban_start', subject, until: state.bannedUntil });
     return true;
   }

@@ -12,7 +12,7 @@
  *
  * KEYS[1]: the subject's key.
  * ARGV: now in epoch ms ('' for the Redis server's TIME), per-minute quota, per-day quota,
- *       ban threshold, ban seconds, state TTL in ms.
+ *       ban threshold, ban seconds, state TTL in ms (0: no TTL, for consumers).
  * Reply (integers): {outcome (0 admitted, 1 rate_limited, 2 key_banned), now, until,
  *       minute count, minute oldest-leaves-at, minute admit-at, day count, day oldest-leaves-at,
  *       day admit-at, events (1: a ban ended, 2: a ban started), banned until}. A time that does
@@ -123,8 +123,9 @@ if outcome == 0 then
       add(8, MINUTE_B)
       if count(8) >= threshold then
         s[8], s[9] = 0, {}
-        -- Ending on a whole second keeps now + Retry-After equal to the end for the whole ban.
-        s[3] = math.ceil(now / 1000) * 1000 + ban_seconds * 1000
+        -- Ending on a whole second keeps now + Retry-After equal to the end for the whole ban;
+        -- counted from the start of this second, the first Retry-After is ban_seconds, never + 1.
+        s[3] = math.floor(now / 1000) * 1000 + ban_seconds * 1000
         outcome, until_ms = 2, s[3]
         events = events + 2
       end
@@ -135,10 +136,16 @@ if outcome == 0 then
   end
 end
 
--- Kept as long as anything it counts, and the ban, can matter: Redis memory stays bounded.
-local px = ttl
-if s[3] > now then px = px + (s[3] - now) end
-redis.call('SET', KEYS[1], cmsgpack.pack(s), 'PX', px)
+-- Kept as long as anything it counts, and the ban, can matter: Redis memory stays bounded. A TTL
+-- of 0 (a consumer's state: few, known) keeps it without one, so maxmemory-policy volatile-lru
+-- under a flood of addresses evicts addresses' states, never a key's.
+if ttl > 0 then
+  local px = ttl
+  if s[3] > now then px = px + (s[3] - now) end
+  redis.call('SET', KEYS[1], cmsgpack.pack(s), 'PX', px)
+else
+  redis.call('SET', KEYS[1], cmsgpack.pack(s))
+end
 
 return {
   outcome, now, until_ms,

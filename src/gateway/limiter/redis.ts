@@ -78,7 +78,8 @@ export class RedisLimiter implements RateLimiter {
       // An unbounded threshold never bans: the script's "no ban" is 0.
       Number.isFinite(ban.threshold) ? ban.threshold : 0,
       ban.seconds,
-      STATE_TTL_MS,
+      // Consumers' states never expire nor get evicted (volatile-lru); addresses' do.
+      subject.plan === 'anonymous' ? STATE_TTL_MS : 0,
     ];
     const raw = await this.#run(`${this.#prefix}${subject.id}`, args);
     const parsed = v.safeParse(Reply, raw);
