@@ -10,11 +10,11 @@
  * BENCH_BASE=<git ref> (also run that commit's build, in the same rounds),
  * BENCH_QUICK=1 (1 round of 1 s, 5 starts, a smaller flood: a smoke run of ~1 min; its report
  * goes to bench/tmp/quick/, never over the committed one),
+ * BENCH_OUT=<dir> (write the report there instead of bench/),
  * BENCH_ONLY (comma-separated scenario ids, for profiling; skips the report),
  * BENCH_KEEP=1 (keep the temp dir with the product's log).
  */
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,8 +24,20 @@ import { flood, median, startupOnce } from './lib/measure.ts';
 import { machine, versions } from './lib/provenance.ts';
 import { checkTargets, type Results, type Round, type ScenarioResult, type ServerName } from './lib/report.ts';
 import { type Running, startPrinter, startProduct } from './lib/servers.ts';
+import {
+  LIST,
+  PINNED,
+  request,
+  SCENARIOS,
+  SEED_PETS,
+  SERVER_CPU,
+  startSeeded,
+  tokenOf,
+  WRK,
+  writeKeys,
+} from './lib/setup.ts';
 import { writeReport } from './lib/write.ts';
-import { type Load, runWrk } from './lib/wrk.ts';
+import { runWrk } from './lib/wrk.ts';
 
 const ROOT = join(import.meta.dir, '..');
 const BINARY = join(ROOT, 'dist/petstore');
@@ -38,83 +50,10 @@ const WARMUP = knob('BENCH_WARMUP', QUICK ? 1 : 2);
 const STARTS = knob('BENCH_STARTS', QUICK ? 5 : 40);
 const ONLY = process.env.BENCH_ONLY?.split(',');
 const BASE_REF = process.env.BENCH_BASE || undefined;
-/**
- * Server on CPU 1, wrk on CPU 0 (one thread: two wrk threads time-sliced on one core add
- * scheduler delays of milliseconds to the measured latency). Unpinned, the server and wrk fight
- * over both cores and rounds vary by ±20%. Without taskset: unpinned, 2 wrk threads.
- */
-const PINNED = hasTaskset();
-const SERVER_CPU = PINNED ? ['taskset', '-c', '1'] : [];
-const WRK = { threads: PINNED ? 1 : 2, connections: 64, prefix: PINNED ? ['taskset', '-c', '0'] : [] };
-/** 90,000 addresses in all (< the limiter's 100,000 subjects): at 60k req/s each is seen ~40 times a minute (< 60). */
-const ADDRESS_POOL = 90_000 / WRK.threads;
-const SEED_PETS = 100;
 const FLOOD = QUICK ? 10_000 : 100_000;
 const FLOOD_WAVES = QUICK ? 2 : 3;
 /** Idle time after a flood before RSS is read, so collectable garbage is not counted as kept. */
 const SETTLE_MS = 3_000;
-
-const tokenOf = (name: string) => `psk_bench-${name}-0123456789abcdefghijklmnopqrstuvwxyz`;
-const KEYS = [
-  { name: 'bench', plan: 'enterprise', limits: { perMinute: 1_000_000_000, perDay: 1_000_000_000 } },
-  // Always refused and never banned: the 429 path.
-  {
-    name: 'exhausted',
-    plan: 'enterprise',
-    limits: { perMinute: 1, perDay: 1 },
-    ban: { threshold: 1_000_000_000, seconds: 1 },
-  },
-];
-const BAD_TOKEN = 'psk_bench-nobody-0123456789abcdefghijklmnopqrstuvwxyz';
-const LIST = '/v1/pets?limit=20';
-
-interface Scenario {
-  id: string;
-  label: string;
-  expect: number;
-  load: Load;
-  servers: ServerName[];
-}
-/** Without BENCH_BASE, 'base' is dropped from every list. */
-const ALL: ServerName[] = ['petstore', 'base', 'bare', 'hono', 'express'];
-const SCENARIOS: Scenario[] = [
-  { id: 'list', label: `GET ${LIST}`, expect: 200, servers: ALL, load: get(LIST, tokenOf('bench')) },
-  { id: 'get', label: 'GET /v1/pets/{id}', expect: 200, servers: ALL, load: get('/v1/pets/7', tokenOf('bench')) },
-  { id: '429', label: '429: exhausted key', expect: 429, servers: ALL, load: get(LIST, tokenOf('exhausted')) },
-  {
-    id: '401',
-    label: '401: bad token',
-    expect: 401,
-    servers: ALL,
-    load: { ...get(LIST, BAD_TOKEN), addresses: ADDRESS_POOL },
-  },
-  {
-    id: 'post',
-    label: 'POST /v1/pets (durable)',
-    expect: 201,
-    servers: ['petstore', 'base', 'bare'],
-    load: {
-      method: 'POST',
-      path: '/v1/pets',
-      token: tokenOf('bench'),
-      addresses: 0,
-      body: '{"name":"Rex","categoryId":1}',
-    },
-  },
-];
-
-function get(path: string, token: string): Load {
-  return { method: 'GET', path, token, addresses: 0 };
-}
-
-function hasTaskset(): boolean {
-  try {
-    execFileSync('taskset', ['-c', '1', 'true'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 function ensureWrk(): void {
   try {
@@ -145,43 +84,18 @@ const summarise = (rounds: Round[]) => ({
   p99Ms: median(rounds.map((r) => r.p99Us)) / 1000,
 });
 
-async function request(url: string, init: RequestInit & { token: string }): Promise<Response> {
-  const headers = new Headers(init.headers);
-  headers.set('Authorization', `Bearer ${init.token}`);
-  return fetch(url, { ...init, headers });
-}
-
-/** Starts a build of the product on its own data file and log, with 100 pets seeded. */
-async function startSeeded(binary: string, dir: string, name: string, keysFile: string): Promise<[Running, string]> {
-  const logFile = join(dir, `${name}.log`);
-  const args = ['--keys', keysFile, '--data', join(dir, `${name}.db`), '--trust-proxy', '127.0.0.1'];
-  const server = await startProduct([...SERVER_CPU, binary], args, logFile);
-  for (let i = 0; i < SEED_PETS; i++) {
-    const res = await request(`${server.url}/v1/pets`, {
-      method: 'POST',
-      token: tokenOf('bench'),
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ name: `Pet ${i + 1}`, categoryId: 1 + (i % 5) }),
-    });
-    if (res.status !== 201) throw new Error(`seeding ${name}: POST answered ${res.status}: ${await res.text()}`);
-  }
-  return [server, logFile];
-}
-
 async function main(): Promise<void> {
   ensureWrk();
   statSync(BINARY); // `make bench` builds it first
   const base: BaseBuild | undefined = BASE_REF ? buildBase(BASE_REF) : undefined;
   const dir = mkdtempSync(join(tmpdir(), 'petstore-bench-'));
   const data = join(dir, 'petstore.db');
-  const keysFile = join(dir, 'keys.json');
+  const { file: keysFile, entries } = writeKeys(dir);
   const productArgs = ['--keys', keysFile, '--data', data, '--trust-proxy', '127.0.0.1'];
-  const entries = KEYS.map((k) => ({ ...k, sha256: createHash('sha256').update(tokenOf(k.name)).digest('hex') }));
-  writeFileSync(keysFile, JSON.stringify({ keys: entries }));
   const started = new Date();
   console.log(`bench: temp dir ${dir}${QUICK ? ' (quick mode)' : ''}`);
 
-  const [product, logFile] = await startSeeded(BINARY, dir, 'petstore', keysFile);
+  const [product, logFile] = await startSeeded([BINARY], dir, 'petstore', keysFile);
   const logs: Partial<Record<ServerName, string>> = { petstore: logFile };
   const captured = await capture(await request(`${product.url}${LIST}`, { token: tokenOf('bench') }));
   if (captured.status !== 200) throw new Error(`capture: GET ${LIST} answered ${captured.status}`);
@@ -203,7 +117,7 @@ async function main(): Promise<void> {
     ]),
   };
   if (base) {
-    const [running, baseLog] = await startSeeded(base.binary, dir, 'base', keysFile);
+    const [running, baseLog] = await startSeeded([base.binary], dir, 'base', keysFile);
     servers.base = running;
     logs.base = baseLog;
   }
@@ -318,10 +232,10 @@ async function main(): Promise<void> {
   };
   results.targets = checkTargets(results);
   // A smoke run never overwrites the committed report.
-  const out = QUICK ? join(import.meta.dir, 'tmp/quick') : import.meta.dir;
+  const out = process.env.BENCH_OUT || (QUICK ? join(import.meta.dir, 'tmp/quick') : import.meta.dir);
   mkdirSync(out, { recursive: true });
   writeReport(out, results);
-  if (QUICK) console.log(`bench: quick mode: report in ${out}/README.md`);
+  if (out !== import.meta.dir) console.log(`bench: report in ${out}/README.md`);
   for (const t of results.targets)
     console.log(`${t.met ? 'met   ' : 'MISSED'} ${t.figure}: ${t.measured} (target ${t.target})`);
   finish(dir);
