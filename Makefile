@@ -13,7 +13,7 @@ DOCS_GEN := src/docs/generated/scalar-bundle.ts
 DENO_PERMS := --allow-net --allow-env --allow-read --allow-write
 IMAGE    ?= petstore:latest
 
-.PHONY: help deps build run run-deno run-node test unit e2e docs-test lint typecheck clean contract-test bench docker
+.PHONY: help deps build run run-deno run-node test unit e2e docs-test lint typecheck clean contract-test bench bench-quick bench-profile docker
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -79,8 +79,14 @@ service-verify: build ## systemd-analyze verify scripts/petstore.service, and it
 	  systemd-analyze verify "$$t/petstore.service" && \
 	  systemd-analyze security --offline=yes --threshold=20 "$$t/petstore.service" | tail -n 1
 
-bench: build ## wrk: dist/petstore vs bare Bun.serve vs Express (~6 min); bench/results.json, bench/README.md
+bench: build ## wrk: dist/petstore vs bare Bun.serve, Hono and Express peers (~9 min; BENCH_BASE=<ref> adds that build); bench/README.md
 	$(BUN) bench/run.ts
+
+bench-quick: build ## a ~1 min smoke run of `make bench` (1 round of 1 s); report in bench/tmp/quick/, not over bench/README.md
+	BENCH_QUICK=1 $(BUN) bench/run.ts
+
+bench-profile: build ## CPU profiles of dist/petstore under wrk (200 and 401 paths), summarised in bench/tmp/profile/
+	$(BUN) bench/profile.ts
 
 .PHONY: fault-test fuzz soak
 fault-test: build ## a full disk and a read-only data file mid-run (503, then recovery; root), SIGTERM under load (~5 s)
