@@ -79,13 +79,13 @@ service-verify: build ## systemd-analyze verify scripts/petstore.service, and it
 	  systemd-analyze verify "$$t/petstore.service" && \
 	  systemd-analyze security --offline=yes --threshold=20 "$$t/petstore.service" | tail -n 1
 
-bench: build ## wrk: dist/petstore vs bare Bun.serve, Hono and Express peers (~9 min; BENCH_BASE=<ref> adds that build); bench/README.md
+bench: build ## wrk: dist/petstore vs bare Bun.serve, Hono and Express peers (~7.5 min; BENCH_BASE=<ref> adds that build, ~9 min); bench/README.md
 	$(BUN) bench/run.ts
 
 bench-quick: build ## a ~1 min smoke run of `make bench` (1 round of 1 s); report in bench/tmp/quick/, not over bench/README.md
 	BENCH_QUICK=1 $(BUN) bench/run.ts
 
-bench-profile: build ## CPU profiles of dist/petstore under wrk (200 and 401 paths), summarised in bench/tmp/profile/
+bench-profile: node_modules/.stamp $(DOCS_GEN) ## bun --cpu-prof of src/main.ts under wrk (list and 401 paths), summaries in bench/tmp/profile/ (~40 s)
 	$(BUN) bench/profile.ts
 
 .PHONY: fault-test fuzz soak

@@ -184,11 +184,26 @@ const signedPct = (n: number) => `${n >= 0 ? '+' : '−'}${Math.abs(n * 100).toF
 /** Per scenario: the product's CPU per request against the base build's, as a relative change. */
 export function baseChanges(
   results: Results,
-): { id: string; label: string; change: number; product: Summary; base: Summary }[] {
+): { id: string; label: string; change: number; product: Summary; base: Summary; spread: string }[] {
   return results.scenarios.flatMap((s) => {
     const product = s.servers.petstore?.median;
     const base = s.servers.base?.median;
-    return product && base ? [{ id: s.id, label: s.label, change: product.cpuUs / base.cpuUs - 1, product, base }] : [];
+    const spread = (name: ServerName) => {
+      const cpus = (s.servers[name]?.rounds ?? []).map((r) => r.cpuUs);
+      return `${Math.min(...cpus).toFixed(1)}-${Math.max(...cpus).toFixed(1)}`;
+    };
+    return product && base
+      ? [
+          {
+            id: s.id,
+            label: s.label,
+            change: product.cpuUs / base.cpuUs - 1,
+            product,
+            base,
+            spread: `${spread('petstore')} / ${spread('base')}`,
+          },
+        ]
+      : [];
   });
 }
 
@@ -196,15 +211,17 @@ function baseTable(results: Results): string {
   if (!results.base) return '';
   const rows = baseChanges(results).map(
     (c) =>
-      `| ${c.label} | ${c.product.cpuUs.toFixed(1)} | ${c.base.cpuUs.toFixed(1)} | ${signedPct(c.change)}${c.change > REGRESSION ? ' ❌ regression' : ''} | ${fmt(c.product.rps)} vs ${fmt(c.base.rps)} (${signedPct(c.product.rps / c.base.rps - 1)}) |`,
+      `| ${c.label} | ${c.product.cpuUs.toFixed(1)} | ${c.base.cpuUs.toFixed(1)} | ${signedPct(c.change)}${c.change > REGRESSION ? ' ❌ regression' : ''} | ${c.spread} | ${fmt(c.product.rps)} vs ${fmt(c.base.rps)} (${signedPct(c.product.rps / c.base.rps - 1)}) |`,
   );
   return [
     `### Against the base build (${results.base.ref}, ${results.base.commit}, in the same rounds)`,
     '',
     `Binary: ${(results.base.bytes / MIB).toFixed(1)} MiB at base, ${(results.binary.bytes / MIB).toFixed(1)} MiB now.`,
     '',
-    '| Scenario | CPU µs/req now | base | change | req/s now vs base |',
-    '|---|--:|--:|--:|--:|',
+    "The rounds' range shows the noise: a change inside it is not a finding. An A/A run (`BENCH_BASE=HEAD` on an unchanged tree) shows what this machine's noise does to the flag.",
+    '',
+    "| Scenario | CPU µs/req now | base | change | rounds' range now / base | req/s now vs base |",
+    '|---|--:|--:|--:|--:|--:|',
     ...rows,
     '',
   ].join('\n');
