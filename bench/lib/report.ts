@@ -279,7 +279,7 @@ export function renderReport(results: Results): string {
     '',
     '### Every scenario (medians of the rounds)',
     '',
-    'The peers (bare, hono, express) answer every scenario with the bytes of the list response; only the product and the base build do the real work.',
+    "The peers replay the list response's bytes for every request they let through (bare lets every one through, POSTs included; hono and express refuse the 401 and 429 scenarios themselves); only the product and the base build read the store and write a log line.",
     '',
     scenarioTable(results),
     '',
