@@ -15,7 +15,7 @@ IMAGE    ?= petstore:latest
 TS_CLIENT := dist/clients/typescript/schema.ts
 PY_CLIENT := dist/clients/python/petstore_client/__init__.py
 
-.PHONY: help deps build run run-deno run-node test unit e2e docs-test lint typecheck clean contract-test bench docker
+.PHONY: help deps build run run-deno run-node test unit e2e docs-test lint typecheck clean contract-test bench bench-quick bench-profile docker
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -98,8 +98,14 @@ service-verify: build ## systemd-analyze verify scripts/petstore.service, and it
 	  systemd-analyze verify "$$t/petstore.service" && \
 	  systemd-analyze security --offline=yes --threshold=20 "$$t/petstore.service" | tail -n 1
 
-bench: build ## wrk: dist/petstore vs bare Bun.serve vs Express (~6 min); bench/results.json, bench/README.md
+bench: build ## wrk: dist/petstore vs bare Bun.serve, Hono and Express peers (~7 min; BENCH_BASE=<ref> adds that build, ~9 min); bench/README.md
 	$(BUN) bench/run.ts
+
+bench-quick: build ## a ~1 min smoke run of `make bench` (1 round of 1 s); report in bench/tmp/quick/, not over bench/README.md
+	BENCH_QUICK=1 $(BUN) bench/run.ts
+
+bench-profile: node_modules/.stamp $(DOCS_GEN) ## bun --cpu-prof of src/main.ts under wrk (list and 401 paths), summaries in bench/tmp/profile/ (~40 s)
+	$(BUN) bench/profile.ts
 
 .PHONY: fault-test fuzz soak
 fault-test: build ## a full disk and a read-only data file mid-run (503, then recovery; root), SIGTERM under load (~5 s)

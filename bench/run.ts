@@ -1,111 +1,59 @@
 /**
  * `make bench`: dist/petstore against a bare `Bun.serve` replaying its bytes (the runtime's
- * physical limit) and against Express + express-rate-limit on Node (the usual alternative), in
- * alternating wrk rounds; then start-up, binary size and RSS under a flood of strangers.
+ * physical limit), against Hono + hono/bearer-auth + hono-rate-limiter on Bun (what a Hono team
+ * would write in an afternoon) and against Express + express-rate-limit on Node (the usual
+ * alternative), optionally against an earlier commit's build (BENCH_BASE), in alternating wrk
+ * rounds; then start-up, binary size and RSS under a flood of strangers.
  * Writes bench/results.json, bench/chart.svg and the generated part of bench/README.md.
  *
- * Knobs (environment): BENCH_SECONDS (4), BENCH_ROUNDS (5), BENCH_WARMUP (2), BENCH_STARTS (40),
+ * Knobs (environment): BENCH_SECONDS (4), BENCH_ROUNDS (4), BENCH_WARMUP (2), BENCH_STARTS (40),
+ * BENCH_BASE=<git ref> (also run that commit's build, in the same rounds),
+ * BENCH_QUICK=1 (1 round of 1 s, 5 starts, a smaller flood: a smoke run of ~1 min; its report
+ * goes to bench/tmp/quick/, never over the committed one),
+ * BENCH_OUT=<dir> (write the report there instead of bench/),
  * BENCH_ONLY (comma-separated scenario ids, for profiling; skips the report),
  * BENCH_KEEP=1 (keep the temp dir with the product's log).
  */
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type BaseBuild, buildBase } from './lib/base.ts';
 import { capture } from './lib/captured.ts';
 import { flood, median, startupOnce } from './lib/measure.ts';
 import { machine, versions } from './lib/provenance.ts';
 import { checkTargets, type Results, type Round, type ScenarioResult, type ServerName } from './lib/report.ts';
 import { type Running, startPrinter, startProduct } from './lib/servers.ts';
+import {
+  LIST,
+  PINNED,
+  request,
+  SCENARIOS,
+  SEED_PETS,
+  SERVER_CPU,
+  startSeeded,
+  tokenOf,
+  WRK,
+  writeKeys,
+} from './lib/setup.ts';
 import { writeReport } from './lib/write.ts';
-import { type Load, runWrk } from './lib/wrk.ts';
+import { runWrk } from './lib/wrk.ts';
 
 const ROOT = join(import.meta.dir, '..');
 const BINARY = join(ROOT, 'dist/petstore');
 const BUN = join(ROOT, 'node_modules/.bin/bun');
 const knob = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
-const SECONDS = knob('BENCH_SECONDS', 4);
-const ROUNDS = knob('BENCH_ROUNDS', 5);
-const WARMUP = knob('BENCH_WARMUP', 2);
-const STARTS = knob('BENCH_STARTS', 40);
+const QUICK = process.env.BENCH_QUICK === '1';
+const SECONDS = knob('BENCH_SECONDS', QUICK ? 1 : 4);
+const ROUNDS = knob('BENCH_ROUNDS', QUICK ? 1 : 4);
+const WARMUP = knob('BENCH_WARMUP', QUICK ? 1 : 2);
+const STARTS = knob('BENCH_STARTS', QUICK ? 5 : 40);
 const ONLY = process.env.BENCH_ONLY?.split(',');
-/**
- * Server on CPU 1, wrk on CPU 0 (one thread: two wrk threads time-sliced on one core add
- * scheduler delays of milliseconds to the measured latency). Unpinned, the server and wrk fight
- * over both cores and rounds vary by ±20%. Without taskset: unpinned, 2 wrk threads.
- */
-const PINNED = hasTaskset();
-const SERVER_CPU = PINNED ? ['taskset', '-c', '1'] : [];
-const WRK = { threads: PINNED ? 1 : 2, connections: 64, prefix: PINNED ? ['taskset', '-c', '0'] : [] };
-/** 90,000 addresses in all (< the limiter's 100,000 subjects): at 60k req/s each is seen ~40 times a minute (< 60). */
-const ADDRESS_POOL = 90_000 / WRK.threads;
-const SEED_PETS = 100;
-const FLOOD = 100_000;
-const FLOOD_WAVES = 3;
+const BASE_REF = process.env.BENCH_BASE || undefined;
+const FLOOD = QUICK ? 10_000 : 100_000;
+const FLOOD_WAVES = QUICK ? 2 : 3;
 /** Idle time after a flood before RSS is read, so collectable garbage is not counted as kept. */
 const SETTLE_MS = 3_000;
-
-const tokenOf = (name: string) => `psk_bench-${name}-0123456789abcdefghijklmnopqrstuvwxyz`;
-const KEYS = [
-  { name: 'bench', plan: 'enterprise', limits: { perMinute: 1_000_000_000, perDay: 1_000_000_000 } },
-  // Always refused and never banned: the 429 path.
-  {
-    name: 'exhausted',
-    plan: 'enterprise',
-    limits: { perMinute: 1, perDay: 1 },
-    ban: { threshold: 1_000_000_000, seconds: 1 },
-  },
-];
-const BAD_TOKEN = 'psk_bench-nobody-0123456789abcdefghijklmnopqrstuvwxyz';
-const LIST = '/v1/pets?limit=20';
-
-interface Scenario {
-  id: string;
-  label: string;
-  expect: number;
-  load: Load;
-  servers: ServerName[];
-}
-const ALL: ServerName[] = ['petstore', 'bare', 'express'];
-const SCENARIOS: Scenario[] = [
-  { id: 'list', label: `GET ${LIST}`, expect: 200, servers: ALL, load: get(LIST, tokenOf('bench')) },
-  { id: 'get', label: 'GET /v1/pets/{id}', expect: 200, servers: ALL, load: get('/v1/pets/7', tokenOf('bench')) },
-  { id: '429', label: '429: exhausted key', expect: 429, servers: ALL, load: get(LIST, tokenOf('exhausted')) },
-  {
-    id: '401',
-    label: '401: bad token',
-    expect: 401,
-    servers: ALL,
-    load: { ...get(LIST, BAD_TOKEN), addresses: ADDRESS_POOL },
-  },
-  {
-    id: 'post',
-    label: 'POST /v1/pets (durable)',
-    expect: 201,
-    servers: ['petstore', 'bare'],
-    load: {
-      method: 'POST',
-      path: '/v1/pets',
-      token: tokenOf('bench'),
-      addresses: 0,
-      body: '{"name":"Rex","categoryId":1}',
-    },
-  },
-];
-
-function get(path: string, token: string): Load {
-  return { method: 'GET', path, token, addresses: 0 };
-}
-
-function hasTaskset(): boolean {
-  try {
-    execFileSync('taskset', ['-c', '1', 'true'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 function ensureWrk(): void {
   try {
@@ -136,89 +84,94 @@ const summarise = (rounds: Round[]) => ({
   p99Ms: median(rounds.map((r) => r.p99Us)) / 1000,
 });
 
-async function request(url: string, init: RequestInit & { token: string }): Promise<Response> {
-  const headers = new Headers(init.headers);
-  headers.set('Authorization', `Bearer ${init.token}`);
-  return fetch(url, { ...init, headers });
-}
-
 async function main(): Promise<void> {
   ensureWrk();
   statSync(BINARY); // `make bench` builds it first
+  const base: BaseBuild | undefined = BASE_REF ? buildBase(BASE_REF) : undefined;
   const dir = mkdtempSync(join(tmpdir(), 'petstore-bench-'));
   const data = join(dir, 'petstore.db');
-  const keysFile = join(dir, 'keys.json');
+  const { file: keysFile, entries } = writeKeys(dir);
   const productArgs = ['--keys', keysFile, '--data', data, '--trust-proxy', '127.0.0.1'];
-  const entries = KEYS.map((k) => ({ ...k, sha256: createHash('sha256').update(tokenOf(k.name)).digest('hex') }));
-  writeFileSync(keysFile, JSON.stringify({ keys: entries }));
-  const logFile = join(dir, 'petstore.log');
   const started = new Date();
-  console.log(`bench: temp dir ${dir}`);
+  console.log(`bench: temp dir ${dir}${QUICK ? ' (quick mode)' : ''}`);
 
-  const product = await startProduct([...SERVER_CPU, BINARY], productArgs, logFile);
-  for (let i = 0; i < SEED_PETS; i++) {
-    const res = await request(`${product.url}/v1/pets`, {
-      method: 'POST',
-      token: tokenOf('bench'),
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ name: `Pet ${i + 1}`, categoryId: 1 + (i % 5) }),
-    });
-    if (res.status !== 201) throw new Error(`seeding: POST answered ${res.status}: ${await res.text()}`);
-  }
+  const [product, logFile] = await startSeeded([BINARY], dir, 'petstore', keysFile);
+  const logs: Partial<Record<ServerName, string>> = { petstore: logFile };
   const captured = await capture(await request(`${product.url}${LIST}`, { token: tokenOf('bench') }));
   if (captured.status !== 200) throw new Error(`capture: GET ${LIST} answered ${captured.status}`);
   const responseFile = join(dir, 'response.json');
   writeFileSync(responseFile, JSON.stringify(captured));
-  const expressConfig = join(dir, 'express.json');
-  const expressKeys = entries.map((e) => ({ name: e.name, sha256: e.sha256, perMinute: e.limits.perMinute }));
-  writeFileSync(expressConfig, JSON.stringify({ response: captured, keys: expressKeys }));
+  const peerConfig = join(dir, 'peers.json');
+  const peerKeys = entries.map((e) => ({ name: e.name, sha256: e.sha256, perMinute: e.limits.perMinute }));
+  writeFileSync(peerConfig, JSON.stringify({ response: captured, keys: peerKeys }));
 
-  const servers: Record<ServerName, Running> = {
+  const servers: Partial<Record<ServerName, Running>> = {
     petstore: product,
     bare: await startPrinter('bare', [...SERVER_CPU, BUN, join(import.meta.dir, 'bare-server.ts'), responseFile]),
+    hono: await startPrinter('hono', [...SERVER_CPU, BUN, join(import.meta.dir, 'hono-server.ts'), peerConfig]),
     express: await startPrinter('express', [
       ...SERVER_CPU,
       'node',
       join(import.meta.dir, 'express-server.mjs'),
-      expressConfig,
+      peerConfig,
     ]),
   };
+  if (base) {
+    const [running, baseLog] = await startSeeded([base.binary], dir, 'base', keysFile);
+    servers.base = running;
+    logs.base = baseLog;
+  }
 
   const scenarios: ScenarioResult[] = [];
-  let offset = 0;
+  const offsets: Partial<Record<ServerName, number>> = {};
+  /** Statuses each product build logged since the last call. */
+  const logged = async () => {
+    const out: Partial<Record<ServerName, Record<string, number>>> = {};
+    for (const [name, file] of Object.entries(logs) as [ServerName, string][]) {
+      const [counts, next] = await loggedStatuses(file, offsets[name] ?? 0);
+      offsets[name] = next;
+      out[name] = counts;
+    }
+    return out;
+  };
   for (const scenario of SCENARIOS.filter((s) => !ONLY || ONLY.includes(s.id))) {
+    const names = scenario.servers.filter((name) => servers[name] !== undefined);
     const result: ScenarioResult = {
       id: scenario.id,
       label: scenario.label,
       expect: scenario.expect,
       servers: {},
       productStatuses: {},
+      ...(servers.base ? { baseStatuses: {} } : {}),
     };
     const rounds: Partial<Record<ServerName, Round[]>> = {};
-    for (const name of scenario.servers) {
-      await runWrk(servers[name].url, scenario.load, { ...WRK, seconds: WARMUP });
+    for (const name of names) {
+      await runWrk(serverOf(servers, name).url, scenario.load, { ...WRK, seconds: WARMUP });
       rounds[name] = [];
     }
-    [, offset] = await loggedStatuses(logFile, offset);
+    await logged();
     for (let round = 0; round < ROUNDS; round++) {
       // Rotate who goes first, so drift within a round is shared out too.
-      const order = scenario.servers.map((_, i, all) => all[(i + round) % all.length] as ServerName);
+      const order = names.map((_, i, all) => all[(i + round) % all.length] as ServerName);
       for (const name of order) {
-        const cpuBefore = servers[name].cpuSeconds();
-        const w = await runWrk(servers[name].url, scenario.load, { ...WRK, seconds: SECONDS });
-        const r = { ...w, cpuUs: ((servers[name].cpuSeconds() - cpuBefore) * 1e6) / w.requests };
+        const server = serverOf(servers, name);
+        const cpuBefore = server.cpuSeconds();
+        const w = await runWrk(server.url, scenario.load, { ...WRK, seconds: SECONDS });
+        const r = { ...w, cpuUs: ((server.cpuSeconds() - cpuBefore) * 1e6) / w.requests };
         rounds[name]?.push(r);
         console.log(
-          `${scenario.id.padEnd(5)} round ${round + 1} ${name.padEnd(8)} ${Math.round(r.rps).toString().padStart(7)} req/s  p50 ${(r.p50Us / 1000).toFixed(2)} ms  p99 ${(r.p99Us / 1000).toFixed(2)} ms  >=400: ${r.statusErrors}  socket errors: ${r.socketErrors}`,
+          `${scenario.id.padEnd(5)} round ${round + 1} ${name.padEnd(8)} ${Math.round(r.rps).toString().padStart(7)} req/s  CPU ${r.cpuUs.toFixed(1).padStart(5)} µs/req  p50 ${(r.p50Us / 1000).toFixed(2)} ms  p99 ${(r.p99Us / 1000).toFixed(2)} ms  >=400: ${r.statusErrors}  socket errors: ${r.socketErrors}`,
         );
       }
     }
-    const [statuses, next] = await loggedStatuses(logFile, offset);
-    offset = next;
-    Object.assign(result.productStatuses, statuses);
-    const unexpected = Object.entries(statuses).filter(([s]) => s !== String(scenario.expect));
-    if (unexpected.length > 0) console.warn(`bench: ${scenario.id}: unexpected statuses ${JSON.stringify(statuses)}`);
-    for (const name of scenario.servers) {
+    const statuses = await logged();
+    Object.assign(result.productStatuses, statuses.petstore);
+    if (result.baseStatuses) Object.assign(result.baseStatuses, statuses.base);
+    for (const [name, counts] of Object.entries(statuses)) {
+      const unexpected = Object.keys(counts).filter((s) => s !== String(scenario.expect));
+      if (unexpected.length > 0) console.warn(`bench: ${scenario.id}: ${name} answered ${JSON.stringify(counts)}`);
+    }
+    for (const name of names) {
       const r = rounds[name] ?? [];
       result.servers[name] = { rounds: r, median: summarise(r) };
     }
@@ -253,6 +206,7 @@ async function main(): Promise<void> {
     machine: machine(),
     versions: versions(),
     settings: {
+      ...(QUICK ? { mode: 'QUICK (smoke run, figures not meaningful)' } : {}),
       rounds: ROUNDS,
       seconds: SECONDS,
       warmup: WARMUP,
@@ -263,6 +217,7 @@ async function main(): Promise<void> {
       data: 'SQLite file (WAL, synchronous=FULL) in a temp dir',
       log: 'JSON line per request to a file',
     },
+    ...(base ? { base: { ref: base.ref, commit: base.commit, bytes: statSync(base.binary).size } } : {}),
     scenarios,
     startup: {
       runs: STARTS,
@@ -276,10 +231,20 @@ async function main(): Promise<void> {
     targets: [],
   };
   results.targets = checkTargets(results);
-  writeReport(import.meta.dir, results);
+  // A smoke run never overwrites the committed report.
+  const out = process.env.BENCH_OUT || (QUICK ? join(import.meta.dir, 'tmp/quick') : import.meta.dir);
+  mkdirSync(out, { recursive: true });
+  writeReport(out, results);
+  if (out !== import.meta.dir) console.log(`bench: report in ${out}/README.md`);
   for (const t of results.targets)
     console.log(`${t.met ? 'met   ' : 'MISSED'} ${t.figure}: ${t.measured} (target ${t.target})`);
   finish(dir);
+}
+
+function serverOf(servers: Partial<Record<ServerName, Running>>, name: ServerName): Running {
+  const server = servers[name];
+  if (!server) throw new Error(`bench: ${name} is not running`);
+  return server;
 }
 
 function finish(dir: string): void {

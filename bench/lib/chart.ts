@@ -16,7 +16,13 @@ export interface Panel {
   readonly groups: readonly Group[];
 }
 
-const COLORS: Record<string, string> = { petstore: '#2563eb', bare: '#9ca3af', express: '#f59e0b' };
+const COLORS: Record<string, string> = {
+  petstore: '#2563eb',
+  base: '#93c5fd',
+  bare: '#9ca3af',
+  hono: '#f97316',
+  express: '#f59e0b',
+};
 const BAR_H = 14;
 const GAP = 3;
 const GROUP_GAP = 12;

@@ -44,6 +44,7 @@ export function versions(): Record<string, string> {
     hono: packageVersion('node_modules/hono'),
     express: packageVersion('node_modules/express'),
     'express-rate-limit': packageVersion('node_modules/express-rate-limit'),
+    'hono-rate-limiter': packageVersion('node_modules/hono-rate-limiter'),
     wrk: run('wrk', ['-v']).split('\n')[0]?.split(' ').slice(0, 2).join(' ') ?? 'unknown',
   };
 }

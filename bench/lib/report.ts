@@ -1,8 +1,10 @@
-/** results.json's shape, the targets of issue 8 checked against it, and the Markdown report. */
+/** results.json's shape, the targets of issue 15 checked against it, and the Markdown report. */
 import { type Group, renderChart } from './chart.ts';
 import type { WrkResult } from './wrk.ts';
 
-export type ServerName = 'petstore' | 'bare' | 'express';
+export type ServerName = 'petstore' | 'base' | 'bare' | 'hono' | 'express';
+/** Column order of the tables and the chart. */
+export const SERVERS: readonly ServerName[] = ['petstore', 'base', 'bare', 'hono', 'express'];
 
 /** One wrk round, with the server's CPU time per request over it. */
 export interface Round extends WrkResult {
@@ -26,6 +28,8 @@ export interface ScenarioResult {
   readonly servers: Partial<Record<ServerName, { rounds: Round[]; median: Summary }>>;
   /** Statuses the product logged during its measured rounds. */
   readonly productStatuses: Record<string, number>;
+  /** The same for the base build, when there was one. */
+  readonly baseStatuses?: Record<string, number>;
 }
 
 export interface Target {
@@ -40,6 +44,8 @@ export interface Results {
   readonly machine: Record<string, string | number>;
   readonly versions: Record<string, string>;
   readonly settings: Record<string, string | number>;
+  /** The earlier build run in the same rounds (BENCH_BASE), when there was one. */
+  readonly base?: { ref: string; commit: string; bytes: number };
   readonly scenarios: ScenarioResult[];
   readonly startup: { runs: number; medianMs: number; minMs: number; p90Ms: number; samplesMs: number[] };
   readonly binary: { bytes: number; bunBytes: number; overMiB: number };
@@ -59,57 +65,88 @@ const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 const ms = (n: number) => `${n.toFixed(2)} ms`;
 const pct = (n: number) => `${Math.round(n * 100)}%`;
 
-function summary(results: Results, id: string, server: ServerName): Summary {
-  const s = results.scenarios.find((x) => x.id === id)?.servers[server]?.median;
-  if (!s) throw new Error(`no ${server} result for scenario ${id}`);
-  return s;
+function summary(results: Results, id: string, server: ServerName): Summary | undefined {
+  return results.scenarios.find((x) => x.id === id)?.servers[server]?.median;
 }
 
-/** Issue 8's targets, each with the measured figure. */
+/** A CPU-per-request change of more than this against the base build is a regression (a bug). */
+export const REGRESSION = 0.1;
+
+/** One target, or a "not measured" line when a scenario it needs was not run. */
+function target(
+  figure: string,
+  target: string,
+  parts: (Summary | undefined)[],
+  check: (...s: Summary[]) => [string, boolean],
+): Target {
+  const present = parts.filter((p): p is Summary => p !== undefined);
+  if (present.length < parts.length) return { figure, measured: 'not measured', target, met: false };
+  const [measured, met] = check(...present);
+  return { figure, measured, target, met };
+}
+
+const cpu = (a: Summary, b: Summary) =>
+  `${a.cpuUs.toFixed(1)} vs ${b.cpuUs.toFixed(1)} µs (${(a.cpuUs / b.cpuUs).toFixed(2)}x)`;
+
+/** Issue 15's targets, each with the measured figure. */
 export function checkTargets(results: Results): Target[] {
-  const list = summary(results, 'list', 'petstore');
-  const bare = summary(results, 'list', 'bare');
-  const express = summary(results, 'list', 'express');
-  const limited = summary(results, '429', 'petstore');
-  const unknown = summary(results, '401', 'petstore');
+  const at = (id: string, server: ServerName) => summary(results, id, server);
   const { startup, binary, memory } = results;
-  return [
-    {
-      figure: 'Authenticated, rate-limited `GET /v1/pets?limit=20`: req/s vs bare `Bun.serve`',
-      measured: `${fmt(list.rps)} vs ${fmt(bare.rps)} (${pct(list.rps / bare.rps)}); server CPU ${list.cpuUs.toFixed(1)} vs ${bare.cpuUs.toFixed(1)} µs/request`,
-      target: '≥ 80%',
-      met: list.rps >= 0.8 * bare.rps,
-    },
-    {
-      figure: 'Same: p99 latency vs bare `Bun.serve`',
-      measured: `${ms(list.p99Ms)} vs ${ms(bare.p99Ms)} (${(list.p99Ms / bare.p99Ms).toFixed(2)}x)`,
-      target: '≤ 2x',
-      met: list.p99Ms <= 2 * bare.p99Ms,
-    },
-    {
-      figure: '429 path (exhausted key) req/s vs the 200 path',
-      measured: `${fmt(limited.rps)} vs ${fmt(list.rps)} (${pct(limited.rps / list.rps)})`,
-      target: '≥ 100%',
-      met: limited.rps >= list.rps,
-    },
-    {
-      figure: '401 path (bad token) req/s vs the 200 path',
-      measured: `${fmt(unknown.rps)} vs ${fmt(list.rps)} (${pct(unknown.rps / list.rps)})`,
-      target: '≥ 100%',
-      met: unknown.rps >= list.rps,
-    },
-    {
-      figure: '`GET /v1/pets?limit=20` req/s vs Express + express-rate-limit on Node',
-      measured: `${fmt(list.rps)} vs ${fmt(express.rps)} (${(list.rps / express.rps).toFixed(1)}x)`,
-      target: '≥ 5x',
-      met: list.rps >= 5 * express.rps,
-    },
-    {
-      figure: `Start-up to first 200 (median of ${startup.runs} starts)`,
-      measured: ms(startup.medianMs),
-      target: '< 25 ms',
-      met: startup.medianMs < 25,
-    },
+  const targets: Target[] = [];
+  for (const [id, label] of [
+    ['list', '`GET /v1/pets?limit=20`'],
+    ['get', '`GET /v1/pets/{id}`'],
+    ['post', '`POST /v1/pets` (durable)'],
+  ] as const) {
+    targets.push(
+      target(
+        `${label}: server CPU per request vs bare \`Bun.serve\``,
+        '≤ 1.6x',
+        [at(id, 'petstore'), at(id, 'bare')],
+        (p, b) => [cpu(p, b), p.cpuUs <= 1.6 * b.cpuUs],
+      ),
+    );
+    // The POST's 201 waits for the group commit's fsync, which the bare server does not do:
+    // its req/s and p99 against bare are shown in the table, the target is on CPU only.
+    if (id === 'post') continue;
+    targets.push(
+      target(`${label}: req/s vs bare`, '≥ 66%', [at(id, 'petstore'), at(id, 'bare')], (p, b) => [
+        `${fmt(p.rps)} vs ${fmt(b.rps)} (${pct(p.rps / b.rps)})`,
+        p.rps >= 0.66 * b.rps,
+      ]),
+      target(`${label}: p99 vs bare`, '≤ 2x', [at(id, 'petstore'), at(id, 'bare')], (p, b) => [
+        `${ms(p.p99Ms)} vs ${ms(b.p99Ms)} (${(p.p99Ms / b.p99Ms).toFixed(2)}x)`,
+        p.p99Ms <= 2 * b.p99Ms,
+      ]),
+    );
+  }
+  for (const [id, label] of [
+    ['401', '401 path (bad token, many addresses)'],
+    ['429', '429 path (exhausted key)'],
+  ] as const) {
+    targets.push(
+      target(`${label} req/s vs the 200 path`, '≥ 120%', [at(id, 'petstore'), at('list', 'petstore')], (r, l) => [
+        `${fmt(r.rps)} vs ${fmt(l.rps)} (${pct(r.rps / l.rps)}); CPU ${r.cpuUs.toFixed(1)} vs ${l.cpuUs.toFixed(1)} µs`,
+        r.rps >= 1.2 * l.rps,
+      ]),
+    );
+  }
+  targets.push(
+    target(
+      '`GET /v1/pets?limit=20` req/s vs Express 5 + express-rate-limit on Node',
+      '≥ 7x',
+      [at('list', 'petstore'), at('list', 'express')],
+      (p, e) => [
+        `${fmt(p.rps)} vs ${fmt(e.rps)} (${(p.rps / e.rps).toFixed(1)}x); CPU ${cpu(p, e)}`,
+        p.rps >= 7 * e.rps,
+      ],
+    ),
+    target(
+      '`GET /v1/pets?limit=20` server CPU per request vs Hono + bearer-auth + hono-rate-limiter on Bun',
+      '≤ 0.5x',
+      [at('list', 'petstore'), at('list', 'hono')],
+      (p, h) => [cpu(p, h), p.cpuUs <= 0.5 * h.cpuUs],
+    ),
     {
       figure: 'Binary size vs the bare Bun runtime',
       measured: `${(binary.bytes / MIB).toFixed(1)} MiB vs ${(binary.bunBytes / MIB).toFixed(1)} MiB (+${binary.overMiB.toFixed(1)} MiB)`,
@@ -117,33 +154,104 @@ export function checkTargets(results: Results): Target[] {
       met: binary.overMiB <= 5,
     },
     {
+      figure: `Start-up to first 200 (median of ${startup.runs} starts)`,
+      measured: ms(startup.medianMs),
+      target: '≤ 15 ms',
+      met: startup.medianMs <= 15,
+    },
+    {
       figure: `RSS bounded by the limiter's LRU: idle, then after each ${fmt(memory.perWave)} distinct bad tokens and addresses`,
       measured: `${[memory.idleMiB, ...memory.waves.map((w) => w.rssMiB)].map((m) => m.toFixed(0)).join(' → ')} MiB`,
       target: 'last ≤ first full LRU + 25% (unbounded: +~150 MiB a wave)',
       met: (memory.waves.at(-1)?.rssMiB ?? Number.POSITIVE_INFINITY) <= 1.25 * (memory.waves[0]?.rssMiB ?? 0),
     },
-  ];
+  );
+  if (results.base) {
+    const changes = baseChanges(results);
+    const worst = changes.reduce((w, c) => (c.change > w.change ? c : w), changes[0] ?? { id: '–', change: 0 });
+    targets.push({
+      figure: `No scenario's server CPU per request more than ${pct(REGRESSION)} over the base build (${results.base.ref}, ${results.base.commit})`,
+      measured: changes.length ? `worst: ${worst.id} ${signedPct(worst.change)}` : 'not measured',
+      target: `≤ +${pct(REGRESSION)}`,
+      met: changes.length > 0 && changes.every((c) => c.change <= REGRESSION),
+    });
+  }
+  return targets;
+}
+
+const signedPct = (n: number) => `${n >= 0 ? '+' : '−'}${Math.abs(n * 100).toFixed(1)}%`;
+
+/** Per scenario: the product's CPU per request against the base build's, as a relative change. */
+export function baseChanges(
+  results: Results,
+): { id: string; label: string; change: number; product: Summary; base: Summary; spread: string }[] {
+  return results.scenarios.flatMap((s) => {
+    const product = s.servers.petstore?.median;
+    const base = s.servers.base?.median;
+    const spread = (name: ServerName) => {
+      const cpus = (s.servers[name]?.rounds ?? []).map((r) => r.cpuUs);
+      return `${Math.min(...cpus).toFixed(1)}-${Math.max(...cpus).toFixed(1)}`;
+    };
+    return product && base
+      ? [
+          {
+            id: s.id,
+            label: s.label,
+            change: product.cpuUs / base.cpuUs - 1,
+            product,
+            base,
+            spread: `${spread('petstore')} / ${spread('base')}`,
+          },
+        ]
+      : [];
+  });
+}
+
+function baseTable(results: Results): string {
+  if (!results.base) return '';
+  const rows = baseChanges(results).map(
+    (c) =>
+      `| ${c.label} | ${c.product.cpuUs.toFixed(1)} | ${c.base.cpuUs.toFixed(1)} | ${signedPct(c.change)}${c.change > REGRESSION ? ' ❌ regression' : ''} | ${c.spread} | ${fmt(c.product.rps)} vs ${fmt(c.base.rps)} (${signedPct(c.product.rps / c.base.rps - 1)}) |`,
+  );
+  return [
+    `### Against the base build (${results.base.ref}, ${results.base.commit}, in the same rounds)`,
+    '',
+    `Binary: ${(results.base.bytes / MIB).toFixed(1)} MiB at base, ${(results.binary.bytes / MIB).toFixed(1)} MiB now.`,
+    '',
+    "The rounds' range shows the noise: a change inside it is not a finding. An A/A run (`BENCH_BASE=HEAD` on an unchanged tree) shows what this machine's noise does to the flag.",
+    '',
+    "| Scenario | CPU µs/req now | base | change | rounds' range now / base | req/s now vs base |",
+    '|---|--:|--:|--:|--:|--:|',
+    ...rows,
+    '',
+  ].join('\n');
 }
 
 function scenarioTable(results: Results): string {
-  const rows = results.scenarios.map((s) => {
-    const cell = (name: ServerName) => {
-      const m = s.servers[name]?.median;
-      return m ? `${fmt(m.rps)} | ${m.p99Ms.toFixed(2)} | ${m.cpuUs.toFixed(1)}` : '– | – | –';
-    };
-    const p = s.servers.petstore?.median;
+  const rows = results.scenarios.flatMap((s) => {
     const b = s.servers.bare?.median;
-    const e = s.servers.express?.median;
-    const ratio = (x: Summary | undefined, y: Summary | undefined, f: (r: number) => string) =>
-      x && y ? f(x.rps / y.rps) : '–';
-    const statuses = Object.entries(s.productStatuses)
-      .map(([k, v]) => `${k}×${fmt(v)}`)
-      .join(' ');
-    return `| ${s.label} | ${cell('petstore')} | ${cell('bare')} | ${cell('express')} | ${ratio(p, b, pct)} | ${ratio(p, e, (r) => `${r.toFixed(1)}x`)} | ${statuses} |`;
+    const list = s.id === 'list' ? undefined : summary(results, 'list', 'petstore');
+    return SERVERS.flatMap((name) => {
+      const m = s.servers[name]?.median;
+      if (!m) return [];
+      const vsBare =
+        b && name !== 'bare'
+          ? `${(m.cpuUs / b.cpuUs).toFixed(2)}x · ${pct(m.rps / b.rps)} · ${(m.p99Ms / b.p99Ms).toFixed(2)}x`
+          : '–';
+      const own = name === 'base' ? summary(results, 'list', 'base') : list;
+      const vsList = (name === 'petstore' || name === 'base') && own && s.expect >= 400 ? pct(m.rps / own.rps) : '–';
+      const logged = name === 'petstore' ? s.productStatuses : name === 'base' ? s.baseStatuses : undefined;
+      const statuses = Object.entries(logged ?? {})
+        .map(([k, v]) => `${k}×${fmt(v)}`)
+        .join(' ');
+      return [
+        `| ${s.label} | ${name} | ${fmt(m.rps)} | ${m.p50Ms.toFixed(2)} | ${m.p99Ms.toFixed(2)} | ${m.cpuUs.toFixed(1)} | ${vsBare} | ${vsList} | ${statuses} |`,
+      ];
+    });
   });
   return [
-    '| Scenario | petstore req/s | p99 ms | CPU µs/req | bare req/s | p99 ms | CPU µs/req | Express req/s | p99 ms | CPU µs/req | vs bare | vs Express | petstore statuses |',
-    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|',
+    '| Scenario | Server | req/s | p50 ms | p99 ms | CPU µs/req | vs bare: CPU · req/s · p99 | req/s vs the 200 path | statuses logged |',
+    '|---|---|--:|--:|--:|--:|--:|--:|---|',
     ...rows,
   ].join('\n');
 }
@@ -155,7 +263,7 @@ export function renderReport(results: Results): string {
     (t) => `| ${t.figure} | ${t.measured} | ${t.target} | ${t.met ? '✅ met' : '❌ missed'} |`,
   );
   return [
-    `Run of ${results.date} on ${machine.cpu} (${machine.cores} cores, ${machine.memoryGiB} GiB), ${machine.os}, kernel ${machine.kernel}.`,
+    `Run of ${results.date} on ${machine.cpu} (${machine.cores} cores, ${machine.memoryGiB} GiB), ${machine.os}, kernel ${machine.kernel}, load average at start ${machine.loadAverageAtStart}.`,
     `Versions: ${Object.entries(versions)
       .map(([k, v]) => `${k} ${v}`)
       .join(', ')}.`,
@@ -171,8 +279,11 @@ export function renderReport(results: Results): string {
     '',
     '### Every scenario (medians of the rounds)',
     '',
+    "The peers replay the list response's bytes for every request they let through (bare lets every one through, POSTs included; hono and express refuse the 401 and 429 scenarios themselves); only the product and the base build read the store and write a log line.",
+    '',
     scenarioTable(results),
     '',
+    baseTable(results),
     `Start-up to first 200: median ${ms(startup.medianMs)}, fastest ${ms(startup.minMs)}, p90 ${ms(startup.p90Ms)} over ${startup.runs} starts.`,
     `RSS (read ${memory.settleMs / 1000} s after each wave): idle ${memory.idleMiB.toFixed(1)} MiB; ${memory.waves
       .map(
@@ -189,11 +300,10 @@ export function renderReport(results: Results): string {
 
 /** Two panels, req/s and p99, one group per scenario. */
 export function renderResultsChart(results: Results): string {
-  const order: ServerName[] = ['petstore', 'bare', 'express'];
   const groups = (pick: (s: Summary) => number): Group[] =>
     results.scenarios.map((s) => ({
       label: s.label,
-      bars: order.flatMap((name) => {
+      bars: SERVERS.flatMap((name) => {
         const m = s.servers[name]?.median;
         return m ? [{ series: name, value: pick(m) }] : [];
       }),
@@ -202,6 +312,7 @@ export function renderResultsChart(results: Results): string {
     [
       { title: 'Throughput', unit: 'req/s', groups: groups((s) => s.rps) },
       { title: 'p99 latency', unit: 'ms', groups: groups((s) => s.p99Ms) },
+      { title: 'Server CPU per request', unit: 'µs', groups: groups((s) => s.cpuUs) },
     ],
     `make bench, ${results.date}, ${results.machine.cpu}, ${results.machine.cores} cores; medians of ${results.settings.rounds} rounds`,
   );

@@ -1,0 +1,125 @@
+/** What the bench and the profiler share: pinning, API keys, the scenarios, a seeded product. */
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ServerName } from './report.ts';
+import { type Running, startProduct } from './servers.ts';
+import type { Load } from './wrk.ts';
+
+/**
+ * Server on CPU 1, wrk on CPU 0 (one thread: two wrk threads time-sliced on one core add
+ * scheduler delays of milliseconds to the measured latency). Unpinned, the server and wrk fight
+ * over both cores and rounds vary by ±20%. Without taskset: unpinned, 2 wrk threads.
+ */
+export const PINNED = hasTaskset();
+export const SERVER_CPU = PINNED ? ['taskset', '-c', '1'] : [];
+export const WRK = { threads: PINNED ? 1 : 2, connections: 64, prefix: PINNED ? ['taskset', '-c', '0'] : [] };
+/** 90,000 addresses in all (< the limiter's 100,000 subjects): at 60k req/s each is seen ~40 times a minute (< 60). */
+export const ADDRESS_POOL = 90_000 / WRK.threads;
+export const SEED_PETS = 100;
+
+export const tokenOf = (name: string) => `psk_bench-${name}-0123456789abcdefghijklmnopqrstuvwxyz`;
+export const KEYS = [
+  { name: 'bench', plan: 'enterprise', limits: { perMinute: 1_000_000_000, perDay: 1_000_000_000 } },
+  // Always refused and never banned: the 429 path.
+  {
+    name: 'exhausted',
+    plan: 'enterprise',
+    limits: { perMinute: 1, perDay: 1 },
+    ban: { threshold: 1_000_000_000, seconds: 1 },
+  },
+];
+export const BAD_TOKEN = 'psk_bench-nobody-0123456789abcdefghijklmnopqrstuvwxyz';
+export const LIST = '/v1/pets?limit=20';
+
+export interface Scenario {
+  id: string;
+  label: string;
+  expect: number;
+  load: Load;
+  servers: ServerName[];
+}
+/** Without BENCH_BASE, 'base' is dropped from every list. */
+const ALL: ServerName[] = ['petstore', 'base', 'bare', 'hono', 'express'];
+export const SCENARIOS: Scenario[] = [
+  { id: 'list', label: `GET ${LIST}`, expect: 200, servers: ALL, load: get(LIST, tokenOf('bench')) },
+  { id: 'get', label: 'GET /v1/pets/{id}', expect: 200, servers: ALL, load: get('/v1/pets/7', tokenOf('bench')) },
+  { id: '429', label: '429: exhausted key', expect: 429, servers: ALL, load: get(LIST, tokenOf('exhausted')) },
+  {
+    id: '401',
+    label: '401: bad token',
+    expect: 401,
+    servers: ALL,
+    load: { ...get(LIST, BAD_TOKEN), addresses: ADDRESS_POOL },
+  },
+  {
+    id: 'post',
+    label: 'POST /v1/pets (durable)',
+    expect: 201,
+    servers: ['petstore', 'base', 'bare'],
+    load: {
+      method: 'POST',
+      path: '/v1/pets',
+      token: tokenOf('bench'),
+      addresses: 0,
+      body: '{"name":"Rex","categoryId":1}',
+    },
+  },
+];
+
+function get(path: string, token: string): Load {
+  return { method: 'GET', path, token, addresses: 0 };
+}
+
+function hasTaskset(): boolean {
+  try {
+    execFileSync('taskset', ['-c', '1', 'true'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The keys file every product build is started with; returns it and the entries (with their SHA-256). */
+export function writeKeys(dir: string) {
+  const entries = KEYS.map((k) => ({ ...k, sha256: createHash('sha256').update(tokenOf(k.name)).digest('hex') }));
+  const file = join(dir, 'keys.json');
+  writeFileSync(file, JSON.stringify({ keys: entries }));
+  return { file, entries };
+}
+
+/** fetch with a bearer token. */
+export async function request(url: string, init: RequestInit & { token: string }): Promise<Response> {
+  const headers = new Headers(init.headers);
+  headers.set('Authorization', `Bearer ${init.token}`);
+  return fetch(url, { ...init, headers });
+}
+
+/**
+ * Starts the product (`cmd`: a binary, or a runtime and the source) on its own data file and log
+ * in `dir`, pinned like every server under test, with SEED_PETS pets seeded; returns it and its log.
+ *
+ * @example
+ * const [server, log] = await startSeeded([BINARY], dir, 'petstore', writeKeys(dir));
+ */
+export async function startSeeded(
+  cmd: string[],
+  dir: string,
+  name: string,
+  keysFile: string,
+): Promise<[Running, string]> {
+  const logFile = join(dir, `${name}.log`);
+  const args = ['--keys', keysFile, '--data', join(dir, `${name}.db`), '--trust-proxy', '127.0.0.1'];
+  const server = await startProduct([...SERVER_CPU, ...cmd], args, logFile);
+  for (let i = 0; i < SEED_PETS; i++) {
+    const res = await request(`${server.url}/v1/pets`, {
+      method: 'POST',
+      token: tokenOf('bench'),
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ name: `Pet ${i + 1}`, categoryId: 1 + (i % 5) }),
+    });
+    if (res.status !== 201) throw new Error(`seeding ${name}: POST answered ${res.status}: ${await res.text()}`);
+  }
+  return [server, logFile];
+}

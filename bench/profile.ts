@@ -1,0 +1,55 @@
+/**
+ * `make bench-profile`: CPU profiles of the product under wrk, one per scenario, from the source
+ * (`bun --cpu-prof src/main.ts`: the compiled binary is minified, so its profile names no
+ * function), with the same durable defaults, keys, seed and pinning as `make bench`. Writes
+ * bench/tmp/profile/<scenario>.cpuprofile (open it in Chrome DevTools or speedscope) and
+ * <scenario>.md, a summary of self and inclusive time by function and by file (lib/cpuprofile.ts).
+ *
+ * Knobs (environment): BENCH_PROFILE (scenario ids, default `list,401`), BENCH_SECONDS (8),
+ * BENCH_PROFILE_INTERVAL (sampling interval in µs, 250).
+ */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseProfile, renderSummary, summarise } from './lib/cpuprofile.ts';
+import { SCENARIOS, startSeeded, WRK, writeKeys } from './lib/setup.ts';
+import { runWrk } from './lib/wrk.ts';
+
+const ROOT = join(import.meta.dir, '..');
+const BUN = join(ROOT, 'node_modules/.bin/bun');
+const OUT = join(import.meta.dir, 'tmp/profile');
+const IDS = (process.env.BENCH_PROFILE ?? 'list,401').split(',');
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
+const INTERVAL = Number(process.env.BENCH_PROFILE_INTERVAL ?? 250);
+const WARMUP = 2;
+
+mkdirSync(OUT, { recursive: true });
+for (const id of IDS) {
+  const scenario = SCENARIOS.find((s) => s.id === id);
+  if (!scenario) throw new Error(`bench-profile: no scenario ${id} (${SCENARIOS.map((s) => s.id).join(', ')})`);
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-profile-'));
+  const name = `${id}.cpuprofile`;
+  rmSync(join(OUT, name), { force: true });
+  // The seeding POSTs are profiled too: a few hundred samples against tens of thousands.
+  const cmd = [
+    BUN,
+    '--cpu-prof',
+    `--cpu-prof-dir=${OUT}`,
+    `--cpu-prof-name=${name}`,
+    `--cpu-prof-interval=${INTERVAL}`,
+    join(ROOT, 'src/main.ts'),
+  ];
+  const [server] = await startSeeded(cmd, dir, 'petstore', writeKeys(dir).file);
+  await runWrk(server.url, scenario.load, { ...WRK, seconds: WARMUP });
+  const cpuBefore = server.cpuSeconds();
+  const w = await runWrk(server.url, scenario.load, { ...WRK, seconds: SECONDS });
+  const cpuUs = ((server.cpuSeconds() - cpuBefore) * 1e6) / w.requests;
+  await server.stop();
+  rmSync(dir, { recursive: true, force: true });
+  const summary = summarise(parseProfile(readFileSync(join(OUT, name), 'utf8')), ROOT);
+  const title = `${scenario.label}: ${Math.round(w.rps)} req/s, ${cpuUs.toFixed(1)} µs CPU a request under the profiler (${w.requests} requests, ${w.statusErrors} >= 400)`;
+  const md = renderSummary(title, summary);
+  writeFileSync(join(OUT, `${id}.md`), `${md}\n`);
+  console.log(`${md}\n`);
+}
+console.log(`bench-profile: profiles and summaries in ${OUT}`);
