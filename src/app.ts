@@ -1,15 +1,17 @@
 import { type Context, Hono } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import { type Clock, systemClock } from './clock.ts';
 import { type DocsOptions, docsRoutes } from './docs.ts';
 import type { AppEnv } from './env.ts';
-import { notFound, onError, tooLarge } from './errors.ts';
+import { notFound, onError } from './errors.ts';
 import { gateway } from './gateway/index.ts';
 import type { KeyTable } from './gateway/keys/table.ts';
 import type { RateLimiter } from './gateway/limiter/limiter.ts';
 import type { BanPolicy } from './gateway/plans.ts';
+import { limitBody } from './http/body-limit.ts';
+import { representation } from './http/compress.ts';
 import { type Logger, silentLogger } from './log.ts';
 import type { Metrics } from './metrics.ts';
+import { corsFor } from './middleware/cors.ts';
 import { countRequests, countStoreErrors } from './middleware/metrics.ts';
 import { requestLog } from './middleware/request-log.ts';
 import { uriLimit } from './middleware/uri-limit.ts';
@@ -42,6 +44,8 @@ export interface AppOptions {
   notReady?: () => string | undefined;
   /** Most requests one key may have in flight (`--max-in-flight`). */
   maxInFlight?: number;
+  /** Origins whose pages may call the API (`--cors-origin`); none: no CORS at all. */
+  corsOrigins?: readonly string[];
 }
 
 /**
@@ -65,9 +69,11 @@ export function createApp({
   serveMetrics = true,
   notReady,
   maxInFlight,
+  corsOrigins = [],
 }: AppOptions) {
   const app = new Hono<AppEnv>();
   app.use(requestLog({ log, clock, clientAddress }));
+  app.use(representation());
   if (metrics) {
     app.use(countRequests({ metrics }));
     store = countStoreErrors(store, metrics);
@@ -84,16 +90,10 @@ export function createApp({
   app.route('/', healthRoutes({ store, keys, log, notReady }));
   app.route('/', docsRoutes(docs));
 
+  // Before the gateway: a preflight is answered without a key and costs no quota.
+  if (corsOrigins.length > 0) app.use('/v1/*', corsFor(corsOrigins));
   app.use('/v1/*', gateway({ keys, limiter, clientAddress, ban, maxInFlight, clock }));
-  app.use(
-    '/v1/*',
-    bodyLimit({
-      maxSize: MAX_BODY_BYTES,
-      onError: () => {
-        throw tooLarge(MAX_BODY_BYTES);
-      },
-    }),
-  );
+  app.use('/v1/*', limitBody(MAX_BODY_BYTES));
   app.use('/v1/*', bodyOnGet(MAX_BODY_BYTES));
   app.route('/v1', petRoutes(store, { clock }));
 

@@ -117,6 +117,7 @@ async function serve(config: Config): Promise<void> {
     serveMetrics: config.metricsPort === null,
     notReady: () => (stopping ? 'The server is shutting down.' : undefined),
     maxInFlight: config.maxInFlight,
+    corsOrigins: config.corsOrigins,
   });
   const server = await adapter.serve({ fetch: app.fetch, port: config.port, hostname: config.host });
   const metricsServer =

@@ -71,12 +71,15 @@ export function upload(
       socket.destroy();
       resolve({ received, error, sent });
     };
-    socket.on('data', (d: Buffer) => {
-      received += d.toString('latin1');
-      // The whole answer is in: a Content-Length body of that many bytes after the head.
+    // Done once the body is sent and a whole answer is in (a Content-Length body after the head).
+    const check = () => {
       const end = received.indexOf('\r\n\r\n');
       const length = /content-length: *(\d+)/i.exec(received)?.[1];
       if (end >= 0 && length !== undefined && received.length >= end + 4 + Number(length) && sent >= bytes) finish();
+    };
+    socket.on('data', (d: Buffer) => {
+      received += d.toString('latin1');
+      check();
     });
     socket.on('error', (e) => {
       error = String(e);
@@ -102,6 +105,7 @@ export function upload(
         if (!drained) break;
       }
       if (chunked && !socket.destroyed) socket.write('0\r\n\r\n');
+      check();
       setTimeout(finish, waitMs);
     });
   });

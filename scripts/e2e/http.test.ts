@@ -81,7 +81,7 @@ describe('HEAD, conditional GET and compression', () => {
   test.each(['/v1/pets', '/v1/pets/1', '/healthz', '/openapi.json', '/openapi.yaml', '/docs'])(
     'HEAD %s: the GET status and headers, Content-Length included, no body',
     async (path) => {
-      for (const extra of [{}, { 'Accept-Encoding': 'br' }]) {
+      for (const extra of [{}, { 'Accept-Encoding': 'br' }] as Record<string, string>[]) {
         const headers = { Authorization: KEY, ...extra };
         const get = await send(server.port, 'GET', path, headers);
         const head = await send(server.port, 'HEAD', path, headers);
