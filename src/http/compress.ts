@@ -63,11 +63,12 @@ export function representation(): MiddlewareHandler {
   return async function representation(c, next) {
     await next();
     const res = c.res;
-    const head = c.req.method === 'HEAD' && res.body !== null;
+    // Never `res.body` here: reading it turns Deno's string body into a stream, sent chunked.
+    const bodied = res.status >= 200 && res.status !== 204 && res.status !== 304;
+    const head = bodied && c.req.method === 'HEAD';
     const json =
-      res.status >= 200 &&
+      bodied &&
       res.status < 300 &&
-      res.body !== null &&
       res.headers.get('content-type')?.startsWith('application/json') === true &&
       !res.headers.has('content-encoding');
     if (!json && !head) return;
