@@ -130,6 +130,21 @@ describe('the embedded Scalar bundle', () => {
   });
 });
 
+describe('the contract for other tools', () => {
+  test.each(['/openapi.json', '/openapi.yaml'])(
+    '%s: public (CORS *), with an ETag; If-None-Match gives 304',
+    async (path) => {
+      const { app } = testApp();
+      const full = await app.request(path);
+      const etag = full.headers.get('etag') as string;
+      expect(etag).toMatch(/^W\/"[A-Za-z0-9_-]{27}"$/);
+      expect(full.headers.get('access-control-allow-origin')).toBe('*');
+      const cached = await app.request(path, { headers: { 'If-None-Match': etag } });
+      expect([cached.status, cached.headers.get('etag'), await cached.text()]).toEqual([304, etag, '']);
+    },
+  );
+});
+
 describe('GET /openapi.json', () => {
   const servers = async (app: { request: (url: string) => Response | Promise<Response> }, url: string) =>
     ((await (await app.request(url)).json()) as { servers: unknown }).servers;
