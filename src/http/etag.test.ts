@@ -44,5 +44,6 @@ describe('conditional', () => {
       'yes',
       '',
     ]);
+    expect(cached.headers.get('vary')).toBe('Accept-Encoding');
   });
 });

@@ -45,6 +45,11 @@ export function notModified(ifNoneMatch: string | undefined, etag: string): bool
  */
 export function conditional(c: Context, body: string, etag: string, contentType: string, status: 200 = 200): Response {
   c.header('ETag', etag);
-  if (notModified(c.req.header('if-none-match'), etag)) return c.body(null, 304);
+  if (notModified(c.req.header('if-none-match'), etag)) {
+    // A 304 repeats the Vary the 200 would have had (RFC 9110 section 15.4.5); a 200 of JSON
+    // gets it from representation().
+    if (contentType.startsWith('application/json')) c.header('Vary', 'Accept-Encoding', { append: true });
+    return c.body(null, 304);
+  }
   return c.body(body, status, { 'Content-Type': contentType });
 }
