@@ -38,12 +38,13 @@ export function notModified(ifNoneMatch: string | undefined, etag: string): bool
 
 /**
  * Answers `body` (already serialized) under `etag`: 304 without a body when the request's
- * `If-None-Match` matches, else `status` with the body. Headers set earlier on `c` stay on both.
+ * `If-None-Match` matches, else 200 with the body. Headers set earlier on `c` stay on both.
  *
  * @example
- * return conditional(c, JSON.stringify(pet), weakEtag(JSON.stringify(pet)), 'application/json')
+ * const body = JSON.stringify(pet)
+ * return conditional(c, body, weakEtag(body), 'application/json')
  */
-export function conditional(c: Context, body: string, etag: string, contentType: string, status: 200 = 200): Response {
+export function conditional(c: Context, body: string, etag: string, contentType: string): Response {
   c.header('ETag', etag);
   if (notModified(c.req.header('if-none-match'), etag)) {
     // A 304 repeats the Vary the 200 would have had (RFC 9110 section 15.4.5); a 200 of JSON
@@ -51,5 +52,5 @@ export function conditional(c: Context, body: string, etag: string, contentType:
     if (contentType.startsWith('application/json')) c.header('Vary', 'Accept-Encoding', { append: true });
     return c.body(null, 304);
   }
-  return c.body(body, status, { 'Content-Type': contentType });
+  return c.body(body, 200, { 'Content-Type': contentType });
 }
