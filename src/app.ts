@@ -1,16 +1,18 @@
 import { type Context, Hono } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import { type Clock, systemClock } from './clock.ts';
 import { type DocsOptions, docsRoutes } from './docs.ts';
 import type { AppEnv } from './env.ts';
-import { notFound, onError, tooLarge } from './errors.ts';
+import { notFound, onError } from './errors.ts';
 import { gateway } from './gateway/index.ts';
 import type { KeyTable } from './gateway/keys/table.ts';
 import type { LimiterStatus } from './gateway/limiter/failover.ts';
 import type { RateLimiter } from './gateway/limiter/limiter.ts';
 import type { BanPolicy } from './gateway/plans.ts';
+import { limitBody } from './http/body-limit.ts';
+import { representation } from './http/compress.ts';
 import { type Logger, silentLogger } from './log.ts';
 import type { Metrics } from './metrics.ts';
+import { corsFor } from './middleware/cors.ts';
 import { countRequests, countStoreErrors } from './middleware/metrics.ts';
 import { requestLog } from './middleware/request-log.ts';
 import { uriLimit } from './middleware/uri-limit.ts';
@@ -47,6 +49,8 @@ export interface AppOptions {
   ipv6Prefix?: number;
   /** Where the rate limiter decides now, for `/readyz` (the Redis limiter's failover status). */
   limiterStatus?: () => LimiterStatus;
+  /** Origins whose pages may call the API (`--cors-origin`); none: no CORS at all. */
+  corsOrigins?: readonly string[];
 }
 
 /**
@@ -72,9 +76,11 @@ export function createApp({
   maxInFlight,
   ipv6Prefix,
   limiterStatus,
+  corsOrigins = [],
 }: AppOptions) {
   const app = new Hono<AppEnv>();
   app.use(requestLog({ log, clock, clientAddress }));
+  app.use(representation());
   if (metrics) {
     app.use(countRequests({ metrics }));
     store = countStoreErrors(store, metrics);
@@ -91,16 +97,10 @@ export function createApp({
   app.route('/', healthRoutes({ store, keys, log, notReady, limiterStatus }));
   app.route('/', docsRoutes(docs));
 
+  // Before the gateway: a preflight is answered without a key and costs no quota.
+  if (corsOrigins.length > 0) app.use('/v1/*', corsFor(corsOrigins));
   app.use('/v1/*', gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, clock }));
-  app.use(
-    '/v1/*',
-    bodyLimit({
-      maxSize: MAX_BODY_BYTES,
-      onError: () => {
-        throw tooLarge(MAX_BODY_BYTES);
-      },
-    }),
-  );
+  app.use('/v1/*', limitBody(MAX_BODY_BYTES));
   app.use('/v1/*', bodyOnGet(MAX_BODY_BYTES));
   app.route('/v1', petRoutes(store, { clock }));
 

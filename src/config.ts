@@ -44,6 +44,16 @@ const httpUrl: Parser<string> = (raw, flag) => {
   }
   return raw;
 };
+/** Origins for CORS: `*`, or each exactly as a browser sends it in `Origin` (scheme, host, port). */
+const origins: Parser<string[]> = (raw, flag) =>
+  list(raw, flag).map((origin) => {
+    if (origin === '*') return origin;
+    const url = URL.canParse(origin) ? new URL(origin) : undefined;
+    if (!url || !/^https?:$/.test(url.protocol) || url.origin !== origin) {
+      throw new ConfigError(`${flag}: expected * or an origin such as https://app.example, got "${origin}"`);
+    }
+    return origin;
+  });
 const flag: Parser<boolean> = () => true;
 const redisUrl: Parser<string> = (raw, flag) => {
   const url = URL.canParse(raw) ? new URL(raw) : undefined;
@@ -113,6 +123,15 @@ export const OPTIONS = {
     help: 'IPv6 clients without a valid key are counted by this prefix length (128: each address alone)',
     fallback: DEFAULT_IPV6_PREFIX,
     parse: int(1, 128),
+  },
+  corsOrigins: {
+    flag: '--cors-origin',
+    env: 'PETSTORE_CORS_ORIGINS',
+    arg: 'ORIGIN',
+    help: 'let browser pages from ORIGIN call the API (repeatable, or comma separated; * for any origin)',
+    fallback: [] as string[],
+    shownDefault: 'none (no CORS headers)',
+    parse: origins,
   },
   banSeconds: {
     flag: '--ban-seconds',

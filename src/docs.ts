@@ -2,6 +2,7 @@ import { Hono } from 'hono';
 import contractYaml from '../contract/openapi.yaml' with { type: 'text' };
 import { DOCS_CSP, docsPage, FAVICON, INIT_SCRIPT, SCALAR_BUNDLE } from './docs/page.ts';
 import type { AppEnv } from './env.ts';
+import { conditional, weakEtag } from './http/etag.ts';
 
 /** The contract, embedded in the build: the binary serves the document it was tested against. */
 export const CONTRACT_YAML: string = contractYaml;
@@ -87,10 +88,18 @@ export function docsRoutes(options: DocsOptions = {}) {
     return page;
   };
 
-  docs.get('/openapi.yaml', (c) => c.body(CONTRACT_YAML, 200, { 'Content-Type': 'application/yaml; charset=utf-8' }));
+  // Public: any tool or page may load the contract (a code generator, an editor on another origin).
+  const yamlEtag = weakEtag(CONTRACT_YAML);
+  docs.get('/openapi.yaml', (c) => {
+    c.header('Access-Control-Allow-Origin', '*');
+    return conditional(c, CONTRACT_YAML, yamlEtag, 'application/yaml; charset=utf-8');
+  });
+  // The JSON lists this request's servers, so its tag is of the bytes sent (weak: it may go compressed).
   docs.get('/openapi.json', async (c) => {
     const body = JSON.stringify({ ...(await parsed()), servers: documentServers(c.req.url, options) });
-    return c.body(body, 200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache' });
+    c.header('Access-Control-Allow-Origin', '*');
+    c.header('Cache-Control', 'no-cache');
+    return conditional(c, body, weakEtag(body), 'application/json');
   });
 
   docs.get('/docs', async (c) =>

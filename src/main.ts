@@ -119,6 +119,7 @@ async function serve(config: Config): Promise<void> {
     maxInFlight: config.maxInFlight,
     ipv6Prefix: config.ipv6Prefix,
     ...(shared ? { limiterStatus: () => shared.status() } : {}),
+    corsOrigins: config.corsOrigins,
   });
   const server = await adapter.serve({ fetch: app.fetch, port: config.port, hostname: config.host });
   const metricsServer =

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import type { Context } from 'hono';
+import { preferredCoding } from '../http/compress.ts';
+import { notModified } from '../http/etag.ts';
 
 /** Cache lifetime of a content-addressed asset: a year, never revalidated (RFC 8246). */
 export const IMMUTABLE = 'public, max-age=31536000, immutable';
@@ -8,26 +10,28 @@ export const IMMUTABLE = 'public, max-age=31536000, immutable';
 /** Where the page's assets live; each name carries a content hash, so a new build gets new URLs. */
 export const ASSETS_PATH = '/docs/assets';
 
+/** Headers of every asset: cached for good, loadable by any page or tool (public, no credentials). */
+const ASSET_HEADERS = {
+  'Cache-Control': IMMUTABLE,
+  'Access-Control-Allow-Origin': '*',
+  'X-Content-Type-Options': 'nosniff',
+} as const;
+
 /**
- * Whether an `Accept-Encoding` value admits gzip (RFC 9110 §12.5.3): `gzip` or `x-gzip` with a
- * non-zero weight, or `*` with a non-zero weight when gzip is not listed itself.
- *
- * @example
- * acceptsGzip('gzip, deflate, br') // true
- * acceptsGzip('gzip;q=0, *') // false
+ * Answers an asset under a strong `etag`: 304 with the same validators when `If-None-Match`
+ * has it (a browser revalidating despite `immutable`, or a CDN), else 200 with `body`.
  */
-export function acceptsGzip(header: string | undefined): boolean {
-  if (!header) return false;
-  let wildcard = false;
-  for (const part of header.split(',')) {
-    const [coding = '', ...params] = part.split(';').map((s) => s.trim().toLowerCase());
-    const q = params.find((p) => p.startsWith('q='));
-    const weight = q === undefined ? 1 : Number(q.slice(2));
-    const admitted = Number.isFinite(weight) && weight > 0;
-    if (coding === 'gzip' || coding === 'x-gzip') return admitted;
-    if (coding === '*') wildcard = admitted;
+function respondAsset(
+  c: Context,
+  body: string | Uint8Array<ArrayBuffer>,
+  etag: string,
+  headers: Record<string, string>,
+) {
+  if (notModified(c.req.header('if-none-match'), etag)) {
+    // A 304 repeats the validators and caching headers, not the representation's own.
+    return c.body(null, 304, { ...ASSET_HEADERS, ...(headers.Vary ? { Vary: headers.Vary } : {}), ETag: etag });
   }
-  return wildcard;
+  return c.body(body, 200, { ...ASSET_HEADERS, ...headers, ETag: etag });
 }
 
 /** First 16 hex digits of the SHA-256 of `body`: short enough for a URL, long enough not to collide. */
@@ -36,16 +40,21 @@ export function contentHash(body: string | Uint8Array): string {
 }
 
 /**
- * An asset held gzipped in the binary, exactly once: gzip-accepting clients get those bytes as
- * they are, the others get them gunzipped on the fly (rare: every browser accepts gzip).
+ * An asset held in the binary gzipped and brotli-compressed: clients that take br or gzip get
+ * those bytes as they are, the others get them gunzipped once (rare: every browser takes gzip).
+ * Each encoding has its own strong ETag, the content hash with the coding added.
  */
-export class GzipAsset {
+export class CompressedAsset {
   /** URL path, ending in the content hash. */
   readonly path: string;
   readonly contentType: string;
-  readonly #base64: string;
+  readonly #hash: string;
+  readonly #gzipBase64: string;
+  readonly #brotliBase64: string;
   /** Decoded on first use, so start-up does not pay for a page nobody opened. */
   #gzip: Uint8Array<ArrayBuffer> | undefined;
+  #brotli: Uint8Array<ArrayBuffer> | undefined;
+  #plain: Uint8Array<ArrayBuffer> | undefined;
 
   constructor({
     name,
@@ -53,34 +62,39 @@ export class GzipAsset {
     hash,
     contentType,
     gzipBase64,
-  }: { name: string; ext: string; hash: string; contentType: string; gzipBase64: string }) {
-    this.path = `${ASSETS_PATH}/${name}.${hash.slice(0, 16)}.${ext}`;
+    brotliBase64,
+  }: { name: string; ext: string; hash: string; contentType: string; gzipBase64: string; brotliBase64: string }) {
+    this.#hash = hash.slice(0, 16);
+    this.path = `${ASSETS_PATH}/${name}.${this.#hash}.${ext}`;
     this.contentType = contentType;
-    this.#base64 = gzipBase64;
+    this.#gzipBase64 = gzipBase64;
+    this.#brotliBase64 = brotliBase64;
   }
 
-  #plain: Uint8Array<ArrayBuffer> | undefined;
-
   get gzip(): Uint8Array<ArrayBuffer> {
-    this.#gzip ??= new Uint8Array(Buffer.from(this.#base64, 'base64'));
+    this.#gzip ??= new Uint8Array(Buffer.from(this.#gzipBase64, 'base64'));
     return this.#gzip;
   }
 
-  /** Answers the request with the gzip bytes or, when the client does not accept gzip, the plain ones. */
+  get brotli(): Uint8Array<ArrayBuffer> {
+    this.#brotli ??= new Uint8Array(Buffer.from(this.#brotliBase64, 'base64'));
+    return this.#brotli;
+  }
+
+  /** Answers with the br or gzip bytes or, for a client that takes neither, the plain ones. */
   respond(c: Context): Response {
-    const headers: Record<string, string> = {
-      'Content-Type': this.contentType,
-      'Cache-Control': IMMUTABLE,
-      Vary: 'Accept-Encoding',
-      'X-Content-Type-Options': 'nosniff',
-    };
-    if (acceptsGzip(c.req.header('accept-encoding'))) {
-      return c.body(this.gzip, 200, { ...headers, 'Content-Encoding': 'gzip' });
+    const headers = { 'Content-Type': this.contentType, Vary: 'Accept-Encoding' };
+    const coding = preferredCoding(c.req.header('accept-encoding'));
+    if (coding === 'br') {
+      return respondAsset(c, this.brotli, `"${this.#hash}-br"`, { ...headers, 'Content-Encoding': 'br' });
+    }
+    if (coding === 'gzip') {
+      return respondAsset(c, this.gzip, `"${this.#hash}-gz"`, { ...headers, 'Content-Encoding': 'gzip' });
     }
     // Inflated once, on the first client without gzip: inflating 3.5 MB per request would let
     // anyone without a key stall the event loop for every API caller.
     this.#plain ??= new Uint8Array(gunzipSync(this.gzip));
-    return c.body(this.#plain, 200, headers);
+    return respondAsset(c, this.#plain, `"${this.#hash}"`, headers);
   }
 }
 
@@ -89,18 +103,17 @@ export class TextAsset {
   readonly path: string;
   readonly #body: string;
   readonly #contentType: string;
+  readonly #etag: string;
 
   constructor({ name, ext, contentType, body }: { name: string; ext: string; contentType: string; body: string }) {
-    this.path = `${ASSETS_PATH}/${name}.${contentHash(body)}.${ext}`;
+    const hash = contentHash(body);
+    this.path = `${ASSETS_PATH}/${name}.${hash}.${ext}`;
     this.#body = body;
     this.#contentType = contentType;
+    this.#etag = `"${hash}"`;
   }
 
   respond(c: Context): Response {
-    return c.body(this.#body, 200, {
-      'Content-Type': this.#contentType,
-      'Cache-Control': IMMUTABLE,
-      'X-Content-Type-Options': 'nosniff',
-    });
+    return respondAsset(c, this.#body, this.#etag, { 'Content-Type': this.#contentType });
   }
 }

@@ -1,6 +1,6 @@
 import type { ApiReferenceConfiguration } from '@scalar/hono-api-reference';
-import { GzipAsset, TextAsset } from './assets.ts';
-import { SCALAR_GZIP_BASE64, SCALAR_SHA256 } from './generated/scalar-bundle.ts';
+import { CompressedAsset, TextAsset } from './assets.ts';
+import { SCALAR_BROTLI_BASE64, SCALAR_GZIP_BASE64, SCALAR_SHA256 } from './generated/scalar-bundle.ts';
 
 /**
  * The page's Content-Security-Policy: everything from this origin only, nothing inline that runs.
@@ -24,13 +24,14 @@ export const DOCS_CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-/** The Scalar standalone bundle, embedded gzipped at build time (scripts/embed-docs.ts). */
-export const SCALAR_BUNDLE = new GzipAsset({
+/** The Scalar standalone bundle, embedded gzipped and as br at build time (scripts/embed-docs.ts). */
+export const SCALAR_BUNDLE = new CompressedAsset({
   name: 'scalar',
   ext: 'js',
   hash: SCALAR_SHA256,
   contentType: 'text/javascript; charset=utf-8',
   gzipBase64: SCALAR_GZIP_BASE64,
+  brotliBase64: SCALAR_BROTLI_BASE64,
 });
 
 // An external script rather than an inline one, so the CSP needs no 'unsafe-inline' for scripts:

@@ -2,6 +2,7 @@ import { Hono } from 'hono';
 import { type Clock, systemClock } from '../clock.ts';
 import type { AppEnv } from '../env.ts';
 import { ApiError, methodNotAllowed } from '../errors.ts';
+import { conditional, weakEtag } from '../http/etag.ts';
 import { CreateHeaders, ListQuery, NewPet, PetParams, type PetStatus } from '../schemas.ts';
 import { fingerprintOf } from '../store/idempotency.ts';
 import type { PetStore } from '../store/store.ts';
@@ -11,7 +12,13 @@ import { requireJson, validate } from '../validate.ts';
 export const DEPRECATION = '@1767225600';
 /** RFC 8594 `Sunset`: the day getPet is removed. */
 export const SUNSET = 'Thu, 05 Dec 2030 00:00:00 GMT';
-const SUCCESSOR = '</v1/pets>; rel="successor-version"';
+/**
+ * Links are relative references (RFC 3986 section 4.2), resolved against the request's own URL:
+ * behind a proxy that serves the API under a prefix they keep it, with no header to trust.
+ * From `/v1/pets/42`, `../pets` is `/v1/pets`.
+ */
+const SUCCESSOR = '<../pets>; rel="successor-version"';
+const JSON_TYPE = 'application/json';
 
 const CURSOR_RADIX = 36;
 
@@ -33,11 +40,15 @@ export function petRoutes(store: PetStore, { clock = systemClock }: PetRoutesOpt
     const { limit, status, cursor } = c.req.valid('query');
     const after = cursor === undefined ? 0 : Number.parseInt(cursor, CURSOR_RADIX);
     const page = await store.list({ limit: limit + 1, status, after });
+    let link = '';
     if (page.length > limit) {
       page.length = limit;
-      c.header('Link', nextLink(limit, status, page[limit - 1]?.id ?? after));
+      link = nextLink(limit, status, page[limit - 1]?.id ?? after);
+      c.header('Link', link);
     }
-    return c.json(page, 200);
+    const body = JSON.stringify(page);
+    // The Link is part of the page: a pet added after a full last page changes its ETag too.
+    return conditional(c, body, weakEtag(body, link), JSON_TYPE);
   });
 
   pets.post('/pets', requireJson(), validate('header', CreateHeaders), validate('json', NewPet), async (c) => {
@@ -45,7 +56,7 @@ export function petRoutes(store: PetStore, { clock = systemClock }: PetRoutesOpt
     const key = c.req.valid('header')['idempotency-key'];
     if (key === undefined) {
       const created = await store.create(pet);
-      return c.json(created, 201, { Location: `/v1/pets/${created.id}` });
+      return c.json(created, 201, { Location: `pets/${created.id}` });
     }
     const once = { scope: scopeOf(c.get('caller')), key, fingerprint: fingerprintOf(pet), now: clock.now() };
     const result = await store.createOnce(pet, once);
@@ -56,7 +67,7 @@ export function petRoutes(store: PetStore, { clock = systemClock }: PetRoutesOpt
       );
     }
     if (result.outcome === 'replayed') c.header('Idempotent-Replayed', 'true');
-    return c.json(result.pet, 201, { Location: `/v1/pets/${result.pet.id}` });
+    return c.json(result.pet, 201, { Location: `pets/${result.pet.id}` });
   });
 
   pets.get('/pets/:petId', validate('param', PetParams), async (c) => {
@@ -66,7 +77,8 @@ export function petRoutes(store: PetStore, { clock = systemClock }: PetRoutesOpt
     const { petId } = c.req.valid('param');
     const pet = await store.get(petId);
     if (!pet) throw new ApiError('not_found', `No pet has id ${petId}.`);
-    return c.json(pet, 200);
+    const body = JSON.stringify(pet);
+    return conditional(c, body, weakEtag(body), JSON_TYPE);
   });
 
   pets.all('/pets', methodNotAllowed(['GET', 'POST']));
@@ -80,10 +92,11 @@ function scopeOf(caller: AppEnv['Variables']['caller']): string {
 }
 
 /**
- * RFC 8288 link to the page after the pet with id `lastId`, keeping the caller's filters. Every
+ * RFC 8288 link to the page after the pet with id `lastId`, keeping the caller's filters,
+ * relative to `/v1/pets` (so `pets?...`: the prefix of any proxy in front is kept). Every
  * part is URL-safe as it is (a number, a status name, a base-36 cursor): no encoder on the hot path.
  */
 function nextLink(limit: number, status: PetStatus | undefined, lastId: number): string {
   const filter = status ? `&status=${status}` : '';
-  return `</v1/pets?limit=${limit}${filter}&cursor=${lastId.toString(CURSOR_RADIX)}>; rel="next"`;
+  return `<pets?limit=${limit}${filter}&cursor=${lastId.toString(CURSOR_RADIX)}>; rel="next"`;
 }

@@ -10,15 +10,17 @@ import type { AppEnv } from '../env.ts';
  * - `headersTimeoutMs` / `requestTimeoutMs`: the headers, and the whole request, must have
  *   arrived by then (Node: 408, then the connection is closed).
  * - `maxHeaderBytes`: request line and headers together (Bun's fixed limit is the same 16 KiB).
- * - `maxRequestBodyBytes`: a declared body above this is refused by the runtime before the app
- *   runs; below it the app's own 64 KiB limit answers 413 with the Error body.
+ * - `maxRequestBodyBytes`: a declared body above this would be refused by Bun with a bare 413
+ *   before the app runs (and the connection reset under a client still sending): so it is as
+ *   high as a length can be, and the app's own 64 KiB limit answers every over-limit body with
+ *   the Error body (src/http/body-limit.ts bounds what is then discarded).
  */
 export const CONNECTION_LIMITS = {
   idleTimeoutSeconds: 10,
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 30_000,
   maxHeaderBytes: 16 * 1024,
-  maxRequestBodyBytes: 1024 * 1024,
+  maxRequestBodyBytes: Number.MAX_SAFE_INTEGER,
 } as const;
 
 /** What `main` needs from a runtime's HTTP server. */

@@ -1,0 +1,91 @@
+import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
+import type { MiddlewareHandler } from 'hono';
+
+/** JSON answers from this size on are compressed; smaller ones gain too little to pay for it. */
+export const MIN_COMPRESSED_BYTES = 1024;
+
+/**
+ * Brotli quality 2 and gzip level 6. On a page of 100 pets (6.9 KB), measured here: br q2 gives
+ * 441 bytes in about 30 µs where q4-q5 give 396-490 bytes in 170-240 µs (q5 would cost several
+ * times the rest of the request); gzip 6 gives 650 bytes in about 30 µs. Synchronous: the
+ * bodies are small (100 pets at most) and already whole.
+ */
+const BROTLI = { params: { [constants.BROTLI_PARAM_QUALITY]: 2 } };
+const GZIP_LEVEL = 6;
+
+export type Coding = 'br' | 'gzip';
+
+/**
+ * The coding to send for an `Accept-Encoding` value (RFC 9110 section 12.5.3): br when it is
+ * admitted, else gzip (also as x-gzip), else none. A `*` with a non-zero weight admits both; a
+ * weight of 0 refuses a coding even when `*` admits the rest.
+ *
+ * @example
+ * preferredCoding('gzip, deflate, br') // 'br'
+ * preferredCoding('br;q=0, *') // 'gzip'
+ */
+export function preferredCoding(header: string | undefined): Coding | undefined {
+  if (!header) return undefined;
+  const weights = new Map<string, number>();
+  for (const part of header.split(',')) {
+    const [coding = '', ...params] = part.split(';').map((s) => s.trim().toLowerCase());
+    const q = params.find((p) => p.startsWith('q='));
+    const weight = q === undefined ? 1 : Number(q.slice(2));
+    weights.set(coding === 'x-gzip' ? 'gzip' : coding, Number.isFinite(weight) ? weight : 0);
+  }
+  const admits = (coding: Coding) => (weights.get(coding) ?? weights.get('*') ?? 0) > 0;
+  if (admits('br')) return 'br';
+  if (admits('gzip')) return 'gzip';
+  return undefined;
+}
+
+/**
+ * `bytes` in `coding`.
+ *
+ * @example
+ * encode(new TextEncoder().encode('{"a":1}'), 'gzip')
+ */
+export function encode(bytes: Uint8Array, coding: Coding): Uint8Array<ArrayBuffer> {
+  if (coding === 'gzip') return new Uint8Array(gzipSync(bytes, { level: GZIP_LEVEL }));
+  const params = { ...BROTLI.params, [constants.BROTLI_PARAM_SIZE_HINT]: bytes.length };
+  return new Uint8Array(brotliCompressSync(bytes, { params }));
+}
+
+/**
+ * The last step of every answer, in one layer:
+ * - a successful JSON answer varies by `Accept-Encoding`, and from 1 KiB on is sent br or gzip
+ *   when the client takes it (errors and small answers stay as they are: readable in any log);
+ * - a HEAD answer (Hono runs the GET route for it, then drops the body) gets the GET's
+ *   `Content-Length`, which the runtimes would otherwise send as 0 or leave out.
+ * Anything else passes untouched after two comparisons.
+ *
+ * @example
+ * app.use(representation())
+ */
+export function representation(): MiddlewareHandler {
+  return async function representation(c, next) {
+    await next();
+    const res = c.res;
+    // Never `res.body` here: reading it turns Deno's string body into a stream, sent chunked.
+    const bodied = res.status >= 200 && res.status !== 204 && res.status !== 304;
+    const head = bodied && c.req.method === 'HEAD';
+    const json =
+      bodied &&
+      res.status < 300 &&
+      res.headers.get('content-type')?.startsWith('application/json') === true &&
+      !res.headers.has('content-encoding');
+    if (!json && !head) return;
+    if (json) res.headers.append('Vary', 'Accept-Encoding');
+    const coding = json ? preferredCoding(c.req.header('accept-encoding')) : undefined;
+    if (!coding && !head) return;
+    let bytes = new Uint8Array(await res.arrayBuffer());
+    const headers = new Headers(res.headers);
+    if (coding && bytes.length >= MIN_COMPRESSED_BYTES) {
+      bytes = encode(bytes, coding);
+      headers.set('Content-Encoding', coding);
+    }
+    headers.set('Content-Length', String(bytes.length));
+    c.res = undefined;
+    c.res = new Response(bytes, { status: res.status, headers });
+  };
+}

@@ -1,0 +1,49 @@
+import { describe, expect, test } from 'bun:test';
+import { Hono } from 'hono';
+import { conditional, notModified, weakEtag } from './etag.ts';
+
+describe('weakEtag', () => {
+  test('weak, base64url, and changes with any part', () => {
+    const tag = weakEtag('[{"id":1}]');
+    expect(tag).toMatch(/^W\/"[A-Za-z0-9_-]{27}"$/);
+    expect(weakEtag('[{"id":1}]')).toBe(tag);
+    expect(weakEtag('[{"id":1}]', '<pets?cursor=1>; rel="next"')).not.toBe(tag);
+    expect(weakEtag('[{"id":2}]')).not.toBe(tag);
+  });
+});
+
+describe('notModified', () => {
+  test.each([
+    ['W/"a"', 'W/"a"', true],
+    ['"a"', 'W/"a"', true],
+    ['W/"b", W/"a"', 'W/"a"', true],
+    ['*', 'W/"a"', true],
+    ['W/"b"', 'W/"a"', false],
+    ['"A"', 'W/"a"', false],
+    ['', 'W/"a"', false],
+    [undefined, 'W/"a"', false],
+  ])('If-None-Match %p against %p -> %p', (header, etag, expected) => {
+    expect(notModified(header, etag)).toBe(expected);
+  });
+});
+
+describe('conditional', () => {
+  const app = new Hono();
+  app.get('/x', (c) => {
+    c.header('X-Kept', 'yes');
+    return conditional(c, '{"id":1}', 'W/"t"', 'application/json');
+  });
+
+  test('200 with the body and the ETag; 304 without a body, headers kept', async () => {
+    const full = await app.request('/x');
+    expect([full.status, full.headers.get('etag'), await full.text()]).toEqual([200, 'W/"t"', '{"id":1}']);
+    const cached = await app.request('/x', { headers: { 'If-None-Match': 'W/"t"' } });
+    expect([cached.status, cached.headers.get('etag'), cached.headers.get('x-kept'), await cached.text()]).toEqual([
+      304,
+      'W/"t"',
+      'yes',
+      '',
+    ]);
+    expect(cached.headers.get('vary')).toBe('Accept-Encoding');
+  });
+});
