@@ -87,10 +87,10 @@ fault-test: build ## a full disk and a read-only data file mid-run (503, then re
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 60000 scripts/fault.test.ts
 
 fuzz: build .venv/.stamp ## Schemathesis, 2,000 examples per operation, a random seed (FUZZ_SEED, FUZZ_EXAMPLES) (~1 min)
-	$(BUN) scripts/fuzz.ts
+	$(BUN) contract/fuzz.ts
 
 soak: build .venv/.stamp ## the long ones: fuzz with 10,000 examples, a 300,000-request flood (memory), kill -9 (~4 min)
-	FUZZ_EXAMPLES=10000 $(BUN) scripts/fuzz.ts
+	FUZZ_EXAMPLES=10000 $(BUN) contract/fuzz.ts
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 300000 scripts/flood.test.ts
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 60000 scripts/durability.test.ts
 
@@ -124,16 +124,20 @@ contract-lint: node_modules/.stamp ## lint contract/openapi.yaml with Redocly's 
 	$(NODE_BIN)/redocly lint contract/openapi.yaml
 
 contract-test: contract-lint build .venv/.stamp ## Dredd and Schemathesis against dist/petstore; JUnit XML in reports/
-	$(BUN) scripts/contract-test.ts
+	$(BUN) contract/test.ts
 
 contract-selftest: build .venv/.stamp ## prove contract-test can fail: each tool through a response-mutating proxy
-	$(BUN) scripts/contract-selftest.ts
+	$(BUN) contract/selftest.ts
 
 typecheck: node_modules/.stamp $(DOCS_GEN)
 	$(NODE_BIN)/tsc --noEmit -p .
 
-lint: typecheck ## tsc --noEmit (strict) and Biome
-	$(NODE_BIN)/biome check src scripts contract
+lint: typecheck depcheck ## tsc --noEmit (strict), Biome, and the module rules (dependency-cruiser)
+	$(NODE_BIN)/biome check src test scripts contract
+
+.PHONY: depcheck
+depcheck: node_modules/.stamp ## no import cycles; routes/store never import the gateway; see .dependency-cruiser.cjs
+	$(NODE_BIN)/depcruise --config .dependency-cruiser.cjs src test scripts contract
 
 clean: ## remove build output and reports
 	rm -rf dist reports src/docs/generated

@@ -4,11 +4,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import YAML from 'yaml';
+import { testApp } from '../test/testing.ts';
 import { ConfigError, parseConfig } from './config.ts';
 import { acceptsGzip } from './docs/assets.ts';
 import { DOCS_CSP, FAVICON, INIT_SCRIPT, SCALAR_BUNDLE } from './docs/page.ts';
 import { apiBase, CONTRACT_YAML, docsRoutes } from './docs.ts';
-import { testApp } from './testing.ts';
 
 const STANDALONE = readFileSync(
   join(import.meta.dir, '../node_modules/@scalar/api-reference/dist/browser/standalone.js'),

@@ -1,9 +1,9 @@
 import { describe, expect, test } from 'bun:test';
 import { Hono } from 'hono';
+import { fakeClock } from '../../test/testing.ts';
 import type { AppEnv } from '../env.ts';
 import { parseKeys } from '../gateway/keys/file.ts';
 import { createLogger } from '../log.ts';
-import { fakeClock } from '../testing.ts';
 import { requestLog } from './request-log.ts';
 
 const [acme] = parseKeys(JSON.stringify({ keys: [{ name: 'acme', sha256: 'a'.repeat(64), plan: 'pro' }] }));

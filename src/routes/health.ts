@@ -1,7 +1,6 @@
 import { Hono } from 'hono';
 import type { AppEnv } from '../env.ts';
 import { ApiError, errorResponse } from '../errors.ts';
-import type { KeyTable } from '../gateway/keys/table.ts';
 import type { Logger } from '../log.ts';
 import type { PetStore } from '../store/store.ts';
 
@@ -12,8 +11,8 @@ const NO_STORE = { 'Cache-Control': 'no-store' };
 
 export interface HealthOptions {
   store: PetStore;
-  /** The current keys; `/readyz` fails while none are loaded. */
-  keys: () => KeyTable;
+  /** The current keys (only their count is read; routes know nothing of the gateway); `/readyz` fails while none are loaded. */
+  keys: () => { readonly size: number };
   log: Logger;
   /** Why the server should get no new traffic (e.g. it is shutting down), or undefined. */
   notReady?: () => string | undefined;

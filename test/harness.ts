@@ -6,7 +6,7 @@ import { join } from 'node:path';
 
 /** How to start the server under test: `PETSTORE_CMD`, split on spaces (default: the binary). */
 export function serverCommand(): string[] {
-  return (process.env.PETSTORE_CMD ?? join(import.meta.dir, '../../dist/petstore')).split(' ').filter(Boolean);
+  return (process.env.PETSTORE_CMD ?? join(import.meta.dir, '../dist/petstore')).split(' ').filter(Boolean);
 }
 
 export interface KeySpec {
