@@ -45,9 +45,12 @@ export interface Running {
 export async function startServer({
   args = [] as string[],
   env = {} as Record<string, string>,
+  /** Start under this umask (through `sh -c 'umask …; exec …'`), e.g. `'000'`. */
+  umask = undefined as string | undefined,
 } = {}): Promise<Running> {
-  const [cmd, ...pre] = serverCommand();
-  const child = spawn(cmd as string, [...pre, '--port', '0', '--host', '127.0.0.1', '--log-format', 'json', ...args], {
+  const command = [...serverCommand(), '--port', '0', '--host', '127.0.0.1', '--log-format', 'json', ...args];
+  const [cmd, ...rest] = umask === undefined ? command : ['sh', '-c', `umask ${umask}; exec "$@"`, 'sh', ...command];
+  const child = spawn(cmd as string, rest, {
     env: { ...process.env, PETSTORE_DATA: ':memory:', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
