@@ -108,7 +108,7 @@ describe('SqliteStore file', () => {
     old.close();
     const lines: string[] = [];
     const store = open(path, createLogger({ write: (l) => lines.push(l) }));
-    expect(JSON.parse(lines[0] as string)).toMatchObject({ msg: 'store opened', migrated: [2] });
+    expect(lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'store opened')).toMatchObject({ migrated: [2] });
     expect(await store.get(1)).toEqual({ id: 1, name: 'old', categoryId: 1, status: 'sold' });
     const now = Date.UTC(2026, 10, 22);
     const once = { scope: 'key:a', key: 'k', fingerprint: 'f', now };
