@@ -145,7 +145,9 @@ describe('GET /openapi.json', () => {
 
   test('is the relative /v1 without configured URLs, whatever host the request names', async () => {
     const { app } = testApp();
-    expect(await servers(app, 'http://pets.test:9000/openapi.json')).toEqual([{ url: '/v1', description: 'This server' }]);
+    expect(await servers(app, 'http://pets.test:9000/openapi.json')).toEqual([
+      { url: '/v1', description: 'This server' },
+    ]);
     const res = await app.request('http://127.0.0.1/openapi.json', {
       headers: { Host: 'evil.example', 'X-Forwarded-Host': 'evil.example', Forwarded: 'host=evil.example;proto=https' },
     });

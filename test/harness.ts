@@ -47,9 +47,16 @@ export async function startServer({
   env = {} as Record<string, string>,
   /** Start under this umask (through `sh -c 'umask …; exec …'`), e.g. `'000'`. */
   umask = undefined as string | undefined,
+  /** Start with these open-file limits (through `sh -c 'ulimit …; exec …'`). */
+  ulimit = undefined as { soft: number; hard: number } | undefined,
 } = {}): Promise<Running> {
   const command = [...serverCommand(), '--port', '0', '--host', '127.0.0.1', '--log-format', 'json', ...args];
-  const [cmd, ...rest] = umask === undefined ? command : ['sh', '-c', `umask ${umask}; exec "$@"`, 'sh', ...command];
+  const setup = [
+    ...(umask === undefined ? [] : [`umask ${umask}`]),
+    ...(ulimit === undefined ? [] : [`ulimit -Sn ${ulimit.soft}`, `ulimit -Hn ${ulimit.hard}`]),
+  ];
+  const [cmd, ...rest] =
+    setup.length === 0 ? command : ['sh', '-c', `${setup.join('; ')}; exec "$@"`, 'sh', ...command];
   const child = spawn(cmd as string, rest, {
     env: { ...process.env, PETSTORE_DATA: ':memory:', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

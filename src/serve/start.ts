@@ -10,6 +10,7 @@ import { Metrics } from '../metrics.ts';
 import { metricsApp } from '../routes/metrics.ts';
 import { describeData, openStore } from '../store/open.ts';
 import { VERSION } from '../version.ts';
+import { checkOpenFiles } from './fd-limit.ts';
 import { loadKeys, readKeysFile } from './keys-source.ts';
 import type { RuntimeAdapter } from './server.ts';
 import { handleSignals } from './signals.ts';
@@ -38,6 +39,7 @@ function trustedProxies(cidrs: readonly string[]): TrustedProxies {
  */
 export async function startServer(config: Config): Promise<void> {
   const log = createLogger({ level: config.logLevel, format: config.logFormat });
+  const openFiles = checkOpenFiles(log);
   const trust = trustedProxies(config.trustProxy);
   let keys = new KeyTable(loadKeys(config, log));
   const store = await openStore(config.data, log);
@@ -82,7 +84,13 @@ export async function startServer(config: Config): Promise<void> {
     notReady: () => (stopping ? 'The server is shutting down.' : undefined),
     maxInFlight: config.maxInFlight,
   });
-  const server = await adapter.serve({ fetch: app.fetch, port: config.port, hostname: config.host });
+  const server = await adapter.serve({
+    fetch: app.fetch,
+    port: config.port,
+    hostname: config.host,
+    headerTimeoutSeconds: config.headerTimeoutSeconds,
+    idleTimeoutSeconds: config.idleTimeoutSeconds,
+  });
   const metricsServer =
     metrics && config.metricsPort !== null
       ? await adapter.serve({ fetch: metricsApp(metrics).fetch, port: config.metricsPort, hostname: config.host })
@@ -122,6 +130,7 @@ export async function startServer(config: Config): Promise<void> {
     address: `http://${config.host}:${server.port}`,
     data: describeData(config.data),
     keysByPlan: keys.countByPlan(),
+    ...(openFiles ? { openFiles } : {}),
     ...(metricsServer ? { metrics: `http://${config.host}:${metricsServer.port}/metrics` } : {}),
   });
 }
