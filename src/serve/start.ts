@@ -39,7 +39,7 @@ function trustedProxies(cidrs: readonly string[]): TrustedProxies {
  */
 export async function startServer(config: Config): Promise<void> {
   const log = createLogger({ level: config.logLevel, format: config.logFormat });
-  const openFiles = checkOpenFiles(log);
+  checkOpenFiles(log);
   const trust = trustedProxies(config.trustProxy);
   let keys = new KeyTable(loadKeys(config, log));
   const store = await openStore(config.data, log);
@@ -130,7 +130,6 @@ export async function startServer(config: Config): Promise<void> {
     address: `http://${config.host}:${server.port}`,
     data: describeData(config.data),
     keysByPlan: keys.countByPlan(),
-    ...(openFiles ? { openFiles } : {}),
     ...(metricsServer ? { metrics: `http://${config.host}:${metricsServer.port}/metrics` } : {}),
   });
 }
