@@ -2,7 +2,7 @@
 // stay open. Run by `make e2e` under `ulimit -n` as high as the hard limit allows (each side holds
 // one descriptor per connection); CONNECTIONS (default 20,000) is lowered to fit the limit, and
 // the test says so. Also: the soft open-file limit is raised to the hard one, and a low one warned.
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { describe, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
