@@ -12,6 +12,8 @@ DOCS_GEN := src/docs/generated/scalar-bundle.ts
 # file and the SQLite file (node:sqlite). No --allow-run, --allow-ffi or --allow-sys.
 DENO_PERMS := --allow-net --allow-env --allow-read --allow-write
 IMAGE    ?= petstore:latest
+# The end-to-end suites: scripts/e2e, and the contract's 400 examples sent to the server under test.
+E2E      := scripts/e2e contract/messages.test.ts
 TS_CLIENT := dist/clients/typescript/schema.ts
 PY_CLIENT := dist/clients/python/petstore_client/__init__.py
 
@@ -62,8 +64,15 @@ test: unit e2e ## unit tests, then end-to-end tests against the built binary
 unit: node_modules/.stamp $(DOCS_GEN) ## unit tests (bun test), beside the code in src/
 	$(BUN) test src
 
-e2e: build ## end-to-end tests: start dist/petstore and talk HTTP to it
-	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test scripts/e2e
+e2e: build ## end-to-end tests: start dist/petstore and talk HTTP to it; then 20,000 idle connections (~20 s)
+	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test $(E2E)
+	$(MAKE) --no-print-directory connections-test
+
+# Each side holds one descriptor per connection: the soft open-file limit is raised to the hard
+# one (the test holds fewer than 20,000 when even that is lower, and says so).
+.PHONY: connections-test
+connections-test: build ## 20,000 idle and half-sent connections: fresh requests answer within 1 s, all closed in ~10 s
+	ulimit -Sn "$$(ulimit -Hn)" && PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 90000 scripts/connections.test.ts
 
 .PHONY: release release-test
 # The runtimes of the other targets come from the npm registry (scripts/release.sh).
@@ -78,9 +87,9 @@ release-test: release ## sha256sum -c, the SBOM, linux-x64 natively and linux-ar
 
 .PHONY: e2e-runtimes image-test service-verify
 e2e-runtimes: build dist/node/main.js ## the end-to-end tests on the binary, on Deno from source and on Node (bundle)
-	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test scripts/e2e
-	PETSTORE_CMD="$(abspath $(DENO)) run $(DENO_PERMS) $(abspath src/main.ts)" $(BUN) test scripts/e2e
-	PETSTORE_CMD="node $(abspath dist/node/main.js)" $(BUN) test scripts/e2e
+	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test $(E2E)
+	PETSTORE_CMD="$(abspath $(DENO)) run $(DENO_PERMS) $(abspath src/main.ts)" $(BUN) test $(E2E)
+	PETSTORE_CMD="node $(abspath dist/node/main.js)" $(BUN) test $(E2E)
 
 image-test: release ## build the Dockerfile (it takes dist/release's binary) with buildah on bases made from this host, run it, check /healthz
 	scripts/image-test.sh
@@ -112,10 +121,10 @@ fault-test: build ## a full disk and a read-only data file mid-run (503, then re
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 60000 scripts/fault.test.ts
 
 fuzz: build .venv/.stamp ## Schemathesis, 2,000 examples per operation, a random seed (FUZZ_SEED, FUZZ_EXAMPLES) (~1 min)
-	$(BUN) scripts/fuzz.ts
+	$(BUN) contract/fuzz.ts
 
 soak: build .venv/.stamp ## the long ones: fuzz with 10,000 examples, a 300,000-request flood (memory), kill -9 (~4 min)
-	FUZZ_EXAMPLES=10000 $(BUN) scripts/fuzz.ts
+	FUZZ_EXAMPLES=10000 $(BUN) contract/fuzz.ts
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 300000 scripts/flood.test.ts
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 60000 scripts/durability.test.ts
 
@@ -168,16 +177,20 @@ client-test: build $(TS_CLIENT) $(PY_CLIENT) ## generated TypeScript and Python 
 	$(BUN) scripts/client-test.ts
 
 contract-test: contract-lint build .venv/.stamp ## Dredd and Schemathesis against dist/petstore; JUnit XML in reports/
-	$(BUN) scripts/contract-test.ts
+	$(BUN) contract/test.ts
 
 contract-selftest: build .venv/.stamp ## prove contract-test can fail: each tool through a response-mutating proxy
-	$(BUN) scripts/contract-selftest.ts
+	$(BUN) contract/selftest.ts
 
 typecheck: node_modules/.stamp $(DOCS_GEN)
 	$(NODE_BIN)/tsc --noEmit -p .
 
-lint: typecheck ## tsc --noEmit (strict) and Biome
-	$(NODE_BIN)/biome check src scripts contract clients
+lint: typecheck depcheck ## tsc --noEmit (strict), Biome, and the module rules (dependency-cruiser)
+	$(NODE_BIN)/biome check src test scripts contract clients
+
+.PHONY: depcheck
+depcheck: node_modules/.stamp ## no import cycles; routes/store never import the gateway; see .dependency-cruiser.cjs
+	$(NODE_BIN)/depcruise --config .dependency-cruiser.cjs src test scripts contract clients
 
 clean: ## remove build output and reports
 	rm -rf dist reports src/docs/generated

@@ -3,7 +3,7 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { type KeySpec, type Running, startServer, tokenOf, writeKeysFile } from '../scripts/e2e/harness.ts';
+import { type KeySpec, type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
 
 export const ROOT = join(import.meta.dir, '..');
 export const CONTRACT = join(ROOT, 'contract/openapi.yaml');

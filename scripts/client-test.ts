@@ -12,7 +12,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { type KeySpec, startServer, tokenOf, writeKeysFile } from './e2e/harness.ts';
+import { type KeySpec, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
 
 const ROOT = join(import.meta.dir, '..');
 const CONTRACT = process.env.CLIENT_TEST_CONTRACT ?? join(ROOT, 'contract/openapi.yaml');

@@ -6,7 +6,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Browser, chromium, type Page, type Response as PageResponse } from 'playwright-core';
 import YAML from 'yaml';
-import { type Running, startServer, tokenOf, writeKeysFile } from './e2e/harness.ts';
+import { type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
 
 const ROOT = join(import.meta.dir, '..');
 const REPORTS = join(ROOT, 'reports');

@@ -12,7 +12,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
-import { serverCommand, tokenOf, writeKeysFile } from './e2e/harness.ts';
+import { serverCommand, tokenOf, writeKeysFile } from '../test/harness.ts';
 
 const WORKERS = 64;
 /** Load runs this long before the kill, so it lands mid-stream with requests in flight. */

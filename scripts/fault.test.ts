@@ -18,7 +18,7 @@ import { mkdirSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Running, startServer, tokenOf, writeKeysFile } from './e2e/harness.ts';
+import { type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
 
 const IS_ROOT = process.getuid?.() === 0;
 const dir = mkdtempSync(join(tmpdir(), 'petstore-fault-'));

@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
-import { type Running, startServer, writeKeysFile } from './e2e/harness.ts';
+import { type Running, startServer, writeKeysFile } from '../test/harness.ts';
 
 const WAVE = Number(process.env.FLOOD_REQUESTS || 100_000);
 const CONCURRENCY = 64;

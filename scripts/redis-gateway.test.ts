@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { spawnSync } from 'node:child_process';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { type Running, startServer, tokenOf, writeKeysFile } from './e2e/harness.ts';
+import { type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
 
 const REDIS = process.env.PETSTORE_TEST_REDIS_URL ?? '';
 const REDIS_DIR = process.env.PETSTORE_TEST_REDIS_DIR ?? '';

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pkg from '../package.json' with { type: 'json' };
-import { type Running, runCommand, startServer, tokenOf, writeKeysFile } from './e2e/harness.ts';
+import { type Running, runCommand, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
 
 const dir = join(import.meta.dir, '../dist/release');
 const { version } = pkg;

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import postgres from 'postgres';
-import { type Running, startServer, tokenOf, writeKeysFile } from './e2e/harness.ts';
+import { type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
 
 const PG_SERVER = process.env.PETSTORE_TEST_POSTGRES_URL ?? '';
 const REDIS = process.env.PETSTORE_TEST_REDIS_URL ?? '';

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { testApp } from './testing.ts';
+import { testApp } from '../test/testing.ts';
 
 function post(app: ReturnType<typeof testApp>, body: string, headers: Record<string, string> = {}) {
   return app.app.request('/v1/pets', {

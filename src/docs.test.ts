@@ -4,10 +4,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import YAML from 'yaml';
+import { testApp } from '../test/testing.ts';
 import { ConfigError, parseConfig } from './config.ts';
 import { DOCS_CSP, FAVICON, INIT_SCRIPT, SCALAR_BUNDLE } from './docs/page.ts';
 import { apiBase, CONTRACT_YAML, docsRoutes } from './docs.ts';
-import { testApp } from './testing.ts';
 
 const STANDALONE = readFileSync(
   join(import.meta.dir, '../node_modules/@scalar/api-reference/dist/browser/standalone.js'),
@@ -149,36 +149,29 @@ describe('GET /openapi.json', () => {
   const servers = async (app: { request: (url: string) => Response | Promise<Response> }, url: string) =>
     ((await (await app.request(url)).json()) as { servers: unknown }).servers;
 
-  test('lists the origin the request reached first, and only that without configured URLs', async () => {
+  test('is the relative /v1 without configured URLs, whatever host the request names', async () => {
     const { app } = testApp();
     expect(await servers(app, 'http://pets.test:9000/openapi.json')).toEqual([
-      { url: 'http://pets.test:9000/v1', description: 'This server' },
+      { url: '/v1', description: 'This server' },
     ]);
-    expect(await servers(app, '/openapi.json')).toEqual([{ url: 'http://localhost/v1', description: 'This server' }]);
+    const res = await app.request('http://127.0.0.1/openapi.json', {
+      headers: { Host: 'evil.example', 'X-Forwarded-Host': 'evil.example', Forwarded: 'host=evil.example;proto=https' },
+    });
+    expect(((await res.json()) as { servers: unknown }).servers).toEqual([{ url: '/v1', description: 'This server' }]);
   });
 
-  test('adds production and staging after this server', async () => {
+  test('is exactly production and staging when configured, each with /v1', async () => {
     const docs = docsRoutes({
       publicUrl: 'https://api.petstore.example/',
       stagingUrl: 'https://staging.petstore.example/v1',
     });
-    expect(await servers(docs, 'http://127.0.0.1:8080/openapi.json')).toEqual([
-      { url: 'http://127.0.0.1:8080/v1', description: 'This server' },
+    const expected = [
       { url: 'https://api.petstore.example/v1', description: 'Production' },
       { url: 'https://staging.petstore.example/v1', description: 'Staging' },
-    ]);
-  });
-
-  test('a request through the production host lists production first, once, with its scheme', async () => {
-    const docs = docsRoutes({
-      publicUrl: 'https://api.petstore.example',
-      stagingUrl: 'https://staging.petstore.example',
-    });
-    // Behind a TLS proxy the app sees http://; the configured URL keeps https.
-    expect(await servers(docs, 'http://api.petstore.example/openapi.json')).toEqual([
-      { url: 'https://api.petstore.example/v1', description: 'Production (this server)' },
-      { url: 'https://staging.petstore.example/v1', description: 'Staging' },
-    ]);
+    ];
+    expect(await servers(docs, 'http://127.0.0.1:8080/openapi.json')).toEqual(expected);
+    expect(await servers(docs, 'http://api.petstore.example/openapi.json')).toEqual(expected);
+    expect(await servers(docs, 'http://evil.example/openapi.json')).toEqual(expected);
   });
 
   test('is otherwise the contract, and not cached without revalidation', async () => {

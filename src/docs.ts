@@ -39,31 +39,26 @@ export function apiBase(url: string): string {
 }
 
 /**
- * The servers the served document lists: the instance answering this request first, so the
- * page's "Test Request" reaches it, then production and staging when configured. A request that
- * arrived through the production or staging host is that entry (with its scheme, which a TLS
- * proxy in front would otherwise hide), listed first and once.
+ * The servers the served document lists: exactly the configured production and staging bases,
+ * or, with neither configured, the relative `/v1` (the page's "Test Request" then goes to the
+ * origin the page came from). Nothing from the request (`Host`, `X-Forwarded-Host`, `Forwarded`)
+ * is ever used: a reflected host would let anyone who can reach the server, or poison a cache in
+ * front of it, point readers' requests (and their tokens) elsewhere.
  *
  * @example
- * documentServers('http://127.0.0.1:8080/openapi.json', { publicUrl: 'https://api.example' })
- * // [{ url: 'http://127.0.0.1:8080/v1', description: 'This server' },
- * //  { url: 'https://api.example/v1', description: 'Production' }]
+ * documentServers({}) // [{ url: '/v1', description: 'This server' }]
+ * documentServers({ publicUrl: 'https://api.example' }) // [{ url: 'https://api.example/v1', description: 'Production' }]
  */
-export function documentServers(requestUrl: string, { publicUrl, stagingUrl }: DocsOptions): ServerEntry[] {
-  const here = new URL(requestUrl);
+export function documentServers({ publicUrl, stagingUrl }: DocsOptions): ServerEntry[] {
   const configured: ServerEntry[] = [];
   if (publicUrl) configured.push({ url: apiBase(publicUrl), description: 'Production' });
   if (stagingUrl) configured.push({ url: apiBase(stagingUrl), description: 'Staging' });
-  const self = configured.find((s) => new URL(s.url).host === here.host);
-  const first = self
-    ? { url: self.url, description: `${self.description} (this server)` }
-    : { url: `${here.origin}${API_PREFIX}`, description: 'This server' };
-  return [first, ...configured.filter((s) => s !== self)];
+  return configured.length > 0 ? configured : [{ url: API_PREFIX, description: 'This server' }];
 }
 
 /**
- * Public documentation routes: the contract as YAML (verbatim) and JSON (with this instance's
- * servers), and the Scalar reference page at `/docs` with its assets, all from the binary.
+ * Public documentation routes: the contract as YAML (verbatim) and JSON (with the configured
+ * servers, never the request's host), and the Scalar reference page at `/docs` with its assets, all from the binary.
  *
  * @example
  * app.route('/', docsRoutes({ publicUrl: 'https://api.petstore.example' }))
@@ -94,9 +89,10 @@ export function docsRoutes(options: DocsOptions = {}) {
     c.header('Access-Control-Allow-Origin', '*');
     return conditional(c, CONTRACT_YAML, yamlEtag, 'application/yaml; charset=utf-8');
   });
-  // The JSON lists this request's servers, so its tag is of the bytes sent (weak: it may go compressed).
+  // The servers come from the configuration only, never from the request.
+  const servers = documentServers(options);
   docs.get('/openapi.json', async (c) => {
-    const body = JSON.stringify({ ...(await parsed()), servers: documentServers(c.req.url, options) });
+    const body = JSON.stringify({ ...(await parsed()), servers });
     c.header('Access-Control-Allow-Origin', '*');
     c.header('Cache-Control', 'no-cache');
     return conditional(c, body, weakEtag(body), 'application/json');

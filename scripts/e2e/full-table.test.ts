@@ -3,7 +3,7 @@
 // addresses banned for bad tokens before the flood can still use a valid key. The addresses come
 // in X-Forwarded-For from loopback (--trust-proxy 127.0.0.1); all traffic stays on 127.0.0.1.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { type Running, startServer, tokenOf, writeKeysFile } from './harness.ts';
+import { type Running, startServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
 
 /** Past the limiter's default bound of 100,000 client addresses. */
 const FLOOD = 101_000;

@@ -3,7 +3,7 @@
 // and a ban's Retry-After is never early and never more than a second late.
 // From loopback X-Forwarded-For is believed (--trust-proxy), so one test plays many addresses.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { type Running, startServer, tokenOf, writeKeysFile } from './harness.ts';
+import { type Running, startServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
 
 const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
 

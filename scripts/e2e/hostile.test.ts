@@ -10,7 +10,7 @@
 // connection without an answer on an unknown method.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { connect } from 'node:net';
-import { type Running, startServer, tokenOf, writeKeysFile } from './harness.ts';
+import { type Running, startServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
 
 const KEY = `Authorization: Bearer ${tokenOf('hostile')}\r\n`;
 const CLOSED = 'closed without an answer';

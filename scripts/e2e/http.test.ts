@@ -1,7 +1,7 @@
 // Issue 16: what integrators' tools, browsers, proxies and caches expect of the binary.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
-import { type Running, startServer, tokenOf, writeKeysFile } from './harness.ts';
+import { type Running, startServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
 import { send, upload } from './http-client.ts';
 
 const KEY = `Bearer ${tokenOf('acme')}`;

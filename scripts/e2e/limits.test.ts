@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { type Running, startServer, tokenOf, writeKeysFile } from './harness.ts';
+import { type Running, startServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
 
 let server: Running;
 beforeAll(async () => {

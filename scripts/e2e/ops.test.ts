@@ -6,7 +6,6 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OPTIONS } from '../../src/config.ts';
-import { flagsTable, readmeTable } from '../readme-flags.ts';
 import {
   type KeySpec,
   type Running,
@@ -15,7 +14,8 @@ import {
   startServer,
   tokenOf,
   writeKeysFile,
-} from './harness.ts';
+} from '../../test/harness.ts';
+import { flagsTable, readmeTable } from '../readme-flags.ts';
 import { RawConnection } from './raw-http.ts';
 
 type LogLine = Record<string, unknown>;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { writeFileSync } from 'node:fs';
-import { type Running, runCommand, startServer, tokenOf, writeKeysFile } from './harness.ts';
+import { type Running, runCommand, startServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
 
 describe('the built server over HTTP', () => {
   let server: Running;

@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test';
+import { fakeClock, tokenFor } from '../../test/testing.ts';
 import { createApp } from '../app.ts';
 import { MemoryStore } from '../store/memory.ts';
 import type { PetStore } from '../store/store.ts';
-import { fakeClock, tokenFor } from '../testing.ts';
 import { hashToken, parseKeys } from './keys/file.ts';
 import { KeyTable } from './keys/table.ts';
 import type { RateLimiter } from './limiter/limiter.ts';

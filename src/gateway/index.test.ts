@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test';
+import { fakeClock, testApp, tokenFor } from '../../test/testing.ts';
 import { createApp } from '../app.ts';
 import { createLogger } from '../log.ts';
 import { MemoryStore } from '../store/memory.ts';
-import { fakeClock, testApp, tokenFor } from '../testing.ts';
 import { TrustedProxies } from './addresses.ts';
 import { hashToken, parseKeys } from './keys/file.ts';
 import { KeyTable } from './keys/table.ts';

@@ -1,9 +1,9 @@
 import { describe, expect, test } from 'bun:test';
 import { Hono } from 'hono';
+import { fakeClock } from '../../test/testing.ts';
 import type { AppEnv } from '../env.ts';
 import { parseKeys } from '../gateway/keys/file.ts';
 import { createLogger } from '../log.ts';
-import { fakeClock } from '../testing.ts';
 import { requestLog } from './request-log.ts';
 
 const [acme] = parseKeys(JSON.stringify({ keys: [{ name: 'acme', sha256: 'a'.repeat(64), plan: 'pro' }] }));
@@ -42,7 +42,10 @@ describe('requestLog', () => {
   test.each([
     ['', 'empty'],
     ['has space', 'a space'],
-    ['x'.repeat(129), '129 characters'],
+    ['x'.repeat(65), '65 characters'],
+    ['a\tb', 'a tab'],
+    ['Bearer psk_secret', 'a bearer token'],
+    ['psk_3q2-7wAbCdEfGhIjKlMnOpQrStUvWxYz0123456789', 'a bare API token'],
     ['<script>', 'markup'],
     ['id\u00e9', 'a non-ASCII letter'],
   ])('a request id with %s (%s) is replaced, and the new one echoed', async (given) => {
@@ -52,9 +55,9 @@ describe('requestLog', () => {
     expect(t.json()[0]?.requestId).toBe('fresh-id');
   });
 
-  test('a 128-character id of letters, digits and ._:- is kept', async () => {
+  test('a 64-character id of letters, digits and ._:- is kept', async () => {
     const t = setup();
-    const id = `a.b_c:d-${'9'.repeat(120)}`;
+    const id = `a.b_c:d-${'9'.repeat(56)}`;
     expect((await t.app.request('/healthz', { headers: { 'X-Request-Id': id } })).headers.get('x-request-id')).toBe(id);
   });
 

@@ -2,6 +2,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { routePath } from 'hono/route';
 import type { Clock } from '../clock.ts';
 import type { AppEnv } from '../env.ts';
+import { TOKEN_PREFIX } from '../gateway/keys/tokens.ts';
 import type { Logger } from '../log.ts';
 
 export interface RequestLogOptions {
@@ -13,8 +14,23 @@ export interface RequestLogOptions {
   clientAddress?: (c: Context<AppEnv>) => string;
 }
 
-/** A client's id is kept only when it is short and plain, so it is safe to log and echo. */
-const SANE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/**
+ * A client's id is kept only when it is short and plain (1-64 of `[A-Za-z0-9._:-]`), so it is
+ * safe to log and echo: a `Bearer …` value has a space, and a bare API token (`psk_…`) is refused
+ * by its prefix, so a client that sends its token by mistake never sees it in a log or a proxy's.
+ */
+const SANE_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+
+/**
+ * Whether the client's `X-Request-Id` is kept.
+ *
+ * @example
+ * saneRequestId('trace-42') // true
+ * saneRequestId('Bearer psk_abc') // false
+ */
+export function saneRequestId(given: string): boolean {
+  return SANE_ID.test(given) && !given.startsWith(TOKEN_PREFIX);
+}
 
 /**
  * Gives each request an id (the client's `X-Request-Id` when sane), echoes it, and writes one
@@ -34,7 +50,7 @@ export function requestLog({
   return async function requestLog(c, next) {
     const started = clock.now();
     const given = c.req.header('x-request-id');
-    const id = given !== undefined && SANE_ID.test(given) ? given : newId();
+    const id = given !== undefined && saneRequestId(given) ? given : newId();
     c.set('requestId', id);
     c.header('X-Request-Id', id);
     await next();

@@ -2,6 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import YAML from 'yaml';
+import { fakeClock, testApp, tokenFor } from '../../test/testing.ts';
 import { createApp } from '../app.ts';
 import { hashToken, parseKeys } from '../gateway/keys/file.ts';
 import { KeyTable } from '../gateway/keys/table.ts';
@@ -11,7 +12,6 @@ import { IDEMPOTENCY_KEY_PATTERN } from '../schemas.ts';
 import { StoreUnavailableError } from '../store/errors.ts';
 import { IDEMPOTENCY_TTL_MS } from '../store/idempotency.ts';
 import type { PetStore } from '../store/store.ts';
-import { fakeClock, testApp, tokenFor } from '../testing.ts';
 
 type TestApp = ReturnType<typeof testApp>;
 

@@ -8,19 +8,22 @@ const IDLE_SWEEP_MS = 50;
 
 export const adapter: RuntimeAdapter = {
   name: 'node',
-  async serve({ fetch, port, hostname }) {
+  async serve({ fetch, port, hostname, headerTimeoutSeconds, idleTimeoutSeconds }) {
+    const headersMs = (headerTimeoutSeconds ?? CONNECTION_LIMITS.headersTimeoutMs / 1000) * 1000;
+    const idleMs = (idleTimeoutSeconds ?? CONNECTION_LIMITS.idleTimeoutSeconds) * 1000;
     const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
       const serverOptions = {
-        headersTimeout: CONNECTION_LIMITS.headersTimeoutMs,
-        requestTimeout: CONNECTION_LIMITS.requestTimeoutMs,
-        keepAliveTimeout: CONNECTION_LIMITS.idleTimeoutSeconds * 1000,
+        headersTimeout: headersMs,
+        // Node wants the whole request's limit at least the headers' one.
+        requestTimeout: Math.max(CONNECTION_LIMITS.requestTimeoutMs, headersMs),
+        keepAliveTimeout: idleMs,
         maxHeaderSize: CONNECTION_LIMITS.maxHeaderBytes,
         // Both timeouts are checked this often (Node's default, 30 s, would let a slow client stay 40 s).
         connectionsCheckingInterval: 1_000,
       };
       const s = serve({ fetch, port, hostname, serverOptions }, () => resolve(s));
       // A connection that sends nothing at all is not covered by the two timeouts above.
-      s.setTimeout(CONNECTION_LIMITS.idleTimeoutSeconds * 1000);
+      s.setTimeout(idleMs);
       s.once('error', reject);
     });
     const bound = (server.address() as AddressInfo).port;

@@ -34,6 +34,10 @@ export interface ServeOptions {
   fetch: (req: Request, env: unknown) => Response | Promise<Response>;
   port: number;
   hostname: string;
+  /** `--header-timeout`: seconds to receive a request's headers (default `CONNECTION_LIMITS`). */
+  headerTimeoutSeconds?: number;
+  /** `--idle-timeout`: seconds a connection may sit idle (default `CONNECTION_LIMITS`). */
+  idleTimeoutSeconds?: number;
 }
 
 /** One runtime's way to serve a fetch handler and to tell a request's socket peer. */

@@ -1,5 +1,3 @@
-import { ConfigError } from '../config.ts';
-
 /** A store operation failed for a reason other than the store being unreachable. */
 export class StoreError extends Error {
   override name = 'StoreError';
@@ -19,10 +17,10 @@ export class StoreUnavailableError extends StoreError {
 
 /**
  * The store named by `--data` cannot be opened at start-up: unwritable path, unreachable
- * server, a database written by a newer petstore. A `ConfigError`, so `main` prints it and
- * exits 2 before the port opens.
+ * server, a database written by a newer petstore. `main` prints it like a configuration error
+ * and exits 2 before the port opens (the store knows nothing of the command line above it).
  */
-export class StoreOpenError extends ConfigError {
+export class StoreOpenError extends Error {
   override name = 'StoreOpenError';
 }
 

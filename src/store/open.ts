@@ -1,8 +1,8 @@
 import process from 'node:process';
 import type { Logger } from '../log.ts';
-import { redactUrl } from '../redact.ts';
 import { StoreOpenError } from './errors.ts';
 import { MemoryStore } from './memory.ts';
+import { POSTGRES_URL } from './postgres-url.ts';
 import type { PetStore } from './store.ts';
 
 /** The `--data` value that keeps pets in memory only. */
@@ -10,17 +10,7 @@ export const MEMORY = ':memory:';
 /** Where pets are kept without `--data`: a SQLite file, relative to the working directory. */
 export const DEFAULT_DATA = './data/petstore.db';
 
-const POSTGRES_URL = /^postgres(ql)?:\/\//i;
-
-/**
- * The `--data` value as it may be logged: a PostgreSQL URL loses its password.
- *
- * @example
- * describeData('postgres://app:secret@db:5432/pets') // 'postgres://app:***@db:5432/pets'
- */
-export function describeData(data: string): string {
-  return POSTGRES_URL.test(data) ? redactUrl(data) : data;
-}
+export { describeData } from './postgres-url.ts';
 
 /**
  * Opens the store that `--data` names: `:memory:`, a `postgres://` URL, or a SQLite file.

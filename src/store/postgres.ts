@@ -4,7 +4,7 @@ import type { NewPet, Pet } from '../schemas.ts';
 import { StoreError, StoreOpenError, StoreUnavailableError } from './errors.ts';
 import { IDEMPOTENCY_TTL_MS, SweepSchedule } from './idempotency.ts';
 import { pendingMigrations, SCHEMA_MIGRATIONS_DDL, SCHEMA_VERSION } from './migrations.ts';
-import { describeData } from './open.ts';
+import { describeData } from './postgres-url.ts';
 import { column, PET_COLUMNS, petFromRow } from './rows.ts';
 import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from './store.ts';
 

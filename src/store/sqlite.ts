@@ -1,9 +1,9 @@
-import { mkdirSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { setImmediate } from 'node:timers';
 import type { Logger } from '../log.ts';
 import type { NewPet, Pet } from '../schemas.ts';
 import { StoreError, StoreOpenError, StoreUnavailableError, sqliteError } from './errors.ts';
+import { prepareDataFile, restrictCreated } from './file-modes.ts';
 import { IDEMPOTENCY_TTL_MS, SweepSchedule } from './idempotency.ts';
 import { pendingMigrations, SCHEMA_MIGRATIONS_DDL, SCHEMA_VERSION } from './migrations.ts';
 import { PageCache } from './page-cache.ts';
@@ -80,12 +80,13 @@ export class SqliteStore implements PetStore {
     const file = resolve(path);
     let db: SqliteConnection | undefined;
     try {
-      mkdirSync(dirname(file), { recursive: true });
+      const created = prepareDataFile(file, log);
       db = open(file);
       db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
       const journal = column(db.prepare('PRAGMA journal_mode = WAL').get(), 'journal_mode');
       db.exec('PRAGMA synchronous = FULL');
       const migrated = migrate(db, file);
+      restrictCreated(created);
       const sqliteVersion = column(db.prepare('SELECT sqlite_version() AS v').get(), 'v');
       if (journal !== 'wal')
         log.warn('SQLite could not use WAL; the rollback journal is slower but as durable', { journal });

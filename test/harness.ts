@@ -6,7 +6,7 @@ import { join } from 'node:path';
 
 /** How to start the server under test: `PETSTORE_CMD`, split on spaces (default: the binary). */
 export function serverCommand(): string[] {
-  return (process.env.PETSTORE_CMD ?? join(import.meta.dir, '../../dist/petstore')).split(' ').filter(Boolean);
+  return (process.env.PETSTORE_CMD ?? join(import.meta.dir, '../dist/petstore')).split(' ').filter(Boolean);
 }
 
 export interface KeySpec {
@@ -45,9 +45,19 @@ export interface Running {
 export async function startServer({
   args = [] as string[],
   env = {} as Record<string, string>,
+  /** Start under this umask (through `sh -c 'umask …; exec …'`), e.g. `'000'`. */
+  umask = undefined as string | undefined,
+  /** Start with these open-file limits (through `sh -c 'ulimit …; exec …'`). */
+  ulimit = undefined as { soft: number; hard: number } | undefined,
 } = {}): Promise<Running> {
-  const [cmd, ...pre] = serverCommand();
-  const child = spawn(cmd as string, [...pre, '--port', '0', '--host', '127.0.0.1', '--log-format', 'json', ...args], {
+  const command = [...serverCommand(), '--port', '0', '--host', '127.0.0.1', '--log-format', 'json', ...args];
+  const setup = [
+    ...(umask === undefined ? [] : [`umask ${umask}`]),
+    ...(ulimit === undefined ? [] : [`ulimit -Sn ${ulimit.soft}`, `ulimit -Hn ${ulimit.hard}`]),
+  ];
+  const [cmd, ...rest] =
+    setup.length === 0 ? command : ['sh', '-c', `${setup.join('; ')}; exec "$@"`, 'sh', ...command];
+  const child = spawn(cmd as string, rest, {
     env: { ...process.env, PETSTORE_DATA: ':memory:', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPORTS, ROOT, runDredd, runSchemathesis, startTarget, type ToolRun } from '../contract/runner.ts';
+import { REPORTS, ROOT, runDredd, runSchemathesis, startTarget, type ToolRun } from './runner.ts';
 
 type Tool = 'dredd' | 'schemathesis' | 'schemathesis-429';
 

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import { MAX_ID, type NewPet } from '../schemas.ts';
-import { fingerprintOf, IDEMPOTENCY_TTL_MS } from './idempotency.ts';
-import type { IdempotentCreate, PetStore } from './store.ts';
+import { MAX_ID, type NewPet } from '../src/schemas.ts';
+import { fingerprintOf, IDEMPOTENCY_TTL_MS } from '../src/store/idempotency.ts';
+import type { IdempotentCreate, PetStore } from '../src/store/store.ts';
 
 /** Opens an empty store for one test; `dispose` removes whatever it left behind. */
 export interface StoreFixture {

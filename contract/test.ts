@@ -4,15 +4,7 @@
 // Reports: reports/dredd.xml, reports/schemathesis.xml, reports/schemathesis-429.xml (JUnit).
 //
 // CONTRACT_SEED and CONTRACT_EXAMPLES change Schemathesis' seed and examples per operation.
-import {
-  EXAMPLES,
-  ensureReports,
-  runDredd,
-  runSchemathesis,
-  SEED,
-  startTarget,
-  type ToolRun,
-} from '../contract/runner.ts';
+import { EXAMPLES, ensureReports, runDredd, runSchemathesis, SEED, startTarget, type ToolRun } from './runner.ts';
 
 /** Examples per operation of the 429 run: every answer is a 429 there, so few are enough. */
 const LIMITED_EXAMPLES = '10';

@@ -1,8 +1,8 @@
 // Issue 16, item 3: every 400 names the field and what it allows, in the contract's words, and
 // never quotes a value the client did not send (a JSON number past 2^53 is rounded by the parser).
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { badRequestExamples } from '../../contract/examples.ts';
-import { type Running, startServer, tokenOf, writeKeysFile } from './harness.ts';
+import { type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
+import { badRequestExamples } from './examples.ts';
 
 let server: Running;
 const auth = { Authorization: `Bearer ${tokenOf('qa')}` };

@@ -1,11 +1,11 @@
-import { createApp } from './app.ts';
-import { hashToken, parseKeys } from './gateway/keys/file.ts';
-import { KeyTable } from './gateway/keys/table.ts';
-import { SlidingWindowLimiter } from './gateway/limiter/memory.ts';
-import type { PlanName } from './gateway/plans.ts';
-import type { Logger } from './log.ts';
-import { silentLogger } from './log.ts';
-import { MemoryStore } from './store/memory.ts';
+import { createApp } from '../src/app.ts';
+import { hashToken, parseKeys } from '../src/gateway/keys/file.ts';
+import { KeyTable } from '../src/gateway/keys/table.ts';
+import { SlidingWindowLimiter } from '../src/gateway/limiter/memory.ts';
+import type { PlanName } from '../src/gateway/plans.ts';
+import type { Logger } from '../src/log.ts';
+import { silentLogger } from '../src/log.ts';
+import { MemoryStore } from '../src/store/memory.ts';
 
 /** A clock the test moves by hand. */
 export function fakeClock(start = Date.UTC(2026, 10, 22, 12, 0, 0)) {

@@ -1,0 +1,62 @@
+// The module shape `make lint` holds (docs: ARCHITECTURE.md's layers). `make depcheck` runs it.
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'An import cycle: modules that cannot be understood (or loaded) one without the other.',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'routes-and-store-below-gateway',
+      severity: 'error',
+      comment: 'Routes and the store serve whoever calls them; only the wiring (app, serve) knows the gateway.',
+      from: { path: '^src/(routes|store)/', pathNot: '\\.test\\.ts$' },
+      to: { path: '^src/gateway/' },
+    },
+    {
+      name: 'store-imports-nothing-above-it',
+      severity: 'error',
+      comment: 'The store knows pets, its own errors, logging and redaction; not the command line, the HTTP app or the gateway.',
+      from: { path: '^src/store/', pathNot: '\\.test\\.ts$' },
+      to: { path: '^src/', pathNot: '^src/(store/|schemas\\.ts$|log\\.ts$|redact\\.ts$|clock\\.ts$)' },
+    },
+    {
+      name: 'src-without-test-helpers',
+      severity: 'error',
+      comment: 'What ships never loads test helpers; only *.test.ts files may (the contract document is data, embedded).',
+      from: { path: '^src/', pathNot: '\\.test\\.ts$' },
+      to: { path: '^(test|scripts|contract|bench)/', pathNot: '^contract/openapi\\.yaml$' },
+    },
+    {
+      name: 'contract-not-scripts-insides',
+      severity: 'error',
+      comment: 'contract/ starts servers through test/harness.ts, not through scripts/ internals.',
+      from: { path: '^contract/' },
+      to: { path: '^scripts/' },
+    },
+    {
+      name: 'scripts-not-contract-insides',
+      severity: 'error',
+      comment: 'scripts/ and contract/ share only test/ and src/ entry points.',
+      from: { path: '^scripts/' },
+      to: { path: '^contract/' },
+    },
+    {
+      name: 'test-helpers-not-scripts-or-contract',
+      severity: 'error',
+      comment: 'test/ is what scripts/ and contract/ share: it must not reach back into either.',
+      from: { path: '^test/' },
+      to: { path: '^(scripts|contract)/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '(^|/)(node_modules|generated)/' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    moduleSystems: ['es6', 'cjs'],
+  },
+};

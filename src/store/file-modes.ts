@@ -1,0 +1,59 @@
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
+import process from 'node:process';
+import type { Logger } from '../log.ts';
+
+/** The folder the server makes for its database: its user only. */
+export const DATA_DIR_MODE = 0o700;
+/** The database file and SQLite's `-wal` and `-shm` beside it: read and written by its user only. */
+export const DATA_FILE_MODE = 0o600;
+
+/** The files SQLite keeps for a database in WAL mode. */
+export const sqliteFiles = (file: string): string[] => [file, `${file}-wal`, `${file}-shm`];
+
+/**
+ * Before SQLite opens `file`: makes its missing folders 0700 and, when the file is new, creates
+ * it empty at 0600, each chmod-ed after creation so the umask cannot widen or narrow them. SQLite
+ * gives the `-wal` and `-shm` files it makes the database file's mode. An existing file keeps
+ * its mode: if other users may read or write it, the server still serves it and `log` warns
+ * with the file and the fix (`chmod 600 <file>`). Returns the files it created, for
+ * `restrictCreated` once SQLite has made its own.
+ *
+ * @example
+ * const made = prepareDataFile('/var/lib/petstore/petstore.db', log)
+ */
+export function prepareDataFile(file: string, log: Logger): string[] {
+  if (process.platform === 'win32') return [];
+  const dir = dirname(file);
+  if (!existsSync(dir)) {
+    mkdirSync(dir, { recursive: true, mode: DATA_DIR_MODE });
+    chmodSync(dir, DATA_DIR_MODE);
+  }
+  const existing = sqliteFiles(file).filter((f) => existsSync(f));
+  for (const f of existing) warnIfExposed(f, log);
+  if (existing.includes(file)) return [];
+  closeSync(openSync(file, 'a', DATA_FILE_MODE));
+  chmodSync(file, DATA_FILE_MODE);
+  return sqliteFiles(file).filter((f) => !existing.includes(f));
+}
+
+/**
+ * After SQLite opened the database: the files of `created` that now exist get 0600 (SQLite
+ * copies the database's mode, this makes sure of it whatever the runtime's SQLite does).
+ *
+ * @example
+ * restrictCreated(prepareDataFile(file, log))
+ */
+export function restrictCreated(created: readonly string[]): void {
+  for (const f of created) if (existsSync(f)) chmodSync(f, DATA_FILE_MODE);
+}
+
+function warnIfExposed(file: string, log: Logger): void {
+  const mode = statSync(file).mode & 0o777;
+  if ((mode & 0o077) === 0) return;
+  log.warn('the database file can be read or changed by other users', {
+    file,
+    mode: mode.toString(8),
+    fix: `chmod 600 ${file}`,
+  });
+}

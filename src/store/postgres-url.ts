@@ -1,0 +1,15 @@
+import { redactUrl } from '../redact.ts';
+
+/** A `--data` value naming a PostgreSQL server rather than a SQLite file. */
+export const POSTGRES_URL = /^postgres(ql)?:\/\//i;
+
+/**
+ * The `--data` value as it may be logged: a PostgreSQL URL loses its password. Its own module
+ * because both `open.ts` and `postgres.ts` need it (and `open.ts` imports `postgres.ts`).
+ *
+ * @example
+ * describeData('postgres://app:secret@db:5432/pets') // 'postgres://app:***@db:5432/pets'
+ */
+export function describeData(data: string): string {
+  return POSTGRES_URL.test(data) ? redactUrl(data) : data;
+}
