@@ -7,6 +7,7 @@ import { decider } from './decide.ts';
 import { writeRateLimitHeaders } from './headers.ts';
 import { InFlight, tooManyInFlight } from './in-flight.ts';
 import type { KeyTable } from './keys/table.ts';
+import { invalidKey, requireScope, validAt } from './keys/validity.ts';
 import type { Decision, RateLimiter } from './limiter/limiter.ts';
 import { type BanPolicy, DEFAULT_MAX_IN_FLIGHT } from './plans.ts';
 
@@ -46,7 +47,7 @@ export function gateway({
   const inFlight = new InFlight<Decision>(maxInFlight);
 
   return async function gateway(c, next) {
-    const caller = identify(c.req.header('authorization'), keys(), clientAddress(c));
+    const caller = validAt(identify(c.req.header('authorization'), keys(), clientAddress(c)), clock.now());
     c.set('caller', caller);
     if (caller.kind === 'consumer') {
       // Checked before the limiter decides, so this 429 consumes no quota either.
@@ -59,7 +60,8 @@ export function gateway({
     const decision = await decide(caller);
     writeRateLimitHeaders(c, decision);
     refuse(decision);
-    if (caller.kind === 'address') throw unauthorized(caller);
+    if (caller.kind === 'address') throw invalidKey(caller) ?? unauthorized(caller);
+    requireScope(caller.key.scopes, c.req.method, c.req.path);
     const name = caller.consumer.name;
     inFlight.enter(name, decision);
     try {
