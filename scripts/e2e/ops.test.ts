@@ -335,7 +335,7 @@ describe('SIGHUP reloads the keys file', () => {
         level: 'error',
         msg: 'keys reload failed; keeping the previous keys',
         file: keysFile,
-        error: 'keys[0] ("acme").sha256: must be 64 lowercase hex digits',
+        error: 'keys[0] ("acme").sha256: must be 64 lowercase hex digits, got "nothex"',
       });
       expect((await conn.get('/v1/pets', bearer('newco'))).status).toBe(200);
 

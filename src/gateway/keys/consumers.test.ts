@@ -27,12 +27,16 @@ describe('the consumers form', () => {
     expect(legacy).toMatchObject({ id: 'old', scopes: ['pets:read', 'pets:write'], consumer: { name: 'old' } });
     expect(k1).toMatchObject({ id: '2026-11', scopes: ['pets:read'], expiresAt: Date.UTC(2027, 1, 20) });
     expect(k1?.notBefore).toBeUndefined();
-    expect(k2).toMatchObject({ id: 'bbbbbbbb', scopes: ['pets:read', 'pets:write'], notBefore: Date.UTC(2027, 1, 12, 23) });
+    expect(k2).toMatchObject({
+      id: 'bbbbbbbb',
+      scopes: ['pets:read', 'pets:write'],
+      notBefore: Date.UTC(2027, 1, 12, 23),
+    });
     expect(k1?.consumer).toBe(k2?.consumer as never);
     expect(k1?.consumer).toEqual({ name: 'acme', plan: 'pro', limits: { perMinute: 500, perDay: 20000 } });
   });
 
-  test('a consumer without limits takes its plan\'s', () => {
+  test("a consumer without limits takes its plan's", () => {
     const [k] = parseKeys(doc([{ name: 'x', plan: 'free', keys: [{ sha256: A }] }]));
     expect(k?.consumer.limits).toEqual({ perMinute: 60, perDay: 1000 });
   });
@@ -59,7 +63,12 @@ describe('the consumers form', () => {
       'consumers[0] ("acme").keys[0].sha256: "aaaaaaaa…" is also the hash of keys[0] ("old")',
     ],
     [
-      doc([acme([{ id: 'k', sha256: A }, { id: 'k', sha256: B }])]),
+      doc([
+        acme([
+          { id: 'k', sha256: A },
+          { id: 'k', sha256: B },
+        ]),
+      ]),
       'consumers[0] ("acme").keys[1].id: "k" is also the id of another key of "acme"',
     ],
     [

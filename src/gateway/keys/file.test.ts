@@ -32,7 +32,10 @@ describe('parseKeys', () => {
       file({ name: 'a', sha256: H, plan: 'gold' }),
       /^keys\[0\] \("a"\)\.plan: must be one of free, pro, business, enterprise, got "gold"$/,
     ],
-    [file({ name: 'a', sha256: 'XYZ', plan: 'free' }), /^keys\[0\] \("a"\)\.sha256: must be 64 lowercase hex digits, got "XYZ"$/],
+    [
+      file({ name: 'a', sha256: 'XYZ', plan: 'free' }),
+      /^keys\[0\] \("a"\)\.sha256: must be 64 lowercase hex digits, got "XYZ"$/,
+    ],
     [file({ name: 'a', plan: 'free' }), /^keys\[0\] \("a"\)\.sha256: required$/],
     [file({ sha256: H, plan: 'free' }), /^keys\[0\]\.name: required$/],
     [

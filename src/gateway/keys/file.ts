@@ -77,7 +77,9 @@ export function keyRecords(doc: KeysDocument): KeyRecord[] {
   const claimName = (name: string, where: string) => {
     const first = owners.get(name);
     if (first !== undefined) {
-      throw new KeysFileError(`${where}.name: "${name}" is also the name of ${first}; each consumer needs its own name`);
+      throw new KeysFileError(
+        `${where}.name: "${name}" is also the name of ${first}; each consumer needs its own name`,
+      );
     }
     owners.set(name, where);
   };
@@ -87,7 +89,8 @@ export function keyRecords(doc: KeysDocument): KeyRecord[] {
       throw new KeysFileError(`${where}.sha256: "${key.sha256.slice(0, 8)}…" is also the hash of ${other}`);
     }
     hashes.set(key.sha256, where);
-    if (ids?.has(id)) throw new KeysFileError(`${where}.id: "${id}" is also the id of another key of "${consumer.name}"`);
+    if (ids?.has(id))
+      throw new KeysFileError(`${where}.id: "${id}" is also the id of another key of "${consumer.name}"`);
     ids?.add(id);
     const record = toRecord(key, id, consumer);
     if (record.expiresAt !== undefined && record.notBefore !== undefined && record.notBefore >= record.expiresAt) {

@@ -17,12 +17,23 @@ function app(keys: Record<string, object>) {
   const store = new MemoryStore();
   const file = {
     consumers: [
-      { name: 'acme', plan: 'free', keys: Object.entries(keys).map(([token, extra]) => ({ sha256: sha(token), ...extra })) },
+      {
+        name: 'acme',
+        plan: 'free',
+        keys: Object.entries(keys).map(([token, extra]) => ({ sha256: sha(token), ...extra })),
+      },
     ],
   };
   const table = new KeyTable(parseKeys(JSON.stringify(file)));
   const limiter = new SlidingWindowLimiter({ clock });
-  const a = createApp({ store, keys: () => table, limiter, clock, log: silentLogger, clientAddress: () => '192.0.2.1' });
+  const a = createApp({
+    store,
+    keys: () => table,
+    limiter,
+    clock,
+    log: silentLogger,
+    clientAddress: () => '192.0.2.1',
+  });
   const get = (token: string) => a.request('/v1/pets', { headers: { Authorization: `Bearer ${token}` } });
   const post = (token: string) =>
     a.request('/v1/pets', {

@@ -16,7 +16,8 @@ const REALM = 'Bearer realm="petstore"';
 export function validAt(caller: Caller, now: number): Caller {
   if (caller.kind !== 'consumer') return caller;
   const { key, address } = caller;
-  if (key.expiresAt !== undefined && now >= key.expiresAt) return { kind: 'address', address, credential: 'expired', key };
+  if (key.expiresAt !== undefined && now >= key.expiresAt)
+    return { kind: 'address', address, credential: 'expired', key };
   if (key.notBefore !== undefined && now < key.notBefore) {
     return { kind: 'address', address, credential: 'not_yet_valid', key };
   }
