@@ -67,6 +67,14 @@ describe('Metrics', () => {
         '# TYPE petstore_keys_reloads_total counter',
         'petstore_keys_reloads_total{result="ok"} 0',
         'petstore_keys_reloads_total{result="failed"} 0',
+        '# HELP petstore_consumer_requests_total Requests answered for a consumer (any of its keys), by status code.',
+        '# TYPE petstore_consumer_requests_total counter',
+        '# HELP petstore_consumer_refusals_total Requests of a consumer refused, by reason (429 and 403 Error codes, key_expired, key_not_yet_valid).',
+        '# TYPE petstore_consumer_refusals_total counter',
+        '# HELP petstore_key_last_used_timestamp_seconds When a key was last used (Unix seconds; 0: not since start).',
+        '# TYPE petstore_key_last_used_timestamp_seconds gauge',
+        '# HELP petstore_key_expiry_timestamp_seconds When a key expires (its expiresAt, Unix seconds); keys without one are absent.',
+        '# TYPE petstore_key_expiry_timestamp_seconds gauge',
         '# HELP petstore_build_info Version and runtime of this server; always 1.',
         '# TYPE petstore_build_info gauge',
         'petstore_build_info{version="1.0.0",runtime="bun"} 1',
@@ -149,5 +157,38 @@ describe('Metrics', () => {
   test('label values are escaped', () => {
     const m = new Metrics({ version: '1.0.0-"rc"\\1\n', runtime: 'bun' });
     expect(samples(m)).toContain('petstore_build_info{version="1.0.0-\\"rc\\"\\\\1\\n",runtime="bun"} 1');
+  });
+});
+
+describe('per-consumer series', () => {
+  const acme = { name: 'acme' };
+  test('bounded by the keys loaded, named by key id, kept across a reload for consumers that stay', () => {
+    const m = new Metrics({ version: '1.0.0', runtime: 'bun' });
+    m.consumers.load([
+      { id: '2026-11', consumer: acme, expiresAt: Date.UTC(2027, 1, 20) },
+      { id: '2027-02', consumer: acme },
+      { id: 'old', consumer: { name: 'gone' } },
+    ]);
+    m.consumers.answered('acme', '2026-11', 200, Date.UTC(2026, 10, 22, 12, 0, 0, 900));
+    m.consumers.answered('acme', '2027-02', 200, Date.UTC(2026, 10, 22, 12, 0, 5));
+    m.consumers.answered('acme', '2027-02', 429, Date.UTC(2026, 10, 22, 12, 0, 6));
+    m.consumers.refused('acme', 'rate_limited');
+    m.consumers.refused('acme', 'insufficient_scope');
+    m.consumers.answered('stranger', 'x', 200, 1);
+    m.consumers.refused('stranger', 'rate_limited');
+    m.consumers.answered('gone', 'old', 200, 1000);
+    m.consumers.load([
+      { id: '2026-11', consumer: acme, expiresAt: Date.UTC(2027, 1, 20) },
+      { id: '2027-02', consumer: acme },
+    ]);
+    expect(samples(m).filter((l) => /^petstore_(consumer|key)_/.test(l))).toEqual([
+      'petstore_consumer_requests_total{consumer="acme",status="200"} 2',
+      'petstore_consumer_requests_total{consumer="acme",status="429"} 1',
+      'petstore_consumer_refusals_total{consumer="acme",reason="rate_limited"} 1',
+      'petstore_consumer_refusals_total{consumer="acme",reason="insufficient_scope"} 1',
+      'petstore_key_last_used_timestamp_seconds{consumer="acme",key="2026-11"} 1795348800',
+      'petstore_key_last_used_timestamp_seconds{consumer="acme",key="2027-02"} 1795348806',
+      'petstore_key_expiry_timestamp_seconds{consumer="acme",key="2026-11"} 1803081600',
+    ]);
   });
 });

@@ -6,6 +6,7 @@
  * built only when scraped.
  */
 import { PLAN_NAMES } from './gateway/plans.ts';
+import { ConsumerMetrics } from './metrics-consumers.ts';
 
 /** Operations requests are counted under: the contract's operationIds, the ops routes, `other`. */
 export const OPERATIONS = [
@@ -95,6 +96,8 @@ export class Metrics {
   #reloads = { ok: 0, failed: 0 };
   readonly #info: string;
   readonly #startedAt: number;
+  /** Per-consumer and per-key series; fed by `countRequests` and the keys (re)load. */
+  readonly consumers = new ConsumerMetrics();
 
   constructor({ version, runtime, startedAt = Date.now() }: MetricsOptions) {
     this.#info = `{version="${escapeLabel(version)}",runtime="${escapeLabel(runtime)}"}`;
@@ -202,6 +205,7 @@ export class Metrics {
     head('petstore_keys_reloads_total', 'counter', 'Reloads of the keys file on SIGHUP, by result.');
     out.push(`petstore_keys_reloads_total{result="ok"} ${this.#reloads.ok}`);
     out.push(`petstore_keys_reloads_total{result="failed"} ${this.#reloads.failed}`);
+    this.consumers.render(out);
 
     head('petstore_build_info', 'gauge', 'Version and runtime of this server; always 1.');
     out.push(`petstore_build_info${this.#info} 1`);
