@@ -126,7 +126,7 @@ export function writeKeysDocument(path: string, doc: KeysDocument): void {
   try {
     fs.writeSync(fd, text);
     fs.fchmodSync(fd, mode); // the umask may have narrowed the open's mode
-    if (original && process.getuid?.() === 0) fs.fchownSync(fd, original.uid, original.gid);
+    if (original && runsAsRoot()) fs.fchownSync(fd, original.uid, original.gid);
     fs.fsyncSync(fd);
   } catch (err) {
     fs.closeSync(fd);
@@ -141,6 +141,15 @@ export function writeKeysDocument(path: string, doc: KeysDocument): void {
     throw err;
   }
   syncDirectory(dir);
+}
+
+/** Whether this process may (and must, to keep the owner) chown; Deno without --allow-sys cannot ask, and is not root then. */
+function runsAsRoot(): boolean {
+  try {
+    return process.getuid?.() === 0;
+  } catch {
+    return false;
+  }
 }
 
 /** Makes the rename durable; some platforms cannot open a directory, and then the rename stands as is. */
