@@ -126,7 +126,7 @@ export function writeKeysDocument(path: string, doc: KeysDocument): void {
   try {
     fs.writeSync(fd, text);
     fs.fchmodSync(fd, mode); // the umask may have narrowed the open's mode
-    if (original && runsAsRoot()) fs.fchownSync(fd, original.uid, original.gid);
+    if (original) keepOwner(fd, original);
     fs.fsyncSync(fd);
   } catch (err) {
     fs.closeSync(fd);
@@ -143,12 +143,18 @@ export function writeKeysDocument(path: string, doc: KeysDocument): void {
   syncDirectory(dir);
 }
 
-/** Whether this process may (and must, to keep the owner) chown; Deno without --allow-sys cannot ask, and is not root then. */
-function runsAsRoot(): boolean {
+/**
+ * Gives the new file the original's owner and group when they differ from the writer's. Only
+ * root may give a file away; anyone else gets EPERM, and then the file is theirs (as when they
+ * created it), which is what an editor would do too.
+ */
+function keepOwner(fd: number, original: fs.Stats): void {
+  const now = fs.fstatSync(fd);
+  if (now.uid === original.uid && now.gid === original.gid) return;
   try {
-    return process.getuid?.() === 0;
-  } catch {
-    return false;
+    fs.fchownSync(fd, original.uid, original.gid);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') throw err;
   }
 }
 
