@@ -4,6 +4,7 @@
  * from a request, so the number of series is bounded by the file: a request naming anything
  * else is not counted here. No token or hash is ever a label; keys are named by their id.
  */
+import { Counter, Gauge, type Registry } from 'prom-client';
 
 /** A key as these series know it (a `KeyRecord` is one). */
 export interface KeyInfo {
@@ -65,49 +66,57 @@ export class ConsumerMetrics {
     refusals?.set(reason, (refusals.get(reason) ?? 0) + 1);
   }
 
-  /** The series in the text format, each family with its HELP and TYPE lines. */
-  render(out: string[]): void {
-    const head = (name: string, type: string, help: string) =>
-      out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
-    head(
-      'petstore_consumer_requests_total',
-      'counter',
-      'Requests answered for a consumer (any of its keys), by status code.',
-    );
-    for (const [name, c] of this.#consumers) {
-      for (const [status, n] of [...c.statuses].sort((a, b) => a[0] - b[0])) {
-        out.push(`petstore_consumer_requests_total{consumer="${name}",status="${status}"} ${n}`);
-      }
-    }
-    head(
-      'petstore_consumer_refusals_total',
-      'counter',
-      'Requests of a consumer refused, by reason (429 and 403 Error codes, key_expired, key_not_yet_valid).',
-    );
-    for (const [name, c] of this.#consumers) {
-      for (const [reason, n] of c.refusals)
-        out.push(`petstore_consumer_refusals_total{consumer="${name}",reason="${reason}"} ${n}`);
-    }
-    head(
-      'petstore_key_last_used_timestamp_seconds',
-      'gauge',
-      'When a key was last used (Unix seconds; 0: not since start).',
-    );
-    for (const k of this.#keys.values()) {
-      out.push(
-        `petstore_key_last_used_timestamp_seconds{consumer="${k.consumer}",key="${k.key}"} ${Math.floor(k.lastUsed / 1000)}`,
-      );
-    }
-    head(
-      'petstore_key_expiry_timestamp_seconds',
-      'gauge',
-      'When a key expires (its expiresAt, Unix seconds); keys without one are absent.',
-    );
-    for (const k of this.#keys.values()) {
-      if (k.expiresAt === undefined) continue;
-      out.push(
-        `petstore_key_expiry_timestamp_seconds{consumer="${k.consumer}",key="${k.key}"} ${Math.floor(k.expiresAt / 1000)}`,
-      );
-    }
+  /** Adds the four families to `registry`; their values are read from this object when scraped. */
+  register(registry: Registry): void {
+    const registers = [registry];
+    const consumers = () => this.#consumers;
+    const keys = () => this.#keys.values();
+    new Counter({
+      name: 'petstore_consumer_requests_total',
+      help: 'Requests answered for a consumer (any of its keys), by status code.',
+      labelNames: ['consumer', 'status'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const [consumer, c] of consumers()) {
+          for (const [status, n] of [...c.statuses].sort((a, b) => a[0] - b[0])) {
+            this.inc({ consumer, status: String(status) }, n);
+          }
+        }
+      },
+    });
+    new Counter({
+      name: 'petstore_consumer_refusals_total',
+      help: 'Requests of a consumer refused, by reason (429 and 403 Error codes, key_expired, key_not_yet_valid).',
+      labelNames: ['consumer', 'reason'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const [consumer, c] of consumers())
+          for (const [reason, n] of c.refusals) this.inc({ consumer, reason }, n);
+      },
+    });
+    new Gauge({
+      name: 'petstore_key_last_used_timestamp_seconds',
+      help: 'When a key was last used (Unix seconds; 0: not since start).',
+      labelNames: ['consumer', 'key'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const k of keys()) this.set({ consumer: k.consumer, key: k.key }, Math.floor(k.lastUsed / 1000));
+      },
+    });
+    new Gauge({
+      name: 'petstore_key_expiry_timestamp_seconds',
+      help: 'When a key expires (its expiresAt, Unix seconds); keys without one are absent.',
+      labelNames: ['consumer', 'key'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const k of keys()) {
+          if (k.expiresAt !== undefined) this.set({ consumer: k.consumer, key: k.key }, Math.floor(k.expiresAt / 1000));
+        }
+      },
+    });
   }
 }
