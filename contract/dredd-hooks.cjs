@@ -18,6 +18,9 @@ const doc = loadContract(process.env.CONTRACT_FILE || path.join(__dirname, 'open
 const TOKEN = process.env.CONTRACT_TOKEN;
 /** A key with a quota of a few requests; `beforeAll` uses it up so it gets 429. */
 const LIMITED_TOKEN = process.env.CONTRACT_LIMITED_TOKEN;
+/** Keys limited to one scope: each gets 403 `insufficient_scope` on the operations of the other. */
+const READ_ONLY_TOKEN = process.env.CONTRACT_READ_ONLY_TOKEN;
+const WRITE_ONLY_TOKEN = process.env.CONTRACT_WRITE_ONLY_TOKEN;
 const MAX_BODY_BYTES = 64 * 1024;
 /** Valid JSON, larger than the 64 KiB body limit. */
 const BIG_BODY = JSON.stringify({ name: 'x'.repeat(MAX_BODY_BYTES), categoryId: 1 });
@@ -67,6 +70,15 @@ const LIMITED = (t) => {
   setAuth(t, `Bearer ${LIMITED_TOKEN}`);
   return 'key over its quota';
 };
+/** A key whose scopes do not include the operation's. */
+const READ_ONLY = (t) => {
+  setAuth(t, `Bearer ${READ_ONLY_TOKEN}`);
+  return 'key with only pets:read';
+};
+const WRITE_ONLY = (t) => {
+  setAuth(t, `Bearer ${WRITE_ONLY_TOKEN}`);
+  return 'key with only pets:write';
+};
 /** A body of valid JSON but larger than 64 KiB. */
 const TOO_LARGE = (t) => {
   setBody(t, JSON_TYPE, BIG_BODY);
@@ -107,6 +119,7 @@ const PROVOKE = {
       setAuth(t, undefined);
       return 'no Authorization';
     },
+    403: WRITE_ONLY,
     404: (t) => goTo(t, '/petz'),
     405: (t) => setMethod(t, 'DELETE'),
     413: TOO_LARGE,
@@ -126,6 +139,7 @@ const PROVOKE = {
       setAuth(t, 'Bearer psk_not-a-key-of-this-server');
       return 'unknown key';
     },
+    403: READ_ONLY,
     404: (t) => goTo(t, '/petz'),
     405: (t) => setMethod(t, 'PUT'),
     // Dredd sends the documented Idempotency-Key with every createPet request and the 201
@@ -150,6 +164,7 @@ const PROVOKE = {
       setAuth(t, 'Basic dXNlcjpwYXNz');
       return 'Basic scheme';
     },
+    403: WRITE_ONLY,
     404: (t) => goTo(t, '/pets/9007199254740991'),
     405: (t) => setMethod(t, 'DELETE'),
     413: TOO_LARGE,
@@ -176,8 +191,10 @@ hooks.beforeEach((t) => {
   const operation = resource?.[t.request.method.toLowerCase()];
   const status = t.expected.statusCode;
   const response = operation && deref(doc, operation.responses[status]);
-  if (setupError || !TOKEN || !LIMITED_TOKEN) {
-    t.fail = setupError || 'CONTRACT_TOKEN and CONTRACT_LIMITED_TOKEN must be set';
+  if (setupError || !TOKEN || !LIMITED_TOKEN || !READ_ONLY_TOKEN || !WRITE_ONLY_TOKEN) {
+    t.fail =
+      setupError ||
+      'CONTRACT_TOKEN, CONTRACT_LIMITED_TOKEN, CONTRACT_READ_ONLY_TOKEN and CONTRACT_WRITE_ONLY_TOKEN must be set';
     return;
   }
   const provoke = PROVOKE[operation?.operationId]?.[status];

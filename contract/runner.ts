@@ -21,6 +21,19 @@ const SCHEMATHESIS = join(ROOT, '.venv/bin/schemathesis');
 export const KEYS = {
   contract: { name: 'contract', plan: 'enterprise', limits: { perMinute: 1_000_000_000, perDay: 1_000_000_000 } },
   dreddLimited: { name: 'dredd-limited', plan: 'free', limits: { perMinute: 1, perDay: 1_000 } },
+  // Scoped keys: Dredd's 403 transactions send the one without the operation's scope.
+  dreddReadOnly: {
+    name: 'dredd-read-only',
+    plan: 'free',
+    limits: { perMinute: 1_000, perDay: 1_000 },
+    scopes: ['pets:read'],
+  },
+  dreddWriteOnly: {
+    name: 'dredd-write-only',
+    plan: 'free',
+    limits: { perMinute: 1_000, perDay: 1_000 },
+    scopes: ['pets:write'],
+  },
   fuzzLimited: {
     name: 'fuzz-limited',
     plan: 'free',
@@ -89,7 +102,13 @@ export function runDredd({ origin, report, echo }: DreddOptions): Promise<ToolRu
   return run(DREDD, args, {
     echo,
     // NODE_NO_WARNINGS hides a deprecation notice from Dredd's old logger, nothing of ours.
-    env: { CONTRACT_TOKEN: token('contract'), CONTRACT_LIMITED_TOKEN: token('dreddLimited'), NODE_NO_WARNINGS: '1' },
+    env: {
+      CONTRACT_TOKEN: token('contract'),
+      CONTRACT_LIMITED_TOKEN: token('dreddLimited'),
+      CONTRACT_READ_ONLY_TOKEN: token('dreddReadOnly'),
+      CONTRACT_WRITE_ONLY_TOKEN: token('dreddWriteOnly'),
+      NODE_NO_WARNINGS: '1',
+    },
   });
 }
 

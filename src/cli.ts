@@ -1,6 +1,7 @@
 import process from 'node:process';
+import { keysCommand } from './cli/keys.ts';
 import { ConfigError } from './config.ts';
-import { KEY_NAME } from './gateway/keys/file.ts';
+import { KEY_NAME, KeysFileError } from './gateway/keys/file.ts';
 import { newKeyEntry } from './gateway/keys/tokens.ts';
 import { PLAN_NAMES, type PlanName } from './gateway/plans.ts';
 
@@ -72,6 +73,18 @@ async function healthcheck(argv: readonly string[]): Promise<number> {
 export async function runCli(argv: readonly string[]): Promise<number> {
   const [command, sub, ...rest] = argv;
   if (command === 'keys' && sub === 'new') return keysNew(rest);
+  if (command === 'keys') return keysCommandOrFail(sub, rest);
   if (command === 'healthcheck') return healthcheck(argv.slice(1));
   throw new ConfigError(`unknown command "${argv.join(' ')}"`);
+}
+
+/** A keys command; a failure other than bad usage or a bad file (a held lock, a full disk) exits 1 with its message. */
+async function keysCommandOrFail(sub: string | undefined, argv: readonly string[]): Promise<number> {
+  try {
+    return await keysCommand(sub, argv);
+  } catch (err) {
+    if (err instanceof ConfigError || err instanceof KeysFileError) throw err;
+    process.stderr.write(`petstore keys ${sub}: ${(err as Error).message}\n`);
+    return 1;
+  }
 }

@@ -10,6 +10,7 @@ export const UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
 const STATUS_BY_CODE: Record<ErrorCode, ContentfulStatusCode> = {
   invalid_request: 400,
   unauthorized: 401,
+  insufficient_scope: 403,
   not_found: 404,
   method_not_allowed: 405,
   idempotency_key_reused: 409,

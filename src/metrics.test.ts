@@ -1,11 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { Metrics, OPERATIONS, operationOf } from './metrics.ts';
 
-const samples = (m: Metrics) =>
-  m
-    .render()
-    .split('\n')
-    .filter((l) => l && !l.startsWith('#'));
+const samples = async (m: Metrics) => (await m.render()).split('\n').filter((l) => l && !l.startsWith('#'));
 const op = (name: (typeof OPERATIONS)[number]) => OPERATIONS.indexOf(name);
 
 describe('operationOf', () => {
@@ -30,10 +26,11 @@ describe('operationOf', () => {
 });
 
 describe('Metrics', () => {
-  test('a fresh registry: zeroed plan, store and reload series, build info, start time', () => {
+  test('a fresh registry: zeroed plan, store and reload series, build info, start time', async () => {
     const m = new Metrics({ version: '1.0.0', runtime: 'bun', startedAt: Date.UTC(2026, 10, 22, 12) });
     m.keysLoaded({ free: 2, enterprise: 1 });
-    expect(m.render()).toBe(
+    // prom-client separates families with a blank line; the lines themselves are compared exactly.
+    expect((await m.render()).replace(/\n\n/g, '\n')).toBe(
       [
         '# HELP petstore_http_requests_total HTTP requests answered, by operation and status code.',
         '# TYPE petstore_http_requests_total counter',
@@ -67,6 +64,14 @@ describe('Metrics', () => {
         '# TYPE petstore_keys_reloads_total counter',
         'petstore_keys_reloads_total{result="ok"} 0',
         'petstore_keys_reloads_total{result="failed"} 0',
+        '# HELP petstore_consumer_requests_total Requests answered for a consumer (any of its keys), by status code.',
+        '# TYPE petstore_consumer_requests_total counter',
+        '# HELP petstore_consumer_refusals_total Requests of a consumer refused, by reason (429 and 403 Error codes, key_expired, key_not_yet_valid).',
+        '# TYPE petstore_consumer_refusals_total counter',
+        '# HELP petstore_key_last_used_timestamp_seconds When a key was last used (Unix seconds; 0: not since start).',
+        '# TYPE petstore_key_last_used_timestamp_seconds gauge',
+        '# HELP petstore_key_expiry_timestamp_seconds When a key expires (its expiresAt, Unix seconds); keys without one are absent.',
+        '# TYPE petstore_key_expiry_timestamp_seconds gauge',
         '# HELP petstore_build_info Version and runtime of this server; always 1.',
         '# TYPE petstore_build_info gauge',
         'petstore_build_info{version="1.0.0",runtime="bun"} 1',
@@ -78,7 +83,7 @@ describe('Metrics', () => {
     );
   });
 
-  test('requests by operation and status; a cumulative histogram whose bounds are inclusive', () => {
+  test('requests by operation and status; a cumulative histogram whose bounds are inclusive', async () => {
     const m = new Metrics({ version: '1.0.0', runtime: 'node' });
     for (const [status, seconds] of [
       [200, 0.001],
@@ -90,34 +95,34 @@ describe('Metrics', () => {
       m.answered(op('listPets'), status, seconds);
     }
     m.started();
-    const lines = samples(m);
+    const lines = await samples(m);
     expect(lines.filter((l) => l.startsWith('petstore_http_requests_total'))).toEqual([
       'petstore_http_requests_total{operation="listPets",status="200"} 3',
       'petstore_http_requests_total{operation="listPets",status="429"} 1',
     ]);
     const latency = 'petstore_http_request_duration_seconds';
     expect(lines.filter((l) => l.startsWith(latency))).toEqual([
-      `${latency}_bucket{operation="listPets",le="0.001"} 1`,
-      `${latency}_bucket{operation="listPets",le="0.0025"} 2`,
-      `${latency}_bucket{operation="listPets",le="0.005"} 2`,
-      `${latency}_bucket{operation="listPets",le="0.01"} 2`,
-      `${latency}_bucket{operation="listPets",le="0.025"} 3`,
-      `${latency}_bucket{operation="listPets",le="0.05"} 3`,
-      `${latency}_bucket{operation="listPets",le="0.1"} 3`,
-      `${latency}_bucket{operation="listPets",le="0.25"} 3`,
-      `${latency}_bucket{operation="listPets",le="0.5"} 3`,
-      `${latency}_bucket{operation="listPets",le="1"} 3`,
-      `${latency}_bucket{operation="listPets",le="2.5"} 3`,
-      `${latency}_bucket{operation="listPets",le="5"} 3`,
-      `${latency}_bucket{operation="listPets",le="10"} 3`,
-      `${latency}_bucket{operation="listPets",le="+Inf"} 4`,
+      `${latency}_bucket{le="0.001",operation="listPets"} 1`,
+      `${latency}_bucket{le="0.0025",operation="listPets"} 2`,
+      `${latency}_bucket{le="0.005",operation="listPets"} 2`,
+      `${latency}_bucket{le="0.01",operation="listPets"} 2`,
+      `${latency}_bucket{le="0.025",operation="listPets"} 3`,
+      `${latency}_bucket{le="0.05",operation="listPets"} 3`,
+      `${latency}_bucket{le="0.1",operation="listPets"} 3`,
+      `${latency}_bucket{le="0.25",operation="listPets"} 3`,
+      `${latency}_bucket{le="0.5",operation="listPets"} 3`,
+      `${latency}_bucket{le="1",operation="listPets"} 3`,
+      `${latency}_bucket{le="2.5",operation="listPets"} 3`,
+      `${latency}_bucket{le="5",operation="listPets"} 3`,
+      `${latency}_bucket{le="10",operation="listPets"} 3`,
+      `${latency}_bucket{le="+Inf",operation="listPets"} 4`,
       `${latency}_sum{operation="listPets"} 30.0221`,
       `${latency}_count{operation="listPets"} 4`,
     ]);
     expect(lines).toContain('petstore_http_requests_in_flight 1');
   });
 
-  test('refusals and bans by plan, store errors by operation and kind, reloads by result', () => {
+  test('refusals and bans by plan, store errors by operation and kind, reloads by result', async () => {
     const m = new Metrics({ version: '1.0.0', runtime: 'deno' });
     m.refused('pro', 'rate_limited');
     m.refused('pro', 'rate_limited');
@@ -129,7 +134,7 @@ describe('Metrics', () => {
     m.reloaded(true);
     m.reloaded(false);
     m.reloaded(true);
-    const lines = samples(m);
+    const lines = await samples(m);
     for (const line of [
       'petstore_rate_limited_total{plan="pro",reason="rate_limited"} 2',
       'petstore_rate_limited_total{plan="anonymous",reason="key_banned"} 1',
@@ -146,8 +151,41 @@ describe('Metrics', () => {
     expect(lines.some((l) => l.includes('no-such-plan'))).toBe(false);
   });
 
-  test('label values are escaped', () => {
+  test('label values are escaped', async () => {
     const m = new Metrics({ version: '1.0.0-"rc"\\1\n', runtime: 'bun' });
-    expect(samples(m)).toContain('petstore_build_info{version="1.0.0-\\"rc\\"\\\\1\\n",runtime="bun"} 1');
+    expect(await samples(m)).toContain('petstore_build_info{version="1.0.0-\\"rc\\"\\\\1\\n",runtime="bun"} 1');
+  });
+});
+
+describe('per-consumer series', () => {
+  const acme = { name: 'acme' };
+  test('bounded by the keys loaded, named by key id, kept across a reload for consumers that stay', async () => {
+    const m = new Metrics({ version: '1.0.0', runtime: 'bun' });
+    m.consumers.load([
+      { id: '2026-11', consumer: acme, expiresAt: Date.UTC(2027, 1, 20) },
+      { id: '2027-02', consumer: acme },
+      { id: 'old', consumer: { name: 'gone' } },
+    ]);
+    m.consumers.answered('acme', '2026-11', 200, Date.UTC(2026, 10, 22, 12, 0, 0, 900));
+    m.consumers.answered('acme', '2027-02', 200, Date.UTC(2026, 10, 22, 12, 0, 5));
+    m.consumers.answered('acme', '2027-02', 429, Date.UTC(2026, 10, 22, 12, 0, 6));
+    m.consumers.refused('acme', 'rate_limited');
+    m.consumers.refused('acme', 'insufficient_scope');
+    m.consumers.answered('stranger', 'x', 200, 1);
+    m.consumers.refused('stranger', 'rate_limited');
+    m.consumers.answered('gone', 'old', 200, 1000);
+    m.consumers.load([
+      { id: '2026-11', consumer: acme, expiresAt: Date.UTC(2027, 1, 20) },
+      { id: '2027-02', consumer: acme },
+    ]);
+    expect((await samples(m)).filter((l) => /^petstore_(consumer|key)_/.test(l))).toEqual([
+      'petstore_consumer_requests_total{consumer="acme",status="200"} 2',
+      'petstore_consumer_requests_total{consumer="acme",status="429"} 1',
+      'petstore_consumer_refusals_total{consumer="acme",reason="rate_limited"} 1',
+      'petstore_consumer_refusals_total{consumer="acme",reason="insufficient_scope"} 1',
+      'petstore_key_last_used_timestamp_seconds{consumer="acme",key="2026-11"} 1795348800',
+      'petstore_key_last_used_timestamp_seconds{consumer="acme",key="2027-02"} 1795348806',
+      'petstore_key_expiry_timestamp_seconds{consumer="acme",key="2026-11"} 1803081600',
+    ]);
   });
 });

@@ -1,11 +1,15 @@
 /**
- * Counters for `GET /metrics`, written out in the Prometheus text format (version 0.0.4) by hand.
+ * Everything `GET /metrics` shows, kept in a prom-client registry that writes the Prometheus text
+ * format (version 0.0.4).
  *
- * The request path only adds to typed arrays at indexes fixed in advance (operation x status,
- * operation x latency bucket): no label strings, maps or objects are made per request. Text is
- * built only when scraped.
+ * Request counts stay on the request path as additions to a typed array at an index fixed in
+ * advance (operation x status): no label strings or objects per request. They are handed to
+ * prom-client only when scraped, by the counter's `collect()`. The latency histogram is
+ * prom-client's own (`observe` per request), as it has no way to be fed bucket counts.
  */
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { PLAN_NAMES } from './gateway/plans.ts';
+import { ConsumerMetrics } from './metrics-consumers.ts';
 
 /** Operations requests are counted under: the contract's operationIds, the ops routes, `other`. */
 export const OPERATIONS = [
@@ -24,7 +28,6 @@ const OP = Object.fromEntries(OPERATIONS.map((name, i) => [name, i])) as Record<
 
 /** Upper bounds of the latency buckets, in seconds. */
 export const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
-const SLOTS = LATENCY_BUCKETS.length + 1; // the last one is +Inf
 const STATUSES = 500; // 100..599
 
 /** Plans refusals and bans are counted by: every plan, and `anonymous` for per-address limits. */
@@ -33,6 +36,7 @@ export const METRIC_PLANS = [...PLAN_NAMES, 'anonymous'] as const;
 const REFUSAL_REASONS = ['rate_limited', 'key_banned'] as const;
 export const STORE_OPERATIONS = ['create', 'get', 'list', 'ping'] as const;
 export type StoreOperation = (typeof STORE_OPERATIONS)[number];
+const STORE_ERROR_KINDS = ['unavailable', 'error'] as const;
 
 /** `Content-Type` of the exposition format. */
 export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
@@ -61,12 +65,6 @@ export function operationOf(method: string, route: string): number {
   return OP.other;
 }
 
-interface PlanCounts {
-  /** 429s by the Error body's code. */
-  readonly refused: Map<string, number>;
-  bans: number;
-}
-
 export interface MetricsOptions {
   version: string;
   runtime: string;
@@ -75,30 +73,110 @@ export interface MetricsOptions {
 }
 
 /**
- * Every counter the service exposes; one instance per process.
+ * Every series the service exposes; one instance (and one registry) per process.
  *
  * @example
  * const m = new Metrics({ version: '1.0.0', runtime: 'bun' })
  * m.answered(operationOf('GET', '/v1/pets'), 200, 0.003)
- * m.render() // '# HELP petstore_http_requests_total ...'
+ * await m.render() // '# HELP petstore_http_requests_total ...'
  */
 export class Metrics {
+  readonly #registry = new Registry();
   readonly #requests = new Float64Array(OPERATIONS.length * STATUSES);
-  readonly #buckets = new Float64Array(OPERATIONS.length * SLOTS);
-  readonly #sums = new Float64Array(OPERATIONS.length);
-  readonly #plans = new Map<string, PlanCounts>(
-    METRIC_PLANS.map((p) => [p, { refused: new Map(REFUSAL_REASONS.map((r) => [r, 0])), bans: 0 }]),
-  );
-  readonly #storeErrors = new Map<string, number>();
+  readonly #latency: Histogram<'operation'>;
   #inFlight = 0;
-  #keys: Record<string, number> = {};
-  #reloads = { ok: 0, failed: 0 };
-  readonly #info: string;
-  readonly #startedAt: number;
+  readonly #refused: Counter<'plan' | 'reason'>;
+  readonly #bans: Counter<'plan'>;
+  readonly #storeErrors: Counter<'operation' | 'kind'>;
+  readonly #keys: Gauge<'plan'>;
+  readonly #reloads: Counter<'result'>;
+  /** Per-consumer and per-key series; fed by `countRequests` and the keys (re)load. */
+  readonly consumers = new ConsumerMetrics();
 
   constructor({ version, runtime, startedAt = Date.now() }: MetricsOptions) {
-    this.#info = `{version="${escapeLabel(version)}",runtime="${escapeLabel(runtime)}"}`;
-    this.#startedAt = startedAt;
+    const registers = [this.#registry];
+    const requests = this.#requests;
+    new Counter({
+      name: 'petstore_http_requests_total',
+      help: 'HTTP requests answered, by operation and status code.',
+      labelNames: ['operation', 'status'] as const,
+      registers,
+      collect() {
+        this.reset();
+        OPERATIONS.forEach((operation, i) => {
+          for (let s = 0; s < STATUSES; s++) {
+            const n = requests[i * STATUSES + s] as number;
+            if (n > 0) this.inc({ operation, status: String(s + 100) }, n);
+          }
+        });
+      },
+    });
+    this.#latency = new Histogram({
+      name: 'petstore_http_request_duration_seconds',
+      help: 'Time from receiving a request to having its response ready, by operation.',
+      labelNames: ['operation'] as const,
+      buckets: [...LATENCY_BUCKETS],
+      registers,
+    });
+    const inFlight = () => this.#inFlight;
+    new Gauge({
+      name: 'petstore_http_requests_in_flight',
+      help: 'Requests received and not yet answered.',
+      registers,
+      collect() {
+        this.set(inFlight());
+      },
+    });
+    this.#refused = new Counter({
+      name: 'petstore_rate_limited_total',
+      help: '429 responses by plan and reason (the Error code).',
+      labelNames: ['plan', 'reason'] as const,
+      registers,
+    });
+    for (const plan of METRIC_PLANS) for (const reason of REFUSAL_REASONS) this.#refused.inc({ plan, reason }, 0);
+    this.#bans = new Counter({
+      name: 'petstore_bans_total',
+      help: 'Temporary bans started, by plan.',
+      labelNames: ['plan'] as const,
+      registers,
+    });
+    for (const plan of METRIC_PLANS) this.#bans.inc({ plan }, 0);
+    this.#storeErrors = new Counter({
+      name: 'petstore_store_errors_total',
+      help: 'Failed store calls, by operation and kind (unavailable or error).',
+      labelNames: ['operation', 'kind'] as const,
+      registers,
+    });
+    for (const operation of STORE_OPERATIONS) {
+      for (const kind of STORE_ERROR_KINDS) this.#storeErrors.inc({ operation, kind }, 0);
+    }
+    this.#keys = new Gauge({
+      name: 'petstore_keys',
+      help: 'API keys loaded, by plan.',
+      labelNames: ['plan'] as const,
+      registers,
+    });
+    this.keysLoaded({});
+    this.#reloads = new Counter({
+      name: 'petstore_keys_reloads_total',
+      help: 'Reloads of the keys file on SIGHUP, by result.',
+      labelNames: ['result'] as const,
+      registers,
+    });
+    this.#reloads.inc({ result: 'ok' }, 0);
+    this.#reloads.inc({ result: 'failed' }, 0);
+    this.consumers.register(this.#registry);
+    new Gauge({
+      name: 'petstore_build_info',
+      help: 'Version and runtime of this server; always 1.',
+      labelNames: ['version', 'runtime'] as const,
+      registers,
+    }).set({ version, runtime }, 1);
+    new Gauge({
+      name: 'process_start_time_seconds',
+      help: 'Start time of the process since the Unix epoch, in seconds.',
+      registers,
+    }).set(Math.floor(startedAt / 1000));
   }
 
   /** A request has arrived. */
@@ -111,107 +189,36 @@ export class Metrics {
     this.#inFlight--;
     const r = op * STATUSES + (status >= 100 && status < 600 ? status - 100 : STATUSES - 1);
     this.#requests[r] = (this.#requests[r] ?? 0) + 1;
-    let b = 0;
-    while (b < LATENCY_BUCKETS.length && seconds > (LATENCY_BUCKETS[b] as number)) b++;
-    const h = op * SLOTS + b;
-    this.#buckets[h] = (this.#buckets[h] ?? 0) + 1;
-    this.#sums[op] = (this.#sums[op] ?? 0) + seconds;
+    this.#latency.observe({ operation: OPERATIONS[op] ?? 'other' }, seconds);
   }
 
   /** A caller on `plan` was answered 429; `reason` is the Error body's code, e.g. `rate_limited`. */
   refused(plan: string, reason: string): void {
-    const refused = this.#plans.get(plan)?.refused;
-    refused?.set(reason, (refused.get(reason) ?? 0) + 1);
+    if ((METRIC_PLANS as readonly string[]).includes(plan)) this.#refused.inc({ plan, reason });
   }
 
   /** A ban started for a caller on `plan`. */
   banned(plan: string): void {
-    const counts = this.#plans.get(plan);
-    if (counts) counts.bans++;
+    if ((METRIC_PLANS as readonly string[]).includes(plan)) this.#bans.inc({ plan });
   }
 
   /** A store call failed; `unavailable` when the store could not serve (disk, connection). */
   storeError(operation: StoreOperation, kind: 'unavailable' | 'error'): void {
-    const key = `${operation}",kind="${kind}`;
-    this.#storeErrors.set(key, (this.#storeErrors.get(key) ?? 0) + 1);
+    this.#storeErrors.inc({ operation, kind });
   }
 
   /** The keys now loaded, by plan (at start and after each reload). */
   keysLoaded(byPlan: Record<string, number>): void {
-    this.#keys = { ...byPlan };
+    for (const plan of PLAN_NAMES) this.#keys.set({ plan }, byPlan[plan] ?? 0);
   }
 
   /** A SIGHUP reload of the keys file succeeded or failed. */
   reloaded(ok: boolean): void {
-    this.#reloads[ok ? 'ok' : 'failed']++;
+    this.#reloads.inc({ result: ok ? 'ok' : 'failed' });
   }
 
   /** Everything, in the Prometheus text exposition format. */
-  render(): string {
-    const out: string[] = [];
-    const head = (name: string, type: string, help: string) =>
-      out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
-
-    head('petstore_http_requests_total', 'counter', 'HTTP requests answered, by operation and status code.');
-    OPERATIONS.forEach((op, i) => {
-      for (let s = 0; s < STATUSES; s++) {
-        const n = this.#requests[i * STATUSES + s] as number;
-        if (n > 0) out.push(`petstore_http_requests_total{operation="${op}",status="${s + 100}"} ${n}`);
-      }
-    });
-
-    const latency = 'petstore_http_request_duration_seconds';
-    head(latency, 'histogram', 'Time from receiving a request to having its response ready, by operation.');
-    OPERATIONS.forEach((op, i) => {
-      let cumulative = 0;
-      const lines: string[] = [];
-      for (let b = 0; b < SLOTS; b++) {
-        cumulative += this.#buckets[i * SLOTS + b] as number;
-        const le = b < LATENCY_BUCKETS.length ? String(LATENCY_BUCKETS[b]) : '+Inf';
-        lines.push(`${latency}_bucket{operation="${op}",le="${le}"} ${cumulative}`);
-      }
-      if (cumulative === 0) return;
-      out.push(...lines);
-      out.push(
-        `${latency}_sum{operation="${op}"} ${this.#sums[i]}`,
-        `${latency}_count{operation="${op}"} ${cumulative}`,
-      );
-    });
-
-    head('petstore_http_requests_in_flight', 'gauge', 'Requests received and not yet answered.');
-    out.push(`petstore_http_requests_in_flight ${this.#inFlight}`);
-
-    head('petstore_rate_limited_total', 'counter', '429 responses by plan and reason (the Error code).');
-    for (const [plan, c] of this.#plans) {
-      for (const [reason, n] of c.refused)
-        out.push(`petstore_rate_limited_total{plan="${plan}",reason="${reason}"} ${n}`);
-    }
-    head('petstore_bans_total', 'counter', 'Temporary bans started, by plan.');
-    for (const [plan, c] of this.#plans) out.push(`petstore_bans_total{plan="${plan}"} ${c.bans}`);
-
-    head('petstore_store_errors_total', 'counter', 'Failed store calls, by operation and kind (unavailable or error).');
-    for (const op of STORE_OPERATIONS) {
-      for (const kind of ['unavailable', 'error']) {
-        const key = `${op}",kind="${kind}`;
-        out.push(`petstore_store_errors_total{operation="${key}"} ${this.#storeErrors.get(key) ?? 0}`);
-      }
-    }
-
-    head('petstore_keys', 'gauge', 'API keys loaded, by plan.');
-    for (const plan of PLAN_NAMES) out.push(`petstore_keys{plan="${plan}"} ${this.#keys[plan] ?? 0}`);
-    head('petstore_keys_reloads_total', 'counter', 'Reloads of the keys file on SIGHUP, by result.');
-    out.push(`petstore_keys_reloads_total{result="ok"} ${this.#reloads.ok}`);
-    out.push(`petstore_keys_reloads_total{result="failed"} ${this.#reloads.failed}`);
-
-    head('petstore_build_info', 'gauge', 'Version and runtime of this server; always 1.');
-    out.push(`petstore_build_info${this.#info} 1`);
-    head('process_start_time_seconds', 'gauge', 'Start time of the process since the Unix epoch, in seconds.');
-    out.push(`process_start_time_seconds ${Math.floor(this.#startedAt / 1000)}`);
-    return `${out.join('\n')}\n`;
+  render(): Promise<string> {
+    return this.#registry.metrics();
   }
-}
-
-/** A label value as the text format wants it: backslash, quote and newline escaped. */
-function escapeLabel(value: string): string {
-  return value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 }

@@ -43,6 +43,7 @@ export type Pet = v.InferOutput<typeof Pet>;
 export const ERROR_CODES = [
   'invalid_request',
   'unauthorized',
+  'insufficient_scope',
   'not_found',
   'method_not_allowed',
   'idempotency_key_reused',

@@ -14,6 +14,8 @@ export interface KeySpec {
   plan: string;
   limits?: { perMinute: number; perDay: number };
   ban?: { seconds: number; threshold?: number };
+  /** What the key may do (`pets:read`, `pets:write`); both when absent. */
+  scopes?: string[];
 }
 
 export const tokenOf = (name: string) => `psk_e2e-${name}-0123456789abcdefghijklmnopqrstuv`;

@@ -262,7 +262,7 @@ describe('metrics', () => {
         'petstore_http_requests_total{operation="getPet",status="200"} 1',
         'petstore_http_requests_total{operation="getPet",status="401"} 1',
         'petstore_http_request_duration_seconds_count{operation="listPets"} 4',
-        'petstore_http_request_duration_seconds_bucket{operation="createPet",le="+Inf"} 1',
+        'petstore_http_request_duration_seconds_bucket{le="+Inf",operation="createPet"} 1',
         'petstore_http_requests_in_flight 1',
         'petstore_rate_limited_total{plan="pro",reason="rate_limited"} 1',
         'petstore_rate_limited_total{plan="pro",reason="key_banned"} 1',
@@ -335,7 +335,7 @@ describe('SIGHUP reloads the keys file', () => {
         level: 'error',
         msg: 'keys reload failed; keeping the previous keys',
         file: keysFile,
-        error: 'keys[0] ("acme").sha256: must be 64 lowercase hex digits',
+        error: 'keys[0] ("acme").sha256: must be 64 lowercase hex digits, got "nothex"',
       });
       expect((await conn.get('/v1/pets', bearer('newco'))).status).toBe(200);
 

@@ -16,8 +16,13 @@ export type Caller =
   | {
       readonly kind: 'address';
       readonly address: string;
-      /** What the request carried: no Authorization header, or one that admits no key. */
-      readonly credential: 'none' | 'invalid';
+      /**
+       * What the request carried: no Authorization header, one that admits no key, or a known
+       * key outside its `notBefore`..`expiresAt` (see `keys/validity.ts`).
+       */
+      readonly credential: 'none' | 'invalid' | 'expired' | 'not_yet_valid';
+      /** The known key of an `expired` or `not_yet_valid` credential: for logs and metrics, never for quota. */
+      readonly key?: KeyRecord;
     };
 
 /**

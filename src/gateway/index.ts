@@ -8,6 +8,7 @@ import { decider } from './decide.ts';
 import { writeRateLimitHeaders } from './headers.ts';
 import { InFlight, tooManyInFlight, untouched } from './in-flight.ts';
 import type { KeyTable } from './keys/table.ts';
+import { invalidKey, requireScope, validAt } from './keys/validity.ts';
 import type { Decision, RateLimiter, Verdict } from './limiter/limiter.ts';
 import { type BanPolicy, DEFAULT_MAX_IN_FLIGHT } from './plans.ts';
 
@@ -51,13 +52,16 @@ export function gateway({
   const inFlight = new InFlight<Decision>(maxInFlight);
 
   return async function gateway(c, next) {
-    const caller = identify(c.req.header('authorization'), keys(), canonicalAddress(clientAddress(c)));
+    const caller = validAt(
+      identify(c.req.header('authorization'), keys(), canonicalAddress(clientAddress(c))),
+      clock.now(),
+    );
     c.set('caller', caller);
     if (caller.kind === 'address') {
       const decision = decided(await decide(caller));
       writeRateLimitHeaders(c, decision);
       refuse(decision);
-      throw unauthorized(caller);
+      throw invalidKey(caller) ?? unauthorized(caller);
     }
     const { name, limits } = caller.consumer;
     // Taken before the first await: of many sent at once, only `maxInFlight` pass this line.
@@ -71,6 +75,7 @@ export function gateway({
       writeRateLimitHeaders(c, decision);
       refuse(decision);
       inFlight.admitted(name, decision);
+      requireScope(caller.key.scopes, c.req.method, c.req.path);
       await next();
     } finally {
       inFlight.leave(name);

@@ -8,7 +8,7 @@ import { StoreError, StoreUnavailableError } from '../store/errors.ts';
 import { MemoryStore } from '../store/memory.ts';
 import { countRequests, countStoreErrors } from './metrics.ts';
 
-const lines = (m: Metrics) => m.render().split('\n');
+const lines = async (m: Metrics) => (await m.render()).split('\n');
 const newMetrics = () => new Metrics({ version: '1.0.0', runtime: 'bun' });
 
 describe('countRequests', () => {
@@ -30,13 +30,13 @@ describe('countRequests', () => {
     expect((await app.request('/v1/pets/1')).status).toBe(500);
     expect((await app.request('/nowhere')).status).toBe(404);
 
-    const out = lines(metrics);
+    const out = await lines(metrics);
     for (const line of [
       'petstore_http_requests_total{operation="listPets",status="200"} 1',
       'petstore_http_requests_total{operation="getPet",status="500"} 1',
       'petstore_http_requests_total{operation="other",status="404"} 1',
-      'petstore_http_request_duration_seconds_bucket{operation="listPets",le="0.025"} 0',
-      'petstore_http_request_duration_seconds_bucket{operation="listPets",le="0.05"} 1',
+      'petstore_http_request_duration_seconds_bucket{le="0.025",operation="listPets"} 0',
+      'petstore_http_request_duration_seconds_bucket{le="0.05",operation="listPets"} 1',
       'petstore_http_request_duration_seconds_sum{operation="listPets"} 0.03',
       'petstore_http_requests_in_flight 0',
     ]) {
@@ -68,7 +68,7 @@ describe('countRequests and 429s', () => {
     ]) {
       expect((await app.request(`/v1/pets?${q}`)).status).toBe(429);
     }
-    const out = lines(metrics);
+    const out = await lines(metrics);
     for (const line of [
       'petstore_rate_limited_total{plan="business",reason="rate_limited"} 2',
       'petstore_rate_limited_total{plan="business",reason="key_banned"} 1',
@@ -103,7 +103,7 @@ describe('countStoreErrors', () => {
     await expect(store.list({ limit: 1 })).rejects.toBe(broken);
     await expect(store.get(1)).resolves.toBeUndefined();
     await expect(store.ping()).resolves.toBeUndefined();
-    const out = lines(metrics);
+    const out = await lines(metrics);
     expect(out).toContain('petstore_store_errors_total{operation="create",kind="unavailable"} 1');
     expect(out).toContain('petstore_store_errors_total{operation="list",kind="error"} 1');
     expect(out).toContain('petstore_store_errors_total{operation="get",kind="error"} 0');

@@ -2,7 +2,9 @@ import type { MiddlewareHandler } from 'hono';
 import { routePath } from 'hono/route';
 import type { AppEnv } from '../env.ts';
 import { ApiError } from '../errors.ts';
+import type { Caller } from '../gateway/caller.ts';
 import { type Metrics, operationOf, type StoreOperation } from '../metrics.ts';
+import type { ConsumerMetrics } from '../metrics-consumers.ts';
 import { StoreUnavailableError } from '../store/errors.ts';
 import type { PetStore } from '../store/store.ts';
 
@@ -35,11 +37,23 @@ export function countRequests({
       metrics.answered(operationOf(c.req.method, routePath(c, -1)), status, (now() - started) / 1000);
     }
     // Hono keeps the error that onError answered in c.error.
+    const caller = c.get('caller');
     if (status === 429 && c.error instanceof ApiError) {
-      const caller = c.get('caller');
       metrics.refused(caller?.kind === 'consumer' ? caller.consumer.plan : 'anonymous', c.error.code);
     }
+    if (caller) countConsumer(metrics.consumers, caller, status, c.error);
   };
+}
+
+/** The per-consumer series of a request: its status and last use, or why it was refused. */
+function countConsumer(consumers: ConsumerMetrics, caller: Caller, status: number, error: unknown): void {
+  if (caller.kind === 'consumer') {
+    consumers.answered(caller.consumer.name, caller.key.id, status, Date.now());
+    if ((status === 429 || status === 403) && error instanceof ApiError)
+      consumers.refused(caller.consumer.name, error.code);
+  } else if (caller.key) {
+    consumers.refused(caller.key.consumer.name, caller.credential === 'expired' ? 'key_expired' : 'key_not_yet_valid');
+  }
 }
 
 /**

@@ -11,8 +11,8 @@ import { METRICS_CONTENT_TYPE, type Metrics } from '../metrics.ts';
  */
 export function metricsRoutes(metrics: Metrics) {
   const routes = new Hono<AppEnv>();
-  routes.get('/metrics', (c) =>
-    c.body(metrics.render(), 200, { 'Content-Type': METRICS_CONTENT_TYPE, 'Cache-Control': 'no-store' }),
+  routes.get('/metrics', async (c) =>
+    c.body(await metrics.render(), 200, { 'Content-Type': METRICS_CONTENT_TYPE, 'Cache-Control': 'no-store' }),
   );
   return routes;
 }

@@ -49,6 +49,7 @@ export async function startServer(config: Config): Promise<void> {
       ? new Metrics({ version: VERSION, runtime: adapter.name })
       : undefined;
   metrics?.keysLoaded(keys.countByPlan());
+  metrics?.consumers.load(keys.records());
   const onEvent = (e: LimiterEvent) => {
     if (e.type === 'ban_end') return log.warn('ban ended', { subject: e.subject.label, plan: e.subject.plan });
     metrics?.banned(e.subject.plan);
@@ -106,6 +107,7 @@ export async function startServer(config: Config): Promise<void> {
       const keysByPlan = keys.countByPlan();
       metrics?.reloaded(true);
       metrics?.keysLoaded(keysByPlan);
+      metrics?.consumers.load(keys.records());
       log.warn('keys reloaded', { file: config.keys, keysByPlan });
     } catch (err) {
       metrics?.reloaded(false);

@@ -27,12 +27,15 @@ describe('parseKeys', () => {
 
   test.each([
     ['{', /^not valid JSON: /],
-    ['{}', /^keys: required$/],
+    ['{}', /^keys: required \(or consumers\)$/],
     [
       file({ name: 'a', sha256: H, plan: 'gold' }),
-      /^keys\[0\] \("a"\)\.plan: must be one of free, pro, business, enterprise$/,
+      /^keys\[0\] \("a"\)\.plan: must be one of free, pro, business, enterprise, got "gold"$/,
     ],
-    [file({ name: 'a', sha256: 'XYZ', plan: 'free' }), /^keys\[0\] \("a"\)\.sha256: must be 64 lowercase hex digits$/],
+    [
+      file({ name: 'a', sha256: 'XYZ', plan: 'free' }),
+      /^keys\[0\] \("a"\)\.sha256: must be 64 lowercase hex digits, got "XYZ"$/,
+    ],
     [file({ name: 'a', plan: 'free' }), /^keys\[0\] \("a"\)\.sha256: required$/],
     [file({ sha256: H, plan: 'free' }), /^keys\[0\]\.name: required$/],
     [
@@ -41,11 +44,11 @@ describe('parseKeys', () => {
     ],
     [
       file({ name: 'a', sha256: H, plan: 'free' }, { name: 'a', sha256: 'b'.repeat(64), plan: 'free' }),
-      /^keys\[1\] \("a"\)\.name: duplicate of keys\[0\]$/,
+      /^keys\[1\] \("a"\), a \{"keys":\[\.\.\.\]\} entry\.name: "a" is also the name of keys\[0\] \("a"\), a \{"keys":\[\.\.\.\]\} entry; each consumer needs its own name$/,
     ],
     [
       file({ name: 'a', sha256: H, plan: 'free' }, { name: 'b', sha256: H, plan: 'free' }),
-      /^keys\[1\] \("b"\)\.sha256: used by another key$/,
+      /^keys\[1\] \("b"\)\.sha256: "aaaaaaaa…" is also the hash of keys\[0\] \("a"\)$/,
     ],
     [
       file({ name: 'a', sha256: H, plan: 'free', limits: { perMinute: 0, perDay: 5 } }),

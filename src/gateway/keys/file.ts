@@ -1,29 +1,10 @@
 import { createHash } from 'node:crypto';
 import * as v from 'valibot';
-import { type BanPolicy, type Limits, PLAN_LIMITS, PLAN_NAMES, type PlanName } from '../plans.ts';
+import { type BanPolicy, type Limits, PLAN_LIMITS, type PlanName } from '../plans.ts';
+import { SCOPES, type Scope } from '../scopes.ts';
+import { type ConsumerKey, KeysDocument, rfc3339 } from './schema.ts';
 
-/** A key's name as the keys file and `petstore keys new` accept it: what logs show. */
-export const KEY_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
-
-const Quota = v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1_000_000_000));
-
-const KeyEntry = v.pipe(
-  v.strictObject({
-    name: v.pipe(v.string(), v.regex(KEY_NAME, 'must be 1-64 letters, digits, ".", "_" or "-"')),
-    sha256: v.pipe(v.string(), v.regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex digits')),
-    plan: v.picklist(PLAN_NAMES, `must be one of ${PLAN_NAMES.join(', ')}`),
-    limits: v.optional(v.strictObject({ perMinute: Quota, perDay: Quota })),
-    ban: v.optional(
-      v.strictObject({ threshold: v.optional(Quota), seconds: v.pipe(v.number(), v.integer(), v.minValue(1)) }),
-    ),
-  }),
-  v.forward(
-    v.check((e) => e.plan !== 'enterprise' || e.limits !== undefined, 'required for the enterprise plan'),
-    ['limits'],
-  ),
-);
-
-const KeysFile = v.strictObject({ keys: v.array(KeyEntry) });
+export { KEY_NAME } from './schema.ts';
 
 /**
  * Whose quota a key counts against: the per-consumer state (windows, ban, in-flight cap) is keyed
@@ -42,6 +23,12 @@ export interface KeyRecord {
   readonly id: string;
   readonly hash: Buffer;
   readonly consumer: Consumer;
+  /** What the key may do; a key without `scopes` in the file has every scope. */
+  readonly scopes: readonly Scope[];
+  /** Epoch ms from which the key is refused (`expiresAt`), if it expires. */
+  readonly expiresAt?: number;
+  /** Epoch ms before which the key is refused (`notBefore`), if set. */
+  readonly notBefore?: number;
 }
 
 export class KeysFileError extends Error {
@@ -49,34 +36,99 @@ export class KeysFileError extends Error {
 }
 
 /**
- * Parses and validates a keys file's text; throws `KeysFileError` naming the entry and field.
+ * Parses and validates a keys file's text into its document; throws `KeysFileError` naming
+ * the entry, the field and the bad value. Cross-entry checks are `parseKeys`'s.
  *
  * @example
- * parseKeys('{"keys":[{"name":"acme","sha256":"9f86…","plan":"free"}]}')
+ * parseDocument('{"consumers":[{"name":"acme","plan":"pro","keys":[]}]}').consumers?.[0]?.name // 'acme'
  */
-export function parseKeys(text: string): KeyRecord[] {
+export function parseDocument(text: string): KeysDocument {
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (err) {
     throw new KeysFileError(`not valid JSON: ${(err as Error).message}`);
   }
-  const result = v.safeParse(KeysFile, json);
-  if (!result.success) throw new KeysFileError(describe(result.issues[0], json));
-  const seen = new Map<string, number>();
-  const hashes = new Set<string>();
-  return result.output.keys.map((entry, i) => {
-    if (seen.has(entry.name)) {
-      throw new KeysFileError(`keys[${i}] ("${entry.name}").name: duplicate of keys[${seen.get(entry.name)}]`);
+  const result = v.safeParse(KeysDocument, json);
+  if (!result.success) throw new KeysFileError(describe(result.issues[0]));
+  if (!result.output.keys && !result.output.consumers) throw new KeysFileError('keys: required (or consumers)');
+  return result.output;
+}
+
+/**
+ * The keys of a keys file's text, validated; throws `KeysFileError` naming the entry, the field
+ * and the bad value.
+ *
+ * @example
+ * parseKeys('{"keys":[{"name":"acme","sha256":"9f86…","plan":"free"}]}')
+ */
+export function parseKeys(text: string): KeyRecord[] {
+  return keyRecords(parseDocument(text));
+}
+
+/**
+ * The keys of a validated document, after the checks across entries: unique consumer names
+ * (over both forms), unique hashes, unique key ids within a consumer, notBefore before expiresAt.
+ */
+export function keyRecords(doc: KeysDocument): KeyRecord[] {
+  const owners = new Map<string, string>(); // consumer name -> where it is defined
+  const hashes = new Map<string, string>(); // hash -> where it is used
+  const records: KeyRecord[] = [];
+  const claimName = (name: string, where: string) => {
+    const first = owners.get(name);
+    if (first !== undefined) {
+      throw new KeysFileError(
+        `${where}.name: "${name}" is also the name of ${first}; each consumer needs its own name`,
+      );
     }
-    if (hashes.has(entry.sha256)) throw new KeysFileError(`keys[${i}] ("${entry.name}").sha256: used by another key`);
-    seen.set(entry.name, i);
-    hashes.add(entry.sha256);
-    const limits = entry.limits ?? PLAN_LIMITS[entry.plan as Exclude<PlanName, 'enterprise'>];
-    // A `{"keys":[...]}` entry is a consumer of its own with a single key, both named by its name.
-    const consumer: Consumer = { name: entry.name, plan: entry.plan, limits, ...(entry.ban ? { ban: entry.ban } : {}) };
-    return { id: entry.name, hash: Buffer.from(entry.sha256, 'hex'), consumer };
+    owners.set(name, where);
+  };
+  const add = (key: ConsumerKey, id: string, consumer: Consumer, where: string, ids?: Set<string>) => {
+    const other = hashes.get(key.sha256);
+    if (other !== undefined) {
+      throw new KeysFileError(`${where}.sha256: "${key.sha256.slice(0, 8)}…" is also the hash of ${other}`);
+    }
+    hashes.set(key.sha256, where);
+    if (ids?.has(id))
+      throw new KeysFileError(`${where}.id: "${id}" is also the id of another key of "${consumer.name}"`);
+    ids?.add(id);
+    const record = toRecord(key, id, consumer);
+    if (record.expiresAt !== undefined && record.notBefore !== undefined && record.notBefore >= record.expiresAt) {
+      throw new KeysFileError(`${where}.notBefore: "${key.notBefore}" is not before expiresAt "${key.expiresAt}"`);
+    }
+    records.push(record);
+  };
+  (doc.keys ?? []).forEach((entry, i) => {
+    const where = `keys[${i}] ("${entry.name}")`;
+    claimName(entry.name, `${where}, a {"keys":[...]} entry`);
+    add(entry, entry.name, consumerOf(entry), where);
   });
+  (doc.consumers ?? []).forEach((entry, i) => {
+    const where = `consumers[${i}] ("${entry.name}")`;
+    claimName(entry.name, where);
+    const consumer = consumerOf(entry);
+    const ids = new Set<string>();
+    entry.keys.forEach((key, k) => {
+      add(key, key.id ?? key.sha256.slice(0, 8), consumer, `${where}.keys[${k}]`, ids);
+    });
+  });
+  return records;
+}
+
+function consumerOf(entry: { name: string; plan: PlanName; limits?: Limits; ban?: BanPolicy }): Consumer {
+  const limits = entry.limits ?? PLAN_LIMITS[entry.plan as Exclude<PlanName, 'enterprise'>];
+  return { name: entry.name, plan: entry.plan, limits, ...(entry.ban ? { ban: entry.ban } : {}) };
+}
+
+function toRecord(key: ConsumerKey, id: string, consumer: Consumer): KeyRecord {
+  return {
+    id,
+    hash: Buffer.from(key.sha256, 'hex'),
+    consumer,
+    scopes: key.scopes ? [...new Set(key.scopes)] : [...SCOPES],
+    ...(key.expiresAt !== undefined ? { expiresAt: rfc3339(key.expiresAt) } : {}),
+    ...(key.notBefore !== undefined ? { notBefore: rfc3339(key.notBefore) } : {}),
+  };
 }
 
 /**
@@ -101,22 +153,30 @@ export function hashToken(token: string): Buffer {
   return createHash('sha256').update(token).digest();
 }
 
-function describe(issue: v.BaseIssue<unknown>, json: unknown): string {
+/** `where: message`, with the entry's name after its index and the bad value quoted. */
+function describe(issue: v.BaseIssue<unknown>): string {
   let where = '';
+  let list: unknown;
   (issue.path ?? []).forEach((item, depth) => {
+    if (depth === 0) list = item.value;
     if (typeof item.key === 'number') {
       where += `[${item.key}]`;
-      if (depth === 1) where += entryName(json, item.key);
+      if (depth === 1) where += entryName(list, item.key);
     } else {
       where += `${where ? '.' : ''}${String(item.key)}`;
     }
   });
-  const message = issue.received === 'undefined' ? 'required' : issue.message;
-  return `${where || 'file'}: ${message}`;
+  if (issue.received === 'undefined') return `${where || 'file'}: required`;
+  const input = issue.input;
+  const quoted =
+    typeof input === 'string' || typeof input === 'number' || typeof input === 'boolean'
+      ? `, got ${JSON.stringify(typeof input === 'string' && /^[0-9a-f]{64}$/.test(input) ? `${input.slice(0, 8)}…` : input)}`
+      : '';
+  return `${where || 'file'}: ${issue.message}${quoted}`;
 }
 
-function entryName(json: unknown, index: number): string {
-  const keys = (json as { keys?: Array<{ name?: unknown }> }).keys;
-  const name = keys?.[index]?.name;
+function entryName(list: unknown, index: number): string {
+  const entry: unknown = Array.isArray(list) ? list[index] : undefined;
+  const name = entry && typeof entry === 'object' && 'name' in entry ? entry.name : undefined;
   return typeof name === 'string' ? ` ("${name}")` : '';
 }

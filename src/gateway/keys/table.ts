@@ -24,6 +24,11 @@ export class KeyTable {
     return record && timingSafeEqual(record.hash, digest) ? record : undefined;
   }
 
+  /** Every key, for the per-key metrics. */
+  records(): KeyRecord[] {
+    return [...this.#byHash.values()];
+  }
+
   /** Number of keys on each plan, for the start-up log. */
   countByPlan(): Record<string, number> {
     const counts: Record<string, number> = {};

@@ -1,0 +1,306 @@
+// Key lifecycle against the server under test (PETSTORE_CMD: the binary, Deno or Node): the
+// `petstore keys` commands on a real file, consumers whose keys share one quota, scopes (403),
+// expiry (401), SIGHUP pick-up, a rotation under load, and the per-consumer metrics.
+import { describe, expect, test } from 'bun:test';
+import { createHash } from 'node:crypto';
+import { chmodSync, chownSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Running, runCommand, startServer } from '../../test/harness.ts';
+
+const sha = (token: string) => createHash('sha256').update(token).digest('hex');
+const tmp = () => mkdtempSync(join(tmpdir(), 'petstore-keys-'));
+const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function writeFile(doc: unknown, dir = tmp()): string {
+  const path = join(dir, 'keys.json');
+  writeFileSync(path, JSON.stringify(doc), { mode: 0o600 });
+  return path;
+}
+
+/** Waits for a JSON log line with `msg`, after `from` lines already seen. */
+async function logged(server: Running, msg: string, from = 0, timeoutMs = 10_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const line = server.lines.slice(from).find((l) => l.startsWith('{') && l.includes(`"msg":"${msg}"`));
+    if (line) return JSON.parse(line) as Record<string, unknown>;
+    if (Date.now() > deadline) throw new Error(`no "${msg}" in:\n${server.lines.join('\n')}`);
+    await Bun.sleep(20);
+  }
+}
+
+async function get(server: Running, token: string, path = '/v1/pets?limit=1') {
+  const res = await fetch(server.url + path, { headers: bearer(token) });
+  await res.arrayBuffer();
+  return res;
+}
+
+describe('petstore keys', () => {
+  test('add prints the token alone on stdout and the id on stderr; the file keeps only the hash, its mode and its JSON form', async () => {
+    const file = writeFile({ keys: [{ name: 'legacy', sha256: 'a'.repeat(64), plan: 'free' }] });
+    chmodSync(file, 0o640);
+    const add = await runCommand([
+      'keys',
+      'add',
+      '--keys',
+      file,
+      '--consumer',
+      'acme',
+      '--plan',
+      'pro',
+      '--scopes',
+      'pets:read',
+      '--id',
+      'k1',
+    ]);
+    expect(add.code).toBe(0);
+    expect(add.stdout).toMatch(/^psk_[A-Za-z0-9_-]{43}\n$/);
+    expect(add.stderr).toContain('key id: k1 (consumer acme;');
+    const token = add.stdout.trim();
+    const text = readFileSync(file, 'utf8');
+    expect(text).not.toContain(token);
+    expect(JSON.parse(text)).toEqual({
+      keys: [{ name: 'legacy', sha256: 'a'.repeat(64), plan: 'free' }],
+      consumers: [{ name: 'acme', plan: 'pro', keys: [{ id: 'k1', sha256: sha(token), scopes: ['pets:read'] }] }],
+    });
+    expect(statSync(file).mode & 0o777).toBe(0o640);
+
+    const list = await runCommand(['keys', 'list', '--keys', file, '--json']);
+    expect(list.code).toBe(0);
+    expect(list.stdout).not.toContain(sha(token));
+    expect(JSON.parse(list.stdout)).toEqual({
+      keys: [
+        {
+          consumer: 'legacy',
+          plan: 'free',
+          key: 'legacy',
+          scopes: ['pets:read', 'pets:write'],
+          notBefore: null,
+          expiresAt: null,
+          state: 'active',
+        },
+        {
+          consumer: 'acme',
+          plan: 'pro',
+          key: 'k1',
+          scopes: ['pets:read'],
+          notBefore: null,
+          expiresAt: null,
+          state: 'active',
+        },
+      ],
+      consumersWithoutKeys: [],
+    });
+
+    // As root, the file keeps its owner too (written by root, owned by the service's user).
+    if (process.getuid?.() === 0) {
+      chownSync(file, 65534, 65534);
+      expect((await runCommand(['keys', 'add', '--keys', file, '--consumer', 'acme'])).code).toBe(0);
+      expect([statSync(file).uid, statSync(file).gid, statSync(file).mode & 0o777]).toEqual([65534, 65534, 0o640]);
+    }
+
+    const revoke = await runCommand(['keys', 'revoke', '--keys', file, '--consumer', 'acme', '--key', 'k1']);
+    expect(revoke.code).toBe(0);
+    const left = JSON.parse(readFileSync(file, 'utf8')).consumers[0].keys.map((k: { id?: string }) => k.id);
+    expect(left).toEqual(process.getuid?.() === 0 ? [undefined] : []);
+    const missing = await runCommand(['keys', 'revoke', '--keys', file, '--consumer', 'acme', '--key', 'k1']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('--key: consumer "acme" has no key "k1" (it has: ');
+  });
+
+  test('8 keys add at once all land, each with its own token', async () => {
+    const file = join(tmp(), 'keys.json');
+    const runs = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        runCommand(['keys', 'add', '--keys', file, '--consumer', 'team', '--plan', 'free', '--id', `k${i}`]),
+      ),
+    );
+    expect(runs.map((r) => r.code)).toEqual([0, 0, 0, 0, 0, 0, 0, 0]);
+    const doc = JSON.parse(readFileSync(file, 'utf8')) as { consumers: { keys: { id: string; sha256: string }[] }[] };
+    const keys = doc.consumers[0]?.keys ?? [];
+    expect(keys.map((k) => k.id).sort()).toEqual(['k0', 'k1', 'k2', 'k3', 'k4', 'k5', 'k6', 'k7']);
+    expect(new Set(keys.map((k) => k.sha256))).toEqual(new Set(runs.map((r) => sha(r.stdout.trim()))));
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+  });
+
+  test.each([
+    [
+      { expiresAt: '2027-13-01' },
+      'consumers[0] ("acme").keys[0].expiresAt: must be an RFC 3339 date-time such as 2027-02-20T00:00:00Z, got "2027-13-01"',
+    ],
+    [
+      { scopes: ['pets:admin'] },
+      'consumers[0] ("acme").keys[0].scopes[0]: must be one of pets:read, pets:write, got "pets:admin"',
+    ],
+  ])('a bad value stops the start with exit 2 and says where: %p', async (extra, message) => {
+    const file = writeFile({
+      consumers: [{ name: 'acme', plan: 'pro', keys: [{ sha256: 'a'.repeat(64), ...extra }] }],
+    });
+    const run = await runCommand(['--port', '0', '--keys', file]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(`petstore: keys file: ${message}\n`);
+  });
+
+  test('a duplicate hash and a legacy entry named like a consumer stop the start with exit 2', async () => {
+    const dup = writeFile({
+      keys: [{ name: 'acme', sha256: 'b'.repeat(64), plan: 'free' }],
+      consumers: [{ name: 'acme', plan: 'pro', keys: [{ sha256: 'b'.repeat(64) }] }],
+    });
+    const run = await runCommand(['--port', '0', '--keys', dup]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(
+      'petstore: keys file: consumers[0] ("acme").name: "acme" is also the name of keys[0] ("acme"), a {"keys":[...]} entry; each consumer needs its own name',
+    );
+  });
+});
+
+describe('a server with consumers', () => {
+  test('two keys of a free consumer share 60 a minute; scopes, expiry and metrics per consumer', async () => {
+    const now = Date.now();
+    const file = writeFile({
+      consumers: [
+        {
+          name: 'acme',
+          plan: 'free',
+          keys: [
+            { id: 'one', sha256: sha('psk_e2e-one'), expiresAt: iso(now + 86_400_000) },
+            { id: 'two', sha256: sha('psk_e2e-two'), scopes: ['pets:read'] },
+            { id: 'old', sha256: sha('psk_e2e-old'), expiresAt: '2020-01-01T00:00:00Z' },
+            { id: 'next', sha256: sha('psk_e2e-next'), notBefore: '2099-01-01T00:00:00Z' },
+          ],
+        },
+      ],
+    });
+    const server = await startServer({ args: ['--keys', file, '--metrics'] });
+    try {
+      const post = await fetch(`${server.url}/v1/pets`, {
+        method: 'POST',
+        headers: { ...bearer('psk_e2e-two'), 'Content-Type': 'application/json' },
+        body: '{"name":"Rex","categoryId":1}',
+      });
+      expect(post.status).toBe(403);
+      expect(await post.json()).toEqual({
+        code: 'insufficient_scope',
+        message: 'The API key lacks the scope pets:write that this operation needs.',
+        status: 403,
+      });
+      expect(post.headers.get('www-authenticate')).toBe(
+        'Bearer realm="petstore", error="insufficient_scope", scope="pets:write"',
+      );
+      expect(post.headers.get('x-ratelimit-remaining')).toBe('59');
+      expect(await (await fetch(`${server.url}/v1/pets`, { headers: bearer('psk_e2e-one') })).json()).toEqual([]);
+
+      const remaining: string[] = [];
+      for (let i = 0; i < 29; i++)
+        remaining.push((await get(server, 'psk_e2e-one')).headers.get('x-ratelimit-remaining') ?? '');
+      for (let i = 0; i < 29; i++)
+        remaining.push((await get(server, 'psk_e2e-two')).headers.get('x-ratelimit-remaining') ?? '');
+      // The 403 and the list above used two of the 60.
+      expect(remaining).toEqual(Array.from({ length: 58 }, (_, i) => String(57 - i)));
+      expect((await get(server, 'psk_e2e-one')).status).toBe(429);
+      expect((await get(server, 'psk_e2e-two')).status).toBe(429);
+
+      const old = await get(server, 'psk_e2e-old');
+      expect(old.status).toBe(401);
+      expect(old.headers.get('www-authenticate')).toBe(
+        'Bearer realm="petstore", error="invalid_token", error_description="The API key expired at 2020-01-01T00:00:00.000Z"',
+      );
+      const next = await get(server, 'psk_e2e-next');
+      expect(next.status).toBe(401);
+      expect(next.headers.get('www-authenticate')).toBe(
+        'Bearer realm="petstore", error="invalid_token", error_description="The API key is not valid before 2099-01-01T00:00:00.000Z"',
+      );
+
+      const metrics = await (await fetch(`${server.url}/metrics`)).text();
+      for (const line of [
+        'petstore_consumer_requests_total{consumer="acme",status="200"} 59',
+        'petstore_consumer_requests_total{consumer="acme",status="403"} 1',
+        'petstore_consumer_requests_total{consumer="acme",status="429"} 2',
+        'petstore_consumer_refusals_total{consumer="acme",reason="insufficient_scope"} 1',
+        'petstore_consumer_refusals_total{consumer="acme",reason="rate_limited"} 2',
+        'petstore_consumer_refusals_total{consumer="acme",reason="key_expired"} 1',
+        'petstore_consumer_refusals_total{consumer="acme",reason="key_not_yet_valid"} 1',
+        `petstore_key_expiry_timestamp_seconds{consumer="acme",key="one"} ${Math.floor((now + 86_400_000) / 1000)}`,
+        'petstore_key_expiry_timestamp_seconds{consumer="acme",key="old"} 1577836800',
+        'petstore_key_last_used_timestamp_seconds{consumer="acme",key="next"} 0',
+      ]) {
+        expect(metrics).toContain(`\n${line}\n`);
+      }
+      const lastUsed = /petstore_key_last_used_timestamp_seconds\{consumer="acme",key="two"\} (\d+)/.exec(metrics)?.[1];
+      expect(Math.abs(Number(lastUsed) - Date.now() / 1000)).toBeLessThan(60);
+      for (const secret of ['psk_e2e', sha('psk_e2e-one'), sha('psk_e2e-one').slice(0, 16)])
+        expect(metrics).not.toContain(secret);
+    } finally {
+      expect(await server.stop()).toBe(0);
+    }
+  });
+
+  test('a rotation under load: the client switches tokens mid-run and sees only 200s, Remaining falling by one', async () => {
+    const dir = tmp();
+    const file = join(dir, 'keys.json');
+    // Quotas no run reaches, so every answer is a 200 whatever the runtime's speed.
+    const first = await runCommand([
+      'keys',
+      'add',
+      '--keys',
+      file,
+      '--consumer',
+      'shop',
+      '--plan',
+      'enterprise',
+      '--per-minute',
+      '100000',
+      '--per-day',
+      '1000000',
+      '--id',
+      'v1',
+    ]);
+    const oldToken = first.stdout.trim();
+    const server = await startServer({ args: ['--keys', file] });
+    try {
+      let token = oldToken;
+      const seen: { status: number; remaining: number; token: string }[] = [];
+      let stop = false;
+      const client = (async () => {
+        while (!stop) {
+          const res = await get(server, token);
+          seen.push({ status: res.status, remaining: Number(res.headers.get('x-ratelimit-remaining')), token });
+          await Bun.sleep(2);
+        }
+      })();
+      while (seen.length < 10) await Bun.sleep(5);
+      const rotate = await runCommand([
+        'keys',
+        'rotate',
+        '--keys',
+        file,
+        '--consumer',
+        'shop',
+        '--overlap',
+        '7d',
+        '--id',
+        'v2',
+      ]);
+      expect(rotate.code).toBe(0);
+      const newToken = rotate.stdout.trim();
+      expect(newToken).toMatch(/^psk_/);
+      const from = server.lines.length;
+      server.child.kill('SIGHUP');
+      await logged(server, 'keys reloaded', from);
+      const switchedAt = seen.length;
+      token = newToken;
+      while (seen.length < switchedAt + 10) await Bun.sleep(5);
+      stop = true;
+      await client;
+      expect(seen.every((s) => s.status === 200)).toBe(true);
+      expect(seen.some((s) => s.token === oldToken) && seen.some((s) => s.token === newToken)).toBe(true);
+      expect(seen.map((s) => s.remaining)).toEqual(seen.map((_, i) => 99_999 - i));
+      const doc = JSON.parse(readFileSync(file, 'utf8'));
+      const v1 = doc.consumers[0].keys[0];
+      expect(Date.parse(v1.expiresAt) - Date.now()).toBeGreaterThan(7 * 86_400_000 - 120_000);
+    } finally {
+      expect(await server.stop()).toBe(0);
+    }
+  });
+});

@@ -1,0 +1,153 @@
+import { describe, expect, test } from 'bun:test';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { addKey, revokeKey, rotateKeys } from './edit.ts';
+import { KeysFileError, parseKeys } from './file.ts';
+import type { KeysDocument } from './schema.ts';
+import { readKeysDocument, withLock, writeKeysDocument } from './store-file.ts';
+
+const A = 'a'.repeat(64);
+const B = 'b'.repeat(64);
+const C = 'c'.repeat(64);
+const NOW = Date.UTC(2027, 1, 13);
+const DAY = 86_400_000;
+
+describe('addKey', () => {
+  test('makes the consumer when missing, then adds to it; a plan change is refused', () => {
+    const one = addKey({}, 'acme', { plan: 'pro' }, { sha256: A, scopes: ['pets:read'] });
+    const two = addKey(one, 'acme', {}, { sha256: B, id: 'b' });
+    expect(two).toEqual({
+      consumers: [
+        {
+          name: 'acme',
+          plan: 'pro',
+          keys: [
+            { sha256: A, scopes: ['pets:read'] },
+            { id: 'b', sha256: B },
+          ],
+        },
+      ],
+    });
+    expect(() => addKey(two, 'acme', { plan: 'free' }, { sha256: C })).toThrow(
+      '--plan: consumer "acme" is on the pro plan, not free; change its plan in the file',
+    );
+    expect(() => addKey({}, 'new', {}, { sha256: C })).toThrow('--plan: needed to create consumer "new"');
+  });
+
+  test('moves a legacy entry of that name into consumers, keeping its id, plan and limits', () => {
+    const doc: KeysDocument = {
+      keys: [
+        { name: 'acme', sha256: A, plan: 'pro', limits: { perMinute: 5, perDay: 50 } },
+        { name: 'other', sha256: C, plan: 'free' },
+      ],
+    };
+    const after = addKey(doc, 'acme', {}, { sha256: B });
+    expect(after).toEqual({
+      keys: [{ name: 'other', sha256: C, plan: 'free' }],
+      consumers: [
+        {
+          name: 'acme',
+          plan: 'pro',
+          limits: { perMinute: 5, perDay: 50 },
+          keys: [{ id: 'acme', sha256: A }, { sha256: B }],
+        },
+      ],
+    });
+    expect(parseKeys(JSON.stringify(after)).map((k) => [k.consumer.name, k.id])).toEqual([
+      ['other', 'other'],
+      ['acme', 'acme'],
+      ['acme', 'bbbbbbbb'],
+    ]);
+  });
+});
+
+describe('rotateKeys', () => {
+  test('current keys expire at now + overlap (sooner ones and expired ones keep theirs); the new key inherits scopes', () => {
+    const doc: KeysDocument = {
+      consumers: [
+        {
+          name: 'acme',
+          plan: 'pro',
+          keys: [
+            { id: 'long', sha256: A, scopes: ['pets:read'], expiresAt: '2030-01-01T00:00:00Z' },
+            { id: 'soon', sha256: B, scopes: ['pets:read'], expiresAt: '2027-02-14T00:00:00Z' },
+            { id: 'dead', sha256: C, expiresAt: '2027-01-01T00:00:00Z' },
+          ],
+        },
+      ],
+    };
+    const after = rotateKeys(doc, 'acme', NOW, 7 * DAY, { sha256: 'd'.repeat(64), id: 'new' });
+    expect(after.consumers?.[0]?.keys).toEqual([
+      { id: 'long', sha256: A, scopes: ['pets:read'], expiresAt: '2027-02-20T00:00:00Z' },
+      { id: 'soon', sha256: B, scopes: ['pets:read'], expiresAt: '2027-02-14T00:00:00Z' },
+      { id: 'dead', sha256: C, expiresAt: '2027-01-01T00:00:00Z' },
+      { id: 'new', sha256: 'd'.repeat(64), scopes: ['pets:read'] },
+    ]);
+  });
+
+  test('an unknown consumer is refused', () => {
+    expect(() => rotateKeys({}, 'ghost', NOW, DAY, { sha256: A })).toThrow(KeysFileError);
+  });
+});
+
+test('revokeKey removes one key by id and keeps the consumer', () => {
+  const doc = addKey(addKey({}, 'acme', { plan: 'free' }, { sha256: A, id: 'one' }), 'acme', {}, { sha256: B });
+  expect(revokeKey(doc, 'acme', 'bbbbbbbb').consumers).toEqual([
+    { name: 'acme', plan: 'free', keys: [{ id: 'one', sha256: A }] },
+  ]);
+  expect(() => revokeKey(doc, 'acme', 'two')).toThrow(
+    '--key: consumer "acme" has no key "two" (it has: one, bbbbbbbb)',
+  );
+});
+
+describe('the keys file on disk', () => {
+  const dir = () => mkdtempSync(join(tmpdir(), 'petstore-keys-unit-'));
+
+  test('a write replaces the file whole, keeps its mode and leaves no temporary file behind', () => {
+    const d = dir();
+    const path = join(d, 'keys.json');
+    writeFileSync(path, '{"keys":[]}', { mode: 0o640 });
+    writeKeysDocument(path, { consumers: [{ name: 'acme', plan: 'free', keys: [{ sha256: A }] }] });
+    expect(statSync(path).mode & 0o777).toBe(0o640);
+    expect(readKeysDocument(path)).toEqual({ consumers: [{ name: 'acme', plan: 'free', keys: [{ sha256: A }] }] });
+    expect(readFileSync(path, 'utf8').endsWith('\n')).toBe(true);
+    expect(readdirSync(d)).toEqual(['keys.json']);
+  });
+
+  test('a document the server would refuse is never written', () => {
+    const path = join(dir(), 'keys.json');
+    writeFileSync(path, '{"keys":[]}', { mode: 0o600 });
+    const dup: KeysDocument = { consumers: [{ name: 'acme', plan: 'free', keys: [{ sha256: A }, { sha256: A }] }] };
+    expect(() => writeKeysDocument(path, dup)).toThrow(KeysFileError);
+    expect(readFileSync(path, 'utf8')).toBe('{"keys":[]}');
+  });
+
+  test('a missing file reads as no consumers', () => {
+    expect(readKeysDocument(join(dir(), 'none.json'))).toEqual({ consumers: [] });
+  });
+
+  test('a lock left by a process that is gone is taken over; the lock is removed after', async () => {
+    const path = join(dir(), 'keys.json');
+    writeFileSync(`${path}.lock`, '2147483646\n');
+    expect(await withLock(path, () => 'ran')).toBe('ran');
+    expect(existsSync(`${path}.lock`)).toBe(false);
+  });
+
+  test('runs under one lock do not overlap', async () => {
+    const path = join(dir(), 'keys.json');
+    let inside = 0;
+    let most = 0;
+    await Promise.all(
+      Array.from({ length: 5 }, () =>
+        withLock(path, async () => {
+          inside++;
+          most = Math.max(most, inside);
+          await Bun.sleep(10);
+          inside--;
+        }),
+      ),
+    );
+    expect(most).toBe(1);
+  });
+});

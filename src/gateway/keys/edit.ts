@@ -1,0 +1,131 @@
+/**
+ * The changes `petstore keys` makes to a keys document, as pure functions: each returns a new
+ * document and leaves the given one alone. A `{"keys":[...]}` entry that is added to, rotated
+ * or revoked is first moved into `consumers` under the same name with its key id = its name,
+ * so its quota, its id in logs and its token all stay the same.
+ */
+import type { Limits, PlanName } from '../plans.ts';
+import type { Scope } from '../scopes.ts';
+import { KeysFileError } from './file.ts';
+import { type ConsumerEntry, type ConsumerKey, type KeysDocument, rfc3339 } from './schema.ts';
+
+export interface NewConsumer {
+  plan?: PlanName;
+  limits?: Limits;
+}
+
+export interface NewKey {
+  sha256: string;
+  id?: string;
+  scopes?: readonly Scope[];
+  expiresAt?: string;
+  notBefore?: string;
+}
+
+/**
+ * `doc` with `key` added to consumer `name`, which is made (on `plan`, required then) when missing.
+ *
+ * @example
+ * addKey({ consumers: [] }, 'acme', { plan: 'pro' }, { sha256: '9f86…' })
+ */
+export function addKey(doc: KeysDocument, name: string, consumer: NewConsumer, key: NewKey): KeysDocument {
+  const moved = toConsumers(doc, name);
+  const consumers = [...(moved.consumers ?? [])];
+  const i = consumers.findIndex((c) => c.name === name);
+  const entry: ConsumerKey = {
+    ...(key.id !== undefined ? { id: key.id } : {}),
+    sha256: key.sha256,
+    ...(key.scopes !== undefined ? { scopes: [...key.scopes] } : {}),
+    ...(key.notBefore !== undefined ? { notBefore: key.notBefore } : {}),
+    ...(key.expiresAt !== undefined ? { expiresAt: key.expiresAt } : {}),
+  };
+  const existing = consumers[i];
+  if (existing) {
+    if (consumer.plan !== undefined && consumer.plan !== existing.plan) {
+      throw new KeysFileError(
+        `--plan: consumer "${name}" is on the ${existing.plan} plan, not ${consumer.plan}; change its plan in the file`,
+      );
+    }
+    consumers[i] = { ...existing, keys: [...existing.keys, entry] };
+  } else {
+    if (consumer.plan === undefined) throw new KeysFileError(`--plan: needed to create consumer "${name}"`);
+    consumers.push({
+      name,
+      plan: consumer.plan,
+      ...(consumer.limits ? { limits: consumer.limits } : {}),
+      keys: [entry],
+    });
+  }
+  return { ...moved, consumers };
+}
+
+/**
+ * `doc` after a rotation of consumer `name` at `now`: `key` added, and every current key that
+ * would outlive `now + overlapMs` set to expire then. Keys already expired stay as they are.
+ * The new key takes the scopes of the keys it replaces unless `key.scopes` says otherwise.
+ */
+export function rotateKeys(doc: KeysDocument, name: string, now: number, overlapMs: number, key: NewKey): KeysDocument {
+  const moved = toConsumers(doc, name);
+  const current = moved.consumers?.find((c) => c.name === name);
+  if (!current) throw new KeysFileError(`--consumer: no consumer "${name}" in the file; use keys add to make one`);
+  const until = now + overlapMs;
+  const live = current.keys.filter((k) => k.expiresAt === undefined || rfc3339(k.expiresAt) > now);
+  const scopes = key.scopes ?? inheritedScopes(live);
+  const ending = current.keys.map((k) =>
+    live.includes(k) && (k.expiresAt === undefined || rfc3339(k.expiresAt) > until)
+      ? { ...k, expiresAt: new Date(Math.floor(until / 1000) * 1000).toISOString().replace('.000Z', 'Z') }
+      : k,
+  );
+  const withEnding: KeysDocument = {
+    ...moved,
+    consumers: (moved.consumers ?? []).map((c) => (c.name === name ? { ...c, keys: ending } : c)),
+  };
+  return addKey(withEnding, name, {}, { ...key, ...(scopes ? { scopes } : {}) });
+}
+
+/** The scopes a key replacing `keys` should have: their union, or undefined (every scope). */
+function inheritedScopes(keys: readonly ConsumerKey[]): Scope[] | undefined {
+  if (keys.length === 0 || keys.some((k) => k.scopes === undefined)) return undefined;
+  return [...new Set(keys.flatMap((k) => k.scopes ?? []))];
+}
+
+/**
+ * `doc` without key `id` of consumer `name`; the consumer stays (with its plan and limits),
+ * so a key added later shares the same quota.
+ */
+export function revokeKey(doc: KeysDocument, name: string, id: string): KeysDocument {
+  const moved = toConsumers(doc, name);
+  const current = moved.consumers?.find((c) => c.name === name);
+  if (!current) throw new KeysFileError(`--consumer: no consumer "${name}" in the file`);
+  const keys = current.keys.filter((k) => (k.id ?? k.sha256.slice(0, 8)) !== id);
+  if (keys.length === current.keys.length) {
+    const ids = current.keys.map((k) => k.id ?? k.sha256.slice(0, 8));
+    throw new KeysFileError(`--key: consumer "${name}" has no key "${id}" (it has: ${ids.join(', ') || 'none'})`);
+  }
+  return { ...moved, consumers: (moved.consumers ?? []).map((c) => (c.name === name ? { ...c, keys } : c)) };
+}
+
+/** `doc` with the `{"keys":[...]}` entry named `name`, if any, moved into `consumers`. */
+function toConsumers(doc: KeysDocument, name: string): KeysDocument {
+  const legacy = doc.keys?.find((e) => e.name === name);
+  if (!legacy) return doc;
+  const { name: _name, sha256, plan, limits, ban, scopes, notBefore, expiresAt } = legacy;
+  const consumer: ConsumerEntry = {
+    name,
+    plan,
+    ...(limits ? { limits } : {}),
+    ...(ban ? { ban } : {}),
+    keys: [
+      {
+        id: name,
+        sha256,
+        ...(scopes ? { scopes } : {}),
+        ...(notBefore ? { notBefore } : {}),
+        ...(expiresAt ? { expiresAt } : {}),
+      },
+    ],
+  };
+  const keys = doc.keys?.filter((e) => e !== legacy) ?? [];
+  const { keys: _old, ...rest } = doc;
+  return { ...rest, ...(keys.length > 0 ? { keys } : {}), consumers: [...(doc.consumers ?? []), consumer] };
+}

@@ -1,0 +1,101 @@
+import * as v from 'valibot';
+import { PLAN_NAMES } from '../plans.ts';
+import { SCOPES } from '../scopes.ts';
+
+/** A key's or consumer's name as the keys file and `petstore keys` accept it: what logs show. */
+export const KEY_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+const NAME_MESSAGE = 'must be 1-64 letters, digits, ".", "_" or "-"';
+
+/** RFC 3339 date-time (section 5.6): a `T`, seconds, and `Z` or an offset. */
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+
+/**
+ * Epoch ms of an RFC 3339 date-time, or NaN when it is not one (also for a day the month lacks,
+ * such as 2027-02-30, which `Date.parse` would roll over into March).
+ *
+ * @example
+ * rfc3339('2027-02-20T00:00:00Z') // 1803081600000
+ * rfc3339('2027-13-01') // NaN
+ */
+export function rfc3339(text: string): number {
+  const m = RFC3339.exec(text);
+  if (!m) return Number.NaN;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as number[];
+  const date = new Date(Date.UTC(year as number, (month as number) - 1, day as number));
+  const valid =
+    date.getUTCMonth() === (month as number) - 1 &&
+    date.getUTCDate() === day &&
+    (hour as number) < 24 &&
+    (minute as number) < 60 &&
+    (second as number) < 61;
+  return valid ? Date.parse(text) : Number.NaN;
+}
+
+const Quota = v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1_000_000_000));
+const Limits = v.strictObject({ perMinute: Quota, perDay: Quota });
+const Ban = v.strictObject({
+  threshold: v.optional(Quota),
+  seconds: v.pipe(v.number(), v.integer(), v.minValue(1)),
+});
+const Plan = v.picklist(PLAN_NAMES, `must be one of ${PLAN_NAMES.join(', ')}`);
+const Sha256 = v.pipe(v.string(), v.regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex digits'));
+const DateTime = v.pipe(
+  v.string(),
+  v.check((s) => !Number.isNaN(rfc3339(s)), 'must be an RFC 3339 date-time such as 2027-02-20T00:00:00Z'),
+);
+/** What a key may do; absent means every scope. */
+const Scopes = v.array(v.picklist(SCOPES, `must be one of ${SCOPES.join(', ')}`));
+const Validity = {
+  scopes: v.optional(Scopes),
+  expiresAt: v.optional(DateTime),
+  notBefore: v.optional(DateTime),
+};
+
+/** A `{"keys":[...]}` entry: a consumer of its own with one key, both named by `name`. */
+export const LegacyEntry = v.pipe(
+  v.strictObject({
+    name: v.pipe(v.string(), v.regex(KEY_NAME, NAME_MESSAGE)),
+    sha256: Sha256,
+    plan: Plan,
+    limits: v.optional(Limits),
+    ban: v.optional(Ban),
+    ...Validity,
+  }),
+  v.forward(
+    v.check((e) => e.plan !== 'enterprise' || e.limits !== undefined, 'required for the enterprise plan'),
+    ['limits'],
+  ),
+);
+
+/** One key of a consumer: `id` defaults to the first 8 hex digits of its hash. */
+export const ConsumerKey = v.strictObject({
+  id: v.optional(v.pipe(v.string(), v.regex(KEY_NAME, NAME_MESSAGE))),
+  sha256: Sha256,
+  ...Validity,
+});
+
+/** A consumer: one quota (windows, ban, in-flight cap) shared by all of its keys. */
+export const ConsumerEntry = v.pipe(
+  v.strictObject({
+    name: v.pipe(v.string(), v.regex(KEY_NAME, NAME_MESSAGE)),
+    plan: Plan,
+    limits: v.optional(Limits),
+    ban: v.optional(Ban),
+    keys: v.array(ConsumerKey),
+  }),
+  v.forward(
+    v.check((e) => e.plan !== 'enterprise' || e.limits !== undefined, 'required for the enterprise plan'),
+    ['limits'],
+  ),
+);
+
+/** The keys file: either form, or both in one file. */
+export const KeysDocument = v.strictObject({
+  keys: v.optional(v.array(LegacyEntry)),
+  consumers: v.optional(v.array(ConsumerEntry)),
+});
+
+export type KeysDocument = v.InferOutput<typeof KeysDocument>;
+export type LegacyEntry = v.InferOutput<typeof LegacyEntry>;
+export type ConsumerEntry = v.InferOutput<typeof ConsumerEntry>;
+export type ConsumerKey = v.InferOutput<typeof ConsumerKey>;

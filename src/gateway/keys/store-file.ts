@@ -1,0 +1,172 @@
+/**
+ * Reading and rewriting a keys file safely for `petstore keys`: one writer at a time (a lock
+ * file), and every write atomic (a temporary file in the same directory, fsynced, renamed over
+ * the original), keeping the original's mode and owner so the server can still read it.
+ */
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import process from 'node:process';
+import { KeysFileError, keyRecords, parseDocument } from './file.ts';
+import type { KeysDocument } from './schema.ts';
+
+/** How long `withLock` waits for another run's lock before giving up. */
+const LOCK_WAIT_MS = 10_000;
+/** A lock whose holder cannot be checked is taken over once it is this old. */
+const LOCK_STALE_MS = 30_000;
+const LOCK_RETRY_MS = 15;
+/** Mode of a keys file the CLI creates: the owner only (the server warns on anything wider). */
+const NEW_FILE_MODE = 0o600;
+
+export class LockTimeoutError extends Error {
+  override name = 'LockTimeoutError';
+}
+
+/**
+ * Runs `fn` holding `<path>.lock`, made with O_EXCL and holding this process's pid. A lock left
+ * by a process that no longer runs (or older than 30 s when its pid cannot be checked) is
+ * removed; otherwise it waits up to 10 s.
+ *
+ * @example
+ * await withLock('/etc/petstore/keys.json', async () => { ... read, change, write ... })
+ */
+export async function withLock<T>(path: string, fn: () => Promise<T> | T): Promise<T> {
+  const lock = `${path}.lock`;
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  for (;;) {
+    try {
+      const fd = fs.openSync(lock, 'wx', 0o600);
+      fs.writeSync(fd, `${process.pid}\n`);
+      fs.closeSync(fd);
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      if (isStale(lock)) {
+        fs.rmSync(lock, { force: true });
+        continue;
+      }
+      if (Date.now() > deadline) {
+        throw new LockTimeoutError(`${lock} is held by another run (pid ${readPid(lock) ?? 'unknown'}); retry later`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS + Math.random() * LOCK_RETRY_MS));
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    fs.rmSync(lock, { force: true });
+  }
+}
+
+function readPid(lock: string): number | undefined {
+  try {
+    const pid = Number.parseInt(fs.readFileSync(lock, 'utf8'), 10);
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether the lock's holder is gone: its pid runs no process, or it is too old to trust. */
+function isStale(lock: string): boolean {
+  let age: number;
+  try {
+    age = Date.now() - fs.statSync(lock).mtimeMs;
+  } catch {
+    return false; // released meanwhile: the next open may succeed
+  }
+  const pid = readPid(lock);
+  if (pid === undefined) return age > LOCK_STALE_MS; // being written, or garbage
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ESRCH') return true;
+    return age > LOCK_STALE_MS; // EPERM (another user's process) or no permission to ask
+  }
+}
+
+/**
+ * The keys file at `path`, validated like the server validates it (exit 2 material when not),
+ * or an empty consumers document when the file does not exist yet.
+ */
+export function readKeysDocument(path: string): KeysDocument {
+  let text: string;
+  try {
+    text = fs.readFileSync(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { consumers: [] };
+    throw new KeysFileError(`cannot read ${path}: ${(err as Error).message}`);
+  }
+  const doc = parseDocument(text);
+  keyRecords(doc);
+  return doc;
+}
+
+/**
+ * Replaces the file at `path` with `doc` atomically: a reader (the server on SIGHUP) sees the
+ * old file or the new one, never a part. Keeps the original's mode, and its owner when run as
+ * root; a new file is 0600. Validates `doc` first, so the CLI never writes a file the server
+ * would refuse.
+ */
+export function writeKeysDocument(path: string, doc: KeysDocument): void {
+  keyRecords(parseDocument(JSON.stringify(doc)));
+  const text = `${JSON.stringify(doc, null, 2)}\n`;
+  let original: fs.Stats | undefined;
+  try {
+    original = fs.statSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const dir = dirname(path);
+  const temp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+  const mode = original ? original.mode & 0o7777 : NEW_FILE_MODE;
+  const fd = fs.openSync(temp, 'wx', mode);
+  try {
+    fs.writeSync(fd, text);
+    fs.fchmodSync(fd, mode); // the umask may have narrowed the open's mode
+    if (original) keepOwner(fd, original);
+    fs.fsyncSync(fd);
+  } catch (err) {
+    fs.closeSync(fd);
+    fs.rmSync(temp, { force: true });
+    throw err;
+  }
+  fs.closeSync(fd);
+  try {
+    fs.renameSync(temp, path);
+  } catch (err) {
+    fs.rmSync(temp, { force: true });
+    throw err;
+  }
+  syncDirectory(dir);
+}
+
+/**
+ * Gives the new file the original's owner and group when they differ from the writer's. Only
+ * root may give a file away; anyone else gets EPERM, and then the file is theirs (as when they
+ * created it), which is what an editor would do too.
+ */
+function keepOwner(fd: number, original: fs.Stats): void {
+  const now = fs.fstatSync(fd);
+  if (now.uid === original.uid && now.gid === original.gid) return;
+  try {
+    fs.fchownSync(fd, original.uid, original.gid);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') throw err;
+  }
+}
+
+/** Makes the rename durable; some platforms cannot open a directory, and then the rename stands as is. */
+function syncDirectory(dir: string): void {
+  let fd: number | undefined;
+  try {
+    fd = fs.openSync(dir, 'r');
+    fs.fsyncSync(fd);
+  } catch {
+    // Windows, or a runtime without directory fds: the rename is still atomic.
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}

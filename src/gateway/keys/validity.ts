@@ -1,0 +1,64 @@
+import { ApiError } from '../../errors.ts';
+import type { Caller } from '../caller.ts';
+import { requiredScope } from '../scopes.ts';
+
+const REALM = 'Bearer realm="petstore"';
+
+/**
+ * The caller as the gateway treats it at `now`: a consumer whose key is past its `expiresAt` or
+ * before its `notBefore` becomes an address caller with that credential, so the request is
+ * limited per client address like any failed authentication (guessing and replaying an old key
+ * cost the same) and answered 401. Checked on every request, so a key expires without a reload.
+ *
+ * @example
+ * validAt(identify('Bearer psk_old…', table, '203.0.113.9'), Date.now()) // { kind: 'address', credential: 'expired', … }
+ */
+export function validAt(caller: Caller, now: number): Caller {
+  if (caller.kind !== 'consumer') return caller;
+  const { key, address } = caller;
+  if (key.expiresAt !== undefined && now >= key.expiresAt)
+    return { kind: 'address', address, credential: 'expired', key };
+  if (key.notBefore !== undefined && now < key.notBefore) {
+    return { kind: 'address', address, credential: 'not_yet_valid', key };
+  }
+  return caller;
+}
+
+/**
+ * The 401 of a known key used outside its validity dates (RFC 6750 section 3.1), or undefined
+ * for any other address caller (the gateway's own 401 then answers).
+ *
+ * @example
+ * invalidKey(caller) // ApiError 401, WWW-Authenticate: Bearer realm="petstore", error="invalid_token", error_description="The API key expired at 2027-02-20T00:00:00.000Z"
+ */
+export function invalidKey(caller: Extract<Caller, { kind: 'address' }>): ApiError | undefined {
+  const { key, credential } = caller;
+  if (!key) return undefined;
+  let description: string;
+  if (credential === 'expired' && key.expiresAt !== undefined) {
+    description = `The API key expired at ${new Date(key.expiresAt).toISOString()}`;
+  } else if (credential === 'not_yet_valid' && key.notBefore !== undefined) {
+    description = `The API key is not valid before ${new Date(key.notBefore).toISOString()}`;
+  } else {
+    return undefined;
+  }
+  return new ApiError('unauthorized', `${description}.`, {
+    'WWW-Authenticate': `${REALM}, error="invalid_token", error_description="${description}"`,
+  });
+}
+
+/**
+ * Throws the 403 `insufficient_scope` (RFC 6750 section 3.1) when the key lacks the scope the
+ * operation at `method path` needs. Called after the limiter admitted the request: a refused
+ * request still used one request of the quota, so probing which scopes a key has is not free.
+ *
+ * @example
+ * requireScope(readOnlyKey.scopes, 'POST', '/v1/pets') // throws 403, scope="pets:write"
+ */
+export function requireScope(scopes: readonly string[], method: string, path: string): void {
+  const needed = requiredScope(method, path);
+  if (needed === undefined || scopes.includes(needed)) return;
+  throw new ApiError('insufficient_scope', `The API key lacks the scope ${needed} that this operation needs.`, {
+    'WWW-Authenticate': `${REALM}, error="insufficient_scope", scope="${needed}"`,
+  });
+}
