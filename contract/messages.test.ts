@@ -62,6 +62,9 @@ test.each([
   ['{"name":"Rex","categoryId":9007199254740992}', ID('categoryId')],
   ['{"name":"Rex","categoryId":0}', ID('categoryId')],
   ['{"name":"Rex","categoryId":1.5}', ID('categoryId')],
+  // JSON.parse makes integers of these (9007199254740991 and 4): never stored as if sent.
+  ['{"name":"Rex","categoryId":9007199254740990.9}', ID('categoryId')],
+  ['{"name":"Rex","categoryId":4.0000000000000001}', ID('categoryId')],
   ['{"name":"Rex","categoryId":"1"}', ID('categoryId')],
   ['{"name":"Rex","categoryId":[1]}', ID('categoryId')],
   ['{"name":"Rex"}', 'categoryId: is required; must be an integer from 1 to 9007199254740991.'],

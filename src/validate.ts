@@ -2,6 +2,7 @@ import type { MiddlewareHandler } from 'hono';
 import { validator } from 'hono/validator';
 import * as v from 'valibot';
 import { ApiError, notJson, tooLarge } from './errors.ts';
+import { roundedMember } from './json-numbers.ts';
 import { ALLOWED } from './schemas.ts';
 
 type Target = 'json' | 'query' | 'param' | 'header';
@@ -92,13 +93,20 @@ function parseJsonBody(bytes: ArrayBuffer): unknown {
   } catch {
     throw new ApiError('invalid_request', 'body: must be UTF-8; this has bytes that are not UTF-8.');
   }
+  let value: unknown;
   try {
     // Only a `\u` escape can make an unpaired surrogate out of valid UTF-8: check only then.
-    return text.includes('\\u') ? JSON.parse(text, refuseLoneSurrogates) : JSON.parse(text);
+    value = text.includes('\\u') ? JSON.parse(text, refuseLoneSurrogates) : JSON.parse(text);
   } catch (err) {
     if (err instanceof ApiError) throw err;
     throw new ApiError('invalid_request', NOT_JSON);
   }
+  // A number JSON.parse rounded to an integer would pass the schema and be stored as a value the
+  // client never sent: refuse it in the field's own words.
+  const rounded = roundedMember(text);
+  const allowed = rounded === undefined ? undefined : ALLOWED[rounded];
+  if (allowed !== undefined) throw new ApiError('invalid_request', `${rounded}: must be ${allowed}.`);
+  return value;
 }
 
 function refuseLoneSurrogates(key: string, value: unknown): unknown {
