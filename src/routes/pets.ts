@@ -6,6 +6,7 @@ import { CreateHeaders, ListQuery, NewPet, PetParams, type PetStatus } from '../
 import { fingerprintOf } from '../store/idempotency.ts';
 import type { PetStore } from '../store/store.ts';
 import { requireJson, validate } from '../validate.ts';
+import { pageBody } from './page-body.ts';
 
 /** RFC 9745 `Deprecation`: getPet is deprecated since 2026-01-01T00:00:00Z. */
 export const DEPRECATION = '@1767225600';
@@ -33,11 +34,8 @@ export function petRoutes(store: PetStore, { clock = systemClock }: PetRoutesOpt
     const { limit, status, cursor } = c.req.valid('query');
     const after = cursor === undefined ? 0 : Number.parseInt(cursor, CURSOR_RADIX);
     const page = await store.list({ limit: limit + 1, status, after });
-    if (page.length > limit) {
-      page.length = limit;
-      c.header('Link', nextLink(limit, status, page[limit - 1]?.id ?? after));
-    }
-    return c.json(page, 200);
+    if (page.length > limit) c.header('Link', nextLink(limit, status, page[limit - 1]?.id ?? after));
+    return c.body(pageBody(page, limit), 200, { 'Content-Type': 'application/json' });
   });
 
   pets.post('/pets', requireJson(), validate('header', CreateHeaders), validate('json', NewPet), async (c) => {

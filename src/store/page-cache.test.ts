@@ -65,11 +65,12 @@ describe('SqliteStore list cache', () => {
     await store.close();
   });
 
-  test('a caller shortening its page does not shorten the next one', async () => {
+  test('a page handed out is frozen, so no caller can change the next one', async () => {
     const store = open();
     for (let i = 0; i < 3; i++) await store.create(rex);
     const first = await store.list({ limit: 3 });
-    first.length = 1;
+    expect(Object.isFrozen(first)).toBe(true);
+    expect(first.every((pet) => Object.isFrozen(pet))).toBe(true);
     expect(await store.list({ limit: 3 })).toHaveLength(3);
     await store.close();
   });

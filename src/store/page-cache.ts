@@ -20,10 +20,13 @@ export class PageCache {
   readonly #pages = new Map<string, readonly Pet[]>();
   readonly #pets = new Map<number, Readonly<Pet> | null>();
 
-  /** A fresh copy of the page (callers may shorten it), or undefined when not cached at `version`. */
-  get(key: string, version: unknown): Pet[] | undefined {
+  /**
+   * The page, frozen and the same array every time until the cache starts over (so the route
+   * can keep its JSON beside it), or undefined when not cached at `version`.
+   */
+  get(key: string, version: unknown): readonly Pet[] | undefined {
     if (!this.#current(version)) return undefined;
-    return this.#pages.get(key)?.slice();
+    return this.#pages.get(key);
   }
 
   /** A copy of the pet with `id`, null when it is known not to exist, undefined when not cached at `version`. */
@@ -41,12 +44,13 @@ export class PageCache {
     return pet;
   }
 
-  /** Keeps a frozen copy of `pets` under `key` when read at `version`; returns `pets`. */
-  set(key: string, version: unknown, pets: Pet[]): Pet[] {
+  /** Keeps `pets`, frozen, under `key` when read at `version`; returns them. */
+  set(key: string, version: unknown, pets: Pet[]): readonly Pet[] {
     if (version !== this.#version) return pets;
     if (this.#pages.size >= MAX_PAGES) this.#pages.clear();
-    this.#pages.set(key, Object.freeze(pets.map((p) => Object.freeze({ ...p }))));
-    return pets;
+    const page = Object.freeze(pets.map((p) => Object.freeze(p)));
+    this.#pages.set(key, page);
+    return page;
   }
 
   /** Forgets every page and pet: the store wrote. */

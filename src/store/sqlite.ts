@@ -139,7 +139,7 @@ export class SqliteStore implements PetStore {
     return this.#pages.setPet(id, version, row === undefined || row === null ? null : petFromRow(row)) ?? undefined;
   }
 
-  async list({ limit, status, after = 0 }: ListOptions): Promise<Pet[]> {
+  async list({ limit, status, after = 0 }: ListOptions): Promise<readonly Pet[]> {
     const key = `${status ?? ''}/${after}/${limit}`;
     const version = this.#dataVersion('list pets');
     const cached = this.#pages.get(key, version);
