@@ -64,7 +64,7 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
     test('list pages in ascending id order after a cursor, filtered by status', async () => {
       const statuses = ['available', 'sold', 'available', 'pending', 'available', 'sold'] as const;
       for (const [i, status] of statuses.entries()) await store.create({ name: `p${i + 1}`, categoryId: 7, status });
-      const ids = (pets: { id: number }[]) => pets.map((p) => p.id);
+      const ids = (pets: readonly { id: number }[]) => pets.map((p) => p.id);
       expect(ids(await store.list({ limit: 100 }))).toEqual([1, 2, 3, 4, 5, 6]);
       expect(ids(await store.list({ limit: 2 }))).toEqual([1, 2]);
       expect(ids(await store.list({ limit: 2, after: 2 }))).toEqual([3, 4]);

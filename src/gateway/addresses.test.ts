@@ -54,6 +54,12 @@ describe('one address, one spelling', () => {
     ['::FFFF:cb00:7105', '203.0.113.5'],
     ['203.0.113.5', '203.0.113.5'],
     ['010.1.1.1', '010.1.1.1'],
+    ['0.0.0.0', '0.0.0.0'],
+    ['255.255.255.255', '255.255.255.255'],
+    ['256.1.1.1', '256.1.1.1'],
+    ['1.2.3', '1.2.3'],
+    ['1.2.3.4.', '1.2.3.4.'],
+    ['1..3.4', '1..3.4'],
     ['unknown', 'unknown'],
   ])('canonicalAddress(%s) is %s', (text, canonical) => {
     expect(canonicalAddress(text)).toBe(canonical);
@@ -67,6 +73,17 @@ describe('one address, one spelling', () => {
     expect(addressGroup('2001:db8:0:1ff::9', 128)).toBe('2001:db8:0:1ff::9');
     expect(addressGroup('203.0.113.5')).toBe('203.0.113.5');
     expect(addressGroup('unknown')).toBe('unknown');
+  });
+
+  test('IPv4 blocks match at their edges', () => {
+    const trust = new TrustedProxies(['198.18.0.0/15', '0.0.0.0/0']);
+    expect(new TrustedProxies(['198.18.0.0/15']).trusts('198.19.255.255')).toBe(true);
+    expect(new TrustedProxies(['198.18.0.0/15']).trusts('198.20.0.0')).toBe(false);
+    expect(new TrustedProxies(['198.18.0.0/15']).trusts('198.17.255.255')).toBe(false);
+    expect(new TrustedProxies(['198.19.7.7/15']).trusts('198.18.0.1')).toBe(true);
+    expect(trust.trusts('1.2.3.4')).toBe(true);
+    expect(trust.trusts('2001:db8::1')).toBe(false);
+    expect(new TrustedProxies(['10.0.0.1/32']).trusts('10.0.0.2')).toBe(false);
   });
 
   test('a proxy matches however either side is written', () => {

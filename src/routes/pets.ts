@@ -7,6 +7,7 @@ import { CreateHeaders, ListQuery, NewPet, PetParams, type PetStatus } from '../
 import { fingerprintOf } from '../store/idempotency.ts';
 import type { PetStore } from '../store/store.ts';
 import { requireJson, validate } from '../validate.ts';
+import { pageBody } from './page-body.ts';
 
 /** RFC 9745 `Deprecation`: getPet is deprecated since 2026-01-01T00:00:00Z. */
 export const DEPRECATION = '@1767225600';
@@ -42,11 +43,10 @@ export function petRoutes(store: PetStore, { clock = systemClock }: PetRoutesOpt
     const page = await store.list({ limit: limit + 1, status, after });
     let link = '';
     if (page.length > limit) {
-      page.length = limit;
       link = nextLink(limit, status, page[limit - 1]?.id ?? after);
       c.header('Link', link);
     }
-    const body = JSON.stringify(page);
+    const body = pageBody(page, limit);
     // The Link is part of the page: a pet added after a full last page changes its ETag too.
     return conditional(c, body, weakEtag(body, link), JSON_TYPE);
   });

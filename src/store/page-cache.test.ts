@@ -3,9 +3,10 @@ import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fakeClock } from '../../test/testing.ts';
 import { silentLogger } from '../log.ts';
 import { PageCache } from './page-cache.ts';
-import { SqliteStore } from './sqlite.ts';
+import { DATA_VERSION_TTL_MS, SqliteStore } from './sqlite.ts';
 import { loadSqlite, type SqliteOpener } from './sqlite-driver.ts';
 
 const openSqlite = (await loadSqlite()) as SqliteOpener;
@@ -15,7 +16,8 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-const open = () => SqliteStore.open({ path: join(dir, 'pets.db'), open: openSqlite, log: silentLogger });
+const clock = fakeClock();
+const open = () => SqliteStore.open({ path: join(dir, 'pets.db'), open: openSqlite, log: silentLogger, clock });
 const rex = { name: 'Rex', categoryId: 1, status: 'available' } as const;
 
 describe('SqliteStore list cache', () => {
@@ -28,14 +30,34 @@ describe('SqliteStore list cache', () => {
     await store.close();
   });
 
-  test('sees commits of another process sharing the file', async () => {
+  test("sees this store's own creates at once on get, after a 404", async () => {
+    const store = open();
+    expect(await store.get(1)).toBeUndefined();
+    await store.create(rex);
+    expect(await store.get(1)).toEqual({ id: 1, ...rex });
+    await store.close();
+  });
+
+  test('a caller changing its pet does not change the next one', async () => {
+    const store = open();
+    await store.create(rex);
+    const first = await store.get(1);
+    if (first) first.name = 'Changed';
+    expect(await store.get(1)).toEqual({ id: 1, ...rex });
+    await store.close();
+  });
+
+  test(`sees commits of another process sharing the file within ${DATA_VERSION_TTL_MS} ms`, async () => {
     const store = open();
     await store.create(rex);
     expect(await store.list({ limit: 10 })).toHaveLength(1);
+    expect(await store.get(2)).toBeUndefined();
     const other = new Database(join(dir, 'pets.db'));
     other.run("INSERT INTO pets (name, category_id, status) VALUES ('Tom', 2, 'sold')");
     other.run("UPDATE pets SET name = 'Rexy' WHERE id = 1");
     other.close();
+    clock.advance(DATA_VERSION_TTL_MS);
+    expect(await store.get(2)).toEqual({ id: 2, name: 'Tom', categoryId: 2, status: 'sold' });
     expect(await store.list({ limit: 10 })).toEqual([
       { id: 1, name: 'Rexy', categoryId: 1, status: 'available' },
       { id: 2, name: 'Tom', categoryId: 2, status: 'sold' },
@@ -43,11 +65,12 @@ describe('SqliteStore list cache', () => {
     await store.close();
   });
 
-  test('a caller shortening its page does not shorten the next one', async () => {
+  test('a page handed out is frozen, so no caller can change the next one', async () => {
     const store = open();
     for (let i = 0; i < 3; i++) await store.create(rex);
     const first = await store.list({ limit: 3 });
-    first.length = 1;
+    expect(Object.isFrozen(first)).toBe(true);
+    expect(first.every((pet) => Object.isFrozen(pet))).toBe(true);
     expect(await store.list({ limit: 3 })).toHaveLength(3);
     await store.close();
   });

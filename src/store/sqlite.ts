@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { setImmediate } from 'node:timers';
+import { type Clock, systemClock } from '../clock.ts';
 import type { Logger } from '../log.ts';
 import type { NewPet, Pet } from '../schemas.ts';
 import { StoreError, StoreOpenError, StoreUnavailableError, sqliteError } from './errors.ts';
@@ -20,6 +21,13 @@ const SELECT_PAGE = `SELECT ${PET_COLUMNS} FROM pets WHERE id > ? ORDER BY id LI
 const SELECT_PAGE_BY_STATUS = `SELECT ${PET_COLUMNS} FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?`;
 /** Changes when another connection commits: what keeps the page cache honest across processes. */
 const DATA_VERSION = 'PRAGMA data_version';
+/**
+ * How long a `data_version` read is trusted. The statement costs about 5 µs, a third of a whole
+ * cached list request, so it is read at most this often; this process's own commits clear the
+ * cache at once, so only another process's commit (a hand edit with `sqlite3`, a second instance,
+ * which README advises against) can go unseen, for at most this long.
+ */
+export const DATA_VERSION_TTL_MS = 100;
 /** The live key's pet; a key whose pet is gone (deleted by hand) counts as unused. */
 const SELECT_KEY = `
   SELECT k.fingerprint, p.id, p.name, p.category_id, p.status
@@ -37,6 +45,8 @@ export interface SqliteStoreOptions {
   /** The runtime's SQLite, from `loadSqlite()`. */
   readonly open: SqliteOpener;
   readonly log: Logger;
+  /** Where time comes from for `DATA_VERSION_TTL_MS`; tests pass a fake one. */
+  readonly clock?: Clock;
 }
 
 interface PendingCreate {
@@ -60,13 +70,17 @@ interface PendingCreate {
 export class SqliteStore implements PetStore {
   readonly #db: SqliteConnection;
   readonly #sweeps = new SweepSchedule();
-  /** Pages already read, while nothing was written (`PRAGMA data_version` sees other processes). */
+  /** Pages and pets already read, while nothing was written (`PRAGMA data_version` sees other processes). */
   readonly #pages = new PageCache();
+  readonly #clock: Clock;
+  #version: unknown;
+  #versionReadAt = Number.NEGATIVE_INFINITY;
   #pending: PendingCreate[] = [];
   #closed = false;
 
-  private constructor(db: SqliteConnection) {
+  private constructor(db: SqliteConnection, clock: Clock) {
     this.#db = db;
+    this.#clock = clock;
   }
 
   /**
@@ -76,7 +90,7 @@ export class SqliteStore implements PetStore {
    * @example
    * const store = SqliteStore.open({ path: 'data/petstore.db', open: await loadSqlite(), log })
    */
-  static open({ path, open, log }: SqliteStoreOptions): SqliteStore {
+  static open({ path, open, log, clock = systemClock }: SqliteStoreOptions): SqliteStore {
     const file = resolve(path);
     let db: SqliteConnection | undefined;
     try {
@@ -100,7 +114,7 @@ export class SqliteStore implements PetStore {
         schemaVersion: SCHEMA_VERSION,
         ...(migrated.length > 0 ? { migrated } : {}),
       });
-      return new SqliteStore(db);
+      return new SqliteStore(db, clock);
     } catch (err) {
       db?.close();
       if (err instanceof StoreOpenError) throw err;
@@ -119,16 +133,16 @@ export class SqliteStore implements PetStore {
   }
 
   async get(id: number): Promise<Pet | undefined> {
+    const version = this.#dataVersion('read pet');
+    const cached = this.#pages.getPet(id, version);
+    if (cached !== undefined) return cached ?? undefined;
     const row = this.#read('read pet', () => this.#db.prepare(SELECT_ONE).get(id));
-    return row === undefined || row === null ? undefined : petFromRow(row);
+    return this.#pages.setPet(id, version, row === undefined || row === null ? null : petFromRow(row)) ?? undefined;
   }
 
-  async list({ limit, status, after = 0 }: ListOptions): Promise<Pet[]> {
+  async list({ limit, status, after = 0 }: ListOptions): Promise<readonly Pet[]> {
     const key = `${status ?? ''}/${after}/${limit}`;
-    const version = column(
-      this.#read('list pets', () => this.#db.prepare(DATA_VERSION).get()),
-      'data_version',
-    );
+    const version = this.#dataVersion('list pets');
     const cached = this.#pages.get(key, version);
     if (cached) return cached;
     const rows = this.#read('list pets', () =>
@@ -195,6 +209,20 @@ export class SqliteStore implements PetStore {
     const stored = this.#insert(pet);
     this.#db.prepare(UPSERT_KEY).get(once.scope, once.key, once.fingerprint, stored.id, once.now + IDEMPOTENCY_TTL_MS);
     return { outcome: 'created', pet: stored };
+  }
+
+  /** `PRAGMA data_version`, read again when the last read is `DATA_VERSION_TTL_MS` old. */
+  #dataVersion(doing: string): unknown {
+    if (this.#closed) throw new StoreUnavailableError('the store is closed');
+    const now = this.#clock.now();
+    if (now - this.#versionReadAt >= DATA_VERSION_TTL_MS || now < this.#versionReadAt) {
+      this.#version = column(
+        this.#read(doing, () => this.#db.prepare(DATA_VERSION).get()),
+        'data_version',
+      );
+      this.#versionReadAt = now;
+    }
+    return this.#version;
   }
 
   #read<T>(doing: string, query: () => T): T {

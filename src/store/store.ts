@@ -37,7 +37,7 @@ export interface PetStore {
    */
   createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult>;
   get(id: number): Promise<Pet | undefined>;
-  list(options: ListOptions): Promise<Pet[]>;
+  list(options: ListOptions): Promise<readonly Pet[]>;
   /** Resolves when the store can serve requests; rejects with the reason otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;
