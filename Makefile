@@ -48,7 +48,7 @@ $(BIN): node_modules/.stamp $(SOURCES) $(DOCS_GEN) scripts/build.sh scripts/lib/
 build: $(BIN) ## compile the single binary dist/petstore (Bun, bytecode) and smoke-test it
 
 dist/node/main.js: node_modules/.stamp $(SOURCES) $(DOCS_GEN)
-	$(BUN) build --target=node --format=esm src/main.ts --outfile $@
+	$(BUN) build --target=node --format=esm --define 'PETSTORE_DOCS_EMBED="base64"' src/main.ts --outfile $@
 
 run: build ## build, then serve on embedded defaults (port 8080, pets in ./data/petstore.db, a development key)
 	$(BIN)

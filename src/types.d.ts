@@ -2,3 +2,13 @@ declare module '*.yaml' {
   const text: string;
   export default text;
 }
+
+/** A file `bun build --compile` embeds (`with { type: 'file' }`): its path inside the binary. */
+declare module '*.gz' {
+  const path: string;
+  export default path;
+}
+declare module '*.br' {
+  const path: string;
+  export default path;
+}

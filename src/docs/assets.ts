@@ -49,8 +49,8 @@ export class CompressedAsset {
   readonly path: string;
   readonly contentType: string;
   readonly #hash: string;
-  readonly #gzipBase64: string;
-  readonly #brotliBase64: string;
+  readonly #loadGzip: () => Uint8Array<ArrayBuffer>;
+  readonly #loadBrotli: () => Uint8Array<ArrayBuffer>;
   /** Decoded on first use, so start-up does not pay for a page nobody opened. */
   #gzip: Uint8Array<ArrayBuffer> | undefined;
   #brotli: Uint8Array<ArrayBuffer> | undefined;
@@ -61,23 +61,31 @@ export class CompressedAsset {
     ext,
     hash,
     contentType,
-    gzipBase64,
-    brotliBase64,
-  }: { name: string; ext: string; hash: string; contentType: string; gzipBase64: string; brotliBase64: string }) {
+    gzip,
+    brotli,
+  }: {
+    name: string;
+    ext: string;
+    hash: string;
+    contentType: string;
+    /** Read on first use, so start-up does not pay for a page nobody opened. */
+    gzip: () => Uint8Array<ArrayBuffer>;
+    brotli: () => Uint8Array<ArrayBuffer>;
+  }) {
     this.#hash = hash.slice(0, 16);
     this.path = `${ASSETS_PATH}/${name}.${this.#hash}.${ext}`;
     this.contentType = contentType;
-    this.#gzipBase64 = gzipBase64;
-    this.#brotliBase64 = brotliBase64;
+    this.#loadGzip = gzip;
+    this.#loadBrotli = brotli;
   }
 
   get gzip(): Uint8Array<ArrayBuffer> {
-    this.#gzip ??= new Uint8Array(Buffer.from(this.#gzipBase64, 'base64'));
+    this.#gzip ??= this.#loadGzip();
     return this.#gzip;
   }
 
   get brotli(): Uint8Array<ArrayBuffer> {
-    this.#brotli ??= new Uint8Array(Buffer.from(this.#brotliBase64, 'base64'));
+    this.#brotli ??= this.#loadBrotli();
     return this.#brotli;
   }
 

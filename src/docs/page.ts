@@ -1,6 +1,5 @@
 import type { ApiReferenceConfiguration } from '@scalar/hono-api-reference';
 import { CompressedAsset, TextAsset } from './assets.ts';
-import { SCALAR_BROTLI_BASE64, SCALAR_GZIP_BASE64, SCALAR_SHA256 } from './generated/scalar-bundle.ts';
 
 /**
  * The page's Content-Security-Policy: everything from this origin only, nothing inline that runs.
@@ -24,14 +23,28 @@ export const DOCS_CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
+// Replaced by `bun build --define` in the binary's build (scripts/lib/build-info.sh); undeclared
+// at run time otherwise, which `typeof` tolerates.
+declare const PETSTORE_DOCS_EMBED: string | undefined;
+
+/**
+ * The binary holds the bundle as embedded files (their bytes as they are); Deno and the Node
+ * bundle read the base64 module. The define makes the condition a constant, so the bundler
+ * leaves the other module out of the binary (scripts/embed-docs.ts).
+ */
+const scalar =
+  typeof PETSTORE_DOCS_EMBED === 'string' && PETSTORE_DOCS_EMBED === 'file'
+    ? await import('./generated/scalar-files.ts')
+    : await import('./generated/scalar-bundle.ts');
+
 /** The Scalar standalone bundle, embedded gzipped and as br at build time (scripts/embed-docs.ts). */
 export const SCALAR_BUNDLE = new CompressedAsset({
   name: 'scalar',
   ext: 'js',
-  hash: SCALAR_SHA256,
+  hash: scalar.SCALAR_SHA256,
   contentType: 'text/javascript; charset=utf-8',
-  gzipBase64: SCALAR_GZIP_BASE64,
-  brotliBase64: SCALAR_BROTLI_BASE64,
+  gzip: scalar.scalarGzip,
+  brotli: scalar.scalarBrotli,
 });
 
 // An external script rather than an inline one, so the CSP needs no 'unsafe-inline' for scripts:
