@@ -15,10 +15,18 @@ import { loadKeys, readKeysFile } from './keys-source.ts';
 import type { RuntimeAdapter } from './server.ts';
 import { handleSignals } from './signals.ts';
 
+// Defined by `bun build --define` for a compiled binary (scripts/lib/build-info.sh), else undeclared.
+declare const PETSTORE_TARGET: string | undefined;
+
 async function loadAdapter(): Promise<RuntimeAdapter> {
-  if ('Bun' in globalThis) return (await import('./bun.ts')).adapter;
-  if ('Deno' in globalThis) return (await import('./deno.ts')).adapter;
-  return (await import('./node.ts')).adapter;
+  // A compiled binary is always Bun: there the define makes this a constant, and the bundler
+  // leaves the other adapters (and @hono/node-server) out of the binary.
+  const { adapter } = await (typeof PETSTORE_TARGET === 'string' || 'Bun' in globalThis
+    ? import('./bun.ts')
+    : 'Deno' in globalThis
+      ? import('./deno.ts')
+      : import('./node.ts'));
+  return adapter;
 }
 
 function trustedProxies(cidrs: readonly string[]): TrustedProxies {
