@@ -32,7 +32,7 @@ node_modules/.stamp: package.json package-lock.json
 deps: node_modules/.stamp ## install dependencies when package-lock.json changed
 
 # The Scalar bundle, gzipped into a TypeScript module that the binary, Deno and Node all import.
-$(DOCS_GEN): node_modules/.stamp scripts/embed-docs.ts
+$(DOCS_GEN): node_modules/.stamp scripts/embed-docs.ts contract/openapi.yaml
 	$(BUN) scripts/embed-docs.ts
 	@touch $@
 

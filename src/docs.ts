@@ -1,11 +1,19 @@
 import { Hono } from 'hono';
-import contractYaml from '../contract/openapi.yaml' with { type: 'text' };
 import { DOCS_CSP, docsPage, FAVICON, INIT_SCRIPT, SCALAR_BUNDLE } from './docs/page.ts';
 import type { AppEnv } from './env.ts';
 import { conditional, weakEtag } from './http/etag.ts';
 
+// Defined by `bun build --define` for a compiled binary (scripts/lib/build-info.sh), else undeclared.
+declare const PETSTORE_DOCS_EMBED: string | undefined;
+
+/** The binary reads build-time copies (no yaml module, no parse); Deno and Node parse the YAML. */
+const source =
+  typeof PETSTORE_DOCS_EMBED === 'string' && PETSTORE_DOCS_EMBED === 'file'
+    ? await import('./docs/generated/contract-files.ts')
+    : await import('./docs/contract-source.ts');
+
 /** The contract, embedded in the build: the binary serves the document it was tested against. */
-export const CONTRACT_YAML: string = contractYaml;
+export const CONTRACT_YAML: string = source.CONTRACT_YAML;
 
 /** The version segment every API path starts with. */
 const API_PREFIX = '/v1';
@@ -69,7 +77,7 @@ export function docsRoutes(options: DocsOptions = {}) {
   // to first 200 (bench/README.md), for routes most instances never serve.
   let contract: Promise<Contract> | undefined;
   const parsed = () => {
-    contract ??= import('yaml').then(({ default: YAML }) => YAML.parse(CONTRACT_YAML) as Contract);
+    contract ??= source.parseContract() as Promise<Contract>;
     return contract;
   };
   let page: string | undefined;

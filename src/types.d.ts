@@ -12,3 +12,7 @@ declare module '*.br' {
   const path: string;
   export default path;
 }
+declare module '*.asset' {
+  const path: string;
+  export default path;
+}
