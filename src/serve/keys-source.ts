@@ -19,8 +19,8 @@ export function loadKeys(config: Config, log: Logger): KeyRecord[] {
     [
       'No keys file given (--keys FILE or PETSTORE_KEYS_FILE): made one development key for this run.',
       `  Authorization: Bearer ${token}`,
-      'It is shown once and forgotten at exit. For real keys run `petstore keys new --name NAME --plan PLAN`',
-      'and put the printed entries into a keys file: {"keys":[ ... ]}.',
+      'It is shown once and forgotten at exit. For real keys, make a keys file and serve it with --keys FILE:',
+      '  petstore keys add --keys FILE --consumer NAME --plan PLAN   (prints the token once)',
       '',
     ].join('\n'),
   );
