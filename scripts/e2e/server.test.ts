@@ -113,7 +113,7 @@ describe('the command line', () => {
     try {
       const out = s.lines.join('\n');
       const token = /Authorization: Bearer (psk_[A-Za-z0-9_-]{43})/.exec(out)?.[1] as string;
-      expect(out).toContain('petstore keys new --name NAME --plan PLAN');
+      expect(out).toContain('petstore keys add --keys FILE --consumer NAME --plan PLAN');
       const res = await fetch(`${s.url}/v1/pets`, { headers: { Authorization: `Bearer ${token}` } });
       expect(res.status).toBe(200);
     } finally {
