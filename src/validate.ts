@@ -1,4 +1,4 @@
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { validator } from 'hono/validator';
 import * as v from 'valibot';
 import { ApiError, notJson, tooLarge } from './errors.ts';
@@ -111,23 +111,23 @@ function refuseLoneSurrogates(key: string, value: unknown): unknown {
 /**
  * A body sent with GET or HEAD is held to the same rules as any other: at most `maxSize` bytes
  * (413) and `application/json` (415). The runtimes hand Hono no body for these methods, so
- * `bodyLimit` never sees one; the declared `Content-Length` and `Content-Type` decide.
+ * `bodyLimit` never sees one; the declared `Content-Length` and `Content-Type` decide. A plain
+ * step (it throws the refusal), run by the API's one layer (`apiPass`).
+ *
+ * @example
+ * refuseBodyOnGet(c, 64 * 1024)
  */
-export function bodyOnGet(maxSize: number): MiddlewareHandler {
-  return async function bodyOnGet(c, next) {
-    const length = c.req.header('content-length');
-    const hasBody =
-      c.req.raw.body !== null ||
-      (length !== undefined && length !== '0') ||
-      c.req.header('transfer-encoding') !== undefined;
-    if ((c.req.method === 'GET' || c.req.method === 'HEAD') && hasBody) {
-      if (Number(length) > maxSize) {
-        throw tooLarge(maxSize);
-      }
-      if (!isJson(c.req.header('content-type'))) throw notJson();
-    }
-    await next();
-  };
+export function refuseBodyOnGet(c: Context, maxSize: number): void {
+  const method = c.req.method;
+  if (method !== 'GET' && method !== 'HEAD') return;
+  const length = c.req.header('content-length');
+  const hasBody =
+    c.req.raw.body !== null ||
+    (length !== undefined && length !== '0') ||
+    c.req.header('transfer-encoding') !== undefined;
+  if (!hasBody) return;
+  if (Number(length) > maxSize) throw tooLarge(maxSize);
+  if (!isJson(c.req.header('content-type'))) throw notJson();
 }
 
 function isJson(contentType: string | undefined): boolean {
