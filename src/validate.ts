@@ -33,6 +33,59 @@ export function validate<T extends Target, S extends AnySchema>(target: T, schem
   });
 }
 
+/** Distinct query strings whose validated form is kept (a page, a filter, a cursor each); past this, start over. */
+const MAX_CACHED_QUERIES = 1_024;
+
+/**
+ * A GET route's query, validated by a plain function its handler calls (no layer of its own),
+ * with the same 400s as `validate('query', schema)`. The outcome depends on the query text
+ * alone, so a valid query's output is kept by its text: the common request (`?limit=20`, the
+ * next page's cursor) skips parsing and valibot. The kept outputs are frozen.
+ *
+ * @example
+ * const listQuery = queryOf(ListQuery)
+ * pets.get('/pets', (c) => c.json(listQuery(c)))
+ */
+export function queryOf<S extends AnySchema>(schema: S): (c: Context) => Readonly<v.InferOutput<S>> {
+  const fields = 'entries' in schema && isRecord(schema.entries) ? Object.keys(schema.entries) : [];
+  const kept = new Map<string, Readonly<v.InferOutput<S>>>();
+  return function query(c) {
+    const url = c.req.url;
+    const mark = url.indexOf('?');
+    const text = mark < 0 ? '' : url.slice(mark);
+    const known = kept.get(text);
+    if (known !== undefined) return known;
+    // As Hono's validator hands the query over: one value as a string, a repeated one as an array.
+    const value: Record<string, string | string[]> = {};
+    for (const [name, values] of Object.entries(c.req.queries()))
+      value[name] = values.length === 1 ? (values[0] ?? '') : values;
+    const result = v.safeParse(schema, value);
+    if (!result.success) throw new ApiError('invalid_request', describeIssue('query', value, fields, result.issues[0]));
+    const output = Object.freeze(result.output);
+    if (kept.size >= MAX_CACHED_QUERIES) kept.clear();
+    kept.set(text, output);
+    return output;
+  };
+}
+
+/**
+ * A route's path parameters, validated by a plain function its handler calls (no layer of its
+ * own), with the same 400s as `validate('param', schema)`.
+ *
+ * @example
+ * const petParams = paramsOf(PetParams)
+ * pets.get('/pets/:petId', (c) => c.json(petParams(c)))
+ */
+export function paramsOf<S extends AnySchema>(schema: S): (c: Context) => v.InferOutput<S> {
+  const fields = 'entries' in schema && isRecord(schema.entries) ? Object.keys(schema.entries) : [];
+  return function params(c) {
+    const value = c.req.param();
+    const result = v.safeParse(schema, value);
+    if (result.success) return result.output;
+    throw new ApiError('invalid_request', describeIssue('param', value, fields, result.issues[0]));
+  };
+}
+
 /**
  * Says what is wrong in people's words, from which field failed and how, never from valibot's
  * text (`Invalid type: Expected ... but received Array`) and never quoting the value.
