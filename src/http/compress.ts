@@ -65,16 +65,17 @@ export function encode(bytes: Uint8Array, coding: Coding): Uint8Array<ArrayBuffe
  */
 export function represent(c: Context): Promise<void> | undefined {
   const res = c.res;
+  const status = res.status;
   // Never `res.body` here: reading it turns Deno's string body into a stream, sent chunked.
-  const bodied = res.status >= 200 && res.status !== 204 && res.status !== 304;
-  const head = bodied && c.req.method === 'HEAD';
-  const json =
-    bodied &&
-    res.status < 300 &&
-    res.headers.get('content-type')?.startsWith('application/json') === true &&
-    !res.headers.has('content-encoding');
+  if (status < 200 || status === 204 || status === 304) return undefined;
+  const head = c.req.method === 'HEAD';
+  let json = false;
+  if (status < 300) {
+    const headers = res.headers;
+    json = headers.get('content-type')?.startsWith('application/json') === true && !headers.has('content-encoding');
+    if (json) headers.append('Vary', 'Accept-Encoding');
+  }
   if (!json && !head) return undefined;
-  if (json) res.headers.append('Vary', 'Accept-Encoding');
   const coding = json ? preferredCoding(c.req.header('accept-encoding')) : undefined;
   if (!coding && !head) return undefined;
   return reencode(c, res, coding);
