@@ -17,7 +17,7 @@ E2E      := scripts/e2e contract/messages.test.ts
 TS_CLIENT := dist/clients/typescript/schema.ts
 PY_CLIENT := dist/clients/python/petstore_client/__init__.py
 
-.PHONY: help deps build run run-deno run-node test unit e2e docs-test lint typecheck clean contract-test bench bench-quick bench-profile docker
+.PHONY: help deps build run run-deno run-node test unit e2e docs-test lint typecheck clean contract-test bench bench-quick bench-inprocess bench-profile docker
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -112,6 +112,9 @@ bench: build ## wrk: dist/petstore vs bare Bun.serve, Hono and Express peers (~7
 
 bench-quick: build ## a ~1 min smoke run of `make bench` (1 round of 1 s); report in bench/tmp/quick/, not over bench/README.md
 	BENCH_QUICK=1 $(BUN) bench/run.ts
+
+bench-inprocess: node_modules/.stamp $(DOCS_GEN) ## BENCH_BASE=<ref>: this tree's app vs <ref>'s through app.fetch in one process, paired blocks (~1 min a scenario); for a busy machine
+	$(BUN) bench/inprocess.ts
 
 bench-profile: node_modules/.stamp $(DOCS_GEN) ## bun --cpu-prof of src/main.ts under wrk (list and 401 paths), summaries in bench/tmp/profile/ (~40 s)
 	$(BUN) bench/profile.ts
