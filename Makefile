@@ -62,7 +62,7 @@ run-node: dist/node/main.js ## serve under Node (bundled for Node by Bun first)
 test: unit e2e ## unit tests, then end-to-end tests against the built binary
 
 unit: node_modules/.stamp $(DOCS_GEN) ## unit tests (bun test), beside the code in src/
-	$(BUN) test src
+	$(BUN) test ./src  # ./: a path, so dist/bench-base-*/src (BENCH_BASE builds) is not matched too
 
 e2e: build ## end-to-end tests: start dist/petstore and talk HTTP to it; then 20,000 idle connections (~20 s)
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test $(E2E)
