@@ -38,7 +38,7 @@ export function apiPass({
   const limit = limitBody(maxBodyBytes);
 
   function admitted(c: Context<AppEnv>, next: Next): Promise<void> {
-    if (c.req.raw.body === null) {
+    if (!c.req.raw.body) {
       refuseBodyOnGet(c, maxBodyBytes);
       return next();
     }
