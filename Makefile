@@ -13,11 +13,13 @@ DOCS_GEN := src/docs/generated/scalar-bundle.ts
 DENO_PERMS := --allow-net --allow-env --allow-read --allow-write
 IMAGE    ?= petstore:latest
 # The end-to-end suites: scripts/e2e, and the contract's 400 examples sent to the server under test.
-E2E      := scripts/e2e contract/messages.test.ts
+# Paths start with ./ so that bun test takes them as paths, not as substrings that also match
+# the copies of a BENCH_BASE build under dist/bench-base-*/.
+E2E      := ./scripts/e2e ./contract/messages.test.ts
 TS_CLIENT := dist/clients/typescript/schema.ts
 PY_CLIENT := dist/clients/python/petstore_client/__init__.py
 
-.PHONY: help deps build run run-deno run-node test unit e2e docs-test lint typecheck clean contract-test bench bench-quick bench-profile docker
+.PHONY: help deps build run run-deno run-node test unit e2e docs-test lint typecheck clean contract-test bench bench-quick bench-inprocess bench-profile docker
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -62,7 +64,7 @@ run-node: dist/node/main.js ## serve under Node (bundled for Node by Bun first)
 test: unit e2e ## unit tests, then end-to-end tests against the built binary
 
 unit: node_modules/.stamp $(DOCS_GEN) ## unit tests (bun test), beside the code in src/
-	$(BUN) test src
+	$(BUN) test ./src
 
 e2e: build ## end-to-end tests: start dist/petstore and talk HTTP to it; then 20,000 idle connections (~20 s)
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test $(E2E)
@@ -72,7 +74,7 @@ e2e: build ## end-to-end tests: start dist/petstore and talk HTTP to it; then 20
 # one (the test holds fewer than 20,000 when even that is lower, and says so).
 .PHONY: connections-test
 connections-test: build ## 20,000 idle and half-sent connections: fresh requests answer within 1 s, all closed in ~10 s
-	ulimit -Sn "$$(ulimit -Hn)" && PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 90000 scripts/connections.test.ts
+	ulimit -Sn "$$(ulimit -Hn)" && PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 90000 ./scripts/connections.test.ts
 
 .PHONY: release release-test
 # The runtimes of the other targets come from the npm registry (scripts/release.sh).
@@ -113,42 +115,45 @@ bench: build ## wrk: dist/petstore vs bare Bun.serve, Hono and Express peers (~7
 bench-quick: build ## a ~1 min smoke run of `make bench` (1 round of 1 s); report in bench/tmp/quick/, not over bench/README.md
 	BENCH_QUICK=1 $(BUN) bench/run.ts
 
+bench-inprocess: node_modules/.stamp $(DOCS_GEN) ## BENCH_BASE=<ref>: this tree's app vs <ref>'s through app.fetch in one process, paired blocks (~1 min a scenario); for a busy machine
+	$(BUN) bench/inprocess.ts
+
 bench-profile: node_modules/.stamp $(DOCS_GEN) ## bun --cpu-prof of src/main.ts under wrk (list and 401 paths), summaries in bench/tmp/profile/ (~40 s)
 	$(BUN) bench/profile.ts
 
 .PHONY: fault-test fuzz soak
 fault-test: build ## a full disk and a read-only data file mid-run (503, then recovery; root), SIGTERM under load (~5 s)
-	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 60000 scripts/fault.test.ts
+	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 60000 ./scripts/fault.test.ts
 
 fuzz: build .venv/.stamp ## Schemathesis, 2,000 examples per operation, a random seed (FUZZ_SEED, FUZZ_EXAMPLES) (~1 min)
 	$(BUN) contract/fuzz.ts
 
 soak: build .venv/.stamp ## the long ones: fuzz with 10,000 examples, a 300,000-request flood (memory), kill -9 (~4 min)
 	FUZZ_EXAMPLES=10000 $(BUN) contract/fuzz.ts
-	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 300000 scripts/flood.test.ts
-	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 60000 scripts/durability.test.ts
+	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 300000 ./scripts/flood.test.ts
+	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 60000 ./scripts/durability.test.ts
 
 .PHONY: durability-test postgres-test
 durability-test: build ## kill -9 dist/petstore mid-load of POSTs, restart: every 201 is there (SQLite default)
-	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 60000 scripts/durability.test.ts
+	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 60000 ./scripts/durability.test.ts
 
 postgres-test: build ## PostgreSQL store and durability tests on a throwaway server (scripts/with-postgres.sh)
-	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh $(BUN) test --timeout 60000 src/store/postgres.test.ts scripts/durability.test.ts
+	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh $(BUN) test --timeout 60000 ./src/store/postgres.test.ts ./scripts/durability.test.ts
 
 .PHONY: redis-test scale-out-test keys-redis-test
 keys-redis-test: build ## two dist/petstore sharing Redis: two keys of one consumer use up one quota
-	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-redis.sh $(BUN) test scripts/keys-redis.test.ts
+	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-redis.sh $(BUN) test ./scripts/keys-redis.test.ts
 
 redis-test: node_modules/.stamp ## the Redis limiter (its Lua script replayed against the in-process one) on a throwaway redis-server
-	scripts/with-redis.sh $(BUN) test src/gateway/limiter/redis.test.ts
+	scripts/with-redis.sh $(BUN) test ./src/gateway/limiter/redis.test.ts
 
 scale-out-test: build ## two dist/petstore sharing PostgreSQL and Redis: one quota, one catalogue, Redis stopped mid-run; --max-in-flight under a slow Redis, /readyz (~85 s)
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh scripts/with-redis.sh \
-	  $(BUN) test --timeout 180000 src/gateway/limiter/redis.test.ts scripts/scale-out.test.ts scripts/redis-gateway.test.ts
+	  $(BUN) test --timeout 180000 ./src/gateway/limiter/redis.test.ts ./scripts/scale-out.test.ts ./scripts/redis-gateway.test.ts
 
 docs-test: build ## browser test of /docs in Debian's Chromium (apt-get install chromium); screenshot in reports/
 	@test -x /usr/bin/chromium || { echo "docs-test: needs /usr/bin/chromium: apt-get install -y chromium" >&2; exit 1; }
-	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 120000 scripts/docs-browser.test.ts
+	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 120000 ./scripts/docs-browser.test.ts
 
 # Schemathesis (Python) in a project-local virtual env, pinned in requirements-dev.txt.
 .venv/.stamp: requirements-dev.txt

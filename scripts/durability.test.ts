@@ -115,12 +115,14 @@ async function loadUntilKilled(server: Server, round: number): Promise<Map<numbe
 /** Every pet, following the Link rel="next" cursor. */
 async function listAll(server: Server): Promise<Array<Sent & { id: number }>> {
   const all: Array<Sent & { id: number }> = [];
-  let next: string | undefined = '/v1/pets?limit=100';
+  let next: string | undefined = `${server.url}/v1/pets?limit=100`;
   while (next) {
-    const res: Response = await fetch(`${server.url}${next}`, { headers: auth });
+    const res: Response = await fetch(next, { headers: auth });
     expect(res.status).toBe(200);
     all.push(...((await res.json()) as Array<Sent & { id: number }>));
-    next = /<([^>]+)>; rel="next"/.exec(res.headers.get('link') ?? '')?.[1];
+    // The link is relative to the page's own URL (`pets?...` from `/v1/pets`).
+    const link = /<([^>]+)>; rel="next"/.exec(res.headers.get('link') ?? '')?.[1];
+    next = link === undefined ? undefined : new URL(link, next).href;
   }
   return all;
 }

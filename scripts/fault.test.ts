@@ -86,12 +86,14 @@ function post(port: number, name: string, slowMs = 0): Promise<{ status?: number
 
 async function listNames(server: Running): Promise<string[]> {
   const names: string[] = [];
-  let next: string | undefined = '/v1/pets?limit=100';
+  let next: string | undefined = `${server.url}/v1/pets?limit=100`;
   while (next) {
-    const res: Response = await fetch(`${server.url}${next}`, { headers: auth });
+    const res: Response = await fetch(next, { headers: auth });
     expect(res.status).toBe(200);
     names.push(...((await res.json()) as Array<{ name: string }>).map((p) => p.name));
-    next = /<([^>]+)>; rel="next"/.exec(res.headers.get('link') ?? '')?.[1];
+    // The link is relative to the page's own URL (`pets?...` from `/v1/pets`).
+    const link = /<([^>]+)>; rel="next"/.exec(res.headers.get('link') ?? '')?.[1];
+    next = link === undefined ? undefined : new URL(link, next).href;
   }
   return names;
 }

@@ -8,19 +8,15 @@ import type { KeyTable } from './gateway/keys/table.ts';
 import type { LimiterStatus } from './gateway/limiter/failover.ts';
 import type { RateLimiter } from './gateway/limiter/limiter.ts';
 import type { BanPolicy } from './gateway/plans.ts';
-import { limitBody } from './http/body-limit.ts';
-import { representation } from './http/compress.ts';
 import { type Logger, silentLogger } from './log.ts';
 import type { Metrics } from './metrics.ts';
-import { corsFor } from './middleware/cors.ts';
+import { apiPass } from './middleware/api-pass.ts';
+import { exchange } from './middleware/exchange.ts';
 import { countRequests, countStoreErrors } from './middleware/metrics.ts';
-import { requestLog } from './middleware/request-log.ts';
-import { uriLimit } from './middleware/uri-limit.ts';
 import { healthRoutes } from './routes/health.ts';
 import { metricsRoutes } from './routes/metrics.ts';
 import { petRoutes } from './routes/pets.ts';
 import type { PetStore } from './store/store.ts';
-import { bodyOnGet } from './validate.ts';
 
 /** Largest accepted request body: 64 KiB. */
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -79,38 +75,29 @@ export function createApp({
   corsOrigins = [],
 }: AppOptions) {
   const app = new Hono<AppEnv>();
-  app.use(requestLog({ log, clock, clientAddress }));
-  app.use(representation());
+  const handleError = onError(
+    (err, c) => log.error('unhandled error', { requestId: c.get('requestId'), error: String(err) }),
+    (err, c) => log.warn('store unavailable', { requestId: c.get('requestId'), error: String(err) }),
+  );
   if (metrics) {
+    // Outermost, so it counts every answer (the 414 too) and times all of it.
     app.use(countRequests({ metrics }));
     store = countStoreErrors(store, metrics);
-    if (serveMetrics) app.route('/', metricsRoutes(metrics));
   }
-  // Before uriLimit, so its 414 is marked too.
-  app.use('/v1/*', async function apiHeaders(c, next) {
-    c.header('Cache-Control', 'no-store');
-    c.header('X-Content-Type-Options', 'nosniff');
-    await next();
-  });
-  app.use(uriLimit());
+  // Request id, API headers, 414, compression, log line: one layer (src/middleware/exchange.ts).
+  app.use(exchange({ log, clock, clientAddress, onError: handleError }));
+  if (metrics && serveMetrics) app.route('/', metricsRoutes(metrics));
 
   app.route('/', healthRoutes({ store, keys, log, notReady, limiterStatus }));
   app.route('/', docsRoutes(docs));
 
-  // Before the gateway: a preflight is answered without a key and costs no quota.
-  if (corsOrigins.length > 0) app.use('/v1/*', corsFor(corsOrigins));
-  app.use('/v1/*', gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, clock }));
-  app.use('/v1/*', limitBody(MAX_BODY_BYTES));
-  app.use('/v1/*', bodyOnGet(MAX_BODY_BYTES));
+  // CORS (a preflight needs no key), the gateway, the body's limits: one layer.
+  const pass = gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, clock });
+  app.use('/v1/*', apiPass({ gateway: pass, maxBodyBytes: MAX_BODY_BYTES, corsOrigins, onError: handleError }));
   app.route('/v1', petRoutes(store, { clock }));
 
   app.notFound(notFound);
-  app.onError(
-    onError(
-      (err, c) => log.error('unhandled error', { requestId: c.get('requestId'), error: String(err) }),
-      (err, c) => log.warn('store unavailable', { requestId: c.get('requestId'), error: String(err) }),
-    ),
-  );
+  app.onError(handleError);
   return app;
 }
 

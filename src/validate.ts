@@ -1,4 +1,4 @@
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { validator } from 'hono/validator';
 import * as v from 'valibot';
 import { ApiError, notJson, tooLarge } from './errors.ts';
@@ -32,6 +32,59 @@ export function validate<T extends Target, S extends AnySchema>(target: T, schem
     if (result.success) return result.output as v.InferOutput<S>;
     throw new ApiError('invalid_request', describeIssue(target, value, fields, result.issues[0]));
   });
+}
+
+/** Distinct query strings whose validated form is kept (a page, a filter, a cursor each); past this, start over. */
+const MAX_CACHED_QUERIES = 1_024;
+
+/**
+ * A GET route's query, validated by a plain function its handler calls (no layer of its own),
+ * with the same 400s as `validate('query', schema)`. The outcome depends on the query text
+ * alone, so a valid query's output is kept by its text: the common request (`?limit=20`, the
+ * next page's cursor) skips parsing and valibot. The kept outputs are frozen.
+ *
+ * @example
+ * const listQuery = queryOf(ListQuery)
+ * pets.get('/pets', (c) => c.json(listQuery(c)))
+ */
+export function queryOf<S extends AnySchema>(schema: S): (c: Context) => Readonly<v.InferOutput<S>> {
+  const fields = 'entries' in schema && isRecord(schema.entries) ? Object.keys(schema.entries) : [];
+  const kept = new Map<string, Readonly<v.InferOutput<S>>>();
+  return function query(c) {
+    const url = c.req.url;
+    const mark = url.indexOf('?');
+    const text = mark < 0 ? '' : url.slice(mark);
+    const known = kept.get(text);
+    if (known !== undefined) return known;
+    // As Hono's validator hands the query over: one value as a string, a repeated one as an array.
+    const value: Record<string, string | string[]> = {};
+    for (const [name, values] of Object.entries(c.req.queries()))
+      value[name] = values.length === 1 ? (values[0] ?? '') : values;
+    const result = v.safeParse(schema, value);
+    if (!result.success) throw new ApiError('invalid_request', describeIssue('query', value, fields, result.issues[0]));
+    const output = Object.freeze(result.output);
+    if (kept.size >= MAX_CACHED_QUERIES) kept.clear();
+    kept.set(text, output);
+    return output;
+  };
+}
+
+/**
+ * A route's path parameters, validated by a plain function its handler calls (no layer of its
+ * own), with the same 400s as `validate('param', schema)`.
+ *
+ * @example
+ * const petParams = paramsOf(PetParams)
+ * pets.get('/pets/:petId', (c) => c.json(petParams(c)))
+ */
+export function paramsOf<S extends AnySchema>(schema: S): (c: Context) => v.InferOutput<S> {
+  const fields = 'entries' in schema && isRecord(schema.entries) ? Object.keys(schema.entries) : [];
+  return function params(c) {
+    const value = c.req.param();
+    const result = v.safeParse(schema, value);
+    if (result.success) return result.output;
+    throw new ApiError('invalid_request', describeIssue('param', value, fields, result.issues[0]));
+  };
 }
 
 /**
@@ -119,23 +172,23 @@ function refuseLoneSurrogates(key: string, value: unknown): unknown {
 /**
  * A body sent with GET or HEAD is held to the same rules as any other: at most `maxSize` bytes
  * (413) and `application/json` (415). The runtimes hand Hono no body for these methods, so
- * `bodyLimit` never sees one; the declared `Content-Length` and `Content-Type` decide.
+ * `bodyLimit` never sees one; the declared `Content-Length` and `Content-Type` decide. A plain
+ * step (it throws the refusal), run by the API's one layer (`apiPass`).
+ *
+ * @example
+ * refuseBodyOnGet(c, 64 * 1024)
  */
-export function bodyOnGet(maxSize: number): MiddlewareHandler {
-  return async function bodyOnGet(c, next) {
-    const length = c.req.header('content-length');
-    const hasBody =
-      c.req.raw.body !== null ||
-      (length !== undefined && length !== '0') ||
-      c.req.header('transfer-encoding') !== undefined;
-    if ((c.req.method === 'GET' || c.req.method === 'HEAD') && hasBody) {
-      if (Number(length) > maxSize) {
-        throw tooLarge(maxSize);
-      }
-      if (!isJson(c.req.header('content-type'))) throw notJson();
-    }
-    await next();
-  };
+export function refuseBodyOnGet(c: Context, maxSize: number): void {
+  const method = c.req.method;
+  if (method !== 'GET' && method !== 'HEAD') return;
+  const length = c.req.header('content-length');
+  const hasBody =
+    c.req.raw.body !== null ||
+    (length !== undefined && length !== '0') ||
+    c.req.header('transfer-encoding') !== undefined;
+  if (!hasBody) return;
+  if (Number(length) > maxSize) throw tooLarge(maxSize);
+  if (!isJson(c.req.header('content-type'))) throw notJson();
 }
 
 function isJson(contentType: string | undefined): boolean {

@@ -1,5 +1,5 @@
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 
 /** JSON answers from this size on are compressed; smaller ones gain too little to pay for it. */
 export const MIN_COMPRESSED_BYTES = 1024;
@@ -52,12 +52,49 @@ export function encode(bytes: Uint8Array, coding: Coding): Uint8Array<ArrayBuffe
 }
 
 /**
- * The last step of every answer, in one layer:
+ * The last step of every answer, a plain function run once the response is ready:
  * - a successful JSON answer varies by `Accept-Encoding`, and from 1 KiB on is sent br or gzip
  *   when the client takes it (errors and small answers stay as they are: readable in any log);
  * - a HEAD answer (Hono runs the GET route for it, then drops the body) gets the GET's
  *   `Content-Length`, which the runtimes would otherwise send as 0 or leave out.
- * Anything else passes untouched after two comparisons.
+ * Anything else passes untouched after two comparisons. A promise only when it re-encodes.
+ *
+ * @example
+ * await next()
+ * await represent(c)
+ */
+export function represent(c: Context): Promise<void> | undefined {
+  const res = c.res;
+  const status = res.status;
+  // Never `res.body` here: reading it turns Deno's string body into a stream, sent chunked.
+  if (status < 200 || status === 204 || status === 304) return undefined;
+  const head = c.req.method === 'HEAD';
+  let json = false;
+  if (status < 300) {
+    const headers = res.headers;
+    json = headers.get('content-type')?.startsWith('application/json') === true && !headers.has('content-encoding');
+    if (json) headers.append('Vary', 'Accept-Encoding');
+  }
+  if (!json && !head) return undefined;
+  const coding = json ? preferredCoding(c.req.header('accept-encoding')) : undefined;
+  if (!coding && !head) return undefined;
+  return reencode(c, res, coding);
+}
+
+async function reencode(c: Context, res: Response, coding: Coding | undefined): Promise<void> {
+  let bytes = new Uint8Array(await res.arrayBuffer());
+  const headers = new Headers(res.headers);
+  if (coding && bytes.length >= MIN_COMPRESSED_BYTES) {
+    bytes = encode(bytes, coding);
+    headers.set('Content-Encoding', coding);
+  }
+  headers.set('Content-Length', String(bytes.length));
+  c.res = undefined;
+  c.res = new Response(bytes, { status: res.status, headers });
+}
+
+/**
+ * `represent` as a layer of its own.
  *
  * @example
  * app.use(representation())
@@ -65,27 +102,6 @@ export function encode(bytes: Uint8Array, coding: Coding): Uint8Array<ArrayBuffe
 export function representation(): MiddlewareHandler {
   return async function representation(c, next) {
     await next();
-    const res = c.res;
-    // Never `res.body` here: reading it turns Deno's string body into a stream, sent chunked.
-    const bodied = res.status >= 200 && res.status !== 204 && res.status !== 304;
-    const head = bodied && c.req.method === 'HEAD';
-    const json =
-      bodied &&
-      res.status < 300 &&
-      res.headers.get('content-type')?.startsWith('application/json') === true &&
-      !res.headers.has('content-encoding');
-    if (!json && !head) return;
-    if (json) res.headers.append('Vary', 'Accept-Encoding');
-    const coding = json ? preferredCoding(c.req.header('accept-encoding')) : undefined;
-    if (!coding && !head) return;
-    let bytes = new Uint8Array(await res.arrayBuffer());
-    const headers = new Headers(res.headers);
-    if (coding && bytes.length >= MIN_COMPRESSED_BYTES) {
-      bytes = encode(bytes, coding);
-      headers.set('Content-Encoding', coding);
-    }
-    headers.set('Content-Length', String(bytes.length));
-    c.res = undefined;
-    c.res = new Response(bytes, { status: res.status, headers });
+    await represent(c);
   };
 }

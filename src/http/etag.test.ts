@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test';
+import { createHash } from 'node:crypto';
 import { Hono } from 'hono';
 import { conditional, notModified, weakEtag } from './etag.ts';
 
@@ -9,6 +10,17 @@ describe('weakEtag', () => {
     expect(weakEtag('[{"id":1}]')).toBe(tag);
     expect(weakEtag('[{"id":1}]', '<pets?cursor=1>; rel="next"')).not.toBe(tag);
     expect(weakEtag('[{"id":2}]')).not.toBe(tag);
+  });
+
+  test('a kept tag is the one a fresh hash gives, also after others pushed it out', () => {
+    const sha1 = (text: string) => `W/"${createHash('sha1').update(text).digest('base64url')}"`;
+    const link = '<pets?limit=1&cursor=1>; rel="next"';
+    expect(weakEtag('[{"id":1}]', link)).toBe(sha1(`[{"id":1}]\n${link}\n`));
+    expect(weakEtag('[{"id":1}]', link)).toBe(sha1(`[{"id":1}]\n${link}\n`));
+    expect(weakEtag('[{"id":1}]')).toBe(sha1('[{"id":1}]\n'));
+    for (let id = 100; id < 300; id++) weakEtag(`[{"id":${id}}]`);
+    expect(weakEtag('[{"id":1}]', link)).toBe(sha1(`[{"id":1}]\n${link}\n`));
+    expect(weakEtag('[{"id":150}]')).toBe(sha1('[{"id":150}]\n'));
   });
 });
 

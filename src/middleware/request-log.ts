@@ -32,36 +32,61 @@ export function saneRequestId(given: string): boolean {
   return SANE_ID.test(given) && !given.startsWith(TOKEN_PREFIX);
 }
 
+/** What `finish` needs of the start of a request. */
+export interface Started {
+  id: string;
+  at: number;
+}
+
 /**
- * Gives each request an id (the client's `X-Request-Id` when sane), echoes it, and writes one
- * log line when the response is ready. The line names the key or address, never the token.
+ * The request log as two plain steps, for the one outer layer (`exchange`) to call around the
+ * rest: `start` gives the request its id (the client's `X-Request-Id` when sane) and echoes it,
+ * `finish` writes the one log line once the response is ready. The line names the key or
+ * address, never the token.
  *
  * @example
- * app.use(requestLog({ log, clock: systemClock }))
+ * const steps = requestLogSteps({ log, clock: systemClock })
+ * const started = steps.start(c)
+ * await next()
+ * steps.finish(c, started)
  * // {"time":"…","level":"info","msg":"request","requestId":"…","method":"GET","route":"/v1/pets",
  * //  "status":200,"durationMs":1,"key":"acme"}
  */
-export function requestLog({
-  log,
-  clock,
-  newId = () => crypto.randomUUID(),
-  clientAddress,
-}: RequestLogOptions): MiddlewareHandler<AppEnv> {
+export function requestLogSteps({ log, clock, newId = () => crypto.randomUUID(), clientAddress }: RequestLogOptions) {
+  return {
+    start(c: Context<AppEnv>): Started {
+      const at = clock.now();
+      const given = c.req.header('x-request-id');
+      const id = given !== undefined && saneRequestId(given) ? given : newId();
+      c.set('requestId', id);
+      c.header('X-Request-Id', id);
+      return { id, at };
+    },
+    finish(c: Context<AppEnv>, { id, at }: Started): void {
+      log.info('request', {
+        requestId: id,
+        method: c.req.method,
+        route: routePath(c, -1),
+        status: c.res.status,
+        durationMs: clock.now() - at,
+        ...who(c, clientAddress),
+      });
+    },
+  };
+}
+
+/**
+ * `requestLogSteps` as a layer of its own.
+ *
+ * @example
+ * app.use(requestLog({ log, clock: systemClock }))
+ */
+export function requestLog(options: RequestLogOptions): MiddlewareHandler<AppEnv> {
+  const steps = requestLogSteps(options);
   return async function requestLog(c, next) {
-    const started = clock.now();
-    const given = c.req.header('x-request-id');
-    const id = given !== undefined && saneRequestId(given) ? given : newId();
-    c.set('requestId', id);
-    c.header('X-Request-Id', id);
+    const started = steps.start(c);
     await next();
-    log.info('request', {
-      requestId: id,
-      method: c.req.method,
-      route: routePath(c, -1),
-      status: c.res.status,
-      durationMs: clock.now() - started,
-      ...who(c, clientAddress),
-    });
+    steps.finish(c, started);
   };
 }
 

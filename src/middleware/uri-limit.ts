@@ -1,5 +1,3 @@
-import type { MiddlewareHandler } from 'hono';
-import type { AppEnv } from '../env.ts';
 import { ApiError } from '../errors.ts';
 
 /**
@@ -9,27 +7,18 @@ import { ApiError } from '../errors.ts';
  */
 export const MAX_URI_BYTES = 8 * 1024;
 
-export interface UriLimitOptions {
-  maxBytes?: number;
-}
-
 /**
- * Refuses a request whose path and query together exceed `maxBytes` with 414 `uri_too_long`,
- * before anything parses them.
+ * The 414 `uri_too_long` for a request whose path and query together exceed `maxBytes`, or
+ * undefined: a plain step, so the one outer layer (`exchange`) runs it without a layer of its own.
  *
  * @example
- * app.use(uriLimit({ maxBytes: 8192 }))
+ * uriTooLong('http://localhost/v1/pets?limit=20', 8192) // undefined
  */
-export function uriLimit({ maxBytes = MAX_URI_BYTES }: UriLimitOptions = {}): MiddlewareHandler<AppEnv> {
-  return async function uriLimit(c, next) {
-    const url = c.req.url;
-    // The runtimes hand over an absolute URL: the origin ends at the first '/' after "://".
-    const scheme = url.indexOf('://');
-    const start = scheme < 0 ? 0 : url.indexOf('/', scheme + 3);
-    const length = start < 0 ? 0 : url.length - start;
-    if (length > maxBytes) {
-      throw new ApiError('uri_too_long', `The path and query are longer than ${maxBytes} bytes.`);
-    }
-    await next();
-  };
+export function uriTooLong(url: string, maxBytes: number = MAX_URI_BYTES): ApiError | undefined {
+  // The runtimes hand over an absolute URL: the origin ends at the first '/' after "://".
+  const scheme = url.indexOf('://');
+  const start = scheme < 0 ? 0 : url.indexOf('/', scheme + 3);
+  const length = start < 0 ? 0 : url.length - start;
+  if (length <= maxBytes) return undefined;
+  return new ApiError('uri_too_long', `The path and query are longer than ${maxBytes} bytes.`);
 }

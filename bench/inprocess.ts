@@ -1,0 +1,120 @@
+/**
+ * `make bench-inprocess BENCH_BASE=<ref>`: the app of this tree against `<ref>`'s, in one process,
+ * through `app.fetch` (no sockets, no wrk, no log file, an in-memory store), in alternating blocks,
+ * reporting the median of the per-block ratios of CPU time per request. For a change to the
+ * request path when the machine is too busy for `make bench`: each pair of blocks runs back to
+ * back, so a neighbour's load hits both alike, and there is no load generator to share a core
+ * with. It measures the app's own code only: not Bun's HTTP server, the SQLite store or the log's
+ * writes, so its percentages are larger than the same change makes in `make bench`.
+ *
+ * Knobs (environment): BENCH_BASE (required), BENCH_ONLY (list,get,401), AB_BLOCKS (40),
+ * AB_REQUESTS (3,000 a block).
+ */
+import { createApp } from '../src/app.ts';
+import { hashToken, parseKeys } from '../src/gateway/keys/file.ts';
+import { KeyTable } from '../src/gateway/keys/table.ts';
+import { SlidingWindowLimiter } from '../src/gateway/limiter/memory.ts';
+import { createLogger } from '../src/log.ts';
+import { MemoryStore } from '../src/store/memory.ts';
+import { buildBase } from './lib/base.ts';
+
+type Modules = {
+  createApp: typeof createApp;
+  hashToken: typeof hashToken;
+  parseKeys: typeof parseKeys;
+  KeyTable: typeof KeyTable;
+  SlidingWindowLimiter: typeof SlidingWindowLimiter;
+  createLogger: typeof createLogger;
+  MemoryStore: typeof MemoryStore;
+};
+type App = { fetch: (req: Request) => Response | Promise<Response> };
+
+const BLOCKS = Number(process.env.AB_BLOCKS ?? 40);
+const REQUESTS = Number(process.env.AB_REQUESTS ?? 3000);
+const TOKEN = 'psk_inprocess-0123456789abcdefghijklmnopqrstuvwxyz';
+const SCENARIOS = [
+  { id: 'list', path: '/v1/pets?limit=20', token: TOKEN, status: 200 },
+  { id: 'get', path: '/v1/pets/7', token: TOKEN, status: 200 },
+  // A new client address for every request, as the 401 scenario of `make bench`.
+  { id: '401', path: '/v1/pets?limit=20', token: 'psk_nobody', status: 401 },
+];
+
+async function modulesOf(root: string): Promise<Modules> {
+  const [app, file, table, memory, log, store] = await Promise.all([
+    import(`${root}/src/app.ts`),
+    import(`${root}/src/gateway/keys/file.ts`),
+    import(`${root}/src/gateway/keys/table.ts`),
+    import(`${root}/src/gateway/limiter/memory.ts`),
+    import(`${root}/src/log.ts`),
+    import(`${root}/src/store/memory.ts`),
+  ]);
+  return { ...app, ...file, ...table, ...memory, ...log, ...store };
+}
+
+/** The app as `make bench` runs it, but in memory: 100 pets, one enterprise key out of reach, JSON log lines. */
+async function appOf(m: Modules): Promise<App> {
+  const store = new m.MemoryStore();
+  for (let i = 1; i <= 100; i++) await store.create({ name: `pet ${i}`, categoryId: 1, status: 'available' });
+  const sha256 = m.hashToken(TOKEN).toString('hex');
+  const limits = { perMinute: 1_000_000_000, perDay: 1_000_000_000 };
+  const table = new m.KeyTable(
+    m.parseKeys(JSON.stringify({ keys: [{ name: 'bench', plan: 'enterprise', limits, sha256 }] })),
+  );
+  // The line is built as in production, then dropped: its write is the log file's cost, not the app's.
+  const log = m.createLogger({ write: () => {} });
+  const limiter = new m.SlidingWindowLimiter({});
+  return m.createApp({
+    store,
+    keys: () => table,
+    limiter,
+    log,
+    clientAddress: (c) => c.req.header('x-forwarded-for') ?? '192.0.2.1',
+  });
+}
+
+let sent = 0;
+/** CPU µs a request over one block. */
+async function block(app: App, scenario: (typeof SCENARIOS)[number]): Promise<number> {
+  const before = process.cpuUsage();
+  for (let i = 0; i < REQUESTS; i++) {
+    // 90,000 addresses, as `make bench`: each stays under its 60 a minute, and the limiter
+    // under its 100,000 subjects (past them, newcomers share one overflow quota: 429s).
+    sent = (sent + 1) % 90_000;
+    const address = `10.${sent >> 16}.${(sent >> 8) & 255}.${sent & 255}`;
+    const headers = { Authorization: `Bearer ${scenario.token}`, 'X-Forwarded-For': address };
+    const res = await app.fetch(new Request(`http://localhost${scenario.path}`, { headers }));
+    await res.arrayBuffer();
+    if (res.status !== scenario.status) throw new Error(`${scenario.id}: ${res.status}, not ${scenario.status}`);
+  }
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / REQUESTS;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
+
+const ref = process.env.BENCH_BASE;
+if (!ref) throw new Error('bench-inprocess: set BENCH_BASE=<ref>');
+const base = buildBase(ref);
+const baseRoot = base.binary.replace(/\/dist\/petstore$/, '');
+const current: Modules = { createApp, hashToken, parseKeys, KeyTable, SlidingWindowLimiter, createLogger, MemoryStore };
+const only = process.env.BENCH_ONLY?.split(',');
+for (const scenario of SCENARIOS.filter((s) => !only || only.includes(s.id))) {
+  const apps = [await appOf(current), await appOf(await modulesOf(baseRoot))] as const;
+  for (const app of apps) await block(app, scenario); // warm-up
+  const ratios: number[] = [];
+  const costs: [number[], number[]] = [[], []];
+  for (let b = 0; b < BLOCKS; b++) {
+    // Who goes first alternates, so a drift within the pair favours neither.
+    const mineFirst = b % 2 === 0;
+    const a = await block(mineFirst ? apps[0] : apps[1], scenario);
+    const z = await block(mineFirst ? apps[1] : apps[0], scenario);
+    const [mine, theirs] = mineFirst ? [a, z] : [z, a];
+    costs[0].push(mine);
+    costs[1].push(theirs);
+    ratios.push(mine / theirs);
+  }
+  const change = (median(ratios) - 1) * 100;
+  console.log(
+    `${scenario.id}: this tree ${median(costs[0]).toFixed(2)} µs, ${ref} (${base.commit}) ${median(costs[1]).toFixed(2)} µs a request; median of ${BLOCKS} paired ratios ${change >= 0 ? '+' : ''}${change.toFixed(1)}%`,
+  );
+}
