@@ -122,9 +122,10 @@ describe.skipIf(!READY)('two instances sharing PostgreSQL and Redis', () => {
     expect(created.status).toBe(201);
     const pet = (await created.json()) as { id: number };
     const location = created.headers.get('location') as string;
-    expect(location).toBe(`/v1/pets/${pet.id}`);
+    // Relative to the request URL (issue 16): followed against the other instance's /v1/pets.
+    expect(location).toBe(`pets/${pet.id}`);
 
-    const read = await fetch(`${b.url}${location}`, { headers: auth('pets') });
+    const read = await fetch(new URL(location, `${b.url}/v1/pets`), { headers: auth('pets') });
     expect(read.status).toBe(200);
     expect(await read.json()).toEqual({ id: pet.id, name: 'Rex', categoryId: 7, status: 'pending' });
 
