@@ -8,7 +8,7 @@ import { decider } from './decide.ts';
 import { writeRateLimitHeaders } from './headers.ts';
 import { InFlight, tooManyInFlight, untouched } from './in-flight.ts';
 import type { KeyTable } from './keys/table.ts';
-import { invalidKey, requireScope, validAt } from './keys/validity.ts';
+import { invalidKey, REALM, requireScope, validAt } from './keys/validity.ts';
 import type { Decision, RateLimiter, Verdict } from './limiter/limiter.ts';
 import { type BanPolicy, DEFAULT_MAX_IN_FLIGHT } from './plans.ts';
 
@@ -26,8 +26,6 @@ export interface GatewayOptions {
   ipv6Prefix?: number;
   clock?: Clock;
 }
-
-const REALM = 'Bearer realm="petstore"';
 
 /**
  * The gateway's one pass: identify the caller once (by its canonical address), take its

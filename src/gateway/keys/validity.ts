@@ -2,7 +2,8 @@ import { ApiError } from '../../errors.ts';
 import type { Caller } from '../caller.ts';
 import { requiredScope } from '../scopes.ts';
 
-const REALM = 'Bearer realm="petstore"';
+/** The `WWW-Authenticate` challenge every 401 and 403 of the gateway starts with (RFC 6750). */
+export const REALM = 'Bearer realm="petstore"';
 
 /**
  * The caller as the gateway treats it at `now`: a consumer whose key is past its `expiresAt` or
