@@ -10,21 +10,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { PLAN_NAMES } from './gateway/plans.ts';
 import { ConsumerMetrics } from './metrics-consumers.ts';
-
-/** Operations requests are counted under: the contract's operationIds, the ops routes, `other`. */
-export const OPERATIONS = [
-  'listPets',
-  'createPet',
-  'getPet',
-  'healthz',
-  'readyz',
-  'metrics',
-  'docs',
-  'openapi',
-  'other',
-] as const;
-export type Operation = (typeof OPERATIONS)[number];
-const OP = Object.fromEntries(OPERATIONS.map((name, i) => [name, i])) as Record<Operation, number>;
+import { OPERATIONS, STORE_OPERATIONS, type StoreOperation } from './metrics-operations.ts';
 
 /** Upper bounds of the latency buckets, in seconds. */
 export const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
@@ -34,36 +20,7 @@ const STATUSES = 500; // 100..599
 export const METRIC_PLANS = [...PLAN_NAMES, 'anonymous'] as const;
 /** 429 reasons shown even before they happen; others (the Error body's code) appear once seen. */
 const REFUSAL_REASONS = ['rate_limited', 'key_banned'] as const;
-export const STORE_OPERATIONS = ['create', 'get', 'list', 'ping'] as const;
-export type StoreOperation = (typeof STORE_OPERATIONS)[number];
 const STORE_ERROR_KINDS = ['unavailable', 'error'] as const;
-
-/** `Content-Type` of the exposition format. */
-export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
-
-/**
- * The operation a request is counted under, from its method and the Hono route it matched.
- *
- * @example
- * operationOf('GET', '/v1/pets/:petId') // OP.getPet (2)
- */
-export function operationOf(method: string, route: string): number {
-  switch (route) {
-    case '/v1/pets':
-      return method === 'GET' || method === 'HEAD' ? OP.listPets : method === 'POST' ? OP.createPet : OP.other;
-    case '/v1/pets/:petId':
-      return method === 'GET' || method === 'HEAD' ? OP.getPet : OP.other;
-    case '/healthz':
-      return OP.healthz;
-    case '/readyz':
-      return OP.readyz;
-    case '/metrics':
-      return OP.metrics;
-  }
-  if (route.startsWith('/docs')) return OP.docs;
-  if (route.startsWith('/openapi.')) return OP.openapi;
-  return OP.other;
-}
 
 export interface MetricsOptions {
   version: string;

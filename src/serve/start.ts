@@ -6,7 +6,6 @@ import { KeyTable } from '../gateway/keys/table.ts';
 import type { LimiterEvent } from '../gateway/limiter/limiter.ts';
 import { SlidingWindowLimiter } from '../gateway/limiter/memory.ts';
 import { createLogger } from '../log.ts';
-import { Metrics } from '../metrics.ts';
 import { metricsApp } from '../routes/metrics.ts';
 import { describeData, openStore } from '../store/open.ts';
 import { VERSION } from '../version.ts';
@@ -52,9 +51,10 @@ export async function startServer(config: Config): Promise<void> {
   let keys = new KeyTable(loadKeys(config, log));
   const store = await openStore(config.data, log);
   const adapter = await loadAdapter();
+  // prom-client is loaded only with metrics on: it was most of the binary's start-up.
   const metrics =
     config.metrics || config.metricsPort !== null
-      ? new Metrics({ version: VERSION, runtime: adapter.name })
+      ? new (await import('../metrics.ts')).Metrics({ version: VERSION, runtime: adapter.name })
       : undefined;
   metrics?.keysLoaded(keys.countByPlan());
   metrics?.consumers.load(keys.records());
