@@ -1,6 +1,7 @@
 import { Hono } from 'hono';
 import { DOCS_CSP, docsPage, FAVICON, INIT_SCRIPT, SCALAR_BUNDLE } from './docs/page.ts';
 import type { AppEnv } from './env.ts';
+import { answerHeaders } from './http/answer.ts';
 import { conditional, weakEtag } from './http/etag.ts';
 
 // Defined by `bun build --define` for a compiled binary (scripts/lib/build-info.sh), else undeclared.
@@ -94,15 +95,16 @@ export function docsRoutes(options: DocsOptions = {}) {
   // Public: any tool or page may load the contract (a code generator, an editor on another origin).
   const yamlEtag = weakEtag(CONTRACT_YAML);
   docs.get('/openapi.yaml', (c) => {
-    c.header('Access-Control-Allow-Origin', '*');
+    answerHeaders(c)['Access-Control-Allow-Origin'] = '*';
     return conditional(c, CONTRACT_YAML, yamlEtag, 'application/yaml; charset=utf-8');
   });
   // The servers come from the configuration only, never from the request.
   const servers = documentServers(options);
   docs.get('/openapi.json', async (c) => {
     const body = JSON.stringify({ ...(await parsed()), servers });
-    c.header('Access-Control-Allow-Origin', '*');
-    c.header('Cache-Control', 'no-cache');
+    const headers = answerHeaders(c);
+    headers['Access-Control-Allow-Origin'] = '*';
+    headers['Cache-Control'] = 'no-cache';
     return conditional(c, body, weakEtag(body), 'application/json');
   });
 

@@ -4,14 +4,15 @@ import { bearerToken, type KeyTable } from './keys/table.ts';
 /**
  * Who sent a request, made once by `identify()` and read by every later step (in-flight cap,
  * limiter, headers, log, metrics, idempotency scope): a key's consumer, or a client address
- * that presented no valid key. `address` is always the canonical client address.
+ * that presented no valid key. `address` is always the canonical client address; a consumer has
+ * none, since nothing about it depends on where it calls from (and looking the address up cost
+ * ~6% of an authenticated request: bench/README.md).
  */
 export type Caller =
   | {
       readonly kind: 'consumer';
       readonly consumer: Consumer;
       readonly key: KeyRecord;
-      readonly address: string;
     }
   | {
       readonly kind: 'address';
@@ -26,15 +27,16 @@ export type Caller =
     };
 
 /**
- * The caller of a request with this `Authorization` header from this (canonical) address.
+ * The caller of a request with this `Authorization` header; `address` gives the canonical client
+ * address, asked only when no key admits the request.
  *
  * @example
- * identify('Bearer psk_…', table, '203.0.113.9') // { kind: 'consumer', consumer: { name: 'acme', … }, … }
- * identify(undefined, table, '203.0.113.9') // { kind: 'address', address: '203.0.113.9', credential: 'none' }
+ * identify('Bearer psk_…', table, () => '203.0.113.9') // { kind: 'consumer', consumer: { name: 'acme', … }, … }
+ * identify(undefined, table, () => '203.0.113.9') // { kind: 'address', address: '203.0.113.9', credential: 'none' }
  */
-export function identify(authorization: string | undefined, keys: KeyTable, address: string): Caller {
+export function identify(authorization: string | undefined, keys: KeyTable, address: () => string): Caller {
   const token = bearerToken(authorization);
   const key = token === undefined ? undefined : keys.lookup(token);
-  if (key) return { kind: 'consumer', consumer: key.consumer, key, address };
-  return { kind: 'address', address, credential: authorization === undefined ? 'none' : 'invalid' };
+  if (key) return { kind: 'consumer', consumer: key.consumer, key };
+  return { kind: 'address', address: address(), credential: authorization === undefined ? 'none' : 'invalid' };
 }

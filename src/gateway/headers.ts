@@ -4,6 +4,7 @@
  * (draft-ietf-httpapi-ratelimit-headers).
  */
 import type { Context } from 'hono';
+import { type AnswerHeaders, answerHeaders } from '../http/answer.ts';
 import type { Decision, WindowState } from './limiter/limiter.ts';
 
 /** Distinct quota pairs are few (plans plus enterprise overrides); past this, start over. */
@@ -48,7 +49,7 @@ export function bindingWindow(decision: Decision): WindowState {
  * //   'RateLimit-Policy': '"minute";q=60;w=60, "day";q=1000;w=86400',
  * //   RateLimit: '"minute";r=59;t=60, "day";r=999;t=86400' }
  */
-export function rateLimitHeaders(decision: Decision): Record<string, string> {
+export function rateLimitHeaders(decision: Decision, into: AnswerHeaders = {}): AnswerHeaders {
   const { windows, outcome, retryAfter, now } = decision;
   const binding = bindingWindow(decision);
   const refused = outcome !== 'admitted';
@@ -59,15 +60,13 @@ export function rateLimitHeaders(decision: Decision): Record<string, string> {
     const t = banned ? Math.max(w.reset - now, retryAfter) : w.reset - now;
     state += `${state ? ', ' : ''}"${w.name}";r=${r};t=${t}`;
   }
-  const headers: Record<string, string> = {
-    'X-RateLimit-Limit': String(binding.limit),
-    'X-RateLimit-Remaining': String(refused ? 0 : binding.remaining),
-    'X-RateLimit-Reset': String(refused ? now + retryAfter : binding.reset),
-    'RateLimit-Policy': policy(windows),
-    RateLimit: state,
-  };
-  if (refused) headers['Retry-After'] = String(retryAfter);
-  return headers;
+  into['X-RateLimit-Limit'] = String(binding.limit);
+  into['X-RateLimit-Remaining'] = String(refused ? 0 : binding.remaining);
+  into['X-RateLimit-Reset'] = String(refused ? now + retryAfter : binding.reset);
+  into['RateLimit-Policy'] = policy(windows);
+  into.RateLimit = state;
+  if (refused) into['Retry-After'] = String(retryAfter);
+  return into;
 }
 
 /** `"minute";q=60;w=60, "day";q=1000;w=86400`, built once per quota pair. */
@@ -84,15 +83,14 @@ function policy(windows: readonly WindowState[]): string {
 }
 
 /**
- * Writes a decision's rate-limit headers on the response. Given `now` (unix seconds), the
- * decision is an earlier one (nothing was consumed since) and a Reset that has passed moves to
- * now: never in the past.
+ * Adds a decision's rate-limit headers to the answer's (`answerHeaders`). Given `now` (unix
+ * seconds), the decision is an earlier one (nothing was consumed since) and a Reset that has
+ * passed moves to now: never in the past.
  *
  * @example
  * writeRateLimitHeaders(c, decision)
  */
 export function writeRateLimitHeaders(c: Context, decision: Decision, now?: number): void {
-  const headers = rateLimitHeaders(decision);
+  const headers = rateLimitHeaders(decision, answerHeaders(c));
   if (now !== undefined && Number(headers['X-RateLimit-Reset']) < now) headers['X-RateLimit-Reset'] = String(now);
-  for (const name in headers) c.header(name, headers[name]);
 }

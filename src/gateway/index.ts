@@ -50,10 +50,9 @@ export function gateway({
   const inFlight = new InFlight<Decision>(maxInFlight);
 
   return async function gateway(c, next) {
-    const caller = validAt(
-      identify(c.req.header('authorization'), keys(), canonicalAddress(clientAddress(c))),
-      clock.now(),
-    );
+    // The client's address is looked up only for callers without a valid key.
+    const address = () => canonicalAddress(clientAddress(c));
+    const caller = validAt(identify(c.req.header('authorization'), keys(), address), clock.now(), address);
     c.set('caller', caller);
     if (caller.kind === 'address') {
       const decision = decided(await decide(caller));

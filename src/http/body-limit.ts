@@ -1,6 +1,7 @@
 import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { tooLarge } from '../errors.ts';
+import { answerHeaders } from './answer.ts';
 
 /**
  * Past this declared size the 413 also closes the connection instead of letting the runtime
@@ -22,7 +23,7 @@ export function limitBody(maxBytes: number): MiddlewareHandler {
   return bodyLimit({
     maxSize: maxBytes,
     onError: (c) => {
-      if (Number(c.req.header('content-length')) > MAX_DISCARDED_BYTES) c.header('Connection', 'close');
+      if (Number(c.req.header('content-length')) > MAX_DISCARDED_BYTES) answerHeaders(c).Connection = 'close';
       throw tooLarge(maxBytes);
     },
   });

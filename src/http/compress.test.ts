@@ -1,7 +1,12 @@
 import { describe, expect, test } from 'bun:test';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
-import { Hono } from 'hono';
-import { encode, preferredCoding, representation } from './compress.ts';
+import { type Context, Hono } from 'hono';
+import { systemClock } from '../clock.ts';
+import { onError } from '../errors.ts';
+import { silentLogger } from '../log.ts';
+import { exchange } from '../middleware/exchange.ts';
+import { answer } from './answer.ts';
+import { encode, preferredCoding } from './compress.ts';
 
 describe('preferredCoding', () => {
   test.each([
@@ -24,14 +29,25 @@ describe('preferredCoding', () => {
   });
 });
 
-describe('representation', () => {
-  const big = Array.from({ length: 40 }, (_, id) => ({ id, name: `Pet ${id}`, categoryId: 1, status: 'available' }));
+const big = Array.from({ length: 40 }, (_, id) => ({ id, name: `Pet ${id}`, categoryId: 1, status: 'available' }));
+const plain = JSON.stringify(big);
+
+/** Answers JSON with Hono's `c.json` (represented afterwards by the outer layer) or with `answer()`. */
+const byHono = (c: Context, value: unknown, status = 200) => c.json(value, status as 200);
+const byAnswer = (c: Context, value: unknown, status = 200) =>
+  answer(c, status, JSON.stringify(value), 'application/json');
+
+describe.each([
+  ['Hono answers, represented by the outer layer', byHono],
+  ['answer()', byAnswer],
+])('representation: %s', (_, json) => {
   const app = new Hono();
-  app.use(representation());
-  app.get('/big', (c) => c.json(big));
-  app.get('/small', (c) => c.json({ id: 1 }));
-  app.get('/error', (c) => c.json({ code: 'not_found', filler: 'x'.repeat(2000) }, 404));
-  const plain = JSON.stringify(big);
+  app.use(exchange({ log: silentLogger, clock: systemClock, onError: onError(() => {}) }));
+  app.get('/big', (c) => json(c, big));
+  app.get('/small', (c) => json(c, { id: 1 }));
+  app.get('/error', (c) => json(c, { code: 'not_found', filler: 'x'.repeat(2000) }, 404));
+  // 400 two-byte letters: 802 bytes, under 1 KiB; 600: 1,202 bytes, over it.
+  app.get('/accents/:n', (c) => json(c, 'é'.repeat(Number(c.req.param('n')))));
 
   test('JSON of 1 KiB or more: br or gzip as accepted, decoding to the same bytes', async () => {
     const br = await app.request('/big', { headers: { 'Accept-Encoding': 'gzip, br' } });
@@ -69,7 +85,17 @@ describe('representation', () => {
     }
   });
 
-  test('encode round-trips', () => {
+  test('the threshold counts bytes, not characters', async () => {
+    const under = await app.request('/accents/400', { headers: { 'Accept-Encoding': 'gzip' } });
+    const over = await app.request('/accents/600', { headers: { 'Accept-Encoding': 'gzip' } });
+    expect([under.headers.get('content-encoding'), await under.json()]).toEqual([null, 'é'.repeat(400)]);
+    expect(over.headers.get('content-encoding')).toBe('gzip');
+    expect(gunzipSync(new Uint8Array(await over.arrayBuffer())).toString()).toBe(JSON.stringify('é'.repeat(600)));
+  });
+});
+
+describe('encode', () => {
+  test('round-trips', () => {
     const bytes = new TextEncoder().encode(plain);
     expect(gunzipSync(encode(bytes, 'gzip')).toString()).toBe(plain);
     expect(brotliDecompressSync(encode(bytes, 'br')).toString()).toBe(plain);

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Context } from 'hono';
+import { answer, answerHeaders, appendHeader } from './answer.ts';
 
 /** Representations whose tag is kept: a list page or a pet asked for again is not hashed again. */
 const MAX_KEPT_TAGS = 64;
@@ -50,19 +51,20 @@ export function notModified(ifNoneMatch: string | undefined, etag: string): bool
 
 /**
  * Answers `body` (already serialized) under `etag`: 304 without a body when the request's
- * `If-None-Match` matches, else 200 with the body. Headers set earlier on `c` stay on both.
+ * `If-None-Match` matches, else 200 with the body. Headers gathered earlier (`answerHeaders`) stay on both.
  *
  * @example
  * const body = JSON.stringify(pet)
  * return conditional(c, body, weakEtag(body), 'application/json')
  */
 export function conditional(c: Context, body: string, etag: string, contentType: string): Response {
-  c.header('ETag', etag);
+  const headers = answerHeaders(c);
+  headers.ETag = etag;
   if (notModified(c.req.header('if-none-match'), etag)) {
     // A 304 repeats the Vary the 200 would have had (RFC 9110 section 15.4.5); a 200 of JSON
-    // gets it from representation().
-    if (contentType.startsWith('application/json')) c.header('Vary', 'Accept-Encoding', { append: true });
-    return c.body(null, 304);
+    // gets it from `answer()`.
+    if (contentType.startsWith('application/json')) appendHeader(headers, 'Vary', 'Accept-Encoding');
+    return answer(c, 304, null);
   }
-  return c.body(body, 200, { 'Content-Type': contentType });
+  return answer(c, 200, body, contentType);
 }

@@ -1,5 +1,6 @@
 import type { ErrorHandler, MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../env.ts';
+import { adoptHeaders, answeredHere, beginAnswer } from '../http/answer.ts';
 import { represent } from '../http/compress.ts';
 import { answerError } from './answer-error.ts';
 import { type RequestLogOptions, requestLogSteps } from './request-log.ts';
@@ -20,13 +21,14 @@ function isApi(path: string): boolean {
 /**
  * The one layer every request passes first, its steps plain functions in this order (a Hono
  * layer costs measurable time on every request, so they are not layers of their own):
- * 1. the request id, echoed (`requestLogSteps.start`);
- * 2. on `/v1`, `Cache-Control: no-store` and `X-Content-Type-Options: nosniff`, so every API
- *    answer has them, the 414 too;
- * 3. 414 `uri_too_long` for a path and query over `maxUriBytes`, before anything parses them
+ * 1. the request id, echoed (`requestLogSteps.start`), and on `/v1` `Cache-Control: no-store` and
+ *    `X-Content-Type-Options: nosniff`, so every API answer has them, the 414 too: the first
+ *    fields of the answer's gathered headers (`beginAnswer`, src/http/answer.ts);
+ * 2. 414 `uri_too_long` for a path and query over `maxUriBytes`, before anything parses them
  *    (so without rate-limit headers: the gateway never saw it); else the rest of the app;
- * 4. the representation: `Vary`, compression, a HEAD's `Content-Length` (`represent`);
- * 5. the log line (`requestLogSteps.finish`), whatever happened before.
+ * 3. for an answer not built by `answer()` (Hono's, the health and docs routes), the gathered
+ *    headers and the representation: `Vary`, compression, a HEAD's `Content-Length` (`represent`);
+ * 4. the log line (`requestLogSteps.finish`), whatever happened before.
  *
  * @example
  * app.use(exchange({ log, clock, onError: handleError }))
@@ -39,16 +41,21 @@ export function exchange({
   const log = requestLogSteps(logOptions);
   return async function exchange(c, next) {
     const started = log.start(c);
+    beginAnswer(
+      c,
+      isApi(c.req.path)
+        ? { 'X-Request-Id': started.id, 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }
+        : { 'X-Request-Id': started.id },
+    );
     try {
-      if (isApi(c.req.path)) {
-        c.header('Cache-Control', 'no-store');
-        c.header('X-Content-Type-Options', 'nosniff');
-      }
       const tooLong = uriTooLong(c.req.url, maxUriBytes);
       if (tooLong) await answerError(c, tooLong, onError);
       else await next();
-      const reencoding = represent(c);
-      if (reencoding) await reencoding;
+      if (!answeredHere(c)) {
+        adoptHeaders(c);
+        const reencoding = represent(c);
+        if (reencoding) await reencoding;
+      }
     } catch (err) {
       await answerError(c, err, onError);
     }

@@ -53,8 +53,7 @@ describe('countRequests and 429s', () => {
     app.use(countRequests({ metrics }));
     app.get('/v1/pets', (c) => {
       const code = c.req.query('code') as 'rate_limited' | 'key_banned' | 'too_many_concurrent_requests';
-      if (c.req.query('key') && key)
-        c.set('caller', { kind: 'consumer', consumer: key.consumer, key, address: '192.0.2.1' });
+      if (c.req.query('key') && key) c.set('caller', { kind: 'consumer', consumer: key.consumer, key });
       else c.set('caller', { kind: 'address', address: '192.0.2.1', credential: 'none' });
       throw new ApiError(code, 'no');
     });

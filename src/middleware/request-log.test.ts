@@ -2,9 +2,10 @@ import { describe, expect, test } from 'bun:test';
 import { Hono } from 'hono';
 import { fakeClock } from '../../test/testing.ts';
 import type { AppEnv } from '../env.ts';
+import { onError } from '../errors.ts';
 import { parseKeys } from '../gateway/keys/file.ts';
 import { createLogger } from '../log.ts';
-import { requestLog } from './request-log.ts';
+import { exchange } from './exchange.ts';
 
 const [acme] = parseKeys(JSON.stringify({ keys: [{ name: 'acme', sha256: 'a'.repeat(64), plan: 'pro' }] }));
 
@@ -13,11 +14,13 @@ function setup() {
   const clock = fakeClock();
   const log = createLogger({ write: (l) => lines.push(l), now: clock.now });
   const app = new Hono<AppEnv>();
-  app.use(requestLog({ log, clock, newId: () => 'fresh-id', clientAddress: () => '198.51.100.9' }));
+  app.use(
+    exchange({ log, clock, newId: () => 'fresh-id', clientAddress: () => '198.51.100.9', onError: onError(() => {}) }),
+  );
   app.get('/v1/pets/:petId', (c) => {
     if (c.req.header('authorization')) {
       const key = acme as NonNullable<typeof acme>;
-      c.set('caller', { kind: 'consumer', consumer: key.consumer, key, address: '203.0.113.5' });
+      c.set('caller', { kind: 'consumer', consumer: key.consumer, key });
     } else c.set('caller', { kind: 'address', address: '203.0.113.5', credential: 'none' });
     clock.advance(12);
     return c.json({}, c.req.header('authorization') ? 200 : 401);

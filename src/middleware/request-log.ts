@@ -1,4 +1,4 @@
-import type { Context, MiddlewareHandler } from 'hono';
+import type { Context } from 'hono';
 import { routePath } from 'hono/route';
 import type { Clock } from '../clock.ts';
 import type { AppEnv } from '../env.ts';
@@ -40,8 +40,8 @@ export interface Started {
 
 /**
  * The request log as two plain steps, for the one outer layer (`exchange`) to call around the
- * rest: `start` gives the request its id (the client's `X-Request-Id` when sane) and echoes it,
- * `finish` writes the one log line once the response is ready. The line names the key or
+ * rest: `start` gives the request its id (the client's `X-Request-Id` when sane; the caller
+ * echoes it), `finish` writes the one log line once the response is ready. The line names the key or
  * address, never the token.
  *
  * @example
@@ -59,7 +59,6 @@ export function requestLogSteps({ log, clock, newId = () => crypto.randomUUID(),
       const given = c.req.header('x-request-id');
       const id = given !== undefined && saneRequestId(given) ? given : newId();
       c.set('requestId', id);
-      c.header('X-Request-Id', id);
       return { id, at };
     },
     finish(c: Context<AppEnv>, { id, at }: Started): void {
@@ -72,21 +71,6 @@ export function requestLogSteps({ log, clock, newId = () => crypto.randomUUID(),
         ...who(c, clientAddress),
       });
     },
-  };
-}
-
-/**
- * `requestLogSteps` as a layer of its own.
- *
- * @example
- * app.use(requestLog({ log, clock: systemClock }))
- */
-export function requestLog(options: RequestLogOptions): MiddlewareHandler<AppEnv> {
-  const steps = requestLogSteps(options);
-  return async function requestLog(c, next) {
-    const started = steps.start(c);
-    await next();
-    steps.finish(c, started);
   };
 }
 

@@ -2,6 +2,7 @@ import { Hono } from 'hono';
 import { type Clock, systemClock } from '../clock.ts';
 import type { AppEnv } from '../env.ts';
 import { ApiError, methodNotAllowed } from '../errors.ts';
+import { answer, answerHeaders } from '../http/answer.ts';
 import { conditional, weakEtag } from '../http/etag.ts';
 import { CreateHeaders, ListQuery, NewPet, PetParams, type PetStatus } from '../schemas.ts';
 import { fingerprintOf } from '../store/idempotency.ts';
@@ -47,7 +48,7 @@ export function petRoutes(store: PetStore, { clock = systemClock }: PetRoutesOpt
     let link = '';
     if (page.length > limit) {
       link = nextLink(limit, status, page[limit - 1]?.id ?? after);
-      c.header('Link', link);
+      answerHeaders(c).Link = link;
     }
     const body = pageBody(page, limit);
     // The Link is part of the page: a pet added after a full last page changes its ETag too.
@@ -59,7 +60,8 @@ export function petRoutes(store: PetStore, { clock = systemClock }: PetRoutesOpt
     const key = c.req.valid('header')['idempotency-key'];
     if (key === undefined) {
       const created = await store.create(pet);
-      return c.json(created, 201, { Location: `pets/${created.id}` });
+      answerHeaders(c).Location = `pets/${created.id}`;
+      return answer(c, 201, JSON.stringify(created), JSON_TYPE);
     }
     const once = { scope: scopeOf(c.get('caller')), key, fingerprint: fingerprintOf(pet), now: clock.now() };
     const result = await store.createOnce(pet, once);
@@ -69,14 +71,17 @@ export function petRoutes(store: PetStore, { clock = systemClock }: PetRoutesOpt
         'This Idempotency-Key was used in the last 24 hours with a different request body; use a new key.',
       );
     }
-    if (result.outcome === 'replayed') c.header('Idempotent-Replayed', 'true');
-    return c.json(result.pet, 201, { Location: `pets/${result.pet.id}` });
+    const headers = answerHeaders(c);
+    if (result.outcome === 'replayed') headers['Idempotent-Replayed'] = 'true';
+    headers.Location = `pets/${result.pet.id}`;
+    return answer(c, 201, JSON.stringify(result.pet), JSON_TYPE);
   });
 
   pets.get('/pets/:petId', async (c) => {
-    c.header('Deprecation', DEPRECATION);
-    c.header('Sunset', SUNSET);
-    c.header('Link', SUCCESSOR);
+    const headers = answerHeaders(c);
+    headers.Deprecation = DEPRECATION;
+    headers.Sunset = SUNSET;
+    headers.Link = SUCCESSOR;
     const { petId } = petParams(c);
     const pet = await store.get(petId);
     if (!pet) throw new ApiError('not_found', `No pet has id ${petId}.`);

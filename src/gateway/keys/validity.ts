@@ -12,15 +12,15 @@ export const REALM = 'Bearer realm="petstore"';
  * cost the same) and answered 401. Checked on every request, so a key expires without a reload.
  *
  * @example
- * validAt(identify('Bearer psk_old…', table, '203.0.113.9'), Date.now()) // { kind: 'address', credential: 'expired', … }
+ * validAt(identify('Bearer psk_old…', table, address), Date.now(), address) // { kind: 'address', credential: 'expired', … }
  */
-export function validAt(caller: Caller, now: number): Caller {
+export function validAt(caller: Caller, now: number, address: () => string): Caller {
   if (caller.kind !== 'consumer') return caller;
-  const { key, address } = caller;
+  const { key } = caller;
   if (key.expiresAt !== undefined && now >= key.expiresAt)
-    return { kind: 'address', address, credential: 'expired', key };
+    return { kind: 'address', address: address(), credential: 'expired', key };
   if (key.notBefore !== undefined && now < key.notBefore) {
-    return { kind: 'address', address, credential: 'not_yet_valid', key };
+    return { kind: 'address', address: address(), credential: 'not_yet_valid', key };
   }
   return caller;
 }
