@@ -1,4 +1,4 @@
-import type { Context, MiddlewareHandler } from 'hono';
+import type { Context, Next } from 'hono';
 import { type Clock, systemClock } from '../clock.ts';
 import type { AppEnv } from '../env.ts';
 import { ApiError, serviceUnavailable } from '../errors.ts';
@@ -28,14 +28,24 @@ export interface GatewayOptions {
 }
 
 /**
- * The gateway's one pass: identify the caller once (by its canonical address), take its
- * in-flight slot before anything is awaited, ask the limiter once, write the rate-limit headers
- * once on every outcome. Admitted requests go on; refused ones get 429, callers without a valid
- * key 401, a limiter that cannot decide 503, all through the one error path. A consumer at its
- * cap of requests in flight gets 429 before the limiter is asked, so no 429 costs quota.
+ * The gateway's pass: what `gateway()` returns. It calls `next` for an admitted request and
+ * resolves to undefined; a refusal (401, 429) is returned, not thrown, for the caller to answer
+ * through the app's one error handler: a throw through the async frames was the largest single
+ * item of the 401 path's own code (bench/README.md, phase 3). A 403 or 503 is still thrown.
+ */
+export type GatewayPass = (c: Context<AppEnv>, next: Next) => Promise<ApiError | undefined>;
+
+/**
+ * The gateway's one pass: identify the caller once, take its in-flight slot before anything is
+ * awaited, ask the limiter once, write the rate-limit headers once on every outcome. Admitted
+ * requests go on; refused ones get 429, callers without a valid key 401 (both returned), a
+ * limiter that cannot decide 503, all answered through the one error path (`apiPass`). A
+ * consumer at its cap of requests in flight gets 429 before the limiter is asked, so no 429
+ * costs quota.
  *
  * @example
- * app.use('/v1/*', gateway({ keys: () => table, limiter, clientAddress: () => '127.0.0.1' }))
+ * const pass = gateway({ keys: () => table, limiter, clientAddress: () => '127.0.0.1' })
+ * const refused = await pass(c, next) // undefined once next() ran, else the ApiError to answer
  */
 export function gateway({
   keys,
@@ -45,7 +55,7 @@ export function gateway({
   maxInFlight = DEFAULT_MAX_IN_FLIGHT,
   ipv6Prefix,
   clock = systemClock,
-}: GatewayOptions): MiddlewareHandler<AppEnv> {
+}: GatewayOptions): GatewayPass {
   const decide = decider({ limiter, ban, ...(ipv6Prefix === undefined ? {} : { ipv6Prefix }) });
   const inFlight = new InFlight<Decision>(maxInFlight);
 
@@ -57,23 +67,24 @@ export function gateway({
     if (caller.kind === 'address') {
       const decision = decided(await decide(caller));
       writeRateLimitHeaders(c, decision);
-      refuse(decision);
-      throw invalidKey(caller) ?? unauthorized(caller);
+      return refusal(decision) ?? invalidKey(caller) ?? unauthorized(caller);
     }
     const { name, limits } = caller.consumer;
     // Taken before the first await: of many sent at once, only `maxInFlight` pass this line.
     if (!inFlight.enter(name)) {
       const now = Math.floor(clock.now() / 1000);
       writeRateLimitHeaders(c, inFlight.latest(name) ?? untouched(limits, now), now);
-      throw tooManyInFlight(inFlight.max);
+      return tooManyInFlight(inFlight.max);
     }
     try {
       const decision = decided(await decide(caller));
       writeRateLimitHeaders(c, decision);
-      refuse(decision);
+      const refused = refusal(decision);
+      if (refused) return refused;
       inFlight.admitted(name, decision);
       requireScope(caller.key.scopes, c.req.method, c.req.path);
       await next();
+      return undefined;
     } finally {
       inFlight.leave(name);
     }
@@ -88,27 +99,28 @@ function decided(verdict: Verdict): Decision {
   return verdict;
 }
 
-/** The 401 for a caller without a valid key (RFC 6750 section 3). */
+/** The 401s for a caller without a valid key (RFC 6750 section 3), made once: they never change. */
+const MISSING_KEY = new ApiError('unauthorized', 'An API key is required: send Authorization: Bearer <API_KEY>.', {
+  'WWW-Authenticate': REALM,
+});
+const UNKNOWN_KEY = new ApiError('unauthorized', 'The API key is missing, malformed or unknown.', {
+  'WWW-Authenticate': `${REALM}, error="invalid_token"`,
+});
+
 function unauthorized(caller: Extract<Caller, { kind: 'address' }>): ApiError {
-  const missing = caller.credential === 'none';
-  return new ApiError(
-    'unauthorized',
-    missing
-      ? 'An API key is required: send Authorization: Bearer <API_KEY>.'
-      : 'The API key is missing, malformed or unknown.',
-    { 'WWW-Authenticate': missing ? REALM : `${REALM}, error="invalid_token"` },
-  );
+  return caller.credential === 'none' ? MISSING_KEY : UNKNOWN_KEY;
 }
 
-/** Throws the decision's 429 unless it admitted the request. */
-function refuse(decision: Decision): void {
+/** The decision's 429, or undefined when it admitted the request. */
+function refusal(decision: Decision): ApiError | undefined {
   if (decision.outcome === 'key_banned') {
-    throw new ApiError(
+    return new ApiError(
       'key_banned',
       `Too many requests after being limited; banned for ${decision.retryAfter} more seconds.`,
     );
   }
   if (decision.outcome === 'rate_limited') {
-    throw new ApiError('rate_limited', `Rate limit exceeded; retry in ${decision.retryAfter} seconds.`);
+    return new ApiError('rate_limited', `Rate limit exceeded; retry in ${decision.retryAfter} seconds.`);
   }
+  return undefined;
 }

@@ -1,5 +1,6 @@
 import type { Context, ErrorHandler, MiddlewareHandler, Next } from 'hono';
 import type { AppEnv } from '../env.ts';
+import type { GatewayPass } from '../gateway/index.ts';
 import { limitBody } from '../http/body-limit.ts';
 import { refuseBodyOnGet } from '../validate.ts';
 import { answerError } from './answer-error.ts';
@@ -7,7 +8,7 @@ import { corsFor } from './cors.ts';
 
 export interface ApiPassOptions {
   /** The gateway's pass (`gateway()`), called as a function, not mounted as a layer. */
-  gateway: MiddlewareHandler<AppEnv>;
+  gateway: GatewayPass;
   /** Largest accepted request body. */
   maxBodyBytes: number;
   /** Origins whose pages may call the API (`--cors-origin`); none: no CORS at all. */
@@ -21,7 +22,8 @@ export interface ApiPassOptions {
  * 1. CORS, only when origins are configured: a preflight is answered here, before the gateway,
  *    so it needs no key and costs no quota; an allowed origin's answers, 401 and 429 included,
  *    get its headers (`corsFor`);
- * 2. the gateway: identify, in-flight, limiter, rate-limit headers, 401/429 (`gateway`);
+ * 2. the gateway: identify, in-flight, limiter, rate-limit headers, 401/429 (`gateway`, which
+ *    returns its refusals; they are answered here through the same error handler as a throw);
  * 3. only for an admitted request, the body's size (413, Hono's `bodyLimit`, which is skipped
  *    when there is no body, as it would skip itself) and a body sent with GET (`refuseBodyOnGet`):
  *    after the gateway, so these refusals carry the rate-limit headers like any answer.
@@ -54,7 +56,8 @@ export function apiPass({
 
   async function pass(c: Context<AppEnv>, next: Next): Promise<void> {
     try {
-      await gateway(c, () => admitted(c, next));
+      const refused = await gateway(c, () => admitted(c, next));
+      if (refused) await answerError(c, refused, onError);
     } catch (err) {
       await answerError(c, err, onError);
     }
