@@ -108,6 +108,7 @@ async function main(): Promise<void> {
   const servers: Partial<Record<ServerName, Running>> = {
     petstore: product,
     bare: await startPrinter('bare', [...SERVER_CPU, BUN, join(import.meta.dir, 'bare-server.ts'), responseFile]),
+    floor: await startPrinter('floor', [...SERVER_CPU, BUN, join(import.meta.dir, 'hono-floor.ts'), responseFile]),
     hono: await startPrinter('hono', [...SERVER_CPU, BUN, join(import.meta.dir, 'hono-server.ts'), peerConfig]),
     express: await startPrinter('express', [
       ...SERVER_CPU,

@@ -20,6 +20,7 @@ const COLORS: Record<string, string> = {
   petstore: '#2563eb',
   base: '#93c5fd',
   bare: '#9ca3af',
+  floor: '#d1d5db',
   hono: '#f97316',
   express: '#f59e0b',
 };

@@ -2,9 +2,9 @@
 import { type Group, renderChart } from './chart.ts';
 import type { WrkResult } from './wrk.ts';
 
-export type ServerName = 'petstore' | 'base' | 'bare' | 'hono' | 'express';
+export type ServerName = 'petstore' | 'base' | 'bare' | 'floor' | 'hono' | 'express';
 /** Column order of the tables and the chart. */
-export const SERVERS: readonly ServerName[] = ['petstore', 'base', 'bare', 'hono', 'express'];
+export const SERVERS: readonly ServerName[] = ['petstore', 'base', 'bare', 'floor', 'hono', 'express'];
 
 /** One wrk round, with the server's CPU time per request over it. */
 export interface Round extends WrkResult {
@@ -256,6 +256,20 @@ function scenarioTable(results: Results): string {
   ].join('\n');
 }
 
+/**
+ * Where the list path's CPU goes: the runtime (bare), Hono in the product's shape (floor), and
+ * the product's own code above that floor.
+ */
+function floorLine(results: Results): string {
+  const [bare, floor, product] = (['bare', 'floor', 'petstore'] as const).map((n) => summary(results, 'list', n));
+  if (!bare || !floor || !product) return '';
+  const us = (n: number) => `${n.toFixed(1)} µs`;
+  return [
+    `Where the list path's CPU goes: bare \`Bun.serve\` ${us(bare.cpuUs)} a request; Hono in the product's shape doing none of its work ([\`hono-floor.ts\`](hono-floor.ts)) ${us(floor.cpuUs)} (${(floor.cpuUs / bare.cpuUs).toFixed(2)}x bare); the product ${us(product.cpuUs)}, so its own code costs ${us(product.cpuUs - floor.cpuUs)} a request above Hono's floor, where the 1.6x target leaves ${us(Math.max(0, 1.6 * bare.cpuUs - floor.cpuUs))}.`,
+    '',
+  ].join('\n');
+}
+
 /** The generated part of bench/README.md: targets, all scenarios, extra figures, provenance. */
 export function renderReport(results: Results): string {
   const { machine, versions, settings, startup, memory } = results;
@@ -277,9 +291,10 @@ export function renderReport(results: Results): string {
     '|---|---|---|---|',
     ...targets,
     '',
+    floorLine(results),
     '### Every scenario (medians of the rounds)',
     '',
-    "The peers replay the list response's bytes for every request they let through (bare lets every one through, POSTs included; hono and express refuse the 401 and 429 scenarios themselves); only the product and the base build read the store and write a log line.",
+    "The peers replay the list response's bytes for every request they let through (bare lets every one through, POSTs included; hono and express refuse the 401 and 429 scenarios themselves); only the product and the base build read the store and write a log line. The floor (list only) is Hono in the product's shape doing none of its work.",
     '',
     scenarioTable(results),
     '',
