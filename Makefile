@@ -109,7 +109,7 @@ service-verify: build ## systemd-analyze verify scripts/petstore.service, and it
 	  systemd-analyze verify "$$t/petstore.service" && \
 	  systemd-analyze security --offline=yes --threshold=20 "$$t/petstore.service" | tail -n 1
 
-bench: build ## wrk: dist/petstore vs bare Bun.serve, Hono and Express peers (~7 min; BENCH_BASE=<ref> adds that build, ~9 min); bench/README.md
+bench: build ## wrk: dist/petstore vs bare Bun.serve, Hono's floor, the Hono and Express peers (~7 min; BENCH_BASE=<ref> adds that build, ~9 min); bench/README.md
 	$(BUN) bench/run.ts
 
 bench-quick: build ## a ~1 min smoke run of `make bench` (1 round of 1 s); report in bench/tmp/quick/, not over bench/README.md
