@@ -1,6 +1,6 @@
 import { Buffer } from 'node:buffer';
 import type { Context } from 'hono';
-import { encode, MIN_COMPRESSED_BYTES, preferredCoding } from './compress.ts';
+import { compressed, compressible, MIN_COMPRESSED_BYTES, preferredCoding } from './compress.ts';
 
 /** The headers of one answer, by name as sent. */
 export type AnswerHeaders = Record<string, string>;
@@ -8,6 +8,9 @@ export type AnswerHeaders = Record<string, string>;
 interface AnswerVariables {
   Variables: { answerHeaders: AnswerHeaders; answered: boolean };
 }
+
+/** `c` with this module's two variables typed (any app's context carries them). */
+const vars = (c: Context) => c as unknown as Context<AnswerVariables>;
 
 /**
  * The headers gathered for this request's answer: every step adds its own fields to this plain
@@ -20,11 +23,10 @@ interface AnswerVariables {
  * answerHeaders(c).Link = '<pets?cursor=2s>; rel="next"'
  */
 export function answerHeaders(c: Context): AnswerHeaders {
-  const ctx = c as unknown as Context<AnswerVariables>;
-  let headers = ctx.get('answerHeaders');
+  let headers = vars(c).get('answerHeaders');
   if (headers === undefined) {
     headers = {};
-    ctx.set('answerHeaders', headers);
+    vars(c).set('answerHeaders', headers);
   }
   return headers;
 }
@@ -36,7 +38,7 @@ export function answerHeaders(c: Context): AnswerHeaders {
  * beginAnswer(c, { 'X-Request-Id': id })
  */
 export function beginAnswer(c: Context, fields: AnswerHeaders): void {
-  (c as unknown as Context<AnswerVariables>).set('answerHeaders', fields);
+  vars(c).set('answerHeaders', fields);
 }
 
 /** Adds `value` to a list-valued field such as `Vary`. */
@@ -58,22 +60,20 @@ export function appendHeader(headers: AnswerHeaders, name: string, value: string
  */
 export function answer(c: Context, status: number, body: string | null, contentType?: string): Response {
   const headers = answerHeaders(c);
-  (c as unknown as Context<AnswerVariables>).set('answered', true);
+  vars(c).set('answered', true);
   if (body === null) return new Response(null, { status, headers });
   if (contentType !== undefined) headers['Content-Type'] = contentType;
   let bytes: string | Uint8Array<ArrayBuffer> = body;
-  if (status >= 200 && status < 300 && contentType?.startsWith('application/json')) {
+  if (compressible(status, contentType)) {
     appendHeader(headers, 'Vary', 'Accept-Encoding');
     // UTF-8 takes at most 3 bytes a UTF-16 unit: shorter bodies are under the threshold.
     const coding =
       body.length * 3 >= MIN_COMPRESSED_BYTES ? preferredCoding(c.req.header('accept-encoding')) : undefined;
-    if (coding) {
-      const raw = Buffer.from(body, 'utf8');
-      if (raw.length >= MIN_COMPRESSED_BYTES) {
-        bytes = encode(raw, coding);
-        headers['Content-Encoding'] = coding;
-        headers['Content-Length'] = String(bytes.length);
-      }
+    const packed = coding && compressed(Buffer.from(body, 'utf8'), coding);
+    if (packed) {
+      bytes = packed;
+      headers['Content-Encoding'] = coding;
+      headers['Content-Length'] = String(bytes.length);
     }
   }
   if (c.req.method === 'HEAD' && headers['Content-Length'] === undefined) {
@@ -87,7 +87,7 @@ export function answer(c: Context, status: number, body: string | null, contentT
  * health and docs routes), the outer layer copies the gathered headers onto it.
  */
 export function answeredHere(c: Context): boolean {
-  return (c as unknown as Context<AnswerVariables>).get('answered') === true;
+  return vars(c).get('answered') === true;
 }
 
 /**
@@ -98,7 +98,7 @@ export function answeredHere(c: Context): boolean {
  * if (!answeredHere(c)) adoptHeaders(c)
  */
 export function adoptHeaders(c: Context): void {
-  const gathered = (c as unknown as Context<AnswerVariables>).get('answerHeaders');
+  const gathered = vars(c).get('answerHeaders');
   if (gathered === undefined) return;
   const headers = c.res.headers;
   for (const name in gathered) {

@@ -1,5 +1,5 @@
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
-import type { Context, MiddlewareHandler } from 'hono';
+import type { Context } from 'hono';
 
 /** JSON answers from this size on are compressed; smaller ones gain too little to pay for it. */
 export const MIN_COMPRESSED_BYTES = 1024;
@@ -52,7 +52,30 @@ export function encode(bytes: Uint8Array, coding: Coding): Uint8Array<ArrayBuffe
 }
 
 /**
- * The last step of every answer, a plain function run once the response is ready:
+ * Whether an answer varies by `Accept-Encoding` and may be sent compressed: a successful JSON one
+ * (errors stay as they are: readable in any log).
+ *
+ * @example
+ * compressible(200, 'application/json') // true
+ */
+export function compressible(status: number, contentType: string | null | undefined): boolean {
+  return status >= 200 && status < 300 && contentType?.startsWith('application/json') === true;
+}
+
+/**
+ * `bytes` in `coding` when there is a coding and they are `MIN_COMPRESSED_BYTES` or more, else
+ * undefined (sent as they are).
+ *
+ * @example
+ * compressed(bytes, preferredCoding(acceptEncoding)) ?? bytes
+ */
+export function compressed(bytes: Uint8Array, coding: Coding | undefined): Uint8Array<ArrayBuffer> | undefined {
+  return coding && bytes.length >= MIN_COMPRESSED_BYTES ? encode(bytes, coding) : undefined;
+}
+
+/**
+ * The last step of an answer not built by `answer()` (src/http/answer.ts, which applies the same
+ * rules as it builds), a plain function run once the response is ready:
  * - a successful JSON answer varies by `Accept-Encoding`, and from 1 KiB on is sent br or gzip
  *   when the client takes it (errors and small answers stay as they are: readable in any log);
  * - a HEAD answer (Hono runs the GET route for it, then drops the body) gets the GET's
@@ -69,12 +92,9 @@ export function represent(c: Context): Promise<void> | undefined {
   // Never `res.body` here: reading it turns Deno's string body into a stream, sent chunked.
   if (status < 200 || status === 204 || status === 304) return undefined;
   const head = c.req.method === 'HEAD';
-  let json = false;
-  if (status < 300) {
-    const headers = res.headers;
-    json = headers.get('content-type')?.startsWith('application/json') === true && !headers.has('content-encoding');
-    if (json) headers.append('Vary', 'Accept-Encoding');
-  }
+  const headers = res.headers;
+  const json = compressible(status, headers.get('content-type')) && !headers.has('content-encoding');
+  if (json) headers.append('Vary', 'Accept-Encoding');
   if (!json && !head) return undefined;
   const coding = json ? preferredCoding(c.req.header('accept-encoding')) : undefined;
   if (!coding && !head) return undefined;
@@ -84,24 +104,12 @@ export function represent(c: Context): Promise<void> | undefined {
 async function reencode(c: Context, res: Response, coding: Coding | undefined): Promise<void> {
   let bytes = new Uint8Array(await res.arrayBuffer());
   const headers = new Headers(res.headers);
-  if (coding && bytes.length >= MIN_COMPRESSED_BYTES) {
-    bytes = encode(bytes, coding);
+  const packed = compressed(bytes, coding);
+  if (packed && coding) {
+    bytes = packed;
     headers.set('Content-Encoding', coding);
   }
   headers.set('Content-Length', String(bytes.length));
   c.res = undefined;
   c.res = new Response(bytes, { status: res.status, headers });
-}
-
-/**
- * `represent` as a layer of its own.
- *
- * @example
- * app.use(representation())
- */
-export function representation(): MiddlewareHandler {
-  return async function representation(c, next) {
-    await next();
-    await represent(c);
-  };
 }
