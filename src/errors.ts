@@ -73,26 +73,9 @@ export function notJson(): ApiError {
 
 /** Answers `err` as the contract's Error body, `application/json`, keeping headers already set. */
 export function errorResponse(c: Context, err: ApiError): Response {
-  const headers = answerHeaders(c);
-  for (const name in err.headers) headers[name] = err.headers[name] as string;
-  return answer(c, err.status, errorBody(err), 'application/json');
-}
-
-/** Error bodies already encoded, by code and message: most refusals repeat one of a few. */
-const MAX_KEPT_BODIES = 256;
-const bodies = new Map<string, string>();
-
-/** The contract's `Error` body of `err`, as JSON. */
-function errorBody({ code, message, status }: ApiError): string {
-  const key = `${code} ${message}`;
-  let text = bodies.get(key);
-  if (text === undefined) {
-    const body: ErrorBody = { code, message, status };
-    text = JSON.stringify(body);
-    if (bodies.size >= MAX_KEPT_BODIES) bodies.clear();
-    bodies.set(key, text);
-  }
-  return text;
+  Object.assign(answerHeaders(c), err.headers);
+  const body: ErrorBody = { code: err.code, message: err.message, status: err.status };
+  return answer(c, err.status, JSON.stringify(body), 'application/json');
 }
 
 /** Hono's own exceptions (body limit, malformed input) mapped onto the stable codes. */
