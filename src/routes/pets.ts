@@ -1,10 +1,10 @@
-import { Hono } from 'hono';
+import { type Context, Hono } from 'hono';
 import { type Clock, systemClock } from '../clock.ts';
 import type { AppEnv } from '../env.ts';
 import { ApiError, methodNotAllowed } from '../errors.ts';
 import { answer, answerHeaders } from '../http/answer.ts';
 import { conditional, weakEtag } from '../http/etag.ts';
-import { CreateHeaders, ListQuery, NewPet, PetParams, type PetStatus } from '../schemas.ts';
+import { CreateHeaders, ListQuery, NewPet, type Pet, PetParams, type PetStatus } from '../schemas.ts';
 import { fingerprintOf } from '../store/idempotency.ts';
 import type { PetStore } from '../store/store.ts';
 import { paramsOf, queryOf, requireJson, validate } from '../validate.ts';
@@ -59,9 +59,7 @@ export function petRoutes(store: PetStore, { clock = systemClock }: PetRoutesOpt
     const pet = c.req.valid('json');
     const key = c.req.valid('header')['idempotency-key'];
     if (key === undefined) {
-      const created = await store.create(pet);
-      answerHeaders(c).Location = `pets/${created.id}`;
-      return answer(c, 201, JSON.stringify(created), JSON_TYPE);
+      return createdAnswer(c, await store.create(pet));
     }
     const once = { scope: scopeOf(c.get('caller')), key, fingerprint: fingerprintOf(pet), now: clock.now() };
     const result = await store.createOnce(pet, once);
@@ -71,10 +69,8 @@ export function petRoutes(store: PetStore, { clock = systemClock }: PetRoutesOpt
         'This Idempotency-Key was used in the last 24 hours with a different request body; use a new key.',
       );
     }
-    const headers = answerHeaders(c);
-    if (result.outcome === 'replayed') headers['Idempotent-Replayed'] = 'true';
-    headers.Location = `pets/${result.pet.id}`;
-    return answer(c, 201, JSON.stringify(result.pet), JSON_TYPE);
+    if (result.outcome === 'replayed') answerHeaders(c)['Idempotent-Replayed'] = 'true';
+    return createdAnswer(c, result.pet);
   });
 
   pets.get('/pets/:petId', async (c) => {
@@ -92,6 +88,12 @@ export function petRoutes(store: PetStore, { clock = systemClock }: PetRoutesOpt
   pets.all('/pets', methodNotAllowed(['GET', 'POST']));
   pets.all('/pets/:petId', methodNotAllowed(['GET']));
   return pets;
+}
+
+/** The 201 of a stored (or replayed) pet, with its `Location` relative to `/v1/pets`. */
+function createdAnswer(c: Context, pet: Pet): Response {
+  answerHeaders(c).Location = `pets/${pet.id}`;
+  return answer(c, 201, JSON.stringify(pet), JSON_TYPE);
 }
 
 /** Whose idempotency keys these are: the API key's name (requests without one never get here). */
