@@ -1,21 +1,21 @@
 import { type Context, Hono } from 'hono';
 import { type Clock, systemClock } from './clock.ts';
-import { type DocsOptions, docsRoutes } from './docs.ts';
+import { type DocsOptions, docsRoutes } from './docs/routes.ts';
 import type { AppEnv } from './env.ts';
-import { notFound, onError } from './errors.ts';
+import { notFound, onError } from './http/errors.ts';
 import { gateway } from './gateway/index.ts';
 import type { KeyTable } from './gateway/keys/table.ts';
 import type { LimiterStatus } from './gateway/limiter/failover.ts';
 import type { RateLimiter } from './gateway/limiter/limiter.ts';
 import type { BanPolicy } from './gateway/plans.ts';
 import { type Logger, silentLogger } from './log.ts';
-import type { Metrics } from './metrics.ts';
+import type { Metrics } from './metrics/registry.ts';
 import { apiPass } from './middleware/api-pass.ts';
 import { exchange } from './middleware/exchange.ts';
-import { countRequests, countStoreErrors } from './middleware/metrics.ts';
-import { healthRoutes } from './routes/health.ts';
-import { metricsRoutes } from './routes/metrics.ts';
-import { petRoutes } from './routes/pets.ts';
+import { countRequests, countStoreErrors } from './http/steps/count-requests.ts';
+import { healthRoutes } from './ops/health.ts';
+import { metricsRoutes } from './ops/metrics.ts';
+import { petRoutes } from './api/pets.ts';
 import type { PetStore } from './store/store.ts';
 
 /** Largest accepted request body: 64 KiB. */

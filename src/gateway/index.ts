@@ -1,7 +1,7 @@
 import type { Context, Next } from 'hono';
 import { type Clock, systemClock } from '../clock.ts';
 import type { AppEnv } from '../env.ts';
-import { ApiError, serviceUnavailable } from '../errors.ts';
+import { ApiError, serviceUnavailable } from '../http/errors.ts';
 import { canonicalAddress } from './addresses.ts';
 import { type Caller, identify } from './caller.ts';
 import { decider } from './decide.ts';

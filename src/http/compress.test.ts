@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { type Context, Hono } from 'hono';
 import { systemClock } from '../clock.ts';
-import { onError } from '../errors.ts';
+import { onError } from './errors.ts';
 import { silentLogger } from '../log.ts';
 import { exchange } from '../middleware/exchange.ts';
 import { answer } from './answer.ts';

@@ -1,10 +1,10 @@
 import type { Context, ErrorHandler, MiddlewareHandler, Next } from 'hono';
 import type { AppEnv } from '../env.ts';
 import type { GatewayPass } from '../gateway/index.ts';
-import { limitBody } from '../http/body-limit.ts';
-import { refuseBodyOnGet } from '../validate.ts';
+import { limitBody } from '../http/steps/body-limit.ts';
+import { refuseBodyOnGet } from '../api/validate.ts';
 import { answerError } from './answer-error.ts';
-import { corsFor } from './cors.ts';
+import { corsFor } from '../http/steps/cors.ts';
 
 export interface ApiPassOptions {
   /** The gateway's pass (`gateway()`), called as a function, not mounted as a layer. */

@@ -3,8 +3,8 @@ import type { AppEnv } from '../env.ts';
 import { adoptHeaders, answeredHere, beginAnswer } from '../http/answer.ts';
 import { represent } from '../http/compress.ts';
 import { answerError } from './answer-error.ts';
-import { type RequestLogOptions, requestLogSteps } from './request-log.ts';
-import { MAX_URI_BYTES, uriTooLong } from './uri-limit.ts';
+import { type RequestLogOptions, requestLogSteps } from '../http/steps/request-log.ts';
+import { MAX_URI_BYTES, uriTooLong } from '../http/steps/uri-limit.ts';
 
 export interface ExchangeOptions extends RequestLogOptions {
   /** The app's one error handler, for the 414 this layer answers itself. */

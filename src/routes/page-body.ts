@@ -1,4 +1,4 @@
-import type { Pet } from '../schemas.ts';
+import type { Pet } from '../api/schemas.ts';
 
 /** The JSON of pages the store hands out again (frozen, the same array while nothing is written). */
 const bodies = new WeakMap<readonly Pet[], string>();

@@ -1,4 +1,4 @@
-import type { NewPet, Pet } from '../schemas.ts';
+import type { NewPet, Pet } from '../api/schemas.ts';
 import { IDEMPOTENCY_TTL_MS } from './idempotency.ts';
 import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from './store.ts';
 

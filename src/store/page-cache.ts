@@ -1,4 +1,4 @@
-import type { Pet } from '../schemas.ts';
+import type { Pet } from '../api/schemas.ts';
 
 /** Distinct pages kept at once (filters x cursors x sizes); past this the cache starts over. */
 const MAX_PAGES = 256;

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describeStore } from '../../test/store-conformance.ts';
 import { createLogger, type Logger, silentLogger } from '../log.ts';
-import type { Pet } from '../schemas.ts';
+import type { Pet } from '../api/schemas.ts';
 import { StoreError, StoreOpenError, StoreUnavailableError, sqliteError } from './errors.ts';
 import { fingerprintOf, IDEMPOTENCY_TTL_MS, SWEEP_INTERVAL_MS } from './idempotency.ts';
 import { MIGRATIONS, SCHEMA_VERSION } from './migrations.ts';

@@ -1,4 +1,4 @@
-import type { NewPet, Pet, PetStatus } from '../schemas.ts';
+import type { NewPet, Pet, PetStatus } from '../api/schemas.ts';
 
 /** One page request: pets with `id > after`, ascending, at most `limit`. */
 export interface ListOptions {

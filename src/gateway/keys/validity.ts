@@ -1,4 +1,4 @@
-import { ApiError } from '../../errors.ts';
+import { ApiError } from '../../http/errors.ts';
 import type { Caller } from '../caller.ts';
 import { requiredScope } from '../scopes.ts';
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
-import { Metrics } from './metrics.ts';
-import { OPERATIONS, operationOf } from './metrics-operations.ts';
+import { Metrics } from './registry.ts';
+import { OPERATIONS, operationOf } from './labels.ts';
 
 const samples = async (m: Metrics) => (await m.render()).split('\n').filter((l) => l && !l.startsWith('#'));
 const op = (name: (typeof OPERATIONS)[number]) => OPERATIONS.indexOf(name);

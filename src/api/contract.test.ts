@@ -2,13 +2,13 @@ import { describe, expect, test } from 'bun:test';
 import { join } from 'node:path';
 import { type ConversionConfig, toJsonSchema } from '@valibot/to-json-schema';
 import * as v from 'valibot';
-import { badRequestExamples } from '../contract/examples.ts';
-import { deref, type JsonSchema, loadContract, toDraft07 } from '../contract/json-schema.cjs';
-import { testApp } from '../test/testing.ts';
-import { createApp } from './app.ts';
-import { hashToken, parseKeys } from './gateway/keys/file.ts';
-import { KeyTable } from './gateway/keys/table.ts';
-import { SlidingWindowLimiter } from './gateway/limiter/memory.ts';
+import { badRequestExamples } from '../../contract/examples.ts';
+import { deref, type JsonSchema, loadContract, toDraft07 } from '../../contract/json-schema.cjs';
+import { testApp } from '../../test/testing.ts';
+import { createApp } from '../app.ts';
+import { hashToken, parseKeys } from '../gateway/keys/file.ts';
+import { KeyTable } from '../gateway/keys/table.ts';
+import { SlidingWindowLimiter } from '../gateway/limiter/memory.ts';
 import {
   ALLOWED,
   CURSOR_PATTERN,
@@ -21,7 +21,7 @@ import {
   Pet,
   PetStatus,
 } from './schemas.ts';
-import type { PetStore } from './store/store.ts';
+import type { PetStore } from '../store/store.ts';
 import { NOT_AN_OBJECT, NOT_JSON } from './validate.ts';
 
 const doc = loadContract(join(import.meta.dir, '../contract/openapi.yaml'));

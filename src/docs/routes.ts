@@ -1,8 +1,8 @@
 import { Hono } from 'hono';
-import { DOCS_CSP, docsPage, FAVICON, INIT_SCRIPT, SCALAR_BUNDLE } from './docs/page.ts';
-import type { AppEnv } from './env.ts';
-import { answerHeaders } from './http/answer.ts';
-import { conditional, weakEtag } from './http/etag.ts';
+import { DOCS_CSP, docsPage, FAVICON, INIT_SCRIPT, SCALAR_BUNDLE } from './page.ts';
+import type { AppEnv } from '../env.ts';
+import { answerHeaders } from '../http/answer.ts';
+import { conditional, weakEtag } from '../http/etag.ts';
 
 // Defined by `bun build --define` for a compiled binary (scripts/lib/build-info.sh), else undeclared.
 declare const PETSTORE_DOCS_EMBED: string | undefined;
@@ -10,8 +10,8 @@ declare const PETSTORE_DOCS_EMBED: string | undefined;
 /** The binary reads build-time copies (no yaml module, no parse); Deno and Node parse the YAML. */
 const source =
   typeof PETSTORE_DOCS_EMBED === 'string' && PETSTORE_DOCS_EMBED === 'file'
-    ? await import('./docs/generated/contract-files.ts')
-    : await import('./docs/contract-source.ts');
+    ? await import('./generated/contract-files.ts')
+    : await import('./contract-source.ts');
 
 /** The contract, embedded in the build: the binary serves the document it was tested against. */
 export const CONTRACT_YAML: string = source.CONTRACT_YAML;

@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import type { AppEnv } from '../env.ts';
-import { ApiError, errorResponse } from '../errors.ts';
+import { ApiError, errorResponse } from '../http/errors.ts';
 import type { Logger } from '../log.ts';
 import type { PetStore } from '../store/store.ts';
 

@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { validator } from 'hono/validator';
 import * as v from 'valibot';
-import { ApiError, notJson, tooLarge } from './errors.ts';
+import { ApiError, notJson, tooLarge } from '../http/errors.ts';
 import { roundedMember } from './json-numbers.ts';
 import { ALLOWED } from './schemas.ts';
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
-import { testApp } from '../test/testing.ts';
-import { createLogger } from './log.ts';
+import { testApp } from '../../test/testing.ts';
+import { createLogger } from '../log.ts';
 import { ALLOWED, CreateHeaders, ListQuery, NewPet, PetParams } from './schemas.ts';
 
 describe('bodyOnGet: a body sent with GET is held to the rules of any body', () => {

@@ -8,9 +8,9 @@
  * prom-client's own (`observe` per request), as it has no way to be fed bucket counts.
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { PLAN_NAMES } from './gateway/plans.ts';
-import { ConsumerMetrics } from './metrics-consumers.ts';
-import { OPERATIONS, STORE_OPERATIONS, type StoreOperation } from './metrics-operations.ts';
+import { PLAN_NAMES } from '../gateway/plans.ts';
+import { ConsumerMetrics } from './consumers.ts';
+import { OPERATIONS, STORE_OPERATIONS, type StoreOperation } from './labels.ts';
 
 /** Upper bounds of the latency buckets, in seconds. */
 export const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;

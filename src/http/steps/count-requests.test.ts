@@ -1,12 +1,12 @@
 import { describe, expect, test } from 'bun:test';
 import { Hono } from 'hono';
-import type { AppEnv } from '../env.ts';
+import type { AppEnv } from '../../env.ts';
 import { ApiError } from '../errors.ts';
-import { parseKeys } from '../gateway/keys/file.ts';
-import { Metrics } from '../metrics.ts';
-import { StoreError, StoreUnavailableError } from '../store/errors.ts';
-import { MemoryStore } from '../store/memory.ts';
-import { countRequests, countStoreErrors } from './metrics.ts';
+import { parseKeys } from '../../gateway/keys/file.ts';
+import { Metrics } from '../../metrics/registry.ts';
+import { StoreError, StoreUnavailableError } from '../../store/errors.ts';
+import { MemoryStore } from '../../store/memory.ts';
+import { countRequests, countStoreErrors } from './count-requests.ts';
 
 const lines = async (m: Metrics) => (await m.render()).split('\n');
 const newMetrics = () => new Metrics({ version: '1.0.0', runtime: 'bun' });

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { createApp } from '../app.ts';
 import { KeyTable } from '../gateway/keys/table.ts';
 import { SlidingWindowLimiter } from '../gateway/limiter/memory.ts';
-import { Metrics } from '../metrics.ts';
+import { Metrics } from '../metrics/registry.ts';
 import { MemoryStore } from '../store/memory.ts';
 import { metricsApp } from './metrics.ts';
 

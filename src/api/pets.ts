@@ -1,14 +1,14 @@
 import { type Context, Hono } from 'hono';
 import { type Clock, systemClock } from '../clock.ts';
 import type { AppEnv } from '../env.ts';
-import { ApiError, methodNotAllowed } from '../errors.ts';
+import { ApiError, methodNotAllowed } from '../http/errors.ts';
 import { answer, answerHeaders } from '../http/answer.ts';
 import { conditional, weakEtag } from '../http/etag.ts';
-import { CreateHeaders, ListQuery, NewPet, type Pet, PetParams, type PetStatus } from '../schemas.ts';
+import { CreateHeaders, ListQuery, NewPet, type Pet, PetParams, type PetStatus } from './schemas.ts';
 import { fingerprintOf } from '../store/idempotency.ts';
 import type { PetStore } from '../store/store.ts';
-import { paramsOf, queryOf, requireJson, validate } from '../validate.ts';
-import { pageBody } from './page-body.ts';
+import { paramsOf, queryOf, requireJson, validate } from './validate.ts';
+import { pageBody } from '../routes/page-body.ts';
 
 /** RFC 9745 `Deprecation`: getPet is deprecated since 2026-01-01T00:00:00Z. */
 export const DEPRECATION = '@1767225600';

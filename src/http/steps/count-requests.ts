@@ -1,13 +1,13 @@
 import type { MiddlewareHandler } from 'hono';
 import { routePath } from 'hono/route';
-import type { AppEnv } from '../env.ts';
+import type { AppEnv } from '../../env.ts';
 import { ApiError } from '../errors.ts';
-import type { Caller } from '../gateway/caller.ts';
-import type { Metrics } from '../metrics.ts';
-import type { ConsumerMetrics } from '../metrics-consumers.ts';
-import { operationOf, type StoreOperation } from '../metrics-operations.ts';
-import { StoreUnavailableError } from '../store/errors.ts';
-import type { PetStore } from '../store/store.ts';
+import type { Caller } from '../../gateway/caller.ts';
+import type { Metrics } from '../../metrics/registry.ts';
+import type { ConsumerMetrics } from '../../metrics/consumers.ts';
+import { operationOf, type StoreOperation } from '../../metrics/labels.ts';
+import { StoreUnavailableError } from '../../store/errors.ts';
+import type { PetStore } from '../../store/store.ts';
 
 export interface CountRequestsOptions {
   metrics: Metrics;

@@ -1,8 +1,8 @@
 import { Hono } from 'hono';
 import type { AppEnv } from '../env.ts';
-import { notFound, onError } from '../errors.ts';
-import type { Metrics } from '../metrics.ts';
-import { METRICS_CONTENT_TYPE } from '../metrics-operations.ts';
+import { notFound, onError } from '../http/errors.ts';
+import type { Metrics } from '../metrics/registry.ts';
+import { METRICS_CONTENT_TYPE } from '../metrics/labels.ts';
 
 /**
  * `GET /metrics` in the Prometheus text format, no key, no rate limit.

@@ -4,10 +4,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import YAML from 'yaml';
-import { testApp } from '../test/testing.ts';
-import { ConfigError, parseConfig } from './config.ts';
-import { DOCS_CSP, FAVICON, INIT_SCRIPT, SCALAR_BUNDLE } from './docs/page.ts';
-import { apiBase, CONTRACT_YAML, docsRoutes } from './docs.ts';
+import { testApp } from '../../test/testing.ts';
+import { ConfigError, parseConfig } from '../config.ts';
+import { DOCS_CSP, FAVICON, INIT_SCRIPT, SCALAR_BUNDLE } from './page.ts';
+import { apiBase, CONTRACT_YAML, docsRoutes } from './routes.ts';
 
 const STANDALONE = readFileSync(
   join(import.meta.dir, '../node_modules/@scalar/api-reference/dist/browser/standalone.js'),

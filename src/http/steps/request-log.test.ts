@@ -1,11 +1,11 @@
 import { describe, expect, test } from 'bun:test';
 import { Hono } from 'hono';
-import { fakeClock } from '../../test/testing.ts';
-import type { AppEnv } from '../env.ts';
+import { fakeClock } from '../../../test/testing.ts';
+import type { AppEnv } from '../../env.ts';
 import { onError } from '../errors.ts';
-import { parseKeys } from '../gateway/keys/file.ts';
-import { createLogger } from '../log.ts';
-import { exchange } from './exchange.ts';
+import { parseKeys } from '../../gateway/keys/file.ts';
+import { createLogger } from '../../log.ts';
+import { exchange } from '../../middleware/exchange.ts';
 
 const [acme] = parseKeys(JSON.stringify({ keys: [{ name: 'acme', sha256: 'a'.repeat(64), plan: 'pro' }] }));
 

@@ -1,9 +1,9 @@
 import type { Context, ErrorHandler, NotFoundHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { answer, answerHeaders } from './http/answer.ts';
-import type { ErrorBody, ErrorCode } from './schemas.ts';
-import { StoreUnavailableError } from './store/errors.ts';
+import { answer, answerHeaders } from './answer.ts';
+import type { ErrorBody, ErrorCode } from '../api/schemas.ts';
+import { StoreUnavailableError } from '../store/errors.ts';
 
 /** `Retry-After` of a 503: most store faults (a lock wait, a failover, a dropped connection) pass within seconds. */
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
