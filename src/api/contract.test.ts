@@ -24,7 +24,7 @@ import {
 import type { PetStore } from '../store/store.ts';
 import { NOT_AN_OBJECT, NOT_JSON } from './validate.ts';
 
-const doc = loadContract(join(import.meta.dir, '../contract/openapi.yaml'));
+const doc = loadContract(join(import.meta.dir, '../../contract/openapi.yaml'));
 
 /** A contract schema as draft-07, keeping `default` (it is behaviour: the server applies it). */
 const fromContract = (name: string) =>
@@ -135,6 +135,7 @@ describe('the documented 500, which no black-box test can provoke', () => {
     createOnce: () => Promise.reject(new Error('disk on fire')),
     get: () => Promise.reject(new Error('disk on fire')),
     list: () => Promise.reject(new Error('disk on fire')),
+    version: () => undefined,
     ping: () => Promise.resolve(),
     close: () => Promise.resolve(),
   };

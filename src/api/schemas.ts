@@ -90,6 +90,7 @@ export const CreateHeaders = v.object({
     v.pipe(v.string(), v.regex(IDEMPOTENCY_KEY_PATTERN, 'must be 1 to 255 visible ASCII characters')),
   ),
 });
+export type CreateHeaders = v.InferOutput<typeof CreateHeaders>;
 
 /**
  * What each field of a request accepts, in the contract's words. Every 400 about a field says
@@ -111,6 +112,7 @@ export const ALLOWED: Readonly<Record<string, string>> = {
 export const PetParams = v.object({
   petId: v.pipe(IntegerText, v.minValue(1), v.maxValue(MAX_ID)),
 });
+export type PetParams = v.InferOutput<typeof PetParams>;
 
 function codePoints(s: string): number {
   let n = 0;

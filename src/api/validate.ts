@@ -1,7 +1,7 @@
-import type { Context, MiddlewareHandler } from 'hono';
-import { validator } from 'hono/validator';
+import type { Context } from 'hono';
 import * as v from 'valibot';
 import { ApiError, notJson, tooLarge } from '../http/errors.ts';
+import type { Input, Operation } from './operation.ts';
 import { roundedMember } from './json-numbers.ts';
 import { ALLOWED } from './schemas.ts';
 
@@ -14,76 +14,54 @@ export const NOT_AN_OBJECT = 'body: must be a JSON object.';
 export const NOT_JSON = 'body: must be a JSON object; this is not valid JSON.';
 
 /**
- * The one validation hook: the first field valibot finds wrong becomes a 400 that names it and
- * says what it accepts (`ALLOWED`), in the contract's words. Unknown query parameters are
- * ignored by the schemas; unknown body fields are refused by them.
+ * The input of `op` from a request, validated by the entry's schemas: path parameters, query,
+ * headers and the JSON body. The first field valibot finds wrong becomes a 400 that names it
+ * and says what it accepts (`ALLOWED`), in the contract's words. Unknown query parameters are
+ * ignored by the schemas; unknown body fields are refused by them. Synchronous for an
+ * operation without a body, so a GET awaits nothing here.
  *
  * @example
- * app.get('/pets', validate('query', ListQuery), (c) => c.json(c.req.valid('query')))
- * // GET /pets?limit=0 -> 400 {"code":"invalid_request","message":"limit: must be an integer from 1 to 100.",...}
+ * const read = inputReader(operation)
+ * const input = await read(c, 'key:acme') // { query: { limit: 20 }, params: undefined, ... }
+ * // GET /pets?limit=0 -> throws ApiError 400 "limit: must be an integer from 1 to 100."
  */
-export function validate<T extends Target, S extends AnySchema>(target: T, schema: S) {
-  const fields = 'entries' in schema && isRecord(schema.entries) ? Object.keys(schema.entries) : [];
-  return validator(target, (value: unknown) => {
-    if (target === 'json' && !isRecord(value)) {
-      throw new ApiError('invalid_request', NOT_AN_OBJECT);
-    }
-    const result = v.safeParse(schema, value);
-    if (result.success) return result.output as v.InferOutput<S>;
-    throw new ApiError('invalid_request', describeIssue(target, value, fields, result.issues[0]));
+export function inputReader(op: Operation): (c: Context, principal: string) => Input | Promise<Input> {
+  const query = op.query && checker('query', op.query);
+  const params = op.params && checker('param', op.params);
+  const headers = op.headers && checker('header', op.headers);
+  const body = op.body && checker('json', op.body);
+  const fromRequest = (c: Context, principal: string, value?: unknown): Input => ({
+    query: query?.(queryOf(c)),
+    params: params?.(c.req.param()),
+    headers: headers?.(c.req.header()),
+    body: value,
+    principal,
   });
-}
-
-/** Distinct query strings whose validated form is kept (a page, a filter, a cursor each); past this, start over. */
-const MAX_CACHED_QUERIES = 1_024;
-
-/**
- * A GET route's query, validated by a plain function its handler calls (no layer of its own),
- * with the same 400s as `validate('query', schema)`. The outcome depends on the query text
- * alone, so a valid query's output is kept by its text: the common request (`?limit=20`, the
- * next page's cursor) skips parsing and valibot. The kept outputs are frozen.
- *
- * @example
- * const listQuery = queryOf(ListQuery)
- * pets.get('/pets', (c) => c.json(listQuery(c)))
- */
-export function queryOf<S extends AnySchema>(schema: S): (c: Context) => Readonly<v.InferOutput<S>> {
-  const fields = 'entries' in schema && isRecord(schema.entries) ? Object.keys(schema.entries) : [];
-  const kept = new Map<string, Readonly<v.InferOutput<S>>>();
-  return function query(c) {
-    const url = c.req.url;
-    const mark = url.indexOf('?');
-    const text = mark < 0 ? '' : url.slice(mark);
-    const known = kept.get(text);
-    if (known !== undefined) return known;
-    // As Hono's validator hands the query over: one value as a string, a repeated one as an array.
-    const value: Record<string, string | string[]> = {};
-    for (const [name, values] of Object.entries(c.req.queries()))
-      value[name] = values.length === 1 ? (values[0] ?? '') : values;
-    const result = v.safeParse(schema, value);
-    if (!result.success) throw new ApiError('invalid_request', describeIssue('query', value, fields, result.issues[0]));
-    const output = Object.freeze(result.output);
-    if (kept.size >= MAX_CACHED_QUERIES) kept.clear();
-    kept.set(text, output);
-    return output;
+  if (!body) return fromRequest;
+  return async function withBody(c, principal) {
+    if (!isJson(c.req.header('content-type'))) throw notJson();
+    const value = parseJsonBody(await c.req.arrayBuffer());
+    // Headers first, then the body, as a client reads the request.
+    const input = fromRequest(c, principal);
+    return { ...input, body: body(value) };
   };
 }
 
-/**
- * A route's path parameters, validated by a plain function its handler calls (no layer of its
- * own), with the same 400s as `validate('param', schema)`.
- *
- * @example
- * const petParams = paramsOf(PetParams)
- * pets.get('/pets/:petId', (c) => c.json(petParams(c)))
- */
-export function paramsOf<S extends AnySchema>(schema: S): (c: Context) => v.InferOutput<S> {
+/** The query as Hono's validator hands it over: one value as a string, a repeated one as an array. */
+function queryOf(c: Context): Record<string, string | string[]> {
+  const value: Record<string, string | string[]> = {};
+  for (const [name, values] of Object.entries(c.req.queries())) value[name] = values.length === 1 ? (values[0] ?? '') : values;
+  return value;
+}
+
+/** Parses `value` with `schema`, or throws the 400 that names the first wrong field. */
+function checker(target: Target, schema: AnySchema): (value: unknown) => unknown {
   const fields = 'entries' in schema && isRecord(schema.entries) ? Object.keys(schema.entries) : [];
-  return function params(c) {
-    const value = c.req.param();
+  return function check(value) {
+    if (target === 'json' && !isRecord(value)) throw new ApiError('invalid_request', NOT_AN_OBJECT);
     const result = v.safeParse(schema, value);
     if (result.success) return result.output;
-    throw new ApiError('invalid_request', describeIssue('param', value, fields, result.issues[0]));
+    throw new ApiError('invalid_request', describeIssue(target, value, fields, result.issues[0]));
   };
 }
 
@@ -122,23 +100,10 @@ const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
 
 /**
- * Refuses a body that is not `application/json` with 415 before anything reads it, then reads
- * it once as RFC 8259 asks: bytes that are not UTF-8 are a 400 (never silently replaced by
- * U+FFFD and stored), and so is a string holding an unpaired surrogate escape such as
- * `"\ud800"`, which no UTF-8 response could give back unchanged. The parsed value is left where
- * Hono's `json` validator reads it, so the body is parsed once.
+ * Reads the body once as RFC 8259 asks: bytes that are not UTF-8 are a 400 (never silently
+ * replaced by U+FFFD and stored), and so is a string holding an unpaired surrogate escape such
+ * as `"\ud800"`, which no UTF-8 response could give back unchanged.
  */
-export function requireJson(): MiddlewareHandler {
-  return async function requireJson(c, next) {
-    if (!isJson(c.req.header('content-type'))) {
-      throw notJson();
-    }
-    const value = parseJsonBody(await c.req.arrayBuffer());
-    c.req.bodyCache.json = Promise.resolve(value);
-    await next();
-  };
-}
-
 function parseJsonBody(bytes: ArrayBuffer): unknown {
   let text: string;
   try {
@@ -173,7 +138,7 @@ function refuseLoneSurrogates(key: string, value: unknown): unknown {
  * A body sent with GET or HEAD is held to the same rules as any other: at most `maxSize` bytes
  * (413) and `application/json` (415). The runtimes hand Hono no body for these methods, so
  * `bodyLimit` never sees one; the declared `Content-Length` and `Content-Type` decide. A plain
- * step (it throws the refusal), run by the API's one layer (`apiPass`).
+ * step (it throws the refusal) of the pipeline (src/http/pipeline.ts).
  *
  * @example
  * refuseBodyOnGet(c, 64 * 1024)

@@ -10,7 +10,7 @@ import { DOCS_CSP, FAVICON, INIT_SCRIPT, SCALAR_BUNDLE } from './page.ts';
 import { apiBase, CONTRACT_YAML, docsRoutes } from './routes.ts';
 
 const STANDALONE = readFileSync(
-  join(import.meta.dir, '../node_modules/@scalar/api-reference/dist/browser/standalone.js'),
+  join(import.meta.dir, '../../node_modules/@scalar/api-reference/dist/browser/standalone.js'),
 );
 const STANDALONE_HASH = createHash('sha256').update(STANDALONE).digest('hex').slice(0, 16);
 const IMMUTABLE = 'public, max-age=31536000, immutable';
@@ -186,7 +186,7 @@ describe('GET /openapi.json', () => {
   test('/openapi.yaml is the contract verbatim', async () => {
     const res = await testApp().app.request('/openapi.yaml');
     expect(res.headers.get('content-type')).toBe('application/yaml; charset=utf-8');
-    expect(await res.text()).toBe(readFileSync(join(import.meta.dir, '../contract/openapi.yaml'), 'utf8'));
+    expect(await res.text()).toBe(readFileSync(join(import.meta.dir, '../../contract/openapi.yaml'), 'utf8'));
   });
 });
 

@@ -1,8 +1,7 @@
-import { Hono } from 'hono';
+import { API_PREFIX } from '../api/operations.ts';
+import { weakEtag } from '../http/etag.ts';
+import type { OpsRoute } from '../ops/route.ts';
 import { DOCS_CSP, docsPage, FAVICON, INIT_SCRIPT, SCALAR_BUNDLE } from './page.ts';
-import type { AppEnv } from '../env.ts';
-import { answerHeaders } from '../http/answer.ts';
-import { conditional, weakEtag } from '../http/etag.ts';
 
 // Defined by `bun build --define` for a compiled binary (scripts/lib/build-info.sh), else undeclared.
 declare const PETSTORE_DOCS_EMBED: string | undefined;
@@ -15,9 +14,6 @@ const source =
 
 /** The contract, embedded in the build: the binary serves the document it was tested against. */
 export const CONTRACT_YAML: string = source.CONTRACT_YAML;
-
-/** The version segment every API path starts with. */
-const API_PREFIX = '/v1';
 
 export interface DocsOptions {
   /** Production base URL (`--public-url`), e.g. `https://api.petstore.example`; `/v1` is added. Empty: none. */
@@ -65,15 +61,24 @@ export function documentServers({ publicUrl, stagingUrl }: DocsOptions): ServerE
   return configured.length > 0 ? configured : [{ url: API_PREFIX, description: 'This server' }];
 }
 
+/** Any tool or page may load the contract (a code generator, an editor on another origin). */
+const PUBLIC = { 'Access-Control-Allow-Origin': '*' };
+const PAGE_HEADERS = {
+  'Content-Security-Policy': DOCS_CSP,
+  'Cache-Control': 'no-cache',
+  'Referrer-Policy': 'no-referrer',
+  'X-Content-Type-Options': 'nosniff',
+};
+
 /**
  * Public documentation routes: the contract as YAML (verbatim) and JSON (with the configured
- * servers, never the request's host), and the Scalar reference page at `/docs` with its assets, all from the binary.
+ * servers, never the request's host), and the Scalar reference page at `/docs` with its assets,
+ * all from the binary.
  *
  * @example
- * app.route('/', docsRoutes({ publicUrl: 'https://api.petstore.example' }))
+ * const routes = docsRoutes({ publicUrl: 'https://api.petstore.example' })
  */
-export function docsRoutes(options: DocsOptions = {}) {
-  const docs = new Hono<AppEnv>();
+export function docsRoutes(options: DocsOptions = {}): OpsRoute[] {
   // Parsed on first use, not at start-up: the yaml module and the parse took most of the time
   // to first 200 (bench/README.md), for routes most instances never serve.
   let contract: Promise<Contract> | undefined;
@@ -91,33 +96,60 @@ export function docsRoutes(options: DocsOptions = {}) {
     });
     return page;
   };
-
-  // Public: any tool or page may load the contract (a code generator, an editor on another origin).
   const yamlEtag = weakEtag(CONTRACT_YAML);
-  docs.get('/openapi.yaml', (c) => {
-    answerHeaders(c)['Access-Control-Allow-Origin'] = '*';
-    return conditional(c, CONTRACT_YAML, yamlEtag, 'application/yaml; charset=utf-8');
-  });
   // The servers come from the configuration only, never from the request.
   const servers = documentServers(options);
-  docs.get('/openapi.json', async (c) => {
-    const body = JSON.stringify({ ...(await parsed()), servers });
-    const headers = answerHeaders(c);
-    headers['Access-Control-Allow-Origin'] = '*';
-    headers['Cache-Control'] = 'no-cache';
-    return conditional(c, body, weakEtag(body), 'application/json');
-  });
+  let json: { body: string; etag: string } | undefined;
+  const contractJson = async () => {
+    if (json === undefined) {
+      const body = JSON.stringify({ ...(await parsed()), servers });
+      json = { body, etag: weakEtag(body) };
+    }
+    return json;
+  };
 
-  docs.get('/docs', async (c) =>
-    c.body(await pageHtml(), 200, {
-      'Content-Type': 'text/html; charset=utf-8',
-      'Content-Security-Policy': DOCS_CSP,
-      'Cache-Control': 'no-cache',
-      'Referrer-Policy': 'no-referrer',
-      'X-Content-Type-Options': 'nosniff',
-    }),
-  );
-  docs.get('/docs/', (c) => c.redirect('/docs', 301));
-  for (const asset of [SCALAR_BUNDLE, INIT_SCRIPT, FAVICON]) docs.get(asset.path, (c) => asset.respond(c));
-  return docs;
+  return [
+    {
+      id: 'openapi',
+      method: 'GET',
+      path: '/openapi.yaml',
+      handler: () => ({
+        status: 200,
+        body: CONTRACT_YAML,
+        type: 'application/yaml; charset=utf-8',
+        headers: PUBLIC,
+        etag: yamlEtag,
+      }),
+    },
+    {
+      id: 'openapi',
+      method: 'GET',
+      path: '/openapi.json',
+      async handler() {
+        const { body, etag } = await contractJson();
+        return {
+          status: 200,
+          body,
+          type: 'application/json',
+          headers: { ...PUBLIC, 'Cache-Control': 'no-cache' },
+          etag,
+        };
+      },
+    },
+    {
+      id: 'docs',
+      method: 'GET',
+      path: '/docs',
+      handler: async () => ({
+        status: 200,
+        body: await pageHtml(),
+        type: 'text/html; charset=utf-8',
+        headers: PAGE_HEADERS,
+      }),
+    },
+    { id: 'docs', method: 'GET', path: '/docs/', handler: () => ({ status: 301, headers: { Location: '/docs' } }) },
+    ...[SCALAR_BUNDLE, INIT_SCRIPT, FAVICON].map(
+      (asset): OpsRoute => ({ id: 'docs', method: 'GET', path: asset.path, handler: (c) => asset.reply(c) }),
+    ),
+  ];
 }

@@ -1,7 +1,7 @@
-import type { Context, ErrorHandler, NotFoundHandler } from 'hono';
+import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { answer, answerHeaders } from './answer.ts';
+import { answer } from './answer.ts';
 import type { ErrorBody, ErrorCode } from '../api/schemas.ts';
 import { StoreUnavailableError } from '../store/errors.ts';
 
@@ -49,6 +49,14 @@ export class ApiError extends Error {
     this.status = status;
     this.headers = headers;
   }
+
+  /** The Error body as sent; made once, since the gateway's refusals are made once and answered often. */
+  get json(): string {
+    this.#json ??= JSON.stringify({ code: this.code, message: this.message, status: this.status } satisfies ErrorBody);
+    return this.#json;
+  }
+
+  #json: string | undefined;
 }
 
 /**
@@ -71,11 +79,15 @@ export function notJson(): ApiError {
   return new ApiError('unsupported_media_type', 'The request body must be application/json.');
 }
 
-/** Answers `err` as the contract's Error body, `application/json`, keeping headers already set. */
-export function errorResponse(c: Context, err: ApiError): Response {
-  Object.assign(answerHeaders(c), err.headers);
-  const body: ErrorBody = { code: err.code, message: err.message, status: err.status };
-  return answer(c, err.status, JSON.stringify(body), 'application/json');
+/**
+ * Answers `err` as the contract's Error body, `application/json`, with its own headers added to
+ * those the request gathered (rate limits, request id): every refusal and error leaves here.
+ *
+ * @example
+ * return answerError(c, new ApiError('not_found', 'No pet has id 42.'))
+ */
+export function answerError(c: Context, err: ApiError): Response {
+  return answer(c, { status: err.status, body: err.json, type: 'application/json', headers: err.headers });
 }
 
 /** Hono's own exceptions (body limit, malformed input) mapped onto the stable codes. */
@@ -99,43 +111,40 @@ function fromHttpException(err: HTTPException): ApiError {
 export type ErrorReporter = (err: unknown, c: Context) => void;
 
 /**
- * The single `app.onError`: known errors keep their status; a store that cannot serve is a
- * 503 `service_unavailable` (told to `unavailable`, default `report`); anything else is a
- * logged 500. Neither message carries the error's own text, which may hold internals.
+ * Whatever was thrown, as the ApiError to answer: known errors keep their status; a store that
+ * cannot serve is a 503 `service_unavailable` (told to `unavailable`); anything else is a
+ * logged 500 (told to `report`). Neither message carries the error's own text, which may hold
+ * internals.
+ *
+ * @example
+ * catch (err) { return answerError(c, toApiError(err, c, report)) }
  */
-export function onError(report: ErrorReporter, unavailable: ErrorReporter = report): ErrorHandler {
-  return function onError(err, c) {
-    if (err instanceof ApiError) return errorResponse(c, err);
-    if (err instanceof HTTPException) return errorResponse(c, fromHttpException(err));
-    if (err instanceof StoreUnavailableError) {
-      unavailable(err, c);
-      return errorResponse(c, serviceUnavailable('The pet store is temporarily unavailable; retry shortly.'));
-    }
-    // A client that hangs up mid-body makes the body read throw (Bun: AbortError). Nobody
-    // reads this answer; it is a 400 so logs and metrics do not count a server fault.
-    if (c.req.raw.signal?.aborted) {
-      return errorResponse(
-        c,
-        new ApiError('invalid_request', 'The client closed the connection before the request was read.'),
-      );
-    }
-    report(err, c);
-    return errorResponse(c, new ApiError('internal_error', 'The server failed to handle the request.'));
-  };
+export function toApiError(err: unknown, c: Context, report: ErrorReporter, unavailable: ErrorReporter = report): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err instanceof HTTPException) return fromHttpException(err);
+  if (err instanceof StoreUnavailableError) {
+    unavailable(err, c);
+    return serviceUnavailable('The pet store is temporarily unavailable; retry shortly.');
+  }
+  // A client that hangs up mid-body makes the body read throw (Bun: AbortError). Nobody
+  // reads this answer; it is a 400 so logs and metrics do not count a server fault.
+  if (c.req.raw.signal?.aborted) {
+    return new ApiError('invalid_request', 'The client closed the connection before the request was read.');
+  }
+  report(err, c);
+  return new ApiError('internal_error', 'The server failed to handle the request.');
 }
 
-/** The single `app.notFound`. */
-export const notFound: NotFoundHandler = function notFound(c) {
-  return errorResponse(c, new ApiError('not_found', 'No resource exists at this path.'));
-};
+/** The 404 of a path no route serves. */
+export const NO_SUCH_PATH = new ApiError('not_found', 'No resource exists at this path.');
 
-/** A handler for a known path with a method it does not serve: 405 with `Allow`. */
-export function methodNotAllowed(allowed: readonly string[]) {
+/**
+ * The 405 of a known path asked with a method it does not serve, with `Allow`.
+ *
+ * @example
+ * methodNotAllowed('DELETE', ['GET', 'POST']) // 405, Allow: GET, POST
+ */
+export function methodNotAllowed(method: string, allowed: readonly string[]): ApiError {
   const allow = allowed.join(', ');
-  return function methodNotAllowed(c: Context): Response {
-    return errorResponse(
-      c,
-      new ApiError('method_not_allowed', `${c.req.method} is not allowed here; use ${allow}.`, { Allow: allow }),
-    );
-  };
+  return new ApiError('method_not_allowed', `${method} is not allowed here; use ${allow}.`, { Allow: allow });
 }

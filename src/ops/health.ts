@@ -1,13 +1,14 @@
-import { Hono } from 'hono';
-import type { AppEnv } from '../env.ts';
-import { ApiError, errorResponse } from '../http/errors.ts';
+import { ApiError } from '../http/errors.ts';
 import type { Logger } from '../log.ts';
 import type { PetStore } from '../store/store.ts';
+import type { OpsRoute } from './route.ts';
 
 /** Longest `/readyz` waits for the store before calling it unreachable. */
 export const READY_TIMEOUT_MS = 2_000;
 
 const NO_STORE = { 'Cache-Control': 'no-store' };
+const JSON_TYPE = 'application/json';
+const OK = JSON.stringify({ status: 'ok' });
 /** Only while Redis is down in fail-closed mode, when /v1 answers 503 too. */
 const LIMITER_DOWN = 'The rate limiter cannot reach Redis (--redis-fail closed).';
 
@@ -41,7 +42,7 @@ export interface HealthOptions {
  * own error goes to the log, not to the client). Both are outside `/v1`: no key, no rate limit.
  *
  * @example
- * app.route('/', healthRoutes({ store, keys: () => table, log }))
+ * const routes = healthRoutes({ store, keys: () => table, log })
  */
 export function healthRoutes({
   store,
@@ -50,23 +51,33 @@ export function healthRoutes({
   notReady = () => undefined,
   timeoutMs = READY_TIMEOUT_MS,
   limiterStatus,
-}: HealthOptions) {
-  const health = new Hono<AppEnv>();
-  health.get('/healthz', (c) => c.json({ status: 'ok' }, 200, NO_STORE));
-  health.get('/readyz', async (c) => {
-    const limiter = limiterStatus?.();
-    const reason =
-      notReady() ??
-      (keys().size === 0 ? 'No API keys are loaded.' : undefined) ??
-      (limiter && !limiter.ready ? LIMITER_DOWN : undefined) ??
-      (await storeProblem(store, log, timeoutMs));
-    if (reason === undefined) {
-      const where = limiter ? limiter.backend : 'memory';
-      return c.json({ status: 'ready', limiter: where }, 200, NO_STORE);
-    }
-    return errorResponse(c, new ApiError('service_unavailable', reason, NO_STORE));
-  });
-  return health;
+}: HealthOptions): OpsRoute[] {
+  return [
+    {
+      id: 'healthz',
+      method: 'GET',
+      path: '/healthz',
+      handler: () => ({ status: 200, body: OK, type: JSON_TYPE, headers: NO_STORE }),
+    },
+    {
+      id: 'readyz',
+      method: 'GET',
+      path: '/readyz',
+      async handler() {
+        const limiter = limiterStatus?.();
+        const reason =
+          notReady() ??
+          (keys().size === 0 ? 'No API keys are loaded.' : undefined) ??
+          (limiter && !limiter.ready ? LIMITER_DOWN : undefined) ??
+          (await storeProblem(store, log, timeoutMs));
+        if (reason === undefined) {
+          const body = JSON.stringify({ status: 'ready', limiter: limiter ? limiter.backend : 'memory' });
+          return { status: 200, body, type: JSON_TYPE, headers: NO_STORE };
+        }
+        throw new ApiError('service_unavailable', reason, NO_STORE);
+      },
+    },
+  ];
 }
 
 async function storeProblem(store: PetStore, log: Logger, timeoutMs: number): Promise<string | undefined> {

@@ -1,4 +1,4 @@
-import { createApp } from '../app.ts';
+import { createApp, metricsApp } from '../app.ts';
 import { systemClock } from '../clock.ts';
 import { type Config, ConfigError } from '../config.ts';
 import { TrustedProxies } from '../gateway/addresses.ts';
@@ -6,7 +6,6 @@ import { KeyTable } from '../gateway/keys/table.ts';
 import type { LimiterEvent } from '../gateway/limiter/limiter.ts';
 import { SlidingWindowLimiter } from '../gateway/limiter/memory.ts';
 import { createLogger } from '../log.ts';
-import { metricsApp } from '../ops/metrics.ts';
 import { describeData, openStore } from '../store/open.ts';
 import { VERSION } from '../version.ts';
 import { checkOpenFiles } from './fd-limit.ts';

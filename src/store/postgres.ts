@@ -158,6 +158,11 @@ export class PostgresStore implements PetStore {
     return rows.map(petFromRow);
   }
 
+  /** Undefined: other instances write to the same database unseen, so nothing read is kept. */
+  version(): undefined {
+    return undefined;
+  }
+
   async ping(): Promise<void> {
     await this.#query('ping', () => this.#sql`SELECT 1`);
   }

@@ -5,7 +5,7 @@
  * so its quota, its id in logs and its token all stay the same.
  */
 import type { Limits, PlanName } from '../plans.ts';
-import type { Scope } from '../scopes.ts';
+import type { Scope } from '../../api/scopes.ts';
 import { KeysFileError } from './file.ts';
 import { type ConsumerEntry, type ConsumerKey, type KeysDocument, rfc3339 } from './schema.ts';
 

@@ -1,5 +1,5 @@
-import type { MiddlewareHandler } from 'hono';
-import { cors } from 'hono/cors';
+import type { Context } from 'hono';
+import { answer, answerHeaders, appendHeader } from '../answer.ts';
 
 /**
  * Every response header the contract documents, so a browser script may read them: rate
@@ -25,43 +25,47 @@ export const EXPOSED_HEADERS = [
 ] as const;
 
 /** What a browser may send: the API's methods and the request headers the contract uses. */
-const ALLOW_METHODS = ['GET', 'HEAD', 'POST'];
-const ALLOW_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key'];
+const ALLOW_METHODS = 'GET,HEAD,POST';
+const ALLOW_HEADERS = 'Authorization,Content-Type,Idempotency-Key';
 /** How long a browser may reuse a preflight's answer (Chromium caps it at 2 hours). */
-const MAX_AGE_SECONDS = 600;
+const MAX_AGE_SECONDS = '600';
+const EXPOSED = EXPOSED_HEADERS.join(',');
 
 /**
- * CORS for the API (`--cors-origin`), Hono's own `cors` middleware for the allowed origins,
- * mounted before the gateway:
+ * CORS for the API (`--cors-origin`), a step run before the gateway, writing its fields into the
+ * answer's gathered headers like every other step:
  * - a preflight (OPTIONS with `Origin` and `Access-Control-Request-Method`) is answered 204
  *   here, so it needs no key and costs no quota of a key or an address; from an origin not
  *   allowed, with no CORS headers, which the browser reads as a refusal;
  * - any other request from an allowed origin gets `Access-Control-Allow-Origin` (the origin
- *   itself), `Access-Control-Expose-Headers` and `Vary: Origin`, also when the gateway answers
- *   401 or 429 (the headers are set before it runs and survive the error path);
- * - a request from another origin, or without one, goes on untouched but for `Vary: Origin`.
- * `*` in `origins` allows every origin.
+ *   itself), `Access-Control-Expose-Headers` and `Vary: Origin`, whatever it is answered,
+ *   401 and 429 included;
+ * - a request from another origin, or without one, gets only `Vary: Origin`.
+ * `*` in `origins` allows every origin. The header values are those of Hono's `cors`
+ * middleware, which writes onto a placeholder response that Hono then copies onto the real
+ * one: here every answer is built once (src/http/answer.ts), so the fields go where all the others go.
  *
  * @example
- * app.use('/v1/*', corsFor(['https://app.example']))
+ * const cors = corsStep(['https://app.example'])
+ * const preflight = cors(c) // a Response for a preflight, else undefined (the headers are gathered)
  */
-export function corsFor(origins: readonly string[]): MiddlewareHandler {
+export function corsStep(origins: readonly string[]): (c: Context) => Response | undefined {
   const anyOrigin = origins.includes('*');
   const allowed = new Set(origins);
-  const allow = cors({
-    origin: (origin) => origin,
-    allowMethods: ALLOW_METHODS,
-    allowHeaders: ALLOW_HEADERS,
-    exposeHeaders: [...EXPOSED_HEADERS],
-    maxAge: MAX_AGE_SECONDS,
-  });
-  return async function corsFor(c, next) {
+  return function cors(c) {
+    const headers = answerHeaders(c);
+    appendHeader(headers, 'Vary', 'Origin');
     const origin = c.req.header('origin');
-    if (origin !== undefined && (anyOrigin || allowed.has(origin))) return allow(c, next);
-    if (c.req.method === 'OPTIONS' && origin !== undefined && c.req.header('access-control-request-method')) {
-      return c.body(null, 204, { Vary: 'Origin' });
+    const preflight = c.req.method === 'OPTIONS' && origin !== undefined && c.req.header('access-control-request-method');
+    if (origin === undefined || !(anyOrigin || allowed.has(origin))) {
+      return preflight ? answer(c, { status: 204 }) : undefined;
     }
-    await next();
-    c.header('Vary', 'Origin', { append: true });
+    headers['Access-Control-Allow-Origin'] = origin;
+    headers['Access-Control-Expose-Headers'] = EXPOSED;
+    if (!preflight) return undefined;
+    headers['Access-Control-Max-Age'] = MAX_AGE_SECONDS;
+    headers['Access-Control-Allow-Methods'] = ALLOW_METHODS;
+    headers['Access-Control-Allow-Headers'] = ALLOW_HEADERS;
+    return answer(c, { status: 204 });
   };
 }

@@ -1,11 +1,10 @@
-import type { MiddlewareHandler } from 'hono';
-import { routePath } from 'hono/route';
+import type { Context } from 'hono';
 import type { AppEnv } from '../../env.ts';
 import { ApiError } from '../errors.ts';
 import type { Caller } from '../../gateway/caller.ts';
 import type { Metrics } from '../../metrics/registry.ts';
 import type { ConsumerMetrics } from '../../metrics/consumers.ts';
-import { operationOf, type StoreOperation } from '../../metrics/labels.ts';
+import { operationIndex, type StoreOperation } from '../../metrics/labels.ts';
 import { StoreUnavailableError } from '../../store/errors.ts';
 import type { PetStore } from '../../store/store.ts';
 
@@ -16,33 +15,32 @@ export interface CountRequestsOptions {
 }
 
 /**
- * Counts every request by operation and status and times it into the latency histogram, and
- * each 429 by the caller's plan and its Error code (`rate_limited`, `key_banned`, ...).
- * Installed only with `--metrics`, so a server without it pays nothing.
+ * Counts every request by operation (the id of the route that served it, else `other`) and
+ * status and times it into the latency histogram, and each 429 by the caller's plan and its
+ * Error code (`rate_limited`, `key_banned`, ...). Two plain steps the pipeline calls first and
+ * last; installed only with `--metrics`, so a server without it pays nothing.
  *
  * @example
- * app.use(countRequests({ metrics }))
+ * const count = requestCounter({ metrics })
+ * const started = count.start()
+ * // ... the request is answered ...
+ * count.finish(c, started)
  */
-export function countRequests({
-  metrics,
-  now = () => performance.now(),
-}: CountRequestsOptions): MiddlewareHandler<AppEnv> {
-  return async function countRequests(c, next) {
-    const started = now();
-    metrics.started();
-    let status = 500;
-    try {
-      await next();
-      status = c.res.status;
-    } finally {
-      metrics.answered(operationOf(c.req.method, routePath(c, -1)), status, (now() - started) / 1000);
-    }
-    // Hono keeps the error that onError answered in c.error.
-    const caller = c.get('caller');
-    if (status === 429 && c.error instanceof ApiError) {
-      metrics.refused(caller?.kind === 'consumer' ? caller.consumer.plan : 'anonymous', c.error.code);
-    }
-    if (caller) countConsumer(metrics.consumers, caller, status, c.error);
+export function requestCounter({ metrics, now = () => performance.now() }: CountRequestsOptions) {
+  return {
+    start(): number {
+      metrics.started();
+      return now();
+    },
+    finish(c: Context<AppEnv>, started: number): void {
+      const status = c.res.status;
+      metrics.answered(operationIndex(c.get('operation')), status, (now() - started) / 1000);
+      const caller = c.get('caller');
+      if (status === 429 && c.error instanceof ApiError) {
+        metrics.refused(caller?.kind === 'consumer' ? caller.consumer.plan : 'anonymous', c.error.code);
+      }
+      if (caller) countConsumer(metrics.consumers, caller, status, c.error);
+    },
   };
 }
 
@@ -78,6 +76,7 @@ export function countStoreErrors(store: PetStore, metrics: Metrics): PetStore {
     createOnce: (pet, once) => store.createOnce(pet, once).catch(onCreate),
     get: (id) => store.get(id).catch(onGet),
     list: (options) => store.list(options).catch(onList),
+    version: () => store.version(),
     ping: () => store.ping().catch(onPing),
     close: () => store.close(),
   };
