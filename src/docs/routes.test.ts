@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import YAML from 'yaml';
-import { testApp } from '../../test/testing.ts';
+import { routesApp, testApp } from '../../test/testing.ts';
 import { ConfigError, parseConfig } from '../config.ts';
 import { DOCS_CSP, FAVICON, INIT_SCRIPT, SCALAR_BUNDLE } from './page.ts';
 import { apiBase, CONTRACT_YAML, docsRoutes } from './routes.ts';
@@ -161,10 +161,12 @@ describe('GET /openapi.json', () => {
   });
 
   test('is exactly production and staging when configured, each with /v1', async () => {
-    const docs = docsRoutes({
-      publicUrl: 'https://api.petstore.example/',
-      stagingUrl: 'https://staging.petstore.example/v1',
-    });
+    const docs = routesApp(
+      docsRoutes({
+        publicUrl: 'https://api.petstore.example/',
+        stagingUrl: 'https://staging.petstore.example/v1',
+      }),
+    );
     const expected = [
       { url: 'https://api.petstore.example/v1', description: 'Production' },
       { url: 'https://staging.petstore.example/v1', description: 'Staging' },

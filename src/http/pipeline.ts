@@ -36,6 +36,8 @@ export interface PipelineOptions {
   corsOrigins?: readonly string[];
   /** Counts requests when given (`--metrics`). */
   metrics?: Metrics;
+  /** Makes a fresh request id when the client sent none usable. */
+  newId?: () => string;
 }
 
 /**
@@ -70,8 +72,9 @@ export function pipeline({
   maxBodyBytes,
   corsOrigins = [],
   metrics,
+  newId,
 }: PipelineOptions) {
-  const requestLog = requestLogSteps({ log, clock, clientAddress });
+  const requestLog = requestLogSteps({ log, clock, clientAddress, ...(newId ? { newId } : {}) });
   const count = metrics && requestCounter({ metrics });
   const cors = corsOrigins.length > 0 ? corsStep(corsOrigins) : undefined;
   const limit = limitBody(maxBodyBytes);

@@ -5,6 +5,7 @@ import type { LimiterStatus } from '../gateway/limiter/failover.ts';
 import { createLogger } from '../log.ts';
 import { MemoryStore } from '../store/memory.ts';
 import type { PetStore } from '../store/store.ts';
+import { routesApp } from '../../test/testing.ts';
 import { healthRoutes } from './health.ts';
 
 const oneKey = new KeyTable(parseKeys(JSON.stringify({ keys: [{ name: 'a', sha256: 'a'.repeat(64), plan: 'free' }] })));
@@ -26,14 +27,14 @@ function setup({
     unavailableDecisions: 0,
   });
   const limiterStatus = limiter === undefined ? undefined : () => status(limiter);
-  const app = healthRoutes({
+  const app = routesApp(healthRoutes({
     store,
     keys: () => keys,
     log,
     notReady,
     timeoutMs: 50,
     ...(limiterStatus ? { limiterStatus } : {}),
-  });
+  }));
   return { app, lines };
 }
 

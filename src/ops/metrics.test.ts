@@ -4,7 +4,7 @@ import { KeyTable } from '../gateway/keys/table.ts';
 import { SlidingWindowLimiter } from '../gateway/limiter/memory.ts';
 import { Metrics } from '../metrics/registry.ts';
 import { MemoryStore } from '../store/memory.ts';
-import { metricsApp } from './metrics.ts';
+import { metricsApp } from '../app.ts';
 
 const NOT_FOUND = { code: 'not_found', message: 'No resource exists at this path.', status: 404 };
 

@@ -37,7 +37,7 @@ const preflight = {
 };
 const corsHeaders = (res: Response) => [...res.headers.keys()].filter((k) => k.startsWith('access-control-'));
 
-describe('corsFor', () => {
+describe('corsStep', () => {
   test('a preflight from an allowed origin is 204, before the gateway: no key, no quota', async () => {
     const app = corsApp([APP]);
     for (let i = 0; i < 5; i++) {
@@ -74,7 +74,7 @@ describe('corsFor', () => {
       method: 'OPTIONS',
       headers: { ...preflight, Origin: 'https://evil.example' },
     });
-    expect([other.status, corsHeaders(other), other.headers.get('vary')]).toEqual([200, [], 'Accept-Encoding, Origin']);
+    expect([other.status, corsHeaders(other), other.headers.get('vary')]).toEqual([200, [], 'Origin, Accept-Encoding']);
     expect([otherPreflight.status, corsHeaders(otherPreflight)]).toEqual([204, []]);
     const any = await corsApp(['*']).request('/v1/pets', { headers: { ...auth, Origin: 'https://evil.example' } });
     expect(any.headers.get('access-control-allow-origin')).toBe('https://evil.example');

@@ -1,12 +1,22 @@
 import { describe, expect, test } from 'bun:test';
-import { Hono } from 'hono';
+import { Hono, type MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../../env.ts';
 import { ApiError } from '../errors.ts';
 import { parseKeys } from '../../gateway/keys/file.ts';
 import { Metrics } from '../../metrics/registry.ts';
 import { StoreError, StoreUnavailableError } from '../../store/errors.ts';
 import { MemoryStore } from '../../store/memory.ts';
-import { countRequests, countStoreErrors } from './count-requests.ts';
+import { countStoreErrors, requestCounter } from './count-requests.ts';
+
+/** The counter's two steps around the rest, as the pipeline's outer step runs them. */
+function counted(metrics: Metrics, now?: () => number): MiddlewareHandler<AppEnv> {
+  const count = requestCounter(now ? { metrics, now } : { metrics });
+  return async (c, next) => {
+    const started = count.start();
+    await next();
+    count.finish(c, started);
+  };
+}
 
 const lines = async (m: Metrics) => (await m.render()).split('\n');
 const newMetrics = () => new Metrics({ version: '1.0.0', runtime: 'bun' });
@@ -16,12 +26,14 @@ describe('countRequests', () => {
     const metrics = newMetrics();
     let t = 1_000;
     const app = new Hono<AppEnv>();
-    app.use(countRequests({ metrics, now: () => t }));
+    app.use(counted(metrics, () => t));
     app.get('/v1/pets', (c) => {
+      c.set('operation', 'listPets');
       t += 30; // 0.03 s
       return c.json([]);
     });
-    app.get('/v1/pets/:petId', () => {
+    app.get('/v1/pets/:petId', (c) => {
+      c.set('operation', 'getPet');
       throw new Error('boom');
     });
     app.onError((_, c) => c.json({ code: 'internal_error' }, 500));
@@ -50,8 +62,9 @@ describe('countRequests and 429s', () => {
     const metrics = newMetrics();
     const [key] = parseKeys(JSON.stringify({ keys: [{ name: 'acme', sha256: 'a'.repeat(64), plan: 'business' }] }));
     const app = new Hono<AppEnv>();
-    app.use(countRequests({ metrics }));
+    app.use(counted(metrics));
     app.get('/v1/pets', (c) => {
+      c.set('operation', 'listPets');
       const code = c.req.query('code') as 'rate_limited' | 'key_banned' | 'too_many_concurrent_requests';
       if (c.req.query('key') && key) c.set('caller', { kind: 'consumer', consumer: key.consumer, key });
       else c.set('caller', { kind: 'address', address: '192.0.2.1', credential: 'none' });

@@ -2,10 +2,10 @@ import { describe, expect, test } from 'bun:test';
 import { Hono } from 'hono';
 import { fakeClock } from '../../../test/testing.ts';
 import type { AppEnv } from '../../env.ts';
-import { onError } from '../errors.ts';
 import { parseKeys } from '../../gateway/keys/file.ts';
 import { createLogger } from '../../log.ts';
-import { exchange } from '../../middleware/exchange.ts';
+import { answer } from '../answer.ts';
+import { pipeline } from '../pipeline.ts';
 
 const [acme] = parseKeys(JSON.stringify({ keys: [{ name: 'acme', sha256: 'a'.repeat(64), plan: 'pro' }] }));
 
@@ -14,18 +14,17 @@ function setup() {
   const clock = fakeClock();
   const log = createLogger({ write: (l) => lines.push(l), now: clock.now });
   const app = new Hono<AppEnv>();
-  app.use(
-    exchange({ log, clock, newId: () => 'fresh-id', clientAddress: () => '198.51.100.9', onError: onError(() => {}) }),
-  );
+  const steps = pipeline({ log, clock, newId: () => 'fresh-id', clientAddress: () => '198.51.100.9', maxBodyBytes: 1024 });
+  app.use(steps.exchange);
   app.get('/v1/pets/:petId', (c) => {
     if (c.req.header('authorization')) {
       const key = acme as NonNullable<typeof acme>;
       c.set('caller', { kind: 'consumer', consumer: key.consumer, key });
     } else c.set('caller', { kind: 'address', address: '203.0.113.5', credential: 'none' });
     clock.advance(12);
-    return c.json({}, c.req.header('authorization') ? 200 : 401);
+    return answer(c, { status: c.req.header('authorization') ? 200 : 401, body: '{}', type: 'application/json' });
   });
-  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  app.get('/healthz', (c) => answer(c, { status: 200, body: '{"status":"ok"}', type: 'application/json' }));
   return { app, lines, json: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>) };
 }
 
