@@ -87,7 +87,15 @@ export function createApp({
 
   const app = new Hono<AppEnv>();
   app.use(steps.exchange);
-  const ops = opsRoutes({ store, keys, log, notReady, limiterStatus, docs, metrics: serveMetrics ? metrics : undefined });
+  const ops = opsRoutes({
+    store,
+    keys,
+    log,
+    notReady,
+    limiterStatus,
+    docs,
+    metrics: serveMetrics ? metrics : undefined,
+  });
   for (const route of ops) app.get(route.path, steps.opsRoute(route));
   // Every API path: its operations, then 405 for its other methods; 404 for any other path.
   for (const op of OPERATIONS) app.on(op.method, API_PREFIX + op.path, steps.operation(op));

@@ -6,9 +6,9 @@ import { hashToken, parseKeys } from '../src/gateway/keys/file.ts';
 import { KeyTable } from '../src/gateway/keys/table.ts';
 import { SlidingWindowLimiter } from '../src/gateway/limiter/memory.ts';
 import type { PlanName } from '../src/gateway/plans.ts';
+import { pipeline } from '../src/http/pipeline.ts';
 import type { Logger } from '../src/log.ts';
 import { silentLogger } from '../src/log.ts';
-import { pipeline } from '../src/http/pipeline.ts';
 import type { OpsRoute } from '../src/ops/route.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 
@@ -52,7 +52,12 @@ export function testApp({ keys = [{ name: 'acme', plan: 'free' }] as TestKey[], 
  * path, for their unit tests.
  */
 export function routesApp(routes: readonly OpsRoute[]) {
-  const steps = pipeline({ log: silentLogger, clock: systemClock, clientAddress: () => '192.0.2.1', maxBodyBytes: 1024 });
+  const steps = pipeline({
+    log: silentLogger,
+    clock: systemClock,
+    clientAddress: () => '192.0.2.1',
+    maxBodyBytes: 1024,
+  });
   const app = new Hono<AppEnv>();
   app.use(steps.exchange);
   for (const route of routes) app.get(route.path, steps.opsRoute(route));

@@ -9,6 +9,7 @@ import { createApp } from '../app.ts';
 import { hashToken, parseKeys } from '../gateway/keys/file.ts';
 import { KeyTable } from '../gateway/keys/table.ts';
 import { SlidingWindowLimiter } from '../gateway/limiter/memory.ts';
+import type { PetStore } from '../store/store.ts';
 import {
   ALLOWED,
   CURSOR_PATTERN,
@@ -21,7 +22,6 @@ import {
   Pet,
   PetStatus,
 } from './schemas.ts';
-import type { PetStore } from '../store/store.ts';
 import { NOT_AN_OBJECT, NOT_JSON } from './validate.ts';
 
 const doc = loadContract(join(import.meta.dir, '../../contract/openapi.yaml'));

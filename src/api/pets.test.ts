@@ -8,10 +8,10 @@ import { hashToken, parseKeys } from '../gateway/keys/file.ts';
 import { KeyTable } from '../gateway/keys/table.ts';
 import { SlidingWindowLimiter } from '../gateway/limiter/memory.ts';
 import { createLogger } from '../log.ts';
-import { IDEMPOTENCY_KEY_PATTERN } from './schemas.ts';
 import { StoreUnavailableError } from '../store/errors.ts';
 import { IDEMPOTENCY_TTL_MS } from '../store/idempotency.ts';
 import type { PetStore } from '../store/store.ts';
+import { IDEMPOTENCY_KEY_PATTERN } from './schemas.ts';
 
 type TestApp = ReturnType<typeof testApp>;
 

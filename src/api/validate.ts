@@ -1,8 +1,8 @@
 import type { Context } from 'hono';
 import * as v from 'valibot';
 import { ApiError, notJson, tooLarge } from '../http/errors.ts';
-import type { Input, Operation } from './operation.ts';
 import { roundedMember } from './json-numbers.ts';
+import type { Input, Operation } from './operation.ts';
 import { ALLOWED } from './schemas.ts';
 
 type Target = 'json' | 'query' | 'param' | 'header';
@@ -50,7 +50,8 @@ export function inputReader(op: Operation): (c: Context, principal: string) => I
 /** The query as Hono's validator hands it over: one value as a string, a repeated one as an array. */
 function queryOf(c: Context): Record<string, string | string[]> {
   const value: Record<string, string | string[]> = {};
-  for (const [name, values] of Object.entries(c.req.queries())) value[name] = values.length === 1 ? (values[0] ?? '') : values;
+  for (const [name, values] of Object.entries(c.req.queries()))
+    value[name] = values.length === 1 ? (values[0] ?? '') : values;
   return value;
 }
 

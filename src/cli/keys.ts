@@ -5,6 +5,7 @@
  * written atomically; a running server picks it up on SIGHUP.
  */
 import process from 'node:process';
+import { SCOPES, type Scope } from '../api/scopes.ts';
 import { ConfigError } from '../config.ts';
 import { addKey, type NewKey, revokeKey, rotateKeys } from '../gateway/keys/edit.ts';
 import { hashToken } from '../gateway/keys/file.ts';
@@ -12,7 +13,6 @@ import { KEY_NAME, type KeysDocument, rfc3339 } from '../gateway/keys/schema.ts'
 import { readKeysDocument, withLock, writeKeysDocument } from '../gateway/keys/store-file.ts';
 import { newToken } from '../gateway/keys/tokens.ts';
 import { PLAN_NAMES, type PlanName } from '../gateway/plans.ts';
-import { SCOPES, type Scope } from '../api/scopes.ts';
 import { list } from './keys-list.ts';
 
 const UNIT_MS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };

@@ -9,7 +9,7 @@ import { writeRateLimitHeaders } from './headers.ts';
 import { InFlight, tooManyInFlight, untouched } from './in-flight.ts';
 import type { KeyTable } from './keys/table.ts';
 import { invalidKey, missingScope, REALM, validAt } from './keys/validity.ts';
-import type { Decision, RateLimiter, Verdict } from './limiter/limiter.ts';
+import type { Decision, RateLimiter } from './limiter/limiter.ts';
 import { type BanPolicy, DEFAULT_MAX_IN_FLIGHT } from './plans.ts';
 
 export interface GatewayOptions {

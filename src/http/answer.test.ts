@@ -62,7 +62,6 @@ describe('representation', () => {
   });
 });
 
-
 describe('conditional answers', () => {
   const app = new Hono();
   app.get('/x', (c) => {

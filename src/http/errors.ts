@@ -1,9 +1,9 @@
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { answer } from './answer.ts';
 import type { ErrorBody, ErrorCode } from '../api/schemas.ts';
 import { StoreUnavailableError } from '../store/errors.ts';
+import { answer } from './answer.ts';
 
 /** `Retry-After` of a 503: most store faults (a lock wait, a failover, a dropped connection) pass within seconds. */
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
@@ -119,7 +119,12 @@ export type ErrorReporter = (err: unknown, c: Context) => void;
  * @example
  * catch (err) { return answerError(c, toApiError(err, c, report)) }
  */
-export function toApiError(err: unknown, c: Context, report: ErrorReporter, unavailable: ErrorReporter = report): ApiError {
+export function toApiError(
+  err: unknown,
+  c: Context,
+  report: ErrorReporter,
+  unavailable: ErrorReporter = report,
+): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof HTTPException) return fromHttpException(err);
   if (err instanceof StoreUnavailableError) {

@@ -1,5 +1,5 @@
 import type { Context, ErrorHandler, Handler, MiddlewareHandler, NotFoundHandler } from 'hono';
-import { type ApiDeps, type Deprecation, type Operation } from '../api/operation.ts';
+import type { ApiDeps, Deprecation, Operation } from '../api/operation.ts';
 import { isApiPath } from '../api/operations.ts';
 import { inputReader, refuseBodyOnGet } from '../api/validate.ts';
 import type { Clock } from '../clock.ts';
@@ -13,8 +13,8 @@ import { ApiError, answerError, methodNotAllowed, NO_SUCH_PATH, toApiError } fro
 import { weakEtag } from './etag.ts';
 import { AnswerMemo } from './memo.ts';
 import { limitBody } from './steps/body-limit.ts';
-import { requestCounter } from './steps/count-requests.ts';
 import { corsStep } from './steps/cors.ts';
+import { requestCounter } from './steps/count-requests.ts';
 import { requestLogSteps } from './steps/request-log.ts';
 import { MAX_URI_BYTES, uriTooLong } from './steps/uri-limit.ts';
 

@@ -1,13 +1,23 @@
 import { describe, expect, test } from 'bun:test';
-import { Metrics } from './registry.ts';
 import { OPERATIONS, operationIndex } from './labels.ts';
+import { Metrics } from './registry.ts';
 
 const samples = async (m: Metrics) => (await m.render()).split('\n').filter((l) => l && !l.startsWith('#'));
 const op = (name: string) => OPERATIONS.indexOf(name);
 
 describe('operationIndex', () => {
   test('every operation of the table and every ops route is a label of its own, the rest other', () => {
-    expect(OPERATIONS).toEqual(['listPets', 'createPet', 'getPet', 'healthz', 'readyz', 'metrics', 'docs', 'openapi', 'other']);
+    expect(OPERATIONS).toEqual([
+      'listPets',
+      'createPet',
+      'getPet',
+      'healthz',
+      'readyz',
+      'metrics',
+      'docs',
+      'openapi',
+      'other',
+    ]);
     expect(OPERATIONS[operationIndex('getPet')]).toBe('getPet');
     expect(OPERATIONS[operationIndex('openapi')]).toBe('openapi');
     expect(OPERATIONS[operationIndex(undefined)]).toBe('other');

@@ -1,11 +1,11 @@
 import { describe, expect, test } from 'bun:test';
+import { routesApp } from '../../test/testing.ts';
 import { parseKeys } from '../gateway/keys/file.ts';
 import { KeyTable } from '../gateway/keys/table.ts';
 import type { LimiterStatus } from '../gateway/limiter/failover.ts';
 import { createLogger } from '../log.ts';
 import { MemoryStore } from '../store/memory.ts';
 import type { PetStore } from '../store/store.ts';
-import { routesApp } from '../../test/testing.ts';
 import { healthRoutes } from './health.ts';
 
 const oneKey = new KeyTable(parseKeys(JSON.stringify({ keys: [{ name: 'a', sha256: 'a'.repeat(64), plan: 'free' }] })));
@@ -27,14 +27,16 @@ function setup({
     unavailableDecisions: 0,
   });
   const limiterStatus = limiter === undefined ? undefined : () => status(limiter);
-  const app = routesApp(healthRoutes({
-    store,
-    keys: () => keys,
-    log,
-    notReady,
-    timeoutMs: 50,
-    ...(limiterStatus ? { limiterStatus } : {}),
-  }));
+  const app = routesApp(
+    healthRoutes({
+      store,
+      keys: () => keys,
+      log,
+      notReady,
+      timeoutMs: 50,
+      ...(limiterStatus ? { limiterStatus } : {}),
+    }),
+  );
   return { app, lines };
 }
 

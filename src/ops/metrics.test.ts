@@ -1,10 +1,9 @@
 import { describe, expect, test } from 'bun:test';
-import { createApp } from '../app.ts';
+import { createApp, metricsApp } from '../app.ts';
 import { KeyTable } from '../gateway/keys/table.ts';
 import { SlidingWindowLimiter } from '../gateway/limiter/memory.ts';
 import { Metrics } from '../metrics/registry.ts';
 import { MemoryStore } from '../store/memory.ts';
-import { metricsApp } from '../app.ts';
 
 const NOT_FOUND = { code: 'not_found', message: 'No resource exists at this path.', status: 404 };
 

@@ -1,5 +1,5 @@
-import type { Metrics } from '../metrics/registry.ts';
 import { METRICS_CONTENT_TYPE } from '../metrics/labels.ts';
+import type { Metrics } from '../metrics/registry.ts';
 import type { OpsRoute } from './route.ts';
 
 /**

@@ -1,6 +1,6 @@
 import postgres from 'postgres';
-import type { Logger } from '../log.ts';
 import type { NewPet, Pet } from '../api/schemas.ts';
+import type { Logger } from '../log.ts';
 import { StoreError, StoreOpenError, StoreUnavailableError } from './errors.ts';
 import { IDEMPOTENCY_TTL_MS, SweepSchedule } from './idempotency.ts';
 import { pendingMigrations, SCHEMA_MIGRATIONS_DDL, SCHEMA_VERSION } from './migrations.ts';

@@ -1,8 +1,8 @@
 import { resolve } from 'node:path';
 import { setImmediate } from 'node:timers';
+import type { NewPet, Pet } from '../api/schemas.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import type { Logger } from '../log.ts';
-import type { NewPet, Pet } from '../api/schemas.ts';
 import { StoreError, StoreOpenError, StoreUnavailableError, sqliteError } from './errors.ts';
 import { prepareDataFile, restrictCreated } from './file-modes.ts';
 import { IDEMPOTENCY_TTL_MS, SweepSchedule } from './idempotency.ts';

@@ -56,7 +56,8 @@ export function corsStep(origins: readonly string[]): (c: Context) => Response |
     const headers = answerHeaders(c);
     appendHeader(headers, 'Vary', 'Origin');
     const origin = c.req.header('origin');
-    const preflight = c.req.method === 'OPTIONS' && origin !== undefined && c.req.header('access-control-request-method');
+    const preflight =
+      c.req.method === 'OPTIONS' && origin !== undefined && c.req.header('access-control-request-method');
     if (origin === undefined || !(anyOrigin || allowed.has(origin))) {
       return preflight ? answer(c, { status: 204 }) : undefined;
     }

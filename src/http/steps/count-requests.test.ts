@@ -1,11 +1,11 @@
 import { describe, expect, test } from 'bun:test';
 import { Hono, type MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../../env.ts';
-import { ApiError } from '../errors.ts';
 import { parseKeys } from '../../gateway/keys/file.ts';
 import { Metrics } from '../../metrics/registry.ts';
 import { StoreError, StoreUnavailableError } from '../../store/errors.ts';
 import { MemoryStore } from '../../store/memory.ts';
+import { ApiError } from '../errors.ts';
 import { countStoreErrors, requestCounter } from './count-requests.ts';
 
 /** The counter's two steps around the rest, as the pipeline's outer step runs them. */

@@ -1,12 +1,12 @@
 import type { Context } from 'hono';
 import type { AppEnv } from '../../env.ts';
-import { ApiError } from '../errors.ts';
 import type { Caller } from '../../gateway/caller.ts';
-import type { Metrics } from '../../metrics/registry.ts';
 import type { ConsumerMetrics } from '../../metrics/consumers.ts';
 import { operationIndex, type StoreOperation } from '../../metrics/labels.ts';
+import type { Metrics } from '../../metrics/registry.ts';
 import { StoreUnavailableError } from '../../store/errors.ts';
 import type { PetStore } from '../../store/store.ts';
+import { ApiError } from '../errors.ts';
 
 export interface CountRequestsOptions {
   metrics: Metrics;

@@ -14,7 +14,13 @@ function setup() {
   const clock = fakeClock();
   const log = createLogger({ write: (l) => lines.push(l), now: clock.now });
   const app = new Hono<AppEnv>();
-  const steps = pipeline({ log, clock, newId: () => 'fresh-id', clientAddress: () => '198.51.100.9', maxBodyBytes: 1024 });
+  const steps = pipeline({
+    log,
+    clock,
+    newId: () => 'fresh-id',
+    clientAddress: () => '198.51.100.9',
+    maxBodyBytes: 1024,
+  });
   app.use(steps.exchange);
   app.get('/v1/pets/:petId', (c) => {
     if (c.req.header('authorization')) {
