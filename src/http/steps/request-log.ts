@@ -65,7 +65,7 @@ export function requestLogSteps({ log, clock, newId = () => crypto.randomUUID(),
       log.info('request', {
         requestId: id,
         method: c.req.method,
-        route: routePath(c, -1),
+        route: routePath(c),
         status: c.res.status,
         durationMs: clock.now() - at,
         ...who(c, clientAddress),
