@@ -90,6 +90,8 @@ describe('HEAD, conditional GET and compression', () => {
         expect(head.body.length).toBe(0);
         expect(get.headers['content-length']).toBe(String(get.body.length));
         expect(stable(head.headers)).toEqual(stable(get.headers));
+        // RFC 9110 section 6.6.1: an origin server with a clock sends Date, HEAD included.
+        expect(Math.abs(Date.parse(head.headers.date ?? '') - Date.now())).toBeLessThan(60_000);
       }
     },
   );
