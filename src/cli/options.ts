@@ -103,6 +103,7 @@ export function parseOptions<O extends OptionTable>(
       continue;
     }
     if (token.value === undefined) throw new ConfigError(`${option.flag}: needs a value (${option.arg})`);
+    if (option.required && token.value === '') throw new ConfigError(`${option.flag}: required`);
     const parsed = option.parse(token.value, option.flag);
     const earlier = values[key];
     values[key] = Array.isArray(earlier) && Array.isArray(parsed) ? [...earlier, ...parsed] : parsed;
