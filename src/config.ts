@@ -8,7 +8,7 @@ import {
   parseOptions,
   type Values,
 } from './cli/options.ts';
-import { checked, int, list, on, oneOf, text, toggle, urlWith, words } from './cli/parsers.ts';
+import { checked, int, on, oneOf, text, toggle, urlWith, words } from './cli/parsers.ts';
 import { DEFAULT_IPV6_PREFIX } from './gateway/addresses.ts';
 import { DEFAULT_MAX_IN_FLIGHT } from './gateway/plans.ts';
 import { LOG_LEVELS, type LogFormat, type LogLevel } from './log.ts';
@@ -92,7 +92,7 @@ export const OPTIONS = {
     help: 'proxies whose X-Forwarded-For is believed (comma or space separated)',
     fallback: [] as string[],
     shownDefault: 'none',
-    parse: list,
+    parse: words,
   },
   ipv6Prefix: {
     flag: '--ipv6-prefix',

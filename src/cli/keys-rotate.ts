@@ -1,5 +1,4 @@
 /** `petstore keys rotate`: a new key for a consumer; its current keys end after an overlap. */
-
 import process from 'node:process';
 import { rotateKeys } from '../gateway/keys/edit.ts';
 import { change, freshKey } from './key-change.ts';

@@ -25,7 +25,6 @@ export function checked<T>(expected: string, schema: v.GenericSchema<string, T>)
 export const words = (raw: string): string[] => raw.split(/[\s,]+/).filter(Boolean);
 
 export const text: Parser<string> = (raw) => raw;
-export const list: Parser<string[]> = words;
 /** A switch's value: the bare flag. */
 export const on: Parser<boolean> = () => true;
 
