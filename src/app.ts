@@ -1,21 +1,19 @@
 import { type Context, Hono } from 'hono';
+import { API_PREFIX, OPERATIONS } from './api/operations.ts';
 import { type Clock, systemClock } from './clock.ts';
-import { type DocsOptions, docsRoutes } from './docs.ts';
+import type { DocsOptions } from './docs/routes.ts';
 import type { AppEnv } from './env.ts';
-import { notFound, onError } from './errors.ts';
 import { gateway } from './gateway/index.ts';
 import type { KeyTable } from './gateway/keys/table.ts';
 import type { LimiterStatus } from './gateway/limiter/failover.ts';
 import type { RateLimiter } from './gateway/limiter/limiter.ts';
 import type { BanPolicy } from './gateway/plans.ts';
+import { pipeline } from './http/pipeline.ts';
+import { countStoreErrors } from './http/steps/count-requests.ts';
 import { type Logger, silentLogger } from './log.ts';
-import type { Metrics } from './metrics.ts';
-import { apiPass } from './middleware/api-pass.ts';
-import { exchange } from './middleware/exchange.ts';
-import { countRequests, countStoreErrors } from './middleware/metrics.ts';
-import { healthRoutes } from './routes/health.ts';
-import { metricsRoutes } from './routes/metrics.ts';
-import { petRoutes } from './routes/pets.ts';
+import type { Metrics } from './metrics/registry.ts';
+import { metricsRoute } from './ops/metrics.ts';
+import { opsRoutes } from './ops/routes.ts';
 import type { PetStore } from './store/store.ts';
 
 /** Largest accepted request body: 64 KiB. */
@@ -74,31 +72,72 @@ export function createApp({
   limiterStatus,
   corsOrigins = [],
 }: AppOptions) {
-  const app = new Hono<AppEnv>();
-  const handleError = onError(
-    (err, c) => log.error('unhandled error', { requestId: c.get('requestId'), error: String(err) }),
-    (err, c) => log.warn('store unavailable', { requestId: c.get('requestId'), error: String(err) }),
-  );
-  if (metrics) {
-    // Outermost, so it counts every answer (the 414 too) and times all of it.
-    app.use(countRequests({ metrics }));
-    store = countStoreErrors(store, metrics);
-  }
-  // Request id, API headers, 414, compression, log line: one layer (src/middleware/exchange.ts).
-  app.use(exchange({ log, clock, clientAddress, onError: handleError }));
-  if (metrics && serveMetrics) app.route('/', metricsRoutes(metrics));
-
-  app.route('/', healthRoutes({ store, keys, log, notReady, limiterStatus }));
-  app.route('/', docsRoutes(docs));
-
-  // CORS (a preflight needs no key), the gateway, the body's limits: one layer.
+  if (metrics) store = countStoreErrors(store, metrics);
   const pass = gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, clock });
-  app.use('/v1/*', apiPass({ gateway: pass, maxBodyBytes: MAX_BODY_BYTES, corsOrigins, onError: handleError }));
-  app.route('/v1', petRoutes(store, { clock }));
+  const steps = pipeline({
+    log,
+    clock,
+    clientAddress,
+    gateway: pass,
+    deps: { store, clock },
+    maxBodyBytes: MAX_BODY_BYTES,
+    corsOrigins,
+    metrics,
+  });
 
-  app.notFound(notFound);
-  app.onError(handleError);
+  const app = new Hono<AppEnv>();
+  app.use(steps.exchange);
+  const ops = opsRoutes({
+    store,
+    keys,
+    log,
+    notReady,
+    limiterStatus,
+    docs,
+    metrics: serveMetrics ? metrics : undefined,
+  });
+  for (const route of ops) app.get(route.path, steps.opsRoute(route));
+  // Every API path: its operations, then 405 for its other methods; 404 for any other path.
+  for (const op of OPERATIONS) app.on(op.method, API_PREFIX + op.path, steps.operation(op));
+  for (const [path, methods] of methodsByPath()) app.all(API_PREFIX + path, steps.unserved(methods));
+  app.all(API_PREFIX, steps.unserved(undefined));
+  app.all(`${API_PREFIX}/*`, steps.unserved(undefined));
+  app.notFound(steps.notFound);
+  app.onError(steps.onError);
   return app;
 }
 
+/** Each path of the table with the methods it is served with (HEAD with every GET). */
+function methodsByPath(): Map<string, string[]> {
+  const paths = new Map<string, string[]>();
+  for (const { path, method } of OPERATIONS) {
+    const methods = paths.get(path) ?? [];
+    methods.push(method);
+    paths.set(path, methods);
+  }
+  return paths;
+}
+
 export type App = ReturnType<typeof createApp>;
+
+/**
+ * The whole app of the separate `--metrics-port` listener: `/metrics`, and the Error body for
+ * anything else, through the same answer path.
+ *
+ * @example
+ * adapter.serve({ fetch: metricsApp(metrics).fetch, port: 9090, hostname: '127.0.0.1' })
+ */
+export function metricsApp(metrics: Metrics, log: Logger = silentLogger) {
+  const steps = pipeline({
+    log,
+    clock: systemClock,
+    clientAddress: () => 'unknown',
+    maxBodyBytes: MAX_BODY_BYTES,
+  });
+  const app = new Hono<AppEnv>();
+  const route = metricsRoute(metrics);
+  app.get(route.path, steps.opsRoute(route));
+  app.notFound(steps.notFound);
+  app.onError(steps.onError);
+  return app;
+}

@@ -5,5 +5,7 @@ export interface AppEnv {
   Variables: {
     caller: Caller;
     requestId: string;
+    /** The id of the operation or ops route serving the request (metrics label); unset for none. */
+    operation: string;
   };
 }

@@ -1,10 +1,15 @@
+import { Hono } from 'hono';
 import { createApp } from '../src/app.ts';
+import { systemClock } from '../src/clock.ts';
+import type { AppEnv } from '../src/env.ts';
 import { hashToken, parseKeys } from '../src/gateway/keys/file.ts';
 import { KeyTable } from '../src/gateway/keys/table.ts';
 import { SlidingWindowLimiter } from '../src/gateway/limiter/memory.ts';
 import type { PlanName } from '../src/gateway/plans.ts';
+import { pipeline } from '../src/http/pipeline.ts';
 import type { Logger } from '../src/log.ts';
 import { silentLogger } from '../src/log.ts';
+import type { OpsRoute } from '../src/ops/route.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 
 /** A clock the test moves by hand. */
@@ -40,4 +45,23 @@ export function testApp({ keys = [{ name: 'acme', plan: 'free' }] as TestKey[], 
   const app = createApp({ store, keys: () => table, limiter, clock, log, clientAddress: () => '192.0.2.1' });
   const auth = (name = keys[0]?.name ?? 'acme') => ({ Authorization: `Bearer ${tokenFor(name)}` });
   return { app, clock, store, auth };
+}
+
+/**
+ * An app serving only `routes` (ops routes: health, docs, metrics) through the pipeline's answer
+ * path, for their unit tests.
+ */
+export function routesApp(routes: readonly OpsRoute[]) {
+  const steps = pipeline({
+    log: silentLogger,
+    clock: systemClock,
+    clientAddress: () => '192.0.2.1',
+    maxBodyBytes: 1024,
+  });
+  const app = new Hono<AppEnv>();
+  app.use(steps.exchange);
+  for (const route of routes) app.get(route.path, steps.opsRoute(route));
+  app.notFound(steps.notFound);
+  app.onError(steps.onError);
+  return app;
 }

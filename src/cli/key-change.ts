@@ -4,12 +4,12 @@
  * `TOKEN=$(petstore keys add …)` works); the file only ever holds their SHA-256.
  */
 import process from 'node:process';
+import type { Scope } from '../api/scopes.ts';
 import type { NewKey } from '../gateway/keys/edit.ts';
 import { hashToken } from '../gateway/keys/file.ts';
 import type { KeysDocument } from '../gateway/keys/schema.ts';
 import { readKeysDocument, withLock, writeKeysDocument } from '../gateway/keys/store-file.ts';
 import { newToken } from '../gateway/keys/tokens.ts';
-import type { Scope } from '../gateway/scopes.ts';
 import { at, type When } from './key-options.ts';
 
 export interface FreshKey {

@@ -1,7 +1,7 @@
 /** The options the `petstore keys` commands share, and how they read dates and durations. */
 import * as v from 'valibot';
+import { SCOPES, type Scope } from '../api/scopes.ts';
 import { KEY_NAME, rfc3339 } from '../gateway/keys/schema.ts';
-import { SCOPES, type Scope } from '../gateway/scopes.ts';
 import type { Option } from './options.ts';
 import { checked, text, words } from './parsers.ts';
 

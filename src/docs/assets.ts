@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import type { Context } from 'hono';
+import type { Reply } from '../http/answer.ts';
 import { preferredCoding } from '../http/compress.ts';
-import { notModified } from '../http/etag.ts';
 
 /** Cache lifetime of a content-addressed asset: a year, never revalidated (RFC 8246). */
 export const IMMUTABLE = 'public, max-age=31536000, immutable';
@@ -16,23 +16,8 @@ const ASSET_HEADERS = {
   'Access-Control-Allow-Origin': '*',
   'X-Content-Type-Options': 'nosniff',
 } as const;
-
-/**
- * Answers an asset under a strong `etag`: 304 with the same validators when `If-None-Match`
- * has it (a browser revalidating despite `immutable`, or a CDN), else 200 with `body`.
- */
-function respondAsset(
-  c: Context,
-  body: string | Uint8Array<ArrayBuffer>,
-  etag: string,
-  headers: Record<string, string>,
-) {
-  if (notModified(c.req.header('if-none-match'), etag)) {
-    // A 304 repeats the validators and caching headers, not the representation's own.
-    return c.body(null, 304, { ...ASSET_HEADERS, ...(headers.Vary ? { Vary: headers.Vary } : {}), ETag: etag });
-  }
-  return c.body(body, 200, { ...ASSET_HEADERS, ...headers, ETag: etag });
-}
+/** An asset sent in the coding the client takes varies by `Accept-Encoding`. */
+const ENCODED_ASSET_HEADERS = { ...ASSET_HEADERS, Vary: 'Accept-Encoding' };
 
 /** First 16 hex digits of the SHA-256 of `body`: short enough for a URL, long enough not to collide. */
 export function contentHash(body: string | Uint8Array): string {
@@ -89,20 +74,19 @@ export class CompressedAsset {
     return this.#brotli;
   }
 
-  /** Answers with the br or gzip bytes or, for a client that takes neither, the plain ones. */
-  respond(c: Context): Response {
-    const headers = { 'Content-Type': this.contentType, Vary: 'Accept-Encoding' };
+  /**
+   * The br or gzip bytes or, for a client that takes neither, the plain ones, each under its own
+   * strong ETag (a revalidating browser or CDN gets 304).
+   */
+  reply(c: Context): Reply {
+    const common = { status: 200, type: this.contentType, headers: ENCODED_ASSET_HEADERS };
     const coding = preferredCoding(c.req.header('accept-encoding'));
-    if (coding === 'br') {
-      return respondAsset(c, this.brotli, `"${this.#hash}-br"`, { ...headers, 'Content-Encoding': 'br' });
-    }
-    if (coding === 'gzip') {
-      return respondAsset(c, this.gzip, `"${this.#hash}-gz"`, { ...headers, 'Content-Encoding': 'gzip' });
-    }
+    if (coding === 'br') return { ...common, body: this.brotli, encoding: 'br', etag: `"${this.#hash}-br"` };
+    if (coding === 'gzip') return { ...common, body: this.gzip, encoding: 'gzip', etag: `"${this.#hash}-gz"` };
     // Inflated once, on the first client without gzip: inflating 3.5 MB per request would let
     // anyone without a key stall the event loop for every API caller.
     this.#plain ??= new Uint8Array(gunzipSync(this.gzip));
-    return respondAsset(c, this.#plain, `"${this.#hash}"`, headers);
+    return { ...common, body: this.#plain, etag: `"${this.#hash}"` };
   }
 }
 
@@ -121,7 +105,7 @@ export class TextAsset {
     this.#etag = `"${hash}"`;
   }
 
-  respond(c: Context): Response {
-    return respondAsset(c, this.#body, this.#etag, { 'Content-Type': this.#contentType });
+  reply(): Reply {
+    return { status: 200, body: this.#body, type: this.#contentType, headers: ASSET_HEADERS, etag: this.#etag };
   }
 }

@@ -1,4 +1,4 @@
-import { ApiError } from '../errors.ts';
+import { ApiError } from '../http/errors.ts';
 import { DAY, MINUTE } from './limiter/buckets.ts';
 import type { Decision } from './limiter/limiter.ts';
 import { DEFAULT_MAX_IN_FLIGHT, type Limits } from './plans.ts';

@@ -1,15 +1,15 @@
-import type { Context, Next } from 'hono';
+import type { Context } from 'hono';
 import { type Clock, systemClock } from '../clock.ts';
 import type { AppEnv } from '../env.ts';
-import { ApiError, serviceUnavailable } from '../errors.ts';
+import { ApiError, serviceUnavailable } from '../http/errors.ts';
 import { canonicalAddress } from './addresses.ts';
 import { type Caller, identify } from './caller.ts';
 import { decider } from './decide.ts';
 import { writeRateLimitHeaders } from './headers.ts';
 import { InFlight, tooManyInFlight, untouched } from './in-flight.ts';
 import type { KeyTable } from './keys/table.ts';
-import { invalidKey, REALM, requireScope, validAt } from './keys/validity.ts';
-import type { Decision, RateLimiter, Verdict } from './limiter/limiter.ts';
+import { invalidKey, missingScope, REALM, validAt } from './keys/validity.ts';
+import type { Decision, RateLimiter } from './limiter/limiter.ts';
 import { type BanPolicy, DEFAULT_MAX_IN_FLIGHT } from './plans.ts';
 
 export interface GatewayOptions {
@@ -28,24 +28,28 @@ export interface GatewayOptions {
 }
 
 /**
- * The gateway's pass: what `gateway()` returns. It calls `next` for an admitted request and
- * resolves to undefined; a refusal (401, 429) is returned, not thrown, for the caller to answer
- * through the app's one error handler: a throw through the async frames was the largest single
- * item of the 401 path's own code (bench/README.md, phase 3). A 403 or 503 is still thrown.
+ * The gateway's pass: what `gateway()` returns. It runs `admitted` for a request it lets
+ * through, holding the caller's in-flight slot until that settles, and resolves to its result;
+ * a refusal (401, 403, 429, 503) is resolved as the `ApiError` to answer, never thrown: a throw
+ * through the async frames was the largest single item of the 401 path's own code
+ * (bench/README.md).
  */
-export type GatewayPass = (c: Context<AppEnv>, next: Next) => Promise<ApiError | undefined>;
+export type GatewayPass = <T>(
+  c: Context<AppEnv>,
+  scope: string | undefined,
+  admitted: () => Promise<T>,
+) => Promise<T | ApiError>;
 
 /**
  * The gateway's one pass: identify the caller once, take its in-flight slot before anything is
- * awaited, ask the limiter once, write the rate-limit headers once on every outcome. Admitted
- * requests go on; refused ones get 429, callers without a valid key 401 (both returned), a
- * limiter that cannot decide 503, all answered through the one error path (`apiPass`). A
- * consumer at its cap of requests in flight gets 429 before the limiter is asked, so no 429
- * costs quota.
+ * awaited, ask the limiter once, write the rate-limit headers once on every outcome, then check
+ * the operation's `scope`. Admitted requests go on; refused ones get 429, callers without a
+ * valid key 401, a key without the scope 403, a limiter that cannot decide 503. A consumer at its
+ * cap of requests in flight gets 429 before the limiter is asked, so no such 429 costs quota.
  *
  * @example
  * const pass = gateway({ keys: () => table, limiter, clientAddress: () => '127.0.0.1' })
- * const refused = await pass(c, next) // undefined once next() ran, else the ApiError to answer
+ * const answered = await pass(c, 'pets:read', () => serve(c)) // serve's result, or the ApiError
  */
 export function gateway({
   keys,
@@ -59,15 +63,16 @@ export function gateway({
   const decide = decider({ limiter, ban, ...(ipv6Prefix === undefined ? {} : { ipv6Prefix }) });
   const inFlight = new InFlight<Decision>(maxInFlight);
 
-  return async function gateway(c, next) {
+  return async function gateway(c, scope, admitted) {
     // The client's address is looked up only for callers without a valid key.
     const address = () => canonicalAddress(clientAddress(c));
     const caller = validAt(identify(c.req.header('authorization'), keys(), address), clock.now(), address);
     c.set('caller', caller);
     if (caller.kind === 'address') {
-      const decision = decided(await decide(caller));
-      writeRateLimitHeaders(c, decision);
-      return refusal(decision) ?? invalidKey(caller) ?? unauthorized(caller);
+      const verdict = await decide(caller);
+      if (verdict.outcome === 'unavailable') return LIMITER_DOWN;
+      writeRateLimitHeaders(c, verdict);
+      return refusal(verdict) ?? invalidKey(caller) ?? unauthorized(caller);
     }
     const { name, limits } = caller.consumer;
     // Taken before the first await: of many sent at once, only `maxInFlight` pass this line.
@@ -77,26 +82,31 @@ export function gateway({
       return tooManyInFlight(inFlight.max);
     }
     try {
-      const decision = decided(await decide(caller));
-      writeRateLimitHeaders(c, decision);
-      const refused = refusal(decision);
+      const verdict = await decide(caller);
+      if (verdict.outcome === 'unavailable') return LIMITER_DOWN;
+      writeRateLimitHeaders(c, verdict);
+      const refused = refusal(verdict) ?? missingScope(caller.key.scopes, scope);
       if (refused) return refused;
-      inFlight.admitted(name, decision);
-      requireScope(caller.key.scopes, c.req.method, c.req.path);
-      await next();
-      return undefined;
+      inFlight.admitted(name, verdict);
+      return await admitted();
     } finally {
       inFlight.leave(name);
     }
   };
 }
 
-/** The decision in a verdict; a limiter that cannot decide is a 503. */
-function decided(verdict: Verdict): Decision {
-  if (verdict.outcome === 'unavailable') {
-    throw serviceUnavailable('Rate limits cannot be checked right now; retry shortly.');
-  }
-  return verdict;
+/** The 503 of a limiter that cannot decide (Redis down with `--redis-fail closed`). */
+const LIMITER_DOWN = serviceUnavailable('Rate limits cannot be checked right now; retry shortly.');
+
+/**
+ * Who a caller is, as the one name handlers may know it by (the owner of an `Idempotency-Key`):
+ * the consumer's name for a key, else the client's address.
+ *
+ * @example
+ * principalOf(caller) // 'key:acme'
+ */
+export function principalOf(caller: Caller): string {
+  return caller.kind === 'consumer' ? `key:${caller.consumer.name}` : `addr:${caller.address}`;
 }
 
 /** The 401s for a caller without a valid key (RFC 6750 section 3), made once: they never change. */

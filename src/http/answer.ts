@@ -1,26 +1,44 @@
 import { Buffer } from 'node:buffer';
 import type { Context } from 'hono';
-import { compressed, compressible, MIN_COMPRESSED_BYTES, preferredCoding } from './compress.ts';
+import { type Coding, compressed, compressible, MIN_COMPRESSED_BYTES, preferredCoding } from './compress.ts';
+import { notModified } from './etag.ts';
 
 /** The headers of one answer, by name as sent. */
 export type AnswerHeaders = Record<string, string>;
 
-interface AnswerVariables {
-  Variables: { answerHeaders: AnswerHeaders; answered: boolean };
+/**
+ * What a route, a step or the error path decides to answer. `answer()` turns it into the one
+ * `Response`: nothing else builds one, and nothing changes one afterwards.
+ */
+export interface Reply {
+  readonly status: number;
+  /** The body as text (JSON, YAML, HTML) or bytes; none when absent or null. */
+  readonly body?: string | Uint8Array<ArrayBuffer> | null;
+  /** `Content-Type` of the body. */
+  readonly type?: string;
+  /** Fields of this answer besides the ones the request gathered on its way (rate limits, request id). */
+  readonly headers?: Readonly<AnswerHeaders>;
+  /** Entity tag of the body: an `If-None-Match` that matches it gets 304 without a body. */
+  readonly etag?: string;
+  /** The coding `body` is already in (a pre-compressed asset): sent as it is, never compressed again. */
+  readonly encoding?: Coding;
 }
 
-/** `c` with this module's two variables typed (any app's context carries them). */
+interface AnswerVariables {
+  Variables: { answerHeaders: AnswerHeaders };
+}
+
+/** `c` with this module's variable typed (any app's context carries it). */
 const vars = (c: Context) => c as unknown as Context<AnswerVariables>;
 
 /**
- * The headers gathered for this request's answer: every step adds its own fields to this plain
- * object (request id, rate-limit headers, ETag, Link...), and `answer()` hands the whole object
- * to `Response` once. Bun builds the response's headers from an object in one native call,
- * where `c.header()` crosses into native code once a field: that was ~9% of the list path,
- * and Hono's `Response` assembly ~7% more (bench/README.md, phase 3).
+ * The headers gathered for this request's answer: every step adds its fields to this plain object
+ * (request id, rate-limit headers, CORS), and `answer()` hands the whole object to `Response`
+ * once. Bun builds a response's headers from an object in one native call, where `c.header()`
+ * crosses into native code once a field (about 9% of the list path, bench/README.md).
  *
  * @example
- * answerHeaders(c).Link = '<pets?cursor=2s>; rel="next"'
+ * answerHeaders(c)['Retry-After'] = '30'
  */
 export function answerHeaders(c: Context): AnswerHeaders {
   let headers = vars(c).get('answerHeaders');
@@ -32,7 +50,7 @@ export function answerHeaders(c: Context): AnswerHeaders {
 }
 
 /**
- * Starts the gathered headers with `fields` (the outer layer's, before anything else writes).
+ * Starts the gathered headers with `fields`, before any step writes.
  *
  * @example
  * beginAnswer(c, { 'X-Request-Id': id })
@@ -48,61 +66,56 @@ export function appendHeader(headers: AnswerHeaders, name: string, value: string
 }
 
 /**
- * The response with `status`, `body` and every gathered header, represented as the API's
- * answers are: a successful JSON answer varies by `Accept-Encoding` and from 1 KiB on is sent br
- * or gzip when the client takes it; a HEAD answer gets the GET's `Content-Length` (Hono runs the
- * GET route for a HEAD and drops the body after). An answer built here is final: the outer
- * layer's `represent` step leaves it alone (`answeredHere`).
+ * The one way a response is made: status, headers and body are written here once, and the
+ * representation is decided here for every answer, 2xx, 3xx, 4xx and 5xx alike:
+ * - an `etag` that `If-None-Match` matches gives 304 with the same headers and no body;
+ * - a successful JSON answer varies by `Accept-Encoding` and from 1 KiB on is sent br or gzip
+ *   when the client takes it (errors stay readable in any log); a pre-compressed body is sent
+ *   in its own coding;
+ * - a HEAD answer carries the GET's headers, its `Content-Length` and a `Date` (Hono runs the GET
+ *   route for a HEAD and drops the body; the runtimes would send no length and no date).
  *
  * @example
- * return answer(c, 200, JSON.stringify(pet), 'application/json')
- * return answer(c, 304, null)
+ * return answer(c, { status: 200, body: JSON.stringify(pet), type: 'application/json', etag })
  */
-export function answer(c: Context, status: number, body: string | null, contentType?: string): Response {
+export function answer(c: Context, reply: Reply): Response {
   const headers = answerHeaders(c);
-  vars(c).set('answered', true);
-  if (body === null) return new Response(null, { status, headers });
-  if (contentType !== undefined) headers['Content-Type'] = contentType;
-  let bytes: string | Uint8Array<ArrayBuffer> = body;
-  if (compressible(status, contentType)) {
-    appendHeader(headers, 'Vary', 'Accept-Encoding');
-    // UTF-8 takes at most 3 bytes a UTF-16 unit: shorter bodies are under the threshold.
-    const coding =
-      body.length * 3 >= MIN_COMPRESSED_BYTES ? preferredCoding(c.req.header('accept-encoding')) : undefined;
-    const packed = coding && compressed(Buffer.from(body, 'utf8'), coding);
-    if (packed) {
-      bytes = packed;
-      headers['Content-Encoding'] = coding;
-      headers['Content-Length'] = String(bytes.length);
+  if (reply.headers !== undefined) Object.assign(headers, reply.headers);
+  const { etag, type } = reply;
+  let status = reply.status;
+  let body = reply.body ?? null;
+  const json = compressible(status, type) && reply.encoding === undefined;
+  if (json) appendHeader(headers, 'Vary', 'Accept-Encoding');
+  if (etag !== undefined) {
+    headers.ETag = etag;
+    if (notModified(c.req.header('if-none-match'), etag)) {
+      status = 304;
+      body = null;
     }
   }
-  if (c.req.method === 'HEAD' && headers['Content-Length'] === undefined) {
-    headers['Content-Length'] = String(typeof bytes === 'string' ? Buffer.byteLength(bytes) : bytes.length);
+  const head = c.req.method === 'HEAD';
+  if (head) headers.Date = new Date().toUTCString();
+  if (body === null) return new Response(null, { status, headers });
+  if (type !== undefined) headers['Content-Type'] = type;
+  if (reply.encoding !== undefined) {
+    headers['Content-Encoding'] = reply.encoding;
+  } else if (json && typeof body === 'string') {
+    body = encodedJson(c, body, headers);
   }
-  return new Response(bytes, { status, headers });
+  if (head && headers['Content-Length'] === undefined) {
+    headers['Content-Length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.length);
+  }
+  return new Response(body, { status, headers });
 }
 
-/**
- * Whether this request's response was built by `answer()`; if not (Hono's own answers, the
- * health and docs routes), the outer layer copies the gathered headers onto it.
- */
-export function answeredHere(c: Context): boolean {
-  return vars(c).get('answered') === true;
-}
-
-/**
- * Copies the gathered headers onto a response built elsewhere, each unless the response has it
- * (the handler's own value wins, as with `c.header()` before it answered).
- *
- * @example
- * if (!answeredHere(c)) adoptHeaders(c)
- */
-export function adoptHeaders(c: Context): void {
-  const gathered = vars(c).get('answerHeaders');
-  if (gathered === undefined) return;
-  const headers = c.res.headers;
-  for (const name in gathered) {
-    const value = gathered[name];
-    if (value !== undefined && !headers.has(name)) headers.set(name, value);
-  }
+/** `text` in the client's preferred coding when it is worth compressing, else as it is. */
+function encodedJson(c: Context, text: string, headers: AnswerHeaders): string | Uint8Array<ArrayBuffer> {
+  // UTF-8 takes at most 3 bytes a UTF-16 unit: shorter texts are under the threshold.
+  if (text.length * 3 < MIN_COMPRESSED_BYTES) return text;
+  const coding = preferredCoding(c.req.header('accept-encoding'));
+  const packed = coding && compressed(Buffer.from(text, 'utf8'), coding);
+  if (!packed) return text;
+  headers['Content-Encoding'] = coding;
+  headers['Content-Length'] = String(packed.length);
+  return packed;
 }

@@ -1,5 +1,4 @@
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
-import type { Context } from 'hono';
 
 /** JSON answers from this size on are compressed; smaller ones gain too little to pay for it. */
 export const MIN_COMPRESSED_BYTES = 1024;
@@ -71,45 +70,4 @@ export function compressible(status: number, contentType: string | null | undefi
  */
 export function compressed(bytes: Uint8Array, coding: Coding | undefined): Uint8Array<ArrayBuffer> | undefined {
   return coding && bytes.length >= MIN_COMPRESSED_BYTES ? encode(bytes, coding) : undefined;
-}
-
-/**
- * The last step of an answer not built by `answer()` (src/http/answer.ts, which applies the same
- * rules as it builds), a plain function run once the response is ready:
- * - a successful JSON answer varies by `Accept-Encoding`, and from 1 KiB on is sent br or gzip
- *   when the client takes it (errors and small answers stay as they are: readable in any log);
- * - a HEAD answer (Hono runs the GET route for it, then drops the body) gets the GET's
- *   `Content-Length`, which the runtimes would otherwise send as 0 or leave out.
- * Anything else passes untouched after two comparisons. A promise only when it re-encodes.
- *
- * @example
- * await next()
- * await represent(c)
- */
-export function represent(c: Context): Promise<void> | undefined {
-  const res = c.res;
-  const status = res.status;
-  // Never `res.body` here: reading it turns Deno's string body into a stream, sent chunked.
-  if (status < 200 || status === 204 || status === 304) return undefined;
-  const head = c.req.method === 'HEAD';
-  const headers = res.headers;
-  const json = compressible(status, headers.get('content-type')) && !headers.has('content-encoding');
-  if (json) headers.append('Vary', 'Accept-Encoding');
-  if (!json && !head) return undefined;
-  const coding = json ? preferredCoding(c.req.header('accept-encoding')) : undefined;
-  if (!coding && !head) return undefined;
-  return reencode(c, res, coding);
-}
-
-async function reencode(c: Context, res: Response, coding: Coding | undefined): Promise<void> {
-  let bytes = new Uint8Array(await res.arrayBuffer());
-  const headers = new Headers(res.headers);
-  const packed = compressed(bytes, coding);
-  if (packed && coding) {
-    bytes = packed;
-    headers.set('Content-Encoding', coding);
-  }
-  headers.set('Content-Length', String(bytes.length));
-  c.res = undefined;
-  c.res = new Response(bytes, { status: res.status, headers });
 }

@@ -1,33 +1,20 @@
 import { createHash } from 'node:crypto';
-import type { Context } from 'hono';
-import { answer, answerHeaders, appendHeader } from './answer.ts';
-
-/** Representations whose tag is kept: a list page or a pet asked for again is not hashed again. */
-const MAX_KEPT_TAGS = 64;
-/** The representation's first part -> its other parts (joined) and its tag. */
-const kept = new Map<string, { rest: string; etag: string }>();
 
 /**
- * A weak entity tag (RFC 9110 section 8.8.3) for a representation: the SHA-1 of its parts, in
- * base64url. Weak, because the same JSON is sent identity, gzip or br encoded (a strong tag would
- * have to differ per encoding); `If-None-Match` compares weakly anyway. SHA-1 through node:crypto
- * reads the same on Bun, Deno and Node; it identifies content, it guards nothing. The tags of the
- * last 64 representations are kept by their text: hashing a page cost ~10% of a list request's
- * CPU (bench/README.md), and the same page is asked for again and again.
+ * A weak entity tag (RFC 9110 section 8.8.3) for a representation: the SHA-1 of its parts, each
+ * followed by a newline, in base64url. Weak, because the same JSON is sent identity, gzip or br
+ * encoded (a strong tag would have to differ per encoding); `If-None-Match` compares weakly
+ * anyway. SHA-1 through node:crypto reads the same on Bun, Deno and Node; it identifies
+ * content, it guards nothing.
  *
  * @example
  * weakEtag('[{"id":1}]') // 'W/"..."' (27 base64url characters)
+ * weakEtag(page, '<pets?cursor=k>; rel="next"') // the Link is part of the page
  */
-export function weakEtag(first: string, ...others: string[]): string {
-  const rest = others.join('\n');
-  const known = kept.get(first);
-  if (known !== undefined && known.rest === rest) return known.etag;
-  const hash = createHash('sha1').update(first).update('\n');
-  for (const part of others) hash.update(part).update('\n');
-  const etag = `W/"${hash.digest('base64url')}"`;
-  if (kept.size >= MAX_KEPT_TAGS) kept.delete(kept.keys().next().value ?? '');
-  kept.set(first, { rest, etag });
-  return etag;
+export function weakEtag(...parts: string[]): string {
+  const hash = createHash('sha1');
+  for (const part of parts) hash.update(part).update('\n');
+  return `W/"${hash.digest('base64url')}"`;
 }
 
 /**
@@ -47,24 +34,4 @@ export function notModified(ifNoneMatch: string | undefined, etag: string): bool
     if ((tag.startsWith('W/') ? tag.slice(2) : tag) === opaque) return true;
   }
   return false;
-}
-
-/**
- * Answers `body` (already serialized) under `etag`: 304 without a body when the request's
- * `If-None-Match` matches, else 200 with the body. Headers gathered earlier (`answerHeaders`) stay on both.
- *
- * @example
- * const body = JSON.stringify(pet)
- * return conditional(c, body, weakEtag(body), 'application/json')
- */
-export function conditional(c: Context, body: string, etag: string, contentType: string): Response {
-  const headers = answerHeaders(c);
-  headers.ETag = etag;
-  if (notModified(c.req.header('if-none-match'), etag)) {
-    // A 304 repeats the Vary the 200 would have had (RFC 9110 section 15.4.5); a 200 of JSON
-    // gets it from `answer()`.
-    if (contentType.startsWith('application/json')) appendHeader(headers, 'Vary', 'Accept-Encoding');
-    return answer(c, 304, null);
-  }
-  return answer(c, 200, body, contentType);
 }

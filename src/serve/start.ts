@@ -1,4 +1,4 @@
-import { createApp } from '../app.ts';
+import { createApp, metricsApp } from '../app.ts';
 import { systemClock } from '../clock.ts';
 import { type Config, ConfigError } from '../config.ts';
 import { TrustedProxies } from '../gateway/addresses.ts';
@@ -6,7 +6,6 @@ import { KeyTable } from '../gateway/keys/table.ts';
 import type { LimiterEvent } from '../gateway/limiter/limiter.ts';
 import { SlidingWindowLimiter } from '../gateway/limiter/memory.ts';
 import { createLogger } from '../log.ts';
-import { metricsApp } from '../routes/metrics.ts';
 import { describeData, openStore } from '../store/open.ts';
 import { VERSION } from '../version.ts';
 import { checkOpenFiles } from './fd-limit.ts';
@@ -54,7 +53,7 @@ export async function startServer(config: Config): Promise<void> {
   // prom-client is loaded only with metrics on: it was most of the binary's start-up.
   const metrics =
     config.metrics || config.metricsPort !== null
-      ? new (await import('../metrics.ts')).Metrics({ version: VERSION, runtime: adapter.name })
+      ? new (await import('../metrics/registry.ts')).Metrics({ version: VERSION, runtime: adapter.name })
       : undefined;
   metrics?.keysLoaded(keys.countByPlan());
   metrics?.consumers.load(keys.records());

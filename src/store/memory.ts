@@ -1,4 +1,4 @@
-import type { NewPet, Pet } from '../schemas.ts';
+import type { NewPet, Pet } from '../api/schemas.ts';
 import { IDEMPOTENCY_TTL_MS } from './idempotency.ts';
 import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from './store.ts';
 
@@ -13,6 +13,8 @@ export class MemoryStore implements PetStore {
   /** Ascending by id, since ids only grow; a page starts with a binary search. */
   #pets: Pet[] = [];
   #nextId = 1;
+  /** Moves on with every write. */
+  #generation = 0;
   /** Idempotency keys in the order they were stored, which is the order they expire in. */
   readonly #keys = new Map<string, RememberedKey>();
 
@@ -50,6 +52,10 @@ export class MemoryStore implements PetStore {
     return page;
   }
 
+  version(): number {
+    return this.#generation;
+  }
+
   async ping(): Promise<void> {}
 
   async close(): Promise<void> {}
@@ -57,6 +63,7 @@ export class MemoryStore implements PetStore {
   #insert(pet: NewPet): Pet {
     const stored: Pet = { id: this.#nextId++, name: pet.name, categoryId: pet.categoryId, status: pet.status };
     this.#pets.push(stored);
+    this.#generation++;
     return stored;
   }
 

@@ -1,6 +1,6 @@
 import postgres from 'postgres';
+import type { NewPet, Pet } from '../api/schemas.ts';
 import type { Logger } from '../log.ts';
-import type { NewPet, Pet } from '../schemas.ts';
 import { StoreError, StoreOpenError, StoreUnavailableError } from './errors.ts';
 import { IDEMPOTENCY_TTL_MS, SweepSchedule } from './idempotency.ts';
 import { pendingMigrations, SCHEMA_MIGRATIONS_DDL, SCHEMA_VERSION } from './migrations.ts';
@@ -156,6 +156,11 @@ export class PostgresStore implements PetStore {
         : this.#sql`SELECT ${cols} FROM pets WHERE status = ${status} AND id > ${after} ORDER BY id LIMIT ${limit}`,
     );
     return rows.map(petFromRow);
+  }
+
+  /** Undefined: other instances write to the same database unseen, so nothing read is kept. */
+  version(): undefined {
+    return undefined;
   }
 
   async ping(): Promise<void> {

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { type Pet, PetStatus } from '../schemas.ts';
+import { type Pet, PetStatus } from '../api/schemas.ts';
 import { StoreError } from './errors.ts';
 
 /** The columns every pet query selects, in the order both engines return them. */

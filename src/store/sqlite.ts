@@ -1,13 +1,12 @@
 import { resolve } from 'node:path';
 import { setImmediate } from 'node:timers';
+import type { NewPet, Pet } from '../api/schemas.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import type { Logger } from '../log.ts';
-import type { NewPet, Pet } from '../schemas.ts';
 import { StoreError, StoreOpenError, StoreUnavailableError, sqliteError } from './errors.ts';
 import { prepareDataFile, restrictCreated } from './file-modes.ts';
 import { IDEMPOTENCY_TTL_MS, SweepSchedule } from './idempotency.ts';
 import { pendingMigrations, SCHEMA_MIGRATIONS_DDL, SCHEMA_VERSION } from './migrations.ts';
-import { PageCache } from './page-cache.ts';
 import { column, PET_COLUMNS, petFromRow } from './rows.ts';
 import type { SqliteConnection, SqliteOpener } from './sqlite-driver.ts';
 import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from './store.ts';
@@ -19,12 +18,12 @@ const INSERT = `INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?) RE
 const SELECT_ONE = `SELECT ${PET_COLUMNS} FROM pets WHERE id = ?`;
 const SELECT_PAGE = `SELECT ${PET_COLUMNS} FROM pets WHERE id > ? ORDER BY id LIMIT ?`;
 const SELECT_PAGE_BY_STATUS = `SELECT ${PET_COLUMNS} FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?`;
-/** Changes when another connection commits: what keeps the page cache honest across processes. */
+/** Changes when another connection commits: what keeps `version()` honest across processes. */
 const DATA_VERSION = 'PRAGMA data_version';
 /**
  * How long a `data_version` read is trusted. The statement costs about 5 µs, a third of a whole
- * cached list request, so it is read at most this often; this process's own commits clear the
- * cache at once, so only another process's commit (a hand edit with `sqlite3`, a second instance,
+ * cached list request, so it is read at most this often; this process's own commits move
+ * `version()` at once, so only another process's commit (a hand edit with `sqlite3`, a second instance,
  * which README advises against) can go unseen, for at most this long.
  */
 export const DATA_VERSION_TTL_MS = 100;
@@ -70,8 +69,8 @@ interface PendingCreate {
 export class SqliteStore implements PetStore {
   readonly #db: SqliteConnection;
   readonly #sweeps = new SweepSchedule();
-  /** Pages and pets already read, while nothing was written (`PRAGMA data_version` sees other processes). */
-  readonly #pages = new PageCache();
+  /** Moves on with each commit of this process and each change of `data_version` (another's). */
+  #generation = 0;
   readonly #clock: Clock;
   #version: unknown;
   #versionReadAt = Number.NEGATIVE_INFINITY;
@@ -133,24 +132,31 @@ export class SqliteStore implements PetStore {
   }
 
   async get(id: number): Promise<Pet | undefined> {
-    const version = this.#dataVersion('read pet');
-    const cached = this.#pages.getPet(id, version);
-    if (cached !== undefined) return cached ?? undefined;
     const row = this.#read('read pet', () => this.#db.prepare(SELECT_ONE).get(id));
-    return this.#pages.setPet(id, version, row === undefined || row === null ? null : petFromRow(row)) ?? undefined;
+    return row === undefined || row === null ? undefined : petFromRow(row);
   }
 
   async list({ limit, status, after = 0 }: ListOptions): Promise<readonly Pet[]> {
-    const key = `${status ?? ''}/${after}/${limit}`;
-    const version = this.#dataVersion('list pets');
-    const cached = this.#pages.get(key, version);
-    if (cached) return cached;
     const rows = this.#read('list pets', () =>
       status === undefined
         ? this.#db.prepare(SELECT_PAGE).all(after, limit)
         : this.#db.prepare(SELECT_PAGE_BY_STATUS).all(status, after, limit),
     );
-    return this.#pages.set(key, version, rows.map(petFromRow));
+    return rows.map(petFromRow);
+  }
+
+  /**
+   * Changes whenever a pet may have been written: by this process (its commits) or by another
+   * (`PRAGMA data_version`, read at most every `DATA_VERSION_TTL_MS`). Undefined when the file
+   * cannot be read: nothing is then kept by it.
+   */
+  version(): unknown {
+    try {
+      this.#dataVersion('read data_version');
+      return this.#generation;
+    } catch {
+      return undefined;
+    }
   }
 
   async ping(): Promise<void> {
@@ -176,7 +182,9 @@ export class SqliteStore implements PetStore {
     const batch = this.#pending;
     this.#pending = [];
     if (batch.length === 0) return;
-    this.#pages.clear();
+    // Counted before the COMMIT as well as after it: an answer read while the batch runs is
+    // never kept under the version that follows it.
+    this.#generation++;
     let results: CreateOnceResult[];
     try {
       this.#db.exec('BEGIN IMMEDIATE');
@@ -192,6 +200,7 @@ export class SqliteStore implements PetStore {
       for (const p of batch) p.reject(failure);
       return;
     }
+    this.#generation++;
     for (const [i, p] of batch.entries()) p.resolve(results[i] as CreateOnceResult);
   }
 
@@ -216,10 +225,12 @@ export class SqliteStore implements PetStore {
     if (this.#closed) throw new StoreUnavailableError('the store is closed');
     const now = this.#clock.now();
     if (now - this.#versionReadAt >= DATA_VERSION_TTL_MS || now < this.#versionReadAt) {
-      this.#version = column(
+      const version = column(
         this.#read(doing, () => this.#db.prepare(DATA_VERSION).get()),
         'data_version',
       );
+      if (version !== this.#version) this.#generation++;
+      this.#version = version;
       this.#versionReadAt = now;
     }
     return this.#version;

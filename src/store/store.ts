@@ -1,4 +1,4 @@
-import type { NewPet, Pet, PetStatus } from '../schemas.ts';
+import type { NewPet, Pet, PetStatus } from '../api/schemas.ts';
 
 /** One page request: pets with `id > after`, ascending, at most `limit`. */
 export interface ListOptions {
@@ -38,6 +38,11 @@ export interface PetStore {
   createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult>;
   get(id: number): Promise<Pet | undefined>;
   list(options: ListOptions): Promise<readonly Pet[]>;
+  /**
+   * A value that changes whenever any pet may have changed, compared with `===`; undefined when
+   * the store cannot tell (then no answer read from it is kept: src/http/memo.ts).
+   */
+  version(): unknown;
   /** Resolves when the store can serve requests; rejects with the reason otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -4,8 +4,9 @@
  * or revoked is first moved into `consumers` under the same name with its key id = its name,
  * so its quota, its id in logs and its token all stay the same.
  */
+
+import type { Scope } from '../../api/scopes.ts';
 import type { Limits, PlanName } from '../plans.ts';
-import type { Scope } from '../scopes.ts';
 import { KeysFileError } from './file.ts';
 import { type ConsumerEntry, type ConsumerKey, type KeysDocument, rfc3339 } from './schema.ts';
 

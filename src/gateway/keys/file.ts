@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import * as v from 'valibot';
+import { SCOPES, type Scope } from '../../api/scopes.ts';
 import { type BanPolicy, type Limits, PLAN_LIMITS, type PlanName } from '../plans.ts';
-import { SCOPES, type Scope } from '../scopes.ts';
 import { type ConsumerKey, KeysDocument, rfc3339 } from './schema.ts';
 
 export { KEY_NAME } from './schema.ts';

@@ -1,6 +1,6 @@
 import * as v from 'valibot';
+import { SCOPES } from '../../api/scopes.ts';
 import { PLAN_NAMES } from '../plans.ts';
-import { SCOPES } from '../scopes.ts';
 
 /** A key's or consumer's name as the keys file and `petstore keys` accept it: what logs show. */
 export const KEY_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;

@@ -1,6 +1,5 @@
-import { ApiError } from '../../errors.ts';
+import { ApiError } from '../../http/errors.ts';
 import type { Caller } from '../caller.ts';
-import { requiredScope } from '../scopes.ts';
 
 /** The `WWW-Authenticate` challenge every 401 and 403 of the gateway starts with (RFC 6750). */
 export const REALM = 'Bearer realm="petstore"';
@@ -49,17 +48,16 @@ export function invalidKey(caller: Extract<Caller, { kind: 'address' }>): ApiErr
 }
 
 /**
- * Throws the 403 `insufficient_scope` (RFC 6750 section 3.1) when the key lacks the scope the
- * operation at `method path` needs. Called after the limiter admitted the request: a refused
- * request still used one request of the quota, so probing which scopes a key has is not free.
+ * The 403 `insufficient_scope` (RFC 6750 section 3.1) when the key lacks `needed`, the scope of
+ * the operation asked for, else undefined. Asked after the limiter admitted the request: a
+ * refused request still used one request of the quota, so probing which scopes a key has is not free.
  *
  * @example
- * requireScope(readOnlyKey.scopes, 'POST', '/v1/pets') // throws 403, scope="pets:write"
+ * missingScope(readOnlyKey.scopes, 'pets:write') // ApiError 403, WWW-Authenticate: ... scope="pets:write"
  */
-export function requireScope(scopes: readonly string[], method: string, path: string): void {
-  const needed = requiredScope(method, path);
-  if (needed === undefined || scopes.includes(needed)) return;
-  throw new ApiError('insufficient_scope', `The API key lacks the scope ${needed} that this operation needs.`, {
+export function missingScope(scopes: readonly string[], needed: string | undefined): ApiError | undefined {
+  if (needed === undefined || scopes.includes(needed)) return undefined;
+  return new ApiError('insufficient_scope', `The API key lacks the scope ${needed} that this operation needs.`, {
     'WWW-Authenticate': `${REALM}, error="insufficient_scope", scope="${needed}"`,
   });
 }

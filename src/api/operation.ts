@@ -1,0 +1,84 @@
+import type * as v from 'valibot';
+import type { Clock } from '../clock.ts';
+import type { Reply } from '../http/answer.ts';
+import type { PetStore } from '../store/store.ts';
+import type { Scope } from './scopes.ts';
+
+/** The methods the API's operations use; HEAD is served by every GET. */
+export type Method = 'GET' | 'POST';
+
+/** An operation due for removal: RFC 9745 `Deprecation`, RFC 8594 `Sunset`, and its successor. */
+export interface Deprecation {
+  /** When it became deprecated, an RFC 3339 date-time. */
+  readonly since: string;
+  /** When it is removed, an RFC 3339 date-time. */
+  readonly sunset: string;
+  /** What replaces it, relative to the operation's own URL (so a proxy's prefix is kept). */
+  readonly successor: string;
+}
+
+/** What every handler works with, given once at start. */
+export interface ApiDeps {
+  readonly store: PetStore;
+  readonly clock: Clock;
+}
+
+/** What the pipeline hands a handler: the validated input, and whose request it is. */
+export interface Input<Q = unknown, P = unknown, H = unknown, B = unknown> {
+  readonly query: Q;
+  readonly params: P;
+  readonly headers: H;
+  readonly body: B;
+  /**
+   * Who asks, as an opaque name (`key:acme`, or the client's address): the owner of an
+   * `Idempotency-Key`. Handlers know nothing more of keys or limits.
+   */
+  readonly principal: string;
+}
+
+type Schema<T> = v.GenericSchema<unknown, T>;
+
+/**
+ * One operation of the API, as the contract names it: everything the routes, the scope check,
+ * the metrics and the contract test need to know about it.
+ */
+export interface OperationSpec<Q, P, H, B> {
+  /** The contract's `operationId`: the metrics label, the route's name. */
+  readonly id: string;
+  readonly method: Method;
+  /** Hono's path template under the API prefix, e.g. `/pets/:petId`. */
+  readonly path: string;
+  /** The scope a key needs for it. */
+  readonly scope: Scope;
+  readonly deprecated?: Deprecation;
+  readonly query?: Schema<Q>;
+  readonly params?: Schema<P>;
+  /** Request headers, by lower-cased name. */
+  readonly headers?: Schema<H>;
+  /** The JSON body; an operation with one reads only `application/json`. */
+  readonly body?: Schema<B>;
+  /** Whether a successful answer carries a weak ETag of its body (and Link), and 304s. */
+  readonly etag: boolean;
+  /**
+   * Whether a successful answer may be kept by its path and query while the store reports no
+   * change (src/http/memo.ts): true only where the answer depends on nothing else.
+   */
+  readonly memo: boolean;
+  handler(input: Input<Q, P, H, B>, deps: ApiDeps): Promise<Reply>;
+}
+
+/** An entry of the table: an operation with its input types erased. */
+export type Operation = OperationSpec<unknown, unknown, unknown, unknown>;
+
+/**
+ * Types one entry of the table: the handler's input is inferred from the entry's schemas.
+ *
+ * @example
+ * defineOperation({ id: 'getPet', method: 'GET', path: '/pets/:petId', scope: 'pets:read',
+ *   params: PetParams, etag: true, memo: true, handler: async ({ params }) => ... })
+ */
+export function defineOperation<Q = undefined, P = undefined, H = undefined, B = undefined>(
+  spec: OperationSpec<Q, P, H, B>,
+): Operation {
+  return spec as unknown as Operation;
+}

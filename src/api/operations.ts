@@ -1,0 +1,60 @@
+import { defineOperation, type Operation } from './operation.ts';
+import { createPet, getPet, listPets } from './pets.ts';
+import { CreateHeaders, ListQuery, NewPet, PetParams } from './schemas.ts';
+
+/** The version segment every API path starts with. */
+export const API_PREFIX = '/v1';
+
+/**
+ * Every operation of the API, once. Routes are registered from it; the scope check, the
+ * metrics label, the fixed headers of a deprecated operation and "is this an API request" all
+ * read it; src/api/operations.test.ts holds it equal to contract/openapi.yaml.
+ *
+ * Adding an operation: an entry here, its handler, and its place in the contract.
+ */
+export const OPERATIONS: readonly Operation[] = [
+  defineOperation({
+    id: 'listPets',
+    method: 'GET',
+    path: '/pets',
+    scope: 'pets:read',
+    query: ListQuery,
+    etag: true,
+    memo: true,
+    handler: listPets,
+  }),
+  defineOperation({
+    id: 'createPet',
+    method: 'POST',
+    path: '/pets',
+    scope: 'pets:write',
+    headers: CreateHeaders,
+    body: NewPet,
+    etag: false,
+    memo: false,
+    handler: createPet,
+  }),
+  defineOperation({
+    id: 'getPet',
+    method: 'GET',
+    path: '/pets/:petId',
+    scope: 'pets:read',
+    params: PetParams,
+    deprecated: { since: '2026-01-01T00:00:00Z', sunset: '2030-12-05T00:00:00Z', successor: '../pets' },
+    etag: true,
+    memo: true,
+    handler: getPet,
+  }),
+];
+
+/**
+ * Whether `path` is under the API prefix, where the gateway answers every request (an unknown
+ * path too: 401 before 404, so a caller without a key learns nothing about paths).
+ *
+ * @example
+ * isApiPath('/v1/pets/7') // true
+ * isApiPath('/v10') // false
+ */
+export function isApiPath(path: string): boolean {
+  return path.startsWith(API_PREFIX) && (path.length === API_PREFIX.length || path[API_PREFIX.length] === '/');
+}

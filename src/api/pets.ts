@@ -1,0 +1,76 @@
+import type { Reply } from '../http/answer.ts';
+import { ApiError } from '../http/errors.ts';
+import { fingerprintOf } from '../store/idempotency.ts';
+import type { ApiDeps, Input } from './operation.ts';
+import type { CreateHeaders, ListQuery, NewPet, Pet, PetParams, PetStatus } from './schemas.ts';
+
+const JSON_TYPE = 'application/json';
+const CURSOR_RADIX = 36;
+
+/**
+ * `GET /pets`: a page of pets after the cursor, ascending by id, with a `Link` to the next page
+ * when there is one.
+ *
+ * @example
+ * await listPets({ query: { limit: 20 }, ... }, deps) // { status: 200, body: '[...]', headers: { Link } }
+ */
+export async function listPets({ query }: Input<ListQuery>, { store }: ApiDeps): Promise<Reply> {
+  const { limit, status, cursor } = query;
+  const after = cursor === undefined ? 0 : Number.parseInt(cursor, CURSOR_RADIX);
+  // One more than asked tells whether a next page exists.
+  const page = await store.list({ limit: limit + 1, status, after });
+  if (page.length <= limit) return { status: 200, body: JSON.stringify(page), type: JSON_TYPE };
+  const last = page[limit - 1]?.id ?? after;
+  return {
+    status: 200,
+    body: JSON.stringify(page.slice(0, limit)),
+    type: JSON_TYPE,
+    headers: { Link: nextLink(limit, status, last) },
+  };
+}
+
+/**
+ * `POST /pets`: stores the pet; with an `Idempotency-Key`, a retry answers the pet the key
+ * made before (`Idempotent-Replayed: true`) and another body with the same key is a 409.
+ */
+export async function createPet(
+  { body, headers, principal }: Input<unknown, unknown, CreateHeaders, NewPet>,
+  { store, clock }: ApiDeps,
+): Promise<Reply> {
+  const key = headers['idempotency-key'];
+  if (key === undefined) return created(await store.create(body));
+  const once = { scope: principal, key, fingerprint: fingerprintOf(body), now: clock.now() };
+  const result = await store.createOnce(body, once);
+  if (result.outcome === 'conflict') {
+    throw new ApiError(
+      'idempotency_key_reused',
+      'This Idempotency-Key was used in the last 24 hours with a different request body; use a new key.',
+    );
+  }
+  return created(result.pet, result.outcome === 'replayed');
+}
+
+/** `GET /pets/{petId}`: one pet, or 404. */
+export async function getPet({ params }: Input<unknown, PetParams>, { store }: ApiDeps): Promise<Reply> {
+  const { petId } = params;
+  const pet = await store.get(petId);
+  if (!pet) throw new ApiError('not_found', `No pet has id ${petId}.`);
+  return { status: 200, body: JSON.stringify(pet), type: JSON_TYPE };
+}
+
+/** The 201 of a stored (or replayed) pet, with its `Location` relative to `/v1/pets`. */
+function created(pet: Pet, replayed = false): Reply {
+  const headers: Record<string, string> = { Location: `pets/${pet.id}` };
+  if (replayed) headers['Idempotent-Replayed'] = 'true';
+  return { status: 201, body: JSON.stringify(pet), type: JSON_TYPE, headers };
+}
+
+/**
+ * RFC 8288 link to the page after the pet with id `lastId`, keeping the caller's filters,
+ * relative to `/v1/pets` (so `pets?...`: the prefix of any proxy in front is kept). Every part
+ * is URL-safe as it is (a number, a status name, a base-36 cursor).
+ */
+function nextLink(limit: number, status: PetStatus | undefined, lastId: number): string {
+  const filter = status ? `&status=${status}` : '';
+  return `<pets?limit=${limit}${filter}&cursor=${lastId.toString(CURSOR_RADIX)}>; rel="next"`;
+}

@@ -1,0 +1,162 @@
+import type { Context } from 'hono';
+import * as v from 'valibot';
+import { ApiError, notJson, tooLarge } from '../http/errors.ts';
+import { roundedMember } from './json-numbers.ts';
+import type { Input, Operation } from './operation.ts';
+import { ALLOWED } from './schemas.ts';
+
+type Target = 'json' | 'query' | 'param' | 'header';
+type AnySchema = v.GenericSchema;
+
+/** The 400 for a body that is not a JSON object (an array, a string, `null`, ...). */
+export const NOT_AN_OBJECT = 'body: must be a JSON object.';
+/** The 400 for a body that does not parse as JSON (malformed, truncated, empty). */
+export const NOT_JSON = 'body: must be a JSON object; this is not valid JSON.';
+
+/**
+ * The input of `op` from a request, validated by the entry's schemas: path parameters, query,
+ * headers and the JSON body. The first field valibot finds wrong becomes a 400 that names it
+ * and says what it accepts (`ALLOWED`), in the contract's words. Unknown query parameters are
+ * ignored by the schemas; unknown body fields are refused by them. Synchronous for an
+ * operation without a body, so a GET awaits nothing here.
+ *
+ * @example
+ * const read = inputReader(operation)
+ * const input = await read(c, 'key:acme') // { query: { limit: 20 }, params: undefined, ... }
+ * // GET /pets?limit=0 -> throws ApiError 400 "limit: must be an integer from 1 to 100."
+ */
+export function inputReader(op: Operation): (c: Context, principal: string) => Input | Promise<Input> {
+  const query = op.query && checker('query', op.query);
+  const params = op.params && checker('param', op.params);
+  const headers = op.headers && checker('header', op.headers);
+  const body = op.body && checker('json', op.body);
+  const fromRequest = (c: Context, principal: string, value?: unknown): Input => ({
+    query: query?.(queryOf(c)),
+    params: params?.(c.req.param()),
+    headers: headers?.(c.req.header()),
+    body: value,
+    principal,
+  });
+  if (!body) return fromRequest;
+  return async function withBody(c, principal) {
+    if (!isJson(c.req.header('content-type'))) throw notJson();
+    const value = parseJsonBody(await c.req.arrayBuffer());
+    // Headers first, then the body, as a client reads the request.
+    const input = fromRequest(c, principal);
+    return { ...input, body: body(value) };
+  };
+}
+
+/** The query as Hono's validator hands it over: one value as a string, a repeated one as an array. */
+function queryOf(c: Context): Record<string, string | string[]> {
+  const value: Record<string, string | string[]> = {};
+  for (const [name, values] of Object.entries(c.req.queries()))
+    value[name] = values.length === 1 ? (values[0] ?? '') : values;
+  return value;
+}
+
+/** Parses `value` with `schema`, or throws the 400 that names the first wrong field. */
+function checker(target: Target, schema: AnySchema): (value: unknown) => unknown {
+  const fields = 'entries' in schema && isRecord(schema.entries) ? Object.keys(schema.entries) : [];
+  return function check(value) {
+    if (target === 'json' && !isRecord(value)) throw new ApiError('invalid_request', NOT_AN_OBJECT);
+    const result = v.safeParse(schema, value);
+    if (result.success) return result.output;
+    throw new ApiError('invalid_request', describeIssue(target, value, fields, result.issues[0]));
+  };
+}
+
+/**
+ * Says what is wrong in people's words, from which field failed and how, never from valibot's
+ * text (`Invalid type: Expected ... but received Array`) and never quoting the value.
+ */
+function describeIssue(target: Target, input: unknown, fields: string[], issue: v.BaseIssue<unknown>): string {
+  const key = issue.path?.[0]?.key;
+  if (typeof key !== 'string') return target === 'json' ? NOT_AN_OBJECT : `${target}: is not valid.`;
+  const field = target === 'header' ? headerName(key) : key;
+  if (issue.expected === 'never') {
+    return `${field}: is not a field of the body; its fields are ${fields.join(', ')}.`;
+  }
+  const allowed = ALLOWED[field];
+  if (allowed === undefined) return `${field}: is not valid.`;
+  const given = isRecord(input) ? input[key] : undefined;
+  // Hono hands a repeated query parameter over as an array of its values.
+  if (target === 'query' && Array.isArray(given)) return `${field}: must be given once, as ${allowed}.`;
+  if (given === undefined) return `${field}: is required; must be ${allowed}.`;
+  return `${field}: must be ${allowed}.`;
+}
+
+/** `idempotency-key` (Hono lower-cases header names) as clients and the contract spell it. */
+function headerName(lowerCased: string): string {
+  return lowerCased.replace(/(^|-)([a-z])/g, (_, dash: string, letter: string) => dash + letter.toUpperCase());
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** Decodes UTF-8 and throws on any invalid byte sequence, where `text()` would put U+FFFD. */
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+/** In a `u` regex a surrogate pair is one code point, so this finds only unpaired surrogates. */
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+
+/**
+ * Reads the body once as RFC 8259 asks: bytes that are not UTF-8 are a 400 (never silently
+ * replaced by U+FFFD and stored), and so is a string holding an unpaired surrogate escape such
+ * as `"\ud800"`, which no UTF-8 response could give back unchanged.
+ */
+function parseJsonBody(bytes: ArrayBuffer): unknown {
+  let text: string;
+  try {
+    text = STRICT_UTF8.decode(bytes);
+  } catch {
+    throw new ApiError('invalid_request', 'body: must be UTF-8; this has bytes that are not UTF-8.');
+  }
+  let value: unknown;
+  try {
+    // Only a `\u` escape can make an unpaired surrogate out of valid UTF-8: check only then.
+    value = text.includes('\\u') ? JSON.parse(text, refuseLoneSurrogates) : JSON.parse(text);
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    throw new ApiError('invalid_request', NOT_JSON);
+  }
+  // A number JSON.parse rounded to an integer would pass the schema and be stored as a value the
+  // client never sent: refuse it in the field's own words.
+  const rounded = roundedMember(text);
+  const allowed = rounded === undefined ? undefined : ALLOWED[rounded];
+  if (allowed !== undefined) throw new ApiError('invalid_request', `${rounded}: must be ${allowed}.`);
+  return value;
+}
+
+function refuseLoneSurrogates(key: string, value: unknown): unknown {
+  if (LONE_SURROGATE.test(key) || (typeof value === 'string' && LONE_SURROGATE.test(value))) {
+    throw new ApiError('invalid_request', 'body: must not hold an unpaired UTF-16 surrogate escape such as \\ud800.');
+  }
+  return value;
+}
+
+/**
+ * A body sent with GET or HEAD is held to the same rules as any other: at most `maxSize` bytes
+ * (413) and `application/json` (415). The runtimes hand Hono no body for these methods, so
+ * `bodyLimit` never sees one; the declared `Content-Length` and `Content-Type` decide. A plain
+ * step (it throws the refusal) of the pipeline (src/http/pipeline.ts).
+ *
+ * @example
+ * refuseBodyOnGet(c, 64 * 1024)
+ */
+export function refuseBodyOnGet(c: Context, maxSize: number): void {
+  const method = c.req.method;
+  if (method !== 'GET' && method !== 'HEAD') return;
+  const length = c.req.header('content-length');
+  const hasBody =
+    c.req.raw.body !== null ||
+    (length !== undefined && length !== '0') ||
+    c.req.header('transfer-encoding') !== undefined;
+  if (!hasBody) return;
+  if (Number(length) > maxSize) throw tooLarge(maxSize);
+  if (!isJson(c.req.header('content-type'))) throw notJson();
+}
+
+function isJson(contentType: string | undefined): boolean {
+  return contentType?.split(';', 1)[0]?.trim().toLowerCase() === 'application/json';
+}

@@ -1,0 +1,220 @@
+import { describe, expect, test } from 'bun:test';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
+import YAML from 'yaml';
+import { routesApp, testApp } from '../../test/testing.ts';
+import { ConfigError, parseConfig } from '../config.ts';
+import { DOCS_CSP, FAVICON, INIT_SCRIPT, SCALAR_BUNDLE } from './page.ts';
+import { apiBase, CONTRACT_YAML, docsRoutes } from './routes.ts';
+
+const STANDALONE = readFileSync(
+  join(import.meta.dir, '../../node_modules/@scalar/api-reference/dist/browser/standalone.js'),
+);
+const STANDALONE_HASH = createHash('sha256').update(STANDALONE).digest('hex').slice(0, 16);
+const IMMUTABLE = 'public, max-age=31536000, immutable';
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self'; font-src 'self'; " +
+  "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+const bytes = async (res: Response) => new Uint8Array(await res.arrayBuffer());
+
+describe('GET /docs', () => {
+  test('200 HTML with the CSP, loading only this server’s assets and document', async () => {
+    const res = await testApp().app.request('/docs');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(res.headers.get('content-security-policy')).toBe(CSP);
+    expect(DOCS_CSP).toBe(CSP);
+    expect(res.headers.get('cache-control')).toBe('no-cache');
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(res.headers.get('referrer-policy')).toBe('no-referrer');
+    const html = await res.text();
+    const sources = [...html.matchAll(/<(?:script|link)\b[^>]*\b(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
+    expect(sources).toEqual([FAVICON.path, `/docs/assets/scalar.${STANDALONE_HASH}.js`, INIT_SCRIPT.path]);
+    expect(html).toContain('<title>Pet Store API reference</title>');
+    expect(html).not.toMatch(/https?:\/\//);
+    // Every <script> either loads from this origin or is a JSON data block the browser never runs.
+    const inline = [...html.matchAll(/<script(?![^>]*\bsrc=)([^>]*)>/g)].map((m) => m[1]);
+    expect(inline).toEqual([' id="scalar-config" type="application/json"']);
+  });
+
+  test('Scalar is configured to call no other host and to open on bearer auth', async () => {
+    const html = await (await testApp().app.request('/docs')).text();
+    const json = /<script id="scalar-config" type="application\/json">(.*)<\/script>/.exec(html)?.[1] ?? '';
+    expect(JSON.parse(json)).toEqual({
+      url: '/openapi.json',
+      slug: 'petstore',
+      withDefaultFonts: false,
+      telemetry: false,
+      agent: { disabled: true },
+      hideClientButton: true,
+      showDeveloperTools: 'never',
+      persistAuth: false,
+      layout: 'modern',
+      theme: 'default',
+      defaultOpenAllTags: true,
+      orderSchemaPropertiesBy: 'preserve',
+      defaultHttpClient: { targetKey: 'shell', clientKey: 'curl' },
+      authentication: { preferredSecurityScheme: 'bearerAuth' },
+    });
+  });
+
+  test('/docs/ redirects to /docs', async () => {
+    const res = await testApp().app.request('/docs/');
+    expect(res.status).toBe(301);
+    expect(res.headers.get('location')).toBe('/docs');
+  });
+});
+
+describe('the embedded Scalar bundle', () => {
+  test('is named by the hash of the bundle it holds', () => {
+    expect(SCALAR_BUNDLE.path).toBe(`/docs/assets/scalar.${STANDALONE_HASH}.js`);
+  });
+
+  test('br-accepting clients get the br bytes, with their own strong ETag', async () => {
+    const res = await testApp().app.request(SCALAR_BUNDLE.path, {
+      headers: { 'Accept-Encoding': 'gzip, deflate, br' },
+    });
+    expect(res.headers.get('content-encoding')).toBe('br');
+    expect(res.headers.get('etag')).toBe(`"${STANDALONE_HASH}-br"`);
+    const body = await bytes(res);
+    expect(body.length).toBe(SCALAR_BUNDLE.brotli.length);
+    expect(Buffer.from(brotliDecompressSync(body)).equals(STANDALONE)).toBe(true);
+  });
+
+  test('gzip-accepting clients get the gzip bytes, cached for a year', async () => {
+    const res = await testApp().app.request(SCALAR_BUNDLE.path, {
+      headers: { 'Accept-Encoding': 'gzip, deflate' },
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    expect(res.headers.get('content-encoding')).toBe('gzip');
+    expect(res.headers.get('vary')).toBe('Accept-Encoding');
+    expect(res.headers.get('cache-control')).toBe(IMMUTABLE);
+    const body = await bytes(res);
+    expect(body.length).toBe(SCALAR_BUNDLE.gzip.length);
+    expect(body.length).toBeLessThan(STANDALONE.length / 3);
+    expect(Buffer.from(gunzipSync(body)).equals(STANDALONE)).toBe(true);
+  });
+
+  test.each([[undefined], ['identity'], ['deflate'], ['gzip;q=0, br;q=0, *']])(
+    'Accept-Encoding %p gets the identical bytes uncompressed',
+    async (ae) => {
+      const res = await testApp().app.request(SCALAR_BUNDLE.path, {
+        headers: ae === undefined ? {} : { 'Accept-Encoding': ae },
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-encoding')).toBeNull();
+      expect(res.headers.get('vary')).toBe('Accept-Encoding');
+      expect(res.headers.get('cache-control')).toBe(IMMUTABLE);
+      expect(Buffer.from(await bytes(res)).equals(STANDALONE)).toBe(true);
+    },
+  );
+
+  test('the start-up script and the icon are immutable too; an unknown hash is the JSON 404', async () => {
+    const { app } = testApp();
+    const init = await app.request(INIT_SCRIPT.path);
+    expect(init.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    expect(init.headers.get('cache-control')).toBe(IMMUTABLE);
+    expect(await init.text()).toBe(
+      "Scalar.createApiReference('#app', JSON.parse(document.getElementById('scalar-config').textContent));\n",
+    );
+    const icon = await app.request(FAVICON.path);
+    expect(icon.headers.get('content-type')).toBe('image/svg+xml');
+    expect(icon.headers.get('cache-control')).toBe(IMMUTABLE);
+    const stale = await app.request('/docs/assets/scalar.0000000000000000.js');
+    expect(stale.status).toBe(404);
+    expect(stale.headers.get('content-type')).toBe('application/json');
+  });
+});
+
+describe('the contract for other tools', () => {
+  test.each(['/openapi.json', '/openapi.yaml'])(
+    '%s: public (CORS *), with an ETag; If-None-Match gives 304',
+    async (path) => {
+      const { app } = testApp();
+      const full = await app.request(path);
+      const etag = full.headers.get('etag') as string;
+      expect(etag).toMatch(/^W\/"[A-Za-z0-9_-]{27}"$/);
+      expect(full.headers.get('access-control-allow-origin')).toBe('*');
+      const cached = await app.request(path, { headers: { 'If-None-Match': etag } });
+      expect([cached.status, cached.headers.get('etag'), await cached.text()]).toEqual([304, etag, '']);
+    },
+  );
+});
+
+describe('GET /openapi.json', () => {
+  const servers = async (app: { request: (url: string) => Response | Promise<Response> }, url: string) =>
+    ((await (await app.request(url)).json()) as { servers: unknown }).servers;
+
+  test('is the relative /v1 without configured URLs, whatever host the request names', async () => {
+    const { app } = testApp();
+    expect(await servers(app, 'http://pets.test:9000/openapi.json')).toEqual([
+      { url: '/v1', description: 'This server' },
+    ]);
+    const res = await app.request('http://127.0.0.1/openapi.json', {
+      headers: { Host: 'evil.example', 'X-Forwarded-Host': 'evil.example', Forwarded: 'host=evil.example;proto=https' },
+    });
+    expect(((await res.json()) as { servers: unknown }).servers).toEqual([{ url: '/v1', description: 'This server' }]);
+  });
+
+  test('is exactly production and staging when configured, each with /v1', async () => {
+    const docs = routesApp(
+      docsRoutes({
+        publicUrl: 'https://api.petstore.example/',
+        stagingUrl: 'https://staging.petstore.example/v1',
+      }),
+    );
+    const expected = [
+      { url: 'https://api.petstore.example/v1', description: 'Production' },
+      { url: 'https://staging.petstore.example/v1', description: 'Staging' },
+    ];
+    expect(await servers(docs, 'http://127.0.0.1:8080/openapi.json')).toEqual(expected);
+    expect(await servers(docs, 'http://api.petstore.example/openapi.json')).toEqual(expected);
+    expect(await servers(docs, 'http://evil.example/openapi.json')).toEqual(expected);
+  });
+
+  test('is otherwise the contract, and not cached without revalidation', async () => {
+    const res = await testApp().app.request('/openapi.json');
+    expect(res.headers.get('content-type')).toBe('application/json');
+    expect(res.headers.get('cache-control')).toBe('no-cache');
+    const { servers: _, ...rest } = (await res.json()) as Record<string, unknown>;
+    const { servers: __, ...contract } = YAML.parse(CONTRACT_YAML) as Record<string, unknown>;
+    expect(rest).toEqual(contract);
+  });
+
+  test('/openapi.yaml is the contract verbatim', async () => {
+    const res = await testApp().app.request('/openapi.yaml');
+    expect(res.headers.get('content-type')).toBe('application/yaml; charset=utf-8');
+    expect(await res.text()).toBe(readFileSync(join(import.meta.dir, '../../contract/openapi.yaml'), 'utf8'));
+  });
+});
+
+describe('apiBase and the --public-url / --staging-url options', () => {
+  test.each([
+    ['https://api.petstore.example', 'https://api.petstore.example/v1'],
+    ['https://api.petstore.example/', 'https://api.petstore.example/v1'],
+    ['https://api.petstore.example/v1', 'https://api.petstore.example/v1'],
+    ['https://example.com/petstore/', 'https://example.com/petstore/v1'],
+  ])('apiBase(%p) = %p', (url, expected) => {
+    expect(apiBase(url)).toBe(expected);
+  });
+
+  test('flags and env set them; the default is none', () => {
+    expect(parseConfig([], {})).toMatchObject({ publicUrl: '', stagingUrl: '' });
+    expect(
+      parseConfig(['--public-url', 'https://api.petstore.example'], { PETSTORE_STAGING_URL: 'http://10.0.0.5:8080' }),
+    ).toMatchObject({ publicUrl: 'https://api.petstore.example', stagingUrl: 'http://10.0.0.5:8080' });
+  });
+
+  test.each([['api.petstore.example'], ['ftp://api.petstore.example'], ['https://api.petstore.example/?x=1']])(
+    '%p is refused naming the flag',
+    (url) => {
+      expect(() => parseConfig(['--public-url', url], {})).toThrow(
+        new ConfigError(`--public-url: expected an http(s) URL without query or fragment, got "${url}"`),
+      );
+    },
+  );
+});

@@ -1,0 +1,155 @@
+import { API_PREFIX } from '../api/operations.ts';
+import { weakEtag } from '../http/etag.ts';
+import type { OpsRoute } from '../ops/route.ts';
+import { DOCS_CSP, docsPage, FAVICON, INIT_SCRIPT, SCALAR_BUNDLE } from './page.ts';
+
+// Defined by `bun build --define` for a compiled binary (scripts/lib/build-info.sh), else undeclared.
+declare const PETSTORE_DOCS_EMBED: string | undefined;
+
+/** The binary reads build-time copies (no yaml module, no parse); Deno and Node parse the YAML. */
+const source =
+  typeof PETSTORE_DOCS_EMBED === 'string' && PETSTORE_DOCS_EMBED === 'file'
+    ? await import('./generated/contract-files.ts')
+    : await import('./contract-source.ts');
+
+/** The contract, embedded in the build: the binary serves the document it was tested against. */
+export const CONTRACT_YAML: string = source.CONTRACT_YAML;
+
+export interface DocsOptions {
+  /** Production base URL (`--public-url`), e.g. `https://api.petstore.example`; `/v1` is added. Empty: none. */
+  publicUrl?: string;
+  /** Staging base URL (`--staging-url`); `/v1` is added. */
+  stagingUrl?: string;
+}
+
+type Contract = Record<string, unknown> & {
+  info?: { title?: string };
+  security?: Record<string, unknown>[];
+};
+
+export interface ServerEntry {
+  url: string;
+  description: string;
+}
+
+/**
+ * The API base under `url`: trailing slashes dropped, `/v1` added unless already there.
+ *
+ * @example
+ * apiBase('https://api.petstore.example/') // 'https://api.petstore.example/v1'
+ */
+export function apiBase(url: string): string {
+  const trimmed = url.replace(/\/+$/, '');
+  return trimmed.endsWith(API_PREFIX) ? trimmed : `${trimmed}${API_PREFIX}`;
+}
+
+/**
+ * The servers the served document lists: exactly the configured production and staging bases,
+ * or, with neither configured, the relative `/v1` (the page's "Test Request" then goes to the
+ * origin the page came from). Nothing from the request (`Host`, `X-Forwarded-Host`, `Forwarded`)
+ * is ever used: a reflected host would let anyone who can reach the server, or poison a cache in
+ * front of it, point readers' requests (and their tokens) elsewhere.
+ *
+ * @example
+ * documentServers({}) // [{ url: '/v1', description: 'This server' }]
+ * documentServers({ publicUrl: 'https://api.example' }) // [{ url: 'https://api.example/v1', description: 'Production' }]
+ */
+export function documentServers({ publicUrl, stagingUrl }: DocsOptions): ServerEntry[] {
+  const configured: ServerEntry[] = [];
+  if (publicUrl) configured.push({ url: apiBase(publicUrl), description: 'Production' });
+  if (stagingUrl) configured.push({ url: apiBase(stagingUrl), description: 'Staging' });
+  return configured.length > 0 ? configured : [{ url: API_PREFIX, description: 'This server' }];
+}
+
+/** Any tool or page may load the contract (a code generator, an editor on another origin). */
+const PUBLIC = { 'Access-Control-Allow-Origin': '*' };
+const PAGE_HEADERS = {
+  'Content-Security-Policy': DOCS_CSP,
+  'Cache-Control': 'no-cache',
+  'Referrer-Policy': 'no-referrer',
+  'X-Content-Type-Options': 'nosniff',
+};
+
+/**
+ * Public documentation routes: the contract as YAML (verbatim) and JSON (with the configured
+ * servers, never the request's host), and the Scalar reference page at `/docs` with its assets,
+ * all from the binary.
+ *
+ * @example
+ * const routes = docsRoutes({ publicUrl: 'https://api.petstore.example' })
+ */
+export function docsRoutes(options: DocsOptions = {}): OpsRoute[] {
+  // Parsed on first use, not at start-up: the yaml module and the parse took most of the time
+  // to first 200 (bench/README.md), for routes most instances never serve.
+  let contract: Promise<Contract> | undefined;
+  const parsed = () => {
+    contract ??= source.parseContract() as Promise<Contract>;
+    return contract;
+  };
+  let page: string | undefined;
+  const pageHtml = async () => {
+    const { info, security } = await parsed();
+    page ??= docsPage({
+      title: info?.title ?? 'API',
+      specUrl: '/openapi.json',
+      securityScheme: Object.keys(security?.[0] ?? {})[0],
+    });
+    return page;
+  };
+  const yamlEtag = weakEtag(CONTRACT_YAML);
+  // The servers come from the configuration only, never from the request.
+  const servers = documentServers(options);
+  let json: { body: string; etag: string } | undefined;
+  const contractJson = async () => {
+    if (json === undefined) {
+      const body = JSON.stringify({ ...(await parsed()), servers });
+      json = { body, etag: weakEtag(body) };
+    }
+    return json;
+  };
+
+  return [
+    {
+      id: 'openapi',
+      method: 'GET',
+      path: '/openapi.yaml',
+      handler: () => ({
+        status: 200,
+        body: CONTRACT_YAML,
+        type: 'application/yaml; charset=utf-8',
+        headers: PUBLIC,
+        etag: yamlEtag,
+      }),
+    },
+    {
+      id: 'openapi',
+      method: 'GET',
+      path: '/openapi.json',
+      async handler() {
+        const { body, etag } = await contractJson();
+        return {
+          status: 200,
+          body,
+          type: 'application/json',
+          headers: { ...PUBLIC, 'Cache-Control': 'no-cache' },
+          etag,
+        };
+      },
+    },
+    {
+      id: 'docs',
+      method: 'GET',
+      path: '/docs',
+      handler: async () => ({
+        status: 200,
+        body: await pageHtml(),
+        type: 'text/html; charset=utf-8',
+        headers: PAGE_HEADERS,
+      }),
+    },
+    { id: 'docs', method: 'GET', path: '/docs/', handler: () => ({ status: 301, headers: { Location: '/docs' } }) },
+    ...[SCALAR_BUNDLE, INIT_SCRIPT, FAVICON].map(
+      (asset): OpsRoute => ({ id: 'docs', method: 'GET', path: asset.path, handler: (c) => asset.reply(c) }),
+    ),
+  ];
+}

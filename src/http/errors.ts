@@ -1,0 +1,155 @@
+import type { Context } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { ErrorBody, ErrorCode } from '../api/schemas.ts';
+import { StoreUnavailableError } from '../store/errors.ts';
+import { answer } from './answer.ts';
+
+/** `Retry-After` of a 503: most store faults (a lock wait, a failover, a dropped connection) pass within seconds. */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
+
+const STATUS_BY_CODE: Record<ErrorCode, ContentfulStatusCode> = {
+  invalid_request: 400,
+  unauthorized: 401,
+  insufficient_scope: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  idempotency_key_reused: 409,
+  payload_too_large: 413,
+  uri_too_long: 414,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  key_banned: 429,
+  too_many_concurrent_requests: 429,
+  internal_error: 500,
+  service_unavailable: 503,
+};
+
+/**
+ * The one error type of the API: thrown anywhere, answered by `onError` as the Error body.
+ *
+ * @example
+ * throw new ApiError('not_found', 'No pet has id 42.')
+ */
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly status: ContentfulStatusCode;
+  readonly headers: Record<string, string>;
+
+  constructor(code: ErrorCode, message: string, headers: Record<string, string> = {}) {
+    const status = STATUS_BY_CODE[code];
+    // A 4xx is an expected answer to the client, and nobody reads its stack: capturing one was
+    // 4-6% of the 401 and 429 paths (bench/README.md). A 5xx keeps it.
+    const stackTraceLimit = Error.stackTraceLimit;
+    if (status < 500) Error.stackTraceLimit = 0;
+    super(message);
+    Error.stackTraceLimit = stackTraceLimit;
+    this.name = 'ApiError';
+    this.code = code;
+    this.status = status;
+    this.headers = headers;
+  }
+
+  /** The Error body as sent; made once, since the gateway's refusals are made once and answered often. */
+  get json(): string {
+    this.#json ??= JSON.stringify({ code: this.code, message: this.message, status: this.status } satisfies ErrorBody);
+    return this.#json;
+  }
+
+  #json: string | undefined;
+}
+
+/**
+ * A 503 `service_unavailable` with `Retry-After`: something the answer needs is down for now.
+ *
+ * @example
+ * throw serviceUnavailable('Rate limits cannot be checked right now; retry shortly.')
+ */
+export function serviceUnavailable(message: string): ApiError {
+  return new ApiError('service_unavailable', message, { 'Retry-After': String(UNAVAILABLE_RETRY_AFTER_SECONDS) });
+}
+
+/** The 413 of a body over `maxBytes`, wherever the size is found out. */
+export function tooLarge(maxBytes: number): ApiError {
+  return new ApiError('payload_too_large', `The request body is larger than ${maxBytes} bytes.`);
+}
+
+/** The 415 of a body that is not `application/json`. */
+export function notJson(): ApiError {
+  return new ApiError('unsupported_media_type', 'The request body must be application/json.');
+}
+
+/**
+ * Answers `err` as the contract's Error body, `application/json`, with its own headers added to
+ * those the request gathered (rate limits, request id): every refusal and error leaves here.
+ *
+ * @example
+ * return answerError(c, new ApiError('not_found', 'No pet has id 42.'))
+ */
+export function answerError(c: Context, err: ApiError): Response {
+  return answer(c, { status: err.status, body: err.json, type: 'application/json', headers: err.headers });
+}
+
+/** Hono's own exceptions (body limit, malformed input) mapped onto the stable codes. */
+function fromHttpException(err: HTTPException): ApiError {
+  switch (err.status) {
+    case 400:
+      return new ApiError('invalid_request', err.message || 'The request is malformed.');
+    case 401:
+      return new ApiError('unauthorized', 'A valid API key is required.');
+    case 404:
+      return new ApiError('not_found', 'No such resource.');
+    case 413:
+      return new ApiError('payload_too_large', 'The request body is too large.');
+    case 415:
+      return notJson();
+    default:
+      return new ApiError('internal_error', 'The server failed to handle the request.');
+  }
+}
+
+export type ErrorReporter = (err: unknown, c: Context) => void;
+
+/**
+ * Whatever was thrown, as the ApiError to answer: known errors keep their status; a store that
+ * cannot serve is a 503 `service_unavailable` (told to `unavailable`); anything else is a
+ * logged 500 (told to `report`). Neither message carries the error's own text, which may hold
+ * internals.
+ *
+ * @example
+ * catch (err) { return answerError(c, toApiError(err, c, report)) }
+ */
+export function toApiError(
+  err: unknown,
+  c: Context,
+  report: ErrorReporter,
+  unavailable: ErrorReporter = report,
+): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err instanceof HTTPException) return fromHttpException(err);
+  if (err instanceof StoreUnavailableError) {
+    unavailable(err, c);
+    return serviceUnavailable('The pet store is temporarily unavailable; retry shortly.');
+  }
+  // A client that hangs up mid-body makes the body read throw (Bun: AbortError). Nobody
+  // reads this answer; it is a 400 so logs and metrics do not count a server fault.
+  if (c.req.raw.signal?.aborted) {
+    return new ApiError('invalid_request', 'The client closed the connection before the request was read.');
+  }
+  report(err, c);
+  return new ApiError('internal_error', 'The server failed to handle the request.');
+}
+
+/** The 404 of a path no route serves. */
+export const NO_SUCH_PATH = new ApiError('not_found', 'No resource exists at this path.');
+
+/**
+ * The 405 of a known path asked with a method it does not serve, with `Allow`.
+ *
+ * @example
+ * methodNotAllowed('DELETE', ['GET', 'POST']) // 405, Allow: GET, POST
+ */
+export function methodNotAllowed(method: string, allowed: readonly string[]): ApiError {
+  const allow = allowed.join(', ');
+  return new ApiError('method_not_allowed', `${method} is not allowed here; use ${allow}.`, { Allow: allow });
+}

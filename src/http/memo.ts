@@ -1,0 +1,48 @@
+import { LRUCache } from 'lru-cache';
+import type { Reply } from './answer.ts';
+
+/** Most bytes of bodies kept: a full page of 100 pets is about 7 KB, so at least 500 of those. */
+export const MAX_MEMO_BYTES = 4 * 1024 * 1024;
+
+interface Kept {
+  /** The store's version the reply was read at. */
+  readonly version: unknown;
+  readonly reply: Reply;
+}
+
+/**
+ * Successful answers of operations whose answer depends only on their path, query and the
+ * store's data (the table's `memo`), kept by the request's path and query while the store
+ * reports the same version (`PetStore.version()`): a page or a pet asked for again is not
+ * validated, read, encoded or hashed again. Bounded by the bytes of the bodies it holds, least
+ * recently used first out. Safe because a reply is immutable (its body is a string) and is
+ * used only at the version it was read at; a store that cannot tell its version (PostgreSQL,
+ * written by other instances) gives undefined, and nothing is kept for it.
+ *
+ * @example
+ * const memo = new AnswerMemo()
+ * memo.get('/v1/pets?limit=20', version) ?? memo.set('/v1/pets?limit=20', version, reply)
+ */
+export class AnswerMemo {
+  readonly #kept: LRUCache<string, Kept>;
+
+  constructor(maxBytes: number = MAX_MEMO_BYTES) {
+    this.#kept = new LRUCache<string, Kept>({
+      maxSize: maxBytes,
+      sizeCalculation: ({ reply }) => Math.max(1, typeof reply.body === 'string' ? reply.body.length : 1),
+    });
+  }
+
+  /** The reply kept under `key` at `version`, or undefined. */
+  get(key: string, version: unknown): Reply | undefined {
+    if (version === undefined) return undefined;
+    const kept = this.#kept.get(key);
+    return kept !== undefined && kept.version === version ? kept.reply : undefined;
+  }
+
+  /** Keeps `reply` under `key` when read at a known `version`; returns it. */
+  set(key: string, version: unknown, reply: Reply): Reply {
+    if (version !== undefined) this.#kept.set(key, { version, reply });
+    return reply;
+  }
+}

@@ -1,0 +1,200 @@
+import type { Context, ErrorHandler, Handler, MiddlewareHandler, NotFoundHandler } from 'hono';
+import type { ApiDeps, Deprecation, Operation } from '../api/operation.ts';
+import { isApiPath } from '../api/operations.ts';
+import { inputReader, refuseBodyOnGet } from '../api/validate.ts';
+import type { Clock } from '../clock.ts';
+import type { AppEnv } from '../env.ts';
+import { type GatewayPass, principalOf } from '../gateway/index.ts';
+import type { Logger } from '../log.ts';
+import type { Metrics } from '../metrics/registry.ts';
+import type { OpsRoute } from '../ops/route.ts';
+import { type AnswerHeaders, answer, answerHeaders, beginAnswer, type Reply } from './answer.ts';
+import { ApiError, answerError, methodNotAllowed, NO_SUCH_PATH, toApiError } from './errors.ts';
+import { weakEtag } from './etag.ts';
+import { AnswerMemo } from './memo.ts';
+import { limitBody } from './steps/body-limit.ts';
+import { corsStep } from './steps/cors.ts';
+import { requestCounter } from './steps/count-requests.ts';
+import { requestLogSteps } from './steps/request-log.ts';
+import { MAX_URI_BYTES, uriTooLong } from './steps/uri-limit.ts';
+
+/** Every API answer is private to its caller and never sniffed (SECURITY.md). */
+const API_HEADERS = { 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' } as const;
+
+export interface PipelineOptions {
+  log: Logger;
+  clock: Clock;
+  /** The client's address, for the log line of requests the gateway does not see. */
+  clientAddress: (c: Context<AppEnv>) => string;
+  /** The gateway's pass (src/gateway/index.ts); needed to serve the API, not the ops routes. */
+  gateway?: GatewayPass;
+  /** What handlers work with; needed to serve the API. */
+  deps?: ApiDeps;
+  /** Largest accepted request body. */
+  maxBodyBytes: number;
+  /** Origins whose pages may call the API (`--cors-origin`); none: no CORS at all. */
+  corsOrigins?: readonly string[];
+  /** Counts requests when given (`--metrics`). */
+  metrics?: Metrics;
+  /** Makes a fresh request id when the client sent none usable. */
+  newId?: () => string;
+}
+
+/**
+ * The way of a request through the service, in the order it meets the steps. Every request:
+ * 1. `exchange`: its id (echoed), the API's fixed headers, 414 for an overlong URI; then, once
+ *    answered, the log line and the metrics.
+ * Then the route Hono matched. For an API operation (`operation`):
+ * 2. CORS: a preflight is answered here, before any key is asked for;
+ * 3. the gateway: identify the caller, its in-flight slot, the limiter, the rate-limit headers,
+ *    the operation's scope; a refusal is answered at once;
+ * 4. the operation's fixed headers (a deprecated one's `Deprecation`, `Sunset`, successor `Link`);
+ * 5. the body's limits (413, a body on GET), then the answer kept for this path and query, if any;
+ * 6. the input, validated by the table's schemas (400, 415);
+ * 7. the handler, whose reply is tagged (ETag) when the table says so;
+ * 8. the one answer path (src/http/answer.ts): 304, compression, HEAD.
+ * A path under the API prefix that no operation serves passes 2 and 3 too, then gets 404 or 405.
+ * Refusals and errors all leave through `answerError`: the gateway's are returned (a throw
+ * through its async frames costs the 401 path measurably), anything thrown is turned into
+ * one by `toApiError`. An ops route (`opsRoute`) is served by its handler, answered the same way.
+ *
+ * @example
+ * const steps = pipeline({ log, clock, clientAddress, gateway: pass, deps, maxBodyBytes: 65536 })
+ * app.use(steps.exchange)
+ * app.on(op.method, `/v1${op.path}`, steps.operation(op))
+ */
+export function pipeline({
+  log,
+  clock,
+  clientAddress,
+  gateway,
+  deps,
+  maxBodyBytes,
+  corsOrigins = [],
+  metrics,
+  newId,
+}: PipelineOptions) {
+  const requestLog = requestLogSteps({ log, clock, clientAddress, ...(newId ? { newId } : {}) });
+  const count = metrics && requestCounter({ metrics });
+  const cors = corsOrigins.length > 0 ? corsStep(corsOrigins) : undefined;
+  const limit = limitBody(maxBodyBytes);
+  const memo = new AnswerMemo();
+  const report = (err: unknown, c: Context<AppEnv>) =>
+    log.error('unhandled error', { requestId: c.get('requestId'), error: String(err) });
+  const unavailable = (err: unknown, c: Context<AppEnv>) =>
+    log.warn('store unavailable', { requestId: c.get('requestId'), error: String(err) });
+
+  /** Answers a refusal or error, and keeps it where the log line and metrics read it. */
+  function fail(c: Context<AppEnv>, err: ApiError): Response {
+    c.error = err;
+    return answerError(c, err);
+  }
+
+  const exchange: MiddlewareHandler<AppEnv> = async function exchange(c, next) {
+    const started = requestLog.start(c);
+    const counted = count?.start();
+    const id = started.id;
+    beginAnswer(c, isApiPath(c.req.path) ? { 'X-Request-Id': id, ...API_HEADERS } : { 'X-Request-Id': id });
+    const tooLong = uriTooLong(c.req.url, MAX_URI_BYTES);
+    if (tooLong) c.res = fail(c, tooLong);
+    else await next();
+    requestLog.finish(c, started);
+    if (count && counted !== undefined) count.finish(c, counted);
+  };
+
+  /** Steps 2 and 3, then `admitted` for a request the gateway lets through. */
+  async function gated(c: Context<AppEnv>, scope: string | undefined, admitted: () => Promise<Response>) {
+    if (!gateway) throw new TypeError('pipeline: serving the API needs the gateway');
+    const preflight = cors?.(c);
+    if (preflight) return preflight;
+    const answered = await gateway(c, scope, admitted);
+    return answered instanceof ApiError ? fail(c, answered) : answered;
+  }
+
+  /** Step 5's first half: the body's size (413) and a body sent with GET; then `next`. */
+  async function bodyChecked(c: Context<AppEnv>, next: () => Promise<Response>): Promise<Response> {
+    if (!c.req.raw.body) {
+      refuseBodyOnGet(c, maxBodyBytes);
+      return next();
+    }
+    let response: Response | undefined;
+    await limit(c, async () => {
+      refuseBodyOnGet(c, maxBodyBytes);
+      response = await next();
+    });
+    // `limit` either called its continuation or threw the 413.
+    return response as Response;
+  }
+
+  function operation(op: Operation): Handler<AppEnv> {
+    if (!deps) throw new TypeError(`pipeline: serving ${op.id} needs the handlers' deps`);
+    const handlerDeps = deps;
+    const { store } = deps;
+    const fixed = op.deprecated ? deprecationHeaders(op.deprecated) : undefined;
+    const readInput = inputReader(op);
+    const tagged = (reply: Reply): Reply => {
+      if (!op.etag || reply.status !== 200 || typeof reply.body !== 'string') return reply;
+      const link = reply.headers?.Link;
+      return { ...reply, etag: link === undefined ? weakEtag(reply.body) : weakEtag(reply.body, link) };
+    };
+
+    async function served(c: Context<AppEnv>): Promise<Response> {
+      if (op.memo) {
+        // The path and query as sent: the same text always validates to the same input.
+        const url = c.req.url;
+        const key = url.slice(url.indexOf('/', url.indexOf('://') + 3));
+        const version = store.version();
+        const kept = memo.get(key, version);
+        if (kept) return answer(c, kept);
+        const reply = tagged(await op.handler(await readInput(c, principalOf(c.get('caller'))), handlerDeps));
+        return answer(c, reply.status === 200 ? memo.set(key, version, reply) : reply);
+      }
+      return answer(c, tagged(await op.handler(await readInput(c, principalOf(c.get('caller'))), handlerDeps)));
+    }
+
+    const admitted = (c: Context<AppEnv>) => () => {
+      if (fixed) Object.assign(answerHeaders(c), fixed);
+      return bodyChecked(c, () => served(c));
+    };
+
+    return function operation(c) {
+      c.set('operation', op.id);
+      return gated(c, op.scope, admitted(c));
+    };
+  }
+
+  /**
+   * A path under the API prefix that no operation serves with this method: after CORS and the
+   * gateway (401 before 404, so a caller without a key learns nothing of paths), 405 with
+   * `Allow` for a path the table has, else 404.
+   */
+  function unserved(allowed: readonly string[] | undefined): Handler<AppEnv> {
+    return function unserved(c) {
+      const refusal = allowed ? methodNotAllowed(c.req.method, allowed) : NO_SUCH_PATH;
+      return gated(c, undefined, () => bodyChecked(c, () => Promise.reject(refusal)));
+    };
+  }
+
+  function opsRoute(route: OpsRoute): Handler<AppEnv> {
+    return async function opsRoute(c) {
+      c.set('operation', route.id);
+      return answer(c, await route.handler(c));
+    };
+  }
+
+  /** Hono's `notFound`: a path outside the API that no route serves. */
+  const notFound: NotFoundHandler<AppEnv> = (c) => fail(c, NO_SUCH_PATH);
+  /** Hono's `onError`: whatever a step or handler threw, as the Error body. */
+  const onError: ErrorHandler<AppEnv> = (err, c) => fail(c, toApiError(err, c, report, unavailable));
+
+  return { exchange, operation, unserved, opsRoute, notFound, onError };
+}
+
+/** RFC 9745 `Deprecation`, RFC 8594 `Sunset` and the successor `Link` of a deprecated operation. */
+function deprecationHeaders({ since, sunset, successor }: Deprecation): AnswerHeaders {
+  return {
+    Deprecation: `@${Date.parse(since) / 1000}`,
+    Sunset: new Date(sunset).toUTCString(),
+    Link: `<${successor}>; rel="successor-version"`,
+  };
+}

@@ -1,0 +1,30 @@
+import type { MiddlewareHandler } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { answerHeaders } from '../answer.ts';
+import { tooLarge } from '../errors.ts';
+
+/**
+ * Past this declared size the 413 also closes the connection instead of letting the runtime
+ * read and discard the rest (RFC 9112 section 9.6: "read the rest up to a bound, or close").
+ * Up to it, the rest of an over-limit body is discarded by the runtime after the answer, so a
+ * client that sends its whole body before it reads gets the 413, never a reset.
+ */
+export const MAX_DISCARDED_BYTES = 1024 * 1024 * 1024;
+
+/**
+ * Hono's `bodyLimit` answering the contract's 413 `payload_too_large`: at once for a declared
+ * `Content-Length` over `maxBytes`, as soon as a chunked body passes it. Mounted after the
+ * gateway, so the 413 carries the rate-limit headers like any other answer.
+ *
+ * @example
+ * app.use('/v1/*', limitBody(64 * 1024))
+ */
+export function limitBody(maxBytes: number): MiddlewareHandler {
+  return bodyLimit({
+    maxSize: maxBytes,
+    onError: (c) => {
+      if (Number(c.req.header('content-length')) > MAX_DISCARDED_BYTES) answerHeaders(c).Connection = 'close';
+      throw tooLarge(maxBytes);
+    },
+  });
+}

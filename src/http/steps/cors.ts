@@ -1,0 +1,72 @@
+import type { Context } from 'hono';
+import { answer, answerHeaders, appendHeader } from '../answer.ts';
+
+/**
+ * Every response header the contract documents, so a browser script may read them: rate
+ * limits, `Retry-After`, paging and deprecation links, `Location`, `ETag`, the request id, and
+ * the headers of 201 replays, 401 and 405.
+ */
+export const EXPOSED_HEADERS = [
+  'X-RateLimit-Limit',
+  'X-RateLimit-Remaining',
+  'X-RateLimit-Reset',
+  'RateLimit-Policy',
+  'RateLimit',
+  'Retry-After',
+  'Link',
+  'Location',
+  'Deprecation',
+  'Sunset',
+  'ETag',
+  'X-Request-Id',
+  'Idempotent-Replayed',
+  'WWW-Authenticate',
+  'Allow',
+] as const;
+
+/** What a browser may send: the API's methods and the request headers the contract uses. */
+const ALLOW_METHODS = 'GET,HEAD,POST';
+const ALLOW_HEADERS = 'Authorization,Content-Type,Idempotency-Key';
+/** How long a browser may reuse a preflight's answer (Chromium caps it at 2 hours). */
+const MAX_AGE_SECONDS = '600';
+const EXPOSED = EXPOSED_HEADERS.join(',');
+
+/**
+ * CORS for the API (`--cors-origin`), a step run before the gateway, writing its fields into the
+ * answer's gathered headers like every other step:
+ * - a preflight (OPTIONS with `Origin` and `Access-Control-Request-Method`) is answered 204
+ *   here, so it needs no key and costs no quota of a key or an address; from an origin not
+ *   allowed, with no CORS headers, which the browser reads as a refusal;
+ * - any other request from an allowed origin gets `Access-Control-Allow-Origin` (the origin
+ *   itself), `Access-Control-Expose-Headers` and `Vary: Origin`, whatever it is answered,
+ *   401 and 429 included;
+ * - a request from another origin, or without one, gets only `Vary: Origin`.
+ * `*` in `origins` allows every origin. The header values are those of Hono's `cors`
+ * middleware, which writes onto a placeholder response that Hono then copies onto the real
+ * one: here every answer is built once (src/http/answer.ts), so the fields go where all the others go.
+ *
+ * @example
+ * const cors = corsStep(['https://app.example'])
+ * const preflight = cors(c) // a Response for a preflight, else undefined (the headers are gathered)
+ */
+export function corsStep(origins: readonly string[]): (c: Context) => Response | undefined {
+  const anyOrigin = origins.includes('*');
+  const allowed = new Set(origins);
+  return function cors(c) {
+    const headers = answerHeaders(c);
+    appendHeader(headers, 'Vary', 'Origin');
+    const origin = c.req.header('origin');
+    const preflight =
+      c.req.method === 'OPTIONS' && origin !== undefined && c.req.header('access-control-request-method');
+    if (origin === undefined || !(anyOrigin || allowed.has(origin))) {
+      return preflight ? answer(c, { status: 204 }) : undefined;
+    }
+    headers['Access-Control-Allow-Origin'] = origin;
+    headers['Access-Control-Expose-Headers'] = EXPOSED;
+    if (!preflight) return undefined;
+    headers['Access-Control-Max-Age'] = MAX_AGE_SECONDS;
+    headers['Access-Control-Allow-Methods'] = ALLOW_METHODS;
+    headers['Access-Control-Allow-Headers'] = ALLOW_HEADERS;
+    return answer(c, { status: 204 });
+  };
+}

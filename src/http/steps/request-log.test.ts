@@ -1,0 +1,87 @@
+import { describe, expect, test } from 'bun:test';
+import { Hono } from 'hono';
+import { fakeClock } from '../../../test/testing.ts';
+import type { AppEnv } from '../../env.ts';
+import { parseKeys } from '../../gateway/keys/file.ts';
+import { createLogger } from '../../log.ts';
+import { answer } from '../answer.ts';
+import { pipeline } from '../pipeline.ts';
+
+const [acme] = parseKeys(JSON.stringify({ keys: [{ name: 'acme', sha256: 'a'.repeat(64), plan: 'pro' }] }));
+
+function setup() {
+  const lines: string[] = [];
+  const clock = fakeClock();
+  const log = createLogger({ write: (l) => lines.push(l), now: clock.now });
+  const app = new Hono<AppEnv>();
+  const steps = pipeline({
+    log,
+    clock,
+    newId: () => 'fresh-id',
+    clientAddress: () => '198.51.100.9',
+    maxBodyBytes: 1024,
+  });
+  app.use(steps.exchange);
+  app.get('/v1/pets/:petId', (c) => {
+    if (c.req.header('authorization')) {
+      const key = acme as NonNullable<typeof acme>;
+      c.set('caller', { kind: 'consumer', consumer: key.consumer, key });
+    } else c.set('caller', { kind: 'address', address: '203.0.113.5', credential: 'none' });
+    clock.advance(12);
+    return answer(c, { status: c.req.header('authorization') ? 200 : 401, body: '{}', type: 'application/json' });
+  });
+  app.get('/healthz', (c) => answer(c, { status: 200, body: '{"status":"ok"}', type: 'application/json' }));
+  return { app, lines, json: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>) };
+}
+
+describe('requestLog', () => {
+  test('one line per request: time, id, method, route pattern, status, duration and the key name', async () => {
+    const t = setup();
+    const res = await t.app.request('/v1/pets/42', {
+      headers: { 'X-Request-Id': 'abc-123', Authorization: 'Bearer psk_secret' },
+    });
+    expect(res.headers.get('x-request-id')).toBe('abc-123');
+    expect(t.lines).toEqual([
+      '{"time":"2026-11-22T12:00:00.012Z","level":"info","msg":"request","requestId":"abc-123","method":"GET",' +
+        '"route":"/v1/pets/:petId","status":200,"durationMs":12,"consumer":"acme","key":"acme"}',
+    ]);
+  });
+
+  test.each([
+    ['', 'empty'],
+    ['has space', 'a space'],
+    ['x'.repeat(65), '65 characters'],
+    ['a\tb', 'a tab'],
+    ['Bearer psk_secret', 'a bearer token'],
+    ['psk_3q2-7wAbCdEfGhIjKlMnOpQrStUvWxYz0123456789', 'a bare API token'],
+    ['<script>', 'markup'],
+    ['id\u00e9', 'a non-ASCII letter'],
+  ])('a request id with %s (%s) is replaced, and the new one echoed', async (given) => {
+    const t = setup();
+    const res = await t.app.request('/healthz', { headers: { 'X-Request-Id': given } });
+    expect(res.headers.get('x-request-id')).toBe('fresh-id');
+    expect(t.json()[0]?.requestId).toBe('fresh-id');
+  });
+
+  test('a 64-character id of letters, digits and ._:- is kept', async () => {
+    const t = setup();
+    const id = `a.b_c:d-${'9'.repeat(56)}`;
+    expect((await t.app.request('/healthz', { headers: { 'X-Request-Id': id } })).headers.get('x-request-id')).toBe(id);
+  });
+
+  test('without a key: the address the gateway counted, or else the client address', async () => {
+    const t = setup();
+    await t.app.request('/v1/pets/1');
+    await t.app.request('/healthz');
+    expect(t.json().map((l) => [l.status, l.client, 'key' in l])).toEqual([
+      [401, '203.0.113.5', false],
+      [200, '198.51.100.9', false],
+    ]);
+  });
+
+  test('the bearer token never reaches the log', async () => {
+    const t = setup();
+    await t.app.request('/v1/pets/1', { headers: { Authorization: 'Bearer psk_secret' } });
+    expect(t.lines.join('\n')).not.toContain('psk_secret');
+  });
+});

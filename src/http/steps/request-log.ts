@@ -1,0 +1,83 @@
+import type { Context } from 'hono';
+import { routePath } from 'hono/route';
+import type { Clock } from '../../clock.ts';
+import type { AppEnv } from '../../env.ts';
+import { TOKEN_PREFIX } from '../../gateway/keys/tokens.ts';
+import type { Logger } from '../../log.ts';
+
+export interface RequestLogOptions {
+  log: Logger;
+  clock: Clock;
+  /** Makes a fresh request id when the client sent none usable. */
+  newId?: () => string;
+  /** The client's address, logged for requests the gateway did not see (outside `/v1`). */
+  clientAddress?: (c: Context<AppEnv>) => string;
+}
+
+/**
+ * A client's id is kept only when it is short and plain (1-64 of `[A-Za-z0-9._:-]`), so it is
+ * safe to log and echo: a `Bearer …` value has a space, and a bare API token (`psk_…`) is refused
+ * by its prefix, so a client that sends its token by mistake never sees it in a log or a proxy's.
+ */
+const SANE_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+
+/**
+ * Whether the client's `X-Request-Id` is kept.
+ *
+ * @example
+ * saneRequestId('trace-42') // true
+ * saneRequestId('Bearer psk_abc') // false
+ */
+export function saneRequestId(given: string): boolean {
+  return SANE_ID.test(given) && !given.startsWith(TOKEN_PREFIX);
+}
+
+/** What `finish` needs of the start of a request. */
+export interface Started {
+  id: string;
+  at: number;
+}
+
+/**
+ * The request log as two plain steps, for the one outer layer (`exchange`) to call around the
+ * rest: `start` gives the request its id (the client's `X-Request-Id` when sane; the caller
+ * echoes it), `finish` writes the one log line once the response is ready. The line names the key or
+ * address, never the token.
+ *
+ * @example
+ * const steps = requestLogSteps({ log, clock: systemClock })
+ * const started = steps.start(c)
+ * await next()
+ * steps.finish(c, started)
+ * // {"time":"…","level":"info","msg":"request","requestId":"…","method":"GET","route":"/v1/pets",
+ * //  "status":200,"durationMs":1,"key":"acme"}
+ */
+export function requestLogSteps({ log, clock, newId = () => crypto.randomUUID(), clientAddress }: RequestLogOptions) {
+  return {
+    start(c: Context<AppEnv>): Started {
+      const at = clock.now();
+      const given = c.req.header('x-request-id');
+      const id = given !== undefined && saneRequestId(given) ? given : newId();
+      c.set('requestId', id);
+      return { id, at };
+    },
+    finish(c: Context<AppEnv>, { id, at }: Started): void {
+      log.info('request', {
+        requestId: id,
+        method: c.req.method,
+        route: routePath(c, -1),
+        status: c.res.status,
+        durationMs: clock.now() - at,
+        ...who(c, clientAddress),
+      });
+    },
+  };
+}
+
+/** The key's name when the gateway found one, else the client's address. */
+function who(c: Context<AppEnv>, clientAddress: RequestLogOptions['clientAddress']) {
+  const caller = c.get('caller');
+  if (caller?.kind === 'consumer') return { consumer: caller.consumer.name, key: caller.key.id };
+  if (caller) return { client: caller.address };
+  return clientAddress ? { client: clientAddress(c) } : {};
+}

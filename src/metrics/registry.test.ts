@@ -1,0 +1,191 @@
+import { describe, expect, test } from 'bun:test';
+import { OPERATIONS, operationIndex } from './labels.ts';
+import { Metrics } from './registry.ts';
+
+const samples = async (m: Metrics) => (await m.render()).split('\n').filter((l) => l && !l.startsWith('#'));
+const op = (name: string) => OPERATIONS.indexOf(name);
+
+describe('operationIndex', () => {
+  test('every operation of the table and every ops route is a label of its own, the rest other', () => {
+    expect(OPERATIONS).toEqual([
+      'listPets',
+      'createPet',
+      'getPet',
+      'healthz',
+      'readyz',
+      'metrics',
+      'docs',
+      'openapi',
+      'other',
+    ]);
+    expect(OPERATIONS[operationIndex('getPet')]).toBe('getPet');
+    expect(OPERATIONS[operationIndex('openapi')]).toBe('openapi');
+    expect(OPERATIONS[operationIndex(undefined)]).toBe('other');
+    expect(OPERATIONS[operationIndex('deletePet')]).toBe('other');
+  });
+});
+
+describe('Metrics', () => {
+  test('a fresh registry: zeroed plan, store and reload series, build info, start time', async () => {
+    const m = new Metrics({ version: '1.0.0', runtime: 'bun', startedAt: Date.UTC(2026, 10, 22, 12) });
+    m.keysLoaded({ free: 2, enterprise: 1 });
+    // prom-client separates families with a blank line; the lines themselves are compared exactly.
+    expect((await m.render()).replace(/\n\n/g, '\n')).toBe(
+      [
+        '# HELP petstore_http_requests_total HTTP requests answered, by operation and status code.',
+        '# TYPE petstore_http_requests_total counter',
+        '# HELP petstore_http_request_duration_seconds Time from receiving a request to having its response ready, by operation.',
+        '# TYPE petstore_http_request_duration_seconds histogram',
+        '# HELP petstore_http_requests_in_flight Requests received and not yet answered.',
+        '# TYPE petstore_http_requests_in_flight gauge',
+        'petstore_http_requests_in_flight 0',
+        '# HELP petstore_rate_limited_total 429 responses by plan and reason (the Error code).',
+        '# TYPE petstore_rate_limited_total counter',
+        ...['free', 'pro', 'business', 'enterprise', 'anonymous'].flatMap((p) => [
+          `petstore_rate_limited_total{plan="${p}",reason="rate_limited"} 0`,
+          `petstore_rate_limited_total{plan="${p}",reason="key_banned"} 0`,
+        ]),
+        '# HELP petstore_bans_total Temporary bans started, by plan.',
+        '# TYPE petstore_bans_total counter',
+        ...['free', 'pro', 'business', 'enterprise', 'anonymous'].map((p) => `petstore_bans_total{plan="${p}"} 0`),
+        '# HELP petstore_store_errors_total Failed store calls, by operation and kind (unavailable or error).',
+        '# TYPE petstore_store_errors_total counter',
+        ...['create', 'get', 'list', 'ping'].flatMap((o) => [
+          `petstore_store_errors_total{operation="${o}",kind="unavailable"} 0`,
+          `petstore_store_errors_total{operation="${o}",kind="error"} 0`,
+        ]),
+        '# HELP petstore_keys API keys loaded, by plan.',
+        '# TYPE petstore_keys gauge',
+        'petstore_keys{plan="free"} 2',
+        'petstore_keys{plan="pro"} 0',
+        'petstore_keys{plan="business"} 0',
+        'petstore_keys{plan="enterprise"} 1',
+        '# HELP petstore_keys_reloads_total Reloads of the keys file on SIGHUP, by result.',
+        '# TYPE petstore_keys_reloads_total counter',
+        'petstore_keys_reloads_total{result="ok"} 0',
+        'petstore_keys_reloads_total{result="failed"} 0',
+        '# HELP petstore_consumer_requests_total Requests answered for a consumer (any of its keys), by status code.',
+        '# TYPE petstore_consumer_requests_total counter',
+        '# HELP petstore_consumer_refusals_total Requests of a consumer refused, by reason (429 and 403 Error codes, key_expired, key_not_yet_valid).',
+        '# TYPE petstore_consumer_refusals_total counter',
+        '# HELP petstore_key_last_used_timestamp_seconds When a key was last used (Unix seconds; 0: not since start).',
+        '# TYPE petstore_key_last_used_timestamp_seconds gauge',
+        '# HELP petstore_key_expiry_timestamp_seconds When a key expires (its expiresAt, Unix seconds); keys without one are absent.',
+        '# TYPE petstore_key_expiry_timestamp_seconds gauge',
+        '# HELP petstore_build_info Version and runtime of this server; always 1.',
+        '# TYPE petstore_build_info gauge',
+        'petstore_build_info{version="1.0.0",runtime="bun"} 1',
+        '# HELP process_start_time_seconds Start time of the process since the Unix epoch, in seconds.',
+        '# TYPE process_start_time_seconds gauge',
+        'process_start_time_seconds 1795348800',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  test('requests by operation and status; a cumulative histogram whose bounds are inclusive', async () => {
+    const m = new Metrics({ version: '1.0.0', runtime: 'node' });
+    for (const [status, seconds] of [
+      [200, 0.001],
+      [200, 0.0011],
+      [429, 0.02],
+      [200, 30],
+    ] as const) {
+      m.started();
+      m.answered(op('listPets'), status, seconds);
+    }
+    m.started();
+    const lines = await samples(m);
+    expect(lines.filter((l) => l.startsWith('petstore_http_requests_total'))).toEqual([
+      'petstore_http_requests_total{operation="listPets",status="200"} 3',
+      'petstore_http_requests_total{operation="listPets",status="429"} 1',
+    ]);
+    const latency = 'petstore_http_request_duration_seconds';
+    expect(lines.filter((l) => l.startsWith(latency))).toEqual([
+      `${latency}_bucket{le="0.001",operation="listPets"} 1`,
+      `${latency}_bucket{le="0.0025",operation="listPets"} 2`,
+      `${latency}_bucket{le="0.005",operation="listPets"} 2`,
+      `${latency}_bucket{le="0.01",operation="listPets"} 2`,
+      `${latency}_bucket{le="0.025",operation="listPets"} 3`,
+      `${latency}_bucket{le="0.05",operation="listPets"} 3`,
+      `${latency}_bucket{le="0.1",operation="listPets"} 3`,
+      `${latency}_bucket{le="0.25",operation="listPets"} 3`,
+      `${latency}_bucket{le="0.5",operation="listPets"} 3`,
+      `${latency}_bucket{le="1",operation="listPets"} 3`,
+      `${latency}_bucket{le="2.5",operation="listPets"} 3`,
+      `${latency}_bucket{le="5",operation="listPets"} 3`,
+      `${latency}_bucket{le="10",operation="listPets"} 3`,
+      `${latency}_bucket{le="+Inf",operation="listPets"} 4`,
+      `${latency}_sum{operation="listPets"} 30.0221`,
+      `${latency}_count{operation="listPets"} 4`,
+    ]);
+    expect(lines).toContain('petstore_http_requests_in_flight 1');
+  });
+
+  test('refusals and bans by plan, store errors by operation and kind, reloads by result', async () => {
+    const m = new Metrics({ version: '1.0.0', runtime: 'deno' });
+    m.refused('pro', 'rate_limited');
+    m.refused('pro', 'rate_limited');
+    m.refused('anonymous', 'key_banned');
+    m.refused('no-such-plan', 'key_banned');
+    m.banned('anonymous');
+    m.storeError('create', 'unavailable');
+    m.storeError('list', 'error');
+    m.reloaded(true);
+    m.reloaded(false);
+    m.reloaded(true);
+    const lines = await samples(m);
+    for (const line of [
+      'petstore_rate_limited_total{plan="pro",reason="rate_limited"} 2',
+      'petstore_rate_limited_total{plan="anonymous",reason="key_banned"} 1',
+      'petstore_bans_total{plan="anonymous"} 1',
+      'petstore_bans_total{plan="pro"} 0',
+      'petstore_store_errors_total{operation="create",kind="unavailable"} 1',
+      'petstore_store_errors_total{operation="list",kind="error"} 1',
+      'petstore_store_errors_total{operation="list",kind="unavailable"} 0',
+      'petstore_keys_reloads_total{result="ok"} 2',
+      'petstore_keys_reloads_total{result="failed"} 1',
+    ]) {
+      expect(lines).toContain(line);
+    }
+    expect(lines.some((l) => l.includes('no-such-plan'))).toBe(false);
+  });
+
+  test('label values are escaped', async () => {
+    const m = new Metrics({ version: '1.0.0-"rc"\\1\n', runtime: 'bun' });
+    expect(await samples(m)).toContain('petstore_build_info{version="1.0.0-\\"rc\\"\\\\1\\n",runtime="bun"} 1');
+  });
+});
+
+describe('per-consumer series', () => {
+  const acme = { name: 'acme' };
+  test('bounded by the keys loaded, named by key id, kept across a reload for consumers that stay', async () => {
+    const m = new Metrics({ version: '1.0.0', runtime: 'bun' });
+    m.consumers.load([
+      { id: '2026-11', consumer: acme, expiresAt: Date.UTC(2027, 1, 20) },
+      { id: '2027-02', consumer: acme },
+      { id: 'old', consumer: { name: 'gone' } },
+    ]);
+    m.consumers.answered('acme', '2026-11', 200, Date.UTC(2026, 10, 22, 12, 0, 0, 900));
+    m.consumers.answered('acme', '2027-02', 200, Date.UTC(2026, 10, 22, 12, 0, 5));
+    m.consumers.answered('acme', '2027-02', 429, Date.UTC(2026, 10, 22, 12, 0, 6));
+    m.consumers.refused('acme', 'rate_limited');
+    m.consumers.refused('acme', 'insufficient_scope');
+    m.consumers.answered('stranger', 'x', 200, 1);
+    m.consumers.refused('stranger', 'rate_limited');
+    m.consumers.answered('gone', 'old', 200, 1000);
+    m.consumers.load([
+      { id: '2026-11', consumer: acme, expiresAt: Date.UTC(2027, 1, 20) },
+      { id: '2027-02', consumer: acme },
+    ]);
+    expect((await samples(m)).filter((l) => /^petstore_(consumer|key)_/.test(l))).toEqual([
+      'petstore_consumer_requests_total{consumer="acme",status="200"} 2',
+      'petstore_consumer_requests_total{consumer="acme",status="429"} 1',
+      'petstore_consumer_refusals_total{consumer="acme",reason="rate_limited"} 1',
+      'petstore_consumer_refusals_total{consumer="acme",reason="insufficient_scope"} 1',
+      'petstore_key_last_used_timestamp_seconds{consumer="acme",key="2026-11"} 1795348800',
+      'petstore_key_last_used_timestamp_seconds{consumer="acme",key="2027-02"} 1795348806',
+      'petstore_key_expiry_timestamp_seconds{consumer="acme",key="2026-11"} 1803081600',
+    ]);
+  });
+});

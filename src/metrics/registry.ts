@@ -1,0 +1,181 @@
+/**
+ * Everything `GET /metrics` shows, kept in a prom-client registry that writes the Prometheus text
+ * format (version 0.0.4).
+ *
+ * Request counts stay on the request path as additions to a typed array at an index fixed in
+ * advance (operation x status): no label strings or objects per request. They are handed to
+ * prom-client only when scraped, by the counter's `collect()`. The latency histogram is
+ * prom-client's own (`observe` per request), as it has no way to be fed bucket counts.
+ */
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { PLAN_NAMES } from '../gateway/plans.ts';
+import { ConsumerMetrics } from './consumers.ts';
+import { OPERATIONS, STORE_OPERATIONS, type StoreOperation } from './labels.ts';
+
+/** Upper bounds of the latency buckets, in seconds. */
+export const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
+const STATUSES = 500; // 100..599
+
+/** Plans refusals and bans are counted by: every plan, and `anonymous` for per-address limits. */
+export const METRIC_PLANS = [...PLAN_NAMES, 'anonymous'] as const;
+/** 429 reasons shown even before they happen; others (the Error body's code) appear once seen. */
+const REFUSAL_REASONS = ['rate_limited', 'key_banned'] as const;
+const STORE_ERROR_KINDS = ['unavailable', 'error'] as const;
+
+export interface MetricsOptions {
+  version: string;
+  runtime: string;
+  /** Epoch ms the process started, for `process_start_time_seconds`. */
+  startedAt?: number;
+}
+
+/**
+ * Every series the service exposes; one instance (and one registry) per process.
+ *
+ * @example
+ * const m = new Metrics({ version: '1.0.0', runtime: 'bun' })
+ * m.answered(operationOf('GET', '/v1/pets'), 200, 0.003)
+ * await m.render() // '# HELP petstore_http_requests_total ...'
+ */
+export class Metrics {
+  readonly #registry = new Registry();
+  readonly #requests = new Float64Array(OPERATIONS.length * STATUSES);
+  readonly #latency: Histogram<'operation'>;
+  #inFlight = 0;
+  readonly #refused: Counter<'plan' | 'reason'>;
+  readonly #bans: Counter<'plan'>;
+  readonly #storeErrors: Counter<'operation' | 'kind'>;
+  readonly #keys: Gauge<'plan'>;
+  readonly #reloads: Counter<'result'>;
+  /** Per-consumer and per-key series; fed by `countRequests` and the keys (re)load. */
+  readonly consumers = new ConsumerMetrics();
+
+  constructor({ version, runtime, startedAt = Date.now() }: MetricsOptions) {
+    const registers = [this.#registry];
+    const requests = this.#requests;
+    new Counter({
+      name: 'petstore_http_requests_total',
+      help: 'HTTP requests answered, by operation and status code.',
+      labelNames: ['operation', 'status'] as const,
+      registers,
+      collect() {
+        this.reset();
+        OPERATIONS.forEach((operation, i) => {
+          for (let s = 0; s < STATUSES; s++) {
+            const n = requests[i * STATUSES + s] as number;
+            if (n > 0) this.inc({ operation, status: String(s + 100) }, n);
+          }
+        });
+      },
+    });
+    this.#latency = new Histogram({
+      name: 'petstore_http_request_duration_seconds',
+      help: 'Time from receiving a request to having its response ready, by operation.',
+      labelNames: ['operation'] as const,
+      buckets: [...LATENCY_BUCKETS],
+      registers,
+    });
+    const inFlight = () => this.#inFlight;
+    new Gauge({
+      name: 'petstore_http_requests_in_flight',
+      help: 'Requests received and not yet answered.',
+      registers,
+      collect() {
+        this.set(inFlight());
+      },
+    });
+    this.#refused = new Counter({
+      name: 'petstore_rate_limited_total',
+      help: '429 responses by plan and reason (the Error code).',
+      labelNames: ['plan', 'reason'] as const,
+      registers,
+    });
+    for (const plan of METRIC_PLANS) for (const reason of REFUSAL_REASONS) this.#refused.inc({ plan, reason }, 0);
+    this.#bans = new Counter({
+      name: 'petstore_bans_total',
+      help: 'Temporary bans started, by plan.',
+      labelNames: ['plan'] as const,
+      registers,
+    });
+    for (const plan of METRIC_PLANS) this.#bans.inc({ plan }, 0);
+    this.#storeErrors = new Counter({
+      name: 'petstore_store_errors_total',
+      help: 'Failed store calls, by operation and kind (unavailable or error).',
+      labelNames: ['operation', 'kind'] as const,
+      registers,
+    });
+    for (const operation of STORE_OPERATIONS) {
+      for (const kind of STORE_ERROR_KINDS) this.#storeErrors.inc({ operation, kind }, 0);
+    }
+    this.#keys = new Gauge({
+      name: 'petstore_keys',
+      help: 'API keys loaded, by plan.',
+      labelNames: ['plan'] as const,
+      registers,
+    });
+    this.keysLoaded({});
+    this.#reloads = new Counter({
+      name: 'petstore_keys_reloads_total',
+      help: 'Reloads of the keys file on SIGHUP, by result.',
+      labelNames: ['result'] as const,
+      registers,
+    });
+    this.#reloads.inc({ result: 'ok' }, 0);
+    this.#reloads.inc({ result: 'failed' }, 0);
+    this.consumers.register(this.#registry);
+    new Gauge({
+      name: 'petstore_build_info',
+      help: 'Version and runtime of this server; always 1.',
+      labelNames: ['version', 'runtime'] as const,
+      registers,
+    }).set({ version, runtime }, 1);
+    new Gauge({
+      name: 'process_start_time_seconds',
+      help: 'Start time of the process since the Unix epoch, in seconds.',
+      registers,
+    }).set(Math.floor(startedAt / 1000));
+  }
+
+  /** A request has arrived. */
+  started(): void {
+    this.#inFlight++;
+  }
+
+  /** A request of operation `op` (from `operationOf`) was answered with `status` after `seconds`. */
+  answered(op: number, status: number, seconds: number): void {
+    this.#inFlight--;
+    const r = op * STATUSES + (status >= 100 && status < 600 ? status - 100 : STATUSES - 1);
+    this.#requests[r] = (this.#requests[r] ?? 0) + 1;
+    this.#latency.observe({ operation: OPERATIONS[op] ?? 'other' }, seconds);
+  }
+
+  /** A caller on `plan` was answered 429; `reason` is the Error body's code, e.g. `rate_limited`. */
+  refused(plan: string, reason: string): void {
+    if ((METRIC_PLANS as readonly string[]).includes(plan)) this.#refused.inc({ plan, reason });
+  }
+
+  /** A ban started for a caller on `plan`. */
+  banned(plan: string): void {
+    if ((METRIC_PLANS as readonly string[]).includes(plan)) this.#bans.inc({ plan });
+  }
+
+  /** A store call failed; `unavailable` when the store could not serve (disk, connection). */
+  storeError(operation: StoreOperation, kind: 'unavailable' | 'error'): void {
+    this.#storeErrors.inc({ operation, kind });
+  }
+
+  /** The keys now loaded, by plan (at start and after each reload). */
+  keysLoaded(byPlan: Record<string, number>): void {
+    for (const plan of PLAN_NAMES) this.#keys.set({ plan }, byPlan[plan] ?? 0);
+  }
+
+  /** A SIGHUP reload of the keys file succeeded or failed. */
+  reloaded(ok: boolean): void {
+    this.#reloads.inc({ result: ok ? 'ok' : 'failed' });
+  }
+
+  /** Everything, in the Prometheus text exposition format. */
+  render(): Promise<string> {
+    return this.#registry.metrics();
+  }
+}

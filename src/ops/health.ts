@@ -1,0 +1,97 @@
+import { ApiError } from '../http/errors.ts';
+import type { Logger } from '../log.ts';
+import type { PetStore } from '../store/store.ts';
+import type { OpsRoute } from './route.ts';
+
+/** Longest `/readyz` waits for the store before calling it unreachable. */
+export const READY_TIMEOUT_MS = 2_000;
+
+const NO_STORE = { 'Cache-Control': 'no-store' };
+const JSON_TYPE = 'application/json';
+const OK = JSON.stringify({ status: 'ok' });
+/** Only while Redis is down in fail-closed mode, when /v1 answers 503 too. */
+const LIMITER_DOWN = 'The rate limiter cannot reach Redis (--redis-fail closed).';
+
+/** What `/readyz` reads of the shared limiter's failover status (the gateway's `LimiterStatus`). */
+export interface LimiterReadiness {
+  /** `redis`; `local` while Redis is down in fail-open mode; `none` while down in fail-closed mode. */
+  readonly backend: string;
+  /** False only while requests are answered 503 (fail-closed mode, Redis down). */
+  readonly ready: boolean;
+}
+
+export interface HealthOptions {
+  store: PetStore;
+  /** The current keys (only their count is read; routes know nothing of the gateway); `/readyz` fails while none are loaded. */
+  keys: () => { readonly size: number };
+  log: Logger;
+  /** Why the server should get no new traffic (e.g. it is shutting down), or undefined. */
+  notReady?: () => string | undefined;
+  /** Longest wait for the store's ping. */
+  timeoutMs?: number;
+  /** Where rate limits are decided now (with `--redis`); without it, in this process. */
+  limiterStatus?: () => LimiterReadiness;
+}
+
+/**
+ * `GET /healthz`: the process answers. `GET /readyz`: it can serve the API, i.e. the store
+ * answers a ping, keys are loaded, the rate limiter can decide (not so with Redis down and
+ * `--redis-fail closed`) and it is not shutting down; then 200 `{"status":"ready","limiter":…}`
+ * naming where limits are decided (`memory`, `redis`, or `local` while Redis is down in
+ * fail-open mode). Else 503 `service_unavailable` with a message safe to show (the store's
+ * own error goes to the log, not to the client). Both are outside `/v1`: no key, no rate limit.
+ *
+ * @example
+ * const routes = healthRoutes({ store, keys: () => table, log })
+ */
+export function healthRoutes({
+  store,
+  keys,
+  log,
+  notReady = () => undefined,
+  timeoutMs = READY_TIMEOUT_MS,
+  limiterStatus,
+}: HealthOptions): OpsRoute[] {
+  return [
+    {
+      id: 'healthz',
+      method: 'GET',
+      path: '/healthz',
+      handler: () => ({ status: 200, body: OK, type: JSON_TYPE, headers: NO_STORE }),
+    },
+    {
+      id: 'readyz',
+      method: 'GET',
+      path: '/readyz',
+      async handler() {
+        const limiter = limiterStatus?.();
+        const reason =
+          notReady() ??
+          (keys().size === 0 ? 'No API keys are loaded.' : undefined) ??
+          (limiter && !limiter.ready ? LIMITER_DOWN : undefined) ??
+          (await storeProblem(store, log, timeoutMs));
+        if (reason === undefined) {
+          const body = JSON.stringify({ status: 'ready', limiter: limiter ? limiter.backend : 'memory' });
+          return { status: 200, body, type: JSON_TYPE, headers: NO_STORE };
+        }
+        throw new ApiError('service_unavailable', reason, NO_STORE);
+      },
+    },
+  ];
+}
+
+async function storeProblem(store: PetStore, log: Logger, timeoutMs: number): Promise<string | undefined> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    await Promise.race([store.ping(), timeout]);
+    return undefined;
+  } catch (err) {
+    log.warn('not ready: the store does not answer', { error: err instanceof Error ? err.message : String(err) });
+    return 'The store is not reachable.';
+  } finally {
+    clearTimeout(timer);
+  }
+}

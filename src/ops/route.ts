@@ -1,0 +1,18 @@
+import type { Context } from 'hono';
+import type { Reply } from '../http/answer.ts';
+
+/** The ids of the ops routes, the labels their requests are counted under. */
+export const OPS_IDS = ['healthz', 'readyz', 'metrics', 'docs', 'openapi'] as const;
+export type OpsId = (typeof OPS_IDS)[number];
+
+/**
+ * A route outside the API (health, metrics, the contract and its reference page): no key, no
+ * rate limit. The same shape as an API operation where they overlap: an id, a method, a path,
+ * and a handler whose reply leaves through the one answer path.
+ */
+export interface OpsRoute {
+  readonly id: OpsId;
+  readonly method: 'GET';
+  readonly path: string;
+  handler(c: Context): Reply | Promise<Reply>;
+}

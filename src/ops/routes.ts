@@ -1,0 +1,22 @@
+import { type DocsOptions, docsRoutes } from '../docs/routes.ts';
+import type { Metrics } from '../metrics/registry.ts';
+import { type HealthOptions, healthRoutes } from './health.ts';
+import { metricsRoute } from './metrics.ts';
+import type { OpsRoute } from './route.ts';
+
+export interface OpsOptions extends HealthOptions {
+  docs?: DocsOptions;
+  /** `GET /metrics` is served with the API when given (not when it has a port of its own). */
+  metrics?: Metrics;
+}
+
+/**
+ * The table of routes outside the API: health, metrics, the contract and its reference page,
+ * each with the id its requests are counted under.
+ *
+ * @example
+ * for (const route of opsRoutes({ store, keys, log })) app.get(route.path, steps.opsRoute(route))
+ */
+export function opsRoutes({ docs, metrics, ...health }: OpsOptions): readonly OpsRoute[] {
+  return [...healthRoutes(health), ...(metrics ? [metricsRoute(metrics)] : []), ...docsRoutes(docs)];
+}
