@@ -7,7 +7,7 @@
 #                 65532 as distroless does, /tmp
 #   builder base: sh and the few tools the Dockerfile's pick stage runs (ls, grep, sha256sum...)
 # Then checks the image's configuration (user, port, volume, health check, entrypoint) and runs
-# the binary inside it as the image's user: `keys new`, serving with a read-only keys file, the
+# the binary inside it as the image's user: `keys add`, serving with that keys file read-only, the
 # HEALTHCHECK command, a pet written to the data volume, SIGTERM -> exit 0.
 # Also builds the pick stage with TARGETARCH=arm64 and checks it took the arm64 binary.
 # Needs root, buildah (apt-get install -y buildah) and dist/release (make release: the image holds
@@ -130,11 +130,12 @@ expected="petstore $version (commit $(build_commit), target $target)"
 [[ "$printed" == "$expected" ]] || fail "--version printed '$printed', expected '$expected'"
 [[ "$(run "$ctr" -- /usr/local/bin/petstore healthcheck 2>/dev/null; echo $?)" == 1 ]] || fail "healthcheck passed with no server"
 
-keys_out=$(run "$ctr" -- /usr/local/bin/petstore keys new --name ops --plan pro)
-token=$(grep -oE 'psk_[A-Za-z0-9_-]{43}' <<<"$keys_out")
+# keys add as the image's user, into a directory it owns: the file is made 0600 and owned by 65532.
 mkdir -p "$work/etc"
-printf '{"keys":[%s]}\n' "$(tail -n 1 <<<"$keys_out")" >"$work/etc/keys.json"
-chmod 0644 "$work/etc/keys.json"
+chown 65532:65532 "$work/etc"
+token=$(run --volume "$work/etc:/etc/petstore" "$ctr" \
+  -- /usr/local/bin/petstore keys add --keys /etc/petstore/keys.json --consumer ops --plan pro)
+[[ "$token" =~ ^psk_[A-Za-z0-9_-]{43}$ ]] || fail "keys add printed '$token', not a token alone"
 
 port=$(node -e 's=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
 "${B[@]}" config --env PORT="$port" --env PETSTORE_KEYS_FILE=/etc/petstore/keys.json "$ctr"

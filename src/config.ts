@@ -1,73 +1,51 @@
+import * as v from 'valibot';
+import {
+  type Command,
+  ConfigError,
+  HELP,
+  type OptionTable,
+  optionLines,
+  parseOptions,
+  type Values,
+} from './cli/options.ts';
+import { checked, int, on, oneOf, text, toggle, urlWith, words } from './cli/parsers.ts';
 import { DEFAULT_IPV6_PREFIX } from './gateway/addresses.ts';
 import { DEFAULT_MAX_IN_FLIGHT } from './gateway/plans.ts';
 import { LOG_LEVELS, type LogFormat, type LogLevel } from './log.ts';
 
-/** Raised for a bad flag or value: `main` prints it with the usage hint and exits 2. */
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
+export { ConfigError };
 
-type Parser<T> = (raw: string, flag: string) => T;
-
-interface Option<T> {
-  readonly flag: string;
-  readonly env?: string;
-  readonly arg?: string;
-  readonly help: string;
-  readonly fallback: T;
-  /** Shown in `--help` when the fallback is not a plain value. */
-  readonly shownDefault?: string;
-  readonly parse: Parser<T>;
-}
-
-const text: Parser<string> = (raw) => raw;
-const int =
-  (min: number, max: number): Parser<number> =>
-  (raw, flag) => {
-    if (!/^[0-9]+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
-      throw new ConfigError(`${flag}: expected a whole number from ${min} to ${max}, got "${raw}"`);
-    }
-    return Number(raw);
-  };
-const oneOf =
-  <T extends string>(values: readonly T[]): Parser<T> =>
-  (raw, flag) => {
-    if (!(values as readonly string[]).includes(raw))
-      throw new ConfigError(`${flag}: expected one of ${values.join(', ')}, got "${raw}"`);
-    return raw as T;
-  };
-const list: Parser<string[]> = (raw) => raw.split(/[\s,]+/).filter(Boolean);
-const httpUrl: Parser<string> = (raw, flag) => {
-  const url = URL.canParse(raw) ? new URL(raw) : undefined;
-  if (!url || !/^https?:$/.test(url.protocol) || url.search || url.hash) {
-    throw new ConfigError(`${flag}: expected an http(s) URL without query or fragment, got "${raw}"`);
-  }
-  return raw;
-};
+const httpUrl = checked(
+  'an http(s) URL without query or fragment',
+  v.pipe(
+    v.string(),
+    v.check((raw) => {
+      const url = urlWith(raw, ['http:', 'https:']);
+      return url !== undefined && !url.search && !url.hash;
+    }),
+  ),
+);
 /** Origins for CORS: `*`, or each exactly as a browser sends it in `Origin` (scheme, host, port). */
-const origins: Parser<string[]> = (raw, flag) =>
-  list(raw, flag).map((origin) => {
-    if (origin === '*') return origin;
-    const url = URL.canParse(origin) ? new URL(origin) : undefined;
-    if (!url || !/^https?:$/.test(url.protocol) || url.origin !== origin) {
-      throw new ConfigError(`${flag}: expected * or an origin such as https://app.example, got "${origin}"`);
-    }
-    return origin;
-  });
-const flag: Parser<boolean> = () => true;
-const redisUrl: Parser<string> = (raw, flag) => {
-  const url = URL.canParse(raw) ? new URL(raw) : undefined;
-  if (!url || !/^rediss?:$/.test(url.protocol) || !url.hostname) {
-    throw new ConfigError(`${flag}: expected a redis:// or rediss:// URL with a host, got "${raw}"`);
-  }
-  return raw;
-};
-/** A switch: the bare flag turns it on; its env var takes true/false, 1/0, yes/no, on/off. */
-const toggle: Parser<boolean> = (raw, flag) => {
-  if (/^(|1|true|yes|on)$/i.test(raw)) return true;
-  if (/^(0|false|no|off)$/i.test(raw)) return false;
-  throw new ConfigError(`${flag}: expected true or false, got "${raw}"`);
-};
+const origins = checked(
+  '* or an origin such as https://app.example',
+  v.pipe(
+    v.string(),
+    v.transform(words),
+    v.array(
+      v.pipe(
+        v.string(),
+        v.check((o) => o === '*' || urlWith(o, ['http:', 'https:'])?.origin === o),
+      ),
+    ),
+  ),
+);
+const redisUrl = checked(
+  'a redis:// or rediss:// URL with a host',
+  v.pipe(
+    v.string(),
+    v.check((raw) => Boolean(urlWith(raw, ['redis:', 'rediss:'])?.hostname)),
+  ),
+);
 
 /** Every option, in `--help` order; the table is the single source of flags, env vars and defaults. */
 export const OPTIONS = {
@@ -114,7 +92,7 @@ export const OPTIONS = {
     help: 'proxies whose X-Forwarded-For is believed (comma or space separated)',
     fallback: [] as string[],
     shownDefault: 'none',
-    parse: list,
+    parse: words,
   },
   ipv6Prefix: {
     flag: '--ipv6-prefix',
@@ -233,12 +211,14 @@ export const OPTIONS = {
     shownDefault: 'none',
     parse: int(0, 65535),
   },
-  help: { flag: '--help', help: 'print this help and exit', fallback: false, parse: flag },
-  version: { flag: '--version', help: 'print the version and exit', fallback: false, parse: flag },
-} satisfies Record<string, Option<unknown>>;
+  help: HELP,
+  version: { flag: '--version', help: 'print the version and exit', fallback: false, parse: on },
+} satisfies OptionTable;
 
-type Options = typeof OPTIONS;
-export type Config = { -readonly [K in keyof Options]: Options[K]['fallback'] };
+export type Config = Values<typeof OPTIONS>;
+
+/** Serving: the command without a name. */
+const SERVER: Command<typeof OPTIONS> = { name: '', summary: 'serve the API', options: OPTIONS };
 
 /**
  * Flags first, then environment variables, then defaults.
@@ -247,62 +227,22 @@ export type Config = { -readonly [K in keyof Options]: Options[K]['fallback'] };
  * parseConfig(['--port', '9000'], { PETSTORE_DATA: ':memory:' }).port // 9000
  */
 export function parseConfig(argv: readonly string[], env: Record<string, string | undefined>): Config {
-  const config: Record<string, unknown> = {};
-  const byFlag = new Map<string, [string, Option<unknown>]>(Object.entries(OPTIONS).map(([k, o]) => [o.flag, [k, o]]));
-  for (let i = 0; i < argv.length; i++) {
-    const word = argv[i] as string;
-    const eq = word.indexOf('=');
-    const name = word.startsWith('--') && eq > 0 ? word.slice(0, eq) : word;
-    const entry = byFlag.get(name);
-    if (!entry) throw new ConfigError(`unknown option "${word}"`);
-    const [key, option] = entry;
-    if (!option.arg) {
-      if (name !== word) throw new ConfigError(`${name}: takes no value, got "${word}"`);
-      config[key] = option.parse('', name);
-      continue;
-    }
-    const value = eq > 0 && name !== word ? word.slice(eq + 1) : argv[++i];
-    if (value === undefined) throw new ConfigError(`${name}: needs a value (${option.arg})`);
-    const parsed = option.parse(value, name);
-    // A list flag may be repeated (`--trust-proxy A --trust-proxy B`); its values add up.
-    const earlier = config[key];
-    config[key] = Array.isArray(earlier) && Array.isArray(parsed) ? [...earlier, ...parsed] : parsed;
-  }
-  for (const [key, option] of Object.entries(OPTIONS) as [string, Option<unknown>][]) {
-    if (key in config) continue;
-    const raw = option.env === undefined ? undefined : env[option.env];
-    config[key] = raw === undefined || raw === '' ? option.fallback : option.parse(raw, option.env as string);
-  }
-  return config as Config;
+  return parseOptions(SERVER, argv, env);
 }
 
-/** The `--help` text: every flag with its env var and default. */
+/** `petstore --help`: the commands, then every option of the server with its env var and default. */
 export function helpText(version: string): string {
-  const rows = Object.values(OPTIONS).map((o: Option<unknown>) => {
-    const left = `  ${o.flag}${o.arg ? ` ${o.arg}` : ''}`;
-    const shown = o.shownDefault ?? (o.arg ? String(o.fallback) : undefined);
-    const details = [o.env ? `env ${o.env}` : '', shown !== undefined ? `default ${shown}` : '']
-      .filter(Boolean)
-      .join(', ');
-    return `${left.padEnd(26)}${o.help}${details ? ` (${details})` : ''}`;
-  });
   return [
     `petstore ${version}: pet store catalogue service and API gateway`,
     '',
     'Usage:',
-    '  petstore [options]                         serve the API',
-    '  petstore keys new --name NAME --plan PLAN  make an API key; prints the token once',
-    '  petstore keys add --keys FILE --consumer NAME --plan PLAN [--scopes S,S] [--expires WHEN]',
-    '                                             add a key to a consumer (made if missing); token on stdout',
-    '  petstore keys rotate --keys FILE --consumer NAME --overlap 7d',
-    "                                             new key; the consumer's current keys expire after the overlap",
-    '  petstore keys revoke --keys FILE --consumer NAME --key ID',
-    '  petstore keys list --keys FILE [--json]    consumers, key ids, scopes, dates (no tokens or hashes)',
-    '  petstore keys help                         every keys option; send the server SIGHUP after a change',
-    '  petstore healthcheck [--port N] [--host H] exit 0 when the local server answers /healthz',
+    '  petstore [options]               serve the API',
+    '  petstore keys COMMAND [options]  add, rotate, revoke or list the API keys of a keys file',
+    '  petstore healthcheck [options]   exit 0 when the local server answers /healthz',
+    '  petstore COMMAND --help          the options of a command: keys, keys add, healthcheck, ...',
     '',
     'Options:',
-    ...rows,
+    ...optionLines(OPTIONS),
     '',
   ].join('\n');
 }

@@ -1,7 +1,7 @@
-// The entry point: argv -> a subcommand (src/cli.ts), --help / --version, or serving
+// The entry point: argv -> a subcommand (src/cli/run.ts), --help / --version, or serving
 // (src/serve/start.ts); and the exit code. It only wires.
 import process from 'node:process';
-import { runCli } from './cli.ts';
+import { runCli } from './cli/run.ts';
 import { ConfigError, helpText, parseConfig } from './config.ts';
 import { KeysFileError } from './gateway/keys/file.ts';
 import { startServer } from './serve/start.ts';
@@ -34,7 +34,8 @@ main(process.argv.slice(2)).then(
   (err: unknown) => {
     if (err instanceof ConfigError || err instanceof StoreOpenError || err instanceof KeysFileError) {
       const what = err instanceof KeysFileError ? 'keys file' : 'configuration';
-      process.stderr.write(`petstore: ${what}: ${err.message}\nRun petstore --help for usage.\n`);
+      const command = err instanceof ConfigError && err.command ? `petstore ${err.command}` : 'petstore';
+      process.stderr.write(`petstore: ${what}: ${err.message}\nRun ${command} --help for usage.\n`);
       process.exit(EXIT_CONFIG);
     }
     process.stderr.write(`petstore: failed to start: ${String(err)}\n`);

@@ -109,6 +109,30 @@ describe('petstore keys', () => {
     expect(missing.stderr).toContain('--key: consumer "acme" has no key "k1" (it has: ');
   });
 
+  test('each command prints its own --help on stdout and exits 0; bad usage names that --help and exits 2', async () => {
+    const runs = await Promise.all(
+      [
+        ['keys', '--help'],
+        ['keys', 'add', '--help'],
+        ['keys', 'list', '--help'],
+        ['healthcheck', '--help'],
+      ].map((a) => runCommand(a)),
+    );
+    expect(runs.map((r) => [r.code, r.stdout.split('\n')[0], r.stderr])).toEqual([
+      [0, 'Usage:', ''],
+      [0, 'Usage: petstore keys add --keys FILE --consumer NAME [--plan PLAN] [--scopes S,S] [--expires WHEN]', ''],
+      [0, 'Usage: petstore keys list --keys FILE [--json]', ''],
+      [0, 'Usage: petstore healthcheck [--port N] [--host H]', ''],
+    ]);
+    expect(runs[0]?.stdout).toContain('\n  petstore keys revoke --keys FILE --consumer NAME --key ID\n');
+    const bad = await runCommand(['keys', 'rotate', '--keys', join(tmp(), 'keys.json'), '--consumer', 'acme']);
+    expect([bad.code, bad.stdout, bad.stderr]).toEqual([
+      2,
+      '',
+      'petstore: configuration: --overlap: required\nRun petstore keys rotate --help for usage.\n',
+    ]);
+  });
+
   test('8 keys add at once all land, each with its own token', async () => {
     const file = join(tmp(), 'keys.json');
     const runs = await Promise.all(

@@ -1,8 +1,10 @@
 /** `petstore keys list`: consumers and their keys, never a token or a full hash. */
 import process from 'node:process';
-import { ConfigError } from '../config.ts';
 import { type KeyRecord, keyRecords } from '../gateway/keys/file.ts';
 import { readKeysDocument } from '../gateway/keys/store-file.ts';
+import { KEYS_FILE } from './key-options.ts';
+import { HELP, subcommand } from './options.ts';
+import { on } from './parsers.ts';
 
 /** Where a key stands at `now`. */
 export function keyState(key: KeyRecord, now: number): 'active' | 'expired' | 'pending' {
@@ -32,13 +34,24 @@ export function listing(records: readonly KeyRecord[], now: number) {
   }));
 }
 
-export async function list(f: Map<string, string>, now: number): Promise<number> {
-  const path = f.get('--keys');
-  if (!path) throw new ConfigError('--keys: required');
+export const KEYS_LIST = subcommand(
+  {
+    name: 'keys list',
+    summary: 'Lists consumers, key ids, scopes, dates and state (active, expired, pending); never a token or a hash.',
+    options: {
+      keys: KEYS_FILE,
+      json: { flag: '--json', help: 'one JSON document instead of a table', fallback: false, parse: on },
+      help: HELP,
+    },
+  },
+  (o, now) => list(o.keys, o.json, now),
+);
+
+function list(path: string, json: boolean, now: number): number {
   const doc = readKeysDocument(path);
   const rows = listing(keyRecords(doc), now);
   const keyless = (doc.consumers ?? []).filter((c) => c.keys.length === 0).map((c) => c.name);
-  if (f.has('--json')) {
+  if (json) {
     process.stdout.write(`${JSON.stringify({ keys: rows, consumersWithoutKeys: keyless }, null, 2)}\n`);
     return 0;
   }

@@ -1,0 +1,103 @@
+/** The options the `petstore keys` commands share, and how they read dates and durations. */
+import * as v from 'valibot';
+import { SCOPES, type Scope } from '../api/scopes.ts';
+import { KEY_NAME, rfc3339 } from '../gateway/keys/schema.ts';
+import type { Option } from './options.ts';
+import { checked, text, words } from './parsers.ts';
+
+const UNIT_MS: Readonly<Record<string, number>> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+const DURATION = /^([0-9]{1,6})([smhd])$/;
+const NAME = '1-64 letters, digits, ".", "_" or "-"';
+
+const duration = v.pipe(
+  v.string(),
+  v.regex(DURATION),
+  v.transform((raw) => {
+    const [, count, unit] = DURATION.exec(raw) as RegExpExecArray;
+    return Number(count) * (UNIT_MS[unit as string] as number);
+  }),
+);
+const name = checked(NAME, v.pipe(v.string(), v.regex(KEY_NAME)));
+
+/** A moment as given: milliseconds from now (a duration), or an RFC 3339 date-time. */
+export type When = number | string;
+
+/** What `WHEN` and `DURATION` mean, for the commands' --help. */
+export const WHEN_NOTE = 'WHEN: an RFC 3339 date-time (2027-02-20T00:00:00Z) or a duration from now (90d).';
+export const DURATION_NOTE = 'DURATION: a number and s, m, h or d (7d).';
+
+/** How a change reaches a running server. */
+export const FILE_NOTES = 'The file is written atomically under FILE.lock; send the server SIGHUP after a change.';
+
+export const KEYS_FILE = {
+  flag: '--keys',
+  arg: 'FILE',
+  help: 'the keys file (JSON)',
+  fallback: '',
+  required: true,
+  parse: text,
+} satisfies Option<string>;
+
+export const CONSUMER = {
+  flag: '--consumer',
+  arg: 'NAME',
+  help: `the consumer: ${NAME}`,
+  fallback: '',
+  required: true,
+  parse: name,
+} satisfies Option<string>;
+
+export const SCOPES_OPTION = {
+  flag: '--scopes',
+  arg: 'S,S',
+  help: `what the new key may do: ${SCOPES.join(', ')}`,
+  fallback: undefined as Scope[] | undefined,
+  parse: checked(
+    `one or more of ${SCOPES.join(', ')}`,
+    v.pipe(v.string(), v.transform(words), v.array(v.picklist(SCOPES)), v.minLength(1)),
+  ),
+} satisfies Option<Scope[] | undefined>;
+
+export const KEY_ID = {
+  flag: '--id',
+  arg: 'ID',
+  help: `the new key's id in logs, metrics and keys revoke: ${NAME}`,
+  fallback: undefined as string | undefined,
+  shownDefault: 'the first 8 hex digits of its hash',
+  parse: name,
+} satisfies Option<string | undefined>;
+
+/** Reads `WHEN`. */
+export const when = checked<When>(
+  'an RFC 3339 date-time (2027-02-20T00:00:00Z) or a duration (7d)',
+  v.union([
+    duration,
+    v.pipe(
+      v.string(),
+      v.check((raw) => !Number.isNaN(rfc3339(raw))),
+    ),
+  ]),
+);
+
+/** Reads `DURATION`, in milliseconds. */
+export const durationMs = checked('a duration (a number and s, m, h or d, such as 7d)', duration);
+
+/**
+ * `ms` as an RFC 3339 date-time in whole seconds, as the keys file keeps it.
+ *
+ * @example
+ * iso(Date.UTC(2027, 1, 20, 0, 0, 0, 500)) // '2027-02-20T00:00:00Z'
+ */
+export function iso(ms: number): string {
+  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+}
+
+/**
+ * A `WHEN` as the date-time it stands for at `now`.
+ *
+ * @example
+ * at(86_400_000, Date.UTC(2027, 1, 20)) // '2027-02-21T00:00:00Z'
+ */
+export function at(moment: When, now: number): string {
+  return typeof moment === 'number' ? iso(now + moment) : moment;
+}

@@ -1,0 +1,33 @@
+/** `petstore keys revoke`: removes one key; the consumer and its quota stay. */
+import process from 'node:process';
+import { revokeKey } from '../gateway/keys/edit.ts';
+import { change } from './key-change.ts';
+import { CONSUMER, FILE_NOTES, KEYS_FILE } from './key-options.ts';
+import { HELP, subcommand } from './options.ts';
+import { text } from './parsers.ts';
+
+export const KEYS_REVOKE = subcommand(
+  {
+    name: 'keys revoke',
+    summary: 'Removes a key of a consumer; the consumer (and its quota) stays.',
+    options: {
+      keys: KEYS_FILE,
+      consumer: CONSUMER,
+      key: {
+        flag: '--key',
+        arg: 'ID',
+        help: 'the id of the key, as keys list shows it',
+        fallback: '',
+        required: true,
+        parse: text,
+      },
+      help: HELP,
+    },
+    notes: FILE_NOTES,
+  },
+  async (o) => {
+    await change(o.keys, o.consumer, (doc) => revokeKey(doc, o.consumer, o.key));
+    process.stderr.write(`revoked key ${o.key} of consumer ${o.consumer}; send the server SIGHUP\n`);
+    return 0;
+  },
+);

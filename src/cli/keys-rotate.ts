@@ -1,0 +1,45 @@
+/** `petstore keys rotate`: a new key for a consumer; its current keys end after an overlap. */
+import process from 'node:process';
+import { rotateKeys } from '../gateway/keys/edit.ts';
+import { change, freshKey } from './key-change.ts';
+import {
+  CONSUMER,
+  DURATION_NOTE,
+  durationMs,
+  FILE_NOTES,
+  iso,
+  KEY_ID,
+  KEYS_FILE,
+  SCOPES_OPTION,
+} from './key-options.ts';
+import { HELP, subcommand } from './options.ts';
+
+export const KEYS_ROTATE = subcommand(
+  {
+    name: 'keys rotate',
+    summary: `Adds a new key to a consumer and sets its current keys to expire after DURATION (one already
+ending sooner keeps its date). Prints the new token alone on stdout (shown once).`,
+    options: {
+      keys: KEYS_FILE,
+      consumer: CONSUMER,
+      overlap: {
+        flag: '--overlap',
+        arg: 'DURATION',
+        help: "how long the consumer's current keys keep working",
+        fallback: 0,
+        required: true,
+        parse: durationMs,
+      },
+      scopes: { ...SCOPES_OPTION, shownDefault: 'those of the current keys' },
+      id: KEY_ID,
+      help: HELP,
+    },
+    notes: `${DURATION_NOTE}\n${FILE_NOTES}`,
+  },
+  async (o, now) => {
+    const fresh = freshKey(o, now);
+    await change(o.keys, o.consumer, (doc) => rotateKeys(doc, o.consumer, now, o.overlap, fresh.key), fresh);
+    process.stderr.write(`the consumer's other keys expire at ${iso(now + o.overlap)} at the latest\n`);
+    return 0;
+  },
+);

@@ -1,0 +1,84 @@
+/**
+ * The subcommands other than serving: `petstore keys add|rotate|revoke|list` and
+ * `petstore healthcheck`. Each has its own option table and --help; `petstore keys` alone
+ * prints the usage of every keys command.
+ */
+import process from 'node:process';
+import { KeysFileError } from '../gateway/keys/file.ts';
+import { HEALTHCHECK } from './healthcheck.ts';
+import { DURATION_NOTE, FILE_NOTES, WHEN_NOTE } from './key-options.ts';
+import { KEYS_ADD } from './keys-add.ts';
+import { KEYS_LIST } from './keys-list.ts';
+import { KEYS_REVOKE } from './keys-revoke.ts';
+import { KEYS_ROTATE } from './keys-rotate.ts';
+import { ConfigError, type Env, type Subcommand, usage } from './options.ts';
+
+const KEYS_COMMANDS: Readonly<Record<string, Subcommand>> = {
+  add: KEYS_ADD,
+  rotate: KEYS_ROTATE,
+  revoke: KEYS_REVOKE,
+  list: KEYS_LIST,
+};
+
+/** The words of a command name are this wide in the keys usage, so their options line up. */
+const KEYS_NAME_WIDTH = 'petstore keys rotate'.length;
+
+/**
+ * `petstore keys`, `petstore keys --help`: the usage of every keys command.
+ *
+ * @example
+ * keysHelp() // 'Usage:\n  petstore keys add    --keys FILE --consumer NAME [--plan PLAN] …'
+ */
+export function keysHelp(): string {
+  const lines = Object.values(KEYS_COMMANDS).map(({ command }) =>
+    usage(command, `  ${`petstore ${command.name}`.padEnd(KEYS_NAME_WIDTH)}`),
+  );
+  return [
+    'Usage:',
+    ...lines,
+    '  petstore keys COMMAND --help   the options of one, with their defaults',
+    '',
+    'add and rotate print the new token alone on stdout (shown once) and its key id on stderr.',
+    WHEN_NOTE,
+    DURATION_NOTE,
+    FILE_NOTES,
+    '',
+  ].join('\n');
+}
+
+/**
+ * Runs the subcommand that `argv` names; resolves to its exit code. Bad usage throws
+ * `ConfigError` (naming the command whose --help to read), a bad keys file `KeysFileError`.
+ *
+ * @example
+ * process.exitCode = await runCli(['keys', 'list', '--keys', 'keys.json'])
+ */
+export async function runCli(argv: readonly string[], env: Env = process.env, now = Date.now()): Promise<number> {
+  const [command, sub, ...rest] = argv;
+  if (command === 'healthcheck') return run(HEALTHCHECK, argv.slice(1), env, now);
+  if (command !== 'keys') throw new ConfigError(`unknown command "${command}"`);
+  if (sub === undefined || sub === 'help' || sub === '--help') {
+    process.stdout.write(keysHelp());
+    return sub === undefined ? 2 : 0;
+  }
+  const keys = Object.hasOwn(KEYS_COMMANDS, sub) ? KEYS_COMMANDS[sub] : undefined;
+  if (!keys) {
+    throw new ConfigError(`unknown command "keys ${sub}"; expected ${Object.keys(KEYS_COMMANDS).join(', ')}`, 'keys');
+  }
+  return run(keys, rest, env, now);
+}
+
+/**
+ * One subcommand; bad usage names it for the --help hint. Any other failure (a held lock, a
+ * full disk) exits 1 with its message.
+ */
+async function run(sub: Subcommand, argv: readonly string[], env: Env, now: number): Promise<number> {
+  try {
+    return await sub.run(argv, env, now);
+  } catch (err) {
+    if (err instanceof ConfigError && !err.command) throw new ConfigError(err.message, sub.command.name);
+    if (err instanceof ConfigError || err instanceof KeysFileError) throw err;
+    process.stderr.write(`petstore ${sub.command.name}: ${(err as Error).message}\n`);
+    return 1;
+  }
+}
