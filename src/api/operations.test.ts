@@ -34,7 +34,7 @@ const fromContract = Object.entries(contract.paths)
   )
   .sort((a, b) => String(a.id).localeCompare(String(b.id)));
 
-const fromTable = OPERATIONS.map((op) => ({
+const fromTable: unknown[] = OPERATIONS.map((op) => ({
   id: op.id,
   method: op.method,
   path: op.path,
