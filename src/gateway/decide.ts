@@ -1,8 +1,12 @@
+import { LRUCache } from 'lru-cache';
 import { addressGroup, DEFAULT_IPV6_PREFIX } from './addresses.ts';
 import type { Caller } from './caller.ts';
 import type { Consumer } from './keys/file.ts';
 import type { RateLimiter, Subject, Verdict } from './limiter/limiter.ts';
 import { type BanPolicy, DEFAULT_BAN, PLAN_LIMITS } from './plans.ts';
+
+/** Consumers whose limiter subject is kept: more than a keys file holds. */
+const MAX_SUBJECTS = 10_000;
 
 export interface DeciderOptions {
   limiter: RateLimiter;
@@ -28,7 +32,9 @@ export function decider({
   ban = DEFAULT_BAN,
   ipv6Prefix = DEFAULT_IPV6_PREFIX,
 }: DeciderOptions): (caller: Caller) => Promise<Verdict> {
-  const subjects = new WeakMap<Consumer, Subject>();
+  // By the consumer as loaded: a reload makes new consumer objects, so a changed quota or ban is
+  // never read from an old subject; the bound keeps what reloads leave behind from growing.
+  const subjects = new LRUCache<Consumer, Subject>({ max: MAX_SUBJECTS });
   const consumerSubject = (consumer: Consumer): Subject => {
     let subject = subjects.get(consumer);
     if (!subject) {

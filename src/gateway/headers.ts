@@ -4,12 +4,16 @@
  * (draft-ietf-httpapi-ratelimit-headers).
  */
 import type { Context } from 'hono';
+import { LRUCache } from 'lru-cache';
 import { type AnswerHeaders, answerHeaders } from '../http/answer.ts';
 import type { Decision, WindowState } from './limiter/limiter.ts';
 
-/** Distinct quota pairs are few (plans plus enterprise overrides); past this, start over. */
+/**
+ * `RateLimit-Policy` values by the windows' limits and sizes: distinct quota pairs are few (the
+ * plans plus each consumer's own limits), and the value depends on nothing else.
+ */
 const MAX_CACHED_POLICIES = 1_024;
-const policies = new Map<string, string>();
+const policies = new LRUCache<string, string>({ max: MAX_CACHED_POLICIES });
 
 /**
  * The window the `X-RateLimit-*` headers describe.
@@ -76,7 +80,6 @@ function policy(windows: readonly WindowState[]): string {
   let value = policies.get(key);
   if (value === undefined) {
     value = windows.map((w) => `"${w.name}";q=${w.limit};w=${w.seconds}`).join(', ');
-    if (policies.size >= MAX_CACHED_POLICIES) policies.clear();
     policies.set(key, value);
   }
   return value;
