@@ -1,0 +1,82 @@
+import { describe, expect, test } from 'bun:test';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+
+const ROOT = join(import.meta.dir, '..');
+
+/** The code block of README's "Layout" section. */
+function layoutBlock(): string {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('\n## Layout\n'));
+  const start = section.indexOf('```\n') + 4;
+  return section.slice(start, section.indexOf('\n```', start));
+}
+
+interface Entry {
+  /** From the repository's root; a folder ends in `/`. */
+  readonly path: string;
+  /** Its description, continuation lines included. */
+  text: string;
+}
+
+/**
+ * The block's entries: a line's first word is a path, relative to the folder above it when
+ * indented by two spaces a level; a line indented past the names continues the description.
+ */
+function entries(): Entry[] {
+  const out: Entry[] = [];
+  const folders: string[] = [];
+  for (const line of layoutBlock().split('\n')) {
+    const indent = line.length - line.trimStart().length;
+    const [name = '', ...rest] = line.trim().split(/\s+/);
+    const last = out.at(-1);
+    if (indent > 20 && last) {
+      last.text += ` ${line.trim()}`;
+      continue;
+    }
+    const level = indent / 2;
+    folders.length = level;
+    const path = (level > 0 ? (folders[level - 1] ?? '') : '') + name;
+    if (name.endsWith('/')) folders[level] = path;
+    out.push({ path, text: rest.join(' ') });
+  }
+  return out;
+}
+
+/** Every shipped source file under src/: not tests, not generated modules. */
+function sourceFiles(dir = join(ROOT, 'src')): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const full = join(dir, name);
+    if (statSync(full).isDirectory()) return name === 'generated' ? [] : sourceFiles(full);
+    return name.endsWith('.ts') && !name.endsWith('.test.ts') ? [relative(ROOT, full)] : [];
+  });
+}
+
+const mentions = (text: string, file: string) => new RegExp(`(^|[\\s,(])${file.replace('.', '\\.')}\\b`).test(text);
+
+describe("README's Layout", () => {
+  const listed = entries();
+
+  test("names every file under src/, by its path or in its folder's line", () => {
+    const unnamed = sourceFiles().filter((file) => {
+      const slash = file.lastIndexOf('/') + 1;
+      const folder = file.slice(0, slash);
+      const base = file.slice(slash);
+      return !listed.some((e) => e.path === file || (e.path === folder && mentions(e.text, base)));
+    });
+    expect(unnamed).toEqual([]);
+  });
+
+  test('names no file or folder that does not exist', () => {
+    const missing: string[] = [];
+    for (const { path, text } of listed) {
+      if (!existsSync(join(ROOT, path))) missing.push(path);
+      if (path.startsWith('src/') && path.endsWith('/')) {
+        for (const [file] of text.matchAll(/\b[\w-]+\.ts\b/g)) {
+          if (!existsSync(join(ROOT, path, file))) missing.push(path + file);
+        }
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+});
