@@ -1,4 +1,4 @@
-// Issue 16, item 3: every 400 names the field and what it allows, in the contract's words, and
+// Every 400 names the field and what it allows, in the contract's words, and
 // never quotes a value the client did not send (a JSON number past 2^53 is rounded by the parser).
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';

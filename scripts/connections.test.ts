@@ -1,4 +1,4 @@
-// Issue 14, hole 10: thousands of idle or half-sent connections neither starve a fresh client nor
+// Thousands of idle or half-sent connections neither starve a fresh client nor
 // stay open. Run by `make e2e` under `ulimit -n` as high as the hard limit allows (each side holds
 // one descriptor per connection); CONNECTIONS (default 20,000) is lowered to fit the limit, and
 // the test says so. Also: the soft open-file limit is raised to the hard one, and a low one warned.

@@ -122,7 +122,7 @@ describe.skipIf(!READY)('two instances sharing PostgreSQL and Redis', () => {
     expect(created.status).toBe(201);
     const pet = (await created.json()) as { id: number };
     const location = created.headers.get('location') as string;
-    // Relative to the request URL (issue 16): followed against the other instance's /v1/pets.
+    // Relative to the request URL: followed against the other instance's /v1/pets.
     expect(location).toBe(`pets/${pet.id}`);
 
     const read = await fetch(new URL(location, `${b.url}/v1/pets`), { headers: auth('pets') });

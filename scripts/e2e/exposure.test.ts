@@ -1,4 +1,4 @@
-// What a request or the environment must not be able to bend (issue 14, holes 6, 8 and 9):
+// What a request or the environment must not be able to bend:
 // no request header reaches the served spec's servers; a client's request id is echoed and
 // logged only when plain; the data the server writes is readable by its own user only.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';

@@ -1,4 +1,4 @@
-// A full table (issue 14, holes 2 and 3): a flood of 100,000+ bad tokens from as many addresses
+// A full table: a flood of 100,000+ bad tokens from as many addresses
 // never makes a configured key share a quota with others, nor lose any of its own, and 20
 // addresses banned for bad tokens before the flood can still use a valid key. The addresses come
 // in X-Forwarded-For from loopback (--trust-proxy 127.0.0.1); all traffic stays on 127.0.0.1.

@@ -1,4 +1,4 @@
-// The gateway tried as an attacker would (issue 14): every spelling of one address is one client,
+// The gateway tried as an attacker would: every spelling of one address is one client,
 // IPv6 clients are grouped by prefix, requests without a valid key never lock a valid key out,
 // and a ban's Retry-After is never early and never more than a second late.
 // From loopback X-Forwarded-For is believed (--trust-proxy), so one test plays many addresses.

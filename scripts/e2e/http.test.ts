@@ -1,4 +1,4 @@
-// Issue 16: what integrators' tools, browsers, proxies and caches expect of the binary.
+// What integrators' tools, browsers, proxies and caches expect of the binary.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { type Running, startServer, tokenOf, writeKeysFile } from '../../test/harness.ts';

@@ -1,5 +1,5 @@
 /**
- * One sliding window counted in buckets: the counting half of `rate-limit.ts`, whose top comment
+ * One sliding window counted in buckets: the counting half of `memory.ts`, whose top comment
  * states the bound this gives.
  */
 import type { WindowName } from './limiter.ts';

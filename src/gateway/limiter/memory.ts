@@ -12,7 +12,7 @@
  * least W and less than W + b (minute: < 61 s, day: < 24 h 15 min). So the limiter behaves like
  * an exact sliding window whose length is between W and W + b: it never admits more than Q in
  * any interval of length W, and when it answers `rate_limited` at t, at least Q requests were
- * admitted in (t - W - b, t]. (`rate-limit.test.ts` checks both against an exact log.) Day buckets of 15 min keep the day's slack (b/W = 1.04 %) below
+ * admitted in (t - W - b, t]. (`memory.test.ts` checks both against an exact log.) Day buckets of 15 min keep the day's slack (b/W = 1.04 %) below
  * the minute's (1/60 = 1.67 %) at a third of the memory of 5 min buckets.
  *
  * Memory per tracked subject: 632 bytes of counters (61 + 97 slots of 4 bytes); with the objects

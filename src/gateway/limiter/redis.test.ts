@@ -12,7 +12,7 @@ import { DECIDE_SHA1 } from './redis-script.ts';
 const SERVER = process.env.PETSTORE_TEST_REDIS_URL ?? '';
 if (!SERVER) {
   console.warn(
-    'redis-limiter.test.ts: PETSTORE_TEST_REDIS_URL is not set, so the Redis tests are skipped. ' +
+    'redis.test.ts: PETSTORE_TEST_REDIS_URL is not set, so the Redis tests are skipped. ' +
       'Run them with: scripts/with-redis.sh node_modules/.bin/bun test src/gateway/limiter/redis.test.ts',
   );
 }
