@@ -1,3 +1,5 @@
+import type { KeyTable } from '../gateway/keys/table.ts';
+import type { LimiterStatus } from '../gateway/limiter/failover.ts';
 import { ApiError } from '../http/errors.ts';
 import type { Logger } from '../log.ts';
 import type { PetStore } from '../store/store.ts';
@@ -12,25 +14,17 @@ const OK = JSON.stringify({ status: 'ok' });
 /** Only while Redis is down in fail-closed mode, when /v1 answers 503 too. */
 const LIMITER_DOWN = 'The rate limiter cannot reach Redis (--redis-fail closed).';
 
-/** What `/readyz` reads of the shared limiter's failover status (the gateway's `LimiterStatus`). */
-export interface LimiterReadiness {
-  /** `redis`; `local` while Redis is down in fail-open mode; `none` while down in fail-closed mode. */
-  readonly backend: string;
-  /** False only while requests are answered 503 (fail-closed mode, Redis down). */
-  readonly ready: boolean;
-}
-
 export interface HealthOptions {
   store: PetStore;
-  /** The current keys (only their count is read; routes know nothing of the gateway); `/readyz` fails while none are loaded. */
-  keys: () => { readonly size: number };
+  /** The current keys; `/readyz` fails while none are loaded. */
+  keys: () => KeyTable;
   log: Logger;
   /** Why the server should get no new traffic (e.g. it is shutting down), or undefined. */
   notReady?: () => string | undefined;
   /** Longest wait for the store's ping. */
   timeoutMs?: number;
   /** Where rate limits are decided now (with `--redis`); without it, in this process. */
-  limiterStatus?: () => LimiterReadiness;
+  limiterStatus?: () => LimiterStatus;
 }
 
 /**

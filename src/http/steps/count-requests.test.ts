@@ -3,10 +3,8 @@ import { Hono, type MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../../env.ts';
 import { parseKeys } from '../../gateway/keys/file.ts';
 import { Metrics } from '../../metrics/registry.ts';
-import { StoreError, StoreUnavailableError } from '../../store/errors.ts';
-import { MemoryStore } from '../../store/memory.ts';
 import { ApiError } from '../errors.ts';
-import { countStoreErrors, requestCounter } from './count-requests.ts';
+import { requestCounter } from './count-requests.ts';
 
 /** The counter's two steps around the rest, as the pipeline's outer step runs them. */
 function counted(metrics: Metrics, now?: () => number): MiddlewareHandler<AppEnv> {
@@ -91,33 +89,5 @@ describe('countRequests and 429s', () => {
     ]) {
       expect(out).toContain(line);
     }
-  });
-});
-
-describe('countStoreErrors', () => {
-  test('counts failures by operation and kind and rethrows them unchanged; successes pass through', async () => {
-    const metrics = newMetrics();
-    const down = new StoreUnavailableError('create pet: database or disk is full');
-    const broken = new StoreError('list pets: no such column');
-    const inner = new MemoryStore();
-    const store = countStoreErrors(
-      Object.assign(inner, {
-        create: async () => {
-          throw down;
-        },
-        list: async () => {
-          throw broken;
-        },
-      }),
-      metrics,
-    );
-    await expect(store.create({ name: 'Rex', categoryId: 1, status: 'available' })).rejects.toBe(down);
-    await expect(store.list({ limit: 1 })).rejects.toBe(broken);
-    await expect(store.get(1)).resolves.toBeUndefined();
-    await expect(store.ping()).resolves.toBeUndefined();
-    const out = await lines(metrics);
-    expect(out).toContain('petstore_store_errors_total{operation="create",kind="unavailable"} 1');
-    expect(out).toContain('petstore_store_errors_total{operation="list",kind="error"} 1');
-    expect(out).toContain('petstore_store_errors_total{operation="get",kind="error"} 0');
   });
 });
