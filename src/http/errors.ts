@@ -3,7 +3,7 @@ import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { ErrorBody, ErrorCode } from '../api/schemas.ts';
 import { StoreUnavailableError } from '../store/errors.ts';
-import { answer } from './answer.ts';
+import { answer, type Reply } from './answer.ts';
 
 /** `Retry-After` of a 503: most store faults (a lock wait, a failover, a dropped connection) pass within seconds. */
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
@@ -50,13 +50,18 @@ export class ApiError extends Error {
     this.headers = headers;
   }
 
-  /** The Error body as sent; made once, since the gateway's refusals are made once and answered often. */
-  get json(): string {
-    this.#json ??= JSON.stringify({ code: this.code, message: this.message, status: this.status } satisfies ErrorBody);
-    return this.#json;
+  /** The answer: the Error body and the error's headers; made once, since the gateway's refusals are made once and answered often. */
+  get reply(): Reply {
+    this.#reply ??= {
+      status: this.status,
+      body: JSON.stringify({ code: this.code, message: this.message, status: this.status } satisfies ErrorBody),
+      type: 'application/json',
+      headers: this.headers,
+    };
+    return this.#reply;
   }
 
-  #json: string | undefined;
+  #reply: Reply | undefined;
 }
 
 /**
@@ -87,7 +92,7 @@ export function notJson(): ApiError {
  * return answerError(c, new ApiError('not_found', 'No pet has id 42.'))
  */
 export function answerError(c: Context, err: ApiError): Response {
-  return answer(c, { status: err.status, body: err.json, type: 'application/json', headers: err.headers });
+  return answer(c, err.reply);
 }
 
 /** Hono's own exceptions (body limit, malformed input) mapped onto the stable codes. */

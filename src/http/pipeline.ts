@@ -18,9 +18,6 @@ import { requestCounter } from './steps/count-requests.ts';
 import { requestLogSteps } from './steps/request-log.ts';
 import { MAX_URI_BYTES, uriTooLong } from './steps/uri-limit.ts';
 
-/** Every API answer is private to its caller and never sniffed (SECURITY.md). */
-const API_HEADERS = { 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' } as const;
-
 export interface PipelineOptions {
   log: Logger;
   clock: Clock;
@@ -94,7 +91,13 @@ export function pipeline({
     const started = requestLog.start(c);
     const counted = count?.start();
     const id = started.id;
-    beginAnswer(c, isApiPath(c.req.path) ? { 'X-Request-Id': id, ...API_HEADERS } : { 'X-Request-Id': id });
+    // Every API answer is private to its caller and never sniffed (SECURITY.md).
+    beginAnswer(
+      c,
+      isApiPath(c.req.path)
+        ? { 'X-Request-Id': id, 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }
+        : { 'X-Request-Id': id },
+    );
     const tooLong = uriTooLong(c.req.url, MAX_URI_BYTES);
     if (tooLong) c.res = fail(c, tooLong);
     else await next();
@@ -152,14 +155,12 @@ export function pipeline({
       return answer(c, tagged(await op.handler(await readInput(c, principalOf(c.get('caller'))), handlerDeps)));
     }
 
-    const admitted = (c: Context<AppEnv>) => () => {
-      if (fixed) Object.assign(answerHeaders(c), fixed);
-      return bodyChecked(c, () => served(c));
-    };
-
     return function operation(c) {
       c.set('operation', op.id);
-      return gated(c, op.scope, admitted(c));
+      return gated(c, op.scope, () => {
+        if (fixed) Object.assign(answerHeaders(c), fixed);
+        return bodyChecked(c, () => served(c));
+      });
     };
   }
 
