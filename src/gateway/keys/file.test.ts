@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { createHash } from 'node:crypto';
 import { hashToken, KeysFileError, keysFileExposure, parseKeys } from './file.ts';
 import { bearerToken, KeyTable } from './table.ts';
-import { newKeyEntry, TOKEN_PREFIX } from './tokens.ts';
+import { checksum, newKeyEntry, TOKEN_PREFIX } from './tokens.ts';
 
 const H = 'a'.repeat(64);
 const file = (...keys: unknown[]) => JSON.stringify({ keys });
@@ -97,8 +97,8 @@ describe('bearerToken', () => {
 test('a new key entry admits its token and holds only the hash', () => {
   const bytes = new Uint8Array(32).fill(7);
   const { token, entry } = newKeyEntry('ops', 'business', () => bytes);
-  expect(token).toBe(`${TOKEN_PREFIX}${Buffer.from(bytes).toString('base64url')}`);
-  expect(token.length).toBe(4 + 43);
+  expect(token).toBe(`${TOKEN_PREFIX}${'7'.repeat(32)}${checksum(`${TOKEN_PREFIX}${'7'.repeat(32)}`)}`);
+  expect(token.length).toBe(4 + 32 + 6);
   expect(JSON.stringify(entry)).not.toContain(token);
   const table = new KeyTable(parseKeys(file(entry)));
   expect(table.lookup(token)?.id).toBe('ops');

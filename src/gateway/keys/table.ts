@@ -1,5 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import { hashToken, type KeyRecord } from './file.ts';
+import { plausibleToken } from './tokens.ts';
 
 /**
  * SHA-256 of a presented token, the same bytes as `hashToken`: Bun's one-shot hasher where it
@@ -25,8 +26,12 @@ export class KeyTable {
     this.size = keys.length;
   }
 
-  /** The key whose token this is, if any. */
+  /**
+   * The key whose token this is, if any. A token of the checksummed shape whose checksum is
+   * wrong is refused before it is hashed: a typo or a guess costs no digest and no lookup.
+   */
   lookup(token: string): KeyRecord | undefined {
+    if (!plausibleToken(token)) return undefined;
     const digest = sha256(token);
     const record = this.#byHash.get(digest.toString('hex'));
     return record && timingSafeEqual(record.hash, digest) ? record : undefined;

@@ -5,16 +5,92 @@ import { hashToken } from './file.ts';
 /** Every token starts with this, so a leaked one is recognisable in code, logs and scanners. */
 export const TOKEN_PREFIX = 'psk_';
 
-export type RandomSource = (size: number) => Uint8Array;
+/** The digits of base62, in the order a number is written with them. */
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+/** Random base62 characters after the prefix: 32 × log2(62) ≈ 190 bits. */
+const RANDOM_CHARS = 32;
+/** Base62 digits of the CRC32 checksum: 62^6 > 2^32, so every checksum fits. */
+const CHECK_CHARS = 6;
+/** Largest byte value that maps onto base62 without bias (4 × 62 = 248). */
+const UNBIASED_BELOW = 248;
 
 /**
- * A new API token: the prefix and 32 random bytes in base64url (43 characters).
+ * The shape of a token made by `newToken`: what a secret scanner looks for, and what the
+ * gateway checks (by its checksum) before hashing or looking anything up.
+ */
+export const CHECKED_TOKEN = /^psk_[0-9A-Za-z]{38}$/;
+
+export type RandomSource = (size: number) => Uint8Array;
+
+/** The CRC32 table of IEEE 802.3 (reflected polynomial 0xEDB88320), as zlib computes it. */
+const CRC_TABLE = Uint32Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+
+/**
+ * CRC32 of an ASCII string, equal to zlib's `crc32` of its bytes (node:zlib lacks it before
+ * Node 20.15, so it is computed here).
  *
  * @example
- * newToken() // 'psk_3q2-7w…'
+ * crc32('123456789') // 0xcbf43926
+ */
+export function crc32(ascii: string): number {
+  let crc = 0xffffffff;
+  for (let i = 0; i < ascii.length; i++) crc = (CRC_TABLE[(crc ^ ascii.charCodeAt(i)) & 0xff] as number) ^ (crc >>> 8);
+  return (crc ^ 0xffffffff) >>> 0;
+}
+
+/**
+ * The checksum a token carries after its random part: CRC32 of everything before it in base62,
+ * most significant digit first, left-padded with `0` to 6 digits.
+ *
+ * @example
+ * checksum('psk_') // '1mD87s'
+ */
+export function checksum(text: string): string {
+  let n = crc32(text);
+  let digits = '';
+  for (let i = 0; i < CHECK_CHARS; i++) {
+    digits = BASE62[n % 62] + digits;
+    n = Math.floor(n / 62);
+  }
+  return digits;
+}
+
+/**
+ * Whether a presented token can be a key at all: one of `newToken`'s shape must carry its own
+ * checksum (a typo or a made-up token is refused without hashing); any other shape (tokens
+ * made before the checksum, `psk_` + 43 base64url characters) is left to the lookup.
+ *
+ * @example
+ * plausibleToken(newToken()) // true
+ * plausibleToken('psk_' + 'A'.repeat(38)) // false
+ */
+export function plausibleToken(token: string): boolean {
+  if (!CHECKED_TOKEN.test(token)) return true;
+  const body = token.length - CHECK_CHARS;
+  return checksum(token.slice(0, body)) === token.slice(body);
+}
+
+/**
+ * A new API token: the prefix, 32 base62 characters from the CSPRNG (bytes of 248 and above are
+ * drawn again, so every character is equally likely) and the 6-character checksum.
+ *
+ * @example
+ * newToken() // 'psk_7Qe2…' (42 characters)
  */
 export function newToken(random: RandomSource = randomBytes): string {
-  return TOKEN_PREFIX + Buffer.from(random(32)).toString('base64url');
+  let body = TOKEN_PREFIX;
+  while (body.length < TOKEN_PREFIX.length + RANDOM_CHARS) {
+    for (const byte of random(RANDOM_CHARS)) {
+      if (byte >= UNBIASED_BELOW) continue;
+      body += BASE62[byte % 62];
+      if (body.length === TOKEN_PREFIX.length + RANDOM_CHARS) break;
+    }
+  }
+  return body + checksum(body);
 }
 
 /** A fresh token and the keys-file entry that admits it (which holds only the hash). */
