@@ -309,7 +309,7 @@ describe('metrics', () => {
 });
 
 describe('SIGHUP reloads the keys file', () => {
-  test('a new key works after SIGHUP on a connection kept open; a bad file keeps the old keys and says why', async () => {
+  test('a changed file is reloaded by the watcher, and again on SIGHUP; a bad file keeps the old keys and says why', async () => {
     const keysFile = writeKeysFile(keysOf(['acme', 'pro']));
     const server = await startServer({ args: ['--metrics', '--keys', keysFile] });
     try {
@@ -317,31 +317,44 @@ describe('SIGHUP reloads the keys file', () => {
       expect((await conn.get('/v1/pets', bearer('newco'))).status).toBe(401);
 
       writeKeysFile(keysOf(['acme', 'pro'], ['newco', 'business']), keysFile.replace(/keys\.json$/, ''));
-      server.child.kill('SIGHUP');
-      expect(await logLine(server, { msg: 'keys reloaded' })).toEqual({
+      const reloaded = {
         time: expect.stringMatching(ISO_TIME),
         level: 'warn',
         msg: 'keys reloaded',
         file: keysFile,
         keysByPlan: { pro: 1, business: 1 },
+      };
+      expect(await logLine(server, { msg: 'keys reloaded', trigger: 'file change' })).toEqual({
+        ...reloaded,
+        trigger: 'file change',
+      });
+      server.child.kill('SIGHUP');
+      expect(await logLine(server, { msg: 'keys reloaded', trigger: 'SIGHUP' })).toEqual({
+        ...reloaded,
+        trigger: 'SIGHUP',
       });
       expect((await conn.get('/v1/pets', bearer('newco'))).status).toBe(200);
       expect((await conn.get('/v1/pets', bearer('acme'))).status).toBe(200);
 
       writeFileSync(keysFile, JSON.stringify({ keys: [{ name: 'acme', sha256: 'nothex', plan: 'pro' }] }));
-      server.child.kill('SIGHUP');
-      expect(await logLine(server, { msg: 'keys reload failed; keeping the previous keys' })).toEqual({
+      const failed = {
         time: expect.stringMatching(ISO_TIME),
         level: 'error',
         msg: 'keys reload failed; keeping the previous keys',
         file: keysFile,
         error: 'keys[0] ("acme").sha256: must be 64 lowercase hex digits, got "nothex"',
+      };
+      expect(await logLine(server, { msg: failed.msg, trigger: 'file change' })).toEqual({
+        ...failed,
+        trigger: 'file change',
       });
+      server.child.kill('SIGHUP');
+      expect(await logLine(server, { msg: failed.msg, trigger: 'SIGHUP' })).toEqual({ ...failed, trigger: 'SIGHUP' });
       expect((await conn.get('/v1/pets', bearer('newco'))).status).toBe(200);
 
       const metrics = (await conn.get('/metrics')).body;
       expect(metrics).toContain(
-        'petstore_keys_reloads_total{result="ok"} 1\npetstore_keys_reloads_total{result="failed"} 1\n',
+        'petstore_keys_reloads_total{result="ok"} 2\npetstore_keys_reloads_total{result="failed"} 2\n',
       );
       expect(metrics).toContain('petstore_keys{plan="business"} 1\n');
       conn.close();

@@ -36,7 +36,7 @@ test('petstore keys --help: the usage of every keys command, made from their tab
       'add and rotate print the new token alone on stdout (shown once) and its key id on stderr.',
       'WHEN: an RFC 3339 date-time (2027-02-20T00:00:00Z) or a duration from now (90d).',
       'DURATION: a number and s, m, h or d (7d).',
-      'The file is written atomically under FILE.lock; send the server SIGHUP after a change.',
+      'The file is written atomically under FILE.lock; a server watching it has the change in force within a second.',
       '',
     ].join('\n'),
   );
@@ -91,7 +91,7 @@ test('petstore keys revoke --help and keys list --help', () => {
       '  --key ID                the id of the key, as keys list shows it (required)',
       '  --help                  print this help and exit',
       '',
-      'The file is written atomically under FILE.lock; send the server SIGHUP after a change.',
+      'The file is written atomically under FILE.lock; a server watching it has the change in force within a second.',
       '',
     ].join('\n'),
   );

@@ -60,5 +60,5 @@ export async function change(
   if (!fresh) return;
   process.stdout.write(`${fresh.token}\n`);
   const id = fresh.key.id ?? fresh.key.sha256.slice(0, 8);
-  process.stderr.write(`key id: ${id} (consumer ${consumer}; token printed once on stdout; send the server SIGHUP)\n`);
+  process.stderr.write(`key id: ${id} (consumer ${consumer}; token printed once on stdout)\n`);
 }

@@ -27,7 +27,8 @@ export const WHEN_NOTE = 'WHEN: an RFC 3339 date-time (2027-02-20T00:00:00Z) or 
 export const DURATION_NOTE = 'DURATION: a number and s, m, h or d (7d).';
 
 /** How a change reaches a running server. */
-export const FILE_NOTES = 'The file is written atomically under FILE.lock; send the server SIGHUP after a change.';
+export const FILE_NOTES =
+  'The file is written atomically under FILE.lock; a server watching it has the change in force within a second.';
 
 export const KEYS_FILE = {
   flag: '--keys',

@@ -27,7 +27,7 @@ export const KEYS_REVOKE = subcommand(
   },
   async (o) => {
     await change(o.keys, o.consumer, (doc) => revokeKey(doc, o.consumer, o.key));
-    process.stderr.write(`revoked key ${o.key} of consumer ${o.consumer}; send the server SIGHUP\n`);
+    process.stderr.write(`revoked key ${o.key} of consumer ${o.consumer}\n`);
     return 0;
   },
 );

@@ -169,7 +169,7 @@ export class Metrics {
     for (const plan of PLAN_NAMES) this.#keys.set({ plan }, byPlan[plan] ?? 0);
   }
 
-  /** A SIGHUP reload of the keys file succeeded or failed. */
+  /** A reload of the keys (SIGHUP, a changed file, the key store) succeeded or failed. */
   reloaded(ok: boolean): void {
     this.#reloads.inc({ result: ok ? 'ok' : 'failed' });
   }

@@ -1,19 +1,19 @@
+import { createHash } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import process from 'node:process';
-import type { Config } from '../config.ts';
+import { clearInterval, setInterval } from 'node:timers';
 import { type KeyRecord, KeysFileError, keysFileExposure, parseKeys } from '../gateway/keys/file.ts';
 import { newKeyEntry } from '../gateway/keys/tokens.ts';
 import type { Logger } from '../log.ts';
 
 /**
- * The keys to serve with at start: the `--keys` file's, or without one a development key made
- * for this run (its token printed once on stderr).
+ * The keys to serve with when no `--keys` file is given: a development key made for this run
+ * (its token printed once on stderr).
  *
  * @example
- * const keys = new KeyTable(loadKeys(config, log))
+ * const keys = new KeyTable(developmentKeys(log))
  */
-export function loadKeys(config: Config, log: Logger): KeyRecord[] {
-  if (config.keys) return readKeysFile(config.keys, log);
+export function developmentKeys(log: Logger): KeyRecord[] {
   const { token, entry } = newKeyEntry('dev', 'free');
   process.stderr.write(
     [
@@ -28,27 +28,124 @@ export function loadKeys(config: Config, log: Logger): KeyRecord[] {
   return parseKeys(JSON.stringify({ keys: [entry] }));
 }
 
-/**
- * The keys of the file at `path`, validated; at start and on each reload. Throws `KeysFileError`.
- *
- * @example
- * keys = new KeyTable(readKeysFile('/etc/petstore/keys.json', log))
- */
-export function readKeysFile(path: string, log: Logger): KeyRecord[] {
-  let text: string;
+function readText(path: string): string {
   try {
-    text = readFileSync(path, 'utf8');
+    return readFileSync(path, 'utf8');
   } catch (err) {
     throw new KeysFileError(`cannot read ${path}: ${(err as Error).message}`);
   }
-  const keys = parseKeys(text);
-  warnIfExposed(path, log);
-  return keys;
+}
+
+/** How often a watched keys file is read: a change is in force within this and the reload's time. */
+export const KEYS_POLL_MS = 500;
+
+/** What made a reload: the signal, or a change the watcher saw. */
+export type ReloadTrigger = 'SIGHUP' | 'file change';
+
+export interface KeysFileWatchOptions {
+  path: string;
+  log: Logger;
+  /** Serves with the new keys (and counts and logs the reload). */
+  apply(keys: KeyRecord[], trigger: ReloadTrigger): void;
+  /** The keys stay as they were; says why. */
+  refuse(err: Error, trigger: ReloadTrigger): void;
+  intervalMs?: number;
+}
+
+/**
+ * The keys file, reloaded on SIGHUP and whenever its content changes: an edit in place, an
+ * atomic rename over it, a Kubernetes Secret volume swapping its `..data` symlink. The file's
+ * content is read every 500 ms and compared by digest, not by `fs.watch` (whose events differ
+ * between Bun, Deno and Node and miss a symlink swapped in a parent directory) nor by mtime
+ * (an edit within the same clock tick keeps it). A content that was refused is not tried again
+ * until it changes, so a bad file is logged once; a file that cannot be read at a poll (between
+ * an unlink and a rename) is tried again at the next.
+ *
+ * @example
+ * const watcher = new KeysFileWatcher({ path, log, apply: (keys) => { table = new KeyTable(keys) }, refuse })
+ * const keys = watcher.load(); watcher.start()
+ */
+export class KeysFileWatcher {
+  readonly #options: KeysFileWatchOptions;
+  /** Digest of the content last loaded or refused. */
+  #seen: string | undefined;
+  #timer: ReturnType<typeof setInterval> | undefined;
+
+  constructor(options: KeysFileWatchOptions) {
+    this.#options = options;
+  }
+
+  /** The keys at start; throws `KeysFileError` (exit 2). */
+  load(): KeyRecord[] {
+    const text = readText(this.#options.path);
+    this.#seen = digest(text);
+    const keys = parseKeys(text);
+    warnIfExposed(this.#options.path, this.#options.log);
+    return keys;
+  }
+
+  /** Reads the file again and applies it, or refuses it keeping the keys in force. */
+  reload(trigger: ReloadTrigger): void {
+    let text: string;
+    try {
+      text = readText(this.#options.path);
+    } catch (err) {
+      this.#options.refuse(err as Error, trigger);
+      return;
+    }
+    this.#apply(text, trigger);
+  }
+
+  #apply(text: string, trigger: ReloadTrigger): void {
+    const { path, log, apply, refuse } = this.#options;
+    this.#seen = digest(text);
+    let keys: KeyRecord[];
+    try {
+      keys = parseKeys(text);
+    } catch (err) {
+      refuse(err as Error, trigger);
+      return;
+    }
+    warnIfExposed(path, log);
+    apply(keys, trigger);
+  }
+
+  /** Polls the file's content until `stop()`. */
+  start(): void {
+    const timer = setInterval(() => this.#poll(), this.#options.intervalMs ?? KEYS_POLL_MS);
+    timer.unref?.();
+    this.#timer = timer;
+  }
+
+  stop(): void {
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #poll(): void {
+    let text: string;
+    try {
+      text = readFileSync(this.#options.path, 'utf8');
+    } catch {
+      return; // mid-swap, or gone for now: the keys in force stay, and the next poll looks again
+    }
+    if (digest(text) !== this.#seen) this.#apply(text, 'file change');
+  }
+}
+
+function digest(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
 }
 
 /** Warns (at start and on each reload) when the keys file's mode lets other users read or change it. */
 function warnIfExposed(path: string, log: Logger): void {
   if (process.platform === 'win32') return;
-  const problem = keysFileExposure(statSync(path).mode);
+  let mode: number;
+  try {
+    mode = statSync(path).mode;
+  } catch {
+    return; // replaced again since it was read: the next load looks at the new one
+  }
+  const problem = keysFileExposure(mode);
   if (problem) log.warn(`the keys file is ${problem}`, { file: path });
 }

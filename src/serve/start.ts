@@ -9,7 +9,7 @@ import { createLogger } from '../log.ts';
 import { describeData, openStore } from '../store/open.ts';
 import { VERSION } from '../version.ts';
 import { checkOpenFiles } from './fd-limit.ts';
-import { loadKeys, readKeysFile } from './keys-source.ts';
+import { developmentKeys, KeysFileWatcher } from './keys-source.ts';
 import type { RuntimeAdapter } from './server.ts';
 import { handleSignals } from './signals.ts';
 
@@ -47,7 +47,30 @@ export async function startServer(config: Config): Promise<void> {
   const log = createLogger({ level: config.logLevel, format: config.logFormat });
   checkOpenFiles(log);
   const trust = trustedProxies(config.trustProxy);
-  let keys = new KeyTable(loadKeys(config, log));
+  // The keys file is watched: a change is in force within a second, without SIGHUP.
+  const watcher = config.keys
+    ? new KeysFileWatcher({
+        path: config.keys,
+        log,
+        apply: (records, trigger) => {
+          keys = new KeyTable(records);
+          const keysByPlan = keys.countByPlan();
+          metrics?.reloaded(true);
+          metrics?.keysLoaded(keysByPlan);
+          metrics?.consumers.load(keys.records());
+          log.warn('keys reloaded', { file: config.keys, trigger, keysByPlan });
+        },
+        refuse: (err, trigger) => {
+          metrics?.reloaded(false);
+          log.error('keys reload failed; keeping the previous keys', {
+            file: config.keys,
+            trigger,
+            error: err.message,
+          });
+        },
+      })
+    : undefined;
+  let keys = new KeyTable(watcher ? watcher.load() : developmentKeys(log));
   const store = await openStore(config.data, log);
   const adapter = await loadAdapter();
   // prom-client is loaded only with metrics on: it was most of the binary's start-up.
@@ -107,20 +130,9 @@ export async function startServer(config: Config): Promise<void> {
       ? await adapter.serve({ fetch: metricsApp(metrics).fetch, port: config.metricsPort, hostname: config.host })
       : undefined;
 
-  const reload = () => {
-    if (!config.keys) return log.warn('SIGHUP: no keys file to reload (started without --keys)');
-    try {
-      keys = new KeyTable(readKeysFile(config.keys, log));
-      const keysByPlan = keys.countByPlan();
-      metrics?.reloaded(true);
-      metrics?.keysLoaded(keysByPlan);
-      metrics?.consumers.load(keys.records());
-      log.warn('keys reloaded', { file: config.keys, keysByPlan });
-    } catch (err) {
-      metrics?.reloaded(false);
-      log.error('keys reload failed; keeping the previous keys', { file: config.keys, error: (err as Error).message });
-    }
-  };
+  const reload = () =>
+    watcher ? watcher.reload('SIGHUP') : log.warn('SIGHUP: no keys file to reload (started without --keys)');
+  watcher?.start();
   handleSignals({
     log,
     reload,
@@ -130,6 +142,7 @@ export async function startServer(config: Config): Promise<void> {
       stopping = true;
     },
     close: async () => {
+      watcher?.stop();
       await store.close();
       await shared?.close();
     },

@@ -23,7 +23,9 @@ describe('newToken', () => {
   test('bytes of 248 and above are drawn again, so no character is more likely than another', () => {
     let call = 0;
     // First draw: 32 bytes of 255 (all refused); then 0..31 (0-9, A-V).
-    const token = newToken((size) => (call++ === 0 ? new Uint8Array(size).fill(255) : Uint8Array.from({ length: size }, (_, i) => i)));
+    const token = newToken((size) =>
+      call++ === 0 ? new Uint8Array(size).fill(255) : Uint8Array.from({ length: size }, (_, i) => i),
+    );
     expect(token.slice(0, 36)).toBe('psk_0123456789ABCDEFGHIJKLMNOPQRSTUV');
   });
 
