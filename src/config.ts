@@ -237,7 +237,7 @@ export function helpText(version: string): string {
     '',
     'Usage:',
     '  petstore [options]               serve the API',
-    '  petstore keys COMMAND [options]  add, rotate, revoke or list the API keys of a keys file',
+    '  petstore keys COMMAND [options]  add, rotate, revoke, list or audit the API keys of a keys file',
     '  petstore healthcheck [options]   exit 0 when the local server answers /healthz',
     '  petstore COMMAND --help          the options of a command: keys, keys add, healthcheck, ...',
     '',

@@ -4,7 +4,7 @@
 import { describe, expect, test } from 'bun:test';
 import { createHash } from 'node:crypto';
 import { chmodSync, chownSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { type Running, runCommand, startServer } from '../../test/harness.ts';
 
@@ -107,6 +107,77 @@ describe('petstore keys', () => {
     const missing = await runCommand(['keys', 'revoke', '--keys', file, '--consumer', 'acme', '--key', 'k1']);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('--key: consumer "acme" has no key "k1" (it has: ');
+  });
+
+  test('every change appends one record to FILE.audit.jsonl: when, who, what, before and after; keys audit prints it', async () => {
+    const file = join(tmp(), 'keys.json');
+    const started = Date.now();
+    const add = await runCommand(['keys', 'add', '--keys', file, '--consumer', 'acme', '--plan', 'pro', '--id', 'k1']);
+    const rotate = await runCommand([
+      'keys',
+      'rotate',
+      '--keys',
+      file,
+      '--consumer',
+      'acme',
+      '--overlap',
+      '1d',
+      '--id',
+      'k2',
+    ]);
+    const revoke = await runCommand(['keys', 'revoke', '--keys', file, '--consumer', 'acme', '--key', 'k1']);
+    expect([add.code, rotate.code, revoke.code]).toEqual([0, 0, 0]);
+    const audit = await runCommand(['keys', 'audit', '--keys', file, '--json']);
+    expect(audit.code).toBe(0);
+    const { records } = JSON.parse(audit.stdout) as { records: Record<string, unknown>[] };
+    const user = userInfo().username;
+    const expiry = (JSON.parse(readFileSync(file, 'utf8')).consumers[0].keys as { id: string; expiresAt?: string }[])[0]
+      ?.expiresAt;
+    expect(records).toEqual([
+      {
+        id: 1,
+        at: expect.any(String),
+        actor: { kind: 'cli', user },
+        action: 'key.add',
+        consumer: 'acme',
+        key: 'k1',
+        before: null,
+        after: { plan: 'pro', keys: { k1: {} } },
+      },
+      {
+        id: 2,
+        at: expect.any(String),
+        actor: { kind: 'cli', user },
+        action: 'key.rotate',
+        consumer: 'acme',
+        key: 'k2',
+        before: { keys: { k1: {}, k2: null } },
+        after: { keys: { k1: { expiresAt: expect.any(String) }, k2: {} } },
+      },
+      {
+        id: 3,
+        at: expect.any(String),
+        actor: { kind: 'cli', user },
+        action: 'key.revoke',
+        consumer: 'acme',
+        key: 'k1',
+        before: { keys: { k1: { expiresAt: expect.any(String) } } },
+        after: { keys: { k1: null } },
+      },
+    ]);
+    expect(expiry).toBeUndefined(); // k1 is gone; k2 has no date
+    for (const r of records) expect(Math.abs(Date.parse(String(r.at)) - started)).toBeLessThan(60_000);
+    const trail = readFileSync(`${file}.audit.jsonl`, 'utf8');
+    expect(trail.split('\n').length).toBe(4);
+    for (const token of [add.stdout.trim(), rotate.stdout.trim()]) {
+      for (const secret of [token, token.slice(4, 24), sha(token), sha(token).slice(0, 8)])
+        expect(trail).not.toContain(secret);
+    }
+    expect(statSync(`${file}.audit.jsonl`).mode & 0o777).toBe(0o600);
+    const table = await runCommand(['keys', 'audit', '--keys', file, '--after', '2']);
+    expect(table.stdout.split('\n')[0]).toMatch(/^ID +AT +ACTOR +ACTION +CONSUMER +KEY +CHANGE$/);
+    expect(table.stdout).toContain(`  cli:${user}  key.revoke  acme      k1   {"keys":{"k1":{"expiresAt":"`);
+    expect(table.stdout.trimEnd().split('\n').length).toBe(2);
   });
 
   test('each command prints its own --help on stdout and exits 0; bad usage names that --help and exits 2', async () => {

@@ -14,7 +14,7 @@ test('petstore --help names the commands and how to get their own help', () => {
   expect(help).toContain(
     [
       '  petstore [options]               serve the API',
-      '  petstore keys COMMAND [options]  add, rotate, revoke or list the API keys of a keys file',
+      '  petstore keys COMMAND [options]  add, rotate, revoke, list or audit the API keys of a keys file',
       '  petstore healthcheck [options]   exit 0 when the local server answers /healthz',
       '  petstore COMMAND --help          the options of a command: keys, keys add, healthcheck, ...',
     ].join('\n'),
@@ -31,6 +31,7 @@ test('petstore keys --help: the usage of every keys command, made from their tab
       '  petstore keys rotate --keys FILE --consumer NAME --overlap DURATION [--scopes S,S] [--id ID]',
       '  petstore keys revoke --keys FILE --consumer NAME --key ID',
       '  petstore keys list   --keys FILE [--json]',
+      '  petstore keys audit  --keys FILE [--after ID] [--json]',
       '  petstore keys COMMAND --help   the options of one, with their defaults',
       '',
       'add and rotate print the new token alone on stdout (shown once) and its key id on stderr.',

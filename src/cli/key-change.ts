@@ -3,12 +3,13 @@
  * its lock. Tokens come from the CSPRNG and are printed once, alone on stdout (so
  * `TOKEN=$(petstore keys add …)` works); the file only ever holds their SHA-256.
  */
+import { userInfo } from 'node:os';
 import process from 'node:process';
 import type { Scope } from '../api/scopes.ts';
+import type { Actor } from '../gateway/keys/audit.ts';
 import type { NewKey } from '../gateway/keys/edit.ts';
 import { hashToken } from '../gateway/keys/file.ts';
-import type { KeysDocument } from '../gateway/keys/schema.ts';
-import { readKeysDocument, withLock, writeKeysDocument } from '../gateway/keys/store-file.ts';
+import { changeKeysFile, type KeysFileChange } from '../gateway/keys/store-file.ts';
 import { newToken } from '../gateway/keys/tokens.ts';
 import { at, type When } from './key-options.ts';
 
@@ -44,21 +45,37 @@ export function freshKey(
 }
 
 /**
- * Reads, changes and writes the file under its lock; then prints the token of a new key on
- * stdout and its id on stderr.
+ * Who runs the CLI, for the audit trail: `cli` and the OS user (its uid when it has no name,
+ * as in a container run with `-u 65532`).
+ */
+export function cliActor(): Actor {
+  try {
+    return { kind: 'cli', user: userInfo().username };
+  } catch {
+    return { kind: 'cli', user: `uid ${process.getuid?.() ?? 'unknown'}` };
+  }
+}
+
+/**
+ * Reads, changes and writes the file under its lock, appending the change to its audit trail;
+ * then prints the token of a new key on stdout and its id on stderr.
  *
  * @example
- * await change('/etc/petstore/keys.json', 'acme', (doc) => addKey(doc, 'acme', {}, fresh.key), fresh)
+ * await change('/etc/petstore/keys.json', { action: 'key.add', consumer: 'acme', key: 'k1', edit }, fresh)
  */
 export async function change(
   path: string,
-  consumer: string,
-  edit: (doc: KeysDocument) => KeysDocument,
+  what: Omit<KeysFileChange, 'actor'>,
+  now: number,
   fresh?: FreshKey,
 ): Promise<void> {
-  await withLock(path, () => writeKeysDocument(path, edit(readKeysDocument(path))));
+  await changeKeysFile(path, { ...what, actor: cliActor() }, now);
   if (!fresh) return;
   process.stdout.write(`${fresh.token}\n`);
-  const id = fresh.key.id ?? fresh.key.sha256.slice(0, 8);
-  process.stderr.write(`key id: ${id} (consumer ${consumer}; token printed once on stdout)\n`);
+  process.stderr.write(`key id: ${keyId(fresh.key)} (consumer ${what.consumer}; token printed once on stdout)\n`);
+}
+
+/** A new key's id: as given, else the first 8 hex digits of its hash (as the keys file says). */
+export function keyId(key: NewKey): string {
+  return key.id ?? key.sha256.slice(0, 8);
 }

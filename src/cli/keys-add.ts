@@ -1,7 +1,8 @@
 /** `petstore keys add`: a new key for a consumer, made when missing. */
 import { addKey } from '../gateway/keys/edit.ts';
+import type { KeysDocument } from '../gateway/keys/schema.ts';
 import { PLAN_NAMES, type PlanName } from '../gateway/plans.ts';
-import { change, freshKey } from './key-change.ts';
+import { change, freshKey, keyId } from './key-change.ts';
 import {
   CONSUMER,
   DURATION_NOTE,
@@ -74,7 +75,8 @@ export const KEYS_ADD = subcommand(
       o.perMinute !== undefined && o.perDay !== undefined ? { perMinute: o.perMinute, perDay: o.perDay } : undefined;
     const fresh = freshKey(o, now);
     const consumer = { ...(o.plan ? { plan: o.plan } : {}), ...(limits ? { limits } : {}) };
-    await change(o.keys, o.consumer, (doc) => addKey(doc, o.consumer, consumer, fresh.key), fresh);
+    const edit = (doc: KeysDocument) => addKey(doc, o.consumer, consumer, fresh.key);
+    await change(o.keys, { action: 'key.add', consumer: o.consumer, key: keyId(fresh.key), edit }, now, fresh);
     return 0;
   },
 );

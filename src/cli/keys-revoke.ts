@@ -1,6 +1,7 @@
 /** `petstore keys revoke`: removes one key; the consumer and its quota stay. */
 import process from 'node:process';
 import { revokeKey } from '../gateway/keys/edit.ts';
+import type { KeysDocument } from '../gateway/keys/schema.ts';
 import { change } from './key-change.ts';
 import { CONSUMER, FILE_NOTES, KEYS_FILE } from './key-options.ts';
 import { HELP, subcommand } from './options.ts';
@@ -25,8 +26,9 @@ export const KEYS_REVOKE = subcommand(
     },
     notes: FILE_NOTES,
   },
-  async (o) => {
-    await change(o.keys, o.consumer, (doc) => revokeKey(doc, o.consumer, o.key));
+  async (o, now) => {
+    const edit = (doc: KeysDocument) => revokeKey(doc, o.consumer, o.key);
+    await change(o.keys, { action: 'key.revoke', consumer: o.consumer, key: o.key, edit }, now);
     process.stderr.write(`revoked key ${o.key} of consumer ${o.consumer}\n`);
     return 0;
   },

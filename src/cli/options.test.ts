@@ -174,7 +174,7 @@ describe('runCli', () => {
       );
     expect(await refusal(['keys', 'add'])).toMatchObject({ message: '--keys: required', command: 'keys add' });
     expect(await refusal(['keys', 'new', '--name', 'shop', '--plan', 'pro'])).toMatchObject({
-      message: 'unknown command "keys new"; expected add, rotate, revoke, list',
+      message: 'unknown command "keys new"; expected add, rotate, revoke, list, audit',
       command: 'keys',
     });
     expect(await refusal(['healthcheck', '--port'])).toMatchObject({

@@ -1,5 +1,5 @@
 /**
- * The subcommands other than serving: `petstore keys add|rotate|revoke|list` and
+ * The subcommands other than serving: `petstore keys add|rotate|revoke|list|audit` and
  * `petstore healthcheck`. Each has its own option table and --help; `petstore keys` alone
  * prints the usage of every keys command.
  */
@@ -8,6 +8,7 @@ import { KeysFileError } from '../gateway/keys/file.ts';
 import { HEALTHCHECK } from './healthcheck.ts';
 import { DURATION_NOTE, FILE_NOTES, WHEN_NOTE } from './key-options.ts';
 import { KEYS_ADD } from './keys-add.ts';
+import { KEYS_AUDIT } from './keys-audit.ts';
 import { KEYS_LIST } from './keys-list.ts';
 import { KEYS_REVOKE } from './keys-revoke.ts';
 import { KEYS_ROTATE } from './keys-rotate.ts';
@@ -18,6 +19,7 @@ const KEYS_COMMANDS: Readonly<Record<string, Subcommand>> = {
   rotate: KEYS_ROTATE,
   revoke: KEYS_REVOKE,
   list: KEYS_LIST,
+  audit: KEYS_AUDIT,
 };
 
 /** The words of a command name are this wide in the keys usage, so their options line up. */

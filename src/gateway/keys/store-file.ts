@@ -7,6 +7,8 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import process from 'node:process';
+import { type Actor, type AuditAction, type AuditRecord, auditRecord } from './audit.ts';
+import { appendAudit } from './audit-file.ts';
 import { KeysFileError, keyRecords, parseDocument } from './file.ts';
 import type { KeysDocument } from './schema.ts';
 
@@ -169,4 +171,33 @@ function syncDirectory(dir: string): void {
   } finally {
     if (fd !== undefined) fs.closeSync(fd);
   }
+}
+
+/** One change to a keys file, and what its audit record says about it. */
+export interface KeysFileChange {
+  readonly actor: Actor;
+  readonly action: AuditAction;
+  readonly consumer: string;
+  /** The key it is about, when it is about one. */
+  readonly key?: string;
+  edit(doc: KeysDocument): KeysDocument;
+}
+
+/**
+ * Applies `change` to the keys file at `path` as `petstore keys` and the admin API both do:
+ * under the lock, read, change, validate, write atomically, then append its record to
+ * `FILE.audit.jsonl`. Resolves to the record.
+ *
+ * @example
+ * await changeKeysFile(path, { actor, action: 'key.revoke', consumer: 'acme', key: 'k1', edit: (d) => revokeKey(d, 'acme', 'k1') }, Date.now())
+ */
+export async function changeKeysFile(path: string, change: KeysFileChange, now: number): Promise<AuditRecord> {
+  return withLock(path, () => {
+    const before = readKeysDocument(path);
+    const after = change.edit(before);
+    writeKeysDocument(path, after);
+    const record = auditRecord(change.actor, change.action, change.consumer, change.key, before, after, now);
+    appendAudit(path, [record]);
+    return record;
+  });
 }

@@ -1,0 +1,62 @@
+/** `petstore keys audit`: the audit trail of the keys, oldest first; never a token or a hash. */
+import process from 'node:process';
+import type { Actor } from '../gateway/keys/audit.ts';
+import { type NumberedRecord, readAudit } from '../gateway/keys/audit-file.ts';
+import { KEYS_FILE } from './key-options.ts';
+import { HELP, subcommand } from './options.ts';
+import { int, on } from './parsers.ts';
+
+/** `cli:root`, `admin:ops/a1`: who, in one word. */
+export function actorName(actor: Actor): string {
+  return actor.kind === 'cli' ? `cli:${actor.user}` : `admin:${actor.consumer}/${actor.key}`;
+}
+
+/**
+ * The trail as a table: one line per record, its changed fields as `before -> after` JSON.
+ *
+ * @example
+ * auditTable(records) // 'ID  AT  ACTOR  ACTION  CONSUMER  KEY  CHANGE\n1  2026-…  cli:root  key.add  acme  k1  null -> {…}'
+ */
+export function auditTable(records: readonly NumberedRecord[]): string {
+  const rows = [
+    ['ID', 'AT', 'ACTOR', 'ACTION', 'CONSUMER', 'KEY', 'CHANGE'],
+    ...records.map((r) => [
+      String(r.id),
+      r.at,
+      actorName(r.actor),
+      r.action,
+      r.consumer,
+      r.key ?? '-',
+      `${JSON.stringify(r.before)} -> ${JSON.stringify(r.after)}`,
+    ]),
+  ];
+  // The change is last and as long as it is: the other columns line up.
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((row) => (row[i] ?? '').length))) ?? [];
+  return `${rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join('  ')).join('\n')}\n`;
+}
+
+export const KEYS_AUDIT = subcommand(
+  {
+    name: 'keys audit',
+    summary: `Prints the audit trail of the keys (FILE.audit.jsonl beside a keys file), oldest first: when,
+who (cli and the OS user, or the admin key's consumer and key id), what, the consumer and key id,
+and the changed fields before and after. Never a token or a hash.`,
+    options: {
+      keys: KEYS_FILE,
+      after: {
+        flag: '--after',
+        arg: 'ID',
+        help: 'only the records after this one',
+        fallback: 0,
+        parse: int(0, Number.MAX_SAFE_INTEGER),
+      },
+      json: { flag: '--json', help: 'one JSON document instead of a table', fallback: false, parse: on },
+      help: HELP,
+    },
+  },
+  (o) => {
+    const records = readAudit(o.keys, o.after);
+    process.stdout.write(o.json ? `${JSON.stringify({ records }, null, 2)}\n` : auditTable(records));
+    return 0;
+  },
+);

@@ -1,0 +1,144 @@
+/**
+ * The audit trail of changes to consumers and keys: who changed what, when, and each changed
+ * field before and after. A record never holds a token or a hash: a consumer is described by
+ * its plan, limits, ban and its keys' ids, scopes and dates only.
+ */
+import type { ConsumerEntry, KeysDocument } from './schema.ts';
+
+/** Who made a change: the keys CLI run by an OS user, or an admin key over the admin API. */
+export type Actor =
+  | { readonly kind: 'cli'; readonly user: string }
+  | { readonly kind: 'admin'; readonly consumer: string; readonly key: string };
+
+export const AUDIT_ACTIONS = [
+  'consumer.create',
+  'consumer.update',
+  'consumer.delete',
+  'key.add',
+  'key.rotate',
+  'key.revoke',
+  'keys.import',
+] as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+/** What a consumer looks like in the trail: everything but its keys' hashes. */
+export interface ConsumerView {
+  plan?: string;
+  limits?: unknown;
+  ban?: unknown;
+  keys?: Record<string, { scopes?: readonly string[]; expiresAt?: string; notBefore?: string }>;
+}
+
+type Fields = Record<string, unknown>;
+
+/** One change, as appended to the trail and shown by `keys audit` and `GET /admin/v1/audit`. */
+export interface AuditRecord {
+  /** RFC 3339, in milliseconds. */
+  readonly at: string;
+  readonly actor: Actor;
+  readonly action: AuditAction;
+  readonly consumer: string;
+  /** The key the change is about (the new one of an add or a rotation, the revoked one). */
+  readonly key?: string;
+  /** The fields that changed, as they were; null for a consumer that did not exist. */
+  readonly before: Fields | null;
+  /** The same fields as they are now; null for a consumer that is gone. */
+  readonly after: Fields | null;
+}
+
+/**
+ * The consumer `name` of a keys document as the trail shows it, or undefined when it has none;
+ * a `{"keys":[...]}` entry is shown as the consumer it stands for (one key, id = its name).
+ *
+ * @example
+ * consumerView(doc, 'acme') // { plan: 'pro', keys: { k1: { scopes: ['pets:read'] } } }
+ */
+export function consumerView(doc: KeysDocument, name: string): ConsumerView | undefined {
+  const consumer = doc.consumers?.find((c) => c.name === name);
+  if (consumer) return viewOf(consumer);
+  const legacy = doc.keys?.find((e) => e.name === name);
+  if (!legacy) return undefined;
+  const { sha256: _hash, name: _name, plan, limits, ban, ...dates } = legacy;
+  return viewOf({
+    name,
+    plan,
+    ...(limits ? { limits } : {}),
+    ...(ban ? { ban } : {}),
+    keys: [{ id: name, sha256: '', ...dates }],
+  });
+}
+
+function viewOf(entry: ConsumerEntry): ConsumerView {
+  const keys: NonNullable<ConsumerView['keys']> = {};
+  for (const { id, sha256, ...fields } of entry.keys) keys[id ?? sha256.slice(0, 8)] = fields;
+  return {
+    plan: entry.plan,
+    ...(entry.limits ? { limits: entry.limits } : {}),
+    ...(entry.ban ? { ban: entry.ban } : {}),
+    keys,
+  };
+}
+
+/**
+ * The fields that differ between two views, each side holding its own values (null where a
+ * field is absent); keys are compared one by one, so a rotation shows the new key and the old
+ * keys' new `expiresAt`, not every key.
+ *
+ * @example
+ * changedFields({ plan: 'free', keys: {} }, { plan: 'pro', keys: {} }) // [{ plan: 'free' }, { plan: 'pro' }]
+ */
+export function changedFields(
+  before: ConsumerView | undefined,
+  after: ConsumerView | undefined,
+): [Fields | null, Fields | null] {
+  if (!before || !after) return [before ? { ...before } : null, after ? { ...after } : null];
+  const was: Fields = {};
+  const now: Fields = {};
+  for (const field of ['plan', 'limits', 'ban'] as const) {
+    if (JSON.stringify(before[field]) !== JSON.stringify(after[field])) {
+      was[field] = before[field] ?? null;
+      now[field] = after[field] ?? null;
+    }
+  }
+  const oldKeys = before.keys ?? {};
+  const newKeys = after.keys ?? {};
+  const wasKeys: Fields = {};
+  const nowKeys: Fields = {};
+  for (const id of new Set([...Object.keys(oldKeys), ...Object.keys(newKeys)])) {
+    if (JSON.stringify(oldKeys[id]) === JSON.stringify(newKeys[id])) continue;
+    wasKeys[id] = oldKeys[id] ?? null;
+    nowKeys[id] = newKeys[id] ?? null;
+  }
+  if (Object.keys(wasKeys).length > 0) {
+    was.keys = wasKeys;
+    now.keys = nowKeys;
+  }
+  return [was, now];
+}
+
+/**
+ * The record of one change of consumer `consumer` from `before` to `after` (two keys documents).
+ *
+ * @example
+ * auditRecord({ kind: 'cli', user: 'root' }, 'key.add', 'acme', 'k1', oldDoc, newDoc, Date.now())
+ */
+export function auditRecord(
+  actor: Actor,
+  action: AuditAction,
+  consumer: string,
+  key: string | undefined,
+  before: KeysDocument,
+  after: KeysDocument,
+  now: number,
+): AuditRecord {
+  const [was, is] = changedFields(consumerView(before, consumer), consumerView(after, consumer));
+  return {
+    at: new Date(now).toISOString(),
+    actor,
+    action,
+    consumer,
+    ...(key !== undefined ? { key } : {}),
+    before: was,
+    after: is,
+  };
+}
