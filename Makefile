@@ -162,10 +162,11 @@ docs-test: build ## browser test of /docs in Debian's Chromium (apt-get install 
 	@touch $@
 
 .PHONY: contract-lint contract-selftest
-contract-lint: node_modules/.stamp $(TS_CLIENT) ## contract/openapi.yaml: Redocly, Spectral, swagger-parser, and openapi-typescript's types checked
-	$(NODE_BIN)/redocly lint contract/openapi.yaml
-	$(NODE_BIN)/spectral lint --ruleset .spectral.yaml --fail-severity warn contract/openapi.yaml
+contract-lint: node_modules/.stamp $(TS_CLIENT) ## contract/openapi.yaml and admin.openapi.yaml: Redocly, Spectral, swagger-parser; openapi-typescript's types checked
+	$(NODE_BIN)/redocly lint contract/openapi.yaml contract/admin.openapi.yaml
+	$(NODE_BIN)/spectral lint --ruleset .spectral.yaml --fail-severity warn contract/openapi.yaml contract/admin.openapi.yaml
 	$(BUN) scripts/contract-validate.ts contract/openapi.yaml
+	$(BUN) scripts/contract-validate.ts contract/admin.openapi.yaml
 	$(NODE_BIN)/tsc --noEmit -p clients/typescript
 
 # The clients integrators generate from the contract (gitignored, under dist/). The TypeScript

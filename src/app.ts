@@ -1,4 +1,7 @@
 import { type Context, Hono } from 'hono';
+import type { AdminDeps } from './admin/handlers.ts';
+import { ADMIN_OPERATIONS, ADMIN_PREFIX } from './admin/operations.ts';
+import type { KeyAdmin } from './admin/source.ts';
 import { API_PREFIX, OPERATIONS } from './api/operations.ts';
 import { type Clock, systemClock } from './clock.ts';
 import type { DocsOptions } from './docs/routes.ts';
@@ -99,7 +102,7 @@ export function createApp({
   for (const route of ops) app.get(route.path, steps.opsRoute(route));
   // Every API path: its operations, then 405 for its other methods; 404 for any other path.
   for (const op of OPERATIONS) app.on(op.method, API_PREFIX + op.path, steps.operation(op));
-  for (const [path, methods] of methodsByPath()) app.all(API_PREFIX + path, steps.unserved(methods));
+  for (const [path, methods] of methodsByPath(OPERATIONS)) app.all(API_PREFIX + path, steps.unserved(methods));
   app.all(API_PREFIX, steps.unserved(undefined));
   app.all(`${API_PREFIX}/*`, steps.unserved(undefined));
   app.notFound(steps.notFound);
@@ -107,10 +110,10 @@ export function createApp({
   return app;
 }
 
-/** Each path of the table with the methods it is served with (HEAD with every GET). */
-function methodsByPath(): Map<string, string[]> {
+/** Each path of a table with the methods it is served with (HEAD with every GET). */
+function methodsByPath(table: readonly { path: string; method: string }[]): Map<string, string[]> {
   const paths = new Map<string, string[]>();
-  for (const { path, method } of OPERATIONS) {
+  for (const { path, method } of table) {
     const methods = paths.get(path) ?? [];
     methods.push(method);
     paths.set(path, methods);
@@ -119,6 +122,61 @@ function methodsByPath(): Map<string, string[]> {
 }
 
 export type App = ReturnType<typeof createApp>;
+
+export interface AdminAppOptions
+  extends Pick<
+    AppOptions,
+    'keys' | 'limiter' | 'clock' | 'log' | 'clientAddress' | 'ban' | 'maxInFlight' | 'ipv6Prefix'
+  > {
+  /** Where consumers and keys are read and changed: the keys file or the data store. */
+  admin: KeyAdmin;
+}
+
+/**
+ * The whole app of the `--admin-port` listener: the admin table (src/admin/operations.ts)
+ * through the same pipeline as the API (the gateway, then the handler, every answer through
+ * the one answer path), with a gateway of its own over the same keys and limiter: only a key
+ * with the `admin` scope passes, and failed attempts count against the client's address as on
+ * the public port.
+ *
+ * @example
+ * adapter.serve({ fetch: adminApp({ admin, keys: () => table, limiter }).fetch, port: 9091, hostname: '127.0.0.1' })
+ */
+export function adminApp({
+  admin,
+  keys,
+  limiter,
+  clock = systemClock,
+  log = silentLogger,
+  clientAddress = () => 'unknown',
+  ban,
+  maxInFlight,
+  ipv6Prefix,
+}: AdminAppOptions) {
+  const pass = gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, clock });
+  const steps = pipeline<AdminDeps>({
+    log,
+    clock,
+    clientAddress,
+    gateway: pass,
+    deps: { keys: admin, clock },
+    maxBodyBytes: MAX_BODY_BYTES,
+    gatedPath: isAdminPath,
+  });
+  const app = new Hono<AppEnv>();
+  app.use(steps.exchange);
+  for (const op of ADMIN_OPERATIONS) app.on(op.method, ADMIN_PREFIX + op.path, steps.operation(op));
+  for (const [path, methods] of methodsByPath(ADMIN_OPERATIONS)) app.all(ADMIN_PREFIX + path, steps.unserved(methods));
+  app.all(ADMIN_PREFIX, steps.unserved(undefined));
+  app.all(`${ADMIN_PREFIX}/*`, steps.unserved(undefined));
+  app.notFound(steps.notFound);
+  app.onError(steps.onError);
+  return app;
+}
+
+function isAdminPath(path: string): boolean {
+  return path === ADMIN_PREFIX || path.startsWith(`${ADMIN_PREFIX}/`);
+}
 
 /**
  * The whole app of the separate `--metrics-port` listener: `/metrics`, and the Error body for

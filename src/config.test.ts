@@ -53,7 +53,9 @@ test('--help lists every flag with its env var and default', () => {
   expect(help).toMatch(/--keys FILE .*\(env PETSTORE_KEYS_FILE, default none\)/);
   expect(help).toMatch(/--data PATH .*\(env PETSTORE_DATA, default /);
   expect(help).toMatch(/--trust-proxy CIDR\.\.\. .*\(env PETSTORE_TRUST_PROXY, default none\)/);
-  expect(help).toContain('petstore keys COMMAND [options]  add, rotate, revoke or list the API keys of a keys file');
+  expect(help).toContain(
+    'petstore keys COMMAND [options]  add, rotate, revoke, list or audit the API keys of a keys file',
+  );
   expect(help).toContain('petstore healthcheck');
 });
 

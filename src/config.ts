@@ -211,6 +211,23 @@ export const OPTIONS = {
     shownDefault: 'none',
     parse: int(0, 65535),
   },
+  adminPort: {
+    flag: '--admin-port',
+    env: 'PETSTORE_ADMIN_PORT',
+    arg: 'N',
+    help: 'serve the admin API (/admin/v1: consumers, keys, the audit trail) on this port of --admin-host; needs --keys',
+    fallback: null as number | null,
+    shownDefault: 'none (no admin API)',
+    parse: int(0, 65535),
+  },
+  adminHost: {
+    flag: '--admin-host',
+    env: 'PETSTORE_ADMIN_HOST',
+    arg: 'H',
+    help: 'address the admin API binds',
+    fallback: '127.0.0.1',
+    parse: text,
+  },
   help: HELP,
   version: { flag: '--version', help: 'print the version and exit', fallback: false, parse: on },
 } satisfies OptionTable;

@@ -2,9 +2,10 @@
 // `petstore keys` commands on a real file, consumers whose keys share one quota, scopes (403),
 // expiry (401), SIGHUP pick-up, a rotation under load, and the per-consumer metrics.
 import { describe, expect, test } from 'bun:test';
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, chownSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir, userInfo } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Running, runCommand, startServer } from '../../test/harness.ts';
 
@@ -130,7 +131,7 @@ describe('petstore keys', () => {
     const audit = await runCommand(['keys', 'audit', '--keys', file, '--json']);
     expect(audit.code).toBe(0);
     const { records } = JSON.parse(audit.stdout) as { records: Record<string, unknown>[] };
-    const user = userInfo().username;
+    const user = execFileSync('id', ['-un'], { encoding: 'utf8' }).trim();
     const expiry = (JSON.parse(readFileSync(file, 'utf8')).consumers[0].keys as { id: string; expiresAt?: string }[])[0]
       ?.expiresAt;
     expect(records).toEqual([
@@ -226,7 +227,7 @@ describe('petstore keys', () => {
     ],
     [
       { scopes: ['pets:admin'] },
-      'consumers[0] ("acme").keys[0].scopes[0]: must be one of pets:read, pets:write, got "pets:admin"',
+      'consumers[0] ("acme").keys[0].scopes[0]: must be one of pets:read, pets:write, admin, got "pets:admin"',
     ],
   ])('a bad value stops the start with exit 2 and says where: %p', async (extra, message) => {
     const file = writeFile({

@@ -2,10 +2,10 @@ import type * as v from 'valibot';
 import type { Clock } from '../clock.ts';
 import type { Reply } from '../http/answer.ts';
 import type { PetStore } from '../store/store.ts';
-import type { Scope } from './scopes.ts';
+import type { KeyScope } from './scopes.ts';
 
-/** The methods the API's operations use; HEAD is served by every GET. */
-export type Method = 'GET' | 'POST';
+/** The methods the tables' operations use; HEAD is served by every GET. */
+export type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
 /** An operation due for removal: RFC 9745 `Deprecation`, RFC 8594 `Sunset`, and its successor. */
 export interface Deprecation {
@@ -34,6 +34,14 @@ export interface Input<Q = unknown, P = unknown, H = unknown, B = unknown> {
    * `Idempotency-Key`. Handlers know nothing more of keys or limits.
    */
   readonly principal: string;
+  /** The consumer and key id that ask, for an `audited` operation (the admin API's trail). */
+  readonly key?: KeyHolder;
+}
+
+/** A key by the names logs and the audit trail know it by: never its token or hash. */
+export interface KeyHolder {
+  readonly consumer: string;
+  readonly id: string;
 }
 
 type Schema<T> = v.GenericSchema<unknown, T>;
@@ -42,14 +50,14 @@ type Schema<T> = v.GenericSchema<unknown, T>;
  * One operation of the API, as the contract names it: everything the routes, the scope check,
  * the metrics and the contract test need to know about it.
  */
-export interface OperationSpec<Q, P, H, B> {
+export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
   /** The contract's `operationId`: the metrics label, the route's name. */
   readonly id: string;
   readonly method: Method;
   /** Hono's path template under the API prefix, e.g. `/pets/:petId`. */
   readonly path: string;
   /** The scope a key needs for it. */
-  readonly scope: Scope;
+  readonly scope: KeyScope;
   readonly deprecated?: Deprecation;
   readonly query?: Schema<Q>;
   readonly params?: Schema<P>;
@@ -64,11 +72,15 @@ export interface OperationSpec<Q, P, H, B> {
    * change (src/http/memo.ts): true only where the answer depends on nothing else.
    */
   readonly memo: boolean;
-  handler(input: Input<Q, P, H, B>, deps: ApiDeps): Promise<Reply>;
+  /** Whether the handler is told which key asks (`Input.key`): the admin API's changes are audited by it. */
+  readonly audited?: boolean;
+  /** The words a 400 uses for what each field accepts; the API's (`ALLOWED`) when absent. */
+  readonly allowed?: Readonly<Record<string, string>>;
+  handler(input: Input<Q, P, H, B>, deps: D): Promise<Reply>;
 }
 
-/** An entry of the table: an operation with its input types erased. */
-export type Operation = OperationSpec<unknown, unknown, unknown, unknown>;
+/** An entry of a table: an operation with its input types erased; `D` is what its handlers work with. */
+export type Operation<D = ApiDeps> = OperationSpec<unknown, unknown, unknown, unknown, D>;
 
 /**
  * Types one entry of the table: the handler's input is inferred from the entry's schemas.
@@ -77,8 +89,8 @@ export type Operation = OperationSpec<unknown, unknown, unknown, unknown>;
  * defineOperation({ id: 'getPet', method: 'GET', path: '/pets/:petId', scope: 'pets:read',
  *   params: PetParams, etag: true, memo: true, handler: async ({ params }) => ... })
  */
-export function defineOperation<Q = undefined, P = undefined, H = undefined, B = undefined>(
-  spec: OperationSpec<Q, P, H, B>,
-): Operation {
-  return spec as unknown as Operation;
+export function defineOperation<Q = undefined, P = undefined, H = undefined, B = undefined, D = ApiDeps>(
+  spec: OperationSpec<Q, P, H, B, D>,
+): Operation<D> {
+  return spec as unknown as Operation<D>;
 }

@@ -47,6 +47,7 @@ export const ERROR_CODES = [
   'not_found',
   'method_not_allowed',
   'idempotency_key_reused',
+  'conflict',
   'payload_too_large',
   'uri_too_long',
   'unsupported_media_type',

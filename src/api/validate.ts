@@ -2,7 +2,7 @@ import type { Context } from 'hono';
 import * as v from 'valibot';
 import { ApiError, notJson, tooLarge } from '../http/errors.ts';
 import { roundedMember } from './json-numbers.ts';
-import type { Input, Operation } from './operation.ts';
+import type { Input, KeyHolder, Operation } from './operation.ts';
 import { ALLOWED } from './schemas.ts';
 
 type Target = 'json' | 'query' | 'param' | 'header';
@@ -25,24 +25,28 @@ export const NOT_JSON = 'body: must be a JSON object; this is not valid JSON.';
  * const input = await read(c, 'key:acme') // { query: { limit: 20 }, params: undefined, ... }
  * // GET /pets?limit=0 -> throws ApiError 400 "limit: must be an integer from 1 to 100."
  */
-export function inputReader(op: Operation): (c: Context, principal: string) => Input | Promise<Input> {
-  const query = op.query && checker('query', op.query);
-  const params = op.params && checker('param', op.params);
-  const headers = op.headers && checker('header', op.headers);
-  const body = op.body && checker('json', op.body);
-  const fromRequest = (c: Context, principal: string, value?: unknown): Input => ({
+export function inputReader<D>(
+  op: Operation<D>,
+): (c: Context, principal: string, key?: KeyHolder) => Input | Promise<Input> {
+  const allowed = op.allowed ?? ALLOWED;
+  const query = op.query && checker('query', op.query, allowed);
+  const params = op.params && checker('param', op.params, allowed);
+  const headers = op.headers && checker('header', op.headers, allowed);
+  const body = op.body && checker('json', op.body, allowed);
+  const fromRequest = (c: Context, principal: string, key?: KeyHolder, value?: unknown): Input => ({
     query: query?.(queryOf(c)),
     params: params?.(c.req.param()),
     headers: headers?.(c.req.header()),
     body: value,
     principal,
+    ...(key ? { key } : {}),
   });
   if (!body) return fromRequest;
-  return async function withBody(c, principal) {
+  return async function withBody(c, principal, key) {
     if (!isJson(c.req.header('content-type'))) throw notJson();
-    const value = parseJsonBody(await c.req.arrayBuffer());
+    const value = parseJsonBody(await c.req.arrayBuffer(), allowed);
     // Headers first, then the body, as a client reads the request.
-    const input = fromRequest(c, principal);
+    const input = fromRequest(c, principal, key);
     return { ...input, body: body(value) };
   };
 }
@@ -56,13 +60,17 @@ function queryOf(c: Context): Record<string, string | string[]> {
 }
 
 /** Parses `value` with `schema`, or throws the 400 that names the first wrong field. */
-function checker(target: Target, schema: AnySchema): (value: unknown) => unknown {
+function checker(
+  target: Target,
+  schema: AnySchema,
+  allowed: Readonly<Record<string, string>>,
+): (value: unknown) => unknown {
   const fields = 'entries' in schema && isRecord(schema.entries) ? Object.keys(schema.entries) : [];
   return function check(value) {
     if (target === 'json' && !isRecord(value)) throw new ApiError('invalid_request', NOT_AN_OBJECT);
     const result = v.safeParse(schema, value);
     if (result.success) return result.output;
-    throw new ApiError('invalid_request', describeIssue(target, value, fields, result.issues[0]));
+    throw new ApiError('invalid_request', describeIssue(target, value, fields, result.issues[0], allowed));
   };
 }
 
@@ -70,14 +78,20 @@ function checker(target: Target, schema: AnySchema): (value: unknown) => unknown
  * Says what is wrong in people's words, from which field failed and how, never from valibot's
  * text (`Invalid type: Expected ... but received Array`) and never quoting the value.
  */
-function describeIssue(target: Target, input: unknown, fields: string[], issue: v.BaseIssue<unknown>): string {
+function describeIssue(
+  target: Target,
+  input: unknown,
+  fields: string[],
+  issue: v.BaseIssue<unknown>,
+  words: Readonly<Record<string, string>>,
+): string {
   const key = issue.path?.[0]?.key;
   if (typeof key !== 'string') return target === 'json' ? NOT_AN_OBJECT : `${target}: is not valid.`;
   const field = target === 'header' ? headerName(key) : key;
   if (issue.expected === 'never') {
     return `${field}: is not a field of the body; its fields are ${fields.join(', ')}.`;
   }
-  const allowed = ALLOWED[field];
+  const allowed = words[field];
   if (allowed === undefined) return `${field}: is not valid.`;
   const given = isRecord(input) ? input[key] : undefined;
   // Hono hands a repeated query parameter over as an array of its values.
@@ -105,7 +119,7 @@ const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
  * replaced by U+FFFD and stored), and so is a string holding an unpaired surrogate escape such
  * as `"\ud800"`, which no UTF-8 response could give back unchanged.
  */
-function parseJsonBody(bytes: ArrayBuffer): unknown {
+function parseJsonBody(bytes: ArrayBuffer, words: Readonly<Record<string, string>>): unknown {
   let text: string;
   try {
     text = STRICT_UTF8.decode(bytes);
@@ -123,7 +137,7 @@ function parseJsonBody(bytes: ArrayBuffer): unknown {
   // A number JSON.parse rounded to an integer would pass the schema and be stored as a value the
   // client never sent: refuse it in the field's own words.
   const rounded = roundedMember(text);
-  const allowed = rounded === undefined ? undefined : ALLOWED[rounded];
+  const allowed = rounded === undefined ? undefined : words[rounded];
   if (allowed !== undefined) throw new ApiError('invalid_request', `${rounded}: must be ${allowed}.`);
   return value;
 }

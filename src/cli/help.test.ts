@@ -56,7 +56,7 @@ test('petstore keys add --help', () => {
   for (const line of [
     '  --keys FILE             the keys file (JSON); made when missing (required)',
     '  --plan PLAN             the plan of a new consumer: free, pro, business, enterprise; may be left out for an existing one',
-    '  --scopes S,S            what the new key may do: pets:read, pets:write (default every scope)',
+    '  --scopes S,S            what the new key may do: pets:read, pets:write, admin (admin: the admin API only) (default every scope)',
     '  --expires WHEN          the key is refused (401) from then on (default never)',
     "  --per-minute N          a new consumer's quota per minute; both or neither (the enterprise plan needs both) (default the plan's)",
     '  --help                  print this help and exit',
@@ -73,7 +73,7 @@ test('petstore keys rotate --help', () => {
   );
   expect(help).toContain("\n  --overlap DURATION      how long the consumer's current keys keep working (required)\n");
   expect(help).toContain(
-    '\n  --scopes S,S            what the new key may do: pets:read, pets:write (default those of the current keys)\n',
+    '\n  --scopes S,S            what the new key may do: pets:read, pets:write, admin (admin: the admin API only) (default those of the current keys)\n',
   );
   expect(help).toContain('\nDURATION: a number and s, m, h or d (7d).\n');
   expect(help).not.toContain('WHEN');

@@ -3,9 +3,10 @@
  * its lock. Tokens come from the CSPRNG and are printed once, alone on stdout (so
  * `TOKEN=$(petstore keys add …)` works); the file only ever holds their SHA-256.
  */
+import { readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import process from 'node:process';
-import type { Scope } from '../api/scopes.ts';
+import type { KeyScope } from '../api/scopes.ts';
 import type { Actor } from '../gateway/keys/audit.ts';
 import type { NewKey } from '../gateway/keys/edit.ts';
 import { hashToken } from '../gateway/keys/file.ts';
@@ -27,7 +28,7 @@ export interface FreshKey {
 export function freshKey(
   given: {
     id?: string | undefined;
-    scopes?: Scope[] | undefined;
+    scopes?: KeyScope[] | undefined;
     expires?: When | undefined;
     notBefore?: When | undefined;
   },
@@ -45,14 +46,30 @@ export function freshKey(
 }
 
 /**
- * Who runs the CLI, for the audit trail: `cli` and the OS user (its uid when it has no name,
- * as in a container run with `-u 65532`).
+ * Who runs the CLI, for the audit trail: `cli` and the OS user; its uid when it has no name (a
+ * container run with `-u 65532`).
  */
 export function cliActor(): Actor {
+  const uid = process.getuid?.();
+  let name: string | undefined;
   try {
-    return { kind: 'cli', user: userInfo().username };
+    name = userInfo().username;
   } catch {
-    return { kind: 'cli', user: `uid ${process.getuid?.() ?? 'unknown'}` };
+    name = undefined;
+  }
+  // Bun answers "unknown" where getpwuid is not reached; /etc/passwd names the uid then.
+  if ((!name || name === 'unknown') && uid !== undefined) name = passwdName(uid);
+  return { kind: 'cli', user: name ?? `uid ${uid ?? 'unknown'}` };
+}
+
+function passwdName(uid: number): string | undefined {
+  try {
+    const line = readFileSync('/etc/passwd', 'utf8')
+      .split('\n')
+      .find((l) => l.split(':')[2] === String(uid));
+    return line?.split(':')[0] || undefined;
+  } catch {
+    return undefined;
   }
 }
 

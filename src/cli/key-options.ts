@@ -1,6 +1,6 @@
 /** The options the `petstore keys` commands share, and how they read dates and durations. */
 import * as v from 'valibot';
-import { SCOPES, type Scope } from '../api/scopes.ts';
+import { ADMIN_SCOPE, KEY_SCOPES, type KeyScope } from '../api/scopes.ts';
 import { KEY_NAME, rfc3339 } from '../gateway/keys/schema.ts';
 import type { Option } from './options.ts';
 import { checked, text, words } from './parsers.ts';
@@ -51,13 +51,13 @@ export const CONSUMER = {
 export const SCOPES_OPTION = {
   flag: '--scopes',
   arg: 'S,S',
-  help: `what the new key may do: ${SCOPES.join(', ')}`,
-  fallback: undefined as Scope[] | undefined,
+  help: `what the new key may do: ${KEY_SCOPES.join(', ')} (${ADMIN_SCOPE}: the admin API only)`,
+  fallback: undefined as KeyScope[] | undefined,
   parse: checked(
-    `one or more of ${SCOPES.join(', ')}`,
-    v.pipe(v.string(), v.transform(words), v.array(v.picklist(SCOPES)), v.minLength(1)),
+    `one or more of ${KEY_SCOPES.join(', ')}`,
+    v.pipe(v.string(), v.transform(words), v.array(v.picklist(KEY_SCOPES)), v.minLength(1)),
   ),
-} satisfies Option<Scope[] | undefined>;
+} satisfies Option<KeyScope[] | undefined>;
 
 export const KEY_ID = {
   flag: '--id',

@@ -110,12 +110,12 @@ describe('the subcommands read their flags through one parser', () => {
     [
       ['--keys', 'k.json', '--consumer', 'acme', '--scopes', 'pets:read,pets:admin'],
       KEYS_ADD,
-      '--scopes: expected one or more of pets:read, pets:write, got "pets:admin"',
+      '--scopes: expected one or more of pets:read, pets:write, admin, got "pets:admin"',
     ],
     [
       ['--keys', 'k.json', '--consumer', 'acme', '--scopes', ','],
       KEYS_ADD,
-      '--scopes: expected one or more of pets:read, pets:write, got ","',
+      '--scopes: expected one or more of pets:read, pets:write, admin, got ","',
     ],
     [
       ['--keys', 'k.json', '--consumer', 'acme', '--expires', '2027-02-30T00:00:00Z'],

@@ -15,6 +15,7 @@ const STATUS_BY_CODE: Record<ErrorCode, ContentfulStatusCode> = {
   not_found: 404,
   method_not_allowed: 405,
   idempotency_key_reused: 409,
+  conflict: 409,
   payload_too_large: 413,
   uri_too_long: 414,
   unsupported_media_type: 415,

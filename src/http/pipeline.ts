@@ -1,5 +1,5 @@
 import type { Context, ErrorHandler, Handler, MiddlewareHandler, NotFoundHandler } from 'hono';
-import type { ApiDeps, Deprecation, Operation } from '../api/operation.ts';
+import type { ApiDeps, Deprecation, KeyHolder, Operation } from '../api/operation.ts';
 import { isApiPath } from '../api/operations.ts';
 import { inputReader, refuseBodyOnGet } from '../api/validate.ts';
 import type { Clock } from '../clock.ts';
@@ -8,6 +8,7 @@ import { type GatewayPass, principalOf } from '../gateway/index.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import type { OpsRoute } from '../ops/route.ts';
+import type { PetStore } from '../store/store.ts';
 import { type AnswerHeaders, answer, answerHeaders, beginAnswer, type Reply } from './answer.ts';
 import { ApiError, answerError, methodNotAllowed, NO_SUCH_PATH, toApiError } from './errors.ts';
 import { weakEtag } from './etag.ts';
@@ -18,15 +19,17 @@ import { requestCounter } from './steps/count-requests.ts';
 import { requestLogSteps } from './steps/request-log.ts';
 import { MAX_URI_BYTES, uriTooLong } from './steps/uri-limit.ts';
 
-export interface PipelineOptions {
+export interface PipelineOptions<D = ApiDeps> {
   log: Logger;
   clock: Clock;
   /** The client's address, for the log line of requests the gateway does not see. */
   clientAddress: (c: Context<AppEnv>) => string;
   /** The gateway's pass (src/gateway/index.ts); needed to serve the API, not the ops routes. */
   gateway?: GatewayPass;
-  /** What handlers work with; needed to serve the API. */
-  deps?: ApiDeps;
+  /** What handlers work with; needed to serve the API (the admin API's handlers work with their own). */
+  deps?: D;
+  /** Whether a path is one the gateway answers, whose answers are private (`no-store`): `/v1` by default. */
+  gatedPath?: (path: string) => boolean;
   /** Largest accepted request body. */
   maxBodyBytes: number;
   /** Origins whose pages may call the API (`--cors-origin`); none: no CORS at all. */
@@ -60,7 +63,7 @@ export interface PipelineOptions {
  * app.use(steps.exchange)
  * app.on(op.method, `/v1${op.path}`, steps.operation(op))
  */
-export function pipeline({
+export function pipeline<D extends object = ApiDeps>({
   log,
   clock,
   clientAddress,
@@ -70,7 +73,8 @@ export function pipeline({
   corsOrigins = [],
   metrics,
   newId,
-}: PipelineOptions) {
+  gatedPath = isApiPath,
+}: PipelineOptions<D>) {
   const requestLog = requestLogSteps({ log, clock, clientAddress, ...(newId ? { newId } : {}) });
   const count = metrics && requestCounter({ metrics });
   const cors = corsOrigins.length > 0 ? corsStep(corsOrigins) : undefined;
@@ -94,7 +98,7 @@ export function pipeline({
     // Every API answer is private to its caller and never sniffed (SECURITY.md).
     beginAnswer(
       c,
-      isApiPath(c.req.path)
+      gatedPath(c.req.path)
         ? { 'X-Request-Id': id, 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }
         : { 'X-Request-Id': id },
     );
@@ -129,10 +133,12 @@ export function pipeline({
     return response as Response;
   }
 
-  function operation(op: Operation): Handler<AppEnv> {
+  function operation(op: Operation<D>): Handler<AppEnv> {
     if (!deps) throw new TypeError(`pipeline: serving ${op.id} needs the handlers' deps`);
     const handlerDeps = deps;
-    const { store } = deps;
+    const store = 'store' in deps ? (deps.store as PetStore) : undefined;
+    if (op.memo && !store)
+      throw new TypeError(`pipeline: ${op.id} is kept by the store's version, and there is no store`);
     const fixed = op.deprecated ? deprecationHeaders(op.deprecated) : undefined;
     const readInput = inputReader(op);
     const tagged = (reply: Reply): Reply => {
@@ -141,8 +147,15 @@ export function pipeline({
       return { ...reply, etag: link === undefined ? weakEtag(reply.body) : weakEtag(reply.body, link) };
     };
 
+    /** The caller's consumer and key id, for an audited operation only (the gateway admitted a key). */
+    const keyOf = (c: Context<AppEnv>): KeyHolder | undefined => {
+      if (!op.audited) return undefined;
+      const caller = c.get('caller');
+      return caller.kind === 'consumer' ? { consumer: caller.consumer.name, id: caller.key.id } : undefined;
+    };
+
     async function served(c: Context<AppEnv>): Promise<Response> {
-      if (op.memo) {
+      if (op.memo && store) {
         // The path and query as sent: the same text always validates to the same input.
         const url = c.req.url;
         const key = url.slice(url.indexOf('/', url.indexOf('://') + 3));
@@ -152,7 +165,8 @@ export function pipeline({
         const reply = tagged(await op.handler(await readInput(c, principalOf(c.get('caller'))), handlerDeps));
         return answer(c, reply.status === 200 ? memo.set(key, version, reply) : reply);
       }
-      return answer(c, tagged(await op.handler(await readInput(c, principalOf(c.get('caller'))), handlerDeps)));
+      const input = await readInput(c, principalOf(c.get('caller')), keyOf(c));
+      return answer(c, tagged(await op.handler(input, handlerDeps)));
     }
 
     return function operation(c) {

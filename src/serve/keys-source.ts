@@ -39,8 +39,8 @@ function readText(path: string): string {
 /** How often a watched keys file is read: a change is in force within this and the reload's time. */
 export const KEYS_POLL_MS = 500;
 
-/** What made a reload: the signal, or a change the watcher saw. */
-export type ReloadTrigger = 'SIGHUP' | 'file change';
+/** What made a reload: the signal, a change the watcher saw, or the admin API's own write. */
+export type ReloadTrigger = 'SIGHUP' | 'file change' | 'admin API';
 
 export interface KeysFileWatchOptions {
   path: string;

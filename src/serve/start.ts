@@ -1,4 +1,5 @@
-import { createApp, metricsApp } from '../app.ts';
+import { fileKeyAdmin } from '../admin/source.ts';
+import { type AdminAppOptions, adminApp, createApp, metricsApp } from '../app.ts';
 import { systemClock } from '../clock.ts';
 import { type Config, ConfigError } from '../config.ts';
 import { TrustedProxies } from '../gateway/addresses.ts';
@@ -10,7 +11,7 @@ import { describeData, openStore } from '../store/open.ts';
 import { VERSION } from '../version.ts';
 import { checkOpenFiles } from './fd-limit.ts';
 import { developmentKeys, KeysFileWatcher } from './keys-source.ts';
-import type { RuntimeAdapter } from './server.ts';
+import type { RunningServer, RuntimeAdapter } from './server.ts';
 import { handleSignals } from './signals.ts';
 
 // Defined by `bun build --define` for a compiled binary (scripts/lib/build-info.sh), else undeclared.
@@ -44,6 +45,9 @@ function trustedProxies(cidrs: readonly string[]): TrustedProxies {
  * await startServer(parseConfig(process.argv.slice(2), process.env))
  */
 export async function startServer(config: Config): Promise<void> {
+  if (config.adminPort !== null && !config.keys) {
+    throw new ConfigError('--admin-port: needs --keys FILE, where the admin API keeps consumers and keys');
+  }
   const log = createLogger({ level: config.logLevel, format: config.logFormat });
   checkOpenFiles(log);
   const trust = trustedProxies(config.trustProxy);
@@ -125,6 +129,20 @@ export async function startServer(config: Config): Promise<void> {
     headerTimeoutSeconds: config.headerTimeoutSeconds,
     idleTimeoutSeconds: config.idleTimeoutSeconds,
   });
+  const adminServer = await serveAdmin(
+    config,
+    watcher,
+    {
+      keys: () => keys,
+      limiter,
+      log,
+      clientAddress: (c) => trust.clientAddress(adapter.peerAddress(c), c.req.header('x-forwarded-for')),
+      ban: { seconds: config.banSeconds, ...(config.banThreshold > 0 ? { threshold: config.banThreshold } : {}) },
+      maxInFlight: config.maxInFlight,
+      ipv6Prefix: config.ipv6Prefix,
+    },
+    adapter,
+  );
   const metricsServer =
     metrics && config.metricsPort !== null
       ? await adapter.serve({ fetch: metricsApp(metrics).fetch, port: config.metricsPort, hostname: config.host })
@@ -136,7 +154,7 @@ export async function startServer(config: Config): Promise<void> {
   handleSignals({
     log,
     reload,
-    servers: metricsServer ? [server, metricsServer] : [server],
+    servers: [server, ...(metricsServer ? [metricsServer] : []), ...(adminServer ? [adminServer] : [])],
     shutdownSeconds: config.shutdownSeconds,
     onStopping: () => {
       stopping = true;
@@ -156,5 +174,23 @@ export async function startServer(config: Config): Promise<void> {
     data: describeData(config.data),
     keysByPlan: keys.countByPlan(),
     ...(metricsServer ? { metrics: `http://${config.host}:${metricsServer.port}/metrics` } : {}),
+    ...(adminServer ? { admin: `http://${config.adminHost}:${adminServer.port}/admin/v1` } : {}),
   });
+}
+
+/**
+ * The admin API's listener on `--admin-port` of `--admin-host`, over the keys file (its writes
+ * applied at once, and by the watcher anyway); none without `--admin-port`.
+ */
+async function serveAdmin(
+  config: Config,
+  watcher: KeysFileWatcher | undefined,
+  options: Omit<AdminAppOptions, 'admin'>,
+  adapter: RuntimeAdapter,
+): Promise<RunningServer | undefined> {
+  if (config.adminPort === null) return undefined;
+  if (!watcher) return undefined; // refused at start: see startServer
+  const admin = fileKeyAdmin(config.keys, () => watcher.reload('admin API'));
+  const app = adminApp({ ...options, admin });
+  return adapter.serve({ fetch: app.fetch, port: config.adminPort, hostname: config.adminHost });
 }

@@ -52,7 +52,7 @@ describe('the consumers form', () => {
     ],
     [
       doc([acme([{ sha256: A, scopes: ['pets:read', 'pets:admin'] }])]),
-      'consumers[0] ("acme").keys[0].scopes[1]: must be one of pets:read, pets:write, got "pets:admin"',
+      'consumers[0] ("acme").keys[0].scopes[1]: must be one of pets:read, pets:write, admin, got "pets:admin"',
     ],
     [
       doc([acme([{ sha256: A }, { sha256: A }])]),

@@ -5,8 +5,8 @@
  * so its quota, its id in logs and its token all stay the same.
  */
 
-import type { Scope } from '../../api/scopes.ts';
-import type { Limits, PlanName } from '../plans.ts';
+import type { KeyScope } from '../../api/scopes.ts';
+import type { BanPolicy, Limits, PlanName } from '../plans.ts';
 import { KeysFileError } from './file.ts';
 import { type ConsumerEntry, type ConsumerKey, type KeysDocument, rfc3339 } from './schema.ts';
 
@@ -18,7 +18,7 @@ export interface NewConsumer {
 export interface NewKey {
   sha256: string;
   id?: string;
-  scopes?: readonly Scope[];
+  scopes?: readonly KeyScope[];
   expiresAt?: string;
   notBefore?: string;
 }
@@ -85,7 +85,7 @@ export function rotateKeys(doc: KeysDocument, name: string, now: number, overlap
 }
 
 /** The scopes a key replacing `keys` should have: their union, or undefined (every scope). */
-function inheritedScopes(keys: readonly ConsumerKey[]): Scope[] | undefined {
+function inheritedScopes(keys: readonly ConsumerKey[]): KeyScope[] | undefined {
   if (keys.length === 0 || keys.some((k) => k.scopes === undefined)) return undefined;
   return [...new Set(keys.flatMap((k) => k.scopes ?? []))];
 }
@@ -129,4 +129,58 @@ function toConsumers(doc: KeysDocument, name: string): KeysDocument {
   const keys = doc.keys?.filter((e) => e !== legacy) ?? [];
   const { keys: _old, ...rest } = doc;
   return { ...rest, ...(keys.length > 0 ? { keys } : {}), consumers: [...(doc.consumers ?? []), consumer] };
+}
+
+export interface ConsumerFields {
+  plan: PlanName;
+  /** Absent: the plan's quotas. */
+  limits?: Limits;
+  ban?: BanPolicy;
+}
+
+/**
+ * `doc` with a new consumer `name` without keys; the caller checks that no consumer has the name.
+ *
+ * @example
+ * createConsumer(doc, 'acme', { plan: 'pro' })
+ */
+export function createConsumer(doc: KeysDocument, name: string, fields: ConsumerFields): KeysDocument {
+  const entry: ConsumerEntry = { name, ...consumerFields(fields), keys: [] };
+  return { ...doc, consumers: [...(doc.consumers ?? []), entry] };
+}
+
+/**
+ * `doc` with consumer `name`'s plan, limits or ban changed: a field given as null is removed
+ * (the plan's quotas, the default ban), one not given stays.
+ */
+export function updateConsumer(
+  doc: KeysDocument,
+  name: string,
+  change: { plan?: PlanName; limits?: Limits | null; ban?: BanPolicy | null },
+): KeysDocument {
+  const moved = toConsumers(doc, name);
+  return {
+    ...moved,
+    consumers: (moved.consumers ?? []).map((c) => {
+      if (c.name !== name) return c;
+      const { name: _name, keys, plan, limits, ban } = c;
+      const fields = {
+        plan: change.plan ?? plan,
+        ...(change.limits === undefined ? (limits ? { limits } : {}) : change.limits ? { limits: change.limits } : {}),
+        ...(change.ban === undefined ? (ban ? { ban } : {}) : change.ban ? { ban: change.ban } : {}),
+      };
+      return { name, ...consumerFields(fields), keys };
+    }),
+  };
+}
+
+/** `doc` without consumer `name` (either form) and its keys. */
+export function deleteConsumer(doc: KeysDocument, name: string): KeysDocument {
+  const keys = doc.keys?.filter((e) => e.name !== name);
+  const consumers = doc.consumers?.filter((c) => c.name !== name);
+  return { ...(keys ? { keys } : {}), ...(consumers ? { consumers } : {}) };
+}
+
+function consumerFields({ plan, limits, ban }: ConsumerFields): Omit<ConsumerEntry, 'name' | 'keys'> {
+  return { plan, ...(limits ? { limits } : {}), ...(ban ? { ban } : {}) };
 }

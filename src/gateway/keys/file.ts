@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import * as v from 'valibot';
-import { SCOPES, type Scope } from '../../api/scopes.ts';
+import { type KeyScope, SCOPES } from '../../api/scopes.ts';
 import { type BanPolicy, type Limits, PLAN_LIMITS, type PlanName } from '../plans.ts';
 import { type ConsumerKey, KeysDocument, rfc3339 } from './schema.ts';
 
@@ -24,7 +24,7 @@ export interface KeyRecord {
   readonly hash: Buffer;
   readonly consumer: Consumer;
   /** What the key may do; a key without `scopes` in the file has every scope. */
-  readonly scopes: readonly Scope[];
+  readonly scopes: readonly KeyScope[];
   /** Epoch ms from which the key is refused (`expiresAt`), if it expires. */
   readonly expiresAt?: number;
   /** Epoch ms before which the key is refused (`notBefore`), if set. */

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { SCOPES } from '../../api/scopes.ts';
+import { ADMIN_SCOPE, KEY_SCOPES } from '../../api/scopes.ts';
 import { PLAN_NAMES } from '../plans.ts';
 
 /** A key's or consumer's name as the keys file and `petstore keys` accept it: what logs show. */
@@ -44,7 +44,13 @@ const DateTime = v.pipe(
   v.check((s) => !Number.isNaN(rfc3339(s)), 'must be an RFC 3339 date-time such as 2027-02-20T00:00:00Z'),
 );
 /** What a key may do; absent means every scope. */
-const Scopes = v.array(v.picklist(SCOPES, `must be one of ${SCOPES.join(', ')}`));
+const Scopes = v.pipe(
+  v.array(v.picklist(KEY_SCOPES, `must be one of ${KEY_SCOPES.join(', ')}`)),
+  v.check(
+    (scopes) => !scopes.includes(ADMIN_SCOPE) || scopes.every((s) => s === ADMIN_SCOPE),
+    `${ADMIN_SCOPE} is a scope of its own: a key with it has no other scope`,
+  ),
+);
 const Validity = {
   scopes: v.optional(Scopes),
   expiresAt: v.optional(DateTime),
@@ -88,6 +94,16 @@ export const ConsumerEntry = v.pipe(
     ['limits'],
   ),
 );
+
+/** The fields of a consumer and a key as the keys file checks them; the admin API's bodies reuse them. */
+export const FIELDS = {
+  name: v.pipe(v.string(), v.regex(KEY_NAME, NAME_MESSAGE)),
+  plan: Plan,
+  limits: Limits,
+  ban: Ban,
+  scopes: Scopes,
+  dateTime: DateTime,
+};
 
 /** The keys file: either form, or both in one file. */
 export const KeysDocument = v.strictObject({

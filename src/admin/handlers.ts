@@ -1,0 +1,250 @@
+/**
+ * The admin API's handlers: consumers and their keys, and the audit trail. Each change is one
+ * `KeyAdmin.change` (its audit record with it), checked inside it against the keys as they are
+ * then, so two admins racing for one name get one 201 and one 409.
+ */
+import type { Input, KeyHolder } from '../api/operation.ts';
+import { SCOPES } from '../api/scopes.ts';
+import type { Clock } from '../clock.ts';
+import type { Actor, AuditAction } from '../gateway/keys/audit.ts';
+import { addKey, createConsumer, deleteConsumer, rotateKeys, updateConsumer } from '../gateway/keys/edit.ts';
+import { hashToken } from '../gateway/keys/file.ts';
+import { type ConsumerEntry, type ConsumerKey, type KeysDocument, rfc3339 } from '../gateway/keys/schema.ts';
+import { newToken } from '../gateway/keys/tokens.ts';
+import { PLAN_LIMITS } from '../gateway/plans.ts';
+import type { Reply } from '../http/answer.ts';
+import { ApiError } from '../http/errors.ts';
+import type {
+  AuditQuery,
+  ConsumerParams,
+  ConsumerPatch,
+  KeyParams,
+  NewConsumer,
+  NewKeyBody,
+  RotateBody,
+} from './schemas.ts';
+import type { KeyAdmin } from './source.ts';
+
+const JSON_TYPE = 'application/json';
+
+/** What the admin handlers work with, given once at start. */
+export interface AdminDeps {
+  readonly keys: KeyAdmin;
+  readonly clock: Clock;
+}
+
+type In<Q = unknown, P = unknown, B = unknown> = Input<Q, P, unknown, B>;
+
+/** `GET /consumers`: every consumer with its keys (ids, scopes, dates, state; never a hash). */
+export async function listConsumers(_: In, { keys, clock }: AdminDeps): Promise<Reply> {
+  const now = clock.now();
+  return json(
+    200,
+    consumersOf(await keys.read()).map((c) => consumerOut(c, now)),
+  );
+}
+
+/** `GET /consumers/{name}`. */
+export async function getConsumer({ params }: In<unknown, ConsumerParams>, { keys, clock }: AdminDeps): Promise<Reply> {
+  return json(200, consumerOut(found(await keys.read(), params.name), clock.now()));
+}
+
+/** `POST /consumers`: 201, or 409 when the name is taken. */
+export async function postConsumer(input: In<unknown, unknown, NewConsumer>, deps: AdminDeps): Promise<Reply> {
+  const { name, plan, limits, ban } = input.body;
+  if (plan === 'enterprise' && !limits)
+    throw new ApiError('invalid_request', 'limits: is required for the enterprise plan.');
+  const fields = { plan, ...(limits ? { limits } : {}), ...(ban ? { ban } : {}) };
+  const doc = await change(input, deps, 'consumer.create', name, undefined, (d) => {
+    if (entryOf(d, name)) throw new ApiError('conflict', `A consumer named ${name} exists.`);
+    return createConsumer(d, name, fields);
+  });
+  return json(201, consumerOut(found(doc, name), deps.clock.now()), { Location: `consumers/${name}` });
+}
+
+/** `PATCH /consumers/{name}`: plan, limits, ban; null removes limits or ban. */
+export async function patchConsumer(
+  input: In<unknown, ConsumerParams, ConsumerPatch>,
+  deps: AdminDeps,
+): Promise<Reply> {
+  const { name } = input.params;
+  const doc = await change(input, deps, 'consumer.update', name, undefined, (d) => {
+    const current = found(d, name);
+    const limits = input.body.limits === undefined ? current.limits : input.body.limits;
+    if ((input.body.plan ?? current.plan) === 'enterprise' && !limits) {
+      throw new ApiError('invalid_request', 'limits: is required for the enterprise plan.');
+    }
+    return updateConsumer(d, name, input.body);
+  });
+  return json(200, consumerOut(found(doc, name), deps.clock.now()));
+}
+
+/** `DELETE /consumers/{name}`: the consumer and every key of it. */
+export async function removeConsumer(input: In<unknown, ConsumerParams>, deps: AdminDeps): Promise<Reply> {
+  const { name } = input.params;
+  await change(input, deps, 'consumer.delete', name, undefined, (d) => {
+    found(d, name);
+    return deleteConsumer(d, name);
+  });
+  return { status: 204 };
+}
+
+/** `POST /consumers/{name}/keys`: 201 with the token, shown this once. */
+export async function postKey(input: In<unknown, ConsumerParams, NewKeyBody>, deps: AdminDeps): Promise<Reply> {
+  const { name } = input.params;
+  const { token, key } = freshKey(input.body);
+  const id = key.id ?? key.sha256.slice(0, 8);
+  const doc = await change(input, deps, 'key.add', name, id, (d) => {
+    unusedId(found(d, name), id);
+    return addKey(d, name, {}, key);
+  });
+  return json(201, { consumer: name, ...keyOut(keyOf(doc, name, id), deps.clock.now()), token });
+}
+
+/** `POST /consumers/{name}/rotate`: a new key; the others expire after `overlap`. 201 with the token. */
+export async function rotate(input: In<unknown, ConsumerParams, RotateBody>, deps: AdminDeps): Promise<Reply> {
+  const { name } = input.params;
+  const { overlap, ...given } = input.body;
+  const { token, key } = freshKey(given);
+  const id = key.id ?? key.sha256.slice(0, 8);
+  const now = deps.clock.now();
+  const doc = await change(input, deps, 'key.rotate', name, id, (d) => {
+    unusedId(found(d, name), id);
+    return rotateKeys(d, name, now, overlap, key);
+  });
+  return json(201, { consumer: name, ...keyOut(keyOf(doc, name, id), now), token });
+}
+
+/** `DELETE /consumers/{name}/keys/{id}`: 204; the consumer and its quota stay. */
+export async function revoke(input: In<unknown, KeyParams>, deps: AdminDeps): Promise<Reply> {
+  const { name, id } = input.params;
+  await change(input, deps, 'key.revoke', name, id, (d) => {
+    keyOf(d, name, id);
+    const consumer = found(d, name);
+    return updateKeys(
+      d,
+      name,
+      consumer.keys.filter((k) => idOf(k) !== id),
+    );
+  });
+  return { status: 204 };
+}
+
+/** `GET /audit?after=&limit=`: the trail, oldest first; `Link: <audit?…>; rel="next"` when more remain. */
+export async function listAudit({ query }: In<AuditQuery>, { keys }: AdminDeps): Promise<Reply> {
+  const { after, limit } = query;
+  const page = await keys.audit(after, limit + 1);
+  const records = page.slice(0, limit);
+  const last = records.at(-1);
+  const headers =
+    page.length > limit && last ? { Link: `<audit?limit=${limit}&after=${last.id}>; rel="next"` } : undefined;
+  return json(200, records, headers);
+}
+
+/** Applies `edit` as the admin key of `input`, with its audit record; resolves to the keys after. */
+async function change(
+  input: In,
+  { keys, clock }: AdminDeps,
+  action: AuditAction,
+  consumer: string,
+  key: string | undefined,
+  edit: (doc: KeysDocument) => KeysDocument,
+): Promise<KeysDocument> {
+  let after: KeysDocument | undefined;
+  await keys.change(
+    {
+      actor: actorOf(input.key),
+      action,
+      consumer,
+      ...(key !== undefined ? { key } : {}),
+      edit: (doc) => {
+        after = edit(doc);
+        return after;
+      },
+    },
+    clock.now(),
+  );
+  return after as KeysDocument;
+}
+
+function actorOf(key: KeyHolder | undefined): Actor {
+  // The gateway admitted only a key with the admin scope; an audited operation always has one.
+  if (!key) throw new TypeError('admin: an audited change without the key that asked');
+  return { kind: 'admin', consumer: key.consumer, key: key.id };
+}
+
+function freshKey(given: { id?: string; scopes?: ConsumerKey['scopes']; expiresAt?: string; notBefore?: string }) {
+  const token = newToken();
+  return { token, key: { sha256: hashToken(token).toString('hex'), ...given } };
+}
+
+/** Every consumer, the `{"keys":[...]}` entries as the consumers they stand for. */
+function consumersOf(doc: KeysDocument): ConsumerEntry[] {
+  const legacy = (doc.keys ?? []).map(({ name, sha256, plan, limits, ban, ...dates }) => ({
+    name,
+    plan,
+    ...(limits ? { limits } : {}),
+    ...(ban ? { ban } : {}),
+    keys: [{ id: name, sha256, ...dates }],
+  }));
+  return [...legacy, ...(doc.consumers ?? [])];
+}
+
+function entryOf(doc: KeysDocument, name: string): ConsumerEntry | undefined {
+  return consumersOf(doc).find((c) => c.name === name);
+}
+
+function found(doc: KeysDocument, name: string): ConsumerEntry {
+  const entry = entryOf(doc, name);
+  if (!entry) throw new ApiError('not_found', `No consumer is named ${name}.`);
+  return entry;
+}
+
+const idOf = (key: ConsumerKey) => key.id ?? key.sha256.slice(0, 8);
+
+function keyOf(doc: KeysDocument, name: string, id: string): ConsumerKey {
+  const key = found(doc, name).keys.find((k) => idOf(k) === id);
+  if (!key) throw new ApiError('not_found', `Consumer ${name} has no key ${id}.`);
+  return key;
+}
+
+function unusedId(consumer: ConsumerEntry, id: string): void {
+  if (consumer.keys.some((k) => idOf(k) === id)) {
+    throw new ApiError('conflict', `Consumer ${consumer.name} has a key ${id}; choose another id.`);
+  }
+}
+
+/** `doc` with consumer `name`'s keys replaced (a `{"keys":[...]}` entry moved into consumers first). */
+function updateKeys(doc: KeysDocument, name: string, keys: ConsumerKey[]): KeysDocument {
+  const moved = updateConsumer(doc, name, {});
+  return { ...moved, consumers: (moved.consumers ?? []).map((c) => (c.name === name ? { ...c, keys } : c)) };
+}
+
+function consumerOut(entry: ConsumerEntry, now: number) {
+  const limits = entry.limits ?? PLAN_LIMITS[entry.plan as Exclude<typeof entry.plan, 'enterprise'>];
+  return {
+    name: entry.name,
+    plan: entry.plan,
+    limits,
+    ...(entry.ban ? { ban: entry.ban } : {}),
+    keys: entry.keys.map((k) => keyOut(k, now)),
+  };
+}
+
+function keyOut(key: ConsumerKey, now: number) {
+  const ends = key.expiresAt === undefined ? undefined : rfc3339(key.expiresAt);
+  const starts = key.notBefore === undefined ? undefined : rfc3339(key.notBefore);
+  const state =
+    ends !== undefined && now >= ends ? 'expired' : starts !== undefined && now < starts ? 'pending' : 'active';
+  return {
+    id: idOf(key),
+    scopes: key.scopes ?? [...SCOPES],
+    expiresAt: key.expiresAt ?? null,
+    notBefore: key.notBefore ?? null,
+    state,
+  };
+}
+
+function json(status: number, value: unknown, headers?: Record<string, string>): Reply {
+  return { status, body: JSON.stringify(value), type: JSON_TYPE, ...(headers ? { headers } : {}) };
+}

@@ -1,0 +1,106 @@
+import { defineOperation, type Operation } from '../api/operation.ts';
+import { ADMIN_SCOPE } from '../api/scopes.ts';
+import {
+  type AdminDeps,
+  getConsumer,
+  listAudit,
+  listConsumers,
+  patchConsumer,
+  postConsumer,
+  postKey,
+  removeConsumer,
+  revoke,
+  rotate,
+} from './handlers.ts';
+import {
+  ADMIN_ALLOWED,
+  AuditQuery,
+  ConsumerParams,
+  ConsumerPatch,
+  KeyParams,
+  NewConsumer,
+  NewKeyBody,
+  RotateBody,
+} from './schemas.ts';
+
+/** Where the admin API lives, on `--admin-port` only (on the public port it is a plain 404). */
+export const ADMIN_PREFIX = '/admin/v1';
+
+/** What every admin operation shares: the `admin` scope, its own 400 words, no ETag, nothing kept. */
+const ADMIN = { scope: ADMIN_SCOPE, allowed: ADMIN_ALLOWED, etag: false, memo: false } as const;
+
+/**
+ * Every operation of the admin API, once, in the shape of the public table
+ * (src/api/operations.ts): routes, the scope check and the 405's `Allow` read it;
+ * src/admin/operations.test.ts holds it equal to contract/admin.openapi.yaml. Changes are
+ * `audited`: the handler is told which admin key asks, and the trail records it.
+ */
+export const ADMIN_OPERATIONS: readonly Operation<AdminDeps>[] = [
+  defineOperation({ ...ADMIN, id: 'listConsumers', method: 'GET', path: '/consumers', handler: listConsumers }),
+  defineOperation({
+    ...ADMIN,
+    id: 'createConsumer',
+    method: 'POST',
+    path: '/consumers',
+    body: NewConsumer,
+    audited: true,
+    handler: postConsumer,
+  }),
+  defineOperation({
+    ...ADMIN,
+    id: 'getConsumer',
+    method: 'GET',
+    path: '/consumers/:name',
+    params: ConsumerParams,
+    handler: getConsumer,
+  }),
+  defineOperation({
+    ...ADMIN,
+    id: 'updateConsumer',
+    method: 'PATCH',
+    path: '/consumers/:name',
+    params: ConsumerParams,
+    body: ConsumerPatch,
+    audited: true,
+    handler: patchConsumer,
+  }),
+  defineOperation({
+    ...ADMIN,
+    id: 'deleteConsumer',
+    method: 'DELETE',
+    path: '/consumers/:name',
+    params: ConsumerParams,
+    audited: true,
+    handler: removeConsumer,
+  }),
+  defineOperation({
+    ...ADMIN,
+    id: 'addKey',
+    method: 'POST',
+    path: '/consumers/:name/keys',
+    params: ConsumerParams,
+    body: NewKeyBody,
+    audited: true,
+    handler: postKey,
+  }),
+  defineOperation({
+    ...ADMIN,
+    id: 'rotateKeys',
+    method: 'POST',
+    path: '/consumers/:name/rotate',
+    params: ConsumerParams,
+    body: RotateBody,
+    audited: true,
+    handler: rotate,
+  }),
+  defineOperation({
+    ...ADMIN,
+    id: 'revokeKey',
+    method: 'DELETE',
+    path: '/consumers/:name/keys/:id',
+    params: KeyParams,
+    audited: true,
+    handler: revoke,
+  }),
+  defineOperation({ ...ADMIN, id: 'listAudit', method: 'GET', path: '/audit', query: AuditQuery, handler: listAudit }),
+];

@@ -1,0 +1,77 @@
+/** The admin API's bodies, paths and queries (valibot schemas = types), and their 400 words. */
+import * as v from 'valibot';
+import { ADMIN_SCOPE, KEY_SCOPES } from '../api/scopes.ts';
+import { FIELDS } from '../gateway/keys/schema.ts';
+import { PLAN_NAMES } from '../gateway/plans.ts';
+
+const NAME = '1 to 64 letters, digits, ".", "_" or "-", starting with a letter or a digit';
+/** `overlap` of a rotation: as `petstore keys rotate --overlap` reads it. */
+const DURATION = /^([0-9]{1,6})([smhd])$/;
+const UNIT_MS: Readonly<Record<string, number>> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+export const AUDIT_PAGE_MAX = 100;
+const AUDIT_PAGE_DEFAULT = 20;
+
+/** What each field accepts, in the words of the 400 that names it. */
+export const ADMIN_ALLOWED: Readonly<Record<string, string>> = {
+  name: NAME,
+  id: NAME,
+  plan: `one of ${PLAN_NAMES.join(', ')}`,
+  limits: 'an object {"perMinute", "perDay"} of whole numbers from 1 to 1000000000 (null: the plan\'s)',
+  ban: 'an object {"seconds", "threshold"?} of whole numbers from 1 (null: the server\'s ban)',
+  scopes: `a list of one or more of ${KEY_SCOPES.join(', ')}, ${ADMIN_SCOPE} alone`,
+  expiresAt: 'an RFC 3339 date-time such as 2027-02-20T00:00:00Z',
+  notBefore: 'an RFC 3339 date-time such as 2027-02-20T00:00:00Z',
+  overlap: 'a duration: a number and s, m, h or d, such as 7d',
+  limit: `an integer from 1 to ${AUDIT_PAGE_MAX}`,
+  after: 'the id of an audit record, from a Link header',
+};
+
+export const NewConsumer = v.strictObject({
+  name: FIELDS.name,
+  plan: FIELDS.plan,
+  limits: v.optional(FIELDS.limits),
+  ban: v.optional(FIELDS.ban),
+});
+export type NewConsumer = v.InferOutput<typeof NewConsumer>;
+
+export const ConsumerPatch = v.strictObject({
+  plan: v.optional(FIELDS.plan),
+  limits: v.optional(v.nullable(FIELDS.limits)),
+  ban: v.optional(v.nullable(FIELDS.ban)),
+});
+export type ConsumerPatch = v.InferOutput<typeof ConsumerPatch>;
+
+export const NewKeyBody = v.strictObject({
+  id: v.optional(FIELDS.name),
+  scopes: v.optional(v.pipe(FIELDS.scopes, v.minLength(1))),
+  expiresAt: v.optional(FIELDS.dateTime),
+  notBefore: v.optional(FIELDS.dateTime),
+});
+export type NewKeyBody = v.InferOutput<typeof NewKeyBody>;
+
+export const RotateBody = v.strictObject({
+  overlap: v.pipe(
+    v.string(),
+    v.regex(DURATION),
+    v.transform((raw) => {
+      const [, count, unit] = DURATION.exec(raw) as RegExpExecArray;
+      return Number(count) * (UNIT_MS[unit as string] as number);
+    }),
+  ),
+  id: v.optional(FIELDS.name),
+  scopes: v.optional(v.pipe(FIELDS.scopes, v.minLength(1))),
+});
+export type RotateBody = v.InferOutput<typeof RotateBody>;
+
+export const ConsumerParams = v.object({ name: FIELDS.name });
+export type ConsumerParams = v.InferOutput<typeof ConsumerParams>;
+
+export const KeyParams = v.object({ name: FIELDS.name, id: FIELDS.name });
+export type KeyParams = v.InferOutput<typeof KeyParams>;
+
+const Whole = v.pipe(v.string(), v.regex(/^[0-9]{1,15}$/), v.transform(Number));
+export const AuditQuery = v.object({
+  limit: v.optional(v.pipe(Whole, v.minValue(1), v.maxValue(AUDIT_PAGE_MAX)), String(AUDIT_PAGE_DEFAULT)),
+  after: v.optional(Whole, '0'),
+});
+export type AuditQuery = v.InferOutput<typeof AuditQuery>;
