@@ -1,12 +1,12 @@
 import { type Context, Hono } from 'hono';
 import type { AdminDeps } from './admin/handlers.ts';
 import { ADMIN_OPERATIONS, ADMIN_PREFIX } from './admin/operations.ts';
-import type { KeyAdmin } from './admin/source.ts';
 import { API_PREFIX, OPERATIONS } from './api/operations.ts';
 import { type Clock, systemClock } from './clock.ts';
 import type { DocsOptions } from './docs/routes.ts';
 import type { AppEnv } from './env.ts';
 import { gateway } from './gateway/index.ts';
+import type { KeyAdmin } from './gateway/keys/source.ts';
 import type { KeyTable } from './gateway/keys/table.ts';
 import type { LimiterStatus } from './gateway/limiter/failover.ts';
 import type { RateLimiter } from './gateway/limiter/limiter.ts';
@@ -48,6 +48,8 @@ export interface AppOptions {
   limiterStatus?: () => LimiterStatus;
   /** Origins whose pages may call the API (`--cors-origin`); none: no CORS at all. */
   corsOrigins?: readonly string[];
+  /** Why the keys in force may be out of date (`--keys store` with the database unreachable), for `/readyz`. */
+  keysProblem?: () => string | undefined;
 }
 
 /**
@@ -74,6 +76,7 @@ export function createApp({
   ipv6Prefix,
   limiterStatus,
   corsOrigins = [],
+  keysProblem,
 }: AppOptions) {
   if (metrics) store = countStoreErrors(store, metrics);
   const pass = gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, clock });
@@ -96,6 +99,7 @@ export function createApp({
     log,
     notReady,
     limiterStatus,
+    keysProblem,
     docs,
     metrics: serveMetrics ? metrics : undefined,
   });

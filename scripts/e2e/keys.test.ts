@@ -192,11 +192,11 @@ describe('petstore keys', () => {
     );
     expect(runs.map((r) => [r.code, r.stdout.split('\n')[0], r.stderr])).toEqual([
       [0, 'Usage:', ''],
-      [0, 'Usage: petstore keys add --keys FILE --consumer NAME [--plan PLAN] [--scopes S,S] [--expires WHEN]', ''],
-      [0, 'Usage: petstore keys list --keys FILE [--json]', ''],
+      [0, 'Usage: petstore keys add [--keys FILE] [--data URL] --consumer NAME [--plan PLAN] [--scopes S,S]', ''],
+      [0, 'Usage: petstore keys list [--keys FILE] [--data URL] [--json]', ''],
       [0, 'Usage: petstore healthcheck [--port N] [--host H]', ''],
     ]);
-    expect(runs[0]?.stdout).toContain('\n  petstore keys revoke --keys FILE --consumer NAME --key ID\n');
+    expect(runs[0]?.stdout).toContain('\n  petstore keys revoke [--keys FILE] [--data URL] --consumer NAME --key ID\n');
     const bad = await runCommand(['keys', 'rotate', '--keys', join(tmp(), 'keys.json'), '--consumer', 'acme']);
     expect([bad.code, bad.stdout, bad.stderr]).toEqual([
       2,

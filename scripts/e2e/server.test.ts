@@ -95,7 +95,7 @@ describe('the command line', () => {
     expect([r.code, r.stdout, r.stderr]).toEqual([
       2,
       '',
-      'petstore: configuration: unknown command "keys new"; expected add, rotate, revoke, list, audit\n' +
+      'petstore: configuration: unknown command "keys new"; expected add, rotate, revoke, list, audit, import\n' +
         'Run petstore keys --help for usage.\n',
     ]);
   });

@@ -10,6 +10,7 @@ import type { Actor, AuditAction } from '../gateway/keys/audit.ts';
 import { addKey, createConsumer, deleteConsumer, rotateKeys, updateConsumer } from '../gateway/keys/edit.ts';
 import { hashToken } from '../gateway/keys/file.ts';
 import { type ConsumerEntry, type ConsumerKey, type KeysDocument, rfc3339 } from '../gateway/keys/schema.ts';
+import type { KeyAdmin } from '../gateway/keys/source.ts';
 import { newToken } from '../gateway/keys/tokens.ts';
 import { PLAN_LIMITS } from '../gateway/plans.ts';
 import type { Reply } from '../http/answer.ts';
@@ -23,7 +24,6 @@ import type {
   NewKeyBody,
   RotateBody,
 } from './schemas.ts';
-import type { KeyAdmin } from './source.ts';
 
 const JSON_TYPE = 'application/json';
 

@@ -5,12 +5,12 @@ import { join } from 'node:path';
 import YAML from 'yaml';
 import { adminApp } from '../app.ts';
 import { keyRecords } from '../gateway/keys/file.ts';
+import { fileKeyAdmin } from '../gateway/keys/source.ts';
 import { changeKeysFile, readKeysDocument } from '../gateway/keys/store-file.ts';
 import { KeyTable } from '../gateway/keys/table.ts';
 import { newKeyEntry } from '../gateway/keys/tokens.ts';
 import { SlidingWindowLimiter } from '../gateway/limiter/memory.ts';
 import { ADMIN_OPERATIONS, ADMIN_PREFIX } from './operations.ts';
-import { fileKeyAdmin } from './source.ts';
 
 interface ContractOperation {
   operationId?: string;

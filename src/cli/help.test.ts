@@ -26,18 +26,21 @@ test('petstore keys --help: the usage of every keys command, made from their tab
   expect(keysHelp()).toBe(
     [
       'Usage:',
-      '  petstore keys add    --keys FILE --consumer NAME [--plan PLAN] [--scopes S,S] [--expires WHEN]',
-      '                       [--not-before WHEN] [--id ID] [--per-minute N] [--per-day N]',
-      '  petstore keys rotate --keys FILE --consumer NAME --overlap DURATION [--scopes S,S] [--id ID]',
-      '  petstore keys revoke --keys FILE --consumer NAME --key ID',
-      '  petstore keys list   --keys FILE [--json]',
-      '  petstore keys audit  --keys FILE [--after ID] [--json]',
+      '  petstore keys add    [--keys FILE] [--data URL] --consumer NAME [--plan PLAN] [--scopes S,S]',
+      '                       [--expires WHEN] [--not-before WHEN] [--id ID] [--per-minute N] [--per-day N]',
+      '  petstore keys rotate [--keys FILE] [--data URL] --consumer NAME --overlap DURATION [--scopes S,S]',
+      '                       [--id ID]',
+      '  petstore keys revoke [--keys FILE] [--data URL] --consumer NAME --key ID',
+      '  petstore keys list   [--keys FILE] [--data URL] [--json]',
+      '  petstore keys audit  [--keys FILE] [--data URL] [--after ID] [--json]',
+      '  petstore keys import FILE --data URL',
       '  petstore keys COMMAND --help   the options of one, with their defaults',
       '',
       'add and rotate print the new token alone on stdout (shown once) and its key id on stderr.',
       'WHEN: an RFC 3339 date-time (2027-02-20T00:00:00Z) or a duration from now (90d).',
       'DURATION: a number and s, m, h or d (7d).',
       'The file is written atomically under FILE.lock; a server watching it has the change in force within a second.',
+      'In the store (--data), a change is one transaction with its audit record; every server sees it within 2 s.',
       '',
     ].join('\n'),
   );
@@ -47,14 +50,16 @@ test('petstore keys add --help', () => {
   const help = commandHelp(KEYS_ADD.command);
   expect(help).toStartWith(
     [
-      'Usage: petstore keys add --keys FILE --consumer NAME [--plan PLAN] [--scopes S,S] [--expires WHEN]',
-      '                         [--not-before WHEN] [--id ID] [--per-minute N] [--per-day N]',
+      'Usage: petstore keys add [--keys FILE] [--data URL] --consumer NAME [--plan PLAN] [--scopes S,S]',
+      '                         [--expires WHEN] [--not-before WHEN] [--id ID] [--per-minute N]',
+      '                         [--per-day N]',
       '',
       'Adds a key to a consumer, made on --plan when missing.',
     ].join('\n'),
   );
   for (const line of [
-    '  --keys FILE             the keys file (JSON); made when missing (required)',
+    '  --keys FILE             the keys file (JSON), made when missing; or --data',
+    '  --data URL              the data store of servers run with --keys store: a SQLite file or a postgres:// URL; or --keys',
     '  --plan PLAN             the plan of a new consumer: free, pro, business, enterprise; may be left out for an existing one',
     '  --scopes S,S            what the new key may do: pets:read, pets:write, admin (admin: the admin API only) (default every scope)',
     '  --expires WHEN          the key is refused (401) from then on (default never)',
@@ -69,7 +74,7 @@ test('petstore keys add --help', () => {
 test('petstore keys rotate --help', () => {
   const help = commandHelp(KEYS_ROTATE.command);
   expect(help).toStartWith(
-    'Usage: petstore keys rotate --keys FILE --consumer NAME --overlap DURATION [--scopes S,S] [--id ID]\n',
+    'Usage: petstore keys rotate [--keys FILE] [--data URL] --consumer NAME --overlap DURATION\n                            [--scopes S,S] [--id ID]\n',
   );
   expect(help).toContain("\n  --overlap DURATION      how long the consumer's current keys keep working (required)\n");
   expect(help).toContain(
@@ -82,22 +87,24 @@ test('petstore keys rotate --help', () => {
 test('petstore keys revoke --help and keys list --help', () => {
   expect(commandHelp(KEYS_REVOKE.command)).toBe(
     [
-      'Usage: petstore keys revoke --keys FILE --consumer NAME --key ID',
+      'Usage: petstore keys revoke [--keys FILE] [--data URL] --consumer NAME --key ID',
       '',
       'Removes a key of a consumer; the consumer (and its quota) stays.',
       '',
       'Options:',
-      '  --keys FILE             the keys file (JSON) (required)',
+      '  --keys FILE             the keys file (JSON); or --data',
+      '  --data URL              the data store of servers run with --keys store: a SQLite file or a postgres:// URL; or --keys',
       '  --consumer NAME         the consumer: 1-64 letters, digits, ".", "_" or "-" (required)',
       '  --key ID                the id of the key, as keys list shows it (required)',
       '  --help                  print this help and exit',
       '',
       'The file is written atomically under FILE.lock; a server watching it has the change in force within a second.',
+      'In the store (--data), a change is one transaction with its audit record; every server sees it within 2 s.',
       '',
     ].join('\n'),
   );
   expect(commandHelp(KEYS_LIST.command)).toContain(
-    'Usage: petstore keys list --keys FILE [--json]\n\nLists consumers, key ids, scopes, dates and state',
+    'Usage: petstore keys list [--keys FILE] [--data URL] [--json]\n\nLists consumers, key ids, scopes, dates and state',
   );
 });
 

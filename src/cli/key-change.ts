@@ -1,6 +1,6 @@
 /**
- * What `keys add`, `rotate` and `revoke` share: a fresh token, and a change of the file under
- * its lock. Tokens come from the CSPRNG and are printed once, alone on stdout (so
+ * What the keys commands share: where the keys are (a file, or the data store), a fresh token,
+ * and a change with its audit record. Tokens come from the CSPRNG and are printed once, alone on stdout (so
  * `TOKEN=$(petstore keys add …)` works); the file only ever holds their SHA-256.
  */
 import { readFileSync } from 'node:fs';
@@ -10,9 +10,14 @@ import type { KeyScope } from '../api/scopes.ts';
 import type { Actor } from '../gateway/keys/audit.ts';
 import type { NewKey } from '../gateway/keys/edit.ts';
 import { hashToken } from '../gateway/keys/file.ts';
-import { changeKeysFile, type KeysFileChange } from '../gateway/keys/store-file.ts';
+import { fileKeyAdmin, type KeyAdmin, storeKeyAdmin } from '../gateway/keys/source.ts';
+import type { KeysFileChange } from '../gateway/keys/store-file.ts';
 import { newToken } from '../gateway/keys/tokens.ts';
+import { silentLogger } from '../log.ts';
+import type { WithKeyStore } from '../store/keys.ts';
+import { openStore } from '../store/open.ts';
 import { at, type When } from './key-options.ts';
+import { ConfigError } from './options.ts';
 
 export interface FreshKey {
   readonly token: string;
@@ -73,20 +78,54 @@ function passwdName(uid: number): string | undefined {
   }
 }
 
+/** Where a keys command works: `--keys FILE` or `--data URL`, one of them. */
+export interface KeysPlace {
+  readonly keys: string;
+  readonly data: string;
+}
+
 /**
- * Reads, changes and writes the file under its lock, appending the change to its audit trail;
- * then prints the token of a new key on stdout and its id on stderr.
+ * The keys a command works on, used by `work` and then let go: the keys file, or the data store
+ * of servers run with `--keys store` (opened, migrated, closed again).
  *
  * @example
- * await change('/etc/petstore/keys.json', { action: 'key.add', consumer: 'acme', key: 'k1', edit }, fresh)
+ * await withKeys({ keys: '', data: 'postgres://…' }, (admin) => admin.read())
+ */
+export async function withKeys<T>(place: KeysPlace, work: (admin: KeyAdmin) => Promise<T>): Promise<T> {
+  if (Boolean(place.keys) === Boolean(place.data)) {
+    throw new ConfigError('give --keys FILE (a keys file) or --data URL (the store of --keys store), one of them');
+  }
+  if (place.keys) return work(fileKeyAdmin(place.keys));
+  const store = await openStore(place.data, silentLogger);
+  const admin =
+    'keyStore' in store && typeof store.keyStore === 'function'
+      ? storeKeyAdmin((store as WithKeyStore).keyStore(), undefined, () => store.close())
+      : undefined;
+  if (!admin) {
+    await store.close();
+    throw new ConfigError(`--data: keys are kept in a SQLite file or a postgres:// URL, not ${place.data}`);
+  }
+  try {
+    return await work(admin);
+  } finally {
+    await admin.close();
+  }
+}
+
+/**
+ * Applies one change to the keys (under the file's lock, or in one transaction of the store)
+ * with its audit record; then prints the token of a new key on stdout and its id on stderr.
+ *
+ * @example
+ * await change(place, { action: 'key.add', consumer: 'acme', key: 'k1', edit }, now, fresh)
  */
 export async function change(
-  path: string,
+  place: KeysPlace,
   what: Omit<KeysFileChange, 'actor'>,
   now: number,
   fresh?: FreshKey,
 ): Promise<void> {
-  await changeKeysFile(path, { ...what, actor: cliActor() }, now);
+  await withKeys(place, (admin) => admin.change({ ...what, actor: cliActor() }, now));
   if (!fresh) return;
   process.stdout.write(`${fresh.token}\n`);
   process.stderr.write(`key id: ${keyId(fresh.key)} (consumer ${what.consumer}; token printed once on stdout)\n`);

@@ -27,15 +27,23 @@ export const WHEN_NOTE = 'WHEN: an RFC 3339 date-time (2027-02-20T00:00:00Z) or 
 export const DURATION_NOTE = 'DURATION: a number and s, m, h or d (7d).';
 
 /** How a change reaches a running server. */
-export const FILE_NOTES =
-  'The file is written atomically under FILE.lock; a server watching it has the change in force within a second.';
+export const FILE_NOTES = `The file is written atomically under FILE.lock; a server watching it has the change in force within a second.
+In the store (--data), a change is one transaction with its audit record; every server sees it within 2 s.`;
 
 export const KEYS_FILE = {
   flag: '--keys',
   arg: 'FILE',
-  help: 'the keys file (JSON)',
+  help: 'the keys file (JSON); or --data',
   fallback: '',
-  required: true,
+  parse: text,
+} satisfies Option<string>;
+
+/** The other place keys live: the data store of servers run with `--keys store`. */
+export const KEYS_DATA = {
+  flag: '--data',
+  arg: 'URL',
+  help: 'the data store of servers run with --keys store: a SQLite file or a postgres:// URL; or --keys',
+  fallback: '',
   parse: text,
 } satisfies Option<string>;
 

@@ -8,6 +8,7 @@ import {
   DURATION_NOTE,
   FILE_NOTES,
   KEY_ID,
+  KEYS_DATA,
   KEYS_FILE,
   SCOPES_OPTION,
   WHEN_NOTE,
@@ -28,7 +29,8 @@ const quota = (flag: string, window: string): Option<number | undefined> => ({
 });
 
 const OPTIONS = {
-  keys: { ...KEYS_FILE, help: 'the keys file (JSON); made when missing' },
+  keys: { ...KEYS_FILE, help: 'the keys file (JSON), made when missing; or --data' },
+  data: KEYS_DATA,
   consumer: CONSUMER,
   plan: {
     flag: '--plan',
@@ -76,7 +78,7 @@ export const KEYS_ADD = subcommand(
     const fresh = freshKey(o, now);
     const consumer = { ...(o.plan ? { plan: o.plan } : {}), ...(limits ? { limits } : {}) };
     const edit = (doc: KeysDocument) => addKey(doc, o.consumer, consumer, fresh.key);
-    await change(o.keys, { action: 'key.add', consumer: o.consumer, key: keyId(fresh.key), edit }, now, fresh);
+    await change(o, { action: 'key.add', consumer: o.consumer, key: keyId(fresh.key), edit }, now, fresh);
     return 0;
   },
 );

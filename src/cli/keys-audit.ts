@@ -1,8 +1,9 @@
 /** `petstore keys audit`: the audit trail of the keys, oldest first; never a token or a hash. */
 import process from 'node:process';
 import type { Actor } from '../gateway/keys/audit.ts';
-import { type NumberedRecord, readAudit } from '../gateway/keys/audit-file.ts';
-import { KEYS_FILE } from './key-options.ts';
+import type { NumberedRecord } from '../gateway/keys/audit-file.ts';
+import { withKeys } from './key-change.ts';
+import { KEYS_DATA, KEYS_FILE } from './key-options.ts';
 import { HELP, subcommand } from './options.ts';
 import { int, on } from './parsers.ts';
 
@@ -38,11 +39,12 @@ export function auditTable(records: readonly NumberedRecord[]): string {
 export const KEYS_AUDIT = subcommand(
   {
     name: 'keys audit',
-    summary: `Prints the audit trail of the keys (FILE.audit.jsonl beside a keys file), oldest first: when,
+    summary: `Prints the audit trail of the keys (FILE.audit.jsonl beside a keys file, or the store's), oldest first: when,
 who (cli and the OS user, or the admin key's consumer and key id), what, the consumer and key id,
 and the changed fields before and after. Never a token or a hash.`,
     options: {
       keys: KEYS_FILE,
+      data: KEYS_DATA,
       after: {
         flag: '--after',
         arg: 'ID',
@@ -54,8 +56,8 @@ and the changed fields before and after. Never a token or a hash.`,
       help: HELP,
     },
   },
-  (o) => {
-    const records = readAudit(o.keys, o.after);
+  async (o) => {
+    const records = await withKeys(o, (admin) => admin.audit(o.after, Number.MAX_SAFE_INTEGER));
     process.stdout.write(o.json ? `${JSON.stringify({ records }, null, 2)}\n` : auditTable(records));
     return 0;
   },

@@ -1,8 +1,9 @@
 /** `petstore keys list`: consumers and their keys, never a token or a full hash. */
 import process from 'node:process';
 import { type KeyRecord, keyRecords } from '../gateway/keys/file.ts';
-import { readKeysDocument } from '../gateway/keys/store-file.ts';
-import { KEYS_FILE } from './key-options.ts';
+import type { KeysDocument } from '../gateway/keys/schema.ts';
+import { withKeys } from './key-change.ts';
+import { KEYS_DATA, KEYS_FILE } from './key-options.ts';
 import { HELP, subcommand } from './options.ts';
 import { on } from './parsers.ts';
 
@@ -40,15 +41,15 @@ export const KEYS_LIST = subcommand(
     summary: 'Lists consumers, key ids, scopes, dates and state (active, expired, pending); never a token or a hash.',
     options: {
       keys: KEYS_FILE,
+      data: KEYS_DATA,
       json: { flag: '--json', help: 'one JSON document instead of a table', fallback: false, parse: on },
       help: HELP,
     },
   },
-  (o, now) => list(o.keys, o.json, now),
+  async (o, now) => list(await withKeys(o, (admin) => admin.read()), o.json, now),
 );
 
-function list(path: string, json: boolean, now: number): number {
-  const doc = readKeysDocument(path);
+function list(doc: KeysDocument, json: boolean, now: number): number {
   const rows = listing(keyRecords(doc), now);
   const keyless = (doc.consumers ?? []).filter((c) => c.keys.length === 0).map((c) => c.name);
   if (json) {

@@ -3,7 +3,7 @@ import process from 'node:process';
 import { revokeKey } from '../gateway/keys/edit.ts';
 import type { KeysDocument } from '../gateway/keys/schema.ts';
 import { change } from './key-change.ts';
-import { CONSUMER, FILE_NOTES, KEYS_FILE } from './key-options.ts';
+import { CONSUMER, FILE_NOTES, KEYS_DATA, KEYS_FILE } from './key-options.ts';
 import { HELP, subcommand } from './options.ts';
 import { text } from './parsers.ts';
 
@@ -13,6 +13,7 @@ export const KEYS_REVOKE = subcommand(
     summary: 'Removes a key of a consumer; the consumer (and its quota) stays.',
     options: {
       keys: KEYS_FILE,
+      data: KEYS_DATA,
       consumer: CONSUMER,
       key: {
         flag: '--key',
@@ -28,7 +29,7 @@ export const KEYS_REVOKE = subcommand(
   },
   async (o, now) => {
     const edit = (doc: KeysDocument) => revokeKey(doc, o.consumer, o.key);
-    await change(o.keys, { action: 'key.revoke', consumer: o.consumer, key: o.key, edit }, now);
+    await change(o, { action: 'key.revoke', consumer: o.consumer, key: o.key, edit }, now);
     process.stderr.write(`revoked key ${o.key} of consumer ${o.consumer}\n`);
     return 0;
   },

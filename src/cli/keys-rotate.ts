@@ -10,6 +10,7 @@ import {
   FILE_NOTES,
   iso,
   KEY_ID,
+  KEYS_DATA,
   KEYS_FILE,
   SCOPES_OPTION,
 } from './key-options.ts';
@@ -22,6 +23,7 @@ export const KEYS_ROTATE = subcommand(
 ending sooner keeps its date). Prints the new token alone on stdout (shown once).`,
     options: {
       keys: KEYS_FILE,
+      data: KEYS_DATA,
       consumer: CONSUMER,
       overlap: {
         flag: '--overlap',
@@ -40,7 +42,7 @@ ending sooner keeps its date). Prints the new token alone on stdout (shown once)
   async (o, now) => {
     const fresh = freshKey(o, now);
     const edit = (doc: KeysDocument) => rotateKeys(doc, o.consumer, now, o.overlap, fresh.key);
-    await change(o.keys, { action: 'key.rotate', consumer: o.consumer, key: keyId(fresh.key), edit }, now, fresh);
+    await change(o, { action: 'key.rotate', consumer: o.consumer, key: keyId(fresh.key), edit }, now, fresh);
     process.stderr.write(`the consumer's other keys expire at ${iso(now + o.overlap)} at the latest\n`);
     return 0;
   },

@@ -31,6 +31,7 @@ describe('the subcommands read their flags through one parser', () => {
     ];
     expect(parseOptions(KEYS_ADD.command, argv)).toEqual({
       keys: 'keys.json',
+      data: '',
       consumer: 'acme',
       plan: 'enterprise',
       scopes: ['pets:read'],
@@ -46,6 +47,7 @@ describe('the subcommands read their flags through one parser', () => {
   test('keys add: what is not given is left out, so the file gets no field for it', () => {
     expect(parseOptions(KEYS_ADD.command, ['--keys', 'k.json', '--consumer', 'acme'])).toEqual({
       keys: 'k.json',
+      data: '',
       consumer: 'acme',
       plan: undefined,
       scopes: undefined,
@@ -64,6 +66,7 @@ describe('the subcommands read their flags through one parser', () => {
       parseOptions(KEYS_ROTATE.command, [...common, '--overlap', '12h', '--scopes', 'pets:read,pets:write']),
     ).toEqual({
       keys: 'k.json',
+      data: '',
       consumer: 'acme',
       overlap: 43_200_000,
       scopes: ['pets:read', 'pets:write'],
@@ -72,12 +75,14 @@ describe('the subcommands read their flags through one parser', () => {
     });
     expect(parseOptions(KEYS_REVOKE.command, [...common, '--key', '252026fe'])).toEqual({
       keys: 'k.json',
+      data: '',
       consumer: 'acme',
       key: '252026fe',
       help: false,
     });
     expect(parseOptions(KEYS_LIST.command, ['--keys', 'k.json', '--json'])).toEqual({
       keys: 'k.json',
+      data: '',
       json: true,
       help: false,
     });
@@ -94,9 +99,8 @@ describe('the subcommands read their flags through one parser', () => {
   });
 
   test.each([
-    [[], KEYS_ADD, '--keys: required'],
+    [[], KEYS_ADD, '--consumer: required'],
     [['--keys', 'k.json'], KEYS_ADD, '--consumer: required'],
-    [['--keys=', '--consumer', 'acme'], KEYS_ADD, '--keys: required'],
     [
       ['--keys', 'k.json', '--consumer', 'a b'],
       KEYS_ADD,
@@ -130,7 +134,7 @@ describe('the subcommands read their flags through one parser', () => {
     [
       ['--keys', 'k.json', '--consumer', 'acme', '--name', 'shop'],
       KEYS_ADD,
-      'unknown option "--name"; expected --keys, --consumer, --plan, --scopes, --expires, --not-before, --id, --per-minute, --per-day, --help',
+      'unknown option "--name"; expected --keys, --data, --consumer, --plan, --scopes, --expires, --not-before, --id, --per-minute, --per-day, --help',
     ],
     [['--keys', 'k.json', '--consumer'], KEYS_ADD, '--consumer: needs a value (NAME)'],
     [
@@ -172,9 +176,13 @@ describe('runCli', () => {
         () => undefined,
         (err: ConfigError) => err,
       );
-    expect(await refusal(['keys', 'add'])).toMatchObject({ message: '--keys: required', command: 'keys add' });
+    expect(await refusal(['keys', 'add'])).toMatchObject({ message: '--consumer: required', command: 'keys add' });
+    expect(await refusal(['keys', 'add', '--consumer', 'acme'])).toMatchObject({
+      message: 'give --keys FILE (a keys file) or --data URL (the store of --keys store), one of them',
+      command: 'keys add',
+    });
     expect(await refusal(['keys', 'new', '--name', 'shop', '--plan', 'pro'])).toMatchObject({
-      message: 'unknown command "keys new"; expected add, rotate, revoke, list, audit',
+      message: 'unknown command "keys new"; expected add, rotate, revoke, list, audit, import',
       command: 'keys',
     });
     expect(await refusal(['healthcheck', '--port'])).toMatchObject({

@@ -47,6 +47,8 @@ export interface Command<O extends OptionTable = OptionTable> {
   readonly summary: string;
   readonly options: O;
   readonly notes?: string;
+  /** A word the command takes before its options, as its usage shows it (`FILE`). */
+  readonly operand?: string;
 }
 
 /** An unknown flag's message lists the known ones up to this many; a longer list is --help's job. */
@@ -140,9 +142,12 @@ function spelled(option: Option<unknown>): string {
  * usage(KEYS_LIST) // 'petstore keys list --keys FILE [--json]'
  */
 export function usage(command: Command, lead = `petstore ${command.name}`): string {
-  const words = Object.values(command.options)
-    .filter((o) => o.flag !== HELP.flag)
-    .map((o) => (o.required ? spelled(o) : `[${spelled(o)}]`));
+  const words = [
+    ...(command.operand ? [command.operand] : []),
+    ...Object.values(command.options)
+      .filter((o) => o.flag !== HELP.flag)
+      .map((o) => (o.required ? spelled(o) : `[${spelled(o)}]`)),
+  ];
   const lines = [lead];
   for (const word of words) {
     const last = lines.length - 1;

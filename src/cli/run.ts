@@ -1,5 +1,5 @@
 /**
- * The subcommands other than serving: `petstore keys add|rotate|revoke|list|audit` and
+ * The subcommands other than serving: `petstore keys add|rotate|revoke|list|audit|import` and
  * `petstore healthcheck`. Each has its own option table and --help; `petstore keys` alone
  * prints the usage of every keys command.
  */
@@ -9,6 +9,7 @@ import { HEALTHCHECK } from './healthcheck.ts';
 import { DURATION_NOTE, FILE_NOTES, WHEN_NOTE } from './key-options.ts';
 import { KEYS_ADD } from './keys-add.ts';
 import { KEYS_AUDIT } from './keys-audit.ts';
+import { KEYS_IMPORT } from './keys-import.ts';
 import { KEYS_LIST } from './keys-list.ts';
 import { KEYS_REVOKE } from './keys-revoke.ts';
 import { KEYS_ROTATE } from './keys-rotate.ts';
@@ -20,6 +21,7 @@ const KEYS_COMMANDS: Readonly<Record<string, Subcommand>> = {
   revoke: KEYS_REVOKE,
   list: KEYS_LIST,
   audit: KEYS_AUDIT,
+  import: KEYS_IMPORT,
 };
 
 /** The words of a command name are this wide in the keys usage, so their options line up. */

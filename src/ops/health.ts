@@ -25,6 +25,8 @@ export interface HealthOptions {
   timeoutMs?: number;
   /** Where rate limits are decided now (with `--redis`); without it, in this process. */
   limiterStatus?: () => LimiterStatus;
+  /** Why the keys in force may be out of date (the key store unreachable), or undefined. */
+  keysProblem?: () => string | undefined;
 }
 
 /**
@@ -45,6 +47,7 @@ export function healthRoutes({
   notReady = () => undefined,
   timeoutMs = READY_TIMEOUT_MS,
   limiterStatus,
+  keysProblem = () => undefined,
 }: HealthOptions): OpsRoute[] {
   return [
     {
@@ -62,6 +65,7 @@ export function healthRoutes({
         const reason =
           notReady() ??
           (keys().size === 0 ? 'No API keys are loaded.' : undefined) ??
+          keysProblem() ??
           (limiter && !limiter.ready ? LIMITER_DOWN : undefined) ??
           (await storeProblem(store, log, timeoutMs));
         if (reason === undefined) {

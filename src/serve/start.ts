@@ -1,16 +1,20 @@
-import { fileKeyAdmin } from '../admin/source.ts';
 import { type AdminAppOptions, adminApp, createApp, metricsApp } from '../app.ts';
 import { systemClock } from '../clock.ts';
 import { type Config, ConfigError } from '../config.ts';
 import { TrustedProxies } from '../gateway/addresses.ts';
+import type { KeyRecord } from '../gateway/keys/file.ts';
+import { fileKeyAdmin, type KeyAdmin, storeKeyAdmin } from '../gateway/keys/source.ts';
 import { KeyTable } from '../gateway/keys/table.ts';
 import type { LimiterEvent } from '../gateway/limiter/limiter.ts';
 import { SlidingWindowLimiter } from '../gateway/limiter/memory.ts';
 import { createLogger } from '../log.ts';
+import type { KeyStore, WithKeyStore } from '../store/keys.ts';
 import { describeData, openStore } from '../store/open.ts';
+import type { PetStore } from '../store/store.ts';
 import { VERSION } from '../version.ts';
 import { checkOpenFiles } from './fd-limit.ts';
 import { developmentKeys, KeysFileWatcher } from './keys-source.ts';
+import { KEYS_STORE, KeysStoreWatcher } from './keys-store.ts';
 import type { RunningServer, RuntimeAdapter } from './server.ts';
 import { handleSignals } from './signals.ts';
 
@@ -46,36 +50,40 @@ function trustedProxies(cidrs: readonly string[]): TrustedProxies {
  */
 export async function startServer(config: Config): Promise<void> {
   if (config.adminPort !== null && !config.keys) {
-    throw new ConfigError('--admin-port: needs --keys FILE, where the admin API keeps consumers and keys');
+    throw new ConfigError(
+      '--admin-port: needs --keys FILE or --keys store, where the admin API keeps consumers and keys',
+    );
   }
   const log = createLogger({ level: config.logLevel, format: config.logFormat });
   checkOpenFiles(log);
   const trust = trustedProxies(config.trustProxy);
+  const fromStore = config.keys === KEYS_STORE;
+  const source = fromStore ? { source: 'store' } : { file: config.keys };
+  const applyKeys = (records: KeyRecord[], trigger: string) => {
+    keys = new KeyTable(records);
+    const keysByPlan = keys.countByPlan();
+    metrics?.reloaded(true);
+    metrics?.keysLoaded(keysByPlan);
+    metrics?.consumers.load(keys.records());
+    log.warn('keys reloaded', { ...source, trigger, keysByPlan });
+  };
+  const refuseKeys = (err: Error, trigger: string) => {
+    metrics?.reloaded(false);
+    log.error('keys reload failed; keeping the previous keys', { ...source, trigger, error: err.message });
+  };
   // The keys file is watched: a change is in force within a second, without SIGHUP.
-  const watcher = config.keys
-    ? new KeysFileWatcher({
-        path: config.keys,
-        log,
-        apply: (records, trigger) => {
-          keys = new KeyTable(records);
-          const keysByPlan = keys.countByPlan();
-          metrics?.reloaded(true);
-          metrics?.keysLoaded(keysByPlan);
-          metrics?.consumers.load(keys.records());
-          log.warn('keys reloaded', { file: config.keys, trigger, keysByPlan });
-        },
-        refuse: (err, trigger) => {
-          metrics?.reloaded(false);
-          log.error('keys reload failed; keeping the previous keys', {
-            file: config.keys,
-            trigger,
-            error: err.message,
-          });
-        },
-      })
-    : undefined;
-  let keys = new KeyTable(watcher ? watcher.load() : developmentKeys(log));
+  const watcher =
+    config.keys && !fromStore
+      ? new KeysFileWatcher({ path: config.keys, log, apply: applyKeys, refuse: refuseKeys })
+      : undefined;
+  let keys = new KeyTable(watcher ? watcher.load() : fromStore ? [] : developmentKeys(log));
   const store = await openStore(config.data, log);
+  // With --keys store, the store's keys: in memory, brought up to date on each change.
+  const storeKeys = fromStore ? keyStoreOf(store, config.data) : undefined;
+  const storeWatcher = storeKeys
+    ? new KeysStoreWatcher({ store: storeKeys, log, apply: applyKeys, refuse: refuseKeys })
+    : undefined;
+  if (storeWatcher) keys = new KeyTable(await storeWatcher.load());
   const adapter = await loadAdapter();
   // prom-client is loaded only with metrics on: it was most of the binary's start-up.
   const metrics =
@@ -120,6 +128,7 @@ export async function startServer(config: Config): Promise<void> {
     maxInFlight: config.maxInFlight,
     ipv6Prefix: config.ipv6Prefix,
     ...(shared ? { limiterStatus: () => shared.status() } : {}),
+    ...(storeWatcher ? { keysProblem: () => storeWatcher.problem() } : {}),
     corsOrigins: config.corsOrigins,
   });
   const server = await adapter.serve({
@@ -129,9 +138,14 @@ export async function startServer(config: Config): Promise<void> {
     headerTimeoutSeconds: config.headerTimeoutSeconds,
     idleTimeoutSeconds: config.idleTimeoutSeconds,
   });
+  const admin = watcher
+    ? fileKeyAdmin(config.keys, () => watcher.reload('admin API'))
+    : storeKeys && storeWatcher
+      ? storeKeyAdmin(storeKeys, () => storeWatcher.sync('admin API'))
+      : undefined;
   const adminServer = await serveAdmin(
     config,
-    watcher,
+    admin,
     {
       keys: () => keys,
       limiter,
@@ -151,6 +165,7 @@ export async function startServer(config: Config): Promise<void> {
   const reload = () =>
     watcher ? watcher.reload('SIGHUP') : log.warn('SIGHUP: no keys file to reload (started without --keys)');
   watcher?.start();
+  await storeWatcher?.start();
   handleSignals({
     log,
     reload,
@@ -161,6 +176,7 @@ export async function startServer(config: Config): Promise<void> {
     },
     close: async () => {
       watcher?.stop();
+      await storeWatcher?.stop();
       await store.close();
       await shared?.close();
     },
@@ -179,18 +195,22 @@ export async function startServer(config: Config): Promise<void> {
 }
 
 /**
- * The admin API's listener on `--admin-port` of `--admin-host`, over the keys file (its writes
- * applied at once, and by the watcher anyway); none without `--admin-port`.
+ * The admin API's listener on `--admin-port` of `--admin-host`, over the keys file or the store;
+ * none without `--admin-port`.
  */
 async function serveAdmin(
   config: Config,
-  watcher: KeysFileWatcher | undefined,
+  admin: KeyAdmin | undefined,
   options: Omit<AdminAppOptions, 'admin'>,
   adapter: RuntimeAdapter,
 ): Promise<RunningServer | undefined> {
-  if (config.adminPort === null) return undefined;
-  if (!watcher) return undefined; // refused at start: see startServer
-  const admin = fileKeyAdmin(config.keys, () => watcher.reload('admin API'));
+  if (config.adminPort === null || !admin) return undefined;
   const app = adminApp({ ...options, admin });
   return adapter.serve({ fetch: app.fetch, port: config.adminPort, hostname: config.adminHost });
+}
+
+/** The store's keys for `--keys store`; a store that keeps none (`:memory:`) is a configuration error. */
+function keyStoreOf(store: PetStore, data: string): KeyStore {
+  if ('keyStore' in store && typeof store.keyStore === 'function') return (store as WithKeyStore).keyStore();
+  throw new ConfigError(`--keys store: needs --data with a SQLite file or a postgres:// URL, not ${data}`);
 }

@@ -64,6 +64,45 @@ export const MIGRATIONS: readonly Migration[] = [
       );
       CREATE INDEX idempotency_keys_expires_at ON idempotency_keys (expires_at);`,
   },
+  {
+    version: 3,
+    name: 'keys',
+    // Consumers and keys for --keys store (src/store/keys.ts): JSON text for limits, ban and
+    // scopes, as the keys file writes them; only hashes. keys_state's version moves with each
+    // change. keys_audit is append-only: triggers refuse any UPDATE or DELETE.
+    sqlite: `
+      CREATE TABLE key_consumers (
+        name TEXT PRIMARY KEY, plan TEXT NOT NULL, limits TEXT, ban TEXT, position INTEGER NOT NULL
+      ) STRICT;
+      CREATE TABLE api_keys (
+        consumer TEXT NOT NULL REFERENCES key_consumers (name) ON DELETE CASCADE,
+        id TEXT NOT NULL, sha256 TEXT NOT NULL UNIQUE, scopes TEXT, expires_at TEXT, not_before TEXT,
+        position INTEGER NOT NULL, PRIMARY KEY (consumer, id)
+      ) STRICT;
+      CREATE TABLE keys_state (singleton INTEGER PRIMARY KEY CHECK (singleton = 1), version INTEGER NOT NULL) STRICT;
+      INSERT INTO keys_state (singleton, version) VALUES (1, 0);
+      CREATE TABLE keys_audit (id INTEGER PRIMARY KEY AUTOINCREMENT, record TEXT NOT NULL) STRICT;
+      CREATE TRIGGER keys_audit_no_update BEFORE UPDATE ON keys_audit
+        BEGIN SELECT RAISE(ABORT, 'keys_audit is append-only'); END;
+      CREATE TRIGGER keys_audit_no_delete BEFORE DELETE ON keys_audit
+        BEGIN SELECT RAISE(ABORT, 'keys_audit is append-only'); END;`,
+    postgres: `
+      CREATE TABLE key_consumers (
+        name TEXT PRIMARY KEY, plan TEXT NOT NULL, limits TEXT, ban TEXT, position BIGINT NOT NULL
+      );
+      CREATE TABLE api_keys (
+        consumer TEXT NOT NULL REFERENCES key_consumers (name) ON DELETE CASCADE,
+        id TEXT NOT NULL, sha256 TEXT NOT NULL UNIQUE, scopes TEXT, expires_at TEXT, not_before TEXT,
+        position BIGINT NOT NULL, PRIMARY KEY (consumer, id)
+      );
+      CREATE TABLE keys_state (singleton INTEGER PRIMARY KEY CHECK (singleton = 1), version BIGINT NOT NULL);
+      INSERT INTO keys_state (singleton, version) VALUES (1, 0);
+      CREATE TABLE keys_audit (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, record TEXT NOT NULL);
+      CREATE FUNCTION keys_audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'keys_audit is append-only'; END $$;
+      CREATE TRIGGER keys_audit_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON keys_audit
+        FOR EACH STATEMENT EXECUTE FUNCTION keys_audit_append_only();`,
+  },
 ];
 
 /** The schema version this build writes. */

@@ -3,6 +3,8 @@ import type { NewPet, Pet } from '../api/schemas.ts';
 import type { Logger } from '../log.ts';
 import { StoreError, StoreOpenError, StoreUnavailableError } from './errors.ts';
 import { IDEMPOTENCY_TTL_MS, SweepSchedule } from './idempotency.ts';
+import type { KeyStore, WithKeyStore } from './keys.ts';
+import { PostgresKeyStore } from './keys-postgres.ts';
 import { pendingMigrations, SCHEMA_MIGRATIONS_DDL, SCHEMA_VERSION } from './migrations.ts';
 import { describeData } from './postgres-url.ts';
 import { column, PET_COLUMNS, petFromRow } from './rows.ts';
@@ -34,7 +36,7 @@ export interface PostgresStoreOptions {
  * A create with an `Idempotency-Key` is one transaction holding an advisory lock on the key,
  * so concurrent creates with the same key, from any instance, take turns.
  */
-export class PostgresStore implements PetStore {
+export class PostgresStore implements PetStore, WithKeyStore {
   readonly #sql: postgres.Sql;
   readonly #sweeps = new SweepSchedule();
 
@@ -165,6 +167,11 @@ export class PostgresStore implements PetStore {
 
   async ping(): Promise<void> {
     await this.#query('ping', () => this.#sql`SELECT 1`);
+  }
+
+  /** The keys kept in this database (`--keys store`), shared by every instance on it. */
+  keyStore(): KeyStore {
+    return new PostgresKeyStore(this.#sql, postgresError);
   }
 
   async close(): Promise<void> {

@@ -6,6 +6,8 @@ import type { Logger } from '../log.ts';
 import { StoreError, StoreOpenError, StoreUnavailableError, sqliteError } from './errors.ts';
 import { prepareDataFile, restrictCreated } from './file-modes.ts';
 import { IDEMPOTENCY_TTL_MS, SweepSchedule } from './idempotency.ts';
+import type { KeyStore, WithKeyStore } from './keys.ts';
+import { SqliteKeyStore } from './keys-sqlite.ts';
 import { pendingMigrations, SCHEMA_MIGRATIONS_DDL, SCHEMA_VERSION } from './migrations.ts';
 import { column, PET_COLUMNS, petFromRow } from './rows.ts';
 import type { SqliteConnection, SqliteOpener } from './sqlite-driver.ts';
@@ -66,7 +68,7 @@ interface PendingCreate {
  * write transaction (which holds SQLite's write lock, also against other processes), one create
  * after the other, so a second create with the same key finds the first.
  */
-export class SqliteStore implements PetStore {
+export class SqliteStore implements PetStore, WithKeyStore {
   readonly #db: SqliteConnection;
   readonly #sweeps = new SweepSchedule();
   /** Moves on with each commit of this process and each change of `data_version` (another's). */
@@ -161,6 +163,11 @@ export class SqliteStore implements PetStore {
 
   async ping(): Promise<void> {
     this.#read('ping', () => this.#db.prepare('SELECT 1 AS ok').get());
+  }
+
+  /** The keys kept in this file (`--keys store`). */
+  keyStore(): KeyStore {
+    return new SqliteKeyStore(this.#db, () => !this.#closed);
   }
 
   async close(): Promise<void> {

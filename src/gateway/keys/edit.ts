@@ -184,3 +184,45 @@ export function deleteConsumer(doc: KeysDocument, name: string): KeysDocument {
 function consumerFields({ plan, limits, ban }: ConsumerFields): Omit<ConsumerEntry, 'name' | 'keys'> {
   return { plan, ...(limits ? { limits } : {}), ...(ban ? { ban } : {}) };
 }
+
+/** Every consumer of `doc` in the `consumers` form, a `{"keys":[...]}` entry as one with key id = its name. */
+export function asConsumers(doc: KeysDocument): ConsumerEntry[] {
+  const legacy = (doc.keys ?? []).map((e) => toConsumers({ keys: [e] }, e.name).consumers?.[0] as ConsumerEntry);
+  return [...legacy, ...(doc.consumers ?? [])];
+}
+
+/**
+ * `doc` with `entry` copied in (`petstore keys import`): made when missing; else its plan,
+ * limits and ban taken from `entry` and its keys that `doc` lacks (by hash) added. `doc` itself
+ * when that changes nothing, so importing the same file twice changes nothing the second time.
+ * A key id that `doc` has with another hash is refused.
+ */
+export function importConsumer(doc: KeysDocument, entry: ConsumerEntry): KeysDocument {
+  const current = asConsumers(doc).find((c) => c.name === entry.name);
+  if (!current) return { ...doc, consumers: [...(doc.consumers ?? []), entry] };
+  const idOf = (k: ConsumerKey) => k.id ?? k.sha256.slice(0, 8);
+  const hashes = new Set(current.keys.map((k) => k.sha256));
+  const ids = new Map(current.keys.map((k) => [idOf(k), k.sha256]));
+  const added = entry.keys.filter((k) => !hashes.has(k.sha256));
+  for (const k of added) {
+    if (ids.has(idOf(k))) {
+      throw new KeysFileError(
+        `consumers "${entry.name}": key "${idOf(k)}" is there with another hash; revoke it there first, or give this one another id`,
+      );
+    }
+  }
+  const fields = { plan: entry.plan, limits: entry.limits ?? null, ban: entry.ban ?? null };
+  const same =
+    added.length === 0 &&
+    current.plan === entry.plan &&
+    JSON.stringify(current.limits) === JSON.stringify(entry.limits) &&
+    JSON.stringify(current.ban) === JSON.stringify(entry.ban);
+  if (same) return doc;
+  const updated = updateConsumer(doc, entry.name, fields);
+  return {
+    ...updated,
+    consumers: (updated.consumers ?? []).map((c) =>
+      c.name === entry.name ? { ...c, keys: [...c.keys, ...added] } : c,
+    ),
+  };
+}

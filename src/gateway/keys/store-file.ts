@@ -186,15 +186,21 @@ export interface KeysFileChange {
 /**
  * Applies `change` to the keys file at `path` as `petstore keys` and the admin API both do:
  * under the lock, read, change, validate, write atomically, then append its record to
- * `FILE.audit.jsonl`. Resolves to the record.
+ * `FILE.audit.jsonl`. Resolves to the record; an edit that returns the document it was given
+ * changes nothing, and then nothing is written or recorded.
  *
  * @example
  * await changeKeysFile(path, { actor, action: 'key.revoke', consumer: 'acme', key: 'k1', edit: (d) => revokeKey(d, 'acme', 'k1') }, Date.now())
  */
-export async function changeKeysFile(path: string, change: KeysFileChange, now: number): Promise<AuditRecord> {
+export async function changeKeysFile(
+  path: string,
+  change: KeysFileChange,
+  now: number,
+): Promise<AuditRecord | undefined> {
   return withLock(path, () => {
     const before = readKeysDocument(path);
     const after = change.edit(before);
+    if (after === before) return undefined; // nothing to change: nothing written, nothing recorded
     writeKeysDocument(path, after);
     const record = auditRecord(change.actor, change.action, change.consumer, change.key, before, after, now);
     appendAudit(path, [record]);

@@ -1,0 +1,132 @@
+import { clearInterval, setInterval } from 'node:timers';
+import { type KeyRecord, keyRecords } from '../gateway/keys/file.ts';
+import { documentOf } from '../gateway/keys/source.ts';
+import type { Logger } from '../log.ts';
+import type { KeyStore } from '../store/keys.ts';
+
+/** The `--keys` value that keeps consumers and keys in the data store. */
+export const KEYS_STORE = 'store';
+
+/**
+ * How often the store's keys version is read: a change whose notification was lost (or, on
+ * SQLite, any change from another process) is in force within this and one read.
+ */
+export const KEYS_VERSION_POLL_MS = 500;
+
+export type StoreReloadTrigger = 'notification' | 'version check' | 'admin API';
+
+export interface KeysStoreWatchOptions {
+  store: KeyStore;
+  log: Logger;
+  apply(keys: KeyRecord[], trigger: StoreReloadTrigger): void;
+  refuse(err: Error, trigger: StoreReloadTrigger): void;
+  intervalMs?: number;
+}
+
+/**
+ * The keys of the data store, kept in memory (nothing is read per request) and brought up to
+ * date when PostgreSQL notifies a change, when the polled version moves (a notification lost,
+ * a reconnect, SQLite) and after this instance's own admin writes. While the database cannot be
+ * reached the keys in force stay; `problem()` says so for `/readyz`, and the log says it once
+ * when it happens and once when it is over.
+ *
+ * @example
+ * const watcher = new KeysStoreWatcher({ store: pets.keyStore(), log, apply, refuse })
+ * table = new KeyTable(await watcher.load()); await watcher.start()
+ */
+export class KeysStoreWatcher {
+  readonly #options: KeysStoreWatchOptions;
+  #version: number | undefined;
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #unlisten: (() => Promise<void>) | undefined;
+  /** Why the keys may be out of date, while the database is unreachable. */
+  #problem: string | undefined;
+  #syncing: Promise<void> | undefined;
+  #again: StoreReloadTrigger | undefined;
+
+  constructor(options: KeysStoreWatchOptions) {
+    this.#options = options;
+  }
+
+  /** The keys at start; throws when they cannot be read or do not validate. */
+  async load(): Promise<KeyRecord[]> {
+    const { version, consumers } = await this.#options.store.read();
+    this.#version = version;
+    return keyRecords(documentOf(consumers));
+  }
+
+  /** Listens for notifications and polls the version until `stop()`. */
+  async start(): Promise<void> {
+    const timer = setInterval(() => void this.#check(), this.#options.intervalMs ?? KEYS_VERSION_POLL_MS);
+    timer.unref?.();
+    this.#timer = timer;
+    this.#unlisten = await this.#options.store.listen(() => void this.sync('notification'));
+  }
+
+  async stop(): Promise<void> {
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.#unlisten?.();
+  }
+
+  /** Why `/readyz` should say the keys may be stale, or undefined. */
+  problem(): string | undefined {
+    return this.#problem;
+  }
+
+  /** Reads the keys again (one read at a time; a request meanwhile runs once after it). */
+  sync(trigger: StoreReloadTrigger): Promise<void> {
+    if (this.#syncing) {
+      this.#again = trigger;
+      return this.#syncing;
+    }
+    this.#syncing = this.#read(trigger).finally(() => {
+      this.#syncing = undefined;
+      const again = this.#again;
+      this.#again = undefined;
+      if (again) void this.sync(again);
+    });
+    return this.#syncing;
+  }
+
+  async #check(): Promise<void> {
+    let version: number;
+    try {
+      version = await this.#options.store.version();
+    } catch (err) {
+      this.#unreachable(err as Error);
+      return;
+    }
+    if (this.#problem !== undefined || version !== this.#version) await this.sync('version check');
+  }
+
+  async #read(trigger: StoreReloadTrigger): Promise<void> {
+    let read: Awaited<ReturnType<KeyStore['read']>>;
+    try {
+      read = await this.#options.store.read();
+    } catch (err) {
+      this.#unreachable(err as Error);
+      return;
+    }
+    if (this.#problem !== undefined) {
+      this.#problem = undefined;
+      this.#options.log.warn('keys store reachable again', { version: read.version });
+    }
+    if (read.version === this.#version) return;
+    this.#version = read.version;
+    let keys: KeyRecord[];
+    try {
+      keys = keyRecords(documentOf(read.consumers));
+    } catch (err) {
+      this.#options.refuse(err as Error, trigger);
+      return;
+    }
+    this.#options.apply(keys, trigger);
+  }
+
+  #unreachable(err: Error): void {
+    if (this.#problem !== undefined) return;
+    this.#problem = 'The key store is not reachable; serving with the keys loaded before.';
+    this.#options.log.error('keys store unreachable; serving with the keys in force', { error: err.message });
+  }
+}

@@ -1,0 +1,133 @@
+/**
+ * Consumers and their keys kept in the data store (`--keys store`), for every instance on the
+ * same database: plain rows here, validated and turned into keys by the gateway. Every change is
+ * one transaction, serialized across instances, that rewrites the consumers it changes, appends
+ * its audit records (append-only: triggers refuse UPDATE and DELETE) and moves the version
+ * every instance polls (and, on PostgreSQL, is told of by NOTIFY).
+ */
+
+/** A key as stored: its hash, never its token. */
+export interface StoredKey {
+  readonly id?: string;
+  readonly sha256: string;
+  readonly scopes?: readonly string[];
+  readonly expiresAt?: string;
+  readonly notBefore?: string;
+}
+
+/** A consumer as stored, in the keys file's `consumers` form. */
+export interface StoredConsumer {
+  readonly name: string;
+  readonly plan: string;
+  readonly limits?: unknown;
+  readonly ban?: unknown;
+  readonly keys: readonly StoredKey[];
+}
+
+/** What one change makes of the consumers, and the audit records (JSON objects) that say so. */
+export interface KeysEdit {
+  readonly consumers: readonly StoredConsumer[];
+  readonly records: readonly object[];
+}
+
+export interface KeyStore {
+  /** The version of the keys: it moves with every change, from any instance. */
+  version(): Promise<number>;
+  /** Every consumer and key, in the order they were made, and the version they are at. */
+  read(): Promise<{ version: number; consumers: StoredConsumer[] }>;
+  /**
+   * Applies `edit` to the consumers as they are inside one transaction that no other change runs
+   * beside; `edit` may throw to change nothing, or return the consumers unchanged and no records.
+   * Resolves once committed (durably).
+   */
+  change(edit: (consumers: StoredConsumer[]) => KeysEdit): Promise<void>;
+  /** Up to `limit` audit records after record `after`, oldest first, each with its id. */
+  audit(after: number, limit: number): Promise<{ id: number; record: object }[]>;
+  /** Calls `changed` when another instance may have changed the keys (PostgreSQL's NOTIFY); resolves to a stop. */
+  listen(changed: () => void): Promise<() => Promise<void>>;
+}
+
+/** A store that also keeps keys (SQLite and PostgreSQL; not `:memory:`). */
+export interface WithKeyStore {
+  keyStore(): KeyStore;
+}
+
+/** The NOTIFY channel of key changes on PostgreSQL. */
+export const KEYS_CHANNEL = 'petstore_keys';
+
+/** One row per consumer and per key, as the migrations define them. */
+export interface ConsumerRow {
+  name: string;
+  plan: string;
+  limits: string | null;
+  ban: string | null;
+}
+export interface KeyRow {
+  consumer: string;
+  id: string;
+  sha256: string;
+  scopes: string | null;
+  expires_at: string | null;
+  not_before: string | null;
+}
+
+/** The consumers of rows read in position order. */
+export function consumersOf(consumerRows: readonly unknown[], keyRows: readonly unknown[]): StoredConsumer[] {
+  const keys = new Map<string, StoredKey[]>();
+  for (const raw of keyRows) {
+    const row = raw as KeyRow;
+    const list = keys.get(row.consumer) ?? [];
+    list.push({
+      id: row.id,
+      sha256: row.sha256,
+      ...(row.scopes !== null ? { scopes: JSON.parse(row.scopes) as string[] } : {}),
+      ...(row.expires_at !== null ? { expiresAt: row.expires_at } : {}),
+      ...(row.not_before !== null ? { notBefore: row.not_before } : {}),
+    });
+    keys.set(row.consumer, list);
+  }
+  return consumerRows.map((raw) => {
+    const row = raw as ConsumerRow;
+    return {
+      name: row.name,
+      plan: row.plan,
+      ...(row.limits !== null ? { limits: JSON.parse(row.limits) as unknown } : {}),
+      ...(row.ban !== null ? { ban: JSON.parse(row.ban) as unknown } : {}),
+      keys: keys.get(row.name) ?? [],
+    };
+  });
+}
+
+/**
+ * What a change does to the rows: the consumers to delete, and those to write: a new one is
+ * inserted after the others, a changed one updated in its place; the keys of both are written
+ * again (after deleting the old ones).
+ */
+export function rowChanges(
+  before: readonly StoredConsumer[],
+  after: readonly StoredConsumer[],
+): { removed: string[]; written: { consumer: ConsumerRow; keys: KeyRow[]; isNew: boolean }[] } {
+  const was = new Map(before.map((c) => [c.name, JSON.stringify(c)]));
+  const names = new Set(after.map((c) => c.name));
+  const removed = before.filter((c) => !names.has(c.name)).map((c) => c.name);
+  const written = after
+    .filter((c) => was.get(c.name) !== JSON.stringify(c))
+    .map((c) => ({
+      isNew: !was.has(c.name),
+      consumer: {
+        name: c.name,
+        plan: c.plan,
+        limits: c.limits === undefined ? null : JSON.stringify(c.limits),
+        ban: c.ban === undefined ? null : JSON.stringify(c.ban),
+      },
+      keys: c.keys.map((k) => ({
+        consumer: c.name,
+        id: k.id ?? k.sha256.slice(0, 8),
+        sha256: k.sha256,
+        scopes: k.scopes === undefined ? null : JSON.stringify(k.scopes),
+        expires_at: k.expiresAt ?? null,
+        not_before: k.notBefore ?? null,
+      })),
+    }));
+  return { removed, written };
+}
