@@ -140,7 +140,10 @@ durability-test: build ## kill -9 dist/petstore mid-load of POSTs, restart: ever
 postgres-test: build ## PostgreSQL store and durability tests on a throwaway server (scripts/with-postgres.sh)
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh $(BUN) test --timeout 60000 ./src/store/postgres.test.ts ./scripts/durability.test.ts
 
-.PHONY: redis-test scale-out-test keys-redis-test
+.PHONY: redis-test scale-out-test keys-redis-test keys-store-test
+keys-store-test: build ## two dist/petstore with --keys store on one PostgreSQL (limits in Redis): admin writes seen within 2 s, a killed connection, kill -9 mid-writes (~30 s)
+	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh scripts/with-redis.sh $(BUN) test --timeout 60000 ./scripts/keys-store.test.ts
+
 keys-redis-test: build ## two dist/petstore sharing Redis: two keys of one consumer use up one quota
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-redis.sh $(BUN) test ./scripts/keys-redis.test.ts
 
