@@ -55,7 +55,7 @@ export const OPTIONS = {
     flag: '--keys',
     env: 'PETSTORE_KEYS_FILE',
     arg: 'FILE',
-    help: 'API keys file (JSON); without it a development key is generated and printed once',
+    help: 'API keys file (JSON), watched; or "store": consumers and keys in the --data store, shared by every instance on it; without it a development key is generated and printed once',
     fallback: '',
     shownDefault: 'none',
     parse: text,
