@@ -7,11 +7,13 @@
  * - B's connections to PostgreSQL killed during a change: B converges within 2 s of reconnecting;
  * - kill -9 in the middle of 200 admin writes: every write answered 201 is in the store and in the
  *   audit trail, and no change is there without its record or the other way round;
- * - the time from an admin write on A to its effect on B, over 50 writes (p50, p99: printed).
+ * - the time from an admin write on A to its effect on B, over 50 writes (p50, p99: printed);
+ * - the database stopped: B keeps its keys, says so in /readyz and its log, and catches up after.
  *
  * Needs PETSTORE_TEST_POSTGRES_URL and PETSTORE_TEST_REDIS_URL: `make keys-store-test`.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import postgres from 'postgres';
@@ -19,6 +21,7 @@ import { type Running, runCommand, startServer } from '../test/harness.ts';
 
 const PG_SERVER = process.env.PETSTORE_TEST_POSTGRES_URL ?? '';
 const REDIS = process.env.PETSTORE_TEST_REDIS_URL ?? '';
+const PG_DIR = process.env.PETSTORE_TEST_POSTGRES_DIR ?? '';
 const READY = Boolean(PG_SERVER && REDIS);
 if (!READY)
   console.warn(
@@ -228,6 +231,66 @@ describe.skipIf(!READY)('kill -9 in the middle of admin writes', () => {
     }
   });
 });
+
+describe.skipIf(!READY || !PG_DIR)('the database down', () => {
+  test('the keys in force stay, /readyz and the log say so; when it is back the instance catches up', async () => {
+    const made = await admin(a, 'POST', '/consumers/shop/keys', { id: 'k9' });
+    expect(made.status).toBe(201);
+    const token = String(made.body?.token);
+    expect(await until(b, token, 200)).toBeLessThanOrEqual(FLEET_MS);
+    pgCtl('stop', '-m', 'immediate');
+    try {
+      await waitFor(() =>
+        b.lines.some((l) => l.includes('"msg":"keys store unreachable; serving with the keys in force"')),
+      );
+      const ready = await fetch(`${b.url}/readyz`);
+      expect([ready.status, await ready.json()]).toEqual([
+        503,
+        {
+          code: 'service_unavailable',
+          message: 'The key store is not reachable; serving with the keys loaded before.',
+          status: 503,
+        },
+      ]);
+      // The key is still known (the pets are not reachable: 503, not 401); a made-up one is 401.
+      expect((await get(b, token)).status).toBe(503);
+      expect((await get(b, `psk_${'Z'.repeat(43)}`)).status).toBe(401);
+    } finally {
+      pgCtl('start', '-w', '-t', '30', '-l', `${PG_DIR}/server.log`, '-o', pgOptions());
+    }
+    await waitFor(() => b.lines.some((l) => l.includes('"msg":"keys store reachable again"')), 15_000);
+    expect((await fetch(`${b.url}/readyz`)).status).toBe(200);
+    expect((await get(b, token)).status).toBe(200);
+  });
+});
+
+async function waitFor(done: () => boolean, ms = 5_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!done()) {
+    if (Date.now() > until) throw new Error(`timed out:\n${b.lines.slice(-10).join('\n')}`);
+    await Bun.sleep(50);
+  }
+}
+
+/** Runs pg_ctl on the throwaway cluster of scripts/with-postgres.sh, as its owner. */
+function pgCtl(...args: string[]): void {
+  const bin = readFileSync(`${PG_DIR}/.petstore-pg`, 'utf8').split('\n')[1] as string;
+  const command = [`${bin}/pg_ctl`, '-D', `${PG_DIR}/data`, ...args];
+  const asRoot = process.getuid?.() === 0;
+  const run = spawnSync(
+    asRoot ? 'runuser' : (command[0] as string),
+    asRoot ? ['-u', 'postgres', '--', ...command] : command.slice(1),
+    {
+      encoding: 'utf8',
+    },
+  );
+  if (run.status !== 0) throw new Error(`pg_ctl ${args[0]}: ${run.stderr}`);
+}
+
+/** The server options scripts/with-postgres.sh started the cluster with. */
+function pgOptions(): string {
+  return `-c listen_addresses=127.0.0.1 -p ${new URL(PG_SERVER).port} -c unix_socket_directories=${PG_DIR}`;
+}
 
 /** Terminates the PostgreSQL backends of `server`'s connections (found by their local ports); returns how many. */
 async function killBackendsOf(server: Running): Promise<number> {
