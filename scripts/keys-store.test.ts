@@ -312,7 +312,8 @@ async function killBackendsOf(server: Running): Promise<number> {
         ports.push(Number.parseInt((cols[1] as string).split(':')[1] as string, 16));
     }
   }
-  const rows = await pg!`
+  if (!pg) throw new Error('no PostgreSQL connection');
+  const rows = await pg`
     SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity
     WHERE datname = ${database} AND client_port = ANY(${ports})`;
   return rows.length;
