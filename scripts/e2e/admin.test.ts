@@ -152,7 +152,7 @@ describe('the admin API over a keys file', () => {
     const run = await runCommand(['--port', '0', '--admin-port', '0', '--data', ':memory:']);
     expect([run.code, run.stderr.split('\n')[0]]).toEqual([
       2,
-      'petstore: configuration: --admin-port: needs --keys FILE, where the admin API keeps consumers and keys',
+      'petstore: configuration: --admin-port: needs --keys FILE or --keys store, where the admin API keeps consumers and keys',
     ]);
   });
 });

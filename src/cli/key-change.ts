@@ -3,8 +3,9 @@
  * and a change with its audit record. Tokens come from the CSPRNG and are printed once, alone on stdout (so
  * `TOKEN=$(petstore keys add …)` works); the file only ever holds their SHA-256.
  */
-import { readFileSync } from 'node:fs';
-import { userInfo } from 'node:os';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
 import process from 'node:process';
 import type { KeyScope } from '../api/scopes.ts';
 import type { Actor } from '../gateway/keys/audit.ts';
@@ -55,16 +56,35 @@ export function freshKey(
  * container run with `-u 65532`).
  */
 export function cliActor(): Actor {
-  const uid = process.getuid?.();
-  let name: string | undefined;
-  try {
-    name = userInfo().username;
-  } catch {
-    name = undefined;
-  }
-  // Bun answers "unknown" where getpwuid is not reached; /etc/passwd names the uid then.
+  const uid = attempt(() => process.getuid?.()) ?? ownUid();
+  let name = attempt(() => userInfo().username);
+  // Bun answers "unknown" where getpwuid is not reached, and Deno asks for --allow-sys:
+  // /etc/passwd names the uid then.
   if ((!name || name === 'unknown') && uid !== undefined) name = passwdName(uid);
-  return { kind: 'cli', user: name ?? `uid ${uid ?? 'unknown'}` };
+  return { kind: 'cli', user: name || process.env.USER || `uid ${uid ?? 'unknown'}` };
+}
+
+function attempt<T>(read: () => T): T | undefined {
+  try {
+    return read();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The uid as the owner of a file this run makes: where the runtime will not tell it (Deno
+ * without --allow-sys, which also keeps /proc/self closed).
+ */
+function ownUid(): number | undefined {
+  return attempt(() => {
+    const dir = mkdtempSync(join(tmpdir(), 'petstore-uid-'));
+    try {
+      return statSync(dir).uid;
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 }
 
 function passwdName(uid: number): string | undefined {
