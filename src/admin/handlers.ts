@@ -7,9 +7,16 @@ import type { Input, KeyHolder } from '../api/operation.ts';
 import { SCOPES } from '../api/scopes.ts';
 import type { Clock } from '../clock.ts';
 import type { Actor, AuditAction } from '../gateway/keys/audit.ts';
-import { addKey, createConsumer, deleteConsumer, rotateKeys, updateConsumer } from '../gateway/keys/edit.ts';
+import {
+  addKey,
+  asConsumers,
+  createConsumer,
+  deleteConsumer,
+  rotateKeys,
+  updateConsumer,
+} from '../gateway/keys/edit.ts';
 import { hashToken } from '../gateway/keys/file.ts';
-import { type ConsumerEntry, type ConsumerKey, type KeysDocument, rfc3339 } from '../gateway/keys/schema.ts';
+import { type ConsumerEntry, type ConsumerKey, type KeysDocument, keyIdOf, rfc3339 } from '../gateway/keys/schema.ts';
 import type { KeyAdmin } from '../gateway/keys/source.ts';
 import { newToken } from '../gateway/keys/tokens.ts';
 import { PLAN_LIMITS } from '../gateway/plans.ts';
@@ -40,7 +47,7 @@ export async function listConsumers(_: In, { keys, clock }: AdminDeps): Promise<
   const now = clock.now();
   return json(
     200,
-    consumersOf(await keys.read()).map((c) => consumerOut(c, now)),
+    asConsumers(await keys.read()).map((c) => consumerOut(c, now)),
   );
 }
 
@@ -93,7 +100,7 @@ export async function removeConsumer(input: In<unknown, ConsumerParams>, deps: A
 export async function postKey(input: In<unknown, ConsumerParams, NewKeyBody>, deps: AdminDeps): Promise<Reply> {
   const { name } = input.params;
   const { token, key } = freshKey(input.body);
-  const id = key.id ?? key.sha256.slice(0, 8);
+  const id = keyIdOf(key);
   const doc = await change(input, deps, 'key.add', name, id, (d) => {
     unusedId(found(d, name), id);
     return addKey(d, name, {}, key);
@@ -106,7 +113,7 @@ export async function rotate(input: In<unknown, ConsumerParams, RotateBody>, dep
   const { name } = input.params;
   const { overlap, ...given } = input.body;
   const { token, key } = freshKey(given);
-  const id = key.id ?? key.sha256.slice(0, 8);
+  const id = keyIdOf(key);
   const now = deps.clock.now();
   const doc = await change(input, deps, 'key.rotate', name, id, (d) => {
     unusedId(found(d, name), id);
@@ -124,7 +131,7 @@ export async function revoke(input: In<unknown, KeyParams>, deps: AdminDeps): Pr
     return updateKeys(
       d,
       name,
-      consumer.keys.filter((k) => idOf(k) !== id),
+      consumer.keys.filter((k) => keyIdOf(k) !== id),
     );
   });
   return { status: 204 };
@@ -178,20 +185,8 @@ function freshKey(given: { id?: string; scopes?: ConsumerKey['scopes']; expiresA
   return { token, key: { sha256: hashToken(token).toString('hex'), ...given } };
 }
 
-/** Every consumer, the `{"keys":[...]}` entries as the consumers they stand for. */
-function consumersOf(doc: KeysDocument): ConsumerEntry[] {
-  const legacy = (doc.keys ?? []).map(({ name, sha256, plan, limits, ban, ...dates }) => ({
-    name,
-    plan,
-    ...(limits ? { limits } : {}),
-    ...(ban ? { ban } : {}),
-    keys: [{ id: name, sha256, ...dates }],
-  }));
-  return [...legacy, ...(doc.consumers ?? [])];
-}
-
 function entryOf(doc: KeysDocument, name: string): ConsumerEntry | undefined {
-  return consumersOf(doc).find((c) => c.name === name);
+  return asConsumers(doc).find((c) => c.name === name);
 }
 
 function found(doc: KeysDocument, name: string): ConsumerEntry {
@@ -200,16 +195,14 @@ function found(doc: KeysDocument, name: string): ConsumerEntry {
   return entry;
 }
 
-const idOf = (key: ConsumerKey) => key.id ?? key.sha256.slice(0, 8);
-
 function keyOf(doc: KeysDocument, name: string, id: string): ConsumerKey {
-  const key = found(doc, name).keys.find((k) => idOf(k) === id);
+  const key = found(doc, name).keys.find((k) => keyIdOf(k) === id);
   if (!key) throw new ApiError('not_found', `Consumer ${name} has no key ${id}.`);
   return key;
 }
 
 function unusedId(consumer: ConsumerEntry, id: string): void {
-  if (consumer.keys.some((k) => idOf(k) === id)) {
+  if (consumer.keys.some((k) => keyIdOf(k) === id)) {
     throw new ApiError('conflict', `Consumer ${consumer.name} has a key ${id}; choose another id.`);
   }
 }
@@ -237,7 +230,7 @@ function keyOut(key: ConsumerKey, now: number) {
   const state =
     ends !== undefined && now >= ends ? 'expired' : starts !== undefined && now < starts ? 'pending' : 'active';
   return {
-    id: idOf(key),
+    id: keyIdOf(key),
     scopes: key.scopes ?? [...SCOPES],
     expiresAt: key.expiresAt ?? null,
     notBefore: key.notBefore ?? null,

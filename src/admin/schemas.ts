@@ -5,9 +5,6 @@ import { FIELDS } from '../gateway/keys/schema.ts';
 import { PLAN_NAMES } from '../gateway/plans.ts';
 
 const NAME = '1 to 64 letters, digits, ".", "_" or "-", starting with a letter or a digit';
-/** `overlap` of a rotation: as `petstore keys rotate --overlap` reads it. */
-const DURATION = /^([0-9]{1,6})([smhd])$/;
-const UNIT_MS: Readonly<Record<string, number>> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 export const AUDIT_PAGE_MAX = 100;
 const AUDIT_PAGE_DEFAULT = 20;
 
@@ -50,14 +47,7 @@ export const NewKeyBody = v.strictObject({
 export type NewKeyBody = v.InferOutput<typeof NewKeyBody>;
 
 export const RotateBody = v.strictObject({
-  overlap: v.pipe(
-    v.string(),
-    v.regex(DURATION),
-    v.transform((raw) => {
-      const [, count, unit] = DURATION.exec(raw) as RegExpExecArray;
-      return Number(count) * (UNIT_MS[unit as string] as number);
-    }),
-  ),
+  overlap: FIELDS.duration,
   id: v.optional(FIELDS.name),
   scopes: v.optional(v.pipe(FIELDS.scopes, v.minLength(1))),
 });

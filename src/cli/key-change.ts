@@ -11,6 +11,7 @@ import type { KeyScope } from '../api/scopes.ts';
 import type { Actor } from '../gateway/keys/audit.ts';
 import type { NewKey } from '../gateway/keys/edit.ts';
 import { hashToken } from '../gateway/keys/file.ts';
+import { keyIdOf } from '../gateway/keys/schema.ts';
 import { fileKeyAdmin, type KeyAdmin, storeKeyAdmin } from '../gateway/keys/source.ts';
 import type { KeysFileChange } from '../gateway/keys/store-file.ts';
 import { newToken } from '../gateway/keys/tokens.ts';
@@ -148,10 +149,5 @@ export async function change(
   await withKeys(place, (admin) => admin.change({ ...what, actor: cliActor() }, now));
   if (!fresh) return;
   process.stdout.write(`${fresh.token}\n`);
-  process.stderr.write(`key id: ${keyId(fresh.key)} (consumer ${what.consumer}; token printed once on stdout)\n`);
-}
-
-/** A new key's id: as given, else the first 8 hex digits of its hash (as the keys file says). */
-export function keyId(key: NewKey): string {
-  return key.id ?? key.sha256.slice(0, 8);
+  process.stderr.write(`key id: ${keyIdOf(fresh.key)} (consumer ${what.consumer}; token printed once on stdout)\n`);
 }

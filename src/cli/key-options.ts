@@ -1,22 +1,13 @@
 /** The options the `petstore keys` commands share, and how they read dates and durations. */
 import * as v from 'valibot';
 import { ADMIN_SCOPE, KEY_SCOPES, type KeyScope } from '../api/scopes.ts';
-import { KEY_NAME, rfc3339 } from '../gateway/keys/schema.ts';
+import { FIELDS, KEY_NAME, rfc3339 } from '../gateway/keys/schema.ts';
 import type { Option } from './options.ts';
 import { checked, text, words } from './parsers.ts';
 
-const UNIT_MS: Readonly<Record<string, number>> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-const DURATION = /^([0-9]{1,6})([smhd])$/;
 const NAME = '1-64 letters, digits, ".", "_" or "-"';
 
-const duration = v.pipe(
-  v.string(),
-  v.regex(DURATION),
-  v.transform((raw) => {
-    const [, count, unit] = DURATION.exec(raw) as RegExpExecArray;
-    return Number(count) * (UNIT_MS[unit as string] as number);
-  }),
-);
+const duration = FIELDS.duration;
 const name = checked(NAME, v.pipe(v.string(), v.regex(KEY_NAME)));
 
 /** A moment as given: milliseconds from now (a duration), or an RFC 3339 date-time. */

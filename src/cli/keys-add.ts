@@ -1,8 +1,8 @@
 /** `petstore keys add`: a new key for a consumer, made when missing. */
 import { addKey } from '../gateway/keys/edit.ts';
-import type { KeysDocument } from '../gateway/keys/schema.ts';
+import { type KeysDocument, keyIdOf } from '../gateway/keys/schema.ts';
 import { PLAN_NAMES, type PlanName } from '../gateway/plans.ts';
-import { change, freshKey, keyId } from './key-change.ts';
+import { change, freshKey } from './key-change.ts';
 import {
   CONSUMER,
   DURATION_NOTE,
@@ -78,7 +78,7 @@ export const KEYS_ADD = subcommand(
     const fresh = freshKey(o, now);
     const consumer = { ...(o.plan ? { plan: o.plan } : {}), ...(limits ? { limits } : {}) };
     const edit = (doc: KeysDocument) => addKey(doc, o.consumer, consumer, fresh.key);
-    await change(o, { action: 'key.add', consumer: o.consumer, key: keyId(fresh.key), edit }, now, fresh);
+    await change(o, { action: 'key.add', consumer: o.consumer, key: keyIdOf(fresh.key), edit }, now, fresh);
     return 0;
   },
 );

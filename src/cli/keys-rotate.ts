@@ -1,8 +1,8 @@
 /** `petstore keys rotate`: a new key for a consumer; its current keys end after an overlap. */
 import process from 'node:process';
 import { rotateKeys } from '../gateway/keys/edit.ts';
-import type { KeysDocument } from '../gateway/keys/schema.ts';
-import { change, freshKey, keyId } from './key-change.ts';
+import { type KeysDocument, keyIdOf } from '../gateway/keys/schema.ts';
+import { change, freshKey } from './key-change.ts';
 import {
   CONSUMER,
   DURATION_NOTE,
@@ -42,7 +42,7 @@ ending sooner keeps its date). Prints the new token alone on stdout (shown once)
   async (o, now) => {
     const fresh = freshKey(o, now);
     const edit = (doc: KeysDocument) => rotateKeys(doc, o.consumer, now, o.overlap, fresh.key);
-    await change(o, { action: 'key.rotate', consumer: o.consumer, key: keyId(fresh.key), edit }, now, fresh);
+    await change(o, { action: 'key.rotate', consumer: o.consumer, key: keyIdOf(fresh.key), edit }, now, fresh);
     process.stderr.write(`the consumer's other keys expire at ${iso(now + o.overlap)} at the latest\n`);
     return 0;
   },

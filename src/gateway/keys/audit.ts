@@ -3,7 +3,7 @@
  * field before and after. A record never holds a token or a hash: a consumer is described by
  * its plan, limits, ban and its keys' ids, scopes and dates only.
  */
-import type { ConsumerEntry, KeysDocument } from './schema.ts';
+import { type ConsumerEntry, type KeysDocument, keyIdOf } from './schema.ts';
 
 /** Who made a change: the keys CLI run by an OS user, or an admin key over the admin API. */
 export type Actor =
@@ -70,7 +70,7 @@ export function consumerView(doc: KeysDocument, name: string): ConsumerView | un
 
 function viewOf(entry: ConsumerEntry): ConsumerView {
   const keys: NonNullable<ConsumerView['keys']> = {};
-  for (const { id, sha256, ...fields } of entry.keys) keys[id ?? sha256.slice(0, 8)] = fields;
+  for (const { id, sha256, ...fields } of entry.keys) keys[keyIdOf({ id, sha256 })] = fields;
   return {
     plan: entry.plan,
     ...(entry.limits ? { limits: entry.limits } : {}),

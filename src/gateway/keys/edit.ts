@@ -8,7 +8,7 @@
 import type { KeyScope } from '../../api/scopes.ts';
 import type { BanPolicy, Limits, PlanName } from '../plans.ts';
 import { KeysFileError } from './file.ts';
-import { type ConsumerEntry, type ConsumerKey, type KeysDocument, rfc3339 } from './schema.ts';
+import { type ConsumerEntry, type ConsumerKey, type KeysDocument, keyIdOf, rfc3339 } from './schema.ts';
 
 export interface NewConsumer {
   plan?: PlanName;
@@ -98,9 +98,9 @@ export function revokeKey(doc: KeysDocument, name: string, id: string): KeysDocu
   const moved = toConsumers(doc, name);
   const current = moved.consumers?.find((c) => c.name === name);
   if (!current) throw new KeysFileError(`--consumer: no consumer "${name}" in the file`);
-  const keys = current.keys.filter((k) => (k.id ?? k.sha256.slice(0, 8)) !== id);
+  const keys = current.keys.filter((k) => keyIdOf(k) !== id);
   if (keys.length === current.keys.length) {
-    const ids = current.keys.map((k) => k.id ?? k.sha256.slice(0, 8));
+    const ids = current.keys.map(keyIdOf);
     throw new KeysFileError(`--key: consumer "${name}" has no key "${id}" (it has: ${ids.join(', ') || 'none'})`);
   }
   return { ...moved, consumers: (moved.consumers ?? []).map((c) => (c.name === name ? { ...c, keys } : c)) };
@@ -200,14 +200,13 @@ export function asConsumers(doc: KeysDocument): ConsumerEntry[] {
 export function importConsumer(doc: KeysDocument, entry: ConsumerEntry): KeysDocument {
   const current = asConsumers(doc).find((c) => c.name === entry.name);
   if (!current) return { ...doc, consumers: [...(doc.consumers ?? []), entry] };
-  const idOf = (k: ConsumerKey) => k.id ?? k.sha256.slice(0, 8);
   const hashes = new Set(current.keys.map((k) => k.sha256));
-  const ids = new Map(current.keys.map((k) => [idOf(k), k.sha256]));
+  const ids = new Map(current.keys.map((k) => [keyIdOf(k), k.sha256]));
   const added = entry.keys.filter((k) => !hashes.has(k.sha256));
   for (const k of added) {
-    if (ids.has(idOf(k))) {
+    if (ids.has(keyIdOf(k))) {
       throw new KeysFileError(
-        `consumers "${entry.name}": key "${idOf(k)}" is there with another hash; revoke it there first, or give this one another id`,
+        `consumers "${entry.name}": key "${keyIdOf(k)}" is there with another hash; revoke it there first, or give this one another id`,
       );
     }
   }

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import * as v from 'valibot';
 import { type KeyScope, SCOPES } from '../../api/scopes.ts';
 import { type BanPolicy, type Limits, PLAN_LIMITS, type PlanName } from '../plans.ts';
-import { type ConsumerKey, KeysDocument, rfc3339 } from './schema.ts';
+import { type ConsumerKey, KeysDocument, keyIdOf, rfc3339 } from './schema.ts';
 
 export { KEY_NAME } from './schema.ts';
 
@@ -109,7 +109,7 @@ export function keyRecords(doc: KeysDocument): KeyRecord[] {
     const consumer = consumerOf(entry);
     const ids = new Set<string>();
     entry.keys.forEach((key, k) => {
-      add(key, key.id ?? key.sha256.slice(0, 8), consumer, `${where}.keys[${k}]`, ids);
+      add(key, keyIdOf(key), consumer, `${where}.keys[${k}]`, ids);
     });
   });
   return records;

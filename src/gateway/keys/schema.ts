@@ -95,8 +95,21 @@ export const ConsumerEntry = v.pipe(
   ),
 );
 
-/** The fields of a consumer and a key as the keys file checks them; the admin API's bodies reuse them. */
+const UNIT_MS: Readonly<Record<string, number>> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+const DURATION = /^([0-9]{1,6})([smhd])$/;
+/** A duration such as `7d` (a number and s, m, h or d), in milliseconds: a rotation's overlap. */
+const Duration = v.pipe(
+  v.string(),
+  v.regex(DURATION),
+  v.transform((raw) => {
+    const [, count, unit] = DURATION.exec(raw) as RegExpExecArray;
+    return Number(count) * (UNIT_MS[unit as string] as number);
+  }),
+);
+
+/** The fields of a consumer and a key as the keys file checks them; the CLI and the admin API reuse them. */
 export const FIELDS = {
+  duration: Duration,
   name: v.pipe(v.string(), v.regex(KEY_NAME, NAME_MESSAGE)),
   plan: Plan,
   limits: Limits,
@@ -115,3 +128,13 @@ export type KeysDocument = v.InferOutput<typeof KeysDocument>;
 export type LegacyEntry = v.InferOutput<typeof LegacyEntry>;
 export type ConsumerEntry = v.InferOutput<typeof ConsumerEntry>;
 export type ConsumerKey = v.InferOutput<typeof ConsumerKey>;
+
+/**
+ * A key's id: as given, else the first 8 hex digits of its hash.
+ *
+ * @example
+ * keyIdOf({ sha256: '9f86d081…' }) // '9f86d081'
+ */
+export function keyIdOf(key: { readonly id?: string | undefined; readonly sha256: string }): string {
+  return key.id ?? key.sha256.slice(0, 8);
+}
