@@ -7,6 +7,7 @@ import { type KeySpec, type Running, startServer, tokenOf, writeKeysFile } from 
 
 export const ROOT = join(import.meta.dir, '..');
 export const CONTRACT = join(ROOT, 'contract/openapi.yaml');
+export const ADMIN_CONTRACT = join(ROOT, 'contract/admin.openapi.yaml');
 export const REPORTS = join(ROOT, 'reports');
 const DREDD = join(ROOT, 'node_modules/.bin/dredd');
 const SCHEMATHESIS = join(ROOT, '.venv/bin/schemathesis');
@@ -34,6 +35,13 @@ export const KEYS = {
     limits: { perMinute: 1_000, perDay: 1_000 },
     scopes: ['pets:write'],
   },
+  // The admin API's key (--admin-port): the scope admin, alone.
+  admin: {
+    name: 'contract-admin',
+    plan: 'enterprise',
+    limits: { perMinute: 1_000_000_000, perDay: 1_000_000_000 },
+    scopes: ['admin'],
+  },
   fuzzLimited: {
     name: 'fuzz-limited',
     plan: 'free',
@@ -59,7 +67,7 @@ export interface ToolRun {
  */
 export async function startTarget(): Promise<Running> {
   const keysFile = writeKeysFile(Object.values(KEYS));
-  const server = await startServer({ args: ['--keys', keysFile, '--data', ':memory:'] });
+  const server = await startServer({ args: ['--keys', keysFile, '--data', ':memory:', '--admin-port', '0'] });
   for (let i = 0; i < 100; i++) {
     const res = await fetch(`${server.url}/healthz`).catch(() => undefined);
     if (res?.status === 200) return server;
@@ -67,6 +75,12 @@ export async function startTarget(): Promise<Running> {
   }
   await server.stop();
   throw new Error(`${server.url}/healthz never answered 200`);
+}
+
+/** The admin API's base URL of a server `startTarget` started (its `listening` line names it). */
+export function adminBase(server: Running): string {
+  const line = server.lines.find((l) => l.includes('"msg":"listening"')) ?? '{}';
+  return String((JSON.parse(line) as { admin?: string }).admin);
 }
 
 /** Runs a command, echoing its output when `echo` is set; resolves with exit code and output. */
@@ -121,6 +135,9 @@ export interface SchemathesisOptions {
   /** Config file with the warning policy (see contract/schemathesis*.toml). */
   config: string;
   echo?: boolean;
+  /** The contract and the base URL its paths are under: the public API's (`origin` + /v1) by default. */
+  contract?: string;
+  base?: string;
 }
 
 /** Schemathesis with every check, the given phases and the fixed seed. */
@@ -129,9 +146,9 @@ export function runSchemathesis(o: SchemathesisOptions): Promise<ToolRun> {
     '--config-file',
     join(ROOT, o.config),
     'run',
-    CONTRACT,
+    o.contract ?? CONTRACT,
     '--url',
-    `${o.origin}/v1`,
+    o.base ?? `${o.origin}/v1`,
     '--header',
     `Authorization: Bearer ${token(o.key)}`,
     '--checks',

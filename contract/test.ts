@@ -1,13 +1,26 @@
 // `make contract-test`: proves the built binary matches contract/openapi.yaml. Starts
 // dist/petstore on a free port (in memory, with the keys of contract/runner.ts), runs Dredd and
 // two Schemathesis runs against it, stops it, and exits 1 if any of them found anything.
-// Reports: reports/dredd.xml, reports/schemathesis.xml, reports/schemathesis-429.xml (JUnit).
+// Reports: reports/dredd.xml, reports/schemathesis.xml, reports/schemathesis-429.xml,
+// reports/schemathesis-admin.xml (JUnit).
 //
 // CONTRACT_SEED and CONTRACT_EXAMPLES change Schemathesis' seed and examples per operation.
-import { EXAMPLES, ensureReports, runDredd, runSchemathesis, SEED, startTarget, type ToolRun } from './runner.ts';
+import {
+  ADMIN_CONTRACT,
+  adminBase,
+  EXAMPLES,
+  ensureReports,
+  runDredd,
+  runSchemathesis,
+  SEED,
+  startTarget,
+  type ToolRun,
+} from './runner.ts';
 
 /** Examples per operation of the 429 run: every answer is a 429 there, so few are enough. */
 const LIMITED_EXAMPLES = '10';
+/** Examples per admin operation: each change rewrites the keys file (fsynced), so fewer than the API's. */
+const ADMIN_EXAMPLES = '100';
 
 ensureReports();
 const server = await startTarget();
@@ -39,6 +52,18 @@ try {
       maxExamples: LIMITED_EXAMPLES,
       report: 'reports/schemathesis-429.xml',
       config: 'contract/schemathesis-limited.toml',
+    }),
+  );
+  await step('Schemathesis: the admin API (contract/admin.openapi.yaml, --admin-port)', () =>
+    runSchemathesis({
+      origin: server.url,
+      key: 'admin',
+      phases: 'examples,coverage,fuzzing',
+      maxExamples: ADMIN_EXAMPLES,
+      report: 'reports/schemathesis-admin.xml',
+      config: 'contract/schemathesis.toml',
+      contract: ADMIN_CONTRACT,
+      base: adminBase(server),
     }),
   );
 } finally {
