@@ -15,7 +15,7 @@ import {
   rotateKeys,
   updateConsumer,
 } from '../gateway/keys/edit.ts';
-import { hashToken } from '../gateway/keys/file.ts';
+import { hashToken, KeysFileError } from '../gateway/keys/file.ts';
 import { type ConsumerEntry, type ConsumerKey, type KeysDocument, keyIdOf, rfc3339 } from '../gateway/keys/schema.ts';
 import type { KeyAdmin } from '../gateway/keys/source.ts';
 import { newToken } from '../gateway/keys/tokens.ts';
@@ -89,6 +89,12 @@ export async function patchConsumer(
 /** `DELETE /consumers/{name}`: the consumer and every key of it. */
 export async function removeConsumer(input: In<unknown, ConsumerParams>, deps: AdminDeps): Promise<Reply> {
   const { name } = input.params;
+  if (input.key?.consumer === name) {
+    throw new ApiError(
+      'conflict',
+      `Consumer ${name} holds the admin key of this request; delete it with another admin key.`,
+    );
+  }
   await change(input, deps, 'consumer.delete', name, undefined, (d) => {
     found(d, name);
     return deleteConsumer(d, name);
@@ -125,6 +131,9 @@ export async function rotate(input: In<unknown, ConsumerParams, RotateBody>, dep
 /** `DELETE /consumers/{name}/keys/{id}`: 204; the consumer and its quota stay. */
 export async function revoke(input: In<unknown, KeyParams>, deps: AdminDeps): Promise<Reply> {
   const { name, id } = input.params;
+  if (input.key?.consumer === name && input.key.id === id) {
+    throw new ApiError('conflict', `Key ${id} is the admin key of this request; revoke it with another admin key.`);
+  }
   await change(input, deps, 'key.revoke', name, id, (d) => {
     keyOf(d, name, id);
     const consumer = found(d, name);
@@ -158,19 +167,26 @@ async function change(
   edit: (doc: KeysDocument) => KeysDocument,
 ): Promise<KeysDocument> {
   let after: KeysDocument | undefined;
-  await keys.change(
-    {
-      actor: actorOf(input.key),
-      action,
-      consumer,
-      ...(key !== undefined ? { key } : {}),
-      edit: (doc) => {
-        after = edit(doc);
-        return after;
+  try {
+    await keys.change(
+      {
+        actor: actorOf(input.key),
+        action,
+        consumer,
+        ...(key !== undefined ? { key } : {}),
+        edit: (doc) => {
+          after = edit(doc);
+          return after;
+        },
       },
-    },
-    clock.now(),
-  );
+      clock.now(),
+    );
+  } catch (err) {
+    // A change that would make keys the server refuses (a key's notBefore not before its
+    // expiresAt, a hash used twice): the keys file's words, which name the field.
+    if (err instanceof KeysFileError) throw new ApiError('invalid_request', `${err.message}.`);
+    throw err;
+  }
   return after as KeysDocument;
 }
 

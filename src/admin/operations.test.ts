@@ -110,6 +110,12 @@ describe('the admin app over a keys file', () => {
         'overlap: is required; must be a duration: a number and s, m, h or d, such as 7d.',
       ],
       ['GET', '/audit?limit=0', undefined, 'limit: must be an integer from 1 to 100.'],
+      [
+        'POST',
+        '/consumers/ops/keys',
+        { notBefore: '2030-01-01T00:00:00Z', expiresAt: '2029-01-01T00:00:00Z' },
+        'consumers[0] ("ops").keys[1].notBefore: "2030-01-01T00:00:00Z" is not before expiresAt "2029-01-01T00:00:00Z".',
+      ],
     ];
     for (const [method, sub, body, message] of cases) {
       const res = await call(method, sub, body);
@@ -137,6 +143,13 @@ describe('the admin app over a keys file', () => {
     expect(table().lookup(issued.token)).toBeUndefined();
     expect((await call('DELETE', '/consumers/acme/keys/k1')).status).toBe(404);
     expect((await call('GET', '/consumers/nobody')).status).toBe(404);
+    // The admin key of a request cannot remove itself: no one locks themselves out.
+    expect(await (await call('DELETE', '/consumers/ops/keys/a1')).json()).toEqual({
+      code: 'conflict',
+      message: 'Key a1 is the admin key of this request; revoke it with another admin key.',
+      status: 409,
+    });
+    expect((await call('DELETE', '/consumers/ops')).status).toBe(409);
     const audit = (await (await call('GET', '/audit?after=1')).json()) as { action: string; actor: unknown }[];
     expect(audit.map((r) => [r.action, r.actor])).toEqual([
       ['consumer.create', { kind: 'admin', consumer: 'ops', key: 'a1' }],
