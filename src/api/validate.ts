@@ -33,14 +33,17 @@ export function inputReader<D>(
   const params = op.params && checker('param', op.params, allowed);
   const headers = op.headers && checker('header', op.headers, allowed);
   const body = op.body && checker('json', op.body, allowed);
-  const fromRequest = (c: Context, principal: string, key?: KeyHolder, value?: unknown): Input => ({
-    query: query?.(queryOf(c)),
-    params: params?.(c.req.param()),
-    headers: headers?.(c.req.header()),
-    body: value,
-    principal,
-    ...(key ? { key } : {}),
-  });
+  const fromRequest = (c: Context, principal: string, key?: KeyHolder, value?: unknown): Input => {
+    const input = {
+      query: query?.(queryOf(c)),
+      params: params?.(c.req.param()),
+      headers: headers?.(c.req.header()),
+      body: value,
+      principal,
+    };
+    // Only the admin API's audited operations are told the key; the API's path builds no more.
+    return key === undefined ? input : { ...input, key };
+  };
   if (!body) return fromRequest;
   return async function withBody(c, principal, key) {
     if (!isJson(c.req.header('content-type'))) throw notJson();

@@ -19,6 +19,7 @@ const UNBIASED_BELOW = 248;
  * gateway checks (by its checksum) before hashing or looking anything up.
  */
 export const CHECKED_TOKEN = /^psk_[0-9A-Za-z]{38}$/;
+const CHECKED_LENGTH = TOKEN_PREFIX.length + RANDOM_CHARS + CHECK_CHARS;
 
 export type RandomSource = (size: number) => Uint8Array;
 
@@ -36,11 +37,17 @@ const CRC_TABLE = Uint32Array.from({ length: 256 }, (_, n) => {
  * @example
  * crc32('123456789') // 0xcbf43926
  */
-export function crc32(ascii: string): number {
+export function crc32(ascii: string, length = ascii.length): number {
   let crc = 0xffffffff;
-  for (let i = 0; i < ascii.length; i++) crc = (CRC_TABLE[(crc ^ ascii.charCodeAt(i)) & 0xff] as number) ^ (crc >>> 8);
+  for (let i = 0; i < length; i++) crc = (CRC_TABLE[(crc ^ ascii.charCodeAt(i)) & 0xff] as number) ^ (crc >>> 8);
   return (crc ^ 0xffffffff) >>> 0;
 }
+
+/** CRC32's running state after the prefix, where every checked token's starts. */
+const PREFIX_CRC_STATE = (crc32(TOKEN_PREFIX) ^ 0xffffffff) >>> 0;
+
+/** The value of each base62 digit by its character code; -1 for any other character. */
+const DIGIT_VALUE = Int8Array.from({ length: 128 }, (_, code) => BASE62.indexOf(String.fromCharCode(code)));
 
 /**
  * The checksum a token carries after its random part: CRC32 of everything before it in base62,
@@ -69,9 +76,21 @@ export function checksum(text: string): string {
  * plausibleToken('psk_' + 'A'.repeat(38)) // false
  */
 export function plausibleToken(token: string): boolean {
-  if (!CHECKED_TOKEN.test(token)) return true;
-  const body = token.length - CHECK_CHARS;
-  return checksum(token.slice(0, body)) === token.slice(body);
+  // Run on every presented token: one pass, no regular expression, no strings made.
+  if (token.length !== CHECKED_LENGTH || !token.startsWith(TOKEN_PREFIX)) return true;
+  let crc = PREFIX_CRC_STATE;
+  for (let i = TOKEN_PREFIX.length; i < CHECKED_LENGTH - CHECK_CHARS; i++) {
+    const code = token.charCodeAt(i);
+    if (!((DIGIT_VALUE[code] ?? -1) >= 0)) return true; // another shape: left to the lookup
+    crc = (CRC_TABLE[(crc ^ code) & 0xff] as number) ^ (crc >>> 8);
+  }
+  let written = 0;
+  for (let i = CHECKED_LENGTH - CHECK_CHARS; i < CHECKED_LENGTH; i++) {
+    const digit = DIGIT_VALUE[token.charCodeAt(i)] ?? -1;
+    if (digit < 0) return true;
+    written = written * 62 + digit;
+  }
+  return written === (crc ^ 0xffffffff) >>> 0;
 }
 
 /**
