@@ -116,6 +116,8 @@ describe.skipIf(!READY)('two instances, one key store', () => {
     const made = await admin(a, 'POST', '/consumers/shop/keys', { id: 'k1' });
     expect(made.status).toBe(201);
     const k1 = String(made.body?.token);
+    // In force on A when A answers 201; on B within 2 s.
+    expect((await get(a, k1)).status).toBe(200);
     expect(await until(b, k1, 200)).toBeLessThanOrEqual(FLEET_MS);
 
     const rotated = await admin(b, 'POST', '/consumers/shop/rotate', { overlap: '1h', id: 'k2' });

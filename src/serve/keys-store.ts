@@ -13,7 +13,7 @@ export const KEYS_STORE = 'store';
  */
 export const KEYS_VERSION_POLL_MS = 500;
 
-export type StoreReloadTrigger = 'notification' | 'version check' | 'admin API';
+export type StoreReloadTrigger = 'notification' | 'version check' | 'admin API' | 'SIGHUP';
 
 export interface KeysStoreWatchOptions {
   store: KeyStore;
@@ -42,7 +42,7 @@ export class KeysStoreWatcher {
   /** Why the keys may be out of date, while the database is unreachable. */
   #problem: string | undefined;
   #syncing: Promise<void> | undefined;
-  #again: StoreReloadTrigger | undefined;
+  #queued: Promise<void> | undefined;
 
   constructor(options: KeysStoreWatchOptions) {
     this.#options = options;
@@ -74,19 +74,23 @@ export class KeysStoreWatcher {
     return this.#problem;
   }
 
-  /** Reads the keys again (one read at a time; a request meanwhile runs once after it). */
+  /**
+   * Reads the keys again. One read at a time: a request that arrives during a read gets a read
+   * that starts after it (shared by every request meanwhile), so a caller that committed a
+   * change before asking never resolves on a read that began before its commit.
+   */
   sync(trigger: StoreReloadTrigger): Promise<void> {
-    if (this.#syncing) {
-      this.#again = trigger;
+    if (!this.#syncing) {
+      this.#syncing = this.#read(trigger).finally(() => {
+        this.#syncing = undefined;
+      });
       return this.#syncing;
     }
-    this.#syncing = this.#read(trigger).finally(() => {
-      this.#syncing = undefined;
-      const again = this.#again;
-      this.#again = undefined;
-      if (again) void this.sync(again);
+    this.#queued ??= this.#syncing.then(() => {
+      this.#queued = undefined;
+      return this.sync(trigger);
     });
-    return this.#syncing;
+    return this.#queued;
   }
 
   async #check(): Promise<void> {

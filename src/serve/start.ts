@@ -162,8 +162,11 @@ export async function startServer(config: Config): Promise<void> {
       ? await adapter.serve({ fetch: metricsApp(metrics).fetch, port: config.metricsPort, hostname: config.host })
       : undefined;
 
-  const reload = () =>
-    watcher ? watcher.reload('SIGHUP') : log.warn('SIGHUP: no keys file to reload (started without --keys)');
+  const reload = () => {
+    if (watcher) watcher.reload('SIGHUP');
+    else if (storeWatcher) void storeWatcher.sync('SIGHUP');
+    else log.warn('SIGHUP: no keys file to reload (started without --keys)');
+  };
   watcher?.start();
   await storeWatcher?.start();
   handleSignals({
