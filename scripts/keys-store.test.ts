@@ -15,7 +15,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import postgres from 'postgres';
 import { type Running, runCommand, startServer } from '../test/harness.ts';
 
@@ -230,6 +232,47 @@ describe.skipIf(!READY)('kill -9 in the middle of admin writes', () => {
       await expect(sql`UPDATE keys_audit SET record = '{}'`).rejects.toThrow('keys_audit is append-only');
     } finally {
       await sql.end();
+    }
+  });
+});
+
+describe('--keys store on SQLite (one host)', () => {
+  test('keys add and keys import --data FILE while a server serves from it: in force within 2 s; a second import changes nothing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'petstore-keys-sqlite-'));
+    const db = join(dir, 'pets.db');
+    const first = await runCommand(['keys', 'add', '--data', db, '--consumer', 'one', '--plan', 'free', '--id', 'o1']);
+    expect(first.code).toBe(0);
+    const server = await startServer({ args: ['--keys', 'store', '--data', db] });
+    try {
+      expect((await get(server, first.stdout.trim())).status).toBe(200);
+      const add = await runCommand(['keys', 'add', '--data', db, '--consumer', 'two', '--plan', 'pro']);
+      expect(await until(server, add.stdout.trim(), 200)).toBeLessThanOrEqual(FLEET_MS);
+      const file = join(dir, 'keys.json');
+      writeFileSync(
+        file,
+        JSON.stringify({
+          keys: [
+            { name: 'legacy', sha256: createHash('sha256').update('psk_legacy-token').digest('hex'), plan: 'free' },
+          ],
+        }),
+      );
+      const imports = [
+        await runCommand(['keys', 'import', file, '--data', db]),
+        await runCommand(['keys', 'import', file, '--data', db]),
+      ];
+      expect(imports.map((r) => [r.code, r.stderr])).toEqual([
+        [0, `imported ${file}: 1 of 1 consumers changed\n`],
+        [0, `imported ${file}: 0 of 1 consumers changed\n`],
+      ]);
+      expect(await until(server, 'psk_legacy-token', 200)).toBeLessThanOrEqual(FLEET_MS);
+      const audit = await runCommand(['keys', 'audit', '--data', db, '--json']);
+      expect((JSON.parse(audit.stdout) as { records: { action: string }[] }).records.map((r) => r.action)).toEqual([
+        'key.add',
+        'key.add',
+        'keys.import',
+      ]);
+    } finally {
+      expect(await server.stop()).toBe(0);
     }
   });
 });
