@@ -16,7 +16,7 @@ import { limitBody } from './steps/body-limit.ts';
 import { corsStep } from './steps/cors.ts';
 import { requestCounter } from './steps/count-requests.ts';
 import { requestLogSteps } from './steps/request-log.ts';
-import { MAX_URI_BYTES, uriTooLong } from './steps/uri-limit.ts';
+import { MAX_URI_BYTES, pathAndQuery, uriTooLong } from './steps/uri-limit.ts';
 
 export interface PipelineOptions {
   log: Logger;
@@ -141,18 +141,15 @@ export function pipeline({
       return { ...reply, etag: link === undefined ? weakEtag(reply.body) : weakEtag(reply.body, link) };
     };
 
+    /** Steps 5 (the kept answer), 6 and 7: a kept answer is used while the store is unchanged. */
     async function served(c: Context<AppEnv>): Promise<Response> {
-      if (op.memo) {
-        // The path and query as sent: the same text always validates to the same input.
-        const url = c.req.url;
-        const key = url.slice(url.indexOf('/', url.indexOf('://') + 3));
-        const version = store.version();
-        const kept = memo.get(key, version);
-        if (kept) return answer(c, kept);
-        const reply = tagged(await op.handler(await readInput(c, principalOf(c.get('caller'))), handlerDeps));
-        return answer(c, reply.status === 200 ? memo.set(key, version, reply) : reply);
-      }
-      return answer(c, tagged(await op.handler(await readInput(c, principalOf(c.get('caller'))), handlerDeps)));
+      // The path and query as sent: the same text always validates to the same input.
+      const key = op.memo ? pathAndQuery(c.req.url) : undefined;
+      const version = key === undefined ? undefined : store.version();
+      const kept = key === undefined ? undefined : memo.get(key, version);
+      if (kept) return answer(c, kept);
+      const reply = tagged(await op.handler(await readInput(c, principalOf(c.get('caller'))), handlerDeps));
+      return answer(c, key !== undefined && reply.status === 200 ? memo.set(key, version, reply) : reply);
     }
 
     return function operation(c) {
