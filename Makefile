@@ -166,7 +166,7 @@ contract-lint: node_modules/.stamp $(TS_CLIENT) ## contract/openapi.yaml: Redocl
 	$(NODE_BIN)/redocly lint contract/openapi.yaml
 	$(NODE_BIN)/spectral lint --ruleset .spectral.yaml --fail-severity warn contract/openapi.yaml
 	$(BUN) scripts/contract-validate.ts contract/openapi.yaml
-	$(NODE_BIN)/tsc --noEmit -p clients/typescript
+	$(NODE_BIN)/tsc --noEmit -p clients/codegen/typescript
 
 # The clients integrators generate from the contract (gitignored, under dist/). The TypeScript
 # one is openapi-typescript's types used with openapi-fetch; the Python one a package written by
@@ -180,7 +180,7 @@ $(PY_CLIENT): .venv/.stamp contract/openapi.yaml
 
 .PHONY: client-test
 client-test: build $(TS_CLIENT) $(PY_CLIENT) ## generated TypeScript and Python clients run a scenario through Prism (proxy) against dist/petstore
-	$(NODE_BIN)/tsc --noEmit -p clients/typescript
+	$(NODE_BIN)/tsc --noEmit -p clients/codegen/typescript
 	.venv/bin/ruff check clients/python && .venv/bin/ruff format --check clients/python
 	$(BUN) scripts/client-test.ts
 

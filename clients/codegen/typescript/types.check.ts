@@ -1,7 +1,7 @@
 // Type-level test of the contract as openapi-typescript (defaults) reads it: `make contract-lint`
 // generates dist/clients/typescript/schema.ts and runs `tsc` on this file. A wrong contract makes
 // `tsc` fail; nothing here runs.
-import type { components, paths } from '../../dist/clients/typescript/schema.ts';
+import type { components, paths } from '../../../dist/clients/typescript/schema.ts';
 
 type NewPet = paths['/pets']['post']['requestBody']['content']['application/json'];
 type Pet = components['schemas']['Pet'];
