@@ -184,6 +184,17 @@ client-test: build $(TS_CLIENT) $(PY_CLIENT) ## generated TypeScript and Python 
 	.venv/bin/ruff check clients/python && .venv/bin/ruff format --check clients/python
 	$(BUN) scripts/client-test.ts
 
+# The published TypeScript client, built as its README says: `npm install && npm pack` in its
+# folder (types generated from the contract, then tsc), giving $(TS_PKG)/petstore-client-<version>.tgz.
+TS_PKG := clients/typescript
+.PHONY: ts-client ts-client-test
+ts-client: ## @petstore/client: npm install && npm pack in clients/typescript (types and methods from the contract)
+	cd $(TS_PKG) && npm install --no-audit --no-fund && npm pack
+
+ts-client-test: build ts-client ## @petstore/client against dist/petstore: every operation, one real minute of rate limits, lost answers, paging, the tarball under Node, Bun and Deno (~90 s)
+	$(NODE_BIN)/tsc --noEmit -p $(TS_PKG)/test
+	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 150000 ./$(TS_PKG)/test
+
 contract-test: contract-lint build .venv/.stamp ## Dredd and Schemathesis against dist/petstore; JUnit XML in reports/
 	$(BUN) contract/test.ts
 

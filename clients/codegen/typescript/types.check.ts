@@ -19,11 +19,11 @@ export const unknownField: NewPet = { name: 'Rex', categoryId: 1, owner: 'me' };
 
 // `Pet.status` is always present and one of the three names.
 export const statusIsOneOfThree: Equal<Pet['status'], 'available' | 'pending' | 'sold'> = true;
-export const statusIsRequired: Equal<{} extends Pick<Pet, 'status'> ? 'optional' : 'required', 'required'> = true;
+export const statusIsRequired: Equal<
+  Record<never, never> extends Pick<Pet, 'status'> ? 'optional' : 'required',
+  'required'
+> = true;
 export const petIsExact: Equal<keyof Pet, 'id' | 'name' | 'categoryId' | 'status'> = true;
 
 // listPets answers an array of Pet; getPet one Pet.
-export const listed: Equal<
-  paths['/pets']['get']['responses'][200]['content']['application/json'],
-  Pet[]
-> = true;
+export const listed: Equal<paths['/pets']['get']['responses'][200]['content']['application/json'], Pet[]> = true;

@@ -114,4 +114,6 @@ ${operations.map(binding).join('\n')}
 }
 `,
 );
-console.log(`generate: ${operations.length} operations (${operations.map((o) => o.id).join(', ')}) -> ${relative(PACKAGE, OUT)}/`);
+console.log(
+  `generate: ${operations.length} operations (${operations.map((o) => o.id).join(', ')}) -> ${relative(PACKAGE, OUT)}/`,
+);

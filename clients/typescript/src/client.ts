@@ -55,7 +55,8 @@ class Transport {
 
   constructor({ apiKey, baseUrl, maxRetries = DEFAULT_MAX_RETRIES, onRateLimit, logger, fetch }: ClientOptions) {
     if (!apiKey) throw new TypeError('createClient: apiKey is required');
-    if (!/^https?:\/\/\S+$/.test(baseUrl)) throw new TypeError(`createClient: baseUrl must be an http(s) URL, got "${baseUrl}"`);
+    if (!/^https?:\/\/\S+$/.test(baseUrl))
+      throw new TypeError(`createClient: baseUrl must be an http(s) URL, got "${baseUrl}"`);
     if (!Number.isInteger(maxRetries) || maxRetries < 0) {
       throw new TypeError(`createClient: maxRetries must be a whole number from 0, got ${maxRetries}`);
     }
@@ -102,7 +103,12 @@ class Transport {
   }
 
   /** Sends until an answer is final: a success, an error not worth retrying, or the last retry's. */
-  async #send(id: OperationId, url: string, body: unknown, { signal, idempotencyKey }: CreateOptions): Promise<Response> {
+  async #send(
+    id: OperationId,
+    url: string,
+    body: unknown,
+    { signal, idempotencyKey }: CreateOptions,
+  ): Promise<Response> {
     const { method, idempotencyKey: keyed } = OPERATIONS[id];
     const headers: Record<string, string> = { authorization: this.#authorization, accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
@@ -116,7 +122,9 @@ class Transport {
     if (body !== undefined) init.body = JSON.stringify(body);
 
     for (let retry = 0; ; retry++) {
-      await this.#pacer.acquire(signal, (waitMs) => this.#tell({ operationId: id, reason: 'paced', waitMs, attempt: 0 }));
+      await this.#pacer.acquire(signal, (waitMs) =>
+        this.#tell({ operationId: id, reason: 'paced', waitMs, attempt: 0 }),
+      );
       let response: Response;
       try {
         response = await this.#fetch(url, init);

@@ -43,7 +43,8 @@ export function sleep(ms: number | undefined, signal?: AbortSignal, wake?: Promi
     };
     const onAbort = () => finish(() => reject(signal?.reason));
     // Clamped, as setTimeout fires at once for a delay past 2^31-1 ms (24.8 days).
-    const timer = ms === undefined ? undefined : setTimeout(() => finish(resolve), Math.min(Math.max(0, ms), 2 ** 31 - 1));
+    const timer =
+      ms === undefined ? undefined : setTimeout(() => finish(resolve), Math.min(Math.max(0, ms), 2 ** 31 - 1));
     signal?.addEventListener('abort', onAbort, { once: true });
     void wake?.then(() => finish(resolve));
   });
