@@ -34,8 +34,12 @@ export interface ClientOptions {
   baseUrl: string;
   /** Retries after the first try, on 429, connection errors, 502, 503 and 504 (default 3). */
   maxRetries?: number;
-  /** Called before each wait for the rate limit; return `false` to fail the call instead. */
-  onRateLimit?: (info: RateLimitInfo) => boolean | undefined;
+  /**
+   * Called before each wait for the rate limit; return `false` to fail the call instead: with
+   * the 429, or, for a `paced` hold, a `PetstoreError` `rate_limited` of the client's own
+   * (status 429, `Retry-After` the hold's length; nothing was sent).
+   */
+  onRateLimit?: (info: RateLimitInfo) => unknown;
   /** Receives the deprecation warning (default `console`). */
   logger?: Logger;
   /** The `fetch` to send with (default `globalThis.fetch`). */

@@ -17,6 +17,8 @@ const KEYS: KeySpec[] = [
   { name: 'ops', plan: 'enterprise', limits: { perMinute: 5_000, perDay: 100_000 } },
   // Two requests a minute, and never banned here: the tests below run into its limit on purpose.
   { name: 'tiny', plan: 'enterprise', limits: { perMinute: 2, perDay: 1_000 }, ban: { seconds: 1, threshold: 1_000 } },
+  // Banned for 15 minutes by its first refusal.
+  { name: 'banned', plan: 'enterprise', limits: { perMinute: 1, perDay: 1_000 }, ban: { seconds: 900, threshold: 1 } },
 ];
 
 let server: Running;
@@ -264,5 +266,30 @@ describe('the rate limit, seen by the caller', () => {
     ]);
     expect(held[0]?.waitMs).toBeGreaterThan(1_000);
     expect(sent).toEqual([]);
+  });
+
+  test('a ban is thrown at once, and the calls after it are held, not sent', async () => {
+    await createClient({ apiKey: tokenOf('banned'), baseUrl }).listPets();
+    const { sent, fetch } = recording();
+    const told: RateLimitInfo[] = [];
+    const onRateLimit = (info: RateLimitInfo) => {
+      told.push(info);
+      return false;
+    };
+    const petstore = createClient({ apiKey: tokenOf('banned'), baseUrl, fetch, onRateLimit });
+    const banned = await rejection(petstore.listPets());
+    expect(banned).toMatchObject({ code: 'key_banned', status: 429 });
+    expect((banned as PetstoreError).headers.get('retry-after')).toBe('900');
+    expect(sent).toHaveLength(1);
+
+    // onRateLimit answers false to the hold: the call fails with the client's own rate_limited.
+    const held = await rejection(petstore.listPets());
+    expect(held).toBeInstanceOf(PetstoreError);
+    expect(held).toMatchObject({ code: 'rate_limited', status: 429 });
+    expect((held as PetstoreError).message).toMatch(
+      /^The key has no request left for 90[01] s; the call was not sent\.$/,
+    );
+    expect(told.map(({ reason, attempt }) => ({ reason, attempt }))).toEqual([{ reason: 'paced', attempt: 0 }]);
+    expect(sent).toHaveLength(1);
   });
 });
