@@ -166,7 +166,7 @@ contract-lint: node_modules/.stamp $(TS_CLIENT) ## contract/openapi.yaml: Redocl
 	$(NODE_BIN)/redocly lint contract/openapi.yaml
 	$(NODE_BIN)/spectral lint --ruleset .spectral.yaml --fail-severity warn contract/openapi.yaml
 	$(BUN) scripts/contract-validate.ts contract/openapi.yaml
-	$(NODE_BIN)/tsc --noEmit -p clients/typescript
+	$(NODE_BIN)/tsc --noEmit -p clients/codegen/typescript
 
 # The clients integrators generate from the contract (gitignored, under dist/). The TypeScript
 # one is openapi-typescript's types used with openapi-fetch; the Python one a package written by
@@ -180,9 +180,20 @@ $(PY_CLIENT): .venv/.stamp contract/openapi.yaml
 
 .PHONY: client-test
 client-test: build $(TS_CLIENT) $(PY_CLIENT) ## generated TypeScript and Python clients run a scenario through Prism (proxy) against dist/petstore
-	$(NODE_BIN)/tsc --noEmit -p clients/typescript
+	$(NODE_BIN)/tsc --noEmit -p clients/codegen/typescript
 	.venv/bin/ruff check clients/python && .venv/bin/ruff format --check clients/python
 	$(BUN) scripts/client-test.ts
+
+# The published TypeScript client, built as its README says: `npm install && npm pack` in its
+# folder (types generated from the contract, then tsc), giving $(TS_PKG)/petstore-client-<version>.tgz.
+TS_PKG := clients/typescript
+.PHONY: ts-client ts-client-test
+ts-client: ## @petstore/client: npm install && npm pack in clients/typescript (types and methods from the contract)
+	cd $(TS_PKG) && npm install --no-audit --no-fund && npm pack
+
+ts-client-test: build ts-client ## @petstore/client against dist/petstore: every operation, one real minute of rate limits, lost answers, paging, the tarball under Node, Bun and Deno (~90 s)
+	$(NODE_BIN)/tsc --noEmit -p $(TS_PKG)/test
+	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 150000 ./$(TS_PKG)/test
 
 contract-test: contract-lint build .venv/.stamp ## Dredd and Schemathesis against dist/petstore; JUnit XML in reports/
 	$(BUN) contract/test.ts

@@ -25,7 +25,7 @@ const VIOLATION = /violation/i;
 const clients: Array<{ name: string; cmd: string[]; env?: Record<string, string> }> = [
   {
     name: 'TypeScript (openapi-typescript + openapi-fetch)',
-    cmd: [process.execPath, 'clients/typescript/scenario.ts'],
+    cmd: [process.execPath, 'clients/codegen/typescript/scenario.ts'],
   },
   {
     name: 'Python (openapi-python-client)',

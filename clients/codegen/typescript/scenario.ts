@@ -5,7 +5,7 @@
 // check is exact; the first that fails exits 1.
 import { deepStrictEqual, ok, strictEqual } from 'node:assert/strict';
 import createClient from 'openapi-fetch';
-import type { components, paths } from '../../dist/clients/typescript/schema.ts';
+import type { components, paths } from '../../../dist/clients/typescript/schema.ts';
 
 type Pet = components['schemas']['Pet'];
 
