@@ -65,9 +65,29 @@ export function documentServers({ publicUrl, stagingUrl }: DocsOptions): ServerE
   return configured.length > 0 ? configured : [{ url: API_PREFIX, description: 'This server' }];
 }
 
+/** The contract's top-level `servers` block: its indented, blank and comment lines up to the next key. */
+const SERVERS_BLOCK = /^servers:\n(?:(?:[ \t].*)?\n)*/m;
+
 /**
- * Public documentation routes: the contract as YAML (verbatim) and JSON (with the configured
- * servers, never the request's host), and the Scalar reference page at `/docs` with its assets, all from the binary.
+ * The contract's YAML text with its `servers` replaced by `servers`, everything else as written
+ * (comments included): the same servers as the JSON form, without a YAML library in the binary.
+ *
+ * @example
+ * withServers('servers:\n  - url: http://x/v1\n\npaths: {}\n', [{ url: '/v1', description: 'This server' }])
+ * // 'servers:\n  - url: "/v1"\n    description: "This server"\n\npaths: {}\n'
+ */
+export function withServers(yaml: string, servers: readonly ServerEntry[]): string {
+  // JSON strings are YAML double-quoted scalars: any URL is written safely.
+  const entries = servers.map(
+    (s) => `  - url: ${JSON.stringify(s.url)}\n    description: ${JSON.stringify(s.description)}\n`,
+  );
+  // The blank line that ends the block stays, between it and the next key.
+  return yaml.replace(SERVERS_BLOCK, (block) => `servers:\n${entries.join('')}${block.endsWith('\n\n') ? '\n' : ''}`);
+}
+
+/**
+ * Public documentation routes: the contract as YAML and JSON, both with the configured servers
+ * (never the request's host), and the Scalar reference page at `/docs` with its assets, all from the binary.
  *
  * @example
  * app.route('/', docsRoutes({ publicUrl: 'https://api.petstore.example' }))
@@ -92,14 +112,15 @@ export function docsRoutes(options: DocsOptions = {}) {
     return page;
   };
 
-  // Public: any tool or page may load the contract (a code generator, an editor on another origin).
-  const yamlEtag = weakEtag(CONTRACT_YAML);
-  docs.get('/openapi.yaml', (c) => {
-    answerHeaders(c)['Access-Control-Allow-Origin'] = '*';
-    return conditional(c, CONTRACT_YAML, yamlEtag, 'application/yaml; charset=utf-8');
-  });
   // The servers come from the configuration only, never from the request.
   const servers = documentServers(options);
+  // Public: any tool or page may load the contract (a code generator, an editor on another origin).
+  const yaml = withServers(CONTRACT_YAML, servers);
+  const yamlEtag = weakEtag(yaml);
+  docs.get('/openapi.yaml', (c) => {
+    answerHeaders(c)['Access-Control-Allow-Origin'] = '*';
+    return conditional(c, yaml, yamlEtag, 'application/yaml; charset=utf-8');
+  });
   docs.get('/openapi.json', async (c) => {
     const body = JSON.stringify({ ...(await parsed()), servers });
     const headers = answerHeaders(c);
