@@ -59,14 +59,28 @@ async function healthcheck(argv: readonly string[]): Promise<number> {
   }
   const envHost = process.env.HOST ?? '';
   const host = f.get('--host') ?? (WILDCARD_HOSTS.has(envHost) ? '127.0.0.1' : envHost);
-  try {
-    const res = await fetch(`http://${host.includes(':') ? `[${host}]` : host}:${port}/healthz`, {
-      signal: AbortSignal.timeout(HEALTHCHECK_TIMEOUT_MS),
-    });
-    return res.status === 200 ? 0 : 1;
-  } catch {
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}/healthz`;
+  // Silent when healthy; otherwise one line on stderr, which a container's health log keeps.
+  const unhealthy = (reason: string) => {
+    process.stderr.write(`petstore healthcheck: ${url}: ${reason}\n`);
     return 1;
+  };
+  let res: Response;
+  try {
+    res = await fetch(url, { signal: AbortSignal.timeout(HEALTHCHECK_TIMEOUT_MS) });
+  } catch (err) {
+    const { name, message, code, cause } = err as Error & { code?: string; cause?: { code?: string } };
+    if (name === 'TimeoutError') return unhealthy(`no answer within ${HEALTHCHECK_TIMEOUT_MS / 1000} s`);
+    // Bun says ConnectionRefused, Node ECONNREFUSED in the cause, Deno "Connection refused" in the message.
+    if (/refused/i.test(`${code} ${cause?.code} ${message}`)) {
+      return unhealthy('connection refused: is the server running, on this port and host?');
+    }
+    return unhealthy(message);
   }
+  if (res.status === 200) return 0;
+  const body: unknown = await res.json().catch(() => undefined);
+  const said = body && typeof body === 'object' && 'message' in body ? `: ${String(body.message)}` : '';
+  return unhealthy(`answered ${res.status}${said}`);
 }
 
 /** Subcommands other than serving. */
