@@ -69,10 +69,13 @@ async function healthcheck(argv: readonly string[]): Promise<number> {
   try {
     res = await fetch(url, { signal: AbortSignal.timeout(HEALTHCHECK_TIMEOUT_MS) });
   } catch (err) {
-    const { name, message, code, cause } = err as Error & { code?: string; cause?: { code?: string } };
+    const { name, message, code, cause } = err as Error & {
+      code?: string;
+      cause?: { code?: string; message?: string };
+    };
     if (name === 'TimeoutError') return unhealthy(`no answer within ${HEALTHCHECK_TIMEOUT_MS / 1000} s`);
-    // Bun says ConnectionRefused, Node ECONNREFUSED in the cause, Deno "Connection refused" in the message.
-    if (/refused/i.test(`${code} ${cause?.code} ${message}`)) {
+    // Bun says ECONNREFUSED in the error, Node in its cause, Deno "Connection refused" in its cause's message.
+    if (/refused/i.test(`${code} ${message} ${cause?.code} ${cause?.message}`)) {
       return unhealthy('connection refused: is the server running, on this port and host?');
     }
     return unhealthy(message);
