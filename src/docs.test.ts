@@ -182,7 +182,6 @@ describe('GET /openapi.json', () => {
     const { servers: __, ...contract } = YAML.parse(CONTRACT_YAML) as Record<string, unknown>;
     expect(rest).toEqual(contract);
   });
-
 });
 
 describe('GET /openapi.yaml', () => {
