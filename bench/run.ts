@@ -38,6 +38,7 @@ import {
 } from './lib/setup.ts';
 import { writeReport } from './lib/write.ts';
 import { runWrk } from './lib/wrk.ts';
+import { strangerCost } from './strangers.ts';
 
 const ROOT = join(import.meta.dir, '..');
 const BINARY = join(ROOT, 'dist/petstore');
@@ -199,6 +200,8 @@ async function main(): Promise<void> {
     waves.push({ statuses, rssMiB: mib(fresh.rss()) });
   }
   await fresh.stop();
+  console.log('bench: memory per stranger (bench/strangers.ts)');
+  const perStranger = await strangerCost(BINARY);
 
   const bunBytes = statSync(realpathSync(BUN)).size;
   const bytes = statSync(BINARY).size;
@@ -228,7 +231,7 @@ async function main(): Promise<void> {
       samplesMs: samples.map((s) => Math.round(s * 100) / 100),
     },
     binary: { bytes, bunBytes, overMiB: mib(bytes - bunBytes) },
-    memory: { idleMiB, perWave: FLOOD, settleMs: SETTLE_MS, waves },
+    memory: { idleMiB, perWave: FLOOD, settleMs: SETTLE_MS, waves, perStranger },
     targets: [],
   };
   results.targets = checkTargets(results);

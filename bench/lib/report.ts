@@ -6,6 +6,18 @@ export type ServerName = 'petstore' | 'base' | 'bare' | 'floor' | 'hono' | 'expr
 /** Column order of the tables and the chart. */
 export const SERVERS: readonly ServerName[] = ['petstore', 'base', 'bare', 'floor', 'hono', 'express'];
 
+/** What one more client address without a valid key costs the product (bench/strangers.ts). */
+export interface StrangerCost {
+  /** Strangers in the measured wave. */
+  readonly strangers: number;
+  /** RSS growth over the measured wave, divided by its strangers. */
+  readonly bytesPerStranger: number;
+  /** RSS idle, after the first wave and after the second (MiB). */
+  readonly rssMiB: readonly [number, number, number];
+  /** Answers of the measured wave: all 401 while every stranger gets its own entry. */
+  readonly statuses: Record<number, number>;
+}
+
 /** One wrk round, with the server's CPU time per request over it. */
 export interface Round extends WrkResult {
   /** Server CPU (user + system) per request, in µs: what the load generator cannot hide. */
@@ -56,6 +68,8 @@ export interface Results {
     /** Idle time after each wave before RSS is read. */
     settleMs: number;
     waves: { statuses: Record<number, number>; rssMiB: number }[];
+    /** What one more client address costs (bench/strangers.ts); the README's figure. */
+    perStranger?: StrangerCost;
   };
   targets: Target[];
 }
@@ -308,6 +322,11 @@ export function renderReport(results: Results): string {
       .join(
         '; ',
       )}. Once the limiter holds 100,000 subjects, newcomers share one overflow quota per plan, hence the 429s.`,
+    ...(memory.perStranger
+      ? [
+          `Memory per stranger ([strangers.ts](strangers.ts)): ${memory.perStranger.bytesPerStranger} bytes of RSS for each of ${fmt(memory.perStranger.strangers)} more addresses, each with a bad token (RSS ${memory.perStranger.rssMiB.join(' → ')} MiB: idle, after the first wave, after the measured one).`,
+        ]
+      : []),
     '',
     '![Throughput and p99 latency per scenario](chart.svg)',
   ].join('\n');

@@ -320,7 +320,7 @@ describe('SIGHUP reloads the keys file', () => {
       server.child.kill('SIGHUP');
       expect(await logLine(server, { msg: 'keys reloaded' })).toEqual({
         time: expect.stringMatching(ISO_TIME),
-        level: 'warn',
+        level: 'info',
         msg: 'keys reloaded',
         file: keysFile,
         keysByPlan: { pro: 1, business: 1 },

@@ -8,9 +8,9 @@ import { SlidingWindowLimiter } from '../gateway/limiter/memory.ts';
 import { createLogger } from '../log.ts';
 import { describeData, openStore } from '../store/open.ts';
 import { VERSION } from '../version.ts';
-import { checkOpenFiles } from './fd-limit.ts';
-import { loadKeys, readKeysFile } from './keys-source.ts';
-import type { RuntimeAdapter } from './server.ts';
+import { checkOpenFiles, openFilesNeeded } from './fd-limit.ts';
+import { announceDevKey, loadKeys, readKeysFile } from './keys-source.ts';
+import type { RunningServer, RuntimeAdapter, ServeOptions } from './server.ts';
 import { handleSignals } from './signals.ts';
 
 // Defined by `bun build --define` for a compiled binary (scripts/lib/build-info.sh), else undeclared.
@@ -35,20 +35,26 @@ function trustedProxies(cidrs: readonly string[]): TrustedProxies {
   }
 }
 
+/** The address to show a person for `host:port`: a wildcard bind is reached on localhost. */
+function origin(host: string, port: number): string {
+  const name = host === '' || host === '0.0.0.0' || host === '::' ? 'localhost' : host;
+  return `http://${name.includes(':') ? `[${name}]` : name}:${port}`;
+}
+
 /**
- * Serves `config`: loads the keys, opens the store, builds the limiter and the app, listens,
- * installs the signal handlers and logs `listening` last. Resolves once listening; the process
- * then runs until a signal stops it.
+ * Serves `config`: loads the keys, binds the port, opens the store, builds the limiter and the
+ * app, installs the signal handlers, and only then shows the development key (if any) and logs
+ * `listening`. Resolves once serving; the process then runs until a signal stops it.
  *
  * @example
  * await startServer(parseConfig(process.argv.slice(2), process.env))
  */
 export async function startServer(config: Config): Promise<void> {
   const log = createLogger({ level: config.logLevel, format: config.logFormat });
-  checkOpenFiles(log);
   const trust = trustedProxies(config.trustProxy);
-  let keys = new KeyTable(loadKeys(config, log));
-  const store = await openStore(config.data, log);
+  const { records, devToken } = loadKeys(config, log);
+  let keys = new KeyTable(records);
+  checkOpenFiles(log, openFilesNeeded(new Set(records.map((r) => r.consumer.name)).size, config.maxInFlight));
   const adapter = await loadAdapter();
   // prom-client is loaded only with metrics on: it was most of the binary's start-up.
   const metrics =
@@ -57,6 +63,30 @@ export async function startServer(config: Config): Promise<void> {
       : undefined;
   metrics?.keysLoaded(keys.countByPlan());
   metrics?.consumers.load(keys.records());
+  // The ports are bound before the store opens, so a port in use leaves no new database file
+  // behind; a request that arrives meanwhile waits for the app.
+  let appReady: (fetch: ServeOptions['fetch']) => void = () => {};
+  const ready = new Promise<ServeOptions['fetch']>((resolve) => {
+    appReady = resolve;
+  });
+  let handle: ServeOptions['fetch'] = (req, env) => ready.then((fetch) => fetch(req, env));
+  const server = await adapter.serve({
+    fetch: (req, env) => handle(req, env),
+    port: config.port,
+    hostname: config.host,
+    headerTimeoutSeconds: config.headerTimeoutSeconds,
+    idleTimeoutSeconds: config.idleTimeoutSeconds,
+  });
+  const servers: RunningServer[] = [server];
+  const metricsServer =
+    metrics && config.metricsPort !== null
+      ? await adapter.serve({ fetch: metricsApp(metrics).fetch, port: config.metricsPort, hostname: config.host })
+      : undefined;
+  if (metricsServer) servers.push(metricsServer);
+  const store = await openStore(config.data, log).catch(async (err: unknown) => {
+    await Promise.all(servers.map((s) => s.stop(true)));
+    throw err;
+  });
   const onEvent = (e: LimiterEvent) => {
     if (e.type === 'ban_end') return log.warn('ban ended', { subject: e.subject.label, plan: e.subject.plan });
     metrics?.banned(e.subject.plan);
@@ -95,17 +125,8 @@ export async function startServer(config: Config): Promise<void> {
     ...(shared ? { limiterStatus: () => shared.status() } : {}),
     corsOrigins: config.corsOrigins,
   });
-  const server = await adapter.serve({
-    fetch: app.fetch,
-    port: config.port,
-    hostname: config.host,
-    headerTimeoutSeconds: config.headerTimeoutSeconds,
-    idleTimeoutSeconds: config.idleTimeoutSeconds,
-  });
-  const metricsServer =
-    metrics && config.metricsPort !== null
-      ? await adapter.serve({ fetch: metricsApp(metrics).fetch, port: config.metricsPort, hostname: config.host })
-      : undefined;
+  handle = app.fetch;
+  appReady(app.fetch);
 
   const reload = () => {
     if (!config.keys) return log.warn('SIGHUP: no keys file to reload (started without --keys)');
@@ -115,7 +136,7 @@ export async function startServer(config: Config): Promise<void> {
       metrics?.reloaded(true);
       metrics?.keysLoaded(keysByPlan);
       metrics?.consumers.load(keys.records());
-      log.warn('keys reloaded', { file: config.keys, keysByPlan });
+      log.info('keys reloaded', { file: config.keys, keysByPlan });
     } catch (err) {
       metrics?.reloaded(false);
       log.error('keys reload failed; keeping the previous keys', { file: config.keys, error: (err as Error).message });
@@ -124,7 +145,7 @@ export async function startServer(config: Config): Promise<void> {
   handleSignals({
     log,
     reload,
-    servers: metricsServer ? [server, metricsServer] : [server],
+    servers,
     shutdownSeconds: config.shutdownSeconds,
     onStopping: () => {
       stopping = true;
@@ -135,6 +156,7 @@ export async function startServer(config: Config): Promise<void> {
     },
   });
 
+  if (devToken) announceDevKey(devToken, origin(config.host, server.port), log);
   // Last: whoever waits for this line may signal at once.
   log.info('listening', {
     version: VERSION,

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import * as v from 'valibot';
 import { SCOPES, type Scope } from '../../api/scopes.ts';
 import { type BanPolicy, type Limits, PLAN_LIMITS, type PlanName } from '../plans.ts';
+import { describeJsonError, jsonSyntaxError } from './json-syntax.ts';
 import { type ConsumerKey, KeysDocument, rfc3339 } from './schema.ts';
 
 export { KEY_NAME } from './schema.ts';
@@ -37,17 +38,19 @@ export class KeysFileError extends Error {
 
 /**
  * Parses and validates a keys file's text into its document; throws `KeysFileError` naming
- * the entry, the field and the bad value. Cross-entry checks are `parseKeys`'s.
+ * the entry, the field and the bad value, or for bad JSON the file, line and column with the
+ * line quoted. Cross-entry checks are `parseKeys`'s.
  *
  * @example
  * parseDocument('{"consumers":[{"name":"acme","plan":"pro","keys":[]}]}').consumers?.[0]?.name // 'acme'
  */
-export function parseDocument(text: string): KeysDocument {
+export function parseDocument(text: string, file?: string): KeysDocument {
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (err) {
-    throw new KeysFileError(`not valid JSON: ${(err as Error).message}`);
+    const syntax = jsonSyntaxError(text);
+    throw new KeysFileError(syntax ? describeJsonError(syntax, file) : `not valid JSON: ${(err as Error).message}`);
   }
   const result = v.safeParse(KeysDocument, json);
   if (!result.success) throw new KeysFileError(describe(result.issues[0]));
@@ -62,8 +65,8 @@ export function parseDocument(text: string): KeysDocument {
  * @example
  * parseKeys('{"keys":[{"name":"acme","sha256":"9f86…","plan":"free"}]}')
  */
-export function parseKeys(text: string): KeyRecord[] {
-  return keyRecords(parseDocument(text));
+export function parseKeys(text: string, file?: string): KeyRecord[] {
+  return keyRecords(parseDocument(text, file));
 }
 
 /**

@@ -15,10 +15,13 @@
  * admitted in (t - W - b, t]. (`memory.test.ts` checks both against an exact log.) Day buckets of 15 min keep the day's slack (b/W = 1.04 %) below
  * the minute's (1/60 = 1.67 %) at a third of the memory of 5 min buckets.
  *
- * Memory per tracked subject: 632 bytes of counters (61 + 97 slots of 4 bytes); with the objects
- * and the LRU entry, measured 1.1 KB under Bun 1.4 and 1.3 KB under Node 20, so the default
- * 100,000 client addresses take 110-130 MB at most. A subject refused within the last minute
- * also holds a 244-byte refusal counter.
+ * Memory per tracked subject: a window whose counted requests all sit in one bucket keeps no
+ * ring (`BucketWindow`), so a stranger that sent a request or a few costs about 450 bytes of
+ * heap with its LRU entry (`bench/strangers.ts` measures it from outside). One whose requests
+ * span buckets holds 632 bytes of counters (61 + 97 slots of 4 bytes): with the objects and the
+ * LRU entry about 1.1 KB under Bun 1.4 and 1.3 KB under Node 20, so the default 100,000 client
+ * addresses take 110-130 MB at most. A subject refused within the last minute also holds a
+ * refusal counter (up to 244 bytes).
  *
  * Consumers and addresses apart. Consumers (API keys) are few and known: the keys file's. Each
  * has its own state, always, in a map of its own that nothing evicts; an entry goes once it has
@@ -63,7 +66,7 @@ const SWEEP_INTERVAL_MS = 60_000;
 export interface SlidingWindowLimiterOptions {
   /** Where time comes from; tests pass a fake one. */
   clock?: Clock;
-  /** Most client addresses tracked at once (bounds memory: about 1.3 KB each); consumers are not counted. */
+  /** Most client addresses tracked at once (bounds memory: at most about 1.3 KB each); consumers are not counted. */
   maxSubjects?: number;
   /** Told when a ban starts and when it is seen to have ended. */
   onEvent?: (event: LimiterEvent) => void;
