@@ -132,8 +132,8 @@ export function checkTargets(results: Results): Target[] {
     );
   }
   for (const [id, label] of [
-    ['page-1m', 'Random page of 1M pets (`GET /v1/pets?limit=20&cursor=<random>`)'],
-    ['get-1m', 'Random pet of 1M (`GET /v1/pets/<random id>`)'],
+    ['page-1m', 'Random page of 1M pets (`GET /v1/pets?limit=20&cursor={random}`)'],
+    ['get-1m', 'Random pet of 1M (`GET /v1/pets/{random id}`)'],
   ] as const) {
     const base = at(id, 'base');
     targets.push(

@@ -77,7 +77,7 @@ export const SCENARIOS: Scenario[] = [
   // runtime's floor for the same read (sqlite-floor.ts) rather than bare, which replays bytes.
   {
     id: 'page-1m',
-    label: 'GET /v1/pets?limit=20&cursor=<random> (1M pets)',
+    label: 'GET /v1/pets?limit=20&cursor={random} (1M pets)',
     expect: 200,
     servers: ['petstore', 'base', 'sqlite'],
     data: 'million',
@@ -85,7 +85,7 @@ export const SCENARIOS: Scenario[] = [
   },
   {
     id: 'get-1m',
-    label: 'GET /v1/pets/<random id> (1M pets)',
+    label: 'GET /v1/pets/{random id} (1M pets)',
     expect: 200,
     servers: ['petstore', 'base', 'sqlite'],
     data: 'million',
