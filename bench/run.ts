@@ -3,7 +3,9 @@
  * physical limit), against Hono + hono/bearer-auth + hono-rate-limiter on Bun (what a Hono team
  * would write in an afternoon) and against Express + express-rate-limit on Node (the usual
  * alternative), optionally against an earlier commit's build (BENCH_BASE), in alternating wrk
- * rounds; then start-up, binary size and RSS under a flood of strangers.
+ * rounds; then random pages and pets of a million-pet file (lib/million.ts), where no memo
+ * helps, against `Bun.serve` + `bun:sqlite` on the same file (sqlite-floor.ts); then start-up,
+ * binary size and RSS under a flood of strangers.
  * Writes bench/results.json, bench/chart.svg and the generated part of bench/README.md.
  *
  * Knobs (environment): BENCH_SECONDS (4), BENCH_ROUNDS (4), BENCH_WARMUP (2), BENCH_STARTS (40),

@@ -3,8 +3,10 @@
  * (ignored by git) and reused by every later run, `make bench` and `make bench-profile` alike.
  * The product makes the schema itself (it is started once on the empty file, so its migrations
  * run), then one INSERT ... SELECT over a recursive CTE fills it in one transaction, inside
- * SQLite (~2 s). Every server of those scenarios opens this one file and only reads it, so the
- * operating system's cache of it is warm for all alike.
+ * SQLite (about a second). Every server of those scenarios opens this one file and only reads
+ * it, so the operating system's cache of it is warm for all alike. The schema is this tree's: a
+ * BENCH_BASE build with fewer migrations refuses the file at start, saying so (it cannot read a
+ * newer schema safely), and then cannot run these two scenarios.
  */
 import { Database } from 'bun:sqlite';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
