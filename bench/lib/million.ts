@@ -5,8 +5,8 @@
  * run), then one INSERT ... SELECT over a recursive CTE fills it in one transaction, inside
  * SQLite (about a second). Every server of those scenarios opens this one file and only reads
  * it, so the operating system's cache of it is warm for all alike. The schema is this tree's: a
- * BENCH_BASE build with fewer migrations refuses the file at start, saying so (it cannot read a
- * newer schema safely), and then cannot run these two scenarios.
+ * BENCH_BASE build with fewer migrations refuses the file at start (it cannot read a newer schema
+ * safely), and run.ts runs these two scenarios without it.
  */
 import { Database } from 'bun:sqlite';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
