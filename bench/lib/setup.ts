@@ -42,7 +42,7 @@ export interface Scenario {
   servers: ServerName[];
   /**
    * What the product builds serve: their own file of SEED_PETS pets (the default), or the shared
-   * read-only file of MILLION pets (lib/million.ts), with the SQLite floor beside them.
+   * file of MILLION pets that no scenario writes (lib/million.ts), with the SQLite floor beside them.
    */
   data?: 'million';
 }
