@@ -120,7 +120,7 @@ service-verify: build ## systemd-analyze verify scripts/petstore.service, and it
 	  systemd-analyze verify "$$t/petstore.service" && \
 	  systemd-analyze security --offline=yes --threshold=20 "$$t/petstore.service" | tail -n 1
 
-bench: build $(PEERS) ## wrk: dist/petstore vs bare Bun.serve, Hono's floor, the Hono and Express peers (~7 min; BENCH_BASE=<ref> adds that build, ~9 min); bench/README.md
+bench: build $(PEERS) ## wrk: dist/petstore vs bare Bun.serve, Hono's floor, the Hono and Express peers, and on 1M pets vs Bun.serve + bun:sqlite (~8½ min; BENCH_BASE=<ref> adds that build, ~11 min); bench/README.md
 	$(BUN) bench/run.ts
 
 bench-quick: build $(PEERS) ## a ~1 min smoke run of `make bench` (1 round of 1 s); report in bench/tmp/quick/, not over bench/README.md
@@ -129,7 +129,7 @@ bench-quick: build $(PEERS) ## a ~1 min smoke run of `make bench` (1 round of 1 
 bench-inprocess: node_modules/.stamp $(DOCS_GEN) ## BENCH_BASE=<ref>: this tree's app vs <ref>'s through app.fetch in one process, paired blocks (~1 min a scenario); for a busy machine
 	$(BUN) bench/inprocess.ts
 
-bench-profile: node_modules/.stamp $(DOCS_GEN) ## bun --cpu-prof of src/main.ts under wrk (list and 401 paths), summaries in bench/tmp/profile/ (~40 s)
+bench-profile: node_modules/.stamp $(DOCS_GEN) ## bun --cpu-prof of src/main.ts under wrk (list, 401, random pages and pets of 1M), summaries in bench/tmp/profile/ (~1 min)
 	$(BUN) bench/profile.ts
 
 .PHONY: fault-test fuzz soak
