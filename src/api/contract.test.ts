@@ -10,6 +10,7 @@ import { hashToken, parseKeys } from '../gateway/keys/file.ts';
 import { KeyTable } from '../gateway/keys/table.ts';
 import { SlidingWindowLimiter } from '../gateway/limiter/memory.ts';
 import type { PetStore } from '../store/store.ts';
+import { RateLimitStatus } from './rate-limit.ts';
 import {
   ALLOWED,
   CURSOR_PATTERN,
@@ -67,6 +68,7 @@ describe('the valibot schemas and the contract agree', () => {
     ['NewPet', NewPet],
     ['Pet', Pet],
     ['Error', ErrorBody],
+    ['RateLimitStatus', RateLimitStatus],
   ] as const)('%s', (name, schema) => {
     expect(fromValibot(schema)).toEqual(fromContract(name));
   });
