@@ -10,7 +10,6 @@ import { hashToken, parseKeys } from '../gateway/keys/file.ts';
 import { KeyTable } from '../gateway/keys/table.ts';
 import { SlidingWindowLimiter } from '../gateway/limiter/memory.ts';
 import type { PetStore } from '../store/store.ts';
-import { RateLimitStatus } from './rate-limit.ts';
 import {
   ALLOWED,
   CURSOR_PATTERN,
@@ -22,6 +21,7 @@ import {
   PAGE_SIZE_MAX,
   Pet,
   PetStatus,
+  RateLimitStatus,
 } from './schemas.ts';
 import { NOT_AN_OBJECT, NOT_JSON } from './validate.ts';
 

@@ -3,7 +3,7 @@ import type { Clock } from '../clock.ts';
 import type { Reply } from '../http/answer.ts';
 import type { PetStore } from '../store/store.ts';
 import type { OperationId } from './operation-ids.ts';
-import type { RateLimitStatus } from './rate-limit.ts';
+import type { RateLimitStatus } from './schemas.ts';
 import type { Scope } from './scopes.ts';
 
 /** The methods the API's operations use; HEAD is served by every GET. */

@@ -3,7 +3,7 @@ import * as v from 'valibot';
 import { ApiError, notJson, tooLarge } from '../http/errors.ts';
 import { roundedMember } from './json-numbers.ts';
 import type { Input, Operation } from './operation.ts';
-import type { RateLimitStatus } from './rate-limit.ts';
+import type { RateLimitStatus } from './schemas.ts';
 import { ALLOWED } from './schemas.ts';
 
 type Target = 'json' | 'query' | 'param' | 'header';

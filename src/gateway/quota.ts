@@ -1,4 +1,4 @@
-import type { RateLimitStatus } from '../api/rate-limit.ts';
+import type { RateLimitStatus } from '../api/schemas.ts';
 import type { Consumer } from './keys/file.ts';
 import type { Decision } from './limiter/limiter.ts';
 
