@@ -51,7 +51,10 @@ describe('monthly quotas, costs and report-only in the keys file', () => {
       { limits: { perMinute: 100, perDay: 1000, perMonth: 40 }, costs: { listPets: 50 } },
       'consumers[0] ("acme").costs.listPets: 50 is more than the perMonth quota (40), so no such request could ever be admitted',
     ],
-    [{ limits: { perMinute: 100, perDay: 1000, perMonth: 0 } }, 'consumers[0] ("acme").limits.perMonth: '],
+    [
+      { limits: { perMinute: 100, perDay: 1000, perMonth: 0 } },
+      'consumers[0] ("acme").limits.perMonth: must be an integer from 1 to 1000000000, got 0',
+    ],
     [{ enforce: 'no' }, 'consumers[0] ("acme").enforce: must be true or false, got "no"'],
   ])('refuses %j', (fields, message) => {
     expect(() => parseKeys(consumer(fields))).toThrow(KeysFileError);

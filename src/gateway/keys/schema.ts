@@ -31,17 +31,18 @@ export function rfc3339(text: string): number {
   return valid ? Date.parse(text) : Number.NaN;
 }
 
-const Quota = v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1_000_000_000));
+const QUOTA_MESSAGE = 'must be an integer from 1 to 1000000000';
+const Quota = v.pipe(
+  v.number(QUOTA_MESSAGE),
+  v.integer(QUOTA_MESSAGE),
+  v.minValue(1, QUOTA_MESSAGE),
+  v.maxValue(1_000_000_000, QUOTA_MESSAGE),
+);
 const Limits = v.strictObject({ perMinute: Quota, perDay: Quota, perMonth: v.optional(Quota) });
 /** Units a request of each operation spends; whether each fits its quotas is `keyRecords`'s check. */
 const Costs = v.record(
   v.picklist(COSTED_OPERATIONS, `must name an operation that costs something: ${COSTED_OPERATIONS.join(', ')}`),
-  v.pipe(
-    v.number('must be an integer from 1 to 1000000000'),
-    v.integer('must be an integer from 1 to 1000000000'),
-    v.minValue(1, 'must be an integer from 1 to 1000000000'),
-    v.maxValue(1_000_000_000, 'must be an integer from 1 to 1000000000'),
-  ),
+  Quota,
 );
 /** What a consumer sets besides its quotas (src/gateway/plans.ts, `Terms`). */
 const Terms = {
