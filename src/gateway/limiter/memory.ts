@@ -19,7 +19,7 @@
  * Memory per tracked subject: 632 bytes of counters (61 + 97 slots of 4 bytes); with the objects
  * and the LRU entry, measured 1.1 KB under Bun 1.4 and 1.3 KB under Node 20, so the default
  * 100,000 client addresses take 110-130 MB at most. A subject refused within the last minute
- * also holds a 244-byte refusal counter.
+ * also holds a 244-byte refusal counter, and one with a monthly quota a `MonthWindow` (three numbers).
  *
  * Consumers and addresses apart. Consumers (API keys) are few and known: the keys file's. Each
  * has its own state, always, in a map of its own that nothing evicts; an entry goes once it has
