@@ -152,8 +152,8 @@ postgres-test: build ## PostgreSQL store and durability tests on a throwaway ser
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh $(BUN) test --timeout 60000 ./src/store/postgres.test.ts ./scripts/durability.test.ts
 
 .PHONY: redis-test scale-out-test keys-redis-test
-keys-redis-test: build ## two dist/petstore sharing Redis: two keys of one consumer use up one quota
-	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-redis.sh $(BUN) test ./scripts/keys-redis.test.ts
+keys-redis-test: build ## two dist/petstore sharing Redis: two keys of one consumer use up one quota; costs spent exactly across both
+	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-redis.sh $(BUN) test ./scripts/keys-redis.test.ts ./scripts/quota-redis.test.ts
 
 redis-test: node_modules/.stamp ## the Redis limiter (its Lua script replayed against the in-process one) on a throwaway redis-server
 	scripts/with-redis.sh $(BUN) test ./src/gateway/limiter/redis.test.ts

@@ -8,6 +8,7 @@ import type { KeyTable } from './gateway/keys/table.ts';
 import type { LimiterStatus } from './gateway/limiter/failover.ts';
 import type { RateLimiter } from './gateway/limiter/limiter.ts';
 import type { BanPolicy } from './gateway/plans.ts';
+import { wouldRefuseReporter } from './gateway/report-only.ts';
 import { pipeline } from './http/pipeline.ts';
 import { type Logger, silentLogger } from './log.ts';
 import type { Metrics } from './metrics/registry.ts';
@@ -73,7 +74,12 @@ export function createApp({
   corsOrigins = [],
 }: AppOptions) {
   if (metrics) store = countStoreErrors(store, metrics);
-  const pass = gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, clock });
+  const wouldRefuse = wouldRefuseReporter({
+    log,
+    clock,
+    ...(metrics ? { count: (consumer, window) => metrics.wouldRefuse(consumer, window) } : {}),
+  });
+  const pass = gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, wouldRefuse, clock });
   const steps = pipeline({
     log,
     clock,

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import YAML from 'yaml';
 import { testApp } from '../../test/testing.ts';
 import { NO_SUCH_PATH } from '../http/errors.ts';
+import { OPERATION_IDS, QUOTA_READERS } from './operation-ids.ts';
 import { API_PREFIX, isApiPath, OPERATIONS } from './operations.ts';
 
 interface ContractOperation {
@@ -38,13 +39,18 @@ const fromTable: unknown[] = OPERATIONS.map((op) => ({
   id: op.id,
   method: op.method,
   path: op.path,
-  scope: [op.scope],
+  scope: op.scope === undefined ? [] : [op.scope],
   deprecated: op.deprecated !== undefined,
 })).sort((a, b) => a.id.localeCompare(b.id));
 
 describe('the table of operations and contract/openapi.yaml', () => {
   test('name the same operations: id, method, path, scope and deprecation', () => {
     expect(fromTable).toEqual(fromContract);
+  });
+
+  test('the table uses every id of operation-ids.ts once, and its quota readers read the quota', () => {
+    expect(OPERATIONS.map((op) => op.id).sort()).toEqual([...OPERATION_IDS].sort());
+    expect(OPERATIONS.filter((op) => op.readsQuota).map((op) => op.id)).toEqual([...QUOTA_READERS]);
   });
 
   test('every operation of the table is routed under the API prefix', async () => {

@@ -3,6 +3,7 @@ import * as v from 'valibot';
 import { ApiError, notJson, tooLarge } from '../http/errors.ts';
 import { roundedMember } from './json-numbers.ts';
 import type { Input, Operation } from './operation.ts';
+import type { RateLimitStatus } from './schemas.ts';
 import { ALLOWED } from './schemas.ts';
 
 type Target = 'json' | 'query' | 'param' | 'header';
@@ -25,24 +26,27 @@ export const NOT_JSON = 'body: must be a JSON object; this is not valid JSON.';
  * const input = await read(c, 'key:acme') // { query: { limit: 20 }, params: undefined, ... }
  * // GET /pets?limit=0 -> throws ApiError 400 "limit: must be an integer from 1 to 100."
  */
-export function inputReader(op: Operation): (c: Context, principal: string) => Input | Promise<Input> {
+export function inputReader(
+  op: Operation,
+): (c: Context, principal: string, quota?: RateLimitStatus) => Input | Promise<Input> {
   const query = op.query && checker('query', op.query);
   const params = op.params && checker('param', op.params);
   const headers = op.headers && checker('header', op.headers);
   const body = op.body && checker('json', op.body);
-  const fromRequest = (c: Context, principal: string, value?: unknown): Input => ({
+  const fromRequest = (c: Context, principal: string, quota?: RateLimitStatus): Input => ({
     query: query?.(queryOf(c)),
     params: params?.(c.req.param()),
     headers: headers?.(c.req.header()),
-    body: value,
+    body: undefined,
     principal,
+    quota,
   });
   if (!body) return fromRequest;
-  return async function withBody(c, principal) {
+  return async function withBody(c, principal, quota) {
     if (!isJson(c.req.header('content-type'))) throw notJson();
     const value = parseJsonBody(await c.req.arrayBuffer());
     // Headers first, then the body, as a client reads the request.
-    const input = fromRequest(c, principal);
+    const input = fromRequest(c, principal, quota);
     return { ...input, body: body(value) };
   };
 }

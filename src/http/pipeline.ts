@@ -4,7 +4,9 @@ import { isApiPath } from '../api/operations.ts';
 import { inputReader, refuseBodyOnGet } from '../api/validate.ts';
 import type { Clock } from '../clock.ts';
 import type { AppEnv } from '../env.ts';
-import { type GatewayPass, principalOf } from '../gateway/index.ts';
+import { type Gated, type GatewayPass, principalOf } from '../gateway/index.ts';
+import type { Decision } from '../gateway/limiter/limiter.ts';
+import { quotaStatus } from '../gateway/quota.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import type { OpsRoute } from '../ops/route.ts';
@@ -43,8 +45,9 @@ export interface PipelineOptions {
  *    answered, the log line and the metrics.
  * Then the route Hono matched. For an API operation (`operation`):
  * 2. CORS: a preflight is answered here, before any key is asked for;
- * 3. the gateway: identify the caller, its in-flight slot, the limiter, the rate-limit headers,
- *    the operation's scope; a refusal is answered at once;
+ * 3. the gateway: identify the caller, its in-flight slot, the limiter (spending the
+ *    operation's cost), the rate-limit headers, the operation's scope; a refusal is answered at
+ *    once; an operation that reads the quota gets it from the limiter's decision, on its input;
  * 4. the operation's fixed headers (a deprecated one's `Deprecation`, `Sunset`, successor `Link`);
  * 5. the body's limits (413, a body on GET), then the answer kept for this path and query, if any;
  * 6. the input, validated by the table's schemas (400, 415);
@@ -106,11 +109,11 @@ export function pipeline({
   };
 
   /** Steps 2 and 3, then `admitted` for a request the gateway lets through. */
-  async function gated(c: Context<AppEnv>, scope: string | undefined, admitted: () => Promise<Response>) {
+  async function gated(c: Context<AppEnv>, op: Gated, admitted: (decision: Decision) => Promise<Response>) {
     if (!gateway) throw new TypeError('pipeline: serving the API needs the gateway');
     const preflight = cors?.(c);
     if (preflight) return preflight;
-    const answered = await gateway(c, scope, admitted);
+    const answered = await gateway(c, op, admitted);
     return answered instanceof ApiError ? fail(c, answered) : answered;
   }
 
@@ -142,21 +145,27 @@ export function pipeline({
     };
 
     /** Steps 5 (the kept answer), 6 and 7: a kept answer is used while the store is unchanged. */
-    async function served(c: Context<AppEnv>): Promise<Response> {
+    async function served(c: Context<AppEnv>, decision: Decision): Promise<Response> {
+      const caller = c.get('caller');
+      if (op.readsQuota) {
+        // Admitted callers are consumers: a caller without a valid key got its 401 in the gateway.
+        const quota = caller.kind === 'consumer' ? quotaStatus(caller.consumer, decision) : undefined;
+        return answer(c, await op.handler(await readInput(c, principalOf(caller), quota), handlerDeps));
+      }
       // The path and query as sent: the same text always validates to the same input.
       const key = op.memo ? pathAndQuery(c.req.url) : undefined;
       const version = key === undefined ? undefined : store.version();
       const kept = key === undefined ? undefined : memo.get(key, version);
       if (kept) return answer(c, kept);
-      const reply = tagged(await op.handler(await readInput(c, principalOf(c.get('caller'))), handlerDeps));
+      const reply = tagged(await op.handler(await readInput(c, principalOf(caller)), handlerDeps));
       return answer(c, key !== undefined && reply.status === 200 ? memo.set(key, version, reply) : reply);
     }
 
     return function operation(c) {
       c.set('operation', op.id);
-      return gated(c, op.scope, () => {
+      return gated(c, op, (decision) => {
         if (fixed) Object.assign(answerHeaders(c), fixed);
-        return bodyChecked(c, () => served(c));
+        return bodyChecked(c, () => served(c, decision));
       });
     };
   }
@@ -169,7 +178,7 @@ export function pipeline({
   function unserved(allowed: readonly string[] | undefined): Handler<AppEnv> {
     return function unserved(c) {
       const refusal = allowed ? methodNotAllowed(c.req.method, allowed) : NO_SUCH_PATH;
-      return gated(c, undefined, () => bodyChecked(c, () => Promise.reject(refusal)));
+      return gated(c, UNSERVED, () => bodyChecked(c, () => Promise.reject(refusal)));
     };
   }
 
@@ -187,6 +196,9 @@ export function pipeline({
 
   return { exchange, operation, unserved, opsRoute, notFound, onError };
 }
+
+/** What the gateway knows of a path no operation serves: it costs 1 and needs no scope. */
+const UNSERVED: Gated = {};
 
 /** RFC 9745 `Deprecation`, RFC 8594 `Sunset` and the successor `Link` of a deprecated operation. */
 function deprecationHeaders({ since, sunset, successor }: Deprecation): AnswerHeaders {

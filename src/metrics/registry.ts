@@ -47,6 +47,7 @@ export class Metrics {
   readonly #storeErrors: Counter<'operation' | 'kind'>;
   readonly #keys: Gauge<'plan'>;
   readonly #reloads: Counter<'result'>;
+  readonly #wouldRefuse: Counter<'consumer' | 'window'>;
   /** Per-consumer and per-key series; fed by `countRequests` and the keys (re)load. */
   readonly consumers = new ConsumerMetrics();
 
@@ -120,6 +121,12 @@ export class Metrics {
       labelNames: ['result'] as const,
       registers,
     });
+    this.#wouldRefuse = new Counter({
+      name: 'petstore_ratelimit_would_refuse_total',
+      help: 'Requests a report-only limit ("enforce": false) served that it would have refused, by consumer and window.',
+      labelNames: ['consumer', 'window'] as const,
+      registers,
+    });
     this.#reloads.inc({ result: 'ok' }, 0);
     this.#reloads.inc({ result: 'failed' }, 0);
     this.consumers.register(this.#registry);
@@ -157,6 +164,14 @@ export class Metrics {
   /** A ban started for a caller on `plan`. */
   banned(plan: string): void {
     if ((METRIC_PLANS as readonly string[]).includes(plan)) this.#bans.inc({ plan });
+  }
+
+  /**
+   * A report-only consumer's request was served that `window` would have refused; consumer names
+   * come from the keys file only, so the series are bounded by it.
+   */
+  wouldRefuse(consumer: string, window: string): void {
+    this.#wouldRefuse.inc({ consumer, window });
   }
 
   /** A store call failed; `unavailable` when the store could not serve (disk, connection). */

@@ -1,7 +1,15 @@
 import { createHash } from 'node:crypto';
 import * as v from 'valibot';
 import { SCOPES, type Scope } from '../../api/scopes.ts';
-import { type BanPolicy, type Limits, PLAN_LIMITS, type PlanName } from '../plans.ts';
+import {
+  type BanPolicy,
+  type Costs,
+  costProblem,
+  type Limits,
+  PLAN_LIMITS,
+  PLAN_TERMS,
+  type PlanName,
+} from '../plans.ts';
 import { describeJsonError, jsonSyntaxError } from './json-syntax.ts';
 import { type ConsumerKey, KeysDocument, rfc3339 } from './schema.ts';
 
@@ -16,6 +24,10 @@ export interface Consumer {
   readonly plan: PlanName;
   readonly limits: Limits;
   readonly ban?: BanPolicy;
+  /** Units each operation spends, by operationId (the plan's, then the consumer's own); others cost 1. */
+  readonly costs: Costs;
+  /** False: report-only limits (src/gateway/plans.ts, `Terms`). */
+  readonly enforce: boolean;
 }
 
 /** One API key as the gateway knows it: never the token, only its SHA-256. */
@@ -104,12 +116,12 @@ export function keyRecords(doc: KeysDocument): KeyRecord[] {
   (doc.keys ?? []).forEach((entry, i) => {
     const where = `keys[${i}] ("${entry.name}")`;
     claimName(entry.name, `${where}, a {"keys":[...]} entry`);
-    add(entry, entry.name, consumerOf(entry), where);
+    add(entry, entry.name, consumerOf(entry, where), where);
   });
   (doc.consumers ?? []).forEach((entry, i) => {
     const where = `consumers[${i}] ("${entry.name}")`;
     claimName(entry.name, where);
-    const consumer = consumerOf(entry);
+    const consumer = consumerOf(entry, where);
     const ids = new Set<string>();
     entry.keys.forEach((key, k) => {
       add(key, key.id ?? key.sha256.slice(0, 8), consumer, `${where}.keys[${k}]`, ids);
@@ -118,9 +130,30 @@ export function keyRecords(doc: KeysDocument): KeyRecord[] {
   return records;
 }
 
-function consumerOf(entry: { name: string; plan: PlanName; limits?: Limits; ban?: BanPolicy }): Consumer {
+interface ConsumerFields {
+  name: string;
+  plan: PlanName;
+  limits?: Limits;
+  ban?: BanPolicy;
+  costs?: Costs;
+  enforce?: boolean;
+}
+
+/** The consumer of an entry: its plan's terms, overridden by its own; costs must fit its quotas. */
+function consumerOf(entry: ConsumerFields, where: string): Consumer {
   const limits = entry.limits ?? PLAN_LIMITS[entry.plan as Exclude<PlanName, 'enterprise'>];
-  return { name: entry.name, plan: entry.plan, limits, ...(entry.ban ? { ban: entry.ban } : {}) };
+  const plan = PLAN_TERMS[entry.plan];
+  const costs = { ...plan.costs, ...entry.costs };
+  const problem = costProblem(where, limits, costs);
+  if (problem) throw new KeysFileError(problem);
+  return {
+    name: entry.name,
+    plan: entry.plan,
+    limits,
+    ...(entry.ban ? { ban: entry.ban } : {}),
+    costs,
+    enforce: entry.enforce ?? plan.enforce ?? true,
+  };
 }
 
 function toRecord(key: ConsumerKey, id: string, consumer: Consumer): KeyRecord {

@@ -54,7 +54,7 @@ function slot(bucket: number, slots: number): number {
  *
  * @example
  * const w = new BucketWindow(MINUTE, now);
- * w.advance(now); if (w.count < 60) w.add(now);
+ * w.advance(now); if (w.count + cost <= 60) w.add(now, cost);
  */
 export class BucketWindow {
   readonly #spec: WindowSpec;
@@ -119,8 +119,8 @@ export class BucketWindow {
     this.#oldest = oldest;
   }
 
-  /** Counts one request at `now` (after `advance(now)`). */
-  add(now: number): void {
+  /** Counts `units` (a request's cost, default 1) at `now` (after `advance(now)`). */
+  add(now: number, units = 1): void {
     const { bucketMs, buckets, slots } = this.#spec;
     if (this.#sum === 0) {
       // Empty: end a bucket at the next whole second, so this request leaves at most W after
@@ -133,20 +133,21 @@ export class BucketWindow {
     const bucket = Math.ceil((now - this.#offset) / bucketMs);
     if (!this.#counts) {
       if (bucket === this.#oldest) {
-        this.#sum++;
+        this.#sum += units;
         return;
       }
       this.#counts = new Uint32Array(slots);
       this.#counts[slot(this.#oldest, slots)] = this.#sum;
     }
     const s = slot(bucket, slots);
-    this.#counts[s] = (this.#counts[s] ?? 0) + 1;
-    this.#sum++;
+    this.#counts[s] = (this.#counts[s] ?? 0) + units;
+    this.#sum += units;
   }
 
   /**
-   * Epoch ms from which a request would be admitted under `quota`, with no other traffic:
-   * when enough of the oldest buckets have left. `-Infinity` when it would be admitted now.
+   * Epoch ms from which the count is below `quota`, with no other traffic: when enough of the
+   * oldest buckets have left. `-Infinity` when it is now. A request of cost c fits a window of
+   * quota Q from `admitAt(Q - c + 1)` on.
    */
   admitAt(quota: number): number {
     if (this.#sum < quota) return Number.NEGATIVE_INFINITY;
