@@ -25,6 +25,7 @@ import { capture } from './lib/captured.ts';
 import { flood, median, startupOnce } from './lib/measure.ts';
 import { millionFile } from './lib/million.ts';
 import { machine, versions } from './lib/provenance.ts';
+import { QUOTA_SCENARIO, writeQuotaKeys } from './lib/quota.ts';
 import { checkTargets, type Results, type Round, type ScenarioResult, type ServerName } from './lib/report.ts';
 import { type Running, startPrinter, startProduct } from './lib/servers.ts';
 import {
@@ -101,7 +102,7 @@ async function main(): Promise<void> {
   const started = new Date();
   console.log(`bench: temp dir ${dir}${QUICK ? ' (quick mode)' : ''}`);
 
-  const selected = SCENARIOS.filter((s) => !ONLY || ONLY.includes(s.id));
+  const selected = [...SCENARIOS, QUOTA_SCENARIO].filter((s) => !ONLY || ONLY.includes(s.id));
   const scenarios: ScenarioResult[] = [];
   // One set of servers at a time: those of the seeded scenarios, then those of the million pets.
   const seeded = selected.filter((s) => s.data === undefined);
@@ -194,7 +195,8 @@ async function startSeededFleet(
   entries: ReturnType<typeof writeKeys>['entries'],
   base: BaseBuild | undefined,
 ): Promise<Fleet> {
-  const [product, logFile] = await startSeeded([BINARY], dir, 'petstore', keysFile);
+  // The product's keys add the quota scenario's key (a base build may refuse a month and costs).
+  const [product, logFile] = await startSeeded([BINARY], dir, 'petstore', writeQuotaKeys(dir));
   const logs: Partial<Record<ServerName, string>> = { petstore: logFile };
   const captured = await capture(await request(`${product.url}${LIST}`, { token: tokenOf('bench') }));
   if (captured.status !== 200) throw new Error(`capture: GET ${LIST} answered ${captured.status}`);
