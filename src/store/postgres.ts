@@ -1,7 +1,14 @@
 import postgres from 'postgres';
 import type { Logger } from '../log.ts';
 import type { NewPet, Pet } from '../schemas.ts';
-import { StoreError, StoreOpenError, StoreUnavailableError } from './errors.ts';
+import { DEFAULT_STORE_TIMEOUT_MS } from './bounded.ts';
+import {
+  OUTCOME_UNKNOWN,
+  StoreError,
+  StoreOpenError,
+  StoreUnavailableError,
+  StoreUnreachableError,
+} from './errors.ts';
 import { IDEMPOTENCY_TTL_MS, SweepSchedule } from './idempotency.ts';
 import { pendingMigrations, SCHEMA_MIGRATIONS_DDL, SCHEMA_VERSION } from './migrations.ts';
 import { describeData } from './postgres-url.ts';
@@ -9,7 +16,6 @@ import { column, PET_COLUMNS, petFromRow } from './rows.ts';
 import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from './store.ts';
 
 const POOL_SIZE = 10;
-const CONNECT_TIMEOUT_SECONDS = 10;
 /**
  * `main` closes the store after the HTTP server has finished its requests, so no query is left
  * to wait for; the bound is for postgres.js's end(), which can hang after a lost connection
@@ -20,11 +26,31 @@ const CLOSE_TIMEOUT_SECONDS = 1;
 const UNAVAILABLE_CLASSES = new Set(['08', '53', '57', '58']);
 /** Read-only transaction (a standby), serialization failure, deadlock: nothing stored, a retry may work. */
 const UNAVAILABLE_STATES = new Set(['25006', '40001', '40P01']);
+/** The server is going away or not there yet: admin or crash shutdown, cannot connect now (starting, stopping). */
+const AWAY_STATES = new Set(['57P01', '57P02', '57P03']);
+/** No connection was made, so nothing was sent: a write is known not to be stored. */
+const NOT_CONNECTED = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'CONNECT_TIMEOUT',
+  '57P03',
+]);
+/** The connection broke while queries were on it: a write may or may not have been committed. */
+const CONNECTION_LOST = new Set(['CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT']);
 
 export interface PostgresStoreOptions {
   /** `postgres://user:password@host:port/database?sslmode=...` */
   readonly url: string;
   readonly log: Logger;
+  /**
+   * `--store-timeout` in ms: a connection attempt gives up after it, and the server cancels a
+   * statement that runs longer (`statement_timeout`), so a query stuck behind a lock frees its
+   * pool connection instead of holding it.
+   */
+  readonly timeoutMs?: number;
 }
 
 /**
@@ -49,17 +75,17 @@ export class PostgresStore implements PetStore {
    * @example
    * const store = await PostgresStore.open({ url: 'postgres://petstore@127.0.0.1:5432/petstore', log })
    */
-  static async open({ url, log }: PostgresStoreOptions): Promise<PostgresStore> {
+  static async open({ url, log, timeoutMs = DEFAULT_STORE_TIMEOUT_MS }: PostgresStoreOptions): Promise<PostgresStore> {
     const where = `--data ${describeData(url)}`;
     let sql: postgres.Sql;
     try {
       sql = postgres(url, {
         max: POOL_SIZE,
-        connect_timeout: CONNECT_TIMEOUT_SECONDS,
+        connect_timeout: timeoutMs / 1_000,
         fetch_types: false,
         onnotice: (notice) => log.debug('postgres notice', { message: notice.message }),
         // A server configured with synchronous_commit=off would acknowledge commits it can lose.
-        connection: { application_name: 'petstore', synchronous_commit: 'on' },
+        connection: { application_name: 'petstore', synchronous_commit: 'on', statement_timeout: timeoutMs },
         // int8 columns (id, category_id) as numbers: the schema bounds them to 2^53 - 1.
         types: { bigint: { to: 20, from: [20], serialize: (n: number) => String(n), parse: (s: string) => Number(s) } },
       });
@@ -101,7 +127,7 @@ export class PostgresStore implements PetStore {
   }
 
   async create(pet: NewPet): Promise<Pet> {
-    const rows = await this.#query(
+    const rows = await this.#write(
       'store pet',
       () => this.#sql`
         INSERT INTO pets (name, category_id, status) VALUES (${pet.name}, ${pet.categoryId}, ${pet.status})
@@ -113,7 +139,7 @@ export class PostgresStore implements PetStore {
   async createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult> {
     const { scope, key, fingerprint, now } = once;
     const sweep = this.#sweeps.due(now);
-    return this.#query('store pet', () =>
+    return this.#write('store pet', () =>
       this.#sql.begin(async (tx): Promise<CreateOnceResult> => {
         // 64-bit hash of the key: a collision only makes two keys take turns.
         await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`${scope}\n${key}`}, 0))`;
@@ -173,11 +199,21 @@ export class PostgresStore implements PetStore {
       throw postgresError(err, doing);
     }
   }
+
+  async #write<T>(doing: string, run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (err) {
+      throw postgresError(err, doing, true);
+    }
+  }
 }
 
 /** Applies the pending migrations in one transaction, serialized across instances. */
 async function migrate(sql: postgres.Sql, where: string): Promise<number[]> {
   return sql.begin(async (tx) => {
+    // Waiting for another instance's migrations, or a long one, is not a request to bound.
+    await tx`SET LOCAL statement_timeout = 0`;
     await tx`SELECT pg_advisory_xact_lock(hashtext('petstore schema_migrations'))`;
     await tx.unsafe(SCHEMA_MIGRATIONS_DDL);
     const [row] = await tx`SELECT coalesce(max(version), 0) AS v FROM schema_migrations`;
@@ -191,16 +227,28 @@ async function migrate(sql: postgres.Sql, where: string): Promise<number[]> {
 }
 
 /**
- * `StoreUnavailableError` for a lost or refused connection and for the SQLSTATEs above,
- * `StoreError` for anything else the server refuses.
+ * `StoreUnreachableError` for a refused or lost connection and a server that is stopping or
+ * starting (the `BoundedStore` then stops trying until a probe gets through);
+ * `StoreUnavailableError` for the other SQLSTATEs above and other failures of the client;
+ * `StoreError` for anything else the server refuses. For a `write`, a connection lost with the
+ * statement on it leaves the outcome unknown, and the message says so.
+ *
+ * @example
+ * postgresError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }), 'list pets')
+ * // StoreUnreachableError('list pets: connect ECONNREFUSED 127.0.0.1:5432')
  */
-export function postgresError(err: unknown, doing: string): StoreError {
+export function postgresError(err: unknown, doing: string, write = false): StoreError {
   if (err instanceof StoreError) return err;
   const message = err instanceof Error ? err.message : String(err);
-  const unavailable =
-    err instanceof postgres.PostgresError
-      ? UNAVAILABLE_CLASSES.has(err.code.slice(0, 2)) || UNAVAILABLE_STATES.has(err.code)
-      : true; // not from the server: the socket failed, timed out or was closed
+  const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
+  const server = err instanceof postgres.PostgresError;
+  const away = server ? AWAY_STATES.has(code) || code.startsWith('08') : NOT_CONNECTED.has(code) || CONNECTION_LOST.has(code);
+  const unknown = write && away && !NOT_CONNECTED.has(code);
+  const text = `${doing}: ${message}${unknown ? `; ${OUTCOME_UNKNOWN}` : ''}`;
+  if (away) return new StoreUnreachableError(text, { cause: err });
+  const unavailable = server
+    ? UNAVAILABLE_CLASSES.has(code.slice(0, 2)) || UNAVAILABLE_STATES.has(code)
+    : true; // not from the server: the client failed or was closed
   const Kind = unavailable ? StoreUnavailableError : StoreError;
-  return new Kind(`${doing}: ${message}`, { cause: err });
+  return new Kind(text, { cause: err });
 }
