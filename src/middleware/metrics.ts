@@ -6,7 +6,7 @@ import type { Caller } from '../gateway/caller.ts';
 import type { Metrics } from '../metrics.ts';
 import type { ConsumerMetrics } from '../metrics-consumers.ts';
 import { operationOf, type StoreOperation } from '../metrics-operations.ts';
-import { StoreUnavailableError } from '../store/errors.ts';
+import { storeErrorKind } from '../store/errors.ts';
 import type { PetStore } from '../store/store.ts';
 
 export interface CountRequestsOptions {
@@ -66,7 +66,7 @@ function countConsumer(consumers: ConsumerMetrics, caller: Caller, status: numbe
 export function countStoreErrors(store: PetStore, metrics: Metrics): PetStore {
   // One rejection handler per operation, made once, so a call allocates only its promise.
   const failed = (operation: StoreOperation) => (err: unknown) => {
-    metrics.storeError(operation, err instanceof StoreUnavailableError ? 'unavailable' : 'error');
+    metrics.storeError(operation, storeErrorKind(err));
     throw err;
   };
   const onCreate = failed('create');

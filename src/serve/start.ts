@@ -49,7 +49,15 @@ export async function startServer(config: Config): Promise<void> {
   checkOpenFiles(log);
   const trust = trustedProxies(config.trustProxy);
   let keys = new KeyTable(loadKeys(config, log));
-  const store = await openStore(config.data, log);
+  if (config.idleTimeoutSeconds <= config.storeTimeoutSeconds) {
+    // A request with a body keeps the idle timer, which cuts off a client that stops sending
+    // it; once the body is in, the timer must outlast the request's wait for the store.
+    throw new ConfigError(
+      `--idle-timeout (${config.idleTimeoutSeconds}) must be longer than --store-timeout (${config.storeTimeoutSeconds}), ` +
+        'or a connection could be closed while its request waits for the store',
+    );
+  }
+  const store = await openStore(config.data, log, { timeoutMs: config.storeTimeoutSeconds * 1_000 });
   const adapter = await loadAdapter();
   // prom-client is loaded only with metrics on: it was most of the binary's start-up.
   const metrics =

@@ -150,7 +150,9 @@ describe('BoundedStore: a database that is away', () => {
     // Nothing reaches the backend but the probes: requests do not wait for their own connection.
     const fast = await store.get(1).catch((err: unknown) => err);
     expect(fast).toEqual(
-      new StoreUnreachableError('read pet: the database is unreachable (list pets: connect ECONNREFUSED 127.0.0.1:5432)'),
+      new StoreUnreachableError(
+        'read pet: the database is unreachable (list pets: connect ECONNREFUSED 127.0.0.1:5432)',
+      ),
     );
     expect(state.calls).toBe(reached);
     await advance(1_000);

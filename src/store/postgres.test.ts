@@ -203,7 +203,10 @@ describe.skipIf(!SERVER)('PostgresStore behind its bound', () => {
       const started = Date.now();
       const answers = await Promise.all(
         Array.from({ length: 15 }, (_, i) =>
-          (i % 2 ? store.list({ limit: 5 }) : store.create({ name: `Lock${i}`, categoryId: 1, status: 'available' })).then(
+          (i % 2
+            ? store.list({ limit: 5 })
+            : store.create({ name: `Lock${i}`, categoryId: 1, status: 'available' })
+          ).then(
             () => 'answered',
             (err: unknown) => (err instanceof StoreTimeoutError ? 'timeout' : String(err)),
           ),

@@ -2,13 +2,7 @@ import postgres from 'postgres';
 import type { Logger } from '../log.ts';
 import type { NewPet, Pet } from '../schemas.ts';
 import { DEFAULT_STORE_TIMEOUT_MS } from './bounded.ts';
-import {
-  OUTCOME_UNKNOWN,
-  StoreError,
-  StoreOpenError,
-  StoreUnavailableError,
-  StoreUnreachableError,
-} from './errors.ts';
+import { OUTCOME_UNKNOWN, StoreError, StoreOpenError, StoreUnavailableError, StoreUnreachableError } from './errors.ts';
 import { IDEMPOTENCY_TTL_MS, SweepSchedule } from './idempotency.ts';
 import { pendingMigrations, SCHEMA_MIGRATIONS_DDL, SCHEMA_VERSION } from './migrations.ts';
 import { describeData } from './postgres-url.ts';
@@ -242,13 +236,13 @@ export function postgresError(err: unknown, doing: string, write = false): Store
   const message = err instanceof Error ? err.message : String(err);
   const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
   const server = err instanceof postgres.PostgresError;
-  const away = server ? AWAY_STATES.has(code) || code.startsWith('08') : NOT_CONNECTED.has(code) || CONNECTION_LOST.has(code);
+  const away = server
+    ? AWAY_STATES.has(code) || code.startsWith('08')
+    : NOT_CONNECTED.has(code) || CONNECTION_LOST.has(code);
   const unknown = write && away && !NOT_CONNECTED.has(code);
   const text = `${doing}: ${message}${unknown ? `; ${OUTCOME_UNKNOWN}` : ''}`;
   if (away) return new StoreUnreachableError(text, { cause: err });
-  const unavailable = server
-    ? UNAVAILABLE_CLASSES.has(code.slice(0, 2)) || UNAVAILABLE_STATES.has(code)
-    : true; // not from the server: the client failed or was closed
+  const unavailable = server ? UNAVAILABLE_CLASSES.has(code.slice(0, 2)) || UNAVAILABLE_STATES.has(code) : true; // not from the server: the client failed or was closed
   const Kind = unavailable ? StoreUnavailableError : StoreError;
   return new Kind(text, { cause: err });
 }

@@ -116,7 +116,13 @@ export class SqliteStore implements PetStore {
    * @example
    * const store = SqliteStore.open({ path: 'data/petstore.db', open: await loadSqlite(), log })
    */
-  static open({ path, open, log, clock = systemClock, lockWaitMs = DEFAULT_LOCK_WAIT_MS }: SqliteStoreOptions): SqliteStore {
+  static open({
+    path,
+    open,
+    log,
+    clock = systemClock,
+    lockWaitMs = DEFAULT_LOCK_WAIT_MS,
+  }: SqliteStoreOptions): SqliteStore {
     const file = resolve(path);
     let db: SqliteConnection | undefined;
     try {
@@ -280,9 +286,12 @@ export class SqliteStore implements PetStore {
       } catch (err) {
         if (!isSqliteBusy(err)) throw err;
         if (this.#clock.now() - since >= this.#lockWaitMs) {
-          throw new StoreTimeoutError(`${doing}: the database file stayed locked by another process for ${this.#lockWaitMs} ms`, {
-            cause: err,
-          });
+          throw new StoreTimeoutError(
+            `${doing}: the database file stayed locked by another process for ${this.#lockWaitMs} ms`,
+            {
+              cause: err,
+            },
+          );
         }
       }
     }
