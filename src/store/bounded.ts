@@ -142,7 +142,8 @@ export class BoundedStore implements PetStore {
       this.#watch(call);
       const failed = (err: unknown) => {
         call.settled = true;
-        if (err instanceof StoreUnreachableError) this.#markAway(err.message);
+        if (err instanceof StoreUnreachableError)
+          this.#markAway(err.cause instanceof Error ? err.cause.message : err.message);
         reject(err);
       };
       try {
@@ -218,7 +219,7 @@ export class BoundedStore implements PetStore {
     try {
       await this.#bounded('ping', false, () => this.backend.ping());
     } catch (err) {
-      this.#reason = err instanceof Error ? err.message : String(err);
+      if (!(err instanceof StoreUnreachableError)) this.#reason = err instanceof Error ? err.message : String(err);
       if (!this.#closed) this.#scheduleProbe();
       return;
     }

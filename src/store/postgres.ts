@@ -2,7 +2,14 @@ import postgres from 'postgres';
 import type { Logger } from '../log.ts';
 import type { NewPet, Pet } from '../schemas.ts';
 import { DEFAULT_STORE_TIMEOUT_MS } from './bounded.ts';
-import { OUTCOME_UNKNOWN, StoreError, StoreOpenError, StoreUnavailableError, StoreUnreachableError } from './errors.ts';
+import {
+  OUTCOME_UNKNOWN,
+  StoreError,
+  StoreOpenError,
+  StoreTimeoutError,
+  StoreUnavailableError,
+  StoreUnreachableError,
+} from './errors.ts';
 import { IDEMPOTENCY_TTL_MS, SweepSchedule } from './idempotency.ts';
 import { pendingMigrations, SCHEMA_MIGRATIONS_DDL, SCHEMA_VERSION } from './migrations.ts';
 import { describeData } from './postgres-url.ts';
@@ -10,6 +17,12 @@ import { column, PET_COLUMNS, petFromRow } from './rows.ts';
 import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from './store.ts';
 
 const POOL_SIZE = 10;
+/**
+ * Seconds before a connection that failed may be tried again. postgres.js's default grows with
+ * every failure up to 20 s, which kept a returned server unused for seconds after an outage;
+ * while the server is away, `BoundedStore` already limits the attempts to one probe at a time.
+ */
+const RECONNECT_DELAY_SECONDS = 0.1;
 /**
  * `main` closes the store after the HTTP server has finished its requests, so no query is left
  * to wait for; the bound is for postgres.js's end(), which can hang after a lost connection
@@ -57,9 +70,11 @@ export interface PostgresStoreOptions {
 export class PostgresStore implements PetStore {
   readonly #sql: postgres.Sql;
   readonly #sweeps = new SweepSchedule();
+  readonly #timeoutMs: number;
 
-  private constructor(sql: postgres.Sql) {
+  private constructor(sql: postgres.Sql, timeoutMs: number) {
     this.#sql = sql;
+    this.#timeoutMs = timeoutMs;
   }
 
   /**
@@ -76,6 +91,7 @@ export class PostgresStore implements PetStore {
       sql = postgres(url, {
         max: POOL_SIZE,
         connect_timeout: timeoutMs / 1_000,
+        backoff: () => RECONNECT_DELAY_SECONDS,
         fetch_types: false,
         onnotice: (notice) => log.debug('postgres notice', { message: notice.message }),
         // A server configured with synchronous_commit=off would acknowledge commits it can lose.
@@ -103,7 +119,7 @@ export class PostgresStore implements PetStore {
         schemaVersion: SCHEMA_VERSION,
         ...(migrated.length > 0 ? { migrated } : {}),
       });
-      return new PostgresStore(sql);
+      return new PostgresStore(sql, timeoutMs);
     } catch (err) {
       await sql.end({ timeout: 0 }).catch(() => {});
       if (err instanceof StoreOpenError) throw err;
@@ -132,29 +148,35 @@ export class PostgresStore implements PetStore {
 
   async createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult> {
     const { scope, key, fingerprint, now } = once;
+    const started = performance.now();
     const sweep = this.#sweeps.due(now);
     return this.#write('store pet', () =>
       this.#sql.begin(async (tx): Promise<CreateOnceResult> => {
         // 64-bit hash of the key: a collision only makes two keys take turns.
-        await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`${scope}\n${key}`}, 0))`;
-        if (sweep) await tx`DELETE FROM idempotency_keys WHERE expires_at <= ${now}`;
-        const [seen] = await tx`
+        await live(tx`SELECT pg_advisory_xact_lock(hashtextextended(${`${scope}\n${key}`}, 0))`);
+        // The caller was answered 503 at the bound: a create that only gets its turn after that
+        // stores nothing, so the outcome the client was told is unknown is "not stored".
+        if (performance.now() - started >= this.#timeoutMs) {
+          throw new StoreTimeoutError(`store pet: no turn within ${this.#timeoutMs} ms; nothing was stored`);
+        }
+        if (sweep) await live(tx`DELETE FROM idempotency_keys WHERE expires_at <= ${now}`);
+        const [seen] = await live(tx`
           SELECT k.fingerprint, p.id, p.name, p.category_id, p.status
           FROM idempotency_keys k JOIN pets p ON p.id = k.pet_id
-          WHERE k.scope = ${scope} AND k.idempotency_key = ${key} AND k.expires_at > ${now}`;
+          WHERE k.scope = ${scope} AND k.idempotency_key = ${key} AND k.expires_at > ${now}`);
         if (seen) {
           if (column(seen, 'fingerprint') !== fingerprint) return { outcome: 'conflict' };
           return { outcome: 'replayed', pet: petFromRow(seen) };
         }
-        const [row] = await tx`
+        const [row] = await live(tx`
           INSERT INTO pets (name, category_id, status) VALUES (${pet.name}, ${pet.categoryId}, ${pet.status})
-          RETURNING ${tx.unsafe(PET_COLUMNS)}`;
+          RETURNING ${tx.unsafe(PET_COLUMNS)}`);
         const stored = petFromRow(row);
-        await tx`
+        await live(tx`
           INSERT INTO idempotency_keys (scope, idempotency_key, fingerprint, pet_id, expires_at)
           VALUES (${scope}, ${key}, ${fingerprint}, ${stored.id}, ${now + IDEMPOTENCY_TTL_MS})
           ON CONFLICT (scope, idempotency_key) DO UPDATE
-          SET fingerprint = excluded.fingerprint, pet_id = excluded.pet_id, expires_at = excluded.expires_at`;
+          SET fingerprint = excluded.fingerprint, pet_id = excluded.pet_id, expires_at = excluded.expires_at`);
         return { outcome: 'created', pet: stored };
       }),
     );
@@ -201,6 +223,23 @@ export class PostgresStore implements PetStore {
       throw postgresError(err, doing, true);
     }
   }
+}
+
+/**
+ * A statement of a transaction, unless its connection died: then it never settles. postgres.js
+ * answers a failed transaction callback with ROLLBACK on the same connection, and a write on a
+ * connection that has closed throws from a timer, out of reach of any catch, and ends the process
+ * (porsager/postgres#1208). The transaction's own promise is rejected by the connection's close
+ * instead, and the server rolls the transaction back.
+ */
+function live<T>(statement: Promise<T>): Promise<T> {
+  return statement.catch((err: unknown) => (connectionDied(err) ? new Promise<never>(() => {}) : Promise.reject(err)));
+}
+
+function connectionDied(err: unknown): boolean {
+  if (err instanceof postgres.PostgresError) return err.severity === 'FATAL' || err.severity === 'PANIC';
+  const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
+  return CONNECTION_LOST.has(code);
 }
 
 /** Applies the pending migrations in one transaction, serialized across instances. */
