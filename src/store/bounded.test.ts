@@ -43,11 +43,22 @@ function fakeTime() {
 
 /** A memory store that can be made to hang or to refuse connections, counting what reaches it. */
 function backend() {
-  const state = { mode: 'ok' as 'ok' | 'hang' | 'refused', calls: 0, pings: 0 };
+  const state = {
+    mode: 'ok' as 'ok' | 'hang' | 'refused' | 'held',
+    calls: 0,
+    pings: 0,
+    /** Fails the calls made in `held` mode, as a connection lost under them would. */
+    drop: () => {},
+  };
+  const held: ((err: Error) => void)[] = [];
+  state.drop = () => {
+    for (const fail of held.splice(0)) fail(new StoreUnreachableError('list pets: write CONNECTION_CLOSED'));
+  };
   const memory = new MemoryStore();
   const gate = <T>(run: () => Promise<T>): Promise<T> => {
     state.calls++;
     if (state.mode === 'hang') return new Promise<T>(() => {});
+    if (state.mode === 'held') return new Promise<T>((_, reject) => held.push(reject));
     if (state.mode === 'refused') {
       return Promise.reject(new StoreUnreachableError('list pets: connect ECONNREFUSED 127.0.0.1:5432'));
     }
@@ -190,6 +201,22 @@ describe('BoundedStore: a database that is away', () => {
         awayMs: 1_000 + 250 + 2_000 + 250,
       },
     ]);
+  });
+
+  test('a call begun before the database came back, failing late, does not mark it away again', async () => {
+    const { state, store, advance } = setup();
+    state.mode = 'held';
+    const old = watch(store.list({ limit: 10 }));
+    state.mode = 'refused';
+    await store.get(1).catch(() => {});
+    expect(store.away).toBe(true);
+    state.mode = 'ok';
+    await advance(250);
+    expect(store.away).toBe(false);
+    state.drop();
+    await advance(0);
+    expect(old.error).toBeInstanceOf(StoreUnreachableError);
+    expect(store.away).toBe(false);
   });
 
   test('close stops the probes', async () => {

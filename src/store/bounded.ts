@@ -47,6 +47,7 @@ export interface BoundedStoreOptions {
 
 /** A call in flight: rejected with `StoreTimeoutError` at `deadline` unless settled before. */
 interface Call {
+  readonly started: number;
   readonly deadline: number;
   readonly doing: string;
   readonly write: boolean;
@@ -76,6 +77,8 @@ export class BoundedStore implements PetStore {
   #deadlineTimer: unknown;
   /** Epoch ms since the database is away, while it is. */
   #awaySince: number | undefined;
+  /** Epoch ms a probe last found the database back: calls begun before then cannot say it is away. */
+  #backAt = Number.NEGATIVE_INFINITY;
   #reason = '';
   #probeTimer: unknown;
   #closed = false;
@@ -138,12 +141,16 @@ export class BoundedStore implements PetStore {
 
   #bounded<T>(doing: string, write: boolean, run: () => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const call: Call = { deadline: this.#clock.now() + this.#timeoutMs, doing, write, settled: false, fail: reject };
+      const started = this.#clock.now();
+      const call: Call = { started, deadline: started + this.#timeoutMs, doing, write, settled: false, fail: reject };
       this.#watch(call);
       const failed = (err: unknown) => {
         call.settled = true;
-        if (err instanceof StoreUnreachableError)
+        // A call begun before the last probe got through fails late with the outage it saw:
+        // that says nothing about the database now.
+        if (err instanceof StoreUnreachableError && started >= this.#backAt) {
           this.#markAway(err.cause instanceof Error ? err.cause.message : err.message);
+        }
         reject(err);
       };
       try {
@@ -220,10 +227,12 @@ export class BoundedStore implements PetStore {
       await this.#bounded('ping', false, () => this.backend.ping());
     } catch (err) {
       if (!(err instanceof StoreUnreachableError)) this.#reason = err instanceof Error ? err.message : String(err);
+      this.#log.debug('store probe failed', { reason: this.#reason });
       if (!this.#closed) this.#scheduleProbe();
       return;
     }
-    const awayMs = this.#clock.now() - (this.#awaySince ?? this.#clock.now());
+    this.#backAt = this.#clock.now();
+    const awayMs = this.#backAt - (this.#awaySince ?? this.#backAt);
     this.#awaySince = undefined;
     this.#log.info('store reachable again; serving', { awayMs });
   }

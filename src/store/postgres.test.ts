@@ -161,15 +161,19 @@ describe('PostgresStore without a server', () => {
     for (const err of [diskFull, readOnly, shutdown, closed]) {
       expect(postgresError(err, 'x')).toBeInstanceOf(StoreUnavailableError);
     }
-    // Unreachable (the BoundedStore stops trying until a probe gets through): refused, lost, shutting down.
+    // Unreachable (the BoundedStore stops trying until a probe gets through): no connection made.
     const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
-    for (const err of [shutdown, closed, refused]) {
-      expect(postgresError(err, 'x')).toBeInstanceOf(StoreUnreachableError);
-    }
-    expect(postgresError(diskFull, 'x')).not.toBeInstanceOf(StoreUnreachableError);
+    const starting = new PgError({ code: '57P03', message: 'the database system is starting up' });
+    for (const err of [refused, starting]) expect(postgresError(err, 'x')).toBeInstanceOf(StoreUnreachableError);
+    // A lost session is unavailable for this call only: the next one connects anew.
+    for (const err of [diskFull, shutdown, closed])
+      expect(postgresError(err, 'x')).not.toBeInstanceOf(StoreUnreachableError);
     // A write on a connection that broke may have been committed; one that never connected was not.
     expect(postgresError(closed, 'store pet', true).message).toBe(
       `store pet: write CONNECTION_CLOSED 127.0.0.1:5432; ${OUTCOME_UNKNOWN}`,
+    );
+    expect(postgresError(shutdown, 'store pet', true).message).toBe(
+      `store pet: terminating connection due to administrator command; ${OUTCOME_UNKNOWN}`,
     );
     expect(postgresError(refused, 'store pet', true).message).toBe('store pet: connect ECONNREFUSED 127.0.0.1:5432');
     const check = postgresError(new PgError({ code: '23514', message: 'violates check constraint' }), 'store pet');

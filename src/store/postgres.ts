@@ -33,9 +33,11 @@ const CLOSE_TIMEOUT_SECONDS = 1;
 const UNAVAILABLE_CLASSES = new Set(['08', '53', '57', '58']);
 /** Read-only transaction (a standby), serialization failure, deadlock: nothing stored, a retry may work. */
 const UNAVAILABLE_STATES = new Set(['25006', '40001', '40P01']);
-/** The server is going away or not there yet: admin or crash shutdown, cannot connect now (starting, stopping). */
-const AWAY_STATES = new Set(['57P01', '57P02', '57P03']);
-/** No connection was made, so nothing was sent: a write is known not to be stored. */
+/**
+ * No connection could be made: refused, unresolvable, no route, no answer within the connect
+ * timeout, or the server not accepting yet (57P03: starting up, shutting down; 08001, 08004).
+ * The database is away: nothing was sent, so a write is known not to be stored.
+ */
 const NOT_CONNECTED = new Set([
   'ECONNREFUSED',
   'ENOTFOUND',
@@ -44,9 +46,16 @@ const NOT_CONNECTED = new Set([
   'EAI_AGAIN',
   'CONNECT_TIMEOUT',
   '57P03',
+  '08001',
+  '08004',
 ]);
-/** The connection broke while queries were on it: a write may or may not have been committed. */
+/**
+ * The connection broke with queries on it (also 57P01/57P02, a shutdown ending the session, and
+ * class 08): a write may or may not have been committed. That alone does not show the database
+ * away (a session ended by the last restart fails its next query), so the next call connects anew.
+ */
 const CONNECTION_LOST = new Set(['CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT']);
+const SESSION_ENDED = new Set(['57P01', '57P02']);
 
 export interface PostgresStoreOptions {
   /** `postgres://user:password@host:port/database?sslmode=...` */
@@ -260,11 +269,11 @@ async function migrate(sql: postgres.Sql, where: string): Promise<number[]> {
 }
 
 /**
- * `StoreUnreachableError` for a refused or lost connection and a server that is stopping or
- * starting (the `BoundedStore` then stops trying until a probe gets through);
- * `StoreUnavailableError` for the other SQLSTATEs above and other failures of the client;
- * `StoreError` for anything else the server refuses. For a `write`, a connection lost with the
- * statement on it leaves the outcome unknown, and the message says so.
+ * `StoreUnreachableError` when no connection could be made (the `BoundedStore` then stops
+ * trying until a probe gets through); `StoreUnavailableError` for a lost connection, the other
+ * SQLSTATEs above and other failures of the client; `StoreError` for anything else the server
+ * refuses. For a `write`, a connection lost with the statement on it leaves the outcome
+ * unknown, and the message says so.
  *
  * @example
  * postgresError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }), 'list pets')
@@ -275,11 +284,9 @@ export function postgresError(err: unknown, doing: string, write = false): Store
   const message = err instanceof Error ? err.message : String(err);
   const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
   const server = err instanceof postgres.PostgresError;
-  const away = server
-    ? AWAY_STATES.has(code) || code.startsWith('08')
-    : NOT_CONNECTED.has(code) || CONNECTION_LOST.has(code);
-  const unknown = write && away && !NOT_CONNECTED.has(code);
-  const text = `${doing}: ${message}${unknown ? `; ${OUTCOME_UNKNOWN}` : ''}`;
+  const away = NOT_CONNECTED.has(code);
+  const lost = server ? SESSION_ENDED.has(code) || (code.startsWith('08') && !away) : CONNECTION_LOST.has(code);
+  const text = `${doing}: ${message}${write && lost ? `; ${OUTCOME_UNKNOWN}` : ''}`;
   if (away) return new StoreUnreachableError(text, { cause: err });
   const unavailable = server ? UNAVAILABLE_CLASSES.has(code.slice(0, 2)) || UNAVAILABLE_STATES.has(code) : true; // not from the server: the client failed or was closed
   const Kind = unavailable ? StoreUnavailableError : StoreError;
