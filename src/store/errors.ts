@@ -97,6 +97,9 @@ export function sqliteError(err: unknown, doing: string): StoreError {
 /**
  * True for SQLITE_BUSY: another connection (another process) holds the lock this statement
  * needs. The store waits for it without blocking the event loop, up to its lock wait.
+ *
+ * @example
+ * isSqliteBusy(Object.assign(new Error('database is locked'), { errno: 5 })) // true
  */
 export function isSqliteBusy(err: unknown): boolean {
   const code = numberField(err, 'errcode') ?? numberField(err, 'errno');

@@ -19,7 +19,7 @@ import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from '
 const POOL_SIZE = 10;
 /**
  * Seconds before a connection that failed may be tried again. postgres.js's default grows with
- * every failure up to 20 s, which kept a returned server unused for seconds after an outage;
+ * every failure up to 20 s, which would leave a returned server unused for seconds after an outage;
  * while the server is away, `BoundedStore` already limits the attempts to one probe at a time.
  */
 const RECONNECT_DELAY_SECONDS = 0.1;
