@@ -46,6 +46,13 @@ module.exports = {
       to: { path: '^contract/' },
     },
     {
+      name: 'client-package-stands-alone',
+      severity: 'error',
+      comment: 'The published client (clients/typescript) is built from the contract alone and ships on its own: it imports nothing of the service.',
+      from: { path: '^clients/typescript/(src|scripts)/' },
+      to: { path: '^(src|test|scripts|contract|bench)/' },
+    },
+    {
       name: 'test-helpers-not-scripts-or-contract',
       severity: 'error',
       comment: 'test/ is what scripts/ and contract/ share: it must not reach back into either.',
@@ -55,7 +62,7 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: '(^|/)(node_modules|generated)/' },
+    exclude: { path: '(^|/)(node_modules|generated)/|^clients/typescript/dist/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     moduleSystems: ['es6', 'cjs'],

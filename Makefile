@@ -4,6 +4,11 @@ SHELL := /bin/bash
 
 BIN      := dist/petstore
 NODE_BIN := node_modules/.bin
+# The QA tools (contract/package.json) and the bench's peers (bench/package.json) have their own
+# packages, installed by the targets that use them: serving, building and `make test` never wait for them.
+QA       := contract/node_modules/.stamp
+QA_BIN   := contract/node_modules/.bin
+PEERS    := bench/node_modules/.stamp
 BUN      := $(NODE_BIN)/bun
 DENO     := $(NODE_BIN)/deno
 SOURCES  := $(shell find src -name '*.ts' ! -name '*.test.ts') contract/openapi.yaml package.json
@@ -31,7 +36,13 @@ node_modules/.stamp: package.json package-lock.json
 	npm install --no-audit --no-fund
 	@touch $@
 
-deps: node_modules/.stamp ## install dependencies when package-lock.json changed
+# The sub-packages resolve what they share with the root (hono for the bench's Hono peer,
+# typescript for dependency-cruiser) from the root's node_modules, one level up.
+$(QA) $(PEERS): %/node_modules/.stamp: %/package.json %/package-lock.json node_modules/.stamp
+	cd $* && npm install --no-audit --no-fund
+	@touch $@
+
+deps: node_modules/.stamp $(QA) $(PEERS) ## install every package's dependencies (root, contract/, bench/) when a lock changed
 
 # The Scalar bundle, gzipped into a TypeScript module that the binary, Deno and Node all import.
 $(DOCS_GEN): node_modules/.stamp scripts/embed-docs.ts contract/openapi.yaml
@@ -78,7 +89,7 @@ connections-test: build ## 20,000 idle and half-sent connections: fresh requests
 
 .PHONY: release release-test
 # The runtimes of the other targets come from the npm registry (scripts/release.sh).
-dist/release/SHA256SUMS: node_modules/.stamp package-lock.json $(SOURCES) $(DOCS_GEN) scripts/release.sh scripts/lib/build-info.sh dist/.commit
+dist/release/SHA256SUMS: node_modules/.stamp $(QA) package-lock.json $(SOURCES) $(DOCS_GEN) scripts/release.sh scripts/lib/build-info.sh dist/.commit
 	scripts/release.sh
 
 release: dist/release/SHA256SUMS ## dist/release/: a binary per target (linux x64/arm64, glibc/musl; macOS), SBOM, SHA256SUMS (~1 min)
@@ -109,16 +120,16 @@ service-verify: build ## systemd-analyze verify scripts/petstore.service, and it
 	  systemd-analyze verify "$$t/petstore.service" && \
 	  systemd-analyze security --offline=yes --threshold=20 "$$t/petstore.service" | tail -n 1
 
-bench: build ## wrk: dist/petstore vs bare Bun.serve, Hono's floor, the Hono and Express peers (~7 min; BENCH_BASE=<ref> adds that build, ~9 min); bench/README.md
+bench: build $(PEERS) ## wrk: dist/petstore vs bare Bun.serve, Hono's floor, the Hono and Express peers, and on 1M pets vs Bun.serve + bun:sqlite (~8½ min; BENCH_BASE=<ref> adds that build, ~11 min); bench/README.md
 	$(BUN) bench/run.ts
 
-bench-quick: build ## a ~1 min smoke run of `make bench` (1 round of 1 s); report in bench/tmp/quick/, not over bench/README.md
+bench-quick: build $(PEERS) ## a ~1 min smoke run of `make bench` (1 round of 1 s); report in bench/tmp/quick/, not over bench/README.md
 	BENCH_QUICK=1 $(BUN) bench/run.ts
 
 bench-inprocess: node_modules/.stamp $(DOCS_GEN) ## BENCH_BASE=<ref>: this tree's app vs <ref>'s through app.fetch in one process, paired blocks (~1 min a scenario); for a busy machine
 	$(BUN) bench/inprocess.ts
 
-bench-profile: node_modules/.stamp $(DOCS_GEN) ## bun --cpu-prof of src/main.ts under wrk (list and 401 paths), summaries in bench/tmp/profile/ (~40 s)
+bench-profile: node_modules/.stamp $(DOCS_GEN) ## bun --cpu-prof of src/main.ts under wrk (list, 401, random pages and pets of 1M), summaries in bench/tmp/profile/ (~1 min)
 	$(BUN) bench/profile.ts
 
 .PHONY: fault-test fuzz soak
@@ -140,12 +151,15 @@ durability-test: build ## kill -9 dist/petstore mid-load of POSTs, restart: ever
 postgres-test: build ## PostgreSQL store and durability tests on a throwaway server (scripts/with-postgres.sh)
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh $(BUN) test --timeout 60000 ./src/store/postgres.test.ts ./scripts/durability.test.ts
 
-.PHONY: redis-test scale-out-test keys-redis-test keys-store-test
+.PHONY: redis-test scale-out-test keys-redis-test outage-test keys-store-test
+outage-test: build ## two dist/petstore under load through Redis killed, PostgreSQL restarted, stopped 5 s, a table locked; SQLite locked by another process (~45 s)
+	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh scripts/with-redis.sh $(BUN) test --timeout 180000 ./scripts/outages.test.ts
+
 keys-store-test: build ## two dist/petstore with --keys store on one PostgreSQL (limits in Redis): admin writes seen within 2 s, a killed connection, kill -9 mid-writes (~30 s)
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh scripts/with-redis.sh $(BUN) test --timeout 60000 ./scripts/keys-store.test.ts
 
-keys-redis-test: build ## two dist/petstore sharing Redis: two keys of one consumer use up one quota
-	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-redis.sh $(BUN) test ./scripts/keys-redis.test.ts
+keys-redis-test: build ## two dist/petstore sharing Redis: two keys of one consumer use up one quota; costs spent exactly across both
+	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-redis.sh $(BUN) test ./scripts/keys-redis.test.ts ./scripts/quota-redis.test.ts
 
 redis-test: node_modules/.stamp ## the Redis limiter (its Lua script replayed against the in-process one) on a throwaway redis-server
 	scripts/with-redis.sh $(BUN) test ./src/gateway/limiter/redis.test.ts
@@ -154,9 +168,9 @@ scale-out-test: build ## two dist/petstore sharing PostgreSQL and Redis: one quo
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh scripts/with-redis.sh \
 	  $(BUN) test --timeout 180000 ./src/gateway/limiter/redis.test.ts ./scripts/scale-out.test.ts ./scripts/redis-gateway.test.ts
 
-docs-test: build ## browser test of /docs in Debian's Chromium (apt-get install chromium); screenshot in reports/
+docs-test: build $(QA) ## browser test of /docs in Debian's Chromium (apt-get install chromium); screenshot in reports/
 	@test -x /usr/bin/chromium || { echo "docs-test: needs /usr/bin/chromium: apt-get install -y chromium" >&2; exit 1; }
-	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 120000 ./scripts/docs-browser.test.ts
+	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 120000 ./contract/docs-browser.test.ts
 
 # Schemathesis (Python) in a project-local virtual env, pinned in requirements-dev.txt.
 .venv/.stamp: requirements-dev.txt
@@ -165,44 +179,56 @@ docs-test: build ## browser test of /docs in Debian's Chromium (apt-get install 
 	@touch $@
 
 .PHONY: contract-lint contract-selftest
-contract-lint: node_modules/.stamp $(TS_CLIENT) ## contract/openapi.yaml and admin.openapi.yaml: Redocly, Spectral, swagger-parser; openapi-typescript's types checked
-	$(NODE_BIN)/redocly lint contract/openapi.yaml contract/admin.openapi.yaml
-	$(NODE_BIN)/spectral lint --ruleset .spectral.yaml --fail-severity warn contract/openapi.yaml contract/admin.openapi.yaml
-	$(BUN) scripts/contract-validate.ts contract/openapi.yaml
-	$(BUN) scripts/contract-validate.ts contract/admin.openapi.yaml
-	$(NODE_BIN)/tsc --noEmit -p clients/typescript
+contract-lint: $(QA) $(TS_CLIENT) ## contract/openapi.yaml and admin.openapi.yaml: Redocly, Spectral, swagger-parser; openapi-typescript's types checked
+	$(QA_BIN)/redocly lint contract/openapi.yaml contract/admin.openapi.yaml
+	$(QA_BIN)/spectral lint --ruleset .spectral.yaml --fail-severity warn contract/openapi.yaml contract/admin.openapi.yaml
+	$(BUN) contract/validate.ts contract/openapi.yaml
+	$(BUN) contract/validate.ts contract/admin.openapi.yaml
+	$(NODE_BIN)/tsc --noEmit -p clients/codegen/typescript
 
 # The clients integrators generate from the contract (gitignored, under dist/). The TypeScript
 # one is openapi-typescript's types used with openapi-fetch; the Python one a package written by
 # openapi-python-client (pinned in requirements-dev.txt), which formats it with the ruff of .venv.
-$(TS_CLIENT): node_modules/.stamp contract/openapi.yaml
-	$(NODE_BIN)/openapi-typescript contract/openapi.yaml -o $@
+$(TS_CLIENT): $(QA) contract/openapi.yaml
+	$(QA_BIN)/openapi-typescript contract/openapi.yaml -o $@
 
 $(PY_CLIENT): .venv/.stamp contract/openapi.yaml
 	PATH="$(abspath .venv/bin):$$PATH" .venv/bin/openapi-python-client generate --path contract/openapi.yaml \
 	  --meta none --output-path $(dir $@) --overwrite --fail-on-warning
 
 .PHONY: client-test
-client-test: build $(TS_CLIENT) $(PY_CLIENT) ## generated TypeScript and Python clients run a scenario through Prism (proxy) against dist/petstore
-	$(NODE_BIN)/tsc --noEmit -p clients/typescript
+client-test: build $(QA) $(TS_CLIENT) $(PY_CLIENT) ## generated TypeScript and Python clients run a scenario through Prism (proxy) against dist/petstore
+	$(NODE_BIN)/tsc --noEmit -p clients/codegen/typescript
 	.venv/bin/ruff check clients/python && .venv/bin/ruff format --check clients/python
 	$(BUN) scripts/client-test.ts
+
+# The published TypeScript client, built as its README says: `npm install && npm pack` in its
+# folder (types generated from the contract, then tsc), giving $(TS_PKG)/petstore-client-<version>.tgz.
+TS_PKG := clients/typescript
+.PHONY: ts-client ts-client-test
+ts-client: ## @petstore/client: npm install && npm pack in clients/typescript (types and methods from the contract)
+	cd $(TS_PKG) && npm install --no-audit --no-fund && npm pack
+
+ts-client-test: build ts-client ## @petstore/client against dist/petstore: every operation, one real minute of rate limits, lost answers, paging, the tarball under Node, Bun and Deno (~90 s)
+	$(NODE_BIN)/tsc --noEmit -p $(TS_PKG)/test
+	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 150000 ./$(TS_PKG)/test
 
 contract-test: contract-lint build .venv/.stamp ## Dredd and Schemathesis against dist/petstore; JUnit XML in reports/
 	$(BUN) contract/test.ts
 
-contract-selftest: build .venv/.stamp ## prove contract-test can fail: each tool through a response-mutating proxy
+contract-selftest: build $(QA) .venv/.stamp ## prove contract-test can fail: each tool through a response-mutating proxy
 	$(BUN) contract/selftest.ts
 
-typecheck: node_modules/.stamp $(DOCS_GEN)
+# contract/ and bench/ import their packages' tools, so checking their types needs both installed.
+typecheck: node_modules/.stamp $(QA) $(PEERS) $(DOCS_GEN)
 	$(NODE_BIN)/tsc --noEmit -p .
 
 lint: typecheck depcheck ## tsc --noEmit (strict), Biome, and the module rules (dependency-cruiser)
 	$(NODE_BIN)/biome check src test scripts contract clients
 
 .PHONY: depcheck
-depcheck: node_modules/.stamp ## no import cycles; routes/store never import the gateway; see .dependency-cruiser.cjs
-	$(NODE_BIN)/depcruise --config .dependency-cruiser.cjs src test scripts contract clients
+depcheck: $(QA) ## no import cycles; routes/store never import the gateway; see .dependency-cruiser.cjs
+	$(QA_BIN)/depcruise --config .dependency-cruiser.cjs src test scripts contract clients
 
 clean: ## remove build output and reports
 	rm -rf dist reports src/docs/generated

@@ -1,24 +1,25 @@
 /**
  * `make bench-profile`: CPU profiles of the product under wrk, one per scenario, from the source
  * (`bun --cpu-prof src/main.ts`: the compiled binary is minified, so its profile names no
- * function), with the same durable defaults, keys, seed and pinning as `make bench`. Writes
+ * function), with the same durable defaults, keys, seed (or the million-pet file) and pinning as `make bench`. Writes
  * bench/tmp/profile/<scenario>.cpuprofile (open it in Chrome DevTools or speedscope) and
  * <scenario>.md, a summary of self and inclusive time by function and by file (lib/cpuprofile.ts).
  *
- * Knobs (environment): BENCH_PROFILE (scenario ids, default `list,401`), BENCH_SECONDS (8),
+ * Knobs (environment): BENCH_PROFILE (scenario ids, default `list,401,page-1m,get-1m`), BENCH_SECONDS (8),
  * BENCH_PROFILE_INTERVAL (sampling interval in µs, 250).
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseProfile, renderSummary, summarise } from './lib/cpuprofile.ts';
-import { SCENARIOS, startSeeded, WRK, writeKeys } from './lib/setup.ts';
+import { millionFile } from './lib/million.ts';
+import { SCENARIOS, startOn, startSeeded, WRK, writeKeys } from './lib/setup.ts';
 import { runWrk } from './lib/wrk.ts';
 
 const ROOT = join(import.meta.dir, '..');
 const BUN = join(ROOT, 'node_modules/.bin/bun');
 const OUT = join(import.meta.dir, 'tmp/profile');
-const IDS = (process.env.BENCH_PROFILE ?? 'list,401').split(',');
+const IDS = (process.env.BENCH_PROFILE ?? 'list,401,page-1m,get-1m').split(',');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const INTERVAL = Number(process.env.BENCH_PROFILE_INTERVAL ?? 250);
 const WARMUP = 2;
@@ -30,7 +31,8 @@ for (const id of IDS) {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-profile-'));
   const name = `${id}.cpuprofile`;
   rmSync(join(OUT, name), { force: true });
-  // The seeding POSTs are profiled too: a few hundred samples against tens of thousands.
+  // The seeding POSTs are profiled too (not on the million pets, which need none): a few hundred
+  // samples against tens of thousands.
   const cmd = [
     BUN,
     '--cpu-prof',
@@ -39,7 +41,11 @@ for (const id of IDS) {
     `--cpu-prof-interval=${INTERVAL}`,
     join(ROOT, 'src/main.ts'),
   ];
-  const [server] = await startSeeded(cmd, dir, 'petstore', writeKeys(dir).file);
+  const keysFile = writeKeys(dir).file;
+  const [server] =
+    scenario.data === 'million'
+      ? await startOn(cmd, dir, 'petstore', keysFile, await millionFile([BUN, join(ROOT, 'src/main.ts')], keysFile))
+      : await startSeeded(cmd, dir, 'petstore', keysFile);
   await runWrk(server.url, scenario.load, { ...WRK, seconds: WARMUP });
   const cpuBefore = server.cpuSeconds();
   const w = await runWrk(server.url, scenario.load, { ...WRK, seconds: SECONDS });

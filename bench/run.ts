@@ -3,7 +3,9 @@
  * physical limit), against Hono + hono/bearer-auth + hono-rate-limiter on Bun (what a Hono team
  * would write in an afternoon) and against Express + express-rate-limit on Node (the usual
  * alternative), optionally against an earlier commit's build (BENCH_BASE), in alternating wrk
- * rounds; then start-up, binary size and RSS under a flood of strangers.
+ * rounds; then random pages and pets of a million-pet file (lib/million.ts), where no memo
+ * helps, against `Bun.serve` + `bun:sqlite` on the same file (sqlite-floor.ts); then start-up,
+ * binary size and RSS under a flood of strangers.
  * Writes bench/results.json, bench/chart.svg and the generated part of bench/README.md.
  *
  * Knobs (environment): BENCH_SECONDS (4), BENCH_ROUNDS (4), BENCH_WARMUP (2), BENCH_STARTS (40),
@@ -21,7 +23,9 @@ import { join } from 'node:path';
 import { type BaseBuild, buildBase } from './lib/base.ts';
 import { capture } from './lib/captured.ts';
 import { flood, median, startupOnce } from './lib/measure.ts';
+import { millionFile } from './lib/million.ts';
 import { machine, versions } from './lib/provenance.ts';
+import { QUOTA_SCENARIO, writeQuotaKeys } from './lib/quota.ts';
 import { checkTargets, type Results, type Round, type ScenarioResult, type ServerName } from './lib/report.ts';
 import { type Running, startPrinter, startProduct } from './lib/servers.ts';
 import {
@@ -29,8 +33,10 @@ import {
   PINNED,
   request,
   SCENARIOS,
+  type Scenario,
   SEED_PETS,
   SERVER_CPU,
+  startOn,
   startSeeded,
   tokenOf,
   WRK,
@@ -38,6 +44,7 @@ import {
 } from './lib/setup.ts';
 import { writeReport } from './lib/write.ts';
 import { runWrk } from './lib/wrk.ts';
+import { strangerCost } from './strangers.ts';
 
 const ROOT = join(import.meta.dir, '..');
 const BINARY = join(ROOT, 'dist/petstore');
@@ -95,90 +102,21 @@ async function main(): Promise<void> {
   const started = new Date();
   console.log(`bench: temp dir ${dir}${QUICK ? ' (quick mode)' : ''}`);
 
-  const [product, logFile] = await startSeeded([BINARY], dir, 'petstore', keysFile);
-  const logs: Partial<Record<ServerName, string>> = { petstore: logFile };
-  const captured = await capture(await request(`${product.url}${LIST}`, { token: tokenOf('bench') }));
-  if (captured.status !== 200) throw new Error(`capture: GET ${LIST} answered ${captured.status}`);
-  const responseFile = join(dir, 'response.json');
-  writeFileSync(responseFile, JSON.stringify(captured));
-  const peerConfig = join(dir, 'peers.json');
-  const peerKeys = entries.map((e) => ({ name: e.name, sha256: e.sha256, perMinute: e.limits.perMinute }));
-  writeFileSync(peerConfig, JSON.stringify({ response: captured, keys: peerKeys }));
-
-  const servers: Partial<Record<ServerName, Running>> = {
-    petstore: product,
-    bare: await startPrinter('bare', [...SERVER_CPU, BUN, join(import.meta.dir, 'bare-server.ts'), responseFile]),
-    floor: await startPrinter('floor', [...SERVER_CPU, BUN, join(import.meta.dir, 'hono-floor.ts'), responseFile]),
-    hono: await startPrinter('hono', [...SERVER_CPU, BUN, join(import.meta.dir, 'hono-server.ts'), peerConfig]),
-    express: await startPrinter('express', [
-      ...SERVER_CPU,
-      'node',
-      join(import.meta.dir, 'express-server.mjs'),
-      peerConfig,
-    ]),
-  };
-  if (base) {
-    const [running, baseLog] = await startSeeded([base.binary], dir, 'base', keysFile);
-    servers.base = running;
-    logs.base = baseLog;
-  }
-
+  const selected = [...SCENARIOS, QUOTA_SCENARIO].filter((s) => !ONLY || ONLY.includes(s.id));
   const scenarios: ScenarioResult[] = [];
-  const offsets: Partial<Record<ServerName, number>> = {};
-  /** Statuses each product build logged since the last call. */
-  const logged = async () => {
-    const out: Partial<Record<ServerName, Record<string, number>>> = {};
-    for (const [name, file] of Object.entries(logs) as [ServerName, string][]) {
-      const [counts, next] = await loggedStatuses(file, offsets[name] ?? 0);
-      offsets[name] = next;
-      out[name] = counts;
-    }
-    return out;
-  };
-  for (const scenario of SCENARIOS.filter((s) => !ONLY || ONLY.includes(s.id))) {
-    const names = scenario.servers.filter((name) => servers[name] !== undefined);
-    const result: ScenarioResult = {
-      id: scenario.id,
-      label: scenario.label,
-      expect: scenario.expect,
-      servers: {},
-      productStatuses: {},
-      ...(servers.base ? { baseStatuses: {} } : {}),
-    };
-    const rounds: Partial<Record<ServerName, Round[]>> = {};
-    for (const name of names) {
-      await runWrk(serverOf(servers, name).url, scenario.load, { ...WRK, seconds: WARMUP });
-      rounds[name] = [];
-    }
-    await logged();
-    for (let round = 0; round < ROUNDS; round++) {
-      // Rotate who goes first, so drift within a round is shared out too.
-      const order = names.map((_, i, all) => all[(i + round) % all.length] as ServerName);
-      for (const name of order) {
-        const server = serverOf(servers, name);
-        const cpuBefore = server.cpuSeconds();
-        const w = await runWrk(server.url, scenario.load, { ...WRK, seconds: SECONDS });
-        const r = { ...w, cpuUs: ((server.cpuSeconds() - cpuBefore) * 1e6) / w.requests };
-        rounds[name]?.push(r);
-        console.log(
-          `${scenario.id.padEnd(5)} round ${round + 1} ${name.padEnd(8)} ${Math.round(r.rps).toString().padStart(7)} req/s  CPU ${r.cpuUs.toFixed(1).padStart(5)} µs/req  p50 ${(r.p50Us / 1000).toFixed(2)} ms  p99 ${(r.p99Us / 1000).toFixed(2)} ms  >=400: ${r.statusErrors}  socket errors: ${r.socketErrors}`,
-        );
-      }
-    }
-    const statuses = await logged();
-    Object.assign(result.productStatuses, statuses.petstore);
-    if (result.baseStatuses) Object.assign(result.baseStatuses, statuses.base);
-    for (const [name, counts] of Object.entries(statuses)) {
-      const unexpected = Object.keys(counts).filter((s) => s !== String(scenario.expect));
-      if (unexpected.length > 0) console.warn(`bench: ${scenario.id}: ${name} answered ${JSON.stringify(counts)}`);
-    }
-    for (const name of names) {
-      const r = rounds[name] ?? [];
-      result.servers[name] = { rounds: r, median: summarise(r) };
-    }
-    scenarios.push(result);
+  // One set of servers at a time: those of the seeded scenarios, then those of the million pets.
+  const seeded = selected.filter((s) => s.data === undefined);
+  if (seeded.length > 0) {
+    const fleet = await startSeededFleet(dir, keysFile, entries, base);
+    scenarios.push(...(await runScenarios(fleet, seeded)));
+    await stopFleet(fleet);
   }
-  for (const s of Object.values(servers)) await s.stop();
+  const million = selected.filter((s) => s.data === 'million');
+  if (million.length > 0) {
+    const fleet = await startMillionFleet(dir, keysFile, base);
+    scenarios.push(...(await runScenarios(fleet, million)));
+    await stopFleet(fleet);
+  }
   if (ONLY) return finish(dir);
 
   console.log(`bench: start-up, ${STARTS} starts`);
@@ -199,6 +137,8 @@ async function main(): Promise<void> {
     waves.push({ statuses, rssMiB: mib(fresh.rss()) });
   }
   await fresh.stop();
+  console.log('bench: memory per stranger (bench/strangers.ts)');
+  const perStranger = await strangerCost(BINARY);
 
   const bunBytes = statSync(realpathSync(BUN)).size;
   const bytes = statSync(BINARY).size;
@@ -228,7 +168,7 @@ async function main(): Promise<void> {
       samplesMs: samples.map((s) => Math.round(s * 100) / 100),
     },
     binary: { bytes, bunBytes, overMiB: mib(bytes - bunBytes) },
-    memory: { idleMiB, perWave: FLOOD, settleMs: SETTLE_MS, waves },
+    memory: { idleMiB, perWave: FLOOD, settleMs: SETTLE_MS, waves, perStranger },
     targets: [],
   };
   results.targets = checkTargets(results);
@@ -240,6 +180,137 @@ async function main(): Promise<void> {
   for (const t of results.targets)
     console.log(`${t.met ? 'met   ' : 'MISSED'} ${t.figure}: ${t.measured} (target ${t.target})`);
   finish(dir);
+}
+
+/** The servers of a set of scenarios, and the request logs of the product builds among them. */
+interface Fleet {
+  readonly servers: Partial<Record<ServerName, Running>>;
+  readonly logs: Partial<Record<ServerName, string>>;
+}
+
+/** The product and the base build on their own seeded files, and the peers replaying the list's bytes. */
+async function startSeededFleet(
+  dir: string,
+  keysFile: string,
+  entries: ReturnType<typeof writeKeys>['entries'],
+  base: BaseBuild | undefined,
+): Promise<Fleet> {
+  // The product's keys add the quota scenario's key (a base build may refuse a month and costs).
+  const [product, logFile] = await startSeeded([BINARY], dir, 'petstore', writeQuotaKeys(dir));
+  const logs: Partial<Record<ServerName, string>> = { petstore: logFile };
+  const captured = await capture(await request(`${product.url}${LIST}`, { token: tokenOf('bench') }));
+  if (captured.status !== 200) throw new Error(`capture: GET ${LIST} answered ${captured.status}`);
+  const responseFile = join(dir, 'response.json');
+  writeFileSync(responseFile, JSON.stringify(captured));
+  const peerConfig = join(dir, 'peers.json');
+  const peerKeys = entries.map((e) => ({ name: e.name, sha256: e.sha256, perMinute: e.limits.perMinute }));
+  writeFileSync(peerConfig, JSON.stringify({ response: captured, keys: peerKeys }));
+
+  const servers: Partial<Record<ServerName, Running>> = {
+    petstore: product,
+    bare: await startPrinter('bare', [...SERVER_CPU, BUN, join(import.meta.dir, 'bare-server.ts'), responseFile]),
+    floor: await startPrinter('floor', [...SERVER_CPU, BUN, join(import.meta.dir, 'hono-floor.ts'), responseFile]),
+    hono: await startPrinter('hono', [...SERVER_CPU, BUN, join(import.meta.dir, 'hono-server.ts'), peerConfig]),
+    express: await startPrinter('express', [
+      ...SERVER_CPU,
+      'node',
+      join(import.meta.dir, 'express-server.mjs'),
+      peerConfig,
+    ]),
+  };
+  if (base) {
+    const [running, baseLog] = await startSeeded([base.binary], dir, 'base', keysFile);
+    servers.base = running;
+    logs.base = baseLog;
+  }
+  return { servers, logs };
+}
+
+/** The product, the base build and the SQLite floor, all on the one million-pet file. */
+async function startMillionFleet(dir: string, keysFile: string, base: BaseBuild | undefined): Promise<Fleet> {
+  const data = await millionFile([BINARY], keysFile);
+  const [product, logFile] = await startOn([BINARY], dir, 'petstore-1m', keysFile, data);
+  const servers: Partial<Record<ServerName, Running>> = {
+    petstore: product,
+    sqlite: await startPrinter('sqlite', [...SERVER_CPU, BUN, join(import.meta.dir, 'sqlite-floor.ts'), data]),
+  };
+  const logs: Partial<Record<ServerName, string>> = { petstore: logFile };
+  if (base) {
+    try {
+      const [running, baseLog] = await startOn([base.binary], dir, 'base-1m', keysFile, data);
+      servers.base = running;
+      logs.base = baseLog;
+    } catch (err) {
+      // A base with an older schema refuses the file (lib/million.ts): the rest still runs.
+      console.warn(`bench: the base build cannot serve ${data}, so it sits out the million-pet scenarios:`);
+      console.warn((err as Error).message);
+    }
+  }
+  return { servers, logs };
+}
+
+async function stopFleet(fleet: Fleet): Promise<void> {
+  for (const s of Object.values(fleet.servers)) await s.stop();
+}
+
+/** Each scenario in alternating wrk rounds over the fleet's servers that it names. */
+async function runScenarios({ servers, logs }: Fleet, list: readonly Scenario[]): Promise<ScenarioResult[]> {
+  const scenarios: ScenarioResult[] = [];
+  const offsets: Partial<Record<ServerName, number>> = {};
+  /** Statuses each product build logged since the last call. */
+  const logged = async () => {
+    const out: Partial<Record<ServerName, Record<string, number>>> = {};
+    for (const [name, file] of Object.entries(logs) as [ServerName, string][]) {
+      const [counts, next] = await loggedStatuses(file, offsets[name] ?? 0);
+      offsets[name] = next;
+      out[name] = counts;
+    }
+    return out;
+  };
+  for (const scenario of list) {
+    const names = scenario.servers.filter((name) => servers[name] !== undefined);
+    const result: ScenarioResult = {
+      id: scenario.id,
+      label: scenario.label,
+      expect: scenario.expect,
+      servers: {},
+      productStatuses: {},
+      ...(servers.base ? { baseStatuses: {} } : {}),
+    };
+    const rounds: Partial<Record<ServerName, Round[]>> = {};
+    for (const name of names) {
+      await runWrk(serverOf(servers, name).url, scenario.load, { ...WRK, seconds: WARMUP });
+      rounds[name] = [];
+    }
+    await logged();
+    for (let round = 0; round < ROUNDS; round++) {
+      // Rotate who goes first, so drift within a round is shared out too.
+      const order = names.map((_, i, all) => all[(i + round) % all.length] as ServerName);
+      for (const name of order) {
+        const server = serverOf(servers, name);
+        const cpuBefore = server.cpuSeconds();
+        const w = await runWrk(server.url, scenario.load, { ...WRK, seconds: SECONDS });
+        const r = { ...w, cpuUs: ((server.cpuSeconds() - cpuBefore) * 1e6) / w.requests };
+        rounds[name]?.push(r);
+        console.log(
+          `${scenario.id.padEnd(7)} round ${round + 1} ${name.padEnd(8)} ${Math.round(r.rps).toString().padStart(7)} req/s  CPU ${r.cpuUs.toFixed(1).padStart(5)} µs/req  p50 ${(r.p50Us / 1000).toFixed(2)} ms  p99 ${(r.p99Us / 1000).toFixed(2)} ms  >=400: ${r.statusErrors}  socket errors: ${r.socketErrors}`,
+        );
+      }
+    }
+    const statuses = await logged();
+    Object.assign(result.productStatuses, statuses.petstore);
+    if (result.baseStatuses) Object.assign(result.baseStatuses, statuses.base);
+    for (const [name, counts] of Object.entries(statuses)) {
+      const unexpected = Object.keys(counts).filter((s) => s !== String(scenario.expect));
+      if (unexpected.length > 0) console.warn(`bench: ${scenario.id}: ${name} answered ${JSON.stringify(counts)}`);
+    }
+    for (const name of names) {
+      const r = rounds[name] ?? [];
+      result.servers[name] = { rounds: r, median: summarise(r) };
+    }
+    scenarios.push(result);
+  }
+  return scenarios;
 }
 
 function serverOf(servers: Partial<Record<ServerName, Running>>, name: ServerName): Running {

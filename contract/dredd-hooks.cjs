@@ -155,6 +155,29 @@ const PROVOKE = {
     500: SKIP_500,
     503: SKIP_503,
   },
+  getRateLimit: {
+    200: () => {},
+    401: (t) => {
+      setAuth(t, undefined);
+      return 'no Authorization';
+    },
+    404: (t) => goTo(t, '/petz'),
+    405: (t) => setMethod(t, 'POST'),
+    413: TOO_LARGE,
+    414: URI_TOO_LONG,
+    415: NOT_JSON,
+    // Reading the quota spends nothing, so a key is never refused for its windows here (the
+    // used-up key reads its ban with 200); its 429 needs 128 requests in flight at once
+    // (src/gateway/in-flight.test.ts), or the client address's failed authentications used
+    // up, which would turn every later 401 transaction of this run into a 429.
+    429: (t) => {
+      t.skip = true;
+      console.log(`skip: ${t.name}: a 429 needs the in-flight cap held or the address's 401s used up`);
+      return 'skipped: cannot be provoked without breaking other transactions';
+    },
+    500: SKIP_500,
+    503: SKIP_503,
+  },
   getPet: {
     // `beforeAll` added pets, so the documented example id 1 exists.
     200: () => {},

@@ -9,7 +9,7 @@ export const ROOT = join(import.meta.dir, '..');
 export const CONTRACT = join(ROOT, 'contract/openapi.yaml');
 export const ADMIN_CONTRACT = join(ROOT, 'contract/admin.openapi.yaml');
 export const REPORTS = join(ROOT, 'reports');
-const DREDD = join(ROOT, 'node_modules/.bin/dredd');
+const DREDD = join(ROOT, 'contract/node_modules/.bin/dredd');
 const SCHEMATHESIS = join(ROOT, '.venv/bin/schemathesis');
 
 /**

@@ -16,7 +16,7 @@ import { type KeySpec, startServer, tokenOf, writeKeysFile } from '../test/harne
 
 const ROOT = join(import.meta.dir, '..');
 const CONTRACT = process.env.CLIENT_TEST_CONTRACT ?? join(ROOT, 'contract/openapi.yaml');
-const PRISM = join(ROOT, 'node_modules/.bin/prism');
+const PRISM = join(ROOT, 'contract/node_modules/.bin/prism');
 /** The scenarios count on exactly this quota: 6 requests, 2 more admitted, the 9th a 429. */
 const KEY: KeySpec = { name: 'client', plan: 'enterprise', limits: { perMinute: 8, perDay: 1_000 } };
 /** Prism's words for a request or response that breaks the contract. */
@@ -25,7 +25,7 @@ const VIOLATION = /violation/i;
 const clients: Array<{ name: string; cmd: string[]; env?: Record<string, string> }> = [
   {
     name: 'TypeScript (openapi-typescript + openapi-fetch)',
-    cmd: [process.execPath, 'clients/typescript/scenario.ts'],
+    cmd: [process.execPath, 'clients/codegen/typescript/scenario.ts'],
   },
   {
     name: 'Python (openapi-python-client)',

@@ -29,8 +29,8 @@ function rss(): number {
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1]) * 1024;
 }
 
-/** Address number `n` in 2001:db8::/32, so no two requests share one. */
-const address = (n: number) => `2001:db8::${(n >>> 16).toString(16)}:${(n & 0xffff).toString(16)}`;
+/** Address number `n` in 2001:db8::/32, each in a /56 of its own (IPv6 clients are counted by their /56). */
+const address = (n: number) => `2001:db8:${(n >>> 8).toString(16)}:${((n & 0xff) << 8).toString(16)}::1`;
 
 /** Sends `count` requests, each with a fresh bad token from a fresh address; returns the statuses seen. */
 async function wave(from: number, count: number): Promise<Record<number, number>> {

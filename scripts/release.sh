@@ -95,8 +95,9 @@ for t in "${TARGETS[@]}"; do
 done
 
 # The SBOM of what the binaries bundle: the lock file's production dependencies, with licenses.
-# --package-lock-only: the lock is the record (node_modules here also holds dev tools).
-node_modules/.bin/cyclonedx-npm --omit dev --package-lock-only --flatten-components --output-reproducible \
+# --package-lock-only: the lock is the record (node_modules here also holds dev tools). The
+# writer itself is one of contract/package.json's tools.
+contract/node_modules/.bin/cyclonedx-npm --omit dev --package-lock-only --flatten-components --output-reproducible \
   --validate --spec-version 1.6 --output-format JSON --output-file "$OUT/petstore-$version.cdx.json" ||
   fail "cyclonedx-npm failed"
 echo "release: $OUT/petstore-$version.cdx.json ($(node -p "require('./$OUT/petstore-$version.cdx.json').components.length") components)"

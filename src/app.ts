@@ -1,4 +1,6 @@
 import { type Context, Hono } from 'hono';
+import { METHOD_NAME_ALL } from 'hono/router';
+import { RegExpRouter } from 'hono/router/reg-exp-router';
 import type { AdminDeps } from './admin/handlers.ts';
 import { ADMIN_OPERATIONS, ADMIN_PREFIX } from './admin/operations.ts';
 import { API_PREFIX, OPERATIONS } from './api/operations.ts';
@@ -11,6 +13,7 @@ import type { KeyTable } from './gateway/keys/table.ts';
 import type { LimiterStatus } from './gateway/limiter/failover.ts';
 import type { RateLimiter } from './gateway/limiter/limiter.ts';
 import type { BanPolicy } from './gateway/plans.ts';
+import { wouldRefuseReporter } from './gateway/report-only.ts';
 import { pipeline } from './http/pipeline.ts';
 import { type Logger, silentLogger } from './log.ts';
 import type { Metrics } from './metrics/registry.ts';
@@ -79,7 +82,12 @@ export function createApp({
   keysProblem,
 }: AppOptions) {
   if (metrics) store = countStoreErrors(store, metrics);
-  const pass = gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, clock });
+  const wouldRefuse = wouldRefuseReporter({
+    log,
+    clock,
+    ...(metrics ? { count: (consumer, window) => metrics.wouldRefuse(consumer, window) } : {}),
+  });
+  const pass = gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, wouldRefuse, clock });
   const steps = pipeline({
     log,
     clock,
@@ -89,10 +97,10 @@ export function createApp({
     maxBodyBytes: MAX_BODY_BYTES,
     corsOrigins,
     metrics,
+    allowedMethods: allowedMethods(API_PREFIX, OPERATIONS),
   });
 
   const app = new Hono<AppEnv>();
-  app.use(steps.exchange);
   const ops = opsRoutes({
     store,
     keys,
@@ -103,26 +111,35 @@ export function createApp({
     docs,
     metrics: serveMetrics ? metrics : undefined,
   });
+  // One route per operation and ops route, so a request matches one handler; the rest (404, and
+  // 405 for a known API path asked with another method) is `notFound`'s.
   for (const route of ops) app.get(route.path, steps.opsRoute(route));
-  // Every API path: its operations, then 405 for its other methods; 404 for any other path.
   for (const op of OPERATIONS) app.on(op.method, API_PREFIX + op.path, steps.operation(op));
-  for (const [path, methods] of methodsByPath(OPERATIONS)) app.all(API_PREFIX + path, steps.unserved(methods));
-  app.all(API_PREFIX, steps.unserved(undefined));
-  app.all(`${API_PREFIX}/*`, steps.unserved(undefined));
   app.notFound(steps.notFound);
   app.onError(steps.onError);
   return app;
 }
 
-/** Each path of a table with the methods it is served with (HEAD with every GET). */
-function methodsByPath(table: readonly { path: string; method: string }[]): Map<string, string[]> {
-  const paths = new Map<string, string[]>();
+/**
+ * The methods a table serves at a request path under `prefix`, matched as Hono matches routes
+ * (HEAD is served with every GET), or undefined for a path it has not: what a 405's `Allow` says.
+ *
+ * @example
+ * allowedMethods('/v1', OPERATIONS)('/v1/pets/7') // ['GET']
+ */
+function allowedMethods(
+  prefix: string,
+  table: readonly { readonly path: string; readonly method: string }[],
+): (path: string) => readonly string[] | undefined {
+  const router = new RegExpRouter<string[]>();
+  const byPath = new Map<string, string[]>();
   for (const { path, method } of table) {
-    const methods = paths.get(path) ?? [];
-    methods.push(method);
-    paths.set(path, methods);
+    const methods = byPath.get(path);
+    if (methods) methods.push(method);
+    else byPath.set(path, [method]);
   }
-  return paths;
+  for (const [path, methods] of byPath) router.add(METHOD_NAME_ALL, prefix + path, methods);
+  return (path) => router.match(METHOD_NAME_ALL, path)[0][0]?.[0];
 }
 
 export type App = ReturnType<typeof createApp>;
@@ -157,7 +174,7 @@ export function adminApp({
   maxInFlight,
   ipv6Prefix,
 }: AdminAppOptions) {
-  const pass = gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, clock });
+  const pass = gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, clock, admin: true });
   const steps = pipeline<AdminDeps>({
     log,
     clock,
@@ -165,14 +182,11 @@ export function adminApp({
     gateway: pass,
     deps: { keys: admin, clock },
     maxBodyBytes: MAX_BODY_BYTES,
+    allowedMethods: allowedMethods(ADMIN_PREFIX, ADMIN_OPERATIONS),
     gatedPath: isAdminPath,
   });
   const app = new Hono<AppEnv>();
-  app.use(steps.exchange);
   for (const op of ADMIN_OPERATIONS) app.on(op.method, ADMIN_PREFIX + op.path, steps.operation(op));
-  for (const [path, methods] of methodsByPath(ADMIN_OPERATIONS)) app.all(ADMIN_PREFIX + path, steps.unserved(methods));
-  app.all(ADMIN_PREFIX, steps.unserved(undefined));
-  app.all(`${ADMIN_PREFIX}/*`, steps.unserved(undefined));
   app.notFound(steps.notFound);
   app.onError(steps.onError);
   return app;

@@ -12,8 +12,11 @@ export function serverCommand(): string[] {
 export interface KeySpec {
   name: string;
   plan: string;
-  limits?: { perMinute: number; perDay: number };
+  limits?: { perMinute: number; perDay: number; perMonth?: number };
   ban?: { seconds: number; threshold?: number };
+  /** Units an operation spends, by operationId; `false` enforce: report-only limits. */
+  costs?: Record<string, number>;
+  enforce?: boolean;
   /** What the key may do (`pets:read`, `pets:write`); both when absent. */
   scopes?: string[];
 }

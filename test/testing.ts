@@ -9,6 +9,7 @@ import type { PlanName } from '../src/gateway/plans.ts';
 import { pipeline } from '../src/http/pipeline.ts';
 import type { Logger } from '../src/log.ts';
 import { silentLogger } from '../src/log.ts';
+import type { Metrics } from '../src/metrics/registry.ts';
 import type { OpsRoute } from '../src/ops/route.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 
@@ -26,15 +27,24 @@ export function fakeClock(start = Date.UTC(2026, 10, 22, 12, 0, 0)) {
 export interface TestKey {
   name: string;
   plan: PlanName;
-  limits?: { perMinute: number; perDay: number };
+  limits?: { perMinute: number; perDay: number; perMonth?: number };
+  costs?: Record<string, number>;
+  enforce?: boolean;
+  scopes?: string[];
+  ban?: { seconds: number; threshold?: number };
 }
 
 /** A token for a test key, derived from its name so tests can rebuild it. */
 export const tokenFor = (name: string) => `psk_test-token-for-${name}`;
 
 /** The app with an in-memory store, a fake clock and the given keys (default: one free key). */
-export function testApp({ keys = [{ name: 'acme', plan: 'free' }] as TestKey[], log = silentLogger as Logger } = {}) {
-  const clock = fakeClock();
+export function testApp({
+  keys = [{ name: 'acme', plan: 'free' }] as TestKey[],
+  log = silentLogger as Logger,
+  start = undefined as number | undefined,
+  metrics = undefined as Metrics | undefined,
+} = {}) {
+  const clock = fakeClock(start);
   const store = new MemoryStore();
   const table = new KeyTable(
     parseKeys(
@@ -42,7 +52,7 @@ export function testApp({ keys = [{ name: 'acme', plan: 'free' }] as TestKey[], 
     ),
   );
   const limiter = new SlidingWindowLimiter({ clock });
-  const app = createApp({ store, keys: () => table, limiter, clock, log, clientAddress: () => '192.0.2.1' });
+  const app = createApp({ store, keys: () => table, limiter, clock, log, metrics, clientAddress: () => '192.0.2.1' });
   const auth = (name = keys[0]?.name ?? 'acme') => ({ Authorization: `Bearer ${tokenFor(name)}` });
   return { app, clock, store, auth };
 }
@@ -59,7 +69,6 @@ export function routesApp(routes: readonly OpsRoute[]) {
     maxBodyBytes: 1024,
   });
   const app = new Hono<AppEnv>();
-  app.use(steps.exchange);
   for (const route of routes) app.get(route.path, steps.opsRoute(route));
   app.notFound(steps.notFound);
   app.onError(steps.onError);

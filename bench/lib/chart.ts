@@ -21,6 +21,7 @@ const COLORS: Record<string, string> = {
   base: '#93c5fd',
   bare: '#9ca3af',
   floor: '#d1d5db',
+  sqlite: '#6b7280',
   hono: '#f97316',
   express: '#f59e0b',
 };

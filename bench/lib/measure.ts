@@ -46,9 +46,12 @@ export async function startupOnce(binary: string, args: string[], token: string)
   return elapsed;
 }
 
-/** Distinct IPv6 documentation addresses (2001:db8::/32): only a header value, never a destination. */
+/**
+ * IPv6 documentation addresses (2001:db8::/32), each in a /56 of its own (the product counts
+ * IPv6 clients by their /56): only a header value, never a destination.
+ */
 function address(i: number): string {
-  return `2001:db8::${(i >>> 16).toString(16)}:${(i & 0xffff).toString(16)}`;
+  return `2001:db8:${(i >>> 8).toString(16)}:${((i & 0xff) << 8).toString(16)}::1`;
 }
 
 /**

@@ -42,9 +42,9 @@ export function versions(): Record<string, string> {
     bun: Bun.version,
     node: process.versions.node ? run('node', ['--version']) : 'unknown',
     hono: packageVersion('node_modules/hono'),
-    express: packageVersion('node_modules/express'),
-    'express-rate-limit': packageVersion('node_modules/express-rate-limit'),
-    'hono-rate-limiter': packageVersion('node_modules/hono-rate-limiter'),
+    express: packageVersion('bench/node_modules/express'),
+    'express-rate-limit': packageVersion('bench/node_modules/express-rate-limit'),
+    'hono-rate-limiter': packageVersion('bench/node_modules/hono-rate-limiter'),
     wrk: run('wrk', ['-v']).split('\n')[0]?.split(' ').slice(0, 2).join(' ') ?? 'unknown',
   };
 }

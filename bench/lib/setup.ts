@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { MILLION } from './million.ts';
 import type { ServerName } from './report.ts';
 import { type Running, startProduct } from './servers.ts';
 import type { Load } from './wrk.ts';
@@ -39,6 +40,11 @@ export interface Scenario {
   expect: number;
   load: Load;
   servers: ServerName[];
+  /**
+   * What the product builds serve: their own file of SEED_PETS pets (the default), or the shared
+   * file of MILLION pets that no scenario writes (lib/million.ts), with the SQLite floor beside them.
+   */
+  data?: 'million';
 }
 /** Without BENCH_BASE, 'base' is dropped from every list. */
 const ALL: ServerName[] = ['petstore', 'base', 'bare', 'hono', 'express'];
@@ -66,6 +72,24 @@ export const SCENARIOS: Scenario[] = [
       addresses: 0,
       body: '{"name":"Rex","categoryId":1}',
     },
+  },
+  // Reads no memo can answer: a random page or pet of a million at every request. Against the
+  // runtime's floor for the same read (sqlite-floor.ts) rather than bare, which replays bytes.
+  {
+    id: 'page-1m',
+    label: 'GET /v1/pets?limit=20&cursor={random} (1M pets)',
+    expect: 200,
+    servers: ['petstore', 'base', 'sqlite'],
+    data: 'million',
+    load: { ...get('/v1/pets?limit=20&cursor={cursor}', tokenOf('bench')), random: MILLION },
+  },
+  {
+    id: 'get-1m',
+    label: 'GET /v1/pets/{random id} (1M pets)',
+    expect: 200,
+    servers: ['petstore', 'base', 'sqlite'],
+    data: 'million',
+    load: { ...get('/v1/pets/{id}', tokenOf('bench')), random: MILLION },
   },
 ];
 
@@ -95,6 +119,25 @@ export async function request(url: string, init: RequestInit & { token: string }
   const headers = new Headers(init.headers);
   headers.set('Authorization', `Bearer ${init.token}`);
   return fetch(url, { ...init, headers });
+}
+
+/**
+ * Starts the product (`cmd`: a binary, or a runtime and the source) on `data`, pinned like every
+ * server under test, with nothing seeded: for the shared million-pet file, which no scenario writes.
+ *
+ * @example
+ * const [server, log] = await startOn([BINARY], dir, 'petstore', keysFile, await millionFile([BINARY], keysFile));
+ */
+export async function startOn(
+  cmd: string[],
+  dir: string,
+  name: string,
+  keysFile: string,
+  data: string,
+): Promise<[Running, string]> {
+  const logFile = join(dir, `${name}.log`);
+  const args = ['--keys', keysFile, '--data', data, '--trust-proxy', '127.0.0.1'];
+  return [await startProduct([...SERVER_CPU, ...cmd], args, logFile), logFile];
 }
 
 /**

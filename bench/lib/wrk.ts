@@ -11,6 +11,8 @@ export interface Load {
   /** Distinct X-Forwarded-For addresses per wrk thread; 0 sends none. */
   readonly addresses: number;
   readonly body?: string;
+  /** > 0: `{id}` and `{cursor}` in `path` become random ids up to this, a new draw for each request of a pool of 65,536 per wrk thread (wrk/scenario.lua). */
+  readonly random?: number;
 }
 
 export interface WrkOptions {
@@ -64,7 +66,7 @@ export async function runWrk(
     load.body ?? '',
   ];
   const child = spawn(file as string, args, {
-    env: { ...process.env, BENCH_ADDRESSES: String(load.addresses) },
+    env: { ...process.env, BENCH_ADDRESSES: String(load.addresses), BENCH_RANDOM: String(load.random ?? 0) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -1,9 +1,10 @@
 """What an integrator's Python code does with a client generated from contract/openapi.yaml.
 
 openapi-python-client generates the package `petstore_client` (`make client-test` puts it in
-dist/clients/python); this script creates, lists page by page, gets, sends a wrong key (401) and
-uses the key's quota up (429) against PETSTORE_URL (ending in /v1) with PETSTORE_TOKEN, a key of
-8 requests a minute. Every check is exact; the first that fails exits 1.
+dist/clients/python); this script creates, lists page by page, gets, sends a wrong key (401),
+reads the quota without spending it and uses the key's quota up (429) against PETSTORE_URL
+(ending in /v1) with PETSTORE_TOKEN, a key of 8 requests a minute. Every check is exact; the
+first that fails exits 1.
 """
 
 import os
@@ -13,6 +14,7 @@ from urllib.parse import parse_qs, urljoin, urlparse
 
 from petstore_client import AuthenticatedClient
 from petstore_client.api.animals import create_pet, get_pet, list_pets
+from petstore_client.api.quota import get_rate_limit
 from petstore_client.models import Error, ErrorCode, NewPet, NewPetStatus, Pet, PetStatus
 
 BASE_URL = os.environ["PETSTORE_URL"]
@@ -81,6 +83,18 @@ check(
     "wrong key: WWW-Authenticate",
 )
 
+step("read the quota: 2 of 8 left, and reading it any number of times spends none")
+for _ in range(3):
+    quota = get_rate_limit.sync_detailed(client=client)
+    check(quota.status_code, 200, "quota")
+    check(
+        [(w.name.value, w.limit, w.remaining) for w in quota.parsed.windows],
+        [("minute", 8, 2), ("day", 1000, 994)],
+        "quota: windows",
+    )
+    check((quota.parsed.consumer, quota.parsed.plan, quota.parsed.ban), ("client", "enterprise", None), "quota: whose")
+    check(str(quota.parsed.windows[0].reset), quota.headers.get("x-ratelimit-reset"), "quota: reset as in the header")
+
 step("the key has 2 of its 8 requests a minute left; the third is 429")
 for left in ["1", "0"]:
     page = list_pets.sync_detailed(client=client, status=PetStatus.SOLD)
@@ -94,5 +108,7 @@ check((limited.parsed.code, limited.parsed.status), (ErrorCode.RATE_LIMITED, 429
 check(limited.headers.get("x-ratelimit-remaining"), "0", "over quota: X-RateLimit-Remaining")
 retry_after = limited.headers.get("retry-after", "")
 check(retry_after.isdigit() and 1 <= int(retry_after) <= 61, True, f"over quota: Retry-After {retry_after!r}")
+spent = get_rate_limit.sync_detailed(client=client)
+check((spent.status_code, spent.parsed.windows[0].remaining), (200, 0), "quota read when spent")
 
 step("all checks passed")

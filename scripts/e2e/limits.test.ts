@@ -9,6 +9,12 @@ beforeAll(async () => {
       writeKeysFile([
         { name: 'freebie', plan: 'free' },
         { name: 'other', plan: 'free' },
+        {
+          name: 'metered',
+          plan: 'free',
+          limits: { perMinute: 12, perDay: 1000, perMonth: 5000 },
+          costs: { createPet: 5 },
+        },
       ]),
     ],
   });
@@ -48,4 +54,32 @@ test('a real free key: 60 admitted with Remaining 59..0, the 61st is a 429 with 
   const other = await fetch(`${server.url}/v1/pets`, { headers: { Authorization: `Bearer ${tokenOf('other')}` } });
   expect(other.status).toBe(200);
   expect(other.headers.get('x-ratelimit-remaining')).toBe('59');
+});
+
+test('a key with a month and costs: its quota read for free, creates at 5 refused whole when 2 are left', async () => {
+  const auth = { Authorization: `Bearer ${tokenOf('metered')}` };
+  const quota = async () => {
+    const res = await fetch(`${server.url}/v1/rate_limit`, { headers: auth });
+    const body = (await res.json()) as { windows: { name: string; limit: number; remaining: number; reset: number }[] };
+    const date = new Date(res.headers.get('date') as string);
+    const nextMonth = Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1) / 1000;
+    return { status: res.status, body, nextMonth, remaining: res.headers.get('x-ratelimit-remaining') };
+  };
+  const fresh = await quota();
+  expect(fresh.body.windows.map(({ name, limit, remaining }) => [name, limit, remaining])).toEqual([
+    ['minute', 12, 12],
+    ['day', 1000, 1000],
+    ['month', 5000, 5000],
+  ]);
+  expect(fresh.body.windows[2]?.reset).toBe(fresh.nextMonth);
+  const create = () =>
+    fetch(`${server.url}/v1/pets`, {
+      method: 'POST',
+      headers: { ...auth, 'Content-Type': 'application/json' },
+      body: '{"name":"Rex","categoryId":1}',
+    }).then((r) => r.status);
+  expect([await create(), await create(), await create()]).toEqual([201, 201, 429]);
+  const spent = await quota();
+  expect([spent.status, spent.remaining]).toEqual([200, '2']);
+  expect(spent.body.windows.map((w) => w.remaining)).toEqual([2, 990, 4990]);
 });

@@ -319,7 +319,7 @@ describe('SIGHUP reloads the keys file', () => {
       writeKeysFile(keysOf(['acme', 'pro'], ['newco', 'business']), keysFile.replace(/keys\.json$/, ''));
       const reloaded = {
         time: expect.stringMatching(ISO_TIME),
-        level: 'warn',
+        level: 'info',
         msg: 'keys reloaded',
         file: keysFile,
         keysByPlan: { pro: 1, business: 1 },

@@ -21,6 +21,7 @@ import {
   PAGE_SIZE_MAX,
   Pet,
   PetStatus,
+  RateLimitStatus,
 } from './schemas.ts';
 import { NOT_AN_OBJECT, NOT_JSON } from './validate.ts';
 
@@ -67,6 +68,7 @@ describe('the valibot schemas and the contract agree', () => {
     ['NewPet', NewPet],
     ['Pet', Pet],
     ['Error', ErrorBody],
+    ['RateLimitStatus', RateLimitStatus],
   ] as const)('%s', (name, schema) => {
     expect(fromValibot(schema)).toEqual(fromContract(name));
   });

@@ -2,6 +2,7 @@ import type * as v from 'valibot';
 import type { Clock } from '../clock.ts';
 import type { Reply } from '../http/answer.ts';
 import type { PetStore } from '../store/store.ts';
+import type { RateLimitStatus } from './schemas.ts';
 import type { KeyScope } from './scopes.ts';
 
 /** The methods the tables' operations use; HEAD is served by every GET. */
@@ -34,6 +35,8 @@ export interface Input<Q = unknown, P = unknown, H = unknown, B = unknown> {
    * `Idempotency-Key`. Handlers know nothing more of keys or limits.
    */
   readonly principal: string;
+  /** The caller's quota, read without spending it: given to an operation that `readsQuota` only. */
+  readonly quota?: RateLimitStatus;
   /** The consumer and key id that ask, for an `audited` operation (the admin API's trail). */
   readonly key?: KeyHolder;
 }
@@ -51,13 +54,19 @@ type Schema<T> = v.GenericSchema<unknown, T>;
  * the metrics and the contract test need to know about it.
  */
 export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
-  /** The contract's `operationId`: the metrics label, the route's name. */
+  /** The contract's `operationId`: the metrics label, the route's name, what `costs` name. */
   readonly id: string;
   readonly method: Method;
   /** Hono's path template under the API prefix, e.g. `/pets/:petId`. */
   readonly path: string;
-  /** The scope a key needs for it. */
-  readonly scope: KeyScope;
+  /** The scope a key needs for it; absent: any valid key may call it (the contract's `x-scopes: []`). */
+  readonly scope?: KeyScope;
+  /**
+   * True: the operation reads the caller's quota instead of spending it. It costs 0 whatever
+   * the plan's `costs` say, is answered during a ban (which it reports), and its handler gets
+   * `Input.quota`.
+   */
+  readonly readsQuota?: boolean;
   readonly deprecated?: Deprecation;
   readonly query?: Schema<Q>;
   readonly params?: Schema<P>;

@@ -38,7 +38,7 @@ const fromTable: unknown[] = OPERATIONS.map((op) => ({
   id: op.id,
   method: op.method,
   path: op.path,
-  scope: [op.scope],
+  scope: op.scope === undefined ? [] : [op.scope],
   deprecated: op.deprecated !== undefined,
 })).sort((a, b) => a.id.localeCompare(b.id));
 

@@ -1,5 +1,6 @@
 import { defineOperation, type Operation } from './operation.ts';
 import { createPet, getPet, listPets } from './pets.ts';
+import { getRateLimit } from './rate-limit.ts';
 import { CreateHeaders, ListQuery, NewPet, PetParams } from './schemas.ts';
 
 /** The version segment every API path starts with. */
@@ -44,6 +45,15 @@ export const OPERATIONS: readonly Operation[] = [
     etag: true,
     memo: true,
     handler: getPet,
+  }),
+  defineOperation({
+    id: 'getRateLimit',
+    method: 'GET',
+    path: '/rate_limit',
+    readsQuota: true,
+    etag: false,
+    memo: false,
+    handler: getRateLimit,
   }),
 ];
 

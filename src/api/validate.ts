@@ -3,6 +3,7 @@ import * as v from 'valibot';
 import { ApiError, notJson, tooLarge } from '../http/errors.ts';
 import { roundedMember } from './json-numbers.ts';
 import type { Input, KeyHolder, Operation } from './operation.ts';
+import type { RateLimitStatus } from './schemas.ts';
 import { ALLOWED } from './schemas.ts';
 
 type Target = 'json' | 'query' | 'param' | 'header';
@@ -27,29 +28,30 @@ export const NOT_JSON = 'body: must be a JSON object; this is not valid JSON.';
  */
 export function inputReader<D>(
   op: Operation<D>,
-): (c: Context, principal: string, key?: KeyHolder) => Input | Promise<Input> {
+): (c: Context, principal: string, quota?: RateLimitStatus, key?: KeyHolder) => Input | Promise<Input> {
   const allowed = op.allowed ?? ALLOWED;
   const query = op.query && checker('query', op.query, allowed);
   const params = op.params && checker('param', op.params, allowed);
   const headers = op.headers && checker('header', op.headers, allowed);
   const body = op.body && checker('json', op.body, allowed);
-  const fromRequest = (c: Context, principal: string, key?: KeyHolder, value?: unknown): Input => {
+  const fromRequest = (c: Context, principal: string, quota?: RateLimitStatus, key?: KeyHolder): Input => {
     const input = {
       query: query?.(queryOf(c)),
       params: params?.(c.req.param()),
       headers: headers?.(c.req.header()),
-      body: value,
+      body: undefined,
       principal,
+      quota,
     };
     // Only the admin API's audited operations are told the key; the API's path builds no more.
     return key === undefined ? input : { ...input, key };
   };
   if (!body) return fromRequest;
-  return async function withBody(c, principal, key) {
+  return async function withBody(c, principal, quota, key) {
     if (!isJson(c.req.header('content-type'))) throw notJson();
     const value = parseJsonBody(await c.req.arrayBuffer(), allowed);
     // Headers first, then the body, as a client reads the request.
-    const input = fromRequest(c, principal, key);
+    const input = fromRequest(c, principal, quota, key);
     return { ...input, body: body(value) };
   };
 }

@@ -3,6 +3,7 @@
  * Without flags it asks where the server would listen with the same environment (`PORT`, and
  * `HOST` unless that is a wildcard), so a container's HEALTHCHECK needs no arguments.
  */
+import process from 'node:process';
 import { OPTIONS } from '../config.ts';
 import { HELP, subcommand } from './options.ts';
 import { checked, wholeNumber } from './parsers.ts';
@@ -33,14 +34,34 @@ export const HEALTHCHECK = subcommand(
   (o) => healthcheck(WILDCARD_HOSTS.has(o.host) ? '127.0.0.1' : o.host, o.port),
 );
 
-/** 0 when the server at `host`:`port` answers /healthz with 200, else 1. */
+/**
+ * 0 when the server at `host`:`port` answers /healthz with 200; else 1, with one line on stderr
+ * saying why (refused, no answer in time, or the status and the body's message), which a
+ * container's health log keeps. Silent when healthy.
+ */
 async function healthcheck(host: string, port: number): Promise<number> {
-  try {
-    const res = await fetch(`http://${host.includes(':') ? `[${host}]` : host}:${port}/healthz`, {
-      signal: AbortSignal.timeout(HEALTHCHECK_TIMEOUT_MS),
-    });
-    return res.status === 200 ? 0 : 1;
-  } catch {
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}/healthz`;
+  const unhealthy = (reason: string) => {
+    process.stderr.write(`petstore healthcheck: ${url}: ${reason}\n`);
     return 1;
+  };
+  let res: Response;
+  try {
+    res = await fetch(url, { signal: AbortSignal.timeout(HEALTHCHECK_TIMEOUT_MS) });
+  } catch (err) {
+    const { name, message, code, cause } = err as Error & {
+      code?: string;
+      cause?: { code?: string; message?: string };
+    };
+    if (name === 'TimeoutError') return unhealthy(`no answer within ${HEALTHCHECK_TIMEOUT_MS / 1000} s`);
+    // Bun says ECONNREFUSED in the error, Node in its cause, Deno "Connection refused" in its cause's message.
+    if (/refused/i.test(`${code} ${message} ${cause?.code} ${cause?.message}`)) {
+      return unhealthy('connection refused: is the server running, on this port and host?');
+    }
+    return unhealthy(message);
   }
+  if (res.status === 200) return 0;
+  const body: unknown = await res.json().catch(() => undefined);
+  const said = body && typeof body === 'object' && 'message' in body ? `: ${String(body.message)}` : '';
+  return unhealthy(`answered ${res.status}${said}`);
 }

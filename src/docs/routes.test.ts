@@ -184,11 +184,46 @@ describe('GET /openapi.json', () => {
     const { servers: __, ...contract } = YAML.parse(CONTRACT_YAML) as Record<string, unknown>;
     expect(rest).toEqual(contract);
   });
+});
 
-  test('/openapi.yaml is the contract verbatim', async () => {
-    const res = await testApp().app.request('/openapi.yaml');
+describe('GET /openapi.yaml', () => {
+  const CONFIGURED = { publicUrl: 'https://api.petstore.example', stagingUrl: 'https://staging.petstore.example/' };
+  const both = async (app: { request: (url: string) => Response | Promise<Response> }) => ({
+    json: (await (await app.request('/openapi.json')).json()) as Record<string, unknown>,
+    yaml: YAML.parse(await (await app.request('/openapi.yaml')).text()) as Record<string, unknown>,
+  });
+
+  test('is the same document as /openapi.json, servers included: the relative /v1 by default', async () => {
+    const { json, yaml } = await both(testApp().app);
+    expect(yaml.servers).toEqual([{ url: '/v1', description: 'This server' }]);
+    expect(yaml).toEqual(json);
+  });
+
+  test('names exactly --public-url and --staging-url when configured, as /openapi.json does', async () => {
+    const { json, yaml } = await both(routesApp(docsRoutes(CONFIGURED)));
+    expect(yaml.servers).toEqual([
+      { url: 'https://api.petstore.example/v1', description: 'Production' },
+      { url: 'https://staging.petstore.example/v1', description: 'Staging' },
+    ]);
+    expect(yaml).toEqual(json);
+  });
+
+  test('is otherwise the contract as written, comments included', async () => {
+    const res = await routesApp(docsRoutes(CONFIGURED)).request('/openapi.yaml');
     expect(res.headers.get('content-type')).toBe('application/yaml; charset=utf-8');
-    expect(await res.text()).toBe(readFileSync(join(import.meta.dir, '../../contract/openapi.yaml'), 'utf8'));
+    const served = (await res.text()).split('\n');
+    const written = readFileSync(join(import.meta.dir, '../../contract/openapi.yaml'), 'utf8').split('\n');
+    const start = written.indexOf('servers:');
+    const end = written.indexOf('security:');
+    expect(served.slice(0, start + 1)).toEqual(written.slice(0, start + 1));
+    expect(served.slice(start + 1, served.indexOf('security:'))).toEqual([
+      '  - url: "https://api.petstore.example/v1"',
+      '    description: "Production"',
+      '  - url: "https://staging.petstore.example/v1"',
+      '    description: "Staging"',
+      '',
+    ]);
+    expect(served.slice(served.indexOf('security:'))).toEqual(written.slice(end));
   });
 });
 

@@ -61,6 +61,26 @@ export function documentServers({ publicUrl, stagingUrl }: DocsOptions): ServerE
   return configured.length > 0 ? configured : [{ url: API_PREFIX, description: 'This server' }];
 }
 
+/** The contract's top-level `servers` block: its indented, blank and comment lines up to the next key. */
+const SERVERS_BLOCK = /^servers:\n(?:(?:[ \t].*)?\n)*/m;
+
+/**
+ * The contract's YAML text with its `servers` replaced by `servers`, everything else as written
+ * (comments included): the same servers as the JSON form, without a YAML library in the binary.
+ *
+ * @example
+ * withServers('servers:\n  - url: http://x/v1\n\npaths: {}\n', [{ url: '/v1', description: 'This server' }])
+ * // 'servers:\n  - url: "/v1"\n    description: "This server"\n\npaths: {}\n'
+ */
+export function withServers(yaml: string, servers: readonly ServerEntry[]): string {
+  // JSON strings are YAML double-quoted scalars: any URL is written safely.
+  const entries = servers.map(
+    (s) => `  - url: ${JSON.stringify(s.url)}\n    description: ${JSON.stringify(s.description)}\n`,
+  );
+  // The blank line that ends the block stays, between it and the next key.
+  return yaml.replace(SERVERS_BLOCK, (block) => `servers:\n${entries.join('')}${block.endsWith('\n\n') ? '\n' : ''}`);
+}
+
 /** Any tool or page may load the contract (a code generator, an editor on another origin). */
 const PUBLIC = { 'Access-Control-Allow-Origin': '*' };
 const PAGE_HEADERS = {
@@ -71,10 +91,9 @@ const PAGE_HEADERS = {
 };
 
 /**
- * Public documentation routes: the contract as YAML (verbatim) and JSON (with the configured
- * servers, never the request's host), and the Scalar reference page at `/docs` with its assets,
- * all from the binary.
- *
+ * Public documentation routes: the contract as YAML and JSON, both with the configured servers
+ * (never the request's host), and the Scalar reference page at `/docs` with its assets, all from
+ * the binary. *
  * @example
  * const routes = docsRoutes({ publicUrl: 'https://api.petstore.example' })
  */
@@ -96,9 +115,10 @@ export function docsRoutes(options: DocsOptions = {}): OpsRoute[] {
     });
     return page;
   };
-  const yamlEtag = weakEtag(CONTRACT_YAML);
   // The servers come from the configuration only, never from the request.
   const servers = documentServers(options);
+  const yaml = withServers(CONTRACT_YAML, servers);
+  const yamlEtag = weakEtag(yaml);
   let json: { body: string; etag: string } | undefined;
   const contractJson = async () => {
     if (json === undefined) {
@@ -115,7 +135,7 @@ export function docsRoutes(options: DocsOptions = {}): OpsRoute[] {
       path: '/openapi.yaml',
       handler: () => ({
         status: 200,
-        body: CONTRACT_YAML,
+        body: yaml,
         type: 'application/yaml; charset=utf-8',
         headers: PUBLIC,
         etag: yamlEtag,

@@ -25,13 +25,13 @@ export interface DeciderOptions {
  *
  * @example
  * const decide = decider({ limiter })
- * const verdict = await decide(caller) // { outcome: 'admitted', ... }
+ * const verdict = await decide(caller, 1) // { outcome: 'admitted', ... }
  */
 export function decider({
   limiter,
   ban = DEFAULT_BAN,
   ipv6Prefix = DEFAULT_IPV6_PREFIX,
-}: DeciderOptions): (caller: Caller) => Promise<Verdict> {
+}: DeciderOptions): (caller: Caller, cost: number) => Promise<Verdict> {
   // By the consumer as loaded: a reload makes new consumer objects, so a changed quota or ban is
   // never read from an old subject; the bound keeps what reloads leave behind from growing.
   const subjects = new LRUCache<Consumer, Subject>({ max: MAX_SUBJECTS });
@@ -44,7 +44,11 @@ export function decider({
         plan: consumer.plan,
         label: consumer.name,
         limits: consumer.limits,
-        ban: { seconds: policy.seconds, threshold: policy.threshold ?? consumer.limits.perMinute },
+        // Report-only limits never start a ban: a threshold of 0 bans nobody.
+        ban: {
+          seconds: policy.seconds,
+          threshold: consumer.enforce ? (policy.threshold ?? consumer.limits.perMinute) : 0,
+        },
       };
       subjects.set(consumer, subject);
     }
@@ -56,9 +60,9 @@ export function decider({
     return { id: `addr:${group}`, plan: 'anonymous', label: group, limits: PLAN_LIMITS.free, ban: anonymousBan };
   };
 
-  return async function decide(caller) {
+  return async function decide(caller, cost) {
     return caller.kind === 'consumer'
-      ? limiter.decide(consumerSubject(caller.consumer))
-      : limiter.decide(addressSubject(caller.address));
+      ? limiter.decide(consumerSubject(caller.consumer), cost)
+      : limiter.decide(addressSubject(caller.address), cost);
   };
 }

@@ -46,6 +46,8 @@ export function bindingWindow(decision: Decision): WindowState {
  * All rate-limit headers for a response, refused or not. On a refusal, Remaining is 0 and Reset
  * is now + Retry-After. `RateLimit` gives each window's own counters, except during a ban, when
  * every window says r=0 and t at least Retry-After, since nothing is admitted before then.
+ * `retryAfter` says whether the answer is a 429: a decision the gateway does not refuse on (a
+ * report-only limit, a read of the quota during a ban) shows the same numbers without it.
  *
  * @example
  * rateLimitHeaders(decision)
@@ -53,27 +55,32 @@ export function bindingWindow(decision: Decision): WindowState {
  * //   'RateLimit-Policy': '"minute";q=60;w=60, "day";q=1000;w=86400',
  * //   RateLimit: '"minute";r=59;t=60, "day";r=999;t=86400' }
  */
-export function rateLimitHeaders(decision: Decision, into: AnswerHeaders = {}): AnswerHeaders {
-  const { windows, outcome, retryAfter, now } = decision;
+export function rateLimitHeaders(
+  decision: Decision,
+  into: AnswerHeaders = {},
+  retryAfter = decision.outcome !== 'admitted',
+): AnswerHeaders {
+  const { windows, outcome, now } = decision;
   const binding = bindingWindow(decision);
+  const wait = decision.retryAfter;
   const refused = outcome !== 'admitted';
   const banned = outcome === 'key_banned';
   let state = '';
   for (const w of windows) {
     const r = banned ? 0 : w.remaining;
-    const t = banned ? Math.max(w.reset - now, retryAfter) : w.reset - now;
+    const t = banned ? Math.max(w.reset - now, wait) : w.reset - now;
     state += `${state ? ', ' : ''}"${w.name}";r=${r};t=${t}`;
   }
   into['X-RateLimit-Limit'] = String(binding.limit);
   into['X-RateLimit-Remaining'] = String(refused ? 0 : binding.remaining);
-  into['X-RateLimit-Reset'] = String(refused ? now + retryAfter : binding.reset);
+  into['X-RateLimit-Reset'] = String(refused ? now + wait : binding.reset);
   into['RateLimit-Policy'] = policy(windows);
   into.RateLimit = state;
-  if (refused) into['Retry-After'] = String(retryAfter);
+  if (retryAfter) into['Retry-After'] = String(wait);
   return into;
 }
 
-/** `"minute";q=60;w=60, "day";q=1000;w=86400`, built once per quota pair. */
+/** `"minute";q=60;w=60, "day";q=1000;w=86400`, built once per set of quotas (and month length). */
 function policy(windows: readonly WindowState[]): string {
   let key = '';
   for (const w of windows) key += `${w.limit}/${w.seconds} `;
@@ -86,14 +93,15 @@ function policy(windows: readonly WindowState[]): string {
 }
 
 /**
- * Adds a decision's rate-limit headers to the answer's (`answerHeaders`). Given `now` (unix
- * seconds), the decision is an earlier one (nothing was consumed since) and a Reset that has
- * passed moves to now: never in the past.
+ * Adds a decision's rate-limit headers to the answer's (`answerHeaders`), with `Retry-After` when
+ * `refused` (the answer is the decision's 429). Given `now` (unix seconds), the decision is an
+ * earlier one (nothing was consumed since) and a Reset that has passed moves to now: never in
+ * the past.
  *
  * @example
- * writeRateLimitHeaders(c, decision)
+ * writeRateLimitHeaders(c, decision, decision.outcome !== 'admitted')
  */
-export function writeRateLimitHeaders(c: Context, decision: Decision, now?: number): void {
-  const headers = rateLimitHeaders(decision, answerHeaders(c));
+export function writeRateLimitHeaders(c: Context, decision: Decision, refused: boolean, now?: number): void {
+  const headers = rateLimitHeaders(decision, answerHeaders(c), refused);
   if (now !== undefined && Number(headers['X-RateLimit-Reset']) < now) headers['X-RateLimit-Reset'] = String(now);
 }

@@ -63,6 +63,21 @@ describe('requests one key has in flight (--max-in-flight)', () => {
     expect(waiting.length).toBe(n);
   };
 
+  test('reading the quota takes a slot too: refused while the cap is held, answered once a slot is free', async () => {
+    const { app, auth, post, waiting, release } = appWith(1);
+    const held = post('busy');
+    while (waiting.length < 1) await Bun.sleep(1);
+    const refused = await app.request('/v1/rate_limit', { headers: auth('busy') });
+    expect([refused.status, ((await refused.json()) as { code: string }).code]).toEqual([
+      429,
+      'too_many_concurrent_requests',
+    ]);
+    release();
+    expect((await held).status).toBe(201);
+    const read = await app.request('/v1/rate_limit', { headers: auth('busy') });
+    expect([read.status, read.headers.get('x-ratelimit-remaining')]).toEqual([200, '299']);
+  });
+
   test('with 2 in flight the third is a 429 too_many_concurrent_requests, Retry-After 1', async () => {
     const { app, auth, post, waiting, release } = appWith(2);
     const first = [post('busy'), post('busy')];

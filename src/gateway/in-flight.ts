@@ -1,6 +1,7 @@
 import { ApiError } from '../http/errors.ts';
 import { DAY, MINUTE } from './limiter/buckets.ts';
-import type { Decision } from './limiter/limiter.ts';
+import type { Decision, WindowState } from './limiter/limiter.ts';
+import { MONTH_NAME, monthOf } from './limiter/month.ts';
 import { DEFAULT_MAX_IN_FLIGHT, type Limits } from './plans.ts';
 
 /** A request refused for concurrency is worth retrying as soon as one of the others is done. */
@@ -74,14 +75,15 @@ export function tooManyInFlight(max: number): ApiError {
  * @example
  * untouched({ perMinute: 60, perDay: 1000 }, 1700000000).windows[0] // { name: 'minute', remaining: 60, ... }
  */
-export function untouched({ perMinute, perDay }: Limits, now: number): Decision {
-  return {
-    outcome: 'admitted',
-    now,
-    retryAfter: 0,
-    windows: [
-      { name: MINUTE.name, seconds: MINUTE.seconds, limit: perMinute, remaining: perMinute, reset: now },
-      { name: DAY.name, seconds: DAY.seconds, limit: perDay, remaining: perDay, reset: now },
-    ],
-  };
+export function untouched({ perMinute, perDay, perMonth }: Limits, now: number): Decision {
+  const windows: WindowState[] = [
+    { name: MINUTE.name, seconds: MINUTE.seconds, limit: perMinute, remaining: perMinute, reset: now },
+    { name: DAY.name, seconds: DAY.seconds, limit: perDay, remaining: perDay, reset: now },
+  ];
+  if (perMonth !== undefined) {
+    const { start, end } = monthOf(now * 1_000);
+    const seconds = (end - start) / 1_000;
+    windows.push({ name: MONTH_NAME, seconds, limit: perMonth, remaining: perMonth, reset: end / 1_000 });
+  }
+  return { outcome: 'admitted', now, retryAfter: 0, windows };
 }

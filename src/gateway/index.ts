@@ -1,4 +1,5 @@
 import type { Context } from 'hono';
+import { ADMIN_SCOPE } from '../api/scopes.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import type { AppEnv } from '../env.ts';
 import { ApiError, serviceUnavailable } from '../http/errors.ts';
@@ -8,8 +9,8 @@ import { decider } from './decide.ts';
 import { writeRateLimitHeaders } from './headers.ts';
 import { InFlight, tooManyInFlight, untouched } from './in-flight.ts';
 import type { KeyTable } from './keys/table.ts';
-import { invalidKey, missingScope, REALM, validAt } from './keys/validity.ts';
-import type { Decision, RateLimiter } from './limiter/limiter.ts';
+import { adminKeyOnPublicApi, invalidKey, missingScope, REALM, validAt } from './keys/validity.ts';
+import type { Decision, RateLimiter, WindowName } from './limiter/limiter.ts';
 import { type BanPolicy, DEFAULT_MAX_IN_FLIGHT } from './plans.ts';
 
 export interface GatewayOptions {
@@ -24,20 +25,41 @@ export interface GatewayOptions {
   maxInFlight?: number;
   /** IPv6 callers without a valid key are counted by this prefix (`--ipv6-prefix`, default 56). */
   ipv6Prefix?: number;
+  /** Told of each window a report-only consumer's request would have been refused for (`report-only.ts`). */
+  wouldRefuse?: (consumer: string, window: WindowName) => void;
+  /**
+   * Whether this gateway serves the admin API: there every key needs the scope `admin`; on the
+   * public API a key with it is refused (403), whatever the operation's scope.
+   */
+  admin?: boolean;
   clock?: Clock;
 }
 
 /**
- * The gateway's pass: what `gateway()` returns. It runs `admitted` for a request it lets
- * through, holding the caller's in-flight slot until that settles, and resolves to its result;
+ * What the gateway needs to know of the operation asked for (an entry of the API's table; `{}`
+ * for a path no operation serves, which costs 1 and needs no scope).
+ */
+export interface Gated {
+  /** The operationId: what a consumer's `costs` name. */
+  readonly id?: string;
+  /** The scope a key needs; absent: any. */
+  readonly scope?: string;
+  /** Reads the quota: costs 0, and is let through during a ban. */
+  readonly readsQuota?: boolean;
+}
+
+/**
+ * The gateway's pass: what `gateway()` returns. It runs `admitted` with the limiter's decision
+ * for a request it lets through, holding the caller's in-flight slot until that settles, and
+ * resolves to its result;
  * a refusal (401, 403, 429, 503) is resolved as the `ApiError` to answer, never thrown: a throw
  * through the async frames was the largest single item of the 401 path's own code
  * (bench/README.md).
  */
 export type GatewayPass = <T>(
   c: Context<AppEnv>,
-  scope: string | undefined,
-  admitted: () => Promise<T>,
+  op: Gated,
+  admitted: (decision: Decision) => Promise<T>,
 ) => Promise<T | ApiError>;
 
 /**
@@ -46,10 +68,14 @@ export type GatewayPass = <T>(
  * the operation's `scope`. Admitted requests go on; refused ones get 429, callers without a
  * valid key 401, a key without the scope 403, a limiter that cannot decide 503. A consumer at its
  * cap of requests in flight gets 429 before the limiter is asked, so no such 429 costs quota.
+ * A consumer's request spends the operation's cost (its `costs`, else 1; 0 for one that reads
+ * the quota, which is never refused by the limiter: a banned key reads its ban). A report-only
+ * consumer (`enforce: false`) is never refused by the limiter; what it would have been refused
+ * for goes to `wouldRefuse`, and the headers show the numbers as if enforced.
  *
  * @example
  * const pass = gateway({ keys: () => table, limiter, clientAddress: () => '127.0.0.1' })
- * const answered = await pass(c, 'pets:read', () => serve(c)) // serve's result, or the ApiError
+ * const answered = await pass(c, { id: 'listPets', scope: 'pets:read' }, () => serve(c)) // serve's result, or the ApiError
  */
 export function gateway({
   keys,
@@ -58,37 +84,50 @@ export function gateway({
   ban,
   maxInFlight = DEFAULT_MAX_IN_FLIGHT,
   ipv6Prefix,
+  wouldRefuse,
+  admin = false,
   clock = systemClock,
 }: GatewayOptions): GatewayPass {
   const decide = decider({ limiter, ban, ...(ipv6Prefix === undefined ? {} : { ipv6Prefix }) });
   const inFlight = new InFlight<Decision>(maxInFlight);
 
-  return async function gateway(c, scope, admitted) {
+  return async function gateway(c, op, admitted) {
     // The client's address is looked up only for callers without a valid key.
     const address = () => canonicalAddress(clientAddress(c));
     const caller = validAt(identify(c.req.header('authorization'), keys(), address), clock.now(), address);
     c.set('caller', caller);
     if (caller.kind === 'address') {
-      const verdict = await decide(caller);
+      const verdict = await decide(caller, 1);
       if (verdict.outcome === 'unavailable') return LIMITER_DOWN;
-      writeRateLimitHeaders(c, verdict);
-      return refusal(verdict) ?? invalidKey(caller) ?? unauthorized(caller);
+      const refused = refusal(verdict);
+      writeRateLimitHeaders(c, verdict, refused !== undefined);
+      return refused ?? invalidKey(caller) ?? unauthorized(caller);
     }
-    const { name, limits } = caller.consumer;
+    const { consumer } = caller;
+    const { name, limits } = consumer;
     // Taken before the first await: of many sent at once, only `maxInFlight` pass this line.
     if (!inFlight.enter(name)) {
       const now = Math.floor(clock.now() / 1000);
-      writeRateLimitHeaders(c, inFlight.latest(name) ?? untouched(limits, now), now);
+      writeRateLimitHeaders(c, inFlight.latest(name) ?? untouched(limits, now), false, now);
       return tooManyInFlight(inFlight.max);
     }
     try {
-      const verdict = await decide(caller);
+      const cost = op.readsQuota ? 0 : op.id === undefined ? 1 : (consumer.costs[op.id] ?? 1);
+      const verdict = await decide(caller, cost);
       if (verdict.outcome === 'unavailable') return LIMITER_DOWN;
-      writeRateLimitHeaders(c, verdict);
-      const refused = refusal(verdict) ?? missingScope(caller.key.scopes, scope);
+      let limited: ApiError | undefined;
+      if (verdict.outcome !== 'admitted' && cost > 0) {
+        if (consumer.enforce) limited = refusal(verdict);
+        else if (wouldRefuse) reportWouldRefuse(name, verdict, cost, wouldRefuse);
+      }
+      writeRateLimitHeaders(c, verdict, limited !== undefined);
+      const refused =
+        limited ??
+        missingScope(caller.key.scopes, op.scope) ??
+        (admin ? missingScope(caller.key.scopes, ADMIN_SCOPE) : adminKeyOnPublicApi(caller.key.scopes));
       if (refused) return refused;
       inFlight.admitted(name, verdict);
-      return await admitted();
+      return await admitted(verdict);
     } finally {
       inFlight.leave(name);
     }
@@ -119,6 +158,16 @@ const UNKNOWN_KEY = new ApiError('unauthorized', 'The API key is missing, malfor
 
 function unauthorized(caller: Extract<Caller, { kind: 'address' }>): ApiError {
   return caller.credential === 'none' ? MISSING_KEY : UNKNOWN_KEY;
+}
+
+/** Each window the request did not fit in (its remaining below the cost). */
+function reportWouldRefuse(
+  consumer: string,
+  decision: Decision,
+  cost: number,
+  wouldRefuse: (consumer: string, window: WindowName) => void,
+): void {
+  for (const w of decision.windows) if (w.remaining < cost) wouldRefuse(consumer, w.name);
 }
 
 /** The decision's 429, or undefined when it admitted the request. */

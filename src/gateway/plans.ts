@@ -1,7 +1,28 @@
-/** Quotas of one caller: the sliding windows' sizes in requests. */
+import { OPERATIONS } from '../api/operations.ts';
+
+/**
+ * Quotas of one caller, in units of cost (a request of an operation that costs 5 uses 5): the
+ * sliding minute and day windows, and optionally the calendar month (UTC).
+ */
 export interface Limits {
   readonly perMinute: number;
   readonly perDay: number;
+  readonly perMonth?: number;
+}
+
+/** What each operation costs, by `operationId`; one not named costs 1. */
+export type Costs = Readonly<Record<string, number>>;
+
+/** What a plan or consumer sets besides its quotas. */
+export interface Terms {
+  /** Costs per operation (getRateLimit always costs 0, whatever this says). */
+  readonly costs?: Costs;
+  /**
+   * False: report-only. The windows are counted and reported as if enforced, but nothing is
+   * refused for them and no ban starts; each request that would have been refused is counted
+   * (`petstore_ratelimit_would_refuse_total`) and logged. Default true.
+   */
+  readonly enforce?: boolean;
 }
 
 /** What happens to a caller that keeps sending after a 429. */
@@ -21,6 +42,42 @@ export const PLAN_LIMITS: Readonly<Record<Exclude<PlanName, 'enterprise'>, Limit
   pro: { perMinute: 300, perDay: 10_000 },
   business: { perMinute: 1_000, perDay: 100_000 },
 };
+
+/** Costs and enforcement of each plan; none of the seed plans sets either. */
+export const PLAN_TERMS: Readonly<Record<PlanName, Terms>> = { free: {}, pro: {}, business: {}, enterprise: {} };
+
+/** The costs `costs` may set: every operation but the ones that read the quota. */
+export const COSTED_OPERATIONS: readonly string[] = OPERATIONS.filter((op) => !op.readsQuota).map((op) => op.id);
+
+/**
+ * What is wrong with `costs` under `limits`, as `field: message` (the field under `where`), or
+ * undefined: a cost above the smallest quota could never be admitted.
+ *
+ * @example
+ * costProblem('plans.pro', { perMinute: 10, perDay: 100 }, { createPet: 20 })
+ * // 'plans.pro.costs.createPet: 20 is more than the perMinute quota (10), so no such request could ever be admitted'
+ */
+export function costProblem(where: string, limits: Limits, costs: Costs | undefined): string | undefined {
+  for (const [id, cost] of Object.entries(costs ?? {})) {
+    const field = `${where ? `${where}.` : ''}costs.${id}`;
+    if (!COSTED_OPERATIONS.includes(id)) {
+      return `${field}: must name an operation that costs something: ${COSTED_OPERATIONS.join(', ')}`;
+    }
+    for (const quota of ['perMinute', 'perDay', 'perMonth'] as const) {
+      const q = limits[quota];
+      if (q !== undefined && cost > q) {
+        return `${field}: ${cost} is more than the ${quota} quota (${q}), so no such request could ever be admitted`;
+      }
+    }
+  }
+  return undefined;
+}
+
+/** Every configured plan's terms make sense with its quotas: checked when the module loads. */
+for (const [plan, limits] of Object.entries(PLAN_LIMITS)) {
+  const problem = costProblem(`plans.${plan}`, limits, PLAN_TERMS[plan as PlanName].costs);
+  if (problem) throw new TypeError(problem);
+}
 
 export const DEFAULT_BAN: BanPolicy = { seconds: 15 * 60 };
 

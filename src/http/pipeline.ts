@@ -1,10 +1,12 @@
-import type { Context, ErrorHandler, Handler, MiddlewareHandler, NotFoundHandler } from 'hono';
+import type { Context, ErrorHandler } from 'hono';
 import type { ApiDeps, Deprecation, KeyHolder, Operation } from '../api/operation.ts';
 import { isApiPath } from '../api/operations.ts';
 import { inputReader, refuseBodyOnGet } from '../api/validate.ts';
 import type { Clock } from '../clock.ts';
 import type { AppEnv } from '../env.ts';
-import { type GatewayPass, principalOf } from '../gateway/index.ts';
+import { type Gated, type GatewayPass, principalOf } from '../gateway/index.ts';
+import type { Decision } from '../gateway/limiter/limiter.ts';
+import { quotaStatus } from '../gateway/quota.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import type { OpsRoute } from '../ops/route.ts';
@@ -17,7 +19,7 @@ import { limitBody } from './steps/body-limit.ts';
 import { corsStep } from './steps/cors.ts';
 import { requestCounter } from './steps/count-requests.ts';
 import { requestLogSteps } from './steps/request-log.ts';
-import { MAX_URI_BYTES, uriTooLong } from './steps/uri-limit.ts';
+import { MAX_URI_BYTES, pathAndQuery, uriTooLong } from './steps/uri-limit.ts';
 
 export interface PipelineOptions<D = ApiDeps> {
   log: Logger;
@@ -38,30 +40,34 @@ export interface PipelineOptions<D = ApiDeps> {
   metrics?: Metrics;
   /** Makes a fresh request id when the client sent none usable. */
   newId?: () => string;
+  /** The methods the API serves at a path (the table's), or undefined for a path it has not. */
+  allowedMethods?: (path: string) => readonly string[] | undefined;
 }
 
 /**
  * The way of a request through the service, in the order it meets the steps. Every request:
- * 1. `exchange`: its id (echoed), the API's fixed headers, 414 for an overlong URI; then, once
- *    answered, the log line and the metrics.
- * Then the route Hono matched. For an API operation (`operation`):
+ * 1. `exchange`, around all the rest: its id (echoed), the API's fixed headers, 414 for an
+ *    overlong URI; then, once answered, the log line and the metrics.
+ * Then what the route Hono matched does. For an API operation (`operation`):
  * 2. CORS: a preflight is answered here, before any key is asked for;
- * 3. the gateway: identify the caller, its in-flight slot, the limiter, the rate-limit headers,
- *    the operation's scope; a refusal is answered at once;
+ * 3. the gateway: identify the caller, its in-flight slot, the limiter (spending the
+ *    operation's cost), the rate-limit headers, the operation's scope; a refusal is answered at
+ *    once; an operation that reads the quota gets it from the limiter's decision, on its input;
  * 4. the operation's fixed headers (a deprecated one's `Deprecation`, `Sunset`, successor `Link`);
  * 5. the body's limits (413, a body on GET), then the answer kept for this path and query, if any;
  * 6. the input, validated by the table's schemas (400, 415);
  * 7. the handler, whose reply is tagged (ETag) when the table says so;
  * 8. the one answer path (src/http/answer.ts): 304, compression, HEAD.
- * A path under the API prefix that no operation serves passes 2 and 3 too, then gets 404 or 405.
+ * A path under the API prefix that no operation serves (Hono's `notFound`) passes 2 and 3 too,
+ * then gets 404 or 405.
  * Refusals and errors all leave through `answerError`: the gateway's are returned (a throw
  * through its async frames costs the 401 path measurably), anything thrown is turned into
  * one by `toApiError`. An ops route (`opsRoute`) is served by its handler, answered the same way.
  *
  * @example
  * const steps = pipeline({ log, clock, clientAddress, gateway: pass, deps, maxBodyBytes: 65536 })
- * app.use(steps.exchange)
  * app.on(op.method, `/v1${op.path}`, steps.operation(op))
+ * app.notFound(steps.notFound)
  */
 export function pipeline<D extends object = ApiDeps>({
   log,
@@ -73,6 +79,7 @@ export function pipeline<D extends object = ApiDeps>({
   corsOrigins = [],
   metrics,
   newId,
+  allowedMethods,
   gatedPath = isApiPath,
 }: PipelineOptions<D>) {
   const requestLog = requestLogSteps({ log, clock, clientAddress, ...(newId ? { newId } : {}) });
@@ -91,30 +98,45 @@ export function pipeline<D extends object = ApiDeps>({
     return answerError(c, err);
   }
 
-  const exchange: MiddlewareHandler<AppEnv> = async function exchange(c, next) {
-    const started = requestLog.start(c);
-    const counted = count?.start();
-    const id = started.id;
-    // Every API answer is private to its caller and never sniffed (SECURITY.md).
-    beginAnswer(
-      c,
-      gatedPath(c.req.path)
-        ? { 'X-Request-Id': id, 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }
-        : { 'X-Request-Id': id },
-    );
-    const tooLong = uriTooLong(c.req.url, MAX_URI_BYTES);
-    if (tooLong) c.res = fail(c, tooLong);
-    else await next();
-    requestLog.finish(c, started);
-    if (count && counted !== undefined) count.finish(c, counted);
-  };
+  /**
+   * Step 1 around `inner`, the rest of a request's way: every Hono route is one of these, so each
+   * request matches one handler and Hono calls it without composing layers. Whatever `inner`
+   * throws is answered here, so the log line and the metrics see every answer.
+   */
+  function exchange(inner: (c: Context<AppEnv>) => Response | Promise<Response>): Served {
+    return async function exchange(c) {
+      const started = requestLog.start(c);
+      const counted = count?.start();
+      const id = started.id;
+      // Every API answer is private to its caller and never sniffed (SECURITY.md).
+      beginAnswer(
+        c,
+        gatedPath(c.req.path)
+          ? { 'X-Request-Id': id, 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }
+          : { 'X-Request-Id': id },
+      );
+      let res: Response;
+      const tooLong = uriTooLong(c.req.url, MAX_URI_BYTES);
+      if (tooLong) res = fail(c, tooLong);
+      else {
+        try {
+          res = await inner(c);
+        } catch (err) {
+          res = fail(c, toApiError(err, c, report, unavailable));
+        }
+      }
+      requestLog.finish(c, started, res.status);
+      if (count && counted !== undefined) count.finish(c, counted, res.status);
+      return res;
+    };
+  }
 
   /** Steps 2 and 3, then `admitted` for a request the gateway lets through. */
-  async function gated(c: Context<AppEnv>, scope: string | undefined, admitted: () => Promise<Response>) {
+  async function gated(c: Context<AppEnv>, op: Gated, admitted: (decision: Decision) => Promise<Response>) {
     if (!gateway) throw new TypeError('pipeline: serving the API needs the gateway');
     const preflight = cors?.(c);
     if (preflight) return preflight;
-    const answered = await gateway(c, scope, admitted);
+    const answered = await gateway(c, op, admitted);
     return answered instanceof ApiError ? fail(c, answered) : answered;
   }
 
@@ -133,7 +155,7 @@ export function pipeline<D extends object = ApiDeps>({
     return response as Response;
   }
 
-  function operation(op: Operation<D>): Handler<AppEnv> {
+  function operation(op: Operation<D>): Served {
     if (!deps) throw new TypeError(`pipeline: serving ${op.id} needs the handlers' deps`);
     const handlerDeps = deps;
     const store = 'store' in deps ? (deps.store as PetStore) : undefined;
@@ -154,28 +176,30 @@ export function pipeline<D extends object = ApiDeps>({
       return caller.kind === 'consumer' ? { consumer: caller.consumer.name, id: caller.key.id } : undefined;
     };
 
-    async function served(c: Context<AppEnv>): Promise<Response> {
-      if (op.memo && store) {
-        // The path and query as sent: the same text always validates to the same input.
-        const url = c.req.url;
-        const key = url.slice(url.indexOf('/', url.indexOf('://') + 3));
-        const version = store.version();
-        const kept = memo.get(key, version);
-        if (kept) return answer(c, kept);
-        const reply = tagged(await op.handler(await readInput(c, principalOf(c.get('caller'))), handlerDeps));
-        return answer(c, reply.status === 200 ? memo.set(key, version, reply) : reply);
+    /** Steps 5 (the kept answer), 6 and 7: a kept answer is used while the store is unchanged. */
+    async function served(c: Context<AppEnv>, decision: Decision): Promise<Response> {
+      const caller = c.get('caller');
+      if (op.readsQuota) {
+        // Admitted callers are consumers: a caller without a valid key got its 401 in the gateway.
+        const quota = caller.kind === 'consumer' ? quotaStatus(caller.consumer, decision) : undefined;
+        return answer(c, await op.handler(await readInput(c, principalOf(caller), quota), handlerDeps));
       }
-      const input = await readInput(c, principalOf(c.get('caller')), keyOf(c));
-      return answer(c, tagged(await op.handler(input, handlerDeps)));
+      // The path and query as sent: the same text always validates to the same input.
+      const key = op.memo ? pathAndQuery(c.req.url) : undefined;
+      const version = key === undefined ? undefined : store?.version();
+      const kept = key === undefined ? undefined : memo.get(key, version);
+      if (kept) return answer(c, kept);
+      const reply = tagged(await op.handler(await readInput(c, principalOf(caller), undefined, keyOf(c)), handlerDeps));
+      return answer(c, key !== undefined && reply.status === 200 ? memo.set(key, version, reply) : reply);
     }
 
-    return function operation(c) {
+    return exchange(function operation(c) {
       c.set('operation', op.id);
-      return gated(c, op.scope, () => {
+      return gated(c, op, (decision) => {
         if (fixed) Object.assign(answerHeaders(c), fixed);
-        return bodyChecked(c, () => served(c));
+        return bodyChecked(c, () => served(c, decision));
       });
-    };
+    });
   }
 
   /**
@@ -183,27 +207,32 @@ export function pipeline<D extends object = ApiDeps>({
    * gateway (401 before 404, so a caller without a key learns nothing of paths), 405 with
    * `Allow` for a path the table has, else 404.
    */
-  function unserved(allowed: readonly string[] | undefined): Handler<AppEnv> {
-    return function unserved(c) {
-      const refusal = allowed ? methodNotAllowed(c.req.method, allowed) : NO_SUCH_PATH;
-      return gated(c, undefined, () => bodyChecked(c, () => Promise.reject(refusal)));
-    };
+  function unserved(c: Context<AppEnv>): Promise<Response> {
+    const allowed = allowedMethods?.(c.req.path);
+    const refusal = allowed ? methodNotAllowed(c.req.method, allowed) : NO_SUCH_PATH;
+    return gated(c, UNSERVED, () => bodyChecked(c, () => Promise.reject(refusal)));
   }
 
-  function opsRoute(route: OpsRoute): Handler<AppEnv> {
-    return async function opsRoute(c) {
+  function opsRoute(route: OpsRoute): Served {
+    return exchange(async function opsRoute(c) {
       c.set('operation', route.id);
       return answer(c, await route.handler(c));
-    };
+    });
   }
 
-  /** Hono's `notFound`: a path outside the API that no route serves. */
-  const notFound: NotFoundHandler<AppEnv> = (c) => fail(c, NO_SUCH_PATH);
-  /** Hono's `onError`: whatever a step or handler threw, as the Error body. */
+  /** Hono's `notFound`: a path no route serves; under the API prefix it meets the gateway first. */
+  const notFound = exchange((c) => (gateway && gatedPath(c.req.path) ? unserved(c) : fail(c, NO_SUCH_PATH)));
+  /** Hono's `onError`, for what escapes `exchange`: the Error body all the same. */
   const onError: ErrorHandler<AppEnv> = (err, c) => fail(c, toApiError(err, c, report, unavailable));
 
-  return { exchange, operation, unserved, opsRoute, notFound, onError };
+  return { exchange, operation, opsRoute, notFound, onError };
 }
+
+/** A Hono route's handler, and `notFound`: the request in, its one answer out. */
+type Served = (c: Context<AppEnv>) => Promise<Response>;
+
+/** What the gateway knows of a path no operation serves: it costs 1 and needs no scope. */
+const UNSERVED: Gated = {};
 
 /** RFC 9745 `Deprecation`, RFC 8594 `Sunset` and the successor `Link` of a deprecated operation. */
 function deprecationHeaders({ since, sunset, successor }: Deprecation): AnswerHeaders {

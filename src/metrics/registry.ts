@@ -9,6 +9,7 @@
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { PLAN_NAMES } from '../gateway/plans.ts';
+import type { StoreErrorKind } from '../store/errors.ts';
 import { ConsumerMetrics } from './consumers.ts';
 import { OPERATIONS, STORE_OPERATIONS, type StoreOperation } from './labels.ts';
 
@@ -20,7 +21,7 @@ const STATUSES = 500; // 100..599
 export const METRIC_PLANS = [...PLAN_NAMES, 'anonymous'] as const;
 /** 429 reasons shown even before they happen; others (the Error body's code) appear once seen. */
 const REFUSAL_REASONS = ['rate_limited', 'key_banned'] as const;
-const STORE_ERROR_KINDS = ['unavailable', 'error'] as const;
+const STORE_ERROR_KINDS = ['timeout', 'unavailable', 'error'] as const satisfies readonly StoreErrorKind[];
 
 export interface MetricsOptions {
   version: string;
@@ -47,6 +48,7 @@ export class Metrics {
   readonly #storeErrors: Counter<'operation' | 'kind'>;
   readonly #keys: Gauge<'plan'>;
   readonly #reloads: Counter<'result'>;
+  readonly #wouldRefuse: Counter<'consumer' | 'window'>;
   /** Per-consumer and per-key series; fed by `countRequests` and the keys (re)load. */
   readonly consumers = new ConsumerMetrics();
 
@@ -100,7 +102,7 @@ export class Metrics {
     for (const plan of METRIC_PLANS) this.#bans.inc({ plan }, 0);
     this.#storeErrors = new Counter({
       name: 'petstore_store_errors_total',
-      help: 'Failed store calls, by operation and kind (unavailable or error).',
+      help: 'Failed store calls, by operation and kind (timeout, unavailable or error).',
       labelNames: ['operation', 'kind'] as const,
       registers,
     });
@@ -118,6 +120,12 @@ export class Metrics {
       name: 'petstore_keys_reloads_total',
       help: 'Reloads of the keys file on SIGHUP, by result.',
       labelNames: ['result'] as const,
+      registers,
+    });
+    this.#wouldRefuse = new Counter({
+      name: 'petstore_ratelimit_would_refuse_total',
+      help: 'Requests a report-only limit ("enforce": false) served that it would have refused, by consumer and window.',
+      labelNames: ['consumer', 'window'] as const,
       registers,
     });
     this.#reloads.inc({ result: 'ok' }, 0);
@@ -159,8 +167,16 @@ export class Metrics {
     if ((METRIC_PLANS as readonly string[]).includes(plan)) this.#bans.inc({ plan });
   }
 
-  /** A store call failed; `unavailable` when the store could not serve (disk, connection). */
-  storeError(operation: StoreOperation, kind: 'unavailable' | 'error'): void {
+  /**
+   * A report-only consumer's request was served that `window` would have refused; consumer names
+   * come from the keys file only, so the series are bounded by it.
+   */
+  wouldRefuse(consumer: string, window: string): void {
+    this.#wouldRefuse.inc({ consumer, window });
+  }
+
+  /** A store call failed: `timeout` past `--store-timeout`, `unavailable` when the store could not serve (disk, connection). */
+  storeError(operation: StoreOperation, kind: StoreErrorKind): void {
     this.#storeErrors.inc({ operation, kind });
   }
 

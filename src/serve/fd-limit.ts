@@ -4,8 +4,22 @@ import type { Logger } from '../log.ts';
 
 /** The open-file limit the shipped systemd unit sets (`LimitNOFILE`): one per connection, with room. */
 export const RECOMMENDED_OPEN_FILES = 131_072;
-/** Below this soft limit the server warns at start: a few tens of thousands of idle clients would exhaust it. */
-export const LOW_OPEN_FILES = 65_536;
+/**
+ * Descriptors a server needs besides its consumers' connections: its listeners, the store's
+ * files or pool, Redis, the runtime's own, and room for clients without a key.
+ */
+export const BASE_OPEN_FILES = 1_024;
+
+/**
+ * The open files the configured server needs: `BASE_OPEN_FILES`, and a connection for each
+ * request every consumer may have in flight (`--max-in-flight`).
+ *
+ * @example
+ * openFilesNeeded(1, 128) // 1152
+ */
+export function openFilesNeeded(consumers: number, maxInFlight: number): number {
+  return BASE_OPEN_FILES + consumers * maxInFlight;
+}
 
 export interface OpenFileLimit {
   soft: number;
@@ -29,12 +43,12 @@ export function parseOpenFiles(limits: string): OpenFileLimit | undefined {
  * Checks this process's open-file limit at start (Linux; elsewhere undefined). Bun, Node and Deno
  * all raise the soft limit to the hard one themselves when they start (there is no setrlimit in
  * their APIs, and none is needed), so what is left is to tell the operator: a warning when the
- * soft limit is still below the hard one, or below `LOW_OPEN_FILES`, naming the fix.
+ * soft limit is below `needed` (`openFilesNeeded`), saying what the server needs and the fix.
  *
  * @example
- * checkOpenFiles(log) // { soft: 131072, hard: 131072 }
+ * checkOpenFiles(log, openFilesNeeded(3, 128)) // { soft: 131072, hard: 131072 }
  */
-export function checkOpenFiles(log: Logger): OpenFileLimit | undefined {
+export function checkOpenFiles(log: Logger, needed: number): OpenFileLimit | undefined {
   if (process.platform !== 'linux') return undefined;
   let limit: OpenFileLimit | undefined;
   try {
@@ -43,13 +57,17 @@ export function checkOpenFiles(log: Logger): OpenFileLimit | undefined {
     return undefined;
   }
   if (!limit) return undefined;
-  if (limit.soft < limit.hard || limit.soft < LOW_OPEN_FILES) {
-    log.warn('the open-file limit is low: each connection holds one, and new clients are refused when it is reached', {
-      soft: limit.soft,
-      hard: limit.hard,
-      recommended: RECOMMENDED_OPEN_FILES,
-      fix: `LimitNOFILE=${RECOMMENDED_OPEN_FILES} in the systemd unit, or ulimit -n ${RECOMMENDED_OPEN_FILES}`,
-    });
+  if (limit.soft < needed) {
+    log.warn(
+      'the open-file limit is below what this server needs: each connection holds one, and new clients are refused when none is left',
+      {
+        soft: limit.soft,
+        hard: limit.hard,
+        needed,
+        recommended: RECOMMENDED_OPEN_FILES,
+        fix: `LimitNOFILE=${RECOMMENDED_OPEN_FILES} in the systemd unit, or ulimit -n ${RECOMMENDED_OPEN_FILES}`,
+      },
+    );
   }
   return limit;
 }

@@ -6,26 +6,48 @@ import { type KeyRecord, KeysFileError, keysFileExposure, parseKeys } from '../g
 import { newKeyEntry } from '../gateway/keys/tokens.ts';
 import type { Logger } from '../log.ts';
 
+/** The keys to serve with at start, and the development key's token when one was made. */
+export interface StartKeys {
+  records: KeyRecord[];
+  /** Made when no keys file was given; shown by `announceDevKey` once the server listens. */
+  devToken?: string;
+}
+
 /**
- * The keys to serve with when no `--keys` file is given: a development key made for this run
- * (its token printed once on stderr).
+ * The keys to serve with when no `--keys` is given: a development key made for this run.
+ * Nothing is printed here: the key is announced once the server listens.
  *
  * @example
- * const keys = new KeyTable(developmentKeys(log))
+ * const { records, devToken } = developmentKeys()
  */
-export function developmentKeys(log: Logger): KeyRecord[] {
+export function developmentKeys(): StartKeys {
   const { token, entry } = newKeyEntry('dev', 'free');
+  return { records: parseKeys(JSON.stringify({ keys: [entry] })), devToken: token };
+}
+
+/**
+ * Prints the development key once on stderr, with a request to paste and the docs' address on
+ * `origin` (the address the server listens on, e.g. `http://localhost:8080`), and logs that
+ * the server serves with it. Called once the store is open and the port bound, so a start that
+ * fails never shows a key.
+ *
+ * @example
+ * announceDevKey(token, 'http://localhost:8080', log)
+ */
+export function announceDevKey(token: string, origin: string, log: Logger): void {
   process.stderr.write(
     [
       'No keys file given (--keys FILE or PETSTORE_KEYS_FILE): made one development key for this run.',
       `  Authorization: Bearer ${token}`,
-      'It is shown once and forgotten at exit. For real keys, make a keys file and serve it with --keys FILE:',
+      'It is shown once and forgotten at exit. Try it, and read the API reference:',
+      `  curl -H 'Authorization: Bearer ${token}' ${origin}/v1/pets`,
+      `  ${origin}/docs`,
+      'For real keys, make a keys file and serve it with --keys FILE:',
       '  petstore keys add --keys FILE --consumer NAME --plan PLAN   (prints the token once)',
       '',
     ].join('\n'),
   );
-  log.warn('serving with a generated development key', { consumer: entry.name, plan: entry.plan });
-  return parseKeys(JSON.stringify({ keys: [entry] }));
+  log.warn('serving with a generated development key', { consumer: 'dev', plan: 'free' });
 }
 
 function readText(path: string): string {
@@ -79,7 +101,7 @@ export class KeysFileWatcher {
   load(): KeyRecord[] {
     const text = readText(this.#options.path);
     this.#seen = digest(text);
-    const keys = parseKeys(text);
+    const keys = parseKeys(text, this.#options.path);
     warnIfExposed(this.#options.path, this.#options.log);
     return keys;
   }
@@ -101,7 +123,7 @@ export class KeysFileWatcher {
     this.#seen = digest(text);
     let keys: KeyRecord[];
     try {
-      keys = parseKeys(text);
+      keys = parseKeys(text, path);
     } catch (err) {
       refuse(err as Error, trigger);
       return;

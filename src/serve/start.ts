@@ -9,13 +9,13 @@ import type { LimiterEvent } from '../gateway/limiter/limiter.ts';
 import { SlidingWindowLimiter } from '../gateway/limiter/memory.ts';
 import { createLogger } from '../log.ts';
 import type { KeyStore, WithKeyStore } from '../store/keys.ts';
-import { describeData, openStore } from '../store/open.ts';
+import { describeData, MEMORY, openStore } from '../store/open.ts';
 import type { PetStore } from '../store/store.ts';
 import { VERSION } from '../version.ts';
-import { checkOpenFiles } from './fd-limit.ts';
-import { developmentKeys, KeysFileWatcher } from './keys-source.ts';
+import { checkOpenFiles, openFilesNeeded } from './fd-limit.ts';
+import { announceDevKey, developmentKeys, KeysFileWatcher, type StartKeys } from './keys-source.ts';
 import { KEYS_STORE, KeysStoreWatcher } from './keys-store.ts';
-import type { RunningServer, RuntimeAdapter } from './server.ts';
+import type { RunningServer, RuntimeAdapter, ServeOptions } from './server.ts';
 import { handleSignals } from './signals.ts';
 
 // Defined by `bun build --define` for a compiled binary (scripts/lib/build-info.sh), else undeclared.
@@ -40,10 +40,16 @@ function trustedProxies(cidrs: readonly string[]): TrustedProxies {
   }
 }
 
+/** The address to show a person for `host:port`: a wildcard bind is reached on localhost. */
+function origin(host: string, port: number): string {
+  const name = host === '' || host === '0.0.0.0' || host === '::' ? 'localhost' : host;
+  return `http://${name.includes(':') ? `[${name}]` : name}:${port}`;
+}
+
 /**
- * Serves `config`: loads the keys, opens the store, builds the limiter and the app, listens,
- * installs the signal handlers and logs `listening` last. Resolves once listening; the process
- * then runs until a signal stops it.
+ * Serves `config`: loads the keys, binds the port, opens the store, builds the limiter and the
+ * app, installs the signal handlers, and only then shows the development key (if any) and logs
+ * `listening`. Resolves once serving; the process then runs until a signal stops it.
  *
  * @example
  * await startServer(parseConfig(process.argv.slice(2), process.env))
@@ -55,17 +61,16 @@ export async function startServer(config: Config): Promise<void> {
     );
   }
   const log = createLogger({ level: config.logLevel, format: config.logFormat });
-  checkOpenFiles(log);
   const trust = trustedProxies(config.trustProxy);
   const fromStore = config.keys === KEYS_STORE;
   const source = fromStore ? { source: 'store' } : { file: config.keys };
-  const applyKeys = (records: KeyRecord[], trigger: string) => {
-    keys = new KeyTable(records);
+  const applyKeys = (loaded: KeyRecord[], trigger: string) => {
+    keys = new KeyTable(loaded);
     const keysByPlan = keys.countByPlan();
     metrics?.reloaded(true);
     metrics?.keysLoaded(keysByPlan);
     metrics?.consumers.load(keys.records());
-    log.warn('keys reloaded', { ...source, trigger, keysByPlan });
+    log.info('keys reloaded', { ...source, trigger, keysByPlan });
   };
   const refuseKeys = (err: Error, trigger: string) => {
     metrics?.reloaded(false);
@@ -76,14 +81,22 @@ export async function startServer(config: Config): Promise<void> {
     config.keys && !fromStore
       ? new KeysFileWatcher({ path: config.keys, log, apply: applyKeys, refuse: refuseKeys })
       : undefined;
-  let keys = new KeyTable(watcher ? watcher.load() : fromStore ? [] : developmentKeys(log));
-  const store = await openStore(config.data, log);
-  // With --keys store, the store's keys: in memory, brought up to date on each change.
-  const storeKeys = fromStore ? keyStoreOf(store, config.data) : undefined;
-  const storeWatcher = storeKeys
-    ? new KeysStoreWatcher({ store: storeKeys, log, apply: applyKeys, refuse: refuseKeys })
-    : undefined;
-  if (storeWatcher) keys = new KeyTable(await storeWatcher.load());
+  // With --keys store the keys are read once the store is open.
+  const { records, devToken }: StartKeys = watcher
+    ? { records: watcher.load() }
+    : fromStore
+      ? { records: [] }
+      : developmentKeys();
+  let keys = new KeyTable(records);
+  checkOpenFiles(log, openFilesNeeded(new Set(records.map((r) => r.consumer.name)).size, config.maxInFlight));
+  if (config.idleTimeoutSeconds <= config.storeTimeoutSeconds) {
+    // A request with a body keeps the idle timer, which cuts off a client that stops sending
+    // it; once the body is in, the timer must outlast the request's wait for the store.
+    throw new ConfigError(
+      `--idle-timeout (${config.idleTimeoutSeconds}) must be longer than --store-timeout (${config.storeTimeoutSeconds}), ` +
+        'or a connection could be closed while its request waits for the store',
+    );
+  }
   const adapter = await loadAdapter();
   // prom-client is loaded only with metrics on: it was most of the binary's start-up.
   const metrics =
@@ -92,6 +105,51 @@ export async function startServer(config: Config): Promise<void> {
       : undefined;
   metrics?.keysLoaded(keys.countByPlan());
   metrics?.consumers.load(keys.records());
+  // The ports are bound before the store opens, so a port in use leaves no new database file
+  // behind; a request that arrives meanwhile waits for the app.
+  let appReady: (fetch: ServeOptions['fetch']) => void = () => {};
+  const ready = new Promise<ServeOptions['fetch']>((resolve) => {
+    appReady = resolve;
+  });
+  let handle: ServeOptions['fetch'] = (req, env) => ready.then((fetch) => fetch(req, env));
+  const server = await adapter.serve({
+    fetch: (req, env) => handle(req, env),
+    port: config.port,
+    hostname: config.host,
+    headerTimeoutSeconds: config.headerTimeoutSeconds,
+    idleTimeoutSeconds: config.idleTimeoutSeconds,
+  });
+  const servers: RunningServer[] = [server];
+  const metricsServer =
+    metrics && config.metricsPort !== null
+      ? await adapter.serve({ fetch: metricsApp(metrics).fetch, port: config.metricsPort, hostname: config.host })
+      : undefined;
+  if (metricsServer) servers.push(metricsServer);
+  if (fromStore && config.data === MEMORY) {
+    await Promise.all(servers.map((s) => s.stop(true)));
+    throw new ConfigError(`--keys store: needs --data with a SQLite file or a postgres:// URL, not ${config.data}`);
+  }
+  const store = await openStore(config.data, log, { timeoutMs: config.storeTimeoutSeconds * 1_000 }).catch(
+    async (err: unknown) => {
+      await Promise.all(servers.map((s) => s.stop(true)));
+      throw err;
+    },
+  );
+  // With --keys store, the store's keys: in memory, brought up to date on each change.
+  const storeKeys = fromStore ? keyStoreOf(store, config.data) : undefined;
+  const storeWatcher = storeKeys
+    ? new KeysStoreWatcher({ store: storeKeys, log, apply: applyKeys, refuse: refuseKeys })
+    : undefined;
+  if (storeWatcher) {
+    const loaded = await storeWatcher.load().catch(async (err: unknown) => {
+      await Promise.all(servers.map((s) => s.stop(true)));
+      await store.close();
+      throw err;
+    });
+    keys = new KeyTable(loaded);
+    metrics?.keysLoaded(keys.countByPlan());
+    metrics?.consumers.load(keys.records());
+  }
   const onEvent = (e: LimiterEvent) => {
     if (e.type === 'ban_end') return log.warn('ban ended', { subject: e.subject.label, plan: e.subject.plan });
     metrics?.banned(e.subject.plan);
@@ -131,13 +189,8 @@ export async function startServer(config: Config): Promise<void> {
     ...(storeWatcher ? { keysProblem: () => storeWatcher.problem() } : {}),
     corsOrigins: config.corsOrigins,
   });
-  const server = await adapter.serve({
-    fetch: app.fetch,
-    port: config.port,
-    hostname: config.host,
-    headerTimeoutSeconds: config.headerTimeoutSeconds,
-    idleTimeoutSeconds: config.idleTimeoutSeconds,
-  });
+  handle = app.fetch;
+  appReady(app.fetch);
   const admin = watcher
     ? fileKeyAdmin(config.keys, () => watcher.reload('admin API'))
     : storeKeys && storeWatcher
@@ -157,10 +210,7 @@ export async function startServer(config: Config): Promise<void> {
     },
     adapter,
   );
-  const metricsServer =
-    metrics && config.metricsPort !== null
-      ? await adapter.serve({ fetch: metricsApp(metrics).fetch, port: config.metricsPort, hostname: config.host })
-      : undefined;
+  if (adminServer) servers.push(adminServer);
 
   const reload = () => {
     if (watcher) watcher.reload('SIGHUP');
@@ -172,7 +222,7 @@ export async function startServer(config: Config): Promise<void> {
   handleSignals({
     log,
     reload,
-    servers: [server, ...(metricsServer ? [metricsServer] : []), ...(adminServer ? [adminServer] : [])],
+    servers,
     shutdownSeconds: config.shutdownSeconds,
     onStopping: () => {
       stopping = true;
@@ -185,6 +235,7 @@ export async function startServer(config: Config): Promise<void> {
     },
   });
 
+  if (devToken) announceDevKey(devToken, origin(config.host, server.port), log);
   // Last: whoever waits for this line may signal at once.
   log.info('listening', {
     version: VERSION,
@@ -212,8 +263,12 @@ async function serveAdmin(
   return adapter.serve({ fetch: app.fetch, port: config.adminPort, hostname: config.adminHost });
 }
 
-/** The store's keys for `--keys store`; a store that keeps none (`:memory:`) is a configuration error. */
-function keyStoreOf(store: PetStore, data: string): KeyStore {
-  if ('keyStore' in store && typeof store.keyStore === 'function') return (store as WithKeyStore).keyStore();
+/**
+ * The store's keys for `--keys store` (behind the store's timeout wrapper, its backend's); a
+ * store that keeps none (`:memory:`) is a configuration error.
+ */
+function keyStoreOf(store: PetStore & { readonly backend?: PetStore }, data: string): KeyStore {
+  const backend = store.backend ?? store;
+  if ('keyStore' in backend && typeof backend.keyStore === 'function') return (backend as WithKeyStore).keyStore();
   throw new ConfigError(`--keys store: needs --data with a SQLite file or a postgres:// URL, not ${data}`);
 }

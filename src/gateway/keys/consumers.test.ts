@@ -33,7 +33,13 @@ describe('the consumers form', () => {
       notBefore: Date.UTC(2027, 1, 12, 23),
     });
     expect(k1?.consumer).toBe(k2?.consumer as never);
-    expect(k1?.consumer).toEqual({ name: 'acme', plan: 'pro', limits: { perMinute: 500, perDay: 20000 } });
+    expect(k1?.consumer).toEqual({
+      name: 'acme',
+      plan: 'pro',
+      limits: { perMinute: 500, perDay: 20000 },
+      costs: {},
+      enforce: true,
+    });
   });
 
   test("a consumer without limits takes its plan's", () => {

@@ -110,12 +110,14 @@ export function revokeKey(doc: KeysDocument, name: string, id: string): KeysDocu
 function toConsumers(doc: KeysDocument, name: string): KeysDocument {
   const legacy = doc.keys?.find((e) => e.name === name);
   if (!legacy) return doc;
-  const { name: _name, sha256, plan, limits, ban, scopes, notBefore, expiresAt } = legacy;
+  const { name: _name, sha256, plan, limits, ban, costs, enforce, scopes, notBefore, expiresAt } = legacy;
   const consumer: ConsumerEntry = {
     name,
     plan,
     ...(limits ? { limits } : {}),
     ...(ban ? { ban } : {}),
+    ...(costs ? { costs } : {}),
+    ...(enforce !== undefined ? { enforce } : {}),
     keys: [
       {
         id: name,

@@ -26,7 +26,7 @@ describe('parseKeys', () => {
   });
 
   test.each([
-    ['{', /^not valid JSON: /],
+    ['{', /^line 1, column 2: not valid JSON: expected a property name in double quotes, found the end of the file\n/],
     ['{}', /^keys: required \(or consumers\)$/],
     [
       file({ name: 'a', sha256: H, plan: 'gold' }),

@@ -1,7 +1,16 @@
 import { createHash } from 'node:crypto';
 import * as v from 'valibot';
 import { type KeyScope, SCOPES } from '../../api/scopes.ts';
-import { type BanPolicy, type Limits, PLAN_LIMITS, type PlanName } from '../plans.ts';
+import {
+  type BanPolicy,
+  type Costs,
+  costProblem,
+  type Limits,
+  PLAN_LIMITS,
+  PLAN_TERMS,
+  type PlanName,
+} from '../plans.ts';
+import { describeJsonError, jsonSyntaxError } from './json-syntax.ts';
 import { type ConsumerKey, KeysDocument, keyIdOf, rfc3339 } from './schema.ts';
 
 export { KEY_NAME } from './schema.ts';
@@ -15,6 +24,10 @@ export interface Consumer {
   readonly plan: PlanName;
   readonly limits: Limits;
   readonly ban?: BanPolicy;
+  /** Units each operation spends, by operationId (the plan's, then the consumer's own); others cost 1. */
+  readonly costs: Costs;
+  /** False: report-only limits (src/gateway/plans.ts, `Terms`). */
+  readonly enforce: boolean;
 }
 
 /** One API key as the gateway knows it: never the token, only its SHA-256. */
@@ -37,17 +50,19 @@ export class KeysFileError extends Error {
 
 /**
  * Parses and validates a keys file's text into its document; throws `KeysFileError` naming
- * the entry, the field and the bad value. Cross-entry checks are `parseKeys`'s.
+ * the entry, the field and the bad value, or for bad JSON the file, line and column with the
+ * line quoted. Cross-entry checks are `parseKeys`'s.
  *
  * @example
  * parseDocument('{"consumers":[{"name":"acme","plan":"pro","keys":[]}]}').consumers?.[0]?.name // 'acme'
  */
-export function parseDocument(text: string): KeysDocument {
+export function parseDocument(text: string, file?: string): KeysDocument {
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (err) {
-    throw new KeysFileError(`not valid JSON: ${(err as Error).message}`);
+    const syntax = jsonSyntaxError(text);
+    throw new KeysFileError(syntax ? describeJsonError(syntax, file) : `not valid JSON: ${(err as Error).message}`);
   }
   const result = v.safeParse(KeysDocument, json);
   if (!result.success) throw new KeysFileError(describe(result.issues[0]));
@@ -62,8 +77,8 @@ export function parseDocument(text: string): KeysDocument {
  * @example
  * parseKeys('{"keys":[{"name":"acme","sha256":"9f86…","plan":"free"}]}')
  */
-export function parseKeys(text: string): KeyRecord[] {
-  return keyRecords(parseDocument(text));
+export function parseKeys(text: string, file?: string): KeyRecord[] {
+  return keyRecords(parseDocument(text, file));
 }
 
 /**
@@ -101,12 +116,12 @@ export function keyRecords(doc: KeysDocument): KeyRecord[] {
   (doc.keys ?? []).forEach((entry, i) => {
     const where = `keys[${i}] ("${entry.name}")`;
     claimName(entry.name, `${where}, a {"keys":[...]} entry`);
-    add(entry, entry.name, consumerOf(entry), where);
+    add(entry, entry.name, consumerOf(entry, where), where);
   });
   (doc.consumers ?? []).forEach((entry, i) => {
     const where = `consumers[${i}] ("${entry.name}")`;
     claimName(entry.name, where);
-    const consumer = consumerOf(entry);
+    const consumer = consumerOf(entry, where);
     const ids = new Set<string>();
     entry.keys.forEach((key, k) => {
       add(key, keyIdOf(key), consumer, `${where}.keys[${k}]`, ids);
@@ -115,9 +130,30 @@ export function keyRecords(doc: KeysDocument): KeyRecord[] {
   return records;
 }
 
-function consumerOf(entry: { name: string; plan: PlanName; limits?: Limits; ban?: BanPolicy }): Consumer {
+interface ConsumerFields {
+  name: string;
+  plan: PlanName;
+  limits?: Limits;
+  ban?: BanPolicy;
+  costs?: Costs;
+  enforce?: boolean;
+}
+
+/** The consumer of an entry: its plan's terms, overridden by its own; costs must fit its quotas. */
+function consumerOf(entry: ConsumerFields, where: string): Consumer {
   const limits = entry.limits ?? PLAN_LIMITS[entry.plan as Exclude<PlanName, 'enterprise'>];
-  return { name: entry.name, plan: entry.plan, limits, ...(entry.ban ? { ban: entry.ban } : {}) };
+  const plan = PLAN_TERMS[entry.plan];
+  const costs = { ...plan.costs, ...entry.costs };
+  const problem = costProblem(where, limits, costs);
+  if (problem) throw new KeysFileError(problem);
+  return {
+    name: entry.name,
+    plan: entry.plan,
+    limits,
+    ...(entry.ban ? { ban: entry.ban } : {}),
+    costs,
+    enforce: entry.enforce ?? plan.enforce ?? true,
+  };
 }
 
 function toRecord(key: ConsumerKey, id: string, consumer: Consumer): KeyRecord {

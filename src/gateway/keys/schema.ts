@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { ADMIN_SCOPE, KEY_SCOPES } from '../../api/scopes.ts';
-import { PLAN_NAMES } from '../plans.ts';
+import { COSTED_OPERATIONS, PLAN_NAMES } from '../plans.ts';
 
 /** A key's or consumer's name as the keys file and `petstore keys` accept it: what logs show. */
 export const KEY_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
@@ -31,8 +31,24 @@ export function rfc3339(text: string): number {
   return valid ? Date.parse(text) : Number.NaN;
 }
 
-const Quota = v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1_000_000_000));
-const Limits = v.strictObject({ perMinute: Quota, perDay: Quota });
+const QUOTA_MESSAGE = 'must be an integer from 1 to 1000000000';
+const Quota = v.pipe(
+  v.number(QUOTA_MESSAGE),
+  v.integer(QUOTA_MESSAGE),
+  v.minValue(1, QUOTA_MESSAGE),
+  v.maxValue(1_000_000_000, QUOTA_MESSAGE),
+);
+const Limits = v.strictObject({ perMinute: Quota, perDay: Quota, perMonth: v.optional(Quota) });
+/** Units a request of each operation spends; whether each fits its quotas is `keyRecords`'s check. */
+const Costs = v.record(
+  v.picklist(COSTED_OPERATIONS, `must name an operation that costs something: ${COSTED_OPERATIONS.join(', ')}`),
+  Quota,
+);
+/** What a consumer sets besides its quotas (src/gateway/plans.ts, `Terms`). */
+const Terms = {
+  costs: v.optional(Costs),
+  enforce: v.optional(v.boolean('must be true or false')),
+};
 const Ban = v.strictObject({
   threshold: v.optional(Quota),
   seconds: v.pipe(v.number(), v.integer(), v.minValue(1)),
@@ -65,6 +81,7 @@ export const LegacyEntry = v.pipe(
     plan: Plan,
     limits: v.optional(Limits),
     ban: v.optional(Ban),
+    ...Terms,
     ...Validity,
   }),
   v.forward(
@@ -87,6 +104,7 @@ export const ConsumerEntry = v.pipe(
     plan: Plan,
     limits: v.optional(Limits),
     ban: v.optional(Ban),
+    ...Terms,
     keys: v.array(ConsumerKey),
   }),
   v.forward(

@@ -101,7 +101,7 @@ export function readKeysDocument(path: string): KeysDocument {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { consumers: [] };
     throw new KeysFileError(`cannot read ${path}: ${(err as Error).message}`);
   }
-  const doc = parseDocument(text);
+  const doc = parseDocument(text, path);
   keyRecords(doc);
   return doc;
 }

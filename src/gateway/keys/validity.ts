@@ -1,3 +1,4 @@
+import { ADMIN_SCOPE } from '../../api/scopes.ts';
 import { ApiError } from '../../http/errors.ts';
 import type { Caller } from '../caller.ts';
 
@@ -60,4 +61,20 @@ export function missingScope(scopes: readonly string[], needed: string | undefin
   return new ApiError('insufficient_scope', `The API key lacks the scope ${needed} that this operation needs.`, {
     'WWW-Authenticate': `${REALM}, error="insufficient_scope", scope="${needed}"`,
   });
+}
+
+/** The 403 of an admin key on the public API: made once, it never changes. */
+const ADMIN_KEY_HERE = new ApiError('insufficient_scope', 'An admin key works on the admin API (--admin-port) only.', {
+  'WWW-Authenticate': `${REALM}, error="insufficient_scope"`,
+});
+
+/**
+ * The 403 for a key with the scope `admin` on the public API (an operation with a scope has
+ * refused it already: an admin key holds no other scope), else undefined.
+ *
+ * @example
+ * adminKeyOnPublicApi(['admin']) // ApiError 403 insufficient_scope
+ */
+export function adminKeyOnPublicApi(scopes: readonly string[]): ApiError | undefined {
+  return scopes.includes(ADMIN_SCOPE) ? ADMIN_KEY_HERE : undefined;
 }

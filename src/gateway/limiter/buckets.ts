@@ -47,13 +47,19 @@ function slot(bucket: number, slots: number): number {
  * `time < offset + jb + W`: each request is counted from its arrival for at least W and less
  * than W + b. Callers pass non-decreasing times and call `advance(now)` before reading.
  *
+ * The ring is made only once requests fall into a second bucket: until then every counted
+ * request is in bucket `#oldest`, and `#sum` says how many. Most client addresses never get that
+ * far (a stranger guessing one key sends one request), so each costs two small objects instead
+ * of two rings (61 and 97 slots); the ring goes again when the window empties.
+ *
  * @example
  * const w = new BucketWindow(MINUTE, now);
- * w.advance(now); if (w.count < 60) w.add(now);
+ * w.advance(now); if (w.count + cost <= 60) w.add(now, cost);
  */
 export class BucketWindow {
   readonly #spec: WindowSpec;
-  readonly #counts: Uint32Array;
+  /** The ring, while counted requests span more than one bucket (else all are in `#oldest`). */
+  #counts: Uint32Array | undefined;
   /** Where buckets end, modulo b: a whole number of seconds, re-chosen when the window is empty. */
   #offset = 0;
   /** Buckets up to this one have left the window; their slots are zero. */
@@ -65,13 +71,12 @@ export class BucketWindow {
   constructor(spec: WindowSpec, now: number, copyOf?: BucketWindow) {
     this.#spec = spec;
     if (copyOf) {
-      this.#counts = copyOf.#counts.slice();
+      this.#counts = copyOf.#counts?.slice();
       this.#offset = copyOf.#offset;
       this.#dropped = copyOf.#dropped;
       this.#oldest = copyOf.#oldest;
       this.#sum = copyOf.#sum;
     } else {
-      this.#counts = new Uint32Array(spec.slots);
       this.#dropped = Math.floor(now / spec.bucketMs) - spec.buckets;
     }
   }
@@ -94,6 +99,10 @@ export class BucketWindow {
     this.#dropped = dropped;
     if (this.#sum === 0 || this.#oldest > dropped) return;
     const counts = this.#counts;
+    if (!counts) {
+      this.#sum = 0; // the one bucket has left
+      return;
+    }
     // Only buckets from the oldest non-empty one can hold anything; at most one ring's worth.
     const last = Math.min(dropped, this.#oldest + slots - 1);
     for (let j = this.#oldest; j <= last; j++) {
@@ -101,14 +110,17 @@ export class BucketWindow {
       this.#sum -= counts[s] ?? 0;
       counts[s] = 0;
     }
-    if (this.#sum === 0) return;
+    if (this.#sum === 0) {
+      this.#counts = undefined;
+      return;
+    }
     let oldest = dropped + 1;
     while (counts[slot(oldest, slots)] === 0) oldest++;
     this.#oldest = oldest;
   }
 
-  /** Counts one request at `now` (after `advance(now)`). */
-  add(now: number): void {
+  /** Counts `units` (a request's cost, default 1) at `now` (after `advance(now)`). */
+  add(now: number, units = 1): void {
     const { bucketMs, buckets, slots } = this.#spec;
     if (this.#sum === 0) {
       // Empty: end a bucket at the next whole second, so this request leaves at most W after
@@ -119,17 +131,28 @@ export class BucketWindow {
       this.#oldest = Math.ceil((now - this.#offset) / bucketMs);
     }
     const bucket = Math.ceil((now - this.#offset) / bucketMs);
+    if (!this.#counts) {
+      if (bucket === this.#oldest) {
+        this.#sum += units;
+        return;
+      }
+      this.#counts = new Uint32Array(slots);
+      this.#counts[slot(this.#oldest, slots)] = this.#sum;
+    }
     const s = slot(bucket, slots);
-    this.#counts[s] = (this.#counts[s] ?? 0) + 1;
-    this.#sum++;
+    this.#counts[s] = (this.#counts[s] ?? 0) + units;
+    this.#sum += units;
   }
 
   /**
-   * Epoch ms from which a request would be admitted under `quota`, with no other traffic:
-   * when enough of the oldest buckets have left. `-Infinity` when it would be admitted now.
+   * Epoch ms from which the count is below `quota`, with no other traffic: when enough of the
+   * oldest buckets have left. `-Infinity` when it is now. A request of cost c fits a window of
+   * quota Q from `admitAt(Q - c + 1)` on.
    */
   admitAt(quota: number): number {
     if (this.#sum < quota) return Number.NEGATIVE_INFINITY;
+    // One bucket holds them all: it has to leave (as the loop below would find).
+    if (!this.#counts) return this.#leavesAt(this.#sum > 0 ? this.#oldest : this.#oldest - 1);
     const slots = this.#spec.slots;
     let left = this.#sum;
     let bucket = this.#oldest;

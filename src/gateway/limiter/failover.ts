@@ -109,10 +109,10 @@ export class FailoverLimiter implements RateLimiter {
     this.#since = clock.now();
   }
 
-  async decide(subject: Subject): Promise<Verdict> {
+  async decide(subject: Subject, cost = 1): Promise<Verdict> {
     if (this.#up) {
       try {
-        return await this.#primary.decide(subject);
+        return await this.#primary.decide(subject, cost);
       } catch (err) {
         this.markDown(this.#explain(err));
       }
@@ -122,7 +122,7 @@ export class FailoverLimiter implements RateLimiter {
       return { outcome: 'unavailable', reason: this.#reason ?? 'Redis is unreachable' };
     }
     this.#local++;
-    return this.#fallback.decide(subject);
+    return this.#fallback.decide(subject, cost);
   }
 
   /** Stops using the shared limiter until a probe succeeds; logs only the change. */

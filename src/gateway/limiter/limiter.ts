@@ -12,12 +12,12 @@ export interface Subject {
   readonly ban: Required<BanPolicy>;
 }
 
-export type WindowName = 'minute' | 'day';
+export type WindowName = 'minute' | 'day' | 'month';
 
 /** The state of one sliding window after a decision. */
 export interface WindowState {
   readonly name: WindowName;
-  /** Window length in seconds: 60 or 86,400. */
+  /** Window length in seconds: 60, 86,400, or the current calendar month's (2,419,200 to 2,678,400). */
   readonly seconds: number;
   /** Quota of the window. */
   readonly limit: number;
@@ -34,7 +34,7 @@ export interface Decision {
   readonly outcome: Outcome;
   /** Unix time in whole seconds (floor) of the decision: resets and Retry-After count from it. */
   readonly now: number;
-  /** Both windows, shortest first. */
+  /** The subject's windows, shortest first: minute, day, and month when its limits have one. */
   readonly windows: readonly WindowState[];
   /** Seconds until a request would be admitted; at least 1 when refused, 0 when admitted. */
   readonly retryAfter: number;
@@ -63,7 +63,14 @@ export interface Unavailable {
 /** What the gateway gets for one request: a decision, or none to be had. */
 export type Verdict = Decision | Unavailable;
 
-/** Decides once per request; the in-process implementation is `SlidingWindowLimiter`. */
+/**
+ * Decides once per request; the in-process implementation is `SlidingWindowLimiter`.
+ *
+ * `cost` is what the request spends in every window at once (default 1): it is admitted only
+ * when all of it fits in each window, else refused whole, spending nothing. A cost of 0 reads
+ * the subject's state without spending, counting a refusal or starting a ban: the same
+ * numbers the next request's decision starts from.
+ */
 export interface RateLimiter {
-  decide(subject: Subject): Verdict | Promise<Verdict>;
+  decide(subject: Subject, cost?: number): Verdict | Promise<Verdict>;
 }

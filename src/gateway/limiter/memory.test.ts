@@ -278,6 +278,19 @@ describe('SlidingWindowLimiter: full cache', () => {
   });
 });
 
+describe('SlidingWindowLimiter: memory', () => {
+  test('a stranger whose requests fall in one bucket of each window keeps no ring: about 450 bytes, not 1.2 KiB', () => {
+    const { limiter } = setup();
+    const strangers = Array.from({ length: 20_000 }, (_, i) => address(`addr:2001:db8:${i.toString(16)}::`));
+    Bun.gc(true);
+    const before = process.memoryUsage().heapUsed;
+    for (const s of strangers) limiter.decide(s);
+    Bun.gc(true);
+    expect(limiter.size).toBe(20_000);
+    expect((process.memoryUsage().heapUsed - before) / 20_000).toBeLessThan(600);
+  });
+});
+
 describe('SlidingWindowLimiter: property, against an exact log', () => {
   const WINDOWS = [
     { index: 0, ms: 60_000, bucketMs: 1_000, quota: (l: Limits) => l.perMinute },

@@ -1,6 +1,7 @@
 /**
  * The in-process rate limiter: two sliding windows per subject (60 s and 86,400 s), counted in
- * buckets, plus the temporary ban.
+ * buckets, the calendar month when the subject's limits have one (`month.ts`), plus the
+ * temporary ban. A request spends its cost in every window at once, or nothing.
  *
  * Counting. Each window of length W is cut into buckets of b (minute: 1 s, day: 15 min) kept in
  * a ring of W/b + 1 `Uint32Array` slots with a running sum, so a decision costs O(1) amortised.
@@ -15,10 +16,13 @@
  * admitted in (t - W - b, t]. (`memory.test.ts` checks both against an exact log.) Day buckets of 15 min keep the day's slack (b/W = 1.04 %) below
  * the minute's (1/60 = 1.67 %) at a third of the memory of 5 min buckets.
  *
- * Memory per tracked subject: 632 bytes of counters (61 + 97 slots of 4 bytes); with the objects
- * and the LRU entry, measured 1.1 KB under Bun 1.4 and 1.3 KB under Node 20, so the default
- * 100,000 client addresses take 110-130 MB at most. A subject refused within the last minute
- * also holds a 244-byte refusal counter.
+ * Memory per tracked subject: a window whose counted requests all sit in one bucket keeps no
+ * ring (`BucketWindow`), so a stranger that sent a request or a few costs about 450 bytes of
+ * heap with its LRU entry (`bench/strangers.ts` measures it from outside). One whose requests
+ * span buckets holds 632 bytes of counters (61 + 97 slots of 4 bytes): with the objects and the
+ * LRU entry about 1.1 KB under Bun 1.4 and 1.3 KB under Node 20, so the default 100,000 client
+ * addresses take 110-130 MB at most. A subject refused within the last minute also holds a
+ * refusal counter (up to 244 bytes), and one with a monthly quota a `MonthWindow` (three numbers).
  *
  * Consumers and addresses apart. Consumers (API keys) are few and known: the keys file's. Each
  * has its own state, always, in a map of its own that nothing evicts; an entry goes once it has
@@ -51,6 +55,7 @@ import { type Clock, systemClock } from '../../clock.ts';
 import type { Limits } from '../plans.ts';
 import { BucketWindow, DAY, MINUTE, type WindowSpec } from './buckets.ts';
 import type { Decision, LimiterEvent, Outcome, RateLimiter, Subject, WindowState } from './limiter.ts';
+import { MONTH_NAME, MonthWindow } from './month.ts';
 
 /** Longest a request is counted (W + b of the day window): entries idle this long are empty. */
 export const STATE_TTL_MS = DAY.windowMs + DAY.bucketMs;
@@ -63,7 +68,7 @@ const SWEEP_INTERVAL_MS = 60_000;
 export interface SlidingWindowLimiterOptions {
   /** Where time comes from; tests pass a fake one. */
   clock?: Clock;
-  /** Most client addresses tracked at once (bounds memory: about 1.3 KB each); consumers are not counted. */
+  /** Most client addresses tracked at once (bounds memory: at most about 1.3 KB each); consumers are not counted. */
   maxSubjects?: number;
   /** Told when a ban starts and when it is seen to have ended. */
   onEvent?: (event: LimiterEvent) => void;
@@ -73,6 +78,8 @@ export interface SlidingWindowLimiterOptions {
 class SubjectState {
   readonly minute: BucketWindow;
   readonly day: BucketWindow;
+  /** The calendar month; made on the first decision for limits that have one. */
+  month: MonthWindow | undefined;
   /** Recent refusals; created on the first one, since most subjects are never refused. */
   refusals: BucketWindow | undefined;
   /** Epoch ms the ban ends; 0 when not banned. */
@@ -150,28 +157,41 @@ export class SlidingWindowLimiter implements RateLimiter {
     return this.#consumers.size;
   }
 
-  decide(subject: Subject): Decision {
+  decide(subject: Subject, cost = 1): Decision {
     const now = Math.max(this.#time, this.#clock.now());
     this.#time = now;
     const state = this.#stateOf(subject, now);
     const { minute, day } = state;
     minute.advance(now);
     day.advance(now);
+    const { perMinute, perDay, perMonth } = subject.limits;
+    let month: MonthWindow | undefined;
+    if (perMonth !== undefined) {
+      month = state.month ??= new MonthWindow(now);
+      month.advance(now);
+    }
 
     if (state.bannedUntil !== 0) {
       if (now < state.bannedUntil) return this.#decision('key_banned', subject, state, now, state.bannedUntil);
       this.#endBan(state);
     }
-    const { perMinute, perDay } = subject.limits;
-    if (minute.count < perMinute && day.count < perDay) {
-      minute.add(now);
-      day.add(now);
+    // A read of the state: nothing spent, no refusal counted.
+    if (cost === 0) return this.#decision('admitted', subject, state, now, now);
+    const monthFits = month === undefined || month.count + cost <= (perMonth as number);
+    if (minute.count + cost <= perMinute && day.count + cost <= perDay && monthFits) {
+      minute.add(now, cost);
+      day.add(now, cost);
+      month?.add(cost);
       return this.#decision('admitted', subject, state, now, now);
     }
     if (this.#refusalStartsBan(subject, state, now)) {
       return this.#decision('key_banned', subject, state, now, state.bannedUntil);
     }
-    const admitAt = Math.max(minute.admitAt(perMinute), day.admitAt(perDay));
+    const admitAt = Math.max(
+      minute.admitAt(perMinute - cost + 1),
+      day.admitAt(perDay - cost + 1),
+      month ? month.admitAt((perMonth as number) - cost + 1) : Number.NEGATIVE_INFINITY,
+    );
     return this.#decision('rate_limited', subject, state, now, admitAt);
   }
 
@@ -252,34 +272,44 @@ export class SlidingWindowLimiter implements RateLimiter {
   }
 
   #decision(outcome: Outcome, subject: Subject, state: SubjectState, now: number, until: number): Decision {
-    return decisionOf(outcome, subject.limits, now, until, state.minute, state.day);
+    const month = subject.limits.perMonth === undefined ? undefined : state.month;
+    return decisionOf(outcome, subject.limits, now, until, state.minute, state.day, month);
   }
 }
 
 /** What a decision reads of a window: a `BucketWindow`, or the same numbers from the Redis script. */
 export type WindowCounts = Pick<BucketWindow, 'count' | 'oldestLeavesAt' | 'admitAt'>;
 
+/** What a decision reads of the calendar month: a `MonthWindow`, or the same numbers from the Redis script. */
+export type MonthCounts = Pick<MonthWindow, 'count' | 'start' | 'end'>;
+
 /**
  * The decision for `outcome` at `now` (epoch ms); `until` is the epoch ms the next request
  * would be admitted (or the ban ends), `now` when admitted. Shared with the Redis limiter, so
- * both answer the same headers for the same counts.
+ * both answer the same headers for the same counts. `month` is given when the limits have one.
  *
  * @example
  * decisionOf('admitted', { perMinute: 60, perDay: 1000 }, now, now, minute, day).retryAfter // 0
  */
 export function decisionOf(
   outcome: Outcome,
-  { perMinute, perDay }: Limits,
+  limits: Limits,
   now: number,
   until: number,
   minute: WindowCounts,
   day: WindowCounts,
+  month?: MonthCounts,
 ): Decision {
   const seconds = Math.floor(now / 1_000);
+  const windows = [
+    windowState(MINUTE, minute, limits.perMinute, seconds),
+    windowState(DAY, day, limits.perDay, seconds),
+  ];
+  if (month && limits.perMonth !== undefined) windows.push(monthState(month, limits.perMonth));
   return {
     outcome,
     now: seconds,
-    windows: [windowState(MINUTE, minute, perMinute, seconds), windowState(DAY, day, perDay, seconds)],
+    windows,
     retryAfter: outcome === 'admitted' ? 0 : Math.max(1, Math.ceil((until - now) / 1_000)),
   };
 }
@@ -291,4 +321,16 @@ function windowState(spec: WindowSpec, window: WindowCounts, limit: number, now:
   if (remaining > 0 && count > 0) reset = window.oldestLeavesAt / 1_000;
   else if (remaining === 0) reset = window.admitAt(limit) / 1_000;
   return { name: spec.name, seconds: spec.seconds, limit, remaining, reset };
+}
+
+/** The calendar month resets at 00:00 UTC on the 1st of the next, whatever it holds. */
+function monthState(month: MonthCounts, limit: number): WindowState {
+  const count = month.count;
+  return {
+    name: MONTH_NAME,
+    seconds: (month.end - month.start) / 1_000,
+    limit,
+    remaining: count < limit ? limit - count : 0,
+    reset: month.end / 1_000,
+  };
 }

@@ -6,17 +6,23 @@
  *
  * State: one string per subject, a MessagePack array with a TTL:
  *   {version, latest time seen, banned until (epoch ms, 0: not banned),
- *    minute offset, minute buckets, day offset, day buckets, refusal offset, refusal buckets}
+ *    minute offset, minute buckets, day offset, day buckets, refusal offset, refusal buckets,
+ *    month number (year * 12 + month - 1, UTC), units spent in that month}
+ * The month's two fields come last and only once a subject has a monthly quota, so a state
+ * written without them reads the same.
  * Each window's buckets are a flat list of (bucket number, count) pairs, oldest first, empty
  * buckets left out: `BucketWindow`'s ring, stored sparse (a free key's full minute is 2 numbers).
  *
  * KEYS[1]: the subject's key.
  * ARGV: now in epoch ms ('' for the Redis server's TIME), per-minute quota, per-day quota,
- *       ban threshold, ban seconds, state TTL in ms (0: no TTL, for consumers).
+ *       ban threshold, ban seconds, state TTL in ms (0: no TTL, for consumers), per-month quota
+ *       (0: none), cost (units the request spends in every window; 0 reads without spending).
  * Reply (integers): {outcome (0 admitted, 1 rate_limited, 2 key_banned), now, until,
  *       minute count, minute oldest-leaves-at, minute admit-at, day count, day oldest-leaves-at,
- *       day admit-at, events (1: a ban ended, 2: a ban started), banned until}. A time that does
- *       not apply (an empty window's oldest, the admit-at of a window with room) is 0.
+ *       day admit-at, events (1: a ban ended, 2: a ban started), banned until, month count,
+ *       month start, month end (epoch ms; 0 without a monthly quota)}. A time that does not
+ *       apply (an empty window's oldest, the admit-at of a window with room) is 0. Admit-at is
+ *       for one more unit (the reset); `until` is for the whole cost.
  */
 import { createHash } from 'node:crypto';
 import { DAY, MINUTE } from './buckets.ts';
@@ -37,6 +43,7 @@ end
 local per_minute, per_day = tonumber(ARGV[2]), tonumber(ARGV[3])
 local threshold, ban_seconds = tonumber(ARGV[4]), tonumber(ARGV[5])
 local ttl = tonumber(ARGV[6])
+local per_month, cost = tonumber(ARGV[7]), tonumber(ARGV[8])
 
 local raw = redis.call('GET', KEYS[1])
 local s = raw and cmsgpack.unpack(raw)
@@ -69,18 +76,48 @@ local function advance(w, win, b)
   end
 end
 
--- Counts one request at now; an empty window first ends a bucket at the next whole second.
-local function add(w, b)
+-- Counts units at now; an empty window first ends a bucket at the next whole second.
+local function add(w, b, units)
   local pairs_ = s[w + 1]
   local n = #pairs_
   if n == 0 then s[w] = (math.ceil(now / 1000) * 1000) % b end
   local bucket = math.ceil((now - s[w]) / b)
   if n > 0 and pairs_[n - 1] == bucket then
-    pairs_[n] = pairs_[n] + 1
+    pairs_[n] = pairs_[n] + units
   else
     pairs_[n + 1] = bucket
-    pairs_[n + 2] = 1
+    pairs_[n + 2] = units
   end
+end
+
+-- Days since the epoch of a proleptic Gregorian date (H. Hinnant's days_from_civil): Redis's Lua
+-- has no date library, and the month must turn at 00:00 UTC on the 1st, as in month.ts.
+local function days_from_civil(y, m, d)
+  if m <= 2 then y = y - 1 end
+  local era = math.floor(y / 400)
+  local yoe = y - era * 400
+  local mp = (m + 9) % 12
+  local doy = math.floor((153 * mp + 2) / 5) + d - 1
+  local doe = yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy
+  return era * 146097 + doe - 719468
+end
+
+-- The month number (year * 12 + month - 1) of an epoch ms (civil_from_days).
+local function month_number(ms)
+  local z = math.floor(ms / 86400000) + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local m = mp < 10 and mp + 3 or mp - 9
+  local y = yoe + era * 400
+  if m <= 2 then y = y + 1 end
+  return y * 12 + m - 1
+end
+
+local function month_start(number)
+  return days_from_civil(math.floor(number / 12), number % 12 + 1, 1) * 86400000
 end
 
 -- Epoch ms from which a request would be admitted under quota; 0 when it would be now.
@@ -103,6 +140,12 @@ end
 
 advance(4, MINUTE_W, MINUTE_B)
 advance(6, DAY_W, DAY_B)
+local month_from, month_to = 0, 0
+if per_month > 0 then
+  local number = month_number(now)
+  if s[10] ~= number then s[10], s[11] = number, 0 end
+  month_from, month_to = month_start(number), month_start(number + 1)
+end
 local outcome, until_ms, events = 0, now, 0
 if s[3] ~= 0 then
   if now < s[3] then
@@ -112,15 +155,18 @@ if s[3] ~= 0 then
     events = 1
   end
 end
-if outcome == 0 then
-  if count(4) < per_minute and count(6) < per_day then
-    add(4, MINUTE_B)
-    add(6, DAY_B)
+local month_fits = per_month == 0 or s[11] + cost <= per_month
+-- A cost of 0 reads the state: nothing spent, no refusal counted.
+if outcome == 0 and cost > 0 then
+  if count(4) + cost <= per_minute and count(6) + cost <= per_day and month_fits then
+    add(4, MINUTE_B, cost)
+    add(6, DAY_B, cost)
+    if per_month > 0 then s[11] = s[11] + cost end
   else
     outcome = 1
     if threshold >= 1 and ban_seconds > 0 then
       advance(8, MINUTE_W, MINUTE_B)
-      add(8, MINUTE_B)
+      add(8, MINUTE_B, 1)
       if count(8) >= threshold then
         s[8], s[9] = 0, {}
         -- Ending on a whole second keeps now + Retry-After equal to the end for the whole ban;
@@ -131,7 +177,10 @@ if outcome == 0 then
       end
     end
     if outcome == 1 then
-      until_ms = math.max(admit_at(4, MINUTE_W, MINUTE_B, per_minute), admit_at(6, DAY_W, DAY_B, per_day))
+      until_ms = math.max(
+        admit_at(4, MINUTE_W, MINUTE_B, per_minute - cost + 1),
+        admit_at(6, DAY_W, DAY_B, per_day - cost + 1))
+      if not month_fits then until_ms = math.max(until_ms, month_to) end
     end
   end
 end
@@ -152,6 +201,7 @@ return {
   count(4), oldest_leaves_at(4, MINUTE_W, MINUTE_B), admit_at(4, MINUTE_W, MINUTE_B, per_minute),
   count(6), oldest_leaves_at(6, DAY_W, DAY_B), admit_at(6, DAY_W, DAY_B, per_day),
   events, s[3],
+  per_month > 0 and s[11] or 0, month_from, month_to,
 }
 `;
 

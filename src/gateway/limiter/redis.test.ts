@@ -103,6 +103,58 @@ describe.skipIf(!SERVER)('RedisLimiter', () => {
     expect(localEvents.filter((e) => e.endsWith('ban end')).length).toBeGreaterThan(10);
   }, 60_000);
 
+  test('costs, reads (cost 0) and the calendar month: decides exactly as SlidingWindowLimiter, over New Year', async () => {
+    const clock = fakeClock(Date.UTC(2026, 11, 31, 22, 0, 0));
+    const local = new SlidingWindowLimiter({ clock });
+    const shared = new RedisLimiter({ client: client(), clock, prefix: prefix() });
+    const subjects = [
+      subject('key:monthly', { perMinute: 20, perDay: 200, perMonth: 60 }, { threshold: 5, seconds: 120 }),
+      subject('key:costly', { perMinute: 12, perDay: 10_000, perMonth: 100_000 }),
+      subject('key:plain', { perMinute: 10, perDay: 100 }, { threshold: 0, seconds: 900 }),
+    ];
+    const costs = [0, 1, 1, 1, 2, 5];
+    const random = mulberry32(11);
+    const outcomes = { admitted: 0, rate_limited: 0, key_banned: 0 };
+    let reads = 0;
+    for (let i = 0; i < 3_000; i++) {
+      const r = random();
+      if (r < 0.6) clock.advance(Math.floor(random() * 300));
+      else if (r < 0.98) clock.advance(Math.floor(random() * 20_000));
+      else clock.advance(1_800_000);
+      const s = subjects[Math.floor(random() * subjects.length)] as Subject;
+      const cost = costs[Math.floor(random() * costs.length)] as number;
+      const expected: Decision = local.decide(s, cost);
+      const actual = await shared.decide(s, cost);
+      if (JSON.stringify(actual) !== JSON.stringify(expected)) {
+        throw new Error(`step ${i} (${s.id}, cost ${cost} at ${clock.now()}): ${JSON.stringify({ expected, actual })}`);
+      }
+      outcomes[expected.outcome]++;
+      if (cost === 0) reads++;
+    }
+    // The walk crossed into 2027, and the month's numbers were part of what was compared.
+    expect(clock.now()).toBeGreaterThan(Date.UTC(2027, 0, 1));
+    expect(outcomes.admitted).toBeGreaterThan(300);
+    expect(outcomes.rate_limited).toBeGreaterThan(100);
+    expect(outcomes.key_banned).toBeGreaterThan(20);
+    expect(reads).toBeGreaterThan(300);
+  }, 60_000);
+
+  test('two instances, 100 concurrent requests of cost 5 against 250 a minute: exactly 50 admitted', async () => {
+    const keyPrefix = prefix();
+    const [a, b] = [client(), client()].map((c) => new RedisLimiter({ client: c, prefix: keyPrefix }));
+    const s = subject('key:acme', { perMinute: 250, perDay: 10_000, perMonth: 1_000 });
+    const decisions = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => ((i % 2 ? a : b) as RedisLimiter).decide(s, 5)),
+    );
+    expect(decisions.filter((d) => d.outcome === 'admitted')).toHaveLength(50);
+    const read = await (a as RedisLimiter).decide(s, 0);
+    expect(read.windows.map((w) => [w.name, w.remaining])).toEqual([
+      ['minute', 0],
+      ['day', 9_750],
+      ['month', 750],
+    ]);
+  });
+
   test('two instances share one quota: 60 of 100 concurrent requests of a free key, alternating', async () => {
     const keyPrefix = prefix();
     const [a, b] = [client(), client()].map((c) => new RedisLimiter({ client: c, prefix: keyPrefix }));

@@ -23,8 +23,11 @@ export const DEFAULT_PREFIX = 'petstore:rl:';
 /** A decision Redis has not answered in this long fails, and the limiter fails over. */
 const COMMAND_TIMEOUT_MS = 500;
 const CONNECT_TIMEOUT_MS = 2_000;
-/** Reconnection attempts back off to this, and go on for as long as the process runs. */
-const MAX_RECONNECT_DELAY_MS = 2_000;
+/**
+ * Reconnection attempts back off to this, and go on for as long as the process runs; with the
+ * probe made on reconnecting, limits are shared again within about this long of Redis's return.
+ */
+const MAX_RECONNECT_DELAY_MS = 1_000;
 
 const OUTCOMES: readonly Outcome[] = ['admitted', 'rate_limited', 'key_banned'];
 const BAN_ENDED = 1;
@@ -32,7 +35,7 @@ const BAN_STARTED = 2;
 
 const Int = v.pipe(v.number(), v.integer());
 /** The script's reply; see the top of `redis-script.ts`. */
-const Reply = v.tuple([Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int]);
+const Reply = v.tuple([Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int]);
 
 export interface RedisLimiterOptions {
   /** A connected client; commands fail rather than queue while it is not (`openRedis`). */
@@ -68,7 +71,7 @@ export class RedisLimiter implements RateLimiter {
     this.#onEvent = onEvent;
   }
 
-  async decide(subject: Subject): Promise<Decision> {
+  async decide(subject: Subject, cost = 1): Promise<Decision> {
     const { limits, ban } = subject;
     if (this.#clock) this.#time = Math.max(this.#time, this.#clock.now());
     const args = [
@@ -80,16 +83,28 @@ export class RedisLimiter implements RateLimiter {
       ban.seconds,
       // Consumers' states never expire nor get evicted (volatile-lru); addresses' do.
       subject.plan === 'anonymous' ? STATE_TTL_MS : 0,
+      limits.perMonth ?? 0,
+      cost,
     ];
     const raw = await this.#run(`${this.#prefix}${subject.id}`, args);
     const parsed = v.safeParse(Reply, raw);
     if (!parsed.success) throw new TypeError(`unexpected reply from the rate-limit script: ${JSON.stringify(raw)}`);
-    const [code, now, until, mCount, mOldest, mAdmit, dCount, dOldest, dAdmit, events, bannedUntil] = parsed.output;
+    const [code, now, until, mCount, mOldest, mAdmit, dCount, dOldest, dAdmit, events, bannedUntil, ...month] =
+      parsed.output;
     const outcome = OUTCOMES[code];
     if (outcome === undefined) throw new TypeError(`unexpected outcome ${code} from the rate-limit script`);
     if (events & BAN_ENDED) this.#onEvent({ type: 'ban_end', subject });
     if (events & BAN_STARTED) this.#onEvent({ type: 'ban_start', subject, until: bannedUntil });
-    return decisionOf(outcome, limits, now, until, counts(mCount, mOldest, mAdmit), counts(dCount, dOldest, dAdmit));
+    const [count, start, end] = month;
+    return decisionOf(
+      outcome,
+      limits,
+      now,
+      until,
+      counts(mCount, mOldest, mAdmit),
+      counts(dCount, dOldest, dAdmit),
+      limits.perMonth === undefined ? undefined : { count, start, end },
+    );
   }
 
   /** EVALSHA, and EVAL when Redis does not have the script (restarted, flushed, failed over). */
@@ -163,8 +178,10 @@ export async function openRedisLimiter({
     close: () => client.quit().catch(() => client.disconnect()),
     explain,
   });
-  // A lost connection is noticed at once, not at the next request: /readyz stays truthful.
+  // A lost connection is noticed at once, not at the next request, and a new one is taken up at
+  // once, not at the next probe: /readyz stays truthful.
   client.on('close', () => limiter.markDown(explain(new Error('Connection is closed.'))));
+  client.on('ready', () => void limiter.check());
   try {
     await client.connect();
     log.info('rate limiter: limits and bans are shared through Redis', { redis: name, failMode: mode });

@@ -15,10 +15,23 @@ export const MAX_URI_BYTES = 8 * 1024;
  * uriTooLong('http://localhost/v1/pets?limit=20', 8192) // undefined
  */
 export function uriTooLong(url: string, maxBytes: number = MAX_URI_BYTES): ApiError | undefined {
-  // The runtimes hand over an absolute URL: the origin ends at the first '/' after "://".
+  if (url.length - pathStart(url) <= maxBytes) return undefined;
+  return new ApiError('uri_too_long', `The path and query are longer than ${maxBytes} bytes.`);
+}
+
+/**
+ * The path and query of a request's URL as sent, without scheme and host.
+ *
+ * @example
+ * pathAndQuery('http://localhost:8080/v1/pets?limit=20') // '/v1/pets?limit=20'
+ */
+export function pathAndQuery(url: string): string {
+  return url.slice(pathStart(url));
+}
+
+/** Where the path starts: the runtimes hand over an absolute URL, whose origin ends at the first '/' after "://". */
+function pathStart(url: string): number {
   const scheme = url.indexOf('://');
   const start = scheme < 0 ? 0 : url.indexOf('/', scheme + 3);
-  const length = start < 0 ? 0 : url.length - start;
-  if (length <= maxBytes) return undefined;
-  return new ApiError('uri_too_long', `The path and query are longer than ${maxBytes} bytes.`);
+  return start < 0 ? url.length : start;
 }

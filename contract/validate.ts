@@ -3,7 +3,7 @@
 import { join } from 'node:path';
 import SwaggerParser from '@apidevtools/swagger-parser';
 
-const file = process.argv[2] ?? join(import.meta.dir, '../contract/openapi.yaml');
+const file = process.argv[2] ?? join(import.meta.dir, 'openapi.yaml');
 try {
   const api = await SwaggerParser.validate(file);
   console.log(`swagger-parser: ${file} is valid OpenAPI ${'openapi' in api ? api.openapi : '2.0'}`);

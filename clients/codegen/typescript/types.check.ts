@@ -1,7 +1,7 @@
 // Type-level test of the contract as openapi-typescript (defaults) reads it: `make contract-lint`
 // generates dist/clients/typescript/schema.ts and runs `tsc` on this file. A wrong contract makes
 // `tsc` fail; nothing here runs.
-import type { components, paths } from '../../dist/clients/typescript/schema.ts';
+import type { components, paths } from '../../../dist/clients/typescript/schema.ts';
 
 type NewPet = paths['/pets']['post']['requestBody']['content']['application/json'];
 type Pet = components['schemas']['Pet'];
@@ -19,11 +19,11 @@ export const unknownField: NewPet = { name: 'Rex', categoryId: 1, owner: 'me' };
 
 // `Pet.status` is always present and one of the three names.
 export const statusIsOneOfThree: Equal<Pet['status'], 'available' | 'pending' | 'sold'> = true;
-export const statusIsRequired: Equal<{} extends Pick<Pet, 'status'> ? 'optional' : 'required', 'required'> = true;
+export const statusIsRequired: Equal<
+  Record<never, never> extends Pick<Pet, 'status'> ? 'optional' : 'required',
+  'required'
+> = true;
 export const petIsExact: Equal<keyof Pet, 'id' | 'name' | 'categoryId' | 'status'> = true;
 
 // listPets answers an array of Pet; getPet one Pet.
-export const listed: Equal<
-  paths['/pets']['get']['responses'][200]['content']['application/json'],
-  Pet[]
-> = true;
+export const listed: Equal<paths['/pets']['get']['responses'][200]['content']['application/json'], Pet[]> = true;

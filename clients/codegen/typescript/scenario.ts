@@ -1,11 +1,11 @@
 // What an integrator's TypeScript code does with a client generated from contract/openapi.yaml
 // (openapi-typescript types + openapi-fetch): create, list page by page, get, a wrong key (401),
-// then the key's quota used up (429). `make client-test` runs it against dist/petstore, with
+// the quota read without spending it, then the key's quota used up (429). `make client-test` runs it against dist/petstore, with
 // PETSTORE_URL (ending in /v1) and PETSTORE_TOKEN (a key of 8 requests a minute) set. Every
 // check is exact; the first that fails exits 1.
 import { deepStrictEqual, ok, strictEqual } from 'node:assert/strict';
 import createClient from 'openapi-fetch';
-import type { components, paths } from '../../dist/clients/typescript/schema.ts';
+import type { components, paths } from '../../../dist/clients/typescript/schema.ts';
 
 type Pet = components['schemas']['Pet'];
 
@@ -61,6 +61,21 @@ deepStrictEqual(refused.error, {
 });
 strictEqual(refused.response.headers.get('www-authenticate'), 'Bearer realm="petstore", error="invalid_token"');
 
+step('read the quota: 2 of 8 left, and reading it any number of times spends none');
+for (let i = 0; i < 3; i++) {
+  const quota = await client.GET('/rate_limit');
+  strictEqual(quota.response.status, 200);
+  deepStrictEqual(
+    quota.data?.windows.map(({ name, limit, remaining }) => ({ name, limit, remaining })),
+    [
+      { name: 'minute', limit: 8, remaining: 2 },
+      { name: 'day', limit: 1000, remaining: 994 },
+    ],
+  );
+  deepStrictEqual([quota.data?.consumer, quota.data?.plan, quota.data?.ban], ['client', 'enterprise', null]);
+  strictEqual(String(quota.data?.windows[0]?.reset), quota.response.headers.get('x-ratelimit-reset'));
+}
+
 step('the key has 2 of its 8 requests a minute left; the third is 429');
 for (const left of ['1', '0']) {
   const page = await client.GET('/pets', { params: { query: { status: 'sold' } } });
@@ -75,6 +90,9 @@ strictEqual(limited.error?.status, 429);
 strictEqual(limited.response.headers.get('x-ratelimit-remaining'), '0');
 const retryAfter = Number(limited.response.headers.get('retry-after'));
 ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 61, `Retry-After ${retryAfter}`);
+const spent = await client.GET('/rate_limit');
+strictEqual(spent.response.status, 200);
+strictEqual(spent.data?.windows[0]?.remaining, 0);
 
 step('all checks passed');
 

@@ -1,0 +1,101 @@
+/**
+ * Costs and reading the quota across two instances sharing Redis: one consumer whose createPet
+ * costs 5, 100 requests sent at once and split over both instances, exact totals afterwards.
+ *
+ * Needs PETSTORE_TEST_REDIS_URL: `make keys-redis-test` (scripts/with-redis.sh starts one).
+ */
+import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Running, startServer } from '../test/harness.ts';
+
+const REDIS = process.env.PETSTORE_TEST_REDIS_URL ?? '';
+if (!REDIS)
+  console.warn('quota-redis.test.ts: needs PETSTORE_TEST_REDIS_URL; skipped. Run it with: make keys-redis-test');
+
+const sha = (token: string) => createHash('sha256').update(token).digest('hex');
+// Names unique to this run, so a Redis shared with other runs holds no state of these consumers.
+const run = `${process.pid}-${Date.now()}`;
+const MIXED = `psk_quota-mixed-${run}`;
+const CREATES = `psk_quota-creates-${run}`;
+
+let a: Running;
+let b: Running;
+
+beforeAll(async () => {
+  if (!REDIS) return;
+  const file = join(mkdtempSync(join(tmpdir(), 'petstore-quota-redis-')), 'keys.json');
+  const consumer = (name: string, token: string, perMinute: number) => ({
+    name: `${name}-${run}`,
+    plan: 'pro',
+    limits: { perMinute, perDay: 10_000, perMonth: 100_000 },
+    costs: { createPet: 5 },
+    keys: [{ sha256: sha(token) }],
+  });
+  const doc = { consumers: [consumer('mixed', MIXED, 300), consumer('creates', CREATES, 250)] };
+  writeFileSync(file, JSON.stringify(doc), { mode: 0o600 });
+  const args = ['--keys', file, '--redis', REDIS];
+  [a, b] = await Promise.all([startServer({ args }), startServer({ args })]);
+});
+
+afterAll(async () => {
+  await Promise.all([a, b].map((s) => s?.stop()));
+});
+
+async function send(server: Running, token: string, create: boolean) {
+  const res = await fetch(`${server.url}/v1/pets${create ? '' : '?limit=1'}`, {
+    method: create ? 'POST' : 'GET',
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+    ...(create ? { body: '{"name":"Rex","categoryId":1}' } : {}),
+  });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+async function quota(server: Running, token: string) {
+  const res = await fetch(`${server.url}/v1/rate_limit`, { headers: { Authorization: `Bearer ${token}` } });
+  const body = (await res.json()) as { windows: { name: string; remaining: number }[] };
+  return body.windows.map((w) => [w.name, w.remaining]);
+}
+
+const SERVERS = () => [a, b] as const;
+
+test.skipIf(!REDIS)(
+  '50 creates at 5 and 50 lists at 1, at once over two instances, spend exactly 300 of 300',
+  async () => {
+    const statuses = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => send(SERVERS()[i % 2] as Running, MIXED, i % 4 < 2)),
+    );
+    expect(statuses.filter((s) => s === 201)).toHaveLength(50);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(50);
+    // The same numbers through either instance, read without spending.
+    for (const server of SERVERS()) {
+      expect(await quota(server, MIXED)).toEqual([
+        ['minute', 0],
+        ['day', 9_700],
+        ['month', 99_700],
+      ]);
+    }
+    expect(await send(a, MIXED, false)).toBe(429);
+    expect(await send(b, MIXED, true)).toBe(429);
+  },
+);
+
+test.skipIf(!REDIS)(
+  '100 creates at 5 against 250 a minute, at once over two instances: exactly 50 admitted, 50 refused whole',
+  async () => {
+    const statuses = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => send(SERVERS()[i % 2] as Running, CREATES, true)),
+    );
+    expect([statuses.filter((s) => s === 201).length, statuses.filter((s) => s === 429).length]).toEqual([50, 50]);
+    for (const server of SERVERS()) {
+      expect(await quota(server, CREATES)).toEqual([
+        ['minute', 0],
+        ['day', 9_750],
+        ['month', 99_750],
+      ]);
+    }
+  },
+);

@@ -1,0 +1,15 @@
+import type { Reply } from '../http/answer.ts';
+import type { Input } from './operation.ts';
+
+/**
+ * `GET /rate_limit`: the caller's quota as the gateway read it for this request, without
+ * spending any of it.
+ *
+ * @example
+ * await getRateLimit({ quota: { consumer: 'acme', plan: 'pro', windows: [...], ban: null }, ... })
+ * // { status: 200, body: '{"consumer":"acme",...}', type: 'application/json' }
+ */
+export async function getRateLimit({ quota }: Input): Promise<Reply> {
+  if (!quota) throw new TypeError('getRateLimit: the pipeline hands it the quota (readsQuota)');
+  return { status: 200, body: JSON.stringify(quota), type: 'application/json' };
+}

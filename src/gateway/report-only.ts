@@ -1,0 +1,48 @@
+import { LRUCache } from 'lru-cache';
+import { type Clock, systemClock } from '../clock.ts';
+import type { Logger } from '../log.ts';
+import type { WindowName } from './limiter/limiter.ts';
+
+/** A consumer and window is logged at most once in this long. */
+const LOG_INTERVAL_MS = 60_000;
+/** Consumer and window pairs remembered at once: more than a keys file holds. */
+const MAX_LOGGED = 10_000;
+
+export interface WouldRefuseOptions {
+  log: Logger;
+  clock?: Clock;
+  /** Counts each request (`petstore_ratelimit_would_refuse_total`), when metrics are on. */
+  count?: (consumer: string, window: WindowName) => void;
+}
+
+/**
+ * What the gateway does with a request a report-only limit (`"enforce": false`) would have
+ * refused: count it, by consumer and window, every time, and log it at most once per consumer
+ * and window a minute, so a plan tried on live traffic shows what it would do without flooding
+ * the log.
+ *
+ * @example
+ * const wouldRefuse = wouldRefuseReporter({ log, count: (c, w) => metrics.wouldRefuse(c, w) })
+ * wouldRefuse('acme', 'minute')
+ */
+export function wouldRefuseReporter({
+  log,
+  clock = systemClock,
+  count,
+}: WouldRefuseOptions): (consumer: string, window: WindowName) => void {
+  const logged = new LRUCache<string, true>({
+    max: MAX_LOGGED,
+    ttl: LOG_INTERVAL_MS,
+    // The default resolution caches the time behind a timer: stale under a fake clock.
+    ttlResolution: 0,
+    // +1: lru-cache reads a start time of 0 as "no TTL".
+    perf: { now: () => clock.now() + 1 },
+  });
+  return function wouldRefuse(consumer, window) {
+    count?.(consumer, window);
+    const key = `${consumer}\0${window}`;
+    if (logged.has(key)) return;
+    logged.set(key, true);
+    log.warn('report-only limit exceeded; the request was served', { consumer, window });
+  };
+}
