@@ -54,6 +54,15 @@ describe('the admin API over a keys file', () => {
         message: 'The API key lacks the scope pets:read that this operation needs.',
         status: 403,
       });
+      // An operation that needs no scope refuses an admin key all the same.
+      expect((await call(`${server.url}/v1/rate_limit`, admin)).json).toEqual({
+        code: 'insufficient_scope',
+        message: 'An admin key works on the admin API (--admin-port) only.',
+        status: 403,
+      });
+      // And an admin path no operation serves refuses a public key before saying 404.
+      expect((await call(`${base}/nothing`, pub)).status).toBe(403);
+      expect((await call(`${base}/nothing`, admin)).status).toBe(404);
       expect((await call(`${server.url}/v1/pets`, pub)).status).toBe(200);
       expect((await call(`${server.url}/admin/v1/consumers`, admin)).json).toEqual({
         code: 'not_found',
