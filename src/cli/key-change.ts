@@ -16,7 +16,7 @@ import { fileKeyAdmin, type KeyAdmin, storeKeyAdmin } from '../gateway/keys/sour
 import type { KeysFileChange } from '../gateway/keys/store-file.ts';
 import { newToken } from '../gateway/keys/tokens.ts';
 import { silentLogger } from '../log.ts';
-import type { WithKeyStore } from '../store/keys.ts';
+import { keyStoreOf } from '../store/keys.ts';
 import { openStore } from '../store/open.ts';
 import { at, type When } from './key-options.ts';
 import { ConfigError } from './options.ts';
@@ -118,10 +118,8 @@ export async function withKeys<T>(place: KeysPlace, work: (admin: KeyAdmin) => P
   }
   if (place.keys) return work(fileKeyAdmin(place.keys));
   const store = await openStore(place.data, silentLogger);
-  const admin =
-    'keyStore' in store && typeof store.keyStore === 'function'
-      ? storeKeyAdmin((store as WithKeyStore).keyStore(), undefined, () => store.close())
-      : undefined;
+  const keys = keyStoreOf(store);
+  const admin = keys ? storeKeyAdmin(keys, undefined, () => store.close()) : undefined;
   if (!admin) {
     await store.close();
     throw new ConfigError(`--data: keys are kept in a SQLite file or a postgres:// URL, not ${place.data}`);

@@ -43,6 +43,7 @@ export class KeysStoreWatcher {
   #problem: string | undefined;
   #syncing: Promise<void> | undefined;
   #queued: Promise<void> | undefined;
+  #checking = false;
 
   constructor(options: KeysStoreWatchOptions) {
     this.#options = options;
@@ -94,14 +95,21 @@ export class KeysStoreWatcher {
   }
 
   async #check(): Promise<void> {
-    let version: number;
+    // One check at a time: while the database does not answer, checks must not pile up.
+    if (this.#checking) return;
+    this.#checking = true;
     try {
-      version = await this.#options.store.version();
-    } catch (err) {
-      this.#unreachable(err as Error);
-      return;
+      let version: number;
+      try {
+        version = await this.#options.store.version();
+      } catch (err) {
+        this.#unreachable(err as Error);
+        return;
+      }
+      if (this.#problem !== undefined || version !== this.#version) await this.sync('version check');
+    } finally {
+      this.#checking = false;
     }
-    if (this.#problem !== undefined || version !== this.#version) await this.sync('version check');
   }
 
   async #read(trigger: StoreReloadTrigger): Promise<void> {

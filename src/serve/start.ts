@@ -8,7 +8,7 @@ import { KeyTable } from '../gateway/keys/table.ts';
 import type { LimiterEvent } from '../gateway/limiter/limiter.ts';
 import { SlidingWindowLimiter } from '../gateway/limiter/memory.ts';
 import { createLogger } from '../log.ts';
-import type { KeyStore, WithKeyStore } from '../store/keys.ts';
+import { type KeyStore, keyStoreOf } from '../store/keys.ts';
 import { describeData, MEMORY, openStore } from '../store/open.ts';
 import type { PetStore } from '../store/store.ts';
 import { VERSION } from '../version.ts';
@@ -136,7 +136,7 @@ export async function startServer(config: Config): Promise<void> {
     },
   );
   // With --keys store, the store's keys: in memory, brought up to date on each change.
-  const storeKeys = fromStore ? keyStoreOf(store, config.data) : undefined;
+  const storeKeys = fromStore ? storeKeysOf(store, config.data) : undefined;
   const storeWatcher = storeKeys
     ? new KeysStoreWatcher({ store: storeKeys, log, apply: applyKeys, refuse: refuseKeys })
     : undefined;
@@ -267,8 +267,8 @@ async function serveAdmin(
  * The store's keys for `--keys store` (behind the store's timeout wrapper, its backend's); a
  * store that keeps none (`:memory:`) is a configuration error.
  */
-function keyStoreOf(store: PetStore & { readonly backend?: PetStore }, data: string): KeyStore {
-  const backend = store.backend ?? store;
-  if ('keyStore' in backend && typeof backend.keyStore === 'function') return (backend as WithKeyStore).keyStore();
+function storeKeysOf(store: PetStore, data: string): KeyStore {
+  const keys = keyStoreOf(store);
+  if (keys) return keys;
   throw new ConfigError(`--keys store: needs --data with a SQLite file or a postgres:// URL, not ${data}`);
 }

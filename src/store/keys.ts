@@ -52,6 +52,20 @@ export interface WithKeyStore {
   keyStore(): KeyStore;
 }
 
+/**
+ * The keys kept by `store` (looked for behind a wrapper such as the timeout's, on its
+ * `backend`), or undefined for a store that keeps none (`:memory:`).
+ *
+ * @example
+ * const keys = keyStoreOf(await openStore(data, log))
+ */
+export function keyStoreOf(store: object & { readonly backend?: object }): KeyStore | undefined {
+  const backend = store.backend ?? store;
+  return 'keyStore' in backend && typeof backend.keyStore === 'function'
+    ? (backend as WithKeyStore).keyStore()
+    : undefined;
+}
+
 /** The NOTIFY channel of key changes on PostgreSQL. */
 export const KEYS_CHANNEL = 'petstore_keys';
 
