@@ -305,9 +305,12 @@ describe.skipIf(!READY || !PG_DIR)('the database down', () => {
     }
     await waitFor(() => b.lines.some((l) => l.includes('"msg":"keys store reachable again"')), 15_000);
     // The pets come back when the store's own probe finds the database (src/store/bounded.ts).
-    let ready = 0;
     const deadline = Date.now() + 15_000;
-    while ((ready = (await fetch(`${b.url}/readyz`)).status) !== 200 && Date.now() < deadline) await Bun.sleep(100);
+    let ready = (await fetch(`${b.url}/readyz`)).status;
+    while (ready !== 200 && Date.now() < deadline) {
+      await Bun.sleep(100);
+      ready = (await fetch(`${b.url}/readyz`)).status;
+    }
     expect(ready).toBe(200);
     expect((await get(b, token)).status).toBe(200);
   });

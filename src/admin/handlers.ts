@@ -58,10 +58,10 @@ export async function getConsumer({ params }: In<unknown, ConsumerParams>, { key
 
 /** `POST /consumers`: 201, or 409 when the name is taken. */
 export async function postConsumer(input: In<unknown, unknown, NewConsumer>, deps: AdminDeps): Promise<Reply> {
-  const { name, plan, limits, ban } = input.body;
-  if (plan === 'enterprise' && !limits)
+  const { name, ...fields } = input.body;
+  if (fields.plan === 'enterprise' && !fields.limits) {
     throw new ApiError('invalid_request', 'limits: is required for the enterprise plan.');
-  const fields = { plan, ...(limits ? { limits } : {}), ...(ban ? { ban } : {}) };
+  }
   const doc = await change(input, deps, 'consumer.create', name, undefined, (d) => {
     if (entryOf(d, name)) throw new ApiError('conflict', `A consumer named ${name} exists.`);
     return createConsumer(d, name, fields);
@@ -75,6 +75,7 @@ export async function patchConsumer(
   deps: AdminDeps,
 ): Promise<Reply> {
   const { name } = input.params;
+  notOwnConsumer(input, name);
   const doc = await change(input, deps, 'consumer.update', name, undefined, (d) => {
     const current = found(d, name);
     const limits = input.body.limits === undefined ? current.limits : input.body.limits;
@@ -89,12 +90,7 @@ export async function patchConsumer(
 /** `DELETE /consumers/{name}`: the consumer and every key of it. */
 export async function removeConsumer(input: In<unknown, ConsumerParams>, deps: AdminDeps): Promise<Reply> {
   const { name } = input.params;
-  if (input.key?.consumer === name) {
-    throw new ApiError(
-      'conflict',
-      `Consumer ${name} holds the admin key of this request; delete it with another admin key.`,
-    );
-  }
+  notOwnConsumer(input, name);
   await change(input, deps, 'consumer.delete', name, undefined, (d) => {
     found(d, name);
     return deleteConsumer(d, name);
@@ -117,6 +113,7 @@ export async function postKey(input: In<unknown, ConsumerParams, NewKeyBody>, de
 /** `POST /consumers/{name}/rotate`: a new key; the others expire after `overlap`. 201 with the token. */
 export async function rotate(input: In<unknown, ConsumerParams, RotateBody>, deps: AdminDeps): Promise<Reply> {
   const { name } = input.params;
+  notOwnConsumer(input, name);
   const { overlap, ...given } = input.body;
   const { token, key } = freshKey(given);
   const id = keyIdOf(key);
@@ -131,9 +128,7 @@ export async function rotate(input: In<unknown, ConsumerParams, RotateBody>, dep
 /** `DELETE /consumers/{name}/keys/{id}`: 204; the consumer and its quota stay. */
 export async function revoke(input: In<unknown, KeyParams>, deps: AdminDeps): Promise<Reply> {
   const { name, id } = input.params;
-  if (input.key?.consumer === name && input.key.id === id) {
-    throw new ApiError('conflict', `Key ${id} is the admin key of this request; revoke it with another admin key.`);
-  }
+  notOwnConsumer(input, name);
   await change(input, deps, 'key.revoke', name, id, (d) => {
     keyOf(d, name, id);
     const consumer = found(d, name);
@@ -190,6 +185,19 @@ async function change(
   return after as KeysDocument;
 }
 
+/**
+ * Refuses (409) a change to the consumer of the admin key that asks, other than a new key: its
+ * plan, limits, keys' dates or existence. Another admin key makes such a change, so no request
+ * can lock its own admin out (a revocation, a quota of 1, a rotation with no overlap).
+ */
+function notOwnConsumer(input: In, name: string): void {
+  if (input.key?.consumer !== name) return;
+  throw new ApiError(
+    'conflict',
+    `Consumer ${name} holds the admin key of this request; change it with another admin key.`,
+  );
+}
+
 function actorOf(key: KeyHolder | undefined): Actor {
   // The gateway admitted only a key with the admin scope; an audited operation always has one.
   if (!key) throw new TypeError('admin: an audited change without the key that asked');
@@ -236,6 +244,8 @@ function consumerOut(entry: ConsumerEntry, now: number) {
     plan: entry.plan,
     limits,
     ...(entry.ban ? { ban: entry.ban } : {}),
+    ...(entry.costs ? { costs: entry.costs } : {}),
+    ...(entry.enforce !== undefined ? { enforce: entry.enforce } : {}),
     keys: entry.keys.map((k) => keyOut(k, now)),
   };
 }

@@ -95,7 +95,7 @@ describe('the admin app over a keys file', () => {
         'POST',
         '/consumers',
         { name: 'acme', plan: 'pro', owner: 'x' },
-        'owner: is not a field of the body; its fields are name, plan, limits, ban.',
+        'owner: is not a field of the body; its fields are name, plan, limits, ban, costs, enforce.',
       ],
       [
         'POST',
@@ -144,17 +144,48 @@ describe('the admin app over a keys file', () => {
     expect((await call('DELETE', '/consumers/acme/keys/k1')).status).toBe(404);
     expect((await call('GET', '/consumers/nobody')).status).toBe(404);
     // The admin key of a request cannot remove itself: no one locks themselves out.
-    expect(await (await call('DELETE', '/consumers/ops/keys/a1')).json()).toEqual({
+    const own = {
       code: 'conflict',
-      message: 'Key a1 is the admin key of this request; revoke it with another admin key.',
+      message: 'Consumer ops holds the admin key of this request; change it with another admin key.',
       status: 409,
+    };
+    expect(await (await call('DELETE', '/consumers/ops/keys/a1')).json()).toEqual(own);
+    expect(await (await call('DELETE', '/consumers/ops')).json()).toEqual(own);
+    expect(await (await call('PATCH', '/consumers/ops', { limits: { perMinute: 1, perDay: 1 } })).json()).toEqual(own);
+    expect(await (await call('POST', '/consumers/ops/rotate', { overlap: '0s' })).json()).toEqual(own);
+    // A change of limits keeps what it does not name: costs and report-only stay.
+    const costed = await call('POST', '/consumers', {
+      name: 'metered',
+      plan: 'pro',
+      costs: { createPet: 5 },
+      enforce: false,
     });
-    expect((await call('DELETE', '/consumers/ops')).status).toBe(409);
+    expect(costed.status).toBe(201);
+    const patched = await call('PATCH', '/consumers/metered', {
+      limits: { perMinute: 100, perDay: 1000, perMonth: 20000 },
+    });
+    expect(await patched.json()).toEqual({
+      name: 'metered',
+      plan: 'pro',
+      limits: { perMinute: 100, perDay: 1000, perMonth: 20000 },
+      costs: { createPet: 5 },
+      enforce: false,
+      keys: [],
+    });
+    expect(await (await call('PATCH', '/consumers/metered', { costs: null, enforce: null })).json()).toEqual({
+      name: 'metered',
+      plan: 'pro',
+      limits: { perMinute: 100, perDay: 1000, perMonth: 20000 },
+      keys: [],
+    });
     const audit = (await (await call('GET', '/audit?after=1')).json()) as { action: string; actor: unknown }[];
     expect(audit.map((r) => [r.action, r.actor])).toEqual([
       ['consumer.create', { kind: 'admin', consumer: 'ops', key: 'a1' }],
       ['key.add', { kind: 'admin', consumer: 'ops', key: 'a1' }],
       ['key.revoke', { kind: 'admin', consumer: 'ops', key: 'a1' }],
+      ['consumer.create', { kind: 'admin', consumer: 'ops', key: 'a1' }],
+      ['consumer.update', { kind: 'admin', consumer: 'ops', key: 'a1' }],
+      ['consumer.update', { kind: 'admin', consumer: 'ops', key: 'a1' }],
     ]);
     expect(JSON.stringify(audit)).not.toContain(issued.token.slice(4, 20));
   });

@@ -13,7 +13,9 @@ export const ADMIN_ALLOWED: Readonly<Record<string, string>> = {
   name: NAME,
   id: NAME,
   plan: `one of ${PLAN_NAMES.join(', ')}`,
-  limits: 'an object {"perMinute", "perDay"} of whole numbers from 1 to 1000000000 (null: the plan\'s)',
+  limits: 'an object {"perMinute", "perDay", "perMonth"?} of whole numbers from 1 to 1000000000 (null: the plan\'s)',
+  costs: "an object of operation ids and whole numbers from 1 to 1000000000, each within the quotas (null: the plan's)",
+  enforce: 'true, or false for report-only limits (null: true)',
   ban: 'an object {"seconds", "threshold"?} of whole numbers from 1 (null: the server\'s ban)',
   scopes: `a list of one or more of ${KEY_SCOPES.join(', ')}, ${ADMIN_SCOPE} alone`,
   expiresAt: 'an RFC 3339 date-time such as 2027-02-20T00:00:00Z',
@@ -28,6 +30,8 @@ export const NewConsumer = v.strictObject({
   plan: FIELDS.plan,
   limits: v.optional(FIELDS.limits),
   ban: v.optional(FIELDS.ban),
+  costs: v.optional(FIELDS.costs),
+  enforce: v.optional(FIELDS.enforce),
 });
 export type NewConsumer = v.InferOutput<typeof NewConsumer>;
 
@@ -35,6 +39,8 @@ export const ConsumerPatch = v.strictObject({
   plan: v.optional(FIELDS.plan),
   limits: v.optional(v.nullable(FIELDS.limits)),
   ban: v.optional(v.nullable(FIELDS.ban)),
+  costs: v.optional(v.nullable(FIELDS.costs)),
+  enforce: v.optional(v.nullable(FIELDS.enforce)),
 });
 export type ConsumerPatch = v.InferOutput<typeof ConsumerPatch>;
 

@@ -3,6 +3,7 @@
  * field before and after. A record never holds a token or a hash: a consumer is described by
  * its plan, limits, ban and its keys' ids, scopes and dates only.
  */
+import { asConsumers } from './edit.ts';
 import { type ConsumerEntry, type KeysDocument, keyIdOf } from './schema.ts';
 
 /** Who made a change: the keys CLI run by an OS user, or an admin key over the admin API. */
@@ -26,6 +27,8 @@ export interface ConsumerView {
   plan?: string;
   limits?: unknown;
   ban?: unknown;
+  costs?: unknown;
+  enforce?: boolean;
   keys?: Record<string, { scopes?: readonly string[]; expiresAt?: string; notBefore?: string }>;
 }
 
@@ -54,18 +57,8 @@ export interface AuditRecord {
  * consumerView(doc, 'acme') // { plan: 'pro', keys: { k1: { scopes: ['pets:read'] } } }
  */
 export function consumerView(doc: KeysDocument, name: string): ConsumerView | undefined {
-  const consumer = doc.consumers?.find((c) => c.name === name);
-  if (consumer) return viewOf(consumer);
-  const legacy = doc.keys?.find((e) => e.name === name);
-  if (!legacy) return undefined;
-  const { sha256: _hash, name: _name, plan, limits, ban, ...dates } = legacy;
-  return viewOf({
-    name,
-    plan,
-    ...(limits ? { limits } : {}),
-    ...(ban ? { ban } : {}),
-    keys: [{ id: name, sha256: '', ...dates }],
-  });
+  const consumer = asConsumers(doc).find((c) => c.name === name);
+  return consumer ? viewOf(consumer) : undefined;
 }
 
 function viewOf(entry: ConsumerEntry): ConsumerView {
@@ -75,6 +68,8 @@ function viewOf(entry: ConsumerEntry): ConsumerView {
     plan: entry.plan,
     ...(entry.limits ? { limits: entry.limits } : {}),
     ...(entry.ban ? { ban: entry.ban } : {}),
+    ...(entry.costs ? { costs: entry.costs } : {}),
+    ...(entry.enforce !== undefined ? { enforce: entry.enforce } : {}),
     keys,
   };
 }
@@ -94,7 +89,7 @@ export function changedFields(
   if (!before || !after) return [before ? { ...before } : null, after ? { ...after } : null];
   const was: Fields = {};
   const now: Fields = {};
-  for (const field of ['plan', 'limits', 'ban'] as const) {
+  for (const field of ['plan', 'limits', 'ban', 'costs', 'enforce'] as const) {
     if (JSON.stringify(before[field]) !== JSON.stringify(after[field])) {
       was[field] = before[field] ?? null;
       now[field] = after[field] ?? null;

@@ -6,7 +6,7 @@
  */
 
 import type { KeyScope } from '../../api/scopes.ts';
-import type { BanPolicy, Limits, PlanName } from '../plans.ts';
+import type { BanPolicy, Costs, Limits, PlanName } from '../plans.ts';
 import { KeysFileError } from './file.ts';
 import { type ConsumerEntry, type ConsumerKey, type KeysDocument, keyIdOf, rfc3339 } from './schema.ts';
 
@@ -138,7 +138,16 @@ export interface ConsumerFields {
   /** Absent: the plan's quotas. */
   limits?: Limits;
   ban?: BanPolicy;
+  /** Absent: the plan's costs. */
+  costs?: Costs;
+  /** False: report-only limits. */
+  enforce?: boolean;
 }
+
+/** What `updateConsumer` changes: a field given as null is removed, one not given stays. */
+export type ConsumerChange = {
+  [K in keyof ConsumerFields]?: K extends 'plan' ? PlanName : ConsumerFields[K] | null;
+};
 
 /**
  * `doc` with a new consumer `name` without keys; the caller checks that no consumer has the name.
@@ -152,26 +161,28 @@ export function createConsumer(doc: KeysDocument, name: string, fields: Consumer
 }
 
 /**
- * `doc` with consumer `name`'s plan, limits or ban changed: a field given as null is removed
- * (the plan's quotas, the default ban), one not given stays.
+ * `doc` with consumer `name`'s plan, limits, ban, costs or enforce changed: a field given as
+ * null is removed (the plan's quotas and costs, the default ban, enforced limits), one not given
+ * stays.
  */
-export function updateConsumer(
-  doc: KeysDocument,
-  name: string,
-  change: { plan?: PlanName; limits?: Limits | null; ban?: BanPolicy | null },
-): KeysDocument {
+export function updateConsumer(doc: KeysDocument, name: string, change: ConsumerChange): KeysDocument {
   const moved = toConsumers(doc, name);
+  const pick = <T>(given: T | null | undefined, current: T | undefined) =>
+    given === undefined ? current : (given ?? undefined);
   return {
     ...moved,
     consumers: (moved.consumers ?? []).map((c) => {
       if (c.name !== name) return c;
-      const { name: _name, keys, plan, limits, ban } = c;
-      const fields = {
-        plan: change.plan ?? plan,
-        ...(change.limits === undefined ? (limits ? { limits } : {}) : change.limits ? { limits: change.limits } : {}),
-        ...(change.ban === undefined ? (ban ? { ban } : {}) : change.ban ? { ban: change.ban } : {}),
-      };
-      return { name, ...consumerFields(fields), keys };
+      const fields: ConsumerFields = { plan: change.plan ?? c.plan };
+      const limits = pick(change.limits, c.limits);
+      const ban = pick(change.ban, c.ban);
+      const costs = pick(change.costs, c.costs);
+      const enforce = pick(change.enforce, c.enforce);
+      if (limits) fields.limits = limits;
+      if (ban) fields.ban = ban;
+      if (costs) fields.costs = costs;
+      if (enforce !== undefined) fields.enforce = enforce;
+      return { name, ...consumerFields(fields), keys: c.keys };
     }),
   };
 }
@@ -183,8 +194,14 @@ export function deleteConsumer(doc: KeysDocument, name: string): KeysDocument {
   return { ...(keys ? { keys } : {}), ...(consumers ? { consumers } : {}) };
 }
 
-function consumerFields({ plan, limits, ban }: ConsumerFields): Omit<ConsumerEntry, 'name' | 'keys'> {
-  return { plan, ...(limits ? { limits } : {}), ...(ban ? { ban } : {}) };
+function consumerFields({ plan, limits, ban, costs, enforce }: ConsumerFields): Omit<ConsumerEntry, 'name' | 'keys'> {
+  return {
+    plan,
+    ...(limits ? { limits } : {}),
+    ...(ban ? { ban } : {}),
+    ...(costs ? { costs } : {}),
+    ...(enforce !== undefined ? { enforce } : {}),
+  };
 }
 
 /** Every consumer of `doc` in the `consumers` form, a `{"keys":[...]}` entry as one with key id = its name. */
@@ -212,12 +229,18 @@ export function importConsumer(doc: KeysDocument, entry: ConsumerEntry): KeysDoc
       );
     }
   }
-  const fields = { plan: entry.plan, limits: entry.limits ?? null, ban: entry.ban ?? null };
+  const fields: ConsumerChange = {
+    plan: entry.plan,
+    limits: entry.limits ?? null,
+    ban: entry.ban ?? null,
+    costs: entry.costs ?? null,
+    enforce: entry.enforce ?? null,
+  };
   const same =
     added.length === 0 &&
-    current.plan === entry.plan &&
-    JSON.stringify(current.limits) === JSON.stringify(entry.limits) &&
-    JSON.stringify(current.ban) === JSON.stringify(entry.ban);
+    (['plan', 'limits', 'ban', 'costs', 'enforce'] as const).every(
+      (field) => JSON.stringify(current[field]) === JSON.stringify(entry[field]),
+    );
   if (same) return doc;
   const updated = updateConsumer(doc, entry.name, fields);
   return {

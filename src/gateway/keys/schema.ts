@@ -132,6 +132,8 @@ export const FIELDS = {
   plan: Plan,
   limits: Limits,
   ban: Ban,
+  costs: Costs,
+  enforce: v.boolean(),
   scopes: Scopes,
   dateTime: DateTime,
 };
