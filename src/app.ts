@@ -1,6 +1,6 @@
 import { type Context, Hono } from 'hono';
 import { METHOD_NAME_ALL } from 'hono/router';
-import { RegExpRouter } from 'hono/router/reg-exp-router';
+import { TrieRouter } from 'hono/router/trie-router';
 import { API_PREFIX, OPERATIONS } from './api/operations.ts';
 import { type Clock, systemClock } from './clock.ts';
 import type { DocsOptions } from './docs/routes.ts';
@@ -121,7 +121,7 @@ export function createApp({
  * allowedMethods()('/v1/pets/7') // ['GET']
  */
 function allowedMethods(): (path: string) => readonly string[] | undefined {
-  const router = new RegExpRouter<string[]>();
+  const router = new TrieRouter<string[]>();
   const byPath = new Map<string, string[]>();
   for (const { path, method } of OPERATIONS) {
     const methods = byPath.get(path);
