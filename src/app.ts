@@ -1,6 +1,6 @@
 import { type Context, Hono } from 'hono';
 import { METHOD_NAME_ALL } from 'hono/router';
-import { RegExpRouter } from 'hono/router/reg-exp-router';
+import { TrieRouter } from 'hono/router/trie-router';
 import type { AdminDeps } from './admin/handlers.ts';
 import { ADMIN_OPERATIONS, ADMIN_PREFIX } from './admin/operations.ts';
 import { API_PREFIX, OPERATIONS } from './api/operations.ts';
@@ -131,7 +131,7 @@ function allowedMethods(
   prefix: string,
   table: readonly { readonly path: string; readonly method: string }[],
 ): (path: string) => readonly string[] | undefined {
-  const router = new RegExpRouter<string[]>();
+  const router = new TrieRouter<string[]>();
   const byPath = new Map<string, string[]>();
   for (const { path, method } of table) {
     const methods = byPath.get(path);
