@@ -44,7 +44,7 @@ describe.skipIf(!SERVER)('PostgresStore', () => {
       backend: 'postgres',
       synchronousCommit: 'on',
       schemaVersion: SCHEMA_VERSION,
-      migrated: [1, 2],
+      migrated: [1, 2, 3],
     });
     for (const name of ['a', 'b', 'c']) await first.create({ name, categoryId: 9007199254740991, status: 'sold' });
     await first.close();
@@ -52,6 +52,7 @@ describe.skipIf(!SERVER)('PostgresStore', () => {
     expect(await sql`SELECT version, name FROM schema_migrations ORDER BY version`).toEqual([
       { version: 1, name: 'pets' },
       { version: 2, name: 'idempotency_keys' },
+      { version: 3, name: 'webhook_outbox' },
     ] as never);
     await sql`DELETE FROM pets WHERE id = 3`;
     await sql.end();

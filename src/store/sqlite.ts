@@ -3,10 +3,30 @@ import { setImmediate } from 'node:timers';
 import type { NewPet, Pet } from '../api/schemas.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import type { Logger } from '../log.ts';
-import { StoreError, StoreOpenError, StoreUnavailableError, sqliteError } from './errors.ts';
+import { type StoreError, StoreOpenError, StoreUnavailableError, sqliteError } from './errors.ts';
 import { prepareDataFile, restrictCreated } from './file-modes.ts';
 import { IDEMPOTENCY_TTL_MS, SweepSchedule } from './idempotency.ts';
 import { pendingMigrations, SCHEMA_MIGRATIONS_DDL, SCHEMA_VERSION } from './migrations.ts';
+import {
+  DELIVERED_KEEP_MS,
+  type Dropped,
+  entryFromRow,
+  type Outbox,
+  type OutboxStats,
+  statsFromRows,
+} from './outbox.ts';
+import {
+  ANY_DUE,
+  COUNT_KEPT,
+  claim,
+  DROP_OLDEST,
+  droppedFromRow,
+  PRUNE_DELIVERED,
+  RECORD,
+  SETTLE,
+  STATS,
+  settleParams,
+} from './outbox-sql.ts';
 import { column, PET_COLUMNS, petFromRow } from './rows.ts';
 import type { SqliteConnection, SqliteOpener } from './sqlite-driver.ts';
 import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from './store.ts';
@@ -48,12 +68,16 @@ export interface SqliteStoreOptions {
   readonly clock?: Clock;
 }
 
-interface PendingCreate {
-  readonly pet: NewPet;
-  readonly once: IdempotentCreate | undefined;
-  resolve(result: CreateOnceResult): void;
+/** A write waiting for the next batch: `run` inside its transaction, settled after its COMMIT. */
+interface PendingWrite {
+  readonly run: () => unknown;
+  /** When the write is a create with a key: the batch's sweep of expired keys goes by its `now`. */
+  readonly now?: number;
+  resolve(result: unknown): void;
   reject(err: StoreError): void;
 }
+
+const CLAIM = claim('');
 
 /**
  * Pets in a SQLite file: WAL journal, `synchronous=FULL`, so a committed pet survives a crash
@@ -64,7 +88,8 @@ interface PendingCreate {
  * durability promise costs one sync per batch rather than one per request. Creates with an
  * `Idempotency-Key` go through the same batches: the key is looked up and stored in the batch's
  * write transaction (which holds SQLite's write lock, also against other processes), one create
- * after the other, so a second create with the same key finds the first.
+ * after the other, so a second create with the same key finds the first. The webhook outbox's
+ * writes ride the same batches: an event recorded while creates are pending costs no fsync of its own.
  */
 export class SqliteStore implements PetStore {
   readonly #db: SqliteConnection;
@@ -74,8 +99,36 @@ export class SqliteStore implements PetStore {
   readonly #clock: Clock;
   #version: unknown;
   #versionReadAt = Number.NEGATIVE_INFINITY;
-  #pending: PendingCreate[] = [];
+  #pending: PendingWrite[] = [];
   #closed = false;
+  /** The webhook outbox in this file: its writes are batched with the pets'. */
+  readonly outbox: Outbox = {
+    record: async (events) => {
+      await this.#enqueue(() => {
+        for (const e of events)
+          this.#db.prepare(RECORD).get(e.id, e.consumer, e.type, e.payload, e.createdAt, e.createdAt);
+      });
+    },
+    claim: async (owner, now, leaseMs, limit) => {
+      // A read first: an idle worker's poll makes no write transaction.
+      if (this.#read('read outbox', () => this.#db.prepare(ANY_DUE).get(now, now)) === undefined) return [];
+      const rows = (await this.#enqueue(() =>
+        this.#db.prepare(CLAIM).all(owner, now + leaseMs, now, now, limit, now),
+      )) as unknown[];
+      return rows.map(entryFromRow).sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
+    },
+    settle: async (id, owner, settlement, now) => {
+      await this.#enqueue(() => this.#db.prepare(SETTLE).get(...settleParams(settlement, now), id, owner));
+    },
+    trim: async (max, now) =>
+      (await this.#enqueue(() => {
+        this.#db.prepare(PRUNE_DELIVERED).get(now - DELIVERED_KEEP_MS);
+        const over = Number(column(this.#db.prepare(COUNT_KEPT).get(), 'n')) - max;
+        return over > 0 ? this.#db.prepare(DROP_OLDEST).all(over).map(droppedFromRow) : [];
+      })) as Dropped[],
+    stats: async (): Promise<OutboxStats> =>
+      statsFromRows(this.#read('read outbox', () => this.#db.prepare(STATS).all())),
+  };
 
   private constructor(db: SqliteConnection, clock: Clock) {
     this.#db = db;
@@ -124,11 +177,11 @@ export class SqliteStore implements PetStore {
   }
 
   create(pet: NewPet): Promise<Pet> {
-    return this.#enqueue(pet, undefined).then(createdPet);
+    return this.#enqueue(() => this.#insert(pet)) as Promise<Pet>;
   }
 
   createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult> {
-    return this.#enqueue(pet, once);
+    return this.#enqueue(() => this.#insertOnce(pet, once), once.now) as Promise<CreateOnceResult>;
   }
 
   async get(id: number): Promise<Pet | undefined> {
@@ -170,14 +223,15 @@ export class SqliteStore implements PetStore {
     this.#db.close();
   }
 
-  #enqueue(pet: NewPet, once: IdempotentCreate | undefined): Promise<CreateOnceResult> {
+  #enqueue(run: () => unknown, now?: number): Promise<unknown> {
     if (this.#closed) return Promise.reject(new StoreUnavailableError('the store is closed'));
     return new Promise((resolve, reject) => {
-      if (this.#pending.push({ pet, once, resolve, reject }) === 1) setImmediate(() => this.#commit());
+      const write: PendingWrite = now === undefined ? { run, resolve, reject } : { run, now, resolve, reject };
+      if (this.#pending.push(write) === 1) setImmediate(() => this.#commit());
     });
   }
 
-  /** Runs every pending create in one transaction; each promise settles after the COMMIT. */
+  /** Runs every pending write in one transaction; each promise settles after the COMMIT. */
   #commit(): void {
     const batch = this.#pending;
     this.#pending = [];
@@ -185,14 +239,12 @@ export class SqliteStore implements PetStore {
     // Counted before the COMMIT as well as after it: an answer read while the batch runs is
     // never kept under the version that follows it.
     this.#generation++;
-    let results: CreateOnceResult[];
+    let results: unknown[];
     try {
       this.#db.exec('BEGIN IMMEDIATE');
-      const sweepAt = batch.find((p) => p.once)?.once?.now;
+      const sweepAt = batch.find((p) => p.now !== undefined)?.now;
       if (sweepAt !== undefined && this.#sweeps.due(sweepAt)) this.#db.prepare(SWEEP_KEYS).get(sweepAt);
-      results = batch.map(({ pet, once }) =>
-        once ? this.#insertOnce(pet, once) : { outcome: 'created', pet: this.#insert(pet) },
-      );
+      results = batch.map((p) => p.run());
       this.#db.exec('COMMIT');
     } catch (err) {
       rollback(this.#db);
@@ -201,7 +253,7 @@ export class SqliteStore implements PetStore {
       return;
     }
     this.#generation++;
-    for (const [i, p] of batch.entries()) p.resolve(results[i] as CreateOnceResult);
+    for (const [i, p] of batch.entries()) p.resolve(results[i]);
   }
 
   #insert(pet: NewPet): Pet {
@@ -276,12 +328,6 @@ function migrate(db: SqliteConnection, file: string): number[] {
     rollback(db);
     throw err;
   }
-}
-
-/** The pet of a create without a key, which cannot be replayed or conflict. */
-function createdPet(result: CreateOnceResult): Pet {
-  if (result.outcome === 'conflict') throw new StoreError('a create without an idempotency key conflicted');
-  return result.pet;
 }
 
 function rollback(db: SqliteConnection): void {
