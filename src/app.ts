@@ -3,7 +3,7 @@ import { API_PREFIX, OPERATIONS } from './api/operations.ts';
 import { type Clock, systemClock } from './clock.ts';
 import type { DocsOptions } from './docs/routes.ts';
 import type { AppEnv } from './env.ts';
-import { gateway } from './gateway/index.ts';
+import { type GatewayOptions, gateway } from './gateway/index.ts';
 import type { KeyTable } from './gateway/keys/table.ts';
 import type { LimiterStatus } from './gateway/limiter/failover.ts';
 import type { RateLimiter } from './gateway/limiter/limiter.ts';
@@ -46,6 +46,8 @@ export interface AppOptions {
   limiterStatus?: () => LimiterStatus;
   /** Origins whose pages may call the API (`--cors-origin`); none: no CORS at all. */
   corsOrigins?: readonly string[];
+  /** Records what a decision crossed (webhook events) before its answer is sent. */
+  notify?: GatewayOptions['notify'];
 }
 
 /**
@@ -72,6 +74,7 @@ export function createApp({
   ipv6Prefix,
   limiterStatus,
   corsOrigins = [],
+  notify,
 }: AppOptions) {
   if (metrics) store = countStoreErrors(store, metrics);
   const wouldRefuse = wouldRefuseReporter({
@@ -79,7 +82,17 @@ export function createApp({
     clock,
     ...(metrics ? { count: (consumer, window) => metrics.wouldRefuse(consumer, window) } : {}),
   });
-  const pass = gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, wouldRefuse, clock });
+  const pass = gateway({
+    keys,
+    limiter,
+    clientAddress,
+    ban,
+    maxInFlight,
+    ipv6Prefix,
+    wouldRefuse,
+    clock,
+    ...(notify ? { notify } : {}),
+  });
   const steps = pipeline({
     log,
     clock,

@@ -7,6 +7,7 @@ import { type Caller, identify } from './caller.ts';
 import { decider } from './decide.ts';
 import { writeRateLimitHeaders } from './headers.ts';
 import { InFlight, tooManyInFlight, untouched } from './in-flight.ts';
+import type { Consumer } from './keys/file.ts';
 import type { KeyTable } from './keys/table.ts';
 import { invalidKey, missingScope, REALM, validAt } from './keys/validity.ts';
 import type { Decision, RateLimiter, WindowName } from './limiter/limiter.ts';
@@ -26,6 +27,12 @@ export interface GatewayOptions {
   ipv6Prefix?: number;
   /** Told of each window a report-only consumer's request would have been refused for (`report-only.ts`). */
   wouldRefuse?: (consumer: string, window: WindowName) => void;
+  /**
+   * Told of a decision that crossed a threshold, exhausted a window or started a ban (its
+   * `notices`); the request's answer waits for it, so what it records is durable before the
+   * client hears of the crossing (src/webhooks/notify.ts).
+   */
+  notify?: (consumer: Consumer, decision: Decision) => Promise<void>;
   clock?: Clock;
 }
 
@@ -79,6 +86,7 @@ export function gateway({
   maxInFlight = DEFAULT_MAX_IN_FLIGHT,
   ipv6Prefix,
   wouldRefuse,
+  notify,
   clock = systemClock,
 }: GatewayOptions): GatewayPass {
   const decide = decider({ limiter, ban, ...(ipv6Prefix === undefined ? {} : { ipv6Prefix }) });
@@ -108,6 +116,7 @@ export function gateway({
       const cost = op.readsQuota ? 0 : op.id === undefined ? 1 : (consumer.costs[op.id] ?? 1);
       const verdict = await decide(caller, cost);
       if (verdict.outcome === 'unavailable') return LIMITER_DOWN;
+      if (verdict.notices && notify) await notify(consumer, verdict);
       let limited: ApiError | undefined;
       if (verdict.outcome !== 'admitted' && cost > 0) {
         if (consumer.enforce) limited = refusal(verdict);

@@ -1,3 +1,4 @@
+import process from 'node:process';
 import { createApp, metricsApp } from '../app.ts';
 import { systemClock } from '../clock.ts';
 import { type Config, ConfigError } from '../config.ts';
@@ -8,6 +9,9 @@ import { SlidingWindowLimiter } from '../gateway/limiter/memory.ts';
 import { createLogger } from '../log.ts';
 import { describeData, openStore } from '../store/open.ts';
 import { VERSION } from '../version.ts';
+import { notifier } from '../webhooks/notify.ts';
+import { parseRetrySeconds } from '../webhooks/schedule.ts';
+import { DeliveryWorker } from '../webhooks/worker.ts';
 import { checkOpenFiles, openFilesNeeded } from './fd-limit.ts';
 import { announceDevKey, loadKeys, readKeysFile } from './keys-source.ts';
 import type { RunningServer, RuntimeAdapter, ServeOptions } from './server.ts';
@@ -41,6 +45,16 @@ function origin(host: string, port: number): string {
   return `http://${name.includes(':') ? `[${name}]` : name}:${port}`;
 }
 
+/** The retry delays `PETSTORE_WEBHOOK_RETRY_SECONDS` sets (for tests), or undefined for the real schedule. */
+function webhookRetryDelays(text: string | undefined): number[] | undefined {
+  if (text === undefined || text === '') return undefined;
+  try {
+    return parseRetrySeconds(text);
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
+}
+
 /**
  * Serves `config`: loads the keys, binds the port, opens the store, builds the limiter and the
  * app, installs the signal handlers, and only then shows the development key (if any) and logs
@@ -52,6 +66,7 @@ function origin(host: string, port: number): string {
 export async function startServer(config: Config): Promise<void> {
   const log = createLogger({ level: config.logLevel, format: config.logFormat });
   const trust = trustedProxies(config.trustProxy);
+  const retryDelays = webhookRetryDelays(process.env.PETSTORE_WEBHOOK_RETRY_SECONDS);
   const { records, devToken } = loadKeys(config, log);
   let keys = new KeyTable(records);
   checkOpenFiles(log, openFilesNeeded(new Set(records.map((r) => r.consumer.name)).size, config.maxInFlight));
@@ -108,6 +123,18 @@ export async function startServer(config: Config): Promise<void> {
       })
     : undefined;
   const limiter = shared ?? local;
+  // Webhook events live in the store's outbox; the worker delivers them off the request path.
+  const { outbox } = store;
+  const worker = outbox
+    ? new DeliveryWorker({
+        outbox,
+        keys: () => keys.records(),
+        log,
+        maxOutbox: config.webhookOutboxMax,
+        ...(metrics ? { report: metrics.webhooks } : {}),
+        ...(retryDelays ? { delays: retryDelays } : {}),
+      })
+    : undefined;
   let stopping = false;
   const app = createApp({
     store,
@@ -124,8 +151,10 @@ export async function startServer(config: Config): Promise<void> {
     ipv6Prefix: config.ipv6Prefix,
     ...(shared ? { limiterStatus: () => shared.status() } : {}),
     corsOrigins: config.corsOrigins,
+    ...(outbox ? { notify: notifier({ outbox, log, clock: systemClock, recorded: () => worker?.wake() }) } : {}),
   });
   handle = app.fetch;
+  worker?.start();
   appReady(app.fetch);
 
   const reload = () => {
@@ -151,6 +180,7 @@ export async function startServer(config: Config): Promise<void> {
       stopping = true;
     },
     close: async () => {
+      await worker?.stop();
       await store.close();
       await shared?.close();
     },

@@ -190,7 +190,8 @@ export class SlidingWindowLimiter implements RateLimiter {
       month?.add(cost);
       const admitted = this.#decision('admitted', subject, state, now, now);
       if (!subject.thresholds) return admitted;
-      const flags = (state.flags ??= new NoticeFlags());
+      state.flags ??= new NoticeFlags();
+      const flags = state.flags;
       const notices = flags.crossed(subject.thresholds, 'day', perDay, dayBefore, day.count, dayPeriod(now));
       if (month) {
         const period = monthPeriod(now);
@@ -213,7 +214,8 @@ export class SlidingWindowLimiter implements RateLimiter {
       refused = this.#decision('rate_limited', subject, state, now, admitAt);
     }
     if (!subject.thresholds) return refused;
-    const flags = (state.flags ??= new NoticeFlags());
+    state.flags ??= new NoticeFlags();
+    const flags = state.flags;
     const notices: Notice[] = [];
     const dayOut = dayFits ? undefined : flags.exhausted('day', dayPeriod(now));
     if (dayOut) notices.push(dayOut);

@@ -18,7 +18,12 @@ afterAll(async () => {
 
 function clock(start = T0) {
   let t = start;
-  return { now: () => t, advance: (ms: number) => void (t += ms) };
+  return {
+    now: () => t,
+    advance: (ms: number) => {
+      t += ms;
+    },
+  };
 }
 
 function subject(limits: Limits, thresholds?: number[], ban = { threshold: 3, seconds: 60 }): Subject {
