@@ -21,8 +21,8 @@ import { type AttemptResult, SEND_TIMEOUT_MS, send } from './sender.ts';
 const POLL_MS = 1_000;
 /** Events leased per poll (sent at once). */
 const BATCH = 16;
-/** A lease outlives an attempt (5 s) by far; a worker that died holds its events this long at most. */
-const LEASE_MS = 30_000;
+/** A lease outlives a pass of attempts (at most the 5 s timeout, sent at once) three times over; a worker that died holds its events this long at most. */
+const LEASE_MS = 15_000;
 /** How often keys are scanned for `key.expiring`. */
 const EXPIRY_SCAN_MS = 60 * 60_000;
 /** Undelivered events kept at most, unless configured (`--webhook-outbox-max`). */
