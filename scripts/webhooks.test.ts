@@ -163,3 +163,42 @@ test('a receiver that never answers: requests are not slowed, and the outbox sta
   expect(hooks.got.length).toBeGreaterThan(0);
   expect(Math.max(...slowest)).toBeLessThan(1_000);
 }, 60_000);
+
+test('a key expiring within 7 days is announced once at start; a ban start sends key.banned', async () => {
+  const secret = newSecret();
+  const hooks = await receiver(secret);
+  const expiresAt = new Date(Date.now() + 3 * 86_400_000);
+  expiresAt.setUTCMilliseconds(0);
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-webhooks-'));
+  const sha = (t: string) => new Bun.CryptoHasher('sha256').update(t).digest('hex');
+  const file = join(dir, 'keys.json');
+  await Bun.write(
+    file,
+    JSON.stringify({
+      consumers: [
+        {
+          name: 'rotating',
+          plan: 'pro',
+          limits: { perMinute: 2, perDay: 1_000 },
+          ban: { threshold: 2, seconds: 60 },
+          webhook: { url: hooks.url, secret },
+          keys: [{ id: 'old', sha256: sha(tokenOf('rotating')), expiresAt: expiresAt.toISOString() }],
+        },
+      ],
+    }),
+  );
+  const server = await startServer({ args: ['--keys', file, '--data', join(dir, 'pets.db')] });
+  cleanup.push(() => server.stop('SIGKILL'));
+  const [expiring] = await hooks.waitFor(1, 10_000);
+  expect(expiring?.body).toMatchObject({
+    type: 'key.expiring',
+    data: { consumer: 'rotating', key: 'old', expiresAt: expiresAt.getTime() / 1_000, days: 7 },
+  });
+  const statuses: number[] = [];
+  for (let i = 0; i < 4; i++) statuses.push(await list(server, 'rotating'));
+  expect(statuses).toEqual([200, 200, 429, 429]);
+  const got = await hooks.waitFor(2, 10_000);
+  expect(got[1]?.body).toMatchObject({ type: 'key.banned', data: { consumer: 'rotating' } });
+  expect(Number(got[1]?.body?.data.until) - Date.now() / 1_000).toBeGreaterThan(50);
+  expect(hooks.got.map((r) => r.body?.type)).toEqual(['key.expiring', 'key.banned']);
+}, 30_000);
