@@ -66,10 +66,13 @@ export function webhookUrlAllowed(text: string): boolean {
 const SECRET = /^whsec_(?:[A-Za-z0-9+/]{4}){8,22}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 const SECRET_MESSAGE = 'must be "whsec_" and the base64 of 24 to 64 random bytes (the value is not shown)';
 /** Where notifications go; the secret signs them and is never logged nor shown. */
-const Webhook = v.strictObject({
-  url: v.pipe(v.string(URL_MESSAGE), v.check(webhookUrlAllowed, URL_MESSAGE)),
-  secret: v.pipe(v.string(SECRET_MESSAGE), v.regex(SECRET, SECRET_MESSAGE)),
-});
+const Webhook = v.strictObject(
+  {
+    url: v.pipe(v.string(URL_MESSAGE), v.check(webhookUrlAllowed, URL_MESSAGE)),
+    secret: v.pipe(v.string(SECRET_MESSAGE), v.regex(SECRET, SECRET_MESSAGE)),
+  },
+  'must be an object with exactly "url" and "secret" (the value is not shown)',
+);
 const THRESHOLD_MESSAGE = 'must be a list of 1 to 10 different integers from 1 to 100 (percent of a quota)';
 const Thresholds = v.pipe(
   v.array(

@@ -52,6 +52,20 @@ describe('webhook and thresholds in the keys file', () => {
     expect(() => parseKeys(consumer(extra))).toThrow(message);
   });
 
+  test('a webhook that is not an object, or has an unknown field, is refused without repeating a value', () => {
+    for (const webhook of [SECRET, { url: 'https://hooks.example/q', secret: SECRET, secrett: SECRET }]) {
+      let message = '';
+      try {
+        parseKeys(consumer({ webhook }));
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message).toMatch(
+        /^consumers\[0\] \("acme"\)\.webhook(\.secrett)?: must be an object with exactly "url" and "secret" \(the value is not shown\)$/,
+      );
+    }
+  });
+
   test('a bad secret is refused without being repeated', () => {
     const leaked = 'whsec_short-but-real-looking';
     let message = '';
