@@ -162,6 +162,9 @@ test('a receiver that never answers: requests are not slowed, and the outbox sta
   expect(await metric(server, /^petstore_webhook_outbox_events\{/)).toBeLessThanOrEqual(5);
   expect(hooks.got.length).toBeGreaterThan(0);
   expect(Math.max(...slowest)).toBeLessThan(1_000);
+  // SIGTERM with attempts hanging: the worker cuts them short (they stay pending) and the server stops as usual.
+  expect(await server.stop()).toBe(0);
+  expect(server.lines.some((l) => l.includes('"error":"the server stopped before the answer"'))).toBe(true);
 }, 60_000);
 
 test('a key expiring within 7 days is announced once at start; a ban start sends key.banned', async () => {

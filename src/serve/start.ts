@@ -178,6 +178,8 @@ export async function startServer(config: Config): Promise<void> {
     shutdownSeconds: config.shutdownSeconds,
     onStopping: () => {
       stopping = true;
+      // Attempts under way are cut short now: Bun's drain waits for the outgoing ones too.
+      void worker?.stop();
     },
     close: async () => {
       await worker?.stop();

@@ -28,14 +28,14 @@ export type AttemptResult = { readonly ok: true } | { readonly ok: false; readon
  * @example
  * await send({ id: 'msg_1', payload: '{}', url: 'https://hooks.example/q', secret: 'whsec_…', at: Date.now() })
  */
-export async function send(attempt: Attempt, timeoutMs = SEND_TIMEOUT_MS): Promise<AttemptResult> {
+export async function send(attempt: Attempt, timeoutMs = SEND_TIMEOUT_MS, stop?: AbortSignal): Promise<AttemptResult> {
   const signature = new Webhook(attempt.secret).sign(attempt.id, new Date(attempt.at), attempt.payload);
   try {
     const res = await fetch(attempt.url, {
       method: 'POST',
       body: attempt.payload,
       redirect: 'manual',
-      signal: AbortSignal.timeout(timeoutMs),
+      signal: stop ? AbortSignal.any([AbortSignal.timeout(timeoutMs), stop]) : AbortSignal.timeout(timeoutMs),
       headers: {
         'Content-Type': 'application/json',
         'User-Agent': `petstore/${VERSION}`,
@@ -47,6 +47,7 @@ export async function send(attempt: Attempt, timeoutMs = SEND_TIMEOUT_MS): Promi
     await res.body?.cancel().catch(() => {});
     return res.status >= 200 && res.status < 300 ? { ok: true } : { ok: false, error: `HTTP ${res.status}` };
   } catch (err) {
+    if (stop?.aborted) return { ok: false, error: 'the server stopped before the answer' };
     const name = err instanceof Error ? err.name : '';
     if (name === 'TimeoutError' || name === 'AbortError')
       return { ok: false, error: `no answer within ${timeoutMs} ms` };

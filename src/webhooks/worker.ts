@@ -65,6 +65,10 @@ export class DeliveryWorker {
   #again = false;
   #lastScan = Number.NEGATIVE_INFINITY;
   #stopped = false;
+  /** Cuts the attempts under way short on `stop`: they are retried by whoever runs next. */
+  readonly #stop = new AbortController();
+  /** Why the outbox could not be read, while it cannot: logged once when it starts and once when it ends. */
+  #failing: string | undefined;
 
   constructor({
     clock = systemClock,
@@ -91,7 +95,16 @@ export class DeliveryWorker {
       return;
     }
     this.#running = this.#pass()
-      .catch((err: unknown) => this.#o.log.warn('webhooks: the outbox cannot be read', { error: String(err) }))
+      .then(() => {
+        if (this.#failing === undefined) return;
+        this.#failing = undefined;
+        this.#o.log.info('webhooks: the outbox can be read again');
+      })
+      .catch((err: unknown) => {
+        if (this.#failing !== undefined) return;
+        this.#failing = err instanceof Error ? err.message : String(err);
+        this.#o.log.warn('webhooks: the outbox cannot be read; deliveries wait', { error: this.#failing });
+      })
       .finally(() => {
         this.#running = undefined;
         if (this.#again) {
@@ -101,10 +114,11 @@ export class DeliveryWorker {
       });
   }
 
-  /** Stops polling and waits for the attempts under way (each at most the send timeout). */
+  /** Stops polling, cuts the attempts under way short (they stay pending) and waits for their outcome to be kept. */
   async stop(): Promise<void> {
     this.#stopped = true;
     clearInterval(this.#timer);
+    this.#stop.abort();
     await this.#running;
   }
 
@@ -138,6 +152,7 @@ export class DeliveryWorker {
       ? await send(
           { id: entry.id, payload: entry.payload, url: webhook.url, secret: webhook.secret, at: clock.now() },
           timeoutMs,
+          this.#stop.signal,
         )
       : { ok: false, error: 'the consumer has no webhook now' };
     const now = clock.now();
@@ -147,7 +162,8 @@ export class DeliveryWorker {
       report?.delivery(entry.consumer, entry.type, 'delivered');
       return;
     }
-    const at = webhook ? nextAttemptAt(entry.attempts + 1, now, delays) : undefined;
+    // Cut short by a stop: due again at once, for this instance after a restart or another one now.
+    const at = this.#stop.signal.aborted ? now : webhook ? nextAttemptAt(entry.attempts + 1, now, delays) : undefined;
     if (at === undefined) {
       await outbox.settle(entry.id, this.#owner, { outcome: 'failed', error: result.error }, now);
       report?.delivery(entry.consumer, entry.type, 'failed');
