@@ -151,7 +151,10 @@ durability-test: build ## kill -9 dist/petstore mid-load of POSTs, restart: ever
 postgres-test: build ## PostgreSQL store and durability tests on a throwaway server (scripts/with-postgres.sh)
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh $(BUN) test --timeout 60000 ./src/store/postgres.test.ts ./scripts/durability.test.ts
 
-.PHONY: redis-test scale-out-test keys-redis-test
+.PHONY: redis-test scale-out-test keys-redis-test outage-test
+outage-test: build ## two dist/petstore under load through Redis killed, PostgreSQL restarted, stopped 5 s, a table locked; SQLite locked by another process (~45 s)
+	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh scripts/with-redis.sh $(BUN) test --timeout 180000 ./scripts/outages.test.ts
+
 keys-redis-test: build ## two dist/petstore sharing Redis: two keys of one consumer use up one quota; costs spent exactly across both
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-redis.sh $(BUN) test ./scripts/keys-redis.test.ts ./scripts/quota-redis.test.ts
 

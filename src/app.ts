@@ -1,4 +1,6 @@
 import { type Context, Hono } from 'hono';
+import { METHOD_NAME_ALL } from 'hono/router';
+import { TrieRouter } from 'hono/router/trie-router';
 import { API_PREFIX, OPERATIONS } from './api/operations.ts';
 import { type Clock, systemClock } from './clock.ts';
 import type { DocsOptions } from './docs/routes.ts';
@@ -102,10 +104,10 @@ export function createApp({
     maxBodyBytes: MAX_BODY_BYTES,
     corsOrigins,
     metrics,
+    allowedMethods: allowedMethods(),
   });
 
   const app = new Hono<AppEnv>();
-  app.use(steps.exchange);
   const ops = opsRoutes({
     store,
     keys,
@@ -115,26 +117,32 @@ export function createApp({
     docs,
     metrics: serveMetrics ? metrics : undefined,
   });
+  // One route per operation and ops route, so a request matches one handler; the rest (404, and
+  // 405 for a known API path asked with another method) is `notFound`'s.
   for (const route of ops) app.get(route.path, steps.opsRoute(route));
-  // Every API path: its operations, then 405 for its other methods; 404 for any other path.
   for (const op of OPERATIONS) app.on(op.method, API_PREFIX + op.path, steps.operation(op));
-  for (const [path, methods] of methodsByPath()) app.all(API_PREFIX + path, steps.unserved(methods));
-  app.all(API_PREFIX, steps.unserved(undefined));
-  app.all(`${API_PREFIX}/*`, steps.unserved(undefined));
   app.notFound(steps.notFound);
   app.onError(steps.onError);
   return app;
 }
 
-/** Each path of the table with the methods it is served with (HEAD with every GET). */
-function methodsByPath(): Map<string, string[]> {
-  const paths = new Map<string, string[]>();
+/**
+ * The methods the table serves at a request path, matched as Hono matches routes (HEAD is served
+ * with every GET), or undefined for a path it has not: what a 405's `Allow` says.
+ *
+ * @example
+ * allowedMethods()('/v1/pets/7') // ['GET']
+ */
+function allowedMethods(): (path: string) => readonly string[] | undefined {
+  const router = new TrieRouter<string[]>();
+  const byPath = new Map<string, string[]>();
   for (const { path, method } of OPERATIONS) {
-    const methods = paths.get(path) ?? [];
-    methods.push(method);
-    paths.set(path, methods);
+    const methods = byPath.get(path);
+    if (methods) methods.push(method);
+    else byPath.set(path, [method]);
   }
-  return paths;
+  for (const [path, methods] of byPath) router.add(METHOD_NAME_ALL, API_PREFIX + path, methods);
+  return (path) => router.match(METHOD_NAME_ALL, path)[0][0]?.[0];
 }
 
 export type App = ReturnType<typeof createApp>;

@@ -68,6 +68,14 @@ export const OPTIONS = {
     fallback: './data/petstore.db',
     parse: text,
   },
+  storeTimeoutSeconds: {
+    flag: '--store-timeout',
+    env: 'PETSTORE_STORE_TIMEOUT',
+    arg: 'S',
+    help: 'seconds a request may wait for the store (a connection, a query, a lock) before it is answered 503',
+    fallback: 2,
+    parse: int(1, 60),
+  },
   redis: {
     flag: '--redis',
     env: 'PETSTORE_REDIS_URL',

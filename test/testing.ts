@@ -69,7 +69,6 @@ export function routesApp(routes: readonly OpsRoute[]) {
     maxBodyBytes: 1024,
   });
   const app = new Hono<AppEnv>();
-  app.use(steps.exchange);
   for (const route of routes) app.get(route.path, steps.opsRoute(route));
   app.notFound(steps.notFound);
   app.onError(steps.onError);

@@ -2,7 +2,6 @@ import type * as v from 'valibot';
 import type { Clock } from '../clock.ts';
 import type { Reply } from '../http/answer.ts';
 import type { PetStore } from '../store/store.ts';
-import type { OperationId } from './operation-ids.ts';
 import type { RateLimitStatus } from './schemas.ts';
 import type { Scope } from './scopes.ts';
 
@@ -48,7 +47,7 @@ type Schema<T> = v.GenericSchema<unknown, T>;
  */
 export interface OperationSpec<Q, P, H, B> {
   /** The contract's `operationId`: the metrics label, the route's name, what `costs` name. */
-  readonly id: OperationId;
+  readonly id: string;
   readonly method: Method;
   /** Hono's path template under the API prefix, e.g. `/pets/:petId`. */
   readonly path: string;

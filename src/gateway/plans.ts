@@ -1,4 +1,4 @@
-import { OPERATION_IDS, QUOTA_READERS } from '../api/operation-ids.ts';
+import { OPERATIONS } from '../api/operations.ts';
 
 /**
  * Quotas of one caller, in units of cost (a request of an operation that costs 5 uses 5): the
@@ -47,7 +47,7 @@ export const PLAN_LIMITS: Readonly<Record<Exclude<PlanName, 'enterprise'>, Limit
 export const PLAN_TERMS: Readonly<Record<PlanName, Terms>> = { free: {}, pro: {}, business: {}, enterprise: {} };
 
 /** The costs `costs` may set: every operation but the ones that read the quota. */
-export const COSTED_OPERATIONS: readonly string[] = OPERATION_IDS.filter((id) => !QUOTA_READERS.includes(id));
+export const COSTED_OPERATIONS: readonly string[] = OPERATIONS.filter((op) => !op.readsQuota).map((op) => op.id);
 
 /**
  * What is wrong with `costs` under `limits`, as `field: message` (the field under `where`), or

@@ -1,4 +1,4 @@
-import type { Context, ErrorHandler, Handler, MiddlewareHandler, NotFoundHandler } from 'hono';
+import type { Context, ErrorHandler } from 'hono';
 import type { ApiDeps, Deprecation, Operation } from '../api/operation.ts';
 import { isApiPath } from '../api/operations.ts';
 import { inputReader, refuseBodyOnGet } from '../api/validate.ts';
@@ -37,13 +37,15 @@ export interface PipelineOptions {
   metrics?: Metrics;
   /** Makes a fresh request id when the client sent none usable. */
   newId?: () => string;
+  /** The methods the API serves at a path (the table's), or undefined for a path it has not. */
+  allowedMethods?: (path: string) => readonly string[] | undefined;
 }
 
 /**
  * The way of a request through the service, in the order it meets the steps. Every request:
- * 1. `exchange`: its id (echoed), the API's fixed headers, 414 for an overlong URI; then, once
- *    answered, the log line and the metrics.
- * Then the route Hono matched. For an API operation (`operation`):
+ * 1. `exchange`, around all the rest: its id (echoed), the API's fixed headers, 414 for an
+ *    overlong URI; then, once answered, the log line and the metrics.
+ * Then what the route Hono matched does. For an API operation (`operation`):
  * 2. CORS: a preflight is answered here, before any key is asked for;
  * 3. the gateway: identify the caller, its in-flight slot, the limiter (spending the
  *    operation's cost), the rate-limit headers, the operation's scope; a refusal is answered at
@@ -53,15 +55,16 @@ export interface PipelineOptions {
  * 6. the input, validated by the table's schemas (400, 415);
  * 7. the handler, whose reply is tagged (ETag) when the table says so;
  * 8. the one answer path (src/http/answer.ts): 304, compression, HEAD.
- * A path under the API prefix that no operation serves passes 2 and 3 too, then gets 404 or 405.
+ * A path under the API prefix that no operation serves (Hono's `notFound`) passes 2 and 3 too,
+ * then gets 404 or 405.
  * Refusals and errors all leave through `answerError`: the gateway's are returned (a throw
  * through its async frames costs the 401 path measurably), anything thrown is turned into
  * one by `toApiError`. An ops route (`opsRoute`) is served by its handler, answered the same way.
  *
  * @example
  * const steps = pipeline({ log, clock, clientAddress, gateway: pass, deps, maxBodyBytes: 65536 })
- * app.use(steps.exchange)
  * app.on(op.method, `/v1${op.path}`, steps.operation(op))
+ * app.notFound(steps.notFound)
  */
 export function pipeline({
   log,
@@ -73,6 +76,7 @@ export function pipeline({
   corsOrigins = [],
   metrics,
   newId,
+  allowedMethods,
 }: PipelineOptions) {
   const requestLog = requestLogSteps({ log, clock, clientAddress, ...(newId ? { newId } : {}) });
   const count = metrics && requestCounter({ metrics });
@@ -90,23 +94,38 @@ export function pipeline({
     return answerError(c, err);
   }
 
-  const exchange: MiddlewareHandler<AppEnv> = async function exchange(c, next) {
-    const started = requestLog.start(c);
-    const counted = count?.start();
-    const id = started.id;
-    // Every API answer is private to its caller and never sniffed (SECURITY.md).
-    beginAnswer(
-      c,
-      isApiPath(c.req.path)
-        ? { 'X-Request-Id': id, 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }
-        : { 'X-Request-Id': id },
-    );
-    const tooLong = uriTooLong(c.req.url, MAX_URI_BYTES);
-    if (tooLong) c.res = fail(c, tooLong);
-    else await next();
-    requestLog.finish(c, started);
-    if (count && counted !== undefined) count.finish(c, counted);
-  };
+  /**
+   * Step 1 around `inner`, the rest of a request's way: every Hono route is one of these, so each
+   * request matches one handler and Hono calls it without composing layers. Whatever `inner`
+   * throws is answered here, so the log line and the metrics see every answer.
+   */
+  function exchange(inner: (c: Context<AppEnv>) => Response | Promise<Response>): Served {
+    return async function exchange(c) {
+      const started = requestLog.start(c);
+      const counted = count?.start();
+      const id = started.id;
+      // Every API answer is private to its caller and never sniffed (SECURITY.md).
+      beginAnswer(
+        c,
+        isApiPath(c.req.path)
+          ? { 'X-Request-Id': id, 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }
+          : { 'X-Request-Id': id },
+      );
+      let res: Response;
+      const tooLong = uriTooLong(c.req.url, MAX_URI_BYTES);
+      if (tooLong) res = fail(c, tooLong);
+      else {
+        try {
+          res = await inner(c);
+        } catch (err) {
+          res = fail(c, toApiError(err, c, report, unavailable));
+        }
+      }
+      requestLog.finish(c, started, res.status);
+      if (count && counted !== undefined) count.finish(c, counted, res.status);
+      return res;
+    };
+  }
 
   /** Steps 2 and 3, then `admitted` for a request the gateway lets through. */
   async function gated(c: Context<AppEnv>, op: Gated, admitted: (decision: Decision) => Promise<Response>) {
@@ -132,7 +151,7 @@ export function pipeline({
     return response as Response;
   }
 
-  function operation(op: Operation): Handler<AppEnv> {
+  function operation(op: Operation): Served {
     if (!deps) throw new TypeError(`pipeline: serving ${op.id} needs the handlers' deps`);
     const handlerDeps = deps;
     const { store } = deps;
@@ -161,13 +180,13 @@ export function pipeline({
       return answer(c, key !== undefined && reply.status === 200 ? memo.set(key, version, reply) : reply);
     }
 
-    return function operation(c) {
+    return exchange(function operation(c) {
       c.set('operation', op.id);
       return gated(c, op, (decision) => {
         if (fixed) Object.assign(answerHeaders(c), fixed);
         return bodyChecked(c, () => served(c, decision));
       });
-    };
+    });
   }
 
   /**
@@ -175,27 +194,29 @@ export function pipeline({
    * gateway (401 before 404, so a caller without a key learns nothing of paths), 405 with
    * `Allow` for a path the table has, else 404.
    */
-  function unserved(allowed: readonly string[] | undefined): Handler<AppEnv> {
-    return function unserved(c) {
-      const refusal = allowed ? methodNotAllowed(c.req.method, allowed) : NO_SUCH_PATH;
-      return gated(c, UNSERVED, () => bodyChecked(c, () => Promise.reject(refusal)));
-    };
+  function unserved(c: Context<AppEnv>): Promise<Response> {
+    const allowed = allowedMethods?.(c.req.path);
+    const refusal = allowed ? methodNotAllowed(c.req.method, allowed) : NO_SUCH_PATH;
+    return gated(c, UNSERVED, () => bodyChecked(c, () => Promise.reject(refusal)));
   }
 
-  function opsRoute(route: OpsRoute): Handler<AppEnv> {
-    return async function opsRoute(c) {
+  function opsRoute(route: OpsRoute): Served {
+    return exchange(async function opsRoute(c) {
       c.set('operation', route.id);
       return answer(c, await route.handler(c));
-    };
+    });
   }
 
-  /** Hono's `notFound`: a path outside the API that no route serves. */
-  const notFound: NotFoundHandler<AppEnv> = (c) => fail(c, NO_SUCH_PATH);
-  /** Hono's `onError`: whatever a step or handler threw, as the Error body. */
+  /** Hono's `notFound`: a path no route serves; under the API prefix it meets the gateway first. */
+  const notFound = exchange((c) => (gateway && isApiPath(c.req.path) ? unserved(c) : fail(c, NO_SUCH_PATH)));
+  /** Hono's `onError`, for what escapes `exchange`: the Error body all the same. */
   const onError: ErrorHandler<AppEnv> = (err, c) => fail(c, toApiError(err, c, report, unavailable));
 
-  return { exchange, operation, unserved, opsRoute, notFound, onError };
+  return { exchange, operation, opsRoute, notFound, onError };
 }
+
+/** A Hono route's handler, and `notFound`: the request in, its one answer out. */
+type Served = (c: Context<AppEnv>) => Promise<Response>;
 
 /** What the gateway knows of a path no operation serves: it costs 1 and needs no scope. */
 const UNSERVED: Gated = {};

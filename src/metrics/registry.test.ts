@@ -49,9 +49,10 @@ describe('Metrics', () => {
         '# HELP petstore_bans_total Temporary bans started, by plan.',
         '# TYPE petstore_bans_total counter',
         ...['free', 'pro', 'business', 'enterprise', 'anonymous'].map((p) => `petstore_bans_total{plan="${p}"} 0`),
-        '# HELP petstore_store_errors_total Failed store calls, by operation and kind (unavailable or error).',
+        '# HELP petstore_store_errors_total Failed store calls, by operation and kind (timeout, unavailable or error).',
         '# TYPE petstore_store_errors_total counter',
         ...['create', 'get', 'list', 'ping'].flatMap((o) => [
+          `petstore_store_errors_total{operation="${o}",kind="timeout"} 0`,
           `petstore_store_errors_total{operation="${o}",kind="unavailable"} 0`,
           `petstore_store_errors_total{operation="${o}",kind="error"} 0`,
         ]),

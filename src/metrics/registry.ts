@@ -9,6 +9,7 @@
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { PLAN_NAMES } from '../gateway/plans.ts';
+import type { StoreErrorKind } from '../store/errors.ts';
 import { ConsumerMetrics } from './consumers.ts';
 import { OPERATIONS, STORE_OPERATIONS, type StoreOperation } from './labels.ts';
 import { WebhookMetrics } from './webhooks.ts';
@@ -21,7 +22,7 @@ const STATUSES = 500; // 100..599
 export const METRIC_PLANS = [...PLAN_NAMES, 'anonymous'] as const;
 /** 429 reasons shown even before they happen; others (the Error body's code) appear once seen. */
 const REFUSAL_REASONS = ['rate_limited', 'key_banned'] as const;
-const STORE_ERROR_KINDS = ['unavailable', 'error'] as const;
+const STORE_ERROR_KINDS = ['timeout', 'unavailable', 'error'] as const satisfies readonly StoreErrorKind[];
 
 export interface MetricsOptions {
   version: string;
@@ -104,7 +105,7 @@ export class Metrics {
     for (const plan of METRIC_PLANS) this.#bans.inc({ plan }, 0);
     this.#storeErrors = new Counter({
       name: 'petstore_store_errors_total',
-      help: 'Failed store calls, by operation and kind (unavailable or error).',
+      help: 'Failed store calls, by operation and kind (timeout, unavailable or error).',
       labelNames: ['operation', 'kind'] as const,
       registers,
     });
@@ -178,8 +179,8 @@ export class Metrics {
     this.#wouldRefuse.inc({ consumer, window });
   }
 
-  /** A store call failed; `unavailable` when the store could not serve (disk, connection). */
-  storeError(operation: StoreOperation, kind: 'unavailable' | 'error'): void {
+  /** A store call failed: `timeout` past `--store-timeout`, `unavailable` when the store could not serve (disk, connection). */
+  storeError(operation: StoreOperation, kind: StoreErrorKind): void {
     this.#storeErrors.inc({ operation, kind });
   }
 

@@ -1,4 +1,4 @@
-import { StoreUnavailableError } from '../store/errors.ts';
+import { storeErrorKind } from '../store/errors.ts';
 import type { PetStore } from '../store/store.ts';
 import type { StoreOperation } from './labels.ts';
 import type { Metrics } from './registry.ts';
@@ -12,7 +12,7 @@ import type { Metrics } from './registry.ts';
 export function countStoreErrors(store: PetStore, metrics: Metrics): PetStore {
   // One rejection handler per operation, made once, so a call allocates only its promise.
   const failed = (operation: StoreOperation) => (err: unknown) => {
-    metrics.storeError(operation, err instanceof StoreUnavailableError ? 'unavailable' : 'error');
+    metrics.storeError(operation, storeErrorKind(err));
     throw err;
   };
   const onCreate = failed('create');

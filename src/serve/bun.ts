@@ -4,6 +4,15 @@ import { CONNECTION_LIMITS, type RuntimeAdapter } from './server.ts';
 export const adapter: RuntimeAdapter = {
   name: 'bun',
   async serve({ fetch, port, hostname, idleTimeoutSeconds }) {
+    const idleTimeout = idleTimeoutSeconds ?? CONNECTION_LIMITS.idleTimeoutSeconds;
+    const answer = (req: Request, self: Bun.Server<undefined>) => {
+      if (!req.url.startsWith('/')) return fetch(req, self);
+      // HTTP/1.0 without Host: Bun hands over a relative URL, which Hono cannot route (an old
+      // style health check got 404 for /healthz). The authority is then the server's own
+      // (RFC 9112 section 3.3); the peer is looked up on the original request.
+      const peer = self.requestIP(req);
+      return fetch(new Request(new URL(req.url, `http://localhost:${self.port}`), req), { requestIP: () => peer });
+    };
     const server = Bun.serve({
       port,
       hostname,
@@ -14,15 +23,16 @@ export const adapter: RuntimeAdapter = {
       // Between requests. Before the first byte and while headers are incomplete Bun 1.4 closes
       // the connection after about 10 s whatever this says (scripts/connections.test.ts), so
       // `headerTimeoutSeconds` has no setting here.
-      idleTimeout: idleTimeoutSeconds ?? CONNECTION_LIMITS.idleTimeoutSeconds,
+      idleTimeout,
       maxRequestBodySize: CONNECTION_LIMITS.maxRequestBodyBytes,
       fetch(req, self) {
-        if (!req.url.startsWith('/')) return fetch(req, self);
-        // HTTP/1.0 without Host: Bun hands over a relative URL, which Hono cannot route (an old
-        // style health check got 404 for /healthz). The authority is then the server's own
-        // (RFC 9112 section 3.3); the peer is looked up on the original request.
-        const peer = self.requestIP(req);
-        return fetch(new Request(new URL(req.url, `http://localhost:${self.port}`), req), { requestIP: () => peer });
+        if (req.method !== 'GET' && req.method !== 'HEAD') return answer(req, self);
+        // Without a body, the request only waits for the server from here on: Bun's idle timer,
+        // which would close the connection under it, is off until the answer. (With a body the
+        // timer stays, to cut off a client that stops sending it; start.ts keeps it longer than
+        // --store-timeout.)
+        self.timeout(req, 0);
+        return Promise.resolve(answer(req, self)).finally(() => self.timeout(req, idleTimeout));
       },
     });
     return { port: server.port ?? port, stop: (force = false) => server.stop(force) };

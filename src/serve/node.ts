@@ -1,3 +1,4 @@
+import type { EventEmitter } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { getConnInfo } from '@hono/node-server/conninfo';
@@ -5,6 +6,11 @@ import { CONNECTION_LIMITS, type RuntimeAdapter } from './server.ts';
 
 /** While stopping, how often connections that finished their request are closed. */
 const IDLE_SWEEP_MS = 50;
+/**
+ * Node destroys a socket whose timeout fires unless its request or response listens for
+ * 'timeout'; a response waiting for the server listens with this, so only idle sockets close.
+ */
+const KEEP_OPEN = () => {};
 
 export const adapter: RuntimeAdapter = {
   name: 'node',
@@ -21,7 +27,14 @@ export const adapter: RuntimeAdapter = {
         // Both timeouts are checked this often (Node's default, 30 s, would let a slow client stay 40 s).
         connectionsCheckingInterval: 1_000,
       };
-      const s = serve({ fetch, port, hostname, serverOptions }, () => resolve(s));
+      // Without a body, the request only waits for the server once it is here. (With a body the
+      // timer stays, to cut off a client that stops sending it; start.ts keeps it longer than
+      // --store-timeout.)
+      const answer = (req: Request, env: { outgoing: EventEmitter }) => {
+        if (req.method === 'GET' || req.method === 'HEAD') env.outgoing.on('timeout', KEEP_OPEN);
+        return fetch(req, env);
+      };
+      const s = serve({ fetch: answer, port, hostname, serverOptions }, () => resolve(s));
       // A connection that sends nothing at all is not covered by the two timeouts above.
       s.setTimeout(idleMs);
       s.once('error', reject);

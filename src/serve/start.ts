@@ -70,6 +70,14 @@ export async function startServer(config: Config): Promise<void> {
   const { records, devToken } = loadKeys(config, log);
   let keys = new KeyTable(records);
   checkOpenFiles(log, openFilesNeeded(new Set(records.map((r) => r.consumer.name)).size, config.maxInFlight));
+  if (config.idleTimeoutSeconds <= config.storeTimeoutSeconds) {
+    // A request with a body keeps the idle timer, which cuts off a client that stops sending
+    // it; once the body is in, the timer must outlast the request's wait for the store.
+    throw new ConfigError(
+      `--idle-timeout (${config.idleTimeoutSeconds}) must be longer than --store-timeout (${config.storeTimeoutSeconds}), ` +
+        'or a connection could be closed while its request waits for the store',
+    );
+  }
   const adapter = await loadAdapter();
   // prom-client is loaded only with metrics on: it was most of the binary's start-up.
   const metrics =
@@ -98,10 +106,12 @@ export async function startServer(config: Config): Promise<void> {
       ? await adapter.serve({ fetch: metricsApp(metrics).fetch, port: config.metricsPort, hostname: config.host })
       : undefined;
   if (metricsServer) servers.push(metricsServer);
-  const store = await openStore(config.data, log).catch(async (err: unknown) => {
-    await Promise.all(servers.map((s) => s.stop(true)));
-    throw err;
-  });
+  const store = await openStore(config.data, log, { timeoutMs: config.storeTimeoutSeconds * 1_000 }).catch(
+    async (err: unknown) => {
+      await Promise.all(servers.map((s) => s.stop(true)));
+      throw err;
+    },
+  );
   const onEvent = (e: LimiterEvent) => {
     if (e.type === 'ban_end') return log.warn('ban ended', { subject: e.subject.label, plan: e.subject.plan });
     metrics?.banned(e.subject.plan);

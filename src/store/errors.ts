@@ -16,6 +16,42 @@ export class StoreUnavailableError extends StoreError {
 }
 
 /**
+ * A store call did not finish within `--store-timeout`: a connection or pool slot that did not
+ * come, a query that did not come back, a SQLite file locked by another process. The message
+ * says whether a write may still have been stored. Counted under its own `kind` (`timeout`).
+ */
+export class StoreTimeoutError extends StoreUnavailableError {
+  override name = 'StoreTimeoutError';
+}
+
+/**
+ * The database server cannot be reached: connection refused, lost, or not accepted while it
+ * starts or stops. `BoundedStore` then answers every call at once with this error until a probe
+ * finds the server again, rather than letting each request wait for its own connection attempt.
+ */
+export class StoreUnreachableError extends StoreUnavailableError {
+  override name = 'StoreUnreachableError';
+}
+
+/** What a write's error message adds when the write may have been stored all the same. */
+export const OUTCOME_UNKNOWN =
+  'the outcome is unknown: the pet may have been stored (a retry with the same Idempotency-Key answers it, or stores one)';
+
+/** How `petstore_store_errors_total` counts a failed store call. */
+export type StoreErrorKind = 'timeout' | 'unavailable' | 'error';
+
+/**
+ * The metric `kind` of an error thrown by a store call.
+ *
+ * @example
+ * storeErrorKind(new StoreTimeoutError('list pets: no answer within 2000 ms')) // 'timeout'
+ */
+export function storeErrorKind(err: unknown): StoreErrorKind {
+  if (err instanceof StoreTimeoutError) return 'timeout';
+  return err instanceof StoreUnavailableError ? 'unavailable' : 'error';
+}
+
+/**
  * The store named by `--data` cannot be opened at start-up: unwritable path, unreachable
  * server, a database written by a newer petstore. `main` prints it like a configuration error
  * and exits 2 before the port opens (the store knows nothing of the command line above it).
@@ -56,6 +92,19 @@ export function sqliteError(err: unknown, doing: string): StoreError {
       : [...SQLITE_UNAVAILABLE.values()].some((text) => message.includes(text));
   const Kind = unavailable ? StoreUnavailableError : StoreError;
   return new Kind(`${doing}: ${message}`, { cause: err });
+}
+
+/**
+ * True for SQLITE_BUSY: another connection (another process) holds the lock this statement
+ * needs. The store waits for it without blocking the event loop, up to its lock wait.
+ *
+ * @example
+ * isSqliteBusy(Object.assign(new Error('database is locked'), { errno: 5 })) // true
+ */
+export function isSqliteBusy(err: unknown): boolean {
+  const code = numberField(err, 'errcode') ?? numberField(err, 'errno');
+  if (code !== undefined) return (code & 0xff) === 5;
+  return err instanceof Error && err.message.includes('database is locked');
 }
 
 function numberField(x: unknown, key: string): number | undefined {

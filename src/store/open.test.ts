@@ -22,7 +22,7 @@ afterEach(() => rmSync(dir, { recursive: true, force: true }));
 describe('openStore', () => {
   test(':memory: keeps pets in memory and says so', async () => {
     const store = await openStore(MEMORY, log());
-    expect(store).toBeInstanceOf(MemoryStore);
+    expect(store.backend).toBeInstanceOf(MemoryStore);
     expect(lines).toEqual([
       {
         time: '1970-01-01T00:00:00.000Z',
@@ -36,7 +36,7 @@ describe('openStore', () => {
   test('a path opens a SQLite file, created with its folder; the default is ./data/petstore.db', async () => {
     expect(DEFAULT_DATA).toBe('./data/petstore.db');
     const store = await openStore(join(dir, 'data', 'petstore.db'), log());
-    expect(store).toBeInstanceOf(SqliteStore);
+    expect(store.backend).toBeInstanceOf(SqliteStore);
     expect(existsSync(join(dir, 'data', 'petstore.db'))).toBe(true);
     await store.close();
   });

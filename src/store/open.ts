@@ -1,5 +1,6 @@
 import process from 'node:process';
 import type { Logger } from '../log.ts';
+import { BoundedStore, DEFAULT_STORE_TIMEOUT_MS } from './bounded.ts';
 import { StoreOpenError } from './errors.ts';
 import { MemoryStore } from './memory.ts';
 import { POSTGRES_URL } from './postgres-url.ts';
@@ -12,16 +13,30 @@ export const DEFAULT_DATA = './data/petstore.db';
 
 export { describeData } from './postgres-url.ts';
 
+export interface OpenStoreOptions {
+  /** `--store-timeout` in ms: the longest any store call may take before it is answered 503. */
+  readonly timeoutMs?: number;
+}
+
 /**
- * Opens the store that `--data` names: `:memory:`, a `postgres://` URL, or a SQLite file.
- * Each backend is imported only when chosen, so the Node bundle never loads bun:sqlite and a
- * SQLite user never loads the PostgreSQL client. Throws `StoreOpenError` (exit 2) when the
- * store cannot be opened.
+ * Opens the store that `--data` names: `:memory:`, a `postgres://` URL, or a SQLite file,
+ * behind a `BoundedStore` (every call bounded by `timeoutMs`; a database that is away answered
+ * at once). Each backend is imported only when chosen, so the Node bundle never loads
+ * bun:sqlite and a SQLite user never loads the PostgreSQL client. Throws `StoreOpenError`
+ * (exit 2) when the store cannot be opened.
  *
  * @example
- * await openStore('./data/petstore.db', log)
+ * await openStore('./data/petstore.db', log, { timeoutMs: 2_000 })
  */
-export async function openStore(data: string, log: Logger): Promise<PetStore> {
+export async function openStore(
+  data: string,
+  log: Logger,
+  { timeoutMs = DEFAULT_STORE_TIMEOUT_MS }: OpenStoreOptions = {},
+): Promise<BoundedStore> {
+  return new BoundedStore(await openBackend(data, log, timeoutMs), { timeoutMs, log });
+}
+
+async function openBackend(data: string, log: Logger, timeoutMs: number): Promise<PetStore> {
   if (data === MEMORY) {
     log.warn('pets are kept in memory only and are lost at exit', { data });
     return new MemoryStore();
@@ -29,7 +44,7 @@ export async function openStore(data: string, log: Logger): Promise<PetStore> {
   if (data.trim() === '') throw new StoreOpenError('--data: expected a file path, a postgres:// URL or :memory:');
   if (POSTGRES_URL.test(data)) {
     const { PostgresStore } = await import('./postgres.ts');
-    return PostgresStore.open({ url: data, log });
+    return PostgresStore.open({ url: data, log, timeoutMs });
   }
   const { loadSqlite } = await import('./sqlite-driver.ts');
   const open = await loadSqlite();
@@ -44,5 +59,13 @@ export async function openStore(data: string, log: Logger): Promise<PetStore> {
     return new MemoryStore();
   }
   const { SqliteStore } = await import('./sqlite.ts');
-  return SqliteStore.open({ path: data, open, log });
+  return SqliteStore.open({ path: data, open, log, lockWaitMs: lockWaitFor(timeoutMs) });
+}
+
+/**
+ * SQLite gives up waiting for another process's lock a little before the bound, so the client
+ * learns that nothing was stored rather than that the outcome is unknown.
+ */
+function lockWaitFor(timeoutMs: number): number {
+  return Math.max(0, timeoutMs - Math.min(200, timeoutMs / 10));
 }

@@ -2,7 +2,15 @@ import { afterAll, describe, expect, test } from 'bun:test';
 import postgres from 'postgres';
 import { describeStore } from '../../test/store-conformance.ts';
 import { createLogger, silentLogger } from '../log.ts';
-import { StoreError, StoreOpenError, StoreUnavailableError } from './errors.ts';
+import { BoundedStore } from './bounded.ts';
+import {
+  OUTCOME_UNKNOWN,
+  StoreError,
+  StoreOpenError,
+  StoreTimeoutError,
+  StoreUnavailableError,
+  StoreUnreachableError,
+} from './errors.ts';
 import { fingerprintOf } from './idempotency.ts';
 import { SCHEMA_VERSION } from './migrations.ts';
 import { PostgresStore, postgresError } from './postgres.ts';
@@ -154,6 +162,21 @@ describe('PostgresStore without a server', () => {
     for (const err of [diskFull, readOnly, shutdown, closed]) {
       expect(postgresError(err, 'x')).toBeInstanceOf(StoreUnavailableError);
     }
+    // Unreachable (the BoundedStore stops trying until a probe gets through): no connection made.
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    const starting = new PgError({ code: '57P03', message: 'the database system is starting up' });
+    for (const err of [refused, starting]) expect(postgresError(err, 'x')).toBeInstanceOf(StoreUnreachableError);
+    // A lost session is unavailable for this call only: the next one connects anew.
+    for (const err of [diskFull, shutdown, closed])
+      expect(postgresError(err, 'x')).not.toBeInstanceOf(StoreUnreachableError);
+    // A write on a connection that broke may have been committed; one that never connected was not.
+    expect(postgresError(closed, 'store pet', true).message).toBe(
+      `store pet: write CONNECTION_CLOSED 127.0.0.1:5432; ${OUTCOME_UNKNOWN}`,
+    );
+    expect(postgresError(shutdown, 'store pet', true).message).toBe(
+      `store pet: terminating connection due to administrator command; ${OUTCOME_UNKNOWN}`,
+    );
+    expect(postgresError(refused, 'store pet', true).message).toBe('store pet: connect ECONNREFUSED 127.0.0.1:5432');
     const check = postgresError(new PgError({ code: '23514', message: 'violates check constraint' }), 'store pet');
     expect(check).toBeInstanceOf(StoreError);
     expect(check).not.toBeInstanceOf(StoreUnavailableError);
@@ -161,4 +184,53 @@ describe('PostgresStore without a server', () => {
     expect(describeData('postgres://a:b@h:1/d?sslmode=require')).toBe('postgres://a:***@h:1/d?sslmode=require');
     expect(describeData('./data/petstore.db')).toBe('./data/petstore.db');
   });
+});
+
+describe.skipIf(!SERVER)('PostgresStore behind its bound', () => {
+  test('a query that never returns (LOCK TABLE held elsewhere) is answered within the bound; the pool serves after', async () => {
+    const db = await freshDatabase();
+    const store = new BoundedStore(await PostgresStore.open({ url: db.url, log: silentLogger, timeoutMs: 1_000 }), {
+      timeoutMs: 1_000,
+      log: silentLogger,
+    });
+    const holder = postgres(db.url, { max: 1, onnotice: () => {} });
+    try {
+      let release = () => {};
+      const released = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const held = holder.begin(async (tx) => {
+        await tx`LOCK TABLE pets IN ACCESS EXCLUSIVE MODE`;
+        await released;
+      });
+      await Bun.sleep(100);
+      // More calls than the pool has connections: those waiting for a slot are bounded too.
+      const started = Date.now();
+      const answers = await Promise.all(
+        Array.from({ length: 15 }, (_, i) =>
+          (i % 2
+            ? store.list({ limit: 5 })
+            : store.create({ name: `Lock${i}`, categoryId: 1, status: 'available' })
+          ).then(
+            () => 'answered',
+            (err: unknown) => (err instanceof StoreTimeoutError ? 'timeout' : String(err)),
+          ),
+        ),
+      );
+      expect(answers).toEqual(Array(15).fill('timeout'));
+      expect(Date.now() - started).toBeLessThan(1_500);
+      release();
+      await held;
+      // Once the lock is gone the pool serves again. The creates answered with a timeout were
+      // told their outcome is unknown: each one is stored once at most.
+      const after = await store.create({ name: 'After', categoryId: 1, status: 'available' });
+      const names = (await store.list({ limit: 100 })).map((p) => p.name);
+      expect(names).toContain(after.name);
+      expect(new Set(names).size).toBe(names.length);
+    } finally {
+      await holder.end({ timeout: 1 });
+      await store.close();
+      await db.drop();
+    }
+  }, 20_000);
 });

@@ -1,7 +1,15 @@
 import postgres from 'postgres';
 import type { NewPet, Pet } from '../api/schemas.ts';
 import type { Logger } from '../log.ts';
-import { StoreError, StoreOpenError, StoreUnavailableError } from './errors.ts';
+import { DEFAULT_STORE_TIMEOUT_MS } from './bounded.ts';
+import {
+  OUTCOME_UNKNOWN,
+  StoreError,
+  StoreOpenError,
+  StoreTimeoutError,
+  StoreUnavailableError,
+  StoreUnreachableError,
+} from './errors.ts';
 import { IDEMPOTENCY_TTL_MS, SweepSchedule } from './idempotency.ts';
 import { pendingMigrations, SCHEMA_MIGRATIONS_DDL, SCHEMA_VERSION } from './migrations.ts';
 import { DELIVERED_KEEP_MS, entryFromRow, type Outbox, statsFromRows } from './outbox.ts';
@@ -23,7 +31,12 @@ import { column, PET_COLUMNS, petFromRow } from './rows.ts';
 import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from './store.ts';
 
 const POOL_SIZE = 10;
-const CONNECT_TIMEOUT_SECONDS = 10;
+/**
+ * Seconds before a connection that failed may be tried again. postgres.js's default grows with
+ * every failure up to 20 s, which would leave a returned server unused for seconds after an outage;
+ * while the server is away, `BoundedStore` already limits the attempts to one probe at a time.
+ */
+const RECONNECT_DELAY_SECONDS = 0.1;
 /**
  * `main` closes the store after the HTTP server has finished its requests, so no query is left
  * to wait for; the bound is for postgres.js's end(), which can hang after a lost connection
@@ -34,11 +47,40 @@ const CLOSE_TIMEOUT_SECONDS = 1;
 const UNAVAILABLE_CLASSES = new Set(['08', '53', '57', '58']);
 /** Read-only transaction (a standby), serialization failure, deadlock: nothing stored, a retry may work. */
 const UNAVAILABLE_STATES = new Set(['25006', '40001', '40P01']);
+/**
+ * No connection could be made: refused, unresolvable, no route, no answer within the connect
+ * timeout, or the server not accepting yet (57P03: starting up, shutting down; 08001, 08004).
+ * The database is away: nothing was sent, so a write is known not to be stored.
+ */
+const NOT_CONNECTED = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'CONNECT_TIMEOUT',
+  '57P03',
+  '08001',
+  '08004',
+]);
+/**
+ * The connection broke with queries on it (also 57P01/57P02, a shutdown ending the session, and
+ * class 08): a write may or may not have been committed. That alone does not show the database
+ * away (a session ended by the last restart fails its next query), so the next call connects anew.
+ */
+const CONNECTION_LOST = new Set(['CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT']);
+const SESSION_ENDED = new Set(['57P01', '57P02']);
 
 export interface PostgresStoreOptions {
   /** `postgres://user:password@host:port/database?sslmode=...` */
   readonly url: string;
   readonly log: Logger;
+  /**
+   * `--store-timeout` in ms: a connection attempt gives up after it, and the server cancels a
+   * statement that runs longer (`statement_timeout`), so a query stuck behind a lock frees its
+   * pool connection instead of holding it.
+   */
+  readonly timeoutMs?: number;
 }
 
 /**
@@ -54,7 +96,7 @@ export class PostgresStore implements PetStore {
   /** The webhook outbox in this database, shared by every instance; each write is flushed like a create. */
   readonly outbox: Outbox = {
     record: async (events) => {
-      await this.#query('record events', () =>
+      await this.#write('record events', () =>
         this.#sql.begin(async (tx) => {
           for (const e of events) {
             await tx.unsafe(OUTBOX.record, [e.id, e.consumer, e.type, e.payload, e.createdAt, e.createdAt]);
@@ -65,18 +107,18 @@ export class PostgresStore implements PetStore {
     claim: async (owner, now, leaseMs, limit) => {
       const due = await this.#query('read outbox', () => this.#sql.unsafe(OUTBOX.anyDue, [now, now]));
       if (due.length === 0) return [];
-      const rows = await this.#query('claim events', () =>
+      const rows = await this.#write('claim events', () =>
         this.#sql.unsafe(OUTBOX.claim, [owner, now + leaseMs, now, now, limit, now]),
       );
       return rows.map(entryFromRow).sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
     },
     settle: async (id, owner, settlement, now) => {
-      await this.#query('settle event', () =>
+      await this.#write('settle event', () =>
         this.#sql.unsafe(OUTBOX.settle, [...settleParams(settlement, now), id, owner]),
       );
     },
     trim: async (max, now) =>
-      this.#query('trim outbox', () =>
+      this.#write('trim outbox', () =>
         this.#sql.begin(async (tx) => {
           await tx.unsafe(OUTBOX.prune, [now - DELIVERED_KEEP_MS]);
           const [kept] = await tx.unsafe(OUTBOX.countKept);
@@ -88,9 +130,11 @@ export class PostgresStore implements PetStore {
       ),
     stats: async () => statsFromRows(await this.#query('read outbox', () => this.#sql.unsafe(OUTBOX.stats))),
   };
+  readonly #timeoutMs: number;
 
-  private constructor(sql: postgres.Sql) {
+  private constructor(sql: postgres.Sql, timeoutMs: number) {
     this.#sql = sql;
+    this.#timeoutMs = timeoutMs;
   }
 
   /**
@@ -100,17 +144,18 @@ export class PostgresStore implements PetStore {
    * @example
    * const store = await PostgresStore.open({ url: 'postgres://petstore@127.0.0.1:5432/petstore', log })
    */
-  static async open({ url, log }: PostgresStoreOptions): Promise<PostgresStore> {
+  static async open({ url, log, timeoutMs = DEFAULT_STORE_TIMEOUT_MS }: PostgresStoreOptions): Promise<PostgresStore> {
     const where = `--data ${describeData(url)}`;
     let sql: postgres.Sql;
     try {
       sql = postgres(url, {
         max: POOL_SIZE,
-        connect_timeout: CONNECT_TIMEOUT_SECONDS,
+        connect_timeout: timeoutMs / 1_000,
+        backoff: () => RECONNECT_DELAY_SECONDS,
         fetch_types: false,
         onnotice: (notice) => log.debug('postgres notice', { message: notice.message }),
         // A server configured with synchronous_commit=off would acknowledge commits it can lose.
-        connection: { application_name: 'petstore', synchronous_commit: 'on' },
+        connection: { application_name: 'petstore', synchronous_commit: 'on', statement_timeout: timeoutMs },
         // int8 columns (id, category_id) as numbers: the schema bounds them to 2^53 - 1.
         types: { bigint: { to: 20, from: [20], serialize: (n: number) => String(n), parse: (s: string) => Number(s) } },
       });
@@ -134,7 +179,7 @@ export class PostgresStore implements PetStore {
         schemaVersion: SCHEMA_VERSION,
         ...(migrated.length > 0 ? { migrated } : {}),
       });
-      return new PostgresStore(sql);
+      return new PostgresStore(sql, timeoutMs);
     } catch (err) {
       await sql.end({ timeout: 0 }).catch(() => {});
       if (err instanceof StoreOpenError) throw err;
@@ -152,7 +197,7 @@ export class PostgresStore implements PetStore {
   }
 
   async create(pet: NewPet): Promise<Pet> {
-    const rows = await this.#query(
+    const rows = await this.#write(
       'store pet',
       () => this.#sql`
         INSERT INTO pets (name, category_id, status) VALUES (${pet.name}, ${pet.categoryId}, ${pet.status})
@@ -163,29 +208,35 @@ export class PostgresStore implements PetStore {
 
   async createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult> {
     const { scope, key, fingerprint, now } = once;
+    const started = performance.now();
     const sweep = this.#sweeps.due(now);
-    return this.#query('store pet', () =>
+    return this.#write('store pet', () =>
       this.#sql.begin(async (tx): Promise<CreateOnceResult> => {
         // 64-bit hash of the key: a collision only makes two keys take turns.
-        await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`${scope}\n${key}`}, 0))`;
-        if (sweep) await tx`DELETE FROM idempotency_keys WHERE expires_at <= ${now}`;
-        const [seen] = await tx`
+        await live(tx`SELECT pg_advisory_xact_lock(hashtextextended(${`${scope}\n${key}`}, 0))`);
+        // The caller was answered 503 at the bound: a create that only gets its turn after that
+        // stores nothing, so the outcome the client was told is unknown is "not stored".
+        if (performance.now() - started >= this.#timeoutMs) {
+          throw new StoreTimeoutError(`store pet: no turn within ${this.#timeoutMs} ms; nothing was stored`);
+        }
+        if (sweep) await live(tx`DELETE FROM idempotency_keys WHERE expires_at <= ${now}`);
+        const [seen] = await live(tx`
           SELECT k.fingerprint, p.id, p.name, p.category_id, p.status
           FROM idempotency_keys k JOIN pets p ON p.id = k.pet_id
-          WHERE k.scope = ${scope} AND k.idempotency_key = ${key} AND k.expires_at > ${now}`;
+          WHERE k.scope = ${scope} AND k.idempotency_key = ${key} AND k.expires_at > ${now}`);
         if (seen) {
           if (column(seen, 'fingerprint') !== fingerprint) return { outcome: 'conflict' };
           return { outcome: 'replayed', pet: petFromRow(seen) };
         }
-        const [row] = await tx`
+        const [row] = await live(tx`
           INSERT INTO pets (name, category_id, status) VALUES (${pet.name}, ${pet.categoryId}, ${pet.status})
-          RETURNING ${tx.unsafe(PET_COLUMNS)}`;
+          RETURNING ${tx.unsafe(PET_COLUMNS)}`);
         const stored = petFromRow(row);
-        await tx`
+        await live(tx`
           INSERT INTO idempotency_keys (scope, idempotency_key, fingerprint, pet_id, expires_at)
           VALUES (${scope}, ${key}, ${fingerprint}, ${stored.id}, ${now + IDEMPOTENCY_TTL_MS})
           ON CONFLICT (scope, idempotency_key) DO UPDATE
-          SET fingerprint = excluded.fingerprint, pet_id = excluded.pet_id, expires_at = excluded.expires_at`;
+          SET fingerprint = excluded.fingerprint, pet_id = excluded.pet_id, expires_at = excluded.expires_at`);
         return { outcome: 'created', pet: stored };
       }),
     );
@@ -229,6 +280,31 @@ export class PostgresStore implements PetStore {
       throw postgresError(err, doing);
     }
   }
+
+  async #write<T>(doing: string, run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (err) {
+      throw postgresError(err, doing, true);
+    }
+  }
+}
+
+/**
+ * A statement of a transaction, unless its connection died: then it never settles. postgres.js
+ * answers a failed transaction callback with ROLLBACK on the same connection, and a write on a
+ * connection that has closed throws from a timer, out of reach of any catch, and ends the process
+ * (porsager/postgres#1208). The transaction's own promise is rejected by the connection's close
+ * instead, and the server rolls the transaction back.
+ */
+function live<T>(statement: Promise<T>): Promise<T> {
+  return statement.catch((err: unknown) => (connectionDied(err) ? new Promise<never>(() => {}) : Promise.reject(err)));
+}
+
+function connectionDied(err: unknown): boolean {
+  if (err instanceof postgres.PostgresError) return err.severity === 'FATAL' || err.severity === 'PANIC';
+  const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
+  return CONNECTION_LOST.has(code);
 }
 
 /** The outbox's statements with PostgreSQL's numbered parameters. */
@@ -246,6 +322,8 @@ const OUTBOX = {
 /** Applies the pending migrations in one transaction, serialized across instances. */
 async function migrate(sql: postgres.Sql, where: string): Promise<number[]> {
   return sql.begin(async (tx) => {
+    // Waiting for another instance's migrations, or a long one, is not a request to bound.
+    await tx`SET LOCAL statement_timeout = 0`;
     await tx`SELECT pg_advisory_xact_lock(hashtext('petstore schema_migrations'))`;
     await tx.unsafe(SCHEMA_MIGRATIONS_DDL);
     const [row] = await tx`SELECT coalesce(max(version), 0) AS v FROM schema_migrations`;
@@ -259,16 +337,26 @@ async function migrate(sql: postgres.Sql, where: string): Promise<number[]> {
 }
 
 /**
- * `StoreUnavailableError` for a lost or refused connection and for the SQLSTATEs above,
- * `StoreError` for anything else the server refuses.
+ * `StoreUnreachableError` when no connection could be made (the `BoundedStore` then stops
+ * trying until a probe gets through); `StoreUnavailableError` for a lost connection, the other
+ * SQLSTATEs above and other failures of the client; `StoreError` for anything else the server
+ * refuses. For a `write`, a connection lost with the statement on it leaves the outcome
+ * unknown, and the message says so.
+ *
+ * @example
+ * postgresError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }), 'list pets')
+ * // StoreUnreachableError('list pets: connect ECONNREFUSED 127.0.0.1:5432')
  */
-export function postgresError(err: unknown, doing: string): StoreError {
+export function postgresError(err: unknown, doing: string, write = false): StoreError {
   if (err instanceof StoreError) return err;
   const message = err instanceof Error ? err.message : String(err);
-  const unavailable =
-    err instanceof postgres.PostgresError
-      ? UNAVAILABLE_CLASSES.has(err.code.slice(0, 2)) || UNAVAILABLE_STATES.has(err.code)
-      : true; // not from the server: the socket failed, timed out or was closed
+  const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
+  const server = err instanceof postgres.PostgresError;
+  const away = NOT_CONNECTED.has(code);
+  const lost = server ? SESSION_ENDED.has(code) || (code.startsWith('08') && !away) : CONNECTION_LOST.has(code);
+  const text = `${doing}: ${message}${write && lost ? `; ${OUTCOME_UNKNOWN}` : ''}`;
+  if (away) return new StoreUnreachableError(text, { cause: err });
+  const unavailable = server ? UNAVAILABLE_CLASSES.has(code.slice(0, 2)) || UNAVAILABLE_STATES.has(code) : true; // not from the server: the client failed or was closed
   const Kind = unavailable ? StoreUnavailableError : StoreError;
-  return new Kind(`${doing}: ${message}`, { cause: err });
+  return new Kind(text, { cause: err });
 }

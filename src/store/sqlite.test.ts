@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { describeStore } from '../../test/store-conformance.ts';
 import type { Pet } from '../api/schemas.ts';
 import { createLogger, type Logger, silentLogger } from '../log.ts';
-import { StoreError, StoreOpenError, StoreUnavailableError, sqliteError } from './errors.ts';
+import { StoreError, StoreOpenError, StoreTimeoutError, StoreUnavailableError, sqliteError } from './errors.ts';
 import { fingerprintOf, IDEMPOTENCY_TTL_MS, SWEEP_INTERVAL_MS } from './idempotency.ts';
 import { MIGRATIONS, SCHEMA_VERSION } from './migrations.ts';
 import { SqliteStore } from './sqlite.ts';
@@ -225,6 +225,36 @@ describe('SqliteStore file', () => {
     ]);
     expect(out.all).toHaveLength(5);
   }, 30_000);
+});
+
+describe('SqliteStore while another process holds the write lock', () => {
+  test('reads go on; a create waits without stopping the event loop, and is dropped unstored after lockWaitMs', async () => {
+    const path = join(dir, 'pets.db');
+    const store = SqliteStore.open({ path, open: openSqlite, log: silentLogger, lockWaitMs: 300 });
+    await store.create({ name: 'before', categoryId: 1, status: 'available' });
+    const other = new Database(path);
+    other.exec('BEGIN IMMEDIATE');
+    const waited = store.create({ name: 'waited', categoryId: 1, status: 'available' }).catch((err: unknown) => err);
+    // The event loop turns meanwhile: timers run, reads are answered.
+    let ticks = 0;
+    const ticker = setInterval(() => ticks++, 10);
+    expect((await store.list({ limit: 10 })).map((p) => p.name)).toEqual(['before']);
+    expect(await waited).toEqual(
+      new StoreTimeoutError(
+        'store pet: the database file stayed locked by another process for 300 ms; nothing was stored',
+      ),
+    );
+    clearInterval(ticker);
+    expect(ticks).toBeGreaterThan(5);
+
+    // A create that gets the lock within its wait is stored.
+    const late = store.create({ name: 'late', categoryId: 1, status: 'available' });
+    setTimeout(() => other.exec('COMMIT'), 100);
+    expect(await late).toEqual({ id: 2, name: 'late', categoryId: 1, status: 'available' });
+    expect((await store.list({ limit: 10 })).map((p) => p.name)).toEqual(['before', 'late']);
+    other.close();
+    await store.close();
+  });
 });
 
 describe('sqliteError', () => {

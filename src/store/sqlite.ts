@@ -1,9 +1,16 @@
 import { resolve } from 'node:path';
-import { setImmediate } from 'node:timers';
+import { clearTimeout, setImmediate, setTimeout } from 'node:timers';
 import type { NewPet, Pet } from '../api/schemas.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import type { Logger } from '../log.ts';
-import { type StoreError, StoreOpenError, StoreUnavailableError, sqliteError } from './errors.ts';
+import {
+  isSqliteBusy,
+  type StoreError,
+  StoreOpenError,
+  StoreTimeoutError,
+  StoreUnavailableError,
+  sqliteError,
+} from './errors.ts';
 import { prepareDataFile, restrictCreated } from './file-modes.ts';
 import { IDEMPOTENCY_TTL_MS, SweepSchedule } from './idempotency.ts';
 import { pendingMigrations, SCHEMA_MIGRATIONS_DDL, SCHEMA_VERSION } from './migrations.ts';
@@ -31,8 +38,16 @@ import { column, PET_COLUMNS, petFromRow } from './rows.ts';
 import type { SqliteConnection, SqliteOpener } from './sqlite-driver.ts';
 import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from './store.ts';
 
-/** How long a write waits for another process holding the database lock before giving up. */
-const BUSY_TIMEOUT_MS = 5_000;
+/** How long opening the file (its migrations) waits for another process holding the lock. */
+const OPEN_BUSY_TIMEOUT_MS = 5_000;
+/**
+ * After opening, SQLite's own busy wait is off: it sleeps inside the call, which would stop the
+ * whole event loop (every other request with it). A statement that finds the file locked by
+ * another process is tried again every `BUSY_POLL_MS` instead, up to `lockWaitMs`.
+ */
+const BUSY_POLL_MS = 10;
+/** The default of `lockWaitMs`. */
+export const DEFAULT_LOCK_WAIT_MS = 5_000;
 
 const INSERT = `INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?) RETURNING ${PET_COLUMNS}`;
 const SELECT_ONE = `SELECT ${PET_COLUMNS} FROM pets WHERE id = ?`;
@@ -64,8 +79,13 @@ export interface SqliteStoreOptions {
   /** The runtime's SQLite, from `loadSqlite()`. */
   readonly open: SqliteOpener;
   readonly log: Logger;
-  /** Where time comes from for `DATA_VERSION_TTL_MS`; tests pass a fake one. */
+  /** Where time comes from for `DATA_VERSION_TTL_MS` and the lock wait; tests pass a fake one. */
   readonly clock?: Clock;
+  /**
+   * How long a call waits for another process that holds the database's lock; then it fails
+   * with `StoreTimeoutError`, and a create that waited is dropped unstored.
+   */
+  readonly lockWaitMs?: number;
 }
 
 /** A write waiting for the next batch: `run` inside its transaction, settled after its COMMIT. */
@@ -73,6 +93,8 @@ interface PendingWrite {
   readonly run: () => unknown;
   /** When the write is a create with a key: the batch's sweep of expired keys goes by its `now`. */
   readonly now?: number;
+  /** Epoch ms it was queued, from the store's clock: it is dropped once it waited `lockWaitMs`. */
+  readonly at: number;
   resolve(result: unknown): void;
   reject(err: StoreError): void;
 }
@@ -97,9 +119,12 @@ export class SqliteStore implements PetStore {
   /** Moves on with each commit of this process and each change of `data_version` (another's). */
   #generation = 0;
   readonly #clock: Clock;
+  readonly #lockWaitMs: number;
   #version: unknown;
   #versionReadAt = Number.NEGATIVE_INFINITY;
   #pending: PendingWrite[] = [];
+  /** Set while the pending writes wait for another process's lock. */
+  #retry: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
   /** The webhook outbox in this file: its writes are batched with the pets'. */
   readonly outbox: Outbox = {
@@ -130,9 +155,10 @@ export class SqliteStore implements PetStore {
       statsFromRows(this.#read('read outbox', () => this.#db.prepare(STATS).all())),
   };
 
-  private constructor(db: SqliteConnection, clock: Clock) {
+  private constructor(db: SqliteConnection, clock: Clock, lockWaitMs: number) {
     this.#db = db;
     this.#clock = clock;
+    this.#lockWaitMs = lockWaitMs;
   }
 
   /**
@@ -142,18 +168,25 @@ export class SqliteStore implements PetStore {
    * @example
    * const store = SqliteStore.open({ path: 'data/petstore.db', open: await loadSqlite(), log })
    */
-  static open({ path, open, log, clock = systemClock }: SqliteStoreOptions): SqliteStore {
+  static open({
+    path,
+    open,
+    log,
+    clock = systemClock,
+    lockWaitMs = DEFAULT_LOCK_WAIT_MS,
+  }: SqliteStoreOptions): SqliteStore {
     const file = resolve(path);
     let db: SqliteConnection | undefined;
     try {
       const created = prepareDataFile(file, log);
       db = open(file);
-      db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      db.exec(`PRAGMA busy_timeout = ${OPEN_BUSY_TIMEOUT_MS}`);
       const journal = column(db.prepare('PRAGMA journal_mode = WAL').get(), 'journal_mode');
       db.exec('PRAGMA synchronous = FULL');
       const migrated = migrate(db, file);
       restrictCreated(created);
       const sqliteVersion = column(db.prepare('SELECT sqlite_version() AS v').get(), 'v');
+      db.exec('PRAGMA busy_timeout = 0');
       if (journal !== 'wal')
         log.warn('SQLite could not use WAL; the rollback journal is slower but as durable', { journal });
       log.info('store opened', {
@@ -166,7 +199,7 @@ export class SqliteStore implements PetStore {
         schemaVersion: SCHEMA_VERSION,
         ...(migrated.length > 0 ? { migrated } : {}),
       });
-      return new SqliteStore(db, clock);
+      return new SqliteStore(db, clock, lockWaitMs);
     } catch (err) {
       db?.close();
       if (err instanceof StoreOpenError) throw err;
@@ -185,17 +218,21 @@ export class SqliteStore implements PetStore {
   }
 
   async get(id: number): Promise<Pet | undefined> {
-    const row = this.#read('read pet', () => this.#db.prepare(SELECT_ONE).get(id));
-    return row === undefined || row === null ? undefined : petFromRow(row);
+    return this.#reading('read pet', () => {
+      const row = this.#read('read pet', () => this.#db.prepare(SELECT_ONE).get(id));
+      return row === undefined || row === null ? undefined : petFromRow(row);
+    });
   }
 
   async list({ limit, status, after = 0 }: ListOptions): Promise<readonly Pet[]> {
-    const rows = this.#read('list pets', () =>
-      status === undefined
-        ? this.#db.prepare(SELECT_PAGE).all(after, limit)
-        : this.#db.prepare(SELECT_PAGE_BY_STATUS).all(status, after, limit),
-    );
-    return rows.map(petFromRow);
+    return this.#reading('list pets', () => {
+      const rows = this.#read('list pets', () =>
+        status === undefined
+          ? this.#db.prepare(SELECT_PAGE).all(after, limit)
+          : this.#db.prepare(SELECT_PAGE_BY_STATUS).all(status, after, limit),
+      );
+      return rows.map(petFromRow);
+    });
   }
 
   /**
@@ -219,29 +256,49 @@ export class SqliteStore implements PetStore {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#commit();
+    clearTimeout(this.#retry);
     this.#closed = true;
+    for (const p of this.#pending.splice(0)) p.reject(new StoreUnavailableError('store pet: the store is closed'));
     this.#db.close();
   }
 
   #enqueue(run: () => unknown, now?: number): Promise<unknown> {
     if (this.#closed) return Promise.reject(new StoreUnavailableError('the store is closed'));
     return new Promise((resolve, reject) => {
-      const write: PendingWrite = now === undefined ? { run, resolve, reject } : { run, now, resolve, reject };
-      if (this.#pending.push(write) === 1) setImmediate(() => this.#commit());
+      const at = this.#clock.now();
+      const write: PendingWrite = now === undefined ? { run, at, resolve, reject } : { run, now, at, resolve, reject };
+      if (this.#pending.push(write) === 1 && this.#retry === undefined) setImmediate(() => this.#commit());
     });
   }
 
-  /** Runs every pending write in one transaction; each promise settles after the COMMIT. */
+  /**
+   * Runs every pending write in one transaction; each promise settles after the COMMIT. While
+   * another process holds the write lock, the writes stay queued (new ones join them) and the
+   * lock is tried again every `BUSY_POLL_MS`; a write that has waited `lockWaitMs` is dropped.
+   */
   #commit(): void {
+    this.#retry = undefined;
+    this.#dropWaitedOut();
     const batch = this.#pending;
-    this.#pending = [];
     if (batch.length === 0) return;
+    try {
+      this.#db.exec('BEGIN IMMEDIATE');
+    } catch (err) {
+      if (isSqliteBusy(err)) {
+        this.#retry = setTimeout(() => this.#commit(), BUSY_POLL_MS);
+        return;
+      }
+      this.#pending = [];
+      const failure = sqliteError(err, 'store pet');
+      for (const p of batch) p.reject(failure);
+      return;
+    }
+    this.#pending = [];
     // Counted before the COMMIT as well as after it: an answer read while the batch runs is
     // never kept under the version that follows it.
     this.#generation++;
     let results: unknown[];
     try {
-      this.#db.exec('BEGIN IMMEDIATE');
       const sweepAt = batch.find((p) => p.now !== undefined)?.now;
       if (sweepAt !== undefined && this.#sweeps.due(sweepAt)) this.#db.prepare(SWEEP_KEYS).get(sweepAt);
       results = batch.map((p) => p.run());
@@ -254,6 +311,51 @@ export class SqliteStore implements PetStore {
     }
     this.#generation++;
     for (const [i, p] of batch.entries()) p.resolve(results[i]);
+  }
+
+  /** Rejects the queued creates that waited `lockWaitMs` for the lock: none of them is stored. */
+  #dropWaitedOut(): void {
+    const first = this.#pending[0];
+    if (first === undefined || this.#clock.now() - first.at < this.#lockWaitMs) return;
+    const since = this.#clock.now() - this.#lockWaitMs;
+    const kept = this.#pending.filter((p) => p.at > since);
+    const failure = new StoreTimeoutError(
+      `store pet: the database file stayed locked by another process for ${this.#lockWaitMs} ms; nothing was stored`,
+    );
+    for (const p of this.#pending) if (p.at <= since) p.reject(failure);
+    this.#pending = kept;
+  }
+
+  /**
+   * Runs a read now; if another process holds a lock it needs (SQLite in WAL mode rarely makes
+   * a reader wait: recovery, a restarting checkpoint), tries again every `BUSY_POLL_MS`.
+   */
+  #reading<T>(doing: string, read: () => T): T | Promise<T> {
+    try {
+      return read();
+    } catch (err) {
+      if (!isSqliteBusy(err)) throw err;
+      return this.#readLater(doing, read, this.#clock.now());
+    }
+  }
+
+  async #readLater<T>(doing: string, read: () => T, since: number): Promise<T> {
+    for (;;) {
+      await new Promise((resolve) => setTimeout(resolve, BUSY_POLL_MS));
+      try {
+        return read();
+      } catch (err) {
+        if (!isSqliteBusy(err)) throw err;
+        if (this.#clock.now() - since >= this.#lockWaitMs) {
+          throw new StoreTimeoutError(
+            `${doing}: the database file stayed locked by another process for ${this.#lockWaitMs} ms`,
+            {
+              cause: err,
+            },
+          );
+        }
+      }
+    }
   }
 
   #insert(pet: NewPet): Pet {

@@ -23,8 +23,11 @@ export const DEFAULT_PREFIX = 'petstore:rl:';
 /** A decision Redis has not answered in this long fails, and the limiter fails over. */
 const COMMAND_TIMEOUT_MS = 500;
 const CONNECT_TIMEOUT_MS = 2_000;
-/** Reconnection attempts back off to this, and go on for as long as the process runs. */
-const MAX_RECONNECT_DELAY_MS = 2_000;
+/**
+ * Reconnection attempts back off to this, and go on for as long as the process runs; with the
+ * probe made on reconnecting, limits are shared again within about this long of Redis's return.
+ */
+const MAX_RECONNECT_DELAY_MS = 1_000;
 
 const OUTCOMES: readonly Outcome[] = ['admitted', 'rate_limited', 'key_banned'];
 const BAN_ENDED = 1;
@@ -195,8 +198,10 @@ export async function openRedisLimiter({
     close: () => client.quit().catch(() => client.disconnect()),
     explain,
   });
-  // A lost connection is noticed at once, not at the next request: /readyz stays truthful.
+  // A lost connection is noticed at once, not at the next request, and a new one is taken up at
+  // once, not at the next probe: /readyz stays truthful.
   client.on('close', () => limiter.markDown(explain(new Error('Connection is closed.'))));
+  client.on('ready', () => void limiter.check());
   try {
     await client.connect();
     log.info('rate limiter: limits and bans are shared through Redis', { redis: name, failMode: mode });

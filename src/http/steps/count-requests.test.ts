@@ -12,7 +12,7 @@ function counted(metrics: Metrics, now?: () => number): MiddlewareHandler<AppEnv
   return async (c, next) => {
     const started = count.start();
     await next();
-    count.finish(c, started);
+    count.finish(c, started, c.res.status);
   };
 }
 

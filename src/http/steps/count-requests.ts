@@ -22,7 +22,7 @@ export interface CountRequestsOptions {
  * const count = requestCounter({ metrics })
  * const started = count.start()
  * // ... the request is answered ...
- * count.finish(c, started)
+ * count.finish(c, started, res.status)
  */
 export function requestCounter({ metrics, now = () => performance.now() }: CountRequestsOptions) {
   return {
@@ -30,8 +30,7 @@ export function requestCounter({ metrics, now = () => performance.now() }: Count
       metrics.started();
       return now();
     },
-    finish(c: Context<AppEnv>, started: number): void {
-      const status = c.res.status;
+    finish(c: Context<AppEnv>, started: number, status: number): void {
       metrics.answered(operationIndex(c.get('operation')), status, (now() - started) / 1000);
       const caller = c.get('caller');
       if (status === 429 && c.error instanceof ApiError) {

@@ -21,16 +21,21 @@ function setup() {
     clientAddress: () => '198.51.100.9',
     maxBodyBytes: 1024,
   });
-  app.use(steps.exchange);
-  app.get('/v1/pets/:petId', (c) => {
-    if (c.req.header('authorization')) {
-      const key = acme as NonNullable<typeof acme>;
-      c.set('caller', { kind: 'consumer', consumer: key.consumer, key });
-    } else c.set('caller', { kind: 'address', address: '203.0.113.5', credential: 'none' });
-    clock.advance(12);
-    return answer(c, { status: c.req.header('authorization') ? 200 : 401, body: '{}', type: 'application/json' });
-  });
-  app.get('/healthz', (c) => answer(c, { status: 200, body: '{"status":"ok"}', type: 'application/json' }));
+  app.get(
+    '/v1/pets/:petId',
+    steps.exchange((c) => {
+      if (c.req.header('authorization')) {
+        const key = acme as NonNullable<typeof acme>;
+        c.set('caller', { kind: 'consumer', consumer: key.consumer, key });
+      } else c.set('caller', { kind: 'address', address: '203.0.113.5', credential: 'none' });
+      clock.advance(12);
+      return answer(c, { status: c.req.header('authorization') ? 200 : 401, body: '{}', type: 'application/json' });
+    }),
+  );
+  app.get(
+    '/healthz',
+    steps.exchange((c) => answer(c, { status: 200, body: '{"status":"ok"}', type: 'application/json' })),
+  );
   return { app, lines, json: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>) };
 }
 

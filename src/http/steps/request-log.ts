@@ -41,14 +41,14 @@ export interface Started {
 /**
  * The request log as two plain steps, for the one outer layer (`exchange`) to call around the
  * rest: `start` gives the request its id (the client's `X-Request-Id` when sane; the caller
- * echoes it), `finish` writes the one log line once the response is ready. The line names the key or
+ * echoes it), `finish` writes the one log line once the answer's status is known. The line names the key or
  * address, never the token.
  *
  * @example
  * const steps = requestLogSteps({ log, clock: systemClock })
  * const started = steps.start(c)
  * await next()
- * steps.finish(c, started)
+ * steps.finish(c, started, res.status)
  * // {"time":"…","level":"info","msg":"request","requestId":"…","method":"GET","route":"/v1/pets",
  * //  "status":200,"durationMs":1,"key":"acme"}
  */
@@ -61,12 +61,12 @@ export function requestLogSteps({ log, clock, newId = () => crypto.randomUUID(),
       c.set('requestId', id);
       return { id, at };
     },
-    finish(c: Context<AppEnv>, { id, at }: Started): void {
+    finish(c: Context<AppEnv>, { id, at }: Started, status: number): void {
       log.info('request', {
         requestId: id,
         method: c.req.method,
         route: routePath(c),
-        status: c.res.status,
+        status,
         durationMs: clock.now() - at,
         ...who(c, clientAddress),
       });

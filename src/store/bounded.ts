@@ -1,0 +1,257 @@
+/**
+ * Every store call bounded in time, and a database known to be away answered at once.
+ *
+ * - A call that has not settled `timeoutMs` after it began is rejected with
+ *   `StoreTimeoutError` (the API's 503), whatever the backend is waiting for: a connection, a
+ *   pool slot, a query that does not come back, a lock. A write's message says that the pet may
+ *   still have been stored; a retry with the same `Idempotency-Key` then finds it.
+ * - A call that fails with `StoreUnreachableError` marks the database away: from then on every
+ *   call is rejected at once, without touching the backend, and the backend is pinged every
+ *   `probeIntervalMs` (counted from the end of the previous ping) until one answers. Each
+ *   change is logged once.
+ */
+import { clearTimeout, setTimeout } from 'node:timers';
+import type { NewPet, Pet } from '../api/schemas.ts';
+import { type Clock, systemClock } from '../clock.ts';
+import type { Logger } from '../log.ts';
+import { OUTCOME_UNKNOWN, StoreTimeoutError, StoreUnreachableError } from './errors.ts';
+import type { Outbox } from './outbox.ts';
+import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from './store.ts';
+
+/** `--store-timeout`'s default: the longest a request waits for the store. */
+export const DEFAULT_STORE_TIMEOUT_MS = 2_000;
+/** While the database is away, the pause between the end of one probe and the next. */
+export const PROBE_INTERVAL_MS = 250;
+/** Settled calls at the head of the queue are dropped in bulk once there are this many. */
+const COMPACT_AFTER = 1_024;
+
+/** The one-shot timers the store sets; tests pass fake ones and move time by hand. */
+export interface Timers {
+  set(run: () => void, ms: number): unknown;
+  clear(handle: unknown): void;
+}
+
+/** The runtime's timers, unref'd: a pending deadline or probe never keeps the process alive. */
+export const systemTimers: Timers = {
+  set: (run, ms) => setTimeout(run, ms).unref(),
+  clear: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+};
+
+export interface BoundedStoreOptions {
+  /** The longest a call may take (`--store-timeout`). */
+  readonly timeoutMs?: number;
+  readonly log: Logger;
+  readonly probeIntervalMs?: number;
+  readonly clock?: Clock;
+  readonly timers?: Timers;
+}
+
+/** A call in flight: rejected with `StoreTimeoutError` at `deadline` unless settled before. */
+interface Call {
+  readonly started: number;
+  readonly deadline: number;
+  readonly doing: string;
+  readonly write: boolean;
+  settled: boolean;
+  readonly fail: (err: Error) => void;
+}
+
+/**
+ * @example
+ * const store = new BoundedStore(await PostgresStore.open({ url, log }), { timeoutMs: 2_000, log });
+ * await store.list({ limit: 20 }); // rejects with StoreTimeoutError after 2 s without an answer
+ */
+export class BoundedStore implements PetStore {
+  /** The store every call is passed to. */
+  readonly backend: PetStore;
+  /** The backend's webhook outbox, each call bounded like the pets'. */
+  readonly outbox?: Outbox;
+  readonly #timeoutMs: number;
+  readonly #log: Logger;
+  readonly #probeIntervalMs: number;
+  readonly #clock: Clock;
+  readonly #timers: Timers;
+  /**
+   * Calls in the order they began. Every call has the same timeout, so this is also the order
+   * of their deadlines: one timer, for the oldest unsettled call, bounds them all.
+   */
+  #calls: Call[] = [];
+  #head = 0;
+  #deadlineTimer: unknown;
+  /** Epoch ms since the database is away, while it is. */
+  #awaySince: number | undefined;
+  /** Epoch ms a probe last found the database back: calls begun before then cannot say it is away. */
+  #backAt = Number.NEGATIVE_INFINITY;
+  #reason = '';
+  #probeTimer: unknown;
+  #closed = false;
+
+  constructor(
+    backend: PetStore,
+    {
+      timeoutMs = DEFAULT_STORE_TIMEOUT_MS,
+      log,
+      probeIntervalMs = PROBE_INTERVAL_MS,
+      clock = systemClock,
+      timers = systemTimers,
+    }: BoundedStoreOptions,
+  ) {
+    this.backend = backend;
+    this.#timeoutMs = timeoutMs;
+    this.#log = log;
+    this.#probeIntervalMs = probeIntervalMs;
+    this.#clock = clock;
+    this.#timers = timers;
+    const outbox = backend.outbox;
+    if (outbox) {
+      this.outbox = {
+        record: (events) => this.#call('record events', true, () => outbox.record(events)),
+        claim: (...args) => this.#call('claim events', true, () => outbox.claim(...args)),
+        settle: (...args) => this.#call('settle event', true, () => outbox.settle(...args)),
+        trim: (...args) => this.#call('trim outbox', true, () => outbox.trim(...args)),
+        stats: () => this.#call('read outbox', false, () => outbox.stats()),
+      };
+    }
+  }
+
+  create(pet: NewPet): Promise<Pet> {
+    return this.#call('store pet', true, () => this.backend.create(pet));
+  }
+
+  createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult> {
+    return this.#call('store pet', true, () => this.backend.createOnce(pet, once));
+  }
+
+  get(id: number): Promise<Pet | undefined> {
+    return this.#call('read pet', false, () => this.backend.get(id));
+  }
+
+  list(options: ListOptions): Promise<readonly Pet[]> {
+    return this.#call('list pets', false, () => this.backend.list(options));
+  }
+
+  /** The backend's: reading it touches no connection (see each backend). */
+  version(): unknown {
+    return this.backend.version();
+  }
+
+  ping(): Promise<void> {
+    return this.#call('ping', false, () => this.backend.ping());
+  }
+
+  /** True while calls are answered at once because the database is away. */
+  get away(): boolean {
+    return this.#awaySince !== undefined;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#timers.clear(this.#probeTimer);
+    await this.backend.close();
+  }
+
+  #call<T>(doing: string, write: boolean, run: () => Promise<T>): Promise<T> {
+    if (this.#awaySince !== undefined) {
+      return Promise.reject(new StoreUnreachableError(`${doing}: the database is unreachable (${this.#reason})`));
+    }
+    return this.#bounded(doing, write, run);
+  }
+
+  #bounded<T>(doing: string, write: boolean, run: () => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const started = this.#clock.now();
+      const call: Call = { started, deadline: started + this.#timeoutMs, doing, write, settled: false, fail: reject };
+      this.#watch(call);
+      const failed = (err: unknown) => {
+        call.settled = true;
+        // A call begun before the last probe got through fails late with the outage it saw:
+        // that says nothing about the database now.
+        if (err instanceof StoreUnreachableError && started >= this.#backAt) {
+          this.#markAway(err.cause instanceof Error ? err.cause.message : err.message);
+        }
+        reject(err);
+      };
+      try {
+        run().then((value) => {
+          call.settled = true;
+          resolve(value);
+        }, failed);
+      } catch (err) {
+        failed(err);
+      }
+    });
+  }
+
+  #watch(call: Call): void {
+    const calls = this.#calls;
+    while (this.#head < calls.length && (calls[this.#head] as Call).settled) this.#head++;
+    if (this.#head >= COMPACT_AFTER) {
+      this.#calls = calls.slice(this.#head);
+      this.#head = 0;
+    }
+    this.#calls.push(call);
+    if (this.#deadlineTimer === undefined) this.#armDeadline(this.#timeoutMs);
+  }
+
+  #armDeadline(ms: number): void {
+    this.#deadlineTimer = this.#timers.set(() => this.#expire(), Math.max(1, ms));
+  }
+
+  /** Rejects every unsettled call whose deadline has passed; re-arms for the next one. */
+  #expire(): void {
+    this.#deadlineTimer = undefined;
+    const now = this.#clock.now();
+    const calls = this.#calls;
+    while (this.#head < calls.length) {
+      const call = calls[this.#head] as Call;
+      if (!call.settled) {
+        if (call.deadline > now) break;
+        call.settled = true;
+        call.fail(this.#timeoutError(call));
+      }
+      this.#head++;
+    }
+    if (this.#head >= calls.length) {
+      this.#calls = [];
+      this.#head = 0;
+      return;
+    }
+    this.#armDeadline((calls[this.#head] as Call).deadline - now);
+  }
+
+  #timeoutError({ doing, write }: Call): StoreTimeoutError {
+    const what = `${doing}: no answer from the store within ${this.#timeoutMs} ms`;
+    return new StoreTimeoutError(write ? `${what}; ${OUTCOME_UNKNOWN}` : what);
+  }
+
+  #markAway(reason: string): void {
+    this.#reason = reason;
+    if (this.#awaySince !== undefined || this.#closed) return;
+    this.#awaySince = this.#clock.now();
+    this.#log.warn('store unreachable; answering 503 at once until a probe finds it again', {
+      reason,
+      probeEveryMs: this.#probeIntervalMs,
+    });
+    this.#scheduleProbe();
+  }
+
+  #scheduleProbe(): void {
+    this.#probeTimer = this.#timers.set(() => void this.#probe(), this.#probeIntervalMs);
+  }
+
+  async #probe(): Promise<void> {
+    if (this.#closed) return;
+    try {
+      await this.#bounded('ping', false, () => this.backend.ping());
+    } catch (err) {
+      if (!(err instanceof StoreUnreachableError)) this.#reason = err instanceof Error ? err.message : String(err);
+      this.#log.debug('store probe failed', { reason: this.#reason });
+      if (!this.#closed) this.#scheduleProbe();
+      return;
+    }
+    this.#backAt = this.#clock.now();
+    const awayMs = this.#backAt - (this.#awaySince ?? this.#backAt);
+    this.#awaySince = undefined;
+    this.#log.info('store reachable again; serving', { awayMs });
+  }
+}
