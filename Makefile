@@ -161,8 +161,13 @@ keys-store-test: build ## two dist/petstore with --keys store on one PostgreSQL 
 keys-redis-test: build ## two dist/petstore sharing Redis: two keys of one consumer use up one quota; costs spent exactly across both
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-redis.sh $(BUN) test ./scripts/keys-redis.test.ts ./scripts/quota-redis.test.ts
 
-redis-test: node_modules/.stamp ## the Redis limiter (its Lua script replayed against the in-process one) on a throwaway redis-server
-	scripts/with-redis.sh $(BUN) test ./src/gateway/limiter/redis.test.ts
+redis-test: node_modules/.stamp ## the Redis limiter (its Lua script replayed against the in-process one, its notices) on a throwaway redis-server
+	scripts/with-redis.sh $(BUN) test ./src/gateway/limiter/redis.test.ts ./src/gateway/limiter/notices.test.ts
+
+.PHONY: webhooks-test
+webhooks-test: build ## quota webhooks to a real receiver: order, backoff, kill -9, bound (SQLite); two instances on Redis + PostgreSQL: one event per crossing (~1 min)
+	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh scripts/with-redis.sh \
+	  $(BUN) test --timeout 120000 ./scripts/webhooks.test.ts ./scripts/webhooks-scale.test.ts ./src/gateway/limiter/notices.test.ts
 
 scale-out-test: build ## two dist/petstore sharing PostgreSQL and Redis: one quota, one catalogue, Redis stopped mid-run; --max-in-flight under a slow Redis, /readyz (~85 s)
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh scripts/with-redis.sh \

@@ -7,7 +7,7 @@ import { API_PREFIX, OPERATIONS } from './api/operations.ts';
 import { type Clock, systemClock } from './clock.ts';
 import type { DocsOptions } from './docs/routes.ts';
 import type { AppEnv } from './env.ts';
-import { gateway } from './gateway/index.ts';
+import { type GatewayOptions, gateway } from './gateway/index.ts';
 import type { KeyAdmin } from './gateway/keys/source.ts';
 import type { KeyTable } from './gateway/keys/table.ts';
 import type { LimiterStatus } from './gateway/limiter/failover.ts';
@@ -53,6 +53,8 @@ export interface AppOptions {
   corsOrigins?: readonly string[];
   /** Why the keys in force may be out of date (`--keys store` with the database unreachable), for `/readyz`. */
   keysProblem?: () => string | undefined;
+  /** Records what a decision crossed (webhook events) before its answer is sent. */
+  notify?: GatewayOptions['notify'];
 }
 
 /**
@@ -80,6 +82,7 @@ export function createApp({
   limiterStatus,
   corsOrigins = [],
   keysProblem,
+  notify,
 }: AppOptions) {
   if (metrics) store = countStoreErrors(store, metrics);
   const wouldRefuse = wouldRefuseReporter({
@@ -87,7 +90,17 @@ export function createApp({
     clock,
     ...(metrics ? { count: (consumer, window) => metrics.wouldRefuse(consumer, window) } : {}),
   });
-  const pass = gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, wouldRefuse, clock });
+  const pass = gateway({
+    keys,
+    limiter,
+    clientAddress,
+    ban,
+    maxInFlight,
+    ipv6Prefix,
+    wouldRefuse,
+    clock,
+    ...(notify ? { notify } : {}),
+  });
   const steps = pipeline({
     log,
     clock,

@@ -185,6 +185,14 @@ export const OPTIONS = {
     shownDefault: 'none',
     parse: httpUrl,
   },
+  webhookOutboxMax: {
+    flag: '--webhook-outbox-max',
+    env: 'PETSTORE_WEBHOOK_OUTBOX_MAX',
+    arg: 'N',
+    help: 'webhook events kept undelivered at most; beyond it the oldest failed ones are dropped first (counted)',
+    fallback: 10_000,
+    parse: int(1, 100_000_000),
+  },
   logLevel: {
     flag: '--log-level',
     env: 'PETSTORE_LOG_LEVEL',

@@ -19,6 +19,9 @@ export interface KeySpec {
   enforce?: boolean;
   /** What the key may do (`pets:read`, `pets:write`); both when absent. */
   scopes?: string[];
+  /** Where quota notifications go, and the percentages noticed. */
+  webhook?: { url: string; secret: string };
+  thresholds?: number[];
 }
 
 export const tokenOf = (name: string) => `psk_e2e-${name}-0123456789abcdefghijklmnopqrstuv`;

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
 import { MAX_ID, type NewPet } from '../src/api/schemas.ts';
 import { fingerprintOf, IDEMPOTENCY_TTL_MS } from '../src/store/idempotency.ts';
+import type { Outbox } from '../src/store/outbox.ts';
 import type { IdempotentCreate, PetStore } from '../src/store/store.ts';
 
 /** Opens an empty store for one test; `dispose` removes whatever it left behind. */
@@ -155,6 +156,63 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
 
     test('ping resolves on an open store', async () => {
       await expect(store.ping()).resolves.toBeUndefined();
+    });
+
+    test('the outbox: recorded once per id, leased to one worker at a time, retried when due, settled', async () => {
+      const outbox = store.outbox as Outbox;
+      const event = (id: string, at: number) => ({
+        id,
+        consumer: 'acme',
+        type: 'quota.threshold',
+        payload: `{"n":"${id}"}`,
+        createdAt: at,
+      });
+      await outbox.record([event('e1', T0), event('e2', T0 + 1)]);
+      await outbox.record([{ ...event('e1', T0 + 5), payload: 'other' }]);
+      expect(await outbox.stats()).toEqual({ pending: 2, failed: 0, oldestPendingAt: T0 });
+      // Two workers at once: each event goes to one of them.
+      const [a, b] = await Promise.all([
+        outbox.claim('a', T0 + 10, 30_000, 10),
+        outbox.claim('b', T0 + 10, 30_000, 10),
+      ]);
+      expect([...(a ?? []), ...(b ?? [])].map((e) => [e.id, e.payload, e.attempts])).toEqual([
+        ['e1', '{"n":"e1"}', 0],
+        ['e2', '{"n":"e2"}', 0],
+      ]);
+      const owner = (a ?? []).length > 0 ? 'a' : 'b';
+      expect(await outbox.claim('c', T0 + 20, 30_000, 10)).toEqual([]);
+      await outbox.settle('e1', owner, { outcome: 'delivered' }, T0 + 30);
+      await outbox.settle('e2', 'c', { outcome: 'delivered' }, T0 + 30); // not c's lease: nothing
+      await outbox.settle('e2', owner, { outcome: 'retry', at: T0 + 5_000, error: 'HTTP 503' }, T0 + 30);
+      expect(await outbox.claim('c', T0 + 4_999, 30_000, 10)).toEqual([]);
+      expect((await outbox.claim('c', T0 + 5_000, 30_000, 10)).map((e) => [e.id, e.attempts])).toEqual([['e2', 1]]);
+      // A lease that ran out (its worker died) is taken over.
+      expect((await outbox.claim('d', T0 + 40_000, 30_000, 10)).map((e) => e.id)).toEqual(['e2']);
+      await outbox.settle('e2', 'd', { outcome: 'failed', error: 'gave up' }, T0 + 40_001);
+      expect(await outbox.stats()).toEqual({ pending: 0, failed: 1, oldestPendingAt: undefined });
+      // A delivered id recorded again is not sent again.
+      await outbox.record([event('e1', T0 + 50_000)]);
+      expect(await outbox.claim('c', T0 + 60_000, 30_000, 10)).toEqual([]);
+    });
+
+    test('the outbox is bounded: failed events are dropped first, oldest first, then pending ones', async () => {
+      const outbox = store.outbox as Outbox;
+      const event = (id: string, at: number, type = 'quota.threshold') => ({
+        id,
+        consumer: 'acme',
+        type,
+        payload: '{}',
+        createdAt: at,
+      });
+      await outbox.record([event('f1', T0, 'key.banned'), event('f2', T0 + 1, 'key.banned')]);
+      for (const e of await outbox.claim('w', T0 + 2, 30_000, 10)) {
+        await outbox.settle(e.id, 'w', { outcome: 'failed', error: 'gave up' }, T0 + 3);
+      }
+      await outbox.record([event('p1', T0 + 4), event('p2', T0 + 5), event('p3', T0 + 6)]);
+      expect(await outbox.trim(4, T0 + 10)).toEqual([{ consumer: 'acme', type: 'key.banned' }]);
+      expect(await outbox.trim(4, T0 + 10)).toEqual([]);
+      expect(await outbox.trim(2, T0 + 10)).toHaveLength(2);
+      expect(await outbox.stats()).toEqual({ pending: 2, failed: 0, oldestPendingAt: T0 + 5 });
     });
   });
 }

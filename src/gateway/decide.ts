@@ -49,6 +49,8 @@ export function decider({
           seconds: policy.seconds,
           threshold: consumer.enforce ? (policy.threshold ?? consumer.limits.perMinute) : 0,
         },
+        // Only a consumer with somewhere to send them has its crossings noticed.
+        ...(consumer.webhook && consumer.thresholds ? { thresholds: consumer.thresholds } : {}),
       };
       subjects.set(consumer, subject);
     }

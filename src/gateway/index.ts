@@ -8,6 +8,7 @@ import { type Caller, identify } from './caller.ts';
 import { decider } from './decide.ts';
 import { writeRateLimitHeaders } from './headers.ts';
 import { InFlight, tooManyInFlight, untouched } from './in-flight.ts';
+import type { Consumer } from './keys/file.ts';
 import type { KeyTable } from './keys/table.ts';
 import { adminKeyOnPublicApi, invalidKey, missingScope, REALM, validAt } from './keys/validity.ts';
 import type { Decision, RateLimiter, WindowName } from './limiter/limiter.ts';
@@ -32,6 +33,12 @@ export interface GatewayOptions {
    * public API a key with it is refused (403), whatever the operation's scope.
    */
   admin?: boolean;
+  /**
+   * Told of a decision that crossed a threshold, exhausted a window or started a ban (its
+   * `notices`); the request's answer waits for it, so what it records is durable before the
+   * client hears of the crossing (src/webhooks/notify.ts).
+   */
+  notify?: (consumer: Consumer, decision: Decision) => Promise<void>;
   clock?: Clock;
 }
 
@@ -86,6 +93,7 @@ export function gateway({
   ipv6Prefix,
   wouldRefuse,
   admin = false,
+  notify,
   clock = systemClock,
 }: GatewayOptions): GatewayPass {
   const decide = decider({ limiter, ban, ...(ipv6Prefix === undefined ? {} : { ipv6Prefix }) });
@@ -115,6 +123,7 @@ export function gateway({
       const cost = op.readsQuota ? 0 : op.id === undefined ? 1 : (consumer.costs[op.id] ?? 1);
       const verdict = await decide(caller, cost);
       if (verdict.outcome === 'unavailable') return LIMITER_DOWN;
+      if (verdict.notices && notify) await notify(consumer, verdict);
       let limited: ApiError | undefined;
       if (verdict.outcome !== 'admitted' && cost > 0) {
         if (consumer.enforce) limited = refusal(verdict);

@@ -12,6 +12,7 @@ import { PLAN_NAMES } from '../gateway/plans.ts';
 import type { StoreErrorKind } from '../store/errors.ts';
 import { ConsumerMetrics } from './consumers.ts';
 import { OPERATIONS, STORE_OPERATIONS, type StoreOperation } from './labels.ts';
+import { WebhookMetrics } from './webhooks.ts';
 
 /** Upper bounds of the latency buckets, in seconds. */
 export const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
@@ -51,6 +52,8 @@ export class Metrics {
   readonly #wouldRefuse: Counter<'consumer' | 'window'>;
   /** Per-consumer and per-key series; fed by `countRequests` and the keys (re)load. */
   readonly consumers = new ConsumerMetrics();
+  /** Webhook deliveries and the outbox; fed by the delivery worker. */
+  readonly webhooks = new WebhookMetrics();
 
   constructor({ version, runtime, startedAt = Date.now() }: MetricsOptions) {
     const registers = [this.#registry];
@@ -131,6 +134,7 @@ export class Metrics {
     this.#reloads.inc({ result: 'ok' }, 0);
     this.#reloads.inc({ result: 'failed' }, 0);
     this.consumers.register(this.#registry);
+    this.webhooks.register(this.#registry);
     new Gauge({
       name: 'petstore_build_info',
       help: 'Version and runtime of this server; always 1.',

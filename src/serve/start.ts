@@ -1,3 +1,4 @@
+import process from 'node:process';
 import { type AdminAppOptions, adminApp, createApp, metricsApp } from '../app.ts';
 import { systemClock } from '../clock.ts';
 import { type Config, ConfigError } from '../config.ts';
@@ -12,6 +13,9 @@ import { type KeyStore, keyStoreOf } from '../store/keys.ts';
 import { describeData, MEMORY, openStore } from '../store/open.ts';
 import type { PetStore } from '../store/store.ts';
 import { VERSION } from '../version.ts';
+import { notifier } from '../webhooks/notify.ts';
+import { parseRetrySeconds } from '../webhooks/schedule.ts';
+import { DeliveryWorker } from '../webhooks/worker.ts';
 import { checkOpenFiles, openFilesNeeded } from './fd-limit.ts';
 import { announceDevKey, developmentKeys, KeysFileWatcher, type StartKeys } from './keys-source.ts';
 import { KEYS_STORE, KeysStoreWatcher } from './keys-store.ts';
@@ -46,6 +50,16 @@ function origin(host: string, port: number): string {
   return `http://${name.includes(':') ? `[${name}]` : name}:${port}`;
 }
 
+/** The retry delays `PETSTORE_WEBHOOK_RETRY_SECONDS` sets (for tests), or undefined for the real schedule. */
+function webhookRetryDelays(text: string | undefined): number[] | undefined {
+  if (text === undefined || text === '') return undefined;
+  try {
+    return parseRetrySeconds(text);
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
+}
+
 /**
  * Serves `config`: loads the keys, binds the port, opens the store, builds the limiter and the
  * app, installs the signal handlers, and only then shows the development key (if any) and logs
@@ -62,6 +76,7 @@ export async function startServer(config: Config): Promise<void> {
   }
   const log = createLogger({ level: config.logLevel, format: config.logFormat });
   const trust = trustedProxies(config.trustProxy);
+  const retryDelays = webhookRetryDelays(process.env.PETSTORE_WEBHOOK_RETRY_SECONDS);
   const fromStore = config.keys === KEYS_STORE;
   const source = fromStore ? { source: 'store' } : { file: config.keys };
   const applyKeys = (loaded: KeyRecord[], trigger: string) => {
@@ -171,6 +186,18 @@ export async function startServer(config: Config): Promise<void> {
       })
     : undefined;
   const limiter = shared ?? local;
+  // Webhook events live in the store's outbox; the worker delivers them off the request path.
+  const { outbox } = store;
+  const worker = outbox
+    ? new DeliveryWorker({
+        outbox,
+        keys: () => keys.records(),
+        log,
+        maxOutbox: config.webhookOutboxMax,
+        ...(metrics ? { report: metrics.webhooks } : {}),
+        ...(retryDelays ? { delays: retryDelays } : {}),
+      })
+    : undefined;
   let stopping = false;
   const app = createApp({
     store,
@@ -188,8 +215,10 @@ export async function startServer(config: Config): Promise<void> {
     ...(shared ? { limiterStatus: () => shared.status() } : {}),
     ...(storeWatcher ? { keysProblem: () => storeWatcher.problem() } : {}),
     corsOrigins: config.corsOrigins,
+    ...(outbox ? { notify: notifier({ outbox, log, clock: systemClock, recorded: () => worker?.wake() }) } : {}),
   });
   handle = app.fetch;
+  worker?.start();
   appReady(app.fetch);
   const admin = watcher
     ? fileKeyAdmin(config.keys, () => watcher.reload('admin API'))
@@ -226,10 +255,13 @@ export async function startServer(config: Config): Promise<void> {
     shutdownSeconds: config.shutdownSeconds,
     onStopping: () => {
       stopping = true;
+      // Attempts under way are cut short now: Bun's drain waits for the outgoing ones too.
+      void worker?.stop();
     },
     close: async () => {
       watcher?.stop();
       await storeWatcher?.stop();
+      await worker?.stop();
       await store.close();
       await shared?.close();
     },

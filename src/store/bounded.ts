@@ -15,6 +15,7 @@ import type { NewPet, Pet } from '../api/schemas.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import type { Logger } from '../log.ts';
 import { OUTCOME_UNKNOWN, StoreTimeoutError, StoreUnreachableError } from './errors.ts';
+import type { Outbox } from './outbox.ts';
 import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from './store.ts';
 
 /** `--store-timeout`'s default: the longest a request waits for the store. */
@@ -63,6 +64,8 @@ interface Call {
 export class BoundedStore implements PetStore {
   /** The store every call is passed to. */
   readonly backend: PetStore;
+  /** The backend's webhook outbox, each call bounded like the pets'. */
+  readonly outbox?: Outbox;
   readonly #timeoutMs: number;
   readonly #log: Logger;
   readonly #probeIntervalMs: number;
@@ -99,6 +102,16 @@ export class BoundedStore implements PetStore {
     this.#probeIntervalMs = probeIntervalMs;
     this.#clock = clock;
     this.#timers = timers;
+    const outbox = backend.outbox;
+    if (outbox) {
+      this.outbox = {
+        record: (events) => this.#call('record events', true, () => outbox.record(events)),
+        claim: (...args) => this.#call('claim events', true, () => outbox.claim(...args)),
+        settle: (...args) => this.#call('settle event', true, () => outbox.settle(...args)),
+        trim: (...args) => this.#call('trim outbox', true, () => outbox.trim(...args)),
+        stats: () => this.#call('read outbox', false, () => outbox.stats()),
+      };
+    }
   }
 
   create(pet: NewPet): Promise<Pet> {

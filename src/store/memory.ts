@@ -1,5 +1,6 @@
 import type { NewPet, Pet } from '../api/schemas.ts';
 import { IDEMPOTENCY_TTL_MS } from './idempotency.ts';
+import { MemoryOutbox } from './outbox.ts';
 import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from './store.ts';
 
 interface RememberedKey {
@@ -17,6 +18,7 @@ export class MemoryStore implements PetStore {
   #generation = 0;
   /** Idempotency keys in the order they were stored, which is the order they expire in. */
   readonly #keys = new Map<string, RememberedKey>();
+  readonly outbox = new MemoryOutbox();
 
   async create(pet: NewPet): Promise<Pet> {
     return { ...this.#insert(pet) };

@@ -103,6 +103,43 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE TRIGGER keys_audit_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON keys_audit
         FOR EACH STATEMENT EXECUTE FUNCTION keys_audit_append_only();`,
   },
+  {
+    version: 4,
+    name: 'webhook_outbox',
+    // Quota notifications waiting to be sent (src/store/outbox.ts). Times are epoch ms; next_at is
+    // when a pending event is due (when a delivered one was delivered); claimed_by/claimed_until
+    // lease a pending event to one worker. No webhook secret is ever stored.
+    sqlite: `
+      CREATE TABLE webhook_outbox (
+        id TEXT PRIMARY KEY,
+        consumer TEXT NOT NULL,
+        type TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'failed')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_at INTEGER NOT NULL,
+        claimed_by TEXT,
+        claimed_until INTEGER,
+        last_error TEXT
+      ) STRICT;
+      CREATE INDEX webhook_outbox_due ON webhook_outbox (status, next_at);`,
+    postgres: `
+      CREATE TABLE webhook_outbox (
+        id TEXT PRIMARY KEY,
+        consumer TEXT NOT NULL,
+        type TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'failed')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_at BIGINT NOT NULL,
+        claimed_by TEXT,
+        claimed_until BIGINT,
+        last_error TEXT
+      );
+      CREATE INDEX webhook_outbox_due ON webhook_outbox (status, next_at);`,
+  },
 ];
 
 /** The schema version this build writes. */

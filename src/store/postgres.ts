@@ -14,6 +14,20 @@ import { IDEMPOTENCY_TTL_MS, SweepSchedule } from './idempotency.ts';
 import type { KeyStore, WithKeyStore } from './keys.ts';
 import { PostgresKeyStore } from './keys-postgres.ts';
 import { pendingMigrations, SCHEMA_MIGRATIONS_DDL, SCHEMA_VERSION } from './migrations.ts';
+import { DELIVERED_KEEP_MS, entryFromRow, type Outbox, statsFromRows } from './outbox.ts';
+import {
+  ANY_DUE,
+  COUNT_KEPT,
+  claim,
+  DROP_OLDEST,
+  droppedFromRow,
+  numbered,
+  PRUNE_DELIVERED,
+  RECORD,
+  SETTLE,
+  STATS,
+  settleParams,
+} from './outbox-sql.ts';
 import { describeData } from './postgres-url.ts';
 import { column, PET_COLUMNS, petFromRow } from './rows.ts';
 import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from './store.ts';
@@ -81,6 +95,43 @@ export interface PostgresStoreOptions {
 export class PostgresStore implements PetStore, WithKeyStore {
   readonly #sql: postgres.Sql;
   readonly #sweeps = new SweepSchedule();
+  /** The webhook outbox in this database, shared by every instance; each write is flushed like a create. */
+  readonly outbox: Outbox = {
+    record: async (events) => {
+      await this.#write('record events', () =>
+        this.#sql.begin(async (tx) => {
+          for (const e of events) {
+            await tx.unsafe(OUTBOX.record, [e.id, e.consumer, e.type, e.payload, e.createdAt, e.createdAt]);
+          }
+        }),
+      );
+    },
+    claim: async (owner, now, leaseMs, limit) => {
+      const due = await this.#query('read outbox', () => this.#sql.unsafe(OUTBOX.anyDue, [now, now]));
+      if (due.length === 0) return [];
+      const rows = await this.#write('claim events', () =>
+        this.#sql.unsafe(OUTBOX.claim, [owner, now + leaseMs, now, now, limit, now]),
+      );
+      return rows.map(entryFromRow).sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
+    },
+    settle: async (id, owner, settlement, now) => {
+      await this.#write('settle event', () =>
+        this.#sql.unsafe(OUTBOX.settle, [...settleParams(settlement, now), id, owner]),
+      );
+    },
+    trim: async (max, now) =>
+      this.#write('trim outbox', () =>
+        this.#sql.begin(async (tx) => {
+          await tx.unsafe(OUTBOX.prune, [now - DELIVERED_KEEP_MS]);
+          const [kept] = await tx.unsafe(OUTBOX.countKept);
+          const over = Number(column(kept, 'n')) - max;
+          if (over <= 0) return [];
+          const rows = await tx.unsafe(OUTBOX.dropOldest, [over]);
+          return rows.map(droppedFromRow);
+        }),
+      ),
+    stats: async () => statsFromRows(await this.#query('read outbox', () => this.#sql.unsafe(OUTBOX.stats))),
+  };
   readonly #timeoutMs: number;
 
   private constructor(sql: postgres.Sql, timeoutMs: number) {
@@ -262,6 +313,18 @@ function connectionDied(err: unknown): boolean {
   const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
   return CONNECTION_LOST.has(code);
 }
+
+/** The outbox's statements with PostgreSQL's numbered parameters. */
+const OUTBOX = {
+  record: numbered(RECORD),
+  anyDue: numbered(ANY_DUE),
+  claim: numbered(claim('FOR UPDATE SKIP LOCKED')),
+  settle: numbered(SETTLE),
+  prune: numbered(PRUNE_DELIVERED),
+  countKept: COUNT_KEPT,
+  dropOldest: numbered(DROP_OLDEST),
+  stats: STATS,
+};
 
 /** Applies the pending migrations in one transaction, serialized across instances. */
 async function migrate(sql: postgres.Sql, where: string): Promise<number[]> {

@@ -42,6 +42,7 @@ describe('SqliteStore file', () => {
       { version: 1, name: 'pets' },
       { version: 2, name: 'idempotency_keys' },
       { version: 3, name: 'keys' },
+      { version: 4, name: 'webhook_outbox' },
     ]);
     db.close();
     await store.close();
@@ -54,7 +55,7 @@ describe('SqliteStore file', () => {
       journal: 'wal',
       synchronous: 'FULL',
       schemaVersion: SCHEMA_VERSION,
-      migrated: [1, 2, 3],
+      migrated: [1, 2, 3, 4],
     });
   });
 
@@ -109,7 +110,7 @@ describe('SqliteStore file', () => {
     old.close();
     const lines: string[] = [];
     const store = open(path, createLogger({ write: (l) => lines.push(l) }));
-    expect(lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'store opened')).toMatchObject({ migrated: [2, 3] });
+    expect(lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'store opened')).toMatchObject({ migrated: [2, 3, 4] });
     expect(await store.get(1)).toEqual({ id: 1, name: 'old', categoryId: 1, status: 'sold' });
     const now = Date.UTC(2026, 10, 22);
     const once = { scope: 'key:a', key: 'k', fingerprint: 'f', now };

@@ -5,7 +5,7 @@ import { type Clock, systemClock } from '../clock.ts';
 import type { Logger } from '../log.ts';
 import {
   isSqliteBusy,
-  StoreError,
+  type StoreError,
   StoreOpenError,
   StoreTimeoutError,
   StoreUnavailableError,
@@ -16,6 +16,26 @@ import { IDEMPOTENCY_TTL_MS, SweepSchedule } from './idempotency.ts';
 import type { KeyStore, WithKeyStore } from './keys.ts';
 import { SqliteKeyStore } from './keys-sqlite.ts';
 import { pendingMigrations, SCHEMA_MIGRATIONS_DDL, SCHEMA_VERSION } from './migrations.ts';
+import {
+  DELIVERED_KEEP_MS,
+  type Dropped,
+  entryFromRow,
+  type Outbox,
+  type OutboxStats,
+  statsFromRows,
+} from './outbox.ts';
+import {
+  ANY_DUE,
+  COUNT_KEPT,
+  claim,
+  DROP_OLDEST,
+  droppedFromRow,
+  PRUNE_DELIVERED,
+  RECORD,
+  SETTLE,
+  STATS,
+  settleParams,
+} from './outbox-sql.ts';
 import { column, PET_COLUMNS, petFromRow } from './rows.ts';
 import type { SqliteConnection, SqliteOpener } from './sqlite-driver.ts';
 import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from './store.ts';
@@ -70,14 +90,18 @@ export interface SqliteStoreOptions {
   readonly lockWaitMs?: number;
 }
 
-interface PendingCreate {
-  readonly pet: NewPet;
-  readonly once: IdempotentCreate | undefined;
+/** A write waiting for the next batch: `run` inside its transaction, settled after its COMMIT. */
+interface PendingWrite {
+  readonly run: () => unknown;
+  /** When the write is a create with a key: the batch's sweep of expired keys goes by its `now`. */
+  readonly now?: number;
   /** Epoch ms it was queued, from the store's clock: it is dropped once it waited `lockWaitMs`. */
   readonly at: number;
-  resolve(result: CreateOnceResult): void;
+  resolve(result: unknown): void;
   reject(err: StoreError): void;
 }
+
+const CLAIM = claim('');
 
 /**
  * Pets in a SQLite file: WAL journal, `synchronous=FULL`, so a committed pet survives a crash
@@ -88,7 +112,8 @@ interface PendingCreate {
  * durability promise costs one sync per batch rather than one per request. Creates with an
  * `Idempotency-Key` go through the same batches: the key is looked up and stored in the batch's
  * write transaction (which holds SQLite's write lock, also against other processes), one create
- * after the other, so a second create with the same key finds the first.
+ * after the other, so a second create with the same key finds the first. The webhook outbox's
+ * writes ride the same batches: an event recorded while creates are pending costs no fsync of its own.
  */
 export class SqliteStore implements PetStore, WithKeyStore {
   readonly #db: SqliteConnection;
@@ -99,10 +124,38 @@ export class SqliteStore implements PetStore, WithKeyStore {
   readonly #lockWaitMs: number;
   #version: unknown;
   #versionReadAt = Number.NEGATIVE_INFINITY;
-  #pending: PendingCreate[] = [];
-  /** Set while the pending creates wait for another process's lock. */
+  #pending: PendingWrite[] = [];
+  /** Set while the pending writes wait for another process's lock. */
   #retry: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
+  /** The webhook outbox in this file: its writes are batched with the pets'. */
+  readonly outbox: Outbox = {
+    record: async (events) => {
+      await this.#enqueue(() => {
+        for (const e of events)
+          this.#db.prepare(RECORD).get(e.id, e.consumer, e.type, e.payload, e.createdAt, e.createdAt);
+      });
+    },
+    claim: async (owner, now, leaseMs, limit) => {
+      // A read first: an idle worker's poll makes no write transaction.
+      if (this.#read('read outbox', () => this.#db.prepare(ANY_DUE).get(now, now)) === undefined) return [];
+      const rows = (await this.#enqueue(() =>
+        this.#db.prepare(CLAIM).all(owner, now + leaseMs, now, now, limit, now),
+      )) as unknown[];
+      return rows.map(entryFromRow).sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
+    },
+    settle: async (id, owner, settlement, now) => {
+      await this.#enqueue(() => this.#db.prepare(SETTLE).get(...settleParams(settlement, now), id, owner));
+    },
+    trim: async (max, now) =>
+      (await this.#enqueue(() => {
+        this.#db.prepare(PRUNE_DELIVERED).get(now - DELIVERED_KEEP_MS);
+        const over = Number(column(this.#db.prepare(COUNT_KEPT).get(), 'n')) - max;
+        return over > 0 ? this.#db.prepare(DROP_OLDEST).all(over).map(droppedFromRow) : [];
+      })) as Dropped[],
+    stats: async (): Promise<OutboxStats> =>
+      statsFromRows(this.#read('read outbox', () => this.#db.prepare(STATS).all())),
+  };
 
   private constructor(db: SqliteConnection, clock: Clock, lockWaitMs: number) {
     this.#db = db;
@@ -159,11 +212,11 @@ export class SqliteStore implements PetStore, WithKeyStore {
   }
 
   create(pet: NewPet): Promise<Pet> {
-    return this.#enqueue(pet, undefined).then(createdPet);
+    return this.#enqueue(() => this.#insert(pet)) as Promise<Pet>;
   }
 
   createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult> {
-    return this.#enqueue(pet, once);
+    return this.#enqueue(() => this.#insertOnce(pet, once), once.now) as Promise<CreateOnceResult>;
   }
 
   async get(id: number): Promise<Pet | undefined> {
@@ -216,18 +269,19 @@ export class SqliteStore implements PetStore, WithKeyStore {
     this.#db.close();
   }
 
-  #enqueue(pet: NewPet, once: IdempotentCreate | undefined): Promise<CreateOnceResult> {
+  #enqueue(run: () => unknown, now?: number): Promise<unknown> {
     if (this.#closed) return Promise.reject(new StoreUnavailableError('the store is closed'));
     return new Promise((resolve, reject) => {
-      const first = this.#pending.push({ pet, once, at: this.#clock.now(), resolve, reject }) === 1;
-      if (first && this.#retry === undefined) setImmediate(() => this.#commit());
+      const at = this.#clock.now();
+      const write: PendingWrite = now === undefined ? { run, at, resolve, reject } : { run, now, at, resolve, reject };
+      if (this.#pending.push(write) === 1 && this.#retry === undefined) setImmediate(() => this.#commit());
     });
   }
 
   /**
-   * Runs every pending create in one transaction; each promise settles after the COMMIT. While
-   * another process holds the write lock, the creates stay queued (new ones join them) and the
-   * lock is tried again every `BUSY_POLL_MS`; a create that has waited `lockWaitMs` is dropped.
+   * Runs every pending write in one transaction; each promise settles after the COMMIT. While
+   * another process holds the write lock, the writes stay queued (new ones join them) and the
+   * lock is tried again every `BUSY_POLL_MS`; a write that has waited `lockWaitMs` is dropped.
    */
   #commit(): void {
     this.#retry = undefined;
@@ -250,13 +304,11 @@ export class SqliteStore implements PetStore, WithKeyStore {
     // Counted before the COMMIT as well as after it: an answer read while the batch runs is
     // never kept under the version that follows it.
     this.#generation++;
-    let results: CreateOnceResult[];
+    let results: unknown[];
     try {
-      const sweepAt = batch.find((p) => p.once)?.once?.now;
+      const sweepAt = batch.find((p) => p.now !== undefined)?.now;
       if (sweepAt !== undefined && this.#sweeps.due(sweepAt)) this.#db.prepare(SWEEP_KEYS).get(sweepAt);
-      results = batch.map(({ pet, once }) =>
-        once ? this.#insertOnce(pet, once) : { outcome: 'created', pet: this.#insert(pet) },
-      );
+      results = batch.map((p) => p.run());
       this.#db.exec('COMMIT');
     } catch (err) {
       rollback(this.#db);
@@ -265,7 +317,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
       return;
     }
     this.#generation++;
-    for (const [i, p] of batch.entries()) p.resolve(results[i] as CreateOnceResult);
+    for (const [i, p] of batch.entries()) p.resolve(results[i]);
   }
 
   /** Rejects the queued creates that waited `lockWaitMs` for the lock: none of them is stored. */
@@ -385,12 +437,6 @@ function migrate(db: SqliteConnection, file: string): number[] {
     rollback(db);
     throw err;
   }
-}
-
-/** The pet of a create without a key, which cannot be replayed or conflict. */
-function createdPet(result: CreateOnceResult): Pet {
-  if (result.outcome === 'conflict') throw new StoreError('a create without an idempotency key conflicted');
-  return result.pet;
 }
 
 function rollback(db: SqliteConnection): void {

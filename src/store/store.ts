@@ -1,4 +1,5 @@
 import type { NewPet, Pet, PetStatus } from '../api/schemas.ts';
+import type { Outbox } from './outbox.ts';
 
 /** One page request: pets with `id > after`, ascending, at most `limit`. */
 export interface ListOptions {
@@ -43,6 +44,8 @@ export interface PetStore {
    * the store cannot tell (then no answer read from it is kept: src/http/memo.ts).
    */
   version(): unknown;
+  /** The webhook outbox kept with the pets (same file or database), when the backend has one. */
+  readonly outbox?: Outbox;
   /** Resolves when the store can serve requests; rejects with the reason otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;

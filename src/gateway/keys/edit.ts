@@ -110,7 +110,20 @@ export function revokeKey(doc: KeysDocument, name: string, id: string): KeysDocu
 function toConsumers(doc: KeysDocument, name: string): KeysDocument {
   const legacy = doc.keys?.find((e) => e.name === name);
   if (!legacy) return doc;
-  const { name: _name, sha256, plan, limits, ban, costs, enforce, scopes, notBefore, expiresAt } = legacy;
+  const {
+    name: _name,
+    sha256,
+    plan,
+    limits,
+    ban,
+    costs,
+    enforce,
+    webhook,
+    thresholds,
+    scopes,
+    notBefore,
+    expiresAt,
+  } = legacy;
   const consumer: ConsumerEntry = {
     name,
     plan,
@@ -118,6 +131,8 @@ function toConsumers(doc: KeysDocument, name: string): KeysDocument {
     ...(ban ? { ban } : {}),
     ...(costs ? { costs } : {}),
     ...(enforce !== undefined ? { enforce } : {}),
+    ...(webhook ? { webhook } : {}),
+    ...(thresholds ? { thresholds } : {}),
     keys: [
       {
         id: name,

@@ -28,7 +28,14 @@ export interface Consumer {
   readonly costs: Costs;
   /** False: report-only limits (src/gateway/plans.ts, `Terms`). */
   readonly enforce: boolean;
+  /** Where quota notifications go, signed with `secret` (never logged nor shown); none: no notifications. */
+  readonly webhook?: { readonly url: string; readonly secret: string };
+  /** Percent of the day and month quotas whose crossing is notified, ascending (default 80, 100); with a webhook only. */
+  readonly thresholds?: readonly number[];
 }
+
+/** Percent of a quota notified when no `thresholds` are set. */
+export const DEFAULT_THRESHOLDS: readonly number[] = [80, 100];
 
 /** One API key as the gateway knows it: never the token, only its SHA-256. */
 export interface KeyRecord {
@@ -137,6 +144,8 @@ interface ConsumerFields {
   ban?: BanPolicy;
   costs?: Costs;
   enforce?: boolean;
+  webhook?: { url: string; secret: string };
+  thresholds?: number[];
 }
 
 /** The consumer of an entry: its plan's terms, overridden by its own; costs must fit its quotas. */
@@ -153,6 +162,12 @@ function consumerOf(entry: ConsumerFields, where: string): Consumer {
     ...(entry.ban ? { ban: entry.ban } : {}),
     costs,
     enforce: entry.enforce ?? plan.enforce ?? true,
+    ...(entry.webhook
+      ? {
+          webhook: { url: entry.webhook.url, secret: entry.webhook.secret },
+          thresholds: entry.thresholds ? [...entry.thresholds].sort((a, b) => a - b) : DEFAULT_THRESHOLDS,
+        }
+      : {}),
   };
 }
 
@@ -204,8 +219,11 @@ function describe(issue: v.BaseIssue<unknown>): string {
   });
   if (issue.received === 'undefined') return `${where || 'file'}: required`;
   const input = issue.input;
-  const quoted =
-    typeof input === 'string' || typeof input === 'number' || typeof input === 'boolean'
+  // Nothing under `webhook` but its URL is repeated, not even a wrong value: it may be a real secret misplaced.
+  const secret = issue.path?.some((item) => item.key === 'webhook') === true && issue.path?.at(-1)?.key !== 'url';
+  const quoted = secret
+    ? ''
+    : typeof input === 'string' || typeof input === 'number' || typeof input === 'boolean'
       ? `, got ${JSON.stringify(typeof input === 'string' && /^[0-9a-f]{64}$/.test(input) ? `${input.slice(0, 8)}…` : input)}`
       : '';
   return `${where || 'file'}: ${issue.message}${quoted}`;

@@ -44,10 +44,56 @@ const Costs = v.record(
   v.picklist(COSTED_OPERATIONS, `must name an operation that costs something: ${COSTED_OPERATIONS.join(', ')}`),
   Quota,
 );
-/** What a consumer sets besides its quotas (src/gateway/plans.ts, `Terms`). */
+/** `http://` only to these hosts (a receiver on the same machine, for testing); else `https://`. */
+const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
+const URL_MESSAGE = 'must be an https:// URL, or http:// to a loopback address (127.0.0.1, [::1], localhost)';
+
+/**
+ * True for a URL a webhook may be sent to: https://, or http:// to loopback.
+ *
+ * @example
+ * webhookUrlAllowed('http://127.0.0.1:9000/hook') // true
+ * webhookUrlAllowed('http://example.com/hook') // false
+ */
+export function webhookUrlAllowed(text: string): boolean {
+  if (!URL.canParse(text)) return false;
+  const url = new URL(text);
+  if (url.username !== '' || url.password !== '') return false;
+  return url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK.test(url.hostname));
+}
+
+/** A Standard Webhooks secret: `whsec_` and the base64 of 24 to 64 random bytes. */
+const SECRET = /^whsec_(?:[A-Za-z0-9+/]{4}){8,22}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+const SECRET_MESSAGE = 'must be "whsec_" and the base64 of 24 to 64 random bytes (the value is not shown)';
+/** Where notifications go; the secret signs them and is never logged nor shown. */
+const Webhook = v.strictObject(
+  {
+    url: v.pipe(v.string(URL_MESSAGE), v.check(webhookUrlAllowed, URL_MESSAGE)),
+    secret: v.pipe(v.string(SECRET_MESSAGE), v.regex(SECRET, SECRET_MESSAGE)),
+  },
+  'must be an object with exactly "url" and "secret" (the value is not shown)',
+);
+const THRESHOLD_MESSAGE = 'must be a list of 1 to 10 different integers from 1 to 100 (percent of a quota)';
+const Thresholds = v.pipe(
+  v.array(
+    v.pipe(
+      v.number(THRESHOLD_MESSAGE),
+      v.integer(THRESHOLD_MESSAGE),
+      v.minValue(1, THRESHOLD_MESSAGE),
+      v.maxValue(100, THRESHOLD_MESSAGE),
+    ),
+    THRESHOLD_MESSAGE,
+  ),
+  v.minLength(1, THRESHOLD_MESSAGE),
+  v.maxLength(10, THRESHOLD_MESSAGE),
+  v.check((list) => new Set(list).size === list.length, THRESHOLD_MESSAGE),
+);
+/** What a consumer sets besides its quotas (src/gateway/plans.ts, `Terms`), and its notifications. */
 const Terms = {
   costs: v.optional(Costs),
   enforce: v.optional(v.boolean('must be true or false')),
+  webhook: v.optional(Webhook),
+  thresholds: v.optional(Thresholds),
 };
 const Ban = v.strictObject({
   threshold: v.optional(Quota),

@@ -10,7 +10,29 @@ export interface Subject {
   readonly label: string;
   readonly limits: Limits;
   readonly ban: Required<BanPolicy>;
+  /** Percent of the day and month quotas whose crossing is noticed, ascending; none: no notices at all. */
+  readonly thresholds?: readonly number[];
 }
+
+/** Windows whose crossings are noticed: a minute's comes and goes too fast to warn anyone. */
+export type NoticeWindow = 'day' | 'month';
+
+/**
+ * What a decision caused that its subject is told about, once per subject, window, period and
+ * threshold (across instances with Redis). `period` is the UTC day number (epoch ms / 86,400,000)
+ * for the day window, year * 12 + month - 1 for the month.
+ */
+export type Notice =
+  | {
+      readonly type: 'quota.threshold';
+      readonly window: NoticeWindow;
+      readonly threshold: number;
+      readonly period: number;
+    }
+  /** The window's first refusal in the period. */
+  | { readonly type: 'quota.exhausted'; readonly window: NoticeWindow; readonly period: number }
+  /** A ban started; `until` in epoch ms. */
+  | { readonly type: 'key.banned'; readonly until: number };
 
 export type WindowName = 'minute' | 'day' | 'month';
 
@@ -38,6 +60,8 @@ export interface Decision {
   readonly windows: readonly WindowState[];
   /** Seconds until a request would be admitted; at least 1 when refused, 0 when admitted. */
   readonly retryAfter: number;
+  /** What this decision crossed, for a subject with `thresholds`; absent when nothing. */
+  readonly notices?: readonly Notice[];
 }
 
 /** Ban start and end, reported so they can be logged and counted. */

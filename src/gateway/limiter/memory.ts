@@ -54,8 +54,9 @@ import { LRUCache } from 'lru-cache';
 import { type Clock, systemClock } from '../../clock.ts';
 import type { Limits } from '../plans.ts';
 import { BucketWindow, DAY, MINUTE, type WindowSpec } from './buckets.ts';
-import type { Decision, LimiterEvent, Outcome, RateLimiter, Subject, WindowState } from './limiter.ts';
+import type { Decision, LimiterEvent, Notice, Outcome, RateLimiter, Subject, WindowState } from './limiter.ts';
 import { MONTH_NAME, MonthWindow } from './month.ts';
+import { dayPeriod, monthPeriod, NoticeFlags } from './notices.ts';
 
 /** Longest a request is counted (W + b of the day window): entries idle this long are empty. */
 export const STATE_TTL_MS = DAY.windowMs + DAY.bucketMs;
@@ -88,6 +89,8 @@ class SubjectState {
   bannedSubject: Subject | undefined;
   /** Epoch ms of the latest decision, for dropping idle consumers. */
   seen = 0;
+  /** What was noticed in which period; made on the first notice of a subject with thresholds. */
+  flags: NoticeFlags | undefined;
 
   constructor(now: number, seed?: SubjectState) {
     this.minute = new BucketWindow(MINUTE, now, seed?.minute);
@@ -178,21 +181,48 @@ export class SlidingWindowLimiter implements RateLimiter {
     // A read of the state: nothing spent, no refusal counted.
     if (cost === 0) return this.#decision('admitted', subject, state, now, now);
     const monthFits = month === undefined || month.count + cost <= (perMonth as number);
-    if (minute.count + cost <= perMinute && day.count + cost <= perDay && monthFits) {
+    const dayFits = day.count + cost <= perDay;
+    if (minute.count + cost <= perMinute && dayFits && monthFits) {
+      const dayBefore = day.count;
+      const monthBefore = month?.count ?? 0;
       minute.add(now, cost);
       day.add(now, cost);
       month?.add(cost);
-      return this.#decision('admitted', subject, state, now, now);
+      const admitted = this.#decision('admitted', subject, state, now, now);
+      if (!subject.thresholds) return admitted;
+      state.flags ??= new NoticeFlags();
+      const flags = state.flags;
+      const notices = flags.crossed(subject.thresholds, 'day', perDay, dayBefore, day.count, dayPeriod(now));
+      if (month) {
+        const period = monthPeriod(now);
+        notices.push(
+          ...flags.crossed(subject.thresholds, 'month', perMonth as number, monthBefore, month.count, period),
+        );
+      }
+      return withNotices(admitted, notices);
     }
-    if (this.#refusalStartsBan(subject, state, now)) {
-      return this.#decision('key_banned', subject, state, now, state.bannedUntil);
+    const banned = this.#refusalStartsBan(subject, state, now);
+    let refused: Decision;
+    if (banned) {
+      refused = this.#decision('key_banned', subject, state, now, state.bannedUntil);
+    } else {
+      const admitAt = Math.max(
+        minute.admitAt(perMinute - cost + 1),
+        day.admitAt(perDay - cost + 1),
+        month ? month.admitAt((perMonth as number) - cost + 1) : Number.NEGATIVE_INFINITY,
+      );
+      refused = this.#decision('rate_limited', subject, state, now, admitAt);
     }
-    const admitAt = Math.max(
-      minute.admitAt(perMinute - cost + 1),
-      day.admitAt(perDay - cost + 1),
-      month ? month.admitAt((perMonth as number) - cost + 1) : Number.NEGATIVE_INFINITY,
-    );
-    return this.#decision('rate_limited', subject, state, now, admitAt);
+    if (!subject.thresholds) return refused;
+    state.flags ??= new NoticeFlags();
+    const flags = state.flags;
+    const notices: Notice[] = [];
+    const dayOut = dayFits ? undefined : flags.exhausted('day', dayPeriod(now));
+    if (dayOut) notices.push(dayOut);
+    const monthOut = monthFits ? undefined : flags.exhausted('month', monthPeriod(now));
+    if (monthOut) notices.push(monthOut);
+    if (banned) notices.push({ type: 'key.banned', until: state.bannedUntil });
+    return withNotices(refused, notices);
   }
 
   #stateOf(subject: Subject, now: number): SubjectState {
@@ -275,6 +305,11 @@ export class SlidingWindowLimiter implements RateLimiter {
     const month = subject.limits.perMonth === undefined ? undefined : state.month;
     return decisionOf(outcome, subject.limits, now, until, state.minute, state.day, month);
   }
+}
+
+/** `decision` with what it crossed, when it crossed anything. */
+export function withNotices(decision: Decision, notices: readonly Notice[]): Decision {
+  return notices.length === 0 ? decision : { ...decision, notices };
 }
 
 /** What a decision reads of a window: a `BucketWindow`, or the same numbers from the Redis script. */

@@ -7,20 +7,25 @@
  * State: one string per subject, a MessagePack array with a TTL:
  *   {version, latest time seen, banned until (epoch ms, 0: not banned),
  *    minute offset, minute buckets, day offset, day buckets, refusal offset, refusal buckets,
- *    month number (year * 12 + month - 1, UTC), units spent in that month}
- * The month's two fields come last and only once a subject has a monthly quota, so a state
- * written without them reads the same.
+ *    month number (year * 12 + month - 1, UTC), units spent in that month, notices sent}
+ * The month's two fields come only once a subject has a monthly quota or thresholds, so a state
+ * written without them reads the same; notices sent is a map from "t:day:80", "x:month" (a
+ * threshold, a window's first refusal) to the period it was last noticed in, present only for a
+ * subject with thresholds. Setting it in the same atomic run that counts is what makes each
+ * notice happen once across all instances.
  * Each window's buckets are a flat list of (bucket number, count) pairs, oldest first, empty
  * buckets left out: `BucketWindow`'s ring, stored sparse (a free key's full minute is 2 numbers).
  *
  * KEYS[1]: the subject's key.
  * ARGV: now in epoch ms ('' for the Redis server's TIME), per-minute quota, per-day quota,
  *       ban threshold, ban seconds, state TTL in ms (0: no TTL, for consumers), per-month quota
- *       (0: none), cost (units the request spends in every window; 0 reads without spending).
+ *       (0: none), cost (units the request spends in every window; 0 reads without spending),
+ *       thresholds (percent, comma separated, ascending; '' for none).
  * Reply (integers): {outcome (0 admitted, 1 rate_limited, 2 key_banned), now, until,
  *       minute count, minute oldest-leaves-at, minute admit-at, day count, day oldest-leaves-at,
  *       day admit-at, events (1: a ban ended, 2: a ban started), banned until, month count,
- *       month start, month end (epoch ms; 0 without a monthly quota)}. A time that does not
+ *       month start, month end (epoch ms; 0 without a monthly quota), notices (a flat list of
+ *       (kind 1 threshold or 2 exhausted, window 1 day or 2 month, threshold or 0, period))}. A time that does not
  *       apply (an empty window's oldest, the admit-at of a window with room) is 0. Admit-at is
  *       for one more unit (the reset); `until` is for the whole cost.
  */
@@ -44,10 +49,17 @@ local per_minute, per_day = tonumber(ARGV[2]), tonumber(ARGV[3])
 local threshold, ban_seconds = tonumber(ARGV[4]), tonumber(ARGV[5])
 local ttl = tonumber(ARGV[6])
 local per_month, cost = tonumber(ARGV[7]), tonumber(ARGV[8])
+local thresholds = {}
+for t in string.gmatch(ARGV[9] or '', '%d+') do thresholds[#thresholds + 1] = tonumber(t) end
 
 local raw = redis.call('GET', KEYS[1])
 local s = raw and cmsgpack.unpack(raw)
 if type(s) ~= 'table' or s[1] ~= VERSION then s = {VERSION, now, 0, 0, {}, 0, {}, 0, {}} end
+if #thresholds > 0 then
+  -- No holes before the notices' map: a Lua array with holes does not pack as an array.
+  s[10], s[11] = s[10] or 0, s[11] or 0
+  if type(s[12]) ~= 'table' then s[12] = {} end
+end
 -- The clock may step back (or another instance's may lag): the windows must not.
 if s[2] > now then now = s[2] end
 s[2] = now
@@ -156,13 +168,42 @@ if s[3] ~= 0 then
   end
 end
 local month_fits = per_month == 0 or s[11] + cost <= per_month
+local notices = {}
+-- Noticed once per period: false when this (key, period) was noticed already.
+local function first(key, period)
+  if s[12][key] == period then return false end
+  s[12][key] = period
+  return true
+end
+local function crossed(window, code, quota, before, after, period)
+  for _, t in ipairs(thresholds) do
+    local units = math.max(1, math.ceil(t * quota / 100))
+    if before < units and units <= after and first('t:' .. window .. ':' .. t, period) then
+      for _, n in ipairs({1, code, t, period}) do notices[#notices + 1] = n end
+    end
+  end
+end
+local day_period = math.floor(now / 86400000)
 -- A cost of 0 reads the state: nothing spent, no refusal counted.
 if outcome == 0 and cost > 0 then
-  if count(4) + cost <= per_minute and count(6) + cost <= per_day and month_fits then
+  local day_before = count(6)
+  if count(4) + cost <= per_minute and day_before + cost <= per_day and month_fits then
     add(4, MINUTE_B, cost)
     add(6, DAY_B, cost)
     if per_month > 0 then s[11] = s[11] + cost end
+    if #thresholds > 0 then
+      crossed('day', 1, per_day, day_before, day_before + cost, day_period)
+      if per_month > 0 then crossed('month', 2, per_month, s[11] - cost, s[11], s[10]) end
+    end
   else
+    if #thresholds > 0 then
+      if day_before + cost > per_day and first('x:day', day_period) then
+        for _, n in ipairs({2, 1, 0, day_period}) do notices[#notices + 1] = n end
+      end
+      if not month_fits and first('x:month', s[10]) then
+        for _, n in ipairs({2, 2, 0, s[10]}) do notices[#notices + 1] = n end
+      end
+    end
     outcome = 1
     if threshold >= 1 and ban_seconds > 0 then
       advance(8, MINUTE_W, MINUTE_B)
@@ -201,7 +242,7 @@ return {
   count(4), oldest_leaves_at(4, MINUTE_W, MINUTE_B), admit_at(4, MINUTE_W, MINUTE_B, per_minute),
   count(6), oldest_leaves_at(6, DAY_W, DAY_B), admit_at(6, DAY_W, DAY_B, per_day),
   events, s[3],
-  per_month > 0 and s[11] or 0, month_from, month_to,
+  per_month > 0 and s[11] or 0, month_from, month_to, notices,
 }
 `;
 

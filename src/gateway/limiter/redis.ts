@@ -13,8 +13,8 @@ import type { Clock } from '../../clock.ts';
 import type { Logger } from '../../log.ts';
 import { redactUrl } from '../../redact.ts';
 import { FailoverLimiter, type RedisFailMode } from './failover.ts';
-import type { Decision, LimiterEvent, Outcome, RateLimiter, Subject } from './limiter.ts';
-import { decisionOf, STATE_TTL_MS, type WindowCounts } from './memory.ts';
+import type { Decision, LimiterEvent, Notice, Outcome, RateLimiter, Subject } from './limiter.ts';
+import { decisionOf, STATE_TTL_MS, type WindowCounts, withNotices } from './memory.ts';
 import { DECIDE_SCRIPT, DECIDE_SHA1 } from './redis-script.ts';
 
 /** Where subjects' states live: `petstore:rl:key:acme`, `petstore:rl:addr:203.0.113.7`. */
@@ -35,7 +35,8 @@ const BAN_STARTED = 2;
 
 const Int = v.pipe(v.number(), v.integer());
 /** The script's reply; see the top of `redis-script.ts`. */
-const Reply = v.tuple([Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int]);
+const Reply = v.tuple([Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, v.array(Int)]);
+const NOTICE_WINDOWS = [undefined, 'day', 'month'] as const;
 
 export interface RedisLimiterOptions {
   /** A connected client; commands fail rather than queue while it is not (`openRedis`). */
@@ -85,18 +86,19 @@ export class RedisLimiter implements RateLimiter {
       subject.plan === 'anonymous' ? STATE_TTL_MS : 0,
       limits.perMonth ?? 0,
       cost,
+      subject.thresholds?.join(',') ?? '',
     ];
     const raw = await this.#run(`${this.#prefix}${subject.id}`, args);
     const parsed = v.safeParse(Reply, raw);
     if (!parsed.success) throw new TypeError(`unexpected reply from the rate-limit script: ${JSON.stringify(raw)}`);
-    const [code, now, until, mCount, mOldest, mAdmit, dCount, dOldest, dAdmit, events, bannedUntil, ...month] =
+    const [code, now, until, mCount, mOldest, mAdmit, dCount, dOldest, dAdmit, events, bannedUntil, ...rest] =
       parsed.output;
+    const [count, start, end, noticed] = rest;
     const outcome = OUTCOMES[code];
     if (outcome === undefined) throw new TypeError(`unexpected outcome ${code} from the rate-limit script`);
     if (events & BAN_ENDED) this.#onEvent({ type: 'ban_end', subject });
     if (events & BAN_STARTED) this.#onEvent({ type: 'ban_start', subject, until: bannedUntil });
-    const [count, start, end] = month;
-    return decisionOf(
+    const decision = decisionOf(
       outcome,
       limits,
       now,
@@ -105,6 +107,10 @@ export class RedisLimiter implements RateLimiter {
       counts(dCount, dOldest, dAdmit),
       limits.perMonth === undefined ? undefined : { count, start, end },
     );
+    if (!subject.thresholds) return decision;
+    const notices = noticesOf(noticed);
+    if (events & BAN_STARTED) notices.push({ type: 'key.banned', until: bannedUntil });
+    return withNotices(decision, notices);
   }
 
   /** EVALSHA, and EVAL when Redis does not have the script (restarted, flushed, failed over). */
@@ -116,6 +122,20 @@ export class RedisLimiter implements RateLimiter {
       return this.#client.eval(DECIDE_SCRIPT, 1, key, ...args);
     }
   }
+}
+
+/** The script's flat list of notices (kind, window, threshold, period) as Notices. */
+function noticesOf(flat: readonly number[]): Notice[] {
+  const notices: Notice[] = [];
+  for (let i = 0; i + 3 < flat.length; i += 4) {
+    const window = NOTICE_WINDOWS[flat[i + 1] as number];
+    const period = flat[i + 3] as number;
+    if (window === undefined)
+      throw new TypeError(`unexpected notice window from the rate-limit script: ${flat[i + 1]}`);
+    if (flat[i] === 1) notices.push({ type: 'quota.threshold', window, threshold: flat[i + 2] as number, period });
+    else notices.push({ type: 'quota.exhausted', window, period });
+  }
+  return notices;
 }
 
 /** A window as the script reported it, in the shape `decisionOf` reads. */

@@ -1,0 +1,122 @@
+import { afterAll, describe, expect, test } from 'bun:test';
+import { Redis } from 'ioredis';
+import type { Limits } from '../plans.ts';
+import type { Decision, RateLimiter, Subject } from './limiter.ts';
+import { SlidingWindowLimiter } from './memory.ts';
+import { RedisLimiter } from './redis.ts';
+
+/** 2026-11-22T12:00:00Z: UTC day 20779, month 2026 * 12 + 10. */
+const T0 = Date.UTC(2026, 10, 22, 12, 0, 0);
+const DAY = 20_779;
+const MONTH = 2026 * 12 + 10;
+
+const SERVER = process.env.PETSTORE_TEST_REDIS_URL ?? '';
+const clients: Redis[] = [];
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.quit()));
+});
+
+function clock(start = T0) {
+  let t = start;
+  return {
+    now: () => t,
+    advance: (ms: number) => {
+      t += ms;
+    },
+  };
+}
+
+function subject(limits: Limits, thresholds?: number[], ban = { threshold: 3, seconds: 60 }): Subject {
+  return {
+    id: `key:n-${crypto.randomUUID().slice(0, 8)}`,
+    plan: 'pro',
+    label: 'n',
+    limits,
+    ban,
+    ...(thresholds ? { thresholds } : {}),
+  };
+}
+
+type Make = (c: ReturnType<typeof clock>) => RateLimiter;
+const limiters: [string, Make][] = [['in process', (c) => new SlidingWindowLimiter({ clock: c })]];
+if (SERVER) {
+  limiters.push([
+    'Redis script',
+    (c) => {
+      const client = new Redis(SERVER, { enableOfflineQueue: true, maxRetriesPerRequest: 0 });
+      clients.push(client);
+      return new RedisLimiter({ client, clock: c, prefix: `petstore:test:${crypto.randomUUID().slice(0, 8)}:` });
+    },
+  ]);
+} else {
+  console.warn(
+    'notices.test.ts: PETSTORE_TEST_REDIS_URL is not set; the Redis script is not tested (make redis-test).',
+  );
+}
+
+async function run(limiter: RateLimiter, s: Subject, n: number, cost = 1): Promise<Decision[]> {
+  const out: Decision[] = [];
+  for (let i = 0; i < n; i++) out.push((await limiter.decide(s, cost)) as Decision);
+  return out;
+}
+
+describe.each(limiters)('notices (%s)', (_name, make) => {
+  test('80% and 100% of a day quota: one notice each on the request that crosses it; the first 429 once', async () => {
+    const c = clock();
+    const limiter = make(c);
+    const s = subject({ perMinute: 100, perDay: 10 }, [80, 100], { threshold: 100, seconds: 60 });
+    const decisions = await run(limiter, s, 13);
+    const noticed = decisions
+      .map((d, i) => [i + 1, d.outcome, d.notices ?? []])
+      .filter(([, , n]) => (n as []).length > 0);
+    expect(noticed).toEqual([
+      [8, 'admitted', [{ type: 'quota.threshold', window: 'day', threshold: 80, period: DAY }]],
+      [10, 'admitted', [{ type: 'quota.threshold', window: 'day', threshold: 100, period: DAY }]],
+      [11, 'rate_limited', [{ type: 'quota.exhausted', window: 'day', period: DAY }]],
+    ]);
+  });
+
+  test('a request whose cost jumps over both thresholds notices both, in order; reads notice nothing', async () => {
+    const c = clock();
+    const limiter = make(c);
+    const s = subject({ perMinute: 100, perDay: 10, perMonth: 1_000 }, [50, 90]);
+    expect(((await limiter.decide(s, 0)) as Decision).notices).toBeUndefined();
+    const [d] = await run(limiter, s, 1, 10);
+    expect(d?.notices).toEqual([
+      { type: 'quota.threshold', window: 'day', threshold: 50, period: DAY },
+      { type: 'quota.threshold', window: 'day', threshold: 90, period: DAY },
+    ]);
+  });
+
+  test('the month window notices its own thresholds; a subject without thresholds notices nothing', async () => {
+    const c = clock();
+    const limiter = make(c);
+    const s = subject({ perMinute: 100, perDay: 100, perMonth: 10 }, [80]);
+    const decisions = await run(limiter, s, 12);
+    expect(decisions.flatMap((d) => d.notices ?? [])).toEqual([
+      { type: 'quota.threshold', window: 'month', threshold: 80, period: MONTH },
+      { type: 'quota.exhausted', window: 'month', period: MONTH },
+    ]);
+    const silent = subject({ perMinute: 100, perDay: 5 });
+    expect((await run(limiter, silent, 8)).some((d) => d.notices !== undefined)).toBe(false);
+  });
+
+  test('a ban start is noticed with its end; the 80% crossing after it still comes, once', async () => {
+    const c = clock();
+    const limiter = make(c);
+    const s = subject({ perMinute: 2, perDay: 10 }, [80], { threshold: 2, seconds: 60 });
+    await run(limiter, s, 2);
+    const [, second] = await run(limiter, s, 2);
+    expect(second?.outcome).toBe('key_banned');
+    expect(second?.notices).toEqual([{ type: 'key.banned', until: T0 + 60_000 }]);
+    // 8 of 10 in the day (80%) over the next minutes, then the window slides until they leave.
+    c.advance(61_000);
+    await run(limiter, s, 2);
+    c.advance(61_000);
+    await run(limiter, s, 2);
+    c.advance(61_000);
+    const [, crossing] = await run(limiter, s, 2);
+    expect((await run(limiter, s, 1))[0]?.notices).toBeUndefined();
+    expect(crossing?.notices).toEqual([{ type: 'quota.threshold', window: 'day', threshold: 80, period: DAY }]);
+  });
+});

@@ -1,0 +1,195 @@
+/**
+ * The webhook outbox: events recorded durably in the same store as the pets, then handed to a
+ * delivery worker that leases them (`claimed_by`, `claimed_until`), so among instances sharing
+ * a database each event is being delivered by one at a time. The store knows plain records only:
+ * what an event means and where it goes is the worker's (src/webhooks/).
+ */
+
+/** One event as recorded: `id` is unique across the fleet, and recording it twice keeps the first. */
+export interface OutboxEvent {
+  readonly id: string;
+  /** Whose webhook it goes to (a consumer's name). */
+  readonly consumer: string;
+  /** `quota.threshold`, `quota.exhausted`, `key.banned`, `key.expiring`. */
+  readonly type: string;
+  /** The JSON body to send, as it will be signed. */
+  readonly payload: string;
+  /** Epoch ms it was recorded. */
+  readonly createdAt: number;
+}
+
+/** An event leased to a worker, with the attempts made so far. */
+export interface OutboxEntry extends OutboxEvent {
+  readonly attempts: number;
+}
+
+/** What became of one attempt. */
+export type Settlement =
+  | { readonly outcome: 'delivered' }
+  | { readonly outcome: 'retry'; readonly at: number; readonly error: string }
+  | { readonly outcome: 'failed'; readonly error: string };
+
+export interface OutboxStats {
+  /** Events waiting to be delivered (leased ones included). */
+  readonly pending: number;
+  /** Events given up on, kept until the bound drops them. */
+  readonly failed: number;
+  /** Epoch ms the oldest pending event was recorded; undefined when none is. */
+  readonly oldestPendingAt: number | undefined;
+}
+
+/** An event the bound dropped, for counting. */
+export interface Dropped {
+  readonly consumer: string;
+  readonly type: string;
+}
+
+/** Delivered events are kept this long, so a periodic scan recording the same id again is a no-op. */
+export const DELIVERED_KEEP_MS = 8 * 24 * 60 * 60 * 1_000;
+
+export interface Outbox {
+  /** Resolves once the events are durable; an id already recorded is left as it is. */
+  record(events: readonly OutboxEvent[]): Promise<void>;
+  /** Up to `limit` pending events due at `now` and not leased, oldest first, leased to `owner` until `now + leaseMs`. */
+  claim(owner: string, now: number, leaseMs: number, limit: number): Promise<OutboxEntry[]>;
+  /** Ends `owner`'s lease of `id` with what the attempt did; a lease lost meanwhile changes nothing. */
+  settle(id: string, owner: string, settlement: Settlement, now: number): Promise<void>;
+  /**
+   * Keeps at most `max` undelivered events: failed ones are dropped first, oldest first, then
+   * pending ones; delivered ones go after `DELIVERED_KEEP_MS`. Resolves with what was dropped.
+   */
+  trim(max: number, now: number): Promise<Dropped[]>;
+  stats(): Promise<OutboxStats>;
+}
+
+type Status = 'pending' | 'delivered' | 'failed';
+
+interface Row extends OutboxEntry {
+  status: Status;
+  attempts: number;
+  nextAt: number;
+  claimedBy: string | undefined;
+  claimedUntil: number;
+}
+
+const byAge = (a: OutboxEvent, b: OutboxEvent) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1);
+
+/**
+ * The outbox of `--data :memory:`: lost at exit, like its pets.
+ *
+ * @example
+ * const outbox = new MemoryOutbox(); await outbox.record([event]); await outbox.claim('me', now, 30_000, 10)
+ */
+export class MemoryOutbox implements Outbox {
+  readonly #rows = new Map<string, Row>();
+
+  async record(events: readonly OutboxEvent[]): Promise<void> {
+    for (const e of events) {
+      if (this.#rows.has(e.id)) continue;
+      this.#rows.set(e.id, {
+        ...e,
+        status: 'pending',
+        attempts: 0,
+        nextAt: e.createdAt,
+        claimedBy: undefined,
+        claimedUntil: 0,
+      });
+    }
+  }
+
+  async claim(owner: string, now: number, leaseMs: number, limit: number): Promise<OutboxEntry[]> {
+    const due = [...this.#rows.values()]
+      .filter((r) => r.status === 'pending' && r.nextAt <= now && r.claimedUntil <= now)
+      .sort(byAge)
+      .slice(0, limit);
+    for (const r of due) {
+      r.claimedBy = owner;
+      r.claimedUntil = now + leaseMs;
+    }
+    return due.map(({ id, consumer, type, payload, createdAt, attempts }) => ({
+      id,
+      consumer,
+      type,
+      payload,
+      createdAt,
+      attempts,
+    }));
+  }
+
+  async settle(id: string, owner: string, settlement: Settlement, now: number): Promise<void> {
+    const r = this.#rows.get(id);
+    if (!r || r.claimedBy !== owner) return;
+    r.attempts++;
+    r.claimedBy = undefined;
+    r.claimedUntil = 0;
+    if (settlement.outcome === 'retry') r.nextAt = settlement.at;
+    else {
+      r.status = settlement.outcome;
+      r.nextAt = now;
+    }
+  }
+
+  async trim(max: number, now: number): Promise<Dropped[]> {
+    const rows = [...this.#rows.values()];
+    for (const r of rows) if (r.status === 'delivered' && r.nextAt <= now - DELIVERED_KEEP_MS) this.#rows.delete(r.id);
+    const kept = rows.filter((r) => r.status !== 'delivered');
+    const over = kept.length - max;
+    if (over <= 0) return [];
+    const failed = kept.filter((r) => r.status === 'failed').sort(byAge);
+    const pending = kept.filter((r) => r.status === 'pending').sort(byAge);
+    const dropped = [...failed, ...pending].slice(0, over);
+    for (const r of dropped) this.#rows.delete(r.id);
+    return dropped.map(({ consumer, type }) => ({ consumer, type }));
+  }
+
+  async stats(): Promise<OutboxStats> {
+    let pending = 0;
+    let failed = 0;
+    let oldestPendingAt: number | undefined;
+    for (const r of this.#rows.values()) {
+      if (r.status === 'failed') failed++;
+      if (r.status !== 'pending') continue;
+      pending++;
+      if (oldestPendingAt === undefined || r.createdAt < oldestPendingAt) oldestPendingAt = r.createdAt;
+    }
+    return { pending, failed, oldestPendingAt };
+  }
+}
+
+/**
+ * An outbox row as the drivers hand it over, as an OutboxEntry (both engines' column names).
+ *
+ * @example
+ * entryFromRow({ id: 'msg_1', consumer: 'acme', type: 'key.banned', payload: '{}', created_at: 1, attempts: 0 })
+ */
+export function entryFromRow(row: unknown): OutboxEntry {
+  const r = (typeof row === 'object' && row !== null ? row : {}) as Record<string, unknown>;
+  const { id, consumer, type, payload } = r;
+  const createdAt = Number(r.created_at);
+  const attempts = Number(r.attempts);
+  if (
+    typeof id !== 'string' ||
+    typeof consumer !== 'string' ||
+    typeof type !== 'string' ||
+    typeof payload !== 'string'
+  ) {
+    throw new TypeError('unexpected row in webhook_outbox');
+  }
+  return { id, consumer, type, payload, createdAt, attempts };
+}
+
+/** The stats of rows `(status, n, oldest)` grouped by status, as both engines return them. */
+export function statsFromRows(rows: readonly unknown[]): OutboxStats {
+  let pending = 0;
+  let failed = 0;
+  let oldestPendingAt: number | undefined;
+  for (const row of rows) {
+    const r = (typeof row === 'object' && row !== null ? row : {}) as Record<string, unknown>;
+    if (r.status === 'failed') failed = Number(r.n);
+    if (r.status === 'pending') {
+      pending = Number(r.n);
+      oldestPendingAt = r.oldest === null || r.oldest === undefined ? undefined : Number(r.oldest);
+    }
+  }
+  return { pending, failed, oldestPendingAt };
+}

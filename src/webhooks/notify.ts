@@ -1,0 +1,43 @@
+/**
+ * The gateway's side of the outbox: a decision that crossed something has its events recorded
+ * durably before the request's answer is sent. Only the crossing request waits (one group
+ * commit on SQLite, one flushed INSERT on PostgreSQL); every other request pays nothing, and no
+ * request ever waits for a receiver.
+ */
+import type { Clock } from '../clock.ts';
+import type { Consumer } from '../gateway/keys/file.ts';
+import type { Decision } from '../gateway/limiter/limiter.ts';
+import type { Logger } from '../log.ts';
+import type { Outbox } from '../store/outbox.ts';
+import { noticeEvents } from './events.ts';
+
+export interface NotifierOptions {
+  outbox: Outbox;
+  log: Logger;
+  clock: Clock;
+  /** Told once the events are durable, so the worker sends them at once. */
+  recorded?: () => void;
+}
+
+/**
+ * What the gateway calls for a decision with notices: resolves once they are in the outbox (or
+ * logged as lost when the store refuses them: the request itself is answered all the same).
+ *
+ * @example
+ * gateway({ …, notify: notifier({ outbox: store.outbox, log, clock, recorded: () => worker.wake() }) })
+ */
+export function notifier({ outbox, log, clock, recorded }: NotifierOptions) {
+  return async function notify(consumer: Consumer, decision: Decision): Promise<void> {
+    const events = noticeEvents(consumer, decision, clock.now());
+    try {
+      await outbox.record(events);
+      recorded?.();
+    } catch (err) {
+      log.error('webhook events could not be recorded', {
+        consumer: consumer.name,
+        events: events.map((e) => e.type),
+        error: err instanceof Error ? err.message : String(err),
+      });
+    }
+  };
+}

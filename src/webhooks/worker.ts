@@ -1,0 +1,181 @@
+/**
+ * The delivery worker: off the request path, it polls the outbox, leases what is due, sends each
+ * event signed to its consumer's current webhook, and settles it: delivered, retried later
+ * (`schedule.ts`), or failed. It also keeps the outbox bounded and scans the keys for
+ * `key.expiring`. A receiver that is slow or down costs the worker's time, never a request's.
+ *
+ * The URL and secret are read from the keys at send time (they are never stored): a consumer
+ * whose webhook was removed has its events failed.
+ */
+import { randomUUID } from 'node:crypto';
+import { clearInterval, setInterval, setTimeout } from 'node:timers';
+import { type Clock, systemClock } from '../clock.ts';
+import type { Consumer, KeyRecord } from '../gateway/keys/file.ts';
+import type { Logger } from '../log.ts';
+import type { Outbox, OutboxEntry, OutboxStats } from '../store/outbox.ts';
+import { expiringEvents } from './events.ts';
+import { nextAttemptAt, RETRY_DELAYS_MS } from './schedule.ts';
+import { type AttemptResult, SEND_TIMEOUT_MS, send } from './sender.ts';
+
+/** How often the outbox is looked at when nothing wakes the worker. */
+const POLL_MS = 1_000;
+/** Events leased per poll (sent at once). */
+const BATCH = 16;
+/** A lease outlives a pass of attempts (at most the 5 s timeout, sent at once) three times over; a worker that died holds its events this long at most. */
+const LEASE_MS = 15_000;
+/** How often keys are scanned for `key.expiring`. */
+const EXPIRY_SCAN_MS = 60 * 60_000;
+/** Undelivered events kept at most, unless configured (`--webhook-outbox-max`). */
+export const DEFAULT_OUTBOX_MAX = 10_000;
+
+/** What the worker reports, for `/metrics` (src/metrics/webhooks.ts). */
+export interface WebhookReport {
+  /** One attempt's end: `delivered`, `retried`, `failed` (given up), `dropped` (by the bound). */
+  delivery(consumer: string, event: string, outcome: 'delivered' | 'retried' | 'failed' | 'dropped'): void;
+  /** The outbox as last read. */
+  outbox(stats: OutboxStats, now: number): void;
+}
+
+export interface DeliveryWorkerOptions {
+  outbox: Outbox;
+  /** The keys now loaded: where each consumer's webhook is found at send time. */
+  keys: () => readonly KeyRecord[];
+  log: Logger;
+  clock?: Clock;
+  report?: WebhookReport;
+  /** Delays before each retry (`PETSTORE_WEBHOOK_RETRY_SECONDS` in tests). */
+  delays?: readonly number[];
+  /** Undelivered events kept at most. */
+  maxOutbox?: number;
+  timeoutMs?: number;
+  pollMs?: number;
+}
+
+/**
+ * @example
+ * const worker = new DeliveryWorker({ outbox: store.outbox, keys: () => table.records(), log });
+ * worker.start(); … worker.wake(); … await worker.stop();
+ */
+export class DeliveryWorker {
+  readonly #o: Required<Omit<DeliveryWorkerOptions, 'report'>> & { report?: WebhookReport };
+  /** Names this instance's leases. */
+  readonly #owner = `${randomUUID()}`;
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #running: Promise<void> | undefined;
+  #again = false;
+  #lastScan = Number.NEGATIVE_INFINITY;
+  #stopped = false;
+  /** Cuts the attempts under way short on `stop`: they are retried by whoever runs next. */
+  readonly #stop = new AbortController();
+  /** Why the outbox could not be read, while it cannot: logged once when it starts and once when it ends. */
+  #failing: string | undefined;
+
+  constructor({
+    clock = systemClock,
+    delays = RETRY_DELAYS_MS,
+    maxOutbox = DEFAULT_OUTBOX_MAX,
+    timeoutMs = SEND_TIMEOUT_MS,
+    pollMs = POLL_MS,
+    ...rest
+  }: DeliveryWorkerOptions) {
+    this.#o = { clock, delays, maxOutbox, timeoutMs, pollMs, ...rest };
+  }
+
+  start(): void {
+    this.#timer = setInterval(() => this.wake(), this.#o.pollMs);
+    this.#timer.unref();
+    this.wake();
+  }
+
+  /** Looks at the outbox now (after an event was recorded), or right after the pass under way. */
+  wake(): void {
+    if (this.#stopped) return;
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    this.#running = this.#pass()
+      .then(() => {
+        if (this.#failing === undefined) return;
+        this.#failing = undefined;
+        this.#o.log.info('webhooks: the outbox can be read again');
+      })
+      .catch((err: unknown) => {
+        if (this.#failing !== undefined) return;
+        this.#failing = err instanceof Error ? err.message : String(err);
+        this.#o.log.warn('webhooks: the outbox cannot be read; deliveries wait', { error: this.#failing });
+      })
+      .finally(() => {
+        this.#running = undefined;
+        if (this.#again) {
+          this.#again = false;
+          setTimeout(() => this.wake(), 0);
+        }
+      });
+  }
+
+  /** Stops polling, cuts the attempts under way short (they stay pending) and waits for their outcome to be kept. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearInterval(this.#timer);
+    this.#stop.abort();
+    await this.#running;
+  }
+
+  async #pass(): Promise<void> {
+    const { outbox, clock, maxOutbox, report } = this.#o;
+    const now = clock.now();
+    if (now - this.#lastScan >= EXPIRY_SCAN_MS) {
+      this.#lastScan = now;
+      const expiring = expiringEvents(this.#o.keys(), now);
+      if (expiring.length > 0) await outbox.record(expiring);
+    }
+    const due = await outbox.claim(this.#owner, now, LEASE_MS, BATCH);
+    if (due.length > 0) {
+      const consumers = new Map<string, Consumer>();
+      for (const key of this.#o.keys()) consumers.set(key.consumer.name, key.consumer);
+      await Promise.all(due.map((entry) => this.#deliver(entry, consumers.get(entry.consumer))));
+    }
+    let stats = await outbox.stats();
+    if (stats.pending + stats.failed > maxOutbox) {
+      for (const d of await outbox.trim(maxOutbox, clock.now())) report?.delivery(d.consumer, d.type, 'dropped');
+      stats = await outbox.stats();
+    }
+    report?.outbox(stats, clock.now());
+    if (due.length === BATCH) this.#again = true;
+  }
+
+  async #deliver(entry: OutboxEntry, consumer: Consumer | undefined): Promise<void> {
+    const { outbox, clock, log, report, delays, timeoutMs } = this.#o;
+    const webhook = consumer?.webhook;
+    const result: AttemptResult = webhook
+      ? await send(
+          { id: entry.id, payload: entry.payload, url: webhook.url, secret: webhook.secret, at: clock.now() },
+          timeoutMs,
+          this.#stop.signal,
+        )
+      : { ok: false, error: 'the consumer has no webhook now' };
+    const now = clock.now();
+    const fields = { consumer: entry.consumer, event: entry.type, id: entry.id, attempt: entry.attempts + 1 };
+    if (result.ok) {
+      await outbox.settle(entry.id, this.#owner, { outcome: 'delivered' }, now);
+      report?.delivery(entry.consumer, entry.type, 'delivered');
+      return;
+    }
+    // Cut short by a stop: due again at once, for this instance after a restart or another one now.
+    const at = this.#stop.signal.aborted ? now : webhook ? nextAttemptAt(entry.attempts + 1, now, delays) : undefined;
+    if (at === undefined) {
+      await outbox.settle(entry.id, this.#owner, { outcome: 'failed', error: result.error }, now);
+      report?.delivery(entry.consumer, entry.type, 'failed');
+      log.warn('webhook failed; no more attempts', { ...fields, error: result.error });
+      return;
+    }
+    await outbox.settle(entry.id, this.#owner, { outcome: 'retry', at, error: result.error }, now);
+    report?.delivery(entry.consumer, entry.type, 'retried');
+    log.info('webhook attempt failed; retrying', {
+      ...fields,
+      error: result.error,
+      retryAt: new Date(at).toISOString(),
+    });
+  }
+}
