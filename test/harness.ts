@@ -73,18 +73,28 @@ export async function startServer({
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${lines.join('\n')}`)), 15_000);
-    const onData = (chunk: Buffer) => {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) {
-        lines.push(line);
-        const m = /"address":"http:\/\/127\.0\.0\.1:(\d+)"/.exec(line);
-        if (m) {
-          clearTimeout(timer);
-          resolve(Number(m[1]));
+    // A pipe hands over chunks, not lines: each stream keeps its unfinished last line until the
+    // rest of it arrives, so a long log line is never seen as two broken ones.
+    const reader = (stream: NodeJS.ReadableStream | null) => {
+      let partial = '';
+      stream?.on('end', () => {
+        if (partial) lines.push(partial);
+      });
+      stream?.on('data', (chunk: Buffer) => {
+        const parts = (partial + chunk.toString()).split('\n');
+        partial = parts.pop() ?? '';
+        for (const line of parts.filter(Boolean)) {
+          lines.push(line);
+          const m = /"address":"http:\/\/127\.0\.0\.1:(\d+)"/.exec(line);
+          if (m) {
+            clearTimeout(timer);
+            resolve(Number(m[1]));
+          }
         }
-      }
+      });
     };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', onData);
+    reader(child.stdout);
+    reader(child.stderr);
     void exited.then((code) => {
       clearTimeout(timer);
       reject(new Error(`server exited with ${code} before listening:\n${lines.join('\n')}`));
