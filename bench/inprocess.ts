@@ -7,7 +7,7 @@
  * with. It measures the app's own code only: not Bun's HTTP server, the SQLite store or the log's
  * writes, so its percentages are larger than the same change makes in `make bench`.
  *
- * Knobs (environment): BENCH_BASE (required), BENCH_ONLY (list,get,401), AB_BLOCKS (40),
+ * Knobs (environment): BENCH_BASE (required), BENCH_ONLY (list,get,401,429), AB_BLOCKS (40),
  * AB_REQUESTS (3,000 a block).
  */
 import { createApp } from '../src/app.ts';
@@ -32,11 +32,14 @@ type App = { fetch: (req: Request) => Response | Promise<Response> };
 const BLOCKS = Number(process.env.AB_BLOCKS ?? 40);
 const REQUESTS = Number(process.env.AB_REQUESTS ?? 3000);
 const TOKEN = 'psk_inprocess-0123456789abcdefghijklmnopqrstuvwxyz';
+const SPENT = 'psk_inprocess-spent-0123456789abcdefghijklmnopqrstuv';
 const SCENARIOS = [
   { id: 'list', path: '/v1/pets?limit=20', token: TOKEN, status: 200 },
   { id: 'get', path: '/v1/pets/7', token: TOKEN, status: 200 },
   // A new client address for every request, as the 401 scenario of `make bench`.
   { id: '401', path: '/v1/pets?limit=20', token: 'psk_nobody', status: 401 },
+  // A key whose minute is spent, and whose ban never starts: every request a 429.
+  { id: '429', path: '/v1/pets?limit=20', token: SPENT, status: 429 },
 ];
 
 async function modulesOf(root: string): Promise<Modules> {
@@ -57,19 +60,29 @@ async function appOf(m: Modules): Promise<App> {
   for (let i = 1; i <= 100; i++) await store.create({ name: `pet ${i}`, categoryId: 1, status: 'available' });
   const sha256 = m.hashToken(TOKEN).toString('hex');
   const limits = { perMinute: 1_000_000_000, perDay: 1_000_000_000 };
+  const spent = {
+    name: 'spent',
+    plan: 'enterprise',
+    limits: { perMinute: 1, perDay: 1_000_000_000 },
+    ban: { seconds: 1, threshold: 1_000_000_000 },
+    sha256: m.hashToken(SPENT).toString('hex'),
+  };
   const table = new m.KeyTable(
-    m.parseKeys(JSON.stringify({ keys: [{ name: 'bench', plan: 'enterprise', limits, sha256 }] })),
+    m.parseKeys(JSON.stringify({ keys: [{ name: 'bench', plan: 'enterprise', limits, sha256 }, spent] })),
   );
   // The line is built as in production, then dropped: its write is the log file's cost, not the app's.
   const log = m.createLogger({ write: () => {} });
   const limiter = new m.SlidingWindowLimiter({});
-  return m.createApp({
+  const app = m.createApp({
     store,
     keys: () => table,
     limiter,
     log,
     clientAddress: (c) => c.req.header('x-forwarded-for') ?? '192.0.2.1',
   });
+  // The spent key's one request a minute, so every later one is refused.
+  await app.fetch(new Request('http://localhost/v1/pets', { headers: { Authorization: `Bearer ${SPENT}` } }));
+  return app;
 }
 
 let sent = 0;
