@@ -102,7 +102,10 @@ async function main(): Promise<void> {
   const started = new Date();
   console.log(`bench: temp dir ${dir}${QUICK ? ' (quick mode)' : ''}`);
 
-  const selected = [...SCENARIOS, QUOTA_SCENARIO].filter((s) => !ONLY || ONLY.includes(s.id));
+  // The quota scenario right after the list it is compared with, before the 401 flood fills the
+  // limiter's table (a heap of 100,000 strangers makes every later request dearer).
+  const ordered = SCENARIOS.flatMap((s) => (s.id === 'list' ? [s, QUOTA_SCENARIO] : [s]));
+  const selected = ordered.filter((s) => !ONLY || ONLY.includes(s.id));
   const scenarios: ScenarioResult[] = [];
   // One set of servers at a time: those of the seeded scenarios, then those of the million pets.
   const seeded = selected.filter((s) => s.data === undefined);
