@@ -11,7 +11,7 @@ QA_BIN   := contract/node_modules/.bin
 PEERS    := bench/node_modules/.stamp
 BUN      := $(NODE_BIN)/bun
 DENO     := $(NODE_BIN)/deno
-SOURCES  := $(shell find src -name '*.ts' ! -name '*.test.ts') contract/openapi.yaml package.json
+SOURCES  := $(shell find src -name '*.ts' ! -name '*.test.ts') contract/openapi.yaml contract/admin.openapi.yaml package.json
 DOCS_GEN := src/docs/generated/scalar-bundle.ts
 # Deno from source, with only the permissions the server uses: sockets, its env vars, the keys
 # file and the SQLite file (node:sqlite). No --allow-run, --allow-ffi or --allow-sys.
@@ -45,7 +45,7 @@ $(QA) $(PEERS): %/node_modules/.stamp: %/package.json %/package-lock.json node_m
 deps: node_modules/.stamp $(QA) $(PEERS) ## install every package's dependencies (root, contract/, bench/) when a lock changed
 
 # The Scalar bundle, gzipped into a TypeScript module that the binary, Deno and Node all import.
-$(DOCS_GEN): node_modules/.stamp scripts/embed-docs.ts contract/openapi.yaml
+$(DOCS_GEN): node_modules/.stamp scripts/embed-docs.ts contract/openapi.yaml contract/admin.openapi.yaml
 	$(BUN) scripts/embed-docs.ts
 	@touch $@
 

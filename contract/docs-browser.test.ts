@@ -1,6 +1,7 @@
 // The integrators' reference page in a real browser: Debian's Chromium, driven by playwright-core,
 // against the built binary. Run: `make docs-test` (needs /usr/bin/chromium; never downloads one).
-// Screenshots go to reports/: docs.png (first view), docs-list-pets.png, docs-test-request.png.
+// Screenshots go to reports/: docs.png (first view), docs-list-pets.png, docs-test-request.png,
+// docs-admin.png (the admin API's document, chosen in the page's picker).
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdirSync, readFileSync } from 'node:fs';
@@ -33,9 +34,9 @@ interface Operation {
   summary: string;
 }
 
-/** The operations of the contract, with the summaries the page must show. */
-function contractOperations(): Operation[] {
-  const doc = YAML.parse(readFileSync(join(ROOT, 'contract/openapi.yaml'), 'utf8')) as {
+/** The operations of a contract, with the summaries the page must show. */
+function contractOperations(file = 'contract/openapi.yaml'): Operation[] {
+  const doc = YAML.parse(readFileSync(join(ROOT, file), 'utf8')) as {
     paths: Record<string, Record<string, { operationId: string; summary: string }>>;
   };
   return Object.entries(doc.paths).flatMap(([path, item]) =>
@@ -138,4 +139,27 @@ describe('GET /docs in Chromium', () => {
     ).toEqual(['/docs/assets/favicon', '/docs/assets/init', '/docs/assets/scalar']);
     expect(problems).toEqual([]);
   });
+
+  test('offers the admin API as a second document: choosing it shows its operations', async () => {
+    // A fresh page: the request client the test before opened covers the sidebar.
+    await page.goto(`${server.url}/docs`, { waitUntil: 'networkidle' });
+    const picker = page.getByRole('button', { name: 'Pet Store API', exact: true });
+    await picker.click();
+    const listbox = page.getByRole('listbox', { name: 'Pet Store API' });
+    expect(await listbox.getByRole('option').allTextContents()).toEqual(['Pet Store API', 'Pet Store admin API']);
+    const loaded = page.waitForResponse((r) => new URL(r.url()).pathname === '/openapi-admin.json');
+    await listbox.getByRole('option', { name: 'Pet Store admin API' }).click();
+    expect((await loaded).status()).toBe(200);
+    const operations = contractOperations('contract/admin.openapi.yaml');
+    expect(operations.length).toBeGreaterThan(0);
+    for (const op of operations) {
+      const heading = page.getByRole('heading', { name: op.summary, exact: true });
+      await heading.waitFor({ state: 'attached', timeout: 10_000 });
+      expect(await heading.count()).toBe(1);
+    }
+    await page.screenshot({ path: join(REPORTS, 'docs-admin.png'), animations: 'disabled' });
+    const elsewhere = requests.filter((url) => new URL(url).origin !== new URL(server.url).origin);
+    expect(elsewhere).toEqual([]);
+    expect(problems).toEqual([]);
+  }, 30_000);
 });

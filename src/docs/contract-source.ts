@@ -1,14 +1,20 @@
+import adminYaml from '../../contract/admin.openapi.yaml' with { type: 'text' };
 import contractYaml from '../../contract/openapi.yaml' with { type: 'text' };
 
 /**
- * The contract where there is no build step (Deno from source, the Node bundle): the YAML text
- * imported as is, parsed on first use. The binary reads its build-time copies instead
+ * The contracts where there is no build step (Deno from source, the Node bundle): the YAML texts
+ * imported as they are, parsed on first use. The binary reads its build-time copies instead
  * (src/docs/generated/contract-files.ts, made by scripts/embed-docs.ts).
  */
 export const CONTRACT_YAML: string = contractYaml;
+/** The admin API's contract (contract/admin.openapi.yaml), served beside the public one. */
+export const ADMIN_CONTRACT_YAML: string = adminYaml;
 
-/** The contract as a document: the yaml module and the parse are loaded on first use only. */
-export const parseContract = async (): Promise<Record<string, unknown>> => {
+/** A contract as a document: the yaml module and the parse are loaded on first use only. */
+const parse = async (yaml: string): Promise<Record<string, unknown>> => {
   const { default: YAML } = await import('yaml');
-  return YAML.parse(CONTRACT_YAML) as Record<string, unknown>;
+  return YAML.parse(yaml) as Record<string, unknown>;
 };
+
+export const parseContract = (): Promise<Record<string, unknown>> => parse(CONTRACT_YAML);
+export const parseAdminContract = (): Promise<Record<string, unknown>> => parse(ADMIN_CONTRACT_YAML);

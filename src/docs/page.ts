@@ -66,27 +66,36 @@ export const FAVICON = new TextAsset({
     '<circle cx="20" cy="7" r="3.5"/><circle cx="25.5" cy="13" r="3.5"/></svg>',
 });
 
+/** One document the page offers. */
+export interface PageDocument {
+  /** Its name in the page's document picker, e.g. the contract's `info.title`. */
+  title: string;
+  /** Where the page loads it from (same origin). */
+  url: string;
+  /** Names its anchors (#petstore/tag/animals/GET/pets) and its download (petstore.json). */
+  slug: string;
+}
+
 export interface PageOptions {
   /** Page title, e.g. the contract's `info.title`. */
   title: string;
-  /** Where the page loads the document from (same origin). */
-  specUrl: string;
+  /** The documents the page offers, the first shown by default. */
+  documents: readonly PageDocument[];
   /** Name of the security scheme the page's auth box selects first. */
   securityScheme: string | undefined;
 }
 
 /**
- * Scalar's configuration. Everything that would reach another host is off: the default fonts
+ * Scalar's configuration, shared by every document (`sources`; the first is the default, the
+ * others chosen in the page's document picker). Everything that would reach another host is off: the default fonts
  * (fonts.scalar.com), telemetry, the AI agent (on by default on localhost), the developer toolbar
  * (its "Share" uploads the document to Scalar), the request proxy (unset: "Test Request" goes
  * straight to this server) and the "Open API client" button (client.scalar.com). The token typed
  * into the page stays in memory (`persistAuth: false`), not in localStorage.
  */
-export function scalarConfig({ specUrl, securityScheme }: PageOptions): Partial<ApiReferenceConfiguration> {
+export function scalarConfig({ documents, securityScheme }: PageOptions): Partial<ApiReferenceConfiguration> {
   return {
-    url: specUrl,
-    // Names the anchors (#petstore/tag/animals/GET/pets) and the downloaded document (petstore.json).
-    slug: 'petstore',
+    sources: documents.map(({ title, url, slug }, i) => ({ title, url, slug, default: i === 0 })),
     withDefaultFonts: false,
     telemetry: false,
     agent: { disabled: true },
@@ -110,12 +119,22 @@ const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (ch) => `&#${ch.charCode
  * configuration as a JSON data block.
  *
  * @example
- * docsPage({ title: 'Pet Store API', specUrl: '/openapi.json', securityScheme: 'bearerAuth' })
+ * docsPage({
+ *   title: 'Pet Store API',
+ *   documents: [{ title: 'Pet Store API', url: '/openapi.json', slug: 'petstore' }],
+ *   securityScheme: 'bearerAuth',
+ * })
  */
 export function docsPage(options: PageOptions): string {
   // `<` escaped so no value can close the data block early.
   const config = JSON.stringify(scalarConfig(options)).replace(/</g, '\\u003c');
   const title = escapeHtml(`${options.title} reference`);
+  const links = options.documents
+    .map((d) => {
+      const yaml = escapeHtml(d.url.replace(/\.json$/, '.yaml'));
+      return `<a href="${yaml}">${yaml}</a>`;
+    })
+    .join(' and ');
   return `<!doctype html>
 <html lang="en">
   <head>
@@ -125,7 +144,7 @@ export function docsPage(options: PageOptions): string {
     <link rel="icon" type="image/svg+xml" href="${FAVICON.path}" />
   </head>
   <body>
-    <noscript>This reference needs JavaScript. The contract is at <a href="/openapi.yaml">/openapi.yaml</a>.</noscript>
+    <noscript>This reference needs JavaScript. The contracts are at ${links}.</noscript>
     <div id="app"></div>
     <script id="scalar-config" type="application/json">${config}</script>
     <script src="${SCALAR_BUNDLE.path}"></script>

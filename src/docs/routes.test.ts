@@ -7,7 +7,7 @@ import YAML from 'yaml';
 import { routesApp, testApp } from '../../test/testing.ts';
 import { ConfigError, parseConfig } from '../config.ts';
 import { DOCS_CSP, FAVICON, INIT_SCRIPT, SCALAR_BUNDLE } from './page.ts';
-import { apiBase, CONTRACT_YAML, docsRoutes } from './routes.ts';
+import { ADMIN_CONTRACT_YAML, apiBase, CONTRACT_YAML, docsRoutes } from './routes.ts';
 
 const STANDALONE = readFileSync(
   join(import.meta.dir, '../../node_modules/@scalar/api-reference/dist/browser/standalone.js'),
@@ -40,12 +40,14 @@ describe('GET /docs', () => {
     expect(inline).toEqual([' id="scalar-config" type="application/json"']);
   });
 
-  test('Scalar is configured to call no other host and to open on bearer auth', async () => {
+  test('Scalar offers the public API first, then the admin API; calls no other host; opens on bearer auth', async () => {
     const html = await (await testApp().app.request('/docs')).text();
     const json = /<script id="scalar-config" type="application\/json">(.*)<\/script>/.exec(html)?.[1] ?? '';
     expect(JSON.parse(json)).toEqual({
-      url: '/openapi.json',
-      slug: 'petstore',
+      sources: [
+        { title: 'Pet Store API', url: '/openapi.json', slug: 'petstore', default: true },
+        { title: 'Pet Store admin API', url: '/openapi-admin.json', slug: 'petstore-admin', default: false },
+      ],
       withDefaultFonts: false,
       telemetry: false,
       agent: { disabled: true },
@@ -131,7 +133,7 @@ describe('the embedded Scalar bundle', () => {
 });
 
 describe('the contract for other tools', () => {
-  test.each(['/openapi.json', '/openapi.yaml'])(
+  test.each(['/openapi.json', '/openapi.yaml', '/openapi-admin.json', '/openapi-admin.yaml'])(
     '%s: public (CORS *), with an ETag; If-None-Match gives 304',
     async (path) => {
       const { app } = testApp();
@@ -224,6 +226,56 @@ describe('GET /openapi.yaml', () => {
       '',
     ]);
     expect(served.slice(served.indexOf('security:'))).toEqual(written.slice(end));
+  });
+});
+
+describe('GET /openapi-admin.json and /openapi-admin.yaml', () => {
+  const ADMIN_SERVERS = [
+    {
+      url: '/admin/v1',
+      description:
+        'The admin port (--admin-port, on --admin-host): this path is served there only, not on the port serving this document.',
+    },
+  ];
+  const written = readFileSync(join(import.meta.dir, '../../contract/admin.openapi.yaml'), 'utf8');
+
+  test('the JSON is contract/admin.openapi.yaml parsed, servers aside: the admin port’s relative /admin/v1', async () => {
+    // The public port's --public-url and --staging-url do not apply to the admin port.
+    const app = routesApp(docsRoutes({ publicUrl: 'https://api.petstore.example' }));
+    const res = await app.request('http://evil.example/openapi-admin.json');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/json');
+    expect(res.headers.get('cache-control')).toBe('no-cache');
+    const { servers, ...rest } = (await res.json()) as Record<string, unknown>;
+    expect(servers).toEqual(ADMIN_SERVERS);
+    const { servers: _, ...contract } = YAML.parse(written) as Record<string, unknown>;
+    expect(rest).toEqual(contract);
+    expect(ADMIN_CONTRACT_YAML).toBe(written);
+  });
+
+  test('the YAML is the same document, and otherwise the file as written', async () => {
+    const { app } = testApp();
+    const res = await app.request('/openapi-admin.yaml');
+    expect(res.headers.get('content-type')).toBe('application/yaml; charset=utf-8');
+    const text = await res.text();
+    const json = await (await app.request('/openapi-admin.json')).json();
+    expect(YAML.parse(text)).toEqual(json);
+    const served = text.split('\n');
+    const lines = written.split('\n');
+    expect(served.slice(0, lines.indexOf('servers:'))).toEqual(lines.slice(0, lines.indexOf('servers:')));
+    expect(served.slice(served.indexOf('security:'))).toEqual(lines.slice(lines.indexOf('security:')));
+  });
+
+  test('counts as the openapi operation, like /openapi.json', () => {
+    const ids = docsRoutes()
+      .filter((r) => r.path.startsWith('/openapi'))
+      .map((r) => [r.path, r.id]);
+    expect(ids).toEqual([
+      ['/openapi.yaml', 'openapi'],
+      ['/openapi.json', 'openapi'],
+      ['/openapi-admin.yaml', 'openapi'],
+      ['/openapi-admin.json', 'openapi'],
+    ]);
   });
 });
 

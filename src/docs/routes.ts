@@ -1,3 +1,4 @@
+import { ADMIN_PREFIX } from '../admin/operations.ts';
 import { API_PREFIX } from '../api/operations.ts';
 import { weakEtag } from '../http/etag.ts';
 import type { OpsRoute } from '../ops/route.ts';
@@ -14,6 +15,8 @@ const source =
 
 /** The contract, embedded in the build: the binary serves the document it was tested against. */
 export const CONTRACT_YAML: string = source.CONTRACT_YAML;
+/** The admin API's contract, embedded the same way. */
+export const ADMIN_CONTRACT_YAML: string = source.ADMIN_CONTRACT_YAML;
 
 export interface DocsOptions {
   /** Production base URL (`--public-url`), e.g. `https://api.petstore.example`; `/v1` is added. Empty: none. */
@@ -61,6 +64,20 @@ export function documentServers({ publicUrl, stagingUrl }: DocsOptions): ServerE
   return configured.length > 0 ? configured : [{ url: API_PREFIX, description: 'This server' }];
 }
 
+/**
+ * The servers the served admin document lists: the relative `/admin/v1` only. The admin API is
+ * served on the admin port (`--admin-port`, on `--admin-host`), never on the public port that
+ * serves this document, so its description says where the path is to be found; the production
+ * and staging URLs are the public port's and do not apply.
+ */
+export const ADMIN_SERVERS: readonly ServerEntry[] = [
+  {
+    url: ADMIN_PREFIX,
+    description:
+      'The admin port (--admin-port, on --admin-host): this path is served there only, not on the port serving this document.',
+  },
+];
+
 /** The contract's top-level `servers` block: its indented, blank and comment lines up to the next key. */
 const SERVERS_BLOCK = /^servers:\n(?:(?:[ \t].*)?\n)*/m;
 
@@ -90,34 +107,14 @@ const PAGE_HEADERS = {
   'X-Content-Type-Options': 'nosniff',
 };
 
-/**
- * Public documentation routes: the contract as YAML and JSON, both with the configured servers
- * (never the request's host), and the Scalar reference page at `/docs` with its assets, all from
- * the binary. *
- * @example
- * const routes = docsRoutes({ publicUrl: 'https://api.petstore.example' })
- */
-export function docsRoutes(options: DocsOptions = {}): OpsRoute[] {
-  // Parsed on first use, not at start-up: the yaml module and the parse took most of the time
-  // to first 200 (bench/README.md), for routes most instances never serve.
-  let contract: Promise<Contract> | undefined;
-  const parsed = () => {
-    contract ??= source.parseContract() as Promise<Contract>;
-    return contract;
-  };
-  let page: string | undefined;
-  const pageHtml = async () => {
-    const { info, security } = await parsed();
-    page ??= docsPage({
-      title: info?.title ?? 'API',
-      specUrl: '/openapi.json',
-      securityScheme: Object.keys(security?.[0] ?? {})[0],
-    });
-    return page;
-  };
-  // The servers come from the configuration only, never from the request.
-  const servers = documentServers(options);
-  const yaml = withServers(CONTRACT_YAML, servers);
+/** The contract's JSON and YAML routes at `/{name}.json` and `/{name}.yaml`, both with `servers`. */
+function documentRoutes(
+  name: string,
+  yamlText: string,
+  parsed: () => Promise<Contract>,
+  servers: readonly ServerEntry[],
+): OpsRoute[] {
+  const yaml = withServers(yamlText, servers);
   const yamlEtag = weakEtag(yaml);
   let json: { body: string; etag: string } | undefined;
   const contractJson = async () => {
@@ -127,12 +124,11 @@ export function docsRoutes(options: DocsOptions = {}): OpsRoute[] {
     }
     return json;
   };
-
   return [
     {
       id: 'openapi',
       method: 'GET',
-      path: '/openapi.yaml',
+      path: `/${name}.yaml`,
       handler: () => ({
         status: 200,
         body: yaml,
@@ -144,7 +140,7 @@ export function docsRoutes(options: DocsOptions = {}): OpsRoute[] {
     {
       id: 'openapi',
       method: 'GET',
-      path: '/openapi.json',
+      path: `/${name}.json`,
       async handler() {
         const { body, etag } = await contractJson();
         return {
@@ -156,6 +152,49 @@ export function docsRoutes(options: DocsOptions = {}): OpsRoute[] {
         };
       },
     },
+  ];
+}
+
+/**
+ * Public documentation routes: the contract as YAML and JSON, both with the configured servers
+ * (never the request's host), the admin API's contract beside it (`/openapi-admin.*`, servers the
+ * relative `/admin/v1` of the admin port), and the Scalar reference page at `/docs` offering both
+ * documents, the public one first, with its assets, all from the binary.
+ *
+ * @example
+ * const routes = docsRoutes({ publicUrl: 'https://api.petstore.example' })
+ */
+export function docsRoutes(options: DocsOptions = {}): OpsRoute[] {
+  // Parsed on first use, not at start-up: the yaml module and the parse took most of the time
+  // to first 200 (bench/README.md), for routes most instances never serve.
+  let contract: Promise<Contract> | undefined;
+  const parsed = () => {
+    contract ??= source.parseContract() as Promise<Contract>;
+    return contract;
+  };
+  let adminContract: Promise<Contract> | undefined;
+  const adminParsed = () => {
+    adminContract ??= source.parseAdminContract() as Promise<Contract>;
+    return adminContract;
+  };
+  let page: string | undefined;
+  const pageHtml = async () => {
+    const [{ info, security }, admin] = await Promise.all([parsed(), adminParsed()]);
+    page ??= docsPage({
+      title: info?.title ?? 'API',
+      documents: [
+        { title: info?.title ?? 'API', url: '/openapi.json', slug: 'petstore' },
+        { title: admin.info?.title ?? 'Admin API', url: '/openapi-admin.json', slug: 'petstore-admin' },
+      ],
+      securityScheme: Object.keys(security?.[0] ?? {})[0],
+    });
+    return page;
+  };
+
+  return [
+    // The servers come from the configuration only, never from the request.
+    ...documentRoutes('openapi', CONTRACT_YAML, parsed, documentServers(options)),
+    ...documentRoutes('openapi-admin', ADMIN_CONTRACT_YAML, adminParsed, ADMIN_SERVERS),
     {
       id: 'docs',
       method: 'GET',

@@ -110,7 +110,9 @@ describe('SqliteStore file', () => {
     old.close();
     const lines: string[] = [];
     const store = open(path, createLogger({ write: (l) => lines.push(l) }));
-    expect(lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'store opened')).toMatchObject({ migrated: [2, 3, 4] });
+    expect(lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'store opened')).toMatchObject({
+      migrated: [2, 3, 4],
+    });
     expect(await store.get(1)).toEqual({ id: 1, name: 'old', categoryId: 1, status: 'sold' });
     const now = Date.UTC(2026, 10, 22);
     const once = { scope: 'key:a', key: 'k', fingerprint: 'f', now };
