@@ -22,6 +22,7 @@ interface ContractOperation {
 }
 const contract = YAML.parse(readFileSync(join(import.meta.dir, '../../contract/admin.openapi.yaml'), 'utf8')) as {
   paths: Record<string, Record<string, ContractOperation>>;
+  components: { schemas: Record<string, { properties?: Record<string, unknown> }> };
 };
 const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
 const WEBHOOK_400 =
@@ -47,6 +48,24 @@ describe('the admin table and contract/admin.openapi.yaml', () => {
       scope: [op.scope],
     })).sort((a, b) => a.id.localeCompare(b.id));
     expect(fromTable).toEqual(fromContract);
+  });
+
+  test('take the same fields in each body', () => {
+    const fields = (schema: string) => Object.keys(contract.components.schemas[schema]?.properties ?? {}).sort();
+    const bodies = Object.fromEntries(
+      ADMIN_OPERATIONS.filter((op) => op.body).map((op) => [
+        op.id,
+        Object.keys((op.body as unknown as { entries: object }).entries).sort(),
+      ]),
+    );
+    expect(bodies).toEqual({
+      createConsumer: fields('NewConsumer'),
+      updateConsumer: fields('ConsumerPatch'),
+      addKey: fields('NewKey'),
+      rotateKeys: fields('Rotation'),
+    });
+    expect(fields('NewConsumer')).toContain('webhook');
+    expect(fields('ConsumerPatch')).toContain('thresholds');
   });
 });
 
