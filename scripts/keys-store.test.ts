@@ -193,6 +193,25 @@ describe.skipIf(!READY)('two instances, one key store', () => {
     // B's next version check reconnects (its pool and its LISTEN connection open again).
     expect(await until(b, String(key.body?.token), 200, FLEET_MS + 1_000)).toBeLessThanOrEqual(FLEET_MS + 1_000);
   });
+  test('a webhook, thresholds, costs and enforce set on A are shown on B (the URL, never the secret); null on B removes the webhook on A', async () => {
+    const secret = `whsec_${Buffer.alloc(32, 5).toString('base64')}`;
+    const webhook = { url: 'https://hooks.example/petstore', secret };
+    const terms = { costs: { createPet: 3 }, enforce: false, thresholds: [60, 100] };
+    const made = await admin(a, 'POST', '/consumers', { name: 'hooked', plan: 'pro', webhook, ...terms });
+    expect(made.status).toBe(201);
+    const shown = { name: 'hooked', plan: 'pro', webhook: { url: webhook.url }, ...terms };
+    expect(made.body).toMatchObject(shown);
+    expect((await admin(b, 'GET', '/consumers/hooked')).body).toMatchObject(shown);
+    const removed = await admin(b, 'PATCH', '/consumers/hooked', { webhook: null });
+    expect(removed.status).toBe(200);
+    const after = await admin(a, 'GET', '/consumers/hooked');
+    expect(after.body).toMatchObject({ costs: { createPet: 3 }, enforce: false, thresholds: [60, 100] });
+    expect(after.body).not.toHaveProperty('webhook');
+    const audit = JSON.stringify((await admin(a, 'GET', '/audit?limit=100')).body);
+    expect(audit).toContain('"secret":"(set)"');
+    const everything = [audit, JSON.stringify(made.body), ...a.lines, ...b.lines].join('\n');
+    expect(everything).not.toContain(secret.slice(6, 30));
+  });
 });
 
 describe.skipIf(!READY)('kill -9 in the middle of admin writes', () => {

@@ -15,7 +15,7 @@ import {
   rotateKeys,
   updateConsumer,
 } from '../gateway/keys/edit.ts';
-import { hashToken, KeysFileError } from '../gateway/keys/file.ts';
+import { DEFAULT_THRESHOLDS, hashToken, KeysFileError } from '../gateway/keys/file.ts';
 import { type ConsumerEntry, type ConsumerKey, type KeysDocument, keyIdOf, rfc3339 } from '../gateway/keys/schema.ts';
 import type { KeyAdmin } from '../gateway/keys/source.ts';
 import { newToken } from '../gateway/keys/tokens.ts';
@@ -69,7 +69,7 @@ export async function postConsumer(input: In<unknown, unknown, NewConsumer>, dep
   return json(201, consumerOut(found(doc, name), deps.clock.now()), { Location: `consumers/${name}` });
 }
 
-/** `PATCH /consumers/{name}`: plan, limits, ban; null removes limits or ban. */
+/** `PATCH /consumers/{name}`: plan, limits, ban, costs, enforce, webhook, thresholds; null removes one. */
 export async function patchConsumer(
   input: In<unknown, ConsumerParams, ConsumerPatch>,
   deps: AdminDeps,
@@ -246,6 +246,9 @@ function consumerOut(entry: ConsumerEntry, now: number) {
     ...(entry.ban ? { ban: entry.ban } : {}),
     ...(entry.costs ? { costs: entry.costs } : {}),
     ...(entry.enforce !== undefined ? { enforce: entry.enforce } : {}),
+    // The webhook's URL only: its secret is written, never read back.
+    ...(entry.webhook ? { webhook: { url: entry.webhook.url } } : {}),
+    ...(entry.webhook || entry.thresholds ? { thresholds: entry.thresholds ?? DEFAULT_THRESHOLDS } : {}),
     keys: entry.keys.map((k) => keyOut(k, now)),
   };
 }

@@ -5,11 +5,15 @@ import { join } from 'node:path';
 import YAML from 'yaml';
 import { adminApp } from '../app.ts';
 import { keyRecords } from '../gateway/keys/file.ts';
-import { fileKeyAdmin } from '../gateway/keys/source.ts';
+import { documentOf, fileKeyAdmin, storeKeyAdmin } from '../gateway/keys/source.ts';
 import { changeKeysFile, readKeysDocument } from '../gateway/keys/store-file.ts';
 import { KeyTable } from '../gateway/keys/table.ts';
 import { newKeyEntry } from '../gateway/keys/tokens.ts';
 import { SlidingWindowLimiter } from '../gateway/limiter/memory.ts';
+import { createLogger, silentLogger } from '../log.ts';
+import { keyStoreOf } from '../store/keys.ts';
+import { SqliteStore } from '../store/sqlite.ts';
+import { loadSqlite, type SqliteOpener } from '../store/sqlite-driver.ts';
 import { ADMIN_OPERATIONS, ADMIN_PREFIX } from './operations.ts';
 
 interface ContractOperation {
@@ -18,7 +22,11 @@ interface ContractOperation {
 }
 const contract = YAML.parse(readFileSync(join(import.meta.dir, '../../contract/admin.openapi.yaml'), 'utf8')) as {
   paths: Record<string, Record<string, ContractOperation>>;
+  components: { schemas: Record<string, { properties?: Record<string, unknown> }> };
 };
+const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+const WEBHOOK_400 =
+  'webhook: must be an object with exactly "url", an https:// URL or http:// to a loopback address (127.0.0.1, [::1], localhost), and "secret", "whsec_" and the base64 of 24 to 64 random bytes (null: no notifications; the value is not shown).';
 const honoPath = (path: string) => path.replace(/\{([^}]+)\}/g, ':$1');
 
 describe('the admin table and contract/admin.openapi.yaml', () => {
@@ -40,6 +48,24 @@ describe('the admin table and contract/admin.openapi.yaml', () => {
       scope: [op.scope],
     })).sort((a, b) => a.id.localeCompare(b.id));
     expect(fromTable).toEqual(fromContract);
+  });
+
+  test('take the same fields in each body', () => {
+    const fields = (schema: string) => Object.keys(contract.components.schemas[schema]?.properties ?? {}).sort();
+    const bodies = Object.fromEntries(
+      ADMIN_OPERATIONS.filter((op) => op.body).map((op) => [
+        op.id,
+        Object.keys((op.body as unknown as { entries: object }).entries).sort(),
+      ]),
+    );
+    expect(bodies).toEqual({
+      createConsumer: fields('NewConsumer'),
+      updateConsumer: fields('ConsumerPatch'),
+      addKey: fields('NewKey'),
+      rotateKeys: fields('Rotation'),
+    });
+    expect(fields('NewConsumer')).toContain('webhook');
+    expect(fields('ConsumerPatch')).toContain('thresholds');
   });
 });
 
@@ -95,7 +121,7 @@ describe('the admin app over a keys file', () => {
         'POST',
         '/consumers',
         { name: 'acme', plan: 'pro', owner: 'x' },
-        'owner: is not a field of the body; its fields are name, plan, limits, ban, costs, enforce.',
+        'owner: is not a field of the body; its fields are name, plan, limits, ban, costs, enforce, webhook, thresholds.',
       ],
       [
         'POST',
@@ -110,6 +136,20 @@ describe('the admin app over a keys file', () => {
         'overlap: is required; must be a duration: a number and s, m, h or d, such as 7d.',
       ],
       ['GET', '/audit?limit=0', undefined, 'limit: must be an integer from 1 to 100.'],
+      [
+        'POST',
+        '/consumers',
+        { name: 'acme', plan: 'pro', webhook: { url: 'http://hooks.example/q', secret: SECRET } },
+        WEBHOOK_400,
+      ],
+      ['POST', '/consumers', { name: 'acme', plan: 'pro', webhook: { url: 'https://hooks.example/q' } }, WEBHOOK_400],
+      ['PATCH', '/consumers/acme', { webhook: { url: 'https://hooks.example/q', secret: 'whsec_short' } }, WEBHOOK_400],
+      [
+        'PATCH',
+        '/consumers/acme',
+        { thresholds: [80, 80] },
+        'thresholds: must be a list of 1 to 10 different integers from 1 to 100, percent of a quota (null: 80 and 100).',
+      ],
       [
         'POST',
         '/consumers/ops/keys',
@@ -188,5 +228,139 @@ describe('the admin app over a keys file', () => {
       ['consumer.update', { kind: 'admin', consumer: 'ops', key: 'a1' }],
     ]);
     expect(JSON.stringify(audit)).not.toContain(issued.token.slice(4, 20));
+  });
+});
+
+/**
+ * Over either key source: an admin key (consumer ops, key a1) and the gateway's table, reloaded
+ * after each change as the server does; every answer, audit record and log line kept to grep.
+ */
+async function adminOver(source: 'file' | 'store') {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-admin-hooks-'));
+  const path = join(dir, 'keys.json');
+  const ops = newKeyEntry('ops', 'business');
+  const store =
+    source === 'store'
+      ? SqliteStore.open({ path: join(dir, 'pets.db'), open: (await loadSqlite()) as SqliteOpener, log: silentLogger })
+      : undefined;
+  const keyStore = store ? keyStoreOf(store) : undefined;
+  const read = async () => (keyStore ? documentOf((await keyStore.read()).consumers) : readKeysDocument(path));
+  let table = new KeyTable([]);
+  const reload = async () => {
+    table = new KeyTable(keyRecords(await read()));
+  };
+  const admin = keyStore ? storeKeyAdmin(keyStore, reload) : fileKeyAdmin(path, reload);
+  await admin.change(
+    {
+      actor: { kind: 'cli', user: 'test' },
+      action: 'key.add',
+      consumer: 'ops',
+      key: 'a1',
+      edit: () => ({
+        consumers: [
+          { name: 'ops', plan: 'business', keys: [{ id: 'a1', sha256: ops.entry.sha256, scopes: ['admin'] }] },
+        ],
+      }),
+    },
+    Date.now(),
+  );
+  const lines: string[] = [];
+  const app = adminApp({
+    admin,
+    keys: () => table,
+    limiter: new SlidingWindowLimiter(),
+    log: createLogger({ level: 'debug', write: (l) => lines.push(l) }),
+  });
+  const answers: string[] = [];
+  const call = async (method: string, sub: string, body?: unknown) => {
+    const res = await app.request(ADMIN_PREFIX + sub, {
+      method,
+      headers: { Authorization: `Bearer ${ops.token}`, ...(body ? { 'Content-Type': 'application/json' } : {}) },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    });
+    const text = await res.text();
+    answers.push(text);
+    return { status: res.status, json: text ? (JSON.parse(text) as unknown) : undefined };
+  };
+  /** The gateway's view of consumer `name`, as the notifications read it. */
+  const consumer = (name: string) => table.records().find((r) => r.consumer.name === name)?.consumer;
+  /** Everything a secret must never be in: answers, the trail (as stored), log lines. */
+  const exposed = async () => {
+    const trail = keyStore
+      ? JSON.stringify(await keyStore.audit(0, 1000))
+      : readFileSync(`${path}.audit.jsonl`, 'utf8');
+    return [...answers, trail, ...lines].join('\n');
+  };
+  return { call, consumer, exposed, close: async () => store?.close() };
+}
+
+describe.each(['file', 'store'] as const)('a webhook through the admin API over the key %s', (source) => {
+  const url = 'https://hooks.example/quota';
+  const other = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
+
+  test('set, shown without its secret, kept by other changes, replaced, removed; never in an answer, the trail or a log', async () => {
+    const { call, consumer, exposed, close } = await adminOver(source);
+    try {
+      const made = await call('POST', '/consumers', {
+        name: 'acme',
+        plan: 'pro',
+        webhook: { url, secret: SECRET },
+        thresholds: [50, 90],
+      });
+      expect([made.status, made.json]).toEqual([
+        201,
+        {
+          name: 'acme',
+          plan: 'pro',
+          limits: { perMinute: 300, perDay: 10000 },
+          webhook: { url },
+          thresholds: [50, 90],
+          keys: [],
+        },
+      ]);
+      expect((await call('POST', '/consumers/acme/keys', { id: 'k1' })).status).toBe(201);
+      // The gateway's consumer has the webhook with its secret: notifications follow.
+      expect(consumer('acme')).toMatchObject({ webhook: { url, secret: SECRET }, thresholds: [50, 90] });
+
+      // A change of something else keeps the webhook; thresholds null go back to 80 and 100.
+      const patched = await call('PATCH', '/consumers/acme', {
+        limits: { perMinute: 10, perDay: 100 },
+        thresholds: null,
+      });
+      expect(patched.json).toMatchObject({ webhook: { url }, thresholds: [80, 100] });
+      expect(consumer('acme')).toMatchObject({ webhook: { url, secret: SECRET }, thresholds: [80, 100] });
+      // A new secret for the same URL.
+      expect((await call('PATCH', '/consumers/acme', { webhook: { url, secret: other } })).status).toBe(200);
+      expect(consumer('acme')?.webhook).toEqual({ url, secret: other });
+      // A key revoked keeps the webhook too.
+      expect((await call('DELETE', '/consumers/acme/keys/k1')).status).toBe(204);
+      expect((await call('GET', '/consumers/acme')).json).toMatchObject({ webhook: { url }, thresholds: [80, 100] });
+
+      const removed = await call('PATCH', '/consumers/acme', { webhook: null });
+      expect(removed.json).toEqual({ name: 'acme', plan: 'pro', limits: { perMinute: 10, perDay: 100 }, keys: [] });
+      expect((await call('GET', '/consumers/acme')).json).not.toHaveProperty('webhook');
+
+      const audit = (await call('GET', '/audit?after=1')).json as { action: string; before: unknown; after: unknown }[];
+      expect(audit.map((r) => [r.action, r.before, r.after])).toEqual([
+        ['consumer.create', null, { plan: 'pro', webhook: { url, secret: '(set)' }, thresholds: [50, 90], keys: {} }],
+        ['key.add', { keys: { k1: null } }, { keys: { k1: {} } }],
+        [
+          'consumer.update',
+          { limits: null, thresholds: [50, 90] },
+          { limits: { perMinute: 10, perDay: 100 }, thresholds: null },
+        ],
+        ['consumer.update', { webhook: { url, secret: '(set)' } }, { webhook: { url, secret: '(changed)' } }],
+        ['key.revoke', { keys: { k1: {} } }, { keys: { k1: null } }],
+        ['consumer.update', { webhook: { url, secret: '(set)' } }, { webhook: null }],
+      ]);
+      const everything = await exposed();
+      expect(everything).toContain('"(changed)"'); // the trail is in what is searched
+      for (const secret of [SECRET, other]) {
+        expect(everything).not.toContain(secret);
+        expect(everything).not.toContain(secret.slice(6, 30));
+      }
+    } finally {
+      await close();
+    }
   });
 });

@@ -17,6 +17,9 @@ export const ADMIN_ALLOWED: Readonly<Record<string, string>> = {
   costs: "an object of operation ids and whole numbers from 1 to 1000000000, each within the quotas (null: the plan's)",
   enforce: 'true, or false for report-only limits (null: true)',
   ban: 'an object {"seconds", "threshold"?} of whole numbers from 1 (null: the server\'s ban)',
+  webhook:
+    'an object with exactly "url", an https:// URL or http:// to a loopback address (127.0.0.1, [::1], localhost), and "secret", "whsec_" and the base64 of 24 to 64 random bytes (null: no notifications; the value is not shown)',
+  thresholds: 'a list of 1 to 10 different integers from 1 to 100, percent of a quota (null: 80 and 100)',
   scopes: `a list of one or more of ${KEY_SCOPES.join(', ')}, ${ADMIN_SCOPE} alone`,
   expiresAt: 'an RFC 3339 date-time such as 2027-02-20T00:00:00Z',
   notBefore: 'an RFC 3339 date-time such as 2027-02-20T00:00:00Z',
@@ -32,6 +35,8 @@ export const NewConsumer = v.strictObject({
   ban: v.optional(FIELDS.ban),
   costs: v.optional(FIELDS.costs),
   enforce: v.optional(FIELDS.enforce),
+  webhook: v.optional(FIELDS.webhook),
+  thresholds: v.optional(FIELDS.thresholds),
 });
 export type NewConsumer = v.InferOutput<typeof NewConsumer>;
 
@@ -41,6 +46,8 @@ export const ConsumerPatch = v.strictObject({
   ban: v.optional(v.nullable(FIELDS.ban)),
   costs: v.optional(v.nullable(FIELDS.costs)),
   enforce: v.optional(v.nullable(FIELDS.enforce)),
+  webhook: v.optional(v.nullable(FIELDS.webhook)),
+  thresholds: v.optional(v.nullable(FIELDS.thresholds)),
 });
 export type ConsumerPatch = v.InferOutput<typeof ConsumerPatch>;
 

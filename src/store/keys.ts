@@ -21,6 +21,11 @@ export interface StoredConsumer {
   readonly plan: string;
   readonly limits?: unknown;
   readonly ban?: unknown;
+  readonly costs?: unknown;
+  readonly enforce?: unknown;
+  /** Where quota notifications go, with the secret that signs them (stored, as in a keys file; never shown). */
+  readonly webhook?: unknown;
+  readonly thresholds?: unknown;
   readonly keys: readonly StoredKey[];
 }
 
@@ -75,7 +80,14 @@ export interface ConsumerRow {
   plan: string;
   limits: string | null;
   ban: string | null;
+  costs: string | null;
+  enforce: string | null;
+  webhook: string | null;
+  thresholds: string | null;
 }
+
+/** The columns of a consumer held as JSON text, or NULL when the consumer does not set it. */
+const JSON_COLUMNS = ['limits', 'ban', 'costs', 'enforce', 'webhook', 'thresholds'] as const;
 export interface KeyRow {
   consumer: string;
   id: string;
@@ -102,13 +114,12 @@ export function consumersOf(consumerRows: readonly unknown[], keyRows: readonly 
   }
   return consumerRows.map((raw) => {
     const row = raw as ConsumerRow;
-    return {
-      name: row.name,
-      plan: row.plan,
-      ...(row.limits !== null ? { limits: JSON.parse(row.limits) as unknown } : {}),
-      ...(row.ban !== null ? { ban: JSON.parse(row.ban) as unknown } : {}),
-      keys: keys.get(row.name) ?? [],
-    };
+    const fields: Record<string, unknown> = {};
+    for (const column of JSON_COLUMNS) {
+      const text = row[column];
+      if (text !== null && text !== undefined) fields[column] = JSON.parse(text) as unknown;
+    }
+    return { name: row.name, plan: row.plan, ...fields, keys: keys.get(row.name) ?? [] };
   });
 }
 
@@ -131,8 +142,12 @@ export function rowChanges(
       consumer: {
         name: c.name,
         plan: c.plan,
-        limits: c.limits === undefined ? null : JSON.stringify(c.limits),
-        ban: c.ban === undefined ? null : JSON.stringify(c.ban),
+        limits: jsonColumn(c.limits),
+        ban: jsonColumn(c.ban),
+        costs: jsonColumn(c.costs),
+        enforce: jsonColumn(c.enforce),
+        webhook: jsonColumn(c.webhook),
+        thresholds: jsonColumn(c.thresholds),
       },
       keys: c.keys.map((k) => ({
         consumer: c.name,
@@ -144,4 +159,8 @@ export function rowChanges(
       })),
     }));
   return { removed, written };
+}
+
+function jsonColumn(value: unknown): string | null {
+  return value === undefined ? null : JSON.stringify(value);
 }

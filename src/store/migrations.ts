@@ -140,6 +140,21 @@ export const MIGRATIONS: readonly Migration[] = [
       );
       CREATE INDEX webhook_outbox_due ON webhook_outbox (status, next_at);`,
   },
+  {
+    version: 5,
+    name: 'key_consumer_terms',
+    // What a stored consumer sets besides limits and ban, as JSON text like them: costs, enforce
+    // (report-only limits), and its quota notifications: webhook (URL and signing secret, kept as
+    // a keys file keeps it; the admin API never shows the secret) and thresholds.
+    sqlite: `
+      ALTER TABLE key_consumers ADD COLUMN costs TEXT;
+      ALTER TABLE key_consumers ADD COLUMN enforce TEXT;
+      ALTER TABLE key_consumers ADD COLUMN webhook TEXT;
+      ALTER TABLE key_consumers ADD COLUMN thresholds TEXT;`,
+    postgres: `
+      ALTER TABLE key_consumers
+        ADD COLUMN costs TEXT, ADD COLUMN enforce TEXT, ADD COLUMN webhook TEXT, ADD COLUMN thresholds TEXT;`,
+  },
 ];
 
 /** The schema version this build writes. */

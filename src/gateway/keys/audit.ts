@@ -1,7 +1,9 @@
 /**
  * The audit trail of changes to consumers and keys: who changed what, when, and each changed
- * field before and after. A record never holds a token or a hash: a consumer is described by
- * its plan, limits, ban and its keys' ids, scopes and dates only.
+ * field before and after. A record never holds a token, a hash or a webhook's secret: a
+ * consumer is described by its plan, limits, ban, costs, enforce, its webhook's URL (the secret
+ * as "(set)", or "(changed)" when a change replaces it), its thresholds and its keys' ids,
+ * scopes and dates only.
  */
 import { asConsumers } from './edit.ts';
 import { type ConsumerEntry, type KeysDocument, keyIdOf } from './schema.ts';
@@ -22,13 +24,19 @@ export const AUDIT_ACTIONS = [
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
-/** What a consumer looks like in the trail: everything but its keys' hashes. */
+/** Stands for a webhook's secret in the trail: the secret itself is never written there. */
+export const SECRET_SET = '(set)';
+const SECRET_CHANGED = '(changed)';
+
+/** What a consumer looks like in the trail: everything but its keys' hashes and its webhook's secret. */
 export interface ConsumerView {
   plan?: string;
   limits?: unknown;
   ban?: unknown;
   costs?: unknown;
   enforce?: boolean;
+  webhook?: { url: string; secret: string };
+  thresholds?: readonly number[];
   keys?: Record<string, { scopes?: readonly string[]; expiresAt?: string; notBefore?: string }>;
 }
 
@@ -70,6 +78,8 @@ function viewOf(entry: ConsumerEntry): ConsumerView {
     ...(entry.ban ? { ban: entry.ban } : {}),
     ...(entry.costs ? { costs: entry.costs } : {}),
     ...(entry.enforce !== undefined ? { enforce: entry.enforce } : {}),
+    ...(entry.webhook ? { webhook: { url: entry.webhook.url, secret: SECRET_SET } } : {}),
+    ...(entry.thresholds ? { thresholds: [...entry.thresholds] } : {}),
     keys,
   };
 }
@@ -89,7 +99,7 @@ export function changedFields(
   if (!before || !after) return [before ? { ...before } : null, after ? { ...after } : null];
   const was: Fields = {};
   const now: Fields = {};
-  for (const field of ['plan', 'limits', 'ban', 'costs', 'enforce'] as const) {
+  for (const field of ['plan', 'limits', 'ban', 'costs', 'enforce', 'webhook', 'thresholds'] as const) {
     if (JSON.stringify(before[field]) !== JSON.stringify(after[field])) {
       was[field] = before[field] ?? null;
       now[field] = after[field] ?? null;
@@ -127,6 +137,13 @@ export function auditRecord(
   now: number,
 ): AuditRecord {
   const [was, is] = changedFields(consumerView(before, consumer), consumerView(after, consumer));
+  const oldSecret = asConsumers(before).find((c) => c.name === consumer)?.webhook?.secret;
+  const newWebhook = asConsumers(after).find((c) => c.name === consumer)?.webhook;
+  if (was && is && oldSecret !== undefined && newWebhook && newWebhook.secret !== oldSecret) {
+    // A new secret for the same URL is a change too; the trail says so without either secret.
+    was.webhook = consumerView(before, consumer)?.webhook ?? null;
+    is.webhook = { url: newWebhook.url, secret: SECRET_CHANGED };
+  }
   return {
     at: new Date(now).toISOString(),
     actor,

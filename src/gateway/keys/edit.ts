@@ -157,6 +157,10 @@ export interface ConsumerFields {
   costs?: Costs;
   /** False: report-only limits. */
   enforce?: boolean;
+  /** Where quota notifications go, and the secret that signs them. */
+  webhook?: { url: string; secret: string };
+  /** Percent of a quota whose crossing is notified; absent: 80 and 100. */
+  thresholds?: number[];
 }
 
 /** What `updateConsumer` changes: a field given as null is removed, one not given stays. */
@@ -176,9 +180,9 @@ export function createConsumer(doc: KeysDocument, name: string, fields: Consumer
 }
 
 /**
- * `doc` with consumer `name`'s plan, limits, ban, costs or enforce changed: a field given as
- * null is removed (the plan's quotas and costs, the default ban, enforced limits), one not given
- * stays.
+ * `doc` with consumer `name`'s plan, limits, ban, costs, enforce, webhook or thresholds changed:
+ * a field given as null is removed (the plan's quotas and costs, the default ban, enforced
+ * limits, no notifications, the default thresholds), one not given stays.
  */
 export function updateConsumer(doc: KeysDocument, name: string, change: ConsumerChange): KeysDocument {
   const moved = toConsumers(doc, name);
@@ -193,10 +197,14 @@ export function updateConsumer(doc: KeysDocument, name: string, change: Consumer
       const ban = pick(change.ban, c.ban);
       const costs = pick(change.costs, c.costs);
       const enforce = pick(change.enforce, c.enforce);
+      const webhook = pick(change.webhook, c.webhook);
+      const thresholds = pick(change.thresholds, c.thresholds);
       if (limits) fields.limits = limits;
       if (ban) fields.ban = ban;
       if (costs) fields.costs = costs;
       if (enforce !== undefined) fields.enforce = enforce;
+      if (webhook) fields.webhook = webhook;
+      if (thresholds) fields.thresholds = thresholds;
       return { name, ...consumerFields(fields), keys: c.keys };
     }),
   };
@@ -209,13 +217,23 @@ export function deleteConsumer(doc: KeysDocument, name: string): KeysDocument {
   return { ...(keys ? { keys } : {}), ...(consumers ? { consumers } : {}) };
 }
 
-function consumerFields({ plan, limits, ban, costs, enforce }: ConsumerFields): Omit<ConsumerEntry, 'name' | 'keys'> {
+function consumerFields({
+  plan,
+  limits,
+  ban,
+  costs,
+  enforce,
+  webhook,
+  thresholds,
+}: ConsumerFields): Omit<ConsumerEntry, 'name' | 'keys'> {
   return {
     plan,
     ...(limits ? { limits } : {}),
     ...(ban ? { ban } : {}),
     ...(costs ? { costs } : {}),
     ...(enforce !== undefined ? { enforce } : {}),
+    ...(webhook ? { webhook: { url: webhook.url, secret: webhook.secret } } : {}),
+    ...(thresholds ? { thresholds: [...thresholds] } : {}),
   };
 }
 
@@ -227,7 +245,7 @@ export function asConsumers(doc: KeysDocument): ConsumerEntry[] {
 
 /**
  * `doc` with `entry` copied in (`petstore keys import`): made when missing; else its plan,
- * limits and ban taken from `entry` and its keys that `doc` lacks (by hash) added. `doc` itself
+ * limits, ban, costs, enforce, webhook and thresholds taken from `entry` and its keys that `doc` lacks (by hash) added. `doc` itself
  * when that changes nothing, so importing the same file twice changes nothing the second time.
  * A key id that `doc` has with another hash is refused.
  */
@@ -250,10 +268,12 @@ export function importConsumer(doc: KeysDocument, entry: ConsumerEntry): KeysDoc
     ban: entry.ban ?? null,
     costs: entry.costs ?? null,
     enforce: entry.enforce ?? null,
+    webhook: entry.webhook ?? null,
+    thresholds: entry.thresholds ?? null,
   };
   const same =
     added.length === 0 &&
-    (['plan', 'limits', 'ban', 'costs', 'enforce'] as const).every(
+    (['plan', 'limits', 'ban', 'costs', 'enforce', 'webhook', 'thresholds'] as const).every(
       (field) => JSON.stringify(current[field]) === JSON.stringify(entry[field]),
     );
   if (same) return doc;

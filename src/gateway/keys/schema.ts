@@ -180,6 +180,8 @@ export const FIELDS = {
   ban: Ban,
   costs: Costs,
   enforce: v.boolean(),
+  webhook: Webhook,
+  thresholds: Thresholds,
   scopes: Scopes,
   dateTime: DateTime,
 };
