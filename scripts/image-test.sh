@@ -135,7 +135,7 @@ mkdir -p "$work/etc"
 chown 65532:65532 "$work/etc"
 token=$(run --volume "$work/etc:/etc/petstore" "$ctr" \
   -- /usr/local/bin/petstore keys add --keys /etc/petstore/keys.json --consumer ops --plan pro)
-[[ "$token" =~ ^psk_[A-Za-z0-9_-]{43}$ ]] || fail "keys add printed '$token', not a token alone"
+[[ "$token" =~ ^psk_[0-9A-Za-z]{38}$ ]] || fail "keys add printed '$token', not a token alone"
 
 port=$(node -e 's=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
 "${B[@]}" config --env PORT="$port" --env PETSTORE_KEYS_FILE=/etc/petstore/keys.json "$ctr"
