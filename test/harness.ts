@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -7,6 +7,16 @@ import { join } from 'node:path';
 /** How to start the server under test: `PETSTORE_CMD`, split on spaces (default: the binary). */
 export function serverCommand(): string[] {
   return (process.env.PETSTORE_CMD ?? join(import.meta.dir, '../dist/petstore')).split(' ').filter(Boolean);
+}
+
+/**
+ * Whether the server under test runs on a Node without `node:sqlite` (before 22.13): it then
+ * keeps pets in memory, writes no database file and cannot hold keys in a store.
+ */
+export function serverLacksSqlite(): boolean {
+  return (
+    /(^|\/)node$/.test(serverCommand()[0] ?? '') && spawnSync('node', ['-e', 'require("node:sqlite")']).status !== 0
+  );
 }
 
 export interface KeySpec {

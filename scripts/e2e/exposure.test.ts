@@ -2,11 +2,10 @@
 // no request header reaches the served spec's servers; a client's request id is echoed and
 // logged only when plain; the data the server writes is readable by its own user only.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Running, serverCommand, startServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
+import { type Running, serverLacksSqlite, startServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
 
 type LogLine = Record<string, unknown>;
 const jsonLines = (server: Running): LogLine[] =>
@@ -104,9 +103,7 @@ describe('X-Request-Id is kept only when it is 1-64 of [A-Za-z0-9._:-]', () => {
   });
 });
 
-/** Node before 22.13 has no node:sqlite: the server then keeps pets in memory and writes no file. */
-const noSqlite =
-  /(^|\/)node$/.test(serverCommand()[0] ?? '') && spawnSync('node', ['-e', 'require("node:sqlite")']).status !== 0;
+const noSqlite = serverLacksSqlite();
 
 describe.skipIf(noSqlite)('data files are for the server user only, whatever the umask', () => {
   test('a data directory the server makes is 0700, its database files 0600, under umask 000', async () => {

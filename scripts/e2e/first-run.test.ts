@@ -2,7 +2,7 @@
 // with a request to paste, and errors that say where and what to do (keys file, health check,
 // open-file limit). Against the server under test (PETSTORE_CMD, the binary by default).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -13,6 +13,7 @@ import {
   type Running,
   runCommand,
   serverCommand,
+  serverLacksSqlite,
   startServer,
   writeKeysFile,
 } from '../../test/harness.ts';
@@ -33,9 +34,7 @@ async function waitForLog(server: Running, msg: string): Promise<LogLine> {
 }
 
 const tempDir = () => mkdtempSync(join(tmpdir(), 'petstore-first-run-'));
-/** Node before 22.13 has no node:sqlite: the server then keeps pets in memory and opens no file. */
-const noSqlite =
-  /(^|\/)node$/.test(serverCommand()[0] ?? '') && spawnSync('node', ['-e', 'require("node:sqlite")']).status !== 0;
+const noSqlite = serverLacksSqlite();
 /** Deno's permissions keep /proc/self/limits from the server (it needs --allow-all): no check there. */
 const underDeno = serverCommand().some((part) => /(^|\/)deno$/.test(part));
 
