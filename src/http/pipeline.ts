@@ -161,6 +161,8 @@ export function pipeline<D extends object = ApiDeps>({
     const store = 'store' in deps ? (deps.store as PetStore) : undefined;
     if (op.memo && !store)
       throw new TypeError(`pipeline: ${op.id} is kept by the store's version, and there is no store`);
+    // A quota reader's answer is the caller's own: never kept for another.
+    if (op.memo && op.readsQuota) throw new TypeError(`pipeline: ${op.id} reads the quota and cannot be kept`);
     const fixed = op.deprecated ? deprecationHeaders(op.deprecated) : undefined;
     const readInput = inputReader(op);
     const tagged = (reply: Reply): Reply => {
@@ -178,18 +180,15 @@ export function pipeline<D extends object = ApiDeps>({
 
     /** Steps 5 (the kept answer), 6 and 7: a kept answer is used while the store is unchanged. */
     async function served(c: Context<AppEnv>, decision: Decision): Promise<Response> {
-      const caller = c.get('caller');
-      if (op.readsQuota) {
-        // Admitted callers are consumers: a caller without a valid key got its 401 in the gateway.
-        const quota = caller.kind === 'consumer' ? quotaStatus(caller.consumer, decision) : undefined;
-        return answer(c, await op.handler(await readInput(c, principalOf(caller), quota), handlerDeps));
-      }
       // The path and query as sent: the same text always validates to the same input.
       const key = op.memo ? pathAndQuery(c.req.url) : undefined;
       const version = key === undefined ? undefined : store?.version();
       const kept = key === undefined ? undefined : memo.get(key, version);
       if (kept) return answer(c, kept);
-      const reply = tagged(await op.handler(await readInput(c, principalOf(caller), undefined, keyOf(c)), handlerDeps));
+      const caller = c.get('caller');
+      // A quota reader's input is the decision that admitted it; only a consumer gets this far.
+      const quota = op.readsQuota && caller.kind === 'consumer' ? quotaStatus(caller.consumer, decision) : undefined;
+      const reply = tagged(await op.handler(await readInput(c, principalOf(caller), quota, keyOf(c)), handlerDeps));
       return answer(c, key !== undefined && reply.status === 200 ? memo.set(key, version, reply) : reply);
     }
 
