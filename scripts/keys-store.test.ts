@@ -20,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { type Running, runCommand, startServer } from '../test/harness.ts';
+import { freshDatabase, type TestDatabase } from '../test/postgres.ts';
 
 const PG_SERVER = process.env.PETSTORE_TEST_POSTGRES_URL ?? '';
 const REDIS = process.env.PETSTORE_TEST_REDIS_URL ?? '';
@@ -33,7 +34,7 @@ if (!READY)
 /** The issue's bound for a change made on one instance to be in force on another. */
 const FLEET_MS = 2_000;
 const database = `petstore_keys_${process.pid}`;
-let pg: postgres.Sql | undefined;
+let db: TestDatabase | undefined;
 let url = '';
 let adminToken = '';
 let a: Running;
@@ -76,12 +77,8 @@ const serve = (extra: string[] = []) =>
 
 beforeAll(async () => {
   if (!READY) return;
-  pg = postgres(PG_SERVER, { max: 1, onnotice: () => {} });
-  await pg.unsafe(`DROP DATABASE IF EXISTS ${database}`);
-  await pg.unsafe(`CREATE DATABASE ${database}`);
-  const u = new URL(PG_SERVER);
-  u.pathname = `/${database}`;
-  url = u.toString();
+  db = await freshDatabase(PG_SERVER, database);
+  url = db.url;
   // The first admin key, from the CLI (it also applies the migrations).
   const add = await runCommand([
     'keys',
@@ -108,8 +105,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all([a, b].map((s) => s?.stop()));
-  await pg?.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-  await pg?.end();
+  await db?.drop();
 });
 
 describe.skipIf(!READY)('two instances, one key store', () => {
@@ -383,8 +379,8 @@ async function killBackendsOf(server: Running): Promise<number> {
         ports.push(Number.parseInt((cols[1] as string).split(':')[1] as string, 16));
     }
   }
-  if (!pg) throw new Error('no PostgreSQL connection');
-  const rows = await pg`
+  if (!db) throw new Error('no PostgreSQL connection');
+  const rows = await db.admin`
     SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity
     WHERE datname = ${database} AND client_port = ANY(${ports})`;
   return rows.length;

@@ -23,6 +23,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { type Running, runCommand, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
+import { freshDatabase, type TestDatabase } from '../test/postgres.ts';
 
 const PG_SERVER = process.env.PETSTORE_TEST_POSTGRES_URL ?? '';
 const PG_DIR = process.env.PETSTORE_TEST_POSTGRES_DIR ?? '';
@@ -155,16 +156,12 @@ async function readyz(server: Running): Promise<{ status: number; limiter?: stri
 describe.skipIf(!READY)('two instances on PostgreSQL and Redis, under load, through outages', () => {
   const database = `petstore_outages_${process.pid}`;
   const servers: Running[] = [];
-  let admin: postgres.Sql;
+  let db: TestDatabase;
   let url: string;
 
   beforeAll(async () => {
-    admin = postgres(PG_SERVER, { max: 1, onnotice: () => {} });
-    await admin.unsafe(`DROP DATABASE IF EXISTS ${database}`);
-    await admin.unsafe(`CREATE DATABASE ${database}`);
-    const u = new URL(PG_SERVER);
-    u.pathname = `/${database}`;
-    url = u.toString();
+    db = await freshDatabase(PG_SERVER, database);
+    url = db.url;
     const keys = writeKeysFile([
       { name: 'load', plan: 'enterprise', limits: { perMinute: 1_000_000, perDay: 100_000_000 } },
     ]);
@@ -175,8 +172,7 @@ describe.skipIf(!READY)('two instances on PostgreSQL and Redis, under load, thro
 
   afterAll(async () => {
     await Promise.all(servers.map((s) => s.stop()));
-    await admin?.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await admin?.end();
+    await db?.drop();
   });
 
   test('every request answered within 2.5 s, 2xx or 503 with Retry-After; every acknowledged create stored once', async () => {

@@ -14,8 +14,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import postgres from 'postgres';
 import { type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
+import { freshDatabase, type TestDatabase } from '../test/postgres.ts';
 
 const PG_SERVER = process.env.PETSTORE_TEST_POSTGRES_URL ?? '';
 const REDIS = process.env.PETSTORE_TEST_REDIS_URL ?? '';
@@ -37,18 +37,14 @@ const BACK = 'rate limiter: Redis reachable again; limits are shared again';
 let a: Running;
 let b: Running;
 let closed: Running;
-let admin: postgres.Sql | undefined;
+let db: TestDatabase | undefined;
 const database = `petstore_scale_out_${process.pid}`;
 
 beforeAll(async () => {
   if (!READY) return;
-  admin = postgres(PG_SERVER, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`DROP DATABASE IF EXISTS ${database}`);
-  await admin.unsafe(`CREATE DATABASE ${database}`);
-  const url = new URL(PG_SERVER);
-  url.pathname = `/${database}`;
+  db = await freshDatabase(PG_SERVER, database);
   const keys = writeKeysFile(KEYS.map((name) => ({ name, plan: name === 'pets' ? 'pro' : 'free' })));
-  const shared = ['--keys', keys, '--data', url.toString(), '--redis', REDIS];
+  const shared = ['--keys', keys, '--data', db.url, '--redis', REDIS];
   // One at a time first, so the migrations run once; then the rest together.
   a = await startServer({ args: shared });
   [b, closed] = await Promise.all([
@@ -59,8 +55,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all([a, b, closed].map((s) => s?.stop()));
-  await admin?.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-  await admin?.end();
+  await db?.drop();
 });
 
 /** `count` GETs of /v1/pets, one after the other, alternating between `servers`. */

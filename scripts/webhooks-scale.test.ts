@@ -6,8 +6,8 @@
  * Needs PETSTORE_TEST_POSTGRES_URL and PETSTORE_TEST_REDIS_URL: `make webhooks-test`.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import postgres from 'postgres';
 import { type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
+import { freshDatabase, type TestDatabase } from '../test/postgres.ts';
 import { newSecret, type Receiver, startReceiver } from '../test/webhook-receiver.ts';
 
 const PG_SERVER = process.env.PETSTORE_TEST_POSTGRES_URL ?? '';
@@ -23,23 +23,19 @@ if (!READY) {
 const NAME = `fleet-${process.pid}-${Date.now()}`;
 const secret = newSecret();
 const database = `petstore_webhooks_${process.pid}`;
-let admin: postgres.Sql | undefined;
+let db: TestDatabase | undefined;
 let hooks: Receiver;
 let a: Running;
 let b: Running;
 
 beforeAll(async () => {
   if (!READY) return;
-  admin = postgres(PG_SERVER, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`DROP DATABASE IF EXISTS ${database}`);
-  await admin.unsafe(`CREATE DATABASE ${database}`);
-  const url = new URL(PG_SERVER);
-  url.pathname = `/${database}`;
+  db = await freshDatabase(PG_SERVER, database);
   hooks = await startReceiver(secret);
   const keys = writeKeysFile([
     { name: NAME, plan: 'pro', limits: { perMinute: 1_000, perDay: 100 }, webhook: { url: hooks.url, secret } },
   ]);
-  const args = ['--keys', keys, '--data', url.toString(), '--redis', REDIS];
+  const args = ['--keys', keys, '--data', db.url, '--redis', REDIS];
   // One at a time first, so the migrations run once.
   a = await startServer({ args });
   b = await startServer({ args });
@@ -48,8 +44,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all([a, b].map((s) => s?.stop()));
   await hooks?.close();
-  await admin?.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-  await admin?.end({ timeout: 5 });
+  await db?.drop();
 });
 
 test.skipIf(!READY)(
