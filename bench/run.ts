@@ -4,7 +4,8 @@
  * would write in an afternoon) and against Express + express-rate-limit on Node (the usual
  * alternative), optionally against an earlier commit's build (BENCH_BASE), in alternating wrk
  * rounds; then random pages and pets of a million-pet file (lib/million.ts), where no memo
- * helps, against `Bun.serve` + `bun:sqlite` on the same file (sqlite-floor.ts); then start-up,
+ * helps, against `Bun.serve` + `bun:sqlite` on the same file (sqlite-floor.ts); then the list on
+ * two products whose webhook receivers answer and never answer (lib/hooks.ts); then start-up,
  * binary size and RSS under a flood of strangers.
  * Writes bench/results.json, bench/chart.svg and the generated part of bench/README.md.
  *
@@ -22,6 +23,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BaseBuild, buildBase } from './lib/base.ts';
 import { capture } from './lib/captured.ts';
+import { HOOKS_SCENARIO, type HooksFigures, startHooksFleet } from './lib/hooks.ts';
 import { flood, median, startupOnce } from './lib/measure.ts';
 import { millionFile } from './lib/million.ts';
 import { machine, versions } from './lib/provenance.ts';
@@ -104,7 +106,7 @@ async function main(): Promise<void> {
 
   // The quota scenario right after the list it is compared with, before the 401 flood fills the
   // limiter's table (a heap of 100,000 strangers makes every later request dearer).
-  const ordered = SCENARIOS.flatMap((s) => (s.id === 'list' ? [s, QUOTA_SCENARIO] : [s]));
+  const ordered = [...SCENARIOS.flatMap((s) => (s.id === 'list' ? [s, QUOTA_SCENARIO] : [s])), HOOKS_SCENARIO];
   const selected = ordered.filter((s) => !ONLY || ONLY.includes(s.id));
   const scenarios: ScenarioResult[] = [];
   // One set of servers at a time: those of the seeded scenarios, then those of the million pets.
@@ -112,6 +114,16 @@ async function main(): Promise<void> {
   if (seeded.length > 0) {
     const fleet = await startSeededFleet(dir, keysFile, entries, base);
     scenarios.push(...(await runScenarios(fleet, seeded)));
+    await stopFleet(fleet);
+  }
+  let hooks: HooksFigures | undefined;
+  const hooked = selected.filter((s) => s.data === 'hooks');
+  if (hooked.length > 0) {
+    console.log('bench: two products with webhooks, one receiver answering, one never (lib/hooks.ts)');
+    const fleet = await startHooksFleet(dir, [BINARY]);
+    scenarios.push(...(await runScenarios(fleet, hooked)));
+    hooks = await fleet.finish();
+    console.log(`bench: hooks: outboxes before and after the rounds ${JSON.stringify(hooks)}`);
     await stopFleet(fleet);
   }
   const million = selected.filter((s) => s.data === 'million');
@@ -172,6 +184,7 @@ async function main(): Promise<void> {
     },
     binary: { bytes, bunBytes, overMiB: mib(bytes - bunBytes) },
     memory: { idleMiB, perWave: FLOOD, settleMs: SETTLE_MS, waves, perStranger },
+    ...(hooks ? { hooks } : {}),
     targets: [],
   };
   results.targets = checkTargets(results);

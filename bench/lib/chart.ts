@@ -18,6 +18,7 @@ export interface Panel {
 
 const COLORS: Record<string, string> = {
   petstore: '#2563eb',
+  hooked: '#7c3aed',
   base: '#93c5fd',
   bare: '#9ca3af',
   floor: '#d1d5db',

@@ -1,10 +1,20 @@
 /** results.json's shape, the targets checked against it, and the Markdown report. */
 import { type Group, renderChart } from './chart.ts';
+import type { HooksFigures, OutboxFigures } from './hooks.ts';
 import type { WrkResult } from './wrk.ts';
 
-export type ServerName = 'petstore' | 'base' | 'bare' | 'floor' | 'hono' | 'express' | 'sqlite';
+export type ServerName = 'petstore' | 'hooked' | 'base' | 'bare' | 'floor' | 'hono' | 'express' | 'sqlite';
 /** Column order of the tables and the chart. */
-export const SERVERS: readonly ServerName[] = ['petstore', 'base', 'bare', 'floor', 'sqlite', 'hono', 'express'];
+export const SERVERS: readonly ServerName[] = [
+  'petstore',
+  'hooked',
+  'base',
+  'bare',
+  'floor',
+  'sqlite',
+  'hono',
+  'express',
+];
 
 /** What one more client address without a valid key costs the product (bench/strangers.ts). */
 export interface StrangerCost {
@@ -71,6 +81,8 @@ export interface Results {
     /** What one more client address costs (bench/strangers.ts); the README's figure. */
     perStranger?: StrangerCost;
   };
+  /** The outboxes of the scenario with a receiver that never answers, when it ran. */
+  readonly hooks?: HooksFigures;
   targets: Target[];
 }
 
@@ -158,6 +170,31 @@ export function checkTargets(results: Results): Target[] {
       [at('quota', 'petstore'), at('list', 'petstore')],
       (q, l) => [`${cpu(q, l)}`, q.cpuUs <= 1.03 * l.cpuUs],
     ),
+  );
+  const hooked = results.hooks?.after.hooked;
+  targets.push(
+    target(
+      '`GET /v1/pets?limit=20` while a webhook receiver never answers: p99 vs the same server whose receiver answers',
+      '≤ 1.1x',
+      [at('hooks', 'hooked'), at('hooks', 'petstore')],
+      (h, p) => [
+        `${ms(h.p99Ms)} vs ${ms(p.p99Ms)} (${(h.p99Ms / p.p99Ms).toFixed(2)}x); CPU ${cpu(h, p)}`,
+        h.p99Ms <= 1.1 * p.p99Ms,
+      ],
+    ),
+    {
+      figure:
+        'Outbox of the server whose receiver never answers, after the rounds: events kept vs `--webhook-outbox-max`',
+      measured:
+        hooked && results.hooks
+          ? `${fmt(hooked.pending + hooked.failed)} of ${fmt(results.hooks.outboxMax)} (${fmt(hooked.dropped)} of ${fmt(results.hooks.events)} events dropped, ${fmt(hooked.retried)} attempts timed out)`
+          : 'not measured',
+      target: '≤ the bound',
+      met:
+        hooked !== undefined &&
+        results.hooks !== undefined &&
+        hooked.pending + hooked.failed <= results.hooks.outboxMax,
+    },
   );
   for (const [id, label] of [
     ['page-1m', 'Random page of 1M pets (`GET /v1/pets?limit=20&cursor={random}`)'],
@@ -314,6 +351,20 @@ function floorLine(results: Results): string {
   ].join('\n');
 }
 
+/** What the outboxes of the scenario with a receiver that never answers held, before and after its rounds. */
+function hooksLine(results: Results): string {
+  const h = results.hooks;
+  if (!h) return '';
+  const state = (o: OutboxFigures | undefined) =>
+    o
+      ? `${fmt(o.pending)} pending, ${fmt(o.failed)} failed; ${fmt(o.delivered)} delivered, ${fmt(o.retried)} retried, ${fmt(o.dropped)} dropped`
+      : 'not read';
+  return [
+    `Webhooks ([lib/hooks.ts](lib/hooks.ts)): ${fmt(h.events)} events recorded on each server, outbox bound ${fmt(h.outboxMax)}. As the rounds started, \`petstore\` (receiver answers) ${state(h.before.petstore)}; \`hooked\` (receiver never answers) ${state(h.before.hooked)}. After them, \`hooked\` ${state(h.after.hooked)}; its receiver was sent ${fmt(h.hanging)} attempts and answered none.`,
+    '',
+  ].join('\n');
+}
+
 /** The generated part of bench/README.md: targets, all scenarios, extra figures, provenance. */
 export function renderReport(results: Results): string {
   const { machine, versions, settings, startup, memory } = results;
@@ -343,6 +394,7 @@ export function renderReport(results: Results): string {
     scenarioTable(results),
     '',
     baseTable(results),
+    hooksLine(results),
     `Start-up to first 200: median ${ms(startup.medianMs)}, fastest ${ms(startup.minMs)}, p90 ${ms(startup.p90Ms)} over ${startup.runs} starts.`,
     `RSS (read ${memory.settleMs / 1000} s after each wave): idle ${memory.idleMiB.toFixed(1)} MiB; ${memory.waves
       .map(

@@ -42,9 +42,10 @@ export interface Scenario {
   servers: ServerName[];
   /**
    * What the product builds serve: their own file of SEED_PETS pets (the default), or the shared
-   * file of MILLION pets that no scenario writes (lib/million.ts), with the SQLite floor beside them.
+   * file of MILLION pets that no scenario writes (lib/million.ts), with the SQLite floor beside them,
+   * or their own seeded files with consumers whose webhooks go to two receivers (lib/hooks.ts).
    */
-  data?: 'million';
+  data?: 'million' | 'hooks';
 }
 /** Without BENCH_BASE, 'base' is dropped from every list. */
 const ALL: ServerName[] = ['petstore', 'base', 'bare', 'hono', 'express'];
@@ -143,6 +144,7 @@ export async function startOn(
 /**
  * Starts the product (`cmd`: a binary, or a runtime and the source) on its own data file and log
  * in `dir`, pinned like every server under test, with SEED_PETS pets seeded; returns it and its log.
+ * `extra`: more arguments for the product.
  *
  * @example
  * const [server, log] = await startSeeded([BINARY], dir, 'petstore', writeKeys(dir));
@@ -152,9 +154,10 @@ export async function startSeeded(
   dir: string,
   name: string,
   keysFile: string,
+  extra: readonly string[] = [],
 ): Promise<[Running, string]> {
   const logFile = join(dir, `${name}.log`);
-  const args = ['--keys', keysFile, '--data', join(dir, `${name}.db`), '--trust-proxy', '127.0.0.1'];
+  const args = ['--keys', keysFile, '--data', join(dir, `${name}.db`), '--trust-proxy', '127.0.0.1', ...extra];
   const server = await startProduct([...SERVER_CPU, ...cmd], args, logFile);
   for (let i = 0; i < SEED_PETS; i++) {
     const res = await request(`${server.url}/v1/pets`, {
