@@ -1,8 +1,10 @@
 /**
  * The gateway's side of the outbox: a decision that crossed something has its events recorded
- * durably before the request's answer is sent. Only the crossing request waits (one group
- * commit on SQLite, one flushed INSERT on PostgreSQL); every other request pays nothing, and no
- * request ever waits for a receiver.
+ * durably before the request's answer is sent. Only a request whose decision carries notices
+ * waits (one group commit on SQLite, one flushed INSERT on PostgreSQL): the crossing one, and
+ * the one the limiter gives them to once more 30 s later (`notices.ts`), whose write of the same
+ * ids records nothing when the first was kept. Every other request pays nothing, and no request
+ * ever waits for a receiver.
  */
 import type { Clock } from '../clock.ts';
 import type { Consumer } from '../gateway/keys/file.ts';
@@ -21,7 +23,8 @@ export interface NotifierOptions {
 
 /**
  * What the gateway calls for a decision with notices: resolves once they are in the outbox (or
- * logged as lost when the store refuses them: the request itself is answered all the same).
+ * logged when the store refuses them: the request itself is answered all the same, and the
+ * notices' second time may find the store back).
  *
  * @example
  * gateway({ …, notify: notifier({ outbox: store.outbox, log, clock, recorded: () => worker.wake() }) })

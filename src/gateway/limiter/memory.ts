@@ -164,6 +164,14 @@ export class SlidingWindowLimiter implements RateLimiter {
     const now = Math.max(this.#time, this.#clock.now());
     this.#time = now;
     const state = this.#stateOf(subject, now);
+    const decision = this.#decide(subject, cost, state, now);
+    if (!subject.thresholds) return decision;
+    state.flags ??= new NoticeFlags();
+    return withNotices(decision, state.flags.withRepeats(decision.notices ?? [], now));
+  }
+
+  /** The decision and what it crossed, before the notices given once more are added. */
+  #decide(subject: Subject, cost: number, state: SubjectState, now: number): Decision {
     const { minute, day } = state;
     minute.advance(now);
     day.advance(now);

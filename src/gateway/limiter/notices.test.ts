@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { Redis } from 'ioredis';
 import type { Limits } from '../plans.ts';
-import type { Decision, RateLimiter, Subject } from './limiter.ts';
+import type { Decision, Notice, RateLimiter, Subject } from './limiter.ts';
 import { SlidingWindowLimiter } from './memory.ts';
 import { RedisLimiter } from './redis.ts';
 
@@ -119,4 +119,62 @@ describe.each(limiters)('notices (%s)', (_name, make) => {
     expect((await run(limiter, s, 1))[0]?.notices).toBeUndefined();
     expect(crossing?.notices).toEqual([{ type: 'quota.threshold', window: 'day', threshold: 80, period: DAY }]);
   });
+
+  test('a notice is given once more to the first decision from 30 s to an hour after it, then never', async () => {
+    const c = clock();
+    const limiter = make(c);
+    const s = subject({ perMinute: 100, perDay: 10 }, [80, 100], { threshold: 100, seconds: 60 });
+    const at80: Notice = { type: 'quota.threshold', window: 'day', threshold: 80, period: DAY };
+    const at100: Notice = { type: 'quota.threshold', window: 'day', threshold: 100, period: DAY };
+    expect((await run(limiter, s, 8)).at(-1)?.notices).toEqual([at80]);
+    c.advance(29_999);
+    expect((await run(limiter, s, 1))[0]?.notices).toBeUndefined();
+    c.advance(1);
+    // What this decision crossed comes first, then what is given once more.
+    expect((await run(limiter, s, 1))[0]?.notices).toEqual([at100, at80]);
+    c.advance(60_000);
+    // A read is a decision too.
+    expect(((await limiter.decide(s, 0)) as Decision).notices).toEqual([at100]);
+    c.advance(1_000);
+    expect(((await limiter.decide(s, 0)) as Decision).notices).toBeUndefined();
+    const late = subject({ perMinute: 100, perDay: 10 }, [80], { threshold: 100, seconds: 60 });
+    expect((await run(limiter, late, 8)).at(-1)?.notices).toEqual([at80]);
+    c.advance(3_600_000);
+    expect(((await limiter.decide(late, 0)) as Decision).notices).toBeUndefined();
+  });
+
+  test('a ban is given once more to a request refused during it', async () => {
+    const c = clock();
+    const limiter = make(c);
+    const s = subject({ perMinute: 2, perDay: 100 }, [80], { threshold: 2, seconds: 120 });
+    const [, , , banning] = await run(limiter, s, 4);
+    expect(banning?.notices).toEqual([{ type: 'key.banned', until: T0 + 120_000 }]);
+    c.advance(30_000);
+    const [during] = await run(limiter, s, 1);
+    expect(during?.outcome).toBe('key_banned');
+    expect(during?.notices).toEqual([{ type: 'key.banned', until: T0 + 120_000 }]);
+  });
 });
+
+if (SERVER) {
+  test('Redis: a notice whose instance died before recording it is given to the next instance 30 s on', async () => {
+    const c = clock();
+    const prefix = `petstore:test:${crypto.randomUUID().slice(0, 8)}:`;
+    const instance = () => {
+      const client = new Redis(SERVER, { enableOfflineQueue: true, maxRetriesPerRequest: 0 });
+      clients.push(client);
+      return new RedisLimiter({ client, clock: c, prefix });
+    };
+    const [first, second] = [instance(), instance()];
+    const s = subject({ perMinute: 100, perDay: 5 }, [80], { threshold: 100, seconds: 60 });
+    // The first instance decides the crossing, then is gone before anything is recorded.
+    const crossing = (await run(first, s, 4)).at(-1);
+    const notice: Notice = { type: 'quota.threshold', window: 'day', threshold: 80, period: DAY };
+    expect(crossing?.notices).toEqual([notice]);
+    expect(((await second.decide(s, 0)) as Decision).notices).toBeUndefined();
+    c.advance(30_000);
+    expect((await run(second, s, 1))[0]?.notices).toEqual([notice]);
+    c.advance(30_000);
+    expect((await run(second, s, 1))[0]?.notices).toEqual([{ type: 'quota.exhausted', window: 'day', period: DAY }]);
+  });
+}

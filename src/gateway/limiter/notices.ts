@@ -4,6 +4,11 @@
  * crossed by the request that takes the count from below ceil(T% of Q) to at least it; each
  * (kind, window, threshold) is noticed at most once per period, so a sliding day that dips
  * below 80% and climbs back within the same UTC day says nothing twice.
+ *
+ * Each notice is given once more, to the subject's first decision from 30 s to an hour after it
+ * (`RECORD_AGAIN_AFTER_MS`, `RECORD_AGAIN_WITHIN_MS`): the instance that decided it may have died
+ * before the notice was recorded, while its mark lives on in Redis. Its event id is the same
+ * (src/webhooks/events.ts), so where the first one was recorded the second records nothing.
  */
 import type { Notice, NoticeWindow } from './limiter.ts';
 import { monthOf } from './month.ts';
@@ -21,6 +26,11 @@ export function monthPeriod(now: number): number {
   return start.getUTCFullYear() * 12 + start.getUTCMonth();
 }
 
+/** A notice is given once more to the subject's first decision at least this long after it... */
+export const RECORD_AGAIN_AFTER_MS = 30_000;
+/** ...and before this long after it (delivered events are kept 8 days, so an id seen again within it is recorded once). */
+export const RECORD_AGAIN_WITHIN_MS = 3_600_000;
+
 /** Units of a quota at which a threshold in percent is reached (at least 1). */
 export function thresholdUnits(percent: number, quota: number): number {
   return Math.max(1, Math.ceil((percent * quota) / 100));
@@ -35,6 +45,26 @@ export function thresholdUnits(percent: number, quota: number): number {
  */
 export class NoticeFlags {
   readonly #sent = new Map<string, number>();
+  /** Notices to give once more, oldest first, with when (epoch ms). */
+  #again: { readonly notice: Notice; readonly from: number; readonly until: number }[] = [];
+
+  /**
+   * `fresh` (this decision's notices) and those given once more at `now`: the ones noticed from
+   * RECORD_AGAIN_WITHIN_MS to RECORD_AGAIN_AFTER_MS ago. Keeps `fresh` for their second time.
+   */
+  withRepeats(fresh: readonly Notice[], now: number): Notice[] {
+    const repeated: Notice[] = [];
+    const waiting = this.#again.filter((entry) => {
+      if (now < entry.from) return true;
+      if (now < entry.until) repeated.push(entry.notice);
+      return false;
+    });
+    for (const notice of fresh) {
+      waiting.push({ notice, from: now + RECORD_AGAIN_AFTER_MS, until: now + RECORD_AGAIN_WITHIN_MS });
+    }
+    this.#again = waiting;
+    return [...fresh, ...repeated];
+  }
 
   /** True the first time `key` is seen in `period` (and remembers it). */
   #first(key: string, period: number): boolean {

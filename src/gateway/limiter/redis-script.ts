@@ -7,12 +7,16 @@
  * State: one string per subject, a MessagePack array with a TTL:
  *   {version, latest time seen, banned until (epoch ms, 0: not banned),
  *    minute offset, minute buckets, day offset, day buckets, refusal offset, refusal buckets,
- *    month number (year * 12 + month - 1, UTC), units spent in that month, notices sent}
+ *    month number (year * 12 + month - 1, UTC), units spent in that month, notices sent,
+ *    notices to give once more}
  * The month's two fields come only once a subject has a monthly quota or thresholds, so a state
  * written without them reads the same; notices sent is a map from "t:day:80", "x:month" (a
  * threshold, a window's first refusal) to the period it was last noticed in, present only for a
  * subject with thresholds. Setting it in the same atomic run that counts is what makes each
- * notice happen once across all instances.
+ * notice happen once across all instances. Notices to give once more are a flat list of
+ * (notice's four numbers, from, until): each notice is given again to the first run from 30 s
+ * to an hour after it (`notices.ts`), so one whose instance died before recording it is
+ * recorded by whichever instance runs next for the subject.
  * Each window's buckets are a flat list of (bucket number, count) pairs, oldest first, empty
  * buckets left out: `BucketWindow`'s ring, stored sparse (a free key's full minute is 2 numbers).
  *
@@ -25,12 +29,14 @@
  *       minute count, minute oldest-leaves-at, minute admit-at, day count, day oldest-leaves-at,
  *       day admit-at, events (1: a ban ended, 2: a ban started), banned until, month count,
  *       month start, month end (epoch ms; 0 without a monthly quota), notices (a flat list of
- *       (kind 1 threshold or 2 exhausted, window 1 day or 2 month, threshold or 0, period))}. A time that does not
+ *       (kind 1 threshold or 2 exhausted, window 1 day or 2 month, threshold or 0, period), or
+ *       (3 ban started, 0, 0, ban end); this run's first, then those given once more)}. A time that does not
  *       apply (an empty window's oldest, the admit-at of a window with room) is 0. Admit-at is
  *       for one more unit (the reset); `until` is for the whole cost.
  */
 import { createHash } from 'node:crypto';
 import { DAY, MINUTE } from './buckets.ts';
+import { RECORD_AGAIN_AFTER_MS, RECORD_AGAIN_WITHIN_MS } from './notices.ts';
 
 /** Bumped when the state layout changes: a key of another layout is read as empty. */
 const STATE_VERSION = 1;
@@ -39,6 +45,7 @@ export const DECIDE_SCRIPT = `
 local MINUTE_W, MINUTE_B = ${MINUTE.windowMs}, ${MINUTE.bucketMs}
 local DAY_W, DAY_B = ${DAY.windowMs}, ${DAY.bucketMs}
 local VERSION = ${STATE_VERSION}
+local AGAIN_AFTER, AGAIN_WITHIN = ${RECORD_AGAIN_AFTER_MS}, ${RECORD_AGAIN_WITHIN_MS}
 
 local now = tonumber(ARGV[1])
 if not now then
@@ -59,6 +66,7 @@ if #thresholds > 0 then
   -- No holes before the notices' map: a Lua array with holes does not pack as an array.
   s[10], s[11] = s[10] or 0, s[11] or 0
   if type(s[12]) ~= 'table' then s[12] = {} end
+  if type(s[13]) ~= 'table' then s[13] = {} end
 end
 -- The clock may step back (or another instance's may lag): the windows must not.
 if s[2] > now then now = s[2] end
@@ -215,6 +223,9 @@ if outcome == 0 and cost > 0 then
         s[3] = math.floor(now / 1000) * 1000 + ban_seconds * 1000
         outcome, until_ms = 2, s[3]
         events = events + 2
+        if #thresholds > 0 then
+          for _, n in ipairs({3, 0, 0, s[3]}) do notices[#notices + 1] = n end
+        end
       end
     end
     if outcome == 1 then
@@ -224,6 +235,25 @@ if outcome == 0 and cost > 0 then
       if not month_fits then until_ms = math.max(until_ms, month_to) end
     end
   end
+end
+
+-- This run's notices wait to be given once more; those due now are given after them.
+if #thresholds > 0 then
+  local waiting, fresh = {}, #notices
+  local again = s[13]
+  for j = 1, #again, 6 do
+    if now < again[j + 4] then
+      for k = 0, 5 do waiting[#waiting + 1] = again[j + k] end
+    elseif now < again[j + 5] then
+      for k = 0, 3 do notices[#notices + 1] = again[j + k] end
+    end
+  end
+  for j = 1, fresh, 4 do
+    for k = 0, 3 do waiting[#waiting + 1] = notices[j + k] end
+    waiting[#waiting + 1] = now + AGAIN_AFTER
+    waiting[#waiting + 1] = now + AGAIN_WITHIN
+  end
+  s[13] = waiting
 end
 
 -- Kept as long as anything it counts, and the ban, can matter: Redis memory stays bounded. A TTL

@@ -108,9 +108,7 @@ export class RedisLimiter implements RateLimiter {
       limits.perMonth === undefined ? undefined : { count, start, end },
     );
     if (!subject.thresholds) return decision;
-    const notices = noticesOf(noticed);
-    if (events & BAN_STARTED) notices.push({ type: 'key.banned', until: bannedUntil });
-    return withNotices(decision, notices);
+    return withNotices(decision, noticesOf(noticed));
   }
 
   /** EVALSHA, and EVAL when Redis does not have the script (restarted, flushed, failed over). */
@@ -124,10 +122,14 @@ export class RedisLimiter implements RateLimiter {
   }
 }
 
-/** The script's flat list of notices (kind, window, threshold, period) as Notices. */
+/** The script's flat list of notices (kind, window, threshold, period; a ban's end for a period) as Notices. */
 function noticesOf(flat: readonly number[]): Notice[] {
   const notices: Notice[] = [];
   for (let i = 0; i + 3 < flat.length; i += 4) {
+    if (flat[i] === 3) {
+      notices.push({ type: 'key.banned', until: flat[i + 3] as number });
+      continue;
+    }
     const window = NOTICE_WINDOWS[flat[i + 1] as number];
     const period = flat[i + 3] as number;
     if (window === undefined)
