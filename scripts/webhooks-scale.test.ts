@@ -1,11 +1,14 @@
 /**
  * Quota notifications across two instances sharing Redis (the counts) and PostgreSQL (the
  * outbox): 100 requests at once, split between them, cross 80% and 100% of a day quota, and the
- * receiver gets exactly one event for each crossing.
+ * receiver gets exactly one event for each crossing. An instance killed while it records a
+ * crossing (the mark already in Redis, the outbox write never committed) loses nothing: the
+ * other instance records it with the consumer's first request 30 s on.
  *
  * Needs PETSTORE_TEST_POSTGRES_URL and PETSTORE_TEST_REDIS_URL: `make webhooks-test`.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test';
+import postgres from 'postgres';
 import { type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
 import { freshDatabase, type TestDatabase } from '../test/postgres.ts';
 import { newSecret, type Receiver, startReceiver } from '../test/webhook-receiver.ts';
@@ -21,6 +24,7 @@ if (!READY) {
 
 // Unique to this run: a Redis shared with other runs holds no state of this consumer.
 const NAME = `fleet-${process.pid}-${Date.now()}`;
+const CRASHED = `crashed-${process.pid}-${Date.now()}`;
 const secret = newSecret();
 const database = `petstore_webhooks_${process.pid}`;
 let db: TestDatabase | undefined;
@@ -34,6 +38,7 @@ beforeAll(async () => {
   hooks = await startReceiver(secret);
   const keys = writeKeysFile([
     { name: NAME, plan: 'pro', limits: { perMinute: 1_000, perDay: 100 }, webhook: { url: hooks.url, secret } },
+    { name: CRASHED, plan: 'pro', limits: { perMinute: 1_000, perDay: 10 }, webhook: { url: hooks.url, secret } },
   ]);
   const args = ['--keys', keys, '--data', db.url, '--redis', REDIS];
   // One at a time first, so the migrations run once.
@@ -74,4 +79,54 @@ test.skipIf(!READY)(
     ]);
   },
   60_000,
+);
+
+test.skipIf(!READY)(
+  'an instance killed while recording the 80% crossing: the other instance records it 30 s on, delivered once',
+  async () => {
+    const list = (server: Running) =>
+      fetch(`${server.url}/v1/pets?limit=1`, { headers: { Authorization: `Bearer ${tokenOf(CRASHED)}` } });
+    const sql = postgres((db as TestDatabase).url, { max: 1, onnotice: () => {} });
+    const admin = (db as TestDatabase).admin;
+    let crossedAt = 0;
+    // The outbox locked: the crossing request's write waits, and `a` dies right then.
+    await sql.begin(async (tx) => {
+      await tx`LOCK TABLE webhook_outbox IN ACCESS EXCLUSIVE MODE`;
+      for (let i = 0; i < 7; i++) expect((await list(a)).status).toBe(200);
+      crossedAt = Date.now();
+      const crossing = list(a).catch(() => undefined);
+      const waiting = async () =>
+        (
+          await admin`SELECT pid FROM pg_stat_activity
+            WHERE datname = ${database} AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO webhook_outbox%'`
+        ).map((r) => r.pid as number);
+      const until = Date.now() + 5_000;
+      while ((await waiting()).length === 0) {
+        expect(Date.now()).toBeLessThan(until);
+        await Bun.sleep(20);
+      }
+      await a.stop('SIGKILL');
+      // A crash's transaction never commits: end the dead instance's waiting write.
+      for (const pid of await waiting()) await admin`SELECT pg_terminate_backend(${pid})`;
+      await crossing;
+    });
+    const [kept] = await sql`SELECT count(*)::int AS n FROM webhook_outbox WHERE consumer = ${CRASHED}`;
+    expect(kept?.n).toBe(0);
+    await sql.end();
+    const mine = () => hooks.got.filter((r) => r.body?.data.consumer === CRASHED);
+    await Bun.sleep(crossedAt + 31_000 - Date.now());
+    expect(mine()).toEqual([]);
+    // The 9th of 10 crosses nothing itself, and is given the 80% once more.
+    expect((await list(b)).status).toBe(200);
+    const until = Date.now() + 15_000;
+    while (mine().length === 0) {
+      expect(Date.now()).toBeLessThan(until);
+      await Bun.sleep(100);
+    }
+    await Bun.sleep(2_000); // no duplicate follows
+    expect(mine().map((r) => [r.status, r.body?.type, r.body?.data.threshold, r.body?.data.used])).toEqual([
+      [200, 'quota.threshold', 80, 9],
+    ]);
+  },
+  90_000,
 );
