@@ -165,7 +165,7 @@ redis-test: node_modules/.stamp ## the Redis limiter (its Lua script replayed ag
 	scripts/with-redis.sh $(BUN) test ./src/gateway/limiter/redis.test.ts ./src/gateway/limiter/notices.test.ts
 
 .PHONY: webhooks-test
-webhooks-test: build ## quota webhooks to a real receiver: order, backoff, kill -9, bound (SQLite); two instances on Redis + PostgreSQL: one event per crossing, one killed mid-record (~1½ min)
+webhooks-test: build ## quota webhooks to a real receiver: order, backoff, kill -9, bound (SQLite); two instances on Redis + PostgreSQL: one event per crossing, one killed mid-record (~2 min)
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh scripts/with-redis.sh \
 	  $(BUN) test --timeout 120000 ./scripts/webhooks.test.ts ./scripts/webhooks-scale.test.ts ./src/gateway/limiter/notices.test.ts
 

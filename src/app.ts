@@ -53,7 +53,7 @@ export interface AppOptions {
   corsOrigins?: readonly string[];
   /** Why the keys in force may be out of date (`--keys store` with the database unreachable), for `/readyz`. */
   keysProblem?: () => string | undefined;
-  /** Records what a decision crossed (webhook events) before its answer is sent. */
+  /** Records a decision's notices (webhook events) before its answer is sent. */
   notify?: GatewayOptions['notify'];
 }
 

@@ -18,8 +18,8 @@ export interface Subject {
 export type NoticeWindow = 'day' | 'month';
 
 /**
- * What a decision caused that its subject is told about, once per subject, window, period and
- * threshold (across instances with Redis). `period` is the UTC day number (epoch ms / 86,400,000)
+ * What a decision caused that its subject is told about: one event per subject, window, period
+ * and threshold (across instances with Redis), though each notice is given twice (`notices.ts`). `period` is the UTC day number (epoch ms / 86,400,000)
  * for the day window, year * 12 + month - 1 for the month.
  */
 export type Notice =
@@ -60,7 +60,10 @@ export interface Decision {
   readonly windows: readonly WindowState[];
   /** Seconds until a request would be admitted; at least 1 when refused, 0 when admitted. */
   readonly retryAfter: number;
-  /** What this decision crossed, for a subject with `thresholds`; absent when nothing. */
+  /**
+   * What this decision crossed, for a subject with `thresholds`, then the notices given once
+   * more (30 s to an hour after their first time, `notices.ts`); absent when nothing.
+   */
   readonly notices?: readonly Notice[];
 }
 

@@ -143,6 +143,17 @@ describe.each(limiters)('notices (%s)', (_name, make) => {
     expect(((await limiter.decide(late, 0)) as Decision).notices).toBeUndefined();
   });
 
+  test('a notice whose day is over is not given again', async () => {
+    const c = clock(Date.UTC(2026, 10, 22, 23, 59, 40));
+    const limiter = make(c);
+    const s = subject({ perMinute: 100, perDay: 10 }, [80], { threshold: 100, seconds: 60 });
+    expect((await run(limiter, s, 8)).at(-1)?.notices).toEqual([
+      { type: 'quota.threshold', window: 'day', threshold: 80, period: DAY },
+    ]);
+    c.advance(40_000);
+    expect(((await limiter.decide(s, 0)) as Decision).notices).toBeUndefined();
+  });
+
   test('a ban is given once more to a request refused during it', async () => {
     const c = clock();
     const limiter = make(c);

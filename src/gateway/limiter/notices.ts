@@ -28,8 +28,18 @@ export function monthPeriod(now: number): number {
 
 /** A notice is given once more to the subject's first decision at least this long after it... */
 export const RECORD_AGAIN_AFTER_MS = 30_000;
-/** ...and before this long after it (delivered events are kept 8 days, so an id seen again within it is recorded once). */
+/**
+ * ...before this long after it, and while its period lasts: a warning about a day or a month
+ * that is over is no warning (and the event's numbers, read from the decision, would be the
+ * next period's). Delivered events are kept 8 days, so an id seen again within it is recorded once.
+ */
 export const RECORD_AGAIN_WITHIN_MS = 3_600_000;
+
+/** Whether `notice` is about the day or month of `now` (a ban is always current). */
+function current(notice: Notice, now: number): boolean {
+  if (notice.type === 'key.banned') return true;
+  return notice.period === (notice.window === 'day' ? dayPeriod(now) : monthPeriod(now));
+}
 
 /** Units of a quota at which a threshold in percent is reached (at least 1). */
 export function thresholdUnits(percent: number, quota: number): number {
@@ -50,13 +60,14 @@ export class NoticeFlags {
 
   /**
    * `fresh` (this decision's notices) and those given once more at `now`: the ones noticed from
-   * RECORD_AGAIN_WITHIN_MS to RECORD_AGAIN_AFTER_MS ago. Keeps `fresh` for their second time.
+   * RECORD_AGAIN_WITHIN_MS to RECORD_AGAIN_AFTER_MS ago, in a period still current. Keeps
+   * `fresh` for their second time.
    */
   withRepeats(fresh: readonly Notice[], now: number): Notice[] {
     const repeated: Notice[] = [];
     const waiting = this.#again.filter((entry) => {
       if (now < entry.from) return true;
-      if (now < entry.until) repeated.push(entry.notice);
+      if (now < entry.until && current(entry.notice, now)) repeated.push(entry.notice);
       return false;
     });
     for (const notice of fresh) {

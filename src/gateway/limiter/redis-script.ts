@@ -15,8 +15,8 @@
  * subject with thresholds. Setting it in the same atomic run that counts is what makes each
  * notice happen once across all instances. Notices to give once more are a flat list of
  * (notice's four numbers, from, until): each notice is given again to the first run from 30 s
- * to an hour after it (`notices.ts`), so one whose instance died before recording it is
- * recorded by whichever instance runs next for the subject.
+ * to an hour after it while its day or month lasts (`notices.ts`), so one whose instance died
+ * before recording it is recorded by whichever instance runs next for the subject.
  * Each window's buckets are a flat list of (bucket number, count) pairs, oldest first, empty
  * buckets left out: `BucketWindow`'s ring, stored sparse (a free key's full minute is 2 numbers).
  *
@@ -241,10 +241,13 @@ end
 if #thresholds > 0 then
   local waiting, fresh = {}, #notices
   local again = s[13]
+  -- A ban is always current; a day's or a month's notice only in its own period.
+  local periods = {day_period, month_number(now)}
   for j = 1, #again, 6 do
+    local window = again[j + 1]
     if now < again[j + 4] then
       for k = 0, 5 do waiting[#waiting + 1] = again[j + k] end
-    elseif now < again[j + 5] then
+    elseif now < again[j + 5] and (window == 0 or again[j + 3] == periods[window]) then
       for k = 0, 3 do notices[#notices + 1] = again[j + k] end
     end
   end

@@ -68,8 +68,8 @@ describe.skipIf(!SERVER)('RedisLimiter', () => {
     const local = new SlidingWindowLimiter({ clock, onEvent: record(localEvents) });
     const shared = new RedisLimiter({ client: client(), clock, prefix: prefix(), onEvent: record(redisEvents) });
     const subjects = [
-      subject('key:tight', { perMinute: 5, perDay: 40 }, { threshold: 4, seconds: 90 }),
-      subject('key:daily', { perMinute: 30, perDay: 50 }, { threshold: 1, seconds: 1 }),
+      { ...subject('key:tight', { perMinute: 5, perDay: 40 }, { threshold: 4, seconds: 90 }), thresholds: [50, 100] },
+      { ...subject('key:daily', { perMinute: 30, perDay: 50 }, { threshold: 1, seconds: 1 }), thresholds: [80] },
       subject('key:free', { perMinute: 60, perDay: 1_000 }),
       subject(
         'addr:198.51.100.7',
@@ -79,6 +79,7 @@ describe.skipIf(!SERVER)('RedisLimiter', () => {
     ];
     const random = mulberry32(7);
     const outcomes = { admitted: 0, rate_limited: 0, key_banned: 0 };
+    let notices = 0;
     for (let i = 0; i < 4_000; i++) {
       const r = random();
       // Mostly bursts within a second, sometimes a pause, now and then hours or a step back.
@@ -94,8 +95,11 @@ describe.skipIf(!SERVER)('RedisLimiter', () => {
       }
       expect(rateLimitHeaders(actual)).toEqual(rateLimitHeaders(expected));
       outcomes[expected.outcome]++;
+      notices += expected.notices?.length ?? 0;
     }
     expect(redisEvents).toEqual(localEvents);
+    // Notices (crossings, first refusals, bans, and each given once more) were compared too.
+    expect(notices).toBeGreaterThan(100);
     // The sequence exercised every branch.
     expect(outcomes.admitted).toBeGreaterThan(500);
     expect(outcomes.rate_limited).toBeGreaterThan(100);
@@ -108,7 +112,10 @@ describe.skipIf(!SERVER)('RedisLimiter', () => {
     const local = new SlidingWindowLimiter({ clock });
     const shared = new RedisLimiter({ client: client(), clock, prefix: prefix() });
     const subjects = [
-      subject('key:monthly', { perMinute: 20, perDay: 200, perMonth: 60 }, { threshold: 5, seconds: 120 }),
+      {
+        ...subject('key:monthly', { perMinute: 20, perDay: 200, perMonth: 60 }, { threshold: 5, seconds: 120 }),
+        thresholds: [80, 100],
+      },
       subject('key:costly', { perMinute: 12, perDay: 10_000, perMonth: 100_000 }),
       subject('key:plain', { perMinute: 10, perDay: 100 }, { threshold: 0, seconds: 900 }),
     ];
@@ -116,6 +123,7 @@ describe.skipIf(!SERVER)('RedisLimiter', () => {
     const random = mulberry32(11);
     const outcomes = { admitted: 0, rate_limited: 0, key_banned: 0 };
     let reads = 0;
+    let monthNotices = 0;
     for (let i = 0; i < 3_000; i++) {
       const r = random();
       if (r < 0.6) clock.advance(Math.floor(random() * 300));
@@ -130,7 +138,10 @@ describe.skipIf(!SERVER)('RedisLimiter', () => {
       }
       outcomes[expected.outcome]++;
       if (cost === 0) reads++;
+      for (const n of expected.notices ?? []) if ('window' in n) monthNotices += n.window === 'month' ? 1 : 0;
     }
+    // Month notices were compared, in 2026 and 2027.
+    expect(monthNotices).toBeGreaterThan(2);
     // The walk crossed into 2027, and the month's numbers were part of what was compared.
     expect(clock.now()).toBeGreaterThan(Date.UTC(2027, 0, 1));
     expect(outcomes.admitted).toBeGreaterThan(300);
