@@ -7,7 +7,7 @@ import { afterEach, expect, test } from 'bun:test';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type KeySpec, type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
+import { type KeySpec, metricSum, type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
 import { freePort, newSecret, type Receiver, startReceiver } from '../test/webhook-receiver.ts';
 
 const cleanup: (() => Promise<unknown>)[] = [];
@@ -36,11 +36,7 @@ async function list(server: Running, name: string): Promise<number> {
 }
 
 async function metric(server: Running, line: RegExp): Promise<number> {
-  const text = await (await fetch(`${server.url}/metrics`)).text();
-  return text
-    .split('\n')
-    .filter((l) => line.test(l))
-    .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
+  return metricSum(await (await fetch(`${server.url}/metrics`)).text(), line);
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -19,6 +19,19 @@ export function serverLacksSqlite(): boolean {
   );
 }
 
+/**
+ * The sum of the samples of a /metrics text whose line matches `line` (over all their labels).
+ *
+ * @example
+ * metricSum(await (await fetch(`${server.url}/metrics`)).text(), /^petstore_webhook_deliveries_total\{.*outcome="dropped"/)
+ */
+export function metricSum(metrics: string, line: RegExp): number {
+  return metrics
+    .split('\n')
+    .filter((l) => line.test(l))
+    .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
+}
+
 export interface KeySpec {
   name: string;
   plan: string;

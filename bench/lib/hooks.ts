@@ -6,13 +6,11 @@
  * attempts open, times them out after 5 s, retries, and keeps its outbox at the bound the whole
  * time. What a dead receiver costs the API shows as `hooked` against `petstore`: p99 and CPU.
  */
-import { createHash } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { metricSum } from '../../test/harness.ts';
 import { newSecret, type Receiver, startReceiver } from '../../test/webhook-receiver.ts';
 import type { ServerName } from './report.ts';
 import type { Running } from './servers.ts';
-import { KEYS, LIST, request, type Scenario, startSeeded, tokenOf } from './setup.ts';
+import { KEYS, LIST, request, type Scenario, startSeeded, tokenOf, writeKeysFile } from './setup.ts';
 
 /** Consumers with a webhook: each crosses 80% and 100% of its day on one request, then is refused once. */
 const CONSUMERS = 100;
@@ -97,20 +95,13 @@ export async function startHooksFleet(dir: string, cmd: string[]): Promise<Hooks
 
 /** The bench keys and CONSUMERS consumers of one request a day, each with a webhook to `receiver`. */
 function keysFor(dir: string, name: string, receiver: Receiver, secret: string): string {
-  const sha = (token: string) => createHash('sha256').update(token).digest('hex');
-  const keys = [
-    ...KEYS.map((k) => ({ ...k, sha256: sha(tokenOf(k.name)) })),
-    ...Array.from({ length: CONSUMERS }, (_, i) => ({
-      name: `hook${i}`,
-      plan: 'free',
-      limits: { perMinute: 100, perDay: 1 },
-      sha256: sha(tokenOf(`hook${i}`)),
-      webhook: { url: receiver.url, secret },
-    })),
-  ];
-  const file = join(dir, `keys-hooks-${name}.json`);
-  writeFileSync(file, JSON.stringify({ keys }));
-  return file;
+  const consumers = Array.from({ length: CONSUMERS }, (_, i) => ({
+    name: `hook${i}`,
+    plan: 'free',
+    limits: { perMinute: 100, perDay: 1 },
+    webhook: { url: receiver.url, secret },
+  }));
+  return writeKeysFile(dir, `keys-hooks-${name}.json`, [...KEYS, ...consumers]).file;
 }
 
 /** Each consumer's first request (80% and 100% of its day) and a refused second (the first 429). */
@@ -133,16 +124,11 @@ async function figures(servers: Partial<Record<ServerName, Running>>): Promise<H
 /** The outbox's gauges and the delivery counters, summed over consumers and events. */
 async function outboxOf(server: Running): Promise<OutboxFigures> {
   const text = await (await fetch(`${server.url}/metrics`)).text();
-  const sum = (pattern: RegExp) =>
-    text
-      .split('\n')
-      .filter((line) => pattern.test(line))
-      .reduce((n, line) => n + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
   const deliveries = (outcome: string) =>
-    sum(new RegExp(`^petstore_webhook_deliveries_total\\{.*outcome="${outcome}"`));
+    metricSum(text, new RegExp(`^petstore_webhook_deliveries_total\\{.*outcome="${outcome}"`));
   return {
-    pending: sum(/^petstore_webhook_outbox_events\{state="pending"\}/),
-    failed: sum(/^petstore_webhook_outbox_events\{state="failed"\}/),
+    pending: metricSum(text, /^petstore_webhook_outbox_events\{state="pending"\}/),
+    failed: metricSum(text, /^petstore_webhook_outbox_events\{state="failed"\}/),
     delivered: deliveries('delivered'),
     retried: deliveries('retried'),
     dropped: deliveries('dropped'),

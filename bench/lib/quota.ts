@@ -6,10 +6,7 @@
  * refuses a keys file naming them, so only the product gets `writeQuotaKeys`'s file (the bench
  * keys plus QUOTA_KEY) and the scenario runs on the product alone.
  */
-import { createHash } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { KEYS, LIST, type Scenario, tokenOf } from './setup.ts';
+import { KEYS, LIST, type Scenario, tokenOf, writeKeysFile } from './setup.ts';
 
 /**
  * Quotas out of reach of any run (the keys file's largest) with a month window, and costs on
@@ -32,11 +29,5 @@ export const QUOTA_SCENARIO: Scenario = {
 
 /** The product's keys file: setup.ts's KEYS and QUOTA_KEY. */
 export function writeQuotaKeys(dir: string): string {
-  const entries = [...KEYS, QUOTA_KEY].map((k) => ({
-    ...k,
-    sha256: createHash('sha256').update(tokenOf(k.name)).digest('hex'),
-  }));
-  const file = join(dir, 'keys-quota.json');
-  writeFileSync(file, JSON.stringify({ keys: entries }));
-  return file;
+  return writeKeysFile(dir, 'keys-quota.json', [...KEYS, QUOTA_KEY]).file;
 }

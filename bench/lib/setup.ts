@@ -107,12 +107,17 @@ function hasTaskset(): boolean {
   }
 }
 
-/** The keys file every product build is started with; returns it and the entries (with their SHA-256). */
-export function writeKeys(dir: string) {
-  const entries = KEYS.map((k) => ({ ...k, sha256: createHash('sha256').update(tokenOf(k.name)).digest('hex') }));
-  const file = join(dir, 'keys.json');
+/** `keys` as the keys file `name` in `dir`, each with the SHA-256 of its bench token; returns it and the entries. */
+export function writeKeysFile<K extends { name: string }>(dir: string, name: string, keys: readonly K[]) {
+  const entries = keys.map((k) => ({ ...k, sha256: createHash('sha256').update(tokenOf(k.name)).digest('hex') }));
+  const file = join(dir, name);
   writeFileSync(file, JSON.stringify({ keys: entries }));
   return { file, entries };
+}
+
+/** The keys file every product build is started with; returns it and the entries (with their SHA-256). */
+export function writeKeys(dir: string) {
+  return writeKeysFile(dir, 'keys.json', KEYS);
 }
 
 /** fetch with a bearer token. */
@@ -124,7 +129,8 @@ export async function request(url: string, init: RequestInit & { token: string }
 
 /**
  * Starts the product (`cmd`: a binary, or a runtime and the source) on `data`, pinned like every
- * server under test, with nothing seeded: for the shared million-pet file, which no scenario writes.
+ * server under test, with nothing seeded (the shared million-pet file, which no scenario writes);
+ * its log is `<name>.log` in `dir`. `extra`: more arguments for the product.
  *
  * @example
  * const [server, log] = await startOn([BINARY], dir, 'petstore', keysFile, await millionFile([BINARY], keysFile));
@@ -135,9 +141,10 @@ export async function startOn(
   name: string,
   keysFile: string,
   data: string,
+  extra: readonly string[] = [],
 ): Promise<[Running, string]> {
   const logFile = join(dir, `${name}.log`);
-  const args = ['--keys', keysFile, '--data', data, '--trust-proxy', '127.0.0.1'];
+  const args = ['--keys', keysFile, '--data', data, '--trust-proxy', '127.0.0.1', ...extra];
   return [await startProduct([...SERVER_CPU, ...cmd], args, logFile), logFile];
 }
 
@@ -156,9 +163,7 @@ export async function startSeeded(
   keysFile: string,
   extra: readonly string[] = [],
 ): Promise<[Running, string]> {
-  const logFile = join(dir, `${name}.log`);
-  const args = ['--keys', keysFile, '--data', join(dir, `${name}.db`), '--trust-proxy', '127.0.0.1', ...extra];
-  const server = await startProduct([...SERVER_CPU, ...cmd], args, logFile);
+  const [server, logFile] = await startOn(cmd, dir, name, keysFile, join(dir, `${name}.db`), extra);
   for (let i = 0; i < SEED_PETS; i++) {
     const res = await request(`${server.url}/v1/pets`, {
       method: 'POST',
