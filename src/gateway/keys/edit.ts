@@ -6,8 +6,8 @@
  */
 
 import type { KeyScope } from '../../api/scopes.ts';
-import type { BanPolicy, Costs, Limits, PlanName } from '../plans.ts';
-import { KeysFileError } from './file.ts';
+import type { Limits, PlanName } from '../plans.ts';
+import { type ConsumerFields, KeysFileError } from './file.ts';
 import { type ConsumerEntry, type ConsumerKey, type KeysDocument, keyIdOf, rfc3339 } from './schema.ts';
 
 export interface NewConsumer {
@@ -110,29 +110,10 @@ export function revokeKey(doc: KeysDocument, name: string, id: string): KeysDocu
 function toConsumers(doc: KeysDocument, name: string): KeysDocument {
   const legacy = doc.keys?.find((e) => e.name === name);
   if (!legacy) return doc;
-  const {
-    name: _name,
-    sha256,
-    plan,
-    limits,
-    ban,
-    costs,
-    enforce,
-    webhook,
-    thresholds,
-    scopes,
-    notBefore,
-    expiresAt,
-  } = legacy;
+  const { name: _name, sha256, scopes, notBefore, expiresAt, ...fields } = legacy;
   const consumer: ConsumerEntry = {
     name,
-    plan,
-    ...(limits ? { limits } : {}),
-    ...(ban ? { ban } : {}),
-    ...(costs ? { costs } : {}),
-    ...(enforce !== undefined ? { enforce } : {}),
-    ...(webhook ? { webhook } : {}),
-    ...(thresholds ? { thresholds } : {}),
+    ...consumerFields(fields),
     keys: [
       {
         id: name,
@@ -146,21 +127,6 @@ function toConsumers(doc: KeysDocument, name: string): KeysDocument {
   const keys = doc.keys?.filter((e) => e !== legacy) ?? [];
   const { keys: _old, ...rest } = doc;
   return { ...rest, ...(keys.length > 0 ? { keys } : {}), consumers: [...(doc.consumers ?? []), consumer] };
-}
-
-export interface ConsumerFields {
-  plan: PlanName;
-  /** Absent: the plan's quotas. */
-  limits?: Limits;
-  ban?: BanPolicy;
-  /** Absent: the plan's costs. */
-  costs?: Costs;
-  /** False: report-only limits. */
-  enforce?: boolean;
-  /** Where quota notifications go, and the secret that signs them. */
-  webhook?: { url: string; secret: string };
-  /** Percent of a quota whose crossing is notified; absent: 80 and 100. */
-  thresholds?: number[];
 }
 
 /** What `updateConsumer` changes: a field given as null is removed, one not given stays. */

@@ -137,19 +137,24 @@ export function keyRecords(doc: KeysDocument): KeyRecord[] {
   return records;
 }
 
-interface ConsumerFields {
-  name: string;
+/** A consumer's terms as a keys document or the admin API gives them. */
+export interface ConsumerFields {
   plan: PlanName;
+  /** Absent: the plan's quotas. */
   limits?: Limits;
   ban?: BanPolicy;
+  /** Absent: the plan's costs. */
   costs?: Costs;
+  /** False: report-only limits. */
   enforce?: boolean;
+  /** Where quota notifications go, and the secret that signs them. */
   webhook?: { url: string; secret: string };
+  /** Percent of a quota whose crossing is notified; absent: 80 and 100. */
   thresholds?: number[];
 }
 
 /** The consumer of an entry: its plan's terms, overridden by its own; costs must fit its quotas. */
-function consumerOf(entry: ConsumerFields, where: string): Consumer {
+function consumerOf(entry: ConsumerFields & { name: string }, where: string): Consumer {
   const limits = entry.limits ?? PLAN_LIMITS[entry.plan as Exclude<PlanName, 'enterprise'>];
   const plan = PLAN_TERMS[entry.plan];
   const costs = { ...plan.costs, ...entry.costs };
