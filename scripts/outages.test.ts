@@ -78,6 +78,7 @@ async function send(server: Running, index: number, fault: string, op: 'create' 
           body: JSON.stringify({ name: key, categoryId: 1 }),
         }
       : { headers: AUTH };
+  const asked = { fault, server: index, op, key, started };
   try {
     const res = await fetch(`${server.url}/v1/pets${op === 'list' ? '?limit=5' : ''}`, {
       ...init,
@@ -85,11 +86,7 @@ async function send(server: Running, index: number, fault: string, op: 'create' 
     });
     const body: unknown = await res.json();
     return {
-      fault,
-      server: index,
-      op,
-      key,
-      started,
+      ...asked,
       ended: Date.now(),
       status: res.status,
       retryAfter: res.headers.get('retry-after'),
@@ -97,18 +94,7 @@ async function send(server: Running, index: number, fault: string, op: 'create' 
     } satisfies Answer;
   } catch (err) {
     const error = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-    return {
-      fault,
-      server: index,
-      op,
-      key,
-      started,
-      ended: Date.now(),
-      status: 0,
-      retryAfter: null,
-      body: null,
-      error,
-    };
+    return { ...asked, ended: Date.now(), status: 0, retryAfter: null, body: null, error } satisfies Answer;
   }
 }
 
