@@ -164,14 +164,25 @@ export class SlidingWindowLimiter implements RateLimiter {
     const now = Math.max(this.#time, this.#clock.now());
     this.#time = now;
     const state = this.#stateOf(subject, now);
-    const decision = this.#decide(subject, cost, state, now);
-    if (!subject.thresholds) return decision;
+    const { thresholds } = subject;
+    if (!thresholds) return this.#decide(subject, cost, state, now);
     state.flags ??= new NoticeFlags();
-    return withNotices(decision, state.flags.withRepeats(decision.notices ?? [], now));
+    const { flags } = state;
+    const decision = this.#decide(subject, cost, state, now, { flags, thresholds });
+    return withNotices(decision, flags.withRepeats(decision.notices ?? [], now));
   }
 
-  /** The decision and what it crossed, before the notices given once more are added. */
-  #decide(subject: Subject, cost: number, state: SubjectState, now: number): Decision {
+  /**
+   * The decision and, with `noticing` (a subject with thresholds), what it crossed: the notices
+   * given once more are added by `decide`.
+   */
+  #decide(
+    subject: Subject,
+    cost: number,
+    state: SubjectState,
+    now: number,
+    noticing?: { readonly flags: NoticeFlags; readonly thresholds: readonly number[] },
+  ): Decision {
     const { minute, day } = state;
     minute.advance(now);
     day.advance(now);
@@ -197,15 +208,12 @@ export class SlidingWindowLimiter implements RateLimiter {
       day.add(now, cost);
       month?.add(cost);
       const admitted = this.#decision('admitted', subject, state, now, now);
-      if (!subject.thresholds) return admitted;
-      state.flags ??= new NoticeFlags();
-      const flags = state.flags;
-      const notices = flags.crossed(subject.thresholds, 'day', perDay, dayBefore, day.count, dayPeriod(now));
+      if (!noticing) return admitted;
+      const { flags, thresholds } = noticing;
+      const notices = flags.crossed(thresholds, 'day', perDay, dayBefore, day.count, dayPeriod(now));
       if (month) {
         const period = monthPeriod(now);
-        notices.push(
-          ...flags.crossed(subject.thresholds, 'month', perMonth as number, monthBefore, month.count, period),
-        );
+        notices.push(...flags.crossed(thresholds, 'month', perMonth as number, monthBefore, month.count, period));
       }
       return withNotices(admitted, notices);
     }
@@ -221,9 +229,8 @@ export class SlidingWindowLimiter implements RateLimiter {
       );
       refused = this.#decision('rate_limited', subject, state, now, admitAt);
     }
-    if (!subject.thresholds) return refused;
-    state.flags ??= new NoticeFlags();
-    const flags = state.flags;
+    if (!noticing) return refused;
+    const { flags } = noticing;
     const notices: Notice[] = [];
     const dayOut = dayFits ? undefined : flags.exhausted('day', dayPeriod(now));
     if (dayOut) notices.push(dayOut);

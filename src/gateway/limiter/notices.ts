@@ -63,7 +63,8 @@ export class NoticeFlags {
    * RECORD_AGAIN_WITHIN_MS to RECORD_AGAIN_AFTER_MS ago, in a period still current. Keeps
    * `fresh` for their second time.
    */
-  withRepeats(fresh: readonly Notice[], now: number): Notice[] {
+  withRepeats(fresh: readonly Notice[], now: number): readonly Notice[] {
+    if (fresh.length === 0 && this.#again.length === 0) return fresh;
     const repeated: Notice[] = [];
     const waiting = this.#again.filter((entry) => {
       if (now < entry.from) return true;

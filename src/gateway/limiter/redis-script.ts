@@ -242,7 +242,7 @@ if #thresholds > 0 then
   local waiting, fresh = {}, #notices
   local again = s[13]
   -- A ban is always current; a day's or a month's notice only in its own period.
-  local periods = {day_period, month_number(now)}
+  local periods = #again > 0 and {day_period, month_number(now)} or {}
   for j = 1, #again, 6 do
     local window = again[j + 1]
     if now < again[j + 4] then
