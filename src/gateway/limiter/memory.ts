@@ -51,10 +51,11 @@
  * gets the next request admitted. Requests refused while banned do not count as refusals.
  */
 import { LRUCache } from 'lru-cache';
-import { type Clock, systemClock } from '../../clock.ts';
-import type { Limits } from '../plans.ts';
+import { type Clock, systemClock } from '../../core/clock.ts';
+import type { Decision, Notice, Outcome, WindowState } from '../../core/decision.ts';
+import type { Limits } from '../../keys/plans.ts';
 import { BucketWindow, DAY, MINUTE, type WindowSpec } from './buckets.ts';
-import type { Decision, LimiterEvent, Notice, Outcome, RateLimiter, Subject, WindowState } from './limiter.ts';
+import type { LimiterEvent, RateLimiter, Subject } from './limiter.ts';
 import { MONTH_NAME, MonthWindow } from './month.ts';
 import { dayPeriod, monthPeriod, NoticeFlags } from './notices.ts';
 

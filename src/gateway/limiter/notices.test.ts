@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { Redis } from 'ioredis';
-import type { Limits } from '../plans.ts';
-import type { Decision, Notice, RateLimiter, Subject } from './limiter.ts';
+import type { Decision, Notice } from '../../core/decision.ts';
+import type { Limits } from '../../keys/plans.ts';
+import type { RateLimiter, Subject } from './limiter.ts';
 import { SlidingWindowLimiter } from './memory.ts';
 import { RedisLimiter } from './redis.ts';
 

@@ -1,9 +1,10 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { Redis } from 'ioredis';
+import type { Decision } from '../../core/decision.ts';
+import type { Limits } from '../../keys/plans.ts';
 import { createLogger } from '../../log.ts';
 import { rateLimitHeaders } from '../headers.ts';
-import type { Limits } from '../plans.ts';
-import type { Decision, LimiterEvent, Subject } from './limiter.ts';
+import type { LimiterEvent, Subject } from './limiter.ts';
 import { SlidingWindowLimiter, STATE_TTL_MS } from './memory.ts';
 import { openRedisLimiter, RedisLimiter } from './redis.ts';
 import { DECIDE_SHA1 } from './redis-script.ts';

@@ -9,11 +9,12 @@
  */
 import { Redis } from 'ioredis';
 import * as v from 'valibot';
-import type { Clock } from '../../clock.ts';
+import type { Clock } from '../../core/clock.ts';
+import type { Decision, Notice, Outcome } from '../../core/decision.ts';
 import type { Logger } from '../../log.ts';
 import { redactUrl } from '../../redact.ts';
 import { FailoverLimiter, type RedisFailMode } from './failover.ts';
-import type { Decision, LimiterEvent, Notice, Outcome, RateLimiter, Subject } from './limiter.ts';
+import type { LimiterEvent, RateLimiter, Subject } from './limiter.ts';
 import { decisionOf, STATE_TTL_MS, type WindowCounts, withNotices } from './memory.ts';
 import { DECIDE_SCRIPT, DECIDE_SHA1 } from './redis-script.ts';
 
