@@ -111,6 +111,7 @@ export function createApp({
     clientAddress,
     gateway: pass,
     deps: { store, clock },
+    storeVersion: () => store.version(),
     maxBodyBytes: MAX_BODY_BYTES,
     corsOrigins,
     metrics,
