@@ -3,7 +3,7 @@ import type { Config } from '../config.ts';
 import { systemClock } from '../core/clock.ts';
 import {
   type LimiterEvent,
-  openRedisLimiter,
+  loadRedisLimiter,
   type RateLimiter,
   SlidingWindowLimiter,
   TrustedProxies,
@@ -198,7 +198,7 @@ async function openLimiter(config: Config, log: Logger, metrics: Metrics | undef
   const local = new SlidingWindowLimiter({ clock: systemClock, onEvent });
   // ioredis is loaded only with --redis, like the PostgreSQL client with a postgres:// --data.
   const shared = config.redis
-    ? await openRedisLimiter({ url: config.redis, mode: config.redisFail, fallback: local, log, onEvent })
+    ? await loadRedisLimiter({ url: config.redis, mode: config.redisFail, fallback: local, log, onEvent })
     : undefined;
   const limiter: RateLimiter = shared ?? local;
   return { limiter, shared };
