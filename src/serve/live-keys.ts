@@ -61,6 +61,11 @@ export class LiveKeys {
     this.#admin = storeKeyAdmin(keyStore, () => watcher.sync('admin API'));
   }
 
+  /** How many consumers the keys in force name. */
+  get consumers(): number {
+    return new Set(this.table.records().map((record) => record.consumer.name)).size;
+  }
+
   /** What the admin API changes keys through; none without `--keys`. */
   get admin(): KeyAdmin | undefined {
     return this.#admin;

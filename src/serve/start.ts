@@ -38,10 +38,7 @@ export async function startServer(config: Config): Promise<void> {
   const adapter = await loadAdapter();
   const metrics = await metricsOf(config, adapter);
   const keys = new LiveKeys(config.keys, log, metrics);
-  checkOpenFiles(
-    log,
-    openFilesNeeded(new Set(keys.table.records().map((r) => r.consumer.name)).size, config.maxInFlight),
-  );
+  checkOpenFiles(log, openFilesNeeded(keys.consumers, config.maxInFlight));
   const listeners = await Listeners.bind(config, adapter, metrics);
   const store = await listeners.unlessFailed(() =>
     openStore(config.data, log, { timeoutMs: config.storeTimeoutSeconds * 1_000 }),
@@ -89,17 +86,7 @@ export async function startServer(config: Config): Promise<void> {
       await shared?.close();
     },
   });
-  if (keys.devToken) announceDevKey(keys.devToken, origin(config.host, listeners.main.port), log);
-  // Last: whoever waits for this line may signal at once.
-  log.info('listening', {
-    version: VERSION,
-    runtime: adapter.name,
-    address: `http://${config.host}:${listeners.main.port}`,
-    data: describeData(config.data),
-    keysByPlan: keys.table.countByPlan(),
-    ...(listeners.metrics ? { metrics: `http://${config.host}:${listeners.metrics.port}/metrics` } : {}),
-    ...(adminServer ? { admin: `http://${config.adminHost}:${adminServer.port}/admin/v1` } : {}),
-  });
+  announce(config, adapter.name, keys, listeners, adminServer, log);
 }
 
 async function loadAdapter(): Promise<RuntimeAdapter> {
@@ -231,6 +218,30 @@ function gateOptions(config: Config, adapter: RuntimeAdapter, keys: LiveKeys, li
     maxInFlight: config.maxInFlight,
     ipv6Prefix: config.ipv6Prefix,
   } satisfies Partial<AppOptions>;
+}
+
+/**
+ * Shows the development key (if any), then logs `listening`: last, since whoever waits for
+ * that line may signal at once.
+ */
+function announce(
+  config: Config,
+  runtime: string,
+  keys: LiveKeys,
+  listeners: Listeners,
+  admin: RunningServer | undefined,
+  log: Logger,
+): void {
+  if (keys.devToken) announceDevKey(keys.devToken, origin(config.host, listeners.main.port), log);
+  log.info('listening', {
+    version: VERSION,
+    runtime,
+    address: `http://${config.host}:${listeners.main.port}`,
+    data: describeData(config.data),
+    keysByPlan: keys.table.countByPlan(),
+    ...(listeners.metrics ? { metrics: `http://${config.host}:${listeners.metrics.port}/metrics` } : {}),
+    ...(admin ? { admin: `http://${config.adminHost}:${admin.port}/admin/v1` } : {}),
+  });
 }
 
 /** The address to show a person for `host:port`: a wildcard bind is reached on localhost. */
