@@ -6,6 +6,7 @@ import { TrustedProxies } from '../gateway/addresses.ts';
 import type { KeyRecord } from '../gateway/keys/file.ts';
 import { fileKeyAdmin, type KeyAdmin, storeKeyAdmin } from '../gateway/keys/source.ts';
 import { KeyTable } from '../gateway/keys/table.ts';
+import { AllowedRanges } from '../gateway/keys/webhook-targets.ts';
 import type { LimiterEvent } from '../gateway/limiter/limiter.ts';
 import { SlidingWindowLimiter } from '../gateway/limiter/memory.ts';
 import { createLogger } from '../log.ts';
@@ -15,6 +16,7 @@ import type { PetStore } from '../store/store.ts';
 import { VERSION } from '../version.ts';
 import { notifier } from '../webhooks/notify.ts';
 import { parseRetrySeconds } from '../webhooks/schedule.ts';
+import { PUBLIC_TARGETS } from '../webhooks/sender.ts';
 import { DeliveryWorker } from '../webhooks/worker.ts';
 import { checkOpenFiles, openFilesNeeded } from './fd-limit.ts';
 import { announceDevKey, developmentKeys, KeysFileWatcher, type StartKeys } from './keys-source.ts';
@@ -194,6 +196,7 @@ export async function startServer(config: Config): Promise<void> {
         keys: () => keys.records(),
         log,
         maxOutbox: config.webhookOutboxMax,
+        targets: { ...PUBLIC_TARGETS, allowed: new AllowedRanges(config.webhookAllowCidr) },
         ...(metrics ? { report: metrics.webhooks } : {}),
         ...(retryDelays ? { delays: retryDelays } : {}),
       })

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import * as v from 'valibot';
 import { type KeyScope, SCOPES } from '../../api/scopes.ts';
+import { echoed } from '../../redact.ts';
 import {
   type BanPolicy,
   type Costs,
@@ -14,6 +15,9 @@ import { describeJsonError, jsonSyntaxError } from './json-syntax.ts';
 import { type ConsumerKey, KeysDocument, keyIdOf, rfc3339 } from './schema.ts';
 
 export { KEY_NAME } from './schema.ts';
+
+/** Longest part of a bad string value a message repeats. */
+const QUOTED_MAX = 120;
 
 /**
  * Whose quota a key counts against: the per-consumer state (windows, ban, in-flight cap) is keyed
@@ -228,9 +232,11 @@ function describe(issue: v.BaseIssue<unknown>): string {
   const secret = issue.path?.some((item) => item.key === 'webhook') === true && issue.path?.at(-1)?.key !== 'url';
   const quoted = secret
     ? ''
-    : typeof input === 'string' || typeof input === 'number' || typeof input === 'boolean'
-      ? `, got ${JSON.stringify(typeof input === 'string' && /^[0-9a-f]{64}$/.test(input) ? `${input.slice(0, 8)}…` : input)}`
-      : '';
+    : typeof input === 'string'
+      ? `, got "${/^[0-9a-f]{64}$/.test(input) ? `${input.slice(0, 8)}…` : echoed(input, QUOTED_MAX)}"`
+      : typeof input === 'number' || typeof input === 'boolean'
+        ? `, got ${JSON.stringify(input)}`
+        : '';
   return `${where || 'file'}: ${issue.message}${quoted}`;
 }
 

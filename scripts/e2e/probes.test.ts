@@ -1,0 +1,169 @@
+// What an outsider tries from loopback against the server under test: webhook URLs that point
+// inside the network or hide characters, bodies that echo or repeat their fields, public keys
+// beside admin keys, admin keys that outlive themselves, and what /metrics shows of the admin port.
+import { describe, expect, test } from 'bun:test';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Running, runCommand, startServer } from '../../test/harness.ts';
+import { newSecret } from '../../test/webhook-receiver.ts';
+
+/** A keys file with an admin key (consumer ops, key a1) and a public consumer bob (key b1); their tokens. */
+async function keysFile(...adminFlags: string[]) {
+  const file = join(mkdtempSync(join(tmpdir(), 'petstore-probes-')), 'keys.json');
+  const add = (consumer: string, plan: string, id: string, ...more: string[]) =>
+    runCommand(['keys', 'add', '--keys', file, '--consumer', consumer, '--plan', plan, '--id', id, ...more]);
+  const admin = (await add('ops', 'business', 'a1', '--scopes', 'admin', ...adminFlags)).stdout.trim();
+  const pub = (await add('bob', 'free', 'b1')).stdout.trim();
+  return { file, admin, pub };
+}
+
+function adminUrl(server: Running): string {
+  const line = server.lines.find((l) => l.includes('"msg":"listening"')) ?? '';
+  return String((JSON.parse(line) as { admin: string }).admin);
+}
+
+async function call(url: string, token: string, method = 'GET', body?: unknown) {
+  const res = await fetch(url, {
+    method,
+    headers: {
+      Authorization: `Bearer ${token}`,
+      ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}),
+    },
+    ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
+  });
+  const text = await res.text();
+  return {
+    status: res.status,
+    headers: res.headers,
+    text,
+    json: text ? (JSON.parse(text) as Record<string, unknown>) : undefined,
+  };
+}
+
+const PUBLIC_ONLY = 'webhooks go to public addresses, or http:// to loopback';
+const bad = (message: string) => ({ code: 'invalid_request', message, status: 400 });
+
+describe('webhook targets', () => {
+  test('the admin API refuses webhook URLs inside the network, in odd numeric forms, or with hidden characters; keeps the normalised URL', async () => {
+    const { file, admin } = await keysFile();
+    const server = await startServer({ args: ['--keys', file, '--admin-port', '0'] });
+    try {
+      const base = adminUrl(server);
+      const secret = newSecret();
+      const patch = (url: string) => call(`${base}/consumers/bob`, admin, 'PATCH', { webhook: { url, secret } });
+      const refused: [string, string][] = [
+        [
+          'https://169.254.169.254/latest/meta-data/',
+          `must not point at a link-local address (169.254.169.254): ${PUBLIC_ONLY}`,
+        ],
+        ['https://10.0.0.1/x', `must not point at a private address (10.0.0.1): ${PUBLIC_ONLY}`],
+        ['https://[fd00::1]/x', `must not point at a unique-local address ([fd00::1]): ${PUBLIC_ONLY}`],
+        ['https://[fe80::1]/x', `must not point at a link-local address ([fe80::1]): ${PUBLIC_ONLY}`],
+        ['https://0.0.0.0/x', `must not point at an unspecified address (0.0.0.0): ${PUBLIC_ONLY}`],
+        ['https://[::]/x', `must not point at an unspecified address ([::]): ${PUBLIC_ONLY}`],
+        [
+          'https://[::ffff:a9fe:a9fe]/x',
+          `must not point at an IPv4-mapped address ([::ffff:a9fe:a9fe]): ${PUBLIC_ONLY}`,
+        ],
+        [
+          'https://2852039166/x',
+          'must write an IPv4 address as four decimal numbers (169.254.169.254), not as one number, octal or hex',
+        ],
+        ['https:///x', 'must name a host after "//", with no user name, password or backslash'],
+        ['https://:@hooks.example/x', 'must name a host after "//", with no user name, password or backslash'],
+        [
+          'https://evil.example\\@hooks.example/x',
+          'must name a host after "//", with no user name, password or backslash',
+        ],
+        ['https://hooks.example/a\u2028b', 'must not hold control, bidirectional or invisible characters'],
+        ['https://hooks.example/\u202egnp.x', 'must not hold control, bidirectional or invisible characters'],
+        [`https://hooks.example/${'a'.repeat(5000)}`, 'must be at most 2048 characters'],
+      ];
+      for (const [url, message] of refused) {
+        const res = await patch(url);
+        expect([url, res.status, res.json]).toEqual([url, 400, bad(`webhook.url: ${message}.`)]);
+      }
+      const ok = await patch('https://Bücher.Example/hook');
+      expect(ok.status).toBe(200);
+      expect(ok.json?.webhook).toEqual({ url: 'https://xn--bcher-kva.example/hook' });
+      const kept = JSON.parse(readFileSync(file, 'utf8')) as {
+        consumers: { name: string; webhook?: { url: string } }[];
+      };
+      expect(kept.consumers.find((c) => c.name === 'bob')?.webhook?.url).toBe('https://xn--bcher-kva.example/hook');
+      // The refused changes left no record; the trail holds one record per line, in ASCII.
+      const trail = readFileSync(`${file}.audit.jsonl`, 'utf8');
+      expect(
+        trail
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => (JSON.parse(l) as { action: string }).action),
+      ).toEqual(['key.add', 'key.add', 'consumer.update']);
+      expect(/[^\x20-\x7e\n]/.test(trail)).toBe(false);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  test('a keys file with a webhook to a private address stops the server before it listens (exit 2)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'petstore-probes-'));
+    const file = join(dir, 'keys.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        consumers: [
+          {
+            name: 'bob',
+            plan: 'free',
+            webhook: { url: 'https://10.0.0.1/x', secret: newSecret() },
+            keys: [{ sha256: 'a'.repeat(64) }],
+          },
+        ],
+      }),
+      { mode: 0o600 },
+    );
+    const run = await runCommand(['--keys', file, '--port', '0'], { PETSTORE_DATA: ':memory:' });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(
+      `consumers[0] ("bob").webhook.url: must not point at a private address (10.0.0.1): ${PUBLIC_ONLY}, got "https://10.0.0.1/x"`,
+    );
+    const flag = await runCommand(['--webhook-allow-cidr', '10.0.0.0'], { PETSTORE_DATA: ':memory:' });
+    expect(flag.code).toBe(2);
+    expect(flag.stderr).toContain(
+      '--webhook-allow-cidr: expected CIDR blocks such as 10.20.0.0/16 (comma or space separated), got "10.0.0.0"',
+    );
+  });
+});
+
+describe('error bodies', () => {
+  test('an unknown field is named up to 64 characters, escaped; one inside webhook is named with its path', async () => {
+    const { file, admin, pub } = await keysFile();
+    const server = await startServer({ args: ['--keys', file, '--admin-port', '0'] });
+    try {
+      const long = await call(`${server.url}/v1/pets`, pub, 'POST', {
+        name: 'Rex',
+        categoryId: 1,
+        ['x'.repeat(65_000)]: 1,
+      });
+      expect(long.status).toBe(400);
+      expect(long.json?.message).toBe(
+        `${'x'.repeat(64)}…: is not a field of the body; its fields are name, categoryId, status.`,
+      );
+      expect(long.text.length).toBeLessThan(300);
+      const markup = await call(`${server.url}/v1/pets`, pub, 'POST', {
+        name: 'Rex',
+        categoryId: 1,
+        '<img src=x onerror=alert(1)>': 1,
+      });
+      expect(markup.json?.message).toBe(
+        '\\u003cimg src=x onerror=alert(1)\\u003e: is not a field of the body; its fields are name, categoryId, status.',
+      );
+      const inner = await call(`${adminUrl(server)}/consumers/bob`, admin, 'PATCH', {
+        webhook: { url: 'https://hooks.example/q', secret: newSecret(), secrett: 'x' },
+      });
+      expect(inner.json).toEqual(bad('webhook.secrett: is not a field of webhook; its fields are url, secret.'));
+    } finally {
+      await server.stop();
+    }
+  });
+});
