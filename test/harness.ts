@@ -154,3 +154,16 @@ export function runCommand(args: string[], env: Record<string, string> = {}) {
     child.once('exit', (code) => resolve({ code, stdout, stderr }));
   });
 }
+
+/** The first log line of `server` that `match` accepts, parsed; waits up to `timeoutMs` for it. */
+export async function waitForLine(
+  server: Running,
+  match: (line: string) => boolean,
+  timeoutMs = 5_000,
+): Promise<Record<string, unknown>> {
+  for (const end = Date.now() + timeoutMs; Date.now() < end; await new Promise((r) => setTimeout(r, 20))) {
+    const line = server.lines.find(match);
+    if (line !== undefined) return JSON.parse(line) as Record<string, unknown>;
+  }
+  throw new Error(`no such log line within ${timeoutMs} ms:\n${server.lines.join('\n')}`);
+}
