@@ -167,3 +167,75 @@ describe('error bodies', () => {
     }
   });
 });
+
+describe('admin keys', () => {
+  test("a public key cannot join a consumer that holds an admin key (nor the other way round): its quota and ban stay the admins'", async () => {
+    const { file, admin } = await keysFile();
+    const server = await startServer({ args: ['--keys', file, '--admin-port', '0'] });
+    try {
+      const base = adminUrl(server);
+      const message =
+        'consumers[0] ("ops").keys[1]: admin keys and public keys cannot share a consumer (they would share its quota and ban); give admin keys a consumer of their own.';
+      expect((await call(`${base}/consumers/ops/keys`, admin, 'POST', { id: 'opspub' })).json).toEqual(bad(message));
+      expect(
+        (await call(`${base}/consumers/bob/keys`, admin, 'POST', { id: 'bobadm', scopes: ['admin'] })).json,
+      ).toEqual(bad(message.replace('consumers[0] ("ops")', 'consumers[1] ("bob")')));
+      // Nothing was added: the consumer still has its one admin key.
+      const ops = await call(`${base}/consumers/ops`, admin);
+      expect((ops.json?.keys as { id: string }[]).map((k) => k.id)).toEqual(['a1']);
+      const cli = await runCommand(['keys', 'add', '--keys', file, '--consumer', 'ops', '--id', 'pub2']);
+      expect(cli.code).toBe(2);
+      expect(cli.stderr).toContain(message.slice(0, -1));
+    } finally {
+      await server.stop();
+    }
+  });
+
+  test('a key an admin key adds to its own consumer expires no later than the admin key', async () => {
+    const { file, admin } = await keysFile('--expires', '1h');
+    const server = await startServer({ args: ['--keys', file, '--admin-port', '0'] });
+    try {
+      const base = adminUrl(server);
+      const own = await call(`${base}/consumers/ops`, admin);
+      const limit = (own.json?.keys as { expiresAt: string }[])[0]?.expiresAt;
+      expect(limit).toMatch(/^\d{4}-\d\d-\d\dT/);
+      const added = await call(`${base}/consumers/ops/keys`, admin, 'POST', { id: 'next', scopes: ['admin'] });
+      expect([added.status, added.json?.expiresAt]).toEqual([201, limit]);
+      const later = await call(`${base}/consumers/ops/keys`, admin, 'POST', {
+        id: 'forever',
+        scopes: ['admin'],
+        expiresAt: '2099-01-01T00:00:00Z',
+      });
+      expect(later.json).toEqual({
+        code: 'conflict',
+        message: `Consumer ops holds the admin key of this request, which expires at ${limit}; a key added to it expires no later.`,
+        status: 409,
+      });
+      // Another consumer's keys are not bounded by the asking key.
+      const other = await call(`${base}/consumers/bob/keys`, admin, 'POST', { id: 'b2' });
+      expect([other.status, other.json?.expiresAt]).toEqual([201, null]);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  test('/metrics counts the admin port under operation="admin", failed logins included, and keeps an admin key\'s last use', async () => {
+    const { file, admin } = await keysFile();
+    const server = await startServer({ args: ['--keys', file, '--admin-port', '0', '--metrics'] });
+    try {
+      const base = adminUrl(server);
+      const before = Math.floor(Date.now() / 1000);
+      expect((await call(`${base}/consumers`, admin)).status).toBe(200);
+      expect((await call(`${base}/audit`, admin)).status).toBe(200);
+      for (let i = 0; i < 3; i++) expect((await call(`${base}/consumers`, `psk_guess-${i}`)).status).toBe(401);
+      const metrics = await (await fetch(`${server.url}/metrics`)).text();
+      expect(metrics).toContain('petstore_http_requests_total{operation="admin",status="200"} 2');
+      expect(metrics).toContain('petstore_http_requests_total{operation="admin",status="401"} 3');
+      expect(metrics).toContain('petstore_http_request_duration_seconds_count{operation="admin"} 5');
+      const used = /petstore_key_last_used_timestamp_seconds\{consumer="ops",key="a1"\} (\d+)/.exec(metrics)?.[1];
+      expect(Number(used)).toBeGreaterThanOrEqual(before);
+    } finally {
+      await server.stop();
+    }
+  });
+});

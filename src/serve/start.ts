@@ -239,6 +239,7 @@ export async function startServer(config: Config): Promise<void> {
       ban: { seconds: config.banSeconds, ...(config.banThreshold > 0 ? { threshold: config.banThreshold } : {}) },
       maxInFlight: config.maxInFlight,
       ipv6Prefix: config.ipv6Prefix,
+      ...(metrics ? { metrics } : {}),
     },
     adapter,
   );

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import * as v from 'valibot';
-import { type KeyScope, SCOPES } from '../../api/scopes.ts';
+import { ADMIN_SCOPE, type KeyScope, SCOPES } from '../../api/scopes.ts';
 import { echoed } from '../../redact.ts';
 import {
   type BanPolicy,
@@ -137,8 +137,19 @@ export function keyRecords(doc: KeysDocument): KeyRecord[] {
     entry.keys.forEach((key, k) => {
       add(key, keyIdOf(key), consumer, `${where}.keys[${k}]`, ids);
     });
+    const mixed = entry.keys.findIndex((key) => isAdmin(key) !== isAdmin(entry.keys[0] as ConsumerKey));
+    if (mixed > 0) {
+      throw new KeysFileError(
+        `${where}.keys[${mixed}]: admin keys and public keys cannot share a consumer (they would share its quota and ban); give admin keys a consumer of their own`,
+      );
+    }
   });
   return records;
+}
+
+/** True for a key with the admin scope (which it holds alone). */
+function isAdmin(key: ConsumerKey): boolean {
+  return key.scopes?.includes(ADMIN_SCOPE) === true;
 }
 
 /** A consumer's terms as a keys document or the admin API gives them. */
