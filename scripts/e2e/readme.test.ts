@@ -6,7 +6,7 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AUDIT_ACTIONS } from '../../src/gateway/keys/audit.ts';
+import { AUDIT_ACTIONS } from '../../src/keys/audit.ts';
 import { type Running, runCommand, startServer, tokenOf, waitForLine, writeKeysFile } from '../../test/harness.ts';
 import { newSecret } from '../../test/webhook-receiver.ts';
 

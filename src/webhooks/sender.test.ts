@@ -1,6 +1,6 @@
 import { afterEach, expect, test } from 'bun:test';
 import { newSecret, type Receiver, startReceiver } from '../../test/webhook-receiver.ts';
-import { AllowedRanges } from '../gateway/keys/webhook-targets.ts';
+import { AllowedRanges } from '../keys/webhook-targets.ts';
 import { type Resolve, send } from './sender.ts';
 
 const receivers: Receiver[] = [];

@@ -11,7 +11,7 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { Webhook } from 'standardwebhooks';
-import { AllowedRanges, targetProblem } from '../gateway/keys/webhook-targets.ts';
+import { AllowedRanges, targetProblem } from '../keys/webhook-targets.ts';
 import { VERSION } from '../version.ts';
 
 /** How long a receiver has to answer. */

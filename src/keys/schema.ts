@@ -1,6 +1,6 @@
 import * as v from 'valibot';
-import { ADMIN_SCOPE, KEY_SCOPES } from '../../api/scopes.ts';
-import { COSTED_OPERATIONS, PLAN_NAMES } from '../plans.ts';
+import { ADMIN_SCOPE, KEY_SCOPES } from '../core/scopes.ts';
+import { COSTED_OPERATIONS, PLAN_NAMES } from './plans.ts';
 import { normalWebhookUrl, webhookUrlProblem } from './webhook-targets.ts';
 
 /** A key's or consumer's name as the keys file and `petstore keys` accept it: what logs show. */
@@ -48,7 +48,7 @@ const Costs = v.record(
 const URL_MESSAGE = 'must be an https:// URL, or http:// to a loopback address (127.0.0.1, [::1], localhost)';
 
 /**
- * True for a URL a webhook may be configured with (src/gateway/keys/webhook-targets.ts).
+ * True for a URL a webhook may be configured with (src/keys/webhook-targets.ts).
  *
  * @example
  * webhookUrlAllowed('http://127.0.0.1:9000/hook') // true
@@ -94,7 +94,7 @@ const Thresholds = v.pipe(
   v.maxLength(10, THRESHOLD_MESSAGE),
   v.check((list) => new Set(list).size === list.length, THRESHOLD_MESSAGE),
 );
-/** What a consumer sets besides its quotas (src/gateway/plans.ts, `Terms`), and its notifications. */
+/** What a consumer sets besides its quotas (src/keys/plans.ts, `Terms`), and its notifications. */
 const Terms = {
   costs: v.optional(Costs),
   enforce: v.optional(v.boolean('must be true or false')),

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import * as v from 'valibot';
-import { ADMIN_SCOPE, type KeyScope, SCOPES } from '../../api/scopes.ts';
-import { echoed } from '../../redact.ts';
+import { ADMIN_SCOPE, type KeyScope, SCOPES } from '../core/scopes.ts';
+import { echoed } from '../redact.ts';
+import { describeJsonError, jsonSyntaxError } from './json-syntax.ts';
 import {
   type BanPolicy,
   type Costs,
@@ -10,8 +11,7 @@ import {
   PLAN_LIMITS,
   PLAN_TERMS,
   type PlanName,
-} from '../plans.ts';
-import { describeJsonError, jsonSyntaxError } from './json-syntax.ts';
+} from './plans.ts';
 import { type ConsumerKey, KeysDocument, keyIdOf, rfc3339 } from './schema.ts';
 
 export { KEY_NAME } from './schema.ts';
@@ -30,7 +30,7 @@ export interface Consumer {
   readonly ban?: BanPolicy;
   /** Units each operation spends, by operationId (the plan's, then the consumer's own); others cost 1. */
   readonly costs: Costs;
-  /** False: report-only limits (src/gateway/plans.ts, `Terms`). */
+  /** False: report-only limits (src/keys/plans.ts, `Terms`). */
   readonly enforce: boolean;
   /** Where quota notifications go, signed with `secret` (never logged nor shown); none: no notifications. */
   readonly webhook?: { readonly url: string; readonly secret: string };

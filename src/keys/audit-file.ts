@@ -3,7 +3,7 @@
  * ever appended (fsynced, under the keys file's lock, after the change it records is in place).
  */
 import * as fs from 'node:fs';
-import { asciiJson } from '../../redact.ts';
+import { asciiJson } from '../redact.ts';
 import type { AuditRecord } from './audit.ts';
 
 /** Mode of a new trail: the owner only, like a new keys file. */
