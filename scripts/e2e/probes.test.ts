@@ -168,6 +168,44 @@ describe('error bodies', () => {
   });
 });
 
+describe('repeated members', () => {
+  test('a member given twice is a 400 on the public API and the admin API, nothing made; a scope given twice too', async () => {
+    const { file, admin, pub } = await keysFile();
+    const server = await startServer({ args: ['--keys', file, '--admin-port', '0'] });
+    try {
+      const base = adminUrl(server);
+      const twice = await call(
+        `${base}/consumers/bob/keys`,
+        admin,
+        'POST',
+        '{"id":"dupk","scopes":["pets:read"],"scopes":["admin"]}',
+      );
+      expect(twice.json).toEqual(bad('scopes: is given twice; send each field once.'));
+      const inner = await call(
+        `${base}/consumers/bob`,
+        admin,
+        'PATCH',
+        `{"webhook":{"url":"https://hooks.example/q","url":"https://10.0.0.1/","secret":"${newSecret()}"}}`,
+      );
+      expect(inner.json).toEqual(bad('webhook.url: is given twice; send each field once.'));
+      const scopes = await call(`${base}/consumers/bob/keys`, admin, 'POST', {
+        id: 'dups',
+        scopes: ['pets:read', 'pets:read'],
+      });
+      expect(scopes.json).toEqual(
+        bad('scopes: must be a list of one or more different scopes of pets:read, pets:write, admin, admin alone.'),
+      );
+      const keys = (await call(`${base}/consumers/bob`, admin)).json?.keys as { id: string }[];
+      expect(keys.map((k) => k.id)).toEqual(['b1']);
+      const pet = await call(`${server.url}/v1/pets`, pub, 'POST', '{"name":"Rex","categoryId":1,"name":"<b>"}');
+      expect(pet.json).toEqual(bad('name: is given twice; send each field once.'));
+      expect((await call(`${server.url}/v1/pets`, pub)).text).toBe('[]');
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
 describe('admin keys', () => {
   test("a public key cannot join a consumer that holds an admin key (nor the other way round): its quota and ban stay the admins'", async () => {
     const { file, admin } = await keysFile();

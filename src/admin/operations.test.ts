@@ -127,7 +127,7 @@ describe('the admin app over a keys file', () => {
         'POST',
         '/consumers/ops/keys',
         { scopes: ['admin', 'pets:read'] },
-        'scopes: must be a list of one or more of pets:read, pets:write, admin, admin alone.',
+        'scopes: must be a list of one or more different scopes of pets:read, pets:write, admin, admin alone.',
       ],
       [
         'POST',

@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import * as v from 'valibot';
 import { ApiError, notJson, tooLarge } from '../core/errors.ts';
+import { duplicateMember } from '../core/json-syntax.ts';
 import type { RateLimitStatus } from '../core/quota.ts';
 import { echoed } from '../redact.ts';
 import { roundedMember } from './json-numbers.ts';
@@ -169,6 +170,11 @@ function parseJsonBody(bytes: ArrayBuffer, words: Readonly<Record<string, string
   } catch (err) {
     if (err instanceof ApiError) throw err;
     throw new ApiError('invalid_request', NOT_JSON);
+  }
+  // The last of a repeated member would win, and a reader that takes the first would be misled.
+  const repeated = duplicateMember(text, value);
+  if (repeated) {
+    throw new ApiError('invalid_request', `${echoed(repeated.path, ECHO_MAX)}: is given twice; send each field once.`);
   }
   // A number JSON.parse rounded to an integer would pass the schema and be stored as a value the
   // client never sent: refuse it in the field's own words.

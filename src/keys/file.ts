@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import * as v from 'valibot';
+import { describeJsonError, duplicateMember, jsonSyntaxError } from '../core/json-syntax.ts';
 import { ADMIN_SCOPE, type KeyScope, SCOPES } from '../core/scopes.ts';
 import { echoed } from '../redact.ts';
-import { describeJsonError, jsonSyntaxError } from './json-syntax.ts';
 import {
   type BanPolicy,
   type Costs,
@@ -74,6 +74,13 @@ export function parseDocument(text: string, file?: string): KeysDocument {
   } catch (err) {
     const syntax = jsonSyntaxError(text);
     throw new KeysFileError(syntax ? describeJsonError(syntax, file) : `not valid JSON: ${(err as Error).message}`);
+  }
+  const repeated = duplicateMember(text, json);
+  if (repeated) {
+    const { line, column, path } = repeated;
+    throw new KeysFileError(
+      `${file ? `${file}:` : 'line '}${line}${file ? ':' : ', column '}${column}: ${path} is given twice in one object; keep one`,
+    );
   }
   const result = v.safeParse(KeysDocument, json);
   if (!result.success) throw new KeysFileError(describe(result.issues[0]));

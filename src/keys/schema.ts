@@ -188,7 +188,10 @@ export const FIELDS = {
   enforce: v.boolean(),
   webhook: Webhook,
   thresholds: Thresholds,
-  scopes: Scopes,
+  scopes: v.pipe(
+    Scopes,
+    v.check((scopes) => new Set(scopes).size === scopes.length, 'must name each scope once'),
+  ),
   dateTime: DateTime,
 };
 
