@@ -5,41 +5,12 @@ import { describe, expect, test } from 'bun:test';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Running, runCommand, startServer } from '../../test/harness.ts';
+import { adminKeysFile, adminUrl, callWithKey, runCommand, startServer } from '../../test/harness.ts';
 import { newSecret } from '../../test/webhook-receiver.ts';
 
 /** A keys file with an admin key (consumer ops, key a1) and a public consumer bob (key b1); their tokens. */
-async function keysFile(...adminFlags: string[]) {
-  const file = join(mkdtempSync(join(tmpdir(), 'petstore-probes-')), 'keys.json');
-  const add = (consumer: string, plan: string, id: string, ...more: string[]) =>
-    runCommand(['keys', 'add', '--keys', file, '--consumer', consumer, '--plan', plan, '--id', id, ...more]);
-  const admin = (await add('ops', 'business', 'a1', '--scopes', 'admin', ...adminFlags)).stdout.trim();
-  const pub = (await add('bob', 'free', 'b1')).stdout.trim();
-  return { file, admin, pub };
-}
-
-function adminUrl(server: Running): string {
-  const line = server.lines.find((l) => l.includes('"msg":"listening"')) ?? '';
-  return String((JSON.parse(line) as { admin: string }).admin);
-}
-
-async function call(url: string, token: string, method = 'GET', body?: unknown) {
-  const res = await fetch(url, {
-    method,
-    headers: {
-      Authorization: `Bearer ${token}`,
-      ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}),
-    },
-    ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
-  });
-  const text = await res.text();
-  return {
-    status: res.status,
-    headers: res.headers,
-    text,
-    json: text ? (JSON.parse(text) as Record<string, unknown>) : undefined,
-  };
-}
+const keysFile = (...adminFlags: string[]) => adminKeysFile('bob', 'b1', ...adminFlags);
+const call = callWithKey;
 
 const PUBLIC_ONLY = 'webhooks go to public addresses, or http:// to loopback';
 const bad = (message: string) => ({ code: 'invalid_request', message, status: 400 });

@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AUDIT_ACTIONS } from '../../src/keys/audit.ts';
-import { type Running, runCommand, startServer, tokenOf, waitForLine, writeKeysFile } from '../../test/harness.ts';
+import { adminUrl, runCommand, startServer, tokenOf, waitForLine, writeKeysFile } from '../../test/harness.ts';
 import { newSecret } from '../../test/webhook-receiver.ts';
 
 const ROOT = join(import.meta.dir, '../..');
@@ -25,11 +25,6 @@ const stops: (() => unknown)[] = [];
 afterEach(async () => {
   for (const stop of stops.splice(0)) await stop();
 });
-
-function adminUrl(server: Running): string {
-  const line = server.lines.find((l) => l.includes('"msg":"listening"')) ?? '';
-  return String((JSON.parse(line) as { admin: string }).admin);
-}
 
 /** Lines a child writes to stdout, as they come. */
 function linesOf(child: ChildProcess): string[] {
