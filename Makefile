@@ -237,3 +237,13 @@ depcheck: $(QA) ## no import cycles; routes/store never import the gateway; see 
 
 clean: ## remove build output and reports
 	rm -rf dist reports src/docs/generated
+
+.PHONY: monitoring-test
+monitoring-test: build ## promtool check and test the shipped rules; a real Prometheus scraping dist/petstore (PostgreSQL, Redis) while faults raise the alerts; every panel query evaluated (~1 min)
+	@command -v prometheus >/dev/null && command -v promtool >/dev/null || { [[ $$(id -u) == 0 ]] && command -v apt-get >/dev/null && \
+	  echo "monitoring-test: installing Debian's prometheus package (prometheus, promtool)" && apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; } || \
+	  { echo "monitoring-test: needs prometheus and promtool: apt-get install -y prometheus" >&2; exit 1; }
+	promtool check rules deploy/prometheus/petstore.rules.yml
+	cd deploy/prometheus && promtool test rules petstore.rules.test.yml
+	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh scripts/with-redis.sh $(BUN) test --timeout 120000 ./scripts/monitoring.test.ts
