@@ -89,10 +89,10 @@ connections-test: build ## 20,000 idle and half-sent connections: fresh requests
 
 .PHONY: release release-test
 # The runtimes of the other targets come from the npm registry (scripts/release.sh).
-dist/release/SHA256SUMS: node_modules/.stamp $(QA) package-lock.json $(SOURCES) $(DOCS_GEN) scripts/release.sh scripts/lib/build-info.sh dist/.commit
+dist/release/SHA256SUMS: node_modules/.stamp $(QA) package-lock.json $(SOURCES) $(DOCS_GEN) scripts/release.sh scripts/lib/build-info.sh dist/.commit $(wildcard deploy/*/*)
 	scripts/release.sh
 
-release: dist/release/SHA256SUMS ## dist/release/: a binary per target (linux x64/arm64, glibc/musl; macOS), SBOM, SHA256SUMS (~1 min)
+release: dist/release/SHA256SUMS ## dist/release/: a binary per target (linux x64/arm64, glibc/musl; macOS), SBOM, the monitoring tarball (deploy/), SHA256SUMS (~1 min)
 	@cat dist/release/SHA256SUMS
 
 release-test: release ## sha256sum -c, the SBOM, linux-x64 natively and linux-arm64 under qemu-user (installed when missing)
