@@ -23,7 +23,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { type Running, runCommand, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
-import { freshDatabase, pgCtl as pgCtlIn, pgStartOptions, type TestDatabase } from '../test/postgres.ts';
+import { freshDatabase, pgCtl as pgCtlIn, pgStartOptions, run, type TestDatabase } from '../test/postgres.ts';
 
 const PG_SERVER = process.env.PETSTORE_TEST_POSTGRES_URL ?? '';
 const PG_DIR = process.env.PETSTORE_TEST_POSTGRES_DIR ?? '';
@@ -96,21 +96,6 @@ async function send(server: Running, index: number, fault: string, op: 'create' 
     const error = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
     return { ...asked, ended: Date.now(), status: 0, retryAfter: null, body: null, error } satisfies Answer;
   }
-}
-
-/** Runs a command without blocking the event loop (the clients keep going); resolves with its exit code. */
-function run(cmd: string, args: string[]): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (d: Buffer) => {
-      output += d;
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      output += d;
-    });
-    child.once('exit', (code) => resolve({ code, output }));
-  });
 }
 
 const pgCtl = (...args: string[]) => pgCtlIn(PG_DIR, ...args);

@@ -37,6 +37,21 @@ export async function freshDatabase(server: string, name: string): Promise<TestD
   };
 }
 
+/** Runs a command without blocking the event loop (clients keep going); resolves with its exit code and output. */
+export function run(cmd: string, args: string[]): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => {
+      output += d;
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      output += d;
+    });
+    child.once('exit', (code) => resolve({ code, output }));
+  });
+}
+
 /**
  * Runs pg_ctl on the throwaway cluster of scripts/with-postgres.sh in `dir`
  * (PETSTORE_TEST_POSTGRES_DIR), as its owner (postgres when the tests run as root), without
@@ -49,17 +64,7 @@ export function pgCtl(dir: string, ...args: string[]): Promise<{ code: number | 
   const bin = (readFileSync(join(dir, '.petstore-pg'), 'utf8').split('\n')[1] ?? '').trim();
   const command = [`${bin}/pg_ctl`, '-D', join(dir, 'data'), ...args];
   const [cmd, ...rest] = process.getuid?.() === 0 ? ['runuser', '-u', 'postgres', '--', ...command] : command;
-  return new Promise((resolve) => {
-    const child = spawn(cmd as string, rest, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (d: Buffer) => {
-      output += d;
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      output += d;
-    });
-    child.once('exit', (code) => resolve({ code, output }));
-  });
+  return run(cmd as string, rest);
 }
 
 /** `pg_ctl start -o` options that start the cluster in `dir` again as scripts/with-postgres.sh did, on its port. */
