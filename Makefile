@@ -241,7 +241,7 @@ clean: ## remove build output and reports
 	rm -rf dist reports src/docs/generated
 
 .PHONY: monitoring-test
-monitoring-test: build ## promtool check and test the shipped rules; a real Prometheus scraping dist/petstore (PostgreSQL, Redis) while faults raise the alerts; every panel query evaluated (~1 min)
+monitoring-test: build ## promtool check and test the shipped rules; a real Prometheus scraping dist/petstore (PostgreSQL, Redis) while faults raise the alerts; every panel query evaluated (~45 s)
 	@command -v prometheus >/dev/null && command -v promtool >/dev/null || { [[ $$(id -u) == 0 ]] && command -v apt-get >/dev/null && \
 	  echo "monitoring-test: installing Debian's prometheus package (prometheus, promtool)" && apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; } || \
