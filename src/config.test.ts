@@ -88,3 +88,18 @@ test('options that do not go together are refused by parseConfig, before any por
   expect(parseConfig([], { PETSTORE_WEBHOOK_RETRY_SECONDS: '1,2' }).webhookRetryDelays).toEqual([1_000, 2_000]);
   expect(parseConfig(['--admin-port', '9091', '--help'], {}).help).toBe(true);
 });
+
+test('--latency-objective takes thresholds in seconds; 0.1 by default', () => {
+  expect(parseConfig([], {}).latencyObjectives).toEqual([0.1]);
+  expect(parseConfig([], { PETSTORE_LATENCY_OBJECTIVE: '0.3,1.5' }).latencyObjectives).toEqual([0.3, 1.5]);
+  expect(() => parseConfig(['--latency-objective', '100ms'], {})).toThrow(
+    new ConfigError(
+      '--latency-objective: expected seconds from 0.001 to 60, comma-separated, such as 0.1,0.3, got "100ms"',
+    ),
+  );
+  expect(() => parseConfig(['--latency-objective', '0'], {})).toThrow(
+    new ConfigError(
+      '--latency-objective: expected seconds from 0.001 to 60, comma-separated, such as 0.1,0.3, got "0"',
+    ),
+  );
+});

@@ -7,8 +7,16 @@ import { OUTBOX_CALLS, STORE_CALLS } from '../store/store.ts';
  * request path and the `/metrics` route need these, and prom-client is loaded only when metrics
  * are on (it was 60% of the binary's start-up, bench/README.md).
  */
-/** Operations requests are counted under: the API table's ids, the ops routes', and `other`. */
-export const REQUEST_OPERATIONS: readonly string[] = [...OPERATIONS.map((op) => op.id), ...OPS_IDS, 'other'];
+/** What every request of the admin port (`--admin-port`) is counted under. */
+export const ADMIN_OPERATION_LABEL = 'admin';
+
+/** Operations requests are counted under: the API table's ids, the ops routes', `admin`, and `other`. */
+export const REQUEST_OPERATIONS: readonly string[] = [
+  ...OPERATIONS.map((op) => op.id),
+  ...OPS_IDS,
+  ADMIN_OPERATION_LABEL,
+  'other',
+];
 const INDEX = new Map(REQUEST_OPERATIONS.map((name, i) => [name, i]));
 const OTHER = REQUEST_OPERATIONS.length - 1;
 

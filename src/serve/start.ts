@@ -8,12 +8,14 @@ import {
   SlidingWindowLimiter,
   TrustedProxies,
 } from '../gateway/index.ts';
+import { AllowedRanges } from '../keys/webhook-targets.ts';
 import { createLogger, type Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { describeData, openStore } from '../store/open.ts';
 import type { PetStore } from '../store/store.ts';
 import { VERSION } from '../version.ts';
 import { notifier } from '../webhooks/notify.ts';
+import { PUBLIC_TARGETS } from '../webhooks/sender.ts';
 import { DeliveryWorker } from '../webhooks/worker.ts';
 import { checkOpenFiles, openFilesNeeded } from './fd-limit.ts';
 import { announceDevKey } from './keys-source.ts';
@@ -66,7 +68,10 @@ export async function startServer(config: Config): Promise<void> {
     }).fetch,
   );
   webhooks.worker?.start();
-  const admin = keys.admin && config.adminPort !== null ? adminApp({ ...gate, admin: keys.admin }) : undefined;
+  const admin =
+    keys.admin && config.adminPort !== null
+      ? adminApp({ ...gate, admin: keys.admin, ...(metrics ? { metrics } : {}) })
+      : undefined;
   const adminServer = admin && (await listeners.add(admin.fetch, config.adminPort ?? 0, config.adminHost));
   await keys.start();
   handleSignals({
@@ -104,7 +109,7 @@ async function loadAdapter(): Promise<RuntimeAdapter> {
 async function metricsOf(config: Config, adapter: RuntimeAdapter): Promise<Metrics | undefined> {
   if (!config.metrics && config.metricsPort === null) return undefined;
   const { Metrics } = await import('../metrics/registry.ts');
-  return new Metrics({ version: VERSION, runtime: adapter.name });
+  return new Metrics({ version: VERSION, runtime: adapter.name, latencyObjectives: config.latencyObjectives });
 }
 
 /**
@@ -188,6 +193,11 @@ async function openLimiter(config: Config, log: Logger, metrics: Metrics | undef
     ? await loadRedisLimiter({ url: config.redis, mode: config.redisFail, fallback: local, log, onEvent })
     : undefined;
   const limiter: RateLimiter = shared ?? local;
+  metrics?.watchLimiter({
+    backend: () => (shared ? shared.status().backend : 'memory'),
+    ...(shared ? { outages: () => shared.status().outages } : {}),
+    table: local,
+  });
   return { limiter, shared };
 }
 
@@ -200,6 +210,7 @@ function webhooksOf(store: PetStore, config: Config, log: Logger, metrics: Metri
     keys: () => keys.table.records(),
     log,
     maxOutbox: config.webhookOutboxMax,
+    targets: { ...PUBLIC_TARGETS, allowed: new AllowedRanges(config.webhookAllowCidr) },
     ...(metrics ? { report: metrics.webhooks } : {}),
     ...(config.webhookRetryDelays ? { delays: config.webhookRetryDelays } : {}),
   });
