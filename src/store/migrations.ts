@@ -1,5 +1,6 @@
 import { MAX_ID } from '../api/schemas.ts';
 import { StoreOpenError } from './errors.ts';
+import { PETS_CHANNEL } from './postgres-changes.ts';
 
 /**
  * One schema change, written for each engine; versions are applied in order, once, at start-up,
@@ -154,6 +155,22 @@ export const MIGRATIONS: readonly Migration[] = [
     postgres: `
       ALTER TABLE key_consumers
         ADD COLUMN costs TEXT, ADD COLUMN enforce TEXT, ADD COLUMN webhook TEXT, ADD COLUMN thresholds TEXT;`,
+  },
+  {
+    version: 6,
+    name: 'pets_notify',
+    // Every statement that changes pets, from any instance or by hand, notifies the instances
+    // that listen (src/store/postgres-changes.ts) when it commits; notifications of one
+    // transaction are folded into one. SQLite has no listeners: its readers see data_version.
+    sqlite: 'SELECT 1;',
+    postgres: `
+      CREATE FUNCTION petstore_pets_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        PERFORM pg_notify('${PETS_CHANNEL}', '');
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER pets_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON pets
+        FOR EACH STATEMENT EXECUTE FUNCTION petstore_pets_changed();`,
   },
 ];
 
