@@ -148,8 +148,8 @@ soak: build .venv/.stamp ## the long ones: fuzz with 10,000 examples, a 300,000-
 durability-test: build ## kill -9 dist/petstore mid-load of POSTs, restart: every 201 is there (SQLite default)
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 60000 ./scripts/durability.test.ts
 
-postgres-test: build ## PostgreSQL store and durability tests on a throwaway server (scripts/with-postgres.sh)
-	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh $(BUN) test --timeout 60000 ./src/store/postgres.test.ts ./scripts/durability.test.ts
+postgres-test: build ## PostgreSQL store, durability and kept-answer tests (two instances, 1,000 writes) on a throwaway server (scripts/with-postgres.sh)
+	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh $(BUN) test --timeout 60000 ./src/store/postgres.test.ts ./scripts/durability.test.ts ./scripts/fleet-reads.test.ts
 
 .PHONY: redis-test scale-out-test keys-redis-test outage-test keys-store-test
 outage-test: build ## two dist/petstore under load through Redis killed, PostgreSQL restarted, stopped 5 s, a table locked; SQLite locked by another process (~45 s)
