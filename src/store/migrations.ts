@@ -159,9 +159,11 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 6,
     name: 'pets_notify',
-    // Every statement that changes pets, from any instance or by hand, notifies the instances
-    // that listen (src/store/postgres-changes.ts) when it commits; notifications of one
-    // transaction are folded into one. SQLite has no listeners: its readers see data_version.
+    // The statements no instance makes (UPDATE, DELETE, TRUNCATE: an operator's edits) notify
+    // the instances that listen (src/store/postgres-changes.ts) when they commit. Inserts are
+    // announced by the instance after its commit instead: NOTIFY holds a lock through the commit
+    // of its transaction, and in each create it would make the fleet's creates take turns on it.
+    // SQLite has no listeners: its readers see data_version.
     sqlite: 'SELECT 1;',
     postgres: `
       CREATE FUNCTION petstore_pets_changed() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -169,7 +171,7 @@ export const MIGRATIONS: readonly Migration[] = [
         PERFORM pg_notify('${PETS_CHANNEL}', '');
         RETURN NULL;
       END $$;
-      CREATE TRIGGER pets_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON pets
+      CREATE TRIGGER pets_changed AFTER UPDATE OR DELETE OR TRUNCATE ON pets
         FOR EACH STATEMENT EXECUTE FUNCTION petstore_pets_changed();`,
   },
 ];

@@ -2,24 +2,49 @@ import { clearInterval, clearTimeout, setInterval, setTimeout } from 'node:timer
 import type postgres from 'postgres';
 import type { Logger } from '../log.ts';
 
-/** The channel the `pets` table's statement trigger notifies (migration `pets_notify`). */
+/**
+ * The channel every change of pets is announced on: by the instance that wrote, after its
+ * commit, and by the `pets` table's trigger for the statements no instance makes (UPDATE,
+ * DELETE, TRUNCATE: migration `pets_notify`).
+ */
 export const PETS_CHANNEL = 'petstore_pets';
 /** The pause before listening again after the listening connection was lost or could not be made. */
 export const RELISTEN_DELAY_MS = 100;
 /**
- * How often the listening connection must answer a `SELECT 1`. A connection that dies without
- * closing (a host or network gone silent) is only noticed this way: after at most two of these,
- * kept answers stop being served.
+ * How often the listening connection reads the highest pet id. It is the heartbeat: a connection
+ * that dies without closing (a host or network gone silent) is only noticed this way, and after
+ * at most two of these kept answers stop being served. And it is the safety net: a pet inserted
+ * without an announcement (its instance crashed between its commit and the announcement, or an
+ * INSERT by hand) is seen within one of these.
  */
 export const HEARTBEAT_MS = 1_000;
+/**
+ * The listening connection's `lock_timeout`: a heartbeat that waits this long for a lock on pets
+ * (an operator's `LOCK TABLE`, a `VACUUM FULL`) gives up on reading the highest id, which says
+ * nothing of the connection: that is an answer too.
+ */
+export const HEARTBEAT_LOCK_WAIT_MS = 250;
+/** SQLSTATE lock_not_available: `lock_timeout` passed. */
+const LOCK_NOT_AVAILABLE = '55P03';
 
 /** Opens the one-connection client that listens; `onnotify` and `onclose` are its postgres.js options. */
 export type ListenSession = (handlers: { onnotify: () => void; onclose: () => void }) => postgres.Sql;
 
 /**
+ * Announces this instance's writes: `NOTIFY` in a transaction of its own, committed without
+ * waiting for its flush (`synchronous_commit` off for it alone: the notification is worth nothing
+ * after a crash). One round trip; the writes stay out of it, so they do not take turns on the
+ * lock NOTIFY holds through its commit.
+ */
+export async function announce(sql: postgres.Sql): Promise<void> {
+  await sql`SELECT set_config('synchronous_commit', 'off', true), pg_notify(${PETS_CHANNEL}, '')`;
+}
+
+/**
  * What this instance knows of the `pets` table's changes, on any instance: a generation that
- * moves on with every notification of the table's trigger (sent by the writer's COMMIT) and with
- * every write of this instance, and that exists only while a connection listens.
+ * moves on with every write of this instance, every announcement of another's (and every
+ * notification of the table's trigger), and every move of the highest pet id, and that exists
+ * only while a connection listens.
  *
  * - While listening, `version()` is the generation: an answer read at a generation is kept until
  *   it moves on (src/http/memo.ts).
@@ -35,8 +60,14 @@ export type ListenSession = (handlers: { onnotify: () => void; onclose: () => vo
  */
 export class PetChanges {
   readonly #open: ListenSession;
+  readonly #announce: () => Promise<void>;
   readonly #log: Logger;
   #generation = 0;
+  /** The highest pet id the last heartbeat read. */
+  #top: unknown;
+  /** Whether an announcement is being sent, and whether another write ended meanwhile. */
+  #announcing = false;
+  #announceAgain = false;
   /** The connection that listens, or is about to; undefined between a loss and the next try. */
   #session: postgres.Sql | undefined;
   #listening = false;
@@ -47,8 +78,10 @@ export class PetChanges {
   #beating = false;
   #closed = false;
 
-  constructor(open: ListenSession, log: Logger) {
+  /** `announce`: tells the other instances of this one's writes (see `announce` above). */
+  constructor(open: ListenSession, announce: () => Promise<void>, log: Logger) {
     this.#open = open;
+    this.#announce = announce;
     this.#log = log;
   }
 
@@ -70,12 +103,22 @@ export class PetChanges {
   }
 
   /**
-   * A write of this instance begins or ends: its own reads see it at once, without waiting for
-   * the notification. Counted at both ends, so that an answer read while the write runs is
-   * never kept under the generation that follows it.
+   * A write of this instance begins: its own reads see it at once, without waiting for any
+   * notification. Counted at both ends (`written`), so that an answer read while the write runs
+   * is never kept under the generation that follows it.
    */
   changed(): void {
     this.#generation++;
+  }
+
+  /**
+   * A write of this instance ended, stored or not (its outcome may be unknown): counted, and
+   * announced to the others. One announcement at a time: the writes that end while one is sent
+   * share the next.
+   */
+  written(): void {
+    this.#generation++;
+    this.#sendAnnouncement();
   }
 
   async close(): Promise<void> {
@@ -100,6 +143,8 @@ export class PetChanges {
     this.#session = session;
     try {
       await session`LISTEN ${session(PETS_CHANNEL)}`;
+      // Read after the LISTEN: a pet inserted before it is in every read from now on.
+      this.#top = await highestId(session);
     } catch (err) {
       this.#lost(session, err instanceof Error ? err.message : String(err));
       return;
@@ -109,6 +154,25 @@ export class PetChanges {
     this.#listening = true;
     if (this.#lostLogged) this.#log.info('listening for pet changes again; serving kept answers');
     this.#lostLogged = false;
+  }
+
+  #sendAnnouncement(): void {
+    if (this.#announcing) {
+      this.#announceAgain = true;
+      return;
+    }
+    this.#announcing = true;
+    this.#announce()
+      .catch((err: unknown) => {
+        // The others see the pet by their heartbeat's highest id instead, within a second.
+        this.#log.debug('announcing a pet write failed', { error: err instanceof Error ? err.message : String(err) });
+      })
+      .finally(() => {
+        this.#announcing = false;
+        if (!this.#announceAgain) return;
+        this.#announceAgain = false;
+        this.#sendAnnouncement();
+      });
   }
 
   /** `session` is gone: stop serving kept answers at once, and listen anew after a pause. */
@@ -128,7 +192,7 @@ export class PetChanges {
     this.#relisten.unref?.();
   }
 
-  /** A `SELECT 1` on the listening connection; no answer before the next beat counts as a loss. */
+  /** The highest pet id, read on the listening connection; no answer before the next beat counts as a loss. */
   async #beat(): Promise<void> {
     const session = this.#session;
     if (!this.#listening || session === undefined || this.#beating) return;
@@ -139,13 +203,23 @@ export class PetChanges {
       timer.unref?.();
     });
     try {
-      const outcome = await Promise.race([session`SELECT 1`.then(() => 'answered' as const), silent]);
-      if (outcome === 'silent') this.#lost(session, `no answer to a heartbeat within ${HEARTBEAT_MS} ms`);
+      const top = await Promise.race([highestId(session), silent]);
+      if (top === 'silent') this.#lost(session, `no answer to a heartbeat within ${HEARTBEAT_MS} ms`);
+      else if (this.#session === session && top !== this.#top) {
+        this.#top = top;
+        this.#generation++;
+      }
     } catch (err) {
-      this.#lost(session, err instanceof Error ? err.message : String(err));
+      const code = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined;
+      if (code !== LOCK_NOT_AVAILABLE) this.#lost(session, err instanceof Error ? err.message : String(err));
     } finally {
       clearTimeout(timer);
       this.#beating = false;
     }
   }
+}
+
+async function highestId(session: postgres.Sql): Promise<unknown> {
+  const [row] = await session`SELECT max(id) AS top FROM pets`;
+  return row?.top ?? null;
 }

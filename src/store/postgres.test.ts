@@ -14,6 +14,7 @@ import {
 import { fingerprintOf } from './idempotency.ts';
 import { SCHEMA_VERSION } from './migrations.ts';
 import { LISTENER_NAME, PostgresStore, postgresError } from './postgres.ts';
+import { HEARTBEAT_MS } from './postgres-changes.ts';
 import { describeData } from './postgres-url.ts';
 
 /** A server the tests may create and drop databases on; scripts/with-postgres.sh provides one. */
@@ -176,6 +177,13 @@ describe.skipIf(!SERVER)('PostgresStore version: every write of the fleet, heard
       await sql.end();
       await within(1_000, () => b.version() !== seen && a.version() !== afterOwn);
       expect(await b.get(1)).toEqual({ id: 1, name: 'Max', categoryId: 1, status: 'available' });
+      // An INSERT by hand is announced by nobody: the heartbeat's highest id shows it.
+      const quiet = b.version();
+      const hand = postgres(db.url, { max: 1, onnotice: () => {} });
+      await hand`INSERT INTO pets (name, category_id, status) VALUES ('Tom', 2, 'sold')`;
+      await hand.end();
+      const took = await within(HEARTBEAT_MS + 1_000, () => b.version() !== quiet);
+      expect(took).toBeGreaterThan(0);
     } finally {
       await Promise.all([a.close(), b.close()]);
       await db.drop();

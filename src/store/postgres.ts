@@ -28,7 +28,7 @@ import {
   STATS,
   settleParams,
 } from './outbox-sql.ts';
-import { PetChanges } from './postgres-changes.ts';
+import { announce, HEARTBEAT_LOCK_WAIT_MS, PetChanges } from './postgres-changes.ts';
 import { describeData } from './postgres-url.ts';
 import { column, PET_COLUMNS, petFromRow } from './rows.ts';
 import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from './store.ts';
@@ -199,8 +199,13 @@ export class PostgresStore implements PetStore, WithKeyStore {
             max: 1,
             idle_timeout: 0,
             max_lifetime: null,
-            connection: { application_name: LISTENER_NAME, statement_timeout: timeoutMs },
+            connection: {
+              application_name: LISTENER_NAME,
+              statement_timeout: timeoutMs,
+              lock_timeout: HEARTBEAT_LOCK_WAIT_MS,
+            },
           }),
+        () => announce(sql),
         log,
       );
       await changes.start();
@@ -324,13 +329,16 @@ export class PostgresStore implements PetStore, WithKeyStore {
     }
   }
 
-  /** A write of pets: this instance's reads see it as soon as it settles, stored or not. */
+  /**
+   * A write of pets: this instance's reads see it as soon as it settles, stored or not, and the
+   * other instances are told after its commit.
+   */
   async #changing<T>(doing: string, run: () => Promise<T>): Promise<T> {
     this.#changes.changed();
     try {
       return await this.#write(doing, run);
     } finally {
-      this.#changes.changed();
+      this.#changes.written();
     }
   }
 }
