@@ -53,6 +53,12 @@ async function ids(server: Running, path: string): Promise<number[] | number> {
   return ((await res.json()) as { id: number }[]).map((p) => p.id);
 }
 
+/** Asks B for `page` twice, empty both times: B keeps it, and answers it from memory until a write is heard. */
+async function keptEmpty(page: string): Promise<void> {
+  expect(await ids(b, page)).toEqual([]);
+  expect(await ids(b, page)).toEqual([]);
+}
+
 async function create(server: Running, name: string): Promise<number> {
   const res = await fetch(`${server.url}/v1/pets`, {
     method: 'POST',
@@ -99,9 +105,7 @@ describe.skipIf(!PG_SERVER)('kept answers on PostgreSQL, two instances', () => {
     let last = 0;
     for (let i = 0; i < WRITES; i++) {
       const page = pageAfter(last);
-      // Asked twice: B keeps the empty page, and answers it from memory until a write is heard.
-      expect(await ids(b, page)).toEqual([]);
-      expect(await ids(b, page)).toEqual([]);
+      await keptEmpty(page);
       const id = await create(a, `w${i}`);
       const acknowledged = performance.now();
       for (;;) {
@@ -125,8 +129,7 @@ describe.skipIf(!PG_SERVER)('kept answers on PostgreSQL, two instances', () => {
   test('a kept page is served from memory: answered while no query on pets could be', async () => {
     const last = await create(a, 'kept');
     const page = pageAfter(last);
-    expect(await ids(b, page)).toEqual([]);
-    expect(await ids(b, page)).toEqual([]);
+    await keptEmpty(page);
     // The page B kept is answered; a page it never kept waits for the lock and gets the store's 503.
     expect(await whileLocked(async () => [await ids(b, page), await ids(b, pageAfter(0))])).toEqual([[], 503]);
   }, 30_000);
@@ -134,8 +137,7 @@ describe.skipIf(!PG_SERVER)('kept answers on PostgreSQL, two instances', () => {
   test("B's listening backend terminated: A's write is in B's next answer; B keeps pages again once it listens", async () => {
     const last = await create(a, 'before');
     const page = pageAfter(last);
-    expect(await ids(b, page)).toEqual([]);
-    expect(await ids(b, page)).toEqual([]);
+    await keptEmpty(page);
     const listenedAgain = b.lines.filter((l) => l.includes(LISTENING_AGAIN)).length;
     const admin = (db as TestDatabase).admin;
     const ended = await admin`
@@ -154,8 +156,7 @@ describe.skipIf(!PG_SERVER)('kept answers on PostgreSQL, two instances', () => {
       await Bun.sleep(20);
     }
     const next = pageAfter(id);
-    expect(await ids(b, next)).toEqual([]);
-    expect(await ids(b, next)).toEqual([]);
+    await keptEmpty(next);
     expect(await whileLocked(async () => ids(b, next))).toEqual([]);
   }, 30_000);
 });
