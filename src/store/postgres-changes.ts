@@ -55,8 +55,9 @@ export async function announce(sql: postgres.Sql): Promise<void> {
  *   the generation moves on and `version()` is defined again: caught up.
  *
  * @example
- * const changes = new PetChanges((handlers) => postgres(url, { max: 1, ...handlers }), log)
+ * const changes = new PetChanges((handlers) => postgres(url, { max: 1, ...handlers }), () => announce(pool), log)
  * await changes.start(); changes.version() // 1
+ * changes.changed(); await pool`INSERT INTO pets ...`; changes.written() // 3, and the others hear of it
  */
 export class PetChanges {
   readonly #open: ListenSession;
@@ -95,11 +96,6 @@ export class PetChanges {
   /** The generation while listening and caught up, else undefined: nothing read may be kept. */
   version(): number | undefined {
     return this.#listening ? this.#generation : undefined;
-  }
-
-  /** True while the listening connection is up and caught up. */
-  get listening(): boolean {
-    return this.#listening;
   }
 
   /**
