@@ -12,6 +12,7 @@ import {
 import { checked, int, on, oneOf, text, toggle, urlWith, words } from './cli/parsers.ts';
 import { DEFAULT_IPV6_PREFIX } from './gateway/index.ts';
 import { DEFAULT_MAX_IN_FLIGHT } from './keys/plans.ts';
+import { isCidrBlock } from './keys/webhook-targets.ts';
 import { LOG_LEVELS, type LogFormat, type LogLevel } from './log.ts';
 
 export { ConfigError };
@@ -46,6 +47,11 @@ const redisUrl = checked(
     v.string(),
     v.check((raw) => Boolean(urlWith(raw, ['redis:', 'rediss:'])?.hostname)),
   ),
+);
+
+const cidrBlocks = checked(
+  'CIDR blocks such as 10.20.0.0/16 (comma or space separated)',
+  v.pipe(v.string(), v.transform(words), v.array(v.pipe(v.string(), v.check(isCidrBlock)))),
 );
 
 /** Every option, in `--help` order; the table is the single source of flags, env vars and defaults. */
@@ -193,6 +199,15 @@ export const OPTIONS = {
     fallback: 10_000,
     parse: int(1, 100_000_000),
   },
+  webhookAllowCidr: {
+    flag: '--webhook-allow-cidr',
+    env: 'PETSTORE_WEBHOOK_ALLOW_CIDRS',
+    arg: 'CIDR...',
+    help: 'private ranges webhooks may reach when a host name resolves into them (comma or space separated); others are refused (SECURITY.md)',
+    fallback: [] as string[],
+    shownDefault: 'none (public addresses and loopback only)',
+    parse: cidrBlocks,
+  },
   logLevel: {
     flag: '--log-level',
     env: 'PETSTORE_LOG_LEVEL',
@@ -226,6 +241,23 @@ export const OPTIONS = {
     fallback: null as number | null,
     shownDefault: 'none',
     parse: int(0, 65535),
+  },
+  latencyObjectives: {
+    flag: '--latency-objective',
+    env: 'PETSTORE_LATENCY_OBJECTIVE',
+    arg: 'S',
+    help: 'latency thresholds of your objectives, in seconds (comma-separated): each is a bucket bound of petstore_http_request_duration_seconds, so an SLO rule counts the requests under it exactly',
+    fallback: [0.1] as readonly number[],
+    shownDefault: '0.1',
+    parse: checked(
+      'seconds from 0.001 to 60, comma-separated, such as 0.1,0.3',
+      v.pipe(
+        v.string(),
+        v.transform(words),
+        v.minLength(1),
+        v.array(v.pipe(v.string(), v.regex(/^\d+(\.\d+)?$/), v.transform(Number), v.minValue(0.001), v.maxValue(60))),
+      ),
+    ),
   },
   adminPort: {
     flag: '--admin-port',
