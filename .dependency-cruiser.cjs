@@ -20,9 +20,19 @@ module.exports = {
     {
       name: 'store-imports-nothing-above-it',
       severity: 'error',
-      comment: 'The store knows pets, its own errors, logging and redaction; not the command line, the HTTP app or the gateway.',
+      comment: 'The store knows pets, its own errors, logging, redaction and its spans (the OpenTelemetry API only); not the command line, the HTTP app or the gateway.',
       from: { path: '^src/store/', pathNot: '\\.test\\.ts$' },
-      to: { path: '^src/', pathNot: '^src/(store/|api/schemas\\.ts$|log\\.ts$|redact\\.ts$|clock\\.ts$)' },
+      to: {
+        path: '^src/',
+        pathNot: '^src/(store/|api/schemas\\.ts$|log\\.ts$|redact\\.ts$|clock\\.ts$|trace/(spans|scope|context)\\.ts$)',
+      },
+    },
+    {
+      name: 'instrumented-code-knows-only-the-api',
+      severity: 'error',
+      comment: 'Spans are made with the OpenTelemetry API; the SDK and the exporter are wired at start (src/trace/export.ts, loaded by src/serve/ only with an endpoint).',
+      from: { path: '^src/', pathNot: '^src/(trace/export|serve/start)\\.ts$' },
+      to: { path: '(^|/)node_modules/@opentelemetry/(sdk-|exporter-|resources|core)|^src/trace/export\\.ts$' },
     },
     {
       name: 'src-without-test-helpers',

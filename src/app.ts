@@ -7,7 +7,7 @@ import { API_PREFIX, OPERATIONS } from './api/operations.ts';
 import { type Clock, systemClock } from './clock.ts';
 import type { DocsOptions } from './docs/routes.ts';
 import type { AppEnv } from './env.ts';
-import { type GatewayOptions, gateway } from './gateway/index.ts';
+import { type GatewayOptions, gateway, vouches } from './gateway/index.ts';
 import type { KeyAdmin } from './gateway/keys/source.ts';
 import type { KeyTable } from './gateway/keys/table.ts';
 import type { LimiterStatus } from './gateway/limiter/failover.ts';
@@ -111,6 +111,7 @@ export function createApp({
     corsOrigins,
     metrics,
     allowedMethods: allowedMethods(API_PREFIX, OPERATIONS),
+    vouched: vouchedBy(keys, clock),
   });
 
   const app = new Hono<AppEnv>();
@@ -197,12 +198,19 @@ export function adminApp({
     maxBodyBytes: MAX_BODY_BYTES,
     allowedMethods: allowedMethods(ADMIN_PREFIX, ADMIN_OPERATIONS),
     gatedPath: isAdminPath,
+    vouched: vouchedBy(keys, clock),
   });
   const app = new Hono<AppEnv>();
   for (const op of ADMIN_OPERATIONS) app.on(op.method, ADMIN_PREFIX + op.path, steps.operation(op));
   app.notFound(steps.notFound);
   app.onError(steps.onError);
   return app;
+}
+
+/** Whether a request's caller holds a key valid now (its `traceparent` may then force a trace). */
+function vouchedBy(keys: () => KeyTable, clock: Clock): (c: Context<AppEnv>) => boolean {
+  const vouch = vouches(keys, clock);
+  return (c) => vouch(c.req.header('authorization'));
 }
 
 function isAdminPath(path: string): boolean {

@@ -11,6 +11,7 @@ import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import type { OpsRoute } from '../ops/route.ts';
 import type { PetStore } from '../store/store.ts';
+import { currentScope } from '../trace/scope.ts';
 import { type AnswerHeaders, answer, answerHeaders, beginAnswer, type Reply } from './answer.ts';
 import { ApiError, answerError, methodNotAllowed, NO_SUCH_PATH, toApiError } from './errors.ts';
 import { weakEtag } from './etag.ts';
@@ -19,6 +20,7 @@ import { limitBody } from './steps/body-limit.ts';
 import { corsStep } from './steps/cors.ts';
 import { requestCounter } from './steps/count-requests.ts';
 import { requestLogSteps } from './steps/request-log.ts';
+import { requestTrace } from './steps/trace.ts';
 import { MAX_URI_BYTES, pathAndQuery, uriTooLong } from './steps/uri-limit.ts';
 
 export interface PipelineOptions<D = ApiDeps> {
@@ -42,6 +44,8 @@ export interface PipelineOptions<D = ApiDeps> {
   newId?: () => string;
   /** The methods the API serves at a path (the table's), or undefined for a path it has not. */
   allowedMethods?: (path: string) => readonly string[] | undefined;
+  /** Whether the request's caller holds a valid key: only then may its `traceparent` force a trace to be exported. */
+  vouched?: (c: Context<AppEnv>) => boolean;
 }
 
 /**
@@ -81,16 +85,19 @@ export function pipeline<D extends object = ApiDeps>({
   newId,
   allowedMethods,
   gatedPath = isApiPath,
+  vouched = () => false,
 }: PipelineOptions<D>) {
+  const tracing = requestTrace({ clientAddress, vouched });
   const requestLog = requestLogSteps({ log, clock, clientAddress, ...(newId ? { newId } : {}) });
   const count = metrics && requestCounter({ metrics });
   const cors = corsOrigins.length > 0 ? corsStep(corsOrigins) : undefined;
   const limit = limitBody(maxBodyBytes);
   const memo = new AnswerMemo();
-  const report = (err: unknown, c: Context<AppEnv>) =>
-    log.error('unhandled error', { requestId: c.get('requestId'), error: String(err) });
-  const unavailable = (err: unknown, c: Context<AppEnv>) =>
-    log.warn('store unavailable', { requestId: c.get('requestId'), error: String(err) });
+  // Within a request the scope names it; Hono's `onError` runs after the scope is closed.
+  const named = (c: Context<AppEnv>, err: unknown) =>
+    currentScope() ? { error: String(err) } : { requestId: c.get('requestId'), error: String(err) };
+  const report = (err: unknown, c: Context<AppEnv>) => log.error('unhandled error', named(c, err));
+  const unavailable = (err: unknown, c: Context<AppEnv>) => log.warn('store unavailable', named(c, err));
 
   /** Answers a refusal or error, and keeps it where the log line and metrics read it. */
   function fail(c: Context<AppEnv>, err: ApiError): Response {
@@ -101,34 +108,45 @@ export function pipeline<D extends object = ApiDeps>({
   /**
    * Step 1 around `inner`, the rest of a request's way: every Hono route is one of these, so each
    * request matches one handler and Hono calls it without composing layers. Whatever `inner`
-   * throws is answered here, so the log line and the metrics see every answer.
+   * throws is answered here, so the log line and the metrics see every answer. The request
+   * scope (src/trace/scope.ts) is opened here, holding its id and, unless `traced` is false, its
+   * trace: every line logged and every span made while serving it reads the scope.
    */
-  function exchange(inner: (c: Context<AppEnv>) => Response | Promise<Response>): Served {
-    return async function exchange(c) {
+  function exchange(inner: (c: Context<AppEnv>) => Response | Promise<Response>, traced = true): Served {
+    return function exchange(c) {
       const started = requestLog.start(c);
-      const counted = count?.start();
-      const id = started.id;
-      // Every API answer is private to its caller and never sniffed (SECURITY.md).
-      beginAnswer(
-        c,
-        gatedPath(c.req.path)
-          ? { 'X-Request-Id': id, 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }
-          : { 'X-Request-Id': id },
-      );
-      let res: Response;
-      const tooLong = uriTooLong(c.req.url, MAX_URI_BYTES);
-      if (tooLong) res = fail(c, tooLong);
-      else {
-        try {
-          res = await inner(c);
-        } catch (err) {
-          res = fail(c, toApiError(err, c, report, unavailable));
-        }
-      }
-      requestLog.finish(c, started, res.status);
-      if (count && counted !== undefined) count.finish(c, counted, res.status);
-      return res;
+      return tracing.run(c, started.id, traced, () => within(c, started, inner));
     };
+  }
+
+  async function within(
+    c: Context<AppEnv>,
+    started: ReturnType<typeof requestLog.start>,
+    inner: (c: Context<AppEnv>) => Response | Promise<Response>,
+  ): Promise<Response> {
+    const counted = count?.start();
+    const id = started.id;
+    const traceresponse = tracing.header();
+    // Every API answer is private to its caller and never sniffed (SECURITY.md).
+    const headers: AnswerHeaders = gatedPath(c.req.path)
+      ? { 'X-Request-Id': id, 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }
+      : { 'X-Request-Id': id };
+    if (traceresponse) headers.traceresponse = traceresponse;
+    beginAnswer(c, headers);
+    let res: Response;
+    const tooLong = uriTooLong(c.req.url, MAX_URI_BYTES);
+    if (tooLong) res = fail(c, tooLong);
+    else {
+      try {
+        res = await inner(c);
+      } catch (err) {
+        res = fail(c, toApiError(err, c, report, unavailable));
+      }
+    }
+    requestLog.finish(c, started, res.status);
+    if (count && counted !== undefined) count.finish(c, counted, res.status, currentScope());
+    tracing.finish(c, res.status);
+    return res;
   }
 
   /** Steps 2 and 3, then `admitted` for a request the gateway lets through. */
@@ -137,7 +155,9 @@ export function pipeline<D extends object = ApiDeps>({
     const preflight = cors?.(c);
     if (preflight) return preflight;
     const answered = await gateway(c, op, admitted);
-    return answered instanceof ApiError ? fail(c, answered) : answered;
+    if (!(answered instanceof ApiError)) return answered;
+    c.set('refusal', answered.code);
+    return fail(c, answered);
   }
 
   /** Step 5's first half: the body's size (413) and a body sent with GET; then `next`. */
@@ -216,7 +236,7 @@ export function pipeline<D extends object = ApiDeps>({
     return exchange(async function opsRoute(c) {
       c.set('operation', route.id);
       return answer(c, await route.handler(c));
-    });
+    }, !UNTRACED.has(route.id));
   }
 
   /** Hono's `notFound`: a path no route serves; under the API prefix it meets the gateway first. */
@@ -229,6 +249,9 @@ export function pipeline<D extends object = ApiDeps>({
 
 /** A Hono route's handler, and `notFound`: the request in, its one answer out. */
 type Served = (c: Context<AppEnv>) => Promise<Response>;
+
+/** The ops routes probes and scrapers call every few seconds: no trace is made of them. */
+const UNTRACED: ReadonlySet<string> = new Set(['healthz', 'readyz', 'metrics']);
 
 /** What the gateway knows of a path no operation serves: it costs 1 and needs no scope. */
 const UNSERVED: Gated = {};

@@ -9,9 +9,11 @@ import { KeyTable } from '../gateway/keys/table.ts';
 import type { LimiterEvent } from '../gateway/limiter/limiter.ts';
 import { SlidingWindowLimiter } from '../gateway/limiter/memory.ts';
 import { createLogger } from '../log.ts';
+import type { Metrics } from '../metrics/registry.ts';
 import { type KeyStore, keyStoreOf } from '../store/keys.ts';
 import { describeData, MEMORY, openStore } from '../store/open.ts';
 import type { PetStore } from '../store/store.ts';
+import { tracesUrl } from '../trace/settings.ts';
 import { VERSION } from '../version.ts';
 import { notifier } from '../webhooks/notify.ts';
 import { parseRetrySeconds } from '../webhooks/schedule.ts';
@@ -120,6 +122,7 @@ export async function startServer(config: Config): Promise<void> {
       : undefined;
   metrics?.keysLoaded(keys.countByPlan());
   metrics?.consumers.load(keys.records());
+  const traces = await startTraces(config, metrics);
   // The ports are bound before the store opens, so a port in use leaves no new database file
   // behind; a request that arrives meanwhile waits for the app.
   let appReady: (fetch: ServeOptions['fetch']) => void = () => {};
@@ -199,6 +202,7 @@ export async function startServer(config: Config): Promise<void> {
       })
     : undefined;
   let stopping = false;
+  let stoppingAt = 0;
   const app = createApp({
     store,
     keys: () => keys,
@@ -255,6 +259,7 @@ export async function startServer(config: Config): Promise<void> {
     shutdownSeconds: config.shutdownSeconds,
     onStopping: () => {
       stopping = true;
+      stoppingAt = Date.now();
       // Attempts under way are cut short now: Bun's drain waits for the outgoing ones too.
       void worker?.stop();
     },
@@ -264,6 +269,8 @@ export async function startServer(config: Config): Promise<void> {
       await worker?.stop();
       await store.close();
       await shared?.close();
+      // What is queued is sent within what is left of the grace period (half a second at least).
+      await traces?.shutdown(Math.max(FLUSH_MIN_MS, stoppingAt + config.shutdownSeconds * 1_000 - Date.now()));
     },
   });
 
@@ -275,9 +282,33 @@ export async function startServer(config: Config): Promise<void> {
     address: `http://${config.host}:${server.port}`,
     data: describeData(config.data),
     keysByPlan: keys.countByPlan(),
+    ...(traces ? { traces: traces.url } : {}),
     ...(metricsServer ? { metrics: `http://${config.host}:${metricsServer.port}/metrics` } : {}),
     ...(adminServer ? { admin: `http://${config.adminHost}:${adminServer.port}/admin/v1` } : {}),
   });
+}
+
+/** The least time a shutdown gives the trace export to send what is queued. */
+const FLUSH_MIN_MS = 500;
+
+/**
+ * The trace export when an endpoint is configured; none (and the SDK never loaded) otherwise.
+ * Spans it drops are counted on `/metrics`.
+ */
+async function startTraces(config: Config, metrics: Metrics | undefined) {
+  const url = tracesUrl(config.otelTracesEndpoint, config.otelEndpoint);
+  if (url === undefined) return undefined;
+  const { startTraceExport } = await import('../trace/export.ts');
+  const exported = startTraceExport({
+    url,
+    headers: config.otelHeaders,
+    serviceName: config.otelServiceName,
+    resourceAttributes: config.otelResourceAttributes,
+    sampler: config.otelSampler,
+    samplerArg: config.otelSamplerArg,
+    ...(metrics ? { dropped: (spans: number, reason: string) => metrics.spansDropped(spans, reason) } : {}),
+  });
+  return { url, shutdown: exported.shutdown };
 }
 
 /**

@@ -11,12 +11,20 @@
  *   change is logged once.
  */
 import { clearTimeout, setTimeout } from 'node:timers';
+import type { Attributes } from '@opentelemetry/api';
 import type { NewPet, Pet } from '../api/schemas.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import type { Logger } from '../log.ts';
+import { childSpan } from '../trace/spans.ts';
 import { OUTCOME_UNKNOWN, StoreTimeoutError, StoreUnreachableError } from './errors.ts';
 import type { Outbox } from './outbox.ts';
 import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from './store.ts';
+
+const PETS = 'pets';
+const OUTBOX = 'webhook_outbox';
+
+/** The idempotency look-up's answer, on the span of `createOnce` (the look-up and the insert are one transaction). */
+const idempotency = (result: CreateOnceResult): Attributes => ({ 'petstore.idempotency.outcome': result.outcome });
 
 /** `--store-timeout`'s default: the longest a request waits for the store. */
 export const DEFAULT_STORE_TIMEOUT_MS = 2_000;
@@ -44,6 +52,8 @@ export interface BoundedStoreOptions {
   readonly probeIntervalMs?: number;
   readonly clock?: Clock;
   readonly timers?: Timers;
+  /** The database, as a span's `db.system.name` says it: `sqlite`, `postgresql`; none in memory. */
+  readonly system?: 'sqlite' | 'postgresql';
 }
 
 /** A call in flight: rejected with `StoreTimeoutError` at `deadline` unless settled before. */
@@ -71,6 +81,8 @@ export class BoundedStore implements PetStore {
   readonly #probeIntervalMs: number;
   readonly #clock: Clock;
   readonly #timers: Timers;
+  readonly #system: string | undefined;
+  readonly #spans = new Map<string, { name: string; attributes: Attributes }>();
   /**
    * Calls in the order they began. Every call has the same timeout, so this is also the order
    * of their deadlines: one timer, for the oldest unsettled call, bounds them all.
@@ -94,8 +106,10 @@ export class BoundedStore implements PetStore {
       probeIntervalMs = PROBE_INTERVAL_MS,
       clock = systemClock,
       timers = systemTimers,
+      system,
     }: BoundedStoreOptions,
   ) {
+    this.#system = system;
     this.backend = backend;
     this.#timeoutMs = timeoutMs;
     this.#log = log;
@@ -105,29 +119,29 @@ export class BoundedStore implements PetStore {
     const outbox = backend.outbox;
     if (outbox) {
       this.outbox = {
-        record: (events) => this.#call('record events', true, () => outbox.record(events)),
-        claim: (...args) => this.#call('claim events', true, () => outbox.claim(...args)),
-        settle: (...args) => this.#call('settle event', true, () => outbox.settle(...args)),
-        trim: (...args) => this.#call('trim outbox', true, () => outbox.trim(...args)),
-        stats: () => this.#call('read outbox', false, () => outbox.stats()),
+        record: (events) => this.#call('record events', true, () => outbox.record(events), 'record', OUTBOX),
+        claim: (...args) => this.#call('claim events', true, () => outbox.claim(...args), 'claim', OUTBOX),
+        settle: (...args) => this.#call('settle event', true, () => outbox.settle(...args), 'settle', OUTBOX),
+        trim: (...args) => this.#call('trim outbox', true, () => outbox.trim(...args), 'trim', OUTBOX),
+        stats: () => this.#call('read outbox', false, () => outbox.stats(), 'stats', OUTBOX),
       };
     }
   }
 
   create(pet: NewPet): Promise<Pet> {
-    return this.#call('store pet', true, () => this.backend.create(pet));
+    return this.#call('store pet', true, () => this.backend.create(pet), 'create');
   }
 
   createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult> {
-    return this.#call('store pet', true, () => this.backend.createOnce(pet, once));
+    return this.#call('store pet', true, () => this.backend.createOnce(pet, once), 'createOnce', PETS, idempotency);
   }
 
   get(id: number): Promise<Pet | undefined> {
-    return this.#call('read pet', false, () => this.backend.get(id));
+    return this.#call('read pet', false, () => this.backend.get(id), 'get');
   }
 
   list(options: ListOptions): Promise<readonly Pet[]> {
-    return this.#call('list pets', false, () => this.backend.list(options));
+    return this.#call('list pets', false, () => this.backend.list(options), 'list');
   }
 
   /** The backend's: reading it touches no connection (see each backend). */
@@ -136,7 +150,7 @@ export class BoundedStore implements PetStore {
   }
 
   ping(): Promise<void> {
-    return this.#call('ping', false, () => this.backend.ping());
+    return this.#call('ping', false, () => this.backend.ping(), 'ping');
   }
 
   /** True while calls are answered at once because the database is away. */
@@ -150,7 +164,39 @@ export class BoundedStore implements PetStore {
     await this.backend.close();
   }
 
-  #call<T>(doing: string, write: boolean, run: () => Promise<T>): Promise<T> {
+  /**
+   * One call, bounded, in a span of the request's trace when it is recorded (`operation` on
+   * `collection`; a time-out or a database away sets its status to Error).
+   */
+  #call<T>(
+    doing: string,
+    write: boolean,
+    run: () => Promise<T>,
+    operation: string,
+    collection = PETS,
+    outcome?: (result: T) => Attributes,
+  ): Promise<T> {
+    const span = this.#spanOf(operation, collection);
+    return childSpan(span.name, span.attributes, () => this.#unlessAway(doing, write, run), outcome && { outcome });
+  }
+
+  /** A call's span name and attributes, made once per operation (each reads or writes one collection). */
+  #spanOf(operation: string, collection: string): { name: string; attributes: Attributes } {
+    let span = this.#spans.get(operation);
+    if (!span) {
+      const name = `${operation} ${collection}`;
+      const attributes: Attributes = {
+        ...(this.#system ? { 'db.system.name': this.#system } : {}),
+        'db.operation.name': operation,
+        'db.collection.name': collection,
+      };
+      span = { name, attributes };
+      this.#spans.set(operation, span);
+    }
+    return span;
+  }
+
+  #unlessAway<T>(doing: string, write: boolean, run: () => Promise<T>): Promise<T> {
     if (this.#awaySince !== undefined) {
       return Promise.reject(new StoreUnreachableError(`${doing}: the database is unreachable (${this.#reason})`));
     }
