@@ -155,6 +155,14 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE key_consumers
         ADD COLUMN costs TEXT, ADD COLUMN enforce TEXT, ADD COLUMN webhook TEXT, ADD COLUMN thresholds TEXT;`,
   },
+  {
+    version: 6,
+    name: 'webhook_outbox_trace',
+    // The W3C traceparent of the request whose decision recorded the event: its delivery's span
+    // links to that request's. NULL for events recorded outside a request (key.expiring).
+    sqlite: 'ALTER TABLE webhook_outbox ADD COLUMN traceparent TEXT;',
+    postgres: 'ALTER TABLE webhook_outbox ADD COLUMN traceparent TEXT;',
+  },
 ];
 
 /** The schema version this build writes. */

@@ -17,10 +17,14 @@ export interface Attempt {
   readonly secret: string;
   /** When it is signed (epoch ms): `webhook-timestamp`. */
   readonly at: number;
+  /** The delivery's span as W3C Trace Context, sent as `traceparent` so the receiver's trace continues it. */
+  readonly traceparent?: string;
 }
 
-/** Delivered, or why not (for the outbox's `last_error`; never the secret). */
-export type AttemptResult = { readonly ok: true } | { readonly ok: false; readonly error: string };
+/** Delivered, or why not (for the outbox's `last_error`; never the secret); the receiver's status when it answered. */
+export type AttemptResult =
+  | { readonly ok: true; readonly status?: number }
+  | { readonly ok: false; readonly error: string; readonly status?: number };
 
 /**
  * Sends one signed attempt.
@@ -42,10 +46,12 @@ export async function send(attempt: Attempt, timeoutMs = SEND_TIMEOUT_MS, stop?:
         'webhook-id': attempt.id,
         'webhook-timestamp': String(Math.floor(attempt.at / 1_000)),
         'webhook-signature': signature,
+        ...(attempt.traceparent ? { traceparent: attempt.traceparent } : {}),
       },
     });
     await res.body?.cancel().catch(() => {});
-    return res.status >= 200 && res.status < 300 ? { ok: true } : { ok: false, error: `HTTP ${res.status}` };
+    const { status } = res;
+    return status >= 200 && status < 300 ? { ok: true, status } : { ok: false, error: `HTTP ${status}`, status };
   } catch (err) {
     if (stop?.aborted) return { ok: false, error: 'the server stopped before the answer' };
     const name = err instanceof Error ? err.name : '';
