@@ -26,6 +26,12 @@ import { currentScope, inScope, type RequestScope } from './scope.ts';
 
 let tracer: Tracer | undefined;
 
+/**
+ * Every span's start and end, from one clock: the SDK anchors each span's own clock to the
+ * wall clock, a millisecond apart at worst, so a child could seem to outlast its parent.
+ */
+const now = (): number => performance.timeOrigin + performance.now();
+
 /** Makes spans with `t` from now on (start-up, with an endpoint); undefined: none at all. */
 export function useTracer(t: Tracer | undefined): void {
   tracer = t;
@@ -73,7 +79,7 @@ export function beginRequest(start: RequestStart): RequestScope {
     });
     if (parent.sampled && start.vouched()) context = context.setValue(VOUCHED, true);
   }
-  const span = tracer.startSpan(start.name(), { kind: SpanKind.SERVER, attributes: start.attributes() }, context);
+  const span = tracer.startSpan(start.name(), { kind: SpanKind.SERVER, attributes: start.attributes(), startTime: now() }, context);
   return scopeOf(start.requestId, span, ROOT_CONTEXT);
 }
 
@@ -104,7 +110,7 @@ export function finishRequest(scope: RequestScope, status: number, attributes: A
   span.setAttributes(attributes);
   span.setAttribute('http.response.status_code', status);
   if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-  span.end();
+  span.end(now());
 }
 
 export interface ChildOptions<T> {
@@ -129,7 +135,7 @@ export function childSpan<T>(
 ): Promise<T> {
   const scope = currentScope();
   if (!tracer || !scope?.context) return work();
-  const span = tracer.startSpan(name, { kind: options?.kind ?? SpanKind.INTERNAL, attributes }, scope.context);
+  const span = tracer.startSpan(name, { kind: options?.kind ?? SpanKind.INTERNAL, attributes, startTime: now() }, scope.context);
   const { spanId } = span.spanContext();
   return inScope({ ...scope, spanId, span, context: trace.setSpan(scope.context, span) }, () =>
     settle(span, work, options?.outcome),
@@ -145,7 +151,7 @@ async function settle<T>(span: Span, work: () => Promise<T>, outcome?: (result: 
     failed(span, err);
     throw err;
   } finally {
-    span.end();
+    span.end(now());
   }
 }
 
@@ -186,6 +192,7 @@ export function clientSpan<T>(
     {
       kind: SpanKind.CLIENT,
       attributes,
+      startTime: now(),
       links: link
         ? [
             {
