@@ -79,7 +79,11 @@ export function beginRequest(start: RequestStart): RequestScope {
     });
     if (parent.sampled && start.vouched()) context = context.setValue(VOUCHED, true);
   }
-  const span = tracer.startSpan(start.name(), { kind: SpanKind.SERVER, attributes: start.attributes(), startTime: now() }, context);
+  const span = tracer.startSpan(
+    start.name(),
+    { kind: SpanKind.SERVER, attributes: start.attributes(), startTime: now() },
+    context,
+  );
   return scopeOf(start.requestId, span, ROOT_CONTEXT);
 }
 
@@ -135,7 +139,11 @@ export function childSpan<T>(
 ): Promise<T> {
   const scope = currentScope();
   if (!tracer || !scope?.context) return work();
-  const span = tracer.startSpan(name, { kind: options?.kind ?? SpanKind.INTERNAL, attributes, startTime: now() }, scope.context);
+  const span = tracer.startSpan(
+    name,
+    { kind: options?.kind ?? SpanKind.INTERNAL, attributes, startTime: now() },
+    scope.context,
+  );
   const { spanId } = span.spanContext();
   return inScope({ ...scope, spanId, span, context: trace.setSpan(scope.context, span) }, () =>
     settle(span, work, options?.outcome),
