@@ -1,7 +1,7 @@
+import type { OpsRoute } from '../core/ops-route.ts';
 import { OPENMETRICS_CONTENT_TYPE } from '../metrics/exemplars.ts';
 import { METRICS_CONTENT_TYPE } from '../metrics/labels.ts';
 import type { Metrics } from '../metrics/registry.ts';
-import type { OpsRoute } from './route.ts';
 
 /**
  * `GET /metrics` in the Prometheus text format, or OpenMetrics when asked for; no key, no rate limit.

@@ -12,8 +12,8 @@
  */
 import { clearTimeout, setTimeout } from 'node:timers';
 import type { Attributes } from '@opentelemetry/api';
-import type { NewPet, Pet } from '../api/schemas.ts';
-import { type Clock, systemClock } from '../clock.ts';
+import { type Clock, systemClock } from '../core/clock.ts';
+import type { NewPet, Pet } from '../core/pets.ts';
 import type { Logger } from '../log.ts';
 import { childSpan } from '../trace/spans.ts';
 import { OUTCOME_UNKNOWN, StoreTimeoutError, StoreUnreachableError } from './errors.ts';

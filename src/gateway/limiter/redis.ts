@@ -10,13 +10,14 @@
 import { SpanKind } from '@opentelemetry/api';
 import { Redis } from 'ioredis';
 import * as v from 'valibot';
-import type { Clock } from '../../clock.ts';
+import type { Clock } from '../../core/clock.ts';
+import type { Decision, Notice, Outcome } from '../../core/decision.ts';
 import type { Logger } from '../../log.ts';
 import { redactUrl } from '../../redact.ts';
 import { childSpan } from '../../trace/spans.ts';
 import { FailoverLimiter, type RedisFailMode } from './failover.ts';
-import type { Decision, LimiterEvent, Notice, Outcome, RateLimiter, Subject } from './limiter.ts';
-import { decisionOf, STATE_TTL_MS, type WindowCounts, withNotices } from './memory.ts';
+import type { LimiterEvent, RateLimiter, Subject } from './limiter.ts';
+import { decisionFromCounts, STATE_TTL_MS, type WindowCounts, withNotices } from './memory.ts';
 import { DECIDE_SCRIPT, DECIDE_SHA1 } from './redis-script.ts';
 
 /** Where subjects' states live: `petstore:rl:key:acme`, `petstore:rl:addr:203.0.113.7`. */
@@ -100,7 +101,7 @@ export class RedisLimiter implements RateLimiter {
     if (outcome === undefined) throw new TypeError(`unexpected outcome ${code} from the rate-limit script`);
     if (events & BAN_ENDED) this.#onEvent({ type: 'ban_end', subject });
     if (events & BAN_STARTED) this.#onEvent({ type: 'ban_start', subject, until: bannedUntil });
-    const decision = decisionOf(
+    const decision = decisionFromCounts(
       outcome,
       limits,
       now,
@@ -152,7 +153,7 @@ function noticesOf(flat: readonly number[]): Notice[] {
   return notices;
 }
 
-/** A window as the script reported it, in the shape `decisionOf` reads. */
+/** A window as the script reported it, in the shape `decisionFromCounts` reads. */
 function counts(count: number, oldestLeavesAt: number, admitAt: number): WindowCounts {
   return { count, oldestLeavesAt, admitAt: () => admitAt };
 }
