@@ -5,7 +5,8 @@
  * alternative), optionally against an earlier commit's build (BENCH_BASE), in alternating wrk
  * rounds; then random pages and pets of a million-pet file (lib/million.ts), where no memo
  * helps, against `Bun.serve` + `bun:sqlite` on the same file (sqlite-floor.ts); then the list on
- * two products whose webhook receivers answer and never answer (lib/hooks.ts); then start-up,
+ * two products whose webhook receivers answer and never answer (lib/hooks.ts); then the list
+ * without a trace endpoint and exporting 1% and every request (lib/traces.ts); then start-up,
  * binary size and RSS under a flood of strangers.
  * Writes bench/results.json, bench/chart.svg and the generated part of bench/README.md.
  *
@@ -44,6 +45,7 @@ import {
   WRK,
   writeKeys,
 } from './lib/setup.ts';
+import { startTracesFleet, TRACES_SCENARIO, type TracesFigures } from './lib/traces.ts';
 import { writeReport } from './lib/write.ts';
 import { runWrk } from './lib/wrk.ts';
 import { strangerCost } from './strangers.ts';
@@ -106,7 +108,11 @@ async function main(): Promise<void> {
 
   // The quota scenario right after the list it is compared with, before the 401 flood fills the
   // limiter's table (a heap of 100,000 strangers makes every later request dearer).
-  const ordered = [...SCENARIOS.flatMap((s) => (s.id === 'list' ? [s, QUOTA_SCENARIO] : [s])), HOOKS_SCENARIO];
+  const ordered = [
+    ...SCENARIOS.flatMap((s) => (s.id === 'list' ? [s, QUOTA_SCENARIO] : [s])),
+    HOOKS_SCENARIO,
+    TRACES_SCENARIO,
+  ];
   const selected = ordered.filter((s) => !ONLY || ONLY.includes(s.id));
   const scenarios: ScenarioResult[] = [];
   // One set of servers at a time: those of the seeded scenarios, then those of the million pets.
@@ -125,6 +131,17 @@ async function main(): Promise<void> {
     hooks = await fleet.finish();
     console.log(`bench: hooks: outboxes before and after the rounds ${JSON.stringify(hooks)}`);
     await stopFleet(fleet);
+  }
+  let traces: TracesFigures | undefined;
+  const traced = selected.filter((s) => s.data === 'traces');
+  if (traced.length > 0) {
+    console.log('bench: traces: no endpoint, 1% and every request exported to a live OTLP receiver (lib/traces.ts)');
+    const fleet = await startTracesFleet(dir, [BINARY], keysFile, base?.binary);
+    scenarios.push(...(await runScenarios(fleet, traced)));
+    traces = await fleet.finish();
+    console.log(`bench: traces: ${JSON.stringify(traces)}`);
+    await stopFleet(fleet);
+    fleet.close();
   }
   const million = selected.filter((s) => s.data === 'million');
   if (million.length > 0) {
@@ -185,6 +202,7 @@ async function main(): Promise<void> {
     binary: { bytes, bunBytes, overMiB: mib(bytes - bunBytes) },
     memory: { idleMiB, perWave: FLOOD, settleMs: SETTLE_MS, waves, perStranger },
     ...(hooks ? { hooks } : {}),
+    ...(traces ? { traces } : {}),
     targets: [],
   };
   results.targets = checkTargets(results);
