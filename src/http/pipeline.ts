@@ -13,7 +13,7 @@ import { type Gated, type GatewayPass, principalOf, quotaStatus } from '../gatew
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import type { PetStore } from '../store/store.ts';
-import { currentScope } from '../trace/scope.ts';
+import { currentScope, type RequestScope } from '../trace/scope.ts';
 import { answer } from './answer.ts';
 import { answerError, toApiError } from './errors.ts';
 import { weakEtag } from './etag.ts';
@@ -117,18 +117,19 @@ export function pipeline<D extends object = ApiDeps>({
   function exchange(inner: (c: Context<AppEnv>) => Response | Promise<Response>, traced = true): Served {
     return function exchange(c) {
       const started = requestLog.start(c);
-      return tracing.run(c, started.id, traced, () => within(c, started, inner));
+      return tracing.run(c, started.id, traced, (scope) => within(c, started, scope, inner));
     };
   }
 
   async function within(
     c: Context<AppEnv>,
     started: ReturnType<typeof requestLog.start>,
+    scope: RequestScope,
     inner: (c: Context<AppEnv>) => Response | Promise<Response>,
   ): Promise<Response> {
     const counted = count?.start();
     const id = started.id;
-    const traceresponse = tracing.header();
+    const traceresponse = tracing.header(scope);
     // Every API answer is private to its caller and never sniffed (SECURITY.md).
     const headers: AnswerHeaders = gatedPath(c.req.path)
       ? { 'X-Request-Id': id, 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }
@@ -146,8 +147,8 @@ export function pipeline<D extends object = ApiDeps>({
       }
     }
     requestLog.finish(c, started, res.status);
-    if (count && counted !== undefined) count.finish(c, counted, res.status, currentScope());
-    tracing.finish(c, res.status);
+    if (count && counted !== undefined) count.finish(c, counted, res.status, scope);
+    tracing.finish(c, scope, res.status);
     return res;
   }
 

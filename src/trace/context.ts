@@ -2,8 +2,6 @@
  * W3C Trace Context (https://www.w3.org/TR/trace-context/): the `traceparent` a caller sends,
  * read strictly, and the one a span sends on. Anything malformed is as if nothing were sent.
  */
-import { getRandomValues } from 'node:crypto';
-
 /** A caller's `traceparent`, read. */
 export interface TraceParent {
   readonly traceId: string;
@@ -44,22 +42,10 @@ export function formatTraceParent(traceId: string, spanId: string, sampled: bool
   return `00-${traceId}-${spanId}-${sampled ? '01' : '00'}`;
 }
 
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
-/** Random bytes drawn in bulk: one `getRandomValues` serves many ids. */
-const pool = new Uint8Array(4096);
-let used = pool.length;
+/** 8 hex digits of `Math.random`, as the OpenTelemetry SDK's own id generator draws them: ids need to be unique, not secret. */
+const hex8 = (): string => ((Math.random() * 0x1_0000_0000) >>> 0).toString(16).padStart(8, '0');
 
-function randomHex(bytes: number): string {
-  if (used + bytes > pool.length) {
-    getRandomValues(pool);
-    used = 0;
-  }
-  let out = '';
-  for (let i = 0; i < bytes; i++) out += HEX[pool[used++] as number];
-  return out;
-}
-
-/** A fresh trace id: 16 random bytes in hex (never all zero in practice). */
-export const newTraceId = (): string => randomHex(16);
+/** A fresh trace id: 16 random bytes in hex. */
+export const newTraceId = (): string => hex8() + hex8() + hex8() + hex8();
 /** A fresh span id: 8 random bytes in hex. */
-export const newSpanId = (): string => randomHex(8);
+export const newSpanId = (): string => hex8() + hex8();

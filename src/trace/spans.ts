@@ -79,11 +79,10 @@ export function beginRequest(start: RequestStart): RequestScope {
     });
     if (parent.sampled && start.vouched()) context = context.setValue(VOUCHED, true);
   }
-  const span = tracer.startSpan(
-    start.name(),
-    { kind: SpanKind.SERVER, attributes: start.attributes(), startTime: now() },
-    context,
-  );
+  // The name and attributes are made only for a span that is recorded: most are not, at a low
+  // sampling ratio, and the sampler reads neither.
+  const span = tracer.startSpan('HTTP', { kind: SpanKind.SERVER, startTime: now() }, context);
+  if (span.isRecording()) span.updateName(start.name()).setAttributes(start.attributes());
   return scopeOf(start.requestId, span, ROOT_CONTEXT);
 }
 

@@ -2,7 +2,7 @@ import type { Attributes } from '@opentelemetry/api';
 import type { Context } from 'hono';
 import { routePath } from 'hono/route';
 import type { AppEnv } from '../../env.ts';
-import { currentScope, inScope, type RequestScope } from '../../trace/scope.ts';
+import { inScope, type RequestScope } from '../../trace/scope.ts';
 import { beginRequest, finishRequest, traceResponse } from '../../trace/spans.ts';
 
 export interface RequestTraceOptions {
@@ -20,11 +20,12 @@ export interface RequestTraceOptions {
  *
  * @example
  * const tracing = requestTrace({ clientAddress, vouched })
- * tracing.run(c, requestId, true, async () => { …; tracing.finish(c, res.status); return res })
+ * tracing.run(c, requestId, true, async (scope) => { …; tracing.finish(c, scope, res.status); return res })
  */
 export function requestTrace({ clientAddress, vouched }: RequestTraceOptions) {
   return {
-    run<T>(c: Context<AppEnv>, requestId: string, traced: boolean, work: () => T): T {
+    /** Runs `work` in the request's scope, handing it the scope too. */
+    run<T>(c: Context<AppEnv>, requestId: string, traced: boolean, work: (scope: RequestScope) => T): T {
       const scope: RequestScope = traced
         ? beginRequest({
             requestId,
@@ -38,15 +39,12 @@ export function requestTrace({ clientAddress, vouched }: RequestTraceOptions) {
             attributes: () => startAttributes(c, clientAddress),
           })
         : { requestId };
-      return inScope(scope, work);
+      return inScope(scope, () => work(scope));
     },
-    header(): string | undefined {
-      const scope = currentScope();
-      return scope ? traceResponse(scope) : undefined;
-    },
-    finish(c: Context<AppEnv>, status: number): void {
-      const scope = currentScope();
-      if (scope?.span) finishRequest(scope, status, endAttributes(c));
+    /** The `traceresponse` to answer with; undefined for a request that is not traced. */
+    header: traceResponse,
+    finish(c: Context<AppEnv>, scope: RequestScope, status: number): void {
+      if (scope.span) finishRequest(scope, status, endAttributes(c));
     },
   };
 }
