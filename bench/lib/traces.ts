@@ -54,8 +54,10 @@ export async function startTracesFleet(
       return new Response(new Uint8Array(0), { headers: { 'Content-Type': 'application/x-protobuf' } });
     },
   });
-  const endpoint = ['--metrics', '--otel-endpoint', `http://127.0.0.1:${receiver.port}`];
-  const [petstore, petstoreLog] = await startSeeded(cmd, dir, 'traces-none', keysFile);
+  // All four count on /metrics (the exporting ones' drops are read from it), so they differ only in tracing.
+  const metrics = ['--metrics'];
+  const endpoint = [...metrics, '--otel-endpoint', `http://127.0.0.1:${receiver.port}`];
+  const [petstore, petstoreLog] = await startSeeded(cmd, dir, 'traces-none', keysFile, metrics);
   const [traced1, traced1Log] = await startSeeded(cmd, dir, 'traces-1pct', keysFile, [
     ...endpoint,
     ...['--otel-sampler', 'parentbased_traceidratio', '--otel-sampler-arg', '0.01'],
@@ -68,7 +70,7 @@ export async function startTracesFleet(
     tracedall: tracedallLog,
   };
   if (base) {
-    const [running, baseLog] = await startSeeded([base], dir, 'traces-base', keysFile);
+    const [running, baseLog] = await startSeeded([base], dir, 'traces-base', keysFile, metrics);
     servers.base = running;
     logs.base = baseLog;
   }
