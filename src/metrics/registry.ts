@@ -12,7 +12,8 @@ import { PLAN_NAMES } from '../keys/plans.ts';
 import type { StoreErrorKind } from '../store/errors.ts';
 import { ConsumerMetrics } from './consumers.ts';
 import { Exemplars } from './exemplars.ts';
-import { OPERATIONS, STORE_OPERATIONS, type StoreOperation } from './labels.ts';
+import { REQUEST_OPERATIONS, STORE_OPERATIONS, type StoreOperation } from './labels.ts';
+import { type LimiterView, registerLimiter } from './limiter.ts';
 import { WebhookMetrics } from './webhooks.ts';
 
 /** Upper bounds of the latency buckets, in seconds. */
@@ -30,6 +31,18 @@ export interface MetricsOptions {
   runtime: string;
   /** Epoch ms the process started, for `process_start_time_seconds`. */
   startedAt?: number;
+  /** Latency objectives' thresholds in seconds (`--latency-objective`): bucket bounds besides `LATENCY_BUCKETS`. */
+  latencyObjectives?: readonly number[];
+}
+
+/**
+ * The latency buckets' bounds: `LATENCY_BUCKETS` and each objective's threshold, ascending.
+ *
+ * @example
+ * latencyBuckets([0.3]) // [0.001, …, 0.25, 0.3, 0.5, …, 10]
+ */
+export function latencyBuckets(objectives: readonly number[] = []): number[] {
+  return [...new Set([...LATENCY_BUCKETS, ...objectives])].sort((a, b) => a - b);
 }
 
 /**
@@ -42,9 +55,9 @@ export interface MetricsOptions {
  */
 export class Metrics {
   readonly #registry = new Registry();
-  readonly #requests = new Float64Array(OPERATIONS.length * STATUSES);
+  readonly #requests = new Float64Array(REQUEST_OPERATIONS.length * STATUSES);
   readonly #latency: Histogram<'operation'>;
-  readonly #exemplars = new Exemplars('petstore_http_request_duration_seconds', LATENCY_BUCKETS);
+  readonly #exemplars: Exemplars;
   #inFlight = 0;
   readonly #refused: Counter<'plan' | 'reason'>;
   readonly #bans: Counter<'plan'>;
@@ -58,7 +71,7 @@ export class Metrics {
   /** Webhook deliveries and the outbox; fed by the delivery worker. */
   readonly webhooks = new WebhookMetrics();
 
-  constructor({ version, runtime, startedAt = Date.now() }: MetricsOptions) {
+  constructor({ version, runtime, startedAt = Date.now(), latencyObjectives }: MetricsOptions) {
     const registers = [this.#registry];
     const requests = this.#requests;
     new Counter({
@@ -68,7 +81,7 @@ export class Metrics {
       registers,
       collect() {
         this.reset();
-        OPERATIONS.forEach((operation, i) => {
+        REQUEST_OPERATIONS.forEach((operation, i) => {
           for (let s = 0; s < STATUSES; s++) {
             const n = requests[i * STATUSES + s] as number;
             if (n > 0) this.inc({ operation, status: String(s + 100) }, n);
@@ -76,13 +89,15 @@ export class Metrics {
         });
       },
     });
+    const buckets = latencyBuckets(latencyObjectives);
     this.#latency = new Histogram({
       name: 'petstore_http_request_duration_seconds',
       help: 'Time from receiving a request to having its response ready, by operation.',
       labelNames: ['operation'] as const,
-      buckets: [...LATENCY_BUCKETS],
+      buckets,
       registers,
     });
+    this.#exemplars = new Exemplars('petstore_http_request_duration_seconds', buckets);
     const inFlight = () => this.#inFlight;
     new Gauge({
       name: 'petstore_http_requests_in_flight',
@@ -172,7 +187,7 @@ export class Metrics {
     this.#inFlight--;
     const r = op * STATUSES + (status >= 100 && status < 600 ? status - 100 : STATUSES - 1);
     this.#requests[r] = (this.#requests[r] ?? 0) + 1;
-    const operation = OPERATIONS[op] ?? 'other';
+    const operation = REQUEST_OPERATIONS[op] ?? 'other';
     this.#latency.observe({ operation }, seconds);
     if (traceId !== undefined) this.#exemplars.seen(operation, seconds, traceId, Date.now());
   }
@@ -213,6 +228,11 @@ export class Metrics {
   /** A reload of the keys (SIGHUP, a changed file, the key store) succeeded or failed. */
   reloaded(ok: boolean): void {
     this.#reloads.inc({ result: ok ? 'ok' : 'failed' });
+  }
+
+  /** Adds the limiter's series (where it decides, its table), read from `view` when scraped; once, at start. */
+  watchLimiter(view: LimiterView): void {
+    registerLimiter(this.#registry, view);
   }
 
   /** Everything, in the Prometheus text exposition format. */

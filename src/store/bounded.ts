@@ -11,20 +11,11 @@
  *   change is logged once.
  */
 import { clearTimeout, setTimeout } from 'node:timers';
-import type { Attributes } from '@opentelemetry/api';
 import { type Clock, systemClock } from '../core/clock.ts';
-import type { NewPet, Pet } from '../core/pets.ts';
 import type { Logger } from '../log.ts';
-import { childSpan } from '../trace/spans.ts';
 import { OUTCOME_UNKNOWN, StoreTimeoutError, StoreUnreachableError } from './errors.ts';
-import type { Outbox } from './outbox.ts';
-import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from './store.ts';
-
-const PETS = 'pets';
-const OUTBOX = 'webhook_outbox';
-
-/** The idempotency look-up's answer, on the span of `createOnce` (the look-up and the insert are one transaction). */
-const idempotency = (result: CreateOnceResult): Attributes => ({ 'petstore.idempotency.outcome': result.outcome });
+import { type CallWrap, OUTBOX_CALLS, type PetStore, STORE_CALLS, wrapCalls } from './store.ts';
+import { type DbSystem, tracedCalls } from './traced.ts';
 
 /** `--store-timeout`'s default: the longest a request waits for the store. */
 export const DEFAULT_STORE_TIMEOUT_MS = 2_000;
@@ -52,8 +43,8 @@ export interface BoundedStoreOptions {
   readonly probeIntervalMs?: number;
   readonly clock?: Clock;
   readonly timers?: Timers;
-  /** The database, as a span's `db.system.name` says it: `sqlite`, `postgresql`; none in memory. */
-  readonly system?: 'sqlite' | 'postgresql';
+  /** The database, for the calls' spans (src/store/traced.ts): `sqlite`, `postgresql`; none in memory. */
+  readonly system?: DbSystem;
 }
 
 /** A call in flight: rejected with `StoreTimeoutError` at `deadline` unless settled before. */
@@ -66,23 +57,48 @@ interface Call {
   readonly fail: (err: Error) => void;
 }
 
-/**
- * @example
- * const store = new BoundedStore(await PostgresStore.open({ url, log }), { timeoutMs: 2_000, log });
- * await store.list({ limit: 20 }); // rejects with StoreTimeoutError after 2 s without an answer
- */
-export class BoundedStore implements PetStore {
+/** A store whose every call is bounded in time, and whether its database is away now. */
+export interface BoundedStore extends PetStore {
   /** The store every call is passed to. */
   readonly backend: PetStore;
-  /** The backend's webhook outbox, each call bounded like the pets'. */
-  readonly outbox?: Outbox;
+  /** True while calls are answered at once because the database is away. */
+  readonly away: boolean;
+}
+
+/**
+ * `backend` with every call of `STORE_CALLS` and `OUTBOX_CALLS` bounded, each in a span of the
+ * request's trace when it is recorded.
+ *
+ * @example
+ * const store = boundStore(await PostgresStore.open({ url, log }), { timeoutMs: 2_000, log });
+ * await store.list({ limit: 20 }); // rejects with StoreTimeoutError after 2 s without an answer
+ */
+export function boundStore(backend: PetStore, options: BoundedStoreOptions): BoundedStore {
+  const bound = new Bound(backend, options);
+  // Each call in its span, around the bound, so a time-out ends the span as Error.
+  const call: CallWrap = tracedCalls((run, { doing, write }) => bound.call(doing, write, run), options.system);
+  const { outbox } = backend;
+  return {
+    ...wrapCalls(backend, STORE_CALLS, call),
+    ...(outbox ? { outbox: wrapCalls(outbox, OUTBOX_CALLS, call) } : {}),
+    backend,
+    // The backend's: reading it touches no connection (see each backend).
+    version: () => backend.version(),
+    get away() {
+      return bound.away;
+    },
+    close: () => bound.close(),
+  };
+}
+
+/** The bound's state: the calls in flight and their one deadline timer, the outage and its probe. */
+class Bound {
+  readonly #backend: PetStore;
   readonly #timeoutMs: number;
   readonly #log: Logger;
   readonly #probeIntervalMs: number;
   readonly #clock: Clock;
   readonly #timers: Timers;
-  readonly #system: string | undefined;
-  readonly #spans = new Map<string, { name: string; attributes: Attributes }>();
   /**
    * Calls in the order they began. Every call has the same timeout, so this is also the order
    * of their deadlines: one timer, for the oldest unsettled call, bounds them all.
@@ -106,51 +122,14 @@ export class BoundedStore implements PetStore {
       probeIntervalMs = PROBE_INTERVAL_MS,
       clock = systemClock,
       timers = systemTimers,
-      system,
     }: BoundedStoreOptions,
   ) {
-    this.#system = system;
-    this.backend = backend;
+    this.#backend = backend;
     this.#timeoutMs = timeoutMs;
     this.#log = log;
     this.#probeIntervalMs = probeIntervalMs;
     this.#clock = clock;
     this.#timers = timers;
-    const outbox = backend.outbox;
-    if (outbox) {
-      this.outbox = {
-        record: (events) => this.#call('record events', true, () => outbox.record(events), 'record', OUTBOX),
-        claim: (...args) => this.#call('claim events', true, () => outbox.claim(...args), 'claim', OUTBOX),
-        settle: (...args) => this.#call('settle event', true, () => outbox.settle(...args), 'settle', OUTBOX),
-        trim: (...args) => this.#call('trim outbox', true, () => outbox.trim(...args), 'trim', OUTBOX),
-        stats: () => this.#call('read outbox', false, () => outbox.stats(), 'stats', OUTBOX),
-      };
-    }
-  }
-
-  create(pet: NewPet): Promise<Pet> {
-    return this.#call('store pet', true, () => this.backend.create(pet), 'create');
-  }
-
-  createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult> {
-    return this.#call('store pet', true, () => this.backend.createOnce(pet, once), 'createOnce', PETS, idempotency);
-  }
-
-  get(id: number): Promise<Pet | undefined> {
-    return this.#call('read pet', false, () => this.backend.get(id), 'get');
-  }
-
-  list(options: ListOptions): Promise<readonly Pet[]> {
-    return this.#call('list pets', false, () => this.backend.list(options), 'list');
-  }
-
-  /** The backend's: reading it touches no connection (see each backend). */
-  version(): unknown {
-    return this.backend.version();
-  }
-
-  ping(): Promise<void> {
-    return this.#call('ping', false, () => this.backend.ping(), 'ping');
   }
 
   /** True while calls are answered at once because the database is away. */
@@ -161,42 +140,10 @@ export class BoundedStore implements PetStore {
   async close(): Promise<void> {
     this.#closed = true;
     this.#timers.clear(this.#probeTimer);
-    await this.backend.close();
+    await this.#backend.close();
   }
 
-  /**
-   * One call, bounded, in a span of the request's trace when it is recorded (`operation` on
-   * `collection`; a time-out or a database away sets its status to Error).
-   */
-  #call<T>(
-    doing: string,
-    write: boolean,
-    run: () => Promise<T>,
-    operation: string,
-    collection = PETS,
-    outcome?: (result: T) => Attributes,
-  ): Promise<T> {
-    const span = this.#spanOf(operation, collection);
-    return childSpan(span.name, span.attributes, () => this.#unlessAway(doing, write, run), outcome && { outcome });
-  }
-
-  /** A call's span name and attributes, made once per operation (each reads or writes one collection). */
-  #spanOf(operation: string, collection: string): { name: string; attributes: Attributes } {
-    let span = this.#spans.get(operation);
-    if (!span) {
-      const name = `${operation} ${collection}`;
-      const attributes: Attributes = {
-        ...(this.#system ? { 'db.system.name': this.#system } : {}),
-        'db.operation.name': operation,
-        'db.collection.name': collection,
-      };
-      span = { name, attributes };
-      this.#spans.set(operation, span);
-    }
-    return span;
-  }
-
-  #unlessAway<T>(doing: string, write: boolean, run: () => Promise<T>): Promise<T> {
+  call<T>(doing: string, write: boolean, run: () => Promise<T>): Promise<T> {
     if (this.#awaySince !== undefined) {
       return Promise.reject(new StoreUnreachableError(`${doing}: the database is unreachable (${this.#reason})`));
     }
@@ -288,7 +235,7 @@ export class BoundedStore implements PetStore {
   async #probe(): Promise<void> {
     if (this.#closed) return;
     try {
-      await this.#bounded('ping', false, () => this.backend.ping());
+      await this.#bounded('ping', false, () => this.#backend.ping());
     } catch (err) {
       if (!(err instanceof StoreUnreachableError)) this.#reason = err instanceof Error ? err.message : String(err);
       this.#log.debug('store probe failed', { reason: this.#reason });

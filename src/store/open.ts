@@ -1,6 +1,6 @@
 import process from 'node:process';
 import type { Logger } from '../log.ts';
-import { BoundedStore, DEFAULT_STORE_TIMEOUT_MS } from './bounded.ts';
+import { type BoundedStore, boundStore, DEFAULT_STORE_TIMEOUT_MS } from './bounded.ts';
 import { StoreOpenError } from './errors.ts';
 import { MemoryStore } from './memory.ts';
 import { POSTGRES_URL } from './postgres-url.ts';
@@ -35,7 +35,7 @@ export async function openStore(
 ): Promise<BoundedStore> {
   const backend = await openBackend(data, log, timeoutMs);
   const system = backend instanceof MemoryStore ? undefined : POSTGRES_URL.test(data) ? 'postgresql' : 'sqlite';
-  return new BoundedStore(backend, { timeoutMs, log, ...(system ? { system } : {}) });
+  return boundStore(backend, { timeoutMs, log, ...(system ? { system } : {}) });
 }
 
 async function openBackend(data: string, log: Logger, timeoutMs: number): Promise<PetStore> {

@@ -17,7 +17,7 @@ import type { Outbox, OutboxEntry, OutboxStats } from '../store/outbox.ts';
 import { clientSpan } from '../trace/spans.ts';
 import { expiringEvents } from './events.ts';
 import { nextAttemptAt, RETRY_DELAYS_MS } from './schedule.ts';
-import { type AttemptResult, SEND_TIMEOUT_MS, send } from './sender.ts';
+import { type AttemptResult, PUBLIC_TARGETS, SEND_TIMEOUT_MS, send, type Targets } from './sender.ts';
 
 /**
  * A delivery's span attributes (OpenTelemetry's HTTP client conventions): the receiver's host
@@ -73,6 +73,8 @@ export interface DeliveryWorkerOptions {
   maxOutbox?: number;
   timeoutMs?: number;
   pollMs?: number;
+  /** Where attempts may connect (public addresses, and the private ranges `--webhook-allow-cidr` allows). */
+  targets?: Targets;
 }
 
 /**
@@ -100,9 +102,10 @@ export class DeliveryWorker {
     maxOutbox = DEFAULT_OUTBOX_MAX,
     timeoutMs = SEND_TIMEOUT_MS,
     pollMs = POLL_MS,
+    targets = PUBLIC_TARGETS,
     ...rest
   }: DeliveryWorkerOptions) {
-    this.#o = { clock, delays, maxOutbox, timeoutMs, pollMs, ...rest };
+    this.#o = { clock, delays, maxOutbox, timeoutMs, pollMs, targets, ...rest };
   }
 
   start(): void {
@@ -170,7 +173,7 @@ export class DeliveryWorker {
   }
 
   async #deliver(entry: OutboxEntry, consumer: Consumer | undefined): Promise<void> {
-    const { outbox, clock, log, report, delays, timeoutMs } = this.#o;
+    const { outbox, clock, log, report, delays, timeoutMs, targets } = this.#o;
     const webhook = consumer?.webhook;
     const result: AttemptResult = webhook
       ? await clientSpan(
@@ -189,6 +192,7 @@ export class DeliveryWorker {
               },
               timeoutMs,
               this.#stop.signal,
+              targets,
             ),
           DELIVERY_SPAN,
         )

@@ -11,6 +11,8 @@ export interface CountRequestsOptions {
   metrics: Metrics;
   /** A monotonic clock in milliseconds; tests pass a fake one. */
   now?: () => number;
+  /** Counts every request under this operation instead of the route's (the admin port's `admin`). */
+  operation?: string;
 }
 
 /**
@@ -25,7 +27,8 @@ export interface CountRequestsOptions {
  * // ... the request is answered ...
  * count.finish(c, started, res.status)
  */
-export function requestCounter({ metrics, now = () => performance.now() }: CountRequestsOptions) {
+export function requestCounter({ metrics, now = () => performance.now(), operation }: CountRequestsOptions) {
+  const fixed = operation === undefined ? undefined : operationIndex(operation);
   return {
     start(): number {
       metrics.started();
@@ -34,7 +37,7 @@ export function requestCounter({ metrics, now = () => performance.now() }: Count
     /** `scope`'s trace, when exported, becomes the latency's exemplar. */
     finish(c: Context<AppEnv>, started: number, status: number, scope?: RequestScope): void {
       const traceId = scope?.sampled ? scope.traceId : undefined;
-      metrics.answered(operationIndex(c.get('operation')), status, (now() - started) / 1000, traceId);
+      metrics.answered(fixed ?? operationIndex(c.get('operation')), status, (now() - started) / 1000, traceId);
       const caller = c.get('caller');
       if (status === 429 && c.error instanceof ApiError) {
         metrics.refused(caller?.kind === 'consumer' ? caller.consumer.plan : 'anonymous', c.error.code);
