@@ -6,8 +6,9 @@
  * rounds; then random pages and pets of a million-pet file (lib/million.ts), where no memo
  * helps, against `Bun.serve` + `bun:sqlite` on the same file (sqlite-floor.ts); then the list on
  * two products whose webhook receivers answer and never answer (lib/hooks.ts); then the list
- * without a trace endpoint and exporting 1% and every request (lib/traces.ts); then start-up,
- * binary size and RSS under a flood of strangers.
+ * without a trace endpoint and exporting 1% and every request (lib/traces.ts); then the product
+ * as a fleet instance on PostgreSQL without Redis against the product alone on SQLite
+ * (lib/fleet-reads.ts); then start-up, binary size and RSS under a flood of strangers.
  * Writes bench/results.json, bench/chart.svg and the generated part of bench/README.md.
  *
  * Knobs (environment): BENCH_SECONDS (4), BENCH_ROUNDS (4), BENCH_WARMUP (2), BENCH_STARTS (40),
@@ -24,6 +25,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BaseBuild, buildBase } from './lib/base.ts';
 import { capture } from './lib/captured.ts';
+import { FLEET_READS_SCENARIOS, startPostgresFleet } from './lib/fleet-reads.ts';
 import { HOOKS_SCENARIO, type HooksFigures, startHooksFleet } from './lib/hooks.ts';
 import { flood, median, startupOnce } from './lib/measure.ts';
 import { millionFile } from './lib/million.ts';
@@ -112,6 +114,7 @@ async function main(): Promise<void> {
     ...SCENARIOS.flatMap((s) => (s.id === 'list' ? [s, QUOTA_SCENARIO] : [s])),
     HOOKS_SCENARIO,
     TRACES_SCENARIO,
+    ...FLEET_READS_SCENARIOS,
   ];
   const selected = ordered.filter((s) => !ONLY || ONLY.includes(s.id));
   const scenarios: ScenarioResult[] = [];
@@ -142,6 +145,17 @@ async function main(): Promise<void> {
     console.log(`bench: traces: ${JSON.stringify(traces)}`);
     await stopFleet(fleet);
     fleet.close();
+  }
+  const onPostgres = selected.filter((s) => s.data === 'postgres');
+  if (onPostgres.length > 0) {
+    console.log('bench: fleet instances on PostgreSQL without Redis (lib/fleet-reads.ts)');
+    const fleet = await startPostgresFleet(dir, BINARY, keysFile, base);
+    try {
+      scenarios.push(...(await runScenarios(fleet, onPostgres)));
+      await stopFleet(fleet);
+    } finally {
+      await fleet.finish();
+    }
   }
   const million = selected.filter((s) => s.data === 'million');
   if (million.length > 0) {
