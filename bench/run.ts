@@ -5,7 +5,8 @@
  * alternative), optionally against an earlier commit's build (BENCH_BASE), in alternating wrk
  * rounds; then random pages and pets of a million-pet file (lib/million.ts), where no memo
  * helps, against `Bun.serve` + `bun:sqlite` on the same file (sqlite-floor.ts); then the list on
- * two products whose webhook receivers answer and never answer (lib/hooks.ts); then the product
+ * two products whose webhook receivers answer and never answer (lib/hooks.ts); then the list
+ * without a trace endpoint and exporting 1% and every request (lib/traces.ts); then the product
  * as a fleet instance on PostgreSQL without Redis against the product alone on SQLite
  * (lib/fleet-reads.ts); then start-up, binary size and RSS under a flood of strangers.
  * Writes bench/results.json, bench/chart.svg and the generated part of bench/README.md.
@@ -46,6 +47,7 @@ import {
   WRK,
   writeKeys,
 } from './lib/setup.ts';
+import { startTracesFleet, TRACES_SCENARIO, type TracesFigures } from './lib/traces.ts';
 import { writeReport } from './lib/write.ts';
 import { runWrk } from './lib/wrk.ts';
 import { strangerCost } from './strangers.ts';
@@ -111,6 +113,7 @@ async function main(): Promise<void> {
   const ordered = [
     ...SCENARIOS.flatMap((s) => (s.id === 'list' ? [s, QUOTA_SCENARIO] : [s])),
     HOOKS_SCENARIO,
+    TRACES_SCENARIO,
     ...FLEET_READS_SCENARIOS,
   ];
   const selected = ordered.filter((s) => !ONLY || ONLY.includes(s.id));
@@ -131,6 +134,17 @@ async function main(): Promise<void> {
     hooks = await fleet.finish();
     console.log(`bench: hooks: outboxes before and after the rounds ${JSON.stringify(hooks)}`);
     await stopFleet(fleet);
+  }
+  let traces: TracesFigures | undefined;
+  const traced = selected.filter((s) => s.data === 'traces');
+  if (traced.length > 0) {
+    console.log('bench: traces: no endpoint, 1% and every request exported to a live OTLP receiver (lib/traces.ts)');
+    const fleet = await startTracesFleet(dir, [BINARY], keysFile, base?.binary);
+    scenarios.push(...(await runScenarios(fleet, traced)));
+    traces = await fleet.finish();
+    console.log(`bench: traces: ${JSON.stringify(traces)}`);
+    await stopFleet(fleet);
+    fleet.close();
   }
   const onPostgres = selected.filter((s) => s.data === 'postgres');
   if (onPostgres.length > 0) {
@@ -202,6 +216,7 @@ async function main(): Promise<void> {
     binary: { bytes, bunBytes, overMiB: mib(bytes - bunBytes) },
     memory: { idleMiB, perWave: FLOOD, settleMs: SETTLE_MS, waves, perStranger },
     ...(hooks ? { hooks } : {}),
+    ...(traces ? { traces } : {}),
     targets: [],
   };
   results.targets = checkTargets(results);

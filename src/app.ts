@@ -12,6 +12,7 @@ import {
   gateway,
   type LimiterStatus,
   type RateLimiter,
+  vouches,
   wouldRefuseReporter,
 } from './gateway/index.ts';
 
@@ -117,6 +118,7 @@ export function createApp({
     corsOrigins,
     metrics,
     allowedMethods: allowedMethods(API_PREFIX, OPERATIONS),
+    vouched: vouchedBy(keys, clock),
   });
 
   const app = new Hono<AppEnv>();
@@ -206,12 +208,19 @@ export function adminApp({
     gatedPath: isAdminPath,
     // Every answer of the admin port is counted under one operation of its own, `admin`.
     ...(metrics ? { metrics, countAs: ADMIN_OPERATION_LABEL } : {}),
+    vouched: vouchedBy(keys, clock),
   });
   const app = new Hono<AppEnv>();
   for (const op of byRouteOrder(ADMIN_OPERATIONS)) app.on(op.method, ADMIN_PREFIX + op.path, steps.operation(op));
   app.notFound(steps.notFound);
   app.onError(steps.onError);
   return app;
+}
+
+/** Whether a request's caller holds a key valid now (its `traceparent` may then force a trace). */
+function vouchedBy(keys: () => KeyTable, clock: Clock): (c: Context<AppEnv>) => boolean {
+  const vouch = vouches(keys, clock);
+  return (c) => vouch(c.req.header('authorization'));
 }
 
 function isAdminPath(path: string): boolean {

@@ -12,6 +12,7 @@ import type { AppEnv } from '../env.ts';
 import { type Gated, type GatewayPass, principalOf, quotaStatus } from '../gateway/index.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
+import { currentScope, type RequestScope } from '../trace/scope.ts';
 import { answer } from './answer.ts';
 import { answerError, toApiError } from './errors.ts';
 import { weakEtag } from './etag.ts';
@@ -20,6 +21,7 @@ import { limitBody } from './steps/body-limit.ts';
 import { corsStep } from './steps/cors.ts';
 import { requestCounter } from './steps/count-requests.ts';
 import { requestLogSteps } from './steps/request-log.ts';
+import { requestTrace } from './steps/trace.ts';
 import { MAX_URI_BYTES, pathAndQuery, uriTooLong } from './steps/uri-limit.ts';
 
 export interface PipelineOptions<D = ApiDeps> {
@@ -50,6 +52,8 @@ export interface PipelineOptions<D = ApiDeps> {
   newId?: () => string;
   /** The methods the API serves at a path (the table's), or undefined for a path it has not. */
   allowedMethods?: (path: string) => readonly string[] | undefined;
+  /** Whether the request's caller holds a valid key: only then may its `traceparent` force a trace to be exported. */
+  vouched?: (c: Context<AppEnv>) => boolean;
 }
 
 /**
@@ -105,6 +109,7 @@ interface Shared<D> {
   readonly maxBodyBytes: number;
   readonly allowedMethods: ((path: string) => readonly string[] | undefined) | undefined;
   readonly requestLog: ReturnType<typeof requestLogSteps>;
+  readonly tracing: ReturnType<typeof requestTrace>;
   readonly count: ReturnType<typeof requestCounter> | undefined;
   readonly cors: ReturnType<typeof corsStep> | undefined;
   readonly limit: ReturnType<typeof limitBody>;
@@ -128,7 +133,11 @@ function sharedOf<D>({
   newId,
   allowedMethods,
   gatedPath = isApiPath,
+  vouched = () => false,
 }: PipelineOptions<D>): Shared<D> {
+  // Within a request the scope names it; Hono's `onError` runs after the scope is closed.
+  const named = (c: Context<AppEnv>, err: unknown) =>
+    currentScope() ? { error: String(err) } : { requestId: c.get('requestId'), error: String(err) };
   return {
     gateway,
     deps,
@@ -137,46 +146,62 @@ function sharedOf<D>({
     maxBodyBytes,
     allowedMethods,
     requestLog: requestLogSteps({ log, clock, clientAddress, ...(newId ? { newId } : {}) }),
+    tracing: requestTrace({ clientAddress, vouched }),
     count: metrics && requestCounter({ metrics, ...(countAs ? { operation: countAs } : {}) }),
     cors: corsOrigins.length > 0 ? corsStep(corsOrigins) : undefined,
     limit: limitBody(maxBodyBytes),
     memo: new AnswerMemo(),
-    report: (err, c) => log.error('unhandled error', { requestId: c.get('requestId'), error: String(err) }),
-    unavailable: (err, c) => log.warn('store unavailable', { requestId: c.get('requestId'), error: String(err) }),
+    report: (err, c) => log.error('unhandled error', named(c, err)),
+    unavailable: (err, c) => log.warn('store unavailable', named(c, err)),
   };
 }
 
 /**
  * Step 1 around `inner`, the rest of a request's way: every Hono route is one of these, so each
  * request matches one handler and Hono calls it without composing layers. Whatever `inner`
- * throws is answered here, so the log line and the metrics see every answer.
+ * throws is answered here, so the log line and the metrics see every answer. The request
+ * scope (src/trace/scope.ts) is opened here, holding its id and, unless `traced` is false, its
+ * trace: every line logged and every span made while serving it reads the scope.
  */
-function exchange<D>({ requestLog, count, gatedPath, report, unavailable }: Shared<D>, inner: Inner): Served {
-  return async function exchange(c) {
+function exchange<D>(shared: Shared<D>, inner: Inner, traced = true): Served {
+  const { requestLog, tracing } = shared;
+  return function exchange(c) {
     const started = requestLog.start(c);
-    const counted = count?.start();
-    const id = started.id;
-    // Every API answer is private to its caller and never sniffed (SECURITY.md).
-    beginAnswer(
-      c,
-      gatedPath(c.req.path)
-        ? { 'X-Request-Id': id, 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }
-        : { 'X-Request-Id': id },
-    );
-    let res: Response;
-    const tooLong = uriTooLong(c.req.url, MAX_URI_BYTES);
-    if (tooLong) res = fail(c, tooLong);
-    else {
-      try {
-        res = await inner(c);
-      } catch (err) {
-        res = fail(c, toApiError(err, c, report, unavailable));
-      }
-    }
-    requestLog.finish(c, started, res.status);
-    if (count && counted !== undefined) count.finish(c, counted, res.status);
-    return res;
+    return tracing.run(c, started.id, traced, (scope) => within(shared, c, started, scope, inner));
   };
+}
+
+/** Step 1 inside the request's scope: its fixed headers, 414, `inner`, then the log line, metrics and span. */
+async function within<D>(
+  { requestLog, count, tracing, gatedPath, report, unavailable }: Shared<D>,
+  c: Context<AppEnv>,
+  started: ReturnType<Shared<D>['requestLog']['start']>,
+  scope: RequestScope,
+  inner: Inner,
+): Promise<Response> {
+  const counted = count?.start();
+  const id = started.id;
+  const traceresponse = tracing.header(scope);
+  // Every API answer is private to its caller and never sniffed (SECURITY.md).
+  const headers: AnswerHeaders = gatedPath(c.req.path)
+    ? { 'X-Request-Id': id, 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }
+    : { 'X-Request-Id': id };
+  if (traceresponse) headers.traceresponse = traceresponse;
+  beginAnswer(c, headers);
+  let res: Response;
+  const tooLong = uriTooLong(c.req.url, MAX_URI_BYTES);
+  if (tooLong) res = fail(c, tooLong);
+  else {
+    try {
+      res = await inner(c);
+    } catch (err) {
+      res = fail(c, toApiError(err, c, report, unavailable));
+    }
+  }
+  requestLog.finish(c, started, res.status);
+  if (count && counted !== undefined) count.finish(c, counted, res.status, scope);
+  tracing.finish(c, scope, res.status);
+  return res;
 }
 
 /** Steps 2 and 3, then `admitted` for a request the gateway lets through. */
@@ -190,7 +215,9 @@ async function gated<D>(
   const preflight = cors?.(c);
   if (preflight) return preflight;
   const answered = await gateway(c, op, admitted);
-  return answered instanceof ApiError ? fail(c, answered) : answered;
+  if (!(answered instanceof ApiError)) return answered;
+  c.set('refusal', answered.code);
+  return fail(c, answered);
 }
 
 /** Step 5's first half: the body's size (413) and a body sent with GET; then `next`. */
@@ -291,10 +318,14 @@ function unserved<D>(shared: Shared<D>, c: Context<AppEnv>): Promise<Response> {
 
 /** An ops route: step 1, then its handler, answered through the one answer path. */
 function opsRoute<D>(shared: Shared<D>, route: OpsRoute): Served {
-  return exchange(shared, async function opsRoute(c) {
-    c.set('operation', route.id);
-    return answer(c, await route.handler(c));
-  });
+  return exchange(
+    shared,
+    async function opsRoute(c) {
+      c.set('operation', route.id);
+      return answer(c, await route.handler(c));
+    },
+    !UNTRACED.has(route.id),
+  );
 }
 
 /** Answers a refusal or error, and keeps it where the log line and metrics read it. */
@@ -308,6 +339,9 @@ type Inner = (c: Context<AppEnv>) => Response | Promise<Response>;
 
 /** A Hono route's handler, and `notFound`: the request in, its one answer out. */
 type Served = (c: Context<AppEnv>) => Promise<Response>;
+
+/** The ops routes probes and scrapers call every few seconds: no trace is made of them. */
+const UNTRACED: ReadonlySet<string> = new Set(['healthz', 'readyz', 'metrics']);
 
 /** What the gateway knows of a path no operation serves: it costs 1 and needs no scope. */
 const UNSERVED: Gated = {};

@@ -7,12 +7,14 @@
  * Time. Without a `clock`, the script reads the Redis server's TIME: one clock for all
  * instances, so their skew cannot stretch or shrink a window. Tests pass a fake clock.
  */
+import { SpanKind } from '@opentelemetry/api';
 import { Redis } from 'ioredis';
 import * as v from 'valibot';
 import type { Clock } from '../../core/clock.ts';
 import type { Decision, Notice, Outcome } from '../../core/decision.ts';
 import type { Logger } from '../../log.ts';
 import { redactUrl } from '../../redact.ts';
+import { childSpan } from '../../trace/spans.ts';
 import { FailoverLimiter, type RedisFailMode } from './failover.ts';
 import type { LimiterEvent, RateLimiter, Subject } from './limiter.ts';
 import { decisionFromCounts, STATE_TTL_MS, type WindowCounts, withNotices } from './memory.ts';
@@ -112,8 +114,15 @@ export class RedisLimiter implements RateLimiter {
     return withNotices(decision, noticesOf(noticed));
   }
 
-  /** EVALSHA, and EVAL when Redis does not have the script (restarted, flushed, failed over). */
-  async #run(key: string, args: (string | number)[]): Promise<unknown> {
+  /**
+   * EVALSHA, and EVAL when Redis does not have the script (restarted, flushed, failed over), in
+   * a client span of the request's trace when it is recorded.
+   */
+  #run(key: string, args: (string | number)[]): Promise<unknown> {
+    return childSpan('EVALSHA', REDIS_SPAN, () => this.#eval(key, args), { kind: SpanKind.CLIENT });
+  }
+
+  async #eval(key: string, args: (string | number)[]): Promise<unknown> {
     try {
       return await this.#client.evalsha(DECIDE_SHA1, 1, key, ...args);
     } catch (err) {
@@ -122,6 +131,9 @@ export class RedisLimiter implements RateLimiter {
     }
   }
 }
+
+/** The Redis run's span attributes (OpenTelemetry's database conventions; never the key or arguments). */
+const REDIS_SPAN = { 'db.system.name': 'redis', 'db.operation.name': 'EVALSHA' } as const;
 
 /** The script's flat list of notices (kind, window, threshold, period; a ban's end for a period) as Notices. */
 function noticesOf(flat: readonly number[]): Notice[] {
