@@ -1,7 +1,7 @@
 /**
  * A flood of distinct bad tokens from distinct client addresses leaves memory bounded: the
- * limiter tracks at most 100,000 callers (README "Memory, and a full table"), so after that
- * many new addresses a second wave of as many again adds next to nothing.
+ * limiter counts addresses without a valid key in a table of fixed size (README "Memory, and
+ * strangers in a fixed table"), so a second wave of as many new addresses adds next to nothing.
  *
  * The addresses come in X-Forwarded-For from loopback (`--trust-proxy 127.0.0.1`), from the
  * documentation prefix 2001:db8::/32; all traffic stays on 127.0.0.1. Reads the server's RSS from

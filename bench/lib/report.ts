@@ -403,7 +403,7 @@ export function renderReport(results: Results): string {
       )
       .join(
         '; ',
-      )}. Once the limiter holds 100,000 subjects, newcomers share one overflow quota per plan, hence the 429s.`,
+      )}. Addresses without a valid key share the strangers' table of fixed size: a 429 here means it is saturated.`,
     ...(memory.perStranger
       ? [
           `Memory per stranger ([strangers.ts](strangers.ts)): ${memory.perStranger.bytesPerStranger} bytes of RSS for each of ${fmt(memory.perStranger.strangers)} more addresses, each with a bad token (RSS ${memory.perStranger.rssMiB.join(' → ')} MiB: idle, after the first wave, after the measured one).`,
