@@ -239,9 +239,9 @@ export function checkTargets(results: Results): Target[] {
       met: startup.medianMs <= 15,
     },
     {
-      figure: `RSS bounded by the limiter's LRU: idle, then after each ${fmt(memory.perWave)} distinct bad tokens and addresses`,
+      figure: `RSS bounded by the strangers' fixed table: idle, then after each ${fmt(memory.perWave)} distinct bad tokens and addresses`,
       measured: `${[memory.idleMiB, ...memory.waves.map((w) => w.rssMiB)].map((m) => m.toFixed(0)).join(' → ')} MiB`,
-      target: 'last ≤ first full LRU + 25% (unbounded: +~150 MiB a wave)',
+      target: 'last ≤ first wave + 25% (unbounded: +~150 MiB a wave)',
       met: (memory.waves.at(-1)?.rssMiB ?? Number.POSITIVE_INFINITY) <= 1.25 * (memory.waves[0]?.rssMiB ?? 0),
     },
   );
