@@ -177,17 +177,17 @@ describe('HEAD, conditional GET and compression', () => {
     expect(JSON.parse(err.body.toString()).code).toBe('unauthorized');
   });
 
-  test('the docs bundle is served compressed with br or gzip', async () => {
+  test('the docs bundle is served gzipped, to browsers that also take br alike', async () => {
     const page = (await send(server.port, 'GET', '/docs')).body.toString();
     const bundle = /src="(\/docs\/assets\/scalar\.[^"]+)"/.exec(page)?.[1] as string;
     const plain = await send(server.port, 'GET', bundle);
     const br = await send(server.port, 'GET', bundle, { 'Accept-Encoding': 'gzip, br' });
     const gz = await send(server.port, 'GET', bundle, { 'Accept-Encoding': 'gzip' });
-    expect([br.headers['content-encoding'], gz.headers['content-encoding']]).toEqual(['br', 'gzip']);
-    expect(br.headers.vary).toContain('Accept-Encoding');
-    expect(brotliDecompressSync(br.body).equals(plain.body)).toBe(true);
+    expect([br.headers['content-encoding'], gz.headers['content-encoding']]).toEqual(['gzip', 'gzip']);
+    expect(gz.headers.vary).toContain('Accept-Encoding');
     expect(gunzipSync(gz.body).equals(plain.body)).toBe(true);
-    expect(br.headers.etag).not.toBe(gz.headers.etag);
+    expect(br.body.equals(gz.body)).toBe(true);
+    expect(gz.headers.etag).not.toBe(plain.headers.etag);
   });
 });
 
