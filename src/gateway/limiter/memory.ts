@@ -92,10 +92,10 @@ class SubjectState {
 
 /**
  * Sliding-window limits per subject, kept in process; see the top of this file for the bound,
- * the memory and the full-cache behaviour.
+ * the memory and how strangers are counted.
  *
  * @example
- * const limiter = new SlidingWindowLimiter({ maxSubjects: 50_000, onEvent: (e) => log(e) });
+ * const limiter = new SlidingWindowLimiter({ onEvent: (e) => log(e) });
  * const decision = limiter.decide(subject); // { outcome: 'admitted', retryAfter: 0, ... }
  */
 export class SlidingWindowLimiter implements RateLimiter {
