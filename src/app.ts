@@ -20,6 +20,7 @@ import type { BanPolicy } from './keys/plans.ts';
 import type { KeyAdmin } from './keys/source.ts';
 import type { KeyTable } from './keys/table.ts';
 import { type Logger, silentLogger } from './log.ts';
+import { ADMIN_OPERATION_LABEL } from './metrics/labels.ts';
 import type { Metrics } from './metrics/registry.ts';
 import { countStoreErrors } from './metrics/store-errors.ts';
 import { metricsRoute } from './ops/metrics.ts';
@@ -164,7 +165,7 @@ export type App = ReturnType<typeof createApp>;
 export interface AdminAppOptions
   extends Pick<
     AppOptions,
-    'keys' | 'limiter' | 'clock' | 'log' | 'clientAddress' | 'ban' | 'maxInFlight' | 'ipv6Prefix'
+    'keys' | 'limiter' | 'clock' | 'log' | 'clientAddress' | 'ban' | 'maxInFlight' | 'ipv6Prefix' | 'metrics'
   > {
   /** Where consumers and keys are read and changed: the keys file or the data store. */
   admin: KeyAdmin;
@@ -190,6 +191,7 @@ export function adminApp({
   ban,
   maxInFlight,
   ipv6Prefix,
+  metrics,
 }: AdminAppOptions) {
   const pass = gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, clock, admin: true });
   const steps = pipeline<AdminDeps>({
@@ -201,6 +203,8 @@ export function adminApp({
     maxBodyBytes: MAX_BODY_BYTES,
     allowedMethods: allowedMethods(ADMIN_PREFIX, ADMIN_OPERATIONS),
     gatedPath: isAdminPath,
+    // Every answer of the admin port is counted under one operation of its own, `admin`.
+    ...(metrics ? { metrics, countAs: ADMIN_OPERATION_LABEL } : {}),
   });
   const app = new Hono<AppEnv>();
   for (const op of ADMIN_OPERATIONS) app.on(op.method, ADMIN_PREFIX + op.path, steps.operation(op));

@@ -12,6 +12,7 @@ import {
 import { checked, int, on, oneOf, text, toggle, urlWith, words } from './cli/parsers.ts';
 import { DEFAULT_IPV6_PREFIX } from './gateway/index.ts';
 import { DEFAULT_MAX_IN_FLIGHT } from './keys/plans.ts';
+import { isCidrBlock } from './keys/webhook-targets.ts';
 import { LOG_LEVELS, type LogFormat, type LogLevel } from './log.ts';
 
 export { ConfigError };
@@ -46,6 +47,11 @@ const redisUrl = checked(
     v.string(),
     v.check((raw) => Boolean(urlWith(raw, ['redis:', 'rediss:'])?.hostname)),
   ),
+);
+
+const cidrBlocks = checked(
+  'CIDR blocks such as 10.20.0.0/16 (comma or space separated)',
+  v.pipe(v.string(), v.transform(words), v.array(v.pipe(v.string(), v.check(isCidrBlock)))),
 );
 
 /** Every option, in `--help` order; the table is the single source of flags, env vars and defaults. */
@@ -192,6 +198,15 @@ export const OPTIONS = {
     help: 'webhook events kept undelivered at most; beyond it the oldest failed ones are dropped first (counted)',
     fallback: 10_000,
     parse: int(1, 100_000_000),
+  },
+  webhookAllowCidr: {
+    flag: '--webhook-allow-cidr',
+    env: 'PETSTORE_WEBHOOK_ALLOW_CIDRS',
+    arg: 'CIDR...',
+    help: 'private ranges webhooks may reach when a host name resolves into them (comma or space separated); others are refused (SECURITY.md)',
+    fallback: [] as string[],
+    shownDefault: 'none (public addresses and loopback only)',
+    parse: cidrBlocks,
   },
   logLevel: {
     flag: '--log-level',

@@ -40,6 +40,8 @@ export interface PipelineOptions<D = ApiDeps> {
   corsOrigins?: readonly string[];
   /** Counts requests when given (`--metrics`). */
   metrics?: Metrics;
+  /** The operation label every request is counted under, whatever route served it (the admin port's). */
+  countAs?: string;
   /** Makes a fresh request id when the client sent none usable. */
   newId?: () => string;
   /** The methods the API serves at a path (the table's), or undefined for a path it has not. */
@@ -80,12 +82,13 @@ export function pipeline<D extends object = ApiDeps>({
   maxBodyBytes,
   corsOrigins = [],
   metrics,
+  countAs,
   newId,
   allowedMethods,
   gatedPath = isApiPath,
 }: PipelineOptions<D>) {
   const requestLog = requestLogSteps({ log, clock, clientAddress, ...(newId ? { newId } : {}) });
-  const count = metrics && requestCounter({ metrics });
+  const count = metrics && requestCounter({ metrics, ...(countAs ? { operation: countAs } : {}) });
   const cors = corsOrigins.length > 0 ? corsStep(corsOrigins) : undefined;
   const limit = limitBody(maxBodyBytes);
   const memo = new AnswerMemo();

@@ -6,8 +6,16 @@ import { OPS_IDS } from '../core/ops-route.ts';
  * request path and the `/metrics` route need these, and prom-client is loaded only when metrics
  * are on (it was 60% of the binary's start-up, bench/README.md).
  */
-/** Operations requests are counted under: the API table's ids, the ops routes', and `other`. */
-export const OPERATIONS: readonly string[] = [...API_OPERATIONS.map((op) => op.id), ...OPS_IDS, 'other'];
+/** What every request of the admin port (`--admin-port`) is counted under. */
+export const ADMIN_OPERATION_LABEL = 'admin';
+
+/** Operations requests are counted under: the API table's ids, the ops routes', `admin`, and `other`. */
+export const OPERATIONS: readonly string[] = [
+  ...API_OPERATIONS.map((op) => op.id),
+  ...OPS_IDS,
+  ADMIN_OPERATION_LABEL,
+  'other',
+];
 const INDEX = new Map(OPERATIONS.map((name, i) => [name, i]));
 const OTHER = OPERATIONS.length - 1;
 

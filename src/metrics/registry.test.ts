@@ -6,7 +6,7 @@ const samples = async (m: Metrics) => (await m.render()).split('\n').filter((l) 
 const op = (name: string) => OPERATIONS.indexOf(name);
 
 describe('operationIndex', () => {
-  test('every operation of the table and every ops route is a label of its own, the rest other', () => {
+  test('every operation of the table, every ops route and the admin port is a label of its own, the rest other', () => {
     expect(OPERATIONS).toEqual([
       'listPets',
       'createPet',
@@ -17,6 +17,7 @@ describe('operationIndex', () => {
       'metrics',
       'docs',
       'openapi',
+      'admin',
       'other',
     ]);
     expect(OPERATIONS[operationIndex('getPet')]).toBe('getPet');

@@ -3,10 +3,10 @@ import { type AdminAppOptions, adminApp, createApp, metricsApp } from '../app.ts
 import { type Config, ConfigError } from '../config.ts';
 import { systemClock } from '../core/clock.ts';
 import { type LimiterEvent, openRedisLimiter, SlidingWindowLimiter, TrustedProxies } from '../gateway/index.ts';
-
 import type { KeyRecord } from '../keys/file.ts';
 import { fileKeyAdmin, type KeyAdmin, storeKeyAdmin } from '../keys/source.ts';
 import { KeyTable } from '../keys/table.ts';
+import { AllowedRanges } from '../keys/webhook-targets.ts';
 import { createLogger } from '../log.ts';
 import { type KeyStore, keyStoreOf } from '../store/keys.ts';
 import { describeData, MEMORY, openStore } from '../store/open.ts';
@@ -14,6 +14,7 @@ import type { PetStore } from '../store/store.ts';
 import { VERSION } from '../version.ts';
 import { notifier } from '../webhooks/notify.ts';
 import { parseRetrySeconds } from '../webhooks/schedule.ts';
+import { PUBLIC_TARGETS } from '../webhooks/sender.ts';
 import { DeliveryWorker } from '../webhooks/worker.ts';
 import { checkOpenFiles, openFilesNeeded } from './fd-limit.ts';
 import { announceDevKey, developmentKeys, KeysFileWatcher, type StartKeys } from './keys-source.ts';
@@ -202,6 +203,7 @@ export async function startServer(config: Config): Promise<void> {
         keys: () => keys.records(),
         log,
         maxOutbox: config.webhookOutboxMax,
+        targets: { ...PUBLIC_TARGETS, allowed: new AllowedRanges(config.webhookAllowCidr) },
         ...(metrics ? { report: metrics.webhooks } : {}),
         ...(retryDelays ? { delays: retryDelays } : {}),
       })
@@ -244,6 +246,7 @@ export async function startServer(config: Config): Promise<void> {
       ban: { seconds: config.banSeconds, ...(config.banThreshold > 0 ? { threshold: config.banThreshold } : {}) },
       maxInFlight: config.maxInFlight,
       ipv6Prefix: config.ipv6Prefix,
+      ...(metrics ? { metrics } : {}),
     },
     adapter,
   );
