@@ -16,6 +16,7 @@ import {
 } from './gateway/index.ts';
 
 import { pipeline } from './http/pipeline.ts';
+import { byRouteOrder } from './http/route-order.ts';
 import type { BanPolicy } from './keys/plans.ts';
 import type { KeyAdmin } from './keys/source.ts';
 import type { KeyTable } from './keys/table.ts';
@@ -112,6 +113,7 @@ export function createApp({
     clientAddress,
     gateway: pass,
     deps: { store, clock },
+    storeVersion: () => store.version(),
     maxBodyBytes: MAX_BODY_BYTES,
     corsOrigins,
     metrics,
@@ -132,7 +134,7 @@ export function createApp({
   // One route per operation and ops route, so a request matches one handler; the rest (404, and
   // 405 for a known API path asked with another method) is `notFound`'s.
   for (const route of ops) app.get(route.path, steps.opsRoute(route));
-  for (const op of OPERATIONS) app.on(op.method, API_PREFIX + op.path, steps.operation(op));
+  for (const op of byRouteOrder(OPERATIONS)) app.on(op.method, API_PREFIX + op.path, steps.operation(op));
   app.notFound(steps.notFound);
   app.onError(steps.onError);
   return app;
@@ -207,7 +209,7 @@ export function adminApp({
     ...(metrics ? { metrics, countAs: ADMIN_OPERATION_LABEL } : {}),
   });
   const app = new Hono<AppEnv>();
-  for (const op of ADMIN_OPERATIONS) app.on(op.method, ADMIN_PREFIX + op.path, steps.operation(op));
+  for (const op of byRouteOrder(ADMIN_OPERATIONS)) app.on(op.method, ADMIN_PREFIX + op.path, steps.operation(op));
   app.notFound(steps.notFound);
   app.onError(steps.onError);
   return app;

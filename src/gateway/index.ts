@@ -29,9 +29,9 @@ export { wouldRefuseReporter } from './report-only.ts';
  * ioredis loads only when a server is configured.
  *
  * @example
- * const limiter = await openRedisLimiter({ url: 'redis://cache:6379', mode: 'open', fallback, log });
+ * const limiter = await loadRedisLimiter({ url: 'redis://cache:6379', mode: 'open', fallback, log });
  */
-export async function openRedisLimiter(options: OpenRedisLimiterOptions): Promise<FailoverLimiter> {
+export async function loadRedisLimiter(options: OpenRedisLimiterOptions): Promise<FailoverLimiter> {
   return (await import('./limiter/redis.ts')).openRedisLimiter(options);
 }
 

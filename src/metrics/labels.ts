@@ -1,5 +1,6 @@
-import { OPERATIONS as API_OPERATIONS } from '../api/operations.ts';
+import { OPERATIONS } from '../api/operations.ts';
 import { OPS_IDS } from '../core/ops-route.ts';
+import { OUTBOX_CALLS, STORE_CALLS } from '../store/store.ts';
 
 /**
  * What requests and store errors are counted under, apart from the registry (registry.ts): the
@@ -10,17 +11,21 @@ import { OPS_IDS } from '../core/ops-route.ts';
 export const ADMIN_OPERATION_LABEL = 'admin';
 
 /** Operations requests are counted under: the API table's ids, the ops routes', `admin`, and `other`. */
-export const OPERATIONS: readonly string[] = [
-  ...API_OPERATIONS.map((op) => op.id),
+export const REQUEST_OPERATIONS: readonly string[] = [
+  ...OPERATIONS.map((op) => op.id),
   ...OPS_IDS,
   ADMIN_OPERATION_LABEL,
   'other',
 ];
-const INDEX = new Map(OPERATIONS.map((name, i) => [name, i]));
-const OTHER = OPERATIONS.length - 1;
+const INDEX = new Map(REQUEST_OPERATIONS.map((name, i) => [name, i]));
+const OTHER = REQUEST_OPERATIONS.length - 1;
 
-export const STORE_OPERATIONS = ['create', 'get', 'list', 'ping'] as const;
-export type StoreOperation = (typeof STORE_OPERATIONS)[number];
+/** What the store's failed calls are counted under: the `counted` of each call the store lists. */
+export const STORE_OPERATIONS: readonly StoreOperation[] = [
+  ...new Set([...Object.values(STORE_CALLS), ...Object.values(OUTBOX_CALLS)].map((call) => call.counted)),
+];
+type CountedOf<T> = T[keyof T] extends { readonly counted: infer C } ? C : never;
+export type StoreOperation = CountedOf<typeof STORE_CALLS> | CountedOf<typeof OUTBOX_CALLS>;
 
 /** `Content-Type` of the exposition format. */
 export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from 'bun:test';
 import postgres from 'postgres';
 import { describeStore } from '../../test/store-conformance.ts';
 import { createLogger, silentLogger } from '../log.ts';
-import { BoundedStore } from './bounded.ts';
+import { boundStore } from './bounded.ts';
 import {
   OUTCOME_UNKNOWN,
   StoreError,
@@ -191,7 +191,7 @@ describe('PostgresStore without a server', () => {
 describe.skipIf(!SERVER)('PostgresStore behind its bound', () => {
   test('a query that never returns (LOCK TABLE held elsewhere) is answered within the bound; the pool serves after', async () => {
     const db = await freshDatabase();
-    const store = new BoundedStore(await PostgresStore.open({ url: db.url, log: silentLogger, timeoutMs: 1_000 }), {
+    const store = boundStore(await PostgresStore.open({ url: db.url, log: silentLogger, timeoutMs: 1_000 }), {
       timeoutMs: 1_000,
       log: silentLogger,
     });
