@@ -23,7 +23,6 @@ import type { KeyTable } from './keys/table.ts';
 import { type Logger, silentLogger } from './log.ts';
 import { ADMIN_OPERATION_LABEL } from './metrics/labels.ts';
 import type { Metrics } from './metrics/registry.ts';
-import { countStoreErrors } from './metrics/store-errors.ts';
 import { metricsRoute } from './ops/metrics.ts';
 import { opsRoutes } from './ops/routes.ts';
 import type { PetStore } from './store/store.ts';
@@ -32,6 +31,7 @@ import type { PetStore } from './store/store.ts';
 export const MAX_BODY_BYTES = 64 * 1024;
 
 export interface AppOptions {
+  /** The store as start-up hands it to every part (`storeOf` in src/serve/start.ts: bounded in time, failures counted). */
   store: PetStore;
   /** The current keys; a function so a reload swaps them between requests. */
   keys: () => KeyTable;
@@ -43,7 +43,7 @@ export interface AppOptions {
   ban?: BanPolicy;
   /** Production and staging URLs the reference page offers besides this server. */
   docs?: DocsOptions;
-  /** Counts requests, 429s and store errors when given (`--metrics`). */
+  /** Counts requests and 429s when given (`--metrics`); the store's errors are counted by its wrapper. */
   metrics?: Metrics;
   /** Whether this app serves `GET /metrics` (false when it has a port of its own). */
   serveMetrics?: boolean;
@@ -90,7 +90,6 @@ export function createApp({
   keysProblem,
   notify,
 }: AppOptions) {
-  if (metrics) store = countStoreErrors(store, metrics);
   const wouldRefuse = wouldRefuseReporter({
     log,
     clock,

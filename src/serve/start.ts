@@ -11,8 +11,9 @@ import {
 import { AllowedRanges } from '../keys/webhook-targets.ts';
 import { createLogger, type Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
+import { countStoreErrors } from '../metrics/store-errors.ts';
 import { describeData, openStore } from '../store/open.ts';
-import type { PetStore } from '../store/store.ts';
+import type { PetStore, WrappedStore } from '../store/store.ts';
 import { VERSION } from '../version.ts';
 import { notifier } from '../webhooks/notify.ts';
 import { PUBLIC_TARGETS } from '../webhooks/sender.ts';
@@ -42,9 +43,7 @@ export async function startServer(config: Config): Promise<void> {
   const keys = new LiveKeys(config.keys, log, metrics);
   checkOpenFiles(log, openFilesNeeded(keys.consumers, config.maxInFlight));
   const listeners = await Listeners.bind(config, adapter, metrics);
-  const store = await listeners.unlessFailed(() =>
-    openStore(config.data, log, { timeoutMs: config.storeTimeoutSeconds * 1_000 }),
-  );
+  const store = await listeners.unlessFailed(() => storeOf(config, log, metrics));
   await listeners.unlessFailed(
     () => keys.openStore(store),
     () => store.close(),
@@ -201,8 +200,26 @@ async function openLimiter(config: Config, log: Logger, metrics: Metrics | undef
   return { limiter, shared };
 }
 
-/** Webhook events live in the store's outbox (when it has one): recorded before the answer, delivered by the worker off the request path. */
-function webhooksOf(store: PetStore, config: Config, log: Logger, metrics: Metrics | undefined, keys: LiveKeys) {
+/**
+ * The one store every part is given (the API, the keys, the webhook worker and notifier): every
+ * call bounded in time (`--store-timeout`) and, with metrics, its failures counted. No part
+ * reaches the store around these wrappers.
+ */
+export async function storeOf(config: Config, log: Logger, metrics: Metrics | undefined): Promise<WrappedStore> {
+  const store = await openStore(config.data, log, { timeoutMs: config.storeTimeoutSeconds * 1_000 });
+  return metrics ? countStoreErrors(store, metrics) : store;
+}
+
+/**
+ * Webhook events live in the store's outbox (when it has one): recorded before the answer,
+ * delivered by the worker off the request path. Both use the outbox of `storeOf`'s store: its
+ * failures are counted, and the worker's calls take the same time bound as a request's. The
+ * worker needs no longer one: its slow part, the sends, is outside its store calls; a pass
+ * waits for each call, and `stop` waits for the pass, so an unbounded call on a stuck connection
+ * would hold up shutdown; and sharing the bound means a database found away is answered at
+ * once to the worker too, and a worker call that finds it away spares the requests the wait.
+ */
+export function webhooksOf(store: PetStore, config: Config, log: Logger, metrics: Metrics | undefined, keys: LiveKeys) {
   const { outbox } = store;
   if (!outbox) return {};
   const worker = new DeliveryWorker({

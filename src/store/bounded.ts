@@ -14,7 +14,7 @@ import { clearTimeout, setTimeout } from 'node:timers';
 import { type Clock, systemClock } from '../core/clock.ts';
 import type { Logger } from '../log.ts';
 import { OUTCOME_UNKNOWN, StoreTimeoutError, StoreUnreachableError } from './errors.ts';
-import { type CallWrap, OUTBOX_CALLS, type PetStore, STORE_CALLS, wrapCalls } from './store.ts';
+import { type CallWrap, OUTBOX_CALLS, type PetStore, STORE_CALLS, type WrappedStore, wrapCalls } from './store.ts';
 
 /** `--store-timeout`'s default: the longest a request waits for the store. */
 export const DEFAULT_STORE_TIMEOUT_MS = 2_000;
@@ -55,9 +55,7 @@ interface Call {
 }
 
 /** A store whose every call is bounded in time, and whether its database is away now. */
-export interface BoundedStore extends PetStore {
-  /** The store every call is passed to. */
-  readonly backend: PetStore;
+export interface BoundedStore extends WrappedStore {
   /** True while calls are answered at once because the database is away. */
   readonly away: boolean;
 }
