@@ -363,6 +363,42 @@ test('a caller without a valid key cannot force a trace to be exported: its samp
   }
 }, 20_000);
 
+test('a ratio sampler: a request it does not sample exports nothing and still logs its trace id; one it samples is exported under the trace id it answered with', async () => {
+  const otlp = await startOtlpReceiver();
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-traces-'));
+  const server = await startServer({
+    args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'pro' }], dir), '--otel-endpoint', otlp.url],
+    env: { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.5' },
+  });
+  try {
+    const answers: { traceId: string; spanId: string; sampled: boolean; requestId: string }[] = [];
+    // 24 new traces at a ratio of one half: both kinds, but for a chance of 2^-23.
+    for (let i = 0; i < 24; i++) {
+      const res = await fetch(`${server.url}/v1/pets`, { headers: bearer('acme') });
+      expect(res.status).toBe(200);
+      answers.push({ ...ids(res), requestId: String(res.headers.get('x-request-id')) });
+    }
+    const sampled = answers.filter((a) => a.sampled);
+    const unsampled = answers.filter((a) => !a.sampled);
+    expect(sampled.length).toBeGreaterThan(0);
+    expect(unsampled.length).toBeGreaterThan(0);
+    for (const a of sampled) {
+      const spans = await otlp.waitFor(byTrace(a.traceId));
+      expect(serverSpan(spans)).toMatchObject({ spanId: a.spanId, parentSpanId: '', name: 'GET /v1/pets' });
+      expect(spans.find((s) => s.name === 'gateway decide')?.parentSpanId).toBe(a.spanId);
+    }
+    // Every request was answered before the last sampled one was exported: one more interval for a late batch.
+    await sleep(1_500);
+    expect(new Set(otlp.spans.map((s) => s.traceId))).toEqual(new Set(sampled.map((a) => a.traceId)));
+    for (const a of unsampled) {
+      expect(await logLine(server, a.requestId)).toMatchObject({ traceId: a.traceId, spanId: a.spanId, status: 200 });
+    }
+  } finally {
+    await server.stop('SIGKILL');
+    await otlp.close();
+  }
+}, 20_000);
+
 /**
  * `n` requests to each server, one to each in turn (who goes first turning round), so that
  * whatever else the machine does falls on all of them alike; each server's request times, in ms.

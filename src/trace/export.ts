@@ -3,15 +3,23 @@
  * provider whose spans a bounded batch processor hands to the OTLP/HTTP (protobuf) exporter.
  * Without an endpoint this module is never loaded, and no exporter or span exists.
  *
- * - Sampling is the configured sampler (`OTEL_TRACES_SAMPLER`, default `parentbased_always_on`)
- *   with two rules of the service's own: a caller's sampled flag forces a trace to be exported
+ * - Sampling is the configured sampler (`OTEL_TRACES_SAMPLER`, default `parentbased_always_on`),
+ *   asked at the start of each request before any span is made (a request it does not record
+ *   gets its ids and no span object, its children none either), with two rules of the service's own: a caller's sampled flag forces a trace to be exported
  *   only when the caller holds a valid key (`VOUCHED`), else the root sampler decides as if the
  *   flag were unset; and a span linked to an exported one (a webhook delivery) is exported.
  * - The queue holds `MAX_QUEUE` spans: a slow or absent collector makes it drop spans, never
  *   wait; what is dropped (the queue full, or an export that failed) goes to `dropped`.
  */
 import { randomUUID } from 'node:crypto';
-import { type Attributes, createNoopMeter, type Link, type Meter, type MeterProvider } from '@opentelemetry/api';
+import {
+  type Attributes,
+  createNoopMeter,
+  type Link,
+  type Meter,
+  type MeterProvider,
+  SpanKind,
+} from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
@@ -27,7 +35,7 @@ import {
 } from '@opentelemetry/sdk-trace';
 import { COMMIT, VERSION } from '../version.ts';
 import type { SamplerName } from './settings.ts';
-import { useTracer, VOUCHED } from './spans.ts';
+import { traceIds, useTracer, VOUCHED } from './spans.ts';
 
 /** Spans waiting for export at most; beyond it they are dropped (and counted). */
 export const MAX_QUEUE = 2048;
@@ -80,12 +88,18 @@ export function startTraceExport(options: TraceExportOptions): TraceExport {
     exportTimeoutMillis: EXPORT_TIMEOUT_MS,
     ...(options.dropped ? { selfObsMeterProvider: dropCounter(options.dropped) } : {}),
   });
+  const sampler = samplerOf(options.sampler, options.samplerArg);
   const provider = new TracerProvider({
     resource: resourceFromAttributes(resourceOf(options)),
-    sampler: samplerOf(options.sampler, options.samplerArg),
+    sampler,
+    idGenerator: traceIds,
     spanProcessors: [processor],
   });
-  useTracer(provider.getTracer('petstore', VERSION));
+  useTracer(
+    provider.getTracer('petstore', VERSION),
+    (context, traceId) =>
+      sampler.shouldSample(context, traceId, 'HTTP', SpanKind.SERVER, {}, []).decision !== SamplingDecision.NOT_RECORD,
+  );
   return {
     async shutdown(withinMs) {
       useTracer(undefined);

@@ -25,6 +25,31 @@ import { formatTraceParent, newSpanId, newTraceId, parseTraceParent } from './co
 import { currentScope, inScope, type RequestScope } from './scope.ts';
 
 let tracer: Tracer | undefined;
+let sampled: Sampled = () => true;
+
+/**
+ * The configured sampler's answer for a request's server span, asked before any span is made:
+ * whether a span in `context` (the caller's, when its `traceparent` is valid) of trace `traceId`
+ * is recorded. The SDK asks the same sampler again for the spans that are, with the same context
+ * and trace id, and so gets the same answer.
+ */
+export type Sampled = (context: OtelContext, traceId: string) => boolean;
+
+/** The trace id the next root span takes: the one its sampler was asked about (`traceIds`). */
+let nextTraceId: string | undefined;
+
+/**
+ * The SDK's id generator (src/trace/export.ts): a root span takes the trace id its request was
+ * sampled on, so that the SDK's sampler, asked again, answers the same.
+ */
+export const traceIds = {
+  generateTraceId(): string {
+    const id = nextTraceId ?? newTraceId();
+    nextTraceId = undefined;
+    return id;
+  },
+  generateSpanId: newSpanId,
+};
 
 /**
  * Every span's start and end, from one clock: the SDK anchors each span's own clock to the
@@ -32,9 +57,13 @@ let tracer: Tracer | undefined;
  */
 const now = (): number => performance.timeOrigin + performance.now();
 
-/** Makes spans with `t` from now on (start-up, with an endpoint); undefined: none at all. */
-export function useTracer(t: Tracer | undefined): void {
+/**
+ * Makes spans with `t` from now on (start-up, with an endpoint), for the requests `sample` says
+ * are recorded; undefined: none at all.
+ */
+export function useTracer(t: Tracer | undefined, sample: Sampled = () => true): void {
   tracer = t;
+  sampled = sample;
 }
 
 /**
@@ -79,10 +108,21 @@ export function beginRequest(start: RequestStart): RequestScope {
     });
     if (parent.sampled && start.vouched()) context = context.setValue(VOUCHED, true);
   }
-  // The name and attributes are made only for a span that is recorded: most are not, at a low
-  // sampling ratio, and the sampler reads neither.
-  const span = tracer.startSpan('HTTP', { kind: SpanKind.SERVER, startTime: now() }, context);
-  if (span.isRecording()) span.updateName(start.name()).setAttributes(start.attributes());
+  // The sampler is asked first: a request it does not record (most, at a low ratio) gets its ids
+  // and no span object at all, so it costs what a request without an endpoint costs. The
+  // sampler reads neither the span's name nor its attributes.
+  const traceId = parent?.traceId ?? newTraceId();
+  if (!sampled(context, traceId)) {
+    return { requestId: start.requestId, traceId, spanId: newSpanId(), sampled: false };
+  }
+  if (!parent) nextTraceId = traceId;
+  let span: Span;
+  try {
+    span = tracer.startSpan(start.name(), { kind: SpanKind.SERVER, startTime: now() }, context);
+  } finally {
+    nextTraceId = undefined;
+  }
+  if (span.isRecording()) span.setAttributes(start.attributes());
   return scopeOf(start.requestId, span, ROOT_CONTEXT);
 }
 
