@@ -335,13 +335,19 @@ describe('traces to a live OTLP receiver', () => {
   });
 });
 
-test('a caller without a valid key cannot force a trace to be exported: its sampled flag counts only with a key', async () => {
+/** A server whose key `acme` is valid, exporting to a fresh receiver with `parentbased_traceidratio` at `ratio`. */
+async function ratioServer(ratio: string): Promise<{ otlp: OtlpReceiver; server: Running }> {
   const otlp = await startOtlpReceiver();
   const dir = mkdtempSync(join(tmpdir(), 'petstore-traces-'));
   const server = await startServer({
     args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'pro' }], dir), '--otel-endpoint', otlp.url],
-    env: { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' },
+    env: { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: ratio },
   });
+  return { otlp, server };
+}
+
+test('a caller without a valid key cannot force a trace to be exported: its sampled flag counts only with a key', async () => {
+  const { otlp, server } = await ratioServer('0');
   try {
     const stranger = traceparent(true);
     const forged = await fetch(`${server.url}/v1/pets`, {
@@ -364,12 +370,7 @@ test('a caller without a valid key cannot force a trace to be exported: its samp
 }, 20_000);
 
 test('a ratio sampler: a request it does not sample exports nothing and still logs its trace id; one it samples is exported under the trace id it answered with', async () => {
-  const otlp = await startOtlpReceiver();
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-traces-'));
-  const server = await startServer({
-    args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'pro' }], dir), '--otel-endpoint', otlp.url],
-    env: { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.5' },
-  });
+  const { otlp, server } = await ratioServer('0.5');
   try {
     const answers: { traceId: string; spanId: string; sampled: boolean; requestId: string }[] = [];
     // 24 new traces at a ratio of one half: both kinds, but for a chance of 2^-23.
