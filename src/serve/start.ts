@@ -177,7 +177,7 @@ export async function startServer(config: Config): Promise<void> {
   const local = new SlidingWindowLimiter({ clock: systemClock, onEvent });
   // Imported only with --redis, like the PostgreSQL client with a postgres:// --data.
   const shared = config.redis
-    ? await (await import('../gateway/limiter/redis.ts')).openRedisLimiter({
+    ? await (await import('../gateway/limiter/shared.ts')).openRedisLimiter({
         url: config.redis,
         mode: config.redisFail,
         fallback: local,

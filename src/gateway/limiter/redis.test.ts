@@ -5,8 +5,9 @@ import { rateLimitHeaders } from '../headers.ts';
 import type { Limits } from '../plans.ts';
 import type { Decision, LimiterEvent, Subject } from './limiter.ts';
 import { SlidingWindowLimiter, STATE_TTL_MS } from './memory.ts';
-import { openRedisLimiter, RedisLimiter } from './redis.ts';
+import { RedisLimiter } from './redis.ts';
 import { DECIDE_SHA1 } from './redis-script.ts';
+import { openRedisLimiter } from './shared.ts';
 
 /** A Redis the tests may write to (under a prefix of their own); scripts/with-redis.sh provides one. */
 const SERVER = process.env.PETSTORE_TEST_REDIS_URL ?? '';
