@@ -6,6 +6,7 @@ import { TrustedProxies } from '../gateway/addresses.ts';
 import type { KeyRecord } from '../gateway/keys/file.ts';
 import { fileKeyAdmin, type KeyAdmin, storeKeyAdmin } from '../gateway/keys/source.ts';
 import { KeyTable } from '../gateway/keys/table.ts';
+import type { LeaseStats } from '../gateway/limiter/leases.ts';
 import type { LimiterEvent } from '../gateway/limiter/limiter.ts';
 import { SlidingWindowLimiter } from '../gateway/limiter/memory.ts';
 import { createLogger } from '../log.ts';
@@ -183,6 +184,7 @@ export async function startServer(config: Config): Promise<void> {
         fallback: local,
         log,
         onEvent,
+        ...(metrics ? { leaseStats: (read: () => LeaseStats) => metrics.leases.watch(read) } : {}),
       })
     : undefined;
   const limiter = shared ?? local;

@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import type { Logger } from '../../log.ts';
 import { redactUrl } from '../../redact.ts';
 import { FailoverLimiter, type RedisFailMode } from './failover.ts';
-import { LeaseLimiter } from './leases.ts';
+import { LeaseLimiter, type LeaseStats } from './leases.ts';
 import type { LimiterEvent, RateLimiter } from './limiter.ts';
 import { RedisLimiter } from './redis.ts';
 
@@ -27,6 +27,8 @@ export interface OpenRedisLimiterOptions {
   fallback: RateLimiter;
   log: Logger;
   onEvent?: (event: LimiterEvent) => void;
+  /** Given the reader of the leases' figures, for /metrics. */
+  leaseStats?: (read: () => LeaseStats) => void;
 }
 
 /**
@@ -43,6 +45,7 @@ export async function openRedisLimiter({
   fallback,
   log,
   onEvent,
+  leaseStats,
 }: OpenRedisLimiterOptions): Promise<FailoverLimiter> {
   const client = new Redis(url, {
     lazyConnect: true,
@@ -65,6 +68,7 @@ export async function openRedisLimiter({
   const explain = (err: unknown) => socketError ?? (err instanceof Error ? err.message : String(err));
   const name = redactUrl(url);
   const leases = new LeaseLimiter({ shared: new RedisLimiter({ client, onEvent }) }).start();
+  leaseStats?.(() => leases.stats());
   const limiter = new FailoverLimiter({
     primary: leases,
     fallback,
