@@ -239,7 +239,7 @@ clean: ## remove build output and reports
 	rm -rf dist reports src/docs/generated
 
 .PHONY: leases-test
-leases-test: build ## four dist/petstore on one Redis, 200 clients per key ignoring Retry-After: never over the minute, day and month quotas (costs too), barely under; kill -9 holding grants, Redis with AOF killed under --redis-fail closed (~100 s)
+leases-test: build ## four dist/petstore on one Redis, 200 clients per key ignoring Retry-After: never over the minute, day and month quotas (costs too), barely under; 0.02 script runs a request far from a limit; kill -9 holding grants, Redis with AOF killed under --redis-fail closed (~110 s)
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-redis.sh $(BUN) test --timeout 180000 ./scripts/leases.test.ts ./scripts/leases-faults.test.ts
 
 .PHONY: fleet-sim

@@ -30,7 +30,7 @@ afterAll(async () => {
 
 async function fleet(key: string, n: number, extra: string[] = []): Promise<Running[]> {
   const keys = writeKeysFile([{ name: key, plan: 'pro', limits: { perMinute: QUOTA, perDay: 1_000_000 } }]);
-  const args = ['--keys', keys, '--redis', REDIS, '--metrics', 'true', '--max-in-flight', '1000', ...extra];
+  const args = ['--keys', keys, '--redis', REDIS, '--metrics', '--max-in-flight', '1000', ...extra];
   const servers = await Promise.all(Array.from({ length: n }, () => startServer({ args })));
   started.push(...servers);
   return servers;

@@ -1,6 +1,8 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { Redis } from 'ioredis';
 import type { Limits } from '../plans.ts';
+import { createLogger } from '../../log.ts';
+import { FailoverLimiter } from './failover.ts';
 import { LeaseLimiter } from './leases.ts';
 import type { Decision, Subject } from './limiter.ts';
 import { SlidingWindowLimiter } from './memory.ts';
@@ -170,6 +172,45 @@ describe.skipIf(!SERVER)('LeaseLimiter', () => {
     // second on (the rate is known by then) one run at .003, none in between.
     const seconds = ranAt.filter((t) => t >= T0 + 2_000).map((t) => t - Math.floor(t / 1_000) * 1_000);
     expect(seconds).toEqual([3, 3, 3]);
+  });
+
+  test('Redis lost: the units a grant holds are spent until its term ends, then the failover decides (503 when closed)', async () => {
+    const clock = fakeClock();
+    const redis = new Redis(SERVER, { enableOfflineQueue: false, maxRetriesPerRequest: 0 });
+    await new Promise((ready) => redis.once('ready', ready));
+    const leases = new LeaseLimiter({ shared: new RedisLimiter({ client: redis, clock, prefix: prefix() }), clock });
+    const limiter = new FailoverLimiter({
+      primary: leases,
+      fallback: new SlidingWindowLimiter({ clock }),
+      probe: () => redis.ping(),
+      mode: 'closed',
+      log: createLogger({ level: 'error', write: () => {} }),
+      name: 'redis',
+      clock,
+    });
+    // As openRedisLimiter does: a lost connection marks the limiter down at once.
+    redis.on('close', () => limiter.markDown('Connection is closed.'));
+    const s = subject('key:lost', { perMinute: 10_000, perDay: 100_000 });
+    // A few requests 10 ms apart: the rate is known, and the next run asks for a grant.
+    for (let i = 0; i < 5; i++) {
+      expect((await limiter.decide(s)).outcome).toBe('admitted');
+      clock.advance(10);
+    }
+    const held = leases.stats().outstanding;
+    await redis.quit();
+    await Bun.sleep(10);
+    expect(limiter.status().backend).toBe('none');
+    const outcomes: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      outcomes.push((await limiter.decide(s)).outcome);
+      clock.advance(10);
+    }
+    // The term ends at the next whole second: from then on, nothing is held.
+    clock.advance(1_000 - (clock.now() % 1_000));
+    outcomes.push((await limiter.decide(s)).outcome);
+    expect(held).toBe(1);
+    expect(outcomes).toEqual(['admitted', 'admitted', 'admitted', 'unavailable']);
+    await limiter.close();
   });
 
   test('a key far from its limit, 100 requests a second on each of four instances: at most 0.02 script runs a request', async () => {

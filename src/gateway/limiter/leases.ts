@@ -143,6 +143,12 @@ export class LeaseLimiter implements RateLimiter {
     return this.#local(lease, cost) ?? this.#acquire(lease, cost);
   }
 
+  /** The decision from this instance's lease alone, when its term is live and holds the cost (Redis unreachable). */
+  local(subject: Subject, cost: number): Decision | undefined {
+    const lease = this.#leases.get(subject.id);
+    return lease && lease.subject === subject ? this.#local(lease, cost) : undefined;
+  }
+
   /** The decision from the lease alone, when its term is live and it holds the cost. */
   #local(lease: Lease, cost: number): Decision | undefined {
     const now = this.#now();
