@@ -5,7 +5,8 @@
  * alternative), optionally against an earlier commit's build (BENCH_BASE), in alternating wrk
  * rounds; then random pages and pets of a million-pet file (lib/million.ts), where no memo
  * helps, against `Bun.serve` + `bun:sqlite` on the same file (sqlite-floor.ts); then the list on
- * two products whose webhook receivers answer and never answer (lib/hooks.ts); then start-up,
+ * two products whose webhook receivers answer and never answer (lib/hooks.ts); then the list on
+ * the same binary alone and on a throwaway Redis (lib/fleet.ts); then start-up,
  * binary size and RSS under a flood of strangers.
  * Writes bench/results.json, bench/chart.svg and the generated part of bench/README.md.
  *
@@ -23,6 +24,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BaseBuild, buildBase } from './lib/base.ts';
 import { capture } from './lib/captured.ts';
+import { FLEET_SCENARIO, type FleetFigures, startFleetPair } from './lib/fleet.ts';
 import { HOOKS_SCENARIO, type HooksFigures, startHooksFleet } from './lib/hooks.ts';
 import { flood, median, startupOnce } from './lib/measure.ts';
 import { millionFile } from './lib/million.ts';
@@ -106,7 +108,11 @@ async function main(): Promise<void> {
 
   // The quota scenario right after the list it is compared with, before the 401 flood fills the
   // limiter's table (a heap of 100,000 strangers makes every later request dearer).
-  const ordered = [...SCENARIOS.flatMap((s) => (s.id === 'list' ? [s, QUOTA_SCENARIO] : [s])), HOOKS_SCENARIO];
+  const ordered = [
+    ...SCENARIOS.flatMap((s) => (s.id === 'list' ? [s, QUOTA_SCENARIO] : [s])),
+    HOOKS_SCENARIO,
+    FLEET_SCENARIO,
+  ];
   const selected = ordered.filter((s) => !ONLY || ONLY.includes(s.id));
   const scenarios: ScenarioResult[] = [];
   // One set of servers at a time: those of the seeded scenarios, then those of the million pets.
@@ -125,6 +131,17 @@ async function main(): Promise<void> {
     hooks = await fleet.finish();
     console.log(`bench: hooks: outboxes before and after the rounds ${JSON.stringify(hooks)}`);
     await stopFleet(fleet);
+  }
+  let fleetFigures: FleetFigures | undefined;
+  const paired = selected.filter((s) => s.data === 'fleet');
+  if (paired.length > 0) {
+    console.log('bench: the same binary alone and on a throwaway Redis (lib/fleet.ts)');
+    const fleet = await startFleetPair(dir, [BINARY]);
+    scenarios.push(...(await runScenarios(fleet, paired)));
+    fleetFigures = await fleet.finish();
+    console.log(`bench: fleet: ${JSON.stringify(fleetFigures)}`);
+    await stopFleet(fleet);
+    fleet.close();
   }
   const million = selected.filter((s) => s.data === 'million');
   if (million.length > 0) {
@@ -185,6 +202,7 @@ async function main(): Promise<void> {
     binary: { bytes, bunBytes, overMiB: mib(bytes - bunBytes) },
     memory: { idleMiB, perWave: FLOOD, settleMs: SETTLE_MS, waves, perStranger },
     ...(hooks ? { hooks } : {}),
+    ...(fleetFigures ? { fleet: fleetFigures } : {}),
     targets: [],
   };
   results.targets = checkTargets(results);

@@ -1,13 +1,15 @@
 /** results.json's shape, the targets checked against it, and the Markdown report. */
 import { type Group, renderChart } from './chart.ts';
+import type { FleetFigures } from './fleet.ts';
 import type { HooksFigures, OutboxFigures } from './hooks.ts';
 import type { WrkResult } from './wrk.ts';
 
-export type ServerName = 'petstore' | 'hooked' | 'base' | 'bare' | 'floor' | 'hono' | 'express' | 'sqlite';
+export type ServerName = 'petstore' | 'hooked' | 'redis' | 'base' | 'bare' | 'floor' | 'hono' | 'express' | 'sqlite';
 /** Column order of the tables and the chart. */
 export const SERVERS: readonly ServerName[] = [
   'petstore',
   'hooked',
+  'redis',
   'base',
   'bare',
   'floor',
@@ -83,6 +85,8 @@ export interface Results {
   };
   /** The outboxes of the scenario with a receiver that never answers, when it ran. */
   readonly hooks?: HooksFigures;
+  /** The Redis side of the fleet scenario, when it ran. */
+  readonly fleet?: FleetFigures;
   targets: Target[];
 }
 
@@ -169,6 +173,18 @@ export function checkTargets(results: Results): Target[] {
       '≤ +3%',
       [at('quota', 'petstore'), at('list', 'petstore')],
       (q, l) => [`${cpu(q, l)}`, q.cpuUs <= 1.03 * l.cpuUs],
+    ),
+  );
+  const fleet = results.fleet;
+  targets.push(
+    target(
+      '`GET /v1/pets?limit=20` on `--redis` (quota leases): server CPU per request vs the same binary without Redis',
+      '≤ 1.15x',
+      [at('fleet', 'redis'), at('fleet', 'petstore')],
+      (r, p) => [
+        `${cpu(r, p)}${fleet ? `; ${(fleet.scriptRuns / Math.max(1, fleet.requests)).toFixed(4)} script runs a request (${fmt(fleet.scriptRuns)} for ${fmt(fleet.requests)})` : ''}`,
+        r.cpuUs <= 1.15 * p.cpuUs,
+      ],
     ),
   );
   const hooked = results.hooks?.after.hooked;

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { Redis } from 'ioredis';
-import type { Limits } from '../plans.ts';
 import { createLogger } from '../../log.ts';
+import type { Limits } from '../plans.ts';
 import { FailoverLimiter } from './failover.ts';
 import { LeaseLimiter } from './leases.ts';
 import type { Decision, Subject } from './limiter.ts';

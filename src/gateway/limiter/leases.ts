@@ -40,6 +40,11 @@ const SWEEP_INTERVAL_MS = 500;
 const HEADROOM = 1.5;
 /** Weight of the latest interval in the rate estimate. */
 const RATE_WEIGHT = 0.5;
+/**
+ * The rate is measured over at least this long: two runs a moment apart (a grant spent at once,
+ * a term's end) would otherwise read a burst as a rate, and take half the room.
+ */
+const MIN_RATE_INTERVAL_MS = 100;
 
 /** Script runs by kind: a grant (more units than the request's cost), a hand-back alone, a decision per request. */
 export type RunKind = 'grant' | 'hand_back' | 'decision';
@@ -186,7 +191,7 @@ export class LeaseLimiter implements RateLimiter {
     const sent = this.#now();
     const termLeft = 1_000 - ((sent + lease.offset) % 1_000);
     if (!Number.isNaN(lease.lastRun)) {
-      const recent = lease.spentSinceRun / Math.max(1, sent - lease.lastRun);
+      const recent = lease.spentSinceRun / Math.max(MIN_RATE_INTERVAL_MS, sent - lease.lastRun);
       lease.rate = RATE_WEIGHT * recent + (1 - RATE_WEIGHT) * lease.rate;
     }
     lease.lastRun = sent;
@@ -211,7 +216,11 @@ export class LeaseLimiter implements RateLimiter {
     } else {
       this.#runs.decision++;
       lease.reply = undefined;
-      if (asked > cost) lease.tightUntil = Math.floor(reply.now / 1_000 + 1) * 1_000 - lease.offset;
+      // Asked for a grant and given only the cost: the room is low, until the next term. (On a
+      // whole second a term is an instant: no grant, whatever the room.)
+      if (asked > cost && reply.now % 1_000 !== 0) {
+        lease.tightUntil = Math.floor(reply.now / 1_000 + 1) * 1_000 - lease.offset;
+      }
     }
     return replyDecision(lease.subject, reply, lease.units);
   }
