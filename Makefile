@@ -74,8 +74,10 @@ run-node: dist/node/main.js ## serve under Node (bundled for Node by Bun first)
 
 test: unit e2e ## unit tests, then end-to-end tests against the built binary
 
-unit: node_modules/.stamp $(DOCS_GEN) ## unit tests (bun test), beside the code in src/
-	$(BUN) test ./src
+# On a throwaway Redis (scripts/with-redis.sh, which installs Debian's redis-server when missing),
+# so that the limiter's Lua script is replayed against the in-process limiter on every run.
+unit: node_modules/.stamp $(DOCS_GEN) ## unit tests (bun test), beside the code in src/; the Lua limiter on a throwaway redis-server
+	scripts/with-redis.sh $(BUN) test ./src
 
 e2e: build ## end-to-end tests: start dist/petstore and talk HTTP to it; then 20,000 idle connections (~20 s)
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test $(E2E)

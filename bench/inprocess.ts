@@ -10,10 +10,11 @@
  * Knobs (environment): BENCH_BASE (required), BENCH_ONLY (list,get,401,429), AB_BLOCKS (40),
  * AB_REQUESTS (3,000 a block).
  */
+import { existsSync } from 'node:fs';
 import { createApp } from '../src/app.ts';
-import { hashToken, parseKeys } from '../src/gateway/keys/file.ts';
-import { KeyTable } from '../src/gateway/keys/table.ts';
-import { SlidingWindowLimiter } from '../src/gateway/limiter/memory.ts';
+import { SlidingWindowLimiter } from '../src/gateway/index.ts';
+import { hashToken, parseKeys } from '../src/keys/file.ts';
+import { KeyTable } from '../src/keys/table.ts';
 import { createLogger } from '../src/log.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import { buildBase } from './lib/base.ts';
@@ -42,12 +43,19 @@ const SCENARIOS = [
   { id: '429', path: '/v1/pets?limit=20', token: SPENT, status: 429 },
 ];
 
+/** The first of `paths` under `root` that exists: a BENCH_BASE commit may keep a module elsewhere. */
+function firstOf(root: string, ...paths: string[]): string {
+  const found = paths.find((path) => existsSync(`${root}/${path}`));
+  if (found === undefined) throw new Error(`${root} has none of ${paths.join(', ')}`);
+  return `${root}/${found}`;
+}
+
 async function modulesOf(root: string): Promise<Modules> {
   const [app, file, table, memory, log, store] = await Promise.all([
     import(`${root}/src/app.ts`),
-    import(`${root}/src/gateway/keys/file.ts`),
-    import(`${root}/src/gateway/keys/table.ts`),
-    import(`${root}/src/gateway/limiter/memory.ts`),
+    import(firstOf(root, 'src/keys/file.ts', 'src/gateway/keys/file.ts')),
+    import(firstOf(root, 'src/keys/table.ts', 'src/gateway/keys/table.ts')),
+    import(firstOf(root, 'src/gateway/limiter/memory.ts')),
     import(`${root}/src/log.ts`),
     import(`${root}/src/store/memory.ts`),
   ]);

@@ -11,7 +11,7 @@ const seed = process.env.FUZZ_SEED || String(randomInt(1, 2 ** 31));
 const examples = process.env.FUZZ_EXAMPLES || '2000';
 // runner.ts reads its seed from the environment when it is loaded.
 process.env.CONTRACT_SEED = seed;
-const { ensureReports, runSchemathesis, startTarget } = await import('../contract/runner.ts');
+const { ensureReports, runSchemathesis, startTarget } = await import('./runner.ts');
 
 ensureReports();
 process.stdout.write(`fuzz: seed ${seed} (replay with FUZZ_SEED=${seed}), ${examples} examples per operation\n`);

@@ -4,17 +4,21 @@ import { TrieRouter } from 'hono/router/trie-router';
 import type { AdminDeps } from './admin/handlers.ts';
 import { ADMIN_OPERATIONS, ADMIN_PREFIX } from './admin/operations.ts';
 import { API_PREFIX, OPERATIONS } from './api/operations.ts';
-import { type Clock, systemClock } from './clock.ts';
+import { type Clock, systemClock } from './core/clock.ts';
 import type { DocsOptions } from './docs/routes.ts';
 import type { AppEnv } from './env.ts';
-import { type GatewayOptions, gateway } from './gateway/index.ts';
-import type { KeyAdmin } from './gateway/keys/source.ts';
-import type { KeyTable } from './gateway/keys/table.ts';
-import type { LimiterStatus } from './gateway/limiter/failover.ts';
-import type { RateLimiter } from './gateway/limiter/limiter.ts';
-import type { BanPolicy } from './gateway/plans.ts';
-import { wouldRefuseReporter } from './gateway/report-only.ts';
+import {
+  type GatewayOptions,
+  gateway,
+  type LimiterStatus,
+  type RateLimiter,
+  wouldRefuseReporter,
+} from './gateway/index.ts';
+
 import { pipeline } from './http/pipeline.ts';
+import type { BanPolicy } from './keys/plans.ts';
+import type { KeyAdmin } from './keys/source.ts';
+import type { KeyTable } from './keys/table.ts';
 import { type Logger, silentLogger } from './log.ts';
 import type { Metrics } from './metrics/registry.ts';
 import { countStoreErrors } from './metrics/store-errors.ts';

@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { LISTEN_OPTIONS } from './cli/listen.ts';
 import {
   type Command,
   ConfigError,
@@ -9,8 +10,8 @@ import {
   type Values,
 } from './cli/options.ts';
 import { checked, int, on, oneOf, text, toggle, urlWith, words } from './cli/parsers.ts';
-import { DEFAULT_IPV6_PREFIX } from './gateway/addresses.ts';
-import { DEFAULT_MAX_IN_FLIGHT } from './gateway/plans.ts';
+import { DEFAULT_IPV6_PREFIX } from './gateway/index.ts';
+import { DEFAULT_MAX_IN_FLIGHT } from './keys/plans.ts';
 import { LOG_LEVELS, type LogFormat, type LogLevel } from './log.ts';
 
 export { ConfigError };
@@ -49,8 +50,7 @@ const redisUrl = checked(
 
 /** Every option, in `--help` order; the table is the single source of flags, env vars and defaults. */
 export const OPTIONS = {
-  port: { flag: '--port', env: 'PORT', arg: 'N', help: 'TCP port to listen on', fallback: 8080, parse: int(0, 65535) },
-  host: { flag: '--host', env: 'HOST', arg: 'H', help: 'address to bind', fallback: '0.0.0.0', parse: text },
+  ...LISTEN_OPTIONS,
   keys: {
     flag: '--keys',
     env: 'PETSTORE_KEYS_FILE',

@@ -1,9 +1,8 @@
-import type { Caller } from './gateway/caller.ts';
+import type { GatewayEnv } from './gateway/index.ts';
 
 /** Hono environment of the app: what middleware hands to later middleware and handlers. */
 export interface AppEnv {
-  Variables: {
-    caller: Caller;
+  Variables: GatewayEnv['Variables'] & {
     requestId: string;
     /** The id of the operation or ops route serving the request (metrics label); unset for none. */
     operation: string;

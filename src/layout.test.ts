@@ -80,3 +80,15 @@ describe("README's Layout", () => {
     expect(missing).toEqual([]);
   });
 });
+
+/** The gateway's share: what runs per request, apart from its limiters. */
+const GATEWAY_LINES_MAX = 1100;
+
+describe('the floors', () => {
+  test(`src/gateway/ outside limiter/ holds at most ${GATEWAY_LINES_MAX} lines of shipped code`, () => {
+    const lines = sourceFiles(join(ROOT, 'src/gateway'))
+      .filter((file) => !file.startsWith('src/gateway/limiter/'))
+      .reduce((sum, file) => sum + readFileSync(join(ROOT, file), 'utf8').split('\n').length - 1, 0);
+    expect(lines).toBeLessThanOrEqual(GATEWAY_LINES_MAX);
+  });
+});

@@ -3,7 +3,7 @@
 import process from 'node:process';
 import { runCli } from './cli/run.ts';
 import { ConfigError, helpText, parseConfig } from './config.ts';
-import { KeysFileError } from './gateway/keys/file.ts';
+import { KeysFileError } from './keys/file.ts';
 import { startServer } from './serve/start.ts';
 import { StoreOpenError } from './store/errors.ts';
 import { VERSION, versionLine } from './version.ts';

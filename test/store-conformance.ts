@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import { MAX_ID, type NewPet } from '../src/api/schemas.ts';
+import { MAX_ID, type NewPet } from '../src/core/pets.ts';
 import { fingerprintOf, IDEMPOTENCY_TTL_MS } from '../src/store/idempotency.ts';
 import type { Outbox } from '../src/store/outbox.ts';
 import type { IdempotentCreate, PetStore } from '../src/store/store.ts';

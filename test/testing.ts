@@ -1,16 +1,16 @@
 import { Hono } from 'hono';
 import { createApp } from '../src/app.ts';
-import { systemClock } from '../src/clock.ts';
+import { systemClock } from '../src/core/clock.ts';
+import type { OpsRoute } from '../src/core/ops-route.ts';
 import type { AppEnv } from '../src/env.ts';
-import { hashToken, parseKeys } from '../src/gateway/keys/file.ts';
-import { KeyTable } from '../src/gateway/keys/table.ts';
-import { SlidingWindowLimiter } from '../src/gateway/limiter/memory.ts';
-import type { PlanName } from '../src/gateway/plans.ts';
+import { SlidingWindowLimiter } from '../src/gateway/index.ts';
 import { pipeline } from '../src/http/pipeline.ts';
+import { hashToken, parseKeys } from '../src/keys/file.ts';
+import type { PlanName } from '../src/keys/plans.ts';
+import { KeyTable } from '../src/keys/table.ts';
 import type { Logger } from '../src/log.ts';
 import { silentLogger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics/registry.ts';
-import type { OpsRoute } from '../src/ops/route.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 
 /** A clock the test moves by hand. */

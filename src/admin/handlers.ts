@@ -4,24 +4,17 @@
  * then, so two admins racing for one name get one 201 and one 409.
  */
 import type { Input, KeyHolder } from '../api/operation.ts';
-import { SCOPES } from '../api/scopes.ts';
-import type { Clock } from '../clock.ts';
-import type { Actor, AuditAction } from '../gateway/keys/audit.ts';
-import {
-  addKey,
-  asConsumers,
-  createConsumer,
-  deleteConsumer,
-  rotateKeys,
-  updateConsumer,
-} from '../gateway/keys/edit.ts';
-import { DEFAULT_THRESHOLDS, hashToken, KeysFileError } from '../gateway/keys/file.ts';
-import { type ConsumerEntry, type ConsumerKey, type KeysDocument, keyIdOf, rfc3339 } from '../gateway/keys/schema.ts';
-import type { KeyAdmin } from '../gateway/keys/source.ts';
-import { newToken } from '../gateway/keys/tokens.ts';
-import { PLAN_LIMITS } from '../gateway/plans.ts';
-import type { Reply } from '../http/answer.ts';
-import { ApiError } from '../http/errors.ts';
+import type { Clock } from '../core/clock.ts';
+import { ApiError } from '../core/errors.ts';
+import type { Reply } from '../core/reply.ts';
+import { SCOPES } from '../core/scopes.ts';
+import type { Actor, AuditAction } from '../keys/audit.ts';
+import { addKey, asConsumers, createConsumer, deleteConsumer, rotateKeys, updateConsumer } from '../keys/edit.ts';
+import { DEFAULT_THRESHOLDS, hashToken, KeysFileError } from '../keys/file.ts';
+import { PLAN_LIMITS } from '../keys/plans.ts';
+import { type ConsumerEntry, type ConsumerKey, type KeysDocument, keyIdOf, rfc3339 } from '../keys/schema.ts';
+import type { KeyAdmin } from '../keys/source.ts';
+import { newToken } from '../keys/tokens.ts';
 import type {
   AuditQuery,
   ConsumerParams,

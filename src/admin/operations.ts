@@ -1,5 +1,5 @@
 import { defineOperation, type Operation } from '../api/operation.ts';
-import { ADMIN_SCOPE } from '../api/scopes.ts';
+import { ADMIN_SCOPE } from '../core/scopes.ts';
 import {
   type AdminDeps,
   getConsumer,

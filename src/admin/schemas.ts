@@ -1,8 +1,8 @@
 /** The admin API's bodies, paths and queries (valibot schemas = types), and their 400 words. */
 import * as v from 'valibot';
-import { ADMIN_SCOPE, KEY_SCOPES } from '../api/scopes.ts';
-import { FIELDS } from '../gateway/keys/schema.ts';
-import { PLAN_NAMES } from '../gateway/plans.ts';
+import { ADMIN_SCOPE, KEY_SCOPES } from '../core/scopes.ts';
+import { PLAN_NAMES } from '../keys/plans.ts';
+import { FIELDS } from '../keys/schema.ts';
 
 const NAME = '1 to 64 letters, digits, ".", "_" or "-", starting with a letter or a digit';
 export const AUDIT_PAGE_MAX = 100;

@@ -6,23 +6,14 @@ import { badRequestExamples } from '../../contract/examples.ts';
 import { deref, type JsonSchema, loadContract, toDraft07 } from '../../contract/json-schema.cjs';
 import { testApp } from '../../test/testing.ts';
 import { createApp } from '../app.ts';
-import { hashToken, parseKeys } from '../gateway/keys/file.ts';
-import { KeyTable } from '../gateway/keys/table.ts';
-import { SlidingWindowLimiter } from '../gateway/limiter/memory.ts';
+import { ErrorBody } from '../core/errors.ts';
+import { MAX_ID, NAME_MAX_LENGTH, NewPet, Pet, PetStatus } from '../core/pets.ts';
+import { RateLimitStatus } from '../core/quota.ts';
+import { SlidingWindowLimiter } from '../gateway/index.ts';
+import { hashToken, parseKeys } from '../keys/file.ts';
+import { KeyTable } from '../keys/table.ts';
 import type { PetStore } from '../store/store.ts';
-import {
-  ALLOWED,
-  CURSOR_PATTERN,
-  ErrorBody,
-  MAX_ID,
-  NAME_MAX_LENGTH,
-  NewPet,
-  PAGE_SIZE_DEFAULT,
-  PAGE_SIZE_MAX,
-  Pet,
-  PetStatus,
-  RateLimitStatus,
-} from './schemas.ts';
+import { ALLOWED, CURSOR_PATTERN, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX } from './schemas.ts';
 import { NOT_AN_OBJECT, NOT_JSON } from './validate.ts';
 
 const doc = loadContract(join(import.meta.dir, '../../contract/openapi.yaml'));

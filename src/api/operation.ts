@@ -1,9 +1,9 @@
 import type * as v from 'valibot';
-import type { Clock } from '../clock.ts';
-import type { Reply } from '../http/answer.ts';
+import type { Clock } from '../core/clock.ts';
+import type { RateLimitStatus } from '../core/quota.ts';
+import type { Reply } from '../core/reply.ts';
+import type { KeyScope } from '../core/scopes.ts';
 import type { PetStore } from '../store/store.ts';
-import type { RateLimitStatus } from './schemas.ts';
-import type { KeyScope } from './scopes.ts';
 
 /** The methods the tables' operations use; HEAD is served by every GET. */
 export type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';

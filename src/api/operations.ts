@@ -1,7 +1,8 @@
+import { NewPet } from '../core/pets.ts';
 import { defineOperation, type Operation } from './operation.ts';
 import { createPet, getPet, listPets } from './pets.ts';
 import { getRateLimit } from './rate-limit.ts';
-import { CreateHeaders, ListQuery, NewPet, PetParams } from './schemas.ts';
+import { CreateHeaders, ListQuery, PetParams } from './schemas.ts';
 
 /** The version segment every API path starts with. */
 export const API_PREFIX = '/v1';

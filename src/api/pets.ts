@@ -1,8 +1,9 @@
-import type { Reply } from '../http/answer.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../core/errors.ts';
+import type { NewPet, Pet, PetStatus } from '../core/pets.ts';
+import type { Reply } from '../core/reply.ts';
 import { fingerprintOf } from '../store/idempotency.ts';
 import type { ApiDeps, Input } from './operation.ts';
-import type { CreateHeaders, ListQuery, NewPet, Pet, PetParams, PetStatus } from './schemas.ts';
+import type { CreateHeaders, ListQuery, PetParams } from './schemas.ts';
 
 const JSON_TYPE = 'application/json';
 const CURSOR_RADIX = 36;

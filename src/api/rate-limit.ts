@@ -1,4 +1,4 @@
-import type { Reply } from '../http/answer.ts';
+import type { Reply } from '../core/reply.ts';
 import type { Input } from './operation.ts';
 
 /**

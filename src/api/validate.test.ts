@@ -1,7 +1,8 @@
 import { describe, expect, test } from 'bun:test';
 import { testApp } from '../../test/testing.ts';
+import { NewPet } from '../core/pets.ts';
 import { createLogger } from '../log.ts';
-import { ALLOWED, CreateHeaders, ListQuery, NewPet, PetParams } from './schemas.ts';
+import { ALLOWED, CreateHeaders, ListQuery, PetParams } from './schemas.ts';
 
 describe('bodyOnGet: a body sent with GET is held to the rules of any body', () => {
   const get = (path: string, headers: Record<string, string>, body: string) =>

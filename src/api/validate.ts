@@ -1,9 +1,9 @@
 import type { Context } from 'hono';
 import * as v from 'valibot';
-import { ApiError, notJson, tooLarge } from '../http/errors.ts';
+import { ApiError, notJson, tooLarge } from '../core/errors.ts';
+import type { RateLimitStatus } from '../core/quota.ts';
 import { roundedMember } from './json-numbers.ts';
 import type { Input, KeyHolder, Operation } from './operation.ts';
-import type { RateLimitStatus } from './schemas.ts';
 import { ALLOWED } from './schemas.ts';
 
 type Target = 'json' | 'query' | 'param' | 'header';

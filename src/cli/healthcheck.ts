@@ -4,7 +4,7 @@
  * `HOST` unless that is a wildcard), so a container's HEALTHCHECK needs no arguments.
  */
 import process from 'node:process';
-import { OPTIONS } from '../config.ts';
+import { LISTEN_OPTIONS } from './listen.ts';
 import { HELP, subcommand } from './options.ts';
 import { checked, wholeNumber } from './parsers.ts';
 
@@ -19,12 +19,12 @@ export const HEALTHCHECK = subcommand(
     summary: `Exits 0 when the local server answers GET /healthz with 200 within ${HEALTHCHECK_TIMEOUT_MS / 1000} s, else 1.`,
     options: {
       port: {
-        ...OPTIONS.port,
+        ...LISTEN_OPTIONS.port,
         help: 'the port the server listens on',
         parse: checked('a port number', wholeNumber(0, 65535)),
       },
       host: {
-        ...OPTIONS.host,
+        ...LISTEN_OPTIONS.host,
         help: 'the address to ask; a wildcard address asks 127.0.0.1',
         shownDefault: '127.0.0.1',
       },

@@ -1,7 +1,7 @@
 /** `petstore keys add`: a new key for a consumer, made when missing. */
-import { addKey } from '../gateway/keys/edit.ts';
-import { type KeysDocument, keyIdOf } from '../gateway/keys/schema.ts';
-import { PLAN_NAMES, type PlanName } from '../gateway/plans.ts';
+import { addKey } from '../keys/edit.ts';
+import { PLAN_NAMES, type PlanName } from '../keys/plans.ts';
+import { type KeysDocument, keyIdOf } from '../keys/schema.ts';
 import { change, freshKey } from './key-change.ts';
 import {
   CONSUMER,

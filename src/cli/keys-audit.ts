@@ -1,7 +1,7 @@
 /** `petstore keys audit`: the audit trail of the keys, oldest first; never a token or a hash. */
 import process from 'node:process';
-import type { Actor } from '../gateway/keys/audit.ts';
-import type { NumberedRecord } from '../gateway/keys/audit-file.ts';
+import type { Actor } from '../keys/audit.ts';
+import type { NumberedRecord } from '../keys/audit-file.ts';
 import { withKeys } from './key-change.ts';
 import { KEYS_DATA, KEYS_FILE } from './key-options.ts';
 import { HELP, subcommand } from './options.ts';

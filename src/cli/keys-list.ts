@@ -1,7 +1,7 @@
 /** `petstore keys list`: consumers and their keys, never a token or a full hash. */
 import process from 'node:process';
-import { type KeyRecord, keyRecords } from '../gateway/keys/file.ts';
-import type { KeysDocument } from '../gateway/keys/schema.ts';
+import { type KeyRecord, keyRecords } from '../keys/file.ts';
+import type { KeysDocument } from '../keys/schema.ts';
 import { withKeys } from './key-change.ts';
 import { KEYS_DATA, KEYS_FILE } from './key-options.ts';
 import { HELP, subcommand } from './options.ts';

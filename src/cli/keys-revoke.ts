@@ -1,7 +1,7 @@
 /** `petstore keys revoke`: removes one key; the consumer and its quota stay. */
 import process from 'node:process';
-import { revokeKey } from '../gateway/keys/edit.ts';
-import type { KeysDocument } from '../gateway/keys/schema.ts';
+import { revokeKey } from '../keys/edit.ts';
+import type { KeysDocument } from '../keys/schema.ts';
 import { change } from './key-change.ts';
 import { CONSUMER, FILE_NOTES, KEYS_DATA, KEYS_FILE } from './key-options.ts';
 import { HELP, subcommand } from './options.ts';

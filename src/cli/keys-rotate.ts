@@ -1,7 +1,7 @@
 /** `petstore keys rotate`: a new key for a consumer; its current keys end after an overlap. */
 import process from 'node:process';
-import { rotateKeys } from '../gateway/keys/edit.ts';
-import { type KeysDocument, keyIdOf } from '../gateway/keys/schema.ts';
+import { rotateKeys } from '../keys/edit.ts';
+import { type KeysDocument, keyIdOf } from '../keys/schema.ts';
 import { change, freshKey } from './key-change.ts';
 import {
   CONSUMER,

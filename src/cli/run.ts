@@ -4,7 +4,7 @@
  * prints the usage of every keys command.
  */
 import process from 'node:process';
-import { KeysFileError } from '../gateway/keys/file.ts';
+import { KeysFileError } from '../keys/file.ts';
 import { HEALTHCHECK } from './healthcheck.ts';
 import { DURATION_NOTE, FILE_NOTES, WHEN_NOTE } from './key-options.ts';
 import { KEYS_ADD } from './keys-add.ts';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import type { Context } from 'hono';
-import type { Reply } from '../http/answer.ts';
+import type { Reply } from '../core/reply.ts';
 import { preferredCoding } from '../http/compress.ts';
 
 /** Cache lifetime of a content-addressed asset: a year, never revalidated (RFC 8246). */

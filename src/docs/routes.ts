@@ -1,7 +1,7 @@
 import { ADMIN_PREFIX } from '../admin/operations.ts';
 import { API_PREFIX } from '../api/operations.ts';
+import type { OpsRoute } from '../core/ops-route.ts';
 import { weakEtag } from '../http/etag.ts';
-import type { OpsRoute } from '../ops/route.ts';
 import { DOCS_CSP, docsPage, FAVICON, INIT_SCRIPT, SCALAR_BUNDLE } from './page.ts';
 
 // Defined by `bun build --define` for a compiled binary (scripts/lib/build-info.sh), else undeclared.

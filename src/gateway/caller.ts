@@ -1,5 +1,5 @@
-import type { Consumer, KeyRecord } from './keys/file.ts';
-import { bearerToken, type KeyTable } from './keys/table.ts';
+import type { Consumer, KeyRecord } from '../keys/file.ts';
+import { bearerToken, type KeyTable } from '../keys/table.ts';
 
 /**
  * Who sent a request, made once by `identify()` and read by every later step (in-flight cap,
@@ -19,7 +19,7 @@ export type Caller =
       readonly address: string;
       /**
        * What the request carried: no Authorization header, one that admits no key, or a known
-       * key outside its `notBefore`..`expiresAt` (see `keys/validity.ts`).
+       * key outside its `notBefore`..`expiresAt` (see `validity.ts`).
        */
       readonly credential: 'none' | 'invalid' | 'expired' | 'not_yet_valid';
       /** The known key of an `expired` or `not_yet_valid` credential: for logs and metrics, never for quota. */

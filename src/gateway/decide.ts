@@ -1,9 +1,9 @@
 import { LRUCache } from 'lru-cache';
+import type { Consumer } from '../keys/file.ts';
+import { type BanPolicy, DEFAULT_BAN, PLAN_LIMITS } from '../keys/plans.ts';
 import { addressGroup, DEFAULT_IPV6_PREFIX } from './addresses.ts';
 import type { Caller } from './caller.ts';
-import type { Consumer } from './keys/file.ts';
 import type { RateLimiter, Subject, Verdict } from './limiter/limiter.ts';
-import { type BanPolicy, DEFAULT_BAN, PLAN_LIMITS } from './plans.ts';
 
 /** Consumers whose limiter subject is kept: more than a keys file holds. */
 const MAX_SUBJECTS = 10_000;

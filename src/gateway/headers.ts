@@ -5,8 +5,9 @@
  */
 import type { Context } from 'hono';
 import { LRUCache } from 'lru-cache';
-import { type AnswerHeaders, answerHeaders } from '../http/answer.ts';
-import type { Decision, WindowState } from './limiter/limiter.ts';
+import type { Decision, WindowState } from '../core/decision.ts';
+import type { AnswerHeaders } from '../core/reply.ts';
+import { answerHeaders } from '../core/reply.ts';
 
 /**
  * `RateLimit-Policy` values by the windows' limits and sizes: distinct quota pairs are few (the

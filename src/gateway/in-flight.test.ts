@@ -1,10 +1,10 @@
 import { describe, expect, test } from 'bun:test';
 import { fakeClock, tokenFor } from '../../test/testing.ts';
 import { createApp } from '../app.ts';
+import { hashToken, parseKeys } from '../keys/file.ts';
+import { KeyTable } from '../keys/table.ts';
 import { MemoryStore } from '../store/memory.ts';
 import type { PetStore } from '../store/store.ts';
-import { hashToken, parseKeys } from './keys/file.ts';
-import { KeyTable } from './keys/table.ts';
 import type { RateLimiter } from './limiter/limiter.ts';
 import { SlidingWindowLimiter } from './limiter/memory.ts';
 

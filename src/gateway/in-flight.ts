@@ -1,8 +1,8 @@
-import { ApiError } from '../http/errors.ts';
+import type { Decision, WindowState } from '../core/decision.ts';
+import { ApiError } from '../core/errors.ts';
+import { DEFAULT_MAX_IN_FLIGHT, type Limits } from '../keys/plans.ts';
 import { DAY, MINUTE } from './limiter/buckets.ts';
-import type { Decision, WindowState } from './limiter/limiter.ts';
 import { MONTH_NAME, monthOf } from './limiter/month.ts';
-import { DEFAULT_MAX_IN_FLIGHT, type Limits } from './plans.ts';
 
 /** A request refused for concurrency is worth retrying as soon as one of the others is done. */
 const CONCURRENCY_RETRY_AFTER = '1';

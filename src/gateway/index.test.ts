@@ -1,11 +1,11 @@
 import { describe, expect, test } from 'bun:test';
 import { fakeClock, testApp, tokenFor } from '../../test/testing.ts';
 import { createApp } from '../app.ts';
+import { hashToken, parseKeys } from '../keys/file.ts';
+import { KeyTable } from '../keys/table.ts';
 import { createLogger } from '../log.ts';
 import { MemoryStore } from '../store/memory.ts';
 import { TrustedProxies } from './addresses.ts';
-import { hashToken, parseKeys } from './keys/file.ts';
-import { KeyTable } from './keys/table.ts';
 import { SlidingWindowLimiter } from './limiter/memory.ts';
 
 const T0 = Date.UTC(2026, 10, 22, 12, 0, 0) / 1000;

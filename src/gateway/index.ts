@@ -1,25 +1,52 @@
 import type { Context } from 'hono';
-import { ADMIN_SCOPE } from '../api/scopes.ts';
-import { type Clock, systemClock } from '../clock.ts';
-import type { AppEnv } from '../env.ts';
-import { ApiError, serviceUnavailable } from '../http/errors.ts';
+import { type Clock, systemClock } from '../core/clock.ts';
+import type { Decision, WindowName } from '../core/decision.ts';
+import { ApiError, serviceUnavailable } from '../core/errors.ts';
+import { ADMIN_SCOPE } from '../core/scopes.ts';
+import type { Consumer } from '../keys/file.ts';
+import { type BanPolicy, DEFAULT_MAX_IN_FLIGHT } from '../keys/plans.ts';
+import type { KeyTable } from '../keys/table.ts';
 import { canonicalAddress } from './addresses.ts';
 import { type Caller, identify } from './caller.ts';
 import { decider } from './decide.ts';
 import { writeRateLimitHeaders } from './headers.ts';
 import { InFlight, tooManyInFlight, untouched } from './in-flight.ts';
-import type { Consumer } from './keys/file.ts';
-import type { KeyTable } from './keys/table.ts';
-import { adminKeyOnPublicApi, invalidKey, missingScope, REALM, validAt } from './keys/validity.ts';
-import type { Decision, RateLimiter, WindowName } from './limiter/limiter.ts';
-import { type BanPolicy, DEFAULT_MAX_IN_FLIGHT } from './plans.ts';
+import type { FailoverLimiter } from './limiter/failover.ts';
+import type { RateLimiter } from './limiter/limiter.ts';
+import type { OpenRedisLimiterOptions } from './limiter/shared.ts';
+import { adminKeyOnPublicApi, invalidKey, missingScope, REALM, validAt } from './validity.ts';
+
+export { DEFAULT_IPV6_PREFIX, TrustedProxies } from './addresses.ts';
+export type { Caller } from './caller.ts';
+export type { LimiterStatus } from './limiter/failover.ts';
+export type { LeaseStats, RunKind } from './limiter/leases.ts';
+export type { LimiterEvent, RateLimiter } from './limiter/limiter.ts';
+export { SlidingWindowLimiter } from './limiter/memory.ts';
+export { quotaStatus } from './quota.ts';
+export { wouldRefuseReporter } from './report-only.ts';
+
+/**
+ * The limiter shared through Redis (`--redis`), with its quota leases and failover: loaded on first use, so that
+ * ioredis loads only when a server is configured.
+ *
+ * @example
+ * const limiter = await openRedisLimiter({ url: 'redis://cache:6379', mode: 'open', fallback, log });
+ */
+export async function openRedisLimiter(options: OpenRedisLimiterOptions): Promise<FailoverLimiter> {
+  return (await import('./limiter/shared.ts')).openRedisLimiter(options);
+}
+
+/** What the gateway hands to the steps after it: the caller it identified. */
+export interface GatewayEnv {
+  Variables: { caller: Caller };
+}
 
 export interface GatewayOptions {
   /** The current keys; a function so a reload swaps the table between requests. */
   keys: () => KeyTable;
   limiter: RateLimiter;
   /** The client's address, as trusted: the socket peer, or X-Forwarded-For from a trusted proxy. */
-  clientAddress: (c: Context<AppEnv>) => string;
+  clientAddress: (c: Context) => string;
   /** Ban applied when a key or address sets none of its own. */
   ban?: BanPolicy;
   /** Most requests one consumer may have in flight (`--max-in-flight`). */
@@ -64,7 +91,7 @@ export interface Gated {
  * (bench/README.md).
  */
 export type GatewayPass = <T>(
-  c: Context<AppEnv>,
+  c: Context,
   op: Gated,
   admitted: (decision: Decision) => Promise<T>,
 ) => Promise<T | ApiError>;

@@ -1,6 +1,6 @@
-import type { RateLimitStatus } from '../api/schemas.ts';
-import type { Consumer } from './keys/file.ts';
-import type { Decision } from './limiter/limiter.ts';
+import type { Decision } from '../core/decision.ts';
+import type { RateLimitStatus } from '../core/quota.ts';
+import type { Consumer } from '../keys/file.ts';
 
 /**
  * A consumer's quota as `GET /v1/rate_limit` shows it, from the decision that read it (cost 0):

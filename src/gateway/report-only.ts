@@ -1,7 +1,7 @@
 import { LRUCache } from 'lru-cache';
-import { type Clock, systemClock } from '../clock.ts';
+import { type Clock, systemClock } from '../core/clock.ts';
+import type { WindowName } from '../core/decision.ts';
 import type { Logger } from '../log.ts';
-import type { WindowName } from './limiter/limiter.ts';
 
 /** A consumer and window is logged at most once in this long. */
 const LOG_INTERVAL_MS = 60_000;

@@ -1,7 +1,8 @@
 import { describe, expect, test } from 'bun:test';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { type Context, Hono } from 'hono';
-import { answer, answerHeaders } from './answer.ts';
+import { answerHeaders } from '../core/reply.ts';
+import { answer } from './answer.ts';
 
 const big = Array.from({ length: 40 }, (_, id) => ({ id, name: `Pet ${id}`, categoryId: 1, status: 'available' }));
 const plain = JSON.stringify(big);

@@ -1,69 +1,8 @@
 import { Buffer } from 'node:buffer';
 import type { Context } from 'hono';
-import { type Coding, compressed, compressible, MIN_COMPRESSED_BYTES, preferredCoding } from './compress.ts';
+import { type AnswerHeaders, answerHeaders, appendHeader, type Reply } from '../core/reply.ts';
+import { compressed, compressible, MIN_COMPRESSED_BYTES, preferredCoding } from './compress.ts';
 import { notModified } from './etag.ts';
-
-/** The headers of one answer, by name as sent. */
-export type AnswerHeaders = Record<string, string>;
-
-/**
- * What a route, a step or the error path decides to answer. `answer()` turns it into the one
- * `Response`: nothing else builds one, and nothing changes one afterwards.
- */
-export interface Reply {
-  readonly status: number;
-  /** The body as text (JSON, YAML, HTML) or bytes; none when absent or null. */
-  readonly body?: string | Uint8Array<ArrayBuffer> | null;
-  /** `Content-Type` of the body. */
-  readonly type?: string;
-  /** Fields of this answer besides the ones the request gathered on its way (rate limits, request id). */
-  readonly headers?: Readonly<AnswerHeaders>;
-  /** Entity tag of the body: an `If-None-Match` that matches it gets 304 without a body. */
-  readonly etag?: string;
-  /** The coding `body` is already in (a pre-compressed asset): sent as it is, never compressed again. */
-  readonly encoding?: Coding;
-}
-
-interface AnswerVariables {
-  Variables: { answerHeaders: AnswerHeaders };
-}
-
-/** `c` with this module's variable typed (any app's context carries it). */
-const vars = (c: Context) => c as unknown as Context<AnswerVariables>;
-
-/**
- * The headers gathered for this request's answer: every step adds its fields to this plain object
- * (request id, rate-limit headers, CORS), and `answer()` hands the whole object to `Response`
- * once. Bun builds a response's headers from an object in one native call, where `c.header()`
- * crosses into native code once a field (about 9% of the list path, bench/README.md).
- *
- * @example
- * answerHeaders(c)['Retry-After'] = '30'
- */
-export function answerHeaders(c: Context): AnswerHeaders {
-  let headers = vars(c).get('answerHeaders');
-  if (headers === undefined) {
-    headers = {};
-    vars(c).set('answerHeaders', headers);
-  }
-  return headers;
-}
-
-/**
- * Starts the gathered headers with `fields`, before any step writes.
- *
- * @example
- * beginAnswer(c, { 'X-Request-Id': id })
- */
-export function beginAnswer(c: Context, fields: AnswerHeaders): void {
-  vars(c).set('answerHeaders', fields);
-}
-
-/** Adds `value` to a list-valued field such as `Vary`. */
-export function appendHeader(headers: AnswerHeaders, name: string, value: string): void {
-  const current = headers[name];
-  headers[name] = current ? `${current}, ${value}` : value;
-}
 
 /**
  * The one way a response is made: status, headers and body are written here once, and the

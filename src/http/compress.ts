@@ -1,4 +1,5 @@
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
+import type { Coding } from '../core/reply.ts';
 
 /** JSON answers from this size on are compressed; smaller ones gain too little to pay for it. */
 export const MIN_COMPRESSED_BYTES = 1024;
@@ -11,8 +12,6 @@ export const MIN_COMPRESSED_BYTES = 1024;
  */
 const BROTLI = { params: { [constants.BROTLI_PARAM_QUALITY]: 2 } };
 const GZIP_LEVEL = 6;
-
-export type Coding = 'br' | 'gzip';
 
 /**
  * The coding to send for an `Accept-Encoding` value (RFC 9110 section 12.5.3): br when it is

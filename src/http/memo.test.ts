@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import type { Reply } from './answer.ts';
+import type { Reply } from '../core/reply.ts';
 import { AnswerMemo } from './memo.ts';
 
 const page = (n: number): Reply => ({ status: 200, body: `[${n}]`, type: 'application/json' });

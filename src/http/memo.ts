@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import type { Reply } from './answer.ts';
+import type { Reply } from '../core/reply.ts';
 
 /** Most bytes of bodies kept: a full page of 100 pets is about 7 KB, so at least 500 of those. */
 export const MAX_MEMO_BYTES = 4 * 1024 * 1024;

@@ -1,5 +1,5 @@
 import { OPERATIONS as API_OPERATIONS } from '../api/operations.ts';
-import { OPS_IDS } from '../ops/route.ts';
+import { OPS_IDS } from '../core/ops-route.ts';
 
 /**
  * What requests and store errors are counted under, apart from the registry (registry.ts): the

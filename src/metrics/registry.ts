@@ -8,7 +8,7 @@
  * prom-client's own (`observe` per request), as it has no way to be fed bucket counts.
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { PLAN_NAMES } from '../gateway/plans.ts';
+import { PLAN_NAMES } from '../keys/plans.ts';
 import type { StoreErrorKind } from '../store/errors.ts';
 import { ConsumerMetrics } from './consumers.ts';
 import { OPERATIONS, STORE_OPERATIONS, type StoreOperation } from './labels.ts';

@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test';
 import { routesApp } from '../../test/testing.ts';
-import { parseKeys } from '../gateway/keys/file.ts';
-import { KeyTable } from '../gateway/keys/table.ts';
-import type { LimiterStatus } from '../gateway/limiter/failover.ts';
+import type { LimiterStatus } from '../gateway/index.ts';
+import { parseKeys } from '../keys/file.ts';
+import { KeyTable } from '../keys/table.ts';
 import { createLogger } from '../log.ts';
 import { MemoryStore } from '../store/memory.ts';
 import type { PetStore } from '../store/store.ts';

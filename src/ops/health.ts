@@ -1,9 +1,9 @@
-import type { KeyTable } from '../gateway/keys/table.ts';
-import type { LimiterStatus } from '../gateway/limiter/failover.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../core/errors.ts';
+import type { OpsRoute } from '../core/ops-route.ts';
+import type { LimiterStatus } from '../gateway/index.ts';
+import type { KeyTable } from '../keys/table.ts';
 import type { Logger } from '../log.ts';
 import type { PetStore } from '../store/store.ts';
-import type { OpsRoute } from './route.ts';
 
 /** Longest `/readyz` waits for the store before calling it unreachable. */
 export const READY_TIMEOUT_MS = 2_000;

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { createApp, metricsApp } from '../app.ts';
-import { KeyTable } from '../gateway/keys/table.ts';
-import { SlidingWindowLimiter } from '../gateway/limiter/memory.ts';
+import { SlidingWindowLimiter } from '../gateway/index.ts';
+import { KeyTable } from '../keys/table.ts';
 import { Metrics } from '../metrics/registry.ts';
 import { MemoryStore } from '../store/memory.ts';
 

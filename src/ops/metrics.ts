@@ -1,6 +1,6 @@
+import type { OpsRoute } from '../core/ops-route.ts';
 import { METRICS_CONTENT_TYPE } from '../metrics/labels.ts';
 import type { Metrics } from '../metrics/registry.ts';
-import type { OpsRoute } from './route.ts';
 
 /**
  * `GET /metrics` in the Prometheus text format, no key, no rate limit.

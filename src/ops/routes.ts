@@ -1,8 +1,8 @@
+import type { OpsRoute } from '../core/ops-route.ts';
 import { type DocsOptions, docsRoutes } from '../docs/routes.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { type HealthOptions, healthRoutes } from './health.ts';
 import { metricsRoute } from './metrics.ts';
-import type { OpsRoute } from './route.ts';
 
 export interface OpsOptions extends HealthOptions {
   docs?: DocsOptions;

@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import process from 'node:process';
 import { clearInterval, setInterval } from 'node:timers';
-import { type KeyRecord, KeysFileError, keysFileExposure, parseKeys } from '../gateway/keys/file.ts';
-import { newKeyEntry } from '../gateway/keys/tokens.ts';
+import { type KeyRecord, KeysFileError, keysFileExposure, parseKeys } from '../keys/file.ts';
+import { newKeyEntry } from '../keys/tokens.ts';
 import type { Logger } from '../log.ts';
 
 /** The keys to serve with at start, and the development key's token when one was made. */

@@ -1,6 +1,6 @@
 import { clearInterval, setInterval } from 'node:timers';
-import { type KeyRecord, keyRecords } from '../gateway/keys/file.ts';
-import { documentOf } from '../gateway/keys/source.ts';
+import { type KeyRecord, keyRecords } from '../keys/file.ts';
+import { documentOf } from '../keys/source.ts';
 import type { Logger } from '../log.ts';
 import type { KeyStore } from '../store/keys.ts';
 

@@ -1,14 +1,18 @@
 import process from 'node:process';
 import { type AdminAppOptions, adminApp, createApp, metricsApp } from '../app.ts';
-import { systemClock } from '../clock.ts';
 import { type Config, ConfigError } from '../config.ts';
-import { TrustedProxies } from '../gateway/addresses.ts';
-import type { KeyRecord } from '../gateway/keys/file.ts';
-import { fileKeyAdmin, type KeyAdmin, storeKeyAdmin } from '../gateway/keys/source.ts';
-import { KeyTable } from '../gateway/keys/table.ts';
-import type { LeaseStats } from '../gateway/limiter/leases.ts';
-import type { LimiterEvent } from '../gateway/limiter/limiter.ts';
-import { SlidingWindowLimiter } from '../gateway/limiter/memory.ts';
+import { systemClock } from '../core/clock.ts';
+import {
+  type LeaseStats,
+  type LimiterEvent,
+  openRedisLimiter,
+  SlidingWindowLimiter,
+  TrustedProxies,
+} from '../gateway/index.ts';
+
+import type { KeyRecord } from '../keys/file.ts';
+import { fileKeyAdmin, type KeyAdmin, storeKeyAdmin } from '../keys/source.ts';
+import { KeyTable } from '../keys/table.ts';
 import { createLogger } from '../log.ts';
 import { type KeyStore, keyStoreOf } from '../store/keys.ts';
 import { describeData, MEMORY, openStore } from '../store/open.ts';
@@ -176,9 +180,9 @@ export async function startServer(config: Config): Promise<void> {
     });
   };
   const local = new SlidingWindowLimiter({ clock: systemClock, onEvent });
-  // Imported only with --redis, like the PostgreSQL client with a postgres:// --data.
+  // ioredis is loaded only with --redis, like the PostgreSQL client with a postgres:// --data.
   const shared = config.redis
-    ? await (await import('../gateway/limiter/shared.ts')).openRedisLimiter({
+    ? await openRedisLimiter({
         url: config.redis,
         mode: config.redisFail,
         fallback: local,

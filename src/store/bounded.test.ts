@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { fakeClock } from '../../test/testing.ts';
-import type { NewPet } from '../api/schemas.ts';
+import type { NewPet } from '../core/pets.ts';
 import { createLogger } from '../log.ts';
 import { BoundedStore, type Timers } from './bounded.ts';
 import { StoreTimeoutError, StoreUnreachableError, storeErrorKind } from './errors.ts';

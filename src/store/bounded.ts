@@ -11,8 +11,8 @@
  *   change is logged once.
  */
 import { clearTimeout, setTimeout } from 'node:timers';
-import type { NewPet, Pet } from '../api/schemas.ts';
-import { type Clock, systemClock } from '../clock.ts';
+import { type Clock, systemClock } from '../core/clock.ts';
+import type { NewPet, Pet } from '../core/pets.ts';
 import type { Logger } from '../log.ts';
 import { OUTCOME_UNKNOWN, StoreTimeoutError, StoreUnreachableError } from './errors.ts';
 import type { Outbox } from './outbox.ts';

@@ -1,4 +1,4 @@
-import type { NewPet, Pet } from '../api/schemas.ts';
+import type { NewPet, Pet } from '../core/pets.ts';
 import { IDEMPOTENCY_TTL_MS } from './idempotency.ts';
 import { MemoryOutbox } from './outbox.ts';
 import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from './store.ts';

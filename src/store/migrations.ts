@@ -1,4 +1,4 @@
-import { MAX_ID } from '../api/schemas.ts';
+import { MAX_ID } from '../core/pets.ts';
 import { StoreOpenError } from './errors.ts';
 
 /**

@@ -1,5 +1,5 @@
 import postgres from 'postgres';
-import type { NewPet, Pet } from '../api/schemas.ts';
+import type { NewPet, Pet } from '../core/pets.ts';
 import type { Logger } from '../log.ts';
 import { DEFAULT_STORE_TIMEOUT_MS } from './bounded.ts';
 import {

@@ -1,4 +1,4 @@
-import { type Pet, PetStatus } from '../api/schemas.ts';
+import { type Pet, PetStatus } from '../core/pets.ts';
 import { StoreError } from './errors.ts';
 
 /** The columns every pet query selects, in the order both engines return them. */

@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describeStore } from '../../test/store-conformance.ts';
-import type { Pet } from '../api/schemas.ts';
+import type { Pet } from '../core/pets.ts';
 import { createLogger, type Logger, silentLogger } from '../log.ts';
 import { StoreError, StoreOpenError, StoreTimeoutError, StoreUnavailableError, sqliteError } from './errors.ts';
 import { fingerprintOf, IDEMPOTENCY_TTL_MS, SWEEP_INTERVAL_MS } from './idempotency.ts';

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { clearTimeout, setImmediate, setTimeout } from 'node:timers';
-import type { NewPet, Pet } from '../api/schemas.ts';
-import { type Clock, systemClock } from '../clock.ts';
+import { type Clock, systemClock } from '../core/clock.ts';
+import type { NewPet, Pet } from '../core/pets.ts';
 import type { Logger } from '../log.ts';
 import {
   isSqliteBusy,

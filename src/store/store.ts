@@ -1,4 +1,4 @@
-import type { NewPet, Pet, PetStatus } from '../api/schemas.ts';
+import type { NewPet, Pet, PetStatus } from '../core/pets.ts';
 import type { Outbox } from './outbox.ts';
 
 /** One page request: pets with `id > after`, ascending, at most `limit`. */

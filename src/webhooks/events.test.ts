@@ -1,6 +1,6 @@
 import { expect, test } from 'bun:test';
-import { parseKeys } from '../gateway/keys/file.ts';
-import type { Decision } from '../gateway/limiter/limiter.ts';
+import type { Decision } from '../core/decision.ts';
+import { parseKeys } from '../keys/file.ts';
 import { eventId, expiringEvents, noticeEvents } from './events.ts';
 
 const SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;

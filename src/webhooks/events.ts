@@ -8,8 +8,8 @@
  * are Unix seconds, as in the rate-limit headers and `GET /v1/rate_limit`.
  */
 import { createHash } from 'node:crypto';
-import type { Consumer, KeyRecord } from '../gateway/keys/file.ts';
-import type { Decision, Notice } from '../gateway/limiter/limiter.ts';
+import type { Decision, Notice } from '../core/decision.ts';
+import type { Consumer, KeyRecord } from '../keys/file.ts';
 import type { OutboxEvent } from '../store/outbox.ts';
 
 const DAY_MS = 86_400_000;

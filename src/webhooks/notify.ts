@@ -6,9 +6,9 @@
  * ids records nothing when the first was kept. Every other request pays nothing, and no request
  * ever waits for a receiver.
  */
-import type { Clock } from '../clock.ts';
-import type { Consumer } from '../gateway/keys/file.ts';
-import type { Decision } from '../gateway/limiter/limiter.ts';
+import type { Clock } from '../core/clock.ts';
+import type { Decision } from '../core/decision.ts';
+import type { Consumer } from '../keys/file.ts';
 import type { Logger } from '../log.ts';
 import type { Outbox } from '../store/outbox.ts';
 import { noticeEvents } from './events.ts';

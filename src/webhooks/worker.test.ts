@@ -1,6 +1,6 @@
 import { afterEach, expect, test } from 'bun:test';
 import { newSecret, type Receiver, startReceiver } from '../../test/webhook-receiver.ts';
-import { parseKeys } from '../gateway/keys/file.ts';
+import { parseKeys } from '../keys/file.ts';
 import { createLogger } from '../log.ts';
 import { MemoryOutbox } from '../store/outbox.ts';
 import { DeliveryWorker, type WebhookReport } from './worker.ts';

@@ -9,8 +9,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { clearInterval, setInterval, setTimeout } from 'node:timers';
-import { type Clock, systemClock } from '../clock.ts';
-import type { Consumer, KeyRecord } from '../gateway/keys/file.ts';
+import { type Clock, systemClock } from '../core/clock.ts';
+import type { Consumer, KeyRecord } from '../keys/file.ts';
 import type { Logger } from '../log.ts';
 import type { Outbox, OutboxEntry, OutboxStats } from '../store/outbox.ts';
 import { expiringEvents } from './events.ts';

@@ -2,7 +2,7 @@
  * One sliding window counted in buckets: the counting half of `memory.ts`, whose top comment
  * states the bound this gives.
  */
-import type { WindowName } from './limiter.ts';
+import type { WindowName } from '../../core/decision.ts';
 
 /** Shape of a window: its length and the bucket its requests are rounded up to. */
 export interface WindowSpec {

@@ -1,12 +1,13 @@
 import { describe, expect, test } from 'bun:test';
 import { fakeClock, tokenFor } from '../../../test/testing.ts';
 import { createApp } from '../../app.ts';
+import type { Decision } from '../../core/decision.ts';
+import { hashToken, parseKeys } from '../../keys/file.ts';
+import { KeyTable } from '../../keys/table.ts';
 import { createLogger } from '../../log.ts';
 import { MemoryStore } from '../../store/memory.ts';
-import { hashToken, parseKeys } from '../keys/file.ts';
-import { KeyTable } from '../keys/table.ts';
 import { FailoverLimiter, type RedisFailMode } from './failover.ts';
-import type { Decision, RateLimiter, Subject, Verdict } from './limiter.ts';
+import type { RateLimiter, Subject, Verdict } from './limiter.ts';
 import { SlidingWindowLimiter } from './memory.ts';
 
 const subject: Subject = {

@@ -10,7 +10,7 @@
  * `status()` tells `/readyz` and `/metrics` where decisions are made now.
  */
 import { clearInterval, setInterval } from 'node:timers';
-import { type Clock, systemClock } from '../../clock.ts';
+import { type Clock, systemClock } from '../../core/clock.ts';
 import type { Logger } from '../../log.ts';
 import type { RateLimiter, Subject, Verdict } from './limiter.ts';
 

@@ -1,28 +1,22 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { Redis } from 'ioredis';
+import { testRedisUrl } from '../../../test/redis.ts';
+import type { Decision } from '../../core/decision.ts';
+import type { Limits } from '../../keys/plans.ts';
 import { createLogger } from '../../log.ts';
-import type { Limits } from '../plans.ts';
 import { FailoverLimiter } from './failover.ts';
 import { LeaseLimiter } from './leases.ts';
-import type { Decision, Subject } from './limiter.ts';
+import type { Subject } from './limiter.ts';
 import { SlidingWindowLimiter } from './memory.ts';
 import { RedisLimiter } from './redis.ts';
 
-/** A Redis the tests may write to (under a prefix of their own); scripts/with-redis.sh provides one. */
-const SERVER = process.env.PETSTORE_TEST_REDIS_URL ?? '';
-if (!SERVER) {
-  console.warn(
-    'leases.test.ts: PETSTORE_TEST_REDIS_URL is not set, so the lease tests are skipped. ' +
-      'Run them with: scripts/with-redis.sh node_modules/.bin/bun test src/gateway/limiter/leases.test.ts',
-  );
-}
 const clients: Redis[] = [];
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.quit()));
 });
 
 function client(): Redis {
-  const c = new Redis(SERVER, { enableOfflineQueue: true, maxRetriesPerRequest: 0 });
+  const c = new Redis(testRedisUrl(), { enableOfflineQueue: true, maxRetriesPerRequest: 0 });
   clients.push(c);
   return c;
 }
@@ -83,7 +77,7 @@ function busiest(log: readonly (readonly [number, number])[], windowMs: number):
   return most;
 }
 
-describe.skipIf(!SERVER)('LeaseLimiter', () => {
+describe('LeaseLimiter', () => {
   test('one instance decides as SlidingWindowLimiter: grants, local decisions and hand-backs give the same answers', async () => {
     const clock = fakeClock();
     const local = new SlidingWindowLimiter({ clock });
@@ -176,7 +170,7 @@ describe.skipIf(!SERVER)('LeaseLimiter', () => {
 
   test('Redis lost: the units a grant holds are spent until its term ends, then the failover decides (503 when closed)', async () => {
     const clock = fakeClock();
-    const redis = new Redis(SERVER, { enableOfflineQueue: false, maxRetriesPerRequest: 0 });
+    const redis = new Redis(testRedisUrl(), { enableOfflineQueue: false, maxRetriesPerRequest: 0 });
     await new Promise((ready) => redis.once('ready', ready));
     const leases = new LeaseLimiter({ shared: new RedisLimiter({ client: redis, clock, prefix: prefix() }), clock });
     const limiter = new FailoverLimiter({

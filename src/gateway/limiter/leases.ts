@@ -28,8 +28,9 @@
 import { randomUUID } from 'node:crypto';
 import { clearInterval, setInterval } from 'node:timers';
 import { LRUCache } from 'lru-cache';
-import { type Clock, systemClock } from '../../clock.ts';
-import type { Decision, RateLimiter, Subject } from './limiter.ts';
+import { type Clock, systemClock } from '../../core/clock.ts';
+import type { Decision } from '../../core/decision.ts';
+import type { RateLimiter, Subject } from './limiter.ts';
 import { type LeaseArgs, type RedisLimiter, replyDecision, type ScriptReply } from './redis.ts';
 
 /** Consumers whose leases are kept at once: more than a keys file holds. */

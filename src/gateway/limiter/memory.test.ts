@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test';
-import type { Limits } from '../plans.ts';
-import type { Decision, LimiterEvent, Subject } from './limiter.ts';
+import type { Decision } from '../../core/decision.ts';
+import type { Limits } from '../../keys/plans.ts';
+import type { LimiterEvent, Subject } from './limiter.ts';
 import { SlidingWindowLimiter } from './memory.ts';
 
 /** 2023-11-14T22:13:20Z, a whole second. */

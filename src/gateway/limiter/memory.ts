@@ -51,10 +51,11 @@
  * gets the next request admitted. Requests refused while banned do not count as refusals.
  */
 import { LRUCache } from 'lru-cache';
-import { type Clock, systemClock } from '../../clock.ts';
-import type { Limits } from '../plans.ts';
+import { type Clock, systemClock } from '../../core/clock.ts';
+import type { Decision, Notice, Outcome, WindowState } from '../../core/decision.ts';
+import type { Limits } from '../../keys/plans.ts';
 import { BucketWindow, DAY, MINUTE, type WindowSpec } from './buckets.ts';
-import type { Decision, LimiterEvent, Notice, Outcome, RateLimiter, Subject, WindowState } from './limiter.ts';
+import type { LimiterEvent, RateLimiter, Subject } from './limiter.ts';
 import { MONTH_NAME, MonthWindow } from './month.ts';
 import { dayPeriod, monthPeriod, NoticeFlags } from './notices.ts';
 
@@ -165,18 +166,19 @@ export class SlidingWindowLimiter implements RateLimiter {
     this.#time = now;
     const state = this.#stateOf(subject, now);
     const { thresholds } = subject;
-    if (!thresholds) return this.#decide(subject, cost, state, now);
+    if (!thresholds) return this.#spendOrRefuse(subject, cost, state, now);
     state.flags ??= new NoticeFlags();
     const { flags } = state;
-    const decision = this.#decide(subject, cost, state, now, { flags, thresholds });
+    const decision = this.#spendOrRefuse(subject, cost, state, now, { flags, thresholds });
     return withNotices(decision, flags.withRepeats(decision.notices ?? [], now));
   }
 
   /**
-   * The decision and, with `noticing` (a subject with thresholds), what it crossed: the notices
-   * given once more are added by `decide`.
+   * Spends `cost` in every window, or refuses (counting the refusal, perhaps starting a ban);
+   * with `noticing` (a subject with thresholds) the decision carries what this crossed. `decide`
+   * adds the notices given once more.
    */
-  #decide(
+  #spendOrRefuse(
     subject: Subject,
     cost: number,
     state: SubjectState,
@@ -194,11 +196,11 @@ export class SlidingWindowLimiter implements RateLimiter {
     }
 
     if (state.bannedUntil !== 0) {
-      if (now < state.bannedUntil) return this.#decision('key_banned', subject, state, now, state.bannedUntil);
+      if (now < state.bannedUntil) return this.#decisionFromState('key_banned', subject, state, now, state.bannedUntil);
       this.#endBan(state);
     }
     // A read of the state: nothing spent, no refusal counted.
-    if (cost === 0) return this.#decision('admitted', subject, state, now, now);
+    if (cost === 0) return this.#decisionFromState('admitted', subject, state, now, now);
     const monthFits = month === undefined || month.count + cost <= (perMonth as number);
     const dayFits = day.count + cost <= perDay;
     if (minute.count + cost <= perMinute && dayFits && monthFits) {
@@ -207,7 +209,7 @@ export class SlidingWindowLimiter implements RateLimiter {
       minute.add(now, cost);
       day.add(now, cost);
       month?.add(cost);
-      const admitted = this.#decision('admitted', subject, state, now, now);
+      const admitted = this.#decisionFromState('admitted', subject, state, now, now);
       if (!noticing) return admitted;
       const { flags, thresholds } = noticing;
       const notices = flags.crossed(thresholds, 'day', perDay, dayBefore, day.count, dayPeriod(now));
@@ -220,14 +222,14 @@ export class SlidingWindowLimiter implements RateLimiter {
     const banned = this.#refusalStartsBan(subject, state, now);
     let refused: Decision;
     if (banned) {
-      refused = this.#decision('key_banned', subject, state, now, state.bannedUntil);
+      refused = this.#decisionFromState('key_banned', subject, state, now, state.bannedUntil);
     } else {
       const admitAt = Math.max(
         minute.admitAt(perMinute - cost + 1),
         day.admitAt(perDay - cost + 1),
         month ? month.admitAt((perMonth as number) - cost + 1) : Number.NEGATIVE_INFINITY,
       );
-      refused = this.#decision('rate_limited', subject, state, now, admitAt);
+      refused = this.#decisionFromState('rate_limited', subject, state, now, admitAt);
     }
     if (!noticing) return refused;
     const { flags } = noticing;
@@ -316,9 +318,10 @@ export class SlidingWindowLimiter implements RateLimiter {
     if (subject) this.#onEvent({ type: 'ban_end', subject });
   }
 
-  #decision(outcome: Outcome, subject: Subject, state: SubjectState, now: number, until: number): Decision {
+  /** The decision `state`'s own windows show at `now`: `decisionFromCounts` over this limiter's windows. */
+  #decisionFromState(outcome: Outcome, subject: Subject, state: SubjectState, now: number, until: number): Decision {
     const month = subject.limits.perMonth === undefined ? undefined : state.month;
-    return decisionOf(outcome, subject.limits, now, until, state.minute, state.day, month);
+    return decisionFromCounts(outcome, subject.limits, now, until, state.minute, state.day, month);
   }
 }
 
@@ -339,9 +342,9 @@ export type MonthCounts = Pick<MonthWindow, 'count' | 'start' | 'end'>;
  * both answer the same headers for the same counts. `month` is given when the limits have one.
  *
  * @example
- * decisionOf('admitted', { perMinute: 60, perDay: 1000 }, now, now, minute, day).retryAfter // 0
+ * decisionFromCounts('admitted', { perMinute: 60, perDay: 1000 }, now, now, minute, day).retryAfter // 0
  */
-export function decisionOf(
+export function decisionFromCounts(
   outcome: Outcome,
   limits: Limits,
   now: number,

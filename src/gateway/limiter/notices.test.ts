@@ -1,7 +1,9 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { Redis } from 'ioredis';
-import type { Limits } from '../plans.ts';
-import type { Decision, Notice, RateLimiter, Subject } from './limiter.ts';
+import { testRedisUrl } from '../../../test/redis.ts';
+import type { Decision, Notice } from '../../core/decision.ts';
+import type { Limits } from '../../keys/plans.ts';
+import type { RateLimiter, Subject } from './limiter.ts';
 import { SlidingWindowLimiter } from './memory.ts';
 import { RedisLimiter } from './redis.ts';
 
@@ -10,7 +12,6 @@ const T0 = Date.UTC(2026, 10, 22, 12, 0, 0);
 const DAY = 20_779;
 const MONTH = 2026 * 12 + 10;
 
-const SERVER = process.env.PETSTORE_TEST_REDIS_URL ?? '';
 const clients: Redis[] = [];
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.quit()));
@@ -38,21 +39,17 @@ function subject(limits: Limits, thresholds?: number[], ban = { threshold: 3, se
 }
 
 type Make = (c: ReturnType<typeof clock>) => RateLimiter;
-const limiters: [string, Make][] = [['in process', (c) => new SlidingWindowLimiter({ clock: c })]];
-if (SERVER) {
-  limiters.push([
+const limiters: [string, Make][] = [
+  ['in process', (c) => new SlidingWindowLimiter({ clock: c })],
+  [
     'Redis script',
     (c) => {
-      const client = new Redis(SERVER, { enableOfflineQueue: true, maxRetriesPerRequest: 0 });
+      const client = new Redis(testRedisUrl(), { enableOfflineQueue: true, maxRetriesPerRequest: 0 });
       clients.push(client);
       return new RedisLimiter({ client, clock: c, prefix: `petstore:test:${crypto.randomUUID().slice(0, 8)}:` });
     },
-  ]);
-} else {
-  console.warn(
-    'notices.test.ts: PETSTORE_TEST_REDIS_URL is not set; the Redis script is not tested (make redis-test).',
-  );
-}
+  ],
+];
 
 async function run(limiter: RateLimiter, s: Subject, n: number, cost = 1): Promise<Decision[]> {
   const out: Decision[] = [];
@@ -167,25 +164,23 @@ describe.each(limiters)('notices (%s)', (_name, make) => {
   });
 });
 
-if (SERVER) {
-  test('Redis: a notice whose instance died before recording it is given to the next instance 30 s on', async () => {
-    const c = clock();
-    const prefix = `petstore:test:${crypto.randomUUID().slice(0, 8)}:`;
-    const instance = () => {
-      const client = new Redis(SERVER, { enableOfflineQueue: true, maxRetriesPerRequest: 0 });
-      clients.push(client);
-      return new RedisLimiter({ client, clock: c, prefix });
-    };
-    const [first, second] = [instance(), instance()];
-    const s = subject({ perMinute: 100, perDay: 5 }, [80], { threshold: 100, seconds: 60 });
-    // The first instance decides the crossing, then is gone before anything is recorded.
-    const crossing = (await run(first, s, 4)).at(-1);
-    const notice: Notice = { type: 'quota.threshold', window: 'day', threshold: 80, period: DAY };
-    expect(crossing?.notices).toEqual([notice]);
-    expect(((await second.decide(s, 0)) as Decision).notices).toBeUndefined();
-    c.advance(30_000);
-    expect((await run(second, s, 1))[0]?.notices).toEqual([notice]);
-    c.advance(30_000);
-    expect((await run(second, s, 1))[0]?.notices).toEqual([{ type: 'quota.exhausted', window: 'day', period: DAY }]);
-  });
-}
+test('Redis: a notice whose instance died before recording it is given to the next instance 30 s on', async () => {
+  const c = clock();
+  const prefix = `petstore:test:${crypto.randomUUID().slice(0, 8)}:`;
+  const instance = () => {
+    const client = new Redis(testRedisUrl(), { enableOfflineQueue: true, maxRetriesPerRequest: 0 });
+    clients.push(client);
+    return new RedisLimiter({ client, clock: c, prefix });
+  };
+  const [first, second] = [instance(), instance()];
+  const s = subject({ perMinute: 100, perDay: 5 }, [80], { threshold: 100, seconds: 60 });
+  // The first instance decides the crossing, then is gone before anything is recorded.
+  const crossing = (await run(first, s, 4)).at(-1);
+  const notice: Notice = { type: 'quota.threshold', window: 'day', threshold: 80, period: DAY };
+  expect(crossing?.notices).toEqual([notice]);
+  expect(((await second.decide(s, 0)) as Decision).notices).toBeUndefined();
+  c.advance(30_000);
+  expect((await run(second, s, 1))[0]?.notices).toEqual([notice]);
+  c.advance(30_000);
+  expect((await run(second, s, 1))[0]?.notices).toEqual([{ type: 'quota.exhausted', window: 'day', period: DAY }]);
+});

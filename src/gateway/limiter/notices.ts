@@ -10,7 +10,7 @@
  * before the notice was recorded, while its mark lives on in Redis. Its event id is the same
  * (src/webhooks/events.ts), so where the first one was recorded the second records nothing.
  */
-import type { Notice, NoticeWindow } from './limiter.ts';
+import type { Notice, NoticeWindow } from '../../core/decision.ts';
 import { monthOf } from './month.ts';
 
 const DAY_MS = 86_400_000;

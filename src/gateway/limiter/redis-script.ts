@@ -53,6 +53,11 @@ local MINUTE_W, MINUTE_B = ${MINUTE.windowMs}, ${MINUTE.bucketMs}
 local DAY_W, DAY_B = ${DAY.windowMs}, ${DAY.bucketMs}
 local VERSION = ${STATE_VERSION}
 local AGAIN_AFTER, AGAIN_WITHIN = ${RECORD_AGAIN_AFTER_MS}, ${RECORD_AGAIN_WITHIN_MS}
+-- Where each field of the state is (its layout: this file's opening comment). A window is its
+-- offset at AT_<window> and its (bucket, count) pairs at AT_<window> + 1.
+local AT_VERSION, AT_SEEN, AT_BANNED_UNTIL = 1, 2, 3
+local AT_MINUTE, AT_DAY, AT_REFUSALS = 4, 6, 8
+local AT_MONTH, AT_MONTH_SPENT, AT_NOTICED, AT_AGAIN = 10, 11, 12, 13
 
 local now = tonumber(ARGV[1])
 if not now then
@@ -74,16 +79,16 @@ local back_at, back_offset, back_units = string.match(ARGV[12] or '', '^(%d+):(%
 
 local raw = redis.call('GET', KEYS[1])
 local s = raw and cmsgpack.unpack(raw)
-if type(s) ~= 'table' or s[1] ~= VERSION then s = {VERSION, now, 0, 0, {}, 0, {}, 0, {}} end
+if type(s) ~= 'table' or s[AT_VERSION] ~= VERSION then s = {VERSION, now, 0, 0, {}, 0, {}, 0, {}} end
 if #thresholds > 0 then
   -- No holes before the notices' map: a Lua array with holes does not pack as an array.
-  s[10], s[11] = s[10] or 0, s[11] or 0
-  if type(s[12]) ~= 'table' then s[12] = {} end
-  if type(s[13]) ~= 'table' then s[13] = {} end
+  s[AT_MONTH], s[AT_MONTH_SPENT] = s[AT_MONTH] or 0, s[AT_MONTH_SPENT] or 0
+  if type(s[AT_NOTICED]) ~= 'table' then s[AT_NOTICED] = {} end
+  if type(s[AT_AGAIN]) ~= 'table' then s[AT_AGAIN] = {} end
 end
 -- The clock may step back (or another instance's may lag): the windows must not.
-if s[2] > now then now = s[2] end
-s[2] = now
+if s[AT_SEEN] > now then now = s[AT_SEEN] end
+s[AT_SEEN] = now
 -- Units are counted as of this time: now, or for a grant the last moment of its term.
 local booked = now
 
@@ -173,12 +178,12 @@ local function oldest_leaves_at(w, win, b)
   return leaves_at(w, win, b, first)
 end
 
-advance(4, MINUTE_W, MINUTE_B)
-advance(6, DAY_W, DAY_B)
+advance(AT_MINUTE, MINUTE_W, MINUTE_B)
+advance(AT_DAY, DAY_W, DAY_B)
 local month_from, month_to = 0, 0
 if per_month > 0 then
   local number = month_number(now)
-  if s[10] ~= number then s[10], s[11] = number, 0 end
+  if s[AT_MONTH] ~= number then s[AT_MONTH], s[AT_MONTH_SPENT] = number, 0 end
   month_from, month_to = month_start(number), month_start(number + 1)
 end
 
@@ -201,9 +206,11 @@ end
 local handed_back = 0
 if back_at then
   back_at, back_offset, back_units = tonumber(back_at), tonumber(back_offset), tonumber(back_units)
-  give_back(4, MINUTE_B, back_at, back_units)
-  if s[6] == back_offset then give_back(6, DAY_B, back_at, back_units) end
-  if per_month > 0 and s[10] == month_number(back_at) then s[11] = math.max(0, s[11] - back_units) end
+  give_back(AT_MINUTE, MINUTE_B, back_at, back_units)
+  if s[AT_DAY] == back_offset then give_back(AT_DAY, DAY_B, back_at, back_units) end
+  if per_month > 0 and s[AT_MONTH] == month_number(back_at) then
+    s[AT_MONTH_SPENT] = math.max(0, s[AT_MONTH_SPENT] - back_units)
+  end
   handed_back = back_units
   if leasing then redis.call('HDEL', KEYS[2], holder) end
 end
@@ -222,20 +229,20 @@ if leasing then
   end
 end
 local outcome, until_ms, events = 0, now, 0
-if s[3] ~= 0 then
-  if now < s[3] then
-    outcome, until_ms = 2, s[3]
+if s[AT_BANNED_UNTIL] ~= 0 then
+  if now < s[AT_BANNED_UNTIL] then
+    outcome, until_ms = 2, s[AT_BANNED_UNTIL]
   else
-    s[3] = 0
+    s[AT_BANNED_UNTIL] = 0
     events = 1
   end
 end
-local month_fits = per_month == 0 or s[11] + cost <= per_month
+local month_fits = per_month == 0 or s[AT_MONTH_SPENT] + cost <= per_month
 local notices = {}
 -- Noticed once per period: false when this (key, period) was noticed already.
 local function first(key, period)
-  if s[12][key] == period then return false end
-  s[12][key] = period
+  if s[AT_NOTICED][key] == period then return false end
+  s[AT_NOTICED][key] = period
   return true
 end
 local function crossed(window, code, quota, before, after, period)
@@ -251,9 +258,9 @@ local granted, asked = 0, cost
 if outcome == 0 and cost > 0 and leasing and wanted > cost then
   -- A grant: a fair share of the room left, shrinking to the request's cost as the room runs
   -- low, and never past a notice threshold (a crossing is noticed when its units are used).
-  local day_before = count(6)
-  local room = math.min(per_minute - count(4), per_day - day_before)
-  if per_month > 0 then room = math.min(room, per_month - s[11]) end
+  local day_before = count(AT_DAY)
+  local room = math.min(per_minute - count(AT_MINUTE), per_day - day_before)
+  if per_month > 0 then room = math.min(room, per_month - s[AT_MONTH_SPENT]) end
   local n = math.min(wanted, math.floor(room / (2 * (others + 1))))
   local function below(quota, before)
     for _, t in ipairs(thresholds) do
@@ -262,7 +269,7 @@ if outcome == 0 and cost > 0 and leasing and wanted > cost then
     end
   end
   below(per_day, day_before)
-  if per_month > 0 then below(per_month, s[11]) end
+  if per_month > 0 then below(per_month, s[AT_MONTH_SPENT]) end
   -- A term ends on the next whole second: the end of the minute's bucket, which no day or month
   -- boundary splits. A request on a whole second has a term of an instant: its cost alone.
   if n > cost and now % 1000 ~= 0 then
@@ -272,11 +279,11 @@ if outcome == 0 and cost > 0 and leasing and wanted > cost then
 end
 -- A cost of 0 reads the state: nothing spent, no refusal counted.
 if outcome == 0 and cost > 0 then
-  local day_before = count(6)
-  if count(4) + cost <= per_minute and day_before + cost <= per_day and month_fits then
-    add(4, MINUTE_B, cost)
-    add(6, DAY_B, cost)
-    if per_month > 0 then s[11] = s[11] + cost end
+  local day_before = count(AT_DAY)
+  if count(AT_MINUTE) + cost <= per_minute and day_before + cost <= per_day and month_fits then
+    add(AT_MINUTE, MINUTE_B, cost)
+    add(AT_DAY, DAY_B, cost)
+    if per_month > 0 then s[AT_MONTH_SPENT] = s[AT_MONTH_SPENT] + cost end
     granted = cost
     if granted > asked then
       redis.call('HSET', KEYS[2], holder, booked + 1)
@@ -284,7 +291,7 @@ if outcome == 0 and cost > 0 then
     end
     if #thresholds > 0 then
       crossed('day', 1, per_day, day_before, day_before + cost, day_period)
-      if per_month > 0 then crossed('month', 2, per_month, s[11] - cost, s[11], s[10]) end
+      if per_month > 0 then crossed('month', 2, per_month, s[AT_MONTH_SPENT] - cost, s[AT_MONTH_SPENT], s[AT_MONTH]) end
     end
   elseif others > 0 then
     -- Refused while other instances hold units of the budget: neither counted toward a ban nor
@@ -295,30 +302,30 @@ if outcome == 0 and cost > 0 then
       if day_before + cost > per_day and first('x:day', day_period) then
         for _, n in ipairs({2, 1, 0, day_period}) do notices[#notices + 1] = n end
       end
-      if not month_fits and first('x:month', s[10]) then
-        for _, n in ipairs({2, 2, 0, s[10]}) do notices[#notices + 1] = n end
+      if not month_fits and first('x:month', s[AT_MONTH]) then
+        for _, n in ipairs({2, 2, 0, s[AT_MONTH]}) do notices[#notices + 1] = n end
       end
     end
     outcome = 1
     if threshold >= 1 and ban_seconds > 0 then
-      advance(8, MINUTE_W, MINUTE_B)
-      add(8, MINUTE_B, 1)
-      if count(8) >= threshold then
-        s[8], s[9] = 0, {}
+      advance(AT_REFUSALS, MINUTE_W, MINUTE_B)
+      add(AT_REFUSALS, MINUTE_B, 1)
+      if count(AT_REFUSALS) >= threshold then
+        s[AT_REFUSALS], s[AT_REFUSALS + 1] = 0, {}
         -- Ending on a whole second keeps now + Retry-After equal to the end for the whole ban;
         -- counted from the start of this second, the first Retry-After is ban_seconds, never + 1.
-        s[3] = math.floor(now / 1000) * 1000 + ban_seconds * 1000
-        outcome, until_ms = 2, s[3]
+        s[AT_BANNED_UNTIL] = math.floor(now / 1000) * 1000 + ban_seconds * 1000
+        outcome, until_ms = 2, s[AT_BANNED_UNTIL]
         events = events + 2
         if #thresholds > 0 then
-          for _, n in ipairs({3, 0, 0, s[3]}) do notices[#notices + 1] = n end
+          for _, n in ipairs({3, 0, 0, s[AT_BANNED_UNTIL]}) do notices[#notices + 1] = n end
         end
       end
     end
     if outcome == 1 then
       until_ms = math.max(
-        admit_at(4, MINUTE_W, MINUTE_B, per_minute - cost + 1),
-        admit_at(6, DAY_W, DAY_B, per_day - cost + 1))
+        admit_at(AT_MINUTE, MINUTE_W, MINUTE_B, per_minute - cost + 1),
+        admit_at(AT_DAY, DAY_W, DAY_B, per_day - cost + 1))
       if not month_fits then until_ms = math.max(until_ms, month_to) end
     end
   end
@@ -327,7 +334,7 @@ end
 -- This run's notices wait to be given once more; those due now are given after them.
 if #thresholds > 0 then
   local waiting, fresh = {}, #notices
-  local again = s[13]
+  local again = s[AT_AGAIN]
   -- A ban is always current; a day's or a month's notice only in its own period.
   local periods = #again > 0 and {day_period, month_number(now)} or {}
   for j = 1, #again, 6 do
@@ -343,7 +350,7 @@ if #thresholds > 0 then
     waiting[#waiting + 1] = now + AGAIN_AFTER
     waiting[#waiting + 1] = now + AGAIN_WITHIN
   end
-  s[13] = waiting
+  s[AT_AGAIN] = waiting
 end
 
 -- Kept as long as anything it counts, and the ban, can matter: Redis memory stays bounded. A TTL
@@ -351,7 +358,7 @@ end
 -- under a flood of addresses evicts addresses' states, never a key's.
 if ttl > 0 then
   local px = ttl
-  if s[3] > now then px = px + (s[3] - now) end
+  if s[AT_BANNED_UNTIL] > now then px = px + (s[AT_BANNED_UNTIL] - now) end
   redis.call('SET', KEYS[1], cmsgpack.pack(s), 'PX', px)
 else
   redis.call('SET', KEYS[1], cmsgpack.pack(s))
@@ -359,11 +366,11 @@ end
 
 return {
   outcome, now, until_ms,
-  count(4), oldest_leaves_at(4, MINUTE_W, MINUTE_B), admit_at(4, MINUTE_W, MINUTE_B, per_minute),
-  count(6), oldest_leaves_at(6, DAY_W, DAY_B), admit_at(6, DAY_W, DAY_B, per_day),
-  events, s[3],
-  per_month > 0 and s[11] or 0, month_from, month_to, notices,
-  granted, booked, s[6], others, handed_back,
+  count(AT_MINUTE), oldest_leaves_at(AT_MINUTE, MINUTE_W, MINUTE_B), admit_at(AT_MINUTE, MINUTE_W, MINUTE_B, per_minute),
+  count(AT_DAY), oldest_leaves_at(AT_DAY, DAY_W, DAY_B), admit_at(AT_DAY, DAY_W, DAY_B, per_day),
+  events, s[AT_BANNED_UNTIL],
+  per_month > 0 and s[AT_MONTH_SPENT] or 0, month_from, month_to, notices,
+  granted, booked, s[AT_DAY], others, handed_back,
 }
 `;
 

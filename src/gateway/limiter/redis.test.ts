@@ -1,29 +1,23 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { Redis } from 'ioredis';
+import { testRedisUrl } from '../../../test/redis.ts';
+import type { Decision } from '../../core/decision.ts';
+import type { Limits } from '../../keys/plans.ts';
 import { createLogger } from '../../log.ts';
 import { rateLimitHeaders } from '../headers.ts';
-import type { Limits } from '../plans.ts';
-import type { Decision, LimiterEvent, Subject } from './limiter.ts';
+import type { LimiterEvent, Subject } from './limiter.ts';
 import { SlidingWindowLimiter, STATE_TTL_MS } from './memory.ts';
 import { RedisLimiter } from './redis.ts';
 import { DECIDE_SHA1 } from './redis-script.ts';
 import { openRedisLimiter } from './shared.ts';
 
-/** A Redis the tests may write to (under a prefix of their own); scripts/with-redis.sh provides one. */
-const SERVER = process.env.PETSTORE_TEST_REDIS_URL ?? '';
-if (!SERVER) {
-  console.warn(
-    'redis.test.ts: PETSTORE_TEST_REDIS_URL is not set, so the Redis tests are skipped. ' +
-      'Run them with: scripts/with-redis.sh node_modules/.bin/bun test src/gateway/limiter/redis.test.ts',
-  );
-}
 const clients: Redis[] = [];
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.quit()));
 });
 
 function client(): Redis {
-  const c = new Redis(SERVER, { enableOfflineQueue: true, maxRetriesPerRequest: 0 });
+  const c = new Redis(testRedisUrl(), { enableOfflineQueue: true, maxRetriesPerRequest: 0 });
   clients.push(c);
   return c;
 }
@@ -59,7 +53,7 @@ function mulberry32(seed: number) {
   };
 }
 
-describe.skipIf(!SERVER)('RedisLimiter', () => {
+describe('RedisLimiter', () => {
   test('decides exactly as SlidingWindowLimiter: same outcomes, headers and ban events', async () => {
     const clock = fakeClock();
     const localEvents: string[] = [];
@@ -242,10 +236,10 @@ describe('openRedisLimiter', () => {
     await limiter.close();
   });
 
-  test.skipIf(!SERVER)('a reachable Redis is used from the first request', async () => {
+  test('a reachable Redis is used from the first request', async () => {
     const lines: Record<string, unknown>[] = [];
     const limiter = await openRedisLimiter({
-      url: SERVER,
+      url: testRedisUrl(),
       mode: 'closed',
       fallback: new SlidingWindowLimiter(),
       log: createLogger({ write: (l) => lines.push(JSON.parse(l)) }),

@@ -9,9 +9,10 @@
  */
 import type { Redis } from 'ioredis';
 import * as v from 'valibot';
-import type { Clock } from '../../clock.ts';
-import type { Decision, LimiterEvent, Notice, Outcome, RateLimiter, Subject } from './limiter.ts';
-import { decisionOf, STATE_TTL_MS, type WindowCounts, withNotices } from './memory.ts';
+import type { Clock } from '../../core/clock.ts';
+import type { Decision, Notice, Outcome } from '../../core/decision.ts';
+import type { LimiterEvent, RateLimiter, Subject } from './limiter.ts';
+import { decisionFromCounts, STATE_TTL_MS, type WindowCounts, withNotices } from './memory.ts';
 import { DECIDE_SCRIPT, DECIDE_SHA1 } from './redis-script.ts';
 
 /** Where subjects' states live: `petstore:rl:key:acme`, `petstore:rl:addr:203.0.113.7`. */
@@ -178,7 +179,7 @@ export class RedisLimiter implements RateLimiter {
 export function replyDecision(subject: Subject, reply: ScriptReply, unused: number, at = reply.now): Decision {
   const { limits } = subject;
   const { minute, day, month } = reply;
-  const decision = decisionOf(
+  const decision = decisionFromCounts(
     reply.outcome,
     limits,
     at,
@@ -208,7 +209,7 @@ function noticesOf(flat: readonly number[]): Notice[] {
   return notices;
 }
 
-/** A window as the script reported it, in the shape `decisionOf` reads. */
+/** A window as the script reported it, in the shape `decisionFromCounts` reads. */
 function counts(count: number, oldestLeavesAt: number, admitAt: number): WindowCounts {
   return { count, oldestLeavesAt, admitAt: () => admitAt };
 }

@@ -2,9 +2,9 @@ import { describe, expect, test } from 'bun:test';
 import { fakeClock, tokenFor } from '../../../test/testing.ts';
 import { createApp } from '../../app.ts';
 import { ConfigError, parseConfig } from '../../config.ts';
-import { hashToken, parseKeys } from '../../gateway/keys/file.ts';
-import { KeyTable } from '../../gateway/keys/table.ts';
-import { SlidingWindowLimiter } from '../../gateway/limiter/memory.ts';
+import { SlidingWindowLimiter } from '../../gateway/index.ts';
+import { hashToken, parseKeys } from '../../keys/file.ts';
+import { KeyTable } from '../../keys/table.ts';
 import { MemoryStore } from '../../store/memory.ts';
 import { EXPOSED_HEADERS } from './cors.ts';
 

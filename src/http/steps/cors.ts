@@ -1,5 +1,6 @@
 import type { Context } from 'hono';
-import { answer, answerHeaders, appendHeader } from '../answer.ts';
+import { answerHeaders, appendHeader } from '../../core/reply.ts';
+import { answer } from '../answer.ts';
 
 /**
  * Every response header the contract documents, so a browser script may read them: rate

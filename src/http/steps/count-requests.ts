@@ -1,10 +1,10 @@
 import type { Context } from 'hono';
+import { ApiError } from '../../core/errors.ts';
 import type { AppEnv } from '../../env.ts';
-import type { Caller } from '../../gateway/caller.ts';
+import type { Caller } from '../../gateway/index.ts';
 import type { ConsumerMetrics } from '../../metrics/consumers.ts';
 import { operationIndex } from '../../metrics/labels.ts';
 import type { Metrics } from '../../metrics/registry.ts';
-import { ApiError } from '../errors.ts';
 
 export interface CountRequestsOptions {
   metrics: Metrics;

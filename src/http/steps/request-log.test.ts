@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { Hono } from 'hono';
 import { fakeClock } from '../../../test/testing.ts';
 import type { AppEnv } from '../../env.ts';
-import { parseKeys } from '../../gateway/keys/file.ts';
+import { parseKeys } from '../../keys/file.ts';
 import { createLogger } from '../../log.ts';
 import { answer } from '../answer.ts';
 import { pipeline } from '../pipeline.ts';

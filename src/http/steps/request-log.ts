@@ -1,8 +1,8 @@
 import type { Context } from 'hono';
 import { routePath } from 'hono/route';
-import type { Clock } from '../../clock.ts';
+import type { Clock } from '../../core/clock.ts';
 import type { AppEnv } from '../../env.ts';
-import { TOKEN_PREFIX } from '../../gateway/keys/tokens.ts';
+import { TOKEN_PREFIX } from '../../keys/tokens.ts';
 import type { Logger } from '../../log.ts';
 
 export interface RequestLogOptions {

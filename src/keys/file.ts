@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import * as v from 'valibot';
-import { type KeyScope, SCOPES } from '../../api/scopes.ts';
+import { type KeyScope, SCOPES } from '../core/scopes.ts';
+import { describeJsonError, jsonSyntaxError } from './json-syntax.ts';
 import {
   type BanPolicy,
   type Costs,
@@ -9,8 +10,7 @@ import {
   PLAN_LIMITS,
   PLAN_TERMS,
   type PlanName,
-} from '../plans.ts';
-import { describeJsonError, jsonSyntaxError } from './json-syntax.ts';
+} from './plans.ts';
 import { type ConsumerKey, KeysDocument, keyIdOf, rfc3339 } from './schema.ts';
 
 export { KEY_NAME } from './schema.ts';
@@ -26,7 +26,7 @@ export interface Consumer {
   readonly ban?: BanPolicy;
   /** Units each operation spends, by operationId (the plan's, then the consumer's own); others cost 1. */
   readonly costs: Costs;
-  /** False: report-only limits (src/gateway/plans.ts, `Terms`). */
+  /** False: report-only limits (src/keys/plans.ts, `Terms`). */
   readonly enforce: boolean;
   /** Where quota notifications go, signed with `secret` (never logged nor shown); none: no notifications. */
   readonly webhook?: { readonly url: string; readonly secret: string };

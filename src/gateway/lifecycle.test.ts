@@ -1,11 +1,11 @@
 import { describe, expect, test } from 'bun:test';
-import { fakeClock } from '../../../test/testing.ts';
-import { createApp } from '../../app.ts';
-import { silentLogger } from '../../log.ts';
-import { MemoryStore } from '../../store/memory.ts';
-import { SlidingWindowLimiter } from '../limiter/memory.ts';
-import { hashToken, parseKeys } from './file.ts';
-import { KeyTable } from './table.ts';
+import { fakeClock } from '../../test/testing.ts';
+import { createApp } from '../app.ts';
+import { hashToken, parseKeys } from '../keys/file.ts';
+import { KeyTable } from '../keys/table.ts';
+import { silentLogger } from '../log.ts';
+import { MemoryStore } from '../store/memory.ts';
+import { SlidingWindowLimiter } from './limiter/memory.ts';
 
 const T0 = Date.UTC(2026, 10, 22, 12, 0, 0);
 const iso = (ms: number) => new Date(ms).toISOString();

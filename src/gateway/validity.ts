@@ -1,6 +1,6 @@
-import { ADMIN_SCOPE } from '../../api/scopes.ts';
-import { ApiError } from '../../http/errors.ts';
-import type { Caller } from '../caller.ts';
+import { ApiError } from '../core/errors.ts';
+import { ADMIN_SCOPE } from '../core/scopes.ts';
+import type { Caller } from './caller.ts';
 
 /** The `WWW-Authenticate` challenge every 401 and 403 of the gateway starts with (RFC 6750). */
 export const REALM = 'Bearer realm="petstore"';

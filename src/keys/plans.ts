@@ -43,7 +43,7 @@ export const PLAN_LIMITS: Readonly<Record<Exclude<PlanName, 'enterprise'>, Limit
   business: { perMinute: 1_000, perDay: 100_000 },
 };
 
-/** Costs and enforcement of each plan; none of the seed plans sets either. */
+/** Costs and enforcement of each plan; none of the four plans sets either. */
 export const PLAN_TERMS: Readonly<Record<PlanName, Terms>> = { free: {}, pro: {}, business: {}, enterprise: {} };
 
 /** The costs `costs` may set: every operation but the ones that read the quota. */

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { KeysFileError, parseKeys } from './keys/file.ts';
+import { KeysFileError, parseKeys } from './file.ts';
 import { costProblem, PLAN_LIMITS, PLAN_TERMS } from './plans.ts';
 
 const A = 'a'.repeat(64);

@@ -1,6 +1,6 @@
 import * as v from 'valibot';
-import { ADMIN_SCOPE, KEY_SCOPES } from '../../api/scopes.ts';
-import { COSTED_OPERATIONS, PLAN_NAMES } from '../plans.ts';
+import { ADMIN_SCOPE, KEY_SCOPES } from '../core/scopes.ts';
+import { COSTED_OPERATIONS, PLAN_NAMES } from './plans.ts';
 
 /** A key's or consumer's name as the keys file and `petstore keys` accept it: what logs show. */
 export const KEY_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
@@ -88,7 +88,7 @@ const Thresholds = v.pipe(
   v.maxLength(10, THRESHOLD_MESSAGE),
   v.check((list) => new Set(list).size === list.length, THRESHOLD_MESSAGE),
 );
-/** What a consumer sets besides its quotas (src/gateway/plans.ts, `Terms`), and its notifications. */
+/** What a consumer sets besides its quotas (src/keys/plans.ts, `Terms`), and its notifications. */
 const Terms = {
   costs: v.optional(Costs),
   enforce: v.optional(v.boolean('must be true or false')),

@@ -5,9 +5,9 @@
  * so its quota, its id in logs and its token all stay the same.
  */
 
-import type { KeyScope } from '../../api/scopes.ts';
-import type { Limits, PlanName } from '../plans.ts';
+import type { KeyScope } from '../core/scopes.ts';
 import { type ConsumerFields, KeysFileError } from './file.ts';
+import type { Limits, PlanName } from './plans.ts';
 import { type ConsumerEntry, type ConsumerKey, type KeysDocument, keyIdOf, rfc3339 } from './schema.ts';
 
 export interface NewConsumer {

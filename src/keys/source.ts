@@ -3,7 +3,7 @@
  * (under its lock, atomically) or the data store (`--keys store`). Every change is one unit with
  * its audit record: both are there, or neither.
  */
-import type { KeyStore, StoredConsumer } from '../../store/keys.ts';
+import type { KeyStore, StoredConsumer } from '../store/keys.ts';
 import { type AuditRecord, auditRecord } from './audit.ts';
 import { type NumberedRecord, readAudit } from './audit-file.ts';
 import { keyRecords, parseDocument } from './file.ts';

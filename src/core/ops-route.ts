@@ -1,5 +1,5 @@
 import type { Context } from 'hono';
-import type { Reply } from '../http/answer.ts';
+import type { Reply } from './reply.ts';
 
 /** The ids of the ops routes, the labels their requests are counted under. */
 export const OPS_IDS = ['healthz', 'readyz', 'metrics', 'docs', 'openapi'] as const;

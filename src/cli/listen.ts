@@ -1,0 +1,10 @@
+import { int, text } from './parsers.ts';
+
+/**
+ * Where the server listens: the first entries of the server's option table (src/config.ts), and
+ * where `petstore healthcheck` asks, with the same flags, environment and defaults.
+ */
+export const LISTEN_OPTIONS = {
+  port: { flag: '--port', env: 'PORT', arg: 'N', help: 'TCP port to listen on', fallback: 8080, parse: int(0, 65535) },
+  host: { flag: '--host', env: 'HOST', arg: 'H', help: 'address to bind', fallback: '0.0.0.0', parse: text },
+};

@@ -1,0 +1,44 @@
+import * as v from 'valibot';
+
+/** Largest id or categoryId: a JavaScript number holds integers exactly only up to 2^53 - 1. */
+export const MAX_ID = Number.MAX_SAFE_INTEGER;
+/** Longest accepted pet name, in Unicode code points (JSON Schema counts code points too). */
+export const NAME_MAX_LENGTH = 100;
+
+/** Availability of an animal. */
+export const PetStatus = v.picklist(['available', 'pending', 'sold']);
+export type PetStatus = v.InferOutput<typeof PetStatus>;
+
+const Id = v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(MAX_ID));
+
+const Name = v.pipe(
+  v.string(),
+  v.minLength(1),
+  // PostgreSQL cannot store U+0000 in text; refusing it everywhere keeps the backends alike.
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching U+0000 is the point.
+  v.regex(/^[^\u0000]*$/, 'must not contain the NUL character U+0000'),
+  v.check((s) => codePoints(s) <= NAME_MAX_LENGTH, `must be at most ${NAME_MAX_LENGTH} characters`),
+);
+
+/** Request body of `createPet`; unknown fields are refused so typos do not pass silently. */
+export const NewPet = v.strictObject({
+  name: Name,
+  categoryId: Id,
+  status: v.optional(PetStatus, 'available'),
+});
+export type NewPet = v.InferOutput<typeof NewPet>;
+
+/** A stored animal; `status` is always present (a pet created without one got `available`). */
+export const Pet = v.strictObject({
+  id: Id,
+  name: Name,
+  categoryId: Id,
+  status: PetStatus,
+});
+export type Pet = v.InferOutput<typeof Pet>;
+
+function codePoints(s: string): number {
+  let n = 0;
+  for (const _ of s) n++;
+  return n;
+}

@@ -1,0 +1,25 @@
+import * as v from 'valibot';
+
+const Seconds = v.pipe(v.number(), v.integer(), v.minValue(0));
+
+/** One window of a caller's quota, in units of cost, as `X-RateLimit-*` and `RateLimit` show it. */
+export const QuotaWindow = v.strictObject({
+  name: v.picklist(['minute', 'day', 'month']),
+  limit: v.pipe(v.number(), v.integer(), v.minValue(1)),
+  remaining: v.pipe(v.number(), v.integer(), v.minValue(0)),
+  /** Unix seconds, as in `X-RateLimit-Reset`. */
+  reset: Seconds,
+});
+
+/**
+ * The body of `getRateLimit`: whose quota, its windows (shortest first; month only when the plan
+ * has one) and the ban, if any. Handed to the handler ready made (`Input.quota`,
+ * src/api/rate-limit.ts): the handler knows nothing of keys or limiters.
+ */
+export const RateLimitStatus = v.strictObject({
+  consumer: v.string(),
+  plan: v.string(),
+  windows: v.array(QuotaWindow),
+  ban: v.nullable(v.strictObject({ until: Seconds })),
+});
+export type RateLimitStatus = v.InferOutput<typeof RateLimitStatus>;

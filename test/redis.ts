@@ -1,0 +1,20 @@
+/**
+ * The Redis server the tests run the limiter's Lua script on: `make unit` starts a throwaway one
+ * through scripts/with-redis.sh. Without one, a test that needs it fails with this message instead
+ * of skipping, so the TypeScript and Lua limiters are never left uncompared.
+ *
+ * @example
+ * const client = new Redis(testRedisUrl())
+ */
+export function testRedisUrl(): string {
+  const url = process.env.PETSTORE_TEST_REDIS_URL;
+  if (!url) {
+    throw new Error(
+      'PETSTORE_TEST_REDIS_URL is not set: this test runs the Lua script on a Redis server. ' +
+        "`make unit` starts a throwaway one (scripts/with-redis.sh, which installs Debian's redis-server " +
+        'when run as root; else `apt-get install -y redis-server`); for a few files: ' +
+        'scripts/with-redis.sh node_modules/.bin/bun test <file>',
+    );
+  }
+  return url;
+}
