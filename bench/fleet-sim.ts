@@ -20,6 +20,7 @@ import { Redis } from 'ioredis';
 import { LeaseLimiter } from '../src/gateway/limiter/leases.ts';
 import type { RateLimiter, Subject } from '../src/gateway/limiter/limiter.ts';
 import { RedisLimiter } from '../src/gateway/limiter/redis.ts';
+import { busiest, mulberry32 } from '../test/windows.ts';
 
 const URL = process.env.PETSTORE_TEST_REDIS_URL ?? '';
 if (!URL) throw new Error('fleet-sim: needs PETSTORE_TEST_REDIS_URL: run it with `make fleet-sim`');
@@ -36,16 +37,6 @@ const PLANS = {
   tight: { perMinute: 60, perDay: 1_000 },
   generous: { perMinute: 20_000, perDay: 1_000_000 },
 };
-
-function mulberry32(seed: number) {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 const subjects: Subject[] = Array.from({ length: KEYS }, (_, rank) => {
   const plan = rank % 4 === 3 ? 'tight' : 'generous';
@@ -160,18 +151,6 @@ async function simulate(n: number, leases: boolean, admin: Redis): Promise<Row> 
     worstRun,
     falsePer1000: (falseRefusals / requests) * 1_000,
   };
-}
-
-function busiest(log: readonly [number, number][], windowMs: number): number {
-  let most = 0;
-  let sum = 0;
-  let first = 0;
-  for (const [time, units] of log) {
-    sum += units;
-    while ((log[first] as [number, number])[0] <= time - windowMs) sum -= (log[first++] as [number, number])[1];
-    most = Math.max(most, sum);
-  }
-  return most;
 }
 
 const fixed = (x: number, digits: number) => x.toFixed(digits);

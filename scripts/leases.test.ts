@@ -15,6 +15,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { Redis } from 'ioredis';
 import { metricSum, type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
+import { busiest } from '../test/windows.ts';
 
 const REDIS = process.env.PETSTORE_TEST_REDIS_URL ?? '';
 if (!REDIS) console.warn('leases.test.ts: needs PETSTORE_TEST_REDIS_URL; skipped. Run it with: make leases-test');
@@ -80,19 +81,6 @@ async function client(
     if (res.status === 200 || res.status === 201) tally.admitted.push([at, cost]);
     if (pauseMs > 0) await Bun.sleep(pauseMs);
   }
-}
-
-/** The most units admitted in any `windowMs`, over the sorted log. */
-function busiest(log: readonly [number, number][], windowMs: number): number {
-  let most = 0;
-  let sum = 0;
-  let first = 0;
-  for (const [time, units] of log) {
-    sum += units;
-    while ((log[first] as [number, number])[0] <= time - windowMs) sum -= (log[first++] as [number, number])[1];
-    most = Math.max(most, sum);
-  }
-  return most;
 }
 
 test.skipIf(!REDIS)(

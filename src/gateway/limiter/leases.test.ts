@@ -1,6 +1,8 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { Redis } from 'ioredis';
 import { testRedisUrl } from '../../../test/redis.ts';
+import { fakeClock } from '../../../test/testing.ts';
+import { busiest, mulberry32 } from '../../../test/windows.ts';
 import type { Decision } from '../../core/decision.ts';
 import type { Limits } from '../../keys/plans.ts';
 import { createLogger } from '../../log.ts';
@@ -26,28 +28,8 @@ const prefix = () => `petstore:test:${crypto.randomUUID().slice(0, 8)}:`;
 /** 2026-11-22T12:00:00.253Z: steps of 10 ms never land on a whole second, whose term is an instant. */
 const T0 = Date.UTC(2026, 10, 22, 12, 0, 0) + 253;
 
-function fakeClock(start = T0) {
-  let t = start;
-  return {
-    now: () => t,
-    advance: (ms: number) => {
-      t += ms;
-    },
-  };
-}
-
 function subject(id: string, limits: Limits, ban = { threshold: 60, seconds: 900 }): Subject {
   return { id, plan: 'pro', label: id, limits, ban };
-}
-
-function mulberry32(seed: number) {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
 }
 
 /** `instances` lease limiters on one Redis and one fake clock, each with its own connection. */
@@ -64,22 +46,9 @@ function fleet(instances: number, clock: ReturnType<typeof fakeClock>) {
   );
 }
 
-/** The most units admitted in any `windowMs` (a sliding window over the exact log). */
-function busiest(log: readonly (readonly [number, number])[], windowMs: number): number {
-  let most = 0;
-  let sum = 0;
-  let first = 0;
-  for (const [time, units] of log) {
-    sum += units;
-    while ((log[first] as [number, number])[0] <= time - windowMs) sum -= (log[first++] as [number, number])[1];
-    most = Math.max(most, sum);
-  }
-  return most;
-}
-
 describe('LeaseLimiter', () => {
   test('one instance decides as SlidingWindowLimiter: grants, local decisions and hand-backs give the same answers', async () => {
-    const clock = fakeClock();
+    const clock = fakeClock(T0);
     const local = new SlidingWindowLimiter({ clock });
     const [leased] = fleet(1, clock) as [LeaseLimiter];
     const subjects = [
@@ -121,7 +90,7 @@ describe('LeaseLimiter', () => {
   }, 60_000);
 
   test('four instances, bursts of concurrent requests of costs 1 to 3: never more than the quota in any 60 s or day, and barely under', async () => {
-    const clock = fakeClock();
+    const clock = fakeClock(T0);
     const instances = fleet(4, clock);
     const s = subject('key:acme', { perMinute: 300, perDay: 2_000 }, { threshold: 0, seconds: 30 });
     const random = mulberry32(3);
@@ -152,7 +121,7 @@ describe('LeaseLimiter', () => {
   }, 60_000);
 
   test('a term ends on the next whole second: the first request of each second runs the script, the others are decided locally', async () => {
-    const clock = fakeClock();
+    const clock = fakeClock(T0);
     const [leased] = fleet(1, clock) as [LeaseLimiter];
     const s = subject('key:steady', { perMinute: 100_000, perDay: 10_000_000 });
     const ranAt: number[] = [];
@@ -169,7 +138,7 @@ describe('LeaseLimiter', () => {
   });
 
   test('Redis lost: the units a grant holds are spent until its term ends, then the failover decides (503 when closed)', async () => {
-    const clock = fakeClock();
+    const clock = fakeClock(T0);
     const redis = new Redis(testRedisUrl(), { enableOfflineQueue: false, maxRetriesPerRequest: 0 });
     await new Promise((ready) => redis.once('ready', ready));
     const leases = new LeaseLimiter({ shared: new RedisLimiter({ client: redis, clock, prefix: prefix() }), clock });
@@ -208,7 +177,7 @@ describe('LeaseLimiter', () => {
   });
 
   test('a key far from its limit, 100 requests a second on each of four instances: at most 0.02 script runs a request', async () => {
-    const clock = fakeClock();
+    const clock = fakeClock(T0);
     const instances = fleet(4, clock);
     const s = subject('key:big', { perMinute: 100_000, perDay: 10_000_000 });
     let runsBefore = 0;
