@@ -14,7 +14,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
+import { countsDown, type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
 import { freshDatabase, type TestDatabase } from '../test/postgres.ts';
 
 const PG_SERVER = process.env.PETSTORE_TEST_POSTGRES_URL ?? '';
@@ -76,17 +76,6 @@ async function alternate(servers: Running[], key: (typeof KEYS)[number], count: 
 
 const countdown = (n: number) => Array.from({ length: n }, (_, i) => String(n - 1 - i));
 const logged = (server: Running, msg: string) => server.lines.filter((l) => l.includes(`"msg":"${msg}"`)).length;
-/**
- * The remaining numbers of `n` admissions in a row, alternating between `instances`: each
- * instance's go down by at least one per admission, from at most `n - 1`. (An instance sees the
- * others' grants at its next script run, within a second, so it may show up to what they have
- * taken since; what is admitted is exact, which the statuses show.)
- */
-const truthful = (answers: readonly { remaining: string | null }[], n: number, instances = 2) =>
-  answers.slice(0, n).map((r, i) => {
-    const previous = i < instances ? n : Number(answers[i - instances]?.remaining);
-    return Number(r.remaining) < previous && Number(r.remaining) >= 0 ? 'ok' : r.remaining;
-  });
 
 async function waitFor(what: string, done: () => boolean, ms = 15_000) {
   const until = Date.now() + ms;
@@ -107,7 +96,7 @@ describe.skipIf(!READY)('two instances sharing PostgreSQL and Redis', () => {
     const first = await alternate([a, b], 'quota', 90);
     expect(first.slice(0, 60).map((r) => r.status)).toEqual(Array(60).fill(200));
     // One count for both: exactly 60 admitted, each instance counting down.
-    expect(truthful(first, 60)).toEqual(Array(60).fill('ok'));
+    expect(countsDown(first, 60)).toEqual(Array(60).fill('ok'));
     expect(first.slice(60).map((r) => r.status)).toEqual(Array(30).fill(429));
     const retryAfter = Number(first[89]?.retryAfter);
     expect(retryAfter).toBeGreaterThanOrEqual(1);
@@ -117,7 +106,7 @@ describe.skipIf(!READY)('two instances sharing PostgreSQL and Redis', () => {
     await Bun.sleep(Math.max(0, started + 62_000 - Date.now()));
     const second = await alternate([b, a], 'quota', 70);
     expect(second.filter((r) => r.status === 200)).toHaveLength(60);
-    expect(truthful(second, 60)).toEqual(Array(60).fill('ok'));
+    expect(countsDown(second, 60)).toEqual(Array(60).fill('ok'));
     expect(second.slice(60).map((r) => r.status)).toEqual(Array(10).fill(429));
   }, 90_000);
 
@@ -196,7 +185,7 @@ describe.skipIf(!READY)('two instances sharing PostgreSQL and Redis', () => {
     await waitFor('all three to take Redis up again', () => [a, b, closed].every((s) => logged(s, BACK) === 1));
     expect((await alternate([closed], 'closed', 1))[0]?.status).toBe(200);
     const shared = await alternate([a, b], 'after', 61);
-    expect(truthful(shared, 60)).toEqual(Array(60).fill('ok'));
+    expect(countsDown(shared, 60)).toEqual(Array(60).fill('ok'));
     expect(shared[60]?.status).toBe(429);
   }, 60_000);
 });
