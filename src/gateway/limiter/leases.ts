@@ -216,7 +216,8 @@ export class LeaseLimiter implements RateLimiter {
       lease.reply = { ...reply, notices: [] };
     } else {
       this.#runs.decision++;
-      lease.reply = undefined;
+      // A grant that a run alongside this one took stays in use.
+      if (lease.units === 0) lease.reply = undefined;
       // Asked for a grant and given only the cost: the room is low, until the next term. (On a
       // whole second a term is an instant: no grant, whatever the room.)
       if (asked > cost && reply.now % 1_000 !== 0) {
