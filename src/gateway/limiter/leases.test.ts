@@ -120,6 +120,35 @@ describe('LeaseLimiter', () => {
     console.log(busiest(log, 60_000), firstMinute, log.length, falseRefusals, runs);
   }, 60_000);
 
+  test('refused while another instance holds units: Retry-After 1 and no ban; once its term is over, refusals count', async () => {
+    const clock = fakeClock(T0);
+    const [a, b] = fleet(2, clock) as [LeaseLimiter, LeaseLimiter];
+    const s = subject('key:shared', { perMinute: 10, perDay: 1_000 }, { threshold: 2, seconds: 600 });
+    // A: a decision, then 10 ms on a grant for the rest of the second (half the room: 4 units).
+    expect((await a.decide(s)).outcome).toBe('admitted');
+    clock.advance(10);
+    expect((await a.decide(s)).outcome).toBe('admitted');
+    expect(a.stats().outstanding).toBe(1);
+    // B takes the rest, one at a time, then is refused while A still holds 3 units.
+    const seen: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const d = await b.decide(s);
+      seen.push(d.outcome === 'admitted' ? 'ok' : `${d.outcome} ${d.retryAfter}`);
+      clock.advance(10);
+    }
+    expect(seen).toEqual([...Array(5).fill('ok'), ...Array(5).fill('rate_limited 1')]);
+    // A's term ends at the next whole second; its 3 units are handed back and spent by B.
+    clock.advance(1_000 - (clock.now() % 1_000));
+    await a.sweep();
+    const after: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const d = await b.decide(s);
+      after.push(d.outcome === 'admitted' ? 'ok' : `${d.outcome} ${d.retryAfter}`);
+    }
+    // Two refusals with nobody holding units reach the threshold of 2: the ban.
+    expect(after).toEqual(['ok', 'ok', 'ok', 'rate_limited 60', 'key_banned 600']);
+  });
+
   test('a term ends on the next whole second: the first request of each second runs the script, the others are decided locally', async () => {
     const clock = fakeClock(T0);
     const [leased] = fleet(1, clock) as [LeaseLimiter];
