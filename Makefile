@@ -91,10 +91,10 @@ connections-test: build ## 20,000 idle and half-sent connections: fresh requests
 
 .PHONY: release release-test
 # The runtimes of the other targets come from the npm registry (scripts/release.sh).
-dist/release/SHA256SUMS: node_modules/.stamp $(QA) package-lock.json $(SOURCES) $(DOCS_GEN) scripts/release.sh scripts/lib/build-info.sh dist/.commit
+dist/release/SHA256SUMS: node_modules/.stamp $(QA) package-lock.json $(SOURCES) $(DOCS_GEN) scripts/release.sh scripts/lib/build-info.sh dist/.commit $(wildcard deploy/*/*)
 	scripts/release.sh
 
-release: dist/release/SHA256SUMS ## dist/release/: a binary per target (linux x64/arm64, glibc/musl; macOS), SBOM, SHA256SUMS (~1 min)
+release: dist/release/SHA256SUMS ## dist/release/: a binary per target (linux x64/arm64, glibc/musl; macOS), SBOM, the monitoring tarball (deploy/), SHA256SUMS (~1 min)
 	@cat dist/release/SHA256SUMS
 
 release-test: release ## sha256sum -c, the SBOM, linux-x64 natively and linux-arm64 under qemu-user (installed when missing)
@@ -247,3 +247,13 @@ leases-test: build ## four dist/petstore on one Redis, 200 clients per key ignor
 .PHONY: fleet-sim
 fleet-sim: node_modules/.stamp ## N = 1..64 limiters on one throwaway Redis, leases against a script per request: runs, Redis CPU, never over, false refusals; table and chart in bench/README.md (~2 min)
 	scripts/with-redis.sh $(BUN) bench/fleet-sim.ts
+
+.PHONY: monitoring-test
+monitoring-test: build ## promtool check and test the shipped rules; a real Prometheus scraping dist/petstore (PostgreSQL, Redis) while faults raise the alerts; every panel query evaluated (~45 s)
+	@command -v prometheus >/dev/null && command -v promtool >/dev/null || { [[ $$(id -u) == 0 ]] && command -v apt-get >/dev/null && \
+	  echo "monitoring-test: installing Debian's prometheus package (prometheus, promtool)" && apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; } || \
+	  { echo "monitoring-test: needs prometheus and promtool: apt-get install -y prometheus" >&2; exit 1; }
+	promtool check rules deploy/prometheus/petstore.rules.yml
+	cd deploy/prometheus && promtool test rules petstore.rules.test.yml
+	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh scripts/with-redis.sh $(BUN) test --timeout 120000 ./scripts/monitoring.test.ts

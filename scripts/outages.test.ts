@@ -23,7 +23,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { type Running, runCommand, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
-import { freshDatabase, type TestDatabase } from '../test/postgres.ts';
+import { freshDatabase, pgCtl as pgCtlIn, pgStartOptions, run, type TestDatabase } from '../test/postgres.ts';
 
 const PG_SERVER = process.env.PETSTORE_TEST_POSTGRES_URL ?? '';
 const PG_DIR = process.env.PETSTORE_TEST_POSTGRES_DIR ?? '';
@@ -98,29 +98,7 @@ async function send(server: Running, index: number, fault: string, op: 'create' 
   }
 }
 
-/** Runs a command without blocking the event loop (the clients keep going); resolves with its exit code. */
-function run(cmd: string, args: string[]): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (d: Buffer) => {
-      output += d;
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      output += d;
-    });
-    child.once('exit', (code) => resolve({ code, output }));
-  });
-}
-
-/** pg_ctl on the throwaway cluster, as its owner (postgres when the tests run as root). */
-function pgCtl(...args: string[]) {
-  const bin = (readFileSync(join(PG_DIR, '.petstore-pg'), 'utf8').split('\n')[1] ?? '').trim();
-  const command = [`${bin}/pg_ctl`, '-D', join(PG_DIR, 'data'), ...args];
-  return process.getuid?.() === 0
-    ? run('runuser', ['-u', 'postgres', '--', ...command])
-    : run(command[0] as string, command.slice(1));
-}
+const pgCtl = (...args: string[]) => pgCtlIn(PG_DIR, ...args);
 
 const logged = (server: Running, msg: string) =>
   server.lines.filter((l) => l.includes(`"msg":"${msg}"`)).map((l) => JSON.parse(l) as Record<string, unknown>);
@@ -241,20 +219,10 @@ describe.skipIf(!READY)('two instances on PostgreSQL and Redis, under load, thro
 
       // PostgreSQL stopped for 5 s.
       fault = 'pg-stop';
-      const options = readFileSync(join(PG_DIR, 'data', 'postmaster.opts'), 'utf8');
-      const port5 = /-p"? "?(\d+)/.exec(options)?.[1] ?? new URL(PG_SERVER).port;
+      const restartOptions = pgStartOptions(PG_DIR);
       expect((await pgCtl('stop', '-m', 'fast', '-w', '-t', '60')).code).toBe(0);
       await Bun.sleep(5_000);
-      const start = await pgCtl(
-        'start',
-        '-w',
-        '-t',
-        '60',
-        '-l',
-        join(PG_DIR, 'server.log'),
-        '-o',
-        `-c listen_addresses=127.0.0.1 -p ${port5} -c unix_socket_directories=${PG_DIR}`,
-      );
+      const start = await pgCtl('start', '-w', '-t', '60', '-l', join(PG_DIR, 'server.log'), '-o', restartOptions);
       expect(start.code).toBe(0);
       recovered['pg-stop'] = await firstCreated(Date.now());
       await Bun.sleep(1_000);

@@ -102,5 +102,11 @@ contract/node_modules/.bin/cyclonedx-npm --omit dev --package-lock-only --flatte
   fail "cyclonedx-npm failed"
 echo "release: $OUT/petstore-$version.cdx.json ($(node -p "require('./$OUT/petstore-$version.cdx.json').components.length") components)"
 
+# The Prometheus rules (and their tests) and the Grafana dashboard operators load, as deploy/ holds
+# them; reproducible (sorted, no times, owners or gzip name).
+monitoring=$OUT/petstore-$version-monitoring.tar.gz
+tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -cf - deploy/prometheus deploy/grafana | gzip -n >"$monitoring"
+echo "release: $monitoring ($(tar -tzf "$monitoring" | grep -vc '/$') files)"
+
 (cd "$OUT" && sha256sum -- petstore-* >SHA256SUMS)
 echo "release: $OUT/SHA256SUMS over $(wc -l <"$OUT/SHA256SUMS") files"

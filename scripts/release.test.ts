@@ -15,10 +15,30 @@ const commit = process.env.RELEASE_COMMIT ?? '';
 const TARGETS = ['linux-x64', 'linux-arm64', 'linux-x64-musl', 'linux-arm64-musl', 'darwin-x64', 'darwin-arm64'];
 
 describe('dist/release', () => {
-  test('holds one binary per target, the SBOM and SHA256SUMS, nothing else', () => {
+  test('holds one binary per target, the SBOM, the monitoring tarball and SHA256SUMS, nothing else', () => {
     expect(readdirSync(dir).sort()).toEqual(
-      [...TARGETS.map((t) => `petstore-${version}-${t}`), `petstore-${version}.cdx.json`, 'SHA256SUMS'].sort(),
+      [
+        ...TARGETS.map((t) => `petstore-${version}-${t}`),
+        `petstore-${version}.cdx.json`,
+        `petstore-${version}-monitoring.tar.gz`,
+        'SHA256SUMS',
+      ].sort(),
     );
+  });
+
+  test("the monitoring tarball holds deploy/'s rules, their tests and the dashboard, as committed", () => {
+    const tarball = join(dir, `petstore-${version}-monitoring.tar.gz`);
+    const files = Bun.spawnSync(['tar', '-tzf', tarball]).stdout.toString().trim().split('\n');
+    const shipped = [
+      'deploy/grafana/petstore.json',
+      'deploy/prometheus/petstore.rules.test.yml',
+      'deploy/prometheus/petstore.rules.yml',
+    ];
+    expect(files.filter((f) => !f.endsWith('/')).sort()).toEqual(shipped);
+    for (const f of shipped) {
+      const inside = Bun.spawnSync(['tar', '-xzOf', tarball, f]).stdout.toString();
+      expect([f, inside]).toEqual([f, readFileSync(join(import.meta.dir, '..', f), 'utf8')]);
+    }
   });
 
   test('sha256sum -c SHA256SUMS passes over every other file', () => {

@@ -70,3 +70,18 @@ test('--redis takes a redis:// or rediss:// URL; --redis-fail open (default) or 
     new ConfigError('--redis-fail: expected one of open, closed, got "maybe"'),
   );
 });
+
+test('--latency-objective takes thresholds in seconds; 0.1 by default', () => {
+  expect(parseConfig([], {}).latencyObjectives).toEqual([0.1]);
+  expect(parseConfig([], { PETSTORE_LATENCY_OBJECTIVE: '0.3,1.5' }).latencyObjectives).toEqual([0.3, 1.5]);
+  expect(() => parseConfig(['--latency-objective', '100ms'], {})).toThrow(
+    new ConfigError(
+      '--latency-objective: expected seconds from 0.001 to 60, comma-separated, such as 0.1,0.3, got "100ms"',
+    ),
+  );
+  expect(() => parseConfig(['--latency-objective', '0'], {})).toThrow(
+    new ConfigError(
+      '--latency-objective: expected seconds from 0.001 to 60, comma-separated, such as 0.1,0.3, got "0"',
+    ),
+  );
+});

@@ -227,6 +227,23 @@ export const OPTIONS = {
     shownDefault: 'none',
     parse: int(0, 65535),
   },
+  latencyObjectives: {
+    flag: '--latency-objective',
+    env: 'PETSTORE_LATENCY_OBJECTIVE',
+    arg: 'S',
+    help: 'latency thresholds of your objectives, in seconds (comma-separated): each is a bucket bound of petstore_http_request_duration_seconds, so an SLO rule counts the requests under it exactly',
+    fallback: [0.1] as readonly number[],
+    shownDefault: '0.1',
+    parse: checked(
+      'seconds from 0.001 to 60, comma-separated, such as 0.1,0.3',
+      v.pipe(
+        v.string(),
+        v.transform(words),
+        v.minLength(1),
+        v.array(v.pipe(v.string(), v.regex(/^\d+(\.\d+)?$/), v.transform(Number), v.minValue(0.001), v.maxValue(60))),
+      ),
+    ),
+  },
   adminPort: {
     flag: '--admin-port',
     env: 'PETSTORE_ADMIN_PORT',

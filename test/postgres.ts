@@ -1,3 +1,6 @@
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import postgres from 'postgres';
 
 /** A database of a test's own on the throwaway PostgreSQL server (scripts/with-postgres.sh). */
@@ -32,4 +35,41 @@ export async function freshDatabase(server: string, name: string): Promise<TestD
       await admin.end({ timeout: 5 });
     },
   };
+}
+
+/** Runs a command without blocking the event loop (clients keep going); resolves with its exit code and output. */
+export function run(cmd: string, args: string[]): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => {
+      output += d;
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      output += d;
+    });
+    child.once('exit', (code) => resolve({ code, output }));
+  });
+}
+
+/**
+ * Runs pg_ctl on the throwaway cluster of scripts/with-postgres.sh in `dir`
+ * (PETSTORE_TEST_POSTGRES_DIR), as its owner (postgres when the tests run as root), without
+ * blocking the event loop; resolves with its exit code and output.
+ *
+ * @example
+ * await pgCtl(PG_DIR, 'stop', '-m', 'fast', '-w')
+ */
+export function pgCtl(dir: string, ...args: string[]): Promise<{ code: number | null; output: string }> {
+  const bin = (readFileSync(join(dir, '.petstore-pg'), 'utf8').split('\n')[1] ?? '').trim();
+  const command = [`${bin}/pg_ctl`, '-D', join(dir, 'data'), ...args];
+  const [cmd, ...rest] = process.getuid?.() === 0 ? ['runuser', '-u', 'postgres', '--', ...command] : command;
+  return run(cmd as string, rest);
+}
+
+/** `pg_ctl start -o` options that start the cluster in `dir` again as scripts/with-postgres.sh did, on its port. */
+export function pgStartOptions(dir: string): string {
+  const options = readFileSync(join(dir, 'data', 'postmaster.opts'), 'utf8');
+  const port = /-p"? "?(\d+)/.exec(options)?.[1];
+  return `-c listen_addresses=127.0.0.1 -p ${port} -c unix_socket_directories=${dir}`;
 }

@@ -182,6 +182,66 @@ describe('Metrics', () => {
   });
 });
 
+describe('latency objectives and the limiter', () => {
+  test("each objective's threshold is a bucket bound, once, in order", async () => {
+    const m = new Metrics({ version: '1.0.0', runtime: 'bun', latencyObjectives: [0.3, 0.1] });
+    m.started();
+    m.answered(op('getPet'), 200, 0.28);
+    const bounds = (await samples(m))
+      .filter((l) => l.startsWith('petstore_http_request_duration_seconds_bucket'))
+      .map((l) => [l.match(/le="([^"]+)"/)?.[1], Number(l.split(' ')[1])]);
+    expect(bounds.slice(5, 10)).toEqual([
+      ['0.05', 0],
+      ['0.1', 0],
+      ['0.25', 0],
+      ['0.3', 1],
+      ['0.5', 1],
+    ]);
+    expect(bounds).toHaveLength(15);
+  });
+
+  test('where the limiter decides, read when scraped; Redis outages; the table of subjects and whether it is full', async () => {
+    const m = new Metrics({ version: '1.0.0', runtime: 'bun' });
+    let backend: 'redis' | 'local' = 'redis';
+    const table = { size: 0, consumers: 0, capacity: 100_000, full: false };
+    m.watchLimiter({ backend: () => backend, outages: () => (backend === 'local' ? 1 : 0), table });
+    const limiterLines = async () =>
+      (await samples(m)).filter((l) => l.startsWith('petstore_ratelimit_') && !l.includes('would'));
+    expect(await limiterLines()).toEqual([
+      'petstore_ratelimit_backend{backend="redis"} 1',
+      'petstore_ratelimit_backend{backend="local"} 0',
+      'petstore_ratelimit_backend{backend="none"} 0',
+      'petstore_ratelimit_redis_outages_total 0',
+      'petstore_ratelimit_subjects{kind="address"} 0',
+      'petstore_ratelimit_subjects{kind="consumer"} 0',
+      'petstore_ratelimit_subjects_max 100000',
+      'petstore_ratelimit_table_full 0',
+    ]);
+    backend = 'local';
+    Object.assign(table, { size: 100_000, consumers: 3, full: true });
+    expect(await limiterLines()).toEqual([
+      'petstore_ratelimit_backend{backend="redis"} 0',
+      'petstore_ratelimit_backend{backend="local"} 1',
+      'petstore_ratelimit_backend{backend="none"} 0',
+      'petstore_ratelimit_redis_outages_total 1',
+      'petstore_ratelimit_subjects{kind="address"} 100000',
+      'petstore_ratelimit_subjects{kind="consumer"} 3',
+      'petstore_ratelimit_subjects_max 100000',
+      'petstore_ratelimit_table_full 1',
+    ]);
+  });
+
+  test('without Redis the limiter is in memory and has no outages', async () => {
+    const m = new Metrics({ version: '1.0.0', runtime: 'bun' });
+    m.watchLimiter({ backend: () => 'memory', table: { size: 2, consumers: 1, capacity: 10, full: false } });
+    const lines = await samples(m);
+    expect(lines.filter((l) => l.startsWith('petstore_ratelimit_backend'))).toEqual([
+      'petstore_ratelimit_backend{backend="memory"} 1',
+    ]);
+    expect(lines.some((l) => l.startsWith('petstore_ratelimit_redis_outages_total'))).toBe(false);
+  });
+});
+
 describe('per-consumer series', () => {
   const acme = { name: 'acme' };
   test('bounded by the keys loaded, named by key id, kept across a reload for consumers that stay', async () => {

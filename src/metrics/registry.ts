@@ -13,6 +13,7 @@ import type { StoreErrorKind } from '../store/errors.ts';
 import { ConsumerMetrics } from './consumers.ts';
 import { OPERATIONS, STORE_OPERATIONS, type StoreOperation } from './labels.ts';
 import { LeaseMetrics } from './leases.ts';
+import { type LimiterView, registerLimiter } from './limiter.ts';
 import { WebhookMetrics } from './webhooks.ts';
 
 /** Upper bounds of the latency buckets, in seconds. */
@@ -30,6 +31,18 @@ export interface MetricsOptions {
   runtime: string;
   /** Epoch ms the process started, for `process_start_time_seconds`. */
   startedAt?: number;
+  /** Latency objectives' thresholds in seconds (`--latency-objective`): bucket bounds besides `LATENCY_BUCKETS`. */
+  latencyObjectives?: readonly number[];
+}
+
+/**
+ * The latency buckets' bounds: `LATENCY_BUCKETS` and each objective's threshold, ascending.
+ *
+ * @example
+ * latencyBuckets([0.3]) // [0.001, …, 0.25, 0.3, 0.5, …, 10]
+ */
+export function latencyBuckets(objectives: readonly number[] = []): number[] {
+  return [...new Set([...LATENCY_BUCKETS, ...objectives])].sort((a, b) => a - b);
 }
 
 /**
@@ -58,7 +71,7 @@ export class Metrics {
   /** Quota leases (`--redis`); fed by reading the lease limiter when scraped. */
   readonly leases = new LeaseMetrics();
 
-  constructor({ version, runtime, startedAt = Date.now() }: MetricsOptions) {
+  constructor({ version, runtime, startedAt = Date.now(), latencyObjectives }: MetricsOptions) {
     const registers = [this.#registry];
     const requests = this.#requests;
     new Counter({
@@ -80,7 +93,7 @@ export class Metrics {
       name: 'petstore_http_request_duration_seconds',
       help: 'Time from receiving a request to having its response ready, by operation.',
       labelNames: ['operation'] as const,
-      buckets: [...LATENCY_BUCKETS],
+      buckets: latencyBuckets(latencyObjectives),
       registers,
     });
     const inFlight = () => this.#inFlight;
@@ -196,6 +209,11 @@ export class Metrics {
   /** A reload of the keys (SIGHUP, a changed file, the key store) succeeded or failed. */
   reloaded(ok: boolean): void {
     this.#reloads.inc({ result: ok ? 'ok' : 'failed' });
+  }
+
+  /** Adds the limiter's series (where it decides, its table), read from `view` when scraped; once, at start. */
+  watchLimiter(view: LimiterView): void {
+    registerLimiter(this.#registry, view);
   }
 
   /** Everything, in the Prometheus text exposition format. */

@@ -121,7 +121,11 @@ export async function startServer(config: Config): Promise<void> {
   // prom-client is loaded only with metrics on: it was most of the binary's start-up.
   const metrics =
     config.metrics || config.metricsPort !== null
-      ? new (await import('../metrics/registry.ts')).Metrics({ version: VERSION, runtime: adapter.name })
+      ? new (await import('../metrics/registry.ts')).Metrics({
+          version: VERSION,
+          runtime: adapter.name,
+          latencyObjectives: config.latencyObjectives,
+        })
       : undefined;
   metrics?.keysLoaded(keys.countByPlan());
   metrics?.consumers.load(keys.records());
@@ -192,6 +196,11 @@ export async function startServer(config: Config): Promise<void> {
       })
     : undefined;
   const limiter = shared ?? local;
+  metrics?.watchLimiter({
+    backend: () => (shared ? shared.status().backend : 'memory'),
+    ...(shared ? { outages: () => shared.status().outages } : {}),
+    table: local,
+  });
   // Webhook events live in the store's outbox; the worker delivers them off the request path.
   const { outbox } = store;
   const worker = outbox

@@ -213,8 +213,10 @@ describe('SlidingWindowLimiter: full cache', () => {
     const { clock, limiter } = setup({ maxSubjects: 2 });
     const [a, b, c, d] = ['addr:a', 'addr:b', 'addr:c', 'addr:d'].map((id) => address(id, L));
     for (const s of [a, b, a, b]) expect(limiter.decide(s as Subject).outcome).toBe('admitted');
+    expect([limiter.size, limiter.capacity, limiter.full]).toEqual([2, 2, false]);
     clock.advance(10_000);
     expect(limiter.decide(c as Subject).outcome).toBe('admitted');
+    expect(limiter.full).toBe(true);
     expect(limiter.decide(d as Subject).outcome).toBe('admitted');
     // d and c rotate addresses but share the overflow's minute window.
     expect(limiter.decide(d as Subject).outcome).toBe('rate_limited');
@@ -237,7 +239,9 @@ describe('SlidingWindowLimiter: full cache', () => {
     }
     // a and b go stale 24 h 15 min after their last request; c now gets its own entry.
     clock.set(T0 + 87_301_000);
+    expect(limiter.full).toBe(true);
     const own = limiter.decide(c);
+    expect(limiter.full).toBe(false);
     expect(brief(own)).toEqual(['admitted', 0, [1, T0S + 87_361], [0, T0S + 72_060 + 86_400]]);
     expect(limiter.size).toBe(1);
     expect(limiter.decide(c).outcome).toBe('rate_limited');

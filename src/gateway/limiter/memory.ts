@@ -116,6 +116,8 @@ export class SlidingWindowLimiter implements RateLimiter {
   readonly #consumers = new Map<string, SubjectState>();
   /** Shared by new client addresses while the cache is full of live ones. */
   #overflow: SubjectState | undefined;
+  /** Whether the latest new address had to share the overflow state. */
+  #full = false;
   /** Latest time seen: the clock may step back, the windows must not. */
   #time: number;
   #lastPurge = Number.NEGATIVE_INFINITY;
@@ -159,6 +161,16 @@ export class SlidingWindowLimiter implements RateLimiter {
   /** Number of consumers with their own state. */
   get consumers(): number {
     return this.#consumers.size;
+  }
+
+  /** Most client addresses with their own state (`maxSubjects`). */
+  get capacity(): number {
+    return this.#max;
+  }
+
+  /** True while the table is full of live entries: the latest new address shares the overflow state. */
+  get full(): boolean {
+    return this.#full;
   }
 
   decide(subject: Subject, cost = 1): Decision {
@@ -248,6 +260,7 @@ export class SlidingWindowLimiter implements RateLimiter {
     if (own) return own;
     const spill = this.#overflow;
     if (this.#cache.size >= this.#max && !this.#purge(now)) {
+      this.#full = true;
       if (spill) return spill;
       this.#overflow = new SubjectState(now);
       return this.#overflow;
@@ -259,6 +272,7 @@ export class SlidingWindowLimiter implements RateLimiter {
     // Some of the overflow's counts may be this address's own: starting from zero could over-admit.
     const state = new SubjectState(now, spill && spill.day.count > 0 ? spill : undefined);
     this.#cache.set(subject.id, state);
+    this.#full = false;
     return state;
   }
 
