@@ -197,7 +197,8 @@ export class LeaseLimiter implements RateLimiter {
     }
     lease.lastRun = sent;
     lease.spentSinceRun = cost;
-    const asked = wanted ?? (cost === 0 ? 0 : cost + lease.waiting + Math.ceil(lease.rate * termLeft * HEADROOM));
+    // Units for the requests expected in the rest of the term; none expected: a decision alone.
+    const asked = wanted ?? (cost === 0 ? 0 : cost + lease.waiting + Math.floor(lease.rate * termLeft * HEADROOM));
     const back = lease.takeBack();
     // When the run fails, units taken back stay counted in Redis: the safe side.
     const reply = await this.#shared.run(lease.subject, cost, {

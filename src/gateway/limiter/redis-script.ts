@@ -215,9 +215,12 @@ if back_at then
   if leasing then redis.call('HDEL', KEYS[2], holder) end
 end
 
--- Other instances holding unused units now, and when the last of their terms ends.
-local others, others_until = 0, 0
-if leasing then
+-- Other instances holding unused units now, and when the last of their terms ends: read only
+-- by a grant and a refusal, so an admitted decision per request costs what it did without leases.
+local others, others_until, others_read = 0, 0, false
+local function read_others()
+  if others_read or not leasing then return end
+  others_read = true
   local held = redis.call('HGETALL', KEYS[2])
   for j = 1, #held, 2 do
     local term_end = tonumber(held[j + 1])
@@ -258,6 +261,7 @@ local granted, asked = 0, cost
 if outcome == 0 and cost > 0 and leasing and wanted > cost then
   -- A grant: a fair share of the room left, shrinking to the request's cost as the room runs
   -- low, and never past a notice threshold (a crossing is noticed when its units are used).
+  read_others()
   local day_before = count(AT_DAY)
   local room = math.min(per_minute - count(AT_MINUTE), per_day - day_before)
   if per_month > 0 then room = math.min(room, per_month - s[AT_MONTH_SPENT]) end
@@ -293,7 +297,7 @@ if outcome == 0 and cost > 0 then
       crossed('day', 1, per_day, day_before, day_before + cost, day_period)
       if per_month > 0 then crossed('month', 2, per_month, s[AT_MONTH_SPENT] - cost, s[AT_MONTH_SPENT], s[AT_MONTH]) end
     end
-  elseif others > 0 then
+  elseif leasing and (read_others() or others > 0) then
     -- Refused while other instances hold units of the budget: neither counted toward a ban nor
     -- noticed as exhausted, and retried when their terms end.
     outcome, until_ms = 1, others_until
