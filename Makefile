@@ -150,8 +150,8 @@ soak: build .venv/.stamp ## the long ones: fuzz with 10,000 examples, a 300,000-
 durability-test: build ## kill -9 dist/petstore mid-load of POSTs, restart: every 201 is there (SQLite default)
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 60000 ./scripts/durability.test.ts
 
-postgres-test: build ## PostgreSQL store and durability tests on a throwaway server (scripts/with-postgres.sh)
-	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh $(BUN) test --timeout 60000 ./src/store/postgres.test.ts ./scripts/durability.test.ts
+postgres-test: build ## PostgreSQL store, durability and kept-answer tests (two instances, 1,000 writes) on a throwaway server (scripts/with-postgres.sh)
+	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh $(BUN) test --timeout 60000 ./src/store/postgres.test.ts ./scripts/durability.test.ts ./scripts/fleet-reads.test.ts
 
 .PHONY: redis-test scale-out-test keys-redis-test outage-test keys-store-test
 outage-test: build ## two dist/petstore under load through Redis killed, PostgreSQL restarted, stopped 5 s, a table locked; SQLite locked by another process (~45 s)
@@ -216,9 +216,9 @@ TS_PKG := clients/typescript
 ts-client: ## @petstore/client: npm install && npm pack in clients/typescript (types and methods from the contract)
 	cd $(TS_PKG) && npm install --no-audit --no-fund && npm pack
 
-ts-client-test: build ts-client ## @petstore/client against dist/petstore: every operation, one real minute of rate limits, lost answers, paging, the tarball under Node, Bun and Deno (~90 s)
+ts-client-test: build ts-client ## @petstore/client against dist/petstore: every operation, three real minutes of a shared key, lost answers, paging, the tarball under Node, Bun and Deno (~3½ min)
 	$(NODE_BIN)/tsc --noEmit -p $(TS_PKG)/test
-	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 150000 ./$(TS_PKG)/test
+	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 240000 ./$(TS_PKG)/test
 
 contract-test: contract-lint build .venv/.stamp ## Dredd and Schemathesis against dist/petstore; JUnit XML in reports/
 	$(BUN) contract/test.ts

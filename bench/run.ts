@@ -5,9 +5,10 @@
  * alternative), optionally against an earlier commit's build (BENCH_BASE), in alternating wrk
  * rounds; then random pages and pets of a million-pet file (lib/million.ts), where no memo
  * helps, against `Bun.serve` + `bun:sqlite` on the same file (sqlite-floor.ts); then the list on
- * two products whose webhook receivers answer and never answer (lib/hooks.ts); then the list on
- * the same binary alone and on a throwaway Redis (lib/fleet.ts); then start-up,
- * binary size and RSS under a flood of strangers.
+ * two products whose webhook receivers answer and never answer (lib/hooks.ts); then the product
+ * as a fleet instance on PostgreSQL without Redis against the product alone on SQLite
+ * (lib/fleet-reads.ts); then the list on the same binary alone and on a throwaway Redis
+ * (lib/fleet.ts); then start-up, binary size and RSS under a flood of strangers.
  * Writes bench/results.json, bench/chart.svg and the generated part of bench/README.md.
  *
  * Knobs (environment): BENCH_SECONDS (4), BENCH_ROUNDS (4), BENCH_WARMUP (2), BENCH_STARTS (40),
@@ -25,6 +26,7 @@ import { join } from 'node:path';
 import { type BaseBuild, buildBase } from './lib/base.ts';
 import { capture } from './lib/captured.ts';
 import { FLEET_SCENARIO, type FleetFigures, startFleetPair } from './lib/fleet.ts';
+import { FLEET_READS_SCENARIOS, startPostgresFleet } from './lib/fleet-reads.ts';
 import { HOOKS_SCENARIO, type HooksFigures, startHooksFleet } from './lib/hooks.ts';
 import { flood, median, startupOnce } from './lib/measure.ts';
 import { millionFile } from './lib/million.ts';
@@ -111,6 +113,7 @@ async function main(): Promise<void> {
   const ordered = [
     ...SCENARIOS.flatMap((s) => (s.id === 'list' ? [s, QUOTA_SCENARIO] : [s])),
     HOOKS_SCENARIO,
+    ...FLEET_READS_SCENARIOS,
     FLEET_SCENARIO,
   ];
   const selected = ordered.filter((s) => !ONLY || ONLY.includes(s.id));
@@ -131,6 +134,17 @@ async function main(): Promise<void> {
     hooks = await fleet.finish();
     console.log(`bench: hooks: outboxes before and after the rounds ${JSON.stringify(hooks)}`);
     await stopFleet(fleet);
+  }
+  const onPostgres = selected.filter((s) => s.data === 'postgres');
+  if (onPostgres.length > 0) {
+    console.log('bench: fleet instances on PostgreSQL without Redis (lib/fleet-reads.ts)');
+    const fleet = await startPostgresFleet(dir, BINARY, keysFile, base);
+    try {
+      scenarios.push(...(await runScenarios(fleet, onPostgres)));
+      await stopFleet(fleet);
+    } finally {
+      await fleet.finish();
+    }
   }
   let fleetFigures: FleetFigures | undefined;
   const paired = selected.filter((s) => s.data === 'fleet');

@@ -47,7 +47,7 @@ const goTo = (t, pathAndQuery) => {
 
 /**
  * A 500 cannot be provoked from outside: every input is validated and refused with a 4xx
- * first, and the in-memory store does not fail. src/contract.test.ts checks the 500 response
+ * first, and the in-memory store does not fail. src/api/contract.test.ts checks the 500 response
  * by making the store throw; Schemathesis' `not_a_server_error` asserts no request gets one.
  */
 const SKIP_500 = (t) => {
@@ -57,7 +57,7 @@ const SKIP_500 = (t) => {
 };
 /**
  * A 503 needs the store (or, with `--redis-fail closed`, Redis) to fail, which cannot be done
- * from outside a running server; src/routes/pets.test.ts answers it with a failing store and
+ * from outside a running server; src/api/pets.test.ts answers it with a failing store and
  * scripts/scale-out.test.ts with Redis stopped.
  */
 const SKIP_503 = (t) => {

@@ -1,6 +1,6 @@
 // The contract's 400 examples as requests and answers. Each example's `summary` is a request
 // (`METHOD /path` relative to /v1, then the raw JSON body if any) and its `value` the exact Error
-// body the server answers to it. src/contract.test.ts (the app) and contract/messages.test.ts
+// body the server answers to it. src/api/contract.test.ts (the app) and contract/messages.test.ts
 // (the binary) send them all, so the documented messages and the real ones cannot drift apart.
 import { join } from 'node:path';
 import * as v from 'valibot';

@@ -1,7 +1,7 @@
 'use strict';
 // The contract's schemas as plain draft-07 JSON Schema, for tools that cannot read OpenAPI 3.1
 // themselves: Dredd's validator (Gavel, ajv 6 underneath) and the drift test in
-// src/contract.test.ts. CommonJS because Dredd loads its hooks, and so this file, with require().
+// src/api/contract.test.ts. CommonJS because Dredd loads its hooks, and so this file, with require().
 
 const { readFileSync } = require('node:fs');
 const YAML = require('yaml');

@@ -16,10 +16,12 @@ import {
 } from './gateway/index.ts';
 
 import { pipeline } from './http/pipeline.ts';
+import { byRouteOrder } from './http/route-order.ts';
 import type { BanPolicy } from './keys/plans.ts';
 import type { KeyAdmin } from './keys/source.ts';
 import type { KeyTable } from './keys/table.ts';
 import { type Logger, silentLogger } from './log.ts';
+import { ADMIN_OPERATION_LABEL } from './metrics/labels.ts';
 import type { Metrics } from './metrics/registry.ts';
 import { countStoreErrors } from './metrics/store-errors.ts';
 import { metricsRoute } from './ops/metrics.ts';
@@ -111,6 +113,7 @@ export function createApp({
     clientAddress,
     gateway: pass,
     deps: { store, clock },
+    storeVersion: () => store.version(),
     maxBodyBytes: MAX_BODY_BYTES,
     corsOrigins,
     metrics,
@@ -131,7 +134,7 @@ export function createApp({
   // One route per operation and ops route, so a request matches one handler; the rest (404, and
   // 405 for a known API path asked with another method) is `notFound`'s.
   for (const route of ops) app.get(route.path, steps.opsRoute(route));
-  for (const op of OPERATIONS) app.on(op.method, API_PREFIX + op.path, steps.operation(op));
+  for (const op of byRouteOrder(OPERATIONS)) app.on(op.method, API_PREFIX + op.path, steps.operation(op));
   app.notFound(steps.notFound);
   app.onError(steps.onError);
   return app;
@@ -164,7 +167,7 @@ export type App = ReturnType<typeof createApp>;
 export interface AdminAppOptions
   extends Pick<
     AppOptions,
-    'keys' | 'limiter' | 'clock' | 'log' | 'clientAddress' | 'ban' | 'maxInFlight' | 'ipv6Prefix'
+    'keys' | 'limiter' | 'clock' | 'log' | 'clientAddress' | 'ban' | 'maxInFlight' | 'ipv6Prefix' | 'metrics'
   > {
   /** Where consumers and keys are read and changed: the keys file or the data store. */
   admin: KeyAdmin;
@@ -190,6 +193,7 @@ export function adminApp({
   ban,
   maxInFlight,
   ipv6Prefix,
+  metrics,
 }: AdminAppOptions) {
   const pass = gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, clock, admin: true });
   const steps = pipeline<AdminDeps>({
@@ -201,9 +205,11 @@ export function adminApp({
     maxBodyBytes: MAX_BODY_BYTES,
     allowedMethods: allowedMethods(ADMIN_PREFIX, ADMIN_OPERATIONS),
     gatedPath: isAdminPath,
+    // Every answer of the admin port is counted under one operation of its own, `admin`.
+    ...(metrics ? { metrics, countAs: ADMIN_OPERATION_LABEL } : {}),
   });
   const app = new Hono<AppEnv>();
-  for (const op of ADMIN_OPERATIONS) app.on(op.method, ADMIN_PREFIX + op.path, steps.operation(op));
+  for (const op of byRouteOrder(ADMIN_OPERATIONS)) app.on(op.method, ADMIN_PREFIX + op.path, steps.operation(op));
   app.notFound(steps.notFound);
   app.onError(steps.onError);
   return app;

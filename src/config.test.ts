@@ -71,6 +71,24 @@ test('--redis takes a redis:// or rediss:// URL; --redis-fail open (default) or 
   );
 });
 
+test('options that do not go together are refused by parseConfig, before any port is bound', () => {
+  expect(() => parseConfig(['--admin-port', '9091'], {})).toThrow(
+    new ConfigError('--admin-port: needs --keys FILE or --keys store, where the admin API keeps consumers and keys'),
+  );
+  expect(() => parseConfig(['--keys', 'store'], { PETSTORE_DATA: ':memory:' })).toThrow(
+    new ConfigError('--keys store: needs --data with a SQLite file or a postgres:// URL, not :memory:'),
+  );
+  expect(() => parseConfig(['--idle-timeout', '2', '--store-timeout', '2'], {})).toThrow(
+    new ConfigError(
+      '--idle-timeout (2) must be longer than --store-timeout (2), or a connection could be closed while its request waits for the store',
+    ),
+  );
+  expect(() => parseConfig(['--trust-proxy', '10.0.0.0/33'], {})).toThrow(ConfigError);
+  expect(() => parseConfig([], { PETSTORE_WEBHOOK_RETRY_SECONDS: 'soon' })).toThrow(ConfigError);
+  expect(parseConfig([], { PETSTORE_WEBHOOK_RETRY_SECONDS: '1,2' }).webhookRetryDelays).toEqual([1_000, 2_000]);
+  expect(parseConfig(['--admin-port', '9091', '--help'], {}).help).toBe(true);
+});
+
 test('--latency-objective takes thresholds in seconds; 0.1 by default', () => {
   expect(parseConfig([], {}).latencyObjectives).toEqual([0.1]);
   expect(parseConfig([], { PETSTORE_LATENCY_OBJECTIVE: '0.3,1.5' }).latencyObjectives).toEqual([0.3, 1.5]);

@@ -10,9 +10,12 @@ import {
   type Values,
 } from './cli/options.ts';
 import { checked, int, on, oneOf, text, toggle, urlWith, words } from './cli/parsers.ts';
-import { DEFAULT_IPV6_PREFIX } from './gateway/index.ts';
+import { DEFAULT_IPV6_PREFIX, TrustedProxies } from './gateway/index.ts';
 import { DEFAULT_MAX_IN_FLIGHT } from './keys/plans.ts';
+import { isCidrBlock } from './keys/webhook-targets.ts';
 import { LOG_LEVELS, type LogFormat, type LogLevel } from './log.ts';
+import { MEMORY } from './store/open.ts';
+import { parseRetrySeconds } from './webhooks/schedule.ts';
 
 export { ConfigError };
 
@@ -46,6 +49,11 @@ const redisUrl = checked(
     v.string(),
     v.check((raw) => Boolean(urlWith(raw, ['redis:', 'rediss:'])?.hostname)),
   ),
+);
+
+const cidrBlocks = checked(
+  'CIDR blocks such as 10.20.0.0/16 (comma or space separated)',
+  v.pipe(v.string(), v.transform(words), v.array(v.pipe(v.string(), v.check(isCidrBlock)))),
 );
 
 /** Every option, in `--help` order; the table is the single source of flags, env vars and defaults. */
@@ -193,6 +201,15 @@ export const OPTIONS = {
     fallback: 10_000,
     parse: int(1, 100_000_000),
   },
+  webhookAllowCidr: {
+    flag: '--webhook-allow-cidr',
+    env: 'PETSTORE_WEBHOOK_ALLOW_CIDRS',
+    arg: 'CIDR...',
+    help: 'private ranges webhooks may reach when a host name resolves into them (comma or space separated); others are refused (SECURITY.md)',
+    fallback: [] as string[],
+    shownDefault: 'none (public addresses and loopback only)',
+    parse: cidrBlocks,
+  },
   logLevel: {
     flag: '--log-level',
     env: 'PETSTORE_LOG_LEVEL',
@@ -265,7 +282,14 @@ export const OPTIONS = {
   version: { flag: '--version', help: 'print the version and exit', fallback: false, parse: on },
 } satisfies OptionTable;
 
-export type Config = Values<typeof OPTIONS>;
+/** The server's configuration: every option, checked alone and together. */
+export type Config = Values<typeof OPTIONS> & {
+  /** The webhook retry delays `PETSTORE_WEBHOOK_RETRY_SECONDS` sets (for tests); undefined: the real schedule. */
+  readonly webhookRetryDelays: number[] | undefined;
+};
+
+/** `--keys store`: consumers and keys kept in the `--data` store. */
+export const KEYS_STORE = 'store';
 
 /** Serving: the command without a name. */
 const SERVER: Command<typeof OPTIONS> = { name: '', summary: 'serve the API', options: OPTIONS };
@@ -277,7 +301,48 @@ const SERVER: Command<typeof OPTIONS> = { name: '', summary: 'serve the API', op
  * parseConfig(['--port', '9000'], { PETSTORE_DATA: ':memory:' }).port // 9000
  */
 export function parseConfig(argv: readonly string[], env: Record<string, string | undefined>): Config {
-  return parseOptions(SERVER, argv, env);
+  const options = parseOptions(SERVER, argv, env);
+  if (!options.help && !options.version) checkTogether(options);
+  return { ...options, webhookRetryDelays: retryDelays(env.PETSTORE_WEBHOOK_RETRY_SECONDS) };
+}
+
+/**
+ * What no option can say alone, checked before a port is bound or a file created: each
+ * failure a `ConfigError` naming the options.
+ */
+function checkTogether(options: Values<typeof OPTIONS>): void {
+  const { adminPort, keys, data, idleTimeoutSeconds: idle, storeTimeoutSeconds: store } = options;
+  if (adminPort !== null && !keys) {
+    throw new ConfigError(
+      '--admin-port: needs --keys FILE or --keys store, where the admin API keeps consumers and keys',
+    );
+  }
+  if (keys === KEYS_STORE && data === MEMORY) {
+    throw new ConfigError(`--keys store: needs --data with a SQLite file or a postgres:// URL, not ${data}`);
+  }
+  if (idle <= store) {
+    // A request with a body keeps the idle timer, which cuts off a client that stops sending
+    // it; once the body is in, the timer must outlast the request's wait for the store.
+    throw new ConfigError(
+      `--idle-timeout (${idle}) must be longer than --store-timeout (${store}), ` +
+        'or a connection could be closed while its request waits for the store',
+    );
+  }
+  configError(() => new TrustedProxies(options.trustProxy));
+}
+
+/** The retry delays of `PETSTORE_WEBHOOK_RETRY_SECONDS`, or undefined for the real schedule. */
+function retryDelays(text: string | undefined): number[] | undefined {
+  return text === undefined || text === '' ? undefined : configError(() => parseRetrySeconds(text));
+}
+
+/** `make()`'s value; what it throws, as a `ConfigError` with the same message. */
+function configError<T>(make: () => T): T {
+  try {
+    return make();
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
 }
 
 /** `petstore --help`: the commands, then every option of the server with its env var and default. */

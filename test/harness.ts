@@ -155,6 +155,58 @@ export function runCommand(args: string[], env: Record<string, string> = {}) {
   });
 }
 
+/** The first log line of `server` that `match` accepts, parsed; waits up to `timeoutMs` for it. */
+export async function waitForLine(
+  server: Running,
+  match: (line: string) => boolean,
+  timeoutMs = 5_000,
+): Promise<Record<string, unknown>> {
+  for (const end = Date.now() + timeoutMs; Date.now() < end; await new Promise((r) => setTimeout(r, 20))) {
+    const line = server.lines.find(match);
+    if (line !== undefined) return JSON.parse(line) as Record<string, unknown>;
+  }
+  throw new Error(`no such log line within ${timeoutMs} ms:\n${server.lines.join('\n')}`);
+}
+
+/**
+ * A keys file with an admin key (consumer `ops`, key `a1`, with `adminFlags` such as
+ * `--expires 1h`) and a public key (consumer `publicConsumer`, key `publicId`, free plan), made
+ * by `petstore keys add`; their tokens.
+ */
+export async function adminKeysFile(publicConsumer = 'acme', publicId = 'p1', ...adminFlags: string[]) {
+  const file = join(mkdtempSync(join(tmpdir(), 'petstore-admin-')), 'keys.json');
+  const add = (consumer: string, plan: string, id: string, ...more: string[]) =>
+    runCommand(['keys', 'add', '--keys', file, '--consumer', consumer, '--plan', plan, '--id', id, ...more]);
+  const admin = (await add('ops', 'business', 'a1', '--scopes', 'admin', ...adminFlags)).stdout.trim();
+  const pub = (await add(publicConsumer, 'free', publicId)).stdout.trim();
+  return { file, admin, pub };
+}
+
+/** The admin API's base URL that `server` logged in its `listening` line. */
+export function adminUrl(server: Running): string {
+  const line = server.lines.find((l) => l.includes('"msg":"listening"')) ?? '';
+  return String((JSON.parse(line) as { admin: string }).admin);
+}
+
+/** A request with `token` as its bearer key; `body` sent as JSON (a string as it is). */
+export async function callWithKey(url: string, token: string, method = 'GET', body?: unknown) {
+  const res = await fetch(url, {
+    method,
+    headers: {
+      Authorization: `Bearer ${token}`,
+      ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}),
+    },
+    ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
+  });
+  const text = await res.text();
+  return {
+    status: res.status,
+    headers: res.headers,
+    text,
+    json: text ? (JSON.parse(text) as Record<string, unknown>) : undefined,
+  };
+}
+
 /**
  * The remaining numbers of `n` admissions in a row, sent in turn to `instances` instances on
  * one Redis: 'ok' for each that is below the same instance's previous one (from at most `n`),

@@ -65,7 +65,7 @@ export function parseProfile(text: string): CpuProfile {
   return { nodes: checked, samples: samples.map(Number) };
 }
 
-/** `src/gateway/auth.ts`, `hono` (a package), or `(native)` for frames without a file. */
+/** `src/gateway/caller.ts`, `hono` (a package), or `(native)` for frames without a file. */
 export function fileOf(url: string, root: string): string {
   if (!url) return '(native)';
   const path = url.replace(/^file:\/\//, '');

@@ -4,7 +4,17 @@ import type { FleetFigures } from './fleet.ts';
 import type { HooksFigures, OutboxFigures } from './hooks.ts';
 import type { WrkResult } from './wrk.ts';
 
-export type ServerName = 'petstore' | 'hooked' | 'redis' | 'base' | 'bare' | 'floor' | 'hono' | 'express' | 'sqlite';
+export type ServerName =
+  | 'petstore'
+  | 'hooked'
+  | 'redis'
+  | 'base'
+  | 'bare'
+  | 'floor'
+  | 'hono'
+  | 'express'
+  | 'sqlite'
+  | 'lone';
 /** Column order of the tables and the chart. */
 export const SERVERS: readonly ServerName[] = [
   'petstore',
@@ -14,6 +24,7 @@ export const SERVERS: readonly ServerName[] = [
   'bare',
   'floor',
   'sqlite',
+  'lone',
   'hono',
   'express',
 ];
@@ -212,6 +223,17 @@ export function checkTargets(results: Results): Target[] {
         hooked.pending + hooked.failed <= results.hooks.outboxMax,
     },
   );
+  targets.push(
+    target(
+      '`GET /v1/pets?limit=20` on PostgreSQL without Redis (a fleet instance): server CPU per request vs the product alone on SQLite',
+      '≤ 1.15x',
+      [at('fleet-reads', 'petstore'), at('fleet-reads', 'lone')],
+      (p, l) => {
+        const base = at('fleet-reads', 'base');
+        return [`${cpu(p, l)}${base ? `; base ${(base.cpuUs / l.cpuUs).toFixed(2)}x` : ''}`, p.cpuUs <= 1.15 * l.cpuUs];
+      },
+    ),
+  );
   for (const [id, label] of [
     ['page-1m', 'Random page of 1M pets (`GET /v1/pets?limit=20&cursor={random}`)'],
     ['get-1m', 'Random pet of 1M (`GET /v1/pets/{random id}`)'],
@@ -324,8 +346,9 @@ function baseTable(results: Results): string {
 
 function scenarioTable(results: Results): string {
   const rows = results.scenarios.flatMap((s) => {
-    // The reads of a million pets are set against the SQLite floor: bare only replays bytes.
-    const reference: ServerName = s.servers.bare ? 'bare' : 'sqlite';
+    // The reads of a million pets are set against the SQLite floor: bare only replays bytes; the
+    // PostgreSQL instance against the product alone on SQLite.
+    const reference: ServerName = s.servers.bare ? 'bare' : s.servers.lone ? 'lone' : 'sqlite';
     const b = s.servers[reference]?.median;
     const list = s.id === 'list' ? undefined : summary(results, 'list', 'petstore');
     return SERVERS.flatMap((name) => {
@@ -347,7 +370,7 @@ function scenarioTable(results: Results): string {
     });
   });
   return [
-    '| Scenario | Server | req/s | p50 ms | p99 ms | CPU µs/req | vs bare (1M pets: vs sqlite): CPU · req/s · p99 | req/s vs the 200 path | statuses logged |',
+    '| Scenario | Server | req/s | p50 ms | p99 ms | CPU µs/req | vs bare (1M pets: vs sqlite; PostgreSQL: vs lone): CPU · req/s · p99 | req/s vs the 200 path | statuses logged |',
     '|---|---|--:|--:|--:|--:|--:|--:|---|',
     ...rows,
   ].join('\n');
@@ -405,7 +428,7 @@ export function renderReport(results: Results): string {
     floorLine(results),
     '### Every scenario (medians of the rounds)',
     '',
-    "The peers replay the list response's bytes for every request they let through (bare lets every one through, POSTs included; hono and express refuse the 401 and 429 scenarios themselves); only the product and the base build read the store and write a log line. The floor (list only) is Hono in the product's shape doing none of its work. On 1M pets, every request reads a random page or pet that no memo holds, and `sqlite` is `Bun.serve` + `bun:sqlite` reading the same file with one prepared statement, the reference of those rows.",
+    "The peers replay the list response's bytes for every request they let through (bare lets every one through, POSTs included; hono and express refuse the 401 and 429 scenarios themselves); only the product and the base build read the store and write a log line. The floor (list only) is Hono in the product's shape doing none of its work. On 1M pets, every request reads a random page or pet that no memo holds, and `sqlite` is `Bun.serve` + `bun:sqlite` reading the same file with one prepared statement, the reference of those rows. The PostgreSQL scenarios ([lib/fleet-reads.ts](lib/fleet-reads.ts)) run the product and the base build as fleet instances without Redis, each on its own database of 100,000 pets on one throwaway server, and `lone` is the product alone on its SQLite file.",
     '',
     scenarioTable(results),
     '',

@@ -6,36 +6,20 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Running, runCommand, serverLacksSqlite, startServer } from '../../test/harness.ts';
+import {
+  adminKeysFile,
+  adminUrl,
+  callWithKey,
+  runCommand,
+  serverLacksSqlite,
+  startServer,
+} from '../../test/harness.ts';
 import { newSecret, startReceiver } from '../../test/webhook-receiver.ts';
 
 const sha = (token: string) => createHash('sha256').update(token).digest('hex');
 
-/** A keys file with an admin key (consumer ops, key a1) and a public one (acme, p1); their tokens. */
-async function keysFile() {
-  const file = join(mkdtempSync(join(tmpdir(), 'petstore-admin-')), 'keys.json');
-  const add = (consumer: string, plan: string, id: string, ...more: string[]) =>
-    runCommand(['keys', 'add', '--keys', file, '--consumer', consumer, '--plan', plan, '--id', id, ...more]);
-  const admin = (await add('ops', 'business', 'a1', '--scopes', 'admin')).stdout.trim();
-  const pub = (await add('acme', 'free', 'p1')).stdout.trim();
-  return { file, admin, pub };
-}
-
-/** The admin port the server logged in its `listening` line. */
-function adminUrl(server: Running): string {
-  const line = server.lines.find((l) => l.includes('"msg":"listening"')) ?? '';
-  return String((JSON.parse(line) as { admin: string }).admin);
-}
-
-async function call(url: string, token: string, method = 'GET', body?: unknown) {
-  const res = await fetch(url, {
-    method,
-    headers: { Authorization: `Bearer ${token}`, ...(body ? { 'Content-Type': 'application/json' } : {}) },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-  });
-  const text = await res.text();
-  return { status: res.status, text, json: text ? (JSON.parse(text) as Record<string, unknown>) : undefined };
-}
+const keysFile = () => adminKeysFile();
+const call = callWithKey;
 
 describe('the admin API over a keys file', () => {
   test('admin keys only on the admin port, public keys only on the public one; /admin/v1 is a 404 on the public port', async () => {

@@ -97,8 +97,9 @@ export async function postKey(input: In<unknown, ConsumerParams, NewKeyBody>, de
   const { token, key } = freshKey(input.body);
   const id = keyIdOf(key);
   const doc = await change(input, deps, 'key.add', name, id, (d) => {
-    unusedId(found(d, name), id);
-    return addKey(d, name, {}, key);
+    const consumer = found(d, name);
+    unusedId(consumer, id);
+    return addKey(d, name, {}, withinAsker(input, consumer, key));
   });
   return json(201, { consumer: name, ...keyOut(keyOf(doc, name, id), deps.clock.now()), token });
 }
@@ -188,6 +189,24 @@ function notOwnConsumer(input: In, name: string): void {
   throw new ApiError(
     'conflict',
     `Consumer ${name} holds the admin key of this request; change it with another admin key.`,
+  );
+}
+
+/**
+ * `key` as it may be added to `consumer`: a key added to the consumer of the admin key that asks
+ * expires no later than that key (it takes that key's `expiresAt` when it gives none; a later one
+ * is refused, 409), so an expiring admin key cannot make itself a successor that outlives it.
+ */
+function withinAsker<K extends { expiresAt?: string }>(input: In, consumer: ConsumerEntry, key: K): K {
+  if (input.key?.consumer !== consumer.name) return key;
+  const asker = consumer.keys.find((k) => keyIdOf(k) === input.key?.id);
+  const limit = asker?.expiresAt;
+  if (limit === undefined) return key;
+  if (key.expiresAt === undefined) return { ...key, expiresAt: limit };
+  if (rfc3339(key.expiresAt) <= rfc3339(limit)) return key;
+  throw new ApiError(
+    'conflict',
+    `Consumer ${consumer.name} holds the admin key of this request, which expires at ${limit}; a key added to it expires no later.`,
   );
 }
 

@@ -26,7 +26,7 @@ const contract = YAML.parse(readFileSync(join(import.meta.dir, '../../contract/a
 };
 const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
 const WEBHOOK_400 =
-  'webhook: must be an object with exactly "url", an https:// URL or http:// to a loopback address (127.0.0.1, [::1], localhost), and "secret", "whsec_" and the base64 of 24 to 64 random bytes (null: no notifications; the value is not shown).';
+  'webhook: must be an object with exactly "url", an https:// URL to a public address (a host name, or an IP address written out) or http:// to loopback (127.0.0.1, [::1], localhost), and "secret", "whsec_" and the base64 of 24 to 64 random bytes (null: no notifications; the value is not shown).';
 const honoPath = (path: string) => path.replace(/\{([^}]+)\}/g, ':$1');
 
 describe('the admin table and contract/admin.openapi.yaml', () => {
@@ -127,7 +127,7 @@ describe('the admin app over a keys file', () => {
         'POST',
         '/consumers/ops/keys',
         { scopes: ['admin', 'pets:read'] },
-        'scopes: must be a list of one or more of pets:read, pets:write, admin, admin alone.',
+        'scopes: must be a list of one or more different scopes of pets:read, pets:write, admin, admin alone.',
       ],
       [
         'POST',
@@ -140,7 +140,7 @@ describe('the admin app over a keys file', () => {
         'POST',
         '/consumers',
         { name: 'acme', plan: 'pro', webhook: { url: 'http://hooks.example/q', secret: SECRET } },
-        WEBHOOK_400,
+        'webhook.url: must be an https:// URL, or http:// to a loopback address (127.0.0.1, [::1], localhost).',
       ],
       ['POST', '/consumers', { name: 'acme', plan: 'pro', webhook: { url: 'https://hooks.example/q' } }, WEBHOOK_400],
       ['PATCH', '/consumers/acme', { webhook: { url: 'https://hooks.example/q', secret: 'whsec_short' } }, WEBHOOK_400],

@@ -18,9 +18,9 @@ export const ADMIN_ALLOWED: Readonly<Record<string, string>> = {
   enforce: 'true, or false for report-only limits (null: true)',
   ban: 'an object {"seconds", "threshold"?} of whole numbers from 1 (null: the server\'s ban)',
   webhook:
-    'an object with exactly "url", an https:// URL or http:// to a loopback address (127.0.0.1, [::1], localhost), and "secret", "whsec_" and the base64 of 24 to 64 random bytes (null: no notifications; the value is not shown)',
+    'an object with exactly "url", an https:// URL to a public address (a host name, or an IP address written out) or http:// to loopback (127.0.0.1, [::1], localhost), and "secret", "whsec_" and the base64 of 24 to 64 random bytes (null: no notifications; the value is not shown)',
   thresholds: 'a list of 1 to 10 different integers from 1 to 100, percent of a quota (null: 80 and 100)',
-  scopes: `a list of one or more of ${KEY_SCOPES.join(', ')}, ${ADMIN_SCOPE} alone`,
+  scopes: `a list of one or more different scopes of ${KEY_SCOPES.join(', ')}, ${ADMIN_SCOPE} alone`,
   expiresAt: 'an RFC 3339 date-time such as 2027-02-20T00:00:00Z',
   notBefore: 'an RFC 3339 date-time such as 2027-02-20T00:00:00Z',
   overlap: 'a duration: a number and s, m, h or d, such as 7d',

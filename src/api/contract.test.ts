@@ -34,7 +34,10 @@ const overrideAction: ConversionConfig['overrideAction'] = ({ valibotAction, jso
     check.requirement('😀'.repeat(NAME_MAX_LENGTH)) &&
     !check.requirement('😀'.repeat(NAME_MAX_LENGTH + 1)) &&
     !check.requirement('a'.repeat(NAME_MAX_LENGTH + 1));
-  if (!behavesAsMaxLength) throw new Error(`a check in src/schemas.ts has no JSON Schema equivalent: ${check.message}`);
+  if (!behavesAsMaxLength)
+    throw new Error(
+      `a check in src/core/pets.ts or src/api/schemas.ts has no JSON Schema equivalent: ${check.message}`,
+    );
   return { ...jsonSchema, maxLength: NAME_MAX_LENGTH };
 };
 
@@ -64,7 +67,7 @@ describe('the valibot schemas and the contract agree', () => {
     expect(fromValibot(schema)).toEqual(fromContract(name));
   });
 
-  test('the parameters carry the same limits as src/schemas.ts', () => {
+  test('the parameters carry the same limits as src/core/pets.ts and src/api/schemas.ts', () => {
     const Limits = v.object({ schema: v.record(v.string(), v.unknown()) });
     const { components, paths } = v.parse(
       v.object({

@@ -33,7 +33,7 @@ export type CreateHeaders = v.InferOutput<typeof CreateHeaders>;
  * What each field of a request accepts, in the contract's words. Every 400 about a field says
  * `<field>: must be <this>.`, whatever valibot found wrong, and never quotes the value: a JSON
  * number past 2^53 reaches the schema already rounded, so quoting it would misquote the client.
- * The contract lists these messages as the examples of its 400 responses (src/contract.test.ts).
+ * The contract lists these messages as the examples of its 400 responses (src/api/contract.test.ts).
  */
 export const ALLOWED: Readonly<Record<string, string>> = {
   limit: `an integer from 1 to ${PAGE_SIZE_MAX}`,

@@ -1,13 +1,18 @@
 import type { Context } from 'hono';
 import * as v from 'valibot';
 import { ApiError, notJson, tooLarge } from '../core/errors.ts';
+import { duplicateMember } from '../core/json-syntax.ts';
 import type { RateLimitStatus } from '../core/quota.ts';
+import { echoed } from '../redact.ts';
 import { roundedMember } from './json-numbers.ts';
 import type { Input, KeyHolder, Operation } from './operation.ts';
 import { ALLOWED } from './schemas.ts';
 
 type Target = 'json' | 'query' | 'param' | 'header';
 type AnySchema = v.GenericSchema;
+
+/** Longest part of a client's field name an error message repeats. */
+const ECHO_MAX = 64;
 
 /** The 400 for a body that is not a JSON object (an array, a string, `null`, ...). */
 export const NOT_AN_OBJECT = 'body: must be a JSON object.';
@@ -75,7 +80,7 @@ function checker(
     if (target === 'json' && !isRecord(value)) throw new ApiError('invalid_request', NOT_AN_OBJECT);
     const result = v.safeParse(schema, value);
     if (result.success) return result.output;
-    throw new ApiError('invalid_request', describeIssue(target, value, fields, result.issues[0], allowed));
+    throw new ApiError('invalid_request', describeIssue(target, value, schema, fields, result.issues[0], allowed));
   };
 }
 
@@ -86,15 +91,31 @@ function checker(
 function describeIssue(
   target: Target,
   input: unknown,
+  schema: AnySchema,
   fields: string[],
   issue: v.BaseIssue<unknown>,
   words: Readonly<Record<string, string>>,
 ): string {
   const key = issue.path?.[0]?.key;
   if (typeof key !== 'string') return target === 'json' ? NOT_AN_OBJECT : `${target}: is not valid.`;
-  const field = target === 'header' ? headerName(key) : key;
+  const field = target === 'header' ? headerName(key) : echoed(key, ECHO_MAX);
+  const path = issue.path ?? [];
   if (issue.expected === 'never') {
-    return `${field}: is not a field of the body; its fields are ${fields.join(', ')}.`;
+    // An unknown member: named in full up to ECHO_MAX, escaped, with the fields of its object.
+    const inner = path.slice(1).map((item) => echoed(String(item.key), ECHO_MAX));
+    const known =
+      path.length > 1
+        ? fieldsAt(
+            schema,
+            path.slice(0, -1).map((item) => item.key),
+          )
+        : fields;
+    const where = path.length > 1 ? `${[field, ...inner.slice(0, -1)].join('.')}` : 'the body';
+    return `${[field, ...inner].join('.')}: is not a field of ${where}; its fields are ${known.join(', ')}.`;
+  }
+  // A check that carries its own words (a webhook URL's problem) says them, for the field it is in.
+  if (issue.type === 'raw_check' && path.every((item) => typeof item.key === 'string')) {
+    return `${path.map((item) => echoed(String(item.key), ECHO_MAX)).join('.')}: ${issue.message}.`;
   }
   const allowed = words[field];
   if (allowed === undefined) return `${field}: is not valid.`;
@@ -103,6 +124,17 @@ function describeIssue(
   if (target === 'query' && Array.isArray(given)) return `${field}: must be given once, as ${allowed}.`;
   if (given === undefined) return `${field}: is required; must be ${allowed}.`;
   return `${field}: must be ${allowed}.`;
+}
+
+/** The fields of the object schema at `keys` inside `schema` (through optional and nullable wrappers). */
+function fieldsAt(schema: unknown, keys: readonly unknown[]): string[] {
+  let at = schema;
+  for (const key of keys) {
+    while (isRecord(at) && 'wrapped' in at) at = at.wrapped;
+    at = isRecord(at) && isRecord(at.entries) ? at.entries[String(key)] : undefined;
+  }
+  while (isRecord(at) && 'wrapped' in at) at = at.wrapped;
+  return isRecord(at) && isRecord(at.entries) ? Object.keys(at.entries) : [];
 }
 
 /** `idempotency-key` (Hono lower-cases header names) as clients and the contract spell it. */
@@ -138,6 +170,11 @@ function parseJsonBody(bytes: ArrayBuffer, words: Readonly<Record<string, string
   } catch (err) {
     if (err instanceof ApiError) throw err;
     throw new ApiError('invalid_request', NOT_JSON);
+  }
+  // The last of a repeated member would win, and a reader that takes the first would be misled.
+  const repeated = duplicateMember(text, value);
+  if (repeated) {
+    throw new ApiError('invalid_request', `${echoed(repeated.path, ECHO_MAX)}: is given twice; send each field once.`);
   }
   // A number JSON.parse rounded to an integer would pass the schema and be stored as a value the
   // client never sent: refuse it in the field's own words.

@@ -2,6 +2,7 @@
 import process from 'node:process';
 import type { Actor } from '../keys/audit.ts';
 import type { NumberedRecord } from '../keys/audit-file.ts';
+import { asciiJson } from '../redact.ts';
 import { withKeys } from './key-change.ts';
 import { KEYS_DATA, KEYS_FILE } from './key-options.ts';
 import { HELP, subcommand } from './options.ts';
@@ -28,7 +29,7 @@ export function auditTable(records: readonly NumberedRecord[]): string {
       r.action,
       r.consumer,
       r.key ?? '-',
-      `${JSON.stringify(r.before)} -> ${JSON.stringify(r.after)}`,
+      `${asciiJson(r.before)} -> ${asciiJson(r.after)}`,
     ]),
   ];
   // The change is last and as long as it is: the other columns line up.
@@ -58,7 +59,7 @@ and the changed fields before and after. Never a token or a hash.`,
   },
   async (o) => {
     const records = await withKeys(o, (admin) => admin.audit(o.after, Number.MAX_SAFE_INTEGER));
-    process.stdout.write(o.json ? `${JSON.stringify({ records }, null, 2)}\n` : auditTable(records));
+    process.stdout.write(o.json ? `${asciiJson({ records }, 2)}\n` : auditTable(records));
     return 0;
   },
 );

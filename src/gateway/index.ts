@@ -14,7 +14,7 @@ import { InFlight, tooManyInFlight, untouched } from './in-flight.ts';
 import type { FailoverLimiter } from './limiter/failover.ts';
 import type { RateLimiter } from './limiter/limiter.ts';
 import type { OpenRedisLimiterOptions } from './limiter/shared.ts';
-import { adminKeyOnPublicApi, invalidKey, missingScope, REALM, validAt } from './validity.ts';
+import { adminKeyOnPublicApi, missingScope, REALM, validAt } from './validity.ts';
 
 export { DEFAULT_IPV6_PREFIX, TrustedProxies } from './addresses.ts';
 export type { Caller } from './caller.ts';
@@ -30,9 +30,9 @@ export { wouldRefuseReporter } from './report-only.ts';
  * ioredis loads only when a server is configured.
  *
  * @example
- * const limiter = await openRedisLimiter({ url: 'redis://cache:6379', mode: 'open', fallback, log });
+ * const limiter = await loadRedisLimiter({ url: 'redis://cache:6379', mode: 'open', fallback, log });
  */
-export async function openRedisLimiter(options: OpenRedisLimiterOptions): Promise<FailoverLimiter> {
+export async function loadRedisLimiter(options: OpenRedisLimiterOptions): Promise<FailoverLimiter> {
   return (await import('./limiter/shared.ts')).openRedisLimiter(options);
 }
 
@@ -136,7 +136,7 @@ export function gateway({
       if (verdict.outcome === 'unavailable') return LIMITER_DOWN;
       const refused = refusal(verdict);
       writeRateLimitHeaders(c, verdict, refused !== undefined);
-      return refused ?? invalidKey(caller) ?? unauthorized(caller);
+      return refused ?? unauthorized(caller);
     }
     const { consumer } = caller;
     const { name, limits } = consumer;
@@ -184,7 +184,11 @@ export function principalOf(caller: Caller): string {
   return caller.kind === 'consumer' ? `key:${caller.consumer.name}` : `addr:${caller.address}`;
 }
 
-/** The 401s for a caller without a valid key (RFC 6750 section 3), made once: they never change. */
+/**
+ * The 401s for a caller without a valid key (RFC 6750 section 3), made once: they never change.
+ * A revoked, expired or not yet valid key gets the unknown key's, so no answer tells a guess
+ * from a token that once worked.
+ */
 const MISSING_KEY = new ApiError('unauthorized', 'An API key is required: send Authorization: Bearer <API_KEY>.', {
   'WWW-Authenticate': REALM,
 });

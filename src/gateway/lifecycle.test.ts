@@ -95,7 +95,7 @@ describe('scopes', () => {
 });
 
 describe('expiry', () => {
-  test('a key is refused from its expiresAt on, with no reload, as a failed authentication', async () => {
+  test('a key is refused from its expiresAt on, with no reload, as a failed authentication, in the words of an unknown key', async () => {
     const t = app({ psk_old: { expiresAt: iso(T0 + 60_000) }, psk_plain: {} });
     expect((await t.get('psk_old')).status).toBe(200);
     t.clock.advance(59_999);
@@ -103,12 +103,10 @@ describe('expiry', () => {
     t.clock.advance(1);
     const res = await t.get('psk_old');
     expect(res.status).toBe(401);
-    expect(res.headers.get('www-authenticate')).toBe(
-      'Bearer realm="petstore", error="invalid_token", error_description="The API key expired at 2026-11-22T12:01:00.000Z"',
-    );
+    expect(res.headers.get('www-authenticate')).toBe('Bearer realm="petstore", error="invalid_token"');
     expect(await res.json()).toEqual({
       code: 'unauthorized',
-      message: 'The API key expired at 2026-11-22T12:01:00.000Z.',
+      message: 'The API key is missing, malformed or unknown.',
       status: 401,
     });
     // Counted against the client address (a fresh per-address window), not the consumer.
@@ -121,9 +119,7 @@ describe('expiry', () => {
     const t = app({ psk_next: { notBefore: iso(T0 + 1_000) } });
     const res = await t.get('psk_next');
     expect(res.status).toBe(401);
-    expect(res.headers.get('www-authenticate')).toBe(
-      'Bearer realm="petstore", error="invalid_token", error_description="The API key is not valid before 2026-11-22T12:00:01.000Z"',
-    );
+    expect(res.headers.get('www-authenticate')).toBe('Bearer realm="petstore", error="invalid_token"');
     t.clock.advance(1_000);
     expect((await t.get('psk_next')).status).toBe(200);
   });

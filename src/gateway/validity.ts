@@ -9,7 +9,8 @@ export const REALM = 'Bearer realm="petstore"';
  * The caller as the gateway treats it at `now`: a consumer whose key is past its `expiresAt` or
  * before its `notBefore` becomes an address caller with that credential, so the request is
  * limited per client address like any failed authentication (guessing and replaying an old key
- * cost the same) and answered 401. Checked on every request, so a key expires without a reload.
+ * cost the same) and answered the 401 of an unknown key: the answer does not confirm that a
+ * token was ever valid; the log line says why (`credential`). Checked on every request, so a key expires without a reload.
  *
  * @example
  * validAt(identify('Bearer psk_old…', table, address), Date.now(), address) // { kind: 'address', credential: 'expired', … }
@@ -23,29 +24,6 @@ export function validAt(caller: Caller, now: number, address: () => string): Cal
     return { kind: 'address', address: address(), credential: 'not_yet_valid', key };
   }
   return caller;
-}
-
-/**
- * The 401 of a known key used outside its validity dates (RFC 6750 section 3.1), or undefined
- * for any other address caller (the gateway's own 401 then answers).
- *
- * @example
- * invalidKey(caller) // ApiError 401, WWW-Authenticate: Bearer realm="petstore", error="invalid_token", error_description="The API key expired at 2027-02-20T00:00:00.000Z"
- */
-export function invalidKey(caller: Extract<Caller, { kind: 'address' }>): ApiError | undefined {
-  const { key, credential } = caller;
-  if (!key) return undefined;
-  let description: string;
-  if (credential === 'expired' && key.expiresAt !== undefined) {
-    description = `The API key expired at ${new Date(key.expiresAt).toISOString()}`;
-  } else if (credential === 'not_yet_valid' && key.notBefore !== undefined) {
-    description = `The API key is not valid before ${new Date(key.notBefore).toISOString()}`;
-  } else {
-    return undefined;
-  }
-  return new ApiError('unauthorized', `${description}.`, {
-    'WWW-Authenticate': `${REALM}, error="invalid_token", error_description="${description}"`,
-  });
 }
 
 /**

@@ -18,8 +18,9 @@ interface Kept {
  * reports the same version (`PetStore.version()`): a page or a pet asked for again is not
  * validated, read, encoded or hashed again. Bounded by the bytes of the bodies it holds, least
  * recently used first out. Safe because a reply is immutable (its body is a string) and is
- * used only at the version it was read at; a store that cannot tell its version (PostgreSQL,
- * written by other instances) gives undefined, and nothing is kept for it.
+ * used only at the version it was read at; a store that cannot tell its version (PostgreSQL
+ * while it does not listen for other instances' writes) gives undefined, and nothing is kept
+ * for it or served from here meanwhile.
  *
  * An answer is kept only when its key is asked a second time (the first asking is remembered,
  * key only, in a smaller table): clients paging through a large catalogue ask each page once,

@@ -12,7 +12,6 @@ import type { AppEnv } from '../env.ts';
 import { type Gated, type GatewayPass, principalOf, quotaStatus } from '../gateway/index.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
-import type { PetStore } from '../store/store.ts';
 import { answer } from './answer.ts';
 import { answerError, toApiError } from './errors.ts';
 import { weakEtag } from './etag.ts';
@@ -32,6 +31,11 @@ export interface PipelineOptions<D = ApiDeps> {
   gateway?: GatewayPass;
   /** What handlers work with; needed to serve the API (the admin API's handlers work with their own). */
   deps?: D;
+  /**
+   * The store's version (`PetStore.version`): an operation whose answers are kept (`memo`) is
+   * served from the memo while this is unchanged; needed by such an operation only.
+   */
+  storeVersion?: () => unknown;
   /** Whether a path is one the gateway answers, whose answers are private (`no-store`): `/v1` by default. */
   gatedPath?: (path: string) => boolean;
   /** Largest accepted request body. */
@@ -40,6 +44,8 @@ export interface PipelineOptions<D = ApiDeps> {
   corsOrigins?: readonly string[];
   /** Counts requests when given (`--metrics`). */
   metrics?: Metrics;
+  /** The operation label every request is counted under, whatever route served it (the admin port's). */
+  countAs?: string;
   /** Makes a fresh request id when the client sent none usable. */
   newId?: () => string;
   /** The methods the API serves at a path (the table's), or undefined for a path it has not. */
@@ -77,15 +83,17 @@ export function pipeline<D extends object = ApiDeps>({
   clientAddress,
   gateway,
   deps,
+  storeVersion,
   maxBodyBytes,
   corsOrigins = [],
   metrics,
+  countAs,
   newId,
   allowedMethods,
   gatedPath = isApiPath,
 }: PipelineOptions<D>) {
   const requestLog = requestLogSteps({ log, clock, clientAddress, ...(newId ? { newId } : {}) });
-  const count = metrics && requestCounter({ metrics });
+  const count = metrics && requestCounter({ metrics, ...(countAs ? { operation: countAs } : {}) });
   const cors = corsOrigins.length > 0 ? corsStep(corsOrigins) : undefined;
   const limit = limitBody(maxBodyBytes);
   const memo = new AnswerMemo();
@@ -160,9 +168,9 @@ export function pipeline<D extends object = ApiDeps>({
   function operation(op: Operation<D>): Served {
     if (!deps) throw new TypeError(`pipeline: serving ${op.id} needs the handlers' deps`);
     const handlerDeps = deps;
-    const store = 'store' in deps ? (deps.store as PetStore) : undefined;
-    if (op.memo && !store)
+    if (op.memo && !storeVersion) {
       throw new TypeError(`pipeline: ${op.id} is kept by the store's version, and there is no store`);
+    }
     // A quota reader's answer is the caller's own: never kept for another.
     if (op.memo && op.readsQuota) throw new TypeError(`pipeline: ${op.id} reads the quota and cannot be kept`);
     const fixed = op.deprecated ? deprecationHeaders(op.deprecated) : undefined;
@@ -184,7 +192,7 @@ export function pipeline<D extends object = ApiDeps>({
     async function served(c: Context<AppEnv>, decision: Decision): Promise<Response> {
       // The path and query as sent: the same text always validates to the same input.
       const key = op.memo ? pathAndQuery(c.req.url) : undefined;
-      const version = key === undefined ? undefined : store?.version();
+      const version = key === undefined ? undefined : storeVersion?.();
       const kept = key === undefined ? undefined : memo.get(key, version);
       if (kept) return answer(c, kept);
       const caller = c.get('caller');

@@ -3,6 +3,7 @@
  * ever appended (fsynced, under the keys file's lock, after the change it records is in place).
  */
 import * as fs from 'node:fs';
+import { asciiJson } from '../redact.ts';
 import type { AuditRecord } from './audit.ts';
 
 /** Mode of a new trail: the owner only, like a new keys file. */
@@ -26,7 +27,7 @@ export function appendAudit(keysPath: string, records: readonly AuditRecord[]): 
   if (records.length === 0) return;
   const fd = fs.openSync(auditPath(keysPath), 'a', NEW_FILE_MODE);
   try {
-    fs.writeSync(fd, records.map((r) => `${JSON.stringify(r)}\n`).join(''));
+    fs.writeSync(fd, records.map((r) => `${asciiJson(r)}\n`).join(''));
     fs.fsyncSync(fd);
   } finally {
     fs.closeSync(fd);

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import * as v from 'valibot';
-import { type KeyScope, SCOPES } from '../core/scopes.ts';
-import { describeJsonError, jsonSyntaxError } from './json-syntax.ts';
+import { describeJsonError, duplicateMember, jsonSyntaxError } from '../core/json-syntax.ts';
+import { ADMIN_SCOPE, type KeyScope, SCOPES } from '../core/scopes.ts';
+import { echoed } from '../redact.ts';
 import {
   type BanPolicy,
   type Costs,
@@ -14,6 +15,9 @@ import {
 import { type ConsumerKey, KeysDocument, keyIdOf, rfc3339 } from './schema.ts';
 
 export { KEY_NAME } from './schema.ts';
+
+/** Longest part of a bad string value a message repeats. */
+const QUOTED_MAX = 120;
 
 /**
  * Whose quota a key counts against: the per-consumer state (windows, ban, in-flight cap) is keyed
@@ -70,6 +74,13 @@ export function parseDocument(text: string, file?: string): KeysDocument {
   } catch (err) {
     const syntax = jsonSyntaxError(text);
     throw new KeysFileError(syntax ? describeJsonError(syntax, file) : `not valid JSON: ${(err as Error).message}`);
+  }
+  const repeated = duplicateMember(text, json);
+  if (repeated) {
+    const { line, column, path } = repeated;
+    throw new KeysFileError(
+      `${file ? `${file}:` : 'line '}${line}${file ? ':' : ', column '}${column}: ${path} is given twice in one object; keep one`,
+    );
   }
   const result = v.safeParse(KeysDocument, json);
   if (!result.success) throw new KeysFileError(describe(result.issues[0]));
@@ -133,8 +144,19 @@ export function keyRecords(doc: KeysDocument): KeyRecord[] {
     entry.keys.forEach((key, k) => {
       add(key, keyIdOf(key), consumer, `${where}.keys[${k}]`, ids);
     });
+    const mixed = entry.keys.findIndex((key) => isAdmin(key) !== isAdmin(entry.keys[0] as ConsumerKey));
+    if (mixed > 0) {
+      throw new KeysFileError(
+        `${where}.keys[${mixed}]: admin keys and public keys cannot share a consumer (they would share its quota and ban); give admin keys a consumer of their own`,
+      );
+    }
   });
   return records;
+}
+
+/** True for a key with the admin scope (which it holds alone). */
+function isAdmin(key: ConsumerKey): boolean {
+  return key.scopes?.includes(ADMIN_SCOPE) === true;
 }
 
 /** A consumer's terms as a keys document or the admin API gives them. */
@@ -228,9 +250,11 @@ function describe(issue: v.BaseIssue<unknown>): string {
   const secret = issue.path?.some((item) => item.key === 'webhook') === true && issue.path?.at(-1)?.key !== 'url';
   const quoted = secret
     ? ''
-    : typeof input === 'string' || typeof input === 'number' || typeof input === 'boolean'
-      ? `, got ${JSON.stringify(typeof input === 'string' && /^[0-9a-f]{64}$/.test(input) ? `${input.slice(0, 8)}…` : input)}`
-      : '';
+    : typeof input === 'string'
+      ? `, got "${/^[0-9a-f]{64}$/.test(input) ? `${input.slice(0, 8)}…` : echoed(input, QUOTED_MAX)}"`
+      : typeof input === 'number' || typeof input === 'boolean'
+        ? `, got ${JSON.stringify(input)}`
+        : '';
   return `${where || 'file'}: ${issue.message}${quoted}`;
 }
 

@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import { ADMIN_SCOPE, KEY_SCOPES } from '../core/scopes.ts';
 import { COSTED_OPERATIONS, PLAN_NAMES } from './plans.ts';
+import { normalWebhookUrl, webhookUrlProblem } from './webhook-targets.ts';
 
 /** A key's or consumer's name as the keys file and `petstore keys` accept it: what logs show. */
 export const KEY_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
@@ -44,23 +45,28 @@ const Costs = v.record(
   v.picklist(COSTED_OPERATIONS, `must name an operation that costs something: ${COSTED_OPERATIONS.join(', ')}`),
   Quota,
 );
-/** `http://` only to these hosts (a receiver on the same machine, for testing); else `https://`. */
-const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
 const URL_MESSAGE = 'must be an https:// URL, or http:// to a loopback address (127.0.0.1, [::1], localhost)';
 
 /**
- * True for a URL a webhook may be sent to: https://, or http:// to loopback.
+ * True for a URL a webhook may be configured with (src/keys/webhook-targets.ts).
  *
  * @example
  * webhookUrlAllowed('http://127.0.0.1:9000/hook') // true
- * webhookUrlAllowed('http://example.com/hook') // false
+ * webhookUrlAllowed('https://10.0.0.1/hook') // false
  */
 export function webhookUrlAllowed(text: string): boolean {
-  if (!URL.canParse(text)) return false;
-  const url = new URL(text);
-  if (url.username !== '' || url.password !== '') return false;
-  return url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK.test(url.hostname));
+  return webhookUrlProblem(text) === undefined;
 }
+
+/** A webhook URL: refused in the words of its problem, kept normalised (a punycode host). */
+const WebhookUrl = v.pipe(
+  v.string(URL_MESSAGE),
+  v.rawCheck(({ dataset, addIssue }) => {
+    const problem = dataset.typed ? webhookUrlProblem(dataset.value) : undefined;
+    if (problem !== undefined) addIssue({ message: problem });
+  }),
+  v.transform(normalWebhookUrl),
+);
 
 /** A Standard Webhooks secret: `whsec_` and the base64 of 24 to 64 random bytes. */
 const SECRET = /^whsec_(?:[A-Za-z0-9+/]{4}){8,22}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
@@ -68,7 +74,7 @@ const SECRET_MESSAGE = 'must be "whsec_" and the base64 of 24 to 64 random bytes
 /** Where notifications go; the secret signs them and is never logged nor shown. */
 const Webhook = v.strictObject(
   {
-    url: v.pipe(v.string(URL_MESSAGE), v.check(webhookUrlAllowed, URL_MESSAGE)),
+    url: WebhookUrl,
     secret: v.pipe(v.string(SECRET_MESSAGE), v.regex(SECRET, SECRET_MESSAGE)),
   },
   'must be an object with exactly "url" and "secret" (the value is not shown)',
@@ -182,7 +188,10 @@ export const FIELDS = {
   enforce: v.boolean(),
   webhook: Webhook,
   thresholds: Thresholds,
-  scopes: Scopes,
+  scopes: v.pipe(
+    Scopes,
+    v.check((scopes) => new Set(scopes).size === scopes.length, 'must name each scope once'),
+  ),
   dateTime: DateTime,
 };
 

@@ -1,18 +1,31 @@
-import { OPERATIONS as API_OPERATIONS } from '../api/operations.ts';
+import { OPERATIONS } from '../api/operations.ts';
 import { OPS_IDS } from '../core/ops-route.ts';
+import { OUTBOX_CALLS, STORE_CALLS } from '../store/store.ts';
 
 /**
  * What requests and store errors are counted under, apart from the registry (registry.ts): the
  * request path and the `/metrics` route need these, and prom-client is loaded only when metrics
  * are on (it was 60% of the binary's start-up, bench/README.md).
  */
-/** Operations requests are counted under: the API table's ids, the ops routes', and `other`. */
-export const OPERATIONS: readonly string[] = [...API_OPERATIONS.map((op) => op.id), ...OPS_IDS, 'other'];
-const INDEX = new Map(OPERATIONS.map((name, i) => [name, i]));
-const OTHER = OPERATIONS.length - 1;
+/** What every request of the admin port (`--admin-port`) is counted under. */
+export const ADMIN_OPERATION_LABEL = 'admin';
 
-export const STORE_OPERATIONS = ['create', 'get', 'list', 'ping'] as const;
-export type StoreOperation = (typeof STORE_OPERATIONS)[number];
+/** Operations requests are counted under: the API table's ids, the ops routes', `admin`, and `other`. */
+export const REQUEST_OPERATIONS: readonly string[] = [
+  ...OPERATIONS.map((op) => op.id),
+  ...OPS_IDS,
+  ADMIN_OPERATION_LABEL,
+  'other',
+];
+const INDEX = new Map(REQUEST_OPERATIONS.map((name, i) => [name, i]));
+const OTHER = REQUEST_OPERATIONS.length - 1;
+
+/** What the store's failed calls are counted under: the `counted` of each call the store lists. */
+export const STORE_OPERATIONS: readonly StoreOperation[] = [
+  ...new Set([...Object.values(STORE_CALLS), ...Object.values(OUTBOX_CALLS)].map((call) => call.counted)),
+];
+type CountedOf<T> = T[keyof T] extends { readonly counted: infer C } ? C : never;
+export type StoreOperation = CountedOf<typeof STORE_CALLS> | CountedOf<typeof OUTBOX_CALLS>;
 
 /** `Content-Type` of the exposition format. */
 export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';

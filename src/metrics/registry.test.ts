@@ -1,13 +1,13 @@
 import { describe, expect, test } from 'bun:test';
-import { OPERATIONS, operationIndex } from './labels.ts';
+import { operationIndex, REQUEST_OPERATIONS } from './labels.ts';
 import { Metrics } from './registry.ts';
 
 const samples = async (m: Metrics) => (await m.render()).split('\n').filter((l) => l && !l.startsWith('#'));
-const op = (name: string) => OPERATIONS.indexOf(name);
+const op = (name: string) => REQUEST_OPERATIONS.indexOf(name);
 
 describe('operationIndex', () => {
-  test('every operation of the table and every ops route is a label of its own, the rest other', () => {
-    expect(OPERATIONS).toEqual([
+  test('every operation of the table, every ops route and the admin port is a label of its own, the rest other', () => {
+    expect(REQUEST_OPERATIONS).toEqual([
       'listPets',
       'createPet',
       'getPet',
@@ -17,12 +17,13 @@ describe('operationIndex', () => {
       'metrics',
       'docs',
       'openapi',
+      'admin',
       'other',
     ]);
-    expect(OPERATIONS[operationIndex('getPet')]).toBe('getPet');
-    expect(OPERATIONS[operationIndex('openapi')]).toBe('openapi');
-    expect(OPERATIONS[operationIndex(undefined)]).toBe('other');
-    expect(OPERATIONS[operationIndex('deletePet')]).toBe('other');
+    expect(REQUEST_OPERATIONS[operationIndex('getPet')]).toBe('getPet');
+    expect(REQUEST_OPERATIONS[operationIndex('openapi')]).toBe('openapi');
+    expect(REQUEST_OPERATIONS[operationIndex(undefined)]).toBe('other');
+    expect(REQUEST_OPERATIONS[operationIndex('deletePet')]).toBe('other');
   });
 });
 
@@ -51,7 +52,7 @@ describe('Metrics', () => {
         ...['free', 'pro', 'business', 'enterprise', 'anonymous'].map((p) => `petstore_bans_total{plan="${p}"} 0`),
         '# HELP petstore_store_errors_total Failed store calls, by operation and kind (timeout, unavailable or error).',
         '# TYPE petstore_store_errors_total counter',
-        ...['create', 'get', 'list', 'ping'].flatMap((o) => [
+        ...['create', 'get', 'list', 'ping', 'outbox'].flatMap((o) => [
           `petstore_store_errors_total{operation="${o}",kind="timeout"} 0`,
           `petstore_store_errors_total{operation="${o}",kind="unavailable"} 0`,
           `petstore_store_errors_total{operation="${o}",kind="error"} 0`,

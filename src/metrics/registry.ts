@@ -11,7 +11,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { PLAN_NAMES } from '../keys/plans.ts';
 import type { StoreErrorKind } from '../store/errors.ts';
 import { ConsumerMetrics } from './consumers.ts';
-import { OPERATIONS, STORE_OPERATIONS, type StoreOperation } from './labels.ts';
+import { REQUEST_OPERATIONS, STORE_OPERATIONS, type StoreOperation } from './labels.ts';
 import { LeaseMetrics } from './leases.ts';
 import { type LimiterView, registerLimiter } from './limiter.ts';
 import { WebhookMetrics } from './webhooks.ts';
@@ -55,7 +55,7 @@ export function latencyBuckets(objectives: readonly number[] = []): number[] {
  */
 export class Metrics {
   readonly #registry = new Registry();
-  readonly #requests = new Float64Array(OPERATIONS.length * STATUSES);
+  readonly #requests = new Float64Array(REQUEST_OPERATIONS.length * STATUSES);
   readonly #latency: Histogram<'operation'>;
   #inFlight = 0;
   readonly #refused: Counter<'plan' | 'reason'>;
@@ -81,7 +81,7 @@ export class Metrics {
       registers,
       collect() {
         this.reset();
-        OPERATIONS.forEach((operation, i) => {
+        REQUEST_OPERATIONS.forEach((operation, i) => {
           for (let s = 0; s < STATUSES; s++) {
             const n = requests[i * STATUSES + s] as number;
             if (n > 0) this.inc({ operation, status: String(s + 100) }, n);
@@ -175,7 +175,7 @@ export class Metrics {
     this.#inFlight--;
     const r = op * STATUSES + (status >= 100 && status < 600 ? status - 100 : STATUSES - 1);
     this.#requests[r] = (this.#requests[r] ?? 0) + 1;
-    this.#latency.observe({ operation: OPERATIONS[op] ?? 'other' }, seconds);
+    this.#latency.observe({ operation: REQUEST_OPERATIONS[op] ?? 'other' }, seconds);
   }
 
   /** A caller on `plan` was answered 429; `reason` is the Error body's code, e.g. `rate_limited`. */

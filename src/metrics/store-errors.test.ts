@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { StoreError, StoreTimeoutError, StoreUnavailableError } from '../store/errors.ts';
 import { MemoryStore } from '../store/memory.ts';
+import { OUTBOX_CALLS, STORE_CALLS } from '../store/store.ts';
 import { Metrics } from './registry.ts';
 import { countStoreErrors } from './store-errors.ts';
 
@@ -37,5 +38,32 @@ describe('countStoreErrors', () => {
     expect(out).toContain('petstore_store_errors_total{operation="list",kind="error"} 1');
     expect(out).toContain('petstore_store_errors_total{operation="get",kind="timeout"} 1');
     expect(out).toContain('petstore_store_errors_total{operation="get",kind="unavailable"} 0');
+  });
+
+  test('every call STORE_CALLS and OUTBOX_CALLS list is counted when it fails, the outbox included', async () => {
+    const metrics = newMetrics();
+    const broken = new StoreError('no such table');
+    const fail = async () => {
+      throw broken;
+    };
+    const inner = new MemoryStore();
+    for (const name of Object.keys(STORE_CALLS)) Object.assign(inner, { [name]: fail });
+    for (const name of Object.keys(OUTBOX_CALLS)) Object.assign(inner.outbox, { [name]: fail });
+    const store = countStoreErrors(inner, metrics);
+    const call = (target: object | undefined, name: string) =>
+      (target as Record<string, (() => Promise<unknown>) | undefined> | undefined)?.[name]?.().catch((err) => err);
+    const thrown = [
+      ...Object.keys(STORE_CALLS).map((name) => call(store, name)),
+      ...Object.keys(OUTBOX_CALLS).map((name) => call(store.outbox, name)),
+    ];
+    expect(await Promise.all(thrown)).toEqual(Array(10).fill(broken));
+    const counted = (await lines(metrics)).filter((l) => l.includes('kind="error"') && !l.endsWith(' 0'));
+    expect(counted).toEqual([
+      'petstore_store_errors_total{operation="create",kind="error"} 2',
+      'petstore_store_errors_total{operation="get",kind="error"} 1',
+      'petstore_store_errors_total{operation="list",kind="error"} 1',
+      'petstore_store_errors_total{operation="ping",kind="error"} 1',
+      'petstore_store_errors_total{operation="outbox",kind="error"} 5',
+    ]);
   });
 });

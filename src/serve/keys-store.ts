@@ -4,9 +4,6 @@ import { documentOf } from '../keys/source.ts';
 import type { Logger } from '../log.ts';
 import type { KeyStore } from '../store/keys.ts';
 
-/** The `--keys` value that keeps consumers and keys in the data store. */
-export const KEYS_STORE = 'store';
-
 /**
  * How often the store's keys version is read: a change whose notification was lost (or, on
  * SQLite, any change from another process) is in force within this and one read.

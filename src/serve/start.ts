@@ -1,34 +1,99 @@
-import process from 'node:process';
-import { type AdminAppOptions, adminApp, createApp, metricsApp } from '../app.ts';
-import { type Config, ConfigError } from '../config.ts';
+import { type AppOptions, adminApp, createApp, metricsApp } from '../app.ts';
+import type { Config } from '../config.ts';
 import { systemClock } from '../core/clock.ts';
 import {
   type LeaseStats,
   type LimiterEvent,
-  openRedisLimiter,
+  loadRedisLimiter,
+  type RateLimiter,
   SlidingWindowLimiter,
   TrustedProxies,
 } from '../gateway/index.ts';
-
-import type { KeyRecord } from '../keys/file.ts';
-import { fileKeyAdmin, type KeyAdmin, storeKeyAdmin } from '../keys/source.ts';
-import { KeyTable } from '../keys/table.ts';
-import { createLogger } from '../log.ts';
-import { type KeyStore, keyStoreOf } from '../store/keys.ts';
-import { describeData, MEMORY, openStore } from '../store/open.ts';
+import { AllowedRanges } from '../keys/webhook-targets.ts';
+import { createLogger, type Logger } from '../log.ts';
+import type { Metrics } from '../metrics/registry.ts';
+import { describeData, openStore } from '../store/open.ts';
 import type { PetStore } from '../store/store.ts';
 import { VERSION } from '../version.ts';
 import { notifier } from '../webhooks/notify.ts';
-import { parseRetrySeconds } from '../webhooks/schedule.ts';
+import { PUBLIC_TARGETS } from '../webhooks/sender.ts';
 import { DeliveryWorker } from '../webhooks/worker.ts';
 import { checkOpenFiles, openFilesNeeded } from './fd-limit.ts';
-import { announceDevKey, developmentKeys, KeysFileWatcher, type StartKeys } from './keys-source.ts';
-import { KEYS_STORE, KeysStoreWatcher } from './keys-store.ts';
+import { announceDevKey } from './keys-source.ts';
+import { LiveKeys } from './live-keys.ts';
 import type { RunningServer, RuntimeAdapter, ServeOptions } from './server.ts';
 import { handleSignals } from './signals.ts';
 
 // Defined by `bun build --define` for a compiled binary (scripts/lib/build-info.sh), else undeclared.
 declare const PETSTORE_TARGET: string | undefined;
+
+/**
+ * Serves `config` (checked whole by `parseConfig`): reads the keys, binds the ports, opens the
+ * store, builds the limiter, the webhooks and the apps, installs the signal handlers, and only
+ * then shows the development key (if any) and logs `listening`. Resolves once serving; the
+ * process then runs until a signal stops it.
+ *
+ * @example
+ * await startServer(parseConfig(process.argv.slice(2), process.env))
+ */
+export async function startServer(config: Config): Promise<void> {
+  const log = createLogger({ level: config.logLevel, format: config.logFormat });
+  const adapter = await loadAdapter();
+  const metrics = await metricsOf(config, adapter);
+  const keys = new LiveKeys(config.keys, log, metrics);
+  checkOpenFiles(log, openFilesNeeded(keys.consumers, config.maxInFlight));
+  const listeners = await Listeners.bind(config, adapter, metrics);
+  const store = await listeners.unlessFailed(() =>
+    openStore(config.data, log, { timeoutMs: config.storeTimeoutSeconds * 1_000 }),
+  );
+  await listeners.unlessFailed(
+    () => keys.openStore(store),
+    () => store.close(),
+  );
+  const { limiter, shared } = await openLimiter(config, log, metrics);
+  const webhooks = webhooksOf(store, config, log, metrics, keys);
+  let stopping = false;
+  const gate = gateOptions(config, adapter, keys, limiter, log);
+  listeners.serve(
+    createApp({
+      ...gate,
+      store,
+      docs: { publicUrl: config.publicUrl, stagingUrl: config.stagingUrl },
+      metrics,
+      serveMetrics: config.metricsPort === null,
+      notReady: () => (stopping ? 'The server is shutting down.' : undefined),
+      ...(shared ? { limiterStatus: () => shared.status() } : {}),
+      ...(config.keys ? { keysProblem: () => keys.problem() } : {}),
+      corsOrigins: config.corsOrigins,
+      ...(webhooks.notify ? { notify: webhooks.notify } : {}),
+    }).fetch,
+  );
+  webhooks.worker?.start();
+  const admin =
+    keys.admin && config.adminPort !== null
+      ? adminApp({ ...gate, admin: keys.admin, ...(metrics ? { metrics } : {}) })
+      : undefined;
+  const adminServer = admin && (await listeners.add(admin.fetch, config.adminPort ?? 0, config.adminHost));
+  await keys.start();
+  handleSignals({
+    log,
+    reload: () => keys.reload(),
+    servers: listeners.all,
+    shutdownSeconds: config.shutdownSeconds,
+    onStopping: () => {
+      stopping = true;
+      // Attempts under way are cut short now: Bun's drain waits for the outgoing ones too.
+      void webhooks.worker?.stop();
+    },
+    close: async () => {
+      await keys.stop();
+      await webhooks.worker?.stop();
+      await store.close();
+      await shared?.close();
+    },
+  });
+  announce(config, adapter.name, keys, listeners, adminServer, log);
+}
 
 async function loadAdapter(): Promise<RuntimeAdapter> {
   // A compiled binary is always Bun: there the define makes this a constant, and the bundler
@@ -41,152 +106,92 @@ async function loadAdapter(): Promise<RuntimeAdapter> {
   return adapter;
 }
 
-function trustedProxies(cidrs: readonly string[]): TrustedProxies {
-  try {
-    return new TrustedProxies(cidrs);
-  } catch (err) {
-    throw new ConfigError((err as Error).message);
-  }
-}
-
-/** The address to show a person for `host:port`: a wildcard bind is reached on localhost. */
-function origin(host: string, port: number): string {
-  const name = host === '' || host === '0.0.0.0' || host === '::' ? 'localhost' : host;
-  return `http://${name.includes(':') ? `[${name}]` : name}:${port}`;
-}
-
-/** The retry delays `PETSTORE_WEBHOOK_RETRY_SECONDS` sets (for tests), or undefined for the real schedule. */
-function webhookRetryDelays(text: string | undefined): number[] | undefined {
-  if (text === undefined || text === '') return undefined;
-  try {
-    return parseRetrySeconds(text);
-  } catch (err) {
-    throw new ConfigError((err as Error).message);
-  }
+/** The metrics registry with `--metrics` or `--metrics-port`; prom-client is loaded only then (it was most of the binary's start-up). */
+async function metricsOf(config: Config, adapter: RuntimeAdapter): Promise<Metrics | undefined> {
+  if (!config.metrics && config.metricsPort === null) return undefined;
+  const { Metrics } = await import('../metrics/registry.ts');
+  return new Metrics({ version: VERSION, runtime: adapter.name, latencyObjectives: config.latencyObjectives });
 }
 
 /**
- * Serves `config`: loads the keys, binds the port, opens the store, builds the limiter and the
- * app, installs the signal handlers, and only then shows the development key (if any) and logs
- * `listening`. Resolves once serving; the process then runs until a signal stops it.
- *
- * @example
- * await startServer(parseConfig(process.argv.slice(2), process.env))
+ * The server's listeners: the API's port and the metrics port are bound before the store
+ * opens, so a port in use leaves no new database file behind; a request that arrives meanwhile
+ * waits for the app.
  */
-export async function startServer(config: Config): Promise<void> {
-  if (config.adminPort !== null && !config.keys) {
-    throw new ConfigError(
-      '--admin-port: needs --keys FILE or --keys store, where the admin API keeps consumers and keys',
-    );
+class Listeners {
+  readonly all: RunningServer[];
+  readonly #adapter: RuntimeAdapter;
+  readonly #app: (fetch: ServeOptions['fetch']) => void;
+
+  private constructor(
+    readonly main: RunningServer,
+    readonly metrics: RunningServer | undefined,
+    adapter: RuntimeAdapter,
+    app: (fetch: ServeOptions['fetch']) => void,
+  ) {
+    this.all = metrics ? [main, metrics] : [main];
+    this.#adapter = adapter;
+    this.#app = app;
   }
-  const log = createLogger({ level: config.logLevel, format: config.logFormat });
-  const trust = trustedProxies(config.trustProxy);
-  const retryDelays = webhookRetryDelays(process.env.PETSTORE_WEBHOOK_RETRY_SECONDS);
-  const fromStore = config.keys === KEYS_STORE;
-  const source = fromStore ? { source: 'store' } : { file: config.keys };
-  const applyKeys = (loaded: KeyRecord[], trigger: string) => {
-    keys = new KeyTable(loaded);
-    const keysByPlan = keys.countByPlan();
-    metrics?.reloaded(true);
-    metrics?.keysLoaded(keysByPlan);
-    metrics?.consumers.load(keys.records());
-    log.info('keys reloaded', { ...source, trigger, keysByPlan });
-  };
-  const refuseKeys = (err: Error, trigger: string) => {
-    metrics?.reloaded(false);
-    log.error('keys reload failed; keeping the previous keys', { ...source, trigger, error: err.message });
-  };
-  // The keys file is watched: a change is in force within a second, without SIGHUP.
-  const watcher =
-    config.keys && !fromStore
-      ? new KeysFileWatcher({ path: config.keys, log, apply: applyKeys, refuse: refuseKeys })
-      : undefined;
-  // With --keys store the keys are read once the store is open.
-  const { records, devToken }: StartKeys = watcher
-    ? { records: watcher.load() }
-    : fromStore
-      ? { records: [] }
-      : developmentKeys();
-  let keys = new KeyTable(records);
-  checkOpenFiles(log, openFilesNeeded(new Set(records.map((r) => r.consumer.name)).size, config.maxInFlight));
-  if (config.idleTimeoutSeconds <= config.storeTimeoutSeconds) {
-    // A request with a body keeps the idle timer, which cuts off a client that stops sending
-    // it; once the body is in, the timer must outlast the request's wait for the store.
-    throw new ConfigError(
-      `--idle-timeout (${config.idleTimeoutSeconds}) must be longer than --store-timeout (${config.storeTimeoutSeconds}), ` +
-        'or a connection could be closed while its request waits for the store',
-    );
-  }
-  const adapter = await loadAdapter();
-  // prom-client is loaded only with metrics on: it was most of the binary's start-up.
-  const metrics =
-    config.metrics || config.metricsPort !== null
-      ? new (await import('../metrics/registry.ts')).Metrics({
-          version: VERSION,
-          runtime: adapter.name,
-          latencyObjectives: config.latencyObjectives,
-        })
-      : undefined;
-  metrics?.keysLoaded(keys.countByPlan());
-  metrics?.consumers.load(keys.records());
-  // The ports are bound before the store opens, so a port in use leaves no new database file
-  // behind; a request that arrives meanwhile waits for the app.
-  let appReady: (fetch: ServeOptions['fetch']) => void = () => {};
-  const ready = new Promise<ServeOptions['fetch']>((resolve) => {
-    appReady = resolve;
-  });
-  let handle: ServeOptions['fetch'] = (req, env) => ready.then((fetch) => fetch(req, env));
-  const server = await adapter.serve({
-    fetch: (req, env) => handle(req, env),
-    port: config.port,
-    hostname: config.host,
-    headerTimeoutSeconds: config.headerTimeoutSeconds,
-    idleTimeoutSeconds: config.idleTimeoutSeconds,
-  });
-  const servers: RunningServer[] = [server];
-  const metricsServer =
-    metrics && config.metricsPort !== null
-      ? await adapter.serve({ fetch: metricsApp(metrics).fetch, port: config.metricsPort, hostname: config.host })
-      : undefined;
-  if (metricsServer) servers.push(metricsServer);
-  if (fromStore && config.data === MEMORY) {
-    await Promise.all(servers.map((s) => s.stop(true)));
-    throw new ConfigError(`--keys store: needs --data with a SQLite file or a postgres:// URL, not ${config.data}`);
-  }
-  const store = await openStore(config.data, log, { timeoutMs: config.storeTimeoutSeconds * 1_000 }).catch(
-    async (err: unknown) => {
-      await Promise.all(servers.map((s) => s.stop(true)));
-      throw err;
-    },
-  );
-  // With --keys store, the store's keys: in memory, brought up to date on each change.
-  const storeKeys = fromStore ? storeKeysOf(store, config.data) : undefined;
-  const storeWatcher = storeKeys
-    ? new KeysStoreWatcher({ store: storeKeys, log, apply: applyKeys, refuse: refuseKeys })
-    : undefined;
-  if (storeWatcher) {
-    const loaded = await storeWatcher.load().catch(async (err: unknown) => {
-      await Promise.all(servers.map((s) => s.stop(true)));
-      await store.close();
-      throw err;
+
+  static async bind(config: Config, adapter: RuntimeAdapter, metrics: Metrics | undefined): Promise<Listeners> {
+    let resolve: (fetch: ServeOptions['fetch']) => void = () => {};
+    const app = new Promise<ServeOptions['fetch']>((r) => {
+      resolve = r;
     });
-    keys = new KeyTable(loaded);
-    metrics?.keysLoaded(keys.countByPlan());
-    metrics?.consumers.load(keys.records());
+    let handle: ServeOptions['fetch'] = (req, env) => app.then((fetch) => fetch(req, env));
+    void app.then((fetch) => {
+      handle = fetch;
+    });
+    const main = await adapter.serve({
+      fetch: (req, env) => handle(req, env),
+      port: config.port,
+      hostname: config.host,
+      headerTimeoutSeconds: config.headerTimeoutSeconds,
+      idleTimeoutSeconds: config.idleTimeoutSeconds,
+    });
+    const metricsServer =
+      metrics && config.metricsPort !== null
+        ? await adapter.serve({ fetch: metricsApp(metrics).fetch, port: config.metricsPort, hostname: config.host })
+        : undefined;
+    return new Listeners(main, metricsServer, adapter, resolve);
   }
+
+  /** `step`'s result; when it fails, `undo` and every listener stopped first, so a failed start leaves nothing bound. */
+  async unlessFailed<T>(step: () => Promise<T>, undo: () => Promise<void> = async () => {}): Promise<T> {
+    try {
+      return await step();
+    } catch (err) {
+      await Promise.all(this.all.map((s) => s.stop(true)));
+      await undo();
+      throw err;
+    }
+  }
+
+  /** The API's port serves `fetch` from now on, the requests that waited for it first. */
+  serve(fetch: ServeOptions['fetch']): void {
+    this.#app(fetch);
+  }
+
+  /** Another listener (the admin API's), stopped with the others. */
+  async add(fetch: ServeOptions['fetch'], port: number, hostname: string): Promise<RunningServer> {
+    const server = await this.#adapter.serve({ fetch, port, hostname });
+    this.all.push(server);
+    return server;
+  }
+}
+
+/** The in-process limiter, or the Redis one with it as the fallback (`--redis`); ban starts and ends logged and counted. */
+async function openLimiter(config: Config, log: Logger, metrics: Metrics | undefined) {
   const onEvent = (e: LimiterEvent) => {
     if (e.type === 'ban_end') return log.warn('ban ended', { subject: e.subject.label, plan: e.subject.plan });
     metrics?.banned(e.subject.plan);
-    log.warn('ban started', {
-      subject: e.subject.label,
-      plan: e.subject.plan,
-      until: new Date(e.until).toISOString(),
-    });
+    log.warn('ban started', { subject: e.subject.label, plan: e.subject.plan, until: new Date(e.until).toISOString() });
   };
   const local = new SlidingWindowLimiter({ clock: systemClock, onEvent });
   // ioredis is loaded only with --redis, like the PostgreSQL client with a postgres:// --data.
   const shared = config.redis
-    ? await openRedisLimiter({
+    ? await loadRedisLimiter({
         url: config.redis,
         mode: config.redisFail,
         fallback: local,
@@ -195,127 +200,71 @@ export async function startServer(config: Config): Promise<void> {
         ...(metrics ? { leaseStats: (read: () => LeaseStats) => metrics.leases.watch(read) } : {}),
       })
     : undefined;
-  const limiter = shared ?? local;
+  const limiter: RateLimiter = shared ?? local;
   metrics?.watchLimiter({
     backend: () => (shared ? shared.status().backend : 'memory'),
     ...(shared ? { outages: () => shared.status().outages } : {}),
     table: local,
   });
-  // Webhook events live in the store's outbox; the worker delivers them off the request path.
+  return { limiter, shared };
+}
+
+/** Webhook events live in the store's outbox (when it has one): recorded before the answer, delivered by the worker off the request path. */
+function webhooksOf(store: PetStore, config: Config, log: Logger, metrics: Metrics | undefined, keys: LiveKeys) {
   const { outbox } = store;
-  const worker = outbox
-    ? new DeliveryWorker({
-        outbox,
-        keys: () => keys.records(),
-        log,
-        maxOutbox: config.webhookOutboxMax,
-        ...(metrics ? { report: metrics.webhooks } : {}),
-        ...(retryDelays ? { delays: retryDelays } : {}),
-      })
-    : undefined;
-  let stopping = false;
-  const app = createApp({
-    store,
-    keys: () => keys,
+  if (!outbox) return {};
+  const worker = new DeliveryWorker({
+    outbox,
+    keys: () => keys.table.records(),
+    log,
+    maxOutbox: config.webhookOutboxMax,
+    targets: { ...PUBLIC_TARGETS, allowed: new AllowedRanges(config.webhookAllowCidr) },
+    ...(metrics ? { report: metrics.webhooks } : {}),
+    ...(config.webhookRetryDelays ? { delays: config.webhookRetryDelays } : {}),
+  });
+  return { worker, notify: notifier({ outbox, log, clock: systemClock, recorded: () => worker.wake() }) };
+}
+
+/** What the public and the admin gateways share: the keys, the limiter, the client's address, the ban and the caps. */
+function gateOptions(config: Config, adapter: RuntimeAdapter, keys: LiveKeys, limiter: RateLimiter, log: Logger) {
+  const trust = new TrustedProxies(config.trustProxy);
+  return {
+    keys: () => keys.table,
     limiter,
     log,
     clientAddress: (c) => trust.clientAddress(adapter.peerAddress(c), c.req.header('x-forwarded-for')),
     ban: { seconds: config.banSeconds, ...(config.banThreshold > 0 ? { threshold: config.banThreshold } : {}) },
-    docs: { publicUrl: config.publicUrl, stagingUrl: config.stagingUrl },
-    metrics,
-    serveMetrics: config.metricsPort === null,
-    notReady: () => (stopping ? 'The server is shutting down.' : undefined),
     maxInFlight: config.maxInFlight,
     ipv6Prefix: config.ipv6Prefix,
-    ...(shared ? { limiterStatus: () => shared.status() } : {}),
-    ...(storeWatcher ? { keysProblem: () => storeWatcher.problem() } : {}),
-    corsOrigins: config.corsOrigins,
-    ...(outbox ? { notify: notifier({ outbox, log, clock: systemClock, recorded: () => worker?.wake() }) } : {}),
-  });
-  handle = app.fetch;
-  worker?.start();
-  appReady(app.fetch);
-  const admin = watcher
-    ? fileKeyAdmin(config.keys, () => watcher.reload('admin API'))
-    : storeKeys && storeWatcher
-      ? storeKeyAdmin(storeKeys, () => storeWatcher.sync('admin API'))
-      : undefined;
-  const adminServer = await serveAdmin(
-    config,
-    admin,
-    {
-      keys: () => keys,
-      limiter,
-      log,
-      clientAddress: (c) => trust.clientAddress(adapter.peerAddress(c), c.req.header('x-forwarded-for')),
-      ban: { seconds: config.banSeconds, ...(config.banThreshold > 0 ? { threshold: config.banThreshold } : {}) },
-      maxInFlight: config.maxInFlight,
-      ipv6Prefix: config.ipv6Prefix,
-    },
-    adapter,
-  );
-  if (adminServer) servers.push(adminServer);
+  } satisfies Partial<AppOptions>;
+}
 
-  const reload = () => {
-    if (watcher) watcher.reload('SIGHUP');
-    else if (storeWatcher) void storeWatcher.sync('SIGHUP');
-    else log.warn('SIGHUP: no keys file to reload (started without --keys)');
-  };
-  watcher?.start();
-  await storeWatcher?.start();
-  handleSignals({
-    log,
-    reload,
-    servers,
-    shutdownSeconds: config.shutdownSeconds,
-    onStopping: () => {
-      stopping = true;
-      // Attempts under way are cut short now: Bun's drain waits for the outgoing ones too.
-      void worker?.stop();
-    },
-    close: async () => {
-      watcher?.stop();
-      await storeWatcher?.stop();
-      await worker?.stop();
-      await store.close();
-      await shared?.close();
-    },
-  });
-
-  if (devToken) announceDevKey(devToken, origin(config.host, server.port), log);
-  // Last: whoever waits for this line may signal at once.
+/**
+ * Shows the development key (if any), then logs `listening`: last, since whoever waits for
+ * that line may signal at once.
+ */
+function announce(
+  config: Config,
+  runtime: string,
+  keys: LiveKeys,
+  listeners: Listeners,
+  admin: RunningServer | undefined,
+  log: Logger,
+): void {
+  if (keys.devToken) announceDevKey(keys.devToken, origin(config.host, listeners.main.port), log);
   log.info('listening', {
     version: VERSION,
-    runtime: adapter.name,
-    address: `http://${config.host}:${server.port}`,
+    runtime,
+    address: `http://${config.host}:${listeners.main.port}`,
     data: describeData(config.data),
-    keysByPlan: keys.countByPlan(),
-    ...(metricsServer ? { metrics: `http://${config.host}:${metricsServer.port}/metrics` } : {}),
-    ...(adminServer ? { admin: `http://${config.adminHost}:${adminServer.port}/admin/v1` } : {}),
+    keysByPlan: keys.table.countByPlan(),
+    ...(listeners.metrics ? { metrics: `http://${config.host}:${listeners.metrics.port}/metrics` } : {}),
+    ...(admin ? { admin: `http://${config.adminHost}:${admin.port}/admin/v1` } : {}),
   });
 }
 
-/**
- * The admin API's listener on `--admin-port` of `--admin-host`, over the keys file or the store;
- * none without `--admin-port`.
- */
-async function serveAdmin(
-  config: Config,
-  admin: KeyAdmin | undefined,
-  options: Omit<AdminAppOptions, 'admin'>,
-  adapter: RuntimeAdapter,
-): Promise<RunningServer | undefined> {
-  if (config.adminPort === null || !admin) return undefined;
-  const app = adminApp({ ...options, admin });
-  return adapter.serve({ fetch: app.fetch, port: config.adminPort, hostname: config.adminHost });
-}
-
-/**
- * The store's keys for `--keys store` (behind the store's timeout wrapper, its backend's); a
- * store that keeps none (`:memory:`) is a configuration error.
- */
-function storeKeysOf(store: PetStore, data: string): KeyStore {
-  const keys = keyStoreOf(store);
-  if (keys) return keys;
-  throw new ConfigError(`--keys store: needs --data with a SQLite file or a postgres:// URL, not ${data}`);
+/** The address to show a person for `host:port`: a wildcard bind is reached on localhost. */
+function origin(host: string, port: number): string {
+  const name = host === '' || host === '0.0.0.0' || host === '::' ? 'localhost' : host;
+  return `http://${name.includes(':') ? `[${name}]` : name}:${port}`;
 }

@@ -2,9 +2,10 @@ import { describe, expect, test } from 'bun:test';
 import { fakeClock } from '../../test/testing.ts';
 import type { NewPet } from '../core/pets.ts';
 import { createLogger } from '../log.ts';
-import { BoundedStore, type Timers } from './bounded.ts';
+import { boundStore, type Timers } from './bounded.ts';
 import { StoreTimeoutError, StoreUnreachableError, storeErrorKind } from './errors.ts';
 import { MemoryStore } from './memory.ts';
+import { OUTBOX_CALLS, STORE_CALLS } from './store.ts';
 
 const REX: NewPet = { name: 'Rex', categoryId: 1, status: 'available' };
 
@@ -84,7 +85,7 @@ function setup() {
   const lines: Record<string, unknown>[] = [];
   const log = createLogger({ write: (l) => lines.push(JSON.parse(l)), now: time.clock.now });
   const { state, store: inner } = backend();
-  const store = new BoundedStore(inner, { timeoutMs: 2_000, log, clock: time.clock, timers: time.timers });
+  const store = boundStore(inner, { timeoutMs: 2_000, log, clock: time.clock, timers: time.timers });
   return { ...time, lines, state, store };
 }
 
@@ -228,5 +229,42 @@ describe('BoundedStore: a database that is away', () => {
     await advance(5_000);
     expect(state.pings).toBe(1);
     expect(timersPending()).toBe(0);
+  });
+});
+
+describe('BoundedStore: the method list', () => {
+  test('every call STORE_CALLS and OUTBOX_CALLS list is bounded: a backend that answers none of them', async () => {
+    const time = fakeTime();
+    const hang = () => new Promise<never>(() => {});
+    const backend = new MemoryStore();
+    for (const name of Object.keys(STORE_CALLS)) Object.assign(backend, { [name]: hang });
+    for (const name of Object.keys(OUTBOX_CALLS)) Object.assign(backend.outbox, { [name]: hang });
+    const store = boundStore(backend, { timeoutMs: 2_000, log: createLogger({ write: () => {} }), ...time });
+    const call = (target: object, name: string) =>
+      watch((target as Record<string, () => Promise<unknown>>)[name]?.() ?? Promise.resolve('not wrapped'));
+    const calls = [
+      ...Object.entries(STORE_CALLS).map(([name, { doing }]) => ({ name, doing, seen: call(store, name) })),
+      ...Object.entries(OUTBOX_CALLS).map(([name, { doing }]) => ({
+        name,
+        doing,
+        seen: call(store.outbox ?? {}, name),
+      })),
+    ];
+    await time.advance(2_000);
+    expect(calls.map(({ name, seen }) => [name, seen.error instanceof StoreTimeoutError])).toEqual([
+      ['create', true],
+      ['createOnce', true],
+      ['get', true],
+      ['list', true],
+      ['ping', true],
+      ['record', true],
+      ['claim', true],
+      ['settle', true],
+      ['trim', true],
+      ['stats', true],
+    ]);
+    for (const { doing, seen } of calls) {
+      expect((seen.error as Error).message).toStartWith(`${doing}: no answer from the store within 2000 ms`);
+    }
   });
 });

@@ -12,11 +12,9 @@
  */
 import { clearTimeout, setTimeout } from 'node:timers';
 import { type Clock, systemClock } from '../core/clock.ts';
-import type { NewPet, Pet } from '../core/pets.ts';
 import type { Logger } from '../log.ts';
 import { OUTCOME_UNKNOWN, StoreTimeoutError, StoreUnreachableError } from './errors.ts';
-import type { Outbox } from './outbox.ts';
-import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from './store.ts';
+import { type CallWrap, OUTBOX_CALLS, type PetStore, STORE_CALLS, wrapCalls } from './store.ts';
 
 /** `--store-timeout`'s default: the longest a request waits for the store. */
 export const DEFAULT_STORE_TIMEOUT_MS = 2_000;
@@ -56,16 +54,41 @@ interface Call {
   readonly fail: (err: Error) => void;
 }
 
-/**
- * @example
- * const store = new BoundedStore(await PostgresStore.open({ url, log }), { timeoutMs: 2_000, log });
- * await store.list({ limit: 20 }); // rejects with StoreTimeoutError after 2 s without an answer
- */
-export class BoundedStore implements PetStore {
+/** A store whose every call is bounded in time, and whether its database is away now. */
+export interface BoundedStore extends PetStore {
   /** The store every call is passed to. */
   readonly backend: PetStore;
-  /** The backend's webhook outbox, each call bounded like the pets'. */
-  readonly outbox?: Outbox;
+  /** True while calls are answered at once because the database is away. */
+  readonly away: boolean;
+}
+
+/**
+ * `backend` with every call of `STORE_CALLS` and `OUTBOX_CALLS` bounded.
+ *
+ * @example
+ * const store = boundStore(await PostgresStore.open({ url, log }), { timeoutMs: 2_000, log });
+ * await store.list({ limit: 20 }); // rejects with StoreTimeoutError after 2 s without an answer
+ */
+export function boundStore(backend: PetStore, options: BoundedStoreOptions): BoundedStore {
+  const bound = new Bound(backend, options);
+  const call: CallWrap = (run, { doing, write }) => bound.call(doing, write, run);
+  const { outbox } = backend;
+  return {
+    ...wrapCalls(backend, STORE_CALLS, call),
+    ...(outbox ? { outbox: wrapCalls(outbox, OUTBOX_CALLS, call) } : {}),
+    backend,
+    // The backend's: reading it touches no connection (see each backend).
+    version: () => backend.version(),
+    get away() {
+      return bound.away;
+    },
+    close: () => bound.close(),
+  };
+}
+
+/** The bound's state: the calls in flight and their one deadline timer, the outage and its probe. */
+class Bound {
+  readonly #backend: PetStore;
   readonly #timeoutMs: number;
   readonly #log: Logger;
   readonly #probeIntervalMs: number;
@@ -96,47 +119,12 @@ export class BoundedStore implements PetStore {
       timers = systemTimers,
     }: BoundedStoreOptions,
   ) {
-    this.backend = backend;
+    this.#backend = backend;
     this.#timeoutMs = timeoutMs;
     this.#log = log;
     this.#probeIntervalMs = probeIntervalMs;
     this.#clock = clock;
     this.#timers = timers;
-    const outbox = backend.outbox;
-    if (outbox) {
-      this.outbox = {
-        record: (events) => this.#call('record events', true, () => outbox.record(events)),
-        claim: (...args) => this.#call('claim events', true, () => outbox.claim(...args)),
-        settle: (...args) => this.#call('settle event', true, () => outbox.settle(...args)),
-        trim: (...args) => this.#call('trim outbox', true, () => outbox.trim(...args)),
-        stats: () => this.#call('read outbox', false, () => outbox.stats()),
-      };
-    }
-  }
-
-  create(pet: NewPet): Promise<Pet> {
-    return this.#call('store pet', true, () => this.backend.create(pet));
-  }
-
-  createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult> {
-    return this.#call('store pet', true, () => this.backend.createOnce(pet, once));
-  }
-
-  get(id: number): Promise<Pet | undefined> {
-    return this.#call('read pet', false, () => this.backend.get(id));
-  }
-
-  list(options: ListOptions): Promise<readonly Pet[]> {
-    return this.#call('list pets', false, () => this.backend.list(options));
-  }
-
-  /** The backend's: reading it touches no connection (see each backend). */
-  version(): unknown {
-    return this.backend.version();
-  }
-
-  ping(): Promise<void> {
-    return this.#call('ping', false, () => this.backend.ping());
   }
 
   /** True while calls are answered at once because the database is away. */
@@ -147,10 +135,10 @@ export class BoundedStore implements PetStore {
   async close(): Promise<void> {
     this.#closed = true;
     this.#timers.clear(this.#probeTimer);
-    await this.backend.close();
+    await this.#backend.close();
   }
 
-  #call<T>(doing: string, write: boolean, run: () => Promise<T>): Promise<T> {
+  call<T>(doing: string, write: boolean, run: () => Promise<T>): Promise<T> {
     if (this.#awaySince !== undefined) {
       return Promise.reject(new StoreUnreachableError(`${doing}: the database is unreachable (${this.#reason})`));
     }
@@ -242,7 +230,7 @@ export class BoundedStore implements PetStore {
   async #probe(): Promise<void> {
     if (this.#closed) return;
     try {
-      await this.#bounded('ping', false, () => this.backend.ping());
+      await this.#bounded('ping', false, () => this.#backend.ping());
     } catch (err) {
       if (!(err instanceof StoreUnreachableError)) this.#reason = err instanceof Error ? err.message : String(err);
       this.#log.debug('store probe failed', { reason: this.#reason });

@@ -1,5 +1,6 @@
 import { MAX_ID } from '../core/pets.ts';
 import { StoreOpenError } from './errors.ts';
+import { PETS_CHANNEL } from './postgres-changes.ts';
 
 /**
  * One schema change, written for each engine; versions are applied in order, once, at start-up,
@@ -154,6 +155,24 @@ export const MIGRATIONS: readonly Migration[] = [
     postgres: `
       ALTER TABLE key_consumers
         ADD COLUMN costs TEXT, ADD COLUMN enforce TEXT, ADD COLUMN webhook TEXT, ADD COLUMN thresholds TEXT;`,
+  },
+  {
+    version: 6,
+    name: 'pets_notify',
+    // The statements no instance makes (UPDATE, DELETE, TRUNCATE: an operator's edits) notify
+    // the instances that listen (src/store/postgres-changes.ts) when they commit. Inserts are
+    // announced by the instance after its commit instead: NOTIFY holds a lock through the commit
+    // of its transaction, and in each create it would make the fleet's creates take turns on it.
+    // SQLite has no listeners: its readers see data_version.
+    sqlite: 'SELECT 1;',
+    postgres: `
+      CREATE FUNCTION petstore_pets_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        PERFORM pg_notify('${PETS_CHANNEL}', '');
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER pets_changed AFTER UPDATE OR DELETE OR TRUNCATE ON pets
+        FOR EACH STATEMENT EXECUTE FUNCTION petstore_pets_changed();`,
   },
 ];
 

@@ -1,6 +1,6 @@
 import process from 'node:process';
 import type { Logger } from '../log.ts';
-import { BoundedStore, DEFAULT_STORE_TIMEOUT_MS } from './bounded.ts';
+import { type BoundedStore, boundStore, DEFAULT_STORE_TIMEOUT_MS } from './bounded.ts';
 import { StoreOpenError } from './errors.ts';
 import { MemoryStore } from './memory.ts';
 import { POSTGRES_URL } from './postgres-url.ts';
@@ -33,7 +33,7 @@ export async function openStore(
   log: Logger,
   { timeoutMs = DEFAULT_STORE_TIMEOUT_MS }: OpenStoreOptions = {},
 ): Promise<BoundedStore> {
-  return new BoundedStore(await openBackend(data, log, timeoutMs), { timeoutMs, log });
+  return boundStore(await openBackend(data, log, timeoutMs), { timeoutMs, log });
 }
 
 async function openBackend(data: string, log: Logger, timeoutMs: number): Promise<PetStore> {

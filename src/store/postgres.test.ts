@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from 'bun:test';
 import postgres from 'postgres';
 import { describeStore } from '../../test/store-conformance.ts';
 import { createLogger, silentLogger } from '../log.ts';
-import { BoundedStore } from './bounded.ts';
+import { boundStore } from './bounded.ts';
 import {
   OUTCOME_UNKNOWN,
   StoreError,
@@ -13,7 +13,8 @@ import {
 } from './errors.ts';
 import { fingerprintOf } from './idempotency.ts';
 import { SCHEMA_VERSION } from './migrations.ts';
-import { PostgresStore, postgresError } from './postgres.ts';
+import { LISTENER_NAME, PostgresStore, postgresError } from './postgres.ts';
+import { HEARTBEAT_MS } from './postgres-changes.ts';
 import { describeData } from './postgres-url.ts';
 
 /** A server the tests may create and drop databases on; scripts/with-postgres.sh provides one. */
@@ -52,7 +53,7 @@ describe.skipIf(!SERVER)('PostgresStore', () => {
       backend: 'postgres',
       synchronousCommit: 'on',
       schemaVersion: SCHEMA_VERSION,
-      migrated: [1, 2, 3, 4, 5],
+      migrated: [1, 2, 3, 4, 5, 6],
     });
     for (const name of ['a', 'b', 'c']) await first.create({ name, categoryId: 9007199254740991, status: 'sold' });
     await first.close();
@@ -63,6 +64,7 @@ describe.skipIf(!SERVER)('PostgresStore', () => {
       { version: 3, name: 'keys' },
       { version: 4, name: 'webhook_outbox' },
       { version: 5, name: 'key_consumer_terms' },
+      { version: 6, name: 'pets_notify' },
     ] as never);
     await sql`DELETE FROM pets WHERE id = 3`;
     await sql.end();
@@ -142,6 +144,77 @@ describe.skipIf(!SERVER)('PostgresStore', () => {
   });
 });
 
+describe.skipIf(!SERVER)('PostgresStore version: every write of the fleet, heard through LISTEN', () => {
+  /** Waits up to `ms` for `done`, looking every millisecond; resolves with the ms it took. */
+  async function within(ms: number, done: () => boolean): Promise<number> {
+    const started = performance.now();
+    while (!done()) {
+      if (performance.now() - started > ms) throw new Error(`not within ${ms} ms`);
+      await Bun.sleep(1);
+    }
+    return performance.now() - started;
+  }
+
+  test('moves on at once for this instance’s write, on notification for another’s or a hand edit', async () => {
+    const db = await freshDatabase();
+    const [a, b] = await Promise.all([
+      PostgresStore.open({ url: db.url, log: silentLogger }),
+      PostgresStore.open({ url: db.url, log: silentLogger }),
+    ]);
+    try {
+      const before = [a.version(), b.version()];
+      expect(before.map((v) => typeof v)).toEqual(['number', 'number']);
+      expect(b.version()).toBe(before[1] as number); // nothing written: it stays
+      const made = a.create({ name: 'Rex', categoryId: 1, status: 'available' });
+      expect(a.version()).not.toBe(before[0]); // a read begun now is not kept as of before
+      await made;
+      const afterOwn = a.version();
+      expect(afterOwn).not.toBe(before[0]);
+      await within(1_000, () => b.version() !== before[1]);
+      const seen = b.version();
+      const sql = postgres(db.url, { max: 1, onnotice: () => {} });
+      await sql`UPDATE pets SET name = 'Max' WHERE id = 1`;
+      await sql.end();
+      await within(1_000, () => b.version() !== seen && a.version() !== afterOwn);
+      expect(await b.get(1)).toEqual({ id: 1, name: 'Max', categoryId: 1, status: 'available' });
+      // An INSERT by hand is announced by nobody: the heartbeat's highest id shows it.
+      const quiet = b.version();
+      const hand = postgres(db.url, { max: 1, onnotice: () => {} });
+      await hand`INSERT INTO pets (name, category_id, status) VALUES ('Tom', 2, 'sold')`;
+      await hand.end();
+      const took = await within(HEARTBEAT_MS + 1_000, () => b.version() !== quiet);
+      expect(took).toBeGreaterThan(0);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+      await db.drop();
+    }
+  });
+
+  test('a terminated listening backend: no version (every read from the database) until listening again', async () => {
+    const db = await freshDatabase();
+    const lines: string[] = [];
+    const store = await PostgresStore.open({ url: db.url, log: createLogger({ write: (l) => lines.push(l) }) });
+    try {
+      const before = store.version();
+      expect(typeof before).toBe('number');
+      const [ended] = await (admin as postgres.Sql)`
+        SELECT pg_terminate_backend(pid, 5000) AS ok FROM pg_stat_activity
+        WHERE datname = ${new URL(db.url).pathname.slice(1)} AND application_name = ${LISTENER_NAME}`;
+      expect(ended).toEqual({ ok: true });
+      await within(1_000, () => store.version() === undefined);
+      await within(2_000, () => store.version() !== undefined);
+      expect(store.version()).not.toBe(before);
+      expect(lines.map((l) => JSON.parse(l).msg).filter((m: string) => m.includes('listening'))).toEqual([
+        'not listening for pet changes; every read goes to the database until listening again',
+        'listening for pet changes again; serving kept answers',
+      ]);
+    } finally {
+      await store.close();
+      await db.drop();
+    }
+  });
+});
+
 describe('PostgresStore without a server', () => {
   test('an unreachable server fails the start as unavailable (exit 1, restartable), without the password', async () => {
     const err = await PostgresStore.open({ url: 'postgres://u:secret@127.0.0.1:1/db', log: silentLogger }).catch(
@@ -191,7 +264,7 @@ describe('PostgresStore without a server', () => {
 describe.skipIf(!SERVER)('PostgresStore behind its bound', () => {
   test('a query that never returns (LOCK TABLE held elsewhere) is answered within the bound; the pool serves after', async () => {
     const db = await freshDatabase();
-    const store = new BoundedStore(await PostgresStore.open({ url: db.url, log: silentLogger, timeoutMs: 1_000 }), {
+    const store = boundStore(await PostgresStore.open({ url: db.url, log: silentLogger, timeoutMs: 1_000 }), {
       timeoutMs: 1_000,
       log: silentLogger,
     });

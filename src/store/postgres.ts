@@ -28,11 +28,14 @@ import {
   STATS,
   settleParams,
 } from './outbox-sql.ts';
+import { announce, HEARTBEAT_LOCK_WAIT_MS, PetChanges } from './postgres-changes.ts';
 import { describeData } from './postgres-url.ts';
 import { column, PET_COLUMNS, petFromRow } from './rows.ts';
 import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from './store.ts';
 
 const POOL_SIZE = 10;
+/** The listening connection's `application_name`, as `pg_stat_activity` shows it. */
+export const LISTENER_NAME = 'petstore listener';
 /**
  * Seconds before a connection that failed may be tried again. postgres.js's default grows with
  * every failure up to 20 s, which would leave a returned server unused for seconds after an outage;
@@ -94,6 +97,8 @@ export interface PostgresStoreOptions {
  */
 export class PostgresStore implements PetStore, WithKeyStore {
   readonly #sql: postgres.Sql;
+  /** Every pet write of the fleet, heard through LISTEN: what `version()` answers from. */
+  readonly #changes: PetChanges;
   readonly #sweeps = new SweepSchedule();
   /** The webhook outbox in this database, shared by every instance; each write is flushed like a create. */
   readonly outbox: Outbox = {
@@ -134,8 +139,9 @@ export class PostgresStore implements PetStore, WithKeyStore {
   };
   readonly #timeoutMs: number;
 
-  private constructor(sql: postgres.Sql, timeoutMs: number) {
+  private constructor(sql: postgres.Sql, changes: PetChanges, timeoutMs: number) {
     this.#sql = sql;
+    this.#changes = changes;
     this.#timeoutMs = timeoutMs;
   }
 
@@ -148,14 +154,17 @@ export class PostgresStore implements PetStore, WithKeyStore {
    */
   static async open({ url, log, timeoutMs = DEFAULT_STORE_TIMEOUT_MS }: PostgresStoreOptions): Promise<PostgresStore> {
     const where = `--data ${describeData(url)}`;
+    const options = {
+      connect_timeout: timeoutMs / 1_000,
+      backoff: () => RECONNECT_DELAY_SECONDS,
+      fetch_types: false,
+      onnotice: (notice: postgres.Notice) => log.debug('postgres notice', { message: notice.message }),
+    };
     let sql: postgres.Sql;
     try {
       sql = postgres(url, {
+        ...options,
         max: POOL_SIZE,
-        connect_timeout: timeoutMs / 1_000,
-        backoff: () => RECONNECT_DELAY_SECONDS,
-        fetch_types: false,
-        onnotice: (notice) => log.debug('postgres notice', { message: notice.message }),
         // A server configured with synchronous_commit=off would acknowledge commits it can lose.
         connection: { application_name: 'petstore', synchronous_commit: 'on', statement_timeout: timeoutMs },
         // int8 columns (id, category_id) as numbers: the schema bounds them to 2^53 - 1.
@@ -181,7 +190,26 @@ export class PostgresStore implements PetStore, WithKeyStore {
         schemaVersion: SCHEMA_VERSION,
         ...(migrated.length > 0 ? { migrated } : {}),
       });
-      return new PostgresStore(sql, timeoutMs);
+      // Its own connection, never closed for idleness or age: a pooled one would come and go.
+      const changes = new PetChanges(
+        (handlers) =>
+          postgres(url, {
+            ...options,
+            ...handlers,
+            max: 1,
+            idle_timeout: 0,
+            max_lifetime: null,
+            connection: {
+              application_name: LISTENER_NAME,
+              statement_timeout: timeoutMs,
+              lock_timeout: HEARTBEAT_LOCK_WAIT_MS,
+            },
+          }),
+        () => announce(sql),
+        log,
+      );
+      await changes.start();
+      return new PostgresStore(sql, changes, timeoutMs);
     } catch (err) {
       await sql.end({ timeout: 0 }).catch(() => {});
       if (err instanceof StoreOpenError) throw err;
@@ -199,7 +227,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
   }
 
   async create(pet: NewPet): Promise<Pet> {
-    const rows = await this.#write(
+    const rows = await this.#changing(
       'store pet',
       () => this.#sql`
         INSERT INTO pets (name, category_id, status) VALUES (${pet.name}, ${pet.categoryId}, ${pet.status})
@@ -212,7 +240,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
     const { scope, key, fingerprint, now } = once;
     const started = performance.now();
     const sweep = this.#sweeps.due(now);
-    return this.#write('store pet', () =>
+    return this.#changing('store pet', () =>
       this.#sql.begin(async (tx): Promise<CreateOnceResult> => {
         // 64-bit hash of the key: a collision only makes two keys take turns.
         await live(tx`SELECT pg_advisory_xact_lock(hashtextextended(${`${scope}\n${key}`}, 0))`);
@@ -262,9 +290,13 @@ export class PostgresStore implements PetStore, WithKeyStore {
     return rows.map(petFromRow);
   }
 
-  /** Undefined: other instances write to the same database unseen, so nothing read is kept. */
-  version(): undefined {
-    return undefined;
+  /**
+   * Moves on with every write of pets by any instance (this one's at once, another's when its
+   * notification arrives); undefined while this instance does not listen or has not caught up
+   * (src/store/postgres-changes.ts). Reading it touches no connection.
+   */
+  version(): number | undefined {
+    return this.#changes.version();
   }
 
   async ping(): Promise<void> {
@@ -277,6 +309,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
   }
 
   async close(): Promise<void> {
+    await this.#changes.close();
     await this.#sql.end({ timeout: CLOSE_TIMEOUT_SECONDS });
   }
 
@@ -293,6 +326,19 @@ export class PostgresStore implements PetStore, WithKeyStore {
       return await run();
     } catch (err) {
       throw postgresError(err, doing, true);
+    }
+  }
+
+  /**
+   * A write of pets: this instance's reads see it as soon as it settles, stored or not, and the
+   * other instances are told after its commit.
+   */
+  async #changing<T>(doing: string, run: () => Promise<T>): Promise<T> {
+    this.#changes.changed();
+    try {
+      return await this.#write(doing, run);
+    } finally {
+      this.#changes.written();
     }
   }
 }

@@ -50,3 +50,62 @@ export interface PetStore {
   ping(): Promise<void>;
   close(): Promise<void>;
 }
+
+/** The names of `T`'s methods that return a promise. */
+type Calls<T> = { [K in keyof T]-?: T[K] extends (...args: never[]) => Promise<unknown> ? K : never }[keyof T];
+
+/** What the wrappers (the time bound, error counts) need to know of one call of the store. */
+export interface CallSpec {
+  /** What the call does, as a timeout's message says it: `store pet: no answer from the store within 2000 ms`. */
+  readonly doing: string;
+  /** Whether it may change something: a write that timed out may still have happened. */
+  readonly write: boolean;
+  /** The `operation` its failures are counted under (`petstore_store_errors_total`). */
+  readonly counted: string;
+}
+
+/**
+ * THE STORE'S METHOD LIST: every call of `PetStore` once (`close` is each wrapper's own). The
+ * wrappers are made from it (`wrapCalls`), so a call added to the interface fails to compile
+ * until it is here, and once here no wrapper can leave it out.
+ */
+export const STORE_CALLS = {
+  create: { doing: 'store pet', write: true, counted: 'create' },
+  createOnce: { doing: 'store pet', write: true, counted: 'create' },
+  get: { doing: 'read pet', write: false, counted: 'get' },
+  list: { doing: 'list pets', write: false, counted: 'list' },
+  ping: { doing: 'ping', write: false, counted: 'ping' },
+} as const satisfies Record<Exclude<Calls<PetStore>, 'close'>, CallSpec>;
+
+/** Every call of the webhook outbox, as `STORE_CALLS` lists the store's. */
+export const OUTBOX_CALLS = {
+  record: { doing: 'record events', write: true, counted: 'outbox' },
+  claim: { doing: 'claim events', write: true, counted: 'outbox' },
+  settle: { doing: 'settle event', write: true, counted: 'outbox' },
+  trim: { doing: 'trim outbox', write: true, counted: 'outbox' },
+  stats: { doing: 'read outbox', write: false, counted: 'outbox' },
+} as const satisfies Record<Calls<Outbox>, CallSpec>;
+
+/** A call of `STORE_CALLS` or `OUTBOX_CALLS` passed through a wrapper: `run` makes the call itself. */
+export type CallWrap = (run: () => Promise<unknown>, spec: CallSpec) => Promise<unknown>;
+
+/**
+ * The calls of `target` that `calls` lists, each passed through `wrap`: how every wrapper covers
+ * every call of the list.
+ *
+ * @example
+ * const counted = wrapCalls(store, STORE_CALLS, (run, { counted }) => run().catch(countAs(counted)))
+ */
+export function wrapCalls<T extends object, K extends keyof T & string>(
+  target: T,
+  calls: Readonly<Record<K, CallSpec>>,
+  wrap: CallWrap,
+): Pick<T, K> {
+  const wrapped: Partial<Record<K, unknown>> = {};
+  for (const name of Object.keys(calls) as K[]) {
+    const spec = calls[name];
+    const method = target[name] as (...args: unknown[]) => Promise<unknown>;
+    wrapped[name] = (...args: unknown[]) => wrap(() => method.apply(target, args), spec);
+  }
+  return wrapped as Pick<T, K>;
+}

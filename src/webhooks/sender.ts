@@ -2,9 +2,16 @@
  * One delivery attempt: the body signed as the Standard Webhooks specification says, by the
  * maintained `standardwebhooks` package (`webhook-id`, `webhook-timestamp`, `webhook-signature:
  * v1,<base64 HMAC-SHA256>`), POSTed with a timeout. Any 2xx is a delivery; a redirect is not
- * followed (the receiver's URL is the configured one, nothing else).
+ * followed (the receiver's URL is the configured one, nothing else). The connection goes to an
+ * address the attempt itself resolved and checked (`targetProblem`): `node:http`'s `lookup`
+ * seam, which Bun, Deno and Node honour, so no second resolution can point it elsewhere.
  */
+import { lookup as dnsLookup } from 'node:dns/promises';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { LookupFunction } from 'node:net';
 import { Webhook } from 'standardwebhooks';
+import { AllowedRanges, targetProblem } from '../keys/webhook-targets.ts';
 import { VERSION } from '../version.ts';
 
 /** How long a receiver has to answer. */
@@ -22,35 +29,103 @@ export interface Attempt {
 /** Delivered, or why not (for the outbox's `last_error`; never the secret). */
 export type AttemptResult = { readonly ok: true } | { readonly ok: false; readonly error: string };
 
+/** Every address a host name resolves to (the system resolver's answer, as `dns.lookup` gives it). */
+export type Resolve = (host: string) => Promise<readonly { address: string; family: number }[]>;
+
+/** Where an attempt may connect, and how names are resolved (a seam for tests). */
+export interface Targets {
+  /** Private ranges the operator allows (`--webhook-allow-cidr`). */
+  readonly allowed: AllowedRanges;
+  readonly resolve: Resolve;
+}
+
+/** No private range allowed; the system resolver. */
+export const PUBLIC_TARGETS: Targets = {
+  allowed: new AllowedRanges([]),
+  resolve: (host) => dnsLookup(host, { all: true, verbatim: true }),
+};
+
+/** Refusal of a target address: the attempt fails with its words, nothing is sent. */
+class RefusedTarget extends Error {
+  override name = 'RefusedTarget';
+}
+
 /**
  * Sends one signed attempt.
  *
  * @example
  * await send({ id: 'msg_1', payload: '{}', url: 'https://hooks.example/q', secret: 'whsec_…', at: Date.now() })
  */
-export async function send(attempt: Attempt, timeoutMs = SEND_TIMEOUT_MS, stop?: AbortSignal): Promise<AttemptResult> {
+export async function send(
+  attempt: Attempt,
+  timeoutMs = SEND_TIMEOUT_MS,
+  stop?: AbortSignal,
+  targets: Targets = PUBLIC_TARGETS,
+): Promise<AttemptResult> {
   const signature = new Webhook(attempt.secret).sign(attempt.id, new Date(attempt.at), attempt.payload);
+  const url = new URL(attempt.url);
+  const host = url.hostname;
+  // An address in the URL is connected to without a lookup: checked here instead.
+  const literal = host.startsWith('[') ? host.slice(1, -1) : host;
+  const refused = /^[0-9.]+$|:/.test(literal) ? targetProblem(host, literal, targets.allowed) : undefined;
+  if (refused) return { ok: false, error: refused };
+  const signal = stop ? AbortSignal.any([AbortSignal.timeout(timeoutMs), stop]) : AbortSignal.timeout(timeoutMs);
   try {
-    const res = await fetch(attempt.url, {
-      method: 'POST',
-      body: attempt.payload,
-      redirect: 'manual',
-      signal: stop ? AbortSignal.any([AbortSignal.timeout(timeoutMs), stop]) : AbortSignal.timeout(timeoutMs),
-      headers: {
-        'Content-Type': 'application/json',
-        'User-Agent': `petstore/${VERSION}`,
-        'webhook-id': attempt.id,
-        'webhook-timestamp': String(Math.floor(attempt.at / 1_000)),
-        'webhook-signature': signature,
-      },
+    const status = await post(url, attempt.payload, signal, checkedLookup(host, targets), {
+      'Content-Type': 'application/json',
+      'Content-Length': String(Buffer.byteLength(attempt.payload)),
+      'User-Agent': `petstore/${VERSION}`,
+      'webhook-id': attempt.id,
+      'webhook-timestamp': String(Math.floor(attempt.at / 1_000)),
+      'webhook-signature': signature,
     });
-    await res.body?.cancel().catch(() => {});
-    return res.status >= 200 && res.status < 300 ? { ok: true } : { ok: false, error: `HTTP ${res.status}` };
+    return status >= 200 && status < 300 ? { ok: true } : { ok: false, error: `HTTP ${status}` };
   } catch (err) {
+    if (err instanceof RefusedTarget) return { ok: false, error: err.message };
     if (stop?.aborted) return { ok: false, error: 'the server stopped before the answer' };
-    const name = err instanceof Error ? err.name : '';
-    if (name === 'TimeoutError' || name === 'AbortError')
-      return { ok: false, error: `no answer within ${timeoutMs} ms` };
+    if (signal.aborted) return { ok: false, error: `no answer within ${timeoutMs} ms` };
     return { ok: false, error: err instanceof Error ? err.message : String(err) };
   }
+}
+
+/** A `lookup` that resolves `host` once and hands over only addresses it may connect to. */
+function checkedLookup(host: string, { resolve, allowed }: Targets): LookupFunction {
+  return (_name, options, callback) => {
+    resolve(host).then(
+      (found) => {
+        const problem = found.length === 0 ? `${host} resolves to no address` : undefined;
+        const refused = problem ?? found.map((a) => targetProblem(host, a.address, allowed)).find(Boolean);
+        if (refused) return callback(new RefusedTarget(refused), '', 0);
+        const usable = found.filter((a) => !options.family || a.family === options.family);
+        if (options.all)
+          return callback(
+            null,
+            usable.map((a) => ({ address: a.address, family: a.family })),
+          );
+        const first = usable[0] ?? found[0];
+        return callback(null, first?.address ?? '', first?.family ?? 4);
+      },
+      (err: Error) => callback(err as NodeJS.ErrnoException, '', 0),
+    );
+  };
+}
+
+/** POSTs `body` to `url` through `lookup`; resolves to the answer's status once its body is read. */
+function post(
+  url: URL,
+  body: string,
+  signal: AbortSignal,
+  lookup: LookupFunction,
+  headers: Record<string, string>,
+): Promise<number> {
+  const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', headers, lookup, signal }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }

@@ -15,7 +15,7 @@ import type { Logger } from '../log.ts';
 import type { Outbox, OutboxEntry, OutboxStats } from '../store/outbox.ts';
 import { expiringEvents } from './events.ts';
 import { nextAttemptAt, RETRY_DELAYS_MS } from './schedule.ts';
-import { type AttemptResult, SEND_TIMEOUT_MS, send } from './sender.ts';
+import { type AttemptResult, PUBLIC_TARGETS, SEND_TIMEOUT_MS, send, type Targets } from './sender.ts';
 
 /** How often the outbox is looked at when nothing wakes the worker. */
 const POLL_MS = 1_000;
@@ -49,6 +49,8 @@ export interface DeliveryWorkerOptions {
   maxOutbox?: number;
   timeoutMs?: number;
   pollMs?: number;
+  /** Where attempts may connect (public addresses, and the private ranges `--webhook-allow-cidr` allows). */
+  targets?: Targets;
 }
 
 /**
@@ -76,9 +78,10 @@ export class DeliveryWorker {
     maxOutbox = DEFAULT_OUTBOX_MAX,
     timeoutMs = SEND_TIMEOUT_MS,
     pollMs = POLL_MS,
+    targets = PUBLIC_TARGETS,
     ...rest
   }: DeliveryWorkerOptions) {
-    this.#o = { clock, delays, maxOutbox, timeoutMs, pollMs, ...rest };
+    this.#o = { clock, delays, maxOutbox, timeoutMs, pollMs, targets, ...rest };
   }
 
   start(): void {
@@ -146,13 +149,14 @@ export class DeliveryWorker {
   }
 
   async #deliver(entry: OutboxEntry, consumer: Consumer | undefined): Promise<void> {
-    const { outbox, clock, log, report, delays, timeoutMs } = this.#o;
+    const { outbox, clock, log, report, delays, timeoutMs, targets } = this.#o;
     const webhook = consumer?.webhook;
     const result: AttemptResult = webhook
       ? await send(
           { id: entry.id, payload: entry.payload, url: webhook.url, secret: webhook.secret, at: clock.now() },
           timeoutMs,
           this.#stop.signal,
+          targets,
         )
       : { ok: false, error: 'the consumer has no webhook now' };
     const now = clock.now();

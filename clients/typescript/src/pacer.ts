@@ -7,11 +7,19 @@ import { sleep } from './wait.ts';
  */
 export const RESET_SPREAD_MS = 1_000;
 
+/**
+ * The service counts a request in whole-second buckets, for up to this much longer than its
+ * window: requests spaced one window over a share apart, plus this, never meet in one window.
+ */
+export const BUCKET_SLACK_MS = 1_000;
+
 /** A key's quota as one answer states it. */
 interface Quota {
   remaining: number;
   /** Local time (ms) at which the binding window next admits one request more. */
   resetAt: number;
+  /** The binding window's quota and length in ms, when the answer states its policy. */
+  window?: { limit: number; ms: number };
 }
 
 /**
@@ -23,6 +31,11 @@ interface Quota {
  *
  * Until the window moves, the estimate only goes down: answers can arrive out of order, and the
  * requests still in flight may not be counted in an answer yet, so each is taken off it.
+ *
+ * Other clients on the key show in the answers: the window counts more than this client sent in
+ * it. Then this client takes only its share (`#share`): its requests are spaced over the window,
+ * and it holds for the reset when what remains, split among the clients seen, is less than one
+ * request each.
  */
 export class Pacer {
   /** Requests this client may still send before the window moves. 1 at first: the first call goes alone. */
@@ -31,6 +44,12 @@ export class Pacer {
   #resetAt = 0;
   #inFlight = 0;
   #settled = deferred();
+  /** When (local ms) this client sent the requests its binding window may still count, oldest first. */
+  #sent: number[] = [];
+  /** Clients the last answer shows on the key, this one included, counted at this client's rate. */
+  #clients = 1;
+  /** The least time between two requests of this client: 0 while it is alone on the key. */
+  #spacingMs = 0;
 
   /**
    * Resolves when a request may be sent, and counts it in flight until `settle`. `onHold` is told
@@ -39,18 +58,29 @@ export class Pacer {
   async acquire(signal: AbortSignal | undefined, onHold: (waitMs: number) => void): Promise<void> {
     for (;;) {
       signal?.throwIfAborted();
-      if (this.#remaining > 0) {
+      // Alone, all that remains is this client's; shared, its part of it (at least one request).
+      const mine = this.#remaining >= this.#clients || (this.#clients === 1 && this.#remaining > 0);
+      const untilTurn = (this.#sent.at(-1) ?? 0) + this.#spacingMs - Date.now();
+      if (mine && untilTurn > 0) {
+        onHold(untilTurn);
+        await sleep(untilTurn, signal, this.#settled.promise);
+        continue;
+      }
+      if (mine) {
         this.#remaining--;
         this.#inFlight++;
+        this.#sent.push(Date.now());
         return;
       }
-      if (this.#inFlight > 0) {
+      if (this.#inFlight > 0 && this.#remaining <= 0) {
         await sleep(undefined, signal, this.#settled.promise);
         continue;
       }
       const untilReset = this.#resetAt - Date.now();
       if (untilReset <= 0) {
+        // One request goes first, whatever the share: its answer tells what the window freed.
         this.#remaining = 1;
+        this.#clients = 1;
         continue;
       }
       const waitMs = untilReset + Math.random() * RESET_SPREAD_MS;
@@ -62,7 +92,10 @@ export class Pacer {
   /** Takes a request out of flight, with its answer's headers (none after a connection error). */
   settle(headers: Headers | undefined, receivedAt = Date.now()): void {
     this.#inFlight--;
+    // Refused, or lost before an answer: the service may not count it; the newest goes.
+    if (!headers || headers.has('retry-after')) this.#sent.pop();
     const quota = headers && quotaOf(headers, receivedAt);
+    if (quota?.window) this.#share(quota.remaining, quota.window, receivedAt);
     if (quota) {
       const estimate = Math.max(0, quota.remaining - this.#inFlight);
       // Past the last known reset the window has moved and this answer is the news; before it,
@@ -78,6 +111,30 @@ export class Pacer {
     this.#settled = deferred();
     settled.resolve();
   }
+
+  /**
+   * Leaves room for the others an answer shows. The binding window counts `limit - remaining`
+   * requests; those this client did not send in the last window are others'. Counting them as
+   * clients at this client's rate, the key has `#clients` of them, and this client's part of a
+   * window is the larger of its fair share (the quota over the clients, whole) and what the
+   * others leave, less one request of room for each of them. Its requests are spaced one window
+   * over that part apart, so each client has at most its part in any window and together they
+   * stay within the quota, instead of meeting 429s at its end. Alone, nothing is spaced.
+   */
+  #share(remaining: number, window: { limit: number; ms: number }, receivedAt: number): void {
+    while ((this.#sent[0] ?? Number.POSITIVE_INFINITY) <= receivedAt - window.ms) this.#sent.shift();
+    const others = Math.max(0, window.limit - remaining - this.#sent.length);
+    if (others === 0) {
+      this.#clients = 1;
+      this.#spacingMs = 0;
+      return;
+    }
+    this.#clients = 1 + others / Math.max(1, this.#sent.length);
+    const fair = window.limit / this.#clients;
+    const left = window.limit - others - Math.ceil(this.#clients - 1);
+    const part = Math.max(fair < 1 ? fair : Math.floor(fair), left);
+    this.#spacingMs = window.ms / part + BUCKET_SLACK_MS;
+  }
 }
 
 /**
@@ -91,7 +148,26 @@ function quotaOf(headers: Headers, receivedAt: number): Quota | undefined {
   if (remaining === undefined || reset === undefined) return undefined;
   const date = Date.parse(headers.get('date') ?? '');
   const resetAt = Number.isNaN(date) ? reset * 1000 : receivedAt + (reset * 1000 - date);
-  return { remaining, resetAt };
+  const limit = wholeNumber(headers.get('x-ratelimit-limit'));
+  const ms = limit === undefined ? undefined : windowMsOf(headers.get('ratelimit-policy'), limit);
+  return limit === undefined || ms === undefined
+    ? { remaining, resetAt }
+    : { remaining, resetAt, window: { limit, ms } };
+}
+
+/**
+ * The length in ms of the shortest window of quota `limit` in a `RateLimit-Policy` header
+ * (`"minute";q=60;w=60, "day";q=1000;w=86400`): the binding window's, as `X-RateLimit-Limit`
+ * is its quota.
+ */
+function windowMsOf(policy: string | null, limit: number): number | undefined {
+  let shortest: number | undefined;
+  for (const item of (policy ?? '').split(',')) {
+    const q = wholeNumber(/;\s*q=(\d+)/.exec(item)?.[1] ?? null);
+    const w = wholeNumber(/;\s*w=(\d+)/.exec(item)?.[1] ?? null);
+    if (q === limit && w !== undefined && w > 0) shortest = Math.min(shortest ?? Number.POSITIVE_INFINITY, w * 1000);
+  }
+  return shortest;
 }
 
 function wholeNumber(value: string | null): number | undefined {

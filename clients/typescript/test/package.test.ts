@@ -3,7 +3,16 @@
 // mode, and its example run under Node, Bun and Deno against the built binary.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Running, startServer, tokenOf, writeKeysFile } from '../../../test/harness.ts';
@@ -89,4 +98,47 @@ test('its example runs under Node, then Bun, then Deno', () => {
   const outputs = runtimes.map(run);
   expect(outputs.map((o) => o.stderr)).toEqual(['', '', '']);
   expect(outputs).toEqual([1, 2, 3].map((id) => ({ code: 0, stdout: exampleOutput(id), stderr: '' })));
+});
+
+/** The code block of a README that follows its `<!-- tested: … -->` line. */
+function testedBlock(readme: string): string {
+  const text = readFileSync(readme, 'utf8');
+  const marker = text.indexOf('<!-- tested:');
+  const fence = /```[a-z]*\n([\s\S]*?)```/.exec(text.slice(marker));
+  if (marker < 0 || !fence?.[1]) throw new Error(`${readme}: no tested block`);
+  return fence[1];
+}
+
+test("the README's example runs as it is written, from an .mjs file beside the installed tarball", () => {
+  writeFileSync(join(dir, 'readme-example.mjs'), testedBlock(join(PACKAGE, 'README.md')));
+  const out = run(['node', 'readme-example.mjs']);
+  expect(out.stderr).toBe('');
+  const lines = out.stdout.trim().split('\n');
+  // Pets 1 to 3 from the runs above, the README's Rex as pet 4, then what the key has left.
+  expect(lines.slice(0, -1)).toEqual(['1 Rex', '2 Rex', '3 Rex', '4 Rex']);
+  expect(lines.at(-1)).toMatch(/^minute: \d+ of 60, day: \d+ of 1000$/);
+});
+
+test('npm pack in a copy outside the repository: stops naming PETSTORE_CONTRACT, then packs from a running server', () => {
+  const copy = mkdtempSync(join(tmpdir(), 'petstore-client-copy-'));
+  try {
+    for (const entry of ['package.json', 'package-lock.json', 'tsconfig.json', 'README.md', 'example.mjs', 'scripts']) {
+      cpSync(join(PACKAGE, entry), join(copy, entry), { recursive: true });
+    }
+    cpSync(join(PACKAGE, 'src'), join(copy, 'src'), { recursive: true, filter: (p) => !p.includes('generated') });
+    symlinkSync(join(PACKAGE, 'node_modules'), join(copy, 'node_modules'));
+    const pack = (env: Record<string, string>) =>
+      spawnSync('npm', ['pack', '--offline'], { cwd: copy, env: { ...process.env, ...env }, encoding: 'utf8' });
+    const lost = pack({});
+    expect(lost.status).not.toBe(0);
+    expect(lost.stderr).toContain(
+      'does not exist. Outside the Pet Store repository, name the contract: PETSTORE_CONTRACT=/path/to/openapi.yaml npm pack',
+    );
+    const packed = pack({ PETSTORE_CONTRACT: `${server.url}/openapi.yaml` });
+    expect(packed.stdout).toContain('generate: 4 operations (listPets, createPet, getPet, getRateLimit)');
+    expect(packed.status).toBe(0);
+    expect(existsSync(join(copy, `petstore-client-${version}.tgz`))).toBe(true);
+  } finally {
+    rmSync(copy, { recursive: true, force: true });
+  }
 });

@@ -10,6 +10,8 @@ export interface CountRequestsOptions {
   metrics: Metrics;
   /** A monotonic clock in milliseconds; tests pass a fake one. */
   now?: () => number;
+  /** Counts every request under this operation instead of the route's (the admin port's `admin`). */
+  operation?: string;
 }
 
 /**
@@ -24,14 +26,15 @@ export interface CountRequestsOptions {
  * // ... the request is answered ...
  * count.finish(c, started, res.status)
  */
-export function requestCounter({ metrics, now = () => performance.now() }: CountRequestsOptions) {
+export function requestCounter({ metrics, now = () => performance.now(), operation }: CountRequestsOptions) {
+  const fixed = operation === undefined ? undefined : operationIndex(operation);
   return {
     start(): number {
       metrics.started();
       return now();
     },
     finish(c: Context<AppEnv>, started: number, status: number): void {
-      metrics.answered(operationIndex(c.get('operation')), status, (now() - started) / 1000);
+      metrics.answered(fixed ?? operationIndex(c.get('operation')), status, (now() - started) / 1000);
       const caller = c.get('caller');
       if (status === 429 && c.error instanceof ApiError) {
         metrics.refused(caller?.kind === 'consumer' ? caller.consumer.plan : 'anonymous', c.error.code);

@@ -78,6 +78,14 @@ export function requestLogSteps({ log, clock, newId = () => crypto.randomUUID(),
 function who(c: Context<AppEnv>, clientAddress: RequestLogOptions['clientAddress']) {
   const caller = c.get('caller');
   if (caller?.kind === 'consumer') return { consumer: caller.consumer.name, key: caller.key.id };
+  // A known key outside its dates: answered as an unknown one, named here with the reason.
+  if (caller?.key)
+    return {
+      client: caller.address,
+      consumer: caller.key.consumer.name,
+      key: caller.key.id,
+      credential: caller.credential,
+    };
   if (caller) return { client: caller.address };
   return clientAddress ? { client: clientAddress(c) } : {};
 }

@@ -1,8 +1,10 @@
 /**
- * Where a JSON text stops being JSON, in words a person can act on. `JSON.parse` says this
- * differently in each runtime, and Bun's message has no position at all ("JSON Parse error:
- * Property name must be a string literal"), so the keys file's errors come from this scanner:
- * it runs only after `JSON.parse` has refused a text.
+ * Where a JSON text stops being JSON, in words a person can act on, and the first member name
+ * an object repeats. `JSON.parse` says the first differently in each runtime (Bun's message has
+ * no position at all: "JSON Parse error: Property name must be a string literal") and never
+ * says the second (the last of a repeated member wins, silently). So one scanner does both:
+ * after `JSON.parse` refused a text, or, for a parsed one, when its members cannot all be told
+ * apart by counting (`duplicateMember`).
  */
 
 /** The first syntax error of a JSON text: 1-based line and column (in UTF-16 units), and what was expected. */
@@ -16,6 +18,8 @@ export interface JsonSyntaxError {
 
 /** Longest part of a line quoted in a message: a file written on one line can be long. */
 const QUOTE_MAX = 72;
+/** Objects and arrays nested deeper than this are not read (the scanner recurses once per level). */
+const MAX_DEPTH = 1_000;
 
 class Stop extends Error {
   constructor(
@@ -26,6 +30,14 @@ class Stop extends Error {
   }
 }
 
+/** A member name an object of a JSON text gives twice: where, and its path (`webhook.url`, `keys[0].id`). */
+export interface DuplicateMember {
+  readonly line: number;
+  readonly column: number;
+  /** The member's path from the top, its names decoded: `scopes`, `webhook.url`, `consumers[0].name`. */
+  readonly path: string;
+}
+
 /**
  * The first syntax error of `text`, or undefined when it is valid JSON.
  *
@@ -33,7 +45,82 @@ class Stop extends Error {
  * jsonSyntaxError('{"keys": [],}') // { line: 1, column: 13, message: 'expected a property name in double quotes, found "}"', text: '{"keys": [],}' }
  */
 export function jsonSyntaxError(text: string): JsonSyntaxError | undefined {
+  try {
+    scan(text, false);
+    return undefined;
+  } catch (err) {
+    if (!(err instanceof Stop)) throw err;
+    return locate(text, err.at, err.expected);
+  }
+}
+
+/**
+ * The first member name that an object of `text` (valid JSON) repeats, or undefined when none
+ * does. Given the value `JSON.parse` made of `text`, it scans only when counting cannot rule a
+ * repeat out: a text with no more colons than the value has members repeats none (each member
+ * takes one colon, and a repeated one is one member fewer in the value), which is every body
+ * without a colon inside a string.
+ *
+ * @example
+ * duplicateMember('{"id":"k","scopes":["pets:read"],"scopes":["admin"]}') // { line: 1, column: 34, path: 'scopes' }
+ * duplicateMember('{"a":1}', { a: 1 }) // undefined, without scanning
+ */
+export function duplicateMember(text: string, parsed?: unknown): DuplicateMember | undefined {
+  if (parsed !== undefined) {
+    const count = colons(text);
+    if (count === 0 || count <= members(parsed)) return undefined;
+  }
+  try {
+    const found = scan(text, true);
+    if (!found) return undefined;
+    const { line, column } = locate(text, found.at, '');
+    return { line, column, path: found.path };
+  } catch (err) {
+    if (err instanceof Stop) return undefined; // not JSON: that is jsonSyntaxError's to say
+    throw err;
+  }
+}
+
+function colons(text: string): number {
+  let n = 0;
+  for (let at = text.indexOf(':'); at !== -1; at = text.indexOf(':', at + 1)) n++;
+  return n;
+}
+
+/** Members of every object in `value`, counted without recursion (a body may nest deeply). */
+function members(value: unknown): number {
+  let n = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const item = stack.pop();
+    if (item === null || typeof item !== 'object') continue;
+    if (Array.isArray(item)) {
+      for (const inner of item) stack.push(inner);
+      continue;
+    }
+    for (const key in item) {
+      n++;
+      stack.push((item as Record<string, unknown>)[key]);
+    }
+  }
+  return n;
+}
+
+/** A repeated member name: where its second occurrence starts, and its path. */
+interface Found {
+  at: number;
+  path: string;
+}
+
+/**
+ * Reads `text` as JSON, throwing `Stop` at its first syntax error; with `duplicates`, returns the
+ * first member name an object repeats (names compared decoded: `"a"` and `"\u0061"` are one).
+ */
+function scan(text: string, duplicates: boolean): Found | undefined {
   let at = 0;
+  let depth = 0;
+  const path: string[] = [];
+  let found: Found | undefined;
   const ws = () => {
     while (at < text.length && ' \t\n\r'.includes(text.charAt(at))) at++;
   };
@@ -92,53 +179,73 @@ export function jsonSyntaxError(text: string): JsonSyntaxError | undefined {
     else if (c === 'f') literal('false');
     else literal('null');
   };
+  const nest = () => {
+    if (++depth > MAX_DEPTH) expect(`at most ${MAX_DEPTH} levels of objects and arrays`);
+  };
   const object = () => {
+    nest();
     at++;
     ws();
     if (text[at] === '}') {
       at++;
+      depth--;
       return;
     }
+    const names = duplicates ? new Set<string>() : undefined;
     for (;;) {
       ws();
       if (text[at] !== '"') expect('a property name in double quotes');
+      const start = at;
       string();
+      if (names) {
+        const name = JSON.parse(text.slice(start, at)) as string;
+        if (names.has(name) && !found) found = { at: start, path: joined([...path, name]) };
+        names.add(name);
+        path.push(name);
+      }
       ws();
       if (text[at] !== ':') expect('":" after the property name');
       at++;
       value();
+      if (names) path.pop();
       ws();
       if (text[at] === '}') break;
       if (text[at] !== ',') expect('"," or "}"');
       at++;
     }
     at++;
+    depth--;
   };
   const array = () => {
+    nest();
     at++;
     ws();
     if (text[at] === ']') {
       at++;
+      depth--;
       return;
     }
-    for (;;) {
+    for (let i = 0; ; i++) {
+      if (duplicates) path.push(`[${i}]`);
       value();
+      if (duplicates) path.pop();
       ws();
       if (text[at] === ']') break;
       if (text[at] !== ',') expect('"," or "]"');
       at++;
     }
     at++;
+    depth--;
   };
-  try {
-    value();
-    ws();
-    if (at < text.length) expect('nothing after the end of the JSON value');
-    return undefined;
-  } catch (err) {
-    if (!(err instanceof Stop)) throw err;
-    return locate(text, err.at, err.expected);
-  }
+  value();
+  ws();
+  if (at < text.length) expect('nothing after the end of the JSON value');
+  return found;
+}
+
+/** `webhook.url`, `consumers[0].keys[1].id`: names joined by dots, indexes in brackets. */
+function joined(path: readonly string[]): string {
+  return path.map((p, i) => (p.startsWith('[') || i === 0 ? p : `.${p}`)).join('');
 }
 
 function locate(text: string, at: number, expected: string): JsonSyntaxError {

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
-import { KeysFileError, parseKeys } from './file.ts';
-import { describeJsonError, jsonSyntaxError } from './json-syntax.ts';
+import { KeysFileError, parseKeys } from '../keys/file.ts';
+import { describeJsonError, duplicateMember, jsonSyntaxError } from './json-syntax.ts';
 
 const HASH = 'a'.repeat(64);
 
@@ -89,4 +89,39 @@ test('parseKeys: bad JSON is a KeysFileError naming the file, line and column, w
       ].join('\n'),
     ),
   );
+});
+
+describe('duplicateMember', () => {
+  test.each([
+    ['{"id":"dupk","scopes":["pets:read"],"scopes":["admin"]}', 'scopes', '"scopes"'],
+    ['{"webhook":{"url":"https://a.example/","secret":"s","url":"https://b.example/"}}', 'webhook.url', '"url"'],
+    ['{"consumers":[{"name":"a"},{"name":"b","\\u006eame":"c"}]}', 'consumers[1].name', '"\\u006eame"'],
+  ])('%s repeats %s', (text, path, second) => {
+    // The column of the second occurrence's opening quote.
+    const column = text.lastIndexOf(second) + 1;
+    expect(duplicateMember(text, JSON.parse(text))).toEqual({ line: 1, column, path });
+  });
+
+  test('no repeat: undefined, also where the same name is in two objects or inside a string', () => {
+    for (const text of [
+      '{"a":{"a":1},"b":[{"a":1},{"a":2}]}',
+      '{"url":"https://x.example/a:b","note":"\\"a\\":1"}',
+      '[]',
+    ]) {
+      expect(duplicateMember(text, JSON.parse(text))).toBeUndefined();
+    }
+  });
+
+  test('deep nesting within 64 KiB is no stack overflow', () => {
+    const deep = `${'{"a":'.repeat(20_000)}"x:y"${'}'.repeat(20_000)}`;
+    expect(duplicateMember(deep, undefined)).toBeUndefined();
+  });
+
+  test('a keys file that repeats a member is refused where it does', () => {
+    const text = `{"keys":[{"name":"acme","sha256":"${HASH}","plan":"pro","plan":"free"}]}`;
+    const column = text.lastIndexOf('"plan"') + 1;
+    expect(() => parseKeys(text, 'keys.json')).toThrow(
+      new KeysFileError(`keys.json:1:${column}: keys[0].plan is given twice in one object; keep one`),
+    );
+  });
 });

@@ -1,0 +1,169 @@
+// The README's examples, run as they are written against the server under test, and the names it
+// gives checked against what the server writes: the webhook receiver under Node, the admin API's
+// curl session, the audit actions, a request's log line, the 401's challenges, `petstore keys`.
+import { afterEach, describe, expect, test } from 'bun:test';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AUDIT_ACTIONS } from '../../src/keys/audit.ts';
+import { adminUrl, runCommand, startServer, tokenOf, waitForLine, writeKeysFile } from '../../test/harness.ts';
+import { newSecret } from '../../test/webhook-receiver.ts';
+
+const ROOT = join(import.meta.dir, '../..');
+const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
+
+/** The `count` code blocks that follow the `<!-- tested: … -->` line naming `what`. */
+function testedBlocks(what: string, count = 1): string[] {
+  const at = README.indexOf(`<!-- tested: scripts/e2e/readme.test.ts runs ${what}`);
+  if (at < 0) throw new Error(`README.md: no block marked "${what}"`);
+  const blocks = [...README.slice(at).matchAll(/```[a-z]*\n([\s\S]*?)```/g)].slice(0, count).map((m) => m[1] ?? '');
+  return blocks;
+}
+
+const stops: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const stop of stops.splice(0)) await stop();
+});
+
+/** Lines a child writes to stdout, as they come. */
+function linesOf(child: ChildProcess): string[] {
+  const lines: string[] = [];
+  let partial = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    const parts = (partial + chunk.toString()).split('\n');
+    partial = parts.pop() ?? '';
+    lines.push(...parts);
+  });
+  return lines;
+}
+
+async function waitFor<T>(find: () => T | undefined, what: string, ms = 10_000): Promise<T> {
+  for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 20))) {
+    const found = find();
+    if (found !== undefined) return found;
+  }
+  throw new Error(`${what}: not within ${ms} ms`);
+}
+
+describe('README examples, as written', () => {
+  test('the webhook receiver runs under Node from an .mjs file and prints each verified event; a forged one is refused', async () => {
+    const [receiver] = testedBlocks('this block as it is');
+    const dir = mkdtempSync(join(tmpdir(), 'petstore-receiver-'));
+    writeFileSync(join(dir, 'receiver.mjs'), receiver ?? '');
+    // `npm install standardwebhooks` in the README; here the repository's copy of it.
+    symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+    const secret = newSecret();
+    const child = spawn('node', ['receiver.mjs'], {
+      cwd: dir,
+      env: { ...process.env, PORT: '0', PETSTORE_WEBHOOK_SECRET: secret },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    stops.push(() => child.kill());
+    const lines = linesOf(child);
+    const first = await waitFor(() => lines[0], 'the receiver to listen');
+    const url = /^receiving on (http:\/\/127\.0\.0\.1:\d+\/)$/.exec(first)?.[1];
+    expect(url).toBeDefined();
+
+    const keys = writeKeysFile([
+      {
+        name: 'acme',
+        plan: 'enterprise',
+        limits: { perMinute: 100, perDay: 5 },
+        webhook: { url: url ?? '', secret },
+        thresholds: [80],
+      },
+    ]);
+    const server = await startServer({ args: ['--keys', keys] });
+    stops.push(() => server.stop());
+    const forged = await fetch(url ?? '', { method: 'POST', body: '{}', headers: { 'webhook-id': 'msg_x' } });
+    expect(forged.status).toBe(400);
+    // 4 of 5 a day is the 80% threshold: one quota.threshold event.
+    for (let i = 0; i < 4; i++) {
+      const res = await fetch(`${server.url}/v1/pets`, { headers: { Authorization: `Bearer ${tokenOf('acme')}` } });
+      expect(res.status).toBe(200);
+    }
+    const event = await waitFor(() => lines.find((l) => l.includes('quota.threshold')), 'the event');
+    const [id, type, data] = event.split(' ');
+    expect(id).toMatch(/^msg_[0-9a-f]{32}$/);
+    expect(type).toBe('quota.threshold');
+    expect(JSON.parse(data ?? '{}')).toMatchObject({
+      consumer: 'acme',
+      window: 'day',
+      threshold: 80,
+      limit: 5,
+      used: 4,
+    });
+    expect(lines).toHaveLength(2);
+  });
+
+  test("the admin API's curl session answers what the README shows", async () => {
+    const [session, answers] = testedBlocks('this block with ADMIN and TOKEN set', 2);
+    const file = join(mkdtempSync(join(tmpdir(), 'petstore-readme-')), 'keys.json');
+    const made = await runCommand([
+      'keys',
+      'add',
+      '--keys',
+      file,
+      '--consumer',
+      'ops',
+      '--plan',
+      'business',
+      '--scopes',
+      'admin',
+      '--id',
+      'ops-1',
+    ]);
+    const server = await startServer({ args: ['--keys', file, '--admin-port', '0'] });
+    stops.push(() => server.stop());
+    const run = spawnSync('bash', ['-euo', 'pipefail', '-c', session ?? ''], {
+      env: { ...process.env, ADMIN: adminUrl(server), TOKEN: made.stdout.trim() },
+      encoding: 'utf8',
+    });
+    expect(run.stderr).toBe('');
+    const got = run.stdout
+      .replace(/"token":"psk_[0-9A-Za-z]+"/, '"token":"psk_…"')
+      .replace(/"at":"[^"]+"/g, '"at":"…"');
+    expect(got).toBe(answers ?? '');
+  });
+});
+
+describe('names in the README are the ones the server writes', () => {
+  test('the audit actions', () => {
+    const listed = /what \(((?:`[a-z.]+`(?:, )?)+)\)/.exec(README.replaceAll('\n', ' '))?.[1];
+    expect(listed?.match(/[a-z]+\.[a-z]+/g)).toEqual([...AUDIT_ACTIONS]);
+  });
+
+  test("the Logs example's fields, and the 401s' WWW-Authenticate", async () => {
+    const server = await startServer({ args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'free' }])] });
+    stops.push(() => server.stop());
+    const ok = await fetch(`${server.url}/v1/pets`, { headers: { Authorization: `Bearer ${tokenOf('acme')}` } });
+    expect(ok.status).toBe(200);
+    const line = await waitForLine(server, (l) => l.includes('"msg":"request"') && l.includes('"status":200'));
+    const example = /```json\n(\{"time"[^\n]*"msg":"request"[^\n]*)\n```/.exec(README)?.[1];
+    const shown = JSON.parse(example ?? '{}') as Record<string, unknown>;
+    expect(Object.keys(shown)).toEqual(Object.keys(line));
+    expect([shown.consumer, typeof shown.key]).toEqual(['acme', 'string']);
+    expect(line.key).toBe('acme');
+
+    const none = await fetch(`${server.url}/v1/pets`);
+    const badChecksum = await fetch(`${server.url}/v1/pets`, {
+      headers: { Authorization: `Bearer psk_${'A'.repeat(38)}` },
+    });
+    const row = README.split('\n').find((l) => l.startsWith('| 401 |')) ?? '';
+    for (const res of [none, badChecksum]) {
+      expect(res.status).toBe(401);
+      expect(row).toContain(`\`WWW-Authenticate: ${res.headers.get('www-authenticate')}\``);
+    }
+    expect(badChecksum.headers.get('www-authenticate')).toBe('Bearer realm="petstore", error="invalid_token"');
+  });
+
+  test('`petstore keys` usage: the README names the same commands, and how many', async () => {
+    const usage = (await runCommand(['keys'])).stdout;
+    const commands = [...usage.matchAll(/^ {2}petstore keys ([a-z]+) /gm)].map((m) => m[1]);
+    const table = [...README.matchAll(/^\| `keys ([a-z]+) (?:--|FILE)/gm)].map((m) => m[1]);
+    expect(table).toEqual(commands);
+    const words = ['', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight'];
+    expect(README).toContain(`\`petstore keys\` prints the usage of all ${words[commands.length]},`);
+  });
+});

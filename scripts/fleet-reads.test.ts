@@ -1,0 +1,162 @@
+/**
+ * Kept answers on PostgreSQL: two instances of the built binary share one database, without
+ * Redis. Each keeps the pages asked twice (src/http/memo.ts) while it listens for the pets
+ * table's notifications (src/store/postgres-changes.ts):
+ * - a pet created through A is served by B's kept page within the bound README gives (Backends),
+ *   measured over 1,000 writes, p50, p99 and max printed;
+ * - B's kept page is served while the pets table is locked (no query could answer it);
+ * - with B's listening backend terminated, a write through A is in B's very next answer of the
+ *   page it kept, and B keeps pages again once it listens again.
+ *
+ * Needs PETSTORE_TEST_POSTGRES_URL: `make postgres-test` (scripts/with-postgres.sh starts one).
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import postgres from 'postgres';
+import { LISTENER_NAME } from '../src/store/postgres.ts';
+import { type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
+import { freshDatabase, type TestDatabase } from '../test/postgres.ts';
+
+const PG_SERVER = process.env.PETSTORE_TEST_POSTGRES_URL ?? '';
+if (!PG_SERVER) {
+  console.warn('fleet-reads.test.ts: needs PETSTORE_TEST_POSTGRES_URL; skipped. Run it with: make postgres-test');
+}
+/** README's bound (Backends): a write through one instance is served by every other within it. */
+const BOUND_MS = 1_000;
+const WRITES = 1_000;
+const LISTENING_AGAIN = 'listening for pet changes again; serving kept answers';
+
+const headers = { Authorization: `Bearer ${tokenOf('fleet')}` };
+let a: Running;
+let b: Running;
+let db: TestDatabase | undefined;
+
+beforeAll(async () => {
+  if (!PG_SERVER) return;
+  db = await freshDatabase(PG_SERVER, `petstore_fleet_reads_${process.pid}`);
+  const keys = writeKeysFile([{ name: 'fleet', plan: 'enterprise', limits: { perMinute: 1e9, perDay: 1e9 } }]);
+  const args = ['--keys', keys, '--data', db.url];
+  a = await startServer({ args });
+  b = await startServer({ args });
+});
+
+afterAll(async () => {
+  await Promise.all([a, b].map((s) => s?.stop()));
+  await db?.drop();
+});
+
+/** The page after pet `after`: empty until a pet with a higher id is stored. */
+const pageAfter = (after: number) => `/v1/pets?limit=1&cursor=${after.toString(36)}`;
+
+async function ids(server: Running, path: string): Promise<number[] | number> {
+  const res = await fetch(`${server.url}${path}`, { headers });
+  if (res.status !== 200) return res.status;
+  return ((await res.json()) as { id: number }[]).map((p) => p.id);
+}
+
+/** Asks B for `page` twice, empty both times: B keeps it, and answers it from memory until a write is heard. */
+async function keptEmpty(page: string): Promise<void> {
+  expect(await ids(b, page)).toEqual([]);
+  expect(await ids(b, page)).toEqual([]);
+}
+
+async function create(server: Running, name: string): Promise<number> {
+  const res = await fetch(`${server.url}/v1/pets`, {
+    method: 'POST',
+    headers: { ...headers, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name, categoryId: 1 }),
+  });
+  expect(res.status).toBe(201);
+  return ((await res.json()) as { id: number }).id;
+}
+
+/** Runs `check` while another session holds an exclusive lock on pets: no query of it answers. */
+async function whileLocked<T>(check: () => Promise<T>): Promise<T> {
+  const sql = postgres((db as TestDatabase).url, { max: 1, onnotice: () => {} });
+  let release = () => {};
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let locked = () => {};
+  const holding = new Promise<void>((resolve) => {
+    locked = resolve;
+  });
+  const held = sql.begin(async (tx) => {
+    await tx`LOCK TABLE pets IN ACCESS EXCLUSIVE MODE`;
+    locked();
+    await released;
+  });
+  try {
+    await holding;
+    return await check();
+  } finally {
+    release();
+    await held;
+    await sql.end({ timeout: 1 });
+  }
+}
+
+function quantile(sorted: number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] as number;
+}
+
+describe.skipIf(!PG_SERVER)('kept answers on PostgreSQL, two instances', () => {
+  test(`a pet created through A is in B's kept page within ${BOUND_MS} ms, over ${WRITES} writes`, async () => {
+    const lags: number[] = [];
+    let last = 0;
+    for (let i = 0; i < WRITES; i++) {
+      const page = pageAfter(last);
+      await keptEmpty(page);
+      const id = await create(a, `w${i}`);
+      const acknowledged = performance.now();
+      for (;;) {
+        const seen = await ids(b, page);
+        const lag = performance.now() - acknowledged;
+        if (Array.isArray(seen) && seen[0] === id) {
+          lags.push(lag);
+          break;
+        }
+        expect(seen).toEqual([]);
+        expect(lag).toBeLessThan(BOUND_MS);
+      }
+      last = id;
+    }
+    const sorted = lags.toSorted((x, y) => x - y);
+    const ms = (q: number) => quantile(sorted, q).toFixed(2);
+    console.log(`B served A's write ${WRITES} times: p50 ${ms(0.5)} ms, p99 ${ms(0.99)} ms, max ${ms(1)} ms`);
+    expect(lags).toHaveLength(WRITES);
+  }, 120_000);
+
+  test('a kept page is served from memory: answered while no query on pets could be', async () => {
+    const last = await create(a, 'kept');
+    const page = pageAfter(last);
+    await keptEmpty(page);
+    // The page B kept is answered; a page it never kept waits for the lock and gets the store's 503.
+    expect(await whileLocked(async () => [await ids(b, page), await ids(b, pageAfter(0))])).toEqual([[], 503]);
+  }, 30_000);
+
+  test("B's listening backend terminated: A's write is in B's next answer; B keeps pages again once it listens", async () => {
+    const last = await create(a, 'before');
+    const page = pageAfter(last);
+    await keptEmpty(page);
+    const listenedAgain = b.lines.filter((l) => l.includes(LISTENING_AGAIN)).length;
+    const admin = (db as TestDatabase).admin;
+    const ended = await admin`
+      SELECT pg_terminate_backend(pid, 5000) AS ok FROM pg_stat_activity
+      WHERE datname = ${`petstore_fleet_reads_${process.pid}`} AND application_name = ${LISTENER_NAME}`;
+    // A's and B's: each instance listens on one connection of its own.
+    expect([...ended]).toEqual([{ ok: true }, { ok: true }]);
+    // Written while B does not listen: no notification of it ever reaches B.
+    const id = await create(a, 'unheard');
+    expect(b.lines.filter((l) => l.includes(LISTENING_AGAIN)).length).toBe(listenedAgain);
+    expect(await ids(b, page)).toEqual([id]);
+
+    const until = Date.now() + 5_000;
+    while (b.lines.filter((l) => l.includes(LISTENING_AGAIN)).length === listenedAgain) {
+      expect(Date.now()).toBeLessThan(until);
+      await Bun.sleep(20);
+    }
+    const next = pageAfter(id);
+    await keptEmpty(next);
+    expect(await whileLocked(async () => ids(b, next))).toEqual([]);
+  }, 30_000);
+});

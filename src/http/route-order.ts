@@ -1,0 +1,24 @@
+/**
+ * The table's entries in the order their routes are registered. Hono serves a request with the
+ * first route that matches it, so where two paths overlap a static segment must come before a
+ * parameter in the same place (`/pets/count` before `/pets/:petId`), whatever the table's
+ * order. Paths are ordered by the kinds of their segments (static before parameter, shorter
+ * first); entries alike in that keep the table's order.
+ *
+ * @example
+ * byRouteOrder([{ path: '/pets/:petId' }, { path: '/pets/count' }]) // [{ path: '/pets/count' }, { path: '/pets/:petId' }]
+ */
+export function byRouteOrder<T extends { readonly path: string }>(entries: readonly T[]): T[] {
+  const keyed = entries.map((entry) => ({ entry, key: segmentKinds(entry.path) }));
+  keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return keyed.map(({ entry }) => entry);
+}
+
+/** `0` for each static segment, `1` for each parameter: `/pets/:petId` is `01`, after `/pets/count`'s `00`. */
+function segmentKinds(path: string): string {
+  return path
+    .split('/')
+    .filter((segment) => segment !== '')
+    .map((segment) => (segment.startsWith(':') ? '1' : '0'))
+    .join('');
+}

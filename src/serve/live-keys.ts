@@ -1,0 +1,114 @@
+import { KEYS_STORE } from '../config.ts';
+import type { KeyRecord } from '../keys/file.ts';
+import { fileKeyAdmin, type KeyAdmin, storeKeyAdmin } from '../keys/source.ts';
+import { KeyTable } from '../keys/table.ts';
+import type { Logger } from '../log.ts';
+import type { Metrics } from '../metrics/registry.ts';
+import { keyStoreOf } from '../store/keys.ts';
+import type { PetStore } from '../store/store.ts';
+import { developmentKeys, KeysFileWatcher } from './keys-source.ts';
+import { KeysStoreWatcher } from './keys-store.ts';
+
+/**
+ * The keys in force: the keys file's (watched), the store's (`--keys store`, read once the store
+ * is open) or a development key made for this run; each change replaces the table whole, and is
+ * logged and counted.
+ *
+ * @example
+ * const keys = new LiveKeys(config.keys, log, metrics); await keys.openStore(store); keys.start()
+ * createApp({ keys: () => keys.table, ... })
+ */
+export class LiveKeys {
+  /** The table requests are identified with now. */
+  table: KeyTable;
+  /** The development key's token, made when no `--keys` was given: shown once the server listens. */
+  readonly devToken: string | undefined;
+  readonly #log: Logger;
+  readonly #metrics: Metrics | undefined;
+  readonly #source: Record<string, string>;
+  readonly #path: string;
+  readonly #file: KeysFileWatcher | undefined;
+  #store: KeysStoreWatcher | undefined;
+  #admin: KeyAdmin | undefined;
+
+  /** Reads the keys file (a `KeysFileError` when it is bad) or makes the development key. */
+  constructor(keys: string, log: Logger, metrics: Metrics | undefined) {
+    this.#log = log;
+    this.#metrics = metrics;
+    this.#path = keys;
+    const fromStore = keys === KEYS_STORE;
+    this.#source = fromStore ? { source: 'store' } : { file: keys };
+    const apply = (loaded: KeyRecord[], trigger: string) => this.#apply(loaded, trigger);
+    const refuse = (err: Error, trigger: string) => this.#refuse(err, trigger);
+    this.#file = keys && !fromStore ? new KeysFileWatcher({ path: keys, log, apply, refuse }) : undefined;
+    this.#admin = this.#file ? fileKeyAdmin(keys, () => this.#file?.reload('admin API')) : undefined;
+    const start = this.#file ? { records: this.#file.load() } : fromStore ? { records: [] } : developmentKeys();
+    this.devToken = start.devToken;
+    this.table = this.#loaded(start.records);
+  }
+
+  /** With `--keys store`: reads the store's keys, and watches them from `start()` on. */
+  async openStore(store: PetStore): Promise<void> {
+    if (this.#path !== KEYS_STORE) return;
+    const keyStore = keyStoreOf(store);
+    // parseConfig refuses `--keys store` with a --data that keeps no keys.
+    if (!keyStore) throw new Error(`--keys store: the store keeps no keys`);
+    const apply = (loaded: KeyRecord[], trigger: string) => this.#apply(loaded, trigger);
+    const refuse = (err: Error, trigger: string) => this.#refuse(err, trigger);
+    const watcher = new KeysStoreWatcher({ store: keyStore, log: this.#log, apply, refuse });
+    this.table = this.#loaded(await watcher.load());
+    this.#store = watcher;
+    this.#admin = storeKeyAdmin(keyStore, () => watcher.sync('admin API'));
+  }
+
+  /** How many consumers the keys in force name. */
+  get consumers(): number {
+    return new Set(this.table.records().map((record) => record.consumer.name)).size;
+  }
+
+  /** What the admin API changes keys through; none without `--keys`. */
+  get admin(): KeyAdmin | undefined {
+    return this.#admin;
+  }
+
+  /** Why the store's keys may be stale (for `/readyz`); undefined when they are not, or not the store's. */
+  problem(): string | undefined {
+    return this.#store?.problem();
+  }
+
+  /** SIGHUP: the keys read again now. */
+  reload(): void {
+    if (this.#file) this.#file.reload('SIGHUP');
+    else if (this.#store) void this.#store.sync('SIGHUP');
+    else this.#log.warn('SIGHUP: no keys file to reload (started without --keys)');
+  }
+
+  /** Starts watching: a change to the file or the store is in force within a second, without SIGHUP. */
+  async start(): Promise<void> {
+    this.#file?.start();
+    await this.#store?.start();
+  }
+
+  async stop(): Promise<void> {
+    this.#file?.stop();
+    await this.#store?.stop();
+  }
+
+  #loaded(records: KeyRecord[]): KeyTable {
+    const table = new KeyTable(records);
+    this.#metrics?.keysLoaded(table.countByPlan());
+    this.#metrics?.consumers.load(table.records());
+    return table;
+  }
+
+  #apply(loaded: KeyRecord[], trigger: string): void {
+    this.table = this.#loaded(loaded);
+    this.#metrics?.reloaded(true);
+    this.#log.info('keys reloaded', { ...this.#source, trigger, keysByPlan: this.table.countByPlan() });
+  }
+
+  #refuse(err: Error, trigger: string): void {
+    this.#metrics?.reloaded(false);
+    this.#log.error('keys reload failed; keeping the previous keys', { ...this.#source, trigger, error: err.message });
+  }
+}
