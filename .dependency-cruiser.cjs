@@ -9,6 +9,7 @@ const FLOORS = [
   'core/', // Reply, ApiError and the error codes, scopes, the clock, the pet records, decisions: imports nothing of src/
   'redact.ts',
   'version.ts',
+  'trace/', // the request scope (AsyncLocalStorage), W3C trace context, spans on the OpenTelemetry API; export.ts: the SDK
   'log.ts',
   'store/',
   'api/',
@@ -69,6 +70,13 @@ module.exports = {
         'Handlers and the store serve whoever calls them, knowing nothing of keys or limits: no module under src/api/ or src/store/ reaches src/gateway/, directly or through another module. Only the pipeline and the wiring know the gateway.',
       from: { path: '^src/(api|store)/', pathNot: '\\.test\\.ts$' },
       to: { path: '^src/gateway/', reachable: true },
+    },
+    {
+      name: 'instrumented-code-knows-only-the-api',
+      severity: 'error',
+      comment: 'Spans are made with the OpenTelemetry API; the SDK and the exporter are wired at start (src/trace/export.ts, loaded by src/serve/ only with an endpoint).',
+      from: { path: '^src/', pathNot: '^src/(trace/export|serve/start)\\.ts$' },
+      to: { path: '(^|/)node_modules/@opentelemetry/(sdk-|exporter-|resources|core)|^src/trace/export\\.ts$' },
     },
     {
       name: 'src-without-test-helpers',

@@ -5,7 +5,8 @@
  * alternative), optionally against an earlier commit's build (BENCH_BASE), in alternating wrk
  * rounds; then random pages and pets of a million-pet file (lib/million.ts), where no memo
  * helps, against `Bun.serve` + `bun:sqlite` on the same file (sqlite-floor.ts); then the list on
- * two products whose webhook receivers answer and never answer (lib/hooks.ts); then the product
+ * two products whose webhook receivers answer and never answer (lib/hooks.ts); then the list
+ * without a trace endpoint and exporting 1% and every request (lib/traces.ts); then the product
  * as a fleet instance on PostgreSQL without Redis against the product alone on SQLite
  * (lib/fleet-reads.ts); then the list on the same binary alone and on a throwaway Redis
  * (lib/fleet.ts); then start-up, binary size and RSS under a flood of strangers.
@@ -48,6 +49,7 @@ import {
   WRK,
   writeKeys,
 } from './lib/setup.ts';
+import { startTracesFleet, TRACES_SCENARIO, type TracesFigures } from './lib/traces.ts';
 import { writeReport } from './lib/write.ts';
 import { runWrk } from './lib/wrk.ts';
 import { strangerCost } from './strangers.ts';
@@ -113,6 +115,7 @@ async function main(): Promise<void> {
   const ordered = [
     ...SCENARIOS.flatMap((s) => (s.id === 'list' ? [s, QUOTA_SCENARIO] : [s])),
     HOOKS_SCENARIO,
+    TRACES_SCENARIO,
     ...FLEET_READS_SCENARIOS,
     FLEET_SCENARIO,
   ];
@@ -134,6 +137,17 @@ async function main(): Promise<void> {
     hooks = await fleet.finish();
     console.log(`bench: hooks: outboxes before and after the rounds ${JSON.stringify(hooks)}`);
     await stopFleet(fleet);
+  }
+  let traces: TracesFigures | undefined;
+  const traced = selected.filter((s) => s.data === 'traces');
+  if (traced.length > 0) {
+    console.log('bench: traces: no endpoint, 1% and every request exported to a live OTLP receiver (lib/traces.ts)');
+    const fleet = await startTracesFleet(dir, [BINARY], keysFile, base?.binary);
+    scenarios.push(...(await runScenarios(fleet, traced)));
+    traces = await fleet.finish();
+    console.log(`bench: traces: ${JSON.stringify(traces)}`);
+    await stopFleet(fleet);
+    fleet.close();
   }
   const onPostgres = selected.filter((s) => s.data === 'postgres');
   if (onPostgres.length > 0) {
@@ -217,6 +231,7 @@ async function main(): Promise<void> {
     memory: { idleMiB, perWave: FLOOD, settleMs: SETTLE_MS, waves, perStranger },
     ...(hooks ? { hooks } : {}),
     ...(fleetFigures ? { fleet: fleetFigures } : {}),
+    ...(traces ? { traces } : {}),
     targets: [],
   };
   results.targets = checkTargets(results);

@@ -4,7 +4,8 @@
  *   3 requests in flight; the rest are answered 429 `too_many_concurrent_requests` at once;
  * - Redis stopped: with `--redis-fail closed` /readyz is 503 naming the limiter while /v1
  *   answers 503; with `--redis-fail open` /readyz stays 200 saying `"limiter":"local"`; Redis
- *   back: both 200 within 10 s, without a restart.
+ *   back: both 200 within 10 s, without a restart;
+ * - traced (`--otel-endpoint`): the limiter's Redis run is a client span inside the decision's.
  *
  * Needs PETSTORE_TEST_REDIS_URL and PETSTORE_TEST_REDIS_DIR: `make scale-out-test`
  * (scripts/with-redis.sh starts a throwaway redis-server).
@@ -14,6 +15,7 @@ import { spawnSync } from 'node:child_process';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
+import { KIND, startOtlpReceiver } from '../test/otlp-receiver.ts';
 
 const REDIS = process.env.PETSTORE_TEST_REDIS_URL ?? '';
 const REDIS_DIR = process.env.PETSTORE_TEST_REDIS_DIR ?? '';
@@ -164,4 +166,36 @@ describe.skipIf(!READY)('/readyz tells whether the limiter can decide', () => {
     expect(Date.now() - back).toBeLessThan(10_000);
     expect([await api(closed), await api(open)]).toEqual([200, 200]);
   }, 60_000);
+});
+
+describe.skipIf(!READY)('traces', () => {
+  test("the limiter's Redis run is a client span inside the gateway's decision", async () => {
+    const otlp = await startOtlpReceiver();
+    const server = await startServer({
+      args: [
+        ...['--keys', writeKeysFile([{ name: 'acme', plan: 'pro' }]), '--redis', REDIS],
+        ...['--otel-endpoint', otlp.url],
+      ],
+    });
+    try {
+      const res = await fetch(`${server.url}/v1/pets`, { headers: auth('acme') });
+      expect(res.status).toBe(200);
+      const traceId = /^00-([0-9a-f]{32})-/.exec(res.headers.get('traceresponse') ?? '')?.[1];
+      const spans = await otlp.waitFor((all) => {
+        const mine = all.filter((s) => s.traceId === traceId);
+        return mine.some((s) => s.kind === KIND.server) ? mine : undefined;
+      });
+      const decide = spans.find((s) => s.name === 'gateway decide');
+      const redis = spans.find((s) => s.name === 'EVALSHA');
+      expect(redis).toMatchObject({
+        kind: KIND.client,
+        parentSpanId: decide?.spanId,
+        attributes: { 'db.system.name': 'redis', 'db.operation.name': 'EVALSHA' },
+      });
+      expect((redis?.start ?? 0n) >= (decide?.start ?? 0n) && (redis?.end ?? 0n) <= (decide?.end ?? 0n)).toBe(true);
+    } finally {
+      await server.stop('SIGKILL');
+      await otlp.close();
+    }
+  }, 20_000);
 });

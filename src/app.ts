@@ -12,6 +12,7 @@ import {
   gateway,
   type LimiterStatus,
   type RateLimiter,
+  vouches,
   wouldRefuseReporter,
 } from './gateway/index.ts';
 
@@ -23,7 +24,6 @@ import type { KeyTable } from './keys/table.ts';
 import { type Logger, silentLogger } from './log.ts';
 import { ADMIN_OPERATION_LABEL } from './metrics/labels.ts';
 import type { Metrics } from './metrics/registry.ts';
-import { countStoreErrors } from './metrics/store-errors.ts';
 import { metricsRoute } from './ops/metrics.ts';
 import { opsRoutes } from './ops/routes.ts';
 import type { PetStore } from './store/store.ts';
@@ -32,6 +32,7 @@ import type { PetStore } from './store/store.ts';
 export const MAX_BODY_BYTES = 64 * 1024;
 
 export interface AppOptions {
+  /** The store as start-up hands it to every part (`storeOf` in src/serve/start.ts: bounded in time, failures counted). */
   store: PetStore;
   /** The current keys; a function so a reload swaps them between requests. */
   keys: () => KeyTable;
@@ -43,7 +44,7 @@ export interface AppOptions {
   ban?: BanPolicy;
   /** Production and staging URLs the reference page offers besides this server. */
   docs?: DocsOptions;
-  /** Counts requests, 429s and store errors when given (`--metrics`). */
+  /** Counts requests and 429s when given (`--metrics`); the store's errors are counted by its wrapper. */
   metrics?: Metrics;
   /** Whether this app serves `GET /metrics` (false when it has a port of its own). */
   serveMetrics?: boolean;
@@ -90,7 +91,6 @@ export function createApp({
   keysProblem,
   notify,
 }: AppOptions) {
-  if (metrics) store = countStoreErrors(store, metrics);
   const wouldRefuse = wouldRefuseReporter({
     log,
     clock,
@@ -118,6 +118,7 @@ export function createApp({
     corsOrigins,
     metrics,
     allowedMethods: allowedMethods(API_PREFIX, OPERATIONS),
+    vouched: vouchedBy(keys, clock),
   });
 
   const app = new Hono<AppEnv>();
@@ -207,12 +208,19 @@ export function adminApp({
     gatedPath: isAdminPath,
     // Every answer of the admin port is counted under one operation of its own, `admin`.
     ...(metrics ? { metrics, countAs: ADMIN_OPERATION_LABEL } : {}),
+    vouched: vouchedBy(keys, clock),
   });
   const app = new Hono<AppEnv>();
   for (const op of byRouteOrder(ADMIN_OPERATIONS)) app.on(op.method, ADMIN_PREFIX + op.path, steps.operation(op));
   app.notFound(steps.notFound);
   app.onError(steps.onError);
   return app;
+}
+
+/** Whether a request's caller holds a key valid now (its `traceparent` may then force a trace). */
+function vouchedBy(keys: () => KeyTable, clock: Clock): (c: Context<AppEnv>) => boolean {
+  const vouch = vouches(keys, clock);
+  return (c) => vouch(c.req.header('authorization'));
 }
 
 function isAdminPath(path: string): boolean {

@@ -15,6 +15,7 @@ import { DEFAULT_MAX_IN_FLIGHT } from './keys/plans.ts';
 import { isCidrBlock } from './keys/webhook-targets.ts';
 import { LOG_LEVELS, type LogFormat, type LogLevel } from './log.ts';
 import { MEMORY } from './store/open.ts';
+import { parsePairs, SAMPLERS, type SamplerName } from './trace/settings.ts';
 import { parseRetrySeconds } from './webhooks/schedule.ts';
 
 export { ConfigError };
@@ -42,6 +43,18 @@ const origins = checked(
       ),
     ),
   ),
+);
+/** `key=value,…` (`OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_RESOURCE_ATTRIBUTES`), read at once so a mistake stops the start. */
+const pairs = (raw: string, source: string): Record<string, string> => {
+  try {
+    return parsePairs(raw);
+  } catch (err) {
+    throw new ConfigError(`${source}: ${(err as Error).message}`);
+  }
+};
+const ratio = checked(
+  'a number from 0 to 1',
+  v.pipe(v.string(), v.regex(/^(0|1|0?\.\d+|1\.0*)$/), v.transform(Number)),
 );
 const redisUrl = checked(
   'a redis:// or rediss:// URL with a host',
@@ -226,6 +239,67 @@ export const OPTIONS = {
     fallback: (process.stdout.isTTY ? 'pretty' : 'json') as LogFormat,
     shownDefault: 'json, pretty on a terminal',
     parse: oneOf(['json', 'pretty'] as const),
+  },
+  otelEndpoint: {
+    flag: '--otel-endpoint',
+    env: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+    arg: 'URL',
+    help: 'export traces over OTLP/HTTP (protobuf) to this collector (Jaeger, Tempo, the OpenTelemetry Collector); /v1/traces is added',
+    fallback: '',
+    shownDefault: 'none (no export; trace ids still in the logs)',
+    parse: httpUrl,
+  },
+  otelTracesEndpoint: {
+    flag: '--otel-traces-endpoint',
+    env: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+    arg: 'URL',
+    help: 'export traces to this URL as it is (overrides --otel-endpoint)',
+    fallback: '',
+    shownDefault: 'none',
+    parse: httpUrl,
+  },
+  otelHeaders: {
+    flag: '--otel-headers',
+    env: 'OTEL_EXPORTER_OTLP_HEADERS',
+    arg: 'K=V,...',
+    help: 'headers sent with each export (an ingest token, a tenant); never logged',
+    fallback: {} as Record<string, string>,
+    shownDefault: 'none',
+    parse: pairs,
+  },
+  otelServiceName: {
+    flag: '--otel-service-name',
+    env: 'OTEL_SERVICE_NAME',
+    arg: 'NAME',
+    help: 'service.name of the exported traces',
+    fallback: '',
+    shownDefault: 'petstore',
+    parse: text,
+  },
+  otelResourceAttributes: {
+    flag: '--otel-resource-attributes',
+    env: 'OTEL_RESOURCE_ATTRIBUTES',
+    arg: 'K=V,...',
+    help: 'more resource attributes of the exported traces (deployment.environment.name=prod,...)',
+    fallback: {} as Record<string, string>,
+    shownDefault: 'none',
+    parse: pairs,
+  },
+  otelSampler: {
+    flag: '--otel-sampler',
+    env: 'OTEL_TRACES_SAMPLER',
+    arg: 'NAME',
+    help: `which traces are exported: ${SAMPLERS.join(', ')}; a caller's sampled flag counts only with a valid key`,
+    fallback: 'parentbased_always_on' as SamplerName,
+    parse: oneOf(SAMPLERS),
+  },
+  otelSamplerArg: {
+    flag: '--otel-sampler-arg',
+    env: 'OTEL_TRACES_SAMPLER_ARG',
+    arg: 'R',
+    help: 'the ratio of traces the traceidratio samplers export, 0 to 1',
+    fallback: 1,
+    parse: ratio,
   },
   metrics: {
     flag: '--metrics',

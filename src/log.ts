@@ -1,4 +1,5 @@
 import { setImmediate } from 'node:timers';
+import { currentScope, type RequestScope } from './trace/scope.ts';
 
 /** Severity, lowest first. */
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
@@ -39,26 +40,40 @@ export function createLogger({
     (msg: string, fields: LogFields = {}) => {
       if (LOG_LEVELS.indexOf(lvl) < min) return;
       const time = isoTime(now());
+      const scope = currentScope();
       if (format === 'json') {
-        write(jsonLine(time, lvl, msg, fields));
+        write(jsonLine(time, lvl, msg, fields, scope));
       } else {
-        const rest = Object.entries(fields).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`);
+        const all = scope ? { ...scopeFields(scope), ...fields } : fields;
+        const rest = Object.entries(all).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`);
         write([time, lvl.toUpperCase().padEnd(5), msg, ...rest].join(' '));
       }
     };
   return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') };
 }
 
+/** The ids a line written while serving a request carries: `requestId`, `traceId`, `spanId`. */
+function scopeFields({ requestId, traceId, spanId }: RequestScope): LogFields {
+  return traceId === undefined ? { requestId } : { requestId, traceId, spanId };
+}
+
 /**
- * `{"time":…,"level":…,"msg":…, ...fields}` as `JSON.stringify` of that object would write it, without
- * copying `fields` into a new object first (a request's line is the hot path's largest cost after I/O).
+ * `{"time":…,"level":…,"msg":…, requestId, traceId, spanId, ...fields}` as `JSON.stringify` of
+ * that object would write it, without copying `fields` into a new object first (a request's line
+ * is the hot path's largest cost after I/O). The ids come from the request scope, when the line
+ * is written within one; ids are hex and request ids plain (`saneRequestId`), so they need no escaping.
  */
-function jsonLine(time: string, level: LogLevel, msg: string, fields: LogFields): string {
-  if ('time' in fields || 'level' in fields || 'msg' in fields) {
-    return JSON.stringify({ time, level, msg, ...fields });
+function jsonLine(time: string, level: LogLevel, msg: string, fields: LogFields, scope?: RequestScope): string {
+  if ('time' in fields || 'level' in fields || 'msg' in fields || (scope && 'requestId' in fields)) {
+    return JSON.stringify({ time, level, msg, ...(scope ? scopeFields(scope) : {}), ...fields });
   }
   const rest = JSON.stringify(fields);
-  return `{"time":"${time}","level":"${level}","msg":${JSON.stringify(msg)}${rest === '{}' ? '}' : `,${rest.slice(1)}`}`;
+  const ids = scope
+    ? scope.traceId === undefined
+      ? `,"requestId":${JSON.stringify(scope.requestId)}`
+      : `,"requestId":${JSON.stringify(scope.requestId)},"traceId":"${scope.traceId}","spanId":"${scope.spanId}"`
+    : '';
+  return `{"time":"${time}","level":"${level}","msg":${JSON.stringify(msg)}${ids}${rest === '{}' ? '}' : `,${rest.slice(1)}`}`;
 }
 
 let isoSecond = Number.NaN;

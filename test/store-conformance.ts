@@ -158,6 +158,20 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
       await expect(store.ping()).resolves.toBeUndefined();
     });
 
+    test("the outbox keeps the recording request's traceparent until the event is claimed", async () => {
+      const outbox = store.outbox as Outbox;
+      const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+      const base = { consumer: 'acme', type: 'quota.threshold', payload: '{}', createdAt: T0 };
+      await outbox.record([
+        { ...base, id: 't1', traceparent },
+        { ...base, id: 't2', createdAt: T0 + 1 },
+      ]);
+      expect((await outbox.claim('a', T0 + 10, 30_000, 10)).map((e) => [e.id, e.traceparent])).toEqual([
+        ['t1', traceparent],
+        ['t2', undefined],
+      ]);
+    });
+
     test('the outbox: recorded once per id, leased to one worker at a time, retried when due, settled', async () => {
       const outbox = store.outbox as Outbox;
       const event = (id: string, at: number) => ({

@@ -14,6 +14,8 @@ export interface Received {
   readonly at: number;
   /** The status answered. */
   readonly status: number;
+  /** The `traceparent` the sender sent with it, if any. */
+  readonly traceparent: string | undefined;
   /** The verified body, or undefined when the signature did not verify. */
   readonly body: { type: string; timestamp: string; data: Record<string, unknown> } | undefined;
 }
@@ -63,7 +65,14 @@ export async function startReceiver(
         body = undefined;
       }
       const reply = answer(got.length);
-      got.push({ id: headers['webhook-id'] ?? '', at: Date.now(), status: reply === 'hang' ? 0 : reply, body });
+      const traceparent = req.headers.traceparent as string | undefined;
+      got.push({
+        id: headers['webhook-id'] ?? '',
+        at: Date.now(),
+        status: reply === 'hang' ? 0 : reply,
+        traceparent,
+        body,
+      });
       if (reply === 'hang') {
         hanging.push(res);
         return;

@@ -19,6 +19,8 @@ export interface Panel {
 const COLORS: Record<string, string> = {
   petstore: '#2563eb',
   hooked: '#7c3aed',
+  traced1: '#0d9488',
+  tracedall: '#0f766e',
   base: '#93c5fd',
   bare: '#9ca3af',
   floor: '#d1d5db',

@@ -2,12 +2,15 @@
 import { type Group, renderChart } from './chart.ts';
 import type { FleetFigures } from './fleet.ts';
 import type { HooksFigures, OutboxFigures } from './hooks.ts';
+import type { TracesFigures } from './traces.ts';
 import type { WrkResult } from './wrk.ts';
 
 export type ServerName =
   | 'petstore'
   | 'hooked'
   | 'redis'
+  | 'traced1'
+  | 'tracedall'
   | 'base'
   | 'bare'
   | 'floor'
@@ -20,6 +23,8 @@ export const SERVERS: readonly ServerName[] = [
   'petstore',
   'hooked',
   'redis',
+  'traced1',
+  'tracedall',
   'base',
   'bare',
   'floor',
@@ -98,6 +103,8 @@ export interface Results {
   readonly hooks?: HooksFigures;
   /** The Redis side of the fleet scenario, when it ran. */
   readonly fleet?: FleetFigures;
+  /** The trace scenario's receiver and drops, when it ran. */
+  readonly traces?: TracesFigures;
   targets: Target[];
 }
 
@@ -109,6 +116,12 @@ const pct = (n: number) => `${Math.round(n * 100)}%`;
 function summary(results: Results, id: string, server: ServerName): Summary | undefined {
   return results.scenarios.find((x) => x.id === id)?.servers[server]?.median;
 }
+
+/**
+ * Every request exported: the bound set from the first measurement (2.4x the base), which the
+ * SDK's span objects, their attributes and the protobuf encoding cost.
+ */
+const TRACE_ALL_MOST = 2.5;
 
 /** A CPU-per-request change of more than this against the base build is a regression (a bug). */
 export const REGRESSION = 0.05;
@@ -223,6 +236,21 @@ export function checkTargets(results: Results): Target[] {
         hooked.pending + hooked.failed <= results.hooks.outboxMax,
     },
   );
+  // Tracing against the base build (no trace code at all), in the same rounds.
+  for (const [server, label, most] of [
+    ['petstore', 'no trace endpoint (ids in the log lines, `traceresponse`, the request scope)', 1.05],
+    ['traced1', 'exporting 1% of traces to a live OTLP receiver', 1.08],
+    ['tracedall', 'exporting every request to a live OTLP receiver', TRACE_ALL_MOST],
+  ] as const) {
+    targets.push(
+      target(
+        `\`GET /v1/pets?limit=20\`, ${label}: server CPU per request vs the base build`,
+        `≤ +${Math.round((most - 1) * 100)}%`,
+        [at('traces', server), at('traces', 'base')],
+        (t, b) => [`${cpu(t, b)}; p99 ${ms(t.p99Ms)} vs ${ms(b.p99Ms)}`, t.cpuUs <= most * b.cpuUs],
+      ),
+    );
+  }
   targets.push(
     target(
       '`GET /v1/pets?limit=20` on PostgreSQL without Redis (a fleet instance): server CPU per request vs the product alone on SQLite',
@@ -404,6 +432,16 @@ function hooksLine(results: Results): string {
   ].join('\n');
 }
 
+/** What the trace scenario's receiver got, and what the exporting products dropped. */
+function tracesLine(results: Results): string {
+  const t = results.traces;
+  if (!t) return '';
+  return [
+    `Traces ([lib/traces.ts](lib/traces.ts)): the receiver took ${fmt(t.exports)} exports (${(t.bytes / MIB).toFixed(1)} MiB of protobuf) over the scenario; spans dropped: \`traced1\` ${fmt(t.dropped.traced1 ?? 0)}, \`tracedall\` ${fmt(t.dropped.tracedall ?? 0)}.`,
+    '',
+  ].join('\n');
+}
+
 /** The generated part of bench/README.md: targets, all scenarios, extra figures, provenance. */
 export function renderReport(results: Results): string {
   const { machine, versions, settings, startup, memory } = results;
@@ -434,6 +472,7 @@ export function renderReport(results: Results): string {
     '',
     baseTable(results),
     hooksLine(results),
+    tracesLine(results),
     `Start-up to first 200: median ${ms(startup.medianMs)}, fastest ${ms(startup.minMs)}, p90 ${ms(startup.p90Ms)} over ${startup.runs} starts.`,
     `RSS (read ${memory.settleMs / 1000} s after each wave): idle ${memory.idleMiB.toFixed(1)} MiB; ${memory.waves
       .map(

@@ -74,7 +74,7 @@ describe('HEAD, conditional GET and compression', () => {
   });
 
   /** Headers whose values legitimately differ between two requests. */
-  const VOLATILE = ['date', 'x-request-id', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit'];
+  const VOLATILE = ['date', 'x-request-id', 'traceresponse', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit'];
   const stable = (h: Record<string, string>) =>
     Object.fromEntries(Object.entries(h).filter(([k]) => !VOLATILE.includes(k) && k !== 'keep-alive'));
 

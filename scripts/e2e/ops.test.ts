@@ -96,12 +96,17 @@ describe('logs', () => {
       headers: { ...bearer('acme'), 'X-Request-Id': 'req-42.a:b' },
     });
     expect([res.status, res.headers.get('x-request-id')]).toEqual([200, 'req-42.a:b']);
+    // The trace the answer names (traceresponse) is the one the line names.
+    const [, traceId, spanId] =
+      /^00-([0-9a-f]{32})-([0-9a-f]{16})-00$/.exec(res.headers.get('traceresponse') ?? '') ?? [];
     const line = await logLine(server, { requestId: 'req-42.a:b' });
     expect(line).toEqual({
       time: expect.stringMatching(ISO_TIME),
       level: 'info',
       msg: 'request',
       requestId: 'req-42.a:b',
+      traceId: expect.stringMatching(/^[0-9a-f]{32}$/),
+      spanId: expect.stringMatching(/^[0-9a-f]{16}$/),
       method: 'GET',
       route: '/v1/pets',
       status: 200,
@@ -109,6 +114,7 @@ describe('logs', () => {
       consumer: 'acme',
       key: 'acme',
     });
+    expect([line.traceId, line.spanId]).toEqual([traceId, spanId]);
     expect(server.lines.join('\n')).not.toContain(tokenOf('acme'));
   });
 
@@ -246,6 +252,10 @@ describe('metrics', () => {
         time: expect.stringMatching(ISO_TIME),
         level: 'warn',
         msg: 'ban started',
+        // Written while serving the request that started it: its ids.
+        requestId: expect.any(String),
+        traceId: expect.stringMatching(/^[0-9a-f]{32}$/),
+        spanId: expect.stringMatching(/^[0-9a-f]{16}$/),
         subject: 'tiny',
         plan: 'pro',
         until: expect.stringMatching(ISO_TIME),

@@ -6,6 +6,7 @@ import { ADMIN_SCOPE } from '../core/scopes.ts';
 import type { Consumer } from '../keys/file.ts';
 import { type BanPolicy, DEFAULT_MAX_IN_FLIGHT } from '../keys/plans.ts';
 import type { KeyTable } from '../keys/table.ts';
+import { childSpan } from '../trace/spans.ts';
 import { canonicalAddress } from './addresses.ts';
 import { type Caller, identify } from './caller.ts';
 import { decider } from './decide.ts';
@@ -125,6 +126,9 @@ export function gateway({
 }: GatewayOptions): GatewayPass {
   const decide = decider({ limiter, ban, ...(ipv6Prefix === undefined ? {} : { ipv6Prefix }) });
   const inFlight = new InFlight<Decision>(maxInFlight);
+  /** The limiter's decision, in a span of the request's trace when it is recorded. */
+  const decided = (caller: Caller, cost: number) =>
+    childSpan('gateway decide', { 'petstore.gateway.cost': cost }, () => decide(caller, cost), DECISION_SPAN);
 
   return async function gateway(c, op, admitted) {
     // The client's address is looked up only for callers without a valid key.
@@ -132,7 +136,7 @@ export function gateway({
     const caller = validAt(identify(c.req.header('authorization'), keys(), address), clock.now(), address);
     c.set('caller', caller);
     if (caller.kind === 'address') {
-      const verdict = await decide(caller, 1);
+      const verdict = await decided(caller, 1);
       if (verdict.outcome === 'unavailable') return LIMITER_DOWN;
       const refused = refusal(verdict);
       writeRateLimitHeaders(c, verdict, refused !== undefined);
@@ -148,7 +152,7 @@ export function gateway({
     }
     try {
       const cost = op.readsQuota ? 0 : op.id === undefined ? 1 : (consumer.costs[op.id] ?? 1);
-      const verdict = await decide(caller, cost);
+      const verdict = await decided(caller, cost);
       if (verdict.outcome === 'unavailable') return LIMITER_DOWN;
       if (verdict.notices && notify) await notify(consumer, verdict);
       let limited: ApiError | undefined;
@@ -169,6 +173,25 @@ export function gateway({
     }
   };
 }
+
+/**
+ * Whether an `Authorization` header names a key valid now: the trace asks it of a caller whose
+ * `traceparent` is sampled, since only such a caller may force its trace to be exported.
+ *
+ * @example
+ * vouches(() => table)('Bearer psk_…') // true
+ */
+export function vouches(
+  keys: () => KeyTable,
+  clock: Clock = systemClock,
+): (authorization: string | undefined) => boolean {
+  const nowhere = () => '';
+  return (authorization) => validAt(identify(authorization, keys(), nowhere), clock.now(), nowhere).kind === 'consumer';
+}
+
+const DECISION_SPAN = {
+  outcome: (verdict: Decision | { outcome: 'unavailable' }) => ({ 'petstore.gateway.decision': verdict.outcome }),
+};
 
 /** The 503 of a limiter that cannot decide (Redis down with `--redis-fail closed`). */
 const LIMITER_DOWN = serviceUnavailable('Rate limits cannot be checked right now; retry shortly.');

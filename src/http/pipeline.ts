@@ -12,6 +12,7 @@ import type { AppEnv } from '../env.ts';
 import { type Gated, type GatewayPass, principalOf, quotaStatus } from '../gateway/index.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
+import { currentScope, type RequestScope } from '../trace/scope.ts';
 import { answer } from './answer.ts';
 import { answerError, toApiError } from './errors.ts';
 import { weakEtag } from './etag.ts';
@@ -20,6 +21,7 @@ import { limitBody } from './steps/body-limit.ts';
 import { corsStep } from './steps/cors.ts';
 import { requestCounter } from './steps/count-requests.ts';
 import { requestLogSteps } from './steps/request-log.ts';
+import { requestTrace } from './steps/trace.ts';
 import { MAX_URI_BYTES, pathAndQuery, uriTooLong } from './steps/uri-limit.ts';
 
 export interface PipelineOptions<D = ApiDeps> {
@@ -50,6 +52,8 @@ export interface PipelineOptions<D = ApiDeps> {
   newId?: () => string;
   /** The methods the API serves at a path (the table's), or undefined for a path it has not. */
   allowedMethods?: (path: string) => readonly string[] | undefined;
+  /** Whether the request's caller holds a valid key: only then may its `traceparent` force a trace to be exported. */
+  vouched?: (c: Context<AppEnv>) => boolean;
 }
 
 /**
@@ -71,13 +75,51 @@ export interface PipelineOptions<D = ApiDeps> {
  * Refusals and errors all leave through `answerError`: the gateway's are returned (a throw
  * through its async frames costs the 401 path measurably), anything thrown is turned into
  * one by `toApiError`. An ops route (`opsRoute`) is served by its handler, answered the same way.
+ * Each step is a function below, in this order, given what the steps share (`Shared`, made once
+ * by `sharedOf`); what one operation needs is made once when its route is added (`routeOf`).
  *
  * @example
  * const steps = pipeline({ log, clock, clientAddress, gateway: pass, deps, maxBodyBytes: 65536 })
  * app.on(op.method, `/v1${op.path}`, steps.operation(op))
  * app.notFound(steps.notFound)
  */
-export function pipeline<D extends object = ApiDeps>({
+export function pipeline<D extends object = ApiDeps>(options: PipelineOptions<D>) {
+  const shared = sharedOf(options);
+  /** Hono's `notFound`: a path no route serves; under the API prefix it meets the gateway first. */
+  const notFound = exchange(shared, (c) =>
+    shared.gateway && shared.gatedPath(c.req.path) ? unserved(shared, c) : fail(c, NO_SUCH_PATH),
+  );
+  /** Hono's `onError`, for what escapes `exchange`: the Error body all the same. */
+  const onError: ErrorHandler<AppEnv> = (err, c) => fail(c, toApiError(err, c, shared.report, shared.unavailable));
+  return {
+    exchange: (inner: Inner) => exchange(shared, inner),
+    operation: (op: Operation<D>) => operation(shared, op),
+    opsRoute: (route: OpsRoute) => opsRoute(shared, route),
+    notFound,
+    onError,
+  };
+}
+
+/** What the steps of one pipeline share: its options, and the parts made once from them. */
+interface Shared<D> {
+  readonly gateway: GatewayPass | undefined;
+  readonly deps: D | undefined;
+  readonly storeVersion: (() => unknown) | undefined;
+  readonly gatedPath: (path: string) => boolean;
+  readonly maxBodyBytes: number;
+  readonly allowedMethods: ((path: string) => readonly string[] | undefined) | undefined;
+  readonly requestLog: ReturnType<typeof requestLogSteps>;
+  readonly tracing: ReturnType<typeof requestTrace>;
+  readonly count: ReturnType<typeof requestCounter> | undefined;
+  readonly cors: ReturnType<typeof corsStep> | undefined;
+  readonly limit: ReturnType<typeof limitBody>;
+  readonly memo: AnswerMemo;
+  /** How `toApiError` logs an unhandled error, and a store that is unavailable. */
+  readonly report: (err: unknown, c: Context<AppEnv>) => void;
+  readonly unavailable: (err: unknown, c: Context<AppEnv>) => void;
+}
+
+function sharedOf<D>({
   log,
   clock,
   clientAddress,
@@ -91,154 +133,215 @@ export function pipeline<D extends object = ApiDeps>({
   newId,
   allowedMethods,
   gatedPath = isApiPath,
-}: PipelineOptions<D>) {
-  const requestLog = requestLogSteps({ log, clock, clientAddress, ...(newId ? { newId } : {}) });
-  const count = metrics && requestCounter({ metrics, ...(countAs ? { operation: countAs } : {}) });
-  const cors = corsOrigins.length > 0 ? corsStep(corsOrigins) : undefined;
-  const limit = limitBody(maxBodyBytes);
-  const memo = new AnswerMemo();
-  const report = (err: unknown, c: Context<AppEnv>) =>
-    log.error('unhandled error', { requestId: c.get('requestId'), error: String(err) });
-  const unavailable = (err: unknown, c: Context<AppEnv>) =>
-    log.warn('store unavailable', { requestId: c.get('requestId'), error: String(err) });
+  vouched = () => false,
+}: PipelineOptions<D>): Shared<D> {
+  // Within a request the scope names it; Hono's `onError` runs after the scope is closed.
+  const named = (c: Context<AppEnv>, err: unknown) =>
+    currentScope() ? { error: String(err) } : { requestId: c.get('requestId'), error: String(err) };
+  return {
+    gateway,
+    deps,
+    storeVersion,
+    gatedPath,
+    maxBodyBytes,
+    allowedMethods,
+    requestLog: requestLogSteps({ log, clock, clientAddress, ...(newId ? { newId } : {}) }),
+    tracing: requestTrace({ clientAddress, vouched }),
+    count: metrics && requestCounter({ metrics, ...(countAs ? { operation: countAs } : {}) }),
+    cors: corsOrigins.length > 0 ? corsStep(corsOrigins) : undefined,
+    limit: limitBody(maxBodyBytes),
+    memo: new AnswerMemo(),
+    report: (err, c) => log.error('unhandled error', named(c, err)),
+    unavailable: (err, c) => log.warn('store unavailable', named(c, err)),
+  };
+}
 
-  /** Answers a refusal or error, and keeps it where the log line and metrics read it. */
-  function fail(c: Context<AppEnv>, err: ApiError): Response {
-    c.error = err;
-    return answerError(c, err);
-  }
+/**
+ * Step 1 around `inner`, the rest of a request's way: every Hono route is one of these, so each
+ * request matches one handler and Hono calls it without composing layers. Whatever `inner`
+ * throws is answered here, so the log line and the metrics see every answer. The request
+ * scope (src/trace/scope.ts) is opened here, holding its id and, unless `traced` is false, its
+ * trace: every line logged and every span made while serving it reads the scope.
+ */
+function exchange<D>(shared: Shared<D>, inner: Inner, traced = true): Served {
+  const { requestLog, tracing } = shared;
+  return function exchange(c) {
+    const started = requestLog.start(c);
+    return tracing.run(c, started.id, traced, (scope) => within(shared, c, started, scope, inner));
+  };
+}
 
-  /**
-   * Step 1 around `inner`, the rest of a request's way: every Hono route is one of these, so each
-   * request matches one handler and Hono calls it without composing layers. Whatever `inner`
-   * throws is answered here, so the log line and the metrics see every answer.
-   */
-  function exchange(inner: (c: Context<AppEnv>) => Response | Promise<Response>): Served {
-    return async function exchange(c) {
-      const started = requestLog.start(c);
-      const counted = count?.start();
-      const id = started.id;
-      // Every API answer is private to its caller and never sniffed (SECURITY.md).
-      beginAnswer(
-        c,
-        gatedPath(c.req.path)
-          ? { 'X-Request-Id': id, 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }
-          : { 'X-Request-Id': id },
-      );
-      let res: Response;
-      const tooLong = uriTooLong(c.req.url, MAX_URI_BYTES);
-      if (tooLong) res = fail(c, tooLong);
-      else {
-        try {
-          res = await inner(c);
-        } catch (err) {
-          res = fail(c, toApiError(err, c, report, unavailable));
-        }
-      }
-      requestLog.finish(c, started, res.status);
-      if (count && counted !== undefined) count.finish(c, counted, res.status);
-      return res;
-    };
-  }
-
-  /** Steps 2 and 3, then `admitted` for a request the gateway lets through. */
-  async function gated(c: Context<AppEnv>, op: Gated, admitted: (decision: Decision) => Promise<Response>) {
-    if (!gateway) throw new TypeError('pipeline: serving the API needs the gateway');
-    const preflight = cors?.(c);
-    if (preflight) return preflight;
-    const answered = await gateway(c, op, admitted);
-    return answered instanceof ApiError ? fail(c, answered) : answered;
-  }
-
-  /** Step 5's first half: the body's size (413) and a body sent with GET; then `next`. */
-  async function bodyChecked(c: Context<AppEnv>, next: () => Promise<Response>): Promise<Response> {
-    if (!c.req.raw.body) {
-      refuseBodyOnGet(c, maxBodyBytes);
-      return next();
+/** Step 1 inside the request's scope: its fixed headers, 414, `inner`, then the log line, metrics and span. */
+async function within<D>(
+  { requestLog, count, tracing, gatedPath, report, unavailable }: Shared<D>,
+  c: Context<AppEnv>,
+  started: ReturnType<Shared<D>['requestLog']['start']>,
+  scope: RequestScope,
+  inner: Inner,
+): Promise<Response> {
+  const counted = count?.start();
+  const id = started.id;
+  const traceresponse = tracing.header(scope);
+  // Every API answer is private to its caller and never sniffed (SECURITY.md).
+  const headers: AnswerHeaders = gatedPath(c.req.path)
+    ? { 'X-Request-Id': id, 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }
+    : { 'X-Request-Id': id };
+  if (traceresponse) headers.traceresponse = traceresponse;
+  beginAnswer(c, headers);
+  let res: Response;
+  const tooLong = uriTooLong(c.req.url, MAX_URI_BYTES);
+  if (tooLong) res = fail(c, tooLong);
+  else {
+    try {
+      res = await inner(c);
+    } catch (err) {
+      res = fail(c, toApiError(err, c, report, unavailable));
     }
-    let response: Response | undefined;
-    await limit(c, async () => {
-      refuseBodyOnGet(c, maxBodyBytes);
-      response = await next();
+  }
+  requestLog.finish(c, started, res.status);
+  if (count && counted !== undefined) count.finish(c, counted, res.status, scope);
+  tracing.finish(c, scope, res.status);
+  return res;
+}
+
+/** Steps 2 and 3, then `admitted` for a request the gateway lets through. */
+async function gated<D>(
+  { gateway, cors }: Shared<D>,
+  c: Context<AppEnv>,
+  op: Gated,
+  admitted: (decision: Decision) => Promise<Response>,
+) {
+  if (!gateway) throw new TypeError('pipeline: serving the API needs the gateway');
+  const preflight = cors?.(c);
+  if (preflight) return preflight;
+  const answered = await gateway(c, op, admitted);
+  if (!(answered instanceof ApiError)) return answered;
+  c.set('refusal', answered.code);
+  return fail(c, answered);
+}
+
+/** Step 5's first half: the body's size (413) and a body sent with GET; then `next`. */
+async function bodyChecked<D>(
+  { limit, maxBodyBytes }: Shared<D>,
+  c: Context<AppEnv>,
+  next: () => Promise<Response>,
+): Promise<Response> {
+  if (!c.req.raw.body) {
+    refuseBodyOnGet(c, maxBodyBytes);
+    return next();
+  }
+  let response: Response | undefined;
+  await limit(c, async () => {
+    refuseBodyOnGet(c, maxBodyBytes);
+    response = await next();
+  });
+  // `limit` either called its continuation or threw the 413.
+  return response as Response;
+}
+
+/** An API operation's route: steps 1 to 8, with what the operation needs made once. */
+function operation<D>(shared: Shared<D>, op: Operation<D>): Served {
+  const route = routeOf(shared, op);
+  const { fixed } = route;
+  return exchange(shared, function operation(c) {
+    c.set('operation', op.id);
+    return gated(shared, c, op, (decision) => {
+      if (fixed) Object.assign(answerHeaders(c), fixed);
+      return bodyChecked(shared, c, () => served(shared, route, c, decision));
     });
-    // `limit` either called its continuation or threw the 413.
-    return response as Response;
+  });
+}
+
+/** What serving one operation needs, made and checked once, when its route is added. */
+interface OperationRoute<D> {
+  readonly op: Operation<D>;
+  readonly deps: D;
+  /** Its fixed headers (a deprecated one's), if any. */
+  readonly fixed: AnswerHeaders | undefined;
+  readonly readInput: ReturnType<typeof inputReader<D>>;
+}
+
+function routeOf<D>({ deps, storeVersion }: Shared<D>, op: Operation<D>): OperationRoute<D> {
+  if (!deps) throw new TypeError(`pipeline: serving ${op.id} needs the handlers' deps`);
+  if (op.memo && !storeVersion) {
+    throw new TypeError(`pipeline: ${op.id} is kept by the store's version, and there is no store`);
   }
+  // A quota reader's answer is the caller's own: never kept for another.
+  if (op.memo && op.readsQuota) throw new TypeError(`pipeline: ${op.id} reads the quota and cannot be kept`);
+  const fixed = op.deprecated ? deprecationHeaders(op.deprecated) : undefined;
+  return { op, deps, fixed, readInput: inputReader(op) };
+}
 
-  function operation(op: Operation<D>): Served {
-    if (!deps) throw new TypeError(`pipeline: serving ${op.id} needs the handlers' deps`);
-    const handlerDeps = deps;
-    if (op.memo && !storeVersion) {
-      throw new TypeError(`pipeline: ${op.id} is kept by the store's version, and there is no store`);
-    }
-    // A quota reader's answer is the caller's own: never kept for another.
-    if (op.memo && op.readsQuota) throw new TypeError(`pipeline: ${op.id} reads the quota and cannot be kept`);
-    const fixed = op.deprecated ? deprecationHeaders(op.deprecated) : undefined;
-    const readInput = inputReader(op);
-    const tagged = (reply: Reply): Reply => {
-      if (!op.etag || reply.status !== 200 || typeof reply.body !== 'string') return reply;
-      const link = reply.headers?.Link;
-      return { ...reply, etag: link === undefined ? weakEtag(reply.body) : weakEtag(reply.body, link) };
-    };
+/** Steps 5 (the kept answer), 6 and 7: a kept answer is used while the store is unchanged. */
+async function served<D>(
+  { storeVersion, memo }: Shared<D>,
+  { op, deps, readInput }: OperationRoute<D>,
+  c: Context<AppEnv>,
+  decision: Decision,
+): Promise<Response> {
+  // The path and query as sent: the same text always validates to the same input.
+  const key = op.memo ? pathAndQuery(c.req.url) : undefined;
+  const version = key === undefined ? undefined : storeVersion?.();
+  const kept = key === undefined ? undefined : memo.get(key, version);
+  if (kept) return answer(c, kept);
+  const caller = c.get('caller');
+  // A quota reader's input is the decision that admitted it; only a consumer gets this far.
+  const quota = op.readsQuota && caller.kind === 'consumer' ? quotaStatus(caller.consumer, decision) : undefined;
+  const reply = tagged(op, await op.handler(await readInput(c, principalOf(caller), quota, keyOf(op, c)), deps));
+  return answer(c, key !== undefined && reply.status === 200 ? memo.set(key, version, reply) : reply);
+}
 
-    /** The caller's consumer and key id, for an audited operation only (the gateway admitted a key). */
-    const keyOf = (c: Context<AppEnv>): KeyHolder | undefined => {
-      if (!op.audited) return undefined;
-      const caller = c.get('caller');
-      return caller.kind === 'consumer' ? { consumer: caller.consumer.name, id: caller.key.id } : undefined;
-    };
+/** Step 7's tag: the reply's ETag, when the table says so. */
+function tagged<D>(op: Operation<D>, reply: Reply): Reply {
+  if (!op.etag || reply.status !== 200 || typeof reply.body !== 'string') return reply;
+  const link = reply.headers?.Link;
+  return { ...reply, etag: link === undefined ? weakEtag(reply.body) : weakEtag(reply.body, link) };
+}
 
-    /** Steps 5 (the kept answer), 6 and 7: a kept answer is used while the store is unchanged. */
-    async function served(c: Context<AppEnv>, decision: Decision): Promise<Response> {
-      // The path and query as sent: the same text always validates to the same input.
-      const key = op.memo ? pathAndQuery(c.req.url) : undefined;
-      const version = key === undefined ? undefined : storeVersion?.();
-      const kept = key === undefined ? undefined : memo.get(key, version);
-      if (kept) return answer(c, kept);
-      const caller = c.get('caller');
-      // A quota reader's input is the decision that admitted it; only a consumer gets this far.
-      const quota = op.readsQuota && caller.kind === 'consumer' ? quotaStatus(caller.consumer, decision) : undefined;
-      const reply = tagged(await op.handler(await readInput(c, principalOf(caller), quota, keyOf(c)), handlerDeps));
-      return answer(c, key !== undefined && reply.status === 200 ? memo.set(key, version, reply) : reply);
-    }
+/** The caller's consumer and key id, for an audited operation only (the gateway admitted a key). */
+function keyOf<D>(op: Operation<D>, c: Context<AppEnv>): KeyHolder | undefined {
+  if (!op.audited) return undefined;
+  const caller = c.get('caller');
+  return caller.kind === 'consumer' ? { consumer: caller.consumer.name, id: caller.key.id } : undefined;
+}
 
-    return exchange(function operation(c) {
-      c.set('operation', op.id);
-      return gated(c, op, (decision) => {
-        if (fixed) Object.assign(answerHeaders(c), fixed);
-        return bodyChecked(c, () => served(c, decision));
-      });
-    });
-  }
+/**
+ * A path under the API prefix that no operation serves with this method: after CORS and the
+ * gateway (401 before 404, so a caller without a key learns nothing of paths), 405 with
+ * `Allow` for a path the table has, else 404.
+ */
+function unserved<D>(shared: Shared<D>, c: Context<AppEnv>): Promise<Response> {
+  const allowed = shared.allowedMethods?.(c.req.path);
+  const refusal = allowed ? methodNotAllowed(c.req.method, allowed) : NO_SUCH_PATH;
+  return gated(shared, c, UNSERVED, () => bodyChecked(shared, c, () => Promise.reject(refusal)));
+}
 
-  /**
-   * A path under the API prefix that no operation serves with this method: after CORS and the
-   * gateway (401 before 404, so a caller without a key learns nothing of paths), 405 with
-   * `Allow` for a path the table has, else 404.
-   */
-  function unserved(c: Context<AppEnv>): Promise<Response> {
-    const allowed = allowedMethods?.(c.req.path);
-    const refusal = allowed ? methodNotAllowed(c.req.method, allowed) : NO_SUCH_PATH;
-    return gated(c, UNSERVED, () => bodyChecked(c, () => Promise.reject(refusal)));
-  }
-
-  function opsRoute(route: OpsRoute): Served {
-    return exchange(async function opsRoute(c) {
+/** An ops route: step 1, then its handler, answered through the one answer path. */
+function opsRoute<D>(shared: Shared<D>, route: OpsRoute): Served {
+  return exchange(
+    shared,
+    async function opsRoute(c) {
       c.set('operation', route.id);
       return answer(c, await route.handler(c));
-    });
-  }
-
-  /** Hono's `notFound`: a path no route serves; under the API prefix it meets the gateway first. */
-  const notFound = exchange((c) => (gateway && gatedPath(c.req.path) ? unserved(c) : fail(c, NO_SUCH_PATH)));
-  /** Hono's `onError`, for what escapes `exchange`: the Error body all the same. */
-  const onError: ErrorHandler<AppEnv> = (err, c) => fail(c, toApiError(err, c, report, unavailable));
-
-  return { exchange, operation, opsRoute, notFound, onError };
+    },
+    !UNTRACED.has(route.id),
+  );
 }
+
+/** Answers a refusal or error, and keeps it where the log line and metrics read it. */
+function fail(c: Context<AppEnv>, err: ApiError): Response {
+  c.error = err;
+  return answerError(c, err);
+}
+
+/** What `exchange` wraps: the rest of a request's way after step 1. */
+type Inner = (c: Context<AppEnv>) => Response | Promise<Response>;
 
 /** A Hono route's handler, and `notFound`: the request in, its one answer out. */
 type Served = (c: Context<AppEnv>) => Promise<Response>;
+
+/** The ops routes probes and scrapers call every few seconds: no trace is made of them. */
+const UNTRACED: ReadonlySet<string> = new Set(['healthz', 'readyz', 'metrics']);
 
 /** What the gateway knows of a path no operation serves: it costs 1 and needs no scope. */
 const UNSERVED: Gated = {};

@@ -11,6 +11,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { PLAN_NAMES } from '../keys/plans.ts';
 import type { StoreErrorKind } from '../store/errors.ts';
 import { ConsumerMetrics } from './consumers.ts';
+import { Exemplars } from './exemplars.ts';
 import { REQUEST_OPERATIONS, STORE_OPERATIONS, type StoreOperation } from './labels.ts';
 import { LeaseMetrics } from './leases.ts';
 import { type LimiterView, registerLimiter } from './limiter.ts';
@@ -57,6 +58,7 @@ export class Metrics {
   readonly #registry = new Registry();
   readonly #requests = new Float64Array(REQUEST_OPERATIONS.length * STATUSES);
   readonly #latency: Histogram<'operation'>;
+  readonly #exemplars: Exemplars;
   #inFlight = 0;
   readonly #refused: Counter<'plan' | 'reason'>;
   readonly #bans: Counter<'plan'>;
@@ -64,6 +66,7 @@ export class Metrics {
   readonly #keys: Gauge<'plan'>;
   readonly #reloads: Counter<'result'>;
   readonly #wouldRefuse: Counter<'consumer' | 'window'>;
+  readonly #spansDropped: Counter<'reason'>;
   /** Per-consumer and per-key series; fed by `countRequests` and the keys (re)load. */
   readonly consumers = new ConsumerMetrics();
   /** Webhook deliveries and the outbox; fed by the delivery worker. */
@@ -89,13 +92,15 @@ export class Metrics {
         });
       },
     });
+    const buckets = latencyBuckets(latencyObjectives);
     this.#latency = new Histogram({
       name: 'petstore_http_request_duration_seconds',
       help: 'Time from receiving a request to having its response ready, by operation.',
       labelNames: ['operation'] as const,
-      buckets: latencyBuckets(latencyObjectives),
+      buckets,
       registers,
     });
+    this.#exemplars = new Exemplars('petstore_http_request_duration_seconds', buckets);
     const inFlight = () => this.#inFlight;
     new Gauge({
       name: 'petstore_http_requests_in_flight',
@@ -147,6 +152,14 @@ export class Metrics {
       labelNames: ['consumer', 'window'] as const,
       registers,
     });
+    this.#spansDropped = new Counter({
+      name: 'petstore_trace_spans_dropped_total',
+      help: 'Spans never exported, by reason: queue_full (the collector is slow or away), export_failed.',
+      labelNames: ['reason'] as const,
+      registers,
+    });
+    this.#spansDropped.inc({ reason: 'queue_full' }, 0);
+    this.#spansDropped.inc({ reason: 'export_failed' }, 0);
     this.#reloads.inc({ result: 'ok' }, 0);
     this.#reloads.inc({ result: 'failed' }, 0);
     this.consumers.register(this.#registry);
@@ -170,12 +183,17 @@ export class Metrics {
     this.#inFlight++;
   }
 
-  /** A request of operation `op` (from `operationOf`) was answered with `status` after `seconds`. */
-  answered(op: number, status: number, seconds: number): void {
+  /**
+   * A request of operation `op` (from `operationOf`) was answered with `status` after `seconds`;
+   * `traceId`, the exported trace it belongs to, is kept as the latency bucket's exemplar.
+   */
+  answered(op: number, status: number, seconds: number, traceId?: string): void {
     this.#inFlight--;
     const r = op * STATUSES + (status >= 100 && status < 600 ? status - 100 : STATUSES - 1);
     this.#requests[r] = (this.#requests[r] ?? 0) + 1;
-    this.#latency.observe({ operation: REQUEST_OPERATIONS[op] ?? 'other' }, seconds);
+    const operation = REQUEST_OPERATIONS[op] ?? 'other';
+    this.#latency.observe({ operation }, seconds);
+    if (traceId !== undefined) this.#exemplars.seen(operation, seconds, traceId, Date.now());
   }
 
   /** A caller on `plan` was answered 429; `reason` is the Error body's code, e.g. `rate_limited`. */
@@ -201,6 +219,11 @@ export class Metrics {
     this.#storeErrors.inc({ operation, kind });
   }
 
+  /** The trace export lost `spans` spans (`queue_full` or `export_failed`). */
+  spansDropped(spans: number, reason: string): void {
+    this.#spansDropped.inc({ reason }, spans);
+  }
+
   /** The keys now loaded, by plan (at start and after each reload). */
   keysLoaded(byPlan: Record<string, number>): void {
     for (const plan of PLAN_NAMES) this.#keys.set({ plan }, byPlan[plan] ?? 0);
@@ -219,5 +242,10 @@ export class Metrics {
   /** Everything, in the Prometheus text exposition format. */
   render(): Promise<string> {
     return this.#registry.metrics();
+  }
+
+  /** Everything in OpenMetrics, the latency histogram with its exemplars (trace ids). */
+  async renderOpenMetrics(): Promise<string> {
+    return this.#exemplars.openMetrics(await this.#registry.metrics());
   }
 }

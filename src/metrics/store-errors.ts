@@ -1,16 +1,24 @@
 import { storeErrorKind } from '../store/errors.ts';
-import { type CallWrap, OUTBOX_CALLS, type PetStore, STORE_CALLS, wrapCalls } from '../store/store.ts';
+import {
+  type CallWrap,
+  OUTBOX_CALLS,
+  type PetStore,
+  STORE_CALLS,
+  type WrappedStore,
+  wrapCalls,
+} from '../store/store.ts';
 import { STORE_OPERATIONS } from './labels.ts';
 import type { Metrics } from './registry.ts';
 
 /**
  * The store, counting the calls that fail (every call of `STORE_CALLS` and `OUTBOX_CALLS`, under
- * its `counted` operation); the error itself is passed on unchanged.
+ * its `counted` operation); the error itself is passed on unchanged. Its `backend` is the wrapped
+ * store's own, so the keys are still found there (`keyStoreOf`).
  *
  * @example
  * createApp({ store: countStoreErrors(store, metrics), ... })
  */
-export function countStoreErrors(store: PetStore, metrics: Metrics): PetStore {
+export function countStoreErrors(store: PetStore | WrappedStore, metrics: Metrics): WrappedStore {
   // One rejection handler per operation, made once, so a call allocates only its promise.
   const failed = new Map<string, (err: unknown) => never>(
     STORE_OPERATIONS.map((operation) => [
@@ -26,6 +34,7 @@ export function countStoreErrors(store: PetStore, metrics: Metrics): PetStore {
   return {
     ...wrapCalls(store, STORE_CALLS, count),
     ...(outbox ? { outbox: wrapCalls(outbox, OUTBOX_CALLS, count) } : {}),
+    backend: 'backend' in store ? store.backend : store,
     version: () => store.version(),
     close: () => store.close(),
   };

@@ -78,9 +78,11 @@ describe('health routes', () => {
       ping: () => Promise.reject(new Error('connect ECONNREFUSED 10.0.0.5:5432')),
     });
     const { app, lines } = setup({ store });
-    expect((await answer(await app.request('/readyz')))[3]).toEqual(unavailable('The store is not reachable.'));
+    const res = await app.request('/readyz');
+    expect((await answer(res))[3]).toEqual(unavailable('The store is not reachable.'));
+    // Not traced: the line names the request, with no trace.
     expect(lines).toEqual([
-      '{"time":"1970-01-01T00:00:00.000Z","level":"warn","msg":"not ready: the store does not answer","error":"connect ECONNREFUSED 10.0.0.5:5432"}',
+      `{"time":"1970-01-01T00:00:00.000Z","level":"warn","msg":"not ready: the store does not answer","requestId":"${res.headers.get('x-request-id')}","error":"connect ECONNREFUSED 10.0.0.5:5432"}`,
     ]);
     expect((await app.request('/healthz')).status).toBe(200);
   });

@@ -1,9 +1,10 @@
 import type { OpsRoute } from '../core/ops-route.ts';
+import { OPENMETRICS_CONTENT_TYPE } from '../metrics/exemplars.ts';
 import { METRICS_CONTENT_TYPE } from '../metrics/labels.ts';
 import type { Metrics } from '../metrics/registry.ts';
 
 /**
- * `GET /metrics` in the Prometheus text format, no key, no rate limit.
+ * `GET /metrics` in the Prometheus text format, or OpenMetrics when asked for; no key, no rate limit.
  *
  * @example
  * const route = metricsRoute(metrics)
@@ -13,11 +14,20 @@ export function metricsRoute(metrics: Metrics): OpsRoute {
     id: 'metrics',
     method: 'GET',
     path: '/metrics',
-    handler: async () => ({
-      status: 200,
-      body: await metrics.render(),
-      type: METRICS_CONTENT_TYPE,
-      headers: { 'Cache-Control': 'no-store' },
-    }),
+    // OpenMetrics (with the latency's exemplars) when the scraper asks for it, as Prometheus does.
+    handler: async (c) =>
+      c.req.header('accept')?.includes('application/openmetrics-text')
+        ? {
+            status: 200,
+            body: await metrics.renderOpenMetrics(),
+            type: OPENMETRICS_CONTENT_TYPE,
+            headers: { 'Cache-Control': 'no-store', Vary: 'Accept' },
+          }
+        : {
+            status: 200,
+            body: await metrics.render(),
+            type: METRICS_CONTENT_TYPE,
+            headers: { 'Cache-Control': 'no-store', Vary: 'Accept' },
+          },
   };
 }

@@ -12,8 +12,10 @@ import {
 import { AllowedRanges } from '../keys/webhook-targets.ts';
 import { createLogger, type Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
+import { countStoreErrors } from '../metrics/store-errors.ts';
 import { describeData, openStore } from '../store/open.ts';
-import type { PetStore } from '../store/store.ts';
+import type { PetStore, WrappedStore } from '../store/store.ts';
+import { tracesUrl } from '../trace/settings.ts';
 import { VERSION } from '../version.ts';
 import { notifier } from '../webhooks/notify.ts';
 import { PUBLIC_TARGETS } from '../webhooks/sender.ts';
@@ -40,12 +42,11 @@ export async function startServer(config: Config): Promise<void> {
   const log = createLogger({ level: config.logLevel, format: config.logFormat });
   const adapter = await loadAdapter();
   const metrics = await metricsOf(config, adapter);
+  const traces = await tracesOf(config, metrics);
   const keys = new LiveKeys(config.keys, log, metrics);
   checkOpenFiles(log, openFilesNeeded(keys.consumers, config.maxInFlight));
   const listeners = await Listeners.bind(config, adapter, metrics);
-  const store = await listeners.unlessFailed(() =>
-    openStore(config.data, log, { timeoutMs: config.storeTimeoutSeconds * 1_000 }),
-  );
+  const store = await listeners.unlessFailed(() => storeOf(config, log, metrics));
   await listeners.unlessFailed(
     () => keys.openStore(store),
     () => store.close(),
@@ -53,6 +54,7 @@ export async function startServer(config: Config): Promise<void> {
   const { limiter, shared } = await openLimiter(config, log, metrics);
   const webhooks = webhooksOf(store, config, log, metrics, keys);
   let stopping = false;
+  let stoppingAt = 0;
   const gate = gateOptions(config, adapter, keys, limiter, log);
   listeners.serve(
     createApp({
@@ -82,6 +84,7 @@ export async function startServer(config: Config): Promise<void> {
     shutdownSeconds: config.shutdownSeconds,
     onStopping: () => {
       stopping = true;
+      stoppingAt = Date.now();
       // Attempts under way are cut short now: Bun's drain waits for the outgoing ones too.
       void webhooks.worker?.stop();
     },
@@ -90,9 +93,11 @@ export async function startServer(config: Config): Promise<void> {
       await webhooks.worker?.stop();
       await store.close();
       await shared?.close();
+      // What is queued is sent within what is left of the grace period (half a second at least).
+      await traces?.shutdown(Math.max(FLUSH_MIN_MS, stoppingAt + config.shutdownSeconds * 1_000 - Date.now()));
     },
   });
-  announce(config, adapter.name, keys, listeners, adminServer, log);
+  announce(config, adapter.name, keys, listeners, adminServer, log, traces?.url);
 }
 
 async function loadAdapter(): Promise<RuntimeAdapter> {
@@ -111,6 +116,29 @@ async function metricsOf(config: Config, adapter: RuntimeAdapter): Promise<Metri
   if (!config.metrics && config.metricsPort === null) return undefined;
   const { Metrics } = await import('../metrics/registry.ts');
   return new Metrics({ version: VERSION, runtime: adapter.name, latencyObjectives: config.latencyObjectives });
+}
+
+/** The least time a shutdown gives the trace export to send what is queued. */
+const FLUSH_MIN_MS = 500;
+
+/**
+ * The trace export when an endpoint is configured; none (and the SDK never loaded) otherwise.
+ * Spans it drops are counted on `/metrics`.
+ */
+async function tracesOf(config: Config, metrics: Metrics | undefined) {
+  const url = tracesUrl(config.otelTracesEndpoint, config.otelEndpoint);
+  if (url === undefined) return undefined;
+  const { startTraceExport } = await import('../trace/export.ts');
+  const exported = startTraceExport({
+    url,
+    headers: config.otelHeaders,
+    serviceName: config.otelServiceName,
+    resourceAttributes: config.otelResourceAttributes,
+    sampler: config.otelSampler,
+    samplerArg: config.otelSamplerArg,
+    ...(metrics ? { dropped: (spans: number, reason: string) => metrics.spansDropped(spans, reason) } : {}),
+  });
+  return { url, shutdown: exported.shutdown };
 }
 
 /**
@@ -209,8 +237,26 @@ async function openLimiter(config: Config, log: Logger, metrics: Metrics | undef
   return { limiter, shared };
 }
 
-/** Webhook events live in the store's outbox (when it has one): recorded before the answer, delivered by the worker off the request path. */
-function webhooksOf(store: PetStore, config: Config, log: Logger, metrics: Metrics | undefined, keys: LiveKeys) {
+/**
+ * The one store every part is given (the API, the keys, the webhook worker and notifier): every
+ * call bounded in time (`--store-timeout`) and, with metrics, its failures counted. No part
+ * reaches the store around these wrappers.
+ */
+export async function storeOf(config: Config, log: Logger, metrics: Metrics | undefined): Promise<WrappedStore> {
+  const store = await openStore(config.data, log, { timeoutMs: config.storeTimeoutSeconds * 1_000 });
+  return metrics ? countStoreErrors(store, metrics) : store;
+}
+
+/**
+ * Webhook events live in the store's outbox (when it has one): recorded before the answer,
+ * delivered by the worker off the request path. Both use the outbox of `storeOf`'s store: its
+ * failures are counted, and the worker's calls take the same time bound as a request's. The
+ * worker needs no longer one: its slow part, the sends, is outside its store calls; a pass
+ * waits for each call, and `stop` waits for the pass, so an unbounded call on a stuck connection
+ * would hold up shutdown; and sharing the bound means a database found away is answered at
+ * once to the worker too, and a worker call that finds it away spares the requests the wait.
+ */
+export function webhooksOf(store: PetStore, config: Config, log: Logger, metrics: Metrics | undefined, keys: LiveKeys) {
   const { outbox } = store;
   if (!outbox) return {};
   const worker = new DeliveryWorker({
@@ -250,6 +296,7 @@ function announce(
   listeners: Listeners,
   admin: RunningServer | undefined,
   log: Logger,
+  traces: string | undefined,
 ): void {
   if (keys.devToken) announceDevKey(keys.devToken, origin(config.host, listeners.main.port), log);
   log.info('listening', {
@@ -258,6 +305,7 @@ function announce(
     address: `http://${config.host}:${listeners.main.port}`,
     data: describeData(config.data),
     keysByPlan: keys.table.countByPlan(),
+    ...(traces ? { traces } : {}),
     ...(listeners.metrics ? { metrics: `http://${config.host}:${listeners.metrics.port}/metrics` } : {}),
     ...(admin ? { admin: `http://${config.adminHost}:${admin.port}/admin/v1` } : {}),
   });

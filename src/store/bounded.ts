@@ -14,7 +14,8 @@ import { clearTimeout, setTimeout } from 'node:timers';
 import { type Clock, systemClock } from '../core/clock.ts';
 import type { Logger } from '../log.ts';
 import { OUTCOME_UNKNOWN, StoreTimeoutError, StoreUnreachableError } from './errors.ts';
-import { type CallWrap, OUTBOX_CALLS, type PetStore, STORE_CALLS, wrapCalls } from './store.ts';
+import { type CallWrap, OUTBOX_CALLS, type PetStore, STORE_CALLS, type WrappedStore, wrapCalls } from './store.ts';
+import { type DbSystem, tracedCalls } from './traced.ts';
 
 /** `--store-timeout`'s default: the longest a request waits for the store. */
 export const DEFAULT_STORE_TIMEOUT_MS = 2_000;
@@ -42,6 +43,8 @@ export interface BoundedStoreOptions {
   readonly probeIntervalMs?: number;
   readonly clock?: Clock;
   readonly timers?: Timers;
+  /** The database, for the calls' spans (src/store/traced.ts): `sqlite`, `postgresql`; none in memory. */
+  readonly system?: DbSystem;
 }
 
 /** A call in flight: rejected with `StoreTimeoutError` at `deadline` unless settled before. */
@@ -55,15 +58,14 @@ interface Call {
 }
 
 /** A store whose every call is bounded in time, and whether its database is away now. */
-export interface BoundedStore extends PetStore {
-  /** The store every call is passed to. */
-  readonly backend: PetStore;
+export interface BoundedStore extends WrappedStore {
   /** True while calls are answered at once because the database is away. */
   readonly away: boolean;
 }
 
 /**
- * `backend` with every call of `STORE_CALLS` and `OUTBOX_CALLS` bounded.
+ * `backend` with every call of `STORE_CALLS` and `OUTBOX_CALLS` bounded, each in a span of the
+ * request's trace when it is recorded.
  *
  * @example
  * const store = boundStore(await PostgresStore.open({ url, log }), { timeoutMs: 2_000, log });
@@ -71,7 +73,8 @@ export interface BoundedStore extends PetStore {
  */
 export function boundStore(backend: PetStore, options: BoundedStoreOptions): BoundedStore {
   const bound = new Bound(backend, options);
-  const call: CallWrap = (run, { doing, write }) => bound.call(doing, write, run);
+  // Each call in its span, around the bound, so a time-out ends the span as Error.
+  const call: CallWrap = tracedCalls((run, { doing, write }) => bound.call(doing, write, run), options.system);
   const { outbox } = backend;
   return {
     ...wrapCalls(backend, STORE_CALLS, call),

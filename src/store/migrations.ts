@@ -174,6 +174,14 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE TRIGGER pets_changed AFTER UPDATE OR DELETE OR TRUNCATE ON pets
         FOR EACH STATEMENT EXECUTE FUNCTION petstore_pets_changed();`,
   },
+  {
+    version: 7,
+    name: 'webhook_outbox_trace',
+    // The W3C traceparent of the request whose decision recorded the event: its delivery's span
+    // links to that request's. NULL for events recorded outside a request (key.expiring).
+    sqlite: 'ALTER TABLE webhook_outbox ADD COLUMN traceparent TEXT;',
+    postgres: 'ALTER TABLE webhook_outbox ADD COLUMN traceparent TEXT;',
+  },
 ];
 
 /** The schema version this build writes. */

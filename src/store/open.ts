@@ -33,7 +33,9 @@ export async function openStore(
   log: Logger,
   { timeoutMs = DEFAULT_STORE_TIMEOUT_MS }: OpenStoreOptions = {},
 ): Promise<BoundedStore> {
-  return boundStore(await openBackend(data, log, timeoutMs), { timeoutMs, log });
+  const backend = await openBackend(data, log, timeoutMs);
+  const system = backend instanceof MemoryStore ? undefined : POSTGRES_URL.test(data) ? 'postgresql' : 'sqlite';
+  return boundStore(backend, { timeoutMs, log, ...(system ? { system } : {}) });
 }
 
 async function openBackend(data: string, log: Logger, timeoutMs: number): Promise<PetStore> {

@@ -7,8 +7,9 @@
 import type { Dropped, Settlement } from './outbox.ts';
 import { column } from './rows.ts';
 
-export const RECORD = `INSERT INTO webhook_outbox (id, consumer, type, payload, created_at, next_at)
-  VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`;
+/** Parameters: id, consumer, type, payload, created_at, next_at, traceparent. */
+export const RECORD = `INSERT INTO webhook_outbox (id, consumer, type, payload, created_at, next_at, traceparent)
+  VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`;
 
 const DUE_ROW = "status = 'pending' AND next_at <= ? AND coalesce(claimed_until, 0) <= ?";
 
@@ -20,7 +21,7 @@ export const claim = (lock: '' | 'FOR UPDATE SKIP LOCKED') => `UPDATE webhook_ou
   SET claimed_by = ?, claimed_until = ?
   WHERE id IN (SELECT id FROM webhook_outbox WHERE ${DUE_ROW} ORDER BY created_at, id LIMIT ? ${lock})
     AND status = 'pending' AND coalesce(claimed_until, 0) <= ?
-  RETURNING id, consumer, type, payload, created_at, attempts`;
+  RETURNING id, consumer, type, payload, created_at, attempts, traceparent`;
 
 /** Parameters: status, next_at, last_error, id, owner. */
 export const SETTLE = `UPDATE webhook_outbox

@@ -16,6 +16,8 @@ export interface OutboxEvent {
   readonly payload: string;
   /** Epoch ms it was recorded. */
   readonly createdAt: number;
+  /** The W3C `traceparent` of the request that recorded it: its delivery's span links there. */
+  readonly traceparent?: string;
 }
 
 /** An event leased to a worker, with the attempts made so far. */
@@ -106,13 +108,14 @@ export class MemoryOutbox implements Outbox {
       r.claimedBy = owner;
       r.claimedUntil = now + leaseMs;
     }
-    return due.map(({ id, consumer, type, payload, createdAt, attempts }) => ({
+    return due.map(({ id, consumer, type, payload, createdAt, attempts, traceparent }) => ({
       id,
       consumer,
       type,
       payload,
       createdAt,
       attempts,
+      ...(traceparent === undefined ? {} : { traceparent }),
     }));
   }
 
@@ -175,7 +178,8 @@ export function entryFromRow(row: unknown): OutboxEntry {
   ) {
     throw new TypeError('unexpected row in webhook_outbox');
   }
-  return { id, consumer, type, payload, createdAt, attempts };
+  const traceparent = typeof r.traceparent === 'string' ? { traceparent: r.traceparent } : {};
+  return { id, consumer, type, payload, createdAt, attempts, ...traceparent };
 }
 
 /** The stats of rows `(status, n, oldest)` grouped by status, as both engines return them. */

@@ -53,7 +53,7 @@ describe.skipIf(!SERVER)('PostgresStore', () => {
       backend: 'postgres',
       synchronousCommit: 'on',
       schemaVersion: SCHEMA_VERSION,
-      migrated: [1, 2, 3, 4, 5, 6],
+      migrated: [1, 2, 3, 4, 5, 6, 7],
     });
     for (const name of ['a', 'b', 'c']) await first.create({ name, categoryId: 9007199254740991, status: 'sold' });
     await first.close();
@@ -65,6 +65,7 @@ describe.skipIf(!SERVER)('PostgresStore', () => {
       { version: 4, name: 'webhook_outbox' },
       { version: 5, name: 'key_consumer_terms' },
       { version: 6, name: 'pets_notify' },
+      { version: 7, name: 'webhook_outbox_trace' },
     ] as never);
     await sql`DELETE FROM pets WHERE id = 3`;
     await sql.end();

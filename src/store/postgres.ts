@@ -106,7 +106,15 @@ export class PostgresStore implements PetStore, WithKeyStore {
       await this.#write('record events', () =>
         this.#sql.begin(async (tx) => {
           for (const e of events) {
-            await tx.unsafe(OUTBOX.record, [e.id, e.consumer, e.type, e.payload, e.createdAt, e.createdAt]);
+            await tx.unsafe(OUTBOX.record, [
+              e.id,
+              e.consumer,
+              e.type,
+              e.payload,
+              e.createdAt,
+              e.createdAt,
+              e.traceparent ?? null,
+            ]);
           }
         }),
       );

@@ -45,6 +45,7 @@ describe('SqliteStore file', () => {
       { version: 4, name: 'webhook_outbox' },
       { version: 5, name: 'key_consumer_terms' },
       { version: 6, name: 'pets_notify' },
+      { version: 7, name: 'webhook_outbox_trace' },
     ]);
     db.close();
     await store.close();
@@ -57,7 +58,7 @@ describe('SqliteStore file', () => {
       journal: 'wal',
       synchronous: 'FULL',
       schemaVersion: SCHEMA_VERSION,
-      migrated: [1, 2, 3, 4, 5, 6],
+      migrated: [1, 2, 3, 4, 5, 6, 7],
     });
   });
 
@@ -113,7 +114,7 @@ describe('SqliteStore file', () => {
     const lines: string[] = [];
     const store = open(path, createLogger({ write: (l) => lines.push(l) }));
     expect(lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'store opened')).toMatchObject({
-      migrated: [2, 3, 4, 5, 6],
+      migrated: [2, 3, 4, 5, 6, 7],
     });
     expect(await store.get(1)).toEqual({ id: 1, name: 'old', categoryId: 1, status: 'sold' });
     const now = Date.UTC(2026, 10, 22);

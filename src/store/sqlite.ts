@@ -133,7 +133,9 @@ export class SqliteStore implements PetStore, WithKeyStore {
     record: async (events) => {
       await this.#enqueue(() => {
         for (const e of events)
-          this.#db.prepare(RECORD).get(e.id, e.consumer, e.type, e.payload, e.createdAt, e.createdAt);
+          this.#db
+            .prepare(RECORD)
+            .get(e.id, e.consumer, e.type, e.payload, e.createdAt, e.createdAt, e.traceparent ?? null);
       });
     },
     claim: async (owner, now, leaseMs, limit) => {

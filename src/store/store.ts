@@ -51,6 +51,11 @@ export interface PetStore {
   close(): Promise<void>;
 }
 
+/** A store behind a wrapper (the time bound, error counts): `backend` is the store its calls reach. */
+export interface WrappedStore extends PetStore {
+  readonly backend: PetStore;
+}
+
 /** The names of `T`'s methods that return a promise. */
 type Calls<T> = { [K in keyof T]-?: T[K] extends (...args: never[]) => Promise<unknown> ? K : never }[keyof T];
 

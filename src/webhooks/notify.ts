@@ -11,6 +11,7 @@ import type { Decision } from '../core/decision.ts';
 import type { Consumer } from '../keys/file.ts';
 import type { Logger } from '../log.ts';
 import type { Outbox } from '../store/outbox.ts';
+import { currentTraceParent } from '../trace/spans.ts';
 import { noticeEvents } from './events.ts';
 
 export interface NotifierOptions {
@@ -31,7 +32,10 @@ export interface NotifierOptions {
  */
 export function notifier({ outbox, log, clock, recorded }: NotifierOptions) {
   return async function notify(consumer: Consumer, decision: Decision): Promise<void> {
-    const events = noticeEvents(consumer, decision, clock.now());
+    // The request's trace goes with its events: each delivery's span links back to it.
+    const traceparent = currentTraceParent();
+    const noticed = noticeEvents(consumer, decision, clock.now());
+    const events = traceparent ? noticed.map((e) => ({ ...e, traceparent })) : noticed;
     try {
       await outbox.record(events);
       recorded?.();

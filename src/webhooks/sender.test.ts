@@ -54,7 +54,7 @@ test('an allowed range is reached, at the address the check resolved (the name i
   const { asked, resolve } = resolver('127.0.0.1');
   // `.invalid` never resolves anywhere else: the connection can only go where the check said.
   const result = await attempt(`http://hooks.invalid:${hooks.port}/hooks`, secret, resolve, ['127.0.0.0/8']);
-  expect(result).toEqual({ ok: true });
+  expect(result).toEqual({ ok: true, status: 200 });
   expect(asked).toEqual(['hooks.invalid']);
   expect(hooks.delivered().map((r) => [r.id, r.body?.type])).toEqual([['msg_1', 'quota.threshold']]);
 });

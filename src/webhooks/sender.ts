@@ -24,10 +24,14 @@ export interface Attempt {
   readonly secret: string;
   /** When it is signed (epoch ms): `webhook-timestamp`. */
   readonly at: number;
+  /** The delivery's span as W3C Trace Context, sent as `traceparent` so the receiver's trace continues it. */
+  readonly traceparent?: string;
 }
 
-/** Delivered, or why not (for the outbox's `last_error`; never the secret). */
-export type AttemptResult = { readonly ok: true } | { readonly ok: false; readonly error: string };
+/** Delivered, or why not (for the outbox's `last_error`; never the secret); the receiver's status when it answered. */
+export type AttemptResult =
+  | { readonly ok: true; readonly status?: number }
+  | { readonly ok: false; readonly error: string; readonly status?: number };
 
 /** Every address a host name resolves to (the system resolver's answer, as `dns.lookup` gives it). */
 export type Resolve = (host: string) => Promise<readonly { address: string; family: number }[]>;
@@ -78,8 +82,9 @@ export async function send(
       'webhook-id': attempt.id,
       'webhook-timestamp': String(Math.floor(attempt.at / 1_000)),
       'webhook-signature': signature,
+      ...(attempt.traceparent ? { traceparent: attempt.traceparent } : {}),
     });
-    return status >= 200 && status < 300 ? { ok: true } : { ok: false, error: `HTTP ${status}` };
+    return status >= 200 && status < 300 ? { ok: true, status } : { ok: false, error: `HTTP ${status}`, status };
   } catch (err) {
     if (err instanceof RefusedTarget) return { ok: false, error: err.message };
     if (stop?.aborted) return { ok: false, error: 'the server stopped before the answer' };

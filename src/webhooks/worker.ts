@@ -9,13 +9,37 @@
  */
 import { randomUUID } from 'node:crypto';
 import { clearInterval, setInterval, setTimeout } from 'node:timers';
+import type { Attributes } from '@opentelemetry/api';
 import { type Clock, systemClock } from '../core/clock.ts';
 import type { Consumer, KeyRecord } from '../keys/file.ts';
 import type { Logger } from '../log.ts';
 import type { Outbox, OutboxEntry, OutboxStats } from '../store/outbox.ts';
+import { clientSpan } from '../trace/spans.ts';
 import { expiringEvents } from './events.ts';
 import { nextAttemptAt, RETRY_DELAYS_MS } from './schedule.ts';
 import { type AttemptResult, PUBLIC_TARGETS, SEND_TIMEOUT_MS, send, type Targets } from './sender.ts';
+
+/**
+ * A delivery's span attributes (OpenTelemetry's HTTP client conventions): the receiver's host
+ * and port, never its path or query (a receiver's URL may carry a token), nor the secret.
+ */
+function deliveryAttributes(entry: OutboxEntry, url: string): Attributes {
+  const { hostname, port, protocol } = new URL(url);
+  return {
+    'http.request.method': 'POST',
+    'server.address': hostname,
+    'server.port': port === '' ? (protocol === 'https:' ? 443 : 80) : Number(port),
+    'petstore.consumer.name': entry.consumer,
+    'petstore.webhook.event': entry.type,
+    'petstore.webhook.attempt': entry.attempts + 1,
+  };
+}
+
+/** A delivery's outcome on its span: the receiver's status; Error unless it answered 2xx. */
+const DELIVERY_SPAN = {
+  outcome: (r: AttemptResult): Attributes => (r.status === undefined ? {} : { 'http.response.status_code': r.status }),
+  error: (r: AttemptResult) => (r.ok ? undefined : r.error),
+};
 
 /** How often the outbox is looked at when nothing wakes the worker. */
 const POLL_MS = 1_000;
@@ -152,11 +176,25 @@ export class DeliveryWorker {
     const { outbox, clock, log, report, delays, timeoutMs, targets } = this.#o;
     const webhook = consumer?.webhook;
     const result: AttemptResult = webhook
-      ? await send(
-          { id: entry.id, payload: entry.payload, url: webhook.url, secret: webhook.secret, at: clock.now() },
-          timeoutMs,
-          this.#stop.signal,
-          targets,
+      ? await clientSpan(
+          'POST',
+          deliveryAttributes(entry, webhook.url),
+          entry.traceparent,
+          (traceparent) =>
+            send(
+              {
+                id: entry.id,
+                payload: entry.payload,
+                url: webhook.url,
+                secret: webhook.secret,
+                at: clock.now(),
+                ...(traceparent ? { traceparent } : {}),
+              },
+              timeoutMs,
+              this.#stop.signal,
+              targets,
+            ),
+          DELIVERY_SPAN,
         )
       : { ok: false, error: 'the consumer has no webhook now' };
     const now = clock.now();

@@ -7,10 +7,12 @@
  * Time. Without a `clock`, the script reads the Redis server's TIME: one clock for all
  * instances, so their skew cannot stretch or shrink a window. Tests pass a fake clock.
  */
+import { SpanKind } from '@opentelemetry/api';
 import type { Redis } from 'ioredis';
 import * as v from 'valibot';
 import type { Clock } from '../../core/clock.ts';
 import type { Decision, Notice, Outcome } from '../../core/decision.ts';
+import { childSpan } from '../../trace/spans.ts';
 import type { LimiterEvent, RateLimiter, Subject } from './limiter.ts';
 import { decisionFromCounts, STATE_TTL_MS, type WindowCounts, withNotices } from './memory.ts';
 import { DECIDE_SCRIPT, DECIDE_SHA1 } from './redis-script.ts';
@@ -157,8 +159,15 @@ export class RedisLimiter implements RateLimiter {
     };
   }
 
-  /** EVALSHA, and EVAL when Redis does not have the script (restarted, flushed, failed over). */
-  async #run(keys: string[], args: (string | number)[]): Promise<unknown> {
+  /**
+   * EVALSHA, and EVAL when Redis does not have the script (restarted, flushed, failed over), in
+   * a client span of the request's trace when it is recorded.
+   */
+  #run(keys: string[], args: (string | number)[]): Promise<unknown> {
+    return childSpan('EVALSHA', REDIS_SPAN, () => this.#eval(keys, args), { kind: SpanKind.CLIENT });
+  }
+
+  async #eval(keys: string[], args: (string | number)[]): Promise<unknown> {
     try {
       return await this.#client.evalsha(DECIDE_SHA1, keys.length, ...keys, ...args);
     } catch (err) {
@@ -190,6 +199,9 @@ export function replyDecision(subject: Subject, reply: ScriptReply, unused: numb
   );
   return reply.notices.length === 0 ? decision : withNotices(decision, reply.notices);
 }
+
+/** The Redis run's span attributes (OpenTelemetry's database conventions; never the key or arguments). */
+const REDIS_SPAN = { 'db.system.name': 'redis', 'db.operation.name': 'EVALSHA' } as const;
 
 /** The script's flat list of notices (kind, window, threshold, period; a ban's end for a period) as Notices. */
 function noticesOf(flat: readonly number[]): Notice[] {

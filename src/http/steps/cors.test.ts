@@ -45,7 +45,9 @@ describe('corsStep', () => {
       expect(res.status).toBe(204);
       expect(res.headers.get('access-control-allow-origin')).toBe(APP);
       expect(res.headers.get('access-control-allow-methods')).toBe('GET,HEAD,POST');
-      expect(res.headers.get('access-control-allow-headers')).toBe('Authorization,Content-Type,Idempotency-Key');
+      expect(res.headers.get('access-control-allow-headers')).toBe(
+        'Authorization,Content-Type,Idempotency-Key,traceparent,tracestate',
+      );
       expect(res.headers.get('x-ratelimit-remaining')).toBeNull();
     }
     const first = await app.request('/v1/pets', { headers: { ...auth, Origin: APP } });

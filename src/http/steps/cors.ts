@@ -20,6 +20,7 @@ export const EXPOSED_HEADERS = [
   'Sunset',
   'ETag',
   'X-Request-Id',
+  'traceresponse',
   'Idempotent-Replayed',
   'WWW-Authenticate',
   'Allow',
@@ -27,7 +28,7 @@ export const EXPOSED_HEADERS = [
 
 /** What a browser may send: the API's methods and the request headers the contract uses. */
 const ALLOW_METHODS = 'GET,HEAD,POST';
-const ALLOW_HEADERS = 'Authorization,Content-Type,Idempotency-Key';
+const ALLOW_HEADERS = 'Authorization,Content-Type,Idempotency-Key,traceparent,tracestate';
 /** How long a browser may reuse a preflight's answer (Chromium caps it at 2 hours). */
 const MAX_AGE_SECONDS = '600';
 const EXPOSED = EXPOSED_HEADERS.join(',');

@@ -5,6 +5,7 @@ import type { Caller } from '../../gateway/index.ts';
 import type { ConsumerMetrics } from '../../metrics/consumers.ts';
 import { operationIndex } from '../../metrics/labels.ts';
 import type { Metrics } from '../../metrics/registry.ts';
+import type { RequestScope } from '../../trace/scope.ts';
 
 export interface CountRequestsOptions {
   metrics: Metrics;
@@ -33,8 +34,10 @@ export function requestCounter({ metrics, now = () => performance.now(), operati
       metrics.started();
       return now();
     },
-    finish(c: Context<AppEnv>, started: number, status: number): void {
-      metrics.answered(fixed ?? operationIndex(c.get('operation')), status, (now() - started) / 1000);
+    /** `scope`'s trace, when exported, becomes the latency's exemplar. */
+    finish(c: Context<AppEnv>, started: number, status: number, scope?: RequestScope): void {
+      const traceId = scope?.sampled ? scope.traceId : undefined;
+      metrics.answered(fixed ?? operationIndex(c.get('operation')), status, (now() - started) / 1000, traceId);
       const caller = c.get('caller');
       if (status === 429 && c.error instanceof ApiError) {
         metrics.refused(caller?.kind === 'consumer' ? caller.consumer.plan : 'anonymous', c.error.code);

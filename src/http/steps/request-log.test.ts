@@ -43,13 +43,41 @@ describe('requestLog', () => {
   test('one line per request: time, id, method, route pattern, status, duration and the key name', async () => {
     const t = setup();
     const res = await t.app.request('/v1/pets/42', {
-      headers: { 'X-Request-Id': 'abc-123', Authorization: 'Bearer psk_secret' },
+      headers: {
+        'X-Request-Id': 'abc-123',
+        Authorization: 'Bearer psk_secret',
+        traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+      },
     });
     expect(res.headers.get('x-request-id')).toBe('abc-123');
+    // The caller's trace is continued; without an exporter nothing is sampled, and the span id is the request's own.
+    const spanId = /^00-4bf92f3577b34da6a3ce929d0e0e4736-([0-9a-f]{16})-00$/.exec(
+      res.headers.get('traceresponse') ?? '',
+    )?.[1];
+    expect(spanId).toMatch(/^[0-9a-f]{16}$/);
+    expect(spanId).not.toBe('00f067aa0ba902b7');
     expect(t.lines).toEqual([
-      '{"time":"2026-11-22T12:00:00.012Z","level":"info","msg":"request","requestId":"abc-123","method":"GET",' +
+      '{"time":"2026-11-22T12:00:00.012Z","level":"info","msg":"request","requestId":"abc-123",' +
+        `"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanId":"${spanId}","method":"GET",` +
         '"route":"/v1/pets/:petId","status":200,"durationMs":12,"consumer":"acme","key":"acme"}',
     ]);
+  });
+
+  test.each([
+    ['00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7', 'no flags'],
+    ['00-00000000000000000000000000000000-00f067aa0ba902b7-01', 'an all-zero trace id'],
+    ['00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01', 'an all-zero parent id'],
+    ['ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', 'version ff'],
+    ['00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01', 'upper-case hex'],
+    ['00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x', 'version 00 with more'],
+  ])('a malformed traceparent (%s: %s) starts a new trace and the request is answered', async (traceparent) => {
+    const t = setup();
+    const res = await t.app.request('/v1/pets/42', { headers: { Authorization: 'Bearer psk_secret', traceparent } });
+    expect(res.status).toBe(200);
+    const [, traceId, spanId] =
+      /^00-([0-9a-f]{32})-([0-9a-f]{16})-00$/.exec(res.headers.get('traceresponse') ?? '') ?? [];
+    expect(traceId).not.toBe('4bf92f3577b34da6a3ce929d0e0e4736');
+    expect(t.json()[0]).toMatchObject({ traceId, spanId });
   });
 
   test.each([

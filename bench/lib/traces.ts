@@ -1,0 +1,93 @@
+/**
+ * The bench's trace scenario: the list path on the product without an endpoint (ids in the log
+ * lines, the `traceresponse` header and the request scope all paid), on the base build (no trace
+ * code at all) and on two products exporting to a live OTLP/HTTP receiver: one sampling 1% of
+ * new traces (`parentbased_traceidratio`), one every request. The receiver answers each export
+ * at once with an empty `ExportTraceServiceResponse`, as a collector does, without decoding it.
+ */
+import type { Server } from 'bun';
+import type { ServerName } from './report.ts';
+import type { Running } from './servers.ts';
+import { LIST, type Scenario, startSeeded, tokenOf } from './setup.ts';
+
+export const TRACES_SCENARIO: Scenario = {
+  id: 'traces',
+  label: `GET ${LIST}: no trace endpoint, 1% and every request exported`,
+  expect: 200,
+  servers: ['petstore', 'base', 'traced1', 'tracedall'],
+  data: 'traces',
+  load: { method: 'GET', path: LIST, token: tokenOf('bench'), addresses: 0 },
+};
+
+/** What the receiver got over the whole scenario. */
+export interface TracesFigures {
+  readonly exports: number;
+  readonly bytes: number;
+  /** Spans each exporting product dropped (its /metrics), after the rounds. */
+  readonly dropped: Partial<Record<ServerName, number>>;
+}
+
+export interface TracesFleet {
+  readonly servers: Partial<Record<ServerName, Running>>;
+  readonly logs: Partial<Record<ServerName, string>>;
+  /** The receiver's figures and the products' drops, read while they run. */
+  finish(): Promise<TracesFigures>;
+  /** Stops the receiver (after the servers). */
+  close(): void;
+}
+
+/** The three products (and the base build when given), each on its own seeded file. */
+export async function startTracesFleet(
+  dir: string,
+  cmd: string[],
+  keysFile: string,
+  base: string | undefined,
+): Promise<TracesFleet> {
+  let exports = 0;
+  let bytes = 0;
+  const receiver: Server<undefined> = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    async fetch(req) {
+      bytes += (await req.arrayBuffer()).byteLength;
+      exports++;
+      return new Response(new Uint8Array(0), { headers: { 'Content-Type': 'application/x-protobuf' } });
+    },
+  });
+  // All four count on /metrics (the exporting ones' drops are read from it), so they differ only in tracing.
+  const metrics = ['--metrics'];
+  const endpoint = [...metrics, '--otel-endpoint', `http://127.0.0.1:${receiver.port}`];
+  const [petstore, petstoreLog] = await startSeeded(cmd, dir, 'traces-none', keysFile, metrics);
+  const [traced1, traced1Log] = await startSeeded(cmd, dir, 'traces-1pct', keysFile, [
+    ...endpoint,
+    ...['--otel-sampler', 'parentbased_traceidratio', '--otel-sampler-arg', '0.01'],
+  ]);
+  const [tracedall, tracedallLog] = await startSeeded(cmd, dir, 'traces-all', keysFile, endpoint);
+  const servers: Partial<Record<ServerName, Running>> = { petstore, traced1, tracedall };
+  const logs: Partial<Record<ServerName, string>> = {
+    petstore: petstoreLog,
+    traced1: traced1Log,
+    tracedall: tracedallLog,
+  };
+  if (base) {
+    const [running, baseLog] = await startSeeded([base], dir, 'traces-base', keysFile, metrics);
+    servers.base = running;
+    logs.base = baseLog;
+  }
+  return {
+    servers,
+    logs,
+    finish: async () => {
+      const dropped: TracesFigures['dropped'] = {};
+      for (const name of ['traced1', 'tracedall'] as const) {
+        const text = await (await fetch(`${servers[name]?.url}/metrics`)).text();
+        dropped[name] = text
+          .split('\n')
+          .filter((l) => l.startsWith('petstore_trace_spans_dropped_total'))
+          .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
+      }
+      return { exports, bytes, dropped };
+    },
+    close: () => void receiver.stop(true),
+  };
+}

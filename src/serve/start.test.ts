@@ -1,0 +1,55 @@
+import { Database } from 'bun:sqlite';
+import { afterEach, expect, test } from 'bun:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseConfig } from '../config.ts';
+import { createLogger } from '../log.ts';
+import { Metrics } from '../metrics/registry.ts';
+import { LiveKeys } from './live-keys.ts';
+import { storeOf, webhooksOf } from './start.ts';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+test("the webhook worker's outbox failures are counted on /metrics, like the API's store failures", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-start-'));
+  dirs.push(dir);
+  const data = join(dir, 'pets.db');
+  const config = parseConfig(['--data', data, '--metrics'], {});
+  const log = createLogger({ write: () => {} });
+  const metrics = new Metrics({ version: '1.0.0', runtime: 'bun' });
+  const store = await storeOf(config, log, metrics);
+  try {
+    // The outbox's table gone behind the server's back: every outbox call now fails.
+    const other = new Database(data);
+    other.run('DROP TABLE webhook_outbox');
+    other.close();
+    const { worker } = webhooksOf(store, config, log, metrics, new LiveKeys(config.keys, log, metrics));
+    worker?.wake(); // one pass: its claim fails, and the pass ends there
+    await worker?.stop();
+    const lines = (await metrics.render()).split('\n');
+    expect(lines).toContain('petstore_store_errors_total{operation="outbox",kind="error"} 1');
+  } finally {
+    await store.close();
+  }
+});
+
+test('with --keys store, the keys are read from the store behind the wrappers', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-start-'));
+  dirs.push(dir);
+  const config = parseConfig(['--data', join(dir, 'pets.db'), '--keys', 'store', '--metrics'], {});
+  const log = createLogger({ write: () => {} });
+  const metrics = new Metrics({ version: '1.0.0', runtime: 'bun' });
+  const store = await storeOf(config, log, metrics);
+  try {
+    const keys = new LiveKeys(config.keys, log, metrics);
+    await keys.openStore(store);
+    expect(keys.admin).toBeDefined();
+    expect(keys.table.countByPlan()).toEqual({});
+  } finally {
+    await store.close();
+  }
+});

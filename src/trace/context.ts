@@ -1,0 +1,51 @@
+/**
+ * W3C Trace Context (https://www.w3.org/TR/trace-context/): the `traceparent` a caller sends,
+ * read strictly, and the one a span sends on. Anything malformed is as if nothing were sent.
+ */
+/** A caller's `traceparent`, read. */
+export interface TraceParent {
+  readonly traceId: string;
+  readonly spanId: string;
+  readonly sampled: boolean;
+}
+
+/** Version 00 is exactly this; a later version may add fields after a further `-`. */
+const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
+const ZERO_TRACE = '0'.repeat(32);
+const ZERO_SPAN = '0'.repeat(16);
+
+/**
+ * The caller's `traceparent` when it is valid, else undefined: version `ff`, an all-zero id,
+ * upper-case hex or version 00 with anything after the flags are all refused.
+ *
+ * @example
+ * parseTraceParent('00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01')
+ * // { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7', sampled: true }
+ */
+export function parseTraceParent(header: string | undefined): TraceParent | undefined {
+  if (header === undefined || header.length < 55) return undefined;
+  const m = TRACEPARENT.exec(header.trim());
+  if (!m) return undefined;
+  const [, version, traceId, spanId, flags, rest] = m as unknown as [string, string, string, string, string, string?];
+  if (version === 'ff' || (version === '00' && rest !== undefined)) return undefined;
+  if (traceId === ZERO_TRACE || spanId === ZERO_SPAN) return undefined;
+  return { traceId, spanId, sampled: (Number.parseInt(flags, 16) & 1) === 1 };
+}
+
+/**
+ * A version-00 `traceparent` (and `traceresponse`) value.
+ *
+ * @example
+ * formatTraceParent('4bf92f3577b34da6a3ce929d0e0e4736', '00f067aa0ba902b7', true) // '00-4bf9…-00f0…-01'
+ */
+export function formatTraceParent(traceId: string, spanId: string, sampled: boolean): string {
+  return `00-${traceId}-${spanId}-${sampled ? '01' : '00'}`;
+}
+
+/** 8 hex digits of `Math.random`, as the OpenTelemetry SDK's own id generator draws them: ids need to be unique, not secret. */
+const hex8 = (): string => ((Math.random() * 0x1_0000_0000) >>> 0).toString(16).padStart(8, '0');
+
+/** A fresh trace id: 16 random bytes in hex. */
+export const newTraceId = (): string => hex8() + hex8() + hex8() + hex8();
+/** A fresh span id: 8 random bytes in hex. */
+export const newSpanId = (): string => hex8() + hex8();

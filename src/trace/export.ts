@@ -1,0 +1,181 @@
+/**
+ * The OpenTelemetry SDK, wired at start only when an OTLP endpoint is configured: a tracer
+ * provider whose spans a bounded batch processor hands to the OTLP/HTTP (protobuf) exporter.
+ * Without an endpoint this module is never loaded, and no exporter or span exists.
+ *
+ * - Sampling is the configured sampler (`OTEL_TRACES_SAMPLER`, default `parentbased_always_on`)
+ *   with two rules of the service's own: a caller's sampled flag forces a trace to be exported
+ *   only when the caller holds a valid key (`VOUCHED`), else the root sampler decides as if the
+ *   flag were unset; and a span linked to an exported one (a webhook delivery) is exported.
+ * - The queue holds `MAX_QUEUE` spans: a slow or absent collector makes it drop spans, never
+ *   wait; what is dropped (the queue full, or an export that failed) goes to `dropped`.
+ */
+import { randomUUID } from 'node:crypto';
+import { type Attributes, createNoopMeter, type Link, type Meter, type MeterProvider } from '@opentelemetry/api';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  type Sampler,
+  SamplingDecision,
+  type SamplingResult,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
+} from '@opentelemetry/sdk-trace';
+import { COMMIT, VERSION } from '../version.ts';
+import type { SamplerName } from './settings.ts';
+import { useTracer, VOUCHED } from './spans.ts';
+
+/** Spans waiting for export at most; beyond it they are dropped (and counted). */
+export const MAX_QUEUE = 2048;
+/** Spans per export request. */
+const BATCH = 512;
+/** How often the queue is sent when it is not full. */
+const DELAY_MS = 1_000;
+/** How long one export may take before it counts as failed. */
+const EXPORT_TIMEOUT_MS = 10_000;
+
+export interface TraceExportOptions {
+  /** Where spans go: the traces endpoint itself (`…/v1/traces`). */
+  readonly url: string;
+  /** Sent with each export (`OTEL_EXPORTER_OTLP_HEADERS`): an ingest token, a tenant. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** `service.name`; empty: the resource attributes', else `petstore`. */
+  readonly serviceName: string;
+  /** `OTEL_RESOURCE_ATTRIBUTES`, read. */
+  readonly resourceAttributes: Readonly<Record<string, string>>;
+  readonly sampler: SamplerName;
+  /** The ratio of the `traceidratio` samplers, 0 to 1. */
+  readonly samplerArg: number;
+  /** Told of spans lost: the queue was full, or their export failed. */
+  readonly dropped?: (spans: number, reason: 'queue_full' | 'export_failed') => void;
+}
+
+/** What start-up keeps: flushing what is queued, within a time, at shutdown. */
+export interface TraceExport {
+  shutdown(withinMs: number): Promise<void>;
+}
+
+/**
+ * Wires the SDK and hands its tracer to the instrumented code (`useTracer`).
+ *
+ * @example
+ * const tracing = startTraceExport({ url: 'http://collector:4318/v1/traces', headers: {}, … })
+ * await tracing.shutdown(5_000)
+ */
+export function startTraceExport(options: TraceExportOptions): TraceExport {
+  const exporter = new OTLPTraceExporter({
+    url: options.url,
+    headers: { ...options.headers },
+    timeoutMillis: EXPORT_TIMEOUT_MS,
+  });
+  const processor = new BatchSpanProcessor({
+    exporter,
+    maxQueueSize: MAX_QUEUE,
+    maxExportBatchSize: BATCH,
+    scheduledDelayMillis: DELAY_MS,
+    exportTimeoutMillis: EXPORT_TIMEOUT_MS,
+    ...(options.dropped ? { selfObsMeterProvider: dropCounter(options.dropped) } : {}),
+  });
+  const provider = new TracerProvider({
+    resource: resourceFromAttributes(resourceOf(options)),
+    sampler: samplerOf(options.sampler, options.samplerArg),
+    spanProcessors: [processor],
+  });
+  useTracer(provider.getTracer('petstore', VERSION));
+  return {
+    async shutdown(withinMs) {
+      useTracer(undefined);
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, Math.max(0, withinMs));
+      });
+      await Promise.race([provider.shutdown().catch(() => {}), late]);
+      clearTimeout(timer);
+    },
+  };
+}
+
+/**
+ * The resource: the service's name, version and commit, and this instance (a fresh UUID per
+ * process, as the conventions recommend), over `OTEL_RESOURCE_ATTRIBUTES`.
+ */
+function resourceOf({ serviceName, resourceAttributes }: TraceExportOptions): Attributes {
+  return {
+    'service.instance.id': randomUUID(),
+    ...resourceAttributes,
+    'service.name': serviceName || resourceAttributes['service.name'] || 'petstore',
+    'service.version': VERSION,
+    'vcs.ref.head.revision': COMMIT,
+  };
+}
+
+function samplerOf(name: SamplerName, ratio: number): Sampler {
+  const root = name.endsWith('always_on')
+    ? new AlwaysOnSampler()
+    : name.endsWith('always_off')
+      ? new AlwaysOffSampler()
+      : new TraceIdRatioBasedSampler(ratio);
+  if (!name.startsWith('parentbased_')) return root;
+  const linked = new LinkedToSampled(root);
+  return new ParentBasedSampler({ root: linked, remoteParentSampled: new Vouched(linked) });
+}
+
+const SAMPLED: SamplingResult = { decision: SamplingDecision.RECORD_AND_SAMPLED };
+
+/** A remote parent's sampled flag, honoured only for a caller the gateway vouched for. */
+class Vouched implements Sampler {
+  readonly #otherwise: Sampler;
+  constructor(otherwise: Sampler) {
+    this.#otherwise = otherwise;
+  }
+  shouldSample(...args: Parameters<Sampler['shouldSample']>): SamplingResult {
+    return args[0].getValue(VOUCHED) === true ? SAMPLED : this.#otherwise.shouldSample(...args);
+  }
+  toString(): string {
+    return `Vouched{${this.#otherwise.toString()}}`;
+  }
+}
+
+/** A new trace linked to an exported span (a webhook delivery of a traced request) is exported. */
+class LinkedToSampled implements Sampler {
+  readonly #otherwise: Sampler;
+  constructor(otherwise: Sampler) {
+    this.#otherwise = otherwise;
+  }
+  shouldSample(...args: Parameters<Sampler['shouldSample']>): SamplingResult {
+    const links: Link[] = args[5];
+    return links.some((l) => (l.context.traceFlags & 1) === 1) ? SAMPLED : this.#otherwise.shouldSample(...args);
+  }
+  toString(): string {
+    return `LinkedToSampled{${this.#otherwise.toString()}}`;
+  }
+}
+
+/** The SDK's own count of processed spans, reduced to those lost. */
+const PROCESSED = 'otel.sdk.processor.span.processed';
+
+/**
+ * A meter provider that hears only the batch processor's count of processed spans and tells
+ * `dropped` of those with an `error.type`: `queue_full`, or why their export failed.
+ */
+function dropCounter(dropped: NonNullable<TraceExportOptions['dropped']>): MeterProvider {
+  const noop = createNoopMeter();
+  const meter: Meter = Object.create(noop, {
+    createCounter: {
+      value: (name: string, ...rest: Parameters<Meter['createCounter']> extends [string, ...infer R] ? R : never) =>
+        name !== PROCESSED
+          ? noop.createCounter(name, ...rest)
+          : {
+              add(n: number, attributes?: Attributes) {
+                const error = attributes?.['error.type'];
+                if (error !== undefined) dropped(n, error === 'queue_full' ? 'queue_full' : 'export_failed');
+              },
+            },
+    },
+  });
+  return { getMeter: () => meter };
+}

@@ -1,0 +1,230 @@
+/**
+ * The service's spans, made by hand with the OpenTelemetry API around the one pipeline, the
+ * gateway's decision, the store's calls and each webhook delivery: a bundle (the compiled
+ * binary, the Node bundle) defeats instrumentation that patches modules as they load.
+ *
+ * Nothing here knows the SDK: start-up hands a tracer to `useTracer` when an endpoint is
+ * configured (src/trace/export.ts). Without one no span object is ever made, yet each request
+ * still has a trace id and a span id, continued from the caller's `traceparent` when valid, for
+ * its log lines and its `traceresponse` header.
+ */
+import {
+  type Attributes,
+  createContextKey,
+  createTraceState,
+  type Context as OtelContext,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  TraceFlags,
+  type Tracer,
+  trace,
+} from '@opentelemetry/api';
+import { formatTraceParent, newSpanId, newTraceId, parseTraceParent } from './context.ts';
+import { currentScope, inScope, type RequestScope } from './scope.ts';
+
+let tracer: Tracer | undefined;
+
+/**
+ * Every span's start and end, from one clock: the SDK anchors each span's own clock to the
+ * wall clock, a millisecond apart at worst, so a child could seem to outlast its parent.
+ */
+const now = (): number => performance.timeOrigin + performance.now();
+
+/** Makes spans with `t` from now on (start-up, with an endpoint); undefined: none at all. */
+export function useTracer(t: Tracer | undefined): void {
+  tracer = t;
+}
+
+/**
+ * Set on a remote parent's context when the caller's sampled flag may be honoured: the sampler
+ * (src/trace/export.ts) lets only a caller with a valid key force a trace to be exported.
+ */
+export const VOUCHED = createContextKey('petstore.vouched');
+
+/** What `beginRequest` needs of the request. */
+export interface RequestStart {
+  readonly requestId: string;
+  readonly traceparent: string | undefined;
+  readonly tracestate: string | undefined;
+  /** Whether the caller holds a valid key; asked only for a sampled `traceparent` while spans are made. */
+  readonly vouched: () => boolean;
+  /** The span's name, asked only while spans are made: the method and the route (`GET /v1/pets/:petId`). */
+  readonly name: () => string;
+  /** The span's first attributes, asked only while spans are made. */
+  readonly attributes: () => Attributes;
+}
+
+/**
+ * The request's scope: its ids, and its server span when spans are made (a child of the
+ * caller's span when its `traceparent` is valid; a malformed one is ignored).
+ *
+ * @example
+ * const scope = beginRequest({ requestId, traceparent: c.req.header('traceparent'), … })
+ * inScope(scope, () => serve(c))
+ */
+export function beginRequest(start: RequestStart): RequestScope {
+  const parent = parseTraceParent(start.traceparent);
+  if (!tracer) return { requestId: start.requestId, traceId: parent?.traceId ?? newTraceId(), spanId: newSpanId() };
+  let context = ROOT_CONTEXT;
+  if (parent) {
+    const state = start.tracestate ? createTraceState(start.tracestate) : undefined;
+    context = trace.setSpanContext(context, {
+      traceId: parent.traceId,
+      spanId: parent.spanId,
+      traceFlags: parent.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
+      isRemote: true,
+      ...(state ? { traceState: state } : {}),
+    });
+    if (parent.sampled && start.vouched()) context = context.setValue(VOUCHED, true);
+  }
+  // The name and attributes are made only for a span that is recorded: most are not, at a low
+  // sampling ratio, and the sampler reads neither.
+  const span = tracer.startSpan('HTTP', { kind: SpanKind.SERVER, startTime: now() }, context);
+  if (span.isRecording()) span.updateName(start.name()).setAttributes(start.attributes());
+  return scopeOf(start.requestId, span, ROOT_CONTEXT);
+}
+
+function scopeOf(requestId: string, span: Span, parent: OtelContext): RequestScope {
+  const { traceId, spanId, traceFlags } = span.spanContext();
+  const sampled = (traceFlags & TraceFlags.SAMPLED) !== 0;
+  return span.isRecording()
+    ? { requestId, traceId, spanId, sampled, span, context: trace.setSpan(parent, span) }
+    : { requestId, traceId, spanId, sampled };
+}
+
+/**
+ * The request's `traceresponse` header value (W3C Trace Context Level 2): its trace id, its span
+ * id and whether it is exported; undefined for a request that is not traced.
+ */
+export function traceResponse(scope: RequestScope): string | undefined {
+  const { traceId, spanId } = scope;
+  return traceId && spanId ? formatTraceParent(traceId, spanId, scope.sampled === true) : undefined;
+}
+
+/**
+ * Ends the request's server span with its answer: as the HTTP conventions say, a 5xx sets the
+ * status to Error and a 4xx leaves it unset (the server did what it should).
+ */
+export function finishRequest(scope: RequestScope, status: number, attributes: Attributes): void {
+  const { span } = scope;
+  if (!span) return;
+  span.setAttributes(attributes);
+  span.setAttribute('http.response.status_code', status);
+  if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+  span.end(now());
+}
+
+export interface ChildOptions<T> {
+  readonly kind?: SpanKind;
+  /** Attributes of the outcome, once `work` resolves. */
+  readonly outcome?: (result: T) => Attributes;
+}
+
+/**
+ * Runs `work` in a child span of the current one when the request's span is recorded; else just
+ * runs it. A rejection (a store time-out, Redis away) sets the span's status to Error, with
+ * `error.type` the error's name.
+ *
+ * @example
+ * const pet = await childSpan('store get', { 'db.system.name': 'sqlite', 'db.operation.name': 'get' }, () => db.get(7))
+ */
+export function childSpan<T>(
+  name: string,
+  attributes: Attributes,
+  work: () => Promise<T>,
+  options?: ChildOptions<T>,
+): Promise<T> {
+  const scope = currentScope();
+  if (!tracer || !scope?.context) return work();
+  const span = tracer.startSpan(
+    name,
+    { kind: options?.kind ?? SpanKind.INTERNAL, attributes, startTime: now() },
+    scope.context,
+  );
+  const { spanId } = span.spanContext();
+  return inScope({ ...scope, spanId, span, context: trace.setSpan(scope.context, span) }, () =>
+    settle(span, work, options?.outcome),
+  );
+}
+
+async function settle<T>(span: Span, work: () => Promise<T>, outcome?: (result: T) => Attributes): Promise<T> {
+  try {
+    const result = await work();
+    if (outcome) span.setAttributes(outcome(result));
+    return result;
+  } catch (err) {
+    failed(span, err);
+    throw err;
+  } finally {
+    span.end(now());
+  }
+}
+
+function failed(span: Span, err: unknown): void {
+  const name = err instanceof Error ? err.name : 'Error';
+  span.setAttribute('error.type', name);
+  span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+}
+
+/**
+ * The current request's trace context as a `traceparent` value, for work it leaves behind (a
+ * webhook event in the outbox); undefined outside a traced request.
+ */
+export function currentTraceParent(): string | undefined {
+  const scope = currentScope();
+  return scope ? traceResponse(scope) : undefined;
+}
+
+/**
+ * Runs one outgoing call in a client span of its own trace, linked to `linked` (the
+ * `traceparent` of the request that caused it), handing `work` the `traceparent` to send.
+ * Without spans, `work` runs alone and nothing is sent.
+ *
+ * @example
+ * await clientSpan('POST', { 'url.full': url }, recorded, (traceparent) => send(…, traceparent), { outcome })
+ */
+export function clientSpan<T>(
+  name: string,
+  attributes: Attributes,
+  linked: string | undefined,
+  work: (traceparent: string | undefined) => Promise<T>,
+  options?: Omit<ChildOptions<T>, 'kind'> & { readonly error?: (result: T) => string | undefined },
+): Promise<T> {
+  if (!tracer) return work(undefined);
+  const link = parseTraceParent(linked);
+  const span = tracer.startSpan(
+    name,
+    {
+      kind: SpanKind.CLIENT,
+      attributes,
+      startTime: now(),
+      links: link
+        ? [
+            {
+              context: {
+                traceId: link.traceId,
+                spanId: link.spanId,
+                traceFlags: link.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
+                isRemote: true,
+              },
+            },
+          ]
+        : [],
+    },
+    ROOT_CONTEXT,
+  );
+  const { traceId, spanId, traceFlags } = span.spanContext();
+  const traceparent = formatTraceParent(traceId, spanId, (traceFlags & TraceFlags.SAMPLED) !== 0);
+  return settle(
+    span,
+    async () => {
+      const result = await work(traceparent);
+      const error = options?.error?.(result);
+      if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: error });
+      return result;
+    },
+    options?.outcome,
+  );
+}
