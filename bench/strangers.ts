@@ -3,8 +3,8 @@
  * from outside as the README states it. The binary takes a first wave of strangers (each a bad
  * token from an address of its own), then a second; RSS is read after each has settled, and the
  * second wave's growth divided by its count is the cost of one more tracked address, with the
- * runtime's one-time growth (JIT, allocator arenas) left in the first wave. Both waves stay
- * under the limiter's bound of 100,000 addresses, so every stranger gets an entry.
+ * runtime's one-time growth (JIT, allocator arenas, the pages of the strangers' table first
+ * touched) left in the first wave.
  *
  * `make bench` runs it (bench/run.ts) and reports the figure; alone, for a quick reading:
  *   node_modules/.bin/bun bench/strangers.ts [dist/petstore]    (about 30 s; prints JSON)
@@ -19,7 +19,7 @@ import { request, tokenOf, writeKeys } from './lib/setup.ts';
 
 /** The first wave: the runtime's one-time growth happens here. */
 const FIRST = 20_000;
-/** The measured wave: first + second stays below the limiter's 100,000 addresses. */
+/** The measured wave. */
 const SECOND = 60_000;
 /** Idle time after a wave before RSS is read, so collectable garbage is not counted as kept. */
 const SETTLE_MS = 3_000;

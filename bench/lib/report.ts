@@ -305,9 +305,9 @@ export function checkTargets(results: Results): Target[] {
       met: startup.medianMs <= 15,
     },
     {
-      figure: `RSS bounded by the limiter's LRU: idle, then after each ${fmt(memory.perWave)} distinct bad tokens and addresses`,
+      figure: `RSS bounded by the strangers' fixed table: idle, then after each ${fmt(memory.perWave)} distinct bad tokens and addresses`,
       measured: `${[memory.idleMiB, ...memory.waves.map((w) => w.rssMiB)].map((m) => m.toFixed(0)).join(' → ')} MiB`,
-      target: 'last ≤ first full LRU + 25% (unbounded: +~150 MiB a wave)',
+      target: 'last ≤ first wave + 25% (unbounded: +~150 MiB a wave)',
       met: (memory.waves.at(-1)?.rssMiB ?? Number.POSITIVE_INFINITY) <= 1.25 * (memory.waves[0]?.rssMiB ?? 0),
     },
   );
@@ -481,7 +481,7 @@ export function renderReport(results: Results): string {
       )
       .join(
         '; ',
-      )}. Once the limiter holds 100,000 subjects, newcomers share one overflow quota per plan, hence the 429s.`,
+      )}. Addresses without a valid key share the strangers' table of fixed size: a 429 here means it is saturated.`,
     ...(memory.perStranger
       ? [
           `Memory per stranger ([strangers.ts](strangers.ts)): ${memory.perStranger.bytesPerStranger} bytes of RSS for each of ${fmt(memory.perStranger.strangers)} more addresses, each with a bad token (RSS ${memory.perStranger.rssMiB.join(' → ')} MiB: idle, after the first wave, after the measured one).`,

@@ -1,6 +1,7 @@
 // What integrators' tools, browsers, proxies and caches expect of the binary.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
+import { weakEtag } from '../../src/http/etag.ts';
 import { type Running, startServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
 import { send, upload } from './http-client.ts';
 
@@ -100,7 +101,11 @@ describe('HEAD, conditional GET and compression', () => {
     for (const path of ['/v1/pets/1', '/v1/pets?limit=5']) {
       const first = await send(server.port, 'GET', path, { Authorization: KEY });
       const etag = first.headers.etag as string;
-      expect(etag).toMatch(/^W\/"[A-Za-z0-9_-]+"$/);
+      // The tag this test's own process computes for the same page (body and next link): every
+      // runtime, every instance alike. /v1/pets/1's Link is the deprecation's, not part of it.
+      const link = first.headers.link as string | undefined;
+      const body = first.body.toString();
+      expect(etag).toBe(link?.includes('rel="next"') ? weakEtag(body, link) : weakEtag(body));
       const again = await send(server.port, 'GET', path, { Authorization: KEY, 'If-None-Match': etag });
       expect(again.status).toBe(304);
       expect(again.body.length).toBe(0);
@@ -172,17 +177,17 @@ describe('HEAD, conditional GET and compression', () => {
     expect(JSON.parse(err.body.toString()).code).toBe('unauthorized');
   });
 
-  test('the docs bundle is served compressed with br or gzip', async () => {
+  test('the docs bundle is served gzipped, to browsers that also take br alike', async () => {
     const page = (await send(server.port, 'GET', '/docs')).body.toString();
     const bundle = /src="(\/docs\/assets\/scalar\.[^"]+)"/.exec(page)?.[1] as string;
     const plain = await send(server.port, 'GET', bundle);
     const br = await send(server.port, 'GET', bundle, { 'Accept-Encoding': 'gzip, br' });
     const gz = await send(server.port, 'GET', bundle, { 'Accept-Encoding': 'gzip' });
-    expect([br.headers['content-encoding'], gz.headers['content-encoding']]).toEqual(['br', 'gzip']);
-    expect(br.headers.vary).toContain('Accept-Encoding');
-    expect(brotliDecompressSync(br.body).equals(plain.body)).toBe(true);
+    expect([br.headers['content-encoding'], gz.headers['content-encoding']]).toEqual(['gzip', 'gzip']);
+    expect(gz.headers.vary).toContain('Accept-Encoding');
     expect(gunzipSync(gz.body).equals(plain.body)).toBe(true);
-    expect(br.headers.etag).not.toBe(gz.headers.etag);
+    expect(br.body.equals(gz.body)).toBe(true);
+    expect(gz.headers.etag).not.toBe(plain.headers.etag);
   });
 });
 

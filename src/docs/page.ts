@@ -37,14 +37,13 @@ const scalar =
     ? await import('./generated/scalar-files.ts')
     : await import('./generated/scalar-bundle.ts');
 
-/** The Scalar standalone bundle, embedded gzipped and as br at build time (scripts/embed-docs.ts). */
+/** The Scalar standalone bundle, embedded gzipped at build time (scripts/embed-docs.ts). */
 export const SCALAR_BUNDLE = new CompressedAsset({
   name: 'scalar',
   ext: 'js',
   hash: scalar.SCALAR_SHA256,
   contentType: 'text/javascript; charset=utf-8',
   gzip: scalar.scalarGzip,
-  brotli: scalar.scalarBrotli,
 });
 
 // An external script rather than an inline one, so the CSP needs no 'unsafe-inline' for scripts:

@@ -14,26 +14,36 @@ const BROTLI = { params: { [constants.BROTLI_PARAM_QUALITY]: 2 } };
 const GZIP_LEVEL = 6;
 
 /**
- * The coding to send for an `Accept-Encoding` value (RFC 9110 section 12.5.3): br when it is
- * admitted, else gzip (also as x-gzip), else none. A `*` with a non-zero weight admits both; a
- * weight of 0 refuses a coding even when `*` admits the rest.
+ * Whether an `Accept-Encoding` value admits `coding` (RFC 9110 section 12.5.3): named with a
+ * non-zero weight, or not named and `*` has one; x-gzip is gzip.
+ *
+ * @example
+ * accepts('br;q=0, *', 'gzip') // true
+ * accepts('br', 'gzip') // false
+ */
+export function accepts(header: string | undefined, coding: Coding): boolean {
+  if (!header) return false;
+  const weights = new Map<string, number>();
+  for (const part of header.split(',')) {
+    const [name = '', ...params] = part.split(';').map((s) => s.trim().toLowerCase());
+    const q = params.find((p) => p.startsWith('q='));
+    const weight = q === undefined ? 1 : Number(q.slice(2));
+    weights.set(name === 'x-gzip' ? 'gzip' : name, Number.isFinite(weight) ? weight : 0);
+  }
+  return (weights.get(coding) ?? weights.get('*') ?? 0) > 0;
+}
+
+/**
+ * The coding to send for an `Accept-Encoding` value: br when it is admitted, else gzip, else
+ * none (`accepts`).
  *
  * @example
  * preferredCoding('gzip, deflate, br') // 'br'
  * preferredCoding('br;q=0, *') // 'gzip'
  */
 export function preferredCoding(header: string | undefined): Coding | undefined {
-  if (!header) return undefined;
-  const weights = new Map<string, number>();
-  for (const part of header.split(',')) {
-    const [coding = '', ...params] = part.split(';').map((s) => s.trim().toLowerCase());
-    const q = params.find((p) => p.startsWith('q='));
-    const weight = q === undefined ? 1 : Number(q.slice(2));
-    weights.set(coding === 'x-gzip' ? 'gzip' : coding, Number.isFinite(weight) ? weight : 0);
-  }
-  const admits = (coding: Coding) => (weights.get(coding) ?? weights.get('*') ?? 0) > 0;
-  if (admits('br')) return 'br';
-  if (admits('gzip')) return 'gzip';
+  if (accepts(header, 'br')) return 'br';
+  if (accepts(header, 'gzip')) return 'gzip';
   return undefined;
 }
 

@@ -15,13 +15,13 @@ export interface LimiterView {
   /** Times Redis was found down since the start; absent without Redis. */
   outages?: () => number;
   readonly table: {
-    /** Client addresses with their own state. */
+    /** Cells of the strangers' table (client addresses without a valid key) holding counts. */
     readonly size: number;
     /** Consumers with their own state. */
     readonly consumers: number;
-    /** Most client addresses with their own state. */
+    /** Cells per row of the strangers' table. */
     readonly capacity: number;
-    /** New addresses share one overflow state. */
+    /** The strangers' table is saturated: a fresh address is refused early with a chance of 1 % or more. */
     readonly full: boolean;
   };
 }
@@ -62,7 +62,7 @@ export function registerLimiter(registry: Registry, view: LimiterView): void {
   }
   new Gauge({
     name: 'petstore_ratelimit_subjects',
-    help: "Subjects with state in this process's limiter, by kind (address: clients without a valid key; consumer). With Redis, used while it is down.",
+    help: "Subjects with state in this process's limiter, by kind (address: cells of the strangers' table holding counts of clients without a valid key; consumer). With Redis, used while it is down.",
     labelNames: ['kind'] as const,
     registers,
     collect() {
@@ -72,7 +72,7 @@ export function registerLimiter(registry: Registry, view: LimiterView): void {
   });
   new Gauge({
     name: 'petstore_ratelimit_subjects_max',
-    help: 'Most client addresses with state of their own; past it new addresses share one overflow state.',
+    help: "Cells per row of the strangers' table, whose size is fixed: addresses that share cells share counts.",
     registers,
     collect() {
       this.set(table.capacity);
@@ -80,7 +80,7 @@ export function registerLimiter(registry: Registry, view: LimiterView): void {
   });
   new Gauge({
     name: 'petstore_ratelimit_table_full',
-    help: 'Whether the table of client addresses is full of live entries (1): new addresses now share one overflow state and its limits.',
+    help: "Whether the strangers' table is saturated (1): a tenth of its cells have a minute's quota counted, so a client without a valid key is refused early for others' traffic with a chance of 1 % or more.",
     registers,
     collect() {
       this.set(table.full ? 1 : 0);

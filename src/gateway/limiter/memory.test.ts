@@ -3,6 +3,7 @@ import type { Decision } from '../../core/decision.ts';
 import type { Limits } from '../../keys/plans.ts';
 import type { LimiterEvent, Subject } from './limiter.ts';
 import { SlidingWindowLimiter } from './memory.ts';
+import { StrangerTable } from './strangers.ts';
 
 /** 2023-11-14T22:13:20Z, a whole second. */
 const T0 = 1_700_000_000_000;
@@ -30,7 +31,7 @@ function address(id: string, limits: Limits = { perMinute: 60, perDay: 1000 }, b
   return { id, plan: 'anonymous', label: id, limits, ban };
 }
 
-function setup(options: { maxSubjects?: number } = {}) {
+function setup(options: { strangers?: { columns?: number; seed?: number } } = {}) {
   const clock = clockAt();
   const events: LimiterEvent[] = [];
   const limiter = new SlidingWindowLimiter({ clock, onEvent: (e) => events.push(e), ...options });
@@ -107,8 +108,10 @@ describe('SlidingWindowLimiter: windows', () => {
     expect(brief(limiter.decide(s))).toEqual(['rate_limited', 60, [0, T0S + 60], [9, T0S + 86_400]]);
   });
 
-  test('a bad maxSubjects is refused at construction', () => {
-    expect(() => new SlidingWindowLimiter({ maxSubjects: 0 })).toThrow(TypeError);
+  test("a strangers' table whose columns are not a power of two up to 65,536 is refused at construction", () => {
+    for (const columns of [0, 3, 131_072]) {
+      expect(() => new SlidingWindowLimiter({ strangers: { columns } })).toThrow(TypeError);
+    }
   });
 });
 
@@ -206,93 +209,89 @@ describe('SlidingWindowLimiter: bans', () => {
   });
 });
 
-describe('SlidingWindowLimiter: full cache', () => {
+describe('SlidingWindowLimiter: strangers', () => {
   const L = { perMinute: 2, perDay: 6 };
 
-  test('active subjects keep their counts; newcomers share one overflow state', () => {
-    const { clock, limiter } = setup({ maxSubjects: 2 });
-    const [a, b, c, d] = ['addr:a', 'addr:b', 'addr:c', 'addr:d'].map((id) => address(id, L));
-    for (const s of [a, b, a, b]) expect(limiter.decide(s as Subject).outcome).toBe('admitted');
-    expect([limiter.size, limiter.capacity, limiter.full]).toEqual([2, 2, false]);
-    clock.advance(10_000);
-    expect(limiter.decide(c as Subject).outcome).toBe('admitted');
-    expect(limiter.full).toBe(true);
-    expect(limiter.decide(d as Subject).outcome).toBe('admitted');
-    // d and c rotate addresses but share the overflow's minute window.
-    expect(limiter.decide(d as Subject).outcome).toBe('rate_limited');
-    expect(limiter.decide(c as Subject).outcome).toBe('rate_limited');
-    expect(limiter.size).toBe(2);
-    // a and b were never evicted nor reset.
-    expect(brief(limiter.decide(a as Subject))).toEqual(['rate_limited', 50, [0, T0S + 60], [4, T0S + 86_400]]);
-    expect(limiter.decide(b as Subject).outcome).toBe('rate_limited');
-  });
-
-  test('a newcomer that gets its own entry starts from the overflow counts', () => {
-    const { clock, limiter } = setup({ maxSubjects: 2 });
-    const [a, b, c] = ['addr:a', 'addr:b', 'addr:c'].map((id) => address(id, L)) as [Subject, Subject, Subject];
-    limiter.decide(a);
-    limiter.decide(b);
-    clock.set(T0 + 20 * 3_600_000);
-    for (let i = 0; i < 5; i++) {
-      clock.advance(60_000);
-      expect(limiter.decide(c).outcome).toBe('admitted');
+  test('a stranger alone in its cells counts down like a key, in 10 s and 1 h buckets', () => {
+    const { clock, limiter } = setup({ strangers: { seed: 1 } });
+    const s = address('addr:203.0.113.7');
+    // T0 ends a 10 s bucket; the day's 1 h bucket ends at T0 + 2,800 s.
+    expect(brief(limiter.decide(s))).toEqual(['admitted', 0, [59, T0S + 60], [999, T0S + 2_800 + 86_400]]);
+    for (let i = 1; i < 60; i++) {
+      clock.advance(500);
+      expect(limiter.decide(s).windows[0]?.remaining).toBe(59 - i);
     }
-    // a and b go stale 24 h 15 min after their last request; c now gets its own entry.
-    clock.set(T0 + 87_301_000);
-    expect(limiter.full).toBe(true);
-    const own = limiter.decide(c);
-    expect(limiter.full).toBe(false);
-    expect(brief(own)).toEqual(['admitted', 0, [1, T0S + 87_361], [0, T0S + 72_060 + 86_400]]);
-    expect(limiter.size).toBe(1);
-    expect(limiter.decide(c).outcome).toBe('rate_limited');
+    clock.set(T0 + 30_000);
+    expect(brief(limiter.decide(s))).toEqual(['rate_limited', 30, [0, T0S + 60], [940, T0S + 2_800 + 86_400]]);
+    // The requests of (T0, T0 + 10 s] leave at T0 + 70 s: a stranger's minute holds for 60-70 s.
+    clock.set(T0 + 60_000);
+    expect(brief(limiter.decide(s))).toEqual(['admitted', 0, [0, T0S + 70], [939, T0S + 2_800 + 86_400]]);
+    expect(limiter.decide(address('addr:203.0.113.8')).windows[0]?.remaining).toBe(59);
   });
 
-  test('keys never share the overflow nor lose their counts, however full the table of addresses', () => {
-    const { clock, limiter } = setup({ maxSubjects: 2 });
-    const banned = address('addr:banned', L, { seconds: 900, threshold: 1 });
-    for (let i = 0; i < 3; i++) limiter.decide(banned);
-    expect(limiter.decide(banned).outcome).toBe('key_banned');
-    const used = subject('key:used', L);
-    expect(limiter.decide(used).outcome).toBe('admitted');
-    // 10,000 addresses: the table holds two, the rest share the overflow.
-    for (let i = 0; i < 10_000; i++) limiter.decide(address(`addr:flood-${i}`, L));
-    expect(limiter.size).toBe(2);
-    // Each key has its own quota, even one never seen before; the used one kept its count.
-    for (const key of [subject('key:fresh', L), subject('key:fresh2', L)]) {
-      expect([1, 2, 3].map(() => limiter.decide(key).outcome)).toEqual(['admitted', 'admitted', 'rate_limited']);
-    }
-    expect([1, 2].map(() => limiter.decide(used).outcome)).toEqual(['admitted', 'rate_limited']);
-    expect(limiter.consumers).toBe(3);
-    expect(limiter.decide(banned).outcome).toBe('key_banned');
-    // Idle for longer than anything is counted, a consumer's entry goes (on the next sweep).
-    clock.advance(87_300_001);
-    limiter.decide(subject('key:fresh', L));
-    expect(limiter.consumers).toBe(1);
+  test('addresses that share both cells share counts and bans; a key beside them keeps its own, headers and all', () => {
+    const { clock, events, limiter } = setup({ strangers: { columns: 1 } });
+    const fresh = setup();
+    const ban = { threshold: 2, seconds: 900 };
+    const [a, b] = ['addr:a', 'addr:b'].map((id) => address(id, L, ban)) as [Subject, Subject];
+    const key = subject('key:acme', L, ban);
+    const keyed: Decision[] = [];
+    const alone: Decision[] = [];
+    const both = () => {
+      keyed.push(limiter.decide(key));
+      alone.push(fresh.limiter.decide(key));
+    };
+    expect([a, a].map((s) => limiter.decide(s).outcome)).toEqual(['admitted', 'admitted']);
+    both();
+    // b never sent anything, yet is refused: a filled the cells they share.
+    expect(limiter.decide(b).outcome).toBe('rate_limited');
+    expect(limiter.decide(a).outcome).toBe('key_banned');
+    expect(limiter.decide(b).outcome).toBe('key_banned');
+    expect(events).toEqual([{ type: 'ban_start', subject: a, until: T0 + 900_000 }]);
+    both();
+    clock.advance(1_000);
+    fresh.clock.advance(1_000);
+    both();
+    expect(keyed).toEqual(alone);
+    expect(keyed.map((d) => d.outcome)).toEqual(['admitted', 'admitted', 'rate_limited']);
+    // The one cell of each row has a stranger's minute quota counted: saturated.
+    expect([limiter.full, fresh.limiter.full]).toEqual([true, false]);
+    clock.advance(900_000);
+    expect(limiter.decide(b).outcome).toBe('admitted');
+    expect(events.map((e) => e.type)).toEqual(['ban_start', 'ban_end']);
   });
 
-  test('a stale entry makes room for a newcomer, which starts fresh', () => {
-    const { clock, limiter } = setup({ maxSubjects: 1 });
-    limiter.decide(address('addr:a', L));
-    clock.advance(87_300_001);
-    expect(brief(limiter.decide(address('addr:b', L)))).toEqual([
+  test('an address alone in one of its cells is counted exactly, however full the other', () => {
+    const options = { columns: 2, seed: 7 };
+    const { limiter } = setup({ strangers: options });
+    const cells = new StrangerTable(T0, options);
+    const victim = cells.cellsOf('addr:victim');
+    // Addresses in the victim's row 0 cell but not its row 1 cell.
+    const neighbours = Array.from({ length: 40 }, (_, i) => `addr:other-${i}`).filter((id) => {
+      const { a, b } = cells.cellsOf(id);
+      return a === victim.a && b !== victim.b;
+    });
+    expect(neighbours.length).toBeGreaterThan(2);
+    for (const id of neighbours) limiter.decide(address(id, L));
+    expect(brief(limiter.decide(address('addr:victim', L)))).toEqual([
       'admitted',
       0,
-      [1, T0S + 87_361],
-      [5, T0S + 87_301 + 86_400],
+      [1, T0S + 60],
+      [5, T0S + 2_800 + 86_400],
     ]);
   });
-});
 
-describe('SlidingWindowLimiter: memory', () => {
-  test('a stranger whose requests fall in one bucket of each window keeps no ring: about 450 bytes, not 1.2 KiB', () => {
-    const { limiter } = setup();
-    const strangers = Array.from({ length: 20_000 }, (_, i) => address(`addr:2001:db8:${i.toString(16)}::`));
+  test('a flood of 100,000 strangers allocates nothing: the table was made at start-up', () => {
+    const { limiter } = setup({ strangers: { seed: 3 } });
+    const strangers = Array.from({ length: 100_000 }, (_, i) => address(`addr:2001:db8:${i.toString(16)}::/56`));
+    limiter.decide(strangers[0] as Subject);
     Bun.gc(true);
     const before = process.memoryUsage().heapUsed;
     for (const s of strangers) limiter.decide(s);
     Bun.gc(true);
-    expect(limiter.size).toBe(20_000);
-    expect((process.memoryUsage().heapUsed - before) / 20_000).toBeLessThan(600);
+    expect((process.memoryUsage().heapUsed - before) / 100_000).toBeLessThan(8);
+    // 100,000 addresses in 65,536 cells: 1 - e^(-100,000 / 65,536) of them used.
+    expect(Math.abs(limiter.size / limiter.capacity - (1 - Math.exp(-100_000 / 65_536)))).toBeLessThan(0.01);
   });
 });
 

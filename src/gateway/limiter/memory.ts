@@ -16,26 +16,20 @@
  * admitted in (t - W - b, t]. (`memory.test.ts` checks both against an exact log.) Day buckets of 15 min keep the day's slack (b/W = 1.04 %) below
  * the minute's (1/60 = 1.67 %) at a third of the memory of 5 min buckets.
  *
- * Memory per tracked subject: a window whose counted requests all sit in one bucket keeps no
- * ring (`BucketWindow`), so a stranger that sent a request or a few costs about 450 bytes of
- * heap with its LRU entry (`bench/strangers.ts` measures it from outside). One whose requests
- * span buckets holds 632 bytes of counters (61 + 97 slots of 4 bytes): with the objects and the
- * LRU entry about 1.1 KB under Bun 1.4 and 1.3 KB under Node 20, so the default 100,000 client
- * addresses take 110-130 MB at most. A subject refused within the last minute also holds a
- * refusal counter (up to 244 bytes), and one with a monthly quota a `MonthWindow` (three numbers).
+ * Memory per consumer: a window whose counted requests all sit in one bucket keeps no ring
+ * (`BucketWindow`); one whose requests span buckets holds 632 bytes of counters (61 + 97 slots
+ * of 4 bytes), about 1.1 KB with its objects. A consumer refused within the last minute also
+ * holds a refusal counter (up to 244 bytes), and one with a monthly quota a `MonthWindow`.
  *
- * Consumers and addresses apart. Consumers (API keys) are few and known: the keys file's. Each
+ * Consumers and strangers apart. Consumers (API keys) are few and known: the keys file's. Each
  * has its own state, always, in a map of its own that nothing evicts; an entry goes once it has
  * been idle for 24 h 15 min and is not banned (so a consumer removed from the keys file ages
- * out). Client addresses without a valid key are unbounded: their states live in an `LRUCache`
- * of `maxSubjects` entries whose TTL (24 h 15 min, refreshed on every request, extended by the
- * ban) outlasts every counted request, so an entry only goes stale once its windows are empty.
- * A new address never evicts a live entry: when the cache is full the limiter purges stale
- * entries (at most once a second, one O(n) pass); if it is still full, the newcomer shares one
- * overflow state, checked against its own limits, so rotating addresses cannot mint fresh
- * quotas. When an address later gets its own entry, it starts with a copy of the overflow
- * counts, since some of them may be its own. The overflow is never banned (a ban would hit
- * strangers), and it never applies to a consumer: a flood of addresses cannot touch a key's quota.
+ * out). Client addresses without a valid key are unbounded: they are counted in the strangers'
+ * table (`strangers.ts`), of fixed size whatever the flood, where addresses that share cells
+ * share counts. A collision can refuse a keyless request early; it never touches a consumer,
+ * whose state is its own: a flood of addresses cannot touch a key's quota nor its headers.
+ * Strangers' windows are counted in coarser buckets (10 s and 1 h): the bound below holds for
+ * them with those b, and their resets may be up to b later than a key's.
  *
  * Resets. `now` in a decision is floor(time / 1000). A window's reset is the unix second at which
  * its remaining next grows (its oldest counted bucket leaves; when remaining is 0, the second
@@ -50,33 +44,30 @@
  * already answered `key_banned`, so `rate_limited` keeps its promise that waiting `retryAfter`
  * gets the next request admitted. Requests refused while banned do not count as refusals.
  */
-import { LRUCache } from 'lru-cache';
 import { type Clock, systemClock } from '../../core/clock.ts';
 import type { Decision, Notice, Outcome, WindowState } from '../../core/decision.ts';
-import type { Limits } from '../../keys/plans.ts';
+import { type Limits, PLAN_LIMITS } from '../../keys/plans.ts';
 import { BucketWindow, DAY, MINUTE, type WindowSpec } from './buckets.ts';
 import type { LimiterEvent, RateLimiter, Subject } from './limiter.ts';
 import { MONTH_NAME, MonthWindow } from './month.ts';
 import { dayPeriod, monthPeriod, NoticeFlags } from './notices.ts';
+import { CellView, StrangerTable, type StrangerTableOptions } from './strangers.ts';
 
-/** Longest a request is counted (W + b of the day window): entries idle this long are empty. */
+/** Longest a request is counted (W + b of the day window): consumers idle this long are empty. */
 export const STATE_TTL_MS = DAY.windowMs + DAY.bucketMs;
-/** A full cache is scanned for stale entries at most this often, so a flood cannot make each request O(n). */
-const PURGE_INTERVAL_MS = 1_000;
-const DEFAULT_MAX_SUBJECTS = 100_000;
-/** Idle consumers' entries are looked for at most this often. */
+/** Idle consumers' entries, and strangers' bans seen over, are looked for at most this often. */
 const SWEEP_INTERVAL_MS = 60_000;
 
 export interface SlidingWindowLimiterOptions {
   /** Where time comes from; tests pass a fake one. */
   clock?: Clock;
-  /** Most client addresses tracked at once (bounds memory: at most about 1.3 KB each); consumers are not counted. */
-  maxSubjects?: number;
+  /** The strangers' table (`strangers.ts`): cells per row and the hash's key. */
+  strangers?: StrangerTableOptions;
   /** Told when a ban starts and when it is seen to have ended. */
   onEvent?: (event: LimiterEvent) => void;
 }
 
-/** Window counters of one subject (or of one plan's overflow), and its ban. */
+/** Window counters of one consumer, and its ban. */
 class SubjectState {
   readonly minute: BucketWindow;
   readonly day: BucketWindow;
@@ -93,69 +84,45 @@ class SubjectState {
   /** What was noticed in which period; made on the first notice of a subject with thresholds. */
   flags: NoticeFlags | undefined;
 
-  constructor(now: number, seed?: SubjectState) {
-    this.minute = new BucketWindow(MINUTE, now, seed?.minute);
-    this.day = new BucketWindow(DAY, now, seed?.day);
+  constructor(now: number) {
+    this.minute = new BucketWindow(MINUTE, now);
+    this.day = new BucketWindow(DAY, now);
   }
 }
 
 /**
  * Sliding-window limits per subject, kept in process; see the top of this file for the bound,
- * the memory and the full-cache behaviour.
+ * the memory and how strangers are counted.
  *
  * @example
- * const limiter = new SlidingWindowLimiter({ maxSubjects: 50_000, onEvent: (e) => log(e) });
+ * const limiter = new SlidingWindowLimiter({ onEvent: (e) => log(e) });
  * const decision = limiter.decide(subject); // { outcome: 'admitted', retryAfter: 0, ... }
  */
 export class SlidingWindowLimiter implements RateLimiter {
   readonly #clock: Clock;
-  readonly #max: number;
   readonly #onEvent: (event: LimiterEvent) => void;
-  readonly #cache: LRUCache<string, SubjectState>;
+  readonly #strangers: StrangerTable;
+  /** Who started the ban of each banned cell of the strangers' row 0, for its `ban_end`. */
+  readonly #strangerBans = new Map<number, Subject>();
   /** Consumers' states, by subject id: never evicted, never shared. */
   readonly #consumers = new Map<string, SubjectState>();
-  /** Shared by new client addresses while the cache is full of live ones. */
-  #overflow: SubjectState | undefined;
-  /** Whether the latest new address had to share the overflow state. */
-  #full = false;
   /** Latest time seen: the clock may step back, the windows must not. */
   #time: number;
-  #lastPurge = Number.NEGATIVE_INFINITY;
   #lastSweep: number;
+  /** The per-minute quota of the latest stranger, for `full`. */
+  #strangerPerMinute = PLAN_LIMITS.free.perMinute;
 
-  constructor({
-    clock = systemClock,
-    maxSubjects = DEFAULT_MAX_SUBJECTS,
-    onEvent = () => {},
-  }: SlidingWindowLimiterOptions = {}) {
-    if (!Number.isSafeInteger(maxSubjects) || maxSubjects < 1) {
-      throw new TypeError(`maxSubjects must be a positive integer, got ${maxSubjects}`);
-    }
+  constructor({ clock = systemClock, strangers, onEvent = () => {} }: SlidingWindowLimiterOptions = {}) {
     this.#clock = clock;
-    this.#max = maxSubjects;
     this.#onEvent = onEvent;
     this.#time = clock.now();
     this.#lastSweep = this.#time;
-    this.#cache = new LRUCache<string, SubjectState>({
-      // The same bound as `max: maxSubjects`, but `max` preallocates its arrays up front: 2-7 ms
-      // of start-up for 100,000 subjects (bench/README.md). Sized by count, they grow as needed.
-      maxSize: maxSubjects,
-      sizeCalculation: () => 1,
-      ttl: STATE_TTL_MS,
-      updateAgeOnGet: true,
-      // The default (1 ms) caches the time behind a setTimeout: stale under a fake clock, and a timer per call.
-      ttlResolution: 0,
-      // +1: lru-cache reads a start time of 0 as "no TTL".
-      perf: { now: () => this.#time + 1 },
-      dispose: (state, _id, reason) => {
-        if (reason !== 'set' && state.bannedUntil !== 0) this.#endBan(state);
-      },
-    });
+    this.#strangers = new StrangerTable(this.#time, strangers);
   }
 
-  /** Number of client addresses with their own state (stale ones included until purged). */
+  /** Cells of the strangers' table (row 0) that hold counts of the day. */
   get size(): number {
-    return this.#cache.size;
+    return this.#strangers.used;
   }
 
   /** Number of consumers with their own state. */
@@ -163,20 +130,25 @@ export class SlidingWindowLimiter implements RateLimiter {
     return this.#consumers.size;
   }
 
-  /** Most client addresses with their own state (`maxSubjects`). */
+  /** Cells per row of the strangers' table. */
   get capacity(): number {
-    return this.#max;
+    return this.#strangers.columns;
   }
 
-  /** True while the table is full of live entries: the latest new address shares the overflow state. */
+  /**
+   * True when the strangers' table is saturated: a tenth of its cells have a stranger's minute
+   * quota counted, so a fresh address is refused early with a chance of 1 % or more.
+   */
   get full(): boolean {
-    return this.#full;
+    return this.#strangers.saturated(this.#strangerPerMinute);
   }
 
   decide(subject: Subject, cost = 1): Decision {
     const now = Math.max(this.#time, this.#clock.now());
     this.#time = now;
-    const state = this.#stateOf(subject, now);
+    if (now - this.#lastSweep >= SWEEP_INTERVAL_MS) this.#sweep(now);
+    if (subject.plan === 'anonymous') return this.#decideStranger(subject, cost, now);
+    const state = this.#consumerState(subject.id, now);
     const { thresholds } = subject;
     if (!thresholds) return this.#spendOrRefuse(subject, cost, state, now);
     state.flags ??= new NoticeFlags();
@@ -254,31 +226,8 @@ export class SlidingWindowLimiter implements RateLimiter {
     return withNotices(refused, notices);
   }
 
-  #stateOf(subject: Subject, now: number): SubjectState {
-    if (subject.plan !== 'anonymous') return this.#consumerState(subject.id, now);
-    const own = this.#cache.get(subject.id);
-    if (own) return own;
-    const spill = this.#overflow;
-    if (this.#cache.size >= this.#max && !this.#purge(now)) {
-      this.#full = true;
-      if (spill) return spill;
-      this.#overflow = new SubjectState(now);
-      return this.#overflow;
-    }
-    if (spill) {
-      spill.minute.advance(now);
-      spill.day.advance(now);
-    }
-    // Some of the overflow's counts may be this address's own: starting from zero could over-admit.
-    const state = new SubjectState(now, spill && spill.day.count > 0 ? spill : undefined);
-    this.#cache.set(subject.id, state);
-    this.#full = false;
-    return state;
-  }
-
   /** A consumer's own state, made on its first request; idle ones are dropped now and then. */
   #consumerState(id: string, now: number): SubjectState {
-    if (now - this.#lastSweep >= SWEEP_INTERVAL_MS) this.#sweep(now);
     let state = this.#consumers.get(id);
     if (!state) {
       state = new SubjectState(now);
@@ -288,9 +237,13 @@ export class SlidingWindowLimiter implements RateLimiter {
     return state;
   }
 
-  /** Drops consumers idle for longer than anything is counted and not banned (a ban seen over is reported). */
+  /** Drops consumers idle for longer than anything is counted and not banned; reports bans seen over. */
   #sweep(now: number): void {
     this.#lastSweep = now;
+    const ends = this.#strangers.bannedUntil;
+    for (const cell of this.#strangerBans.keys()) {
+      if ((ends[cell] as number) * 1_000 <= now) this.#endStrangerBan(cell);
+    }
     for (const [id, state] of this.#consumers) {
       if (now - state.seen < STATE_TTL_MS || now < state.bannedUntil) continue;
       if (state.bannedUntil !== 0) this.#endBan(state);
@@ -298,18 +251,10 @@ export class SlidingWindowLimiter implements RateLimiter {
     }
   }
 
-  /** Drops stale entries if the last pass was long enough ago; true when there is room now. */
-  #purge(now: number): boolean {
-    if (now - this.#lastPurge < PURGE_INTERVAL_MS) return false;
-    this.#lastPurge = now;
-    this.#cache.purgeStale();
-    return this.#cache.size < this.#max;
-  }
-
   /** Counts a refusal; true when it reaches the ban threshold, which starts the ban. */
   #refusalStartsBan(subject: Subject, state: SubjectState, now: number): boolean {
     const { threshold, seconds } = subject.ban;
-    if (!(threshold >= 1 && seconds > 0) || this.#overflow === state) return false;
+    if (!(threshold >= 1 && seconds > 0)) return false;
     state.refusals ??= new BucketWindow(MINUTE, now);
     state.refusals.advance(now);
     state.refusals.add(now);
@@ -319,10 +264,72 @@ export class SlidingWindowLimiter implements RateLimiter {
     // from the start of this second, the first Retry-After is `seconds`, never `seconds` + 1.
     state.bannedUntil = Math.floor(now / 1_000) * 1_000 + seconds * 1_000;
     state.bannedSubject = subject;
-    // Keep an address's entry (and so the ban) for the whole ban, however long it is configured.
-    if (subject.plan === 'anonymous') this.#cache.set(subject.id, state, { ttl: STATE_TTL_MS + seconds * 1_000 });
     this.#onEvent({ type: 'ban_start', subject, until: state.bannedUntil });
     return true;
+  }
+
+  /**
+   * A stranger's decision from its two cells (`strangers.ts`): each window counts what the less
+   * counted cell holds, a request is spent in both, and the address is banned while both are.
+   */
+  #decideStranger(subject: Subject, cost: number, now: number): Decision {
+    const table = this.#strangers;
+    table.advance(now);
+    const { a, b } = table.cellsOf(subject.id);
+    const ends = table.bannedUntil;
+    if (ends[a] !== 0 && (ends[a] as number) * 1_000 <= now) this.#endStrangerBan(a);
+    if (ends[b] !== 0 && (ends[b] as number) * 1_000 <= now) ends[b] = 0;
+    const { minute, day, refusals } = table;
+    const view = (): [CellView, CellView] => [
+      new CellView(minute, minute.count(a) <= minute.count(b) ? a : b),
+      new CellView(day, day.count(a) <= day.count(b) ? a : b),
+    ];
+    const { perMinute, perDay } = subject.limits;
+    this.#strangerPerMinute = perMinute;
+    const decision = (outcome: Outcome, until: number): Decision => {
+      const [m, d] = view();
+      return decisionFromCounts(outcome, { perMinute, perDay }, now, until, m, d);
+    };
+    if (ends[a] !== 0 && ends[b] !== 0) {
+      return decision('key_banned', Math.min(ends[a] as number, ends[b] as number) * 1_000);
+    }
+    if (cost === 0) return decision('admitted', now);
+    const [m, d] = view();
+    if (m.count + cost <= perMinute && d.count + cost <= perDay) {
+      for (const cell of [a, b]) {
+        minute.add(cell, now, cost);
+        day.add(cell, now, cost);
+      }
+      return decision('admitted', now);
+    }
+    const { threshold, seconds } = subject.ban;
+    if (threshold >= 1 && seconds > 0) {
+      refusals.add(a, now, 1);
+      refusals.add(b, now, 1);
+      if (Math.min(refusals.count(a), refusals.count(b)) >= threshold) {
+        refusals.clear(a);
+        refusals.clear(b);
+        // As a key's ban: it ends on the whole second `seconds` after the start of this one.
+        const end = Math.floor(now / 1_000) + seconds;
+        ends[a] = Math.max(ends[a] as number, end);
+        ends[b] = Math.max(ends[b] as number, end);
+        // Row 0's cell carries the ban's events: a ban that takes over a cell ends the one before.
+        if (this.#strangerBans.has(a)) this.#endStrangerBan(a, true);
+        this.#strangerBans.set(a, subject);
+        this.#onEvent({ type: 'ban_start', subject, until: end * 1_000 });
+        return decision('key_banned', end * 1_000);
+      }
+    }
+    return decision('rate_limited', Math.max(m.admitAt(perMinute - cost + 1), d.admitAt(perDay - cost + 1)));
+  }
+
+  /** Lifts the ban of row 0's `cell` (unless `keep`, when another ban takes it over) and reports its end. */
+  #endStrangerBan(cell: number, keep = false): void {
+    if (!keep) this.#strangers.bannedUntil[cell] = 0;
+    const subject = this.#strangerBans.get(cell);
+    if (!subject) return;
+    this.#strangerBans.delete(cell);
+    this.#onEvent({ type: 'ban_end', subject });
   }
 
   #endBan(state: SubjectState): void {

@@ -1,0 +1,238 @@
+/**
+ * Client addresses without a valid key ("strangers") in a table of fixed size: a count-min
+ * sketch whose counters are cut in time buckets. Nothing is allocated per address, so a flood
+ * from any number of addresses leaves memory where it was: about 10.5 MiB for the default
+ * 2 x 65,536 cells, all of it typed arrays made at start-up (the pages are touched as cells
+ * are first used).
+ *
+ * Each address hashes (one 32-bit hash, keyed per process so that nobody can pick addresses that
+ * share a victim's cells) to one cell in each of two rows. A cell counts the requests of every
+ * address that hashes to it, in the minute and day windows and in the refusals that start a ban;
+ * an address's count is the smaller of its two cells' (the count-min estimate), and it is banned
+ * only while both of its cells are. An address alone in one of its cells is counted exactly; a
+ * collision can only make a count larger, so it can refuse a keyless request a little early, and
+ * never admits one late. Valid keys are never counted here (`memory.ts` keeps them apart).
+ *
+ * Buckets are global and end on whole multiples of their length: 10 s for the minute (a request
+ * is counted for 60 to 70 s) and 1 h for the day (24 h to 25 h). They are coarser than a key's
+ * (1 s and 15 min, `buckets.ts`) to keep the table small; the Redis limiter keeps an exact state
+ * per address (README, Rate limits: "Strangers").
+ *
+ * The chance of an early refusal. A cell's minute count is the keyless requests that hashed to
+ * it in the last 60-70 s. With R such requests, each from an address of its own, spread over C
+ * columns, that is about Poisson(R / C), and a fresh address is refused early when both its
+ * cells hold 60 or more: probability P(Poisson(R / C) >= 60)^2. For C = 65,536: below 1e-11 up
+ * to R = 2,000,000 (28,000 req/s over 70 s), 4e-7 at 2,500,000, 6e-4 at 3,000,000 and 0.04 at
+ * 3,500,000 (50,000 req/s); `strangers.test.ts` checks the formula against a simulated flood.
+ * A banned address bans its two cells: another address shares both with probability about
+ * (B / C)^2 for B banned addresses (2.3e-6 for B = 100).
+ */
+
+/** A window of the sketch: its length and the buckets it is cut in. */
+interface SketchSpec {
+  readonly windowMs: number;
+  readonly bucketMs: number;
+}
+
+export const STRANGER_MINUTE: SketchSpec = { windowMs: 60_000, bucketMs: 10_000 };
+export const STRANGER_DAY: SketchSpec = { windowMs: 86_400_000, bucketMs: 3_600_000 };
+
+const MAX_COUNT = 0xffff;
+
+/**
+ * One window over all cells: a ring of `W / b + 1` buckets of 16-bit counters (saturating), and
+ * each cell's running sum. Bucket `j` holds requests in ((j-1)b, jb] and is counted while
+ * `time < jb + W`, as `BucketWindow` does with its offset at 0. Callers pass non-decreasing times.
+ */
+export class SketchWindow {
+  readonly #spec: SketchSpec;
+  readonly #cells: number;
+  readonly #slots: number;
+  readonly #ring: Uint16Array;
+  readonly #sums: Uint32Array;
+  /** Buckets up to this one have left the window; their slots are zero. */
+  #dropped: number;
+
+  constructor(spec: SketchSpec, cells: number, now: number) {
+    this.#spec = spec;
+    this.#cells = cells;
+    this.#slots = spec.windowMs / spec.bucketMs + 1;
+    this.#ring = new Uint16Array(this.#slots * cells);
+    this.#sums = new Uint32Array(cells);
+    this.#dropped = this.#droppedAt(now);
+  }
+
+  #droppedAt(now: number): number {
+    return Math.floor((now - this.#spec.windowMs) / this.#spec.bucketMs);
+  }
+
+  #slot(bucket: number): number {
+    const s = bucket % this.#slots;
+    return s < 0 ? s + this.#slots : s;
+  }
+
+  /** Drops the buckets that have left by `now`: one pass over the cells per bucket left. */
+  advance(now: number): void {
+    const dropped = this.#droppedAt(now);
+    if (dropped <= this.#dropped) return;
+    const cells = this.#cells;
+    if (dropped - this.#dropped >= this.#slots) {
+      this.#ring.fill(0);
+      this.#sums.fill(0);
+    } else {
+      for (let j = this.#dropped + 1; j <= dropped; j++) {
+        const base = this.#slot(j) * cells;
+        for (let i = 0; i < cells; i++) this.#sums[i] = (this.#sums[i] as number) - (this.#ring[base + i] as number);
+        this.#ring.fill(0, base, base + cells);
+      }
+    }
+    this.#dropped = dropped;
+  }
+
+  count(cell: number): number {
+    return this.#sums[cell] as number;
+  }
+
+  /** Counts `units` in `cell` at `now` (after `advance(now)`). */
+  add(cell: number, now: number, units: number): void {
+    const at = this.#slot(Math.ceil(now / this.#spec.bucketMs)) * this.#cells + cell;
+    const before = this.#ring[at] as number;
+    const after = Math.min(MAX_COUNT, before + units);
+    this.#ring[at] = after;
+    this.#sums[cell] = (this.#sums[cell] as number) + (after - before);
+  }
+
+  /** Empties `cell` in every bucket. */
+  clear(cell: number): void {
+    for (let s = 0; s < this.#slots; s++) this.#ring[s * this.#cells + cell] = 0;
+    this.#sums[cell] = 0;
+  }
+
+  /** Cells in [from, to) holding `least` or more. */
+  used(from: number, to: number, least = 1): number {
+    let n = 0;
+    for (let i = from; i < to; i++) if ((this.#sums[i] as number) >= least) n++;
+    return n;
+  }
+
+  /** Epoch ms at which the oldest counted bucket of `cell` leaves (its count > 0). */
+  oldestLeavesAt(cell: number): number {
+    let j = this.#dropped + 1;
+    const last = j + this.#slots - 1;
+    while (j < last && this.#ring[this.#slot(j) * this.#cells + cell] === 0) j++;
+    return j * this.#spec.bucketMs + this.#spec.windowMs;
+  }
+
+  /** Epoch ms from which the count of `cell` is below `quota` (as `BucketWindow.admitAt`). */
+  admitAt(cell: number, quota: number): number {
+    let left = this.#sums[cell] as number;
+    if (left < quota) return Number.NEGATIVE_INFINITY;
+    let j = this.#dropped + 1;
+    while (left >= quota && left > 0) {
+      left -= this.#ring[this.#slot(j) * this.#cells + cell] as number;
+      j++;
+    }
+    return (j - 1) * this.#spec.bucketMs + this.#spec.windowMs;
+  }
+}
+
+/** One cell of a window, as `decisionFromCounts` reads a window. */
+export class CellView {
+  readonly #window: SketchWindow;
+  readonly #cell: number;
+
+  constructor(window: SketchWindow, cell: number) {
+    this.#window = window;
+    this.#cell = cell;
+  }
+
+  get count(): number {
+    return this.#window.count(this.#cell);
+  }
+
+  get oldestLeavesAt(): number {
+    return this.#window.oldestLeavesAt(this.#cell);
+  }
+
+  admitAt(quota: number): number {
+    return this.#window.admitAt(this.#cell, quota);
+  }
+}
+
+export interface StrangerTableOptions {
+  /** Cells per row: a power of two from 1 to 65,536 (default 65,536). */
+  columns?: number;
+  /** The hash's key; default: random per process. Tests pass one to be repeatable. */
+  seed?: number;
+}
+
+/** The two cells of an address: row 0's in the low half, row 1's in the high half. */
+export interface Cells {
+  readonly a: number;
+  readonly b: number;
+}
+
+/**
+ * The counters of every stranger, in a fixed table; see the top of this file. `memory.ts`
+ * makes the decisions from them.
+ *
+ * @example
+ * const table = new StrangerTable(now);
+ * const { a, b } = table.cellsOf('addr:203.0.113.7');
+ */
+export class StrangerTable {
+  readonly columns: number;
+  readonly minute: SketchWindow;
+  readonly day: SketchWindow;
+  readonly refusals: SketchWindow;
+  /** Per cell, the unix second its ban ends; 0: not banned. */
+  readonly bannedUntil: Uint32Array;
+  readonly #seed: number;
+  readonly #bits: number;
+
+  constructor(now: number, { columns = 65_536, seed }: StrangerTableOptions = {}) {
+    if (!Number.isSafeInteger(columns) || columns < 1 || columns > 65_536 || (columns & (columns - 1)) !== 0) {
+      throw new TypeError(`columns must be a power of two from 1 to 65536, got ${columns}`);
+    }
+    this.columns = columns;
+    this.#bits = Math.log2(columns);
+    this.#seed = (seed ?? crypto.getRandomValues(new Uint32Array(1))[0] ?? 0) >>> 0;
+    const cells = 2 * columns;
+    this.minute = new SketchWindow(STRANGER_MINUTE, cells, now);
+    this.day = new SketchWindow(STRANGER_DAY, cells, now);
+    this.refusals = new SketchWindow(STRANGER_MINUTE, cells, now);
+    this.bannedUntil = new Uint32Array(cells);
+  }
+
+  /** The cells of `id`: FNV-1a from the seed, then murmur3's finaliser, split in two halves. */
+  cellsOf(id: string): Cells {
+    let h = (0x811c9dc5 ^ this.#seed) >>> 0;
+    for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193);
+    h ^= h >>> 16;
+    h = Math.imul(h, 0x85ebca6b);
+    h ^= h >>> 13;
+    h = Math.imul(h, 0xc2b2ae35);
+    h ^= h >>> 16;
+    const mask = this.columns - 1;
+    return { a: h & mask, b: this.columns + ((h >>> (32 - this.#bits)) & mask) };
+  }
+
+  advance(now: number): void {
+    this.minute.advance(now);
+    this.day.advance(now);
+    this.refusals.advance(now);
+  }
+
+  /** Cells of row 0 holding counts of the day. */
+  get used(): number {
+    return this.day.used(0, this.columns);
+  }
+
+  /**
+   * True when a tenth or more of row 0's cells have `perMinute` counted: a fresh address is then
+   * refused early with a chance of 1 % or more.
+   */
+  saturated(perMinute: number): boolean {
+    return this.minute.used(0, this.columns, perMinute) * 10 >= this.columns;
+  }
+}
