@@ -164,7 +164,7 @@ keys-redis-test: build ## two dist/petstore sharing Redis: two keys of one consu
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-redis.sh $(BUN) test ./scripts/keys-redis.test.ts ./scripts/quota-redis.test.ts
 
 redis-test: node_modules/.stamp ## the Redis limiter (its Lua script replayed against the in-process one, its notices) on a throwaway redis-server
-	scripts/with-redis.sh $(BUN) test ./src/gateway/limiter/redis.test.ts ./src/gateway/limiter/notices.test.ts
+	scripts/with-redis.sh $(BUN) test ./src/gateway/limiter/redis.test.ts ./src/gateway/limiter/leases.test.ts ./src/gateway/limiter/notices.test.ts
 
 .PHONY: webhooks-test
 webhooks-test: build ## quota webhooks to a real receiver: order, backoff, kill -9, bound (SQLite); two instances on Redis + PostgreSQL: one event per crossing, one killed mid-record (~2 min)
@@ -173,7 +173,7 @@ webhooks-test: build ## quota webhooks to a real receiver: order, backoff, kill 
 
 scale-out-test: build ## two dist/petstore sharing PostgreSQL and Redis: one quota, one catalogue, Redis stopped mid-run; --max-in-flight under a slow Redis, /readyz (~85 s)
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh scripts/with-redis.sh \
-	  $(BUN) test --timeout 180000 ./src/gateway/limiter/redis.test.ts ./scripts/scale-out.test.ts ./scripts/redis-gateway.test.ts
+	  $(BUN) test --timeout 180000 ./src/gateway/limiter/redis.test.ts ./src/gateway/limiter/leases.test.ts ./scripts/scale-out.test.ts ./scripts/redis-gateway.test.ts
 
 docs-test: build $(QA) ## browser test of /docs in Debian's Chromium (apt-get install chromium); screenshot in reports/
 	@test -x /usr/bin/chromium || { echo "docs-test: needs /usr/bin/chromium: apt-get install -y chromium" >&2; exit 1; }
@@ -239,6 +239,14 @@ depcheck: $(QA) ## no import cycles; routes/store never import the gateway; see 
 
 clean: ## remove build output and reports
 	rm -rf dist reports src/docs/generated
+
+.PHONY: leases-test
+leases-test: build ## four dist/petstore on one Redis, 200 clients per key ignoring Retry-After: never over the minute, day and month quotas (costs too), barely under; 0.02 script runs a request far from a limit; kill -9 holding grants, Redis with AOF killed under --redis-fail closed (~110 s)
+	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-redis.sh $(BUN) test --timeout 180000 ./scripts/leases.test.ts ./scripts/leases-faults.test.ts
+
+.PHONY: fleet-sim
+fleet-sim: node_modules/.stamp ## N = 1..64 limiters on one throwaway Redis, leases against a script per request: runs, Redis CPU, never over, false refusals; table and chart in bench/README.md (~2 min)
+	scripts/with-redis.sh $(BUN) bench/fleet-sim.ts
 
 .PHONY: monitoring-test
 monitoring-test: build ## promtool check and test the shipped rules; a real Prometheus scraping dist/petstore (PostgreSQL, Redis) while faults raise the alerts; every panel query evaluated (~45 s)

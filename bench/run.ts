@@ -8,7 +8,8 @@
  * two products whose webhook receivers answer and never answer (lib/hooks.ts); then the list
  * without a trace endpoint and exporting 1% and every request (lib/traces.ts); then the product
  * as a fleet instance on PostgreSQL without Redis against the product alone on SQLite
- * (lib/fleet-reads.ts); then start-up, binary size and RSS under a flood of strangers.
+ * (lib/fleet-reads.ts); then the list on the same binary alone and on a throwaway Redis
+ * (lib/fleet.ts); then start-up, binary size and RSS under a flood of strangers.
  * Writes bench/results.json, bench/chart.svg and the generated part of bench/README.md.
  *
  * Knobs (environment): BENCH_SECONDS (4), BENCH_ROUNDS (4), BENCH_WARMUP (2), BENCH_STARTS (40),
@@ -25,6 +26,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BaseBuild, buildBase } from './lib/base.ts';
 import { capture } from './lib/captured.ts';
+import { FLEET_SCENARIO, type FleetFigures, startFleetPair } from './lib/fleet.ts';
 import { FLEET_READS_SCENARIOS, startPostgresFleet } from './lib/fleet-reads.ts';
 import { HOOKS_SCENARIO, type HooksFigures, startHooksFleet } from './lib/hooks.ts';
 import { flood, median, startupOnce } from './lib/measure.ts';
@@ -115,6 +117,7 @@ async function main(): Promise<void> {
     HOOKS_SCENARIO,
     TRACES_SCENARIO,
     ...FLEET_READS_SCENARIOS,
+    FLEET_SCENARIO,
   ];
   const selected = ordered.filter((s) => !ONLY || ONLY.includes(s.id));
   const scenarios: ScenarioResult[] = [];
@@ -156,6 +159,17 @@ async function main(): Promise<void> {
     } finally {
       await fleet.finish();
     }
+  }
+  let fleetFigures: FleetFigures | undefined;
+  const paired = selected.filter((s) => s.data === 'fleet');
+  if (paired.length > 0) {
+    console.log('bench: the same binary alone and on a throwaway Redis (lib/fleet.ts)');
+    const fleet = await startFleetPair(dir, [BINARY]);
+    scenarios.push(...(await runScenarios(fleet, paired)));
+    fleetFigures = await fleet.finish();
+    console.log(`bench: fleet: ${JSON.stringify(fleetFigures)}`);
+    await stopFleet(fleet);
+    fleet.close();
   }
   const million = selected.filter((s) => s.data === 'million');
   if (million.length > 0) {
@@ -216,6 +230,7 @@ async function main(): Promise<void> {
     binary: { bytes, bunBytes, overMiB: mib(bytes - bunBytes) },
     memory: { idleMiB, perWave: FLOOD, settleMs: SETTLE_MS, waves, perStranger },
     ...(hooks ? { hooks } : {}),
+    ...(fleetFigures ? { fleet: fleetFigures } : {}),
     ...(traces ? { traces } : {}),
     targets: [],
   };

@@ -1,6 +1,7 @@
 /**
  * Costs and reading the quota across two instances sharing Redis: one consumer whose createPet
- * costs 5, 100 requests sent at once and split over both instances, exact totals afterwards.
+ * costs 5, 100 requests sent at once and split over both instances, exact totals afterwards
+ * (once the quota leases' unused units are handed back).
  *
  * Needs PETSTORE_TEST_REDIS_URL: `make keys-redis-test` (scripts/with-redis.sh starts one).
  */
@@ -63,23 +64,25 @@ async function quota(server: Running, token: string) {
 const SERVERS = () => [a, b] as const;
 
 test.skipIf(!REDIS)(
-  '50 creates at 5 and 50 lists at 1, at once over two instances, spend exactly 300 of 300',
+  '50 creates at 5 and 50 lists at 1, at once over two instances: never more than 300, at most a create short; unused grants handed back',
   async () => {
     const statuses = await Promise.all(
       Array.from({ length: 100 }, (_, i) => send(SERVERS()[i % 2] as Running, MIXED, i % 4 < 2)),
     );
-    expect(statuses.filter((s) => s === 201)).toHaveLength(50);
-    expect(statuses.filter((s) => s === 200)).toHaveLength(50);
-    // The same numbers through either instance, read without spending.
+    const spent = statuses.filter((s) => s === 201).length * 5 + statuses.filter((s) => s === 200).length;
+    // Exactly 300 fit; a grant one instance still holds may refuse the other's create (quota leases).
+    expect(spent).toBeLessThanOrEqual(300);
+    expect(spent).toBeGreaterThanOrEqual(300 - 2 * 5);
+    // Once the terms are over (1 s) and what was unused is handed back (0.5 s), either instance
+    // reads exactly what was spent.
+    await Bun.sleep(1_600);
     for (const server of SERVERS()) {
       expect(await quota(server, MIXED)).toEqual([
-        ['minute', 0],
-        ['day', 9_700],
-        ['month', 99_700],
+        ['minute', 300 - spent],
+        ['day', 10_000 - spent],
+        ['month', 100_000 - spent],
       ]);
     }
-    expect(await send(a, MIXED, false)).toBe(429);
-    expect(await send(b, MIXED, true)).toBe(429);
   },
 );
 

@@ -206,3 +206,19 @@ export async function callWithKey(url: string, token: string, method = 'GET', bo
     json: text ? (JSON.parse(text) as Record<string, unknown>) : undefined,
   };
 }
+
+/**
+ * The remaining numbers of `n` admissions in a row, sent in turn to `instances` instances on
+ * one Redis: 'ok' for each that is below the same instance's previous one (from at most `n`),
+ * else the number. With quota leases an instance sees what the others took at its next script
+ * run, within a second, so only each instance's own countdown is exact; what is admitted is.
+ *
+ * @example
+ * countsDown(answers, 60) // ['ok', 'ok', ...] when each instance counts down
+ */
+export function countsDown(answers: readonly { remaining: string | null }[], n: number, instances = 2): string[] {
+  return answers.slice(0, n).map((r, i) => {
+    const previous = i < instances ? n : Number(answers[i - instances]?.remaining);
+    return Number(r.remaining) < previous && Number(r.remaining) >= 0 ? 'ok' : String(r.remaining);
+  });
+}

@@ -1,5 +1,6 @@
 /** results.json's shape, the targets checked against it, and the Markdown report. */
 import { type Group, renderChart } from './chart.ts';
+import type { FleetFigures } from './fleet.ts';
 import type { HooksFigures, OutboxFigures } from './hooks.ts';
 import type { TracesFigures } from './traces.ts';
 import type { WrkResult } from './wrk.ts';
@@ -7,6 +8,7 @@ import type { WrkResult } from './wrk.ts';
 export type ServerName =
   | 'petstore'
   | 'hooked'
+  | 'redis'
   | 'traced1'
   | 'tracedall'
   | 'base'
@@ -20,6 +22,7 @@ export type ServerName =
 export const SERVERS: readonly ServerName[] = [
   'petstore',
   'hooked',
+  'redis',
   'traced1',
   'tracedall',
   'base',
@@ -98,6 +101,8 @@ export interface Results {
   };
   /** The outboxes of the scenario with a receiver that never answers, when it ran. */
   readonly hooks?: HooksFigures;
+  /** The Redis side of the fleet scenario, when it ran. */
+  readonly fleet?: FleetFigures;
   /** The trace scenario's receiver and drops, when it ran. */
   readonly traces?: TracesFigures;
   targets: Target[];
@@ -192,6 +197,18 @@ export function checkTargets(results: Results): Target[] {
       '≤ +3%',
       [at('quota', 'petstore'), at('list', 'petstore')],
       (q, l) => [`${cpu(q, l)}`, q.cpuUs <= 1.03 * l.cpuUs],
+    ),
+  );
+  const fleet = results.fleet;
+  targets.push(
+    target(
+      '`GET /v1/pets?limit=20` on `--redis` (quota leases): server CPU per request vs the same binary without Redis',
+      '≤ 1.15x',
+      [at('fleet', 'redis'), at('fleet', 'petstore')],
+      (r, p) => [
+        `${cpu(r, p)}${fleet ? `; ${(fleet.scriptRuns / Math.max(1, fleet.requests)).toFixed(4)} script runs a request (${fmt(fleet.scriptRuns)} for ${fmt(fleet.requests)})` : ''}`,
+        r.cpuUs <= 1.15 * p.cpuUs,
+      ],
     ),
   );
   const hooked = results.hooks?.after.hooked;

@@ -45,9 +45,10 @@ export interface Scenario {
    * file of MILLION pets that no scenario writes (lib/million.ts), with the SQLite floor beside them,
    * or their own seeded files with consumers whose webhooks go to two receivers (lib/hooks.ts),
    * or their own seeded files, some exporting traces to a receiver (lib/traces.ts),
-   * or PostgreSQL databases of their own, with the product alone on SQLite beside them (lib/fleet-reads.ts).
+   * or PostgreSQL databases of their own, with the product alone on SQLite beside them (lib/fleet-reads.ts),
+   * or their own seeded files, one of the two on a Redis (lib/fleet.ts).
    */
-  data?: 'million' | 'hooks' | 'traces' | 'postgres';
+  data?: 'million' | 'hooks' | 'traces' | 'postgres' | 'fleet';
 }
 /** Without BENCH_BASE, 'base' is dropped from every list. */
 const ALL: ServerName[] = ['petstore', 'base', 'bare', 'hono', 'express'];

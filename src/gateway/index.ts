@@ -14,26 +14,27 @@ import { writeRateLimitHeaders } from './headers.ts';
 import { InFlight, tooManyInFlight, untouched } from './in-flight.ts';
 import type { FailoverLimiter } from './limiter/failover.ts';
 import type { RateLimiter } from './limiter/limiter.ts';
-import type { OpenRedisLimiterOptions } from './limiter/redis.ts';
+import type { OpenRedisLimiterOptions } from './limiter/shared.ts';
 import { adminKeyOnPublicApi, missingScope, REALM, validAt } from './validity.ts';
 
 export { DEFAULT_IPV6_PREFIX, TrustedProxies } from './addresses.ts';
 export type { Caller } from './caller.ts';
 export type { LimiterStatus } from './limiter/failover.ts';
+export type { LeaseStats, RunKind } from './limiter/leases.ts';
 export type { LimiterEvent, RateLimiter } from './limiter/limiter.ts';
 export { SlidingWindowLimiter } from './limiter/memory.ts';
 export { quotaStatus } from './quota.ts';
 export { wouldRefuseReporter } from './report-only.ts';
 
 /**
- * The limiter shared through Redis (`--redis`), with its failover: loaded on first use, so that
+ * The limiter shared through Redis (`--redis`), with its quota leases and failover: loaded on first use, so that
  * ioredis loads only when a server is configured.
  *
  * @example
  * const limiter = await loadRedisLimiter({ url: 'redis://cache:6379', mode: 'open', fallback, log });
  */
 export async function loadRedisLimiter(options: OpenRedisLimiterOptions): Promise<FailoverLimiter> {
-  return (await import('./limiter/redis.ts')).openRedisLimiter(options);
+  return (await import('./limiter/shared.ts')).openRedisLimiter(options);
 }
 
 /** What the gateway hands to the steps after it: the caller it identified. */

@@ -13,6 +13,7 @@ import type { StoreErrorKind } from '../store/errors.ts';
 import { ConsumerMetrics } from './consumers.ts';
 import { Exemplars } from './exemplars.ts';
 import { REQUEST_OPERATIONS, STORE_OPERATIONS, type StoreOperation } from './labels.ts';
+import { LeaseMetrics } from './leases.ts';
 import { type LimiterView, registerLimiter } from './limiter.ts';
 import { WebhookMetrics } from './webhooks.ts';
 
@@ -70,6 +71,8 @@ export class Metrics {
   readonly consumers = new ConsumerMetrics();
   /** Webhook deliveries and the outbox; fed by the delivery worker. */
   readonly webhooks = new WebhookMetrics();
+  /** Quota leases (`--redis`); fed by reading the lease limiter when scraped. */
+  readonly leases = new LeaseMetrics();
 
   constructor({ version, runtime, startedAt = Date.now(), latencyObjectives }: MetricsOptions) {
     const registers = [this.#registry];
@@ -161,6 +164,7 @@ export class Metrics {
     this.#reloads.inc({ result: 'failed' }, 0);
     this.consumers.register(this.#registry);
     this.webhooks.register(this.#registry);
+    this.leases.register(this.#registry);
     new Gauge({
       name: 'petstore_build_info',
       help: 'Version and runtime of this server; always 1.',

@@ -2,6 +2,7 @@ import { type AppOptions, adminApp, createApp, metricsApp } from '../app.ts';
 import type { Config } from '../config.ts';
 import { systemClock } from '../core/clock.ts';
 import {
+  type LeaseStats,
   type LimiterEvent,
   loadRedisLimiter,
   type RateLimiter,
@@ -218,7 +219,14 @@ async function openLimiter(config: Config, log: Logger, metrics: Metrics | undef
   const local = new SlidingWindowLimiter({ clock: systemClock, onEvent });
   // ioredis is loaded only with --redis, like the PostgreSQL client with a postgres:// --data.
   const shared = config.redis
-    ? await loadRedisLimiter({ url: config.redis, mode: config.redisFail, fallback: local, log, onEvent })
+    ? await loadRedisLimiter({
+        url: config.redis,
+        mode: config.redisFail,
+        fallback: local,
+        log,
+        onEvent,
+        ...(metrics ? { leaseStats: (read: () => LeaseStats) => metrics.leases.watch(read) } : {}),
+      })
     : undefined;
   const limiter: RateLimiter = shared ?? local;
   metrics?.watchLimiter({

@@ -2,6 +2,7 @@
  * The shared limiter with a way out. While Redis answers, every decision is Redis's. When a
  * decision fails (connection refused or lost, a command timeout, Redis out of memory), the
  * limiter is marked down, once, with one log line, and until a probe finds Redis back:
+ * - units a lease holds (`leases.ts`) are spent first, until its term ends (at most 1 s); then
  * - `open` (the default): decisions are made by the in-process `SlidingWindowLimiter`, so each
  *   instance enforces the quotas on its own (N instances admit up to N times a quota);
  * - `closed`: decisions are `unavailable` (the gateway answers 503 `service_unavailable`).
@@ -38,9 +39,15 @@ export interface LimiterStatus {
   readonly unavailableDecisions: number;
 }
 
+/** A shared limiter that may hold part of the quota locally (`LeaseLimiter`). */
+export interface SharedLimiter extends RateLimiter {
+  /** The decision from what this instance holds, without asking the shared store; undefined when it holds too little. */
+  local?(subject: Subject, cost: number): Verdict | undefined;
+}
+
 export interface FailoverLimiterOptions {
-  /** The shared limiter (`RedisLimiter`); a rejected decision marks it down. */
-  primary: RateLimiter;
+  /** The shared limiter (`LeaseLimiter`); a rejected decision marks it down. */
+  primary: SharedLimiter;
   /** The in-process limiter used while the shared one is down, in fail-open mode. */
   fallback: RateLimiter;
   /** Resolves when the shared store answers again (Redis PING). */
@@ -64,7 +71,7 @@ export interface FailoverLimiterOptions {
  * limiter.status() // { backend: 'redis', ready: true, ... }
  */
 export class FailoverLimiter implements RateLimiter {
-  readonly #primary: RateLimiter;
+  readonly #primary: SharedLimiter;
   readonly #fallback: RateLimiter;
   readonly #probe: () => Promise<unknown>;
   readonly #mode: RedisFailMode;
@@ -117,6 +124,9 @@ export class FailoverLimiter implements RateLimiter {
         this.markDown(this.#explain(err));
       }
     }
+    // Units already granted are spent first: they are counted in Redis, whatever happens to it.
+    const held = this.#primary.local?.(subject, cost);
+    if (held) return held;
     if (this.#mode === 'closed') {
       this.#unavailable++;
       return { outcome: 'unavailable', reason: this.#reason ?? 'Redis is unreachable' };

@@ -20,11 +20,14 @@
  * Each window's buckets are a flat list of (bucket number, count) pairs, oldest first, empty
  * buckets left out: `BucketWindow`'s ring, stored sparse (a free key's full minute is 2 numbers).
  *
- * KEYS[1]: the subject's key.
+ * KEYS[1]: the subject's key; KEYS[2], for a lease holder: the hash of the instances holding
+ *       unused units of the subject (instance id -> epoch ms its term ends).
  * ARGV: now in epoch ms ('' for the Redis server's TIME), per-minute quota, per-day quota,
  *       ban threshold, ban seconds, state TTL in ms (0: no TTL, for consumers), per-month quota
  *       (0: none), cost (units the request spends in every window; 0 reads without spending),
- *       thresholds (percent, comma separated, ascending; '' for none).
+ *       thresholds (percent, comma separated, ascending; '' for none); then for a lease holder
+ *       (`leases.ts`): its instance id, the units it wants (more than the cost asks for a grant),
+ *       and a hand-back ('booked at:day offset:units' of its last grant, or '').
  * Reply (integers): {outcome (0 admitted, 1 rate_limited, 2 key_banned), now, until,
  *       minute count, minute oldest-leaves-at, minute admit-at, day count, day oldest-leaves-at,
  *       day admit-at, events (1: a ban ended, 2: a ban started), banned until, month count,
@@ -32,7 +35,11 @@
  *       (kind 1 threshold or 2 exhausted, window 1 day or 2 month, threshold or 0, period), or
  *       (3 ban started, 0, 0, ban end); this run's first, then those given once more)}. A time that does not
  *       apply (an empty window's oldest, the admit-at of a window with room) is 0. Admit-at is
- *       for one more unit (the reset); `until` is for the whole cost.
+ *       for one more unit (the reset); `until` is for the whole cost. Then: units spent (the
+ *       cost, or a grant's size), the epoch ms they were booked at (a grant's: the last
+ *       millisecond of its term), the day offset, other holders with a live term, units handed back.
+ *       A refusal while other holders have a live term is a false refusal: `until` is the end of
+ *       their terms, and it counts toward no ban and no exhausted notice.
  */
 import { createHash } from 'node:crypto';
 import { DAY, MINUTE } from './buckets.ts';
@@ -63,6 +70,12 @@ local ttl = tonumber(ARGV[6])
 local per_month, cost = tonumber(ARGV[7]), tonumber(ARGV[8])
 local thresholds = {}
 for t in string.gmatch(ARGV[9] or '', '%d+') do thresholds[#thresholds + 1] = tonumber(t) end
+-- Leases (leases.ts): the holder ('' for a plain decision), the units it wants, and what it
+-- hands back: the booking time of its last grant, that grant's day offset, and its unused units.
+local holder = ARGV[10] or ''
+local leasing = holder ~= ''
+local wanted = tonumber(ARGV[11]) or 0
+local back_at, back_offset, back_units = string.match(ARGV[12] or '', '^(%d+):(%d+):(%d+)$')
 
 local raw = redis.call('GET', KEYS[1])
 local s = raw and cmsgpack.unpack(raw)
@@ -76,6 +89,8 @@ end
 -- The clock may step back (or another instance's may lag): the windows must not.
 if s[AT_SEEN] > now then now = s[AT_SEEN] end
 s[AT_SEEN] = now
+-- Units are counted as of this time: now, or for a grant the last moment of its term.
+local booked = now
 
 -- A window is its offset at s[w] and its (bucket, count) pairs at s[w + 1].
 local function count(w)
@@ -105,8 +120,8 @@ end
 local function add(w, b, units)
   local pairs_ = s[w + 1]
   local n = #pairs_
-  if n == 0 then s[w] = (math.ceil(now / 1000) * 1000) % b end
-  local bucket = math.ceil((now - s[w]) / b)
+  if n == 0 then s[w] = (math.ceil(booked / 1000) * 1000) % b end
+  local bucket = math.ceil((booked - s[w]) / b)
   if n > 0 and pairs_[n - 1] == bucket then
     pairs_[n] = pairs_[n] + units
   else
@@ -171,6 +186,51 @@ if per_month > 0 then
   if s[AT_MONTH] ~= number then s[AT_MONTH], s[AT_MONTH_SPENT] = number, 0 end
   month_from, month_to = month_start(number), month_start(number + 1)
 end
+
+-- A hand-back takes unused units out of the buckets they were booked in (gone ones are gone).
+local function give_back(w, b, at, units)
+  local pairs_ = s[w + 1]
+  local bucket = math.ceil((at - s[w]) / b)
+  for j = 1, #pairs_, 2 do
+    if pairs_[j] == bucket then
+      if pairs_[j + 1] > units then
+        pairs_[j + 1] = pairs_[j + 1] - units
+      else
+        table.remove(pairs_, j + 1)
+        table.remove(pairs_, j)
+      end
+      return
+    end
+  end
+end
+local handed_back = 0
+if back_at then
+  back_at, back_offset, back_units = tonumber(back_at), tonumber(back_offset), tonumber(back_units)
+  give_back(AT_MINUTE, MINUTE_B, back_at, back_units)
+  if s[AT_DAY] == back_offset then give_back(AT_DAY, DAY_B, back_at, back_units) end
+  if per_month > 0 and s[AT_MONTH] == month_number(back_at) then
+    s[AT_MONTH_SPENT] = math.max(0, s[AT_MONTH_SPENT] - back_units)
+  end
+  handed_back = back_units
+  if leasing then redis.call('HDEL', KEYS[2], holder) end
+end
+
+-- Other instances holding unused units now, and when the last of their terms ends: read only
+-- by a grant and a refusal, so an admitted decision per request costs what it did without leases.
+local others, others_until, others_read = 0, 0, false
+local function read_others()
+  if others_read or not leasing then return end
+  others_read = true
+  local held = redis.call('HGETALL', KEYS[2])
+  for j = 1, #held, 2 do
+    local term_end = tonumber(held[j + 1])
+    if held[j] ~= holder and term_end > now then
+      others, others_until = others + 1, math.max(others_until, term_end)
+    elseif term_end <= now then
+      redis.call('HDEL', KEYS[2], held[j])
+    end
+  end
+end
 local outcome, until_ms, events = 0, now, 0
 if s[AT_BANNED_UNTIL] ~= 0 then
   if now < s[AT_BANNED_UNTIL] then
@@ -197,6 +257,30 @@ local function crossed(window, code, quota, before, after, period)
   end
 end
 local day_period = math.floor(now / 86400000)
+local granted, asked = 0, cost
+if outcome == 0 and cost > 0 and leasing and wanted > cost then
+  -- A grant: a fair share of the room left, shrinking to the request's cost as the room runs
+  -- low, and never past a notice threshold (a crossing is noticed when its units are used).
+  read_others()
+  local day_before = count(AT_DAY)
+  local room = math.min(per_minute - count(AT_MINUTE), per_day - day_before)
+  if per_month > 0 then room = math.min(room, per_month - s[AT_MONTH_SPENT]) end
+  local n = math.min(wanted, math.floor(room / (2 * (others + 1))))
+  local function below(quota, before)
+    for _, t in ipairs(thresholds) do
+      local gap = math.max(1, math.ceil(t * quota / 100)) - 1 - before
+      if gap >= 0 and gap < n then n = gap end
+    end
+  end
+  below(per_day, day_before)
+  if per_month > 0 then below(per_month, s[AT_MONTH_SPENT]) end
+  -- A term ends on the next whole second: the end of the minute's bucket, which no day or month
+  -- boundary splits. A request on a whole second has a term of an instant: its cost alone.
+  if n > cost and now % 1000 ~= 0 then
+    cost = n
+    booked = math.ceil(now / 1000) * 1000 - 1
+  end
+end
 -- A cost of 0 reads the state: nothing spent, no refusal counted.
 if outcome == 0 and cost > 0 then
   local day_before = count(AT_DAY)
@@ -204,10 +288,19 @@ if outcome == 0 and cost > 0 then
     add(AT_MINUTE, MINUTE_B, cost)
     add(AT_DAY, DAY_B, cost)
     if per_month > 0 then s[AT_MONTH_SPENT] = s[AT_MONTH_SPENT] + cost end
+    granted = cost
+    if granted > asked then
+      redis.call('HSET', KEYS[2], holder, booked + 1)
+      redis.call('PEXPIRE', KEYS[2], booked + 1 - now + 1000)
+    end
     if #thresholds > 0 then
       crossed('day', 1, per_day, day_before, day_before + cost, day_period)
       if per_month > 0 then crossed('month', 2, per_month, s[AT_MONTH_SPENT] - cost, s[AT_MONTH_SPENT], s[AT_MONTH]) end
     end
+  elseif leasing and (read_others() or others > 0) then
+    -- Refused while other instances hold units of the budget: neither counted toward a ban nor
+    -- noticed as exhausted, and retried when their terms end.
+    outcome, until_ms = 1, others_until
   else
     if #thresholds > 0 then
       if day_before + cost > per_day and first('x:day', day_period) then
@@ -281,6 +374,7 @@ return {
   count(AT_DAY), oldest_leaves_at(AT_DAY, DAY_W, DAY_B), admit_at(AT_DAY, DAY_W, DAY_B, per_day),
   events, s[AT_BANNED_UNTIL],
   per_month > 0 and s[AT_MONTH_SPENT] or 0, month_from, month_to, notices,
+  granted, booked, s[AT_DAY], others, handed_back,
 }
 `;
 

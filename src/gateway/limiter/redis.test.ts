@@ -1,14 +1,17 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { Redis } from 'ioredis';
 import { testRedisUrl } from '../../../test/redis.ts';
+import { fakeClock } from '../../../test/testing.ts';
+import { mulberry32 } from '../../../test/windows.ts';
 import type { Decision } from '../../core/decision.ts';
 import type { Limits } from '../../keys/plans.ts';
 import { createLogger } from '../../log.ts';
 import { rateLimitHeaders } from '../headers.ts';
 import type { LimiterEvent, Subject } from './limiter.ts';
 import { SlidingWindowLimiter, STATE_TTL_MS } from './memory.ts';
-import { openRedisLimiter, RedisLimiter } from './redis.ts';
+import { RedisLimiter } from './redis.ts';
 import { DECIDE_SHA1 } from './redis-script.ts';
+import { openRedisLimiter } from './shared.ts';
 
 const clients: Redis[] = [];
 afterAll(async () => {
@@ -24,32 +27,8 @@ function client(): Redis {
 /** Keys of one test, apart from every other test's and run's. */
 const prefix = () => `petstore:test:${crypto.randomUUID().slice(0, 8)}:`;
 
-/** 2026-11-22T12:00:00Z. */
-const T0 = Date.UTC(2026, 10, 22, 12, 0, 0);
-
-function fakeClock(start = T0) {
-  let t = start;
-  return {
-    now: () => t,
-    advance: (ms: number) => {
-      t += ms;
-    },
-  };
-}
-
 function subject(id: string, limits: Limits, ban = { threshold: 60, seconds: 900 }): Subject {
   return { id, plan: 'free', label: id, limits, ban };
-}
-
-/** A tiny deterministic PRNG, so a failure can be replayed. */
-function mulberry32(seed: number) {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
 }
 
 describe('RedisLimiter', () => {

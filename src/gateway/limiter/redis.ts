@@ -8,14 +8,11 @@
  * instances, so their skew cannot stretch or shrink a window. Tests pass a fake clock.
  */
 import { SpanKind } from '@opentelemetry/api';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import * as v from 'valibot';
 import type { Clock } from '../../core/clock.ts';
 import type { Decision, Notice, Outcome } from '../../core/decision.ts';
-import type { Logger } from '../../log.ts';
-import { redactUrl } from '../../redact.ts';
 import { childSpan } from '../../trace/spans.ts';
-import { FailoverLimiter, type RedisFailMode } from './failover.ts';
 import type { LimiterEvent, RateLimiter, Subject } from './limiter.ts';
 import { decisionFromCounts, STATE_TTL_MS, type WindowCounts, withNotices } from './memory.ts';
 import { DECIDE_SCRIPT, DECIDE_SHA1 } from './redis-script.ts';
@@ -23,23 +20,58 @@ import { DECIDE_SCRIPT, DECIDE_SHA1 } from './redis-script.ts';
 /** Where subjects' states live: `petstore:rl:key:acme`, `petstore:rl:addr:203.0.113.7`. */
 export const DEFAULT_PREFIX = 'petstore:rl:';
 
-/** A decision Redis has not answered in this long fails, and the limiter fails over. */
-const COMMAND_TIMEOUT_MS = 500;
-const CONNECT_TIMEOUT_MS = 2_000;
-/**
- * Reconnection attempts back off to this, and go on for as long as the process runs; with the
- * probe made on reconnecting, limits are shared again within about this long of Redis's return.
- */
-const MAX_RECONNECT_DELAY_MS = 1_000;
-
 const OUTCOMES: readonly Outcome[] = ['admitted', 'rate_limited', 'key_banned'];
 const BAN_ENDED = 1;
 const BAN_STARTED = 2;
 
 const Int = v.pipe(v.number(), v.integer());
 /** The script's reply; see the top of `redis-script.ts`. */
-const Reply = v.tuple([Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, v.array(Int)]);
+const Reply = v.tuple([
+  ...([Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int] as const),
+  v.array(Int),
+  ...([Int, Int, Int, Int, Int] as const),
+]);
 const NOTICE_WINDOWS = [undefined, 'day', 'month'] as const;
+
+/** A window's numbers as the script reports them. */
+export interface WindowNumbers {
+  readonly count: number;
+  readonly oldestLeavesAt: number;
+  /** When one more unit fits (0: now). */
+  readonly admitAt: number;
+}
+
+/** One run of the script: what a decision, and a lease, are made from. */
+export interface ScriptReply {
+  readonly outcome: Outcome;
+  /** Epoch ms of the run (Redis's clock, or the injected one). */
+  readonly now: number;
+  /** Epoch ms the request would be admitted, or the ban ends (`now` when admitted). */
+  readonly until: number;
+  readonly minute: WindowNumbers;
+  readonly day: WindowNumbers;
+  /** The calendar month; meaningful only when the limits have one. */
+  readonly month: { readonly count: number; readonly start: number; readonly end: number };
+  readonly notices: readonly Notice[];
+  /** Units counted by this run: the cost, or a grant's size. */
+  readonly granted: number;
+  /** Epoch ms the units were counted at: now, or for a grant the last millisecond of its term. */
+  readonly booked: number;
+  /** The day window's bucket offset, which a hand-back names. */
+  readonly dayOffset: number;
+  /** Other instances holding unused units of the subject now. */
+  readonly others: number;
+}
+
+/** What a lease holder adds to a run (`leases.ts`). */
+export interface LeaseArgs {
+  /** This instance's id. */
+  readonly holder: string;
+  /** Units wanted: more than the cost asks for a grant. */
+  readonly wanted: number;
+  /** Unused units of the last grant, handed back into the buckets they were booked in. */
+  readonly back?: { readonly booked: number; readonly dayOffset: number; readonly units: number };
+}
 
 export interface RedisLimiterOptions {
   /** A connected client; commands fail rather than queue while it is not (`openRedis`). */
@@ -76,6 +108,11 @@ export class RedisLimiter implements RateLimiter {
   }
 
   async decide(subject: Subject, cost = 1): Promise<Decision> {
+    return replyDecision(subject, await this.run(subject, cost), 0);
+  }
+
+  /** One script run for `subject`: a decision, or with `lease` a grant and a hand-back. */
+  async run(subject: Subject, cost: number, lease?: LeaseArgs): Promise<ScriptReply> {
     const { limits, ban } = subject;
     if (this.#clock) this.#time = Math.max(this.#time, this.#clock.now());
     const args = [
@@ -91,45 +128,76 @@ export class RedisLimiter implements RateLimiter {
       cost,
       subject.thresholds?.join(',') ?? '',
     ];
-    const raw = await this.#run(`${this.#prefix}${subject.id}`, args);
+    const keys = [`${this.#prefix}${subject.id}`];
+    if (lease) {
+      const { back } = lease;
+      args.push(lease.holder, lease.wanted, back ? `${back.booked}:${back.dayOffset}:${back.units}` : '');
+      keys.push(`${this.#prefix}leases:${subject.id}`);
+    }
+    const raw = await this.#run(keys, args);
     const parsed = v.safeParse(Reply, raw);
     if (!parsed.success) throw new TypeError(`unexpected reply from the rate-limit script: ${JSON.stringify(raw)}`);
     const [code, now, until, mCount, mOldest, mAdmit, dCount, dOldest, dAdmit, events, bannedUntil, ...rest] =
       parsed.output;
-    const [count, start, end, noticed] = rest;
+    const [count, start, end, noticed, granted, booked, dayOffset, others] = rest;
     const outcome = OUTCOMES[code];
     if (outcome === undefined) throw new TypeError(`unexpected outcome ${code} from the rate-limit script`);
     if (events & BAN_ENDED) this.#onEvent({ type: 'ban_end', subject });
     if (events & BAN_STARTED) this.#onEvent({ type: 'ban_start', subject, until: bannedUntil });
-    const decision = decisionFromCounts(
+    return {
       outcome,
-      limits,
       now,
       until,
-      counts(mCount, mOldest, mAdmit),
-      counts(dCount, dOldest, dAdmit),
-      limits.perMonth === undefined ? undefined : { count, start, end },
-    );
-    if (!subject.thresholds) return decision;
-    return withNotices(decision, noticesOf(noticed));
+      minute: { count: mCount, oldestLeavesAt: mOldest, admitAt: mAdmit },
+      day: { count: dCount, oldestLeavesAt: dOldest, admitAt: dAdmit },
+      month: { count, start, end },
+      notices: subject.thresholds ? noticesOf(noticed) : [],
+      granted,
+      booked,
+      dayOffset,
+      others,
+    };
   }
 
   /**
    * EVALSHA, and EVAL when Redis does not have the script (restarted, flushed, failed over), in
    * a client span of the request's trace when it is recorded.
    */
-  #run(key: string, args: (string | number)[]): Promise<unknown> {
-    return childSpan('EVALSHA', REDIS_SPAN, () => this.#eval(key, args), { kind: SpanKind.CLIENT });
+  #run(keys: string[], args: (string | number)[]): Promise<unknown> {
+    return childSpan('EVALSHA', REDIS_SPAN, () => this.#eval(keys, args), { kind: SpanKind.CLIENT });
   }
 
-  async #eval(key: string, args: (string | number)[]): Promise<unknown> {
+  async #eval(keys: string[], args: (string | number)[]): Promise<unknown> {
     try {
-      return await this.#client.evalsha(DECIDE_SHA1, 1, key, ...args);
+      return await this.#client.evalsha(DECIDE_SHA1, keys.length, ...keys, ...args);
     } catch (err) {
       if (!(err instanceof Error && err.message.startsWith('NOSCRIPT'))) throw err;
-      return this.#client.eval(DECIDE_SCRIPT, 1, key, ...args);
+      return this.#client.eval(DECIDE_SCRIPT, keys.length, ...keys, ...args);
     }
   }
+}
+
+/**
+ * The decision a reply gives at `at` (epoch ms on the reply's clock; default its `now`), with
+ * `unused` units of it still held by this instance: they count as remaining, since only this
+ * instance can spend them.
+ *
+ * @example
+ * replyDecision(subject, reply, 0) // what the request that ran the script is answered
+ */
+export function replyDecision(subject: Subject, reply: ScriptReply, unused: number, at = reply.now): Decision {
+  const { limits } = subject;
+  const { minute, day, month } = reply;
+  const decision = decisionFromCounts(
+    reply.outcome,
+    limits,
+    at,
+    reply.outcome === 'admitted' ? at : reply.until,
+    counts(minute.count - unused, minute.oldestLeavesAt, minute.admitAt),
+    counts(day.count - unused, day.oldestLeavesAt, day.admitAt),
+    limits.perMonth === undefined ? undefined : { ...month, count: month.count - unused },
+  );
+  return reply.notices.length === 0 ? decision : withNotices(decision, reply.notices);
 }
 
 /** The Redis run's span attributes (OpenTelemetry's database conventions; never the key or arguments). */
@@ -156,72 +224,4 @@ function noticesOf(flat: readonly number[]): Notice[] {
 /** A window as the script reported it, in the shape `decisionFromCounts` reads. */
 function counts(count: number, oldestLeavesAt: number, admitAt: number): WindowCounts {
   return { count, oldestLeavesAt, admitAt: () => admitAt };
-}
-
-export interface OpenRedisLimiterOptions {
-  /** `redis://[:password@]host:port[/db]`, or `rediss://` for TLS. */
-  url: string;
-  mode: RedisFailMode;
-  /** The in-process limiter used while Redis is down in fail-open mode. */
-  fallback: RateLimiter;
-  log: Logger;
-  onEvent?: (event: LimiterEvent) => void;
-}
-
-/**
- * Connects to Redis and returns the shared limiter with its failover. An unreachable Redis does
- * not stop the start: the limiter starts down (logged) and takes Redis up when a probe finds it.
- * Commands are never queued while disconnected, so no request waits for a Redis that is down.
- *
- * @example
- * const limiter = await openRedisLimiter({ url: 'redis://cache:6379', mode: 'open', fallback, log });
- */
-export async function openRedisLimiter({
-  url,
-  mode,
-  fallback,
-  log,
-  onEvent,
-}: OpenRedisLimiterOptions): Promise<FailoverLimiter> {
-  const client = new Redis(url, {
-    lazyConnect: true,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    commandTimeout: COMMAND_TIMEOUT_MS,
-    connectTimeout: CONNECT_TIMEOUT_MS,
-    connectionName: 'petstore',
-    retryStrategy: (attempt) => Math.min(attempt * 200, MAX_RECONNECT_DELAY_MS),
-  });
-  // Failures surface through decisions and probes, logged once per change of state, with the
-  // socket's own error: a refused command only says "Connection is closed."
-  let socketError: string | undefined;
-  client.on('error', (err: Error) => {
-    socketError = err.message;
-  });
-  client.on('ready', () => {
-    socketError = undefined;
-  });
-  const explain = (err: unknown) => socketError ?? (err instanceof Error ? err.message : String(err));
-  const name = redactUrl(url);
-  const limiter = new FailoverLimiter({
-    primary: new RedisLimiter({ client, onEvent }),
-    fallback,
-    probe: () => client.ping(),
-    mode,
-    log,
-    name,
-    close: () => client.quit().catch(() => client.disconnect()),
-    explain,
-  });
-  // A lost connection is noticed at once, not at the next request, and a new one is taken up at
-  // once, not at the next probe: /readyz stays truthful.
-  client.on('close', () => limiter.markDown(explain(new Error('Connection is closed.'))));
-  client.on('ready', () => void limiter.check());
-  try {
-    await client.connect();
-    log.info('rate limiter: limits and bans are shared through Redis', { redis: name, failMode: mode });
-  } catch (err) {
-    limiter.markDown(explain(err));
-  }
-  return limiter;
 }

@@ -1,0 +1,234 @@
+import { afterAll, describe, expect, test } from 'bun:test';
+import { Redis } from 'ioredis';
+import { testRedisUrl } from '../../../test/redis.ts';
+import { fakeClock } from '../../../test/testing.ts';
+import { busiest, mulberry32 } from '../../../test/windows.ts';
+import type { Decision } from '../../core/decision.ts';
+import type { Limits } from '../../keys/plans.ts';
+import { createLogger } from '../../log.ts';
+import { FailoverLimiter } from './failover.ts';
+import { LeaseLimiter } from './leases.ts';
+import type { Subject } from './limiter.ts';
+import { SlidingWindowLimiter } from './memory.ts';
+import { RedisLimiter } from './redis.ts';
+
+const clients: Redis[] = [];
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.quit()));
+});
+
+function client(): Redis {
+  const c = new Redis(testRedisUrl(), { enableOfflineQueue: true, maxRetriesPerRequest: 0 });
+  clients.push(c);
+  return c;
+}
+
+const prefix = () => `petstore:test:${crypto.randomUUID().slice(0, 8)}:`;
+
+/** 2026-11-22T12:00:00.253Z: steps of 10 ms never land on a whole second, whose term is an instant. */
+const T0 = Date.UTC(2026, 10, 22, 12, 0, 0) + 253;
+
+function subject(id: string, limits: Limits, ban = { threshold: 60, seconds: 900 }): Subject {
+  return { id, plan: 'pro', label: id, limits, ban };
+}
+
+/** `instances` lease limiters on one Redis and one fake clock, each with its own connection. */
+function fleet(instances: number, clock: ReturnType<typeof fakeClock>) {
+  const keyPrefix = prefix();
+  return Array.from(
+    { length: instances },
+    (_, i) =>
+      new LeaseLimiter({
+        shared: new RedisLimiter({ client: client(), clock, prefix: keyPrefix }),
+        clock,
+        holder: `instance-${i}`,
+      }),
+  );
+}
+
+describe('LeaseLimiter', () => {
+  test('one instance decides as SlidingWindowLimiter: grants, local decisions and hand-backs give the same answers', async () => {
+    const clock = fakeClock(T0);
+    const local = new SlidingWindowLimiter({ clock });
+    const [leased] = fleet(1, clock) as [LeaseLimiter];
+    const subjects = [
+      {
+        ...subject('key:tight', { perMinute: 30, perDay: 200, perMonth: 400 }, { threshold: 10, seconds: 30 }),
+        thresholds: [50, 100],
+      },
+      subject('key:busy', { perMinute: 600, perDay: 5_000 }),
+      subject('key:plain', { perMinute: 100, perDay: 100_000 }, { threshold: 0, seconds: 900 }),
+    ];
+    const costs = [0, 1, 1, 1, 1, 1, 2, 3];
+    const random = mulberry32(5);
+    const outcomes = { admitted: 0, rate_limited: 0, key_banned: 0 };
+    for (let i = 0; i < 6_000; i++) {
+      const r = random();
+      // Mostly tens of requests a second, with pauses of seconds and now and then of hours.
+      if (r < 0.9) clock.advance(Math.floor(random() * 40));
+      else if (r < 0.995) clock.advance(Math.floor(random() * 5_000));
+      else clock.advance(3_600_000);
+      const s = subjects[Math.floor(random() * subjects.length)] as Subject;
+      const cost = costs[Math.floor(random() * costs.length)] as number;
+      const expected: Decision = local.decide(s, cost);
+      const actual = await leased.decide(s, cost);
+      if (JSON.stringify(actual) !== JSON.stringify(expected)) {
+        throw new Error(`step ${i} (${s.id}, cost ${cost} at ${clock.now()}): ${JSON.stringify({ expected, actual })}`);
+      }
+      outcomes[expected.outcome]++;
+      if (random() < 0.01) await leased.sweep();
+    }
+    const { runs, unitsGranted, unitsHandedBack } = leased.stats();
+    expect(outcomes.admitted).toBeGreaterThan(3_000);
+    expect(outcomes.rate_limited).toBeGreaterThan(300);
+    expect(outcomes.key_banned).toBeGreaterThan(100);
+    // Grants, local decisions and hand-backs all took part in what was compared.
+    expect(runs.grant).toBeGreaterThan(100);
+    expect(runs.grant + runs.decision + runs.hand_back).toBeLessThan(4_000);
+    expect(unitsGranted).toBeGreaterThan(2_000);
+    expect(unitsHandedBack).toBeGreaterThan(100);
+  }, 60_000);
+
+  test('four instances, bursts of concurrent requests of costs 1 to 3: never more than the quota in any 60 s or day, and barely under', async () => {
+    const clock = fakeClock(T0);
+    const instances = fleet(4, clock);
+    const s = subject('key:acme', { perMinute: 300, perDay: 2_000 }, { threshold: 0, seconds: 30 });
+    const random = mulberry32(3);
+    const log: [number, number][] = [];
+    let falseRefusals = 0;
+    for (let step = 0; step < 3_000; step++) {
+      clock.advance(Math.floor(random() * (step % 500 < 400 ? 30 : 400)));
+      const burst = Array.from({ length: 1 + Math.floor(random() * 12) }, () => {
+        const cost = 1 + Math.floor(random() * 3);
+        const at = instances[Math.floor(random() * instances.length)] as LeaseLimiter;
+        return Promise.resolve(at.decide(s, cost)).then((d) => {
+          if (d.outcome === 'admitted') log.push([clock.now(), cost]);
+          else if (d.retryAfter === 1 && d.windows.every((w) => w.remaining > 0)) falseRefusals++;
+        });
+      });
+      await Promise.all(burst);
+      if (step % 50 === 0) await Promise.all(instances.map((i) => i.sweep()));
+    }
+    expect(busiest(log, 60_000)).toBeLessThanOrEqual(300);
+    expect(busiest(log, 86_400_000)).toBeLessThanOrEqual(2_000);
+    // Barely under: the first minute's quota was used within it, but for less than a request's cost per instance.
+    const first = (log[0] as [number, number])[0];
+    const firstMinute = log.filter(([time]) => time < first + 60_000).reduce((sum, [, units]) => sum + units, 0);
+    expect(firstMinute).toBeGreaterThanOrEqual(300 - 3 * 3);
+    const runs = instances.map((i) => i.stats().runs);
+    expect(runs.reduce((n, r) => n + r.grant, 0)).toBeGreaterThan(50);
+    console.log(busiest(log, 60_000), firstMinute, log.length, falseRefusals, runs);
+  }, 60_000);
+
+  test('refused while another instance holds units: Retry-After 1 and no ban; once its term is over, refusals count', async () => {
+    const clock = fakeClock(T0);
+    const [a, b] = fleet(2, clock) as [LeaseLimiter, LeaseLimiter];
+    const s = subject('key:shared', { perMinute: 10, perDay: 1_000 }, { threshold: 2, seconds: 600 });
+    // A: a decision, then 10 ms on a grant for the rest of the second (half the room: 4 units).
+    expect((await a.decide(s)).outcome).toBe('admitted');
+    clock.advance(10);
+    expect((await a.decide(s)).outcome).toBe('admitted');
+    expect(a.stats().outstanding).toBe(1);
+    // B takes the rest, one at a time, then is refused while A still holds 3 units.
+    const seen: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const d = await b.decide(s);
+      seen.push(d.outcome === 'admitted' ? 'ok' : `${d.outcome} ${d.retryAfter}`);
+      clock.advance(10);
+    }
+    expect(seen).toEqual([...Array(5).fill('ok'), ...Array(5).fill('rate_limited 1')]);
+    // A's term ends at the next whole second; its 3 units are handed back and spent by B.
+    clock.advance(1_000 - (clock.now() % 1_000));
+    await a.sweep();
+    const after: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const d = await b.decide(s);
+      after.push(d.outcome === 'admitted' ? 'ok' : `${d.outcome} ${d.retryAfter}`);
+    }
+    // Two refusals with nobody holding units reach the threshold of 2: the ban.
+    expect(after).toEqual(['ok', 'ok', 'ok', 'rate_limited 60', 'key_banned 600']);
+  });
+
+  test('a term ends on the next whole second: the first request of each second runs the script, the others are decided locally', async () => {
+    const clock = fakeClock(T0);
+    const [leased] = fleet(1, clock) as [LeaseLimiter];
+    const s = subject('key:steady', { perMinute: 100_000, perDay: 10_000_000 });
+    const ranAt: number[] = [];
+    for (let i = 0; i < 500; i++) {
+      const before = totalRuns([leased]);
+      await leased.decide(s);
+      if (totalRuns([leased]) > before) ranAt.push(clock.now());
+      clock.advance(10);
+    }
+    // Requests at .253, .263, ... .993 of each second, then .003 of the next: from the third
+    // second on (the rate is known by then) one run at .003, none in between.
+    const seconds = ranAt.filter((t) => t >= T0 + 2_000).map((t) => t - Math.floor(t / 1_000) * 1_000);
+    expect(seconds).toEqual([3, 3, 3]);
+  });
+
+  test('Redis lost: the units a grant holds are spent until its term ends, then the failover decides (503 when closed)', async () => {
+    const clock = fakeClock(T0);
+    const redis = new Redis(testRedisUrl(), { enableOfflineQueue: false, maxRetriesPerRequest: 0 });
+    await new Promise((ready) => redis.once('ready', ready));
+    const leases = new LeaseLimiter({ shared: new RedisLimiter({ client: redis, clock, prefix: prefix() }), clock });
+    const limiter = new FailoverLimiter({
+      primary: leases,
+      fallback: new SlidingWindowLimiter({ clock }),
+      probe: () => redis.ping(),
+      mode: 'closed',
+      log: createLogger({ level: 'error', write: () => {} }),
+      name: 'redis',
+      clock,
+    });
+    // As openRedisLimiter does: a lost connection marks the limiter down at once.
+    redis.on('close', () => limiter.markDown('Connection is closed.'));
+    const s = subject('key:lost', { perMinute: 10_000, perDay: 100_000 });
+    // Requests 10 ms apart: the second asks for a grant (6 units at this rate), the next two are local.
+    for (let i = 0; i < 4; i++) {
+      expect((await limiter.decide(s)).outcome).toBe('admitted');
+      clock.advance(10);
+    }
+    const held = leases.stats().outstanding;
+    await redis.quit();
+    for (let i = 0; i < 200 && limiter.status().backend !== 'none'; i++) await Bun.sleep(10);
+    expect(limiter.status().backend).toBe('none');
+    const outcomes: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      outcomes.push((await limiter.decide(s)).outcome);
+      clock.advance(10);
+    }
+    // The term ends at the next whole second: from then on, nothing is held.
+    clock.advance(1_000 - (clock.now() % 1_000));
+    outcomes.push((await limiter.decide(s)).outcome);
+    expect(held).toBe(1);
+    expect(outcomes).toEqual(['admitted', 'admitted', 'admitted', 'unavailable']);
+    await limiter.close();
+  });
+
+  test('a key far from its limit, 100 requests a second on each of four instances: at most 0.02 script runs a request', async () => {
+    const clock = fakeClock(T0);
+    const instances = fleet(4, clock);
+    const s = subject('key:big', { perMinute: 100_000, perDay: 10_000_000 });
+    let runsBefore = 0;
+    let requests = 0;
+    for (let ms = 0; ms < 30_000; ms += 10) {
+      clock.advance(10);
+      if (ms === 5_000) runsBefore = totalRuns(instances);
+      const decisions = await Promise.all(instances.map((i) => i.decide(s)));
+      expect(decisions.every((d) => d.outcome === 'admitted')).toBe(true);
+      if (ms >= 5_000) requests += instances.length;
+    }
+    const perRequest = (totalRuns(instances) - runsBefore) / requests;
+    console.log(
+      perRequest,
+      instances.map((i) => i.stats()),
+    );
+    expect(perRequest).toBeLessThanOrEqual(0.02);
+  }, 60_000);
+});
+
+function totalRuns(instances: readonly LeaseLimiter[]): number {
+  let n = 0;
+  for (const i of instances) for (const r of Object.values(i.stats().runs)) n += r;
+  return n;
+}

@@ -1,0 +1,279 @@
+/**
+ * Quota leases: an instance on Redis takes a grant of n units of a consumer's quota in one
+ * script run and decides locally from it until the grant is spent or its term ends, so a busy
+ * key costs one run per term instead of one per request.
+ *
+ * Never over. A grant is counted in every window the subject has (minute, day, month) as if all
+ * of its units were spent at the last millisecond of its term, and its term ends at the next
+ * whole second: the end of the minute bucket it is counted in, which no day or month boundary
+ * splits. So every unit it admits is counted from before its use until at least a window after
+ * it, as a request decided alone is (`memory.ts`), and the windows are never exceeded. What is
+ * left at the term's end is handed back into the bucket it was booked in, with the next run (or
+ * by the sweep, within a second). An instance that dies keeps its units counted.
+ *
+ * Sizes. A grant is what this instance's recent rate would spend in the rest of the term (plus
+ * the requests waiting for it), at most half of the room left shared among the instances that
+ * hold units (`redis-script.ts`), and never past a notice threshold. As the room runs low a
+ * grant shrinks to the request's cost: a decision per request, exact and fair across instances.
+ *
+ * False refusals. A request refused while other instances hold units of the budget counts
+ * toward no ban and no exhausted notice, and is told to retry when their terms end (1 s).
+ *
+ * Headers. A local decision shows Redis's counts at this instance's last run for the subject
+ * (at most one term old), less its own unused units: it never promises more than that.
+ *
+ * Client addresses (the failed-auth limit) are decided per request: a stranger's few requests
+ * would each cost a run anyway.
+ */
+import { randomUUID } from 'node:crypto';
+import { clearInterval, setInterval } from 'node:timers';
+import { LRUCache } from 'lru-cache';
+import { type Clock, systemClock } from '../../core/clock.ts';
+import type { Decision } from '../../core/decision.ts';
+import type { RateLimiter, Subject } from './limiter.ts';
+import { type LeaseArgs, type RedisLimiter, replyDecision, type ScriptReply } from './redis.ts';
+
+/** Consumers whose leases are kept at once: more than a keys file holds. */
+const MAX_LEASES = 10_000;
+/** Unused units of an ended term are handed back by the sweep within this long, if no request does it first. */
+const SWEEP_INTERVAL_MS = 500;
+/** A grant aims at this many times the units the recent rate would spend in the rest of its term. */
+const HEADROOM = 1.5;
+/** Weight of the latest interval in the rate estimate. */
+const RATE_WEIGHT = 0.5;
+/**
+ * The rate is measured over at least this long: two runs a moment apart (a grant spent at once,
+ * a term's end) would otherwise read a burst as a rate, and take half the room.
+ */
+const MIN_RATE_INTERVAL_MS = 100;
+
+/** Script runs by kind: a grant (more units than the request's cost), a hand-back alone, a decision per request. */
+export type RunKind = 'grant' | 'hand_back' | 'decision';
+
+/** What the leases did since the start, for /metrics. */
+export interface LeaseStats {
+  readonly runs: Readonly<Record<RunKind, number>>;
+  readonly unitsGranted: number;
+  readonly unitsHandedBack: number;
+  /** Leases holding unused units now (a term not yet handed back included). */
+  readonly outstanding: number;
+}
+
+export interface LeaseLimiterOptions {
+  /** The shared limiter whose script grants, takes back and decides. */
+  shared: RedisLimiter;
+  /** This instance's clock for terms; tests pass the fake one they give `shared`. */
+  clock?: Clock;
+  /** This instance's id among the holders; default: a random one. */
+  holder?: string;
+}
+
+/** One consumer's lease on this instance. */
+class Lease {
+  readonly subject: Subject;
+  /** Unused units of the current (or ended, not yet handed back) grant. */
+  units = 0;
+  /** Local epoch ms the term ends; units are spent only before it. */
+  expires = Number.NEGATIVE_INFINITY;
+  /** The script's clock minus this instance's, as measured at the last run (never less than true). */
+  offset = 0;
+  /** The grant's reply, its notices already given: what local decisions are written from. */
+  reply: ScriptReply | undefined;
+  /** The grant asked for now, which requests short of units wait for. */
+  pending: Promise<unknown> | undefined;
+  /**
+   * Local epoch ms until which runs ask for the cost alone, without waiting for each other: a
+   * grant was asked for and the room left gave none, so it is a decision per request until the
+   * next term.
+   */
+  tightUntil = Number.NEGATIVE_INFINITY;
+  /** Units asked for by requests waiting for the run under way. */
+  waiting = 0;
+  /** Units spent per ms, recently. */
+  rate = 0;
+  lastRun = Number.NaN;
+  spentSinceRun = 0;
+
+  constructor(subject: Subject) {
+    this.subject = subject;
+  }
+
+  /** The hand-back of the unused units, taking them out of the lease. */
+  takeBack(): LeaseArgs['back'] {
+    const { units, reply } = this;
+    if (units === 0 || !reply) return undefined;
+    this.units = 0;
+    return { booked: reply.booked, dayOffset: reply.dayOffset, units };
+  }
+}
+
+/**
+ * @example
+ * const limiter = new LeaseLimiter({ shared: new RedisLimiter({ client }) });
+ * await limiter.decide(subject); // one run per term for a busy key, local decisions between
+ */
+export class LeaseLimiter implements RateLimiter {
+  readonly #shared: RedisLimiter;
+  readonly #clock: Clock;
+  readonly #holder: string;
+  readonly #leases: LRUCache<string, Lease>;
+  readonly #runs: Record<RunKind, number> = { grant: 0, hand_back: 0, decision: 0 };
+  #granted = 0;
+  #handedBack = 0;
+  /** Latest time seen: the clock may step back, terms must not stretch. */
+  #time: number;
+  #timer: ReturnType<typeof setInterval> | undefined;
+
+  constructor({ shared, clock = systemClock, holder = randomUUID() }: LeaseLimiterOptions) {
+    this.#shared = shared;
+    this.#clock = clock;
+    this.#holder = holder;
+    this.#time = clock.now();
+    this.#leases = new LRUCache<string, Lease>({
+      max: MAX_LEASES,
+      dispose: (lease) => void this.#handBack(lease).catch(() => {}),
+    });
+  }
+
+  decide(subject: Subject, cost = 1): Decision | Promise<Decision> {
+    if (subject.plan === 'anonymous') {
+      this.#runs.decision++;
+      return this.#shared.decide(subject, cost);
+    }
+    let lease = this.#leases.get(subject.id);
+    if (!lease || lease.subject !== subject) {
+      // A reloaded consumer (new limits) starts a new lease; the old one's units go back (dispose).
+      lease = new Lease(subject);
+      this.#leases.set(subject.id, lease);
+    }
+    return this.#local(lease, cost) ?? this.#acquire(lease, cost);
+  }
+
+  /** The decision from this instance's lease alone, when its term is live and holds the cost (Redis unreachable). */
+  local(subject: Subject, cost: number): Decision | undefined {
+    const lease = this.#leases.get(subject.id);
+    return lease && lease.subject === subject ? this.#local(lease, cost) : undefined;
+  }
+
+  /** The decision from the lease alone, when its term is live and it holds the cost. */
+  #local(lease: Lease, cost: number): Decision | undefined {
+    const now = this.#now();
+    const { reply } = lease;
+    if (!reply || now >= lease.expires || lease.units < cost) return undefined;
+    lease.units -= cost;
+    lease.spentSinceRun += cost;
+    return replyDecision(lease.subject, reply, lease.units, now + lease.offset);
+  }
+
+  async #acquire(lease: Lease, cost: number): Promise<Decision> {
+    // Near the limit every request runs the script itself, as without leases.
+    if (this.#now() < lease.tightUntil) return this.#run(lease, cost, cost);
+    // Else requests that find the lease short wait for the grant asked for, then look again;
+    // the first to find none asked for asks itself.
+    while (lease.pending) {
+      lease.waiting += cost;
+      await lease.pending;
+      lease.waiting -= cost;
+      const local = this.#local(lease, cost);
+      if (local) return local;
+      if (this.#now() < lease.tightUntil) return this.#run(lease, cost, cost);
+    }
+    const run = this.#run(lease, cost);
+    lease.pending = run.catch(() => {});
+    try {
+      return await run;
+    } finally {
+      lease.pending = undefined;
+    }
+  }
+
+  /** One script run for `cost`, asking for `wanted` units (default: what the recent rate would spend this term). */
+  async #run(lease: Lease, cost: number, wanted?: number): Promise<Decision> {
+    const sent = this.#now();
+    const termLeft = 1_000 - ((sent + lease.offset) % 1_000);
+    if (!Number.isNaN(lease.lastRun)) {
+      const recent = lease.spentSinceRun / Math.max(MIN_RATE_INTERVAL_MS, sent - lease.lastRun);
+      lease.rate = RATE_WEIGHT * recent + (1 - RATE_WEIGHT) * lease.rate;
+    }
+    lease.lastRun = sent;
+    lease.spentSinceRun = cost;
+    // Units for the requests expected in the rest of the term; none expected: a decision alone.
+    const asked = wanted ?? (cost === 0 ? 0 : cost + lease.waiting + Math.floor(lease.rate * termLeft * HEADROOM));
+    const back = lease.takeBack();
+    // When the run fails, units taken back stay counted in Redis: the safe side.
+    const reply = await this.#shared.run(lease.subject, cost, {
+      holder: this.#holder,
+      wanted: asked,
+      ...(back ? { back } : {}),
+    });
+    if (back) this.#handedBack += back.units;
+    lease.offset = Math.max(0, reply.now - sent);
+    const grant = reply.outcome === 'admitted' && reply.granted > cost;
+    if (grant) {
+      this.#runs.grant++;
+      this.#granted += reply.granted;
+      lease.units = reply.granted - cost;
+      lease.expires = reply.booked + 1 - lease.offset;
+      lease.reply = { ...reply, notices: [] };
+    } else {
+      this.#runs.decision++;
+      // A grant that a run alongside this one took stays in use.
+      if (lease.units === 0) lease.reply = undefined;
+      // Asked for a grant and given only the cost: the room is low, until the next term. (On a
+      // whole second a term is an instant: no grant, whatever the room.)
+      if (asked > cost && reply.now % 1_000 !== 0) {
+        lease.tightUntil = Math.floor(reply.now / 1_000 + 1) * 1_000 - lease.offset;
+      }
+    }
+    return replyDecision(lease.subject, reply, lease.units);
+  }
+
+  /** Hands back a lease's unused units in a run of its own. */
+  async #handBack(lease: Lease): Promise<void> {
+    const back = lease.takeBack();
+    if (!back) return;
+    this.#runs.hand_back++;
+    await this.#shared.run(lease.subject, 0, { holder: this.#holder, wanted: 0, back });
+    this.#handedBack += back.units;
+  }
+
+  /** Hands back the units of ended terms that no request has handed back yet. */
+  sweep(): Promise<unknown> {
+    const now = this.#now();
+    const due: Promise<void>[] = [];
+    for (const lease of this.#leases.values()) {
+      if (lease.units > 0 && now >= lease.expires && !lease.pending) due.push(this.#handBack(lease));
+    }
+    return Promise.allSettled(due);
+  }
+
+  /** Starts the sweep, once every `SWEEP_INTERVAL_MS`. */
+  start(): this {
+    this.#timer ??= setInterval(() => void this.sweep(), SWEEP_INTERVAL_MS);
+    this.#timer.unref();
+    return this;
+  }
+
+  stats(): LeaseStats {
+    let outstanding = 0;
+    for (const lease of this.#leases.values()) if (lease.units > 0) outstanding++;
+    return {
+      runs: { ...this.#runs },
+      unitsGranted: this.#granted,
+      unitsHandedBack: this.#handedBack,
+      outstanding,
+    };
+  }
+
+  /** Stops the sweep and hands back every unused unit. */
+  async close(): Promise<void> {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    await Promise.allSettled([...this.#leases.values()].map((lease) => this.#handBack(lease)));
+  }
+
+  #now(): number {
+    this.#time = Math.max(this.#time, this.#clock.now());
+    return this.#time;
+  }
+}

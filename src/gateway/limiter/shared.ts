@@ -1,0 +1,96 @@
+/**
+ * The shared limiter as the server runs it: a Redis connection, quota leases on it
+ * (`leases.ts`), and the failover around them (`failover.ts`).
+ */
+import { Redis } from 'ioredis';
+import type { Logger } from '../../log.ts';
+import { redactUrl } from '../../redact.ts';
+import { FailoverLimiter, type RedisFailMode } from './failover.ts';
+import { LeaseLimiter, type LeaseStats } from './leases.ts';
+import type { LimiterEvent, RateLimiter } from './limiter.ts';
+import { RedisLimiter } from './redis.ts';
+
+/** A decision Redis has not answered in this long fails, and the limiter fails over. */
+const COMMAND_TIMEOUT_MS = 500;
+const CONNECT_TIMEOUT_MS = 2_000;
+/**
+ * Reconnection attempts back off to this, and go on for as long as the process runs; with the
+ * probe made on reconnecting, limits are shared again within about this long of Redis's return.
+ */
+const MAX_RECONNECT_DELAY_MS = 1_000;
+
+export interface OpenRedisLimiterOptions {
+  /** `redis://[:password@]host:port[/db]`, or `rediss://` for TLS. */
+  url: string;
+  mode: RedisFailMode;
+  /** The in-process limiter used while Redis is down in fail-open mode. */
+  fallback: RateLimiter;
+  log: Logger;
+  onEvent?: (event: LimiterEvent) => void;
+  /** Given the reader of the leases' figures, for /metrics. */
+  leaseStats?: (read: () => LeaseStats) => void;
+}
+
+/**
+ * Connects to Redis and returns the shared limiter with its failover. An unreachable Redis does
+ * not stop the start: the limiter starts down (logged) and takes Redis up when a probe finds it.
+ * Commands are never queued while disconnected, so no request waits for a Redis that is down.
+ *
+ * @example
+ * const limiter = await openRedisLimiter({ url: 'redis://cache:6379', mode: 'open', fallback, log });
+ */
+export async function openRedisLimiter({
+  url,
+  mode,
+  fallback,
+  log,
+  onEvent,
+  leaseStats,
+}: OpenRedisLimiterOptions): Promise<FailoverLimiter> {
+  const client = new Redis(url, {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: COMMAND_TIMEOUT_MS,
+    connectTimeout: CONNECT_TIMEOUT_MS,
+    connectionName: 'petstore',
+    retryStrategy: (attempt) => Math.min(attempt * 200, MAX_RECONNECT_DELAY_MS),
+  });
+  // Failures surface through decisions and probes, logged once per change of state, with the
+  // socket's own error: a refused command only says "Connection is closed."
+  let socketError: string | undefined;
+  client.on('error', (err: Error) => {
+    socketError = err.message;
+  });
+  client.on('ready', () => {
+    socketError = undefined;
+  });
+  const explain = (err: unknown) => socketError ?? (err instanceof Error ? err.message : String(err));
+  const name = redactUrl(url);
+  const leases = new LeaseLimiter({ shared: new RedisLimiter({ client, onEvent }) }).start();
+  leaseStats?.(() => leases.stats());
+  const limiter = new FailoverLimiter({
+    primary: leases,
+    fallback,
+    probe: () => client.ping(),
+    mode,
+    log,
+    name,
+    close: async () => {
+      await leases.close();
+      await client.quit().catch(() => client.disconnect());
+    },
+    explain,
+  });
+  // A lost connection is noticed at once, not at the next request, and a new one is taken up at
+  // once, not at the next probe: /readyz stays truthful.
+  client.on('close', () => limiter.markDown(explain(new Error('Connection is closed.'))));
+  client.on('ready', () => void limiter.check());
+  try {
+    await client.connect();
+    log.info('rate limiter: limits and bans are shared through Redis', { redis: name, failMode: mode });
+  } catch (err) {
+    limiter.markDown(explain(err));
+  }
+  return limiter;
+}
