@@ -48,6 +48,13 @@ const RECONNECT_DELAY_SECONDS = 0.1;
  * (porsager/postgres#1097).
  */
 const CLOSE_TIMEOUT_SECONDS = 1;
+/**
+ * How long connections may keep timing out before the pool is made anew. postgres.js 3.4.9 can
+ * leave a pool whose every reconnect times out against a healthy server after the server went
+ * away mid-startup (porsager/postgres#1193); a fresh pool connects at once. A server that is
+ * really unreachable costs one new pool per period, the old one ended.
+ */
+const RENEW_AFTER_TIMEOUTS_MS = 5_000;
 /** SQLSTATE classes that mean "the server cannot serve now": 08 connection, 53 resources, 57 operator, 58 I/O. */
 const UNAVAILABLE_CLASSES = new Set(['08', '53', '57', '58']);
 /** Read-only transaction (a standby), serialization failure, deadlock: nothing stored, a retry may work. */
@@ -96,7 +103,13 @@ export interface PostgresStoreOptions {
  * so concurrent creates with the same key, from any instance, take turns.
  */
 export class PostgresStore implements PetStore, WithKeyStore {
-  readonly #sql: postgres.Sql;
+  /** The pool pets and the outbox use now; `#renew` replaces it. */
+  #pool: postgres.Sql;
+  readonly #newPool: () => postgres.Sql;
+  /** The pool handed to the key store, which keeps it: never ended by a renewal. */
+  #keptPool: postgres.Sql | undefined;
+  /** When connections began timing out without a success since, or undefined. */
+  #timingOutSince: number | undefined;
   /** Every pet write of the fleet, heard through LISTEN: what `version()` answers from. */
   readonly #changes: PetChanges;
   readonly #sweeps = new SweepSchedule();
@@ -147,8 +160,9 @@ export class PostgresStore implements PetStore, WithKeyStore {
   };
   readonly #timeoutMs: number;
 
-  private constructor(sql: postgres.Sql, changes: PetChanges, timeoutMs: number) {
-    this.#sql = sql;
+  private constructor(newPool: () => postgres.Sql, sql: postgres.Sql, changes: PetChanges, timeoutMs: number) {
+    this.#newPool = newPool;
+    this.#pool = sql;
     this.#changes = changes;
     this.#timeoutMs = timeoutMs;
   }
@@ -162,15 +176,16 @@ export class PostgresStore implements PetStore, WithKeyStore {
    */
   static async open({ url, log, timeoutMs = DEFAULT_STORE_TIMEOUT_MS }: PostgresStoreOptions): Promise<PostgresStore> {
     const where = `--data ${describeData(url)}`;
+    /** The store once made: announcements go through its pool of the moment. */
+    let announcing: PostgresStore | undefined;
     const options = {
       connect_timeout: timeoutMs / 1_000,
       backoff: () => RECONNECT_DELAY_SECONDS,
       fetch_types: false,
       onnotice: (notice: postgres.Notice) => log.debug('postgres notice', { message: notice.message }),
     };
-    let sql: postgres.Sql;
-    try {
-      sql = postgres(url, {
+    const newPool = () =>
+      postgres(url, {
         ...options,
         max: POOL_SIZE,
         // A server configured with synchronous_commit=off would acknowledge commits it can lose.
@@ -178,6 +193,9 @@ export class PostgresStore implements PetStore, WithKeyStore {
         // int8 columns (id, category_id) as numbers: the schema bounds them to 2^53 - 1.
         types: { bigint: { to: 20, from: [20], serialize: (n: number) => String(n), parse: (s: string) => Number(s) } },
       });
+    let sql: postgres.Sql;
+    try {
+      sql = newPool();
     } catch (err) {
       throw new StoreOpenError(`${where}: ${(err as Error).message}`, { cause: err });
     }
@@ -213,11 +231,13 @@ export class PostgresStore implements PetStore, WithKeyStore {
               lock_timeout: HEARTBEAT_LOCK_WAIT_MS,
             },
           }),
-        () => announce(sql),
+        () => announce(announcing ? announcing.#sql : sql),
         log,
       );
       await changes.start();
-      return new PostgresStore(sql, changes, timeoutMs);
+      const store = new PostgresStore(newPool, sql, changes, timeoutMs);
+      announcing = store;
+      return store;
     } catch (err) {
       await sql.end({ timeout: 0 }).catch(() => {});
       if (err instanceof StoreOpenError) throw err;
@@ -313,28 +333,48 @@ export class PostgresStore implements PetStore, WithKeyStore {
 
   /** The keys kept in this database (`--keys store`), shared by every instance on it. */
   keyStore(): KeyStore {
+    this.#keptPool = this.#sql;
     return new PostgresKeyStore(this.#sql, postgresError);
   }
 
   async close(): Promise<void> {
     await this.#changes.close();
-    await this.#sql.end({ timeout: CLOSE_TIMEOUT_SECONDS });
+    const pools = new Set([this.#sql, this.#keptPool].filter((p) => p !== undefined));
+    await Promise.all([...pools].map((p) => p.end({ timeout: CLOSE_TIMEOUT_SECONDS })));
+  }
+
+  get #sql(): postgres.Sql {
+    return this.#pool;
   }
 
   async #query<T>(doing: string, run: () => Promise<T>): Promise<T> {
-    try {
-      return await run();
-    } catch (err) {
-      throw postgresError(err, doing);
-    }
+    return this.#settled(doing, run, false);
   }
 
   async #write<T>(doing: string, run: () => Promise<T>): Promise<T> {
+    return this.#settled(doing, run, true);
+  }
+
+  async #settled<T>(doing: string, run: () => Promise<T>, write: boolean): Promise<T> {
     try {
-      return await run();
+      const result = await run();
+      this.#timingOutSince = undefined;
+      return result;
     } catch (err) {
-      throw postgresError(err, doing, true);
+      if (typeof err === 'object' && err !== null && 'code' in err && err.code === 'CONNECT_TIMEOUT') this.#timedOut();
+      throw postgresError(err, doing, write);
     }
+  }
+
+  /** A connection timed out: once they have done so for `RENEW_AFTER_TIMEOUTS_MS`, a new pool takes over. */
+  #timedOut(): void {
+    const now = Date.now();
+    this.#timingOutSince ??= now;
+    if (now - this.#timingOutSince < RENEW_AFTER_TIMEOUTS_MS) return;
+    this.#timingOutSince = now;
+    const old = this.#pool;
+    this.#pool = this.#newPool();
+    if (old !== this.#keptPool) void old.end({ timeout: 0 }).catch(() => {});
   }
 
   /**
