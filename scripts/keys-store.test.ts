@@ -33,6 +33,8 @@ if (!READY)
 
 /** The issue's bound for a change made on one instance to be in force on another. */
 const FLEET_MS = 2_000;
+/** Longer than a grant's term (at most 1 s) and the sweep that hands its unused units back (0.5 s). */
+const LEASE_SETTLED_MS = 1_600;
 const database = `petstore_keys_${process.pid}`;
 let db: TestDatabase | undefined;
 let url = '';
@@ -122,7 +124,9 @@ describe.skipIf(!READY)('two instances, one key store', () => {
     expect(rotated.status).toBe(201);
     const k2 = String(rotated.body?.token);
     expect(await until(a, k2, 200)).toBeLessThanOrEqual(FLEET_MS);
-    // Old and new key, on A and on B: one quota (Redis), falling by one each time.
+    // Old and new key, on A and on B: one quota (Redis), falling by one each time. Each request
+    // comes after every grant's term is over and its unused units are back (quota leases: README),
+    // so each instance reads Redis's remaining.
     const remaining: number[] = [];
     for (const [server, token] of [
       [a, k1],
@@ -130,6 +134,7 @@ describe.skipIf(!READY)('two instances, one key store', () => {
       [b, k1],
       [a, k2],
     ] as const) {
+      await Bun.sleep(LEASE_SETTLED_MS);
       remaining.push(Number((await get(server, token)).headers.get('x-ratelimit-remaining')));
     }
     expect(remaining.map((r) => (remaining[0] as number) - r)).toEqual([0, 1, 2, 3]);
