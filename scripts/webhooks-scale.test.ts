@@ -55,13 +55,21 @@ afterAll(async () => {
 test.skipIf(!READY)(
   'two instances, 100 concurrent requests crossing 80% and 100% between them: exactly one event each',
   async () => {
+    // Near the limit a request may be refused while the other instance still holds units of the
+    // quota (a false refusal, told to retry when that grant's term ends, 1 s): these clients do.
+    let falseRefusals = 0;
     const statuses = await Promise.all(
       Array.from({ length: 100 }, async (_, i) => {
-        const res = await fetch(`${(i % 2 ? a : b).url}/v1/pets?limit=1`, {
-          headers: { Authorization: `Bearer ${tokenOf(NAME)}` },
-        });
-        await res.arrayBuffer();
-        return res.status;
+        for (;;) {
+          const res = await fetch(`${(i % 2 ? a : b).url}/v1/pets?limit=1`, {
+            headers: { Authorization: `Bearer ${tokenOf(NAME)}` },
+          });
+          await res.arrayBuffer();
+          if (res.status !== 429 || falseRefusals >= 20) return res.status;
+          expect(res.headers.get('Retry-After')).toBe('1');
+          falseRefusals++;
+          await Bun.sleep(1_000);
+        }
       }),
     );
     expect(statuses.filter((s) => s === 200)).toHaveLength(100);

@@ -120,7 +120,7 @@ describe('LeaseLimiter', () => {
     console.log(busiest(log, 60_000), firstMinute, log.length, falseRefusals, runs);
   }, 60_000);
 
-  test('refused while another instance holds units: Retry-After 1 and no ban; once its term is over, refusals count', async () => {
+  test('refused while another instance holds units, in its term or until it hands them back: Retry-After 1 and no ban; once they are back, refusals count', async () => {
     const clock = fakeClock(T0);
     const [a, b] = fleet(2, clock) as [LeaseLimiter, LeaseLimiter];
     const s = subject('key:shared', { perMinute: 10, perDay: 1_000 }, { threshold: 2, seconds: 600 });
@@ -137,8 +137,16 @@ describe('LeaseLimiter', () => {
       clock.advance(10);
     }
     expect(seen).toEqual([...Array(5).fill('ok'), ...Array(5).fill('rate_limited 1')]);
-    // A's term ends at the next whole second; its 3 units are handed back and spent by B.
+    // A's term ends at the next whole second; until A hands its 3 units back they are still the
+    // fleet's, so B is told to retry in a second, not at the window's end, and no ban starts.
     clock.advance(1_000 - (clock.now() % 1_000));
+    const ended: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const d = await b.decide(s);
+      ended.push(d.outcome === 'admitted' ? 'ok' : `${d.outcome} ${d.retryAfter}`);
+      clock.advance(300);
+    }
+    expect(ended).toEqual(Array(3).fill('rate_limited 1'));
     await a.sweep();
     const after: string[] = [];
     for (let i = 0; i < 5; i++) {
@@ -147,6 +155,24 @@ describe('LeaseLimiter', () => {
     }
     // Two refusals with nobody holding units reach the threshold of 2: the ban.
     expect(after).toEqual(['ok', 'ok', 'ok', 'rate_limited 60', 'key_banned 600']);
+  });
+
+  test('an instance that never hands back (dead): a second after its term ends its units stay counted and refusals are true ones', async () => {
+    const clock = fakeClock(T0);
+    const [a, b] = fleet(2, clock) as [LeaseLimiter, LeaseLimiter];
+    const s = subject('key:dead', { perMinute: 10, perDay: 1_000 }, { threshold: 2, seconds: 600 });
+    await a.decide(s);
+    clock.advance(10);
+    await a.decide(s);
+    expect(a.stats().outstanding).toBe(1);
+    for (let i = 0; i < 5; i++) expect((await b.decide(s)).outcome).toBe('admitted');
+    const termEnd = clock.now() - (clock.now() % 1_000) + 1_000;
+    clock.advance(termEnd + 999 - clock.now());
+    expect(await b.decide(s)).toMatchObject({ outcome: 'rate_limited', retryAfter: 1 });
+    clock.advance(1);
+    // A's 3 units stay in the minute bucket they were booked in: free again a minute on.
+    expect(await b.decide(s)).toMatchObject({ outcome: 'rate_limited', retryAfter: 59 });
+    expect(await b.decide(s)).toMatchObject({ outcome: 'key_banned', retryAfter: 600 });
   });
 
   test('a term ends on the next whole second: the first request of each second runs the script, the others are decided locally', async () => {

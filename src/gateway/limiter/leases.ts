@@ -32,11 +32,12 @@ import { type Clock, systemClock } from '../../core/clock.ts';
 import type { Decision } from '../../core/decision.ts';
 import type { RateLimiter, Subject } from './limiter.ts';
 import { type LeaseArgs, type RedisLimiter, replyDecision, type ScriptReply } from './redis.ts';
+import { HAND_BACK_WITHIN_MS } from './redis-script.ts';
 
 /** Consumers whose leases are kept at once: more than a keys file holds. */
 const MAX_LEASES = 10_000;
-/** Unused units of an ended term are handed back by the sweep within this long, if no request does it first. */
-const SWEEP_INTERVAL_MS = 500;
+/** The sweep hands back the unused units of ended terms twice within the bound the script waits for. */
+const SWEEP_INTERVAL_MS = HAND_BACK_WITHIN_MS / 2;
 /** A grant aims at this many times the units the recent rate would spend in the rest of its term. */
 const HEADROOM = 1.5;
 /** Weight of the latest interval in the rate estimate. */

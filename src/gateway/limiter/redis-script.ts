@@ -38,12 +38,20 @@
  *       for one more unit (the reset); `until` is for the whole cost. Then: units spent (the
  *       cost, or a grant's size), the epoch ms they were booked at (a grant's: the last
  *       millisecond of its term), the day offset, other holders with a live term, units handed back.
- *       A refusal while other holders have a live term is a false refusal: `until` is the end of
- *       their terms, and it counts toward no ban and no exhausted notice.
+ *       A refusal while other holders have a live term, or an ended one whose units are not yet
+ *       handed back (for `HAND_BACK_WITHIN_MS` after its end), is a false refusal: `until` is the
+ *       end of their terms (at least 1 ms on), and it counts toward no ban and no exhausted notice.
  */
 import { createHash } from 'node:crypto';
 import { DAY, MINUTE } from './buckets.ts';
 import { RECORD_AGAIN_AFTER_MS, RECORD_AGAIN_WITHIN_MS } from './notices.ts';
+
+/**
+ * A holder hands back the unused units of an ended term within this long (`leases.ts` sweeps
+ * twice in it). Until then they are still the fleet's budget; after it the holder is taken for
+ * dead, and its units stay counted.
+ */
+export const HAND_BACK_WITHIN_MS = 1_000;
 
 /** Bumped when the state layout changes: a key of another layout is read as empty. */
 const STATE_VERSION = 1;
@@ -53,6 +61,7 @@ local MINUTE_W, MINUTE_B = ${MINUTE.windowMs}, ${MINUTE.bucketMs}
 local DAY_W, DAY_B = ${DAY.windowMs}, ${DAY.bucketMs}
 local VERSION = ${STATE_VERSION}
 local AGAIN_AFTER, AGAIN_WITHIN = ${RECORD_AGAIN_AFTER_MS}, ${RECORD_AGAIN_WITHIN_MS}
+local HAND_BACK_WITHIN = ${HAND_BACK_WITHIN_MS}
 -- Where each field of the state is (its layout: this file's opening comment). A window is its
 -- offset at AT_<window> and its (bucket, count) pairs at AT_<window> + 1.
 local AT_VERSION, AT_SEEN, AT_BANNED_UNTIL = 1, 2, 3
@@ -215,8 +224,9 @@ if back_at then
   if leasing then redis.call('HDEL', KEYS[2], holder) end
 end
 
--- Other instances holding unused units now, and when the last of their terms ends: read only
--- by a grant and a refusal, so an admitted decision per request costs what it did without leases.
+-- Other instances holding unused units now (a live term, or an ended one not yet handed back),
+-- and when the last of their terms ends: read only by a grant and a refusal, so an admitted
+-- decision per request costs what it did without leases.
 local others, others_until, others_read = 0, 0, false
 local function read_others()
   if others_read or not leasing then return end
@@ -224,10 +234,10 @@ local function read_others()
   local held = redis.call('HGETALL', KEYS[2])
   for j = 1, #held, 2 do
     local term_end = tonumber(held[j + 1])
-    if held[j] ~= holder and term_end > now then
-      others, others_until = others + 1, math.max(others_until, term_end)
-    elseif term_end <= now then
+    if term_end + HAND_BACK_WITHIN <= now then
       redis.call('HDEL', KEYS[2], held[j])
+    elseif held[j] ~= holder then
+      others, others_until = others + 1, math.max(others_until, term_end, now + 1)
     end
   end
 end
@@ -291,7 +301,7 @@ if outcome == 0 and cost > 0 then
     granted = cost
     if granted > asked then
       redis.call('HSET', KEYS[2], holder, booked + 1)
-      redis.call('PEXPIRE', KEYS[2], booked + 1 - now + 1000)
+      redis.call('PEXPIRE', KEYS[2], booked + 1 - now + HAND_BACK_WITHIN)
     end
     if #thresholds > 0 then
       crossed('day', 1, per_day, day_before, day_before + cost, day_period)
