@@ -7,8 +7,9 @@
  * with. It measures the app's own code only: not Bun's HTTP server, the SQLite store or the log's
  * writes, so its percentages are larger than the same change makes in `make bench`.
  *
- * Knobs (environment): BENCH_BASE (required), BENCH_ONLY (list,get,401,429), AB_BLOCKS (40),
- * AB_REQUESTS (3,000 a block).
+ * Knobs (environment): BENCH_BASE (required), BENCH_HEAD (a ref to stand for this tree: two
+ * earlier commits side by side, to find which of a run of commits costs what), BENCH_ONLY
+ * (list,get,401,429), AB_BLOCKS (40), AB_REQUESTS (3,000 a block).
  */
 import { existsSync } from 'node:fs';
 import { createApp } from '../src/app.ts';
@@ -115,9 +116,14 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 const ref = process.env.BENCH_BASE;
 if (!ref) throw new Error('bench-inprocess: set BENCH_BASE=<ref>');
+const rootOf = (build: { binary: string }) => build.binary.replace(/\/dist\/petstore$/, '');
 const base = buildBase(ref);
-const baseRoot = base.binary.replace(/\/dist\/petstore$/, '');
-const current: Modules = { createApp, hashToken, parseKeys, KeyTable, SlidingWindowLimiter, createLogger, MemoryStore };
+const baseRoot = rootOf(base);
+const head = process.env.BENCH_HEAD ? buildBase(process.env.BENCH_HEAD) : undefined;
+const current: Modules = head
+  ? await modulesOf(rootOf(head))
+  : { createApp, hashToken, parseKeys, KeyTable, SlidingWindowLimiter, createLogger, MemoryStore };
+const headName = head ? `${head.ref} (${head.commit})` : 'this tree';
 const only = process.env.BENCH_ONLY?.split(',');
 for (const scenario of SCENARIOS.filter((s) => !only || only.includes(s.id))) {
   const apps = [await appOf(current), await appOf(await modulesOf(baseRoot))] as const;
@@ -136,6 +142,6 @@ for (const scenario of SCENARIOS.filter((s) => !only || only.includes(s.id))) {
   }
   const change = (median(ratios) - 1) * 100;
   console.log(
-    `${scenario.id}: this tree ${median(costs[0]).toFixed(2)} µs, ${ref} (${base.commit}) ${median(costs[1]).toFixed(2)} µs a request; median of ${BLOCKS} paired ratios ${change >= 0 ? '+' : ''}${change.toFixed(1)}%`,
+    `${scenario.id}: ${headName} ${median(costs[0]).toFixed(2)} µs, ${ref} (${base.commit}) ${median(costs[1]).toFixed(2)} µs a request; median of ${BLOCKS} paired ratios ${change >= 0 ? '+' : ''}${change.toFixed(1)}%`,
   );
 }
