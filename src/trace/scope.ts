@@ -35,11 +35,11 @@ export function currentScope(): RequestScope | undefined {
 }
 
 /**
- * Runs `work` with `scope` as the current scope, through every await it makes.
+ * Runs `work` with `scope` as the current scope, through every await it makes; `work` is handed it too.
  *
  * @example
  * inScope({ requestId: 'r1' }, () => log.info('seen')) // the line carries "requestId":"r1"
  */
-export function inScope<T>(scope: RequestScope, work: () => T): T {
-  return storage.run(scope, work);
+export function inScope<T>(scope: RequestScope, work: (scope: RequestScope) => T): T {
+  return storage.run(scope, work, scope);
 }

@@ -94,8 +94,8 @@ export interface RequestStart {
  * inScope(scope, () => serve(c))
  */
 export function beginRequest(start: RequestStart): RequestScope {
+  if (!tracer) return requestIds(start.requestId, start.traceparent);
   const parent = parseTraceParent(start.traceparent);
-  if (!tracer) return { requestId: start.requestId, traceId: parent?.traceId ?? newTraceId(), spanId: newSpanId() };
   let context = ROOT_CONTEXT;
   if (parent) {
     const state = start.tracestate ? createTraceState(start.tracestate) : undefined;
@@ -124,6 +124,17 @@ export function beginRequest(start: RequestStart): RequestScope {
   }
   if (span.isRecording()) span.setAttributes(start.attributes());
   return scopeOf(start.requestId, span, ROOT_CONTEXT);
+}
+
+/** Whether spans are made (an endpoint is configured): else a request's scope is `requestIds`. */
+export const makingSpans = (): boolean => tracer !== undefined;
+
+/**
+ * A request's scope while no span is made: its ids, the trace continued from a valid
+ * `traceparent`, for its log lines and its `traceresponse`.
+ */
+export function requestIds(requestId: string, traceparent: string | undefined): RequestScope {
+  return { requestId, traceId: parseTraceParent(traceparent)?.traceId ?? newTraceId(), spanId: newSpanId() };
 }
 
 function scopeOf(requestId: string, span: Span, parent: OtelContext): RequestScope {
