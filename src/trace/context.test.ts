@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { formatTraceParent, newSpanId, newTraceId, parseTraceParent } from './context.ts';
+import { formatTraceParent, newSpanId, newTrace, newTraceId, parseTraceParent } from './context.ts';
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const SPAN = '00f067aa0ba902b7';
@@ -40,5 +40,9 @@ describe('traceparent', () => {
     expect(spans.size).toBe(2000);
     for (const t of traces) expect(t).toMatch(/^[0-9a-f]{32}$/);
     for (const s of spans) expect(s).toMatch(/^[0-9a-f]{16}$/);
+    const trace = newTrace();
+    expect(trace.traceId).toMatch(/^[0-9a-f]{32}$/);
+    expect(trace.spanId).toMatch(/^[0-9a-f]{16}$/);
+    expect(traces.has(trace.traceId)).toBe(false);
   });
 });

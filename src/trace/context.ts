@@ -64,3 +64,9 @@ function randomHex(bytes: number): string {
 export const newTraceId = (): string => randomHex(16);
 /** A fresh span id: 8 random bytes in hex. */
 export const newSpanId = (): string => randomHex(8);
+
+/** A fresh trace id and span id from one draw of 24 bytes: a new trace's first span. */
+export function newTrace(): { readonly traceId: string; readonly spanId: string } {
+  const hex = randomHex(24);
+  return { traceId: hex.slice(0, 32), spanId: hex.slice(32) };
+}

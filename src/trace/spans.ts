@@ -21,7 +21,7 @@ import {
   type Tracer,
   trace,
 } from '@opentelemetry/api';
-import { formatTraceParent, newSpanId, newTraceId, parseTraceParent } from './context.ts';
+import { formatTraceParent, newSpanId, newTrace, newTraceId, parseTraceParent } from './context.ts';
 import { currentScope, inScope, type RequestScope } from './scope.ts';
 
 let tracer: Tracer | undefined;
@@ -134,7 +134,12 @@ export const makingSpans = (): boolean => tracer !== undefined;
  * `traceparent`, for its log lines and its `traceresponse`.
  */
 export function requestIds(requestId: string, traceparent: string | undefined): RequestScope {
-  return { requestId, traceId: parseTraceParent(traceparent)?.traceId ?? newTraceId(), spanId: newSpanId() };
+  const parent = parseTraceParent(traceparent);
+  if (!parent) {
+    const { traceId, spanId } = newTrace();
+    return { requestId, traceId, spanId };
+  }
+  return { requestId, traceId: parent.traceId, spanId: newSpanId() };
 }
 
 function scopeOf(requestId: string, span: Span, parent: OtelContext): RequestScope {

@@ -3,7 +3,7 @@ import { routePath } from 'hono/route';
 import type { Clock } from '../../core/clock.ts';
 import type { AppEnv } from '../../env.ts';
 import { TOKEN_PREFIX } from '../../keys/tokens.ts';
-import type { Logger } from '../../log.ts';
+import type { LogFields, Logger } from '../../log.ts';
 
 export interface RequestLogOptions {
   log: Logger;
@@ -61,31 +61,27 @@ export function requestLogSteps({ log, clock, newId = () => crypto.randomUUID(),
       c.set('requestId', id);
       return { id, at };
     },
-    finish(c: Context<AppEnv>, { id, at }: Started, status: number): void {
-      log.info('request', {
-        requestId: id,
-        method: c.req.method,
-        route: routePath(c),
-        status,
-        durationMs: clock.now() - at,
-        ...who(c, clientAddress),
-      });
+    /** Written in the request's scope, whose ids (`requestId`, `traceId`, `spanId`) the line carries. */
+    finish(c: Context<AppEnv>, { at }: Started, status: number): void {
+      const fields: LogFields = { method: c.req.method, route: routePath(c), status, durationMs: clock.now() - at };
+      log.info('request', who(c, clientAddress, fields));
     },
   };
 }
 
-/** The key's name when the gateway found one, else the client's address. */
-function who(c: Context<AppEnv>, clientAddress: RequestLogOptions['clientAddress']) {
+/** `fields` with the key's name when the gateway found one, else the client's address. */
+function who(c: Context<AppEnv>, clientAddress: RequestLogOptions['clientAddress'], fields: LogFields): LogFields {
   const caller = c.get('caller');
-  if (caller?.kind === 'consumer') return { consumer: caller.consumer.name, key: caller.key.id };
-  // A known key outside its dates: answered as an unknown one, named here with the reason.
-  if (caller?.key)
-    return {
-      client: caller.address,
-      consumer: caller.key.consumer.name,
-      key: caller.key.id,
-      credential: caller.credential,
-    };
-  if (caller) return { client: caller.address };
-  return clientAddress ? { client: clientAddress(c) } : {};
+  if (caller?.kind === 'consumer') {
+    fields.consumer = caller.consumer.name;
+    fields.key = caller.key.id;
+  } else if (caller?.key) {
+    // A known key outside its dates: answered as an unknown one, named here with the reason.
+    fields.client = caller.address;
+    fields.consumer = caller.key.consumer.name;
+    fields.key = caller.key.id;
+    fields.credential = caller.credential;
+  } else if (caller) fields.client = caller.address;
+  else if (clientAddress) fields.client = clientAddress(c);
+  return fields;
 }
