@@ -6,17 +6,20 @@
  * <scenario>.md, a summary of self and inclusive time by function and by file (lib/cpuprofile.ts).
  *
  * Knobs (environment): BENCH_PROFILE (scenario ids, default `list,401,page-1m,get-1m`), BENCH_SECONDS (8),
- * BENCH_PROFILE_INTERVAL (sampling interval in µs, 250).
+ * BENCH_PROFILE_INTERVAL (sampling interval in µs, 250), BENCH_BASE (profile that commit's source
+ * instead, from its build in dist/: `lib/base.ts`; written as <scenario>-<commit>.*).
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { buildBase } from './lib/base.ts';
 import { parseProfile, renderSummary, summarise } from './lib/cpuprofile.ts';
 import { millionFile } from './lib/million.ts';
 import { SCENARIOS, startOn, startSeeded, WRK, writeKeys } from './lib/setup.ts';
 import { runWrk } from './lib/wrk.ts';
 
-const ROOT = join(import.meta.dir, '..');
+const base = process.env.BENCH_BASE ? buildBase(process.env.BENCH_BASE) : undefined;
+const ROOT = base ? base.binary.replace(/\/dist\/petstore$/, '') : join(import.meta.dir, '..');
 const BUN = join(ROOT, 'node_modules/.bin/bun');
 const OUT = join(import.meta.dir, 'tmp/profile');
 const IDS = (process.env.BENCH_PROFILE ?? 'list,401,page-1m,get-1m').split(',');
@@ -29,7 +32,8 @@ for (const id of IDS) {
   const scenario = SCENARIOS.find((s) => s.id === id);
   if (!scenario) throw new Error(`bench-profile: no scenario ${id} (${SCENARIOS.map((s) => s.id).join(', ')})`);
   const dir = mkdtempSync(join(tmpdir(), 'petstore-profile-'));
-  const name = `${id}.cpuprofile`;
+  const stem = base ? `${id}-${base.commit}` : id;
+  const name = `${stem}.cpuprofile`;
   rmSync(join(OUT, name), { force: true });
   // The seeding POSTs are profiled too (not on the million pets, which need none): a few hundred
   // samples against tens of thousands.
@@ -55,7 +59,7 @@ for (const id of IDS) {
   const summary = summarise(parseProfile(readFileSync(join(OUT, name), 'utf8')), ROOT);
   const title = `${scenario.label}: ${Math.round(w.rps)} req/s, ${cpuUs.toFixed(1)} µs CPU a request under the profiler (${w.requests} requests, ${w.statusErrors} >= 400)`;
   const md = renderSummary(title, summary);
-  writeFileSync(join(OUT, `${id}.md`), `${md}\n`);
+  writeFileSync(join(OUT, `${stem}.md`), `${md}\n`);
   console.log(`${md}\n`);
 }
 console.log(`bench-profile: profiles and summaries in ${OUT}`);

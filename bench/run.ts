@@ -12,7 +12,7 @@
  * (lib/fleet.ts); then start-up, binary size and RSS under a flood of strangers.
  * Writes bench/results.json, bench/chart.svg and the generated part of bench/README.md.
  *
- * Knobs (environment): BENCH_SECONDS (4), BENCH_ROUNDS (4), BENCH_WARMUP (2), BENCH_STARTS (40),
+ * Knobs (environment): BENCH_SECONDS (4), BENCH_ROUNDS (4; 6 with BENCH_BASE), BENCH_WARMUP (2), BENCH_STARTS (40),
  * BENCH_BASE=<git ref> (also run that commit's build, in the same rounds),
  * BENCH_QUICK=1 (1 round of 1 s, 5 starts, a smaller flood: a smoke run of ~1 min; its report
  * goes to bench/tmp/quick/, never over the committed one),
@@ -60,7 +60,8 @@ const BUN = join(ROOT, 'node_modules/.bin/bun');
 const knob = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const QUICK = process.env.BENCH_QUICK === '1';
 const SECONDS = knob('BENCH_SECONDS', QUICK ? 1 : 4);
-const ROUNDS = knob('BENCH_ROUNDS', QUICK ? 1 : 4);
+// Against a base build, more rounds: its verdict is the median of the rounds' paired ratios.
+const ROUNDS = knob('BENCH_ROUNDS', QUICK ? 1 : process.env.BENCH_BASE ? 6 : 4);
 const WARMUP = knob('BENCH_WARMUP', QUICK ? 1 : 2);
 const STARTS = knob('BENCH_STARTS', QUICK ? 5 : 40);
 const ONLY = process.env.BENCH_ONLY?.split(',');
@@ -347,8 +348,7 @@ async function runScenarios({ servers, logs }: Fleet, list: readonly Scenario[])
     }
     await logged();
     for (let round = 0; round < ROUNDS; round++) {
-      // Rotate who goes first, so drift within a round is shared out too.
-      const order = names.map((_, i, all) => all[(i + round) % all.length] as ServerName);
+      const order = roundOrder(names, round);
       for (const name of order) {
         const server = serverOf(servers, name);
         const cpuBefore = server.cpuSeconds();
@@ -374,6 +374,20 @@ async function runScenarios({ servers, logs }: Fleet, list: readonly Scenario[])
     scenarios.push(result);
   }
   return scenarios;
+}
+
+/**
+ * Who runs in `round`: the servers rotated, so drift within a round is shared out; the product
+ * and the base build always back to back, taking turns to go first, so each round gives one
+ * paired ratio of the two (`pairedRatio`).
+ */
+function roundOrder(names: readonly ServerName[], round: number): ServerName[] {
+  const rotated = names.map((_, i, all) => all[(i + round) % all.length] as ServerName);
+  if (!rotated.includes('petstore') || !rotated.includes('base')) return rotated;
+  const rest: ServerName[] = rotated.filter((name) => name !== 'base');
+  const at = rest.indexOf('petstore');
+  rest.splice(round % 2 === 0 ? at + 1 : at, 0, 'base');
+  return rest;
 }
 
 function serverOf(servers: Partial<Record<ServerName, Running>>, name: ServerName): Running {
