@@ -1,9 +1,9 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { Redis } from 'ioredis';
 import { testRedisUrl } from '../../../test/redis.ts';
+import { replay } from '../../../test/replay.ts';
 import { fakeClock } from '../../../test/testing.ts';
 import { busiest, mulberry32 } from '../../../test/windows.ts';
-import type { Decision } from '../../core/decision.ts';
 import type { Limits } from '../../keys/plans.ts';
 import { createLogger } from '../../log.ts';
 import { FailoverLimiter } from './failover.ts';
@@ -59,25 +59,25 @@ describe('LeaseLimiter', () => {
       subject('key:busy', { perMinute: 600, perDay: 5_000 }),
       subject('key:plain', { perMinute: 100, perDay: 100_000 }, { threshold: 0, seconds: 900 }),
     ];
-    const costs = [0, 1, 1, 1, 1, 1, 2, 3];
-    const random = mulberry32(5);
-    const outcomes = { admitted: 0, rate_limited: 0, key_banned: 0 };
-    for (let i = 0; i < 6_000; i++) {
-      const r = random();
+    const outcomes = await replay({
+      steps: 6_000,
+      seed: 5,
+      clock,
+      subjects,
+      costs: [0, 1, 1, 1, 1, 1, 2, 3],
       // Mostly tens of requests a second, with pauses of seconds and now and then of hours.
-      if (r < 0.9) clock.advance(Math.floor(random() * 40));
-      else if (r < 0.995) clock.advance(Math.floor(random() * 5_000));
-      else clock.advance(3_600_000);
-      const s = subjects[Math.floor(random() * subjects.length)] as Subject;
-      const cost = costs[Math.floor(random() * costs.length)] as number;
-      const expected: Decision = local.decide(s, cost);
-      const actual = await leased.decide(s, cost);
-      if (JSON.stringify(actual) !== JSON.stringify(expected)) {
-        throw new Error(`step ${i} (${s.id}, cost ${cost} at ${clock.now()}): ${JSON.stringify({ expected, actual })}`);
-      }
-      outcomes[expected.outcome]++;
-      if (random() < 0.01) await leased.sweep();
-    }
+      pause: (random) => {
+        const r = random();
+        if (r < 0.9) return Math.floor(random() * 40);
+        if (r < 0.995) return Math.floor(random() * 5_000);
+        return 3_600_000;
+      },
+      expected: (s, cost) => local.decide(s, cost),
+      actual: async (s, cost) => leased.decide(s, cost),
+      each: async ({ random }) => {
+        if (random() < 0.01) await leased.sweep();
+      },
+    });
     const { runs, unitsGranted, unitsHandedBack } = leased.stats();
     expect(outcomes.admitted).toBeGreaterThan(3_000);
     expect(outcomes.rate_limited).toBeGreaterThan(300);

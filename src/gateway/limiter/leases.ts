@@ -16,8 +16,9 @@
  * hold units (`redis-script.ts`), and never past a notice threshold. As the room runs low a
  * grant shrinks to the request's cost: a decision per request, exact and fair across instances.
  *
- * False refusals. A request refused while other instances hold units of the budget counts
- * toward no ban and no exhausted notice, and is told to retry when their terms end (1 s).
+ * False refusals. A request refused while other instances hold units of the budget (in a live
+ * term, or an ended one not yet handed back: `HAND_BACK_WITHIN_MS`) counts toward no ban and no
+ * exhausted notice, and is told to retry when their terms end (1 s).
  *
  * Headers. A local decision shows Redis's counts at this instance's last run for the subject
  * (at most one term old), less its own unused units: it never promises more than that.

@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { Redis } from 'ioredis';
 import { testRedisUrl } from '../../../test/redis.ts';
+import { replay } from '../../../test/replay.ts';
 import { fakeClock } from '../../../test/testing.ts';
-import { mulberry32 } from '../../../test/windows.ts';
 import type { Decision } from '../../core/decision.ts';
 import type { Limits } from '../../keys/plans.ts';
 import { createLogger } from '../../log.ts';
@@ -50,26 +50,27 @@ describe('RedisLimiter', () => {
         { threshold: Number.POSITIVE_INFINITY, seconds: 900 },
       ),
     ];
-    const random = mulberry32(7);
-    const outcomes = { admitted: 0, rate_limited: 0, key_banned: 0 };
     let notices = 0;
-    for (let i = 0; i < 4_000; i++) {
-      const r = random();
+    const outcomes = await replay({
+      steps: 4_000,
+      seed: 7,
+      clock,
+      subjects,
       // Mostly bursts within a second, sometimes a pause, now and then hours or a step back.
-      if (r < 0.6) clock.advance(Math.floor(random() * 300));
-      else if (r < 0.97) clock.advance(Math.floor(random() * 20_000));
-      else if (r < 0.985) clock.advance(-Math.floor(random() * 5_000));
-      else clock.advance(3_600_000);
-      const s = subjects[Math.floor(random() * subjects.length)] as Subject;
-      const expected: Decision = local.decide(s);
-      const actual = await shared.decide(s);
-      if (JSON.stringify(actual) !== JSON.stringify(expected)) {
-        throw new Error(`step ${i} (${s.id} at ${clock.now()}): ${JSON.stringify({ expected, actual })}`);
-      }
-      expect(rateLimitHeaders(actual)).toEqual(rateLimitHeaders(expected));
-      outcomes[expected.outcome]++;
-      notices += expected.notices?.length ?? 0;
-    }
+      pause: (random) => {
+        const r = random();
+        if (r < 0.6) return Math.floor(random() * 300);
+        if (r < 0.97) return Math.floor(random() * 20_000);
+        if (r < 0.985) return -Math.floor(random() * 5_000);
+        return 3_600_000;
+      },
+      expected: (s) => local.decide(s),
+      actual: (s) => shared.decide(s),
+      each: ({ decision, actual }) => {
+        expect(rateLimitHeaders(actual)).toEqual(rateLimitHeaders(decision));
+        notices += decision.notices?.length ?? 0;
+      },
+    });
     expect(redisEvents).toEqual(localEvents);
     // Notices (crossings, first refusals, bans, and each given once more) were compared too.
     expect(notices).toBeGreaterThan(100);
@@ -92,27 +93,27 @@ describe('RedisLimiter', () => {
       subject('key:costly', { perMinute: 12, perDay: 10_000, perMonth: 100_000 }),
       subject('key:plain', { perMinute: 10, perDay: 100 }, { threshold: 0, seconds: 900 }),
     ];
-    const costs = [0, 1, 1, 1, 2, 5];
-    const random = mulberry32(11);
-    const outcomes = { admitted: 0, rate_limited: 0, key_banned: 0 };
     let reads = 0;
     let monthNotices = 0;
-    for (let i = 0; i < 3_000; i++) {
-      const r = random();
-      if (r < 0.6) clock.advance(Math.floor(random() * 300));
-      else if (r < 0.98) clock.advance(Math.floor(random() * 20_000));
-      else clock.advance(1_800_000);
-      const s = subjects[Math.floor(random() * subjects.length)] as Subject;
-      const cost = costs[Math.floor(random() * costs.length)] as number;
-      const expected: Decision = local.decide(s, cost);
-      const actual = await shared.decide(s, cost);
-      if (JSON.stringify(actual) !== JSON.stringify(expected)) {
-        throw new Error(`step ${i} (${s.id}, cost ${cost} at ${clock.now()}): ${JSON.stringify({ expected, actual })}`);
-      }
-      outcomes[expected.outcome]++;
-      if (cost === 0) reads++;
-      for (const n of expected.notices ?? []) if ('window' in n) monthNotices += n.window === 'month' ? 1 : 0;
-    }
+    const outcomes = await replay({
+      steps: 3_000,
+      seed: 11,
+      clock,
+      subjects,
+      costs: [0, 1, 1, 1, 2, 5],
+      pause: (random) => {
+        const r = random();
+        if (r < 0.6) return Math.floor(random() * 300);
+        if (r < 0.98) return Math.floor(random() * 20_000);
+        return 1_800_000;
+      },
+      expected: (s, cost) => local.decide(s, cost),
+      actual: (s, cost) => shared.decide(s, cost),
+      each: ({ decision, cost }) => {
+        if (cost === 0) reads++;
+        for (const n of decision.notices ?? []) if ('window' in n) monthNotices += n.window === 'month' ? 1 : 0;
+      },
+    });
     // Month notices were compared, in 2026 and 2027.
     expect(monthNotices).toBeGreaterThan(2);
     // The walk crossed into 2027, and the month's numbers were part of what was compared.
