@@ -21,7 +21,7 @@ export { DEFAULT_IPV6_PREFIX, TrustedProxies } from './addresses.ts';
 export type { Caller } from './caller.ts';
 export type { LimiterStatus } from './limiter/failover.ts';
 export type { LeaseStats, RunKind } from './limiter/leases.ts';
-export type { LimiterEvent, RateLimiter } from './limiter/limiter.ts';
+export type { LimiterEvent, RateLimiter, Subject } from './limiter/limiter.ts';
 export { SlidingWindowLimiter } from './limiter/memory.ts';
 export { quotaStatus } from './quota.ts';
 export { wouldRefuseReporter } from './report-only.ts';
