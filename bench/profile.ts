@@ -7,7 +7,9 @@
  *
  * Knobs (environment): BENCH_PROFILE (scenario ids, default `list,401,page-1m,get-1m`), BENCH_SECONDS (8),
  * BENCH_PROFILE_INTERVAL (sampling interval in µs, 250), BENCH_BASE (profile that commit's source
- * instead, from its build in dist/: `lib/base.ts`; written as <scenario>-<commit>.*).
+ * instead, from its build in dist/: `lib/base.ts`; written as <scenario>-<commit>.*),
+ * BENCH_PROFILE_SAMPLED (a ratio, 0 to 1: export that share of traces to a sink that answers at
+ * once, as the bench's trace scenario does; written as <scenario>-sampled-<ratio>.*).
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,13 +28,35 @@ const IDS = (process.env.BENCH_PROFILE ?? 'list,401,page-1m,get-1m').split(',');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const INTERVAL = Number(process.env.BENCH_PROFILE_INTERVAL ?? 250);
 const WARMUP = 2;
+const SAMPLED = process.env.BENCH_PROFILE_SAMPLED;
+/** An OTLP/HTTP sink for BENCH_PROFILE_SAMPLED: takes each export and answers at once. */
+const sink = SAMPLED
+  ? Bun.serve({
+      port: 0,
+      hostname: '127.0.0.1',
+      async fetch(req) {
+        await req.arrayBuffer();
+        return new Response(new Uint8Array(0), { headers: { 'Content-Type': 'application/x-protobuf' } });
+      },
+    })
+  : undefined;
+const traceArgs = sink
+  ? [
+      '--otel-endpoint',
+      `http://127.0.0.1:${sink.port}`,
+      '--otel-sampler',
+      'parentbased_traceidratio',
+      '--otel-sampler-arg',
+      String(SAMPLED),
+    ]
+  : [];
 
 mkdirSync(OUT, { recursive: true });
 for (const id of IDS) {
   const scenario = SCENARIOS.find((s) => s.id === id);
   if (!scenario) throw new Error(`bench-profile: no scenario ${id} (${SCENARIOS.map((s) => s.id).join(', ')})`);
   const dir = mkdtempSync(join(tmpdir(), 'petstore-profile-'));
-  const stem = base ? `${id}-${base.commit}` : id;
+  const stem = `${id}${base ? `-${base.commit}` : ''}${SAMPLED ? `-sampled-${SAMPLED}` : ''}`;
   const name = `${stem}.cpuprofile`;
   rmSync(join(OUT, name), { force: true });
   // The seeding POSTs are profiled too (not on the million pets, which need none): a few hundred
@@ -48,8 +72,15 @@ for (const id of IDS) {
   const keysFile = writeKeys(dir).file;
   const [server] =
     scenario.data === 'million'
-      ? await startOn(cmd, dir, 'petstore', keysFile, await millionFile([BUN, join(ROOT, 'src/main.ts')], keysFile))
-      : await startSeeded(cmd, dir, 'petstore', keysFile);
+      ? await startOn(
+          cmd,
+          dir,
+          'petstore',
+          keysFile,
+          await millionFile([BUN, join(ROOT, 'src/main.ts')], keysFile),
+          traceArgs,
+        )
+      : await startSeeded(cmd, dir, 'petstore', keysFile, traceArgs);
   await runWrk(server.url, scenario.load, { ...WRK, seconds: WARMUP });
   const cpuBefore = server.cpuSeconds();
   const w = await runWrk(server.url, scenario.load, { ...WRK, seconds: SECONDS });
@@ -62,4 +93,5 @@ for (const id of IDS) {
   writeFileSync(join(OUT, `${stem}.md`), `${md}\n`);
   console.log(`${md}\n`);
 }
+sink?.stop(true);
 console.log(`bench-profile: profiles and summaries in ${OUT}`);

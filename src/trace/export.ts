@@ -30,7 +30,6 @@ import {
   type Sampler,
   SamplingDecision,
   type SamplingResult,
-  TraceIdRatioBasedSampler,
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
 import { COMMIT, VERSION } from '../version.ts';
@@ -98,7 +97,8 @@ export function startTraceExport(options: TraceExportOptions): TraceExport {
   useTracer(
     provider.getTracer('petstore', VERSION),
     (context, traceId) =>
-      sampler.shouldSample(context, traceId, 'HTTP', SpanKind.SERVER, {}, []).decision !== SamplingDecision.NOT_RECORD,
+      sampler.shouldSample(context, traceId, 'HTTP', SpanKind.SERVER, NO_ATTRIBUTES, NO_LINKS).decision !==
+      SamplingDecision.NOT_RECORD,
   );
   return {
     async shutdown(withinMs) {
@@ -127,18 +127,47 @@ function resourceOf({ serviceName, resourceAttributes }: TraceExportOptions): At
   };
 }
 
+/** What the request's sampling question carries: the sampler reads neither. */
+const NO_ATTRIBUTES: Attributes = Object.freeze({});
+const NO_LINKS: Link[] = [];
+
 function samplerOf(name: SamplerName, ratio: number): Sampler {
   const root = name.endsWith('always_on')
     ? new AlwaysOnSampler()
     : name.endsWith('always_off')
       ? new AlwaysOffSampler()
-      : new TraceIdRatioBasedSampler(ratio);
+      : new RatioSampler(ratio);
   if (!name.startsWith('parentbased_')) return root;
   const linked = new LinkedToSampled(root);
   return new ParentBasedSampler({ root: linked, remoteParentSampled: new Vouched(linked) });
 }
 
 const SAMPLED: SamplingResult = { decision: SamplingDecision.RECORD_AND_SAMPLED };
+const NOT_SAMPLED: SamplingResult = { decision: SamplingDecision.NOT_RECORD };
+
+/** 2^52: the trace id's last 13 hex digits, read as a number, are below it and exact. */
+const LOW_BITS = 2 ** 52;
+
+/**
+ * `traceidratio`: a trace is exported when the low 52 bits of its id, which W3C Trace Context
+ * Level 2 asks to be random, fall below `ratio` of their range; so every instance decides the
+ * same for one trace id. The SDK's `TraceIdRatioBasedSampler` XORs four parsed slices and tests
+ * the id's form by a pattern: a profile of a 1%-sampled list had it at 2% of the server's CPU.
+ */
+export class RatioSampler implements Sampler {
+  readonly #below: number;
+  readonly #ratio: number;
+  constructor(ratio: number) {
+    this.#ratio = Math.min(1, Math.max(0, ratio));
+    this.#below = this.#ratio * LOW_BITS;
+  }
+  shouldSample(_context: unknown, traceId: string): SamplingResult {
+    return Number.parseInt(traceId.slice(-13), 16) < this.#below ? SAMPLED : NOT_SAMPLED;
+  }
+  toString(): string {
+    return `RatioSampler{${this.#ratio}}`;
+  }
+}
 
 /** A remote parent's sampled flag, honoured only for a caller the gateway vouched for. */
 class Vouched implements Sampler {

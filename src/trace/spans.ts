@@ -111,9 +111,9 @@ export function beginRequest(start: RequestStart): RequestScope {
   // The sampler is asked first: a request it does not record (most, at a low ratio) gets its ids
   // and no span object at all, so it costs what a request without an endpoint costs. The
   // sampler reads neither the span's name nor its attributes.
-  const traceId = parent?.traceId ?? newTraceId();
+  const { traceId, spanId } = parent ? { traceId: parent.traceId, spanId: undefined } : newTrace();
   if (!sampled(context, traceId)) {
-    return { requestId: start.requestId, traceId, spanId: newSpanId(), sampled: false };
+    return { requestId: start.requestId, traceId, spanId: spanId ?? newSpanId(), sampled: false };
   }
   if (!parent) nextTraceId = traceId;
   let span: Span;
