@@ -1,6 +1,6 @@
-import { afterAll, describe, expect, test } from 'bun:test';
+import { describe, expect, test } from 'bun:test';
 import { Redis } from 'ioredis';
-import { testRedisUrl } from '../../../test/redis.ts';
+import { testRedis, testRedisUrl } from '../../../test/redis.ts';
 import { replay } from '../../../test/replay.ts';
 import { fakeClock } from '../../../test/testing.ts';
 import { busiest, mulberry32 } from '../../../test/windows.ts';
@@ -12,18 +12,7 @@ import type { Subject } from './limiter.ts';
 import { SlidingWindowLimiter } from './memory.ts';
 import { RedisLimiter } from './redis.ts';
 
-const clients: Redis[] = [];
-afterAll(async () => {
-  await Promise.all(clients.map((c) => c.quit()));
-});
-
-function client(): Redis {
-  const c = new Redis(testRedisUrl(), { enableOfflineQueue: true, maxRetriesPerRequest: 0 });
-  clients.push(c);
-  return c;
-}
-
-const prefix = () => `petstore:test:${crypto.randomUUID().slice(0, 8)}:`;
+const { client, prefix } = testRedis();
 
 /** 2026-11-22T12:00:00.253Z: steps of 10 ms never land on a whole second, whose term is an instant. */
 const T0 = Date.UTC(2026, 10, 22, 12, 0, 0) + 253;

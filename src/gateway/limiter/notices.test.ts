@@ -1,6 +1,5 @@
-import { afterAll, describe, expect, test } from 'bun:test';
-import { Redis } from 'ioredis';
-import { testRedisUrl } from '../../../test/redis.ts';
+import { describe, expect, test } from 'bun:test';
+import { testRedis } from '../../../test/redis.ts';
 import type { Decision, Notice } from '../../core/decision.ts';
 import type { Limits } from '../../keys/plans.ts';
 import type { RateLimiter, Subject } from './limiter.ts';
@@ -12,10 +11,7 @@ const T0 = Date.UTC(2026, 10, 22, 12, 0, 0);
 const DAY = 20_779;
 const MONTH = 2026 * 12 + 10;
 
-const clients: Redis[] = [];
-afterAll(async () => {
-  await Promise.all(clients.map((c) => c.quit()));
-});
+const redis = testRedis();
 
 function clock(start = T0) {
   let t = start;
@@ -41,14 +37,7 @@ function subject(limits: Limits, thresholds?: number[], ban = { threshold: 3, se
 type Make = (c: ReturnType<typeof clock>) => RateLimiter;
 const limiters: [string, Make][] = [
   ['in process', (c) => new SlidingWindowLimiter({ clock: c })],
-  [
-    'Redis script',
-    (c) => {
-      const client = new Redis(testRedisUrl(), { enableOfflineQueue: true, maxRetriesPerRequest: 0 });
-      clients.push(client);
-      return new RedisLimiter({ client, clock: c, prefix: `petstore:test:${crypto.randomUUID().slice(0, 8)}:` });
-    },
-  ],
+  ['Redis script', (c) => new RedisLimiter({ client: redis.client(), clock: c, prefix: redis.prefix() })],
 ];
 
 async function run(limiter: RateLimiter, s: Subject, n: number, cost = 1): Promise<Decision[]> {
@@ -166,12 +155,8 @@ describe.each(limiters)('notices (%s)', (_name, make) => {
 
 test('Redis: a notice whose instance died before recording it is given to the next instance 30 s on', async () => {
   const c = clock();
-  const prefix = `petstore:test:${crypto.randomUUID().slice(0, 8)}:`;
-  const instance = () => {
-    const client = new Redis(testRedisUrl(), { enableOfflineQueue: true, maxRetriesPerRequest: 0 });
-    clients.push(client);
-    return new RedisLimiter({ client, clock: c, prefix });
-  };
+  const prefix = redis.prefix();
+  const instance = () => new RedisLimiter({ client: redis.client(), clock: c, prefix });
   const [first, second] = [instance(), instance()];
   const s = subject({ perMinute: 100, perDay: 5 }, [80], { threshold: 100, seconds: 60 });
   // The first instance decides the crossing, then is gone before anything is recorded.

@@ -1,6 +1,5 @@
-import { afterAll, describe, expect, test } from 'bun:test';
-import { Redis } from 'ioredis';
-import { testRedisUrl } from '../../../test/redis.ts';
+import { describe, expect, test } from 'bun:test';
+import { testRedis, testRedisUrl } from '../../../test/redis.ts';
 import { replay } from '../../../test/replay.ts';
 import { fakeClock } from '../../../test/testing.ts';
 import type { Decision } from '../../core/decision.ts';
@@ -13,19 +12,7 @@ import { RedisLimiter } from './redis.ts';
 import { DECIDE_SHA1 } from './redis-script.ts';
 import { openRedisLimiter } from './shared.ts';
 
-const clients: Redis[] = [];
-afterAll(async () => {
-  await Promise.all(clients.map((c) => c.quit()));
-});
-
-function client(): Redis {
-  const c = new Redis(testRedisUrl(), { enableOfflineQueue: true, maxRetriesPerRequest: 0 });
-  clients.push(c);
-  return c;
-}
-
-/** Keys of one test, apart from every other test's and run's. */
-const prefix = () => `petstore:test:${crypto.randomUUID().slice(0, 8)}:`;
+const { client, prefix } = testRedis();
 
 function subject(id: string, limits: Limits, ban = { threshold: 60, seconds: 900 }): Subject {
   return { id, plan: 'free', label: id, limits, ban };
