@@ -72,30 +72,35 @@ export function useTracer(t: Tracer | undefined, sample: Sampled = () => true): 
  */
 export const VOUCHED = createContextKey('petstore.vouched');
 
-/** What `beginRequest` needs of the request. */
-export interface RequestStart {
-  readonly requestId: string;
-  readonly traceparent: string | undefined;
+/** What `beginRequest` asks of the request only while spans are made. */
+export interface SpanStart {
   readonly tracestate: string | undefined;
-  /** Whether the caller holds a valid key; asked only for a sampled `traceparent` while spans are made. */
+  /** Whether the caller holds a valid key; asked only for a sampled `traceparent`. */
   readonly vouched: () => boolean;
-  /** The span's name, asked only while spans are made: the method and the route (`GET /v1/pets/:petId`). */
+  /** The span's name: the method and the route (`GET /v1/pets/:petId`). */
   readonly name: () => string;
-  /** The span's first attributes, asked only while spans are made. */
+  /** The span's first attributes, asked only for a recorded span. */
   readonly attributes: () => Attributes;
 }
 
 /**
- * The request's scope: its ids, and its server span when spans are made (a child of the
- * caller's span when its `traceparent` is valid; a malformed one is ignored).
+ * The request's scope: its ids (the trace continued from a valid `traceparent`, a malformed one
+ * ignored), and its server span when spans are made, a child of the caller's. `spanStart` is
+ * asked only while spans are made, so a request without an endpoint makes nothing for them.
  *
  * @example
- * const scope = beginRequest({ requestId, traceparent: c.req.header('traceparent'), … })
+ * const scope = beginRequest(requestId, c.req.header('traceparent'), () => ({ tracestate, vouched, name, attributes }))
  * inScope(scope, () => serve(c))
  */
-export function beginRequest(start: RequestStart): RequestScope {
-  if (!tracer) return requestIds(start.requestId, start.traceparent);
-  const parent = parseTraceParent(start.traceparent);
+export function beginRequest(
+  requestId: string,
+  traceparent: string | undefined,
+  spanStart: () => SpanStart,
+): RequestScope {
+  const parent = parseTraceParent(traceparent);
+  const { traceId, spanId } = parent ? { traceId: parent.traceId, spanId: newSpanId() } : newTrace();
+  if (!tracer) return { requestId, traceId, spanId };
+  const start = spanStart();
   let context = ROOT_CONTEXT;
   if (parent) {
     const state = start.tracestate ? createTraceState(start.tracestate) : undefined;
@@ -111,10 +116,7 @@ export function beginRequest(start: RequestStart): RequestScope {
   // The sampler is asked first: a request it does not record (most, at a low ratio) gets its ids
   // and no span object at all, so it costs what a request without an endpoint costs. The
   // sampler reads neither the span's name nor its attributes.
-  const { traceId, spanId } = parent ? { traceId: parent.traceId, spanId: undefined } : newTrace();
-  if (!sampled(context, traceId)) {
-    return { requestId: start.requestId, traceId, spanId: spanId ?? newSpanId(), sampled: false };
-  }
+  if (!sampled(context, traceId)) return { requestId, traceId, spanId, sampled: false };
   if (!parent) nextTraceId = traceId;
   let span: Span;
   try {
@@ -123,23 +125,7 @@ export function beginRequest(start: RequestStart): RequestScope {
     nextTraceId = undefined;
   }
   if (span.isRecording()) span.setAttributes(start.attributes());
-  return scopeOf(start.requestId, span, ROOT_CONTEXT);
-}
-
-/** Whether spans are made (an endpoint is configured): else a request's scope is `requestIds`. */
-export const makingSpans = (): boolean => tracer !== undefined;
-
-/**
- * A request's scope while no span is made: its ids, the trace continued from a valid
- * `traceparent`, for its log lines and its `traceresponse`.
- */
-export function requestIds(requestId: string, traceparent: string | undefined): RequestScope {
-  const parent = parseTraceParent(traceparent);
-  if (!parent) {
-    const { traceId, spanId } = newTrace();
-    return { requestId, traceId, spanId };
-  }
-  return { requestId, traceId: parent.traceId, spanId: newSpanId() };
+  return scopeOf(requestId, span, ROOT_CONTEXT);
 }
 
 function scopeOf(requestId: string, span: Span, parent: OtelContext): RequestScope {

@@ -3,7 +3,7 @@ import type { Context } from 'hono';
 import { routePath } from 'hono/route';
 import type { AppEnv } from '../../env.ts';
 import { inScope, type RequestScope } from '../../trace/scope.ts';
-import { beginRequest, finishRequest, makingSpans, requestIds, traceResponse } from '../../trace/spans.ts';
+import { beginRequest, finishRequest, traceResponse } from '../../trace/spans.ts';
 
 export interface RequestTraceOptions {
   /** The client's address as trusted (`client.address`). */
@@ -26,21 +26,17 @@ export function requestTrace({ clientAddress, vouched }: RequestTraceOptions) {
   return {
     /** Runs `work` in the request's scope, handing it the scope too. */
     run<T>(c: Context<AppEnv>, requestId: string, traced: boolean, work: (scope: RequestScope) => T): T {
-      const scope: RequestScope = !traced
-        ? { requestId }
-        : !makingSpans()
-          ? requestIds(requestId, c.req.header('traceparent'))
-          : beginRequest({
-              requestId,
-              traceparent: c.req.header('traceparent'),
-              tracestate: c.req.header('tracestate'),
-              vouched: () => vouched(c),
-              name: () => {
-                const route = routeOf(c);
-                return route ? `${c.req.method} ${route}` : c.req.method;
-              },
-              attributes: () => startAttributes(c, clientAddress),
-            });
+      const scope: RequestScope = traced
+        ? beginRequest(requestId, c.req.header('traceparent'), () => ({
+            tracestate: c.req.header('tracestate'),
+            vouched: () => vouched(c),
+            name: () => {
+              const route = routeOf(c);
+              return route ? `${c.req.method} ${route}` : c.req.method;
+            },
+            attributes: () => startAttributes(c, clientAddress),
+          }))
+        : { requestId };
       return inScope(scope, work);
     },
     /** The `traceresponse` to answer with; undefined for a request that is not traced. */
