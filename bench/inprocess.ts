@@ -116,17 +116,15 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 const ref = process.env.BENCH_BASE;
 if (!ref) throw new Error('bench-inprocess: set BENCH_BASE=<ref>');
-const rootOf = (build: { binary: string }) => build.binary.replace(/\/dist\/petstore$/, '');
 const base = buildBase(ref);
-const baseRoot = rootOf(base);
 const head = process.env.BENCH_HEAD ? buildBase(process.env.BENCH_HEAD) : undefined;
 const current: Modules = head
-  ? await modulesOf(rootOf(head))
+  ? await modulesOf(head.root)
   : { createApp, hashToken, parseKeys, KeyTable, SlidingWindowLimiter, createLogger, MemoryStore };
 const headName = head ? `${head.ref} (${head.commit})` : 'this tree';
 const only = process.env.BENCH_ONLY?.split(',');
 for (const scenario of SCENARIOS.filter((s) => !only || only.includes(s.id))) {
-  const apps = [await appOf(current), await appOf(await modulesOf(baseRoot))] as const;
+  const apps = [await appOf(current), await appOf(await modulesOf(base.root))] as const;
   for (const app of apps) await block(app, scenario); // warm-up
   const ratios: number[] = [];
   const costs: [number[], number[]] = [[], []];

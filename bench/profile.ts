@@ -21,7 +21,7 @@ import { SCENARIOS, startOn, startSeeded, WRK, writeKeys } from './lib/setup.ts'
 import { runWrk } from './lib/wrk.ts';
 
 const base = process.env.BENCH_BASE ? buildBase(process.env.BENCH_BASE) : undefined;
-const ROOT = base ? base.binary.replace(/\/dist\/petstore$/, '') : join(import.meta.dir, '..');
+const ROOT = base?.root ?? join(import.meta.dir, '..');
 const BUN = join(ROOT, 'node_modules/.bin/bun');
 const OUT = join(import.meta.dir, 'tmp/profile');
 const IDS = (process.env.BENCH_PROFILE ?? 'list,401,page-1m,get-1m').split(',');

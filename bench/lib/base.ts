@@ -14,6 +14,8 @@ export interface BaseBuild {
   /** The ref as given and the commit it names (short). */
   readonly ref: string;
   readonly commit: string;
+  /** The commit's tree (its `src/` beside its `node_modules`), where `binary` is built. */
+  readonly root: string;
   readonly binary: string;
 }
 
@@ -25,7 +27,7 @@ const git = (...args: string[]) => execFileSync('git', ['-C', ROOT, ...args], { 
  * over a hard-linked copy of them.
  *
  * @example
- * const base = buildBase('HEAD~3'); // { ref: 'HEAD~3', commit: 'f23d22d', binary: '.../dist/bench-base-f23d22d/dist/petstore' }
+ * const base = buildBase('HEAD~3'); // { ref: 'HEAD~3', commit: 'f23d22d', root: '.../dist/bench-base-f23d22d', binary: '.../dist/bench-base-f23d22d/dist/petstore' }
  */
 export function buildBase(ref: string): BaseBuild {
   const commit = git('rev-parse', '--short', `${ref}^{commit}`);
@@ -33,7 +35,7 @@ export function buildBase(ref: string): BaseBuild {
   const binary = join(dir, 'dist/petstore');
   if (existsSync(binary)) {
     console.log(`bench: base ${ref} (${commit}): reusing ${binary}`);
-    return { ref, commit, binary };
+    return { ref, commit, root: dir, binary };
   }
   console.log(`bench: base ${ref} (${commit}): building in ${dir}`);
   rmSync(dir, { recursive: true, force: true });
@@ -52,7 +54,7 @@ export function buildBase(ref: string): BaseBuild {
     execFileSync('make', ['-C', dir, 'build'], { stdio: 'inherit' });
   }
   if (!existsSync(binary)) throw new Error(`bench: building ${ref} left no ${binary}`);
-  return { ref, commit, binary };
+  return { ref, commit, root: dir, binary };
 }
 
 function isLink(path: string): boolean {
