@@ -333,7 +333,10 @@ async function runScenarios({ servers, logs }: Fleet, list: readonly Scenario[])
   };
   for (const scenario of list) {
     const names = scenario.servers.filter((name) => servers[name] !== undefined);
+    const beside = scenario.beside && names.includes(scenario.beside) ? scenario.beside : undefined;
+    const besideRounds: Partial<Record<ServerName, Round[]>> = {};
     const result: ScenarioResult = {
+      ...(beside ? { beside: { server: beside, rounds: besideRounds } } : {}),
       id: scenario.id,
       label: scenario.label,
       expect: scenario.expect,
@@ -347,19 +350,31 @@ async function runScenarios({ servers, logs }: Fleet, list: readonly Scenario[])
       rounds[name] = [];
     }
     await logged();
+    const measure = async (name: ServerName, round: number, besideOf?: ServerName): Promise<Round> => {
+      const server = serverOf(servers, name);
+      const cpuBefore = server.cpuSeconds();
+      const w = await runWrk(server.url, scenario.load, { ...WRK, seconds: SECONDS });
+      const r = { ...w, cpuUs: ((server.cpuSeconds() - cpuBefore) * 1e6) / w.requests };
+      const who = besideOf ? `${name} beside ${besideOf}` : name;
+      console.log(
+        `${scenario.id.padEnd(7)} round ${round + 1} ${who.padEnd(8)} ${Math.round(r.rps).toString().padStart(7)} req/s  CPU ${r.cpuUs.toFixed(1).padStart(5)} µs/req  p50 ${(r.p50Us / 1000).toFixed(2)} ms  p99 ${(r.p99Us / 1000).toFixed(2)} ms  >=400: ${r.statusErrors}  socket errors: ${r.socketErrors}`,
+      );
+      return r;
+    };
     for (let round = 0; round < ROUNDS; round++) {
-      const order = roundOrder(names, round);
-      for (const name of order) {
-        const server = serverOf(servers, name);
-        const cpuBefore = server.cpuSeconds();
-        const w = await runWrk(server.url, scenario.load, { ...WRK, seconds: SECONDS });
-        const r = { ...w, cpuUs: ((server.cpuSeconds() - cpuBefore) * 1e6) / w.requests };
-        rounds[name]?.push(r);
-        console.log(
-          `${scenario.id.padEnd(7)} round ${round + 1} ${name.padEnd(8)} ${Math.round(r.rps).toString().padStart(7)} req/s  CPU ${r.cpuUs.toFixed(1).padStart(5)} µs/req  p50 ${(r.p50Us / 1000).toFixed(2)} ms  p99 ${(r.p99Us / 1000).toFixed(2)} ms  >=400: ${r.statusErrors}  socket errors: ${r.socketErrors}`,
-        );
+      if (beside) {
+        // Each other server and `beside` at once; `beside`'s rounds are all of its runs.
+        for (const name of roundOrder(names, round).filter((n) => n !== beside)) {
+          const [ours, theirs] = await Promise.all([measure(name, round), measure(beside, round, name)]);
+          rounds[name]?.push(ours);
+          rounds[beside]?.push(theirs);
+          (besideRounds[name] ??= []).push(theirs);
+        }
+        continue;
       }
+      for (const name of roundOrder(names, round)) rounds[name]?.push(await measure(name, round));
     }
+
     const statuses = await logged();
     Object.assign(result.productStatuses, statuses.petstore);
     if (result.baseStatuses) Object.assign(result.baseStatuses, statuses.base);

@@ -71,6 +71,8 @@ export interface ScenarioResult {
   readonly productStatuses: Record<string, number>;
   /** The same for the base build, when there was one. */
   readonly baseStatuses?: Record<string, number>;
+  /** With `Scenario.beside`: that server's rounds measured beside each other server's, by the other's name. */
+  readonly beside?: { readonly server: ServerName; readonly rounds: Partial<Record<ServerName, Round[]>> };
 }
 
 export interface Target {
@@ -120,13 +122,15 @@ function summary(results: Results, id: string, server: ServerName): Summary | un
 
 /**
  * `a`'s CPU per request over `b`'s in scenario `id`: the median of the rounds' ratios, each of
- * two runs back to back in one round, so the host's drift between rounds (it moves a build's
- * figure by a quarter from one round to the next) cancels out. Undefined unless both ran.
+ * two runs back to back in one round (or side by side, `Scenario.beside`), so the host's drift
+ * between rounds (it moves a build's figure by a quarter from one round to the next) cancels
+ * out. Undefined unless both ran.
  */
 export function pairedRatio(results: Results, id: string, a: ServerName, b: ServerName): number | undefined {
   const scenario = results.scenarios.find((x) => x.id === id);
   const ours = scenario?.servers[a]?.rounds ?? [];
-  const theirs = scenario?.servers[b]?.rounds ?? [];
+  const theirs =
+    (scenario?.beside?.server === b ? scenario.beside.rounds[a] : undefined) ?? scenario?.servers[b]?.rounds ?? [];
   const ratios = ours.flatMap((r, i) => {
     const t = theirs[i];
     return t && t.cpuUs > 0 ? [r.cpuUs / t.cpuUs] : [];

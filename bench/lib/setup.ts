@@ -49,6 +49,12 @@ export interface Scenario {
    * or their own seeded files, one of the two on a Redis (lib/fleet.ts).
    */
   data?: 'million' | 'hooks' | 'traces' | 'postgres' | 'fleet';
+  /**
+   * Measure each other server at the same time as this one, both on the server CPU, a pair at a
+   * time: the two share whatever the host does to that core in those seconds, which moves a
+   * figure by a quarter from one round to the next. Only when this server runs (BENCH_BASE).
+   */
+  beside?: ServerName;
 }
 /** Without BENCH_BASE, 'base' is dropped from every list. */
 const ALL: ServerName[] = ['petstore', 'base', 'bare', 'hono', 'express'];

@@ -45,19 +45,30 @@ export function formatTraceParent(traceId: string, spanId: string, sampled: bool
   return `00-${traceId}-${spanId}-${sampled ? '01' : '00'}`;
 }
 
-/** Random bytes drawn a page at a time: one draw serves about 170 requests' ids. */
+/**
+ * Random bytes drawn a page at a time and kept as hex: one draw serves about 170 requests' ids,
+ * and each id is a slice of it (a slice shares the page's characters, so no id is encoded alone).
+ */
 const pool = Buffer.allocUnsafe(4096);
-let taken = pool.length;
+let hexPool = '';
+let taken = 0;
+
+/** Where the next `digits` hex digits of the pool start, drawing a fresh page when it is used up. */
+function reserve(digits: number): number {
+  if (taken + digits > hexPool.length) {
+    randomFillSync(pool);
+    hexPool = pool.toString('hex');
+    taken = 0;
+  }
+  const at = taken;
+  taken += digits;
+  return at;
+}
 
 /** `bytes` random bytes in hex, from a cryptographic generator (ids need to be unique, not secret). */
 function randomHex(bytes: number): string {
-  if (taken + bytes > pool.length) {
-    randomFillSync(pool);
-    taken = 0;
-  }
-  const hex = pool.toString('hex', taken, taken + bytes);
-  taken += bytes;
-  return hex;
+  const at = reserve(bytes * 2);
+  return hexPool.slice(at, at + bytes * 2);
 }
 
 /** A fresh trace id: 16 random bytes in hex. */
@@ -67,6 +78,6 @@ export const newSpanId = (): string => randomHex(8);
 
 /** A fresh trace id and span id from one draw of 24 bytes: a new trace's first span. */
 export function newTrace(): { readonly traceId: string; readonly spanId: string } {
-  const hex = randomHex(24);
-  return { traceId: hex.slice(0, 32), spanId: hex.slice(32) };
+  const at = reserve(48);
+  return { traceId: hexPool.slice(at, at + 32), spanId: hexPool.slice(at + 32, at + 48) };
 }

@@ -18,6 +18,7 @@ import {
   type Link,
   type Meter,
   type MeterProvider,
+  ROOT_CONTEXT,
   SpanKind,
 } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
@@ -88,17 +89,21 @@ export function startTraceExport(options: TraceExportOptions): TraceExport {
     ...(options.dropped ? { selfObsMeterProvider: dropCounter(options.dropped) } : {}),
   });
   const sampler = samplerOf(options.sampler, options.samplerArg);
+  const root = rootDecision(options.sampler, options.samplerArg);
   const provider = new TracerProvider({
     resource: resourceFromAttributes(resourceOf(options)),
     sampler,
     idGenerator: traceIds,
     spanProcessors: [processor],
   });
-  useTracer(
-    provider.getTracer('petstore', VERSION),
-    (context, traceId) =>
-      sampler.shouldSample(context, traceId, 'HTTP', SpanKind.SERVER, NO_ATTRIBUTES, NO_LINKS).decision !==
-      SamplingDecision.NOT_RECORD,
+  const parentBased = options.sampler.startsWith('parentbased_');
+  useTracer(provider.getTracer('petstore', VERSION), (context, traceId) =>
+    // A request without a caller's context is the root sampler's alone: the same answer as the
+    // chain below gives it, without walking it on every request.
+    !parentBased || context === ROOT_CONTEXT
+      ? root(traceId)
+      : sampler.shouldSample(context, traceId, 'HTTP', SpanKind.SERVER, NO_ATTRIBUTES, NO_LINKS).decision !==
+        SamplingDecision.NOT_RECORD,
   );
   return {
     async shutdown(withinMs) {
@@ -142,6 +147,14 @@ function samplerOf(name: SamplerName, ratio: number): Sampler {
   return new ParentBasedSampler({ root: linked, remoteParentSampled: new Vouched(linked) });
 }
 
+/** The root sampler's answer for a trace id, as `samplerOf`'s root (without links) gives it. */
+function rootDecision(name: SamplerName, ratio: number): (traceId: string) => boolean {
+  if (name.endsWith('always_on')) return () => true;
+  if (name.endsWith('always_off')) return () => false;
+  const sampler = new RatioSampler(ratio);
+  return (traceId) => sampler.samples(traceId);
+}
+
 const SAMPLED: SamplingResult = { decision: SamplingDecision.RECORD_AND_SAMPLED };
 const NOT_SAMPLED: SamplingResult = { decision: SamplingDecision.NOT_RECORD };
 
@@ -162,7 +175,11 @@ export class RatioSampler implements Sampler {
     this.#below = this.#ratio * LOW_BITS;
   }
   shouldSample(_context: unknown, traceId: string): SamplingResult {
-    return Number.parseInt(traceId.slice(-13), 16) < this.#below ? SAMPLED : NOT_SAMPLED;
+    return this.samples(traceId) ? SAMPLED : NOT_SAMPLED;
+  }
+  /** Whether the trace `traceId` is exported. */
+  samples(traceId: string): boolean {
+    return Number.parseInt(traceId.slice(-13), 16) < this.#below;
   }
   toString(): string {
     return `RatioSampler{${this.#ratio}}`;

@@ -22,6 +22,25 @@ export interface RequestScope {
   readonly context?: Context;
 }
 
+/**
+ * A request scope, every field present (undefined when absent): the steps that read a scope see
+ * one shape of object whether the request is traced, sampled or neither, so a share of sampled
+ * requests (1%) does not make every reader handle several shapes.
+ *
+ * @example
+ * requestScope('r1') // not traced: its lines carry requestId only
+ */
+export function requestScope(
+  requestId: string,
+  traceId?: string,
+  spanId?: string,
+  sampled?: boolean,
+  span?: Span,
+  context?: Context,
+): RequestScope {
+  return { requestId, traceId, spanId, sampled, span, context };
+}
+
 const storage = new AsyncLocalStorage<RequestScope>();
 
 /**

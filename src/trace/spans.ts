@@ -22,7 +22,7 @@ import {
   trace,
 } from '@opentelemetry/api';
 import { formatTraceParent, newSpanId, newTrace, newTraceId, parseTraceParent } from './context.ts';
-import { currentScope, inScope, type RequestScope } from './scope.ts';
+import { currentScope, inScope, type RequestScope, requestScope } from './scope.ts';
 
 let tracer: Tracer | undefined;
 let sampled: Sampled = () => true;
@@ -72,38 +72,43 @@ export function useTracer(t: Tracer | undefined, sample: Sampled = () => true): 
  */
 export const VOUCHED = createContextKey('petstore.vouched');
 
-/** What `beginRequest` asks of the request only while spans are made. */
-export interface SpanStart {
-  readonly tracestate: string | undefined;
+/**
+ * What `beginRequest` asks of the request (`R`) only while spans are made: made once, asked per
+ * request, so a request without an endpoint makes nothing for them.
+ */
+export interface SpanStart<R> {
+  /** The caller's `tracestate`; asked only with a valid `traceparent`. */
+  tracestate(request: R): string | undefined;
   /** Whether the caller holds a valid key; asked only for a sampled `traceparent`. */
-  readonly vouched: () => boolean;
+  vouched(request: R): boolean;
   /** The span's name: the method and the route (`GET /v1/pets/:petId`). */
-  readonly name: () => string;
+  name(request: R): string;
   /** The span's first attributes, asked only for a recorded span. */
-  readonly attributes: () => Attributes;
+  attributes(request: R): Attributes;
 }
 
 /**
  * The request's scope: its ids (the trace continued from a valid `traceparent`, a malformed one
- * ignored), and its server span when spans are made, a child of the caller's. `spanStart` is
- * asked only while spans are made, so a request without an endpoint makes nothing for them.
+ * ignored), and its server span when spans are made, a child of the caller's. `start` is asked
+ * about `request` only while spans are made.
  *
  * @example
- * const scope = beginRequest(requestId, c.req.header('traceparent'), () => ({ tracestate, vouched, name, attributes }))
+ * const scope = beginRequest(requestId, c.req.header('traceparent'), start, c)
  * inScope(scope, () => serve(c))
  */
-export function beginRequest(
+export function beginRequest<R>(
   requestId: string,
   traceparent: string | undefined,
-  spanStart: () => SpanStart,
+  start: SpanStart<R>,
+  request: R,
 ): RequestScope {
   const parent = parseTraceParent(traceparent);
   const { traceId, spanId } = parent ? { traceId: parent.traceId, spanId: newSpanId() } : newTrace();
-  if (!tracer) return { requestId, traceId, spanId };
-  const start = spanStart();
+  if (!tracer) return requestScope(requestId, traceId, spanId);
   let context = ROOT_CONTEXT;
   if (parent) {
-    const state = start.tracestate ? createTraceState(start.tracestate) : undefined;
+    const tracestate = start.tracestate(request);
+    const state = tracestate ? createTraceState(tracestate) : undefined;
     context = trace.setSpanContext(context, {
       traceId: parent.traceId,
       spanId: parent.spanId,
@@ -111,20 +116,20 @@ export function beginRequest(
       isRemote: true,
       ...(state ? { traceState: state } : {}),
     });
-    if (parent.sampled && start.vouched()) context = context.setValue(VOUCHED, true);
+    if (parent.sampled && start.vouched(request)) context = context.setValue(VOUCHED, true);
   }
   // The sampler is asked first: a request it does not record (most, at a low ratio) gets its ids
   // and no span object at all, so it costs what a request without an endpoint costs. The
   // sampler reads neither the span's name nor its attributes.
-  if (!sampled(context, traceId)) return { requestId, traceId, spanId, sampled: false };
+  if (!sampled(context, traceId)) return requestScope(requestId, traceId, spanId, false);
   if (!parent) nextTraceId = traceId;
   let span: Span;
   try {
-    span = tracer.startSpan(start.name(), { kind: SpanKind.SERVER, startTime: now() }, context);
+    span = tracer.startSpan(start.name(request), { kind: SpanKind.SERVER, startTime: now() }, context);
   } finally {
     nextTraceId = undefined;
   }
-  if (span.isRecording()) span.setAttributes(start.attributes());
+  if (span.isRecording()) span.setAttributes(start.attributes(request));
   return scopeOf(requestId, span, ROOT_CONTEXT);
 }
 
@@ -132,8 +137,8 @@ function scopeOf(requestId: string, span: Span, parent: OtelContext): RequestSco
   const { traceId, spanId, traceFlags } = span.spanContext();
   const sampled = (traceFlags & TraceFlags.SAMPLED) !== 0;
   return span.isRecording()
-    ? { requestId, traceId, spanId, sampled, span, context: trace.setSpan(parent, span) }
-    : { requestId, traceId, spanId, sampled };
+    ? requestScope(requestId, traceId, spanId, sampled, span, trace.setSpan(parent, span))
+    : requestScope(requestId, traceId, spanId, sampled);
 }
 
 /**
@@ -186,9 +191,15 @@ export function childSpan<T>(
     scope.context,
   );
   const { spanId } = span.spanContext();
-  return inScope({ ...scope, spanId, span, context: trace.setSpan(scope.context, span) }, () =>
-    settle(span, work, options?.outcome),
+  const child = requestScope(
+    scope.requestId,
+    scope.traceId,
+    spanId,
+    scope.sampled,
+    span,
+    trace.setSpan(scope.context, span),
   );
+  return inScope(child, () => settle(span, work, options?.outcome));
 }
 
 async function settle<T>(span: Span, work: () => Promise<T>, outcome?: (result: T) => Attributes): Promise<T> {

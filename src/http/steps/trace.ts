@@ -2,8 +2,9 @@ import type { Attributes } from '@opentelemetry/api';
 import type { Context } from 'hono';
 import { routePath } from 'hono/route';
 import type { AppEnv } from '../../env.ts';
-import { inScope, type RequestScope } from '../../trace/scope.ts';
-import { beginRequest, finishRequest, traceResponse } from '../../trace/spans.ts';
+import { inScope, type RequestScope, requestScope } from '../../trace/scope.ts';
+import { beginRequest, finishRequest, type SpanStart, traceResponse } from '../../trace/spans.ts';
+import { pathAndQuery } from './uri-limit.ts';
 
 export interface RequestTraceOptions {
   /** The client's address as trusted (`client.address`). */
@@ -23,20 +24,19 @@ export interface RequestTraceOptions {
  * tracing.run(c, requestId, true, async (scope) => { …; tracing.finish(c, scope, res.status); return res })
  */
 export function requestTrace({ clientAddress, vouched }: RequestTraceOptions) {
+  const start: SpanStart<Context<AppEnv>> = {
+    tracestate: (c) => c.req.header('tracestate'),
+    vouched,
+    name: (c) => {
+      const route = routeOf(c);
+      return route ? `${c.req.method} ${route}` : c.req.method;
+    },
+    attributes: (c) => startAttributes(c, clientAddress),
+  };
   return {
     /** Runs `work` in the request's scope, handing it the scope too. */
     run<T>(c: Context<AppEnv>, requestId: string, traced: boolean, work: (scope: RequestScope) => T): T {
-      const scope: RequestScope = traced
-        ? beginRequest(requestId, c.req.header('traceparent'), () => ({
-            tracestate: c.req.header('tracestate'),
-            vouched: () => vouched(c),
-            name: () => {
-              const route = routeOf(c);
-              return route ? `${c.req.method} ${route}` : c.req.method;
-            },
-            attributes: () => startAttributes(c, clientAddress),
-          }))
-        : { requestId };
+      const scope = traced ? beginRequest(requestId, c.req.header('traceparent'), start, c) : requestScope(requestId);
       return inScope(scope, work);
     },
     /** The `traceresponse` to answer with; undefined for a request that is not traced. */
@@ -54,15 +54,21 @@ function routeOf(c: Context<AppEnv>): string | undefined {
 }
 
 function startAttributes(c: Context<AppEnv>, clientAddress: RequestTraceOptions['clientAddress']): Attributes {
-  const url = new URL(c.req.url);
+  const url = c.req.url;
   const route = routeOf(c);
   return {
     'http.request.method': c.req.method,
-    'url.scheme': url.protocol.slice(0, -1),
-    'url.path': url.pathname,
+    'url.scheme': url.slice(0, url.indexOf(':')),
+    'url.path': pathOnly(pathAndQuery(url)),
     ...(route ? { 'http.route': route } : {}),
     'client.address': clientAddress(c),
   };
+}
+
+/** The path of a path and query, as sent (percent-encodings kept): `/v1/pets?limit=2` → `/v1/pets`. */
+function pathOnly(target: string): string {
+  const query = target.indexOf('?');
+  return query < 0 ? target : target.slice(0, query);
 }
 
 /** What the gateway made of the caller: its consumer's name, and `admitted` or the refusal's code. */
