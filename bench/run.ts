@@ -346,7 +346,8 @@ async function runScenarios({ servers, logs }: Fleet, list: readonly Scenario[])
     };
     const rounds: Partial<Record<ServerName, Round[]>> = {};
     for (const name of names) {
-      await runWrk(serverOf(servers, name).url, scenario.load, { ...WRK, seconds: WARMUP });
+      const seconds = QUICK ? WARMUP : Math.max(WARMUP, scenario.warmup?.[name] ?? 0);
+      await runWrk(serverOf(servers, name).url, scenario.load, { ...WRK, seconds });
       rounds[name] = [];
     }
     await logged();

@@ -55,6 +55,8 @@ export interface Scenario {
    * figure by a quarter from one round to the next. Only when this server runs (BENCH_BASE).
    */
   beside?: ServerName;
+  /** Seconds of load a server takes before its rounds, where it needs more than BENCH_WARMUP. */
+  warmup?: Partial<Record<ServerName, number>>;
 }
 /** Without BENCH_BASE, 'base' is dropped from every list. */
 const ALL: ServerName[] = ['petstore', 'base', 'bare', 'hono', 'express'];
