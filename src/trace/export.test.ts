@@ -1,8 +1,10 @@
 import { describe, expect, test } from 'bun:test';
-import { ROOT_CONTEXT } from '@opentelemetry/api';
+import { type Context, ROOT_CONTEXT, SpanKind, TraceFlags, trace } from '@opentelemetry/api';
 import { SamplingDecision } from '@opentelemetry/sdk-trace';
-import { newTraceId } from './context.ts';
-import { RatioSampler } from './export.ts';
+import { newSpanId, newTraceId } from './context.ts';
+import { RatioSampler, samplingOf } from './export.ts';
+import { SAMPLERS } from './settings.ts';
+import { VOUCHED } from './spans.ts';
 
 const sampledOf = (sampler: RatioSampler, traceId: string) =>
   sampler.shouldSample(ROOT_CONTEXT, traceId).decision === SamplingDecision.RECORD_AND_SAMPLED;
@@ -24,5 +26,50 @@ describe('RatioSampler (traceidratio)', () => {
     // Binomial(20,000, 0.25): 5,000 with a standard deviation of 61; 6 of them either side.
     expect(quarter).toBeGreaterThan(4_634);
     expect(quarter).toBeLessThan(5_366);
+  });
+});
+
+describe('samplingOf: the question a request asks before any span is made', () => {
+  const remote = (sampled: boolean, vouched: boolean): Context => {
+    const context = trace.setSpanContext(ROOT_CONTEXT, {
+      traceId: newTraceId(),
+      spanId: newSpanId(),
+      traceFlags: sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
+      isRemote: true,
+    });
+    return vouched ? context.setValue(VOUCHED, true) : context;
+  };
+  const contexts: [string, Context][] = [
+    ['no caller context', ROOT_CONTEXT],
+    ['a stranger sampled parent', remote(true, false)],
+    ['a vouched sampled parent', remote(true, true)],
+    ['an unsampled parent', remote(false, false)],
+  ];
+
+  for (const name of SAMPLERS) {
+    test(`${name}: answers as the SDK's sampler does, for every kind of request`, () => {
+      const { sampler, sampled } = samplingOf(name, 0.3);
+      const ids = Array.from({ length: 2_000 }, newTraceId);
+      for (const [, context] of contexts) {
+        const asked = ids.map((id) => sampled(context, id));
+        const sdk = ids.map(
+          (id) =>
+            sampler.shouldSample(context, id, 'GET /v1/pets', SpanKind.SERVER, {}, []).decision !==
+            SamplingDecision.NOT_RECORD,
+        );
+        expect(asked).toEqual(sdk);
+      }
+    });
+  }
+
+  test('parentbased_traceidratio: a stranger cannot force export; a vouched caller can', () => {
+    const { sampled } = samplingOf('parentbased_traceidratio', 0);
+    const id = newTraceId();
+    expect(contexts.map(([what, context]) => [what, sampled(context, id)])).toEqual([
+      ['no caller context', false],
+      ['a stranger sampled parent', false],
+      ['a vouched sampled parent', true],
+      ['an unsampled parent', false],
+    ]);
   });
 });

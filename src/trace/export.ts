@@ -35,7 +35,7 @@ import {
 } from '@opentelemetry/sdk-trace';
 import { COMMIT, VERSION } from '../version.ts';
 import type { SamplerName } from './settings.ts';
-import { traceIds, useTracer, VOUCHED } from './spans.ts';
+import { type Sampled, traceIds, useTracer, VOUCHED } from './spans.ts';
 
 /** Spans waiting for export at most; beyond it they are dropped (and counted). */
 export const MAX_QUEUE = 2048;
@@ -88,23 +88,14 @@ export function startTraceExport(options: TraceExportOptions): TraceExport {
     exportTimeoutMillis: EXPORT_TIMEOUT_MS,
     ...(options.dropped ? { selfObsMeterProvider: dropCounter(options.dropped) } : {}),
   });
-  const sampler = samplerOf(options.sampler, options.samplerArg);
-  const root = rootDecision(options.sampler, options.samplerArg);
+  const { sampler, sampled } = samplingOf(options.sampler, options.samplerArg);
   const provider = new TracerProvider({
     resource: resourceFromAttributes(resourceOf(options)),
     sampler,
     idGenerator: traceIds,
     spanProcessors: [processor],
   });
-  const parentBased = options.sampler.startsWith('parentbased_');
-  useTracer(provider.getTracer('petstore', VERSION), (context, traceId) =>
-    // A request without a caller's context is the root sampler's alone: the same answer as the
-    // chain below gives it, without walking it on every request.
-    !parentBased || context === ROOT_CONTEXT
-      ? root(traceId)
-      : sampler.shouldSample(context, traceId, 'HTTP', SpanKind.SERVER, NO_ATTRIBUTES, NO_LINKS).decision !==
-        SamplingDecision.NOT_RECORD,
-  );
+  useTracer(provider.getTracer('petstore', VERSION), sampled);
   return {
     async shutdown(withinMs) {
       useTracer(undefined);
@@ -135,6 +126,28 @@ function resourceOf({ serviceName, resourceAttributes }: TraceExportOptions): At
 /** What the request's sampling question carries: the sampler reads neither. */
 const NO_ATTRIBUTES: Attributes = Object.freeze({});
 const NO_LINKS: Link[] = [];
+
+/**
+ * The configured sampler, for the SDK, and the question each request asks it before any span is
+ * made (`Sampled`): the same answer, and for a request without a caller's context (most) the
+ * root sampler's alone, without walking the parent-based chain.
+ *
+ * @example
+ * samplingOf('parentbased_traceidratio', 0.01).sampled(ROOT_CONTEXT, traceId) // true for 1% of ids
+ */
+export function samplingOf(name: SamplerName, ratio: number): { readonly sampler: Sampler; readonly sampled: Sampled } {
+  const sampler = samplerOf(name, ratio);
+  const root = rootDecision(name, ratio);
+  const parentBased = name.startsWith('parentbased_');
+  return {
+    sampler,
+    sampled: (context, traceId) =>
+      !parentBased || context === ROOT_CONTEXT
+        ? root(traceId)
+        : sampler.shouldSample(context, traceId, 'HTTP', SpanKind.SERVER, NO_ATTRIBUTES, NO_LINKS).decision !==
+          SamplingDecision.NOT_RECORD,
+  };
+}
 
 function samplerOf(name: SamplerName, ratio: number): Sampler {
   const root = name.endsWith('always_on')
