@@ -87,7 +87,7 @@ for t in "${TARGETS[@]}"; do
   bin=$OUT/petstore-$version-$t
   mapfile -t stamp < <(stamp_defines "$t")
   # The same flags as scripts/build.sh; the target is always named, and its runtime handed over.
-  "$BUN" build --compile --bytecode --format=esm --minify --sourcemap=none "${stamp[@]}" \
+  "$BUN" build --compile --bytecode --format=esm --minify --splitting --sourcemap=none "${stamp[@]}" \
     --target="bun-$t" --compile-executable-path="$exe" src/main.ts --outfile "$bin" >/dev/null ||
     fail "bun build --target=bun-$t failed"
   check_executable "$t" "$bin"

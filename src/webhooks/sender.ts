@@ -6,9 +6,6 @@
  * address the attempt itself resolved and checked (`targetProblem`): `node:http`'s `lookup`
  * seam, which Bun, Deno and Node honour, so no second resolution can point it elsewhere.
  */
-import { lookup as dnsLookup } from 'node:dns/promises';
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { AllowedRanges, targetProblem } from '../keys/webhook-targets.ts';
@@ -46,7 +43,7 @@ export interface Targets {
 /** No private range allowed; the system resolver. */
 export const PUBLIC_TARGETS: Targets = {
   allowed: new AllowedRanges([]),
-  resolve: (host) => dnsLookup(host, { all: true, verbatim: true }),
+  resolve: async (host) => (await import('node:dns/promises')).lookup(host, { all: true, verbatim: true }),
 };
 
 /** Refusal of a target address: the attempt fails with its words, nothing is sent. */
@@ -116,14 +113,15 @@ function checkedLookup(host: string, { resolve, allowed }: Targets): LookupFunct
 }
 
 /** POSTs `body` to `url` through `lookup`; resolves to the answer's status once its body is read. */
-function post(
+async function post(
   url: URL,
   body: string,
   signal: AbortSignal,
   lookup: LookupFunction,
   headers: Record<string, string>,
 ): Promise<number> {
-  const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  // Loaded at the first delivery: an instance without webhooks never evaluates the HTTP client.
+  const { request } = url.protocol === 'https:' ? await import('node:https') : await import('node:http');
   return new Promise((resolve, reject) => {
     const req = request(url, { method: 'POST', headers, lookup, signal }, (res) => {
       res.resume();
