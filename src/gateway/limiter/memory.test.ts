@@ -281,7 +281,7 @@ describe('SlidingWindowLimiter: strangers', () => {
     ]);
   });
 
-  test('a flood of 100,000 strangers allocates nothing: the table was made at start-up', () => {
+  test('a flood of 100,000 strangers allocates nothing: the table was made at the first', () => {
     const { limiter } = setup({ strangers: { seed: 3 } });
     const strangers = Array.from({ length: 100_000 }, (_, i) => address(`addr:2001:db8:${i.toString(16)}::/56`));
     limiter.decide(strangers[0] as Subject);

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import type { Subject } from './limiter.ts';
 import { SlidingWindowLimiter } from './memory.ts';
-import { StrangerTable } from './strangers.ts';
+import { SketchWindow, STRANGER_MINUTE, StrangerTable } from './strangers.ts';
 
 /** 2023-11-14T22:13:20Z, a whole second. */
 const T0 = 1_700_000_000_000;
@@ -62,5 +62,23 @@ describe('StrangerTable', () => {
     expect(cells.b).toBeGreaterThanOrEqual(65_536);
     // Another key moves them: nobody outside the process can pick addresses that share a victim's cells.
     expect(new StrangerTable(T0, { columns: 65_536, seed: 6 }).cellsOf('addr:2001:db8:0:100::/56')).not.toEqual(cells);
+  });
+});
+
+describe('SketchWindow before its first count', () => {
+  test('answers as a window whose counts all left, through advances, and counts from its first add', () => {
+    const fresh = new SketchWindow(STRANGER_MINUTE, 8, T0);
+    const emptied = new SketchWindow(STRANGER_MINUTE, 8, T0);
+    emptied.add(3, T0, 5);
+    emptied.clear(3);
+    const read = (w: SketchWindow) => [w.count(3), w.used(0, 8), w.admitAt(3, 1), w.admitAt(3, 0), w.oldestLeavesAt(3)];
+    expect(read(fresh)).toEqual(read(emptied));
+    fresh.advance(T0 + 25_000);
+    emptied.advance(T0 + 25_000);
+    expect(read(fresh)).toEqual(read(emptied));
+    fresh.add(3, T0 + 25_000, 2);
+    emptied.add(3, T0 + 25_000, 2);
+    expect(read(fresh)).toEqual(read(emptied));
+    expect(fresh.count(3)).toBe(2);
   });
 });

@@ -2,8 +2,8 @@
  * Client addresses without a valid key ("strangers") in a table of fixed size: a count-min
  * sketch whose counters are cut in time buckets. Nothing is allocated per address, so a flood
  * from any number of addresses leaves memory where it was: about 10.5 MiB for the default
- * 2 x 65,536 cells, all of it typed arrays made at start-up (the pages are touched as cells
- * are first used).
+ * 2 x 65,536 cells, all of it typed arrays, each window's made at its first count (an instance
+ * no stranger reaches starts faster and never holds them).
  *
  * Each address hashes (one 32-bit hash, keyed per process so that nobody can pick addresses that
  * share a victim's cells) to one cell in each of two rows. A cell counts the requests of every
@@ -39,6 +39,10 @@ export const STRANGER_DAY: SketchSpec = { windowMs: 86_400_000, bucketMs: 3_600_
 
 const MAX_COUNT = 0xffff;
 
+/** A window's arrays before its first count. */
+const NONE16 = new Uint16Array(0);
+const NONE32 = new Uint32Array(0);
+
 /**
  * One window over all cells: a ring of `W / b + 1` buckets of 16-bit counters (saturating), and
  * each cell's running sum. Bucket `j` holds requests in ((j-1)b, jb] and is counted while
@@ -48,8 +52,9 @@ export class SketchWindow {
   readonly #spec: SketchSpec;
   readonly #cells: number;
   readonly #slots: number;
-  readonly #ring: Uint16Array;
-  readonly #sums: Uint32Array;
+  /** Empty until the first count: an instance no stranger reaches never allocates the table. */
+  #ring: Uint16Array = NONE16;
+  #sums: Uint32Array = NONE32;
   /** Buckets up to this one have left the window; their slots are zero. */
   #dropped: number;
 
@@ -57,8 +62,6 @@ export class SketchWindow {
     this.#spec = spec;
     this.#cells = cells;
     this.#slots = spec.windowMs / spec.bucketMs + 1;
-    this.#ring = new Uint16Array(this.#slots * cells);
-    this.#sums = new Uint32Array(cells);
     this.#dropped = this.#droppedAt(now);
   }
 
@@ -76,6 +79,10 @@ export class SketchWindow {
     const dropped = this.#droppedAt(now);
     if (dropped <= this.#dropped) return;
     const cells = this.#cells;
+    if (this.#sums === NONE32) {
+      this.#dropped = dropped;
+      return;
+    }
     if (dropped - this.#dropped >= this.#slots) {
       this.#ring.fill(0);
       this.#sums.fill(0);
@@ -90,11 +97,15 @@ export class SketchWindow {
   }
 
   count(cell: number): number {
-    return this.#sums[cell] as number;
+    return this.#sums === NONE32 ? 0 : (this.#sums[cell] as number);
   }
 
   /** Counts `units` in `cell` at `now` (after `advance(now)`). */
   add(cell: number, now: number, units: number): void {
+    if (this.#sums === NONE32) {
+      this.#ring = new Uint16Array(this.#slots * this.#cells);
+      this.#sums = new Uint32Array(this.#cells);
+    }
     const at = this.#slot(Math.ceil(now / this.#spec.bucketMs)) * this.#cells + cell;
     const before = this.#ring[at] as number;
     const after = Math.min(MAX_COUNT, before + units);
@@ -104,6 +115,7 @@ export class SketchWindow {
 
   /** Empties `cell` in every bucket. */
   clear(cell: number): void {
+    if (this.#sums === NONE32) return;
     for (let s = 0; s < this.#slots; s++) this.#ring[s * this.#cells + cell] = 0;
     this.#sums[cell] = 0;
   }
@@ -111,6 +123,7 @@ export class SketchWindow {
   /** Cells in [from, to) holding `least` or more. */
   used(from: number, to: number, least = 1): number {
     let n = 0;
+    if (this.#sums === NONE32) return n;
     for (let i = from; i < to; i++) if ((this.#sums[i] as number) >= least) n++;
     return n;
   }
@@ -119,13 +132,14 @@ export class SketchWindow {
   oldestLeavesAt(cell: number): number {
     let j = this.#dropped + 1;
     const last = j + this.#slots - 1;
+    if (this.#sums === NONE32) return last * this.#spec.bucketMs + this.#spec.windowMs;
     while (j < last && this.#ring[this.#slot(j) * this.#cells + cell] === 0) j++;
     return j * this.#spec.bucketMs + this.#spec.windowMs;
   }
 
   /** Epoch ms from which the count of `cell` is below `quota` (as `BucketWindow.admitAt`). */
   admitAt(cell: number, quota: number): number {
-    let left = this.#sums[cell] as number;
+    let left = this.count(cell);
     if (left < quota) return Number.NEGATIVE_INFINITY;
     let j = this.#dropped + 1;
     while (left >= quota && left > 0) {
