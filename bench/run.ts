@@ -33,7 +33,14 @@ import { flood, median, startupOnce } from './lib/measure.ts';
 import { millionFile } from './lib/million.ts';
 import { machine, versions } from './lib/provenance.ts';
 import { QUOTA_SCENARIO, writeQuotaKeys } from './lib/quota.ts';
-import { checkTargets, type Results, type Round, type ScenarioResult, type ServerName } from './lib/report.ts';
+import {
+  checkTargets,
+  type Results,
+  type Round,
+  type ScenarioResult,
+  type ServerName,
+  summarise,
+} from './lib/report.ts';
 import { type Running, startPrinter, startProduct } from './lib/servers.ts';
 import {
   LIST,
@@ -92,13 +99,6 @@ async function loggedStatuses(logFile: string, offset: number): Promise<[Record<
   }
   return [counts, offset + Buffer.byteLength(text)];
 }
-
-const summarise = (rounds: Round[]) => ({
-  rps: median(rounds.map((r) => r.rps)),
-  cpuUs: median(rounds.map((r) => r.cpuUs)),
-  p50Ms: median(rounds.map((r) => r.p50Us)) / 1000,
-  p99Ms: median(rounds.map((r) => r.p99Us)) / 1000,
-});
 
 async function main(): Promise<void> {
   ensureWrk();
@@ -333,10 +333,10 @@ async function runScenarios({ servers, logs }: Fleet, list: readonly Scenario[])
   };
   for (const scenario of list) {
     const names = scenario.servers.filter((name) => servers[name] !== undefined);
-    const beside = scenario.beside && names.includes(scenario.beside) ? scenario.beside : undefined;
-    const besideRounds: Partial<Record<ServerName, Round[]>> = {};
+    const paired = names.includes('base') ? (scenario.paired ?? ['petstore']).filter((n) => names.includes(n)) : [];
+    const pairs: NonNullable<ScenarioResult['pairs']> = {};
     const result: ScenarioResult = {
-      ...(beside ? { beside: { server: beside, rounds: besideRounds } } : {}),
+      ...(paired.length > 0 ? { pairs } : {}),
       id: scenario.id,
       label: scenario.label,
       expect: scenario.expect,
@@ -351,29 +351,32 @@ async function runScenarios({ servers, logs }: Fleet, list: readonly Scenario[])
       rounds[name] = [];
     }
     await logged();
-    const measure = async (name: ServerName, round: number, besideOf?: ServerName): Promise<Round> => {
+    const measure = async (name: ServerName, round: number, beside?: ServerName): Promise<Round> => {
       const server = serverOf(servers, name);
       const cpuBefore = server.cpuSeconds();
       const w = await runWrk(server.url, scenario.load, { ...WRK, seconds: SECONDS });
       const r = { ...w, cpuUs: ((server.cpuSeconds() - cpuBefore) * 1e6) / w.requests };
-      const who = besideOf ? `${name} beside ${besideOf}` : name;
+      const who = beside ? `${name} beside ${beside}` : name;
       console.log(
         `${scenario.id.padEnd(7)} round ${round + 1} ${who.padEnd(8)} ${Math.round(r.rps).toString().padStart(7)} req/s  CPU ${r.cpuUs.toFixed(1).padStart(5)} µs/req  p50 ${(r.p50Us / 1000).toFixed(2)} ms  p99 ${(r.p99Us / 1000).toFixed(2)} ms  >=400: ${r.statusErrors}  socket errors: ${r.socketErrors}`,
       );
       return r;
     };
     for (let round = 0; round < ROUNDS; round++) {
-      if (beside) {
-        // Each other server and `beside` at once; `beside`'s rounds are all of its runs.
-        for (const name of roundOrder(names, round).filter((n) => n !== beside)) {
-          const [ours, theirs] = await Promise.all([measure(name, round), measure(beside, round, name)]);
-          rounds[name]?.push(ours);
-          rounds[beside]?.push(theirs);
-          (besideRounds[name] ??= []).push(theirs);
-        }
-        continue;
+      // Every server alone (the figures against bare, Hono, Express); the base only beside the
+      // servers paired with it, whose runs beside it are kept apart for the comparison.
+      for (const name of roundOrder(names, round)) {
+        if (name === 'base' && paired.length > 0) {
+          for (const other of paired) {
+            const [ours, theirs] = await Promise.all([measure(other, round, 'base'), measure('base', round, other)]);
+            const pair = pairs[other] ?? { ours: [], theirs: [] };
+            pairs[other] = pair;
+            pair.ours.push(ours);
+            pair.theirs.push(theirs);
+            rounds.base?.push(theirs);
+          }
+        } else rounds[name]?.push(await measure(name, round));
       }
-      for (const name of roundOrder(names, round)) rounds[name]?.push(await measure(name, round));
     }
 
     const statuses = await logged();

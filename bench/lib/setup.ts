@@ -50,11 +50,11 @@ export interface Scenario {
    */
   data?: 'million' | 'hooks' | 'traces' | 'postgres' | 'fleet';
   /**
-   * Measure each other server at the same time as this one, both on the server CPU, a pair at a
-   * time: the two share whatever the host does to that core in those seconds, which moves a
-   * figure by a quarter from one round to the next. Only when this server runs (BENCH_BASE).
+   * With the base build: the servers measured beside it, at the same time on the server core, a
+   * pair at a time, for the comparison with the base (default: the product). The host moves a
+   * figure by a quarter from one round to the next; two servers side by side share what it does.
    */
-  beside?: ServerName;
+  paired?: ServerName[];
   /** Seconds of load a server takes before its rounds, where it needs more than BENCH_WARMUP. */
   warmup?: Partial<Record<ServerName, number>>;
 }

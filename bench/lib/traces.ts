@@ -16,8 +16,7 @@ export const TRACES_SCENARIO: Scenario = {
   expect: 200,
   servers: ['petstore', 'base', 'traced1', 'tracedall'],
   data: 'traces',
-  // Each product beside the base at once: a 5% difference stands out of the host's drift only so.
-  beside: 'base',
+  paired: ['petstore', 'traced1', 'tracedall'],
   // At 1% the span and export code runs some 300 times a second: JavaScriptCore takes tens of
   // seconds to compile it to its top tier, and a short warm-up measured that, not the instance
   // an operator runs: beside the same build without an endpoint, each at half the core, it
