@@ -122,7 +122,7 @@ service-verify: build ## systemd-analyze verify scripts/petstore.service, and it
 	  systemd-analyze verify "$$t/petstore.service" && \
 	  systemd-analyze security --offline=yes --threshold=20 "$$t/petstore.service" | tail -n 1
 
-bench: build $(PEERS) ## wrk: dist/petstore vs bare Bun.serve, Hono's floor, the Hono and Express peers, and on 1M pets vs Bun.serve + bun:sqlite (~8½ min; BENCH_BASE=<ref> adds that build, ~11 min); bench/README.md
+bench: build $(PEERS) ## wrk: dist/petstore vs bare Bun.serve, Hono's floor, the Hono and Express peers, and on 1M pets vs Bun.serve + bun:sqlite (~8½ min; BENCH_BASE=<ref> adds that build beside it, ~24 min); bench/README.md
 	$(BUN) bench/run.ts
 
 bench-quick: build $(PEERS) ## a ~1 min smoke run of `make bench` (1 round of 1 s); report in bench/tmp/quick/, not over bench/README.md
