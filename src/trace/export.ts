@@ -14,6 +14,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   type Attributes,
+  type Context,
   createNoopMeter,
   type Link,
   type Meter,
@@ -136,36 +137,40 @@ const NO_LINKS: Link[] = [];
  * samplingOf('parentbased_traceidratio', 0.01).sampled(ROOT_CONTEXT, traceId) // true for 1% of ids
  */
 export function samplingOf(name: SamplerName, ratio: number): { readonly sampler: Sampler; readonly sampled: Sampled } {
-  const sampler = samplerOf(name, ratio);
-  const root = rootDecision(name, ratio);
+  const root = rootSamplerOf(name, ratio);
   const parentBased = name.startsWith('parentbased_');
+  const sampler = parentBased ? parentBasedOn(root) : root;
+  // The ratio sampler's own test, else the constant sampler asked as the SDK asks it.
+  const rootSampled =
+    root instanceof RatioSampler
+      ? (traceId: string) => root.samples(traceId)
+      : (traceId: string) => records(root, ROOT_CONTEXT, traceId);
   return {
     sampler,
     sampled: (context, traceId) =>
-      !parentBased || context === ROOT_CONTEXT
-        ? root(traceId)
-        : sampler.shouldSample(context, traceId, 'HTTP', SpanKind.SERVER, NO_ATTRIBUTES, NO_LINKS).decision !==
-          SamplingDecision.NOT_RECORD,
+      !parentBased || context === ROOT_CONTEXT ? rootSampled(traceId) : records(sampler, context, traceId),
   };
 }
 
-function samplerOf(name: SamplerName, ratio: number): Sampler {
-  const root = name.endsWith('always_on')
-    ? new AlwaysOnSampler()
-    : name.endsWith('always_off')
-      ? new AlwaysOffSampler()
-      : new RatioSampler(ratio);
-  if (!name.startsWith('parentbased_')) return root;
-  const linked = new LinkedToSampled(root);
-  return new ParentBasedSampler({ root: linked, remoteParentSampled: new Vouched(linked) });
+/** Whether `sampler` records a server span of `traceId` in `context`. */
+function records(sampler: Sampler, context: Context, traceId: string): boolean {
+  return (
+    sampler.shouldSample(context, traceId, 'HTTP', SpanKind.SERVER, NO_ATTRIBUTES, NO_LINKS).decision !==
+    SamplingDecision.NOT_RECORD
+  );
 }
 
-/** The root sampler's answer for a trace id, as `samplerOf`'s root (without links) gives it. */
-function rootDecision(name: SamplerName, ratio: number): (traceId: string) => boolean {
-  if (name.endsWith('always_on')) return () => true;
-  if (name.endsWith('always_off')) return () => false;
-  const sampler = new RatioSampler(ratio);
-  return (traceId) => sampler.samples(traceId);
+/** The sampler `OTEL_TRACES_SAMPLER` names for a trace without a parent. */
+function rootSamplerOf(name: SamplerName, ratio: number): Sampler {
+  if (name.endsWith('always_on')) return new AlwaysOnSampler();
+  if (name.endsWith('always_off')) return new AlwaysOffSampler();
+  return new RatioSampler(ratio);
+}
+
+/** `parentbased_*`: the caller's decision when it may force one (`Vouched`), else `root`'s. */
+function parentBasedOn(root: Sampler): Sampler {
+  const linked = new LinkedToSampled(root);
+  return new ParentBasedSampler({ root: linked, remoteParentSampled: new Vouched(linked) });
 }
 
 const SAMPLED: SamplingResult = { decision: SamplingDecision.RECORD_AND_SAMPLED };
