@@ -4,7 +4,7 @@ import { routePath } from 'hono/route';
 import type { AppEnv } from '../../env.ts';
 import { inScope, type RequestScope, requestScope } from '../../trace/scope.ts';
 import { beginRequest, finishRequest, type SpanStart, traceResponse } from '../../trace/spans.ts';
-import { pathAndQuery } from './uri-limit.ts';
+import { pathOf } from './uri-limit.ts';
 
 export interface RequestTraceOptions {
   /** The client's address as trusted (`client.address`). */
@@ -59,16 +59,10 @@ function startAttributes(c: Context<AppEnv>, clientAddress: RequestTraceOptions[
   return {
     'http.request.method': c.req.method,
     'url.scheme': url.slice(0, url.indexOf(':')),
-    'url.path': pathOnly(pathAndQuery(url)),
+    'url.path': pathOf(url),
     ...(route ? { 'http.route': route } : {}),
     'client.address': clientAddress(c),
   };
-}
-
-/** The path of a path and query, as sent (percent-encodings kept): `/v1/pets?limit=2` → `/v1/pets`. */
-function pathOnly(target: string): string {
-  const query = target.indexOf('?');
-  return query < 0 ? target : target.slice(0, query);
 }
 
 /** What the gateway made of the caller: its consumer's name, and `admitted` or the refusal's code. */

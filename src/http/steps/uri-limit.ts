@@ -29,6 +29,18 @@ export function pathAndQuery(url: string): string {
   return url.slice(pathStart(url));
 }
 
+/**
+ * The path of a request's URL as sent (percent-encodings kept), without its query.
+ *
+ * @example
+ * pathOf('http://localhost:8080/v1/pets?limit=20') // '/v1/pets'
+ */
+export function pathOf(url: string): string {
+  const start = pathStart(url);
+  const query = url.indexOf('?', start);
+  return url.slice(start, query < 0 ? url.length : query);
+}
+
 /** Where the path starts: the runtimes hand over an absolute URL, whose origin ends at the first '/' after "://". */
 function pathStart(url: string): number {
   const scheme = url.indexOf('://');
