@@ -123,6 +123,26 @@ function summary(results: Results, id: string, server: ServerName): Summary | un
   return results.scenarios.find((x) => x.id === id)?.servers[server]?.median;
 }
 
+/**
+ * The rounds that compare `server` with the base build in `scenario`: its runs beside the base
+ * and the base's beside it when they ran side by side (`pairs`), else each one's rounds.
+ */
+function againstBase(
+  scenario: ScenarioResult | undefined,
+  server: ServerName,
+): { readonly ours: readonly Round[]; readonly theirs: readonly Round[] } {
+  return (
+    scenario?.pairs?.[server] ?? {
+      ours: scenario?.servers[server]?.rounds ?? [],
+      theirs: scenario?.servers.base?.rounds ?? [],
+    }
+  );
+}
+
+/** The medians of `rounds`, or undefined for none. */
+const mediansOf = (rounds: readonly Round[]): Summary | undefined =>
+  rounds.length > 0 ? summarise(rounds) : undefined;
+
 /** The medians of `rounds`. */
 export const summarise = (rounds: readonly Round[]): Summary => ({
   rps: median(rounds.map((r) => r.rps)),
@@ -139,9 +159,10 @@ export const summarise = (rounds: readonly Round[]): Summary => ({
  */
 export function pairedRatio(results: Results, id: string, a: ServerName, b: ServerName): number | undefined {
   const scenario = results.scenarios.find((x) => x.id === id);
-  const pair = b === 'base' ? scenario?.pairs?.[a] : undefined;
-  const ours = pair?.ours ?? scenario?.servers[a]?.rounds ?? [];
-  const theirs = pair?.theirs ?? scenario?.servers[b]?.rounds ?? [];
+  const { ours, theirs } =
+    b === 'base'
+      ? againstBase(scenario, a)
+      : { ours: scenario?.servers[a]?.rounds ?? [], theirs: scenario?.servers[b]?.rounds ?? [] };
   const ratios = ours.flatMap((r, i) => {
     const t = theirs[i];
     return t && t.cpuUs > 0 ? [r.cpuUs / t.cpuUs] : [];
@@ -180,10 +201,13 @@ const paired = (a: Summary, b: Summary, ratio: number) =>
 /** The targets (bench/README.md), each with the measured figure. */
 export function checkTargets(results: Results): Target[] {
   const at = (id: string, server: ServerName) => summary(results, id, server);
-  /** `server`'s medians beside the base and the base's beside it, when they ran side by side; else each alone. */
+  /** `server`'s medians and the base's, from the rounds that compare them (`againstBase`). */
   const beside = (id: string, server: ServerName): [Summary | undefined, Summary | undefined] => {
-    const pair = results.scenarios.find((x) => x.id === id)?.pairs?.[server];
-    return pair ? [summarise(pair.ours), summarise(pair.theirs)] : [at(id, server), at(id, 'base')];
+    const { ours, theirs } = againstBase(
+      results.scenarios.find((x) => x.id === id),
+      server,
+    );
+    return [mediansOf(ours), mediansOf(theirs)];
   };
   const { startup, binary, memory } = results;
   const targets: Target[] = [];
@@ -384,11 +408,11 @@ export function baseChanges(
 ): { id: string; label: string; change: number; product: Summary; base: Summary; spread: string }[] {
   return results.scenarios.flatMap((s) => {
     // Side by side when paired: the product's rounds beside the base, not its rounds alone.
-    const pair = s.pairs?.petstore;
-    const product = pair ? summarise(pair.ours) : s.servers.petstore?.median;
-    const base = pair ? summarise(pair.theirs) : s.servers.base?.median;
-    const spread = (name: ServerName) => {
-      const cpus = ((name === 'base' ? pair?.theirs : pair?.ours) ?? s.servers[name]?.rounds ?? []).map((r) => r.cpuUs);
+    const { ours, theirs } = againstBase(s, 'petstore');
+    const product = mediansOf(ours);
+    const base = mediansOf(theirs);
+    const range = (rounds: readonly Round[]) => {
+      const cpus = rounds.map((r) => r.cpuUs);
       return `${Math.min(...cpus).toFixed(1)}-${Math.max(...cpus).toFixed(1)}`;
     };
     return product && base
@@ -399,7 +423,7 @@ export function baseChanges(
             change: (pairedRatio(results, s.id, 'petstore', 'base') ?? product.cpuUs / base.cpuUs) - 1,
             product,
             base,
-            spread: `${spread('petstore')} / ${spread('base')}`,
+            spread: `${range(ours)} / ${range(theirs)}`,
           },
         ]
       : [];
