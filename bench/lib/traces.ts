@@ -17,10 +17,9 @@ export const TRACES_SCENARIO: Scenario = {
   servers: ['petstore', 'base', 'traced1', 'tracedall'],
   data: 'traces',
   paired: ['petstore', 'traced1', 'tracedall'],
-  // At 1% the span and export code runs some 300 times a second: JavaScriptCore takes tens of
-  // seconds to compile it to its top tier, and a short warm-up measured that, not the instance
-  // an operator runs: beside the same build without an endpoint, each at half the core, it
-  // measured +8% after 10 s and 30 s of warm-up, +4% after 90 s.
+  // At 1% the span and export code runs some 300 times a second, and JavaScriptCore takes
+  // minutes to settle the code it shares with every request: a short warm-up measures mostly
+  // that (bench/README.md, "What tracing costs"), so the 1%-sampled product is warmed 45 s.
   warmup: { traced1: 45 },
   load: { method: 'GET', path: LIST, token: tokenOf('bench'), addresses: 0 },
 };
