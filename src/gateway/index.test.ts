@@ -90,6 +90,28 @@ describe('over the limit', () => {
     expect(again.headers.get('x-ratelimit-remaining')).toBe('1');
   });
 
+  test('each refusal names its own wait, however often the same wait comes back', async () => {
+    const t = testApp({
+      keys: [
+        { name: 'small', plan: 'free', limits: { perMinute: 1, perDay: 100 }, ban: { threshold: 100, seconds: 60 } },
+      ],
+    });
+    expect((await t.app.request('/v1/pets', { headers: t.auth() })).status).toBe(200);
+    const waits: [string | null, unknown][] = [];
+    for (const step of [1_000, 0, 10_000, 0, 1_000]) {
+      t.clock.advance(step);
+      const res = await t.app.request('/v1/pets', { headers: t.auth() });
+      waits.push([res.headers.get('retry-after'), ((await res.json()) as { message: unknown }).message]);
+    }
+    expect(waits).toEqual([
+      ['59', 'Rate limit exceeded; retry in 59 seconds.'],
+      ['59', 'Rate limit exceeded; retry in 59 seconds.'],
+      ['49', 'Rate limit exceeded; retry in 49 seconds.'],
+      ['49', 'Rate limit exceeded; retry in 49 seconds.'],
+      ['48', 'Rate limit exceeded; retry in 48 seconds.'],
+    ]);
+  });
+
   test('refused requests do not consume quota', async () => {
     const t = testApp({ keys: [{ name: 'small', plan: 'free', limits: { perMinute: 2, perDay: 100 } }] });
     await t.app.request('/v1/pets', { headers: t.auth() });

@@ -1,4 +1,5 @@
 import type { Context } from 'hono';
+import { LRUCache } from 'lru-cache';
 import { type Clock, systemClock } from '../core/clock.ts';
 import type { Decision, WindowName } from '../core/decision.ts';
 import { ApiError, serviceUnavailable } from '../core/errors.ts';
@@ -233,16 +234,24 @@ function reportWouldRefuse(
   for (const w of decision.windows) if (w.remaining < cost) wouldRefuse(consumer, w.name);
 }
 
+/**
+ * The 429s already made, by outcome and wait: a refusal depends on nothing else, and a client
+ * that keeps pushing meets the same few waits again and again. Making the error and its body
+ * anew each time cost the 429 path about 3% of its CPU (bench/README.md).
+ */
+const refusals = new LRUCache<string, ApiError>({ max: 1_024 });
+
 /** The decision's 429, or undefined when it admitted the request. */
-function refusal(decision: Decision): ApiError | undefined {
-  if (decision.outcome === 'key_banned') {
-    return new ApiError(
-      'key_banned',
-      `Too many requests after being limited; banned for ${decision.retryAfter} more seconds.`,
-    );
+function refusal({ outcome, retryAfter }: Decision): ApiError | undefined {
+  if (outcome !== 'key_banned' && outcome !== 'rate_limited') return undefined;
+  const key = `${outcome} ${retryAfter}`;
+  let refused = refusals.get(key);
+  if (refused === undefined) {
+    refused =
+      outcome === 'key_banned'
+        ? new ApiError('key_banned', `Too many requests after being limited; banned for ${retryAfter} more seconds.`)
+        : new ApiError('rate_limited', `Rate limit exceeded; retry in ${retryAfter} seconds.`);
+    refusals.set(key, refused);
   }
-  if (decision.outcome === 'rate_limited') {
-    return new ApiError('rate_limited', `Rate limit exceeded; retry in ${decision.retryAfter} seconds.`);
-  }
-  return undefined;
+  return refused;
 }
