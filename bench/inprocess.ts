@@ -9,7 +9,7 @@
  *
  * Knobs (environment): BENCH_BASE (required), BENCH_HEAD (a ref to stand for this tree: two
  * earlier commits side by side, to find which of a run of commits costs what), BENCH_ONLY
- * (list,get,401,429), AB_BLOCKS (40), AB_REQUESTS (3,000 a block).
+ * (list,get,401,429,post), AB_BLOCKS (40), AB_REQUESTS (3,000 a block).
  */
 import { existsSync } from 'node:fs';
 import { createApp } from '../src/app.ts';
@@ -42,7 +42,9 @@ const SCENARIOS = [
   { id: '401', path: '/v1/pets?limit=20', token: 'psk_nobody', status: 401 },
   // A key whose minute is spent, and whose ban never starts: every request a 429.
   { id: '429', path: '/v1/pets?limit=20', token: SPENT, status: 429 },
-];
+  // A create (each build's store in memory grows alike, the blocks alternating).
+  { id: 'post', path: '/v1/pets', token: TOKEN, status: 201, body: '{"name":"Rex","categoryId":1}' },
+] as const;
 
 /** The first of `paths` under `root` that exists: a BENCH_BASE commit may keep a module elsewhere. */
 function firstOf(root: string, ...paths: string[]): string {
@@ -103,8 +105,11 @@ async function block(app: App, scenario: (typeof SCENARIOS)[number]): Promise<nu
     // under its 100,000 subjects (past them, newcomers share one overflow quota: 429s).
     sent = (sent + 1) % 90_000;
     const address = `10.${sent >> 16}.${(sent >> 8) & 255}.${sent & 255}`;
-    const headers = { Authorization: `Bearer ${scenario.token}`, 'X-Forwarded-For': address };
-    const res = await app.fetch(new Request(`http://localhost${scenario.path}`, { headers }));
+    const headers: Record<string, string> = { Authorization: `Bearer ${scenario.token}`, 'X-Forwarded-For': address };
+    const body = 'body' in scenario ? scenario.body : undefined;
+    if (body) headers['Content-Type'] = 'application/json';
+    const init = body ? { method: 'POST', headers, body } : { headers };
+    const res = await app.fetch(new Request(`http://localhost${scenario.path}`, init));
     await res.arrayBuffer();
     if (res.status !== scenario.status) throw new Error(`${scenario.id}: ${res.status}, not ${scenario.status}`);
   }
