@@ -37,13 +37,13 @@ export const SERVERS: readonly ServerName[] = [
 
 /** What one more client address without a valid key costs the product (bench/strangers.ts). */
 export interface StrangerCost {
-  /** Strangers in the measured wave. */
+  /** Strangers in the measured waves, after the first. */
   readonly strangers: number;
-  /** RSS growth over the measured wave, divided by its strangers. */
+  /** The slope of RSS against the strangers sent, over the readings from the first wave on. */
   readonly bytesPerStranger: number;
-  /** RSS idle, after the first wave and after the second (MiB). */
-  readonly rssMiB: readonly [number, number, number];
-  /** Answers of the measured wave: all 401 while every stranger gets its own entry. */
+  /** RSS idle, then after each wave, the first included (MiB). */
+  readonly rssMiB: readonly number[];
+  /** Answers of the measured waves: all 401 while the strangers' table is not saturated. */
   readonly statuses: Record<number, number>;
 }
 
@@ -380,7 +380,8 @@ export function checkTargets(results: Results): Target[] {
     },
     memory.perStranger
       ? {
-          figure: `RSS per stranger (an address with a bad token), over ${fmt(memory.perStranger.strangers)} more after a first wave (\`strangers.ts\`)`,
+          // The readings: idle, after the first wave, then one per measured wave.
+          figure: `RSS per stranger (an address with a bad token): the slope of RSS over ${fmt(memory.perStranger.strangers)} more after a first wave, in ${memory.perStranger.rssMiB.length - 2} waves (\`strangers.ts\`)`,
           measured: `${memory.perStranger.bytesPerStranger} bytes`,
           target: '≤ 64 bytes',
           met: memory.perStranger.bytesPerStranger <= 64,
@@ -562,7 +563,7 @@ export function renderReport(results: Results): string {
       )}. Addresses without a valid key share the strangers' table of fixed size: a 429 here means it is saturated.`,
     ...(memory.perStranger
       ? [
-          `Memory per stranger ([strangers.ts](strangers.ts)): ${memory.perStranger.bytesPerStranger} bytes of RSS for each of ${fmt(memory.perStranger.strangers)} more addresses, each with a bad token (RSS ${memory.perStranger.rssMiB.join(' → ')} MiB: idle, after the first wave, after the measured one).`,
+          `Memory per stranger ([strangers.ts](strangers.ts)): ${memory.perStranger.bytesPerStranger} bytes of RSS for each of ${fmt(memory.perStranger.strangers)} more addresses, each with a bad token (RSS ${memory.perStranger.rssMiB.join(' → ')} MiB: idle, after the first wave, after each measured one).`,
         ]
       : []),
     '',
