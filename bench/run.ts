@@ -345,7 +345,6 @@ async function runScenarios({ servers, logs }: Fleet, list: readonly Scenario[])
       ...(servers.base ? { baseStatuses: {} } : {}),
     };
     const rounds: Partial<Record<ServerName, Round[]>> = {};
-    const writes = scenario.load.method !== 'GET';
     for (const name of names) {
       const seconds = QUICK ? WARMUP : Math.max(WARMUP, scenario.warmup?.[name] ?? 0);
       await runWrk(serverOf(servers, name).url, scenario.load, { ...WRK, seconds });
@@ -364,23 +363,30 @@ async function runScenarios({ servers, logs }: Fleet, list: readonly Scenario[])
       return r;
     };
     for (let round = 0; round < ROUNDS; round++) {
-      // Every server alone (the figures against bare, Hono, Express); the base only beside the
-      // servers paired with it, whose runs beside it are kept apart for the comparison.
-      for (const name of roundOrder(names, round)) {
-        if (name === 'base' && paired.length > 0) {
-          // A create's cost grows as the store does (on PostgreSQL, either build's CPU per create
-          // rose by about 30% over 136,000 creates): where the product writes alone, the base does
-          // too, so each pair compares two stores of the same size. Those runs are not reported.
-          if (writes && names.includes('petstore')) await measure('base', round);
-          for (const other of paired) {
-            const [ours, theirs] = await Promise.all([measure(other, round, 'base'), measure('base', round, other)]);
-            const pair = pairs[other] ?? { ours: [], theirs: [] };
-            pairs[other] = pair;
-            pair.ours.push(ours);
-            pair.theirs.push(theirs);
-            rounds.base?.push(theirs);
+      // Every server alone (the figures against bare, Hono, Express), in turns. With a base, each
+      // server paired with it runs in the base's block instead: the two alone, then side by side.
+      for (const name of roundOrder(names, paired, round)) {
+        if (name !== 'base' || paired.length === 0) {
+          rounds[name]?.push(await measure(name, round));
+          continue;
+        }
+        for (const other of paired) {
+          // Both run alone just before the pair, taking turns to go first: what a server ran last
+          // moves its CPU per request beside the other. On PostgreSQL's random pages a product
+          // fresh from its own run came out 25-37% over a base that had only run in pairs (three
+          // ad hoc runs), 2% with neither run alone first, 4.5% with both; and a create costs more
+          // as its store grows. The base's runs alone are not reported.
+          for (const first of round % 2 === 0 ? [other, 'base' as const] : ['base' as const, other]) {
+            const alone = await measure(first, round);
+            if (first !== 'base') rounds[first]?.push(alone);
           }
-        } else rounds[name]?.push(await measure(name, round));
+          const [ours, theirs] = await Promise.all([measure(other, round, 'base'), measure('base', round, other)]);
+          const pair = pairs[other] ?? { ours: [], theirs: [] };
+          pairs[other] = pair;
+          pair.ours.push(ours);
+          pair.theirs.push(theirs);
+          rounds.base?.push(theirs);
+        }
       }
     }
 
@@ -401,17 +407,12 @@ async function runScenarios({ servers, logs }: Fleet, list: readonly Scenario[])
 }
 
 /**
- * Who runs in `round`: the servers rotated, so drift within a round is shared out; the product
- * and the base build always back to back, taking turns to go first, so each round gives one
- * paired ratio of the two (`pairedRatio`).
+ * Who runs in `round`, in turn: the servers rotated, so drift within a round is shared out; the
+ * servers paired with the base run in its block, not in a turn of their own.
  */
-function roundOrder(names: readonly ServerName[], round: number): ServerName[] {
+function roundOrder(names: readonly ServerName[], paired: readonly ServerName[], round: number): ServerName[] {
   const rotated = names.map((_, i, all) => all[(i + round) % all.length] as ServerName);
-  if (!rotated.includes('petstore') || !rotated.includes('base')) return rotated;
-  const rest: ServerName[] = rotated.filter((name) => name !== 'base');
-  const at = rest.indexOf('petstore');
-  rest.splice(round % 2 === 0 ? at + 1 : at, 0, 'base');
-  return rest;
+  return rotated.filter((name) => !paired.includes(name));
 }
 
 function serverOf(servers: Partial<Record<ServerName, Running>>, name: ServerName): Running {
