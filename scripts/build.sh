@@ -12,8 +12,9 @@ target=$(host_target)
 mkdir -p dist
 # make generates the docs bundle module first; this covers running the script on its own.
 [[ -f src/docs/generated/scalar-bundle.ts ]] || "$BUN" scripts/embed-docs.ts
+mapfile -t flags < <(compile_flags)
 mapfile -t stamp < <(stamp_defines "$target")
-"$BUN" build --compile --bytecode --format=esm --minify --splitting --sourcemap=none "${stamp[@]}" src/main.ts --outfile "$OUT.tmp"
+"$BUN" build "${flags[@]}" "${stamp[@]}" src/main.ts --outfile "$OUT.tmp"
 
 version=$("$OUT.tmp" --version)
 expected="petstore $(node -p 'require("./package.json").version') (commit $(build_commit), target $target)"

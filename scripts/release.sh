@@ -82,12 +82,13 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 [[ -f src/docs/generated/scalar-bundle.ts ]] || "$BUN" scripts/embed-docs.ts
 echo "release: petstore $version, commit $commit, bun $bun_version"
+mapfile -t flags < <(compile_flags)
 for t in "${TARGETS[@]}"; do
   exe=$(runtime "$t")
   bin=$OUT/petstore-$version-$t
   mapfile -t stamp < <(stamp_defines "$t")
-  # The same flags as scripts/build.sh; the target is always named, and its runtime handed over.
-  "$BUN" build --compile --bytecode --format=esm --minify --splitting --sourcemap=none "${stamp[@]}" \
+  # compile_flags, as scripts/build.sh has them; here the target is named and its runtime handed over.
+  "$BUN" build "${flags[@]}" "${stamp[@]}" \
     --target="bun-$t" --compile-executable-path="$exe" src/main.ts --outfile "$bin" >/dev/null ||
     fail "bun build --target=bun-$t failed"
   check_executable "$t" "$bin"

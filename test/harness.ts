@@ -80,6 +80,8 @@ export async function startServer({
   umask = undefined as string | undefined,
   /** Start with these open-file limits (through `sh -c 'ulimit …; exec …'`). */
   ulimit = undefined as { soft: number; hard: number } | undefined,
+  /** The working directory to start in (default: the test's). */
+  cwd = undefined as string | undefined,
 } = {}): Promise<Running> {
   const command = [...serverCommand(), '--port', '0', '--host', '127.0.0.1', '--log-format', 'json', ...args];
   const setup = [
@@ -91,6 +93,7 @@ export async function startServer({
   const child = spawn(cmd as string, rest, {
     env: { ...process.env, PETSTORE_DATA: ':memory:', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    ...(cwd === undefined ? {} : { cwd }),
   });
   const lines: string[] = [];
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

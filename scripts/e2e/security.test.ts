@@ -2,10 +2,13 @@
 // and an operator see them: no token in any log line of a whole run, a warning for a keys file
 // other users can read or write, API data neither cached nor sniffed, no internals in error
 // bodies, and a key-guessing run stopped by the per-address limit and the ban (which never
-// applies to a valid key: SECURITY.md "Failed authentication").
+// applies to a valid key: SECURITY.md "Failed authentication"), and nothing in the working
+// directory read or run.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { createHash } from 'node:crypto';
-import { chmodSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { type Running, startServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
 
 type LogLine = Record<string, unknown>;
@@ -118,6 +121,25 @@ describe('a keys file other users can read or write is warned about', () => {
     );
     expect(warning.level).toBe('warn');
     await server.stop();
+  });
+});
+
+describe('the working directory configures nothing', () => {
+  // A compiled Bun program reads `.env` and `bunfig.toml` where it starts unless built not to; a
+  // bunfig's `preload` would run any script found there, with the server's rights.
+  test('a .env and a bunfig.toml with a preload, where the server starts, are neither read nor run', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'petstore-cwd-'));
+    const keys = writeKeysFile([{ name: 'planted', plan: 'pro' }]);
+    writeFileSync(join(dir, '.env'), `PETSTORE_KEYS_FILE=${keys}\n`);
+    writeFileSync(
+      join(dir, 'preload.ts'),
+      `require('node:fs').writeFileSync(${JSON.stringify(join(dir, 'ran'))}, 'x')\n`,
+    );
+    writeFileSync(join(dir, 'bunfig.toml'), 'preload = ["./preload.ts"]\n');
+    const server = await startServer({ cwd: dir });
+    await server.stop();
+    expect(jsonLines(server).find((l) => l.msg === 'listening')?.keysByPlan).toEqual({ free: 1 });
+    expect(existsSync(join(dir, 'ran'))).toBe(false);
   });
 });
 
