@@ -18,13 +18,14 @@ stamp_defines() { # TARGET
 }
 
 # `bun build` flags of every compiled binary (build.sh, release.sh): ESM with bytecode, minified,
-# split so that modules loaded with import() are evaluated only when loaded; and a binary that reads
-# no `.env` or `bunfig.toml` from where it starts (Bun's default for a compiled program: a bunfig's
-# `preload` would run any script found there), configured by its flags and environment alone, as
-# under Deno and Node.
+# split so that modules loaded with import() are evaluated only when loaded; a JIT 30 times slower
+# to compile until the server listens (src/serve/bun.ts restores it), since start-up's code runs
+# once; and a binary that reads no `.env` or `bunfig.toml` from where it starts (Bun's default for
+# a compiled program: a bunfig's `preload` would run any script found there), configured by its
+# flags and environment alone, as under Deno and Node.
 compile_flags() {
   printf -- '%s\n' --compile --bytecode --format=esm --minify --splitting --sourcemap=none \
-    --no-compile-autoload-dotenv --no-compile-autoload-bunfig
+    --compile-jit-policy=30 --no-compile-autoload-dotenv --no-compile-autoload-bunfig
 }
 
 # The release target name of this machine (linux-x64, linux-arm64, ...-musl, darwin-...).

@@ -98,6 +98,7 @@ export async function startServer(config: Config): Promise<void> {
     },
   });
   announce(config, adapter.name, keys, listeners, adminServer, log, traces?.url);
+  adapter.started?.();
 }
 
 async function loadAdapter(): Promise<RuntimeAdapter> {
