@@ -8,6 +8,11 @@ import { startServer } from './serve/start.ts';
 import { StoreOpenError } from './store/errors.ts';
 import { VERSION, versionLine } from './version.ts';
 
+// The binary starts with a JIT slow to compile (`--compile-jit-policy`, scripts/lib/build-info.sh)
+// while the imports above are evaluated, each line of them once; what follows, a keys file of any
+// size, a command or the requests, gets the normal one.
+if ('Bun' in globalThis) Bun.unsafe.setJITPolicy(1);
+
 /** Exit code for bad usage or configuration, before the port opens. */
 const EXIT_CONFIG = 2;
 

@@ -38,7 +38,4 @@ export const adapter: RuntimeAdapter = {
     return { port: server.port ?? port, stop: (force = false) => server.stop(force) };
   },
   peerAddress: (c) => getConnInfo(c).remote.address ?? 'unknown',
-  // The binary starts with a JIT slow to compile (`--compile-jit-policy` in
-  // scripts/lib/build-info.sh: start-up's code runs once); serving gets the normal one back.
-  started: () => Bun.unsafe.setJITPolicy(1),
 };

@@ -45,9 +45,4 @@ export interface RuntimeAdapter {
   readonly name: 'bun' | 'deno' | 'node';
   serve(options: ServeOptions): Promise<RunningServer>;
   peerAddress(c: Context<AppEnv>): string;
-  /**
-   * Called once the server listens, before its first request: the binary starts with a JIT that
-   * is slow to compile run-once start-up code (`--compile-jit-policy`), restored here.
-   */
-  started?(): void;
 }

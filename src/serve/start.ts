@@ -98,7 +98,6 @@ export async function startServer(config: Config): Promise<void> {
     },
   });
   announce(config, adapter.name, keys, listeners, adminServer, log, traces?.url);
-  adapter.started?.();
 }
 
 async function loadAdapter(): Promise<RuntimeAdapter> {
