@@ -87,7 +87,8 @@ for t in "${TARGETS[@]}"; do
   exe=$(runtime "$t")
   bin=$OUT/petstore-$version-$t
   mapfile -t stamp < <(stamp_defines "$t")
-  # compile_flags, as scripts/build.sh has them; here the target is named and its runtime handed over.
+  # compile_flags, as scripts/build.sh has them; here the target is named and its runtime
+  # handed over.
   "$BUN" build "${flags[@]}" "${stamp[@]}" \
     --target="bun-$t" --compile-executable-path="$exe" src/main.ts --outfile "$bin" >/dev/null ||
     fail "bun build --target=bun-$t failed"
