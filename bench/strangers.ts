@@ -1,6 +1,6 @@
 /**
  * Memory per stranger: what each client address without a valid key costs the server, measured
- * from outside as the README states it. The binary takes a first wave of strangers (each a bad
+ * from outside as docs/operations.md states it. The binary takes a first wave of strangers (each a bad
  * token from an address of its own), then WAVES more; RSS is read after each has settled, and the
  * slope of RSS against the strangers sent, fitted over the readings from the first wave on, is
  * the cost of one more tracked address. The runtime's one-time growth (JIT, allocator arenas, the

@@ -180,7 +180,7 @@ describe.skipIf(!IS_ROOT)('storage faults (as root)', () => {
     async () => {
       const data = join(dir, 'readonly', 'petstore.db');
       // The -shm file stays writable: SQLite maps it, and a store into a mapped page of an
-      // immutable file is a SIGBUS (README "Reliability" says what that means on a real disk).
+      // immutable file is a SIGBUS (docs/operations.md, "Resource bounds", says what that means on a real disk).
       const files = [data, `${data}-wal`];
       const lock = () => execFileSync('chattr', ['+i', ...files]);
       const unlock = () => execFileSync('chattr', ['-i', ...files]);

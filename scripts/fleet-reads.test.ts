@@ -2,7 +2,7 @@
  * Kept answers on PostgreSQL: two instances of the built binary share one database, without
  * Redis. Each keeps the pages asked twice (src/http/memo.ts) while it listens for the pets
  * table's notifications (src/store/postgres-changes.ts):
- * - a pet created through A is served by B's kept page within the bound README gives (Backends),
+ * - a pet created through A is served by B's kept page within the bound docs/fleet.md gives,
  *   measured over 1,000 writes, p50, p99 and max printed;
  * - B's kept page is served while the pets table is locked (no query could answer it);
  * - with B's listening backend terminated, a write through A is in B's very next answer of the
@@ -20,7 +20,7 @@ const PG_SERVER = process.env.PETSTORE_TEST_POSTGRES_URL ?? '';
 if (!PG_SERVER) {
   console.warn('fleet-reads.test.ts: needs PETSTORE_TEST_POSTGRES_URL; skipped. Run it with: make postgres-test');
 }
-/** README's bound (Backends): a write through one instance is served by every other within it. */
+/** docs/fleet.md's bound: a write through one instance is served by every other within it. */
 const BOUND_MS = 1_000;
 const WRITES = 1_000;
 const LISTENING_AGAIN = 'listening for pet changes again; serving kept answers';

@@ -55,7 +55,7 @@ test.skipIf(!REDIS)(
       answers.push(await get(b, TWO));
     }
     expect(answers.map((a) => a.status)).toEqual(Array(60).fill(200));
-    // Each instance counts down its own view of the one quota (quota leases: README).
+    // Each instance counts down its own view of the one quota (quota leases: docs/fleet.md).
     expect(countsDown(answers, 60)).toEqual(Array(60).fill('ok'));
     for (const [server, token] of [
       [a, ONE],

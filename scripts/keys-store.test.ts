@@ -125,7 +125,7 @@ describe.skipIf(!READY)('two instances, one key store', () => {
     const k2 = String(rotated.body?.token);
     expect(await until(a, k2, 200)).toBeLessThanOrEqual(FLEET_MS);
     // Old and new key, on A and on B: one quota (Redis), falling by one each time. Each request
-    // comes after every grant's term is over and its unused units are back (quota leases: README),
+    // comes after every grant's term is over and its unused units are back (quota leases: docs/fleet.md),
     // so each instance reads Redis's remaining.
     const remaining: number[] = [];
     for (const [server, token] of [

@@ -4,10 +4,10 @@ import { join, relative } from 'node:path';
 
 const ROOT = join(import.meta.dir, '..');
 
-/** The code block of README's "Layout" section. */
+/** The code block of ARCHITECTURE.md's "Layout" section. */
 function layoutBlock(): string {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('\n## Layout\n'));
+  const page = readFileSync(join(ROOT, 'ARCHITECTURE.md'), 'utf8');
+  const section = page.slice(page.indexOf('\n## Layout\n'));
   const start = section.indexOf('```\n') + 4;
   return section.slice(start, section.indexOf('\n```', start));
 }
@@ -54,7 +54,7 @@ function sourceFiles(dir = join(ROOT, 'src')): string[] {
 
 const mentions = (text: string, file: string) => new RegExp(`(^|[\\s,(])${file.replace('.', '\\.')}\\b`).test(text);
 
-describe("README's Layout", () => {
+describe("ARCHITECTURE.md's Layout", () => {
   const listed = entries();
 
   test("names every file under src/, by its path or in its folder's line", () => {
@@ -90,5 +90,46 @@ describe('the floors', () => {
       .filter((file) => !file.startsWith('src/gateway/limiter/'))
       .reduce((sum, file) => sum + readFileSync(join(ROOT, file), 'utf8').split('\n').length - 1, 0);
     expect(lines).toBeLessThanOrEqual(GATEWAY_LINES_MAX);
+  });
+});
+
+/** The numbered steps of ARCHITECTURE.md's "One request's way", each as one line. */
+function walkSteps(): string[] {
+  const page = readFileSync(join(ROOT, 'ARCHITECTURE.md'), 'utf8');
+  const start = page.indexOf("\n## One request's way");
+  const section = page.slice(start, page.indexOf('\n## ', start + 1));
+  return section
+    .split(/\n(?=\d+\. )/)
+    .filter((s) => /^\d+\. /.test(s))
+    .map((s) => s.replaceAll(/\s+/g, ' '));
+}
+
+/** Whether `file` defines `name`: a function, a method, or a constant holding a function. */
+function defines(file: string, name: string): boolean {
+  const text = readFileSync(join(ROOT, file), 'utf8');
+  const [owner, member] = name.includes('.') ? name.split('.') : [undefined, name];
+  if (owner && !new RegExp(`\\bclass ${owner}\\b`).test(text)) return false;
+  return new RegExp(
+    `(function\\*? ${member}\\b|^\\s+(static )?(async )?${member}\\s*[(<]|(const|let) ${member}\\s*=)`,
+    'm',
+  ).test(text);
+}
+
+describe("ARCHITECTURE.md's walk of one request", () => {
+  const steps = walkSteps();
+
+  test('has its ten steps', () => {
+    expect(steps).toHaveLength(10);
+  });
+
+  test('each function a step names is defined in a file that step names', () => {
+    const missing: string[] = [];
+    for (const step of steps) {
+      const files = [...step.matchAll(/`(src\/[\w/.-]+\.ts)`/g)].map((m) => m[1] ?? '');
+      for (const [, name = ''] of step.matchAll(/`([\w.]+)\(\)`/g)) {
+        if (!files.some((f) => existsSync(join(ROOT, f)) && defines(f, name))) missing.push(name);
+      }
+    }
+    expect(missing).toEqual([]);
   });
 });

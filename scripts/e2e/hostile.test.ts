@@ -5,7 +5,7 @@
 // a 5xx from the app, a crash or a hang, and the server must still answer /healthz afterwards.
 //
 // What the runtime answers before the app runs is its own (empty or plain-text bodies). The
-// exceptions to "4xx" are the runtime's and are listed in README "Reliability": Bun answers 505
+// exceptions to "4xx" are the runtime's and are listed in docs/operations.md "Resource bounds": Bun answers 505
 // to a request line whose version it cannot read (oven-sh/bun#19326), and closes the
 // connection without an answer on an unknown method.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
@@ -296,7 +296,7 @@ describe('slow-loris clients are cut off; the server keeps serving meanwhile', (
 
   test('silent, header-dripping and body-dripping connections are all closed', async () => {
     if (runtime === 'deno') {
-      // Deno.serve has no header, request or idle timeout to set (README "Reliability"): run
+      // Deno.serve has no header, request or idle timeout to set (docs/operations.md, "Resource bounds"): run
       // it behind a proxy that has them.
       process.stdout.write('skip: Deno.serve cannot time out slow clients\n');
       return;

@@ -15,7 +15,7 @@ import {
   tokenOf,
   writeKeysFile,
 } from '../../test/harness.ts';
-import { flagsTable, readmeTable } from '../readme-flags.ts';
+import { flagsTable, pageTable } from '../docs-flags.ts';
 import { RawConnection } from './raw-http.ts';
 
 type LogLine = Record<string, unknown>;
@@ -498,9 +498,9 @@ describe('the command line', () => {
     expect([r.code, r.stderr]).toEqual([2, `petstore: configuration: ${message}\nRun petstore --help for usage.\n`]);
   });
 
-  test("README's table of flags is the one --help's option table makes", () => {
-    // Refresh it with: node_modules/.bin/bun scripts/readme-flags.ts
-    expect(readmeTable()).toBe(flagsTable());
+  test("docs/operations.md's table of flags is the one --help's option table makes", () => {
+    // Refresh it with: node_modules/.bin/bun scripts/docs-flags.ts
+    expect(pageTable()).toBe(flagsTable());
   });
 
   test('a second server on a port in use exits 1 and says so, and the first one keeps serving', async () => {

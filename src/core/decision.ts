@@ -29,7 +29,7 @@ export interface WindowState {
   readonly limit: number;
   /** Requests that would still be admitted in this window right now. */
   readonly remaining: number;
-  /** Unix time in seconds: see the README's "Rate-limit headers" for the exact meaning. */
+  /** Unix time in seconds: see docs/integrators.md, "Headers", for the exact meaning. */
   readonly reset: number;
 }
 

@@ -77,17 +77,26 @@ describe('the shipped rules and dashboard read what the binary exports', () => {
 });
 
 describe('the alerts', () => {
-  const readme = readFileSync(join(import.meta.dir, '../../README.md'), 'utf8');
+  const ROOT = join(import.meta.dir, '../..');
+  const runbook = readFileSync(join(ROOT, 'docs/runbook.md'), 'utf8');
+  const repository = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { repository: { url: string } })
+    .repository.url;
   const alerts = allRules().filter((r) => r.alert);
 
-  test('each has a severity, a summary, a description and a runbook section in the README', () => {
+  test('each has a severity, a summary, a description and a section in docs/runbook.md', () => {
     expect(alerts.length).toBe(16);
     for (const a of alerts) {
       expect([a.alert, a.labels?.severity]).toEqual([a.alert, expect.stringMatching(/^(critical|warning)$/)]);
       expect(a.annotations?.summary?.length ?? 0).toBeGreaterThan(20);
       expect(a.annotations?.description?.length ?? 0).toBeGreaterThan(60);
     }
-    expect(alerts.filter((a) => !readme.includes(`\n#### ${a.alert}\n`)).map((a) => a.alert)).toEqual([]);
+    expect(alerts.filter((a) => !runbook.includes(`\n## ${a.alert}\n`)).map((a) => a.alert)).toEqual([]);
+  });
+
+  test("each runbook_url is the repository's docs/runbook.md, at the alert's section", () => {
+    // GitHub's anchor for a heading that is one word is that word in lower case.
+    const wanted = alerts.map((a) => `${repository}/blob/main/docs/runbook.md#${a.alert?.toLowerCase()}`);
+    expect(alerts.map((a) => a.annotations?.runbook_url)).toEqual(wanted);
   });
 });
 

@@ -2,8 +2,8 @@ import type { Context } from 'hono';
 import type { AppEnv } from '../env.ts';
 
 /**
- * Connection limits the adapters apply where their runtime has the setting (the README's
- * "Resource bounds" lists what each runtime enforces):
+ * Connection limits the adapters apply where their runtime has the setting (docs/operations.md,
+ * "Resource bounds", lists what each runtime enforces):
  * - `idleTimeoutSeconds`: a connection that makes no progress this long is closed. Bun resets
  *   the timer only after a real amount of data, so a slow-loris client dribbling a byte at a
  *   time is cut off too; Node gets the same from the two timeouts below.

@@ -61,7 +61,7 @@ const DATA_VERSION = 'PRAGMA data_version';
  * How long a `data_version` read is trusted. The statement costs about 5 µs, a third of a whole
  * cached list request, so it is read at most this often; this process's own commits move
  * `version()` at once, so only another process's commit (a hand edit with `sqlite3`, a second instance,
- * which README advises against) can go unseen, for at most this long.
+ * which docs/operations.md advises against) can go unseen, for at most this long.
  */
 export const DATA_VERSION_TTL_MS = 100;
 /** The live key's pet; a key whose pet is gone (deleted by hand) counts as unused. */

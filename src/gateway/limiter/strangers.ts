@@ -16,7 +16,7 @@
  * Buckets are global and end on whole multiples of their length: 10 s for the minute (a request
  * is counted for 60 to 70 s) and 1 h for the day (24 h to 25 h). They are coarser than a key's
  * (1 s and 15 min, `buckets.ts`) to keep the table small; the Redis limiter keeps an exact state
- * per address (README, Rate limits: "Strangers").
+ * per address (docs/operations.md, "Memory, and strangers in a fixed table").
  *
  * The chance of an early refusal. A cell's minute count is the keyless requests that hashed to
  * it in the last 60-70 s. With R such requests, each from an address of its own, spread over C

@@ -1,12 +1,12 @@
-// The README's table of flags, made from the option table that --help prints (src/config.ts).
-//   node_modules/.bin/bun scripts/readme-flags.ts          rewrite the table in README.md
-// scripts/e2e/ops.test.ts fails while README.md holds another table than this one.
+// The table of flags in docs/operations.md, made from the option table that --help prints (src/config.ts).
+//   node_modules/.bin/bun scripts/docs-flags.ts          rewrite the table in docs/operations.md
+// scripts/e2e/ops.test.ts fails while docs/operations.md holds another table than this one.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { OPTIONS } from '../src/config.ts';
 
-export const README = join(import.meta.dir, '../README.md');
-const BEGIN = '<!-- flags: made by scripts/readme-flags.ts from src/config.ts; edit those, not this table -->';
+export const PAGE = join(import.meta.dir, '../docs/operations.md');
+const BEGIN = '<!-- flags: made by scripts/docs-flags.ts from src/config.ts; edit those, not this table -->';
 const END = '<!-- /flags -->';
 
 interface Row {
@@ -28,16 +28,16 @@ export function flagsTable(): string {
   return ['| Flag | Environment | Default | Meaning |', '|---|---|---|---|', ...rows].join('\n');
 }
 
-/** The table README.md holds now, or undefined when its markers are missing. */
-export function readmeTable(text = readFileSync(README, 'utf8')): string | undefined {
+/** The table docs/operations.md holds now, or undefined when its markers are missing. */
+export function pageTable(text = readFileSync(PAGE, 'utf8')): string | undefined {
   const start = text.indexOf(BEGIN);
   const end = text.indexOf(END);
   return start < 0 || end < start ? undefined : text.slice(start + BEGIN.length, end).trim();
 }
 
 if (import.meta.main) {
-  const text = readFileSync(README, 'utf8');
-  if (readmeTable(text) === undefined) throw new Error(`README.md has no ${BEGIN} ... ${END} block`);
+  const text = readFileSync(PAGE, 'utf8');
+  if (pageTable(text) === undefined) throw new Error(`docs/operations.md has no ${BEGIN} ... ${END} block`);
   const start = text.indexOf(BEGIN) + BEGIN.length;
-  writeFileSync(README, `${text.slice(0, start)}\n${flagsTable()}\n${text.slice(text.indexOf(END))}`);
+  writeFileSync(PAGE, `${text.slice(0, start)}\n${flagsTable()}\n${text.slice(text.indexOf(END))}`);
 }

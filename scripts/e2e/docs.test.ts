@@ -1,6 +1,7 @@
-// The README's examples, run as they are written against the server under test, and the names it
-// gives checked against what the server writes: the webhook receiver under Node, the admin API's
-// curl session, the audit actions, a request's log line, the 401's challenges, `petstore keys`.
+// The documents' examples, run as they are written against the server under test, and the names
+// they give checked against what the server writes: the README's first request, the webhook
+// receiver under Node, the admin API's curl session, the audit actions, a request's log line, the
+// 401's challenges, `petstore keys`.
 import { afterEach, describe, expect, test } from 'bun:test';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -11,13 +12,17 @@ import { adminUrl, runCommand, startServer, tokenOf, waitForLine, writeKeysFile 
 import { newSecret } from '../../test/webhook-receiver.ts';
 
 const ROOT = join(import.meta.dir, '../..');
-const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
+const page = (path: string) => readFileSync(join(ROOT, path), 'utf8');
+const README = page('README.md');
+const INTEGRATORS = page('docs/integrators.md');
+const OPERATIONS = page('docs/operations.md');
+const ADMIN = page('docs/admin-api.md');
 
-/** The `count` code blocks that follow the `<!-- tested: … -->` line naming `what`. */
-function testedBlocks(what: string, count = 1): string[] {
-  const at = README.indexOf(`<!-- tested: scripts/e2e/readme.test.ts runs ${what}`);
-  if (at < 0) throw new Error(`README.md: no block marked "${what}"`);
-  const blocks = [...README.slice(at).matchAll(/```[a-z]*\n([\s\S]*?)```/g)].slice(0, count).map((m) => m[1] ?? '');
+/** The `count` code blocks of `text` that follow the `<!-- tested: … -->` line naming `what`. */
+function testedBlocks(text: string, what: string, count = 1): string[] {
+  const at = text.indexOf(`<!-- tested: scripts/e2e/docs.test.ts runs ${what}`);
+  if (at < 0) throw new Error(`no block marked "${what}"`);
+  const blocks = [...text.slice(at).matchAll(/```[a-z]*\n([\s\S]*?)```/g)].slice(0, count).map((m) => m[1] ?? '');
   return blocks;
 }
 
@@ -46,12 +51,28 @@ async function waitFor<T>(find: () => T | undefined, what: string, ms = 10_000):
   throw new Error(`${what}: not within ${ms} ms`);
 }
 
-describe('README examples, as written', () => {
+describe('examples, as written', () => {
+  test("the README's first request: a pet created, then listed", async () => {
+    const [session, answers] = testedBlocks(README, 'this block with KEY set, against its own server', 2);
+    const server = await startServer({ args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'free' }])] });
+    stops.push(() => server.stop());
+    const run = spawnSync(
+      'bash',
+      ['-euo', 'pipefail', '-c', (session ?? '').replaceAll('localhost:8080', server.url)],
+      {
+        env: { ...process.env, KEY: tokenOf('acme') },
+        encoding: 'utf8',
+      },
+    );
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toBe(answers ?? '');
+  });
+
   test('the webhook receiver runs under Node from an .mjs file and prints each verified event; a forged one is refused', async () => {
-    const [receiver] = testedBlocks('this block as it is');
+    const [receiver] = testedBlocks(INTEGRATORS, 'this block as it is');
     const dir = mkdtempSync(join(tmpdir(), 'petstore-receiver-'));
     writeFileSync(join(dir, 'receiver.mjs'), receiver ?? '');
-    // `npm install standardwebhooks` in the README; here the repository's copy of it.
+    // `npm install standardwebhooks` in docs/integrators.md; here the repository's copy of it.
     symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
     const secret = newSecret();
     const child = spawn('node', ['receiver.mjs'], {
@@ -97,8 +118,8 @@ describe('README examples, as written', () => {
     expect(lines).toHaveLength(2);
   });
 
-  test("the admin API's curl session answers what the README shows", async () => {
-    const [session, answers] = testedBlocks('this block with ADMIN and TOKEN set', 2);
+  test("the admin API's curl session answers what docs/admin-api.md shows", async () => {
+    const [session, answers] = testedBlocks(ADMIN, 'this block with ADMIN and TOKEN set', 2);
     const file = join(mkdtempSync(join(tmpdir(), 'petstore-readme-')), 'keys.json');
     const made = await runCommand([
       'keys',
@@ -128,9 +149,9 @@ describe('README examples, as written', () => {
   });
 });
 
-describe('names in the README are the ones the server writes', () => {
+describe('names in the documents are the ones the server writes', () => {
   test('the audit actions', () => {
-    const listed = /what \(((?:`[a-z.]+`(?:, )?)+)\)/.exec(README.replaceAll('\n', ' '))?.[1];
+    const listed = /what \(((?:`[a-z.]+`(?:, )?)+)\)/.exec(OPERATIONS.replaceAll('\n', ' '))?.[1];
     expect(listed?.match(/[a-z]+\.[a-z]+/g)).toEqual([...AUDIT_ACTIONS]);
   });
 
@@ -140,7 +161,7 @@ describe('names in the README are the ones the server writes', () => {
     const ok = await fetch(`${server.url}/v1/pets`, { headers: { Authorization: `Bearer ${tokenOf('acme')}` } });
     expect(ok.status).toBe(200);
     const line = await waitForLine(server, (l) => l.includes('"msg":"request"') && l.includes('"status":200'));
-    const example = /```json\n(\{"time"[^\n]*"msg":"request"[^\n]*)\n```/.exec(README)?.[1];
+    const example = /```json\n(\{"time"[^\n]*"msg":"request"[^\n]*)\n```/.exec(OPERATIONS)?.[1];
     const shown = JSON.parse(example ?? '{}') as Record<string, unknown>;
     expect(Object.keys(shown)).toEqual(Object.keys(line));
     expect([shown.consumer, typeof shown.key]).toEqual(['acme', 'string']);
@@ -150,7 +171,7 @@ describe('names in the README are the ones the server writes', () => {
     const badChecksum = await fetch(`${server.url}/v1/pets`, {
       headers: { Authorization: `Bearer psk_${'A'.repeat(38)}` },
     });
-    const row = README.split('\n').find((l) => l.startsWith('| 401 |')) ?? '';
+    const row = INTEGRATORS.split('\n').find((l) => l.startsWith('| 401 |')) ?? '';
     for (const res of [none, badChecksum]) {
       expect(res.status).toBe(401);
       expect(row).toContain(`\`WWW-Authenticate: ${res.headers.get('www-authenticate')}\``);
@@ -158,12 +179,12 @@ describe('names in the README are the ones the server writes', () => {
     expect(badChecksum.headers.get('www-authenticate')).toBe('Bearer realm="petstore", error="invalid_token"');
   });
 
-  test('`petstore keys` usage: the README names the same commands, and how many', async () => {
+  test('`petstore keys` usage: docs/operations.md names the same commands, and how many', async () => {
     const usage = (await runCommand(['keys'])).stdout;
     const commands = [...usage.matchAll(/^ {2}petstore keys ([a-z]+) /gm)].map((m) => m[1]);
-    const table = [...README.matchAll(/^\| `keys ([a-z]+) (?:--|FILE)/gm)].map((m) => m[1]);
+    const table = [...OPERATIONS.matchAll(/^\| `keys ([a-z]+) (?:--|FILE)/gm)].map((m) => m[1]);
     expect(table).toEqual(commands);
     const words = ['', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight'];
-    expect(README).toContain(`\`petstore keys\` prints the usage of all ${words[commands.length]},`);
+    expect(OPERATIONS).toContain(`\`petstore keys\` prints the usage of all ${words[commands.length]},`);
   });
 });
