@@ -24,7 +24,7 @@ E2E      := ./scripts/e2e ./contract/messages.test.ts
 TS_CLIENT := dist/clients/typescript/schema.ts
 PY_CLIENT := dist/clients/python/petstore_client/__init__.py
 
-.PHONY: help deps build run run-deno run-node test unit e2e docs-test lint typecheck clean contract-test bench bench-quick bench-inprocess bench-profile docker
+.PHONY: help deps build run run-deno run-node test unit e2e docs-test lint links typecheck clean contract-test bench bench-quick bench-inprocess bench-profile docker
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -230,8 +230,12 @@ contract-selftest: build $(QA) .venv/.stamp ## prove contract-test can fail: eac
 typecheck: node_modules/.stamp $(QA) $(PEERS) $(DOCS_GEN)
 	$(NODE_BIN)/tsc --noEmit -p .
 
-lint: typecheck depcheck ## tsc --noEmit (strict), Biome, and the module rules (dependency-cruiser)
+lint: typecheck depcheck links ## tsc --noEmit (strict), Biome, the module rules (dependency-cruiser), every Markdown link and anchor
 	$(NODE_BIN)/biome check src test scripts contract clients
+
+.PHONY: links
+links: node_modules/.stamp ## every link and #anchor of the Markdown files resolves, offline (remark-validate-links); proved to fail on a broken one first
+	scripts/check-links.sh
 
 .PHONY: depcheck
 depcheck: $(QA) ## no import cycles; routes/store never import the gateway; see .dependency-cruiser.cjs
