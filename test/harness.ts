@@ -11,7 +11,7 @@ export function serverCommand(): string[] {
 
 /**
  * Whether the server under test runs on a Node without `node:sqlite` (before 22.13): it then
- * keeps pets in memory, writes no database file and cannot hold keys in a store.
+ * refuses a SQLite file at start (exit 2) and serves only with `--data :memory:` or PostgreSQL.
  */
 export function serverLacksSqlite(): boolean {
   return (

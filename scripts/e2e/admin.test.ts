@@ -177,7 +177,14 @@ describe.each(serverLacksSqlite() ? (['file'] as const) : (['file', 'store'] as 
       const secret = newSecret();
       const hooks = await startReceiver(secret);
       const server = await startServer({
-        args: ['--keys', source === 'file' ? file : 'store', '--data', data, '--admin-port', '0'],
+        args: [
+          '--keys',
+          source === 'file' ? file : 'store',
+          '--data',
+          serverLacksSqlite() ? ':memory:' : data,
+          '--admin-port',
+          '0',
+        ],
       });
       try {
         const base = adminUrl(server);

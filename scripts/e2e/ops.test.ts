@@ -2,7 +2,7 @@
 // health, metrics, SIGHUP, SIGTERM and the healthcheck command. `make e2e-runtimes` runs it on all three.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OPTIONS } from '../../src/config.ts';
@@ -11,6 +11,7 @@ import {
   type Running,
   runCommand,
   serverCommand,
+  serverLacksSqlite,
   startServer,
   tokenOf,
   writeKeysFile,
@@ -149,7 +150,10 @@ describe('logs', () => {
 });
 
 describe('runtimes', () => {
-  test('the default SQLite store opens, or a runtime without SQLite says pets stay in memory and serves', async () => {
+  // Node before 22.13 has no node:sqlite (the `node` that PETSTORE_CMD runs is this one).
+  const noSqlite = serverLacksSqlite();
+
+  test.skipIf(noSqlite)('the default SQLite store opens and keeps what is created', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'petstore-ops-'));
     const server = await startServer({
       args: ['--keys', writeKeysFile(keysOf(['acme', 'pro']))],
@@ -162,14 +166,40 @@ describe('runtimes', () => {
         body: '{"name":"Rex","categoryId":1}',
       });
       expect(created.status).toBe(201);
-      // Node before 22.13 has no node:sqlite (the `node` that PETSTORE_CMD runs is this one).
-      const noSqlite = runtimeOf(server) === 'node' && spawnSync('node', ['-e', 'require("node:sqlite")']).status !== 0;
-      const warning = jsonLines(server).find((l) => l.level === 'warn' && /no built-in SQLite/.test(String(l.msg)));
-      expect([existsSync(join(dir, 'petstore.db')), warning !== undefined]).toEqual([!noSqlite, noSqlite]);
+      expect(existsSync(join(dir, 'petstore.db'))).toBe(true);
     } finally {
       expect(await server.stop()).toBe(0);
     }
   });
+
+  test.if(noSqlite)(
+    'a runtime without SQLite refuses a data file, the default included: exit 2, naming the runtimes that have it',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'petstore-ops-'));
+      const version = spawnSync('node', ['--version'], { encoding: 'utf8' }).stdout.trim();
+      const refusal = (data: string) =>
+        `petstore: configuration: --data ${data}: this runtime (Node ${version}) has no built-in SQLite; ` +
+        'run the petstore binary (Bun), Deno 2, or Node 22.13 or later, ' +
+        'or keep pets in PostgreSQL (--data postgres://...) or in memory only (--data :memory:)\n' +
+        'Run petstore --help for usage.\n';
+      const given = await runCommand(['--port', '0', '--host', '127.0.0.1', '--data', join(dir, 'x.db')]);
+      expect([given.code, given.stderr]).toEqual([2, refusal(join(dir, 'x.db'))]);
+      const byDefault = spawnSync(serverCommand()[0] ?? '', [...serverCommand().slice(1), '--port', '0'], {
+        cwd: dir,
+        encoding: 'utf8',
+        env: Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'PETSTORE_DATA')),
+      });
+      expect([byDefault.status, byDefault.stderr]).toEqual([2, refusal('./data/petstore.db')]);
+      expect(readdirSync(dir)).toEqual([]);
+      // --data :memory: still serves.
+      const server = await startServer({
+        args: ['--keys', writeKeysFile(keysOf(['acme', 'pro'])), '--data', ':memory:'],
+      });
+      const listed = await fetch(`${server.url}/v1/pets`, { headers: bearer('acme') });
+      expect(listed.status).toBe(200);
+      expect(await server.stop()).toBe(0);
+    },
+  );
 });
 
 describe('health', () => {

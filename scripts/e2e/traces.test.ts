@@ -21,7 +21,7 @@ import { freePort, newSecret, type Receiver, startReceiver } from '../../test/we
 
 type LogLine = Record<string, unknown>;
 
-/** A Node without node:sqlite keeps pets in memory: no database to name, none to lock. */
+/** A Node without node:sqlite serves from memory: no database to name, none to lock. */
 const noSqlite = serverLacksSqlite();
 
 const bearer = (name: string) => ({ Authorization: `Bearer ${tokenOf(name)}` });
@@ -73,7 +73,7 @@ function nests(child: ExportedSpan, parent: ExportedSpan): void {
 describe('traces to a live OTLP receiver', () => {
   const secret = newSecret();
   const dir = mkdtempSync(join(tmpdir(), 'petstore-traces-'));
-  const data = join(dir, 'pets.db');
+  const data = noSqlite ? ':memory:' : join(dir, 'pets.db');
   let otlp: OtlpReceiver;
   let hooks: Receiver;
   let server: Running;

@@ -49,41 +49,48 @@ describe('openStore', () => {
     await expect(openStore(join(dir, 'file', 'petstore.db'), log())).rejects.toBeInstanceOf(StoreOpenError);
   });
 
-  test('bundled for Node: no bun:sqlite in the way; on Node 20 (no SQLite) memory with a warning', async () => {
+  test('bundled for Node: no bun:sqlite in the way; a Node without SQLite refuses a file and keeps :memory:', async () => {
     const build = Bun.spawnSync(
       [BUN, 'build', '--target=node', '--format=esm', new URL('./open.ts', import.meta.url).pathname, '--outdir', dir],
       { stderr: 'pipe' },
     );
     expect(build.exitCode).toBe(0);
-    const script = `
+    const open = (data: string) => `
       import { openStore } from ${JSON.stringify(join(dir, 'open.js'))};
-      const lines = [];
-      const log = { debug() {}, info() {}, error() {}, warn: (msg, fields) => lines.push({ msg, ...fields }) };
-      const store = await openStore(${JSON.stringify(join(dir, 'pets.db'))}, log);
-      const pet = await store.create({ name: 'Rex', categoryId: 1, status: 'available' });
-      console.log(JSON.stringify({ pet, lines }));`;
-    const run = Bun.spawnSync(['node', '--input-type=module', '-e', script], {
-      stderr: 'pipe',
-      env: { ...process.env, NODE_NO_WARNINGS: '1' },
-    });
+      const log = { debug() {}, info() {}, error() {}, warn() {} };
+      try {
+        const store = await openStore(${JSON.stringify(data)}, log);
+        const pet = await store.create({ name: 'Rex', categoryId: 1, status: 'available' });
+        console.log(JSON.stringify({ pet }));
+      } catch (err) {
+        console.log(JSON.stringify({ error: err.name, message: err.message }));
+      }`;
+    const run = (data: string) => {
+      const r = Bun.spawnSync(['node', '--input-type=module', '-e', open(data)], {
+        stderr: 'pipe',
+        env: { ...process.env, NODE_NO_WARNINGS: '1' },
+      });
+      expect(r.stderr.toString()).toBe('');
+      return JSON.parse(r.stdout.toString());
+    };
+    const rex = { id: 1, name: 'Rex', categoryId: 1, status: 'available' };
+    const file = join(dir, 'pets.db');
     const nodeVersion = Bun.spawnSync(['node', '--version']).stdout.toString().trim();
     const nodeHasSqlite = Bun.spawnSync(['node', '-e', 'require("node:sqlite")'], { stderr: 'ignore' }).exitCode === 0;
-    expect(run.stderr.toString()).toBe('');
-    const out = JSON.parse(run.stdout.toString());
-    expect(out.pet).toEqual({ id: 1, name: 'Rex', categoryId: 1, status: 'available' });
+    expect(run(MEMORY)).toEqual({ pet: rex });
     if (nodeHasSqlite) {
       // Node 22.13 and later: node:sqlite, as on Deno.
-      expect(out.lines).toEqual([]);
-      expect(existsSync(join(dir, 'pets.db'))).toBe(true);
+      expect(run(file)).toEqual({ pet: rex });
+      expect(existsSync(file)).toBe(true);
       return;
     }
-    expect(out.lines).toEqual([
-      {
-        msg: 'this runtime has no built-in SQLite (node:sqlite needs Node 22.13 or later): pets are kept in memory only and are lost at exit',
-        data: join(dir, 'pets.db'),
-        runtime: `node ${nodeVersion}`,
-      },
-    ]);
-    expect(existsSync(join(dir, 'pets.db'))).toBe(false);
+    expect(run(file)).toEqual({
+      error: 'StoreOpenError',
+      message:
+        `--data ${file}: this runtime (Node ${nodeVersion}) has no built-in SQLite; ` +
+        'run the petstore binary (Bun), Deno 2, or Node 22.13 or later, ' +
+        'or keep pets in PostgreSQL (--data postgres://...) or in memory only (--data :memory:)',
+    });
+    expect(existsSync(file)).toBe(false);
   }, 30_000);
 });

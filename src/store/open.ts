@@ -23,7 +23,7 @@ export interface OpenStoreOptions {
  * behind a `BoundedStore` (every call bounded by `timeoutMs`; a database that is away answered
  * at once). Each backend is imported only when chosen, so the Node bundle never loads
  * bun:sqlite and a SQLite user never loads the PostgreSQL client. Throws `StoreOpenError`
- * (exit 2) when the store cannot be opened.
+ * (exit 2) when the store cannot be opened, a SQLite file on a runtime without SQLite included.
  *
  * @example
  * await openStore('./data/petstore.db', log, { timeoutMs: 2_000 })
@@ -50,18 +50,19 @@ async function openBackend(data: string, log: Logger, timeoutMs: number): Promis
   }
   const { loadSqlite } = await import('./sqlite-driver.ts');
   const open = await loadSqlite();
-  if (!open) {
-    log.warn(
-      'this runtime has no built-in SQLite (node:sqlite needs Node 22.13 or later): pets are kept in memory only and are lost at exit',
-      {
-        data,
-        runtime: `node ${process.version}`,
-      },
-    );
-    return new MemoryStore();
-  }
+  // A durable store asked for and not available stops the start: never a silent memory store.
+  if (!open) throw new StoreOpenError(noSqlite(data));
   const { SqliteStore } = await import('./sqlite.ts');
   return SqliteStore.open({ path: data, open, log, lockWaitMs: lockWaitFor(timeoutMs) });
+}
+
+/** Why a SQLite file cannot be opened on this runtime, and what to run instead. */
+export function noSqlite(data: string): string {
+  return (
+    `--data ${data}: this runtime (Node ${process.version}) has no built-in SQLite; ` +
+    'run the petstore binary (Bun), Deno 2, or Node 22.13 or later, ' +
+    'or keep pets in PostgreSQL (--data postgres://...) or in memory only (--data :memory:)'
+  );
 }
 
 /**
