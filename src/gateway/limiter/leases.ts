@@ -23,6 +23,16 @@
  * Headers. A local decision shows Redis's counts at this instance's last run for the subject
  * (at most one term old), less its own unused units: it never promises more than that.
  *
+ * A slow Redis. A run whose reply does not come in time (the command timeout) fails, and every
+ * request waiting for it fails with it at once: the failover around this limiter takes them all
+ * (`failover.ts`), so a burst waits for one timeout, not one each. Redis may still have run it:
+ * each run carries an id, Redis records the holder's last run that counted units, and the run is
+ * handed back whole (`all`) with the lease's next run, or by the sweep once Redis is in use
+ * again. A hand-back applies only to the run recorded under that id and takes the record away,
+ * so one sent again after its own reply was lost changes nothing. What a slow Redis costs a
+ * consumer is what runs overlapping its last recorded one counted (concurrent runs near a limit),
+ * and what an instance that stops for good held: never a day of grants.
+ *
  * Client addresses (the failed-auth limit) are decided per request: a stranger's few requests
  * would each cost a run anyway.
  */
@@ -32,8 +42,8 @@ import { LRUCache } from 'lru-cache';
 import { type Clock, systemClock } from '../../core/clock.ts';
 import type { Decision } from '../../core/decision.ts';
 import type { RateLimiter, Subject } from './limiter.ts';
-import { type LeaseArgs, type RedisLimiter, replyDecision, type ScriptReply } from './redis.ts';
-import { HAND_BACK_WITHIN_MS } from './redis-script.ts';
+import { type HandBack, type RedisLimiter, replyDecision, type ScriptReply } from './redis.ts';
+import { HAND_BACK_WITHIN_MS, RUN_RECORD_MS } from './redis-script.ts';
 
 /** Consumers whose leases are kept at once: more than a keys file holds. */
 const MAX_LEASES = 10_000;
@@ -48,6 +58,8 @@ const RATE_WEIGHT = 0.5;
  * a term's end) would otherwise read a burst as a rate, and take half the room.
  */
 const MIN_RATE_INTERVAL_MS = 100;
+/** Hand-backs a lease keeps for runs whose replies were lost; past this, the oldest stay counted. */
+const MAX_UNCONFIRMED = 16;
 
 /** Script runs by kind: a grant (more units than the request's cost), a hand-back alone, a decision per request. */
 export type RunKind = 'grant' | 'hand_back' | 'decision';
@@ -64,6 +76,11 @@ export interface LeaseStats {
 export interface LeaseLimiterOptions {
   /** The shared limiter whose script grants, takes back and decides. */
   shared: RedisLimiter;
+  /**
+   * Whether the sweep may run the script now: false while the failover has stopped using Redis,
+   * so a slow one is not sent hand-backs that would only time out. Default: always.
+   */
+  online?: () => boolean;
   /** This instance's clock for terms; tests pass the fake one they give `shared`. */
   clock?: Clock;
   /** This instance's id among the holders; default: a random one. */
@@ -81,8 +98,12 @@ class Lease {
   offset = 0;
   /** The grant's reply, its notices already given: what local decisions are written from. */
   reply: ScriptReply | undefined;
-  /** The grant asked for now, which requests short of units wait for. */
-  pending: Promise<unknown> | undefined;
+  /** The id of the run that gave the grant. */
+  grant = 0;
+  /** Hand-backs whose runs' replies were lost: sent again with every run until one is answered. */
+  unconfirmed: Unconfirmed[] = [];
+  /** The grant asked for now, which requests short of units wait for, and fail with. */
+  pending: Promise<Decision> | undefined;
   /**
    * Local epoch ms until which runs ask for the cost alone, without waiting for each other: a
    * grant was asked for and the room left gave none, so it is a decision per request until the
@@ -100,13 +121,38 @@ class Lease {
     this.subject = subject;
   }
 
-  /** The hand-back of the unused units, taking them out of the lease. */
-  takeBack(): LeaseArgs['back'] {
+  /** The hand-backs a run carries: those not yet confirmed, then the grant's unused units, taken out of the lease. */
+  handBacks(now: number): Unconfirmed[] {
+    // Past a day the units have left every window but the month: what Redis keeps records for.
+    this.unconfirmed = this.unconfirmed.filter((b) => b.since + RUN_RECORD_MS > now);
+    const backs = [...this.unconfirmed];
     const { units, reply } = this;
-    if (units === 0 || !reply) return undefined;
-    this.units = 0;
-    return { booked: reply.booked, dayOffset: reply.dayOffset, units };
+    if (units > 0 && reply) {
+      this.units = 0;
+      backs.push({ run: this.grant, units, since: now });
+    }
+    return backs;
   }
+
+  /** A reply came: the hand-backs it carried are done. */
+  confirm(backs: readonly Unconfirmed[]): void {
+    if (backs.length > 0) this.unconfirmed = this.unconfirmed.filter((b) => !backs.includes(b));
+  }
+
+  /**
+   * No reply came: Redis may or may not have run it. Its hand-backs are sent again, with all
+   * the units the run itself counted, if any (a later hand-back naming it finds no record if not).
+   */
+  lost(backs: readonly Unconfirmed[], run: number | undefined, now: number): void {
+    const again = backs.filter((b) => !this.unconfirmed.includes(b));
+    if (run !== undefined) again.push({ run, units: 'all', since: now });
+    this.unconfirmed = [...this.unconfirmed, ...again].slice(-MAX_UNCONFIRMED);
+  }
+}
+
+/** A hand-back not yet confirmed by a reply, since a local time. */
+interface Unconfirmed extends HandBack {
+  readonly since: number;
 }
 
 /**
@@ -118,18 +164,22 @@ export class LeaseLimiter implements RateLimiter {
   readonly #shared: RedisLimiter;
   readonly #clock: Clock;
   readonly #holder: string;
+  readonly #online: () => boolean;
   readonly #leases: LRUCache<string, Lease>;
   readonly #runs: Record<RunKind, number> = { grant: 0, hand_back: 0, decision: 0 };
   #granted = 0;
   #handedBack = 0;
+  /** The last run's id: every run has its own, increasing. */
+  #lastRun = 0;
   /** Latest time seen: the clock may step back, terms must not stretch. */
   #time: number;
   #timer: ReturnType<typeof setInterval> | undefined;
 
-  constructor({ shared, clock = systemClock, holder = randomUUID() }: LeaseLimiterOptions) {
+  constructor({ shared, clock = systemClock, holder = randomUUID(), online = () => true }: LeaseLimiterOptions) {
     this.#shared = shared;
     this.#clock = clock;
     this.#holder = holder;
+    this.#online = online;
     this.#time = clock.now();
     this.#leases = new LRUCache<string, Lease>({
       max: MAX_LEASES,
@@ -171,17 +221,21 @@ export class LeaseLimiter implements RateLimiter {
     // Near the limit every request runs the script itself, as without leases.
     if (this.#now() < lease.tightUntil) return this.#run(lease, cost, cost);
     // Else requests that find the lease short wait for the grant asked for, then look again;
-    // the first to find none asked for asks itself.
+    // the first to find none asked for asks itself. When the run fails (Redis slow or gone),
+    // every request waiting for it fails with it, at once: none starts a run of its own.
     while (lease.pending) {
       lease.waiting += cost;
-      await lease.pending;
-      lease.waiting -= cost;
+      try {
+        await lease.pending;
+      } finally {
+        lease.waiting -= cost;
+      }
       const local = this.#local(lease, cost);
       if (local) return local;
       if (this.#now() < lease.tightUntil) return this.#run(lease, cost, cost);
     }
     const run = this.#run(lease, cost);
-    lease.pending = run.catch(() => {});
+    lease.pending = run;
     try {
       return await run;
     } finally {
@@ -201,20 +255,24 @@ export class LeaseLimiter implements RateLimiter {
     lease.spentSinceRun = cost;
     // Units for the requests expected in the rest of the term; none expected: a decision alone.
     const asked = wanted ?? (cost === 0 ? 0 : cost + lease.waiting + Math.floor(lease.rate * termLeft * HEADROOM));
-    const back = lease.takeBack();
-    // When the run fails, units taken back stay counted in Redis: the safe side.
-    const reply = await this.#shared.run(lease.subject, cost, {
-      holder: this.#holder,
-      wanted: asked,
-      ...(back ? { back } : {}),
-    });
-    if (back) this.#handedBack += back.units;
+    const backs = lease.handBacks(sent);
+    const run = ++this.#lastRun;
+    let reply: ScriptReply;
+    try {
+      reply = await this.#shared.run(lease.subject, cost, { holder: this.#holder, run, wanted: asked, backs });
+    } catch (err) {
+      lease.lost(backs, run, sent);
+      throw err;
+    }
+    lease.confirm(backs);
+    this.#handedBack += reply.handedBack;
     lease.offset = Math.max(0, reply.now - sent);
     const grant = reply.outcome === 'admitted' && reply.granted > cost;
     if (grant) {
       this.#runs.grant++;
       this.#granted += reply.granted;
       lease.units = reply.granted - cost;
+      lease.grant = run;
       lease.expires = reply.booked + 1 - lease.offset;
       lease.reply = { ...reply, notices: [] };
     } else {
@@ -230,21 +288,35 @@ export class LeaseLimiter implements RateLimiter {
     return replyDecision(lease.subject, reply, lease.units);
   }
 
-  /** Hands back a lease's unused units in a run of its own. */
+  /** Hands back a lease's unused units, and those of runs whose replies were lost, in a run of its own. */
   async #handBack(lease: Lease): Promise<void> {
-    const back = lease.takeBack();
-    if (!back) return;
+    const now = this.#now();
+    const backs = lease.handBacks(now);
+    if (backs.length === 0) return;
     this.#runs.hand_back++;
-    await this.#shared.run(lease.subject, 0, { holder: this.#holder, wanted: 0, back });
-    this.#handedBack += back.units;
+    let reply: ScriptReply;
+    try {
+      // A run that counts nothing: no record of its own to hand back if its reply is lost.
+      reply = await this.#shared.run(lease.subject, 0, { holder: this.#holder, run: ++this.#lastRun, wanted: 0, backs });
+    } catch (err) {
+      lease.lost(backs, undefined, now);
+      throw err;
+    }
+    lease.confirm(backs);
+    this.#handedBack += reply.handedBack;
   }
 
-  /** Hands back the units of ended terms that no request has handed back yet. */
+  /**
+   * Hands back the units of ended terms that no request has handed back yet, and those of runs
+   * whose replies were lost, while Redis is in use.
+   */
   sweep(): Promise<unknown> {
+    if (!this.#online()) return Promise.resolve();
     const now = this.#now();
     const due: Promise<void>[] = [];
     for (const lease of this.#leases.values()) {
-      if (lease.units > 0 && now >= lease.expires && !lease.pending) due.push(this.#handBack(lease));
+      if (lease.pending) continue;
+      if ((lease.units > 0 && now >= lease.expires) || lease.unconfirmed.length > 0) due.push(this.#handBack(lease));
     }
     return Promise.allSettled(due);
   }

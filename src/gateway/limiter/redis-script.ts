@@ -21,13 +21,16 @@
  * buckets left out: `BucketWindow`'s ring, stored sparse (a free key's full minute is 2 numbers).
  *
  * KEYS[1]: the subject's key; KEYS[2], for a lease holder: the hash of the instances holding
- *       unused units of the subject (instance id -> epoch ms its term ends).
+ *       unused units of the subject (instance id -> epoch ms its term ends); KEYS[3]: the hash of
+ *       each holder's last run that counted units (instance id -> 'run id:booked at:day
+ *       offset:units'), which a hand-back names.
  * ARGV: now in epoch ms ('' for the Redis server's TIME), per-minute quota, per-day quota,
  *       ban threshold, ban seconds, state TTL in ms (0: no TTL, for consumers), per-month quota
  *       (0: none), cost (units the request spends in every window; 0 reads without spending),
  *       thresholds (percent, comma separated, ascending; '' for none); then for a lease holder
  *       (`leases.ts`): its instance id, the units it wants (more than the cost asks for a grant),
- *       and a hand-back ('booked at:day offset:units' of its last grant, or '').
+ *       its hand-backs ('run id:units', comma separated, '*' for all the units that run counted:
+ *       its reply was lost; or ''), and this run's id.
  * Reply (integers): {outcome (0 admitted, 1 rate_limited, 2 key_banned), now, until,
  *       minute count, minute oldest-leaves-at, minute admit-at, day count, day oldest-leaves-at,
  *       day admit-at, events (1: a ban ended, 2: a ban started), banned until, month count,
@@ -38,6 +41,8 @@
  *       for one more unit (the reset); `until` is for the whole cost. Then: units spent (the
  *       cost, or a grant's size), the epoch ms they were booked at (a grant's: the last
  *       millisecond of its term), the day offset, other holders with a live term, units handed back.
+ *       A hand-back applies only to the holder's recorded run of the same id, and takes the record
+ *       away: sent again (its reply lost too), it changes nothing.
  *       A refusal while other holders have a live term, or an ended one whose units are not yet
  *       handed back (for `HAND_BACK_WITHIN_MS` after its end), is a false refusal: `until` is the
  *       end of their terms (at least 1 ms on), and it counts toward no ban and no exhausted notice.
@@ -53,6 +58,15 @@ import { RECORD_AGAIN_AFTER_MS, RECORD_AGAIN_WITHIN_MS } from './notices.ts';
  */
 export const HAND_BACK_WITHIN_MS = 1_000;
 
+/**
+ * A holder's record of its last run that counted units is kept this long: a run whose reply was
+ * lost (Redis slow or gone) is handed back whole when Redis answers again, up to a day later,
+ * while its units are still in the day's window.
+ */
+export const RUN_RECORD_MS = DAY.windowMs;
+/** Records past this many in a subject's hash are pruned of those older than `RUN_RECORD_MS` (dead holders'). */
+const RUN_RECORDS_KEPT = 32;
+
 /** Bumped when the state layout changes: a key of another layout is read as empty. */
 const STATE_VERSION = 1;
 
@@ -62,6 +76,7 @@ local DAY_W, DAY_B = ${DAY.windowMs}, ${DAY.bucketMs}
 local VERSION = ${STATE_VERSION}
 local AGAIN_AFTER, AGAIN_WITHIN = ${RECORD_AGAIN_AFTER_MS}, ${RECORD_AGAIN_WITHIN_MS}
 local HAND_BACK_WITHIN = ${HAND_BACK_WITHIN_MS}
+local RECORD_MS, RECORDS_KEPT = ${RUN_RECORD_MS}, ${RUN_RECORDS_KEPT}
 -- Where each field of the state is (its layout: this file's opening comment). A window is its
 -- offset at AT_<window> and its (bucket, count) pairs at AT_<window> + 1.
 local AT_VERSION, AT_SEEN, AT_BANNED_UNTIL = 1, 2, 3
@@ -79,12 +94,13 @@ local ttl = tonumber(ARGV[6])
 local per_month, cost = tonumber(ARGV[7]), tonumber(ARGV[8])
 local thresholds = {}
 for t in string.gmatch(ARGV[9] or '', '%d+') do thresholds[#thresholds + 1] = tonumber(t) end
--- Leases (leases.ts): the holder ('' for a plain decision), the units it wants, and what it
--- hands back: the booking time of its last grant, that grant's day offset, and its unused units.
+-- Leases (leases.ts): the holder ('' for a plain decision), the units it wants, what it hands
+-- back (run id:units, '*' for all that run counted), and this run's id.
 local holder = ARGV[10] or ''
 local leasing = holder ~= ''
 local wanted = tonumber(ARGV[11]) or 0
-local back_at, back_offset, back_units = string.match(ARGV[12] or '', '^(%d+):(%d+):(%d+)$')
+local backs = ARGV[12] or ''
+local run_id = ARGV[13] or ''
 
 local raw = redis.call('GET', KEYS[1])
 local s = raw and cmsgpack.unpack(raw)
@@ -212,16 +228,29 @@ local function give_back(w, b, at, units)
     end
   end
 end
+-- Each hand-back names a run of this holder: applied only while that run is the one recorded,
+-- and the record goes with it, so a hand-back sent again changes nothing.
 local handed_back = 0
-if back_at then
-  back_at, back_offset, back_units = tonumber(back_at), tonumber(back_offset), tonumber(back_units)
-  give_back(AT_MINUTE, MINUTE_B, back_at, back_units)
-  if s[AT_DAY] == back_offset then give_back(AT_DAY, DAY_B, back_at, back_units) end
-  if per_month > 0 and s[AT_MONTH] == month_number(back_at) then
-    s[AT_MONTH_SPENT] = math.max(0, s[AT_MONTH_SPENT] - back_units)
+if leasing and backs ~= '' then
+  local record = redis.call('HGET', KEYS[3], holder)
+  for id, units in string.gmatch(backs, '(%d+):([%d*]+)') do
+    local r_id, r_at, r_offset, r_units
+    if record then r_id, r_at, r_offset, r_units = string.match(record, '^(%d+):(%d+):(%d+):(%d+)$') end
+    if r_id == id then
+      local at, n = tonumber(r_at), tonumber(r_units)
+      if units ~= '*' then n = math.min(n, tonumber(units)) end
+      give_back(AT_MINUTE, MINUTE_B, at, n)
+      if s[AT_DAY] == tonumber(r_offset) then give_back(AT_DAY, DAY_B, at, n) end
+      if per_month > 0 and s[AT_MONTH] == month_number(at) then
+        s[AT_MONTH_SPENT] = math.max(0, s[AT_MONTH_SPENT] - n)
+      end
+      handed_back = handed_back + n
+      record = nil
+      redis.call('HDEL', KEYS[3], holder)
+      -- The holder's last counted run is handed back: it holds nothing of this subject now.
+      redis.call('HDEL', KEYS[2], holder)
+    end
   end
-  handed_back = back_units
-  if leasing then redis.call('HDEL', KEYS[2], holder) end
 end
 
 -- Other instances holding unused units now (a live term, or an ended one not yet handed back),
@@ -302,6 +331,18 @@ if outcome == 0 and cost > 0 then
     if granted > asked then
       redis.call('HSET', KEYS[2], holder, booked + 1)
       redis.call('PEXPIRE', KEYS[2], booked + 1 - now + HAND_BACK_WITHIN)
+    end
+    if leasing and run_id ~= '' then
+      -- What a hand-back of this run takes back, all of it when its reply is lost.
+      redis.call('HSET', KEYS[3], holder, run_id .. ':' .. booked .. ':' .. s[AT_DAY] .. ':' .. granted)
+      redis.call('PEXPIRE', KEYS[3], RECORD_MS)
+      if redis.call('HLEN', KEYS[3]) > RECORDS_KEPT then
+        local records = redis.call('HGETALL', KEYS[3])
+        for j = 1, #records, 2 do
+          local at = tonumber(string.match(records[j + 1], '^%d+:(%d+):'))
+          if not at or at + RECORD_MS <= now then redis.call('HDEL', KEYS[3], records[j]) end
+        end
+      end
     end
     if #thresholds > 0 then
       crossed('day', 1, per_day, day_before, day_before + cost, day_period)

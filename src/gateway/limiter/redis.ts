@@ -61,16 +61,29 @@ export interface ScriptReply {
   readonly dayOffset: number;
   /** Other instances holding unused units of the subject now. */
   readonly others: number;
+  /** Units this run's hand-backs took back (those of runs still recorded). */
+  readonly handedBack: number;
+}
+
+/**
+ * Units a lease holder hands back from one of its runs, named by the run's id: the unused units
+ * of the grant it gave, or `all` that it counted when its reply was lost.
+ */
+export interface HandBack {
+  readonly run: number;
+  readonly units: number | 'all';
 }
 
 /** What a lease holder adds to a run (`leases.ts`). */
 export interface LeaseArgs {
   /** This instance's id. */
   readonly holder: string;
+  /** This run's id among the holder's runs (increasing): what a later hand-back names it by. */
+  readonly run: number;
   /** Units wanted: more than the cost asks for a grant. */
   readonly wanted: number;
-  /** Unused units of the last grant, handed back into the buckets they were booked in. */
-  readonly back?: { readonly booked: number; readonly dayOffset: number; readonly units: number };
+  /** Units of earlier runs handed back into the buckets they were booked in. */
+  readonly backs?: readonly HandBack[];
 }
 
 export interface RedisLimiterOptions {
@@ -130,16 +143,16 @@ export class RedisLimiter implements RateLimiter {
     ];
     const keys = [`${this.#prefix}${subject.id}`];
     if (lease) {
-      const { back } = lease;
-      args.push(lease.holder, lease.wanted, back ? `${back.booked}:${back.dayOffset}:${back.units}` : '');
-      keys.push(`${this.#prefix}leases:${subject.id}`);
+      const backs = (lease.backs ?? []).map((b) => `${b.run}:${b.units === 'all' ? '*' : b.units}`).join(',');
+      args.push(lease.holder, lease.wanted, backs, lease.run);
+      keys.push(`${this.#prefix}leases:${subject.id}`, `${this.#prefix}runs:${subject.id}`);
     }
     const raw = await this.#run(keys, args);
     const parsed = v.safeParse(Reply, raw);
     if (!parsed.success) throw new TypeError(`unexpected reply from the rate-limit script: ${JSON.stringify(raw)}`);
     const [code, now, until, mCount, mOldest, mAdmit, dCount, dOldest, dAdmit, events, bannedUntil, ...rest] =
       parsed.output;
-    const [count, start, end, noticed, granted, booked, dayOffset, others] = rest;
+    const [count, start, end, noticed, granted, booked, dayOffset, others, handedBack] = rest;
     const outcome = OUTCOMES[code];
     if (outcome === undefined) throw new TypeError(`unexpected outcome ${code} from the rate-limit script`);
     if (events & BAN_ENDED) this.#onEvent({ type: 'ban_end', subject });
@@ -156,6 +169,7 @@ export class RedisLimiter implements RateLimiter {
       booked,
       dayOffset,
       others,
+      handedBack,
     };
   }
 

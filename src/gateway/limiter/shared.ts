@@ -10,7 +10,11 @@ import { LeaseLimiter, type LeaseStats } from './leases.ts';
 import type { LimiterEvent, RateLimiter } from './limiter.ts';
 import { RedisLimiter } from './redis.ts';
 
-/** A decision Redis has not answered in this long fails, and the limiter fails over. */
+/**
+ * A decision Redis has not answered in this long fails, and the limiter fails over (every request
+ * waiting for the same run with it); the probe's PING has the same bound, so a Redis that answers
+ * late is left until it answers in time.
+ */
 const COMMAND_TIMEOUT_MS = 500;
 const CONNECT_TIMEOUT_MS = 2_000;
 /**
@@ -65,11 +69,22 @@ export async function openRedisLimiter({
   client.on('ready', () => {
     socketError = undefined;
   });
-  const explain = (err: unknown) => socketError ?? (err instanceof Error ? err.message : String(err));
+  // A command's timeout says which limit it ran into: a slow Redis fails over as a gone one does.
+  const explain = (err: unknown) =>
+    socketError ??
+    (err instanceof Error
+      ? err.message === 'Command timed out'
+        ? `no answer within ${COMMAND_TIMEOUT_MS} ms`
+        : err.message
+      : String(err));
   const name = redactUrl(url);
-  const leases = new LeaseLimiter({ shared: new RedisLimiter({ client, onEvent }) }).start();
+  // The sweep's hand-backs wait while the failover does not use Redis, and go with its return.
+  const leases = new LeaseLimiter({
+    shared: new RedisLimiter({ client, onEvent }),
+    online: () => limiter.status().backend === 'redis',
+  });
   leaseStats?.(() => leases.stats());
-  const limiter = new FailoverLimiter({
+  const limiter: FailoverLimiter = new FailoverLimiter({
     primary: leases,
     fallback,
     probe: () => client.ping(),
@@ -86,6 +101,7 @@ export async function openRedisLimiter({
   // once, not at the next probe: /readyz stays truthful.
   client.on('close', () => limiter.markDown(explain(new Error('Connection is closed.'))));
   client.on('ready', () => void limiter.check());
+  leases.start();
   try {
     await client.connect();
     log.info('rate limiter: limits and bans are shared through Redis', { redis: name, failMode: mode });
