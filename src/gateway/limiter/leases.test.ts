@@ -21,6 +21,44 @@ function subject(id: string, limits: Limits, ban = { threshold: 60, seconds: 900
   return { id, plan: 'pro', label: id, limits, ban };
 }
 
+/** What a script run whose reply came too late rejects with (ioredis's command timeout). */
+class LostReply extends Error {
+  constructor() {
+    super('Command timed out');
+  }
+}
+
+/**
+ * A connection on which Redis runs every script, but a reply that `lose` picks never comes back
+ * in time: the run rejects once it has run (after `lateMs`, on a timer), as under a command
+ * timeout while Redis, or the way back from it, is slow.
+ */
+function lossy(redis: Redis, lose: (reply: unknown) => boolean, lateMs = 0): Redis {
+  let runs = 0;
+  return new Proxy(redis, {
+    get(target, name, receiver) {
+      if (name === 'runs') return runs;
+      if (name !== 'evalsha' && name !== 'eval') return Reflect.get(target, name, receiver);
+      return async (...args: unknown[]) => {
+        runs++;
+        const reply = await (target[name] as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        if (!lose(reply)) return reply;
+        if (lateMs > 0) await Bun.sleep(lateMs);
+        throw new LostReply();
+      };
+    },
+  });
+}
+
+/** An admitted run that started or ended no ban and gave no notice: its reply may be lost and handed back whole. */
+const quietAdmission = (reply: unknown) =>
+  Array.isArray(reply) && reply[0] === 0 && reply[9] === 0 && (reply[14] as unknown[]).length === 0;
+
+const lostAsUndefined = (err: unknown) => {
+  if (err instanceof LostReply) return undefined;
+  throw err;
+};
+
 /** `instances` lease limiters on one Redis and one fake clock, each with its own connection. */
 function fleet(instances: number, clock: ReturnType<typeof fakeClock>) {
   const keyPrefix = prefix();
@@ -76,6 +114,160 @@ describe('LeaseLimiter', () => {
     expect(runs.grant + runs.decision + runs.hand_back).toBeLessThan(4_000);
     expect(unitsGranted).toBeGreaterThan(2_000);
     expect(unitsHandedBack).toBeGreaterThan(100);
+  }, 60_000);
+
+  test('replies lost after Redis ran the script (5% of admissions): each run is handed back whole with the next, and one instance still decides as SlidingWindowLimiter', async () => {
+    const clock = fakeClock(T0);
+    const local = new SlidingWindowLimiter({ clock });
+    const random = mulberry32(13);
+    const keyPrefix = prefix();
+    let lost = 0;
+    const leased = new LeaseLimiter({
+      shared: new RedisLimiter({
+        client: lossy(client(), (reply) => quietAdmission(reply) && random() < 0.05 && ++lost > 0),
+        clock,
+        prefix: keyPrefix,
+      }),
+      clock,
+      holder: 'instance-0',
+    });
+    const subjects = [
+      {
+        ...subject('key:tight', { perMinute: 30, perDay: 200, perMonth: 400 }, { threshold: 10, seconds: 30 }),
+        thresholds: [50, 100],
+      },
+      subject('key:busy', { perMinute: 600, perDay: 5_000 }),
+      subject('key:plain', { perMinute: 100, perDay: 100_000 }, { threshold: 0, seconds: 900 }),
+    ];
+    const outcomes = await replay({
+      steps: 6_000,
+      seed: 17,
+      clock,
+      subjects,
+      costs: [0, 1, 1, 1, 1, 1, 2, 3],
+      pause: (r) => {
+        const x = r();
+        if (x < 0.9) return Math.floor(r() * 40);
+        if (x < 0.995) return Math.floor(r() * 5_000);
+        return 3_600_000;
+      },
+      expected: (s, cost) => local.decide(s, cost),
+      // A request whose reply is lost is not decided here: as if it had never been sent.
+      actual: (s, cost) => Promise.resolve(leased.decide(s, cost)).catch(lostAsUndefined),
+      each: async ({ random: r }) => {
+        if (r() < 0.01) await leased.sweep().catch(lostAsUndefined);
+      },
+    });
+    const { runs, unitsGranted, unitsHandedBack } = leased.stats();
+    console.log({ lost, outcomes, runs, unitsGranted, unitsHandedBack });
+    expect(lost).toBeGreaterThan(50);
+    expect(outcomes.admitted).toBeGreaterThan(3_000);
+    expect(outcomes.rate_limited).toBeGreaterThan(300);
+    expect(outcomes.key_banned).toBeGreaterThan(100);
+    expect(runs.grant).toBeGreaterThan(100);
+    expect(unitsHandedBack).toBeGreaterThan(100);
+  }, 60_000);
+
+  test('a run that times out: the 100 requests waiting for it fail with it, at once, on one script run; its units come back with the next run once Redis is timely', async () => {
+    const clock = fakeClock(T0);
+    let slow = true;
+    const redis = lossy(client(), () => slow, 300);
+    const leases = new LeaseLimiter({ shared: new RedisLimiter({ client: redis, clock, prefix: prefix() }), clock });
+    const limiter = new FailoverLimiter({
+      primary: leases,
+      fallback: new SlidingWindowLimiter({ clock }),
+      probe: async () => {
+        if (slow) throw new LostReply();
+      },
+      log: createLogger({ level: 'error', write: () => {} }),
+      name: 'redis',
+      clock,
+      probeIntervalMs: 60_000,
+    });
+    const s = subject('key:burst', { perMinute: 100_000, perDay: 20_000 });
+    // 20 requests 10 ms apart while Redis is timely: the lease learns a rate of 100 a second.
+    slow = false;
+    for (let i = 0; i < 20; i++) {
+      expect((await limiter.decide(s)).outcome).toBe('admitted');
+      clock.advance(10);
+    }
+    // The next term: the burst's one run asks for a grant (Redis counts it; the reply is late).
+    clock.advance(1_000 - (clock.now() % 1_000) + 10);
+    await leases.sweep();
+    const before = leases.stats();
+    slow = true;
+    const runsBefore = (redis as unknown as { runs: number }).runs;
+    const started = performance.now();
+    const answered = await Promise.all(
+      Array.from({ length: 100 }, async () => {
+        const d = await limiter.decide(s);
+        return { outcome: d.outcome, ms: performance.now() - started };
+      }),
+    );
+    // One run for the burst, which asked for a grant for all 100 (Redis counted it: a late reply),
+    // and every request answered by the in-process limiter as soon as that one timed out.
+    expect((redis as unknown as { runs: number }).runs - runsBefore).toBe(1);
+    expect(answered.every((a) => a.outcome === 'admitted')).toBe(true);
+    expect(Math.max(...answered.map((a) => a.ms))).toBeLessThan(600);
+    expect(limiter.status()).toMatchObject({ backend: 'local', outages: 1, localDecisions: 100 });
+    // Redis timely again: the next run hands the lost one back whole, so the day shows only the
+    // 21 requests Redis decided (a grant's unused units are this instance's, counted as remaining).
+    slow = false;
+    expect(await limiter.check()).toBe(true);
+    clock.advance(10);
+    const next = await limiter.decide(s);
+    expect(next.outcome === 'admitted' && next.windows.map((w) => [w.name, w.remaining])).toEqual([
+      ['minute', 100_000 - 21],
+      ['day', 20_000 - 21],
+    ]);
+    const after = leases.stats();
+    // The lost run was a grant (a term at the rate learnt), all of it handed back.
+    expect(after.unitsHandedBack - before.unitsHandedBack).toBeGreaterThan(10);
+    await limiter.close();
+  });
+
+  test('four instances, bursts of concurrent requests, a fifth of the admissions replies lost after Redis ran them: never over the minute or the day, and the day barely under', async () => {
+    const clock = fakeClock(T0);
+    const keyPrefix = prefix();
+    const random = mulberry32(23);
+    let lost = 0;
+    const instances = Array.from(
+      { length: 4 },
+      (_, i) =>
+        new LeaseLimiter({
+          shared: new RedisLimiter({
+            client: lossy(client(), (reply) => quietAdmission(reply) && random() < 0.2 && ++lost > 0),
+            clock,
+            prefix: keyPrefix,
+          }),
+          clock,
+          holder: `instance-${i}`,
+        }),
+    );
+    const s = subject('key:lossy', { perMinute: 1_000, perDay: 2_000 }, { threshold: 0, seconds: 30 });
+    const log: [number, number][] = [];
+    for (let step = 0; step < 3_000; step++) {
+      clock.advance(Math.floor(random() * (step % 500 < 400 ? 30 : 400)));
+      const burst = Array.from({ length: 1 + Math.floor(random() * 12) }, () => {
+        const cost = 1 + Math.floor(random() * 3);
+        const at = instances[Math.floor(random() * instances.length)] as LeaseLimiter;
+        return Promise.resolve(at.decide(s, cost))
+          .then((d) => {
+            if (d.outcome === 'admitted') log.push([clock.now(), cost]);
+          })
+          .catch(lostAsUndefined);
+      });
+      await Promise.all(burst);
+      if (step % 50 === 0) await Promise.all(instances.map((i) => i.sweep().catch(lostAsUndefined)));
+    }
+    const day = log.reduce((n, [, units]) => n + units, 0);
+    console.log({ lost, day, minute: busiest(log, 60_000), last: clock.now() - T0 });
+    expect(lost).toBeGreaterThan(20);
+    expect(clock.now() - T0).toBeLessThan(86_400_000);
+    expect(busiest(log, 60_000)).toBeLessThanOrEqual(1_000);
+    expect(day).toBeLessThanOrEqual(2_000);
+    // The lost runs' units came back: the day's quota was all used, but for less than a request's cost per instance.
+    expect(day).toBeGreaterThanOrEqual(2_000 - 4 * 3);
   }, 60_000);
 
   test('four instances, bursts of concurrent requests of costs 1 to 3: never more than the quota in any 60 s or day, and barely under', async () => {

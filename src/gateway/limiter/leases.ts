@@ -144,6 +144,8 @@ class Lease {
    * the units the run itself counted, if any (a later hand-back naming it finds no record if not).
    */
   lost(backs: readonly Unconfirmed[], run: number | undefined, now: number): void {
+    // The grant's units went with the run: its reply no longer says what Redis holds.
+    if (this.units === 0) this.reply = undefined;
     const again = backs.filter((b) => !this.unconfirmed.includes(b));
     if (run !== undefined) again.push({ run, units: 'all', since: now });
     this.unconfirmed = [...this.unconfirmed, ...again].slice(-MAX_UNCONFIRMED);
@@ -297,7 +299,12 @@ export class LeaseLimiter implements RateLimiter {
     let reply: ScriptReply;
     try {
       // A run that counts nothing: no record of its own to hand back if its reply is lost.
-      reply = await this.#shared.run(lease.subject, 0, { holder: this.#holder, run: ++this.#lastRun, wanted: 0, backs });
+      reply = await this.#shared.run(lease.subject, 0, {
+        holder: this.#holder,
+        run: ++this.#lastRun,
+        wanted: 0,
+        backs,
+      });
     } catch (err) {
       lease.lost(backs, undefined, now);
       throw err;
