@@ -14,6 +14,8 @@ export interface LimiterView {
   backend(): LimiterBackend;
   /** Times Redis was found down since the start; absent without Redis. */
   outages?: () => number;
+  /** Decisions the in-process limiter made while Redis was down (fail-open), since the start; absent without Redis. */
+  localDecisions?: () => number;
   readonly table: {
     /** Cells of the strangers' table (client addresses without a valid key) holding counts. */
     readonly size: number;
@@ -36,7 +38,7 @@ const WITH_REDIS: readonly LimiterBackend[] = ['redis', 'local', 'none'];
  */
 export function registerLimiter(registry: Registry, view: LimiterView): void {
   const registers = [registry];
-  const { table, outages } = view;
+  const { table, outages, localDecisions } = view;
   // Every backend this configuration can be in is shown, the current one 1, so a query sees the change.
   const backends: readonly LimiterBackend[] = outages ? WITH_REDIS : ['memory'];
   new Gauge({
@@ -57,6 +59,17 @@ export function registerLimiter(registry: Registry, view: LimiterView): void {
       collect() {
         this.reset();
         this.inc(outages());
+      },
+    });
+  }
+  if (localDecisions) {
+    new Counter({
+      name: 'petstore_ratelimit_local_decisions_total',
+      help: 'Decisions made by the in-process limiter while Redis was down or too slow (--redis-fail open): counted by this instance alone, never in Redis.',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(localDecisions());
       },
     });
   }

@@ -209,7 +209,12 @@ describe('latency objectives and the limiter', () => {
     const m = new Metrics({ version: '1.0.0', runtime: 'bun' });
     let backend: 'redis' | 'local' = 'redis';
     const table = { size: 0, consumers: 0, capacity: 100_000, full: false };
-    m.watchLimiter({ backend: () => backend, outages: () => (backend === 'local' ? 1 : 0), table });
+    m.watchLimiter({
+      backend: () => backend,
+      outages: () => (backend === 'local' ? 1 : 0),
+      localDecisions: () => (backend === 'local' ? 42 : 0),
+      table,
+    });
     const limiterLines = async () =>
       (await samples(m)).filter((l) => l.startsWith('petstore_ratelimit_') && !l.includes('would'));
     expect(await limiterLines()).toEqual([
@@ -217,6 +222,7 @@ describe('latency objectives and the limiter', () => {
       'petstore_ratelimit_backend{backend="local"} 0',
       'petstore_ratelimit_backend{backend="none"} 0',
       'petstore_ratelimit_redis_outages_total 0',
+      'petstore_ratelimit_local_decisions_total 0',
       'petstore_ratelimit_subjects{kind="address"} 0',
       'petstore_ratelimit_subjects{kind="consumer"} 0',
       'petstore_ratelimit_subjects_max 100000',
@@ -229,6 +235,7 @@ describe('latency objectives and the limiter', () => {
       'petstore_ratelimit_backend{backend="local"} 1',
       'petstore_ratelimit_backend{backend="none"} 0',
       'petstore_ratelimit_redis_outages_total 1',
+      'petstore_ratelimit_local_decisions_total 42',
       'petstore_ratelimit_subjects{kind="address"} 100000',
       'petstore_ratelimit_subjects{kind="consumer"} 3',
       'petstore_ratelimit_subjects_max 100000',

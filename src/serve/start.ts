@@ -231,7 +231,7 @@ async function openLimiter(config: Config, log: Logger, metrics: Metrics | undef
   const limiter: RateLimiter = shared ?? local;
   metrics?.watchLimiter({
     backend: () => (shared ? shared.status().backend : 'memory'),
-    ...(shared ? { outages: () => shared.status().outages } : {}),
+    ...(shared ? { outages: () => shared.status().outages, localDecisions: () => shared.status().localDecisions } : {}),
     table: local,
   });
   return { limiter, shared };
