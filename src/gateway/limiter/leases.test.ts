@@ -168,6 +168,30 @@ describe('LeaseLimiter', () => {
     expect(unitsHandedBack).toBeGreaterThan(100);
   }, 60_000);
 
+  test('a hand-back applies once, to the run recorded under its id: sent again, or naming an older run, it changes nothing', async () => {
+    const clock = fakeClock(T0);
+    const shared = new RedisLimiter({ client: client(), clock, prefix: prefix() });
+    const s = subject('key:once', { perMinute: 100, perDay: 1_000, perMonth: 5_000 });
+    const lease = (run: number, wanted: number, backs: { run: number; units: number | 'all' }[] = []) =>
+      shared.run(s, wanted === 0 ? 0 : 1, { holder: 'a', run, wanted, backs });
+    // Run 1: a grant of 50 (half the minute's room), its reply taken as lost.
+    expect((await lease(1, 60)).granted).toBe(50);
+    // Run 2 hands run 1 back whole and counts its own request; sent again, run 1's hand-back finds no record.
+    const second = await lease(2, 1, [{ run: 1, units: 'all' }]);
+    expect([second.handedBack, second.minute.count, second.day.count, second.month.count]).toEqual([50, 1, 1, 1]);
+    const again = await lease(3, 0, [{ run: 1, units: 'all' }]);
+    expect([again.handedBack, again.minute.count, again.day.count]).toEqual([0, 1, 1]);
+    // Run 2 is recorded: its hand-back of 5 units gives back at most what it counted (1).
+    clock.advance(10);
+    const fourth = await lease(4, 0, [{ run: 2, units: 5 }]);
+    expect([fourth.handedBack, fourth.minute.count, fourth.day.count, fourth.month.count]).toEqual([1, 0, 0, 0]);
+    expect((await lease(5, 0, [{ run: 2, units: 'all' }])).handedBack).toBe(0);
+    // Run 6 is recorded now: a hand-back naming an older run leaves its unit counted.
+    expect((await lease(6, 1)).granted).toBe(1);
+    const older = await lease(7, 0, [{ run: 4, units: 'all' }]);
+    expect([older.handedBack, older.minute.count]).toEqual([0, 1]);
+  });
+
   test('a run that times out: the 100 requests waiting for it fail with it, at once, on one script run; its units come back with the next run once Redis is timely', async () => {
     const clock = fakeClock(T0);
     let slow = true;
