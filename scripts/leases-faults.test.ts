@@ -13,7 +13,7 @@ import { afterAll, expect, test } from 'bun:test';
 import { spawnSync } from 'node:child_process';
 import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { metricSum, type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
+import { metricSum, type Running, startServer, timedList, writeKeysFile } from '../test/harness.ts';
 
 const REDIS = process.env.PETSTORE_TEST_REDIS_URL ?? '';
 const REDIS_DIR = process.env.PETSTORE_TEST_REDIS_DIR ?? '';
@@ -47,17 +47,8 @@ async function load(server: Running, key: string, clients: number, until: () => 
   const answers: Answers = { admitted: 0, statuses: new Map(), slowest: 0 };
   const loop = async () => {
     while (!until()) {
-      const sent = Date.now();
-      const status = await fetch(`${server.url}/v1/pets?limit=1`, {
-        headers: { Authorization: `Bearer ${tokenOf(key)}` },
-        signal: AbortSignal.timeout(10_000),
-      })
-        .then(async (res) => {
-          await res.arrayBuffer();
-          return res.status;
-        })
-        .catch(() => 0);
-      answers.slowest = Math.max(answers.slowest, Date.now() - sent);
+      const { status, ms } = await timedList(server, key);
+      answers.slowest = Math.max(answers.slowest, ms);
       answers.statuses.set(status, (answers.statuses.get(status) ?? 0) + 1);
       if (status === 200) answers.admitted++;
       if (pauseMs > 0) await Bun.sleep(pauseMs);

@@ -16,7 +16,7 @@
  */
 import { afterAll, expect, test } from 'bun:test';
 import { createConnection, createServer, type Socket } from 'node:net';
-import { metricSum, type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
+import { metricSum, type Running, startServer, timedList, tokenOf, writeKeysFile } from '../test/harness.ts';
 import { busiest } from '../test/windows.ts';
 
 const REDIS = process.env.PETSTORE_TEST_REDIS_URL ?? '';
@@ -98,16 +98,7 @@ interface Answer {
 
 async function send(server: Running, key: string, answers: Answer[]): Promise<void> {
   const sent = Date.now();
-  const status = await fetch(`${server.url}/v1/pets?limit=1`, {
-    headers: { Authorization: `Bearer ${tokenOf(key)}` },
-    signal: AbortSignal.timeout(10_000),
-  })
-    .then(async (res) => {
-      await res.arrayBuffer();
-      return res.status;
-    })
-    .catch(() => 0);
-  answers.push({ sent, ms: Date.now() - sent, status });
+  answers.push({ sent, ...(await timedList(server, key)) });
 }
 
 /** Clients looping on each instance, and each one's pause between requests. */

@@ -57,6 +57,27 @@ export function writeKeysFile(keys: KeySpec[], dir = mkdtempSync(join(tmpdir(), 
   return path;
 }
 
+/**
+ * One `GET /v1/pets?limit=1` with `key`'s token, its body read: the status (0 for no answer
+ * within 10 s, or a reset) and how long it took.
+ *
+ * @example
+ * const { status, ms } = await timedList(server, 'acme')
+ */
+export async function timedList(server: { url: string }, key: string): Promise<{ status: number; ms: number }> {
+  const sent = Date.now();
+  const status = await fetch(`${server.url}/v1/pets?limit=1`, {
+    headers: { Authorization: `Bearer ${tokenOf(key)}` },
+    signal: AbortSignal.timeout(10_000),
+  })
+    .then(async (res) => {
+      await res.arrayBuffer();
+      return res.status;
+    })
+    .catch(() => 0);
+  return { status, ms: Date.now() - sent };
+}
+
 export interface Running {
   readonly url: string;
   readonly port: number;
