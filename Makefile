@@ -74,10 +74,11 @@ run-node: dist/node/main.js ## serve under Node (bundled for Node by Bun first)
 
 test: unit e2e ## unit tests, then end-to-end tests against the built binary
 
-# On a throwaway Redis (scripts/with-redis.sh, which installs Debian's redis-server when missing),
-# so that the limiter's Lua script is replayed against the in-process limiter on every run.
-unit: node_modules/.stamp $(DOCS_GEN) ## unit tests (bun test), beside the code in src/; the Lua limiter on a throwaway redis-server
-	scripts/with-redis.sh $(BUN) test ./src
+# On a throwaway Redis and PostgreSQL (scripts/with-redis.sh and with-postgres.sh, which install
+# Debian's packages when missing), so that the limiter's Lua script is replayed against the
+# in-process limiter and the PostgreSQL store runs its conformance suite on every run.
+unit: node_modules/.stamp $(DOCS_GEN) ## unit tests (bun test), beside the code in src/; the Lua limiter and the PostgreSQL store on throwaway servers
+	scripts/with-postgres.sh scripts/with-redis.sh $(BUN) test ./src
 
 e2e: build ## end-to-end tests: start dist/petstore and talk HTTP to it; then 20,000 idle connections (~20 s)
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test $(E2E)
@@ -150,8 +151,8 @@ soak: build .venv/.stamp ## the long ones: fuzz with 10,000 examples, a 300,000-
 durability-test: build ## kill -9 dist/petstore mid-load of POSTs, restart: every 201 is there (SQLite default)
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 60000 ./scripts/durability.test.ts
 
-postgres-test: build ## PostgreSQL store, durability and kept-answer tests (two instances, 1,000 writes) on a throwaway server (scripts/with-postgres.sh)
-	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh $(BUN) test --timeout 60000 ./src/store/postgres.test.ts ./scripts/durability.test.ts ./scripts/fleet-reads.test.ts
+postgres-test: build ## the binary on PostgreSQL: durability and kept answers (two instances, 1,000 writes) on a throwaway server; the store's own tests run in make unit
+	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh $(BUN) test --timeout 60000 ./scripts/durability.test.ts ./scripts/fleet-reads.test.ts
 
 .PHONY: redis-test scale-out-test keys-redis-test outage-test keys-store-test
 outage-test: build ## two dist/petstore under load through Redis killed, PostgreSQL restarted, stopped 5 s, a table locked; SQLite locked by another process (~45 s)

@@ -73,3 +73,24 @@ export function pgStartOptions(dir: string): string {
   const port = /-p"? "?(\d+)/.exec(options)?.[1];
   return `-c listen_addresses=127.0.0.1 -p ${port} -c unix_socket_directories=${dir}`;
 }
+
+/**
+ * The PostgreSQL server the store's tests create and drop databases on: `make unit` starts a
+ * throwaway one through scripts/with-postgres.sh. Without one, the test file fails with this
+ * message instead of skipping, so the PostgreSQL store is never left untested.
+ *
+ * @example
+ * const admin = postgres(testPostgresUrl())
+ */
+export function testPostgresUrl(): string {
+  const url = process.env.PETSTORE_TEST_POSTGRES_URL;
+  if (!url) {
+    throw new Error(
+      'PETSTORE_TEST_POSTGRES_URL is not set: these tests run the store on a PostgreSQL server. ' +
+        "`make unit` starts a throwaway one (scripts/with-postgres.sh, which installs Debian's postgresql " +
+        'when run as root; else `apt-get install -y postgresql`); for a few files: ' +
+        'scripts/with-postgres.sh node_modules/.bin/bun test <file>',
+    );
+  }
+  return url;
+}

@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import postgres from 'postgres';
+import { testPostgresUrl } from '../../test/postgres.ts';
 import { describeStore } from '../../test/store-conformance.ts';
 import { createLogger, silentLogger } from '../log.ts';
 import { boundStore } from './bounded.ts';
@@ -17,20 +18,14 @@ import { LISTENER_NAME, PostgresStore, postgresError } from './postgres.ts';
 import { HEARTBEAT_MS } from './postgres-changes.ts';
 import { describeData } from './postgres-url.ts';
 
-/** A server the tests may create and drop databases on; scripts/with-postgres.sh provides one. */
-const SERVER = process.env.PETSTORE_TEST_POSTGRES_URL ?? '';
-if (!SERVER) {
-  console.warn(
-    'postgres.test.ts: PETSTORE_TEST_POSTGRES_URL is not set, so the PostgreSQL tests are skipped. ' +
-      'Run them with: scripts/with-postgres.sh node_modules/.bin/bun test src/store/postgres.test.ts',
-  );
-}
-const admin = SERVER ? postgres(SERVER, { max: 2, onnotice: () => {} }) : undefined;
-afterAll(async () => admin?.end({ timeout: 5 }));
+/** A server the tests may create and drop databases on; `make unit` starts one (scripts/with-postgres.sh). */
+const SERVER = testPostgresUrl();
+const admin = postgres(SERVER, { max: 2, onnotice: () => {} });
+afterAll(async () => admin.end({ timeout: 5 }));
 
 /** A fresh database on the test server; returns its URL and a function that drops it. */
 async function freshDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
-  const sql = admin as postgres.Sql;
+  const sql = admin;
   const name = `petstore_test_${crypto.randomUUID().replaceAll('-', '').slice(0, 16)}`;
   await sql.unsafe(`CREATE DATABASE ${name}`);
   const url = new URL(SERVER);
@@ -38,7 +33,7 @@ async function freshDatabase(): Promise<{ url: string; drop: () => Promise<void>
   return { url: url.toString(), drop: async () => void (await sql.unsafe(`DROP DATABASE ${name} WITH (FORCE)`)) };
 }
 
-describe.skipIf(!SERVER)('PostgresStore', () => {
+describe('PostgresStore', () => {
   describeStore('PostgresStore', async () => {
     const db = await freshDatabase();
     return { store: await PostgresStore.open({ url: db.url, log: silentLogger }), dispose: db.drop };
@@ -132,7 +127,7 @@ describe.skipIf(!SERVER)('PostgresStore', () => {
     const store = await PostgresStore.open({ url: db.url, log: silentLogger });
     await store.create({ name: 'before', categoryId: 1, status: 'available' });
     const name = new URL(db.url).pathname.slice(1);
-    await (admin as postgres.Sql)`
+    await admin`
       SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ${name} AND pid <> pg_backend_pid()`;
     // The request in flight when the socket closes fails as unavailable, unless the pool saw
     // the close first and reconnected.
@@ -145,7 +140,7 @@ describe.skipIf(!SERVER)('PostgresStore', () => {
   });
 });
 
-describe.skipIf(!SERVER)('PostgresStore version: every write of the fleet, heard through LISTEN', () => {
+describe('PostgresStore version: every write of the fleet, heard through LISTEN', () => {
   /** Waits up to `ms` for `done`, looking every millisecond; resolves with the ms it took. */
   async function within(ms: number, done: () => boolean): Promise<number> {
     const started = performance.now();
@@ -198,7 +193,7 @@ describe.skipIf(!SERVER)('PostgresStore version: every write of the fleet, heard
     try {
       const before = store.version();
       expect(typeof before).toBe('number');
-      const [ended] = await (admin as postgres.Sql)`
+      const [ended] = await admin`
         SELECT pg_terminate_backend(pid, 5000) AS ok FROM pg_stat_activity
         WHERE datname = ${new URL(db.url).pathname.slice(1)} AND application_name = ${LISTENER_NAME}`;
       expect(ended).toEqual({ ok: true });
@@ -262,7 +257,7 @@ describe('PostgresStore without a server', () => {
   });
 });
 
-describe.skipIf(!SERVER)('PostgresStore behind its bound', () => {
+describe('PostgresStore behind its bound', () => {
   test('a query that never returns (LOCK TABLE held elsewhere) is answered within the bound; the pool serves after', async () => {
     const db = await freshDatabase();
     const store = boundStore(await PostgresStore.open({ url: db.url, log: silentLogger, timeoutMs: 1_000 }), {
