@@ -6,6 +6,7 @@ import YAML from 'yaml';
 import { adminApp } from '../app.ts';
 import { SlidingWindowLimiter } from '../gateway/index.ts';
 import { keyRecords } from '../keys/file.ts';
+import { COSTED_OPERATIONS } from '../keys/plans.ts';
 import { documentOf, fileKeyAdmin, storeKeyAdmin } from '../keys/source.ts';
 import { changeKeysFile, readKeysDocument } from '../keys/store-file.ts';
 import { KeyTable } from '../keys/table.ts';
@@ -22,7 +23,7 @@ interface ContractOperation {
 }
 const contract = YAML.parse(readFileSync(join(import.meta.dir, '../../contract/admin.openapi.yaml'), 'utf8')) as {
   paths: Record<string, Record<string, ContractOperation>>;
-  components: { schemas: Record<string, { properties?: Record<string, unknown> }> };
+  components: { schemas: Record<string, { properties?: Record<string, unknown>; propertyNames?: { enum: string[] } }> };
 };
 const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
 const WEBHOOK_400 =
@@ -30,6 +31,10 @@ const WEBHOOK_400 =
 const honoPath = (path: string) => path.replace(/\{([^}]+)\}/g, ':$1');
 
 describe('the admin table and contract/admin.openapi.yaml', () => {
+  test('Costs names the public operations that cost something, as the operations table has them', () => {
+    expect(contract.components.schemas.Costs?.propertyNames?.enum).toEqual([...COSTED_OPERATIONS]);
+  });
+
   test('name the same operations: id, method, path and scope', () => {
     const fromContract = Object.entries(contract.paths)
       .flatMap(([path, methods]) =>

@@ -1,4 +1,7 @@
 import { describe, expect, test } from 'bun:test';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import YAML from 'yaml';
 import { fakeClock, tokenFor } from '../../../test/testing.ts';
 import { createApp } from '../../app.ts';
 import { ConfigError, parseConfig } from '../../config.ts';
@@ -6,7 +9,7 @@ import { SlidingWindowLimiter } from '../../gateway/index.ts';
 import { hashToken, parseKeys } from '../../keys/file.ts';
 import { KeyTable } from '../../keys/table.ts';
 import { MemoryStore } from '../../store/memory.ts';
-import { EXPOSED_HEADERS } from './cors.ts';
+import { ALLOW_HEADERS, ALLOW_METHODS, EXPOSED_HEADERS } from './cors.ts';
 
 const APP = 'https://app.example';
 
@@ -46,7 +49,7 @@ describe('corsStep', () => {
       expect(res.headers.get('access-control-allow-origin')).toBe(APP);
       expect(res.headers.get('access-control-allow-methods')).toBe('GET,HEAD,POST');
       expect(res.headers.get('access-control-allow-headers')).toBe(
-        'Authorization,Content-Type,Idempotency-Key,traceparent,tracestate',
+        'Authorization,Content-Type,Idempotency-Key,If-None-Match,traceparent,tracestate',
       );
       expect(res.headers.get('x-ratelimit-remaining')).toBeNull();
     }
@@ -100,5 +103,34 @@ describe('--cors-origin and PETSTORE_CORS_ORIGINS', () => {
     for (const bad of ['app.example', 'https://app.example/', 'https://app.example/path', 'ftp://x.example']) {
       expect(() => parseConfig(['--cors-origin', bad], {})).toThrow(ConfigError);
     }
+  });
+});
+
+describe('what a preflight allows, held to contract/openapi.yaml', () => {
+  interface Parameter {
+    name: string;
+    in: string;
+  }
+  const contract = YAML.parse(readFileSync(join(import.meta.dir, '../../../contract/openapi.yaml'), 'utf8')) as {
+    paths: Record<string, Record<string, { parameters?: (Parameter | { $ref: string })[] }>>;
+    components: { parameters?: Record<string, Parameter> };
+  };
+  const operations = Object.values(contract.paths).flatMap((methods) => Object.entries(methods));
+
+  test("the methods are the contract's, with HEAD beside GET", () => {
+    const methods = new Set(operations.map(([method]) => method.toUpperCase()));
+    if (methods.has('GET')) methods.add('HEAD');
+    expect(new Set(ALLOW_METHODS.split(','))).toEqual(methods);
+  });
+
+  test("every header parameter of the contract's operations may be sent", () => {
+    const byRef = (ref: string) => contract.components.parameters?.[ref.replace('#/components/parameters/', '')];
+    const headers = operations
+      .flatMap(([, op]) => op.parameters ?? [])
+      .map((p) => ('$ref' in p ? byRef(p.$ref) : p))
+      .filter((p): p is Parameter => p?.in === 'header')
+      .map((p) => p.name);
+    expect(headers.length).toBeGreaterThan(1);
+    expect(headers.filter((name) => !ALLOW_HEADERS.split(',').includes(name))).toEqual([]);
   });
 });

@@ -1,4 +1,5 @@
 import type { Context } from 'hono';
+import { OPERATIONS } from '../../api/operations.ts';
 import { answerHeaders, appendHeader } from '../../core/reply.ts';
 import { answer } from '../answer.ts';
 
@@ -26,9 +27,22 @@ export const EXPOSED_HEADERS = [
   'Allow',
 ] as const;
 
-/** What a browser may send: the API's methods and the request headers the contract uses. */
-const ALLOW_METHODS = 'GET,HEAD,POST';
-const ALLOW_HEADERS = 'Authorization,Content-Type,Idempotency-Key,traceparent,tracestate';
+/** The methods of the operations table, with HEAD beside GET: what a browser may send. */
+export const ALLOW_METHODS = [
+  ...new Set(OPERATIONS.flatMap((op) => (op.method === 'GET' ? ['GET', 'HEAD'] : [op.method]))),
+].join(',');
+/**
+ * The request headers a browser script may set: the key, the body's type, the header parameters
+ * of contract/openapi.yaml (cors.test.ts holds them to it), and the trace context.
+ */
+export const ALLOW_HEADERS = [
+  'Authorization',
+  'Content-Type',
+  'Idempotency-Key',
+  'If-None-Match',
+  'traceparent',
+  'tracestate',
+].join(',');
 /** How long a browser may reuse a preflight's answer (Chromium caps it at 2 hours). */
 const MAX_AGE_SECONDS = '600';
 const EXPOSED = EXPOSED_HEADERS.join(',');
