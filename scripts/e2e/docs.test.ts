@@ -4,11 +4,19 @@
 // 401's challenges, `petstore keys`.
 import { afterEach, describe, expect, test } from 'bun:test';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AUDIT_ACTIONS } from '../../src/keys/audit.ts';
-import { adminUrl, runCommand, startServer, tokenOf, waitForLine, writeKeysFile } from '../../test/harness.ts';
+import {
+  adminUrl,
+  runCommand,
+  serverCommand,
+  startServer,
+  tokenOf,
+  waitForLine,
+  writeKeysFile,
+} from '../../test/harness.ts';
 import { newSecret } from '../../test/webhook-receiver.ts';
 
 const ROOT = join(import.meta.dir, '../..');
@@ -116,6 +124,64 @@ describe('examples, as written', () => {
       used: 4,
     });
     expect(lines).toHaveLength(2);
+  });
+
+  test("GET /v1/rate_limit's curl answers the fields its comment shows", async () => {
+    const [block] = testedBlocks(
+      INTEGRATORS,
+      "this block with KEY set, against its own server, and compares the answer's",
+    );
+    const server = await startServer({ args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'pro' }])] });
+    stops.push(() => server.stop());
+    const run = spawnSync('bash', ['-euo', 'pipefail', '-c', (block ?? '').replaceAll('localhost:8080', server.url)], {
+      env: { ...process.env, KEY: tokenOf('acme') },
+      encoding: 'utf8',
+    });
+    // curl without -s writes its progress meter on stderr.
+    expect(run.status).toBe(0);
+    const shown = JSON.parse(
+      (block ?? '')
+        .split('\n')
+        .filter((l) => l.startsWith('#'))
+        .map((l) => l.slice(2))
+        .join(''),
+    );
+    const got = JSON.parse(run.stdout);
+    const shape = (quota: { windows: { name: string; limit: number }[] }) => ({
+      ...quota,
+      windows: quota.windows.map((w) => ({ name: w.name, limit: w.limit, fields: Object.keys(w) })),
+    });
+    expect(shape(got)).toEqual(shape(shown));
+    expect(got.windows.map((w: { remaining: number }) => w.remaining)).toEqual([300, 10_000]);
+  });
+
+  test("the rotation runbook's commands run as written: the new key works, the old one is revoked", async () => {
+    const [block] = testedBlocks(
+      OPERATIONS,
+      'this block with petstore on PATH and the keys file in a temporary folder',
+    );
+    const dir = mkdtempSync(join(tmpdir(), 'petstore-rotation-'));
+    const bin = join(dir, 'bin');
+    mkdirSync(bin);
+    const [cmd, ...pre] = serverCommand();
+    writeFileSync(join(bin, 'petstore'), `#!/bin/sh\nexec ${[cmd, ...pre].join(' ')} "$@"\n`, { mode: 0o755 });
+    const file = join(dir, 'keys.json');
+    const old = await runCommand(['keys', 'add', '--keys', file, '--consumer', 'acme', '--plan', 'pro', '--id', 'old']);
+    expect(old.code).toBe(0);
+    const script = `${(block ?? '').replaceAll('/etc/petstore/keys.json', file).replace('<old id>', 'old')}\necho "$NEW"`;
+    const run = spawnSync('bash', ['-euo', 'pipefail', '-c', script], {
+      env: { ...process.env, PATH: `${bin}:${process.env.PATH}` },
+      encoding: 'utf8',
+    });
+    expect(run.status).toBe(0);
+    expect(run.stderr).toContain('revoked key old of consumer acme\n');
+    const fresh = run.stdout.trim().split('\n').at(-1) ?? '';
+    expect(fresh).toMatch(/^psk_/);
+    const server = await startServer({ args: ['--keys', file] });
+    stops.push(() => server.stop());
+    const status = async (token: string) =>
+      (await fetch(`${server.url}/v1/pets`, { headers: { Authorization: `Bearer ${token}` } })).status;
+    expect([await status(fresh), await status(old.stdout.trim())]).toEqual([200, 401]);
   });
 
   test("the admin API's curl session answers what docs/admin-api.md shows", async () => {
