@@ -2,6 +2,7 @@
 # `make lint`'s link check (remark-validate-links, configured in .remarkrc.mjs): every relative
 # link and #anchor of the repository's Markdown resolves to a file and a heading, offline.
 # It first proves it fails on a broken anchor, in this page and in another, so a pass means something.
+# Then each page of the documentation must say who it is for in its title.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 remark() { node_modules/.bin/remark --frail --quiet --no-stdout --no-color "$@"; }
@@ -22,3 +23,8 @@ rm -rf "$probe"
 
 remark .
 echo "links: every link and anchor resolves"
+
+# Each page of the documentation says who it is for in its first line, its title.
+for page in docs/*.md docs/decisions/*.md ARCHITECTURE.md CHANGELOG.md SECURITY.md contract/README.md; do
+  head -n 1 "$page" | grep -qE '^# .*\b[Ff]or\b' || { echo "links: $page: the first line does not say who the page is for" >&2; exit 1; }
+done
