@@ -216,6 +216,29 @@ describe.skipIf(!READY)('the shipped rules and dashboard on a real Prometheus sc
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
+  test("docs/monitoring.md's prometheus.yml and promtool line, as written, in a folder holding the rules", () => {
+    const page = readFileSync(join(import.meta.dir, '../docs/monitoring.md'), 'utf8');
+    const at = page.indexOf('<!-- tested: scripts/monitoring.test.ts checks this file with promtool');
+    const [config = '', commands = ''] = [...page.slice(at).matchAll(/```[a-z]*\n([\s\S]*?)```/g)].map((m) => m[1]);
+    const folder = mkdtempSync(join(tmpdir(), 'petstore-prometheus-doc-'));
+    for (const file of ['petstore.rules.yml', 'petstore.rules.test.yml']) {
+      writeFileSync(join(folder, file), readFileSync(join(import.meta.dir, '../deploy/prometheus', file)));
+    }
+    writeFileSync(
+      join(folder, 'prometheus.yml'),
+      config.replace('/etc/prometheus/petstore.rules.yml', join(folder, 'petstore.rules.yml')),
+    );
+    const checked = spawnSync('promtool', ['check', 'config', 'prometheus.yml'], { cwd: folder, encoding: 'utf8' });
+    expect([checked.status, checked.stdout]).toEqual([
+      0,
+      expect.stringContaining('is valid prometheus config file syntax'),
+    ]);
+    const line = commands.split('\n').find((l) => l.startsWith('promtool ')) ?? '';
+    const run = spawnSync('bash', ['-euo', 'pipefail', '-c', line], { cwd: folder, encoding: 'utf8' });
+    expect([run.status, run.stdout]).toEqual([0, expect.stringContaining('SUCCESS')]);
+    rmSync(folder, { recursive: true });
+  });
+
   test('the names the rules and the dashboard read are what this binary serves', async () => {
     const served = exportedSeries(await (await fetch(`${server?.url}/metrics`)).text());
     served.add('up');
