@@ -172,9 +172,9 @@ webhooks-test: build ## quota webhooks to a real receiver: order, backoff, kill 
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh scripts/with-redis.sh \
 	  $(BUN) test --timeout 120000 ./scripts/webhooks.test.ts ./scripts/webhooks-scale.test.ts ./src/gateway/limiter/notices.test.ts
 
-scale-out-test: build ## two dist/petstore sharing PostgreSQL and Redis: one quota, one catalogue, Redis stopped mid-run; --max-in-flight under a slow Redis, /readyz (~85 s)
+scale-out-test: build ## two dist/petstore sharing PostgreSQL and Redis: one quota, one catalogue, Redis stopped mid-run; --max-in-flight under a slow Redis, /readyz; docs/fleet.md's two instances as written (~90 s)
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh scripts/with-redis.sh \
-	  $(BUN) test --timeout 180000 ./src/gateway/limiter/redis.test.ts ./src/gateway/limiter/leases.test.ts ./scripts/scale-out.test.ts ./scripts/redis-gateway.test.ts
+	  $(BUN) test --timeout 180000 ./src/gateway/limiter/redis.test.ts ./src/gateway/limiter/leases.test.ts ./scripts/scale-out.test.ts ./scripts/redis-gateway.test.ts ./scripts/fleet-doc.test.ts
 
 docs-test: build $(QA) ## browser test of /docs in Debian's Chromium (apt-get install chromium); screenshot in reports/
 	@test -x /usr/bin/chromium || { echo "docs-test: needs /usr/bin/chromium: apt-get install -y chromium" >&2; exit 1; }
