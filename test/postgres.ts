@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import postgres from 'postgres';
+import { throwawayUrl } from './throwaway.ts';
 
 /** A database of a test's own on the throwaway PostgreSQL server (scripts/with-postgres.sh). */
 export interface TestDatabase {
@@ -83,14 +84,5 @@ export function pgStartOptions(dir: string): string {
  * const admin = postgres(testPostgresUrl())
  */
 export function testPostgresUrl(): string {
-  const url = process.env.PETSTORE_TEST_POSTGRES_URL;
-  if (!url) {
-    throw new Error(
-      'PETSTORE_TEST_POSTGRES_URL is not set: these tests run the store on a PostgreSQL server. ' +
-        "`make unit` starts a throwaway one (scripts/with-postgres.sh, which installs Debian's postgresql " +
-        'when run as root; else `apt-get install -y postgresql`); for a few files: ' +
-        'scripts/with-postgres.sh node_modules/.bin/bun test <file>',
-    );
-  }
-  return url;
+  return throwawayUrl('PETSTORE_TEST_POSTGRES_URL', 'runs the store on a PostgreSQL server', 'postgres', 'postgresql');
 }

@@ -1,5 +1,6 @@
 import { afterAll } from 'bun:test';
 import { Redis } from 'ioredis';
+import { throwawayUrl } from './throwaway.ts';
 
 /**
  * The Redis server the tests run the limiter's Lua script on: `make unit` starts a throwaway one
@@ -10,16 +11,7 @@ import { Redis } from 'ioredis';
  * const client = new Redis(testRedisUrl())
  */
 export function testRedisUrl(): string {
-  const url = process.env.PETSTORE_TEST_REDIS_URL;
-  if (!url) {
-    throw new Error(
-      'PETSTORE_TEST_REDIS_URL is not set: this test runs the Lua script on a Redis server. ' +
-        "`make unit` starts a throwaway one (scripts/with-redis.sh, which installs Debian's redis-server " +
-        'when run as root; else `apt-get install -y redis-server`); for a few files: ' +
-        'scripts/with-redis.sh node_modules/.bin/bun test <file>',
-    );
-  }
-  return url;
+  return throwawayUrl('PETSTORE_TEST_REDIS_URL', 'runs the Lua script on a Redis server', 'redis', 'redis-server');
 }
 
 /**
