@@ -2,7 +2,8 @@
 # `make lint`'s link check (remark-validate-links, configured in .remarkrc.mjs): every relative
 # link and #anchor of the repository's Markdown resolves to a file and a heading, offline.
 # It first proves it fails on a broken anchor, in this page and in another, so a pass means something.
-# Then each page of the documentation must say who it is for in its title.
+# Then each page of the documentation must say who it is for in its title, and each shell block of
+# docs/ which test runs it, or why none does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 remark() { node_modules/.bin/remark --frail --quiet --no-stdout --no-color "$@"; }
@@ -28,3 +29,10 @@ echo "links: every link and anchor resolves"
 for page in docs/*.md docs/decisions/*.md ARCHITECTURE.md CHANGELOG.md SECURITY.md contract/README.md; do
   head -n 1 "$page" | grep -qE '^# .*\b[Ff]or\b' || { echo "links: $page: the first line does not say who the page is for" >&2; exit 1; }
 done
+
+# Each shell block of docs/ says, in the comment just before it, which test runs it or why none does.
+for page in docs/*.md docs/decisions/*.md; do
+  awk -v page="$page" '/^```sh/ && prev !~ /^<!-- (tested|not run)/ { print page ":" NR ": a shell block without a <!-- tested: ... --> or <!-- not run ... --> line before it"; bad = 1 }
+    { prev = $0 } END { exit bad }' "$page" >&2 || exit 1
+done
+
