@@ -133,3 +133,25 @@ describe("ARCHITECTURE.md's walk of one request", () => {
     expect(missing).toEqual([]);
   });
 });
+
+describe('comments under src/', () => {
+  /** Every comment line of every .ts file under src/, tests included: `file:line: text`. */
+  function commentLines(dir = join(ROOT, 'src')): string[] {
+    return readdirSync(dir).flatMap((name) => {
+      const full = join(dir, name);
+      if (statSync(full).isDirectory()) return name === 'generated' ? [] : commentLines(full);
+      if (!name.endsWith('.ts')) return [];
+      return readFileSync(full, 'utf8')
+        .split('\n')
+        .flatMap((line, i) => {
+          const at = /^\s*(\/\/|\/\*|\*)/.test(line) ? 0 : line.indexOf(' // ');
+          return at < 0 ? [] : [`${relative(ROOT, full)}:${i + 1}: ${line.slice(at).trim()}`];
+        });
+    });
+  }
+
+  test('quote no percentage and no microsecond figure: figures belong in bench/README.md', () => {
+    const figures = commentLines().filter((l) => /\d\s?%(?![a-z])|µs|microsecond/i.test(l.slice(l.indexOf(': ') + 2)));
+    expect(figures).toEqual([]);
+  });
+});

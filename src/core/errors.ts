@@ -65,8 +65,8 @@ export class ApiError extends Error {
 
   constructor(code: ErrorCode, message: string, headers: Record<string, string> = {}) {
     const status = STATUS_BY_CODE[code];
-    // A 4xx is an expected answer to the client, and nobody reads its stack: capturing one was
-    // 4-6% of the 401 and 429 paths (bench/README.md). A 5xx keeps it.
+    // A 4xx is an expected answer to the client, and nobody reads its stack, which is costly
+    // to capture (bench/README.md). A 5xx keeps it.
     const stackTraceLimit = Error.stackTraceLimit;
     if (status < 500) Error.stackTraceLimit = 0;
     super(message);

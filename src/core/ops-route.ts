@@ -8,7 +8,7 @@ export type OpsId = (typeof OPS_IDS)[number];
 /**
  * A route outside the API (health, metrics, the contract and its reference page): no key, no
  * rate limit. The same shape as an API operation where they overlap: an id, a method, a path,
- * and a handler whose reply leaves through the one answer path.
+ * and a handler whose reply is answered by `answer()` (src/http/answer.ts), like every other.
  */
 export interface OpsRoute {
   readonly id: OpsId;

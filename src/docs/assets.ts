@@ -27,7 +27,7 @@ export function contentHash(body: string | Uint8Array): string {
 /**
  * An asset held in the binary gzipped: clients that take gzip (every browser) get those bytes as
  * they are, the others get them gunzipped once. Gzip only, not br as well: a second copy of the
- * docs bundle cost 0.76 MiB of binary to send a browser 20 % fewer bytes once (bench/README.md).
+ * docs bundle would make every binary larger to save a browser a few bytes once (bench/README.md).
  * Each encoding has its own strong ETag, the content hash with the coding added.
  */
 export class CompressedAsset {

@@ -115,7 +115,7 @@ function documentRoutes(
   servers: readonly ServerEntry[],
 ): OpsRoute[] {
   const yaml = withServers(yamlText, servers);
-  // Hashed at the first request, not at start-up: 2 x 80 KB took 4% of the time to first 200.
+  // Hashed at the first request, not at start-up, which it would slow (bench/README.md).
   let hashed: string | undefined;
   const yamlEtag = () => {
     hashed ??= weakEtag(yaml);

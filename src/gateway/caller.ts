@@ -5,8 +5,8 @@ import { bearerToken, type KeyTable } from '../keys/table.ts';
  * Who sent a request, made once by `identify()` and read by every later step (in-flight cap,
  * limiter, headers, log, metrics, idempotency scope): a key's consumer, or a client address
  * that presented no valid key. `address` is always the canonical client address; a consumer has
- * none, since nothing about it depends on where it calls from (and looking the address up cost
- * ~6% of an authenticated request: bench/README.md).
+ * none, since nothing about it depends on where it calls from (and looking the address up is not free:
+ * bench/README.md).
  */
 export type Caller =
   | {

@@ -89,8 +89,7 @@ export interface Gated {
  * for a request it lets through, holding the caller's in-flight slot until that settles, and
  * resolves to its result;
  * a refusal (401, 403, 429, 503) is resolved as the `ApiError` to answer, never thrown: a throw
- * through the async frames was the largest single item of the 401 path's own code
- * (bench/README.md).
+ * through the async frames is slow (bench/README.md).
  */
 export type GatewayPass = <T>(
   c: Context,
@@ -236,8 +235,8 @@ function reportWouldRefuse(
 
 /**
  * The 429s already made, by outcome and wait: a refusal depends on nothing else, and a client
- * that keeps pushing meets the same few waits again and again. Making the error and its body
- * anew each time cost the 429 path about 3% of its CPU (bench/README.md).
+ * that keeps pushing meets the same few waits again and again, so each is made once
+ * (bench/README.md).
  */
 const refusals = new LRUCache<string, ApiError>({ max: 1_024 });
 

@@ -5,10 +5,9 @@ import type { Coding } from '../core/reply.ts';
 export const MIN_COMPRESSED_BYTES = 1024;
 
 /**
- * Brotli quality 2 and gzip level 6. On a page of 100 pets (6.9 KB), measured here: br q2 gives
- * 441 bytes in about 30 µs where q4-q5 give 396-490 bytes in 170-240 µs (q5 would cost several
- * times the rest of the request); gzip 6 gives 650 bytes in about 30 µs. Synchronous: the
- * bodies are small (100 pets at most) and already whole.
+ * Brotli quality 2 and gzip level 6: higher brotli qualities save a few bytes more for several
+ * times the rest of the request's time (bench/README.md). Synchronous: the bodies are small
+ * (100 pets at most) and already whole.
  */
 const BROTLI = { params: { [constants.BROTLI_PARAM_QUALITY]: 2 } };
 const GZIP_LEVEL = 6;

@@ -24,8 +24,7 @@ interface Kept {
  *
  * An answer is kept only when its key is asked a second time (the first asking is remembered,
  * key only, in a smaller table): clients paging through a large catalogue ask each page once,
- * and keeping those answers only churns the collector (a random page cost 9-17 µs more with
- * every miss kept, bench/README.md).
+ * and keeping those answers only churns the collector (bench/README.md).
  *
  * @example
  * const memo = new AnswerMemo()

@@ -4,8 +4,8 @@ import { plausibleToken } from './tokens.ts';
 
 /**
  * SHA-256 of a presented token, the same bytes as `hashToken`: Bun's one-shot hasher where it
- * exists (a lookup 1.0 -> 0.33 µs, bench/README.md; node:crypto's `createHash` object is most of
- * the cost), else node:crypto's.
+ * exists (node:crypto's `createHash` object is most of the cost of a lookup, bench/README.md),
+ * else node:crypto's.
  */
 const sha256: (token: string) => Buffer =
   'Bun' in globalThis ? (token) => Bun.CryptoHasher.hash('sha256', token) : hashToken;

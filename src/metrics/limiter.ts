@@ -23,7 +23,7 @@ export interface LimiterView {
     readonly consumers: number;
     /** Cells per row of the strangers' table. */
     readonly capacity: number;
-    /** The strangers' table is saturated: a fresh address is refused early with a chance of 1 % or more. */
+    /** The strangers' table is saturated: a fresh address is refused early with a chance of one in a hundred or more. */
     readonly full: boolean;
   };
 }

@@ -17,7 +17,7 @@ type Row = Partial<Record<'id' | 'name' | 'category_id' | 'status', unknown>>;
  */
 export function petFromRow(row: unknown): Pet {
   // Checked by hand, not by a valibot schema: a page maps 21 rows, and valibot's parse of each
-  // was 7% of a random page's CPU (bench/README.md), for data this service wrote itself.
+  // costs a random page noticeably (bench/README.md), for data this service wrote itself.
   const { id, name, category_id, status } = (typeof row === 'object' && row !== null ? row : {}) as Row;
   if (typeof id !== 'number') throw unexpected('id', id);
   if (typeof name !== 'string') throw unexpected('name', name);

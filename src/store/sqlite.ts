@@ -58,8 +58,8 @@ const SELECT_PAGE_BY_STATUS = `SELECT ${PET_COLUMNS} FROM pets WHERE status = ? 
 /** Changes when another connection commits: what keeps `version()` honest across processes. */
 const DATA_VERSION = 'PRAGMA data_version';
 /**
- * How long a `data_version` read is trusted. The statement costs about 5 µs, a third of a whole
- * cached list request, so it is read at most this often; this process's own commits move
+ * How long a `data_version` read is trusted. The statement costs more than a read by id
+ * (bench/README.md), so it is read at most this often; this process's own commits move
  * `version()` at once, so only another process's commit (a hand edit with `sqlite3`, a second instance,
  * which docs/operations.md advises against) can go unseen, for at most this long.
  */

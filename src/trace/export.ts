@@ -134,7 +134,7 @@ const NO_LINKS: Link[] = [];
  * root sampler's alone, without walking the parent-based chain.
  *
  * @example
- * samplingOf('parentbased_traceidratio', 0.01).sampled(ROOT_CONTEXT, traceId) // true for 1% of ids
+ * samplingOf('parentbased_traceidratio', 0.01).sampled(ROOT_CONTEXT, traceId) // true for one id in a hundred
  */
 export function samplingOf(name: SamplerName, ratio: number): { readonly sampler: Sampler; readonly sampled: Sampled } {
   const root = rootSamplerOf(name, ratio);
@@ -183,7 +183,7 @@ const LOW_BITS = 2 ** 52;
  * `traceidratio`: a trace is exported when the low 52 bits of its id, which W3C Trace Context
  * Level 2 asks to be random, fall below `ratio` of their range; so every instance decides the
  * same for one trace id. The SDK's `TraceIdRatioBasedSampler` XORs four parsed slices and tests
- * the id's form by a pattern: a profile of a 1%-sampled list had it at 2% of the server's CPU.
+ * the id's form by a pattern on every request, which costs more (bench/README.md).
  */
 export class RatioSampler implements Sampler {
   readonly #below: number;
@@ -204,7 +204,7 @@ export class RatioSampler implements Sampler {
   }
 }
 
-/** A remote parent's sampled flag, honoured only for a caller the gateway vouched for. */
+/** A remote parent's sampled flag, honoured only for a request that carries a valid key. */
 class Vouched implements Sampler {
   readonly #otherwise: Sampler;
   constructor(otherwise: Sampler) {

@@ -24,8 +24,8 @@ export interface RequestScope {
 
 /**
  * A request scope, every field present (undefined when absent): the steps that read a scope see
- * one shape of object whether the request is traced, sampled or neither, so a share of sampled
- * requests (1%) does not make every reader handle several shapes.
+ * one shape of object whether the request is traced, sampled or neither, so a small share of
+ * sampled requests does not make every reader handle several shapes.
  *
  * @example
  * requestScope('r1') // not traced: its lines carry requestId only

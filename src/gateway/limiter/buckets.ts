@@ -33,7 +33,7 @@ function spec(name: WindowName, seconds: number, bucketSeconds: number): WindowS
 
 /** 60 s in 1 s buckets: a request holds quota for 60 to 61 s. */
 export const MINUTE = spec('minute', 60, 1);
-/** 24 h in 15 min buckets: a request holds quota for 24 h to 24 h 15 min (1.04 % slack, 388 bytes). */
+/** 24 h in 15 min buckets: a request holds quota for 24 h to 24 h 15 min (96 buckets). */
 export const DAY = spec('day', 86_400, 900);
 
 /** Index into the ring; bucket numbers are negative before the epoch (fake clocks start at 0). */

@@ -13,8 +13,8 @@
  * least W and less than W + b (minute: < 61 s, day: < 24 h 15 min). So the limiter behaves like
  * an exact sliding window whose length is between W and W + b: it never admits more than Q in
  * any interval of length W, and when it answers `rate_limited` at t, at least Q requests were
- * admitted in (t - W - b, t]. (`memory.test.ts` checks both against an exact log.) Day buckets of 15 min keep the day's slack (b/W = 1.04 %) below
- * the minute's (1/60 = 1.67 %) at a third of the memory of 5 min buckets.
+ * admitted in (t - W - b, t]. (`memory.test.ts` checks both against an exact log.) Day buckets of 15 min keep the day's
+ * slack (b/W = 1/96) below the minute's (1/60) at a third of the memory of 5 min buckets.
  *
  * Memory per consumer: a window whose counted requests all sit in one bucket keeps no ring
  * (`BucketWindow`); one whose requests span buckets holds 632 bytes of counters (61 + 97 slots
@@ -137,7 +137,7 @@ export class SlidingWindowLimiter implements RateLimiter {
 
   /**
    * True when the strangers' table is saturated: a tenth of its cells have a stranger's minute
-   * quota counted, so a fresh address is refused early with a chance of 1 % or more.
+   * quota counted, so a fresh address is refused early with a chance of one in a hundred or more.
    */
   get full(): boolean {
     return this.#strangers.saturated(this.#strangerPerMinute);

@@ -1,9 +1,9 @@
 /**
  * Which crossings a decision caused: the in-process limiter's half of the notices (the Redis
  * script does the same in Lua, `redis-script.ts`). A threshold T of a window of quota Q is
- * crossed by the request that takes the count from below ceil(T% of Q) to at least it; each
+ * crossed by the request that takes the count from below ceil(T / 100 × Q) to at least it; each
  * (kind, window, threshold) is noticed at most once per period, so a sliding day that dips
- * below 80% and climbs back within the same UTC day says nothing twice.
+ * below a threshold and climbs back within the same UTC day says nothing twice.
  *
  * Each notice is given once more, to the subject's first decision from 30 s to an hour after it
  * (`RECORD_AGAIN_AFTER_MS`, `RECORD_AGAIN_WITHIN_MS`): the instance that decided it may have died

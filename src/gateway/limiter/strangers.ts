@@ -244,7 +244,7 @@ export class StrangerTable {
 
   /**
    * True when a tenth or more of row 0's cells have `perMinute` counted: a fresh address is then
-   * refused early with a chance of 1 % or more.
+   * refused early with a chance of one in a hundred or more.
    */
   saturated(perMinute: number): boolean {
     return this.minute.used(0, this.columns, perMinute) * 10 >= this.columns;
