@@ -369,6 +369,47 @@ test('a caller without a valid key cannot force a trace to be exported: its samp
   }
 }, 20_000);
 
+test('a caller without a key cannot choose its trace id into the ratio: ids with the low 7 bytes zero are exported as rarely as random ones', async () => {
+  const otlp = await startOtlpReceiver();
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-traces-'));
+  const server = await startServer({
+    args: [
+      ...['--keys', writeKeysFile([{ name: 'acme', plan: 'pro' }], dir), '--otel-endpoint', otlp.url],
+      ...['--otel-sampler', 'parentbased_traceidratio', '--otel-sampler-arg', '0.001'],
+    ],
+  });
+  try {
+    const chosen = () => `${hex(9)}${'0'.repeat(14)}`;
+    const exported = async (makeId: () => string) => {
+      const sent = new Set<string>();
+      for (let i = 0; i < 200; i++) {
+        const traceId = makeId();
+        sent.add(traceId);
+        const res = await fetch(`${server.url}/v1/pets`, {
+          headers: { traceparent: `00-${traceId}-1111111111111111-01` },
+        });
+        await res.arrayBuffer();
+        // Refused (401, then 429 once the address is over its limit), yet its trace is continued in the answer.
+        expect([[401, 429].includes(res.status), ids(res).traceId]).toEqual([true, traceId]);
+      }
+      return sent;
+    };
+    const forced = await exported(chosen);
+    const random = await exported(() => hex(16));
+    // A request that a key forces into the export, answered last: once it is exported, so is what came before.
+    const marker = traceparent(true);
+    await fetch(`${server.url}/v1/pets`, { headers: { ...bearer('acme'), traceparent: marker.header } });
+    await otlp.waitFor(byTrace(marker.traceId));
+    await sleep(1_500);
+    const count = (sent: Set<string>) => otlp.spans.filter((s) => s.kind === KIND.server && sent.has(s.traceId)).length;
+    // Binomial(200, 0.001) each: 0 most often; 4 or more has a chance below 1e-4. Choosing ids used to export 200 of 200.
+    expect([count(forced) <= 3, count(random) <= 3]).toEqual([true, true]);
+  } finally {
+    await server.stop('SIGKILL');
+    await otlp.close();
+  }
+}, 30_000);
+
 test('a ratio sampler: a request it does not sample exports nothing and still logs its trace id; one it samples is exported under the trace id it answered with', async () => {
   const { otlp, server } = await ratioServer('0.5');
   try {

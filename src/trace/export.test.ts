@@ -4,7 +4,7 @@ import { SamplingDecision } from '@opentelemetry/sdk-trace';
 import { newSpanId, newTraceId } from './context.ts';
 import { RatioSampler, samplingOf } from './export.ts';
 import { SAMPLERS } from './settings.ts';
-import { VOUCHED } from './spans.ts';
+import { DRAWN, VOUCHED } from './spans.ts';
 
 const sampledOf = (sampler: RatioSampler, traceId: string) =>
   sampler.shouldSample(ROOT_CONTEXT, traceId).decision === SamplingDecision.RECORD_AND_SAMPLED;
@@ -61,6 +61,17 @@ describe('samplingOf: the question a request asks before any span is made', () =
       }
     });
   }
+
+  test("every sampler records what was decided on a server-drawn id for a stranger (DRAWN), whatever the caller's flag or id", () => {
+    for (const name of SAMPLERS) {
+      const { sampler } = samplingOf(name, 0);
+      for (const sampled of [true, false]) {
+        const drawn = remote(sampled, false).setValue(DRAWN, true);
+        const decision = sampler.shouldSample(drawn, newTraceId(), 'GET /v1/pets', SpanKind.SERVER, {}, []).decision;
+        expect([name, sampled, decision]).toEqual([name, sampled, SamplingDecision.RECORD_AND_SAMPLED]);
+      }
+    }
+  });
 
   test('parentbased_traceidratio: a stranger cannot force export; a vouched caller can', () => {
     const { sampled } = samplingOf('parentbased_traceidratio', 0);

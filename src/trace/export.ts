@@ -5,9 +5,11 @@
  *
  * - Sampling is the configured sampler (`OTEL_TRACES_SAMPLER`, default `parentbased_always_on`),
  *   asked at the start of each request before any span is made (a request it does not record
- *   gets its ids and no span object, its children none either), with two rules of the service's own: a caller's sampled flag forces a trace to be exported
- *   only when the caller holds a valid key (`VOUCHED`), else the root sampler decides as if the
- *   flag were unset; and a span linked to an exported one (a webhook delivery) is exported.
+ *   gets its ids and no span object, its children none either), with three rules of the
+ *   service's own: a caller's sampled flag forces a trace to be exported only when the caller
+ *   holds a valid key (`VOUCHED`); a caller without one never chooses, the root sampler deciding
+ *   on an id the server drew (`DRAWN`), not on the caller's flag or trace id; and a span linked to
+ *   an exported one (a webhook delivery) is exported.
  * - The queue holds `MAX_QUEUE` spans: a slow or absent collector makes it drop spans, never
  *   wait; what is dropped (the queue full, or an export that failed) goes to `dropped`.
  */
@@ -36,7 +38,7 @@ import {
 } from '@opentelemetry/sdk-trace';
 import { COMMIT, VERSION } from '../version.ts';
 import type { SamplerName } from './settings.ts';
-import { type Sampled, traceIds, useTracer, VOUCHED } from './spans.ts';
+import { DRAWN, type Sampled, traceIds, useTracer, VOUCHED } from './spans.ts';
 
 /** Spans waiting for export at most; beyond it they are dropped (and counted). */
 export const MAX_QUEUE = 2048;
@@ -139,7 +141,7 @@ const NO_LINKS: Link[] = [];
 export function samplingOf(name: SamplerName, ratio: number): { readonly sampler: Sampler; readonly sampled: Sampled } {
   const root = rootSamplerOf(name, ratio);
   const parentBased = name.startsWith('parentbased_');
-  const sampler = parentBased ? parentBasedOn(root) : root;
+  const sampler = new Drawn(parentBased ? parentBasedOn(root) : root);
   // The ratio sampler's own test, else the constant sampler asked as the SDK asks it.
   const rootSampled =
     root instanceof RatioSampler
@@ -215,6 +217,20 @@ class Vouched implements Sampler {
   }
   toString(): string {
     return `Vouched{${this.#otherwise.toString()}}`;
+  }
+}
+
+/** The decision made on a server-drawn id for a caller without a valid key (`DRAWN`), as made. */
+class Drawn implements Sampler {
+  readonly #otherwise: Sampler;
+  constructor(otherwise: Sampler) {
+    this.#otherwise = otherwise;
+  }
+  shouldSample(...args: Parameters<Sampler['shouldSample']>): SamplingResult {
+    return args[0].getValue(DRAWN) === true ? SAMPLED : this.#otherwise.shouldSample(...args);
+  }
+  toString(): string {
+    return `Drawn{${this.#otherwise.toString()}}`;
   }
 }
 

@@ -73,13 +73,20 @@ export function useTracer(t: Tracer | undefined, sample: Sampled = () => true): 
 export const VOUCHED = createContextKey('petstore.vouched');
 
 /**
+ * Set on a remote parent's context when the caller holds no valid key and the sampler, asked
+ * about an id the server drew, recorded the request: the SDK's sampler (src/trace/export.ts)
+ * records and exports it as decided.
+ */
+export const DRAWN = createContextKey('petstore.drawn');
+
+/**
  * What `beginRequest` asks of the request (`R`) only while spans are made: made once, asked per
  * request, so a request without an endpoint makes nothing for them.
  */
 export interface SpanStart<R> {
   /** The caller's `tracestate`; asked only with a valid `traceparent`. */
   tracestate(request: R): string | undefined;
-  /** Whether the caller holds a valid key; asked only for a sampled `traceparent`. */
+  /** Whether the caller holds a valid key; asked only with a valid `traceparent`. */
   vouched(request: R): boolean;
   /** The span's name: the method and the route (`GET /v1/pets/:petId`). */
   name(request: R): string;
@@ -106,6 +113,7 @@ export function beginRequest<R>(
   const { traceId, spanId } = parent ? { traceId: parent.traceId, spanId: newSpanId() } : newTrace();
   if (!tracer) return requestScope(requestId, traceId, spanId);
   let context = ROOT_CONTEXT;
+  let drawn: string | undefined;
   if (parent) {
     const tracestate = start.tracestate(request);
     const state = tracestate ? createTraceState(tracestate) : undefined;
@@ -116,12 +124,19 @@ export function beginRequest<R>(
       isRemote: true,
       ...(state ? { traceState: state } : {}),
     });
-    if (parent.sampled && start.vouched(request)) context = context.setValue(VOUCHED, true);
+    if (start.vouched(request)) {
+      if (parent.sampled) context = context.setValue(VOUCHED, true);
+    } else drawn = newTraceId();
   }
   // The sampler is asked first: a request it does not record (most, at a low ratio) gets its ids
   // and no span object at all, so it costs what a request without an endpoint costs. The
-  // sampler reads neither the span's name nor its attributes.
-  if (!sampled(context, traceId)) return requestScope(requestId, traceId, spanId, false);
+  // sampler reads neither the span's name nor its attributes. A caller without a valid key
+  // continues its trace but never chooses: neither its flag nor its trace id's bits are read,
+  // the root sampler decides on an id the server drew, and the SDK is told that decision.
+  if (drawn !== undefined) {
+    if (!sampled(ROOT_CONTEXT, drawn)) return requestScope(requestId, traceId, spanId, false);
+    context = context.setValue(DRAWN, true);
+  } else if (!sampled(context, traceId)) return requestScope(requestId, traceId, spanId, false);
   if (!parent) nextTraceId = traceId;
   let span: Span;
   try {
