@@ -200,7 +200,7 @@ describe('admin keys', () => {
     }
   });
 
-  test('a key an admin key adds to its own consumer expires no later than the admin key', async () => {
+  test('an admin key an admin key makes, on its own consumer or another, expires no later than the admin key', async () => {
     const { file, admin } = await keysFile('--expires', '1h');
     const server = await startServer({ args: ['--keys', file, '--admin-port', '0'] });
     try {
@@ -217,12 +217,75 @@ describe('admin keys', () => {
       });
       expect(later.json).toEqual({
         code: 'conflict',
-        message: `Consumer ops holds the admin key of this request, which expires at ${limit}; a key added to it expires no later.`,
+        message: `The admin key of this request expires at ${limit}; an admin key it makes expires no later.`,
         status: 409,
       });
-      // Another consumer's keys are not bounded by the asking key.
+      // A public key is not an admin key: the asking key's end does not bound it.
       const other = await call(`${base}/consumers/bob/keys`, admin, 'POST', { id: 'b2' });
       expect([other.status, other.json?.expiresAt]).toEqual([201, null]);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  test('an expiring admin key cannot mint lasting admin keys on another consumer, nor rotate longer-lived ones away', async () => {
+    const { file, admin } = await keysFile();
+    const added = await runCommand(
+      ['keys', 'add', '--keys', file, '--consumer', 'tempops', '--plan', 'business', '--id', 't1'].concat([
+        '--scopes',
+        'admin',
+        '--expires',
+        '1h',
+      ]),
+    );
+    const temp = added.stdout.trim();
+    const server = await startServer({ args: ['--keys', file, '--admin-port', '0'] });
+    try {
+      const base = adminUrl(server);
+      const limit = ((await call(`${base}/consumers/tempops`, admin)).json?.keys as { expiresAt: string }[])[0]
+        ?.expiresAt;
+      expect(limit).toMatch(/^\d{4}-\d\d-\d\dT/);
+      // Create a consumer, then give it an admin key: it ends with the key that made it.
+      const made = await call(`${base}/consumers`, temp, 'POST', { name: 'shadowops', plan: 'business' });
+      expect(made.status).toBe(201);
+      const forever = await call(`${base}/consumers/shadowops/keys`, temp, 'POST', {
+        id: 'forever',
+        scopes: ['admin'],
+      });
+      expect([forever.status, forever.json?.expiresAt]).toEqual([201, limit]);
+      const later = await call(`${base}/consumers/shadowops/keys`, temp, 'POST', {
+        id: 'later',
+        scopes: ['admin'],
+        expiresAt: '2099-01-01T00:00:00Z',
+      });
+      expect(later.json).toEqual({
+        code: 'conflict',
+        message: `The admin key of this request expires at ${limit}; an admin key it makes expires no later.`,
+        status: 409,
+      });
+      // Rotating the permanent admin key a1 away would leave ops a successor ending with tempops's key: refused, a1 kept.
+      const rotated = await call(`${base}/consumers/ops/rotate`, temp, 'POST', { overlap: '1d', scopes: ['admin'] });
+      expect(rotated.json).toEqual({
+        code: 'conflict',
+        message: `The admin key of this request expires at ${limit}, before key a1 of consumer ops; their successor would expire with it. Rotate them with an admin key that outlives them.`,
+        status: 409,
+      });
+      const ops = (await call(`${base}/consumers/ops`, admin)).json?.keys as { id: string; expiresAt: string | null }[];
+      expect(ops.map((k) => [k.id, k.expiresAt])).toEqual([['a1', null]]);
+      // Keys that end no later than the asking key rotate; their successor ends with it too.
+      const next = await call(`${base}/consumers/shadowops/rotate`, temp, 'POST', { overlap: '1m', id: 'next' });
+      expect([next.status, next.json?.id, next.json?.scopes, next.json?.expiresAt]).toEqual([
+        201,
+        'next',
+        ['admin'],
+        limit,
+      ]);
+      // A permanent admin key still makes permanent ones.
+      const lasting = await call(`${base}/consumers/shadowops/keys`, admin, 'POST', {
+        id: 'lasting',
+        scopes: ['admin'],
+      });
+      expect([lasting.status, lasting.json?.expiresAt]).toEqual([201, null]);
     } finally {
       await server.stop();
     }

@@ -7,7 +7,7 @@ import type { Input, KeyHolder } from '../api/operation.ts';
 import type { Clock } from '../core/clock.ts';
 import { ApiError } from '../core/errors.ts';
 import type { Reply } from '../core/reply.ts';
-import { SCOPES } from '../core/scopes.ts';
+import { ADMIN_SCOPE, SCOPES } from '../core/scopes.ts';
 import type { Actor, AuditAction } from '../keys/audit.ts';
 import { addKey, asConsumers, createConsumer, deleteConsumer, rotateKeys, updateConsumer } from '../keys/edit.ts';
 import { DEFAULT_THRESHOLDS, hashToken, KeysFileError } from '../keys/file.ts';
@@ -97,9 +97,8 @@ export async function postKey(input: In<unknown, ConsumerParams, NewKeyBody>, de
   const { token, key } = freshKey(input.body);
   const id = keyIdOf(key);
   const doc = await change(input, deps, 'key.add', name, id, (d) => {
-    const consumer = found(d, name);
-    unusedId(consumer, id);
-    return addKey(d, name, {}, withinAsker(input, consumer, key));
+    unusedId(found(d, name), id);
+    return addKey(d, name, {}, withinMaker(input, d, key));
   });
   return json(201, { consumer: name, ...keyOut(keyOf(doc, name, id), deps.clock.now()), token });
 }
@@ -114,7 +113,11 @@ export async function rotate(input: In<unknown, ConsumerParams, RotateBody>, dep
   const now = deps.clock.now();
   const doc = await change(input, deps, 'key.rotate', name, id, (d) => {
     unusedId(found(d, name), id);
-    return rotateKeys(d, name, now, overlap, key);
+    const rotated = rotateKeys(d, name, now, overlap, key);
+    const limit = makerExpiry(input, d);
+    if (limit === undefined || !isAdminKey(keyOf(rotated, name, id))) return rotated;
+    outlivedBy(found(d, name), limit);
+    return rotateKeys(d, name, now, overlap, { ...key, expiresAt: limit });
   });
   return json(201, { consumer: name, ...keyOut(keyOf(doc, name, id), now), token });
 }
@@ -192,21 +195,48 @@ function notOwnConsumer(input: In, name: string): void {
   );
 }
 
+/** The `expiresAt` of the admin key that asks, as the keys are now; undefined when it never expires. */
+function makerExpiry(input: In, doc: KeysDocument): string | undefined {
+  const maker = input.key;
+  return maker && entryOf(doc, maker.consumer)?.keys.find((k) => keyIdOf(k) === maker.id)?.expiresAt;
+}
+
+const isAdminKey = (key: { readonly scopes?: readonly string[] | undefined }) =>
+  key.scopes?.includes(ADMIN_SCOPE) === true;
+
 /**
- * `key` as it may be added to `consumer`: a key added to the consumer of the admin key that asks
- * expires no later than that key (it takes that key's `expiresAt` when it gives none; a later one
- * is refused, 409), so an expiring admin key cannot make itself a successor that outlives it.
+ * `key` as an admin key may add it: an admin key, on any consumer, expires no later than the
+ * admin key that makes it (it takes that key's `expiresAt` when it gives none; a later one is
+ * refused, 409), so an expiring admin key cannot mint admin keys that outlive it.
  */
-function withinAsker<K extends { expiresAt?: string }>(input: In, consumer: ConsumerEntry, key: K): K {
-  if (input.key?.consumer !== consumer.name) return key;
-  const asker = consumer.keys.find((k) => keyIdOf(k) === input.key?.id);
-  const limit = asker?.expiresAt;
+function withinMaker<K extends { scopes?: readonly string[]; expiresAt?: string }>(
+  input: In,
+  doc: KeysDocument,
+  key: K,
+): K {
+  if (!isAdminKey(key)) return key;
+  const limit = makerExpiry(input, doc);
   if (limit === undefined) return key;
   if (key.expiresAt === undefined) return { ...key, expiresAt: limit };
   if (rfc3339(key.expiresAt) <= rfc3339(limit)) return key;
   throw new ApiError(
     'conflict',
-    `Consumer ${consumer.name} holds the admin key of this request, which expires at ${limit}; a key added to it expires no later.`,
+    `The admin key of this request expires at ${limit}; an admin key it makes expires no later.`,
+  );
+}
+
+/**
+ * Refuses (409) a rotation by an admin key that expires at `limit` of a consumer holding keys
+ * that live longer: their successor could live only until `limit`, so the rotation would cut
+ * their lives short to what the asking key may grant. Keys ending by `limit` rotate as usual.
+ */
+function outlivedBy(consumer: ConsumerEntry, limit: string): void {
+  const ends = rfc3339(limit);
+  const longer = consumer.keys.filter((k) => k.expiresAt === undefined || rfc3339(k.expiresAt) > ends).map(keyIdOf);
+  if (longer.length === 0) return;
+  throw new ApiError(
+    'conflict',
+    `The admin key of this request expires at ${limit}, before key ${longer.join(', ')} of consumer ${consumer.name}; their successor would expire with it. Rotate them with an admin key that outlives them.`,
   );
 }
 
