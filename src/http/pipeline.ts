@@ -12,6 +12,7 @@ import type { AppEnv } from '../env.ts';
 import { type Gated, type GatewayPass, principalOf, quotaStatus } from '../gateway/index.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
+import { peerText } from '../redact.ts';
 import { currentScope, type RequestScope } from '../trace/scope.ts';
 import { answer } from './answer.ts';
 import { answerError, toApiError } from './errors.ts';
@@ -137,7 +138,7 @@ function sharedOf<D>({
 }: PipelineOptions<D>): Shared<D> {
   // Within a request the scope names it; Hono's `onError` runs after the scope is closed.
   const named = (c: Context<AppEnv>, err: unknown) =>
-    currentScope() ? { error: String(err) } : { requestId: c.get('requestId'), error: String(err) };
+    currentScope() ? { error: peerText(String(err)) } : { requestId: c.get('requestId'), error: peerText(String(err)) };
   return {
     gateway,
     deps,

@@ -3,6 +3,7 @@ import type { OpsRoute } from '../core/ops-route.ts';
 import type { LimiterStatus } from '../gateway/index.ts';
 import type { KeyTable } from '../keys/table.ts';
 import type { Logger } from '../log.ts';
+import { peerText } from '../redact.ts';
 import type { PetStore } from '../store/store.ts';
 
 /** Longest `/readyz` waits for the store before calling it unreachable. */
@@ -87,7 +88,7 @@ async function storeProblem(store: PetStore, log: Logger, timeoutMs: number): Pr
     await Promise.race([store.ping(), timeout]);
     return undefined;
   } catch (err) {
-    log.warn('not ready: the store does not answer', { error: err instanceof Error ? err.message : String(err) });
+    log.warn('not ready: the store does not answer', { error: peerText(err) });
     return 'The store is not reachable.';
   } finally {
     clearTimeout(timer);

@@ -2,6 +2,7 @@ import { clearInterval, setInterval } from 'node:timers';
 import { type KeyRecord, keyRecords } from '../keys/file.ts';
 import { documentOf } from '../keys/source.ts';
 import type { Logger } from '../log.ts';
+import { peerText } from '../redact.ts';
 import type { KeyStore } from '../store/keys.ts';
 
 /**
@@ -136,6 +137,6 @@ export class KeysStoreWatcher {
   #unreachable(err: Error): void {
     if (this.#problem !== undefined) return;
     this.#problem = 'The key store is not reachable; serving with the keys loaded before.';
-    this.#options.log.error('keys store unreachable; serving with the keys in force', { error: err.message });
+    this.#options.log.error('keys store unreachable; serving with the keys in force', { error: peerText(err) });
   }
 }

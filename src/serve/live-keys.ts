@@ -4,6 +4,7 @@ import { fileKeyAdmin, type KeyAdmin, storeKeyAdmin } from '../keys/source.ts';
 import { KeyTable } from '../keys/table.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
+import { peerText } from '../redact.ts';
 import { keyStoreOf } from '../store/keys.ts';
 import type { PetStore } from '../store/store.ts';
 import { developmentKeys, KeysFileWatcher } from './keys-source.ts';
@@ -109,6 +110,10 @@ export class LiveKeys {
 
   #refuse(err: Error, trigger: string): void {
     this.#metrics?.reloaded(false);
-    this.#log.error('keys reload failed; keeping the previous keys', { ...this.#source, trigger, error: err.message });
+    this.#log.error('keys reload failed; keeping the previous keys', {
+      ...this.#source,
+      trigger,
+      error: peerText(err),
+    });
   }
 }

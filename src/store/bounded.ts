@@ -13,6 +13,7 @@
 import { clearTimeout, setTimeout } from 'node:timers';
 import { type Clock, systemClock } from '../core/clock.ts';
 import type { Logger } from '../log.ts';
+import { peerText } from '../redact.ts';
 import { OUTCOME_UNKNOWN, StoreTimeoutError, StoreUnreachableError } from './errors.ts';
 import { type CallWrap, OUTBOX_CALLS, type PetStore, STORE_CALLS, type WrappedStore, wrapCalls } from './store.ts';
 import { type DbSystem, tracedCalls } from './traced.ts';
@@ -158,7 +159,7 @@ class Bound {
         // A call begun before the last probe got through fails late with the outage it saw:
         // that says nothing about the database now.
         if (err instanceof StoreUnreachableError && started >= this.#backAt) {
-          this.#markAway(err.cause instanceof Error ? err.cause.message : err.message);
+          this.#markAway(peerText(err.cause instanceof Error ? err.cause : err));
         }
         reject(err);
       };
@@ -235,7 +236,7 @@ class Bound {
     try {
       await this.#bounded('ping', false, () => this.#backend.ping());
     } catch (err) {
-      if (!(err instanceof StoreUnreachableError)) this.#reason = err instanceof Error ? err.message : String(err);
+      if (!(err instanceof StoreUnreachableError)) this.#reason = peerText(err);
       this.#log.debug('store probe failed', { reason: this.#reason });
       if (!this.#closed) this.#scheduleProbe();
       return;

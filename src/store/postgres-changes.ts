@@ -1,6 +1,7 @@
 import { clearInterval, clearTimeout, setInterval, setTimeout } from 'node:timers';
 import type postgres from 'postgres';
 import type { Logger } from '../log.ts';
+import { peerText } from '../redact.ts';
 
 /**
  * The channel every change of pets is announced on: by the instance that wrote, after its
@@ -142,7 +143,7 @@ export class PetChanges {
       // Read after the LISTEN: a pet inserted before it is in every read from now on.
       this.#top = await highestId(session);
     } catch (err) {
-      this.#lost(session, err instanceof Error ? err.message : String(err));
+      this.#lost(session, peerText(err));
       return;
     }
     if (this.#session !== session || this.#closed) return;
@@ -161,7 +162,7 @@ export class PetChanges {
     this.#announce()
       .catch((err: unknown) => {
         // The others see the pet by their heartbeat's highest id instead, within a second.
-        this.#log.debug('announcing a pet write failed', { error: err instanceof Error ? err.message : String(err) });
+        this.#log.debug('announcing a pet write failed', { error: peerText(err) });
       })
       .finally(() => {
         this.#announcing = false;
@@ -207,7 +208,7 @@ export class PetChanges {
       }
     } catch (err) {
       const code = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined;
-      if (code !== LOCK_NOT_AVAILABLE) this.#lost(session, err instanceof Error ? err.message : String(err));
+      if (code !== LOCK_NOT_AVAILABLE) this.#lost(session, peerText(err));
     } finally {
       clearTimeout(timer);
       this.#beating = false;

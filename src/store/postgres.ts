@@ -1,6 +1,7 @@
 import postgres from 'postgres';
 import type { NewPet, Pet } from '../core/pets.ts';
 import type { Logger } from '../log.ts';
+import { peerText } from '../redact.ts';
 import { DEFAULT_STORE_TIMEOUT_MS } from './bounded.ts';
 import {
   OUTCOME_UNKNOWN,
@@ -182,7 +183,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
       connect_timeout: timeoutMs / 1_000,
       backoff: () => RECONNECT_DELAY_SECONDS,
       fetch_types: false,
-      onnotice: (notice: postgres.Notice) => log.debug('postgres notice', { message: notice.message }),
+      onnotice: (notice: postgres.Notice) => log.debug('postgres notice', { message: peerText(notice.message) }),
     };
     const newPool = () =>
       postgres(url, {
@@ -197,7 +198,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
     try {
       sql = newPool();
     } catch (err) {
-      throw new StoreOpenError(`${where}: ${(err as Error).message}`, { cause: err });
+      throw new StoreOpenError(`${where}: ${peerText(err)}`, { cause: err });
     }
     try {
       const migrated = await migrate(sql, where);
@@ -244,11 +245,11 @@ export class PostgresStore implements PetStore, WithKeyStore {
       // A server that is down or unreachable is not a configuration error: exit 1, so a
       // supervisor restarts us until the database is up (exit 2 is never restarted).
       if (postgresError(err, where) instanceof StoreUnavailableError) {
-        throw new StoreUnavailableError(`${where}: cannot reach the PostgreSQL server: ${(err as Error).message}`, {
+        throw new StoreUnavailableError(`${where}: cannot reach the PostgreSQL server: ${peerText(err)}`, {
           cause: err,
         });
       }
-      throw new StoreOpenError(`${where}: cannot open the PostgreSQL database: ${(err as Error).message}`, {
+      throw new StoreOpenError(`${where}: cannot open the PostgreSQL database: ${peerText(err)}`, {
         cause: err,
       });
     }
@@ -450,7 +451,7 @@ async function migrate(sql: postgres.Sql, where: string): Promise<number[]> {
  */
 export function postgresError(err: unknown, doing: string, write = false): StoreError {
   if (err instanceof StoreError) return err;
-  const message = err instanceof Error ? err.message : String(err);
+  const message = peerText(err);
   const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
   const server = err instanceof postgres.PostgresError;
   const away = NOT_CONNECTED.has(code);

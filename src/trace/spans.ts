@@ -21,6 +21,7 @@ import {
   type Tracer,
   trace,
 } from '@opentelemetry/api';
+import { peerText } from '../redact.ts';
 import { formatTraceParent, newSpanId, newTrace, newTraceId, parseTraceParent } from './context.ts';
 import { currentScope, inScope, type RequestScope, requestScope } from './scope.ts';
 
@@ -233,7 +234,7 @@ async function settle<T>(span: Span, work: () => Promise<T>, outcome?: (result: 
 function failed(span: Span, err: unknown): void {
   const name = err instanceof Error ? err.name : 'Error';
   span.setAttribute('error.type', name);
-  span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+  span.setStatus({ code: SpanStatusCode.ERROR, message: peerText(err) });
 }
 
 /**

@@ -10,6 +10,7 @@ import type { Clock } from '../core/clock.ts';
 import type { Decision } from '../core/decision.ts';
 import type { Consumer } from '../keys/file.ts';
 import type { Logger } from '../log.ts';
+import { peerText } from '../redact.ts';
 import type { Outbox } from '../store/outbox.ts';
 import { currentTraceParent } from '../trace/spans.ts';
 import { noticeEvents } from './events.ts';
@@ -43,7 +44,7 @@ export function notifier({ outbox, log, clock, recorded }: NotifierOptions) {
       log.error('webhook events could not be recorded', {
         consumer: consumer.name,
         events: events.map((e) => e.type),
-        error: err instanceof Error ? err.message : String(err),
+        error: peerText(err),
       });
     }
   };

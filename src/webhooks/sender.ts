@@ -9,6 +9,7 @@
 import type { LookupFunction } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { AllowedRanges, targetProblem } from '../keys/webhook-targets.ts';
+import { peerText } from '../redact.ts';
 import { VERSION } from '../version.ts';
 
 /** How long a receiver has to answer. */
@@ -86,7 +87,7 @@ export async function send(
     if (err instanceof RefusedTarget) return { ok: false, error: err.message };
     if (stop?.aborted) return { ok: false, error: 'the server stopped before the answer' };
     if (signal.aborted) return { ok: false, error: `no answer within ${timeoutMs} ms` };
-    return { ok: false, error: err instanceof Error ? err.message : String(err) };
+    return { ok: false, error: peerText(err) };
   }
 }
 

@@ -13,6 +13,7 @@ import type { Attributes } from '@opentelemetry/api';
 import { type Clock, systemClock } from '../core/clock.ts';
 import type { Consumer, KeyRecord } from '../keys/file.ts';
 import type { Logger } from '../log.ts';
+import { peerText } from '../redact.ts';
 import type { Outbox, OutboxEntry, OutboxStats } from '../store/outbox.ts';
 import { clientSpan } from '../trace/spans.ts';
 import { expiringEvents } from './events.ts';
@@ -129,7 +130,7 @@ export class DeliveryWorker {
       })
       .catch((err: unknown) => {
         if (this.#failing !== undefined) return;
-        this.#failing = err instanceof Error ? err.message : String(err);
+        this.#failing = peerText(err);
         this.#o.log.warn('webhooks: the outbox cannot be read; deliveries wait', { error: this.#failing });
       })
       .finally(() => {

@@ -12,6 +12,7 @@
 import { clearInterval, setInterval } from 'node:timers';
 import { type Clock, systemClock } from '../../core/clock.ts';
 import type { Logger } from '../../log.ts';
+import { peerText } from '../../redact.ts';
 import type { RateLimiter, Subject, Verdict } from './limiter.ts';
 
 export const REDIS_FAIL_MODES = ['open', 'closed'] as const;
@@ -136,7 +137,8 @@ export class FailoverLimiter implements RateLimiter {
   }
 
   /** Stops using the shared limiter until a probe succeeds; logs only the change. */
-  markDown(reason: string): void {
+  markDown(said: string): void {
+    const reason = peerText(said);
     if (this.#closed) return;
     this.#reason = reason;
     if (!this.#up) return;
@@ -161,7 +163,7 @@ export class FailoverLimiter implements RateLimiter {
     try {
       await this.#probe();
     } catch (err) {
-      this.#reason = this.#explain(err);
+      this.#reason = peerText(this.#explain(err));
       return false;
     } finally {
       this.#probing = false;
