@@ -87,6 +87,8 @@ describe('requestLog', () => {
     ['a\tb', 'a tab'],
     ['Bearer psk_secret', 'a bearer token'],
     ['psk_3q2-7wAbCdEfGhIjKlMnOpQrStUvWxYz0123456789', 'a bare API token'],
+    ['x.psk_3q2-7wAbCdEfGhIjKlMnOpQrStUvWxYz0123456789', 'a token after a prefix'],
+    ['trace:PSK_abc', 'a token prefix in capitals'],
     ['<script>', 'markup'],
     ['id\u00e9', 'a non-ASCII letter'],
   ])('a request id with %s (%s) is replaced, and the new one echoed', async (given) => {

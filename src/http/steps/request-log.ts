@@ -2,8 +2,8 @@ import type { Context } from 'hono';
 import { routePath } from 'hono/route';
 import type { Clock } from '../../core/clock.ts';
 import type { AppEnv } from '../../env.ts';
-import { TOKEN_PREFIX } from '../../keys/tokens.ts';
 import type { LogFields, Logger } from '../../log.ts';
+import { holdsToken } from '../../redact.ts';
 
 export interface RequestLogOptions {
   log: Logger;
@@ -16,8 +16,9 @@ export interface RequestLogOptions {
 
 /**
  * A client's id is kept only when it is short and plain (1-64 of `[A-Za-z0-9._:-]`), so it is
- * safe to log and echo: a `Bearer …` value has a space, and a bare API token (`psk_…`) is refused
- * by its prefix, so a client that sends its token by mistake never sees it in a log or a proxy's.
+ * safe to log and echo: a `Bearer …` value has a space, and one holding `psk_` anywhere (an API
+ * token, alone or inside) is refused, so a client that sends its token by mistake never sees it
+ * in a log or a proxy's.
  */
 const SANE_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
@@ -27,9 +28,10 @@ const SANE_ID = /^[A-Za-z0-9._:-]{1,64}$/;
  * @example
  * saneRequestId('trace-42') // true
  * saneRequestId('Bearer psk_abc') // false
+ * saneRequestId('x.psk_abc') // false
  */
 export function saneRequestId(given: string): boolean {
-  return SANE_ID.test(given) && !given.startsWith(TOKEN_PREFIX);
+  return SANE_ID.test(given) && !holdsToken(given);
 }
 
 /** What `finish` needs of the start of a request. */

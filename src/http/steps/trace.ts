@@ -2,6 +2,7 @@ import type { Attributes } from '@opentelemetry/api';
 import type { Context } from 'hono';
 import { routePath } from 'hono/route';
 import type { AppEnv } from '../../env.ts';
+import { redactTokens } from '../../redact.ts';
 import { inScope, type RequestScope, requestScope } from '../../trace/scope.ts';
 import { beginRequest, finishRequest, type SpanStart, traceResponse } from '../../trace/spans.ts';
 import { pathOf } from './uri-limit.ts';
@@ -17,7 +18,8 @@ export interface RequestTraceOptions {
  * The request's trace as three plain steps for `exchange`: `run` opens the request scope with
  * its ids and server span (named and attributed by OpenTelemetry's HTTP conventions), `header`
  * gives the `traceresponse` to answer with, `finish` ends the span with the answer. Never the
- * query, a header's value or a token: the attributes name the route, not the URL.
+ * query, a header's value or a token: the path is recorded with anything token-shaped in it
+ * replaced (`redactTokens`).
  *
  * @example
  * const tracing = requestTrace({ clientAddress, vouched })
@@ -59,7 +61,7 @@ function startAttributes(c: Context<AppEnv>, clientAddress: RequestTraceOptions[
   return {
     'http.request.method': c.req.method,
     'url.scheme': url.slice(0, url.indexOf(':')),
-    'url.path': pathOf(url),
+    'url.path': redactTokens(pathOf(url)),
     ...(route ? { 'http.route': route } : {}),
     'client.address': clientAddress(c),
   };
