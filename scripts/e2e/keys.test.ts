@@ -181,6 +181,35 @@ describe('petstore keys', () => {
     expect(table.stdout.trimEnd().split('\n').length).toBe(2);
   });
 
+  test("the trail names the CLI's user by its uid, whatever $USER says; keys audit prints every cell escaped", async () => {
+    const file = join(tmp(), 'keys.json');
+    const forged = 'root\u001b[31mRED\u001b[0m\n{"at":"x"}';
+    const add = await runCommand(['keys', 'add', '--keys', file, '--consumer', 'acme', '--plan', 'pro', '--id', 'k1'], {
+      USER: forged,
+      LOGNAME: forged,
+    });
+    expect(add.code).toBe(0);
+    const user = execFileSync('id', ['-un'], { encoding: 'utf8' }).trim();
+    const trail = readFileSync(`${file}.audit.jsonl`, 'utf8');
+    expect((JSON.parse(trail) as { actor: unknown }).actor).toEqual({ kind: 'cli', user });
+    // A record written by hand (or by an older version) with escape sequences, a line break and U+202E in it.
+    const hostile = {
+      ...JSON.parse(trail),
+      actor: { kind: 'cli', user: forged },
+      consumer: 'acme\u001b[2J',
+      key: 'k\u202e2',
+    };
+    writeFileSync(`${file}.audit.jsonl`, `${trail}${JSON.stringify(hostile)}\n`);
+    const table = await runCommand(['keys', 'audit', '--keys', file]);
+    expect(table.code).toBe(0);
+    const rows = table.stdout.trimEnd().split('\n');
+    expect(rows.length).toBe(3);
+    expect(rows.filter((row) => /[^\x20-\x7e]/.test(row))).toEqual([]);
+    expect(rows[2]).toContain(
+      'cli:root\\u001b[31mRED\\u001b[0m\\u000a{"at":"x"}  key.add  acme\\u001b[2J  k\\u202e2  ',
+    );
+  });
+
   test('each command prints its own --help on stdout and exits 0; bad usage names that --help and exits 2', async () => {
     const runs = await Promise.all(
       [

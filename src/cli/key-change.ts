@@ -4,7 +4,7 @@
  * `TOKEN=$(petstore keys add …)` works); the file only ever holds their SHA-256.
  */
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir, userInfo } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import process from 'node:process';
 import type { KeyScope } from '../core/scopes.ts';
@@ -53,16 +53,13 @@ export function freshKey(
 }
 
 /**
- * Who runs the CLI, for the audit trail: `cli` and the OS user; its uid when it has no name (a
- * container run with `-u 65532`).
+ * Who runs the CLI, for the audit trail: `cli` and the name the system gives the process's uid
+ * (/etc/passwd), never the environment's word for it (`$USER`, which Bun's `userInfo()` reads);
+ * `uid N` when the uid has no name (a container run with `-u 65532`).
  */
 export function cliActor(): Actor {
   const uid = attempt(() => process.getuid?.()) ?? ownUid();
-  let name = attempt(() => userInfo().username);
-  // Bun answers "unknown" where getpwuid is not reached, and Deno asks for --allow-sys:
-  // /etc/passwd names the uid then.
-  if ((!name || name === 'unknown') && uid !== undefined) name = passwdName(uid);
-  return { kind: 'cli', user: name || process.env.USER || `uid ${uid ?? 'unknown'}` };
+  return { kind: 'cli', user: (uid !== undefined && passwdName(uid)) || `uid ${uid ?? 'unknown'}` };
 }
 
 function attempt<T>(read: () => T): T | undefined {

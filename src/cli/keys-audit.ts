@@ -2,7 +2,7 @@
 import process from 'node:process';
 import type { Actor } from '../keys/audit.ts';
 import type { NumberedRecord } from '../keys/audit-file.ts';
-import { asciiJson } from '../redact.ts';
+import { asciiJson, printable } from '../redact.ts';
 import { withKeys } from './key-change.ts';
 import { KEYS_DATA, KEYS_FILE } from './key-options.ts';
 import { HELP, subcommand } from './options.ts';
@@ -22,13 +22,10 @@ export function actorName(actor: Actor): string {
 export function auditTable(records: readonly NumberedRecord[]): string {
   const rows = [
     ['ID', 'AT', 'ACTOR', 'ACTION', 'CONSUMER', 'KEY', 'CHANGE'],
+    // Each cell as a terminal may show it: a record written by hand or by an older version may
+    // hold escape sequences or line breaks, which would draw colours or a fake row.
     ...records.map((r) => [
-      String(r.id),
-      r.at,
-      actorName(r.actor),
-      r.action,
-      r.consumer,
-      r.key ?? '-',
+      ...[String(r.id), r.at, actorName(r.actor), r.action, r.consumer, r.key ?? '-'].map(printable),
       `${asciiJson(r.before)} -> ${asciiJson(r.after)}`,
     ]),
   ];
