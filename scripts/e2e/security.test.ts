@@ -2,14 +2,17 @@
 // and an operator see them: no token in any log line of a whole run, a warning for a keys file
 // other users can read or write, API data neither cached nor sniffed, no internals in error
 // bodies, and a key-guessing run stopped by the per-address limit and the ban (which never
-// applies to a valid key: SECURITY.md "Failed authentication"), and nothing in the working
-// directory read or run.
+// applies to a valid key: SECURITY.md "Failed authentication"), nothing in the working
+// directory read or run, no token-shaped value in an exported span, a log line or a header, and
+// a Redis that answers with 20 MB unable to fill the log (test/fake-redis.ts).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startFakeRedis } from '../../test/fake-redis.ts';
 import { type Running, startServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
+import { KIND, startOtlpReceiver } from '../../test/otlp-receiver.ts';
 
 type LogLine = Record<string, unknown>;
 
@@ -208,4 +211,104 @@ describe('a key-guessing run is stopped; a valid key is not', () => {
     // The key itself still works from anywhere else.
     expect((await from('198.51.100.7', tokenOf('victim'))).status).toBe(200);
   }, 60_000);
+});
+
+/** Anything shaped like a token: its prefix and a character of its body. */
+const TOKEN_SHAPED = /psk_[0-9A-Za-z_-]/i;
+
+describe('tokens never reach spans, log lines or headers', () => {
+  test('a token in the path, with a key and without one, and inside an X-Request-Id: redacted in url.path, never echoed, never logged', async () => {
+    const otlp = await startOtlpReceiver();
+    const server = await startServer({
+      args: [
+        '--keys',
+        writeKeysFile([{ name: 'acme', plan: 'pro' }]),
+        '--otel-endpoint',
+        otlp.url,
+        '--log-level',
+        'debug',
+      ],
+    });
+    const token = tokenOf('acme');
+    const scanned = `psk_${'A1b2C3d4E5'.repeat(3)}f6G7h8i9`;
+    try {
+      const calls: Array<[string, RequestInit]> = [
+        [`/v1/pets/${token}`, { headers: bearer(token) }],
+        [`/v1/pets/${scanned}`, { headers: bearer(token) }],
+        [`/${token}`, {}],
+        [`/v1/pets/x.${scanned}.y`, {}],
+        ['/v1/pets', { headers: { ...bearer(token), 'X-Request-Id': `x.${token}` } }],
+        ['/v1/pets', { headers: { ...bearer(token), 'X-Request-Id': `x.${scanned}` } }],
+        ['/v1/pets', { headers: { ...bearer(token), 'X-Request-Id': 'trace:PSK_abc' } }],
+      ];
+      const answers = [];
+      for (const [path, init] of calls) {
+        const res = await fetch(`${server.url}${path}`, init);
+        await res.arrayBuffer();
+        answers.push({ status: res.status, headers: [...res.headers], trace: res.headers.get('traceresponse') ?? '' });
+      }
+      expect(answers.map((a) => a.status)).toEqual([400, 400, 404, 401, 200, 200, 200]);
+      // No header of any answer holds one; a request id with one was replaced by a fresh UUID.
+      expect(answers.flatMap((a) => a.headers.filter(([, v]) => TOKEN_SHAPED.test(v)))).toEqual([]);
+      for (const a of answers.slice(4)) {
+        expect(a.headers.find(([k]) => k === 'x-request-id')?.[1]).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-/);
+      }
+      // Every request is exported (the default sampler, no caller's decision): url.path is redacted.
+      const traceIds = answers.map((a) => a.trace.split('-')[1] ?? '');
+      const servers = await otlp.waitFor((spans) => {
+        const found = traceIds.map((id) => spans.find((s) => s.traceId === id && s.kind === KIND.server));
+        return found.every(Boolean) ? found : undefined;
+      });
+      expect(servers.map((s) => s?.attributes['url.path'])).toEqual([
+        '/v1/pets/***',
+        '/v1/pets/***',
+        '/***',
+        '/v1/pets/x.***.y',
+        '/v1/pets',
+        '/v1/pets',
+        '/v1/pets',
+      ]);
+      expect(server.lines.length).toBeGreaterThan(7);
+      expect(await server.stop()).toBe(0);
+      const exported = JSON.stringify(otlp.spans, (_k, v) => (typeof v === 'bigint' ? String(v) : v));
+      expect(TOKEN_SHAPED.test(exported)).toBe(false);
+      expect(server.lines.filter((l) => TOKEN_SHAPED.test(l))).toEqual([]);
+    } finally {
+      await server.stop('SIGKILL');
+      await otlp.close();
+    }
+  });
+});
+
+describe('a peer cannot fill the log', () => {
+  test('a Redis answering EVALSHA with a 20 MB string: each failover is logged in one bounded line, requests served', async () => {
+    const redis = await startFakeRedis('x'.repeat(20_000_000));
+    const server = await startServer({
+      args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'pro' }]), '--redis', redis.url],
+    });
+    try {
+      const statuses: number[] = [];
+      // Over 6 s, so the limiter's probe (every second) takes Redis back and the next request fails over again.
+      for (const end = Date.now() + 6_000; Date.now() < end; await Bun.sleep(300)) {
+        const res = await fetch(`${server.url}/v1/pets`, { headers: bearer(tokenOf('acme')) });
+        await res.arrayBuffer();
+        statuses.push(res.status);
+      }
+      expect(await server.stop()).toBe(0);
+      expect(new Set(statuses)).toEqual(new Set([200]));
+      expect(redis.scriptCalls).toBeGreaterThan(2);
+      const failovers = jsonLines(server).filter((l) => String(l.msg).startsWith('rate limiter: Redis unreachable'));
+      expect(failovers.length).toBeGreaterThan(2);
+      for (const line of failovers) {
+        expect(line.reason).toBe(
+          `unexpected reply from the rate-limit script: ${'x'.repeat(256)}… (20000000 characters)`,
+        );
+      }
+      const longest = Math.max(...server.lines.map((l) => l.length));
+      expect(longest).toBeLessThan(2_000);
+    } finally {
+      await server.stop('SIGKILL');
+      await redis.close();
+    }
+  }, 30_000);
 });

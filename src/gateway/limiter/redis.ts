@@ -12,7 +12,7 @@ import type { Redis } from 'ioredis';
 import * as v from 'valibot';
 import type { Clock } from '../../core/clock.ts';
 import type { Decision, Notice, Outcome } from '../../core/decision.ts';
-import { peerText } from '../../redact.ts';
+import { PEER_TEXT_MAX, peerText } from '../../redact.ts';
 import { childSpan } from '../../trace/spans.ts';
 import type { LimiterEvent, RateLimiter, Subject } from './limiter.ts';
 import { decisionFromCounts, STATE_TTL_MS, type WindowCounts, withNotices } from './memory.ts';
@@ -150,10 +150,11 @@ export class RedisLimiter implements RateLimiter {
     }
     const raw = await this.#run(keys, args);
     const parsed = v.safeParse(Reply, raw);
-    if (!parsed.success)
-      throw new TypeError(
-        `unexpected reply from the rate-limit script: ${peerText(typeof raw === 'string' ? raw : JSON.stringify(raw))}`,
-      );
+    if (!parsed.success) {
+      // Half the log's bound, so the failover's log line repeats it whole, with the reply's length.
+      const said = peerText(typeof raw === 'string' ? raw : JSON.stringify(raw), PEER_TEXT_MAX / 2);
+      throw new TypeError(`unexpected reply from the rate-limit script: ${said}`);
+    }
     const [code, now, until, mCount, mOldest, mAdmit, dCount, dOldest, dAdmit, events, bannedUntil, ...rest] =
       parsed.output;
     const [count, start, end, noticed, granted, booked, dayOffset, others, handedBack] = rest;
