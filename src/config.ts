@@ -289,7 +289,7 @@ export const OPTIONS = {
     flag: '--otel-sampler',
     env: 'OTEL_TRACES_SAMPLER',
     arg: 'NAME',
-    help: `which traces are exported: ${SAMPLERS.join(', ')}; a caller's sampled flag counts only with a valid key`,
+    help: `which traces are exported: ${SAMPLERS.join(', ')}; a caller's sampled flag and trace id count only with a valid key`,
     fallback: 'parentbased_always_on' as SamplerName,
     parse: oneOf(SAMPLERS),
   },
