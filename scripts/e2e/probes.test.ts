@@ -242,8 +242,8 @@ describe('admin keys', () => {
     const server = await startServer({ args: ['--keys', file, '--admin-port', '0'] });
     try {
       const base = adminUrl(server);
-      const limit = ((await call(`${base}/consumers/tempops`, admin)).json?.keys as { expiresAt: string }[])[0]
-        ?.expiresAt;
+      const tempops = (await call(`${base}/consumers/tempops`, admin)).json?.keys as { expiresAt: string }[];
+      const limit = tempops[0]?.expiresAt ?? '';
       expect(limit).toMatch(/^\d{4}-\d\d-\d\dT/);
       // Create a consumer, then give it an admin key: it ends with the key that made it.
       const made = await call(`${base}/consumers`, temp, 'POST', { name: 'shadowops', plan: 'business' });
