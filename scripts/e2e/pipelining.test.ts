@@ -1,10 +1,10 @@
 // A request pipelined behind a POST, in one write on one connection, against the server
 // PETSTORE_CMD starts. Bun 1.4.5 (the binary) closes such a connection without answering when
-// the POST is answered after the next request arrived, though the POST is stored: README
-// "Known limits". The first test states the runtime's fault and is expected to fail on the
-// binary; when a Bun release answers both, it passes, `bun test` reports that, and the limit
-// goes from the README. The second holds the advice there: a retry with its Idempotency-Key
-// gets the stored pet, never a second one.
+// the POST is answered after the next request arrived, though the POST is stored
+// (docs/operations.md, "Known limits"). The first test states the runtime's fault and is
+// expected to fail on the binary; when a Bun release answers both, it passes, `bun test`
+// reports that, and the limit goes from that page. The second holds the advice there: a retry
+// with its Idempotency-Key gets the stored pet, never a second one.
 import { describe, expect, test } from 'bun:test';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
