@@ -11,7 +11,7 @@ import { chmodSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFakeRedis } from '../../test/fake-redis.ts';
-import { type Running, startServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
+import { type Running, serverCommand, startServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
 import { KIND, startOtlpReceiver } from '../../test/otlp-receiver.ts';
 
 type LogLine = Record<string, unknown>;
@@ -213,6 +213,8 @@ describe('a key-guessing run is stopped; a valid key is not', () => {
   }, 60_000);
 });
 
+const underDeno = serverCommand().some((part) => /(^|\/)deno$/.test(part));
+
 /** Anything shaped like a token: its prefix and a character of its body. */
 const TOKEN_SHAPED = /psk_[0-9A-Za-z_-]/i;
 
@@ -299,11 +301,10 @@ describe('a peer cannot fill the log', () => {
       expect(redis.scriptCalls).toBeGreaterThan(2);
       const failovers = jsonLines(server).filter((l) => String(l.msg).startsWith('rate limiter: Redis unreachable'));
       expect(failovers.length).toBeGreaterThan(2);
-      for (const line of failovers) {
-        expect(line.reason).toBe(
-          `unexpected reply from the rate-limit script: ${'x'.repeat(256)}… (20000000 characters)`,
-        );
-      }
+      // The reply, cut; or, where the runtime reads 20 MB slower than the command's time-out (Deno), that.
+      const cut = `unexpected reply from the rate-limit script: ${'x'.repeat(256)}… (20000000 characters)`;
+      expect(failovers.filter((l) => l.reason !== cut && l.reason !== 'Command timed out')).toEqual([]);
+      if (!underDeno) expect(failovers.some((l) => l.reason === cut)).toBe(true);
       const longest = Math.max(...server.lines.map((l) => l.length));
       expect(longest).toBeLessThan(2_000);
     } finally {
