@@ -9,14 +9,19 @@ import { describe, expect, test } from 'bun:test';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { serverCommand, startServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
+import { serverCommand, serverLacksSqlite, startServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
 import { RawConnection } from './raw-http.ts';
 
-/** Pets in a SQLite file, as served by default: the POST is answered a turn of the event loop later. */
+/**
+ * Pets in a SQLite file, as served by default: the POST is answered a turn of the event loop
+ * later. In memory on a Node without SQLite.
+ */
 const started = () =>
   startServer({
     args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'pro' }])],
-    env: { PETSTORE_DATA: join(mkdtempSync(join(tmpdir(), 'petstore-pipelining-')), 'pets.db') },
+    env: serverLacksSqlite()
+      ? {}
+      : { PETSTORE_DATA: join(mkdtempSync(join(tmpdir(), 'petstore-pipelining-')), 'pets.db') },
   });
 
 /** The binary is Bun's; Deno and Node answer both requests. */
