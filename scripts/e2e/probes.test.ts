@@ -12,6 +12,15 @@ import { newSecret } from '../../test/webhook-receiver.ts';
 const keysFile = (...adminFlags: string[]) => adminKeysFile('bob', 'b1', ...adminFlags);
 const call = callWithKey;
 
+/** An admin key asked to outlive any admin key that makes it. */
+const LASTING = { scopes: ['admin'], expiresAt: '2099-01-01T00:00:00Z' };
+/** The 409 of an admin key, expiring at `limit`, asked to make an admin key that outlives it. */
+const outlivesMaker = (limit: string) => ({
+  code: 'conflict',
+  message: `The admin key of this request expires at ${limit}; an admin key it makes expires no later.`,
+  status: 409,
+});
+
 const PUBLIC_ONLY = 'webhooks go to public addresses, or http:// to loopback';
 const bad = (message: string) => ({ code: 'invalid_request', message, status: 400 });
 
@@ -206,20 +215,12 @@ describe('admin keys', () => {
     try {
       const base = adminUrl(server);
       const own = await call(`${base}/consumers/ops`, admin);
-      const limit = ((own.json?.keys ?? []) as { expiresAt: string }[])[0]?.expiresAt;
+      const limit = ((own.json?.keys ?? []) as { expiresAt: string }[])[0]?.expiresAt ?? '';
       expect(limit).toMatch(/^\d{4}-\d\d-\d\dT/);
       const added = await call(`${base}/consumers/ops/keys`, admin, 'POST', { id: 'next', scopes: ['admin'] });
       expect([added.status, added.json?.expiresAt]).toEqual([201, limit]);
-      const later = await call(`${base}/consumers/ops/keys`, admin, 'POST', {
-        id: 'forever',
-        scopes: ['admin'],
-        expiresAt: '2099-01-01T00:00:00Z',
-      });
-      expect(later.json).toEqual({
-        code: 'conflict',
-        message: `The admin key of this request expires at ${limit}; an admin key it makes expires no later.`,
-        status: 409,
-      });
+      const later = await call(`${base}/consumers/ops/keys`, admin, 'POST', { id: 'forever', ...LASTING });
+      expect(later.json).toEqual(outlivesMaker(limit));
       // A public key is not an admin key: the asking key's end does not bound it.
       const other = await call(`${base}/consumers/bob/keys`, admin, 'POST', { id: 'b2' });
       expect([other.status, other.json?.expiresAt]).toEqual([201, null]);
@@ -253,16 +254,8 @@ describe('admin keys', () => {
         scopes: ['admin'],
       });
       expect([forever.status, forever.json?.expiresAt]).toEqual([201, limit]);
-      const later = await call(`${base}/consumers/shadowops/keys`, temp, 'POST', {
-        id: 'later',
-        scopes: ['admin'],
-        expiresAt: '2099-01-01T00:00:00Z',
-      });
-      expect(later.json).toEqual({
-        code: 'conflict',
-        message: `The admin key of this request expires at ${limit}; an admin key it makes expires no later.`,
-        status: 409,
-      });
+      const later = await call(`${base}/consumers/shadowops/keys`, temp, 'POST', { id: 'later', ...LASTING });
+      expect(later.json).toEqual(outlivesMaker(limit));
       // Rotating the permanent admin key a1 away would leave ops a successor ending with tempops's key: refused, a1 kept.
       const rotated = await call(`${base}/consumers/ops/rotate`, temp, 'POST', { overlap: '1d', scopes: ['admin'] });
       expect(rotated.json).toEqual({

@@ -141,7 +141,7 @@ const NO_LINKS: Link[] = [];
 export function samplingOf(name: SamplerName, ratio: number): { readonly sampler: Sampler; readonly sampled: Sampled } {
   const root = rootSamplerOf(name, ratio);
   const parentBased = name.startsWith('parentbased_');
-  const sampler = new Drawn(parentBased ? parentBasedOn(root) : root);
+  const sampler = new SampledWhen(DRAWN, parentBased ? parentBasedOn(root) : root);
   // The ratio sampler's own test, else the constant sampler asked as the SDK asks it.
   const rootSampled =
     root instanceof RatioSampler
@@ -172,7 +172,7 @@ function rootSamplerOf(name: SamplerName, ratio: number): Sampler {
 /** `parentbased_*`: the caller's decision when it may force one (`Vouched`), else `root`'s. */
 function parentBasedOn(root: Sampler): Sampler {
   const linked = new LinkedToSampled(root);
-  return new ParentBasedSampler({ root: linked, remoteParentSampled: new Vouched(linked) });
+  return new ParentBasedSampler({ root: linked, remoteParentSampled: new SampledWhen(VOUCHED, linked) });
 }
 
 const SAMPLED: SamplingResult = { decision: SamplingDecision.RECORD_AND_SAMPLED };
@@ -206,31 +206,23 @@ export class RatioSampler implements Sampler {
   }
 }
 
-/** A remote parent's sampled flag, honoured only for a request that carries a valid key. */
-class Vouched implements Sampler {
+/**
+ * Records and exports a span whose context says so under `key`, else asks `otherwise`:
+ * `VOUCHED`, a remote parent's sampled flag honoured for a caller the gateway vouched for;
+ * `DRAWN`, the decision made on a server-drawn id for a caller without a valid key.
+ */
+class SampledWhen implements Sampler {
+  readonly #key: symbol;
   readonly #otherwise: Sampler;
-  constructor(otherwise: Sampler) {
+  constructor(key: symbol, otherwise: Sampler) {
+    this.#key = key;
     this.#otherwise = otherwise;
   }
   shouldSample(...args: Parameters<Sampler['shouldSample']>): SamplingResult {
-    return args[0].getValue(VOUCHED) === true ? SAMPLED : this.#otherwise.shouldSample(...args);
+    return args[0].getValue(this.#key) === true ? SAMPLED : this.#otherwise.shouldSample(...args);
   }
   toString(): string {
-    return `Vouched{${this.#otherwise.toString()}}`;
-  }
-}
-
-/** The decision made on a server-drawn id for a caller without a valid key (`DRAWN`), as made. */
-class Drawn implements Sampler {
-  readonly #otherwise: Sampler;
-  constructor(otherwise: Sampler) {
-    this.#otherwise = otherwise;
-  }
-  shouldSample(...args: Parameters<Sampler['shouldSample']>): SamplingResult {
-    return args[0].getValue(DRAWN) === true ? SAMPLED : this.#otherwise.shouldSample(...args);
-  }
-  toString(): string {
-    return `Drawn{${this.#otherwise.toString()}}`;
+    return `SampledWhen{${this.#key.description}, ${this.#otherwise.toString()}}`;
   }
 }
 
