@@ -169,7 +169,7 @@ function rootSamplerOf(name: SamplerName, ratio: number): Sampler {
   return new RatioSampler(ratio);
 }
 
-/** `parentbased_*`: the caller's decision when it may force one (`Vouched`), else `root`'s. */
+/** `parentbased_*`: the caller's decision when it may force one (`VOUCHED`), else `root`'s. */
 function parentBasedOn(root: Sampler): Sampler {
   const linked = new LinkedToSampled(root);
   return new ParentBasedSampler({ root: linked, remoteParentSampled: new SampledWhen(VOUCHED, linked) });
