@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import { MAX_ID, type NewPet } from '../src/core/pets.ts';
+import { MAX_ID, type NewPet, petOf } from '../src/core/pets.ts';
 import { fingerprintOf, IDEMPOTENCY_TTL_MS } from '../src/store/idempotency.ts';
 import type { Outbox } from '../src/store/outbox.ts';
 import type { IdempotentCreate, PetStore } from '../src/store/store.ts';
@@ -40,13 +40,11 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
     });
 
     test('create assigns ids 1, 2, 3 and returns the pet as stored', async () => {
-      expect(await store.create(rex)).toEqual({ id: 1, name: 'Rex', categoryId: 1, status: 'available' });
-      expect(await store.create({ name: 'Tom', categoryId: 2, status: 'sold' })).toEqual({
-        id: 2,
-        name: 'Tom',
-        categoryId: 2,
-        status: 'sold',
-      });
+      const first = await store.create(rex);
+      expect(first).toEqual({ id: 1, name: 'Rex', categoryId: 1, status: 'available', version: first.version });
+      expect(Number.isSafeInteger(first.version) && first.version >= 1).toBe(true);
+      const second = await store.create({ name: 'Tom', categoryId: 2, status: 'sold' });
+      expect(petOf(second)).toEqual({ id: 2, name: 'Tom', categoryId: 2, status: 'sold' });
       expect((await store.create(rex)).id).toBe(3);
     });
 
@@ -57,6 +55,7 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
         name: 'Zoë 🐈 "quoted"',
         categoryId: MAX_ID,
         status: 'pending',
+        version: pet.version,
       });
       expect(await store.get(2)).toBeUndefined();
       expect(await store.get(MAX_ID)).toBeUndefined();
@@ -86,18 +85,21 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
       expect(made.map((p) => p.id).sort((a, b) => a - b)).toEqual(Array.from({ length: 250 }, (_, i) => i + 1));
       const listed = await store.list({ limit: 1000 });
       expect(listed).toHaveLength(250);
-      for (const pet of made) expect(listed[pet.id - 1]).toEqual(pet);
+      for (const pet of made) expect(listed[pet.id - 1]).toEqual(petOf(pet));
     });
 
     test('createOnce stores once per key: a retry gets the same pet, another body a conflict', async () => {
-      expect(await store.createOnce(rex, once(rex))).toEqual({
-        outcome: 'created',
-        pet: { id: 1, name: 'Rex', categoryId: 1, status: 'available' },
-      });
-      expect(await store.createOnce(rex, once(rex, 'k-1', T0 + 1_000))).toEqual({
-        outcome: 'replayed',
-        pet: { id: 1, name: 'Rex', categoryId: 1, status: 'available' },
-      });
+      const made = await store.createOnce(rex, once(rex));
+      const pet = {
+        id: 1,
+        name: 'Rex',
+        categoryId: 1,
+        status: 'available' as const,
+        version: made.outcome === 'created' ? made.pet.version : 0,
+      };
+      expect(await store.get(1)).toEqual(pet);
+      expect(made).toEqual({ outcome: 'created', pet });
+      expect(await store.createOnce(rex, once(rex, 'k-1', T0 + 1_000))).toEqual({ outcome: 'replayed', pet });
       expect(await store.createOnce(tom, once(tom))).toEqual({ outcome: 'conflict' });
       // Another key, or the same key of another caller, is another request.
       expect(await store.createOnce(rex, once(rex, 'k-2'))).toMatchObject({ outcome: 'created', pet: { id: 2 } });

@@ -105,7 +105,10 @@ describe('HEAD, conditional GET and compression', () => {
       // runtime, every instance alike. /v1/pets/1's Link is the deprecation's, not part of it.
       const link = first.headers.link as string | undefined;
       const body = first.body.toString();
-      expect(etag).toBe(link?.includes('rel="next"') ? weakEtag(body, link) : weakEtag(body));
+      // A pet's tag is strong, from its id and version (a pet created once: version 1 or, on
+      // PostgreSQL, the sequence's); a page's is weak, from its body and next link.
+      if (path === '/v1/pets/1') expect(etag).toMatch(/^"1-[1-9][0-9]*"$/);
+      else expect(etag).toBe(link?.includes('rel="next"') ? weakEtag(body, link) : weakEtag(body));
       const again = await send(server.port, 'GET', path, { Authorization: KEY, 'If-None-Match': etag });
       expect(again.status).toBe(304);
       expect(again.body.length).toBe(0);

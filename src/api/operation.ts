@@ -74,7 +74,10 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
   readonly headers?: Schema<H>;
   /** The JSON body; an operation with one reads only `application/json`. */
   readonly body?: Schema<B>;
-  /** Whether a successful answer carries a weak ETag of its body (and Link), and 304s. */
+  /**
+   * Whether a successful answer carries a weak ETag of its body (and Link), and 304s. False for
+   * an operation whose handler tags its answer itself (a pet's strong tag, from its version).
+   */
   readonly etag: boolean;
   /**
    * Whether a successful answer may be kept by its path and query while the store reports no

@@ -43,7 +43,8 @@ export const OPERATIONS: readonly Operation[] = [
     scope: 'pets:read',
     params: PetParams,
     deprecated: { since: '2026-01-01T00:00:00Z', sunset: '2030-12-05T00:00:00Z', successor: '../pets' },
-    etag: true,
+    // Tagged by its handler: the pet's strong ETag, from its version.
+    etag: false,
     memo: true,
     handler: getPet,
   }),

@@ -1,5 +1,6 @@
 import { ApiError } from '../core/errors.ts';
-import type { NewPet, Pet, PetStatus } from '../core/pets.ts';
+import { type NewPet, type PetStatus, petOf, type StoredPet } from '../core/pets.ts';
+import { petEtag } from '../core/preconditions.ts';
 import type { Reply } from '../core/reply.ts';
 import { fingerprintOf } from '../store/idempotency.ts';
 import type { ApiDeps, Input } from './operation.ts';
@@ -51,19 +52,30 @@ export async function createPet(
   return created(result.pet, result.outcome === 'replayed');
 }
 
-/** `GET /pets/{petId}`: one pet, or 404. */
+/** `GET /pets/{petId}`: one pet with its strong `ETag`, or 404. */
 export async function getPet({ params }: Input<unknown, PetParams>, { store }: ApiDeps): Promise<Reply> {
   const { petId } = params;
   const pet = await store.get(petId);
-  if (!pet) throw new ApiError('not_found', `No pet has id ${petId}.`);
-  return { status: 200, body: JSON.stringify(pet), type: JSON_TYPE };
+  if (!pet) throw noSuchPet(petId);
+  return petReply(200, pet);
 }
 
 /** The 201 of a stored (or replayed) pet, with its `Location` relative to `/v1/pets`. */
-function created(pet: Pet, replayed = false): Reply {
+function created(pet: StoredPet, replayed = false): Reply {
   const headers: Record<string, string> = { Location: `pets/${pet.id}` };
   if (replayed) headers['Idempotent-Replayed'] = 'true';
-  return { status: 201, body: JSON.stringify(pet), type: JSON_TYPE, headers };
+  return petReply(201, pet, headers);
+}
+
+/** An answer whose body is one pet: tagged with the pet's strong `ETag` (src/core/preconditions.ts). */
+function petReply(status: number, pet: StoredPet, headers?: Record<string, string>): Reply {
+  const body = JSON.stringify(petOf(pet));
+  const etag = petEtag(pet.id, pet.version);
+  return headers ? { status, body, type: JSON_TYPE, etag, headers } : { status, body, type: JSON_TYPE, etag };
+}
+
+function noSuchPet(petId: number): ApiError {
+  return new ApiError('not_found', `No pet has id ${petId}.`);
 }
 
 /**

@@ -37,6 +37,54 @@ export const Pet = v.strictObject({
 });
 export type Pet = v.InferOutput<typeof Pet>;
 
+/**
+ * A pet as the store keeps it: `version` moves with every change of the pet (its strong `ETag`
+ * comes from it, src/core/preconditions.ts), and is never part of the Pet body.
+ */
+export type StoredPet = Pet & { readonly version: number };
+
+/**
+ * The body of `updatePet`, a JSON Merge Patch (RFC 7396) of a Pet: every member optional, none
+ * of them `null` (each is required on a Pet, so it cannot be removed), unknown ones refused.
+ */
+export const PetPatch = v.strictObject({
+  name: v.optional(Name),
+  categoryId: v.optional(Id),
+  status: v.optional(PetStatus),
+});
+export type PetPatch = v.InferOutput<typeof PetPatch>;
+
+/**
+ * The statuses a pet may move to from each status. `sold` is final. A patch that keeps the
+ * status it has is no transition: always allowed.
+ */
+export const NEXT_STATUSES: Readonly<Record<PetStatus, readonly PetStatus[]>> = {
+  available: ['pending', 'sold'],
+  pending: ['available', 'sold'],
+  sold: [],
+};
+
+/**
+ * Whether a pet with status `from` may be given status `to`.
+ *
+ * @example
+ * mayBecome('available', 'sold') // true
+ * mayBecome('sold', 'available') // false
+ */
+export function mayBecome(from: PetStatus, to: PetStatus): boolean {
+  return from === to || NEXT_STATUSES[from].includes(to);
+}
+
+/**
+ * The pet as its body shows it, without its version.
+ *
+ * @example
+ * petOf({ id: 1, name: 'Rex', categoryId: 1, status: 'sold', version: 3 }) // { id: 1, name: 'Rex', categoryId: 1, status: 'sold' }
+ */
+export function petOf(stored: StoredPet): Pet {
+  return { id: stored.id, name: stored.name, categoryId: stored.categoryId, status: stored.status };
+}
+
 function codePoints(s: string): number {
   let n = 0;
   for (const _ of s) n++;

@@ -7,7 +7,7 @@ import { notModified } from './etag.ts';
 /**
  * The one way a response is made: status, headers and body are written here once, and the
  * representation is decided here for every answer, 2xx, 3xx, 4xx and 5xx alike:
- * - an `etag` that `If-None-Match` matches gives 304 with the same headers and no body;
+ * - an `etag` that `If-None-Match` matches gives a GET or HEAD 304 with the same headers and no body;
  * - a successful JSON answer varies by `Accept-Encoding` and from 1 KiB on is sent br or gzip
  *   when the client takes it (errors stay readable in any log); a pre-compressed body is sent
  *   in its own coding;
@@ -27,7 +27,8 @@ export function answer(c: Context, reply: Reply): Response {
   if (json) appendHeader(headers, 'Vary', 'Accept-Encoding');
   if (etag !== undefined) {
     headers.ETag = etag;
-    if (notModified(c.req.header('if-none-match'), etag)) {
+    // Only a read is answered 304: the tag of a write's answer (a created or changed pet) is news.
+    if (reads(c.req.method) && notModified(c.req.header('if-none-match'), etag)) {
       status = 304;
       body = null;
     }
@@ -45,6 +46,10 @@ export function answer(c: Context, reply: Reply): Response {
     headers['Content-Length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.length);
   }
   return new Response(body, { status, headers });
+}
+
+function reads(method: string): boolean {
+  return method === 'GET' || method === 'HEAD';
 }
 
 /** `text` in the client's preferred coding when it is worth compressing, else as it is. */

@@ -292,9 +292,9 @@ async function served<D>(
   return answer(c, key !== undefined && reply.status === 200 ? memo.set(key, version, reply) : reply);
 }
 
-/** Step 7's tag: the reply's ETag, when the table says so. */
+/** Step 7's tag: a weak ETag of the reply's body, when the table says so and the reply has no tag of its own. */
 function tagged<D>(op: Operation<D>, reply: Reply): Reply {
-  if (!op.etag || reply.status !== 200 || typeof reply.body !== 'string') return reply;
+  if (!op.etag || reply.etag !== undefined || reply.status !== 200 || typeof reply.body !== 'string') return reply;
   const link = reply.headers?.Link;
   return { ...reply, etag: link === undefined ? weakEtag(reply.body) : weakEtag(reply.body, link) };
 }

@@ -139,7 +139,7 @@ describe('BoundedStore: the bound', () => {
     expect(second.error).toBeInstanceOf(StoreTimeoutError);
     expect(timersPending()).toBe(0);
 
-    expect(await store.get(1)).toEqual({ id: 1, ...REX });
+    expect(await store.get(1)).toEqual({ id: 1, ...REX, version: 1 });
     await advance(5_000);
     expect(timersPending()).toBe(0);
   });
@@ -148,7 +148,7 @@ describe('BoundedStore: the bound', () => {
     const { store, advance } = setup();
     const created = watch(store.create(REX));
     await advance(2_000);
-    expect(created.value).toEqual({ id: 1, ...REX });
+    expect(created.value).toEqual({ id: 1, ...REX, version: 1 });
   });
 });
 
@@ -183,7 +183,7 @@ describe('BoundedStore: a database that is away', () => {
     await advance(1);
     expect(state.pings).toBe(6);
     expect(store.away).toBe(false);
-    expect(await store.create(REX)).toEqual({ id: 1, ...REX });
+    expect(await store.create(REX)).toEqual({ id: 1, ...REX, version: 1 });
     expect(state.calls).toBe(before + 2);
     await advance(5_000);
     expect(state.pings).toBe(6);

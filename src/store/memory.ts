@@ -1,18 +1,19 @@
-import type { NewPet, Pet } from '../core/pets.ts';
+import { type NewPet, type Pet, petOf, type StoredPet } from '../core/pets.ts';
 import { IDEMPOTENCY_TTL_MS } from './idempotency.ts';
 import { MemoryOutbox } from './outbox.ts';
 import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from './store.ts';
 
 interface RememberedKey {
   readonly fingerprint: string;
-  readonly pet: Pet;
+  /** The pet as the create answered it: a retry answers the same, whatever became of the pet. */
+  readonly pet: StoredPet;
   readonly expiresAt: number;
 }
 
 /** Pets in process memory (`--data :memory:`): gone on restart. */
 export class MemoryStore implements PetStore {
   /** Ascending by id, since ids only grow; a page starts with a binary search. */
-  #pets: Pet[] = [];
+  #pets: StoredPet[] = [];
   #nextId = 1;
   /** Moves on with every write. */
   #generation = 0;
@@ -20,7 +21,7 @@ export class MemoryStore implements PetStore {
   readonly #keys = new Map<string, RememberedKey>();
   readonly outbox = new MemoryOutbox();
 
-  async create(pet: NewPet): Promise<Pet> {
+  async create(pet: NewPet): Promise<StoredPet> {
     return { ...this.#insert(pet) };
   }
 
@@ -39,7 +40,7 @@ export class MemoryStore implements PetStore {
     return { outcome: 'created', pet: { ...stored } };
   }
 
-  async get(id: number): Promise<Pet | undefined> {
+  async get(id: number): Promise<StoredPet | undefined> {
     const i = this.#firstAfter(id - 1);
     const pet = this.#pets[i];
     return pet?.id === id ? { ...pet } : undefined;
@@ -48,8 +49,8 @@ export class MemoryStore implements PetStore {
   async list({ limit, status, after = 0 }: ListOptions): Promise<Pet[]> {
     const page: Pet[] = [];
     for (let i = this.#firstAfter(after); i < this.#pets.length && page.length < limit; i++) {
-      const pet = this.#pets[i] as Pet;
-      if (status === undefined || pet.status === status) page.push({ ...pet });
+      const pet = this.#pets[i] as StoredPet;
+      if (status === undefined || pet.status === status) page.push(petOf(pet));
     }
     return page;
   }
@@ -62,8 +63,14 @@ export class MemoryStore implements PetStore {
 
   async close(): Promise<void> {}
 
-  #insert(pet: NewPet): Pet {
-    const stored: Pet = { id: this.#nextId++, name: pet.name, categoryId: pet.categoryId, status: pet.status };
+  #insert(pet: NewPet): StoredPet {
+    const stored: StoredPet = {
+      id: this.#nextId++,
+      name: pet.name,
+      categoryId: pet.categoryId,
+      status: pet.status,
+      version: 1,
+    };
     this.#pets.push(stored);
     this.#generation++;
     return stored;
@@ -83,7 +90,7 @@ export class MemoryStore implements PetStore {
     let hi = this.#pets.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if ((this.#pets[mid] as Pet).id <= after) lo = mid + 1;
+      if ((this.#pets[mid] as StoredPet).id <= after) lo = mid + 1;
       else hi = mid;
     }
     return lo;

@@ -1,6 +1,6 @@
 import { MAX_ID } from '../core/pets.ts';
 import { StoreOpenError } from './errors.ts';
-import { PETS_CHANNEL } from './postgres-changes.ts';
+import { ANNOUNCES_SETTING, PET_VERSIONS, PETS_CHANNEL } from './postgres-changes.ts';
 
 /**
  * One schema change, written for each engine; versions are applied in order, once, at start-up,
@@ -181,6 +181,39 @@ export const MIGRATIONS: readonly Migration[] = [
     // links to that request's. NULL for events recorded outside a request (key.expiring).
     sqlite: 'ALTER TABLE webhook_outbox ADD COLUMN traceparent TEXT;',
     postgres: 'ALTER TABLE webhook_outbox ADD COLUMN traceparent TEXT;',
+  },
+  {
+    version: 8,
+    name: 'pet_versions',
+    // A pet's version, moved by every change of it: its strong ETag and If-Match compare it.
+    // SQLite counts per pet from 1. PostgreSQL takes each version from one sequence, so the
+    // listener's heartbeat (src/store/postgres-changes.ts) sees every write move a value: the
+    // highest version for inserts and updates, the sequence itself for deletes.
+    // An idempotency key keeps the pet its create answered (name, category, status, version),
+    // so a retry answers that 201 after the pet changed or was deleted; the key no longer
+    // depends on the pet's row. Keys stored before this have none and answer the pet's row.
+    // The trigger no longer fires for the instances' own writes, which they announce after
+    // their commit (the `${ANNOUNCES_SETTING}` setting of their connections), so the fleet's
+    // updates and deletes do not take turns on NOTIFY's lock.
+    sqlite: `
+      ALTER TABLE pets ADD COLUMN version INTEGER NOT NULL DEFAULT 1 CHECK (version >= 1);
+      ALTER TABLE idempotency_keys ADD COLUMN pet_name TEXT;
+      ALTER TABLE idempotency_keys ADD COLUMN pet_category_id INTEGER;
+      ALTER TABLE idempotency_keys ADD COLUMN pet_status TEXT;
+      ALTER TABLE idempotency_keys ADD COLUMN pet_version INTEGER;`,
+    postgres: `
+      CREATE SEQUENCE ${PET_VERSIONS} AS BIGINT MAXVALUE ${MAX_ID};
+      ALTER TABLE pets ADD COLUMN version BIGINT NOT NULL DEFAULT nextval('${PET_VERSIONS}');
+      ALTER SEQUENCE ${PET_VERSIONS} OWNED BY pets.version;
+      CREATE INDEX pets_version ON pets (version);
+      ALTER TABLE idempotency_keys
+        DROP CONSTRAINT IF EXISTS idempotency_keys_pet_id_fkey,
+        ADD COLUMN pet_name TEXT, ADD COLUMN pet_category_id BIGINT,
+        ADD COLUMN pet_status TEXT, ADD COLUMN pet_version BIGINT;
+      DROP TRIGGER pets_changed ON pets;
+      CREATE TRIGGER pets_changed AFTER UPDATE OR DELETE OR TRUNCATE ON pets FOR EACH STATEMENT
+        WHEN (current_setting('${ANNOUNCES_SETTING}', true) IS DISTINCT FROM 'on')
+        EXECUTE FUNCTION petstore_pets_changed();`,
   },
 ];
 

@@ -73,7 +73,7 @@ describe('openStore', () => {
       expect(r.stderr.toString()).toBe('');
       return JSON.parse(r.stdout.toString());
     };
-    const rex = { id: 1, name: 'Rex', categoryId: 1, status: 'available' };
+    const rex = { id: 1, name: 'Rex', categoryId: 1, status: 'available', version: 1 };
     const file = join(dir, 'pets.db');
     const nodeVersion = Bun.spawnSync(['node', '--version']).stdout.toString().trim();
     const nodeHasSqlite = Bun.spawnSync(['node', '-e', 'require("node:sqlite")'], { stderr: 'ignore' }).exitCode === 0;

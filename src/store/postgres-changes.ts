@@ -5,23 +5,31 @@ import { peerText } from '../redact.ts';
 
 /**
  * The channel every change of pets is announced on: by the instance that wrote, after its
- * commit, and by the `pets` table's trigger for the statements no instance makes (UPDATE,
- * DELETE, TRUNCATE: migration `pets_notify`).
+ * commit, and by the `pets` table's trigger for the statements no instance makes (an
+ * operator's UPDATE, DELETE, TRUNCATE: migrations `pets_notify`, `pet_versions`).
  */
 export const PETS_CHANNEL = 'petstore_pets';
+/**
+ * A setting of every connection of the instances' pool: the trigger does not notify for their
+ * statements, since they announce their writes themselves after the commit.
+ */
+export const ANNOUNCES_SETTING = 'petstore.announces';
+/** The sequence every pet's version is taken from (migration `pet_versions`): every write moves it. */
+export const PET_VERSIONS = 'pet_versions';
 /** The pause before listening again after the listening connection was lost or could not be made. */
 export const RELISTEN_DELAY_MS = 100;
 /**
- * How often the listening connection reads the highest pet id. It is the heartbeat: a connection
- * that dies without closing (a host or network gone silent) is only noticed this way, and after
- * at most two of these kept answers stop being served. And it is the safety net: a pet inserted
- * without an announcement (its instance crashed between its commit and the announcement, or an
- * INSERT by hand) is seen within one of these.
+ * How often the listening connection reads where the pets' versions are. It is the heartbeat: a
+ * connection that dies without closing (a host or network gone silent) is only noticed this way,
+ * and after at most two of these kept answers stop being served. And it is the safety net: a
+ * write without an announcement (its instance crashed between its commit and the announcement,
+ * or an INSERT by hand) is seen within one of these, since every insert and update commits a
+ * higher version and every delete takes one from the sequence.
  */
 export const HEARTBEAT_MS = 1_000;
 /**
  * The listening connection's `lock_timeout`: a heartbeat that waits this long for a lock on pets
- * (an operator's `LOCK TABLE`, a `VACUUM FULL`) gives up on reading the highest id, which says
+ * (an operator's `LOCK TABLE`, a `VACUUM FULL`) gives up on reading the versions' watermark, which says
  * nothing of the connection: that is an answer too.
  */
 export const HEARTBEAT_LOCK_WAIT_MS = 250;
@@ -44,7 +52,7 @@ export async function announce(sql: postgres.Sql): Promise<void> {
 /**
  * What this instance knows of the `pets` table's changes, on any instance: a generation that
  * moves on with every write of this instance, every announcement of another's (and every
- * notification of the table's trigger), and every move of the highest pet id, and that exists
+ * notification of the table's trigger), and every move of the versions' watermark, and that exists
  * only while a connection listens.
  *
  * - While listening, `version()` is the generation: an answer read at a generation is kept until
@@ -65,7 +73,7 @@ export class PetChanges {
   readonly #announce: () => Promise<void>;
   readonly #log: Logger;
   #generation = 0;
-  /** The highest pet id the last heartbeat read. */
+  /** Where the pets' versions were at the last heartbeat (`watermark`). */
   #top: unknown;
   /** Whether an announcement is being sent, and whether another write ended meanwhile. */
   #announcing = false;
@@ -141,7 +149,7 @@ export class PetChanges {
     try {
       await session`LISTEN ${session(PETS_CHANNEL)}`;
       // Read after the LISTEN: a pet inserted before it is in every read from now on.
-      this.#top = await highestId(session);
+      this.#top = await watermark(session);
     } catch (err) {
       this.#lost(session, peerText(err));
       return;
@@ -161,7 +169,7 @@ export class PetChanges {
     this.#announcing = true;
     this.#announce()
       .catch((err: unknown) => {
-        // The others see the pet by their heartbeat's highest id instead, within a second.
+        // The others see the write by their heartbeat's watermark instead, within a second.
         this.#log.debug('announcing a pet write failed', { error: peerText(err) });
       })
       .finally(() => {
@@ -189,7 +197,7 @@ export class PetChanges {
     this.#relisten.unref?.();
   }
 
-  /** The highest pet id, read on the listening connection; no answer before the next beat counts as a loss. */
+  /** The versions' watermark, read on the listening connection; no answer before the next beat counts as a loss. */
   async #beat(): Promise<void> {
     const session = this.#session;
     if (!this.#listening || session === undefined || this.#beating) return;
@@ -200,7 +208,7 @@ export class PetChanges {
       timer.unref?.();
     });
     try {
-      const top = await Promise.race([highestId(session), silent]);
+      const top = await Promise.race([watermark(session), silent]);
       if (top === 'silent') this.#lost(session, `no answer to a heartbeat within ${HEARTBEAT_MS} ms`);
       else if (this.#session === session && top !== this.#top) {
         this.#top = top;
@@ -216,7 +224,13 @@ export class PetChanges {
   }
 }
 
-async function highestId(session: postgres.Sql): Promise<unknown> {
-  const [row] = await session`SELECT max(id) AS top FROM pets`;
+/**
+ * The highest committed version (an index's last entry) and the sequence's last value (moved by
+ * deletes too), as one string: any write of pets changes it.
+ */
+async function watermark(session: postgres.Sql): Promise<unknown> {
+  const [row] = await session.unsafe(
+    `SELECT coalesce((SELECT max(version) FROM pets), 0) || '/' || last_value AS top FROM ${PET_VERSIONS}`,
+  );
   return row?.top ?? null;
 }

@@ -48,7 +48,7 @@ describe('PostgresStore', () => {
       backend: 'postgres',
       synchronousCommit: 'on',
       schemaVersion: SCHEMA_VERSION,
-      migrated: [1, 2, 3, 4, 5, 6, 7],
+      migrated: [1, 2, 3, 4, 5, 6, 7, 8],
     });
     for (const name of ['a', 'b', 'c']) await first.create({ name, categoryId: 9007199254740991, status: 'sold' });
     await first.close();
@@ -61,11 +61,12 @@ describe('PostgresStore', () => {
       { version: 5, name: 'key_consumer_terms' },
       { version: 6, name: 'pets_notify' },
       { version: 7, name: 'webhook_outbox_trace' },
+      { version: 8, name: 'pet_versions' },
     ] as never);
     await sql`DELETE FROM pets WHERE id = 3`;
     await sql.end();
     const second = await PostgresStore.open({ url: db.url, log: silentLogger });
-    expect(await second.get(2)).toEqual({ id: 2, name: 'b', categoryId: 9007199254740991, status: 'sold' });
+    expect(await second.get(2)).toEqual({ id: 2, name: 'b', categoryId: 9007199254740991, status: 'sold', version: 2 });
     expect((await second.create({ name: 'd', categoryId: 1, status: 'available' })).id).toBe(4);
     await second.close();
     await db.drop();
@@ -133,8 +134,8 @@ describe('PostgresStore', () => {
     // the close first and reconnected.
     const first = await store.get(1).catch((e: unknown) => e);
     if (first instanceof Error) expect(first).toBeInstanceOf(StoreUnavailableError);
-    else expect(first).toEqual({ id: 1, name: 'before', categoryId: 1, status: 'available' });
-    expect(await store.get(1)).toEqual({ id: 1, name: 'before', categoryId: 1, status: 'available' });
+    else expect(first).toEqual({ id: 1, name: 'before', categoryId: 1, status: 'available', version: 1 });
+    expect(await store.get(1)).toEqual({ id: 1, name: 'before', categoryId: 1, status: 'available', version: 1 });
     await store.close();
     await db.drop();
   });
@@ -172,7 +173,7 @@ describe('PostgresStore version: every write of the fleet, heard through LISTEN'
       await sql`UPDATE pets SET name = 'Max' WHERE id = 1`;
       await sql.end();
       await within(1_000, () => b.version() !== seen && a.version() !== afterOwn);
-      expect(await b.get(1)).toEqual({ id: 1, name: 'Max', categoryId: 1, status: 'available' });
+      expect(await b.get(1)).toEqual({ id: 1, name: 'Max', categoryId: 1, status: 'available', version: 1 });
       // An INSERT by hand is announced by nobody: the heartbeat's highest id shows it.
       const quiet = b.version();
       const hand = postgres(db.url, { max: 1, onnotice: () => {} });

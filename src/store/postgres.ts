@@ -1,5 +1,5 @@
 import postgres from 'postgres';
-import type { NewPet, Pet } from '../core/pets.ts';
+import type { NewPet, Pet, StoredPet } from '../core/pets.ts';
 import type { Logger } from '../log.ts';
 import { peerText } from '../redact.ts';
 import { DEFAULT_STORE_TIMEOUT_MS } from './bounded.ts';
@@ -29,9 +29,17 @@ import {
   STATS,
   settleParams,
 } from './outbox-sql.ts';
-import { announce, HEARTBEAT_LOCK_WAIT_MS, PetChanges } from './postgres-changes.ts';
+import { ANNOUNCES_SETTING, announce, HEARTBEAT_LOCK_WAIT_MS, PetChanges } from './postgres-changes.ts';
 import { describeData } from './postgres-url.ts';
-import { column, PET_COLUMNS, petFromRow } from './rows.ts';
+import {
+  column,
+  KEPT_PET,
+  keptPetFromRow,
+  PET_COLUMNS,
+  petFromRow,
+  STORED_PET_COLUMNS,
+  storedPetFromRow,
+} from './rows.ts';
 import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from './store.ts';
 
 const POOL_SIZE = 10;
@@ -190,7 +198,13 @@ export class PostgresStore implements PetStore, WithKeyStore {
         ...options,
         max: POOL_SIZE,
         // A server configured with synchronous_commit=off would acknowledge commits it can lose.
-        connection: { application_name: 'petstore', synchronous_commit: 'on', statement_timeout: timeoutMs },
+        // Its writes are announced after their commit, not by the table's trigger (ANNOUNCES_SETTING).
+        connection: {
+          application_name: 'petstore',
+          synchronous_commit: 'on',
+          statement_timeout: timeoutMs,
+          [ANNOUNCES_SETTING]: 'on',
+        },
         // int8 columns (id, category_id) as numbers: the schema bounds them to 2^53 - 1.
         types: { bigint: { to: 20, from: [20], serialize: (n: number) => String(n), parse: (s: string) => Number(s) } },
       });
@@ -255,14 +269,14 @@ export class PostgresStore implements PetStore, WithKeyStore {
     }
   }
 
-  async create(pet: NewPet): Promise<Pet> {
+  async create(pet: NewPet): Promise<StoredPet> {
     const rows = await this.#changing(
       'store pet',
       () => this.#sql`
         INSERT INTO pets (name, category_id, status) VALUES (${pet.name}, ${pet.categoryId}, ${pet.status})
-        RETURNING ${this.#sql.unsafe(PET_COLUMNS)}`,
+        RETURNING ${this.#sql.unsafe(STORED_PET_COLUMNS)}`,
     );
-    return petFromRow(rows[0]);
+    return storedPetFromRow(rows[0]);
   }
 
   async createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult> {
@@ -280,33 +294,38 @@ export class PostgresStore implements PetStore, WithKeyStore {
         }
         if (sweep) await live(tx`DELETE FROM idempotency_keys WHERE expires_at <= ${now}`);
         const [seen] = await live(tx`
-          SELECT k.fingerprint, p.id, p.name, p.category_id, p.status
-          FROM idempotency_keys k JOIN pets p ON p.id = k.pet_id
+          SELECT k.fingerprint, ${tx.unsafe(KEPT_PET)}
+          FROM idempotency_keys k LEFT JOIN pets p ON p.id = k.pet_id
           WHERE k.scope = ${scope} AND k.idempotency_key = ${key} AND k.expires_at > ${now}`);
-        if (seen) {
+        const kept = seen ? keptPetFromRow(seen) : undefined;
+        if (kept) {
           if (column(seen, 'fingerprint') !== fingerprint) return { outcome: 'conflict' };
-          return { outcome: 'replayed', pet: petFromRow(seen) };
+          return { outcome: 'replayed', pet: kept };
         }
         const [row] = await live(tx`
           INSERT INTO pets (name, category_id, status) VALUES (${pet.name}, ${pet.categoryId}, ${pet.status})
-          RETURNING ${tx.unsafe(PET_COLUMNS)}`);
-        const stored = petFromRow(row);
+          RETURNING ${tx.unsafe(STORED_PET_COLUMNS)}`);
+        const stored = storedPetFromRow(row);
         await live(tx`
-          INSERT INTO idempotency_keys (scope, idempotency_key, fingerprint, pet_id, expires_at)
-          VALUES (${scope}, ${key}, ${fingerprint}, ${stored.id}, ${now + IDEMPOTENCY_TTL_MS})
+          INSERT INTO idempotency_keys
+            (scope, idempotency_key, fingerprint, pet_id, expires_at, pet_name, pet_category_id, pet_status, pet_version)
+          VALUES (${scope}, ${key}, ${fingerprint}, ${stored.id}, ${now + IDEMPOTENCY_TTL_MS},
+            ${stored.name}, ${stored.categoryId}, ${stored.status}, ${stored.version})
           ON CONFLICT (scope, idempotency_key) DO UPDATE
-          SET fingerprint = excluded.fingerprint, pet_id = excluded.pet_id, expires_at = excluded.expires_at`);
+          SET fingerprint = excluded.fingerprint, pet_id = excluded.pet_id, expires_at = excluded.expires_at,
+            pet_name = excluded.pet_name, pet_category_id = excluded.pet_category_id,
+            pet_status = excluded.pet_status, pet_version = excluded.pet_version`);
         return { outcome: 'created', pet: stored };
       }),
     );
   }
 
-  async get(id: number): Promise<Pet | undefined> {
+  async get(id: number): Promise<StoredPet | undefined> {
     const rows = await this.#query(
       'read pet',
-      () => this.#sql`SELECT ${this.#sql.unsafe(PET_COLUMNS)} FROM pets WHERE id = ${id}`,
+      () => this.#sql`SELECT ${this.#sql.unsafe(STORED_PET_COLUMNS)} FROM pets WHERE id = ${id}`,
     );
-    return rows.length === 0 ? undefined : petFromRow(rows[0]);
+    return rows.length === 0 ? undefined : storedPetFromRow(rows[0]);
   }
 
   async list({ limit, status, after = 0 }: ListOptions): Promise<Pet[]> {

@@ -1,13 +1,15 @@
-import { type Pet, PetStatus } from '../core/pets.ts';
+import { type Pet, PetStatus, type StoredPet } from '../core/pets.ts';
 import { StoreError } from './errors.ts';
 
 /** The columns every pet query selects, in the order both engines return them. */
 export const PET_COLUMNS = 'id, name, category_id, status';
+/** The columns of a pet and its version (src/core/pets.ts `StoredPet`). */
+export const STORED_PET_COLUMNS = `${PET_COLUMNS}, version`;
 
 const STATUSES: ReadonlySet<unknown> = new Set(PetStatus.options);
 
 /** A row as the drivers hand it over: its columns, each not yet known to be what it should. */
-type Row = Partial<Record<'id' | 'name' | 'category_id' | 'status', unknown>>;
+type Row = Partial<Record<'id' | 'name' | 'category_id' | 'status' | 'version', unknown>>;
 
 /**
  * A row of `pets` as a Pet; a row the schema cannot produce means a damaged or foreign database.
@@ -24,6 +26,41 @@ export function petFromRow(row: unknown): Pet {
   if (typeof category_id !== 'number') throw unexpected('category_id', category_id);
   if (!STATUSES.has(status)) throw unexpected('status', status);
   return { id, name, categoryId: category_id, status: status as PetStatus };
+}
+
+/**
+ * A row of `STORED_PET_COLUMNS` as a StoredPet.
+ *
+ * @example
+ * storedPetFromRow({ id: 1, name: 'Rex', category_id: 2, status: 'sold', version: 4 }) // { id: 1, ..., version: 4 }
+ */
+export function storedPetFromRow(row: unknown): StoredPet {
+  const pet = petFromRow(row);
+  const { version } = row as Row;
+  if (typeof version !== 'number') throw unexpected('version', version);
+  return { ...pet, version };
+}
+
+/**
+ * The pet an idempotency key's create answered, as `SELECT_KEY`s read it from the key's row
+ * joined to `pets` (`p`): the row's own copy, or for a key stored before it kept one, the pet
+ * as it is now; none when neither is there (such a key counts as unused).
+ */
+export const KEPT_PET = `
+  k.pet_id AS id,
+  coalesce(k.pet_name, p.name) AS name,
+  coalesce(k.pet_category_id, p.category_id) AS category_id,
+  coalesce(k.pet_status, p.status) AS status,
+  coalesce(k.pet_version, p.version) AS version`;
+
+/**
+ * A row of `KEPT_PET` as the StoredPet a create answered, or undefined when it is unknown.
+ *
+ * @example
+ * keptPetFromRow({ id: 3, name: null, category_id: null, status: null, version: null }) // undefined
+ */
+export function keptPetFromRow(row: unknown): StoredPet | undefined {
+  return column(row, 'name') === null || column(row, 'name') === undefined ? undefined : storedPetFromRow(row);
 }
 
 function unexpected(column: string, value: unknown): StoreError {

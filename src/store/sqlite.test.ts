@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describeStore } from '../../test/store-conformance.ts';
-import type { Pet } from '../core/pets.ts';
+import { petOf, type StoredPet } from '../core/pets.ts';
 import { createLogger, type Logger, silentLogger } from '../log.ts';
 import { StoreError, StoreOpenError, StoreTimeoutError, StoreUnavailableError, sqliteError } from './errors.ts';
 import { fingerprintOf, IDEMPOTENCY_TTL_MS, SWEEP_INTERVAL_MS } from './idempotency.ts';
@@ -46,6 +46,7 @@ describe('SqliteStore file', () => {
       { version: 5, name: 'key_consumer_terms' },
       { version: 6, name: 'pets_notify' },
       { version: 7, name: 'webhook_outbox_trace' },
+      { version: 8, name: 'pet_versions' },
     ]);
     db.close();
     await store.close();
@@ -58,7 +59,7 @@ describe('SqliteStore file', () => {
       journal: 'wal',
       synchronous: 'FULL',
       schemaVersion: SCHEMA_VERSION,
-      migrated: [1, 2, 3, 4, 5, 6, 7],
+      migrated: [1, 2, 3, 4, 5, 6, 7, 8],
     });
   });
 
@@ -70,7 +71,7 @@ describe('SqliteStore file', () => {
     db.exec('DELETE FROM pets WHERE id = 3');
     db.close();
     const second = open();
-    expect(await second.get(1)).toEqual({ id: 1, name: 'a', categoryId: 1, status: 'available' });
+    expect(await second.get(1)).toEqual({ id: 1, name: 'a', categoryId: 1, status: 'available', version: 1 });
     expect((await second.create({ name: 'd', categoryId: 1, status: 'sold' })).id).toBe(4);
     await second.close();
   });
@@ -79,9 +80,9 @@ describe('SqliteStore file', () => {
     const store = open();
     const pending = store.create({ name: 'late', categoryId: 3, status: 'pending' });
     await store.close();
-    expect(await pending).toEqual({ id: 1, name: 'late', categoryId: 3, status: 'pending' });
+    expect(await pending).toEqual({ id: 1, name: 'late', categoryId: 3, status: 'pending', version: 1 });
     const again = open();
-    expect(await again.get(1)).toEqual({ id: 1, name: 'late', categoryId: 3, status: 'pending' });
+    expect(await again.get(1)).toEqual({ id: 1, name: 'late', categoryId: 3, status: 'pending', version: 1 });
     await again.close();
     await expect(again.create({ name: 'x', categoryId: 1, status: 'sold' })).rejects.toBeInstanceOf(
       StoreUnavailableError,
@@ -114,9 +115,9 @@ describe('SqliteStore file', () => {
     const lines: string[] = [];
     const store = open(path, createLogger({ write: (l) => lines.push(l) }));
     expect(lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'store opened')).toMatchObject({
-      migrated: [2, 3, 4, 5, 6, 7],
+      migrated: [2, 3, 4, 5, 6, 7, 8],
     });
-    expect(await store.get(1)).toEqual({ id: 1, name: 'old', categoryId: 1, status: 'sold' });
+    expect(await store.get(1)).toEqual({ id: 1, name: 'old', categoryId: 1, status: 'sold', version: 1 });
     const now = Date.UTC(2026, 10, 22);
     const once = { scope: 'key:a', key: 'k', fingerprint: 'f', now };
     expect(await store.createOnce({ name: 'new', categoryId: 1, status: 'available' }, once)).toMatchObject({
@@ -177,7 +178,7 @@ describe('SqliteStore file', () => {
     const pages = Number((db.prepare('PRAGMA page_count').get() as { page_count: number }).page_count);
     db.exec(`PRAGMA max_page_count = ${pages + 2}`);
     const big = { name: 'x'.repeat(100), categoryId: 1, status: 'available' } as const;
-    const stored: Pet[] = [];
+    const stored: StoredPet[] = [];
     let failure: unknown;
     while (failure === undefined && stored.length < 1000) {
       await store.create(big).then(
@@ -191,7 +192,7 @@ describe('SqliteStore file', () => {
     // A batch is one transaction: a failed one leaves nothing behind; what was answered is there.
     const batch = await Promise.allSettled([store.create(big), store.create(big)]);
     expect(batch.map((r) => r.status)).toEqual(['rejected', 'rejected']);
-    expect(await store.list({ limit: 1000 })).toEqual(stored);
+    expect(await store.list({ limit: 1000 })).toEqual(stored.map(petOf));
 
     db.exec('PRAGMA max_page_count = 1000000');
     db.exec('PRAGMA query_only = ON');
@@ -224,7 +225,7 @@ describe('SqliteStore file', () => {
     expect(out.made).toEqual([2, 3, 4]);
     expect(out.all[0]).toEqual({ id: 1, name: 'from bun', categoryId: 1, status: 'sold' });
     expect(out.all[3]).toEqual({ id: 4, name: 'from deno 3', categoryId: 3, status: 'pending' });
-    const keyed = { id: 5, name: 'keyed', categoryId: 1, status: 'sold' };
+    const keyed = { id: 5, name: 'keyed', categoryId: 1, status: 'sold', version: 1 };
     expect(out.keyed).toEqual([
       { outcome: 'created', pet: keyed },
       { outcome: 'replayed', pet: keyed },
@@ -256,7 +257,7 @@ describe('SqliteStore while another process holds the write lock', () => {
     // A create that gets the lock within its wait is stored.
     const late = store.create({ name: 'late', categoryId: 1, status: 'available' });
     setTimeout(() => other.exec('COMMIT'), 100);
-    expect(await late).toEqual({ id: 2, name: 'late', categoryId: 1, status: 'available' });
+    expect(await late).toEqual({ id: 2, name: 'late', categoryId: 1, status: 'available', version: 1 });
     expect((await store.list({ limit: 10 })).map((p) => p.name)).toEqual(['before', 'late']);
     other.close();
     await store.close();

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { clearTimeout, setImmediate, setTimeout } from 'node:timers';
 import { type Clock, systemClock } from '../core/clock.ts';
-import type { NewPet, Pet } from '../core/pets.ts';
+import type { NewPet, Pet, StoredPet } from '../core/pets.ts';
 import type { Logger } from '../log.ts';
 import {
   isSqliteBusy,
@@ -36,7 +36,15 @@ import {
   STATS,
   settleParams,
 } from './outbox-sql.ts';
-import { column, PET_COLUMNS, petFromRow } from './rows.ts';
+import {
+  column,
+  KEPT_PET,
+  keptPetFromRow,
+  PET_COLUMNS,
+  petFromRow,
+  STORED_PET_COLUMNS,
+  storedPetFromRow,
+} from './rows.ts';
 import type { SqliteConnection, SqliteOpener } from './sqlite-driver.ts';
 import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from './store.ts';
 
@@ -51,8 +59,8 @@ const BUSY_POLL_MS = 10;
 /** The default of `lockWaitMs`. */
 export const DEFAULT_LOCK_WAIT_MS = 5_000;
 
-const INSERT = `INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?) RETURNING ${PET_COLUMNS}`;
-const SELECT_ONE = `SELECT ${PET_COLUMNS} FROM pets WHERE id = ?`;
+const INSERT = `INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?) RETURNING ${STORED_PET_COLUMNS}`;
+const SELECT_ONE = `SELECT ${STORED_PET_COLUMNS} FROM pets WHERE id = ?`;
 const SELECT_PAGE = `SELECT ${PET_COLUMNS} FROM pets WHERE id > ? ORDER BY id LIMIT ?`;
 const SELECT_PAGE_BY_STATUS = `SELECT ${PET_COLUMNS} FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?`;
 /** Changes when another connection commits: what keeps `version()` honest across processes. */
@@ -64,15 +72,19 @@ const DATA_VERSION = 'PRAGMA data_version';
  * which docs/operations.md advises against) can go unseen, for at most this long.
  */
 export const DATA_VERSION_TTL_MS = 100;
-/** The live key's pet; a key whose pet is gone (deleted by hand) counts as unused. */
+/** The live key and the pet its create answered (`KEPT_PET`); none when that is unknown. */
 const SELECT_KEY = `
-  SELECT k.fingerprint, p.id, p.name, p.category_id, p.status
-  FROM idempotency_keys k JOIN pets p ON p.id = k.pet_id
+  SELECT k.fingerprint, ${KEPT_PET}
+  FROM idempotency_keys k LEFT JOIN pets p ON p.id = k.pet_id
   WHERE k.scope = ? AND k.idempotency_key = ? AND k.expires_at > ?`;
 const UPSERT_KEY = `
-  INSERT INTO idempotency_keys (scope, idempotency_key, fingerprint, pet_id, expires_at) VALUES (?, ?, ?, ?, ?)
+  INSERT INTO idempotency_keys
+    (scope, idempotency_key, fingerprint, pet_id, expires_at, pet_name, pet_category_id, pet_status, pet_version)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT (scope, idempotency_key) DO UPDATE
-  SET fingerprint = excluded.fingerprint, pet_id = excluded.pet_id, expires_at = excluded.expires_at`;
+  SET fingerprint = excluded.fingerprint, pet_id = excluded.pet_id, expires_at = excluded.expires_at,
+    pet_name = excluded.pet_name, pet_category_id = excluded.pet_category_id,
+    pet_status = excluded.pet_status, pet_version = excluded.pet_version`;
 const SWEEP_KEYS = 'DELETE FROM idempotency_keys WHERE expires_at <= ?';
 
 export interface SqliteStoreOptions {
@@ -213,18 +225,18 @@ export class SqliteStore implements PetStore, WithKeyStore {
     }
   }
 
-  create(pet: NewPet): Promise<Pet> {
-    return this.#enqueue(() => this.#insert(pet)) as Promise<Pet>;
+  create(pet: NewPet): Promise<StoredPet> {
+    return this.#enqueue(() => this.#insert(pet)) as Promise<StoredPet>;
   }
 
   createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult> {
     return this.#enqueue(() => this.#insertOnce(pet, once), once.now) as Promise<CreateOnceResult>;
   }
 
-  async get(id: number): Promise<Pet | undefined> {
+  async get(id: number): Promise<StoredPet | undefined> {
     return this.#reading('read pet', () => {
       const row = this.#read('read pet', () => this.#db.prepare(SELECT_ONE).get(id));
-      return row === undefined || row === null ? undefined : petFromRow(row);
+      return row === undefined || row === null ? undefined : storedPetFromRow(row);
     });
   }
 
@@ -367,19 +379,32 @@ export class SqliteStore implements PetStore, WithKeyStore {
     }
   }
 
-  #insert(pet: NewPet): Pet {
-    return petFromRow(this.#db.prepare(INSERT).get(pet.name, pet.categoryId, pet.status));
+  #insert(pet: NewPet): StoredPet {
+    return storedPetFromRow(this.#db.prepare(INSERT).get(pet.name, pet.categoryId, pet.status));
   }
 
   /** Inside the batch's transaction: the key's first pet, a conflict, or a new pet and its key. */
   #insertOnce(pet: NewPet, once: IdempotentCreate): CreateOnceResult {
     const seen = this.#db.prepare(SELECT_KEY).get(once.scope, once.key, once.now);
-    if (seen !== undefined && seen !== null) {
+    const kept = seen === undefined || seen === null ? undefined : keptPetFromRow(seen);
+    if (kept !== undefined) {
       if (column(seen, 'fingerprint') !== once.fingerprint) return { outcome: 'conflict' };
-      return { outcome: 'replayed', pet: petFromRow(seen) };
+      return { outcome: 'replayed', pet: kept };
     }
     const stored = this.#insert(pet);
-    this.#db.prepare(UPSERT_KEY).get(once.scope, once.key, once.fingerprint, stored.id, once.now + IDEMPOTENCY_TTL_MS);
+    this.#db
+      .prepare(UPSERT_KEY)
+      .get(
+        once.scope,
+        once.key,
+        once.fingerprint,
+        stored.id,
+        once.now + IDEMPOTENCY_TTL_MS,
+        stored.name,
+        stored.categoryId,
+        stored.status,
+        stored.version,
+      );
     return { outcome: 'created', pet: stored };
   }
 

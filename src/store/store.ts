@@ -1,4 +1,4 @@
-import type { NewPet, Pet, PetStatus } from '../core/pets.ts';
+import type { NewPet, Pet, PetStatus, StoredPet } from '../core/pets.ts';
 import type { Outbox } from './outbox.ts';
 
 /** One page request: pets with `id > after`, ascending, at most `limit`. */
@@ -22,14 +22,14 @@ export interface IdempotentCreate {
 
 /** What `createOnce` did: stored a new pet, found the one the key made before, or refused. */
 export type CreateOnceResult =
-  | { readonly outcome: 'created'; readonly pet: Pet }
-  | { readonly outcome: 'replayed'; readonly pet: Pet }
+  | { readonly outcome: 'created'; readonly pet: StoredPet }
+  | { readonly outcome: 'replayed'; readonly pet: StoredPet }
   | { readonly outcome: 'conflict' };
 
 /** Where pets live. Ids are assigned by the store and increase. */
 export interface PetStore {
   /** Stores a new pet; resolves only once it is durable for this backend. */
-  create(pet: NewPet): Promise<Pet>;
+  create(pet: NewPet): Promise<StoredPet>;
   /**
    * Like `create`, remembering the key with the pet in the same transaction, so a crash cannot
    * keep one without the other; a live key answers its first pet (`replayed`) or, with another
@@ -37,7 +37,8 @@ export interface PetStore {
    * concurrent or on different instances sharing the database.
    */
   createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult>;
-  get(id: number): Promise<Pet | undefined>;
+  /** The pet with its current version, or undefined when no pet has this id (never had, or deleted). */
+  get(id: number): Promise<StoredPet | undefined>;
   list(options: ListOptions): Promise<readonly Pet[]>;
   /**
    * A value that changes whenever any pet may have changed, compared with `===`; undefined when

@@ -1,0 +1,59 @@
+/**
+ * A pet's strong entity tag and the `If-Match` header that compares against it (RFC 9110,
+ * sections 8.8.3 and 13.1.1). The tag comes from the pet's id and version, never from its body:
+ * two answers of the same pet at the same version carry the same tag, on every instance. A
+ * pet's body is never compressed (it stays under the answer path's 1 KiB threshold, 100
+ * characters of name included), so the tag names one sequence of bytes, as a strong tag must.
+ */
+
+/** What `If-Match` asks of the pet: any current version (`*`), or one of these versions. */
+export type IfMatch = '*' | readonly number[];
+
+/** One entity tag of an `If-Match` list: a strong tag, `W/` and all; commas never occur inside one of ours. */
+const TAG = /^(W\/)?"([^"]*)"$/;
+/** Our own tags: `"<id>-<version>"`, both decimal. */
+const PET_TAG = /^([1-9][0-9]{0,15})-([1-9][0-9]{0,15})$/;
+
+/**
+ * The strong `ETag` of pet `id` at `version`.
+ *
+ * @example
+ * petEtag(7, 3) // '"7-3"'
+ */
+export function petEtag(id: number, version: number): string {
+  return `"${id}-${version}"`;
+}
+
+/**
+ * What an `If-Match` value asks of pet `id`: `*`, or the versions of this pet its tags name
+ * (strong comparison: a weak tag, another pet's tag or a malformed one matches nothing);
+ * undefined when there is no header (no precondition).
+ *
+ * @example
+ * ifMatchOf('"7-3", "8-1"', 7) // [3]
+ * ifMatchOf('*', 7) // '*'
+ * ifMatchOf('W/"7-3"', 7) // []
+ */
+export function ifMatchOf(header: string | undefined, id: number): IfMatch | undefined {
+  if (header === undefined) return undefined;
+  if (header.trim() === '*') return '*';
+  const versions: number[] = [];
+  for (const raw of header.split(',')) {
+    const tag = TAG.exec(raw.trim());
+    if (!tag || tag[1] !== undefined) continue;
+    const ours = PET_TAG.exec(tag[2] ?? '');
+    if (ours && Number(ours[1]) === id) versions.push(Number(ours[2]));
+  }
+  return versions;
+}
+
+/**
+ * Whether a pet at `version` meets `ifMatch` (none: no precondition).
+ *
+ * @example
+ * meets([3], 3) // true
+ * meets('*', 9) // true
+ */
+export function meets(ifMatch: IfMatch | undefined, version: number): boolean {
+  return ifMatch === undefined || ifMatch === '*' || ifMatch.includes(version);
+}
