@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import { MAX_ID, type NewPet, petOf } from '../src/core/pets.ts';
+import { MAX_ID, type NewPet, petOf, type StoredPet } from '../src/core/pets.ts';
 import { fingerprintOf, IDEMPOTENCY_TTL_MS } from '../src/store/idempotency.ts';
 import type { Outbox } from '../src/store/outbox.ts';
 import type { IdempotentCreate, PetStore } from '../src/store/store.ts';
@@ -154,6 +154,61 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
       const all = await store.list({ limit: 100 });
       expect(all).toHaveLength(11);
       expect(all.filter((p) => p.name === 'Rex')).toHaveLength(1);
+    });
+
+    test('update: every (from, to) pair of statuses is a transition or invalid_transition', async () => {
+      const statuses = ['available', 'pending', 'sold'] as const;
+      const allowed = new Set(['available>pending', 'available>sold', 'pending>available', 'pending>sold']);
+      for (const from of statuses) {
+        for (const to of statuses) {
+          const made = await store.create({ name: `${from}>${to}`, categoryId: 1, status: from });
+          const result = await store.update(made.id, { status: to });
+          const seen = await store.get(made.id);
+          if (from === to) {
+            // No transition, no change: the version stays.
+            expect(result).toEqual({ outcome: 'updated', pet: made });
+            expect(seen).toEqual(made);
+          } else if (allowed.has(`${from}>${to}`)) {
+            expect(result.outcome).toBe('updated');
+            expect(seen).toEqual({ ...made, status: to, version: seen?.version ?? 0 });
+            expect((seen?.version ?? 0) > made.version).toBe(true);
+            expect(result).toEqual({ outcome: 'updated', pet: seen as StoredPet });
+          } else {
+            expect([from, to, result]).toEqual([from, to, { outcome: 'invalid_transition', pet: made }]);
+            expect(seen).toEqual(made);
+          }
+        }
+      }
+      expect(await store.list({ limit: 100, status: 'sold' })).toHaveLength(5);
+    });
+
+    test('update: If-Match decides in the write; a missing pet is not_found; keys keep what their create answered', async () => {
+      const made = await store.create(rex);
+      const renamed = await store.update(made.id, { name: 'Max', categoryId: 9 }, [made.version]);
+      expect(renamed.outcome).toBe('updated');
+      const now = renamed.outcome === 'updated' ? renamed.pet : made;
+      expect(petOf(now)).toEqual({ id: 1, name: 'Max', categoryId: 9, status: 'available' });
+      expect(await store.update(made.id, { name: 'Lost' }, [made.version])).toEqual({ outcome: 'stale', pet: now });
+      expect(await store.update(made.id, { name: 'Lost' }, [])).toEqual({ outcome: 'stale', pet: now });
+      expect(await store.get(made.id)).toEqual(now);
+      expect((await store.update(made.id, { status: 'sold' }, [made.version, now.version])).outcome).toBe('updated');
+      expect((await store.update(made.id, { name: 'Any' }, '*')).outcome).toBe('updated');
+      expect(await store.update(99, { name: 'Nobody' }, '*')).toEqual({ outcome: 'not_found' });
+      // Concurrent changes with the same If-Match: exactly one wins.
+      const current = (await store.get(made.id))?.version ?? 0;
+      const racing = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => store.update(made.id, { name: `r${i}` }, [current])),
+      );
+      expect(racing.filter((r) => r.outcome === 'updated')).toHaveLength(1);
+      expect(racing.filter((r) => r.outcome === 'stale')).toHaveLength(9);
+      // The key answers the pet as its create answered it, not as it is now.
+      const keyed = await store.createOnce(tom, once(tom, 'kept'));
+      const first = keyed.outcome === 'created' ? keyed.pet : undefined;
+      await store.update(first?.id ?? 0, { name: 'Changed' });
+      expect(await store.createOnce(tom, once(tom, 'kept', T0 + 1))).toEqual({
+        outcome: 'replayed',
+        pet: first as StoredPet,
+      });
     });
 
     test('ping resolves on an open store', async () => {

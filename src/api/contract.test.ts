@@ -130,6 +130,7 @@ describe('the documented 500, which no black-box test can provoke', () => {
     create: () => Promise.reject(new Error('disk on fire')),
     createOnce: () => Promise.reject(new Error('disk on fire')),
     get: () => Promise.reject(new Error('disk on fire')),
+    update: () => Promise.reject(new Error('disk on fire')),
     list: () => Promise.reject(new Error('disk on fire')),
     version: () => undefined,
     ping: () => Promise.resolve(),

@@ -72,8 +72,13 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
   readonly params?: Schema<P>;
   /** Request headers, by lower-cased name. */
   readonly headers?: Schema<H>;
-  /** The JSON body; an operation with one reads only `application/json`. */
+  /** The JSON body; an operation with one reads only `application/json`, unless `bodyTypes` says otherwise. */
   readonly body?: Schema<B>;
+  /**
+   * The media types of JSON the body may be sent as, the preferred first: `updatePet` reads a
+   * JSON Merge Patch (`application/merge-patch+json`) and plain `application/json`.
+   */
+  readonly bodyTypes?: readonly string[];
   /**
    * Whether a successful answer carries a weak ETag of its body (and Link), and 304s. False for
    * an operation whose handler tags its answer itself (a pet's strong tag, from its version).

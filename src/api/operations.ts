@@ -1,8 +1,8 @@
-import { NewPet } from '../core/pets.ts';
+import { NewPet, PetPatch } from '../core/pets.ts';
 import { defineOperation, type Operation } from './operation.ts';
-import { createPet, getPet, listPets } from './pets.ts';
+import { createPet, getPet, listPets, updatePet } from './pets.ts';
 import { getRateLimit } from './rate-limit.ts';
-import { CreateHeaders, ListQuery, PetParams } from './schemas.ts';
+import { ConditionalHeaders, CreateHeaders, ListQuery, PetParams } from './schemas.ts';
 
 /** The version segment every API path starts with. */
 export const API_PREFIX = '/v1';
@@ -47,6 +47,20 @@ export const OPERATIONS: readonly Operation[] = [
     etag: false,
     memo: true,
     handler: getPet,
+  }),
+  defineOperation({
+    id: 'updatePet',
+    method: 'PATCH',
+    path: '/pets/:petId',
+    scope: 'pets:write',
+    params: PetParams,
+    headers: ConditionalHeaders,
+    body: PetPatch,
+    bodyTypes: ['application/merge-patch+json', 'application/json'],
+    // Tagged by its handler: the pet's strong ETag, from its new version.
+    etag: false,
+    memo: false,
+    handler: updatePet,
   }),
   defineOperation({
     id: 'getRateLimit',

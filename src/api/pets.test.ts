@@ -122,6 +122,7 @@ describe('a store that cannot serve', () => {
     create: down,
     createOnce: down,
     get: down,
+    update: down,
     list: down,
     version: () => undefined,
     ping: down,

@@ -1,10 +1,10 @@
 import { ApiError } from '../core/errors.ts';
-import { type NewPet, type PetStatus, petOf, type StoredPet } from '../core/pets.ts';
-import { petEtag } from '../core/preconditions.ts';
+import { NEXT_STATUSES, type NewPet, type PetPatch, type PetStatus, petOf, type StoredPet } from '../core/pets.ts';
+import { ifMatchOf, petEtag } from '../core/preconditions.ts';
 import type { Reply } from '../core/reply.ts';
 import { fingerprintOf } from '../store/idempotency.ts';
 import type { ApiDeps, Input } from './operation.ts';
-import type { CreateHeaders, ListQuery, PetParams } from './schemas.ts';
+import type { ConditionalHeaders, CreateHeaders, ListQuery, PetParams } from './schemas.ts';
 
 const JSON_TYPE = 'application/json';
 const CURSOR_RADIX = 36;
@@ -60,6 +60,31 @@ export async function getPet({ params }: Input<unknown, PetParams>, { store }: A
   return petReply(200, pet);
 }
 
+/**
+ * `PATCH /pets/{petId}`: a JSON Merge Patch of the pet's name, category and status, when the
+ * pet still has the version `If-Match` names (any version without the header); 200 with the
+ * whole pet and its new `ETag`. A status change must be a transition of `NEXT_STATUSES`.
+ */
+export async function updatePet(
+  { params, headers, body }: Input<unknown, PetParams, ConditionalHeaders, PetPatch>,
+  { store }: ApiDeps,
+): Promise<Reply> {
+  const { petId } = params;
+  const result = await store.update(petId, body, ifMatchOf(headers['if-match'], petId));
+  switch (result.outcome) {
+    case 'updated':
+      return petReply(200, result.pet);
+    case 'not_found':
+      throw noSuchPet(petId);
+    case 'stale':
+      throw stale(petId);
+    case 'on_order':
+      throw onOrder(petId, 'its status cannot change until the order is completed or cancelled');
+    case 'invalid_transition':
+      throw notATransition(result.pet.status, body.status ?? result.pet.status);
+  }
+}
+
 /** The 201 of a stored (or replayed) pet, with its `Location` relative to `/v1/pets`. */
 function created(pet: StoredPet, replayed = false): Reply {
   const headers: Record<string, string> = { Location: `pets/${pet.id}` };
@@ -76,6 +101,32 @@ function petReply(status: number, pet: StoredPet, headers?: Record<string, strin
 
 function noSuchPet(petId: number): ApiError {
   return new ApiError('not_found', `No pet has id ${petId}.`);
+}
+
+function stale(petId: number): ApiError {
+  return new ApiError(
+    'precondition_failed',
+    `Pet ${petId} has changed since the ETag sent in If-Match; nothing was changed. ` +
+      'Read its current ETag (PATCH with {} changes nothing and answers it), then decide again.',
+  );
+}
+
+function onOrder(petId: number, consequence: string): ApiError {
+  return new ApiError('pet_on_order', `Pet ${petId} is held by an open order: ${consequence}.`);
+}
+
+/**
+ * The 409 of a status change that is no transition, naming the statuses the pet may take.
+ *
+ * @example
+ * notATransition('sold', 'available').message
+ * // 'status: a sold pet cannot become available; sold is final: its status never changes.'
+ */
+function notATransition(from: PetStatus, to: PetStatus): ApiError {
+  const next = NEXT_STATUSES[from];
+  const allowed =
+    next.length === 0 ? `${from} is final: its status never changes` : `it may become ${next.join(' or ')}`;
+  return new ApiError('invalid_transition', `status: a ${from} pet cannot become ${to}; ${allowed}.`);
 }
 
 /**

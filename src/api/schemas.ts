@@ -45,7 +45,16 @@ export const ALLOWED: Readonly<Record<string, string>> = {
   'Idempotency-Key': '1 to 255 visible ASCII characters (! to ~, no spaces)',
 };
 
-/** Path of `getPet`. */
+/**
+ * Headers of `updatePet` and `deletePet`: an optional `If-Match`, any text (a value that names
+ * no current tag of the pet is a 412, as RFC 9110 says of a tag that does not match).
+ */
+export const ConditionalHeaders = v.object({
+  'if-match': v.optional(v.string()),
+});
+export type ConditionalHeaders = v.InferOutput<typeof ConditionalHeaders>;
+
+/** Path of `getPet`, `updatePet` and `deletePet`. */
 export const PetParams = v.object({
   petId: v.pipe(IntegerText, v.minValue(1), v.maxValue(MAX_ID)),
 });

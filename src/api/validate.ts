@@ -39,6 +39,9 @@ export function inputReader<D>(
   const params = op.params && checker('param', op.params, allowed);
   const headers = op.headers && checker('header', op.headers, allowed);
   const body = op.body && checker('json', op.body, allowed);
+  const types = op.bodyTypes ?? JSON_TYPES;
+  // A PATCH that is refused for its media type says which ones it takes (RFC 5789, section 3.1).
+  const refused = op.method === 'PATCH' ? notJson(types, { 'Accept-Patch': types.join(', ') }) : notJson(types);
   const fromRequest = (c: Context, principal: string, quota?: RateLimitStatus, key?: KeyHolder): Input => {
     const input = {
       query: query?.(queryOf(c)),
@@ -53,7 +56,7 @@ export function inputReader<D>(
   };
   if (!body) return fromRequest;
   return async function withBody(c, principal, quota, key) {
-    if (!isJson(c.req.header('content-type'))) throw notJson();
+    if (!isMediaType(c.req.header('content-type'), types)) throw refused;
     const value = parseJsonBody(await c.req.arrayBuffer(), allowed);
     // Headers first, then the body, as a client reads the request.
     const input = fromRequest(c, principal, quota, key);
@@ -213,6 +216,14 @@ export function refuseBodyOnGet(c: Context, maxSize: number): void {
   if (!isJson(c.req.header('content-type'))) throw notJson();
 }
 
+const JSON_TYPES: readonly string[] = ['application/json'];
+
 function isJson(contentType: string | undefined): boolean {
-  return contentType?.split(';', 1)[0]?.trim().toLowerCase() === 'application/json';
+  return isMediaType(contentType, JSON_TYPES);
+}
+
+/** Whether `contentType`'s media type, parameters aside, is one of `types`. */
+function isMediaType(contentType: string | undefined, types: readonly string[]): boolean {
+  const type = contentType?.split(';', 1)[0]?.trim().toLowerCase();
+  return type !== undefined && types.includes(type);
 }

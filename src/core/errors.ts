@@ -11,6 +11,9 @@ export const ERROR_CODES = [
   'method_not_allowed',
   'idempotency_key_reused',
   'conflict',
+  'invalid_transition',
+  'pet_on_order',
+  'precondition_failed',
   'payload_too_large',
   'uri_too_long',
   'unsupported_media_type',
@@ -42,6 +45,9 @@ const STATUS_BY_CODE: Record<ErrorCode, ContentfulStatusCode> = {
   method_not_allowed: 405,
   idempotency_key_reused: 409,
   conflict: 409,
+  invalid_transition: 409,
+  pet_on_order: 409,
+  precondition_failed: 412,
   payload_too_large: 413,
   uri_too_long: 414,
   unsupported_media_type: 415,
@@ -106,9 +112,16 @@ export function tooLarge(maxBytes: number): ApiError {
   return new ApiError('payload_too_large', `The request body is larger than ${maxBytes} bytes.`);
 }
 
-/** The 415 of a body that is not `application/json`. */
-export function notJson(): ApiError {
-  return new ApiError('unsupported_media_type', 'The request body must be application/json.');
+/**
+ * The 415 of a body in none of the media types the operation reads (`application/json` unless
+ * it says otherwise); with `headers` such as PATCH's `Accept-Patch`.
+ *
+ * @example
+ * notJson(['application/merge-patch+json', 'application/json'])
+ * // 415 "The request body must be application/merge-patch+json or application/json."
+ */
+export function notJson(types: readonly string[] = ['application/json'], headers?: Record<string, string>): ApiError {
+  return new ApiError('unsupported_media_type', `The request body must be ${types.join(' or ')}.`, headers);
 }
 
 /** The 404 of a path no route serves. */

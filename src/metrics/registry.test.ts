@@ -11,6 +11,7 @@ describe('operationIndex', () => {
       'listPets',
       'createPet',
       'getPet',
+      'updatePet',
       'getRateLimit',
       'healthz',
       'readyz',
@@ -52,7 +53,7 @@ describe('Metrics', () => {
         ...['free', 'pro', 'business', 'enterprise', 'anonymous'].map((p) => `petstore_bans_total{plan="${p}"} 0`),
         '# HELP petstore_store_errors_total Failed store calls, by operation and kind (timeout, unavailable or error).',
         '# TYPE petstore_store_errors_total counter',
-        ...['create', 'get', 'list', 'ping', 'outbox'].flatMap((o) => [
+        ...['create', 'get', 'update', 'list', 'ping', 'outbox'].flatMap((o) => [
           `petstore_store_errors_total{operation="${o}",kind="timeout"} 0`,
           `petstore_store_errors_total{operation="${o}",kind="unavailable"} 0`,
           `petstore_store_errors_total{operation="${o}",kind="error"} 0`,

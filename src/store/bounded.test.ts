@@ -69,6 +69,7 @@ function backend() {
     create: (pet: NewPet) => gate(() => memory.create(pet)),
     createOnce: memory.createOnce.bind(memory),
     get: (id: number) => gate(() => memory.get(id)),
+    update: memory.update.bind(memory),
     list: () => gate(() => memory.list({ limit: 10 })),
     version: () => memory.version(),
     ping: () => {
@@ -255,6 +256,7 @@ describe('BoundedStore: the method list', () => {
       ['create', true],
       ['createOnce', true],
       ['get', true],
+      ['update', true],
       ['list', true],
       ['ping', true],
       ['record', true],

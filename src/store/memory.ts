@@ -1,7 +1,9 @@
-import { type NewPet, type Pet, petOf, type StoredPet } from '../core/pets.ts';
+import { type NewPet, type Pet, type PetPatch, petOf, type StoredPet } from '../core/pets.ts';
+import type { IfMatch } from '../core/preconditions.ts';
+import { planUpdate } from './changes.ts';
 import { IDEMPOTENCY_TTL_MS } from './idempotency.ts';
 import { MemoryOutbox } from './outbox.ts';
-import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from './store.ts';
+import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore, UpdateResult } from './store.ts';
 
 interface RememberedKey {
   readonly fingerprint: string;
@@ -44,6 +46,30 @@ export class MemoryStore implements PetStore {
     const i = this.#firstAfter(id - 1);
     const pet = this.#pets[i];
     return pet?.id === id ? { ...pet } : undefined;
+  }
+
+  // Synchronous from the read to the write, as one transaction.
+  async update(id: number, patch: PetPatch, ifMatch?: IfMatch): Promise<UpdateResult> {
+    const i = this.#firstAfter(id - 1);
+    const current = this.#pets[i]?.id === id ? this.#pets[i] : undefined;
+    const plan = planUpdate(current, patch, ifMatch);
+    if (plan.outcome !== 'apply') return plan;
+    const was = current as StoredPet;
+    if (plan.statusChanges && this.#heldByOrder(id)) return { outcome: 'on_order', pet: { ...was } };
+    if (!plan.changed) return { outcome: 'updated', pet: { ...was } };
+    // A new object: an idempotency key keeps the one its create answered.
+    const next: StoredPet = { ...plan.next, version: was.version + 1 };
+    this.#pets[i] = next;
+    this.#generation++;
+    return { outcome: 'updated', pet: { ...next } };
+  }
+
+  /**
+   * Whether an open order holds pet `id`: then its status cannot change and it cannot be
+   * removed. The orders of this store answer it; without them no pet is held.
+   */
+  #heldByOrder(_id: number): boolean {
+    return false;
   }
 
   async list({ limit, status, after = 0 }: ListOptions): Promise<Pet[]> {

@@ -15,7 +15,7 @@ import {
 import { fingerprintOf } from './idempotency.ts';
 import { SCHEMA_VERSION } from './migrations.ts';
 import { LISTENER_NAME, PostgresStore, postgresError } from './postgres.ts';
-import { HEARTBEAT_MS } from './postgres-changes.ts';
+import { HEARTBEAT_MS, PETS_CHANNEL } from './postgres-changes.ts';
 import { describeData } from './postgres-url.ts';
 
 /** A server the tests may create and drop databases on; `make unit` starts one (scripts/with-postgres.sh). */
@@ -183,6 +183,35 @@ describe('PostgresStore version: every write of the fleet, heard through LISTEN'
       expect(took).toBeGreaterThan(0);
     } finally {
       await Promise.all([a.close(), b.close()]);
+      await db.drop();
+    }
+  });
+
+  test('an instance announces its changes itself, the trigger only an operator’s; the heartbeat sees a delete', async () => {
+    const db = await freshDatabase();
+    const a = await PostgresStore.open({ url: db.url, log: silentLogger });
+    const heard: string[] = [];
+    const listener = postgres(db.url, { max: 1, onnotice: () => {} });
+    try {
+      await listener.listen(PETS_CHANNEL, (payload) => heard.push(payload));
+      const made = await a.create({ name: 'Rex', categoryId: 1, status: 'available' });
+      await a.update(made.id, { status: 'pending' });
+      await within(1_000, () => heard.length >= 2);
+      await Bun.sleep(200);
+      // One announcement per write, none from the trigger: the fleet's writes never take turns on NOTIFY.
+      expect(heard).toHaveLength(2);
+      const hand = postgres(db.url, { max: 1, onnotice: () => {} });
+      await hand`UPDATE pets SET name = 'Max' WHERE id = ${made.id}`;
+      await within(1_000, () => heard.length === 3);
+      // A delete by hand without the trigger (as if its announcement were lost): the heartbeat's
+      // watermark moves, since every delete by an instance takes a version from the sequence.
+      const quiet = a.version();
+      await hand`SELECT nextval('pet_versions')`;
+      await hand.end();
+      expect(await within(HEARTBEAT_MS + 1_000, () => a.version() !== quiet)).toBeGreaterThan(0);
+    } finally {
+      await listener.end();
+      await a.close();
       await db.drop();
     }
   });

@@ -1,8 +1,10 @@
 import postgres from 'postgres';
-import type { NewPet, Pet, StoredPet } from '../core/pets.ts';
+import type { NewPet, Pet, PetPatch, StoredPet } from '../core/pets.ts';
+import type { IfMatch } from '../core/preconditions.ts';
 import type { Logger } from '../log.ts';
 import { peerText } from '../redact.ts';
 import { DEFAULT_STORE_TIMEOUT_MS } from './bounded.ts';
+import { planUpdate } from './changes.ts';
 import {
   OUTCOME_UNKNOWN,
   StoreError,
@@ -29,7 +31,7 @@ import {
   STATS,
   settleParams,
 } from './outbox-sql.ts';
-import { ANNOUNCES_SETTING, announce, HEARTBEAT_LOCK_WAIT_MS, PetChanges } from './postgres-changes.ts';
+import { ANNOUNCES_SETTING, announce, HEARTBEAT_LOCK_WAIT_MS, PET_VERSIONS, PetChanges } from './postgres-changes.ts';
 import { describeData } from './postgres-url.ts';
 import {
   column,
@@ -40,7 +42,7 @@ import {
   STORED_PET_COLUMNS,
   storedPetFromRow,
 } from './rows.ts';
-import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from './store.ts';
+import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore, UpdateResult } from './store.ts';
 
 const POOL_SIZE = 10;
 /** The listening connection's `application_name`, as `pg_stat_activity` shows it. */
@@ -328,6 +330,27 @@ export class PostgresStore implements PetStore, WithKeyStore {
     return rows.length === 0 ? undefined : storedPetFromRow(rows[0]);
   }
 
+  /** One transaction: the pet's row locked (`FOR UPDATE`), checked, written with a new version. */
+  async update(id: number, patch: PetPatch, ifMatch?: IfMatch): Promise<UpdateResult> {
+    const cols = this.#sql.unsafe(STORED_PET_COLUMNS);
+    return this.#changing('change pet', () =>
+      this.#sql.begin(async (tx): Promise<UpdateResult> => {
+        const [row] = await live(tx`SELECT ${cols} FROM pets WHERE id = ${id} FOR UPDATE`);
+        const current = row ? storedPetFromRow(row) : undefined;
+        const plan = planUpdate(current, patch, ifMatch);
+        if (plan.outcome !== 'apply') return plan;
+        const was = current as StoredPet;
+        if (plan.statusChanges && (await heldByOrder(tx, id))) return { outcome: 'on_order', pet: was };
+        if (!plan.changed) return { outcome: 'updated', pet: was };
+        const { name, categoryId, status } = plan.next;
+        const [changed] = await live(tx`
+          UPDATE pets SET name = ${name}, category_id = ${categoryId}, status = ${status},
+            version = ${tx.unsafe(NEXT_VERSION)} WHERE id = ${id} RETURNING ${cols}`);
+        return { outcome: 'updated', pet: storedPetFromRow(changed) };
+      }),
+    );
+  }
+
   async list({ limit, status, after = 0 }: ListOptions): Promise<Pet[]> {
     const cols = this.#sql.unsafe(PET_COLUMNS);
     const rows = await this.#query('list pets', () =>
@@ -426,6 +449,18 @@ function connectionDied(err: unknown): boolean {
   if (err instanceof postgres.PostgresError) return err.severity === 'FATAL' || err.severity === 'PANIC';
   const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
   return CONNECTION_LOST.has(code);
+}
+
+/** A new version for a pet: every change takes one from the sequence. */
+const NEXT_VERSION = `nextval('${PET_VERSIONS}')`;
+
+/**
+ * Whether an open order holds pet `id`, read in the transaction that holds the pet's row lock:
+ * then its status cannot change and it cannot be removed. The orders kept in this database
+ * answer it; without them no pet is held.
+ */
+async function heldByOrder(_tx: postgres.TransactionSql, _id: number): Promise<boolean> {
+  return false;
 }
 
 /** The outbox's statements with PostgreSQL's numbered parameters. */

@@ -1,8 +1,10 @@
 import { resolve } from 'node:path';
 import { clearTimeout, setImmediate, setTimeout } from 'node:timers';
 import { type Clock, systemClock } from '../core/clock.ts';
-import type { NewPet, Pet, StoredPet } from '../core/pets.ts';
+import type { NewPet, Pet, PetPatch, StoredPet } from '../core/pets.ts';
+import type { IfMatch } from '../core/preconditions.ts';
 import type { Logger } from '../log.ts';
+import { planUpdate } from './changes.ts';
 import {
   isSqliteBusy,
   type StoreError,
@@ -46,7 +48,7 @@ import {
   storedPetFromRow,
 } from './rows.ts';
 import type { SqliteConnection, SqliteOpener } from './sqlite-driver.ts';
-import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore } from './store.ts';
+import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore, UpdateResult } from './store.ts';
 
 /** How long opening the file (its migrations) waits for another process holding the lock. */
 const OPEN_BUSY_TIMEOUT_MS = 5_000;
@@ -61,6 +63,8 @@ export const DEFAULT_LOCK_WAIT_MS = 5_000;
 
 const INSERT = `INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?) RETURNING ${STORED_PET_COLUMNS}`;
 const SELECT_ONE = `SELECT ${STORED_PET_COLUMNS} FROM pets WHERE id = ?`;
+const UPDATE = `UPDATE pets SET name = ?, category_id = ?, status = ?, version = version + 1 WHERE id = ?
+  RETURNING ${STORED_PET_COLUMNS}`;
 const SELECT_PAGE = `SELECT ${PET_COLUMNS} FROM pets WHERE id > ? ORDER BY id LIMIT ?`;
 const SELECT_PAGE_BY_STATUS = `SELECT ${PET_COLUMNS} FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?`;
 /** Changes when another connection commits: what keeps `version()` honest across processes. */
@@ -240,6 +244,10 @@ export class SqliteStore implements PetStore, WithKeyStore {
     });
   }
 
+  update(id: number, patch: PetPatch, ifMatch?: IfMatch): Promise<UpdateResult> {
+    return this.#enqueue(() => this.#change(id, patch, ifMatch)) as Promise<UpdateResult>;
+  }
+
   async list({ limit, status, after = 0 }: ListOptions): Promise<readonly Pet[]> {
     return this.#reading('list pets', () => {
       const rows = this.#read('list pets', () =>
@@ -381,6 +389,28 @@ export class SqliteStore implements PetStore, WithKeyStore {
 
   #insert(pet: NewPet): StoredPet {
     return storedPetFromRow(this.#db.prepare(INSERT).get(pet.name, pet.categoryId, pet.status));
+  }
+
+  /** Inside the batch's transaction, which holds the file's write lock: read, check, write. */
+  #change(id: number, patch: PetPatch, ifMatch: IfMatch | undefined): UpdateResult {
+    const row = this.#db.prepare(SELECT_ONE).get(id);
+    const current = row === undefined || row === null ? undefined : storedPetFromRow(row);
+    const plan = planUpdate(current, patch, ifMatch);
+    if (plan.outcome !== 'apply') return plan;
+    const was = current as StoredPet;
+    if (plan.statusChanges && this.#heldByOrder(id)) return { outcome: 'on_order', pet: was };
+    if (!plan.changed) return { outcome: 'updated', pet: was };
+    const { name, categoryId, status } = plan.next;
+    return { outcome: 'updated', pet: storedPetFromRow(this.#db.prepare(UPDATE).get(name, categoryId, status, id)) };
+  }
+
+  /**
+   * Whether an open order holds pet `id` (read in the write transaction): then its status
+   * cannot change and it cannot be removed. The orders kept in this file answer it; without
+   * them no pet is held.
+   */
+  #heldByOrder(_id: number): boolean {
+    return false;
   }
 
   /** Inside the batch's transaction: the key's first pet, a conflict, or a new pet and its key. */

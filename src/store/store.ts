@@ -1,4 +1,5 @@
-import type { NewPet, Pet, PetStatus, StoredPet } from '../core/pets.ts';
+import type { NewPet, Pet, PetPatch, PetStatus, StoredPet } from '../core/pets.ts';
+import type { IfMatch } from '../core/preconditions.ts';
 import type { Outbox } from './outbox.ts';
 
 /** One page request: pets with `id > after`, ascending, at most `limit`. */
@@ -26,6 +27,26 @@ export type CreateOnceResult =
   | { readonly outcome: 'replayed'; readonly pet: StoredPet }
   | { readonly outcome: 'conflict' };
 
+/**
+ * What `update` did. Checked in this order, in the transaction that writes: the pet exists, it
+ * meets `If-Match` (else `stale`, with the pet as it is), the status change is a transition
+ * (`NEXT_STATUSES`), and no open order holds the pet when its status changes (`on_order`).
+ * A patch that changes nothing is `updated` with the pet as it was, its version unmoved.
+ */
+export type UpdateResult =
+  | { readonly outcome: 'updated'; readonly pet: StoredPet }
+  | { readonly outcome: 'not_found' }
+  | { readonly outcome: 'stale'; readonly pet: StoredPet }
+  | { readonly outcome: 'invalid_transition'; readonly pet: StoredPet }
+  | { readonly outcome: 'on_order'; readonly pet: StoredPet };
+
+/** What `remove` did, checked as `update` checks (an order holds the pet: `on_order`). */
+export type RemoveResult =
+  | { readonly outcome: 'removed' }
+  | { readonly outcome: 'not_found' }
+  | { readonly outcome: 'stale'; readonly pet: StoredPet }
+  | { readonly outcome: 'on_order'; readonly pet: StoredPet };
+
 /** Where pets live. Ids are assigned by the store and increase. */
 export interface PetStore {
   /** Stores a new pet; resolves only once it is durable for this backend. */
@@ -39,6 +60,11 @@ export interface PetStore {
   createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult>;
   /** The pet with its current version, or undefined when no pet has this id (never had, or deleted). */
   get(id: number): Promise<StoredPet | undefined>;
+  /**
+   * Applies `patch` to pet `id` when it meets `ifMatch` (none: no precondition), moving its
+   * version; see `UpdateResult` for what is checked. Resolves once durable, as `create` does.
+   */
+  update(id: number, patch: PetPatch, ifMatch?: IfMatch): Promise<UpdateResult>;
   list(options: ListOptions): Promise<readonly Pet[]>;
   /**
    * A value that changes whenever any pet may have changed, compared with `===`; undefined when
@@ -79,6 +105,7 @@ export const STORE_CALLS = {
   create: { doing: 'store pet', write: true, counted: 'create' },
   createOnce: { doing: 'store pet', write: true, counted: 'create' },
   get: { doing: 'read pet', write: false, counted: 'get' },
+  update: { doing: 'change pet', write: true, counted: 'update' },
   list: { doing: 'list pets', write: false, counted: 'list' },
   ping: { doing: 'ping', write: false, counted: 'ping' },
 } as const satisfies Record<Exclude<Calls<PetStore>, 'close'>, CallSpec>;

@@ -47,9 +47,9 @@ describe('corsStep', () => {
       const res = await app.request('/v1/pets', { method: 'OPTIONS', headers: preflight });
       expect(res.status).toBe(204);
       expect(res.headers.get('access-control-allow-origin')).toBe(APP);
-      expect(res.headers.get('access-control-allow-methods')).toBe('GET,HEAD,POST');
+      expect(res.headers.get('access-control-allow-methods')).toBe('GET,HEAD,POST,PATCH');
       expect(res.headers.get('access-control-allow-headers')).toBe(
-        'Authorization,Content-Type,Idempotency-Key,If-None-Match,traceparent,tracestate',
+        'Authorization,Content-Type,Idempotency-Key,If-Match,If-None-Match,traceparent,tracestate',
       );
       expect(res.headers.get('x-ratelimit-remaining')).toBeNull();
     }

@@ -39,6 +39,7 @@ export const ALLOW_HEADERS = [
   'Authorization',
   'Content-Type',
   'Idempotency-Key',
+  'If-Match',
   'If-None-Match',
   'traceparent',
   'tracestate',
