@@ -232,8 +232,8 @@ describe('errors outside the operations', () => {
   test.each([
     ['DELETE', '/v1/pets', 'GET, POST'],
     ['PUT', '/v1/pets', 'GET, POST'],
-    ['PUT', '/v1/pets/1', 'GET, PATCH'],
-    ['POST', '/v1/pets/1', 'GET, PATCH'],
+    ['PUT', '/v1/pets/1', 'GET, PATCH, DELETE'],
+    ['POST', '/v1/pets/1', 'GET, PATCH, DELETE'],
   ])('405 with Allow for %s %s', async (method, path, allow) => {
     const t = testApp();
     const res = await t.app.request(path, { method, headers: t.auth() });

@@ -211,6 +211,30 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
       });
     });
 
+    test('remove: gone from get and every list, its id never given again, its key still answers its create', async () => {
+      const keyed = await store.createOnce(rex, once(rex, 'gone'));
+      const first = keyed.outcome === 'created' ? keyed.pet : undefined;
+      const other = await store.create(tom);
+      expect(await store.remove(first?.id ?? 0, [(first?.version ?? 0) + 1])).toEqual({
+        outcome: 'stale',
+        pet: first as StoredPet,
+      });
+      expect(await store.remove(first?.id ?? 0, [first?.version ?? 0])).toEqual({ outcome: 'removed' });
+      expect(await store.get(1)).toBeUndefined();
+      expect(await store.list({ limit: 10 })).toEqual([petOf(other)]);
+      expect(await store.list({ limit: 10, status: 'available' })).toEqual([]);
+      expect(await store.remove(1, '*')).toEqual({ outcome: 'not_found' });
+      expect(await store.update(1, { name: 'Ghost' })).toEqual({ outcome: 'not_found' });
+      // The retry answers the create's pet and stores nothing; the next pet gets a new id.
+      expect(await store.createOnce(rex, once(rex, 'gone', T0 + 1))).toEqual({
+        outcome: 'replayed',
+        pet: first as StoredPet,
+      });
+      expect(await store.list({ limit: 10 })).toHaveLength(1);
+      await store.remove(other.id);
+      expect((await store.create(rex)).id).toBe(3);
+    });
+
     test('ping resolves on an open store', async () => {
       await expect(store.ping()).resolves.toBeUndefined();
     });

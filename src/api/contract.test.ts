@@ -131,6 +131,7 @@ describe('the documented 500, which no black-box test can provoke', () => {
     createOnce: () => Promise.reject(new Error('disk on fire')),
     get: () => Promise.reject(new Error('disk on fire')),
     update: () => Promise.reject(new Error('disk on fire')),
+    remove: () => Promise.reject(new Error('disk on fire')),
     list: () => Promise.reject(new Error('disk on fire')),
     version: () => undefined,
     ping: () => Promise.resolve(),

@@ -1,6 +1,6 @@
 import { NewPet, PetPatch } from '../core/pets.ts';
 import { defineOperation, type Operation } from './operation.ts';
-import { createPet, getPet, listPets, updatePet } from './pets.ts';
+import { createPet, deletePet, getPet, listPets, updatePet } from './pets.ts';
 import { getRateLimit } from './rate-limit.ts';
 import { ConditionalHeaders, CreateHeaders, ListQuery, PetParams } from './schemas.ts';
 
@@ -61,6 +61,17 @@ export const OPERATIONS: readonly Operation[] = [
     etag: false,
     memo: false,
     handler: updatePet,
+  }),
+  defineOperation({
+    id: 'deletePet',
+    method: 'DELETE',
+    path: '/pets/:petId',
+    scope: 'pets:write',
+    params: PetParams,
+    headers: ConditionalHeaders,
+    etag: false,
+    memo: false,
+    handler: deletePet,
   }),
   defineOperation({
     id: 'getRateLimit',

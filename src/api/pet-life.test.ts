@@ -159,3 +159,29 @@ describe('updatePet: PATCH /v1/pets/{petId}', () => {
     expect(res.status).toBe(403);
   });
 });
+
+describe('deletePet: DELETE /v1/pets/{petId}', () => {
+  const del = (t: TestApp, id: number, headers: Record<string, string> = {}) =>
+    t.app.request(`/v1/pets/${id}`, { method: 'DELETE', headers: { ...t.auth(), ...headers } });
+
+  test('204; then getPet is 404, no list shows it, and its id is never given again', async () => {
+    const t = testApp();
+    await create(t, { name: 'Rex', categoryId: 1 });
+    await create(t, { name: 'Tom', categoryId: 2 });
+    // Kept by the memo first: the removal is seen at once all the same.
+    await get(t, 1);
+    await get(t, 1);
+    expect((await del(t, 1, { 'If-Match': '"1-2"' })).status).toBe(412);
+    const res = await del(t, 1, { 'If-Match': '"1-1"' });
+    expect(res.status).toBe(204);
+    expect(await res.text()).toBe('');
+    expect(res.headers.get('x-ratelimit-remaining')).toBe('54');
+    const gone = await get(t, 1);
+    expect([gone.status, (await gone.json()).message]).toEqual([404, 'No pet has id 1.']);
+    const page = await t.app.request('/v1/pets', { headers: t.auth() });
+    expect(await page.json()).toEqual([{ id: 2, name: 'Tom', categoryId: 2, status: 'available' }]);
+    expect((await del(t, 1)).status).toBe(404);
+    expect((await patch(t, 1, { name: 'Ghost' })).status).toBe(404);
+    expect((await create(t, { name: 'Max', categoryId: 1 })).headers.get('location')).toBe('pets/3');
+  });
+});

@@ -123,6 +123,7 @@ describe('a store that cannot serve', () => {
     createOnce: down,
     get: down,
     update: down,
+    remove: down,
     list: down,
     version: () => undefined,
     ping: down,

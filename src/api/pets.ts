@@ -85,6 +85,28 @@ export async function updatePet(
   }
 }
 
+/**
+ * `DELETE /pets/{petId}`: removes the pet when it still has the version `If-Match` names (any
+ * without the header); 204. Its id is never given to another pet.
+ */
+export async function deletePet(
+  { params, headers }: Input<unknown, PetParams, ConditionalHeaders>,
+  { store }: ApiDeps,
+): Promise<Reply> {
+  const { petId } = params;
+  const result = await store.remove(petId, ifMatchOf(headers['if-match'], petId));
+  switch (result.outcome) {
+    case 'removed':
+      return { status: 204 };
+    case 'not_found':
+      throw noSuchPet(petId);
+    case 'stale':
+      throw stale(petId);
+    case 'on_order':
+      throw onOrder(petId, 'it cannot be removed until the order is completed or cancelled');
+  }
+}
+
 /** The 201 of a stored (or replayed) pet, with its `Location` relative to `/v1/pets`. */
 function created(pet: StoredPet, replayed = false): Reply {
   const headers: Record<string, string> = { Location: `pets/${pet.id}` };

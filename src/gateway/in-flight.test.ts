@@ -21,6 +21,7 @@ describe('requests one key has in flight (--max-in-flight)', () => {
       createOnce: (...args) => inner.createOnce(...args),
       get: (id) => inner.get(id),
       update: (...args) => inner.update(...args),
+      remove: (...args) => inner.remove(...args),
       list: (options) => inner.list(options),
       version: () => inner.version(),
       ping: () => inner.ping(),

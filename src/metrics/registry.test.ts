@@ -12,6 +12,7 @@ describe('operationIndex', () => {
       'createPet',
       'getPet',
       'updatePet',
+      'deletePet',
       'getRateLimit',
       'healthz',
       'readyz',
@@ -24,7 +25,7 @@ describe('operationIndex', () => {
     expect(REQUEST_OPERATIONS[operationIndex('getPet')]).toBe('getPet');
     expect(REQUEST_OPERATIONS[operationIndex('openapi')]).toBe('openapi');
     expect(REQUEST_OPERATIONS[operationIndex(undefined)]).toBe('other');
-    expect(REQUEST_OPERATIONS[operationIndex('deletePet')]).toBe('other');
+    expect(REQUEST_OPERATIONS[operationIndex('noSuchOperation')]).toBe('other');
   });
 });
 
@@ -53,7 +54,7 @@ describe('Metrics', () => {
         ...['free', 'pro', 'business', 'enterprise', 'anonymous'].map((p) => `petstore_bans_total{plan="${p}"} 0`),
         '# HELP petstore_store_errors_total Failed store calls, by operation and kind (timeout, unavailable or error).',
         '# TYPE petstore_store_errors_total counter',
-        ...['create', 'get', 'update', 'list', 'ping', 'outbox'].flatMap((o) => [
+        ...['create', 'get', 'update', 'remove', 'list', 'ping', 'outbox'].flatMap((o) => [
           `petstore_store_errors_total{operation="${o}",kind="timeout"} 0`,
           `petstore_store_errors_total{operation="${o}",kind="unavailable"} 0`,
           `petstore_store_errors_total{operation="${o}",kind="error"} 0`,

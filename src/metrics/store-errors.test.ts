@@ -63,6 +63,7 @@ describe('countStoreErrors', () => {
       'petstore_store_errors_total{operation="create",kind="error"} 2',
       'petstore_store_errors_total{operation="get",kind="error"} 1',
       'petstore_store_errors_total{operation="update",kind="error"} 1',
+      'petstore_store_errors_total{operation="remove",kind="error"} 1',
       'petstore_store_errors_total{operation="list",kind="error"} 1',
       'petstore_store_errors_total{operation="ping",kind="error"} 1',
       'petstore_store_errors_total{operation="outbox",kind="error"} 5',

@@ -70,6 +70,7 @@ function backend() {
     createOnce: memory.createOnce.bind(memory),
     get: (id: number) => gate(() => memory.get(id)),
     update: memory.update.bind(memory),
+    remove: memory.remove.bind(memory),
     list: () => gate(() => memory.list({ limit: 10 })),
     version: () => memory.version(),
     ping: () => {
@@ -257,6 +258,7 @@ describe('BoundedStore: the method list', () => {
       ['createOnce', true],
       ['get', true],
       ['update', true],
+      ['remove', true],
       ['list', true],
       ['ping', true],
       ['record', true],

@@ -1,9 +1,9 @@
 import { type NewPet, type Pet, type PetPatch, petOf, type StoredPet } from '../core/pets.ts';
 import type { IfMatch } from '../core/preconditions.ts';
-import { planUpdate } from './changes.ts';
+import { planRemove, planUpdate } from './changes.ts';
 import { IDEMPOTENCY_TTL_MS } from './idempotency.ts';
 import { MemoryOutbox } from './outbox.ts';
-import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore, UpdateResult } from './store.ts';
+import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore, RemoveResult, UpdateResult } from './store.ts';
 
 interface RememberedKey {
   readonly fingerprint: string;
@@ -62,6 +62,18 @@ export class MemoryStore implements PetStore {
     this.#pets[i] = next;
     this.#generation++;
     return { outcome: 'updated', pet: { ...next } };
+  }
+
+  async remove(id: number, ifMatch?: IfMatch): Promise<RemoveResult> {
+    const i = this.#firstAfter(id - 1);
+    const current = this.#pets[i]?.id === id ? this.#pets[i] : undefined;
+    const plan = planRemove(current, ifMatch);
+    if (plan.outcome !== 'apply') return plan;
+    if (this.#heldByOrder(id)) return { outcome: 'on_order', pet: { ...(current as StoredPet) } };
+    // #nextId only grows: the id is never given again.
+    this.#pets.splice(i, 1);
+    this.#generation++;
+    return { outcome: 'removed' };
   }
 
   /**

@@ -195,12 +195,26 @@ export const MIGRATIONS: readonly Migration[] = [
     // The trigger no longer fires for the instances' own writes, which they announce after
     // their commit (the `${ANNOUNCES_SETTING}` setting of their connections), so the fleet's
     // updates and deletes do not take turns on NOTIFY's lock.
+    // SQLite cannot drop a foreign key (node:sqlite enforces them): the keys' table is made anew.
     sqlite: `
       ALTER TABLE pets ADD COLUMN version INTEGER NOT NULL DEFAULT 1 CHECK (version >= 1);
-      ALTER TABLE idempotency_keys ADD COLUMN pet_name TEXT;
-      ALTER TABLE idempotency_keys ADD COLUMN pet_category_id INTEGER;
-      ALTER TABLE idempotency_keys ADD COLUMN pet_status TEXT;
-      ALTER TABLE idempotency_keys ADD COLUMN pet_version INTEGER;`,
+      CREATE TABLE idempotency_keys_new (
+        scope TEXT NOT NULL,
+        idempotency_key TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        pet_id INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        pet_name TEXT,
+        pet_category_id INTEGER,
+        pet_status TEXT,
+        pet_version INTEGER,
+        PRIMARY KEY (scope, idempotency_key)
+      ) STRICT, WITHOUT ROWID;
+      INSERT INTO idempotency_keys_new (scope, idempotency_key, fingerprint, pet_id, expires_at)
+        SELECT scope, idempotency_key, fingerprint, pet_id, expires_at FROM idempotency_keys;
+      DROP TABLE idempotency_keys;
+      ALTER TABLE idempotency_keys_new RENAME TO idempotency_keys;
+      CREATE INDEX idempotency_keys_expires_at ON idempotency_keys (expires_at);`,
     postgres: `
       CREATE SEQUENCE ${PET_VERSIONS} AS BIGINT MAXVALUE ${MAX_ID};
       ALTER TABLE pets ADD COLUMN version BIGINT NOT NULL DEFAULT nextval('${PET_VERSIONS}');

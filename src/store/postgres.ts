@@ -4,7 +4,7 @@ import type { IfMatch } from '../core/preconditions.ts';
 import type { Logger } from '../log.ts';
 import { peerText } from '../redact.ts';
 import { DEFAULT_STORE_TIMEOUT_MS } from './bounded.ts';
-import { planUpdate } from './changes.ts';
+import { planRemove, planUpdate } from './changes.ts';
 import {
   OUTCOME_UNKNOWN,
   StoreError,
@@ -42,7 +42,7 @@ import {
   STORED_PET_COLUMNS,
   storedPetFromRow,
 } from './rows.ts';
-import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore, UpdateResult } from './store.ts';
+import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore, RemoveResult, UpdateResult } from './store.ts';
 
 const POOL_SIZE = 10;
 /** The listening connection's `application_name`, as `pg_stat_activity` shows it. */
@@ -347,6 +347,26 @@ export class PostgresStore implements PetStore, WithKeyStore {
           UPDATE pets SET name = ${name}, category_id = ${categoryId}, status = ${status},
             version = ${tx.unsafe(NEXT_VERSION)} WHERE id = ${id} RETURNING ${cols}`);
         return { outcome: 'updated', pet: storedPetFromRow(changed) };
+      }),
+    );
+  }
+
+  /**
+   * One transaction, as `update`. The removal takes a version from the sequence too, so the
+   * heartbeat of every instance sees it even if its announcement is lost. The identity never
+   * gives the id again.
+   */
+  async remove(id: number, ifMatch?: IfMatch): Promise<RemoveResult> {
+    const cols = this.#sql.unsafe(STORED_PET_COLUMNS);
+    return this.#changing('remove pet', () =>
+      this.#sql.begin(async (tx): Promise<RemoveResult> => {
+        const [row] = await live(tx`SELECT ${cols} FROM pets WHERE id = ${id} FOR UPDATE`);
+        const current = row ? storedPetFromRow(row) : undefined;
+        const plan = planRemove(current, ifMatch);
+        if (plan.outcome !== 'apply') return plan;
+        if (await heldByOrder(tx, id)) return { outcome: 'on_order', pet: current as StoredPet };
+        await live(tx`DELETE FROM pets WHERE id = ${id} RETURNING ${tx.unsafe(NEXT_VERSION)}`);
+        return { outcome: 'removed' };
       }),
     );
   }

@@ -4,7 +4,7 @@ import { type Clock, systemClock } from '../core/clock.ts';
 import type { NewPet, Pet, PetPatch, StoredPet } from '../core/pets.ts';
 import type { IfMatch } from '../core/preconditions.ts';
 import type { Logger } from '../log.ts';
-import { planUpdate } from './changes.ts';
+import { planRemove, planUpdate } from './changes.ts';
 import {
   isSqliteBusy,
   type StoreError,
@@ -48,7 +48,7 @@ import {
   storedPetFromRow,
 } from './rows.ts';
 import type { SqliteConnection, SqliteOpener } from './sqlite-driver.ts';
-import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore, UpdateResult } from './store.ts';
+import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore, RemoveResult, UpdateResult } from './store.ts';
 
 /** How long opening the file (its migrations) waits for another process holding the lock. */
 const OPEN_BUSY_TIMEOUT_MS = 5_000;
@@ -65,6 +65,8 @@ const INSERT = `INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?) RE
 const SELECT_ONE = `SELECT ${STORED_PET_COLUMNS} FROM pets WHERE id = ?`;
 const UPDATE = `UPDATE pets SET name = ?, category_id = ?, status = ?, version = version + 1 WHERE id = ?
   RETURNING ${STORED_PET_COLUMNS}`;
+/** AUTOINCREMENT (migration `pets`) never gives a removed pet's id again. */
+const DELETE = 'DELETE FROM pets WHERE id = ?';
 const SELECT_PAGE = `SELECT ${PET_COLUMNS} FROM pets WHERE id > ? ORDER BY id LIMIT ?`;
 const SELECT_PAGE_BY_STATUS = `SELECT ${PET_COLUMNS} FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?`;
 /** Changes when another connection commits: what keeps `version()` honest across processes. */
@@ -248,6 +250,10 @@ export class SqliteStore implements PetStore, WithKeyStore {
     return this.#enqueue(() => this.#change(id, patch, ifMatch)) as Promise<UpdateResult>;
   }
 
+  remove(id: number, ifMatch?: IfMatch): Promise<RemoveResult> {
+    return this.#enqueue(() => this.#removal(id, ifMatch)) as Promise<RemoveResult>;
+  }
+
   async list({ limit, status, after = 0 }: ListOptions): Promise<readonly Pet[]> {
     return this.#reading('list pets', () => {
       const rows = this.#read('list pets', () =>
@@ -402,6 +408,17 @@ export class SqliteStore implements PetStore, WithKeyStore {
     if (!plan.changed) return { outcome: 'updated', pet: was };
     const { name, categoryId, status } = plan.next;
     return { outcome: 'updated', pet: storedPetFromRow(this.#db.prepare(UPDATE).get(name, categoryId, status, id)) };
+  }
+
+  /** Inside the batch's transaction, as `#change`. */
+  #removal(id: number, ifMatch: IfMatch | undefined): RemoveResult {
+    const row = this.#db.prepare(SELECT_ONE).get(id);
+    const current = row === undefined || row === null ? undefined : storedPetFromRow(row);
+    const plan = planRemove(current, ifMatch);
+    if (plan.outcome !== 'apply') return plan;
+    if (this.#heldByOrder(id)) return { outcome: 'on_order', pet: current as StoredPet };
+    this.#db.prepare(DELETE).get(id);
+    return { outcome: 'removed' };
   }
 
   /**

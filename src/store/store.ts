@@ -65,6 +65,11 @@ export interface PetStore {
    * version; see `UpdateResult` for what is checked. Resolves once durable, as `create` does.
    */
   update(id: number, patch: PetPatch, ifMatch?: IfMatch): Promise<UpdateResult>;
+  /**
+   * Removes pet `id` when it meets `ifMatch`; see `RemoveResult`. Its id is never given to
+   * another pet, and an idempotency key that made it still answers the create's 201.
+   */
+  remove(id: number, ifMatch?: IfMatch): Promise<RemoveResult>;
   list(options: ListOptions): Promise<readonly Pet[]>;
   /**
    * A value that changes whenever any pet may have changed, compared with `===`; undefined when
@@ -106,6 +111,7 @@ export const STORE_CALLS = {
   createOnce: { doing: 'store pet', write: true, counted: 'create' },
   get: { doing: 'read pet', write: false, counted: 'get' },
   update: { doing: 'change pet', write: true, counted: 'update' },
+  remove: { doing: 'remove pet', write: true, counted: 'remove' },
   list: { doing: 'list pets', write: false, counted: 'list' },
   ping: { doing: 'ping', write: false, counted: 'ping' },
 } as const satisfies Record<Exclude<Calls<PetStore>, 'close'>, CallSpec>;

@@ -47,7 +47,7 @@ describe('corsStep', () => {
       const res = await app.request('/v1/pets', { method: 'OPTIONS', headers: preflight });
       expect(res.status).toBe(204);
       expect(res.headers.get('access-control-allow-origin')).toBe(APP);
-      expect(res.headers.get('access-control-allow-methods')).toBe('GET,HEAD,POST,PATCH');
+      expect(res.headers.get('access-control-allow-methods')).toBe('GET,HEAD,POST,PATCH,DELETE');
       expect(res.headers.get('access-control-allow-headers')).toBe(
         'Authorization,Content-Type,Idempotency-Key,If-Match,If-None-Match,traceparent,tracestate',
       );
