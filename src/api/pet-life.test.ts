@@ -185,3 +185,46 @@ describe('deletePet: DELETE /v1/pets/{petId}', () => {
     expect((await create(t, { name: 'Max', categoryId: 1 })).headers.get('location')).toBe('pets/3');
   });
 });
+
+describe('createPet retried with its Idempotency-Key', () => {
+  test('answers the original 201 as sent after the pet was changed, and after it was removed', async () => {
+    const t = testApp();
+    const key = { 'Idempotency-Key': 'order-1' };
+    const first = await create(t, { name: 'Rex', categoryId: 1 }, key);
+    const sent = { body: await first.text(), etag: first.headers.get('etag'), location: first.headers.get('location') };
+    expect(sent).toEqual({
+      body: '{"id":1,"name":"Rex","categoryId":1,"status":"available"}',
+      etag: '"1-1"',
+      location: 'pets/1',
+    });
+    const retried = async () => {
+      const res = await create(t, { name: 'Rex', categoryId: 1 }, key);
+      expect(res.status).toBe(201);
+      expect(res.headers.get('idempotent-replayed')).toBe('true');
+      return { body: await res.text(), etag: res.headers.get('etag'), location: res.headers.get('location') };
+    };
+    await patch(t, 1, { name: 'Max', status: 'sold' });
+    expect(await retried()).toEqual(sent);
+    await t.app.request('/v1/pets/1', { method: 'DELETE', headers: t.auth() });
+    expect(await retried()).toEqual(sent);
+    expect(await (await t.app.request('/v1/pets', { headers: t.auth() })).json()).toEqual([]);
+    // Keys are the consumer's own: another consumer's same key is another request.
+    const other = testApp({
+      keys: [
+        { name: 'acme', plan: 'free' },
+        { name: 'zeta', plan: 'free' },
+      ],
+    });
+    await create(other, { name: 'Rex', categoryId: 1 }, key);
+    const theirs = await other.app.request('/v1/pets', {
+      method: 'POST',
+      headers: { ...other.auth('zeta'), 'Content-Type': 'application/json', ...key },
+      body: JSON.stringify({ name: 'Rex', categoryId: 1 }),
+    });
+    expect([theirs.status, theirs.headers.get('location'), theirs.headers.get('idempotent-replayed')]).toEqual([
+      201,
+      'pets/2',
+      null,
+    ]);
+  });
+});

@@ -2,7 +2,7 @@ import { ApiError } from '../core/errors.ts';
 import { NEXT_STATUSES, type NewPet, type PetPatch, type PetStatus, petOf, type StoredPet } from '../core/pets.ts';
 import { ifMatchOf, petEtag } from '../core/preconditions.ts';
 import type { Reply } from '../core/reply.ts';
-import { fingerprintOf } from '../store/idempotency.ts';
+import { fingerprintOf, idempotencyScope } from '../store/idempotency.ts';
 import type { ApiDeps, Input } from './operation.ts';
 import type { ConditionalHeaders, CreateHeaders, ListQuery, PetParams } from './schemas.ts';
 
@@ -32,8 +32,9 @@ export async function listPets({ query }: Input<ListQuery>, { store }: ApiDeps):
 }
 
 /**
- * `POST /pets`: stores the pet; with an `Idempotency-Key`, a retry answers the pet the key
- * made before (`Idempotent-Replayed: true`) and another body with the same key is a 409.
+ * `POST /pets`: stores the pet; with an `Idempotency-Key`, a retry answers the 201 the key's
+ * create answered (`Idempotent-Replayed: true`), the pet as it was then with its tag, even
+ * after the pet was changed or removed; another body with the same key is a 409.
  */
 export async function createPet(
   { body, headers, principal }: Input<unknown, unknown, CreateHeaders, NewPet>,
@@ -41,7 +42,8 @@ export async function createPet(
 ): Promise<Reply> {
   const key = headers['idempotency-key'];
   if (key === undefined) return created(await store.create(body));
-  const once = { scope: principal, key, fingerprint: fingerprintOf(body), now: clock.now() };
+  const scope = idempotencyScope(principal, 'createPet');
+  const once = { scope, key, fingerprint: fingerprintOf(body), now: clock.now() };
   const result = await store.createOnce(body, once);
   if (result.outcome === 'conflict') {
     throw new ApiError(

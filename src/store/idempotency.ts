@@ -24,6 +24,17 @@ export function fingerprintOf(pet: NewPet): string {
 }
 
 /**
+ * Whose keys a request's `Idempotency-Key` is among: the caller's (`key:acme`, by consumer
+ * name) for one operation, so the same key sent to two operations names two requests.
+ *
+ * @example
+ * idempotencyScope('key:acme', 'createPet') // 'key:acme/createPet'
+ */
+export function idempotencyScope(principal: string, operation: string): string {
+  return `${principal}/${operation}`;
+}
+
+/**
  * Tells a store when to run its next sweep of expired keys.
  *
  * @example

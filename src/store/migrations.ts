@@ -189,6 +189,8 @@ export const MIGRATIONS: readonly Migration[] = [
     // SQLite counts per pet from 1. PostgreSQL takes each version from one sequence, so the
     // listener's heartbeat (src/store/postgres-changes.ts) sees every write move a value: the
     // highest version for inserts and updates, the sequence itself for deletes.
+    // Keys are scoped per operation as well as per caller (src/store/idempotency.ts): the
+    // keys stored before were all createPet's.
     // An idempotency key keeps the pet its create answered (name, category, status, version),
     // so a retry answers that 201 after the pet changed or was deleted; the key no longer
     // depends on the pet's row. Keys stored before this have none and answer the pet's row.
@@ -211,7 +213,7 @@ export const MIGRATIONS: readonly Migration[] = [
         PRIMARY KEY (scope, idempotency_key)
       ) STRICT, WITHOUT ROWID;
       INSERT INTO idempotency_keys_new (scope, idempotency_key, fingerprint, pet_id, expires_at)
-        SELECT scope, idempotency_key, fingerprint, pet_id, expires_at FROM idempotency_keys;
+        SELECT scope || '/createPet', idempotency_key, fingerprint, pet_id, expires_at FROM idempotency_keys;
       DROP TABLE idempotency_keys;
       ALTER TABLE idempotency_keys_new RENAME TO idempotency_keys;
       CREATE INDEX idempotency_keys_expires_at ON idempotency_keys (expires_at);`,
@@ -224,6 +226,7 @@ export const MIGRATIONS: readonly Migration[] = [
         DROP CONSTRAINT IF EXISTS idempotency_keys_pet_id_fkey,
         ADD COLUMN pet_name TEXT, ADD COLUMN pet_category_id BIGINT,
         ADD COLUMN pet_status TEXT, ADD COLUMN pet_version BIGINT;
+      UPDATE idempotency_keys SET scope = scope || '/createPet';
       DROP TRIGGER pets_changed ON pets;
       CREATE TRIGGER pets_changed AFTER UPDATE OR DELETE OR TRUNCATE ON pets FOR EACH STATEMENT
         WHEN (current_setting('${ANNOUNCES_SETTING}', true) IS DISTINCT FROM 'on')

@@ -127,6 +127,32 @@ describe('SqliteStore file', () => {
     await store.close();
   });
 
+  test('upgrades a version 7 database: its pets get version 1, its live keys answer their pets as createPet keys', async () => {
+    const path = join(dir, 'v7.db');
+    const old = new Database(path);
+    old.exec(
+      'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)',
+    );
+    for (const m of MIGRATIONS.filter((m) => m.version <= 7)) {
+      old.exec(m.sqlite);
+      old.exec(`INSERT INTO schema_migrations VALUES (${m.version}, '${m.name}', '2026-01-01T00:00:00Z')`);
+    }
+    const now = Date.UTC(2026, 10, 22);
+    old.exec("INSERT INTO pets (name, category_id, status) VALUES ('kept', 4, 'pending')");
+    old.exec(`INSERT INTO idempotency_keys VALUES ('key:acme', 'k', 'f', 1, ${now + 1_000})`);
+    old.close();
+    const store = open(path);
+    const kept = { id: 1, name: 'kept', categoryId: 4, status: 'pending' as const, version: 1 };
+    expect(await store.get(1)).toEqual(kept);
+    const retry = { scope: 'key:acme/createPet', key: 'k', fingerprint: 'f', now };
+    const pet = { name: 'kept', categoryId: 4, status: 'pending' } as const;
+    expect(await store.createOnce(pet, retry)).toEqual({ outcome: 'replayed', pet: kept });
+    // Such a key has no copy of its pet: once the pet is changed, it answers the pet as it is.
+    await store.update(1, { name: 'renamed' });
+    expect(await store.createOnce(pet, retry)).toMatchObject({ outcome: 'replayed', pet: { name: 'renamed' } });
+    await store.close();
+  });
+
   test('two connections to one file: one key stores one pet; expired keys are swept', async () => {
     const path = join(dir, 'shared.db');
     const [a, b] = [open(path), open(path)];
