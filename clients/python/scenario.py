@@ -1,10 +1,10 @@
 """What an integrator's Python code does with a client generated from contract/openapi.yaml.
 
 openapi-python-client generates the package `petstore_client` (`make client-test` puts it in
-dist/clients/python); this script creates, lists page by page, gets, sends a wrong key (401),
-reads the quota without spending it and uses the key's quota up (429) against PETSTORE_URL
-(ending in /v1) with PETSTORE_TOKEN, a key of 8 requests a minute. Every check is exact; the
-first that fails exits 1.
+dist/clients/python); this script creates, lists page by page, gets, changes with If-Match,
+removes, sends a wrong key (401), reads the quota without spending it and uses the key's quota
+up (429) against PETSTORE_URL (ending in /v1) with PETSTORE_TOKEN, a key of 11 requests a
+minute. Every check is exact; the first that fails exits 1.
 """
 
 import os
@@ -13,9 +13,9 @@ import sys
 from urllib.parse import parse_qs, urljoin, urlparse
 
 from petstore_client import AuthenticatedClient
-from petstore_client.api.animals import create_pet, get_pet, list_pets
+from petstore_client.api.animals import create_pet, delete_pet, get_pet, list_pets, update_pet
 from petstore_client.api.quota import get_rate_limit
-from petstore_client.models import Error, ErrorCode, NewPet, NewPetStatus, Pet, PetStatus
+from petstore_client.models import Error, ErrorCode, NewPet, NewPetStatus, Pet, PetPatch, PetStatus
 
 BASE_URL = os.environ["PETSTORE_URL"]
 client = AuthenticatedClient(base_url=BASE_URL, token=os.environ["PETSTORE_TOKEN"])
@@ -42,9 +42,11 @@ bodies = [
     NewPet(name="Kit", category_id=9007199254740991, status=NewPetStatus.SOLD),
 ]
 check(bodies[0].to_dict(), {"name": "Rex", "categoryId": 1}, "a body without status")
+tags = []
 for body, pet in zip(bodies, wanted, strict=True):
     res = create_pet.sync_detailed(client=client, body=body)
     check(res.status_code, 201, f"create {pet.name}")
+    tags.append(res.headers.get("etag"))
     check(res.parsed, pet, f"create {pet.name}: body")
     # Relative to the request URL (.../v1/pets), so it keeps any prefix a proxy serves the API under.
     check(res.headers.get("location"), f"pets/{pet.id}", f"create {pet.name}: Location")
@@ -68,6 +70,16 @@ check(one.status_code, 200, "get")
 check(one.parsed, wanted[1], "get: body")
 check(one.headers.get("deprecation"), "@1767225600", "get: Deprecation")
 
+step("change Rex with the ETag its create answered; that tag again is 412; remove Tom")
+changed = update_pet.sync_detailed(client=client, pet_id=1, body=PetPatch(name="Max"), if_match=tags[0])
+check(changed.status_code, 200, "change")
+check(changed.parsed, Pet(id=1, name="Max", category_id=1, status=PetStatus.AVAILABLE), "change: body")
+check(changed.headers.get("etag") not in (None, tags[0]), True, "change: a new ETag")
+stale = update_pet.sync_detailed(client=client, pet_id=1, body=PetPatch(status=PetStatus.SOLD), if_match=tags[0])
+check((stale.status_code, stale.parsed.code), (412, ErrorCode.PRECONDITION_FAILED), "a stale ETag")
+removed = delete_pet.sync_detailed(client=client, pet_id=2)
+check(removed.status_code, 204, "remove")
+
 step("a wrong key is 401 with the Error body")
 stranger = AuthenticatedClient(base_url=BASE_URL, token="psk_not-a-key")
 refused = list_pets.sync_detailed(client=stranger)
@@ -83,19 +95,19 @@ check(
     "wrong key: WWW-Authenticate",
 )
 
-step("read the quota: 2 of 8 left, and reading it any number of times spends none")
+step("read the quota: 2 of 11 left, and reading it any number of times spends none")
 for _ in range(3):
     quota = get_rate_limit.sync_detailed(client=client)
     check(quota.status_code, 200, "quota")
     check(
         [(w.name.value, w.limit, w.remaining) for w in quota.parsed.windows],
-        [("minute", 8, 2), ("day", 1000, 994)],
+        [("minute", 11, 2), ("day", 1000, 991)],
         "quota: windows",
     )
     check((quota.parsed.consumer, quota.parsed.plan, quota.parsed.ban), ("client", "enterprise", None), "quota: whose")
     check(str(quota.parsed.windows[0].reset), quota.headers.get("x-ratelimit-reset"), "quota: reset as in the header")
 
-step("the key has 2 of its 8 requests a minute left; the third is 429")
+step("the key has 2 of its 11 requests a minute left; the third is 429")
 for left in ["1", "0"]:
     page = list_pets.sync_detailed(client=client, status=PetStatus.SOLD)
     check(page.status_code, 200, "filtered list")

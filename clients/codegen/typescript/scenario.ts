@@ -1,7 +1,8 @@
 // What an integrator's TypeScript code does with a client generated from contract/openapi.yaml
-// (openapi-typescript types + openapi-fetch): create, list page by page, get, a wrong key (401),
-// the quota read without spending it, then the key's quota used up (429). `make client-test` runs it against dist/petstore, with
-// PETSTORE_URL (ending in /v1) and PETSTORE_TOKEN (a key of 8 requests a minute) set. Every
+// (openapi-typescript types + openapi-fetch): create, list page by page, get, change with
+// If-Match, remove, a wrong key (401), the quota read without spending it, then the key's quota
+// used up (429). `make client-test` runs it against dist/petstore, with PETSTORE_URL (ending in
+// /v1) and PETSTORE_TOKEN (a key of 11 requests a minute) set. Every
 // check is exact; the first that fails exits 1.
 import { deepStrictEqual, ok, strictEqual } from 'node:assert/strict';
 import createClient from 'openapi-fetch';
@@ -21,12 +22,14 @@ const wanted: Pet[] = [
   { id: 2, name: 'Tom', categoryId: 2, status: 'pending' },
   { id: 3, name: 'Kit', categoryId: 9007199254740991, status: 'sold' },
 ];
+const tags: string[] = [];
 for (const pet of wanted) {
   const { name, categoryId, status } = pet;
   const body = status === 'available' ? { name, categoryId } : { name, categoryId, status };
   const { data, response } = await client.POST('/pets', { body });
   strictEqual(response.status, 201);
   deepStrictEqual(data, pet);
+  tags.push(response.headers.get('etag') ?? '');
   // Relative to the request URL (…/v1/pets), so it keeps any prefix a proxy serves the API under.
   strictEqual(response.headers.get('location'), `pets/${pet.id}`);
 }
@@ -50,6 +53,24 @@ strictEqual(one.response.status, 200);
 deepStrictEqual(one.data, wanted[1]);
 strictEqual(one.response.headers.get('deprecation'), '@1767225600');
 
+step('change Rex with the ETag its create answered; that tag again is 412; remove Tom');
+const changed = await client.PATCH('/pets/{petId}', {
+  params: { path: { petId: 1 }, header: { 'If-Match': tags[0] } },
+  body: { name: 'Max' },
+});
+strictEqual(changed.response.status, 200);
+deepStrictEqual(changed.data, { ...wanted[0], name: 'Max' });
+const newTag = changed.response.headers.get('etag');
+ok(newTag !== null && newTag !== tags[0], `a new ETag: ${newTag}`);
+const stale = await client.PATCH('/pets/{petId}', {
+  params: { path: { petId: 1 }, header: { 'If-Match': tags[0] } },
+  body: { status: 'sold' },
+});
+strictEqual(stale.response.status, 412);
+strictEqual(stale.error?.code, 'precondition_failed');
+const removed = await client.DELETE('/pets/{petId}', { params: { path: { petId: 2 } } });
+strictEqual(removed.response.status, 204);
+
 step('a wrong key is 401 with the Error body');
 const stranger = createClient<paths>({ baseUrl, headers: { Authorization: 'Bearer psk_not-a-key' } });
 const refused = await stranger.GET('/pets');
@@ -61,22 +82,22 @@ deepStrictEqual(refused.error, {
 });
 strictEqual(refused.response.headers.get('www-authenticate'), 'Bearer realm="petstore", error="invalid_token"');
 
-step('read the quota: 2 of 8 left, and reading it any number of times spends none');
+step('read the quota: 2 of 11 left, and reading it any number of times spends none');
 for (let i = 0; i < 3; i++) {
   const quota = await client.GET('/rate_limit');
   strictEqual(quota.response.status, 200);
   deepStrictEqual(
     quota.data?.windows.map(({ name, limit, remaining }) => ({ name, limit, remaining })),
     [
-      { name: 'minute', limit: 8, remaining: 2 },
-      { name: 'day', limit: 1000, remaining: 994 },
+      { name: 'minute', limit: 11, remaining: 2 },
+      { name: 'day', limit: 1000, remaining: 991 },
     ],
   );
   deepStrictEqual([quota.data?.consumer, quota.data?.plan, quota.data?.ban], ['client', 'enterprise', null]);
   strictEqual(String(quota.data?.windows[0]?.reset), quota.response.headers.get('x-ratelimit-reset'));
 }
 
-step('the key has 2 of its 8 requests a minute left; the third is 429');
+step('the key has 2 of its 11 requests a minute left; the third is 429');
 for (const left of ['1', '0']) {
   const page = await client.GET('/pets', { params: { query: { status: 'sold' } } });
   strictEqual(page.response.status, 200);

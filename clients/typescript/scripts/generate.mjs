@@ -69,6 +69,7 @@ for (const [path, item] of Object.entries(document.paths ?? {})) {
       queryRequired: parameters.some((p) => p.in === 'query' && p.required),
       body: op.requestBody !== undefined,
       idempotencyKey: parameters.some((p) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key'),
+      ifMatch: parameters.some((p) => p.in === 'header' && p.name.toLowerCase() === 'if-match'),
       deprecated: op.deprecated === true,
       summary: op.summary ?? op.operationId,
     });
@@ -92,7 +93,8 @@ function parametersOf(op) {
   if (op.query) {
     args.push({ name: `query${op.queryRequired ? '' : '?'}`, type: `NonNullable<${o}['parameters']['query']>` });
   }
-  args.push({ name: 'options?', type: op.idempotencyKey ? 'CreateOptions' : 'CallOptions' });
+  const options = op.idempotencyKey ? 'CreateOptions' : op.ifMatch ? 'ConditionalOptions' : 'CallOptions';
+  args.push({ name: 'options?', type: options });
   return args;
 }
 
@@ -118,7 +120,7 @@ const ast = await openapiTS(text);
 writeFileSync(join(OUT, 'schema.ts'), NOTICE + astToString(ast));
 writeFileSync(
   join(OUT, 'operations.ts'),
-  `${NOTICE}import type { Call, CallOptions, CreateOptions, JsonSuccess } from '../types.ts';
+  `${NOTICE}import type { Call, CallOptions, ConditionalOptions, CreateOptions, JsonSuccess } from '../types.ts';
 import type { operations } from './schema.ts';
 
 /** How each operation of the contract is sent. */

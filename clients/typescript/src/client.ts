@@ -3,7 +3,16 @@ import { bindOperations, OPERATIONS, type Operations } from './generated/operati
 import type { components, operations } from './generated/schema.ts';
 import { linkTarget } from './link.ts';
 import { Pacer } from './pacer.ts';
-import type { CallOptions, ClientOptions, CreateOptions, Fetch, JsonSuccess, Logger, RateLimitInfo } from './types.ts';
+import type {
+  CallOptions,
+  ClientOptions,
+  ConditionalOptions,
+  CreateOptions,
+  Fetch,
+  JsonSuccess,
+  Logger,
+  RateLimitInfo,
+} from './types.ts';
 import { backoffMs, retryAfterMs, sleep } from './wait.ts';
 
 const DEFAULT_MAX_RETRIES = 3;
@@ -23,6 +32,15 @@ export interface PetstoreClient extends Operations {
    * for await (const pet of petstore.listAllPets({ status: 'available', limit: 100 })) console.log(pet.name);
    */
   listAllPets(query?: ListQuery, options?: CallOptions): AsyncGenerator<components['schemas']['Pet'], void, undefined>;
+  /**
+   * The `ETag` of the answer a body came in, e.g. a pet from `createPet` or `updatePet`: what
+   * `ifMatch` takes to change or remove that pet only if nobody changed it since.
+   *
+   * @example
+   * const rex = await petstore.createPet({ name: 'Rex', categoryId: 1 });
+   * await petstore.updatePet(rex.id, { status: 'sold' }, { ifMatch: petstore.etagOf(rex) });
+   */
+  etagOf(body: object): string | undefined;
 }
 
 /**
@@ -40,6 +58,7 @@ export function createClient(options: ClientOptions): PetstoreClient {
   return {
     ...bindOperations((id, path, body, query, callOptions) => transport.call(id, path, body, query, callOptions)),
     listAllPets: (query, callOptions) => transport.listAll(query, callOptions),
+    etagOf: (body) => transport.etagOf(body),
   };
 }
 
@@ -52,6 +71,8 @@ class Transport {
   readonly #fetch: Fetch;
   readonly #pacer = new Pacer();
   readonly #warned = new Set<string>();
+  /** The `ETag` of each body an answer carried one with, for as long as the caller keeps the body. */
+  readonly #etags = new WeakMap<object, string>();
 
   constructor({ apiKey, baseUrl, maxRetries = DEFAULT_MAX_RETRIES, onRateLimit, logger, fetch }: ClientOptions) {
     if (!apiKey) throw new TypeError('createClient: apiKey is required');
@@ -73,10 +94,17 @@ class Transport {
     path: Record<string, string | number>,
     body: unknown,
     query: Query | undefined,
-    options: CreateOptions = {},
+    options: CreateOptions & ConditionalOptions = {},
   ) {
     const response = await this.#send(id, this.#url(id, path, query), body, options);
-    return json<K>(response);
+    const answer = await json<K>(response);
+    const etag = response.headers.get('etag');
+    if (etag !== null && typeof answer === 'object' && answer !== null) this.#etags.set(answer, etag);
+    return answer;
+  }
+
+  etagOf(body: object): string | undefined {
+    return this.#etags.get(body);
   }
 
   async *listAll(query: ListQuery = {}, options: CallOptions = {}) {
@@ -107,7 +135,7 @@ class Transport {
     id: OperationId,
     url: string,
     body: unknown,
-    { signal, idempotencyKey }: CreateOptions,
+    { signal, idempotencyKey, ifMatch }: CreateOptions & ConditionalOptions,
   ): Promise<Response> {
     const { method, idempotencyKey: keyed } = OPERATIONS[id];
     const headers: Record<string, string> = { authorization: this.#authorization, accept: 'application/json' };
@@ -115,6 +143,7 @@ class Transport {
     // One key for every try of this call: the server answers a retry of a create it already
     // made with that pet, so a lost answer never becomes a second pet.
     if (keyed) headers['idempotency-key'] = idempotencyKey ?? crypto.randomUUID();
+    if (ifMatch !== undefined) headers['if-match'] = ifMatch;
     // Sent twice, a GET changes nothing, and a keyed create is replayed: others are not resent
     // after an answer was lost.
     const repeatable = method === 'GET' || keyed;

@@ -58,6 +58,16 @@ export interface CreateOptions extends CallOptions {
   idempotencyKey?: string;
 }
 
+/** Options of an operation that takes `If-Match` (`updatePet`, `deletePet`). */
+export interface ConditionalOptions extends CallOptions {
+  /**
+   * Sent as `If-Match`: the pet's `ETag` as an answer gave it (`etagOf`), or `*`. The change is
+   * made only while the pet is at that version; otherwise the call fails with `PetstoreError`
+   * `precondition_failed` (412) and nothing changes.
+   */
+  ifMatch?: string;
+}
+
 /** The JSON body of an operation's successful answers, from its contract responses. */
 export type JsonSuccess<Responses> = {
   [S in keyof Responses]: S extends 200 | 201 | 202 | 203 | 206
@@ -75,5 +85,5 @@ export type Call = <K extends keyof operations>(
   path: Record<string, string | number>,
   body: unknown,
   query: Record<string, string | number | boolean | undefined> | undefined,
-  options: CreateOptions | undefined,
+  options: (CreateOptions & ConditionalOptions) | undefined,
 ) => Promise<JsonSuccess<operations[K]['responses']>>;
