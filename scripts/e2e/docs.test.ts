@@ -1,6 +1,6 @@
 // The documents' examples, run as they are written against the server under test, and the names
 // they give checked against what the server writes: the README's first request, the webhook
-// receiver under Node, the admin API's curl session, the audit actions, a request's log line, the
+// receiver under Node, the admin API's curl session, a pet changed and removed, the audit actions, a request's log line, the
 // 401's challenges, `petstore keys`.
 import { afterEach, describe, expect, test } from 'bun:test';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
@@ -212,6 +212,20 @@ describe('examples, as written', () => {
       .replace(/"token":"psk_[0-9A-Za-z]+"/, '"token":"psk_…"')
       .replace(/"at":"[^"]+"/g, '"at":"…"');
     expect(got).toBe(answers ?? '');
+  });
+});
+
+describe('examples, as written: a pet changed and removed', () => {
+  test('the curl session of "Changing and removing a pet" answers what docs/integrators.md shows', async () => {
+    const [session, answers] = testedBlocks(INTEGRATORS, 'this block with API and TOKEN set', 2);
+    const server = await startServer({ args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'free' }])] });
+    stops.push(() => server.stop());
+    const run = spawnSync('bash', ['-euo', 'pipefail', '-c', session ?? ''], {
+      env: { ...process.env, API: `${server.url}/v1`, TOKEN: tokenOf('acme') },
+      encoding: 'utf8',
+    });
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toBe(answers ?? '');
   });
 });
 

@@ -234,9 +234,9 @@ describe('CORS', () => {
       expect(res.status).toBe(204);
       expect(res.headers['access-control-allow-origin']).toBe(APP);
       const methods = (res.headers['access-control-allow-methods'] ?? '').split(/, */);
-      for (const m of ['GET', 'POST', 'HEAD']) expect(methods).toContain(m);
+      for (const m of ['GET', 'POST', 'HEAD', 'PATCH', 'DELETE']) expect(methods).toContain(m);
       const allowed = (res.headers['access-control-allow-headers'] ?? '').toLowerCase().split(/, */);
-      for (const h of ['authorization', 'content-type', 'idempotency-key']) expect(allowed).toContain(h);
+      for (const h of ['authorization', 'content-type', 'idempotency-key', 'if-match']) expect(allowed).toContain(h);
     }
     const keyed = await send(server.port, 'GET', '/v1/pets', { Origin: APP, Authorization: KEY });
     expect([keyed.status, keyed.headers['x-ratelimit-remaining']]).toEqual([200, '2']);
