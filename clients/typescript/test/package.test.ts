@@ -70,6 +70,8 @@ export const made: Promise<Pet> = petstore.createPet(body, { idempotencyKey: 'or
 export const page: Promise<Pet[]> = petstore.listPets({ limit: 10, status, cursor: 'abc' });
 export const one: Promise<Pet> = petstore.getPet(1);
 export const all: AsyncIterable<Pet> = petstore.listAllPets({ status });
+export const held = made.then((rex) => petstore.updatePet(rex.id, { status: 'pending' }, { ifMatch: petstore.etagOf(rex) }));
+export const gone: Promise<undefined> = petstore.deletePet(1, { ifMatch: '*' });
 export const code = (e: unknown) => (e instanceof PetstoreError ? [e.code, e.status, e.headers.get('retry-after')] : []);
 // @ts-expect-error categoryId is required
 petstore.createPet({ name: 'Rex' });
@@ -77,6 +79,8 @@ petstore.createPet({ name: 'Rex' });
 petstore.getPet('1');
 // @ts-expect-error no such status
 petstore.listPets({ status: 'lost' });
+// @ts-expect-error a merge patch cannot remove a pet's name
+petstore.updatePet(1, { name: null });
 `,
   );
   writeFileSync(
@@ -135,7 +139,9 @@ test('npm pack in a copy outside the repository: stops naming PETSTORE_CONTRACT,
       'does not exist. Outside the Pet Store repository, name the contract: PETSTORE_CONTRACT=/path/to/openapi.yaml npm pack',
     );
     const packed = pack({ PETSTORE_CONTRACT: `${server.url}/openapi.yaml` });
-    expect(packed.stdout).toContain('generate: 4 operations (listPets, createPet, getPet, getRateLimit)');
+    expect(packed.stdout).toContain(
+      'generate: 6 operations (listPets, createPet, getPet, deletePet, updatePet, getRateLimit)',
+    );
     expect(packed.status).toBe(0);
     expect(existsSync(join(copy, `petstore-client-${version}.tgz`))).toBe(true);
   } finally {
