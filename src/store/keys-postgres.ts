@@ -1,5 +1,6 @@
 import type postgres from 'postgres';
 import { consumersOf, KEYS_CHANNEL, type KeyStore, type KeysEdit, rowChanges, type StoredConsumer } from './keys.ts';
+import { transaction } from './postgres-transaction.ts';
 import { column } from './rows.ts';
 
 /**
@@ -28,14 +29,14 @@ export class PostgresKeyStore implements KeyStore {
 
   async read(): Promise<{ version: number; consumers: StoredConsumer[] }> {
     return this.#query('read keys', () =>
-      this.#sql.begin('ISOLATION LEVEL REPEATABLE READ READ ONLY', async (tx) => readAll(tx)),
+      transaction(this.#sql, async (tx) => readAll(tx), 'ISOLATION LEVEL REPEATABLE READ READ ONLY'),
     );
   }
 
   async change(edit: (consumers: StoredConsumer[]) => KeysEdit): Promise<void> {
     let refused: { err: unknown } | undefined;
     await this.#query('change keys', () =>
-      this.#sql.begin(async (tx) => {
+      transaction(this.#sql, async (tx) => {
         await tx`SELECT pg_advisory_xact_lock(hashtext('petstore keys'))`;
         const { consumers } = await readAll(tx);
         let result: KeysEdit;

@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import postgres from 'postgres';
 import { testPostgresUrl } from '../../test/postgres.ts';
+import { tcpProxy } from '../../test/proxy.ts';
 import { describeStore } from '../../test/store-conformance.ts';
 import { createLogger, silentLogger } from '../log.ts';
 import { boundStore } from './bounded.ts';
@@ -139,6 +140,57 @@ describe('PostgresStore', () => {
     await store.close();
     await db.drop();
   });
+  test('a connection cut in the middle of a transaction fails it as unavailable, and nothing escapes to crash the process', async () => {
+    const db = await freshDatabase();
+    const direct = new URL(db.url);
+    const proxy = await tcpProxy({ host: direct.hostname, port: Number(direct.port) }, 'replies');
+    const via = new URL(db.url);
+    via.port = String(proxy.port);
+    const store = await PostgresStore.open({ url: via.toString(), log: silentLogger });
+    // The trim's transaction waits for a lock held here, with its statement on the connection, when the network goes.
+    const holder = postgres(db.url, { max: 1, onnotice: () => {} });
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let locked = () => {};
+    const isLocked = new Promise<void>((resolve) => {
+      locked = resolve;
+    });
+    const held = holder.begin(async (tx) => {
+      await tx`LOCK TABLE webhook_outbox IN ACCESS EXCLUSIVE MODE`;
+      locked();
+      await released;
+    });
+    try {
+      await isLocked;
+      const trimmed = store.outbox.trim(10, Date.now()).catch((e: unknown) => e);
+      const name = direct.pathname.slice(1);
+      for (let waiting = 0; waiting === 0; await Bun.sleep(10)) {
+        const [row] = await admin`
+          SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = ${name} AND application_name = 'petstore' AND wait_event_type = 'Lock'`;
+        waiting = Number(row?.n);
+      }
+      proxy.cut();
+      const err = await trimmed;
+      expect(err).toBeInstanceOf(StoreUnavailableError);
+      expect((err as Error).message).toBe(
+        `trim outbox: write CONNECTION_CLOSED 127.0.0.1:${proxy.port}; ${OUTCOME_UNKNOWN}`,
+      );
+      release();
+      await held;
+      // The pool connects anew: the next transaction commits.
+      expect(await store.outbox.trim(10, Date.now())).toEqual([]);
+    } finally {
+      release();
+      await held.catch(() => {});
+      await holder.end({ timeout: 1 });
+      await store.close();
+      proxy.close();
+      await db.drop();
+    }
+  }, 20_000);
 });
 
 describe('PostgresStore version: every write of the fleet, heard through LISTEN', () => {

@@ -32,6 +32,7 @@ import {
   settleParams,
 } from './outbox-sql.ts';
 import { ANNOUNCES_SETTING, announce, HEARTBEAT_LOCK_WAIT_MS, PET_VERSIONS, PetChanges } from './postgres-changes.ts';
+import { CONNECTION_LOST, transaction } from './postgres-transaction.ts';
 import { describeData } from './postgres-url.ts';
 import {
   column,
@@ -86,12 +87,6 @@ const NOT_CONNECTED = new Set([
   '08001',
   '08004',
 ]);
-/**
- * The connection broke with queries on it (also 57P01/57P02, a shutdown ending the session, and
- * class 08): a write may or may not have been committed. That alone does not show the database
- * away (a session ended by the last restart fails its next query), so the next call connects anew.
- */
-const CONNECTION_LOST = new Set(['CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT']);
 const SESSION_ENDED = new Set(['57P01', '57P02']);
 
 export interface PostgresStoreOptions {
@@ -128,7 +123,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
   readonly outbox: Outbox = {
     record: async (events) => {
       await this.#write('record events', () =>
-        this.#sql.begin(async (tx) => {
+        transaction(this.#sql, async (tx) => {
           for (const e of events) {
             await tx.unsafe(OUTBOX.record, [
               e.id,
@@ -158,7 +153,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
     },
     trim: async (max, now) =>
       this.#write('trim outbox', () =>
-        this.#sql.begin(async (tx) => {
+        transaction(this.#sql, async (tx) => {
           await tx.unsafe(OUTBOX.prune, [now - DELIVERED_KEEP_MS]);
           const [kept] = await tx.unsafe(OUTBOX.countKept);
           const over = Number(column(kept, 'n')) - max;
@@ -286,29 +281,29 @@ export class PostgresStore implements PetStore, WithKeyStore {
     const started = performance.now();
     const sweep = this.#sweeps.due(now);
     return this.#changing('store pet', () =>
-      this.#sql.begin(async (tx): Promise<CreateOnceResult> => {
+      transaction(this.#sql, async (tx): Promise<CreateOnceResult> => {
         // 64-bit hash of the key: a collision only makes two keys take turns.
-        await live(tx`SELECT pg_advisory_xact_lock(hashtextextended(${`${scope}\n${key}`}, 0))`);
+        await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`${scope}\n${key}`}, 0))`;
         // The caller was answered 503 at the bound: a create that only gets its turn after that
         // stores nothing, so the outcome the client was told is unknown is "not stored".
         if (performance.now() - started >= this.#timeoutMs) {
           throw new StoreTimeoutError(`store pet: no turn within ${this.#timeoutMs} ms; nothing was stored`);
         }
-        if (sweep) await live(tx`DELETE FROM idempotency_keys WHERE expires_at <= ${now}`);
-        const [seen] = await live(tx`
+        if (sweep) await tx`DELETE FROM idempotency_keys WHERE expires_at <= ${now}`;
+        const [seen] = await tx`
           SELECT k.fingerprint, ${tx.unsafe(KEPT_PET)}
           FROM idempotency_keys k LEFT JOIN pets p ON p.id = k.pet_id
-          WHERE k.scope = ${scope} AND k.idempotency_key = ${key} AND k.expires_at > ${now}`);
+          WHERE k.scope = ${scope} AND k.idempotency_key = ${key} AND k.expires_at > ${now}`;
         const kept = seen ? keptPetFromRow(seen) : undefined;
         if (kept) {
           if (column(seen, 'fingerprint') !== fingerprint) return { outcome: 'conflict' };
           return { outcome: 'replayed', pet: kept };
         }
-        const [row] = await live(tx`
+        const [row] = await tx`
           INSERT INTO pets (name, category_id, status) VALUES (${pet.name}, ${pet.categoryId}, ${pet.status})
-          RETURNING ${tx.unsafe(STORED_PET_COLUMNS)}`);
+          RETURNING ${tx.unsafe(STORED_PET_COLUMNS)}`;
         const stored = storedPetFromRow(row);
-        await live(tx`
+        await tx`
           INSERT INTO idempotency_keys
             (scope, idempotency_key, fingerprint, pet_id, expires_at, pet_name, pet_category_id, pet_status, pet_version)
           VALUES (${scope}, ${key}, ${fingerprint}, ${stored.id}, ${now + IDEMPOTENCY_TTL_MS},
@@ -316,7 +311,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
           ON CONFLICT (scope, idempotency_key) DO UPDATE
           SET fingerprint = excluded.fingerprint, pet_id = excluded.pet_id, expires_at = excluded.expires_at,
             pet_name = excluded.pet_name, pet_category_id = excluded.pet_category_id,
-            pet_status = excluded.pet_status, pet_version = excluded.pet_version`);
+            pet_status = excluded.pet_status, pet_version = excluded.pet_version`;
         return { outcome: 'created', pet: stored };
       }),
     );
@@ -334,8 +329,8 @@ export class PostgresStore implements PetStore, WithKeyStore {
   async update(id: number, patch: PetPatch, ifMatch?: IfMatch): Promise<UpdateResult> {
     const cols = this.#sql.unsafe(STORED_PET_COLUMNS);
     return this.#changing('change pet', () =>
-      this.#sql.begin(async (tx): Promise<UpdateResult> => {
-        const [row] = await live(tx`SELECT ${cols} FROM pets WHERE id = ${id} FOR UPDATE`);
+      transaction(this.#sql, async (tx): Promise<UpdateResult> => {
+        const [row] = await tx`SELECT ${cols} FROM pets WHERE id = ${id} FOR UPDATE`;
         const current = row ? storedPetFromRow(row) : undefined;
         const plan = planUpdate(current, patch, ifMatch);
         if (plan.outcome !== 'apply') return plan;
@@ -343,9 +338,9 @@ export class PostgresStore implements PetStore, WithKeyStore {
         if (plan.statusChanges && (await heldByOrder(tx, id))) return { outcome: 'on_order', pet: was };
         if (!plan.changed) return { outcome: 'updated', pet: was };
         const { name, categoryId, status } = plan.next;
-        const [changed] = await live(tx`
+        const [changed] = await tx`
           UPDATE pets SET name = ${name}, category_id = ${categoryId}, status = ${status},
-            version = ${tx.unsafe(NEXT_VERSION)} WHERE id = ${id} RETURNING ${cols}`);
+            version = ${tx.unsafe(NEXT_VERSION)} WHERE id = ${id} RETURNING ${cols}`;
         return { outcome: 'updated', pet: storedPetFromRow(changed) };
       }),
     );
@@ -359,13 +354,13 @@ export class PostgresStore implements PetStore, WithKeyStore {
   async remove(id: number, ifMatch?: IfMatch): Promise<RemoveResult> {
     const cols = this.#sql.unsafe(STORED_PET_COLUMNS);
     return this.#changing('remove pet', () =>
-      this.#sql.begin(async (tx): Promise<RemoveResult> => {
-        const [row] = await live(tx`SELECT ${cols} FROM pets WHERE id = ${id} FOR UPDATE`);
+      transaction(this.#sql, async (tx): Promise<RemoveResult> => {
+        const [row] = await tx`SELECT ${cols} FROM pets WHERE id = ${id} FOR UPDATE`;
         const current = row ? storedPetFromRow(row) : undefined;
         const plan = planRemove(current, ifMatch);
         if (plan.outcome !== 'apply') return plan;
         if (await heldByOrder(tx, id)) return { outcome: 'on_order', pet: current as StoredPet };
-        await live(tx`DELETE FROM pets WHERE id = ${id} RETURNING ${tx.unsafe(NEXT_VERSION)}`);
+        await tx`DELETE FROM pets WHERE id = ${id} RETURNING ${tx.unsafe(NEXT_VERSION)}`;
         return { outcome: 'removed' };
       }),
     );
@@ -454,23 +449,6 @@ export class PostgresStore implements PetStore, WithKeyStore {
   }
 }
 
-/**
- * A statement of a transaction, unless its connection died: then it never settles. postgres.js
- * answers a failed transaction callback with ROLLBACK on the same connection, and a write on a
- * connection that has closed throws from a timer, out of reach of any catch, and ends the process
- * (porsager/postgres#1208). The transaction's own promise is rejected by the connection's close
- * instead, and the server rolls the transaction back.
- */
-function live<T>(statement: Promise<T>): Promise<T> {
-  return statement.catch((err: unknown) => (connectionDied(err) ? new Promise<never>(() => {}) : Promise.reject(err)));
-}
-
-function connectionDied(err: unknown): boolean {
-  if (err instanceof postgres.PostgresError) return err.severity === 'FATAL' || err.severity === 'PANIC';
-  const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
-  return CONNECTION_LOST.has(code);
-}
-
 /** A new version for a pet: every change takes one from the sequence. */
 const NEXT_VERSION = `nextval('${PET_VERSIONS}')`;
 
@@ -497,7 +475,7 @@ const OUTBOX = {
 
 /** Applies the pending migrations in one transaction, serialized across instances. */
 async function migrate(sql: postgres.Sql, where: string): Promise<number[]> {
-  return sql.begin(async (tx) => {
+  return transaction(sql, async (tx) => {
     // Waiting for another instance's migrations, or a long one, is not a request to bound.
     await tx`SET LOCAL statement_timeout = 0`;
     await tx`SELECT pg_advisory_xact_lock(hashtext('petstore schema_migrations'))`;

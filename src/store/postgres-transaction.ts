@@ -1,0 +1,38 @@
+import postgres from 'postgres';
+
+/**
+ * The connection broke with queries on it (also 57P01/57P02, a shutdown ending the session, and
+ * class 08): a write may or may not have been committed. That alone does not show the database
+ * away (a session ended by the last restart fails its next query), so the next call connects anew.
+ */
+export const CONNECTION_LOST = new Set(['CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT']);
+
+/**
+ * `sql.begin(fn)`, safe when the connection dies under it. postgres.js answers a failed
+ * transaction callback with ROLLBACK on the same connection, and a write on a connection that has
+ * closed throws from a timer, out of reach of any catch, and ends the process
+ * (porsager/postgres#1208). So a callback failed by a dead connection never settles: the
+ * transaction's own promise is rejected by the connection's close instead, and the server rolls
+ * the transaction back.
+ */
+export function transaction<T>(
+  sql: postgres.Sql,
+  fn: (tx: postgres.TransactionSql) => Promise<T>,
+  mode?: string,
+): Promise<T> {
+  const guarded = async (tx: postgres.TransactionSql): Promise<T> => {
+    try {
+      return await fn(tx);
+    } catch (err) {
+      if (connectionDied(err)) return new Promise<never>(() => {});
+      throw err;
+    }
+  };
+  return (mode === undefined ? sql.begin(guarded) : sql.begin(mode, guarded)) as Promise<T>;
+}
+
+function connectionDied(err: unknown): boolean {
+  if (err instanceof postgres.PostgresError) return err.severity === 'FATAL' || err.severity === 'PANIC';
+  const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
+  return CONNECTION_LOST.has(code);
+}
