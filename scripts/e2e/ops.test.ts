@@ -187,6 +187,8 @@ describe('runtimes', () => {
       const byDefault = spawnSync(serverCommand()[0] ?? '', [...serverCommand().slice(1), '--port', '0'], {
         cwd: dir,
         encoding: 'utf8',
+        // A refusal comes at once; a server that started instead is stopped rather than waited for.
+        timeout: 10_000,
         env: Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'PETSTORE_DATA')),
       });
       expect([byDefault.status, byDefault.stderr]).toEqual([2, refusal('./data/petstore.db')]);
@@ -483,6 +485,7 @@ describe('SIGTERM', () => {
 });
 
 describe('petstore healthcheck', () => {
+  // A server and six commands, each a runtime's start: seconds under Node on a loaded machine.
   test('exits 0 while the server answers, 1 once it is gone, 2 on a bad option', async () => {
     const server = await startServer();
     const port = String(server.port);
@@ -497,7 +500,7 @@ describe('petstore healthcheck', () => {
     expect([byFlag.code, byEnv.code, byHost.code, down.code, bad.code, badPort.code]).toEqual([0, 0, 0, 1, 2, 2]);
     expect(bad.stderr).toContain('unknown option "--timeout"; expected --port, --host');
     expect(badPort.stderr).toContain('--port: expected a port number, got "http"');
-  });
+  }, 30_000);
 });
 
 describe('the command line', () => {
