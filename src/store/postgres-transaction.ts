@@ -5,7 +5,13 @@ import postgres from 'postgres';
  * class 08): a write may or may not have been committed. That alone does not show the database
  * away (a session ended by the last restart fails its next query), so the next call connects anew.
  */
-export const CONNECTION_LOST = new Set(['CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT']);
+export const CONNECTION_LOST = new Set([
+  'CONNECTION_CLOSED',
+  'CONNECTION_DESTROYED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+]);
 
 /**
  * `sql.begin(fn)`, safe when the connection dies under it. postgres.js answers a failed
