@@ -12,10 +12,10 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { spawnSync } from 'node:child_process';
-import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
 import { KIND, startOtlpReceiver } from '../test/otlp-receiver.ts';
+import { type TcpProxy, tcpProxy } from '../test/proxy.ts';
 
 const REDIS = process.env.PETSTORE_TEST_REDIS_URL ?? '';
 const REDIS_DIR = process.env.PETSTORE_TEST_REDIS_DIR ?? '';
@@ -30,45 +30,16 @@ if (!READY) {
 const DELAY_MS = 300;
 const auth = (name: string) => ({ Authorization: `Bearer ${tokenOf(name)}` });
 
-/**
- * A TCP proxy to Redis that holds each chunk from the client for `DELAY_MS` before passing it
- * on, in order: every Redis call takes at least 0.3 s.
- */
-function slowProxy(target: URL): Promise<{ url: string; server: Server }> {
-  const sockets = new Set<Socket>();
-  const server = createServer((client) => {
-    const upstream = createConnection({ host: target.hostname, port: Number(target.port) });
-    sockets.add(client).add(upstream);
-    client.on('data', (chunk) => {
-      setTimeout(() => upstream.write(chunk), DELAY_MS);
-    });
-    upstream.pipe(client);
-    const close = () => {
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('close', close).on('error', close);
-    upstream.on('close', close).on('error', close);
-  });
-  server.on('close', () => {
-    for (const s of sockets) s.destroy();
-  });
-  return new Promise((resolve) => {
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      resolve({ url: `redis://127.0.0.1:${port}`, server });
-    });
-  });
-}
-
 describe.skipIf(!READY)('--max-in-flight under a slow Redis', () => {
-  let proxy: Server;
+  let proxy: TcpProxy;
   let server: Running;
   beforeAll(async () => {
-    const slow = await slowProxy(new URL(REDIS));
-    proxy = slow.server;
+    // Each command held 0.3 s on its way to Redis: every Redis call takes at least that.
+    const target = new URL(REDIS);
+    proxy = await tcpProxy({ host: target.hostname, port: Number(target.port) }, 'requests', DELAY_MS);
     const keys = writeKeysFile([{ name: 'busy', plan: 'pro' }]);
-    server = await startServer({ args: ['--keys', keys, '--redis', slow.url, '--max-in-flight', '3'] });
+    const url = `redis://127.0.0.1:${proxy.port}`;
+    server = await startServer({ args: ['--keys', keys, '--redis', url, '--max-in-flight', '3'] });
   });
   afterAll(async () => {
     await server?.stop();

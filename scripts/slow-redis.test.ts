@@ -15,8 +15,8 @@
  * Needs PETSTORE_TEST_REDIS_URL: `make leases-test` (scripts/with-redis.sh starts one). ~30 s.
  */
 import { afterAll, expect, test } from 'bun:test';
-import { createConnection, createServer, type Socket } from 'node:net';
 import { metricSum, type Running, startServer, timedList, tokenOf, writeKeysFile } from '../test/harness.ts';
+import { type TcpProxy, tcpProxy } from '../test/proxy.ts';
 import { busiest } from '../test/windows.ts';
 
 const REDIS = process.env.PETSTORE_TEST_REDIS_URL ?? '';
@@ -39,52 +39,9 @@ afterAll(async () => {
   for (const p of proxies) p.close();
 });
 
-/**
- * A TCP proxy to Redis that passes requests on at once and, while `delayMs` is set, holds each
- * chunk of Redis's replies that long, in order: Redis runs every command in time, the answers
- * come late.
- */
-function slowProxy(target: URL) {
-  let delayMs = 0;
-  const sockets = new Set<Socket>();
-  const server = createServer((client) => {
-    const upstream = createConnection({ host: target.hostname, port: Number(target.port) });
-    sockets.add(client).add(upstream);
-    client.pipe(upstream);
-    const queue: { at: number; chunk: Buffer }[] = [];
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const drain = () => {
-      timer = undefined;
-      while (queue.length > 0 && (queue[0] as { at: number }).at <= Date.now()) {
-        client.write((queue.shift() as { chunk: Buffer }).chunk);
-      }
-      if (queue.length > 0) timer = setTimeout(drain, (queue[0] as { at: number }).at - Date.now());
-    };
-    upstream.on('data', (chunk: Buffer) => {
-      queue.push({ at: Math.max(Date.now() + delayMs, queue.at(-1)?.at ?? 0), chunk });
-      timer ??= setTimeout(drain, 0);
-    });
-    const close = () => {
-      clearTimeout(timer);
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('close', close).on('error', close);
-    upstream.on('close', close).on('error', close);
-  });
-  const listening = new Promise<string>((resolve) => {
-    server.listen(0, '127.0.0.1', () => resolve(`redis://127.0.0.1:${(server.address() as { port: number }).port}`));
-  });
-  const proxy = {
-    listening,
-    set delay(ms: number) {
-      delayMs = ms;
-    },
-    close() {
-      server.close();
-      for (const s of sockets) s.destroy();
-    },
-  };
+/** A proxy to Redis that holds its replies while `delay` is set: Redis runs every command in time, the answers come late. */
+async function slowProxy(target: URL): Promise<TcpProxy> {
+  const proxy = await tcpProxy({ host: target.hostname, port: Number(target.port) }, 'replies');
   proxies.push(proxy);
   return proxy;
 }
@@ -172,7 +129,7 @@ const logged = (server: Running, msg: string) =>
 async function spell(
   servers: Running[],
   key: string,
-  proxy: ReturnType<typeof slowProxy>,
+  proxy: TcpProxy,
   { slowMs, pace, spend = false }: { slowMs: number; pace: Pace; spend?: boolean },
 ) {
   let phase: 'steady' | 'slow' | 'after' | 'done' = 'steady';
@@ -221,13 +178,13 @@ test.skipIf(!REDIS)(
     const key = 'slow-one';
     // A day the load cannot spend: what Redis counted is all there is to compare.
     const limits = { perMinute: 1_000_000, perDay: 1_000_000 };
-    const proxy = slowProxy(new URL(REDIS));
+    const proxy = await slowProxy(new URL(REDIS));
     const server = await startServer({
       args: [
         '--keys',
         writeKeysFile([{ name: key, plan: 'pro', limits }]),
         '--redis',
-        await proxy.listening,
+        `redis://127.0.0.1:${proxy.port}`,
         '--metrics',
         '--max-in-flight',
         '2000',
@@ -288,9 +245,9 @@ test.skipIf(!REDIS)(
   async () => {
     const key = 'slow-two';
     const limits = { perMinute: 100_000, perDay: 12_000 };
-    const proxy = slowProxy(new URL(REDIS));
+    const proxy = await slowProxy(new URL(REDIS));
     const keys = writeKeysFile([{ name: key, plan: 'pro', limits }]);
-    const url = await proxy.listening;
+    const url = `redis://127.0.0.1:${proxy.port}`;
     const args = ['--keys', keys, '--redis', url, '--redis-fail', 'closed', '--metrics', '--max-in-flight', '2000'];
     const servers = await Promise.all([startServer({ args }), startServer({ args })]);
     started.push(...servers);

@@ -7,7 +7,7 @@ import { createConnection, createServer, type Socket } from 'node:net';
 
 export type ProxyDirection = 'requests' | 'replies';
 
-export interface Proxy {
+export interface TcpProxy {
   /** The port it listens on, on 127.0.0.1. */
   readonly port: number;
   /** Ms each chunk of `direction` is held from now on; 0 passes them on at once. */
@@ -26,7 +26,7 @@ export async function tcpProxy(
   target: { host: string; port: number },
   direction: ProxyDirection,
   delayMs = 0,
-): Promise<Proxy> {
+): Promise<TcpProxy> {
   let delay = delayMs;
   const sockets = new Set<Socket>();
   const server = createServer((client) => {
