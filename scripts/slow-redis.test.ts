@@ -8,9 +8,9 @@
  *   admitted, less one term's grants (the most admitted in a second before the spell): the
  *   grants whose replies came too late were handed back. Redis's count is also checked against
  *   the admissions it decided (all of them, less the in-process limiter's, from /metrics):
- *   never fewer, and more by at most one term's grants;
+ *   never fewer, and more by at most a few units (by design, none);
  * - two instances on the same slow Redis (`--redis-fail closed`), loaded until the day's quota
- *   is spent: never over it across both, and short of it by at most one term's grants.
+ *   is spent: never over it across both, and short of it by at most one request's cost each.
  *
  * Needs PETSTORE_TEST_REDIS_URL: `make leases-test` (scripts/with-redis.sh starts one). ~30 s.
  */
@@ -28,6 +28,10 @@ const TERM_MS = 1_000;
 /** How late each reply comes while Redis is slow: past the timeout. */
 const DELAY_MS = 700;
 const BURST = 300;
+/** What a `GET /v1/pets` costs: the most one instance can be left holding as the day runs out. */
+const COST = 1;
+/** How far Redis's count may be from the admissions it decided: by design, zero. */
+const FEW_UNITS = 3;
 const FAILOVER = 'rate limiter: Redis unreachable; each instance now enforces the limits on its own';
 const FAILOVER_CLOSED = 'rate limiter: Redis unreachable; answering 503 until it is back (--redis-fail closed)';
 const RETURN = 'rate limiter: Redis reachable again; limits are shared again';
@@ -226,8 +230,11 @@ test.skipIf(!REDIS)(
     expect(slowest).toBeLessThan(TIMEOUT_MS + TERM_MS);
     expect(remaining).toBeGreaterThanOrEqual(limits.perDay - admitted.length - oneTerm);
     expect(local).toBeGreaterThan(BURST);
-    expect(counted).toBeGreaterThanOrEqual(admitted.length - local);
-    expect(counted).toBeLessThanOrEqual(admitted.length - local + oneTerm);
+    // Redis counted the requests it decided and nothing more: the grant whose reply came late was
+    // handed back whole (one lease runs one grant at a time far from a limit, so no run overlaps
+    // the recorded one); a few units of leeway, where a lost grant left alone is thousands.
+    expect(counted - (admitted.length - local)).toBeGreaterThanOrEqual(0);
+    expect(counted - (admitted.length - local)).toBeLessThanOrEqual(FEW_UNITS);
     // Failed over once with the timeout as the reason, back once Redis answered in time: logged and counted.
     expect(logged(server, FAILOVER)).toEqual([
       expect.objectContaining({ level: 'warn', reason: `no answer within ${TIMEOUT_MS} ms` }),
@@ -241,7 +248,7 @@ test.skipIf(!REDIS)(
 );
 
 test.skipIf(!REDIS)(
-  'two instances on the same slow Redis (--redis-fail closed), loaded past a day of 12,000: never over across both, short by at most one term',
+  'two instances on the same slow Redis (--redis-fail closed), loaded past a day of 12,000: never over across both, short by at most one request each',
   async () => {
     const key = 'slow-two';
     const limits = { perMinute: 100_000, perDay: 12_000 };
@@ -281,9 +288,10 @@ test.skipIf(!REDIS)(
     // The day was far from spent when Redis turned slow, and spent once it answered in time again.
     expect(beforeSpell).toBeLessThan(limits.perDay / 2);
     expect(slowest).toBeLessThan(TIMEOUT_MS + TERM_MS);
-    // Never over across both; what the lost grants held came back, so the day was spent but for a term.
+    // Never over across both; what the lost grants held came back, so the whole day was spent but
+    // for at most one request's cost per instance (a grant shrinks to the cost near the limit).
     expect(admitted.length).toBeLessThanOrEqual(limits.perDay);
-    expect(admitted.length).toBeGreaterThanOrEqual(limits.perDay - oneTerm);
+    expect(admitted.length).toBeGreaterThanOrEqual(limits.perDay - servers.length * COST);
     for (const server of servers) {
       expect(logged(server, FAILOVER_CLOSED).length).toBeGreaterThanOrEqual(1);
       expect(logged(server, RETURN).length).toBe(logged(server, FAILOVER_CLOSED).length);
