@@ -12,10 +12,9 @@
  * Needs PETSTORE_TEST_POSTGRES_URL: `make postgres-test` (scripts/with-postgres.sh starts one).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import postgres from 'postgres';
 import { LISTENER_NAME } from '../src/store/postgres.ts';
 import { type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
-import { freshDatabase, type TestDatabase } from '../test/postgres.ts';
+import { freshDatabase, type TestDatabase, whileLocked } from '../test/postgres.ts';
 
 const PG_SERVER = process.env.PETSTORE_TEST_POSTGRES_URL ?? '';
 if (!PG_SERVER) {
@@ -70,32 +69,6 @@ async function create(server: Running, name: string): Promise<number> {
   });
   expect(res.status).toBe(201);
   return ((await res.json()) as { id: number }).id;
-}
-
-/** Runs `check` while another session holds an exclusive lock on pets: no query of it answers. */
-async function whileLocked<T>(check: () => Promise<T>): Promise<T> {
-  const sql = postgres((db as TestDatabase).url, { max: 1, onnotice: () => {} });
-  let release = () => {};
-  const released = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  let locked = () => {};
-  const holding = new Promise<void>((resolve) => {
-    locked = resolve;
-  });
-  const held = sql.begin(async (tx) => {
-    await tx`LOCK TABLE pets IN ACCESS EXCLUSIVE MODE`;
-    locked();
-    await released;
-  });
-  try {
-    await holding;
-    return await check();
-  } finally {
-    release();
-    await held;
-    await sql.end({ timeout: 1 });
-  }
 }
 
 function quantile(sorted: number[], q: number): number {
@@ -171,7 +144,9 @@ describe.skipIf(!PG_SERVER)('kept answers on PostgreSQL, two instances', () => {
     const page = pageAfter(last);
     await keptEmpty(page);
     // The page B kept is answered; a page it never kept waits for the lock and gets the store's 503.
-    expect(await whileLocked(async () => [await ids(b, page), await ids(b, pageAfter(0))])).toEqual([[], 503]);
+    expect(
+      await whileLocked((db as TestDatabase).url, 'pets', async () => [await ids(b, page), await ids(b, pageAfter(0))]),
+    ).toEqual([[], 503]);
   }, 30_000);
 
   test("B's listening backend terminated: A's write is in B's next answer; B keeps pages again once it listens", async () => {
@@ -197,6 +172,6 @@ describe.skipIf(!PG_SERVER)('kept answers on PostgreSQL, two instances', () => {
     }
     const next = pageAfter(id);
     await keptEmpty(next);
-    expect(await whileLocked(async () => ids(b, next))).toEqual([]);
+    expect(await whileLocked((db as TestDatabase).url, 'pets', async () => ids(b, next))).toEqual([]);
   }, 30_000);
 });

@@ -86,3 +86,33 @@ export function pgStartOptions(dir: string): string {
 export function testPostgresUrl(): string {
   return throwawayUrl('PETSTORE_TEST_POSTGRES_URL', 'runs the store on a PostgreSQL server', 'postgres', 'postgresql');
 }
+
+/**
+ * Runs `check` while another session holds `LOCK TABLE table IN ACCESS EXCLUSIVE MODE` on the
+ * database at `url` (no query of the table answers meanwhile); the lock is released and its
+ * session ended whatever `check` does.
+ */
+export async function whileLocked<T>(url: string, table: string, check: () => Promise<T>): Promise<T> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  let release = () => {};
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let locked = () => {};
+  const holding = new Promise<void>((resolve) => {
+    locked = resolve;
+  });
+  const held = sql.begin(async (tx) => {
+    await tx.unsafe(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
+    locked();
+    await released;
+  });
+  try {
+    await Promise.race([holding, held]);
+    return await check();
+  } finally {
+    release();
+    await held.catch(() => {});
+    await sql.end({ timeout: 1 });
+  }
+}

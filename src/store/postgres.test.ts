@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import postgres from 'postgres';
-import { testPostgresUrl } from '../../test/postgres.ts';
+import { testPostgresUrl, whileLocked } from '../../test/postgres.ts';
 import { tcpProxy } from '../../test/proxy.ts';
 import { describeStore } from '../../test/store-conformance.ts';
 import { createLogger, silentLogger } from '../log.ts';
@@ -147,45 +147,27 @@ describe('PostgresStore', () => {
     const via = new URL(db.url);
     via.port = String(proxy.port);
     const store = await PostgresStore.open({ url: via.toString(), log: silentLogger });
-    // The trim's transaction waits for a lock held here, with its statement on the connection, when the network goes.
-    const holder = postgres(db.url, { max: 1, onnotice: () => {} });
-    let release = () => {};
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let locked = () => {};
-    const isLocked = new Promise<void>((resolve) => {
-      locked = resolve;
-    });
-    const held = holder.begin(async (tx) => {
-      await tx`LOCK TABLE webhook_outbox IN ACCESS EXCLUSIVE MODE`;
-      locked();
-      await released;
-    });
     try {
-      await isLocked;
-      const trimmed = store.outbox.trim(10, Date.now()).catch((e: unknown) => e);
-      const name = direct.pathname.slice(1);
-      for (let waiting = 0; waiting === 0; await Bun.sleep(10)) {
-        const [row] = await admin`
-          SELECT count(*)::int AS n FROM pg_stat_activity
-          WHERE datname = ${name} AND application_name = 'petstore' AND wait_event_type = 'Lock'`;
-        waiting = Number(row?.n);
-      }
-      proxy.cut();
-      const err = await trimmed;
+      // The trim's transaction waits for a lock held elsewhere, its statement on the connection, when the network goes.
+      const err = await whileLocked(db.url, 'webhook_outbox', async () => {
+        const trimmed = store.outbox.trim(10, Date.now()).catch((e: unknown) => e);
+        const name = direct.pathname.slice(1);
+        for (let waiting = 0; waiting === 0; await Bun.sleep(10)) {
+          const [row] = await admin`
+            SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE datname = ${name} AND application_name = 'petstore' AND wait_event_type = 'Lock'`;
+          waiting = Number(row?.n);
+        }
+        proxy.cut();
+        return trimmed;
+      });
       expect(err).toBeInstanceOf(StoreUnavailableError);
       expect((err as Error).message).toBe(
         `trim outbox: write CONNECTION_CLOSED 127.0.0.1:${proxy.port}; ${OUTCOME_UNKNOWN}`,
       );
-      release();
-      await held;
       // The pool connects anew: the next transaction commits.
       expect(await store.outbox.trim(10, Date.now())).toEqual([]);
     } finally {
-      release();
-      await held.catch(() => {});
-      await holder.end({ timeout: 1 });
       await store.close();
       proxy.close();
       await db.drop();
@@ -346,39 +328,24 @@ describe('PostgresStore behind its bound', () => {
       timeoutMs: 1_000,
       log: silentLogger,
     });
-    const holder = postgres(db.url, { max: 1, onnotice: () => {} });
-    let release = () => {};
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let locked = () => {};
-    const isLocked = new Promise<void>((resolve) => {
-      locked = resolve;
-    });
-    const held = holder.begin(async (tx) => {
-      await tx`LOCK TABLE pets IN ACCESS EXCLUSIVE MODE`;
-      locked();
-      await released;
-    });
     try {
-      await isLocked;
       // More calls than the pool has connections: those waiting for a slot are bounded too.
       // StoreTimeoutError comes from the bound alone (the server's statement_timeout fails a
       // call as unavailable, and a call queued for a slot would wait past it).
-      const answers = await Promise.all(
-        Array.from({ length: 15 }, (_, i) =>
-          (i % 2
-            ? store.list({ limit: 5 })
-            : store.create({ name: `Lock${i}`, categoryId: 1, status: 'available' })
-          ).then(
-            () => 'answered',
-            (err: unknown) => (err instanceof StoreTimeoutError ? 'timeout' : String(err)),
+      const answers = await whileLocked(db.url, 'pets', () =>
+        Promise.all(
+          Array.from({ length: 15 }, (_, i) =>
+            (i % 2
+              ? store.list({ limit: 5 })
+              : store.create({ name: `Lock${i}`, categoryId: 1, status: 'available' })
+            ).then(
+              () => 'answered',
+              (err: unknown) => (err instanceof StoreTimeoutError ? 'timeout' : String(err)),
+            ),
           ),
         ),
       );
       expect(answers).toEqual(Array(15).fill('timeout'));
-      release();
-      await held;
       // Once the lock is gone the pool serves again. The creates answered with a timeout were
       // told their outcome is unknown: each one is stored once at most.
       const after = await store.create({ name: 'After', categoryId: 1, status: 'available' });
@@ -386,11 +353,6 @@ describe('PostgresStore behind its bound', () => {
       expect(names).toContain(after.name);
       expect(new Set(names).size).toBe(names.length);
     } finally {
-      // Ended while still holding the lock (an assertion above failed), the transaction would
-      // reject with CONNECTION_CLOSED unheard and hide that assertion's message.
-      release();
-      await held.catch(() => {});
-      await holder.end({ timeout: 1 });
       await store.close();
       await db.drop();
     }
