@@ -1,7 +1,8 @@
 /**
  * The shipped rules and dashboard against a real Prometheus (Debian's `prometheus`) scraping the
  * built binary every second, on a throwaway PostgreSQL and Redis, while a load drives it in phases:
- * - normal traffic: no alert pending or firing;
+ * - normal traffic: no alert pending or firing, and every objective's panel shows data (100%
+ *   available, the budget untouched: no 5xx series exists yet);
  * - a spent key hammered, bad tokens from 3,000 addresses, Redis stopped, then PostgreSQL stopped:
  *   PetstoreConsumerRefused, PetstoreUnauthorizedFlood, PetstoreRateLimiterFailedOver,
  *   PetstoreStoreUnavailable and PetstoreAvailabilityFastBurn go pending or firing.
@@ -26,6 +27,8 @@ import {
   asGrafanaSends,
   exportedSeries,
   panelQueries,
+  panels,
+  panelsOfRow,
   RULES_FILE,
   scrapedNames,
   variableSelectors,
@@ -266,6 +269,27 @@ describe.skipIf(!READY)('the shipped rules and dashboard on a real Prometheus sc
     // Several evaluations after the traffic: still nothing pending or firing.
     await Bun.sleep(3_000);
     expect(await alerts()).toEqual([]);
+    // No 5xx yet: every query of the objectives' panels and of the errors panel has data, and
+    // availability and its budget read 100%.
+    const slo = [
+      ...panelsOfRow('Objectives and error budget'),
+      ...panels().filter((p) => p.title === 'Errors by operation'),
+    ];
+    expect(slo.length).toBe(7);
+    const empty: string[] = [];
+    for (const p of slo) {
+      for (const t of p.targets ?? []) {
+        const res = await query(asGrafanaSends(t.expr));
+        expect([p.title, res.status]).toEqual([p.title, 'success']);
+        if (res.data.result.length === 0) empty.push(`${p.title}: ${t.expr}`);
+      }
+    }
+    expect(empty).toEqual([]);
+    const value = async (expr: string) =>
+      ((await query(expr)).data.result as { value: [number, string] }[]).map((r) => r.value[1]);
+    expect(await value('1 - petstore:slo_errors:ratio_rate30d{slo="availability"}')).toEqual(['1']);
+    expect(await value('petstore:slo_error_budget_remaining:ratio30d{slo="availability"}')).toEqual(['1']);
+    expect(await value('petstore:api_errors:rate5m')).toEqual(['0']);
 
     // A spent key: 5 a minute, sent 200 times.
     expect(await spread(200, () => withKey('spent'), 4)).toMatchObject({ 200: 5 });

@@ -42,11 +42,17 @@ export interface Panel {
 }
 
 export interface Dashboard {
+  readonly __inputs?: readonly Record<string, string>[];
   readonly schemaVersion: number;
   readonly uid: string;
   readonly panels: readonly Panel[];
   readonly templating: {
-    readonly list: readonly { readonly name: string; readonly type: string; readonly query: unknown }[];
+    readonly list: readonly {
+      readonly name: string;
+      readonly type: string;
+      readonly query: unknown;
+      readonly current?: unknown;
+    }[];
   };
 }
 
@@ -57,6 +63,14 @@ export function dashboard(): Dashboard {
 /** Every panel of the dashboard, those inside collapsed rows too; rows themselves are left out. */
 export function panels(d: Dashboard = dashboard()): Panel[] {
   return d.panels.flatMap((p) => (p.type === 'row' ? [...(p.panels ?? [])] : [p]));
+}
+
+/** The panels under the row titled `row` (rows are laid flat: a row's panels follow it). */
+export function panelsOfRow(row: string, d: Dashboard = dashboard()): Panel[] {
+  const start = d.panels.findIndex((p) => p.type === 'row' && p.title === row);
+  if (start < 0) return [];
+  const end = d.panels.findIndex((p, i) => i > start && p.type === 'row');
+  return d.panels.slice(start + 1, end < 0 ? undefined : end);
 }
 
 /** Each query of each panel, with the panel's title. */

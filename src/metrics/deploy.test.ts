@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   allRules,
+  DASHBOARD_FILE,
+  type Dashboard,
   dashboard,
   exportedSeries,
   panelQueries,
@@ -121,6 +123,34 @@ describe('the dashboard', () => {
     for (const p of panels(d)) expect([p.title, p.datasource?.uid]).toEqual([p.title, chosen]);
     const ids = d.panels.flatMap((p) => [p.id, ...(p.panels ?? []).map((c) => c.id)]);
     expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  test('an import asks for the Prometheus data source and sets the datasource variable to it; a provisioned file keeps the variable', () => {
+    const input = ['$', '{DS_PROMETHEUS}'].join('');
+    expect(d.__inputs).toEqual([
+      {
+        name: 'DS_PROMETHEUS',
+        label: 'Prometheus',
+        description: 'The Prometheus that scrapes petstore and loads deploy/prometheus/petstore.rules.yml',
+        type: 'datasource',
+        pluginId: 'prometheus',
+        pluginName: 'Prometheus',
+      },
+    ]);
+    // Grafana's import replaces the input's placeholder wherever it appears: here only the
+    // variable's starting value, so every panel still reads the variable. File provisioning does
+    // not replace it; the variable then starts on the default Prometheus data source.
+    const text = readFileSync(DASHBOARD_FILE, 'utf8');
+    expect(text.split(input).length - 1).toBe(2);
+    const imported = JSON.parse(text.replaceAll(input, 'P1809F7CD0C75ACF3')) as Dashboard;
+    expect(imported.templating.list[0]).toMatchObject({
+      name: 'datasource',
+      type: 'datasource',
+      query: 'prometheus',
+      current: { text: 'P1809F7CD0C75ACF3', value: 'P1809F7CD0C75ACF3' },
+    });
+    const chosen = ['$', '{datasource}'].join('');
+    expect(panels(imported).filter((p) => p.datasource?.uid !== chosen)).toEqual([]);
   });
 
   test('the latency panel asks for exemplars', () => {
