@@ -281,6 +281,78 @@ describe('petstore keys', () => {
 });
 
 describe('a server with consumers', () => {
+  test('each 401 is logged with its reason; every answer is the same generic 401', async () => {
+    // A key revoked by `keys revoke` leaves a tombstone (its hash) in the file's `revoked`.
+    const file = join(tmp(), 'keys.json');
+    const add = await runCommand([
+      'keys',
+      'add',
+      '--keys',
+      file,
+      '--consumer',
+      'acme',
+      '--plan',
+      'pro',
+      '--id',
+      'gone',
+    ]);
+    expect(add.code).toBe(0);
+    const gone = add.stdout.trim();
+    const live = await runCommand(['keys', 'add', '--keys', file, '--consumer', 'acme', '--id', 'live']);
+    expect(live.code).toBe(0);
+    const revoke = await runCommand(['keys', 'revoke', '--keys', file, '--consumer', 'acme', '--key', 'gone']);
+    expect(revoke.code).toBe(0);
+    const doc = JSON.parse(readFileSync(file, 'utf8'));
+    expect(doc.revoked).toEqual([
+      { sha256: sha(gone), consumer: 'acme', key: 'gone', revokedAt: expect.stringMatching(/^\d{4}-.+Z$/) },
+    ]);
+    const dated = {
+      ...doc,
+      consumers: doc.consumers.map((c: { keys: object[] }) => ({
+        ...c,
+        keys: [
+          ...c.keys,
+          { id: 'old', sha256: sha('psk_e2e-old'), expiresAt: '2020-01-01T00:00:00Z' },
+          { id: 'next', sha256: sha('psk_e2e-next'), notBefore: '2099-01-01T00:00:00Z' },
+        ],
+      })),
+    };
+    writeFileSync(file, JSON.stringify(dated), { mode: 0o600 });
+    // The checksummed shape with its last character changed: the checksum no longer matches.
+    const badChecksum = `${gone.slice(0, -1)}${gone.endsWith('0') ? '1' : '0'}`;
+    const server = await startServer({ args: ['--keys', file, '--metrics'] });
+    try {
+      const cases = [
+        ['Basic dXNlcjpwYXNz', 'malformed', undefined],
+        [`Bearer ${badChecksum}`, 'bad_checksum', undefined],
+        [`Bearer psk_${'x'.repeat(43)}`, 'unknown', undefined],
+        [`Bearer ${gone}`, 'revoked', 'gone'],
+        ['Bearer psk_e2e-old', 'expired', 'old'],
+        ['Bearer psk_e2e-next', 'not_yet_valid', 'next'],
+      ] as const;
+      for (const [authorization, credential, key] of cases) {
+        const res = await fetch(`${server.url}/v1/pets?limit=1`, { headers: { authorization } });
+        expect([credential, res.status, res.headers.get('www-authenticate'), await res.json()]).toEqual([
+          credential,
+          401,
+          'Bearer realm="petstore", error="invalid_token"',
+          { code: 'unauthorized', message: 'The API key is missing, malformed or unknown.', status: 401 },
+        ]);
+        const line = await waitForLine(server, (l) => l.includes(`"credential":"${credential}"`));
+        expect(line).toMatchObject({ msg: 'request', status: 401, client: '127.0.0.1', credential });
+        if (key) expect(line).toMatchObject({ consumer: 'acme', key });
+        else expect(line.consumer).toBeUndefined();
+        // The log names the reason, never the token or its hash.
+        const text = JSON.stringify(line);
+        expect([text.includes(authorization.split(' ')[1] ?? ''), text.includes(sha(gone))]).toEqual([false, false]);
+      }
+      const metrics = await (await fetch(`${server.url}/metrics`)).text();
+      expect(metrics).toContain('\npetstore_consumer_refusals_total{consumer="acme",reason="key_revoked"} 1\n');
+    } finally {
+      expect(await server.stop()).toBe(0);
+    }
+  });
+
   test('two keys of a free consumer share 60 a minute; scopes, expiry and metrics per consumer', async () => {
     const now = Date.now();
     const file = writeFile({

@@ -9,7 +9,15 @@ import { ApiError } from '../core/errors.ts';
 import type { Reply } from '../core/reply.ts';
 import { ADMIN_SCOPE, SCOPES } from '../core/scopes.ts';
 import type { Actor, AuditAction } from '../keys/audit.ts';
-import { addKey, asConsumers, createConsumer, deleteConsumer, rotateKeys, updateConsumer } from '../keys/edit.ts';
+import {
+  addKey,
+  asConsumers,
+  createConsumer,
+  deleteConsumer,
+  rotateKeys,
+  updateConsumer,
+  withTombstone,
+} from '../keys/edit.ts';
 import { DEFAULT_THRESHOLDS, hashToken, KeysFileError } from '../keys/file.ts';
 import { PLAN_LIMITS } from '../keys/plans.ts';
 import { type ConsumerEntry, type ConsumerKey, type KeysDocument, keyIdOf, rfc3339 } from '../keys/schema.ts';
@@ -127,13 +135,14 @@ export async function revoke(input: In<unknown, KeyParams>, deps: AdminDeps): Pr
   const { name, id } = input.params;
   notOwnConsumer(input, name);
   await change(input, deps, 'key.revoke', name, id, (d) => {
-    keyOf(d, name, id);
+    const key = keyOf(d, name, id);
     const consumer = found(d, name);
-    return updateKeys(
+    const after = updateKeys(
       d,
       name,
       consumer.keys.filter((k) => keyIdOf(k) !== id),
     );
+    return withTombstone(after, { sha256: key.sha256, consumer: name, key: id }, deps.clock.now());
   });
   return { status: 204 };
 }

@@ -28,7 +28,7 @@ export const KEYS_REVOKE = subcommand(
     notes: FILE_NOTES,
   },
   async (o, now) => {
-    const edit = (doc: KeysDocument) => revokeKey(doc, o.consumer, o.key);
+    const edit = (doc: KeysDocument) => revokeKey(doc, o.consumer, o.key, now);
     await change(o, { action: 'key.revoke', consumer: o.consumer, key: o.key, edit }, now);
     process.stderr.write(`revoked key ${o.key} of consumer ${o.consumer}\n`);
     return 0;

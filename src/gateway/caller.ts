@@ -18,13 +18,19 @@ export type Caller =
       readonly kind: 'address';
       readonly address: string;
       /**
-       * What the request carried: no Authorization header, one that admits no key, or a known
-       * key outside its `notBefore`..`expiresAt` (see `validity.ts`).
+       * What the request carried: no Authorization header (`none`), one that is not
+       * `Bearer <token>` (`malformed`), a token whose checksum is wrong (`bad_checksum`), one no
+       * key has (`unknown`), a revoked key's (`revoked`, while its tombstone is kept), or a known
+       * key outside its `notBefore`..`expiresAt` (see `validity.ts`). Logged; every one but
+       * `none` gets the same 401.
        */
-      readonly credential: 'none' | 'invalid' | 'expired' | 'not_yet_valid';
-      /** The known key of an `expired` or `not_yet_valid` credential: for logs and metrics, never for quota. */
+      readonly credential: Credential;
+      /** The known key of a `revoked`, `expired` or `not_yet_valid` credential: for logs and metrics, never for quota. */
       readonly key?: KeyRecord;
     };
+
+/** Why a request is not a consumer's: see `Caller`. */
+export type Credential = 'none' | 'malformed' | 'bad_checksum' | 'unknown' | 'revoked' | 'expired' | 'not_yet_valid';
 
 /**
  * The caller of a request with this `Authorization` header; `address` gives the canonical client
@@ -36,7 +42,10 @@ export type Caller =
  */
 export function identify(authorization: string | undefined, keys: KeyTable, address: () => string): Caller {
   const token = bearerToken(authorization);
-  const key = token === undefined ? undefined : keys.lookup(token);
-  if (key) return { kind: 'consumer', consumer: key.consumer, key };
-  return { kind: 'address', address: address(), credential: authorization === undefined ? 'none' : 'invalid' };
+  if (token === undefined)
+    return { kind: 'address', address: address(), credential: authorization === undefined ? 'none' : 'malformed' };
+  const key = keys.find(token);
+  if (typeof key === 'string') return { kind: 'address', address: address(), credential: key };
+  if (key.revokedAt !== undefined) return { kind: 'address', address: address(), credential: 'revoked', key };
+  return { kind: 'consumer', consumer: key.consumer, key };
 }

@@ -36,7 +36,7 @@ describe('audit records', () => {
 
   test('a revocation of a {"keys":[...]} entry: the key before, null after', () => {
     const before: KeysDocument = { keys: [{ name: 'legacy', sha256: H1, plan: 'free' }] };
-    const after = revokeKey(before, 'legacy', 'legacy');
+    const after = revokeKey(before, 'legacy', 'legacy', Date.now());
     const record = auditRecord(cli, 'key.revoke', 'legacy', 'legacy', before, after, NOW);
     expect([record.before, record.after]).toEqual([{ keys: { legacy: {} } }, { keys: { legacy: null } }]);
   });

@@ -93,12 +93,27 @@ describe('rotateKeys', () => {
 
 test('revokeKey removes one key by id and keeps the consumer', () => {
   const doc = addKey(addKey({}, 'acme', { plan: 'free' }, { sha256: A, id: 'one' }), 'acme', {}, { sha256: B });
-  expect(revokeKey(doc, 'acme', 'bbbbbbbb').consumers).toEqual([
+  expect(revokeKey(doc, 'acme', 'bbbbbbbb', Date.now()).consumers).toEqual([
     { name: 'acme', plan: 'free', keys: [{ id: 'one', sha256: A }] },
   ]);
-  expect(() => revokeKey(doc, 'acme', 'two')).toThrow(
+  expect(() => revokeKey(doc, 'acme', 'two', Date.now())).toThrow(
     '--key: consumer "acme" has no key "two" (it has: one, bbbbbbbb)',
   );
+});
+
+test('revokeKey keeps the hash as a tombstone for 90 days: the gateway knows the token as revoked, never admits it', () => {
+  const doc = addKey(addKey({}, 'acme', { plan: 'free' }, { sha256: A, id: 'one' }), 'acme', {}, { sha256: B, id: 'two' });
+  const t0 = Date.parse('2027-01-01T00:00:00Z');
+  const once = revokeKey(doc, 'acme', 'one', t0);
+  expect(once.revoked).toEqual([{ sha256: A, consumer: 'acme', key: 'one', revokedAt: '2027-01-01T00:00:00.000Z' }]);
+  const records = parseKeys(JSON.stringify(once));
+  expect(records.map((r) => [r.id, r.revokedAt])).toEqual([
+    ['two', undefined],
+    ['one', t0],
+  ]);
+  // A change 90 days later drops the tombstone.
+  const later = revokeKey(once, 'acme', 'two', t0 + 90 * 86_400_000);
+  expect(later.revoked?.map((t) => t.key)).toEqual(['two']);
 });
 
 describe('the keys file on disk', () => {

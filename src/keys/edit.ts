@@ -8,7 +8,15 @@
 import type { KeyScope } from '../core/scopes.ts';
 import { type ConsumerFields, KeysFileError } from './file.ts';
 import type { Limits, PlanName } from './plans.ts';
-import { type ConsumerEntry, type ConsumerKey, type KeysDocument, keyIdOf, rfc3339 } from './schema.ts';
+import {
+  type ConsumerEntry,
+  type ConsumerKey,
+  type KeysDocument,
+  keyIdOf,
+  REVOKED_KEPT_MS,
+  type RevokedKey,
+  rfc3339,
+} from './schema.ts';
 
 export interface NewConsumer {
   plan?: PlanName;
@@ -91,10 +99,10 @@ function inheritedScopes(keys: readonly ConsumerKey[]): KeyScope[] | undefined {
 }
 
 /**
- * `doc` without key `id` of consumer `name`; the consumer stays (with its plan and limits),
- * so a key added later shares the same quota.
+ * `doc` without key `id` of consumer `name`, its hash kept in `revoked` (see `withTombstone`);
+ * the consumer stays (with its plan and limits), so a key added later shares the same quota.
  */
-export function revokeKey(doc: KeysDocument, name: string, id: string): KeysDocument {
+export function revokeKey(doc: KeysDocument, name: string, id: string, now: number): KeysDocument {
   const moved = toConsumers(doc, name);
   const current = moved.consumers?.find((c) => c.name === name);
   if (!current) throw new KeysFileError(`--consumer: no consumer "${name}" in the file`);
@@ -103,7 +111,24 @@ export function revokeKey(doc: KeysDocument, name: string, id: string): KeysDocu
     const ids = current.keys.map(keyIdOf);
     throw new KeysFileError(`--key: consumer "${name}" has no key "${id}" (it has: ${ids.join(', ') || 'none'})`);
   }
-  return { ...moved, consumers: (moved.consumers ?? []).map((c) => (c.name === name ? { ...c, keys } : c)) };
+  const revoked = current.keys.find((k) => keyIdOf(k) === id) as ConsumerKey;
+  const after = { ...moved, consumers: (moved.consumers ?? []).map((c) => (c.name === name ? { ...c, keys } : c)) };
+  return withTombstone(after, { sha256: revoked.sha256, consumer: name, key: id }, now);
+}
+
+/**
+ * `doc` with the tombstone of a revoked key added to `revoked`, and tombstones older than
+ * `REVOKED_KEPT_MS` (90 days) dropped: the gateway then logs a request with that token as
+ * `"credential":"revoked"` rather than `unknown` (its answer is the unknown key's all the same).
+ *
+ * @example
+ * withTombstone(doc, { sha256: '9f86…', consumer: 'acme', key: 'k1' }, Date.now()).revoked // [..., { sha256: '9f86…', consumer: 'acme', key: 'k1', revokedAt: '2027-…Z' }]
+ */
+export function withTombstone(doc: KeysDocument, key: Omit<RevokedKey, 'revokedAt'>, now: number): KeysDocument {
+  const kept = (doc.revoked ?? []).filter(
+    (t) => now - rfc3339(t.revokedAt) < REVOKED_KEPT_MS && t.sha256 !== key.sha256,
+  );
+  return { ...doc, revoked: [...kept, { ...key, revokedAt: new Date(now).toISOString() }] };
 }
 
 /** `doc` with the `{"keys":[...]}` entry named `name`, if any, moved into `consumers`. */

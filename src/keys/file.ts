@@ -53,6 +53,8 @@ export interface KeyRecord {
   readonly expiresAt?: number;
   /** Epoch ms before which the key is refused (`notBefore`), if set. */
   readonly notBefore?: number;
+  /** Epoch ms it was revoked at: a tombstone (`revoked` in the file), never admitted, named in logs. */
+  readonly revokedAt?: number;
 }
 
 export class KeysFileError extends Error {
@@ -101,7 +103,8 @@ export function parseKeys(text: string, file?: string): KeyRecord[] {
 
 /**
  * The keys of a validated document, after the checks across entries: unique consumer names
- * (over both forms), unique hashes, unique key ids within a consumer, notBefore before expiresAt.
+ * (over both forms), unique hashes, unique key ids within a consumer, notBefore before expiresAt;
+ * then the tombstones of revoked keys (with `revokedAt`), for the hashes no key holds.
  */
 export function keyRecords(doc: KeysDocument): KeyRecord[] {
   const owners = new Map<string, string>(); // consumer name -> where it is defined
@@ -136,10 +139,12 @@ export function keyRecords(doc: KeysDocument): KeyRecord[] {
     claimName(entry.name, `${where}, a {"keys":[...]} entry`);
     add(entry, entry.name, consumerOf(entry, where), where);
   });
+  const consumers = new Map<string, Consumer>();
   (doc.consumers ?? []).forEach((entry, i) => {
     const where = `consumers[${i}] ("${entry.name}")`;
     claimName(entry.name, where);
     const consumer = consumerOf(entry, where);
+    consumers.set(entry.name, consumer);
     const ids = new Set<string>();
     entry.keys.forEach((key, k) => {
       add(key, keyIdOf(key), consumer, `${where}.keys[${k}]`, ids);
@@ -150,6 +155,12 @@ export function keyRecords(doc: KeysDocument): KeyRecord[] {
         `${where}.keys[${mixed}]: admin keys and public keys cannot share a consumer (they would share its quota and ban); give admin keys a consumer of their own`,
       );
     }
+  });
+  (doc.revoked ?? []).forEach((t, i) => {
+    if (hashes.has(t.sha256)) return;
+    hashes.set(t.sha256, `revoked[${i}]`);
+    const consumer = consumers.get(t.consumer) ?? consumerOf({ name: t.consumer, plan: 'free' }, `revoked[${i}]`);
+    records.push({ ...toRecord(t, t.key, consumer), scopes: [], revokedAt: rfc3339(t.revokedAt) });
   });
   return records;
 }

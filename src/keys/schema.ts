@@ -195,16 +195,32 @@ export const FIELDS = {
   dateTime: DateTime,
 };
 
-/** The keys file: either form, or both in one file. */
+/**
+ * A revoked key's tombstone: its hash, whose key it was and when it was revoked, kept for
+ * `REVOKED_KEPT_MS` so that the request log can say `revoked` rather than `unknown`.
+ */
+export const RevokedKey = v.strictObject({
+  sha256: Sha256,
+  consumer: v.pipe(v.string(), v.regex(KEY_NAME, NAME_MESSAGE)),
+  key: v.pipe(v.string(), v.regex(KEY_NAME, NAME_MESSAGE)),
+  revokedAt: DateTime,
+});
+
+/** How long a revoked key's tombstone is kept: 90 days, then dropped by the next change. */
+export const REVOKED_KEPT_MS = 90 * 86_400_000;
+
+/** The keys file: either form, or both in one file, and the tombstones of revoked keys. */
 export const KeysDocument = v.strictObject({
   keys: v.optional(v.array(LegacyEntry)),
   consumers: v.optional(v.array(ConsumerEntry)),
+  revoked: v.optional(v.array(RevokedKey)),
 });
 
 export type KeysDocument = v.InferOutput<typeof KeysDocument>;
 export type LegacyEntry = v.InferOutput<typeof LegacyEntry>;
 export type ConsumerEntry = v.InferOutput<typeof ConsumerEntry>;
 export type ConsumerKey = v.InferOutput<typeof ConsumerKey>;
+export type RevokedKey = v.InferOutput<typeof RevokedKey>;
 
 /**
  * A key's id: as given, else the first 8 hex digits of its hash.

@@ -190,7 +190,7 @@ export interface KeysFileChange {
  * changes nothing, and then nothing is written or recorded.
  *
  * @example
- * await changeKeysFile(path, { actor, action: 'key.revoke', consumer: 'acme', key: 'k1', edit: (d) => revokeKey(d, 'acme', 'k1') }, Date.now())
+ * await changeKeysFile(path, { actor, action: 'key.revoke', consumer: 'acme', key: 'k1', edit: (d) => revokeKey(d, 'acme', 'k1', Date.now()) }, Date.now())
  */
 export async function changeKeysFile(
   path: string,

@@ -19,11 +19,15 @@ const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
  */
 export class KeyTable {
   #byHash: Map<string, KeyRecord>;
+  /** Tombstones of revoked keys (`revokedAt`): found by `find` to be named, never admitted. */
+  #revoked: Map<string, KeyRecord>;
   readonly size: number;
 
   constructor(keys: readonly KeyRecord[]) {
-    this.#byHash = new Map(keys.map((k) => [k.hash.toString('hex'), k]));
-    this.size = keys.length;
+    const live = keys.filter((k) => k.revokedAt === undefined);
+    this.#byHash = new Map(live.map((k) => [k.hash.toString('hex'), k]));
+    this.#revoked = new Map(keys.filter((k) => k.revokedAt !== undefined).map((k) => [k.hash.toString('hex'), k]));
+    this.size = live.length;
   }
 
   /**
@@ -31,10 +35,20 @@ export class KeyTable {
    * wrong is refused before it is hashed: a typo or a guess costs no digest and no lookup.
    */
   lookup(token: string): KeyRecord | undefined {
-    if (!plausibleToken(token)) return undefined;
+    const found = this.find(token);
+    return typeof found === 'string' || found.revokedAt !== undefined ? undefined : found;
+  }
+
+  /**
+   * What a token is: a key, a revoked key's tombstone (with `revokedAt`), or why it is none:
+   * `bad_checksum` (the checksummed shape with a wrong checksum), `unknown` (no key has its hash).
+   */
+  find(token: string): KeyRecord | 'bad_checksum' | 'unknown' {
+    if (!plausibleToken(token)) return 'bad_checksum';
     const digest = sha256(token);
-    const record = this.#byHash.get(digest.toString('hex'));
-    return record && timingSafeEqual(record.hash, digest) ? record : undefined;
+    const hex = digest.toString('hex');
+    const record = this.#byHash.get(hex) ?? this.#revoked.get(hex);
+    return record && timingSafeEqual(record.hash, digest) ? record : 'unknown';
   }
 
   /** Every key, for the per-key metrics. */

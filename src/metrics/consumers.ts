@@ -60,7 +60,7 @@ export class ConsumerMetrics {
     if (k) k.lastUsed = now;
   }
 
-  /** A request of `consumer` was refused for `reason` (an Error code, `key_expired`, `key_not_yet_valid`). */
+  /** A request of `consumer` was refused for `reason` (an Error code, `key_revoked`, `key_expired`, `key_not_yet_valid`). */
   refused(consumer: string, reason: string): void {
     const refusals = this.#consumers.get(consumer)?.refusals;
     refusals?.set(reason, (refusals.get(reason) ?? 0) + 1);
@@ -87,7 +87,7 @@ export class ConsumerMetrics {
     });
     new Counter({
       name: 'petstore_consumer_refusals_total',
-      help: 'Requests of a consumer refused, by reason (429 and 403 Error codes, key_expired, key_not_yet_valid).',
+      help: 'Requests of a consumer refused, by reason (429 and 403 Error codes, key_revoked, key_expired, key_not_yet_valid).',
       labelNames: ['consumer', 'reason'] as const,
       registers,
       collect() {

@@ -77,7 +77,7 @@ describe('Metrics', () => {
         'petstore_trace_spans_dropped_total{reason="export_failed"} 0',
         '# HELP petstore_consumer_requests_total Requests answered for a consumer (any of its keys), by status code.',
         '# TYPE petstore_consumer_requests_total counter',
-        '# HELP petstore_consumer_refusals_total Requests of a consumer refused, by reason (429 and 403 Error codes, key_expired, key_not_yet_valid).',
+        '# HELP petstore_consumer_refusals_total Requests of a consumer refused, by reason (429 and 403 Error codes, key_revoked, key_expired, key_not_yet_valid).',
         '# TYPE petstore_consumer_refusals_total counter',
         '# HELP petstore_key_last_used_timestamp_seconds When a key was last used (Unix seconds; 0: not since start).',
         '# TYPE petstore_key_last_used_timestamp_seconds gauge',

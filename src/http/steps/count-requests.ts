@@ -54,6 +54,6 @@ function countConsumer(consumers: ConsumerMetrics, caller: Caller, status: numbe
     if ((status === 429 || status === 403) && error instanceof ApiError)
       consumers.refused(caller.consumer.name, error.code);
   } else if (caller.key) {
-    consumers.refused(caller.key.consumer.name, caller.credential === 'expired' ? 'key_expired' : 'key_not_yet_valid');
+    consumers.refused(caller.key.consumer.name, `key_${caller.credential}`);
   }
 }

@@ -78,12 +78,15 @@ function who(c: Context<AppEnv>, clientAddress: RequestLogOptions['clientAddress
     fields.consumer = caller.consumer.name;
     fields.key = caller.key.id;
   } else if (caller?.key) {
-    // A known key outside its dates: answered as an unknown one, named here with the reason.
+    // A revoked key, or a known key outside its dates: answered as an unknown one, named here with the reason.
     fields.client = caller.address;
     fields.consumer = caller.key.consumer.name;
     fields.key = caller.key.id;
     fields.credential = caller.credential;
-  } else if (caller) fields.client = caller.address;
-  else if (clientAddress) fields.client = clientAddress(c);
+  } else if (caller) {
+    fields.client = caller.address;
+    // Why no key admitted it (malformed, bad_checksum, unknown); nothing of the token itself.
+    if (caller.credential !== 'none') fields.credential = caller.credential;
+  } else if (clientAddress) fields.client = clientAddress(c);
   return fields;
 }
