@@ -63,8 +63,9 @@ build: $(BIN) ## compile the single binary dist/petstore (Bun, bytecode) and smo
 dist/node/main.js: node_modules/.stamp $(SOURCES) $(DOCS_GEN)
 	$(BUN) build --target=node --format=esm --define 'PETSTORE_DOCS_EMBED="base64"' src/main.ts --outfile $@
 
-run: build ## build, then serve on embedded defaults (port 8080, pets in ./data/petstore.db, a development key)
-	$(BIN)
+# Loopback unless HOST says otherwise: the development key it prints is for this machine only.
+run: build ## build, then serve on embedded defaults on 127.0.0.1:8080 (HOST=0.0.0.0 for every interface; pets in ./data/petstore.db, a development key)
+	$(BIN) --host "$${HOST:-127.0.0.1}"
 
 run-deno: node_modules/.stamp $(DOCS_GEN) ## serve from source under Deno
 	$(DENO) run $(DENO_PERMS) src/main.ts
@@ -262,3 +263,7 @@ monitoring-test: build ## promtool check and test the shipped rules; a real Prom
 	promtool check rules deploy/prometheus/petstore.rules.yml
 	cd deploy/prometheus && promtool test rules petstore.rules.test.yml
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh scripts/with-redis.sh $(BUN) test --timeout 120000 ./scripts/monitoring.test.ts
+
+.PHONY: first-day-test
+first-day-test: build ## the README's systemd first day run as written under the unit's restrictions (root; unshare, setpriv, overlays: the host is untouched; ~10 s)
+	$(BUN) test --timeout 150000 ./scripts/first-day.test.ts

@@ -3,12 +3,13 @@
  * and a change with its audit record. Tokens come from the CSPRNG and are printed once, alone on stdout (so
  * `TOKEN=$(petstore keys add …)` works); the file only ever holds their SHA-256.
  */
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import process from 'node:process';
 import type { KeyScope } from '../core/scopes.ts';
 import type { Actor } from '../keys/audit.ts';
+import { auditPath } from '../keys/audit-file.ts';
 import type { NewKey } from '../keys/edit.ts';
 import { hashToken } from '../keys/file.ts';
 import { keyIdOf } from '../keys/schema.ts';
@@ -85,6 +86,41 @@ function ownUid(): number | undefined {
   });
 }
 
+/**
+ * The uid and gid of `USER[:GROUP]` (names or numbers; the group defaults to the user's own),
+ * from /etc/passwd and /etc/group.
+ *
+ * @example
+ * ownerOf('petstore') // { uid: 998, gid: 998 }
+ */
+export function ownerOf(spec: string): { uid: number; gid: number } {
+  const [user = '', group] = spec.split(':');
+  const entry = (file: string, name: string) =>
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .map((l) => l.split(':'))
+      .find((f) => f[0] === name || (/^\d+$/.test(name) && f[2] === name));
+  const pw = entry('/etc/passwd', user);
+  if (!pw && !/^\d+$/.test(user)) throw new ConfigError(`--owner: no user "${user}" in /etc/passwd`);
+  const uid = Number(pw?.[2] ?? user);
+  let gid = Number(pw?.[3]);
+  if (group !== undefined) {
+    const gr = entry('/etc/group', group);
+    if (!gr && !/^\d+$/.test(group)) throw new ConfigError(`--owner: no group "${group}" in /etc/group`);
+    gid = Number(gr?.[2] ?? group);
+  }
+  if (!Number.isInteger(gid)) throw new ConfigError(`--owner: give the group of user "${user}" (USER:GROUP)`);
+  return { uid, gid };
+}
+
+/**
+ * Hands the keys file and its audit trail to `owner` (their mode stays 0600 or what it was), so
+ * a service running as that user reads them; later changes by root keep the owner.
+ */
+export function giveKeysFile(path: string, owner: { uid: number; gid: number }): void {
+  for (const file of [path, auditPath(path)]) if (existsSync(file)) chownSync(file, owner.uid, owner.gid);
+}
+
 function passwdName(uid: number): string | undefined {
   try {
     const line = readFileSync('/etc/passwd', 'utf8')
@@ -140,8 +176,10 @@ export async function change(
   what: Omit<KeysFileChange, 'actor'>,
   now: number,
   fresh?: FreshKey,
+  written?: () => void,
 ): Promise<void> {
   await withKeys(place, (admin) => admin.change({ ...what, actor: cliActor() }, now));
+  written?.();
   if (!fresh) return;
   process.stdout.write(`${fresh.token}\n`);
   process.stderr.write(`key id: ${keyIdOf(fresh.key)} (consumer ${what.consumer}; token printed once on stdout)\n`);

@@ -1,8 +1,10 @@
 /** `petstore keys add`: a new key for a consumer, made when missing. */
+
+import process from 'node:process';
 import { addKey } from '../keys/edit.ts';
 import { PLAN_NAMES, type PlanName } from '../keys/plans.ts';
 import { type KeysDocument, keyIdOf } from '../keys/schema.ts';
-import { change, freshKey } from './key-change.ts';
+import { change, freshKey, giveKeysFile, ownerOf } from './key-change.ts';
 import {
   CONSUMER,
   DURATION_NOTE,
@@ -16,7 +18,7 @@ import {
   when,
 } from './key-options.ts';
 import { ConfigError, HELP, type Option, subcommand } from './options.ts';
-import { int, oneOf } from './parsers.ts';
+import { int, oneOf, text } from './parsers.ts';
 
 /** A quota of a new consumer; the keys file holds the same bounds. */
 const quota = (flag: string, window: string): Option<number | undefined> => ({
@@ -57,6 +59,14 @@ const OPTIONS = {
     parse: when,
   },
   id: KEY_ID,
+  owner: {
+    flag: '--owner',
+    arg: 'USER[:GROUP]',
+    help: "give the keys file and its audit trail to this user (and group; default the user's), mode kept (0600 for a new file), so a service running as USER reads it; as root",
+    fallback: '',
+    shownDefault: 'whoever runs the command',
+    parse: text,
+  },
   perMinute: quota('--per-minute', 'minute'),
   perDay: quota('--per-day', 'day'),
   help: HELP,
@@ -75,10 +85,16 @@ export const KEYS_ADD = subcommand(
       throw new ConfigError('--per-minute and --per-day: give both or neither');
     const limits =
       o.perMinute !== undefined && o.perDay !== undefined ? { perMinute: o.perMinute, perDay: o.perDay } : undefined;
+    const owner = o.owner ? ownerOf(o.owner) : undefined;
+    if (owner && !o.keys) throw new ConfigError('--owner: with --keys FILE only (the store has no file to own)');
+    if (owner && process.getuid?.() !== 0 && process.getuid?.() !== owner.uid)
+      throw new ConfigError(`--owner: only root can give ${o.keys} to ${o.owner}`);
     const fresh = freshKey(o, now);
     const consumer = { ...(o.plan ? { plan: o.plan } : {}), ...(limits ? { limits } : {}) };
     const edit = (doc: KeysDocument) => addKey(doc, o.consumer, consumer, fresh.key);
-    await change(o, { action: 'key.add', consumer: o.consumer, key: keyIdOf(fresh.key), edit }, now, fresh);
+    await change(o, { action: 'key.add', consumer: o.consumer, key: keyIdOf(fresh.key), edit }, now, fresh, () => {
+      if (owner) giveKeysFile(o.keys, owner);
+    });
     return 0;
   },
 );

@@ -102,7 +102,12 @@ test('revokeKey removes one key by id and keeps the consumer', () => {
 });
 
 test('revokeKey keeps the hash as a tombstone for 90 days: the gateway knows the token as revoked, never admits it', () => {
-  const doc = addKey(addKey({}, 'acme', { plan: 'free' }, { sha256: A, id: 'one' }), 'acme', {}, { sha256: B, id: 'two' });
+  const doc = addKey(
+    addKey({}, 'acme', { plan: 'free' }, { sha256: A, id: 'one' }),
+    'acme',
+    {},
+    { sha256: B, id: 'two' },
+  );
   const t0 = Date.parse('2027-01-01T00:00:00Z');
   const once = revokeKey(doc, 'acme', 'one', t0);
   expect(once.revoked).toEqual([{ sha256: A, consumer: 'acme', key: 'one', revokedAt: '2027-01-01T00:00:00.000Z' }]);

@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import process from 'node:process';
 import { type Actor, type AuditAction, type AuditRecord, auditRecord } from './audit.ts';
-import { appendAudit } from './audit-file.ts';
+import { appendAudit, auditPath } from './audit-file.ts';
 import { KeysFileError, keyRecords, parseDocument } from './file.ts';
 import type { KeysDocument } from './schema.ts';
 
@@ -143,6 +143,35 @@ export function writeKeysDocument(path: string, doc: KeysDocument): void {
     throw err;
   }
   syncDirectory(dir);
+}
+
+/**
+ * Why this process could not change the keys file at `path` (as the admin API does), or
+ * undefined when it can: a change writes a lock, a temporary file and the audit trail in the
+ * file's directory and renames over the file, so the directory (and an existing audit trail)
+ * must be writable. Asked at start, so a read-only `/etc` is refused once with the fix rather
+ * than answered 500 on every change.
+ *
+ * @example
+ * keysFileWriteProblem('/etc/petstore/keys.json') // 'the admin API changes /etc/petstore/keys.json, …'
+ */
+export function keysFileWriteProblem(path: string): string | undefined {
+  const dir = dirname(path);
+  for (const target of [dir, auditPath(path)]) {
+    try {
+      fs.accessSync(target, fs.constants.W_OK);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' && target !== dir) continue;
+      return (
+        `the admin API (--admin-port) changes ${path}, writing ${basename(path)}.lock, a temporary file and ` +
+        `${basename(auditPath(path))} in ${dir} and renaming over the file, but this process cannot write ${target} (${code}). ` +
+        `Keep the keys file where the service can write (under systemd: /var/lib/petstore/keys.json, the unit's StateDirectory; ` +
+        `PETSTORE_KEYS_FILE in /etc/petstore/petstore.env), or use --keys store, or start without --admin-port and change keys with petstore keys`
+      );
+    }
+  }
+  return undefined;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { type AppOptions, adminApp, createApp, metricsApp } from '../app.ts';
-import type { Config } from '../config.ts';
+import { type Config, KEYS_STORE } from '../config.ts';
 import { systemClock } from '../core/clock.ts';
 import {
   type LeaseStats,
@@ -9,6 +9,8 @@ import {
   SlidingWindowLimiter,
   TrustedProxies,
 } from '../gateway/index.ts';
+import { KeysFileError } from '../keys/file.ts';
+import { keysFileWriteProblem } from '../keys/store-file.ts';
 import { AllowedRanges } from '../keys/webhook-targets.ts';
 import { createLogger, type Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
@@ -44,6 +46,10 @@ export async function startServer(config: Config): Promise<void> {
   const metrics = await metricsOf(config, adapter);
   const traces = await tracesOf(config, metrics);
   const keys = new LiveKeys(config.keys, log, metrics);
+  if (config.adminPort !== null && config.keys && config.keys !== KEYS_STORE) {
+    const problem = keysFileWriteProblem(config.keys);
+    if (problem) throw new KeysFileError(problem);
+  }
   checkOpenFiles(log, openFilesNeeded(keys.consumers, config.maxInFlight));
   const listeners = await Listeners.bind(config, adapter, metrics);
   const store = await listeners.unlessFailed(() => storeOf(config, log, metrics));
