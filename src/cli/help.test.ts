@@ -15,6 +15,8 @@ test('petstore --help names the commands and how to get their own help', () => {
     [
       '  petstore [options]               serve the API',
       '  petstore keys COMMAND [options]  add, rotate, revoke, list or audit the API keys of a keys file',
+      '  petstore backup [options]        a consistent copy of a live store (and its keys file)',
+      '  petstore restore [options]       put a backup in place; pet ids are never given twice',
       '  petstore healthcheck [options]   exit 0 when the local server answers /healthz',
       '  petstore COMMAND --help          the options of a command: keys, keys add, healthcheck, ...',
     ].join('\n'),
@@ -27,7 +29,8 @@ test('petstore keys --help: the usage of every keys command, made from their tab
     [
       'Usage:',
       '  petstore keys add    [--keys FILE] [--data URL] --consumer NAME [--plan PLAN] [--scopes S,S]',
-      '                       [--expires WHEN] [--not-before WHEN] [--id ID] [--per-minute N] [--per-day N]',
+      '                       [--expires WHEN] [--not-before WHEN] [--id ID] [--owner USER[:GROUP]]',
+      '                       [--per-minute N] [--per-day N]',
       '  petstore keys rotate [--keys FILE] [--data URL] --consumer NAME --overlap DURATION [--scopes S,S]',
       '                       [--id ID]',
       '  petstore keys revoke [--keys FILE] [--data URL] --consumer NAME --key ID',
@@ -51,8 +54,8 @@ test('petstore keys add --help', () => {
   expect(help).toStartWith(
     [
       'Usage: petstore keys add [--keys FILE] [--data URL] --consumer NAME [--plan PLAN] [--scopes S,S]',
-      '                         [--expires WHEN] [--not-before WHEN] [--id ID] [--per-minute N]',
-      '                         [--per-day N]',
+      '                         [--expires WHEN] [--not-before WHEN] [--id ID] [--owner USER[:GROUP]]',
+      '                         [--per-minute N] [--per-day N]',
       '',
       'Adds a key to a consumer, made on --plan when missing.',
     ].join('\n'),

@@ -62,7 +62,7 @@ const OPTIONS = {
   owner: {
     flag: '--owner',
     arg: 'USER[:GROUP]',
-    help: "give the keys file and its audit trail to this user (and group; default the user's), mode kept (0600 for a new file), so a service running as USER reads it; as root",
+    help: "as root: give the keys file and its audit trail (mode 0600) to this user (and group: default the user's), the service's",
     fallback: '',
     shownDefault: 'whoever runs the command',
     parse: text,

@@ -25,6 +25,8 @@ describe('the subcommands read their flags through one parser', () => {
       '--not-before=2027-02-20T00:00:00Z',
       '--id',
       'k1',
+      '--owner',
+      'petstore',
       '--per-minute',
       '100',
       '--per-day=5000',
@@ -38,6 +40,7 @@ describe('the subcommands read their flags through one parser', () => {
       expires: 7 * DAY_MS,
       notBefore: '2027-02-20T00:00:00Z',
       id: 'k1',
+      owner: 'petstore',
       perMinute: 100,
       perDay: 5000,
       help: false,
@@ -54,6 +57,7 @@ describe('the subcommands read their flags through one parser', () => {
       expires: undefined,
       notBefore: undefined,
       id: undefined,
+      owner: '',
       perMinute: undefined,
       perDay: undefined,
       help: false,
@@ -134,7 +138,7 @@ describe('the subcommands read their flags through one parser', () => {
     [
       ['--keys', 'k.json', '--consumer', 'acme', '--name', 'shop'],
       KEYS_ADD,
-      'unknown option "--name"; expected --keys, --data, --consumer, --plan, --scopes, --expires, --not-before, --id, --per-minute, --per-day, --help',
+      'unknown option "--name"; expected --keys, --data, --consumer, --plan, --scopes, --expires, --not-before, --id, --owner, --per-minute, --per-day, --help',
     ],
     [['--keys', 'k.json', '--consumer'], KEYS_ADD, '--consumer: needs a value (NAME)'],
     [
