@@ -10,6 +10,10 @@ QA       := contract/node_modules/.stamp
 QA_BIN   := contract/node_modules/.bin
 PEERS    := bench/node_modules/.stamp
 BUN      := $(NODE_BIN)/bun
+# The Node that runs the Node bundle (make run-node, make e2e-runtimes): 22.15 or later is what the
+# OpenTelemetry packages require; npm's node-<os>-<cpu> package ships it (scripts/fetch-node.sh).
+NODE_VERSION := 22.23.3
+NODE     := node_modules/.cache/node-$(NODE_VERSION)/bin/node
 DENO     := $(NODE_BIN)/deno
 SOURCES  := $(shell find src -name '*.ts' ! -name '*.test.ts') contract/openapi.yaml contract/admin.openapi.yaml package.json
 DOCS_GEN := src/docs/generated/scalar-bundle.ts
@@ -70,8 +74,11 @@ run: build ## build, then serve on embedded defaults on 127.0.0.1:8080 (HOST=0.0
 run-deno: node_modules/.stamp $(DOCS_GEN) ## serve from source under Deno
 	$(DENO) run $(DENO_PERMS) src/main.ts
 
-run-node: dist/node/main.js ## serve under Node (bundled for Node by Bun first)
-	node dist/node/main.js
+$(NODE):
+	scripts/fetch-node.sh $(NODE_VERSION) $(patsubst %/bin/node,%,$@)
+
+run-node: dist/node/main.js $(NODE) ## serve under Node 22.23 (from npm; bundled for Node by Bun first)
+	$(NODE) dist/node/main.js
 
 test: unit e2e ## unit tests, then end-to-end tests against the built binary
 
@@ -103,10 +110,10 @@ release-test: release ## sha256sum -c, the SBOM, linux-x64 natively and linux-ar
 	scripts/release-test.sh
 
 .PHONY: e2e-runtimes image-test service-verify
-e2e-runtimes: build dist/node/main.js ## the end-to-end tests on the binary, on Deno from source and on Node (bundle)
+e2e-runtimes: build dist/node/main.js $(NODE) ## the end-to-end tests on the binary, on Deno from source and on Node 22.23 (bundle)
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test $(E2E)
 	PETSTORE_CMD="$(abspath $(DENO)) run $(DENO_PERMS) $(abspath src/main.ts)" $(BUN) test $(E2E)
-	PETSTORE_CMD="node $(abspath dist/node/main.js)" $(BUN) test $(E2E)
+	PETSTORE_CMD="$(abspath $(NODE)) $(abspath dist/node/main.js)" $(BUN) test $(E2E)
 
 image-test: release ## build the Dockerfile (it takes dist/release's binary) with buildah on bases made from this host, run it, check /healthz
 	scripts/image-test.sh

@@ -15,7 +15,8 @@ export function serverCommand(): string[] {
  */
 export function serverLacksSqlite(): boolean {
   return (
-    /(^|\/)node$/.test(serverCommand()[0] ?? '') && spawnSync('node', ['-e', 'require("node:sqlite")']).status !== 0
+    /(^|\/)node$/.test(serverCommand()[0] ?? '') &&
+    spawnSync(serverCommand()[0] ?? 'node', ['-e', 'require("node:sqlite")']).status !== 0
   );
 }
 
