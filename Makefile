@@ -274,3 +274,7 @@ monitoring-test: build ## promtool check and test the shipped rules; a real Prom
 .PHONY: first-day-test
 first-day-test: build ## the README's systemd first day run as written under the unit's restrictions (root; unshare, setpriv, overlays: the host is untouched; ~10 s)
 	$(BUN) test --timeout 150000 ./scripts/first-day.test.ts
+
+.PHONY: backup-test
+backup-test: build ## petstore backup under load (creates acknowledged while it runs), restored into a new server: every pet acknowledged before it served, no id given twice; SQLite and PostgreSQL (~20 s)
+	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh $(BUN) test --timeout 90000 ./scripts/backup.test.ts

@@ -1,10 +1,11 @@
 /**
- * The subcommands other than serving: `petstore keys add|rotate|revoke|list|audit|import` and
- * `petstore healthcheck`. Each has its own option table and --help; `petstore keys` alone
+ * The subcommands other than serving: `petstore keys add|rotate|revoke|list|audit|import`,
+ * `petstore backup`, `petstore restore` and `petstore healthcheck`. Each has its own option table and --help; `petstore keys` alone
  * prints the usage of every keys command.
  */
 import process from 'node:process';
 import { KeysFileError } from '../keys/file.ts';
+import { BACKUP, RESTORE } from './backup.ts';
 import { HEALTHCHECK } from './healthcheck.ts';
 import { DURATION_NOTE, FILE_NOTES, WHEN_NOTE } from './key-options.ts';
 import { KEYS_ADD } from './keys-add.ts';
@@ -60,6 +61,8 @@ export function keysHelp(): string {
 export async function runCli(argv: readonly string[], env: Env = process.env, now = Date.now()): Promise<number> {
   const [command, sub, ...rest] = argv;
   if (command === 'healthcheck') return run(HEALTHCHECK, argv.slice(1), env, now);
+  if (command === 'backup') return run(BACKUP, argv.slice(1), env, now);
+  if (command === 'restore') return run(RESTORE, argv.slice(1), env, now);
   if (command !== 'keys') throw new ConfigError(`unknown command "${command}"`);
   if (sub === undefined || sub === 'help' || sub === '--help') {
     process.stdout.write(keysHelp());

@@ -1,0 +1,273 @@
+/**
+ * Backups that restore (`petstore backup`, `petstore restore`): a consistent copy of a live
+ * store and the way back, with the pet id sequence moved past every id the store may have
+ * issued after the copy, so no id is ever given to two pets.
+ *
+ * - SQLite: `VACUUM INTO` reads the file in one read transaction (WAL: the server keeps writing
+ *   meanwhile), so the copy holds exactly the commits made before it began, WAL included; a
+ *   plain `cp` of a live file can miss everything still in the WAL.
+ * - PostgreSQL: `pg_dump --format=custom` (one snapshot) and `pg_restore` into an empty database.
+ */
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import process from 'node:process';
+import postgres from 'postgres';
+import { StoreOpenError } from './errors.ts';
+import { SCHEMA_VERSION } from './migrations.ts';
+import { POSTGRES_URL } from './postgres-url.ts';
+import { loadSqlite, type SqliteConnection } from './sqlite-driver.ts';
+
+/**
+ * How far a restore moves the id sequence past the backup's when the store it replaces cannot
+ * be read (lost, or on another host): more ids than any store issues between a backup and its
+ * restore. Ids jump by this much once per such restore; below 2^53 that leaves ~9 million restores.
+ */
+export const DEFAULT_ID_GAP = 1_000_000_000;
+
+export interface BackupResult {
+  /** The largest pet id the backup holds, and the sequence's position (the last id issued). */
+  readonly maxId: number;
+  readonly pets: number;
+  readonly sequence: number;
+  readonly schemaVersion: number;
+}
+
+export interface RestoreResult {
+  /** The sequence's position before and after the move: the next pet gets `after + 1`. */
+  readonly before: number;
+  readonly after: number;
+  /** Where the sequence was taken past: the replaced store's own, or the backup's plus the gap. */
+  readonly basis: 'replaced store' | 'gap';
+  /** The replaced SQLite files, kept aside under these names. */
+  readonly keptAside: readonly string[];
+}
+
+const num = (row: unknown, column: string): number =>
+  Number((row as Record<string, unknown> | undefined)?.[column] ?? 0);
+
+async function sqlite(path: string): Promise<SqliteConnection> {
+  const open = await loadSqlite();
+  if (!open) throw new StoreOpenError('this runtime has no built-in SQLite (node:sqlite needs Node 22.13 or later)');
+  return open(path);
+}
+
+/** Pets, the largest id, the sequence and the schema version of a petstore SQLite file. */
+function sqliteFacts(db: SqliteConnection, where: string): BackupResult {
+  const tables = db.prepare(
+    "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('pets', 'schema_migrations')",
+  );
+  if (tables.all().length !== 2) throw new StoreOpenError(`${where}: not a petstore SQLite store (no pets table)`);
+  const pets = db.prepare('SELECT count(*) AS n, coalesce(max(id), 0) AS max FROM pets').get();
+  const seq = db.prepare("SELECT coalesce(max(seq), 0) AS seq FROM sqlite_sequence WHERE name = 'pets'").get();
+  const version = db.prepare('SELECT coalesce(max(version), 0) AS v FROM schema_migrations').get();
+  return { maxId: num(pets, 'max'), pets: num(pets, 'n'), sequence: num(seq, 'seq'), schemaVersion: num(version, 'v') };
+}
+
+function fsyncFile(path: string): void {
+  const fd = fs.openSync(path, 'r+');
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function fsyncDir(dir: string): void {
+  try {
+    const fd = fs.openSync(dir, 'r');
+    try {
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    // A platform without directory fds: the rename stands as is.
+  }
+}
+
+const sqlText = (text: string) => `'${text.replaceAll("'", "''")}'`;
+
+/**
+ * A consistent copy of the SQLite store at `data` into the new file `to` (mode 0600), taken while
+ * a server keeps serving: `VACUUM INTO`, one read transaction.
+ *
+ * @example
+ * await backupSqlite('/var/lib/petstore/petstore.db', '/backup/petstore-2027-01-01.db') // { pets: 1200, maxId: 1250, … }
+ */
+export async function backupSqlite(data: string, to: string): Promise<BackupResult> {
+  if (!fs.existsSync(data)) throw new StoreOpenError(`--data: no SQLite file at ${data}`);
+  const db = await sqlite(data);
+  try {
+    db.exec('PRAGMA busy_timeout = 10000');
+    db.exec(`VACUUM INTO ${sqlText(to)}`);
+  } finally {
+    db.close();
+  }
+  fs.chmodSync(to, 0o600);
+  fsyncFile(to);
+  fsyncDir(dirname(to));
+  const copy = await sqlite(to);
+  try {
+    return sqliteFacts(copy, to);
+  } finally {
+    copy.close();
+  }
+}
+
+/**
+ * Puts the SQLite backup `from` in place at `data` (no server may have it open: stop it first).
+ * The id sequence goes to the larger of the backup's and the replaced file's when that file can
+ * still be read (it issued every id there is), else to the backup's plus `idGap`. The replaced
+ * file (and its -wal and -shm) is kept aside as `<data>.replaced-<time>`, never deleted.
+ *
+ * @example
+ * await restoreSqlite('/backup/petstore.db', '/var/lib/petstore/petstore.db', DEFAULT_ID_GAP, Date.now())
+ */
+export async function restoreSqlite(from: string, data: string, idGap: number, now: number): Promise<RestoreResult> {
+  if (!fs.existsSync(from)) throw new StoreOpenError(`--from: no backup at ${from}`);
+  const backup = await sqlite(from);
+  let facts: BackupResult;
+  try {
+    facts = sqliteFacts(backup, from);
+  } finally {
+    backup.close();
+  }
+  if (facts.schemaVersion > SCHEMA_VERSION) {
+    throw new StoreOpenError(
+      `--from: ${from} has schema version ${facts.schemaVersion}, written by a newer petstore; restore it with that release`,
+    );
+  }
+  const replaced = fs.existsSync(data) ? await replacedSequence(data) : undefined;
+  const before = Math.max(facts.sequence, facts.maxId);
+  const after = replaced !== undefined ? Math.max(before, replaced) : before + idGap;
+  const dir = dirname(data);
+  fs.mkdirSync(dir, { recursive: true });
+  const temp = join(dir, `.${basename(data)}.restore-${process.pid}`);
+  fs.copyFileSync(from, temp);
+  fs.chmodSync(temp, 0o600);
+  const db = await sqlite(temp);
+  try {
+    db.exec('BEGIN IMMEDIATE');
+    db.exec("DELETE FROM sqlite_sequence WHERE name = 'pets'");
+    db.prepare("INSERT INTO sqlite_sequence (name, seq) VALUES ('pets', ?)").get(after);
+    db.exec('COMMIT');
+  } finally {
+    db.close();
+  }
+  fsyncFile(temp);
+  // The replaced file's WAL must not be applied to the restored one: all three move aside.
+  const stamp = new Date(now).toISOString().replaceAll(':', '');
+  const keptAside: string[] = [];
+  for (const suffix of ['', '-wal', '-shm']) {
+    if (!fs.existsSync(data + suffix)) continue;
+    const aside = `${data}.replaced-${stamp}${suffix}`;
+    fs.renameSync(data + suffix, aside);
+    keptAside.push(aside);
+  }
+  fs.renameSync(temp, data);
+  fsyncDir(dir);
+  return { before, after, basis: replaced !== undefined ? 'replaced store' : 'gap', keptAside };
+}
+
+/** The last id the SQLite store at `data` issued, or undefined when it cannot be read. */
+async function replacedSequence(data: string): Promise<number | undefined> {
+  try {
+    const db = await sqlite(data);
+    try {
+      const facts = sqliteFacts(db, data);
+      return Math.max(facts.sequence, facts.maxId);
+    } finally {
+      db.close();
+    }
+  } catch {
+    return undefined;
+  }
+}
+
+/** A PostgreSQL client program (`pg_dump`, `pg_restore`): on PATH, else Debian's newest. */
+function pgProgram(name: string): string {
+  for (const dir of (process.env.PATH ?? '').split(':'))
+    if (dir && fs.existsSync(join(dir, name))) return join(dir, name);
+  const debian = fs.existsSync('/usr/lib/postgresql')
+    ? fs
+        .readdirSync('/usr/lib/postgresql')
+        .sort((a, b) => Number(b) - Number(a))
+        .map((v) => `/usr/lib/postgresql/${v}/bin/${name}`)
+        .find((p) => fs.existsSync(p))
+    : undefined;
+  if (debian) return debian;
+  throw new StoreOpenError(`${name} is not installed (Debian: apt-get install postgresql-client)`);
+}
+
+function runPg(name: string, args: string[]): void {
+  const run = spawnSync(pgProgram(name), args, { encoding: 'utf8', stdio: ['ignore', 'inherit', 'pipe'] });
+  if (run.status !== 0) throw new Error(`${name} failed (exit ${run.status ?? run.signal}): ${run.stderr.trim()}`);
+}
+
+/**
+ * `pg_dump --format=custom` of the database at `url` into `to`: one snapshot, taken while the
+ * fleet keeps serving; pets, idempotency keys, consumers and keys (`--keys store`), the audit
+ * trail and the webhook outbox.
+ */
+export function backupPostgres(url: string, to: string): void {
+  runPg('pg_dump', ['--format=custom', '--no-owner', '--no-privileges', `--file=${to}`, `--dbname=${url}`]);
+  fs.chmodSync(to, 0o600);
+}
+
+async function postgresFacts(url: string): Promise<BackupResult> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    const [pets] = await sql`SELECT count(*) AS n, coalesce(max(id), 0) AS max FROM pets`;
+    const [seq] =
+      await sql`SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence('pets', 'id')::regclass), 0) AS seq`;
+    const [version] = await sql`SELECT coalesce(max(version), 0) AS v FROM schema_migrations`;
+    return {
+      maxId: num(pets, 'max'),
+      pets: num(pets, 'n'),
+      sequence: num(seq, 'seq'),
+      schemaVersion: num(version, 'v'),
+    };
+  } finally {
+    await sql.end();
+  }
+}
+
+/**
+ * `pg_restore` of the dump `from` into the empty database at `url` (one transaction, objects
+ * owned by the connecting role), then the id sequence moved to the dump's plus `idGap`: the
+ * database the dump came from may have issued ids after it, and is not read here.
+ */
+export async function restorePostgres(from: string, url: string, idGap: number): Promise<RestoreResult> {
+  if (!fs.existsSync(from)) throw new StoreOpenError(`--from: no dump at ${from}`);
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    const [taken] = await sql`SELECT count(*) AS n FROM pg_tables WHERE schemaname = 'public'`;
+    if (num(taken, 'n') > 0) {
+      throw new StoreOpenError(`--data: the database already has tables; restore into a new, empty one (createdb)`);
+    }
+    runPg('pg_restore', [
+      '--exit-on-error',
+      '--single-transaction',
+      '--no-owner',
+      '--no-privileges',
+      `--dbname=${url}`,
+      from,
+    ]);
+    const facts = await postgresFacts(url);
+    if (facts.schemaVersion > SCHEMA_VERSION) {
+      throw new StoreOpenError(
+        `--from: the dump has schema version ${facts.schemaVersion}, written by a newer petstore`,
+      );
+    }
+    const before = Math.max(facts.sequence, facts.maxId);
+    const after = before + idGap;
+    await sql`SELECT setval(pg_get_serial_sequence('pets', 'id'), ${after})`;
+    return { before, after, basis: 'gap', keptAside: [] };
+  } finally {
+    await sql.end();
+  }
+}
+
+/** Whether `data` names a PostgreSQL database. */
+export const isPostgres = (data: string) => POSTGRES_URL.test(data);
