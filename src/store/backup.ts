@@ -119,7 +119,8 @@ export async function backupSqlite(data: string, to: string): Promise<BackupResu
  * Puts the SQLite backup `from` in place at `data` (no server may have it open: stop it first).
  * The id sequence goes to the larger of the backup's and the replaced file's when that file can
  * still be read (it issued every id there is), else to the backup's plus `idGap`. The replaced
- * file (and its -wal and -shm) is kept aside as `<data>.replaced-<time>`, never deleted.
+ * file (and its -wal and -shm) is kept aside as `<data>.replaced-<time>`, never deleted; its owner
+ * owns the restored file.
  *
  * @example
  * await restoreSqlite('/backup/petstore.db', '/var/lib/petstore/petstore.db', DEFAULT_ID_GAP, Date.now())
@@ -146,6 +147,9 @@ export async function restoreSqlite(from: string, data: string, idGap: number, n
   const temp = join(dir, `.${basename(data)}.restore-${process.pid}`);
   fs.copyFileSync(from, temp);
   fs.chmodSync(temp, 0o600);
+  // The service's user keeps owning its file when root restores it.
+  const owner = fs.existsSync(data) ? fs.statSync(data) : undefined;
+  if (owner && process.getuid?.() === 0) fs.chownSync(temp, owner.uid, owner.gid);
   const db = await sqlite(temp);
   try {
     db.exec('BEGIN IMMEDIATE');
