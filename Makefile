@@ -272,7 +272,7 @@ monitoring-test: build ## promtool check and test the shipped rules; a real Prom
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh scripts/with-redis.sh $(BUN) test --timeout 120000 ./scripts/monitoring.test.ts
 
 .PHONY: first-day-test
-first-day-test: build ## the README's systemd first day run as written under the unit's restrictions (root; unshare, setpriv, overlays: the host is untouched; ~10 s)
+first-day-test: build ## docs/operations.md's systemd first day run as written under the unit's restrictions (root; unshare, setpriv, overlays: the host is untouched; ~10 s)
 	$(BUN) test --timeout 150000 ./scripts/first-day.test.ts
 
 .PHONY: backup-test

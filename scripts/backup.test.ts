@@ -1,10 +1,10 @@
 /**
  * Backups that restore, under load: creates keep being acknowledged while `petstore backup`
- * runs; the backup, restored by the README's steps into a new store served by a new server,
+ * runs; the backup, restored by the operations guide's steps into a new store served by a new server,
  * serves every pet acknowledged before the backup began, and a pet created there gets an id no
  * pet of the old store ever had.
  * - SQLite: `petstore backup --data FILE --to B --keys KEYS`, `petstore restore --from B --data NEW --keys NEWKEYS`.
- * - PostgreSQL (when PETSTORE_TEST_POSTGRES_URL is set): as the README's role (a LOGIN role, not a
+ * - PostgreSQL (when PETSTORE_TEST_POSTGRES_URL is set): as docs/fleet.md's role (a LOGIN role, not a
  *   superuser, owning its database), keys in the store; `petstore backup` (pg_dump), a new
  *   database owned by the role, `petstore restore` (pg_restore).
  *
@@ -167,7 +167,7 @@ describe('a backup under load, restored into a new server', () => {
   }, 60_000);
 
   test.skipIf(!PG_SERVER)(
-    "PostgreSQL: the README's role, keys in the store; petstore backup (pg_dump) and restore (pg_restore) into a new database",
+    "PostgreSQL: the fleet guide's role, keys in the store; petstore backup (pg_dump) and restore (pg_restore) into a new database",
     async () => {
       const role = `petstore_app_${process.pid}`;
       const source = `petstore_backup_${process.pid}`;
@@ -180,7 +180,7 @@ describe('a backup under load, restored into a new server', () => {
         return url.toString();
       };
       try {
-        // As the README says: a LOGIN role (no superuser) owning its database.
+        // As docs/fleet.md says: a LOGIN role (no superuser) owning its database.
         await admin.unsafe(`CREATE ROLE ${role} LOGIN`);
         await admin.unsafe(`CREATE DATABASE ${source} OWNER ${role}`);
         const add = await runCommand([

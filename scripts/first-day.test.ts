@@ -1,5 +1,5 @@
 /**
- * The README's first day under systemd, run as written: the two `sh` blocks of its "systemd"
+ * docs/operations.md's first day under systemd, run as written: the two `sh` blocks of its "systemd"
  * section, line by line, as root in a throwaway mount, PID and network namespace (`unshare`):
  * `/etc`, `/usr` and `/var/lib` are overlays on a tmpfs, so `useradd`, `install` and the keys
  * file leave the host untouched, and port 8080 is the namespace's own. CI has no systemd, so
@@ -26,9 +26,9 @@ const READY =
 if (!READY)
   console.warn('first-day.test.ts: needs root, unshare, setpriv, useradd and curl; skipped (make first-day-test)');
 
-/** The `sh` blocks of the README's "### systemd" section, each as its commands (a `\` line joined to the next). */
+/** The `sh` blocks of the operations guide's "### systemd" section, each as its commands (a `\` line joined to the next). */
 function systemdBlocks(): string[][] {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const readme = readFileSync(join(ROOT, 'docs/operations.md'), 'utf8');
   const start = readme.indexOf('\n### systemd\n');
   const section = readme.slice(start, readme.indexOf('\n### ', start + 1));
   return [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) =>
@@ -94,7 +94,7 @@ function played(lines: string[]): string {
   return lines.map((line) => `printf '\\n>>> %s\\n' ${quoted(line)}\n${line}`).join('\n');
 }
 
-/** What each step printed, by its line as the README writes it. */
+/** What each step printed, by its line as the guide writes it. */
 function outputs(log: string): Map<string, string> {
   const out = new Map<string, string>();
   for (const part of log.split('\n>>> ').slice(1)) {
@@ -104,78 +104,81 @@ function outputs(log: string): Map<string, string> {
   return out;
 }
 
-describe.skipIf(!READY)("the README's first day under systemd, as written, under the unit's restrictions", () => {
-  test('the keys file is the service user’s, the service serves, the admin API is refused on /etc and works from /var/lib', () => {
-    const [install, admin] = systemdBlocks();
-    expect([install?.length ?? 0, admin?.length ?? 0].every((n) => n > 3)).toBe(true);
-    const dir = mkdtempSync(join(tmpdir(), 'petstore-first-day-'));
-    try {
-      const script = [
-        'set -uo pipefail',
-        `T=${dir}`,
-        'mount --make-rprivate /',
-        'mount -t tmpfs tmpfs "$T"',
-        'for d in /etc /usr /var/lib; do mkdir -p "$T/up$d" "$T/work$d"; mount -t overlay overlay -o "lowerdir=$d,upperdir=$T/up$d,workdir=$T/work$d" "$d"; done',
-        'ip link set lo up',
-        'JOURNAL=$T/journal.log; : >"$JOURNAL"',
-        SYSTEMD,
-        `cd ${JSON.stringify(ROOT)}`,
-        played(install ?? []),
-        // Not the README's: what the unit makes of the files, then the admin API on /etc.
-        played([
-          'stat -c "%U:%G %a" /etc/petstore/keys.json /etc/petstore/keys.json.audit.jsonl',
-          'stat -c "%U:%G %a" /var/lib/petstore/petstore.db',
-          'echo PETSTORE_ADMIN_PORT=8081 >> /etc/petstore/petstore.env',
-          'systemctl restart petstore',
-          'cat "$JOURNAL"',
-          'sed -i /PETSTORE_ADMIN_PORT/d /etc/petstore/petstore.env',
-        ]),
-        played(admin ?? []),
-        played([
-          'curl -s -o /dev/null -w "%{http_code}\\n" -H "Authorization: Bearer $TOKEN" localhost:8080/v1/pets',
-          'stat -c "%U:%G %a" /var/lib/petstore/keys.json',
-          'systemctl stop petstore',
-          'grep -c "\\"status\\":5" "$JOURNAL"',
-        ]),
-        'umount -l "$T" 2>/dev/null || true',
-      ].join('\n');
-      writeFileSync(join(dir, 'first-day.sh'), script);
-      const run = spawnSync('unshare', ['--mount', '--net', '--pid', '--fork', 'bash', join(dir, 'first-day.sh')], {
-        encoding: 'utf8',
-        timeout: 120_000,
-      });
-      const out = outputs(run.stdout);
-      const step = (line: string) => out.get(line) ?? `(no such step in:\n${run.stdout}\n${run.stderr})`;
-      const find = (part: string) => [...out.keys()].find((line) => line.includes(part)) ?? part;
+describe.skipIf(!READY)(
+  "the operations guide's first day under systemd, as written, under the unit's restrictions",
+  () => {
+    test('the keys file is the service user’s, the service serves, the admin API is refused on /etc and works from /var/lib', () => {
+      const [install, admin] = systemdBlocks();
+      expect([install?.length ?? 0, admin?.length ?? 0].every((n) => n > 3)).toBe(true);
+      const dir = mkdtempSync(join(tmpdir(), 'petstore-first-day-'));
+      try {
+        const script = [
+          'set -uo pipefail',
+          `T=${dir}`,
+          'mount --make-rprivate /',
+          'mount -t tmpfs tmpfs "$T"',
+          'for d in /etc /usr /var/lib; do mkdir -p "$T/up$d" "$T/work$d"; mount -t overlay overlay -o "lowerdir=$d,upperdir=$T/up$d,workdir=$T/work$d" "$d"; done',
+          'ip link set lo up',
+          'JOURNAL=$T/journal.log; : >"$JOURNAL"',
+          SYSTEMD,
+          `cd ${JSON.stringify(ROOT)}`,
+          played(install ?? []),
+          // Not the operations guide's: what the unit makes of the files, then the admin API on /etc.
+          played([
+            'stat -c "%U:%G %a" /etc/petstore/keys.json /etc/petstore/keys.json.audit.jsonl',
+            'stat -c "%U:%G %a" /var/lib/petstore/petstore.db',
+            'echo PETSTORE_ADMIN_PORT=8081 >> /etc/petstore/petstore.env',
+            'systemctl restart petstore',
+            'cat "$JOURNAL"',
+            'sed -i /PETSTORE_ADMIN_PORT/d /etc/petstore/petstore.env',
+          ]),
+          played(admin ?? []),
+          played([
+            'curl -s -o /dev/null -w "%{http_code}\\n" -H "Authorization: Bearer $TOKEN" localhost:8080/v1/pets',
+            'stat -c "%U:%G %a" /var/lib/petstore/keys.json',
+            'systemctl stop petstore',
+            'grep -c "\\"status\\":5" "$JOURNAL"',
+          ]),
+          'umount -l "$T" 2>/dev/null || true',
+        ].join('\n');
+        writeFileSync(join(dir, 'first-day.sh'), script);
+        const run = spawnSync('unshare', ['--mount', '--net', '--pid', '--fork', 'bash', join(dir, 'first-day.sh')], {
+          encoding: 'utf8',
+          timeout: 120_000,
+        });
+        const out = outputs(run.stdout);
+        const step = (line: string) => out.get(line) ?? `(no such step in:\n${run.stdout}\n${run.stderr})`;
+        const find = (part: string) => [...out.keys()].find((line) => line.includes(part)) ?? part;
 
-      // The README's first block.
-      expect(JSON.parse(step(find('/readyz')))).toMatchObject({ status: 'ready' });
-      expect(step(find('localhost:8080/v1/pets'))).toBe('[]');
-      expect(step(find('journalctl'))).toContain('"msg":"listening"');
-      expect(step('stat -c "%U:%G %a" /etc/petstore/keys.json /etc/petstore/keys.json.audit.jsonl')).toBe(
-        'petstore:petstore 600\npetstore:petstore 600',
-      );
-      // UMask=0077: what the service makes is its own alone.
-      expect(step('stat -c "%U:%G %a" /var/lib/petstore/petstore.db')).toBe('petstore:petstore 600');
+        // The README's first block.
+        expect(JSON.parse(step(find('/readyz')))).toMatchObject({ status: 'ready' });
+        expect(step(find('localhost:8080/v1/pets'))).toBe('[]');
+        expect(step(find('journalctl'))).toContain('"msg":"listening"');
+        expect(step('stat -c "%U:%G %a" /etc/petstore/keys.json /etc/petstore/keys.json.audit.jsonl')).toBe(
+          'petstore:petstore 600\npetstore:petstore 600',
+        );
+        // UMask=0077: what the service makes is its own alone.
+        expect(step('stat -c "%U:%G %a" /var/lib/petstore/petstore.db')).toBe('petstore:petstore 600');
 
-      // The admin API on a keys file in the read-only /etc: refused at start, with the file and the fix.
-      const refused = step('cat "$JOURNAL"');
-      expect(refused).toContain(
-        'petstore: keys file: the admin API (--admin-port) changes /etc/petstore/keys.json, writing keys.json.lock, a temporary file and keys.json.audit.jsonl in /etc/petstore and renaming over the file, but this process cannot write /etc/petstore (EACCES).',
-      );
-      expect(refused).toContain('/var/lib/petstore/keys.json');
-      expect(refused).toContain('petstore.service: exited with 2');
+        // The admin API on a keys file in the read-only /etc: refused at start, with the file and the fix.
+        const refused = step('cat "$JOURNAL"');
+        expect(refused).toContain(
+          'petstore: keys file: the admin API (--admin-port) changes /etc/petstore/keys.json, writing keys.json.lock, a temporary file and keys.json.audit.jsonl in /etc/petstore and renaming over the file, but this process cannot write /etc/petstore (EACCES).',
+        );
+        expect(refused).toContain('/var/lib/petstore/keys.json');
+        expect(refused).toContain('petstore.service: exited with 2');
 
-      // The README's second block: the admin API from the state directory changes a key.
-      const created = JSON.parse(step(find('admin/v1/consumers/acme/keys'))) as Record<string, unknown>;
-      expect(created).toMatchObject({ consumer: 'acme', token: expect.stringMatching(/^psk_[0-9A-Za-z]{38}$/) });
-      expect(step(find('-w "%{http_code}'))).toBe('200');
-      expect(step('stat -c "%U:%G %a" /var/lib/petstore/keys.json')).toBe('petstore:petstore 600');
-      // No request of the whole run was answered 5xx.
-      expect(step('grep -c "\\"status\\":5" "$JOURNAL"')).toBe('0');
-      expect(run.status).toBe(0);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }, 150_000);
-});
+        // The README's second block: the admin API from the state directory changes a key.
+        const created = JSON.parse(step(find('admin/v1/consumers/acme/keys'))) as Record<string, unknown>;
+        expect(created).toMatchObject({ consumer: 'acme', token: expect.stringMatching(/^psk_[0-9A-Za-z]{38}$/) });
+        expect(step(find('-w "%{http_code}'))).toBe('200');
+        expect(step('stat -c "%U:%G %a" /var/lib/petstore/keys.json')).toBe('petstore:petstore 600');
+        // No request of the whole run was answered 5xx.
+        expect(step('grep -c "\\"status\\":5" "$JOURNAL"')).toBe('0');
+        expect(run.status).toBe(0);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }, 150_000);
+  },
+);
