@@ -429,6 +429,7 @@ export function helpText(version: string): string {
     '  petstore keys COMMAND [options]  add, rotate, revoke, list or audit the API keys of a keys file',
     '  petstore backup [options]        a consistent copy of a live store (and its keys file)',
     '  petstore restore [options]       put a backup in place; pet ids are never given twice',
+    '  petstore migrate status|up       the schema of a store; apply its migrations as a step of their own',
     '  petstore healthcheck [options]   exit 0 when the local server answers /healthz',
     '  petstore COMMAND --help          the options of a command: keys, keys add, healthcheck, ...',
     '',

@@ -18,7 +18,8 @@ const EXIT_CONFIG = 2;
 
 /** The exit code, or undefined while the server runs (signals end it). */
 async function main(argv: string[]): Promise<number | undefined> {
-  if (argv[0] !== undefined && ['keys', 'healthcheck', 'backup', 'restore'].includes(argv[0])) return runCli(argv);
+  if (argv[0] !== undefined && ['keys', 'healthcheck', 'backup', 'restore', 'migrate'].includes(argv[0]))
+    return runCli(argv);
   const config = parseConfig(argv, process.env);
   if (config.help) {
     process.stdout.write(helpText(VERSION));

@@ -1,6 +1,6 @@
 /**
  * The subcommands other than serving: `petstore keys add|rotate|revoke|list|audit|import`,
- * `petstore backup`, `petstore restore` and `petstore healthcheck`. Each has its own option table and --help; `petstore keys` alone
+ * `petstore backup`, `petstore restore`, `petstore migrate status|up` and `petstore healthcheck`. Each has its own option table and --help; `petstore keys` alone
  * prints the usage of every keys command.
  */
 import process from 'node:process';
@@ -14,6 +14,7 @@ import { KEYS_IMPORT } from './keys-import.ts';
 import { KEYS_LIST } from './keys-list.ts';
 import { KEYS_REVOKE } from './keys-revoke.ts';
 import { KEYS_ROTATE } from './keys-rotate.ts';
+import { MIGRATE_STATUS, MIGRATE_UP } from './migrate.ts';
 import { ConfigError, type Env, type Subcommand, usage } from './options.ts';
 
 const KEYS_COMMANDS: Readonly<Record<string, Subcommand>> = {
@@ -63,6 +64,11 @@ export async function runCli(argv: readonly string[], env: Env = process.env, no
   if (command === 'healthcheck') return run(HEALTHCHECK, argv.slice(1), env, now);
   if (command === 'backup') return run(BACKUP, argv.slice(1), env, now);
   if (command === 'restore') return run(RESTORE, argv.slice(1), env, now);
+  if (command === 'migrate') {
+    const migrate = sub === 'status' ? MIGRATE_STATUS : sub === 'up' ? MIGRATE_UP : undefined;
+    if (!migrate) throw new ConfigError(`unknown command "migrate ${sub ?? ''}"; expected status or up`);
+    return run(migrate, rest, env, now);
+  }
   if (command !== 'keys') throw new ConfigError(`unknown command "${command}"`);
   if (sub === undefined || sub === 'help' || sub === '--help') {
     process.stdout.write(keysHelp());

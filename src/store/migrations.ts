@@ -3,14 +3,28 @@ import { StoreOpenError } from './errors.ts';
 import { ANNOUNCES_SETTING, PET_VERSIONS, PETS_CHANNEL } from './postgres-changes.ts';
 
 /**
- * One schema change, written for each engine; versions are applied in order, once, at start-up,
- * each recorded in `schema_migrations`. Never edit a released migration: add the next one.
+ * One schema change, written for each engine; versions are applied in order, once (at start-up
+ * or by `petstore migrate up`), each recorded in `schema_migrations`. Never edit a released
+ * migration: add the next one.
+ *
+ * Within a major version every migration is additive (expand now; contract only in a later
+ * major release, once nothing reads the old shape), so the release before it keeps serving the
+ * schema it leaves: its `readableFrom` says from which schema version on a build still serves
+ * it, and is recorded with it, so an older build (from this one on) reads it and serves or
+ * refuses (`schemaVerdict`).
  */
 export interface Migration {
   readonly version: number;
   readonly name: string;
   readonly sqlite: string;
   readonly postgres: string;
+  /** The oldest build (by its SCHEMA_VERSION) that still serves the schema this leaves; default: this version. */
+  readonly readableFrom?: number;
+  /**
+   * Indexes built after the migration's transaction: on PostgreSQL with CREATE INDEX CONCURRENTLY
+   * (writes go on meanwhile), on SQLite inside it. `on` is the rest of the statement: `ON pets (name)`.
+   */
+  readonly indexes?: readonly { readonly name: string; readonly on: string }[];
 }
 
 const STATUS_CHECK = "status IN ('available', 'pending', 'sold')";
@@ -237,27 +251,64 @@ export const MIGRATIONS: readonly Migration[] = [
 /** The schema version this build writes. */
 export const SCHEMA_VERSION = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);
 
-/** The bookkeeping table, the same on both engines. */
+/**
+ * The bookkeeping table, the same on both engines. `readable_from` (NULL in rows written before
+ * it existed: the version itself) is the migration's `readableFrom`.
+ */
 export const SCHEMA_MIGRATIONS_DDL = `
   CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY,
     name TEXT NOT NULL,
-    applied_at TEXT NOT NULL
+    applied_at TEXT NOT NULL,
+    readable_from INTEGER
   )`;
 
 /**
+ * The schema version of a database and the oldest build that serves it: the largest
+ * `readable_from` (a row without one: its version) of the migrations this build does not know.
+ */
+export const SCHEMA_STATE_SQL = `
+  SELECT coalesce(max(version), 0) AS version,
+         coalesce(max(CASE WHEN version > ${SCHEMA_VERSION} THEN coalesce(readable_from, version) END), 0) AS readable_from
+  FROM schema_migrations`;
+
+export interface SchemaState {
+  /** The database's schema version (0: empty). */
+  readonly version: number;
+  /** The oldest build (by SCHEMA_VERSION) that serves it; 0 when this build knows every migration applied. */
+  readonly readableFrom: number;
+}
+
+/**
+ * What this build does with a database in `state`: migrate it (the pending migrations, maybe
+ * none), or serve a newer schema that a migration of a later release left readable from this
+ * one on (`newer`); refuses (StoreOpenError, exit 2) one that this build cannot serve, naming
+ * the release it needs.
+ *
+ * @example
+ * schemaVerdict({ version: 0, readableFrom: 0 }, 'data/petstore.db') // { pending: MIGRATIONS, newer: false }
+ */
+export function schemaVerdict(state: SchemaState, where: string): { pending: readonly Migration[]; newer: boolean } {
+  if (state.version <= SCHEMA_VERSION)
+    return { pending: MIGRATIONS.filter((m) => m.version > state.version), newer: false };
+  if (state.readableFrom <= SCHEMA_VERSION) return { pending: [], newer: true };
+  throw new StoreOpenError(
+    `${where}: the database has schema version ${state.version}, which a petstore of schema version ` +
+      `${state.readableFrom} or later serves; this petstore knows versions up to ${SCHEMA_VERSION}. ` +
+      'Run a newer petstore (or restore a backup taken before that migration), or point --data elsewhere.',
+  );
+}
+
+/**
  * The migrations a database at version `current` still needs; refuses one written by a newer
- * petstore, whose schema this build does not know how to read or write safely.
+ * petstore unless its migrations leave it readable by this build.
  *
  * @example
  * pendingMigrations(0, 'data/petstore.db') // [MIGRATIONS[0]]
  */
-export function pendingMigrations(current: number, where: string): readonly Migration[] {
-  if (current > SCHEMA_VERSION) {
-    throw new StoreOpenError(
-      `${where}: the database has schema version ${current}, written by a newer petstore; ` +
-        `this petstore knows versions up to ${SCHEMA_VERSION}. Run the newer petstore, or point --data elsewhere.`,
-    );
-  }
-  return MIGRATIONS.filter((m) => m.version > current);
+export function pendingMigrations(current: number, where: string, readableFrom = current): readonly Migration[] {
+  return schemaVerdict({ version: current, readableFrom }, where).pending;
 }
+
+/** The `readable_from` a migration is recorded with. */
+export const readableFromOf = (m: Migration) => m.readableFrom ?? m.version;

@@ -14,8 +14,8 @@ import {
   StoreUnreachableError,
 } from './errors.ts';
 import { fingerprintOf } from './idempotency.ts';
-import { SCHEMA_VERSION } from './migrations.ts';
-import { LISTENER_NAME, PostgresStore, postgresError } from './postgres.ts';
+import { MIGRATIONS, SCHEMA_VERSION } from './migrations.ts';
+import { LISTENER_NAME, migratePostgres, PostgresStore, postgresError } from './postgres.ts';
 import { HEARTBEAT_MS, PETS_CHANNEL } from './postgres-changes.ts';
 import { describeData } from './postgres-url.ts';
 
@@ -114,15 +114,67 @@ describe('PostgresStore', () => {
     const db = await freshDatabase();
     await (await PostgresStore.open({ url: db.url, log: silentLogger })).close();
     const sql = postgres(db.url, { max: 1 });
-    await sql`INSERT INTO schema_migrations VALUES (${SCHEMA_VERSION + 1}, 'future', '2030-01-01T00:00:00Z')`;
+    await sql`INSERT INTO schema_migrations (version, name, applied_at) VALUES (${SCHEMA_VERSION + 1}, 'future', '2030-01-01T00:00:00Z')`;
     await sql.end();
     const err = await PostgresStore.open({ url: db.url, log: silentLogger }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(StoreOpenError);
     expect((err as Error).message).toContain(
-      `the database has schema version ${SCHEMA_VERSION + 1}, written by a newer petstore`,
+      `the database has schema version ${SCHEMA_VERSION + 1}, which a petstore of schema version ${SCHEMA_VERSION + 1} or later serves`,
     );
     await db.drop();
   });
+
+  test('a later migration altering pets behind a long transaction: reads never queue past the lock timeout; it retries, builds its index concurrently, and this build still serves', async () => {
+    const db = await freshDatabase();
+    const store = await PostgresStore.open({ url: db.url, log: silentLogger });
+    const pet = await store.create({ name: 'Rex', categoryId: 1, status: 'available' });
+    // A reader that keeps its transaction (and its ACCESS SHARE lock on pets) open.
+    const blocker = postgres(db.url, { max: 1, onnotice: () => {} });
+    const held = blocker.begin(async (tx) => {
+      await tx`SELECT id FROM pets LIMIT 1`;
+      await Bun.sleep(2_000);
+    });
+    await Bun.sleep(100);
+    const later = {
+      version: SCHEMA_VERSION + 1,
+      name: 'later_pets_note',
+      sqlite: '',
+      postgres: 'ALTER TABLE pets ADD COLUMN later_note TEXT',
+      readableFrom: SCHEMA_VERSION,
+      indexes: [{ name: 'pets_later_note', on: 'ON pets (later_note)' }],
+    };
+    const sql = postgres(db.url, { max: 1, onnotice: () => {} });
+    const retries: number[] = [];
+    const migrating = migratePostgres(sql, 'test', {
+      migrations: [...MIGRATIONS, later],
+      lockTimeoutMs: 200,
+      retrying: (_m, attempt) => retries.push(attempt),
+    });
+    // Reads meanwhile: each waits at most about the lock timeout behind the ALTER's lock request.
+    const waits: number[] = [];
+    for (let i = 0; i < 15; i++) {
+      const started = performance.now();
+      expect(await store.get(pet.id)).toEqual(pet);
+      waits.push(performance.now() - started);
+      await Bun.sleep(100);
+    }
+    await held;
+    expect(await migrating).toEqual({ migrated: [SCHEMA_VERSION + 1], version: SCHEMA_VERSION + 1 });
+    expect(retries.length).toBeGreaterThan(0);
+    expect(Math.max(...waits)).toBeLessThan(600);
+    const [index] =
+      await sql`SELECT i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = 'pets_later_note'`;
+    expect(index?.valid).toBe(true);
+    const [row] = await sql`SELECT readable_from FROM schema_migrations WHERE version = ${SCHEMA_VERSION + 1}`;
+    expect(Number(row?.readable_from)).toBe(SCHEMA_VERSION);
+    await Promise.all([sql.end(), blocker.end()]);
+    await store.close();
+    // This build serves the newer schema: the later migration left it readable from this version on.
+    const again = await PostgresStore.open({ url: db.url, log: silentLogger });
+    expect(await again.get(pet.id)).toEqual(pet);
+    await again.close();
+    await db.drop();
+  }, 30_000);
 
   test('a dropped connection is StoreUnavailableError, and the next request reconnects', async () => {
     const db = await freshDatabase();

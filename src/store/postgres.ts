@@ -16,7 +16,16 @@ import {
 import { IDEMPOTENCY_TTL_MS, SweepSchedule } from './idempotency.ts';
 import type { KeyStore, WithKeyStore } from './keys.ts';
 import { PostgresKeyStore } from './keys-postgres.ts';
-import { pendingMigrations, SCHEMA_MIGRATIONS_DDL, SCHEMA_VERSION } from './migrations.ts';
+import {
+  MIGRATIONS,
+  type Migration,
+  readableFromOf,
+  SCHEMA_MIGRATIONS_DDL,
+  SCHEMA_STATE_SQL,
+  SCHEMA_VERSION,
+  type SchemaState,
+  schemaVerdict,
+} from './migrations.ts';
 import { DELIVERED_KEEP_MS, entryFromRow, type Outbox, statsFromRows } from './outbox.ts';
 import {
   ANY_DUE,
@@ -212,7 +221,18 @@ export class PostgresStore implements PetStore, WithKeyStore {
       throw new StoreOpenError(`${where}: ${peerText(err)}`, { cause: err });
     }
     try {
-      const migrated = await migrate(sql, where);
+      // The migrations on a connection of their own: session settings and locks stay off the pool.
+      const migrator = postgres(url, { ...options, max: 1, connection: { application_name: 'petstore migrate' } });
+      const { migrated, version } = await migratePostgres(migrator, where, {
+        retrying: (m, attempt) =>
+          log.warn('a migration waits for a lock held by others; retrying', { migration: m.version, attempt }),
+      }).finally(() => migrator.end({ timeout: 5 }));
+      if (version > SCHEMA_VERSION) {
+        log.warn('serving a newer schema, which a later petstore left readable by this one', {
+          databaseSchemaVersion: version,
+          schemaVersion: SCHEMA_VERSION,
+        });
+      }
       const [settings] =
         await sql`SELECT current_setting('fsync') AS fsync, current_setting('server_version') AS version`;
       if (column(settings, 'fsync') !== 'on') {
@@ -473,21 +493,118 @@ const OUTBOX = {
   stats: STATS,
 };
 
-/** Applies the pending migrations in one transaction, serialized across instances. */
-async function migrate(sql: postgres.Sql, where: string): Promise<number[]> {
-  return transaction(sql, async (tx) => {
-    // Waiting for another instance's migrations, or a long one, is not a request to bound.
-    await tx`SET LOCAL statement_timeout = 0`;
-    await tx`SELECT pg_advisory_xact_lock(hashtext('petstore schema_migrations'))`;
-    await tx.unsafe(SCHEMA_MIGRATIONS_DDL);
-    const [row] = await tx`SELECT coalesce(max(version), 0) AS v FROM schema_migrations`;
-    const todo = pendingMigrations(Number(column(row, 'v')), where);
-    for (const m of todo) {
-      await tx.unsafe(m.postgres);
-      await tx`INSERT INTO schema_migrations (version, name, applied_at) VALUES (${m.version}, ${m.name}, ${new Date().toISOString()})`;
+/**
+ * How long a migration's statement waits for a lock on a busy table before it gives up and is
+ * retried: well under --store-timeout, so the requests queued behind its lock request wait at
+ * most this long, never into 503s.
+ */
+export const MIGRATION_LOCK_TIMEOUT_MS = 500;
+/** Attempts of a migration whose locks are not had, 0.5 s to 5 s apart (about 4 minutes in all). */
+export const MIGRATION_ATTEMPTS = 60;
+
+export interface MigrateOptions {
+  readonly migrations?: readonly Migration[];
+  readonly lockTimeoutMs?: number;
+  readonly attempts?: number;
+  /** Told when a migration's lock was not had within the lock timeout and it is tried again. */
+  readonly retrying?: (m: Migration, attempt: number) => void;
+}
+
+/** The schema version and the oldest build that serves it (see SCHEMA_STATE_SQL); 0 for a new database. */
+export async function postgresSchemaState(sql: postgres.Sql): Promise<SchemaState> {
+  const [exists] = await sql`SELECT to_regclass('schema_migrations') IS NOT NULL AS present`;
+  if (!column(exists, 'present')) return { version: 0, readableFrom: 0 };
+  const [withColumn] = await sql`
+    SELECT count(*) AS n FROM information_schema.columns
+    WHERE table_name = 'schema_migrations' AND column_name = 'readable_from' AND table_schema = current_schema()`;
+  if (Number(column(withColumn, 'n')) === 0) {
+    const [row] = await sql`SELECT coalesce(max(version), 0) AS v FROM schema_migrations`;
+    const version = Number(column(row, 'v'));
+    return { version, readableFrom: version > SCHEMA_VERSION ? version : 0 };
+  }
+  const [row] = await sql.unsafe(SCHEMA_STATE_SQL);
+  return { version: Number(column(row, 'version')), readableFrom: Number(column(row, 'readable_from')) };
+}
+
+/**
+ * Applies the pending migrations, serialized across instances by a session advisory lock;
+ * `conn` is a client of one connection (`max: 1`) used for nothing else. Each migration is its own transaction whose locks are taken with
+ * `lock_timeout` (a busy table makes it give up and try again later, rather than queue every
+ * request behind its lock request); its indexes are built afterwards with CREATE INDEX
+ * CONCURRENTLY (an index left invalid by an interrupted build is dropped and built again).
+ */
+export async function migratePostgres(
+  conn: postgres.Sql,
+  where: string,
+  {
+    migrations = MIGRATIONS,
+    lockTimeoutMs = MIGRATION_LOCK_TIMEOUT_MS,
+    attempts = MIGRATION_ATTEMPTS,
+    retrying,
+  }: MigrateOptions = {},
+): Promise<{ migrated: number[]; version: number }> {
+  // Waiting for another instance's migrations, or a long one, is not a request to bound.
+  await conn`SET statement_timeout = 0`;
+  await conn`SELECT pg_advisory_lock(hashtext('petstore schema_migrations'))`;
+  try {
+    await conn.unsafe(SCHEMA_MIGRATIONS_DDL);
+    await conn`ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS readable_from INTEGER`;
+    const state = await postgresSchemaState(conn);
+    const { newer } = schemaVerdict(state, where);
+    const known = newer ? [] : migrations.filter((m) => m.version > state.version);
+    for (const m of known) {
+      await withLockTimeout(conn, m, lockTimeoutMs, attempts, retrying, async () => {
+        await conn`BEGIN`;
+        await conn.unsafe(`SET LOCAL lock_timeout = ${lockTimeoutMs}`);
+        await conn.unsafe(m.postgres);
+        await conn`INSERT INTO schema_migrations (version, name, applied_at, readable_from)
+            VALUES (${m.version}, ${m.name}, ${new Date().toISOString()}, ${readableFromOf(m)})`;
+        await conn`COMMIT`;
+      });
     }
-    return todo.map((m) => m.version);
-  });
+    // Every applied migration's indexes, so one whose build was cut short is finished now.
+    for (const m of migrations.filter((m) => m.version <= Math.max(state.version, known.at(-1)?.version ?? 0))) {
+      for (const index of m.indexes ?? []) {
+        await withLockTimeout(conn, m, lockTimeoutMs, attempts, retrying, async () => {
+          const [valid] = await conn`
+              SELECT i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+              WHERE c.relname = ${index.name}`;
+          if (valid && column(valid, 'valid')) return;
+          await conn.unsafe(`SET lock_timeout = ${lockTimeoutMs}`);
+          if (valid) await conn.unsafe(`DROP INDEX CONCURRENTLY IF EXISTS ${index.name}`);
+          await conn.unsafe(`CREATE INDEX CONCURRENTLY IF NOT EXISTS ${index.name} ${index.on}`);
+        });
+      }
+    }
+    return { migrated: known.map((m) => m.version), version: known.at(-1)?.version ?? state.version };
+  } finally {
+    await conn`SELECT pg_advisory_unlock(hashtext('petstore schema_migrations'))`.catch(() => {});
+    await conn`RESET lock_timeout`.catch(() => {});
+    await conn`RESET statement_timeout`.catch(() => {});
+  }
+}
+
+/** Runs `step` until it is not refused for a lock it waited for past the lock timeout (55P03). */
+async function withLockTimeout(
+  conn: postgres.Sql,
+  m: Migration,
+  lockTimeoutMs: number,
+  attempts: number,
+  retrying: MigrateOptions['retrying'],
+  step: () => Promise<void>,
+): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await step();
+      return;
+    } catch (err) {
+      await conn`ROLLBACK`.catch(() => {});
+      const code = err instanceof postgres.PostgresError ? err.code : '';
+      if (code !== '55P03' || attempt >= attempts) throw err;
+      retrying?.(m, attempt);
+      await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, lockTimeoutMs * attempt)));
+    }
+  }
 }
 
 /**

@@ -92,14 +92,34 @@ describe('SqliteStore file', () => {
   test('refuses a database written by a newer petstore, as a StoreOpenError (exit 2)', async () => {
     await open().close();
     const db = new Database(join(dir, 'pets.db'));
-    db.exec(`INSERT INTO schema_migrations VALUES (${SCHEMA_VERSION + 1}, 'future', '2030-01-01T00:00:00Z')`);
+    db.exec(
+      `INSERT INTO schema_migrations (version, name, applied_at) VALUES (${SCHEMA_VERSION + 1}, 'future', '2030-01-01T00:00:00Z')`,
+    );
     db.close();
     const err = catchError(() => open());
     expect(err).toBeInstanceOf(StoreOpenError);
     expect((err as Error).message).toBe(
-      `--data ${join(dir, 'pets.db')}: the database has schema version ${SCHEMA_VERSION + 1}, written by a newer petstore; ` +
-        `this petstore knows versions up to ${SCHEMA_VERSION}. Run the newer petstore, or point --data elsewhere.`,
+      `--data ${join(dir, 'pets.db')}: the database has schema version ${SCHEMA_VERSION + 1}, which a petstore of schema version ` +
+        `${SCHEMA_VERSION + 1} or later serves; this petstore knows versions up to ${SCHEMA_VERSION}. ` +
+        'Run a newer petstore (or restore a backup taken before that migration), or point --data elsewhere.',
     );
+  });
+
+  test('serves a newer schema whose migrations a later petstore recorded as readable by this one', async () => {
+    const store = open();
+    const pet = await store.create({ name: 'Rex', categoryId: 1, status: 'available' });
+    await store.close();
+    const db = new Database(join(dir, 'pets.db'));
+    // What a later release's additive migration does: a column this build does not know.
+    db.exec('ALTER TABLE pets ADD COLUMN later_note TEXT');
+    db.exec(
+      `INSERT INTO schema_migrations (version, name, applied_at, readable_from) VALUES (${SCHEMA_VERSION + 1}, 'later', '2030-01-01T00:00:00Z', ${SCHEMA_VERSION})`,
+    );
+    db.close();
+    const again = open();
+    expect(await again.get(pet.id)).toEqual(pet);
+    expect((await again.create({ name: 'Tom', categoryId: 2, status: 'available' })).id).toBe(pet.id + 1);
+    await again.close();
   });
 
   test('upgrades a version 1 database in place, keeping its pets and ids', async () => {

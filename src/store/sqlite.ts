@@ -17,7 +17,14 @@ import { prepareDataFile, restrictCreated } from './file-modes.ts';
 import { IDEMPOTENCY_TTL_MS, SweepSchedule } from './idempotency.ts';
 import type { KeyStore, WithKeyStore } from './keys.ts';
 import { SqliteKeyStore } from './keys-sqlite.ts';
-import { pendingMigrations, SCHEMA_MIGRATIONS_DDL, SCHEMA_VERSION } from './migrations.ts';
+import {
+  readableFromOf,
+  SCHEMA_MIGRATIONS_DDL,
+  SCHEMA_STATE_SQL,
+  SCHEMA_VERSION,
+  type SchemaState,
+  schemaVerdict,
+} from './migrations.ts';
 import {
   DELIVERED_KEEP_MS,
   type Dropped,
@@ -205,7 +212,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
       db.exec(`PRAGMA busy_timeout = ${OPEN_BUSY_TIMEOUT_MS}`);
       const journal = column(db.prepare('PRAGMA journal_mode = WAL').get(), 'journal_mode');
       db.exec('PRAGMA synchronous = FULL');
-      const migrated = migrate(db, file);
+      const { migrated, version } = migrate(db, file);
       restrictCreated(created);
       const sqliteVersion = column(db.prepare('SELECT sqlite_version() AS v').get(), 'v');
       db.exec('PRAGMA busy_timeout = 0');
@@ -221,6 +228,12 @@ export class SqliteStore implements PetStore, WithKeyStore {
         schemaVersion: SCHEMA_VERSION,
         ...(migrated.length > 0 ? { migrated } : {}),
       });
+      if (version > SCHEMA_VERSION) {
+        log.warn('serving a newer schema, which a later petstore left readable by this one', {
+          databaseSchemaVersion: version,
+          schemaVersion: SCHEMA_VERSION,
+        });
+      }
       return new SqliteStore(db, clock, lockWaitMs);
     } catch (err) {
       db?.close();
@@ -481,8 +494,32 @@ export class SqliteStore implements PetStore, WithKeyStore {
   }
 }
 
-/** Applies the pending migrations in one write transaction; returns the versions applied. */
-function migrate(db: SqliteConnection, file: string): number[] {
+/**
+ * The schema version of the SQLite file and the oldest build that serves it, with
+ * `schema_migrations` given its `readable_from` column when it lacks it; 0 for a new file.
+ */
+export function sqliteSchemaState(db: SqliteConnection, alter = true): SchemaState {
+  const known = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'").get();
+  if (known === undefined || known === null) return { version: 0, readableFrom: 0 };
+  const columns = db.prepare('PRAGMA table_info(schema_migrations)').all() as { name: string }[];
+  if (!columns.some((c) => c.name === 'readable_from')) {
+    if (!alter) {
+      const version = Number(
+        column(db.prepare('SELECT coalesce(max(version), 0) AS v FROM schema_migrations').get(), 'v'),
+      );
+      return { version, readableFrom: version > SCHEMA_VERSION ? version : 0 };
+    }
+    db.exec('ALTER TABLE schema_migrations ADD COLUMN readable_from INTEGER');
+  }
+  const row = db.prepare(SCHEMA_STATE_SQL).get();
+  return { version: Number(column(row, 'version')), readableFrom: Number(column(row, 'readable_from')) };
+}
+
+/**
+ * Applies the pending migrations (and their indexes) in one write transaction; returns the
+ * versions applied and the database's schema version after.
+ */
+export function migrate(db: SqliteConnection, file: string): { migrated: number[]; version: number } {
   db.exec('BEGIN IMMEDIATE');
   try {
     const known = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'").get();
@@ -496,17 +533,18 @@ function migrate(db: SqliteConnection, file: string): number[] {
       );
     }
     db.exec(SCHEMA_MIGRATIONS_DDL);
-    const current = Number(
-      column(db.prepare('SELECT coalesce(max(version), 0) AS v FROM schema_migrations').get(), 'v'),
+    const state = sqliteSchemaState(db);
+    const { pending } = schemaVerdict(state, `--data ${file}`);
+    const record = db.prepare(
+      'INSERT INTO schema_migrations (version, name, applied_at, readable_from) VALUES (?, ?, ?, ?)',
     );
-    const todo = pendingMigrations(current, `--data ${file}`);
-    const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
-    for (const m of todo) {
+    for (const m of pending) {
       db.exec(m.sqlite);
-      record.get(m.version, m.name, new Date().toISOString());
+      for (const index of m.indexes ?? []) db.exec(`CREATE INDEX IF NOT EXISTS ${index.name} ${index.on}`);
+      record.get(m.version, m.name, new Date().toISOString(), readableFromOf(m));
     }
     db.exec('COMMIT');
-    return todo.map((m) => m.version);
+    return { migrated: pending.map((m) => m.version), version: pending.at(-1)?.version ?? state.version };
   } catch (err) {
     rollback(db);
     throw err;
