@@ -278,3 +278,7 @@ first-day-test: build ## docs/operations.md's systemd first day run as written u
 .PHONY: backup-test
 backup-test: build ## petstore backup under load (creates acknowledged while it runs), restored into a new server: every pet acknowledged before it served, no id given twice; SQLite and PostgreSQL (~20 s)
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh $(BUN) test --timeout 90000 ./scripts/backup.test.ts
+
+.PHONY: rolling-upgrade-test
+rolling-upgrade-test: build ## PostgreSQL: two dist/petstore under traffic while a later release migrates pets (readable_from), a third on the later schema, a restart: no 5xx, every pet kept; a contract migration refused at start (~15 s)
+	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh $(BUN) test --timeout 90000 ./scripts/rolling-upgrade.test.ts
