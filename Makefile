@@ -282,3 +282,9 @@ backup-test: build ## petstore backup under load (creates acknowledged while it 
 .PHONY: rolling-upgrade-test
 rolling-upgrade-test: build ## PostgreSQL: two dist/petstore under traffic while a later release migrates pets (readable_from), a third on the later schema, a restart: no 5xx, every pet kept; a contract migration refused at start (~15 s)
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh $(BUN) test --timeout 90000 ./scripts/rolling-upgrade.test.ts
+
+.PHONY: upgrade-test
+# The previous release: the last commit landed before readable_from and petstore migrate.
+UPGRADE_BASE ?= 0af747f0b250
+upgrade-test: build ## PostgreSQL: the previous release (UPGRADE_BASE, built as the bench builds its base) replaced instance by instance with this build under traffic, then back: no 5xx, every pet kept (~1 min)
+	PETSTORE_CMD="$(abspath $(BIN))" PETSTORE_UPGRADE_BASE="$(UPGRADE_BASE)" scripts/with-postgres.sh $(BUN) test --timeout 240000 ./scripts/upgrade-previous.test.ts
