@@ -15,7 +15,8 @@ import postgres from 'postgres';
 import { MIGRATIONS, SCHEMA_VERSION } from '../src/store/migrations.ts';
 import { migratePostgres } from '../src/store/postgres.ts';
 import { type Running, runCommand, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
-import { freshDatabase, type TestDatabase } from '../test/postgres.ts';
+import { freshDatabase, laterMigration, type TestDatabase } from '../test/postgres.ts';
+import { notServed, steadyTraffic } from '../test/traffic.ts';
 
 const PG_SERVER = process.env.PETSTORE_TEST_POSTGRES_URL ?? '';
 let db: TestDatabase | undefined;
@@ -29,39 +30,11 @@ describe.skipIf(!PG_SERVER)('a rolling upgrade on PostgreSQL', () => {
     ]);
     const args = ['--keys', keys, '--data', db.url];
     const live: Running[] = [await startServer({ args }), await startServer({ args })];
-    const statuses: Record<number, number> = {};
-    const acks: { id: number; name: string }[] = [];
-    let running = true;
-    let n = 0;
-    const auth = { authorization: `Bearer ${tokenOf('acme')}` };
-    const clients = Array.from({ length: 4 }, async (_, c) => {
-      while (running) {
-        const server = live[n % live.length] as Running;
-        const name = `pet-${n++}`;
-        const res =
-          c % 2 === 0
-            ? await fetch(`${server.url}/v1/pets`, {
-                method: 'POST',
-                headers: { ...auth, 'content-type': 'application/json' },
-                body: JSON.stringify({ name, categoryId: 1 }),
-              })
-            : await fetch(`${server.url}/v1/pets?limit=20`, { headers: auth });
-        const body = (await res.json()) as { id: number };
-        statuses[res.status] = (statuses[res.status] ?? 0) + 1;
-        if (res.status === 201) acks.push({ id: body.id, name });
-      }
-    });
+    const traffic = steadyTraffic(live, tokenOf('acme'));
     try {
       await Bun.sleep(500);
       // The later release's migration, by the code a release runs: expand pets, index it concurrently.
-      const later = {
-        version: SCHEMA_VERSION + 1,
-        name: 'later_pets_note',
-        sqlite: '',
-        postgres: 'ALTER TABLE pets ADD COLUMN later_note TEXT',
-        readableFrom: SCHEMA_VERSION,
-        indexes: [{ name: 'pets_later_note', on: 'ON pets (later_note)' }],
-      };
+      const later = laterMigration();
       const conn = postgres(db.url, { max: 1, onnotice: () => {} });
       expect(await migratePostgres(conn, 'later release', { migrations: [...MIGRATIONS, later] })).toEqual({
         migrated: [SCHEMA_VERSION + 1],
@@ -80,17 +53,12 @@ describe.skipIf(!PG_SERVER)('a rolling upgrade on PostgreSQL', () => {
       live.push(restarted);
       await Bun.sleep(500);
     } finally {
-      running = false;
-      await Promise.all(clients);
+      await traffic.stop();
     }
+    const { statuses, acks } = traffic;
     expect(Object.keys(statuses).sort()).toEqual(['200', '201']);
     const reader = live[0] as Running;
-    const missing: number[] = [];
-    for (const pet of acks) {
-      const res = await fetch(`${reader.url}/v1/pets/${pet.id}`, { headers: auth });
-      if (res.status !== 200 || ((await res.json()) as { name: string }).name !== pet.name) missing.push(pet.id);
-    }
-    expect([acks.length > 50, missing]).toEqual([true, []]);
+    expect([acks.length > 50, await notServed(reader, tokenOf('acme'), acks)]).toEqual([true, []]);
     console.log(`rolling upgrade: ${JSON.stringify(statuses)}; ${acks.length} pets acknowledged, all served`);
 
     // A contract migration of a later major release: this build no longer serves the schema.
@@ -104,6 +72,7 @@ describe.skipIf(!PG_SERVER)('a rolling upgrade on PostgreSQL', () => {
       `the database has schema version ${SCHEMA_VERSION + 2}, which a petstore of schema version ${SCHEMA_VERSION + 2} or later serves`,
     );
     // The instances already running keep serving: a migration never stops them.
+    const auth = { authorization: `Bearer ${tokenOf('acme')}` };
     expect((await fetch(`${reader.url}/v1/pets?limit=1`, { headers: auth })).status).toBe(200);
     for (const server of live) expect(await server.stop()).toBe(0);
   }, 90_000);

@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { buildBase } from '../bench/lib/base.ts';
 import { type Running, runCommand, serverCommand, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
 import { freshDatabase, type TestDatabase } from '../test/postgres.ts';
+import { notServed, steadyTraffic } from '../test/traffic.ts';
 
 const PG_SERVER = process.env.PETSTORE_TEST_POSTGRES_URL ?? '';
 const ROOT = join(import.meta.dir, '..');
@@ -73,28 +74,7 @@ describe.skipIf(!PG_SERVER || !BASE_REF)('from the previous release to this one 
     ]);
     const args = ['--keys', keys, '--data', db.url];
     const live: Running[] = [await startWith(base.binary, args), await startWith(base.binary, args)];
-    const statuses: Record<number, number> = {};
-    const acks: { id: number; name: string }[] = [];
-    const auth = { authorization: `Bearer ${tokenOf('acme')}` };
-    let running = true;
-    let n = 0;
-    const clients = Array.from({ length: 4 }, async (_, c) => {
-      while (running) {
-        const server = live[n % live.length] as Running;
-        const name = `pet-${n++}`;
-        const res =
-          c % 2 === 0
-            ? await fetch(`${server.url}/v1/pets`, {
-                method: 'POST',
-                headers: { ...auth, 'content-type': 'application/json' },
-                body: JSON.stringify({ name, categoryId: 1 }),
-              })
-            : await fetch(`${server.url}/v1/pets?limit=20`, { headers: auth });
-        const body = (await res.json()) as { id: number };
-        statuses[res.status] = (statuses[res.status] ?? 0) + 1;
-        if (res.status === 201) acks.push({ id: body.id, name });
-      }
-    });
+    const traffic = steadyTraffic(live, tokenOf('acme'));
     /** Out of the balancer, stopped, started on `command`, back in: each instance in turn. */
     const replaceAll = async (command: string) => {
       for (let i = 0; i < 2; i++) {
@@ -116,16 +96,11 @@ describe.skipIf(!PG_SERVER || !BASE_REF)('from the previous release to this one 
       // And back: the rollback, the same way with the previous release's binary.
       await replaceAll(base.binary);
     } finally {
-      running = false;
-      await Promise.all(clients);
+      await traffic.stop();
     }
+    const { statuses, acks } = traffic;
     expect(Object.keys(statuses).sort()).toEqual(['200', '201']);
-    const missing: number[] = [];
-    for (const pet of acks) {
-      const res = await fetch(`${(live[0] as Running).url}/v1/pets/${pet.id}`, { headers: auth });
-      if (res.status !== 200 || ((await res.json()) as { name: string }).name !== pet.name) missing.push(pet.id);
-    }
-    expect([acks.length > 50, missing]).toEqual([true, []]);
+    expect([acks.length > 50, await notServed(live[0] as Running, tokenOf('acme'), acks)]).toEqual([true, []]);
     console.log(
       `upgrade from ${BASE_REF} (${base.commit}) and back: ${JSON.stringify(statuses)}; ${acks.length} pets acknowledged, all served`,
     );

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import postgres from 'postgres';
+import { type Migration, SCHEMA_VERSION } from '../src/store/migrations.ts';
 import { throwawayUrl } from './throwaway.ts';
 
 /** A database of a test's own on the throwaway PostgreSQL server (scripts/with-postgres.sh). */
@@ -115,4 +116,19 @@ export async function whileLocked<T>(url: string, table: string, check: () => Pr
     await held.catch(() => {});
     await sql.end({ timeout: 1 });
   }
+}
+
+/**
+ * What a later release's additive migration looks like (this build's version + 1): a column on
+ * pets, an index built concurrently, readable by this build.
+ */
+export function laterMigration(): Migration {
+  return {
+    version: SCHEMA_VERSION + 1,
+    name: 'later_pets_note',
+    sqlite: 'ALTER TABLE pets ADD COLUMN later_note TEXT',
+    postgres: 'ALTER TABLE pets ADD COLUMN later_note TEXT',
+    readableFrom: SCHEMA_VERSION,
+    indexes: [{ name: 'pets_later_note', on: 'ON pets (later_note)' }],
+  };
 }

@@ -19,7 +19,8 @@ import {
 import { ConfigError, HELP, subcommand } from './options.ts';
 import { int, text } from './parsers.ts';
 
-const DATA = {
+/** `--data`: the store, as the server's (PETSTORE_DATA). */
+export const STORE_DATA = {
   flag: '--data',
   env: 'PETSTORE_DATA',
   arg: 'URL',
@@ -71,7 +72,7 @@ export const BACKUP = subcommand(
 (a cp of a live file can miss what is still in its WAL), PostgreSQL with pg_dump --format=custom. A keys file
 (--keys FILE) and its audit trail are copied beside it, as TO.keys.json and TO.keys.json.audit.jsonl.`,
     options: {
-      data: DATA,
+      data: STORE_DATA,
       to: {
         flag: '--to',
         arg: 'FILE',
@@ -123,7 +124,7 @@ the backup's by --id-gap. The backup's keys file (FROM.keys.json) is copied to -
         required: true,
         parse: text,
       },
-      data: DATA,
+      data: STORE_DATA,
       keys: {
         flag: '--keys',
         env: 'PETSTORE_KEYS_FILE',

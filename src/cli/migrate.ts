@@ -10,18 +10,9 @@ import { silentLogger } from '../log.ts';
 import { MIGRATIONS, readableFromOf, SCHEMA_VERSION, type SchemaState, schemaVerdict } from '../store/migrations.ts';
 import { openStore } from '../store/open.ts';
 import { POSTGRES_URL } from '../store/postgres-url.ts';
+import { STORE_DATA } from './backup.ts';
 import { ConfigError, HELP, subcommand } from './options.ts';
-import { on, text } from './parsers.ts';
-
-const DATA = {
-  flag: '--data',
-  env: 'PETSTORE_DATA',
-  arg: 'URL',
-  help: 'the store: a SQLite file or a postgres:// URL',
-  fallback: '',
-  required: true,
-  parse: text,
-};
+import { on } from './parsers.ts';
 
 /** The store's schema state, read without changing anything. */
 async function stateOf(data: string): Promise<SchemaState> {
@@ -78,7 +69,7 @@ export const MIGRATE_STATUS = subcommand(
     summary:
       'Says the schema version of the store, the one this petstore writes, the migrations it would apply and whether it serves the store.',
     options: {
-      data: DATA,
+      data: STORE_DATA,
       json: { flag: '--json', help: 'one JSON document instead of lines', fallback: false, parse: on },
       help: HELP,
     },
@@ -105,7 +96,7 @@ export const MIGRATE_UP = subcommand(
     summary: `Applies the pending migrations, as a server's start-up would (PostgreSQL: each in its own transaction with
 lock_timeout and retries, indexes built concurrently), and exits. Servers of the previous schema keep serving: every
 migration of a major version is additive.`,
-    options: { data: DATA, help: HELP },
+    options: { data: STORE_DATA, help: HELP },
   },
   async (o) => {
     const before = await stateOf(o.data);

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import postgres from 'postgres';
-import { testPostgresUrl, whileLocked } from '../../test/postgres.ts';
+import { laterMigration, testPostgresUrl, whileLocked } from '../../test/postgres.ts';
 import { tcpProxy } from '../../test/proxy.ts';
 import { describeStore } from '../../test/store-conformance.ts';
 import { createLogger, silentLogger } from '../log.ts';
@@ -135,14 +135,7 @@ describe('PostgresStore', () => {
       await Bun.sleep(2_000);
     });
     await Bun.sleep(100);
-    const later = {
-      version: SCHEMA_VERSION + 1,
-      name: 'later_pets_note',
-      sqlite: '',
-      postgres: 'ALTER TABLE pets ADD COLUMN later_note TEXT',
-      readableFrom: SCHEMA_VERSION,
-      indexes: [{ name: 'pets_later_note', on: 'ON pets (later_note)' }],
-    };
+    const later = laterMigration();
     const sql = postgres(db.url, { max: 1, onnotice: () => {} });
     const retries: number[] = [];
     const migrating = migratePostgres(sql, 'test', {
