@@ -163,7 +163,7 @@ describe.skipIf(!READY)(
         // The admin API on a keys file in the read-only /etc: refused at start, with the file and the fix.
         const refused = step('cat "$JOURNAL"');
         expect(refused).toContain(
-          'petstore: keys file: the admin API (--admin-port) changes /etc/petstore/keys.json, writing keys.json.lock, a temporary file and keys.json.audit.jsonl in /etc/petstore and renaming over the file, but this process cannot write /etc/petstore (EACCES).',
+          'petstore: keys file: the admin API (--admin-port) changes /etc/petstore/keys.json, writing keys.json.lock, a temporary file and keys.json.audit.jsonl in /etc/petstore and renaming over the file, but this process cannot write /etc/petstore (EROFS).',
         );
         expect(refused).toContain('/var/lib/petstore/keys.json');
         expect(refused).toContain('petstore.service: exited with 2');

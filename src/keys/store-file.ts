@@ -157,12 +157,24 @@ export function writeKeysDocument(path: string, doc: KeysDocument): void {
  */
 export function keysFileWriteProblem(path: string): string | undefined {
   const dir = dirname(path);
-  for (const target of [dir, auditPath(path)]) {
+  // Tried as a change does it (a new file in the directory, the trail opened to append), not with
+  // access(2): Deno's node:fs answers access() without an error code.
+  const probes: [string, () => void][] = [
+    [
+      dir,
+      () => {
+        const probe = join(dir, `.${basename(path)}.${process.pid}.probe`);
+        fs.closeSync(fs.openSync(probe, 'wx', 0o600));
+        fs.rmSync(probe, { force: true });
+      },
+    ],
+    [auditPath(path), () => fs.existsSync(auditPath(path)) && fs.closeSync(fs.openSync(auditPath(path), 'a'))],
+  ];
+  for (const [target, probe] of probes) {
     try {
-      fs.accessSync(target, fs.constants.W_OK);
+      probe();
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' && target !== dir) continue;
+      const code = (err as NodeJS.ErrnoException).code ?? (err as Error).name;
       return (
         `the admin API (--admin-port) changes ${path}, writing ${basename(path)}.lock, a temporary file and ` +
         `${basename(auditPath(path))} in ${dir} and renaming over the file, but this process cannot write ${target} (${code}). ` +
