@@ -285,6 +285,6 @@ rolling-upgrade-test: build ## PostgreSQL: two dist/petstore under traffic while
 
 .PHONY: upgrade-test
 # The previous release: the last commit landed before readable_from and petstore migrate.
-UPGRADE_BASE ?= ba2d7e158b66
+UPGRADE_BASE ?= 78330ec5b7c3
 upgrade-test: build ## PostgreSQL: the previous release (UPGRADE_BASE, built as the bench builds its base) replaced instance by instance with this build under traffic, then back: no 5xx, every pet kept (~1 min)
 	PETSTORE_CMD="$(abspath $(BIN))" PETSTORE_UPGRADE_BASE="$(UPGRADE_BASE)" scripts/with-postgres.sh $(BUN) test --timeout 240000 ./scripts/upgrade-previous.test.ts
