@@ -159,8 +159,8 @@ soak: build .venv/.stamp ## the long ones: fuzz with 10,000 examples, a 300,000-
 durability-test: build ## kill -9 dist/petstore mid-load of POSTs, restart: every 201 is there (SQLite default)
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 60000 ./scripts/durability.test.ts
 
-postgres-test: build ## the binary on PostgreSQL: durability and kept answers (two instances, 1,000 writes) on a throwaway server; the store's own tests run in make unit
-	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh $(BUN) test --timeout 60000 ./scripts/durability.test.ts ./scripts/fleet-reads.test.ts
+postgres-test: build ## the binary on PostgreSQL: durability, kept answers (two instances, 1,000 writes) and orders (200 buyers over four instances; holds that end) on a throwaway server; the store's own tests run in make unit
+	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh $(BUN) test --timeout 90000 ./scripts/durability.test.ts ./scripts/fleet-reads.test.ts ./scripts/orders.test.ts
 
 .PHONY: redis-test scale-out-test keys-redis-test outage-test keys-store-test
 outage-test: build ## two dist/petstore under load through Redis killed, PostgreSQL restarted, stopped 5 s, a table locked; SQLite locked by another process (~45 s)

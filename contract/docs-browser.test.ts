@@ -55,7 +55,8 @@ const requests: string[] = [];
 const problems: string[] = [];
 
 beforeAll(async () => {
-  server = await startServer({ args: ['--keys', writeKeysFile([{ name: KEY, plan: 'free' }])] });
+  // With the experimental operations, so the page shows every stability level.
+  server = await startServer({ args: ['--keys', writeKeysFile([{ name: KEY, plan: 'free' }]), '--experimental'] });
   browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
   context.on('request', (r) => requests.push(r.url()));
@@ -86,6 +87,22 @@ describe('GET /docs in Chromium', () => {
     }
     await page.getByRole('textbox', { name: 'Bearer Token' }).first().waitFor();
     await page.screenshot({ path: join(REPORTS, 'docs.png'), animations: 'disabled' });
+  }, 30_000);
+
+  test("shows each operation's stability level beside it: deprecated, stable, beta (placeOrder), experimental", async () => {
+    const shown: Record<string, string> = {};
+    const expected: Record<string, string> = {};
+    for (const op of OPERATIONS) {
+      const summary = contractOperations().find((o) => o.operationId === op.id)?.summary ?? op.id;
+      const badge = page.locator(`section[label="${summary}"] .badge`).first();
+      await badge.waitFor({ state: 'attached', timeout: 10_000 });
+      shown[op.id] = ((await badge.textContent()) ?? '').trim().toLowerCase();
+      expected[op.id] = op.deprecated ? 'deprecated' : (op.stability ?? 'stable');
+    }
+    expect(shown).toEqual(expected);
+    expect(shown.placeOrder).toBe('beta');
+    await page.locator('section[label="Order an animal"]').scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(REPORTS, 'docs-beta.png'), animations: 'disabled' });
   }, 30_000);
 
   test("sends listPets with the token entered in the page's auth field: 200 with the rate-limit headers", async () => {

@@ -27,6 +27,10 @@ const BIG_BODY = JSON.stringify({ name: 'x'.repeat(MAX_BODY_BYTES), categoryId: 
 const JSON_TYPE = 'application/json';
 
 let setupError = '';
+/** Orders `beforeAll` places for the order transactions, by what they are for. */
+const orders = { placed: '', toCancel: '', cancelled: '', completed: '' };
+/** A well-formed order id no order has. */
+const NO_ORDER = `ord_${'0'.repeat(32)}`;
 
 const setAuth = (t, value) => {
   if (value === undefined) delete t.request.headers.Authorization;
@@ -95,6 +99,20 @@ const NOT_JSON = (t) => {
   return 'text/plain body';
 };
 
+/** No Authorization header at all: 401. */
+const NO_AUTH = (t) => {
+  setAuth(t, undefined);
+  return 'no Authorization';
+};
+/** What every operation answers the same way: over-large bodies and URIs, the used-up key, 500 and 503. */
+const EVERYWHERE = {
+  413: TOO_LARGE,
+  414: URI_TOO_LONG,
+  429: LIMITED,
+  500: SKIP_500,
+  503: SKIP_503,
+};
+
 /** `*` matches any current representation (RFC 9110, section 13.1.2): the answer is 304. */
 const NOT_MODIFIED = (t) => {
   t.request.headers['If-None-Match'] = '*';
@@ -106,12 +124,6 @@ const STALE = (t) => {
   t.request.headers['If-Match'] = '"1-9007199254740991"';
   return 'If-Match: a tag the pet never had';
 };
-/** An open order holds no pet in this run: nothing makes a change or removal a 409 `pet_on_order`. */
-const SKIP_ON_ORDER = (t) => {
-  t.skip = true;
-  console.log(`skip: ${t.name}: pet_on_order needs an open order holding the pet`);
-  return 'skipped: no order holds a pet';
-};
 /** What every operation on `/pets/{petId}` is provoked to answer alike. */
 const ON_ONE_PET = {
   400: (t) => goTo(t, '/pets/not-a-number'),
@@ -121,11 +133,7 @@ const ON_ONE_PET = {
   },
   404: (t) => goTo(t, '/pets/9007199254740991'),
   405: (t) => setMethod(t, 'PUT'),
-  413: TOO_LARGE,
-  414: URI_TOO_LONG,
-  429: LIMITED,
-  500: SKIP_500,
-  503: SKIP_503,
+  ...EVERYWHERE,
 };
 
 /**
@@ -142,19 +150,12 @@ const PROVOKE = {
     200: (t) => goTo(t, '/pets?limit=1&status=available'),
     304: NOT_MODIFIED,
     400: (t) => goTo(t, '/pets?limit=0'),
-    401: (t) => {
-      setAuth(t, undefined);
-      return 'no Authorization';
-    },
+    401: NO_AUTH,
     403: WRITE_ONLY,
     404: (t) => goTo(t, '/petz'),
-    405: (t) => setMethod(t, 'DELETE'),
-    413: TOO_LARGE,
-    414: URI_TOO_LONG,
+    405: (t) => setMethod(t, 'PUT'),
     415: NOT_JSON,
-    429: LIMITED,
-    500: SKIP_500,
-    503: SKIP_503,
+    ...EVERYWHERE,
   },
   createPet: {
     201: () => {},
@@ -175,24 +176,16 @@ const PROVOKE = {
       setBody(t, JSON_TYPE, '{"name":"Tom","categoryId":2}');
       return 'Idempotency-Key reused with another body';
     },
-    413: TOO_LARGE,
-    414: URI_TOO_LONG,
     415: NOT_JSON,
-    429: LIMITED,
-    500: SKIP_500,
-    503: SKIP_503,
+    ...EVERYWHERE,
   },
   getRateLimit: {
     200: () => {},
-    401: (t) => {
-      setAuth(t, undefined);
-      return 'no Authorization';
-    },
+    401: NO_AUTH,
     404: (t) => goTo(t, '/petz'),
     405: (t) => setMethod(t, 'POST'),
-    413: TOO_LARGE,
-    414: URI_TOO_LONG,
     415: NOT_JSON,
+    ...EVERYWHERE,
     // Reading the quota spends nothing, so a key is never refused for its windows here (the
     // used-up key reads its ban with 200); its 429 needs 128 requests in flight at once
     // (src/gateway/in-flight.test.ts), or the client address's failed authentications used
@@ -202,8 +195,6 @@ const PROVOKE = {
       console.log(`skip: ${t.name}: a 429 needs the in-flight cap held or the address's 401s used up`);
       return 'skipped: cannot be provoked without breaking other transactions';
     },
-    500: SKIP_500,
-    503: SKIP_503,
   },
   getPet: {
     ...ON_ONE_PET,
@@ -236,10 +227,110 @@ const PROVOKE = {
     // Tom (id 2) is removed; Rex stays for the transactions after.
     204: (t) => goTo(t, '/pets/2'),
     403: READ_ONLY,
-    409: SKIP_ON_ORDER,
+    // `beforeAll` placed an order for pet 4 that stays open until completeOrder's 200.
+    409: (t) => {
+      goTo(t, '/pets/4');
+      return 'an open order holds pet 4';
+    },
     412: STALE,
   },
+  getInventory: {
+    200: () => {},
+    304: NOT_MODIFIED,
+    401: NO_AUTH,
+    403: WRITE_ONLY,
+    404: (t) => goTo(t, '/store/inventorz'),
+    405: (t) => setMethod(t, 'POST'),
+    415: NOT_JSON,
+    ...EVERYWHERE,
+  },
 };
+
+/** The transactions of `completeOrder` and `cancelOrder`, on the order `which` names. */
+const closing = (verb, done, closed) => ({
+  200: (t) => goTo(t, `/store/orders/${orders[done]}/${verb}`),
+  400: (t) => goTo(t, `/store/orders/42/${verb}`),
+  401: NO_AUTH,
+  403: READ_ONLY,
+  404: (t) => {
+    goTo(t, `/store/orders/${NO_ORDER}/${verb}`);
+    return 'no such order';
+  },
+  405: (t) => {
+    goTo(t, `/store/orders/${orders[done]}/${verb}`);
+    setMethod(t, 'GET');
+  },
+  409: (t) => {
+    goTo(t, `/store/orders/${orders[closed]}/${verb}`);
+    return `an order ${closed} before`;
+  },
+  ...EVERYWHERE,
+});
+Object.assign(PROVOKE, {
+  placeOrder: {
+    // Dredd sends the documented Idempotency-Key with every placeOrder request and the 201 runs
+    // first, so a later one with the key and another pet would be a reuse: the 404 and 409 go without it.
+    // Pet 8, added for it: updatePet's transactions made Rex (1) pending.
+    201: (t) => {
+      setBody(t, JSON_TYPE, '{"petId":8}');
+      return 'pet 8, available';
+    },
+    400: (t) => {
+      setBody(t, JSON_TYPE, '{"petId":"one"}');
+      return 'petId not an integer';
+    },
+    401: (t) => {
+      setAuth(t, 'Bearer psk_not-a-key-of-this-server');
+      return 'unknown key';
+    },
+    403: READ_ONLY,
+    404: (t) => {
+      delete t.request.headers['Idempotency-Key'];
+      setBody(t, JSON_TYPE, '{"petId":9007199254740991}');
+      return 'no such pet';
+    },
+    405: (t) => setMethod(t, 'PUT'),
+    409: (t) => {
+      delete t.request.headers['Idempotency-Key'];
+      setBody(t, JSON_TYPE, '{"petId":3}');
+      return 'pet 3 is sold';
+    },
+    415: NOT_JSON,
+    ...EVERYWHERE,
+  },
+  listOrders: {
+    // `beforeAll` placed several orders: a page of one has a `Link` to the next.
+    200: (t) => goTo(t, '/store/orders?limit=1'),
+    400: (t) => goTo(t, '/store/orders?status=sold'),
+    401: NO_AUTH,
+    403: WRITE_ONLY,
+    404: (t) => goTo(t, '/store/orderz'),
+    405: (t) => setMethod(t, 'PUT'),
+    415: NOT_JSON,
+    ...EVERYWHERE,
+  },
+  getOrder: {
+    200: (t) => goTo(t, `/store/orders/${orders.placed}`),
+    400: (t) => goTo(t, '/store/orders/42'),
+    401: (t) => {
+      setAuth(t, 'Basic dXNlcjpwYXNz');
+      return 'Basic scheme';
+    },
+    403: WRITE_ONLY,
+    404: (t) => {
+      goTo(t, `/store/orders/${NO_ORDER}`);
+      return 'no such order';
+    },
+    405: (t) => {
+      goTo(t, `/store/orders/${orders.placed}`);
+      setMethod(t, 'PUT');
+    },
+    415: NOT_JSON,
+    ...EVERYWHERE,
+  },
+  completeOrder: closing('complete', 'placed', 'cancelled'),
+  cancelOrder: closing('cancel', 'toCancel', 'completed'),
+});
 
 hooks.beforeAll((transactions, done) => {
   prepare(transactions[0]).then(
@@ -333,21 +424,27 @@ function bodyProblems(t) {
     return [`body.status ${body.status} is not ${t.real.statusCode}`];
   }
   const location = t.real.headers.location;
-  if (t.contract.status === 201 && location !== undefined && String(location) !== `pets/${body.id}`) {
-    return [`Location ${location} does not name the new pet ${body.id}`];
+  // Relative to the request URL: `pets/{id}` from /v1/pets, `orders/{id}` from /v1/store/orders.
+  const made = `${t.origin.resourceName.split('/').pop()}/${body.id}`;
+  if (t.contract.status === 201 && location !== undefined && String(location) !== made) {
+    return [`Location ${location} does not name the new resource ${made}`];
   }
   return [];
 }
 
-/** Adds pets for the 200s and uses up the limited key's quota for the 429s. */
+/**
+ * Adds pets for the 200s (1 and 2 available, 3 sold, 4 to 8 for orders), places the orders the
+ * order transactions need, and uses up the limited key's quota for the 429s.
+ */
 async function prepare(first) {
   const origin = `${first.protocol}//${first.host}:${first.port}${basePath(first)}`;
-  const send = (token, init = {}) =>
-    fetch(`${origin}/pets`, { ...init, headers: { Authorization: `Bearer ${token}`, ...init.headers } });
+  const send = (token, init = {}, path = '/pets') =>
+    fetch(`${origin}${path}`, { ...init, headers: { Authorization: `Bearer ${token}`, ...init.headers } });
   for (const pet of [
     { name: 'Rex', categoryId: 1, status: 'available' },
     { name: 'Tom', categoryId: 2, status: 'available' },
     { name: 'Kit', categoryId: 2, status: 'sold' },
+    ...[4, 5, 6, 7, 8].map((n) => ({ name: `Pup ${n}`, categoryId: 3, status: 'available' })),
   ]) {
     const res = await send(TOKEN, {
       method: 'POST',
@@ -357,6 +454,21 @@ async function prepare(first) {
     // Any 2xx will do here: whether it is the documented 201 is createPet's transaction's job.
     if (!res.ok) throw new Error(`adding a pet answered ${res.status}`);
   }
+  const post = async (path, body) => {
+    const res = await send(TOKEN, { method: 'POST', headers: { 'Content-Type': JSON_TYPE }, body }, path);
+    if (!res.ok) throw new Error(`POST ${path} answered ${res.status}`);
+    return res.json();
+  };
+  for (const [which, petId] of [
+    ['placed', 4],
+    ['toCancel', 5],
+    ['cancelled', 6],
+    ['completed', 7],
+  ]) {
+    orders[which] = (await post('/store/orders', JSON.stringify({ petId }))).id;
+  }
+  await post(`/store/orders/${orders.cancelled}/cancel`);
+  await post(`/store/orders/${orders.completed}/complete`);
   for (let i = 0; i < 100; i++) {
     const res = await send(LIMITED_TOKEN);
     await res.arrayBuffer();

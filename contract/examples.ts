@@ -25,14 +25,15 @@ export interface BadRequestExample {
 }
 
 /**
- * Every example of the 400 responses `BadRequest` (listPets, createPet) and `GetPetBadRequest`.
+ * Every example of the 400 responses `BadRequest` (listPets, createPet), `GetPetBadRequest` and
+ * `OrderBadRequest` (the orders' operations).
  *
  * @example
  * for (const ex of badRequestExamples()) await fetch(`${base}/v1${ex.path}`, { method: ex.method, body: ex.body })
  */
 export function badRequestExamples(file = join(import.meta.dir, 'openapi.yaml')): BadRequestExample[] {
   const doc = loadContract(file);
-  return ['BadRequest', 'GetPetBadRequest'].flatMap((response) => {
+  return ['BadRequest', 'GetPetBadRequest', 'OrderBadRequest'].flatMap((response) => {
     const { content } = v.parse(WithExamples, deref(doc, { $ref: `#/components/responses/${response}` }));
     return Object.entries(content['application/json'].examples).map(([name, { summary, value }]) => {
       const m = REQUEST.exec(summary);

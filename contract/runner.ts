@@ -62,12 +62,15 @@ export interface ToolRun {
 }
 
 /**
- * Starts the built binary with the contract keys on a free port, in memory, and waits until
+ * Starts the built binary with the contract keys on a free port, in memory, with the
+ * experimental operations (`--experimental`: the contract documents them all), and waits until
  * `/healthz` answers 200.
  */
 export async function startTarget(): Promise<Running> {
   const keysFile = writeKeysFile(Object.values(KEYS));
-  const server = await startServer({ args: ['--keys', keysFile, '--data', ':memory:', '--admin-port', '0'] });
+  const server = await startServer({
+    args: ['--keys', keysFile, '--data', ':memory:', '--admin-port', '0', '--experimental'],
+  });
   for (let i = 0; i < 100; i++) {
     const res = await fetch(`${server.url}/healthz`).catch(() => undefined);
     if (res?.status === 200) return server;

@@ -3,7 +3,7 @@ import { METHOD_NAME_ALL } from 'hono/router';
 import { TrieRouter } from 'hono/router/trie-router';
 import type { AdminDeps } from './admin/handlers.ts';
 import { ADMIN_OPERATIONS, ADMIN_PREFIX } from './admin/operations.ts';
-import { API_PREFIX, OPERATIONS } from './api/operations.ts';
+import { API_PREFIX, servedOperations } from './api/operations.ts';
 import { type Clock, systemClock } from './core/clock.ts';
 import type { DocsOptions } from './docs/routes.ts';
 import type { AppEnv } from './env.ts';
@@ -62,7 +62,14 @@ export interface AppOptions {
   keysProblem?: () => string | undefined;
   /** Records a decision's notices (webhook events) before its answer is sent. */
   notify?: GatewayOptions['notify'];
+  /** Whether the experimental operations are served and documented (`--experimental`). */
+  experimental?: boolean;
+  /** How long a placed order holds its pet (`--order-hold`), in ms. */
+  orderHoldMs?: number;
 }
+
+/** A placed order's hold when `--order-hold` does not say: 30 minutes. */
+export const DEFAULT_ORDER_HOLD_MS = 30 * 60 * 1_000;
 
 /**
  * Builds the whole service as a Hono app, without a listener: `main.ts` serves it on the
@@ -90,7 +97,10 @@ export function createApp({
   corsOrigins = [],
   keysProblem,
   notify,
+  experimental = false,
+  orderHoldMs = DEFAULT_ORDER_HOLD_MS,
 }: AppOptions) {
+  const operations = servedOperations(experimental);
   const wouldRefuse = wouldRefuseReporter({
     log,
     clock,
@@ -112,12 +122,12 @@ export function createApp({
     clock,
     clientAddress,
     gateway: pass,
-    deps: { store, clock },
+    deps: { store, clock, orderHoldMs },
     storeVersion: () => store.version(),
     maxBodyBytes: MAX_BODY_BYTES,
     corsOrigins,
     metrics,
-    allowedMethods: allowedMethods(API_PREFIX, OPERATIONS),
+    allowedMethods: allowedMethods(API_PREFIX, operations),
     vouched: vouchedBy(keys, clock),
   });
 
@@ -129,13 +139,13 @@ export function createApp({
     notReady,
     limiterStatus,
     keysProblem,
-    docs,
+    docs: { ...docs, experimental },
     metrics: serveMetrics ? metrics : undefined,
   });
   // One route per operation and ops route, so a request matches one handler; the rest (404, and
   // 405 for a known API path asked with another method) is `notFound`'s.
   for (const route of ops) app.get(route.path, steps.opsRoute(route));
-  for (const op of byRouteOrder(OPERATIONS)) app.on(op.method, API_PREFIX + op.path, steps.operation(op));
+  for (const op of byRouteOrder(operations)) app.on(op.method, API_PREFIX + op.path, steps.operation(op));
   app.notFound(steps.notFound);
   app.onError(steps.onError);
   return app;
@@ -146,7 +156,7 @@ export function createApp({
  * (HEAD is served with every GET), or undefined for a path it has not: what a 405's `Allow` says.
  *
  * @example
- * allowedMethods('/v1', OPERATIONS)('/v1/pets/7') // ['GET']
+ * allowedMethods('/v1', servedOperations(false))('/v1/pets/7') // ['GET']
  */
 function allowedMethods(
   prefix: string,
@@ -172,6 +182,8 @@ export interface AdminAppOptions
   > {
   /** Where consumers and keys are read and changed: the keys file or the data store. */
   admin: KeyAdmin;
+  /** Told of a consumer the admin API deleted: its orders end with it. */
+  consumerDeleted?: (name: string) => Promise<void>;
 }
 
 /**
@@ -195,6 +207,7 @@ export function adminApp({
   maxInFlight,
   ipv6Prefix,
   metrics,
+  consumerDeleted,
 }: AdminAppOptions) {
   const pass = gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, clock, admin: true });
   const steps = pipeline<AdminDeps>({
@@ -202,7 +215,7 @@ export function adminApp({
     clock,
     clientAddress,
     gateway: pass,
-    deps: { keys: admin, clock },
+    deps: { keys: admin, clock, ...(consumerDeleted ? { consumerDeleted } : {}) },
     maxBodyBytes: MAX_BODY_BYTES,
     allowedMethods: allowedMethods(ADMIN_PREFIX, ADMIN_OPERATIONS),
     gatedPath: isAdminPath,

@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { durationMs } from './cli/key-options.ts';
 import { LISTEN_OPTIONS } from './cli/listen.ts';
 import {
   type Command,
@@ -139,6 +140,23 @@ export const OPTIONS = {
     fallback: [] as string[],
     shownDefault: 'none (no CORS headers)',
     parse: origins,
+  },
+  experimental: {
+    flag: '--experimental',
+    env: 'PETSTORE_EXPERIMENTAL',
+    help: 'serve the experimental operations (x-stability-level: experimental) and list them in /openapi.*; without it they answer 404 as an unknown path does',
+    fallback: false,
+    shownDefault: 'off',
+    parse: toggle,
+  },
+  orderHoldMs: {
+    flag: '--order-hold',
+    env: 'PETSTORE_ORDER_HOLD',
+    arg: 'DURATION',
+    help: 'how long a placed order holds its pet before it expires and the pet is available again (s, m, h or d)',
+    fallback: 30 * 60 * 1_000,
+    shownDefault: '30m',
+    parse: durationMs,
   },
   banSeconds: {
     flag: '--ban-seconds',

@@ -41,7 +41,7 @@ export interface KeySpec {
   /** Units an operation spends, by operationId; `false` enforce: report-only limits. */
   costs?: Record<string, number>;
   enforce?: boolean;
-  /** What the key may do (`pets:read`, `pets:write`); both when absent. */
+  /** What the key may do (`pets:read`, `pets:write`, `orders:read`, `orders:write`); all of them when absent. */
   scopes?: string[];
   /** Where quota notifications go, and the percentages noticed. */
   webhook?: { url: string; secret: string };

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
+import type { StoredOrder } from '../src/core/orders.ts';
 import { MAX_ID, type NewPet, petOf, type StoredPet } from '../src/core/pets.ts';
 import { fingerprintOf, IDEMPOTENCY_TTL_MS } from '../src/store/idempotency.ts';
 import type { Outbox } from '../src/store/outbox.ts';
@@ -75,6 +76,142 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
       expect(await store.list({ limit: 1, status: 'pending' })).toEqual([
         { id: 4, name: 'p4', categoryId: 7, status: 'pending' },
       ]);
+    });
+
+    test('inventory counts the pets in each status, 0 for a status none has', async () => {
+      expect(await store.inventory()).toEqual({ available: 0, pending: 0, sold: 0 });
+      await store.create(rex);
+      await store.create(tom);
+      await store.createOnce(rex, once(rex));
+      await store.create({ ...rex, status: 'available' });
+      expect(await store.inventory()).toEqual({ available: 3, pending: 0, sold: 1 });
+    });
+
+    describe('orders', () => {
+      const HOUR = 3_600_000;
+      const place = (petId: number, owner = 'key:acme', key?: string, holdMs = HOUR) =>
+        store.placeOrder({ owner, petId, holdMs, now: Date.now(), ...(key === undefined ? {} : { key }) });
+      const placed = async (petId: number, owner?: string, key?: string, holdMs?: number) => {
+        const result = await place(petId, owner, key, holdMs);
+        if (result.outcome !== 'placed') throw new Error(`expected placed, got ${result.outcome}`);
+        return result.order;
+      };
+
+      test('placing holds an available pet: pending at once; a pet not available or missing is refused', async () => {
+        await store.create(rex);
+        await store.create(tom);
+        const before = Date.now();
+        const order = await placed(1);
+        expect(order).toMatchObject({ petId: 1, status: 'placed' });
+        expect(order.id).toMatch(/^ord_[0-9a-f]{32}$/);
+        expect(order.holdUntil - order.placedAt).toBe(HOUR);
+        expect(Math.abs(order.placedAt - before)).toBeLessThan(5_000);
+        expect((await store.get(1))?.status).toBe('pending');
+        expect(await store.inventory()).toEqual({ available: 0, pending: 1, sold: 1 });
+        expect(await place(1, 'key:other')).toEqual({ outcome: 'unavailable' });
+        expect(await place(2)).toEqual({ outcome: 'unavailable' });
+        expect(await place(3)).toEqual({ outcome: 'no_pet' });
+      });
+
+      test('an Idempotency-Key answers the order it placed; with another pet, a conflict', async () => {
+        await store.create(rex);
+        await store.create(rex);
+        const first = await placed(1, 'key:acme', 'k');
+        expect(await place(1, 'key:acme', 'k')).toEqual({ outcome: 'replayed', order: first });
+        expect(await place(2, 'key:acme', 'k')).toEqual({ outcome: 'conflict' });
+        // Keys are the owner's: another's same key is its own.
+        expect((await place(2, 'key:other', 'k')).outcome).toBe('placed');
+      });
+
+      test("an order is its owner's alone: another owner neither reads, lists nor closes it", async () => {
+        await store.create(rex);
+        const order = await placed(1);
+        const now = Date.now();
+        expect(await store.getOrder('key:acme', order.id, now)).toEqual(order);
+        expect(await store.getOrder('key:other', order.id, now)).toBeUndefined();
+        expect(await store.listOrders('key:other', { limit: 10 }, now)).toEqual([]);
+        expect(await store.closeOrder('key:other', order.id, 'completed', now)).toEqual({ outcome: 'not_found' });
+        expect((await store.get(1))?.status).toBe('pending');
+      });
+
+      test('complete sells the pet, cancel frees it; repeating is unchanged, the other move order_closed', async () => {
+        await store.create(rex);
+        await store.create(rex);
+        const now = Date.now();
+        const sold = await placed(1);
+        const done = await store.closeOrder('key:acme', sold.id, 'completed', now);
+        expect(done).toEqual({ outcome: 'closed', order: { ...sold, status: 'completed' } });
+        expect((await store.get(1))?.status).toBe('sold');
+        expect(await store.closeOrder('key:acme', sold.id, 'completed', now)).toEqual({
+          outcome: 'unchanged',
+          order: { ...sold, status: 'completed' },
+        });
+        expect((await store.closeOrder('key:acme', sold.id, 'cancelled', now)).outcome).toBe('order_closed');
+        const freed = await placed(2);
+        expect((await store.closeOrder('key:acme', freed.id, 'cancelled', now)).outcome).toBe('closed');
+        expect((await store.get(2))?.status).toBe('available');
+        expect((await store.closeOrder('key:acme', freed.id, 'completed', now)).outcome).toBe('order_closed');
+        expect((await placed(2)).petId).toBe(2);
+      });
+
+      test('a hold that runs out expires once: the order expired, the pet available, one order.expired event', async () => {
+        await store.create(rex);
+        const order = await placed(1, 'key:acme', undefined, 200);
+        await Bun.sleep(300);
+        const now = Date.now();
+        expect(await store.getOrder('key:acme', order.id, now)).toEqual({ ...order, status: 'expired' });
+        expect(await store.expireOrders(Date.now())).toBe(0);
+        expect((await store.get(1))?.status).toBe('available');
+        expect((await store.closeOrder('key:acme', order.id, 'completed', now)).outcome).toBe('order_closed');
+        const events = (await store.outbox?.claim('test', Date.now() + 1_000, 60_000, 10)) ?? [];
+        expect(events.map((e) => [e.consumer, e.type, JSON.parse(e.payload).data.order.id])).toEqual([
+          ['acme', 'order.expired', order.id],
+        ]);
+        expect((await place(1, 'key:other')).outcome).toBe('placed');
+      });
+
+      test('a retired owner: its placed orders cancelled, pets available; one made again under its name has none', async () => {
+        await store.create(rex);
+        await store.create(rex);
+        const open = await placed(1, 'key:acme', 'k');
+        const done = await placed(2, 'key:acme');
+        await store.closeOrder('key:acme', done.id, 'completed', Date.now());
+        await store.retireOwner('key:acme');
+        const now = Date.now();
+        expect((await store.get(1))?.status).toBe('available');
+        expect((await store.get(2))?.status).toBe('sold');
+        expect(await store.listOrders('key:acme', { limit: 10 }, now)).toEqual([]);
+        expect(await store.getOrder('key:acme', open.id, now)).toBeUndefined();
+        expect(await store.closeOrder('key:acme', open.id, 'completed', now)).toEqual({ outcome: 'not_found' });
+        const again = await placed(1, 'key:acme', 'k');
+        expect(again.id).not.toBe(open.id);
+      });
+
+      test("the listing pages an owner's orders by id, filtered by status", async () => {
+        for (let i = 0; i < 5; i++) await store.create(rex);
+        const orders: StoredOrder[] = [];
+        for (let id = 1; id <= 5; id++) orders.push(await placed(id));
+        const now = Date.now();
+        await store.closeOrder('key:acme', orders[0]?.id ?? '', 'cancelled', now);
+        const ids = orders.map((o) => o.id).sort();
+        const first = await store.listOrders('key:acme', { limit: 2 }, now);
+        expect(first.map((o) => o.id)).toEqual(ids.slice(0, 2));
+        const next = await store.listOrders('key:acme', { limit: 10, after: first[1]?.id }, now);
+        expect(next.map((o) => o.id)).toEqual(ids.slice(2));
+        const placedOnly = await store.listOrders('key:acme', { limit: 10, status: 'placed' }, now);
+        expect(placedOnly.map((o) => o.id).sort()).toEqual(ids.filter((id) => id !== orders[0]?.id));
+      });
+
+      test('200 concurrent orders for 20 pets: exactly 20 placed, each pet in one order and pending', async () => {
+        for (let i = 0; i < 20; i++) await store.create(rex);
+        const results = await Promise.all(
+          Array.from({ length: 200 }, (_, i) => place((i % 20) + 1, `key:buyer${i % 10}`, `k${i}`)),
+        );
+        const won = results.flatMap((r) => (r.outcome === 'placed' ? [r.order.petId] : []));
+        expect(won.sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+        expect(results.filter((r) => r.outcome === 'unavailable')).toHaveLength(180);
+        expect(await store.inventory()).toEqual({ available: 0, pending: 20, sold: 0 });
+      });
     });
 
     test('concurrent creates each get their own id and are all readable', async () => {

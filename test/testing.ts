@@ -43,16 +43,28 @@ export function testApp({
   log = silentLogger as Logger,
   start = undefined as number | undefined,
   metrics = undefined as Metrics | undefined,
+  experimental = false,
+  orderHoldMs = undefined as number | undefined,
 } = {}) {
   const clock = fakeClock(start);
-  const store = new MemoryStore();
+  const store = new MemoryStore({ clock });
   const table = new KeyTable(
     parseKeys(
       JSON.stringify({ keys: keys.map((k) => ({ ...k, sha256: hashToken(tokenFor(k.name)).toString('hex') })) }),
     ),
   );
   const limiter = new SlidingWindowLimiter({ clock });
-  const app = createApp({ store, keys: () => table, limiter, clock, log, metrics, clientAddress: () => '192.0.2.1' });
+  const app = createApp({
+    store,
+    keys: () => table,
+    limiter,
+    clock,
+    log,
+    metrics,
+    experimental,
+    ...(orderHoldMs === undefined ? {} : { orderHoldMs }),
+    clientAddress: () => '192.0.2.1',
+  });
   const auth = (name = keys[0]?.name ?? 'acme') => ({ Authorization: `Bearer ${tokenFor(name)}` });
   return { app, clock, store, auth };
 }

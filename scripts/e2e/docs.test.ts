@@ -184,6 +184,21 @@ describe('examples, as written', () => {
     expect([await status(fresh), await status(old.stdout.trim())]).toEqual([200, 401]);
   });
 
+  test("the orders' curl session answers what docs/integrators.md shows, on a server with --experimental", async () => {
+    const [session, answers] = testedBlocks(INTEGRATORS, 'this block with BASE and TOKEN set', 2);
+    const server = await startServer({
+      args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'pro' }]), '--experimental'],
+    });
+    stops.push(() => server.stop());
+    const run = spawnSync('bash', ['-euo', 'pipefail', '-c', session ?? ''], {
+      env: { ...process.env, BASE: `${server.url}/v1`, TOKEN: tokenOf('acme') },
+      encoding: 'utf8',
+    });
+    expect(run.stderr).toBe('');
+    const got = run.stdout.replace(/ord_[0-9a-f]{32}/g, 'ord_…').replace(/"(placedAt|holdUntil)":"[^"]+"/g, '"$1":"…"');
+    expect(got).toBe(answers ?? '');
+  });
+
   test("the admin API's curl session answers what docs/admin-api.md shows", async () => {
     const [session, answers] = testedBlocks(ADMIN, 'this block with ADMIN and TOKEN set', 2);
     const file = join(mkdtempSync(join(tmpdir(), 'petstore-readme-')), 'keys.json');

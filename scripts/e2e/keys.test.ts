@@ -76,7 +76,7 @@ describe('petstore keys', () => {
           consumer: 'legacy',
           plan: 'free',
           key: 'legacy',
-          scopes: ['pets:read', 'pets:write'],
+          scopes: ['pets:read', 'pets:write', 'orders:read', 'orders:write'],
           notBefore: null,
           expiresAt: null,
           state: 'active',
@@ -256,7 +256,7 @@ describe('petstore keys', () => {
     ],
     [
       { scopes: ['pets:admin'] },
-      'consumers[0] ("acme").keys[0].scopes[0]: must be one of pets:read, pets:write, admin, got "pets:admin"',
+      'consumers[0] ("acme").keys[0].scopes[0]: must be one of pets:read, pets:write, orders:read, orders:write, admin, got "pets:admin"',
     ],
   ])('a bad value stops the start with exit 2 and says where: %p', async (extra, message) => {
     const file = writeFile({

@@ -173,7 +173,9 @@ describe('repeated members', () => {
         scopes: ['pets:read', 'pets:read'],
       });
       expect(scopes.json).toEqual(
-        bad('scopes: must be a list of one or more different scopes of pets:read, pets:write, admin, admin alone.'),
+        bad(
+          'scopes: must be a list of one or more different scopes of pets:read, pets:write, orders:read, orders:write, admin, admin alone.',
+        ),
       );
       const keys = (await call(`${base}/consumers/bob`, admin)).json?.keys as { id: string }[];
       expect(keys.map((k) => k.id)).toEqual(['b1']);

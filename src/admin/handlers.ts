@@ -39,6 +39,8 @@ const JSON_TYPE = 'application/json';
 export interface AdminDeps {
   readonly keys: KeyAdmin;
   readonly clock: Clock;
+  /** Told of a consumer deleted, once the deletion is in force: its orders are ended (the store's `retireOwner`). */
+  readonly consumerDeleted?: (name: string) => Promise<void>;
 }
 
 type In<Q = unknown, P = unknown, B = unknown> = Input<Q, P, unknown, B>;
@@ -96,6 +98,7 @@ export async function removeConsumer(input: In<unknown, ConsumerParams>, deps: A
     found(d, name);
     return deleteConsumer(d, name);
   });
+  await deps.consumerDeleted?.(name);
   return { status: 204 };
 }
 

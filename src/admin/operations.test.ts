@@ -132,7 +132,7 @@ describe('the admin app over a keys file', () => {
         'POST',
         '/consumers/ops/keys',
         { scopes: ['admin', 'pets:read'] },
-        'scopes: must be a list of one or more different scopes of pets:read, pets:write, admin, admin alone.',
+        'scopes: must be a list of one or more different scopes of pets:read, pets:write, orders:read, orders:write, admin, admin alone.',
       ],
       [
         'POST',
@@ -171,6 +171,20 @@ describe('the admin app over a keys file', () => {
         { code: 'invalid_request', message, status: 400 },
       ]);
     }
+  });
+
+  test("a key without scopes has every public scope, the orders' included; a key may have the orders' alone", async () => {
+    const { call, table } = await setup();
+    expect((await call('POST', '/consumers', { name: 'shop', plan: 'pro' })).status).toBe(201);
+    const every = (await (await call('POST', '/consumers/shop/keys', { id: 'k1' })).json()) as { token: string };
+    expect(table().lookup(every.token)?.scopes).toEqual(['pets:read', 'pets:write', 'orders:read', 'orders:write']);
+    const buyer = await call('POST', '/consumers/shop/keys', { id: 'k2', scopes: ['orders:read', 'orders:write'] });
+    const bought = (await buyer.json()) as { token: string; scopes: string[] };
+    expect([buyer.status, bought.scopes, table().lookup(bought.token)?.scopes]).toEqual([
+      201,
+      ['orders:read', 'orders:write'],
+      ['orders:read', 'orders:write'],
+    ]);
   });
 
   test('a consumer, a key, a duplicate, a revocation; each change in the trail with the admin key', async () => {

@@ -7,6 +7,7 @@ import { deref, type JsonSchema, loadContract, toDraft07 } from '../../contract/
 import { testApp } from '../../test/testing.ts';
 import { createApp } from '../app.ts';
 import { ErrorBody } from '../core/errors.ts';
+import { NewOrder, OrderStatus } from '../core/orders.ts';
 import { MAX_ID, NAME_MAX_LENGTH, NewPet, Pet, PetStatus } from '../core/pets.ts';
 import { RateLimitStatus } from '../core/quota.ts';
 import { SlidingWindowLimiter } from '../gateway/index.ts';
@@ -63,6 +64,8 @@ describe('the valibot schemas and the contract agree', () => {
     ['Pet', Pet],
     ['Error', ErrorBody],
     ['RateLimitStatus', RateLimitStatus],
+    ['OrderStatus', OrderStatus],
+    ['NewOrder', NewOrder],
   ] as const)('%s', (name, schema) => {
     expect(fromValibot(schema)).toEqual(fromContract(name));
   });
@@ -133,6 +136,13 @@ describe('the documented 500, which no black-box test can provoke', () => {
     update: () => Promise.reject(new Error('disk on fire')),
     remove: () => Promise.reject(new Error('disk on fire')),
     list: () => Promise.reject(new Error('disk on fire')),
+    inventory: () => Promise.reject(new Error('disk on fire')),
+    placeOrder: () => Promise.reject(new Error('disk on fire')),
+    getOrder: () => Promise.reject(new Error('disk on fire')),
+    listOrders: () => Promise.reject(new Error('disk on fire')),
+    closeOrder: () => Promise.reject(new Error('disk on fire')),
+    expireOrders: () => Promise.reject(new Error('disk on fire')),
+    retireOwner: () => Promise.reject(new Error('disk on fire')),
     version: () => undefined,
     ping: () => Promise.resolve(),
     close: () => Promise.resolve(),

@@ -18,10 +18,23 @@ export interface Deprecation {
   readonly successor: string;
 }
 
+/**
+ * What an operation promises, as the contract's `x-stability-level` and the docs' versioning
+ * section say: `stable` changes only compatibly within `/v1`; `beta` may change incompatibly
+ * with 90 days' notice in the changelog and the contract; `experimental` may change or go at
+ * any release and is served only by an instance started with `--experimental`.
+ */
+export type Stability = 'stable' | 'beta' | 'experimental';
+
+/** Every stability level, from the most to the least settled. */
+export const STABILITIES: readonly Stability[] = ['stable', 'beta', 'experimental'];
+
 /** What every handler works with, given once at start. */
 export interface ApiDeps {
   readonly store: PetStore;
   readonly clock: Clock;
+  /** How long a placed order holds its pet (`--order-hold`), in ms. */
+  readonly orderHoldMs: number;
 }
 
 /** What the pipeline hands a handler: the validated input, and whose request it is. */
@@ -68,6 +81,8 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
    */
   readonly readsQuota?: boolean;
   readonly deprecated?: Deprecation;
+  /** What it promises (the contract's `x-stability-level`); absent: `stable` (the admin API's table). */
+  readonly stability?: Stability;
   readonly query?: Schema<Q>;
   readonly params?: Schema<P>;
   /** Request headers, by lower-cased name. */

@@ -10,6 +10,9 @@ interface ContractOperation {
   operationId?: string;
   deprecated?: boolean;
   'x-scopes'?: string[];
+  'x-stability-level'?: string;
+  'x-scalar-stability'?: string;
+  'x-badges'?: { name: string; position?: string; color?: string }[];
 }
 
 const contract = YAML.parse(readFileSync(join(import.meta.dir, '../../contract/openapi.yaml'), 'utf8')) as {
@@ -30,6 +33,7 @@ const fromContract = Object.entries(contract.paths)
         path: honoPath(path),
         scope: op['x-scopes'],
         deprecated: op.deprecated === true,
+        stability: op['x-stability-level'],
       })),
   )
   .sort((a, b) => String(a.id).localeCompare(String(b.id)));
@@ -40,15 +44,62 @@ const fromTable: unknown[] = OPERATIONS.map((op) => ({
   path: op.path,
   scope: op.scope === undefined ? [] : [op.scope],
   deprecated: op.deprecated !== undefined,
+  stability: op.stability,
 })).sort((a, b) => a.id.localeCompare(b.id));
 
+/** Every operation of the contract, by id. */
+const contractOperations = new Map(
+  Object.values(contract.paths).flatMap((methods) =>
+    Object.values(methods).flatMap((op) => (op.operationId ? [[op.operationId, op] as const] : [])),
+  ),
+);
+
+/** How the bundled Scalar shows a level: its own badge for stable and experimental, ours for beta. */
+const SCALAR_FORM = {
+  stable: { 'x-scalar-stability': 'stable' },
+  experimental: { 'x-scalar-stability': 'experimental' },
+  beta: { 'x-badges': [{ name: 'Beta', position: 'before', color: '#2563eb' }] },
+};
+
 describe('the table of operations and contract/openapi.yaml', () => {
-  test('name the same operations: id, method, path, scope and deprecation', () => {
+  test('name the same operations: id, method, path, scope, deprecation and stability', () => {
     expect(fromTable).toEqual(fromContract);
   });
 
-  test('every operation of the table is routed under the API prefix', async () => {
-    const t = testApp();
+  test('every operation carries its stability level, and the form the docs page renders it in', () => {
+    for (const op of OPERATIONS) {
+      const level = op.stability ?? 'none';
+      const documented = contractOperations.get(op.id) ?? {};
+      expect({ id: op.id, level, form: pick(documented, ['x-scalar-stability', 'x-badges']) }).toEqual({
+        id: op.id,
+        level: expect.stringMatching(/^(stable|beta|experimental)$/),
+        form: SCALAR_FORM[level as keyof typeof SCALAR_FORM],
+      });
+    }
+  });
+
+  test('an experimental operation is served only with --experimental; without it, it answers as an unknown path', async () => {
+    const experimental = OPERATIONS.filter((op) => op.stability === 'experimental');
+    expect(experimental.map((op) => op.id)).toEqual(['getInventory']);
+    const off = testApp();
+    const on = testApp({ experimental: true });
+    for (const op of experimental) {
+      const path = API_PREFIX + op.path.replace(/:[^/]+/g, '1');
+      const hidden = await off.app.request(path, { method: op.method, headers: off.auth() });
+      const unknown = await off.app.request(`${API_PREFIX}/no/such/path`, { method: op.method, headers: off.auth() });
+      expect([hidden.status, hidden.headers.get('allow'), await hidden.json()]).toEqual([
+        unknown.status,
+        unknown.headers.get('allow'),
+        await unknown.json(),
+      ]);
+      expect(hidden.status).toBe(404);
+      const served = await on.app.request(path, { method: op.method, headers: on.auth() });
+      expect(served.status).toBe(200);
+    }
+  });
+
+  test('every operation of the table is routed under the API prefix (with --experimental)', async () => {
+    const t = testApp({ experimental: true });
     for (const op of OPERATIONS) {
       const res = await t.app.request(API_PREFIX + op.path.replace(/:[^/]+/g, '1'), {
         method: op.method,
@@ -70,6 +121,11 @@ describe('the table of operations and contract/openapi.yaml', () => {
     ]);
   });
 });
+
+/** The members of `o` named in `keys` that it has. */
+function pick(o: object, keys: readonly string[]): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(o).filter(([k]) => keys.includes(k)));
+}
 
 describe('isApiPath', () => {
   test.each([

@@ -1,8 +1,19 @@
+import { NewOrder } from '../core/orders.ts';
 import { NewPet, PetPatch } from '../core/pets.ts';
+import { getInventory } from './inventory.ts';
 import { defineOperation, type Operation } from './operation.ts';
+import { cancelOrder, completeOrder, getOrder, listOrders, placeOrder } from './orders.ts';
 import { createPet, deletePet, getPet, listPets, updatePet } from './pets.ts';
 import { getRateLimit } from './rate-limit.ts';
-import { ConditionalHeaders, CreateHeaders, ListQuery, PetParams } from './schemas.ts';
+import {
+  ConditionalHeaders,
+  CreateHeaders,
+  ListQuery,
+  ORDER_LIST_ALLOWED,
+  OrderListQuery,
+  OrderParams,
+  PetParams,
+} from './schemas.ts';
 
 /** The version segment every API path starts with. */
 export const API_PREFIX = '/v1';
@@ -17,6 +28,7 @@ export const API_PREFIX = '/v1';
 export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     id: 'listPets',
+    stability: 'stable',
     method: 'GET',
     path: '/pets',
     scope: 'pets:read',
@@ -27,6 +39,7 @@ export const OPERATIONS: readonly Operation[] = [
   }),
   defineOperation({
     id: 'createPet',
+    stability: 'stable',
     method: 'POST',
     path: '/pets',
     scope: 'pets:write',
@@ -38,6 +51,7 @@ export const OPERATIONS: readonly Operation[] = [
   }),
   defineOperation({
     id: 'getPet',
+    stability: 'stable',
     method: 'GET',
     path: '/pets/:petId',
     scope: 'pets:read',
@@ -50,6 +64,7 @@ export const OPERATIONS: readonly Operation[] = [
   }),
   defineOperation({
     id: 'updatePet',
+    stability: 'stable',
     method: 'PATCH',
     path: '/pets/:petId',
     scope: 'pets:write',
@@ -64,6 +79,7 @@ export const OPERATIONS: readonly Operation[] = [
   }),
   defineOperation({
     id: 'deletePet',
+    stability: 'stable',
     method: 'DELETE',
     path: '/pets/:petId',
     scope: 'pets:write',
@@ -75,6 +91,7 @@ export const OPERATIONS: readonly Operation[] = [
   }),
   defineOperation({
     id: 'getRateLimit',
+    stability: 'stable',
     method: 'GET',
     path: '/rate_limit',
     readsQuota: true,
@@ -82,7 +99,87 @@ export const OPERATIONS: readonly Operation[] = [
     memo: false,
     handler: getRateLimit,
   }),
+  defineOperation({
+    id: 'getInventory',
+    method: 'GET',
+    path: '/store/inventory',
+    scope: 'pets:read',
+    stability: 'experimental',
+    etag: true,
+    memo: true,
+    handler: getInventory,
+  }),
+  // Orders are the caller's own: never kept by path alone (memo), never tagged for another.
+  defineOperation({
+    id: 'placeOrder',
+    method: 'POST',
+    path: '/store/orders',
+    scope: 'orders:write',
+    stability: 'beta',
+    headers: CreateHeaders,
+    body: NewOrder,
+    etag: false,
+    memo: false,
+    handler: placeOrder,
+  }),
+  defineOperation({
+    id: 'listOrders',
+    method: 'GET',
+    path: '/store/orders',
+    scope: 'orders:read',
+    stability: 'beta',
+    query: OrderListQuery,
+    allowed: ORDER_LIST_ALLOWED,
+    etag: false,
+    memo: false,
+    handler: listOrders,
+  }),
+  defineOperation({
+    id: 'getOrder',
+    method: 'GET',
+    path: '/store/orders/:orderId',
+    scope: 'orders:read',
+    stability: 'beta',
+    params: OrderParams,
+    etag: false,
+    memo: false,
+    handler: getOrder,
+  }),
+  defineOperation({
+    id: 'completeOrder',
+    method: 'POST',
+    path: '/store/orders/:orderId/complete',
+    scope: 'orders:write',
+    stability: 'beta',
+    params: OrderParams,
+    etag: false,
+    memo: false,
+    handler: completeOrder,
+  }),
+  defineOperation({
+    id: 'cancelOrder',
+    method: 'POST',
+    path: '/store/orders/:orderId/cancel',
+    scope: 'orders:write',
+    stability: 'beta',
+    params: OrderParams,
+    etag: false,
+    memo: false,
+    handler: cancelOrder,
+  }),
 ];
+
+/**
+ * The operations an instance serves: the stable and beta ones, and the experimental ones only
+ * when the operator opted in (`--experimental`). An operation not served answers as an unknown
+ * path does, and the served contract (`/openapi.*`) leaves it out.
+ *
+ * @example
+ * servedOperations(false).some((op) => op.stability === 'experimental') // false
+ */
+export function servedOperations(experimental: boolean): readonly Operation[] {
+  return experimental ? OPERATIONS : OPERATIONS.filter((op) => op.stability !== 'experimental');
+}
 
 /**
  * Whether `path` is under the API prefix, where the gateway answers every request (an unknown

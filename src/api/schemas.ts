@@ -1,11 +1,15 @@
 import * as v from 'valibot';
+import { ORDER_ID_PATTERN, OrderStatus } from '../core/orders.ts';
 import { MAX_ID, NAME_MAX_LENGTH, PetStatus } from '../core/pets.ts';
 
 export const PAGE_SIZE_DEFAULT = 20;
 export const PAGE_SIZE_MAX = 100;
 
-/** Digits only: `Number()` would also take "1e3", " 7" or "0x10". */
-const IntegerText = v.pipe(v.string(), v.regex(/^[0-9]{1,16}$/, 'must be a whole number'), v.transform(Number));
+/**
+ * Digits, and a whole number's `.0` that JSON Schema counts as an integer too (`1.0`): not what
+ * `Number()` alone would also take ("1e3", " 7", "0x10").
+ */
+const IntegerText = v.pipe(v.string(), v.regex(/^[0-9]{1,16}(\.0+)?$/, 'must be a whole number'), v.transform(Number));
 
 /** The cursor is the last id of the previous page in base 36; clients treat it as opaque. */
 export const CURSOR_PATTERN = /^[0-9a-z]{1,11}$/;
@@ -43,6 +47,7 @@ export const ALLOWED: Readonly<Record<string, string>> = {
   categoryId: `an integer from 1 to ${MAX_ID}`,
   name: `a string of 1 to ${NAME_MAX_LENGTH} characters without the NUL character U+0000`,
   'Idempotency-Key': '1 to 255 visible ASCII characters (! to ~, no spaces)',
+  orderId: 'an order id: ord_ and 32 hex digits (0-9, a-f)',
 };
 
 /**
@@ -53,6 +58,27 @@ export const ConditionalHeaders = v.object({
   'if-match': v.optional(v.string()),
 });
 export type ConditionalHeaders = v.InferOutput<typeof ConditionalHeaders>;
+
+/** The words of the orders' listing, where `status` and `cursor` are an order's. */
+export const ORDER_LIST_ALLOWED: Readonly<Record<string, string>> = {
+  ...ALLOWED,
+  status: `one of ${OrderStatus.options.join(', ')}`,
+  cursor: 'the cursor of a Link header (ord_ and 32 hex digits)',
+};
+
+/** Path of the operations on one order. */
+export const OrderParams = v.object({
+  orderId: v.pipe(v.string(), v.regex(ORDER_ID_PATTERN)),
+});
+export type OrderParams = v.InferOutput<typeof OrderParams>;
+
+/** Query of `listOrders`: paged as `listPets`, filtered by an order's status. */
+export const OrderListQuery = v.object({
+  limit: ListQuery.entries.limit,
+  status: v.optional(OrderStatus),
+  cursor: v.optional(v.pipe(v.string(), v.regex(ORDER_ID_PATTERN))),
+});
+export type OrderListQuery = v.InferOutput<typeof OrderListQuery>;
 
 /** Path of `getPet`, `updatePet` and `deletePet`. */
 export const PetParams = v.object({

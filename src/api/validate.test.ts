@@ -123,6 +123,24 @@ test('a client that hangs up mid-body is a 400 in the logs, not a 500 "unhandled
   expect(lines.map((l) => JSON.parse(l).level)).toEqual(['info']);
 });
 
+describe('integers in the path and query', () => {
+  test('1.0 is the integer 1, as JSON Schema counts it; 1.5, 1e0 and 0x1 are not integers', async () => {
+    const t = testApp();
+    const created = await t.app.request('/v1/pets', {
+      method: 'POST',
+      headers: { ...t.auth(), 'Content-Type': 'application/json' },
+      body: JSON.stringify({ name: 'Rex', categoryId: 1 }),
+    });
+    expect(created.status).toBe(201);
+    const status = async (path: string) => (await t.app.request(path, { headers: t.auth() })).status;
+    expect(await status('/v1/pets/1.0')).toBe(200);
+    expect(await status('/v1/pets?limit=2.0')).toBe(200);
+    for (const path of ['/v1/pets/1.5', '/v1/pets/1e0', '/v1/pets/0x1', '/v1/pets?limit=1.5']) {
+      expect([path, await status(path)]).toEqual([path, 400]);
+    }
+  });
+});
+
 describe('every request field has its words in ALLOWED', () => {
   test.each([
     ['ListQuery', ListQuery, ['limit', 'status', 'cursor']],

@@ -65,7 +65,7 @@ test('petstore keys add --help', () => {
     '  --keys FILE             the keys file (JSON), made when missing; or --data',
     '  --data URL              the data store of servers run with --keys store: a SQLite file or a postgres:// URL; or --keys',
     '  --plan PLAN             the plan of a new consumer: free, pro, business, enterprise; may be left out for an existing one',
-    '  --scopes S,S            what the new key may do: pets:read, pets:write, admin (admin: the admin API only) (default every scope)',
+    '  --scopes S,S            what the new key may do: pets:read, pets:write, orders:read, orders:write, admin (admin: the admin API only) (default every scope)',
     '  --expires WHEN          the key is refused (401) from then on (default never)',
     "  --per-minute N          a new consumer's quota per minute; both or neither (the enterprise plan needs both) (default the plan's)",
     '  --help                  print this help and exit',
@@ -82,7 +82,7 @@ test('petstore keys rotate --help', () => {
   );
   expect(help).toContain("\n  --overlap DURATION      how long the consumer's current keys keep working (required)\n");
   expect(help).toContain(
-    '\n  --scopes S,S            what the new key may do: pets:read, pets:write, admin (admin: the admin API only) (default those of the current keys)\n',
+    '\n  --scopes S,S            what the new key may do: pets:read, pets:write, orders:read, orders:write, admin (admin: the admin API only) (default those of the current keys)\n',
   );
   expect(help).toContain('\nDURATION: a number and s, m, h or d (7d).\n');
   expect(help).not.toContain('WHEN');

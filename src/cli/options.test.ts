@@ -67,13 +67,19 @@ describe('the subcommands read their flags through one parser', () => {
   test('rotate, revoke and list', () => {
     const common = ['--keys', 'k.json', '--consumer', 'acme'];
     expect(
-      parseOptions(KEYS_ROTATE.command, [...common, '--overlap', '12h', '--scopes', 'pets:read,pets:write']),
+      parseOptions(KEYS_ROTATE.command, [
+        ...common,
+        '--overlap',
+        '12h',
+        '--scopes',
+        'pets:read,orders:read,orders:write',
+      ]),
     ).toEqual({
       keys: 'k.json',
       data: '',
       consumer: 'acme',
       overlap: 43_200_000,
-      scopes: ['pets:read', 'pets:write'],
+      scopes: ['pets:read', 'orders:read', 'orders:write'],
       id: undefined,
       help: false,
     });
@@ -118,12 +124,12 @@ describe('the subcommands read their flags through one parser', () => {
     [
       ['--keys', 'k.json', '--consumer', 'acme', '--scopes', 'pets:read,pets:admin'],
       KEYS_ADD,
-      '--scopes: expected one or more of pets:read, pets:write, admin, got "pets:admin"',
+      '--scopes: expected one or more of pets:read, pets:write, orders:read, orders:write, admin, got "pets:admin"',
     ],
     [
       ['--keys', 'k.json', '--consumer', 'acme', '--scopes', ','],
       KEYS_ADD,
-      '--scopes: expected one or more of pets:read, pets:write, admin, got ","',
+      '--scopes: expected one or more of pets:read, pets:write, orders:read, orders:write, admin, got ","',
     ],
     [
       ['--keys', 'k.json', '--consumer', 'acme', '--expires', '2027-02-30T00:00:00Z'],

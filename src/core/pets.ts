@@ -84,6 +84,8 @@ export function mayBecome(from: PetStatus, to: PetStatus): boolean {
 export function petOf(stored: StoredPet): Pet {
   return { id: stored.id, name: stored.name, categoryId: stored.categoryId, status: stored.status };
 }
+/** How many pets have each status: `getInventory`'s answer. */
+export type Inventory = { -readonly [S in PetStatus]: number };
 
 function codePoints(s: string): number {
   let n = 0;

@@ -7,7 +7,7 @@ import YAML from 'yaml';
 import { routesApp, testApp } from '../../test/testing.ts';
 import { ConfigError, parseConfig } from '../config.ts';
 import { DOCS_CSP, FAVICON, INIT_SCRIPT, SCALAR_BUNDLE } from './page.ts';
-import { ADMIN_CONTRACT_YAML, apiBase, CONTRACT_YAML, docsRoutes } from './routes.ts';
+import { ADMIN_CONTRACT_YAML, apiBase, CONTRACT_YAML, docsRoutes, withoutOperations } from './routes.ts';
 
 const STANDALONE = readFileSync(
   join(import.meta.dir, '../../node_modules/@scalar/api-reference/dist/browser/standalone.js'),
@@ -185,13 +185,25 @@ describe('GET /openapi.json', () => {
     expect(await servers(docs, 'http://evil.example/openapi.json')).toEqual(expected);
   });
 
-  test('is otherwise the contract, and not cached without revalidation', async () => {
-    const res = await testApp().app.request('/openapi.json');
+  test('is otherwise the contract (with --experimental), and not cached without revalidation', async () => {
+    const res = await testApp({ experimental: true }).app.request('/openapi.json');
     expect(res.headers.get('content-type')).toBe('application/json');
     expect(res.headers.get('cache-control')).toBe('no-cache');
     const { servers: _, ...rest } = (await res.json()) as Record<string, unknown>;
     const { servers: __, ...contract } = YAML.parse(CONTRACT_YAML) as Record<string, unknown>;
     expect(rest).toEqual(contract);
+  });
+
+  test('leaves out the experimental operations, and only them, unless they are served', async () => {
+    const res = await testApp().app.request('/openapi.json');
+    const { servers: _, ...rest } = (await res.json()) as { servers: unknown; paths: Record<string, unknown> };
+    const { servers: __, ...contract } = YAML.parse(CONTRACT_YAML) as {
+      servers: unknown;
+      paths: Record<string, unknown>;
+    };
+    const { '/store/inventory': inventory, ...others } = contract.paths;
+    expect(inventory).toBeDefined();
+    expect(rest).toEqual({ ...contract, paths: others });
   });
 });
 
@@ -217,8 +229,14 @@ describe('GET /openapi.yaml', () => {
     expect(yaml).toEqual(json);
   });
 
-  test('is otherwise the contract as written, comments included', async () => {
-    const res = await routesApp(docsRoutes(CONFIGURED)).request('/openapi.yaml');
+  test('without --experimental, the YAML leaves out the same operations as the JSON', async () => {
+    const { json, yaml } = await both(testApp().app);
+    expect(Object.keys(yaml.paths as object)).not.toContain('/store/inventory');
+    expect(yaml).toEqual(json);
+  });
+
+  test('is otherwise the contract as written, comments included (with --experimental)', async () => {
+    const res = await routesApp(docsRoutes({ ...CONFIGURED, experimental: true })).request('/openapi.yaml');
     expect(res.headers.get('content-type')).toBe('application/yaml; charset=utf-8');
     const served = (await res.text()).split('\n');
     const written = readFileSync(join(import.meta.dir, '../../contract/openapi.yaml'), 'utf8').split('\n');
@@ -311,4 +329,38 @@ describe('apiBase and the --public-url / --staging-url options', () => {
       );
     },
   );
+});
+
+describe('withoutOperations', () => {
+  const yaml = [
+    'paths:',
+    '  /a:',
+    '    get:',
+    '      operationId: getA',
+    '      responses: {}',
+    '',
+    '    post:',
+    '      operationId: postA',
+    '      responses: {}',
+    '',
+    '  /b:',
+    '    get:',
+    '      operationId: getB',
+    '',
+    'components: {}',
+    '',
+  ].join('\n');
+
+  test('drops the named operations, and a path left without any, keeping the rest as written', () => {
+    expect(withoutOperations(yaml, new Set(['postA', 'getB']))).toBe(
+      ['paths:', '  /a:', '    get:', '      operationId: getA', '      responses: {}', '', 'components: {}', ''].join(
+        '\n',
+      ),
+    );
+    expect(YAML.parse(withoutOperations(yaml, new Set(['getA'])))).toEqual({
+      paths: { '/a': { post: { operationId: 'postA', responses: {} } }, '/b': { get: { operationId: 'getB' } } },
+      components: {},
+    });
+    expect(withoutOperations(yaml, new Set())).toBe(yaml);
+  });
 });

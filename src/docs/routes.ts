@@ -1,5 +1,5 @@
 import { ADMIN_PREFIX } from '../admin/operations.ts';
-import { API_PREFIX } from '../api/operations.ts';
+import { API_PREFIX, OPERATIONS } from '../api/operations.ts';
 import type { OpsRoute } from '../core/ops-route.ts';
 import { weakEtag } from '../http/etag.ts';
 import { DOCS_CSP, docsPage, FAVICON, INIT_SCRIPT, SCALAR_BUNDLE } from './page.ts';
@@ -23,11 +23,14 @@ export interface DocsOptions {
   publicUrl?: string;
   /** Staging base URL (`--staging-url`); `/v1` is added. */
   stagingUrl?: string;
+  /** Whether the experimental operations are served (`--experimental`): otherwise the documents leave them out. */
+  experimental?: boolean;
 }
 
 type Contract = Record<string, unknown> & {
   info?: { title?: string };
   security?: Record<string, unknown>[];
+  paths?: Record<string, Record<string, unknown>>;
 };
 
 export interface ServerEntry {
@@ -98,6 +101,75 @@ export function withServers(yaml: string, servers: readonly ServerEntry[]): stri
   return yaml.replace(SERVERS_BLOCK, (block) => `servers:\n${entries.join('')}${block.endsWith('\n\n') ? '\n' : ''}`);
 }
 
+/** The methods a Path Item may hold an operation under. */
+const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
+
+/**
+ * The contract's YAML text without the operations named in `ids`, everything else as written; a
+ * path left with no operation goes too. The contract's layout is the one this relies on: paths
+ * at two spaces under `paths:`, methods at four, each operation's `operationId` at six.
+ *
+ * @example
+ * withoutOperations(yaml, new Set(['getInventory'])) // the text without GET /store/inventory
+ */
+export function withoutOperations(yaml: string, ids: ReadonlySet<string>): string {
+  if (ids.size === 0) return yaml;
+  const lines = yaml.split('\n');
+  const start = lines.indexOf('paths:');
+  if (start < 0) return yaml;
+  const indent = (line: string) =>
+    line.trim() === '' ? Number.POSITIVE_INFINITY : line.length - line.trimStart().length;
+  let end = start + 1;
+  while (end < lines.length && indent(lines[end] as string) > 0) end++;
+  /** The line after the block that starts at `from`: the next line indented `depth` or less. */
+  const blockEnd = (from: number, depth: number) => {
+    let i = from + 1;
+    while (i < end && indent(lines[i] as string) > depth) i++;
+    return i;
+  };
+  const kept: string[] = [];
+  for (let p = start + 1; p < end; ) {
+    const pathEnd = blockEnd(p, 2);
+    const item: string[] = [];
+    let operations = 0;
+    for (let m = p + 1; m < pathEnd; ) {
+      const line = lines[m] as string;
+      const next = indent(line) === 4 ? blockEnd(m, 4) : m + 1;
+      const block = lines.slice(m, next);
+      const method = indent(line) === 4 && METHODS.has(line.trim().replace(/:$/, ''));
+      const id = block
+        .find((l) => l.startsWith('      operationId: '))
+        ?.slice('      operationId: '.length)
+        .trim();
+      if (!method || id === undefined || !ids.has(id)) {
+        item.push(...block);
+        if (method) operations++;
+      }
+      m = next;
+    }
+    if (operations > 0 || !lines[p]?.startsWith('  /')) kept.push(lines[p] as string, ...item);
+    p = pathEnd;
+  }
+  return [...lines.slice(0, start + 1), ...kept, ...lines.slice(end)].join('\n');
+}
+
+/** The contract as a document without the operations named in `ids` (and paths left empty). */
+function withoutOperationsIn(contract: Contract, ids: ReadonlySet<string>): Contract {
+  if (ids.size === 0 || !contract.paths) return contract;
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const [path, item] of Object.entries(contract.paths)) {
+    const entries = Object.entries(item).filter(
+      ([method, op]) => !METHODS.has(method) || !ids.has((op as { operationId?: string }).operationId ?? ''),
+    );
+    if (entries.some(([method]) => METHODS.has(method))) paths[path] = Object.fromEntries(entries);
+  }
+  return { ...contract, paths };
+}
+
+/** The experimental operations a document leaves out unless they are served. */
+const hiddenOperations = (experimental: boolean): ReadonlySet<string> =>
+  new Set(experimental ? [] : OPERATIONS.filter((op) => op.stability === 'experimental').map((op) => op.id));
+
 /** Any tool or page may load the contract (a code generator, an editor on another origin). */
 const PUBLIC = { 'Access-Control-Allow-Origin': '*' };
 const PAGE_HEADERS = {
@@ -164,7 +236,8 @@ function documentRoutes(
  * Public documentation routes: the contract as YAML and JSON, both with the configured servers
  * (never the request's host), the admin API's contract beside it (`/openapi-admin.*`, servers the
  * relative `/admin/v1` of the admin port), and the Scalar reference page at `/docs` offering both
- * documents, the public one first, with its assets, all from the binary.
+ * documents, the public one first, with its assets, all from the binary. The public contract
+ * leaves out the experimental operations unless they are served (`experimental`).
  *
  * @example
  * const routes = docsRoutes({ publicUrl: 'https://api.petstore.example' })
@@ -172,9 +245,10 @@ function documentRoutes(
 export function docsRoutes(options: DocsOptions = {}): OpsRoute[] {
   // Parsed on first use, not at start-up: the yaml module and the parse took most of the time
   // to first 200 (bench/README.md), for routes most instances never serve.
+  const hidden = hiddenOperations(options.experimental ?? false);
   let contract: Promise<Contract> | undefined;
   const parsed = () => {
-    contract ??= source.parseContract() as Promise<Contract>;
+    contract ??= (source.parseContract() as Promise<Contract>).then((doc) => withoutOperationsIn(doc, hidden));
     return contract;
   };
   let adminContract: Promise<Contract> | undefined;
@@ -198,7 +272,7 @@ export function docsRoutes(options: DocsOptions = {}): OpsRoute[] {
 
   return [
     // The servers come from the configuration only, never from the request.
-    ...documentRoutes('openapi', CONTRACT_YAML, parsed, documentServers(options)),
+    ...documentRoutes('openapi', withoutOperations(CONTRACT_YAML, hidden), parsed, documentServers(options)),
     ...documentRoutes('openapi-admin', ADMIN_CONTRACT_YAML, adminParsed, ADMIN_SERVERS),
     {
       id: 'docs',

@@ -24,12 +24,16 @@ describe('the consumers form', () => {
         ],
       }),
     );
-    expect(legacy).toMatchObject({ id: 'old', scopes: ['pets:read', 'pets:write'], consumer: { name: 'old' } });
+    expect(legacy).toMatchObject({
+      id: 'old',
+      scopes: ['pets:read', 'pets:write', 'orders:read', 'orders:write'],
+      consumer: { name: 'old' },
+    });
     expect(k1).toMatchObject({ id: '2026-11', scopes: ['pets:read'], expiresAt: Date.UTC(2027, 1, 20) });
     expect(k1?.notBefore).toBeUndefined();
     expect(k2).toMatchObject({
       id: 'bbbbbbbb',
-      scopes: ['pets:read', 'pets:write'],
+      scopes: ['pets:read', 'pets:write', 'orders:read', 'orders:write'],
       notBefore: Date.UTC(2027, 1, 12, 23),
     });
     expect(k1?.consumer).toBe(k2?.consumer as never);
@@ -58,7 +62,7 @@ describe('the consumers form', () => {
     ],
     [
       doc([acme([{ sha256: A, scopes: ['pets:read', 'pets:admin'] }])]),
-      'consumers[0] ("acme").keys[0].scopes[1]: must be one of pets:read, pets:write, admin, got "pets:admin"',
+      'consumers[0] ("acme").keys[0].scopes[1]: must be one of pets:read, pets:write, orders:read, orders:write, admin, got "pets:admin"',
     ],
     [
       doc([acme([{ sha256: A }, { sha256: A }])]),

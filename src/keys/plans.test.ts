@@ -29,11 +29,11 @@ describe('monthly quotas, costs and report-only in the keys file', () => {
   test.each([
     [
       { costs: { createPets: 5 } },
-      'consumers[0] ("acme").costs.createPets: must name an operation that costs something: listPets, createPet, getPet, updatePet, deletePet, got "createPets"',
+      'consumers[0] ("acme").costs.createPets: must name an operation that costs something: listPets, createPet, getPet, updatePet, deletePet, getInventory, placeOrder, listOrders, getOrder, completeOrder, cancelOrder, got "createPets"',
     ],
     [
       { costs: { getRateLimit: 1 } },
-      'consumers[0] ("acme").costs.getRateLimit: must name an operation that costs something: listPets, createPet, getPet, updatePet, deletePet, got "getRateLimit"',
+      'consumers[0] ("acme").costs.getRateLimit: must name an operation that costs something: listPets, createPet, getPet, updatePet, deletePet, getInventory, placeOrder, listOrders, getOrder, completeOrder, cancelOrder, got "getRateLimit"',
     ],
     [
       { costs: { createPet: 0 } },

@@ -14,6 +14,12 @@ describe('operationIndex', () => {
       'updatePet',
       'deletePet',
       'getRateLimit',
+      'getInventory',
+      'placeOrder',
+      'listOrders',
+      'getOrder',
+      'completeOrder',
+      'cancelOrder',
       'healthz',
       'readyz',
       'metrics',
@@ -54,7 +60,7 @@ describe('Metrics', () => {
         ...['free', 'pro', 'business', 'enterprise', 'anonymous'].map((p) => `petstore_bans_total{plan="${p}"} 0`),
         '# HELP petstore_store_errors_total Failed store calls, by operation and kind (timeout, unavailable or error).',
         '# TYPE petstore_store_errors_total counter',
-        ...['create', 'get', 'update', 'remove', 'list', 'ping', 'outbox'].flatMap((o) => [
+        ...['create', 'get', 'update', 'remove', 'list', 'inventory', 'order', 'ping', 'outbox'].flatMap((o) => [
           `petstore_store_errors_total{operation="${o}",kind="timeout"} 0`,
           `petstore_store_errors_total{operation="${o}",kind="unavailable"} 0`,
           `petstore_store_errors_total{operation="${o}",kind="error"} 0`,

@@ -73,13 +73,22 @@ export async function startServer(config: Config): Promise<void> {
       ...(shared ? { limiterStatus: () => shared.status() } : {}),
       ...(config.keys ? { keysProblem: () => keys.problem() } : {}),
       corsOrigins: config.corsOrigins,
+      experimental: config.experimental,
+      orderHoldMs: config.orderHoldMs,
       ...(webhooks.notify ? { notify: webhooks.notify } : {}),
     }).fetch,
   );
   webhooks.worker?.start();
+  const expiry = expireOrders(store, log);
   const admin =
     keys.admin && config.adminPort !== null
-      ? adminApp({ ...gate, admin: keys.admin, ...(metrics ? { metrics } : {}) })
+      ? adminApp({
+          ...gate,
+          admin: keys.admin,
+          ...(metrics ? { metrics } : {}),
+          // The orders a consumer placed end with it: the gateway knows it as `key:<name>` (principalOf).
+          consumerDeleted: (name) => store.retireOwner(`key:${name}`),
+        })
       : undefined;
   const adminServer = admin && (await listeners.add(admin.fetch, config.adminPort ?? 0, config.adminHost));
   await keys.start();
@@ -95,6 +104,7 @@ export async function startServer(config: Config): Promise<void> {
       void webhooks.worker?.stop();
     },
     close: async () => {
+      clearInterval(expiry);
       await keys.stop();
       await webhooks.worker?.stop();
       await store.close();
@@ -104,6 +114,32 @@ export async function startServer(config: Config): Promise<void> {
     },
   });
   announce(config, adapter.name, keys, listeners, adminServer, log, traces?.url);
+}
+
+/** How often each instance expires the orders whose hold is over, when no request did first. */
+const ORDER_SWEEP_MS = 1_000;
+
+/**
+ * Expires, every second, the placed orders whose hold is over (src/store/store.ts,
+ * `expireOrders`): a request that reads or writes an order past its deadline expires it at once,
+ * this does it for the orders nobody asks about, so their pets are available again and their
+ * owners' webhooks hear of it. Each expiry is a conditional write: instances sweeping together
+ * expire each order once.
+ */
+function expireOrders(store: PetStore, log: Logger): ReturnType<typeof setInterval> {
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    store
+      .expireOrders(Date.now())
+      .catch((err: unknown) => log.warn('order expiry failed; retried in a second', { error: String(err) }))
+      .finally(() => {
+        running = false;
+      });
+  }, ORDER_SWEEP_MS);
+  timer.unref?.();
+  return timer;
 }
 
 async function loadAdapter(): Promise<RuntimeAdapter> {

@@ -1,9 +1,29 @@
-import { type NewPet, type Pet, type PetPatch, petOf, type StoredPet } from '../core/pets.ts';
+import { type Clock, systemClock } from '../core/clock.ts';
+import type { Closing, StoredOrder } from '../core/orders.ts';
+import { type Inventory, type NewPet, type Pet, type PetPatch, petOf, type StoredPet } from '../core/pets.ts';
 import type { IfMatch } from '../core/preconditions.ts';
 import { planRemove, planUpdate } from './changes.ts';
 import { IDEMPOTENCY_TTL_MS } from './idempotency.ts';
+import { newOrderId, orderExpiredEvent, retiredOwner } from './orders.ts';
 import { MemoryOutbox } from './outbox.ts';
-import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore, RemoveResult, UpdateResult } from './store.ts';
+import type {
+  CloseOrderResult,
+  CreateOnceResult,
+  IdempotentCreate,
+  ListOptions,
+  OrderListOptions,
+  PetStore,
+  PlaceOrder,
+  PlaceOrderResult,
+  RemoveResult,
+  UpdateResult,
+} from './store.ts';
+
+/** An order with what only the store knows of it: whose it is, and the key that placed it. */
+interface KeptOrder {
+  order: StoredOrder;
+  owner: string;
+}
 
 interface RememberedKey {
   readonly fingerprint: string;
@@ -17,11 +37,27 @@ export class MemoryStore implements PetStore {
   /** Ascending by id, since ids only grow; a page starts with a binary search. */
   #pets: StoredPet[] = [];
   #nextId = 1;
+  /** Pets in each status, moved with every write, so counting them costs nothing. */
+  readonly #inventory: Inventory = { available: 0, pending: 0, sold: 0 };
   /** Moves on with every write. */
   #generation = 0;
   /** Idempotency keys in the order they were stored, which is the order they expire in. */
   readonly #keys = new Map<string, RememberedKey>();
   readonly outbox = new MemoryOutbox();
+  readonly #orders = new Map<string, KeptOrder>();
+  /** Each owner's order ids. */
+  readonly #byOwner = new Map<string, Set<string>>();
+  /** The order each owner's `Idempotency-Key` placed. */
+  readonly #orderKeys = new Map<string, string>();
+  /** The placed orders: the ones whose hold may run out. */
+  readonly #placed = new Set<string>();
+  /** The earliest hold of a placed order, or later: until then no hold can be over. */
+  #nextDeadline = Number.POSITIVE_INFINITY;
+  readonly #clock: Clock;
+
+  constructor({ clock = systemClock }: { clock?: Clock } = {}) {
+    this.#clock = clock;
+  }
 
   async create(pet: NewPet): Promise<StoredPet> {
     return { ...this.#insert(pet) };
@@ -60,6 +96,8 @@ export class MemoryStore implements PetStore {
     // A new object: an idempotency key keeps the one its create answered.
     const next: StoredPet = { ...plan.next, version: was.version + 1 };
     this.#pets[i] = next;
+    this.#inventory[was.status]--;
+    this.#inventory[next.status]++;
     this.#generation++;
     return { outcome: 'updated', pet: { ...next } };
   }
@@ -72,6 +110,7 @@ export class MemoryStore implements PetStore {
     if (this.#heldByOrder(id)) return { outcome: 'on_order', pet: { ...(current as StoredPet) } };
     // #nextId only grows: the id is never given again.
     this.#pets.splice(i, 1);
+    this.#inventory[(current as StoredPet).status]--;
     this.#generation++;
     return { outcome: 'removed' };
   }
@@ -80,7 +119,9 @@ export class MemoryStore implements PetStore {
    * Whether an open order holds pet `id`: then its status cannot change and it cannot be
    * removed. The orders of this store answer it; without them no pet is held.
    */
-  #heldByOrder(_id: number): boolean {
+  #heldByOrder(id: number): boolean {
+    this.#expireDue(this.#clock.now());
+    for (const orderId of this.#placed) if ((this.#orders.get(orderId) as KeptOrder).order.petId === id) return true;
     return false;
   }
 
@@ -93,7 +134,90 @@ export class MemoryStore implements PetStore {
     return page;
   }
 
+  async inventory(): Promise<Inventory> {
+    this.#expireDue(this.#clock.now());
+    return { ...this.#inventory };
+  }
+
+  // Synchronous from the key's lookup to the order's insert: no other order can run in between.
+  async placeOrder({ owner, petId, holdMs, now, key }: PlaceOrder): Promise<PlaceOrderResult> {
+    this.#expireDue(now);
+    const keyed = key === undefined ? undefined : `${owner}\u0000${key}`;
+    const earlier = keyed === undefined ? undefined : this.#orderKeys.get(keyed);
+    if (earlier !== undefined) {
+      const { order } = this.#orders.get(earlier) as KeptOrder;
+      return order.petId === petId ? { outcome: 'replayed', order } : { outcome: 'conflict' };
+    }
+    const pet = this.#pets[this.#firstAfter(petId - 1)];
+    if (pet?.id !== petId) return { outcome: 'no_pet' };
+    if (pet.status !== 'available') return { outcome: 'unavailable' };
+    this.#setStatus(pet, 'pending');
+    const order: StoredOrder = { id: newOrderId(), petId, status: 'placed', placedAt: now, holdUntil: now + holdMs };
+    this.#orders.set(order.id, { order, owner });
+    const mine = this.#byOwner.get(owner) ?? new Set<string>();
+    this.#byOwner.set(owner, mine.add(order.id));
+    this.#placed.add(order.id);
+    this.#nextDeadline = Math.min(this.#nextDeadline, order.holdUntil);
+    if (keyed !== undefined) this.#orderKeys.set(keyed, order.id);
+    return { outcome: 'placed', order };
+  }
+
+  async getOrder(owner: string, id: string, now: number): Promise<StoredOrder | undefined> {
+    this.#expireDue(now);
+    const kept = this.#orders.get(id);
+    return kept?.owner === owner ? kept.order : undefined;
+  }
+
+  async listOrders(owner: string, { limit, status, after }: OrderListOptions, now: number): Promise<StoredOrder[]> {
+    this.#expireDue(now);
+    return [...(this.#byOwner.get(owner) ?? [])]
+      .filter((id) => after === undefined || id > after)
+      .sort()
+      .map((id) => (this.#orders.get(id) as KeptOrder).order)
+      .filter((order) => status === undefined || order.status === status)
+      .slice(0, limit);
+  }
+
+  async closeOrder(owner: string, id: string, to: Closing, now: number): Promise<CloseOrderResult> {
+    this.#expireDue(now);
+    const kept = this.#orders.get(id);
+    if (kept?.owner !== owner) return { outcome: 'not_found' };
+    const { order } = kept;
+    if (order.status !== 'placed') return { outcome: order.status === to ? 'unchanged' : 'order_closed', order };
+    kept.order = { ...order, status: to };
+    this.#placed.delete(id);
+    const pet = this.#pets[this.#firstAfter(order.petId - 1)];
+    if (pet?.id === order.petId && pet.status === 'pending')
+      this.#setStatus(pet, to === 'completed' ? 'sold' : 'available');
+    return { outcome: 'closed', order: kept.order };
+  }
+
+  async expireOrders(now: number): Promise<number> {
+    return this.#expireDue(now);
+  }
+
+  async retireOwner(owner: string): Promise<void> {
+    const mine = this.#byOwner.get(owner);
+    if (!mine) return;
+    const heir = retiredOwner(owner);
+    for (const id of mine) {
+      const kept = this.#orders.get(id) as KeptOrder;
+      if (kept.order.status === 'placed') {
+        this.#placed.delete(id);
+        kept.order = { ...kept.order, status: 'cancelled' };
+        const pet = this.#pets[this.#firstAfter(kept.order.petId - 1)];
+        if (pet?.id === kept.order.petId && pet.status === 'pending') this.#setStatus(pet, 'available');
+      }
+      this.#orders.set(id, { order: kept.order, owner: heir });
+    }
+    this.#byOwner.delete(owner);
+    this.#byOwner.set(heir, mine);
+    for (const key of this.#orderKeys.keys()) if (key.startsWith(`${owner}\u0000`)) this.#orderKeys.delete(key);
+  }
+
+  /** Moves on with every write, and expires the orders whose hold is over first. */
   version(): number {
+    this.#expireDue(this.#clock.now());
     return this.#generation;
   }
 
@@ -110,8 +234,41 @@ export class MemoryStore implements PetStore {
       version: 1,
     };
     this.#pets.push(stored);
+    this.#inventory[stored.status]++;
     this.#generation++;
     return stored;
+  }
+
+  /** Expires every placed order whose hold is over at `now`: the order, its pet, its event. */
+  #expireDue(now: number): number {
+    if (now < this.#nextDeadline) return 0;
+    let expired = 0;
+    let next = Number.POSITIVE_INFINITY;
+    for (const id of this.#placed) {
+      const kept = this.#orders.get(id) as KeptOrder;
+      if (kept.order.holdUntil > now) {
+        next = Math.min(next, kept.order.holdUntil);
+        continue;
+      }
+      this.#placed.delete(id);
+      kept.order = { ...kept.order, status: 'expired' };
+      const pet = this.#pets[this.#firstAfter(kept.order.petId - 1)];
+      if (pet?.id === kept.order.petId && pet.status === 'pending') this.#setStatus(pet, 'available');
+      const event = orderExpiredEvent(kept.owner, kept.order, now);
+      if (event) void this.outbox.record([event]);
+      expired++;
+    }
+    this.#nextDeadline = next;
+    return expired;
+  }
+
+  /** Moves a pet to `status` as a change of it: a new object (a kept create answers the old), its version moved. */
+  #setStatus(pet: StoredPet, status: Pet['status']): void {
+    const i = this.#firstAfter(pet.id - 1);
+    this.#inventory[pet.status]--;
+    this.#inventory[status]++;
+    this.#pets[i] = { ...pet, status, version: pet.version + 1 };
+    this.#generation++;
   }
 
   /** Drops expired keys from the oldest on: O(1) per key over its life. */

@@ -28,6 +28,7 @@ export interface Migration {
 }
 
 const STATUS_CHECK = "status IN ('available', 'pending', 'sold')";
+const ORDER_STATUS_CHECK = "status IN ('placed', 'completed', 'cancelled', 'expired')";
 
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -245,6 +246,42 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE TRIGGER pets_changed AFTER UPDATE OR DELETE OR TRUNCATE ON pets FOR EACH STATEMENT
         WHEN (current_setting('${ANNOUNCES_SETTING}', true) IS DISTINCT FROM 'on')
         EXECUTE FUNCTION petstore_pets_changed();`,
+  },
+  {
+    version: 9,
+    name: 'orders',
+    // Orders hold pets: an order and its pet's status change in one transaction, and the unique
+    // index on the placed orders' pet_id makes "one open order per pet" the database's rule too.
+    // Times are epoch ms on the database's clock (PostgreSQL's now(); on SQLite the host's). An
+    // order's owner is the caller's identity; id is random (newOrderId), so it says nothing of volume.
+    sqlite: `
+      CREATE TABLE orders (
+        id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        pet_id INTEGER NOT NULL,
+        status TEXT NOT NULL CHECK (${ORDER_STATUS_CHECK}),
+        placed_at INTEGER NOT NULL,
+        hold_until INTEGER NOT NULL,
+        idempotency_key TEXT,
+        UNIQUE (owner, idempotency_key)
+      ) STRICT;
+      CREATE INDEX orders_owner_id ON orders (owner, id);
+      CREATE INDEX orders_placed_hold ON orders (hold_until) WHERE status = 'placed';
+      CREATE UNIQUE INDEX orders_placed_pet ON orders (pet_id) WHERE status = 'placed';`,
+    postgres: `
+      CREATE TABLE orders (
+        id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        pet_id BIGINT NOT NULL,
+        status TEXT NOT NULL CHECK (${ORDER_STATUS_CHECK}),
+        placed_at BIGINT NOT NULL,
+        hold_until BIGINT NOT NULL,
+        idempotency_key TEXT,
+        UNIQUE (owner, idempotency_key)
+      );
+      CREATE INDEX orders_owner_id ON orders (owner, id);
+      CREATE INDEX orders_placed_hold ON orders (hold_until) WHERE status = 'placed';
+      CREATE UNIQUE INDEX orders_placed_pet ON orders (pet_id) WHERE status = 'placed';`,
   },
 ];
 

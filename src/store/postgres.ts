@@ -1,5 +1,6 @@
 import postgres from 'postgres';
-import type { NewPet, Pet, PetPatch, StoredPet } from '../core/pets.ts';
+import type { Closing, StoredOrder } from '../core/orders.ts';
+import type { Inventory, NewPet, Pet, PetPatch, StoredPet } from '../core/pets.ts';
 import type { IfMatch } from '../core/preconditions.ts';
 import type { Logger } from '../log.ts';
 import { peerText } from '../redact.ts';
@@ -26,6 +27,7 @@ import {
   type SchemaState,
   schemaVerdict,
 } from './migrations.ts';
+import { newOrderId, ORDER_COLUMNS, orderExpiredEvent, orderFromRow, retiredOwner } from './orders.ts';
 import { DELIVERED_KEEP_MS, entryFromRow, type Outbox, statsFromRows } from './outbox.ts';
 import {
   ANY_DUE,
@@ -44,7 +46,9 @@ import { ANNOUNCES_SETTING, announce, HEARTBEAT_LOCK_WAIT_MS, PET_VERSIONS, PetC
 import { CONNECTION_LOST, transaction } from './postgres-transaction.ts';
 import { describeData } from './postgres-url.ts';
 import {
+  COUNT_BY_STATUS,
   column,
+  inventoryFromRows,
   KEPT_PET,
   keptPetFromRow,
   PET_COLUMNS,
@@ -52,7 +56,21 @@ import {
   STORED_PET_COLUMNS,
   storedPetFromRow,
 } from './rows.ts';
-import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore, RemoveResult, UpdateResult } from './store.ts';
+import type {
+  CloseOrderResult,
+  CreateOnceResult,
+  IdempotentCreate,
+  ListOptions,
+  OrderListOptions,
+  PetStore,
+  PlaceOrder,
+  PlaceOrderResult,
+  RemoveResult,
+  UpdateResult,
+} from './store.ts';
+
+/** Now on the database's clock, in epoch ms: every instance sets and compares holds by it, skewed or not. */
+const NOW_MS = 'floor(extract(epoch FROM now()) * 1000)::bigint';
 
 const POOL_SIZE = 10;
 /** The listening connection's `application_name`, as `pg_stat_activity` shows it. */
@@ -174,6 +192,12 @@ export class PostgresStore implements PetStore, WithKeyStore {
     stats: async () => statsFromRows(await this.#query('read outbox', () => this.#sql.unsafe(OUTBOX.stats))),
   };
   readonly #timeoutMs: number;
+  /**
+   * The earliest hold of a placed order as last read (every sweep reads it, every order placed
+   * here lowers it): from then on no answer is kept until the orders due are expired.
+   */
+  #nextDeadline = Number.NEGATIVE_INFINITY;
+  #expiring: Promise<unknown> | undefined;
 
   private constructor(newPool: () => postgres.Sql, sql: postgres.Sql, changes: PetChanges, timeoutMs: number) {
     this.#newPool = newPool;
@@ -268,6 +292,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
       );
       await changes.start();
       const store = new PostgresStore(newPool, sql, changes, timeoutMs);
+      await store.#readNextDeadline();
       announcing = store;
       return store;
     } catch (err) {
@@ -355,7 +380,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
         const plan = planUpdate(current, patch, ifMatch);
         if (plan.outcome !== 'apply') return plan;
         const was = current as StoredPet;
-        if (plan.statusChanges && (await heldByOrder(tx, id))) return { outcome: 'on_order', pet: was };
+        if (plan.statusChanges && (await this.#heldByOrder(tx, id))) return { outcome: 'on_order', pet: was };
         if (!plan.changed) return { outcome: 'updated', pet: was };
         const { name, categoryId, status } = plan.next;
         const [changed] = await tx`
@@ -379,7 +404,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
         const current = row ? storedPetFromRow(row) : undefined;
         const plan = planRemove(current, ifMatch);
         if (plan.outcome !== 'apply') return plan;
-        if (await heldByOrder(tx, id)) return { outcome: 'on_order', pet: current as StoredPet };
+        if (await this.#heldByOrder(tx, id)) return { outcome: 'on_order', pet: current as StoredPet };
         await tx`DELETE FROM pets WHERE id = ${id} RETURNING ${tx.unsafe(NEXT_VERSION)}`;
         return { outcome: 'removed' };
       }),
@@ -396,12 +421,205 @@ export class PostgresStore implements PetStore, WithKeyStore {
     return rows.map(petFromRow);
   }
 
+  async inventory(): Promise<Inventory> {
+    return inventoryFromRows(await this.#query('count pets', () => this.#sql.unsafe(COUNT_BY_STATUS)));
+  }
+
+  placeOrder({ owner, petId, holdMs, key }: PlaceOrder): Promise<PlaceOrderResult> {
+    const started = performance.now();
+    return this.#changing('place order', () =>
+      transaction(this.#sql, async (tx): Promise<PlaceOrderResult> => {
+        if (key !== undefined) {
+          // Retries with one key take turns, so the second finds the order the first placed.
+          await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`order\n${owner}\n${key}`}, 0))`;
+          if (performance.now() - started >= this.#timeoutMs) {
+            throw new StoreTimeoutError(`place order: no turn within ${this.#timeoutMs} ms; nothing was stored`);
+          }
+          const [seen] =
+            await tx`SELECT ${tx.unsafe(ORDER_COLUMNS)} FROM orders WHERE owner = ${owner} AND idempotency_key = ${key}`;
+          if (seen) {
+            const order = orderFromRow(seen);
+            return order.petId === petId ? { outcome: 'replayed', order } : { outcome: 'conflict' };
+          }
+        }
+        // A hold of this pet that ran out ends first, so the pet can be ordered again at once.
+        await this.#expireIn(tx, petId);
+        // The conditional write that sells a pet once: concurrent orders wait for this row's
+        // lock, then find it pending and change nothing.
+        const [held] = await tx`UPDATE pets SET status = 'pending', version = ${tx.unsafe(NEXT_VERSION)}
+          WHERE id = ${petId} AND status = 'available' RETURNING id`;
+        if (!held) {
+          const [pet] = await tx`SELECT status FROM pets WHERE id = ${petId}`;
+          return pet ? { outcome: 'unavailable' } : { outcome: 'no_pet' };
+        }
+        const [row] = await tx`
+          INSERT INTO orders (id, owner, pet_id, status, placed_at, hold_until, idempotency_key)
+          VALUES (${newOrderId()}, ${owner}, ${petId}, 'placed', ${tx.unsafe(NOW_MS)}, ${tx.unsafe(NOW_MS)} + ${holdMs},
+            ${key ?? null})
+          RETURNING ${tx.unsafe(ORDER_COLUMNS)}`;
+        const order = orderFromRow(row);
+        this.#nextDeadline = Math.min(this.#nextDeadline, order.holdUntil);
+        return { outcome: 'placed', order };
+      }),
+    );
+  }
+
+  async getOrder(owner: string, id: string): Promise<StoredOrder | undefined> {
+    const read = () =>
+      this.#query(
+        'read order',
+        () =>
+          this.#sql`SELECT ${this.#sql.unsafe(ORDER_COLUMNS)}, hold_until <= ${this.#sql.unsafe(NOW_MS)} AS due
+          FROM orders WHERE id = ${id} AND owner = ${owner}`,
+      );
+    let [row] = await read();
+    if (row && column(row, 'status') === 'placed' && column(row, 'due') === true) {
+      await this.expireOrders();
+      [row] = await read();
+    }
+    return row ? orderFromRow(row) : undefined;
+  }
+
+  async listOrders(owner: string, { limit, status, after = '' }: OrderListOptions): Promise<StoredOrder[]> {
+    const [due] = await this.#query(
+      'list orders',
+      () => this.#sql`SELECT 1 AS due FROM orders
+        WHERE owner = ${owner} AND status = 'placed' AND hold_until <= ${this.#sql.unsafe(NOW_MS)} LIMIT 1`,
+    );
+    if (due) await this.expireOrders();
+    const cols = this.#sql.unsafe(ORDER_COLUMNS);
+    const rows = await this.#query('list orders', () =>
+      status === undefined
+        ? this
+            .#sql`SELECT ${cols} FROM orders WHERE owner = ${owner} AND id > ${after} ORDER BY owner, id LIMIT ${limit}`
+        : this.#sql`SELECT ${cols} FROM orders WHERE owner = ${owner} AND id > ${after} AND status = ${status}
+            ORDER BY owner, id LIMIT ${limit}`,
+    );
+    return rows.map(orderFromRow);
+  }
+
+  closeOrder(owner: string, id: string, to: Closing): Promise<CloseOrderResult> {
+    return this.#changing('close order', () =>
+      transaction(this.#sql, async (tx): Promise<CloseOrderResult> => {
+        const [row] = await tx`SELECT ${tx.unsafe(ORDER_COLUMNS)}, hold_until <= ${tx.unsafe(NOW_MS)} AS due
+          FROM orders WHERE id = ${id} AND owner = ${owner} FOR UPDATE`;
+        if (!row) return { outcome: 'not_found' };
+        let order = orderFromRow(row);
+        if (order.status === 'placed' && column(row, 'due') === true) {
+          await this.#expireIn(tx, order.petId);
+          order = { ...order, status: 'expired' };
+        }
+        if (order.status !== 'placed') return { outcome: order.status === to ? 'unchanged' : 'order_closed', order };
+        const [closed] =
+          await tx`UPDATE orders SET status = ${to} WHERE id = ${id} RETURNING ${tx.unsafe(ORDER_COLUMNS)}`;
+        const petStatus = to === 'completed' ? 'sold' : 'available';
+        await tx`UPDATE pets SET status = ${petStatus}, version = ${tx.unsafe(NEXT_VERSION)}
+          WHERE id = ${order.petId} AND status = 'pending'`;
+        return { outcome: 'closed', order: orderFromRow(closed) };
+      }),
+    );
+  }
+
+  async retireOwner(owner: string): Promise<void> {
+    await this.#changing('retire owner', () =>
+      transaction(this.#sql, async (tx) => {
+        const rows =
+          await tx`UPDATE orders SET status = 'cancelled' WHERE owner = ${owner} AND status = 'placed' RETURNING pet_id`;
+        for (const row of rows) {
+          await tx`UPDATE pets SET status = 'available', version = ${tx.unsafe(NEXT_VERSION)}
+            WHERE id = ${Number(column(row, 'pet_id'))} AND status = 'pending'`;
+        }
+        await tx`UPDATE orders SET owner = ${retiredOwner(owner)}, idempotency_key = NULL WHERE owner = ${owner}`;
+      }),
+    );
+  }
+
+  /** Expires the placed orders whose hold is over on the database's clock; `now` is not used. */
+  async expireOrders(): Promise<number> {
+    const [due] = await this.#query(
+      'expire orders',
+      () => this.#sql`SELECT min(hold_until) AS at, bool_or(hold_until <= ${this.#sql.unsafe(NOW_MS)}) AS due
+        FROM orders WHERE status = 'placed'`,
+    );
+    if (column(due, 'due') !== true) {
+      const at = column(due, 'at');
+      this.#nextDeadline = at === null || at === undefined ? Number.POSITIVE_INFINITY : Number(at);
+      return 0;
+    }
+    const expired = await this.#changing('expire orders', () => transaction(this.#sql, (tx) => this.#expireIn(tx)));
+    await this.#readNextDeadline();
+    return expired;
+  }
+
+  /** Reads the earliest hold of a placed order, which `version()` watches. */
+  async #readNextDeadline(): Promise<void> {
+    const [next] = await this.#query(
+      'expire orders',
+      () => this.#sql`SELECT min(hold_until) AS at FROM orders WHERE status = 'placed'`,
+    );
+    const at = column(next, 'at');
+    this.#nextDeadline = at === null || at === undefined ? Number.POSITIVE_INFINITY : Number(at);
+  }
+
+  /**
+   * Whether an open order holds pet `id`, read in the transaction that holds the pet's row lock
+   * (a hold of it that ran out is expired first): then its status cannot change and it cannot be
+   * removed.
+   */
+  async #heldByOrder(tx: postgres.TransactionSql, id: number): Promise<boolean> {
+    await this.#expireIn(tx, id);
+    const [held] = await tx`SELECT 1 AS held FROM orders WHERE pet_id = ${id} AND status = 'placed'`;
+    return held !== undefined;
+  }
+
+  /**
+   * In `tx`: the placed orders whose hold is over (of `petId` only, when given) `expired`, their
+   * pets `available`, `order.expired` recorded. The UPDATE's condition is re-checked under the
+   * row lock, so instances expiring together expire each order once, and record its event once.
+   */
+  async #expireIn(tx: postgres.TransactionSql, petId?: number): Promise<number> {
+    const now = tx.unsafe(NOW_MS);
+    const rows = await (petId === undefined
+      ? tx`UPDATE orders SET status = 'expired' WHERE status = 'placed' AND hold_until <= ${now}
+          RETURNING owner, ${tx.unsafe(ORDER_COLUMNS)}, ${now} AS now`
+      : tx`UPDATE orders SET status = 'expired' WHERE pet_id = ${petId} AND status = 'placed' AND hold_until <= ${now}
+          RETURNING owner, ${tx.unsafe(ORDER_COLUMNS)}, ${now} AS now`);
+    for (const row of rows) {
+      const order = orderFromRow(row);
+      await tx`UPDATE pets SET status = 'available', version = ${tx.unsafe(NEXT_VERSION)}
+          WHERE id = ${order.petId} AND status = 'pending'`;
+      const event = orderExpiredEvent(String(column(row, 'owner')), order, Number(column(row, 'now')));
+      if (event) {
+        await tx.unsafe(OUTBOX.record, [
+          event.id,
+          event.consumer,
+          event.type,
+          event.payload,
+          event.createdAt,
+          event.createdAt,
+          null,
+        ]);
+      }
+    }
+    return rows.length;
+  }
+
   /**
    * Moves on with every write of pets by any instance (this one's at once, another's when its
    * notification arrives); undefined while this instance does not listen or has not caught up
    * (src/store/postgres-changes.ts). Reading it touches no connection.
    */
   version(): number | undefined {
+    // Past the earliest hold known here, pets may be about to change: nothing is kept until the
+    // orders due are expired (by this call's sweep, or another instance's write heard here).
+    if (Date.now() >= this.#nextDeadline) {
+      this.#expiring ??= this.expireOrders()
+        .catch(() => {})
+        .finally(() => {
+          this.#expiring = undefined;
+        });
+      return undefined;
+    }
     return this.#changes.version();
   }
 
@@ -471,15 +689,6 @@ export class PostgresStore implements PetStore, WithKeyStore {
 
 /** A new version for a pet: every change takes one from the sequence. */
 const NEXT_VERSION = `nextval('${PET_VERSIONS}')`;
-
-/**
- * Whether an open order holds pet `id`, read in the transaction that holds the pet's row lock:
- * then its status cannot change and it cannot be removed. The orders kept in this database
- * answer it; without them no pet is held.
- */
-async function heldByOrder(_tx: postgres.TransactionSql, _id: number): Promise<boolean> {
-  return false;
-}
 
 /** The outbox's statements with PostgreSQL's numbered parameters. */
 const OUTBOX = {

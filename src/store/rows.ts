@@ -1,4 +1,4 @@
-import { type Pet, PetStatus, type StoredPet } from '../core/pets.ts';
+import { type Inventory, type Pet, PetStatus, type StoredPet } from '../core/pets.ts';
 import { StoreError } from './errors.ts';
 
 /** The columns every pet query selects, in the order both engines return them. */
@@ -75,4 +75,25 @@ function unexpected(column: string, value: unknown): StoreError {
  */
 export function column(row: unknown, name: string): unknown {
   return typeof row === 'object' && row !== null && name in row ? (row as Record<string, unknown>)[name] : undefined;
+}
+
+/** The count of pets in each status, by one GROUP BY over the `(status, id)` index. */
+export const COUNT_BY_STATUS = 'SELECT status, count(*) AS n FROM pets GROUP BY status';
+
+/**
+ * The rows of `COUNT_BY_STATUS` as an inventory; a status no pet has counts 0.
+ *
+ * @example
+ * inventoryFromRows([{ status: 'sold', n: 2 }]) // { available: 0, pending: 0, sold: 2 }
+ */
+export function inventoryFromRows(rows: readonly unknown[]): Inventory {
+  const inventory: Inventory = { available: 0, pending: 0, sold: 0 };
+  for (const row of rows) {
+    const status = column(row, 'status');
+    // PostgreSQL's count is a bigint, which its driver hands over as a string.
+    const n = Number(column(row, 'n'));
+    if (!STATUSES.has(status) || !Number.isSafeInteger(n)) throw unexpected('status', status);
+    inventory[status as PetStatus] = n;
+  }
+  return inventory;
 }

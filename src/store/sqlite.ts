@@ -1,7 +1,8 @@
 import { resolve } from 'node:path';
 import { clearTimeout, setImmediate, setTimeout } from 'node:timers';
 import { type Clock, systemClock } from '../core/clock.ts';
-import type { NewPet, Pet, PetPatch, StoredPet } from '../core/pets.ts';
+import type { Closing, StoredOrder } from '../core/orders.ts';
+import type { Inventory, NewPet, Pet, PetPatch, StoredPet } from '../core/pets.ts';
 import type { IfMatch } from '../core/preconditions.ts';
 import type { Logger } from '../log.ts';
 import { planRemove, planUpdate } from './changes.ts';
@@ -25,6 +26,7 @@ import {
   type SchemaState,
   schemaVerdict,
 } from './migrations.ts';
+import { newOrderId, ORDER_COLUMNS, orderExpiredEvent, orderFromRow, retiredOwner } from './orders.ts';
 import {
   DELIVERED_KEEP_MS,
   type Dropped,
@@ -46,7 +48,9 @@ import {
   settleParams,
 } from './outbox-sql.ts';
 import {
+  COUNT_BY_STATUS,
   column,
+  inventoryFromRows,
   KEPT_PET,
   keptPetFromRow,
   PET_COLUMNS,
@@ -55,7 +59,18 @@ import {
   storedPetFromRow,
 } from './rows.ts';
 import type { SqliteConnection, SqliteOpener } from './sqlite-driver.ts';
-import type { CreateOnceResult, IdempotentCreate, ListOptions, PetStore, RemoveResult, UpdateResult } from './store.ts';
+import type {
+  CloseOrderResult,
+  CreateOnceResult,
+  IdempotentCreate,
+  ListOptions,
+  OrderListOptions,
+  PetStore,
+  PlaceOrder,
+  PlaceOrderResult,
+  RemoveResult,
+  UpdateResult,
+} from './store.ts';
 
 /** How long opening the file (its migrations) waits for another process holding the lock. */
 const OPEN_BUSY_TIMEOUT_MS = 5_000;
@@ -99,6 +114,27 @@ const UPSERT_KEY = `
     pet_name = excluded.pet_name, pet_category_id = excluded.pet_category_id,
     pet_status = excluded.pet_status, pet_version = excluded.pet_version`;
 const SWEEP_KEYS = 'DELETE FROM idempotency_keys WHERE expires_at <= ?';
+const ORDER_BY_KEY = `SELECT ${ORDER_COLUMNS} FROM orders WHERE owner = ? AND idempotency_key = ?`;
+const ORDER_OF = `SELECT ${ORDER_COLUMNS} FROM orders WHERE id = ? AND owner = ?`;
+/** The pet moves to pending only from available: the conditional write that sells a pet once. */
+const HOLD_PET =
+  "UPDATE pets SET status = 'pending', version = version + 1 WHERE id = ? AND status = 'available' RETURNING id";
+const PET_STATUS = 'SELECT status FROM pets WHERE id = ?';
+const INSERT_ORDER = `INSERT INTO orders (id, owner, pet_id, status, placed_at, hold_until, idempotency_key)
+  VALUES (?, ?, ?, 'placed', ?, ?, ?) RETURNING ${ORDER_COLUMNS}`;
+const CLOSE_ORDER = `UPDATE orders SET status = ? WHERE id = ? AND status = 'placed' RETURNING ${ORDER_COLUMNS}`;
+/** A pet an order held leaves pending for `status` (sold, or available again). */
+const RELEASE_PET = "UPDATE pets SET status = ?, version = version + 1 WHERE id = ? AND status = 'pending'";
+const EXPIRE_DUE = `UPDATE orders SET status = 'expired' WHERE status = 'placed' AND hold_until <= ?
+  RETURNING owner, ${ORDER_COLUMNS}`;
+const CANCEL_OWNED = "UPDATE orders SET status = 'cancelled' WHERE owner = ? AND status = 'placed' RETURNING pet_id";
+const RETIRE_OWNER = 'UPDATE orders SET owner = ?, idempotency_key = NULL WHERE owner = ?';
+const PLACED_FOR_PET = "SELECT 1 AS held FROM orders WHERE pet_id = ? AND status = 'placed'";
+const ANY_ORDER_DUE = "SELECT 1 AS due FROM orders WHERE status = 'placed' AND hold_until <= ? LIMIT 1";
+const NEXT_DEADLINE = "SELECT min(hold_until) AS at FROM orders WHERE status = 'placed'";
+const ORDER_PAGE = `SELECT ${ORDER_COLUMNS} FROM orders WHERE owner = ? AND id > ? ORDER BY owner, id LIMIT ?`;
+const ORDER_PAGE_BY_STATUS = `SELECT ${ORDER_COLUMNS} FROM orders
+  WHERE owner = ? AND id > ? AND status = ? ORDER BY owner, id LIMIT ?`;
 
 export interface SqliteStoreOptions {
   /** Database file; its folder is created when missing. */
@@ -153,6 +189,13 @@ export class SqliteStore implements PetStore, WithKeyStore {
   /** Set while the pending writes wait for another process's lock. */
   #retry: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
+  /**
+   * The earliest hold of a placed order: from then on an order may be due, and no answer is kept
+   * until the orders are expired.
+   */
+  #nextDeadline: number;
+  /** The expiry `version()` started, while it runs. */
+  #expiring: Promise<unknown> | undefined;
   /** The webhook outbox in this file: its writes are batched with the pets'. */
   readonly outbox: Outbox = {
     record: async (events) => {
@@ -188,6 +231,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
     this.#db = db;
     this.#clock = clock;
     this.#lockWaitMs = lockWaitMs;
+    this.#nextDeadline = this.#readNextDeadline();
   }
 
   /**
@@ -278,6 +322,65 @@ export class SqliteStore implements PetStore, WithKeyStore {
     });
   }
 
+  async inventory(): Promise<Inventory> {
+    return this.#reading('count pets', () =>
+      inventoryFromRows(this.#read('count pets', () => this.#db.prepare(COUNT_BY_STATUS).all())),
+    );
+  }
+
+  placeOrder(place: PlaceOrder): Promise<PlaceOrderResult> {
+    return this.#enqueue(() => this.#placeIn(place)) as Promise<PlaceOrderResult>;
+  }
+
+  async getOrder(owner: string, id: string, now: number): Promise<StoredOrder | undefined> {
+    await this.#expireIfDue(now);
+    return this.#reading('read order', () => {
+      const row = this.#read('read order', () => this.#db.prepare(ORDER_OF).get(id, owner));
+      return row === undefined || row === null ? undefined : orderFromRow(row);
+    });
+  }
+
+  async listOrders(
+    owner: string,
+    { limit, status, after = '' }: OrderListOptions,
+    now: number,
+  ): Promise<StoredOrder[]> {
+    await this.#expireIfDue(now);
+    return this.#reading('list orders', () =>
+      this.#read('list orders', () =>
+        status === undefined
+          ? this.#db.prepare(ORDER_PAGE).all(owner, after, limit)
+          : this.#db.prepare(ORDER_PAGE_BY_STATUS).all(owner, after, status, limit),
+      ).map(orderFromRow),
+    );
+  }
+
+  closeOrder(owner: string, id: string, to: Closing, now: number): Promise<CloseOrderResult> {
+    return this.#enqueue(() => {
+      this.#expireIn(now);
+      const row = this.#db.prepare(ORDER_OF).get(id, owner);
+      if (row === undefined || row === null) return { outcome: 'not_found' };
+      const order = orderFromRow(row);
+      if (order.status !== 'placed') return { outcome: order.status === to ? 'unchanged' : 'order_closed', order };
+      const closed = orderFromRow(this.#db.prepare(CLOSE_ORDER).get(to, id));
+      this.#db.prepare(RELEASE_PET).get(to === 'completed' ? 'sold' : 'available', order.petId);
+      return { outcome: 'closed', order: closed };
+    }) as Promise<CloseOrderResult>;
+  }
+
+  async expireOrders(now: number): Promise<number> {
+    return this.#expireIfDue(now);
+  }
+
+  async retireOwner(owner: string): Promise<void> {
+    await this.#enqueue(() => {
+      for (const row of this.#db.prepare(CANCEL_OWNED).all(owner)) {
+        this.#db.prepare(RELEASE_PET).get('available', Number(column(row, 'pet_id')));
+      }
+      this.#db.prepare(RETIRE_OWNER).get(retiredOwner(owner), owner);
+    });
+  }
+
   /**
    * Changes whenever a pet may have been written: by this process (its commits) or by another
    * (`PRAGMA data_version`, read at most every `DATA_VERSION_TTL_MS`). Undefined when the file
@@ -285,6 +388,15 @@ export class SqliteStore implements PetStore, WithKeyStore {
    */
   version(): unknown {
     try {
+      // A hold that ran out changes pets: no answer is kept across it (the expiry moves the generation).
+      if (this.#clock.now() >= this.#nextDeadline) {
+        this.#expiring ??= this.expireOrders(this.#clock.now())
+          .catch(() => {})
+          .finally(() => {
+            this.#expiring = undefined;
+          });
+        return undefined;
+      }
       this.#dataVersion('read data_version');
       return this.#generation;
     } catch {
@@ -439,8 +551,68 @@ export class SqliteStore implements PetStore, WithKeyStore {
    * cannot change and it cannot be removed. The orders kept in this file answer it; without
    * them no pet is held.
    */
-  #heldByOrder(_id: number): boolean {
-    return false;
+  #heldByOrder(id: number): boolean {
+    this.#expireIn(this.#clock.now());
+    const held = this.#db.prepare(PLACED_FOR_PET).get(id);
+    return held !== undefined && held !== null;
+  }
+
+  /** Inside the batch's transaction: the key's order, a conflict, or the pet held and a new order. */
+  #placeIn({ owner, petId, holdMs, now, key }: PlaceOrder): PlaceOrderResult {
+    this.#expireIn(now);
+    if (key !== undefined) {
+      const seen = this.#db.prepare(ORDER_BY_KEY).get(owner, key);
+      if (seen !== undefined && seen !== null) {
+        const order = orderFromRow(seen);
+        return order.petId === petId ? { outcome: 'replayed', order } : { outcome: 'conflict' };
+      }
+    }
+    const held = this.#db.prepare(HOLD_PET).get(petId);
+    if (held === undefined || held === null) {
+      const pet = this.#db.prepare(PET_STATUS).get(petId);
+      return pet === undefined || pet === null ? { outcome: 'no_pet' } : { outcome: 'unavailable' };
+    }
+    const order = orderFromRow(
+      this.#db.prepare(INSERT_ORDER).get(newOrderId(), owner, petId, now, now + holdMs, key ?? null),
+    );
+    this.#nextDeadline = Math.min(this.#nextDeadline, order.holdUntil);
+    return { outcome: 'placed', order };
+  }
+
+  /** Expires the orders whose hold is over, in a write batch, when a read shows there are some. */
+  async #expireIfDue(now: number): Promise<number> {
+    const due = this.#reading('read orders', () =>
+      this.#read('read orders', () => this.#db.prepare(ANY_ORDER_DUE).get(now)),
+    );
+    if (due === undefined || due === null) {
+      // Another process may have expired them: the next deadline is what the file says.
+      this.#nextDeadline = this.#readNextDeadline();
+      return 0;
+    }
+    return (await this.#enqueue(() => this.#expireIn(now))) as number;
+  }
+
+  /**
+   * Inside the batch's transaction: every placed order whose hold is over `expired`, its pet
+   * `available`, `order.expired` recorded; then the next deadline is read again.
+   */
+  #expireIn(now: number): number {
+    if (now < this.#nextDeadline) return 0;
+    const rows = this.#db.prepare(EXPIRE_DUE).all(now);
+    for (const row of rows) {
+      const order = orderFromRow(row);
+      this.#db.prepare(RELEASE_PET).get('available', order.petId);
+      const event = orderExpiredEvent(String(column(row, 'owner')), order, now);
+      if (event) this.#db.prepare(RECORD).get(event.id, event.consumer, event.type, event.payload, now, now, null);
+    }
+    this.#nextDeadline = this.#readNextDeadline();
+    return rows.length;
+  }
+
+  /** The earliest hold of a placed order, or +Infinity when none is placed. */
+  #readNextDeadline(): number {
+    const at = column(this.#db.prepare(NEXT_DEADLINE).get(), 'at');
+    return at === null || at === undefined ? Number.POSITIVE_INFINITY : Number(at);
   }
 
   /** Inside the batch's transaction: the key's first pet, a conflict, or a new pet and its key. */

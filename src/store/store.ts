@@ -1,4 +1,5 @@
-import type { NewPet, Pet, PetPatch, PetStatus, StoredPet } from '../core/pets.ts';
+import type { Closing, OrderStatus, StoredOrder } from '../core/orders.ts';
+import type { Inventory, NewPet, Pet, PetPatch, PetStatus, StoredPet } from '../core/pets.ts';
 import type { IfMatch } from '../core/preconditions.ts';
 import type { Outbox } from './outbox.ts';
 
@@ -46,6 +47,38 @@ export type RemoveResult =
   | { readonly outcome: 'not_found' }
   | { readonly outcome: 'stale'; readonly pet: StoredPet }
   | { readonly outcome: 'on_order'; readonly pet: StoredPet };
+/** An order to place: `owner`'s, for `petId`, holding it `holdMs` from the store's now. */
+export interface PlaceOrder {
+  /** Whose it is (the caller's identity, e.g. `key:acme`): only its owner ever sees it. */
+  readonly owner: string;
+  readonly petId: number;
+  readonly holdMs: number;
+  /** Epoch ms now, from the app's clock; PostgreSQL uses its own clock instead. */
+  readonly now: number;
+  /** The `Idempotency-Key`: a retry with it answers the order it placed (for the same pet). */
+  readonly key?: string;
+}
+
+/** What `placeOrder` did. */
+export type PlaceOrderResult =
+  | { readonly outcome: 'placed' | 'replayed'; readonly order: StoredOrder }
+  /** The key placed an order for another pet. */
+  | { readonly outcome: 'conflict' }
+  | { readonly outcome: 'no_pet' }
+  /** The pet is not `available` (on order, or sold). */
+  | { readonly outcome: 'unavailable' };
+
+/** What `closeOrder` did: closed it, found it already so (`unchanged`), or found it closed otherwise. */
+export type CloseOrderResult =
+  | { readonly outcome: 'closed' | 'unchanged' | 'order_closed'; readonly order: StoredOrder }
+  | { readonly outcome: 'not_found' };
+
+/** One page of an owner's orders: ids after `after`, ascending, at most `limit`. */
+export interface OrderListOptions {
+  readonly limit: number;
+  readonly status?: OrderStatus;
+  readonly after?: string;
+}
 
 /** Where pets live. Ids are assigned by the store and increase. */
 export interface PetStore {
@@ -71,6 +104,34 @@ export interface PetStore {
    */
   remove(id: number, ifMatch?: IfMatch): Promise<RemoveResult>;
   list(options: ListOptions): Promise<readonly Pet[]>;
+  /** How many pets have each status. */
+  inventory(): Promise<Inventory>;
+  /**
+   * Places an order: in one transaction the pet moves `available -> pending` by a conditional
+   * write and the order is stored, so two orders never hold one pet, whichever instance placed them.
+   */
+  placeOrder(place: PlaceOrder): Promise<PlaceOrderResult>;
+  /** `owner`'s order, expired first when its hold is over; undefined when it has no such order. */
+  getOrder(owner: string, id: string, now: number): Promise<StoredOrder | undefined>;
+  /** A page of `owner`'s orders, ascending by id, those whose hold is over expired first. */
+  listOrders(owner: string, options: OrderListOptions, now: number): Promise<readonly StoredOrder[]>;
+  /**
+   * Closes `owner`'s placed order, and moves its pet in the same transaction: `completed` sells
+   * it, `cancelled` makes it available. An order whose hold is over is expired instead.
+   */
+  closeOrder(owner: string, id: string, to: Closing, now: number): Promise<CloseOrderResult>;
+  /**
+   * Expires every placed order whose hold is over: the order `expired`, its pet `available`,
+   * `order.expired` recorded in the outbox, each a conditional write, so an order expires once
+   * whichever instances try. Resolves with how many this call expired.
+   */
+  expireOrders(now: number): Promise<number>;
+  /**
+   * Ends an owner (a consumer deleted): its placed orders `cancelled` with their pets available,
+   * and every order of it given to an identity no one has, so a consumer made again under the
+   * same name starts with none of them, its `Idempotency-Key`s free.
+   */
+  retireOwner(owner: string): Promise<void>;
   /**
    * A value that changes whenever any pet may have changed, compared with `===`; undefined when
    * the store cannot tell (then no answer read from it is kept: src/http/memo.ts).
@@ -113,6 +174,13 @@ export const STORE_CALLS = {
   update: { doing: 'change pet', write: true, counted: 'update' },
   remove: { doing: 'remove pet', write: true, counted: 'remove' },
   list: { doing: 'list pets', write: false, counted: 'list' },
+  inventory: { doing: 'count pets', write: false, counted: 'inventory' },
+  placeOrder: { doing: 'place order', write: true, counted: 'order' },
+  getOrder: { doing: 'read order', write: true, counted: 'order' },
+  listOrders: { doing: 'list orders', write: true, counted: 'order' },
+  closeOrder: { doing: 'close order', write: true, counted: 'order' },
+  expireOrders: { doing: 'expire orders', write: true, counted: 'order' },
+  retireOwner: { doing: 'retire owner', write: true, counted: 'order' },
   ping: { doing: 'ping', write: false, counted: 'ping' },
 } as const satisfies Record<Exclude<Calls<PetStore>, 'close'>, CallSpec>;
 

@@ -105,3 +105,23 @@ test('a consumer whose webhook was removed has its events failed at once', async
   await worker.stop();
   expect(outcomes).toEqual(['acme quota.threshold failed']);
 });
+
+test('an expired order of a consumer without a webhook is dropped, not failed: nothing is warned', async () => {
+  const outbox = new MemoryOutbox();
+  await outbox.record([{ ...EVENT, id: 'msg_order', type: 'order.expired' }]);
+  const { outcomes, report } = recorder();
+  const keys = keysFor(undefined, '');
+  const lines: string[] = [];
+  const worker = new DeliveryWorker({
+    outbox,
+    keys: () => keys,
+    log: createLogger({ write: (l) => lines.push(l) }),
+    report,
+    pollMs: 60_000,
+  });
+  await drain(worker, outbox);
+  await worker.stop();
+  expect(outcomes).toEqual(['acme order.expired dropped']);
+  expect(lines.filter((l) => l.includes('"level":"warn"'))).toEqual([]);
+  expect(await outbox.stats()).toEqual({ pending: 0, failed: 1, oldestPendingAt: undefined });
+});

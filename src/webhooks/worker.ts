@@ -14,6 +14,7 @@ import { type Clock, systemClock } from '../core/clock.ts';
 import type { Consumer, KeyRecord } from '../keys/file.ts';
 import type { Logger } from '../log.ts';
 import { peerText } from '../redact.ts';
+import { ORDER_EXPIRED } from '../store/orders.ts';
 import type { Outbox, OutboxEntry, OutboxStats } from '../store/outbox.ts';
 import { clientSpan } from '../trace/spans.ts';
 import { expiringEvents } from './events.ts';
@@ -200,6 +201,14 @@ export class DeliveryWorker {
       : { ok: false, error: 'the consumer has no webhook now' };
     const now = clock.now();
     const fields = { consumer: entry.consumer, event: entry.type, id: entry.id, attempt: entry.attempts + 1 };
+    // An expired order is recorded for every consumer: one without a webhook has nothing to
+    // deliver to, which is no failure (no warning, no failed count).
+    if (!webhook && entry.type === ORDER_EXPIRED) {
+      await outbox.settle(entry.id, this.#owner, { outcome: 'failed', error: 'the consumer has no webhook' }, now);
+      report?.delivery(entry.consumer, entry.type, 'dropped');
+      log.debug('webhook event dropped: its consumer has no webhook', fields);
+      return;
+    }
     if (result.ok) {
       await outbox.settle(entry.id, this.#owner, { outcome: 'delivered' }, now);
       report?.delivery(entry.consumer, entry.type, 'delivered');

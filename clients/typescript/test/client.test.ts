@@ -102,6 +102,31 @@ describe('every operation', () => {
     expect(sent.map((s) => s.method)).toEqual(['POST', 'GET']);
   });
 
+  test('placeOrder, getOrder, listOrders, completeOrder and cancelOrder: typed methods, contract bodies and errors', async () => {
+    const { sent, fetch } = recording();
+    const petstore = createClient({ apiKey: tokenOf('ops'), baseUrl, fetch });
+    const pup = await petstore.createPet({ name: 'Pup', categoryId: 4 });
+    const kit = await petstore.createPet({ name: 'Kit', categoryId: 4 });
+    const order = await petstore.placeOrder({ petId: pup.id });
+    expect(order).toMatchObject({ petId: pup.id, status: 'placed' });
+    expect(order.id).toMatch(/^ord_[0-9a-f]{32}$/);
+    // A create: the client keys it, so a lost answer is retried without a second order.
+    expect(sent.at(-1)?.idempotencyKey).toMatch(/^[0-9a-f-]{36}$/);
+    expect(await petstore.getOrder(order.id)).toEqual(order);
+    expect(await rejection(petstore.placeOrder({ petId: pup.id }))).toMatchObject({
+      code: 'pet_unavailable',
+      status: 409,
+    });
+    const other = await petstore.placeOrder({ petId: kit.id });
+    const mine = await petstore.listOrders({ limit: 100 });
+    expect(mine.map((o) => o.id).sort()).toEqual([order.id, other.id].sort());
+    expect((await petstore.completeOrder(order.id)).status).toBe('completed');
+    expect((await petstore.getPet(pup.id)).status).toBe('sold');
+    expect((await petstore.cancelOrder(other.id)).status).toBe('cancelled');
+    expect(await rejection(petstore.completeOrder(other.id))).toMatchObject({ code: 'order_closed', status: 409 });
+    expect((await petstore.listOrders({ status: 'cancelled' })).map((o) => o.id)).toEqual([other.id]);
+  });
+
   test('a wrong key is PetstoreError unauthorized, sent once', async () => {
     const { sent, fetch } = recording();
     const stranger = createClient({ apiKey: 'psk_not-a-key', baseUrl, fetch });

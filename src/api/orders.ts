@@ -1,0 +1,121 @@
+import { ApiError } from '../core/errors.ts';
+import type { Closing, NewOrder, OrderStatus, StoredOrder } from '../core/orders.ts';
+import type { Reply } from '../core/reply.ts';
+import type { ApiDeps, Input } from './operation.ts';
+import type { CreateHeaders, OrderListQuery, OrderParams } from './schemas.ts';
+
+const JSON_TYPE = 'application/json';
+
+/** What the API says of an order: its hold and placing as RFC 3339 date-times in UTC. */
+function orderBody({ id, petId, status, placedAt, holdUntil }: StoredOrder): string {
+  return JSON.stringify({
+    id,
+    petId,
+    status,
+    placedAt: new Date(placedAt).toISOString(),
+    holdUntil: new Date(holdUntil).toISOString(),
+  });
+}
+
+const one = (order: StoredOrder, status = 200, headers?: Record<string, string>): Reply => ({
+  status,
+  body: orderBody(order),
+  type: JSON_TYPE,
+  ...(headers ? { headers } : {}),
+});
+
+/** The 404 of an order the caller has not: another consumer's is answered the same, so existence is not told. */
+const noSuchOrder = (id: string) => new ApiError('not_found', `You have no order with id ${id}.`);
+
+/**
+ * `POST /store/orders`: holds an available pet for the caller until `holdUntil`; the pet is
+ * `pending` from the same transaction on. With an `Idempotency-Key`, a retry answers the order
+ * the key placed (`Idempotent-Replayed: true`); the key with another pet is a 409.
+ */
+export async function placeOrder(
+  { body, headers, principal }: Input<unknown, unknown, CreateHeaders, NewOrder>,
+  { store, clock, orderHoldMs }: ApiDeps,
+): Promise<Reply> {
+  const key = headers['idempotency-key'];
+  const result = await store.placeOrder({
+    owner: principal,
+    petId: body.petId,
+    holdMs: orderHoldMs,
+    now: clock.now(),
+    ...(key === undefined ? {} : { key }),
+  });
+  switch (result.outcome) {
+    case 'no_pet':
+      throw new ApiError('pet_not_found', `No pet has id ${body.petId}; an order needs an existing pet.`);
+    case 'unavailable':
+      throw new ApiError('pet_unavailable', `Pet ${body.petId} is not available: it is on order or sold.`);
+    case 'conflict':
+      throw new ApiError(
+        'idempotency_key_reused',
+        'This Idempotency-Key placed an order for another pet; use a new key for a new order.',
+      );
+    default: {
+      const location = { Location: `orders/${result.order.id}` };
+      return one(
+        result.order,
+        201,
+        result.outcome === 'replayed' ? { ...location, 'Idempotent-Replayed': 'true' } : location,
+      );
+    }
+  }
+}
+
+/** `GET /store/orders/{orderId}`: one of the caller's orders, or 404. */
+export async function getOrder(
+  { params, principal }: Input<unknown, OrderParams>,
+  { store, clock }: ApiDeps,
+): Promise<Reply> {
+  const order = await store.getOrder(principal, params.orderId, clock.now());
+  if (!order) throw noSuchOrder(params.orderId);
+  return one(order);
+}
+
+/**
+ * `GET /store/orders`: a page of the caller's orders, ascending by id, with a `Link` to the
+ * next page when there is one, exactly as `listPets` pages.
+ */
+export async function listOrders(
+  { query, principal }: Input<OrderListQuery>,
+  { store, clock }: ApiDeps,
+): Promise<Reply> {
+  const { limit, status, cursor } = query;
+  const page = await store.listOrders(principal, { limit: limit + 1, status, after: cursor }, clock.now());
+  const body = `[${page.slice(0, limit).map(orderBody).join(',')}]`;
+  if (page.length <= limit) return { status: 200, body, type: JSON_TYPE };
+  const last = page[limit - 1] as StoredOrder;
+  return { status: 200, body, type: JSON_TYPE, headers: { Link: nextLink(limit, status, last.id) } };
+}
+
+/** `POST /store/orders/{orderId}/complete`: the order `completed`, its pet `sold`. */
+export const completeOrder = (input: Input<unknown, OrderParams>, deps: ApiDeps) => close(input, deps, 'completed');
+
+/** `POST /store/orders/{orderId}/cancel`: the order `cancelled`, its pet `available` again. */
+export const cancelOrder = (input: Input<unknown, OrderParams>, deps: ApiDeps) => close(input, deps, 'cancelled');
+
+/** Closes a placed order; repeating the close it already had answers it unchanged; any other is a 409. */
+async function close(
+  { params, principal }: Input<unknown, OrderParams>,
+  { store, clock }: ApiDeps,
+  to: Closing,
+): Promise<Reply> {
+  const result = await store.closeOrder(principal, params.orderId, to, clock.now());
+  if (result.outcome === 'not_found') throw noSuchOrder(params.orderId);
+  if (result.outcome === 'order_closed') {
+    throw new ApiError(
+      'order_closed',
+      `Order ${params.orderId} is ${result.order.status}: only a placed order can be ${to}.`,
+    );
+  }
+  return one(result.order);
+}
+
+/** RFC 8288 link to the page after order `lastId`, relative to `/v1/store/orders`, keeping the filters. */
+function nextLink(limit: number, status: OrderStatus | undefined, lastId: string): string {
+  const filter = status ? `&status=${status}` : '';
+  return `<orders?limit=${limit}${filter}&cursor=${lastId}>; rel="next"`;
+}

@@ -1,0 +1,86 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { OrderStatus, StoredOrder } from '../core/orders.ts';
+import { StoreError } from './errors.ts';
+import type { OutboxEvent } from './outbox.ts';
+import { column } from './rows.ts';
+
+/**
+ * A new order id: `ord_` and 128 random bits in hex. Random rather than counted, so an id tells
+ * nothing of how many orders the store holds, and no id is guessed from another.
+ */
+export function newOrderId(): string {
+  return `ord_${randomBytes(16).toString('hex')}`;
+}
+
+/** The identity a retired owner's orders are given: never a caller's, never given twice. */
+export function retiredOwner(owner: string): string {
+  return `retired:${randomBytes(16).toString('hex')}:${owner}`;
+}
+
+/**
+ * The type of the event an expired order records. Recorded whether or not its consumer has a
+ * webhook (the store does not know the keys): one without a webhook has it dropped, not failed.
+ */
+export const ORDER_EXPIRED = 'order.expired';
+
+/** The consumer whose webhook hears of an owner's orders: `key:acme` is acme's; an address has none. */
+export function consumerOf(owner: string): string | undefined {
+  return owner.startsWith('key:') ? owner.slice('key:'.length) : undefined;
+}
+
+/**
+ * The outbox record of an order whose hold ran out, for its owner's webhook: its id a digest of
+ * the order's, so however many instances expire it, one event is recorded and delivered.
+ * Undefined for an owner that is no consumer.
+ *
+ * @example
+ * orderExpiredEvent('key:acme', order, Date.now()) // { id: 'msg_…', type: 'order.expired', … }
+ */
+export function orderExpiredEvent(owner: string, order: StoredOrder, at: number): OutboxEvent | undefined {
+  const consumer = consumerOf(owner);
+  if (consumer === undefined) return undefined;
+  const type = ORDER_EXPIRED;
+  const data = {
+    consumer,
+    order: {
+      id: order.id,
+      petId: order.petId,
+      status: 'expired',
+      placedAt: iso(order.placedAt),
+      holdUntil: iso(order.holdUntil),
+    },
+  };
+  return {
+    id: `msg_${createHash('sha256').update(`${type}\n${order.id}`).digest('hex').slice(0, 32)}`,
+    consumer,
+    type,
+    payload: JSON.stringify({ type, timestamp: new Date(at).toISOString(), data }),
+    createdAt: at,
+  };
+}
+
+/** Epoch ms as an RFC 3339 date-time in UTC, milliseconds kept. */
+export const iso = (ms: number): string => new Date(ms).toISOString();
+
+const STATUSES: ReadonlySet<unknown> = new Set(['placed', 'completed', 'cancelled', 'expired']);
+
+/**
+ * A row of `orders` (`id, pet_id, status, placed_at, hold_until`, times in epoch ms) as an order.
+ *
+ * @example
+ * orderFromRow({ id: 'ord_…', pet_id: 1, status: 'placed', placed_at: 1, hold_until: 2 })
+ */
+export function orderFromRow(row: unknown): StoredOrder {
+  const id = column(row, 'id');
+  const petId = Number(column(row, 'pet_id'));
+  const status = column(row, 'status');
+  const placedAt = Number(column(row, 'placed_at'));
+  const holdUntil = Number(column(row, 'hold_until'));
+  if (typeof id !== 'string' || !STATUSES.has(status) || ![petId, placedAt, holdUntil].every(Number.isSafeInteger)) {
+    throw new StoreError('unexpected row in orders');
+  }
+  return { id, petId, status: status as OrderStatus, placedAt, holdUntil };
+}
+
+/** The columns every order query selects. */
+export const ORDER_COLUMNS = 'id, pet_id, status, placed_at, hold_until';
