@@ -250,6 +250,9 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 9,
     name: 'orders',
+    // A table of its own: a build of schema 8 still serves pets beside it (it neither places nor
+    // expires orders, and does not hold a pet on order against PATCH or DELETE).
+    readableFrom: 8,
     // Orders hold pets: an order and its pet's status change in one transaction, and the unique
     // index on the placed orders' pet_id makes "one open order per pet" the database's rule too.
     // Times are epoch ms on the database's clock (PostgreSQL's now(); on SQLite the host's). An
