@@ -48,6 +48,7 @@ describe.skipIf(!PG_SERVER)('a rolling upgrade on PostgreSQL', () => {
       await Bun.sleep(500);
       // One of the first two restarts on it (out of the balancer first, as a rolling restart does).
       const first = live.shift() as Running;
+      await traffic.drain(first);
       expect(await first.stop()).toBe(0);
       const restarted = await startServer({ args });
       live.push(restarted);

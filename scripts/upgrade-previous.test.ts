@@ -79,6 +79,7 @@ describe.skipIf(!PG_SERVER || !BASE_REF)('from the previous release to this one 
     const replaceAll = async (command: string) => {
       for (let i = 0; i < 2; i++) {
         const old = live.shift() as Running;
+        await traffic.drain(old);
         expect(await old.stop()).toBe(0);
         live.push(await startWith(command, args));
         await Bun.sleep(400);
