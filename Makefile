@@ -284,7 +284,7 @@ rolling-upgrade-test: build ## PostgreSQL: two dist/petstore under traffic while
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh $(BUN) test --timeout 90000 ./scripts/rolling-upgrade.test.ts
 
 .PHONY: upgrade-test
-# The previous release: the last commit landed before readable_from and petstore migrate.
-UPGRADE_BASE ?= 78330ec5b7c3
+# The previous release: the last commit landed before this work (schema 7).
+UPGRADE_BASE ?= 447dbb3
 upgrade-test: build ## PostgreSQL: the previous release (UPGRADE_BASE, built as the bench builds its base) replaced instance by instance with this build under traffic, then back: no 5xx, every pet kept (~1 min)
 	PETSTORE_CMD="$(abspath $(BIN))" PETSTORE_UPGRADE_BASE="$(UPGRADE_BASE)" scripts/with-postgres.sh $(BUN) test --timeout 240000 ./scripts/upgrade-previous.test.ts

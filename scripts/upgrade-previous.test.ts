@@ -1,11 +1,14 @@
 /**
- * docs/operations.md's upgrade "from the release before this one" and its rollback, followed on
- * PostgreSQL: the previous release (PETSTORE_UPGRADE_BASE, which `make upgrade-test` sets to the
- * last commit landed before readable_from and `petstore migrate`; else the parent of the commit
- * that added src/cli/migrate.ts; built as `make bench` builds its base, in dist/bench-base-<commit>/)
- * serves two instances under steady traffic; a backup is taken; the instances are replaced one
- * by one with this build, then back with the previous one. No request is answered 5xx, and every
- * pet acknowledged at any point is served at the end, by both builds.
+ * docs/operations.md's upgrade "from the release before this one" (447dbb3, schema 7) and its
+ * rollback, followed on PostgreSQL under steady traffic. The previous release
+ * (PETSTORE_UPGRADE_BASE, which `make upgrade-test` sets; else the parent of the commit that added
+ * src/cli/migrate.ts; built as `make bench` builds its base, in dist/bench-base-<commit>/) serves
+ * two instances; a backup is taken; this build's `migrate up` applies its migrations (8
+ * pet_versions, 9 orders) while the old instances keep serving; they are replaced one by one
+ * with this build (an old one cannot restart: it refuses the newer schema). Back: the fleet
+ * stopped, the backup restored into a new database, the pets of the upgraded one carried over
+ * (the documented psql \copy), the previous release started on it. No request is answered 5xx,
+ * and every pet acknowledged at any point is served at the end by the previous release.
  *
  * Needs PETSTORE_TEST_POSTGRES_URL and git history: `make upgrade-test` (~1 min with the base's build).
  */
@@ -46,9 +49,11 @@ const BASE_REF = previousRelease();
 if (PG_SERVER && !BASE_REF)
   console.warn('upgrade-previous.test.ts: no git history to find the previous release; skipped');
 let db: TestDatabase | undefined;
+let back: TestDatabase | undefined;
 const dir = mkdtempSync(join(tmpdir(), 'petstore-upgrade-'));
 afterAll(async () => {
   await db?.drop();
+  await back?.drop();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -65,46 +70,73 @@ async function startWith(command: string, args: string[]): Promise<Running> {
 }
 
 describe.skipIf(!PG_SERVER || !BASE_REF)('from the previous release to this one and back, on PostgreSQL', () => {
-  test('instance by instance under steady traffic: no 5xx, every acknowledged pet kept, both ways', async () => {
+  test('migrate up under the old fleet, instance by instance, then back by restore and carry-over: no 5xx, every acknowledged pet kept', async () => {
     const base = buildBase(BASE_REF as string);
     const current = serverCommand().join(' ');
     db = await freshDatabase(PG_SERVER, `petstore_upgrade_${process.pid}`);
+    back = await freshDatabase(PG_SERVER, `petstore_rollback_${process.pid}`);
     const keys = writeKeysFile([
       { name: 'acme', plan: 'enterprise', limits: { perMinute: 1_000_000, perDay: 10_000_000 } },
     ]);
-    const args = ['--keys', keys, '--data', db.url];
-    const live: Running[] = [await startWith(base.binary, args), await startWith(base.binary, args)];
+    const args = (url: string) => ['--keys', keys, '--data', url];
+    const live: Running[] = [await startWith(base.binary, args(db.url)), await startWith(base.binary, args(db.url))];
     const traffic = steadyTraffic(live, tokenOf('acme'));
-    /** Out of the balancer, stopped, started on `command`, back in: each instance in turn. */
-    const replaceAll = async (command: string) => {
+    const dump = join(dir, 'before-upgrade.dump');
+    try {
+      await Bun.sleep(400);
+      // Step 1: a backup. Step 2: this build migrates while the old instances serve.
+      expect((await runCommand(['backup', '--data', db.url, '--to', dump])).code).toBe(0);
+      const status = await runCommand(['migrate', 'status', '--data', db.url, '--json']);
+      expect(JSON.parse(status.stdout)).toMatchObject({ database: 7, verdict: 'migrates it' });
+      expect((await runCommand(['migrate', 'up', '--data', db.url])).code).toBe(0);
+      await Bun.sleep(1500); // the old instances serve the migrated schema
+      // An old instance cannot restart on it: it refuses the newer schema.
+      const refused = Bun.spawnSync([base.binary, ...args(db.url), '--port', '0']);
+      expect([refused.exitCode, refused.stderr.toString()]).toEqual([2, expect.stringContaining('newer petstore')]);
+      // Step 3: instance by instance, out of the balancer, stopped, this build started, back in.
       for (let i = 0; i < 2; i++) {
         const old = live.shift() as Running;
         await traffic.drain(old);
         expect(await old.stop()).toBe(0);
-        live.push(await startWith(command, args));
+        live.push(await startWith(current, args(db.url)));
         await Bun.sleep(400);
       }
-    };
-    try {
-      await Bun.sleep(400);
-      // The steps: a backup first, what the new build says of the store, then instance by instance.
-      const backup = await runCommand(['backup', '--data', db.url, '--to', join(dir, 'before-upgrade.dump')]);
-      expect(backup.code).toBe(0);
-      const status = await runCommand(['migrate', 'status', '--data', db.url, '--json']);
-      expect(JSON.parse(status.stdout)).toMatchObject({ pending: [], verdict: 'serves it' });
-      await replaceAll(current);
-      expect(live.every((s) => s.lines.some((l) => l.includes(`"version":`)))).toBe(true);
-      // And back: the rollback, the same way with the previous release's binary.
-      await replaceAll(base.binary);
+      await Bun.sleep(1000);
     } finally {
       await traffic.stop();
     }
+    // Rollback, as documented: the fleet stopped, the backup restored into a new database, the
+    // pets of the upgraded one carried over, the previous release started on it.
+    for (const server of live.splice(0)) expect(await server.stop()).toBe(0);
+    const restore = await runCommand(['restore', '--from', dump, '--data', back.url]);
+    expect(restore.code).toBe(0);
+    const carry = Bun.spawnSync(
+      [
+        'sh',
+        '-c',
+        `psql -v ON_ERROR_STOP=1 -q "$ROLLBACK" -c 'TRUNCATE pets, idempotency_keys' && ` +
+          `psql -v ON_ERROR_STOP=1 -q "$PETSTORE_DATA" -c '\\copy (SELECT id, name, category_id, status FROM pets) TO STDOUT' | ` +
+          `psql -v ON_ERROR_STOP=1 -q "$ROLLBACK" -c '\\copy pets (id, name, category_id, status) FROM STDIN'`,
+      ],
+      { env: { ...process.env, ROLLBACK: back.url, PETSTORE_DATA: db.url } },
+    );
+    expect([carry.exitCode, carry.stderr.toString()]).toEqual([0, '']);
+    const previous = await startWith(base.binary, args(back.url));
     const { statuses, acks } = traffic;
     expect(Object.keys(statuses).sort()).toEqual(['200', '201']);
-    expect([acks.length > 50, await notServed(live[0] as Running, tokenOf('acme'), acks)]).toEqual([true, []]);
+    expect([acks.length > 50, await notServed(previous, tokenOf('acme'), acks)]).toEqual([true, []]);
+    // Ids go on past every id the upgraded store gave.
+    const created = await fetch(`${previous.url}/v1/pets`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tokenOf('acme')}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'after-rollback', categoryId: 1 }),
+    });
+    expect(created.status).toBe(201);
+    const { id } = (await created.json()) as { id: number };
+    expect(acks.every((a) => a.id < id)).toBe(true);
     console.log(
-      `upgrade from ${BASE_REF} (${base.commit}) and back: ${JSON.stringify(statuses)}; ${acks.length} pets acknowledged, all served`,
+      `upgrade from ${BASE_REF} (${base.commit}) and back: ${JSON.stringify(statuses)}; ${acks.length} pets acknowledged, all served after the rollback`,
     );
-    for (const server of live) expect(await server.stop()).toBe(0);
+    expect(await previous.stop()).toBe(0);
   }, 240_000);
 });
