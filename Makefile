@@ -286,5 +286,5 @@ rolling-upgrade-test: build ## PostgreSQL: two dist/petstore under traffic while
 .PHONY: upgrade-test
 # The previous release: the last commit landed before this work (schema 7).
 UPGRADE_BASE ?= 447dbb3
-upgrade-test: build ## PostgreSQL: the previous release (UPGRADE_BASE, built as the bench builds its base) replaced instance by instance with this build under traffic, then back: no 5xx, every pet kept (~1 min)
+upgrade-test: build ## PostgreSQL: docs/operations.md from the previous release (UPGRADE_BASE, built as the bench builds its base) under traffic: backup, migrate up under the old instances, replaced one by one; back by restore with the pets carried over: no 5xx, every pet kept (~1 min)
 	PETSTORE_CMD="$(abspath $(BIN))" PETSTORE_UPGRADE_BASE="$(UPGRADE_BASE)" scripts/with-postgres.sh $(BUN) test --timeout 240000 ./scripts/upgrade-previous.test.ts
