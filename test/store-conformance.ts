@@ -170,6 +170,43 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
         expect((await place(1, 'key:other')).outcome).toBe('placed');
       });
 
+      test('a change after a hold ran out sees the expiry first: If-Match against the version it gave, one count per pet', async () => {
+        await store.create(rex);
+        await store.create(rex);
+        await placed(1, 'key:acme', undefined, 200);
+        await placed(2, 'key:acme', undefined, 200);
+        const held = (await store.get(1))?.version as number;
+        const held2 = (await store.get(2))?.version as number;
+        await Bun.sleep(300);
+        // No read in between: the write itself finds the hold over, and the version it moved.
+        expect((await store.update(1, { status: 'sold' }, [held])).outcome).toBe('stale');
+        expect((await store.remove(2, [held2])).outcome).toBe('stale');
+        const expired = (await store.get(1)) as StoredPet;
+        expect(expired.status).toBe('available');
+        const sold = await store.update(1, { status: 'sold' }, [expired.version]);
+        expect(sold.outcome).toBe('updated');
+        const after = (sold as { pet: StoredPet }).pet;
+        expect(after.version).not.toBe(expired.version);
+        expect(await store.get(1)).toEqual(after);
+        expect(await store.inventory()).toEqual({ available: 1, pending: 0, sold: 1 });
+      });
+
+      test('a change after a hold ran out, with no precondition: counted once, a version of its own', async () => {
+        await store.create(rex);
+        await store.create(rex);
+        await placed(1, 'key:acme', undefined, 200);
+        await placed(2, 'key:acme', undefined, 200);
+        const held = (await store.get(1))?.version as number;
+        await Bun.sleep(300);
+        const sold = await store.update(1, { status: 'sold' });
+        expect(sold.outcome).toBe('updated');
+        const version = (sold as { pet: StoredPet }).pet.version;
+        // The expiry moved the version once and the change once more: neither repeats.
+        expect(version).toBeGreaterThan(held + 1);
+        expect((await store.remove(2)).outcome).toBe('removed');
+        expect(await store.inventory()).toEqual({ available: 0, pending: 0, sold: 1 });
+      });
+
       test('a retired owner: its placed orders cancelled, pets available; one made again under its name has none', async () => {
         await store.create(rex);
         await store.create(rex);

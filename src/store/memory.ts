@@ -84,8 +84,10 @@ export class MemoryStore implements PetStore {
     return pet?.id === id ? { ...pet } : undefined;
   }
 
-  // Synchronous from the read to the write, as one transaction.
+  // Synchronous from the read to the write, as one transaction. A hold that ran out ends first,
+  // so the pet read, its version (If-Match) and its count are the ones after the expiry.
   async update(id: number, patch: PetPatch, ifMatch?: IfMatch): Promise<UpdateResult> {
+    this.#expireDue(this.#clock.now());
     const i = this.#firstAfter(id - 1);
     const current = this.#pets[i]?.id === id ? this.#pets[i] : undefined;
     const plan = planUpdate(current, patch, ifMatch);
@@ -103,6 +105,7 @@ export class MemoryStore implements PetStore {
   }
 
   async remove(id: number, ifMatch?: IfMatch): Promise<RemoveResult> {
+    this.#expireDue(this.#clock.now());
     const i = this.#firstAfter(id - 1);
     const current = this.#pets[i]?.id === id ? this.#pets[i] : undefined;
     const plan = planRemove(current, ifMatch);
@@ -117,10 +120,10 @@ export class MemoryStore implements PetStore {
 
   /**
    * Whether an open order holds pet `id`: then its status cannot change and it cannot be
-   * removed. The orders of this store answer it; without them no pet is held.
+   * removed. The orders of this store answer it; without them no pet is held. The caller has
+   * expired the holds that ran out.
    */
   #heldByOrder(id: number): boolean {
-    this.#expireDue(this.#clock.now());
     for (const orderId of this.#placed) if ((this.#orders.get(orderId) as KeptOrder).order.petId === id) return true;
     return false;
   }

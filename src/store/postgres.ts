@@ -370,11 +370,17 @@ export class PostgresStore implements PetStore, WithKeyStore {
     return rows.length === 0 ? undefined : storedPetFromRow(rows[0]);
   }
 
-  /** One transaction: the pet's row locked (`FOR UPDATE`), checked, written with a new version. */
+  /**
+   * One transaction: the pet's due holds expired, its row locked (`FOR UPDATE`), checked,
+   * written with a new version.
+   */
   async update(id: number, patch: PetPatch, ifMatch?: IfMatch): Promise<UpdateResult> {
     const cols = this.#sql.unsafe(STORED_PET_COLUMNS);
     return this.#changing('change pet', () =>
       transaction(this.#sql, async (tx): Promise<UpdateResult> => {
+        // A hold of this pet that ran out ends first (its order locked, then the pet, the order
+        // every writer takes them in), so If-Match is checked against the version it gave.
+        await this.#expireIn(tx, id);
         const [row] = await tx`SELECT ${cols} FROM pets WHERE id = ${id} FOR UPDATE`;
         const current = row ? storedPetFromRow(row) : undefined;
         const plan = planUpdate(current, patch, ifMatch);
@@ -400,6 +406,9 @@ export class PostgresStore implements PetStore, WithKeyStore {
     const cols = this.#sql.unsafe(STORED_PET_COLUMNS);
     return this.#changing('remove pet', () =>
       transaction(this.#sql, async (tx): Promise<RemoveResult> => {
+        // A hold of this pet that ran out ends first (its order locked, then the pet, the order
+        // every writer takes them in), so If-Match is checked against the version it gave.
+        await this.#expireIn(tx, id);
         const [row] = await tx`SELECT ${cols} FROM pets WHERE id = ${id} FOR UPDATE`;
         const current = row ? storedPetFromRow(row) : undefined;
         const plan = planRemove(current, ifMatch);
@@ -563,11 +572,10 @@ export class PostgresStore implements PetStore, WithKeyStore {
 
   /**
    * Whether an open order holds pet `id`, read in the transaction that holds the pet's row lock
-   * (a hold of it that ran out is expired first): then its status cannot change and it cannot be
-   * removed.
+   * (the caller expired a hold of it that ran out first): then its status cannot change and it
+   * cannot be removed.
    */
   async #heldByOrder(tx: postgres.TransactionSql, id: number): Promise<boolean> {
-    await this.#expireIn(tx, id);
     const [held] = await tx`SELECT 1 AS held FROM orders WHERE pet_id = ${id} AND status = 'placed'`;
     return held !== undefined;
   }

@@ -522,8 +522,12 @@ export class SqliteStore implements PetStore, WithKeyStore {
     return storedPetFromRow(this.#db.prepare(INSERT).get(pet.name, pet.categoryId, pet.status));
   }
 
-  /** Inside the batch's transaction, which holds the file's write lock: read, check, write. */
+  /**
+   * Inside the batch's transaction, which holds the file's write lock: a hold that ran out ends
+   * first (so If-Match is checked against the version it gave), then read, check, write.
+   */
   #change(id: number, patch: PetPatch, ifMatch: IfMatch | undefined): UpdateResult {
+    this.#expireIn(this.#clock.now());
     const row = this.#db.prepare(SELECT_ONE).get(id);
     const current = row === undefined || row === null ? undefined : storedPetFromRow(row);
     const plan = planUpdate(current, patch, ifMatch);
@@ -537,6 +541,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
 
   /** Inside the batch's transaction, as `#change`. */
   #removal(id: number, ifMatch: IfMatch | undefined): RemoveResult {
+    this.#expireIn(this.#clock.now());
     const row = this.#db.prepare(SELECT_ONE).get(id);
     const current = row === undefined || row === null ? undefined : storedPetFromRow(row);
     const plan = planRemove(current, ifMatch);
@@ -549,10 +554,9 @@ export class SqliteStore implements PetStore, WithKeyStore {
   /**
    * Whether an open order holds pet `id` (read in the write transaction): then its status
    * cannot change and it cannot be removed. The orders kept in this file answer it; without
-   * them no pet is held.
+   * them no pet is held. The caller has expired the holds that ran out.
    */
   #heldByOrder(id: number): boolean {
-    this.#expireIn(this.#clock.now());
     const held = this.#db.prepare(PLACED_FOR_PET).get(id);
     return held !== undefined && held !== null;
   }
