@@ -170,6 +170,17 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
         expect((await place(1, 'key:other')).outcome).toBe('placed');
       });
 
+      test('a retry of a placing after its hold ran out answers the order expired, never placed', async () => {
+        await store.create(rex);
+        const order = await placed(1, 'key:acme', 'k', 200);
+        await Bun.sleep(300);
+        expect(await place(1, 'key:acme', 'k')).toEqual({
+          outcome: 'replayed',
+          order: { ...order, status: 'expired' },
+        });
+        expect((await store.get(1))?.status).toBe('available');
+      });
+
       test('a change after a hold ran out sees the expiry first: If-Match against the version it gave, one count per pet', async () => {
         await store.create(rex);
         await store.create(rex);

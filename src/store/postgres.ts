@@ -444,6 +444,11 @@ export class PostgresStore implements PetStore, WithKeyStore {
           if (performance.now() - started >= this.#timeoutMs) {
             throw new StoreTimeoutError(`place order: no turn within ${this.#timeoutMs} ms; nothing was stored`);
           }
+        }
+        // A hold of this pet that ran out ends first: the pet can be ordered again at once, and a
+        // retry of the order that held it answers it expired, not placed.
+        await this.#expireIn(tx, petId);
+        if (key !== undefined) {
           const [seen] =
             await tx`SELECT ${tx.unsafe(ORDER_COLUMNS)} FROM orders WHERE owner = ${owner} AND idempotency_key = ${key}`;
           if (seen) {
@@ -451,8 +456,6 @@ export class PostgresStore implements PetStore, WithKeyStore {
             return order.petId === petId ? { outcome: 'replayed', order } : { outcome: 'conflict' };
           }
         }
-        // A hold of this pet that ran out ends first, so the pet can be ordered again at once.
-        await this.#expireIn(tx, petId);
         // The conditional write that sells a pet once: concurrent orders wait for this row's
         // lock, then find it pending and change nothing.
         const [held] = await tx`UPDATE pets SET status = 'pending', version = ${tx.unsafe(NEXT_VERSION)}
