@@ -203,7 +203,9 @@ export const MIGRATIONS: readonly Migration[] = [
     // A pet's version, moved by every change of it: its strong ETag and If-Match compare it.
     // SQLite counts per pet from 1. PostgreSQL takes each version from one sequence, so the
     // listener's heartbeat (src/store/postgres-changes.ts) sees every write move a value: the
-    // highest version for inserts and updates, the sequence itself for deletes.
+    // highest version for inserts and updates, the sequence itself for deletes. The pets already
+    // there get version 1 from a constant default (a volatile one would rewrite the table under
+    // ACCESS EXCLUSIVE); the sequence then starts past 1, so no later write repeats their tag.
     // Keys are scoped per operation as well as per caller (src/store/idempotency.ts): the
     // keys stored before were all createPet's.
     // An idempotency key keeps the pet its create answered (name, category, status, version),
@@ -234,7 +236,9 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX idempotency_keys_expires_at ON idempotency_keys (expires_at);`,
     postgres: `
       CREATE SEQUENCE ${PET_VERSIONS} AS BIGINT MAXVALUE ${MAX_ID};
-      ALTER TABLE pets ADD COLUMN version BIGINT NOT NULL DEFAULT nextval('${PET_VERSIONS}');
+      ALTER TABLE pets ADD COLUMN version BIGINT NOT NULL DEFAULT 1;
+      ALTER TABLE pets ALTER COLUMN version SET DEFAULT nextval('${PET_VERSIONS}');
+      SELECT setval('${PET_VERSIONS}', 1) WHERE EXISTS (SELECT 1 FROM pets);
       ALTER SEQUENCE ${PET_VERSIONS} OWNED BY pets.version;
       CREATE INDEX pets_version ON pets (version);
       ALTER TABLE idempotency_keys

@@ -170,6 +170,27 @@ describe('PostgresStore', () => {
     await db.drop();
   }, 30_000);
 
+  test('upgrades a version 7 database without rewriting pets: its pets get version 1, every later write a higher one', async () => {
+    const db = await freshDatabase();
+    const sql = postgres(db.url, { max: 1, onnotice: () => {} });
+    await migratePostgres(sql, 'test', { migrations: MIGRATIONS.filter((m) => m.version <= 7) });
+    await sql`INSERT INTO pets (name, category_id, status) VALUES ('kept', 4, 'pending'), ('other', 5, 'available')`;
+    const file = async () => (await sql`SELECT pg_relation_filenode('pets') AS f`)[0]?.f;
+    const before = await file();
+    await migratePostgres(sql, 'test');
+    // A volatile default (nextval) would have rewritten the table under ACCESS EXCLUSIVE.
+    expect(await file()).toBe(before);
+    await sql.end();
+    const store = await PostgresStore.open({ url: db.url, log: silentLogger });
+    expect(await store.get(1)).toEqual({ id: 1, name: 'kept', categoryId: 4, status: 'pending', version: 1 });
+    const changed = await store.update(2, { name: 'renamed' });
+    expect(changed.outcome).toBe('updated');
+    expect((changed as { pet: { version: number } }).pet.version).toBeGreaterThan(1);
+    expect((await store.create({ name: 'new', categoryId: 1, status: 'available' })).version).toBeGreaterThan(1);
+    await store.close();
+    await db.drop();
+  });
+
   test('a dropped connection is StoreUnavailableError, and the next request reconnects', async () => {
     const db = await freshDatabase();
     const store = await PostgresStore.open({ url: db.url, log: silentLogger });
