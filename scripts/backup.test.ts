@@ -83,6 +83,16 @@ async function backupUnderLoad(
   const ended = performance.now();
   await Bun.sleep(200);
   await traffic.stop();
+  // A change after the backup: its tag must never name a state of the restored store.
+  const patch = (url: string, name: string) =>
+    fetch(`${url}/v1/pets/${before[0]?.id}`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/merge-patch+json' },
+      body: JSON.stringify({ name }),
+    });
+  const lost = await patch(server.url, 'lost');
+  expect(lost.status).toBe(200);
+  const lostTag = lost.headers.get('etag');
   expect([made.code, made.stderr]).toEqual([0, expect.stringContaining('backup: ')]);
   const during = traffic.acks.filter((a) => a.at > began && a.at < ended).length;
   expect(during).toBeGreaterThan(0);
@@ -97,6 +107,9 @@ async function backupUnderLoad(
       if (res.status !== 200 || body.name !== pet.name) missing.push(pet.id);
     }
     expect([before.length, missing]).toEqual([before.length, []]);
+    const changed = await patch(fresh.url, 'changed after the restore');
+    expect(changed.status).toBe(200);
+    expect(changed.headers.get('etag')).not.toBe(lostTag);
     const res = await fetch(`${fresh.url}/v1/pets`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },

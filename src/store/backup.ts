@@ -15,6 +15,7 @@ import process from 'node:process';
 import postgres from 'postgres';
 import { StoreOpenError } from './errors.ts';
 import { SCHEMA_VERSION } from './migrations.ts';
+import { PET_VERSIONS } from './postgres-changes.ts';
 import { POSTGRES_URL } from './postgres-url.ts';
 import { loadSqlite, type SqliteConnection } from './sqlite-driver.ts';
 
@@ -42,6 +43,9 @@ export interface RestoreResult {
   /** The replaced SQLite files, kept aside under these names. */
   readonly keptAside: readonly string[];
 }
+
+/** The migration that gave pets their versions (and PostgreSQL its `pet_versions` sequence). */
+const PET_VERSIONS_SCHEMA = 8;
 
 const num = (row: unknown, column: string): number =>
   Number((row as Record<string, unknown> | undefined)?.[column] ?? 0);
@@ -141,7 +145,10 @@ export async function restoreSqlite(from: string, data: string, idGap: number, n
   }
   const replaced = fs.existsSync(data) ? await replacedSequence(data) : undefined;
   const before = Math.max(facts.sequence, facts.maxId);
-  const after = replaced !== undefined ? Math.max(before, replaced) : before + idGap;
+  const after = replaced !== undefined ? Math.max(before, replaced.id) : before + idGap;
+  // Versions too: a pet's strong ETag ("<id>-<version>") must never name two states, so every
+  // restored version goes past any the replaced file may have given (its highest, else the gap).
+  const versionGap = replaced?.version ?? idGap;
   const dir = dirname(data);
   fs.mkdirSync(dir, { recursive: true });
   const temp = join(dir, `.${basename(data)}.restore-${process.pid}`);
@@ -155,6 +162,7 @@ export async function restoreSqlite(from: string, data: string, idGap: number, n
     db.exec('BEGIN IMMEDIATE');
     db.exec("DELETE FROM sqlite_sequence WHERE name = 'pets'");
     db.prepare("INSERT INTO sqlite_sequence (name, seq) VALUES ('pets', ?)").get(after);
+    if (hasPetVersions(db)) db.prepare('UPDATE pets SET version = version + ?').get(versionGap);
     db.exec('COMMIT');
   } finally {
     db.close();
@@ -174,19 +182,30 @@ export async function restoreSqlite(from: string, data: string, idGap: number, n
   return { before, after, basis: replaced !== undefined ? 'replaced store' : 'gap', keptAside };
 }
 
-/** The last id the SQLite store at `data` issued, or undefined when it cannot be read. */
-async function replacedSequence(data: string): Promise<number | undefined> {
+/**
+ * The last id the SQLite store at `data` issued and its highest pet version (0 before versions),
+ * or undefined when it cannot be read.
+ */
+async function replacedSequence(data: string): Promise<{ id: number; version: number } | undefined> {
   try {
     const db = await sqlite(data);
     try {
       const facts = sqliteFacts(db, data);
-      return Math.max(facts.sequence, facts.maxId);
+      const version = hasPetVersions(db)
+        ? num(db.prepare('SELECT coalesce(max(version), 0) AS v FROM pets').get(), 'v')
+        : 0;
+      return { id: Math.max(facts.sequence, facts.maxId), version };
     } finally {
       db.close();
     }
   } catch {
     return undefined;
   }
+}
+
+/** Whether the SQLite database's pets have versions (schema 8 on). */
+function hasPetVersions(db: SqliteConnection): boolean {
+  return db.prepare("SELECT 1 AS x FROM pragma_table_info('pets') WHERE name = 'version'").get() !== undefined;
 }
 
 /** A PostgreSQL client program (`pg_dump`, `pg_restore`): on PATH, else Debian's newest. */
@@ -239,8 +258,9 @@ async function postgresFacts(url: string): Promise<BackupResult> {
 
 /**
  * `pg_restore` of the dump `from` into the empty database at `url` (one transaction, objects
- * owned by the connecting role), then the id sequence moved to the dump's plus `idGap`: the
- * database the dump came from may have issued ids after it, and is not read here.
+ * owned by the connecting role), then the id sequence moved to the dump's plus `idGap`, and the
+ * version sequence by the same gap: the database the dump came from may have issued ids and
+ * versions after it, and is not read here.
  */
 export async function restorePostgres(from: string, url: string, idGap: number): Promise<RestoreResult> {
   if (!fs.existsSync(from)) throw new StoreOpenError(`--from: no dump at ${from}`);
@@ -267,6 +287,11 @@ export async function restorePostgres(from: string, url: string, idGap: number):
     const before = Math.max(facts.sequence, facts.maxId);
     const after = before + idGap;
     await sql`SELECT setval(pg_get_serial_sequence('pets', 'id'), ${after})`;
+    // Versions too, by the same gap: the database the dump came from may have given versions
+    // after it, and a pet's strong ETag ("<id>-<version>") must never name two states.
+    if (facts.schemaVersion >= PET_VERSIONS_SCHEMA) {
+      await sql`SELECT setval(${PET_VERSIONS}, (SELECT last_value FROM ${sql(PET_VERSIONS)}) + ${idGap})`;
+    }
     return { before, after, basis: 'gap', keptAside: [] };
   } finally {
     await sql.end();
