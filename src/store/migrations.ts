@@ -210,7 +210,8 @@ export const MIGRATIONS: readonly Migration[] = [
     // keys stored before were all createPet's.
     // An idempotency key keeps the pet its create answered (name, category, status, version),
     // so a retry answers that 201 after the pet changed or was deleted; the key no longer
-    // depends on the pet's row. Keys stored before this have none and answer the pet's row.
+    // depends on the pet's row. Keys stored before this get a copy of their pet as it is now
+    // (unchanged since its create: nothing could change a pet before this schema).
     // The trigger no longer fires for the instances' own writes, which they announce after
     // their commit (the `${ANNOUNCES_SETTING}` setting of their connections), so the fleet's
     // updates and deletes do not take turns on NOTIFY's lock.
@@ -229,8 +230,11 @@ export const MIGRATIONS: readonly Migration[] = [
         pet_version INTEGER,
         PRIMARY KEY (scope, idempotency_key)
       ) STRICT, WITHOUT ROWID;
-      INSERT INTO idempotency_keys_new (scope, idempotency_key, fingerprint, pet_id, expires_at)
-        SELECT scope || '/createPet', idempotency_key, fingerprint, pet_id, expires_at FROM idempotency_keys;
+      INSERT INTO idempotency_keys_new (scope, idempotency_key, fingerprint, pet_id, expires_at,
+          pet_name, pet_category_id, pet_status, pet_version)
+        SELECT k.scope || '/createPet', k.idempotency_key, k.fingerprint, k.pet_id, k.expires_at,
+          p.name, p.category_id, p.status, p.version
+        FROM idempotency_keys k LEFT JOIN pets p ON p.id = k.pet_id;
       DROP TABLE idempotency_keys;
       ALTER TABLE idempotency_keys_new RENAME TO idempotency_keys;
       CREATE INDEX idempotency_keys_expires_at ON idempotency_keys (expires_at);`,
@@ -246,6 +250,9 @@ export const MIGRATIONS: readonly Migration[] = [
         ADD COLUMN pet_name TEXT, ADD COLUMN pet_category_id BIGINT,
         ADD COLUMN pet_status TEXT, ADD COLUMN pet_version BIGINT;
       UPDATE idempotency_keys SET scope = scope || '/createPet';
+      UPDATE idempotency_keys k SET pet_name = p.name, pet_category_id = p.category_id,
+          pet_status = p.status, pet_version = p.version
+        FROM pets p WHERE p.id = k.pet_id;
       DROP TRIGGER pets_changed ON pets;
       CREATE TRIGGER pets_changed AFTER UPDATE OR DELETE OR TRUNCATE ON pets FOR EACH STATEMENT
         WHEN (current_setting('${ANNOUNCES_SETTING}', true) IS DISTINCT FROM 'on')

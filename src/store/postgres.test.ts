@@ -170,11 +170,13 @@ describe('PostgresStore', () => {
     await db.drop();
   }, 30_000);
 
-  test('upgrades a version 7 database without rewriting pets: its pets get version 1, every later write a higher one', async () => {
+  test('upgrades a version 7 database without rewriting pets: its pets get version 1, every later write a higher one; its keys keep their pets', async () => {
     const db = await freshDatabase();
     const sql = postgres(db.url, { max: 1, onnotice: () => {} });
     await migratePostgres(sql, 'test', { migrations: MIGRATIONS.filter((m) => m.version <= 7) });
     await sql`INSERT INTO pets (name, category_id, status) VALUES ('kept', 4, 'pending'), ('other', 5, 'available')`;
+    const now = Date.UTC(2026, 10, 22);
+    await sql`INSERT INTO idempotency_keys VALUES ('key:acme', 'k', 'f', 1, ${now + 1_000})`;
     const file = async () => (await sql`SELECT pg_relation_filenode('pets') AS f`)[0]?.f;
     const before = await file();
     await migratePostgres(sql, 'test');
@@ -182,7 +184,16 @@ describe('PostgresStore', () => {
     expect(await file()).toBe(before);
     await sql.end();
     const store = await PostgresStore.open({ url: db.url, log: silentLogger });
-    expect(await store.get(1)).toEqual({ id: 1, name: 'kept', categoryId: 4, status: 'pending', version: 1 });
+    const kept = { id: 1, name: 'kept', categoryId: 4, status: 'pending' as const, version: 1 };
+    expect(await store.get(1)).toEqual(kept);
+    // Its key kept the pet: a retry answers it as created, after a change and after a removal.
+    const retry = { scope: 'key:acme/createPet', key: 'k', fingerprint: 'f', now };
+    const pet = { name: 'kept', categoryId: 4, status: 'pending' } as const;
+    await store.update(1, { name: 'renamed' });
+    expect(await store.createOnce(pet, retry)).toEqual({ outcome: 'replayed', pet: kept });
+    await store.remove(1);
+    expect(await store.createOnce(pet, retry)).toEqual({ outcome: 'replayed', pet: kept });
+    expect((await store.list({ limit: 10 })).map((p) => p.id)).toEqual([2]);
     const changed = await store.update(2, { name: 'renamed' });
     expect(changed.outcome).toBe('updated');
     expect((changed as { pet: { version: number } }).pet.version).toBeGreaterThan(1);

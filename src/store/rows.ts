@@ -43,8 +43,8 @@ export function storedPetFromRow(row: unknown): StoredPet {
 
 /**
  * The pet an idempotency key's create answered, as `SELECT_KEY`s read it from the key's row
- * joined to `pets` (`p`): the row's own copy, or for a key stored before it kept one, the pet
- * as it is now; none when neither is there (such a key counts as unused).
+ * joined to `pets` (`p`): the row's own copy (migration 8 gave one to the keys stored before),
+ * else the pet as it is now; none when neither is there (such a key counts as unused).
  */
 export const KEPT_PET = `
   k.pet_id AS id,
