@@ -126,24 +126,28 @@ async function backupUnderLoad(
   }
 }
 
+/** Adds consumer `acme` to the keys at `where`, with quotas no run reaches. */
+function addAcme(where: string[]) {
+  return runCommand([
+    'keys',
+    'add',
+    ...where,
+    '--consumer',
+    'acme',
+    '--plan',
+    'enterprise',
+    '--per-minute',
+    '100000',
+    '--per-day',
+    '1000000',
+  ]);
+}
+
 describe('a backup under load, restored into a new server', () => {
   test('SQLite: petstore backup (VACUUM INTO) and petstore restore, with the keys file beside it', async () => {
     const dir = tmp();
     const keys = join(dir, 'keys.json');
-    const add = await runCommand([
-      'keys',
-      'add',
-      '--keys',
-      keys,
-      '--consumer',
-      'acme',
-      '--plan',
-      'enterprise',
-      '--per-minute',
-      '100000',
-      '--per-day',
-      '1000000',
-    ]);
+    const add = await addAcme(['--keys', keys]);
     expect(add.code).toBe(0);
     const token = add.stdout.trim();
     const data = join(dir, 'petstore.db');
@@ -196,20 +200,7 @@ describe('a backup under load, restored into a new server', () => {
         // As docs/fleet.md says: a LOGIN role (no superuser) owning its database.
         await admin.unsafe(`CREATE ROLE ${role} LOGIN`);
         await admin.unsafe(`CREATE DATABASE ${source} OWNER ${role}`);
-        const add = await runCommand([
-          'keys',
-          'add',
-          '--data',
-          urlOf(source),
-          '--consumer',
-          'acme',
-          '--plan',
-          'enterprise',
-          '--per-minute',
-          '100000',
-          '--per-day',
-          '1000000',
-        ]);
+        const add = await addAcme(['--data', urlOf(source)]);
         expect([add.code, add.stderr]).toEqual([0, expect.stringContaining('key id: ')]);
         const token = add.stdout.trim();
         const server = await startServer({ args: ['--keys', 'store', '--data', urlOf(source)] });
