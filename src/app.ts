@@ -182,8 +182,8 @@ export interface AdminAppOptions
   > {
   /** Where consumers and keys are read and changed: the keys file or the data store. */
   admin: KeyAdmin;
-  /** Told of a consumer the admin API deleted: its orders end with it. */
-  consumerDeleted?: (name: string) => Promise<void>;
+  /** Told of a consumer the admin API deleted, with the owners of its orders: they end with it. */
+  consumerDeleted?: (owners: readonly string[]) => Promise<void>;
 }
 
 /**

@@ -18,7 +18,7 @@ import {
   updateConsumer,
   withTombstone,
 } from '../keys/edit.ts';
-import { DEFAULT_THRESHOLDS, hashToken, KeysFileError } from '../keys/file.ts';
+import { DEFAULT_THRESHOLDS, hashToken, KeysFileError, ownersOf } from '../keys/file.ts';
 import { PLAN_LIMITS } from '../keys/plans.ts';
 import { type ConsumerEntry, type ConsumerKey, type KeysDocument, keyIdOf, rfc3339 } from '../keys/schema.ts';
 import type { KeyAdmin } from '../keys/source.ts';
@@ -39,8 +39,11 @@ const JSON_TYPE = 'application/json';
 export interface AdminDeps {
   readonly keys: KeyAdmin;
   readonly clock: Clock;
-  /** Told of a consumer deleted, once the deletion is in force: its orders are ended (the store's `retireOwner`). */
-  readonly consumerDeleted?: (name: string) => Promise<void>;
+  /**
+   * Told of a consumer deleted, once the deletion is in force, with the owners its orders are
+   * stored under (src/keys/file.ts, `ownersOf`): they are ended (the store's `retireOwner`).
+   */
+  readonly consumerDeleted?: (owners: readonly string[]) => Promise<void>;
 }
 
 type In<Q = unknown, P = unknown, B = unknown> = Input<Q, P, unknown, B>;
@@ -94,11 +97,12 @@ export async function patchConsumer(
 export async function removeConsumer(input: In<unknown, ConsumerParams>, deps: AdminDeps): Promise<Reply> {
   const { name } = input.params;
   notOwnConsumer(input, name);
+  let owners: string[] = [];
   await change(input, deps, 'consumer.delete', name, undefined, (d) => {
-    found(d, name);
+    owners = ownersOf(found(d, name));
     return deleteConsumer(d, name);
   });
-  await deps.consumerDeleted?.(name);
+  await deps.consumerDeleted?.(owners);
   return { status: 204 };
 }
 

@@ -143,6 +143,7 @@ describe('the documented 500, which no black-box test can provoke', () => {
     closeOrder: () => Promise.reject(new Error('disk on fire')),
     expireOrders: () => Promise.reject(new Error('disk on fire')),
     retireOwner: () => Promise.reject(new Error('disk on fire')),
+    adoptOwners: () => Promise.reject(new Error('disk on fire')),
     version: () => undefined,
     ping: () => Promise.resolve(),
     close: () => Promise.resolve(),

@@ -132,6 +132,7 @@ describe('a store that cannot serve', () => {
     closeOrder: down,
     expireOrders: down,
     retireOwner: down,
+    adoptOwners: down,
     version: () => undefined,
     ping: down,
     close: () => Promise.resolve(),

@@ -30,6 +30,7 @@ describe('requests one key has in flight (--max-in-flight)', () => {
       closeOrder: (...args) => inner.closeOrder(...args),
       expireOrders: (now) => inner.expireOrders(now),
       retireOwner: (owner) => inner.retireOwner(owner),
+      adoptOwners: (moves) => inner.adoptOwners(moves),
       version: () => inner.version(),
       ping: () => inner.ping(),
       close: () => inner.close(),

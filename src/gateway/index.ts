@@ -4,7 +4,7 @@ import { type Clock, systemClock } from '../core/clock.ts';
 import type { Decision, WindowName } from '../core/decision.ts';
 import { ApiError, serviceUnavailable } from '../core/errors.ts';
 import { ADMIN_SCOPE } from '../core/scopes.ts';
-import type { Consumer } from '../keys/file.ts';
+import { type Consumer, ownerOf } from '../keys/file.ts';
 import { type BanPolicy, DEFAULT_MAX_IN_FLIGHT } from '../keys/plans.ts';
 import type { KeyTable } from '../keys/table.ts';
 import { childSpan } from '../trace/spans.ts';
@@ -197,14 +197,15 @@ const DECISION_SPAN = {
 const LIMITER_DOWN = serviceUnavailable('Rate limits cannot be checked right now; retry shortly.');
 
 /**
- * Who a caller is, as the one name handlers may know it by (the owner of an `Idempotency-Key`):
- * the consumer's name for a key, else the client's address.
+ * Who a caller is, as the one name handlers may know it by (the owner of its orders and
+ * `Idempotency-Key`s): its consumer's identity for a key (`ownerOf`: by id, so a consumer made
+ * again under a deleted one's name owns nothing of it), else the client's address.
  *
  * @example
- * principalOf(caller) // 'key:acme'
+ * principalOf(caller) // 'con_0123…:acme'
  */
 export function principalOf(caller: Caller): string {
-  return caller.kind === 'consumer' ? `key:${caller.consumer.name}` : `addr:${caller.address}`;
+  return caller.kind === 'consumer' ? ownerOf(caller.consumer) : `addr:${caller.address}`;
 }
 
 /**

@@ -38,12 +38,39 @@ describe('the consumers form', () => {
     });
     expect(k1?.consumer).toBe(k2?.consumer as never);
     expect(k1?.consumer).toEqual({
+      id: 'con_097190f174413eabfe7a6b4831a511c2',
+      adopts: 'key:acme',
       name: 'acme',
       plan: 'pro',
       limits: { perMinute: 500, perDay: 20000 },
       costs: {},
       enforce: true,
     });
+  });
+
+  test('a consumer is owned by its id: its own, else derived from its name and first key; a legacy entry adopts its name', () => {
+    const own = 'con_0123456789abcdef0123456789abcdef';
+    const [legacy, mine, derived, again] = parseKeys(
+      JSON.stringify({
+        keys: [{ name: 'old', sha256: C, plan: 'free' }],
+        consumers: [
+          { id: own, ...acme([{ sha256: A }]) },
+          { name: 'shop', plan: 'free', keys: [{ sha256: B }] },
+          { name: 'zoo', plan: 'free', keys: [] },
+        ],
+      }),
+    ).map((k) => k.consumer);
+    expect(legacy).toMatchObject({ id: 'con_879164b7f93dc4422a6962fef2bd57b4', adopts: 'key:old' });
+    expect(mine?.id).toBe(own);
+    expect(mine?.adopts).toBeUndefined();
+    // The same name with another first key (a consumer made again) is another id.
+    const [remade] = parseKeys(doc([acme([{ sha256: B }])]));
+    expect(remade?.consumer).toMatchObject({ id: 'con_1d8a11d1bf1af0be848f379e8e4c8323', adopts: 'key:acme' });
+    expect(derived?.id).toMatch(/^con_[0-9a-f]{32}$/);
+    expect(again).toBeUndefined(); // zoo has no key, so no record
+    expect(() => parseKeys(doc([{ id: 'con_x', ...acme([{ sha256: A }]) }]))).toThrow(
+      new KeysFileError('consumers[0] ("acme").id: must be "con_" and 32 lowercase hex digits, got "con_x"'),
+    );
   });
 
   test("a consumer without limits takes its plan's", () => {

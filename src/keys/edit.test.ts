@@ -17,9 +17,14 @@ describe('addKey', () => {
   test('makes the consumer when missing, then adds to it; a plan change is refused', () => {
     const one = addKey({}, 'acme', { plan: 'pro' }, { sha256: A, scopes: ['pets:read'] });
     const two = addKey(one, 'acme', {}, { sha256: B, id: 'b' });
+    // A consumer made is given a new id of its own, kept by every change after.
+    const id = one.consumers?.[0]?.id;
+    expect(id).toMatch(/^con_[0-9a-f]{32}$/);
+    expect(addKey({}, 'acme', { plan: 'pro' }, { sha256: A }).consumers?.[0]?.id).not.toBe(id);
     expect(two).toEqual({
       consumers: [
         {
+          id,
           name: 'acme',
           plan: 'pro',
           keys: [
@@ -47,6 +52,8 @@ describe('addKey', () => {
       keys: [{ name: 'other', sha256: C, plan: 'free' }],
       consumers: [
         {
+          // The id the gateway derived for the entry, so its orders stay its own.
+          id: 'con_097190f174413eabfe7a6b4831a511c2',
           name: 'acme',
           plan: 'pro',
           limits: { perMinute: 5, perDay: 50 },
@@ -94,7 +101,8 @@ describe('rotateKeys', () => {
 test('revokeKey removes one key by id and keeps the consumer', () => {
   const doc = addKey(addKey({}, 'acme', { plan: 'free' }, { sha256: A, id: 'one' }), 'acme', {}, { sha256: B });
   expect(revokeKey(doc, 'acme', 'bbbbbbbb', Date.now()).consumers).toEqual([
-    { name: 'acme', plan: 'free', keys: [{ id: 'one', sha256: A }] },
+    // The id addKey gave it stays.
+    { id: doc.consumers?.[0]?.id, name: 'acme', plan: 'free', keys: [{ id: 'one', sha256: A }] },
   ]);
   expect(() => revokeKey(doc, 'acme', 'two', Date.now())).toThrow(
     '--key: consumer "acme" has no key "two" (it has: one, bbbbbbbb)',

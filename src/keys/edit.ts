@@ -6,7 +6,7 @@
  */
 
 import type { KeyScope } from '../core/scopes.ts';
-import { type ConsumerFields, KeysFileError } from './file.ts';
+import { type ConsumerFields, consumerIdOf, derivedConsumerId, KeysFileError, newConsumerId } from './file.ts';
 import type { Limits, PlanName } from './plans.ts';
 import {
   type ConsumerEntry,
@@ -59,6 +59,7 @@ export function addKey(doc: KeysDocument, name: string, consumer: NewConsumer, k
   } else {
     if (consumer.plan === undefined) throw new KeysFileError(`--plan: needed to create consumer "${name}"`);
     consumers.push({
+      id: newConsumerId(),
       name,
       plan: consumer.plan,
       ...(consumer.limits ? { limits: consumer.limits } : {}),
@@ -137,6 +138,7 @@ function toConsumers(doc: KeysDocument, name: string): KeysDocument {
   if (!legacy) return doc;
   const { name: _name, sha256, scopes, notBefore, expiresAt, ...fields } = legacy;
   const consumer: ConsumerEntry = {
+    id: derivedConsumerId(name, sha256),
     name,
     ...consumerFields(fields),
     keys: [
@@ -166,7 +168,7 @@ export type ConsumerChange = {
  * createConsumer(doc, 'acme', { plan: 'pro' })
  */
 export function createConsumer(doc: KeysDocument, name: string, fields: ConsumerFields): KeysDocument {
-  const entry: ConsumerEntry = { name, ...consumerFields(fields), keys: [] };
+  const entry: ConsumerEntry = { id: newConsumerId(), name, ...consumerFields(fields), keys: [] };
   return { ...doc, consumers: [...(doc.consumers ?? []), entry] };
 }
 
@@ -196,7 +198,7 @@ export function updateConsumer(doc: KeysDocument, name: string, change: Consumer
       if (enforce !== undefined) fields.enforce = enforce;
       if (webhook) fields.webhook = webhook;
       if (thresholds) fields.thresholds = thresholds;
-      return { name, ...consumerFields(fields), keys: c.keys };
+      return { ...(c.id !== undefined ? { id: c.id } : {}), name, ...consumerFields(fields), keys: c.keys };
     }),
   };
 }
@@ -228,6 +230,24 @@ function consumerFields({
   };
 }
 
+/**
+ * `doc` with an id written for each consumer of the `consumers` form that has none: the one the
+ * gateway derives for it (`consumerIdOf`), so its orders stay its own once the id is stored, or a
+ * new one for a consumer without keys. `doc` itself when every consumer has one.
+ *
+ * @example
+ * withConsumerIds({ consumers: [{ name: 'acme', plan: 'pro', keys: [{ sha256: '9f86…' }] }] }).consumers?.[0]?.id // 'con_…'
+ */
+export function withConsumerIds(doc: KeysDocument): KeysDocument {
+  if ((doc.consumers ?? []).every((c) => c.id !== undefined)) return doc;
+  return {
+    ...doc,
+    consumers: (doc.consumers ?? []).map((c) =>
+      c.id !== undefined ? c : { id: consumerIdOf(c) ?? newConsumerId(), ...c },
+    ),
+  };
+}
+
 /** Every consumer of `doc` in the `consumers` form, a `{"keys":[...]}` entry as one with key id = its name. */
 export function asConsumers(doc: KeysDocument): ConsumerEntry[] {
   const legacy = (doc.keys ?? []).map((e) => toConsumers({ keys: [e] }, e.name).consumers?.[0] as ConsumerEntry);
@@ -242,7 +262,7 @@ export function asConsumers(doc: KeysDocument): ConsumerEntry[] {
  */
 export function importConsumer(doc: KeysDocument, entry: ConsumerEntry): KeysDocument {
   const current = asConsumers(doc).find((c) => c.name === entry.name);
-  if (!current) return { ...doc, consumers: [...(doc.consumers ?? []), entry] };
+  if (!current) return { ...doc, consumers: [...(doc.consumers ?? []), { id: newConsumerId(), ...entry }] };
   const hashes = new Set(current.keys.map((k) => k.sha256));
   const ids = new Map(current.keys.map((k) => [keyIdOf(k), k.sha256]));
   const added = entry.keys.filter((k) => !hashes.has(k.sha256));

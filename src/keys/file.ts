@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import * as v from 'valibot';
 import { describeJsonError, duplicateMember, jsonSyntaxError } from '../core/json-syntax.ts';
 import { ADMIN_SCOPE, type KeyScope, SCOPES } from '../core/scopes.ts';
@@ -24,6 +24,13 @@ const QUOTED_MAX = 120;
  * by this name, never by a token or hash, so every key of a consumer shares one quota.
  */
 export interface Consumer {
+  /** Its identity (`con_…`): what owns its orders and `Idempotency-Key`s, never another consumer's. */
+  readonly id: string;
+  /**
+   * The owner its orders were stored under before consumers had ids (`key:<name>`), for a consumer
+   * whose id is derived from its first key (`consumerIdOf`): they are moved to it (`ownerOf`).
+   */
+  readonly adopts?: string;
   readonly name: string;
   readonly plan: PlanName;
   readonly limits: Limits;
@@ -137,13 +144,16 @@ export function keyRecords(doc: KeysDocument): KeyRecord[] {
   (doc.keys ?? []).forEach((entry, i) => {
     const where = `keys[${i}] ("${entry.name}")`;
     claimName(entry.name, `${where}, a {"keys":[...]} entry`);
-    add(entry, entry.name, consumerOf(entry, where), where);
+    const id = derivedConsumerId(entry.name, entry.sha256);
+    add(entry, entry.name, consumerOf(entry, where, id, legacyOwnerOf(entry.name)), where);
   });
   const consumers = new Map<string, Consumer>();
   (doc.consumers ?? []).forEach((entry, i) => {
     const where = `consumers[${i}] ("${entry.name}")`;
     claimName(entry.name, where);
-    const consumer = consumerOf(entry, where);
+    const id = consumerIdOf(entry) ?? newConsumerId();
+    const derived = entry.keys[0] && id === derivedConsumerId(entry.name, entry.keys[0].sha256);
+    const consumer = consumerOf(entry, where, id, derived ? legacyOwnerOf(entry.name) : undefined);
     consumers.set(entry.name, consumer);
     const ids = new Set<string>();
     entry.keys.forEach((key, k) => {
@@ -159,7 +169,8 @@ export function keyRecords(doc: KeysDocument): KeyRecord[] {
   (doc.revoked ?? []).forEach((t, i) => {
     if (hashes.has(t.sha256)) return;
     hashes.set(t.sha256, `revoked[${i}]`);
-    const consumer = consumers.get(t.consumer) ?? consumerOf({ name: t.consumer, plan: 'free' }, `revoked[${i}]`);
+    const consumer =
+      consumers.get(t.consumer) ?? consumerOf({ name: t.consumer, plan: 'free' }, `revoked[${i}]`, newConsumerId());
     records.push({ ...toRecord(t, t.key, consumer), scopes: [], revokedAt: rfc3339(t.revokedAt) });
   });
   return records;
@@ -186,14 +197,85 @@ export interface ConsumerFields {
   thresholds?: number[];
 }
 
+/**
+ * A new consumer's id: `con_` and 128 random bits in hex, so no consumer made later, under the
+ * same name or another, is ever given it.
+ */
+export function newConsumerId(): string {
+  return `con_${randomBytes(16).toString('hex')}`;
+}
+
+/**
+ * The id of a consumer written without one (by hand, or before consumers had ids): a digest of its
+ * name and its first key's hash. A consumer deleted and made again under the same name has
+ * another key, so another id; every instance derives the same one from the same file.
+ *
+ * @example
+ * derivedConsumerId('acme', '9f86d081…') // 'con_…' (the same for the same arguments)
+ */
+export function derivedConsumerId(name: string, sha256: string): string {
+  return `con_${createHash('sha256').update(`petstore consumer\n${name}\n${sha256}`).digest('hex').slice(0, 32)}`;
+}
+
+/**
+ * A consumer entry's id: its own, else derived from its first key (`derivedConsumerId`);
+ * undefined for one that has neither (no key: it cannot call, so it owns nothing yet).
+ */
+export function consumerIdOf(entry: {
+  readonly id?: string | undefined;
+  readonly name: string;
+  readonly keys: readonly { readonly sha256: string }[];
+}): string | undefined {
+  const first = entry.keys[0];
+  return entry.id ?? (first ? derivedConsumerId(entry.name, first.sha256) : undefined);
+}
+
+/**
+ * Who a consumer is to the store: the owner of its orders and `Idempotency-Key`s. Its id makes it
+ * its own; its name, which never changes for an id, tells whose webhook hears of its orders.
+ *
+ * @example
+ * ownerOf({ id: 'con_0123…', name: 'acme' }) // 'con_0123…:acme'
+ */
+export function ownerOf(consumer: { readonly id: string; readonly name: string }): string {
+  return `${consumer.id}:${consumer.name}`;
+}
+
+/** The owner a consumer's orders and keys were stored under before consumers had ids. */
+export function legacyOwnerOf(name: string): string {
+  return `key:${name}`;
+}
+
+/**
+ * Every owner a consumer entry's orders may be stored under: its id's (none for a consumer
+ * without id or keys, which owns nothing), and its name's from before consumer ids when its id is
+ * derived (as `keyRecords` gives it `adopts`). What deleting it retires.
+ *
+ * @example
+ * ownersOf({ id: 'con_0123…', name: 'acme', keys: [] }) // ['con_0123…:acme']
+ */
+export function ownersOf(entry: {
+  readonly id?: string | undefined;
+  readonly name: string;
+  readonly keys: readonly { readonly sha256: string }[];
+}): string[] {
+  const id = consumerIdOf(entry);
+  if (id === undefined) return [];
+  const first = entry.keys[0];
+  const derived = first !== undefined && id === derivedConsumerId(entry.name, first.sha256);
+  return [ownerOf({ id, name: entry.name }), ...(derived ? [legacyOwnerOf(entry.name)] : [])];
+}
+
 /** The consumer of an entry: its plan's terms, overridden by its own; costs must fit its quotas. */
-function consumerOf(entry: ConsumerFields & { name: string }, where: string): Consumer {
+function consumerOf(entry: ConsumerFields & { name: string }, where: string, id: string, adopts?: string): Consumer {
   const limits = entry.limits ?? PLAN_LIMITS[entry.plan as Exclude<PlanName, 'enterprise'>];
   const plan = PLAN_TERMS[entry.plan];
   const costs = { ...plan.costs, ...entry.costs };
   const problem = costProblem(where, limits, costs);
   if (problem) throw new KeysFileError(problem);
   return {
+    id,
+    ...(adopts !== undefined ? { adopts } : {}),
     name: entry.name,
     plan: entry.plan,
     limits,

@@ -12,6 +12,8 @@ describe('monthly quotas, costs and report-only in the keys file', () => {
       consumer({ limits: { perMinute: 100, perDay: 1000, perMonth: 20000 }, costs: { createPet: 5 }, enforce: false }),
     );
     expect(k?.consumer).toEqual({
+      id: 'con_097190f174413eabfe7a6b4831a511c2',
+      adopts: 'key:acme',
       name: 'acme',
       plan: 'pro',
       limits: { perMinute: 100, perDay: 1000, perMonth: 20000 },

@@ -149,9 +149,18 @@ export const ConsumerKey = v.strictObject({
   ...Validity,
 });
 
-/** A consumer: one quota (windows, ban, in-flight cap) shared by all of its keys. */
+/** A consumer's identity: `con_` and 128 random bits in hex, made once and never given to another consumer. */
+export const CONSUMER_ID = /^con_[0-9a-f]{32}$/;
+
+/**
+ * A consumer: one quota (windows, ban, in-flight cap) shared by all of its keys. `id` owns its
+ * orders and `Idempotency-Key`s; `petstore keys` and the admin API write it when they make the
+ * consumer, and a consumer written without one gets one derived from its first key
+ * (src/keys/file.ts, `consumerIdOf`).
+ */
 export const ConsumerEntry = v.pipe(
   v.strictObject({
+    id: v.optional(v.pipe(v.string(), v.regex(CONSUMER_ID, 'must be "con_" and 32 lowercase hex digits'))),
     name: v.pipe(v.string(), v.regex(KEY_NAME, NAME_MESSAGE)),
     plan: Plan,
     limits: v.optional(Limits),

@@ -6,6 +6,7 @@
 import type { KeyStore, StoredConsumer } from '../store/keys.ts';
 import { type AuditRecord, auditRecord } from './audit.ts';
 import { type NumberedRecord, readAudit } from './audit-file.ts';
+import { withConsumerIds } from './edit.ts';
 import { keyRecords, parseDocument } from './file.ts';
 import type { KeysDocument } from './schema.ts';
 import { changeKeysFile, type KeysFileChange, readKeysDocument } from './store-file.ts';
@@ -64,8 +65,9 @@ export function storeKeyAdmin(
       let record: AuditRecord | undefined;
       await store.change((consumers) => {
         const before = documentOf(consumers);
-        const after = change.edit(before);
-        if (after === before) return { consumers, records: [] };
+        const edited = change.edit(before);
+        if (edited === before) return { consumers, records: [] };
+        const after = withConsumerIds(edited);
         keyRecords(parseDocument(JSON.stringify(after)));
         record = auditRecord(change.actor, change.action, change.consumer, change.key, before, after, now);
         return { consumers: after.consumers ?? [], records: [record] };
@@ -77,6 +79,21 @@ export function storeKeyAdmin(
       (await store.audit(after, limit)).map(({ id, record }) => ({ id, ...(record as AuditRecord) })),
     close,
   };
+}
+
+/**
+ * Stores an id for each stored consumer that has none (`withConsumerIds`), in one change with no
+ * audit record (what a consumer may do is unchanged). Resolves to whether anything was written.
+ */
+export async function storeConsumerIdsIn(store: KeyStore): Promise<boolean> {
+  let written = false;
+  await store.change((consumers) => {
+    const before = documentOf(consumers);
+    const after = withConsumerIds(before);
+    written = after !== before;
+    return { consumers: written ? (after.consumers ?? []) : consumers, records: [] };
+  });
+  return written;
 }
 
 /** The stored consumers as a keys document, checked as a keys file is. */

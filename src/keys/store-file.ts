@@ -9,6 +9,7 @@ import { basename, dirname, join } from 'node:path';
 import process from 'node:process';
 import { type Actor, type AuditAction, type AuditRecord, auditRecord } from './audit.ts';
 import { appendAudit, auditPath } from './audit-file.ts';
+import { withConsumerIds } from './edit.ts';
 import { KeysFileError, keyRecords, parseDocument } from './file.ts';
 import type { KeysDocument } from './schema.ts';
 
@@ -240,11 +241,31 @@ export async function changeKeysFile(
 ): Promise<AuditRecord | undefined> {
   return withLock(path, () => {
     const before = readKeysDocument(path);
-    const after = change.edit(before);
-    if (after === before) return undefined; // nothing to change: nothing written, nothing recorded
+    const edited = change.edit(before);
+    if (edited === before) return undefined; // nothing to change: nothing written, nothing recorded
+    const after = withConsumerIds(edited);
     writeKeysDocument(path, after);
     const record = auditRecord(change.actor, change.action, change.consumer, change.key, before, after, now);
     appendAudit(path, [record]);
     return record;
+  });
+}
+
+/**
+ * Writes into the keys file at `path` an id for each consumer that has none (`withConsumerIds`),
+ * under the lock, so the id a consumer's orders belong to no longer depends on its first key.
+ * Resolves to whether the file changed. Nothing is recorded in the audit trail: what a consumer
+ * may do is unchanged.
+ *
+ * @example
+ * await storeConsumerIds('/var/lib/petstore/keys.json') // true once, then false
+ */
+export async function storeConsumerIds(path: string): Promise<boolean> {
+  return withLock(path, () => {
+    const before = readKeysDocument(path);
+    const after = withConsumerIds(before);
+    if (after === before) return false;
+    writeKeysDocument(path, after);
+    return true;
   });
 }

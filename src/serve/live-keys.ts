@@ -1,12 +1,13 @@
 import { KEYS_STORE } from '../config.ts';
-import type { KeyRecord } from '../keys/file.ts';
-import { fileKeyAdmin, type KeyAdmin, storeKeyAdmin } from '../keys/source.ts';
+import { type KeyRecord, ownerOf } from '../keys/file.ts';
+import { fileKeyAdmin, type KeyAdmin, storeConsumerIdsIn, storeKeyAdmin } from '../keys/source.ts';
+import { keysFileWriteProblem, storeConsumerIds } from '../keys/store-file.ts';
 import { KeyTable } from '../keys/table.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { peerText } from '../redact.ts';
 import { keyStoreOf } from '../store/keys.ts';
-import type { PetStore } from '../store/store.ts';
+import type { OwnerMove, PetStore } from '../store/store.ts';
 import { developmentKeys, KeysFileWatcher } from './keys-source.ts';
 import { KeysStoreWatcher } from './keys-store.ts';
 
@@ -31,6 +32,8 @@ export class LiveKeys {
   readonly #file: KeysFileWatcher | undefined;
   #store: KeysStoreWatcher | undefined;
   #admin: KeyAdmin | undefined;
+  /** Where the consumers' orders are: told of what each consumer adopts at every load (`settle`). */
+  #pets: PetStore | undefined;
 
   /** Reads the keys file (a `KeysFileError` when it is bad) or makes the development key. */
   constructor(keys: string, log: Logger, metrics: Metrics | undefined) {
@@ -60,6 +63,32 @@ export class LiveKeys {
     this.table = this.#loaded(await watcher.load());
     this.#store = watcher;
     this.#admin = storeKeyAdmin(keyStore, () => watcher.sync('admin API'));
+  }
+
+  /**
+   * Once the store is open, before serving: stores an id for every consumer that has none (in the
+   * keys file when this process can write it, or in the store with `--keys store`), so a
+   * consumer's identity no longer hangs on its first key; then has each consumer whose id is
+   * derived adopt what was stored under its name before consumer ids (`Consumer.adopts`), as
+   * every later load of the keys does too. A file this process cannot write keeps the derived
+   * ids (docs/operations.md, "Consumer identity").
+   */
+  async settle(store: PetStore): Promise<void> {
+    this.#pets = store;
+    try {
+      const keyStore = this.#store ? keyStoreOf(store) : undefined;
+      if (keyStore) {
+        if (await storeConsumerIdsIn(keyStore)) await this.#store?.sync('version check');
+      } else if (this.#file && keysFileWriteProblem(this.#path) === undefined) {
+        await storeConsumerIds(this.#path);
+      }
+    } catch (err) {
+      this.#log.warn('could not store the consumers\' ids; they stay derived from their first keys', {
+        ...this.#source,
+        error: peerText(err as Error),
+      });
+    }
+    await this.#adopt();
   }
 
   /** How many consumers the keys in force name. */
@@ -102,8 +131,25 @@ export class LiveKeys {
     return table;
   }
 
+  /** What was stored under the names of the consumers that adopt it, moved to their ids. */
+  async #adopt(): Promise<void> {
+    const moves = new Map<string, OwnerMove>();
+    for (const { consumer } of this.table.records()) {
+      if (consumer.adopts !== undefined) moves.set(consumer.adopts, { from: consumer.adopts, to: ownerOf(consumer) });
+    }
+    if (!this.#pets || moves.size === 0) return;
+    try {
+      await this.#pets.adoptOwners([...moves.values()]);
+    } catch (err) {
+      this.#log.warn('could not move the orders stored under consumer names to their ids; tried again at the next load', {
+        error: peerText(err as Error),
+      });
+    }
+  }
+
   #apply(loaded: KeyRecord[], trigger: string): void {
     this.table = this.#loaded(loaded);
+    void this.#adopt();
     this.#metrics?.reloaded(true);
     this.#log.info('keys reloaded', { ...this.#source, trigger, keysByPlan: this.table.countByPlan() });
   }

@@ -54,7 +54,10 @@ export async function startServer(config: Config): Promise<void> {
   const listeners = await Listeners.bind(config, adapter, metrics);
   const store = await listeners.unlessFailed(() => storeOf(config, log, metrics));
   await listeners.unlessFailed(
-    () => keys.openStore(store),
+    async () => {
+      await keys.openStore(store);
+      await keys.settle(store);
+    },
     () => store.close(),
   );
   const { limiter, shared } = await openLimiter(config, log, metrics);
@@ -86,8 +89,10 @@ export async function startServer(config: Config): Promise<void> {
           ...gate,
           admin: keys.admin,
           ...(metrics ? { metrics } : {}),
-          // The orders a consumer placed end with it: the gateway knows it as `key:<name>` (principalOf).
-          consumerDeleted: (name) => store.retireOwner(`key:${name}`),
+          // The orders a consumer placed end with it, under each owner they are stored under (by its id).
+          consumerDeleted: async (owners) => {
+            for (const owner of owners) await store.retireOwner(owner);
+          },
         })
       : undefined;
   const adminServer = admin && (await listeners.add(admin.fetch, config.adminPort ?? 0, config.adminHost));

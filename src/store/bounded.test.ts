@@ -79,6 +79,7 @@ function backend() {
     closeOrder: memory.closeOrder.bind(memory),
     expireOrders: memory.expireOrders.bind(memory),
     retireOwner: memory.retireOwner.bind(memory),
+    adoptOwners: memory.adoptOwners.bind(memory),
     version: () => memory.version(),
     ping: () => {
       state.pings++;
@@ -274,6 +275,7 @@ describe('BoundedStore: the method list', () => {
       ['closeOrder', true],
       ['expireOrders', true],
       ['retireOwner', true],
+      ['adoptOwners', true],
       ['ping', true],
       ['record', true],
       ['claim', true],

@@ -23,12 +23,15 @@ export function fingerprintOf(pet: NewPet): string {
     .digest('hex');
 }
 
+/** The operations whose keys `idempotency_keys` holds (placeOrder's are kept with its orders). */
+export const KEYED_CREATES = ['createPet'] as const;
+
 /**
- * Whose keys a request's `Idempotency-Key` is among: the caller's (`key:acme`, by consumer
- * name) for one operation, so the same key sent to two operations names two requests.
+ * Whose keys a request's `Idempotency-Key` is among: the caller's (its owner, by consumer id)
+ * for one operation, so the same key sent to two operations names two requests.
  *
  * @example
- * idempotencyScope('key:acme', 'createPet') // 'key:acme/createPet'
+ * idempotencyScope('con_0123…:acme', 'createPet') // 'con_0123…:acme/createPet'
  */
 export function idempotencyScope(principal: string, operation: string): string {
   return `${principal}/${operation}`;

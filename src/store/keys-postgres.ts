@@ -51,12 +51,12 @@ export class PostgresKeyStore implements KeyStore {
         for (const { consumer: c, keys, isNew } of written) {
           if (isNew) {
             await tx`
-              INSERT INTO key_consumers (name, plan, limits, ban, costs, enforce, webhook, thresholds, position)
-              VALUES (${c.name}, ${c.plan}, ${c.limits}, ${c.ban}, ${c.costs}, ${c.enforce}, ${c.webhook}, ${c.thresholds},
+              INSERT INTO key_consumers (id, name, plan, limits, ban, costs, enforce, webhook, thresholds, position)
+              VALUES (${c.id}, ${c.name}, ${c.plan}, ${c.limits}, ${c.ban}, ${c.costs}, ${c.enforce}, ${c.webhook}, ${c.thresholds},
                 (SELECT coalesce(max(position), 0) + 1 FROM key_consumers))`;
           } else {
             await tx`
-              UPDATE key_consumers SET plan = ${c.plan}, limits = ${c.limits}, ban = ${c.ban}, costs = ${c.costs},
+              UPDATE key_consumers SET id = ${c.id}, plan = ${c.plan}, limits = ${c.limits}, ban = ${c.ban}, costs = ${c.costs},
                 enforce = ${c.enforce}, webhook = ${c.webhook}, thresholds = ${c.thresholds}
               WHERE name = ${c.name}`;
           }
@@ -114,7 +114,7 @@ export class PostgresKeyStore implements KeyStore {
 async function readAll(tx: postgres.TransactionSql): Promise<{ version: number; consumers: StoredConsumer[] }> {
   const [state] = await tx`SELECT version FROM keys_state WHERE singleton = 1`;
   const consumers =
-    await tx`SELECT name, plan, limits, ban, costs, enforce, webhook, thresholds FROM key_consumers ORDER BY position`;
+    await tx`SELECT id, name, plan, limits, ban, costs, enforce, webhook, thresholds FROM key_consumers ORDER BY position`;
   const keys =
     await tx`SELECT consumer, id, sha256, scopes, expires_at, not_before FROM api_keys ORDER BY consumer, position`;
   return { version: Number(column(state, 'version')), consumers: consumersOf(consumers, keys) };

@@ -5,7 +5,7 @@ import type { SqliteConnection } from './sqlite-driver.ts';
 
 const VERSION = 'SELECT version FROM keys_state WHERE singleton = 1';
 const CONSUMERS =
-  'SELECT name, plan, limits, ban, costs, enforce, webhook, thresholds FROM key_consumers ORDER BY position';
+  'SELECT id, name, plan, limits, ban, costs, enforce, webhook, thresholds FROM key_consumers ORDER BY position';
 const KEYS = 'SELECT consumer, id, sha256, scopes, expires_at, not_before FROM api_keys ORDER BY consumer, position';
 
 /**
@@ -59,15 +59,15 @@ export class SqliteKeyStore implements KeyStore {
           if (isNew) {
             this.#db
               .prepare(
-                'INSERT INTO key_consumers (name, plan, limits, ban, costs, enforce, webhook, thresholds, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(position), 0) + 1 FROM key_consumers))',
+                'INSERT INTO key_consumers (id, name, plan, limits, ban, costs, enforce, webhook, thresholds, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(position), 0) + 1 FROM key_consumers))',
               )
-              .get(c.name, c.plan, c.limits, c.ban, c.costs, c.enforce, c.webhook, c.thresholds);
+              .get(c.id, c.name, c.plan, c.limits, c.ban, c.costs, c.enforce, c.webhook, c.thresholds);
           } else {
             this.#db
               .prepare(
-                'UPDATE key_consumers SET plan = ?, limits = ?, ban = ?, costs = ?, enforce = ?, webhook = ?, thresholds = ? WHERE name = ?',
+                'UPDATE key_consumers SET id = ?, plan = ?, limits = ?, ban = ?, costs = ?, enforce = ?, webhook = ?, thresholds = ? WHERE name = ?',
               )
-              .get(c.plan, c.limits, c.ban, c.costs, c.enforce, c.webhook, c.thresholds, c.name);
+              .get(c.id, c.plan, c.limits, c.ban, c.costs, c.enforce, c.webhook, c.thresholds, c.name);
           }
           this.#db.prepare('DELETE FROM api_keys WHERE consumer = ?').get(c.name);
           keys.forEach((k, position) => {

@@ -17,6 +17,8 @@ export interface StoredKey {
 
 /** A consumer as stored, in the keys file's `consumers` form. */
 export interface StoredConsumer {
+  /** Its identity (`con_…`); absent for a consumer stored before consumers had ids. */
+  readonly id?: string;
   readonly name: string;
   readonly plan: string;
   readonly limits?: unknown;
@@ -76,6 +78,7 @@ export const KEYS_CHANNEL = 'petstore_keys';
 
 /** One row per consumer and per key, as the migrations define them. */
 export interface ConsumerRow {
+  id: string | null;
   name: string;
   plan: string;
   limits: string | null;
@@ -119,7 +122,8 @@ export function consumersOf(consumerRows: readonly unknown[], keyRows: readonly 
       const text = row[column];
       if (text !== null && text !== undefined) fields[column] = JSON.parse(text) as unknown;
     }
-    return { name: row.name, plan: row.plan, ...fields, keys: keys.get(row.name) ?? [] };
+    const id = row.id ?? undefined;
+    return { ...(id ? { id } : {}), name: row.name, plan: row.plan, ...fields, keys: keys.get(row.name) ?? [] };
   });
 }
 
@@ -140,6 +144,7 @@ export function rowChanges(
     .map((c) => ({
       isNew: !was.has(c.name),
       consumer: {
+        id: c.id ?? null,
         name: c.name,
         plan: c.plan,
         limits: jsonColumn(c.limits),

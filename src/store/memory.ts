@@ -12,6 +12,7 @@ import type {
   IdempotentCreate,
   ListOptions,
   OrderListOptions,
+  OwnerMove,
   PetStore,
   PlaceOrder,
   PlaceOrderResult,
@@ -217,6 +218,9 @@ export class MemoryStore implements PetStore {
     this.#byOwner.set(heir, mine);
     for (const key of this.#orderKeys.keys()) if (key.startsWith(`${owner}\u0000`)) this.#orderKeys.delete(key);
   }
+
+  /** Nothing: an owner from before consumer ids never stored anything in this process's memory. */
+  async adoptOwners(_moves: readonly OwnerMove[]): Promise<void> {}
 
   /** Moves on with every write, and expires the orders whose hold is over first. */
   version(): number {

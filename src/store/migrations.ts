@@ -297,6 +297,20 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX orders_placed_hold ON orders (hold_until) WHERE status = 'placed';
       CREATE UNIQUE INDEX orders_placed_pet ON orders (pet_id) WHERE status = 'placed';`,
   },
+  {
+    version: 10,
+    name: 'consumer_ids',
+    // A stored consumer's identity (`con_…`), what owns its orders and Idempotency-Keys: made
+    // with the consumer, never given to another. NULL for the consumers stored before it; each
+    // instance derives theirs from the first key and stores it at start (src/keys/file.ts).
+    readableFrom: 8,
+    sqlite: `
+      ALTER TABLE key_consumers ADD COLUMN id TEXT;
+      CREATE UNIQUE INDEX key_consumers_id ON key_consumers (id);`,
+    postgres: `
+      ALTER TABLE key_consumers ADD COLUMN id TEXT;
+      CREATE UNIQUE INDEX key_consumers_id ON key_consumers (id);`,
+  },
 ];
 
 /** The schema version this build writes. */

@@ -23,9 +23,15 @@ export function retiredOwner(owner: string): string {
  */
 export const ORDER_EXPIRED = 'order.expired';
 
-/** The consumer whose webhook hears of an owner's orders: `key:acme` is acme's; an address has none. */
+/** An owner that is a consumer (src/keys/file.ts, `ownerOf`): its id, then its name. */
+const CONSUMER_OWNER = /^con_[0-9a-f]{32}:(.+)$/;
+
+/**
+ * The consumer whose webhook hears of an owner's orders: `con_…:acme` (and `key:acme`, stored
+ * before consumers had ids) is acme's; an address or a retired owner has none.
+ */
 export function consumerOf(owner: string): string | undefined {
-  return owner.startsWith('key:') ? owner.slice('key:'.length) : undefined;
+  return CONSUMER_OWNER.exec(owner)?.[1] ?? (owner.startsWith('key:') ? owner.slice('key:'.length) : undefined);
 }
 
 /**
@@ -34,7 +40,7 @@ export function consumerOf(owner: string): string | undefined {
  * Undefined for an owner that is no consumer.
  *
  * @example
- * orderExpiredEvent('key:acme', order, Date.now()) // { id: 'msg_…', type: 'order.expired', … }
+ * orderExpiredEvent('con_0123…:acme', order, Date.now()) // { id: 'msg_…', type: 'order.expired', … }
  */
 export function orderExpiredEvent(owner: string, order: StoredOrder, at: number): OutboxEvent | undefined {
   const consumer = consumerOf(owner);

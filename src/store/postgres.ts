@@ -14,7 +14,7 @@ import {
   StoreUnavailableError,
   StoreUnreachableError,
 } from './errors.ts';
-import { IDEMPOTENCY_TTL_MS, SweepSchedule } from './idempotency.ts';
+import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES, SweepSchedule } from './idempotency.ts';
 import type { KeyStore, WithKeyStore } from './keys.ts';
 import { PostgresKeyStore } from './keys-postgres.ts';
 import {
@@ -62,6 +62,7 @@ import type {
   IdempotentCreate,
   ListOptions,
   OrderListOptions,
+  OwnerMove,
   PetStore,
   PlaceOrder,
   PlaceOrderResult,
@@ -542,6 +543,28 @@ export class PostgresStore implements PetStore, WithKeyStore {
             WHERE id = ${Number(column(row, 'pet_id'))} AND status = 'pending'`;
         }
         await tx`UPDATE orders SET owner = ${retiredOwner(owner)}, idempotency_key = NULL WHERE owner = ${owner}`;
+      }),
+    );
+  }
+
+  async adoptOwners(moves: readonly OwnerMove[]): Promise<void> {
+    if (moves.length === 0) return;
+    const from = moves.map((m) => m.from);
+    const to = moves.map((m) => m.to);
+    const scopes = (owners: string[]) => owners.flatMap((o) => KEYED_CREATES.map((op) => idempotencyScope(o, op)));
+    await this.#changing('adopt owners', () =>
+      transaction(this.#sql, async (tx) => {
+        // A key the heir already has stays where it is: moving it would break the pair's uniqueness.
+        await tx`
+          UPDATE orders o SET owner = m.heir
+          FROM unnest(${from}::text[], ${to}::text[]) AS m(owner, heir)
+          WHERE o.owner = m.owner AND (o.idempotency_key IS NULL OR NOT EXISTS (
+            SELECT 1 FROM orders mine WHERE mine.owner = m.heir AND mine.idempotency_key = o.idempotency_key))`;
+        await tx`
+          UPDATE idempotency_keys k SET scope = m.heir
+          FROM unnest(${scopes(from)}::text[], ${scopes(to)}::text[]) AS m(scope, heir)
+          WHERE k.scope = m.scope AND NOT EXISTS (
+            SELECT 1 FROM idempotency_keys mine WHERE mine.scope = m.heir AND mine.idempotency_key = k.idempotency_key)`;
       }),
     );
   }

@@ -15,7 +15,7 @@ import {
   sqliteError,
 } from './errors.ts';
 import { prepareDataFile, restrictCreated } from './file-modes.ts';
-import { IDEMPOTENCY_TTL_MS, SweepSchedule } from './idempotency.ts';
+import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES, SweepSchedule } from './idempotency.ts';
 import type { KeyStore, WithKeyStore } from './keys.ts';
 import { SqliteKeyStore } from './keys-sqlite.ts';
 import {
@@ -65,6 +65,7 @@ import type {
   IdempotentCreate,
   ListOptions,
   OrderListOptions,
+  OwnerMove,
   PetStore,
   PlaceOrder,
   PlaceOrderResult,
@@ -129,6 +130,11 @@ const EXPIRE_DUE = `UPDATE orders SET status = 'expired' WHERE status = 'placed'
   RETURNING owner, ${ORDER_COLUMNS}`;
 const CANCEL_OWNED = "UPDATE orders SET status = 'cancelled' WHERE owner = ? AND status = 'placed' RETURNING pet_id";
 const RETIRE_OWNER = 'UPDATE orders SET owner = ?, idempotency_key = NULL WHERE owner = ?';
+// A key the heir already has stays where it is: moving it would break the pair's uniqueness.
+const ADOPT_ORDERS = `UPDATE orders SET owner = ?1 WHERE owner = ?2 AND (idempotency_key IS NULL
+  OR NOT EXISTS (SELECT 1 FROM orders mine WHERE mine.owner = ?1 AND mine.idempotency_key = orders.idempotency_key))`;
+const ADOPT_KEYS = `UPDATE idempotency_keys SET scope = ?1 WHERE scope = ?2
+  AND NOT EXISTS (SELECT 1 FROM idempotency_keys mine WHERE mine.scope = ?1 AND mine.idempotency_key = idempotency_keys.idempotency_key)`;
 const PLACED_FOR_PET = "SELECT 1 AS held FROM orders WHERE pet_id = ? AND status = 'placed'";
 const ANY_ORDER_DUE = "SELECT 1 AS due FROM orders WHERE status = 'placed' AND hold_until <= ? LIMIT 1";
 const NEXT_DEADLINE = "SELECT min(hold_until) AS at FROM orders WHERE status = 'placed'";
@@ -378,6 +384,18 @@ export class SqliteStore implements PetStore, WithKeyStore {
         this.#db.prepare(RELEASE_PET).get('available', Number(column(row, 'pet_id')));
       }
       this.#db.prepare(RETIRE_OWNER).get(retiredOwner(owner), owner);
+    });
+  }
+
+  async adoptOwners(moves: readonly OwnerMove[]): Promise<void> {
+    if (moves.length === 0) return;
+    await this.#enqueue(() => {
+      for (const { from, to } of moves) {
+        this.#db.prepare(ADOPT_ORDERS).get(to, from);
+        for (const op of KEYED_CREATES) {
+          this.#db.prepare(ADOPT_KEYS).get(idempotencyScope(to, op), idempotencyScope(from, op));
+        }
+      }
     });
   }
 

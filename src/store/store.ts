@@ -47,9 +47,15 @@ export type RemoveResult =
   | { readonly outcome: 'not_found' }
   | { readonly outcome: 'stale'; readonly pet: StoredPet }
   | { readonly outcome: 'on_order'; readonly pet: StoredPet };
+/** What `adoptOwners` gives to whom: owners as `PlaceOrder.owner` names them. */
+export interface OwnerMove {
+  readonly from: string;
+  readonly to: string;
+}
+
 /** An order to place: `owner`'s, for `petId`, holding it `holdMs` from the store's now. */
 export interface PlaceOrder {
-  /** Whose it is (the caller's identity, e.g. `key:acme`): only its owner ever sees it. */
+  /** Whose it is (the caller's identity, e.g. `con_0123…:acme`): only its owner ever sees it. */
   readonly owner: string;
   readonly petId: number;
   readonly holdMs: number;
@@ -133,6 +139,12 @@ export interface PetStore {
    */
   retireOwner(owner: string): Promise<void>;
   /**
+   * Gives what each move's `from` owns (its orders, its createPet `Idempotency-Key`s) to its `to`:
+   * a consumer stored before consumers had ids takes what was stored under its name
+   * (src/keys/file.ts, `Consumer.adopts`). A key `to` already has stays `from`'s. Resolves once durable.
+   */
+  adoptOwners(moves: readonly OwnerMove[]): Promise<void>;
+  /**
    * A value that changes whenever any pet may have changed, compared with `===`; undefined when
    * the store cannot tell (then no answer read from it is kept: src/http/memo.ts).
    */
@@ -181,6 +193,7 @@ export const STORE_CALLS = {
   closeOrder: { doing: 'close order', write: true, counted: 'order' },
   expireOrders: { doing: 'expire orders', write: true, counted: 'order' },
   retireOwner: { doing: 'retire owner', write: true, counted: 'order' },
+  adoptOwners: { doing: 'adopt owners', write: true, counted: 'order' },
   ping: { doing: 'ping', write: false, counted: 'ping' },
 } as const satisfies Record<Exclude<Calls<PetStore>, 'close'>, CallSpec>;
 
