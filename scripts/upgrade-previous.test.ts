@@ -115,6 +115,7 @@ describe.skipIf(!PG_SERVER || !BASE_REF)('from the previous release to this one 
         pending: [
           { version: 8, name: 'pet_versions' },
           { version: 9, name: 'orders' },
+          { version: 10, name: 'consumer_ids' },
         ],
       });
       expect((await runCommand(['migrate', 'up', '--data', db.url])).code).toBe(0);

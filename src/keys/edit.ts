@@ -231,20 +231,25 @@ function consumerFields({
 }
 
 /**
- * `doc` with an id written for each consumer of the `consumers` form that has none: the one the
- * gateway derives for it (`consumerIdOf`), so its orders stay its own once the id is stored, or a
- * new one for a consumer without keys. `doc` itself when every consumer has one.
+ * `after` (a change of `before`) with an id written for each consumer of the `consumers` form
+ * that has none: the one the gateway derived for it in `before` (`consumerIdOf`, from its first
+ * key there, which the change may have removed), so its orders stay its own once the id is
+ * stored; a new one for a consumer `before` lacks or that had no key. `after` itself when every
+ * consumer has one.
  *
  * @example
- * withConsumerIds({ consumers: [{ name: 'acme', plan: 'pro', keys: [{ sha256: '9f86…' }] }] }).consumers?.[0]?.id // 'con_…'
+ * withConsumerIds(before, revokeKey(before, 'acme', 'k1', Date.now())).consumers?.[0]?.id // acme's id as derived in before
  */
-export function withConsumerIds(doc: KeysDocument): KeysDocument {
-  if ((doc.consumers ?? []).every((c) => c.id !== undefined)) return doc;
+export function withConsumerIds(before: KeysDocument, after: KeysDocument = before): KeysDocument {
+  if ((after.consumers ?? []).every((c) => c.id !== undefined)) return after;
+  const was = new Map(asConsumers(before).map((c) => [c.name, c]));
   return {
-    ...doc,
-    consumers: (doc.consumers ?? []).map((c) =>
-      c.id !== undefined ? c : { id: consumerIdOf(c) ?? newConsumerId(), ...c },
-    ),
+    ...after,
+    consumers: (after.consumers ?? []).map((c) => {
+      if (c.id !== undefined) return c;
+      const old = was.get(c.name);
+      return { id: (old && consumerIdOf(old)) ?? newConsumerId(), ...c };
+    }),
   };
 }
 

@@ -67,7 +67,7 @@ export function storeKeyAdmin(
         const before = documentOf(consumers);
         const edited = change.edit(before);
         if (edited === before) return { consumers, records: [] };
-        const after = withConsumerIds(edited);
+        const after = withConsumerIds(before, edited);
         keyRecords(parseDocument(JSON.stringify(after)));
         record = auditRecord(change.actor, change.action, change.consumer, change.key, before, after, now);
         return { consumers: after.consumers ?? [], records: [record] };

@@ -243,29 +243,10 @@ export async function changeKeysFile(
     const before = readKeysDocument(path);
     const edited = change.edit(before);
     if (edited === before) return undefined; // nothing to change: nothing written, nothing recorded
-    const after = withConsumerIds(edited);
+    const after = withConsumerIds(before, edited);
     writeKeysDocument(path, after);
     const record = auditRecord(change.actor, change.action, change.consumer, change.key, before, after, now);
     appendAudit(path, [record]);
     return record;
-  });
-}
-
-/**
- * Writes into the keys file at `path` an id for each consumer that has none (`withConsumerIds`),
- * under the lock, so the id a consumer's orders belong to no longer depends on its first key.
- * Resolves to whether the file changed. Nothing is recorded in the audit trail: what a consumer
- * may do is unchanged.
- *
- * @example
- * await storeConsumerIds('/var/lib/petstore/keys.json') // true once, then false
- */
-export async function storeConsumerIds(path: string): Promise<boolean> {
-  return withLock(path, () => {
-    const before = readKeysDocument(path);
-    const after = withConsumerIds(before);
-    if (after === before) return false;
-    writeKeysDocument(path, after);
-    return true;
   });
 }

@@ -66,7 +66,7 @@ describe('countStoreErrors', () => {
       'petstore_store_errors_total{operation="remove",kind="error"} 1',
       'petstore_store_errors_total{operation="list",kind="error"} 1',
       'petstore_store_errors_total{operation="inventory",kind="error"} 1',
-      'petstore_store_errors_total{operation="order",kind="error"} 6',
+      'petstore_store_errors_total{operation="order",kind="error"} 7',
       'petstore_store_errors_total{operation="ping",kind="error"} 1',
       'petstore_store_errors_total{operation="outbox",kind="error"} 5',
     ]);

@@ -1,7 +1,6 @@
 import { KEYS_STORE } from '../config.ts';
 import { type KeyRecord, ownerOf } from '../keys/file.ts';
 import { fileKeyAdmin, type KeyAdmin, storeConsumerIdsIn, storeKeyAdmin } from '../keys/source.ts';
-import { keysFileWriteProblem, storeConsumerIds } from '../keys/store-file.ts';
 import { KeyTable } from '../keys/table.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
@@ -66,22 +65,18 @@ export class LiveKeys {
   }
 
   /**
-   * Once the store is open, before serving: stores an id for every consumer that has none (in the
-   * keys file when this process can write it, or in the store with `--keys store`), so a
-   * consumer's identity no longer hangs on its first key; then has each consumer whose id is
-   * derived adopt what was stored under its name before consumer ids (`Consumer.adopts`), as
-   * every later load of the keys does too. A file this process cannot write keeps the derived
-   * ids (docs/operations.md, "Consumer identity").
+   * Once the store is open, before serving: with `--keys store`, stores an id for every stored
+   * consumer that has none, so its identity no longer hangs on its first key (a keys file is
+   * never written at start: the release before this one refuses a file with ids; its ids are
+   * written by the first `petstore keys` or admin API change). Then each consumer whose id is
+   * derived adopts what was stored under its name before consumer ids (`Consumer.adopts`), as at
+   * every later load of the keys (docs/operations.md, "Consumer identity").
    */
   async settle(store: PetStore): Promise<void> {
     this.#pets = store;
     try {
       const keyStore = this.#store ? keyStoreOf(store) : undefined;
-      if (keyStore) {
-        if (await storeConsumerIdsIn(keyStore)) await this.#store?.sync('version check');
-      } else if (this.#file && keysFileWriteProblem(this.#path) === undefined) {
-        await storeConsumerIds(this.#path);
-      }
+      if (keyStore && (await storeConsumerIdsIn(keyStore))) await this.#store?.sync('version check');
     } catch (err) {
       this.#log.warn('could not store the consumers\' ids; they stay derived from their first keys', {
         ...this.#source,

@@ -49,7 +49,7 @@ describe('PostgresStore', () => {
       backend: 'postgres',
       synchronousCommit: 'on',
       schemaVersion: SCHEMA_VERSION,
-      migrated: [1, 2, 3, 4, 5, 6, 7, 8, 9],
+      migrated: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
     });
     for (const name of ['a', 'b', 'c']) await first.create({ name, categoryId: 9007199254740991, status: 'sold' });
     await first.close();
@@ -64,6 +64,7 @@ describe('PostgresStore', () => {
       { version: 7, name: 'webhook_outbox_trace' },
       { version: 8, name: 'pet_versions' },
       { version: 9, name: 'orders' },
+      { version: 10, name: 'consumer_ids' },
     ] as never);
     await sql`DELETE FROM pets WHERE id = 3`;
     await sql.end();

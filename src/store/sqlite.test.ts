@@ -48,6 +48,7 @@ describe('SqliteStore file', () => {
       { version: 7, name: 'webhook_outbox_trace' },
       { version: 8, name: 'pet_versions' },
       { version: 9, name: 'orders' },
+      { version: 10, name: 'consumer_ids' },
     ]);
     db.close();
     await store.close();
@@ -60,7 +61,7 @@ describe('SqliteStore file', () => {
       journal: 'wal',
       synchronous: 'FULL',
       schemaVersion: SCHEMA_VERSION,
-      migrated: [1, 2, 3, 4, 5, 6, 7, 8, 9],
+      migrated: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
     });
   });
 
@@ -136,7 +137,7 @@ describe('SqliteStore file', () => {
     const lines: string[] = [];
     const store = open(path, createLogger({ write: (l) => lines.push(l) }));
     expect(lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'store opened')).toMatchObject({
-      migrated: [2, 3, 4, 5, 6, 7, 8, 9],
+      migrated: [2, 3, 4, 5, 6, 7, 8, 9, 10],
     });
     expect(await store.get(1)).toEqual({ id: 1, name: 'old', categoryId: 1, status: 'sold', version: 1 });
     const now = Date.UTC(2026, 10, 22);
