@@ -235,6 +235,31 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
         expect(again.id).not.toBe(open.id);
       });
 
+      test("an adopted owner: its orders and createPet keys are the heir's, but for a key the heir already has", async () => {
+        const [OLD, HEIR, OTHER] = ['key:acme', 'con_0123456789abcdef0123456789abcdef:acme', 'key:shop'];
+        for (let i = 0; i < 4; i++) await store.create(rex);
+        const mine = await placed(1, OLD, 'k');
+        const clash = await placed(2, OLD, 'both');
+        const heirs = await placed(3, HEIR, 'both');
+        const others = await placed(4, OTHER, 'k');
+        const created = await store.createOnce(tom, once(tom, 'pet-key', T0, `${OLD}/createPet`));
+        await store.adoptOwners([{ from: OLD, to: HEIR }]);
+        const now = Date.now();
+        expect((await store.listOrders(HEIR, { limit: 10 }, now)).map((o) => o.id).sort()).toEqual(
+          [mine.id, heirs.id].sort(),
+        );
+        expect((await store.listOrders(OLD, { limit: 10 }, now)).map((o) => o.id)).toEqual([clash.id]);
+        expect((await store.listOrders(OTHER, { limit: 10 }, now)).map((o) => o.id)).toEqual([others.id]);
+        expect(await store.getOrder(OLD, mine.id, now)).toBeUndefined();
+        // The heir's retry of the key its predecessor used answers that order, not a second one.
+        expect(await place(1, HEIR, 'k')).toEqual({ outcome: 'replayed', order: mine });
+        expect(await store.createOnce(tom, once(tom, 'pet-key', T0 + 1, `${HEIR}/createPet`))).toEqual({
+          outcome: 'replayed',
+          pet: (created as { pet: StoredPet }).pet,
+        });
+        expect((await store.createOnce(tom, once(tom, 'pet-key', T0 + 1, `${OLD}/createPet`))).outcome).toBe('created');
+      });
+
       test("the listing pages an owner's orders by id, filtered by status", async () => {
         for (let i = 0; i < 5; i++) await store.create(rex);
         const orders: StoredOrder[] = [];

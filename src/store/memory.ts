@@ -3,7 +3,7 @@ import type { Closing, StoredOrder } from '../core/orders.ts';
 import { type Inventory, type NewPet, type Pet, type PetPatch, petOf, type StoredPet } from '../core/pets.ts';
 import type { IfMatch } from '../core/preconditions.ts';
 import { planRemove, planUpdate } from './changes.ts';
-import { IDEMPOTENCY_TTL_MS } from './idempotency.ts';
+import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES } from './idempotency.ts';
 import { newOrderId, orderExpiredEvent, retiredOwner } from './orders.ts';
 import { MemoryOutbox } from './outbox.ts';
 import type {
@@ -219,8 +219,41 @@ export class MemoryStore implements PetStore {
     for (const key of this.#orderKeys.keys()) if (key.startsWith(`${owner}\u0000`)) this.#orderKeys.delete(key);
   }
 
-  /** Nothing: an owner from before consumer ids never stored anything in this process's memory. */
-  async adoptOwners(_moves: readonly OwnerMove[]): Promise<void> {}
+  async adoptOwners(moves: readonly OwnerMove[]): Promise<void> {
+    for (const { from, to } of moves) {
+      // An order placed with a key the heir already has stays `from`'s.
+      const kept = new Set<string>();
+      for (const [keyed, id] of [...this.#orderKeys]) {
+        if (!keyed.startsWith(`${from}\u0000`)) continue;
+        const heirs = `${to}\u0000${keyed.slice(from.length + 1)}`;
+        if (this.#orderKeys.has(heirs)) {
+          kept.add(id);
+          continue;
+        }
+        this.#orderKeys.delete(keyed);
+        this.#orderKeys.set(heirs, id);
+      }
+      const theirs = this.#byOwner.get(from) ?? new Set<string>();
+      const mine = this.#byOwner.get(to) ?? new Set<string>();
+      for (const id of theirs) {
+        if (kept.has(id)) continue;
+        theirs.delete(id);
+        mine.add(id);
+        (this.#orders.get(id) as KeptOrder).owner = to;
+      }
+      if (mine.size > 0) this.#byOwner.set(to, mine);
+      // The keys are renamed in place: their order is the order they expire in.
+      const renamed = KEYED_CREATES.map((op) => [`${idempotencyScope(from, op)}\u0000`, `${idempotencyScope(to, op)}\u0000`]);
+      const keys = [...this.#keys];
+      const taken = new Set(this.#keys.keys());
+      this.#keys.clear();
+      for (const [id, remembered] of keys) {
+        const [prefix, heir] = renamed.find(([p]) => id.startsWith(p as string)) ?? [];
+        const moved = prefix === undefined ? id : `${heir}${id.slice(prefix.length)}`;
+        this.#keys.set(moved !== id && taken.has(moved) ? id : moved, remembered);
+      }
+    }
+  }
 
   /** Moves on with every write, and expires the orders whose hold is over first. */
   version(): number {

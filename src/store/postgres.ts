@@ -549,22 +549,22 @@ export class PostgresStore implements PetStore, WithKeyStore {
 
   async adoptOwners(moves: readonly OwnerMove[]): Promise<void> {
     if (moves.length === 0) return;
-    const from = moves.map((m) => m.from);
-    const to = moves.map((m) => m.to);
-    const scopes = (owners: string[]) => owners.flatMap((o) => KEYED_CREATES.map((op) => idempotencyScope(o, op)));
     await this.#changing('adopt owners', () =>
       transaction(this.#sql, async (tx) => {
-        // A key the heir already has stays where it is: moving it would break the pair's uniqueness.
-        await tx`
-          UPDATE orders o SET owner = m.heir
-          FROM unnest(${from}::text[], ${to}::text[]) AS m(owner, heir)
-          WHERE o.owner = m.owner AND (o.idempotency_key IS NULL OR NOT EXISTS (
-            SELECT 1 FROM orders mine WHERE mine.owner = m.heir AND mine.idempotency_key = o.idempotency_key))`;
-        await tx`
-          UPDATE idempotency_keys k SET scope = m.heir
-          FROM unnest(${scopes(from)}::text[], ${scopes(to)}::text[]) AS m(scope, heir)
-          WHERE k.scope = m.scope AND NOT EXISTS (
-            SELECT 1 FROM idempotency_keys mine WHERE mine.scope = m.heir AND mine.idempotency_key = k.idempotency_key)`;
+        for (const { from, to } of moves) {
+          // A key the heir already has stays where it is: moving it would break the pair's uniqueness.
+          await tx`
+            UPDATE orders o SET owner = ${to}
+            WHERE o.owner = ${from} AND (o.idempotency_key IS NULL OR NOT EXISTS (
+              SELECT 1 FROM orders mine WHERE mine.owner = ${to} AND mine.idempotency_key = o.idempotency_key))`;
+          for (const op of KEYED_CREATES) {
+            const [scope, heir] = [idempotencyScope(from, op), idempotencyScope(to, op)];
+            await tx`
+              UPDATE idempotency_keys k SET scope = ${heir}
+              WHERE k.scope = ${scope} AND NOT EXISTS (
+                SELECT 1 FROM idempotency_keys mine WHERE mine.scope = ${heir} AND mine.idempotency_key = k.idempotency_key)`;
+          }
+        }
       }),
     );
   }
