@@ -8,13 +8,31 @@
  *   completed within 2 s reads `expired` on both, its pet can be ordered again, and its
  *   consumer's webhook receives `order.expired` once.
  *
+ * - isolation by identity: a consumer deleted and made again under the same name (by editing the
+ *   keys file, by `petstore keys`, by the admin API) gets 404 on the old one's order, never lists
+ *   it, and its Idempotency-Key does not replay the old one's answer; orders stored under a
+ *   consumer's name before consumers had ids stay its own; on SQLite and on PostgreSQL.
+ *
  * The PostgreSQL parts need PETSTORE_TEST_POSTGRES_URL: `make postgres-test` starts one.
  */
+
+import { Database } from 'bun:sqlite';
 import { afterEach, describe, expect, test } from 'bun:test';
-import { mkdtempSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type KeySpec, type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
+import {
+  adminKeysFile,
+  adminUrl,
+  callWithKey,
+  type KeySpec,
+  type Running,
+  runCommand,
+  startServer,
+  tokenOf,
+  writeKeysFile,
+} from '../test/harness.ts';
 import { freshDatabase, type TestDatabase } from '../test/postgres.ts';
 import { newSecret, type Receiver, startReceiver } from '../test/webhook-receiver.ts';
 
@@ -159,4 +177,214 @@ describe('a hold that ends', () => {
     },
     60_000,
   );
+});
+
+/** `token`'s call of an order operation on `server`: status and body. */
+async function orders(server: Running, token: string, path = '', method = 'GET', body?: unknown, key?: string) {
+  const res = await fetch(`${server.url}/v1/store/orders${path}`, {
+    method,
+    headers: {
+      Authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+      ...(key === undefined ? {} : { 'Idempotency-Key': key }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+/** Waits until `token` is admitted by `server` (a keys change is in force within a second). */
+async function admitted(server: Running, token: string): Promise<void> {
+  for (const end = Date.now() + 5_000; Date.now() < end; await Bun.sleep(50)) {
+    if ((await orders(server, token)).status === 200) return;
+  }
+  throw new Error(`the key was not admitted within 5 s:\n${server.lines.slice(-5).join('\n')}`);
+}
+
+/** Waits until `token` is refused by `server` (401): its consumer is gone. */
+async function refused(server: Running, token: string): Promise<void> {
+  for (const end = Date.now() + 5_000; Date.now() < end; await Bun.sleep(50)) {
+    if ((await orders(server, token)).status === 401) return;
+  }
+  throw new Error('the key was still admitted after 5 s');
+}
+
+const sha256 = (token: string) => createHash('sha256').update(token).digest('hex');
+
+/** The keys file at `path` with `edit` applied, written as an operator's editor would. */
+function editKeys(path: string, edit: (doc: { consumers?: Record<string, unknown>[] }) => void): void {
+  const doc = JSON.parse(readFileSync(path, 'utf8')) as { consumers?: Record<string, unknown>[] };
+  edit(doc);
+  writeFileSync(path, JSON.stringify(doc, null, 2));
+}
+
+/**
+ * A's order, then A deleted and made again under its name with a new key: the new one sees
+ * nothing of A's (404 on get, complete and cancel, an empty list) and its retry of A's
+ * Idempotency-Key is not answered with A's order; `remake` deletes and makes the consumer again
+ * and resolves to the new token. Consumer `other` gets 404 on A's order and never lists it.
+ */
+async function remadeSeesNothing(
+  server: Running,
+  token: string,
+  petId: number,
+  other: string,
+  remake: () => Promise<string>,
+): Promise<void> {
+  const placed = await orders(server, token, '', 'POST', { petId }, 'same-key');
+  expect(placed.status).toBe(201);
+  const id = String(placed.body.id);
+  const notFound = { code: 'not_found', message: `You have no order with id ${id}.`, status: 404 };
+  const operations = [
+    [`/${id}`, 'GET'],
+    [`/${id}/complete`, 'POST'],
+    [`/${id}/cancel`, 'POST'],
+  ] as const;
+  for (const [path, method] of operations) {
+    expect(await orders(server, other, path, method)).toEqual({ status: 404, body: notFound });
+  }
+  expect((await orders(server, other, '?limit=100')).body).not.toContainEqual(expect.objectContaining({ id }));
+  const fresh = await remake();
+  await admitted(server, fresh);
+  for (const [path, method] of operations) {
+    expect(await orders(server, fresh, path, method)).toEqual({ status: 404, body: notFound });
+  }
+  expect(await orders(server, fresh, '?limit=100')).toEqual({ status: 200, body: [] as never });
+  // The same key and body again: never A's 201. A's order still holds the pet (409), unless
+  // deleting A ended its orders (the admin API), and then it is a new order of the new consumer.
+  const retried = await orders(server, fresh, '', 'POST', { petId }, 'same-key');
+  expect(retried.status === 409 ? retried.body.code : retried.body.id).not.toBe(id);
+  expect([201, 409]).toContain(retried.status);
+  if (retried.status === 409) expect(retried.body.code).toBe('pet_unavailable');
+}
+
+/** Where the isolation tests keep their data: a SQLite file, or a fresh PostgreSQL database. */
+const BACKENDS: [string, () => Promise<string>][] = [
+  ['SQLite', async () => join(mkdtempSync(join(tmpdir(), 'petstore-orders-')), 'pets.db')],
+  [
+    'PostgreSQL',
+    async () => {
+      const db = await freshDatabase(PG_SERVER, `petstore_orders_who_${process.pid}`);
+      stops.push(() => db.drop());
+      return db.url;
+    },
+  ],
+];
+
+describe("a consumer made again under a deleted one's name inherits nothing", () => {
+  for (const [backend, dataOf] of BACKENDS) {
+    test.skipIf(backend === 'PostgreSQL' && !PG_SERVER)(
+      `${backend}: by editing the keys file, by petstore keys, by the admin API`,
+      async () => {
+        const { file, admin } = await adminKeysFile('seller', 's1');
+        const seller = tokenOf('seller-e2e');
+        // The seller is a consumer of its own with a known token (enterprise: no limit in the way).
+        editKeys(file, (doc) => {
+          doc.consumers = (doc.consumers ?? []).filter((c) => c.name !== 'seller');
+          doc.consumers.push({
+            name: 'seller',
+            plan: 'enterprise',
+            limits: UNLIMITED,
+            keys: [{ sha256: sha256(seller) }],
+          });
+        });
+        const server = await start(['--keys', file, '--data', await dataOf(), '--admin-port', '0']);
+        const base = adminUrl(server);
+        const pets: number[] = [];
+        for (let i = 0; i < 3; i++) {
+          const res = await callWithKey(`${server.url}/v1/pets`, seller, 'POST', { name: `pup ${i}`, categoryId: 1 });
+          expect(res.status).toBe(201);
+          pets.push(Number(res.json?.id));
+        }
+        const tokens = (name: string) => [
+          `psk_e2e-${name}-${randomBytes(12).toString('hex')}`,
+          `psk_e2e-${name}-${randomBytes(12).toString('hex')}`,
+        ];
+
+        // 1. The keys file edited by hand: the consumer removed, then written again with a new key.
+        const [first, second] = tokens('filed') as [string, string];
+        const entry = (token: string) => ({ name: 'filed', plan: 'pro', keys: [{ sha256: sha256(token) }] });
+        editKeys(file, (doc) => doc.consumers?.push(entry(first)));
+        await admitted(server, first);
+        await remadeSeesNothing(server, first, pets[0] as number, seller, async () => {
+          editKeys(file, (doc) => {
+            doc.consumers = doc.consumers?.filter((c) => c.name !== 'filed');
+          });
+          await refused(server, first);
+          editKeys(file, (doc) => doc.consumers?.push(entry(second)));
+          return second;
+        });
+
+        // 2. petstore keys: made by keys add, removed from the file, made again by keys add.
+        const add = async () => {
+          const made = await runCommand(['keys', 'add', '--keys', file, '--consumer', 'cli', '--plan', 'pro']);
+          expect(made.code).toBe(0);
+          return made.stdout.trim();
+        };
+        const cli = await add();
+        await admitted(server, cli);
+        await remadeSeesNothing(server, cli, pets[1] as number, seller, async () => {
+          editKeys(file, (doc) => {
+            doc.consumers = doc.consumers?.filter((c) => c.name !== 'cli');
+          });
+          await refused(server, cli);
+          return add();
+        });
+
+        // 3. The admin API: made, deleted (its open orders end with it), made again.
+        const make = async () => {
+          expect((await callWithKey(`${base}/consumers`, admin, 'POST', { name: 'api', plan: 'pro' })).status).toBe(
+            201,
+          );
+          return String((await callWithKey(`${base}/consumers/api/keys`, admin, 'POST', { id: 'k1' })).json?.token);
+        };
+        const api = await make();
+        await admitted(server, api);
+        await remadeSeesNothing(server, api, pets[2] as number, seller, async () => {
+          expect((await callWithKey(`${base}/consumers/api`, admin, 'DELETE')).status).toBe(204);
+          return make();
+        });
+      },
+      60_000,
+    );
+
+    test.skipIf(backend === 'PostgreSQL' && !PG_SERVER)(
+      `${backend}: an order stored under a consumer's name before consumers had ids stays its own`,
+      async () => {
+        const data = await dataOf();
+        const file = keys();
+        const first = await start(['--keys', file, '--data', data]);
+        const [petId] = await addPets(first, 1);
+        expect(await first.stop()).toBe(0);
+        // As the release before consumer ids stored it: owned by `key:<name>`.
+        const id = `ord_${randomBytes(16).toString('hex')}`;
+        const row = [id, 'key:buyer0', petId as number, 'completed', Date.now(), Date.now()] as const;
+        if (backend === 'SQLite') {
+          const db = new Database(data);
+          db.prepare(
+            'INSERT INTO orders (id, owner, pet_id, status, placed_at, hold_until) VALUES (?, ?, ?, ?, ?, ?)',
+          ).run(...row);
+          db.close();
+        } else {
+          const postgres = (await import('postgres')).default;
+          const sql = postgres(data, { onnotice: () => {} });
+          await sql`INSERT INTO orders (id, owner, pet_id, status, placed_at, hold_until) VALUES ${sql([row as never])}`;
+          await sql.end();
+        }
+        const server = await start(['--keys', file, '--data', data]);
+        const owned = await orders(server, tokenOf('buyer0'), `/${id}`);
+        expect([owned.status, owned.body.id, owned.body.status]).toEqual([200, id, 'completed']);
+        expect((await orders(server, tokenOf('buyer1'), `/${id}`)).status).toBe(404);
+        // buyer0 deleted and made again with another key: the order is not the new one's.
+        const fresh = `psk_e2e-buyer0-${randomBytes(12).toString('hex')}`;
+        const doc = JSON.parse(readFileSync(file, 'utf8')) as { keys: Record<string, unknown>[] };
+        doc.keys = doc.keys.map((k) => (k.name === 'buyer0' ? { ...k, sha256: sha256(fresh) } : k));
+        writeFileSync(file, JSON.stringify(doc));
+        await admitted(server, fresh);
+        expect((await orders(server, fresh, `/${id}`)).status).toBe(404);
+        expect((await orders(server, fresh, '?limit=100')).body).toEqual([] as never);
+      },
+      60_000,
+    );
+  }
 });
