@@ -48,7 +48,7 @@ export function testApp({
 } = {}) {
   const clock = fakeClock(start);
   const store = new MemoryStore({ clock });
-  const table = new KeyTable(
+  let table = new KeyTable(
     parseKeys(
       JSON.stringify({ keys: keys.map((k) => ({ ...k, sha256: hashToken(tokenFor(k.name)).toString('hex') })) }),
     ),
@@ -66,7 +66,11 @@ export function testApp({
     clientAddress: () => '192.0.2.1',
   });
   const auth = (name = keys[0]?.name ?? 'acme') => ({ Authorization: `Bearer ${tokenFor(name)}` });
-  return { app, clock, store, auth };
+  /** Serves a keys document from now on, as a reload of the keys file does. */
+  const reload = (doc: object) => {
+    table = new KeyTable(parseKeys(JSON.stringify(doc)));
+  };
+  return { app, clock, store, auth, reload };
 }
 
 /**

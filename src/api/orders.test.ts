@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { testApp } from '../../test/testing.ts';
+import { hashToken } from '../keys/file.ts';
 
 type App = ReturnType<typeof testApp>;
 const JSON_HEADERS = { 'Content-Type': 'application/json' };
@@ -161,6 +162,33 @@ describe('isolation', () => {
     expect(await (await call(t, '', 'b')).json()).toEqual([]);
     expect(((await (await call(t, '', 'a')).json()) as { id: string }[]).map((o) => o.id)).toEqual([id]);
     expect(await petStatus(t, 1)).toBe('pending');
+  });
+
+  test("a consumer made again under a's name with a new key sees nothing of a's, and its Idempotency-Key replays nothing", async () => {
+    const t = testApp({ keys: TWO });
+    await addPet(t);
+    const placed = await order(t, 1, 'a', 'k');
+    const { id } = (await placed.json()) as { id: string };
+    // a deleted from the keys file and written again under its name with another key.
+    const token = 'psk_test-token-for-a-made-again';
+    t.reload({ consumers: [{ name: 'a', plan: 'free', keys: [{ sha256: hashToken(token).toString('hex') }] }] });
+    const again = { Authorization: `Bearer ${token}` };
+    for (const [path, method] of [
+      [`/${id}`, 'GET'],
+      [`/${id}/complete`, 'POST'],
+      [`/${id}/cancel`, 'POST'],
+    ] as const) {
+      const res = await t.app.request(`/v1/store/orders${path}`, { method, headers: again });
+      expect([res.status, ((await res.json()) as { code: string }).code]).toEqual([404, 'not_found']);
+    }
+    expect(await (await t.app.request('/v1/store/orders', { headers: again })).json()).toEqual([]);
+    const retried = await t.app.request('/v1/store/orders', {
+      method: 'POST',
+      headers: { ...again, ...JSON_HEADERS, 'Idempotency-Key': 'k' },
+      body: JSON.stringify({ petId: 1 }),
+    });
+    // Not a's 201 replayed: a's order still holds the pet.
+    expect([retried.status, ((await retried.json()) as { code: string }).code]).toEqual([409, 'pet_unavailable']);
   });
 });
 
