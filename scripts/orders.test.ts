@@ -3,7 +3,9 @@
  * - sold once: 20 available pets and 200 concurrent buyers (10 consumers, each request with its
  *   own Idempotency-Key, a 503 retried with the same key): exactly 20 `201` and 180 `409
  *   pet_unavailable`, every pet in one placed order and pending; on one instance on SQLite, and
- *   over 4 instances on one PostgreSQL;
+ *   over 4 instances on one PostgreSQL; and there with one instance `kill -9`'d mid-run and
+ *   restarted, the buyers whose request failed retrying with the same key on a live instance:
+ *   no pet in two open orders, every 201 a buyer received in the store, 20 orders in all;
  * - a hold that ends: with `--order-hold 2s` on two instances on PostgreSQL, an order not
  *   completed within 2 s reads `expired` on both, its pet can be ordered again, and its
  *   consumer's webhook receives `order.expired` once.
@@ -137,6 +139,114 @@ describe('sold once', () => {
       const file = keys();
       const servers = await Promise.all([1, 2, 3, 4].map(() => start(['--keys', file, '--data', db.url])));
       await soldOnce(servers);
+    },
+    90_000,
+  );
+});
+
+/** What a buyer was last answered: the status, and for a 201 the order. */
+interface Bought {
+  status: number;
+  order?: { id: string; petId: number; status: string };
+  /** Requests of it that got no answer (the instance killed, or not listening yet). */
+  unanswered: number;
+}
+
+/**
+ * One buyer's order against a fleet whose members come and go (`live()`): a request that gets
+ * no answer (the instance was killed: reset, refused) or a 503 is sent again with the same
+ * Idempotency-Key to the next live instance, until an answer other than those, for up to 30 s.
+ */
+async function buyFromFleet(
+  live: () => Running[],
+  first: number,
+  consumer: string,
+  petId: number,
+  key: string,
+): Promise<Bought> {
+  const end = Date.now() + 30_000;
+  let unanswered = 0;
+  for (let attempt = first; ; attempt++) {
+    const servers = live();
+    const server = servers[attempt % servers.length] as Running;
+    const res = await fetch(`${server.url}/v1/store/orders`, {
+      method: 'POST',
+      headers: { ...auth(consumer), 'Content-Type': 'application/json', 'Idempotency-Key': key },
+      body: JSON.stringify({ petId }),
+      signal: AbortSignal.timeout(10_000),
+    }).catch(() => undefined);
+    if (!res) unanswered++;
+    const body = res ? ((await res.json().catch(() => ({}))) as Record<string, unknown>) : {};
+    if (res && res.status !== 503) {
+      if (res.status === 409) expect(body.code).toBe('pet_unavailable');
+      return { status: res.status, ...(res.status === 201 ? { order: body as never } : {}), unanswered };
+    }
+    if (Date.now() > end) return { status: res?.status ?? 0, unanswered };
+    await Bun.sleep(20);
+  }
+}
+
+describe('sold once through a kill -9', () => {
+  test.skipIf(!PG_SERVER)(
+    'four instances on one PostgreSQL, one killed mid-run and restarted: no pet in two open orders, every 201 in the store',
+    async () => {
+      const db: TestDatabase = await freshDatabase(PG_SERVER, `petstore_orders_kill_${process.pid}`);
+      stops.push(() => db.drop());
+      const file = keys();
+      const args = ['--keys', file, '--data', db.url];
+      const fleet = await Promise.all([1, 2, 3, 4].map(() => start(args)));
+      const pets = await addPets(fleet[0] as Running, PETS);
+      const victim = fleet[3] as Running;
+      // The buyers arrive over about a second, a pet's ten one after another, so pets are still
+      // being sold when the kill lands (those of the first 400 ms are sold by then).
+      const buying = Promise.all(
+        Array.from({ length: BUYERS }, async (_, i) => {
+          await Bun.sleep(i * 5);
+          return buyFromFleet(
+            () => fleet,
+            i,
+            CONSUMERS[i % CONSUMERS.length] as string,
+            pets[Math.floor(i / (BUYERS / PETS))] as number,
+            `kill-${i}`,
+          );
+        }),
+      );
+      await Bun.sleep(400);
+      expect(await victim.stop('SIGKILL')).toBeNull();
+      // As behind a balancer: the dead instance's address is tried until its successor listens there.
+      fleet[3] = await start(args);
+      const bought: Bought[] = await buying;
+      const count = (s: number) => bought.filter((b) => b.status === s).length;
+      expect({ created: count(201), unavailable: count(409), other: BUYERS - count(201) - count(409) }).toEqual({
+        created: PETS,
+        unavailable: BUYERS - PETS,
+        other: 0,
+      });
+      // What the store holds, read from the database itself.
+      const postgres = (await import('postgres')).default;
+      const sql = postgres(db.url, { onnotice: () => {} });
+      try {
+        const rows = await sql`SELECT id, pet_id, status FROM orders ORDER BY pet_id`;
+        expect(rows.length).toBe(PETS);
+        const twice = await sql`SELECT pet_id FROM orders WHERE status = 'placed' GROUP BY pet_id HAVING count(*) > 1`;
+        expect(twice.length).toBe(0);
+        const stored = new Map(rows.map((r) => [String(r.id), { petId: Number(r.pet_id), status: String(r.status) }]));
+        for (const { order } of bought.filter((b) => b.status === 201)) {
+          expect(stored.get(String(order?.id))).toEqual({ petId: Number(order?.petId), status: 'placed' });
+        }
+        expect(new Set(rows.map((r) => Number(r.pet_id)))).toEqual(new Set(pets));
+        const statuses = await sql`SELECT DISTINCT status FROM pets`;
+        expect(statuses.map((r) => String(r.status))).toEqual(['pending']);
+      } finally {
+        await sql.end();
+      }
+      // The kill landed mid-run: some buyers' requests went unanswered and were sent again.
+      const unanswered = bought.filter((b) => b.unanswered > 0).length;
+      expect(unanswered).toBeGreaterThan(0);
+      console.log(
+        `sold once through kill -9: ${count(201)} placed, ${count(409)} pet_unavailable; ` +
+          `${unanswered} buyers retried after a request without answer`,
+      );
     },
     90_000,
   );
