@@ -5,6 +5,10 @@
  * - a pet created through A is served by B's kept page within the bound docs/fleet.md gives,
  *   measured over 1,000 writes, p50, p99 and max printed; a pet changed (PATCH) and then removed
  *   through A likewise in B's kept answer of it;
+ * - 1,000 write-then-read pairs (a PATCH of a pet, an order placed, an order cancelled, each
+ *   then read back: the pet, and the order) through A alone: none stale; through A then B, B
+ *   reading on a new connection each time: how many B read stale first, and how long until B
+ *   shows each write (p50, p99, max printed; the figures are in bench/README.md);
  * - B's kept page is served while the pets table is locked (no query could answer it);
  * - with B's listening backend terminated, a write through A is in B's very next answer of the
  *   page it kept, and B keeps pages again once it listens again.
@@ -69,6 +73,72 @@ async function create(server: Running, name: string): Promise<number> {
   });
   expect(res.status).toBe(201);
   return ((await res.json()) as { id: number }).id;
+}
+
+/** Write-then-read pairs per run: a quarter each of two PATCHes, a placed order, a cancelled one. */
+const PAIRS = 1_000;
+
+/**
+ * `PAIRS` writes through `writer`, each read back through `reader` until the read shows it: a
+ * PATCH of a pet (its name and ETag), an order placed (the order placed, the pet pending), the
+ * order cancelled (the order cancelled, the pet available). Before each write `reader` is asked
+ * for the pet twice, so it keeps it; each read-back uses a new connection. `stale`: the pairs
+ * whose first read did not show the write; `lags`: ms from the write's answer to the read that
+ * showed it (the first one when none was stale).
+ */
+async function writeThenRead(writer: Running, reader: Running): Promise<{ stale: number; lags: number[] }> {
+  const id = await create(writer, 'pairs');
+  const json = { ...headers, 'Content-Type': 'application/json' };
+  const read = async (path: string) => {
+    const res = await fetch(`${reader.url}${path}`, { headers, keepalive: false });
+    return { status: res.status, etag: res.headers.get('etag'), body: (await res.json()) as Record<string, unknown> };
+  };
+  let stale = 0;
+  const lags: number[] = [];
+  let order = '';
+  for (let i = 0; i < PAIRS; i++) {
+    await read(`/v1/pets/${id}`);
+    await read(`/v1/pets/${id}`);
+    const kind = i % 4;
+    const res =
+      kind < 2
+        ? await fetch(`${writer.url}/v1/pets/${id}`, {
+            method: 'PATCH',
+            headers: { ...headers, 'Content-Type': 'application/merge-patch+json' },
+            body: JSON.stringify({ name: `p${i}` }),
+          })
+        : kind === 2
+          ? await fetch(`${writer.url}/v1/store/orders`, {
+              method: 'POST',
+              headers: json,
+              body: JSON.stringify({ petId: id }),
+            })
+          : await fetch(`${writer.url}/v1/store/orders/${order}/cancel`, { method: 'POST', headers });
+    expect(res.status).toBe(kind === 2 ? 201 : 200);
+    const written = (await res.json()) as Record<string, unknown>;
+    const acknowledged = performance.now();
+    if (kind === 2) order = String(written.id);
+    const shows = async () => {
+      const pet = await read(`/v1/pets/${id}`);
+      if (kind < 2) return pet.body.name === `p${i}` && pet.etag === res.headers.get('etag');
+      const placed = kind === 2;
+      const mine = await read(`/v1/store/orders/${order}`);
+      return (
+        pet.body.status === (placed ? 'pending' : 'available') && mine.body.status === (placed ? 'placed' : 'cancelled')
+      );
+    };
+    for (let first = true; ; first = false) {
+      const shown = await shows();
+      const lag = performance.now() - acknowledged;
+      if (shown) {
+        lags.push(lag);
+        break;
+      }
+      if (first) stale++;
+      expect(lag).toBeLessThan(BOUND_MS);
+    }
+  }
+  return { stale, lags };
 }
 
 function quantile(sorted: number[], q: number): number {
@@ -138,6 +208,24 @@ describe.skipIf(!PG_SERVER)('kept answers on PostgreSQL, two instances', () => {
     console.log(`B served A's change ${lags.length} times: p50 ${ms(0.5)} ms, p99 ${ms(0.99)} ms, max ${ms(1)} ms`);
     expect(lags).toHaveLength(CHANGES + 1);
   }, 60_000);
+
+  for (const [via, through] of [
+    ['A alone', () => a],
+    ['A, read back on B', () => b],
+  ] as const) {
+    test(`${PAIRS} write-then-read pairs through ${via}: ${via === 'A alone' ? 'none stale' : 'how stale, measured'}`, async () => {
+      const { stale, lags } = await writeThenRead(a, through());
+      const sorted = lags.toSorted((x, y) => x - y);
+      const ms = (q: number) => quantile(sorted, q).toFixed(2);
+      console.log(
+        `write-then-read through ${via}: ${stale} of ${PAIRS} first reads stale; ` +
+          `shown after p50 ${ms(0.5)} ms, p99 ${ms(0.99)} ms, max ${ms(1)} ms`,
+      );
+      expect(lags).toHaveLength(PAIRS);
+      if (via === 'A alone') expect(stale).toBe(0);
+      else expect(sorted.at(-1)).toBeLessThan(BOUND_MS);
+    }, 60_000);
+  }
 
   test('a kept page is served from memory: answered while no query on pets could be', async () => {
     const last = await create(a, 'kept');
