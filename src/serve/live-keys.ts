@@ -78,7 +78,7 @@ export class LiveKeys {
       const keyStore = this.#store ? keyStoreOf(store) : undefined;
       if (keyStore && (await storeConsumerIdsIn(keyStore))) await this.#store?.sync('version check');
     } catch (err) {
-      this.#log.warn('could not store the consumers\' ids; they stay derived from their first keys', {
+      this.#log.warn("could not store the consumers' ids; they stay derived from their first keys", {
         ...this.#source,
         error: peerText(err as Error),
       });
@@ -136,9 +136,12 @@ export class LiveKeys {
     try {
       await this.#pets.adoptOwners([...moves.values()]);
     } catch (err) {
-      this.#log.warn('could not move the orders stored under consumer names to their ids; tried again at the next load', {
-        error: peerText(err as Error),
-      });
+      this.#log.warn(
+        'could not move the orders stored under consumer names to their ids; tried again at the next load',
+        {
+          error: peerText(err as Error),
+        },
+      );
     }
   }
 

@@ -243,7 +243,10 @@ export class MemoryStore implements PetStore {
       }
       if (mine.size > 0) this.#byOwner.set(to, mine);
       // The keys are renamed in place: their order is the order they expire in.
-      const renamed = KEYED_CREATES.map((op) => [`${idempotencyScope(from, op)}\u0000`, `${idempotencyScope(to, op)}\u0000`]);
+      const renamed = KEYED_CREATES.map((op) => [
+        `${idempotencyScope(from, op)}\u0000`,
+        `${idempotencyScope(to, op)}\u0000`,
+      ]);
       const keys = [...this.#keys];
       const taken = new Set(this.#keys.keys());
       this.#keys.clear();
