@@ -61,9 +61,19 @@ describe('petstore keys', () => {
     const token = add.stdout.trim();
     const text = readFileSync(file, 'utf8');
     expect(text).not.toContain(token);
-    expect(JSON.parse(text)).toEqual({
+    // The consumer made is given an identity of its own: `con_` and 128 random bits in hex.
+    const made = JSON.parse(text) as { consumers: { id: string }[] };
+    expect(made.consumers[0]?.id).toMatch(/^con_[0-9a-f]{32}$/);
+    expect(made).toEqual({
       keys: [{ name: 'legacy', sha256: 'a'.repeat(64), plan: 'free' }],
-      consumers: [{ name: 'acme', plan: 'pro', keys: [{ id: 'k1', sha256: sha(token), scopes: ['pets:read'] }] }],
+      consumers: [
+        {
+          id: made.consumers[0]?.id,
+          name: 'acme',
+          plan: 'pro',
+          keys: [{ id: 'k1', sha256: sha(token), scopes: ['pets:read'] }],
+        },
+      ],
     });
     expect(statSync(file).mode & 0o777).toBe(0o640);
 
