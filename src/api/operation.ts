@@ -44,7 +44,7 @@ export interface Input<Q = unknown, P = unknown, H = unknown, B = unknown> {
   readonly headers: H;
   readonly body: B;
   /**
-   * Who asks, as an opaque name (`key:acme`, or the client's address): the owner of an
+   * Who asks, as an opaque name (its consumer's id and name, `con_…:acme`, or the client's address): the owner of an
    * `Idempotency-Key`. Handlers know nothing more of keys or limits.
    */
   readonly principal: string;

@@ -12,7 +12,7 @@ export interface ListOptions {
 
 /** A create the client may retry: it carries an `Idempotency-Key`. */
 export interface IdempotentCreate {
-  /** Whose key it is (the caller's identity, e.g. `key:acme`): two callers never share keys. */
+  /** Whose key it is (the caller's identity and the operation, e.g. `con_…:acme/createPet`): two callers never share keys. */
   readonly scope: string;
   /** The `Idempotency-Key` header as sent. */
   readonly key: string;
