@@ -7,7 +7,7 @@ import { adminApp } from '../app.ts';
 import { SlidingWindowLimiter } from '../gateway/index.ts';
 import { keyRecords } from '../keys/file.ts';
 import { COSTED_OPERATIONS } from '../keys/plans.ts';
-import { documentOf, fileKeyAdmin, storeKeyAdmin } from '../keys/source.ts';
+import { documentOf, fileKeyAdmin, storeConsumerIdsIn, storeKeyAdmin } from '../keys/source.ts';
 import { changeKeysFile, readKeysDocument } from '../keys/store-file.ts';
 import { KeyTable } from '../keys/table.ts';
 import { newKeyEntry } from '../keys/tokens.ts';
@@ -381,5 +381,34 @@ describe.each(['file', 'store'] as const)('a webhook through the admin API over 
     } finally {
       await close();
     }
+  });
+});
+
+describe('consumer ids in the key store', () => {
+  test('stored at start for the consumers stored without one: derived from the first key, then left alone', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'petstore-admin-ids-'));
+    const store = SqliteStore.open({
+      path: join(dir, 'pets.db'),
+      open: (await loadSqlite()) as SqliteOpener,
+      log: silentLogger,
+    });
+    const keyStore = keyStoreOf(store) as NonNullable<ReturnType<typeof keyStoreOf>>;
+    // As a release before consumer ids stored them.
+    await keyStore.change(() => ({
+      consumers: [
+        { name: 'acme', plan: 'pro', keys: [{ id: 'k1', sha256: 'a'.repeat(64) }] },
+        { name: 'zoo', plan: 'free', keys: [] },
+      ],
+      records: [],
+    }));
+    const version = (await keyStore.read()).version;
+    expect(await storeConsumerIdsIn(keyStore)).toBe(true);
+    const { consumers, version: after } = await keyStore.read();
+    expect(consumers[0]?.id).toBe('con_097190f174413eabfe7a6b4831a511c2');
+    expect(consumers[1]?.id).toMatch(/^con_[0-9a-f]{32}$/);
+    expect(after).toBe(version + 1);
+    expect(await storeConsumerIdsIn(keyStore)).toBe(false);
+    expect((await keyStore.read()).version).toBe(after);
+    await store.close();
   });
 });

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { addKey, revokeKey, rotateKeys } from './edit.ts';
+import { addKey, revokeKey, rotateKeys, withConsumerIds } from './edit.ts';
 import { KeysFileError, parseKeys } from './file.ts';
 import type { KeysDocument } from './schema.ts';
 import { readKeysDocument, withLock, writeKeysDocument } from './store-file.ts';
@@ -107,6 +107,34 @@ test('revokeKey removes one key by id and keeps the consumer', () => {
   expect(() => revokeKey(doc, 'acme', 'two', Date.now())).toThrow(
     '--key: consumer "acme" has no key "two" (it has: one, bbbbbbbb)',
   );
+});
+
+test("a change writes each consumer's id as it was before the change: revoking the first key keeps it", () => {
+  const before: KeysDocument = {
+    consumers: [
+      {
+        name: 'acme',
+        plan: 'pro',
+        keys: [
+          { id: 'one', sha256: A },
+          { id: 'two', sha256: B },
+        ],
+      },
+      { name: 'zoo', plan: 'free', keys: [] },
+    ],
+  };
+  const after = withConsumerIds(before, revokeKey(before, 'acme', 'one', NOW));
+  // The id derived from acme's first key in `before` (A), not from the B it is left with.
+  expect(after.consumers?.map((c) => [c.name, c.id?.length, c.keys.length])).toEqual([
+    ['acme', 36, 1],
+    ['zoo', 36, 0],
+  ]);
+  expect(after.consumers?.[0]?.id).toBe('con_097190f174413eabfe7a6b4831a511c2');
+  expect(parseKeys(JSON.stringify(after))[0]?.consumer).toMatchObject({
+    id: 'con_097190f174413eabfe7a6b4831a511c2',
+  });
+  // Every consumer with an id: nothing to write.
+  expect(withConsumerIds(after)).toBe(after);
 });
 
 test('revokeKey keeps the hash as a tombstone for 90 days: the gateway knows the token as revoked, never admits it', () => {
