@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { addKey, revokeKey, rotateKeys, withConsumerIds } from './edit.ts';
+import { addKey, importConsumer, revokeKey, rotateKeys, withConsumerIds } from './edit.ts';
 import { KeysFileError, parseKeys } from './file.ts';
 import type { KeysDocument } from './schema.ts';
 import { readKeysDocument, withLock, writeKeysDocument } from './store-file.ts';
@@ -135,6 +135,16 @@ test("a change writes each consumer's id as it was before the change: revoking t
   });
   // Every consumer with an id: nothing to write.
   expect(withConsumerIds(after)).toBe(after);
+});
+
+test('an imported consumer keeps the id its keys file gave it: its own, else the one derived from its first key', () => {
+  const own = 'con_0123456789abcdef0123456789abcdef';
+  const one = importConsumer({}, { name: 'acme', plan: 'pro', keys: [{ sha256: A }] });
+  const two = importConsumer(one, { id: own, name: 'shop', plan: 'free', keys: [{ sha256: B }] });
+  expect(two.consumers?.map((c) => [c.name, c.id])).toEqual([
+    ['acme', 'con_097190f174413eabfe7a6b4831a511c2'],
+    ['shop', own],
+  ]);
 });
 
 test('revokeKey keeps the hash as a tombstone for 90 days: the gateway knows the token as revoked, never admits it', () => {

@@ -260,14 +260,18 @@ export function asConsumers(doc: KeysDocument): ConsumerEntry[] {
 }
 
 /**
- * `doc` with `entry` copied in (`petstore keys import`): made when missing; else its plan,
+ * `doc` with `entry` copied in (`petstore keys import`): made when missing (with its `id`, else the
+ * one derived from its first key); else its plan,
  * limits, ban, costs, enforce, webhook and thresholds taken from `entry` and its keys that `doc` lacks (by hash) added. `doc` itself
  * when that changes nothing, so importing the same file twice changes nothing the second time.
  * A key id that `doc` has with another hash is refused.
  */
 export function importConsumer(doc: KeysDocument, entry: ConsumerEntry): KeysDocument {
   const current = asConsumers(doc).find((c) => c.name === entry.name);
-  if (!current) return { ...doc, consumers: [...(doc.consumers ?? []), { id: newConsumerId(), ...entry }] };
+  // A consumer imported without an id keeps the one its keys file gave it (derived from its first
+  // key), so the orders it placed while served from that file stay its own.
+  if (!current)
+    return { ...doc, consumers: [...(doc.consumers ?? []), { id: consumerIdOf(entry) ?? newConsumerId(), ...entry }] };
   const hashes = new Set(current.keys.map((k) => k.sha256));
   const ids = new Map(current.keys.map((k) => [keyIdOf(k), k.sha256]));
   const added = entry.keys.filter((k) => !hashes.has(k.sha256));
