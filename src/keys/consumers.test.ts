@@ -68,6 +68,18 @@ describe('the consumers form', () => {
     expect(remade?.consumer).toMatchObject({ id: 'con_1d8a11d1bf1af0be848f379e8e4c8323', adopts: 'key:acme' });
     expect(derived?.id).toMatch(/^con_[0-9a-f]{32}$/);
     expect(again).toBeUndefined(); // zoo has no key, so no record
+    expect(() =>
+      parseKeys(
+        doc([
+          { id: own, ...acme([{ sha256: A }]) },
+          { id: own, name: 'shop', plan: 'free', keys: [] },
+        ]),
+      ),
+    ).toThrow(
+      new KeysFileError(
+        `consumers[1] ("shop").id: "${own}" is also the id of consumer "acme"; each consumer needs its own`,
+      ),
+    );
     expect(() => parseKeys(doc([{ id: 'con_x', ...acme([{ sha256: A }]) }]))).toThrow(
       new KeysFileError('consumers[0] ("acme").id: must be "con_" and 32 lowercase hex digits, got "con_x"'),
     );

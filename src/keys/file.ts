@@ -117,6 +117,7 @@ export function keyRecords(doc: KeysDocument): KeyRecord[] {
   const owners = new Map<string, string>(); // consumer name -> where it is defined
   const hashes = new Map<string, string>(); // hash -> where it is used
   const records: KeyRecord[] = [];
+  const ids = new Map<string, string>(); // consumer id -> the consumer's name
   const claimName = (name: string, where: string) => {
     const first = owners.get(name);
     if (first !== undefined) {
@@ -145,6 +146,7 @@ export function keyRecords(doc: KeysDocument): KeyRecord[] {
     const where = `keys[${i}] ("${entry.name}")`;
     claimName(entry.name, `${where}, a {"keys":[...]} entry`);
     const id = derivedConsumerId(entry.name, entry.sha256);
+    ids.set(id, entry.name);
     add(entry, entry.name, consumerOf(entry, where, id, legacyOwnerOf(entry.name)), where);
   });
   const consumers = new Map<string, Consumer>();
@@ -152,12 +154,19 @@ export function keyRecords(doc: KeysDocument): KeyRecord[] {
     const where = `consumers[${i}] ("${entry.name}")`;
     claimName(entry.name, where);
     const id = consumerIdOf(entry) ?? newConsumerId();
+    const holder = ids.get(id);
+    if (holder !== undefined) {
+      throw new KeysFileError(
+        `${where}.id: "${id}" is also the id of consumer "${holder}"; each consumer needs its own`,
+      );
+    }
+    ids.set(id, entry.name);
     const derived = entry.keys[0] && id === derivedConsumerId(entry.name, entry.keys[0].sha256);
     const consumer = consumerOf(entry, where, id, derived ? legacyOwnerOf(entry.name) : undefined);
     consumers.set(entry.name, consumer);
-    const ids = new Set<string>();
+    const keyIds = new Set<string>();
     entry.keys.forEach((key, k) => {
-      add(key, keyIdOf(key), consumer, `${where}.keys[${k}]`, ids);
+      add(key, keyIdOf(key), consumer, `${where}.keys[${k}]`, keyIds);
     });
     const mixed = entry.keys.findIndex((key) => isAdmin(key) !== isAdmin(entry.keys[0] as ConsumerKey));
     if (mixed > 0) {
