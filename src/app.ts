@@ -16,7 +16,7 @@ import {
   wouldRefuseReporter,
 } from './gateway/index.ts';
 
-import { pipeline } from './http/pipeline.ts';
+import { apiPipeline, pipeline } from './http/pipeline.ts';
 import { byRouteOrder } from './http/route-order.ts';
 import type { BanPolicy } from './keys/plans.ts';
 import type { KeyAdmin } from './keys/source.ts';
@@ -117,7 +117,7 @@ export function createApp({
     clock,
     ...(notify ? { notify } : {}),
   });
-  const steps = pipeline({
+  const steps = apiPipeline({
     log,
     clock,
     clientAddress,
@@ -210,7 +210,7 @@ export function adminApp({
   consumerDeleted,
 }: AdminAppOptions) {
   const pass = gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, clock, admin: true });
-  const steps = pipeline<AdminDeps>({
+  const steps = apiPipeline<AdminDeps>({
     log,
     clock,
     clientAddress,
