@@ -194,7 +194,8 @@ export class PostgresStore implements PetStore, WithKeyStore {
   readonly #timeoutMs: number;
   /**
    * The earliest hold of a placed order as last read (every sweep reads it, every order placed
-   * here lowers it): from then on no answer is kept until the orders due are expired.
+   * here lowers it), on this instance's clock: from then on no answer is kept until the orders
+   * due are expired.
    */
   #nextDeadline = Number.NEGATIVE_INFINITY;
   #expiring: Promise<unknown> | undefined;
@@ -470,7 +471,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
             ${key ?? null})
           RETURNING ${tx.unsafe(ORDER_COLUMNS)}`;
         const order = orderFromRow(row);
-        this.#nextDeadline = Math.min(this.#nextDeadline, order.holdUntil);
+        this.#nextDeadline = Math.min(this.#nextDeadline, Date.now() + (order.holdUntil - order.placedAt));
         return { outcome: 'placed', order };
       }),
     );
@@ -550,12 +551,12 @@ export class PostgresStore implements PetStore, WithKeyStore {
   async expireOrders(): Promise<number> {
     const [due] = await this.#query(
       'expire orders',
-      () => this.#sql`SELECT min(hold_until) AS at, bool_or(hold_until <= ${this.#sql.unsafe(NOW_MS)}) AS due
+      () => this.#sql`SELECT min(hold_until) - ${this.#sql.unsafe(NOW_MS)} AS due_in
         FROM orders WHERE status = 'placed'`,
     );
-    if (column(due, 'due') !== true) {
-      const at = column(due, 'at');
-      this.#nextDeadline = at === null || at === undefined ? Number.POSITIVE_INFINITY : Number(at);
+    const dueIn = column(due, 'due_in');
+    if (dueIn === null || dueIn === undefined || Number(dueIn) > 0) {
+      this.#nextDeadline = deadlineIn(dueIn);
       return 0;
     }
     const expired = await this.#changing('expire orders', () => transaction(this.#sql, (tx) => this.#expireIn(tx)));
@@ -567,10 +568,10 @@ export class PostgresStore implements PetStore, WithKeyStore {
   async #readNextDeadline(): Promise<void> {
     const [next] = await this.#query(
       'expire orders',
-      () => this.#sql`SELECT min(hold_until) AS at FROM orders WHERE status = 'placed'`,
+      () =>
+        this.#sql`SELECT min(hold_until) - ${this.#sql.unsafe(NOW_MS)} AS due_in FROM orders WHERE status = 'placed'`,
     );
-    const at = column(next, 'at');
-    this.#nextDeadline = at === null || at === undefined ? Number.POSITIVE_INFINITY : Number(at);
+    this.#nextDeadline = deadlineIn(column(next, 'due_in'));
   }
 
   /**
@@ -700,6 +701,15 @@ export class PostgresStore implements PetStore, WithKeyStore {
 
 /** A new version for a pet: every change takes one from the sequence. */
 const NEXT_VERSION = `nextval('${PET_VERSIONS}')`;
+
+/**
+ * The earliest hold's end on this instance's clock, from how far ahead of the database's clock
+ * it is (`due_in`, ms; null: no placed order), so a clock of this host that lags the database's
+ * does not keep answers past it.
+ */
+function deadlineIn(dueIn: unknown): number {
+  return dueIn === null || dueIn === undefined ? Number.POSITIVE_INFINITY : Date.now() + Number(dueIn);
+}
 
 /** The outbox's statements with PostgreSQL's numbered parameters. */
 const OUTBOX = {
