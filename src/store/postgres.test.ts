@@ -15,8 +15,10 @@ import {
 } from './errors.ts';
 import { fingerprintOf } from './idempotency.ts';
 import { MIGRATIONS, SCHEMA_VERSION } from './migrations.ts';
-import { LISTENER_NAME, migratePostgres, PostgresStore, postgresError } from './postgres.ts';
+import { LISTENER_NAME, PostgresStore } from './postgres.ts';
 import { HEARTBEAT_MS, PETS_CHANNEL } from './postgres-changes.ts';
+import { postgresError } from './postgres-errors.ts';
+import { migratePostgres } from './postgres-migrate.ts';
 import { describeData } from './postgres-url.ts';
 
 /** A server the tests may create and drop databases on; `make unit` starts one (scripts/with-postgres.sh). */
