@@ -50,7 +50,7 @@ export interface AppOptions {
   serveMetrics?: boolean;
   /** Why `/readyz` should fail (e.g. shutting down), or undefined. */
   notReady?: () => string | undefined;
-  /** Most requests one key may have in flight (`--max-in-flight`). */
+  /** Most requests one consumer, its keys together, may have in flight (`--max-in-flight`). */
   maxInFlight?: number;
   /** IPv6 callers without a valid key are counted by this prefix (`--ipv6-prefix`). */
   ipv6Prefix?: number;
@@ -72,8 +72,8 @@ export interface AppOptions {
 export const DEFAULT_ORDER_HOLD_MS = 30 * 60 * 1_000;
 
 /**
- * Builds the whole service as a Hono app, without a listener: `main.ts` serves it on the
- * runtime at hand, tests call `app.request()`.
+ * Builds the whole service as a Hono app, without a listener: `startServer()` of
+ * src/serve/start.ts serves it on the runtime at hand, tests call `app.request()`.
  *
  * @example
  * const app = createApp({ store: new MemoryStore(), keys: () => table, limiter })

@@ -8,7 +8,7 @@ import { MemoryStore } from '../store/memory.ts';
 import type { RateLimiter } from './limiter/limiter.ts';
 import { SlidingWindowLimiter } from './limiter/memory.ts';
 
-describe('requests one key has in flight (--max-in-flight)', () => {
+describe('requests one consumer has in flight (--max-in-flight)', () => {
   /** A store whose creates wait until `release()`, so requests stay in flight. */
   function blockingStore() {
     const waiting: Array<() => void> = [];
@@ -83,7 +83,7 @@ describe('requests one key has in flight (--max-in-flight)', () => {
     expect(refused.headers.get('retry-after')).toBe('1');
     expect(await refused.json()).toEqual({
       code: 'too_many_concurrent_requests',
-      message: 'This key already has 2 requests in flight; retry when one is done.',
+      message: "This consumer's keys already have 2 requests in flight; retry when one is done.",
       status: 429,
     });
     // Refused before the limiter decided: the headers are the latest admission's (300 - 2),
