@@ -89,7 +89,7 @@ test('the database, its first admin key, then two instances on it and one Redis,
     `SELECT r.rolsuper, r.rolcreaterole, r.rolcanlogin, pg_get_userbyid(d.datdba) AS owner
        FROM pg_roles r, pg_database d WHERE r.rolname = '${name}' AND d.datname = '${name}'`,
   );
-  expect(role).toEqual({ rolsuper: false, rolcreaterole: false, rolcanlogin: true, owner: name });
+  expect({ ...role }).toEqual({ rolsuper: false, rolcreaterole: false, rolcanlogin: true, owner: name });
 
   // The two instances, as that role on that database.
   const keys = writeKeysFile([{ name: 'acme', plan: 'enterprise', limits: { perMinute: 3, perDay: 100 } }]);
