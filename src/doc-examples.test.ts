@@ -22,7 +22,7 @@ function pages(dir = 'docs'): string[] {
  * it cannot run here (systemd, a download, a host's paths) and FILE runs what it does.
  */
 const MARKER = /^\s*<!-- (tested|not run as written(?: \([^)]*\))?): (.*) -->$/;
-/** The test files a marker names: a path to a `.test.ts` file or a `*-test.sh` script. */
+/** The test files a marker names: a path to a `.test.ts` file, or to a test script such as `scripts/image-test.sh`. */
 const TEST_FILE = /[\w./-]+(?:\.test\.ts|-test\.sh)\b/g;
 /** A fence that opens a shell block. */
 const SHELL = /^\s*```(?:sh|bash|console|shell|zsh)\s*$/;
