@@ -17,7 +17,7 @@
  */
 import { afterAll, describe, expect, test } from 'bun:test';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildBase } from '../bench/lib/base.ts';
@@ -46,6 +46,21 @@ function previousRelease(): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The rollback block of docs/operations.md: its restore and psql lines, as written. Its
+ * `systemctl` lines and the database's creation are the test's own (no systemd; a throwaway database).
+ */
+function rollbackBlock(): string {
+  const page = readFileSync(join(ROOT, 'docs/operations.md'), 'utf8');
+  const at = page.indexOf('<!-- tested: scripts/upgrade-previous.test.ts runs this block');
+  if (at < 0) throw new Error('docs/operations.md: no rollback block marked for upgrade-previous.test.ts');
+  const block = /```sh\n([\s\S]*?)```/.exec(page.slice(at))?.[1] ?? '';
+  return block
+    .split('\n')
+    .filter((line) => !line.startsWith('systemctl ') && !line.includes('CREATE DATABASE'))
+    .join('\n');
 }
 
 const BASE_REF = previousRelease();
@@ -147,19 +162,15 @@ describe.skipIf(!PG_SERVER || !BASE_REF)('from the previous release to this one 
     // Rollback, as documented: the fleet stopped, the backup restored into a new database, the
     // pets of the upgraded one carried over, the previous release started on it.
     for (const server of live.splice(0)) expect(await server.stop()).toBe(0);
-    const restore = await runCommand(['restore', '--from', dump, '--data', back.url]);
-    expect(restore.code).toBe(0);
+    // The page's restore and carry-over, with this build as `petstore` and the backup of step 1.
+    const bin = join(dir, 'bin');
+    mkdirSync(bin, { recursive: true });
+    writeFileSync(join(bin, 'petstore'), `#!/bin/sh\nexec ${serverCommand().join(' ')} "$@"\n`, { mode: 0o755 });
     const carry = Bun.spawnSync(
-      [
-        'sh',
-        '-c',
-        `psql -v ON_ERROR_STOP=1 -q "$ROLLBACK" -c 'TRUNCATE pets, idempotency_keys' && ` +
-          `psql -v ON_ERROR_STOP=1 -q "$PETSTORE_DATA" -c '\\copy (SELECT id, name, category_id, status FROM pets) TO STDOUT' | ` +
-          `psql -v ON_ERROR_STOP=1 -q "$ROLLBACK" -c '\\copy pets (id, name, category_id, status) FROM STDIN'`,
-      ],
-      { env: { ...process.env, ROLLBACK: back.url, PETSTORE_DATA: db.url } },
+      ['bash', '-euo', 'pipefail', '-c', rollbackBlock().replaceAll('/backup/before-upgrade.dump', dump)],
+      { env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, ROLLBACK: back.url, PETSTORE_DATA: db.url } },
     );
-    expect([carry.exitCode, carry.stderr.toString()]).toEqual([0, '']);
+    expect([carry.exitCode, carry.stderr.toString()]).toEqual([0, expect.stringContaining('--id-gap')]);
     const previous = await startWith(base.binary, args(back.url));
     const { statuses, acks } = traffic;
     expect(Object.keys(statuses).sort()).toEqual(['200', '201']);
