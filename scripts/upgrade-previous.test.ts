@@ -48,16 +48,28 @@ function previousRelease(): string | undefined {
   }
 }
 
+/** A `sh` block of docs/operations.md: the one after the marker that starts with `marker`. */
+function operationsBlock(marker: string): string {
+  const page = readFileSync(join(ROOT, 'docs/operations.md'), 'utf8');
+  const at = page.indexOf(marker);
+  if (at < 0) throw new Error(`docs/operations.md: no block marked "${marker}"`);
+  return /```sh\n([\s\S]*?)```/.exec(page.slice(at))?.[1] ?? '';
+}
+
+/** `dir`/bin holding a `petstore` that is this build: put it first on PATH. */
+function petstoreOnPath(): string {
+  const bin = join(dir, 'bin');
+  mkdirSync(bin, { recursive: true });
+  writeFileSync(join(bin, 'petstore'), `#!/bin/sh\nexec ${serverCommand().join(' ')} "$@"\n`, { mode: 0o755 });
+  return bin;
+}
+
 /**
  * The rollback block of docs/operations.md: its restore and psql lines, as written. Its
  * `systemctl` lines and the database's creation are the test's own (no systemd; a throwaway database).
  */
 function rollbackBlock(): string {
-  const page = readFileSync(join(ROOT, 'docs/operations.md'), 'utf8');
-  const at = page.indexOf('<!-- tested: scripts/upgrade-previous.test.ts runs this block');
-  if (at < 0) throw new Error('docs/operations.md: no rollback block marked for upgrade-previous.test.ts');
-  const block = /```sh\n([\s\S]*?)```/.exec(page.slice(at))?.[1] ?? '';
-  return block
+  return operationsBlock("<!-- tested: scripts/upgrade-previous.test.ts runs this block's restore")
     .split('\n')
     .filter((line) => !line.startsWith('systemctl ') && !line.includes('CREATE DATABASE'))
     .join('\n');
@@ -132,7 +144,20 @@ describe.skipIf(!PG_SERVER || !BASE_REF)('from the previous release to this one 
           { version: 9, name: 'orders' },
         ],
       });
-      expect((await runCommand(['migrate', 'up', '--data', db.url])).code).toBe(0);
+      // The page's `migrate status` and `migrate up`, as written: what they print is what their comments say.
+      const migrate = operationsBlock('<!-- tested: scripts/upgrade-previous.test.ts runs this block on');
+      const shown = migrate
+        .trimEnd()
+        .split('\n')
+        .flatMap((line) => line.slice(line.indexOf('# ') + 2).split(' / '));
+      const run = Bun.spawn(['bash', '-euo', 'pipefail', '-c', migrate], {
+        env: { ...process.env, PATH: `${petstoreOnPath()}:${process.env.PATH}`, PETSTORE_DATA: db.url },
+        stdout: 'pipe',
+        stderr: 'pipe',
+      });
+      const [out, err] = [await new Response(run.stdout).text(), await new Response(run.stderr).text()];
+      // `migrate status` writes on stdout, `migrate up` on stderr: one after the other.
+      expect([await run.exited, `${out}${err}`.trimEnd().split('\n')]).toEqual([0, shown]);
       await Bun.sleep(1500); // the old instances serve the migrated schema
       // A create keyed on an old instance after the migration is not recognised by this build (the key's scope form differs).
       const keyed = await create(live[0] as Running, 'keyed', 'upgrade-window-key');
@@ -163,9 +188,7 @@ describe.skipIf(!PG_SERVER || !BASE_REF)('from the previous release to this one 
     // pets of the upgraded one carried over, the previous release started on it.
     for (const server of live.splice(0)) expect(await server.stop()).toBe(0);
     // The page's restore and carry-over, with this build as `petstore` and the backup of step 1.
-    const bin = join(dir, 'bin');
-    mkdirSync(bin, { recursive: true });
-    writeFileSync(join(bin, 'petstore'), `#!/bin/sh\nexec ${serverCommand().join(' ')} "$@"\n`, { mode: 0o755 });
+    const bin = petstoreOnPath();
     const carry = Bun.spawnSync(
       ['bash', '-euo', 'pipefail', '-c', rollbackBlock().replaceAll('/backup/before-upgrade.dump', dump)],
       { env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, ROLLBACK: back.url, PETSTORE_DATA: db.url } },
