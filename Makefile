@@ -276,7 +276,7 @@ first-day-test: build ## docs/operations.md's systemd and First day blocks run a
 	$(BUN) test --timeout 150000 ./scripts/first-day.test.ts
 
 .PHONY: backup-test
-backup-test: build ## petstore backup under load (creates acknowledged while it runs), restored into a new server: every pet acknowledged before it served, no id given twice; SQLite and PostgreSQL (~20 s)
+backup-test: build ## petstore backup under load (creates acknowledged while it runs), restored into a new server: every pet acknowledged before it served, no id given twice; SQLite and PostgreSQL; docs/operations.md's backup and restore blocks as written (~20 s)
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh $(BUN) test --timeout 90000 ./scripts/backup.test.ts
 
 .PHONY: rolling-upgrade-test
