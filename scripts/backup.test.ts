@@ -14,11 +14,11 @@
  */
 import { afterAll, describe, expect, test } from 'bun:test';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
-import { type Running, runCommand, serverCommand, startServer } from '../test/harness.ts';
+import { type Running, runCommand, startServer, writeLauncher } from '../test/harness.ts';
 
 const PG_SERVER = process.env.PETSTORE_TEST_POSTGRES_URL ?? '';
 const dirs: string[] = [];
@@ -222,11 +222,7 @@ describe('a backup under load, restored into a new server', () => {
                 .replace(/postgres:\/\/petstore:secret@db\.internal:5432\/petstore_restored/, urlOf(target))
                 .replace('/backup/petstore.dump', backup);
               const pg = new URL(PG_SERVER);
-              const bin = join(tmp(), 'bin');
-              mkdirSync(bin);
-              writeFileSync(join(bin, 'petstore'), `#!/bin/sh\nexec ${serverCommand().join(' ')} "$@"\n`, {
-                mode: 0o755,
-              });
+              const bin = writeLauncher(join(tmp(), 'bin/petstore'));
               const restore = Bun.spawn(['bash', '-euo', 'pipefail', '-c', block], {
                 env: {
                   ...process.env,
@@ -271,9 +267,9 @@ describe("the operations guide's SQLite backup and restore, as written", () => {
     const [backupPart = '', restorePart = ''] = block.split('systemctl stop petstore\n');
     // The page's folders under a temporary one; petstore is the build under test.
     const root = tmp();
-    for (const folder of ['backup', 'var/lib/petstore', 'etc/petstore', 'bin'])
+    for (const folder of ['backup', 'var/lib/petstore', 'etc/petstore'])
       mkdirSync(join(root, folder), { recursive: true });
-    writeFileSync(join(root, 'bin/petstore'), `#!/bin/sh\nexec ${serverCommand().join(' ')} "$@"\n`, { mode: 0o755 });
+    const bin = writeLauncher(join(root, 'bin/petstore'));
     const here = (text: string) =>
       text
         .replaceAll(' /backup/', ` ${root}/backup/`)
@@ -290,7 +286,7 @@ describe("the operations guide's SQLite backup and restore, as written", () => {
     for (const name of ['Rex', 'Tom', 'Kiwi']) ids.push((await create(server, token, name)).id);
     const shell = (script: string) =>
       spawnSync('bash', ['-euo', 'pipefail', '-c', script], {
-        env: { ...process.env, PATH: `${root}/bin:${process.env.PATH}` },
+        env: { ...process.env, PATH: `${bin}:${process.env.PATH}` },
         encoding: 'utf8',
       });
     // The backup while the server serves; the variable it sets is kept for the restore.

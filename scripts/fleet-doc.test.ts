@@ -9,12 +9,12 @@
  */
 import { afterAll, expect, test } from 'bun:test';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
-import { serverCommand, tokenOf, writeKeysFile } from '../test/harness.ts';
+import { serverCommand, tokenOf, writeKeysFile, writeLauncher } from '../test/harness.ts';
 import { testPostgresUrl } from '../test/postgres.ts';
 import { testRedisUrl } from '../test/redis.ts';
 
@@ -65,12 +65,10 @@ afterAll(async () => {
 test('the database, its first admin key, then two instances on it and one Redis, as docs/fleet.md writes them', async () => {
   // The database: psql as the server's superuser, petstore on PATH.
   const dir = mkdtempSync(join(tmpdir(), 'petstore-fleet-doc-'));
-  mkdirSync(join(dir, 'bin'));
-  writeFileSync(join(dir, 'bin/petstore'), `#!/bin/sh\nexec ${serverCommand().join(' ')} "$@"\n`, { mode: 0o755 });
   const made = spawnSync('bash', ['-euo', 'pipefail', '-c', onThrowaway(database)], {
     env: {
       ...process.env,
-      PATH: `${join(dir, 'bin')}:${process.env.PATH}`,
+      PATH: `${writeLauncher(join(dir, 'bin/petstore'))}:${process.env.PATH}`,
       PGHOST: server.hostname,
       PGPORT: server.port,
       PGUSER: decodeURIComponent(server.username),

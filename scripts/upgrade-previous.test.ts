@@ -17,11 +17,19 @@
  */
 import { afterAll, describe, expect, test } from 'bun:test';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildBase } from '../bench/lib/base.ts';
-import { type Running, runCommand, serverCommand, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
+import {
+  type Running,
+  runCommand,
+  serverCommand,
+  startServer,
+  tokenOf,
+  writeKeysFile,
+  writeLauncher,
+} from '../test/harness.ts';
 import { freshDatabase, type TestDatabase } from '../test/postgres.ts';
 import { notServed, steadyTraffic } from '../test/traffic.ts';
 
@@ -54,14 +62,6 @@ function operationsBlock(marker: string): string {
   const at = page.indexOf(marker);
   if (at < 0) throw new Error(`docs/operations.md: no block marked "${marker}"`);
   return /```sh\n([\s\S]*?)```/.exec(page.slice(at))?.[1] ?? '';
-}
-
-/** `dir`/bin holding a `petstore` that is this build: put it first on PATH. */
-function petstoreOnPath(): string {
-  const bin = join(dir, 'bin');
-  mkdirSync(bin, { recursive: true });
-  writeFileSync(join(bin, 'petstore'), `#!/bin/sh\nexec ${serverCommand().join(' ')} "$@"\n`, { mode: 0o755 });
-  return bin;
 }
 
 /**
@@ -151,7 +151,11 @@ describe.skipIf(!PG_SERVER || !BASE_REF)('from the previous release to this one 
         .split('\n')
         .flatMap((line) => line.slice(line.indexOf('# ') + 2).split(' / '));
       const run = Bun.spawn(['bash', '-euo', 'pipefail', '-c', migrate], {
-        env: { ...process.env, PATH: `${petstoreOnPath()}:${process.env.PATH}`, PETSTORE_DATA: db.url },
+        env: {
+          ...process.env,
+          PATH: `${writeLauncher(join(dir, 'bin/petstore'))}:${process.env.PATH}`,
+          PETSTORE_DATA: db.url,
+        },
         stdout: 'pipe',
         stderr: 'pipe',
       });
@@ -188,7 +192,7 @@ describe.skipIf(!PG_SERVER || !BASE_REF)('from the previous release to this one 
     // pets of the upgraded one carried over, the previous release started on it.
     for (const server of live.splice(0)) expect(await server.stop()).toBe(0);
     // The page's restore and carry-over, with this build as `petstore` and the backup of step 1.
-    const bin = petstoreOnPath();
+    const bin = writeLauncher(join(dir, 'bin/petstore'));
     const carry = Bun.spawnSync(
       ['bash', '-euo', 'pipefail', '-c', rollbackBlock().replaceAll('/backup/before-upgrade.dump', dump)],
       { env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, ROLLBACK: back.url, PETSTORE_DATA: db.url } },

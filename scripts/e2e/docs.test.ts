@@ -5,7 +5,7 @@
 // challenges, `petstore keys`.
 import { afterEach, describe, expect, test } from 'bun:test';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,11 +13,11 @@ import { AUDIT_ACTIONS } from '../../src/keys/audit.ts';
 import {
   adminUrl,
   runCommand,
-  serverCommand,
   startServer,
   tokenOf,
   waitForLine,
   writeKeysFile,
+  writeLauncher,
 } from '../../test/harness.ts';
 import { newSecret } from '../../test/webhook-receiver.ts';
 
@@ -34,14 +34,6 @@ function testedBlocks(text: string, what: string, count = 1): string[] {
   if (at < 0) throw new Error(`no block marked "${what}"`);
   const blocks = [...text.slice(at).matchAll(/```[a-z]*\n([\s\S]*?)```/g)].slice(0, count).map((m) => m[1] ?? '');
   return blocks;
-}
-
-/** `dir`/bin with a `petstore` that runs the server under test: put it first on PATH. */
-function petstoreOnPath(dir: string): string {
-  const bin = join(dir, 'bin');
-  mkdirSync(bin, { recursive: true });
-  writeFileSync(join(bin, 'petstore'), `#!/bin/sh\nexec ${serverCommand().join(' ')} "$@"\n`, { mode: 0o755 });
-  return bin;
 }
 
 /** A TCP port nothing listens on now. */
@@ -181,7 +173,7 @@ describe('examples, as written', () => {
       'this block with petstore on PATH and the keys file in a temporary folder',
     );
     const dir = mkdtempSync(join(tmpdir(), 'petstore-rotation-'));
-    const bin = petstoreOnPath(dir);
+    const bin = writeLauncher(join(dir, 'bin/petstore'));
     const file = join(dir, 'keys.json');
     const old = await runCommand(['keys', 'add', '--keys', file, '--consumer', 'acme', '--plan', 'pro', '--id', 'old']);
     expect(old.code).toBe(0);
@@ -222,7 +214,7 @@ describe('examples, as written', () => {
     const dir = mkdtempSync(join(tmpdir(), 'petstore-admin-doc-'));
     const made = spawnSync('bash', ['-euo', 'pipefail', '-c', `${setup}\nprintf '%s\\n' "$ADMIN" "$TOKEN"`], {
       cwd: dir,
-      env: { ...process.env, PATH: `${petstoreOnPath(dir)}:${process.env.PATH}` },
+      env: { ...process.env, PATH: `${writeLauncher(join(dir, 'bin/petstore'))}:${process.env.PATH}` },
       encoding: 'utf8',
     });
     expect([made.status, made.stderr]).toEqual([0, 'key id: ops-1 (consumer ops; token printed once on stdout)\n']);
@@ -245,9 +237,8 @@ describe('examples, as written', () => {
   test('"Running it" in docs/operations.md: serve, --help, keys add and healthcheck as written', async () => {
     const [block = ''] = testedBlocks(OPERATIONS, 'this block in a temporary folder');
     const dir = mkdtempSync(join(tmpdir(), 'petstore-running-'));
-    mkdirSync(join(dir, 'dist'));
     // dist/petstore, relative as the page writes it: the build under test.
-    writeFileSync(join(dir, 'dist/petstore'), `#!/bin/sh\nexec ${serverCommand().join(' ')} "$@"\n`, { mode: 0o755 });
+    writeLauncher(join(dir, 'dist/petstore'));
     const port = String(await freePort());
     const lines = block
       .replaceAll('/etc/petstore/keys.json', writeKeysFile([{ name: 'acme', plan: 'pro' }]))
