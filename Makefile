@@ -180,7 +180,7 @@ webhooks-test: build ## quota webhooks to a real receiver: order, backoff, kill 
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh scripts/with-redis.sh \
 	  $(BUN) test --timeout 120000 ./scripts/webhooks.test.ts ./scripts/webhooks-scale.test.ts ./src/gateway/limiter/notices.test.ts
 
-scale-out-test: build ## two dist/petstore sharing PostgreSQL and Redis: one quota, one catalogue, Redis stopped mid-run; --max-in-flight under a slow Redis, /readyz; docs/fleet.md's two instances as written (~90 s)
+scale-out-test: build ## two dist/petstore sharing PostgreSQL and Redis: one quota, one catalogue, Redis stopped mid-run; --max-in-flight under a slow Redis, /readyz; docs/fleet.md's database and two instances as written (~90 s)
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh scripts/with-redis.sh \
 	  $(BUN) test --timeout 180000 ./src/gateway/limiter/redis.test.ts ./src/gateway/limiter/leases.test.ts ./scripts/scale-out.test.ts ./scripts/redis-gateway.test.ts ./scripts/fleet-doc.test.ts
 
@@ -262,7 +262,7 @@ fleet-sim: node_modules/.stamp ## N = 1..64 limiters on one throwaway Redis, lea
 	scripts/with-redis.sh $(BUN) bench/fleet-sim.ts
 
 .PHONY: monitoring-test
-monitoring-test: build ## promtool check and test the shipped rules; a real Prometheus scraping dist/petstore (PostgreSQL, Redis) while faults raise the alerts; every panel query evaluated (~45 s)
+monitoring-test: build ## promtool check and test the shipped rules; a real Prometheus scraping dist/petstore (PostgreSQL, Redis) while faults raise the alerts; every panel query evaluated; docs/monitoring.md's prometheus.yml loaded by its reload line (~45 s)
 	@command -v prometheus >/dev/null && command -v promtool >/dev/null || { [[ $$(id -u) == 0 ]] && command -v apt-get >/dev/null && \
 	  echo "monitoring-test: installing Debian's prometheus package (prometheus, promtool)" && apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; } || \
@@ -272,11 +272,11 @@ monitoring-test: build ## promtool check and test the shipped rules; a real Prom
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh scripts/with-redis.sh $(BUN) test --timeout 120000 ./scripts/monitoring.test.ts
 
 .PHONY: first-day-test
-first-day-test: build ## docs/operations.md's systemd first day run as written under the unit's restrictions (root; unshare, setpriv, overlays: the host is untouched; ~10 s)
+first-day-test: build ## docs/operations.md's systemd and First day blocks run as written under the unit's restrictions (root; unshare, setpriv, overlays: the host is untouched; ~10 s)
 	$(BUN) test --timeout 150000 ./scripts/first-day.test.ts
 
 .PHONY: backup-test
-backup-test: build ## petstore backup under load (creates acknowledged while it runs), restored into a new server: every pet acknowledged before it served, no id given twice; SQLite and PostgreSQL (~20 s)
+backup-test: build ## petstore backup under load (creates acknowledged while it runs), restored into a new server: every pet acknowledged before it served, no id given twice; SQLite and PostgreSQL; docs/operations.md's backup and restore blocks as written (~20 s)
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh $(BUN) test --timeout 90000 ./scripts/backup.test.ts
 
 .PHONY: rolling-upgrade-test

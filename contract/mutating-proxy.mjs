@@ -65,8 +65,10 @@ export function startMutatingProxy({ upstream, mutation, port = 0 }) {
   if (!mutate) throw new Error(`unknown mutation "${mutation}"; one of ${Object.keys(MUTATIONS).join(', ')}`);
   const target = new URL(upstream);
   const server = createServer((req, res) => {
+    // Uncompressed answers only: the mutations read and rewrite the JSON body.
+    const headers = { ...req.headers, 'accept-encoding': 'identity' };
     const forward = request(
-      { hostname: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
+      { hostname: target.hostname, port: target.port, method: req.method, path: req.url, headers },
       (up) => {
         const chunks = [];
         up.on('data', (c) => chunks.push(c));

@@ -8,14 +8,17 @@
  *   superuser, owning its database), keys in the store; `petstore backup` (pg_dump), a new
  *   database owned by the role, `petstore restore` (pg_restore).
  *
+ * And docs/operations.md's SQLite backup and restore block, run as written.
+ *
  * `make backup-test` (on a throwaway PostgreSQL).
  */
 import { afterAll, describe, expect, test } from 'bun:test';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
-import { type Running, runCommand, startServer } from '../test/harness.ts';
+import { type Running, runCommand, startServer, writeLauncher } from '../test/harness.ts';
 
 const PG_SERVER = process.env.PETSTORE_TEST_POSTGRES_URL ?? '';
 const dirs: string[] = [];
@@ -211,9 +214,34 @@ describe('a backup under load, restored into a new server', () => {
             token,
             () => runCommand(['backup', '--data', urlOf(source), '--to', backup]),
             async () => {
-              await admin.unsafe(`CREATE DATABASE ${target} OWNER ${role}`);
-              const restore = await runCommand(['restore', '--from', backup, '--data', urlOf(target)]);
-              expect([restore.code, restore.stderr]).toEqual([0, expect.stringContaining('--id-gap 1000000000')]);
+              // docs/operations.md's PostgreSQL restore, as written: psql as the server's superuser.
+              const page = readFileSync(join(import.meta.dir, '../docs/operations.md'), 'utf8');
+              const at = page.indexOf('<!-- tested: scripts/backup.test.ts runs this block with psql');
+              const block = (/```sh\n([\s\S]*?)```/.exec(page.slice(at))?.[1] ?? '')
+                .replaceAll('petstore_restored OWNER petstore', `${target} OWNER ${role}`)
+                .replace(/postgres:\/\/petstore:secret@db\.internal:5432\/petstore_restored/, urlOf(target))
+                .replace('/backup/petstore.dump', backup);
+              const pg = new URL(PG_SERVER);
+              const bin = writeLauncher(join(tmp(), 'bin/petstore'));
+              const restore = Bun.spawn(['bash', '-euo', 'pipefail', '-c', block], {
+                env: {
+                  ...process.env,
+                  PATH: `${bin}:${process.env.PATH}`,
+                  PGHOST: pg.hostname,
+                  PGPORT: pg.port,
+                  PGUSER: decodeURIComponent(pg.username),
+                  PGPASSWORD: decodeURIComponent(pg.password),
+                  PGDATABASE: pg.pathname.slice(1),
+                },
+                stdout: 'pipe',
+                stderr: 'pipe',
+              });
+              const [out, err] = [await new Response(restore.stdout).text(), await new Response(restore.stderr).text()];
+              expect([await restore.exited, out, err]).toEqual([
+                0,
+                'CREATE DATABASE\n',
+                expect.stringContaining('--id-gap 1000000000'),
+              ]);
               return startServer({ args: ['--keys', 'store', '--data', urlOf(target)] });
             },
           );
@@ -230,3 +258,76 @@ describe('a backup under load, restored into a new server', () => {
     90_000,
   );
 });
+
+describe("the operations guide's SQLite backup and restore, as written", () => {
+  test('the backup says what it holds and its copies; the restored file serves its pets, and a new pet gets a new id', async () => {
+    const page = readFileSync(join(import.meta.dir, '../docs/operations.md'), 'utf8');
+    const at = page.indexOf('<!-- tested: scripts/backup.test.ts runs this block as written');
+    const block = /```sh\n([\s\S]*?)```/.exec(page.slice(at))?.[1] ?? '';
+    const [backupPart = '', restorePart = ''] = block.split('systemctl stop petstore\n');
+    // The page's folders under a temporary one; petstore is the build under test.
+    const root = tmp();
+    for (const folder of ['backup', 'var/lib/petstore', 'etc/petstore'])
+      mkdirSync(join(root, folder), { recursive: true });
+    const bin = writeLauncher(join(root, 'bin/petstore'));
+    const here = (text: string) =>
+      text
+        .replaceAll(' /backup/', ` ${root}/backup/`)
+        .replaceAll('=/backup/', `=${root}/backup/`)
+        .replaceAll('/var/lib/petstore/', `${root}/var/lib/petstore/`)
+        .replaceAll('/etc/petstore/', `${root}/etc/petstore/`);
+    const keys = `${root}/etc/petstore/keys.json`;
+    const data = `${root}/var/lib/petstore/petstore.db`;
+    const add = await addAcme(['--keys', keys]);
+    expect(add.code).toBe(0);
+    const token = add.stdout.trim();
+    const server = await startServer({ args: ['--keys', keys, '--data', data] });
+    const ids: number[] = [];
+    for (const name of ['Rex', 'Tom', 'Kiwi']) ids.push((await create(server, token, name)).id);
+    const shell = (script: string) =>
+      spawnSync('bash', ['-euo', 'pipefail', '-c', script], {
+        env: { ...process.env, PATH: `${bin}:${process.env.PATH}` },
+        encoding: 'utf8',
+      });
+    // The backup while the server serves; the variable it sets is kept for the restore.
+    const backup = shell(`${here(backupPart)}\necho "$BACKUP"`);
+    expect(backup.status).toBe(0);
+    const shown = backupPart
+      .split('\n')
+      .filter((l) => l.startsWith('# backup: '))
+      .map((l) => here(l.slice(2)));
+    const normal = (lines: string[]) =>
+      lines.map((l) =>
+        l.replace(/\d{4}-\d{2}-\d{2}/, 'DATE').replace(/\d+ pets, ids up to \d+/, 'N pets, ids up to M'),
+      );
+    expect(normal(backup.stderr.trimEnd().split('\n'))).toEqual(normal(shown));
+    expect(backup.stderr).toContain(`(3 pets, ids up to ${Math.max(...ids)}, `);
+    // A pet created after the backup is lost with the store the restore replaces.
+    const late = await create(server, token, 'late');
+    expect(await server.stop()).toBe(0);
+    const restore = shell(
+      `BACKUP=${backup.stdout.trim()}\n${here(restorePart).replace('systemctl start petstore', '').replace('chown petstore:', 'chown "$(id -un):"')}`,
+    );
+    expect([restore.status, restore.stderr]).toEqual([0, expect.stringContaining(`${data}.replaced-`)]);
+    const restored = await startServer({ args: ['--keys', keys, '--data', data] });
+    try {
+      const listed = (await (
+        await fetch(`${restored.url}/v1/pets?limit=100`, { headers: { authorization: `Bearer ${token}` } })
+      ).json()) as { id: number }[];
+      expect(listed.map((p) => p.id)).toEqual(ids);
+      expect((await create(restored, token, 'after')).id).toBeGreaterThan(late.id);
+    } finally {
+      expect(await restored.stop()).toBe(0);
+    }
+  }, 60_000);
+});
+
+/** `POST /v1/pets` on `server` with `token`: its status and id. */
+async function create(server: Running, token: string, name: string): Promise<{ status: number; id: number }> {
+  const res = await fetch(`${server.url}/v1/pets`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name, categoryId: 1 }),
+  });
+  return { status: res.status, id: ((await res.json()) as { id: number }).id };
+}

@@ -1,6 +1,7 @@
 /**
  * docs/operations.md's first day under systemd, run as written: the two `sh` blocks of its "systemd"
- * section, line by line, as root in a throwaway mount, PID and network namespace (`unshare`):
+ * section and, between them, the block of its "First day" section (another key, the metrics port),
+ * line by line, as root in a throwaway mount, PID and network namespace (`unshare`):
  * `/etc`, `/usr` and `/var/lib` are overlays on a tmpfs, so `useradd`, `install` and the keys
  * file leave the host untouched, and port 8080 is the namespace's own. CI has no systemd, so
  * `systemctl` and `journalctl` are shell functions that start the installed unit's `ExecStart=`
@@ -37,6 +38,14 @@ function systemdBlocks(): string[][] {
       .replace(/ *\\\n */g, ' ')
       .split('\n'),
   );
+}
+
+/** The `sh` block of the operations guide's "### First day" section, as its lines. */
+function firstDayBlock(): string[] {
+  const page = readFileSync(join(ROOT, 'docs/operations.md'), 'utf8');
+  const start = page.indexOf('\n### First day\n');
+  const section = page.slice(start, page.indexOf('\n### ', start + 1));
+  return (/```sh\n([\s\S]*?)```/.exec(section)?.[1] ?? '').trimEnd().split('\n');
 }
 
 /** The shell functions that play systemd for the unit installed at /etc/systemd/system/petstore.service. */
@@ -85,7 +94,11 @@ systemctl() {
     *) echo "systemctl $*: not played here" >&2; return 1 ;;
   esac
 }
-journalctl() { tail -n 5 "$JOURNAL"; }
+journalctl() {
+  local n=10
+  while (($#)); do [[ $1 == -n ]] && { n=$2; shift; }; shift; done
+  tail -n "$n" "$JOURNAL"
+}
 `;
 
 /** Each line of `lines` run as written, its output after a marker line naming it. */
@@ -109,7 +122,8 @@ describe.skipIf(!READY)(
   () => {
     test('the keys file is the service user’s, the service serves, the admin API is refused on /etc and works from /var/lib', () => {
       const [install, admin] = systemdBlocks();
-      expect([install?.length ?? 0, admin?.length ?? 0].every((n) => n > 3)).toBe(true);
+      const firstDay = firstDayBlock();
+      expect([install?.length ?? 0, firstDay.length, admin?.length ?? 0].every((n) => n > 3)).toBe(true);
       const dir = mkdtempSync(join(tmpdir(), 'petstore-first-day-'));
       try {
         const script = [
@@ -123,6 +137,7 @@ describe.skipIf(!READY)(
           SYSTEMD,
           `cd ${JSON.stringify(ROOT)}`,
           played(install ?? []),
+          played(firstDay),
           // Not the operations guide's: what the unit makes of the files, then the admin API on /etc.
           played([
             'stat -c "%U:%G %a" /etc/petstore/keys.json /etc/petstore/keys.json.audit.jsonl',
@@ -154,6 +169,20 @@ describe.skipIf(!READY)(
         expect(JSON.parse(step(find('/readyz')))).toMatchObject({ status: 'ready' });
         expect(step(find('localhost:8080/v1/pets'))).toBe('[]');
         expect(step(find('journalctl'))).toContain('"msg":"listening"');
+        // The "First day" block: the new key in force without a restart; the metrics port after one.
+        const later = (part: string) => firstDay.find((line) => line.includes(part)) ?? part;
+        expect(step(later('--consumer acme2'))).toMatch(/^psk_[0-9A-Za-z]{38}$/);
+        expect(JSON.parse(step(later('sleep 2; journalctl')))).toMatchObject({
+          msg: 'keys reloaded',
+          trigger: 'file change',
+          keysByPlan: { pro: 2 },
+        });
+        expect(step(later('systemctl restart'))).toBe('');
+        expect(JSON.parse(step(firstDay.filter((line) => line.startsWith('journalctl'))[0] ?? ''))).toMatchObject({
+          msg: 'listening',
+          metrics: expect.stringContaining(':9090/metrics'),
+        });
+        expect(step(later('9090/metrics'))).toMatch(/^# TYPE petstore_\w+ (counter|gauge|histogram)$/);
         expect(step('stat -c "%U:%G %a" /etc/petstore/keys.json /etc/petstore/keys.json.audit.jsonl')).toBe(
           'petstore:petstore 600\npetstore:petstore 600',
         );

@@ -21,6 +21,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import YAML from 'yaml';
 import { type Running, startServer, tokenOf } from '../test/harness.ts';
 import {
   allRules,
@@ -137,6 +138,14 @@ async function spread(n: number, make: (i: number) => Request, concurrency = 16)
 const withKey = (name: string, path = '/v1/pets') =>
   new Request(`${server?.url}${path}`, { headers: { authorization: `Bearer ${tokenOf(name)}` } });
 
+/** docs/monitoring.md's prometheus.yml and the `sh` block after it. */
+function prometheusBlocks(): [string, string] {
+  const page = readFileSync(join(import.meta.dir, '../docs/monitoring.md'), 'utf8');
+  const at = page.indexOf('<!-- tested: scripts/monitoring.test.ts checks this file with promtool');
+  const [config = '', commands = ''] = [...page.slice(at).matchAll(/```[a-z]*\n([\s\S]*?)```/g)].map((m) => m[1]);
+  return [config, commands];
+}
+
 describe.skipIf(!READY)('the shipped rules and dashboard on a real Prometheus scraping the binary', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'petstore-monitoring-'));
@@ -197,6 +206,7 @@ describe.skipIf(!READY)('the shipped rules and dashboard on a real Prometheus sc
         `--storage.tsdb.path=${join(dir, 'data')}`,
         `--web.listen-address=127.0.0.1:${port}`,
         '--enable-feature=exemplar-storage',
+        '--web.enable-lifecycle',
         '--log.level=warn',
       ],
       { stdio: ['ignore', 'ignore', 'pipe'] },
@@ -220,9 +230,7 @@ describe.skipIf(!READY)('the shipped rules and dashboard on a real Prometheus sc
   });
 
   test("docs/monitoring.md's prometheus.yml and promtool line, as written, in a folder holding the rules", () => {
-    const page = readFileSync(join(import.meta.dir, '../docs/monitoring.md'), 'utf8');
-    const at = page.indexOf('<!-- tested: scripts/monitoring.test.ts checks this file with promtool');
-    const [config = '', commands = ''] = [...page.slice(at).matchAll(/```[a-z]*\n([\s\S]*?)```/g)].map((m) => m[1]);
+    const [config, commands] = prometheusBlocks();
     const folder = mkdtempSync(join(tmpdir(), 'petstore-prometheus-doc-'));
     for (const file of ['petstore.rules.yml', 'petstore.rules.test.yml']) {
       writeFileSync(join(folder, file), readFileSync(join(import.meta.dir, '../deploy/prometheus', file)));
@@ -357,5 +365,34 @@ describe.skipIf(!READY)('the shipped rules and dashboard on a real Prometheus sc
       [],
     );
     expect(shows.size).toBeGreaterThan(25);
+  });
+  test("docs/monitoring.md's prometheus.yml loaded by its reload line: the shipped rules, the job petstore scraping the binary", async () => {
+    // Last: it puts the page's configuration (15 s scrapes, the shipped rules' own `for:`) in place of the test's.
+    const [config, commands] = prometheusBlocks();
+    const rules = join(dir, 'petstore.rules.yml');
+    writeFileSync(rules, readFileSync(RULES_FILE));
+    writeFileSync(
+      join(dir, 'prometheus.yml'),
+      config
+        .replace('/etc/prometheus/petstore.rules.yml', rules)
+        .replace('"10.0.0.11:9090", "10.0.0.12:9090"', `"127.0.0.1:${server?.port}"`),
+    );
+    const reload = commands.split('\n').find((l) => l.startsWith('curl ')) ?? '';
+    const run = spawnSync('bash', ['-euo', 'pipefail', '-c', reload.replace('localhost:9090', new URL(prom).host)], {
+      encoding: 'utf8',
+    });
+    expect([run.status, run.stdout]).toEqual([0, '']);
+    const groups = (await api<{ groups: { file: string; rules: unknown[] }[] }>('rules')).data.groups;
+    expect([...new Set(groups.map((g) => g.file))]).toEqual([rules]);
+    expect(groups.flatMap((g) => g.rules).length).toBe(allRules().length);
+    // The configuration in force (its scrape pools follow it a few seconds later).
+    const loaded = YAML.parse((await api<{ yaml: string }>('status/config')).data.yaml) as {
+      rule_files: string[];
+      scrape_configs: { job_name: string; scrape_interval: string; static_configs: { targets: string[] }[] }[];
+    };
+    expect(loaded.rule_files).toEqual([rules]);
+    expect(
+      loaded.scrape_configs.map((c) => [c.job_name, c.scrape_interval, c.static_configs.flatMap((t) => t.targets)]),
+    ).toEqual([['petstore', '15s', [`127.0.0.1:${server?.port}`]]]);
   });
 });

@@ -17,11 +17,19 @@
  */
 import { afterAll, describe, expect, test } from 'bun:test';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildBase } from '../bench/lib/base.ts';
-import { type Running, runCommand, serverCommand, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
+import {
+  type Running,
+  runCommand,
+  serverCommand,
+  startServer,
+  tokenOf,
+  writeKeysFile,
+  writeLauncher,
+} from '../test/harness.ts';
 import { freshDatabase, type TestDatabase } from '../test/postgres.ts';
 import { notServed, steadyTraffic } from '../test/traffic.ts';
 
@@ -46,6 +54,25 @@ function previousRelease(): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** A `sh` block of docs/operations.md: the one after the marker that starts with `marker`. */
+function operationsBlock(marker: string): string {
+  const page = readFileSync(join(ROOT, 'docs/operations.md'), 'utf8');
+  const at = page.indexOf(marker);
+  if (at < 0) throw new Error(`docs/operations.md: no block marked "${marker}"`);
+  return /```sh\n([\s\S]*?)```/.exec(page.slice(at))?.[1] ?? '';
+}
+
+/**
+ * The rollback block of docs/operations.md: its restore and psql lines, as written. Its
+ * `systemctl` lines and the database's creation are the test's own (no systemd; a throwaway database).
+ */
+function rollbackBlock(): string {
+  return operationsBlock("<!-- tested: scripts/upgrade-previous.test.ts runs this block's restore")
+    .split('\n')
+    .filter((line) => !line.startsWith('systemctl ') && !line.includes('CREATE DATABASE'))
+    .join('\n');
 }
 
 const BASE_REF = previousRelease();
@@ -118,7 +145,24 @@ describe.skipIf(!PG_SERVER || !BASE_REF)('from the previous release to this one 
           { version: 10, name: 'consumer_ids' },
         ],
       });
-      expect((await runCommand(['migrate', 'up', '--data', db.url])).code).toBe(0);
+      // The page's `migrate status` and `migrate up`, as written: what they print is what their comments say.
+      const migrate = operationsBlock('<!-- tested: scripts/upgrade-previous.test.ts runs this block on');
+      const shown = migrate
+        .trimEnd()
+        .split('\n')
+        .flatMap((line) => line.slice(line.indexOf('# ') + 2).split(' / '));
+      const run = Bun.spawn(['bash', '-euo', 'pipefail', '-c', migrate], {
+        env: {
+          ...process.env,
+          PATH: `${writeLauncher(join(dir, 'bin/petstore'))}:${process.env.PATH}`,
+          PETSTORE_DATA: db.url,
+        },
+        stdout: 'pipe',
+        stderr: 'pipe',
+      });
+      const [out, err] = [await new Response(run.stdout).text(), await new Response(run.stderr).text()];
+      // `migrate status` writes on stdout, `migrate up` on stderr: one after the other.
+      expect([await run.exited, `${out}${err}`.trimEnd().split('\n')]).toEqual([0, shown]);
       await Bun.sleep(1500); // the old instances serve the migrated schema
       // A create keyed on an old instance after the migration is not recognised by this build (the key's scope form differs).
       const keyed = await create(live[0] as Running, 'keyed', 'upgrade-window-key');
@@ -148,19 +192,13 @@ describe.skipIf(!PG_SERVER || !BASE_REF)('from the previous release to this one 
     // Rollback, as documented: the fleet stopped, the backup restored into a new database, the
     // pets of the upgraded one carried over, the previous release started on it.
     for (const server of live.splice(0)) expect(await server.stop()).toBe(0);
-    const restore = await runCommand(['restore', '--from', dump, '--data', back.url]);
-    expect(restore.code).toBe(0);
+    // The page's restore and carry-over, with this build as `petstore` and the backup of step 1.
+    const bin = writeLauncher(join(dir, 'bin/petstore'));
     const carry = Bun.spawnSync(
-      [
-        'sh',
-        '-c',
-        `psql -v ON_ERROR_STOP=1 -q "$ROLLBACK" -c 'TRUNCATE pets, idempotency_keys' && ` +
-          `psql -v ON_ERROR_STOP=1 -q "$PETSTORE_DATA" -c '\\copy (SELECT id, name, category_id, status FROM pets) TO STDOUT' | ` +
-          `psql -v ON_ERROR_STOP=1 -q "$ROLLBACK" -c '\\copy pets (id, name, category_id, status) FROM STDIN'`,
-      ],
-      { env: { ...process.env, ROLLBACK: back.url, PETSTORE_DATA: db.url } },
+      ['bash', '-euo', 'pipefail', '-c', rollbackBlock().replaceAll('/backup/before-upgrade.dump', dump)],
+      { env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, ROLLBACK: back.url, PETSTORE_DATA: db.url } },
     );
-    expect([carry.exitCode, carry.stderr.toString()]).toEqual([0, '']);
+    expect([carry.exitCode, carry.stderr.toString()]).toEqual([0, expect.stringContaining('--id-gap')]);
     const previous = await startWith(base.binary, args(back.url));
     const { statuses, acks } = traffic;
     expect(Object.keys(statuses).sort()).toEqual(['200', '201']);

@@ -16,7 +16,7 @@ import {
   wouldRefuseReporter,
 } from './gateway/index.ts';
 
-import { pipeline } from './http/pipeline.ts';
+import { apiPipeline, pipeline } from './http/pipeline.ts';
 import { byRouteOrder } from './http/route-order.ts';
 import type { BanPolicy } from './keys/plans.ts';
 import type { KeyAdmin } from './keys/source.ts';
@@ -50,7 +50,7 @@ export interface AppOptions {
   serveMetrics?: boolean;
   /** Why `/readyz` should fail (e.g. shutting down), or undefined. */
   notReady?: () => string | undefined;
-  /** Most requests one key may have in flight (`--max-in-flight`). */
+  /** Most requests one consumer, its keys together, may have in flight (`--max-in-flight`). */
   maxInFlight?: number;
   /** IPv6 callers without a valid key are counted by this prefix (`--ipv6-prefix`). */
   ipv6Prefix?: number;
@@ -72,8 +72,8 @@ export interface AppOptions {
 export const DEFAULT_ORDER_HOLD_MS = 30 * 60 * 1_000;
 
 /**
- * Builds the whole service as a Hono app, without a listener: `main.ts` serves it on the
- * runtime at hand, tests call `app.request()`.
+ * Builds the whole service as a Hono app, without a listener: `startServer()` of
+ * src/serve/start.ts serves it on the runtime at hand, tests call `app.request()`.
  *
  * @example
  * const app = createApp({ store: new MemoryStore(), keys: () => table, limiter })
@@ -117,7 +117,7 @@ export function createApp({
     clock,
     ...(notify ? { notify } : {}),
   });
-  const steps = pipeline({
+  const steps = apiPipeline({
     log,
     clock,
     clientAddress,
@@ -210,7 +210,7 @@ export function adminApp({
   consumerDeleted,
 }: AdminAppOptions) {
   const pass = gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, clock, admin: true });
-  const steps = pipeline<AdminDeps>({
+  const steps = apiPipeline<AdminDeps>({
     log,
     clock,
     clientAddress,

@@ -178,7 +178,7 @@ export const OPTIONS = {
     flag: '--max-in-flight',
     env: 'PETSTORE_MAX_IN_FLIGHT',
     arg: 'N',
-    help: 'requests one key may have in flight at once; more get 429 too_many_concurrent_requests',
+    help: 'requests one consumer (its keys together) may have in flight at once; more get 429 too_many_concurrent_requests',
     fallback: DEFAULT_MAX_IN_FLIGHT,
     parse: int(1, 1_000_000),
   },

@@ -8,10 +8,11 @@ import { startServer } from './serve/start.ts';
 import { StoreOpenError } from './store/errors.ts';
 import { VERSION, versionLine } from './version.ts';
 
-// The binary starts with a JIT slow to compile (`--compile-jit-policy`, scripts/lib/build-info.sh)
-// while the imports above are evaluated, each line of them once; what follows, a keys file of any
-// size, a command or the requests, gets the normal one.
-if ('Bun' in globalThis) Bun.unsafe.setJITPolicy(1);
+// The binary starts with a lazier JIT (`--compile-jit-policy`, scripts/lib/build-info.sh) while
+// the imports above run, each line of them once; from here on (a keys file of any size, a
+// command, the requests) Bun's normal policy applies.
+const NORMAL_JIT_POLICY = 1;
+if ('Bun' in globalThis) Bun.unsafe.setJITPolicy(NORMAL_JIT_POLICY);
 
 /** Exit code for bad usage or configuration, before the port opens. */
 const EXIT_CONFIG = 2;

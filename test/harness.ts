@@ -1,12 +1,22 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 /** How to start the server under test: `PETSTORE_CMD`, split on spaces (default: the binary). */
 export function serverCommand(): string[] {
   return (process.env.PETSTORE_CMD ?? join(import.meta.dir, '../dist/petstore')).split(' ').filter(Boolean);
+}
+
+/**
+ * A `petstore` at `file` (a shell script) that runs the server under test with its arguments, so
+ * that a document's commands run as written; returns its folder, to put first on PATH.
+ */
+export function writeLauncher(file: string): string {
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, `#!/bin/sh\nexec ${serverCommand().join(' ')} "$@"\n`, { mode: 0o755 });
+  return dirname(file);
 }
 
 /**

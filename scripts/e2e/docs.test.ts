@@ -1,21 +1,23 @@
 // The documents' examples, run as they are written against the server under test, and the names
 // they give checked against what the server writes: the README's first request, the webhook
-// receiver under Node, the admin API's curl session, a pet changed and removed, the audit actions, a request's log line, the
-// 401's challenges, `petstore keys`.
+// receiver under Node, the operations guide's first commands, the admin API's session from its
+// first key on, a pet changed and removed, the audit actions, a request's log line, the 401's
+// challenges, `petstore keys`.
 import { afterEach, describe, expect, test } from 'bun:test';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AUDIT_ACTIONS } from '../../src/keys/audit.ts';
 import {
   adminUrl,
   runCommand,
-  serverCommand,
   startServer,
   tokenOf,
   waitForLine,
   writeKeysFile,
+  writeLauncher,
 } from '../../test/harness.ts';
 import { newSecret } from '../../test/webhook-receiver.ts';
 
@@ -32,6 +34,16 @@ function testedBlocks(text: string, what: string, count = 1): string[] {
   if (at < 0) throw new Error(`no block marked "${what}"`);
   const blocks = [...text.slice(at).matchAll(/```[a-z]*\n([\s\S]*?)```/g)].slice(0, count).map((m) => m[1] ?? '');
   return blocks;
+}
+
+/** A TCP port nothing listens on now. */
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
 }
 
 const stops: (() => unknown)[] = [];
@@ -161,10 +173,7 @@ describe('examples, as written', () => {
       'this block with petstore on PATH and the keys file in a temporary folder',
     );
     const dir = mkdtempSync(join(tmpdir(), 'petstore-rotation-'));
-    const bin = join(dir, 'bin');
-    mkdirSync(bin);
-    const [cmd, ...pre] = serverCommand();
-    writeFileSync(join(bin, 'petstore'), `#!/bin/sh\nexec ${[cmd, ...pre].join(' ')} "$@"\n`, { mode: 0o755 });
+    const bin = writeLauncher(join(dir, 'bin/petstore'));
     const file = join(dir, 'keys.json');
     const old = await runCommand(['keys', 'add', '--keys', file, '--consumer', 'acme', '--plan', 'pro', '--id', 'old']);
     expect(old.code).toBe(0);
@@ -199,27 +208,23 @@ describe('examples, as written', () => {
     expect(got).toBe(answers ?? '');
   });
 
-  test("the admin API's curl session answers what docs/admin-api.md shows", async () => {
+  test("the admin API's first key and curl session, as docs/admin-api.md writes them, answer what it shows", async () => {
+    const [setup] = testedBlocks(ADMIN, 'this block with petstore on PATH in a temporary folder');
     const [session, answers] = testedBlocks(ADMIN, 'this block with ADMIN and TOKEN set', 2);
-    const file = join(mkdtempSync(join(tmpdir(), 'petstore-readme-')), 'keys.json');
-    const made = await runCommand([
-      'keys',
-      'add',
-      '--keys',
-      file,
-      '--consumer',
-      'ops',
-      '--plan',
-      'business',
-      '--scopes',
-      'admin',
-      '--id',
-      'ops-1',
-    ]);
-    const server = await startServer({ args: ['--keys', file, '--admin-port', '0'] });
+    const dir = mkdtempSync(join(tmpdir(), 'petstore-admin-doc-'));
+    const made = spawnSync('bash', ['-euo', 'pipefail', '-c', `${setup}\nprintf '%s\\n' "$ADMIN" "$TOKEN"`], {
+      cwd: dir,
+      env: { ...process.env, PATH: `${writeLauncher(join(dir, 'bin/petstore'))}:${process.env.PATH}` },
+      encoding: 'utf8',
+    });
+    expect([made.status, made.stderr]).toEqual([0, 'key id: ops-1 (consumer ops; token printed once on stdout)\n']);
+    const [admin = '', token = ''] = made.stdout.split('\n');
+    expect(admin).toBe('http://127.0.0.1:9091/admin/v1');
+    // The page's server: --keys keys.json --admin-port 9091; here on a free port.
+    const server = await startServer({ args: ['--keys', join(dir, 'keys.json'), '--admin-port', '0'] });
     stops.push(() => server.stop());
     const run = spawnSync('bash', ['-euo', 'pipefail', '-c', session ?? ''], {
-      env: { ...process.env, ADMIN: adminUrl(server), TOKEN: made.stdout.trim() },
+      env: { ...process.env, ADMIN: admin.replace('http://127.0.0.1:9091/admin/v1', adminUrl(server)), TOKEN: token },
       encoding: 'utf8',
     });
     expect(run.stderr).toBe('');
@@ -227,6 +232,41 @@ describe('examples, as written', () => {
       .replace(/"token":"psk_[0-9A-Za-z]+"/, '"token":"psk_…"')
       .replace(/"at":"[^"]+"/g, '"at":"…"');
     expect(got).toBe(answers ?? '');
+  });
+
+  test('"Running it" in docs/operations.md: serve, --help, keys add and healthcheck as written', async () => {
+    const [block = ''] = testedBlocks(OPERATIONS, 'this block in a temporary folder');
+    const dir = mkdtempSync(join(tmpdir(), 'petstore-running-'));
+    // dist/petstore, relative as the page writes it: the build under test.
+    writeLauncher(join(dir, 'dist/petstore'));
+    const port = String(await freePort());
+    const lines = block
+      .replaceAll('/etc/petstore/keys.json', writeKeysFile([{ name: 'acme', plan: 'pro' }]))
+      .replaceAll('8080', port)
+      .split('\n')
+      .filter((line) => line.trim() !== '');
+    // `make build` made the binary under test before `make e2e` ran; the server is the one line that serves until stopped.
+    expect(lines[0]).toStartWith('make build ');
+    const serves = lines.filter((line) => /^dist\/petstore --keys /.test(line));
+    expect(serves).toHaveLength(1);
+    const server = spawn('bash', ['-c', `exec ${serves[0]}`], { cwd: dir, stdio: 'ignore' });
+    stops.push(() => server.kill('SIGTERM'));
+    await waitFor(
+      () => (spawnSync('bash', ['-c', `exec ${lines.at(-1)}`], { cwd: dir }).status === 0 ? true : undefined),
+      'the server to answer the healthcheck line',
+    );
+    const rest = lines.slice(1).filter((line) => line !== serves[0]);
+    const run = spawnSync('bash', ['-euo', 'pipefail', '-c', rest.join('\n')], { cwd: dir, encoding: 'utf8' });
+    expect([run.status, run.stderr]).toEqual([
+      0,
+      expect.stringMatching(/^key id: [0-9a-f]{8} \(consumer acme; token printed once on stdout\)\n$/),
+    ]);
+    expect(run.stdout).toContain(`--data PATH`);
+    expect(run.stdout).toMatch(/^psk_[0-9A-Za-z]{38}$/m);
+    expect(JSON.parse(readFileSync(join(dir, 'keys.json'), 'utf8')).consumers[0]).toMatchObject({
+      name: 'acme',
+      plan: 'pro',
+    });
   });
 });
 

@@ -1,4 +1,4 @@
-import { defineOperation, type Operation } from '../api/operation.ts';
+import { defineOperation, type UnkeptOperation } from '../api/operation.ts';
 import { ADMIN_SCOPE } from '../core/scopes.ts';
 import {
   type AdminDeps,
@@ -35,7 +35,7 @@ const ADMIN = { scope: ADMIN_SCOPE, allowed: ADMIN_ALLOWED, etag: false, memo: f
  * src/admin/operations.test.ts holds it equal to contract/admin.openapi.yaml. Changes are
  * `audited`: the handler is told which admin key asks, and the trail records it.
  */
-export const ADMIN_OPERATIONS: readonly Operation<AdminDeps>[] = [
+export const ADMIN_OPERATIONS: readonly UnkeptOperation<AdminDeps>[] = [
   defineOperation({ ...ADMIN, id: 'listConsumers', method: 'GET', path: '/consumers', handler: listConsumers }),
   defineOperation({
     ...ADMIN,

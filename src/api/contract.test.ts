@@ -4,6 +4,7 @@ import { type ConversionConfig, toJsonSchema } from '@valibot/to-json-schema';
 import * as v from 'valibot';
 import { badRequestExamples } from '../../contract/examples.ts';
 import { deref, type JsonSchema, loadContract, toDraft07 } from '../../contract/json-schema.cjs';
+import { failingStore } from '../../test/fake-store.ts';
 import { testApp } from '../../test/testing.ts';
 import { createApp } from '../app.ts';
 import { ErrorBody } from '../core/errors.ts';
@@ -13,7 +14,6 @@ import { RateLimitStatus } from '../core/quota.ts';
 import { SlidingWindowLimiter } from '../gateway/index.ts';
 import { hashToken, parseKeys } from '../keys/file.ts';
 import { KeyTable } from '../keys/table.ts';
-import type { PetStore } from '../store/store.ts';
 import { ALLOWED, CURSOR_PATTERN, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX } from './schemas.ts';
 import { NOT_AN_OBJECT, NOT_JSON } from './validate.ts';
 
@@ -129,25 +129,8 @@ describe("the contract's 400 examples are the server's messages, word for word",
 });
 
 describe('the documented 500, which no black-box test can provoke', () => {
-  const failing: PetStore = {
-    create: () => Promise.reject(new Error('disk on fire')),
-    createOnce: () => Promise.reject(new Error('disk on fire')),
-    get: () => Promise.reject(new Error('disk on fire')),
-    update: () => Promise.reject(new Error('disk on fire')),
-    remove: () => Promise.reject(new Error('disk on fire')),
-    list: () => Promise.reject(new Error('disk on fire')),
-    inventory: () => Promise.reject(new Error('disk on fire')),
-    placeOrder: () => Promise.reject(new Error('disk on fire')),
-    getOrder: () => Promise.reject(new Error('disk on fire')),
-    listOrders: () => Promise.reject(new Error('disk on fire')),
-    closeOrder: () => Promise.reject(new Error('disk on fire')),
-    expireOrders: () => Promise.reject(new Error('disk on fire')),
-    retireOwner: () => Promise.reject(new Error('disk on fire')),
-    adoptOwners: () => Promise.reject(new Error('disk on fire')),
-    version: () => undefined,
-    ping: () => Promise.resolve(),
-    close: () => Promise.resolve(),
-  };
+  const failing = failingStore(() => new Error('disk on fire'), { pingOk: true });
+
   const token = 'psk_contract-test-500';
   const keys = new KeyTable(
     parseKeys(JSON.stringify({ keys: [{ name: 'qa', plan: 'pro', sha256: hashToken(token).toString('hex') }] })),

@@ -44,8 +44,8 @@ export interface Input<Q = unknown, P = unknown, H = unknown, B = unknown> {
   readonly headers: H;
   readonly body: B;
   /**
-   * Who asks, as an opaque name (its consumer's id and name, `con_…:acme`, or the client's address): the owner of an
-   * `Idempotency-Key`. Handlers know nothing more of keys or limits.
+   * Who asks, as an opaque name (its consumer's id and name, `con_…:acme`, or `addr:` and the
+   * client's address): the owner of an `Idempotency-Key` and of orders. Handlers know nothing more of keys or limits.
    */
   readonly principal: string;
   /** The caller's quota, read without spending it: given to an operation that `readsQuota` only. */
@@ -114,6 +114,9 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
 /** An entry of a table: an operation with its input types erased; `D` is what its handlers work with. */
 export type Operation<D = ApiDeps> = OperationSpec<unknown, unknown, unknown, unknown, D>;
 
+/** An operation whose answers are never kept: all that a pipeline without the store's version serves. */
+export type UnkeptOperation<D> = Operation<D> & { readonly memo: false };
+
 /**
  * Types one entry of the table: the handler's input is inferred from the entry's schemas.
  *
@@ -121,8 +124,13 @@ export type Operation<D = ApiDeps> = OperationSpec<unknown, unknown, unknown, un
  * defineOperation({ id: 'getPet', method: 'GET', path: '/pets/:petId', scope: 'pets:read',
  *   params: PetParams, etag: true, memo: true, handler: async ({ params }) => ... })
  */
-export function defineOperation<Q = undefined, P = undefined, H = undefined, B = undefined, D = ApiDeps>(
-  spec: OperationSpec<Q, P, H, B, D>,
-): Operation<D> {
-  return spec as unknown as Operation<D>;
+export function defineOperation<
+  Q = undefined,
+  P = undefined,
+  H = undefined,
+  B = undefined,
+  D = ApiDeps,
+  M extends boolean = boolean,
+>(spec: OperationSpec<Q, P, H, B, D> & { readonly memo: M }): Operation<D> & { readonly memo: M } {
+  return spec as unknown as Operation<D> & { readonly memo: M };
 }

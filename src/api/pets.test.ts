@@ -2,6 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import YAML from 'yaml';
+import { failingStore } from '../../test/fake-store.ts';
 import { fakeClock, testApp, tokenFor } from '../../test/testing.ts';
 import { createApp } from '../app.ts';
 import { SlidingWindowLimiter } from '../gateway/index.ts';
@@ -10,7 +11,6 @@ import { KeyTable } from '../keys/table.ts';
 import { createLogger } from '../log.ts';
 import { StoreUnavailableError } from '../store/errors.ts';
 import { IDEMPOTENCY_TTL_MS } from '../store/idempotency.ts';
-import type { PetStore } from '../store/store.ts';
 import { IDEMPOTENCY_KEY_PATTERN } from './schemas.ts';
 
 type TestApp = ReturnType<typeof testApp>;
@@ -117,26 +117,8 @@ describe('createPet with Idempotency-Key', () => {
 });
 
 describe('a store that cannot serve', () => {
-  const down = () => Promise.reject(new StoreUnavailableError('store pet: disk I/O error at /var/lib/secret'));
-  const store: PetStore = {
-    create: down,
-    createOnce: down,
-    get: down,
-    update: down,
-    remove: down,
-    list: down,
-    inventory: down,
-    placeOrder: down,
-    getOrder: down,
-    listOrders: down,
-    closeOrder: down,
-    expireOrders: down,
-    retireOwner: down,
-    adoptOwners: down,
-    version: () => undefined,
-    ping: down,
-    close: () => Promise.resolve(),
-  };
+  const store = failingStore(() => new StoreUnavailableError('store pet: disk I/O error at /var/lib/secret'));
+
   const clock = fakeClock();
   const keys = new KeyTable(
     parseKeys(

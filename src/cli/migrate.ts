@@ -17,7 +17,7 @@ import { on } from './parsers.ts';
 /** The store's schema state, read without changing anything. */
 async function stateOf(data: string): Promise<SchemaState> {
   if (POSTGRES_URL.test(data)) {
-    const { postgresSchemaState } = await import('../store/postgres.ts');
+    const { postgresSchemaState } = await import('../store/postgres-migrate.ts');
     const sql = postgres(data, { max: 1, onnotice: () => {} });
     try {
       return await postgresSchemaState(sql);
@@ -27,7 +27,7 @@ async function stateOf(data: string): Promise<SchemaState> {
   }
   if (!fs.existsSync(data)) return { version: 0, readableFrom: 0 };
   const { loadSqlite } = await import('../store/sqlite-driver.ts');
-  const { sqliteSchemaState } = await import('../store/sqlite.ts');
+  const { sqliteSchemaState } = await import('../store/sqlite-migrate.ts');
   const open = await loadSqlite();
   if (!open)
     throw new ConfigError('--data: this runtime has no built-in SQLite (node:sqlite needs Node 22.13 or later)');

@@ -1,40 +1,25 @@
 import { describe, expect, test } from 'bun:test';
+import { fakeStore } from '../../test/fake-store.ts';
 import { fakeClock, tokenFor } from '../../test/testing.ts';
 import { createApp } from '../app.ts';
 import { hashToken, parseKeys } from '../keys/file.ts';
 import { KeyTable } from '../keys/table.ts';
 import { MemoryStore } from '../store/memory.ts';
-import type { PetStore } from '../store/store.ts';
 import type { RateLimiter } from './limiter/limiter.ts';
 import { SlidingWindowLimiter } from './limiter/memory.ts';
 
-describe('requests one key has in flight (--max-in-flight)', () => {
+describe('requests one consumer has in flight (--max-in-flight)', () => {
   /** A store whose creates wait until `release()`, so requests stay in flight. */
   function blockingStore() {
-    const inner = new MemoryStore();
     const waiting: Array<() => void> = [];
-    const store: PetStore = {
-      create: async (pet) => {
-        await new Promise<void>((resolve) => waiting.push(resolve));
-        return inner.create(pet);
-      },
-      createOnce: (...args) => inner.createOnce(...args),
-      get: (id) => inner.get(id),
-      update: (...args) => inner.update(...args),
-      remove: (...args) => inner.remove(...args),
-      list: (options) => inner.list(options),
-      inventory: () => inner.inventory(),
-      placeOrder: (place) => inner.placeOrder(place),
-      getOrder: (...args) => inner.getOrder(...args),
-      listOrders: (...args) => inner.listOrders(...args),
-      closeOrder: (...args) => inner.closeOrder(...args),
-      expireOrders: (now) => inner.expireOrders(now),
-      retireOwner: (owner) => inner.retireOwner(owner),
-      adoptOwners: (moves) => inner.adoptOwners(moves),
-      version: () => inner.version(),
-      ping: () => inner.ping(),
-      close: () => inner.close(),
-    };
+    const { store } = fakeStore({
+      replace: (memory) => ({
+        create: async (pet) => {
+          await new Promise<void>((resolve) => waiting.push(resolve));
+          return memory.create(pet);
+        },
+      }),
+    });
     const release = () => {
       for (const go of waiting.splice(0)) go();
     };
@@ -98,7 +83,7 @@ describe('requests one key has in flight (--max-in-flight)', () => {
     expect(refused.headers.get('retry-after')).toBe('1');
     expect(await refused.json()).toEqual({
       code: 'too_many_concurrent_requests',
-      message: 'This key already has 2 requests in flight; retry when one is done.',
+      message: "This consumer's keys already have 2 requests in flight; retry when one is done.",
       status: 429,
     });
     // Refused before the limiter decided: the headers are the latest admission's (300 - 2),

@@ -8,8 +8,8 @@ import { MONTH_NAME, monthOf } from './limiter/month.ts';
 const CONCURRENCY_RETRY_AFTER = '1';
 
 /**
- * Requests each consumer has in flight, capped so a single client cannot hold every worker of
- * the store. A request takes its slot before anything is awaited (the limiter may be Redis,
+ * Requests each consumer has in flight, capped so a single client cannot hold every connection
+ * of the store. A request takes its slot before anything is awaited (the limiter may be Redis,
  * and slow): of N + k sent at once, exactly N get a slot and k are refused at once, 429
  * `too_many_concurrent_requests` with `Retry-After: 1`, before the limiter decides, so they
  * consume no quota. A slot is given back when its request is done, admitted or not. The
@@ -63,7 +63,7 @@ export class InFlight<D> {
 export function tooManyInFlight(max: number): ApiError {
   return new ApiError(
     'too_many_concurrent_requests',
-    `This key already has ${max} requests in flight; retry when one is done.`,
+    `This consumer's keys already have ${max} requests in flight; retry when one is done.`,
     { 'Retry-After': CONCURRENCY_RETRY_AFTER },
   );
 }

@@ -1,5 +1,5 @@
 import type { Context, ErrorHandler } from 'hono';
-import type { ApiDeps, Deprecation, KeyHolder, Operation } from '../api/operation.ts';
+import type { Deprecation, KeyHolder, Operation, UnkeptOperation } from '../api/operation.ts';
 import { isApiPath } from '../api/operations.ts';
 import { inputReader, refuseBodyOnGet } from '../api/validate.ts';
 import type { Clock } from '../core/clock.ts';
@@ -25,24 +25,16 @@ import { requestLogSteps } from './steps/request-log.ts';
 import { requestTrace } from './steps/trace.ts';
 import { MAX_URI_BYTES, pathAndQuery, uriTooLong } from './steps/uri-limit.ts';
 
-export interface PipelineOptions<D = ApiDeps> {
+/** What every pipeline needs: the ops routes' and the metrics port's, and the API's too. */
+export interface PipelineOptions {
   log: Logger;
   clock: Clock;
   /** The client's address, for the log line of requests the gateway does not see. */
   clientAddress: (c: Context<AppEnv>) => string;
-  /** The gateway's pass (src/gateway/index.ts); needed to serve the API, not the ops routes. */
-  gateway?: GatewayPass;
-  /** What handlers work with; needed to serve the API (the admin API's handlers work with their own). */
-  deps?: D;
-  /**
-   * The store's version (`PetStore.version`): an operation whose answers are kept (`memo`) is
-   * served from the memo while this is unchanged; needed by such an operation only.
-   */
-  storeVersion?: () => unknown;
-  /** Whether a path is one the gateway answers, whose answers are private (`no-store`): `/v1` by default. */
-  gatedPath?: (path: string) => boolean;
   /** Largest accepted request body. */
   maxBodyBytes: number;
+  /** Whether a path is one the gateway answers, whose answers are private (`no-store`): `/v1` by default. */
+  gatedPath?: (path: string) => boolean;
   /** Origins whose pages may call the API (`--cors-origin`); none: no CORS at all. */
   corsOrigins?: readonly string[];
   /** Counts requests when given (`--metrics`). */
@@ -51,10 +43,24 @@ export interface PipelineOptions<D = ApiDeps> {
   countAs?: string;
   /** Makes a fresh request id when the client sent none usable. */
   newId?: () => string;
-  /** The methods the API serves at a path (the table's), or undefined for a path it has not. */
-  allowedMethods?: (path: string) => readonly string[] | undefined;
   /** Whether the request's caller holds a valid key: only then may its `traceparent` force a trace to be exported. */
   vouched?: (c: Context<AppEnv>) => boolean;
+}
+
+/** What a pipeline that serves a table of operations needs besides: the gateway and the handlers' deps. */
+export interface ApiPipelineOptions<D> extends PipelineOptions {
+  /** The gateway's pass (src/gateway/index.ts). */
+  gateway: GatewayPass;
+  /** What handlers work with. */
+  deps: D;
+  /** The methods the table serves at a path, or undefined for a path it has not (a 405's `Allow`). */
+  allowedMethods: (path: string) => readonly string[] | undefined;
+  /**
+   * The store's version (`PetStore.version`): an operation whose answers are kept (`memo`) is
+   * served from the memo while this is unchanged. Without it, only operations that are never
+   * kept can be added.
+   */
+  storeVersion?: () => unknown;
 }
 
 /**
@@ -79,22 +85,47 @@ export interface PipelineOptions<D = ApiDeps> {
  * Each step is a function below, in this order, given what the steps share (`Shared`, made once
  * by `sharedOf`); what one operation needs is made once when its route is added (`routeOf`).
  *
+ * `pipeline` makes the steps of an app without operations (the metrics port); `apiPipeline` adds
+ * `operation` and the gateway, and its types ask for what serving a table needs.
+ *
  * @example
- * const steps = pipeline({ log, clock, clientAddress, gateway: pass, deps, maxBodyBytes: 65536 })
+ * const steps = apiPipeline({ log, clock, clientAddress, gateway: pass, deps, storeVersion, allowedMethods, maxBodyBytes: 65536 })
  * app.on(op.method, `/v1${op.path}`, steps.operation(op))
  * app.notFound(steps.notFound)
  */
-export function pipeline<D extends object = ApiDeps>(options: PipelineOptions<D>) {
+export function pipeline(options: PipelineOptions) {
   const shared = sharedOf(options);
+  return steps(
+    shared,
+    exchange(shared, (c) => fail(c, NO_SUCH_PATH)),
+  );
+}
+
+export function apiPipeline<D extends object>(
+  options: ApiPipelineOptions<D> & { storeVersion: () => unknown },
+): ApiSteps<Operation<D>>;
+export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): ApiSteps<UnkeptOperation<D>>;
+export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): ApiSteps<Operation<D>> {
+  const { gateway, deps, allowedMethods, storeVersion } = options;
+  const shared: ApiShared<D> = { ...sharedOf(options), gateway, deps, allowedMethods, storeVersion };
   /** Hono's `notFound`: a path no route serves; under the API prefix it meets the gateway first. */
   const notFound = exchange(shared, (c) =>
-    shared.gateway && shared.gatedPath(c.req.path) ? unserved(shared, c) : fail(c, NO_SUCH_PATH),
+    shared.gatedPath(c.req.path) ? unserved(shared, c) : fail(c, NO_SUCH_PATH),
   );
+  return { ...steps(shared, notFound), operation: (op: Operation<D>) => operation(shared, op) };
+}
+
+/** The steps of an app that serves a table: those of every app, and one route per operation. */
+export interface ApiSteps<O> extends ReturnType<typeof steps> {
+  operation(op: O): Served;
+}
+
+/** The steps every app has: the outer step, ops routes, `notFound` and Hono's `onError`. */
+function steps(shared: Shared, notFound: Served) {
   /** Hono's `onError`, for what escapes `exchange`: the Error body all the same. */
   const onError: ErrorHandler<AppEnv> = (err, c) => fail(c, toApiError(err, c, shared.report, shared.unavailable));
   return {
     exchange: (inner: Inner) => exchange(shared, inner),
-    operation: (op: Operation<D>) => operation(shared, op),
     opsRoute: (route: OpsRoute) => opsRoute(shared, route),
     notFound,
     onError,
@@ -102,13 +133,9 @@ export function pipeline<D extends object = ApiDeps>(options: PipelineOptions<D>
 }
 
 /** What the steps of one pipeline share: its options, and the parts made once from them. */
-interface Shared<D> {
-  readonly gateway: GatewayPass | undefined;
-  readonly deps: D | undefined;
-  readonly storeVersion: (() => unknown) | undefined;
+interface Shared {
   readonly gatedPath: (path: string) => boolean;
   readonly maxBodyBytes: number;
-  readonly allowedMethods: ((path: string) => readonly string[] | undefined) | undefined;
   readonly requestLog: ReturnType<typeof requestLogSteps>;
   readonly tracing: ReturnType<typeof requestTrace>;
   readonly count: ReturnType<typeof requestCounter> | undefined;
@@ -120,32 +147,32 @@ interface Shared<D> {
   readonly unavailable: (err: unknown, c: Context<AppEnv>) => void;
 }
 
-function sharedOf<D>({
+/** What the steps of a pipeline that serves a table share besides. */
+interface ApiShared<D> extends Shared {
+  readonly gateway: GatewayPass;
+  readonly deps: D;
+  readonly allowedMethods: (path: string) => readonly string[] | undefined;
+  readonly storeVersion: (() => unknown) | undefined;
+}
+
+function sharedOf({
   log,
   clock,
   clientAddress,
-  gateway,
-  deps,
-  storeVersion,
   maxBodyBytes,
   corsOrigins = [],
   metrics,
   countAs,
   newId,
-  allowedMethods,
   gatedPath = isApiPath,
   vouched = () => false,
-}: PipelineOptions<D>): Shared<D> {
+}: PipelineOptions): Shared {
   // Within a request the scope names it; Hono's `onError` runs after the scope is closed.
   const named = (c: Context<AppEnv>, err: unknown) =>
     currentScope() ? { error: peerText(String(err)) } : { requestId: c.get('requestId'), error: peerText(String(err)) };
   return {
-    gateway,
-    deps,
-    storeVersion,
     gatedPath,
     maxBodyBytes,
-    allowedMethods,
     requestLog: requestLogSteps({ log, clock, clientAddress, ...(newId ? { newId } : {}) }),
     tracing: requestTrace({ clientAddress, vouched }),
     count: metrics && requestCounter({ metrics, ...(countAs ? { operation: countAs } : {}) }),
@@ -164,7 +191,7 @@ function sharedOf<D>({
  * scope (src/trace/scope.ts) is opened here, holding its id and, unless `traced` is false, its
  * trace: every line logged and every span made while serving it reads the scope.
  */
-function exchange<D>(shared: Shared<D>, inner: Inner, traced = true): Served {
+function exchange(shared: Shared, inner: Inner, traced = true): Served {
   const { requestLog, tracing } = shared;
   return function exchange(c) {
     const started = requestLog.start(c);
@@ -173,10 +200,10 @@ function exchange<D>(shared: Shared<D>, inner: Inner, traced = true): Served {
 }
 
 /** Step 1 inside the request's scope: its fixed headers, 414, `inner`, then the log line, metrics and span. */
-async function within<D>(
-  { requestLog, count, tracing, gatedPath, report, unavailable }: Shared<D>,
+async function within(
+  { requestLog, count, tracing, gatedPath, report, unavailable }: Shared,
   c: Context<AppEnv>,
-  started: ReturnType<Shared<D>['requestLog']['start']>,
+  started: ReturnType<Shared['requestLog']['start']>,
   scope: RequestScope,
   inner: Inner,
 ): Promise<Response> {
@@ -207,12 +234,11 @@ async function within<D>(
 
 /** Steps 2 and 3, then `admitted` for a request the gateway lets through. */
 async function gated<D>(
-  { gateway, cors }: Shared<D>,
+  { gateway, cors }: ApiShared<D>,
   c: Context<AppEnv>,
   op: Gated,
   admitted: (decision: Decision) => Promise<Response>,
 ) {
-  if (!gateway) throw new TypeError('pipeline: serving the API needs the gateway');
   const preflight = cors?.(c);
   if (preflight) return preflight;
   const answered = await gateway(c, op, admitted);
@@ -222,8 +248,8 @@ async function gated<D>(
 }
 
 /** Step 5's first half: the body's size (413) and a body sent with GET; then `next`. */
-async function bodyChecked<D>(
-  { limit, maxBodyBytes }: Shared<D>,
+async function bodyChecked(
+  { limit, maxBodyBytes }: Shared,
   c: Context<AppEnv>,
   next: () => Promise<Response>,
 ): Promise<Response> {
@@ -241,7 +267,7 @@ async function bodyChecked<D>(
 }
 
 /** An API operation's route: steps 1 to 8, with what the operation needs made once. */
-function operation<D>(shared: Shared<D>, op: Operation<D>): Served {
+function operation<D>(shared: ApiShared<D>, op: Operation<D>): Served {
   const route = routeOf(shared, op);
   const { fixed } = route;
   return exchange(shared, function operation(c) {
@@ -262,11 +288,7 @@ interface OperationRoute<D> {
   readonly readInput: ReturnType<typeof inputReader<D>>;
 }
 
-function routeOf<D>({ deps, storeVersion }: Shared<D>, op: Operation<D>): OperationRoute<D> {
-  if (!deps) throw new TypeError(`pipeline: serving ${op.id} needs the handlers' deps`);
-  if (op.memo && !storeVersion) {
-    throw new TypeError(`pipeline: ${op.id} is kept by the store's version, and there is no store`);
-  }
+function routeOf<D>({ deps }: ApiShared<D>, op: Operation<D>): OperationRoute<D> {
   // A quota reader's answer is the caller's own: never kept for another.
   if (op.memo && op.readsQuota) throw new TypeError(`pipeline: ${op.id} reads the quota and cannot be kept`);
   const fixed = op.deprecated ? deprecationHeaders(op.deprecated) : undefined;
@@ -275,7 +297,7 @@ function routeOf<D>({ deps, storeVersion }: Shared<D>, op: Operation<D>): Operat
 
 /** Steps 5 (the kept answer), 6 and 7: a kept answer is used while the store is unchanged. */
 async function served<D>(
-  { storeVersion, memo }: Shared<D>,
+  { storeVersion, memo }: ApiShared<D>,
   { op, deps, readInput }: OperationRoute<D>,
   c: Context<AppEnv>,
   decision: Decision,
@@ -311,14 +333,14 @@ function keyOf<D>(op: Operation<D>, c: Context<AppEnv>): KeyHolder | undefined {
  * gateway (401 before 404, so a caller without a key learns nothing of paths), 405 with
  * `Allow` for a path the table has, else 404.
  */
-function unserved<D>(shared: Shared<D>, c: Context<AppEnv>): Promise<Response> {
-  const allowed = shared.allowedMethods?.(c.req.path);
+function unserved<D>(shared: ApiShared<D>, c: Context<AppEnv>): Promise<Response> {
+  const allowed = shared.allowedMethods(c.req.path);
   const refusal = allowed ? methodNotAllowed(c.req.method, allowed) : NO_SUCH_PATH;
   return gated(shared, c, UNSERVED, () => bodyChecked(shared, c, () => Promise.reject(refusal)));
 }
 
 /** An ops route: step 1, then its handler, answered through the one answer path. */
-function opsRoute<D>(shared: Shared<D>, route: OpsRoute): Served {
+function opsRoute(shared: Shared, route: OpsRoute): Served {
   return exchange(
     shared,
     async function opsRoute(c) {

@@ -17,7 +17,7 @@ export const adapter: RuntimeAdapter = {
       port,
       hostname,
       development: false,
-      // Said out loud: with SO_REUSEPORT a second server on the same port starts fine and the
+      // Off on purpose: with SO_REUSEPORT a second server on the same port starts fine and the
       // kernel splits connections between the two (an old version and a new one, say).
       reusePort: false,
       // Between requests. Before the first byte and while headers are incomplete Bun 1.4 closes
@@ -29,8 +29,8 @@ export const adapter: RuntimeAdapter = {
         if (req.method !== 'GET' && req.method !== 'HEAD') return answer(req, self);
         // Without a body, the request only waits for the server from here on: Bun's idle timer,
         // which would close the connection under it, is off until the answer. (With a body the
-        // timer stays, to cut off a client that stops sending it; start.ts keeps it longer than
-        // --store-timeout.)
+        // timer stays, to cut off a client that stops sending it; the configuration keeps it longer
+        // than --store-timeout: `checkTogether()` of src/config.ts.)
         self.timeout(req, 0);
         return Promise.resolve(answer(req, self)).finally(() => self.timeout(req, idleTimeout));
       },

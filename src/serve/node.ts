@@ -28,8 +28,8 @@ export const adapter: RuntimeAdapter = {
         connectionsCheckingInterval: 1_000,
       };
       // Without a body, the request only waits for the server once it is here. (With a body the
-      // timer stays, to cut off a client that stops sending it; start.ts keeps it longer than
-      // --store-timeout.)
+      // timer stays, to cut off a client that stops sending it; the configuration keeps it longer
+      // than --store-timeout: `checkTogether()` of src/config.ts.)
       const answer = (req: Request, env: { outgoing: EventEmitter }) => {
         if (req.method === 'GET' || req.method === 'HEAD') env.outgoing.on('timeout', KEEP_OPEN);
         return fetch(req, env);

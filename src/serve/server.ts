@@ -23,7 +23,7 @@ export const CONNECTION_LIMITS = {
   maxRequestBodyBytes: Number.MAX_SAFE_INTEGER,
 } as const;
 
-/** What `main` needs from a runtime's HTTP server. */
+/** What `startServer()` needs from a runtime's HTTP server. */
 export interface RunningServer {
   readonly port: number;
   /** Stops accepting; resolves when in-flight requests are done (or `force` drops them). */

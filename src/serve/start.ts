@@ -158,7 +158,7 @@ async function loadAdapter(): Promise<RuntimeAdapter> {
   return adapter;
 }
 
-/** The metrics registry with `--metrics` or `--metrics-port`; prom-client is loaded only then (it was most of the binary's start-up). */
+/** The metrics registry with `--metrics` or `--metrics-port`; prom-client is loaded only then (it is slow to load). */
 async function metricsOf(config: Config, adapter: RuntimeAdapter): Promise<Metrics | undefined> {
   if (!config.metrics && config.metricsPort === null) return undefined;
   const { Metrics } = await import('../metrics/registry.ts');

@@ -6,44 +6,18 @@ import type { Logger } from '../log.ts';
 import { peerText } from '../redact.ts';
 import { DEFAULT_STORE_TIMEOUT_MS } from './bounded.ts';
 import { planRemove, planUpdate } from './changes.ts';
-import {
-  OUTCOME_UNKNOWN,
-  StoreError,
-  StoreOpenError,
-  StoreTimeoutError,
-  StoreUnavailableError,
-  StoreUnreachableError,
-} from './errors.ts';
+import { StoreOpenError, StoreTimeoutError, StoreUnavailableError } from './errors.ts';
 import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES, SweepSchedule } from './idempotency.ts';
 import type { KeyStore, WithKeyStore } from './keys.ts';
 import { PostgresKeyStore } from './keys-postgres.ts';
-import {
-  MIGRATIONS,
-  type Migration,
-  readableFromOf,
-  SCHEMA_MIGRATIONS_DDL,
-  SCHEMA_STATE_SQL,
-  SCHEMA_VERSION,
-  type SchemaState,
-  schemaVerdict,
-} from './migrations.ts';
+import { SCHEMA_VERSION } from './migrations.ts';
 import { newOrderId, ORDER_COLUMNS, orderExpiredEvent, orderFromRow, retiredOwner } from './orders.ts';
-import { DELIVERED_KEEP_MS, entryFromRow, type Outbox, statsFromRows } from './outbox.ts';
-import {
-  ANY_DUE,
-  COUNT_KEPT,
-  claim,
-  DROP_OLDEST,
-  droppedFromRow,
-  numbered,
-  PRUNE_DELIVERED,
-  RECORD,
-  SETTLE,
-  STATS,
-  settleParams,
-} from './outbox-sql.ts';
+import type { Outbox } from './outbox.ts';
 import { ANNOUNCES_SETTING, announce, HEARTBEAT_LOCK_WAIT_MS, PET_VERSIONS, PetChanges } from './postgres-changes.ts';
-import { CONNECTION_LOST, transaction } from './postgres-transaction.ts';
+import { postgresError } from './postgres-errors.ts';
+import { migratePostgres } from './postgres-migrate.ts';
+import { OUTBOX, postgresOutbox } from './postgres-outbox.ts';
+import { transaction } from './postgres-transaction.ts';
 import { describeData } from './postgres-url.ts';
 import {
   COUNT_BY_STATUS,
@@ -95,28 +69,6 @@ const CLOSE_TIMEOUT_SECONDS = 1;
  * really unreachable costs one new pool per period, the old one ended.
  */
 const RENEW_AFTER_TIMEOUTS_MS = 5_000;
-/** SQLSTATE classes that mean "the server cannot serve now": 08 connection, 53 resources, 57 operator, 58 I/O. */
-const UNAVAILABLE_CLASSES = new Set(['08', '53', '57', '58']);
-/** Read-only transaction (a standby), serialization failure, deadlock: nothing stored, a retry may work. */
-const UNAVAILABLE_STATES = new Set(['25006', '40001', '40P01']);
-/**
- * No connection could be made: refused, unresolvable, no route, no answer within the connect
- * timeout, or the server not accepting yet (57P03: starting up, shutting down; 08001, 08004).
- * The database is away: nothing was sent, so a write is known not to be stored.
- */
-const NOT_CONNECTED = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EAI_AGAIN',
-  'CONNECT_TIMEOUT',
-  '57P03',
-  '08001',
-  '08004',
-]);
-const SESSION_ENDED = new Set(['57P01', '57P02']);
-
 export interface PostgresStoreOptions {
   /** `postgres://user:password@host:port/database?sslmode=...` */
   readonly url: string;
@@ -148,54 +100,16 @@ export class PostgresStore implements PetStore, WithKeyStore {
   readonly #changes: PetChanges;
   readonly #sweeps = new SweepSchedule();
   /** The webhook outbox in this database, shared by every instance; each write is flushed like a create. */
-  readonly outbox: Outbox = {
-    record: async (events) => {
-      await this.#write('record events', () =>
-        transaction(this.#sql, async (tx) => {
-          for (const e of events) {
-            await tx.unsafe(OUTBOX.record, [
-              e.id,
-              e.consumer,
-              e.type,
-              e.payload,
-              e.createdAt,
-              e.createdAt,
-              e.traceparent ?? null,
-            ]);
-          }
-        }),
-      );
-    },
-    claim: async (owner, now, leaseMs, limit) => {
-      const due = await this.#query('read outbox', () => this.#sql.unsafe(OUTBOX.anyDue, [now, now]));
-      if (due.length === 0) return [];
-      const rows = await this.#write('claim events', () =>
-        this.#sql.unsafe(OUTBOX.claim, [owner, now + leaseMs, now, now, limit, now]),
-      );
-      return rows.map(entryFromRow).sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
-    },
-    settle: async (id, owner, settlement, now) => {
-      await this.#write('settle event', () =>
-        this.#sql.unsafe(OUTBOX.settle, [...settleParams(settlement, now), id, owner]),
-      );
-    },
-    trim: async (max, now) =>
-      this.#write('trim outbox', () =>
-        transaction(this.#sql, async (tx) => {
-          await tx.unsafe(OUTBOX.prune, [now - DELIVERED_KEEP_MS]);
-          const [kept] = await tx.unsafe(OUTBOX.countKept);
-          const over = Number(column(kept, 'n')) - max;
-          if (over <= 0) return [];
-          const rows = await tx.unsafe(OUTBOX.dropOldest, [over]);
-          return rows.map(droppedFromRow);
-        }),
-      ),
-    stats: async () => statsFromRows(await this.#query('read outbox', () => this.#sql.unsafe(OUTBOX.stats))),
-  };
+  readonly outbox: Outbox = postgresOutbox({
+    sql: () => this.#sql,
+    query: (doing, run) => this.#query(doing, run),
+    write: (doing, run) => this.#write(doing, run),
+  });
   readonly #timeoutMs: number;
   /**
    * The earliest hold of a placed order as last read (every sweep reads it, every order placed
-   * here lowers it): from then on no answer is kept until the orders due are expired.
+   * here lowers it), on this instance's clock: from then on no answer is kept until the orders
+   * due are expired.
    */
   #nextDeadline = Number.NEGATIVE_INFINITY;
   #expiring: Promise<unknown> | undefined;
@@ -471,7 +385,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
             ${key ?? null})
           RETURNING ${tx.unsafe(ORDER_COLUMNS)}`;
         const order = orderFromRow(row);
-        this.#nextDeadline = Math.min(this.#nextDeadline, order.holdUntil);
+        this.#nextDeadline = Math.min(this.#nextDeadline, Date.now() + (order.holdUntil - order.placedAt));
         return { outcome: 'placed', order };
       }),
     );
@@ -573,12 +487,12 @@ export class PostgresStore implements PetStore, WithKeyStore {
   async expireOrders(): Promise<number> {
     const [due] = await this.#query(
       'expire orders',
-      () => this.#sql`SELECT min(hold_until) AS at, bool_or(hold_until <= ${this.#sql.unsafe(NOW_MS)}) AS due
+      () => this.#sql`SELECT min(hold_until) - ${this.#sql.unsafe(NOW_MS)} AS due_in
         FROM orders WHERE status = 'placed'`,
     );
-    if (column(due, 'due') !== true) {
-      const at = column(due, 'at');
-      this.#nextDeadline = at === null || at === undefined ? Number.POSITIVE_INFINITY : Number(at);
+    const dueIn = column(due, 'due_in');
+    if (dueIn === null || dueIn === undefined || Number(dueIn) > 0) {
+      this.#nextDeadline = deadlineIn(dueIn);
       return 0;
     }
     const expired = await this.#changing('expire orders', () => transaction(this.#sql, (tx) => this.#expireIn(tx)));
@@ -590,10 +504,10 @@ export class PostgresStore implements PetStore, WithKeyStore {
   async #readNextDeadline(): Promise<void> {
     const [next] = await this.#query(
       'expire orders',
-      () => this.#sql`SELECT min(hold_until) AS at FROM orders WHERE status = 'placed'`,
+      () =>
+        this.#sql`SELECT min(hold_until) - ${this.#sql.unsafe(NOW_MS)} AS due_in FROM orders WHERE status = 'placed'`,
     );
-    const at = column(next, 'at');
-    this.#nextDeadline = at === null || at === undefined ? Number.POSITIVE_INFINITY : Number(at);
+    this.#nextDeadline = deadlineIn(column(next, 'due_in'));
   }
 
   /**
@@ -724,153 +638,11 @@ export class PostgresStore implements PetStore, WithKeyStore {
 /** A new version for a pet: every change takes one from the sequence. */
 const NEXT_VERSION = `nextval('${PET_VERSIONS}')`;
 
-/** The outbox's statements with PostgreSQL's numbered parameters. */
-const OUTBOX = {
-  record: numbered(RECORD),
-  anyDue: numbered(ANY_DUE),
-  claim: numbered(claim('FOR UPDATE SKIP LOCKED')),
-  settle: numbered(SETTLE),
-  prune: numbered(PRUNE_DELIVERED),
-  countKept: COUNT_KEPT,
-  dropOldest: numbered(DROP_OLDEST),
-  stats: STATS,
-};
-
 /**
- * How long a migration's statement waits for a lock on a busy table before it gives up and is
- * retried: well under --store-timeout, so the requests queued behind its lock request wait at
- * most this long, never into 503s.
+ * The earliest hold's end on this instance's clock, from how far ahead of the database's clock
+ * it is (`due_in`, ms; null: no placed order), so a clock of this host that lags the database's
+ * does not keep answers past it.
  */
-export const MIGRATION_LOCK_TIMEOUT_MS = 500;
-/** Attempts of a migration whose locks are not had, 0.5 s to 5 s apart (about 4 minutes in all). */
-export const MIGRATION_ATTEMPTS = 60;
-
-export interface MigrateOptions {
-  readonly migrations?: readonly Migration[];
-  readonly lockTimeoutMs?: number;
-  readonly attempts?: number;
-  /** Told when a migration's lock was not had within the lock timeout and it is tried again. */
-  readonly retrying?: (m: Migration, attempt: number) => void;
-}
-
-/** The schema version and the oldest build that serves it (see SCHEMA_STATE_SQL); 0 for a new database. */
-export async function postgresSchemaState(sql: postgres.Sql): Promise<SchemaState> {
-  const [exists] = await sql`SELECT to_regclass('schema_migrations') IS NOT NULL AS present`;
-  if (!column(exists, 'present')) return { version: 0, readableFrom: 0 };
-  const [withColumn] = await sql`
-    SELECT count(*) AS n FROM information_schema.columns
-    WHERE table_name = 'schema_migrations' AND column_name = 'readable_from' AND table_schema = current_schema()`;
-  if (Number(column(withColumn, 'n')) === 0) {
-    const [row] = await sql`SELECT coalesce(max(version), 0) AS v FROM schema_migrations`;
-    const version = Number(column(row, 'v'));
-    return { version, readableFrom: version > SCHEMA_VERSION ? version : 0 };
-  }
-  const [row] = await sql.unsafe(SCHEMA_STATE_SQL);
-  return { version: Number(column(row, 'version')), readableFrom: Number(column(row, 'readable_from')) };
-}
-
-/**
- * Applies the pending migrations, serialized across instances by a session advisory lock;
- * `conn` is a client of one connection (`max: 1`) used for nothing else. Each migration is its own transaction whose locks are taken with
- * `lock_timeout` (a busy table makes it give up and try again later, rather than queue every
- * request behind its lock request); its indexes are built afterwards with CREATE INDEX
- * CONCURRENTLY (an index left invalid by an interrupted build is dropped and built again).
- */
-export async function migratePostgres(
-  conn: postgres.Sql,
-  where: string,
-  {
-    migrations = MIGRATIONS,
-    lockTimeoutMs = MIGRATION_LOCK_TIMEOUT_MS,
-    attempts = MIGRATION_ATTEMPTS,
-    retrying,
-  }: MigrateOptions = {},
-): Promise<{ migrated: number[]; version: number }> {
-  // Waiting for another instance's migrations, or a long one, is not a request to bound.
-  await conn`SET statement_timeout = 0`;
-  await conn`SELECT pg_advisory_lock(hashtext('petstore schema_migrations'))`;
-  try {
-    await conn.unsafe(SCHEMA_MIGRATIONS_DDL);
-    await conn`ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS readable_from INTEGER`;
-    const state = await postgresSchemaState(conn);
-    const { newer } = schemaVerdict(state, where);
-    const known = newer ? [] : migrations.filter((m) => m.version > state.version);
-    for (const m of known) {
-      await withLockTimeout(conn, m, lockTimeoutMs, attempts, retrying, async () => {
-        await conn`BEGIN`;
-        await conn.unsafe(`SET LOCAL lock_timeout = ${lockTimeoutMs}`);
-        await conn.unsafe(m.postgres);
-        await conn`INSERT INTO schema_migrations (version, name, applied_at, readable_from)
-            VALUES (${m.version}, ${m.name}, ${new Date().toISOString()}, ${readableFromOf(m)})`;
-        await conn`COMMIT`;
-      });
-    }
-    // Every applied migration's indexes, so one whose build was cut short is finished now.
-    for (const m of migrations.filter((m) => m.version <= Math.max(state.version, known.at(-1)?.version ?? 0))) {
-      for (const index of m.indexes ?? []) {
-        await withLockTimeout(conn, m, lockTimeoutMs, attempts, retrying, async () => {
-          const [valid] = await conn`
-              SELECT i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-              WHERE c.relname = ${index.name}`;
-          if (valid && column(valid, 'valid')) return;
-          await conn.unsafe(`SET lock_timeout = ${lockTimeoutMs}`);
-          if (valid) await conn.unsafe(`DROP INDEX CONCURRENTLY IF EXISTS ${index.name}`);
-          await conn.unsafe(`CREATE INDEX CONCURRENTLY IF NOT EXISTS ${index.name} ${index.on}`);
-        });
-      }
-    }
-    return { migrated: known.map((m) => m.version), version: known.at(-1)?.version ?? state.version };
-  } finally {
-    await conn`SELECT pg_advisory_unlock(hashtext('petstore schema_migrations'))`.catch(() => {});
-    await conn`RESET lock_timeout`.catch(() => {});
-    await conn`RESET statement_timeout`.catch(() => {});
-  }
-}
-
-/** Runs `step` until it is not refused for a lock it waited for past the lock timeout (55P03). */
-async function withLockTimeout(
-  conn: postgres.Sql,
-  m: Migration,
-  lockTimeoutMs: number,
-  attempts: number,
-  retrying: MigrateOptions['retrying'],
-  step: () => Promise<void>,
-): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await step();
-      return;
-    } catch (err) {
-      await conn`ROLLBACK`.catch(() => {});
-      const code = err instanceof postgres.PostgresError ? err.code : '';
-      if (code !== '55P03' || attempt >= attempts) throw err;
-      retrying?.(m, attempt);
-      await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, lockTimeoutMs * attempt)));
-    }
-  }
-}
-
-/**
- * `StoreUnreachableError` when no connection could be made (the `BoundedStore` then stops
- * trying until a probe gets through); `StoreUnavailableError` for a lost connection, the other
- * SQLSTATEs above and other failures of the client; `StoreError` for anything else the server
- * refuses. For a `write`, a connection lost with the statement on it leaves the outcome
- * unknown, and the message says so.
- *
- * @example
- * postgresError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }), 'list pets')
- * // StoreUnreachableError('list pets: connect ECONNREFUSED 127.0.0.1:5432')
- */
-export function postgresError(err: unknown, doing: string, write = false): StoreError {
-  if (err instanceof StoreError) return err;
-  const message = peerText(err);
-  const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
-  const server = err instanceof postgres.PostgresError;
-  const away = NOT_CONNECTED.has(code);
-  const lost = server ? SESSION_ENDED.has(code) || (code.startsWith('08') && !away) : CONNECTION_LOST.has(code);
-  const text = `${doing}: ${message}${write && lost ? `; ${OUTCOME_UNKNOWN}` : ''}`;
-  if (away) return new StoreUnreachableError(text, { cause: err });
-  const unavailable = server ? UNAVAILABLE_CLASSES.has(code.slice(0, 2)) || UNAVAILABLE_STATES.has(code) : true; // not from the server: the client failed or was closed
-  const Kind = unavailable ? StoreUnavailableError : StoreError;
-  return new Kind(text, { cause: err });
+function deadlineIn(dueIn: unknown): number {
+  return dueIn === null || dueIn === undefined ? Number.POSITIVE_INFINITY : Date.now() + Number(dueIn);
 }

@@ -80,3 +80,12 @@ function nodeConnection(db: DatabaseSync): SqliteConnection {
     close: () => db.close(),
   };
 }
+
+/** Rolls back the open transaction, if any. */
+export function rollback(db: SqliteConnection): void {
+  try {
+    if (db.inTransaction) db.exec('ROLLBACK');
+  } catch {
+    // SQLite may have rolled back on its own (e.g. after SQLITE_FULL); nothing is left to undo.
+  }
+}

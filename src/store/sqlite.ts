@@ -18,35 +18,10 @@ import { prepareDataFile, restrictCreated } from './file-modes.ts';
 import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES, SweepSchedule } from './idempotency.ts';
 import type { KeyStore, WithKeyStore } from './keys.ts';
 import { SqliteKeyStore } from './keys-sqlite.ts';
-import {
-  readableFromOf,
-  SCHEMA_MIGRATIONS_DDL,
-  SCHEMA_STATE_SQL,
-  SCHEMA_VERSION,
-  type SchemaState,
-  schemaVerdict,
-} from './migrations.ts';
+import { SCHEMA_VERSION } from './migrations.ts';
 import { newOrderId, ORDER_COLUMNS, orderExpiredEvent, orderFromRow, retiredOwner } from './orders.ts';
-import {
-  DELIVERED_KEEP_MS,
-  type Dropped,
-  entryFromRow,
-  type Outbox,
-  type OutboxStats,
-  statsFromRows,
-} from './outbox.ts';
-import {
-  ANY_DUE,
-  COUNT_KEPT,
-  claim,
-  DROP_OLDEST,
-  droppedFromRow,
-  PRUNE_DELIVERED,
-  RECORD,
-  SETTLE,
-  STATS,
-  settleParams,
-} from './outbox-sql.ts';
+import type { Outbox } from './outbox.ts';
+import { RECORD } from './outbox-sql.ts';
 import {
   COUNT_BY_STATUS,
   column,
@@ -58,7 +33,9 @@ import {
   STORED_PET_COLUMNS,
   storedPetFromRow,
 } from './rows.ts';
-import type { SqliteConnection, SqliteOpener } from './sqlite-driver.ts';
+import { rollback, type SqliteConnection, type SqliteOpener } from './sqlite-driver.ts';
+import { migrate } from './sqlite-migrate.ts';
+import { sqliteOutbox } from './sqlite-outbox.ts';
 import type {
   CloseOrderResult,
   CreateOnceResult,
@@ -168,8 +145,6 @@ interface PendingWrite {
   reject(err: StoreError): void;
 }
 
-const CLAIM = claim('');
-
 /**
  * Pets in a SQLite file: WAL journal, `synchronous=FULL`, so a committed pet survives a crash
  * of the process or of the machine.
@@ -203,35 +178,11 @@ export class SqliteStore implements PetStore, WithKeyStore {
   /** The expiry `version()` started, while it runs. */
   #expiring: Promise<unknown> | undefined;
   /** The webhook outbox in this file: its writes are batched with the pets'. */
-  readonly outbox: Outbox = {
-    record: async (events) => {
-      await this.#enqueue(() => {
-        for (const e of events)
-          this.#db
-            .prepare(RECORD)
-            .get(e.id, e.consumer, e.type, e.payload, e.createdAt, e.createdAt, e.traceparent ?? null);
-      });
-    },
-    claim: async (owner, now, leaseMs, limit) => {
-      // A read first: an idle worker's poll makes no write transaction.
-      if (this.#read('read outbox', () => this.#db.prepare(ANY_DUE).get(now, now)) === undefined) return [];
-      const rows = (await this.#enqueue(() =>
-        this.#db.prepare(CLAIM).all(owner, now + leaseMs, now, now, limit, now),
-      )) as unknown[];
-      return rows.map(entryFromRow).sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
-    },
-    settle: async (id, owner, settlement, now) => {
-      await this.#enqueue(() => this.#db.prepare(SETTLE).get(...settleParams(settlement, now), id, owner));
-    },
-    trim: async (max, now) =>
-      (await this.#enqueue(() => {
-        this.#db.prepare(PRUNE_DELIVERED).get(now - DELIVERED_KEEP_MS);
-        const over = Number(column(this.#db.prepare(COUNT_KEPT).get(), 'n')) - max;
-        return over > 0 ? this.#db.prepare(DROP_OLDEST).all(over).map(droppedFromRow) : [];
-      })) as Dropped[],
-    stats: async (): Promise<OutboxStats> =>
-      statsFromRows(this.#read('read outbox', () => this.#db.prepare(STATS).all())),
-  };
+  readonly outbox: Outbox = sqliteOutbox({
+    db: () => this.#db,
+    enqueue: (run) => this.#enqueue(run),
+    read: (doing, query) => this.#read(doing, query),
+  });
 
   private constructor(db: SqliteConnection, clock: Clock, lockWaitMs: number) {
     this.#db = db;
@@ -685,70 +636,5 @@ export class SqliteStore implements PetStore, WithKeyStore {
     } catch (err) {
       throw sqliteError(err, doing);
     }
-  }
-}
-
-/**
- * The schema version of the SQLite file and the oldest build that serves it, with
- * `schema_migrations` given its `readable_from` column when it lacks it; 0 for a new file.
- */
-export function sqliteSchemaState(db: SqliteConnection, alter = true): SchemaState {
-  const known = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'").get();
-  if (known === undefined || known === null) return { version: 0, readableFrom: 0 };
-  const columns = db.prepare('PRAGMA table_info(schema_migrations)').all() as { name: string }[];
-  if (!columns.some((c) => c.name === 'readable_from')) {
-    if (!alter) {
-      const version = Number(
-        column(db.prepare('SELECT coalesce(max(version), 0) AS v FROM schema_migrations').get(), 'v'),
-      );
-      return { version, readableFrom: version > SCHEMA_VERSION ? version : 0 };
-    }
-    db.exec('ALTER TABLE schema_migrations ADD COLUMN readable_from INTEGER');
-  }
-  const row = db.prepare(SCHEMA_STATE_SQL).get();
-  return { version: Number(column(row, 'version')), readableFrom: Number(column(row, 'readable_from')) };
-}
-
-/**
- * Applies the pending migrations (and their indexes) in one write transaction; returns the
- * versions applied and the database's schema version after.
- */
-export function migrate(db: SqliteConnection, file: string): { migrated: number[]; version: number } {
-  db.exec('BEGIN IMMEDIATE');
-  try {
-    const known = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'").get();
-    const tables = column(
-      db.prepare("SELECT count(*) AS n FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").get(),
-      'n',
-    );
-    if ((known === undefined || known === null) && tables !== 0) {
-      throw new StoreOpenError(
-        `--data ${file}: not a petstore database (it has tables but no schema_migrations); point --data at a new file`,
-      );
-    }
-    db.exec(SCHEMA_MIGRATIONS_DDL);
-    const state = sqliteSchemaState(db);
-    const { pending } = schemaVerdict(state, `--data ${file}`);
-    const record = db.prepare(
-      'INSERT INTO schema_migrations (version, name, applied_at, readable_from) VALUES (?, ?, ?, ?)',
-    );
-    for (const m of pending) {
-      db.exec(m.sqlite);
-      for (const index of m.indexes ?? []) db.exec(`CREATE INDEX IF NOT EXISTS ${index.name} ${index.on}`);
-      record.get(m.version, m.name, new Date().toISOString(), readableFromOf(m));
-    }
-    db.exec('COMMIT');
-    return { migrated: pending.map((m) => m.version), version: pending.at(-1)?.version ?? state.version };
-  } catch (err) {
-    rollback(db);
-    throw err;
-  }
-}
-
-function rollback(db: SqliteConnection): void {
-  try {
-    if (db.inTransaction) db.exec('ROLLBACK');
-  } catch {
-    // SQLite may have rolled back on its own (e.g. after SQLITE_FULL); nothing is left to undo.
   }
 }

@@ -86,7 +86,10 @@ export interface OrderListOptions {
   readonly after?: string;
 }
 
-/** Where pets live. Ids are assigned by the store and increase. */
+/**
+ * Where pets live, with what belongs beside them: orders, idempotency keys and the webhook
+ * outbox. Pet ids are assigned by the store and increase.
+ */
 export interface PetStore {
   /** Stores a new pet; resolves only once it is durable for this backend. */
   create(pet: NewPet): Promise<StoredPet>;
@@ -109,6 +112,7 @@ export interface PetStore {
    * another pet, and an idempotency key that made it still answers the create's 201.
    */
   remove(id: number, ifMatch?: IfMatch): Promise<RemoveResult>;
+  /** A page of pets with ids above `options.after`, ascending (see `ListOptions`). */
   list(options: ListOptions): Promise<readonly Pet[]>;
   /** How many pets have each status. */
   inventory(): Promise<Inventory>;
@@ -188,6 +192,7 @@ export const STORE_CALLS = {
   list: { doing: 'list pets', write: false, counted: 'list' },
   inventory: { doing: 'count pets', write: false, counted: 'inventory' },
   placeOrder: { doing: 'place order', write: true, counted: 'order' },
+  // A read of orders expires the owner's due holds first: a write.
   getOrder: { doing: 'read order', write: true, counted: 'order' },
   listOrders: { doing: 'list orders', write: true, counted: 'order' },
   closeOrder: { doing: 'close order', write: true, counted: 'order' },

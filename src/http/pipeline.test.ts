@@ -1,0 +1,55 @@
+import { describe, expect, test } from 'bun:test';
+import { Hono } from 'hono';
+import { defineOperation } from '../api/operation.ts';
+import { systemClock } from '../core/clock.ts';
+import { ApiError } from '../core/errors.ts';
+import type { AppEnv } from '../env.ts';
+import type { GatewayPass } from '../gateway/index.ts';
+import { silentLogger } from '../log.ts';
+import { apiPipeline, pipeline } from './pipeline.ts';
+
+const base = { log: silentLogger, clock: systemClock, clientAddress: () => '192.0.2.1', maxBodyBytes: 1024 };
+/** A gateway that refuses everyone: enough to see which steps a pipeline has. */
+const refuseAll: GatewayPass = async () => new ApiError('unauthorized', 'no key');
+const ping = {
+  id: 'ping',
+  method: 'GET',
+  path: '/ping',
+  etag: false,
+  handler: async () => ({ status: 200, body: '{}', type: 'application/json' }),
+} as const;
+const unkept = defineOperation({ ...ping, memo: false });
+const kept = defineOperation({ ...ping, memo: true });
+
+describe('what each pipeline needs is checked by the compiler', () => {
+  test('an app without a table has no operation step, and its notFound never asks for a key', async () => {
+    const steps = pipeline(base);
+    // @ts-expect-error: a pipeline without the gateway and deps cannot serve an operation.
+    expect(steps.operation).toBeUndefined();
+    const app = new Hono<AppEnv>();
+    app.notFound(steps.notFound);
+    const res = await app.request('/v1/pets');
+    expect(res.status).toBe(404);
+  });
+
+  test("an API pipeline without the store's version takes only operations that are never kept", async () => {
+    const steps = apiPipeline({ ...base, gateway: refuseAll, deps: {}, allowedMethods: () => undefined });
+    expect(typeof steps.operation(unkept)).toBe('function');
+    // @ts-expect-error: a kept operation needs storeVersion.
+    steps.operation(kept);
+    const withVersion = apiPipeline({
+      ...base,
+      gateway: refuseAll,
+      deps: {},
+      allowedMethods: () => undefined,
+      storeVersion: () => 1,
+    });
+    expect(typeof withVersion.operation(kept)).toBe('function');
+    // @ts-expect-error: the gateway is not optional.
+    apiPipeline({ ...base, deps: {}, allowedMethods: () => undefined });
+    // Under the API prefix, a path no operation serves meets the gateway first: 401 before 404.
+    const app = new Hono<AppEnv>();
+    app.notFound(steps.notFound);
+    expect((await app.request('/v1/nothing')).status).toBe(401);
+  });
+});

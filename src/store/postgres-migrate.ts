@@ -1,0 +1,128 @@
+// The PostgreSQL schema's migrations, applied by one instance at a time, each with a short lock
+// wait so the requests behind a busy table are not held (docs/operations.md, upgrades).
+import postgres from 'postgres';
+import {
+  MIGRATIONS,
+  type Migration,
+  readableFromOf,
+  SCHEMA_MIGRATIONS_DDL,
+  SCHEMA_STATE_SQL,
+  SCHEMA_VERSION,
+  type SchemaState,
+  schemaVerdict,
+} from './migrations.ts';
+import { column } from './rows.ts';
+
+/**
+ * How long a migration's statement waits for a lock on a busy table before it gives up and is
+ * retried: well under --store-timeout, so the requests queued behind its lock request wait at
+ * most this long, never into 503s.
+ */
+export const MIGRATION_LOCK_TIMEOUT_MS = 500;
+/** Attempts of a migration whose locks are not had, 0.5 s to 5 s apart (about 4 minutes in all). */
+export const MIGRATION_ATTEMPTS = 60;
+
+export interface MigrateOptions {
+  readonly migrations?: readonly Migration[];
+  readonly lockTimeoutMs?: number;
+  readonly attempts?: number;
+  /** Told when a migration's lock was not had within the lock timeout and it is tried again. */
+  readonly retrying?: (m: Migration, attempt: number) => void;
+}
+
+/** The schema version and the oldest build that serves it (see SCHEMA_STATE_SQL); 0 for a new database. */
+export async function postgresSchemaState(sql: postgres.Sql): Promise<SchemaState> {
+  const [exists] = await sql`SELECT to_regclass('schema_migrations') IS NOT NULL AS present`;
+  if (!column(exists, 'present')) return { version: 0, readableFrom: 0 };
+  const [withColumn] = await sql`
+    SELECT count(*) AS n FROM information_schema.columns
+    WHERE table_name = 'schema_migrations' AND column_name = 'readable_from' AND table_schema = current_schema()`;
+  if (Number(column(withColumn, 'n')) === 0) {
+    const [row] = await sql`SELECT coalesce(max(version), 0) AS v FROM schema_migrations`;
+    const version = Number(column(row, 'v'));
+    return { version, readableFrom: version > SCHEMA_VERSION ? version : 0 };
+  }
+  const [row] = await sql.unsafe(SCHEMA_STATE_SQL);
+  return { version: Number(column(row, 'version')), readableFrom: Number(column(row, 'readable_from')) };
+}
+
+/**
+ * Applies the pending migrations, serialized across instances by a session advisory lock;
+ * `conn` is a client of one connection (`max: 1`) used for nothing else. Each migration is its own transaction whose locks are taken with
+ * `lock_timeout` (a busy table makes it give up and try again later, rather than queue every
+ * request behind its lock request); its indexes are built afterwards with CREATE INDEX
+ * CONCURRENTLY (an index left invalid by an interrupted build is dropped and built again).
+ */
+export async function migratePostgres(
+  conn: postgres.Sql,
+  where: string,
+  {
+    migrations = MIGRATIONS,
+    lockTimeoutMs = MIGRATION_LOCK_TIMEOUT_MS,
+    attempts = MIGRATION_ATTEMPTS,
+    retrying,
+  }: MigrateOptions = {},
+): Promise<{ migrated: number[]; version: number }> {
+  // Waiting for another instance's migrations, or a long one, is not a request to bound.
+  await conn`SET statement_timeout = 0`;
+  await conn`SELECT pg_advisory_lock(hashtext('petstore schema_migrations'))`;
+  try {
+    await conn.unsafe(SCHEMA_MIGRATIONS_DDL);
+    await conn`ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS readable_from INTEGER`;
+    const state = await postgresSchemaState(conn);
+    const { newer } = schemaVerdict(state, where);
+    const known = newer ? [] : migrations.filter((m) => m.version > state.version);
+    for (const m of known) {
+      await withLockTimeout(conn, m, lockTimeoutMs, attempts, retrying, async () => {
+        await conn`BEGIN`;
+        await conn.unsafe(`SET LOCAL lock_timeout = ${lockTimeoutMs}`);
+        await conn.unsafe(m.postgres);
+        await conn`INSERT INTO schema_migrations (version, name, applied_at, readable_from)
+            VALUES (${m.version}, ${m.name}, ${new Date().toISOString()}, ${readableFromOf(m)})`;
+        await conn`COMMIT`;
+      });
+    }
+    // Every applied migration's indexes, so one whose build was cut short is finished now.
+    for (const m of migrations.filter((m) => m.version <= Math.max(state.version, known.at(-1)?.version ?? 0))) {
+      for (const index of m.indexes ?? []) {
+        await withLockTimeout(conn, m, lockTimeoutMs, attempts, retrying, async () => {
+          const [valid] = await conn`
+              SELECT i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+              WHERE c.relname = ${index.name}`;
+          if (valid && column(valid, 'valid')) return;
+          await conn.unsafe(`SET lock_timeout = ${lockTimeoutMs}`);
+          if (valid) await conn.unsafe(`DROP INDEX CONCURRENTLY IF EXISTS ${index.name}`);
+          await conn.unsafe(`CREATE INDEX CONCURRENTLY IF NOT EXISTS ${index.name} ${index.on}`);
+        });
+      }
+    }
+    return { migrated: known.map((m) => m.version), version: known.at(-1)?.version ?? state.version };
+  } finally {
+    await conn`SELECT pg_advisory_unlock(hashtext('petstore schema_migrations'))`.catch(() => {});
+    await conn`RESET lock_timeout`.catch(() => {});
+    await conn`RESET statement_timeout`.catch(() => {});
+  }
+}
+
+/** Runs `step` until it is not refused for a lock it waited for past the lock timeout (55P03). */
+async function withLockTimeout(
+  conn: postgres.Sql,
+  m: Migration,
+  lockTimeoutMs: number,
+  attempts: number,
+  retrying: MigrateOptions['retrying'],
+  step: () => Promise<void>,
+): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await step();
+      return;
+    } catch (err) {
+      await conn`ROLLBACK`.catch(() => {});
+      const code = err instanceof postgres.PostgresError ? err.code : '';
+      if (code !== '55P03' || attempt >= attempts) throw err;
+      retrying?.(m, attempt);
+      await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, lockTimeoutMs * attempt)));
+    }
+  }
+}

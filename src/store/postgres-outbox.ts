@@ -1,0 +1,85 @@
+// The webhook outbox in PostgreSQL, shared by every instance on the database: its statements,
+// and the Outbox a PostgresStore serves through its own pool and error handling.
+import type postgres from 'postgres';
+import { DELIVERED_KEEP_MS, entryFromRow, type Outbox, statsFromRows } from './outbox.ts';
+import {
+  ANY_DUE,
+  COUNT_KEPT,
+  claim,
+  DROP_OLDEST,
+  droppedFromRow,
+  numbered,
+  PRUNE_DELIVERED,
+  RECORD,
+  SETTLE,
+  STATS,
+  settleParams,
+} from './outbox-sql.ts';
+import { transaction } from './postgres-transaction.ts';
+import { column } from './rows.ts';
+
+/** The outbox's statements with PostgreSQL's numbered parameters. */
+export const OUTBOX = {
+  record: numbered(RECORD),
+  anyDue: numbered(ANY_DUE),
+  claim: numbered(claim('FOR UPDATE SKIP LOCKED')),
+  settle: numbered(SETTLE),
+  prune: numbered(PRUNE_DELIVERED),
+  countKept: COUNT_KEPT,
+  dropOldest: numbered(DROP_OLDEST),
+  stats: STATS,
+};
+
+/** How the store runs a statement: `query` for a read, `write` for a change (its outcome may be unknown). */
+interface Runner {
+  /** The pool of the moment (the store renews it). */
+  sql(): postgres.Sql;
+  query<T>(doing: string, run: () => Promise<T>): Promise<T>;
+  write<T>(doing: string, run: () => Promise<T>): Promise<T>;
+}
+
+/** The outbox over the store's pool; each write is flushed like a create. */
+export function postgresOutbox({ sql, query, write }: Runner): Outbox {
+  return {
+    record: async (events) => {
+      await write('record events', () =>
+        transaction(sql(), async (tx) => {
+          for (const e of events) {
+            await tx.unsafe(OUTBOX.record, [
+              e.id,
+              e.consumer,
+              e.type,
+              e.payload,
+              e.createdAt,
+              e.createdAt,
+              e.traceparent ?? null,
+            ]);
+          }
+        }),
+      );
+    },
+    claim: async (owner, now, leaseMs, limit) => {
+      const due = await query('read outbox', () => sql().unsafe(OUTBOX.anyDue, [now, now]));
+      if (due.length === 0) return [];
+      const rows = await write('claim events', () =>
+        sql().unsafe(OUTBOX.claim, [owner, now + leaseMs, now, now, limit, now]),
+      );
+      return rows.map(entryFromRow).sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
+    },
+    settle: async (id, owner, settlement, now) => {
+      await write('settle event', () => sql().unsafe(OUTBOX.settle, [...settleParams(settlement, now), id, owner]));
+    },
+    trim: async (max, now) =>
+      write('trim outbox', () =>
+        transaction(sql(), async (tx) => {
+          await tx.unsafe(OUTBOX.prune, [now - DELIVERED_KEEP_MS]);
+          const [kept] = await tx.unsafe(OUTBOX.countKept);
+          const over = Number(column(kept, 'n')) - max;
+          if (over <= 0) return [];
+          const rows = await tx.unsafe(OUTBOX.dropOldest, [over]);
+          return rows.map(droppedFromRow);
+        }),
+      ),
+    stats: async () => statsFromRows(await query('read outbox', () => sql().unsafe(OUTBOX.stats))),
+  };
+}

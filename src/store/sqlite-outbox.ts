@@ -1,0 +1,72 @@
+// The webhook outbox in the SQLite file: its writes ride the store's group-committed batches.
+import {
+  DELIVERED_KEEP_MS,
+  type Dropped,
+  entryFromRow,
+  type Outbox,
+  type OutboxStats,
+  statsFromRows,
+} from './outbox.ts';
+import {
+  ANY_DUE,
+  COUNT_KEPT,
+  claim,
+  DROP_OLDEST,
+  droppedFromRow,
+  PRUNE_DELIVERED,
+  RECORD,
+  SETTLE,
+  STATS,
+  settleParams,
+} from './outbox-sql.ts';
+import { column } from './rows.ts';
+import type { SqliteConnection } from './sqlite-driver.ts';
+
+const CLAIM = claim('');
+
+/** How the store runs a statement: `enqueue` in its next batch (a write), `read` at once. */
+interface Runner {
+  db(): SqliteConnection;
+  enqueue(run: () => unknown): Promise<unknown>;
+  read<T>(doing: string, query: () => T): T;
+}
+
+/** The outbox over the store's connection and batches. */
+export function sqliteOutbox({ db, enqueue, read }: Runner): Outbox {
+  return {
+    record: async (events) => {
+      await enqueue(() => {
+        for (const e of events)
+          db()
+            .prepare(RECORD)
+            .get(e.id, e.consumer, e.type, e.payload, e.createdAt, e.createdAt, e.traceparent ?? null);
+      });
+    },
+    claim: async (owner, now, leaseMs, limit) => {
+      // A read first: an idle worker's poll makes no write transaction.
+      if (read('read outbox', () => db().prepare(ANY_DUE).get(now, now)) === undefined) return [];
+      const rows = (await enqueue(() =>
+        db()
+          .prepare(CLAIM)
+          .all(owner, now + leaseMs, now, now, limit, now),
+      )) as unknown[];
+      return rows.map(entryFromRow).sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
+    },
+    settle: async (id, owner, settlement, now) => {
+      await enqueue(() =>
+        db()
+          .prepare(SETTLE)
+          .get(...settleParams(settlement, now), id, owner),
+      );
+    },
+    trim: async (max, now) =>
+      (await enqueue(() => {
+        db()
+          .prepare(PRUNE_DELIVERED)
+          .get(now - DELIVERED_KEEP_MS);
+        const over = Number(column(db().prepare(COUNT_KEPT).get(), 'n')) - max;
+        return over > 0 ? db().prepare(DROP_OLDEST).all(over).map(droppedFromRow) : [];
+      })) as Dropped[],
+    stats: async (): Promise<OutboxStats> => statsFromRows(read('read outbox', () => db().prepare(STATS).all())),
+  };
+}
