@@ -126,9 +126,9 @@ export function gateway({
 }: GatewayOptions): GatewayPass {
   const decide = decider({ limiter, ban, ...(ipv6Prefix === undefined ? {} : { ipv6Prefix }) });
   const inFlight = new InFlight<Decision>(maxInFlight);
-  /** The limiter's decision, in a span of the request's trace when it is recorded. */
+  /** The limiter's decision, a child of the request's trace record when requests are recorded. */
   const decided = (caller: Caller, cost: number) =>
-    childSpan('gateway decide', { 'petstore.gateway.cost': cost }, () => decide(caller, cost), DECISION_SPAN);
+    childSpan('gateway decide', NO_ATTRIBUTES, () => decide(caller, cost), DECISION_SPAN, cost);
 
   return async function gateway(c, op, admitted) {
     // The client's address is looked up only for callers without a valid key.
@@ -190,8 +190,13 @@ export function vouches(
 }
 
 const DECISION_SPAN = {
-  outcome: (verdict: Decision | { outcome: 'unavailable' }) => ({ 'petstore.gateway.decision': verdict.outcome }),
+  number: 'petstore.gateway.cost',
+  outcome: {
+    key: 'petstore.gateway.decision',
+    of: (verdict: Decision | { outcome: 'unavailable' }) => verdict.outcome,
+  },
 };
+const NO_ATTRIBUTES = Object.freeze({});
 
 /** The 503 of a limiter that cannot decide (Redis down with `--redis-fail closed`). */
 const LIMITER_DOWN = serviceUnavailable('Rate limits cannot be checked right now; retry shortly.');

@@ -226,10 +226,22 @@ async function within(
       res = fail(c, toApiError(err, c, report, unavailable));
     }
   }
-  requestLog.finish(c, started, res.status);
+  // The verdict is final once the answer is: a request kept for its time or its 5xx says so too.
+  const head = scope.sampled;
+  if (tracing.finish(c, scope, res.status) !== head && traceresponse) setTraceResponse(res, tracing.header(scope));
+  requestLog.finish(c, started, res.status, scope.record === undefined ? undefined : scope.sampled === true);
   if (count && counted !== undefined) count.finish(c, counted, res.status, scope);
-  tracing.finish(c, scope, res.status);
   return res;
+}
+
+/** `res`'s `traceresponse`, when its headers can still be changed. */
+function setTraceResponse(res: Response, value: string | undefined): void {
+  if (value === undefined) return;
+  try {
+    res.headers.set('traceresponse', value);
+  } catch {
+    // A response whose headers are immutable keeps the decision made at the start.
+  }
 }
 
 /** Steps 2 and 3, then `admitted` for a request the gateway lets through. */

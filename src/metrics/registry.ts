@@ -154,12 +154,14 @@ export class Metrics {
     });
     this.#spansDropped = new Counter({
       name: 'petstore_trace_spans_dropped_total',
-      help: 'Spans never exported, by reason: queue_full (the collector is slow or away), export_failed.',
+      help: 'Spans never exported, by reason: queue_full (the collector is slow or away), export_failed, ring_overwritten (kept, overwritten in the trace ring before the export read them), tail_capped (kept for their time or their 5xx past --otel-keep-max-per-second).',
       labelNames: ['reason'] as const,
       registers,
     });
     this.#spansDropped.inc({ reason: 'queue_full' }, 0);
     this.#spansDropped.inc({ reason: 'export_failed' }, 0);
+    this.#spansDropped.inc({ reason: 'ring_overwritten' }, 0);
+    this.#spansDropped.inc({ reason: 'tail_capped' }, 0);
     this.#reloads.inc({ result: 'ok' }, 0);
     this.#reloads.inc({ result: 'failed' }, 0);
     this.consumers.register(this.#registry);
@@ -219,7 +221,7 @@ export class Metrics {
     this.#storeErrors.inc({ operation, kind });
   }
 
-  /** The trace export lost `spans` spans (`queue_full` or `export_failed`). */
+  /** The trace export lost `spans` spans (`queue_full`, `export_failed`, `ring_overwritten`, `tail_capped`). */
   spansDropped(spans: number, reason: string): void {
     this.#spansDropped.inc({ reason }, spans);
   }

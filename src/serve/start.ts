@@ -183,6 +183,12 @@ async function tracesOf(config: Config, metrics: Metrics | undefined) {
     resourceAttributes: config.otelResourceAttributes,
     sampler: config.otelSampler,
     samplerArg: config.otelSamplerArg,
+    keep: {
+      slowerThanMs: 1000 * (config.otelKeepSlowerThan ?? Math.max(...config.latencyObjectives)),
+      errors: config.otelKeepErrors,
+      maxPerSecond: config.otelKeepMaxPerSecond,
+    },
+    ringRecords: config.otelRingRecords,
     ...(metrics ? { dropped: (spans: number, reason: string) => metrics.spansDropped(spans, reason) } : {}),
   });
   return { url, shutdown: exported.shutdown };

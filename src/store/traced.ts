@@ -1,5 +1,5 @@
 /**
- * Each store call in a span of the request's trace, when it is recorded: a wrapper derived from
+ * Each store call as a child of the request's trace record, when requests are recorded: a wrapper derived from
  * the method lists (`STORE_CALLS`, `OUTBOX_CALLS`) like the others, named `<call> <collection>`
  * and attributed by OpenTelemetry's database conventions. A call made outside a traced request
  * (the webhook worker's) has none.
@@ -19,7 +19,7 @@ interface CallSpan {
 
 /** The idempotency look-up's answer, on the span of `createOnce` (the look-up and the insert are one transaction). */
 const IDEMPOTENCY: ChildOptions<unknown> = {
-  outcome: (result) => ({ 'petstore.idempotency.outcome': (result as CreateOnceResult).outcome }),
+  outcome: { key: 'petstore.idempotency.outcome', of: (result) => (result as CreateOnceResult).outcome },
 };
 
 /**

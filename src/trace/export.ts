@@ -1,7 +1,10 @@
 /**
- * The OpenTelemetry SDK, wired at start only when an OTLP endpoint is configured: a tracer
- * provider whose spans a bounded batch processor hands to the OTLP/HTTP (protobuf) exporter.
- * Without an endpoint this module is never loaded, and no exporter or span exists.
+ * The trace export, wired at start only when an OTLP endpoint is configured: every request is
+ * recorded into a ring (src/trace/ring.ts); a step on a timer, off the request path, turns the
+ * kept records into spans (src/trace/readable.ts) and hands them to a bounded batch processor of
+ * the OpenTelemetry SDK, whose OTLP/HTTP (protobuf) exporter sends them. Webhook deliveries are
+ * spans of the SDK's tracer into the same processor. Without an endpoint this module is never
+ * loaded, and no ring, exporter or span exists.
  *
  * - Sampling is the configured sampler (`OTEL_TRACES_SAMPLER`, default `parentbased_always_on`),
  *   asked at the start of each request before any span is made (a request it does not record
@@ -10,8 +13,11 @@
  *   holds a valid key (`VOUCHED`); a caller without one never chooses, the root sampler deciding
  *   on an id the server drew (`DRAWN`), not on the caller's flag or trace id; and a span linked to
  *   an exported one (a webhook delivery) is exported.
+ * - A request the sampler passed over is kept all the same when its caller holds a valid key and
+ *   it was slow or answered 5xx (`KeepRules`, at most so many a second).
  * - The queue holds `MAX_QUEUE` spans: a slow or absent collector makes it drop spans, never
- *   wait; what is dropped (the queue full, or an export that failed) goes to `dropped`.
+ *   wait; what is dropped (the queue full, an export that failed, kept records the ring
+ *   overwrote before the step read them, tail keeps past the cap) goes to `dropped`.
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -37,8 +43,10 @@ import {
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
 import { COMMIT, VERSION } from '../version.ts';
+import { spansOf } from './readable.ts';
+import { DEFAULT_RING_RECORDS, TraceRing } from './ring.ts';
 import type { SamplerName } from './settings.ts';
-import { DRAWN, type Sampled, traceIds, useTracer, VOUCHED } from './spans.ts';
+import { DRAWN, type KeepRules, type Sampled, traceIds, useRecorder, VOUCHED } from './spans.ts';
 
 /** Spans waiting for export at most; beyond it they are dropped (and counted). */
 export const MAX_QUEUE = 2048;
@@ -46,6 +54,8 @@ export const MAX_QUEUE = 2048;
 const BATCH = 512;
 /** How often the queue is sent when it is not full. */
 const DELAY_MS = 1_000;
+/** How often the kept records of the ring are read. */
+const READ_MS = 200;
 /** How long one export may take before it counts as failed. */
 const EXPORT_TIMEOUT_MS = 10_000;
 
@@ -61,9 +71,19 @@ export interface TraceExportOptions {
   readonly sampler: SamplerName;
   /** The ratio of the `traceidratio` samplers, 0 to 1. */
   readonly samplerArg: number;
-  /** Told of spans lost: the queue was full, or their export failed. */
-  readonly dropped?: (spans: number, reason: 'queue_full' | 'export_failed') => void;
+  /** Which requests the sampler passed over are kept all the same. */
+  readonly keep?: Omit<KeepRules, 'capped'>;
+  /** Requests the ring holds (`DEFAULT_RING_RECORDS`). */
+  readonly ringRecords?: number;
+  /** Told of spans lost: why (`DropReason`), and how many. */
+  readonly dropped?: (spans: number, reason: DropReason) => void;
 }
+
+/**
+ * Why spans were never exported: the queue was full, their export failed, the ring overwrote
+ * their kept record before it was read, or the tail's cap refused to keep them.
+ */
+export type DropReason = 'queue_full' | 'export_failed' | 'ring_overwritten' | 'tail_capped';
 
 /** What start-up keeps: flushing what is queued, within a time, at shutdown. */
 export interface TraceExport {
@@ -71,7 +91,8 @@ export interface TraceExport {
 }
 
 /**
- * Wires the SDK and hands its tracer to the instrumented code (`useTracer`).
+ * Wires the ring, the read step and the SDK, and hands them to the instrumented code
+ * (`useRecorder`).
  *
  * @example
  * const tracing = startTraceExport({ url: 'http://collector:4318/v1/traces', headers: {}, … })
@@ -92,16 +113,33 @@ export function startTraceExport(options: TraceExportOptions): TraceExport {
     ...(options.dropped ? { selfObsMeterProvider: dropCounter(options.dropped) } : {}),
   });
   const { sampler, sampled } = samplingOf(options.sampler, options.samplerArg);
-  const provider = new TracerProvider({
-    resource: resourceFromAttributes(resourceOf(options)),
-    sampler,
-    idGenerator: traceIds,
-    spanProcessors: [processor],
-  });
-  useTracer(provider.getTracer('petstore', VERSION), sampled);
+  const resource = resourceFromAttributes(resourceOf(options));
+  const provider = new TracerProvider({ resource, sampler, idGenerator: traceIds, spanProcessors: [processor] });
+  const ring = new TraceRing(options.ringRecords ?? DEFAULT_RING_RECORDS);
+  const source = { resource, scope: { name: 'petstore', version: VERSION } };
+  const { dropped } = options;
+  let overwritten = 0;
+  const read = () => {
+    ring.drain((r) => {
+      for (const span of spansOf(ring, r, source)) processor.onEnd(span);
+    });
+    if (ring.overwritten !== overwritten) {
+      dropped?.(ring.overwritten - overwritten, 'ring_overwritten');
+      overwritten = ring.overwritten;
+    }
+  };
+  const reading = setInterval(read, READ_MS);
+  (reading as { unref?: () => void }).unref?.();
+  const keep: KeepRules = {
+    ...(options.keep ?? { slowerThanMs: 0, errors: false, maxPerSecond: 0 }),
+    ...(dropped ? { capped: (spans: number) => dropped(spans, 'tail_capped') } : {}),
+  };
+  useRecorder(ring, provider.getTracer('petstore', VERSION), sampled, keep);
   return {
     async shutdown(withinMs) {
-      useTracer(undefined);
+      useRecorder(undefined, undefined);
+      clearInterval(reading);
+      read();
       let timer: ReturnType<typeof setTimeout> | undefined;
       const late = new Promise<void>((resolve) => {
         timer = setTimeout(resolve, Math.max(0, withinMs));

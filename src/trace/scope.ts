@@ -5,21 +5,23 @@
  * on Bun, Deno and Node alike.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { Context, Span } from '@opentelemetry/api';
 
-/** One request's ids, and its span when one is recorded. */
+/** One request's ids, and its record in the trace ring when requests are recorded. */
 export interface RequestScope {
   /** The request's id (`X-Request-Id`). */
   readonly requestId: string;
   /** The trace the request belongs to (32 hex digits); undefined for a request that is not traced. */
   readonly traceId?: string;
-  /** The span the work under way belongs to (16 hex digits): the request's, or a child's. */
+  /** The request's span (16 hex digits). */
   readonly spanId?: string;
-  /** Whether the trace is exported (the W3C sampled flag). */
-  readonly sampled?: boolean;
-  /** The recording span the work under way belongs to, with its context: the parent of the next child. */
-  readonly span?: Span;
-  readonly context?: Context;
+  /**
+   * Whether the trace is exported (the W3C sampled flag): the sampler's decision at the start,
+   * the final verdict once the request is answered (src/trace/spans.ts, `finishRequest`).
+   */
+  sampled?: boolean;
+  /** The request's record in the trace ring (src/trace/ring.ts), and the record's generation. */
+  readonly record?: number;
+  readonly seq?: number;
 }
 
 /**
@@ -35,10 +37,10 @@ export function requestScope(
   traceId?: string,
   spanId?: string,
   sampled?: boolean,
-  span?: Span,
-  context?: Context,
+  record?: number,
+  seq?: number,
 ): RequestScope {
-  return { requestId, traceId, spanId, sampled, span, context };
+  return { requestId, traceId, spanId, sampled, record, seq };
 }
 
 const storage = new AsyncLocalStorage<RequestScope>();

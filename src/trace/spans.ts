@@ -1,20 +1,23 @@
 /**
- * The service's spans, made by hand with the OpenTelemetry API around the one pipeline, the
- * gateway's decision, the store's calls and each webhook delivery: a bundle (the compiled
- * binary, the Node bundle) defeats instrumentation that patches modules as they load.
+ * The service's trace data, recorded by hand around the one pipeline, the gateway's decision, the
+ * store's calls and each webhook delivery: a bundle (the compiled binary, the Node bundle)
+ * defeats instrumentation that patches modules as they load.
  *
- * Nothing here knows the SDK: start-up hands a tracer to `useTracer` when an endpoint is
- * configured (src/trace/export.ts). Without one no span object is ever made, yet each request
- * still has a trace id and a span id, continued from the caller's `traceparent` when valid, for
- * its log lines and its `traceresponse` header.
+ * With an endpoint configured, start-up hands a ring (src/trace/ring.ts) and the keep rules to
+ * `useRecorder` (src/trace/export.ts): every request then writes its server span and its
+ * children into the ring the same way, exported or not, and makes no span object; the export
+ * step reads the kept records off the request path. A request is kept when the sampler chose it
+ * at its start (the head), or, for a caller with a valid key, when it was slow or answered 5xx
+ * (the tail, capped per second). Webhook deliveries, off the request path, are SDK spans.
+ * Without an endpoint nothing is recorded, yet each request still has a trace id and a span id,
+ * continued from the caller's `traceparent` when valid, for its log lines and its
+ * `traceresponse` header.
  */
 import {
   type Attributes,
   createContextKey,
-  createTraceState,
   type Context as OtelContext,
   ROOT_CONTEXT,
-  type Span,
   SpanKind,
   SpanStatusCode,
   TraceFlags,
@@ -23,48 +26,66 @@ import {
 } from '@opentelemetry/api';
 import { peerText } from '../redact.ts';
 import { formatTraceParent, newSpanId, newTrace, newTraceId, parseTraceParent } from './context.ts';
-import { currentScope, inScope, type RequestScope, requestScope } from './scope.ts';
+import { FAILED, HEAD, INTERNAL, MAX_CHILDREN, REMOTE, TAIL, type TraceRing } from './ring.ts';
+import { currentScope, type RequestScope, requestScope } from './scope.ts';
 
 let tracer: Tracer | undefined;
+let ring: TraceRing | undefined;
 let sampled: Sampled = () => true;
 
 /**
- * The configured sampler's answer for a request's server span, asked before any span is made:
- * whether a span in `context` (the caller's, when its `traceparent` is valid) of trace `traceId`
- * is recorded. The SDK asks the same sampler again for the spans that are, with the same context
- * and trace id, and so gets the same answer.
+ * The configured sampler's answer for a request's server span, asked at its start: whether a
+ * span in `context` (the caller's, when its `traceparent` is valid) of trace `traceId` is
+ * exported (the head decision).
  */
 export type Sampled = (context: OtelContext, traceId: string) => boolean;
 
-/** The trace id the next root span takes: the one its sampler was asked about (`traceIds`). */
-let nextTraceId: string | undefined;
+/** Which requests the sampler passed over are kept all the same, once answered (the tail). */
+export interface KeepRules {
+  /** Kept when it took this long or longer, in milliseconds; 0: never for its time. */
+  readonly slowerThanMs: number;
+  /** Kept when answered 5xx. */
+  readonly errors: boolean;
+  /** Requests kept by these rules each second at most. */
+  readonly maxPerSecond: number;
+  /** Told of the spans of a request the rules would keep, past `maxPerSecond`. */
+  readonly capped?: (spans: number) => void;
+}
+
+const NO_TAIL: KeepRules = { slowerThanMs: 0, errors: false, maxPerSecond: 0 };
+let rules: KeepRules = NO_TAIL;
+/** The second the tail's count is of, and how many it kept in it. */
+let tailSecond = 0;
+let tailKept = 0;
 
 /**
- * The SDK's id generator (src/trace/export.ts): a root span takes the trace id its request was
- * sampled on, so that the SDK's sampler, asked again, answers the same.
+ * The SDK's id generator (src/trace/export.ts), for the webhook deliveries' spans: fresh ids
+ * from the service's own pool.
  */
-export const traceIds = {
-  generateTraceId(): string {
-    const id = nextTraceId ?? newTraceId();
-    nextTraceId = undefined;
-    return id;
-  },
-  generateSpanId: newSpanId,
-};
+export const traceIds = { generateTraceId: newTraceId, generateSpanId: newSpanId };
 
 /**
  * Every span's start and end, from one clock: the SDK anchors each span's own clock to the
  * wall clock, a millisecond apart at worst, so a child could seem to outlast its parent.
  */
-const now = (): number => performance.timeOrigin + performance.now();
+export const now = (): number => performance.timeOrigin + performance.now();
 
 /**
- * Makes spans with `t` from now on (start-up, with an endpoint), for the requests `sample` says
- * are recorded; undefined: none at all.
+ * From now on (start-up, with an endpoint): requests are recorded into `into` and kept as
+ * `sample` and `keep` say; webhook deliveries are spans of `t`. Undefined: nothing is recorded.
  */
-export function useTracer(t: Tracer | undefined, sample: Sampled = () => true): void {
+export function useRecorder(
+  into: TraceRing | undefined,
+  t: Tracer | undefined,
+  sample: Sampled = () => true,
+  keep: KeepRules = NO_TAIL,
+): void {
+  ring = into;
   tracer = t;
   sampled = sample;
+  rules = keep;
+  tailSecond = 0;
+  tailKept = 0;
 }
 
 /**
@@ -81,24 +102,24 @@ export const VOUCHED = createContextKey('petstore.vouched');
 export const DRAWN = createContextKey('petstore.drawn');
 
 /**
- * What `beginRequest` asks of the request (`R`) only while spans are made: made once, asked per
- * request, so a request without an endpoint makes nothing for them.
+ * What `beginRequest` asks of the request (`R`) only while requests are recorded: made once,
+ * asked per request, so a request without an endpoint asks nothing.
  */
 export interface SpanStart<R> {
   /** The caller's `tracestate`; asked only with a valid `traceparent`. */
   tracestate(request: R): string | undefined;
   /** Whether the caller holds a valid key; asked only with a valid `traceparent`. */
   vouched(request: R): boolean;
-  /** The span's name: the method and the route (`GET /v1/pets/:petId`). */
-  name(request: R): string;
-  /** The span's first attributes, asked only for a recorded span. */
-  attributes(request: R): Attributes;
+  /** The request's method. */
+  method(request: R): string;
+  /** The request's URL, as received. */
+  url(request: R): string;
 }
 
 /**
  * The request's scope: its ids (the trace continued from a valid `traceparent`, a malformed one
- * ignored), and its server span when spans are made, a child of the caller's. `start` is asked
- * about `request` only while spans are made.
+ * ignored), the head decision, and its record in the ring when requests are recorded. `start`
+ * is asked about `request` only while they are.
  *
  * @example
  * const scope = beginRequest(requestId, c.req.header('traceparent'), start, c)
@@ -112,49 +133,99 @@ export function beginRequest<R>(
 ): RequestScope {
   const parent = parseTraceParent(traceparent);
   const { traceId, spanId } = parent ? { traceId: parent.traceId, spanId: newSpanId() } : newTrace();
-  if (!tracer) return requestScope(requestId, traceId, spanId);
-  let context = ROOT_CONTEXT;
-  let drawn: string | undefined;
+  const into = ring;
+  if (!into) return requestScope(requestId, traceId, spanId);
+  let head: boolean;
+  let state: string | undefined;
   if (parent) {
-    const tracestate = start.tracestate(request);
-    const state = tracestate ? createTraceState(tracestate) : undefined;
-    context = trace.setSpanContext(context, {
-      traceId: parent.traceId,
-      spanId: parent.spanId,
-      traceFlags: parent.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
-      isRemote: true,
-      ...(state ? { traceState: state } : {}),
-    });
+    // A caller without a valid key continues its trace but never chooses: neither its flag nor
+    // its trace id's bits are read, the root sampler decides on an id the server drew.
+    state = start.tracestate(request);
     if (start.vouched(request)) {
+      let context = trace.setSpanContext(ROOT_CONTEXT, {
+        traceId: parent.traceId,
+        spanId: parent.spanId,
+        traceFlags: parent.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
+        isRemote: true,
+      });
       if (parent.sampled) context = context.setValue(VOUCHED, true);
-    } else drawn = newTraceId();
-  }
-  // The sampler is asked first: a request it does not record (most, at a low ratio) gets its ids
-  // and no span object at all, so it costs what a request without an endpoint costs. The
-  // sampler reads neither the span's name nor its attributes. A caller without a valid key
-  // continues its trace but never chooses: neither its flag nor its trace id's bits are read,
-  // the root sampler decides on an id the server drew, and the SDK is told that decision.
-  if (drawn !== undefined) {
-    if (!sampled(ROOT_CONTEXT, drawn)) return requestScope(requestId, traceId, spanId, false);
-    context = context.setValue(DRAWN, true);
-  } else if (!sampled(context, traceId)) return requestScope(requestId, traceId, spanId, false);
-  if (!parent) nextTraceId = traceId;
-  let span: Span;
-  try {
-    span = tracer.startSpan(start.name(request), { kind: SpanKind.SERVER, startTime: now() }, context);
-  } finally {
-    nextTraceId = undefined;
-  }
-  if (span.isRecording()) span.setAttributes(start.attributes(request));
-  return scopeOf(requestId, span, ROOT_CONTEXT);
+      head = sampled(context, traceId);
+    } else head = sampled(ROOT_CONTEXT, newTraceId());
+  } else head = sampled(ROOT_CONTEXT, traceId);
+  const r = into.claim(now());
+  into.flags[r] = (head ? HEAD : 0) | (parent ? REMOTE : 0);
+  into.traceId[r] = traceId;
+  into.spanId[r] = spanId;
+  into.parentSpanId[r] = parent?.spanId;
+  into.traceState[r] = state;
+  into.method[r] = into.strings.id(start.method(request));
+  into.url.write(r, start.url(request));
+  return requestScope(requestId, traceId, spanId, head, r, into.seq[r] as number);
 }
 
-function scopeOf(requestId: string, span: Span, parent: OtelContext): RequestScope {
-  const { traceId, spanId, traceFlags } = span.spanContext();
-  const sampled = (traceFlags & TraceFlags.SAMPLED) !== 0;
-  return span.isRecording()
-    ? requestScope(requestId, traceId, spanId, sampled, span, trace.setSpan(parent, span))
-    : requestScope(requestId, traceId, spanId, sampled);
+/** Whether the tail may keep one more request now, counting it; the excess is told to `capped`. */
+function tailRoom(at: number, spans: number): boolean {
+  const second = Math.floor(at / 1000);
+  if (second !== tailSecond) {
+    tailSecond = second;
+    tailKept = 0;
+  }
+  if (tailKept < rules.maxPerSecond) {
+    tailKept++;
+    return true;
+  }
+  rules.capped?.(spans);
+  return false;
+}
+
+/**
+ * Ends the request's record with its answer and gives the final verdict, which the scope's
+ * `sampled` now says too: head-sampled, or kept by the tail rules (a caller with a valid key,
+ * `keyed`, slow or answered 5xx). As the HTTP conventions say, a 5xx sets the server span's
+ * status to Error and a 4xx leaves it unset. `client` is asked only for a kept record.
+ */
+export function finishRequest<R>(
+  scope: RequestScope,
+  status: number,
+  route: string | undefined,
+  operation: string | undefined,
+  consumer: string | undefined,
+  outcome: string | undefined,
+  keyed: boolean,
+  client: (request: R) => string,
+  request: R,
+): boolean {
+  const into = ring;
+  const r = scope.record;
+  const head = scope.sampled === true;
+  if (!into || r === undefined) return head;
+  if (!into.holds(r, scope.seq as number)) {
+    // Overwritten while it was served (a ring too small for the requests in flight).
+    if (head) into.overwritten++;
+    return head;
+  }
+  const at = now();
+  let kept = head;
+  if (
+    !head &&
+    keyed &&
+    ((rules.errors && status >= 500) ||
+      (rules.slowerThanMs > 0 && at - (into.start[r] as number) >= rules.slowerThanMs))
+  ) {
+    kept = tailRoom(at, 1 + (into.children[r] as number));
+    if (kept) into.flags[r] = (into.flags[r] as number) | TAIL;
+  }
+  into.end[r] = at;
+  into.status[r] = status;
+  if (status >= 500) into.flags[r] = (into.flags[r] as number) | FAILED;
+  into.route[r] = into.strings.id(route);
+  into.operation[r] = into.strings.id(operation);
+  into.outcome[r] = into.strings.id(outcome);
+  if (consumer !== undefined) into.consumer.write(r, consumer);
+  if (kept) into.client.write(r, client(request));
+  into.settle(r, kept);
+  scope.sampled = kept;
+  return kept;
 }
 
 /**
@@ -166,75 +237,80 @@ export function traceResponse(scope: RequestScope): string | undefined {
   return traceId && spanId ? formatTraceParent(traceId, spanId, scope.sampled === true) : undefined;
 }
 
-/**
- * Ends the request's server span with its answer: as the HTTP conventions say, a 5xx sets the
- * status to Error and a 4xx leaves it unset (the server did what it should).
- */
-export function finishRequest(scope: RequestScope, status: number, attributes: Attributes): void {
-  const { span } = scope;
-  if (!span) return;
-  span.setAttributes(attributes);
-  span.setAttribute('http.response.status_code', status);
-  if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-  span.end(now());
-}
-
+/** What a child's record carries besides its name and its fixed attributes. */
 export interface ChildOptions<T> {
   readonly kind?: SpanKind;
-  /** Attributes of the outcome, once `work` resolves. */
-  readonly outcome?: (result: T) => Attributes;
+  /** An attribute known once `work` resolves: its key, and its value of the result. */
+  readonly outcome?: { readonly key: string; readonly of: (result: T) => string };
+  /** The key of the number handed to `childSpan` (`petstore.gateway.cost`). */
+  readonly number?: string;
 }
 
 /**
- * Runs `work` in a child span of the current one when the request's span is recorded; else just
- * runs it. A rejection (a store time-out, Redis away) sets the span's status to Error, with
- * `error.type` the error's name.
+ * Runs `work` as a child of the work under way in the current request's record, when requests
+ * are recorded; else just runs it. `attributes` is one of a few fixed sets (it is recorded by
+ * reference); `value` is the number `options.number` names. A rejection (a store time-out, Redis
+ * away) sets the child's status to Error, with `error.type` the error's name.
  *
  * @example
- * const pet = await childSpan('store get', { 'db.system.name': 'sqlite', 'db.operation.name': 'get' }, () => db.get(7))
+ * const pet = await childSpan('get pets', GET_ATTRIBUTES, () => db.get(7))
  */
 export function childSpan<T>(
   name: string,
   attributes: Attributes,
   work: () => Promise<T>,
   options?: ChildOptions<T>,
+  value?: number,
 ): Promise<T> {
+  const into = ring;
+  if (!into) return work();
   const scope = currentScope();
-  if (!tracer || !scope?.context) return work();
-  const span = tracer.startSpan(
-    name,
-    { kind: options?.kind ?? SpanKind.INTERNAL, attributes, startTime: now() },
-    scope.context,
+  const r = scope?.record;
+  if (r === undefined || !into.holds(r, scope?.seq as number)) return work();
+  const n = into.openChild(
+    r,
+    into.strings.id(name),
+    into.attributeSets.id(attributes),
+    options?.kind ?? INTERNAL,
+    now(),
   );
-  const { spanId } = span.spanContext();
-  const child = requestScope(
-    scope.requestId,
-    scope.traceId,
-    spanId,
-    scope.sampled,
-    span,
-    trace.setSpan(scope.context, span),
-  );
-  return inScope(child, () => settle(span, work, options?.outcome));
+  if (n < 0) return work();
+  if (options?.number !== undefined && value !== undefined) {
+    const i = r * MAX_CHILDREN + n;
+    into.childNumberKey[i] = into.strings.id(options.number);
+    into.childNumber[i] = value;
+  }
+  return recorded(into, r, scope?.seq as number, n, work, options?.outcome);
 }
 
-async function settle<T>(span: Span, work: () => Promise<T>, outcome?: (result: T) => Attributes): Promise<T> {
+async function recorded<T>(
+  into: TraceRing,
+  r: number,
+  seq: number,
+  n: number,
+  work: () => Promise<T>,
+  outcome: ChildOptions<T>['outcome'],
+): Promise<T> {
+  const i = r * MAX_CHILDREN + n;
   try {
     const result = await work();
-    if (outcome) span.setAttributes(outcome(result));
+    if (outcome && into.holds(r, seq)) {
+      into.childOutcomeKey[i] = into.strings.id(outcome.key);
+      into.childOutcome[i] = into.strings.id(outcome.of(result));
+    }
     return result;
   } catch (err) {
-    failed(span, err);
+    if (into.holds(r, seq)) {
+      into.childErrorType[i] = into.strings.id(err instanceof Error ? err.name : 'Error') || 1;
+      if (into.errorChild[r] === -1) {
+        into.errorChild[r] = n;
+        into.error.write(r, peerText(err));
+      }
+    }
     throw err;
   } finally {
-    span.end(now());
+    if (into.holds(r, seq)) into.closeChild(r, n, now());
   }
-}
-
-function failed(span: Span, err: unknown): void {
-  const name = err instanceof Error ? err.name : 'Error';
-  span.setAttribute('error.type', name);
-  span.setStatus({ code: SpanStatusCode.ERROR, message: peerText(err) });
 }
 
 /**
@@ -247,6 +323,13 @@ export function currentTraceParent(): string | undefined {
 }
 
 /**
+/** What a webhook delivery's span carries of its result: attributes, and an error's text. */
+export interface ClientOptions<T> {
+  readonly outcome?: (result: T) => Attributes;
+  readonly error?: (result: T) => string | undefined;
+}
+
+/**
  * Runs one outgoing call in a client span of its own trace, linked to `linked` (the
  * `traceparent` of the request that caused it), handing `work` the `traceparent` to send.
  * Without spans, `work` runs alone and nothing is sent.
@@ -254,12 +337,12 @@ export function currentTraceParent(): string | undefined {
  * @example
  * await clientSpan('POST', { 'url.full': url }, recorded, (traceparent) => send(…, traceparent), { outcome })
  */
-export function clientSpan<T>(
+export async function clientSpan<T>(
   name: string,
   attributes: Attributes,
   linked: string | undefined,
   work: (traceparent: string | undefined) => Promise<T>,
-  options?: Omit<ChildOptions<T>, 'kind'> & { readonly error?: (result: T) => string | undefined },
+  options?: ClientOptions<T>,
 ): Promise<T> {
   if (!tracer) return work(undefined);
   const link = parseTraceParent(linked);
@@ -286,14 +369,17 @@ export function clientSpan<T>(
   );
   const { traceId, spanId, traceFlags } = span.spanContext();
   const traceparent = formatTraceParent(traceId, spanId, (traceFlags & TraceFlags.SAMPLED) !== 0);
-  return settle(
-    span,
-    async () => {
-      const result = await work(traceparent);
-      const error = options?.error?.(result);
-      if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: error });
-      return result;
-    },
-    options?.outcome,
-  );
+  try {
+    const result = await work(traceparent);
+    if (options?.outcome) span.setAttributes(options.outcome(result));
+    const error = options?.error?.(result);
+    if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: error });
+    return result;
+  } catch (err) {
+    span.setAttribute('error.type', err instanceof Error ? err.name : 'Error');
+    span.setStatus({ code: SpanStatusCode.ERROR, message: peerText(err) });
+    throw err;
+  } finally {
+    span.end(now());
+  }
 }

@@ -63,9 +63,13 @@ export function requestLogSteps({ log, clock, newId = () => crypto.randomUUID(),
       c.set('requestId', id);
       return { id, at };
     },
-    /** Written in the request's scope, whose ids (`requestId`, `traceId`, `spanId`) the line carries. */
-    finish(c: Context<AppEnv>, { at }: Started, status: number): void {
+    /**
+     * Written in the request's scope, whose ids (`requestId`, `traceId`, `spanId`) the line
+     * carries; `traceSampled`, while traces are exported, says whether its trace is exported.
+     */
+    finish(c: Context<AppEnv>, { at }: Started, status: number, traceSampled?: boolean): void {
       const fields: LogFields = { method: c.req.method, route: routePath(c), status, durationMs: clock.now() - at };
+      if (traceSampled !== undefined) fields.traceSampled = traceSampled;
       log.info('request', who(c, clientAddress, fields));
     },
   };

@@ -1,11 +1,8 @@
-import type { Attributes } from '@opentelemetry/api';
 import type { Context } from 'hono';
 import { routePath } from 'hono/route';
 import type { AppEnv } from '../../env.ts';
-import { redactTokens } from '../../redact.ts';
 import { inScope, type RequestScope, requestScope } from '../../trace/scope.ts';
 import { beginRequest, finishRequest, type SpanStart, traceResponse } from '../../trace/spans.ts';
-import { pathOf } from './uri-limit.ts';
 
 export interface RequestTraceOptions {
   /** The client's address as trusted (`client.address`). */
@@ -16,10 +13,10 @@ export interface RequestTraceOptions {
 
 /**
  * The request's trace as three plain steps for `exchange`: `run` opens the request scope with
- * its ids and server span (named and attributed by OpenTelemetry's HTTP conventions), `header`
- * gives the `traceresponse` to answer with, `finish` ends the span with the answer. Never the
- * query, a header's value or a token: the path is recorded with anything token-shaped in it
- * replaced (`redactTokens`).
+ * its ids and its record (src/trace/spans.ts), `header` gives the `traceresponse` to answer
+ * with, `finish` ends the record with the answer and gives the final verdict, the server span
+ * named and attributed by OpenTelemetry's HTTP conventions at export. Never the query, a
+ * header's value or a token: the path is exported with anything token-shaped in it replaced.
  *
  * @example
  * const tracing = requestTrace({ clientAddress, vouched })
@@ -29,11 +26,8 @@ export function requestTrace({ clientAddress, vouched }: RequestTraceOptions) {
   const start: SpanStart<Context<AppEnv>> = {
     tracestate: (c) => c.req.header('tracestate'),
     vouched,
-    name: (c) => {
-      const route = routeOf(c);
-      return route ? `${c.req.method} ${route}` : c.req.method;
-    },
-    attributes: (c) => startAttributes(c, clientAddress),
+    method: (c) => c.req.method,
+    url: (c) => c.req.url,
   };
   return {
     /** Runs `work` in the request's scope, handing it the scope too. */
@@ -43,8 +37,25 @@ export function requestTrace({ clientAddress, vouched }: RequestTraceOptions) {
     },
     /** The `traceresponse` to answer with; undefined for a request that is not traced. */
     header: traceResponse,
-    finish(c: Context<AppEnv>, scope: RequestScope, status: number): void {
-      if (scope.span) finishRequest(scope, status, endAttributes(c));
+    /**
+     * Ends the request's record: the gateway's view of the caller (its consumer's name, and
+     * `admitted` or the refusal's code) and the answer. Whether the trace is exported.
+     */
+    finish(c: Context<AppEnv>, scope: RequestScope, status: number): boolean {
+      if (scope.record === undefined) return scope.sampled === true;
+      const caller = c.get('caller');
+      const consumer = caller?.kind === 'consumer' ? caller : undefined;
+      return finishRequest(
+        scope,
+        status,
+        routeOf(c),
+        c.get('operation'),
+        consumer?.consumer.name,
+        caller ? (c.get('refusal') ?? 'admitted') : undefined,
+        consumer !== undefined,
+        clientAddress,
+        c,
+      );
     },
   };
 }
@@ -53,27 +64,4 @@ export function requestTrace({ clientAddress, vouched }: RequestTraceOptions) {
 function routeOf(c: Context<AppEnv>): string | undefined {
   const route = routePath(c);
   return route === '' || route.includes('*') ? undefined : route;
-}
-
-function startAttributes(c: Context<AppEnv>, clientAddress: RequestTraceOptions['clientAddress']): Attributes {
-  const url = c.req.url;
-  const route = routeOf(c);
-  return {
-    'http.request.method': c.req.method,
-    'url.scheme': url.slice(0, url.indexOf(':')),
-    'url.path': redactTokens(pathOf(url)),
-    ...(route ? { 'http.route': route } : {}),
-    'client.address': clientAddress(c),
-  };
-}
-
-/** What the gateway made of the caller: its consumer's name, and `admitted` or the refusal's code. */
-function endAttributes(c: Context<AppEnv>): Attributes {
-  const caller = c.get('caller');
-  const operation = c.get('operation');
-  return {
-    ...(operation ? { 'petstore.operation': operation } : {}),
-    ...(caller?.kind === 'consumer' ? { 'petstore.consumer.name': caller.consumer.name } : {}),
-    ...(caller ? { 'petstore.gateway.outcome': c.get('refusal') ?? 'admitted' } : {}),
-  };
 }

@@ -1,0 +1,274 @@
+/**
+ * The trace records of the requests being served and lately answered, written the same way for
+ * every request whether its trace is exported or not: a ring of `size` records in typed arrays,
+ * allocated once, overwritten oldest first. A record holds the request's server span and up to
+ * `MAX_CHILDREN` child spans (the gateway's decision, the store's calls). Strings that repeat
+ * (methods, routes, names, outcomes) are held as numbers of a bounded intern table; the others
+ * (the URL, the consumer's name, the client's address, an error's text) are copied as bytes into
+ * a fixed area, cut at a cap. The ids the request has anyway (its trace and span ids, the
+ * caller's) are held by reference. Nothing here makes an object per request.
+ *
+ * The export step (src/trace/export.ts) reads the records left `KEPT` on a timer, off the
+ * request path, and frees them.
+ */
+import { Buffer } from 'node:buffer';
+import type { Attributes } from '@opentelemetry/api';
+
+/** Child spans one record holds at most; more are not recorded (`childrenLost`). */
+export const MAX_CHILDREN = 8;
+/** Bytes of the URL a record keeps (the path is read from them at export). */
+export const URL_BYTES = 256;
+/** Bytes of a consumer's name, of the client's address, of an error's text. */
+export const NAME_BYTES = 64;
+export const ERROR_BYTES = 160;
+/** Strings the intern table holds at most; any further string is recorded as none. */
+export const INTERNED_MAX = 4096;
+/** The records a ring holds by default. */
+export const DEFAULT_RING_RECORDS = 4096;
+
+/** A record's state. */
+export const FREE = 0;
+export const OPEN = 1;
+export const KEPT = 2;
+
+/** A child's kind, as `SpanKind` numbers it. */
+export const INTERNAL = 0;
+export const CLIENT = 2;
+
+/** A record's flags. */
+export const HEAD = 1;
+export const TAIL = 2;
+/** A caller's `traceparent` was valid: the server span has a remote parent. */
+export const REMOTE = 4;
+/** The server span's status is Error (a 5xx). */
+export const FAILED = 8;
+
+/**
+ * Strings and attribute sets, each numbered once (1 on; 0 is none): a bounded table, so a
+ * stream of distinct strings cannot grow it without end.
+ */
+export class Interned<T> {
+  readonly #ids = new Map<T, number>();
+  readonly values: (T | undefined)[] = [undefined];
+  readonly #max: number;
+  constructor(max = INTERNED_MAX) {
+    this.#max = max;
+  }
+  /** `value`'s number, numbering it when it is new and the table has room; 0 when not. */
+  id(value: T | undefined): number {
+    if (value === undefined) return 0;
+    const id = this.#ids.get(value);
+    if (id !== undefined) return id;
+    if (this.values.length > this.#max) return 0;
+    this.#ids.set(value, this.values.length);
+    this.values.push(value);
+    return this.values.length - 1;
+  }
+  of(id: number): T | undefined {
+    return this.values[id];
+  }
+}
+
+/** A fixed area of `cap` bytes a record, and how many each holds. */
+class ByteField {
+  readonly bytes: Buffer;
+  readonly lengths: Uint16Array;
+  readonly #cap: number;
+  constructor(records: number, cap: number) {
+    this.bytes = Buffer.alloc(records * cap);
+    this.lengths = new Uint16Array(records);
+    this.#cap = cap;
+  }
+  /** Copies `text` (its first `cap` bytes) into record `r`'s place; '' leaves it empty. */
+  write(r: number, text: string): void {
+    this.lengths[r] = text === '' ? 0 : this.bytes.write(text, r * this.#cap, this.#cap, 'utf8');
+  }
+  clear(r: number): void {
+    this.lengths[r] = 0;
+  }
+  read(r: number): string {
+    const at = r * this.#cap;
+    return this.bytes.toString('utf8', at, at + (this.lengths[r] as number));
+  }
+}
+
+/**
+ * The ring. A writer claims the oldest record (`claim`) and keeps its number and generation
+ * (`seq`): a record claimed again meanwhile has another generation, and writes to it are
+ * dropped (`holds`).
+ */
+export class TraceRing {
+  readonly size: number;
+  readonly strings = new Interned<string>();
+  readonly attributeSets = new Interned<Attributes>();
+  #next = 0;
+  #generation = 0;
+  /** Kept records awaiting export. */
+  kept = 0;
+  /** Spans of kept records that a claim overwrote before they were exported. */
+  overwritten = 0;
+  /** Child spans not recorded: their request already had `MAX_CHILDREN`. */
+  childrenLost = 0;
+
+  readonly state: Uint8Array;
+  readonly seq: Float64Array;
+  readonly flags: Uint8Array;
+  readonly start: Float64Array;
+  readonly end: Float64Array;
+  readonly status: Uint16Array;
+  readonly method: Uint16Array;
+  readonly route: Uint16Array;
+  readonly operation: Uint16Array;
+  readonly outcome: Uint16Array;
+  readonly traceId: (string | undefined)[];
+  readonly spanId: (string | undefined)[];
+  readonly parentSpanId: (string | undefined)[];
+  readonly traceState: (string | undefined)[];
+  readonly url: ByteField;
+  readonly consumer: ByteField;
+  readonly client: ByteField;
+  /** The text of the first failed child's error, and which child it is. */
+  readonly error: ByteField;
+  readonly errorChild: Int8Array;
+  /** Children recorded, and the child now open (-1: none, work runs in the server span). */
+  readonly children: Uint8Array;
+  readonly open: Int8Array;
+
+  // Children, at `record * MAX_CHILDREN + child`.
+  readonly childName: Uint16Array;
+  readonly childAttributes: Uint16Array;
+  readonly childKind: Uint8Array;
+  readonly childParent: Int8Array;
+  readonly childStart: Float64Array;
+  readonly childEnd: Float64Array;
+  /** A number the child carries (`petstore.gateway.cost`), under the key `childNumberKey` names. */
+  readonly childNumberKey: Uint16Array;
+  readonly childNumber: Float64Array;
+  /** A string attribute known once the work is done (`petstore.idempotency.outcome`). */
+  readonly childOutcomeKey: Uint16Array;
+  readonly childOutcome: Uint16Array;
+  /** The error's name when the work failed; 0 when it did not. */
+  readonly childErrorType: Uint16Array;
+
+  constructor(size = DEFAULT_RING_RECORDS) {
+    this.size = size;
+    this.state = new Uint8Array(size);
+    this.seq = new Float64Array(size);
+    this.flags = new Uint8Array(size);
+    this.start = new Float64Array(size);
+    this.end = new Float64Array(size);
+    this.status = new Uint16Array(size);
+    this.method = new Uint16Array(size);
+    this.route = new Uint16Array(size);
+    this.operation = new Uint16Array(size);
+    this.outcome = new Uint16Array(size);
+    this.traceId = new Array(size).fill(undefined);
+    this.spanId = new Array(size).fill(undefined);
+    this.parentSpanId = new Array(size).fill(undefined);
+    this.traceState = new Array(size).fill(undefined);
+    this.url = new ByteField(size, URL_BYTES);
+    this.consumer = new ByteField(size, NAME_BYTES);
+    this.client = new ByteField(size, NAME_BYTES);
+    this.error = new ByteField(size, ERROR_BYTES);
+    this.errorChild = new Int8Array(size);
+    this.children = new Uint8Array(size);
+    this.open = new Int8Array(size);
+    const all = size * MAX_CHILDREN;
+    this.childName = new Uint16Array(all);
+    this.childAttributes = new Uint16Array(all);
+    this.childKind = new Uint8Array(all);
+    this.childParent = new Int8Array(all);
+    this.childStart = new Float64Array(all);
+    this.childEnd = new Float64Array(all);
+    this.childNumberKey = new Uint16Array(all);
+    this.childNumber = new Float64Array(all);
+    this.childOutcomeKey = new Uint16Array(all);
+    this.childOutcome = new Uint16Array(all);
+    this.childErrorType = new Uint16Array(all);
+  }
+
+  /**
+   * Claims the oldest record for a request that starts at `at`, its generation in `seq[r]`; a
+   * kept record not yet exported is counted as overwritten.
+   */
+  claim(at: number): number {
+    const r = this.#next;
+    this.#next = r + 1 === this.size ? 0 : r + 1;
+    if (this.state[r] === KEPT) {
+      this.kept--;
+      this.overwritten += 1 + (this.children[r] as number);
+    }
+    this.state[r] = OPEN;
+    this.seq[r] = ++this.#generation;
+    this.flags[r] = 0;
+    this.start[r] = at;
+    this.end[r] = at;
+    this.status[r] = 0;
+    this.operation[r] = 0;
+    this.outcome[r] = 0;
+    this.route[r] = 0;
+    this.children[r] = 0;
+    this.open[r] = -1;
+    this.errorChild[r] = -1;
+    this.consumer.clear(r);
+    this.client.clear(r);
+    this.error.clear(r);
+    return r;
+  }
+
+  /** Whether record `r` is still the one claimed as generation `seq`. */
+  holds(r: number, seq: number): boolean {
+    return this.seq[r] === seq && this.state[r] === OPEN;
+  }
+
+  /**
+   * Opens a child of record `r` under its open one, starting at `at`; its index, or -1 when
+   * the record holds no more.
+   */
+  openChild(r: number, name: number, attributes: number, kind: number, at: number): number {
+    const n = this.children[r] as number;
+    if (n === MAX_CHILDREN) {
+      this.childrenLost++;
+      return -1;
+    }
+    this.children[r] = n + 1;
+    const i = r * MAX_CHILDREN + n;
+    this.childName[i] = name;
+    this.childAttributes[i] = attributes;
+    this.childKind[i] = kind;
+    this.childParent[i] = this.open[r] as number;
+    this.childStart[i] = at;
+    this.childEnd[i] = at;
+    this.childNumberKey[i] = 0;
+    this.childOutcomeKey[i] = 0;
+    this.childErrorType[i] = 0;
+    this.open[r] = n;
+    return n;
+  }
+
+  /** Ends child `n` of record `r` at `at`: the work in it returns to its parent. */
+  closeChild(r: number, n: number, at: number): void {
+    const i = r * MAX_CHILDREN + n;
+    this.childEnd[i] = at;
+    if (this.open[r] === n) this.open[r] = this.childParent[i] as number;
+  }
+
+  /** Record `r` finished: `KEPT` for export, or free. */
+  settle(r: number, kept: boolean): void {
+    if (kept) {
+      this.state[r] = KEPT;
+      this.kept++;
+    } else this.state[r] = FREE;
+  }
+
+  /** Hands each kept record to `read`, then frees it. */
+  drain(read: (r: number) => void): void {
+    if (this.kept === 0) return;
+    for (let r = 0; r < this.size && this.kept > 0; r++) {
+      if (this.state[r] !== KEPT) continue;
+      this.state[r] = FREE;
+      this.kept--;
+      read(r);
+    }
+  }
+}

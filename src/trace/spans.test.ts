@@ -1,0 +1,176 @@
+import { afterEach, describe, expect, test } from 'bun:test';
+import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { spansOf } from './readable.ts';
+import { TraceRing } from './ring.ts';
+import { inScope, type RequestScope } from './scope.ts';
+import { beginRequest, childSpan, finishRequest, type KeepRules, useRecorder } from './spans.ts';
+
+interface FakeRequest {
+  method: string;
+  url: string;
+  vouched?: boolean;
+}
+
+const start = {
+  tracestate: () => undefined,
+  vouched: (r: FakeRequest) => r.vouched === true,
+  method: (r: FakeRequest) => r.method,
+  url: (r: FakeRequest) => r.url,
+};
+const source = { resource: resourceFromAttributes({ 'service.name': 'test' }), scope: { name: 'petstore' } };
+const GET = { method: 'GET', url: 'http://localhost/v1/pets?limit=2' };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A ring of `size` records, recorded into with the head decision `head` and `rules`. */
+function recorder(size: number, head: boolean, rules: Partial<KeepRules> = {}) {
+  const ring = new TraceRing(size);
+  const capped: number[] = [];
+  useRecorder(ring, undefined, () => head, {
+    slowerThanMs: 0,
+    errors: false,
+    maxPerSecond: 100,
+    capped: (n) => capped.push(n),
+    ...rules,
+  });
+  return { ring, capped };
+}
+
+/** The records the export would read, as spans. */
+function exported(ring: TraceRing) {
+  const spans: ReturnType<typeof spansOf> = [];
+  ring.drain((r) => spans.push(...spansOf(ring, r, source)));
+  return spans;
+}
+
+const finish = (scope: RequestScope, status: number, keyed = true) =>
+  finishRequest(
+    scope,
+    status,
+    '/v1/pets',
+    'listPets',
+    keyed ? 'acme' : undefined,
+    'admitted',
+    keyed,
+    () => '10.0.0.1',
+    GET,
+  );
+
+afterEach(() => useRecorder(undefined, undefined));
+
+describe('every request recorded alike; kept by the head or the tail', () => {
+  test('a head-sampled request is exported with its children nested as they ran, and its attributes', async () => {
+    const { ring } = recorder(8, true);
+    const scope = beginRequest('r1', undefined, start, GET);
+    await inScope(scope, () =>
+      childSpan(
+        'gateway decide',
+        {},
+        () => childSpan('EVALSHA', { 'db.system.name': 'redis' }, async () => 'ok', { kind: SpanKind.CLIENT }),
+        { number: 'petstore.gateway.cost', outcome: { key: 'petstore.gateway.decision', of: () => 'admitted' } },
+        2,
+      ),
+    );
+    await inScope(scope, () =>
+      childSpan('list pets', { 'db.operation.name': 'list' }, async () => {
+        throw new TypeError('gone');
+      }).catch(() => undefined),
+    );
+    expect(finish(scope, 200)).toBe(true);
+    expect(scope.sampled).toBe(true);
+    const [server, decide, redis, list] = exported(ring);
+    expect(server).toMatchObject({
+      name: 'GET /v1/pets',
+      kind: SpanKind.SERVER,
+      status: { code: SpanStatusCode.UNSET },
+      attributes: {
+        'http.request.method': 'GET',
+        'url.scheme': 'http',
+        'url.path': '/v1/pets',
+        'http.route': '/v1/pets',
+        'client.address': '10.0.0.1',
+        'petstore.operation': 'listPets',
+        'petstore.consumer.name': 'acme',
+        'petstore.gateway.outcome': 'admitted',
+        'http.response.status_code': 200,
+      },
+    });
+    expect(server?.spanContext()).toMatchObject({ traceId: scope.traceId, spanId: scope.spanId });
+    expect(server?.attributes['petstore.kept_by']).toBeUndefined();
+    expect(decide?.attributes).toEqual({ 'petstore.gateway.cost': 2, 'petstore.gateway.decision': 'admitted' });
+    expect(decide?.parentSpanContext?.spanId).toBe(scope.spanId as string);
+    expect(redis).toMatchObject({ name: 'EVALSHA', kind: SpanKind.CLIENT });
+    expect(redis?.parentSpanContext?.spanId).toBe(decide?.spanContext().spanId as string);
+    expect(list).toMatchObject({
+      name: 'list pets',
+      status: { code: SpanStatusCode.ERROR, message: 'gone' },
+      attributes: { 'db.operation.name': 'list', 'error.type': 'TypeError' },
+    });
+    expect(list?.parentSpanContext?.spanId).toBe(scope.spanId as string);
+    expect(ring.kept).toBe(0);
+  });
+
+  test('not head-sampled: a fast 200 is not kept, a 503 is, a slow one is; both say the tail kept them', async () => {
+    const { ring } = recorder(8, false, { errors: true, slowerThanMs: 30 });
+    const fast = beginRequest('fast', undefined, start, GET);
+    expect(finish(fast, 200)).toBe(false);
+    const failed = beginRequest('failed', undefined, start, GET);
+    expect(finish(failed, 503)).toBe(true);
+    expect(failed.sampled).toBe(true);
+    const slow = beginRequest('slow', undefined, start, GET);
+    await sleep(40);
+    expect(finish(slow, 200)).toBe(true);
+    const servers = exported(ring).filter((s) => s.kind === SpanKind.SERVER);
+    expect(servers.map((s) => [s.spanContext().traceId, s.status.code, s.attributes['petstore.kept_by']])).toEqual([
+      [failed.traceId, SpanStatusCode.ERROR, 'tail'],
+      [slow.traceId, SpanStatusCode.UNSET, 'tail'],
+    ]);
+  });
+
+  test('a caller without a valid key is never kept by the tail', () => {
+    const { ring } = recorder(8, false, { errors: true, slowerThanMs: 1 });
+    const scope = beginRequest('stranger', undefined, start, GET);
+    expect(finish(scope, 503, false)).toBe(false);
+    expect(exported(ring)).toEqual([]);
+  });
+
+  test('the tail keeps at most so many a second; the excess is counted in spans', () => {
+    const { ring, capped } = recorder(16, false, { errors: true, maxPerSecond: 3 });
+    const verdicts = Array.from({ length: 5 }, (_, i) => finish(beginRequest(`r${i}`, undefined, start, GET), 503));
+    // The five fall in one second but for a second's turn between them: then the count starts again.
+    expect(verdicts.filter(Boolean).length).toBeGreaterThanOrEqual(3);
+    expect(verdicts.slice(0, 3)).toEqual([true, true, true]);
+    expect(capped.length + verdicts.filter(Boolean).length).toBe(5);
+    expect(capped.every((n) => n === 1)).toBe(true);
+    expect(ring.kept).toBe(verdicts.filter(Boolean).length);
+  });
+
+  test('a full ring overwrites the oldest; a kept record not yet read is counted with its children', async () => {
+    const { ring } = recorder(4, true);
+    for (let i = 0; i < 6; i++) {
+      const scope = beginRequest(`r${i}`, undefined, start, GET);
+      await inScope(scope, () => childSpan('list pets', {}, async () => 1));
+      finish(scope, 200);
+    }
+    // Six kept records of two spans each in a ring of four: the first two were overwritten unread.
+    expect(ring.overwritten).toBe(4);
+    expect(exported(ring).length).toBe(8);
+  });
+
+  test('a request whose record is overwritten while it is served keeps the head decision and counts as lost', () => {
+    const { ring } = recorder(2, true);
+    const first = beginRequest('first', undefined, start, GET);
+    finish(beginRequest('second', undefined, start, GET), 200);
+    finish(beginRequest('third', undefined, start, GET), 200);
+    expect(finish(first, 200)).toBe(true);
+    expect(ring.overwritten).toBe(1);
+    expect(exported(ring).map((s) => s.name)).toEqual(['GET /v1/pets', 'GET /v1/pets']);
+  });
+
+  test('without a recorder nothing is recorded and children just run', async () => {
+    const scope = beginRequest('plain', undefined, start, GET);
+    expect(scope.record).toBeUndefined();
+    expect(await inScope(scope, () => childSpan('list pets', {}, async () => 7))).toBe(7);
+    expect(finish(scope, 503)).toBe(false);
+  });
+});
