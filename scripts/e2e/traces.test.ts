@@ -513,3 +513,164 @@ test('a collector that is down, or accepts and never answers: requests take the 
     await hanging.close();
   }
 }, 90_000);
+
+/** A server whose key `acme` is valid, sampling no new trace (ratio 0), with the tail rules `args`. */
+async function tailServer(
+  args: string[],
+  data = ':memory:',
+): Promise<{ otlp: OtlpReceiver; server: Running; dir: string }> {
+  const otlp = await startOtlpReceiver();
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-traces-'));
+  const server = await startServer({
+    args: [
+      ...[
+        '--keys',
+        writeKeysFile([{ name: 'acme', plan: 'pro', limits: { perMinute: 100_000, perDay: 1_000_000 } }], dir),
+      ],
+      ...['--data', data === ':memory:' ? data : join(dir, data), '--metrics', '--otel-endpoint', otlp.url],
+      ...args,
+    ],
+    env: { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' },
+  });
+  return { otlp, server, dir };
+}
+
+/** Waits until a request that a key forces into the export is exported: whatever was kept before it is too. */
+async function settled(server: Running, otlp: OtlpReceiver): Promise<void> {
+  const marker = traceparent(true);
+  await fetch(`${server.url}/v1/pets`, { headers: { ...bearer('acme'), traceparent: marker.header } });
+  await otlp.waitFor(byTrace(marker.traceId));
+  await sleep(300);
+}
+
+const droppedFor = async (server: Running, reason: string) =>
+  metricSum(
+    await (await fetch(`${server.url}/metrics`)).text(),
+    new RegExp(`^petstore_trace_spans_dropped_total\\{reason="${reason}"\\}`),
+  );
+
+describe('ratio 0 with the tail rules: the slow and the failed kept, the rest not', () => {
+  test.skipIf(noSqlite)(
+    'a request held past --otel-keep-slower-than is exported with its children and says the tail kept it; a fast 200 is not',
+    async () => {
+      const { otlp, server, dir } = await tailServer(['--otel-keep-slower-than', '0.3'], 'pets.db');
+      try {
+        const fast = await fetch(`${server.url}/v1/pets`, { headers: bearer('acme') });
+        expect([fast.status, ids(fast).sampled]).toEqual([200, false]);
+        // Another process holds the database's write lock for 0.6 s: the insert waits for it.
+        const script = `
+          const { Database } = require('bun:sqlite');
+          const db = new Database(${JSON.stringify(join(dir, 'pets.db'))});
+          db.exec('BEGIN IMMEDIATE');
+          console.log('locked');
+          setTimeout(() => { db.exec('COMMIT'); db.close(); }, 600);`;
+        const holder = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+        await new Promise<void>((resolve) => holder.stdout.once('data', () => resolve()));
+        const started = performance.now();
+        const slow = await fetch(`${server.url}/v1/pets`, {
+          method: 'POST',
+          headers: { ...bearer('acme'), 'Content-Type': 'application/json' },
+          body: JSON.stringify({ name: 'Slow', categoryId: 1 }),
+        });
+        expect(slow.status).toBe(201);
+        expect(performance.now() - started).toBeGreaterThan(300);
+        const answered = ids(slow);
+        expect(answered.sampled).toBe(true);
+        const spans = await otlp.waitFor(byTrace(answered.traceId));
+        const root = serverSpan(spans);
+        expect(root).toMatchObject({
+          name: 'POST /v1/pets',
+          spanId: answered.spanId,
+          status: STATUS.unset,
+          attributes: {
+            'http.response.status_code': 201,
+            'petstore.kept_by': 'tail',
+            'petstore.consumer.name': 'acme',
+          },
+        });
+        const create = spans.find((s) => s.name === 'create pets') as ExportedSpan;
+        expect(create.attributes).toMatchObject({ 'db.system.name': 'sqlite', 'db.operation.name': 'create' });
+        nests(create, root);
+        nests(spans.find((s) => s.name === 'gateway decide') as ExportedSpan, root);
+        expect(Number(create.end - create.start) / 1e6).toBeGreaterThan(300);
+        expect(await logLine(server, String(slow.headers.get('x-request-id')))).toMatchObject({
+          traceId: answered.traceId,
+          traceSampled: true,
+          status: 201,
+        });
+        await settled(server, otlp);
+        expect(otlp.spans.filter((s) => s.traceId === ids(fast).traceId)).toEqual([]);
+        expect(await logLine(server, String(fast.headers.get('x-request-id')))).toMatchObject({ traceSampled: false });
+      } finally {
+        await server.stop('SIGKILL');
+        await otlp.close();
+      }
+    },
+    20_000,
+  );
+
+  test("a 503 of a caller with a key is exported, a keyless caller's is not; past --otel-keep-max-per-second the excess is counted, not exported", async () => {
+    // Redis away with --redis-fail closed: every request is answered 503 at once.
+    const { otlp, server } = await tailServer([
+      ...['--redis', `redis://127.0.0.1:${await freePort()}`, '--redis-fail', 'closed'],
+      ...['--otel-keep-max-per-second', '3'],
+    ]);
+    try {
+      const stranger = await fetch(`${server.url}/v1/pets`);
+      expect([stranger.status, ids(stranger).sampled]).toEqual([503, false]);
+      const answers: Response[] = [];
+      for (let i = 0; i < 8; i++) answers.push(await fetch(`${server.url}/v1/pets`, { headers: bearer('acme') }));
+      expect(answers.map((r) => r.status)).toEqual(Array(8).fill(503));
+      const kept = answers.filter((r) => ids(r).sampled);
+      // Eight in well under a second, or split over two: three a second at most.
+      expect(kept.length).toBeGreaterThanOrEqual(3);
+      expect(kept.length).toBeLessThanOrEqual(6);
+      for (const res of kept) {
+        const root = serverSpan(await otlp.waitFor(byTrace(ids(res).traceId)));
+        expect(root).toMatchObject({
+          status: STATUS.error,
+          attributes: { 'http.response.status_code': 503, 'petstore.kept_by': 'tail' },
+        });
+      }
+      await sleep(1_500);
+      const exported = new Set(otlp.spans.map((s) => s.traceId));
+      expect(exported).toEqual(new Set(kept.map((r) => ids(r).traceId)));
+      // Each refused keep is a server span and its decision's.
+      expect(await droppedFor(server, 'tail_capped')).toBe(2 * (8 - kept.length));
+    } finally {
+      await server.stop('SIGKILL');
+      await otlp.close();
+    }
+  }, 20_000);
+
+  test('a ring fuller than the export reads drops the oldest kept records and counts their spans', async () => {
+    const { otlp, server } = await tailServer(['--otel-ring-records', '8'], ':memory:');
+    try {
+      const traces: string[] = [];
+      // Sampled by the key's flag, one after another far faster than the ring is read (every 200 ms).
+      for (let i = 0; i < 300; i++) {
+        const parent = traceparent(true);
+        const res = await fetch(`${server.url}/v1/pets`, {
+          headers: { ...bearer('acme'), traceparent: parent.header },
+        });
+        await res.arrayBuffer();
+        traces.push(parent.traceId);
+      }
+      const last = traces.at(-1) as string;
+      await otlp.waitFor(byTrace(last));
+      await sleep(1_500);
+      const exported = new Set(otlp.spans.filter((s) => s.kind === KIND.server).map((s) => s.traceId));
+      const lost = traces.filter((t) => !exported.has(t));
+      expect(lost.length).toBeGreaterThan(0);
+      expect(traces.slice(-8).every((t) => exported.has(t))).toBe(true);
+      // Two spans a request (its decision; the page mostly kept), three with the store's list.
+      const overwritten = await droppedFor(server, 'ring_overwritten');
+      expect(overwritten).toBeGreaterThanOrEqual(2 * lost.length);
+      expect(overwritten).toBeLessThanOrEqual(3 * lost.length);
+      expect(await droppedFor(server, 'queue_full')).toBe(0);
+    } finally {
+      await server.stop('SIGKILL');
+      await otlp.close();
+    }
+  }, 30_000);
+});
