@@ -6,7 +6,7 @@
  * rounds; then random pages and pets of a million-pet file (lib/million.ts), where no memo
  * helps, against `Bun.serve` + `bun:sqlite` on the same file (sqlite-floor.ts); then the list on
  * two products whose webhook receivers answer and never answer (lib/hooks.ts); then the list
- * without a trace endpoint and exporting 1% and every request (lib/traces.ts); then the product
+ * without a trace endpoint, exporting 1%, none but the tail's and every request (lib/traces.ts); then the product
  * as a fleet instance on PostgreSQL without Redis against the product alone on SQLite
  * (lib/fleet-reads.ts); then the list on the same binary alone and on a throwaway Redis
  * (lib/fleet.ts); then start-up, binary size and RSS under a flood of strangers.
@@ -142,7 +142,9 @@ async function main(): Promise<void> {
   let traces: TracesFigures | undefined;
   const traced = selected.filter((s) => s.data === 'traces');
   if (traced.length > 0) {
-    console.log('bench: traces: no endpoint, 1% and every request exported to a live OTLP receiver (lib/traces.ts)');
+    console.log(
+      'bench: traces: no endpoint, 1% exported, ratio 0 with the tail rules on, every request exported to a live OTLP receiver (lib/traces.ts)',
+    );
     const fleet = await startTracesFleet(dir, [BINARY], keysFile, base?.binary);
     scenarios.push(...(await runScenarios(fleet, traced)));
     traces = await fleet.finish();

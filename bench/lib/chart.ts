@@ -20,6 +20,7 @@ const COLORS: Record<string, string> = {
   petstore: '#2563eb',
   hooked: '#7c3aed',
   traced1: '#0d9488',
+  tracedtail: '#14b8a6',
   tracedall: '#0f766e',
   base: '#93c5fd',
   bare: '#9ca3af',

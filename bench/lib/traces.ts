@@ -1,9 +1,11 @@
 /**
  * The bench's trace scenario: the list path on the product without an endpoint (ids in the log
- * lines, the `traceresponse` header and the request scope all paid), on the base build (no trace
- * code at all) and on two products exporting to a live OTLP/HTTP receiver: one sampling 1% of
- * new traces (`parentbased_traceidratio`), one every request. The receiver answers each export
- * at once with an empty `ExportTraceServiceResponse`, as a collector does, without decoding it.
+ * lines, the `traceresponse` header and the request scope all paid), on the base build and on
+ * three products of the same build exporting to a live OTLP/HTTP receiver: one sampling 1% of
+ * new traces (`parentbased_traceidratio`), one sampling none with the tail rules on (every
+ * request recorded into the ring, none slow or failed, so none exported), one every request.
+ * The receiver answers each export at once with an empty `ExportTraceServiceResponse`, as a
+ * collector does, without decoding it.
  */
 import type { Server } from 'bun';
 import type { ServerName } from './report.ts';
@@ -12,11 +14,11 @@ import { LIST, type Scenario, startSeeded, tokenOf } from './setup.ts';
 
 export const TRACES_SCENARIO: Scenario = {
   id: 'traces',
-  label: `GET ${LIST}: no trace endpoint, 1% and every request exported`,
+  label: `GET ${LIST}: no trace endpoint, 1% exported, ratio 0 with the tail rules on, every request exported`,
   expect: 200,
-  servers: ['petstore', 'base', 'traced1', 'tracedall'],
+  servers: ['petstore', 'base', 'traced1', 'tracedtail', 'tracedall'],
   data: 'traces',
-  paired: ['petstore', 'traced1', 'tracedall'],
+  paired: ['petstore', 'traced1', 'tracedtail', 'tracedall'],
   // At 1% the span and export code runs some 300 times a second, and JavaScriptCore takes
   // minutes to settle the code it shares with every request: a short warm-up measures mostly
   // that (bench/README.md, "What tracing costs"), so the 1%-sampled product is warmed 45 s.
@@ -67,11 +69,18 @@ export async function startTracesFleet(
     ...endpoint,
     ...['--otel-sampler', 'parentbased_traceidratio', '--otel-sampler-arg', '0.01'],
   ]);
+  // The tail rules as shipped, spelled out: 5xx kept, and requests slower than 0.1 s (none here).
+  const [tracedtail, tracedtailLog] = await startSeeded(cmd, dir, 'traces-tail', keysFile, [
+    ...endpoint,
+    ...['--otel-sampler', 'parentbased_traceidratio', '--otel-sampler-arg', '0'],
+    ...['--otel-keep-slower-than', '0.1', '--otel-keep-errors', 'true'],
+  ]);
   const [tracedall, tracedallLog] = await startSeeded(cmd, dir, 'traces-all', keysFile, endpoint);
-  const servers: Partial<Record<ServerName, Running>> = { petstore, traced1, tracedall };
+  const servers: Partial<Record<ServerName, Running>> = { petstore, traced1, tracedtail, tracedall };
   const logs: Partial<Record<ServerName, string>> = {
     petstore: petstoreLog,
     traced1: traced1Log,
+    tracedtail: tracedtailLog,
     tracedall: tracedallLog,
   };
   if (base) {
@@ -84,7 +93,7 @@ export async function startTracesFleet(
     logs,
     finish: async () => {
       const dropped: TracesFigures['dropped'] = {};
-      for (const name of ['traced1', 'tracedall'] as const) {
+      for (const name of ['traced1', 'tracedtail', 'tracedall'] as const) {
         const text = await (await fetch(`${servers[name]?.url}/metrics`)).text();
         dropped[name] = text
           .split('\n')
