@@ -26,6 +26,9 @@ export const INTERNED_MAX = 4096;
 /** The records a ring holds by default. */
 export const DEFAULT_RING_RECORDS = 4096;
 
+/** The error name a failed child is recorded with when its own is not: string number 1. */
+export const ERROR_NAME = 'Error';
+
 /** A record's state. */
 export const FREE = 0;
 export const OPEN = 1;
@@ -152,6 +155,8 @@ export class TraceRing {
 
   constructor(size = DEFAULT_RING_RECORDS) {
     this.size = size;
+    // Number 1, so that a failed child whose error's name finds the table full is still an `Error`.
+    this.strings.id(ERROR_NAME);
     this.state = new Uint8Array(size);
     this.seq = new Float64Array(size);
     this.flags = new Uint8Array(size);

@@ -26,7 +26,7 @@ import {
 } from '@opentelemetry/api';
 import { peerText } from '../redact.ts';
 import { formatTraceParent, newSpanId, newTrace, newTraceId, parseTraceParent } from './context.ts';
-import { FAILED, HEAD, INTERNAL, MAX_CHILDREN, REMOTE, TAIL, type TraceRing } from './ring.ts';
+import { ERROR_NAME, FAILED, HEAD, INTERNAL, MAX_CHILDREN, REMOTE, TAIL, type TraceRing } from './ring.ts';
 import { currentScope, type RequestScope, requestScope } from './scope.ts';
 
 let tracer: Tracer | undefined;
@@ -301,7 +301,7 @@ async function recorded<T>(
     return result;
   } catch (err) {
     if (into.holds(r, seq)) {
-      into.childErrorType[i] = into.strings.id(err instanceof Error ? err.name : 'Error') || 1;
+      into.childErrorType[i] = into.strings.id(err instanceof Error ? err.name : ERROR_NAME) || 1;
       if (into.errorChild[r] === -1) {
         into.errorChild[r] = n;
         into.error.write(r, peerText(err));
