@@ -11,6 +11,7 @@ import { answerHeaders, beginAnswer } from '../core/reply.ts';
 import type { AppEnv } from '../env.ts';
 import { type Gated, type GatewayPass, principalOf, quotaStatus } from '../gateway/index.ts';
 import type { Logger } from '../log.ts';
+import { operationIndex } from '../metrics/labels.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { peerText } from '../redact.ts';
 import { currentScope, type RequestScope } from '../trace/scope.ts';
@@ -142,6 +143,8 @@ interface Shared {
   readonly cors: ReturnType<typeof corsStep> | undefined;
   readonly limit: ReturnType<typeof limitBody>;
   readonly memo: AnswerMemo;
+  /** Counts a kept operation's request as a memo hit or miss (`--metrics`). */
+  readonly memoCount: ((op: number, hit: boolean) => void) | undefined;
   /** How `toApiError` logs an unhandled error, and a store that is unavailable. */
   readonly report: (err: unknown, c: Context<AppEnv>) => void;
   readonly unavailable: (err: unknown, c: Context<AppEnv>) => void;
@@ -179,6 +182,7 @@ function sharedOf({
     cors: corsOrigins.length > 0 ? corsStep(corsOrigins) : undefined,
     limit: limitBody(maxBodyBytes),
     memo: new AnswerMemo(),
+    memoCount: metrics && ((op, hit) => metrics.memoAnswered(op, hit)),
     report: (err, c) => log.error('unhandled error', named(c, err)),
     unavailable: (err, c) => log.warn('store unavailable', named(c, err)),
   };
@@ -298,19 +302,21 @@ interface OperationRoute<D> {
   /** Its fixed headers (a deprecated one's), if any. */
   readonly fixed: AnswerHeaders | undefined;
   readonly readInput: ReturnType<typeof inputReader<D>>;
+  /** Its index among the metrics' operations. */
+  readonly counted: number;
 }
 
 function routeOf<D>({ deps }: ApiShared<D>, op: Operation<D>): OperationRoute<D> {
   // A quota reader's answer is the caller's own: never kept for another.
   if (op.memo && op.readsQuota) throw new TypeError(`pipeline: ${op.id} reads the quota and cannot be kept`);
   const fixed = op.deprecated ? deprecationHeaders(op.deprecated) : undefined;
-  return { op, deps, fixed, readInput: inputReader(op) };
+  return { op, deps, fixed, readInput: inputReader(op), counted: operationIndex(op.id) };
 }
 
 /** Steps 5 (the kept answer), 6 and 7: a kept answer is used while the store is unchanged. */
 async function served<D>(
-  { storeVersion, memo }: ApiShared<D>,
-  { op, deps, readInput }: OperationRoute<D>,
+  { storeVersion, memo, memoCount }: ApiShared<D>,
+  { op, deps, readInput, counted }: OperationRoute<D>,
   c: Context<AppEnv>,
   decision: Decision,
 ): Promise<Response> {
@@ -318,6 +324,7 @@ async function served<D>(
   const key = op.memo ? pathAndQuery(c.req.url) : undefined;
   const version = key === undefined ? undefined : storeVersion?.();
   const kept = key === undefined ? undefined : memo.get(key, version);
+  if (key !== undefined) memoCount?.(counted, kept !== undefined);
   if (kept) return answer(c, kept);
   const caller = c.get('caller');
   // A quota reader's input is the decision that admitted it; only a consumer gets this far.

@@ -12,7 +12,7 @@ import { PLAN_NAMES } from '../keys/plans.ts';
 import type { StoreErrorKind } from '../store/errors.ts';
 import { ConsumerMetrics } from './consumers.ts';
 import { Exemplars } from './exemplars.ts';
-import { REQUEST_OPERATIONS, STORE_OPERATIONS, type StoreOperation } from './labels.ts';
+import { MEMO_OPERATIONS, REQUEST_OPERATIONS, STORE_OPERATIONS, type StoreOperation } from './labels.ts';
 import { LeaseMetrics } from './leases.ts';
 import { type LimiterView, registerLimiter } from './limiter.ts';
 import { WebhookMetrics } from './webhooks.ts';
@@ -57,6 +57,8 @@ export function latencyBuckets(objectives: readonly number[] = []): number[] {
 export class Metrics {
   readonly #registry = new Registry();
   readonly #requests = new Float64Array(REQUEST_OPERATIONS.length * STATUSES);
+  /** Per operation index: answers from the memo (even slots) and read from the store (odd). */
+  readonly #memo = new Float64Array(REQUEST_OPERATIONS.length * 2);
   readonly #latency: Histogram<'operation'>;
   readonly #exemplars: Exemplars;
   #inFlight = 0;
@@ -89,6 +91,21 @@ export class Metrics {
             const n = requests[i * STATUSES + s] as number;
             if (n > 0) this.inc({ operation, status: String(s + 100) }, n);
           }
+        });
+      },
+    });
+    const memo = this.#memo;
+    new Counter({
+      name: 'petstore_answer_memo_total',
+      help: 'Requests of operations whose answers are kept (the answer memo), by operation and outcome: hit (a kept answer), miss (read from the store).',
+      labelNames: ['operation', 'outcome'] as const,
+      registers,
+      collect() {
+        this.reset();
+        REQUEST_OPERATIONS.forEach((operation, i) => {
+          if (!MEMO_OPERATIONS.includes(operation)) return;
+          this.inc({ operation, outcome: 'hit' }, memo[i * 2] as number);
+          this.inc({ operation, outcome: 'miss' }, memo[i * 2 + 1] as number);
         });
       },
     });
@@ -196,6 +213,12 @@ export class Metrics {
     const operation = REQUEST_OPERATIONS[op] ?? 'other';
     this.#latency.observe({ operation }, seconds);
     if (traceId !== undefined) this.#exemplars.seen(operation, seconds, traceId, Date.now());
+  }
+
+  /** A request of operation `op` (from `operationIndex`), one whose answers are kept, was answered from the memo (`hit`) or read. */
+  memoAnswered(op: number, hit: boolean): void {
+    const m = op * 2 + (hit ? 0 : 1);
+    this.#memo[m] = (this.#memo[m] ?? 0) + 1;
   }
 
   /** A caller on `plan` was answered 429; `reason` is the Error body's code, e.g. `rate_limited`. */

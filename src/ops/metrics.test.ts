@@ -1,18 +1,21 @@
 import { describe, expect, test } from 'bun:test';
+import { tokenFor } from '../../test/testing.ts';
 import { createApp, metricsApp } from '../app.ts';
 import { SlidingWindowLimiter } from '../gateway/index.ts';
+import { hashToken, parseKeys } from '../keys/file.ts';
 import { KeyTable } from '../keys/table.ts';
 import { Metrics } from '../metrics/registry.ts';
 import { MemoryStore } from '../store/memory.ts';
 
 const NOT_FOUND = { code: 'not_found', message: 'No resource exists at this path.', status: 404 };
 
-function app(options: { metrics?: Metrics; serveMetrics?: boolean }) {
+function app(options: { metrics?: Metrics; serveMetrics?: boolean; keys?: KeyTable }) {
+  const { keys = new KeyTable([]), ...rest } = options;
   return createApp({
     store: new MemoryStore(),
-    keys: () => new KeyTable([]),
+    keys: () => keys,
     limiter: new SlidingWindowLimiter(),
-    ...options,
+    ...rest,
   });
 }
 
@@ -49,6 +52,55 @@ describe('GET /metrics', () => {
       404,
       'application/json',
       NOT_FOUND,
+    ]);
+  });
+});
+
+describe('petstore_answer_memo_total', () => {
+  const token = tokenFor('memo');
+  const keys = new KeyTable(
+    parseKeys(JSON.stringify({ keys: [{ name: 'memo', plan: 'pro', sha256: hashToken(token).toString('hex') }] })),
+  );
+  const memoLines = async (a: ReturnType<typeof app>) =>
+    (await (await a.request('/metrics')).text()).split('\n').filter((l) => l.startsWith('petstore_answer_memo_total'));
+
+  test('counts the kept operations’ answers as hits and misses: kept from the second asking, read again after a write', async () => {
+    const a = app({ metrics: new Metrics({ version: '1.0.0', runtime: 'bun' }), keys });
+    const headers = { Authorization: `Bearer ${token}` };
+    const zero = [
+      'petstore_answer_memo_total{operation="listPets",outcome="hit"} 0',
+      'petstore_answer_memo_total{operation="listPets",outcome="miss"} 0',
+      'petstore_answer_memo_total{operation="getPet",outcome="hit"} 0',
+      'petstore_answer_memo_total{operation="getPet",outcome="miss"} 0',
+      'petstore_answer_memo_total{operation="getInventory",outcome="hit"} 0',
+      'petstore_answer_memo_total{operation="getInventory",outcome="miss"} 0',
+    ];
+    expect(await memoLines(a)).toEqual(zero);
+    const created = await a.request('/v1/pets', {
+      method: 'POST',
+      headers: { ...headers, 'Content-Type': 'application/json' },
+      body: '{"name":"Rex","categoryId":1}',
+    });
+    expect(created.status).toBe(201);
+    // Asked once (remembered), twice (kept), three times (answered from the memo).
+    for (let i = 0; i < 3; i++) expect((await a.request('/v1/pets?limit=20', { headers })).status).toBe(200);
+    // A change moves the store's version: the next list is read again.
+    const patched = await a.request('/v1/pets/1', {
+      method: 'PATCH',
+      headers: { ...headers, 'Content-Type': 'application/merge-patch+json' },
+      body: '{"name":"Bob"}',
+    });
+    expect(patched.status).toBe(200);
+    expect((await a.request('/v1/pets?limit=20', { headers })).status).toBe(200);
+    // A refused request never reaches the memo; neither does an operation it does not keep.
+    expect((await a.request('/v1/pets?limit=20')).status).toBe(401);
+    expect((await a.request('/v1/pets/1', { headers })).status).toBe(200);
+    expect(await memoLines(a)).toEqual([
+      'petstore_answer_memo_total{operation="listPets",outcome="hit"} 1',
+      'petstore_answer_memo_total{operation="listPets",outcome="miss"} 3',
+      'petstore_answer_memo_total{operation="getPet",outcome="hit"} 0',
+      'petstore_answer_memo_total{operation="getPet",outcome="miss"} 1',
+      ...zero.slice(4),
     ]);
   });
 });
