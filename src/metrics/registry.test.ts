@@ -44,6 +44,12 @@ describe('Metrics', () => {
       [
         '# HELP petstore_http_requests_total HTTP requests answered, by operation and status code.',
         '# TYPE petstore_http_requests_total counter',
+        '# HELP petstore_answer_memo_total Requests of operations whose answers are kept (the answer memo), by operation and outcome: hit (a kept answer), miss (read from the store).',
+        '# TYPE petstore_answer_memo_total counter',
+        ...['listPets', 'getPet', 'getInventory'].flatMap((op) => [
+          `petstore_answer_memo_total{operation="${op}",outcome="hit"} 0`,
+          `petstore_answer_memo_total{operation="${op}",outcome="miss"} 0`,
+        ]),
         '# HELP petstore_http_request_duration_seconds Time from receiving a request to having its response ready, by operation.',
         '# TYPE petstore_http_request_duration_seconds histogram',
         '# HELP petstore_http_requests_in_flight Requests received and not yet answered.',
