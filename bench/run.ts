@@ -31,6 +31,7 @@ import { FLEET_READS_SCENARIOS, startPostgresFleet } from './lib/fleet-reads.ts'
 import { HOOKS_SCENARIO, type HooksFigures, startHooksFleet } from './lib/hooks.ts';
 import { flood, median, startupOnce } from './lib/measure.ts';
 import { millionFile } from './lib/million.ts';
+import { countsBetween, countsOf, MIXED_SCENARIOS, mixedSection, startMixedFleet } from './lib/mixed.ts';
 import { machine, versions } from './lib/provenance.ts';
 import { QUOTA_SCENARIO, writeQuotaKeys } from './lib/quota.ts';
 import {
@@ -118,6 +119,7 @@ async function main(): Promise<void> {
     HOOKS_SCENARIO,
     TRACES_SCENARIO,
     ...FLEET_READS_SCENARIOS,
+    ...MIXED_SCENARIOS,
     FLEET_SCENARIO,
   ];
   const selected = ordered.filter((s) => !ONLY || ONLY.includes(s.id));
@@ -162,6 +164,18 @@ async function main(): Promise<void> {
     } finally {
       await fleet.finish();
     }
+  }
+  const mixed = selected.filter((s) => s.data === 'mixed');
+  if (mixed.length > 0) {
+    console.log('bench: mixed traffic and writes alone, on SQLite and on PostgreSQL (lib/mixed.ts)');
+    const fleet = await startMixedFleet(dir, BINARY, keysFile);
+    try {
+      scenarios.push(...(await runScenarios(fleet, mixed, dir)));
+      await stopFleet(fleet);
+    } finally {
+      await fleet.finish();
+    }
+    console.log(mixedSection(scenarios));
   }
   let fleetFigures: FleetFigures | undefined;
   const paired = selected.filter((s) => s.data === 'fleet');
@@ -320,7 +334,11 @@ async function stopFleet(fleet: Fleet): Promise<void> {
 }
 
 /** Each scenario in alternating wrk rounds over the fleet's servers that it names. */
-async function runScenarios({ servers, logs }: Fleet, list: readonly Scenario[]): Promise<ScenarioResult[]> {
+async function runScenarios(
+  { servers, logs }: Fleet,
+  list: readonly Scenario[],
+  dir = tmpdir(),
+): Promise<ScenarioResult[]> {
   const scenarios: ScenarioResult[] = [];
   const offsets: Partial<Record<ServerName, number>> = {};
   /** Statuses each product build logged since the last call. */
@@ -347,17 +365,26 @@ async function runScenarios({ servers, logs }: Fleet, list: readonly Scenario[])
       ...(servers.base ? { baseStatuses: {} } : {}),
     };
     const rounds: Partial<Record<ServerName, Round[]>> = {};
+    const prepare = (name: ServerName) => scenario.prepare?.(serverOf(servers, name), name, dir) ?? {};
     for (const name of names) {
       const seconds = QUICK ? WARMUP : Math.max(WARMUP, scenario.warmup?.[name] ?? 0);
-      await runWrk(serverOf(servers, name).url, scenario.load, { ...WRK, seconds });
+      await runWrk(serverOf(servers, name).url, scenario.load, { ...WRK, seconds }, await prepare(name));
       rounds[name] = [];
     }
     await logged();
     const measure = async (name: ServerName, round: number, beside?: ServerName): Promise<Round> => {
       const server = serverOf(servers, name);
+      const env = await prepare(name);
+      const counted = scenario.metrics ? await countsOf(server) : undefined;
       const cpuBefore = server.cpuSeconds();
-      const w = await runWrk(server.url, scenario.load, { ...WRK, seconds: SECONDS });
-      const r = { ...w, cpuUs: ((server.cpuSeconds() - cpuBefore) * 1e6) / w.requests };
+      const w = await runWrk(
+        server.url,
+        scenario.load,
+        { ...WRK, seconds: Math.min(SECONDS, scenario.seconds ?? SECONDS) },
+        env,
+      );
+      const cpuUs = ((server.cpuSeconds() - cpuBefore) * 1e6) / w.requests;
+      const r = { ...w, cpuUs, ...(counted ? { counts: countsBetween(counted, await countsOf(server)) } : {}) };
       const who = beside ? `${name} beside ${beside}` : name;
       console.log(
         `${scenario.id.padEnd(7)} round ${round + 1} ${who.padEnd(8)} ${Math.round(r.rps).toString().padStart(7)} req/s  CPU ${r.cpuUs.toFixed(1).padStart(5)} µs/req  p50 ${(r.p50Us / 1000).toFixed(2)} ms  p99 ${(r.p99Us / 1000).toFixed(2)} ms  >=400: ${r.statusErrors}  socket errors: ${r.socketErrors}`,

@@ -3,6 +3,7 @@ import { type Group, renderChart } from './chart.ts';
 import type { FleetFigures } from './fleet.ts';
 import type { HooksFigures, OutboxFigures } from './hooks.ts';
 import { median } from './measure.ts';
+import { memoHitRate, mixedSection } from './mixed.ts';
 import type { TracesFigures } from './traces.ts';
 import type { WrkResult } from './wrk.ts';
 
@@ -19,7 +20,8 @@ export type ServerName =
   | 'hono'
   | 'express'
   | 'sqlite'
-  | 'lone';
+  | 'lone'
+  | 'postgres';
 /** Column order of the tables and the chart. */
 export const SERVERS: readonly ServerName[] = [
   'petstore',
@@ -33,6 +35,7 @@ export const SERVERS: readonly ServerName[] = [
   'floor',
   'sqlite',
   'lone',
+  'postgres',
   'hono',
   'express',
 ];
@@ -53,6 +56,8 @@ export interface StrangerCost {
 export interface Round extends WrkResult {
   /** Server CPU (user + system) per request, in µs: what the load generator cannot hide. */
   readonly cpuUs: number;
+  /** With `Scenario.metrics`: what the server's `/metrics` counted over the round (lib/mixed.ts). */
+  readonly counts?: Record<string, number>;
 }
 
 export interface Summary {
@@ -345,6 +350,24 @@ export function checkTargets(results: Results): Target[] {
       },
     ),
   );
+  for (const [server, backend] of [
+    ['petstore', 'SQLite'],
+    ['postgres', 'PostgreSQL'],
+  ] as const) {
+    const rounds = results.scenarios.find((s) => s.id === 'mixed')?.servers[server]?.rounds ?? [];
+    const hit = memoHitRate(rounds);
+    targets.push(
+      target(
+        `Mixed traffic on ${backend} (90% list and get, 5% PATCH, 5% place then cancel or complete): server CPU per request vs the list alone on the same server`,
+        '≤ 1.5x',
+        [at('mixed', server), at('mix-list', server)],
+        (m, l) => [
+          `${cpu(m, l)}; memo hit rate ${hit === undefined ? '–' : `${(hit * 100).toFixed(1)}%`}`,
+          m.cpuUs <= 1.5 * l.cpuUs,
+        ],
+      ),
+    );
+  }
   for (const [id, label] of [
     ['page-1m', 'Random page of 1M pets (`GET /v1/pets?limit=20&cursor={random}`)'],
     ['get-1m', 'Random pet of 1M (`GET /v1/pets/{random id}`)'],
@@ -565,6 +588,9 @@ export function renderReport(results: Results): string {
     scenarioTable(results),
     '',
     baseTable(results),
+    ...(results.scenarios.some((s) => s.id === 'mixed')
+      ? ['### Mixed traffic and each write alone ([lib/mixed.ts](lib/mixed.ts))', '', mixedSection(results.scenarios)]
+      : []),
     hooksLine(results),
     tracesLine(results),
     `Start-up to first 200: median ${ms(startup.medianMs)}, fastest ${ms(startup.minMs)}, p90 ${ms(startup.p90Ms)} over ${startup.runs} starts.`,

@@ -46,9 +46,10 @@ export interface Scenario {
    * or their own seeded files with consumers whose webhooks go to two receivers (lib/hooks.ts),
    * or their own seeded files, some exporting traces to a receiver (lib/traces.ts),
    * or PostgreSQL databases of their own, with the product alone on SQLite beside them (lib/fleet-reads.ts),
-   * or their own seeded files, one of the two on a Redis (lib/fleet.ts).
+   * or their own seeded files, one of the two on a Redis (lib/fleet.ts),
+   * or the product on SQLite and on PostgreSQL, both with `--metrics` (lib/mixed.ts).
    */
-  data?: 'million' | 'hooks' | 'traces' | 'postgres' | 'fleet';
+  data?: 'million' | 'hooks' | 'traces' | 'postgres' | 'fleet' | 'mixed';
   /**
    * With the base build: the servers measured beside it, at the same time on the server core, a
    * pair at a time, for the comparison with the base (default: the product). The host moves a
@@ -57,6 +58,15 @@ export interface Scenario {
   paired?: ServerName[];
   /** Seconds of load a server takes before its rounds, where it needs more than BENCH_WARMUP. */
   warmup?: Partial<Record<ServerName, number>>;
+  /** Seconds of each round, where a scenario needs fewer than BENCH_SECONDS (each uses something up). */
+  seconds?: number;
+  /**
+   * Before each wrk run, outside the measured CPU: reads or makes on `server` what the run works
+   * on; returns more environment for wrk's script. `dir` is the bench's temp dir.
+   */
+  prepare?: (server: Running, name: ServerName, dir: string) => Promise<Record<string, string>>;
+  /** Whether each round reads the server's `/metrics` before and after it (`Round.counts`). */
+  metrics?: boolean;
 }
 /** Without BENCH_BASE, 'base' is dropped from every list. */
 const ALL: ServerName[] = ['petstore', 'base', 'bare', 'hono', 'express'];

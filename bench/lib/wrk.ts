@@ -2,7 +2,7 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 
-const SCRIPT = join(import.meta.dir, '../wrk/scenario.lua');
+const SCRIPTS = join(import.meta.dir, '../wrk');
 
 export interface Load {
   readonly method: 'GET' | 'POST';
@@ -11,6 +11,10 @@ export interface Load {
   /** Distinct X-Forwarded-For addresses per wrk thread; 0 sends none. */
   readonly addresses: number;
   readonly body?: string;
+  /** The wrk script in bench/wrk/ (default `scenario.lua`); `mixed.lua` takes the token alone. */
+  readonly script?: string;
+  /** More environment for the script (wrk/mixed.lua's BENCH_MIX). */
+  readonly env?: Readonly<Record<string, string>>;
   /** > 0: `{id}` and `{cursor}` in `path` become random ids up to this, a new draw for each request of a pool of 65,536 per wrk thread (wrk/scenario.lua). */
   readonly random?: number;
 }
@@ -35,6 +39,8 @@ export interface WrkResult {
   readonly socketErrors: number;
   /** Requests per second. */
   readonly rps: number;
+  /** wrk/mixed.lua: writes sent as a list, having nothing left to work on. */
+  readonly fallbacks?: number;
 }
 
 /**
@@ -47,7 +53,10 @@ export async function runWrk(
   url: string,
   load: Load,
   { seconds, threads, connections, prefix = [] }: WrkOptions,
+  env: Readonly<Record<string, string>> = {},
 ): Promise<WrkResult> {
+  const script = load.script ?? 'scenario.lua';
+  const scriptArgs = script === 'scenario.lua' ? [load.method, load.path, load.token, load.body ?? ''] : [load.token];
   const [file, ...args] = [
     ...prefix,
     'wrk',
@@ -57,16 +66,19 @@ export async function runWrk(
     '--timeout',
     '10s',
     '-s',
-    SCRIPT,
+    join(SCRIPTS, script),
     url,
     '--',
-    load.method,
-    load.path,
-    load.token,
-    load.body ?? '',
+    ...scriptArgs,
   ];
   const child = spawn(file as string, args, {
-    env: { ...process.env, BENCH_ADDRESSES: String(load.addresses), BENCH_RANDOM: String(load.random ?? 0) },
+    env: {
+      ...process.env,
+      BENCH_ADDRESSES: String(load.addresses),
+      BENCH_RANDOM: String(load.random ?? 0),
+      ...load.env,
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
