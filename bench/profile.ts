@@ -5,7 +5,8 @@
  * bench/tmp/profile/<scenario>.cpuprofile (open it in Chrome DevTools or speedscope) and
  * <scenario>.md, a summary of self and inclusive time by function and by file (lib/cpuprofile.ts).
  *
- * Knobs (environment): BENCH_PROFILE (scenario ids, default `list,401,page-1m,get-1m`), BENCH_SECONDS (8),
+ * Knobs (environment): BENCH_PROFILE (scenario ids, default `list,401,page-1m,get-1m`; the mixed
+ * scenarios of lib/mixed.ts run on SQLite), BENCH_SECONDS (8),
  * BENCH_PROFILE_INTERVAL (sampling interval in µs, 250), BENCH_BASE (profile that commit's source
  * instead, from its build in dist/: `lib/base.ts`; written as <scenario>-<commit>.*),
  * BENCH_PROFILE_SAMPLED (a ratio, 0 to 1: export that share of traces to a sink that answers at
@@ -17,6 +18,7 @@ import { join } from 'node:path';
 import { buildBase } from './lib/base.ts';
 import { parseProfile, renderSummary, summarise } from './lib/cpuprofile.ts';
 import { millionFile } from './lib/million.ts';
+import { MIXED_SCENARIOS } from './lib/mixed.ts';
 import { SCENARIOS, startOn, startSeeded, WRK, writeKeys } from './lib/setup.ts';
 import { runWrk } from './lib/wrk.ts';
 
@@ -53,8 +55,9 @@ const traceArgs = sink
 
 mkdirSync(OUT, { recursive: true });
 for (const id of IDS) {
-  const scenario = SCENARIOS.find((s) => s.id === id);
-  if (!scenario) throw new Error(`bench-profile: no scenario ${id} (${SCENARIOS.map((s) => s.id).join(', ')})`);
+  const all = [...SCENARIOS, ...MIXED_SCENARIOS];
+  const scenario = all.find((s) => s.id === id);
+  if (!scenario) throw new Error(`bench-profile: no scenario ${id} (${all.map((s) => s.id).join(', ')})`);
   const dir = mkdtempSync(join(tmpdir(), 'petstore-profile-'));
   const stem = `${id}${base ? `-${base.commit}` : ''}${SAMPLED ? `-sampled-${SAMPLED}` : ''}`;
   const name = `${stem}.cpuprofile`;
@@ -80,10 +83,16 @@ for (const id of IDS) {
           await millionFile([BUN, join(ROOT, 'src/main.ts')], keysFile),
           traceArgs,
         )
-      : await startSeeded(cmd, dir, 'petstore', keysFile, traceArgs);
-  await runWrk(server.url, scenario.load, { ...WRK, seconds: WARMUP });
+      : // The mixed scenarios read /metrics (the memo's hits), as in `make bench`; on SQLite here.
+        await startSeeded(cmd, dir, 'petstore', keysFile, [
+          ...traceArgs,
+          ...(scenario.data === 'mixed' ? ['--metrics'] : []),
+        ]);
+  const prepare = async () => (await scenario.prepare?.(server, 'petstore', dir)) ?? {};
+  await runWrk(server.url, scenario.load, { ...WRK, seconds: WARMUP }, await prepare());
+  const env = await prepare();
   const cpuBefore = server.cpuSeconds();
-  const w = await runWrk(server.url, scenario.load, { ...WRK, seconds: SECONDS });
+  const w = await runWrk(server.url, scenario.load, { ...WRK, seconds: SECONDS }, env);
   const cpuUs = ((server.cpuSeconds() - cpuBefore) * 1e6) / w.requests;
   await server.stop();
   rmSync(dir, { recursive: true, force: true });

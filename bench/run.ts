@@ -35,6 +35,7 @@ import { countsBetween, countsOf, MIXED_SCENARIOS, mixedSection, startMixedFleet
 import { machine, versions } from './lib/provenance.ts';
 import { QUOTA_SCENARIO, writeQuotaKeys } from './lib/quota.ts';
 import {
+  baseChanges,
   checkTargets,
   type Results,
   type Round,
@@ -194,7 +195,7 @@ async function main(): Promise<void> {
     scenarios.push(...(await runScenarios(fleet, million)));
     await stopFleet(fleet);
   }
-  if (ONLY) return finish(dir);
+  if (ONLY) return partialReport(scenarios, dir);
 
   console.log(`bench: start-up, ${STARTS} starts`);
   const samples: number[] = [];
@@ -448,6 +449,29 @@ function serverOf(servers: Partial<Record<ServerName, Running>>, name: ServerNam
   const server = servers[name];
   if (!server) throw new Error(`bench: ${name} is not running`);
   return server;
+}
+
+/**
+ * A BENCH_ONLY run's figures, with no report: each scenario's change against the base build
+ * (the median of the paired rounds' ratios, and each pair's), the mixed section; with BENCH_OUT,
+ * its scenarios as scenarios.json there.
+ */
+function partialReport(scenarios: ScenarioResult[], dir: string): void {
+  for (const c of baseChanges({ scenarios })) {
+    const s = scenarios.find((x) => x.id === c.id);
+    const pairs = s?.pairs?.petstore;
+    const ratios = pairs ? pairs.ours.map((r, i) => (r.cpuUs / (pairs.theirs[i]?.cpuUs ?? Number.NaN)).toFixed(3)) : [];
+    console.log(
+      `vs base ${c.id}: ${c.product.cpuUs.toFixed(1)} vs ${c.base.cpuUs.toFixed(1)} µs a request, change ${(c.change * 100).toFixed(1)}% (median of the pairs' ratios ${ratios.join(' ')}), rounds' range now / base ${c.spread}`,
+    );
+  }
+  const out = process.env.BENCH_OUT;
+  if (out) {
+    mkdirSync(out, { recursive: true });
+    writeFileSync(join(out, 'scenarios.json'), `${JSON.stringify({ machine: machine(), scenarios }, null, 2)}\n`);
+    console.log(`bench: scenarios in ${out}/scenarios.json`);
+  }
+  finish(dir);
 }
 
 function finish(dir: string): void {

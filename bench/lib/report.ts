@@ -164,7 +164,12 @@ export const summarise = (rounds: readonly Round[]): Summary => ({
  * one round, so the host's drift between rounds (it moves a build's figure by a quarter from
  * one round to the next) cancels out. Undefined unless both ran.
  */
-export function pairedRatio(results: Results, id: string, a: ServerName, b: ServerName): number | undefined {
+export function pairedRatio(
+  results: Pick<Results, 'scenarios'>,
+  id: string,
+  a: ServerName,
+  b: ServerName,
+): number | undefined {
   const scenario = results.scenarios.find((x) => x.id === id);
   const { ours, theirs } =
     b === 'base'
@@ -443,7 +448,7 @@ const signedPct = (n: number) => `${n >= 0 ? '+' : '−'}${Math.abs(n * 100).toF
 
 /** Per scenario: the product's CPU per request against the base build's, as a relative change of the paired rounds (`pairedRatio`). */
 export function baseChanges(
-  results: Results,
+  results: Pick<Results, 'scenarios'>,
 ): { id: string; label: string; change: number; product: Summary; base: Summary; spread: string }[] {
   return results.scenarios.flatMap((s) => {
     // Side by side when paired: the product's rounds beside the base, not its rounds alone.
