@@ -26,6 +26,7 @@ const COLORS: Record<string, string> = {
   bare: '#9ca3af',
   floor: '#d1d5db',
   sqlite: '#6b7280',
+  postgres: '#1e3a8a',
   hono: '#f97316',
   express: '#f59e0b',
 };
