@@ -218,15 +218,21 @@ const sumOf = (rounds: readonly Round[], pick: (key: string) => boolean) =>
   rounds.reduce((s, r) => s + Object.entries(r.counts ?? {}).reduce((t, [k, n]) => (pick(k) ? t + n : t), 0), 0);
 const secondsOf = (rounds: readonly Round[]) => rounds.reduce((s, r) => s + r.durationUs / 1e6, 0);
 
-/** The memo's hits over its hits and misses in `rounds`, or undefined when none counted. */
-export function memoHitRate(rounds: readonly Round[]): number | undefined {
-  const hits = sumOf(rounds, (k) => k.startsWith('memo ') && k.endsWith(' hit'));
-  const misses = sumOf(rounds, (k) => k.startsWith('memo ') && k.endsWith(' miss'));
+/**
+ * The memo's hits over its hits and misses in `rounds` (of `operation` only, when given), or
+ * undefined when none counted.
+ */
+export function memoHitRate(rounds: readonly Round[], operation = ''): number | undefined {
+  const prefix = operation ? `memo ${operation} ` : 'memo ';
+  const hits = sumOf(rounds, (k) => k.startsWith(prefix) && k.endsWith(' hit'));
+  const misses = sumOf(rounds, (k) => k.startsWith(prefix) && k.endsWith(' miss'));
   return hits + misses > 0 ? hits / (hits + misses) : undefined;
 }
 
 /** Per operation in `rounds`: requests a second over the rounds' time, and its statuses. */
-export function operationsOf(rounds: readonly Round[]): { operation: string; rps: number; statuses: string }[] {
+export function operationsOf(
+  rounds: readonly Round[],
+): { operation: string; rps: number; statuses: string; hitRate: number | undefined }[] {
   const seconds = secondsOf(rounds);
   const ops = new Map<string, Record<string, number>>();
   for (const r of rounds) {
@@ -240,6 +246,7 @@ export function operationsOf(rounds: readonly Round[]): { operation: string; rps
   }
   return [...ops.entries()].map(([operation, statuses]) => ({
     operation,
+    hitRate: memoHitRate(rounds, operation),
     rps: Object.values(statuses).reduce((a, b) => a + b, 0) / seconds,
     statuses: Object.entries(statuses)
       .map(([s, n]) => `${s}×${n.toLocaleString('en-US')}`)
@@ -280,7 +287,10 @@ export function mixedSection(scenarios: readonly ScenarioResult[]): string {
   for (const [name, backend] of MIXED_SERVERS) {
     const m = mixed.servers[name];
     if (!m) continue;
-    for (const o of operationsOf(m.rounds)) ops.push(`| ${backend} | ${o.operation} | ${fmt(o.rps)} | ${o.statuses} |`);
+    for (const o of operationsOf(m.rounds)) {
+      const hit = o.hitRate === undefined ? '–' : `${(o.hitRate * 100).toFixed(1)}%`;
+      ops.push(`| ${backend} | ${o.operation} | ${fmt(o.rps)} | ${hit} | ${o.statuses} |`);
+    }
   }
   const writes: string[] = [];
   for (const id of ['patch', 'place', 'close']) {
@@ -305,8 +315,8 @@ export function mixedSection(scenarios: readonly ScenarioResult[]): string {
     '',
     'Within the mix, per operation (from `/metrics` over the measured rounds):',
     '',
-    '| Backend | Operation | req/s | statuses |',
-    '|---|---|--:|---|',
+    '| Backend | Operation | req/s | memo hit rate | statuses |',
+    '|---|---|--:|--:|---|',
     ...ops,
     '',
     'Each write alone (medians of the rounds):',
