@@ -6,7 +6,7 @@
  * <scenario>.md, a summary of self and inclusive time by function and by file (lib/cpuprofile.ts).
  *
  * Knobs (environment): BENCH_PROFILE (scenario ids, default `list,401,page-1m,get-1m`; the mixed
- * scenarios of lib/mixed.ts run on SQLite), BENCH_SECONDS (8),
+ * scenarios of lib/mixed.ts run on SQLite, or with BENCH_PROFILE_POSTGRES=1 on a throwaway PostgreSQL), BENCH_SECONDS (8),
  * BENCH_PROFILE_INTERVAL (sampling interval in µs, 250), BENCH_BASE (profile that commit's source
  * instead, from its build in dist/: `lib/base.ts`; written as <scenario>-<commit>.*),
  * BENCH_PROFILE_SAMPLED (a ratio, 0 to 1: export that share of traces to a sink that answers at
@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { buildBase } from './lib/base.ts';
 import { parseProfile, renderSummary, summarise } from './lib/cpuprofile.ts';
 import { millionFile } from './lib/million.ts';
-import { MIXED_SCENARIOS } from './lib/mixed.ts';
+import { MIXED_SCENARIOS, startOnPostgres, throwawayDatabase } from './lib/mixed.ts';
 import { SCENARIOS, startOn, startSeeded, WRK, writeKeys } from './lib/setup.ts';
 import { runWrk } from './lib/wrk.ts';
 
@@ -31,6 +31,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const INTERVAL = Number(process.env.BENCH_PROFILE_INTERVAL ?? 250);
 const WARMUP = 2;
 const SAMPLED = process.env.BENCH_PROFILE_SAMPLED;
+/** The mixed scenarios on a throwaway PostgreSQL instead of SQLite. */
+const ON_POSTGRES = process.env.BENCH_PROFILE_POSTGRES === '1';
 /** An OTLP/HTTP sink for BENCH_PROFILE_SAMPLED: takes each export and answers at once. */
 const sink = SAMPLED
   ? Bun.serve({
@@ -59,7 +61,8 @@ for (const id of IDS) {
   const scenario = all.find((s) => s.id === id);
   if (!scenario) throw new Error(`bench-profile: no scenario ${id} (${all.map((s) => s.id).join(', ')})`);
   const dir = mkdtempSync(join(tmpdir(), 'petstore-profile-'));
-  const stem = `${id}${base ? `-${base.commit}` : ''}${SAMPLED ? `-sampled-${SAMPLED}` : ''}`;
+  const pg = ON_POSTGRES && scenario.data === 'mixed' ? await throwawayDatabase() : undefined;
+  const stem = `${id}${pg ? '-postgres' : ''}${base ? `-${base.commit}` : ''}${SAMPLED ? `-sampled-${SAMPLED}` : ''}`;
   const name = `${stem}.cpuprofile`;
   rmSync(join(OUT, name), { force: true });
   // The seeding POSTs are profiled too (not on the million pets, which need none): a few hundred
@@ -83,18 +86,21 @@ for (const id of IDS) {
           await millionFile([BUN, join(ROOT, 'src/main.ts')], keysFile),
           traceArgs,
         )
-      : // The mixed scenarios read /metrics (the memo's hits), as in `make bench`; on SQLite here.
-        await startSeeded(cmd, dir, 'petstore', keysFile, [
-          ...traceArgs,
-          ...(scenario.data === 'mixed' ? ['--metrics'] : []),
-        ]);
-  const prepare = async () => (await scenario.prepare?.(server, 'petstore', dir)) ?? {};
+      : pg
+        ? await startOnPostgres(cmd, dir, 'petstore', keysFile, pg.url, traceArgs)
+        : // The mixed scenarios read /metrics (the memo's hits), as in `make bench`.
+          await startSeeded(cmd, dir, 'petstore', keysFile, [
+            ...traceArgs,
+            ...(scenario.data === 'mixed' ? ['--metrics'] : []),
+          ]);
+  const prepare = async () => (await scenario.prepare?.(server, pg ? 'postgres' : 'petstore', dir)) ?? {};
   await runWrk(server.url, scenario.load, { ...WRK, seconds: WARMUP }, await prepare());
   const env = await prepare();
   const cpuBefore = server.cpuSeconds();
   const w = await runWrk(server.url, scenario.load, { ...WRK, seconds: SECONDS }, env);
   const cpuUs = ((server.cpuSeconds() - cpuBefore) * 1e6) / w.requests;
   await server.stop();
+  await pg?.finish();
   rmSync(dir, { recursive: true, force: true });
   const summary = summarise(parseProfile(readFileSync(join(OUT, name), 'utf8')), ROOT);
   const title = `${scenario.label}: ${Math.round(w.rps)} req/s, ${cpuUs.toFixed(1)} µs CPU a request under the profiler (${w.requests} requests, ${w.statusErrors} >= 400)`;

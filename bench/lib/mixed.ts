@@ -70,8 +70,8 @@ export interface MixedFleet {
   finish(): Promise<void>;
 }
 
-/** The product on SQLite and on a throwaway PostgreSQL, both seeded alike, both with `--metrics`. */
-export async function startMixedFleet(dir: string, binary: string, keysFile: string): Promise<MixedFleet> {
+/** A database of its own on a throwaway PostgreSQL server; `finish` stops the server. */
+export async function throwawayDatabase(): Promise<{ url: string; finish: () => Promise<void> }> {
   const exports = execFileSync(WITH_POSTGRES, ['start'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   const url = /_URL=(\S+)/.exec(exports)?.[1] ?? '';
   const clusterDir = /_DIR=(\S+)/.exec(exports)?.[1] ?? '';
@@ -82,9 +82,38 @@ export async function startMixedFleet(dir: string, binary: string, keysFile: str
     await admin.end();
     const at = new URL(url);
     at.pathname = '/petstore_mixed';
+    return { url: at.toString(), finish };
+  } catch (err) {
+    await finish();
+    throw err;
+  }
+}
+
+/**
+ * The product (`cmd`) on `url` with `--metrics` and `extra`, seeded as startSeeded seeds a file.
+ *
+ * @example
+ * const [server, log] = await startOnPostgres([binary], dir, 'mixed-pg', keysFile, url)
+ */
+export async function startOnPostgres(
+  cmd: string[],
+  dir: string,
+  name: string,
+  keysFile: string,
+  url: string,
+  extra: readonly string[] = [],
+): Promise<[Running, string]> {
+  const started = await startOn(cmd, dir, name, keysFile, url, ['--metrics', ...extra]);
+  await createPets(started[0], SEED_PETS, 1);
+  return started;
+}
+
+/** The product on SQLite and on a throwaway PostgreSQL, both seeded alike, both with `--metrics`. */
+export async function startMixedFleet(dir: string, binary: string, keysFile: string): Promise<MixedFleet> {
+  const { url, finish } = await throwawayDatabase();
+  try {
     const [sqlite, sqliteLog] = await startSeeded([binary], dir, 'mixed-sqlite', keysFile, ['--metrics']);
-    const [pg, pgLog] = await startOn([binary], dir, 'mixed-pg', keysFile, at.toString(), ['--metrics']);
-    await createPets(pg, SEED_PETS, 1);
+    const [pg, pgLog] = await startOnPostgres([binary], dir, 'mixed-pg', keysFile, url);
     return { servers: { petstore: sqlite, postgres: pg }, logs: { petstore: sqliteLog, postgres: pgLog }, finish };
   } catch (err) {
     await finish();
