@@ -131,10 +131,10 @@ service-verify: build ## systemd-analyze verify scripts/petstore.service, and it
 	  systemd-analyze verify "$$t/petstore.service" && \
 	  systemd-analyze security --offline=yes --threshold=20 "$$t/petstore.service" | tail -n 1
 
-bench: build $(PEERS) ## wrk: dist/petstore vs bare Bun.serve, Hono's floor, the Hono and Express peers, and on 1M pets vs Bun.serve + bun:sqlite (~8½ min; BENCH_BASE=<ref> adds that build beside it, ~24 min); bench/README.md
+bench: build $(PEERS) ## wrk: dist/petstore vs bare Bun.serve, Hono's floor, the Hono and Express peers, on 1M pets vs Bun.serve + bun:sqlite, and mixed reads and writes on SQLite and PostgreSQL (~12 min; BENCH_BASE=<ref> adds that build beside it, ~34 min); bench/README.md
 	$(BUN) bench/run.ts
 
-bench-quick: build $(PEERS) ## a ~1 min smoke run of `make bench` (1 round of 1 s); report in bench/tmp/quick/, not over bench/README.md
+bench-quick: build $(PEERS) ## a ~3 min smoke run of `make bench` (1 round of 1 s); report in bench/tmp/quick/, not over bench/README.md
 	BENCH_QUICK=1 $(BUN) bench/run.ts
 
 bench-inprocess: node_modules/.stamp $(DOCS_GEN) ## BENCH_BASE=<ref>: this tree's app vs <ref>'s through app.fetch in one process, paired blocks (~1 min a scenario); for a busy machine
