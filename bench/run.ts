@@ -172,8 +172,9 @@ async function main(): Promise<void> {
     const fleet = await startMixedFleet(dir, BINARY, keysFile);
     try {
       scenarios.push(...(await runScenarios(fleet, mixed, dir)));
-      await stopFleet(fleet);
     } finally {
+      // Stopped on a failure too: the products would outlive the run, on a database gone.
+      await stopFleet(fleet);
       await fleet.finish();
     }
     console.log(mixedSection(scenarios));
