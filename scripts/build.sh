@@ -13,8 +13,9 @@ mkdir -p dist
 # make generates the docs bundle module first; this covers running the script on its own.
 [[ -f src/docs/generated/scalar-bundle.ts ]] || "$BUN" scripts/embed-docs.ts
 mapfile -t flags < <(compile_flags)
+mapfile -t entries < <(compile_entries)
 mapfile -t stamp < <(stamp_defines "$target")
-"$BUN" build "${flags[@]}" "${stamp[@]}" src/main.ts --outfile "$OUT.tmp"
+"$BUN" build "${flags[@]}" "${stamp[@]}" "${entries[@]}" --outfile "$OUT.tmp"
 
 version=$("$OUT.tmp" --version)
 expected="petstore $(node -p 'require("./package.json").version') (commit $(build_commit), target $target)"

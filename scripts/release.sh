@@ -83,6 +83,7 @@ mkdir -p "$OUT"
 [[ -f src/docs/generated/scalar-bundle.ts ]] || "$BUN" scripts/embed-docs.ts
 echo "release: petstore $version, commit $commit, bun $bun_version"
 mapfile -t flags < <(compile_flags)
+mapfile -t entries < <(compile_entries)
 for t in "${TARGETS[@]}"; do
   exe=$(runtime "$t")
   bin=$OUT/petstore-$version-$t
@@ -90,7 +91,7 @@ for t in "${TARGETS[@]}"; do
   # compile_flags, as scripts/build.sh has them; here the target is named and its runtime
   # handed over.
   "$BUN" build "${flags[@]}" "${stamp[@]}" \
-    --target="bun-$t" --compile-executable-path="$exe" src/main.ts --outfile "$bin" >/dev/null ||
+    --target="bun-$t" --compile-executable-path="$exe" "${entries[@]}" --outfile "$bin" >/dev/null ||
     fail "bun build --target=bun-$t failed"
   check_executable "$t" "$bin"
   echo "release: $bin ($(du -h "$bin" | cut -f1))"

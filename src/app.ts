@@ -52,6 +52,8 @@ export interface AppOptions {
   notReady?: () => string | undefined;
   /** Most requests one consumer, its keys together, may have in flight (`--max-in-flight`). */
   maxInFlight?: number;
+  /** With workers: the host's in-flight table, so `maxInFlight` holds for the host (src/gateway/host-in-flight.ts). */
+  hostSlots?: GatewayOptions['hostSlots'];
   /** IPv6 callers without a valid key are counted by this prefix (`--ipv6-prefix`). */
   ipv6Prefix?: number;
   /** Where the rate limiter decides now, for `/readyz` (the Redis limiter's failover status). */
@@ -92,6 +94,7 @@ export function createApp({
   serveMetrics = true,
   notReady,
   maxInFlight,
+  hostSlots,
   ipv6Prefix,
   limiterStatus,
   corsOrigins = [],
@@ -112,6 +115,7 @@ export function createApp({
     clientAddress,
     ban,
     maxInFlight,
+    ...(hostSlots ? { hostSlots } : {}),
     ipv6Prefix,
     wouldRefuse,
     clock,

@@ -21,6 +21,9 @@ import { parseRetrySeconds } from './webhooks/schedule.ts';
 
 export { ConfigError };
 
+/** The most workers `--workers` takes: past this, a host is better served by more instances. */
+export const MAX_WORKERS = 64;
+
 const httpUrl = checked(
   'an http(s) URL without query or fragment',
   v.pipe(
@@ -181,6 +184,15 @@ export const OPTIONS = {
     help: 'requests one consumer (its keys together) may have in flight at once; more get 429 too_many_concurrent_requests',
     fallback: DEFAULT_MAX_IN_FLIGHT,
     parse: int(1, 1_000_000),
+  },
+  workers: {
+    flag: '--workers',
+    env: 'PETSTORE_WORKERS',
+    arg: 'N|auto',
+    help: 'event loops serving the port together (auto: one per CPU this process may use); the limits, bans and in-flight caps hold for them all (Bun only)',
+    fallback: 1 as number | 'auto',
+    parse: (raw: string, source: string): number | 'auto' =>
+      raw === 'auto' ? 'auto' : int(1, MAX_WORKERS)(raw, source),
   },
   shutdownSeconds: {
     flag: '--shutdown-timeout',
@@ -448,6 +460,10 @@ function checkTogether(options: Values<typeof OPTIONS>): void {
   if (keys === KEYS_STORE && data === MEMORY) {
     throw new ConfigError(`--keys store: needs --data with a SQLite file or a postgres:// URL, not ${data}`);
   }
+  if (options.workers !== 'auto' && options.workers > 1 && data === MEMORY) {
+    // Each worker would have a store of its own: a pet created on one would be unknown to the others.
+    throw new ConfigError(memoryWithWorkers(options.workers));
+  }
   if (idle <= store) {
     // A request with a body keeps the idle timer, which cuts off a client that stops sending
     // it; once the body is in, the timer must outlast the request's wait for the store.
@@ -457,6 +473,11 @@ function checkTogether(options: Values<typeof OPTIONS>): void {
     );
   }
   configError(() => new TrustedProxies(options.trustProxy));
+}
+
+/** Why `--data :memory:` cannot serve `workers` workers. */
+export function memoryWithWorkers(workers: number): string {
+  return `--workers ${workers}: needs --data with a SQLite file or a postgres:// URL, not ${MEMORY} (each worker would see only its own pets)`;
 }
 
 /** The retry delays of `PETSTORE_WEBHOOK_RETRY_SECONDS`, or undefined for the real schedule. */

@@ -97,6 +97,34 @@ function isoTime(ms: number): string {
 let stdoutWriter: ((line: string) => void) | undefined;
 
 /**
+ * The process's one writer of log lines to stdout: lines made elsewhere (a worker's, sent to
+ * the supervisor) go out through it, whole, with the supervisor's own.
+ */
+export function logLines(): (line: string) => void {
+  return stdoutLines();
+}
+
+/**
+ * A writer that hands the lines of each event-loop turn to `send` together, in one message: a
+ * worker's logger, whose lines the supervisor writes (`logLines`).
+ *
+ * @example
+ * createLogger({ write: batchedLines((lines) => postMessage({ type: 'log', lines })) })
+ */
+export function batchedLines(send: (lines: string[]) => void): (line: string) => void {
+  let pending: string[] = [];
+  const flush = () => {
+    const out = pending;
+    pending = [];
+    if (out.length > 0) send(out);
+  };
+  return (line) => {
+    if (pending.length === 0) setImmediate(flush);
+    pending.push(line);
+  };
+}
+
+/**
  * Writes lines to stdout once per event-loop turn instead of once per line: the lines of all the
  * requests answered in one turn go out in one write. Whatever is pending at exit is handed to
  * stdout then, which the runtime flushes before the process ends, so `process.exit` loses nothing.

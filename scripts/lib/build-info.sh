@@ -28,6 +28,12 @@ compile_flags() {
     --compile-jit-policy=30 --no-compile-autoload-dotenv --no-compile-autoload-bunfig
 }
 
+# The entry points of every compiled binary: the program, and the worker each `--workers` thread
+# runs (src/serve/workers.ts starts it by this path, which the binary keeps).
+compile_entries() {
+  printf -- '%s\n' src/main.ts src/serve/worker.ts
+}
+
 # The release target name of this machine (linux-x64, linux-arm64, ...-musl, darwin-...).
 host_target() {
   local os arch

@@ -12,6 +12,7 @@ import { canonicalAddress } from './addresses.ts';
 import { type Caller, identify } from './caller.ts';
 import { decider } from './decide.ts';
 import { writeRateLimitHeaders } from './headers.ts';
+import { HostInFlight, type HostSlotsMemory } from './host-in-flight.ts';
 import { InFlight, tooManyInFlight, untouched } from './in-flight.ts';
 import type { FailoverLimiter } from './limiter/failover.ts';
 import type { RateLimiter } from './limiter/limiter.ts';
@@ -20,9 +21,10 @@ import { adminKeyOnPublicApi, missingScope, REALM, validAt } from './validity.ts
 
 export { DEFAULT_IPV6_PREFIX, TrustedProxies } from './addresses.ts';
 export type { Caller } from './caller.ts';
+export { clearWorker, type HostSlotsMemory, hostSlotsMemory } from './host-in-flight.ts';
 export type { LimiterStatus } from './limiter/failover.ts';
 export type { LeaseStats, RunKind } from './limiter/leases.ts';
-export type { LimiterEvent, RateLimiter, Subject } from './limiter/limiter.ts';
+export type { LimiterEvent, RateLimiter, Subject, Verdict } from './limiter/limiter.ts';
 export { SlidingWindowLimiter } from './limiter/memory.ts';
 export { quotaStatus } from './quota.ts';
 export { wouldRefuseReporter } from './report-only.ts';
@@ -53,6 +55,8 @@ export interface GatewayOptions {
   ban?: BanPolicy;
   /** Most requests one consumer may have in flight (`--max-in-flight`). */
   maxInFlight?: number;
+  /** With workers: the host's in-flight table and this worker's column in it, so the cap holds for the host. */
+  hostSlots?: { readonly memory: HostSlotsMemory; readonly worker: number };
   /** IPv6 callers without a valid key are counted by this prefix (`--ipv6-prefix`, default 56). */
   ipv6Prefix?: number;
   /** Told of each window a report-only consumer's request would have been refused for (`report-only.ts`). */
@@ -118,6 +122,7 @@ export function gateway({
   clientAddress,
   ban,
   maxInFlight = DEFAULT_MAX_IN_FLIGHT,
+  hostSlots,
   ipv6Prefix,
   wouldRefuse,
   admin = false,
@@ -125,7 +130,9 @@ export function gateway({
   clock = systemClock,
 }: GatewayOptions): GatewayPass {
   const decide = decider({ limiter, ban, ...(ipv6Prefix === undefined ? {} : { ipv6Prefix }) });
-  const inFlight = new InFlight<Decision>(maxInFlight);
+  const inFlight = hostSlots
+    ? new HostInFlight<Decision>(maxInFlight, hostSlots.memory, hostSlots.worker)
+    : new InFlight<Decision>(maxInFlight);
   /** The limiter's decision, a child of the request's trace record when requests are recorded. */
   const decided = (caller: Caller, cost: number) =>
     childSpan('gateway decide', NO_ATTRIBUTES, () => decide(caller, cost), DECISION_SPAN, cost);

@@ -69,6 +69,7 @@ export class Metrics {
   readonly #reloads: Counter<'result'>;
   readonly #wouldRefuse: Counter<'consumer' | 'window'>;
   readonly #spansDropped: Counter<'reason'>;
+  readonly #workersReplaced: Counter;
   /** Per-consumer and per-key series; fed by `countRequests` and the keys (re)load. */
   readonly consumers = new ConsumerMetrics();
   /** Webhook deliveries and the outbox; fed by the delivery worker. */
@@ -175,6 +176,11 @@ export class Metrics {
       labelNames: ['reason'] as const,
       registers,
     });
+    this.#workersReplaced = new Counter({
+      name: 'petstore_workers_replaced_total',
+      help: 'Workers (--workers) that exited unasked and were started again in their place.',
+      registers,
+    });
     this.#spansDropped.inc({ reason: 'queue_full' }, 0);
     this.#spansDropped.inc({ reason: 'export_failed' }, 0);
     this.#spansDropped.inc({ reason: 'ring_overwritten' }, 0);
@@ -247,6 +253,11 @@ export class Metrics {
   /** The trace export lost `spans` spans (`queue_full`, `export_failed`, `ring_overwritten`, `tail_capped`). */
   spansDropped(spans: number, reason: string): void {
     this.#spansDropped.inc({ reason }, spans);
+  }
+
+  /** A worker exited unasked and another took its place. */
+  workerReplaced(): void {
+    this.#workersReplaced.inc();
   }
 
   /** The keys now loaded, by plan (at start and after each reload). */

@@ -3,7 +3,7 @@ import { CONNECTION_LIMITS, type RuntimeAdapter } from './server.ts';
 
 export const adapter: RuntimeAdapter = {
   name: 'bun',
-  async serve({ fetch, port, hostname, idleTimeoutSeconds }) {
+  async serve({ fetch, port, hostname, idleTimeoutSeconds, reusePort = false }) {
     const idleTimeout = idleTimeoutSeconds ?? CONNECTION_LIMITS.idleTimeoutSeconds;
     const answer = (req: Request, self: Bun.Server<undefined>) => {
       if (!req.url.startsWith('/')) return fetch(req, self);
@@ -17,9 +17,10 @@ export const adapter: RuntimeAdapter = {
       port,
       hostname,
       development: false,
-      // Off on purpose: with SO_REUSEPORT a second server on the same port starts fine and the
-      // kernel splits connections between the two (an old version and a new one, say).
-      reusePort: false,
+      // Off but for the workers of one process: with SO_REUSEPORT a second server on the same
+      // port starts fine and the kernel splits connections between the two (an old version and a
+      // new one, say), so the supervisor binds the port without it first (src/serve/workers.ts).
+      reusePort,
       // Between requests. Before the first byte and while headers are incomplete Bun 1.4 closes
       // the connection after about 10 s whatever this says (scripts/connections.test.ts), so
       // `headerTimeoutSeconds` has no setting here.

@@ -33,6 +33,7 @@ export class LiveKeys {
   #admin: KeyAdmin | undefined;
   /** Where the consumers' orders are: told of what each consumer adopts at every load (`settle`). */
   #pets: PetStore | undefined;
+  #listeners: ((table: KeyTable) => void)[] = [];
 
   /** Reads the keys file (a `KeysFileError` when it is bad) or makes the development key. */
   constructor(keys: string, log: Logger, metrics: Metrics | undefined) {
@@ -62,6 +63,11 @@ export class LiveKeys {
     this.table = this.#loaded(await watcher.load());
     this.#store = watcher;
     this.#admin = storeKeyAdmin(keyStore, () => watcher.sync('admin API'));
+  }
+
+  /** Calls `listener` with each table that replaces the one in force (the workers are handed it). */
+  onChange(listener: (table: KeyTable) => void): void {
+    this.#listeners.push(listener);
   }
 
   /**
@@ -148,6 +154,7 @@ export class LiveKeys {
   #apply(loaded: KeyRecord[], trigger: string): void {
     this.table = this.#loaded(loaded);
     void this.#adopt();
+    for (const listener of this.#listeners) listener(this.table);
     this.#metrics?.reloaded(true);
     this.#log.info('keys reloaded', { ...this.#source, trigger, keysByPlan: this.table.countByPlan() });
   }

@@ -38,6 +38,11 @@ export interface ServeOptions {
   headerTimeoutSeconds?: number;
   /** `--idle-timeout`: seconds a connection may sit idle (default `CONNECTION_LIMITS`). */
   idleTimeoutSeconds?: number;
+  /**
+   * Shares the port with the other workers of this process (`SO_REUSEPORT`): set only once the
+   * supervisor has proved the port free without it (src/serve/workers.ts).
+   */
+  reusePort?: boolean;
 }
 
 /** One runtime's way to serve a fetch handler and to tell a request's socket peer. */

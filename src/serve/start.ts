@@ -1,5 +1,6 @@
+import process from 'node:process';
 import { type AppOptions, adminApp, createApp, metricsApp } from '../app.ts';
-import { type Config, KEYS_STORE } from '../config.ts';
+import { type Config, ConfigError, KEYS_STORE, memoryWithWorkers } from '../config.ts';
 import { systemClock } from '../core/clock.ts';
 import {
   type LeaseStats,
@@ -12,21 +13,24 @@ import {
 import { KeysFileError } from '../keys/file.ts';
 import { keysFileWriteProblem } from '../keys/store-file.ts';
 import { AllowedRanges } from '../keys/webhook-targets.ts';
-import { createLogger, type Logger } from '../log.ts';
+import { createLogger, type Logger, logLines } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { countStoreErrors } from '../metrics/store-errors.ts';
-import { describeData, openStore } from '../store/open.ts';
+import { describeData, MEMORY, openStore } from '../store/open.ts';
+import { sharedVersion } from '../store/shared-version.ts';
 import type { PetStore, WrappedStore } from '../store/store.ts';
 import { tracesUrl } from '../trace/settings.ts';
 import { VERSION } from '../version.ts';
 import { notifier } from '../webhooks/notify.ts';
 import { PUBLIC_TARGETS } from '../webhooks/sender.ts';
 import { DeliveryWorker } from '../webhooks/worker.ts';
+import { availableCpus } from './cpus.ts';
 import { checkOpenFiles, openFilesNeeded } from './fd-limit.ts';
 import { announceDevKey } from './keys-source.ts';
 import { LiveKeys } from './live-keys.ts';
 import type { RunningServer, RuntimeAdapter, ServeOptions } from './server.ts';
 import { handleSignals } from './signals.ts';
+import { poolShare, SHARED, type WorkerMemory, WorkerPool, workerMemory } from './workers.ts';
 
 // Defined by `bun build --define` for a compiled binary (scripts/lib/build-info.sh), else undeclared.
 declare const PETSTORE_TARGET: string | undefined;
@@ -43,6 +47,8 @@ declare const PETSTORE_TARGET: string | undefined;
 export async function startServer(config: Config): Promise<void> {
   const log = createLogger({ level: config.logLevel, format: config.logFormat });
   const adapter = await loadAdapter();
+  const workers = workerCount(config, adapter);
+  const memory = workers > 1 ? workerMemory(workers) : undefined;
   const metrics = await metricsOf(config, adapter);
   const traces = await tracesOf(config, metrics);
   const keys = new LiveKeys(config.keys, log, metrics);
@@ -51,8 +57,10 @@ export async function startServer(config: Config): Promise<void> {
     if (problem) throw new KeysFileError(problem);
   }
   checkOpenFiles(log, openFilesNeeded(keys.consumers, config.maxInFlight));
-  const listeners = await Listeners.bind(config, adapter, metrics);
-  const store = await listeners.unlessFailed(() => storeOf(config, log, metrics));
+  const listeners = await Listeners.bind(config, adapter, metrics, memory !== undefined);
+  const opened = await listeners.unlessFailed(() => storeOf(config, log, metrics, memory && poolShare(workers)));
+  // The supervisor's own writes (expiries, a consumer's orders retired) move every worker's version too.
+  const store = memory ? sharedVersion(opened, new Int32Array(memory.state), SHARED.storeVersion) : opened;
   await listeners.unlessFailed(
     async () => {
       await keys.openStore(store);
@@ -65,22 +73,29 @@ export async function startServer(config: Config): Promise<void> {
   let stopping = false;
   let stoppingAt = 0;
   const gate = gateOptions(config, adapter, keys, limiter, log);
-  listeners.serve(
-    createApp({
-      ...gate,
-      store,
-      docs: { publicUrl: config.publicUrl, stagingUrl: config.stagingUrl },
-      metrics,
-      serveMetrics: config.metricsPort === null,
-      notReady: () => (stopping ? 'The server is shutting down.' : undefined),
-      ...(shared ? { limiterStatus: () => shared.status() } : {}),
-      ...(config.keys ? { keysProblem: () => keys.problem() } : {}),
-      corsOrigins: config.corsOrigins,
-      experimental: config.experimental,
-      orderHoldMs: config.orderHoldMs,
-      ...(webhooks.notify ? { notify: webhooks.notify } : {}),
-    }).fetch,
-  );
+  if (memory) {
+    await listeners.unlessFailed(
+      () => startWorkers(config, memory, listeners, keys, limiter, log, metrics, webhooks.worker),
+      () => store.close(),
+    );
+  } else {
+    listeners.serve(
+      createApp({
+        ...gate,
+        store,
+        docs: { publicUrl: config.publicUrl, stagingUrl: config.stagingUrl },
+        metrics,
+        serveMetrics: config.metricsPort === null,
+        notReady: () => (stopping ? 'The server is shutting down.' : undefined),
+        ...(shared ? { limiterStatus: () => shared.status() } : {}),
+        ...(config.keys ? { keysProblem: () => keys.problem() } : {}),
+        corsOrigins: config.corsOrigins,
+        experimental: config.experimental,
+        orderHoldMs: config.orderHoldMs,
+        ...(webhooks.notify ? { notify: webhooks.notify } : {}),
+      }).fetch,
+    );
+  }
   webhooks.worker?.start();
   const expiry = expireOrders(store, log);
   const admin =
@@ -118,7 +133,60 @@ export async function startServer(config: Config): Promise<void> {
       await traces?.shutdown(Math.max(FLUSH_MIN_MS, stoppingAt + config.shutdownSeconds * 1_000 - Date.now()));
     },
   });
-  announce(config, adapter.name, keys, listeners, adminServer, log, traces?.url);
+  announce(config, adapter.name, keys, listeners, adminServer, log, traces?.url, workers);
+}
+
+/**
+ * The workers `--workers` asks for: `auto` is the CPUs this process may use (`availableCpus`).
+ * More than one needs a runtime whose workers share a port and memory: Bun's.
+ */
+function workerCount(config: Config, adapter: RuntimeAdapter): number {
+  const count = config.workers === 'auto' ? availableCpus() : config.workers;
+  if (count <= 1) return 1;
+  if (adapter.name !== 'bun') {
+    throw new ConfigError(
+      `--workers ${config.workers}: this runtime (${adapter.name === 'deno' ? 'Deno' : 'Node'}) serves with one worker; ` +
+        'the petstore binary (Bun) serves with several on one port',
+    );
+  }
+  if (config.data === MEMORY) throw new ConfigError(memoryWithWorkers(count));
+  return count;
+}
+
+/**
+ * Starts the workers on the port the supervisor proved free, each a worker of the host's
+ * limiter and keys; they serve from when all of them listen. A worker lost for good stops the
+ * process (SIGTERM's drain), never serving on with fewer than it says.
+ */
+async function startWorkers(
+  config: Config,
+  memory: WorkerMemory,
+  listeners: Listeners,
+  keys: LiveKeys,
+  limiter: RateLimiter,
+  log: Logger,
+  metrics: Metrics | undefined,
+  webhooks: DeliveryWorker | undefined,
+): Promise<WorkerPool> {
+  const pool = await WorkerPool.start({
+    count: memory.slots.workers,
+    config,
+    port: listeners.main.port,
+    memory,
+    keys: () => keys.table,
+    limiter,
+    log,
+    lines: logLines(),
+    wake: () => webhooks?.wake(),
+    ...(metrics ? { replaced: () => metrics.workerReplaced() } : {}),
+    lost: (reason) => {
+      log.error('stopping: the process would serve with fewer workers than it says', { reason });
+      process.kill(process.pid, 'SIGTERM');
+    },
+  });
+  keys.onChange((table) => pool.keysChanged(table));
+  listeners.workers(pool);
+  return pool;
 }
 
 /** How often each instance expires the orders whose hold is over, when no request did first. */
@@ -215,7 +283,17 @@ class Listeners {
     this.#app = app;
   }
 
-  static async bind(config: Config, adapter: RuntimeAdapter, metrics: Metrics | undefined): Promise<Listeners> {
+  /**
+   * With `proveOnly` (workers to come), the API's port is bound without `SO_REUSEPORT` and
+   * closed again: a port in use stops the start here, as with one worker, and the workers then
+   * share the port this proved free (a port of 0 keeps the number the system gave).
+   */
+  static async bind(
+    config: Config,
+    adapter: RuntimeAdapter,
+    metrics: Metrics | undefined,
+    proveOnly = false,
+  ): Promise<Listeners> {
     let resolve: (fetch: ServeOptions['fetch']) => void = () => {};
     const app = new Promise<ServeOptions['fetch']>((r) => {
       resolve = r;
@@ -224,13 +302,17 @@ class Listeners {
     void app.then((fetch) => {
       handle = fetch;
     });
-    const main = await adapter.serve({
+    let main = await adapter.serve({
       fetch: (req, env) => handle(req, env),
       port: config.port,
       hostname: config.host,
       headerTimeoutSeconds: config.headerTimeoutSeconds,
       idleTimeoutSeconds: config.idleTimeoutSeconds,
     });
+    if (proveOnly) {
+      await main.stop(true);
+      main = { port: main.port, stop: async () => {} };
+    }
     const metricsServer =
       metrics && config.metricsPort !== null
         ? await adapter.serve({ fetch: metricsApp(metrics).fetch, port: config.metricsPort, hostname: config.host })
@@ -252,6 +334,11 @@ class Listeners {
   /** The API's port serves `fetch` from now on, the requests that waited for it first. */
   serve(fetch: ServeOptions['fetch']): void {
     this.#app(fetch);
+  }
+
+  /** The workers, serving the API's port: drained first on shutdown, with the others. */
+  workers(pool: RunningServer): void {
+    this.all.unshift(pool);
   }
 
   /** Another listener (the admin API's), stopped with the others. */
@@ -295,8 +382,16 @@ async function openLimiter(config: Config, log: Logger, metrics: Metrics | undef
  * call bounded in time (`--store-timeout`) and, with metrics, its failures counted. No part
  * reaches the store around these wrappers.
  */
-export async function storeOf(config: Config, log: Logger, metrics: Metrics | undefined): Promise<WrappedStore> {
-  const store = await openStore(config.data, log, { timeoutMs: config.storeTimeoutSeconds * 1_000 });
+export async function storeOf(
+  config: Config,
+  log: Logger,
+  metrics: Metrics | undefined,
+  poolSize?: number,
+): Promise<WrappedStore> {
+  const store = await openStore(config.data, log, {
+    timeoutMs: config.storeTimeoutSeconds * 1_000,
+    ...(poolSize === undefined ? {} : { poolSize }),
+  });
   return metrics ? countStoreErrors(store, metrics) : store;
 }
 
@@ -350,11 +445,13 @@ function announce(
   admin: RunningServer | undefined,
   log: Logger,
   traces: string | undefined,
+  workers: number,
 ): void {
   if (keys.devToken) announceDevKey(keys.devToken, origin(config.host, listeners.main.port), log);
   log.info('listening', {
     version: VERSION,
     runtime,
+    ...(workers > 1 ? { workers } : {}),
     address: `http://${config.host}:${listeners.main.port}`,
     data: describeData(config.data),
     keysByPlan: keys.table.countByPlan(),

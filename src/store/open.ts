@@ -16,6 +16,8 @@ export { describeData } from './postgres-url.ts';
 export interface OpenStoreOptions {
   /** `--store-timeout` in ms: the longest any store call may take before it is answered 503. */
   readonly timeoutMs?: number;
+  /** PostgreSQL: connections of this store's pool (a worker's share of an instance's); default 10. */
+  readonly poolSize?: number;
 }
 
 /**
@@ -31,14 +33,19 @@ export interface OpenStoreOptions {
 export async function openStore(
   data: string,
   log: Logger,
-  { timeoutMs = DEFAULT_STORE_TIMEOUT_MS }: OpenStoreOptions = {},
+  { timeoutMs = DEFAULT_STORE_TIMEOUT_MS, poolSize }: OpenStoreOptions = {},
 ): Promise<BoundedStore> {
-  const backend = await openBackend(data, log, timeoutMs);
+  const backend = await openBackend(data, log, timeoutMs, poolSize);
   const system = backend instanceof MemoryStore ? undefined : POSTGRES_URL.test(data) ? 'postgresql' : 'sqlite';
   return boundStore(backend, { timeoutMs, log, ...(system ? { system } : {}) });
 }
 
-async function openBackend(data: string, log: Logger, timeoutMs: number): Promise<PetStore> {
+async function openBackend(
+  data: string,
+  log: Logger,
+  timeoutMs: number,
+  poolSize: number | undefined,
+): Promise<PetStore> {
   if (data === MEMORY) {
     log.warn('pets are kept in memory only and are lost at exit', { data });
     return new MemoryStore();
@@ -46,7 +53,7 @@ async function openBackend(data: string, log: Logger, timeoutMs: number): Promis
   if (data.trim() === '') throw new StoreOpenError('--data: expected a file path, a postgres:// URL or :memory:');
   if (POSTGRES_URL.test(data)) {
     const { PostgresStore } = await import('./postgres.ts');
-    return PostgresStore.open({ url: data, log, timeoutMs });
+    return PostgresStore.open({ url: data, log, timeoutMs, ...(poolSize === undefined ? {} : { poolSize }) });
   }
   const { loadSqlite } = await import('./sqlite-driver.ts');
   const open = await loadSqlite();

@@ -13,3 +13,6 @@ export const POSTGRES_URL = /^postgres(ql)?:\/\//i;
 export function describeData(data: string): string {
   return POSTGRES_URL.test(data) ? redactUrl(data) : data;
 }
+
+/** Connections an instance's PostgreSQL pool holds: with `--workers`, shared out among the workers (src/serve/workers.ts). */
+export const POOL_SIZE = 10;

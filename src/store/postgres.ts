@@ -18,7 +18,7 @@ import { postgresError } from './postgres-errors.ts';
 import { migratePostgres } from './postgres-migrate.ts';
 import { OUTBOX, postgresOutbox } from './postgres-outbox.ts';
 import { transaction } from './postgres-transaction.ts';
-import { describeData } from './postgres-url.ts';
+import { describeData, POOL_SIZE } from './postgres-url.ts';
 import {
   COUNT_BY_STATUS,
   column,
@@ -47,7 +47,6 @@ import type {
 /** Now on the database's clock, in epoch ms: every instance sets and compares holds by it, skewed or not. */
 const NOW_MS = 'floor(extract(epoch FROM now()) * 1000)::bigint';
 
-const POOL_SIZE = 10;
 /** The listening connection's `application_name`, as `pg_stat_activity` shows it. */
 export const LISTENER_NAME = 'petstore listener';
 /**
@@ -79,6 +78,8 @@ export interface PostgresStoreOptions {
    * pool connection instead of holding it.
    */
   readonly timeoutMs?: number;
+  /** Connections of the pool; default `POOL_SIZE`, a worker's share of it with `--workers`. */
+  readonly poolSize?: number;
 }
 
 /**
@@ -128,7 +129,12 @@ export class PostgresStore implements PetStore, WithKeyStore {
    * @example
    * const store = await PostgresStore.open({ url: 'postgres://petstore@127.0.0.1:5432/petstore', log })
    */
-  static async open({ url, log, timeoutMs = DEFAULT_STORE_TIMEOUT_MS }: PostgresStoreOptions): Promise<PostgresStore> {
+  static async open({
+    url,
+    log,
+    timeoutMs = DEFAULT_STORE_TIMEOUT_MS,
+    poolSize = POOL_SIZE,
+  }: PostgresStoreOptions): Promise<PostgresStore> {
     const where = `--data ${describeData(url)}`;
     /** The store once made: announcements go through its pool of the moment. */
     let announcing: PostgresStore | undefined;
@@ -141,7 +147,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
     const newPool = () =>
       postgres(url, {
         ...options,
-        max: POOL_SIZE,
+        max: poolSize,
         // A server configured with synchronous_commit=off would acknowledge commits it can lose.
         // Its writes are announced after their commit, not by the table's trigger (ANNOUNCES_SETTING).
         connection: {

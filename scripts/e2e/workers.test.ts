@@ -1,0 +1,179 @@
+// `--workers N`: N event loops serving one port, one service to its operator, the limits exact
+// for the host. Under Deno and Node (make e2e-runtimes), `--workers` above 1 is refused at start.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Running, runCommand, serverCommand, startServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
+
+/** Whether the server under test is the binary (Bun), which serves with workers. */
+const binary = !/(^|\/)(node|deno)$/.test(serverCommand()[0] ?? '');
+const dataFile = () => join(mkdtempSync(join(tmpdir(), 'petstore-workers-')), 'pets.db');
+
+/** One request on a connection of its own: the kernel picks the worker that accepts it. */
+async function alone(url: string, init: RequestInit = {}): Promise<Response> {
+  const headers = new Headers(init.headers);
+  headers.set('Connection', 'close');
+  return fetch(url, { ...init, headers });
+}
+
+describe.if(!binary)('--workers on a runtime without them', () => {
+  test('above 1 is refused at start (exit 2), naming the runtime that serves with several', async () => {
+    const { code, stderr } = await runCommand(['--port', '0', '--workers', '2', '--data', dataFile()]);
+    expect(code).toBe(2);
+    expect(stderr).toContain('serves with one worker; the petstore binary (Bun) serves with several on one port');
+  });
+});
+
+describe.if(binary)('--workers 4 on one port', () => {
+  let server: Running;
+  let keys: string;
+  beforeAll(async () => {
+    keys = writeKeysFile([
+      { name: 'pro', plan: 'pro' },
+      { name: 'banned', plan: 'free', limits: { perMinute: 5, perDay: 1000 }, ban: { seconds: 600, threshold: 3 } },
+    ]);
+    server = await startServer({ args: ['--workers', '4', '--keys', keys, '--data', dataFile()] });
+  });
+  afterAll(async () => {
+    await server.stop();
+  });
+
+  test('one process says it listens once, with its workers; /readyz is ready when every worker listens', async () => {
+    const listening = server.lines.filter((l) => l.includes('"msg":"listening"'));
+    expect(listening).toHaveLength(1);
+    expect(JSON.parse(listening[0] as string)).toMatchObject({ workers: 4, runtime: 'bun' });
+    const ready = await alone(`${server.url}/readyz`);
+    expect(ready.status).toBe(200);
+  });
+
+  test('200 clients at once on one 300-a-minute key: 300 admitted across the workers, never more', async () => {
+    const auth = { Authorization: `Bearer ${tokenOf('pro')}` };
+    const statuses: number[] = [];
+    // 200 clients, each sending on new connections until it is refused twice.
+    await Promise.all(
+      Array.from({ length: 200 }, async () => {
+        for (let refused = 0; refused < 2; ) {
+          const res = await alone(`${server.url}/v1/pets?limit=1`, { headers: auth });
+          await res.arrayBuffer();
+          statuses.push(res.status);
+          if (res.status !== 200) refused++;
+        }
+      }),
+    );
+    expect(statuses.filter((s) => s === 200)).toHaveLength(300);
+    expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
+  }, 60_000);
+
+  test('a ban started through one worker refuses on every worker from the next request', async () => {
+    const auth = { Authorization: `Bearer ${tokenOf('banned')}` };
+    const outcomes: string[] = [];
+    for (let i = 0; i < 9; i++) {
+      const res = await alone(`${server.url}/v1/pets`, { headers: auth });
+      outcomes.push(res.status === 200 ? 'ok' : ((await res.json()) as { code: string }).code);
+    }
+    // 5 admitted, 3 refused (the threshold), then the ban: on whichever worker each lands.
+    expect(outcomes).toEqual([...Array(5).fill('ok'), 'rate_limited', 'rate_limited', 'key_banned', 'key_banned']);
+    const after = await Promise.all(
+      Array.from({ length: 20 }, async () => {
+        const res = await alone(`${server.url}/v1/pets`, { headers: auth });
+        return ((await res.json()) as { code: string }).code;
+      }),
+    );
+    expect(new Set(after)).toEqual(new Set(['key_banned']));
+  });
+
+  test("the strangers' limit per address holds for the host: 60 failed keys a minute, then 429", async () => {
+    const statuses = await Promise.all(
+      Array.from({ length: 90 }, async (_, i) => {
+        const res = await alone(`${server.url}/v1/pets`, { headers: { Authorization: `Bearer psk_not-a-key-${i}` } });
+        await res.arrayBuffer();
+        return res.status;
+      }),
+    );
+    expect(statuses.filter((s) => s === 401)).toHaveLength(60);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(30);
+  });
+
+  test('a SIGHUP reloads the keys of every worker', async () => {
+    writeKeysFile(
+      [
+        { name: 'pro', plan: 'pro' },
+        { name: 'newcomer', plan: 'free' },
+      ],
+      join(keys, '..'),
+    );
+    server.child.kill('SIGHUP');
+    const deadline = Date.now() + 5_000;
+    while (!server.lines.some((l) => l.includes('"msg":"keys reloaded"')) && Date.now() < deadline) await Bun.sleep(20);
+    const statuses = await Promise.all(
+      Array.from({ length: 24 }, async () => {
+        const res = await alone(`${server.url}/v1/pets`, {
+          headers: { Authorization: `Bearer ${tokenOf('newcomer')}` },
+        });
+        await res.arrayBuffer();
+        return res.status;
+      }),
+    );
+    expect(statuses).toEqual(Array(24).fill(200));
+  });
+});
+
+describe.if(binary)('--workers: the port, the store, the shutdown', () => {
+  test('a port in use still stops the start with exit 1, even by another petstore with workers', async () => {
+    const first = await startServer({ args: ['--workers', '2', '--data', dataFile()] });
+    try {
+      const second = await runCommand([
+        '--port',
+        String(first.port),
+        '--host',
+        '127.0.0.1',
+        '--workers',
+        '2',
+        '--data',
+        dataFile(),
+      ]);
+      expect(second.code).toBe(1);
+      expect(second.stderr).toContain(`Is port ${first.port} in use?`);
+    } finally {
+      expect(await first.stop()).toBe(0);
+    }
+    // A port held by another program (without SO_REUSEPORT) likewise.
+    const other = createServer();
+    const port = await new Promise<number>((resolve) =>
+      other.listen(0, '127.0.0.1', () => resolve((other.address() as { port: number }).port)),
+    );
+    try {
+      const refused = await runCommand([
+        '--port',
+        String(port),
+        '--host',
+        '127.0.0.1',
+        '--workers',
+        '2',
+        '--data',
+        dataFile(),
+      ]);
+      expect(refused.code).toBe(1);
+    } finally {
+      other.close();
+    }
+  });
+
+  test('--data :memory: with more than one worker is refused at start (exit 2)', async () => {
+    const { code, stderr } = await runCommand(['--port', '0', '--workers', '2', '--data', ':memory:']);
+    expect(code).toBe(2);
+    expect(stderr).toContain('--workers 2: needs --data with a SQLite file or a postgres:// URL, not :memory:');
+  });
+
+  test('SIGTERM drains every worker and exits 0 with one "stopped"', async () => {
+    const server = await startServer({ args: ['--workers', '3', '--data', dataFile()] });
+    const res = await alone(`${server.url}/healthz`);
+    expect(res.status).toBe(200);
+    expect(await server.stop()).toBe(0);
+    expect(server.lines.filter((l) => l.includes('"msg":"stopped"'))).toHaveLength(1);
+    // Every line is whole JSON: the workers' lines never cut into each other's.
+    for (const line of server.lines.filter((l) => l.startsWith('{'))) expect(() => JSON.parse(line)).not.toThrow();
+  });
+});

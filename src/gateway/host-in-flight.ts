@@ -1,0 +1,113 @@
+import { createHash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
+import { InFlight } from './in-flight.ts';
+
+/** Consumers the host's table holds at once: more than a keys file names, with room for reloads' renames. */
+export const HOST_SLOTS = 16_384;
+/** Names whose slot a worker remembers: more than a keys file holds. */
+const KNOWN_NAMES = 10_000;
+
+/**
+ * The shared memory behind `HostInFlight`: made once by the supervisor and handed to every worker.
+ * A slot per consumer, claimed by a 64-bit digest of its name (compare-and-swap, linear probing),
+ * and a count per slot and worker, so a worker that dies gives back its slots by having its
+ * column cleared (`clearWorker`).
+ */
+export interface HostSlotsMemory {
+  readonly keys: SharedArrayBuffer;
+  readonly counts: SharedArrayBuffer;
+  readonly workers: number;
+}
+
+/**
+ * The memory for `workers` workers' in-flight slots.
+ *
+ * @example
+ * const memory = hostSlotsMemory(4) // handed to each worker in its start message
+ */
+export function hostSlotsMemory(workers: number): HostSlotsMemory {
+  return {
+    keys: new SharedArrayBuffer(HOST_SLOTS * BigInt64Array.BYTES_PER_ELEMENT),
+    counts: new SharedArrayBuffer(HOST_SLOTS * workers * Int32Array.BYTES_PER_ELEMENT),
+    workers,
+  };
+}
+
+/**
+ * Gives back every slot worker `worker` held: called when it has exited, before its replacement
+ * starts in the same column.
+ */
+export function clearWorker(memory: HostSlotsMemory, worker: number): void {
+  const counts = new Int32Array(memory.counts);
+  for (let slot = 0; slot < HOST_SLOTS; slot++) Atomics.store(counts, slot * memory.workers + worker, 0);
+}
+
+/**
+ * `InFlight` for the host: a consumer's cap (`--max-in-flight`) counts its requests on every
+ * worker. Taking a slot adds one to this worker's count, then sums the consumer's counts over
+ * the workers; over the cap, it takes the one back and refuses. Two workers that take the last
+ * slot at the same instant may both refuse (never both admit): never over, rarely under. A
+ * consumer the table has no room for is capped per worker only (logged by the caller through
+ * `full`).
+ *
+ * @example
+ * const inFlight = new HostInFlight(128, memory, 0)
+ * if (!inFlight.enter('acme')) refuse()
+ */
+export class HostInFlight<D> extends InFlight<D> {
+  readonly #keys: BigInt64Array;
+  readonly #counts: Int32Array;
+  readonly #workers: number;
+  readonly #worker: number;
+  readonly #slots = new LRUCache<string, number>({ max: KNOWN_NAMES });
+  readonly #full: (name: string) => void;
+
+  constructor(max: number, memory: HostSlotsMemory, worker: number, full: (name: string) => void = () => {}) {
+    super(max);
+    this.#keys = new BigInt64Array(memory.keys);
+    this.#counts = new Int32Array(memory.counts);
+    this.#workers = memory.workers;
+    this.#worker = worker;
+    this.#full = full;
+  }
+
+  override enter(name: string): boolean {
+    if (!super.enter(name)) return false;
+    const slot = this.#slot(name);
+    if (slot < 0) return true;
+    const base = slot * this.#workers;
+    Atomics.add(this.#counts, base + this.#worker, 1);
+    let total = 0;
+    for (let w = 0; w < this.#workers; w++) total += Atomics.load(this.#counts, base + w);
+    if (total <= this.max) return true;
+    Atomics.sub(this.#counts, base + this.#worker, 1);
+    super.leave(name);
+    return false;
+  }
+
+  override leave(name: string): void {
+    super.leave(name);
+    const slot = this.#slot(name);
+    if (slot >= 0) Atomics.sub(this.#counts, slot * this.#workers + this.#worker, 1);
+  }
+
+  /** The consumer's slot in the host's table, claimed on first sight; -1 when the table is full. */
+  #slot(name: string): number {
+    const known = this.#slots.get(name);
+    if (known !== undefined) return known;
+    const digest = createHash('sha256').update(name).digest();
+    // 0 marks a free slot: a name whose digest reads 0 takes 1 instead.
+    const key = digest.readBigInt64LE(0) || 1n;
+    const start = digest.readUInt32LE(8) % HOST_SLOTS;
+    for (let i = 0; i < HOST_SLOTS; i++) {
+      const slot = (start + i) % HOST_SLOTS;
+      const held = Atomics.compareExchange(this.#keys, slot, 0n, key);
+      if (held === 0n || held === key) {
+        this.#slots.set(name, slot);
+        return slot;
+      }
+    }
+    this.#full(name);
+    return -1;
+  }
+}

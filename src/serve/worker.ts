@@ -1,0 +1,108 @@
+/**
+ * A worker's entry point (`--workers` above 1): it serves the API on the port the supervisor
+ * proved free, sharing it with the other workers (`SO_REUSEPORT`), and leaves to the supervisor
+ * what runs once per host: the limiter's windows (asked by message, `host-limiter.ts`), the keys'
+ * source (the table comes by message), the webhook delivery, the admin API, the log stream.
+ * What must hold for the host and is read on every request lives in memory the workers share:
+ * the in-flight slots (src/gateway/host-in-flight.ts), the store's version
+ * (src/store/shared-version.ts), whether the host is stopping.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createApp } from '../app.ts';
+import { systemClock } from '../core/clock.ts';
+import { TrustedProxies } from '../gateway/index.ts';
+import { KeyTable } from '../keys/table.ts';
+import { batchedLines, createLogger } from '../log.ts';
+import { sharedVersion } from '../store/shared-version.ts';
+import { notifier } from '../webhooks/notify.ts';
+import { adapter } from './bun.ts';
+import { type DecidedMessage, RemoteLimiter } from './host-limiter.ts';
+import { storeOf } from './start.ts';
+import { keyRecords, poolShare, SHARED, type ToWorker, type WorkerStart } from './workers.ts';
+
+declare const self: Worker;
+
+const post = (message: unknown) => self.postMessage(message);
+
+async function serve(start: WorkerStart): Promise<void> {
+  const { config, index, port, memory } = start;
+  const log = createLogger({
+    level: config.logLevel,
+    format: config.logFormat,
+    write: batchedLines((lines) => post({ type: 'log', lines })),
+  });
+  const state = new Int32Array(memory.state);
+  let keys = new KeyTable(keyRecords(start.keys));
+  const limiter = new RemoteLimiter(post);
+  const opened = await storeOf(config, log, undefined, poolShare(start.workers));
+  const store = sharedVersion(opened, state, SHARED.storeVersion);
+  const trust = new TrustedProxies(config.trustProxy);
+  const app = createApp({
+    store,
+    keys: () => keys,
+    limiter,
+    log,
+    clientAddress: (c) => trust.clientAddress(adapter.peerAddress(c), c.req.header('x-forwarded-for')),
+    ban: { seconds: config.banSeconds, ...(config.banThreshold > 0 ? { threshold: config.banThreshold } : {}) },
+    maxInFlight: config.maxInFlight,
+    hostSlots: { memory: memory.slots, worker: index },
+    ipv6Prefix: config.ipv6Prefix,
+    docs: { publicUrl: config.publicUrl, stagingUrl: config.stagingUrl },
+    serveMetrics: false,
+    notReady: () => notReady(state, start.workers),
+    corsOrigins: config.corsOrigins,
+    experimental: config.experimental,
+    orderHoldMs: config.orderHoldMs,
+    ...(store.outbox
+      ? {
+          notify: notifier({
+            outbox: store.outbox,
+            log,
+            clock: systemClock,
+            recorded: () => post({ type: 'wake' }),
+          }),
+        }
+      : {}),
+  });
+  const server = await adapter.serve({
+    fetch: app.fetch,
+    port,
+    hostname: config.host,
+    headerTimeoutSeconds: config.headerTimeoutSeconds,
+    idleTimeoutSeconds: config.idleTimeoutSeconds,
+    reusePort: true,
+  });
+  self.onmessage = async (event: MessageEvent<ToWorker>) => {
+    const message = event.data;
+    if (message.type === 'decided') return limiter.answer(message as DecidedMessage);
+    if (message.type === 'keys') {
+      keys = new KeyTable(keyRecords(message.keys));
+      return;
+    }
+    if (message.type === 'stop') {
+      const drained = server.stop(false).then(() => true);
+      const late = await Promise.race([drained, sleep(message.deadlineMs).then(() => false)]);
+      if (!late) await Promise.race([server.stop(true), sleep(FORCE_STOP_MS)]);
+      await store.close().catch(() => {});
+      post({ type: 'stopped' });
+    }
+  };
+  post({ type: 'listening' });
+}
+
+/** After the drain's deadline, how long closing the remaining connections may take. */
+const FORCE_STOP_MS = 1_000;
+
+/** Why `/readyz` fails: the host is stopping, or not every worker listens. */
+function notReady(state: Int32Array, workers: number): string | undefined {
+  if (Atomics.load(state, SHARED.stopping) !== 0) return 'The server is shutting down.';
+  const listening = Atomics.load(state, SHARED.listening);
+  return listening < workers ? `${listening} of ${workers} workers are listening.` : undefined;
+}
+
+self.onmessage = (event: MessageEvent<ToWorker>) => {
+  if (event.data.type !== 'start') return;
+  serve(event.data).catch((err: unknown) => {
+    post({ type: 'failed', error: err instanceof Error ? err.message : String(err) });
+  });
+};

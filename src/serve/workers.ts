@@ -1,0 +1,258 @@
+/**
+ * The supervisor of `--workers N`: the main thread serves no request; it starts N workers
+ * (src/serve/worker.ts), each serving the API on the one port (`SO_REUSEPORT`, the kernel
+ * spreading connections), and owns what runs once per host: the limiter's windows, the keys'
+ * source, the webhook delivery, the admin API, the metrics port, the log stream, the signals.
+ * A worker that exits unasked is logged, counted and replaced in its place.
+ */
+import { Buffer } from 'node:buffer';
+import type { Config } from '../config.ts';
+import { clearWorker, type HostSlotsMemory, hostSlotsMemory, type RateLimiter } from '../gateway/index.ts';
+import type { KeyRecord } from '../keys/file.ts';
+import type { KeyTable } from '../keys/table.ts';
+import type { Logger } from '../log.ts';
+import { POOL_SIZE } from '../store/postgres-url.ts';
+import { type DecidedMessage, type DecideMessage, LimiterOwner } from './host-limiter.ts';
+import type { RunningServer } from './server.ts';
+
+/** Places in the workers' shared state (`WorkerMemory.state`). */
+export const SHARED = {
+  /** Not 0 once the host is stopping: `/readyz` fails on every worker. */
+  stopping: 0,
+  /** Workers listening now (counted by the supervisor). */
+  listening: 1,
+  /** Moved by every worker's store writes (src/store/shared-version.ts). */
+  storeVersion: 2,
+} as const;
+const SHARED_LENGTH = 4;
+
+/** The memory the supervisor makes once and every worker is handed. */
+export interface WorkerMemory {
+  readonly state: SharedArrayBuffer;
+  readonly slots: HostSlotsMemory;
+}
+
+// Defined by `bun build --define` for a compiled binary (scripts/lib/build-info.sh), else undeclared.
+declare const PETSTORE_TARGET: string | undefined;
+
+/**
+ * Where the worker's module is: in a compiled binary, its path among the binary's entry points
+ * (scripts/lib/build-info.sh, `compile_entries`), relative to their common folder, src/; from
+ * source, beside this file.
+ */
+function workerEntry(): string {
+  return typeof PETSTORE_TARGET === 'string' ? './serve/worker.ts' : new URL('./worker.ts', import.meta.url).href;
+}
+
+/** The memory of `count` workers, zeroed. */
+export function workerMemory(count: number): WorkerMemory {
+  return { state: new SharedArrayBuffer(SHARED_LENGTH * 4), slots: hostSlotsMemory(count) };
+}
+
+/** What a worker is started with. */
+export interface WorkerStart {
+  readonly type: 'start';
+  readonly index: number;
+  readonly workers: number;
+  readonly config: Config;
+  /** The port the supervisor proved free. */
+  readonly port: number;
+  readonly keys: readonly KeyRecord[];
+  readonly memory: WorkerMemory;
+}
+
+/** What the supervisor sends a worker. */
+export type ToWorker =
+  | WorkerStart
+  | DecidedMessage
+  | { readonly type: 'keys'; readonly keys: readonly KeyRecord[] }
+  | { readonly type: 'stop'; readonly deadlineMs: number };
+
+/** What a worker sends the supervisor. */
+type FromWorker =
+  | DecideMessage
+  | { readonly type: 'listening' }
+  | { readonly type: 'failed'; readonly error: string }
+  | { readonly type: 'log'; readonly lines: readonly string[] }
+  | { readonly type: 'wake' }
+  | { readonly type: 'stopped' };
+
+/**
+ * The key records as a worker receives them: a message carries a `Buffer` as a plain
+ * `Uint8Array`, which is made a `Buffer` again (the key table reads its hex).
+ */
+export function keyRecords(records: readonly KeyRecord[]): KeyRecord[] {
+  return records.map((r) => ({ ...r, hash: Buffer.from(r.hash.buffer, r.hash.byteOffset, r.hash.byteLength) }));
+}
+
+/**
+ * A worker's share of an instance's PostgreSQL pool (at least 2, so a slow call never holds the
+ * only one): 16 workers, the supervisor and their listening connections stay within 100.
+ */
+export function poolShare(workers: number): number {
+  return Math.max(2, Math.ceil(POOL_SIZE / workers));
+}
+
+export interface WorkerPoolOptions {
+  readonly count: number;
+  readonly config: Config;
+  readonly port: number;
+  readonly keys: () => KeyTable;
+  /** The host's limiter: every worker's decisions are its. */
+  readonly limiter: RateLimiter;
+  readonly log: Logger;
+  /** Writes a worker's log lines to the one stream. */
+  readonly lines: (line: string) => void;
+  /** A worker recorded webhook events: the delivery worker looks now. */
+  readonly wake: () => void;
+  /** Made by `workerMemory` before the store opens (the supervisor's store moves the shared version too). */
+  readonly memory: WorkerMemory;
+  /** Counts a worker that exited unasked (and was replaced). */
+  readonly replaced?: () => void;
+  /** A worker could not be replaced: the process stops rather than serve with fewer. */
+  readonly lost: (reason: string) => void;
+}
+
+interface Running {
+  readonly worker: Worker;
+  listening: boolean;
+  stopped: Promise<void>;
+}
+
+/**
+ * The workers, as one `RunningServer` to the signal handlers: `stop()` drains them all together.
+ *
+ * @example
+ * const pool = await WorkerPool.start({ count: 4, config, port, keys, limiter, log, lines, wake, lost })
+ */
+export class WorkerPool implements RunningServer {
+  readonly port: number;
+  readonly memory: WorkerMemory;
+  readonly #options: WorkerPoolOptions;
+  readonly #owner: LimiterOwner;
+  readonly #state: Int32Array;
+  readonly #running: (Running | undefined)[];
+  #stopping = false;
+
+  private constructor(options: WorkerPoolOptions) {
+    this.#options = options;
+    this.port = options.port;
+    this.memory = options.memory;
+    this.#state = new Int32Array(this.memory.state);
+    this.#owner = new LimiterOwner(options.limiter);
+    this.#running = Array.from({ length: options.count }, () => undefined);
+  }
+
+  /** Starts every worker; resolves once all listen, rejects (the others stopped) when one cannot. */
+  static async start(options: WorkerPoolOptions): Promise<WorkerPool> {
+    const pool = new WorkerPool(options);
+    try {
+      await Promise.all(pool.#running.map((_, index) => pool.#spawn(index)));
+    } catch (err) {
+      await pool.stop(true);
+      throw err;
+    }
+    return pool;
+  }
+
+  /** Workers listening now. */
+  get listening(): number {
+    return Atomics.load(this.#state, SHARED.listening);
+  }
+
+  /** Hands every worker the keys in force now. */
+  keysChanged(table: KeyTable): void {
+    const keys = table.records();
+    for (const running of this.#running) running?.worker.postMessage({ type: 'keys', keys } satisfies ToWorker);
+  }
+
+  /**
+   * Every worker stops accepting at once and drains within the grace period; `force`: those
+   * still running are ended now.
+   */
+  async stop(force = false): Promise<void> {
+    this.#stopping = true;
+    Atomics.store(this.#state, SHARED.stopping, 1);
+    const running = this.#running.filter((r): r is Running => r !== undefined);
+    if (force) {
+      for (const r of running) r.worker.terminate();
+    } else {
+      const deadlineMs = this.#options.config.shutdownSeconds * 1_000;
+      for (const r of running) r.worker.postMessage({ type: 'stop', deadlineMs } satisfies ToWorker);
+    }
+    await Promise.all(running.map((r) => r.stopped));
+  }
+
+  /** Starts worker `index`; resolves once it listens. */
+  #spawn(index: number): Promise<void> {
+    const { config, port, keys, log, lines, wake } = this.#options;
+    const worker = new Worker(workerEntry());
+    let listened: () => void = () => {};
+    let failed: (err: Error) => void = () => {};
+    const listening = new Promise<void>((resolve, reject) => {
+      listened = resolve;
+      failed = reject;
+    });
+    let exited: () => void = () => {};
+    const running: Running = {
+      worker,
+      listening: false,
+      stopped: new Promise<void>((resolve) => {
+        exited = resolve;
+      }),
+    };
+    this.#running[index] = running;
+    const decide = this.#owner.forWorker((m) => worker.postMessage(m));
+    worker.onmessage = (event: MessageEvent<FromWorker>) => {
+      const message = event.data;
+      switch (message.type) {
+        case 'decide':
+          return decide(message);
+        case 'log':
+          for (const line of message.lines) lines(line);
+          return;
+        case 'wake':
+          return wake();
+        case 'listening':
+          running.listening = true;
+          Atomics.add(this.#state, SHARED.listening, 1);
+          return listened();
+        case 'failed':
+          failed(new Error(message.error));
+          worker.terminate();
+          return;
+        case 'stopped':
+          worker.terminate();
+          return;
+      }
+    };
+    worker.addEventListener('error', (event) => {
+      log.error('worker failed', { worker: index, error: (event as ErrorEvent).message });
+    });
+    worker.addEventListener('close', () => {
+      if (running.listening) Atomics.sub(this.#state, SHARED.listening, 1);
+      running.listening = false;
+      exited();
+      failed(new Error(`worker ${index} exited before it listened`));
+      if (this.#running[index] === running) this.#running[index] = undefined;
+      if (this.#stopping) return;
+      // Exited unasked: its in-flight slots are given back, and another takes its place.
+      clearWorker(this.memory.slots, index);
+      this.#options.replaced?.();
+      log.error('worker exited; starting another in its place', { worker: index });
+      this.#spawn(index).catch((err: unknown) => {
+        this.#options.lost(`worker ${index} could not be replaced: ${String(err)}`);
+      });
+    });
+    worker.postMessage({
+      type: 'start',
+      index,
+      workers: this.#running.length,
+      config,
+      port,
+      keys: keys().records(),
+      memory: this.memory,
+    } satisfies ToWorker);
+    return listening;
+  }
+}

@@ -1,0 +1,33 @@
+import { describe, expect, test } from 'bun:test';
+import { MemoryStore } from './memory.ts';
+import { sharedVersion } from './shared-version.ts';
+
+describe("the store's version shared by the workers", () => {
+  test("a write on one worker's store changes every worker's version before it is acknowledged", async () => {
+    const counter = new Int32Array(new SharedArrayBuffer(8));
+    const a = sharedVersion(new MemoryStore(), counter, 1);
+    const b = sharedVersion(new MemoryStore(), counter, 1);
+    const before = b.version();
+    // Read twice with nothing written: the same value, so a kept answer is served.
+    expect(b.version()).toBe(before);
+    let seenWhenAcknowledged: unknown;
+    await a.create({ name: 'Rex', categoryId: 1, status: 'available' }).then(() => {
+      seenWhenAcknowledged = b.version();
+    });
+    expect(seenWhenAcknowledged).not.toEqual(before);
+    expect(b.version()).toBe(seenWhenAcknowledged);
+    // Reads move nothing.
+    await a.list({ limit: 10 });
+    expect(b.version()).toBe(seenWhenAcknowledged);
+  });
+
+  test('a write that fails moves the version too (it may have happened)', async () => {
+    const counter = new Int32Array(new SharedArrayBuffer(8));
+    const failing = new MemoryStore();
+    failing.update = () => Promise.reject(new Error('timed out'));
+    const a = sharedVersion(failing, counter, 0);
+    const before = Atomics.load(counter, 0);
+    await a.update(1, { name: 'x' }).catch(() => {});
+    expect(Atomics.load(counter, 0)).toBe(before + 1);
+  });
+});

@@ -1,0 +1,40 @@
+import { type CallWrap, type PetStore, STORE_CALLS, type WrappedStore, wrapCalls } from './store.ts';
+
+/**
+ * The store of one worker among several, its `version()` moved by every worker's writes: each
+ * write call (`STORE_CALLS` with `write`), done or failed, adds one to a counter in memory the
+ * workers share before its caller hears of it, and `version()` is the store's own version
+ * paired with that counter. So a write acknowledged by any worker changes every worker's
+ * version, and no answer kept from before it is served after it.
+ *
+ * @example
+ * const store = sharedVersion(await openStore(data, log), new Int32Array(sab), 0)
+ */
+export function sharedVersion(store: PetStore | WrappedStore, counter: Int32Array, index: number): WrappedStore {
+  const moved = () => {
+    Atomics.add(counter, index, 1);
+  };
+  const write: CallWrap = (run, { write }) => (write ? run().finally(moved) : run());
+  let seen = Number.NaN;
+  let inner: unknown;
+  let version: unknown;
+  const { outbox } = store;
+  return {
+    ...wrapCalls(store, STORE_CALLS, write),
+    ...(outbox ? { outbox } : {}),
+    backend: 'backend' in store ? store.backend : store,
+    version: () => {
+      const own = store.version();
+      if (own === undefined) return undefined;
+      const shared = Atomics.load(counter, index);
+      // The pair is made only when either part moved: a read that finds neither moved allocates nothing.
+      if (shared !== seen || own !== inner) {
+        seen = shared;
+        inner = own;
+        version = { own, shared };
+      }
+      return version;
+    },
+    close: () => store.close(),
+  };
+}
