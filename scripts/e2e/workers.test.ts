@@ -32,6 +32,7 @@ describe.if(binary)('--workers 4 on one port', () => {
   beforeAll(async () => {
     keys = writeKeysFile([
       { name: 'pro', plan: 'pro' },
+      { name: 'bulk', plan: 'enterprise', limits: { perMinute: 1e9, perDay: 1e9 } },
       { name: 'banned', plan: 'free', limits: { perMinute: 5, perDay: 1000 }, ban: { seconds: 600, threshold: 3 } },
     ]);
     server = await startServer({ args: ['--workers', '4', '--keys', keys, '--data', dataFile()] });
@@ -96,10 +97,46 @@ describe.if(binary)('--workers 4 on one port', () => {
     expect(statuses.filter((s) => s === 429)).toHaveLength(30);
   });
 
+  test('1,000 create-then-read pairs, each read on a new connection: no read misses a write acknowledged before it', async () => {
+    const auth = { Authorization: `Bearer ${tokenOf('bulk')}`, 'Content-Type': 'application/json' };
+    /** The page of 100 that holds `id`: the same few pages are asked again and again, so they are kept answers. */
+    const pageOf = (id: number) => {
+      const after = Math.floor((id - 1) / 100) * 100;
+      return `${server.url}/v1/pets?limit=100${after > 0 ? `&cursor=${after.toString(36)}` : ''}`;
+    };
+    let acknowledged = 0;
+    const stale: string[] = [];
+    await Promise.all(
+      Array.from({ length: 20 }, async (_, client) => {
+        for (let i = 0; i < 50; i++) {
+          const created = await alone(`${server.url}/v1/pets`, {
+            method: 'POST',
+            headers: auth,
+            body: JSON.stringify({ name: `coherent-${client}-${i}`, categoryId: 1, status: 'available' }),
+          });
+          expect(created.status).toBe(201);
+          const { id } = (await created.json()) as { id: number };
+          acknowledged++;
+          const [one, page] = await Promise.all([
+            alone(`${server.url}/v1/pets/${id}`, { headers: auth }),
+            alone(pageOf(id), { headers: auth }),
+          ]);
+          if (one.status !== 200) stale.push(`GET /v1/pets/${id}: ${one.status}`);
+          await one.arrayBuffer();
+          const ids = ((await page.json()) as { id: number }[]).map((p) => p.id);
+          if (!ids.includes(id)) stale.push(`pet ${id} missing from ${pageOf(id)}`);
+        }
+      }),
+    );
+    expect(acknowledged).toBe(1_000);
+    expect(stale).toEqual([]);
+  }, 120_000);
+
   test('a SIGHUP reloads the keys of every worker', async () => {
     writeKeysFile(
       [
         { name: 'pro', plan: 'pro' },
+        { name: 'bulk', plan: 'enterprise', limits: { perMinute: 1e9, perDay: 1e9 } },
         { name: 'newcomer', plan: 'free' },
       ],
       join(keys, '..'),
@@ -175,5 +212,36 @@ describe.if(binary)('--workers: the port, the store, the shutdown', () => {
     expect(server.lines.filter((l) => l.includes('"msg":"stopped"'))).toHaveLength(1);
     // Every line is whole JSON: the workers' lines never cut into each other's.
     for (const line of server.lines.filter((l) => l.startsWith('{'))) expect(() => JSON.parse(line)).not.toThrow();
+  });
+
+  test('a worker that crashes is logged, counted and replaced; requests go on being answered', async () => {
+    const server = await startServer({
+      args: ['--workers', '2', '--data', dataFile(), '--metrics-port', '0'],
+      env: { PETSTORE_TEST_WORKER_CRASH_MS: '400' },
+    });
+    try {
+      const statuses: number[] = [];
+      const until = Date.now() + 1_500;
+      while (Date.now() < until) {
+        const res = await alone(`${server.url}/healthz`).catch(() => undefined);
+        statuses.push(res?.status ?? 0);
+        await res?.arrayBuffer();
+      }
+      const replaced = server.lines.filter((l) => l.includes('"msg":"worker exited; starting another in its place"'));
+      expect(replaced).toHaveLength(1);
+      expect(JSON.parse(replaced[0] as string)).toMatchObject({ level: 'error', worker: 0 });
+      // Only what the crashing worker held or had queued can fail; every other request is answered.
+      expect(statuses.filter((s) => s !== 200).length).toBeLessThanOrEqual(3);
+      expect(statuses.length).toBeGreaterThan(20);
+      const after = await Promise.all(
+        Array.from({ length: 30 }, () => alone(`${server.url}/readyz`).then((r) => r.status)),
+      );
+      expect(after).toEqual(Array(30).fill(200));
+      const metricsPort = /"metrics":"http:\/\/127\.0\.0\.1:(\d+)\/metrics"/.exec(server.lines.join('\n'))?.[1];
+      const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      expect(text).toContain('\npetstore_workers_replaced_total 1\n');
+    } finally {
+      expect(await server.stop()).toBe(0);
+    }
   });
 });

@@ -7,6 +7,7 @@
  * the in-flight slots (src/gateway/host-in-flight.ts), the store's version
  * (src/store/shared-version.ts), whether the host is stopping.
  */
+import process from 'node:process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createApp } from '../app.ts';
 import { systemClock } from '../core/clock.ts';
@@ -88,6 +89,20 @@ async function serve(start: WorkerStart): Promise<void> {
     }
   };
   post({ type: 'listening' });
+  crashForTests(start);
+}
+
+/**
+ * A fault for the tests of the supervisor (scripts/e2e/workers.test.ts): with
+ * `PETSTORE_TEST_WORKER_CRASH_MS` set, worker 0 (not its replacement) throws an uncaught error
+ * that long after it listens, as a bug would.
+ */
+function crashForTests({ index, replacement }: WorkerStart): void {
+  const after = Number(process.env.PETSTORE_TEST_WORKER_CRASH_MS);
+  if (index !== 0 || replacement || !(after > 0)) return;
+  setTimeout(() => {
+    throw new Error('worker 0 crashed (PETSTORE_TEST_WORKER_CRASH_MS)');
+  }, after);
 }
 
 /** After the drain's deadline, how long closing the remaining connections may take. */

@@ -54,6 +54,8 @@ export interface WorkerStart {
   readonly type: 'start';
   readonly index: number;
   readonly workers: number;
+  /** Whether it takes the place of one that exited. */
+  readonly replacement: boolean;
   readonly config: Config;
   /** The port the supervisor proved free. */
   readonly port: number;
@@ -184,7 +186,7 @@ export class WorkerPool implements RunningServer {
   }
 
   /** Starts worker `index`; resolves once it listens. */
-  #spawn(index: number): Promise<void> {
+  #spawn(index: number, replacement = false): Promise<void> {
     const { config, port, keys, log, lines, wake } = this.#options;
     const worker = new Worker(workerEntry());
     let listened: () => void = () => {};
@@ -240,7 +242,7 @@ export class WorkerPool implements RunningServer {
       clearWorker(this.memory.slots, index);
       this.#options.replaced?.();
       log.error('worker exited; starting another in its place', { worker: index });
-      this.#spawn(index).catch((err: unknown) => {
+      this.#spawn(index, true).catch((err: unknown) => {
         this.#options.lost(`worker ${index} could not be replaced: ${String(err)}`);
       });
     });
@@ -248,6 +250,7 @@ export class WorkerPool implements RunningServer {
       type: 'start',
       index,
       workers: this.#running.length,
+      replacement,
       config,
       port,
       keys: keys().records(),
