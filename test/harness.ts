@@ -89,6 +89,17 @@ export async function timedList(server: { url: string }, key: string): Promise<{
   return { status, ms: Date.now() - sent };
 }
 
+/** The workers the suites run the server with (`PETSTORE_WORKERS`, which the server reads too); 1 by default. */
+export const WORKERS = Number(process.env.PETSTORE_WORKERS || 1);
+
+/**
+ * The store a test server starts with unless it says otherwise: in memory; a new SQLite file in
+ * a temporary folder when the suites run with workers (which refuse `:memory:`).
+ */
+export function defaultData(): string {
+  return WORKERS > 1 ? join(mkdtempSync(join(tmpdir(), 'petstore-e2e-data-')), 'pets.db') : ':memory:';
+}
+
 export interface Running {
   readonly url: string;
   readonly port: number;
@@ -123,7 +134,7 @@ export async function startServer({
   const [cmd, ...rest] =
     setup.length === 0 ? command : ['sh', '-c', `${setup.join('; ')}; exec "$@"`, 'sh', ...command];
   const child = spawn(cmd as string, rest, {
-    env: { ...process.env, PETSTORE_DATA: ':memory:', ...env },
+    env: { ...process.env, PETSTORE_DATA: defaultData(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     ...(cwd === undefined ? {} : { cwd }),
   });

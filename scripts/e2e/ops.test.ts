@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OPTIONS } from '../../src/config.ts';
 import {
+  defaultData,
   type KeySpec,
   type Running,
   runCommand,
@@ -14,6 +15,7 @@ import {
   serverLacksSqlite,
   startServer,
   tokenOf,
+  WORKERS,
   writeKeysFile,
 } from '../../test/harness.ts';
 import { flagsTable, pageTable } from '../docs-flags.ts';
@@ -53,7 +55,7 @@ const exitWithin = (server: Running, ms: number) =>
         Bun.sleep(ms).then(() => 'still running' as const),
       ]);
 
-const SERVE_IN_MEMORY = ['--port', '0', '--host', '127.0.0.1', '--data', ':memory:'];
+const SERVE_IN_MEMORY = ['--port', '0', '--host', '127.0.0.1', '--data', defaultData()];
 
 /** Runs `file` in a process group of its own until it logs `listening`, then ends the group. */
 async function stdoutUntilListening(file: string, args: string[]): Promise<string> {
@@ -86,8 +88,9 @@ describe('logs', () => {
       msg: 'listening',
       version: '1.0.0',
       runtime: expect.stringMatching(/^(bun|deno|node)$/),
+      ...(WORKERS > 1 ? { workers: WORKERS } : {}),
       address: server.url,
-      data: ':memory:',
+      data: WORKERS > 1 ? expect.stringMatching(/pets\.db$/) : ':memory:',
       keysByPlan: { pro: 1, free: 2 },
     });
   });
@@ -144,7 +147,7 @@ describe('logs', () => {
       '/dev/null',
     ]);
     expect(out).toMatch(
-      /^\d{4}-\d\d-\d\dT[\d:.]+Z INFO {2}listening version=1\.0\.0 runtime=(bun|deno|node) address=http:\/\/127\.0\.0\.1:\d+ data=:memory: keysByPlan=\{"free":1\}\r?$/m,
+      /^\d{4}-\d\d-\d\dT[\d:.]+Z INFO {2}listening version=1\.0\.0 runtime=(bun|deno|node)( workers=\d+)? address=http:\/\/127\.0\.0\.1:\d+ data=(:memory:|\S+pets\.db) keysByPlan=\{"free":1\}\r?$/m,
     );
   });
 });
@@ -539,7 +542,7 @@ describe('the command line', () => {
   test('a second server on a port in use exits 1 and says so, and the first one keeps serving', async () => {
     const first = await startServer();
     try {
-      const second = await runCommand(['--port', String(first.port), '--host', '127.0.0.1', '--data', ':memory:']);
+      const second = await runCommand(['--port', String(first.port), '--host', '127.0.0.1', '--data', defaultData()]);
       expect(second.code).toBe(1);
       expect(second.stderr).toMatch(/^petstore: failed to start: .*(in use|EADDRINUSE)/im);
       expect((await fetch(`${first.url}/healthz`)).status).toBe(200);

@@ -101,6 +101,8 @@ export class ConsumerMetrics {
       help: 'When a key was last used (Unix seconds; 0: not since start).',
       labelNames: ['consumer', 'key'] as const,
       registers,
+      // With workers: the latest use on any of them.
+      aggregator: 'max',
       collect() {
         this.reset();
         for (const k of keys()) this.set({ consumer: k.consumer, key: k.key }, Math.floor(k.lastUsed / 1000));
@@ -111,6 +113,7 @@ export class ConsumerMetrics {
       help: 'When a key expires (its expiresAt, Unix seconds); keys without one are absent.',
       labelNames: ['consumer', 'key'] as const,
       registers,
+      aggregator: 'max',
       collect() {
         this.reset();
         for (const k of keys()) {

@@ -7,7 +7,15 @@
  * prom-client only when scraped, by the counter's `collect()`. The latency histogram is
  * prom-client's own (`observe` per request), as it has no way to be fed bucket counts.
  */
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import {
+  AggregatorRegistry,
+  Counter,
+  Gauge,
+  Histogram,
+  type MetricObjectWithValues,
+  type MetricValue,
+  Registry,
+} from 'prom-client';
 import { PLAN_NAMES } from '../keys/plans.ts';
 import type { StoreErrorKind } from '../store/errors.ts';
 import { ConsumerMetrics } from './consumers.ts';
@@ -70,6 +78,8 @@ export class Metrics {
   readonly #wouldRefuse: Counter<'consumer' | 'window'>;
   readonly #spansDropped: Counter<'reason'>;
   readonly #workersReplaced: Counter;
+  #workers: (() => Promise<MetricObjectWithValues<MetricValue<string>>[][]>) | undefined;
+  #source: ((openMetrics: boolean) => Promise<string>) | undefined;
   /** Per-consumer and per-key series; fed by `countRequests` and the keys (re)load. */
   readonly consumers = new ConsumerMetrics();
   /** Webhook deliveries and the outbox; fed by the delivery worker. */
@@ -155,6 +165,8 @@ export class Metrics {
       name: 'petstore_keys',
       help: 'API keys loaded, by plan.',
       labelNames: ['plan'] as const,
+      // With workers, the supervisor's figures (the keys' source is its).
+      aggregator: 'max',
       registers,
     });
     this.keysLoaded({});
@@ -195,11 +207,14 @@ export class Metrics {
       help: 'Version and runtime of this server; always 1.',
       labelNames: ['version', 'runtime'] as const,
       registers,
+      // With workers, one process: 1, not one per worker.
+      aggregator: 'first',
     }).set({ version, runtime }, 1);
     new Gauge({
       name: 'process_start_time_seconds',
       help: 'Start time of the process since the Unix epoch, in seconds.',
       registers,
+      aggregator: 'first',
     }).set(Math.floor(startedAt / 1000));
   }
 
@@ -277,11 +292,35 @@ export class Metrics {
 
   /** Everything, in the Prometheus text exposition format. */
   render(): Promise<string> {
-    return this.#registry.metrics();
+    return this.#source ? this.#source(false) : this.#text();
   }
 
   /** Everything in OpenMetrics, the latency histogram with its exemplars (trace ids). */
   async renderOpenMetrics(): Promise<string> {
-    return this.#exemplars.openMetrics(await this.#registry.metrics());
+    return this.#source ? this.#source(true) : this.#exemplars.openMetrics(await this.#text());
+  }
+
+  /** This registry's series as prom-client's JSON: what a worker hands the supervisor to sum. */
+  json(): Promise<MetricObjectWithValues<MetricValue<string>>[]> {
+    return this.#registry.getMetricsAsJSON();
+  }
+
+  /**
+   * With workers, on the supervisor: `/metrics` shows its series summed with the workers' (each
+   * series as its `aggregator` says: counters and histograms summed, the build info once).
+   */
+  sumWith(workers: () => Promise<MetricObjectWithValues<MetricValue<string>>[][]>): void {
+    this.#workers = workers;
+  }
+
+  /** With workers, on a worker: `/metrics` is the host's, rendered by the supervisor. */
+  renderedBy(source: (openMetrics: boolean) => Promise<string>): void {
+    this.#source = source;
+  }
+
+  async #text(): Promise<string> {
+    if (!this.#workers) return this.#registry.metrics();
+    const all = [await this.json(), ...(await this.#workers())];
+    return AggregatorRegistry.aggregate(all).metrics();
   }
 }

@@ -36,6 +36,8 @@ export class WebhookMetrics implements WebhookReport {
       help: 'Webhook events in the outbox, by state (pending: to be delivered; failed: given up on, kept until the bound drops them).',
       labelNames: ['state'] as const,
       registers,
+      // With workers, only the supervisor delivers: its figures, not a sum with the workers' zeros.
+      aggregator: 'max',
       collect() {
         this.set({ state: 'pending' }, read().pending);
         this.set({ state: 'failed' }, read().failed);
@@ -45,6 +47,7 @@ export class WebhookMetrics implements WebhookReport {
       name: 'petstore_webhook_outbox_oldest_pending_age_seconds',
       help: 'Age of the oldest webhook event not yet delivered (0 when none is pending).',
       registers,
+      aggregator: 'max',
       collect() {
         this.set(age());
       },

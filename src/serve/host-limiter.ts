@@ -10,6 +10,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { RateLimiter, Subject, Verdict } from '../gateway/index.ts';
+import { currentScope, inScope, requestScope } from '../trace/scope.ts';
 
 /** A worker's question. */
 export interface DecideMessage {
@@ -20,6 +21,8 @@ export interface DecideMessage {
   /** Sent with the first question about it (and again when the supervisor has forgotten it). */
   readonly subject?: Subject;
   readonly cost: number;
+  /** The request's ids, so what the decision logs (a ban started) carries them as on one worker. */
+  readonly scope?: readonly [requestId: string, traceId?: string, spanId?: string];
 }
 
 /** The supervisor's answer. */
@@ -60,16 +63,18 @@ export class RemoteLimiter implements RateLimiter {
 
   decide(subject: Subject, cost = 1): Promise<Verdict> {
     const id = ++this.#lastId;
+    const now = currentScope();
+    const scope = now ? ([now.requestId, now.traceId, now.spanId] as const) : undefined;
     let ask: DecideMessage;
-    if (subject.plan === 'anonymous') ask = { type: 'decide', id, ref: 0, subject, cost };
+    if (subject.plan === 'anonymous') ask = { type: 'decide', id, ref: 0, subject, cost, scope };
     else {
       const ref = this.#refs.get(subject);
-      if (ref !== undefined) ask = { type: 'decide', id, ref, cost };
+      if (ref !== undefined) ask = { type: 'decide', id, ref, cost, scope };
       else {
         const made = ++this.#lastRef;
         this.#refs.set(subject, made);
         this.#subjects.set(made, subject);
-        ask = { type: 'decide', id, ref: made, subject, cost };
+        ask = { type: 'decide', id, ref: made, subject, cost, scope };
       }
     }
     return new Promise<Verdict>((resolve, reject) => {
@@ -137,8 +142,11 @@ export class LimiterOwner {
       if (!subject) return send({ type: 'decided', id: message.id, unknown: true });
       const { id } = message;
       let verdict: Verdict | Promise<Verdict>;
+      const on = subject;
+      const decide = () => this.#limiter.decide(on, message.cost);
       try {
-        verdict = this.#limiter.decide(subject, message.cost);
+        const { scope } = message;
+        verdict = scope ? inScope(requestScope(...scope), decide) : decide();
       } catch (err) {
         return send({ type: 'decided', id, error: String(err) });
       }

@@ -178,7 +178,7 @@ async function startWorkers(
     log,
     lines: logLines(),
     wake: () => webhooks?.wake(),
-    ...(metrics ? { replaced: () => metrics.workerReplaced() } : {}),
+    ...(metrics ? { metrics } : {}),
     lost: (reason) => {
       log.error('stopping: the process would serve with fewer workers than it says', { reason });
       process.kill(process.pid, 'SIGTERM');
@@ -227,7 +227,7 @@ async function loadAdapter(): Promise<RuntimeAdapter> {
 }
 
 /** The metrics registry with `--metrics` or `--metrics-port`; prom-client is loaded only then (it is slow to load). */
-async function metricsOf(config: Config, adapter: RuntimeAdapter): Promise<Metrics | undefined> {
+export async function metricsOf(config: Config, adapter: RuntimeAdapter): Promise<Metrics | undefined> {
   if (!config.metrics && config.metricsPort === null) return undefined;
   const { Metrics } = await import('../metrics/registry.ts');
   return new Metrics({ version: VERSION, runtime: adapter.name, latencyObjectives: config.latencyObjectives });

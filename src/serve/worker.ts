@@ -8,6 +8,7 @@
  * (src/store/shared-version.ts), whether the host is stopping.
  */
 import process from 'node:process';
+import { setImmediate } from 'node:timers';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createApp } from '../app.ts';
 import { systemClock } from '../core/clock.ts';
@@ -18,7 +19,7 @@ import { sharedVersion } from '../store/shared-version.ts';
 import { notifier } from '../webhooks/notify.ts';
 import { adapter } from './bun.ts';
 import { type DecidedMessage, RemoteLimiter } from './host-limiter.ts';
-import { storeOf } from './start.ts';
+import { metricsOf, storeOf } from './start.ts';
 import { keyRecords, poolShare, SHARED, type ToWorker, type WorkerStart } from './workers.ts';
 
 declare const self: Worker;
@@ -35,7 +36,20 @@ async function serve(start: WorkerStart): Promise<void> {
   const state = new Int32Array(memory.state);
   let keys = new KeyTable(keyRecords(start.keys));
   const limiter = new RemoteLimiter(post);
-  const opened = await storeOf(config, log, undefined, poolShare(start.workers));
+  const metrics = await metricsOf(config, adapter);
+  metrics?.consumers.load(keys.records());
+  const rendered = new Map<number, (text: string) => void>();
+  let lastRender = 0;
+  // `/metrics` on this port shows the host's: the supervisor sums every worker's series.
+  metrics?.renderedBy(
+    (openMetrics) =>
+      new Promise<string>((resolve) => {
+        const id = ++lastRender;
+        rendered.set(id, resolve);
+        post({ type: 'render', id, openMetrics });
+      }),
+  );
+  const opened = await storeOf(config, log, metrics, poolShare(start.workers));
   const store = sharedVersion(opened, state, SHARED.storeVersion);
   const trust = new TrustedProxies(config.trustProxy);
   const app = createApp({
@@ -49,7 +63,8 @@ async function serve(start: WorkerStart): Promise<void> {
     hostSlots: { memory: memory.slots, worker: index },
     ipv6Prefix: config.ipv6Prefix,
     docs: { publicUrl: config.publicUrl, stagingUrl: config.stagingUrl },
-    serveMetrics: false,
+    ...(metrics ? { metrics } : {}),
+    serveMetrics: config.metricsPort === null,
     notReady: () => notReady(state, start.workers),
     corsOrigins: config.corsOrigins,
     experimental: config.experimental,
@@ -78,6 +93,16 @@ async function serve(start: WorkerStart): Promise<void> {
     if (message.type === 'decided') return limiter.answer(message as DecidedMessage);
     if (message.type === 'keys') {
       keys = new KeyTable(keyRecords(message.keys));
+      metrics?.consumers.load(keys.records());
+      return;
+    }
+    if (message.type === 'scrape') {
+      post({ type: 'scraped', id: message.id, series: metrics ? await metrics.json() : [] });
+      return;
+    }
+    if (message.type === 'rendered') {
+      rendered.get(message.id)?.(message.text);
+      rendered.delete(message.id);
       return;
     }
     if (message.type === 'stop') {
@@ -85,6 +110,8 @@ async function serve(start: WorkerStart): Promise<void> {
       const late = await Promise.race([drained, sleep(message.deadlineMs).then(() => false)]);
       if (!late) await Promise.race([server.stop(true), sleep(FORCE_STOP_MS)]);
       await store.close().catch(() => {});
+      // The last lines (the drained requests') go out before the supervisor ends this worker.
+      await new Promise((resolve) => setImmediate(resolve));
       post({ type: 'stopped' });
     }
   };

@@ -11,6 +11,7 @@ import { clearWorker, type HostSlotsMemory, hostSlotsMemory, type RateLimiter } 
 import type { KeyRecord } from '../keys/file.ts';
 import type { KeyTable } from '../keys/table.ts';
 import type { Logger } from '../log.ts';
+import type { Metrics } from '../metrics/registry.ts';
 import { POOL_SIZE } from '../store/postgres-url.ts';
 import { type DecidedMessage, type DecideMessage, LimiterOwner } from './host-limiter.ts';
 import type { RunningServer } from './server.ts';
@@ -68,7 +69,11 @@ export type ToWorker =
   | WorkerStart
   | DecidedMessage
   | { readonly type: 'keys'; readonly keys: readonly KeyRecord[] }
-  | { readonly type: 'stop'; readonly deadlineMs: number };
+  | { readonly type: 'stop'; readonly deadlineMs: number }
+  /** Asks for the worker's series, to sum them (`Metrics.sumWith`). */
+  | { readonly type: 'scrape'; readonly id: number }
+  /** The host's `/metrics`, which the worker asked for. */
+  | { readonly type: 'rendered'; readonly id: number; readonly text: string };
 
 /** What a worker sends the supervisor. */
 type FromWorker =
@@ -77,7 +82,16 @@ type FromWorker =
   | { readonly type: 'failed'; readonly error: string }
   | { readonly type: 'log'; readonly lines: readonly string[] }
   | { readonly type: 'wake' }
-  | { readonly type: 'stopped' };
+  | { readonly type: 'stopped' }
+  | { readonly type: 'scraped'; readonly id: number; readonly series: MetricJson }
+  /** The worker serves `/metrics` (`--metrics` on the API's port): the host's, rendered here. */
+  | { readonly type: 'render'; readonly id: number; readonly openMetrics: boolean };
+
+/** One registry's series as prom-client's JSON. */
+type MetricJson = Awaited<ReturnType<Metrics['json']>>;
+
+/** A scrape waits this long for a worker's series: one that is stopping or stuck is left out. */
+const SCRAPE_WAIT_MS = 1_000;
 
 /**
  * The key records as a worker receives them: a message carries a `Buffer` as a plain
@@ -109,8 +123,8 @@ export interface WorkerPoolOptions {
   readonly wake: () => void;
   /** Made by `workerMemory` before the store opens (the supervisor's store moves the shared version too). */
   readonly memory: WorkerMemory;
-  /** Counts a worker that exited unasked (and was replaced). */
-  readonly replaced?: () => void;
+  /** The supervisor's metrics (`--metrics`, `--metrics-port`): summed with the workers' on `/metrics`. */
+  readonly metrics?: Metrics;
   /** A worker could not be replaced: the process stops rather than serve with fewer. */
   readonly lost: (reason: string) => void;
 }
@@ -134,6 +148,8 @@ export class WorkerPool implements RunningServer {
   readonly #owner: LimiterOwner;
   readonly #state: Int32Array;
   readonly #running: (Running | undefined)[];
+  readonly #scrapes = new Map<number, (series: MetricJson) => void>();
+  #lastScrape = 0;
   #stopping = false;
 
   private constructor(options: WorkerPoolOptions) {
@@ -143,6 +159,7 @@ export class WorkerPool implements RunningServer {
     this.#state = new Int32Array(this.memory.state);
     this.#owner = new LimiterOwner(options.limiter);
     this.#running = Array.from({ length: options.count }, () => undefined);
+    options.metrics?.sumWith(() => this.#scrape());
   }
 
   /** Starts every worker; resolves once all listen, rejects (the others stopped) when one cannot. */
@@ -183,6 +200,36 @@ export class WorkerPool implements RunningServer {
       for (const r of running) r.worker.postMessage({ type: 'stop', deadlineMs } satisfies ToWorker);
     }
     await Promise.all(running.map((r) => r.stopped));
+  }
+
+  /** The host's `/metrics`, for a worker that serves it. */
+  async #render(openMetrics: boolean): Promise<string> {
+    const { metrics } = this.#options;
+    if (!metrics) return '';
+    return openMetrics ? metrics.renderOpenMetrics() : metrics.render();
+  }
+
+  /** Every listening worker's series; those that do not answer within `SCRAPE_WAIT_MS` are left out. */
+  #scrape(): Promise<MetricJson[]> {
+    const running = this.#running.filter((r): r is Running => r?.listening === true);
+    return Promise.all(
+      running.map(
+        (r) =>
+          new Promise<MetricJson>((resolve) => {
+            const id = ++this.#lastScrape;
+            const timer = setTimeout(() => {
+              this.#scrapes.delete(id);
+              resolve([]);
+            }, SCRAPE_WAIT_MS);
+            this.#scrapes.set(id, (series) => {
+              clearTimeout(timer);
+              this.#scrapes.delete(id);
+              resolve(series);
+            });
+            r.worker.postMessage({ type: 'scrape', id } satisfies ToWorker);
+          }),
+      ),
+    );
   }
 
   /** Starts worker `index`; resolves once it listens. */
@@ -226,6 +273,14 @@ export class WorkerPool implements RunningServer {
         case 'stopped':
           worker.terminate();
           return;
+        case 'scraped':
+          this.#scrapes.get(message.id)?.(message.series);
+          return;
+        case 'render':
+          void this.#render(message.openMetrics).then((text) =>
+            worker.postMessage({ type: 'rendered', id: message.id, text } satisfies ToWorker),
+          );
+          return;
       }
     };
     worker.addEventListener('error', (event) => {
@@ -240,7 +295,7 @@ export class WorkerPool implements RunningServer {
       if (this.#stopping) return;
       // Exited unasked: its in-flight slots are given back, and another takes its place.
       clearWorker(this.memory.slots, index);
-      this.#options.replaced?.();
+      this.#options.metrics?.workerReplaced();
       log.error('worker exited; starting another in its place', { worker: index });
       this.#spawn(index, true).catch((err: unknown) => {
         this.#options.lost(`worker ${index} could not be replaced: ${String(err)}`);
