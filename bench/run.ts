@@ -59,6 +59,7 @@ import {
   writeKeys,
 } from './lib/setup.ts';
 import { startTracesFleet, TRACES_SCENARIO, type TracesFigures } from './lib/traces.ts';
+import { startWorkersPair, WORKERS_SCENARIOS, type WorkersFigures } from './lib/workers.ts';
 import { writeReport } from './lib/write.ts';
 import { runWrk } from './lib/wrk.ts';
 import { strangerCost } from './strangers.ts';
@@ -122,6 +123,7 @@ async function main(): Promise<void> {
     ...FLEET_READS_SCENARIOS,
     ...MIXED_SCENARIOS,
     FLEET_SCENARIO,
+    ...WORKERS_SCENARIOS,
   ];
   const selected = ordered.filter((s) => !ONLY || ONLY.includes(s.id));
   const scenarios: ScenarioResult[] = [];
@@ -190,6 +192,16 @@ async function main(): Promise<void> {
     await stopFleet(fleet);
     fleet.close();
   }
+  let workersFigures: WorkersFigures | undefined;
+  const workers = selected.filter((s) => s.data === 'workers');
+  if (workers.length > 0) {
+    console.log('bench: the same binary with --workers 1 and --workers 2, unpinned (lib/workers.ts)');
+    const pair = await startWorkersPair(dir, [BINARY]);
+    scenarios.push(...(await runScenarios(pair, workers)));
+    workersFigures = await pair.finish();
+    console.log(`bench: workers: ${JSON.stringify(workersFigures)}`);
+    await stopFleet(pair);
+  }
   const million = selected.filter((s) => s.data === 'million');
   if (million.length > 0) {
     const fleet = await startMillionFleet(dir, keysFile, base);
@@ -251,6 +263,7 @@ async function main(): Promise<void> {
     ...(hooks ? { hooks } : {}),
     ...(fleetFigures ? { fleet: fleetFigures } : {}),
     ...(traces ? { traces } : {}),
+    ...(workersFigures ? { workers: workersFigures } : {}),
     targets: [],
   };
   results.targets = checkTargets(results);
@@ -367,10 +380,12 @@ async function runScenarios(
       ...(servers.base ? { baseStatuses: {} } : {}),
     };
     const rounds: Partial<Record<ServerName, Round[]>> = {};
+    // Unpinned scenarios (the workers') let wrk use both cores too, as their servers do.
+    const wrk = scenario.unpinned ? { ...WRK, threads: 2, prefix: [] } : WRK;
     const prepare = (name: ServerName) => scenario.prepare?.(serverOf(servers, name), name, dir) ?? {};
     for (const name of names) {
       const seconds = QUICK ? WARMUP : Math.max(WARMUP, scenario.warmup?.[name] ?? 0);
-      await runWrk(serverOf(servers, name).url, scenario.load, { ...WRK, seconds }, await prepare(name));
+      await runWrk(serverOf(servers, name).url, scenario.load, { ...wrk, seconds }, await prepare(name));
       rounds[name] = [];
     }
     await logged();
@@ -382,7 +397,7 @@ async function runScenarios(
       const w = await runWrk(
         server.url,
         scenario.load,
-        { ...WRK, seconds: Math.min(SECONDS, scenario.seconds ?? SECONDS) },
+        { ...wrk, seconds: Math.min(SECONDS, scenario.seconds ?? SECONDS) },
         env,
       );
       const cpuUs = ((server.cpuSeconds() - cpuBefore) * 1e6) / w.requests;
@@ -393,7 +408,7 @@ async function runScenarios(
       );
       return r;
     };
-    for (let round = 0; round < ROUNDS; round++) {
+    for (let round = 0; round < (QUICK ? ROUNDS : Math.max(ROUNDS, scenario.rounds ?? 0)); round++) {
       // Every server alone (the figures against bare, Hono, Express), in turns. With a base, each
       // server paired with it runs in the base's block instead: the two alone, then side by side.
       for (const name of roundOrder(names, paired, round)) {

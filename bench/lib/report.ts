@@ -5,6 +5,7 @@ import type { HooksFigures, OutboxFigures } from './hooks.ts';
 import { median } from './measure.ts';
 import { memoHitRate, mixedSection } from './mixed.ts';
 import type { TracesFigures } from './traces.ts';
+import type { WorkersFigures } from './workers.ts';
 import type { WrkResult } from './wrk.ts';
 
 export type ServerName =
@@ -21,7 +22,9 @@ export type ServerName =
   | 'express'
   | 'sqlite'
   | 'lone'
-  | 'postgres';
+  | 'postgres'
+  | 'w1'
+  | 'w2';
 /** Column order of the tables and the chart. */
 export const SERVERS: readonly ServerName[] = [
   'petstore',
@@ -36,6 +39,8 @@ export const SERVERS: readonly ServerName[] = [
   'sqlite',
   'lone',
   'postgres',
+  'w1',
+  'w2',
   'hono',
   'express',
 ];
@@ -118,6 +123,8 @@ export interface Results {
   readonly fleet?: FleetFigures;
   /** The trace scenario's receiver and drops, when it ran. */
   readonly traces?: TracesFigures;
+  /** RSS by workers and the supervisor's CPU per request, when the workers scenarios ran. */
+  readonly workers?: WorkersFigures;
   targets: Target[];
 }
 
@@ -210,6 +217,55 @@ const cpu = (a: Summary, b: Summary) =>
 const paired = (a: Summary, b: Summary, ratio: number) =>
   `${a.cpuUs.toFixed(1)} vs ${b.cpuUs.toFixed(1)} µs; paired ${ratio.toFixed(2)}x`;
 
+/**
+ * The median over the rounds of `b`'s figure over `a`'s in the same round (`--workers 2` over
+ * `--workers 1`): what the host did to one round it did to both.
+ */
+function roundRatio(results: Results, id: string, figure: 'rps' | 'cpuUs'): number | undefined {
+  const scenario = results.scenarios.find((x) => x.id === id);
+  const a = scenario?.servers.w1?.rounds ?? [];
+  const b = scenario?.servers.w2?.rounds ?? [];
+  const ratios = a.flatMap((r, i) => {
+    const other = b[i];
+    return other ? [other[figure] / r[figure]] : [];
+  });
+  return ratios.length > 0 ? median(ratios) : undefined;
+}
+
+/** `--workers 2` against `--workers 1` on the list, a pet, a 401 and a POST; RSS by workers. */
+function workersTargets(results: Results): Target[] {
+  const out: Target[] = [];
+  for (const [id, label, least] of [
+    ['workers-list', '`GET /v1/pets?limit=20` (cached)', 1.3],
+    ['workers-get', '`GET /v1/pets/{id}`', 1.3],
+    ['workers-401', '401', 1.3],
+    ['workers-post', '`POST /v1/pets` (one writer)', 1.0],
+  ] as const) {
+    const rps = roundRatio(results, id, 'rps');
+    const cpuRatio = roundRatio(results, id, 'cpuUs');
+    const measured =
+      rps === undefined || cpuRatio === undefined
+        ? 'not measured'
+        : `${rps.toFixed(2)}x req/s, ${cpuRatio.toFixed(2)}x CPU per request (medians of paired rounds)`;
+    out.push({
+      figure: `${label}: \`--workers 2\` vs \`--workers 1\`, req/s and server CPU per request`,
+      target: `≥ ${least.toFixed(1)}x req/s, ≤ 1.10x CPU`,
+      measured,
+      met: rps !== undefined && cpuRatio !== undefined && rps >= least && cpuRatio <= 1.1,
+    });
+  }
+  const w = results.workers;
+  out.push({
+    figure: "RSS with 1, 2 and 4 workers; the supervisor thread's CPU per request with 2",
+    target: 'reported',
+    measured: w
+      ? `${w.rssMiB[1]} / ${w.rssMiB[2]} / ${w.rssMiB[4]} MiB; ${w.supervisorUsPerRequest.toFixed(2)} µs a request (${fmt(w.requests)} requests)`
+      : 'not measured',
+    met: w !== undefined,
+  });
+  return out;
+}
+
 /** The targets (bench/README.md), each with the measured figure. */
 export function checkTargets(results: Results): Target[] {
   const at = (id: string, server: ServerName) => summary(results, id, server);
@@ -276,6 +332,7 @@ export function checkTargets(results: Results): Target[] {
       (q, l) => [`${cpu(q, l)}`, q.cpuUs <= 1.05 * l.cpuUs],
     ),
   );
+  targets.push(...workersTargets(results));
   const fleet = results.fleet;
   targets.push(
     target(

@@ -47,9 +47,14 @@ export interface Scenario {
    * or their own seeded files, some exporting traces to a receiver (lib/traces.ts),
    * or PostgreSQL databases of their own, with the product alone on SQLite beside them (lib/fleet-reads.ts),
    * or their own seeded files, one of the two on a Redis (lib/fleet.ts),
-   * or the product on SQLite and on PostgreSQL, both with `--metrics` (lib/mixed.ts).
+   * or the product on SQLite and on PostgreSQL, both with `--metrics` (lib/mixed.ts), or their
+   * own seeded files, started with --workers 1 and 2 (lib/workers.ts).
    */
-  data?: 'million' | 'hooks' | 'traces' | 'postgres' | 'fleet' | 'mixed';
+  data?: 'million' | 'hooks' | 'traces' | 'postgres' | 'fleet' | 'mixed' | 'workers';
+  /** Neither the servers nor wrk pinned to a core: the workers scenarios, where the cores are the point. */
+  unpinned?: boolean;
+  /** Rounds of this scenario, when it needs more than BENCH_ROUNDS (1 with BENCH_QUICK). */
+  rounds?: number;
   /**
    * With the base build: the servers measured beside it, at the same time on the server core, a
    * pair at a time, for the comparison with the base (default: the product). The host moves a
@@ -163,10 +168,11 @@ export async function startOn(
   keysFile: string,
   data: string,
   extra: readonly string[] = [],
+  pinned = true,
 ): Promise<[Running, string]> {
   const logFile = join(dir, `${name}.log`);
   const args = ['--keys', keysFile, '--data', data, '--trust-proxy', '127.0.0.1', ...extra];
-  return [await startProduct([...SERVER_CPU, ...cmd], args, logFile), logFile];
+  return [await startProduct([...(pinned ? SERVER_CPU : []), ...cmd], args, logFile), logFile];
 }
 
 /**
@@ -183,8 +189,9 @@ export async function startSeeded(
   name: string,
   keysFile: string,
   extra: readonly string[] = [],
+  pinned = true,
 ): Promise<[Running, string]> {
-  const [server, logFile] = await startOn(cmd, dir, name, keysFile, join(dir, `${name}.db`), extra);
+  const [server, logFile] = await startOn(cmd, dir, name, keysFile, join(dir, `${name}.db`), extra, pinned);
   for (let i = 0; i < SEED_PETS; i++) {
     const res = await request(`${server.url}/v1/pets`, {
       method: 'POST',

@@ -56,6 +56,11 @@ export class KeyTable {
     return [...this.#byHash.values()];
   }
 
+  /** Every record the table was made from, the revoked keys' tombstones too: what makes the same table again. */
+  all(): KeyRecord[] {
+    return [...this.#byHash.values(), ...this.#revoked.values()];
+  }
+
   /** Number of keys on each plan, for the start-up log. */
   countByPlan(): Record<string, number> {
     const counts: Record<string, number> = {};

@@ -150,6 +150,13 @@ function workerCount(config: Config, adapter: RuntimeAdapter): number {
     );
   }
   if (config.data === MEMORY) throw new ConfigError(memoryWithWorkers(count));
+  if (tracesUrl(config.otelTracesEndpoint, config.otelEndpoint) !== undefined) {
+    // The workers' spans would each need the one exporter of the host: not built; never a silent loss.
+    throw new ConfigError(
+      `--workers ${config.workers}: traces (OTEL_EXPORTER_OTLP_ENDPOINT) are exported with one worker only; ` +
+        'serve with --workers 1 to export them',
+    );
+  }
   return count;
 }
 

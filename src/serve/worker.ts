@@ -115,6 +115,8 @@ async function serve(start: WorkerStart): Promise<void> {
       post({ type: 'stopped' });
     }
   };
+  // Its start-up lines go out before the supervisor hears that it listens (and logs `listening`).
+  await new Promise((resolve) => setImmediate(resolve));
   post({ type: 'listening' });
   crashForTests(start);
 }

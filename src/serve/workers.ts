@@ -181,7 +181,7 @@ export class WorkerPool implements RunningServer {
 
   /** Hands every worker the keys in force now. */
   keysChanged(table: KeyTable): void {
-    const keys = table.records();
+    const keys = table.all();
     for (const running of this.#running) running?.worker.postMessage({ type: 'keys', keys } satisfies ToWorker);
   }
 
@@ -308,7 +308,7 @@ export class WorkerPool implements RunningServer {
       replacement,
       config,
       port,
-      keys: keys().records(),
+      keys: keys().all(),
       memory: this.memory,
     } satisfies ToWorker);
     return listening;
