@@ -105,22 +105,22 @@ export function logLines(): (line: string) => void {
 }
 
 /**
- * A writer that hands the lines of each event-loop turn to `send` together, in one message: a
- * worker's logger, whose lines the supervisor writes (`logLines`).
+ * Hands the items of each event-loop turn to `send` together, in one call: a worker's log lines
+ * (written by the supervisor, `logLines`) and its limiter questions go out one message a turn.
  *
  * @example
- * createLogger({ write: batchedLines((lines) => postMessage({ type: 'log', lines })) })
+ * createLogger({ write: batched((lines) => postMessage({ type: 'log', lines })) })
  */
-export function batchedLines(send: (lines: string[]) => void): (line: string) => void {
-  let pending: string[] = [];
+export function batched<T>(send: (items: T[]) => void): (item: T) => void {
+  let pending: T[] = [];
   const flush = () => {
     const out = pending;
     pending = [];
     if (out.length > 0) send(out);
   };
-  return (line) => {
+  return (item) => {
     if (pending.length === 0) setImmediate(flush);
-    pending.push(line);
+    pending.push(item);
   };
 }
 

@@ -14,11 +14,11 @@ import { createApp } from '../app.ts';
 import { systemClock } from '../core/clock.ts';
 import { TrustedProxies } from '../gateway/index.ts';
 import { KeyTable } from '../keys/table.ts';
-import { batchedLines, createLogger } from '../log.ts';
+import { batched, createLogger } from '../log.ts';
 import { sharedVersion } from '../store/shared-version.ts';
 import { notifier } from '../webhooks/notify.ts';
 import { adapter } from './bun.ts';
-import { type DecidedMessage, RemoteLimiter } from './host-limiter.ts';
+import { RemoteLimiter } from './host-limiter.ts';
 import { metricsOf, storeOf } from './start.ts';
 import { keyRecords, poolShare, SHARED, type ToWorker, type WorkerStart } from './workers.ts';
 
@@ -31,11 +31,12 @@ async function serve(start: WorkerStart): Promise<void> {
   const log = createLogger({
     level: config.logLevel,
     format: config.logFormat,
-    write: batchedLines((lines) => post({ type: 'log', lines })),
+    write: batched((lines: string[]) => post({ type: 'log', lines })),
   });
   const state = new Int32Array(memory.state);
   let keys = new KeyTable(keyRecords(start.keys));
-  const limiter = new RemoteLimiter(post);
+  // A turn's questions go out in one message, and come back answered in one.
+  const limiter = new RemoteLimiter(batched((asks) => post({ type: 'decide', asks })));
   const metrics = await metricsOf(config, adapter);
   metrics?.consumers.load(keys.records());
   const rendered = new Map<number, (text: string) => void>();
@@ -90,7 +91,10 @@ async function serve(start: WorkerStart): Promise<void> {
   });
   self.onmessage = async (event: MessageEvent<ToWorker>) => {
     const message = event.data;
-    if (message.type === 'decided') return limiter.answer(message as DecidedMessage);
+    if (message.type === 'decided') {
+      for (const answer of message.answers) limiter.answer(answer);
+      return;
+    }
     if (message.type === 'keys') {
       keys = new KeyTable(keyRecords(message.keys));
       metrics?.consumers.load(keys.records());

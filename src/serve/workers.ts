@@ -10,7 +10,7 @@ import type { Config } from '../config.ts';
 import { clearWorker, type HostSlotsMemory, hostSlotsMemory, type RateLimiter } from '../gateway/index.ts';
 import type { KeyRecord } from '../keys/file.ts';
 import type { KeyTable } from '../keys/table.ts';
-import type { Logger } from '../log.ts';
+import { batched, type Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { POOL_SIZE } from '../store/postgres-url.ts';
 import { type DecidedMessage, type DecideMessage, LimiterOwner } from './host-limiter.ts';
@@ -67,7 +67,8 @@ export interface WorkerStart {
 /** What the supervisor sends a worker. */
 export type ToWorker =
   | WorkerStart
-  | DecidedMessage
+  /** The answers to a turn's questions. */
+  | { readonly type: 'decided'; readonly answers: readonly DecidedMessage[] }
   | { readonly type: 'keys'; readonly keys: readonly KeyRecord[] }
   | { readonly type: 'stop'; readonly deadlineMs: number }
   /** Asks for the worker's series, to sum them (`Metrics.sumWith`). */
@@ -77,7 +78,8 @@ export type ToWorker =
 
 /** What a worker sends the supervisor. */
 type FromWorker =
-  | DecideMessage
+  /** A turn's questions to the limiter. */
+  | { readonly type: 'decide'; readonly asks: readonly DecideMessage[] }
   | { readonly type: 'listening' }
   | { readonly type: 'failed'; readonly error: string }
   | { readonly type: 'log'; readonly lines: readonly string[] }
@@ -251,12 +253,15 @@ export class WorkerPool implements RunningServer {
       }),
     };
     this.#running[index] = running;
-    const decide = this.#owner.forWorker((m) => worker.postMessage(m));
+    const decide = this.#owner.forWorker(
+      batched((answers: DecidedMessage[]) => worker.postMessage({ type: 'decided', answers } satisfies ToWorker)),
+    );
     worker.onmessage = (event: MessageEvent<FromWorker>) => {
       const message = event.data;
       switch (message.type) {
         case 'decide':
-          return decide(message);
+          for (const ask of message.asks) decide(ask);
+          return;
         case 'log':
           for (const line of message.lines) lines(line);
           return;
