@@ -25,6 +25,9 @@ IMAGE    ?= petstore:latest
 # Paths start with ./ so that bun test takes them as paths, not as substrings that also match
 # the copies of a BENCH_BASE build under dist/bench-base-*/.
 E2E      := ./scripts/e2e ./contract/messages.test.ts
+# The suites run again with two workers (--workers; scripts/e2e/workers.test.ts runs in E2E): the
+# server, the limits, the keys and ops, on a SQLite file (test/harness.ts). ~30 s.
+E2E_WORKERS := ./scripts/e2e/server.test.ts ./scripts/e2e/limits.test.ts ./scripts/e2e/keys.test.ts ./scripts/e2e/ops.test.ts
 TS_CLIENT := dist/clients/typescript/schema.ts
 PY_CLIENT := dist/clients/python/petstore_client/__init__.py
 
@@ -88,8 +91,9 @@ test: unit e2e ## unit tests, then end-to-end tests against the built binary
 unit: node_modules/.stamp $(DOCS_GEN) ## unit tests (bun test), beside the code in src/; the Lua limiter and the PostgreSQL store on throwaway servers
 	scripts/with-postgres.sh scripts/with-redis.sh $(BUN) test ./src
 
-e2e: build ## end-to-end tests: start dist/petstore and talk HTTP to it; then 20,000 idle connections (~20 s)
+e2e: build ## end-to-end tests: start dist/petstore and talk HTTP to it, then the server, limits, keys and ops again with --workers 2; then 20,000 idle connections (~20 s)
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test $(E2E)
+	PETSTORE_WORKERS=2 PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test $(E2E_WORKERS)
 	$(MAKE) --no-print-directory connections-test
 
 # Each side holds one descriptor per connection: the soft open-file limit is raised to the hard
@@ -156,11 +160,13 @@ soak: build .venv/.stamp ## the long ones: fuzz with 10,000 examples, a 300,000-
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 60000 ./scripts/durability.test.ts
 
 .PHONY: durability-test postgres-test
-durability-test: build ## kill -9 dist/petstore mid-load of POSTs, restart: every 201 is there (SQLite default)
+durability-test: build ## kill -9 dist/petstore mid-load of POSTs, restart: every 201 is there (SQLite default; one worker, then two)
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 60000 ./scripts/durability.test.ts
+	PETSTORE_WORKERS=2 PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 60000 ./scripts/durability.test.ts
 
 postgres-test: build ## the binary on PostgreSQL: durability, kept answers (two instances, 1,000 writes) and orders (200 buyers over four instances; holds that end) on a throwaway server; the store's own tests run in make unit
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh $(BUN) test --timeout 90000 ./scripts/durability.test.ts ./scripts/fleet-reads.test.ts ./scripts/orders.test.ts
+	PETSTORE_WORKERS=2 PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh $(BUN) test --timeout 90000 ./scripts/durability.test.ts
 
 .PHONY: redis-test scale-out-test keys-redis-test outage-test keys-store-test
 outage-test: build ## two dist/petstore under load through Redis killed, PostgreSQL restarted, stopped 5 s, a table locked; SQLite locked by another process (~45 s)

@@ -61,6 +61,10 @@ async function start(cwd: string, data?: string): Promise<Server> {
         const m = /"address":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(line);
         if (m) {
           clearTimeout(timer);
+          // With PETSTORE_WORKERS (make durability-test's second run), the server must say it serves with them.
+          const workers = Number(process.env.PETSTORE_WORKERS || 1);
+          if (workers > 1 && !line.includes(`"workers":${workers}`))
+            reject(new Error(`not ${workers} workers: ${line}`));
           resolve(m[1] as string);
         }
       }

@@ -48,7 +48,8 @@ export function handleSignals({ log, reload, servers, shutdownSeconds, onStoppin
     clearTimeout(timer);
     await close();
     log.info('stopped');
-    process.exit(0);
+    // 0, unless the stop was for a failure (a worker that could not be replaced set 1).
+    process.exit(process.exitCode ?? 0);
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));

@@ -188,6 +188,8 @@ async function startWorkers(
     ...(metrics ? { metrics } : {}),
     lost: (reason) => {
       log.error('stopping: the process would serve with fewer workers than it says', { reason });
+      // Drained as on SIGTERM, then exit 1, for the supervisor (systemd, the orchestrator) to restart it.
+      process.exitCode = 1;
       process.kill(process.pid, 'SIGTERM');
     },
   });
