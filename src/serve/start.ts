@@ -30,7 +30,7 @@ import { announceDevKey } from './keys-source.ts';
 import { LiveKeys } from './live-keys.ts';
 import type { RunningServer, RuntimeAdapter, ServeOptions } from './server.ts';
 import { handleSignals } from './signals.ts';
-import { poolShare, SHARED, type WorkerMemory, WorkerPool, workerMemory } from './workers.ts';
+import { type HostStatus, poolShare, SHARED, type WorkerMemory, WorkerPool, workerMemory } from './workers.ts';
 
 // Defined by `bun build --define` for a compiled binary (scripts/lib/build-info.sh), else undeclared.
 declare const PETSTORE_TARGET: string | undefined;
@@ -75,7 +75,11 @@ export async function startServer(config: Config): Promise<void> {
   const gate = gateOptions(config, adapter, keys, limiter, log);
   if (memory) {
     await listeners.unlessFailed(
-      () => startWorkers(config, memory, listeners, keys, limiter, log, metrics, webhooks.worker),
+      () =>
+        startWorkers(config, memory, listeners, keys, limiter, log, metrics, webhooks.worker, () => ({
+          ...(shared ? { limiter: shared.status() } : {}),
+          ...(config.keys ? { keysProblem: keys.problem() } : {}),
+        })),
       () => store.close(),
     );
   } else {
@@ -174,6 +178,7 @@ async function startWorkers(
   log: Logger,
   metrics: Metrics | undefined,
   webhooks: DeliveryWorker | undefined,
+  status: () => HostStatus,
 ): Promise<WorkerPool> {
   const pool = await WorkerPool.start({
     count: memory.slots.workers,
@@ -184,6 +189,7 @@ async function startWorkers(
     limiter,
     log,
     lines: logLines(),
+    ...(config.redis || config.keys === KEYS_STORE ? { status } : {}),
     wake: () => webhooks?.wake(),
     ...(metrics ? { metrics } : {}),
     lost: (reason) => {

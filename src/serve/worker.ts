@@ -12,7 +12,7 @@ import { setImmediate } from 'node:timers';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createApp } from '../app.ts';
 import { systemClock } from '../core/clock.ts';
-import { TrustedProxies } from '../gateway/index.ts';
+import { type LimiterStatus, TrustedProxies } from '../gateway/index.ts';
 import { KeyTable } from '../keys/table.ts';
 import { batched, createLogger } from '../log.ts';
 import { sharedVersion } from '../store/shared-version.ts';
@@ -35,6 +35,7 @@ async function serve(start: WorkerStart): Promise<void> {
   });
   const state = new Int32Array(memory.state);
   let keys = new KeyTable(keyRecords(start.keys));
+  let status = start.status;
   // A turn's questions go out in one message, and come back answered in one.
   const limiter = new RemoteLimiter(batched((asks) => post({ type: 'decide', asks })));
   const metrics = await metricsOf(config, adapter);
@@ -67,6 +68,8 @@ async function serve(start: WorkerStart): Promise<void> {
     ...(metrics ? { metrics } : {}),
     serveMetrics: config.metricsPort === null,
     notReady: () => notReady(state, start.workers),
+    ...(status?.limiter ? { limiterStatus: () => status?.limiter as LimiterStatus } : {}),
+    ...(status ? { keysProblem: () => status?.keysProblem } : {}),
     corsOrigins: config.corsOrigins,
     experimental: config.experimental,
     orderHoldMs: config.orderHoldMs,
@@ -98,6 +101,10 @@ async function serve(start: WorkerStart): Promise<void> {
     if (message.type === 'keys') {
       keys = new KeyTable(keyRecords(message.keys));
       metrics?.consumers.load(keys.records());
+      return;
+    }
+    if (message.type === 'status') {
+      status = message.status;
       return;
     }
     if (message.type === 'scrape') {
@@ -154,3 +161,4 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
     post({ type: 'failed', error: err instanceof Error ? err.message : String(err) });
   });
 };
+post({ type: 'loaded' });

@@ -7,7 +7,13 @@
  */
 import { Buffer } from 'node:buffer';
 import type { Config } from '../config.ts';
-import { clearWorker, type HostSlotsMemory, hostSlotsMemory, type RateLimiter } from '../gateway/index.ts';
+import {
+  clearWorker,
+  type HostSlotsMemory,
+  hostSlotsMemory,
+  type LimiterStatus,
+  type RateLimiter,
+} from '../gateway/index.ts';
 import type { KeyRecord } from '../keys/file.ts';
 import type { KeyTable } from '../keys/table.ts';
 import { batched, type Logger } from '../log.ts';
@@ -57,6 +63,8 @@ export interface WorkerStart {
   readonly workers: number;
   /** Whether it takes the place of one that exited. */
   readonly replacement: boolean;
+  /** The host's status now, when the supervisor has one to report (then sent again every `STATUS_EVERY_MS`). */
+  readonly status?: HostStatus;
   readonly config: Config;
   /** The port the supervisor proved free. */
   readonly port: number;
@@ -71,6 +79,8 @@ export type ToWorker =
   | { readonly type: 'decided'; readonly answers: readonly DecidedMessage[] }
   | { readonly type: 'keys'; readonly keys: readonly KeyRecord[] }
   | { readonly type: 'stop'; readonly deadlineMs: number }
+  /** What `/readyz` reports that the supervisor knows: the limiter's state, the keys' freshness. */
+  | { readonly type: 'status'; readonly status: HostStatus }
   /** Asks for the worker's series, to sum them (`Metrics.sumWith`). */
   | { readonly type: 'scrape'; readonly id: number }
   /** The host's `/metrics`, which the worker asked for. */
@@ -80,6 +90,8 @@ export type ToWorker =
 type FromWorker =
   /** A turn's questions to the limiter. */
   | { readonly type: 'decide'; readonly asks: readonly DecideMessage[] }
+  /** Its module is loaded and it listens for messages: it is sent its start now. */
+  | { readonly type: 'loaded' }
   | { readonly type: 'listening' }
   | { readonly type: 'failed'; readonly error: string }
   | { readonly type: 'log'; readonly lines: readonly string[] }
@@ -88,6 +100,15 @@ type FromWorker =
   | { readonly type: 'scraped'; readonly id: number; readonly series: MetricJson }
   /** The worker serves `/metrics` (`--metrics` on the API's port): the host's, rendered here. */
   | { readonly type: 'render'; readonly id: number; readonly openMetrics: boolean };
+
+/** The supervisor's part of `/readyz`, handed to the workers every `STATUS_EVERY_MS`. */
+export interface HostStatus {
+  readonly limiter?: LimiterStatus;
+  readonly keysProblem?: string;
+}
+
+/** How often the workers are told the host's status: `/readyz` on a worker is at most this late. */
+const STATUS_EVERY_MS = 250;
 
 /** One registry's series as prom-client's JSON. */
 type MetricJson = Awaited<ReturnType<Metrics['json']>>;
@@ -125,6 +146,8 @@ export interface WorkerPoolOptions {
   readonly wake: () => void;
   /** Made by `workerMemory` before the store opens (the supervisor's store moves the shared version too). */
   readonly memory: WorkerMemory;
+  /** The limiter's state and the keys' freshness, for the workers' `/readyz` (with `--redis`, `--keys store`). */
+  readonly status?: () => HostStatus;
   /** The supervisor's metrics (`--metrics`, `--metrics-port`): summed with the workers' on `/metrics`. */
   readonly metrics?: Metrics;
   /** A worker could not be replaced: the process stops rather than serve with fewer. */
@@ -162,6 +185,15 @@ export class WorkerPool implements RunningServer {
     this.#owner = new LimiterOwner(options.limiter);
     this.#running = Array.from({ length: options.count }, () => undefined);
     options.metrics?.sumWith(() => this.#scrape());
+    const { status } = options;
+    if (status) {
+      const timer = setInterval(() => this.#broadcast({ type: 'status', status: status() }), STATUS_EVERY_MS);
+      timer.unref?.();
+    }
+  }
+
+  #broadcast(message: ToWorker): void {
+    for (const running of this.#running) running?.worker.postMessage(message);
   }
 
   /** Starts every worker; resolves once all listen, rejects (the others stopped) when one cannot. */
@@ -183,8 +215,7 @@ export class WorkerPool implements RunningServer {
 
   /** Hands every worker the keys in force now. */
   keysChanged(table: KeyTable): void {
-    const keys = table.all();
-    for (const running of this.#running) running?.worker.postMessage({ type: 'keys', keys } satisfies ToWorker);
+    this.#broadcast({ type: 'keys', keys: table.all() });
   }
 
   /**
@@ -259,6 +290,9 @@ export class WorkerPool implements RunningServer {
     worker.onmessage = (event: MessageEvent<FromWorker>) => {
       const message = event.data;
       switch (message.type) {
+        case 'loaded':
+          // A message sent before the worker's module has run could find no handler yet.
+          return start();
         case 'decide':
           for (const ask of message.asks) decide(ask);
           return;
@@ -306,16 +340,18 @@ export class WorkerPool implements RunningServer {
         this.#options.lost(`worker ${index} could not be replaced: ${String(err)}`);
       });
     });
-    worker.postMessage({
-      type: 'start',
-      index,
-      workers: this.#running.length,
-      replacement,
-      config,
-      port,
-      keys: keys().all(),
-      memory: this.memory,
-    } satisfies ToWorker);
+    const start = () =>
+      worker.postMessage({
+        type: 'start',
+        index,
+        workers: this.#running.length,
+        replacement,
+        ...(this.#options.status ? { status: this.#options.status() } : {}),
+        config,
+        port,
+        keys: keys().all(),
+        memory: this.memory,
+      } satisfies ToWorker);
     return listening;
   }
 }
