@@ -27,6 +27,8 @@ const COLORS: Record<string, string> = {
   floor: '#d1d5db',
   sqlite: '#6b7280',
   postgres: '#1e3a8a',
+  w1: '#60a5fa',
+  w2: '#1d4ed8',
   hono: '#f97316',
   express: '#f59e0b',
 };
