@@ -6,7 +6,7 @@
 import * as fs from 'node:fs';
 import process from 'node:process';
 import { auditPath } from '../keys/audit-file.ts';
-import { withLock } from '../keys/store-file.ts';
+import { withLock } from '../keys/locked-file.ts';
 import {
   type BackupResult,
   backupPostgres,

@@ -16,7 +16,7 @@ import { HostInFlight, type HostSlotsMemory } from './host-in-flight.ts';
 import { InFlight, tooManyInFlight, untouched } from './in-flight.ts';
 import type { FailoverLimiter } from './limiter/failover.ts';
 import type { RateLimiter } from './limiter/limiter.ts';
-import type { OpenRedisLimiterOptions } from './limiter/shared.ts';
+import type { OpenRedisLimiterOptions } from './limiter/open-redis.ts';
 import { adminKeyOnPublicApi, missingScope, REALM, validAt } from './validity.ts';
 
 export { DEFAULT_IPV6_PREFIX, TrustedProxies } from './addresses.ts';
@@ -37,7 +37,7 @@ export { wouldRefuseReporter } from './report-only.ts';
  * const limiter = await loadRedisLimiter({ url: 'redis://cache:6379', mode: 'open', fallback, log });
  */
 export async function loadRedisLimiter(options: OpenRedisLimiterOptions): Promise<FailoverLimiter> {
-  return (await import('./limiter/shared.ts')).openRedisLimiter(options);
+  return (await import('./limiter/open-redis.ts')).openRedisLimiter(options);
 }
 
 /** What the gateway hands to the steps after it: the caller it identified. */

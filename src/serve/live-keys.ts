@@ -1,14 +1,15 @@
 import { KEYS_STORE } from '../config.ts';
 import { type KeyRecord, ownerOf } from '../keys/file.ts';
-import { fileKeyAdmin, type KeyAdmin, storeConsumerIdsIn, storeKeyAdmin } from '../keys/source.ts';
+import { fileKeyAdmin, type KeyAdmin, storeConsumerIdsIn, storeKeyAdmin } from '../keys/key-admin.ts';
 import { KeyTable } from '../keys/table.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { peerText } from '../redact.ts';
-import { keyStoreOf } from '../store/keys.ts';
+import { keyStoreOf } from '../store/key-store.ts';
 import type { OwnerMove, PetStore } from '../store/store.ts';
-import { developmentKeys, KeysFileWatcher } from './keys-source.ts';
-import { KeysStoreWatcher } from './keys-store.ts';
+import { developmentKeys } from './dev-key.ts';
+import { KeysFileWatcher } from './keys-file-watch.ts';
+import { KeysStoreWatcher } from './keys-store-watch.ts';
 
 /**
  * The keys in force: the keys file's (watched), the store's (`--keys store`, read once the store

@@ -11,7 +11,7 @@ import {
   TrustedProxies,
 } from '../gateway/index.ts';
 import { KeysFileError } from '../keys/file.ts';
-import { keysFileWriteProblem } from '../keys/store-file.ts';
+import { keysFileWriteProblem } from '../keys/locked-file.ts';
 import { AllowedRanges } from '../keys/webhook-targets.ts';
 import { createLogger, type Logger, logLines } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
@@ -25,8 +25,8 @@ import { notifier } from '../webhooks/notify.ts';
 import { PUBLIC_TARGETS } from '../webhooks/sender.ts';
 import { DeliveryWorker } from '../webhooks/worker.ts';
 import { availableCpus } from './cpus.ts';
+import { announceDevKey } from './dev-key.ts';
 import { checkOpenFiles, openFilesNeeded } from './fd-limit.ts';
-import { announceDevKey } from './keys-source.ts';
 import { LiveKeys } from './live-keys.ts';
 import type { RunningServer, RuntimeAdapter, ServeOptions } from './server.ts';
 import { handleSignals } from './signals.ts';

@@ -83,7 +83,7 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 3,
     name: 'keys',
-    // Consumers and keys for --keys store (src/store/keys.ts): JSON text for limits, ban and
+    // Consumers and keys for --keys store (src/store/key-store.ts): JSON text for limits, ban and
     // scopes, as the keys file writes them; only hashes. keys_state's version moves with each
     // change. keys_audit is append-only: triggers refuse any UPDATE or DELETE.
     sqlite: `

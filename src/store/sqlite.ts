@@ -16,8 +16,8 @@ import {
 } from './errors.ts';
 import { prepareDataFile, restrictCreated } from './file-modes.ts';
 import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES, SweepSchedule } from './idempotency.ts';
-import type { KeyStore, WithKeyStore } from './keys.ts';
-import { SqliteKeyStore } from './keys-sqlite.ts';
+import type { KeyStore, WithKeyStore } from './key-store.ts';
+import { SqliteKeyStore } from './key-store-sqlite.ts';
 import { SCHEMA_VERSION } from './migrations.ts';
 import { newOrderId, ORDER_COLUMNS, orderExpiredEvent, orderFromRow, retiredOwner } from './orders.ts';
 import type { Outbox } from './outbox.ts';

@@ -10,7 +10,7 @@ import type { LimiterEvent, Subject } from './limiter.ts';
 import { SlidingWindowLimiter, STATE_TTL_MS } from './memory.ts';
 import { RedisLimiter } from './redis.ts';
 import { DECIDE_SHA1 } from './redis-script.ts';
-import { openRedisLimiter } from './shared.ts';
+import { openRedisLimiter } from './open-redis.ts';
 
 const { client, prefix } = testRedis();
 

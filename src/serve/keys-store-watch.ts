@@ -1,9 +1,9 @@
 import { clearInterval, setInterval } from 'node:timers';
 import { type KeyRecord, keyRecords } from '../keys/file.ts';
-import { documentOf } from '../keys/source.ts';
+import { documentOf } from '../keys/key-admin.ts';
 import type { Logger } from '../log.ts';
 import { peerText } from '../redact.ts';
-import type { KeyStore } from '../store/keys.ts';
+import type { KeyStore } from '../store/key-store.ts';
 
 /**
  * How often the store's keys version is read: a change whose notification was lost (or, on

@@ -3,13 +3,13 @@
  * (under its lock, atomically) or the data store (`--keys store`). Every change is one unit with
  * its audit record: both are there, or neither.
  */
-import type { KeyStore, StoredConsumer } from '../store/keys.ts';
+import type { KeyStore, StoredConsumer } from '../store/key-store.ts';
 import { type AuditRecord, auditRecord } from './audit.ts';
 import { type NumberedRecord, readAudit } from './audit-file.ts';
 import { withConsumerIds } from './edit.ts';
 import { keyRecords, parseDocument } from './file.ts';
 import type { KeysDocument } from './schema.ts';
-import { changeKeysFile, type KeysFileChange, readKeysDocument } from './store-file.ts';
+import { changeKeysFile, type KeysFileChange, readKeysDocument } from './locked-file.ts';
 
 export type { NumberedRecord };
 

@@ -1,5 +1,5 @@
 import { StoreUnavailableError, sqliteError } from './errors.ts';
-import { consumersOf, type KeyStore, type KeysEdit, rowChanges, type StoredConsumer } from './keys.ts';
+import { consumersOf, type KeyStore, type KeysEdit, rowChanges, type StoredConsumer } from './key-store.ts';
 import { column } from './rows.ts';
 import type { SqliteConnection } from './sqlite-driver.ts';
 
