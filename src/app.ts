@@ -18,8 +18,8 @@ import {
 
 import { apiPipeline, pipeline } from './http/pipeline.ts';
 import { byRouteOrder } from './http/route-order.ts';
-import type { BanPolicy } from './keys/plans.ts';
 import type { KeyAdmin } from './keys/key-admin.ts';
+import type { BanPolicy } from './keys/plans.ts';
 import type { KeyTable } from './keys/table.ts';
 import { type Logger, silentLogger } from './log.ts';
 import { ADMIN_OPERATION_LABEL } from './metrics/labels.ts';

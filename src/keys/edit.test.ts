@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { addKey, importConsumer, revokeKey, rotateKeys, withConsumerIds } from './edit.ts';
 import { KeysFileError, parseKeys } from './file.ts';
-import type { KeysDocument } from './schema.ts';
 import { readKeysDocument, withLock, writeKeysDocument } from './locked-file.ts';
+import type { KeysDocument } from './schema.ts';
 
 const A = 'a'.repeat(64);
 const B = 'b'.repeat(64);

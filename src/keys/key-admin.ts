@@ -8,8 +8,8 @@ import { type AuditRecord, auditRecord } from './audit.ts';
 import { type NumberedRecord, readAudit } from './audit-file.ts';
 import { withConsumerIds } from './edit.ts';
 import { keyRecords, parseDocument } from './file.ts';
-import type { KeysDocument } from './schema.ts';
 import { changeKeysFile, type KeysFileChange, readKeysDocument } from './locked-file.ts';
+import type { KeysDocument } from './schema.ts';
 
 export type { NumberedRecord };
 

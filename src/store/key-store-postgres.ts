@@ -1,5 +1,12 @@
 import type postgres from 'postgres';
-import { consumersOf, KEYS_CHANNEL, type KeyStore, type KeysEdit, rowChanges, type StoredConsumer } from './key-store.ts';
+import {
+  consumersOf,
+  KEYS_CHANNEL,
+  type KeyStore,
+  type KeysEdit,
+  rowChanges,
+  type StoredConsumer,
+} from './key-store.ts';
 import { transaction } from './postgres-transaction.ts';
 import { column } from './rows.ts';
 

@@ -8,9 +8,9 @@ import { createLogger } from '../../log.ts';
 import { rateLimitHeaders } from '../headers.ts';
 import type { LimiterEvent, Subject } from './limiter.ts';
 import { SlidingWindowLimiter, STATE_TTL_MS } from './memory.ts';
+import { openRedisLimiter } from './open-redis.ts';
 import { RedisLimiter } from './redis.ts';
 import { DECIDE_SHA1 } from './redis-script.ts';
-import { openRedisLimiter } from './open-redis.ts';
 
 const { client, prefix } = testRedis();
 
