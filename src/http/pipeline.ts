@@ -231,7 +231,7 @@ async function within(
     }
   }
   // The verdict is final once the answer is: a request kept for its time or its 5xx says so too.
-  const head = scope.sampled;
+  const head = scope.sampled === true;
   if (tracing.finish(c, scope, res.status) !== head && traceresponse) setTraceResponse(res, tracing.header(scope));
   requestLog.finish(c, started, res.status, scope.record === undefined ? undefined : scope.sampled === true);
   if (count && counted !== undefined) count.finish(c, counted, res.status, scope);

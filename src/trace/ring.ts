@@ -33,6 +33,8 @@ export const ERROR_NAME = 'Error';
 export const FREE = 0;
 export const OPEN = 1;
 export const KEPT = 2;
+/** How many open records `claim` passes over before it takes one anyway. */
+const OPEN_PROBE = 16;
 
 /** A child's kind, as `SpanKind` numbers it. */
 export const INTERNAL = 0;
@@ -197,7 +199,10 @@ export class TraceRing {
    * kept record not yet exported is counted as overwritten.
    */
   claim(at: number): number {
-    const r = this.#next;
+    // A record still open (a slow request) is passed over, up to OPEN_PROBE of them, so the
+    // requests the tail rules keep for their time are not the ones the ring loses first.
+    let r = this.#next;
+    for (let i = 0; i < OPEN_PROBE && this.state[r] === OPEN; i++) r = r + 1 === this.size ? 0 : r + 1;
     this.#next = r + 1 === this.size ? 0 : r + 1;
     if (this.state[r] === KEPT) {
       this.kept--;

@@ -174,3 +174,26 @@ describe('every request recorded alike; kept by the head or the tail', () => {
     expect(finish(scope, 503)).toBe(false);
   });
 });
+
+describe('a slow request in a ring that turns over', () => {
+  test('kept by the tail for its time although more requests than records started meanwhile', async () => {
+    const { ring } = recorder(4, false, { slowerThanMs: 30 });
+    const slow = beginRequest('slow', undefined, start, GET);
+    for (let i = 0; i < 10; i++) finish(beginRequest(`fast-${i}`, undefined, start, GET), 200);
+    await sleep(40);
+    expect(finish(slow, 200)).toBe(true);
+    expect(exported(ring).map((s) => s.attributes['petstore.kept_by'])).toEqual(['tail']);
+    expect(ring.overwritten).toBe(0);
+  });
+
+  test('a head-sampled request whose record was taken anyway answers that it is not exported', () => {
+    const { ring } = recorder(2, true);
+    const first = beginRequest('first', undefined, start, GET);
+    // Both records open: the third takes one anyway, after passing over the open ones.
+    beginRequest('second', undefined, start, GET);
+    beginRequest('third', undefined, start, GET);
+    expect(finish(first, 200)).toBe(false);
+    expect(first.sampled).toBe(false);
+    expect(ring.overwritten).toBe(1);
+  });
+});

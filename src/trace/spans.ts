@@ -200,9 +200,11 @@ export function finishRequest<R>(
   const head = scope.sampled === true;
   if (!into || r === undefined) return head;
   if (!into.holds(r, scope.seq as number)) {
-    // Overwritten while it was served (a ring too small for the requests in flight).
+    // Overwritten while it was served (a ring too small for the requests in flight): nothing
+    // of it is exported, and its answer says so.
     if (head) into.overwritten++;
-    return head;
+    scope.sampled = false;
+    return false;
   }
   const at = now();
   let kept = head;
