@@ -230,7 +230,8 @@ async function within(
       res = fail(c, toApiError(err, c, report, unavailable));
     }
   }
-  // The verdict is final once the answer is: a request kept for its time or its 5xx says so too.
+  // The verdict is final once the answer is: when the tail rules keep a request the head did not
+  // (slow, or a 5xx), or its record was lost, `traceresponse` is written again with it.
   const head = scope.sampled === true;
   if (tracing.finish(c, scope, res.status) !== head && traceresponse) setTraceResponse(res, tracing.header(scope));
   requestLog.finish(c, started, res.status, scope.record === undefined ? undefined : scope.sampled === true);
