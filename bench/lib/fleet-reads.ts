@@ -1,25 +1,12 @@
-/**
- * The bench's PostgreSQL scenarios: the product as a fleet instance without `--redis` (what the
- * store costs alone), on a throwaway PostgreSQL (scripts/with-postgres.sh start) of FLEET_PETS
- * pets, beside the base build on a database of its own filled alike, in the same rounds:
- * - `fleet-reads`: the first page again and again, with `lone`, the product alone on its SQLite
- *   file, as the reference: a page nobody changed should cost a fleet instance what it costs a
- *   lone host (kept while the instance listens for the pets table's notifications);
- * - `fleet-page`: a random page at every request, which no memo holds;
- * - `fleet-post`: creates, each committed with the trigger's NOTIFY (and its lock at commit).
- * A base build from before the notifications keeps nothing read from PostgreSQL.
- */
-import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
 import postgres from 'postgres';
 import type { BaseBuild } from './base.ts';
 import type { ServerName } from './report.ts';
 import type { Running } from './servers.ts';
 import { LIST, type Scenario, startOn, startSeeded, tokenOf } from './setup.ts';
+import { throwawayPostgres } from './throwaway-postgres.ts';
 
 /** Pets in each database, as in the table the PostgreSQL figures are compared with. */
 export const FLEET_PETS = 100_000;
-const WITH_POSTGRES = join(import.meta.dir, '../../scripts/with-postgres.sh');
 
 const token = tokenOf('bench');
 export const FLEET_READS_SCENARIOS: Scenario[] = [
@@ -66,27 +53,16 @@ export async function startPostgresFleet(
   keysFile: string,
   base: BaseBuild | undefined,
 ): Promise<PostgresFleet> {
-  const exports = execFileSync(WITH_POSTGRES, ['start'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = /_URL=(\S+)/.exec(exports)?.[1] ?? '';
-  const clusterDir = /_DIR=(\S+)/.exec(exports)?.[1] ?? '';
-  const finish = async () => void execFileSync(WITH_POSTGRES, ['stop', clusterDir], { stdio: 'inherit' });
+  const { urls, finish } = await throwawayPostgres('petstore_bench', ...(base ? ['petstore_base'] : []));
   try {
-    const admin = postgres(url, { max: 1, onnotice: () => {} });
-    const database = async (name: string) => {
-      await admin.unsafe(`CREATE DATABASE ${name}`);
-      const at = new URL(url);
-      at.pathname = `/${name}`;
-      return at.toString();
-    };
-    const product = await filled([binary], dir, 'petstore-pg', keysFile, await database('petstore_bench'));
+    const product = await filled([binary], dir, 'petstore-pg', keysFile, urls.petstore_bench ?? '');
     const servers: Partial<Record<ServerName, Running>> = { petstore: product[0] };
     const logs: Partial<Record<ServerName, string>> = { petstore: product[1] };
     if (base) {
-      const [running, log] = await filled([base.binary], dir, 'base-pg', keysFile, await database('petstore_base'));
+      const [running, log] = await filled([base.binary], dir, 'base-pg', keysFile, urls.petstore_base ?? '');
       servers.base = running;
       logs.base = log;
     }
-    await admin.end();
     [servers.lone] = await startSeeded([binary], dir, 'lone', keysFile);
     return { servers, logs, finish };
   } catch (err) {

@@ -1,27 +1,10 @@
-/**
- * The bench's mixed traffic (wrk/mixed.lua) on two products started alike with `--metrics`,
- * `petstore` on its SQLite file and `postgres` on a database of its own on a throwaway
- * PostgreSQL (scripts/with-postgres.sh start), each with SEED_PETS pets, in the same rounds:
- * - `mix-list`: the list scenario's page alone on these two servers, the mix's reference;
- * - `mixed`: 45% that page, 45% a pet by id, 5% a PATCH of a pet's name with `If-Match`, 5% an
- *   order placed, then cancelled or completed (in turns);
- * - `patch`, `place`, `close`: each write alone, for its CPU per request and req/s.
- * Before each wrk run (outside the measured CPU), the harness reads from the server what the
- * run works on (`prepare`): the first SEED_PETS pets' ETags, pets available to order (created
- * when too few are left: a completed order sells its pet for good) and placed orders to close
- * (placed when too few are open). Around each measured run it reads `/metrics`, so each round
- * carries the requests by operation and status and the answer memo's hits and misses.
- * The base build has neither PATCH nor orders: these run on the product only.
- */
-import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import postgres from 'postgres';
 import type { Round, ScenarioResult, ServerName } from './report.ts';
 import type { Running } from './servers.ts';
 import { LIST, request, type Scenario, SEED_PETS, startOn, startSeeded, tokenOf } from './setup.ts';
+import { throwawayPostgres } from './throwaway-postgres.ts';
 
-const WITH_POSTGRES = join(import.meta.dir, '../../scripts/with-postgres.sh');
 const token = tokenOf('bench');
 const MIX = 'list=45,get=45,patch=5,place=2.5,close=2.5';
 /** Seconds of each round of the place and close scenarios: each place uses a pet up. */
@@ -72,22 +55,11 @@ export interface MixedFleet {
 
 /** A database of its own on a throwaway PostgreSQL server; `finish` stops the server. */
 export async function throwawayDatabase(): Promise<{ url: string; finish: () => Promise<void> }> {
-  const exports = execFileSync(WITH_POSTGRES, ['start'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = /_URL=(\S+)/.exec(exports)?.[1] ?? '';
-  const clusterDir = /_DIR=(\S+)/.exec(exports)?.[1] ?? '';
-  const finish = async () => void execFileSync(WITH_POSTGRES, ['stop', clusterDir], { stdio: 'inherit' });
-  try {
-    const admin = postgres(url, { max: 1, onnotice: () => {} });
-    await admin.unsafe('CREATE DATABASE petstore_mixed');
-    await admin.end();
-    const at = new URL(url);
-    at.pathname = '/petstore_mixed';
-    return { url: at.toString(), finish };
-  } catch (err) {
-    await finish();
-    throw err;
-  }
+  const { urls, finish } = await throwawayPostgres(MIXED_DATABASE);
+  return { url: urls[MIXED_DATABASE] ?? '', finish };
 }
+
+const MIXED_DATABASE = 'petstore_mixed';
 
 /**
  * The product (`cmd`) on `url` with `--metrics` and `extra`, seeded as startSeeded seeds a file.

@@ -9,50 +9,25 @@
 import { readFileSync } from 'node:fs';
 import { metricSum } from '../../test/harness.ts';
 import { type Running, rssOf } from './servers.ts';
-import { ADDRESS_POOL, BAD_TOKEN, LIST, type Scenario, startSeeded, tokenOf, writeKeys } from './setup.ts';
+import { LIST, SCENARIOS, type Scenario, startSeeded, tokenOf, writeKeys } from './setup.ts';
 
 /** Rounds of each workers scenario: the comparison is a median of paired rounds. */
 export const WORKERS_ROUNDS = 8;
 
-const base = { expect: 200, data: 'workers', unpinned: true, rounds: WORKERS_ROUNDS } as const;
-export const WORKERS_SCENARIOS: Scenario[] = [
-  {
-    ...base,
+/** The product's own `list`, `get`, `401` and `post`, on `--workers 1` and `--workers 2`. */
+export const WORKERS_SCENARIOS: Scenario[] = ['list', 'get', '401', 'post'].map((id) => {
+  const { label, expect, load } = SCENARIOS.find((s) => s.id === id) as Scenario;
+  return {
+    id: `workers-${id}`,
+    label: `${label}, --workers 1 and 2`,
+    expect,
+    load,
     servers: ['w1', 'w2'],
-    id: 'workers-list',
-    label: `GET ${LIST}, --workers 1 and 2`,
-    load: { method: 'GET', path: LIST, token: tokenOf('bench'), addresses: 0 },
-  },
-  {
-    ...base,
-    servers: ['w1', 'w2'],
-    id: 'workers-get',
-    label: 'GET /v1/pets/{id}, --workers 1 and 2',
-    load: { method: 'GET', path: '/v1/pets/7', token: tokenOf('bench'), addresses: 0 },
-  },
-  {
-    ...base,
-    servers: ['w1', 'w2'],
-    id: 'workers-401',
-    label: '401: bad token, --workers 1 and 2',
-    expect: 401,
-    load: { method: 'GET', path: LIST, token: BAD_TOKEN, addresses: ADDRESS_POOL },
-  },
-  {
-    ...base,
-    servers: ['w1', 'w2'],
-    id: 'workers-post',
-    label: 'POST /v1/pets (durable), --workers 1 and 2',
-    expect: 201,
-    load: {
-      method: 'POST',
-      path: '/v1/pets',
-      token: tokenOf('bench'),
-      addresses: 0,
-      body: '{"name":"Rex","categoryId":1}',
-    },
-  },
-];
+    data: 'workers',
+    unpinned: true,
+    rounds: WORKERS_ROUNDS,
+  };
+});
 
 /** What the workers scenarios saw besides the rounds. */
 export interface WorkersFigures {
