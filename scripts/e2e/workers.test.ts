@@ -158,19 +158,14 @@ describe.if(binary)('--workers 4 on one port', () => {
 });
 
 describe.if(binary)('--workers: the port, the store, the shutdown', () => {
+  /** A petstore with two workers started on `port`, run to its exit. */
+  const workersOn = (port: number) =>
+    runCommand(['--port', String(port), '--host', '127.0.0.1', '--workers', '2', '--data', dataFile()]);
+
   test('a port in use still stops the start with exit 1, even by another petstore with workers', async () => {
     const first = await startServer({ args: ['--workers', '2', '--data', dataFile()] });
     try {
-      const second = await runCommand([
-        '--port',
-        String(first.port),
-        '--host',
-        '127.0.0.1',
-        '--workers',
-        '2',
-        '--data',
-        dataFile(),
-      ]);
+      const second = await workersOn(first.port);
       expect(second.code).toBe(1);
       expect(second.stderr).toContain(`Is port ${first.port} in use?`);
     } finally {
@@ -182,16 +177,7 @@ describe.if(binary)('--workers: the port, the store, the shutdown', () => {
       other.listen(0, '127.0.0.1', () => resolve((other.address() as { port: number }).port)),
     );
     try {
-      const refused = await runCommand([
-        '--port',
-        String(port),
-        '--host',
-        '127.0.0.1',
-        '--workers',
-        '2',
-        '--data',
-        dataFile(),
-      ]);
+      const refused = await workersOn(port);
       expect(refused.code).toBe(1);
     } finally {
       other.close();
