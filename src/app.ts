@@ -127,7 +127,7 @@ export function createApp({
     clientAddress,
     gateway: pass,
     deps: { store, clock, orderHoldMs },
-    storeVersion: () => store.version(),
+    store,
     maxBodyBytes: MAX_BODY_BYTES,
     corsOrigins,
     metrics,

@@ -30,6 +30,7 @@ export function fakeStore({ around, replace }: FakeStoreOptions = {}): { store: 
   const store: PetStore = {
     ...calls,
     version: () => memory.version(),
+    unchanged: (since, reads) => memory.unchanged(since as number, reads),
     close: () => memory.close(),
     ...replace?.(memory),
   };

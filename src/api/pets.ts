@@ -21,13 +21,18 @@ export async function listPets({ query }: Input<ListQuery>, { store }: ApiDeps):
   const after = cursor === undefined ? 0 : Number.parseInt(cursor, CURSOR_RADIX);
   // One more than asked tells whether a next page exists.
   const page = await store.list({ limit: limit + 1, status, after });
-  if (page.length <= limit) return { status: 200, body: JSON.stringify(page), type: JSON_TYPE };
+  // Ids only grow, so a full page changes only with the pets it read; the last page also with
+  // every create, and a page of one status with any pet's status.
+  const full = page.length > limit;
+  const reads = { ids: page.map((pet) => pet.id), members: !full, statuses: status !== undefined };
+  if (!full) return { status: 200, body: JSON.stringify(page), type: JSON_TYPE, reads };
   const last = page[limit - 1]?.id ?? after;
   return {
     status: 200,
     body: JSON.stringify(page.slice(0, limit)),
     type: JSON_TYPE,
     headers: { Link: nextLink(limit, status, last) },
+    reads,
   };
 }
 
@@ -59,7 +64,7 @@ export async function getPet({ params }: Input<unknown, PetParams>, { store }: A
   const { petId } = params;
   const pet = await store.get(petId);
   if (!pet) throw noSuchPet(petId);
-  return petReply(200, pet);
+  return { ...petReply(200, pet), reads: { ids: [petId] } };
 }
 
 /**

@@ -7,6 +7,18 @@ export type Coding = 'br' | 'gzip';
 export type AnswerHeaders = Record<string, string>;
 
 /**
+ * Which of the store's pets an answer shows, or a write changed: the pets by id, and whether it
+ * also depends on (or changed) which pets exist (`members`: a create, a removal, a page that ends
+ * the list) or any pet's status (`statuses`: a page filtered by status, the inventory). A kept
+ * answer is served while none of what it read has changed (src/store/change-clock.ts).
+ */
+export interface PetsTouched {
+  readonly ids: readonly number[];
+  readonly members?: boolean;
+  readonly statuses?: boolean;
+}
+
+/**
  * What a route, a step or the error path decides to answer. `answer()` turns it into the one
  * `Response`: nothing else builds one, and nothing changes one afterwards.
  */
@@ -22,6 +34,8 @@ export interface Reply {
   readonly etag?: string;
   /** The coding `body` is already in (a pre-compressed asset): sent as it is, never compressed again. */
   readonly encoding?: Coding;
+  /** What the answer read from the store, when it is kept (src/http/memo.ts); none: it depends on every pet. */
+  readonly reads?: PetsTouched;
 }
 
 interface AnswerVariables {

@@ -1,57 +1,69 @@
 import { LRUCache } from 'lru-cache';
-import type { Reply } from '../core/reply.ts';
+import type { PetsTouched, Reply } from '../core/reply.ts';
+import type { PetStore } from '../store/store.ts';
 
 /** Most bytes of bodies kept: a full page of 100 pets is about 7 KB, so at least 500 of those. */
 export const MAX_MEMO_BYTES = 4 * 1024 * 1024;
 /** Paths and queries remembered as asked once, so that the second asking keeps the answer. */
 export const MAX_SEEN_KEYS = 4_096;
 
+/** What the memo asks of the store: its version before a read, and whether what a reply read changed since. */
+export type StoreChanges = Pick<PetStore, 'version' | 'unchanged'>;
+
 interface Kept {
   /** The store's version the reply was read at. */
-  readonly version: unknown;
+  readonly since: unknown;
+  /** What it read (`Reply.reads`); undefined: every pet. */
+  readonly reads: PetsTouched | undefined;
   readonly reply: Reply;
 }
 
 /**
  * Successful answers of operations whose answer depends only on their path, query and the
- * store's data (the table's `memo`), kept by the request's path and query while the store
- * reports the same version (`PetStore.version()`): a page or a pet asked for again is not
- * validated, read, encoded or hashed again. Bounded by the bytes of the bodies it holds, least
- * recently used first out. Safe because a reply is immutable (its body is a string) and is
- * used only at the version it was read at; a store that cannot tell its version (PostgreSQL
- * while it does not listen for other instances' writes) gives undefined, and nothing is kept
- * for it or served from here meanwhile.
+ * store's data (the table's `memo`), kept by the request's path and query while none of the
+ * pets they read has changed (`Reply.reads`, `PetStore.unchanged`): a page or a pet asked for
+ * again is not validated, read, encoded or hashed again, and a write to one pet leaves the
+ * others' answers in place. Bounded by the bytes of the bodies it holds, least recently used
+ * first out. Safe because a reply is immutable (its body is a string) and is served only while
+ * the store says nothing it read changed after the version read before it; a store that cannot
+ * tell its version (PostgreSQL while it does not listen for other instances' writes) gives
+ * undefined, and nothing is kept for it or served from here meanwhile.
  *
  * An answer is kept only when its key is asked a second time (the first asking is remembered,
  * key only, in a smaller table): clients paging through a large catalogue ask each page once,
  * and keeping those answers only churns the collector (bench/README.md).
  *
  * @example
- * const memo = new AnswerMemo()
+ * const memo = new AnswerMemo(store)
+ * const version = store.version()
  * memo.get('/v1/pets?limit=20', version) ?? memo.set('/v1/pets?limit=20', version, reply)
  */
 export class AnswerMemo {
   readonly #kept: LRUCache<string, Kept>;
   readonly #seen = new LRUCache<string, true>({ max: MAX_SEEN_KEYS });
+  readonly #store: StoreChanges;
 
-  constructor(maxBytes: number = MAX_MEMO_BYTES) {
+  constructor(store: StoreChanges, maxBytes: number = MAX_MEMO_BYTES) {
+    this.#store = store;
     this.#kept = new LRUCache<string, Kept>({
       maxSize: maxBytes,
       sizeCalculation: ({ reply }) => Math.max(1, typeof reply.body === 'string' ? reply.body.length : 1),
     });
   }
 
-  /** The reply kept under `key` at `version`, or undefined. */
+  /** The reply kept under `key`, when the store's `version` is known and nothing the reply read changed since it was read. */
   get(key: string, version: unknown): Reply | undefined {
     if (version === undefined) return undefined;
     const kept = this.#kept.get(key);
-    return kept !== undefined && kept.version === version ? kept.reply : undefined;
+    if (kept === undefined) return undefined;
+    return kept.since === version || this.#store.unchanged(kept.since, kept.reads) ? kept.reply : undefined;
   }
 
   /** Keeps `reply` under `key` when read at a known `version` and asked before; returns it. */
   set(key: string, version: unknown, reply: Reply): Reply {
     if (version === undefined) return reply;
-    if (this.#kept.has(key) || this.#seen.delete(key)) this.#kept.set(key, { version, reply });
+    if (this.#kept.has(key) || this.#seen.delete(key))
+      this.#kept.set(key, { since: version, reads: reply.reads, reply });
     else this.#seen.set(key, true);
     return reply;
   }

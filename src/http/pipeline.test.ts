@@ -35,14 +35,14 @@ describe('what each pipeline needs is checked by the compiler', () => {
   test("an API pipeline without the store's version takes only operations that are never kept", async () => {
     const steps = apiPipeline({ ...base, gateway: refuseAll, deps: {}, allowedMethods: () => undefined });
     expect(typeof steps.operation(unkept)).toBe('function');
-    // @ts-expect-error: a kept operation needs storeVersion.
+    // @ts-expect-error: a kept operation needs the store's version.
     steps.operation(kept);
     const withVersion = apiPipeline({
       ...base,
       gateway: refuseAll,
       deps: {},
       allowedMethods: () => undefined,
-      storeVersion: () => 1,
+      store: { version: () => 1, unchanged: () => true },
     });
     expect(typeof withVersion.operation(kept)).toBe('function');
     // @ts-expect-error: the gateway is not optional.

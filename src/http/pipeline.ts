@@ -18,7 +18,7 @@ import { currentScope, type RequestScope } from '../trace/scope.ts';
 import { answer } from './answer.ts';
 import { answerError, toApiError } from './errors.ts';
 import { weakEtag } from './etag.ts';
-import { AnswerMemo } from './memo.ts';
+import { AnswerMemo, type StoreChanges } from './memo.ts';
 import { limitBody } from './steps/body-limit.ts';
 import { corsStep } from './steps/cors.ts';
 import { requestCounter } from './steps/count-requests.ts';
@@ -57,11 +57,11 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
   /** The methods the table serves at a path, or undefined for a path it has not (a 405's `Allow`). */
   allowedMethods: (path: string) => readonly string[] | undefined;
   /**
-   * The store's version (`PetStore.version`): an operation whose answers are kept (`memo`) is
-   * served from the memo while this is unchanged. Without it, only operations that are never
-   * kept can be added.
+   * The store's version and what changed since (`PetStore.version`, `unchanged`): an operation
+   * whose answers are kept (`memo`) is served from the memo while nothing its answer read has
+   * changed. Without it, only operations that are never kept can be added.
    */
-  storeVersion?: () => unknown;
+  store?: StoreChanges;
 }
 
 /**
@@ -90,7 +90,7 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
  * `operation` and the gateway, and its types ask for what serving a table needs.
  *
  * @example
- * const steps = apiPipeline({ log, clock, clientAddress, gateway: pass, deps, storeVersion, allowedMethods, maxBodyBytes: 65536 })
+ * const steps = apiPipeline({ log, clock, clientAddress, gateway: pass, deps, store, allowedMethods, maxBodyBytes: 65536 })
  * app.on(op.method, `/v1${op.path}`, steps.operation(op))
  * app.notFound(steps.notFound)
  */
@@ -103,12 +103,13 @@ export function pipeline(options: PipelineOptions) {
 }
 
 export function apiPipeline<D extends object>(
-  options: ApiPipelineOptions<D> & { storeVersion: () => unknown },
+  options: ApiPipelineOptions<D> & { store: StoreChanges },
 ): ApiSteps<Operation<D>>;
 export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): ApiSteps<UnkeptOperation<D>>;
 export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): ApiSteps<Operation<D>> {
-  const { gateway, deps, allowedMethods, storeVersion } = options;
-  const shared: ApiShared<D> = { ...sharedOf(options), gateway, deps, allowedMethods, storeVersion };
+  const { gateway, deps, allowedMethods, store } = options;
+  const memo = store && new AnswerMemo(store);
+  const shared: ApiShared<D> = { ...sharedOf(options), gateway, deps, allowedMethods, store, memo };
   /** Hono's `notFound`: a path no route serves; under the API prefix it meets the gateway first. */
   const notFound = exchange(shared, (c) =>
     shared.gatedPath(c.req.path) ? unserved(shared, c) : fail(c, NO_SUCH_PATH),
@@ -142,7 +143,6 @@ interface Shared {
   readonly count: ReturnType<typeof requestCounter> | undefined;
   readonly cors: ReturnType<typeof corsStep> | undefined;
   readonly limit: ReturnType<typeof limitBody>;
-  readonly memo: AnswerMemo;
   /** Counts a kept operation's request as a memo hit or miss (`--metrics`). */
   readonly memoCount: ((op: number, hit: boolean) => void) | undefined;
   /** How `toApiError` logs an unhandled error, and a store that is unavailable. */
@@ -155,7 +155,9 @@ interface ApiShared<D> extends Shared {
   readonly gateway: GatewayPass;
   readonly deps: D;
   readonly allowedMethods: (path: string) => readonly string[] | undefined;
-  readonly storeVersion: (() => unknown) | undefined;
+  readonly store: StoreChanges | undefined;
+  /** The kept answers, when the table has a store to keep them by. */
+  readonly memo: AnswerMemo | undefined;
 }
 
 function sharedOf({
@@ -181,7 +183,6 @@ function sharedOf({
     count: metrics && requestCounter({ metrics, ...(countAs ? { operation: countAs } : {}) }),
     cors: corsOrigins.length > 0 ? corsStep(corsOrigins) : undefined,
     limit: limitBody(maxBodyBytes),
-    memo: new AnswerMemo(),
     memoCount: metrics && ((op, hit) => metrics.memoAnswered(op, hit)),
     report: (err, c) => log.error('unhandled error', named(c, err)),
     unavailable: (err, c) => log.warn('store unavailable', named(c, err)),
@@ -316,22 +317,22 @@ function routeOf<D>({ deps }: ApiShared<D>, op: Operation<D>): OperationRoute<D>
 
 /** Steps 5 (the kept answer), 6 and 7: a kept answer is used while the store is unchanged. */
 async function served<D>(
-  { storeVersion, memo, memoCount }: ApiShared<D>,
+  { store, memo, memoCount }: ApiShared<D>,
   { op, deps, readInput, counted }: OperationRoute<D>,
   c: Context<AppEnv>,
   decision: Decision,
 ): Promise<Response> {
   // The path and query as sent: the same text always validates to the same input.
-  const key = op.memo ? pathAndQuery(c.req.url) : undefined;
-  const version = key === undefined ? undefined : storeVersion?.();
-  const kept = key === undefined ? undefined : memo.get(key, version);
+  const key = op.memo && memo ? pathAndQuery(c.req.url) : undefined;
+  const version = key === undefined ? undefined : store?.version();
+  const kept = key === undefined ? undefined : memo?.get(key, version);
   if (key !== undefined) memoCount?.(counted, kept !== undefined);
   if (kept) return answer(c, kept);
   const caller = c.get('caller');
   // A quota reader's input is the decision that admitted it; only a consumer gets this far.
   const quota = op.readsQuota && caller.kind === 'consumer' ? quotaStatus(caller.consumer, decision) : undefined;
   const reply = tagged(op, await op.handler(await readInput(c, principalOf(caller), quota, keyOf(op, c)), deps));
-  return answer(c, key !== undefined && reply.status === 200 ? memo.set(key, version, reply) : reply);
+  return answer(c, key !== undefined && memo && reply.status === 200 ? memo.set(key, version, reply) : reply);
 }
 
 /** Step 7's tag: a weak ETag of the reply's body, when the table says so and the reply has no tag of its own. */

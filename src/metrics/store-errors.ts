@@ -36,6 +36,7 @@ export function countStoreErrors(store: PetStore | WrappedStore, metrics: Metric
     ...(outbox ? { outbox: wrapCalls(outbox, OUTBOX_CALLS, count) } : {}),
     backend: 'backend' in store ? store.backend : store,
     version: () => store.version(),
+    unchanged: (since, reads) => store.unchanged(since, reads),
     close: () => store.close(),
   };
 }

@@ -83,6 +83,7 @@ export function boundStore(backend: PetStore, options: BoundedStoreOptions): Bou
     backend,
     // The backend's: reading it touches no connection (see each backend).
     version: () => backend.version(),
+    unchanged: (since, reads) => backend.unchanged(since, reads),
     get away() {
       return bound.away;
     },

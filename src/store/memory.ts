@@ -2,6 +2,8 @@ import { type Clock, systemClock } from '../core/clock.ts';
 import type { Closing, StoredOrder } from '../core/orders.ts';
 import { type Inventory, type NewPet, type Pet, type PetPatch, petOf, type StoredPet } from '../core/pets.ts';
 import type { IfMatch } from '../core/preconditions.ts';
+import type { PetsTouched } from '../core/reply.ts';
+import { ChangeClock } from './change-clock.ts';
 import { planRemove, planUpdate } from './changes.ts';
 import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES } from './idempotency.ts';
 import { newOrderId, orderExpiredEvent, retiredOwner } from './orders.ts';
@@ -40,8 +42,8 @@ export class MemoryStore implements PetStore {
   #nextId = 1;
   /** Pets in each status, moved with every write, so counting them costs nothing. */
   readonly #inventory: Inventory = { available: 0, pending: 0, sold: 0 };
-  /** Moves on with every write. */
-  #generation = 0;
+  /** Counts every change of pets (src/store/change-clock.ts). */
+  readonly #changes = new ChangeClock();
   /** Idempotency keys in the order they were stored, which is the order they expire in. */
   readonly #keys = new Map<string, RememberedKey>();
   readonly outbox = new MemoryOutbox();
@@ -101,7 +103,7 @@ export class MemoryStore implements PetStore {
     this.#pets[i] = next;
     this.#inventory[was.status]--;
     this.#inventory[next.status]++;
-    this.#generation++;
+    this.#changes.changed({ ids: [id], statuses: plan.statusChanges });
     return { outcome: 'updated', pet: { ...next } };
   }
 
@@ -115,7 +117,7 @@ export class MemoryStore implements PetStore {
     // #nextId only grows: the id is never given again.
     this.#pets.splice(i, 1);
     this.#inventory[(current as StoredPet).status]--;
-    this.#generation++;
+    this.#changes.changed({ ids: [id], members: true });
     return { outcome: 'removed' };
   }
 
@@ -258,10 +260,14 @@ export class MemoryStore implements PetStore {
     }
   }
 
-  /** Moves on with every write, and expires the orders whose hold is over first. */
+  /** The count of changes, after expiring the orders whose hold is over. */
   version(): number {
     this.#expireDue(this.#clock.now());
-    return this.#generation;
+    return this.#changes.now();
+  }
+
+  unchanged(since: number, reads: PetsTouched | undefined): boolean {
+    return this.#changes.unchanged(since, reads);
   }
 
   async ping(): Promise<void> {}
@@ -278,7 +284,7 @@ export class MemoryStore implements PetStore {
     };
     this.#pets.push(stored);
     this.#inventory[stored.status]++;
-    this.#generation++;
+    this.#changes.changed({ ids: [stored.id], members: true });
     return stored;
   }
 
@@ -311,7 +317,7 @@ export class MemoryStore implements PetStore {
     this.#inventory[pet.status]--;
     this.#inventory[status]++;
     this.#pets[i] = { ...pet, status, version: pet.version + 1 };
-    this.#generation++;
+    this.#changes.changed({ ids: [pet.id], statuses: true });
   }
 
   /** Drops expired keys from the oldest on: O(1) per key over its life. */

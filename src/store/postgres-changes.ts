@@ -1,7 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import { clearInterval, clearTimeout, setInterval, setTimeout } from 'node:timers';
 import type postgres from 'postgres';
+import type { PetsTouched } from '../core/reply.ts';
 import type { Logger } from '../log.ts';
 import { peerText } from '../redact.ts';
+import { ChangeClock, EVERY_PET, type PetChange } from './change-clock.ts';
 
 /**
  * The channel every change of pets is announced on: by the instance that wrote, after its
@@ -35,44 +38,94 @@ export const HEARTBEAT_MS = 1_000;
 export const HEARTBEAT_LOCK_WAIT_MS = 250;
 /** SQLSTATE lock_not_available: `lock_timeout` passed. */
 const LOCK_NOT_AVAILABLE = '55P03';
+/**
+ * Most pet ids one announcement names; writes that change more share one that says every pet
+ * changed. Keeps the payload well under NOTIFY's 8,000 bytes.
+ */
+export const MOST_IDS_ANNOUNCED = 500;
 
 /** Opens the one-connection client that listens; `onnotify` and `onclose` are its postgres.js options. */
-export type ListenSession = (handlers: { onnotify: () => void; onclose: () => void }) => postgres.Sql;
+export type ListenSession = (handlers: {
+  onnotify: (channel: string, payload: string) => void;
+  onclose: () => void;
+}) => postgres.Sql;
 
 /**
- * Announces this instance's writes: `NOTIFY` in a transaction of its own, committed without
- * waiting for its flush (`synchronous_commit` off for it alone: the notification is worth nothing
- * after a crash). One round trip; the writes stay out of it, so they do not take turns on the
- * lock NOTIFY holds through its commit.
+ * Announces this instance's writes (`payload`, see `announcement`): `NOTIFY` in a transaction of
+ * its own, committed without waiting for its flush (`synchronous_commit` off for it alone: the
+ * notification is worth nothing after a crash). One round trip; the writes stay out of it, so
+ * they do not take turns on the lock NOTIFY holds through its commit.
  */
-export async function announce(sql: postgres.Sql): Promise<void> {
-  await sql`SELECT set_config('synchronous_commit', 'off', true), pg_notify(${PETS_CHANNEL}, '')`;
+export async function announce(sql: postgres.Sql, payload: string): Promise<void> {
+  await sql`SELECT set_config('synchronous_commit', 'off', true), pg_notify(${PETS_CHANNEL}, ${payload})`;
 }
 
 /**
- * What this instance knows of the `pets` table's changes, on any instance: a generation that
- * moves on with every write of this instance, every announcement of another's (and every
- * notification of the table's trigger), and every move of the versions' watermark, and that exists
- * only while a connection listens.
+ * The payload that announces `changes`: `<instance>:<flags>:<ids>`, the flags `m` (pets created
+ * or removed) and `s` (statuses changed), the ids comma-separated; `<instance>:*:` for every pet.
+ * Any other payload (the trigger's empty one, an older instance's) is heard as every pet.
  *
- * - While listening, `version()` is the generation: an answer read at a generation is kept until
- *   it moves on (src/http/memo.ts).
+ * @example
+ * announcement('a1b2', [{ ids: [7], statuses: true }, { ids: [9] }]) // 'a1b2:s:7,9'
+ */
+export function announcement(instance: string, changes: readonly PetChange[]): string {
+  const ids = new Set<number>();
+  let flags = '';
+  for (const change of changes) {
+    if (change === EVERY_PET) return `${instance}:*:`;
+    for (const id of change.ids) ids.add(id);
+    if (change.members && !flags.includes('m')) flags += 'm';
+    if (change.statuses && !flags.includes('s')) flags += 's';
+  }
+  return ids.size > MOST_IDS_ANNOUNCED ? `${instance}:*:` : `${instance}:${flags}:${[...ids].join(',')}`;
+}
+
+/**
+ * What an announcement says changed, and who sent it; every pet for a payload that is not one.
+ *
+ * @example
+ * heard('a1b2:s:7,9') // { from: 'a1b2', change: { ids: [7, 9], members: false, statuses: true } }
+ */
+export function heard(payload: string): { readonly from: string; readonly change: PetChange } {
+  const [from, flags, list, extra] = payload.split(':');
+  if (from === undefined || from === '' || flags === undefined || list === undefined || extra !== undefined) {
+    return { from: '', change: EVERY_PET };
+  }
+  if (flags.includes('*')) return { from, change: EVERY_PET };
+  const ids = list === '' ? [] : list.split(',').map(Number);
+  if (!ids.every(Number.isSafeInteger)) return { from, change: EVERY_PET };
+  return { from, change: { ids, members: flags.includes('m'), statuses: flags.includes('s') } };
+}
+
+/**
+ * What this instance knows of the `pets` table's changes, on any instance, counted on a
+ * `ChangeClock`: this instance's writes (the pets each changed), another's as its announcement
+ * names them, and as a change of every pet a notification of the table's trigger, a move of the
+ * versions' watermark, and a loss of the listening connection. It knows only while a connection
+ * listens.
+ *
+ * - While listening, `version()` is the clock's count: an answer read at a count is kept until
+ *   a pet it read changes (src/http/memo.ts).
  * - When the listening connection closes (or misses a heartbeat), `version()` is undefined at
  *   once: every read goes to the database, nothing is kept.
  * - A new connection listens after `RELISTEN_DELAY_MS`; once its LISTEN is acknowledged, every
  *   commit after it is notified and every read begun after it sees the commits before it, so
- *   the generation moves on and `version()` is defined again: caught up.
+ *   every pet counts as changed and `version()` is defined again: caught up.
  *
  * @example
- * const changes = new PetChanges((handlers) => postgres(url, { max: 1, ...handlers }), () => announce(pool), log)
+ * const changes = new PetChanges((handlers) => postgres(url, { max: 1, ...handlers }), (payload) => announce(pool, payload), log)
  * await changes.start(); changes.version() // 1
- * changes.changed(); await pool`INSERT INTO pets ...`; changes.written() // 3, and the others hear of it
+ * await pool`UPDATE pets ...`; changes.written({ ids: [7] }) // 2, and the others hear of pet 7
  */
 export class PetChanges {
   readonly #open: ListenSession;
-  readonly #announce: () => Promise<void>;
+  readonly #announce: (payload: string) => Promise<void>;
   readonly #log: Logger;
-  #generation = 0;
+  readonly #clock = new ChangeClock();
+  /** Names this instance in its announcements, so that it does not count its own writes twice. */
+  readonly #instance = randomUUID().slice(0, 8);
+  /** This instance's changes not yet announced. */
+  #unannounced: PetChange[] = [];
   /** Where the pets' versions were at the last heartbeat (`watermark`). */
   #top: unknown;
   /** Whether an announcement is being sent, and whether another write ended meanwhile. */
@@ -89,7 +142,7 @@ export class PetChanges {
   #closed = false;
 
   /** `announce`: tells the other instances of this one's writes (see `announce` above). */
-  constructor(open: ListenSession, announce: () => Promise<void>, log: Logger) {
+  constructor(open: ListenSession, announce: (payload: string) => Promise<void>, log: Logger) {
     this.#open = open;
     this.#announce = announce;
     this.#log = log;
@@ -102,27 +155,26 @@ export class PetChanges {
     await this.#listen();
   }
 
-  /** The generation while listening and caught up, else undefined: nothing read may be kept. */
+  /** The clock's count while listening and caught up, else undefined: nothing read may be kept. */
   version(): number | undefined {
-    return this.#listening ? this.#generation : undefined;
+    return this.#listening ? this.#clock.now() : undefined;
+  }
+
+  /** Whether nothing `reads` names changed since `since` (`ChangeClock.unchanged`). */
+  unchanged(since: number, reads: PetsTouched | undefined): boolean {
+    return this.#clock.unchanged(since, reads);
   }
 
   /**
-   * A write of this instance begins: its own reads see it at once, without waiting for any
-   * notification. Counted at both ends (`written`), so that an answer read while the write runs
-   * is never kept under the generation that follows it.
+   * A write of this instance ended, stored or not (its outcome may be unknown): `change` is
+   * counted before its caller hears of it, so this instance's next read sees it without waiting
+   * for any notification, and announced to the others. One announcement at a time: the writes
+   * that end while one is sent share the next.
    */
-  changed(): void {
-    this.#generation++;
-  }
-
-  /**
-   * A write of this instance ended, stored or not (its outcome may be unknown): counted, and
-   * announced to the others. One announcement at a time: the writes that end while one is sent
-   * share the next.
-   */
-  written(): void {
-    this.#generation++;
+  written(change: PetChange): void {
+    this.#clock.changed(change);
+    if (change !== EVERY_PET && change.ids.length === 0 && !change.members && !change.statuses) return;
+    this.#unannounced.push(change);
     this.#sendAnnouncement();
   }
 
@@ -140,8 +192,11 @@ export class PetChanges {
     this.#relisten = undefined;
     if (this.#closed) return;
     const session = this.#open({
-      onnotify: () => {
-        if (this.#session === session) this.#generation++;
+      onnotify: (_channel, payload) => {
+        if (this.#session !== session) return;
+        const { from, change } = heard(payload);
+        // Its own writes were counted as they ended.
+        if (from !== this.#instance) this.#clock.changed(change);
       },
       onclose: () => this.#lost(session, 'the listening connection closed'),
     });
@@ -155,7 +210,7 @@ export class PetChanges {
       return;
     }
     if (this.#session !== session || this.#closed) return;
-    this.#generation++;
+    this.#clock.changed(EVERY_PET);
     this.#listening = true;
     if (this.#lostLogged) this.#log.info('listening for pet changes again; serving kept answers');
     this.#lostLogged = false;
@@ -167,7 +222,9 @@ export class PetChanges {
       return;
     }
     this.#announcing = true;
-    this.#announce()
+    const payload = announcement(this.#instance, this.#unannounced);
+    this.#unannounced = [];
+    this.#announce(payload)
       .catch((err: unknown) => {
         // The others see the write by their heartbeat's watermark instead, within a second.
         this.#log.debug('announcing a pet write failed', { error: peerText(err) });
@@ -185,7 +242,7 @@ export class PetChanges {
     if (this.#session !== session || this.#closed) return;
     this.#session = undefined;
     this.#listening = false;
-    this.#generation++;
+    this.#clock.changed(EVERY_PET);
     if (!this.#lostLogged) {
       this.#log.warn('not listening for pet changes; every read goes to the database until listening again', {
         reason,
@@ -212,7 +269,7 @@ export class PetChanges {
       if (top === 'silent') this.#lost(session, `no answer to a heartbeat within ${HEARTBEAT_MS} ms`);
       else if (this.#session === session && top !== this.#top) {
         this.#top = top;
-        this.#generation++;
+        this.#clock.changed(EVERY_PET);
       }
     } catch (err) {
       const code = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined;

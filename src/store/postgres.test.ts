@@ -277,17 +277,34 @@ describe('PostgresStore version: every write of the fleet, heard through LISTEN'
       const before = [a.version(), b.version()];
       expect(before.map((v) => typeof v)).toEqual(['number', 'number']);
       expect(b.version()).toBe(before[1] as number); // nothing written: it stays
-      const made = a.create({ name: 'Rex', categoryId: 1, status: 'available' });
-      expect(a.version()).not.toBe(before[0]); // a read begun now is not kept as of before
-      await made;
+      await a.create({ name: 'Rex', categoryId: 1, status: 'available' });
       const afterOwn = a.version();
+      // Counted before the create is acknowledged: pet 1 and the pets that exist have changed, nothing else.
       expect(afterOwn).not.toBe(before[0]);
+      expect([a.unchanged(before[0] as number, { ids: [1] }), a.unchanged(before[0] as number, { ids: [2] })]).toEqual([
+        false,
+        true,
+      ]);
+      expect(a.unchanged(before[0] as number, { ids: [], members: true })).toBe(false);
+      // The other instance hears which pet: its answers of other pets stay.
       await within(1_000, () => b.version() !== before[1]);
-      const seen = b.version();
+      expect([b.unchanged(before[1] as number, { ids: [1] }), b.unchanged(before[1] as number, { ids: [2] })]).toEqual([
+        false,
+        true,
+      ]);
+      const seen = b.version() as number;
+      const other = await a.create({ name: 'Kit', categoryId: 1, status: 'available' });
+      await a.update(other.id, { name: 'Kat' });
+      await within(1_000, () => !b.unchanged(seen, { ids: [other.id] }));
+      expect(b.unchanged(seen, { ids: [1] })).toBe(true);
       const sql = postgres(db.url, { max: 1, onnotice: () => {} });
       await sql`UPDATE pets SET name = 'Max' WHERE id = 1`;
       await sql.end();
-      await within(1_000, () => b.version() !== seen && a.version() !== afterOwn);
+      // An operator's edit names no pet: every pet counts as changed.
+      await within(
+        1_000,
+        () => !b.unchanged(seen as number, { ids: [2] }) && !a.unchanged(afterOwn as number, { ids: [2] }),
+      );
       expect(await b.get(1)).toEqual({ id: 1, name: 'Max', categoryId: 1, status: 'available', version: 1 });
       // An INSERT by hand is announced by nobody: the heartbeat's highest id shows it.
       const quiet = b.version();
@@ -313,11 +330,17 @@ describe('PostgresStore version: every write of the fleet, heard through LISTEN'
       await a.update(made.id, { status: 'pending' });
       await within(1_000, () => heard.length >= 2);
       await Bun.sleep(200);
-      // One announcement per write, none from the trigger: the fleet's writes never take turns on NOTIFY.
+      // One announcement per write, none from the trigger: the fleet's writes never take turns on
+      // NOTIFY. Each names its instance, the pet, and whether pets came or went (m) or a status changed (s).
       expect(heard).toHaveLength(2);
+      expect(heard.map((payload) => payload.replace(/^[0-9a-f]{8}:/, '<instance>:'))).toEqual([
+        `<instance>:m:${made.id}`,
+        `<instance>:s:${made.id}`,
+      ]);
       const hand = postgres(db.url, { max: 1, onnotice: () => {} });
       await hand`UPDATE pets SET name = 'Max' WHERE id = ${made.id}`;
       await within(1_000, () => heard.length === 3);
+      expect(heard[2]).toBe('');
       // A delete by hand without the trigger (as if its announcement were lost): the heartbeat's
       // watermark moves, since every delete by an instance takes a version from the sequence.
       const quiet = a.version();

@@ -2,9 +2,11 @@ import postgres from 'postgres';
 import type { Closing, StoredOrder } from '../core/orders.ts';
 import type { Inventory, NewPet, Pet, PetPatch, StoredPet } from '../core/pets.ts';
 import type { IfMatch } from '../core/preconditions.ts';
+import type { PetsTouched } from '../core/reply.ts';
 import type { Logger } from '../log.ts';
 import { peerText } from '../redact.ts';
 import { DEFAULT_STORE_TIMEOUT_MS } from './bounded.ts';
+import { EVERY_PET, NO_PET, type PetChange } from './change-clock.ts';
 import { planRemove, planUpdate } from './changes.ts';
 import { StoreOpenError, StoreTimeoutError, StoreUnavailableError } from './errors.ts';
 import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES, SweepSchedule } from './idempotency.ts';
@@ -208,7 +210,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
               lock_timeout: HEARTBEAT_LOCK_WAIT_MS,
             },
           }),
-        () => announce(announcing ? announcing.#sql : sql),
+        (payload) => announce(announcing ? announcing.#sql : sql, payload),
         log,
       );
       await changes.start();
@@ -235,6 +237,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
   async create(pet: NewPet): Promise<StoredPet> {
     const rows = await this.#changing(
       'store pet',
+      (rows) => ({ ids: rows.map((row) => Number(column(row, 'id'))), members: true }),
       () => this.#sql`
         INSERT INTO pets (name, category_id, status) VALUES (${pet.name}, ${pet.categoryId}, ${pet.status})
         RETURNING ${this.#sql.unsafe(STORED_PET_COLUMNS)}`,
@@ -246,30 +249,33 @@ export class PostgresStore implements PetStore, WithKeyStore {
     const { scope, key, fingerprint, now } = once;
     const started = performance.now();
     const sweep = this.#sweeps.due(now);
-    return this.#changing('store pet', () =>
-      transaction(this.#sql, async (tx): Promise<CreateOnceResult> => {
-        // 64-bit hash of the key: a collision only makes two keys take turns.
-        await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`${scope}\n${key}`}, 0))`;
-        // The caller was answered 503 at the bound: a create that only gets its turn after that
-        // stores nothing, so the outcome the client was told is unknown is "not stored".
-        if (performance.now() - started >= this.#timeoutMs) {
-          throw new StoreTimeoutError(`store pet: no turn within ${this.#timeoutMs} ms; nothing was stored`);
-        }
-        if (sweep) await tx`DELETE FROM idempotency_keys WHERE expires_at <= ${now}`;
-        const [seen] = await tx`
+    return this.#changing(
+      'store pet',
+      (result) => (result.outcome === 'created' ? { ids: [result.pet.id], members: true } : NO_PET),
+      () =>
+        transaction(this.#sql, async (tx): Promise<CreateOnceResult> => {
+          // 64-bit hash of the key: a collision only makes two keys take turns.
+          await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`${scope}\n${key}`}, 0))`;
+          // The caller was answered 503 at the bound: a create that only gets its turn after that
+          // stores nothing, so the outcome the client was told is unknown is "not stored".
+          if (performance.now() - started >= this.#timeoutMs) {
+            throw new StoreTimeoutError(`store pet: no turn within ${this.#timeoutMs} ms; nothing was stored`);
+          }
+          if (sweep) await tx`DELETE FROM idempotency_keys WHERE expires_at <= ${now}`;
+          const [seen] = await tx`
           SELECT k.fingerprint, ${tx.unsafe(KEPT_PET)}
           FROM idempotency_keys k LEFT JOIN pets p ON p.id = k.pet_id
           WHERE k.scope = ${scope} AND k.idempotency_key = ${key} AND k.expires_at > ${now}`;
-        const kept = seen ? keptPetFromRow(seen) : undefined;
-        if (kept) {
-          if (column(seen, 'fingerprint') !== fingerprint) return { outcome: 'conflict' };
-          return { outcome: 'replayed', pet: kept };
-        }
-        const [row] = await tx`
+          const kept = seen ? keptPetFromRow(seen) : undefined;
+          if (kept) {
+            if (column(seen, 'fingerprint') !== fingerprint) return { outcome: 'conflict' };
+            return { outcome: 'replayed', pet: kept };
+          }
+          const [row] = await tx`
           INSERT INTO pets (name, category_id, status) VALUES (${pet.name}, ${pet.categoryId}, ${pet.status})
           RETURNING ${tx.unsafe(STORED_PET_COLUMNS)}`;
-        const stored = storedPetFromRow(row);
-        await tx`
+          const stored = storedPetFromRow(row);
+          await tx`
           INSERT INTO idempotency_keys
             (scope, idempotency_key, fingerprint, pet_id, expires_at, pet_name, pet_category_id, pet_status, pet_version)
           VALUES (${scope}, ${key}, ${fingerprint}, ${stored.id}, ${now + IDEMPOTENCY_TTL_MS},
@@ -278,8 +284,8 @@ export class PostgresStore implements PetStore, WithKeyStore {
           SET fingerprint = excluded.fingerprint, pet_id = excluded.pet_id, expires_at = excluded.expires_at,
             pet_name = excluded.pet_name, pet_category_id = excluded.pet_category_id,
             pet_status = excluded.pet_status, pet_version = excluded.pet_version`;
-        return { outcome: 'created', pet: stored };
-      }),
+          return { outcome: 'created', pet: stored };
+        }),
     );
   }
 
@@ -297,7 +303,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
    */
   async update(id: number, patch: PetPatch, ifMatch?: IfMatch): Promise<UpdateResult> {
     const cols = this.#sql.unsafe(STORED_PET_COLUMNS);
-    return this.#changing('change pet', () =>
+    return this.#changing('change pet', { ids: [id], statuses: patch.status !== undefined }, () =>
       transaction(this.#sql, async (tx): Promise<UpdateResult> => {
         // A hold of this pet that ran out ends first (its order locked, then the pet, the order
         // every writer takes them in), so If-Match is checked against the version it gave.
@@ -325,7 +331,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
    */
   async remove(id: number, ifMatch?: IfMatch): Promise<RemoveResult> {
     const cols = this.#sql.unsafe(STORED_PET_COLUMNS);
-    return this.#changing('remove pet', () =>
+    return this.#changing('remove pet', { ids: [id], members: true }, () =>
       transaction(this.#sql, async (tx): Promise<RemoveResult> => {
         // A hold of this pet that ran out ends first (its order locked, then the pet, the order
         // every writer takes them in), so If-Match is checked against the version it gave.
@@ -357,7 +363,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
 
   placeOrder({ owner, petId, holdMs, key }: PlaceOrder): Promise<PlaceOrderResult> {
     const started = performance.now();
-    return this.#changing('place order', () =>
+    return this.#changing('place order', { ids: [petId], statuses: true }, () =>
       transaction(this.#sql, async (tx): Promise<PlaceOrderResult> => {
         if (key !== undefined) {
           // Retries with one key take turns, so the second finds the order the first placed.
@@ -432,29 +438,32 @@ export class PostgresStore implements PetStore, WithKeyStore {
   }
 
   closeOrder(owner: string, id: string, to: Closing): Promise<CloseOrderResult> {
-    return this.#changing('close order', () =>
-      transaction(this.#sql, async (tx): Promise<CloseOrderResult> => {
-        const [row] = await tx`SELECT ${tx.unsafe(ORDER_COLUMNS)}, hold_until <= ${tx.unsafe(NOW_MS)} AS due
+    return this.#changing(
+      'close order',
+      (result) => (result.outcome === 'not_found' ? NO_PET : { ids: [result.order.petId], statuses: true }),
+      () =>
+        transaction(this.#sql, async (tx): Promise<CloseOrderResult> => {
+          const [row] = await tx`SELECT ${tx.unsafe(ORDER_COLUMNS)}, hold_until <= ${tx.unsafe(NOW_MS)} AS due
           FROM orders WHERE id = ${id} AND owner = ${owner} FOR UPDATE`;
-        if (!row) return { outcome: 'not_found' };
-        let order = orderFromRow(row);
-        if (order.status === 'placed' && column(row, 'due') === true) {
-          await this.#expireIn(tx, order.petId);
-          order = { ...order, status: 'expired' };
-        }
-        if (order.status !== 'placed') return { outcome: order.status === to ? 'unchanged' : 'order_closed', order };
-        const [closed] =
-          await tx`UPDATE orders SET status = ${to} WHERE id = ${id} RETURNING ${tx.unsafe(ORDER_COLUMNS)}`;
-        const petStatus = to === 'completed' ? 'sold' : 'available';
-        await tx`UPDATE pets SET status = ${petStatus}, version = ${tx.unsafe(NEXT_VERSION)}
+          if (!row) return { outcome: 'not_found' };
+          let order = orderFromRow(row);
+          if (order.status === 'placed' && column(row, 'due') === true) {
+            await this.#expireIn(tx, order.petId);
+            order = { ...order, status: 'expired' };
+          }
+          if (order.status !== 'placed') return { outcome: order.status === to ? 'unchanged' : 'order_closed', order };
+          const [closed] =
+            await tx`UPDATE orders SET status = ${to} WHERE id = ${id} RETURNING ${tx.unsafe(ORDER_COLUMNS)}`;
+          const petStatus = to === 'completed' ? 'sold' : 'available';
+          await tx`UPDATE pets SET status = ${petStatus}, version = ${tx.unsafe(NEXT_VERSION)}
           WHERE id = ${order.petId} AND status = 'pending'`;
-        return { outcome: 'closed', order: orderFromRow(closed) };
-      }),
+          return { outcome: 'closed', order: orderFromRow(closed) };
+        }),
     );
   }
 
   async retireOwner(owner: string): Promise<void> {
-    await this.#changing('retire owner', () =>
+    await this.#changing('retire owner', EVERY_PET, () =>
       transaction(this.#sql, async (tx) => {
         const rows =
           await tx`UPDATE orders SET status = 'cancelled' WHERE owner = ${owner} AND status = 'placed' RETURNING pet_id`;
@@ -469,7 +478,8 @@ export class PostgresStore implements PetStore, WithKeyStore {
 
   async adoptOwners(moves: readonly OwnerMove[]): Promise<void> {
     if (moves.length === 0) return;
-    await this.#changing('adopt owners', () =>
+    // Orders and keys change hands; no pet changes.
+    await this.#changing('adopt owners', NO_PET, () =>
       transaction(this.#sql, async (tx) => {
         for (const { from, to } of moves) {
           // A key the heir already has stays where it is: moving it would break the pair's uniqueness.
@@ -501,7 +511,9 @@ export class PostgresStore implements PetStore, WithKeyStore {
       this.#nextDeadline = deadlineIn(dueIn);
       return 0;
     }
-    const expired = await this.#changing('expire orders', () => transaction(this.#sql, (tx) => this.#expireIn(tx)));
+    const expired = await this.#changing('expire orders', EVERY_PET, () =>
+      transaction(this.#sql, (tx) => this.#expireIn(tx)),
+    );
     await this.#readNextDeadline();
     return expired;
   }
@@ -577,6 +589,10 @@ export class PostgresStore implements PetStore, WithKeyStore {
     return this.#changes.version();
   }
 
+  unchanged(since: number, reads: PetsTouched | undefined): boolean {
+    return this.#changes.unchanged(since, reads);
+  }
+
   async ping(): Promise<void> {
     await this.#query('ping', () => this.#sql`SELECT 1`);
   }
@@ -628,16 +644,21 @@ export class PostgresStore implements PetStore, WithKeyStore {
   }
 
   /**
-   * A write of pets: this instance's reads see it as soon as it settles, stored or not, and the
-   * other instances are told after its commit.
+   * A write of pets: what it changed (`change`, or read from its result) is counted as soon as
+   * it settles, before its caller hears of it, and the other instances are told after its
+   * commit. A write that failed may have committed: its change is counted too, every pet when
+   * only its result would have said which.
    */
-  async #changing<T>(doing: string, run: () => Promise<T>): Promise<T> {
-    this.#changes.changed();
+  async #changing<T>(doing: string, change: PetChange | ((result: T) => PetChange), run: () => Promise<T>): Promise<T> {
+    let result: T;
     try {
-      return await this.#write(doing, run);
-    } finally {
-      this.#changes.written();
+      result = await this.#write(doing, run);
+    } catch (err) {
+      this.#changes.written(typeof change === 'function' ? EVERY_PET : change);
+      throw err;
     }
+    this.#changes.written(typeof change === 'function' ? change(result) : change);
+    return result;
   }
 }
 

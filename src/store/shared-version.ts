@@ -1,5 +1,11 @@
 import { type CallWrap, type PetStore, STORE_CALLS, type WrappedStore, wrapCalls } from './store.ts';
 
+/** The version of one worker's store: its own store's, and the count of every worker's writes. */
+interface SharedVersion {
+  readonly own: unknown;
+  readonly shared: number;
+}
+
 /**
  * The store of one worker among several, its `version()` moved by every worker's writes: each
  * write call (`STORE_CALLS` with `write`), done or failed, adds one to a counter in memory the
@@ -17,7 +23,7 @@ export function sharedVersion(store: PetStore | WrappedStore, counter: Int32Arra
   const write: CallWrap = (run, { write }) => (write ? run().finally(moved) : run());
   let seen = Number.NaN;
   let inner: unknown;
-  let version: unknown;
+  let version: SharedVersion | undefined;
   const { outbox } = store;
   return {
     ...wrapCalls(store, STORE_CALLS, write),
@@ -34,6 +40,11 @@ export function sharedVersion(store: PetStore | WrappedStore, counter: Int32Arra
         version = { own, shared };
       }
       return version;
+    },
+    // Another worker's write may have changed any pet: a kept answer stays true only while no worker wrote.
+    unchanged: (since, reads) => {
+      const { own, shared } = since as SharedVersion;
+      return shared === Atomics.load(counter, index) && store.unchanged(own, reads);
     },
     close: () => store.close(),
   };

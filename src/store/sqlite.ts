@@ -4,7 +4,9 @@ import { type Clock, systemClock } from '../core/clock.ts';
 import type { Closing, StoredOrder } from '../core/orders.ts';
 import type { Inventory, NewPet, Pet, PetPatch, StoredPet } from '../core/pets.ts';
 import type { IfMatch } from '../core/preconditions.ts';
+import type { PetsTouched } from '../core/reply.ts';
 import type { Logger } from '../log.ts';
+import { ChangeClock, EVERY_PET } from './change-clock.ts';
 import { planRemove, planUpdate } from './changes.ts';
 import {
   isSqliteBusy,
@@ -160,8 +162,10 @@ interface PendingWrite {
 export class SqliteStore implements PetStore, WithKeyStore {
   readonly #db: SqliteConnection;
   readonly #sweeps = new SweepSchedule();
-  /** Moves on with each commit of this process and each change of `data_version` (another's). */
-  #generation = 0;
+  /** Counts this process's changes of pets once committed, and every change of `data_version` (another's) as a change of every pet. */
+  readonly #changes = new ChangeClock();
+  /** What the batch being run changes, counted once it commits. */
+  #touched: PetsTouched[] = [];
   readonly #clock: Clock;
   readonly #lockWaitMs: number;
   #version: unknown;
@@ -320,7 +324,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
       const order = orderFromRow(row);
       if (order.status !== 'placed') return { outcome: order.status === to ? 'unchanged' : 'order_closed', order };
       const closed = orderFromRow(this.#db.prepare(CLOSE_ORDER).get(to, id));
-      this.#db.prepare(RELEASE_PET).get(to === 'completed' ? 'sold' : 'available', order.petId);
+      this.#release(order.petId, to === 'completed' ? 'sold' : 'available');
       return { outcome: 'closed', order: closed };
     }) as Promise<CloseOrderResult>;
   }
@@ -332,7 +336,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
   async retireOwner(owner: string): Promise<void> {
     await this.#enqueue(() => {
       for (const row of this.#db.prepare(CANCEL_OWNED).all(owner)) {
-        this.#db.prepare(RELEASE_PET).get('available', Number(column(row, 'pet_id')));
+        this.#release(Number(column(row, 'pet_id')), 'available');
       }
       this.#db.prepare(RETIRE_OWNER).get(retiredOwner(owner), owner);
     });
@@ -351,11 +355,11 @@ export class SqliteStore implements PetStore, WithKeyStore {
   }
 
   /**
-   * Changes whenever a pet may have been written: by this process (its commits) or by another
-   * (`PRAGMA data_version`, read at most every `DATA_VERSION_TTL_MS`). Undefined when the file
-   * cannot be read: nothing is then kept by it.
+   * The count of changes of pets: this process's commits, and another's (`PRAGMA data_version`,
+   * read at most every `DATA_VERSION_TTL_MS`). Undefined when the file cannot be read, or a hold
+   * ran out and its expiry is not yet done: nothing is then kept by it.
    */
-  version(): unknown {
+  version(): number | undefined {
     try {
       // A hold that ran out changes pets: no answer is kept across it (the expiry moves the generation).
       if (this.#clock.now() >= this.#nextDeadline) {
@@ -367,10 +371,14 @@ export class SqliteStore implements PetStore, WithKeyStore {
         return undefined;
       }
       this.#dataVersion('read data_version');
-      return this.#generation;
+      return this.#changes.now();
     } catch {
       return undefined;
     }
+  }
+
+  unchanged(since: number, reads: PetsTouched | undefined): boolean {
+    return this.#changes.unchanged(since, reads);
   }
 
   async ping(): Promise<void> {
@@ -423,9 +431,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
       return;
     }
     this.#pending = [];
-    // Counted before the COMMIT as well as after it: an answer read while the batch runs is
-    // never kept under the version that follows it.
-    this.#generation++;
+    this.#touched = [];
     let results: unknown[];
     try {
       const sweepAt = batch.find((p) => p.now !== undefined)?.now;
@@ -438,7 +444,8 @@ export class SqliteStore implements PetStore, WithKeyStore {
       for (const p of batch) p.reject(failure);
       return;
     }
-    this.#generation++;
+    // Counted before any caller hears of its write (src/store/change-clock.ts).
+    for (const change of this.#touched) this.#changes.changed(change);
     for (const [i, p] of batch.entries()) p.resolve(results[i]);
   }
 
@@ -488,7 +495,15 @@ export class SqliteStore implements PetStore, WithKeyStore {
   }
 
   #insert(pet: NewPet): StoredPet {
-    return storedPetFromRow(this.#db.prepare(INSERT).get(pet.name, pet.categoryId, pet.status));
+    const stored = storedPetFromRow(this.#db.prepare(INSERT).get(pet.name, pet.categoryId, pet.status));
+    this.#touched.push({ ids: [stored.id], members: true });
+    return stored;
+  }
+
+  /** Inside the batch's transaction: pet `id` leaves `pending` for `status`, if it is pending. */
+  #release(id: number, status: 'available' | 'sold'): void {
+    this.#db.prepare(RELEASE_PET).get(status, id);
+    this.#touched.push({ ids: [id], statuses: true });
   }
 
   /**
@@ -505,6 +520,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
     if (plan.statusChanges && this.#heldByOrder(id)) return { outcome: 'on_order', pet: was };
     if (!plan.changed) return { outcome: 'updated', pet: was };
     const { name, categoryId, status } = plan.next;
+    this.#touched.push({ ids: [id], statuses: plan.statusChanges });
     return { outcome: 'updated', pet: storedPetFromRow(this.#db.prepare(UPDATE).get(name, categoryId, status, id)) };
   }
 
@@ -517,6 +533,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
     if (plan.outcome !== 'apply') return plan;
     if (this.#heldByOrder(id)) return { outcome: 'on_order', pet: current as StoredPet };
     this.#db.prepare(DELETE).get(id);
+    this.#touched.push({ ids: [id], members: true });
     return { outcome: 'removed' };
   }
 
@@ -545,6 +562,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
       const pet = this.#db.prepare(PET_STATUS).get(petId);
       return pet === undefined || pet === null ? { outcome: 'no_pet' } : { outcome: 'unavailable' };
     }
+    this.#touched.push({ ids: [petId], statuses: true });
     const order = orderFromRow(
       this.#db.prepare(INSERT_ORDER).get(newOrderId(), owner, petId, now, now + holdMs, key ?? null),
     );
@@ -574,7 +592,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
     const rows = this.#db.prepare(EXPIRE_DUE).all(now);
     for (const row of rows) {
       const order = orderFromRow(row);
-      this.#db.prepare(RELEASE_PET).get('available', order.petId);
+      this.#release(order.petId, 'available');
       const event = orderExpiredEvent(String(column(row, 'owner')), order, now);
       if (event) this.#db.prepare(RECORD).get(event.id, event.consumer, event.type, event.payload, now, now, null);
     }
@@ -622,7 +640,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
         this.#read(doing, () => this.#db.prepare(DATA_VERSION).get()),
         'data_version',
       );
-      if (version !== this.#version) this.#generation++;
+      if (version !== this.#version) this.#changes.changed(EVERY_PET);
       this.#version = version;
       this.#versionReadAt = now;
     }

@@ -1,6 +1,7 @@
 import type { Closing, OrderStatus, StoredOrder } from '../core/orders.ts';
 import type { Inventory, NewPet, Pet, PetPatch, PetStatus, StoredPet } from '../core/pets.ts';
 import type { IfMatch } from '../core/preconditions.ts';
+import type { PetsTouched } from '../core/reply.ts';
 import type { Outbox } from './outbox.ts';
 
 /** One page request: pets with `id > after`, ascending, at most `limit`. */
@@ -149,10 +150,13 @@ export interface PetStore {
    */
   adoptOwners(moves: readonly OwnerMove[]): Promise<void>;
   /**
-   * A value that changes whenever any pet may have changed, compared with `===`; undefined when
-   * the store cannot tell (then no answer read from it is kept: src/http/memo.ts).
+   * Where this instance's count of pet changes is (`ChangeClock.now`): read it before a read whose
+   * answer may be kept. Undefined when the store cannot tell what changed (then no answer read
+   * from it is kept or served: src/http/memo.ts). Reading it touches no connection.
    */
   version(): unknown;
+  /** Whether nothing `reads` names changed since the store's version was `since` (`ChangeClock.unchanged`). */
+  unchanged(since: unknown, reads: PetsTouched | undefined): boolean;
   /** The webhook outbox kept with the pets (same file or database), when the backend has one. */
   readonly outbox?: Outbox;
   /** Resolves when the store can serve requests; rejects with the reason otherwise. */

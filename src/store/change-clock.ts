@@ -1,0 +1,68 @@
+import type { PetsTouched } from '../core/reply.ts';
+
+/** Slots of the table of when pets last changed, by id modulo its size: ids that share one only cost a kept answer early. */
+const SLOTS = 4_096;
+const SLOT = SLOTS - 1;
+
+/** A change of every pet: another process's commit, a listener that lost its connection, a restore. */
+export const EVERY_PET = 'every pet';
+/** What a write changed: some pets, or every pet. */
+export type PetChange = PetsTouched | typeof EVERY_PET;
+/** A write that changes no pet (an outbox row, an order's owner). */
+export const NO_PET: PetsTouched = { ids: [] };
+
+/**
+ * When this instance last heard of a change of each pet, of which pets exist and of any status,
+ * on a counter that moves on with every change it hears of. An answer read when the counter was
+ * `since` stays true while nothing it read changed after `since` (`unchanged`): a write to one
+ * pet leaves the kept answers of every other pet, and every page without it, in place.
+ *
+ * A change is counted once it is stored, before its caller hears of it: a read begun before
+ * that moment may have seen the pet as it was, and its `since` is lower, so it is not served
+ * after it. A change counted for a pet whose answers were never kept costs nothing.
+ *
+ * @example
+ * const clock = new ChangeClock()
+ * const since = clock.now()            // before a read of pet 7
+ * clock.changed({ ids: [8] })
+ * clock.unchanged(since, { ids: [7] }) // true
+ * clock.changed(EVERY_PET)
+ * clock.unchanged(since, { ids: [7] }) // false
+ */
+export class ChangeClock {
+  #now = 0;
+  /** When every pet last changed at once. */
+  #every = 0;
+  #members = 0;
+  #statuses = 0;
+  /** When a pet whose id falls in each slot last changed (doubles: exact up to 2^53 changes). */
+  readonly #pets = new Float64Array(SLOTS);
+
+  /** The counter: read it before a read from the store, and keep the answer with it. */
+  now(): number {
+    return this.#now;
+  }
+
+  /** Counts a change that is stored: the answers that read what it changed are no longer served. */
+  changed(change: PetChange): void {
+    const at = ++this.#now;
+    if (change === EVERY_PET) {
+      this.#every = at;
+      return;
+    }
+    for (const id of change.ids) this.#pets[id & SLOT] = at;
+    // A pet created or removed also moves the count of its status.
+    if (change.members) this.#members = at;
+    if (change.members || change.statuses) this.#statuses = at;
+  }
+
+  /** Whether nothing `reads` names changed after `since` (`reads` undefined: nothing at all). */
+  unchanged(since: number, reads: PetsTouched | undefined): boolean {
+    if (since === this.#now) return true;
+    if (reads === undefined || this.#every > since) return false;
+    if (reads.members && this.#members > since) return false;
+    if (reads.statuses && this.#statuses > since) return false;
+    for (const id of reads.ids) if ((this.#pets[id & SLOT] as number) > since) return false;
+    return true;
+  }
+}

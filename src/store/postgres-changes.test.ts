@@ -1,0 +1,32 @@
+import { describe, expect, test } from 'bun:test';
+import { EVERY_PET } from './change-clock.ts';
+import { announcement, heard, MOST_IDS_ANNOUNCED } from './postgres-changes.ts';
+
+describe("an instance's announcement of its writes", () => {
+  test('names the instance, the pets once each, and whether pets came or went or a status changed', () => {
+    const payload = announcement('a1b2c3d4', [
+      { ids: [7], statuses: true },
+      { ids: [9, 7] },
+      { ids: [12], members: true },
+    ]);
+    expect(payload).toBe('a1b2c3d4:sm:7,9,12');
+    expect(heard(payload)).toEqual({ from: 'a1b2c3d4', change: { ids: [7, 9, 12], members: true, statuses: true } });
+    expect(heard(announcement('a1b2c3d4', [{ ids: [3] }]))).toEqual({
+      from: 'a1b2c3d4',
+      change: { ids: [3], members: false, statuses: false },
+    });
+  });
+
+  test('says every pet for a change of every pet, or for more pets than one payload names', () => {
+    expect(announcement('a1', [{ ids: [1] }, EVERY_PET])).toBe('a1:*:');
+    const many = Array.from({ length: MOST_IDS_ANNOUNCED + 1 }, (_, i) => i + 1);
+    expect(announcement('a1', [{ ids: many }])).toBe('a1:*:');
+    expect(heard('a1:*:')).toEqual({ from: 'a1', change: EVERY_PET });
+  });
+
+  test("hears the trigger's empty payload, an older instance's and anything malformed as every pet", () => {
+    for (const payload of ['', 'x', 'a1:s', 'a1:s:1:2', 'a1::7,x', ':s:7', 'a1::1.5']) {
+      expect(heard(payload).change).toBe(EVERY_PET);
+    }
+  });
+});
