@@ -103,4 +103,46 @@ describe('petstore_answer_memo_total', () => {
       ...zero.slice(4),
     ]);
   });
+
+  test("a change of one pet leaves the other pets' kept answers and the pages without it; its own are read again", async () => {
+    const a = app({ metrics: new Metrics({ version: '1.0.0', runtime: 'bun' }), keys });
+    const headers = { Authorization: `Bearer ${token}` };
+    const create = async (name: string) => {
+      const created = await a.request('/v1/pets', {
+        method: 'POST',
+        headers: { ...headers, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ name, categoryId: 1 }),
+      });
+      expect(created.status).toBe(201);
+    };
+    for (const name of ['Rex', 'Kit', 'Tom', 'Max']) await create(name);
+    const names = async (path: string) => {
+      const res = await a.request(path, { headers });
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { name: string } | { name: string }[];
+      return Array.isArray(body) ? body.map((p) => p.name).join(',') : body.name;
+    };
+    const paths = ['/v1/pets/1', '/v1/pets/4', '/v1/pets?limit=1', '/v1/pets?limit=3', '/v1/pets?limit=10'];
+    // Each kept (asked twice: 5 and 6 misses), then Max renamed.
+    for (let i = 0; i < 2; i++) for (const path of paths) await names(path);
+    const patched = await a.request('/v1/pets/4', {
+      method: 'PATCH',
+      headers: { ...headers, 'Content-Type': 'application/merge-patch+json' },
+      body: '{"name":"Mox"}',
+    });
+    expect(patched.status).toBe(200);
+    // Pet 1 and the first page (it read pets 1 and 2) are kept; pet 4 and the pages that show it are read again.
+    expect(await Promise.all(paths.map(names))).toEqual(['Rex', 'Mox', 'Rex', 'Rex,Kit,Tom', 'Rex,Kit,Tom,Mox']);
+    // A new pet: the last page shows it at once; the full pages and the pets are kept.
+    await create('Ada');
+    expect(await Promise.all(paths.map(names))).toEqual(['Rex', 'Mox', 'Rex', 'Rex,Kit,Tom', 'Rex,Kit,Tom,Mox,Ada']);
+    expect(await memoLines(a)).toEqual([
+      'petstore_answer_memo_total{operation="listPets",outcome="hit"} 3',
+      'petstore_answer_memo_total{operation="listPets",outcome="miss"} 9',
+      'petstore_answer_memo_total{operation="getPet",outcome="hit"} 3',
+      'petstore_answer_memo_total{operation="getPet",outcome="miss"} 5',
+      'petstore_answer_memo_total{operation="getInventory",outcome="hit"} 0',
+      'petstore_answer_memo_total{operation="getInventory",outcome="miss"} 0',
+    ]);
+  });
 });
