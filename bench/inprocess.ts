@@ -17,7 +17,7 @@ import { SlidingWindowLimiter } from '../src/gateway/index.ts';
 import { hashToken, parseKeys } from '../src/keys/file.ts';
 import { KeyTable } from '../src/keys/table.ts';
 import { createLogger } from '../src/log.ts';
-import { MemoryStore } from '../src/store/memory.ts';
+import { MemoryStore } from '../src/store/memory-store.ts';
 import { buildBase } from './lib/base.ts';
 
 type Modules = {
@@ -60,7 +60,7 @@ async function modulesOf(root: string): Promise<Modules> {
     import(firstOf(root, 'src/keys/table.ts', 'src/gateway/keys/table.ts')),
     import(firstOf(root, 'src/gateway/limiter/memory.ts')),
     import(`${root}/src/log.ts`),
-    import(`${root}/src/store/memory.ts`),
+    import(firstOf(root, 'src/store/memory-store.ts', 'src/store/memory.ts')),
   ]);
   return { ...app, ...file, ...table, ...memory, ...log, ...store };
 }

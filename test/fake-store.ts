@@ -1,6 +1,6 @@
 // The tests' one fake store: a MemoryStore with some calls changed. It is made from
 // STORE_CALLS, as the store's wrappers are, so a call added to PetStore reaches every fake.
-import { MemoryStore } from '../src/store/memory.ts';
+import { MemoryStore } from '../src/store/memory-store.ts';
 import { type CallSpec, type PetStore, STORE_CALLS, wrapCalls } from '../src/store/store.ts';
 
 type CallName = keyof typeof STORE_CALLS;

@@ -11,7 +11,7 @@ import { KeyTable } from '../src/keys/table.ts';
 import type { Logger } from '../src/log.ts';
 import { silentLogger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics/registry.ts';
-import { MemoryStore } from '../src/store/memory.ts';
+import { MemoryStore } from '../src/store/memory-store.ts';
 
 /** A clock the test moves by hand. */
 export function fakeClock(start = Date.UTC(2026, 10, 22, 12, 0, 0)) {

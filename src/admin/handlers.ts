@@ -17,7 +17,7 @@ import {
   rotateKeys,
   updateConsumer,
   withTombstone,
-} from '../keys/edit.ts';
+} from '../keys/document-edits.ts';
 import { DEFAULT_THRESHOLDS, hashToken, KeysFileError, ownersOf } from '../keys/file.ts';
 import type { KeyAdmin } from '../keys/key-admin.ts';
 import { PLAN_LIMITS } from '../keys/plans.ts';

@@ -1,10 +1,9 @@
 /** `petstore keys add`: a new key for a consumer, made when missing. */
 
 import process from 'node:process';
-import { addKey } from '../keys/edit.ts';
+import { addKey } from '../keys/document-edits.ts';
 import { PLAN_NAMES, type PlanName } from '../keys/plans.ts';
 import { type KeysDocument, keyIdOf } from '../keys/schema.ts';
-import { change, freshKey, giveKeysFile, ownerOf } from './key-change.ts';
 import {
   CONSUMER,
   DURATION_NOTE,
@@ -17,6 +16,7 @@ import {
   type When,
   when,
 } from './key-options.ts';
+import { change, freshKey, giveKeysFile, ownerOf } from './keys-common.ts';
 import { ConfigError, HELP, type Option, subcommand } from './options.ts';
 import { int, oneOf, text } from './parsers.ts';
 

@@ -3,8 +3,8 @@ import process from 'node:process';
 import type { Actor } from '../keys/audit.ts';
 import type { NumberedRecord } from '../keys/audit-file.ts';
 import { asciiJson, printable } from '../redact.ts';
-import { withKeys } from './key-change.ts';
 import { KEYS_DATA, KEYS_FILE } from './key-options.ts';
+import { withKeys } from './keys-common.ts';
 import { HELP, subcommand } from './options.ts';
 import { int, on } from './parsers.ts';
 

@@ -1,8 +1,8 @@
 /** `petstore keys import FILE --data URL`: copies a keys file into the data store (`--keys store`). */
 import process from 'node:process';
-import { asConsumers, importConsumer } from '../keys/edit.ts';
+import { asConsumers, importConsumer } from '../keys/document-edits.ts';
 import { readKeysDocument } from '../keys/locked-file.ts';
-import { change } from './key-change.ts';
+import { change } from './keys-common.ts';
 import { type Command, ConfigError, commandHelp, HELP, parseOptions, type Subcommand } from './options.ts';
 import { text } from './parsers.ts';
 

@@ -2,8 +2,8 @@
 import process from 'node:process';
 import { type KeyRecord, keyRecords } from '../keys/file.ts';
 import type { KeysDocument } from '../keys/schema.ts';
-import { withKeys } from './key-change.ts';
 import { KEYS_DATA, KEYS_FILE } from './key-options.ts';
+import { withKeys } from './keys-common.ts';
 import { HELP, subcommand } from './options.ts';
 import { on } from './parsers.ts';
 

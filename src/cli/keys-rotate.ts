@@ -1,8 +1,7 @@
 /** `petstore keys rotate`: a new key for a consumer; its current keys end after an overlap. */
 import process from 'node:process';
-import { rotateKeys } from '../keys/edit.ts';
+import { rotateKeys } from '../keys/document-edits.ts';
 import { type KeysDocument, keyIdOf } from '../keys/schema.ts';
-import { change, freshKey } from './key-change.ts';
 import {
   CONSUMER,
   DURATION_NOTE,
@@ -14,6 +13,7 @@ import {
   KEYS_FILE,
   SCOPES_OPTION,
 } from './key-options.ts';
+import { change, freshKey } from './keys-common.ts';
 import { HELP, subcommand } from './options.ts';
 
 export const KEYS_ROTATE = subcommand(

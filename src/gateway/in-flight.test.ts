@@ -4,7 +4,7 @@ import { fakeClock, tokenFor } from '../../test/testing.ts';
 import { createApp } from '../app.ts';
 import { hashToken, parseKeys } from '../keys/file.ts';
 import { KeyTable } from '../keys/table.ts';
-import { MemoryStore } from '../store/memory.ts';
+import { MemoryStore } from '../store/memory-store.ts';
 import type { RateLimiter } from './limiter/limiter.ts';
 import { SlidingWindowLimiter } from './limiter/memory.ts';
 

@@ -4,7 +4,7 @@ import { createApp } from '../app.ts';
 import { hashToken, parseKeys } from '../keys/file.ts';
 import { KeyTable } from '../keys/table.ts';
 import { createLogger } from '../log.ts';
-import { MemoryStore } from '../store/memory.ts';
+import { MemoryStore } from '../store/memory-store.ts';
 import { TrustedProxies } from './addresses.ts';
 import { SlidingWindowLimiter } from './limiter/memory.ts';
 

@@ -4,7 +4,7 @@ import { createApp } from '../app.ts';
 import { hashToken, parseKeys } from '../keys/file.ts';
 import { KeyTable } from '../keys/table.ts';
 import { silentLogger } from '../log.ts';
-import { MemoryStore } from '../store/memory.ts';
+import { MemoryStore } from '../store/memory-store.ts';
 import { SlidingWindowLimiter } from './limiter/memory.ts';
 
 const T0 = Date.UTC(2026, 10, 22, 12, 0, 0);

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { auditRecord, changedFields, consumerView } from './audit.ts';
-import { addKey, revokeKey, rotateKeys } from './edit.ts';
+import { addKey, revokeKey, rotateKeys } from './document-edits.ts';
 import type { KeysDocument } from './schema.ts';
 
 const H1 = '1'.repeat(64);

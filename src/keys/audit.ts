@@ -5,7 +5,7 @@
  * as "(set)", or "(changed)" when a change replaces it), its thresholds and its keys' ids,
  * scopes and dates only.
  */
-import { asConsumers } from './edit.ts';
+import { asConsumers } from './document-edits.ts';
 import { type ConsumerEntry, type KeysDocument, keyIdOf } from './schema.ts';
 
 /** Who made a change: the keys CLI run by an OS user, or an admin key over the admin API. */

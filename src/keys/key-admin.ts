@@ -6,7 +6,7 @@
 import type { KeyStore, StoredConsumer } from '../store/key-store.ts';
 import { type AuditRecord, auditRecord } from './audit.ts';
 import { type NumberedRecord, readAudit } from './audit-file.ts';
-import { withConsumerIds } from './edit.ts';
+import { withConsumerIds } from './document-edits.ts';
 import { keyRecords, parseDocument } from './file.ts';
 import { changeKeysFile, type KeysFileChange, readKeysDocument } from './locked-file.ts';
 import type { KeysDocument } from './schema.ts';

@@ -9,7 +9,7 @@ import { basename, dirname, join } from 'node:path';
 import process from 'node:process';
 import { type Actor, type AuditAction, type AuditRecord, auditRecord } from './audit.ts';
 import { appendAudit, auditPath } from './audit-file.ts';
-import { withConsumerIds } from './edit.ts';
+import { withConsumerIds } from './document-edits.ts';
 import { KeysFileError, keyRecords, parseDocument } from './file.ts';
 import type { KeysDocument } from './schema.ts';
 

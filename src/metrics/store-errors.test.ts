@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { StoreError, StoreTimeoutError, StoreUnavailableError } from '../store/errors.ts';
-import { MemoryStore } from '../store/memory.ts';
+import { MemoryStore } from '../store/memory-store.ts';
 import { OUTBOX_CALLS, STORE_CALLS } from '../store/store.ts';
 import { Metrics } from './registry.ts';
 import { countStoreErrors } from './store-errors.ts';

@@ -4,7 +4,7 @@ import type { LimiterStatus } from '../gateway/index.ts';
 import { parseKeys } from '../keys/file.ts';
 import { KeyTable } from '../keys/table.ts';
 import { createLogger } from '../log.ts';
-import { MemoryStore } from '../store/memory.ts';
+import { MemoryStore } from '../store/memory-store.ts';
 import type { PetStore } from '../store/store.ts';
 import { healthRoutes } from './health.ts';
 

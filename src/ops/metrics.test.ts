@@ -5,7 +5,7 @@ import { SlidingWindowLimiter } from '../gateway/index.ts';
 import { hashToken, parseKeys } from '../keys/file.ts';
 import { KeyTable } from '../keys/table.ts';
 import { Metrics } from '../metrics/registry.ts';
-import { MemoryStore } from '../store/memory.ts';
+import { MemoryStore } from '../store/memory-store.ts';
 
 const NOT_FOUND = { code: 'not_found', message: 'No resource exists at this path.', status: 404 };
 

@@ -5,7 +5,7 @@ import type { NewPet } from '../core/pets.ts';
 import { createLogger } from '../log.ts';
 import { boundStore, type Timers } from './bounded.ts';
 import { StoreTimeoutError, StoreUnreachableError, storeErrorKind } from './errors.ts';
-import { MemoryStore } from './memory.ts';
+import { MemoryStore } from './memory-store.ts';
 import { OUTBOX_CALLS, STORE_CALLS } from './store.ts';
 
 const REX: NewPet = { name: 'Rex', categoryId: 1, status: 'available' };

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '../log.ts';
 import { StoreOpenError } from './errors.ts';
-import { MemoryStore } from './memory.ts';
+import { MemoryStore } from './memory-store.ts';
 import { DEFAULT_DATA, MEMORY, openStore } from './open.ts';
 import { SqliteStore } from './sqlite.ts';
 

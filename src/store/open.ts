@@ -2,7 +2,7 @@ import process from 'node:process';
 import type { Logger } from '../log.ts';
 import { type BoundedStore, boundStore, DEFAULT_STORE_TIMEOUT_MS } from './bounded.ts';
 import { StoreOpenError } from './errors.ts';
-import { MemoryStore } from './memory.ts';
+import { MemoryStore } from './memory-store.ts';
 import { POSTGRES_URL } from './postgres-url.ts';
 import type { PetStore } from './store.ts';
 

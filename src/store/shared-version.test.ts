@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { MemoryStore } from './memory.ts';
+import { MemoryStore } from './memory-store.ts';
 import { sharedVersion } from './shared-version.ts';
 
 describe("the store's version shared by the workers", () => {

@@ -5,7 +5,7 @@ import type { Decision } from '../../core/decision.ts';
 import { hashToken, parseKeys } from '../../keys/file.ts';
 import { KeyTable } from '../../keys/table.ts';
 import { createLogger } from '../../log.ts';
-import { MemoryStore } from '../../store/memory.ts';
+import { MemoryStore } from '../../store/memory-store.ts';
 import { FailoverLimiter, type RedisFailMode } from './failover.ts';
 import type { RateLimiter, Subject, Verdict } from './limiter.ts';
 import { SlidingWindowLimiter } from './memory.ts';

@@ -8,7 +8,7 @@ import { ConfigError, parseConfig } from '../../config.ts';
 import { SlidingWindowLimiter } from '../../gateway/index.ts';
 import { hashToken, parseKeys } from '../../keys/file.ts';
 import { KeyTable } from '../../keys/table.ts';
-import { MemoryStore } from '../../store/memory.ts';
+import { MemoryStore } from '../../store/memory-store.ts';
 import { ALLOW_HEADERS, ALLOW_METHODS, EXPOSED_HEADERS } from './cors.ts';
 
 const APP = 'https://app.example';

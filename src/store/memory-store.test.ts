@@ -1,4 +1,4 @@
 import { describeStore } from '../../test/store-conformance.ts';
-import { MemoryStore } from './memory.ts';
+import { MemoryStore } from './memory-store.ts';
 
 describeStore('MemoryStore', async () => ({ store: new MemoryStore(), dispose: async () => {} }));

@@ -10,7 +10,7 @@ import process from 'node:process';
 import type { KeyScope } from '../core/scopes.ts';
 import type { Actor } from '../keys/audit.ts';
 import { auditPath } from '../keys/audit-file.ts';
-import type { NewKey } from '../keys/edit.ts';
+import type { NewKey } from '../keys/document-edits.ts';
 import { hashToken } from '../keys/file.ts';
 import { fileKeyAdmin, type KeyAdmin, storeKeyAdmin } from '../keys/key-admin.ts';
 import type { KeysFileChange } from '../keys/locked-file.ts';

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { addKey, importConsumer, revokeKey, rotateKeys, withConsumerIds } from './edit.ts';
+import { addKey, importConsumer, revokeKey, rotateKeys, withConsumerIds } from './document-edits.ts';
 import { KeysFileError, parseKeys } from './file.ts';
 import { readKeysDocument, withLock, writeKeysDocument } from './locked-file.ts';
 import type { KeysDocument } from './schema.ts';
