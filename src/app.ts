@@ -10,9 +10,9 @@ import type { AppEnv } from './env.ts';
 import {
   type GatewayOptions,
   gateway,
+  holdsValidKey,
   type LimiterStatus,
   type RateLimiter,
-  vouches,
   wouldRefuseReporter,
 } from './gateway/index.ts';
 
@@ -49,7 +49,7 @@ export interface AppOptions {
   /** Whether this app serves `GET /metrics` (false when it has a port of its own). */
   serveMetrics?: boolean;
   /** Why `/readyz` should fail (e.g. shutting down), or undefined. */
-  notReady?: () => string | undefined;
+  whyNotReady?: () => string | undefined;
   /** Most requests one consumer, its keys together, may have in flight (`--max-in-flight`). */
   maxInFlight?: number;
   /** With workers: the host's in-flight table, so `maxInFlight` holds for the host (src/gateway/host-in-flight.ts). */
@@ -92,7 +92,7 @@ export function createApp({
   docs = {},
   metrics,
   serveMetrics = true,
-  notReady,
+  whyNotReady,
   maxInFlight,
   hostSlots,
   ipv6Prefix,
@@ -132,7 +132,7 @@ export function createApp({
     corsOrigins,
     metrics,
     allowedMethods: allowedMethods(API_PREFIX, operations),
-    vouched: vouchedBy(keys, clock),
+    vouched: callerHoldsValidKey(keys, clock),
   });
 
   const app = new Hono<AppEnv>();
@@ -140,7 +140,7 @@ export function createApp({
     store,
     keys,
     log,
-    notReady,
+    whyNotReady,
     limiterStatus,
     keysProblem,
     docs: { ...docs, experimental },
@@ -225,7 +225,7 @@ export function adminApp({
     gatedPath: isAdminPath,
     // Every answer of the admin port is counted under one operation of its own, `admin`.
     ...(metrics ? { metrics, countAs: ADMIN_OPERATION_LABEL } : {}),
-    vouched: vouchedBy(keys, clock),
+    vouched: callerHoldsValidKey(keys, clock),
   });
   const app = new Hono<AppEnv>();
   for (const op of byRouteOrder(ADMIN_OPERATIONS)) app.on(op.method, ADMIN_PREFIX + op.path, steps.operation(op));
@@ -235,9 +235,9 @@ export function adminApp({
 }
 
 /** Whether a request's caller holds a key valid now (its `traceparent` may then force a trace). */
-function vouchedBy(keys: () => KeyTable, clock: Clock): (c: Context<AppEnv>) => boolean {
-  const vouch = vouches(keys, clock);
-  return (c) => vouch(c.req.header('authorization'));
+function callerHoldsValidKey(keys: () => KeyTable, clock: Clock): (c: Context<AppEnv>) => boolean {
+  const valid = holdsValidKey(keys, clock);
+  return (c) => valid(c.req.header('authorization'));
 }
 
 function isAdminPath(path: string): boolean {

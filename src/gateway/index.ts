@@ -186,9 +186,9 @@ export function gateway({
  * `traceparent` is sampled, since only such a caller may force its trace to be exported.
  *
  * @example
- * vouches(() => table)('Bearer psk_…') // true
+ * holdsValidKey(() => table)('Bearer psk_…') // true
  */
-export function vouches(
+export function holdsValidKey(
   keys: () => KeyTable,
   clock: Clock = systemClock,
 ): (authorization: string | undefined) => boolean {

@@ -13,7 +13,7 @@ const oneKey = new KeyTable(parseKeys(JSON.stringify({ keys: [{ name: 'a', sha25
 function setup({
   store = new MemoryStore() as PetStore,
   keys = oneKey,
-  notReady = (): string | undefined => undefined,
+  whyNotReady = (): string | undefined => undefined,
   limiter = undefined as LimiterStatus['backend'] | undefined,
 } = {}) {
   const lines: string[] = [];
@@ -32,7 +32,7 @@ function setup({
       store,
       keys: () => keys,
       log,
-      notReady,
+      whyNotReady,
       timeoutMs: 50,
       ...(limiterStatus ? { limiterStatus } : {}),
     }),
@@ -95,7 +95,7 @@ describe('health routes', () => {
   });
 
   test('/readyz is 503 while shutting down', async () => {
-    const { app } = setup({ notReady: () => 'The server is shutting down.' });
+    const { app } = setup({ whyNotReady: () => 'The server is shutting down.' });
     expect((await answer(await app.request('/readyz')))[3]).toEqual(unavailable('The server is shutting down.'));
   });
 

@@ -21,7 +21,7 @@ export interface HealthOptions {
   keys: () => KeyTable;
   log: Logger;
   /** Why the server should get no new traffic (e.g. it is shutting down), or undefined. */
-  notReady?: () => string | undefined;
+  whyNotReady?: () => string | undefined;
   /** Longest wait for the store's ping. */
   timeoutMs?: number;
   /** Where rate limits are decided now (with `--redis`); without it, in this process. */
@@ -45,7 +45,7 @@ export function healthRoutes({
   store,
   keys,
   log,
-  notReady = () => undefined,
+  whyNotReady = () => undefined,
   timeoutMs = READY_TIMEOUT_MS,
   limiterStatus,
   keysProblem = () => undefined,
@@ -64,7 +64,7 @@ export function healthRoutes({
       async handler() {
         const limiter = limiterStatus?.();
         const reason =
-          notReady() ??
+          whyNotReady() ??
           (keys().size === 0 ? 'No API keys are loaded.' : undefined) ??
           keysProblem() ??
           (limiter && !limiter.ready ? LIMITER_DOWN : undefined) ??

@@ -90,7 +90,7 @@ export async function startServer(config: Config): Promise<void> {
         docs: { publicUrl: config.publicUrl, stagingUrl: config.stagingUrl },
         metrics,
         serveMetrics: config.metricsPort === null,
-        notReady: () => (stopping ? 'The server is shutting down.' : undefined),
+        whyNotReady: () => (stopping ? 'The server is shutting down.' : undefined),
         ...(shared ? { limiterStatus: () => shared.status() } : {}),
         ...(config.keys ? { keysProblem: () => keys.problem() } : {}),
         corsOrigins: config.corsOrigins,

@@ -67,7 +67,7 @@ async function serve(start: WorkerStart): Promise<void> {
     docs: { publicUrl: config.publicUrl, stagingUrl: config.stagingUrl },
     ...(metrics ? { metrics } : {}),
     serveMetrics: config.metricsPort === null,
-    notReady: () => notReady(state, start.workers),
+    whyNotReady: () => whyNotReady(state, start.workers),
     ...(status?.limiter ? { limiterStatus: () => status?.limiter as LimiterStatus } : {}),
     ...(status ? { keysProblem: () => status?.keysProblem } : {}),
     corsOrigins: config.corsOrigins,
@@ -149,7 +149,7 @@ function crashForTests({ index, replacement }: WorkerStart): void {
 const FORCE_STOP_MS = 1_000;
 
 /** Why `/readyz` fails: the host is stopping, or not every worker listens. */
-function notReady(state: Int32Array, workers: number): string | undefined {
+function whyNotReady(state: Int32Array, workers: number): string | undefined {
   if (Atomics.load(state, SHARED.stopping) !== 0) return 'The server is shutting down.';
   const listening = Atomics.load(state, SHARED.listening);
   return listening < workers ? `${listening} of ${workers} workers are listening.` : undefined;
