@@ -1,7 +1,7 @@
 // The entry point: argv -> a subcommand (src/cli/run.ts), --help / --version, or serving
 // (src/serve/start.ts); and the exit code. It only wires.
 import process from 'node:process';
-import { runCli } from './cli/run.ts';
+import { isCommand, runCli } from './cli/run.ts';
 import { ConfigError, helpText, parseConfig } from './config.ts';
 import { KeysFileError } from './keys/file.ts';
 import { startServer } from './serve/start.ts';
@@ -19,8 +19,7 @@ const EXIT_CONFIG = 2;
 
 /** The exit code, or undefined while the server runs (signals end it). */
 async function main(argv: string[]): Promise<number | undefined> {
-  if (argv[0] !== undefined && ['keys', 'healthcheck', 'backup', 'restore', 'migrate'].includes(argv[0]))
-    return runCli(argv);
+  if (isCommand(argv[0])) return runCli(argv);
   const config = parseConfig(argv, process.env);
   if (config.help) {
     process.stdout.write(helpText(VERSION));

@@ -6,7 +6,7 @@ import { KEYS_LIST } from './keys-list.ts';
 import { KEYS_REVOKE } from './keys-revoke.ts';
 import { KEYS_ROTATE } from './keys-rotate.ts';
 import { ConfigError, parseOptions } from './options.ts';
-import { runCli } from './run.ts';
+import { isCommand, runCli } from './run.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -199,5 +199,13 @@ describe('runCli', () => {
       message: '--port: needs a value (N)',
       command: 'healthcheck',
     });
+    expect(await refusal(['migrate', 'down'])).toMatchObject({
+      message: 'unknown command "migrate down"; expected status or up',
+    });
+  });
+
+  test("isCommand tells the subcommands from the server's options", () => {
+    const words = ['keys', 'healthcheck', 'backup', 'restore', 'migrate', '--port', 'serve', 'toString', undefined];
+    expect(words.filter(isCommand)).toEqual(['keys', 'healthcheck', 'backup', 'restore', 'migrate']);
   });
 });

@@ -52,6 +52,30 @@ export function keysHelp(): string {
   ].join('\n');
 }
 
+/** Every subcommand by its first word: what `runCli` runs, and how `main.ts` tells a command from serving. */
+const COMMANDS: Readonly<Record<string, (rest: readonly string[], env: Env, now: number) => Promise<number>>> = {
+  keys: runKeys,
+  healthcheck: (rest, env, now) => run(HEALTHCHECK, rest, env, now),
+  backup: (rest, env, now) => run(BACKUP, rest, env, now),
+  restore: (rest, env, now) => run(RESTORE, rest, env, now),
+  migrate: ([sub, ...rest], env, now) => {
+    const migrate = sub === 'status' ? MIGRATE_STATUS : sub === 'up' ? MIGRATE_UP : undefined;
+    if (!migrate) throw new ConfigError(`unknown command "migrate ${sub ?? ''}"; expected status or up`);
+    return run(migrate, rest, env, now);
+  },
+};
+
+/**
+ * Whether `word` (argv's first) names a subcommand rather than a server option.
+ *
+ * @example
+ * isCommand('keys') // true
+ * isCommand('--port') // false
+ */
+export function isCommand(word: string | undefined): boolean {
+  return word !== undefined && Object.hasOwn(COMMANDS, word);
+}
+
 /**
  * Runs the subcommand that `argv` names; resolves to its exit code. Bad usage throws
  * `ConfigError` (naming the command whose --help to read), a bad keys file `KeysFileError`.
@@ -60,19 +84,17 @@ export function keysHelp(): string {
  * process.exitCode = await runCli(['keys', 'list', '--keys', 'keys.json'])
  */
 export async function runCli(argv: readonly string[], env: Env = process.env, now = Date.now()): Promise<number> {
-  const [command, sub, ...rest] = argv;
-  if (command === 'healthcheck') return run(HEALTHCHECK, argv.slice(1), env, now);
-  if (command === 'backup') return run(BACKUP, argv.slice(1), env, now);
-  if (command === 'restore') return run(RESTORE, argv.slice(1), env, now);
-  if (command === 'migrate') {
-    const migrate = sub === 'status' ? MIGRATE_STATUS : sub === 'up' ? MIGRATE_UP : undefined;
-    if (!migrate) throw new ConfigError(`unknown command "migrate ${sub ?? ''}"; expected status or up`);
-    return run(migrate, rest, env, now);
-  }
-  if (command !== 'keys') throw new ConfigError(`unknown command "${command}"`);
+  const [command = '', ...rest] = argv;
+  const runCommand = isCommand(command) ? COMMANDS[command] : undefined;
+  if (!runCommand) throw new ConfigError(`unknown command "${command}"`);
+  return runCommand(rest, env, now);
+}
+
+/** `petstore keys …`: one keys command, or the usage of them all. */
+function runKeys([sub, ...rest]: readonly string[], env: Env, now: number): Promise<number> {
   if (sub === undefined || sub === 'help' || sub === '--help') {
     process.stdout.write(keysHelp());
-    return sub === undefined ? 2 : 0;
+    return Promise.resolve(sub === undefined ? 2 : 0);
   }
   const keys = Object.hasOwn(KEYS_COMMANDS, sub) ? KEYS_COMMANDS[sub] : undefined;
   if (!keys) {
