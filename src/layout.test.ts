@@ -93,15 +93,22 @@ describe('the floors', () => {
   });
 });
 
-/** The numbered steps of ARCHITECTURE.md's "One request's way", each as one line. */
-function walkSteps(): string[] {
+/** The numbered steps of ARCHITECTURE.md's "One request's way" from `from` on (a `### ` heading), each as one line. */
+function walkSteps(from = "\n## One request's way"): string[] {
   const page = readFileSync(join(ROOT, 'ARCHITECTURE.md'), 'utf8');
-  const start = page.indexOf("\n## One request's way");
+  const start = page.indexOf(from);
   const section = page.slice(start, page.indexOf('\n## ', start + 1));
   return section
     .split(/\n(?=\d+\. )/)
     .filter((s) => /^\d+\. /.test(s))
     .map((s) => s.replaceAll(/\s+/g, ' '));
+}
+
+/** The numbers of the steps the comment atop `src/http/pipeline.ts` lists (` * 1. ...`). */
+function pipelineStepNumbers(): number[] {
+  const text = readFileSync(join(ROOT, 'src/http/pipeline.ts'), 'utf8');
+  const comment = text.slice(0, text.indexOf('export function pipeline('));
+  return [...comment.matchAll(/^ \* (\d+)\. /gm)].map((m) => Number(m[1]));
 }
 
 /** Whether `file` defines `name`: a function, a method, or a constant holding a function. */
@@ -118,8 +125,12 @@ function defines(file: string, name: string): boolean {
 describe("ARCHITECTURE.md's walk of one request", () => {
   const steps = walkSteps();
 
-  test('has its ten steps', () => {
-    expect(steps).toHaveLength(10);
+  test('has four steps of start-up, then the request in as many steps as src/http/pipeline.ts numbers', () => {
+    const request = walkSteps('\n### The request').map((s) => Number(s.slice(0, s.indexOf('.'))));
+    const numbers = pipelineStepNumbers();
+    expect(numbers).toEqual(numbers.map((_, i) => i + 1));
+    expect(request).toEqual(numbers);
+    expect(steps).toHaveLength(4 + numbers.length);
   });
 
   test('each function a step names is defined in a file that step names', () => {
