@@ -91,6 +91,14 @@ test: unit e2e ## unit tests, then end-to-end tests against the built binary
 unit: node_modules/.stamp $(DOCS_GEN) ## unit tests (bun test), beside the code in src/; the Lua limiter and the PostgreSQL store on throwaway servers
 	scripts/with-postgres.sh scripts/with-redis.sh $(BUN) test ./src
 
+# The unit test files that need a real server: those that use test/redis.ts or test/postgres.ts.
+SERVER_TESTS = $(shell grep -rlE "test/(redis|postgres)\.ts'" src --include='*.test.ts')
+
+.PHONY: unit-no-db
+unit-no-db: node_modules/.stamp $(DOCS_GEN) ## the unit tests that need no PostgreSQL or Redis: all but the files that use test/redis.ts or test/postgres.ts (~30 s)
+	@echo "unit-no-db: leaving out $(SERVER_TESTS) (make unit runs them)"
+	$(BUN) test ./src $(addprefix --path-ignore-patterns=,$(SERVER_TESTS))
+
 e2e: build ## end-to-end tests: start dist/petstore and talk HTTP to it, then the server, limits, keys and ops again with --workers 2; then 20,000 idle connections (~20 s)
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test $(E2E)
 	PETSTORE_WORKERS=2 PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test $(E2E_WORKERS)
