@@ -3,7 +3,7 @@
  * `KeyAdmin.change` (its audit record with it), checked inside it against the keys as they are
  * then, so two admins racing for one name get one 201 and one 409.
  */
-import type { Input, KeyHolder } from '../api/operation.ts';
+import type { Input, KeyHolder } from '../api/operation-types.ts';
 import type { Clock } from '../core/clock.ts';
 import { ApiError } from '../core/errors.ts';
 import type { Reply } from '../core/reply.ts';

@@ -1,4 +1,4 @@
-import { defineOperation, type UnkeptOperation } from '../api/operation.ts';
+import { defineOperation, type UnkeptOperation } from '../api/operation-types.ts';
 import { ADMIN_SCOPE } from '../core/scopes.ts';
 import {
   type AdminDeps,

@@ -1,5 +1,5 @@
 import type { Reply } from '../core/reply.ts';
-import type { ApiDeps } from './operation.ts';
+import type { ApiDeps } from './operation-types.ts';
 
 /** What a count by status reads: every pet's status, none by id. */
 const STATUSES = { ids: [], statuses: true };

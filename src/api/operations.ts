@@ -1,7 +1,7 @@
 import { NewOrder } from '../core/orders.ts';
 import { NewPet, PetPatch } from '../core/pets.ts';
 import { getInventory } from './inventory.ts';
-import { defineOperation, type Operation } from './operation.ts';
+import { defineOperation, type Operation } from './operation-types.ts';
 import { cancelOrder, completeOrder, getOrder, listOrders, placeOrder } from './orders.ts';
 import { createPet, deletePet, getPet, listPets, updatePet } from './pets.ts';
 import { getRateLimit } from './rate-limit.ts';

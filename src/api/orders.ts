@@ -1,7 +1,7 @@
 import { ApiError } from '../core/errors.ts';
 import type { Closing, NewOrder, OrderStatus, StoredOrder } from '../core/orders.ts';
 import type { Reply } from '../core/reply.ts';
-import type { ApiDeps, Input } from './operation.ts';
+import type { ApiDeps, Input } from './operation-types.ts';
 import type { CreateHeaders, OrderListQuery, OrderParams } from './schemas.ts';
 
 const JSON_TYPE = 'application/json';

@@ -3,7 +3,7 @@ import { NEXT_STATUSES, type NewPet, type PetPatch, type PetStatus, petOf, type 
 import { ifMatchOf, petEtag } from '../core/preconditions.ts';
 import type { Reply } from '../core/reply.ts';
 import { fingerprintOf, idempotencyScope } from '../store/idempotency.ts';
-import type { ApiDeps, Input } from './operation.ts';
+import type { ApiDeps, Input } from './operation-types.ts';
 import type { ConditionalHeaders, CreateHeaders, ListQuery, PetParams } from './schemas.ts';
 
 const JSON_TYPE = 'application/json';
@@ -47,8 +47,8 @@ export async function createPet(
 ): Promise<Reply> {
   const key = headers['idempotency-key'];
   if (key === undefined) return created(await store.create(body));
-  const scope = idempotencyScope(principal, 'createPet');
-  const once = { scope, key, fingerprint: fingerprintOf(body), now: clock.now() };
+  const owner = idempotencyScope(principal, 'createPet');
+  const once = { owner, key, fingerprint: fingerprintOf(body), now: clock.now() };
   const result = await store.createOnce(body, once);
   if (result.outcome === 'conflict') {
     throw new ApiError(

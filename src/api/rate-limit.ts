@@ -1,5 +1,5 @@
 import type { Reply } from '../core/reply.ts';
-import type { Input } from './operation.ts';
+import type { Input } from './operation-types.ts';
 
 /**
  * `GET /rate_limit`: the caller's quota as the gateway read it for this request, without

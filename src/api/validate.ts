@@ -5,7 +5,7 @@ import { duplicateMember } from '../core/json-syntax.ts';
 import type { RateLimitStatus } from '../core/quota.ts';
 import { echoed } from '../redact.ts';
 import { roundedMember } from './json-numbers.ts';
-import type { Input, KeyHolder, Operation } from './operation.ts';
+import type { Input, KeyHolder, Operation } from './operation-types.ts';
 import { ALLOWED } from './schemas.ts';
 
 type Target = 'json' | 'query' | 'param' | 'header';

@@ -79,7 +79,7 @@ export interface GatewayOptions {
  * What the gateway needs to know of the operation asked for (an entry of the API's table; `{}`
  * for a path no operation serves, which costs 1 and needs no scope).
  */
-export interface Gated {
+export interface GatedOperation {
   /** The operationId: what a consumer's `costs` name. */
   readonly id?: string;
   /** The scope a key needs; absent: any. */
@@ -95,9 +95,9 @@ export interface Gated {
  * a refusal (401, 403, 429, 503) is resolved as the `ApiError` to answer, never thrown: a throw
  * through the async frames is slow (bench/README.md).
  */
-export type GatewayPass = <T>(
+export type Gateway = <T>(
   c: Context,
-  op: Gated,
+  op: GatedOperation,
   admitted: (decision: Decision) => Promise<T>,
 ) => Promise<T | ApiError>;
 
@@ -128,7 +128,7 @@ export function gateway({
   admin = false,
   notify,
   clock = systemClock,
-}: GatewayOptions): GatewayPass {
+}: GatewayOptions): Gateway {
   const decide = decider({ limiter, ban, ...(ipv6Prefix === undefined ? {} : { ipv6Prefix }) });
   const inFlight = hostSlots
     ? new HostInFlight<Decision>(maxInFlight, hostSlots.memory, hostSlots.worker)

@@ -1,16 +1,16 @@
 import { describe, expect, test } from 'bun:test';
 import { Hono } from 'hono';
-import { defineOperation } from '../api/operation.ts';
+import { defineOperation } from '../api/operation-types.ts';
 import { systemClock } from '../core/clock.ts';
 import { ApiError } from '../core/errors.ts';
 import type { AppEnv } from '../env.ts';
-import type { GatewayPass } from '../gateway/index.ts';
+import type { Gateway } from '../gateway/index.ts';
 import { silentLogger } from '../log.ts';
 import { apiPipeline, pipeline } from './pipeline.ts';
 
 const base = { log: silentLogger, clock: systemClock, clientAddress: () => '192.0.2.1', maxBodyBytes: 1024 };
 /** A gateway that refuses everyone: enough to see which steps a pipeline has. */
-const refuseAll: GatewayPass = async () => new ApiError('unauthorized', 'no key');
+const refuseAll: Gateway = async () => new ApiError('unauthorized', 'no key');
 const ping = {
   id: 'ping',
   method: 'GET',

@@ -1,5 +1,5 @@
 import type { Context, ErrorHandler } from 'hono';
-import type { Deprecation, KeyHolder, Operation, UnkeptOperation } from '../api/operation.ts';
+import type { Deprecation, KeyHolder, Operation, UnkeptOperation } from '../api/operation-types.ts';
 import { isApiPath } from '../api/operations.ts';
 import { inputReader, refuseBodyOnGet } from '../api/validate.ts';
 import type { Clock } from '../core/clock.ts';
@@ -9,7 +9,7 @@ import type { OpsRoute } from '../core/ops-route.ts';
 import type { AnswerHeaders, Reply } from '../core/reply.ts';
 import { answerHeaders, beginAnswer } from '../core/reply.ts';
 import type { AppEnv } from '../env.ts';
-import { type Gated, type GatewayPass, principalOf, quotaStatus } from '../gateway/index.ts';
+import { type GatedOperation, type Gateway, principalOf, quotaStatus } from '../gateway/index.ts';
 import type { Logger } from '../log.ts';
 import { operationIndex } from '../metrics/labels.ts';
 import type { Metrics } from '../metrics/registry.ts';
@@ -51,7 +51,7 @@ export interface PipelineOptions {
 /** What a pipeline that serves a table of operations needs besides: the gateway and the handlers' deps. */
 export interface ApiPipelineOptions<D> extends PipelineOptions {
   /** The gateway's pass (src/gateway/index.ts). */
-  gateway: GatewayPass;
+  gateway: Gateway;
   /** What handlers work with. */
   deps: D;
   /** The methods the table serves at a path, or undefined for a path it has not (a 405's `Allow`). */
@@ -152,7 +152,7 @@ interface Shared {
 
 /** What the steps of a pipeline that serves a table share besides. */
 interface ApiShared<D> extends Shared {
-  readonly gateway: GatewayPass;
+  readonly gateway: Gateway;
   readonly deps: D;
   readonly allowedMethods: (path: string) => readonly string[] | undefined;
   readonly store: StoreChanges | undefined;
@@ -200,12 +200,12 @@ function exchange(shared: Shared, inner: Inner, traced = true): Served {
   const { requestLog, tracing } = shared;
   return function exchange(c) {
     const started = requestLog.start(c);
-    return tracing.run(c, started.id, traced, (scope) => within(shared, c, started, scope, inner));
+    return tracing.run(c, started.id, traced, (scope) => answerInScope(shared, c, started, scope, inner));
   };
 }
 
 /** Step 1 inside the request's scope: its fixed headers, 414, `inner`, then the log line, metrics and span. */
-async function within(
+async function answerInScope(
   { requestLog, count, tracing, gatedPath, report, unavailable }: Shared,
   c: Context<AppEnv>,
   started: ReturnType<Shared['requestLog']['start']>,
@@ -254,7 +254,7 @@ function setTraceResponse(res: Response, value: string | undefined): void {
 async function gated<D>(
   { gateway, cors }: ApiShared<D>,
   c: Context<AppEnv>,
-  op: Gated,
+  op: GatedOperation,
   admitted: (decision: Decision) => Promise<Response>,
 ) {
   const preflight = cors?.(c);
@@ -292,7 +292,7 @@ function operation<D>(shared: ApiShared<D>, op: Operation<D>): Served {
     c.set('operation', op.id);
     return gated(shared, c, op, (decision) => {
       if (fixed) Object.assign(answerHeaders(c), fixed);
-      return bodyChecked(shared, c, () => served(shared, route, c, decision));
+      return bodyChecked(shared, c, () => answerOperation(shared, route, c, decision));
     });
   });
 }
@@ -316,7 +316,7 @@ function routeOf<D>({ deps }: ApiShared<D>, op: Operation<D>): OperationRoute<D>
 }
 
 /** Steps 5 (the kept answer), 6 and 7: a kept answer is used while the store is unchanged. */
-async function served<D>(
+async function answerOperation<D>(
   { store, memo, memoCount }: ApiShared<D>,
   { op, deps, readInput, counted }: OperationRoute<D>,
   c: Context<AppEnv>,
@@ -388,7 +388,7 @@ type Served = (c: Context<AppEnv>) => Promise<Response>;
 const UNTRACED: ReadonlySet<string> = new Set(['healthz', 'readyz', 'metrics']);
 
 /** What the gateway knows of a path no operation serves: it costs 1 and needs no scope. */
-const UNSERVED: Gated = {};
+const UNSERVED: GatedOperation = {};
 
 /** RFC 9745 `Deprecation`, RFC 8594 `Sunset` and the successor `Link` of a deprecated operation. */
 function deprecationHeaders({ since, sunset, successor }: Deprecation): AnswerHeaders {

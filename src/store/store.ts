@@ -13,8 +13,8 @@ export interface ListOptions {
 
 /** A create the client may retry: it carries an `Idempotency-Key`. */
 export interface IdempotentCreate {
-  /** Whose key it is (the caller's identity and the operation, e.g. `con_…:acme/createPet`): two callers never share keys. */
-  readonly scope: string;
+  /** Whose key it is: the caller's identity and the operation (`idempotencyScope`, e.g. `con_…:acme/createPet`), so two callers never share keys. */
+  readonly owner: string;
   /** The `Idempotency-Key` header as sent. */
   readonly key: string;
   /** Digest of the request (`fingerprintOf`): the same key with another request is a conflict. */
