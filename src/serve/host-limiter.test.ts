@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { fakeClock } from '../../test/testing.ts';
 import { SlidingWindowLimiter, type Subject, type Verdict } from '../gateway/index.ts';
-import { type DecidedMessage, type DecideMessage, LimiterOwner, RemoteLimiter } from './host-limiter.ts';
+import { type DecidedMessage, type DecideMessage, grantMemory, LimiterOwner, RemoteLimiter } from './host-limiter.ts';
 
 /** Workers wired to one owner, their messages copied as a MessagePort copies them. */
 function host(workers: number) {
@@ -87,5 +87,103 @@ describe('one limiter for the host: workers ask the supervisor', () => {
     ask = owner.forWorker(answer);
     const again = await remote.decide(s);
     expect(again.outcome === 'admitted' && again.windows[0]?.remaining).toBe(1);
+  });
+});
+
+/** Workers with grant memory, wired to one owner; `asks` counts the questions each sent. */
+function grantingHost(workers: number, limiter?: SlidingWindowLimiter) {
+  const clock = fakeClock(Date.UTC(2026, 10, 22, 12, 0, 0, 100));
+  const on = limiter ?? new SlidingWindowLimiter({ clock });
+  const owner = new LimiterOwner(on, { workers, clock });
+  const asks = Array.from({ length: workers }, () => 0);
+  const remotes = Array.from({ length: workers }, (_, i) => {
+    const grants = grantMemory();
+    let ask: (m: DecideMessage) => void = () => {};
+    const remote = new RemoteLimiter(
+      (m) => {
+        asks[i] = (asks[i] ?? 0) + 1;
+        queueMicrotask(() => ask(structuredClone(m)));
+      },
+      { grants, clock },
+    );
+    ask = owner.forWorker((m: DecidedMessage) => queueMicrotask(() => remote.answer(structuredClone(m))), grants);
+    return remote;
+  });
+  return { clock, owner, remotes, asks, limiter: on };
+}
+
+/** `count` requests on `remote`, `at once` at a time. */
+async function burst(remote: RemoteLimiter, subject: Subject, count: number, atOnce = 10): Promise<Verdict[]> {
+  const verdicts: Verdict[] = [];
+  for (let sent = 0; sent < count; sent += atOnce) {
+    const n = Math.min(atOnce, count - sent);
+    verdicts.push(...(await Promise.all(Array.from({ length: n }, () => remote.decide(subject)))));
+  }
+  return verdicts;
+}
+
+describe('grants: a busy consumer decided on its worker', () => {
+  test('far from its limits, a second of 1,000 requests costs a few questions, and the headers count every request', async () => {
+    const { clock, remotes, asks } = grantingHost(2);
+    const [a] = remotes as [RemoteLimiter];
+    const s = consumer(100_000);
+    // A first second measures the rate (no grant yet), the next is spent from grants.
+    for (let i = 0; i < 10; i++) {
+      await burst(a, s, 100);
+      clock.advance(100);
+    }
+    const before = asks[0] as number;
+    const verdicts = await burst(a, s, 1_000);
+    expect(asks[0] as number).toBeLessThan(before + 10);
+    const remaining = verdicts.map((v) => (v.outcome === 'admitted' ? v.windows[0]?.remaining : -1));
+    expect(remaining.at(-1)).toBe(100_000 - 2_000);
+    expect(new Set(remaining).size).toBe(1_000);
+  });
+
+  test("a second's unspent units go back when it ends, from a worker that stopped asking too", async () => {
+    const { clock, owner, remotes, limiter } = grantingHost(2);
+    const [a] = remotes as [RemoteLimiter];
+    const s = consumer(100_000);
+    for (let i = 0; i < 12; i++) {
+      await burst(a, s, 100);
+      clock.advance(100);
+    }
+    const read = limiter.decide(s, 0);
+    // Units are counted ahead while granted...
+    expect(read.outcome === 'admitted' && read.windows[0]?.remaining).toBeLessThan(100_000 - 1_200);
+    clock.advance(1_000);
+    owner.sweep();
+    const after = limiter.decide(s, 0);
+    expect(after.outcome === 'admitted' && after.windows[0]?.remaining).toBe(100_000 - 1_200);
+  });
+
+  test('four workers with grants admit exactly the limit: none over, none refused while units lie unused', async () => {
+    const { clock, remotes, owner } = grantingHost(4);
+    const subjects = remotes.map(() => consumer(3_000, 0));
+    const statuses: string[] = [];
+    // Every worker busy for 3 s of 100 ms steps: the limit is reached in the second.
+    for (let step = 0; step < 30; step++) {
+      const verdicts = await Promise.all(remotes.map((r, i) => burst(r, subjects[i] as Subject, 40, 20)));
+      statuses.push(...verdicts.flat().map((v) => v.outcome));
+      clock.advance(100);
+      owner.sweep();
+    }
+    expect(statuses.filter((o) => o === 'admitted')).toHaveLength(3_000);
+    expect(statuses).toHaveLength(4_800);
+  });
+
+  test('a ban started on one worker refuses on a worker holding a grant from its next request', async () => {
+    const { clock, remotes } = grantingHost(2);
+    const [a, b] = remotes as [RemoteLimiter, RemoteLimiter];
+    const s = consumer(1_000, 3);
+    for (let i = 0; i < 10; i++) {
+      await burst(b, s, 20);
+      clock.advance(50);
+    }
+    // b holds units of this second; a spends the rest of the minute and is banned.
+    const onA = consumer(1_000, 3);
+    const verdicts = await burst(a, onA, 1_000, 1);
+    expect(verdicts.at(-1)?.outcome).toBe('key_banned');
+    expect((await b.decide(s)).outcome).toBe('key_banned');
   });
 });

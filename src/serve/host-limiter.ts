@@ -1,14 +1,30 @@
 /**
  * The limiter of a process with workers: one owner, the supervisor, holds every window, ban and
  * stranger's count (the in-process limiter, or the Redis one with its leases), and each worker
- * asks it for each decision by message. One owner makes the decisions exactly those of one
- * event loop: the same windows, costs, bans, report-only keys and strangers' table, for the host;
- * and with `--redis` the host's script runs are those of one instance.
+ * asks it by message. One owner makes the decisions exactly those of one event loop: the same
+ * windows, costs, bans, report-only keys and strangers' table, for the host; and with `--redis`
+ * the host's script runs are those of one instance.
+ *
+ * Grants. With the in-process limiter, a worker whose consumer keeps it busy is granted units it
+ * spends by itself until the second ends, as an instance spends a Redis lease
+ * (`src/gateway/limiter/leases.ts`): a busy key costs a message or two a second per worker, not
+ * one a request. Never over: the owner counts a grant in every window as spent when it is made
+ * (`SlidingWindowLimiter.book`), in the bucket that ends with the second, so each unit is counted
+ * from before its use for a whole window. A grant's units left sit in memory the worker shares
+ * with the owner; the worker takes each with a compare-and-swap, the owner takes back what is
+ * left with an exchange: when the second ends (handed back into the windows, whether the worker
+ * still runs or not), when the room left would not hold a request (so no request is refused
+ * while units lie unused elsewhere), and when a ban starts (so every worker asks from its next
+ * request on). A grant is at most half the room left shared among the workers, so near the
+ * limit grants shrink to nothing and every request is decided by the owner. Consumers whose
+ * quota crossings are noticed (a webhook's thresholds) and strangers are never granted units.
  *
  * A consumer's subject is sent once per worker and named by a number after that; a stranger's is
  * sent whole (it is made per request).
  */
 import { LRUCache } from 'lru-cache';
+import { type Clock, systemClock } from '../core/clock.ts';
+import type { Decision } from '../core/decision.ts';
 import type { RateLimiter, Subject, Verdict } from '../gateway/index.ts';
 import { currentScope, inScope, requestScope } from '../trace/scope.ts';
 
@@ -21,26 +37,75 @@ export interface DecideMessage {
   /** Sent with the first question about it (and again when the supervisor has forgotten it). */
   readonly subject?: Subject;
   readonly cost: number;
+  /** Units beyond `cost` the worker would spend by itself before the second ends: a grant asked for. */
+  readonly wanted?: number;
   /** The request's ids, so what the decision logs (a ban started) carries them as on one worker. */
   readonly scope?: readonly [requestId: string, traceId?: string, spanId?: string];
 }
 
 /** The supervisor's answer. */
 export type DecidedMessage =
-  | { readonly type: 'decided'; readonly id: number; readonly verdict: Verdict }
+  | { readonly type: 'decided'; readonly id: number; readonly verdict: Verdict; readonly grant?: Grant }
   | { readonly type: 'decided'; readonly id: number; readonly error: string }
   /** The subject's number is not known (forgotten): ask again with the subject. */
   | { readonly type: 'decided'; readonly id: number; readonly unknown: true };
 
+/** Units granted to a worker: the slot of its grant memory that holds those left, until `end`. */
+export interface Grant {
+  readonly slot: number;
+  readonly units: number;
+  /** Epoch ms (a whole second) from which none may be spent. */
+  readonly end: number;
+}
+
 /** A question waiting for its answer. */
 interface Waiting {
-  resolve(verdict: Verdict): void;
+  resolve(answer: { readonly verdict: Verdict; readonly grant?: Grant }): void;
   reject(err: Error): void;
   readonly ask: DecideMessage;
 }
 
 /** Subjects the supervisor remembers per worker: more than a keys file names. */
 const KNOWN_SUBJECTS = 20_000;
+/** Grants a worker holds at once (4 bytes each in the memory it shares with the supervisor). */
+const GRANT_SLOTS = 4_096;
+/** A grant asks for this many times the units the recent rate would spend in the rest of the second. */
+const HEADROOM = 1.5;
+/** Weight of the latest interval in the rate estimate. */
+const RATE_WEIGHT = 0.5;
+/** The rate is measured over at least this long, so that two asks a moment apart do not read a burst as a rate. */
+const MIN_RATE_INTERVAL_MS = 100;
+
+/** A worker's grant memory, zeroed: made by the supervisor per worker started, shared with it. */
+export function grantMemory(): SharedArrayBuffer {
+  return new SharedArrayBuffer(GRANT_SLOTS * 4);
+}
+
+/** One consumer's grant on a worker, and what sizes the next. */
+class Held {
+  /** The answer that gave the grant: what local decisions are written from. */
+  verdict: Decision | undefined;
+  slot = 0;
+  granted = 0;
+  end = Number.NEGATIVE_INFINITY;
+  /** The question under way that asked for a grant: requests short of units wait for it. */
+  pending: Promise<unknown> | undefined;
+  /** Until then (epoch ms) requests ask one by one: a grant asked for was not given this second. */
+  tightUntil = Number.NEGATIVE_INFINITY;
+  /** Units asked for by requests waiting for `pending`. */
+  waiting = 0;
+  /** Units spent per ms, recently. */
+  rate = 0;
+  lastAsk = Number.NaN;
+  spentSinceAsk = 0;
+}
+
+export interface RemoteLimiterOptions {
+  /** This worker's grant memory (`grantMemory`); without it every decision is asked for. */
+  readonly grants?: SharedArrayBuffer;
+  /** Tests pass the fake clock of the supervisor's limiter. */
+  readonly clock?: Clock;
+}
 
 /**
  * The worker's side: a `RateLimiter` whose decisions are the supervisor's.
@@ -54,30 +119,115 @@ export class RemoteLimiter implements RateLimiter {
   readonly #refs = new WeakMap<Subject, number>();
   /** The subjects by number, for a supervisor that forgot one. */
   readonly #subjects = new LRUCache<number, Subject>({ max: KNOWN_SUBJECTS });
+  /** Subject numbers not yet sent with their subject. */
+  readonly #unsent = new Set<number>();
+  /** Grants and rates by subject number. */
+  readonly #held = new LRUCache<number, Held>({ max: KNOWN_SUBJECTS });
+  readonly #units: Int32Array | undefined;
+  readonly #clock: Clock;
   #lastId = 0;
   #lastRef = 0;
 
-  constructor(send: (message: DecideMessage) => void) {
+  constructor(send: (message: DecideMessage) => void, { grants, clock = systemClock }: RemoteLimiterOptions = {}) {
     this.#send = send;
+    this.#units = grants ? new Int32Array(grants) : undefined;
+    this.#clock = clock;
   }
 
-  decide(subject: Subject, cost = 1): Promise<Verdict> {
+  decide(subject: Subject, cost = 1): Verdict | Promise<Verdict> {
+    if (subject.plan === 'anonymous') return this.#ask(subject, 0, cost, 0).then(verdictOf);
+    const ref = this.#refOf(subject);
+    if (!this.#units || cost === 0) return this.#ask(subject, ref, cost, 0).then(verdictOf);
+    let held = this.#held.get(ref);
+    if (!held) {
+      held = new Held();
+      this.#held.set(ref, held);
+    }
+    return this.#local(held, cost) ?? this.#acquire(subject, ref, held, cost);
+  }
+
+  /** A decision from this worker's grant, when its second is not over and it holds the cost. */
+  #local(held: Held, cost: number): Decision | undefined {
+    const units = this.#units;
+    const { verdict } = held;
+    if (!units || !verdict || this.#clock.now() >= held.end) return undefined;
+    let left = Atomics.load(units, held.slot);
+    for (;;) {
+      if (left < cost) return undefined;
+      const seen = Atomics.compareExchange(units, held.slot, left, left - cost);
+      if (seen === left) break;
+      left = seen;
+    }
+    // Taken as the second ended: it stays counted, unused, and the request is asked for.
+    if (this.#clock.now() >= held.end) return undefined;
+    held.spentSinceAsk += cost;
+    return spentFrom(verdict, held.granted - (left - cost));
+  }
+
+  /** Asks the supervisor: for a grant as well, unless one asked for this second was not given. */
+  async #acquire(subject: Subject, ref: number, held: Held, cost: number): Promise<Verdict> {
+    while (held.pending && this.#clock.now() >= held.tightUntil) {
+      held.waiting += cost;
+      try {
+        await held.pending.catch(() => {});
+      } finally {
+        held.waiting -= cost;
+      }
+      const local = this.#local(held, cost);
+      if (local) return local;
+    }
+    const now = this.#clock.now();
+    held.spentSinceAsk += cost;
+    if (now < held.tightUntil) return verdictOf(await this.#ask(subject, ref, cost, 0));
+    if (!Number.isNaN(held.lastAsk)) {
+      const recent = held.spentSinceAsk / Math.max(MIN_RATE_INTERVAL_MS, now - held.lastAsk);
+      held.rate = RATE_WEIGHT * recent + (1 - RATE_WEIGHT) * held.rate;
+    }
+    held.lastAsk = now;
+    held.spentSinceAsk = 0;
+    const wanted = held.waiting + Math.floor(held.rate * (1_000 - (now % 1_000)) * HEADROOM);
+    const asked = this.#ask(subject, ref, cost, wanted);
+    held.pending = asked;
+    try {
+      const { verdict, grant } = await asked;
+      if (grant && verdict.outcome !== 'unavailable') {
+        held.verdict = verdict;
+        held.slot = grant.slot;
+        held.granted = grant.units;
+        held.end = grant.end;
+      } else held.tightUntil = Math.floor(now / 1_000 + 1) * 1_000;
+      return verdict;
+    } finally {
+      held.pending = undefined;
+    }
+  }
+
+  #refOf(subject: Subject): number {
+    const ref = this.#refs.get(subject);
+    if (ref !== undefined) return ref;
+    const made = ++this.#lastRef;
+    this.#refs.set(subject, made);
+    this.#subjects.set(made, subject);
+    this.#unsent.add(made);
+    return made;
+  }
+
+  /** One question; the subject goes whole with the first about it (and always a stranger's, `ref` 0). */
+  #ask(subject: Subject, ref: number, cost: number, wanted: number) {
     const id = ++this.#lastId;
     const now = currentScope();
     const scope = now ? ([now.requestId, now.traceId, now.spanId] as const) : undefined;
-    let ask: DecideMessage;
-    if (subject.plan === 'anonymous') ask = { type: 'decide', id, ref: 0, subject, cost, scope };
-    else {
-      const ref = this.#refs.get(subject);
-      if (ref !== undefined) ask = { type: 'decide', id, ref, cost, scope };
-      else {
-        const made = ++this.#lastRef;
-        this.#refs.set(subject, made);
-        this.#subjects.set(made, subject);
-        ask = { type: 'decide', id, ref: made, subject, cost, scope };
-      }
-    }
-    return new Promise<Verdict>((resolve, reject) => {
+    const whole = ref === 0 || this.#unsent.delete(ref);
+    const ask: DecideMessage = {
+      type: 'decide',
+      id,
+      ref,
+      ...(whole ? { subject } : {}),
+      cost,
+      ...(wanted > 0 ? { wanted } : {}),
+      scope,
+    };
+    return new Promise<{ readonly verdict: Verdict; readonly grant?: Grant }>((resolve, reject) => {
       this.#waiting.set(id, { resolve, reject, ask });
       this.#send(ask);
     });
@@ -93,7 +243,7 @@ export class RemoteLimiter implements RateLimiter {
     }
     this.#waiting.delete(message.id);
     if ('error' in message) waiting.reject(new Error(message.error));
-    else waiting.resolve(message.verdict);
+    else waiting.resolve(message);
   }
 
   /** The supervisor forgot the subject of question `id`: asked again, the subject with it. */
@@ -116,23 +266,79 @@ export class RemoteLimiter implements RateLimiter {
   }
 }
 
+/** A limiter that counts units ahead and takes back those unspent: the in-process one. */
+interface Granting {
+  decide(subject: Subject, cost?: number): Decision;
+  book(subject: Subject, units: number): number | undefined;
+  giveBack(subject: Subject, units: number, at: number): void;
+}
+
+function granting(limiter: RateLimiter): Granting | undefined {
+  return 'book' in limiter && 'giveBack' in limiter ? (limiter as Granting) : undefined;
+}
+
+/** A worker's grant memory as the owner keeps it: the units left by slot, the slots free, its newest grant per subject. */
+class GrantBook {
+  readonly units: Int32Array;
+  readonly free: number[];
+  readonly newest = new Map<Subject, OwnedGrant>();
+
+  constructor(memory: SharedArrayBuffer) {
+    this.units = new Int32Array(memory);
+    this.free = Array.from({ length: this.units.length }, (_, i) => this.units.length - 1 - i);
+  }
+}
+
+/** A grant as its owner keeps it until its second ends. */
+interface OwnedGrant {
+  readonly subject: Subject;
+  readonly book: GrantBook;
+  readonly slot: number;
+  /** Epoch ms its units were counted at (`Granting.book`). */
+  readonly at: number;
+  readonly end: number;
+}
+
+export interface LimiterOwnerOptions {
+  /** Workers sharing the room left of a consumer: a grant is at most half of it over this many. */
+  readonly workers?: number;
+  /** The clock of the limiter (tests pass a fake one). */
+  readonly clock?: Clock;
+}
+
 /**
- * The supervisor's side for one worker: answers its questions with the host's `limiter`. A
- * consumer's subject is the same object whichever worker sent it (when its content is the same),
- * so the limiter sees one consumer (a Redis lease is kept per subject).
+ * The supervisor's side: answers each worker's questions with the host's `limiter`, and grants
+ * units when it is the in-process one. A consumer's subject is the same object whichever worker
+ * sent it (when its content is the same), so the limiter sees one consumer (a Redis lease is kept
+ * per subject).
  */
 export class LimiterOwner {
   readonly #limiter: RateLimiter;
+  readonly #granting: Granting | undefined;
+  readonly #workers: number;
+  readonly #clock: Clock;
   readonly #byId = new LRUCache<string, Subject>({ max: KNOWN_SUBJECTS });
   readonly #texts = new WeakMap<Subject, string>();
+  /** Grants whose second has not ended, by subject. */
+  readonly #live = new Map<Subject, Set<OwnedGrant>>();
+  /** The same, by end (made in time order, so their ends never decrease). */
+  readonly #ending: OwnedGrant[] = [];
+  #timer: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(limiter: RateLimiter) {
+  constructor(limiter: RateLimiter, { workers = 1, clock = systemClock }: LimiterOwnerOptions = {}) {
     this.#limiter = limiter;
+    this.#granting = granting(limiter);
+    this.#workers = workers;
+    this.#clock = clock;
   }
 
-  /** A worker's subjects by number: made per worker (`forWorker`), dropped with it. */
-  forWorker(send: (message: DecidedMessage) => void): (message: DecideMessage) => void {
+  /**
+   * A worker's questions: its subjects by number (made per worker, dropped with it), and with
+   * `grants`, its grant memory (`grantMemory`).
+   */
+  forWorker(send: (message: DecidedMessage) => void, grants?: SharedArrayBuffer): (message: DecideMessage) => void {
     const refs = new LRUCache<number, Subject>({ max: KNOWN_SUBJECTS });
+    const book = grants && this.#granting ? new GrantBook(grants) : undefined;
     return (message) => {
       let subject: Subject | undefined;
       if (message.subject) {
@@ -140,22 +346,100 @@ export class LimiterOwner {
         if (message.ref !== 0) refs.set(message.ref, subject);
       } else subject = refs.get(message.ref);
       if (!subject) return send({ type: 'decided', id: message.id, unknown: true });
-      const { id } = message;
-      let verdict: Verdict | Promise<Verdict>;
+      const { id, scope } = message;
       const on = subject;
-      const decide = () => this.#limiter.decide(on, message.cost);
+      const decide = () =>
+        book && on.plan !== 'anonymous'
+          ? this.#decideGranting(book, on, message)
+          : this.#limiter.decide(on, message.cost);
+      let answer: Verdict | Promise<Verdict> | DecidedMessage;
       try {
-        const { scope } = message;
-        verdict = scope ? inScope(requestScope(...scope), decide) : decide();
+        answer = scope ? inScope(requestScope(...scope), decide) : decide();
       } catch (err) {
         return send({ type: 'decided', id, error: String(err) });
       }
-      if (!(verdict instanceof Promise)) return send({ type: 'decided', id, verdict });
-      verdict.then(
+      if ('type' in answer) return send(answer);
+      if (!(answer instanceof Promise)) return send({ type: 'decided', id, verdict: answer });
+      answer.then(
         (v) => send({ type: 'decided', id, verdict: v }),
         (err: unknown) => send({ type: 'decided', id, error: String(err) }),
       );
     };
+  }
+
+  /** A consumer's decision with the in-process limiter, and a grant when one was asked for and fits. */
+  #decideGranting(book: GrantBook, subject: Subject, { id, cost, wanted }: DecideMessage): DecidedMessage {
+    const limiter = this.#granting as Granting;
+    // What this worker still holds goes back first: it asks because that does not hold the cost.
+    const own = book.newest.get(subject);
+    if (own) this.#takeBack(own);
+    const live = this.#live.get(subject);
+    if (live && cost > 0 && roomOf(limiter.decide(subject, 0)) < cost) {
+      // No request refused while units lie unused on other workers: they are taken back.
+      for (const grant of live) this.#takeBack(grant);
+    }
+    const verdict = limiter.decide(subject, cost);
+    if (verdict.outcome === 'key_banned' && live) {
+      // Every worker asks from its next request on, and is told of the ban.
+      for (const grant of live) this.#takeBack(grant);
+    }
+    const grant =
+      verdict.outcome === 'admitted' && wanted && !subject.thresholds
+        ? this.#grant(book, subject, Math.min(wanted, Math.floor(roomOf(verdict) / (2 * this.#workers))))
+        : undefined;
+    return grant ? { type: 'decided', id, verdict, grant } : { type: 'decided', id, verdict };
+  }
+
+  #grant(book: GrantBook, subject: Subject, units: number): Grant | undefined {
+    if (units <= 0) return undefined;
+    const slot = book.free.pop();
+    if (slot === undefined) return undefined;
+    const at = (this.#granting as Granting).book(subject, units);
+    if (at === undefined) {
+      book.free.push(slot);
+      return undefined;
+    }
+    Atomics.store(book.units, slot, units);
+    const owned: OwnedGrant = { subject, book, slot, at, end: Math.ceil(at / 1_000) * 1_000 };
+    book.newest.set(subject, owned);
+    let live = this.#live.get(subject);
+    if (!live) {
+      live = new Set();
+      this.#live.set(subject, live);
+    }
+    live.add(owned);
+    this.#ending.push(owned);
+    this.#schedule();
+    return { slot, units, end: owned.end };
+  }
+
+  /** Takes back what is left of a grant, into the windows it was counted in. */
+  #takeBack(grant: OwnedGrant): void {
+    const left = Atomics.exchange(grant.book.units, grant.slot, 0);
+    if (left > 0) (this.#granting as Granting).giveBack(grant.subject, left, grant.at);
+  }
+
+  /** Grants whose second has ended: what is left of them back, their slots free. */
+  sweep(): void {
+    this.#timer = undefined;
+    const now = this.#clock.now();
+    for (let first = this.#ending[0]; first && first.end <= now; first = this.#ending[0]) {
+      this.#ending.shift();
+      this.#takeBack(first);
+      first.book.free.push(first.slot);
+      if (first.book.newest.get(first.subject) === first) first.book.newest.delete(first.subject);
+      const live = this.#live.get(first.subject);
+      live?.delete(first);
+      if (live?.size === 0) this.#live.delete(first.subject);
+    }
+    this.#schedule();
+  }
+
+  #schedule(): void {
+    const first = this.#ending[0];
+    if (this.#timer || !first) return;
+    this.#timer = setTimeout(() => this.sweep(), Math.max(0, first.end - this.#clock.now()) + 1);
+    this.#timer.unref?.();
   }
 
   #canonical(subject: Subject): Subject {
@@ -166,4 +450,25 @@ export class LimiterOwner {
     this.#texts.set(subject, text);
     return subject;
   }
+}
+
+/** Units every window of a decision still holds. */
+function roomOf(decision: Decision): number {
+  let room = Number.POSITIVE_INFINITY;
+  for (const w of decision.windows) room = Math.min(room, w.remaining);
+  return room;
+}
+
+/** What a decision from a grant shows: the grant's answer, less what this worker spent of it since. */
+function spentFrom(verdict: Decision, used: number): Decision {
+  return {
+    outcome: verdict.outcome,
+    now: verdict.now,
+    retryAfter: 0,
+    windows: verdict.windows.map((w) => ({ ...w, remaining: Math.max(0, w.remaining - used) })),
+  };
+}
+
+function verdictOf(answer: { readonly verdict: Verdict }): Verdict {
+  return answer.verdict;
 }

@@ -37,7 +37,11 @@ async function serve(start: WorkerStart): Promise<void> {
   let keys = new KeyTable(keyRecords(start.keys));
   let status = start.status;
   // A turn's questions go out in one message, and come back answered in one.
-  const limiter = new RemoteLimiter(batched((asks) => post({ type: 'decide', asks })));
+  // A busy consumer's requests are decided here, from the supervisor's grants.
+  const limiter = new RemoteLimiter(
+    batched((asks) => post({ type: 'decide', asks })),
+    { grants: start.grants },
+  );
   const metrics = await metricsOf(config, adapter);
   metrics?.consumers.load(keys.records());
   const rendered = new Map<number, (text: string) => void>();

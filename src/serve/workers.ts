@@ -19,7 +19,7 @@ import type { KeyTable } from '../keys/table.ts';
 import { batched, type Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { POOL_SIZE } from '../store/postgres-url.ts';
-import { type DecidedMessage, type DecideMessage, LimiterOwner } from './host-limiter.ts';
+import { type DecidedMessage, type DecideMessage, grantMemory, LimiterOwner } from './host-limiter.ts';
 import type { RunningServer } from './server.ts';
 
 /** Places in the workers' shared state (`WorkerMemory.state`). */
@@ -70,6 +70,8 @@ export interface WorkerStart {
   readonly port: number;
   readonly keys: readonly KeyRecord[];
   readonly memory: WorkerMemory;
+  /** Its grant memory (`host-limiter.ts`): a new one for each worker started, so a replacement never spends a dead one's units. */
+  readonly grants: SharedArrayBuffer;
 }
 
 /** What the supervisor sends a worker. */
@@ -182,7 +184,7 @@ export class WorkerPool implements RunningServer {
     this.port = options.port;
     this.memory = options.memory;
     this.#state = new Int32Array(this.memory.state);
-    this.#owner = new LimiterOwner(options.limiter);
+    this.#owner = new LimiterOwner(options.limiter, { workers: options.count });
     this.#running = Array.from({ length: options.count }, () => undefined);
     options.metrics?.sumWith(() => this.#scrape());
     const { status } = options;
@@ -284,8 +286,10 @@ export class WorkerPool implements RunningServer {
       }),
     };
     this.#running[index] = running;
+    const grants = grantMemory();
     const decide = this.#owner.forWorker(
       batched((answers: DecidedMessage[]) => worker.postMessage({ type: 'decided', answers } satisfies ToWorker)),
+      grants,
     );
     worker.onmessage = (event: MessageEvent<FromWorker>) => {
       const message = event.data;
@@ -351,6 +355,7 @@ export class WorkerPool implements RunningServer {
         port,
         keys: keys().all(),
         memory: this.memory,
+        grants,
       } satisfies ToWorker);
     return listening;
   }

@@ -145,6 +145,31 @@ export class BucketWindow {
   }
 
   /**
+   * Takes back up to `units` of those `add(at, units)` counted, when their bucket is still in the
+   * window (after `advance(now)`): a grant's unused units handed back (`host-limiter.ts`).
+   */
+  remove(at: number, units: number): void {
+    if (this.#sum === 0) return;
+    const { bucketMs, slots } = this.#spec;
+    const bucket = Math.ceil((at - this.#offset) / bucketMs);
+    if (bucket <= this.#dropped || bucket < this.#oldest) return;
+    const counts = this.#counts;
+    if (!counts) {
+      if (bucket === this.#oldest) this.#sum -= Math.min(units, this.#sum);
+      return;
+    }
+    const s = slot(bucket, slots);
+    const taken = Math.min(units, counts[s] ?? 0);
+    counts[s] = (counts[s] ?? 0) - taken;
+    this.#sum -= taken;
+    if (this.#sum === 0) {
+      this.#counts = undefined;
+      return;
+    }
+    while (counts[slot(this.#oldest, slots)] === 0) this.#oldest++;
+  }
+
+  /**
    * Epoch ms from which the count is below `quota`, with no other traffic: when enough of the
    * oldest buckets have left. `-Infinity` when it is now. A request of cost c fits a window of
    * quota Q from `admitAt(Q - c + 1)` on.

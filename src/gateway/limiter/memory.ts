@@ -158,6 +158,43 @@ export class SlidingWindowLimiter implements RateLimiter {
   }
 
   /**
+   * Counts `units` more in every window of a consumer, deciding nothing: a grant to a worker,
+   * which spends them locally until the second ends (`host-limiter.ts`). They are counted at now,
+   * as if all were spent at once; the caller has made sure they fit. Returns the epoch ms they
+   * are counted at (for `giveBack`), or undefined on a whole second, whose bucket ends at once.
+   */
+  book(subject: Subject, units: number): number | undefined {
+    const now = Math.max(this.#time, this.#clock.now());
+    this.#time = now;
+    if (subject.plan === 'anonymous' || now % 1_000 === 0) return undefined;
+    const state = this.#consumerState(subject.id, now);
+    state.minute.advance(now);
+    state.day.advance(now);
+    state.minute.add(now, units);
+    state.day.add(now, units);
+    if (subject.limits.perMonth !== undefined) {
+      state.month ??= new MonthWindow(now);
+      state.month.advance(now);
+      state.month.add(units);
+    }
+    return now;
+  }
+
+  /** Takes back `units` that `book` counted at `at` and nobody spent, from the windows still holding them. */
+  giveBack(subject: Subject, units: number, at: number): void {
+    const state = this.#consumers.get(subject.id);
+    if (!state || units <= 0) return;
+    const now = Math.max(this.#time, this.#clock.now());
+    this.#time = now;
+    state.minute.advance(now);
+    state.day.advance(now);
+    state.minute.remove(at, units);
+    state.day.remove(at, units);
+    state.month?.advance(now);
+    state.month?.remove(at, units);
+  }
+
+  /**
    * Spends `cost` in every window, or refuses (counting the refusal, perhaps starting a ban);
    * with `noticing` (a subject with thresholds) the decision carries what this crossed. `decide`
    * adds the notices given once more.

@@ -65,6 +65,11 @@ export class MonthWindow {
     this.#count += units;
   }
 
+  /** Takes back `units` added at `at` (after `advance`), when that was this month. */
+  remove(at: number, units: number): void {
+    if (at >= this.#start) this.#count -= Math.min(units, this.#count);
+  }
+
   /** Epoch ms from which the count is below `quota`: the next month, or `-Infinity` when it is now. */
   admitAt(quota: number): number {
     return this.#count < quota ? Number.NEGATIVE_INFINITY : this.#end;
