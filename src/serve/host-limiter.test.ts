@@ -92,7 +92,8 @@ describe('one limiter for the host: workers ask the supervisor', () => {
 
 /** Workers with grant memory, wired to one owner; `asks` counts the questions each sent. */
 function grantingHost(workers: number, limiter?: SlidingWindowLimiter) {
-  const clock = fakeClock(Date.UTC(2026, 10, 22, 12, 0, 0, 100));
+  // Off the whole second: a grant asked for on one is an instant long, and never given.
+  const clock = fakeClock(Date.UTC(2026, 10, 22, 12, 0, 0, 50));
   const on = limiter ?? new SlidingWindowLimiter({ clock });
   const owner = new LimiterOwner(on, { workers, clock });
   const asks = Array.from({ length: workers }, () => 0);
@@ -112,12 +113,22 @@ function grantingHost(workers: number, limiter?: SlidingWindowLimiter) {
   return { clock, owner, remotes, asks, limiter: on };
 }
 
-/** `count` requests on `remote`, `at once` at a time. */
-async function burst(remote: RemoteLimiter, subject: Subject, count: number, atOnce = 10): Promise<Verdict[]> {
+/** `count` requests on `remote`, `atOnce` at a time; each outcome also goes to `seen` as it comes. */
+async function burst(
+  remote: RemoteLimiter,
+  subject: Subject,
+  count: number,
+  atOnce = 10,
+  seen: string[] = [],
+): Promise<Verdict[]> {
   const verdicts: Verdict[] = [];
+  const one = async () => {
+    const verdict = await remote.decide(subject);
+    seen.push(verdict.outcome);
+    return verdict;
+  };
   for (let sent = 0; sent < count; sent += atOnce) {
-    const n = Math.min(atOnce, count - sent);
-    verdicts.push(...(await Promise.all(Array.from({ length: n }, () => remote.decide(subject)))));
+    verdicts.push(...(await Promise.all(Array.from({ length: Math.min(atOnce, count - sent) }, one))));
   }
   return verdicts;
 }
@@ -158,32 +169,49 @@ describe('grants: a busy consumer decided on its worker', () => {
   });
 
   test('four workers with grants admit exactly the limit: none over, none refused while units lie unused', async () => {
-    const { clock, remotes, owner } = grantingHost(4);
+    const { clock, remotes, owner, limiter } = grantingHost(4);
     const subjects = remotes.map(() => consumer(3_000, 0));
-    const statuses: string[] = [];
-    // Every worker busy for 3 s of 100 ms steps: the limit is reached in the second.
-    for (let step = 0; step < 30; step++) {
-      const verdicts = await Promise.all(remotes.map((r, i) => burst(r, subjects[i] as Subject, 40, 20)));
-      statuses.push(...verdicts.flat().map((v) => v.outcome));
+    let admitted = 0;
+    let outstanding = 0;
+    const seen: string[] = [];
+    const refused = remotes.map(() => 0);
+    // Every worker busy in steps of 100 ms until it is refused twice, as clients that give up.
+    while (refused.some((n) => n < 2)) {
+      const verdicts = await Promise.all(
+        remotes.map((r, i) => ((refused[i] as number) < 2 ? burst(r, subjects[i] as Subject, 40, 20, seen) : [])),
+      );
+      verdicts.forEach((vs, i) => {
+        admitted += vs.filter((v) => v.outcome === 'admitted').length;
+        refused[i] = (refused[i] as number) + vs.filter((v) => v.outcome !== 'admitted').length;
+      });
+      const read = limiter.decide(consumer(3_000, 0), 0);
+      if (read.outcome === 'admitted')
+        outstanding = Math.max(outstanding, 3_000 - (read.windows[0]?.remaining ?? 0) - admitted);
       clock.advance(100);
       owner.sweep();
     }
-    expect(statuses.filter((o) => o === 'admitted')).toHaveLength(3_000);
-    expect(statuses).toHaveLength(4_800);
+    // Units were granted ahead (so the refusals came with grants held elsewhere), and yet:
+    expect(outstanding).toBeGreaterThan(100);
+    expect(admitted).toBe(3_000);
+    // The first refusal came once all 3,000 were admitted: none while units lay unused elsewhere.
+    expect(seen.indexOf('rate_limited')).toBe(3_000);
   });
 
   test('a ban started on one worker refuses on a worker holding a grant from its next request', async () => {
-    const { clock, remotes } = grantingHost(2);
+    const { clock, remotes, limiter } = grantingHost(2);
     const [a, b] = remotes as [RemoteLimiter, RemoteLimiter];
     const s = consumer(1_000, 3);
-    for (let i = 0; i < 10; i++) {
+    for (let i = 0; i < 12; i++) {
       await burst(b, s, 20);
-      clock.advance(50);
+      clock.advance(100);
     }
-    // b holds units of this second; a spends the rest of the minute and is banned.
-    const onA = consumer(1_000, 3);
-    const verdicts = await burst(a, onA, 1_000, 1);
+    // b holds units of this second...
+    const read = limiter.decide(s, 0);
+    expect(read.outcome === 'admitted' && read.windows[0]?.remaining).toBeLessThan(1_000 - 240);
+    // ...and a spends the rest of the minute and is banned.
+    const verdicts = await burst(a, consumer(1_000, 3), 1_000, 1);
     expect(verdicts.at(-1)?.outcome).toBe('key_banned');
+    expect(verdicts.filter((v) => v.outcome === 'admitted')).toHaveLength(1_000 - 240);
     expect((await b.decide(s)).outcome).toBe('key_banned');
   });
 });
