@@ -472,3 +472,78 @@ function spentFrom(verdict: Decision, used: number): Decision {
 function verdictOf(answer: { readonly verdict: Verdict }): Verdict {
   return answer.verdict;
 }
+
+/**
+ * A turn's answers as they cross to the worker: each plain verdict (admitted or refused, no
+ * notices, no grant) as numbers in one `Float64Array`, which a message copies at once; the
+ * others as objects. Copying nested objects field by field is most of what a message costs.
+ */
+export interface PackedAnswers {
+  readonly packed: Float64Array;
+  readonly others: readonly DecidedMessage[];
+}
+
+const OUTCOMES = ['admitted', 'rate_limited', 'key_banned'] as const;
+const WINDOW_NAMES = ['minute', 'day', 'month'] as const;
+/** Numbers per packed answer: id, outcome, now, retryAfter, windows; then 5 per window. */
+const HEAD = 5;
+const PER_WINDOW = 5;
+
+/** Packs answers for `unpackAnswers`. */
+export function packAnswers(answers: readonly DecidedMessage[]): PackedAnswers {
+  const plain: Decision[] = [];
+  const ids: number[] = [];
+  const others: DecidedMessage[] = [];
+  let length = 0;
+  for (const answer of answers) {
+    if ('verdict' in answer && !answer.grant && answer.verdict.outcome !== 'unavailable' && !answer.verdict.notices) {
+      plain.push(answer.verdict);
+      ids.push(answer.id);
+      length += HEAD + PER_WINDOW * answer.verdict.windows.length;
+    } else others.push(answer);
+  }
+  const packed = new Float64Array(length);
+  let at = 0;
+  plain.forEach((verdict, i) => {
+    packed[at] = ids[i] as number;
+    packed[at + 1] = OUTCOMES.indexOf(verdict.outcome);
+    packed[at + 2] = verdict.now;
+    packed[at + 3] = verdict.retryAfter;
+    packed[at + 4] = verdict.windows.length;
+    at += HEAD;
+    for (const w of verdict.windows) {
+      packed[at] = WINDOW_NAMES.indexOf(w.name);
+      packed[at + 1] = w.seconds;
+      packed[at + 2] = w.limit;
+      packed[at + 3] = w.remaining;
+      packed[at + 4] = w.reset;
+      at += PER_WINDOW;
+    }
+  });
+  return { packed, others };
+}
+
+/** The answers `packAnswers` packed. */
+export function unpackAnswers({ packed, others }: PackedAnswers): DecidedMessage[] {
+  const answers: DecidedMessage[] = [...others];
+  for (let at = 0; at < packed.length; ) {
+    const id = packed[at] as number;
+    const outcome = OUTCOMES[packed[at + 1] as number] ?? 'admitted';
+    const now = packed[at + 2] as number;
+    const retryAfter = packed[at + 3] as number;
+    const count = packed[at + 4] as number;
+    at += HEAD;
+    const windows: Decision['windows'][number][] = [];
+    for (let i = 0; i < count; i++, at += PER_WINDOW) {
+      windows.push({
+        name: WINDOW_NAMES[packed[at] as number] ?? 'minute',
+        seconds: packed[at + 1] as number,
+        limit: packed[at + 2] as number,
+        remaining: packed[at + 3] as number,
+        reset: packed[at + 4] as number,
+      });
+    }
+    answers.push({ type: 'decided', id, verdict: { outcome, now, windows, retryAfter } });
+  }
+  return answers;
+}

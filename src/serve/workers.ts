@@ -19,7 +19,14 @@ import type { KeyTable } from '../keys/table.ts';
 import { batched, type Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { POOL_SIZE } from '../store/postgres-url.ts';
-import { type DecidedMessage, type DecideMessage, grantMemory, LimiterOwner } from './host-limiter.ts';
+import {
+  type DecidedMessage,
+  type DecideMessage,
+  grantMemory,
+  LimiterOwner,
+  type PackedAnswers,
+  packAnswers,
+} from './host-limiter.ts';
 import type { RunningServer } from './server.ts';
 
 /** Places in the workers' shared state (`WorkerMemory.state`). */
@@ -78,7 +85,7 @@ export interface WorkerStart {
 export type ToWorker =
   | WorkerStart
   /** The answers to a turn's questions. */
-  | { readonly type: 'decided'; readonly answers: readonly DecidedMessage[] }
+  | ({ readonly type: 'decided' } & PackedAnswers)
   | { readonly type: 'keys'; readonly keys: readonly KeyRecord[] }
   | { readonly type: 'stop'; readonly deadlineMs: number }
   /** What `/readyz` reports that the supervisor knows: the limiter's state, the keys' freshness. */
@@ -96,7 +103,8 @@ type FromWorker =
   | { readonly type: 'loaded' }
   | { readonly type: 'listening' }
   | { readonly type: 'failed'; readonly error: string }
-  | { readonly type: 'log'; readonly lines: readonly string[] }
+  /** A turn's log lines, joined by newlines. */
+  | { readonly type: 'log'; readonly text: string }
   | { readonly type: 'wake' }
   | { readonly type: 'stopped' }
   | { readonly type: 'scraped'; readonly id: number; readonly series: MetricJson }
@@ -288,7 +296,9 @@ export class WorkerPool implements RunningServer {
     this.#running[index] = running;
     const grants = grantMemory();
     const decide = this.#owner.forWorker(
-      batched((answers: DecidedMessage[]) => worker.postMessage({ type: 'decided', answers } satisfies ToWorker)),
+      batched((answers: DecidedMessage[]) =>
+        worker.postMessage({ type: 'decided', ...packAnswers(answers) } satisfies ToWorker),
+      ),
       grants,
     );
     worker.onmessage = (event: MessageEvent<FromWorker>) => {
@@ -301,8 +311,7 @@ export class WorkerPool implements RunningServer {
           for (const ask of message.asks) decide(ask);
           return;
         case 'log':
-          for (const line of message.lines) lines(line);
-          return;
+          return lines(message.text);
         case 'wake':
           return wake();
         case 'listening':
