@@ -1,7 +1,15 @@
 import { describe, expect, test } from 'bun:test';
 import { fakeClock } from '../../test/testing.ts';
 import { SlidingWindowLimiter, type Subject, type Verdict } from '../gateway/index.ts';
-import { type DecidedMessage, type DecideMessage, grantMemory, LimiterOwner, RemoteLimiter } from './host-limiter.ts';
+import {
+  type DecidedMessage,
+  type DecideMessage,
+  grantMemory,
+  LimiterOwner,
+  packAnswers,
+  RemoteLimiter,
+  unpackAnswers,
+} from './host-limiter.ts';
 
 /** Workers wired to one owner, their messages copied as a MessagePort copies them. */
 function host(workers: number) {
@@ -213,5 +221,47 @@ describe('grants: a busy consumer decided on its worker', () => {
     expect(verdicts.at(-1)?.outcome).toBe('key_banned');
     expect(verdicts.filter((v) => v.outcome === 'admitted')).toHaveLength(1_000 - 240);
     expect((await b.decide(s)).outcome).toBe('key_banned');
+  });
+});
+
+describe('answers packed for the message', () => {
+  test('every answer comes out as it went in, plain verdicts through the numbers', () => {
+    const windows = [
+      { name: 'minute', seconds: 60, limit: 300, remaining: 0, reset: 1_795_348_861 },
+      { name: 'day', seconds: 86_400, limit: 10_000, remaining: 9_700, reset: 1_795_435_201 },
+      { name: 'month', seconds: 2_592_000, limit: 200_000, remaining: 199_700, reset: 1_796_083_200 },
+    ] as const;
+    const answers: DecidedMessage[] = [
+      { type: 'decided', id: 1, verdict: { outcome: 'admitted', now: 1_795_348_800, windows, retryAfter: 0 } },
+      {
+        type: 'decided',
+        id: 2,
+        verdict: { outcome: 'key_banned', now: 1_795_348_800, windows: windows.slice(0, 2), retryAfter: 900 },
+      },
+      { type: 'decided', id: 3, verdict: { outcome: 'unavailable', reason: 'Redis is down' } },
+      { type: 'decided', id: 4, error: 'boom' },
+      { type: 'decided', id: 5, unknown: true },
+      {
+        type: 'decided',
+        id: 6,
+        verdict: { outcome: 'rate_limited', now: 1_795_348_800, windows, retryAfter: 61 },
+        grant: { slot: 3, units: 40, end: 1_795_348_801_000 },
+      },
+      {
+        type: 'decided',
+        id: 7,
+        verdict: {
+          outcome: 'admitted',
+          now: 1_795_348_800,
+          windows,
+          retryAfter: 0,
+          notices: [{ type: 'key.banned', until: 1 }],
+        },
+      },
+    ];
+    const packed = packAnswers(structuredClone(answers));
+    expect(packed.packed).toHaveLength(2 * 5 + 5 * 5);
+    const out = unpackAnswers(structuredClone(packed)).sort((x, y) => x.id - y.id);
+    expect(out).toEqual(answers);
   });
 });
