@@ -7,9 +7,16 @@ import {
   grantMemory,
   LimiterOwner,
   packAnswers,
+  packAsks,
   RemoteLimiter,
   unpackAnswers,
+  unpackAsks,
 } from './host-limiter.ts';
+
+/** A question as the supervisor receives it: packed with its turn, copied as a MessagePort copies it. */
+const crossed = (m: DecideMessage) => unpackAsks(structuredClone(packAsks([m])))[0] as DecideMessage;
+/** An answer as the worker receives it. */
+const answered = (m: DecidedMessage) => unpackAnswers(structuredClone(packAnswers([m])))[0] as DecidedMessage;
 
 /** Workers wired to one owner, their messages copied as a MessagePort copies them. */
 function host(workers: number) {
@@ -17,8 +24,8 @@ function host(workers: number) {
   const owner = new LimiterOwner(new SlidingWindowLimiter({ clock }));
   const remotes = Array.from({ length: workers }, () => {
     let ask: (m: DecideMessage) => void = () => {};
-    const remote = new RemoteLimiter((m) => queueMicrotask(() => ask(structuredClone(m))));
-    ask = owner.forWorker((m: DecidedMessage) => queueMicrotask(() => remote.answer(structuredClone(m))));
+    const remote = new RemoteLimiter((m) => queueMicrotask(() => ask(crossed(m))));
+    ask = owner.forWorker((m: DecidedMessage) => queueMicrotask(() => remote.answer(answered(m))));
     return remote;
   });
   return { clock, owner, remotes };
@@ -86,8 +93,8 @@ describe('one limiter for the host: workers ask the supervisor', () => {
     const clock = fakeClock();
     const owner = new LimiterOwner(new SlidingWindowLimiter({ clock }));
     let ask = owner.forWorker(() => {});
-    const remote = new RemoteLimiter((m) => queueMicrotask(() => ask(structuredClone(m))));
-    const answer = (m: DecidedMessage) => queueMicrotask(() => remote.answer(structuredClone(m)));
+    const remote = new RemoteLimiter((m) => queueMicrotask(() => ask(crossed(m))));
+    const answer = (m: DecidedMessage) => queueMicrotask(() => remote.answer(answered(m)));
     ask = owner.forWorker(answer);
     const s = consumer(3);
     expect((await remote.decide(s)).outcome).toBe('admitted');
@@ -111,11 +118,11 @@ function grantingHost(workers: number, limiter?: SlidingWindowLimiter) {
     const remote = new RemoteLimiter(
       (m) => {
         asks[i] = (asks[i] ?? 0) + 1;
-        queueMicrotask(() => ask(structuredClone(m)));
+        queueMicrotask(() => ask(crossed(m)));
       },
       { grants, clock },
     );
-    ask = owner.forWorker((m: DecidedMessage) => queueMicrotask(() => remote.answer(structuredClone(m))), grants);
+    ask = owner.forWorker((m: DecidedMessage) => queueMicrotask(() => remote.answer(answered(m))), grants);
     return remote;
   });
   return { clock, owner, remotes, asks, limiter: on };
@@ -263,5 +270,45 @@ describe('answers packed for the message', () => {
     expect(packed.packed).toHaveLength(2 * 5 + 5 * 5);
     const out = unpackAnswers(structuredClone(packed)).sort((x, y) => x.id - y.id);
     expect(out).toEqual(answers);
+  });
+});
+
+describe('questions packed for the message', () => {
+  test("every question comes out as it went in; strangers' subjects from their addresses", () => {
+    const limits = { perMinute: 60, perDay: 1_000 };
+    const ban = { seconds: 900, threshold: 60 };
+    const stranger = (label: string): Subject => ({ id: `addr:${label}`, plan: 'anonymous', label, limits, ban });
+    const asks: DecideMessage[] = [
+      {
+        type: 'decide',
+        id: 1,
+        ref: 1,
+        subject: consumer(300),
+        cost: 1,
+        scope: ['req-1', 'a'.repeat(32), 'b'.repeat(16)],
+      },
+      { type: 'decide', id: 2, ref: 1, cost: 3, wanted: 250, scope: ['req-2', undefined, undefined] },
+      {
+        type: 'decide',
+        id: 3,
+        ref: 0,
+        subject: stranger('203.0.113.7'),
+        cost: 1,
+        scope: ['req-3', undefined, undefined],
+      },
+      { type: 'decide', id: 4, ref: 0, subject: stranger('2001:db8:0:100::/56'), cost: 1, scope: undefined },
+      // A stranger of other limits goes whole.
+      {
+        type: 'decide',
+        id: 5,
+        ref: 0,
+        subject: { ...stranger('198.51.100.1'), limits: { perMinute: 5, perDay: 9 } },
+        cost: 1,
+        scope: undefined,
+      },
+    ];
+    const packed = packAsks(asks);
+    expect(packed.subjects).toHaveLength(2);
+    expect(unpackAsks(structuredClone(packed))).toEqual(asks);
   });
 });

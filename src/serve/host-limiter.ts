@@ -547,3 +547,79 @@ export function unpackAnswers({ packed, others }: PackedAnswers): DecidedMessage
   }
   return answers;
 }
+
+/**
+ * A turn's questions as they cross to the supervisor: their numbers in one `Float64Array`, the
+ * request ids and strangers' addresses in one string, and the subjects sent whole beside them. A
+ * stranger's subject differs from the turn's first stranger's only in its address, so only that
+ * is sent.
+ */
+export interface PackedAsks {
+  /** Per question: id, ref, cost, wanted, and how its subject comes (`BY_REF`, `WHOLE`, `STRANGER`). */
+  readonly packed: Float64Array;
+  /** Per question, newline-separated: its request, trace and span ids (empty when none), then a stranger's address. */
+  readonly text: string;
+  readonly subjects: readonly Subject[];
+  /** The limits and ban of the turn's strangers. */
+  readonly stranger?: Pick<Subject, 'limits' | 'ban'>;
+}
+
+const BY_REF = 0;
+const WHOLE = 1;
+const STRANGER = 2;
+const PER_ASK = 5;
+
+/** Packs questions for `unpackAsks`. */
+export function packAsks(asks: readonly DecideMessage[]): PackedAsks {
+  const packed = new Float64Array(asks.length * PER_ASK);
+  const text: string[] = [];
+  const subjects: Subject[] = [];
+  let stranger: Pick<Subject, 'limits' | 'ban'> | undefined;
+  asks.forEach((ask, i) => {
+    const { subject, scope } = ask;
+    let how = BY_REF;
+    text.push(scope?.[0] ?? '', scope?.[1] ?? '', scope?.[2] ?? '');
+    if (subject?.plan === 'anonymous' && subject.id === `addr:${subject.label}`) {
+      stranger ??= { limits: subject.limits, ban: subject.ban };
+      if (stranger.limits === subject.limits && stranger.ban === subject.ban) {
+        how = STRANGER;
+        text.push(subject.label);
+      }
+    }
+    if (subject && how === BY_REF) {
+      how = WHOLE;
+      subjects.push(subject);
+    }
+    packed.set([ask.id, ask.ref, ask.cost, ask.wanted ?? 0, how], i * PER_ASK);
+  });
+  return { packed, text: text.join('\n'), subjects, ...(stranger ? { stranger } : {}) };
+}
+
+/** The questions `packAsks` packed. */
+export function unpackAsks({ packed, text, subjects, stranger }: PackedAsks): DecideMessage[] {
+  const strings = text.split('\n');
+  const asks: DecideMessage[] = [];
+  let s = 0;
+  let whole = 0;
+  for (let at = 0; at < packed.length; at += PER_ASK) {
+    const [id, ref, cost, wanted, how] = packed.subarray(at, at + PER_ASK) as unknown as number[];
+    const [requestId = '', traceId = '', spanId = ''] = strings.slice(s, s + 3);
+    s += 3;
+    let subject: Subject | undefined;
+    if (how === WHOLE) subject = subjects[whole++];
+    else if (how === STRANGER && stranger) {
+      const label = strings[s++] ?? '';
+      subject = { id: `addr:${label}`, plan: 'anonymous', label, limits: stranger.limits, ban: stranger.ban };
+    }
+    asks.push({
+      type: 'decide',
+      id: id as number,
+      ref: ref as number,
+      ...(subject ? { subject } : {}),
+      cost: cost as number,
+      ...(wanted ? { wanted } : {}),
+      scope: requestId === '' ? undefined : [requestId, traceId || undefined, spanId || undefined],
+    });
+  }
+  return asks;
+}

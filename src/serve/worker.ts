@@ -18,7 +18,7 @@ import { batched, createLogger } from '../log.ts';
 import { sharedVersion } from '../store/shared-version.ts';
 import { notifier } from '../webhooks/notify.ts';
 import { adapter } from './bun.ts';
-import { RemoteLimiter, unpackAnswers } from './host-limiter.ts';
+import { packAsks, RemoteLimiter, unpackAnswers } from './host-limiter.ts';
 import { metricsOf, storeOf } from './start.ts';
 import { keyRecords, poolShare, SHARED, type ToWorker, type WorkerStart } from './workers.ts';
 
@@ -40,7 +40,7 @@ async function serve(start: WorkerStart): Promise<void> {
   // A turn's questions go out in one message, and come back answered in one.
   // A busy consumer's requests are decided here, from the supervisor's grants.
   const limiter = new RemoteLimiter(
-    batched((asks) => post({ type: 'decide', asks })),
+    batched((asks) => post({ type: 'decide', ...packAsks(asks) })),
     { grants: start.grants },
   );
   const metrics = await metricsOf(config, adapter);

@@ -21,11 +21,12 @@ import type { Metrics } from '../metrics/registry.ts';
 import { POOL_SIZE } from '../store/postgres-url.ts';
 import {
   type DecidedMessage,
-  type DecideMessage,
   grantMemory,
   LimiterOwner,
   type PackedAnswers,
+  type PackedAsks,
   packAnswers,
+  unpackAsks,
 } from './host-limiter.ts';
 import type { RunningServer } from './server.ts';
 
@@ -98,7 +99,7 @@ export type ToWorker =
 /** What a worker sends the supervisor. */
 type FromWorker =
   /** A turn's questions to the limiter. */
-  | { readonly type: 'decide'; readonly asks: readonly DecideMessage[] }
+  | ({ readonly type: 'decide' } & PackedAsks)
   /** Its module is loaded and it listens for messages: it is sent its start now. */
   | { readonly type: 'loaded' }
   | { readonly type: 'listening' }
@@ -308,7 +309,7 @@ export class WorkerPool implements RunningServer {
           // A message sent before the worker's module has run could find no handler yet.
           return start();
         case 'decide':
-          for (const ask of message.asks) decide(ask);
+          for (const ask of unpackAsks(message)) decide(ask);
           return;
         case 'log':
           return lines(message.text);
