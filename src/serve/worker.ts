@@ -1,7 +1,7 @@
 /**
  * A worker's entry point (`--workers` above 1): it serves the API on the port the supervisor
  * proved free, sharing it with the other workers (`SO_REUSEPORT`), and leaves to the supervisor
- * what runs once per host: the limiter's windows (asked by message, `host-limiter.ts`), the keys'
+ * what runs once per host: the limiter's windows (asked by message, or spent from its grants: `host-limiter.ts`), the keys'
  * source (the table comes by message), the webhook delivery, the admin API, the log stream.
  * What must hold for the host and is read on every request lives in memory the workers share:
  * the in-flight slots (src/gateway/host-in-flight.ts), the store's version
