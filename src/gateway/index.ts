@@ -26,6 +26,7 @@ export type { LimiterStatus } from './limiter/failover.ts';
 export type { LeaseStats, RunKind } from './limiter/leases.ts';
 export type { LimiterEvent, RateLimiter, Subject, Verdict } from './limiter/limiter.ts';
 export { SlidingWindowLimiter } from './limiter/memory.ts';
+export { GrantPace } from './limiter/pace.ts';
 export { quotaStatus } from './quota.ts';
 export { wouldRefuseReporter } from './report-only.ts';
 

@@ -25,7 +25,7 @@
 import { LRUCache } from 'lru-cache';
 import { type Clock, systemClock } from '../core/clock.ts';
 import type { Decision } from '../core/decision.ts';
-import type { RateLimiter, Subject, Verdict } from '../gateway/index.ts';
+import { GrantPace, type RateLimiter, type Subject, type Verdict } from '../gateway/index.ts';
 import { currentScope, inScope, requestScope } from '../trace/scope.ts';
 
 /** A worker's question. */
@@ -69,13 +69,6 @@ interface Waiting {
 const KNOWN_SUBJECTS = 20_000;
 /** Grants a worker holds at once (4 bytes each in the memory it shares with the supervisor). */
 const GRANT_SLOTS = 4_096;
-/** A grant asks for this many times the units the recent rate would spend in the rest of the second. */
-const HEADROOM = 1.5;
-/** Weight of the latest interval in the rate estimate. */
-const RATE_WEIGHT = 0.5;
-/** The rate is measured over at least this long, so that two asks a moment apart do not read a burst as a rate. */
-const MIN_RATE_INTERVAL_MS = 100;
-
 /** A worker's grant memory, zeroed: made by the supervisor per worker started, shared with it. */
 export function grantMemory(): SharedArrayBuffer {
   return new SharedArrayBuffer(GRANT_SLOTS * 4);
@@ -90,14 +83,8 @@ class Held {
   end = Number.NEGATIVE_INFINITY;
   /** The question under way that asked for a grant: requests short of units wait for it. */
   pending: Promise<unknown> | undefined;
-  /** Until then (epoch ms) requests ask one by one: a grant asked for was not given this second. */
-  tightUntil = Number.NEGATIVE_INFINITY;
-  /** Units asked for by requests waiting for `pending`. */
-  waiting = 0;
-  /** Units spent per ms, recently. */
-  rate = 0;
-  lastAsk = Number.NaN;
-  spentSinceAsk = 0;
+  /** What the next grant asks for, and whether requests ask one by one until the second ends. */
+  readonly pace = new GrantPace();
 }
 
 export interface RemoteLimiterOptions {
@@ -160,33 +147,29 @@ export class RemoteLimiter implements RateLimiter {
     }
     // Taken as the second ended: it stays counted, unused, and the request is asked for.
     if (this.#clock.now() >= held.end) return undefined;
-    held.spentSinceAsk += cost;
+    held.pace.spent(cost);
     return spentFrom(verdict, held.granted - (left - cost));
   }
 
   /** Asks the supervisor: for a grant as well, unless one asked for this second was not given. */
   async #acquire(subject: Subject, ref: number, held: Held, cost: number): Promise<Verdict> {
-    while (held.pending && this.#clock.now() >= held.tightUntil) {
-      held.waiting += cost;
+    const { pace } = held;
+    while (held.pending && this.#clock.now() >= pace.tightUntil) {
+      pace.waiting += cost;
       try {
         await held.pending.catch(() => {});
       } finally {
-        held.waiting -= cost;
+        pace.waiting -= cost;
       }
       const local = this.#local(held, cost);
       if (local) return local;
     }
     const now = this.#clock.now();
-    held.spentSinceAsk += cost;
-    if (now < held.tightUntil) return verdictOf(await this.#ask(subject, ref, cost, 0));
-    if (!Number.isNaN(held.lastAsk)) {
-      const recent = held.spentSinceAsk / Math.max(MIN_RATE_INTERVAL_MS, now - held.lastAsk);
-      held.rate = RATE_WEIGHT * recent + (1 - RATE_WEIGHT) * held.rate;
+    if (now < pace.tightUntil) {
+      pace.spent(cost);
+      return verdictOf(await this.#ask(subject, ref, cost, 0));
     }
-    held.lastAsk = now;
-    held.spentSinceAsk = 0;
-    const wanted = held.waiting + Math.floor(held.rate * (1_000 - (now % 1_000)) * HEADROOM);
-    const asked = this.#ask(subject, ref, cost, wanted);
+    const asked = this.#ask(subject, ref, cost, pace.beyond(now, 1_000 - (now % 1_000), cost));
     held.pending = asked;
     try {
       const { verdict, grant } = await asked;
@@ -195,7 +178,7 @@ export class RemoteLimiter implements RateLimiter {
         held.slot = grant.slot;
         held.granted = grant.units;
         held.end = grant.end;
-      } else held.tightUntil = Math.floor(now / 1_000 + 1) * 1_000;
+      } else pace.tightUntil = Math.floor(now / 1_000 + 1) * 1_000;
       return verdict;
     } finally {
       held.pending = undefined;

@@ -42,6 +42,7 @@ import { LRUCache } from 'lru-cache';
 import { type Clock, systemClock } from '../../core/clock.ts';
 import type { Decision } from '../../core/decision.ts';
 import type { RateLimiter, Subject } from './limiter.ts';
+import { GrantPace } from './pace.ts';
 import { type HandBack, type RedisLimiter, replyDecision, type ScriptReply } from './redis.ts';
 import { HAND_BACK_WITHIN_MS, RUN_RECORD_MS } from './redis-script.ts';
 
@@ -49,15 +50,6 @@ import { HAND_BACK_WITHIN_MS, RUN_RECORD_MS } from './redis-script.ts';
 const MAX_LEASES = 10_000;
 /** The sweep hands back the unused units of ended terms twice within the bound the script waits for. */
 const SWEEP_INTERVAL_MS = HAND_BACK_WITHIN_MS / 2;
-/** A grant aims at this many times the units the recent rate would spend in the rest of its term. */
-const HEADROOM = 1.5;
-/** Weight of the latest interval in the rate estimate. */
-const RATE_WEIGHT = 0.5;
-/**
- * The rate is measured over at least this long: two runs a moment apart (a grant spent at once,
- * a term's end) would otherwise read a burst as a rate, and take half the room.
- */
-const MIN_RATE_INTERVAL_MS = 100;
 /** Hand-backs a lease keeps for runs whose replies were lost; past this, the oldest stay counted. */
 const MAX_UNCONFIRMED = 16;
 
@@ -104,18 +96,8 @@ class Lease {
   unconfirmed: Unconfirmed[] = [];
   /** The grant asked for now, which requests short of units wait for, and fail with. */
   pending: Promise<Decision> | undefined;
-  /**
-   * Local epoch ms until which runs ask for the cost alone, without waiting for each other: a
-   * grant was asked for and the room left gave none, so it is a decision per request until the
-   * next term.
-   */
-  tightUntil = Number.NEGATIVE_INFINITY;
-  /** Units asked for by requests waiting for the run under way. */
-  waiting = 0;
-  /** Units spent per ms, recently. */
-  rate = 0;
-  lastRun = Number.NaN;
-  spentSinceRun = 0;
+  /** What the next grant asks for, and whether requests ask one by one until the next term. */
+  readonly pace = new GrantPace();
 
   constructor(subject: Subject) {
     this.subject = subject;
@@ -215,26 +197,26 @@ export class LeaseLimiter implements RateLimiter {
     const { reply } = lease;
     if (!reply || now >= lease.expires || lease.units < cost) return undefined;
     lease.units -= cost;
-    lease.spentSinceRun += cost;
+    lease.pace.spent(cost);
     return replyDecision(lease.subject, reply, lease.units, now + lease.offset);
   }
 
   async #acquire(lease: Lease, cost: number): Promise<Decision> {
     // Near the limit every request runs the script itself, as without leases.
-    if (this.#now() < lease.tightUntil) return this.#run(lease, cost, cost);
+    if (this.#now() < lease.pace.tightUntil) return this.#run(lease, cost, cost);
     // Else requests that find the lease short wait for the grant asked for, then look again;
     // the first to find none asked for asks itself. When the run fails (Redis slow or gone),
     // every request waiting for it fails with it, at once: none starts a run of its own.
     while (lease.pending) {
-      lease.waiting += cost;
+      lease.pace.waiting += cost;
       try {
         await lease.pending;
       } finally {
-        lease.waiting -= cost;
+        lease.pace.waiting -= cost;
       }
       const local = this.#local(lease, cost);
       if (local) return local;
-      if (this.#now() < lease.tightUntil) return this.#run(lease, cost, cost);
+      if (this.#now() < lease.pace.tightUntil) return this.#run(lease, cost, cost);
     }
     const run = this.#run(lease, cost);
     lease.pending = run;
@@ -249,14 +231,9 @@ export class LeaseLimiter implements RateLimiter {
   async #run(lease: Lease, cost: number, wanted?: number): Promise<Decision> {
     const sent = this.#now();
     const termLeft = 1_000 - ((sent + lease.offset) % 1_000);
-    if (!Number.isNaN(lease.lastRun)) {
-      const recent = lease.spentSinceRun / Math.max(MIN_RATE_INTERVAL_MS, sent - lease.lastRun);
-      lease.rate = RATE_WEIGHT * recent + (1 - RATE_WEIGHT) * lease.rate;
-    }
-    lease.lastRun = sent;
-    lease.spentSinceRun = cost;
     // Units for the requests expected in the rest of the term; none expected: a decision alone.
-    const asked = wanted ?? (cost === 0 ? 0 : cost + lease.waiting + Math.floor(lease.rate * termLeft * HEADROOM));
+    const beyond = lease.pace.beyond(sent, termLeft, cost);
+    const asked = wanted ?? (cost === 0 ? 0 : cost + beyond);
     const backs = lease.handBacks(sent);
     const run = ++this.#lastRun;
     let reply: ScriptReply;
@@ -284,7 +261,7 @@ export class LeaseLimiter implements RateLimiter {
       // Asked for a grant and given only the cost: the room is low, until the next term. (On a
       // whole second a term is an instant: no grant, whatever the room.)
       if (asked > cost && reply.now % 1_000 !== 0) {
-        lease.tightUntil = Math.floor(reply.now / 1_000 + 1) * 1_000 - lease.offset;
+        lease.pace.tightUntil = Math.floor(reply.now / 1_000 + 1) * 1_000 - lease.offset;
       }
     }
     return replyDecision(lease.subject, reply, lease.units);
