@@ -34,6 +34,7 @@ describe.if(binary)('--workers 4 on one port', () => {
       { name: 'pro', plan: 'pro' },
       { name: 'bulk', plan: 'enterprise', limits: { perMinute: 1e9, perDay: 1e9 } },
       { name: 'banned', plan: 'free', limits: { perMinute: 5, perDay: 1000 }, ban: { seconds: 600, threshold: 3 } },
+      { name: 'busy', plan: 'pro', limits: { perMinute: 4_000, perDay: 100_000 } },
     ]);
     server = await startServer({ args: ['--workers', '4', '--keys', keys, '--data', dataFile()] });
   });
@@ -65,6 +66,28 @@ describe.if(binary)('--workers 4 on one port', () => {
     );
     expect(statuses.filter((s) => s === 200)).toHaveLength(300);
     expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
+  }, 60_000);
+
+  test('a key kept busy across seconds on four workers (each spending grants once it has a rate): exactly its limit admitted, never more', async () => {
+    const auth = { Authorization: `Bearer ${tokenOf('busy')}` };
+    const outcomes: number[] = [];
+    // 16 clients on connections they keep (spread over the workers), each until refused twice;
+    // paced for the first second so that the workers have a rate to ask grants by.
+    const started = Date.now();
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        for (let refused = 0; refused < 2; ) {
+          if (Date.now() - started < 1_200) await Bun.sleep(20);
+          const res = await fetch(`${server.url}/v1/pets?limit=1`, { headers: auth });
+          await res.arrayBuffer();
+          outcomes.push(res.status);
+          if (res.status !== 200) refused++;
+        }
+      }),
+    );
+    // Clients that give up after two refusals still got every unit: none was left with a worker.
+    expect(outcomes.filter((s) => s === 200)).toHaveLength(4_000);
+    expect(outcomes.filter((s) => s !== 200 && s !== 429)).toEqual([]);
   }, 60_000);
 
   test('a ban started through one worker refuses on every worker from the next request', async () => {
