@@ -264,7 +264,8 @@ function granting(limiter: RateLimiter): Granting | undefined {
 class GrantBook {
   readonly units: Int32Array;
   readonly free: number[];
-  readonly newest = new Map<Subject, OwnedGrant>();
+  /** By subject id, so that a reloaded consumer's new subject finds the grant of its old one. */
+  readonly newest = new Map<string, OwnedGrant>();
 
   constructor(memory: SharedArrayBuffer) {
     this.units = new Int32Array(memory);
@@ -302,8 +303,8 @@ export class LimiterOwner {
   readonly #clock: Clock;
   readonly #byId = new LRUCache<string, Subject>({ max: KNOWN_SUBJECTS });
   readonly #texts = new WeakMap<Subject, string>();
-  /** Grants whose second has not ended, by subject. */
-  readonly #live = new Map<Subject, Set<OwnedGrant>>();
+  /** Grants whose second has not ended, by subject id (a reloaded consumer's old grants with its new ones). */
+  readonly #live = new Map<string, Set<OwnedGrant>>();
   /** The same, by end (made in time order, so their ends never decrease). */
   readonly #ending: OwnedGrant[] = [];
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -354,9 +355,9 @@ export class LimiterOwner {
   #decideGranting(book: GrantBook, subject: Subject, { id, cost, wanted }: DecideMessage): DecidedMessage {
     const limiter = this.#granting as Granting;
     // What this worker still holds goes back first: it asks because that does not hold the cost.
-    const own = book.newest.get(subject);
+    const own = book.newest.get(subject.id);
     if (own) this.#takeBack(own);
-    const live = this.#live.get(subject);
+    const live = this.#live.get(subject.id);
     if (live && cost > 0 && roomOf(limiter.decide(subject, 0)) < cost) {
       // No request refused while units lie unused on other workers: they are taken back.
       for (const grant of live) this.#takeBack(grant);
@@ -384,11 +385,11 @@ export class LimiterOwner {
     }
     Atomics.store(book.units, slot, units);
     const owned: OwnedGrant = { subject, book, slot, at, end: Math.ceil(at / 1_000) * 1_000 };
-    book.newest.set(subject, owned);
-    let live = this.#live.get(subject);
+    book.newest.set(subject.id, owned);
+    let live = this.#live.get(subject.id);
     if (!live) {
       live = new Set();
-      this.#live.set(subject, live);
+      this.#live.set(subject.id, live);
     }
     live.add(owned);
     this.#ending.push(owned);
@@ -410,10 +411,11 @@ export class LimiterOwner {
       this.#ending.shift();
       this.#takeBack(first);
       first.book.free.push(first.slot);
-      if (first.book.newest.get(first.subject) === first) first.book.newest.delete(first.subject);
-      const live = this.#live.get(first.subject);
+      const { id } = first.subject;
+      if (first.book.newest.get(id) === first) first.book.newest.delete(id);
+      const live = this.#live.get(id);
       live?.delete(first);
-      if (live?.size === 0) this.#live.delete(first.subject);
+      if (live?.size === 0) this.#live.delete(id);
     }
     this.#schedule();
   }
