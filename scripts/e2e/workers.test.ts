@@ -18,6 +18,22 @@ async function alone(url: string, init: RequestInit = {}): Promise<Response> {
   return fetch(url, { ...init, headers });
 }
 
+/** `clients` clients, each sending `send()` until it is refused twice: every status, as they came. */
+async function untilRefusedTwice(clients: number, send: () => Promise<Response>): Promise<number[]> {
+  const statuses: number[] = [];
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      for (let refused = 0; refused < 2; ) {
+        const res = await send();
+        await res.arrayBuffer();
+        statuses.push(res.status);
+        if (res.status !== 200) refused++;
+      }
+    }),
+  );
+  return statuses;
+}
+
 describe.if(!binary)('--workers on a runtime without them', () => {
   test('above 1 is refused at start (exit 2), naming the runtime that serves with several', async () => {
     const { code, stderr } = await runCommand(['--port', '0', '--workers', '2', '--data', dataFile()]);
@@ -52,39 +68,21 @@ describe.if(binary)('--workers 4 on one port', () => {
 
   test('200 clients at once on one 300-a-minute key: 300 admitted across the workers, never more', async () => {
     const auth = { Authorization: `Bearer ${tokenOf('pro')}` };
-    const statuses: number[] = [];
-    // 200 clients, each sending on new connections until it is refused twice.
-    await Promise.all(
-      Array.from({ length: 200 }, async () => {
-        for (let refused = 0; refused < 2; ) {
-          const res = await alone(`${server.url}/v1/pets?limit=1`, { headers: auth });
-          await res.arrayBuffer();
-          statuses.push(res.status);
-          if (res.status !== 200) refused++;
-        }
-      }),
-    );
+    // 200 clients, each sending on new connections.
+    const statuses = await untilRefusedTwice(200, () => alone(`${server.url}/v1/pets?limit=1`, { headers: auth }));
     expect(statuses.filter((s) => s === 200)).toHaveLength(300);
     expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
   }, 60_000);
 
   test('a key kept busy across seconds on four workers (each spending grants once it has a rate): exactly its limit admitted, never more', async () => {
     const auth = { Authorization: `Bearer ${tokenOf('busy')}` };
-    const outcomes: number[] = [];
-    // 16 clients on connections they keep (spread over the workers), each until refused twice;
-    // paced for the first second so that the workers have a rate to ask grants by.
+    // 16 clients on connections they keep (spread over the workers), paced for the first second
+    // so that the workers have a rate to ask grants by.
     const started = Date.now();
-    await Promise.all(
-      Array.from({ length: 16 }, async () => {
-        for (let refused = 0; refused < 2; ) {
-          if (Date.now() - started < 1_200) await Bun.sleep(20);
-          const res = await fetch(`${server.url}/v1/pets?limit=1`, { headers: auth });
-          await res.arrayBuffer();
-          outcomes.push(res.status);
-          if (res.status !== 200) refused++;
-        }
-      }),
-    );
+    const outcomes = await untilRefusedTwice(16, async () => {
+      if (Date.now() - started < 1_200) await Bun.sleep(20);
+      return fetch(`${server.url}/v1/pets?limit=1`, { headers: auth });
+    });
     // Clients that give up after two refusals still got every unit: none was left with a worker.
     expect(outcomes.filter((s) => s === 200)).toHaveLength(4_000);
     expect(outcomes.filter((s) => s !== 200 && s !== 429)).toEqual([]);
