@@ -19,7 +19,7 @@ import type { Resource } from '@opentelemetry/resources';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace';
 import { redactTokens } from '../redact.ts';
 import { newSpanId } from './context.ts';
-import { FAILED, HEAD, MAX_CHILDREN, REMOTE, TAIL, type TraceRing } from './ring.ts';
+import { FAILED, HEAD, MAX_CHILDREN, OTHER_METHOD, REMOTE, TAIL, type TraceRing } from './ring.ts';
 
 /** What every span of one process shares. */
 export interface SpanSource {
@@ -55,7 +55,7 @@ export function spansOf(ring: TraceRing, r: number, source: SpanSource): Readabl
   const traceId = ring.traceId[r] as string;
   const spanId = ring.spanId[r] as string;
   const flags = ring.flags[r] as number;
-  const method = str(ring.method[r]) ?? 'HTTP';
+  const method = str(ring.method[r]) ?? OTHER_METHOD;
   const route = str(ring.route[r]);
   const url = ring.url.read(r);
   const attributes: Attributes = {
@@ -73,15 +73,16 @@ export function spansOf(ring: TraceRing, r: number, source: SpanSource): Readabl
   if (outcome !== undefined) attributes['petstore.gateway.outcome'] = outcome;
   attributes['http.response.status_code'] = ring.status[r] as number;
   if ((flags & TAIL) !== 0 && (flags & HEAD) === 0) attributes['petstore.kept_by'] = 'tail';
-  const state = ring.traceState[r];
+  const state = ring.traceState.read(r);
   const context: SpanContext =
-    state === undefined
+    state === ''
       ? { traceId, spanId, traceFlags: TraceFlags.SAMPLED }
       : { traceId, spanId, traceFlags: TraceFlags.SAMPLED, traceState: createTraceState(state) };
   const parentSpanId = ring.parentSpanId[r];
   const server = readable(
     source,
-    route !== undefined ? `${method} ${route}` : method,
+    // An unknown method names the span `HTTP`, as the HTTP conventions say.
+    `${method === OTHER_METHOD ? 'HTTP' : method}${route !== undefined ? ` ${route}` : ''}`,
     SpanKind.SERVER,
     context,
     (flags & REMOTE) !== 0 && parentSpanId !== undefined

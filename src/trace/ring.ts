@@ -4,9 +4,10 @@
  * allocated once, overwritten oldest first. A record holds the request's server span and up to
  * `MAX_CHILDREN` child spans (the gateway's decision, the store's calls). Strings that repeat
  * (methods, routes, names, outcomes) are held as numbers of a bounded intern table; the others
- * (the URL, the consumer's name, the client's address, an error's text) are copied as bytes into
- * a fixed area, cut at a cap. The ids the request has anyway (its trace and span ids, the
- * caller's) are held by reference. Nothing here makes an object per request.
+ * (the URL, the consumer's name, the client's address, an error's text, the caller's
+ * `tracestate`) are copied as bytes into a fixed area, cut at a cap. The ids the request has
+ * anyway (its trace and span ids, the caller's) are held by reference. Nothing here makes an
+ * object per request.
  *
  * The export step (src/trace/export.ts) reads the records left `KEPT` on a timer, off the
  * request path, and frees them.
@@ -21,6 +22,8 @@ export const URL_BYTES = 256;
 /** Bytes of a consumer's name, of the client's address, of an error's text. */
 export const NAME_BYTES = 64;
 export const ERROR_BYTES = 160;
+/** Bytes of the caller's `tracestate`: the 512 characters W3C Trace Context asks every hop to pass on. */
+export const TRACESTATE_BYTES = 512;
 /** Strings the intern table holds at most; any further string is recorded as none. */
 export const INTERNED_MAX = 4096;
 /** The records a ring holds by default. */
@@ -28,6 +31,14 @@ export const DEFAULT_RING_RECORDS = 4096;
 
 /** The error name a failed child is recorded with when its own is not: string number 1. */
 export const ERROR_NAME = 'Error';
+
+/**
+ * The methods OpenTelemetry's HTTP conventions know, numbered right after `ERROR_NAME`; any
+ * other (Deno and Node pass arbitrary methods through) is recorded as `OTHER_METHOD`, so a
+ * caller cannot fill the intern table.
+ */
+export const KNOWN_METHODS = ['CONNECT', 'DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT', 'TRACE', 'QUERY'];
+export const OTHER_METHOD = '_OTHER';
 
 /** A record's state. */
 export const FREE = 0;
@@ -88,6 +99,18 @@ class ByteField {
   write(r: number, text: string): void {
     this.lengths[r] = text === '' ? 0 : this.bytes.write(text, r * this.#cap, this.#cap, 'utf8');
   }
+  /**
+   * Copies the comma-separated `list` whole when it fits, else its leading members that fit (a
+   * member is never cut, as W3C Trace Context asks of a `tracestate` too long to pass on).
+   */
+  writeList(r: number, list: string): void {
+    let text = list;
+    while (Buffer.byteLength(text) > this.#cap) {
+      const comma = text.lastIndexOf(',');
+      text = comma < 0 ? '' : text.slice(0, comma);
+    }
+    this.write(r, text);
+  }
   clear(r: number): void {
     this.lengths[r] = 0;
   }
@@ -108,6 +131,8 @@ export class TraceRing {
   readonly attributeSets = new Interned<Attributes>();
   #next = 0;
   #generation = 0;
+  /** The numbers of `KNOWN_METHODS` and `OTHER_METHOD`, interned first. */
+  readonly #methods = new Map<string, number>();
   /** Kept records awaiting export. */
   kept = 0;
   /** Spans of kept records that a claim overwrote before they were exported. */
@@ -128,7 +153,9 @@ export class TraceRing {
   readonly traceId: (string | undefined)[];
   readonly spanId: (string | undefined)[];
   readonly parentSpanId: (string | undefined)[];
-  readonly traceState: (string | undefined)[];
+  /** The caller's `tracestate`, when its `traceparent` was valid. */
+  readonly traceState: ByteField;
+  /** The rest is written only for a record kept, once the verdict is known. */
   readonly url: ByteField;
   readonly consumer: ByteField;
   readonly client: ByteField;
@@ -159,6 +186,7 @@ export class TraceRing {
     this.size = size;
     // Number 1, so that a failed child whose error's name finds the table full is still an `Error`.
     this.strings.id(ERROR_NAME);
+    for (const method of [...KNOWN_METHODS, OTHER_METHOD]) this.#methods.set(method, this.strings.id(method));
     this.state = new Uint8Array(size);
     this.seq = new Float64Array(size);
     this.flags = new Uint8Array(size);
@@ -172,7 +200,7 @@ export class TraceRing {
     this.traceId = new Array(size).fill(undefined);
     this.spanId = new Array(size).fill(undefined);
     this.parentSpanId = new Array(size).fill(undefined);
-    this.traceState = new Array(size).fill(undefined);
+    this.traceState = new ByteField(size, TRACESTATE_BYTES);
     this.url = new ByteField(size, URL_BYTES);
     this.consumer = new ByteField(size, NAME_BYTES);
     this.client = new ByteField(size, NAME_BYTES);
@@ -220,10 +248,17 @@ export class TraceRing {
     this.children[r] = 0;
     this.open[r] = -1;
     this.errorChild[r] = -1;
+    this.traceState.clear(r);
+    this.url.clear(r);
     this.consumer.clear(r);
     this.client.clear(r);
     this.error.clear(r);
     return r;
+  }
+
+  /** `method`'s number: one of `KNOWN_METHODS`, else `OTHER_METHOD`'s. */
+  methodId(method: string): number {
+    return this.#methods.get(method) ?? (this.#methods.get(OTHER_METHOD) as number);
   }
 
   /** Whether record `r` is still the one claimed as generation `seq`. */

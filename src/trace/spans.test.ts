@@ -10,13 +10,23 @@ interface FakeRequest {
   method: string;
   url: string;
   vouched?: boolean;
+  tracestate?: string;
+  consumer?: string;
 }
 
 const start = {
-  tracestate: () => undefined,
+  tracestate: (r: FakeRequest) => r.tracestate,
   vouched: (r: FakeRequest) => r.vouched === true,
+};
+/** What a kept record says of its request: the request's method and URL, the rest fixed. */
+const details = {
   method: (r: FakeRequest) => r.method,
   url: (r: FakeRequest) => r.url,
+  route: () => '/v1/pets',
+  operation: () => 'listPets',
+  consumer: (r: FakeRequest) => r.consumer,
+  outcome: () => 'admitted',
+  client: () => '10.0.0.1',
 };
 const source = { resource: resourceFromAttributes({ 'service.name': 'test' }), scope: { name: 'petstore' } };
 const GET = { method: 'GET', url: 'http://localhost/v1/pets?limit=2' };
@@ -43,18 +53,8 @@ function exported(ring: TraceRing) {
   return spans;
 }
 
-const finish = (scope: RequestScope, status: number, keyed = true) =>
-  finishRequest(
-    scope,
-    status,
-    '/v1/pets',
-    'listPets',
-    keyed ? 'acme' : undefined,
-    'admitted',
-    keyed,
-    () => '10.0.0.1',
-    GET,
-  );
+const finish = (scope: RequestScope, status: number, keyed = true, request: FakeRequest = GET) =>
+  finishRequest(scope, status, keyed, details, keyed ? { ...request, consumer: 'acme' } : request);
 
 afterEach(() => useRecorder(undefined, undefined));
 
@@ -195,5 +195,36 @@ describe('a slow request in a ring that turns over', () => {
     expect(finish(first, 200)).toBe(false);
     expect(first.sampled).toBe(false);
     expect(ring.overwritten).toBe(1);
+  });
+});
+
+describe('what a caller sends is copied into the ring, bounded', () => {
+  const PARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+
+  test('a method outside the HTTP conventions is recorded as _OTHER and never fills the intern table', () => {
+    const { ring } = recorder(8, true);
+    const interned = ring.strings.values.length;
+    for (let i = 0; i < 5000; i++) {
+      finish(beginRequest(`r${i}`, undefined, start, GET), 200, true, { ...GET, method: `BREW${i}` });
+      ring.drain(() => {});
+    }
+    finish(beginRequest('last', undefined, start, GET), 200, true, { ...GET, method: 'BREW' });
+    const [server] = exported(ring);
+    expect(server?.name).toBe('HTTP /v1/pets');
+    expect(server?.attributes['http.request.method']).toBe('_OTHER');
+    // Route, operation and outcome: the only strings the 5,001 requests added.
+    expect(ring.strings.values.length).toBe(interned + 3);
+  });
+
+  test("a caller's tracestate is exported as sent, or cut to the whole members that fit in 512 bytes", () => {
+    const { ring } = recorder(8, true);
+    const short = 'vendor=abc,other=d';
+    const members = Array.from({ length: 20 }, (_, i) => `k${String(i).padStart(2, '0')}=${'v'.repeat(26)}`);
+    finish(beginRequest('short', PARENT, start, { ...GET, tracestate: short }), 200);
+    finish(beginRequest('long', PARENT, start, { ...GET, tracestate: members.join(',') }), 200);
+    const [first, second] = exported(ring).map((s) => s.spanContext().traceState?.serialize());
+    expect(first).toBe(short);
+    // Each member is 30 bytes and a comma: 16 members are 495 bytes, 17 would be 526.
+    expect(second).toBe(members.slice(0, 16).join(','));
   });
 });

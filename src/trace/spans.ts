@@ -68,7 +68,9 @@ export const traceIds = { generateTraceId: newTraceId, generateSpanId: newSpanId
  * Every span's start and end, from one clock: the SDK anchors each span's own clock to the
  * wall clock, a millisecond apart at worst, so a child could seem to outlast its parent.
  */
-export const now = (): number => performance.timeOrigin + performance.now();
+export const now = (): number => ORIGIN + performance.now();
+/** Read once: the runtime's getter costs as much as the clock itself. */
+const ORIGIN = performance.timeOrigin;
 
 /**
  * From now on (start-up, with an endpoint): requests are recorded into `into` and kept as
@@ -110,10 +112,27 @@ export interface SpanStart<R> {
   tracestate(request: R): string | undefined;
   /** Whether the caller holds a valid key; asked only with a valid `traceparent`. */
   vouched(request: R): boolean;
+}
+
+/**
+ * What `finishRequest` asks of the request (`R`) for a record kept, and only then: a request
+ * whose trace is not exported copies no string into the ring.
+ */
+export interface SpanDetails<R> {
   /** The request's method. */
   method(request: R): string;
   /** The request's URL, as received. */
   url(request: R): string;
+  /** The route matched, if any. */
+  route(request: R): string | undefined;
+  /** The operation's id, if any. */
+  operation(request: R): string | undefined;
+  /** The consumer's name, for a caller with a valid key. */
+  consumer(request: R): string | undefined;
+  /** `admitted`, or the gateway's refusal's code; undefined before the gateway. */
+  outcome(request: R): string | undefined;
+  /** The client's address as trusted. */
+  client(request: R): string;
 }
 
 /**
@@ -157,9 +176,7 @@ export function beginRequest<R>(
   into.traceId[r] = traceId;
   into.spanId[r] = spanId;
   into.parentSpanId[r] = parent?.spanId;
-  into.traceState[r] = state;
-  into.method[r] = into.strings.id(start.method(request));
-  into.url.write(r, start.url(request));
+  if (state !== undefined) into.traceState.writeList(r, state);
   return requestScope(requestId, traceId, spanId, head, r, into.seq[r] as number);
 }
 
@@ -182,17 +199,13 @@ function tailRoom(at: number, spans: number): boolean {
  * Ends the request's record with its answer and gives the final verdict, which the scope's
  * `sampled` now says too: head-sampled, or kept by the tail rules (a caller with a valid key,
  * `keyed`, slow or answered 5xx). As the HTTP conventions say, a 5xx sets the server span's
- * status to Error and a 4xx leaves it unset. `client` is asked only for a kept record.
+ * status to Error and a 4xx leaves it unset. `details` is asked only for a kept record.
  */
 export function finishRequest<R>(
   scope: RequestScope,
   status: number,
-  route: string | undefined,
-  operation: string | undefined,
-  consumer: string | undefined,
-  outcome: string | undefined,
   keyed: boolean,
-  client: (request: R) => string,
+  details: SpanDetails<R>,
   request: R,
 ): boolean {
   const into = ring;
@@ -220,14 +233,22 @@ export function finishRequest<R>(
   into.end[r] = at;
   into.status[r] = status;
   if (status >= 500) into.flags[r] = (into.flags[r] as number) | FAILED;
-  into.route[r] = into.strings.id(route);
-  into.operation[r] = into.strings.id(operation);
-  into.outcome[r] = into.strings.id(outcome);
-  if (consumer !== undefined) into.consumer.write(r, consumer);
-  if (kept) into.client.write(r, client(request));
+  if (kept) describe(into, r, details, request);
   into.settle(r, kept);
   scope.sampled = kept;
   return kept;
+}
+
+/** Copies what a kept record's server span says of its request into the ring. */
+function describe<R>(into: TraceRing, r: number, details: SpanDetails<R>, request: R): void {
+  into.method[r] = into.methodId(details.method(request));
+  into.url.write(r, details.url(request));
+  into.route[r] = into.strings.id(details.route(request));
+  into.operation[r] = into.strings.id(details.operation(request));
+  into.outcome[r] = into.strings.id(details.outcome(request));
+  const consumer = details.consumer(request);
+  if (consumer !== undefined) into.consumer.write(r, consumer);
+  into.client.write(r, details.client(request));
 }
 
 /**

@@ -2,7 +2,7 @@ import type { Context } from 'hono';
 import { routePath } from 'hono/route';
 import type { AppEnv } from '../../env.ts';
 import { inScope, type RequestScope, requestScope } from '../../trace/scope.ts';
-import { beginRequest, finishRequest, type SpanStart, traceResponse } from '../../trace/spans.ts';
+import { beginRequest, finishRequest, type SpanDetails, type SpanStart, traceResponse } from '../../trace/spans.ts';
 
 export interface RequestTraceOptions {
   /** The client's address as trusted (`client.address`). */
@@ -23,11 +23,16 @@ export interface RequestTraceOptions {
  * tracing.run(c, requestId, true, async (scope) => { …; tracing.finish(c, scope, res.status); return res })
  */
 export function requestTrace({ clientAddress, vouched }: RequestTraceOptions) {
-  const start: SpanStart<Context<AppEnv>> = {
-    tracestate: (c) => c.req.header('tracestate'),
-    vouched,
+  const start: SpanStart<Context<AppEnv>> = { tracestate: (c) => c.req.header('tracestate'), vouched };
+  const details: SpanDetails<Context<AppEnv>> = {
     method: (c) => c.req.method,
     url: (c) => c.req.url,
+    route: routeOf,
+    operation: (c) => c.get('operation'),
+    consumer: (c) => consumerOf(c)?.consumer.name,
+    // The gateway's view of the caller: `admitted` or the refusal's code; none before it ran.
+    outcome: (c) => (c.get('caller') ? (c.get('refusal') ?? 'admitted') : undefined),
+    client: clientAddress,
   };
   return {
     /** Runs `work` in the request's scope, handing it the scope too. */
@@ -37,27 +42,18 @@ export function requestTrace({ clientAddress, vouched }: RequestTraceOptions) {
     },
     /** The `traceresponse` to answer with; undefined for a request that is not traced. */
     header: traceResponse,
-    /**
-     * Ends the request's record: the gateway's view of the caller (its consumer's name, and
-     * `admitted` or the refusal's code) and the answer. Whether the trace is exported.
-     */
+    /** Ends the request's record with the answer (its details read only when kept); whether it is exported. */
     finish(c: Context<AppEnv>, scope: RequestScope, status: number): boolean {
       if (scope.record === undefined) return scope.sampled === true;
-      const caller = c.get('caller');
-      const consumer = caller?.kind === 'consumer' ? caller : undefined;
-      return finishRequest(
-        scope,
-        status,
-        routeOf(c),
-        c.get('operation'),
-        consumer?.consumer.name,
-        caller ? (c.get('refusal') ?? 'admitted') : undefined,
-        consumer !== undefined,
-        clientAddress,
-        c,
-      );
+      return finishRequest(scope, status, consumerOf(c) !== undefined, details, c);
     },
   };
+}
+
+/** The caller when it holds a valid key. */
+function consumerOf(c: Context<AppEnv>) {
+  const caller = c.get('caller');
+  return caller?.kind === 'consumer' ? caller : undefined;
 }
 
 /** The route Hono matched (the operations table's path under its prefix), or undefined for none. */
