@@ -115,8 +115,10 @@ class ByteField {
     this.lengths[r] = 0;
   }
   read(r: number): string {
+    const length = this.lengths[r] as number;
+    if (length === 0) return '';
     const at = r * this.#cap;
-    return this.bytes.toString('utf8', at, at + (this.lengths[r] as number));
+    return this.bytes.toString('utf8', at, at + length);
   }
 }
 
