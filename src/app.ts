@@ -132,7 +132,7 @@ export function createApp({
     corsOrigins,
     metrics,
     allowedMethods: allowedMethods(API_PREFIX, operations),
-    vouched: callerHoldsValidKey(keys, clock),
+    holdsValidKey: callerHoldsValidKey(keys, clock),
   });
 
   const app = new Hono<AppEnv>();
@@ -225,7 +225,7 @@ export function adminApp({
     gatedPath: isAdminPath,
     // Every answer of the admin port is counted under one operation of its own, `admin`.
     ...(metrics ? { metrics, countAs: ADMIN_OPERATION_LABEL } : {}),
-    vouched: callerHoldsValidKey(keys, clock),
+    holdsValidKey: callerHoldsValidKey(keys, clock),
   });
   const app = new Hono<AppEnv>();
   for (const op of byRouteOrder(ADMIN_OPERATIONS)) app.on(op.method, ADMIN_PREFIX + op.path, steps.operation(op));

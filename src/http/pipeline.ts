@@ -45,7 +45,7 @@ export interface PipelineOptions {
   /** Makes a fresh request id when the client sent none usable. */
   newId?: () => string;
   /** Whether the request's caller holds a valid key: only then may its `traceparent` force a trace to be exported. */
-  vouched?: (c: Context<AppEnv>) => boolean;
+  holdsValidKey?: (c: Context<AppEnv>) => boolean;
 }
 
 /** What a pipeline that serves a table of operations needs besides: the gateway and the handlers' deps. */
@@ -170,7 +170,7 @@ function sharedOf({
   countAs,
   newId,
   gatedPath = isApiPath,
-  vouched = () => false,
+  holdsValidKey = () => false,
 }: PipelineOptions): Shared {
   // Within a request the scope names it; Hono's `onError` runs after the scope is closed.
   const named = (c: Context<AppEnv>, err: unknown) =>
@@ -179,7 +179,7 @@ function sharedOf({
     gatedPath,
     maxBodyBytes,
     requestLog: requestLogSteps({ log, clock, clientAddress, ...(newId ? { newId } : {}) }),
-    tracing: requestTrace({ clientAddress, vouched }),
+    tracing: requestTrace({ clientAddress, holdsValidKey }),
     count: metrics && requestCounter({ metrics, ...(countAs ? { operation: countAs } : {}) }),
     cors: corsOrigins.length > 0 ? corsStep(corsOrigins) : undefined,
     limit: limitBody(maxBodyBytes),

@@ -4,7 +4,7 @@ import { SamplingDecision } from '@opentelemetry/sdk-trace';
 import { newSpanId, newTraceId } from './context.ts';
 import { RatioSampler, samplingOf } from './export.ts';
 import { SAMPLERS } from './settings.ts';
-import { DRAWN, VOUCHED } from './spans.ts';
+import { DRAWN, HOLDS_VALID_KEY } from './spans.ts';
 
 const sampledOf = (sampler: RatioSampler, traceId: string) =>
   sampler.shouldSample(ROOT_CONTEXT, traceId).decision === SamplingDecision.RECORD_AND_SAMPLED;
@@ -30,19 +30,19 @@ describe('RatioSampler (traceidratio)', () => {
 });
 
 describe('samplingOf: the question a request asks before any span is made', () => {
-  const remote = (sampled: boolean, vouched: boolean): Context => {
+  const remote = (sampled: boolean, holdsValidKey: boolean): Context => {
     const context = trace.setSpanContext(ROOT_CONTEXT, {
       traceId: newTraceId(),
       spanId: newSpanId(),
       traceFlags: sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
       isRemote: true,
     });
-    return vouched ? context.setValue(VOUCHED, true) : context;
+    return holdsValidKey ? context.setValue(HOLDS_VALID_KEY, true) : context;
   };
   const contexts: [string, Context][] = [
     ['no caller context', ROOT_CONTEXT],
     ['a stranger sampled parent', remote(true, false)],
-    ['a vouched sampled parent', remote(true, true)],
+    ['a sampled parent that holds a valid key', remote(true, true)],
     ['an unsampled parent', remote(false, false)],
   ];
 
@@ -73,13 +73,13 @@ describe('samplingOf: the question a request asks before any span is made', () =
     }
   });
 
-  test('parentbased_traceidratio: a stranger cannot force export; a vouched caller can', () => {
+  test('parentbased_traceidratio: a stranger cannot force export; a caller with a valid key can', () => {
     const { sampled } = samplingOf('parentbased_traceidratio', 0);
     const id = newTraceId();
     expect(contexts.map(([what, context]) => [what, sampled(context, id)])).toEqual([
       ['no caller context', false],
       ['a stranger sampled parent', false],
-      ['a vouched sampled parent', true],
+      ['a sampled parent that holds a valid key', true],
       ['an unsampled parent', false],
     ]);
   });

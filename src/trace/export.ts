@@ -10,7 +10,7 @@
  *   asked at the start of each request before any span is made (a request it does not record
  *   gets its ids and no span object, its children none either), with three rules of the
  *   service's own: a caller's sampled flag forces a trace to be exported only when the caller
- *   holds a valid key (`VOUCHED`); a caller without one never chooses, the root sampler deciding
+ *   holds a valid key (`HOLDS_VALID_KEY`); a caller without one never chooses, the root sampler deciding
  *   on an id the server drew (`DRAWN`), not on the caller's flag or trace id; and a span linked to
  *   an exported one (a webhook delivery) is exported.
  * - A request the sampler passed over is kept all the same when its caller holds a valid key and
@@ -46,7 +46,7 @@ import { COMMIT, VERSION } from '../version.ts';
 import { spansOf } from './readable.ts';
 import { DEFAULT_RING_RECORDS, TraceRing } from './ring.ts';
 import type { SamplerName } from './settings.ts';
-import { DRAWN, type KeepRules, type Sampled, traceIds, useRecorder, VOUCHED } from './spans.ts';
+import { DRAWN, HOLDS_VALID_KEY, type KeepRules, type Sampled, traceIds, useRecorder } from './spans.ts';
 
 /** Spans waiting for export at most; beyond it they are dropped (and counted). */
 export const MAX_QUEUE = 2048;
@@ -207,10 +207,10 @@ function rootSamplerOf(name: SamplerName, ratio: number): Sampler {
   return new RatioSampler(ratio);
 }
 
-/** `parentbased_*`: the caller's decision when it may force one (`VOUCHED`), else `root`'s. */
+/** `parentbased_*`: the caller's decision when it may force one (`HOLDS_VALID_KEY`), else `root`'s. */
 function parentBasedOn(root: Sampler): Sampler {
   const linked = new LinkedToSampled(root);
-  return new ParentBasedSampler({ root: linked, remoteParentSampled: new SampledWhen(VOUCHED, linked) });
+  return new ParentBasedSampler({ root: linked, remoteParentSampled: new SampledWhen(HOLDS_VALID_KEY, linked) });
 }
 
 const SAMPLED: SamplingResult = { decision: SamplingDecision.RECORD_AND_SAMPLED };
@@ -248,7 +248,7 @@ export class RatioSampler implements Sampler {
 
 /**
  * Records and exports a span whose context says so under `key`, else asks `otherwise`:
- * `VOUCHED`, a remote parent's sampled flag honoured for a caller the gateway vouched for;
+ * `HOLDS_VALID_KEY`, a remote parent's sampled flag honoured for a caller that holds a valid key;
  * `DRAWN`, the decision made on a server-drawn id for a caller without a valid key.
  */
 class SampledWhen implements Sampler {

@@ -9,14 +9,14 @@ import { beginRequest, childSpan, finishRequest, type KeepRules, useRecorder } f
 interface FakeRequest {
   method: string;
   url: string;
-  vouched?: boolean;
+  holdsValidKey?: boolean;
   tracestate?: string;
   consumer?: string;
 }
 
 const start = {
   tracestate: (r: FakeRequest) => r.tracestate,
-  vouched: (r: FakeRequest) => r.vouched === true,
+  holdsValidKey: (r: FakeRequest) => r.holdsValidKey === true,
 };
 /** What a kept record says of its request: the request's method and URL, the rest fixed. */
 const details = {

@@ -8,7 +8,7 @@ export interface RequestTraceOptions {
   /** The client's address as trusted (`client.address`). */
   clientAddress: (c: Context<AppEnv>) => string;
   /** Whether the caller holds a valid key: only then may its sampled flag force a trace. */
-  vouched: (c: Context<AppEnv>) => boolean;
+  holdsValidKey: (c: Context<AppEnv>) => boolean;
 }
 
 /**
@@ -19,11 +19,11 @@ export interface RequestTraceOptions {
  * header's value or a token: the path is exported with anything token-shaped in it replaced.
  *
  * @example
- * const tracing = requestTrace({ clientAddress, vouched })
+ * const tracing = requestTrace({ clientAddress, holdsValidKey })
  * tracing.run(c, requestId, true, async (scope) => { …; tracing.finish(c, scope, res.status); return res })
  */
-export function requestTrace({ clientAddress, vouched }: RequestTraceOptions) {
-  const start: SpanStart<Context<AppEnv>> = { tracestate: (c) => c.req.header('tracestate'), vouched };
+export function requestTrace({ clientAddress, holdsValidKey }: RequestTraceOptions) {
+  const start: SpanStart<Context<AppEnv>> = { tracestate: (c) => c.req.header('tracestate'), holdsValidKey };
   const details: SpanDetails<Context<AppEnv>> = {
     method: (c) => c.req.method,
     url: (c) => c.req.url,
