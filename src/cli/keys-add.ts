@@ -16,7 +16,7 @@ import {
   type When,
   when,
 } from './key-options.ts';
-import { change, freshKey, giveKeysFile, ownerOf } from './keys-common.ts';
+import { change, fileOwnerOf, freshKey, giveKeysFile } from './keys-common.ts';
 import { ConfigError, HELP, type Option, subcommand } from './options.ts';
 import { int, oneOf, text } from './parsers.ts';
 
@@ -85,7 +85,7 @@ export const KEYS_ADD = subcommand(
       throw new ConfigError('--per-minute and --per-day: give both or neither');
     const limits =
       o.perMinute !== undefined && o.perDay !== undefined ? { perMinute: o.perMinute, perDay: o.perDay } : undefined;
-    const owner = o.owner ? ownerOf(o.owner) : undefined;
+    const owner = o.owner ? fileOwnerOf(o.owner) : undefined;
     if (owner && !o.keys) throw new ConfigError('--owner: with --keys FILE only (the store has no file to own)');
     if (owner && process.getuid?.() !== 0 && process.getuid?.() !== owner.uid)
       throw new ConfigError(`--owner: only root can give ${o.keys} to ${o.owner}`);

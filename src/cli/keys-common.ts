@@ -91,9 +91,9 @@ function ownUid(): number | undefined {
  * from /etc/passwd and /etc/group.
  *
  * @example
- * ownerOf('petstore') // { uid: 998, gid: 998 }
+ * fileOwnerOf('petstore') // { uid: 998, gid: 998 }
  */
-export function ownerOf(spec: string): { uid: number; gid: number } {
+export function fileOwnerOf(spec: string): { uid: number; gid: number } {
   const [user = '', group] = spec.split(':');
   const entry = (file: string, name: string) =>
     readFileSync(file, 'utf8')

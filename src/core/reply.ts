@@ -10,7 +10,7 @@ export type AnswerHeaders = Record<string, string>;
  * Which of the store's pets an answer shows, or a write changed: the pets by id, and whether it
  * also depends on (or changed) which pets exist (`members`: a create, a removal, a page that ends
  * the list) or any pet's status (`statuses`: a page filtered by status, the inventory). A kept
- * answer is served while none of what it read has changed (src/store/change-clock.ts).
+ * answer is served while none of what it read has changed (src/store/change-counter.ts).
  */
 export interface PetsTouched {
   readonly ids: readonly number[];

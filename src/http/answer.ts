@@ -28,7 +28,7 @@ export function answer(c: Context, reply: Reply): Response {
   if (etag !== undefined) {
     headers.ETag = etag;
     // Only a read is answered 304: the tag of a write's answer (a created or changed pet) is news.
-    if (reads(c.req.method) && notModified(c.req.header('if-none-match'), etag)) {
+    if (isRead(c.req.method) && notModified(c.req.header('if-none-match'), etag)) {
       status = 304;
       body = null;
     }
@@ -48,7 +48,7 @@ export function answer(c: Context, reply: Reply): Response {
   return new Response(body, { status, headers });
 }
 
-function reads(method: string): boolean {
+function isRead(method: string): boolean {
   return method === 'GET' || method === 'HEAD';
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import type { PetsTouched, Reply } from '../core/reply.ts';
-import { ChangeClock, EVERY_PET } from '../store/change-clock.ts';
+import { ChangeCounter, EVERY_PET } from '../store/change-counter.ts';
 import { AnswerMemo, type StoreChanges } from './memo.ts';
 
 const page = (n: number, reads?: PetsTouched): Reply => ({
@@ -10,89 +10,89 @@ const page = (n: number, reads?: PetsTouched): Reply => ({
   ...(reads ? { reads } : {}),
 });
 
-/** A memo over a bare change clock, and a way to keep an answer (asked twice) read now. */
-function clocked() {
-  const clock = new ChangeClock();
+/** A memo over a bare change counter, and a way to keep an answer (asked twice) read now. */
+function counted() {
+  const changes = new ChangeCounter();
   const store: StoreChanges = {
-    version: () => clock.now(),
-    unchanged: (since, reads) => clock.unchanged(since as number, reads),
+    version: () => changes.count(),
+    unchanged: (since, reads) => changes.unchanged(since as number, reads),
   };
   const memo = new AnswerMemo(store);
   const keep = (key: string, reply: Reply) => {
-    const since = clock.now();
+    const since = changes.count();
     memo.set(key, since, reply);
     memo.set(key, since, reply);
   };
-  const get = (key: string) => memo.get(key, clock.now())?.body;
-  return { clock, memo, keep, get };
+  const get = (key: string) => memo.get(key, changes.count())?.body;
+  return { changes, memo, keep, get };
 }
 
 describe('AnswerMemo', () => {
   test('keeps an answer from its second asking on, while nothing changes', () => {
-    const { clock, memo, get } = clocked();
+    const { changes, memo, get } = counted();
     memo.set('/v1/pets', 0, page(1));
     expect(get('/v1/pets')).toBeUndefined();
     memo.set('/v1/pets', 0, page(1));
     expect(get('/v1/pets')).toBe('[1]');
     // An answer that names nothing it read depends on every pet.
-    clock.changed({ ids: [99] });
+    changes.changed({ ids: [99] });
     expect(get('/v1/pets')).toBeUndefined();
     // Read again: kept again at once, the key is known.
-    memo.set('/v1/pets', clock.now(), page(2));
+    memo.set('/v1/pets', changes.count(), page(2));
     expect(get('/v1/pets')).toBe('[2]');
   });
 
   test("keeps a pet's answer through other pets' changes, not through its own", () => {
-    const { clock, keep, get } = clocked();
+    const { changes, keep, get } = counted();
     keep('/v1/pets/7', page(7, { ids: [7] }));
     keep('/v1/pets/8', page(8, { ids: [8] }));
-    clock.changed({ ids: [8], statuses: true });
+    changes.changed({ ids: [8], statuses: true });
     expect([get('/v1/pets/7'), get('/v1/pets/8')]).toEqual(['[7]', undefined]);
-    clock.changed({ ids: [3], members: true });
+    changes.changed({ ids: [3], members: true });
     expect(get('/v1/pets/7')).toBe('[7]');
-    clock.changed(EVERY_PET);
+    changes.changed(EVERY_PET);
     expect(get('/v1/pets/7')).toBeUndefined();
   });
 
   test('keeps a full page through creates and other pets; the last page and a status filter as they depend', () => {
-    const { clock, keep, get } = clocked();
+    const { changes, keep, get } = counted();
     keep('full', page(1, { ids: [1, 2, 3] }));
     keep('last', page(2, { ids: [4, 5], members: true }));
     keep('available', page(3, { ids: [1, 3], statuses: true }));
     // A change of a name elsewhere leaves all three.
-    clock.changed({ ids: [9] });
+    changes.changed({ ids: [9] });
     expect([get('full'), get('last'), get('available')]).toEqual(['[1]', '[2]', '[3]']);
     // A status changes elsewhere: only the filtered page can have changed.
-    clock.changed({ ids: [9], statuses: true });
+    changes.changed({ ids: [9], statuses: true });
     expect([get('full'), get('last'), get('available')]).toEqual(['[1]', '[2]', undefined]);
     // A pet is created: the last page may show it.
-    clock.changed({ ids: [10], members: true });
+    changes.changed({ ids: [10], members: true });
     expect([get('full'), get('last')]).toEqual(['[1]', undefined]);
     // A pet the full page shows changes.
-    clock.changed({ ids: [2] });
+    changes.changed({ ids: [2] });
     expect(get('full')).toBeUndefined();
   });
 
   test('never serves an answer read before a change that ends after the read began', () => {
-    const { clock, memo, get } = clocked();
-    const since = clock.now();
+    const { changes, memo, get } = counted();
+    const since = changes.count();
     memo.set('/v1/pets/7', since, page(7, { ids: [7] }));
     // A change of pet 7 counted while the second read ran: that read may have seen the old pet.
-    clock.changed({ ids: [7] });
+    changes.changed({ ids: [7] });
     memo.set('/v1/pets/7', since, page(7, { ids: [7] }));
     expect(get('/v1/pets/7')).toBeUndefined();
   });
 
   test('keeps nothing for a store that cannot tell its version', () => {
-    const { memo } = clocked();
+    const { memo } = counted();
     memo.set('/v1/pets', undefined, page(1));
     memo.set('/v1/pets', undefined, page(1));
     expect(memo.get('/v1/pets', undefined)).toBeUndefined();
   });
 
   test('holds at most its bytes of bodies, the least recently used out first', () => {
-    const clock = new ChangeClock();
-    const memo = new AnswerMemo({ version: () => clock.now(), unchanged: () => true }, 10);
+    const changes = new ChangeCounter();
+    const memo = new AnswerMemo({ version: () => changes.count(), unchanged: () => true }, 10);
     for (const key of ['a', 'b', 'c']) {
       memo.set(key, 0, { status: 200, body: 'xxxx', type: 'application/json' });
       memo.set(key, 0, { status: 200, body: 'xxxx', type: 'application/json' });

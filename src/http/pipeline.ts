@@ -198,6 +198,7 @@ function sharedOf({
  */
 function exchange(shared: Shared, inner: Inner, traced = true): Served {
   const { requestLog, tracing } = shared;
+  // Named as the step it serves, so a CPU profile names it.
   return function exchange(c) {
     const started = requestLog.start(c);
     return tracing.run(c, started.id, traced, (scope) => answerInScope(shared, c, started, scope, inner));
@@ -288,6 +289,7 @@ async function bodyChecked(
 function operation<D>(shared: ApiShared<D>, op: Operation<D>): Served {
   const route = routeOf(shared, op);
   const { fixed } = route;
+  // Named as the step it serves, so a CPU profile names it.
   return exchange(shared, function operation(c) {
     c.set('operation', op.id);
     return gated(shared, c, op, (decision) => {

@@ -3,7 +3,7 @@ import type { Closing, StoredOrder } from '../core/orders.ts';
 import { type Inventory, type NewPet, type Pet, type PetPatch, petOf, type StoredPet } from '../core/pets.ts';
 import type { IfMatch } from '../core/preconditions.ts';
 import type { PetsTouched } from '../core/reply.ts';
-import { ChangeClock } from './change-clock.ts';
+import { ChangeCounter } from './change-counter.ts';
 import { planRemove, planUpdate } from './changes.ts';
 import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES } from './idempotency.ts';
 import { newOrderId, orderExpiredEvent, retiredOwner } from './orders.ts';
@@ -42,8 +42,8 @@ export class MemoryStore implements PetStore {
   #nextId = 1;
   /** Pets in each status, moved with every write, so counting them costs nothing. */
   readonly #inventory: Inventory = { available: 0, pending: 0, sold: 0 };
-  /** Counts every change of pets (src/store/change-clock.ts). */
-  readonly #changes = new ChangeClock();
+  /** Counts every change of pets (src/store/change-counter.ts). */
+  readonly #changes = new ChangeCounter();
   /** Idempotency keys in the order they were stored, which is the order they expire in. */
   readonly #keys = new Map<string, RememberedKey>();
   readonly outbox = new MemoryOutbox();
@@ -263,7 +263,7 @@ export class MemoryStore implements PetStore {
   /** The count of changes, after expiring the orders whose hold is over. */
   version(): number {
     this.#expireDue(this.#clock.now());
-    return this.#changes.now();
+    return this.#changes.count();
   }
 
   unchanged(since: number, reads: PetsTouched | undefined): boolean {

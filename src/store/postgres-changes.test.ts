@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { EVERY_PET } from './change-clock.ts';
+import { EVERY_PET } from './change-counter.ts';
 import { announcement, heard, MOST_IDS_ANNOUNCED } from './postgres-changes.ts';
 
 describe("an instance's announcement of its writes", () => {

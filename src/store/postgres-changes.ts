@@ -4,7 +4,7 @@ import type postgres from 'postgres';
 import type { PetsTouched } from '../core/reply.ts';
 import type { Logger } from '../log.ts';
 import { peerText } from '../redact.ts';
-import { ChangeClock, EVERY_PET, type PetChange } from './change-clock.ts';
+import { ChangeCounter, EVERY_PET, type PetChange } from './change-counter.ts';
 
 /**
  * The channel every change of pets is announced on: by the instance that wrote, after its
@@ -99,12 +99,12 @@ export function heard(payload: string): { readonly from: string; readonly change
 
 /**
  * What this instance knows of the `pets` table's changes, on any instance, counted on a
- * `ChangeClock`: this instance's writes (the pets each changed), another's as its announcement
+ * `ChangeCounter`: this instance's writes (the pets each changed), another's as its announcement
  * names them, and as a change of every pet a notification of the table's trigger, a move of the
  * versions' watermark, and a loss of the listening connection. It knows only while a connection
  * listens.
  *
- * - While listening, `version()` is the clock's count: an answer read at a count is kept until
+ * - While listening, `version()` is the count of changes: an answer read at a count is kept until
  *   a pet it read changes (src/http/memo.ts).
  * - When the listening connection closes (or misses a heartbeat), `version()` is undefined at
  *   once: every read goes to the database, nothing is kept.
@@ -121,7 +121,7 @@ export class PetChanges {
   readonly #open: ListenSession;
   readonly #announce: (payload: string) => Promise<void>;
   readonly #log: Logger;
-  readonly #clock = new ChangeClock();
+  readonly #changes = new ChangeCounter();
   /** Names this instance in its announcements, so that it does not count its own writes twice. */
   readonly #instance = randomUUID().slice(0, 8);
   /** This instance's changes not yet announced. */
@@ -155,14 +155,14 @@ export class PetChanges {
     await this.#listen();
   }
 
-  /** The clock's count while listening and caught up, else undefined: nothing read may be kept. */
+  /** The count of changes while listening and caught up, else undefined: nothing read may be kept. */
   version(): number | undefined {
-    return this.#listening ? this.#clock.now() : undefined;
+    return this.#listening ? this.#changes.count() : undefined;
   }
 
-  /** Whether nothing `reads` names changed since `since` (`ChangeClock.unchanged`). */
+  /** Whether nothing `reads` names changed since `since` (`ChangeCounter.unchanged`). */
   unchanged(since: number, reads: PetsTouched | undefined): boolean {
-    return this.#clock.unchanged(since, reads);
+    return this.#changes.unchanged(since, reads);
   }
 
   /**
@@ -172,7 +172,7 @@ export class PetChanges {
    * that end while one is sent share the next.
    */
   written(change: PetChange): void {
-    this.#clock.changed(change);
+    this.#changes.changed(change);
     if (change !== EVERY_PET && change.ids.length === 0 && !change.members && !change.statuses) return;
     this.#unannounced.push(change);
     this.#sendAnnouncement();
@@ -196,7 +196,7 @@ export class PetChanges {
         if (this.#session !== session) return;
         const { from, change } = heard(payload);
         // Its own writes were counted as they ended.
-        if (from !== this.#instance) this.#clock.changed(change);
+        if (from !== this.#instance) this.#changes.changed(change);
       },
       onclose: () => this.#lost(session, 'the listening connection closed'),
     });
@@ -210,7 +210,7 @@ export class PetChanges {
       return;
     }
     if (this.#session !== session || this.#closed) return;
-    this.#clock.changed(EVERY_PET);
+    this.#changes.changed(EVERY_PET);
     this.#listening = true;
     if (this.#lostLogged) this.#log.info('listening for pet changes again; serving kept answers');
     this.#lostLogged = false;
@@ -242,7 +242,7 @@ export class PetChanges {
     if (this.#session !== session || this.#closed) return;
     this.#session = undefined;
     this.#listening = false;
-    this.#clock.changed(EVERY_PET);
+    this.#changes.changed(EVERY_PET);
     if (!this.#lostLogged) {
       this.#log.warn('not listening for pet changes; every read goes to the database until listening again', {
         reason,
@@ -269,7 +269,7 @@ export class PetChanges {
       if (top === 'silent') this.#lost(session, `no answer to a heartbeat within ${HEARTBEAT_MS} ms`);
       else if (this.#session === session && top !== this.#top) {
         this.#top = top;
-        this.#clock.changed(EVERY_PET);
+        this.#changes.changed(EVERY_PET);
       }
     } catch (err) {
       const code = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined;

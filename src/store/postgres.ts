@@ -6,7 +6,7 @@ import type { PetsTouched } from '../core/reply.ts';
 import type { Logger } from '../log.ts';
 import { peerText } from '../redact.ts';
 import { DEFAULT_STORE_TIMEOUT_MS } from './bounded.ts';
-import { EVERY_PET, NO_PET, type PetChange } from './change-clock.ts';
+import { EVERY_PET, NO_PET, type PetChange } from './change-counter.ts';
 import { planRemove, planUpdate } from './changes.ts';
 import { StoreOpenError, StoreTimeoutError, StoreUnavailableError } from './errors.ts';
 import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES, SweepSchedule } from './idempotency.ts';

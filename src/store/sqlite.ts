@@ -6,7 +6,7 @@ import type { Inventory, NewPet, Pet, PetPatch, StoredPet } from '../core/pets.t
 import type { IfMatch } from '../core/preconditions.ts';
 import type { PetsTouched } from '../core/reply.ts';
 import type { Logger } from '../log.ts';
-import { ChangeClock, EVERY_PET } from './change-clock.ts';
+import { ChangeCounter, EVERY_PET } from './change-counter.ts';
 import { planRemove, planUpdate } from './changes.ts';
 import {
   isSqliteBusy,
@@ -163,7 +163,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
   readonly #db: SqliteConnection;
   readonly #sweeps = new SweepSchedule();
   /** Counts this process's changes of pets once committed, and every change of `data_version` (another's) as a change of every pet. */
-  readonly #changes = new ChangeClock();
+  readonly #changes = new ChangeCounter();
   /** What the batch being run changes, counted once it commits. */
   #touched: PetsTouched[] = [];
   readonly #clock: Clock;
@@ -361,7 +361,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
    */
   version(): number | undefined {
     try {
-      // A hold that ran out changes pets: no answer is kept across it (the expiry moves the generation).
+      // A hold that ran out changes pets: no answer is kept or served until its expiry is counted.
       if (this.#clock.now() >= this.#nextDeadline) {
         this.#expiring ??= this.expireOrders(this.#clock.now())
           .catch(() => {})
@@ -371,7 +371,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
         return undefined;
       }
       this.#dataVersion('read data_version');
-      return this.#changes.now();
+      return this.#changes.count();
     } catch {
       return undefined;
     }
@@ -444,7 +444,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
       for (const p of batch) p.reject(failure);
       return;
     }
-    // Counted before any caller hears of its write (src/store/change-clock.ts).
+    // Counted before any caller hears of its write (src/store/change-counter.ts).
     for (const change of this.#touched) this.#changes.changed(change);
     for (const [i, p] of batch.entries()) p.resolve(results[i]);
   }

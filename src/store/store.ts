@@ -150,12 +150,12 @@ export interface PetStore {
    */
   adoptOwners(moves: readonly OwnerMove[]): Promise<void>;
   /**
-   * Where this instance's count of pet changes is (`ChangeClock.now`): read it before a read whose
+   * Where this instance's count of pet changes is (`ChangeCounter.count`): read it before a read whose
    * answer may be kept. Undefined when the store cannot tell what changed (then no answer read
    * from it is kept or served: src/http/memo.ts). Reading it touches no connection.
    */
   version(): unknown;
-  /** Whether nothing `reads` names changed since the store's version was `since` (`ChangeClock.unchanged`). */
+  /** Whether nothing `reads` names changed since the store's version was `since` (`ChangeCounter.unchanged`). */
   unchanged(since: unknown, reads: PetsTouched | undefined): boolean;
   /** The webhook outbox kept with the pets (same file or database), when the backend has one. */
   readonly outbox?: Outbox;

@@ -22,15 +22,15 @@ export const NO_PET: PetsTouched = { ids: [] };
  * after it. A change counted for a pet whose answers were never kept costs nothing.
  *
  * @example
- * const clock = new ChangeClock()
- * const since = clock.now()            // before a read of pet 7
- * clock.changed({ ids: [8] })
- * clock.unchanged(since, { ids: [7] }) // true
- * clock.changed(EVERY_PET)
- * clock.unchanged(since, { ids: [7] }) // false
+ * const changes = new ChangeCounter()
+ * const since = changes.count()          // before a read of pet 7
+ * changes.changed({ ids: [8] })
+ * changes.unchanged(since, { ids: [7] }) // true
+ * changes.changed(EVERY_PET)
+ * changes.unchanged(since, { ids: [7] }) // false
  */
-export class ChangeClock {
-  #now = 0;
+export class ChangeCounter {
+  #count = 0;
   /** When every pet last changed at once. */
   #every = 0;
   #members = 0;
@@ -38,14 +38,14 @@ export class ChangeClock {
   /** When a pet whose id falls in each slot last changed (doubles: exact up to 2^53 changes). */
   readonly #pets = new Float64Array(SLOTS);
 
-  /** The counter: read it before a read from the store, and keep the answer with it. */
-  now(): number {
-    return this.#now;
+  /** The count: read it before a read from the store, and keep the answer with it. */
+  count(): number {
+    return this.#count;
   }
 
   /** Counts a change that is stored: the answers that read what it changed are no longer served. */
   changed(change: PetChange): void {
-    const at = ++this.#now;
+    const at = ++this.#count;
     if (change === EVERY_PET) {
       this.#every = at;
       return;
@@ -58,7 +58,7 @@ export class ChangeClock {
 
   /** Whether nothing `reads` names changed after `since` (`reads` undefined: nothing at all). */
   unchanged(since: number, reads: PetsTouched | undefined): boolean {
-    if (since === this.#now) return true;
+    if (since === this.#count) return true;
     if (reads === undefined || this.#every > since) return false;
     if (reads.members && this.#members > since) return false;
     if (reads.statuses && this.#statuses > since) return false;
