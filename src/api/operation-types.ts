@@ -100,8 +100,8 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
    */
   readonly etag: boolean;
   /**
-   * Whether a successful answer may be kept by its path and query while the store reports no
-   * change (src/http/memo.ts): true only where the answer depends on nothing else.
+   * Whether a successful answer may be kept by its path and query while none of the pets it read
+   * changes (src/http/memo.ts, `Reply.reads`): true only where the answer depends on nothing else.
    */
   readonly memo: boolean;
   /** Whether the handler is told which key asks (`Input.key`): the admin API's changes are audited by it. */

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import YAML from 'yaml';
-import { failingStore } from '../../test/fake-store.ts';
+import { failingStore, fakeStore } from '../../test/fake-store.ts';
 import { fakeClock, testApp, tokenFor } from '../../test/testing.ts';
 import { createApp } from '../app.ts';
 import { SlidingWindowLimiter } from '../gateway/index.ts';
@@ -11,6 +11,7 @@ import { KeyTable } from '../keys/table.ts';
 import { createLogger } from '../log.ts';
 import { StoreUnavailableError } from '../store/errors.ts';
 import { IDEMPOTENCY_TTL_MS } from '../store/idempotency.ts';
+import { listPets } from './pets.ts';
 import { IDEMPOTENCY_KEY_PATTERN } from './schemas.ts';
 
 type TestApp = ReturnType<typeof testApp>;
@@ -166,5 +167,35 @@ describe('a store that cannot serve', () => {
     const logged = lines.find((l) => l.msg === 'store unavailable');
     expect(logged).toMatchObject({ level: 'warn', error: expect.stringContaining('disk I/O error') });
     expect(lines.some((l) => l.msg === 'unhandled error')).toBe(false);
+  });
+});
+
+describe('listPets: what a page read, for the answer memo', () => {
+  const pet = (id: number) => ({ id, name: `p${id}`, categoryId: 1, status: 'available' as const });
+  const pageOf = async (rows: number[], query: { limit: number; cursor?: string; status?: 'available' }) => {
+    const { store } = fakeStore({ replace: () => ({ list: async () => rows.map(pet) }) });
+    const input = { query, params: {}, headers: {}, body: undefined, principal: 'addr:127.0.0.1' };
+    return (await listPets(input, { store, clock: fakeClock(0), orderHoldMs: 1000 })).reads;
+  };
+
+  test('a full page depends on every id from its cursor to its last row: a create committed late lands in it', async () => {
+    // After pet 9, pets 11 and 12 read: pet 10's create may still commit (PostgreSQL gives ids before commits).
+    expect(await pageOf([11, 12], { limit: 1, cursor: (9).toString(36) })).toEqual({
+      ids: [10, 11, 12],
+      statuses: false,
+    });
+  });
+
+  test('the last page depends on every create; a page of one status on any status', async () => {
+    expect(await pageOf([11], { limit: 1, cursor: (9).toString(36) })).toEqual({
+      ids: [11],
+      members: true,
+      statuses: false,
+    });
+    expect(await pageOf([3, 5], { limit: 1, status: 'available' })).toEqual({ ids: [1, 2, 3, 4, 5], statuses: true });
+  });
+
+  test('a full page over a wide gap of removed pets depends on every create instead of naming each id', async () => {
+    expect(await pageOf([1, 5_000], { limit: 1 })).toEqual({ ids: [1, 5_000], members: true, statuses: false });
   });
 });

@@ -1,13 +1,23 @@
 import { ApiError } from '../core/errors.ts';
-import { NEXT_STATUSES, type NewPet, type PetPatch, type PetStatus, petOf, type StoredPet } from '../core/pets.ts';
+import {
+  NEXT_STATUSES,
+  type NewPet,
+  type Pet,
+  type PetPatch,
+  type PetStatus,
+  petOf,
+  type StoredPet,
+} from '../core/pets.ts';
 import { ifMatchOf, petEtag } from '../core/preconditions.ts';
-import type { Reply } from '../core/reply.ts';
+import type { PetsTouched, Reply } from '../core/reply.ts';
 import { fingerprintOf, idempotencyScope } from '../store/idempotency.ts';
 import type { ApiDeps, Input } from './operation-types.ts';
 import type { ConditionalHeaders, CreateHeaders, ListQuery, PetParams } from './schemas.ts';
 
 const JSON_TYPE = 'application/json';
 const CURSOR_RADIX = 36;
+/** The most ids a full page names as read: past it (many pets removed between two), it depends on every create. */
+const MOST_IDS_READ = 1_000;
 
 /**
  * `GET /pets`: a page of pets after the cursor, ascending by id, with a `Link` to the next page
@@ -21,10 +31,8 @@ export async function listPets({ query }: Input<ListQuery>, { store }: ApiDeps):
   const after = cursor === undefined ? 0 : Number.parseInt(cursor, CURSOR_RADIX);
   // One more than asked tells whether a next page exists.
   const page = await store.list({ limit: limit + 1, status, after });
-  // Ids only grow, so a full page changes only with the pets it read; the last page also with
-  // every create, and a page of one status with any pet's status.
   const full = page.length > limit;
-  const reads = { ids: page.map((pet) => pet.id), members: !full, statuses: status !== undefined };
+  const reads = pageReads(page, after, full, status !== undefined);
   if (!full) return { status: 200, body: JSON.stringify(page), type: JSON_TYPE, reads };
   const last = page[limit - 1]?.id ?? after;
   return {
@@ -34,6 +42,20 @@ export async function listPets({ query }: Input<ListQuery>, { store }: ApiDeps):
     headers: { Link: nextLink(limit, status, last) },
     reads,
   };
+}
+
+/**
+ * What a page read (`Reply.reads`). A full page changes with every id from its cursor to its last
+ * row, those of pets it shows and those between them: on PostgreSQL a create can commit after one
+ * with a higher id, and land inside a page read meanwhile. The last page changes with every
+ * create too, and a page of one status with any pet's status.
+ */
+function pageReads(page: readonly Pet[], after: number, full: boolean, filtered: boolean): PetsTouched {
+  const last = page.at(-1)?.id ?? after;
+  if (!full || last - after > MOST_IDS_READ) {
+    return { ids: page.map((pet) => pet.id), members: true, statuses: filtered };
+  }
+  return { ids: Array.from({ length: last - after }, (_, i) => after + 1 + i), statuses: filtered };
 }
 
 /**

@@ -317,7 +317,7 @@ function routeOf<D>({ deps }: ApiShared<D>, op: Operation<D>): OperationRoute<D>
   return { op, deps, fixed, readInput: inputReader(op), counted: operationIndex(op.id) };
 }
 
-/** Steps 5 (the kept answer), 6 and 7: a kept answer is used while the store is unchanged. */
+/** Steps 5 (the kept answer), 6 and 7: a kept answer is used while nothing it read has changed. */
 async function answerOperation<D>(
   { store, memo, memoCount }: ApiShared<D>,
   { op, deps, readInput, counted }: OperationRoute<D>,

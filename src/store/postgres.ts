@@ -303,7 +303,8 @@ export class PostgresStore implements PetStore, WithKeyStore {
    */
   async update(id: number, patch: PetPatch, ifMatch?: IfMatch): Promise<UpdateResult> {
     const cols = this.#sql.unsafe(STORED_PET_COLUMNS);
-    return this.#changing('change pet', { ids: [id], statuses: patch.status !== undefined }, () =>
+    // A status counted changed even for a name: the hold this pet's change ends may move it.
+    return this.#changing('change pet', { ids: [id], statuses: true }, () =>
       transaction(this.#sql, async (tx): Promise<UpdateResult> => {
         // A hold of this pet that ran out ends first (its order locked, then the pet, the order
         // every writer takes them in), so If-Match is checked against the version it gave.
