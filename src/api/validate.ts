@@ -201,9 +201,9 @@ function refuseLoneSurrogates(key: string, value: unknown): unknown {
  * step (it throws the refusal) of the pipeline (src/http/pipeline.ts).
  *
  * @example
- * refuseBodyOnGet(c, 64 * 1024)
+ * checkBodyOnGet(c, 64 * 1024)
  */
-export function refuseBodyOnGet(c: Context, maxSize: number): void {
+export function checkBodyOnGet(c: Context, maxSize: number): void {
   const method = c.req.method;
   if (method !== 'GET' && method !== 'HEAD') return;
   const length = c.req.header('content-length');

@@ -1,7 +1,7 @@
 import type { Context, ErrorHandler } from 'hono';
 import type { Deprecation, KeyHolder, Operation, UnkeptOperation } from '../api/operation-types.ts';
 import { isApiPath } from '../api/operations.ts';
-import { inputReader, refuseBodyOnGet } from '../api/validate.ts';
+import { checkBodyOnGet, inputReader } from '../api/validate.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Decision } from '../core/decision.ts';
 import { ApiError, methodNotAllowed, NO_SUCH_PATH } from '../core/errors.ts';
@@ -74,7 +74,7 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
  *    operation's cost), the rate-limit headers, the operation's scope; a refusal is answered at
  *    once; an operation that reads the quota gets it from the limiter's decision, on its input;
  * 4. the operation's fixed headers (a deprecated one's `Deprecation`, `Sunset`, successor `Link`);
- * 5. the body's limits (413, a body on GET), then the answer kept for this path and query, if any;
+ * 5. the body's limits (413; a body sent with GET held to the same rules), then the answer kept for this path and query, if any;
  * 6. the input, validated by the table's schemas (400, 415);
  * 7. the handler, whose reply is tagged (ETag) when the table says so;
  * 8. the one answer path (src/http/answer.ts): 304, compression, HEAD.
@@ -273,12 +273,12 @@ async function bodyChecked(
   next: () => Promise<Response>,
 ): Promise<Response> {
   if (!c.req.raw.body) {
-    refuseBodyOnGet(c, maxBodyBytes);
+    checkBodyOnGet(c, maxBodyBytes);
     return next();
   }
   let response: Response | undefined;
   await limit(c, async () => {
-    refuseBodyOnGet(c, maxBodyBytes);
+    checkBodyOnGet(c, maxBodyBytes);
     response = await next();
   });
   // `limit` either called its continuation or threw the 413.

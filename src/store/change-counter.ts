@@ -56,7 +56,7 @@ export class ChangeCounter {
     if (change.members || change.statuses) this.#statuses = at;
   }
 
-  /** Whether nothing `reads` names changed after `since` (`reads` undefined: nothing at all). */
+  /** Whether nothing `reads` names changed after `since` (`reads` undefined: the answer depends on every pet, so any change counts). */
   unchanged(since: number, reads: PetsTouched | undefined): boolean {
     if (since === this.#count) return true;
     if (reads === undefined || this.#every > since) return false;
