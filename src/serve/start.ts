@@ -16,7 +16,7 @@ import { AllowedRanges } from '../keys/webhook-targets.ts';
 import { createLogger, type Logger, logLines } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { countStoreErrors } from '../metrics/store-errors.ts';
-import { describeData, MEMORY, openStore } from '../store/open.ts';
+import { describeData, type LockReleases, MEMORY, openStore } from '../store/open.ts';
 import { sharedVersion } from '../store/shared-version.ts';
 import type { PetStore, WrappedStore } from '../store/store.ts';
 import { tracesUrl } from '../trace/settings.ts';
@@ -58,9 +58,18 @@ export async function startServer(config: Config): Promise<void> {
   }
   checkOpenFiles(log, openFilesNeeded(keys.consumers, config.maxInFlight));
   const listeners = await Listeners.bind(config, adapter, metrics, memory !== undefined);
-  const opened = await listeners.unlessFailed(() => storeOf(config, log, metrics, memory && poolShare(workers)));
+  const state = memory && new Int32Array(memory.state);
+  const opened = await listeners.unlessFailed(() =>
+    storeOf(
+      config,
+      log,
+      metrics,
+      memory && poolShare(workers),
+      state && { counter: state, index: SHARED.lockReleases },
+    ),
+  );
   // The supervisor's own writes (expiries, a consumer's orders retired) move every worker's version too.
-  const store = memory ? sharedVersion(opened, new Int32Array(memory.state), SHARED.storeVersion) : opened;
+  const store = state ? sharedVersion(opened, state, SHARED.storeVersion) : opened;
   await listeners.unlessFailed(
     async () => {
       await keys.openStore(store);
@@ -402,10 +411,12 @@ export async function storeOf(
   log: Logger,
   metrics: Metrics | undefined,
   poolSize?: number,
+  lockReleases?: LockReleases,
 ): Promise<WrappedStore> {
   const store = await openStore(config.data, log, {
     timeoutMs: config.storeTimeoutSeconds * 1_000,
     ...(poolSize === undefined ? {} : { poolSize }),
+    ...(lockReleases ? { lockReleases } : {}),
   });
   return metrics ? countStoreErrors(store, metrics) : store;
 }

@@ -56,7 +56,10 @@ async function serve(start: WorkerStart): Promise<void> {
         post({ type: 'render', id, openMetrics });
       }),
   );
-  const opened = await storeOf(config, log, metrics, poolShare(start.workers));
+  const opened = await storeOf(config, log, metrics, poolShare(start.workers), {
+    counter: state,
+    index: SHARED.lockReleases,
+  });
   const store = sharedVersion(opened, state, SHARED.storeVersion);
   const trust = new TrustedProxies(config.trustProxy);
   const app = createApp({

@@ -38,6 +38,8 @@ export const SHARED = {
   listening: 1,
   /** Moved by every worker's store writes (src/store/shared-version.ts). */
   storeVersion: 2,
+  /** Moved as each worker's SQLite write transaction ends: a worker waiting for the lock tries it then. */
+  lockReleases: 3,
 } as const;
 const SHARED_LENGTH = 4;
 

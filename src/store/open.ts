@@ -4,6 +4,7 @@ import { type BoundedStore, boundStore, DEFAULT_STORE_TIMEOUT_MS } from './bound
 import { StoreOpenError } from './errors.ts';
 import { MemoryStore } from './memory-store.ts';
 import { POSTGRES_URL } from './postgres-url.ts';
+import type { LockReleases } from './sqlite.ts';
 import type { PetStore } from './store.ts';
 
 /** The `--data` value that keeps pets in memory only. */
@@ -18,6 +19,8 @@ export interface OpenStoreOptions {
   readonly timeoutMs?: number;
   /** PostgreSQL: connections of this store's pool (a worker's share of an instance's); default 10. */
   readonly poolSize?: number;
+  /** SQLite: the counter the workers' connections move as each write transaction ends (`SqliteStoreOptions.lockReleases`). */
+  readonly lockReleases?: LockReleases;
 }
 
 /**
@@ -33,9 +36,9 @@ export interface OpenStoreOptions {
 export async function openStore(
   data: string,
   log: Logger,
-  { timeoutMs = DEFAULT_STORE_TIMEOUT_MS, poolSize }: OpenStoreOptions = {},
+  { timeoutMs = DEFAULT_STORE_TIMEOUT_MS, poolSize, lockReleases }: OpenStoreOptions = {},
 ): Promise<BoundedStore> {
-  const backend = await openBackend(data, log, timeoutMs, poolSize);
+  const backend = await openBackend(data, log, timeoutMs, poolSize, lockReleases);
   const system = backend instanceof MemoryStore ? undefined : POSTGRES_URL.test(data) ? 'postgresql' : 'sqlite';
   return boundStore(backend, { timeoutMs, log, ...(system ? { system } : {}) });
 }
@@ -45,6 +48,7 @@ async function openBackend(
   log: Logger,
   timeoutMs: number,
   poolSize: number | undefined,
+  lockReleases: LockReleases | undefined,
 ): Promise<PetStore> {
   if (data === MEMORY) {
     log.warn('pets are kept in memory only and are lost at exit', { data });
@@ -60,7 +64,13 @@ async function openBackend(
   // A durable store asked for and not available stops the start: never a silent memory store.
   if (!open) throw new StoreOpenError(noSqlite(data));
   const { SqliteStore } = await import('./sqlite.ts');
-  return SqliteStore.open({ path: data, open, log, lockWaitMs: lockWaitFor(timeoutMs) });
+  return SqliteStore.open({
+    path: data,
+    open,
+    log,
+    lockWaitMs: lockWaitFor(timeoutMs),
+    ...(lockReleases ? { lockReleases } : {}),
+  });
 }
 
 /** Why a SQLite file cannot be opened on this runtime, and what to run instead. */
@@ -79,3 +89,5 @@ export function noSqlite(data: string): string {
 function lockWaitFor(timeoutMs: number): number {
   return Math.max(0, timeoutMs - Math.min(200, timeoutMs / 10));
 }
+
+export type { LockReleases };

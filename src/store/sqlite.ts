@@ -134,6 +134,28 @@ export interface SqliteStoreOptions {
    * with `StoreTimeoutError`, and a create that waited is dropped unstored.
    */
   readonly lockWaitMs?: number;
+  /**
+   * A counter in memory shared with the other connections of this process (the workers'): each
+   * adds one when its write transaction ends. A write that finds the file locked tries again as
+   * soon as it moves, rather than after `BUSY_POLL_MS`.
+   */
+  readonly lockReleases?: LockReleases;
+}
+
+/** `Atomics.waitAsync` (ES2024): used with `lockReleases` only, which the workers (Bun) pass. */
+const { waitAsync } = Atomics as unknown as {
+  waitAsync(
+    array: Int32Array,
+    index: number,
+    value: number,
+    timeoutMs: number,
+  ): { async: false; value: 'not-equal' | 'timed-out' } | { async: true; value: Promise<'ok' | 'timed-out'> };
+};
+
+/** A place in shared memory (`Int32Array`, index) moved at the end of every write transaction. */
+export interface LockReleases {
+  readonly counter: Int32Array;
+  readonly index: number;
 }
 
 /** A write waiting for the next batch: `run` inside its transaction, settled after its COMMIT. */
@@ -188,7 +210,10 @@ export class SqliteStore implements PetStore, WithKeyStore {
     read: (doing, query) => this.#read(doing, query),
   });
 
-  private constructor(db: SqliteConnection, clock: Clock, lockWaitMs: number) {
+  readonly #releases: LockReleases | undefined;
+
+  private constructor(db: SqliteConnection, clock: Clock, lockWaitMs: number, releases: LockReleases | undefined) {
+    this.#releases = releases;
     this.#db = db;
     this.#clock = clock;
     this.#lockWaitMs = lockWaitMs;
@@ -208,6 +233,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
     log,
     clock = systemClock,
     lockWaitMs = DEFAULT_LOCK_WAIT_MS,
+    lockReleases,
   }: SqliteStoreOptions): SqliteStore {
     const file = resolve(path);
     let db: SqliteConnection | undefined;
@@ -239,7 +265,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
           schemaVersion: SCHEMA_VERSION,
         });
       }
-      return new SqliteStore(db, clock, lockWaitMs);
+      return new SqliteStore(db, clock, lockWaitMs, lockReleases);
     } catch (err) {
       db?.close();
       if (err instanceof StoreOpenError) throw err;
@@ -418,11 +444,14 @@ export class SqliteStore implements PetStore, WithKeyStore {
     this.#dropWaitedOut();
     const batch = this.#pending;
     if (batch.length === 0) return;
+    const releases = this.#releases;
+    // Read before trying the lock, so that a release in between is not missed.
+    const released = releases ? Atomics.load(releases.counter, releases.index) : 0;
     try {
       this.#db.exec('BEGIN IMMEDIATE');
     } catch (err) {
       if (isSqliteBusy(err)) {
-        this.#retry = setTimeout(() => this.#commit(), BUSY_POLL_MS);
+        this.#retryWhenReleased(released);
         return;
       }
       this.#pending = [];
@@ -440,13 +469,42 @@ export class SqliteStore implements PetStore, WithKeyStore {
       this.#db.exec('COMMIT');
     } catch (err) {
       rollback(this.#db);
+      this.#released();
       const failure = sqliteError(err, 'store pet');
       for (const p of batch) p.reject(failure);
       return;
     }
+    this.#released();
     // Counted before any caller hears of its write (src/store/change-counter.ts).
     for (const change of this.#touched) this.#changes.changed(change);
     for (const [i, p] of batch.entries()) p.resolve(results[i]);
+  }
+
+  /**
+   * The pending writes try the lock again after `BUSY_POLL_MS`, or as soon as another connection
+   * of this process ends its write transaction (`lockReleases`), whichever comes first.
+   */
+  #retryWhenReleased(released: number): void {
+    const retry = setTimeout(() => this.#commit(), BUSY_POLL_MS);
+    this.#retry = retry;
+    const releases = this.#releases;
+    if (!releases) return;
+    const again = () => {
+      if (this.#retry !== retry || this.#closed) return;
+      clearTimeout(retry);
+      this.#commit();
+    };
+    const wait = waitAsync(releases.counter, releases.index, released, BUSY_POLL_MS);
+    if (!wait.async) setImmediate(again);
+    else void wait.value.then((result) => result === 'ok' && again());
+  }
+
+  /** This connection's write transaction ended: another connection of this process waiting for the lock may try it. */
+  #released(): void {
+    const releases = this.#releases;
+    if (!releases) return;
+    Atomics.add(releases.counter, releases.index, 1);
+    Atomics.notify(releases.counter, releases.index);
   }
 
   /** Rejects the queued creates that waited `lockWaitMs` for the lock: none of them is stored. */
