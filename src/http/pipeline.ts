@@ -72,7 +72,8 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
  * 2. CORS: a preflight is answered here, before any key is asked for;
  * 3. the gateway: identify the caller, its in-flight slot, the limiter (spending the
  *    operation's cost), the rate-limit headers, the operation's scope; a refusal is answered at
- *    once; an operation that reads the quota gets it from the limiter's decision, on its input;
+ *    once; the limiter's decision goes on, and an operation that reads the quota gets it from
+ *    that decision with its input (step 6);
  * 4. the operation's fixed headers (a deprecated one's `Deprecation`, `Sunset`, successor `Link`);
  * 5. the body's limits (413; a body sent with GET held to the same rules), then the answer kept for this path and query, if any;
  * 6. the input, validated by the table's schemas (400, 415);
