@@ -190,8 +190,9 @@ export class SqliteStore implements PetStore, WithKeyStore {
   #touched: PetsTouched[] = [];
   readonly #clock: Clock;
   readonly #lockWaitMs: number;
-  #version: unknown;
-  #versionReadAt = Number.NEGATIVE_INFINITY;
+  /** `PRAGMA data_version` as last read: another connection's commit moves it. */
+  #dataVersionSeen: unknown;
+  #dataVersionReadAt = Number.NEGATIVE_INFINITY;
   #pending: PendingWrite[] = [];
   /** Set while the pending writes wait for another process's lock. */
   #retry: ReturnType<typeof setTimeout> | undefined;
@@ -693,16 +694,16 @@ export class SqliteStore implements PetStore, WithKeyStore {
   #dataVersion(doing: string): unknown {
     if (this.#closed) throw new StoreUnavailableError('the store is closed');
     const now = this.#clock.now();
-    if (now - this.#versionReadAt >= DATA_VERSION_TTL_MS || now < this.#versionReadAt) {
+    if (now - this.#dataVersionReadAt >= DATA_VERSION_TTL_MS || now < this.#dataVersionReadAt) {
       const version = column(
         this.#read(doing, () => this.#db.prepare(DATA_VERSION).get()),
         'data_version',
       );
-      if (version !== this.#version) this.#changes.changed(EVERY_PET);
-      this.#version = version;
-      this.#versionReadAt = now;
+      if (version !== this.#dataVersionSeen) this.#changes.changed(EVERY_PET);
+      this.#dataVersionSeen = version;
+      this.#dataVersionReadAt = now;
     }
-    return this.#version;
+    return this.#dataVersionSeen;
   }
 
   #read<T>(doing: string, query: () => T): T {
