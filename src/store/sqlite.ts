@@ -351,7 +351,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
       const order = orderFromRow(row);
       if (order.status !== 'placed') return { outcome: order.status === to ? 'unchanged' : 'order_closed', order };
       const closed = orderFromRow(this.#db.prepare(CLOSE_ORDER).get(to, id));
-      this.#release(order.petId, to === 'completed' ? 'sold' : 'available');
+      this.#releasePet(order.petId, to === 'completed' ? 'sold' : 'available');
       return { outcome: 'closed', order: closed };
     }) as Promise<CloseOrderResult>;
   }
@@ -363,7 +363,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
   async retireOwner(owner: string): Promise<void> {
     await this.#enqueue(() => {
       for (const row of this.#db.prepare(CANCEL_OWNED).all(owner)) {
-        this.#release(Number(column(row, 'pet_id')), 'available');
+        this.#releasePet(Number(column(row, 'pet_id')), 'available');
       }
       this.#db.prepare(RETIRE_OWNER).get(retiredOwner(owner), owner);
     });
@@ -470,12 +470,12 @@ export class SqliteStore implements PetStore, WithKeyStore {
       this.#db.exec('COMMIT');
     } catch (err) {
       rollback(this.#db);
-      this.#released();
+      this.#lockReleased();
       const failure = sqliteError(err, 'store pet');
       for (const p of batch) p.reject(failure);
       return;
     }
-    this.#released();
+    this.#lockReleased();
     // Counted before any caller hears of its write (src/store/change-counter.ts).
     for (const change of this.#touched) this.#changes.changed(change);
     for (const [i, p] of batch.entries()) p.resolve(results[i]);
@@ -501,7 +501,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
   }
 
   /** This connection's write transaction ended: another connection of this process waiting for the lock may try it. */
-  #released(): void {
+  #lockReleased(): void {
     const releases = this.#releases;
     if (!releases) return;
     Atomics.add(releases.counter, releases.index, 1);
@@ -560,7 +560,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
   }
 
   /** Inside the batch's transaction: pet `id` leaves `pending` for `status`, if it is pending. */
-  #release(id: number, status: 'available' | 'sold'): void {
+  #releasePet(id: number, status: 'available' | 'sold'): void {
     this.#db.prepare(RELEASE_PET).get(status, id);
     this.#touched.push({ ids: [id], statuses: true });
   }
@@ -651,7 +651,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
     const rows = this.#db.prepare(EXPIRE_DUE).all(now);
     for (const row of rows) {
       const order = orderFromRow(row);
-      this.#release(order.petId, 'available');
+      this.#releasePet(order.petId, 'available');
       const event = orderExpiredEvent(String(column(row, 'owner')), order, now);
       if (event) this.#db.prepare(RECORD).get(event.id, event.consumer, event.type, event.payload, now, now, null);
     }
