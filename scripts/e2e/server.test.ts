@@ -104,6 +104,10 @@ describe('the command line', () => {
   test('without a keys file it makes a development key, prints it once, and serves with it', async () => {
     const s = await startServer();
     try {
+      // The banner is on stderr and the listening line on stdout: two pipes read in no set order.
+      for (const end = Date.now() + 5_000; Date.now() < end && !s.lines.some((l) => l.includes('keys add')); ) {
+        await Bun.sleep(20);
+      }
       const out = s.lines.join('\n');
       const token = /Authorization: Bearer (psk_[0-9A-Za-z]{38})/.exec(out)?.[1] as string;
       expect(out).toContain('petstore keys add --keys FILE --consumer NAME --plan PLAN');
