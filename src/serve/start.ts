@@ -16,11 +16,9 @@ import { AllowedRanges } from '../keys/webhook-targets.ts';
 import { createLogger, type Logger, logLines } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { countStoreErrors } from '../metrics/store-errors.ts';
-import { describeData, MEMORY, openStore } from '../store/open.ts';
-import { POSTGRES_URL } from '../store/postgres-url.ts';
+import { describeData, type LockReleases, MEMORY, openStore } from '../store/open.ts';
 import { sharedVersion } from '../store/shared-version.ts';
 import type { PetStore, WrappedStore } from '../store/store.ts';
-import type { StoreWriter } from '../store/writer.ts';
 import { tracesUrl } from '../trace/settings.ts';
 import { VERSION } from '../version.ts';
 import { notifier } from '../webhooks/notify.ts';
@@ -61,7 +59,15 @@ export async function startServer(config: Config): Promise<void> {
   checkOpenFiles(log, openFilesNeeded(keys.consumers, config.maxInFlight));
   const listeners = await Listeners.bind(config, adapter, metrics, memory !== undefined);
   const state = memory && new Int32Array(memory.state);
-  const opened = await listeners.unlessFailed(() => storeOf(config, log, metrics, memory && poolShare(workers)));
+  const opened = await listeners.unlessFailed(() =>
+    storeOf(
+      config,
+      log,
+      metrics,
+      memory && poolShare(workers),
+      state && { counter: state, index: SHARED.lockReleases },
+    ),
+  );
   // The supervisor's own writes (expiries, a consumer's orders retired) move every worker's version too.
   const store = state ? sharedVersion(opened, state, SHARED.storeVersion) : opened;
   await listeners.unlessFailed(
@@ -79,22 +85,10 @@ export async function startServer(config: Config): Promise<void> {
   if (memory) {
     await listeners.unlessFailed(
       () =>
-        startWorkers(
-          config,
-          memory,
-          listeners,
-          keys,
-          limiter,
-          log,
-          metrics,
-          webhooks.worker,
-          () => ({
-            ...(shared ? { limiter: shared.status() } : {}),
-            ...(config.keys ? { keysProblem: keys.problem() } : {}),
-          }),
-          // A SQLite file has one writer for the host, this thread's connection; PostgreSQL takes every worker's.
-          POSTGRES_URL.test(config.data) ? undefined : store.backend,
-        ),
+        startWorkers(config, memory, listeners, keys, limiter, log, metrics, webhooks.worker, () => ({
+          ...(shared ? { limiter: shared.status() } : {}),
+          ...(config.keys ? { keysProblem: keys.problem() } : {}),
+        })),
       () => store.close(),
     );
   } else {
@@ -194,7 +188,6 @@ async function startWorkers(
   metrics: Metrics | undefined,
   webhooks: DeliveryWorker | undefined,
   status: () => HostStatus,
-  writer: PetStore | undefined,
 ): Promise<WorkerPool> {
   const pool = await WorkerPool.start({
     count: memory.slots.workers,
@@ -208,7 +201,6 @@ async function startWorkers(
     ...(config.redis || config.keys === KEYS_STORE ? { status } : {}),
     wake: () => webhooks?.wake(),
     ...(metrics ? { metrics } : {}),
-    ...(writer ? { writer } : {}),
     lost: (reason) => {
       log.error('stopping: the process would serve with fewer workers than it says', { reason });
       // Drained as on SIGTERM, then exit 1, for the supervisor (systemd, the orchestrator) to restart it.
@@ -419,12 +411,12 @@ export async function storeOf(
   log: Logger,
   metrics: Metrics | undefined,
   poolSize?: number,
-  writer?: StoreWriter,
+  lockReleases?: LockReleases,
 ): Promise<WrappedStore> {
   const store = await openStore(config.data, log, {
     timeoutMs: config.storeTimeoutSeconds * 1_000,
     ...(poolSize === undefined ? {} : { poolSize }),
-    ...(writer ? { writer } : {}),
+    ...(lockReleases ? { lockReleases } : {}),
   });
   return metrics ? countStoreErrors(store, metrics) : store;
 }

@@ -19,7 +19,6 @@ import { sharedVersion } from '../store/shared-version.ts';
 import { notifier } from '../webhooks/notify.ts';
 import { adapter } from './bun.ts';
 import { packAsks, RemoteLimiter, unpackAnswers } from './host-limiter.ts';
-import { RemoteWriter } from './host-writer.ts';
 import { metricsOf, storeOf } from './start.ts';
 import { keyRecords, poolShare, SHARED, type ToWorker, type WorkerStart } from './workers.ts';
 
@@ -57,9 +56,10 @@ async function serve(start: WorkerStart): Promise<void> {
         post({ type: 'render', id, openMetrics });
       }),
   );
-  // Its reads on its own connection, its writes by the host's one writer.
-  const writer = start.oneWriter ? new RemoteWriter(post) : undefined;
-  const opened = await storeOf(config, log, metrics, poolShare(start.workers), writer?.write);
+  const opened = await storeOf(config, log, metrics, poolShare(start.workers), {
+    counter: state,
+    index: SHARED.lockReleases,
+  });
   const store = sharedVersion(opened, state, SHARED.storeVersion);
   const trust = new TrustedProxies(config.trustProxy);
   const app = createApp({
@@ -104,10 +104,6 @@ async function serve(start: WorkerStart): Promise<void> {
     const message = event.data;
     if (message.type === 'decided') {
       for (const answer of unpackAnswers(message)) limiter.answer(answer);
-      return;
-    }
-    if (message.type === 'written') {
-      writer?.answer(message);
       return;
     }
     if (message.type === 'keys') {

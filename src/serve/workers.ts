@@ -19,7 +19,6 @@ import type { KeyTable } from '../keys/table.ts';
 import { batched, type Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { POOL_SIZE } from '../store/postgres-url.ts';
-import type { PetStore } from '../store/store.ts';
 import {
   type DecidedMessage,
   grantMemory,
@@ -29,7 +28,6 @@ import {
   packAnswers,
   unpackAsks,
 } from './host-limiter.ts';
-import { type WriteMessage, type WrittenMessage, writesFor } from './host-writer.ts';
 import type { RunningServer } from './server.ts';
 
 /** Places in the workers' shared state (`WorkerMemory.state`). */
@@ -40,8 +38,10 @@ export const SHARED = {
   listening: 1,
   /** Moved by every worker's store writes (src/store/shared-version.ts). */
   storeVersion: 2,
+  /** Moved as each worker's SQLite write transaction ends: a worker waiting for the lock tries it then. */
+  lockReleases: 3,
 } as const;
-const SHARED_LENGTH = 3;
+const SHARED_LENGTH = 4;
 
 /** The memory the supervisor makes once and every worker is handed. */
 export interface WorkerMemory {
@@ -82,8 +82,6 @@ export interface WorkerStart {
   readonly memory: WorkerMemory;
   /** Its grant memory (`host-limiter.ts`): a new one for each worker started, so a replacement never spends a dead one's units. */
   readonly grants: SharedArrayBuffer;
-  /** Whether its store's writes go to the host's one writer (a SQLite file: `host-writer.ts`). */
-  readonly oneWriter: boolean;
 }
 
 /** What the supervisor sends a worker. */
@@ -98,16 +96,12 @@ export type ToWorker =
   /** Asks for the worker's series, to sum them (`Metrics.sumWith`). */
   | { readonly type: 'scrape'; readonly id: number }
   /** The host's `/metrics`, which the worker asked for. */
-  | { readonly type: 'rendered'; readonly id: number; readonly text: string }
-  /** The answers to its writes (`host-writer.ts`). */
-  | WrittenMessage;
+  | { readonly type: 'rendered'; readonly id: number; readonly text: string };
 
 /** What a worker sends the supervisor. */
 type FromWorker =
   /** A turn's questions to the limiter. */
   | ({ readonly type: 'decide' } & PackedAsks)
-  /** A turn's writes of its store, for the host's one writer. */
-  | WriteMessage
   /** Its module is loaded and it listens for messages: it is sent its start now. */
   | { readonly type: 'loaded' }
   | { readonly type: 'listening' }
@@ -171,12 +165,6 @@ export interface WorkerPoolOptions {
   readonly metrics?: Metrics;
   /** A worker could not be replaced: the process stops rather than serve with fewer. */
   readonly lost: (reason: string) => void;
-  /**
-   * The store that writes for the host (the supervisor's own SQLite store, unwrapped): every
-   * worker's writes are run in its batches (`host-writer.ts`). Without it each worker writes on
-   * its own connections (PostgreSQL).
-   */
-  readonly writer?: PetStore;
 }
 
 interface Running {
@@ -316,13 +304,6 @@ export class WorkerPool implements RunningServer {
       ),
       grants,
     );
-    const { writer } = this.#options;
-    // The answers of a worker that exited are dropped: it took its requests with it.
-    const writes =
-      writer &&
-      writesFor(writer, (answers) => {
-        if (this.#running[index] === running) worker.postMessage(answers satisfies ToWorker);
-      });
     worker.onmessage = (event: MessageEvent<FromWorker>) => {
       const message = event.data;
       switch (message.type) {
@@ -332,8 +313,6 @@ export class WorkerPool implements RunningServer {
         case 'decide':
           for (const ask of unpackAsks(message)) decide(ask);
           return;
-        case 'write':
-          return writes?.(message);
         case 'log':
           return lines(message.text);
         case 'wake':
@@ -389,7 +368,6 @@ export class WorkerPool implements RunningServer {
         keys: keys().all(),
         memory: this.memory,
         grants,
-        oneWriter: writer !== undefined,
       } satisfies ToWorker);
     return listening;
   }

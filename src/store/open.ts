@@ -4,8 +4,8 @@ import { type BoundedStore, boundStore, DEFAULT_STORE_TIMEOUT_MS } from './bound
 import { StoreOpenError } from './errors.ts';
 import { MemoryStore } from './memory-store.ts';
 import { POSTGRES_URL } from './postgres-url.ts';
+import type { LockReleases } from './sqlite.ts';
 import type { PetStore } from './store.ts';
-import type { StoreWriter } from './writer.ts';
 
 /** The `--data` value that keeps pets in memory only. */
 export const MEMORY = ':memory:';
@@ -19,8 +19,8 @@ export interface OpenStoreOptions {
   readonly timeoutMs?: number;
   /** PostgreSQL: connections of this store's pool (a worker's share of an instance's); default 10. */
   readonly poolSize?: number;
-  /** SQLite: where a worker's writes go, the host's one writer (`SqliteStoreOptions.writer`). */
-  readonly writer?: StoreWriter;
+  /** SQLite: the counter the workers' connections move as each write transaction ends (`SqliteStoreOptions.lockReleases`). */
+  readonly lockReleases?: LockReleases;
 }
 
 /**
@@ -36,9 +36,9 @@ export interface OpenStoreOptions {
 export async function openStore(
   data: string,
   log: Logger,
-  { timeoutMs = DEFAULT_STORE_TIMEOUT_MS, poolSize, writer }: OpenStoreOptions = {},
+  { timeoutMs = DEFAULT_STORE_TIMEOUT_MS, poolSize, lockReleases }: OpenStoreOptions = {},
 ): Promise<BoundedStore> {
-  const backend = await openBackend(data, log, timeoutMs, poolSize, writer);
+  const backend = await openBackend(data, log, timeoutMs, poolSize, lockReleases);
   const system = backend instanceof MemoryStore ? undefined : POSTGRES_URL.test(data) ? 'postgresql' : 'sqlite';
   return boundStore(backend, { timeoutMs, log, ...(system ? { system } : {}) });
 }
@@ -48,7 +48,7 @@ async function openBackend(
   log: Logger,
   timeoutMs: number,
   poolSize: number | undefined,
-  writer: StoreWriter | undefined,
+  lockReleases: LockReleases | undefined,
 ): Promise<PetStore> {
   if (data === MEMORY) {
     log.warn('pets are kept in memory only and are lost at exit', { data });
@@ -69,7 +69,7 @@ async function openBackend(
     open,
     log,
     lockWaitMs: lockWaitFor(timeoutMs),
-    ...(writer ? { writer } : {}),
+    ...(lockReleases ? { lockReleases } : {}),
   });
 }
 
@@ -89,3 +89,5 @@ export function noSqlite(data: string): string {
 function lockWaitFor(timeoutMs: number): number {
   return Math.max(0, timeoutMs - Math.min(200, timeoutMs / 10));
 }
+
+export type { LockReleases };

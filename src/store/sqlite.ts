@@ -51,7 +51,6 @@ import type {
   RemoveResult,
   UpdateResult,
 } from './store.ts';
-import type { StoreWriter, WriteCall } from './writer.ts';
 
 /** How long opening the file (its migrations) waits for another process holding the lock. */
 const OPEN_BUSY_TIMEOUT_MS = 5_000;
@@ -136,12 +135,27 @@ export interface SqliteStoreOptions {
    */
   readonly lockWaitMs?: number;
   /**
-   * Where this connection's writes go instead of its own batches: the host's one writer (a
-   * worker's store with `--workers` above 1). It reads on its own connection; SQLite allows one
-   * writer at a time, so one connection writing for the host batches every worker's writes in
-   * one group commit rather than taking the lock in turns.
+   * A counter in memory shared with the other connections of this process (the workers'): each
+   * adds one when its write transaction ends. A write that finds the file locked tries again as
+   * soon as it moves, rather than after `BUSY_POLL_MS`.
    */
-  readonly writer?: StoreWriter;
+  readonly lockReleases?: LockReleases;
+}
+
+/** `Atomics.waitAsync` (ES2024): used with `lockReleases` only, which the workers (Bun) pass. */
+const { waitAsync } = Atomics as unknown as {
+  waitAsync(
+    array: Int32Array,
+    index: number,
+    value: number,
+    timeoutMs: number,
+  ): { async: false; value: 'not-equal' | 'timed-out' } | { async: true; value: Promise<'ok' | 'timed-out'> };
+};
+
+/** A place in shared memory (`Int32Array`, index) moved at the end of every write transaction. */
+export interface LockReleases {
+  readonly counter: Int32Array;
+  readonly index: number;
 }
 
 /** A write waiting for the next batch: `run` inside its transaction, settled after its COMMIT. */
@@ -191,24 +205,20 @@ export class SqliteStore implements PetStore, WithKeyStore {
   /** The expiry `version()` started, while it runs. */
   #expiring: Promise<unknown> | undefined;
   /** The webhook outbox in this file: its writes are batched with the pets'. */
-  readonly outbox: Outbox;
-  readonly #writer: StoreWriter | undefined;
+  readonly outbox: Outbox = sqliteOutbox({
+    db: () => this.#db,
+    enqueue: (run) => this.#enqueue(run),
+    read: (doing, query) => this.#read(doing, query),
+  });
 
-  private constructor(db: SqliteConnection, clock: Clock, lockWaitMs: number, writer: StoreWriter | undefined) {
-    this.#writer = writer;
+  readonly #releases: LockReleases | undefined;
+
+  private constructor(db: SqliteConnection, clock: Clock, lockWaitMs: number, releases: LockReleases | undefined) {
+    this.#releases = releases;
     this.#db = db;
     this.#clock = clock;
     this.#lockWaitMs = lockWaitMs;
     this.#nextDeadline = this.#readNextDeadline();
-    const outbox = sqliteOutbox({
-      db: () => this.#db,
-      enqueue: (run) => this.#enqueue(run),
-      read: (doing, query) => this.#read(doing, query),
-    });
-    // A worker records its events through the host's writer; the rest of the outbox is the delivery worker's, on the writer's own store.
-    this.outbox = writer
-      ? { ...outbox, record: async (events) => void (await this.#send(['record', events])) }
-      : outbox;
   }
 
   /**
@@ -224,7 +234,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
     log,
     clock = systemClock,
     lockWaitMs = DEFAULT_LOCK_WAIT_MS,
-    writer,
+    lockReleases,
   }: SqliteStoreOptions): SqliteStore {
     const file = resolve(path);
     let db: SqliteConnection | undefined;
@@ -256,7 +266,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
           schemaVersion: SCHEMA_VERSION,
         });
       }
-      return new SqliteStore(db, clock, lockWaitMs, writer);
+      return new SqliteStore(db, clock, lockWaitMs, lockReleases);
     } catch (err) {
       db?.close();
       if (err instanceof StoreOpenError) throw err;
@@ -267,15 +277,11 @@ export class SqliteStore implements PetStore, WithKeyStore {
   }
 
   create(pet: NewPet): Promise<StoredPet> {
-    return this.#write(['create', pet], () => this.#insert(pet)) as Promise<StoredPet>;
+    return this.#enqueue(() => this.#insert(pet)) as Promise<StoredPet>;
   }
 
   createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult> {
-    return this.#write(
-      ['createOnce', pet, once],
-      () => this.#insertOnce(pet, once),
-      once.now,
-    ) as Promise<CreateOnceResult>;
+    return this.#enqueue(() => this.#insertOnce(pet, once), once.now) as Promise<CreateOnceResult>;
   }
 
   async get(id: number): Promise<StoredPet | undefined> {
@@ -286,11 +292,11 @@ export class SqliteStore implements PetStore, WithKeyStore {
   }
 
   update(id: number, patch: PetPatch, ifMatch?: IfMatch): Promise<UpdateResult> {
-    return this.#write(['update', id, patch, ifMatch], () => this.#change(id, patch, ifMatch)) as Promise<UpdateResult>;
+    return this.#enqueue(() => this.#change(id, patch, ifMatch)) as Promise<UpdateResult>;
   }
 
   remove(id: number, ifMatch?: IfMatch): Promise<RemoveResult> {
-    return this.#write(['remove', id, ifMatch], () => this.#removal(id, ifMatch)) as Promise<RemoveResult>;
+    return this.#enqueue(() => this.#removal(id, ifMatch)) as Promise<RemoveResult>;
   }
 
   async list({ limit, status, after = 0 }: ListOptions): Promise<readonly Pet[]> {
@@ -310,12 +316,8 @@ export class SqliteStore implements PetStore, WithKeyStore {
     );
   }
 
-  async placeOrder(place: PlaceOrder): Promise<PlaceOrderResult> {
-    if (!this.#writer) return this.#enqueue(() => this.#placeIn(place)) as Promise<PlaceOrderResult>;
-    const placed = (await this.#send(['placeOrder', place])) as PlaceOrderResult;
-    // This connection's `version()` expires the order when its hold runs out, as if placed here.
-    if (placed.outcome === 'placed') this.#nextDeadline = Math.min(this.#nextDeadline, placed.order.holdUntil);
-    return placed;
+  placeOrder(place: PlaceOrder): Promise<PlaceOrderResult> {
+    return this.#enqueue(() => this.#placeIn(place)) as Promise<PlaceOrderResult>;
   }
 
   async getOrder(owner: string, id: string, now: number): Promise<StoredOrder | undefined> {
@@ -342,7 +344,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
   }
 
   closeOrder(owner: string, id: string, to: Closing, now: number): Promise<CloseOrderResult> {
-    return this.#write(['closeOrder', owner, id, to, now], () => {
+    return this.#enqueue(() => {
       this.#expireIn(now);
       const row = this.#db.prepare(ORDER_OF).get(id, owner);
       if (row === undefined || row === null) return { outcome: 'not_found' };
@@ -359,7 +361,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
   }
 
   async retireOwner(owner: string): Promise<void> {
-    await this.#write(['retireOwner', owner], () => {
+    await this.#enqueue(() => {
       for (const row of this.#db.prepare(CANCEL_OWNED).all(owner)) {
         this.#releasePet(Number(column(row, 'pet_id')), 'available');
       }
@@ -369,7 +371,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
 
   async adoptOwners(moves: readonly OwnerMove[]): Promise<void> {
     if (moves.length === 0) return;
-    await this.#write(['adoptOwners', moves], () => {
+    await this.#enqueue(() => {
       for (const { from, to } of moves) {
         this.#db.prepare(ADOPT_ORDERS).get(to, from);
         for (const op of KEYED_CREATES) {
@@ -424,16 +426,6 @@ export class SqliteStore implements PetStore, WithKeyStore {
     this.#db.close();
   }
 
-  /** A write: sent to the host's writer when there is one, else run in this connection's next batch. */
-  #write(call: WriteCall, run: () => unknown, now?: number): Promise<unknown> {
-    return this.#writer ? this.#send(call) : this.#enqueue(run, now);
-  }
-
-  #send(call: WriteCall): Promise<unknown> {
-    if (this.#closed || !this.#writer) return Promise.reject(new StoreUnavailableError('the store is closed'));
-    return this.#writer(call);
-  }
-
   #enqueue(run: () => unknown, now?: number): Promise<unknown> {
     if (this.#closed) return Promise.reject(new StoreUnavailableError('the store is closed'));
     return new Promise((resolve, reject) => {
@@ -453,11 +445,14 @@ export class SqliteStore implements PetStore, WithKeyStore {
     this.#dropWaitedOut();
     const batch = this.#pending;
     if (batch.length === 0) return;
+    const releases = this.#releases;
+    // Read before trying the lock, so that a release in between is not missed.
+    const released = releases ? Atomics.load(releases.counter, releases.index) : 0;
     try {
       this.#db.exec('BEGIN IMMEDIATE');
     } catch (err) {
       if (isSqliteBusy(err)) {
-        this.#retry = setTimeout(() => this.#commit(), BUSY_POLL_MS);
+        this.#retryWhenReleased(released);
         return;
       }
       this.#pending = [];
@@ -475,13 +470,42 @@ export class SqliteStore implements PetStore, WithKeyStore {
       this.#db.exec('COMMIT');
     } catch (err) {
       rollback(this.#db);
+      this.#lockReleased();
       const failure = sqliteError(err, 'store pet');
       for (const p of batch) p.reject(failure);
       return;
     }
+    this.#lockReleased();
     // Counted before any caller hears of its write (src/store/change-counter.ts).
     for (const change of this.#touched) this.#changes.changed(change);
     for (const [i, p] of batch.entries()) p.resolve(results[i]);
+  }
+
+  /**
+   * The pending writes try the lock again after `BUSY_POLL_MS`, or as soon as another connection
+   * of this process ends its write transaction (`lockReleases`), whichever comes first.
+   */
+  #retryWhenReleased(released: number): void {
+    const retry = setTimeout(() => this.#commit(), BUSY_POLL_MS);
+    this.#retry = retry;
+    const releases = this.#releases;
+    if (!releases) return;
+    const again = () => {
+      if (this.#retry !== retry || this.#closed) return;
+      clearTimeout(retry);
+      this.#commit();
+    };
+    const wait = waitAsync(releases.counter, releases.index, released, BUSY_POLL_MS);
+    if (!wait.async) setImmediate(again);
+    else void wait.value.then((result) => result === 'ok' && again());
+  }
+
+  /** This connection's write transaction ended: another connection of this process waiting for the lock may try it. */
+  #lockReleased(): void {
+    const releases = this.#releases;
+    if (!releases) return;
+    Atomics.add(releases.counter, releases.index, 1);
+    Atomics.notify(releases.counter, releases.index);
   }
 
   /** Rejects the queued creates that waited `lockWaitMs` for the lock: none of them is stored. */
@@ -615,10 +639,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
       this.#nextDeadline = this.#readNextDeadline();
       return 0;
     }
-    if (!this.#writer) return (await this.#enqueue(() => this.#expireIn(now))) as number;
-    const expired = (await this.#send(['expireOrders', now])) as number;
-    this.#nextDeadline = this.#readNextDeadline();
-    return expired;
+    return (await this.#enqueue(() => this.#expireIn(now))) as number;
   }
 
   /**
