@@ -17,7 +17,7 @@ const FLOORS = [
   'gateway/', // per request: identify, in-flight, decide, headers; limiter/; one entrance, index.ts
   'webhooks/',
   'metrics/',
-  'env.ts',
+  'context-vars.ts',
   'http/',
   'admin/',
   'docs/',

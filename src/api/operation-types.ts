@@ -1,8 +1,8 @@
 import type * as v from 'valibot';
 import type { Clock } from '../core/clock.ts';
-import type { RateLimitStatus } from '../core/quota.ts';
+import type { KeyScope } from '../core/key-scopes.ts';
+import type { RateLimitStatus } from '../core/rate-limit-status.ts';
 import type { Reply } from '../core/reply.ts';
-import type { KeyScope } from '../core/scopes.ts';
 import type { PetStore } from '../store/store.ts';
 
 /** The methods the tables' operations use; HEAD is served by every GET. */

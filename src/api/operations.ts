@@ -1,5 +1,5 @@
-import { NewOrder } from '../core/orders.ts';
-import { NewPet, PetPatch } from '../core/pets.ts';
+import { NewOrder } from '../core/order-records.ts';
+import { NewPet, PetPatch } from '../core/pet-records.ts';
 import { getInventory } from './inventory.ts';
 import { defineOperation, type Operation } from './operation-types.ts';
 import { cancelOrder, completeOrder, getOrder, listOrders, placeOrder } from './orders.ts';

@@ -1,9 +1,9 @@
 import { describe, expect, test } from 'bun:test';
 import { Hono } from 'hono';
 import { defineOperation } from '../api/operation-types.ts';
+import type { AppEnv } from '../context-vars.ts';
+import { ApiError } from '../core/api-error.ts';
 import { systemClock } from '../core/clock.ts';
-import { ApiError } from '../core/errors.ts';
-import type { AppEnv } from '../env.ts';
 import type { Gateway } from '../gateway/index.ts';
 import { silentLogger } from '../log.ts';
 import { apiPipeline, pipeline } from './pipeline.ts';

@@ -2,21 +2,21 @@ import type { Context, ErrorHandler } from 'hono';
 import type { Deprecation, KeyHolder, Operation, UnkeptOperation } from '../api/operation-types.ts';
 import { isApiPath } from '../api/operations.ts';
 import { checkBodyOnGet, inputReader } from '../api/validate.ts';
+import type { AppEnv } from '../context-vars.ts';
+import { ApiError, methodNotAllowed, NO_SUCH_PATH } from '../core/api-error.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Decision } from '../core/decision.ts';
-import { ApiError, methodNotAllowed, NO_SUCH_PATH } from '../core/errors.ts';
 import type { OpsRoute } from '../core/ops-route.ts';
 import type { AnswerHeaders, Reply } from '../core/reply.ts';
 import { answerHeaders, beginAnswer } from '../core/reply.ts';
-import type { AppEnv } from '../env.ts';
 import { type GatedOperation, type Gateway, principalOf, quotaStatus } from '../gateway/index.ts';
 import type { Logger } from '../log.ts';
 import { operationIndex } from '../metrics/labels.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { peerText } from '../redact.ts';
-import { currentScope, type RequestScope } from '../trace/scope.ts';
+import { currentScope, type RequestScope } from '../trace/request-scope.ts';
 import { answer } from './answer.ts';
-import { answerError, toApiError } from './errors.ts';
+import { answerError, toApiError } from './error-answer.ts';
 import { weakEtag } from './etag.ts';
 import { AnswerMemo, type StoreChanges } from './memo.ts';
 import { limitBody } from './steps/body-limit.ts';
@@ -194,7 +194,7 @@ function sharedOf({
  * Step 1 around `inner`, the rest of a request's way: every Hono route is one of these, so each
  * request matches one handler and Hono calls it without composing layers. Whatever `inner`
  * throws is answered here, so the log line and the metrics see every answer. The request
- * scope (src/trace/scope.ts) is opened here, holding its id and, unless `traced` is false, its
+ * scope (src/trace/request-scope.ts) is opened here, holding its id and, unless `traced` is false, its
  * trace: every line logged and every span made while serving it reads the scope.
  */
 function exchange(shared: Shared, inner: Inner, traced = true): Served {

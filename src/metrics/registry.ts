@@ -17,7 +17,7 @@ import {
   Registry,
 } from 'prom-client';
 import { PLAN_NAMES } from '../keys/plans.ts';
-import type { StoreErrorKind } from '../store/errors.ts';
+import type { StoreErrorKind } from '../store/store-error.ts';
 import { ConsumerMetrics } from './consumers.ts';
 import { Exemplars } from './exemplars.ts';
 import { MEMO_OPERATIONS, REQUEST_OPERATIONS, STORE_OPERATIONS, type StoreOperation } from './labels.ts';

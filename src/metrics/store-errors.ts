@@ -1,4 +1,3 @@
-import { storeErrorKind } from '../store/errors.ts';
 import {
   type CallWrap,
   OUTBOX_CALLS,
@@ -7,6 +6,7 @@ import {
   type WrappedStore,
   wrapCalls,
 } from '../store/store.ts';
+import { storeErrorKind } from '../store/store-error.ts';
 import { STORE_OPERATIONS } from './labels.ts';
 import type { Metrics } from './registry.ts';
 

@@ -1,5 +1,5 @@
 import type { Context } from 'hono';
-import type { AppEnv } from '../env.ts';
+import type { AppEnv } from '../context-vars.ts';
 
 /**
  * Connection limits the adapters apply where their runtime has the setting (docs/operations.md,

@@ -14,8 +14,8 @@ import { clearTimeout, setTimeout } from 'node:timers';
 import { type Clock, systemClock } from '../core/clock.ts';
 import type { Logger } from '../log.ts';
 import { peerText } from '../redact.ts';
-import { OUTCOME_UNKNOWN, StoreTimeoutError, StoreUnreachableError } from './errors.ts';
 import { type CallWrap, OUTBOX_CALLS, type PetStore, STORE_CALLS, type WrappedStore, wrapCalls } from './store.ts';
+import { OUTCOME_UNKNOWN, StoreTimeoutError, StoreUnreachableError } from './store-error.ts';
 import { type DbSystem, tracedCalls } from './traced.ts';
 
 /** `--store-timeout`'s default: the longest a request waits for the store. */

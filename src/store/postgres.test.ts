@@ -5,14 +5,6 @@ import { tcpProxy } from '../../test/proxy.ts';
 import { describeStore } from '../../test/store-conformance.ts';
 import { createLogger, silentLogger } from '../log.ts';
 import { boundStore } from './bounded.ts';
-import {
-  OUTCOME_UNKNOWN,
-  StoreError,
-  StoreOpenError,
-  StoreTimeoutError,
-  StoreUnavailableError,
-  StoreUnreachableError,
-} from './errors.ts';
 import { fingerprintOf } from './idempotency.ts';
 import { MIGRATIONS, SCHEMA_VERSION } from './migrations.ts';
 import { LISTENER_NAME, PostgresStore } from './postgres.ts';
@@ -20,6 +12,14 @@ import { HEARTBEAT_MS, PETS_CHANNEL } from './postgres-changes.ts';
 import { postgresError } from './postgres-errors.ts';
 import { migratePostgres } from './postgres-migrate.ts';
 import { describeData } from './postgres-url.ts';
+import {
+  OUTCOME_UNKNOWN,
+  StoreError,
+  StoreOpenError,
+  StoreTimeoutError,
+  StoreUnavailableError,
+  StoreUnreachableError,
+} from './store-error.ts';
 
 /** A server the tests may create and drop databases on; `make unit` starts one (scripts/with-postgres.sh). */
 const SERVER = testPostgresUrl();

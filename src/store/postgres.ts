@@ -1,6 +1,6 @@
 import postgres from 'postgres';
-import type { Closing, StoredOrder } from '../core/orders.ts';
-import type { Inventory, NewPet, Pet, PetPatch, StoredPet } from '../core/pets.ts';
+import type { Closing, StoredOrder } from '../core/order-records.ts';
+import type { Inventory, NewPet, Pet, PetPatch, StoredPet } from '../core/pet-records.ts';
 import type { IfMatch } from '../core/preconditions.ts';
 import type { PetsTouched } from '../core/reply.ts';
 import type { Logger } from '../log.ts';
@@ -8,12 +8,11 @@ import { peerText } from '../redact.ts';
 import { DEFAULT_STORE_TIMEOUT_MS } from './bounded.ts';
 import { EVERY_PET, NO_PET, type PetChange } from './change-counter.ts';
 import { planRemove, planUpdate } from './changes.ts';
-import { StoreOpenError, StoreTimeoutError, StoreUnavailableError } from './errors.ts';
 import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES, SweepSchedule } from './idempotency.ts';
 import type { KeyStore, WithKeyStore } from './key-store.ts';
 import { PostgresKeyStore } from './key-store-postgres.ts';
 import { SCHEMA_VERSION } from './migrations.ts';
-import { newOrderId, ORDER_COLUMNS, orderExpiredEvent, orderFromRow, retiredOwner } from './orders.ts';
+import { newOrderId, ORDER_COLUMNS, orderExpiredEvent, orderFromRow, retiredOwner } from './order-rows.ts';
 import type { Outbox } from './outbox.ts';
 import { ANNOUNCES_SETTING, announce, HEARTBEAT_LOCK_WAIT_MS, PET_VERSIONS, PetChanges } from './postgres-changes.ts';
 import { postgresError } from './postgres-errors.ts';
@@ -45,6 +44,7 @@ import type {
   RemoveResult,
   UpdateResult,
 } from './store.ts';
+import { StoreOpenError, StoreTimeoutError, StoreUnavailableError } from './store-error.ts';
 
 /** Now on the database's clock, in epoch ms: every instance sets and compares holds by it, skewed or not. */
 const NOW_MS = 'floor(extract(epoch FROM now()) * 1000)::bigint';

@@ -1,27 +1,19 @@
 import { resolve } from 'node:path';
 import { clearTimeout, setImmediate, setTimeout } from 'node:timers';
 import { type Clock, systemClock } from '../core/clock.ts';
-import type { Closing, StoredOrder } from '../core/orders.ts';
-import type { Inventory, NewPet, Pet, PetPatch, StoredPet } from '../core/pets.ts';
+import type { Closing, StoredOrder } from '../core/order-records.ts';
+import type { Inventory, NewPet, Pet, PetPatch, StoredPet } from '../core/pet-records.ts';
 import type { IfMatch } from '../core/preconditions.ts';
 import type { PetsTouched } from '../core/reply.ts';
 import type { Logger } from '../log.ts';
 import { ChangeCounter, EVERY_PET } from './change-counter.ts';
 import { planRemove, planUpdate } from './changes.ts';
-import {
-  isSqliteBusy,
-  type StoreError,
-  StoreOpenError,
-  StoreTimeoutError,
-  StoreUnavailableError,
-  sqliteError,
-} from './errors.ts';
 import { prepareDataFile, restrictCreated } from './file-modes.ts';
 import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES, SweepSchedule } from './idempotency.ts';
 import type { KeyStore, WithKeyStore } from './key-store.ts';
 import { SqliteKeyStore } from './key-store-sqlite.ts';
 import { SCHEMA_VERSION } from './migrations.ts';
-import { newOrderId, ORDER_COLUMNS, orderExpiredEvent, orderFromRow, retiredOwner } from './orders.ts';
+import { newOrderId, ORDER_COLUMNS, orderExpiredEvent, orderFromRow, retiredOwner } from './order-rows.ts';
 import type { Outbox } from './outbox.ts';
 import { RECORD } from './outbox-sql.ts';
 import {
@@ -51,6 +43,14 @@ import type {
   RemoveResult,
   UpdateResult,
 } from './store.ts';
+import {
+  isSqliteBusy,
+  type StoreError,
+  StoreOpenError,
+  StoreTimeoutError,
+  StoreUnavailableError,
+  sqliteError,
+} from './store-error.ts';
 
 /** How long opening the file (its migrations) waits for another process holding the lock. */
 const OPEN_BUSY_TIMEOUT_MS = 5_000;

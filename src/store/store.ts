@@ -1,5 +1,5 @@
-import type { Closing, OrderStatus, StoredOrder } from '../core/orders.ts';
-import type { Inventory, NewPet, Pet, PetPatch, PetStatus, StoredPet } from '../core/pets.ts';
+import type { Closing, OrderStatus, StoredOrder } from '../core/order-records.ts';
+import type { Inventory, NewPet, Pet, PetPatch, PetStatus, StoredPet } from '../core/pet-records.ts';
 import type { IfMatch } from '../core/preconditions.ts';
 import type { PetsTouched } from '../core/reply.ts';
 import type { Outbox } from './outbox.ts';

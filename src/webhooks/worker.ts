@@ -14,7 +14,7 @@ import { type Clock, systemClock } from '../core/clock.ts';
 import type { Consumer, KeyRecord } from '../keys/file.ts';
 import type { Logger } from '../log.ts';
 import { peerText } from '../redact.ts';
-import { ORDER_EXPIRED } from '../store/orders.ts';
+import { ORDER_EXPIRED } from '../store/order-rows.ts';
 import type { Outbox, OutboxEntry, OutboxStats } from '../store/outbox.ts';
 import { clientSpan } from '../trace/spans.ts';
 import { expiringEvents } from './events.ts';

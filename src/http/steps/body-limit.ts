@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { tooLarge } from '../../core/errors.ts';
+import { tooLarge } from '../../core/api-error.ts';
 import { answerHeaders } from '../../core/reply.ts';
 
 /**
