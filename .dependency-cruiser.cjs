@@ -20,7 +20,7 @@ const FLOORS = [
   'context-vars.ts',
   'http/',
   'admin/',
-  'docs/',
+  'reference/', // the contract and its reference page served at /docs
   'ops/',
   'cli/',
   'config.ts',

@@ -16,15 +16,15 @@ import type { Metrics } from '../metrics/registry.ts';
 import { peerText } from '../redact.ts';
 import { currentScope, type RequestScope } from '../trace/request-scope.ts';
 import { answer } from './answer.ts';
+import { limitBody } from './body-limit.ts';
+import { corsStep } from './cors.ts';
+import { requestCounter } from './count-requests.ts';
 import { answerError, toApiError } from './error-answer.ts';
 import { weakEtag } from './etag.ts';
 import { AnswerMemo, type StoreChanges } from './memo.ts';
-import { limitBody } from './steps/body-limit.ts';
-import { corsStep } from './steps/cors.ts';
-import { requestCounter } from './steps/count-requests.ts';
-import { requestLogSteps } from './steps/request-log.ts';
-import { requestTrace } from './steps/trace.ts';
-import { MAX_URI_BYTES, pathAndQuery, uriTooLong } from './steps/uri-limit.ts';
+import { requestLogSteps } from './request-log.ts';
+import { requestTrace } from './request-trace.ts';
+import { MAX_URI_BYTES, pathAndQuery, uriTooLong } from './uri-limit.ts';
 
 /** What every pipeline needs: the ops routes' and the metrics port's, and the API's too. */
 export interface PipelineOptions {

@@ -54,7 +54,7 @@ const EXPIRY_SCAN_MS = 60 * 60_000;
 /** Undelivered events kept at most, unless configured (`--webhook-outbox-max`). */
 export const DEFAULT_OUTBOX_MAX = 10_000;
 
-/** What the worker reports, for `/metrics` (src/metrics/webhooks.ts). */
+/** What the worker reports, for `/metrics` (src/metrics/webhook-series.ts). */
 export interface WebhookReport {
   /** One attempt's end: `delivered`, `retried`, `failed` (given up), `dropped` (by the bound). */
   delivery(consumer: string, event: string, outcome: 'delivered' | 'retried' | 'failed' | 'dropped'): void;
