@@ -20,7 +20,7 @@ export const API_PREFIX = '/v1';
 
 /**
  * Every operation of the API, once. Routes are registered from it; the scope check, the
- * metrics label, the fixed headers of a deprecated operation and "is this an API request" all
+ * metrics label, the headers of a deprecated operation and "is this an API request" all
  * read it; src/api/operations.test.ts holds it equal to contract/openapi.yaml.
  *
  * Adding an operation: an entry here, its handler, and its place in the contract.

@@ -66,15 +66,16 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
 
 /**
  * The way of a request through the service, in the order it meets the steps. Every request:
- * 1. `exchange`, around all the rest: its id (echoed), the API's fixed headers, 414 for an
- *    overlong URI; then, once answered, the log line and the metrics.
+ * 1. `exchange`, around all the rest: its id, the headers every answer carries (`X-Request-Id`;
+ *    on the API `Cache-Control: no-store` and `nosniff`; `traceresponse`), 414 for an overlong
+ *    URI; then, once answered, the log line and the metrics.
  * Then what the route Hono matched does. For an API operation (`operation`):
  * 2. CORS: a preflight is answered here, before any key is asked for;
  * 3. the gateway: identify the caller, its in-flight slot, the limiter (spending the
  *    operation's cost), the rate-limit headers, the operation's scope; a refusal is answered at
  *    once; the limiter's decision goes on, and an operation that reads the quota gets it from
  *    that decision with its input (step 6);
- * 4. the operation's fixed headers (a deprecated one's `Deprecation`, `Sunset`, successor `Link`);
+ * 4. a deprecated operation's headers (`Deprecation`, `Sunset`, successor `Link`), made once per route;
  * 5. the body's limits (413; a body sent with GET held to the same rules), then the answer kept for this path and query, if any;
  * 6. the input, validated by the table's schemas (400, 415);
  * 7. the handler, whose reply is tagged (ETag) when the table says so;
@@ -206,7 +207,7 @@ function exchange(shared: Shared, inner: Inner, traced = true): Served {
   };
 }
 
-/** Step 1 inside the request's scope: its fixed headers, 414, `inner`, then the log line, metrics and span. */
+/** Step 1 inside the request's scope: the headers every answer carries, 414, `inner`, then the log line, metrics and span. */
 async function answerInScope(
   { requestLog, count, tracing, gatedPath, report, unavailable }: Shared,
   c: Context<AppEnv>,
@@ -304,7 +305,7 @@ function operation<D>(shared: ApiShared<D>, op: Operation<D>): Served {
 interface OperationRoute<D> {
   readonly op: Operation<D>;
   readonly deps: D;
-  /** Its fixed headers (a deprecated one's), if any. */
+  /** A deprecated operation's headers, the same on every answer of it; undefined for the others. */
   readonly fixed: AnswerHeaders | undefined;
   readonly readInput: ReturnType<typeof inputReader<D>>;
   /** Its index among the metrics' operations. */
