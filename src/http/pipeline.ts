@@ -57,7 +57,7 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
   /** The methods the table serves at a path, or undefined for a path it has not (a 405's `Allow`). */
   allowedMethods: (path: string) => readonly string[] | undefined;
   /**
-   * The store's version and what changed since (`PetStore.version`, `unchanged`): an operation
+   * The store's change count and what changed since (`PetStore.changeCount`, `unchanged`): an operation
    * whose answers are kept (`memo`) is served from the memo while nothing its answer read has
    * changed. Without it, only operations that are never kept can be added.
    */
@@ -328,15 +328,21 @@ async function answerOperation<D>(
 ): Promise<Response> {
   // The path and query as sent: the same text always validates to the same input.
   const key = op.memo && memo ? pathAndQuery(c.req.url) : undefined;
-  const version = key === undefined ? undefined : store?.version();
-  const kept = key === undefined ? undefined : memo?.get(key, version);
+  let count: unknown;
+  if (key !== undefined && store) {
+    // An order whose hold has run out is about to make its pet available: the store starts that
+    // expiry, and gives no count (so nothing kept is served) until it is done.
+    store.startDueExpiry();
+    count = store.changeCount();
+  }
+  const kept = key === undefined ? undefined : memo?.get(key, count);
   if (key !== undefined) memoCount?.(counted, kept !== undefined);
   if (kept) return answer(c, kept);
   const caller = c.get('caller');
   // A quota reader's input is the decision that admitted it; only a consumer gets this far.
   const quota = op.readsQuota && caller.kind === 'consumer' ? quotaStatus(caller.consumer, decision) : undefined;
   const reply = tagged(op, await op.handler(await readInput(c, principalOf(caller), quota, keyOf(op, c)), deps));
-  return answer(c, key !== undefined && memo && reply.status === 200 ? memo.set(key, version, reply) : reply);
+  return answer(c, key !== undefined && memo && reply.status === 200 ? memo.set(key, count, reply) : reply);
 }
 
 /** Step 7's tag: a weak ETag of the reply's body, when the table says so and the reply has no tag of its own. */

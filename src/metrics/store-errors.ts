@@ -35,7 +35,8 @@ export function countStoreErrors(store: PetStore | WrappedStore, metrics: Metric
     ...wrapCalls(store, STORE_CALLS, count),
     ...(outbox ? { outbox: wrapCalls(outbox, OUTBOX_CALLS, count) } : {}),
     backend: 'backend' in store ? store.backend : store,
-    version: () => store.version(),
+    startDueExpiry: () => store.startDueExpiry(),
+    changeCount: () => store.changeCount(),
     unchanged: (since, reads) => store.unchanged(since, reads),
     close: () => store.close(),
   };

@@ -81,8 +81,9 @@ export function boundStore(backend: PetStore, options: BoundedStoreOptions): Bou
     ...wrapCalls(backend, STORE_CALLS, call),
     ...(outbox ? { outbox: wrapCalls(outbox, OUTBOX_CALLS, call) } : {}),
     backend,
-    // The backend's: reading it touches no connection (see each backend).
-    version: () => backend.version(),
+    // The backend's own: the count touches no connection, the expiry is not waited for (see each backend).
+    startDueExpiry: () => backend.startDueExpiry(),
+    changeCount: () => backend.changeCount(),
     unchanged: (since, reads) => backend.unchanged(since, reads),
     get away() {
       return bound.away;

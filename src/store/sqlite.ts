@@ -71,12 +71,12 @@ const UPDATE = `UPDATE pets SET name = ?, category_id = ?, status = ?, version =
 const DELETE = 'DELETE FROM pets WHERE id = ?';
 const SELECT_PAGE = `SELECT ${PET_COLUMNS} FROM pets WHERE id > ? ORDER BY id LIMIT ?`;
 const SELECT_PAGE_BY_STATUS = `SELECT ${PET_COLUMNS} FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?`;
-/** Changes when another connection commits: what keeps `version()` honest across processes. */
+/** Changes when another connection commits: what keeps `changeCount()` honest across processes. */
 const DATA_VERSION = 'PRAGMA data_version';
 /**
  * How long a `data_version` read is trusted. The statement costs more than a read by id
  * (bench/README.md), so it is read at most this often; this process's own commits move
- * `version()` at once, so only another process's commit (a hand edit with `sqlite3`, a second instance,
+ * `changeCount()` at once, so only another process's commit (a hand edit with `sqlite3`, a second instance,
  * which docs/operations.md advises against) can go unseen, for at most this long.
  */
 export const DATA_VERSION_TTL_MS = 100;
@@ -202,7 +202,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
    * until the orders are expired.
    */
   #nextDeadline: number;
-  /** The expiry `version()` started, while it runs. */
+  /** The expiry `startDueExpiry()` started, while it runs. */
   #expiring: Promise<unknown> | undefined;
   /** The webhook outbox in this file: its writes are batched with the pets'. */
   readonly outbox: Outbox = sqliteOutbox({
@@ -381,22 +381,25 @@ export class SqliteStore implements PetStore, WithKeyStore {
     });
   }
 
+  /** Past the earliest hold, expires the orders due in the background, one run at a time. */
+  startDueExpiry(): void {
+    if (this.#clock.now() < this.#nextDeadline) return;
+    this.#expiring ??= this.expireOrders(this.#clock.now())
+      .catch(() => {})
+      .finally(() => {
+        this.#expiring = undefined;
+      });
+  }
+
   /**
    * The count of changes of pets: this process's commits, and another's (`PRAGMA data_version`,
    * read at most every `DATA_VERSION_TTL_MS`). Undefined when the file cannot be read, or a hold
    * ran out and its expiry is not yet done: nothing is then kept by it.
    */
-  version(): number | undefined {
+  changeCount(): number | undefined {
     try {
       // A hold that ran out changes pets: no answer is kept or served until its expiry is counted.
-      if (this.#clock.now() >= this.#nextDeadline) {
-        this.#expiring ??= this.expireOrders(this.#clock.now())
-          .catch(() => {})
-          .finally(() => {
-            this.#expiring = undefined;
-          });
-        return undefined;
-      }
+      if (this.#clock.now() >= this.#nextDeadline) return undefined;
       this.#dataVersion('read data_version');
       return this.#changes.count();
     } catch {
