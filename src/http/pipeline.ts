@@ -290,12 +290,12 @@ async function bodyChecked(
 /** An API operation's route: steps 1 to 8, with what the operation needs made once. */
 function operation<D>(shared: ApiShared<D>, op: Operation<D>): Served {
   const route = routeOf(shared, op);
-  const { fixed } = route;
+  const { deprecated } = route;
   // Named as the step it serves, so a CPU profile names it.
   return exchange(shared, function operation(c) {
     c.set('operation', op.id);
     return gated(shared, c, op, (decision) => {
-      if (fixed) Object.assign(answerHeaders(c), fixed);
+      if (deprecated) Object.assign(answerHeaders(c), deprecated);
       return bodyChecked(shared, c, () => answerOperation(shared, route, c, decision));
     });
   });
@@ -306,7 +306,7 @@ interface OperationRoute<D> {
   readonly op: Operation<D>;
   readonly deps: D;
   /** A deprecated operation's headers, the same on every answer of it; undefined for the others. */
-  readonly fixed: AnswerHeaders | undefined;
+  readonly deprecated: AnswerHeaders | undefined;
   readonly readInput: ReturnType<typeof inputReader<D>>;
   /** Its index among the metrics' operations. */
   readonly counted: number;
@@ -315,8 +315,8 @@ interface OperationRoute<D> {
 function routeOf<D>({ deps }: ApiShared<D>, op: Operation<D>): OperationRoute<D> {
   // A quota reader's answer is the caller's own: never kept for another.
   if (op.memo && op.readsQuota) throw new TypeError(`pipeline: ${op.id} reads the quota and cannot be kept`);
-  const fixed = op.deprecated ? deprecationHeaders(op.deprecated) : undefined;
-  return { op, deps, fixed, readInput: inputReader(op), counted: operationIndex(op.id) };
+  const deprecated = op.deprecated ? deprecationHeaders(op.deprecated) : undefined;
+  return { op, deps, deprecated, readInput: inputReader(op), counted: operationIndex(op.id) };
 }
 
 /** Steps 5 (the kept answer), 6 and 7: a kept answer is used while nothing it read has changed. */
