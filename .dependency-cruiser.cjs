@@ -17,10 +17,10 @@ const FLOORS = [
   'gateway/', // per request: identify, in-flight, decide, headers; limiter/; one entrance, index.ts
   'webhooks/',
   'metrics/',
-  'env.ts',
+  'context-vars.ts',
   'http/',
   'admin/',
-  'docs/',
+  'reference/', // the contract and its reference page served at /docs
   'ops/',
   'cli/',
   'config.ts',

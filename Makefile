@@ -16,7 +16,7 @@ NODE_VERSION := 22.23.3
 NODE     := node_modules/.cache/node-$(NODE_VERSION)/bin/node
 DENO     := $(NODE_BIN)/deno
 SOURCES  := $(shell find src -name '*.ts' ! -name '*.test.ts') contract/openapi.yaml contract/admin.openapi.yaml package.json
-DOCS_GEN := src/docs/generated/scalar-bundle.ts
+DOCS_GEN := src/reference/generated/scalar-bundle.ts
 # Deno from source, with only the permissions the server uses: sockets, its env vars, the keys
 # file and the SQLite file (node:sqlite). No --allow-run, --allow-ffi or --allow-sys.
 DENO_PERMS := --allow-net --allow-env --allow-read --allow-write
@@ -265,7 +265,7 @@ depcheck: $(QA) ## no import cycles; routes/store never import the gateway; see 
 	$(QA_BIN)/depcruise --config .dependency-cruiser.cjs src test scripts contract clients
 
 clean: ## remove build output and reports
-	rm -rf dist reports src/docs/generated
+	rm -rf dist reports src/reference/generated
 
 .PHONY: leases-test
 leases-test: build ## four dist/petstore on one Redis, 200 clients per key ignoring Retry-After: never over the minute, day and month quotas (costs too), barely under; 0.02 script runs a request far from a limit; kill -9 holding grants, Redis with AOF killed under --redis-fail closed; Redis answering 0.7 s late under load, one and two instances (~120 s)

@@ -11,7 +11,7 @@ target=$(host_target)
 
 mkdir -p dist
 # make generates the docs bundle module first; this covers running the script on its own.
-[[ -f src/docs/generated/scalar-bundle.ts ]] || "$BUN" scripts/embed-docs.ts
+[[ -f src/reference/generated/scalar-bundle.ts ]] || "$BUN" scripts/embed-docs.ts
 mapfile -t flags < <(compile_flags)
 mapfile -t entries < <(compile_entries)
 mapfile -t stamp < <(stamp_defines "$target")

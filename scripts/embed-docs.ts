@@ -1,10 +1,10 @@
 // Generates what the binary embeds for /docs, /openapi.* and /openapi-admin.*: the contracts as JSON (and the file
 // module that reads them and the YAMLs), and the standalone bundle of @scalar/api-reference, gzipped once,
-// in two embeddings with the same exports (src/docs/page.ts picks one):
-// - src/docs/generated/scalar-files.ts imports the compressed files `with { type: 'file' }`, so
+// in two embeddings with the same exports (src/reference/page.ts picks one):
+// - src/reference/generated/scalar-files.ts imports the compressed files `with { type: 'file' }`, so
 //   `bun build --compile` stores their bytes as they are. The binary uses it (scripts/build.sh
 //   and release.sh define PETSTORE_DOCS_EMBED="file"; the other module is then left out).
-// - src/docs/generated/scalar-bundle.ts holds them as base64 in a plain TypeScript module, which
+// - src/reference/generated/scalar-bundle.ts holds them as base64 in a plain TypeScript module, which
 //   Deno from source and the Node bundle read (they have no such file imports).
 // The server sends the gzip bytes as they are and gunzips only for the rare client that does not
 // take gzip. No br copy beside it: 20 % fewer bytes for a browser over HTTPS, once, against
@@ -23,7 +23,7 @@ import YAML from 'yaml';
 const ROOT = join(dirname(new URL(import.meta.url).pathname), '..');
 const PACKAGE_DIR = join(ROOT, 'node_modules/@scalar/api-reference');
 const BUNDLE = join(PACKAGE_DIR, 'dist/browser/standalone.js');
-const DIR = join(ROOT, 'src/docs/generated');
+const DIR = join(ROOT, 'src/reference/generated');
 const OUT = join(DIR, 'scalar-bundle.ts');
 const FILES_MODULE = join(DIR, 'scalar-files.ts');
 

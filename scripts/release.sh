@@ -80,7 +80,7 @@ runtime() { # TARGET -> prints the path
 
 rm -rf "$OUT"
 mkdir -p "$OUT"
-[[ -f src/docs/generated/scalar-bundle.ts ]] || "$BUN" scripts/embed-docs.ts
+[[ -f src/reference/generated/scalar-bundle.ts ]] || "$BUN" scripts/embed-docs.ts
 echo "release: petstore $version, commit $commit, bun $bun_version"
 mapfile -t flags < <(compile_flags)
 mapfile -t entries < <(compile_entries)

@@ -4,9 +4,8 @@ import { TrieRouter } from 'hono/router/trie-router';
 import type { AdminDeps } from './admin/handlers.ts';
 import { ADMIN_OPERATIONS, ADMIN_PREFIX } from './admin/operations.ts';
 import { API_PREFIX, servedOperations } from './api/operations.ts';
+import type { AppEnv } from './context-vars.ts';
 import { type Clock, systemClock } from './core/clock.ts';
-import type { DocsOptions } from './docs/routes.ts';
-import type { AppEnv } from './env.ts';
 import {
   type GatewayOptions,
   gateway,
@@ -15,7 +14,6 @@ import {
   type RateLimiter,
   wouldRefuseReporter,
 } from './gateway/index.ts';
-
 import { apiPipeline, pipeline } from './http/pipeline.ts';
 import { byRouteOrder } from './http/route-order.ts';
 import type { KeyAdmin } from './keys/key-admin.ts';
@@ -26,6 +24,7 @@ import { ADMIN_OPERATION_LABEL } from './metrics/labels.ts';
 import type { Metrics } from './metrics/registry.ts';
 import { metricsRoute } from './ops/metrics.ts';
 import { opsRoutes } from './ops/routes.ts';
+import type { DocsOptions } from './reference/routes.ts';
 import type { PetStore } from './store/store.ts';
 
 /** Largest accepted request body: 64 KiB. */

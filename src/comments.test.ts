@@ -8,7 +8,7 @@ const ROOT = join(import.meta.dir, '..');
 /** Every file git tracks, by its path from the root. */
 const TRACKED = execFileSync('git', ['ls-files'], { cwd: ROOT, encoding: 'utf8' }).split('\n').filter(Boolean);
 /** Files made by a build, not tracked: still cited. */
-const BUILT = ['src/docs/generated/', 'dist/', 'bench/tmp/'];
+const BUILT = ['src/reference/generated/', 'dist/', 'bench/tmp/'];
 
 /** A file as comments cite it: a path, or a name with an extension of the repository's own code and documents. */
 const CITED = /(?<![\w./-])((?:[\w.-]+\/)+[\w.-]+\.[a-z]+|[\w-]+(?:\.[\w-]+)*\.(?:ts|md|cjs|sh|yaml|service))\b/g;

@@ -1,5 +1,5 @@
 import { setImmediate } from 'node:timers';
-import { currentScope, type RequestScope } from './trace/scope.ts';
+import { currentScope, type RequestScope } from './trace/request-scope.ts';
 
 /** Severity, lowest first. */
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;

@@ -5,7 +5,7 @@ import { isCommand, runCli } from './cli/run.ts';
 import { ConfigError, helpText, parseConfig } from './config.ts';
 import { KeysFileError } from './keys/file.ts';
 import { startServer } from './serve/start.ts';
-import { StoreOpenError } from './store/errors.ts';
+import { StoreOpenError } from './store/store-error.ts';
 import { VERSION, versionLine } from './version.ts';
 
 // The binary starts with a lazier JIT (`--compile-jit-policy`, scripts/lib/build-info.sh) while

@@ -9,7 +9,7 @@ export interface FakeStoreOptions {
   /** Every call passes through this first (a gate, a failure); by default it just runs. */
   around?: (run: () => Promise<unknown>, call: CallName, spec: CallSpec) => Promise<unknown>;
   /** Calls answered by these instead, given the MemoryStore underneath. */
-  replace?: (memory: MemoryStore) => Partial<Pick<PetStore, CallName | 'version'>>;
+  replace?: (memory: MemoryStore) => Partial<Pick<PetStore, CallName | 'changeCount'>>;
 }
 
 /**
@@ -29,7 +29,8 @@ export function fakeStore({ around, replace }: FakeStoreOptions = {}): { store: 
     : wrapCalls(memory, STORE_CALLS, (run) => run());
   const store: PetStore = {
     ...calls,
-    version: () => memory.version(),
+    startDueExpiry: () => memory.startDueExpiry(),
+    changeCount: () => memory.changeCount(),
     unchanged: (since, reads) => memory.unchanged(since as number, reads),
     close: () => memory.close(),
     ...replace?.(memory),
@@ -37,10 +38,10 @@ export function fakeStore({ around, replace }: FakeStoreOptions = {}): { store: 
   return { store, memory };
 }
 
-/** A store whose every call fails with `error` (its `ping` too unless `pingOk`), and that never tells a version. */
+/** A store whose every call fails with `error` (its `ping` too unless `pingOk`), and that never tells a change count. */
 export function failingStore(error: () => Error, { pingOk = false } = {}): PetStore {
   return fakeStore({
     around: (_run, call) => (call === 'ping' && pingOk ? Promise.resolve() : Promise.reject(error())),
-    replace: () => ({ version: () => undefined }),
+    replace: () => ({ changeCount: () => undefined }),
   }).store;
 }

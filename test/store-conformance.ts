@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import type { StoredOrder } from '../src/core/orders.ts';
-import { MAX_ID, type NewPet, petOf, type StoredPet } from '../src/core/pets.ts';
+import type { StoredOrder } from '../src/core/order-records.ts';
+import { MAX_ID, type NewPet, petOf, type StoredPet } from '../src/core/pet-records.ts';
 import { fingerprintOf, IDEMPOTENCY_TTL_MS } from '../src/store/idempotency.ts';
 import type { Outbox } from '../src/store/outbox.ts';
 import type { IdempotentCreate, PetStore } from '../src/store/store.ts';

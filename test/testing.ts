@@ -1,8 +1,8 @@
 import { Hono } from 'hono';
 import { createApp } from '../src/app.ts';
+import type { AppEnv } from '../src/context-vars.ts';
 import { systemClock } from '../src/core/clock.ts';
 import type { OpsRoute } from '../src/core/ops-route.ts';
-import type { AppEnv } from '../src/env.ts';
 import { SlidingWindowLimiter } from '../src/gateway/index.ts';
 import { pipeline } from '../src/http/pipeline.ts';
 import { hashToken, parseKeys } from '../src/keys/file.ts';

@@ -11,7 +11,7 @@ build_commit() {
 }
 
 # `bun build --define` flags of a compiled binary: the version stamp of TARGET (e.g.
-# linux-arm64-musl), and the docs bundle as embedded files rather than base64 (src/docs/page.ts).
+# linux-arm64-musl), and the docs bundle as embedded files rather than base64 (src/reference/page.ts).
 stamp_defines() { # TARGET
   printf -- '--define=PETSTORE_COMMIT="%s"\n--define=PETSTORE_TARGET="%s"\n' "$(build_commit)" "$1"
   printf -- '--define=PETSTORE_DOCS_EMBED="file"\n'

@@ -4,10 +4,10 @@
  * then, so two admins racing for one name get one 201 and one 409.
  */
 import type { Input, KeyHolder } from '../api/operation-types.ts';
+import { ApiError } from '../core/api-error.ts';
 import type { Clock } from '../core/clock.ts';
-import { ApiError } from '../core/errors.ts';
+import { ADMIN_SCOPE, SCOPES } from '../core/key-scopes.ts';
 import type { Reply } from '../core/reply.ts';
-import { ADMIN_SCOPE, SCOPES } from '../core/scopes.ts';
 import type { Actor, AuditAction } from '../keys/audit.ts';
 import {
   addKey,

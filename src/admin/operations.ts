@@ -1,5 +1,5 @@
 import { defineOperation, type UnkeptOperation } from '../api/operation-types.ts';
-import { ADMIN_SCOPE } from '../core/scopes.ts';
+import { ADMIN_SCOPE } from '../core/key-scopes.ts';
 import {
   type AdminDeps,
   getConsumer,

@@ -1,6 +1,6 @@
 /** The admin API's bodies, paths and queries (valibot schemas = types), and their 400 words. */
 import * as v from 'valibot';
-import { ADMIN_SCOPE, KEY_SCOPES } from '../core/scopes.ts';
+import { ADMIN_SCOPE, KEY_SCOPES } from '../core/key-scopes.ts';
 import { PLAN_NAMES } from '../keys/plans.ts';
 import { FIELDS } from '../keys/schema.ts';
 

@@ -7,10 +7,10 @@ import { deref, type JsonSchema, loadContract, toDraft07 } from '../../contract/
 import { failingStore } from '../../test/fake-store.ts';
 import { testApp } from '../../test/testing.ts';
 import { createApp } from '../app.ts';
-import { ErrorBody } from '../core/errors.ts';
-import { NewOrder, OrderStatus } from '../core/orders.ts';
-import { MAX_ID, NAME_MAX_LENGTH, NewPet, Pet, PetStatus } from '../core/pets.ts';
-import { RateLimitStatus } from '../core/quota.ts';
+import { ErrorBody } from '../core/api-error.ts';
+import { NewOrder, OrderStatus } from '../core/order-records.ts';
+import { MAX_ID, NAME_MAX_LENGTH, NewPet, Pet, PetStatus } from '../core/pet-records.ts';
+import { RateLimitStatus } from '../core/rate-limit-status.ts';
 import { SlidingWindowLimiter } from '../gateway/index.ts';
 import { hashToken, parseKeys } from '../keys/file.ts';
 import { KeyTable } from '../keys/table.ts';
@@ -37,7 +37,7 @@ const overrideAction: ConversionConfig['overrideAction'] = ({ valibotAction, jso
     !check.requirement('a'.repeat(NAME_MAX_LENGTH + 1));
   if (!behavesAsMaxLength)
     throw new Error(
-      `a check in src/core/pets.ts or src/api/schemas.ts has no JSON Schema equivalent: ${check.message}`,
+      `a check in src/core/pet-records.ts or src/api/schemas.ts has no JSON Schema equivalent: ${check.message}`,
     );
   return { ...jsonSchema, maxLength: NAME_MAX_LENGTH };
 };
@@ -70,7 +70,7 @@ describe('the valibot schemas and the contract agree', () => {
     expect(fromValibot(schema)).toEqual(fromContract(name));
   });
 
-  test('the parameters carry the same limits as src/core/pets.ts and src/api/schemas.ts', () => {
+  test('the parameters carry the same limits as src/core/pet-records.ts and src/api/schemas.ts', () => {
     const Limits = v.object({ schema: v.record(v.string(), v.unknown()) });
     const { components, paths } = v.parse(
       v.object({

@@ -1,8 +1,8 @@
 import type * as v from 'valibot';
 import type { Clock } from '../core/clock.ts';
-import type { RateLimitStatus } from '../core/quota.ts';
+import type { KeyScope } from '../core/key-scopes.ts';
+import type { RateLimitStatus } from '../core/rate-limit-status.ts';
 import type { Reply } from '../core/reply.ts';
-import type { KeyScope } from '../core/scopes.ts';
 import type { PetStore } from '../store/store.ts';
 
 /** The methods the tables' operations use; HEAD is served by every GET. */
@@ -114,7 +114,7 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
 /** An entry of a table: an operation with its input types erased; `D` is what its handlers work with. */
 export type Operation<D = ApiDeps> = OperationSpec<unknown, unknown, unknown, unknown, D>;
 
-/** An operation whose answers are never kept: all that a pipeline without the store's version serves. */
+/** An operation whose answers are never kept: all that a pipeline without the store's change count serves. */
 export type UnkeptOperation<D> = Operation<D> & { readonly memo: false };
 
 /**

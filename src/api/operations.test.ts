@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import YAML from 'yaml';
 import { testApp } from '../../test/testing.ts';
-import { NO_SUCH_PATH } from '../core/errors.ts';
+import { NO_SUCH_PATH } from '../core/api-error.ts';
 import { API_PREFIX, isApiPath, OPERATIONS } from './operations.ts';
 
 interface ContractOperation {

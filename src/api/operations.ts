@@ -1,5 +1,5 @@
-import { NewOrder } from '../core/orders.ts';
-import { NewPet, PetPatch } from '../core/pets.ts';
+import { NewOrder } from '../core/order-records.ts';
+import { NewPet, PetPatch } from '../core/pet-records.ts';
 import { getInventory } from './inventory.ts';
 import { defineOperation, type Operation } from './operation-types.ts';
 import { cancelOrder, completeOrder, getOrder, listOrders, placeOrder } from './orders.ts';
@@ -20,7 +20,7 @@ export const API_PREFIX = '/v1';
 
 /**
  * Every operation of the API, once. Routes are registered from it; the scope check, the
- * metrics label, the fixed headers of a deprecated operation and "is this an API request" all
+ * metrics label, the headers of a deprecated operation and "is this an API request" all
  * read it; src/api/operations.test.ts holds it equal to contract/openapi.yaml.
  *
  * Adding an operation: an entry here, its handler, and its place in the contract.

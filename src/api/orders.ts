@@ -1,5 +1,5 @@
-import { ApiError } from '../core/errors.ts';
-import type { Closing, NewOrder, OrderStatus, StoredOrder } from '../core/orders.ts';
+import { ApiError } from '../core/api-error.ts';
+import type { Closing, NewOrder, OrderStatus, StoredOrder } from '../core/order-records.ts';
 import type { Reply } from '../core/reply.ts';
 import type { ApiDeps, Input } from './operation-types.ts';
 import type { CreateHeaders, OrderListQuery, OrderParams } from './schemas.ts';

@@ -9,8 +9,8 @@ import { SlidingWindowLimiter } from '../gateway/index.ts';
 import { hashToken, parseKeys } from '../keys/file.ts';
 import { KeyTable } from '../keys/table.ts';
 import { createLogger } from '../log.ts';
-import { StoreUnavailableError } from '../store/errors.ts';
 import { IDEMPOTENCY_TTL_MS } from '../store/idempotency.ts';
+import { StoreUnavailableError } from '../store/store-error.ts';
 import { listPets } from './pets.ts';
 import { IDEMPOTENCY_KEY_PATTERN } from './schemas.ts';
 

@@ -1,4 +1,4 @@
-import { ApiError } from '../core/errors.ts';
+import { ApiError } from '../core/api-error.ts';
 import {
   NEXT_STATUSES,
   type NewPet,
@@ -7,7 +7,7 @@ import {
   type PetStatus,
   petOf,
   type StoredPet,
-} from '../core/pets.ts';
+} from '../core/pet-records.ts';
 import { ifMatchOf, petEtag } from '../core/preconditions.ts';
 import type { PetsTouched, Reply } from '../core/reply.ts';
 import { fingerprintOf, idempotencyScope } from '../store/idempotency.ts';

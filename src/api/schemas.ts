@@ -1,6 +1,6 @@
 import * as v from 'valibot';
-import { ORDER_ID_PATTERN, OrderStatus } from '../core/orders.ts';
-import { MAX_ID, NAME_MAX_LENGTH, PetStatus } from '../core/pets.ts';
+import { ORDER_ID_PATTERN, OrderStatus } from '../core/order-records.ts';
+import { MAX_ID, NAME_MAX_LENGTH, PetStatus } from '../core/pet-records.ts';
 
 export const PAGE_SIZE_DEFAULT = 20;
 export const PAGE_SIZE_MAX = 100;

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { testApp } from '../../test/testing.ts';
-import { NewPet } from '../core/pets.ts';
+import { NewPet } from '../core/pet-records.ts';
 import { createLogger } from '../log.ts';
 import { ALLOWED, CreateHeaders, ListQuery, PetParams } from './schemas.ts';
 

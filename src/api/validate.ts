@@ -1,8 +1,8 @@
 import type { Context } from 'hono';
 import * as v from 'valibot';
-import { ApiError, notJson, tooLarge } from '../core/errors.ts';
+import { ApiError, notJson, tooLarge } from '../core/api-error.ts';
 import { duplicateMember } from '../core/json-syntax.ts';
-import type { RateLimitStatus } from '../core/quota.ts';
+import type { RateLimitStatus } from '../core/rate-limit-status.ts';
 import { echoed } from '../redact.ts';
 import { roundedMember } from './json-numbers.ts';
 import type { Input, KeyHolder, Operation } from './operation-types.ts';

@@ -7,7 +7,7 @@ import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } fr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import process from 'node:process';
-import type { KeyScope } from '../core/scopes.ts';
+import type { KeyScope } from '../core/key-scopes.ts';
 import type { Actor } from '../keys/audit.ts';
 import { auditPath } from '../keys/audit-file.ts';
 import type { NewKey } from '../keys/document-edits.ts';

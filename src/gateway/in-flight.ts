@@ -1,5 +1,5 @@
+import { ApiError } from '../core/api-error.ts';
 import type { Decision, WindowState } from '../core/decision.ts';
-import { ApiError } from '../core/errors.ts';
 import { DEFAULT_MAX_IN_FLIGHT, type Limits } from '../keys/plans.ts';
 import { DAY, MINUTE } from './limiter/buckets.ts';
 import { MONTH_NAME, monthOf } from './limiter/month.ts';

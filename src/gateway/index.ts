@@ -1,9 +1,9 @@
 import type { Context } from 'hono';
 import { LRUCache } from 'lru-cache';
+import { ApiError, serviceUnavailable } from '../core/api-error.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
 import type { Decision, WindowName } from '../core/decision.ts';
-import { ApiError, serviceUnavailable } from '../core/errors.ts';
-import { ADMIN_SCOPE } from '../core/scopes.ts';
+import { ADMIN_SCOPE } from '../core/key-scopes.ts';
 import { type Consumer, ownerOf } from '../keys/file.ts';
 import { type BanPolicy, DEFAULT_MAX_IN_FLIGHT } from '../keys/plans.ts';
 import type { KeyTable } from '../keys/table.ts';

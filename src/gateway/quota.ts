@@ -1,5 +1,5 @@
 import type { Decision } from '../core/decision.ts';
-import type { RateLimitStatus } from '../core/quota.ts';
+import type { RateLimitStatus } from '../core/rate-limit-status.ts';
 import type { Consumer } from '../keys/file.ts';
 
 /**

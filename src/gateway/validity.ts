@@ -1,5 +1,5 @@
-import { ApiError } from '../core/errors.ts';
-import { ADMIN_SCOPE } from '../core/scopes.ts';
+import { ApiError } from '../core/api-error.ts';
+import { ADMIN_SCOPE } from '../core/key-scopes.ts';
 import type { Caller } from './caller.ts';
 
 /** The `WWW-Authenticate` challenge every 401 and 403 of the gateway starts with (RFC 6750). */

@@ -7,11 +7,14 @@ export const MAX_MEMO_BYTES = 4 * 1024 * 1024;
 /** Paths and queries remembered as asked once, so that the second asking keeps the answer. */
 export const MAX_SEEN_KEYS = 4_096;
 
-/** What the memo asks of the store: its version before a read, and whether what a reply read changed since. */
-export type StoreChanges = Pick<PetStore, 'version' | 'unchanged'>;
+/**
+ * What kept answers ask of the store: its due orders expired (an expiry changes pets), its
+ * change count before a read, and whether what a reply read changed since.
+ */
+export type StoreChanges = Pick<PetStore, 'startDueExpiry' | 'changeCount' | 'unchanged'>;
 
 interface Kept {
-  /** The store's version the reply was read at. */
+  /** The store's change count the reply was read at. */
   readonly since: unknown;
   /** What it read (`Reply.reads`); undefined: every pet. */
   readonly reads: PetsTouched | undefined;
@@ -25,9 +28,10 @@ interface Kept {
  * again is not validated, read, encoded or hashed again, and a write to one pet leaves the
  * others' answers in place. Bounded by the bytes of the bodies it holds, least recently used
  * first out. Safe because a reply is immutable (its body is a string) and is served only while
- * the store says nothing it read changed after the version read before it; a store that cannot
- * tell its version (PostgreSQL while it does not listen for other instances' writes) gives
- * undefined, and nothing is kept for it or served from here meanwhile.
+ * the store says nothing it read changed after the change count read before it; a store that
+ * cannot tell its count (PostgreSQL while it does not listen for other instances' writes, any
+ * store while an order's hold has run out and is not yet expired) gives undefined, and nothing
+ * is kept for it or served from here meanwhile.
  *
  * An answer is kept only when its key is asked a second time (the first asking is remembered,
  * key only, in a smaller table): clients paging through a large catalogue ask each page once,
@@ -35,15 +39,15 @@ interface Kept {
  *
  * @example
  * const memo = new AnswerMemo(store)
- * const version = store.version()
- * memo.get('/v1/pets?limit=20', version) ?? memo.set('/v1/pets?limit=20', version, reply)
+ * const count = store.changeCount()
+ * memo.get('/v1/pets?limit=20', count) ?? memo.set('/v1/pets?limit=20', count, reply)
  */
 export class AnswerMemo {
   readonly #kept: LRUCache<string, Kept>;
   readonly #seen = new LRUCache<string, true>({ max: MAX_SEEN_KEYS });
-  readonly #store: StoreChanges;
+  readonly #store: Pick<StoreChanges, 'unchanged'>;
 
-  constructor(store: StoreChanges, maxBytes: number = MAX_MEMO_BYTES) {
+  constructor(store: Pick<StoreChanges, 'unchanged'>, maxBytes: number = MAX_MEMO_BYTES) {
     this.#store = store;
     this.#kept = new LRUCache<string, Kept>({
       maxSize: maxBytes,
@@ -51,19 +55,18 @@ export class AnswerMemo {
     });
   }
 
-  /** The reply kept under `key`, when the store's `version` is known and nothing the reply read changed since it was read. */
-  get(key: string, version: unknown): Reply | undefined {
-    if (version === undefined) return undefined;
+  /** The reply kept under `key`, when the store's change `count` is known and nothing the reply read changed since it was read. */
+  get(key: string, count: unknown): Reply | undefined {
+    if (count === undefined) return undefined;
     const kept = this.#kept.get(key);
     if (kept === undefined) return undefined;
-    return kept.since === version || this.#store.unchanged(kept.since, kept.reads) ? kept.reply : undefined;
+    return kept.since === count || this.#store.unchanged(kept.since, kept.reads) ? kept.reply : undefined;
   }
 
-  /** Keeps `reply` under `key` when read at a known `version` and asked before; returns it. */
-  set(key: string, version: unknown, reply: Reply): Reply {
-    if (version === undefined) return reply;
-    if (this.#kept.has(key) || this.#seen.delete(key))
-      this.#kept.set(key, { since: version, reads: reply.reads, reply });
+  /** Keeps `reply` under `key` when read at a known change `count` and asked before; returns it. */
+  set(key: string, count: unknown, reply: Reply): Reply {
+    if (count === undefined) return reply;
+    if (this.#kept.has(key) || this.#seen.delete(key)) this.#kept.set(key, { since: count, reads: reply.reads, reply });
     else this.#seen.set(key, true);
     return reply;
   }

@@ -1,9 +1,9 @@
 import { describe, expect, test } from 'bun:test';
 import { Hono } from 'hono';
 import { defineOperation } from '../api/operation-types.ts';
+import type { AppEnv } from '../context-vars.ts';
+import { ApiError } from '../core/api-error.ts';
 import { systemClock } from '../core/clock.ts';
-import { ApiError } from '../core/errors.ts';
-import type { AppEnv } from '../env.ts';
 import type { Gateway } from '../gateway/index.ts';
 import { silentLogger } from '../log.ts';
 import { apiPipeline, pipeline } from './pipeline.ts';
@@ -32,19 +32,19 @@ describe('what each pipeline needs is checked by the compiler', () => {
     expect(res.status).toBe(404);
   });
 
-  test("an API pipeline without the store's version takes only operations that are never kept", async () => {
+  test("an API pipeline without the store's change count takes only operations that are never kept", async () => {
     const steps = apiPipeline({ ...base, gateway: refuseAll, deps: {}, allowedMethods: () => undefined });
     expect(typeof steps.operation(unkept)).toBe('function');
-    // @ts-expect-error: a kept operation needs the store's version.
+    // @ts-expect-error: a kept operation needs the store's change count.
     steps.operation(kept);
-    const withVersion = apiPipeline({
+    const withCount = apiPipeline({
       ...base,
       gateway: refuseAll,
       deps: {},
       allowedMethods: () => undefined,
-      store: { version: () => 1, unchanged: () => true },
+      store: { startDueExpiry: () => {}, changeCount: () => 1, unchanged: () => true },
     });
-    expect(typeof withVersion.operation(kept)).toBe('function');
+    expect(typeof withCount.operation(kept)).toBe('function');
     // @ts-expect-error: the gateway is not optional.
     apiPipeline({ ...base, deps: {}, allowedMethods: () => undefined });
     // Under the API prefix, a path no operation serves meets the gateway first: 401 before 404.

@@ -2,29 +2,29 @@ import type { Context, ErrorHandler } from 'hono';
 import type { Deprecation, KeyHolder, Operation, UnkeptOperation } from '../api/operation-types.ts';
 import { isApiPath } from '../api/operations.ts';
 import { checkBodyOnGet, inputReader } from '../api/validate.ts';
+import type { AppEnv } from '../context-vars.ts';
+import { ApiError, methodNotAllowed, NO_SUCH_PATH } from '../core/api-error.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Decision } from '../core/decision.ts';
-import { ApiError, methodNotAllowed, NO_SUCH_PATH } from '../core/errors.ts';
 import type { OpsRoute } from '../core/ops-route.ts';
 import type { AnswerHeaders, Reply } from '../core/reply.ts';
 import { answerHeaders, beginAnswer } from '../core/reply.ts';
-import type { AppEnv } from '../env.ts';
 import { type GatedOperation, type Gateway, principalOf, quotaStatus } from '../gateway/index.ts';
 import type { Logger } from '../log.ts';
 import { operationIndex } from '../metrics/labels.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { peerText } from '../redact.ts';
-import { currentScope, type RequestScope } from '../trace/scope.ts';
+import { currentScope, type RequestScope } from '../trace/request-scope.ts';
 import { answer } from './answer.ts';
-import { answerError, toApiError } from './errors.ts';
+import { limitBody } from './body-limit.ts';
+import { corsStep } from './cors.ts';
+import { requestCounter } from './count-requests.ts';
+import { answerError, toApiError } from './error-answer.ts';
 import { weakEtag } from './etag.ts';
 import { AnswerMemo, type StoreChanges } from './memo.ts';
-import { limitBody } from './steps/body-limit.ts';
-import { corsStep } from './steps/cors.ts';
-import { requestCounter } from './steps/count-requests.ts';
-import { requestLogSteps } from './steps/request-log.ts';
-import { requestTrace } from './steps/trace.ts';
-import { MAX_URI_BYTES, pathAndQuery, uriTooLong } from './steps/uri-limit.ts';
+import { requestLogSteps } from './request-log.ts';
+import { requestTrace } from './request-trace.ts';
+import { MAX_URI_BYTES, pathAndQuery, uriTooLong } from './uri-limit.ts';
 
 /** What every pipeline needs: the ops routes' and the metrics port's, and the API's too. */
 export interface PipelineOptions {
@@ -57,7 +57,7 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
   /** The methods the table serves at a path, or undefined for a path it has not (a 405's `Allow`). */
   allowedMethods: (path: string) => readonly string[] | undefined;
   /**
-   * The store's version and what changed since (`PetStore.version`, `unchanged`): an operation
+   * The store's change count and what changed since (`PetStore.changeCount`, `unchanged`): an operation
    * whose answers are kept (`memo`) is served from the memo while nothing its answer read has
    * changed. Without it, only operations that are never kept can be added.
    */
@@ -66,15 +66,16 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
 
 /**
  * The way of a request through the service, in the order it meets the steps. Every request:
- * 1. `exchange`, around all the rest: its id (echoed), the API's fixed headers, 414 for an
- *    overlong URI; then, once answered, the log line and the metrics.
+ * 1. `exchange`, around all the rest: its id, the headers every answer carries (`X-Request-Id`;
+ *    on the API `Cache-Control: no-store` and `nosniff`; `traceresponse`), 414 for an overlong
+ *    URI; then, once answered, the log line and the metrics.
  * Then what the route Hono matched does. For an API operation (`operation`):
  * 2. CORS: a preflight is answered here, before any key is asked for;
  * 3. the gateway: identify the caller, its in-flight slot, the limiter (spending the
  *    operation's cost), the rate-limit headers, the operation's scope; a refusal is answered at
  *    once; the limiter's decision goes on, and an operation that reads the quota gets it from
  *    that decision with its input (step 6);
- * 4. the operation's fixed headers (a deprecated one's `Deprecation`, `Sunset`, successor `Link`);
+ * 4. a deprecated operation's headers (`Deprecation`, `Sunset`, successor `Link`), made once per route;
  * 5. the body's limits (413; a body sent with GET held to the same rules), then the answer kept for this path and query, if any;
  * 6. the input, validated by the table's schemas (400, 415);
  * 7. the handler, whose reply is tagged (ETag) when the table says so;
@@ -194,7 +195,7 @@ function sharedOf({
  * Step 1 around `inner`, the rest of a request's way: every Hono route is one of these, so each
  * request matches one handler and Hono calls it without composing layers. Whatever `inner`
  * throws is answered here, so the log line and the metrics see every answer. The request
- * scope (src/trace/scope.ts) is opened here, holding its id and, unless `traced` is false, its
+ * scope (src/trace/request-scope.ts) is opened here, holding its id and, unless `traced` is false, its
  * trace: every line logged and every span made while serving it reads the scope.
  */
 function exchange(shared: Shared, inner: Inner, traced = true): Served {
@@ -206,7 +207,7 @@ function exchange(shared: Shared, inner: Inner, traced = true): Served {
   };
 }
 
-/** Step 1 inside the request's scope: its fixed headers, 414, `inner`, then the log line, metrics and span. */
+/** Step 1 inside the request's scope: the headers every answer carries, 414, `inner`, then the log line, metrics and span. */
 async function answerInScope(
   { requestLog, count, tracing, gatedPath, report, unavailable }: Shared,
   c: Context<AppEnv>,
@@ -289,12 +290,12 @@ async function bodyChecked(
 /** An API operation's route: steps 1 to 8, with what the operation needs made once. */
 function operation<D>(shared: ApiShared<D>, op: Operation<D>): Served {
   const route = routeOf(shared, op);
-  const { fixed } = route;
+  const { deprecated } = route;
   // Named as the step it serves, so a CPU profile names it.
   return exchange(shared, function operation(c) {
     c.set('operation', op.id);
     return gated(shared, c, op, (decision) => {
-      if (fixed) Object.assign(answerHeaders(c), fixed);
+      if (deprecated) Object.assign(answerHeaders(c), deprecated);
       return bodyChecked(shared, c, () => answerOperation(shared, route, c, decision));
     });
   });
@@ -304,8 +305,8 @@ function operation<D>(shared: ApiShared<D>, op: Operation<D>): Served {
 interface OperationRoute<D> {
   readonly op: Operation<D>;
   readonly deps: D;
-  /** Its fixed headers (a deprecated one's), if any. */
-  readonly fixed: AnswerHeaders | undefined;
+  /** A deprecated operation's headers, the same on every answer of it; undefined for the others. */
+  readonly deprecated: AnswerHeaders | undefined;
   readonly readInput: ReturnType<typeof inputReader<D>>;
   /** Its index among the metrics' operations. */
   readonly counted: number;
@@ -314,8 +315,8 @@ interface OperationRoute<D> {
 function routeOf<D>({ deps }: ApiShared<D>, op: Operation<D>): OperationRoute<D> {
   // A quota reader's answer is the caller's own: never kept for another.
   if (op.memo && op.readsQuota) throw new TypeError(`pipeline: ${op.id} reads the quota and cannot be kept`);
-  const fixed = op.deprecated ? deprecationHeaders(op.deprecated) : undefined;
-  return { op, deps, fixed, readInput: inputReader(op), counted: operationIndex(op.id) };
+  const deprecated = op.deprecated ? deprecationHeaders(op.deprecated) : undefined;
+  return { op, deps, deprecated, readInput: inputReader(op), counted: operationIndex(op.id) };
 }
 
 /** Steps 5 (the kept answer), 6 and 7: a kept answer is used while nothing it read has changed. */
@@ -327,15 +328,21 @@ async function answerOperation<D>(
 ): Promise<Response> {
   // The path and query as sent: the same text always validates to the same input.
   const key = op.memo && memo ? pathAndQuery(c.req.url) : undefined;
-  const version = key === undefined ? undefined : store?.version();
-  const kept = key === undefined ? undefined : memo?.get(key, version);
+  let count: unknown;
+  if (key !== undefined && store) {
+    // An order whose hold has run out is about to make its pet available: the store starts that
+    // expiry, and gives no count (so nothing kept is served) until it is done.
+    store.startDueExpiry();
+    count = store.changeCount();
+  }
+  const kept = key === undefined ? undefined : memo?.get(key, count);
   if (key !== undefined) memoCount?.(counted, kept !== undefined);
   if (kept) return answer(c, kept);
   const caller = c.get('caller');
   // A quota reader's input is the decision that admitted it; only a consumer gets this far.
   const quota = op.readsQuota && caller.kind === 'consumer' ? quotaStatus(caller.consumer, decision) : undefined;
   const reply = tagged(op, await op.handler(await readInput(c, principalOf(caller), quota, keyOf(op, c)), deps));
-  return answer(c, key !== undefined && memo && reply.status === 200 ? memo.set(key, version, reply) : reply);
+  return answer(c, key !== undefined && memo && reply.status === 200 ? memo.set(key, count, reply) : reply);
 }
 
 /** Step 7's tag: a weak ETag of the reply's body, when the table says so and the reply has no tag of its own. */

@@ -5,7 +5,7 @@
  * so its quota, its id in logs and its token all stay the same.
  */
 
-import type { KeyScope } from '../core/scopes.ts';
+import type { KeyScope } from '../core/key-scopes.ts';
 import { type ConsumerFields, consumerIdOf, derivedConsumerId, KeysFileError, newConsumerId } from './file.ts';
 import type { Limits, PlanName } from './plans.ts';
 import {

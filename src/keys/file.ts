@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import * as v from 'valibot';
 import { describeJsonError, duplicateMember, jsonSyntaxError } from '../core/json-syntax.ts';
-import { ADMIN_SCOPE, type KeyScope, SCOPES } from '../core/scopes.ts';
+import { ADMIN_SCOPE, type KeyScope, SCOPES } from '../core/key-scopes.ts';
 import { echoed } from '../redact.ts';
 import {
   type BanPolicy,

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { ADMIN_SCOPE, KEY_SCOPES } from '../core/scopes.ts';
+import { ADMIN_SCOPE, KEY_SCOPES } from '../core/key-scopes.ts';
 import { COSTED_OPERATIONS, PLAN_NAMES } from './plans.ts';
 import { normalWebhookUrl, webhookUrlProblem } from './webhook-targets.ts';
 

@@ -17,13 +17,13 @@ import {
   Registry,
 } from 'prom-client';
 import { PLAN_NAMES } from '../keys/plans.ts';
-import type { StoreErrorKind } from '../store/errors.ts';
+import type { StoreErrorKind } from '../store/store-error.ts';
 import { ConsumerMetrics } from './consumers.ts';
 import { Exemplars } from './exemplars.ts';
 import { MEMO_OPERATIONS, REQUEST_OPERATIONS, STORE_OPERATIONS, type StoreOperation } from './labels.ts';
-import { LeaseMetrics } from './leases.ts';
-import { type LimiterView, registerLimiter } from './limiter.ts';
-import { WebhookMetrics } from './webhooks.ts';
+import { LeaseMetrics } from './lease-series.ts';
+import { type LimiterView, registerLimiter } from './limiter-series.ts';
+import { WebhookMetrics } from './webhook-series.ts';
 
 /** Upper bounds of the latency buckets, in seconds. */
 export const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
-import { StoreError, StoreTimeoutError, StoreUnavailableError } from '../store/errors.ts';
 import { MemoryStore } from '../store/memory-store.ts';
 import { OUTBOX_CALLS, STORE_CALLS } from '../store/store.ts';
+import { StoreError, StoreTimeoutError, StoreUnavailableError } from '../store/store-error.ts';
 import { Metrics } from './registry.ts';
 import { countStoreErrors } from './store-errors.ts';
 

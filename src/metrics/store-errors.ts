@@ -1,4 +1,3 @@
-import { storeErrorKind } from '../store/errors.ts';
 import {
   type CallWrap,
   OUTBOX_CALLS,
@@ -7,6 +6,7 @@ import {
   type WrappedStore,
   wrapCalls,
 } from '../store/store.ts';
+import { storeErrorKind } from '../store/store-error.ts';
 import { STORE_OPERATIONS } from './labels.ts';
 import type { Metrics } from './registry.ts';
 
@@ -35,7 +35,8 @@ export function countStoreErrors(store: PetStore | WrappedStore, metrics: Metric
     ...wrapCalls(store, STORE_CALLS, count),
     ...(outbox ? { outbox: wrapCalls(outbox, OUTBOX_CALLS, count) } : {}),
     backend: 'backend' in store ? store.backend : store,
-    version: () => store.version(),
+    startDueExpiry: () => store.startDueExpiry(),
+    changeCount: () => store.changeCount(),
     unchanged: (since, reads) => store.unchanged(since, reads),
     close: () => store.close(),
   };

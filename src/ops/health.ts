@@ -1,4 +1,4 @@
-import { ApiError } from '../core/errors.ts';
+import { ApiError } from '../core/api-error.ts';
 import type { OpsRoute } from '../core/ops-route.ts';
 import type { LimiterStatus } from '../gateway/index.ts';
 import type { KeyTable } from '../keys/table.ts';

@@ -84,7 +84,7 @@ describe('petstore_answer_memo_total', () => {
     expect(created.status).toBe(201);
     // Asked once (remembered), twice (kept), three times (answered from the memo).
     for (let i = 0; i < 3; i++) expect((await a.request('/v1/pets?limit=20', { headers })).status).toBe(200);
-    // A change moves the store's version: the next list is read again.
+    // A change moves the store's change count: the next list is read again.
     const patched = await a.request('/v1/pets/1', {
       method: 'PATCH',
       headers: { ...headers, 'Content-Type': 'application/merge-patch+json' },

@@ -1,6 +1,6 @@
 import type { OpsRoute } from '../core/ops-route.ts';
-import { type DocsOptions, docsRoutes } from '../docs/routes.ts';
 import type { Metrics } from '../metrics/registry.ts';
+import { type DocsOptions, docsRoutes } from '../reference/routes.ts';
 import { type HealthOptions, healthRoutes } from './health.ts';
 import { metricsRoute } from './metrics.ts';
 

@@ -4,7 +4,7 @@
  * what runs once per host: the limiter's windows (asked by message, or spent from its grants: `host-limiter.ts`), the keys'
  * source (the table comes by message), the webhook delivery, the admin API, the log stream.
  * What must hold for the host and is read on every request lives in memory the workers share:
- * the in-flight slots (src/gateway/host-in-flight.ts), the store's version
+ * the in-flight slots (src/gateway/host-in-flight.ts), the store's change count
  * (src/store/shared-version.ts), whether the host is stopping.
  */
 import process from 'node:process';

@@ -13,11 +13,11 @@ import * as fs from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import process from 'node:process';
 import postgres from 'postgres';
-import { StoreOpenError } from './errors.ts';
 import { SCHEMA_VERSION } from './migrations.ts';
 import { PET_VERSIONS } from './postgres-changes.ts';
 import { POSTGRES_URL } from './postgres-url.ts';
 import { loadSqlite, type SqliteConnection } from './sqlite-driver.ts';
+import { StoreOpenError } from './store-error.ts';
 
 /**
  * How far a restore moves the id sequence past the backup's when the store it replaces cannot

@@ -1,12 +1,12 @@
 import { describe, expect, test } from 'bun:test';
 import { fakeStore } from '../../test/fake-store.ts';
 import { fakeClock } from '../../test/testing.ts';
-import type { NewPet } from '../core/pets.ts';
+import type { NewPet } from '../core/pet-records.ts';
 import { createLogger } from '../log.ts';
 import { boundStore, type Timers } from './bounded.ts';
-import { StoreTimeoutError, StoreUnreachableError, storeErrorKind } from './errors.ts';
 import { MemoryStore } from './memory-store.ts';
 import { OUTBOX_CALLS, STORE_CALLS } from './store.ts';
+import { StoreTimeoutError, StoreUnreachableError, storeErrorKind } from './store-error.ts';
 
 const REX: NewPet = { name: 'Rex', categoryId: 1, status: 'available' };
 

@@ -14,8 +14,8 @@ import { clearTimeout, setTimeout } from 'node:timers';
 import { type Clock, systemClock } from '../core/clock.ts';
 import type { Logger } from '../log.ts';
 import { peerText } from '../redact.ts';
-import { OUTCOME_UNKNOWN, StoreTimeoutError, StoreUnreachableError } from './errors.ts';
 import { type CallWrap, OUTBOX_CALLS, type PetStore, STORE_CALLS, type WrappedStore, wrapCalls } from './store.ts';
+import { OUTCOME_UNKNOWN, StoreTimeoutError, StoreUnreachableError } from './store-error.ts';
 import { type DbSystem, tracedCalls } from './traced.ts';
 
 /** `--store-timeout`'s default: the longest a request waits for the store. */
@@ -81,8 +81,9 @@ export function boundStore(backend: PetStore, options: BoundedStoreOptions): Bou
     ...wrapCalls(backend, STORE_CALLS, call),
     ...(outbox ? { outbox: wrapCalls(outbox, OUTBOX_CALLS, call) } : {}),
     backend,
-    // The backend's: reading it touches no connection (see each backend).
-    version: () => backend.version(),
+    // The backend's own: the count touches no connection, the expiry is not waited for (see each backend).
+    startDueExpiry: () => backend.startDueExpiry(),
+    changeCount: () => backend.changeCount(),
     unchanged: (since, reads) => backend.unchanged(since, reads),
     get away() {
       return bound.away;

@@ -2,7 +2,7 @@
  * What every backend decides about a change or a removal of a pet, from the pet as its write
  * transaction reads it: the backends differ only in how they read, lock and write.
  */
-import { mayBecome, type Pet, type PetPatch, type StoredPet } from '../core/pets.ts';
+import { mayBecome, type Pet, type PetPatch, type StoredPet } from '../core/pet-records.ts';
 import { type IfMatch, meets } from '../core/preconditions.ts';
 import type { RemoveResult, UpdateResult } from './store.ts';
 

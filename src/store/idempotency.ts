@@ -3,7 +3,7 @@
  * request", and how often the stores drop expired keys.
  */
 import { createHash } from 'node:crypto';
-import type { NewPet } from '../core/pets.ts';
+import type { NewPet } from '../core/pet-records.ts';
 
 /** A key is remembered this long after the create that first used it. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1_000;

@@ -1,7 +1,7 @@
-import { StoreUnavailableError, sqliteError } from './errors.ts';
 import { consumersOf, type KeyStore, type KeysEdit, rowChanges, type StoredConsumer } from './key-store.ts';
 import { column } from './rows.ts';
 import type { SqliteConnection } from './sqlite-driver.ts';
+import { StoreUnavailableError, sqliteError } from './store-error.ts';
 
 const VERSION = 'SELECT version FROM keys_state WHERE singleton = 1';
 const CONSUMERS =

@@ -1,12 +1,12 @@
 import { type Clock, systemClock } from '../core/clock.ts';
-import type { Closing, StoredOrder } from '../core/orders.ts';
-import { type Inventory, type NewPet, type Pet, type PetPatch, petOf, type StoredPet } from '../core/pets.ts';
+import type { Closing, StoredOrder } from '../core/order-records.ts';
+import { type Inventory, type NewPet, type Pet, type PetPatch, petOf, type StoredPet } from '../core/pet-records.ts';
 import type { IfMatch } from '../core/preconditions.ts';
 import type { PetsTouched } from '../core/reply.ts';
 import { ChangeCounter } from './change-counter.ts';
 import { planRemove, planUpdate } from './changes.ts';
 import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES } from './idempotency.ts';
-import { newOrderId, orderExpiredEvent, retiredOwner } from './orders.ts';
+import { newOrderId, orderExpiredEvent, retiredOwner } from './order-rows.ts';
 import { MemoryOutbox } from './outbox.ts';
 import type {
   CloseOrderResult,
@@ -260,9 +260,13 @@ export class MemoryStore implements PetStore {
     }
   }
 
-  /** The count of changes, after expiring the orders whose hold is over. */
-  version(): number {
+  /** Expires the orders whose hold is over, at once: in memory that takes no I/O. */
+  startDueExpiry(): void {
     this.#expireDue(this.#clock.now());
+  }
+
+  /** The count of changes. */
+  changeCount(): number {
     return this.#changes.count();
   }
 

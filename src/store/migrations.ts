@@ -1,6 +1,6 @@
-import { MAX_ID } from '../core/pets.ts';
-import { StoreOpenError } from './errors.ts';
+import { MAX_ID } from '../core/pet-records.ts';
 import { ANNOUNCES_SETTING, PET_VERSIONS, PETS_CHANNEL } from './postgres-changes.ts';
+import { StoreOpenError } from './store-error.ts';
 
 /**
  * One schema change, written for each engine; versions are applied in order, once (at start-up

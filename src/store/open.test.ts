@@ -3,10 +3,10 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '../log.ts';
-import { StoreOpenError } from './errors.ts';
 import { MemoryStore } from './memory-store.ts';
 import { DEFAULT_DATA, MEMORY, openStore } from './open.ts';
 import { SqliteStore } from './sqlite.ts';
+import { StoreOpenError } from './store-error.ts';
 
 const BUN = new URL('../../node_modules/.bin/bun', import.meta.url).pathname;
 

@@ -1,11 +1,11 @@
 import process from 'node:process';
 import type { Logger } from '../log.ts';
 import { type BoundedStore, boundStore, DEFAULT_STORE_TIMEOUT_MS } from './bounded.ts';
-import { StoreOpenError } from './errors.ts';
 import { MemoryStore } from './memory-store.ts';
 import { POSTGRES_URL } from './postgres-url.ts';
 import type { LockReleases } from './sqlite.ts';
 import type { PetStore } from './store.ts';
+import { StoreOpenError } from './store-error.ts';
 
 /** The `--data` value that keeps pets in memory only. */
 export const MEMORY = ':memory:';

@@ -5,14 +5,6 @@ import { tcpProxy } from '../../test/proxy.ts';
 import { describeStore } from '../../test/store-conformance.ts';
 import { createLogger, silentLogger } from '../log.ts';
 import { boundStore } from './bounded.ts';
-import {
-  OUTCOME_UNKNOWN,
-  StoreError,
-  StoreOpenError,
-  StoreTimeoutError,
-  StoreUnavailableError,
-  StoreUnreachableError,
-} from './errors.ts';
 import { fingerprintOf } from './idempotency.ts';
 import { MIGRATIONS, SCHEMA_VERSION } from './migrations.ts';
 import { LISTENER_NAME, PostgresStore } from './postgres.ts';
@@ -20,6 +12,14 @@ import { HEARTBEAT_MS, PETS_CHANNEL } from './postgres-changes.ts';
 import { postgresError } from './postgres-errors.ts';
 import { migratePostgres } from './postgres-migrate.ts';
 import { describeData } from './postgres-url.ts';
+import {
+  OUTCOME_UNKNOWN,
+  StoreError,
+  StoreOpenError,
+  StoreTimeoutError,
+  StoreUnavailableError,
+  StoreUnreachableError,
+} from './store-error.ts';
 
 /** A server the tests may create and drop databases on; `make unit` starts one (scripts/with-postgres.sh). */
 const SERVER = testPostgresUrl();
@@ -274,11 +274,11 @@ describe('PostgresStore version: every write of the fleet, heard through LISTEN'
       PostgresStore.open({ url: db.url, log: silentLogger }),
     ]);
     try {
-      const before = [a.version(), b.version()];
+      const before = [a.changeCount(), b.changeCount()];
       expect(before.map((v) => typeof v)).toEqual(['number', 'number']);
-      expect(b.version()).toBe(before[1] as number); // nothing written: it stays
+      expect(b.changeCount()).toBe(before[1] as number); // nothing written: it stays
       await a.create({ name: 'Rex', categoryId: 1, status: 'available' });
-      const afterOwn = a.version();
+      const afterOwn = a.changeCount();
       // Counted before the create is acknowledged: pet 1 and the pets that exist have changed, nothing else.
       expect(afterOwn).not.toBe(before[0]);
       expect([a.unchanged(before[0] as number, { ids: [1] }), a.unchanged(before[0] as number, { ids: [2] })]).toEqual([
@@ -287,12 +287,12 @@ describe('PostgresStore version: every write of the fleet, heard through LISTEN'
       ]);
       expect(a.unchanged(before[0] as number, { ids: [], members: true })).toBe(false);
       // The other instance hears which pet: its answers of other pets stay.
-      await within(1_000, () => b.version() !== before[1]);
+      await within(1_000, () => b.changeCount() !== before[1]);
       expect([b.unchanged(before[1] as number, { ids: [1] }), b.unchanged(before[1] as number, { ids: [2] })]).toEqual([
         false,
         true,
       ]);
-      const seen = b.version() as number;
+      const seen = b.changeCount() as number;
       const other = await a.create({ name: 'Kit', categoryId: 1, status: 'available' });
       await a.update(other.id, { name: 'Kat' });
       await within(1_000, () => !b.unchanged(seen, { ids: [other.id] }));
@@ -307,11 +307,11 @@ describe('PostgresStore version: every write of the fleet, heard through LISTEN'
       );
       expect(await b.get(1)).toEqual({ id: 1, name: 'Max', categoryId: 1, status: 'available', version: 1 });
       // An INSERT by hand is announced by nobody: the heartbeat's highest id shows it.
-      const quiet = b.version();
+      const quiet = b.changeCount();
       const hand = postgres(db.url, { max: 1, onnotice: () => {} });
       await hand`INSERT INTO pets (name, category_id, status) VALUES ('Tom', 2, 'sold')`;
       await hand.end();
-      const took = await within(HEARTBEAT_MS + 1_000, () => b.version() !== quiet);
+      const took = await within(HEARTBEAT_MS + 1_000, () => b.changeCount() !== quiet);
       expect(took).toBeGreaterThan(0);
     } finally {
       await Promise.all([a.close(), b.close()]);
@@ -343,10 +343,10 @@ describe('PostgresStore version: every write of the fleet, heard through LISTEN'
       expect(heard[2]).toBe('');
       // A delete by hand without the trigger (as if its announcement were lost): the heartbeat's
       // watermark moves, since every delete by an instance takes a version from the sequence.
-      const quiet = a.version();
+      const quiet = a.changeCount();
       await hand`SELECT nextval('pet_versions')`;
       await hand.end();
-      expect(await within(HEARTBEAT_MS + 1_000, () => a.version() !== quiet)).toBeGreaterThan(0);
+      expect(await within(HEARTBEAT_MS + 1_000, () => a.changeCount() !== quiet)).toBeGreaterThan(0);
     } finally {
       await listener.end();
       await a.close();
@@ -363,10 +363,14 @@ describe('PostgresStore version: every write of the fleet, heard through LISTEN'
       Date.now = () => realNow() - 10_000;
       const placed = await store.placeOrder({ owner: 'key:acme', petId: pet.id, holdMs: 300, now: Date.now() });
       expect(placed.outcome).toBe('placed');
-      expect(typeof store.version()).toBe('number');
+      expect(typeof store.changeCount()).toBe('number');
       // Past the hold by the database's clock: the next read sweeps, and no answer is kept until then.
-      await within(1_500, () => store.version() === undefined);
-      await within(2_000, () => store.version() !== undefined);
+      await within(1_500, () => store.changeCount() === undefined);
+      // A kept read starts the expiry (as src/http/pipeline.ts does), then its count is known again.
+      await within(2_000, () => {
+        store.startDueExpiry();
+        return store.changeCount() !== undefined;
+      });
       expect((await store.get(pet.id))?.status).toBe('available');
     } finally {
       Date.now = realNow;
@@ -375,20 +379,20 @@ describe('PostgresStore version: every write of the fleet, heard through LISTEN'
     }
   });
 
-  test('a terminated listening backend: no version (every read from the database) until listening again', async () => {
+  test('a terminated listening backend: no change count (every read from the database) until listening again', async () => {
     const db = await freshDatabase();
     const lines: string[] = [];
     const store = await PostgresStore.open({ url: db.url, log: createLogger({ write: (l) => lines.push(l) }) });
     try {
-      const before = store.version();
+      const before = store.changeCount();
       expect(typeof before).toBe('number');
       const [ended] = await admin`
         SELECT pg_terminate_backend(pid, 5000) AS ok FROM pg_stat_activity
         WHERE datname = ${new URL(db.url).pathname.slice(1)} AND application_name = ${LISTENER_NAME}`;
       expect(ended).toEqual({ ok: true });
-      await within(1_000, () => store.version() === undefined);
-      await within(2_000, () => store.version() !== undefined);
-      expect(store.version()).not.toBe(before);
+      await within(1_000, () => store.changeCount() === undefined);
+      await within(2_000, () => store.changeCount() !== undefined);
+      expect(store.changeCount()).not.toBe(before);
       expect(lines.map((l) => JSON.parse(l).msg).filter((m: string) => m.includes('listening'))).toEqual([
         'not listening for pet changes; every read goes to the database until listening again',
         'listening for pet changes again; serving kept answers',

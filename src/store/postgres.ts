@@ -1,6 +1,6 @@
 import postgres from 'postgres';
-import type { Closing, StoredOrder } from '../core/orders.ts';
-import type { Inventory, NewPet, Pet, PetPatch, StoredPet } from '../core/pets.ts';
+import type { Closing, StoredOrder } from '../core/order-records.ts';
+import type { Inventory, NewPet, Pet, PetPatch, StoredPet } from '../core/pet-records.ts';
 import type { IfMatch } from '../core/preconditions.ts';
 import type { PetsTouched } from '../core/reply.ts';
 import type { Logger } from '../log.ts';
@@ -8,12 +8,11 @@ import { peerText } from '../redact.ts';
 import { DEFAULT_STORE_TIMEOUT_MS } from './bounded.ts';
 import { EVERY_PET, NO_PET, type PetChange } from './change-counter.ts';
 import { planRemove, planUpdate } from './changes.ts';
-import { StoreOpenError, StoreTimeoutError, StoreUnavailableError } from './errors.ts';
 import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES, SweepSchedule } from './idempotency.ts';
 import type { KeyStore, WithKeyStore } from './key-store.ts';
 import { PostgresKeyStore } from './key-store-postgres.ts';
 import { SCHEMA_VERSION } from './migrations.ts';
-import { newOrderId, ORDER_COLUMNS, orderExpiredEvent, orderFromRow, retiredOwner } from './orders.ts';
+import { newOrderId, ORDER_COLUMNS, orderExpiredEvent, orderFromRow, retiredOwner } from './order-rows.ts';
 import type { Outbox } from './outbox.ts';
 import { ANNOUNCES_SETTING, announce, HEARTBEAT_LOCK_WAIT_MS, PET_VERSIONS, PetChanges } from './postgres-changes.ts';
 import { postgresError } from './postgres-errors.ts';
@@ -45,6 +44,7 @@ import type {
   RemoveResult,
   UpdateResult,
 } from './store.ts';
+import { StoreOpenError, StoreTimeoutError, StoreUnavailableError } from './store-error.ts';
 
 /** Now on the database's clock, in epoch ms: every instance sets and compares holds by it, skewed or not. */
 const NOW_MS = 'floor(extract(epoch FROM now()) * 1000)::bigint';
@@ -99,7 +99,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
   #keptPool: postgres.Sql | undefined;
   /** When connections began timing out without a success since, or undefined. */
   #timingOutSince: number | undefined;
-  /** Every pet write of the fleet, heard through LISTEN: what `version()` answers from. */
+  /** Every pet write of the fleet, heard through LISTEN: what `changeCount()` answers from. */
   readonly #changes: PetChanges;
   readonly #sweeps = new SweepSchedule();
   /** The webhook outbox in this database, shared by every instance; each write is flushed like a create. */
@@ -519,7 +519,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
     return expired;
   }
 
-  /** Reads the earliest hold of a placed order, which `version()` watches. */
+  /** Reads the earliest hold of a placed order, which `startDueExpiry()` and `changeCount()` watch. */
   async #readNextDeadline(): Promise<void> {
     const [next] = await this.#query(
       'expire orders',
@@ -571,22 +571,25 @@ export class PostgresStore implements PetStore, WithKeyStore {
     return rows.length;
   }
 
+  /** Past the earliest hold known here, expires the orders due in the background, one run at a time. */
+  startDueExpiry(): void {
+    if (Date.now() < this.#nextDeadline) return;
+    this.#expiring ??= this.expireOrders()
+      .catch(() => {})
+      .finally(() => {
+        this.#expiring = undefined;
+      });
+  }
+
   /**
    * Moves on with every write of pets by any instance (this one's at once, another's when its
    * notification arrives); undefined while this instance does not listen or has not caught up
    * (src/store/postgres-changes.ts). Reading it touches no connection.
    */
-  version(): number | undefined {
+  changeCount(): number | undefined {
     // Past the earliest hold known here, pets may be about to change: nothing is kept until the
-    // orders due are expired (by this call's sweep, or another instance's write heard here).
-    if (Date.now() >= this.#nextDeadline) {
-      this.#expiring ??= this.expireOrders()
-        .catch(() => {})
-        .finally(() => {
-          this.#expiring = undefined;
-        });
-      return undefined;
-    }
+    // orders due are expired (by `startDueExpiry()`'s run, or another instance's write heard here).
+    if (Date.now() >= this.#nextDeadline) return undefined;
     return this.#changes.version();
   }
 

@@ -1,9 +1,9 @@
-import { type Inventory, type Pet, PetStatus, type StoredPet } from '../core/pets.ts';
-import { StoreError } from './errors.ts';
+import { type Inventory, type Pet, PetStatus, type StoredPet } from '../core/pet-records.ts';
+import { StoreError } from './store-error.ts';
 
 /** The columns every pet query selects, in the order both engines return them. */
 export const PET_COLUMNS = 'id, name, category_id, status';
-/** The columns of a pet and its version (src/core/pets.ts `StoredPet`). */
+/** The columns of a pet and its version (src/core/pet-records.ts `StoredPet`). */
 export const STORED_PET_COLUMNS = `${PET_COLUMNS}, version`;
 
 const STATUSES: ReadonlySet<unknown> = new Set(PetStatus.options);

@@ -2,26 +2,26 @@ import { describe, expect, test } from 'bun:test';
 import { MemoryStore } from './memory-store.ts';
 import { sharedVersion } from './shared-version.ts';
 
-describe("the store's version shared by the workers", () => {
-  test("a write on one worker's store changes every worker's version before it is acknowledged", async () => {
+describe("the store's change count shared by the workers", () => {
+  test("a write on one worker's store changes every worker's change count before it is acknowledged", async () => {
     const counter = new Int32Array(new SharedArrayBuffer(8));
     const a = sharedVersion(new MemoryStore(), counter, 1);
     const b = sharedVersion(new MemoryStore(), counter, 1);
-    const before = b.version();
+    const before = b.changeCount();
     // Read twice with nothing written: the same value, so a kept answer is served.
-    expect(b.version()).toBe(before);
+    expect(b.changeCount()).toBe(before);
     let seenWhenAcknowledged: unknown;
     await a.create({ name: 'Rex', categoryId: 1, status: 'available' }).then(() => {
-      seenWhenAcknowledged = b.version();
+      seenWhenAcknowledged = b.changeCount();
     });
     expect(seenWhenAcknowledged).not.toEqual(before);
-    expect(b.version()).toBe(seenWhenAcknowledged);
+    expect(b.changeCount()).toBe(seenWhenAcknowledged);
     // Reads move nothing.
     await a.list({ limit: 10 });
-    expect(b.version()).toBe(seenWhenAcknowledged);
+    expect(b.changeCount()).toBe(seenWhenAcknowledged);
   });
 
-  test('a write that fails moves the version too (it may have happened)', async () => {
+  test('a write that fails moves the change count too (it may have happened)', async () => {
     const counter = new Int32Array(new SharedArrayBuffer(8));
     const failing = new MemoryStore();
     failing.update = () => Promise.reject(new Error('timed out'));

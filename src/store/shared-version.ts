@@ -1,17 +1,17 @@
 import { type CallWrap, type PetStore, STORE_CALLS, type WrappedStore, wrapCalls } from './store.ts';
 
-/** The version of one worker's store: its own store's, and the count of every worker's writes. */
+/** The change count of one worker's store: its own store's, and the count of every worker's writes. */
 interface SharedVersion {
   readonly own: unknown;
   readonly shared: number;
 }
 
 /**
- * The store of one worker among several, its `version()` moved by every worker's writes: each
+ * The store of one worker among several, its `changeCount()` moved by every worker's writes: each
  * write call (`STORE_CALLS` with `write`), done or failed, adds one to a counter in memory the
- * workers share before its caller hears of it, and `version()` is the store's own version
+ * workers share before its caller hears of it, and `changeCount()` is the store's own count
  * paired with that counter. So a write acknowledged by any worker changes every worker's
- * version, and no answer kept from before it is served after it.
+ * count, and no answer kept from before it is served after it.
  *
  * @example
  * const store = sharedVersion(await openStore(data, log), new Int32Array(sab), 0)
@@ -29,8 +29,9 @@ export function sharedVersion(store: PetStore | WrappedStore, counter: Int32Arra
     ...wrapCalls(store, STORE_CALLS, write),
     ...(outbox ? { outbox } : {}),
     backend: 'backend' in store ? store.backend : store,
-    version: () => {
-      const own = store.version();
+    startDueExpiry: () => store.startDueExpiry(),
+    changeCount: () => {
+      const own = store.changeCount();
       if (own === undefined) return undefined;
       const shared = Atomics.load(counter, index);
       // The pair is made only when either part moved: a read that finds neither moved allocates nothing.

@@ -1,5 +1,5 @@
 // The SQLite file's schema: its version, and the migrations applied in one write transaction.
-import { StoreOpenError } from './errors.ts';
+
 import {
   readableFromOf,
   SCHEMA_MIGRATIONS_DDL,
@@ -10,6 +10,7 @@ import {
 } from './migrations.ts';
 import { column } from './rows.ts';
 import { rollback, type SqliteConnection } from './sqlite-driver.ts';
+import { StoreOpenError } from './store-error.ts';
 
 /**
  * The schema version of the SQLite file and the oldest build that serves it, with

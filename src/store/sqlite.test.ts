@@ -4,13 +4,13 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describeStore } from '../../test/store-conformance.ts';
-import { petOf, type StoredPet } from '../core/pets.ts';
+import { petOf, type StoredPet } from '../core/pet-records.ts';
 import { createLogger, type Logger, silentLogger } from '../log.ts';
-import { StoreError, StoreOpenError, StoreTimeoutError, StoreUnavailableError, sqliteError } from './errors.ts';
 import { fingerprintOf, IDEMPOTENCY_TTL_MS, SWEEP_INTERVAL_MS } from './idempotency.ts';
 import { MIGRATIONS, SCHEMA_VERSION } from './migrations.ts';
 import { SqliteStore } from './sqlite.ts';
 import { loadSqlite, type SqliteConnection, type SqliteOpener } from './sqlite-driver.ts';
+import { StoreError, StoreOpenError, StoreTimeoutError, StoreUnavailableError, sqliteError } from './store-error.ts';
 
 const openSqlite = (await loadSqlite()) as SqliteOpener;
 const DENO = new URL('../../node_modules/.bin/deno', import.meta.url).pathname;

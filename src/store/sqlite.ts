@@ -1,27 +1,19 @@
 import { resolve } from 'node:path';
 import { clearTimeout, setImmediate, setTimeout } from 'node:timers';
 import { type Clock, systemClock } from '../core/clock.ts';
-import type { Closing, StoredOrder } from '../core/orders.ts';
-import type { Inventory, NewPet, Pet, PetPatch, StoredPet } from '../core/pets.ts';
+import type { Closing, StoredOrder } from '../core/order-records.ts';
+import type { Inventory, NewPet, Pet, PetPatch, StoredPet } from '../core/pet-records.ts';
 import type { IfMatch } from '../core/preconditions.ts';
 import type { PetsTouched } from '../core/reply.ts';
 import type { Logger } from '../log.ts';
 import { ChangeCounter, EVERY_PET } from './change-counter.ts';
 import { planRemove, planUpdate } from './changes.ts';
-import {
-  isSqliteBusy,
-  type StoreError,
-  StoreOpenError,
-  StoreTimeoutError,
-  StoreUnavailableError,
-  sqliteError,
-} from './errors.ts';
 import { prepareDataFile, restrictCreated } from './file-modes.ts';
 import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES, SweepSchedule } from './idempotency.ts';
 import type { KeyStore, WithKeyStore } from './key-store.ts';
 import { SqliteKeyStore } from './key-store-sqlite.ts';
 import { SCHEMA_VERSION } from './migrations.ts';
-import { newOrderId, ORDER_COLUMNS, orderExpiredEvent, orderFromRow, retiredOwner } from './orders.ts';
+import { newOrderId, ORDER_COLUMNS, orderExpiredEvent, orderFromRow, retiredOwner } from './order-rows.ts';
 import type { Outbox } from './outbox.ts';
 import { RECORD } from './outbox-sql.ts';
 import {
@@ -51,6 +43,14 @@ import type {
   RemoveResult,
   UpdateResult,
 } from './store.ts';
+import {
+  isSqliteBusy,
+  type StoreError,
+  StoreOpenError,
+  StoreTimeoutError,
+  StoreUnavailableError,
+  sqliteError,
+} from './store-error.ts';
 
 /** How long opening the file (its migrations) waits for another process holding the lock. */
 const OPEN_BUSY_TIMEOUT_MS = 5_000;
@@ -71,12 +71,12 @@ const UPDATE = `UPDATE pets SET name = ?, category_id = ?, status = ?, version =
 const DELETE = 'DELETE FROM pets WHERE id = ?';
 const SELECT_PAGE = `SELECT ${PET_COLUMNS} FROM pets WHERE id > ? ORDER BY id LIMIT ?`;
 const SELECT_PAGE_BY_STATUS = `SELECT ${PET_COLUMNS} FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?`;
-/** Changes when another connection commits: what keeps `version()` honest across processes. */
+/** Changes when another connection commits: what keeps `changeCount()` honest across processes. */
 const DATA_VERSION = 'PRAGMA data_version';
 /**
  * How long a `data_version` read is trusted. The statement costs more than a read by id
  * (bench/README.md), so it is read at most this often; this process's own commits move
- * `version()` at once, so only another process's commit (a hand edit with `sqlite3`, a second instance,
+ * `changeCount()` at once, so only another process's commit (a hand edit with `sqlite3`, a second instance,
  * which docs/operations.md advises against) can go unseen, for at most this long.
  */
 export const DATA_VERSION_TTL_MS = 100;
@@ -202,7 +202,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
    * until the orders are expired.
    */
   #nextDeadline: number;
-  /** The expiry `version()` started, while it runs. */
+  /** The expiry `startDueExpiry()` started, while it runs. */
   #expiring: Promise<unknown> | undefined;
   /** The webhook outbox in this file: its writes are batched with the pets'. */
   readonly outbox: Outbox = sqliteOutbox({
@@ -381,22 +381,25 @@ export class SqliteStore implements PetStore, WithKeyStore {
     });
   }
 
+  /** Past the earliest hold, expires the orders due in the background, one run at a time. */
+  startDueExpiry(): void {
+    if (this.#clock.now() < this.#nextDeadline) return;
+    this.#expiring ??= this.expireOrders(this.#clock.now())
+      .catch(() => {})
+      .finally(() => {
+        this.#expiring = undefined;
+      });
+  }
+
   /**
    * The count of changes of pets: this process's commits, and another's (`PRAGMA data_version`,
    * read at most every `DATA_VERSION_TTL_MS`). Undefined when the file cannot be read, or a hold
    * ran out and its expiry is not yet done: nothing is then kept by it.
    */
-  version(): number | undefined {
+  changeCount(): number | undefined {
     try {
       // A hold that ran out changes pets: no answer is kept or served until its expiry is counted.
-      if (this.#clock.now() >= this.#nextDeadline) {
-        this.#expiring ??= this.expireOrders(this.#clock.now())
-          .catch(() => {})
-          .finally(() => {
-            this.#expiring = undefined;
-          });
-        return undefined;
-      }
+      if (this.#clock.now() >= this.#nextDeadline) return undefined;
       this.#dataVersion('read data_version');
       return this.#changes.count();
     } catch {

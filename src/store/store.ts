@@ -1,5 +1,5 @@
-import type { Closing, OrderStatus, StoredOrder } from '../core/orders.ts';
-import type { Inventory, NewPet, Pet, PetPatch, PetStatus, StoredPet } from '../core/pets.ts';
+import type { Closing, OrderStatus, StoredOrder } from '../core/order-records.ts';
+import type { Inventory, NewPet, Pet, PetPatch, PetStatus, StoredPet } from '../core/pet-records.ts';
 import type { IfMatch } from '../core/preconditions.ts';
 import type { PetsTouched } from '../core/reply.ts';
 import type { Outbox } from './outbox.ts';
@@ -150,12 +150,19 @@ export interface PetStore {
    */
   adoptOwners(moves: readonly OwnerMove[]): Promise<void>;
   /**
-   * Where this instance's count of pet changes is (`ChangeCounter.count`): read it before a read whose
-   * answer may be kept. Undefined when the store cannot tell what changed (then no answer read
-   * from it is kept or served: src/http/memo.ts). Reading it touches no connection.
+   * Starts expiring the placed orders whose hold has run out (`expireOrders`), without waiting,
+   * once the earliest hold known here has passed; one run at a time. A read whose answer may be
+   * kept calls it before `changeCount()`: an expiry makes pets available again.
    */
-  version(): unknown;
-  /** Whether nothing `reads` names changed since the store's version was `since` (`ChangeCounter.unchanged`). */
+  startDueExpiry(): void;
+  /**
+   * Where this instance's count of pet changes is (`ChangeCounter.count`): read it before a read whose
+   * answer may be kept. Undefined when the store cannot tell what changed, or while a hold that
+   * has run out is not yet expired (then no answer read from it is kept or served:
+   * src/http/memo.ts). Reading it has no side effect and touches no connection.
+   */
+  changeCount(): unknown;
+  /** Whether nothing `reads` names changed since the store's change count was `since` (`ChangeCounter.unchanged`). */
   unchanged(since: unknown, reads: PetsTouched | undefined): boolean;
   /** The webhook outbox kept with the pets (same file or database), when the backend has one. */
   readonly outbox?: Outbox;

@@ -2,8 +2,8 @@ import { afterEach, describe, expect, test } from 'bun:test';
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { spansOf } from './readable.ts';
+import { inScope, type RequestScope } from './request-scope.ts';
 import { TraceRing } from './ring.ts';
-import { inScope, type RequestScope } from './scope.ts';
 import { beginRequest, childSpan, finishRequest, type KeepRules, useRecorder } from './spans.ts';
 
 interface FakeRequest {

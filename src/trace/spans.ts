@@ -26,8 +26,8 @@ import {
 } from '@opentelemetry/api';
 import { peerText } from '../redact.ts';
 import { formatTraceParent, newSpanId, newTrace, newTraceId, parseTraceParent } from './context.ts';
+import { currentScope, type RequestScope, requestScope } from './request-scope.ts';
 import { ERROR_NAME, FAILED, HEAD, INTERNAL, MAX_CHILDREN, REMOTE, TAIL, type TraceRing } from './ring.ts';
-import { currentScope, type RequestScope, requestScope } from './scope.ts';
 
 let tracer: Tracer | undefined;
 let ring: TraceRing | undefined;

@@ -1,8 +1,8 @@
 import type { Context } from 'hono';
 import { routePath } from 'hono/route';
-import type { AppEnv } from '../../env.ts';
-import { inScope, type RequestScope, requestScope } from '../../trace/scope.ts';
-import { beginRequest, finishRequest, type SpanDetails, type SpanStart, traceResponse } from '../../trace/spans.ts';
+import type { AppEnv } from '../context-vars.ts';
+import { inScope, type RequestScope, requestScope } from '../trace/request-scope.ts';
+import { beginRequest, finishRequest, type SpanDetails, type SpanStart, traceResponse } from '../trace/spans.ts';
 
 export interface RequestTraceOptions {
   /** The client's address as trusted (`client.address`). */

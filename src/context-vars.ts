@@ -1,6 +1,9 @@
 import type { GatewayEnv } from './gateway/index.ts';
 
-/** Hono environment of the app: what middleware hands to later middleware and handlers. */
+/**
+ * The app's Hono `Env`: the variables one step sets on Hono's context (`c.set`) for later steps
+ * and handlers to read (`c.get`). Not the process's environment variables (src/config.ts).
+ */
 export interface AppEnv {
   Variables: GatewayEnv['Variables'] & {
     requestId: string;

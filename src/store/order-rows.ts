@@ -1,8 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { OrderStatus, StoredOrder } from '../core/orders.ts';
-import { StoreError } from './errors.ts';
+import type { OrderStatus, StoredOrder } from '../core/order-records.ts';
 import type { OutboxEvent } from './outbox.ts';
 import { column } from './rows.ts';
+import { StoreError } from './store-error.ts';
 
 /**
  * A new order id: `ord_` and 128 random bits in hex. Random rather than counted, so an id tells

@@ -3,7 +3,7 @@ import { newSecret, type Receiver, startReceiver } from '../../test/webhook-rece
 import { parseKeys } from '../keys/file.ts';
 import { createLogger } from '../log.ts';
 import { MemoryOutbox } from '../store/outbox.ts';
-import { DeliveryWorker, type WebhookReport } from './worker.ts';
+import { DeliveryWorker, type WebhookReport } from './delivery-worker.ts';
 
 const receivers: Receiver[] = [];
 afterEach(async () => {

@@ -2,13 +2,13 @@ import { describe, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import YAML from 'yaml';
-import { fakeClock, tokenFor } from '../../../test/testing.ts';
-import { createApp } from '../../app.ts';
-import { ConfigError, parseConfig } from '../../config.ts';
-import { SlidingWindowLimiter } from '../../gateway/index.ts';
-import { hashToken, parseKeys } from '../../keys/file.ts';
-import { KeyTable } from '../../keys/table.ts';
-import { MemoryStore } from '../../store/memory-store.ts';
+import { fakeClock, tokenFor } from '../../test/testing.ts';
+import { createApp } from '../app.ts';
+import { ConfigError, parseConfig } from '../config.ts';
+import { SlidingWindowLimiter } from '../gateway/index.ts';
+import { hashToken, parseKeys } from '../keys/file.ts';
+import { KeyTable } from '../keys/table.ts';
+import { MemoryStore } from '../store/memory-store.ts';
 import { ALLOW_HEADERS, ALLOW_METHODS, EXPOSED_HEADERS } from './cors.ts';
 
 const APP = 'https://app.example';
@@ -111,7 +111,7 @@ describe('what a preflight allows, held to contract/openapi.yaml', () => {
     name: string;
     in: string;
   }
-  const contract = YAML.parse(readFileSync(join(import.meta.dir, '../../../contract/openapi.yaml'), 'utf8')) as {
+  const contract = YAML.parse(readFileSync(join(import.meta.dir, '../../contract/openapi.yaml'), 'utf8')) as {
     paths: Record<string, Record<string, { parameters?: (Parameter | { $ref: string })[] }>>;
     components: { parameters?: Record<string, Parameter> };
   };

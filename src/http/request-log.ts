@@ -1,9 +1,9 @@
 import type { Context } from 'hono';
 import { routePath } from 'hono/route';
-import type { Clock } from '../../core/clock.ts';
-import type { AppEnv } from '../../env.ts';
-import type { LogFields, Logger } from '../../log.ts';
-import { holdsToken } from '../../redact.ts';
+import type { AppEnv } from '../context-vars.ts';
+import type { Clock } from '../core/clock.ts';
+import type { LogFields, Logger } from '../log.ts';
+import { holdsToken } from '../redact.ts';
 
 export interface RequestLogOptions {
   log: Logger;

@@ -1,11 +1,11 @@
 import type { Context } from 'hono';
-import { ApiError } from '../../core/errors.ts';
-import type { AppEnv } from '../../env.ts';
-import type { Caller } from '../../gateway/index.ts';
-import type { ConsumerMetrics } from '../../metrics/consumers.ts';
-import { operationIndex } from '../../metrics/labels.ts';
-import type { Metrics } from '../../metrics/registry.ts';
-import type { RequestScope } from '../../trace/scope.ts';
+import type { AppEnv } from '../context-vars.ts';
+import { ApiError } from '../core/api-error.ts';
+import type { Caller } from '../gateway/index.ts';
+import type { ConsumerMetrics } from '../metrics/consumers.ts';
+import { operationIndex } from '../metrics/labels.ts';
+import type { Metrics } from '../metrics/registry.ts';
+import type { RequestScope } from '../trace/request-scope.ts';
 
 export interface CountRequestsOptions {
   metrics: Metrics;

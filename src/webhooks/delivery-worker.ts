@@ -14,7 +14,7 @@ import { type Clock, systemClock } from '../core/clock.ts';
 import type { Consumer, KeyRecord } from '../keys/file.ts';
 import type { Logger } from '../log.ts';
 import { peerText } from '../redact.ts';
-import { ORDER_EXPIRED } from '../store/orders.ts';
+import { ORDER_EXPIRED } from '../store/order-rows.ts';
 import type { Outbox, OutboxEntry, OutboxStats } from '../store/outbox.ts';
 import { clientSpan } from '../trace/spans.ts';
 import { expiringEvents } from './events.ts';
@@ -54,7 +54,7 @@ const EXPIRY_SCAN_MS = 60 * 60_000;
 /** Undelivered events kept at most, unless configured (`--webhook-outbox-max`). */
 export const DEFAULT_OUTBOX_MAX = 10_000;
 
-/** What the worker reports, for `/metrics` (src/metrics/webhooks.ts). */
+/** What the worker reports, for `/metrics` (src/metrics/webhook-series.ts). */
 export interface WebhookReport {
   /** One attempt's end: `delivered`, `retried`, `failed` (given up), `dropped` (by the bound). */
   delivery(consumer: string, event: string, outcome: 'delivered' | 'retried' | 'failed' | 'dropped'): void;

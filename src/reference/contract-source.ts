@@ -4,7 +4,7 @@ import contractYaml from '../../contract/openapi.yaml' with { type: 'text' };
 /**
  * The contracts where there is no build step (Deno from source, the Node bundle): the YAML texts
  * imported as they are, parsed on first use. The binary reads its build-time copies instead
- * (src/docs/generated/contract-files.ts, made by scripts/embed-docs.ts).
+ * (src/reference/generated/contract-files.ts, made by scripts/embed-docs.ts).
  */
 export const CONTRACT_YAML: string = contractYaml;
 /** The admin API's contract (contract/admin.openapi.yaml), served beside the public one. */

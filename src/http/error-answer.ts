@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
-import { ApiError, notJson, serviceUnavailable } from '../core/errors.ts';
-import { StoreUnavailableError } from '../store/errors.ts';
+import { ApiError, notJson, serviceUnavailable } from '../core/api-error.ts';
+import { StoreUnavailableError } from '../store/store-error.ts';
 import { answer } from './answer.ts';
 
 /**

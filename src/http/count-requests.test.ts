@@ -1,9 +1,9 @@
 import { describe, expect, test } from 'bun:test';
 import { Hono, type MiddlewareHandler } from 'hono';
-import { ApiError } from '../../core/errors.ts';
-import type { AppEnv } from '../../env.ts';
-import { parseKeys } from '../../keys/file.ts';
-import { Metrics } from '../../metrics/registry.ts';
+import type { AppEnv } from '../context-vars.ts';
+import { ApiError } from '../core/api-error.ts';
+import { parseKeys } from '../keys/file.ts';
+import { Metrics } from '../metrics/registry.ts';
 import { requestCounter } from './count-requests.ts';
 
 /** The counter's two steps around the rest, as the pipeline's outer step runs them. */

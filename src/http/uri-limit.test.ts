@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { testApp } from '../../../test/testing.ts';
+import { testApp } from '../../test/testing.ts';
 import { MAX_URI_BYTES, pathOf } from './uri-limit.ts';
 
 describe('uriLimit: path and query over 8 KiB', () => {

@@ -1,7 +1,7 @@
 import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { tooLarge } from '../../core/errors.ts';
-import { answerHeaders } from '../../core/reply.ts';
+import { tooLarge } from '../core/api-error.ts';
+import { answerHeaders } from '../core/reply.ts';
 
 /**
  * Past this declared size the 413 also closes the connection instead of letting the runtime

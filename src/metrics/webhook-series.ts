@@ -5,7 +5,7 @@
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { OutboxStats } from '../store/outbox.ts';
-import type { WebhookReport } from '../webhooks/worker.ts';
+import type { WebhookReport } from '../webhooks/delivery-worker.ts';
 
 /**
  * What the worker reports, as prom-client series; one instance inside `Metrics`.

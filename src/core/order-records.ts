@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { MAX_ID } from './pets.ts';
+import { MAX_ID } from './pet-records.ts';
 
 /** Where an order is: `placed` holds its pet; the others are closed and final. */
 export const OrderStatus = v.picklist(['placed', 'completed', 'cancelled', 'expired']);

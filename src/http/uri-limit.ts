@@ -1,4 +1,4 @@
-import { ApiError } from '../../core/errors.ts';
+import { ApiError } from '../core/api-error.ts';
 
 /**
  * Longest accepted path plus query, in bytes as sent: RFC 9112 section 3 asks servers to take

@@ -1,11 +1,11 @@
 import { describe, expect, test } from 'bun:test';
 import { Hono } from 'hono';
-import { fakeClock } from '../../../test/testing.ts';
-import type { AppEnv } from '../../env.ts';
-import { parseKeys } from '../../keys/file.ts';
-import { createLogger } from '../../log.ts';
-import { answer } from '../answer.ts';
-import { pipeline } from '../pipeline.ts';
+import { fakeClock } from '../../test/testing.ts';
+import type { AppEnv } from '../context-vars.ts';
+import { parseKeys } from '../keys/file.ts';
+import { createLogger } from '../log.ts';
+import { answer } from './answer.ts';
+import { pipeline } from './pipeline.ts';
 
 const [acme] = parseKeys(JSON.stringify({ keys: [{ name: 'acme', sha256: 'a'.repeat(64), plan: 'pro' }] }));
 

@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
-import { OPERATIONS } from '../../api/operations.ts';
-import { answerHeaders, appendHeader } from '../../core/reply.ts';
-import { answer } from '../answer.ts';
+import { OPERATIONS } from '../api/operations.ts';
+import { answerHeaders, appendHeader } from '../core/reply.ts';
+import { answer } from './answer.ts';
 
 /**
  * Every response header the contract documents, so a browser script may read them: rate
