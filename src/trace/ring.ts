@@ -86,18 +86,18 @@ export class Interned<T> {
 }
 
 /** A fixed area of `cap` bytes a record, and how many each holds. */
-class ByteField {
+export class ByteField {
   readonly bytes: Buffer;
   readonly lengths: Uint16Array;
-  readonly #cap: number;
+  readonly cap: number;
   constructor(records: number, cap: number) {
     this.bytes = Buffer.alloc(records * cap);
     this.lengths = new Uint16Array(records);
-    this.#cap = cap;
+    this.cap = cap;
   }
   /** Copies `text` (its first `cap` bytes) into record `r`'s place; '' leaves it empty. */
   write(r: number, text: string): void {
-    this.lengths[r] = text === '' ? 0 : this.bytes.write(text, r * this.#cap, this.#cap, 'utf8');
+    this.lengths[r] = text === '' ? 0 : this.bytes.write(text, r * this.cap, this.cap, 'utf8');
   }
   /**
    * Copies the comma-separated `list` whole when it fits, else its leading members that fit (a
@@ -105,7 +105,7 @@ class ByteField {
    */
   writeList(r: number, list: string): void {
     let text = list;
-    while (Buffer.byteLength(text) > this.#cap) {
+    while (Buffer.byteLength(text) > this.cap) {
       const comma = text.lastIndexOf(',');
       text = comma < 0 ? '' : text.slice(0, comma);
     }
@@ -117,7 +117,7 @@ class ByteField {
   read(r: number): string {
     const length = this.lengths[r] as number;
     if (length === 0) return '';
-    const at = r * this.#cap;
+    const at = r * this.cap;
     return this.bytes.toString('utf8', at, at + length);
   }
 }
