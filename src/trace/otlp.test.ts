@@ -21,9 +21,7 @@ const MIXED = { 'db.system.name': 'redis', 'net.peer.port': 6379, 'x.ratio': 0.2
 function record(ring: TraceRing, url: string): number {
   const r = ring.claim(1_764_300_000_123.4568);
   ring.flags[r] = TAIL | REMOTE | FAILED;
-  ring.traceId[r] = TRACE;
-  ring.spanId[r] = SPAN;
-  ring.parentSpanId[r] = PARENT;
+  ring.writeIds(r, TRACE, SPAN, PARENT);
   ring.traceState.writeList(r, 'vendor=abc,other=d');
   const decide = ring.openChild(r, ring.strings.id('gateway decide'), 0, 0, 1_764_300_000_124);
   ring.childNumberKey[r * 8 + decide] = ring.strings.id('petstore.gateway.cost');
@@ -134,8 +132,7 @@ describe('RecordEncoder: kept records as an OTLP ExportTraceServiceRequest', () 
     const ring = new TraceRing(4);
     const r = ring.claim(1_000);
     ring.flags[r] = HEAD;
-    ring.traceId[r] = TRACE;
-    ring.spanId[r] = SPAN;
+    ring.writeIds(r, TRACE, SPAN);
     ring.end[r] = 1_002;
     ring.status[r] = 200;
     ring.method[r] = ring.methodId('BREW');

@@ -10,7 +10,17 @@
 import { randomFillSync } from 'node:crypto';
 import type { Attributes, AttributeValue } from '@opentelemetry/api';
 import { redactTokens } from '../redact.ts';
-import { type ByteField, FAILED, HEAD, MAX_CHILDREN, OTHER_METHOD, REMOTE, TAIL, type TraceRing } from './ring.ts';
+import {
+  type ByteField,
+  FAILED,
+  HEAD,
+  ID_BYTES,
+  MAX_CHILDREN,
+  OTHER_METHOD,
+  REMOTE,
+  TAIL,
+  type TraceRing,
+} from './ring.ts';
 
 // Wire types.
 const VARINT = 0;
@@ -111,13 +121,6 @@ export class ProtoWriter {
     this.room(max);
     this.pos += this.buf.write(text, this.pos, 'utf8');
     this.close(at);
-  }
-  /** A hex id (a trace or span id) as its bytes. */
-  hex(field: number, id: string): void {
-    this.tag(field, LENGTH);
-    this.varint(id.length / 2);
-    this.room(id.length / 2);
-    this.pos += this.buf.write(id, this.pos, 'hex');
   }
   /** Opens message `field`; `close` with what it returns. */
   open(field: number): number {
@@ -303,18 +306,17 @@ export class RecordEncoder {
       this.#scopeSpans = w.open(2);
       w.raw(this.#scope);
     }
-    const traceId = ring.traceId[r] as string;
-    const spanId = ring.spanId[r] as string;
+    const ids = ring.ids;
+    const at = r * ID_BYTES;
     const flags = ring.flags[r] as number;
     const method = ring.method[r] as number;
     const route = ring.route[r] as number;
     const span = w.open(2);
-    w.hex(1, traceId);
-    w.hex(2, spanId);
+    w.bytes(1, ids, at, at + 16);
+    w.bytes(2, ids, at + 16, at + 24);
     this.#field(3, ring.traceState, r);
-    const parentSpanId = ring.parentSpanId[r];
-    const remote = (flags & REMOTE) !== 0 && parentSpanId !== undefined;
-    if (remote) w.hex(4, parentSpanId);
+    const remote = (flags & REMOTE) !== 0;
+    if (remote) w.bytes(4, ids, at + 24, at + 32);
     w.bytes(5, this.#name(method, route));
     w.tag(6, VARINT);
     w.varint(SERVER);
@@ -348,23 +350,24 @@ export class RecordEncoder {
       randomFillSync(this.#random);
       this.#taken = 0;
     }
-    const ids = this.#taken;
+    const drawn = this.#taken;
     this.#taken += n * 8;
-    for (let k = 0; k < n; k++) this.#child(r, k, traceId, spanId, ids);
+    for (let k = 0; k < n; k++) this.#child(r, k, drawn);
     this.spans += 1 + n;
   }
 
-  /** Child `k` of record `r`, its span id the `k`th 8 bytes of the random bytes at `ids`. */
-  #child(r: number, k: number, traceId: string, serverSpanId: string, ids: number): void {
+  /** Child `k` of record `r`, its span id the `k`th 8 bytes of the random bytes at `drawn`. */
+  #child(r: number, k: number, drawn: number): void {
     const ring = this.#ring;
     const w = this.#w;
     const i = r * MAX_CHILDREN + k;
+    const at = r * ID_BYTES;
     const span = w.open(2);
-    w.hex(1, traceId);
-    w.bytes(2, this.#random, ids + k * 8, ids + k * 8 + 8);
+    w.bytes(1, ring.ids, at, at + 16);
+    w.bytes(2, this.#random, drawn + k * 8, drawn + k * 8 + 8);
     const parent = ring.childParent[i] as number;
-    if (parent < 0) w.hex(4, serverSpanId);
-    else w.bytes(4, this.#random, ids + parent * 8, ids + parent * 8 + 8);
+    if (parent < 0) w.bytes(4, ring.ids, at + 16, at + 24);
+    else w.bytes(4, this.#random, drawn + parent * 8, drawn + parent * 8 + 8);
     w.bytes(5, this.#string(ring.childName[i] as number) ?? CALL);
     w.tag(6, VARINT);
     w.varint((ring.childKind[i] as number) + 1);
