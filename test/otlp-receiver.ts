@@ -17,7 +17,11 @@ const PROTOS = join(
 const root = new protobuf.Root();
 root.resolvePath = (_origin, target) => join(PROTOS, target);
 root.loadSync('opentelemetry/proto/collector/trace/v1/trace_service.proto');
-const ExportRequest = root.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest');
+// The span's `flags` (opentelemetry-proto 1.1 on), which the package's older copy lacks.
+const SPAN = root.lookupType('opentelemetry.proto.trace.v1.Span');
+if (!SPAN.fields.flags) SPAN.add(new protobuf.Field('flags', 16, 'fixed32'));
+/** trace_service.proto's request, for tests that read every field of an export. */
+export const ExportRequest = root.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest');
 const ExportResponse = root.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceResponse');
 
 /** `SpanKind` of trace.proto. */
@@ -38,6 +42,12 @@ export interface ExportedSpan {
   readonly end: bigint;
   readonly attributes: Record<string, AttributeValue>;
   readonly status: number;
+  /** The status's message; '' when none. */
+  readonly statusMessage: string;
+  /** The caller's `tracestate`; '' when none. */
+  readonly traceState: string;
+  /** The span's `flags`: the W3C trace flags, and whether the parent is remote (0x100: known, 0x200: remote). */
+  readonly flags: number;
   readonly links: readonly { traceId: string; spanId: string }[];
   /** The resource's attributes. */
   readonly resource: Record<string, AttributeValue>;
@@ -92,6 +102,9 @@ export function decodeExport(body: Uint8Array): ExportedSpan[] {
           end: BigInt(s.endTimeUnixNano),
           attributes: attributesOf(s.attributes),
           status: s.status?.code ?? 0,
+          statusMessage: s.status?.message ?? '',
+          traceState: s.traceState ?? '',
+          flags: s.flags ?? 0,
           links: (s.links ?? []).map((l: { traceId: Uint8Array; spanId: Uint8Array }) => ({
             traceId: hex(l.traceId),
             spanId: hex(l.spanId),

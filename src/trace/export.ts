@@ -1,10 +1,11 @@
 /**
  * The trace export, wired at start only when an OTLP endpoint is configured: every request is
- * recorded into a ring (src/trace/ring.ts); a step on a timer, off the request path, turns the
- * kept records into spans (src/trace/readable.ts) and hands them to a bounded batch processor of
- * the OpenTelemetry SDK, whose OTLP/HTTP (protobuf) exporter sends them. Webhook deliveries are
- * spans of the SDK's tracer into the same processor. Without an endpoint this module is never
- * loaded, and no ring, exporter or span exists.
+ * recorded into a ring (src/trace/ring.ts); a step on a timer, off the request path, encodes the
+ * kept records straight to OTLP protobuf (src/trace/otlp.ts) in batches, which the OTLP/HTTP
+ * exporter's transport of the OpenTelemetry packages sends, one at a time (its time-out, retries,
+ * headers and environment settings). Webhook deliveries are spans of the SDK's tracer, into the
+ * SDK's batch processor and OTLP exporter. Without an endpoint this module is never loaded, and
+ * no ring, exporter or span exists.
  *
  * - Sampling is the configured sampler (`OTEL_TRACES_SAMPLER`, default `parentbased_always_on`),
  *   asked at the start of each request before any span is made (a request it does not record
@@ -16,8 +17,9 @@
  * - A request the sampler passed over is kept all the same when its caller holds a valid key and
  *   it was slow or answered 5xx (`KeepRules`, at most so many a second).
  * - The queue holds `MAX_QUEUE` spans: a slow or absent collector makes it drop spans, never
- *   wait; what is dropped (the queue full, an export that failed, kept records the ring
- *   overwrote before the step read them, tail keeps past the cap) goes to `dropped`.
+ *   wait, and a record with no room is dropped before it is encoded; what is dropped (the queue
+ *   full, an export that failed, kept records the ring overwrote before the step read them, tail
+ *   keeps past the cap) goes to `dropped`.
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -30,7 +32,10 @@ import {
   ROOT_CONTEXT,
   SpanKind,
 } from '@opentelemetry/api';
+import { ExportResultCode } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { convertLegacyHttpOptions, createOtlpHttpExportDelegate } from '@opentelemetry/otlp-exporter-base/node-http';
+import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
   AlwaysOffSampler,
@@ -43,7 +48,7 @@ import {
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
 import { COMMIT, VERSION } from '../version.ts';
-import { spansOf } from './readable.ts';
+import { RecordEncoder } from './otlp.ts';
 import { DEFAULT_RING_RECORDS, TraceRing } from './ring.ts';
 import type { SamplerName } from './settings.ts';
 import { DRAWN, HOLDS_VALID_KEY, type KeepRules, type Sampled, traceIds, useRecorder } from './spans.ts';
@@ -52,7 +57,7 @@ import { DRAWN, HOLDS_VALID_KEY, type KeepRules, type Sampled, traceIds, useReco
 export const MAX_QUEUE = 2048;
 /** Spans per export request. */
 const BATCH = 512;
-/** How often the queue is sent when it is not full. */
+/** How long a batch not full waits for more spans before it is sent. */
 const DELAY_MS = 1_000;
 /** How often the kept records of the ring are read. */
 const READ_MS = 200;
@@ -90,22 +95,24 @@ export interface TraceExport {
   shutdown(withinMs: number): Promise<void>;
 }
 
+/** One encoded `ExportTraceServiceRequest`, and how many spans it carries. */
+interface Batch {
+  readonly bytes: Uint8Array;
+  readonly spans: number;
+}
+
 /**
- * Wires the ring, the read step and the SDK, and hands them to the instrumented code
- * (`useRecorder`).
+ * Wires the ring, the read step, the sender and the SDK (for webhook spans), and hands them to
+ * the instrumented code (`useRecorder`).
  *
  * @example
  * const tracing = startTraceExport({ url: 'http://collector:4318/v1/traces', headers: {}, … })
  * await tracing.shutdown(5_000)
  */
 export function startTraceExport(options: TraceExportOptions): TraceExport {
-  const exporter = new OTLPTraceExporter({
-    url: options.url,
-    headers: { ...options.headers },
-    timeoutMillis: EXPORT_TIMEOUT_MS,
-  });
+  const exporterOptions = { url: options.url, headers: { ...options.headers }, timeoutMillis: EXPORT_TIMEOUT_MS };
   const processor = new BatchSpanProcessor({
-    exporter,
+    exporter: new OTLPTraceExporter(exporterOptions),
     maxQueueSize: MAX_QUEUE,
     maxExportBatchSize: BATCH,
     scheduledDelayMillis: DELAY_MS,
@@ -113,22 +120,73 @@ export function startTraceExport(options: TraceExportOptions): TraceExport {
     ...(options.dropped ? { selfObsMeterProvider: dropCounter(options.dropped) } : {}),
   });
   const { sampler, sampled } = samplingOf(options.sampler, options.samplerArg);
-  const resource = resourceFromAttributes(resourceOf(options));
-  const provider = new TracerProvider({ resource, sampler, idGenerator: traceIds, spanProcessors: [processor] });
+  const attributes = resourceOf(options);
+  const provider = new TracerProvider({
+    resource: resourceFromAttributes(attributes),
+    sampler,
+    idGenerator: traceIds,
+    spanProcessors: [processor],
+  });
   const ring = new TraceRing(options.ringRecords ?? DEFAULT_RING_RECORDS);
-  const source = { resource, scope: { name: 'petstore', version: VERSION } };
+  const encoder = new RecordEncoder(ring, { resource: attributes, scope: { name: 'petstore', version: VERSION } });
+  // The OTLP/HTTP exporter's own transport, handed bytes already encoded.
+  const delegate = createOtlpHttpExportDelegate<Batch, unknown>(
+    convertLegacyHttpOptions(exporterOptions, 'TRACES', 'v1/traces', { 'Content-Type': 'application/x-protobuf' }),
+    { serializeRequest: (batch) => batch.bytes, deserializeResponse: ProtobufTraceSerializer.deserializeResponse },
+    'otlp_http_span_exporter',
+    { name: 'span', countItems: (batch) => batch.spans },
+    undefined,
+  );
   const { dropped } = options;
+  const queue: Batch[] = [];
+  let queued = 0;
+  let sending = false;
+  /** When the batch being encoded got its first span. */
+  let openedAt = 0;
   let overwritten = 0;
-  const read = () => {
-    ring.drain((r) => {
-      for (const span of spansOf(ring, r, source)) processor.onEnd(span);
+  let idle: (() => void) | undefined;
+  /** Sends the next batch unless one is on its way; tells `idle` when none is left. */
+  const send = () => {
+    if (sending) return;
+    const batch = queue.shift();
+    if (batch === undefined) {
+      idle?.();
+      return;
+    }
+    queued -= batch.spans;
+    sending = true;
+    delegate.export(batch, (result) => {
+      sending = false;
+      if (result.code !== ExportResultCode.SUCCESS) dropped?.(batch.spans, 'export_failed');
+      send();
     });
+  };
+  const close = () => {
+    const spans = encoder.spans;
+    queue.push({ bytes: encoder.take(), spans });
+    queued += spans;
+  };
+  const read = (now: number, all: boolean) => {
+    let full = 0;
+    ring.drain((r) => {
+      const spans = 1 + (ring.children[r] as number);
+      if (queued + encoder.spans + spans > MAX_QUEUE) {
+        full += spans;
+        return;
+      }
+      if (encoder.spans === 0) openedAt = now;
+      encoder.add(r);
+      if (encoder.spans >= BATCH) close();
+    });
+    if (encoder.spans > 0 && (all || now - openedAt >= DELAY_MS)) close();
+    if (full > 0) dropped?.(full, 'queue_full');
     if (ring.overwritten !== overwritten) {
       dropped?.(ring.overwritten - overwritten, 'ring_overwritten');
       overwritten = ring.overwritten;
     }
+    send();
   };
-  const reading = setInterval(read, READ_MS);
+  const reading = setInterval(() => read(Date.now(), false), READ_MS);
   (reading as { unref?: () => void }).unref?.();
   const keep: KeepRules = {
     ...(options.keep ?? { slowerThanMs: 0, errors: false, maxPerSecond: 0 }),
@@ -139,12 +197,18 @@ export function startTraceExport(options: TraceExportOptions): TraceExport {
     async shutdown(withinMs) {
       useRecorder(undefined, undefined);
       clearInterval(reading);
-      read();
+      const sent = new Promise<void>((resolve) => {
+        idle = resolve;
+      });
+      read(Date.now(), true);
       let timer: ReturnType<typeof setTimeout> | undefined;
       const late = new Promise<void>((resolve) => {
         timer = setTimeout(resolve, Math.max(0, withinMs));
       });
-      await Promise.race([provider.shutdown().catch(() => {}), late]);
+      await Promise.race([
+        Promise.all([sent.then(() => delegate.shutdown()).catch(() => {}), provider.shutdown().catch(() => {})]),
+        late,
+      ]);
       clearTimeout(timer);
     },
   };

@@ -5,9 +5,9 @@
  * `MAX_CHILDREN` child spans (the gateway's decision, the store's calls). Strings that repeat
  * (methods, routes, names, outcomes) are held as numbers of a bounded intern table; the others
  * (the URL, the consumer's name, the client's address, an error's text, the caller's
- * `tracestate`) are copied as bytes into a fixed area, cut at a cap. The ids the request has
- * anyway (its trace and span ids, the caller's) are held by reference. Nothing here makes an
- * object per request.
+ * `tracestate`) are copied as bytes into a fixed area, cut at a cap, and so are the ids (the
+ * trace's, the request's span's, the caller's). Nothing here makes an object per request, and
+ * nothing a request allocates is kept alive by the ring.
  *
  * The export step (src/trace/export.ts) reads the records left `KEPT` on a timer, off the
  * request path, and frees them.
@@ -24,6 +24,8 @@ export const NAME_BYTES = 64;
 export const ERROR_BYTES = 160;
 /** Bytes of the caller's `tracestate`: the 512 characters W3C Trace Context asks every hop to pass on. */
 export const TRACESTATE_BYTES = 512;
+/** Bytes of a record's ids: the trace id, the span id and the parent span id. */
+export const ID_BYTES = 32;
 /** Strings the intern table holds at most; any further string is recorded as none. */
 export const INTERNED_MAX = 4096;
 /** The records a ring holds by default. */
@@ -86,18 +88,18 @@ export class Interned<T> {
 }
 
 /** A fixed area of `cap` bytes a record, and how many each holds. */
-class ByteField {
+export class ByteField {
   readonly bytes: Buffer;
   readonly lengths: Uint16Array;
-  readonly #cap: number;
+  readonly cap: number;
   constructor(records: number, cap: number) {
     this.bytes = Buffer.alloc(records * cap);
     this.lengths = new Uint16Array(records);
-    this.#cap = cap;
+    this.cap = cap;
   }
   /** Copies `text` (its first `cap` bytes) into record `r`'s place; '' leaves it empty. */
   write(r: number, text: string): void {
-    this.lengths[r] = text === '' ? 0 : this.bytes.write(text, r * this.#cap, this.#cap, 'utf8');
+    this.lengths[r] = text === '' ? 0 : this.bytes.write(text, r * this.cap, this.cap, 'utf8');
   }
   /**
    * Copies the comma-separated `list` whole when it fits, else its leading members that fit (a
@@ -105,7 +107,7 @@ class ByteField {
    */
   writeList(r: number, list: string): void {
     let text = list;
-    while (Buffer.byteLength(text) > this.#cap) {
+    while (Buffer.byteLength(text) > this.cap) {
       const comma = text.lastIndexOf(',');
       text = comma < 0 ? '' : text.slice(0, comma);
     }
@@ -117,7 +119,7 @@ class ByteField {
   read(r: number): string {
     const length = this.lengths[r] as number;
     if (length === 0) return '';
-    const at = r * this.#cap;
+    const at = r * this.cap;
     return this.bytes.toString('utf8', at, at + length);
   }
 }
@@ -152,9 +154,12 @@ export class TraceRing {
   readonly route: Uint16Array;
   readonly operation: Uint16Array;
   readonly outcome: Uint16Array;
-  readonly traceId: (string | undefined)[];
-  readonly spanId: (string | undefined)[];
-  readonly parentSpanId: (string | undefined)[];
+  /**
+   * The ids as bytes, `ID_BYTES` a record: the trace id (16), the request's span id (8), the
+   * caller's parent span id (8, with `REMOTE`). Bytes, not the request's hex strings: a
+   * reference kept in the ring would keep every request's strings alive until it turns over.
+   */
+  readonly ids: Buffer;
   /** The caller's `tracestate`, when its `traceparent` was valid. */
   readonly traceState: ByteField;
   /** The rest is written only for a record kept, once the verdict is known. */
@@ -199,9 +204,7 @@ export class TraceRing {
     this.route = new Uint16Array(size);
     this.operation = new Uint16Array(size);
     this.outcome = new Uint16Array(size);
-    this.traceId = new Array(size).fill(undefined);
-    this.spanId = new Array(size).fill(undefined);
-    this.parentSpanId = new Array(size).fill(undefined);
+    this.ids = Buffer.alloc(size * ID_BYTES);
     this.traceState = new ByteField(size, TRACESTATE_BYTES);
     this.url = new ByteField(size, URL_BYTES);
     this.consumer = new ByteField(size, NAME_BYTES);
@@ -256,6 +259,14 @@ export class TraceRing {
     this.client.clear(r);
     this.error.clear(r);
     return r;
+  }
+
+  /** Writes record `r`'s ids from their hex (a caller's, or in tests); `parentSpanId` only with a remote parent. */
+  writeIds(r: number, traceId: string, spanId: string, parentSpanId?: string): void {
+    const at = r * ID_BYTES;
+    this.ids.write(traceId, at, 16, 'hex');
+    this.ids.write(spanId, at + 16, 8, 'hex');
+    if (parentSpanId !== undefined) this.ids.write(parentSpanId, at + 24, 8, 'hex');
   }
 
   /** `method`'s number: one of `KNOWN_METHODS`, else `OTHER_METHOD`'s. */

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from 'bun:test';
-import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { spansOf } from './readable.ts';
+import { SpanKind } from '@opentelemetry/api';
+import { decodeExport, type ExportedSpan, KIND, STATUS } from '../../test/otlp-receiver.ts';
+import { RecordEncoder } from './otlp.ts';
 import { inScope, type RequestScope } from './request-scope.ts';
 import { TraceRing } from './ring.ts';
 import { beginRequest, childSpan, finishRequest, type KeepRules, useRecorder } from './spans.ts';
@@ -28,7 +28,7 @@ const details = {
   outcome: () => 'admitted',
   client: () => '10.0.0.1',
 };
-const source = { resource: resourceFromAttributes({ 'service.name': 'test' }), scope: { name: 'petstore' } };
+const source = { resource: { 'service.name': 'test' }, scope: { name: 'petstore', version: '1.0.0' } };
 const GET = { method: 'GET', url: 'http://localhost/v1/pets?limit=2' };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -46,11 +46,11 @@ function recorder(size: number, head: boolean, rules: Partial<KeepRules> = {}) {
   return { ring, capped };
 }
 
-/** The records the export would read, as spans. */
-function exported(ring: TraceRing) {
-  const spans: ReturnType<typeof spansOf> = [];
-  ring.drain((r) => spans.push(...spansOf(ring, r, source)));
-  return spans;
+/** The records the export would read, encoded as it sends them and decoded by protobufjs. */
+function exported(ring: TraceRing): ExportedSpan[] {
+  const encoder = new RecordEncoder(ring, source);
+  ring.drain((r) => encoder.add(r));
+  return encoder.spans === 0 ? [] : decodeExport(encoder.take());
 }
 
 const finish = (scope: RequestScope, status: number, keyed = true, request: FakeRequest = GET) =>
@@ -81,8 +81,8 @@ describe('every request recorded alike; kept by the head or the tail', () => {
     const [server, decide, redis, list] = exported(ring);
     expect(server).toMatchObject({
       name: 'GET /v1/pets',
-      kind: SpanKind.SERVER,
-      status: { code: SpanStatusCode.UNSET },
+      kind: KIND.server,
+      status: STATUS.unset,
       attributes: {
         'http.request.method': 'GET',
         'url.scheme': 'http',
@@ -95,18 +95,22 @@ describe('every request recorded alike; kept by the head or the tail', () => {
         'http.response.status_code': 200,
       },
     });
-    expect(server?.spanContext()).toMatchObject({ traceId: scope.traceId, spanId: scope.spanId });
+    expect(server).toMatchObject({ traceId: scope.traceId, spanId: scope.spanId, parentSpanId: '' });
     expect(server?.attributes['petstore.kept_by']).toBeUndefined();
     expect(decide?.attributes).toEqual({ 'petstore.gateway.cost': 2, 'petstore.gateway.decision': 'admitted' });
-    expect(decide?.parentSpanContext?.spanId).toBe(scope.spanId as string);
-    expect(redis).toMatchObject({ name: 'EVALSHA', kind: SpanKind.CLIENT });
-    expect(redis?.parentSpanContext?.spanId).toBe(decide?.spanContext().spanId as string);
+    expect(decide?.parentSpanId).toBe(scope.spanId as string);
+    expect(redis).toMatchObject({ name: 'EVALSHA', kind: KIND.client, attributes: { 'db.system.name': 'redis' } });
+    expect(redis?.parentSpanId).toBe(decide?.spanId as string);
     expect(list).toMatchObject({
       name: 'list pets',
-      status: { code: SpanStatusCode.ERROR, message: 'gone' },
+      status: STATUS.error,
+      statusMessage: 'gone',
       attributes: { 'db.operation.name': 'list', 'error.type': 'TypeError' },
     });
-    expect(list?.parentSpanContext?.spanId).toBe(scope.spanId as string);
+    expect(list?.parentSpanId).toBe(scope.spanId as string);
+    // Four distinct span ids in one trace.
+    expect(new Set([server, decide, redis, list].map((s) => s?.spanId)).size).toBe(4);
+    expect([decide, redis, list].every((s) => s?.traceId === scope.traceId)).toBe(true);
     expect(ring.kept).toBe(0);
   });
 
@@ -120,10 +124,10 @@ describe('every request recorded alike; kept by the head or the tail', () => {
     const slow = beginRequest('slow', undefined, start, GET);
     await sleep(40);
     expect(finish(slow, 200)).toBe(true);
-    const servers = exported(ring).filter((s) => s.kind === SpanKind.SERVER);
-    expect(servers.map((s) => [s.spanContext().traceId, s.status.code, s.attributes['petstore.kept_by']])).toEqual([
-      [failed.traceId, SpanStatusCode.ERROR, 'tail'],
-      [slow.traceId, SpanStatusCode.UNSET, 'tail'],
+    const servers = exported(ring).filter((s) => s.kind === KIND.server);
+    expect(servers.map((s) => [s.traceId, s.status, s.attributes['petstore.kept_by']])).toEqual([
+      [failed.traceId, STATUS.error, 'tail'],
+      [slow.traceId, STATUS.unset, 'tail'],
     ]);
   });
 
@@ -222,7 +226,7 @@ describe('what a caller sends is copied into the ring, bounded', () => {
     const members = Array.from({ length: 20 }, (_, i) => `k${String(i).padStart(2, '0')}=${'v'.repeat(26)}`);
     finish(beginRequest('short', PARENT, start, { ...GET, tracestate: short }), 200);
     finish(beginRequest('long', PARENT, start, { ...GET, tracestate: members.join(',') }), 200);
-    const [first, second] = exported(ring).map((s) => s.spanContext().traceState?.serialize());
+    const [first, second] = exported(ring).map((s) => s.traceState);
     expect(first).toBe(short);
     // Each member is 30 bytes and a comma: 16 members are 495 bytes, 17 would be 526.
     expect(second).toBe(members.slice(0, 16).join(','));

@@ -25,9 +25,9 @@ import {
   trace,
 } from '@opentelemetry/api';
 import { peerText } from '../redact.ts';
-import { formatTraceParent, newSpanId, newTrace, newTraceId, parseTraceParent } from './context.ts';
+import { copyDrawn, formatTraceParent, newSpanId, newTrace, newTraceId, parseTraceParent } from './context.ts';
 import { currentScope, type RequestScope, requestScope } from './request-scope.ts';
-import { ERROR_NAME, FAILED, HEAD, INTERNAL, MAX_CHILDREN, REMOTE, TAIL, type TraceRing } from './ring.ts';
+import { ERROR_NAME, FAILED, HEAD, ID_BYTES, INTERNAL, MAX_CHILDREN, REMOTE, TAIL, type TraceRing } from './ring.ts';
 
 let tracer: Tracer | undefined;
 let ring: TraceRing | undefined;
@@ -151,7 +151,7 @@ export function beginRequest<R>(
   request: R,
 ): RequestScope {
   const parent = parseTraceParent(traceparent);
-  const { traceId, spanId } = parent ? { traceId: parent.traceId, spanId: newSpanId() } : newTrace();
+  const { traceId, spanId, at } = parent ? { traceId: parent.traceId, spanId: newSpanId(), at: -1 } : newTrace();
   const into = ring;
   if (!into) return requestScope(requestId, traceId, spanId);
   let head: boolean;
@@ -173,9 +173,9 @@ export function beginRequest<R>(
   } else head = sampled(ROOT_CONTEXT, traceId);
   const r = into.claim(now());
   into.flags[r] = (head ? HEAD : 0) | (parent ? REMOTE : 0);
-  into.traceId[r] = traceId;
-  into.spanId[r] = spanId;
-  into.parentSpanId[r] = parent?.spanId;
+  if (parent) into.writeIds(r, traceId, spanId, parent.spanId);
+  // No id was drawn since `newTrace`: its bytes are still in the pool.
+  else copyDrawn(at, into.ids, r * ID_BYTES);
   if (state !== undefined) into.traceState.writeList(r, state);
   return requestScope(requestId, traceId, spanId, head, r, into.seq[r] as number);
 }
