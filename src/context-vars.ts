@@ -1,3 +1,4 @@
+import type { AnswerEnv } from './core/reply.ts';
 import type { GatewayEnv } from './gateway/index.ts';
 
 /**
@@ -5,11 +6,12 @@ import type { GatewayEnv } from './gateway/index.ts';
  * and handlers to read (`c.get`). Not the process's environment variables (src/config.ts).
  */
 export interface AppEnv {
-  Variables: GatewayEnv['Variables'] & {
-    requestId: string;
-    /** The id of the operation or ops route serving the request (metrics label); unset for none. */
-    operation: string;
-    /** The code of the gateway's refusal (`unauthorized`, `rate_limited`, …); unset when it admitted the request or never saw it. */
-    refusal: string;
-  };
+  Variables: GatewayEnv['Variables'] &
+    AnswerEnv['Variables'] & {
+      requestId: string;
+      /** The id of the operation or ops route serving the request (metrics label); unset for none. */
+      operation: string;
+      /** The code of the gateway's refusal (`unauthorized`, `rate_limited`, …); unset when it admitted the request or never saw it. */
+      refusal: string;
+    };
 }

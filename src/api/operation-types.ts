@@ -121,8 +121,9 @@ export type UnkeptOperation<D> = Operation<D> & { readonly memo: false };
  * Types one entry of the table: the handler's input is inferred from the entry's schemas.
  *
  * @example
+ * // etag: false, as the handler tags the pet with its own strong ETag
  * defineOperation({ id: 'getPet', method: 'GET', path: '/pets/:petId', scope: 'pets:read',
- *   params: PetParams, etag: true, memo: true, handler: async ({ params }) => ... })
+ *   params: PetParams, etag: false, memo: true, handler: async ({ params }) => ... })
  */
 export function defineOperation<
   Q = undefined,

@@ -38,12 +38,10 @@ export interface Reply {
   readonly reads?: PetsTouched;
 }
 
-interface AnswerVariables {
+/** The variable this module keeps on Hono's context: part of every app's `AppEnv` (src/context-vars.ts). */
+export interface AnswerEnv {
   Variables: { answerHeaders: AnswerHeaders };
 }
-
-/** `c` with this module's variable typed (any app's context carries it). */
-const vars = (c: Context) => c as unknown as Context<AnswerVariables>;
 
 /**
  * The headers gathered for this request's answer: every step adds its fields to this plain object
@@ -55,10 +53,10 @@ const vars = (c: Context) => c as unknown as Context<AnswerVariables>;
  * answerHeaders(c)['Retry-After'] = '30'
  */
 export function answerHeaders(c: Context): AnswerHeaders {
-  let headers = vars(c).get('answerHeaders');
+  let headers: AnswerHeaders | undefined = c.get('answerHeaders');
   if (headers === undefined) {
     headers = {};
-    vars(c).set('answerHeaders', headers);
+    c.set('answerHeaders', headers);
   }
   return headers;
 }
@@ -70,7 +68,7 @@ export function answerHeaders(c: Context): AnswerHeaders {
  * beginAnswer(c, { 'X-Request-Id': id })
  */
 export function beginAnswer(c: Context, fields: AnswerHeaders): void {
-  vars(c).set('answerHeaders', fields);
+  c.set('answerHeaders', fields);
 }
 
 /** Adds `value` to a list-valued field such as `Vary`. */

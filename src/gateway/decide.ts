@@ -40,7 +40,9 @@ export function decider({
     if (!subject) {
       const policy = consumer.ban ?? ban;
       subject = {
-        id: `key:${consumer.name}`,
+        // By its id, as orders are owned: a consumer made again under the same name is another
+        // party, and starts with fresh windows and no ban.
+        id: `key:${consumer.id}`,
         plan: consumer.plan,
         label: consumer.name,
         limits: consumer.limits,

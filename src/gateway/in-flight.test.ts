@@ -132,7 +132,9 @@ describe('requests one consumer has in flight (--max-in-flight)', () => {
       },
     };
     const entries = [{ name: 'busy', plan: 'pro', sha256: hashToken(tokenFor('busy')).toString('hex') }];
-    const table = new KeyTable(parseKeys(JSON.stringify({ keys: entries })));
+    const records = parseKeys(JSON.stringify({ keys: entries }));
+    const table = new KeyTable(records);
+    const subject = `key:${records[0]?.consumer.id}`;
     const app = createApp({ store: new MemoryStore(), keys: () => table, limiter: slow, clock, maxInFlight: 2 });
     const post = () =>
       app.request('/v1/pets', {
@@ -144,7 +146,8 @@ describe('requests one consumer has in flight (--max-in-flight)', () => {
     const refused = await Promise.all(sent.slice(2));
     // Answered while the first two still wait for the limiter, which was asked twice only.
     expect(refused.map((r) => r.status)).toEqual([429, 429, 429]);
-    expect(asked).toEqual(['key:busy', 'key:busy']);
+    expect(asked).toEqual([subject, subject]);
+    expect(subject).toMatch(/^key:con_[0-9a-f]{32}$/);
     const body = (await refused[0]?.json()) as { code: string };
     expect(body.code).toBe('too_many_concurrent_requests');
     // Nothing decided yet: the headers show the key's full quotas, consuming none.

@@ -124,3 +124,57 @@ describe('expiry', () => {
     expect((await t.get('psk_next')).status).toBe(200);
   });
 });
+
+describe('a consumer made again under the same name', () => {
+  const FIRST = `con_${'1'.repeat(32)}`;
+  const AGAIN = `con_${'2'.repeat(32)}`;
+
+  /** An app whose keys are `acme` with `id` and one key `token`, swapped by `load` as a reload does. */
+  function reloading() {
+    const clock = fakeClock(T0);
+    const tableOf = (id: string, token: string) =>
+      new KeyTable(
+        parseKeys(
+          JSON.stringify({
+            consumers: [
+              { id, name: 'acme', plan: 'free', ban: { seconds: 600, threshold: 2 }, keys: [{ sha256: sha(token) }] },
+            ],
+          }),
+        ),
+      );
+    let table = tableOf(FIRST, 'psk_first');
+    const a = createApp({
+      store: new MemoryStore(),
+      keys: () => table,
+      limiter: new SlidingWindowLimiter({ clock }),
+      clock,
+      log: silentLogger,
+      clientAddress: () => '192.0.2.1',
+    });
+    const get = async (token: string) => {
+      const res = await a.request('/v1/pets', { headers: { Authorization: `Bearer ${token}` } });
+      const body = (await res.json()) as { code?: string };
+      return [res.status, body.code ?? 'ok', res.headers.get('x-ratelimit-remaining')];
+    };
+    return { get, load: (id: string, token: string) => (table = tableOf(id, token)) };
+  }
+
+  test('starts with fresh windows and no ban, as the limiter counts a consumer by its id', async () => {
+    const t = reloading();
+    for (let i = 0; i < 60; i++) await t.get('psk_first');
+    // The second refusal within the minute starts the consumer's ban.
+    expect(await t.get('psk_first')).toEqual([429, 'rate_limited', '0']);
+    expect(await t.get('psk_first')).toEqual([429, 'key_banned', '0']);
+    // Deleted, and made again as `acme` with a new id and key: nothing of the first is counted.
+    t.load(AGAIN, 'psk_again');
+    expect(await t.get('psk_again')).toEqual([200, 'ok', '59']);
+  });
+
+  test('the same consumer reloaded, with a new key, keeps its windows and its ban', async () => {
+    const t = reloading();
+    for (let i = 0; i < 62; i++) await t.get('psk_first');
+    expect(await t.get('psk_first')).toEqual([429, 'key_banned', '0']);
+    t.load(FIRST, 'psk_rotated');
+    expect(await t.get('psk_rotated')).toEqual([429, 'key_banned', '0']);
+  });
+});

@@ -4,7 +4,7 @@ import { type Inventory, type NewPet, type Pet, type PetPatch, petOf, type Store
 import type { IfMatch } from '../core/preconditions.ts';
 import type { PetsTouched } from '../core/reply.ts';
 import { ChangeCounter } from './change-counter.ts';
-import { planRemove, planUpdate } from './changes.ts';
+import { planRemove, planUpdate } from './change-rules.ts';
 import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES } from './idempotency.ts';
 import { newOrderId, orderExpiredEvent, retiredOwner } from './order-rows.ts';
 import { MemoryOutbox } from './outbox.ts';

@@ -7,7 +7,7 @@ import type { Logger } from '../log.ts';
 import { peerText } from '../redact.ts';
 import { DEFAULT_STORE_TIMEOUT_MS } from './bounded.ts';
 import { EVERY_PET, NO_PET, type PetChange } from './change-counter.ts';
-import { planRemove, planUpdate } from './changes.ts';
+import { planRemove, planUpdate } from './change-rules.ts';
 import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES, SweepSchedule } from './idempotency.ts';
 import type { KeyStore, WithKeyStore } from './key-store.ts';
 import { PostgresKeyStore } from './key-store-postgres.ts';

@@ -7,7 +7,7 @@ import type { IfMatch } from '../core/preconditions.ts';
 import type { PetsTouched } from '../core/reply.ts';
 import type { Logger } from '../log.ts';
 import { ChangeCounter, EVERY_PET } from './change-counter.ts';
-import { planRemove, planUpdate } from './changes.ts';
+import { planRemove, planUpdate } from './change-rules.ts';
 import { prepareDataFile, restrictCreated } from './file-modes.ts';
 import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES, SweepSchedule } from './idempotency.ts';
 import type { KeyStore, WithKeyStore } from './key-store.ts';

@@ -3,7 +3,7 @@ import type { BanPolicy, Limits, PlanName } from '../../keys/plans.ts';
 
 /** Whose quota a request counts against: an API key, or a client address without one. */
 export interface Subject {
-  /** Stable identity, e.g. `key:acme` or `addr:203.0.113.7`. */
+  /** Stable identity, e.g. `key:con_…` (a consumer's id) or `addr:203.0.113.7`. */
   readonly id: string;
   /** Plan name for metrics and logs; `anonymous` for per-address limiting. */
   readonly plan: PlanName | 'anonymous';
