@@ -99,4 +99,87 @@ describe('AnswerMemo', () => {
     }
     expect([memo.get('a', 0), memo.get('b', 0)?.body, memo.get('c', 0)?.body]).toEqual([undefined, 'xxxx', 'xxxx']);
   });
+  describe('answer: requests that miss while a read of their key is under way', () => {
+    /** A read that settles when told, counting how often it was started. */
+    function pending(memo: AnswerMemo, changes: ChangeCounter) {
+      let reads = 0;
+      const settle: Array<(reply: Reply | Error) => void> = [];
+      const read = () => {
+        reads++;
+        return new Promise<Reply>((resolve, reject) =>
+          settle.push((r) => (r instanceof Error ? reject(r) : resolve(r))),
+        );
+      };
+      const ask = (key: string) =>
+        memo.answer(key, changes.count(), read).then(
+          ({ reply, shared }) => [reply.status, reply.body, shared],
+          (err: Error) => ['failed', err.message],
+        );
+      return { ask, settle, reads: () => reads };
+    }
+
+    test('share the read when nothing it read changed meanwhile; a change of another pet does not count', async () => {
+      const { changes, memo, get } = counted();
+      const { ask, settle, reads } = pending(memo, changes);
+      const first = ask('/v1/pets/7');
+      changes.changed({ ids: [8] });
+      const second = ask('/v1/pets/7');
+      expect(reads()).toBe(1);
+      settle[0]?.(page(7, { ids: [7] }));
+      expect(await Promise.all([first, second])).toEqual([
+        [200, '[7]', false],
+        [200, '[7]', true],
+      ]);
+      // Asked once by a read of its own: remembered, not yet kept.
+      expect(get('/v1/pets/7')).toBeUndefined();
+    });
+
+    test('read again when a pet the read saw changed after it began', async () => {
+      const { changes, memo } = counted();
+      const { ask, settle, reads } = pending(memo, changes);
+      const first = ask('/v1/pets/7');
+      changes.changed({ ids: [7] });
+      const second = ask('/v1/pets/7');
+      settle[0]?.(page(7, { ids: [7] }));
+      await first;
+      expect(reads()).toBe(2);
+      settle[1]?.(page(70, { ids: [7] }));
+      expect(await second).toEqual([200, '[70]', false]);
+    });
+
+    test('read for themselves when the read fails or answers other than 200', async () => {
+      const { changes, memo } = counted();
+      const { ask, settle, reads } = pending(memo, changes);
+      const failed = ask('/v1/pets/7');
+      const after = ask('/v1/pets/7');
+      settle[0]?.(new Error('store away'));
+      expect(await failed).toEqual(['failed', 'store away']);
+      await Bun.sleep(0);
+      expect(reads()).toBe(2);
+      settle[1]?.(page(7, { ids: [7] }));
+      expect(await after).toEqual([200, '[7]', false]);
+      const missing = ask('/v1/pets/9');
+      const again = ask('/v1/pets/9');
+      settle[2]?.({ status: 404, body: 'no', type: 'application/json' });
+      expect(await missing).toEqual([404, 'no', false]);
+      await Bun.sleep(0);
+      settle[3]?.({ status: 404, body: 'no', type: 'application/json' });
+      expect([await again, reads()]).toEqual([[404, 'no', false], 4]);
+    });
+
+    test('share nothing for a store that cannot tell its version', async () => {
+      const { changes, memo } = counted();
+      let reads = 0;
+      const read = async () => page(++reads);
+      const answers = await Promise.all([
+        memo.answer('/v1/pets', undefined, read),
+        memo.answer('/v1/pets', undefined, read),
+      ]);
+      expect(answers.map((a) => [a.reply.body, a.shared])).toEqual([
+        ['[1]', false],
+        ['[2]', false],
+      ]);
+      expect(changes.count()).toBe(0);
+    });
+  });
 });

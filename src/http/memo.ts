@@ -18,6 +18,12 @@ interface Kept {
   readonly reply: Reply;
 }
 
+/** A read of a key under way: the version it began at, and its reply to come. */
+interface Flight {
+  readonly since: unknown;
+  readonly reply: Promise<Reply>;
+}
+
 /**
  * Successful answers of operations whose answer depends only on their path, query and the
  * store's data (the table's `memo`), kept by the request's path and query while none of the
@@ -33,6 +39,11 @@ interface Kept {
  * key only, in a smaller table): clients paging through a large catalogue ask each page once,
  * and keeping those answers only churns the collector (bench/README.md).
  *
+ * A request that finds nothing kept while a read of its key is under way waits for that read
+ * and is answered by it when nothing the read saw has changed since it began (`answer`): on
+ * PostgreSQL, where a read takes a round trip, the requests that arrive meanwhile do not each
+ * read again.
+ *
  * @example
  * const memo = new AnswerMemo(store)
  * const version = store.version()
@@ -42,6 +53,7 @@ export class AnswerMemo {
   readonly #kept: LRUCache<string, Kept>;
   readonly #seen = new LRUCache<string, true>({ max: MAX_SEEN_KEYS });
   readonly #store: StoreChanges;
+  readonly #flights = new Map<string, Flight>();
 
   constructor(store: StoreChanges, maxBytes: number = MAX_MEMO_BYTES) {
     this.#store = store;
@@ -57,6 +69,35 @@ export class AnswerMemo {
     const kept = this.#kept.get(key);
     if (kept === undefined) return undefined;
     return kept.since === version || this.#store.unchanged(kept.since, kept.reads) ? kept.reply : undefined;
+  }
+
+  /**
+   * The answer to a request that found nothing kept under `key` (`get`), read at `version`: a
+   * 200 of the read of `key` under way when nothing it read has changed since that read began
+   * (`shared`), else `read()`'s, kept as `set` keeps it, which later requests share the same
+   * way while it runs.
+   */
+  async answer(key: string, version: unknown, read: () => Promise<Reply>): Promise<{ reply: Reply; shared: boolean }> {
+    if (version === undefined) return { reply: await read(), shared: false };
+    const flight = this.#flights.get(key);
+    if (flight !== undefined) {
+      const reply = await flight.reply.catch(() => undefined);
+      if (reply?.status === 200 && (flight.since === version || this.#store.unchanged(flight.since, reply.reads))) {
+        return { reply, shared: true };
+      }
+      return { reply: this.#kept200(key, version, await read()), shared: false };
+    }
+    const mine: Flight = { since: version, reply: read() };
+    this.#flights.set(key, mine);
+    try {
+      return { reply: this.#kept200(key, version, await mine.reply), shared: false };
+    } finally {
+      if (this.#flights.get(key) === mine) this.#flights.delete(key);
+    }
+  }
+
+  #kept200(key: string, version: unknown, reply: Reply): Reply {
+    return reply.status === 200 ? this.set(key, version, reply) : reply;
   }
 
   /** Keeps `reply` under `key` when read at a known `version` and asked before; returns it. */
