@@ -134,17 +134,21 @@ describe('AnswerMemo', () => {
       expect(get('/v1/pets/7')).toBeUndefined();
     });
 
-    test('read again when a pet the read saw changed after it began', async () => {
+    test('when a pet the read saw changed after it began, the first waiting reads again and the others share that', async () => {
       const { changes, memo } = counted();
       const { ask, settle, reads } = pending(memo, changes);
       const first = ask('/v1/pets/7');
       changes.changed({ ids: [7] });
-      const second = ask('/v1/pets/7');
+      const waiting = [ask('/v1/pets/7'), ask('/v1/pets/7')];
       settle[0]?.(page(7, { ids: [7] }));
-      await first;
+      expect(await first).toEqual([200, '[7]', false]);
+      await Bun.sleep(0);
       expect(reads()).toBe(2);
       settle[1]?.(page(70, { ids: [7] }));
-      expect(await second).toEqual([200, '[70]', false]);
+      expect(await Promise.all(waiting)).toEqual([
+        [200, '[70]', false],
+        [200, '[70]', true],
+      ]);
     });
 
     test('read for themselves when the read fails or answers other than 200', async () => {

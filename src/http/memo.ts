@@ -75,17 +75,24 @@ export class AnswerMemo {
    * The answer to a request that found nothing kept under `key` (`get`), read at `version`: a
    * 200 of the read of `key` under way when nothing it read has changed since that read began
    * (`shared`), else `read()`'s, kept as `set` keeps it, which later requests share the same
-   * way while it runs.
+   * way while it runs. When what the read under way saw changed meanwhile, the first request
+   * waiting for it reads again and the others share that read (`joins`: how many reads of
+   * others a request waits for before its own).
    */
-  async answer(key: string, version: unknown, read: () => Promise<Reply>): Promise<{ reply: Reply; shared: boolean }> {
+  async answer(
+    key: string,
+    version: unknown,
+    read: () => Promise<Reply>,
+    joins = 2,
+  ): Promise<{ reply: Reply; shared: boolean }> {
     if (version === undefined) return { reply: await read(), shared: false };
     const flight = this.#flights.get(key);
     if (flight !== undefined) {
+      if (joins === 0) return { reply: this.#kept200(key, version, await read()), shared: false };
       const reply = await flight.reply.catch(() => undefined);
-      if (reply?.status === 200 && (flight.since === version || this.#store.unchanged(flight.since, reply.reads))) {
-        return { reply, shared: true };
-      }
-      return { reply: this.#kept200(key, version, await read()), shared: false };
+      if (reply?.status !== 200) return { reply: this.#kept200(key, version, await read()), shared: false };
+      if (flight.since === version || this.#store.unchanged(flight.since, reply.reads)) return { reply, shared: true };
+      return this.answer(key, this.#store.version(), read, joins - 1);
     }
     const mine: Flight = { since: version, reply: read() };
     this.#flights.set(key, mine);
