@@ -62,12 +62,6 @@ const OPEN_BUSY_TIMEOUT_MS = 5_000;
 const BUSY_POLL_MS = 10;
 /** The default of `lockWaitMs`. */
 export const DEFAULT_LOCK_WAIT_MS = 5_000;
-/**
- * While writes keep coming, a batch begins at most this long after the last one began, so that
- * the writes of that while share one commit (its WAL frames and its sync); a write that finds no
- * batch begun in this long is committed at once.
- */
-export const COMMIT_INTERVAL_MS = 2;
 
 const INSERT = `INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?) RETURNING ${STORED_PET_COLUMNS}`;
 const SELECT_ONE = `SELECT ${STORED_PET_COLUMNS} FROM pets WHERE id = ?`;
@@ -179,10 +173,9 @@ interface PendingWrite {
  * Pets in a SQLite file: WAL journal, `synchronous=FULL`, so a committed pet survives a crash
  * of the process or of the machine.
  *
- * Writes are group-committed: the creates that arrive while the event loop is busy, or within
- * `COMMIT_INTERVAL_MS` of the last batch under a steady stream of writes, are inserted in one
- * transaction and resolved together after its COMMIT (one fsync for the lot), so the durability
- * promise costs one sync per batch rather than one per request. Creates with an
+ * Writes are group-committed: the creates that arrive while the event loop is busy are inserted
+ * in one transaction and resolved together after its COMMIT (one fsync for the lot), so the
+ * durability promise costs one sync per batch rather than one per request. Creates with an
  * `Idempotency-Key` go through the same batches: the key is looked up and stored in the batch's
  * write transaction (which holds SQLite's write lock, also against other processes), one create
  * after the other, so a second create with the same key finds the first. The webhook outbox's
@@ -201,10 +194,8 @@ export class SqliteStore implements PetStore, WithKeyStore {
   #dataVersionSeen: unknown;
   #dataVersionReadAt = Number.NEGATIVE_INFINITY;
   #pending: PendingWrite[] = [];
-  /** Set while the pending writes wait for another process's lock, or for `COMMIT_INTERVAL_MS` to pass. */
+  /** Set while the pending writes wait for another process's lock. */
   #retry: ReturnType<typeof setTimeout> | undefined;
-  /** `performance.now()` when the last batch began its transaction. */
-  #batchBegan = Number.NEGATIVE_INFINITY;
   #closed = false;
   /**
    * The earliest hold of a placed order: from then on an order may be due, and no answer is kept
@@ -440,10 +431,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
     return new Promise((resolve, reject) => {
       const at = this.#clock.now();
       const write: PendingWrite = now === undefined ? { run, at, resolve, reject } : { run, now, at, resolve, reject };
-      if (this.#pending.push(write) > 1 || this.#retry !== undefined) return;
-      const wait = this.#batchBegan + COMMIT_INTERVAL_MS - performance.now();
-      if (wait > 0) this.#retry = setTimeout(() => this.#commit(), wait);
-      else setImmediate(() => this.#commit());
+      if (this.#pending.push(write) === 1 && this.#retry === undefined) setImmediate(() => this.#commit());
     });
   }
 
@@ -472,7 +460,6 @@ export class SqliteStore implements PetStore, WithKeyStore {
       for (const p of batch) p.reject(failure);
       return;
     }
-    this.#batchBegan = performance.now();
     this.#pending = [];
     this.#touched = [];
     let results: unknown[];
