@@ -48,6 +48,12 @@ import type {
 
 /** Now on the database's clock, in epoch ms: every instance sets and compares holds by it, skewed or not. */
 const NOW_MS = 'floor(extract(epoch FROM now()) * 1000)::bigint';
+/**
+ * `sql.unsafe`'s option for a statement sent often: prepared once per connection, then one round
+ * trip a call. Unprepared (its default), a statement with parameters is described in a round trip
+ * of its own before each call.
+ */
+const PREPARED = { prepare: true };
 /** A new version for a pet: every change takes one from the sequence. */
 const NEXT_VERSION = `nextval('${PET_VERSIONS}')`;
 
@@ -357,7 +363,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
    * of the pet ran out (its expiry comes first), or the pet changed between the two statements.
    */
   async #updateAtOnce(id: number, patch: PetPatch, ifMatch: IfMatch | undefined): Promise<UpdateResult | undefined> {
-    const [row] = await this.#sql.unsafe(PET_AND_HOLD, [id]);
+    const [row] = await this.#sql.unsafe(PET_AND_HOLD, [id], PREPARED);
     const hold = row ? column(row, 'hold_due') : null;
     if (hold === true) return undefined;
     const current = row ? storedPetFromRow(row) : undefined;
@@ -367,7 +373,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
     if (plan.statusChanges && hold !== null) return { outcome: 'on_order', pet: was };
     if (!plan.changed) return { outcome: 'updated', pet: was };
     const { name, categoryId, status } = plan.next;
-    const [changed] = await this.#sql.unsafe(UPDATE_IF_VERSION, [name, categoryId, status, id, was.version]);
+    const [changed] = await this.#sql.unsafe(UPDATE_IF_VERSION, [name, categoryId, status, id, was.version], PREPARED);
     return changed ? { outcome: 'updated', pet: storedPetFromRow(changed) } : undefined;
   }
 
@@ -450,7 +456,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
   async #placeAtOnce({ owner, petId, holdMs }: PlaceOrder): Promise<PlaceOrderResult | undefined> {
     let row: unknown;
     try {
-      [row] = await this.#sql.unsafe(PLACE_IF_AVAILABLE, [petId, newOrderId(), owner, holdMs]);
+      [row] = await this.#sql.unsafe(PLACE_IF_AVAILABLE, [petId, newOrderId(), owner, holdMs], PREPARED);
     } catch (err) {
       // An open order on an available pet (left by a build that did not hold pets on order):
       // the transaction expires it if its hold ran out, and answers as it always did.
@@ -552,7 +558,11 @@ export class PostgresStore implements PetStore, WithKeyStore {
 
   /** `closeOrder` in one statement; undefined when the transaction must decide. */
   async #closeAtOnce(owner: string, id: string, to: Closing): Promise<CloseOrderResult | undefined> {
-    const [row] = await this.#sql.unsafe(CLOSE_IF_PLACED, [to, id, owner, to === 'completed' ? 'sold' : 'available']);
+    const [row] = await this.#sql.unsafe(
+      CLOSE_IF_PLACED,
+      [to, id, owner, to === 'completed' ? 'sold' : 'available'],
+      PREPARED,
+    );
     return row === undefined ? undefined : { outcome: 'closed', order: orderFromRow(row) };
   }
 
