@@ -275,6 +275,42 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
         expect(placedOnly.map((o) => o.id).sort()).toEqual(ids.filter((id) => id !== orders[0]?.id));
       });
 
+      test('a close after a hold ran out, with nothing read in between: the order expired, the pet available', async () => {
+        await store.create(rex);
+        const order = await placed(1, 'key:acme', undefined, 200);
+        await Bun.sleep(300);
+        expect(await store.closeOrder('key:acme', order.id, 'completed', Date.now())).toEqual({
+          outcome: 'order_closed',
+          order: { ...order, status: 'expired' },
+        });
+        expect((await store.get(1))?.status).toBe('available');
+        expect(await store.inventory()).toEqual({ available: 1, pending: 0, sold: 0 });
+      });
+
+      test('100 concurrent orders without a key for 10 pets, then 10 concurrent closes of each: one sale or release a pet', async () => {
+        for (let i = 0; i < 10; i++) await store.create(rex);
+        const results = await Promise.all(Array.from({ length: 100 }, (_, i) => place((i % 10) + 1, `key:buyer${i}`)));
+        const orders = results.flatMap((r, i) =>
+          r.outcome === 'placed' ? [{ owner: `key:buyer${i}`, ...r.order }] : [],
+        );
+        expect(orders.map((o) => o.petId).sort((a, b) => a - b)).toEqual(Array.from({ length: 10 }, (_, i) => i + 1));
+        expect(results.filter((r) => r.outcome === 'unavailable')).toHaveLength(90);
+        const now = Date.now();
+        const closes = await Promise.all(
+          orders.flatMap((o) =>
+            Array.from({ length: 10 }, (_, i) =>
+              store.closeOrder(o.owner, o.id, i % 2 ? 'completed' : 'cancelled', now),
+            ),
+          ),
+        );
+        // Each order: one close wins; of the nine others, the four asking what it did are unchanged.
+        expect(
+          ['closed', 'unchanged', 'order_closed'].map((o) => closes.filter((c) => c.outcome === o).length),
+        ).toEqual([10, 40, 50]);
+        const sold = closes.filter((c) => c.outcome === 'closed' && c.order.status === 'completed').length;
+        expect(await store.inventory()).toEqual({ available: 10 - sold, pending: 0, sold });
+      });
+
       test('200 concurrent orders for 20 pets: exactly 20 placed, each pet in one order and pending', async () => {
         for (let i = 0; i < 20; i++) await store.create(rex);
         const results = await Promise.all(
@@ -390,6 +426,20 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
         }
       }
       expect(await store.list({ limit: 100, status: 'sold' })).toHaveLength(5);
+    });
+
+    test('10 concurrent changes with one If-Match: one updated, nine stale; without it, each its own version', async () => {
+      const made = await store.create(rex);
+      const results = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => store.update(made.id, { name: `Rex ${i}` }, [made.version])),
+      );
+      const won = results.flatMap((r) => (r.outcome === 'updated' ? [r.pet] : []));
+      expect([won.length, results.filter((r) => r.outcome === 'stale').length]).toEqual([1, 9]);
+      expect(await store.get(made.id)).toEqual(won[0] as StoredPet);
+      const free = await Promise.all(Array.from({ length: 10 }, (_, i) => store.update(made.id, { name: `Max ${i}` })));
+      const versions = new Set(free.map((r) => (r.outcome === 'updated' ? r.pet.version : 0)));
+      expect(versions.size).toBe(10);
+      expect(versions.has(0)).toBe(false);
     });
 
     test('update: If-Match decides in the write; a missing pet is not_found; keys keep what their create answered', async () => {

@@ -13,7 +13,8 @@ const page = (n: number, reads?: PetsTouched): Reply => ({
 /** A memo over a bare change counter, and a way to keep an answer (asked twice) read now. */
 function counted() {
   const changes = new ChangeCounter();
-  const store: Pick<StoreChanges, 'unchanged'> = {
+  const store: Pick<StoreChanges, 'changeCount' | 'unchanged'> = {
+    changeCount: () => changes.count(),
     unchanged: (since, reads) => changes.unchanged(since as number, reads),
   };
   const memo = new AnswerMemo(store);
@@ -90,11 +91,98 @@ describe('AnswerMemo', () => {
   });
 
   test('holds at most its bytes of bodies, the least recently used out first', () => {
-    const memo = new AnswerMemo({ unchanged: () => true }, 10);
+    const memo = new AnswerMemo({ changeCount: () => 0, unchanged: () => true }, 10);
     for (const key of ['a', 'b', 'c']) {
       memo.set(key, 0, { status: 200, body: 'xxxx', type: 'application/json' });
       memo.set(key, 0, { status: 200, body: 'xxxx', type: 'application/json' });
     }
     expect([memo.get('a', 0), memo.get('b', 0)?.body, memo.get('c', 0)?.body]).toEqual([undefined, 'xxxx', 'xxxx']);
+  });
+  describe('answer: requests that miss while a read of their key is under way', () => {
+    /** A read that settles when told, counting how often it was started. */
+    function pending(memo: AnswerMemo, changes: ChangeCounter) {
+      let reads = 0;
+      const settle: Array<(reply: Reply | Error) => void> = [];
+      const read = () => {
+        reads++;
+        return new Promise<Reply>((resolve, reject) =>
+          settle.push((r) => (r instanceof Error ? reject(r) : resolve(r))),
+        );
+      };
+      const ask = (key: string) =>
+        memo.answer(key, changes.count(), read).then(
+          ({ reply, shared }) => [reply.status, reply.body, shared],
+          (err: Error) => ['failed', err.message],
+        );
+      return { ask, settle, reads: () => reads };
+    }
+
+    test('share the read when nothing it read changed meanwhile; a change of another pet does not count', async () => {
+      const { changes, memo, get } = counted();
+      const { ask, settle, reads } = pending(memo, changes);
+      const first = ask('/v1/pets/7');
+      changes.changed({ ids: [8] });
+      const second = ask('/v1/pets/7');
+      expect(reads()).toBe(1);
+      settle[0]?.(page(7, { ids: [7] }));
+      expect(await Promise.all([first, second])).toEqual([
+        [200, '[7]', false],
+        [200, '[7]', true],
+      ]);
+      // Asked once by a read of its own: remembered, not yet kept.
+      expect(get('/v1/pets/7')).toBeUndefined();
+    });
+
+    test('when a pet the read saw changed after it began, the first waiting reads again and the others share that', async () => {
+      const { changes, memo } = counted();
+      const { ask, settle, reads } = pending(memo, changes);
+      const first = ask('/v1/pets/7');
+      changes.changed({ ids: [7] });
+      const waiting = [ask('/v1/pets/7'), ask('/v1/pets/7')];
+      settle[0]?.(page(7, { ids: [7] }));
+      expect(await first).toEqual([200, '[7]', false]);
+      await Bun.sleep(0);
+      expect(reads()).toBe(2);
+      settle[1]?.(page(70, { ids: [7] }));
+      expect(await Promise.all(waiting)).toEqual([
+        [200, '[70]', false],
+        [200, '[70]', true],
+      ]);
+    });
+
+    test('read for themselves when the read fails or answers other than 200', async () => {
+      const { changes, memo } = counted();
+      const { ask, settle, reads } = pending(memo, changes);
+      const failed = ask('/v1/pets/7');
+      const after = ask('/v1/pets/7');
+      settle[0]?.(new Error('store away'));
+      expect(await failed).toEqual(['failed', 'store away']);
+      await Bun.sleep(0);
+      expect(reads()).toBe(2);
+      settle[1]?.(page(7, { ids: [7] }));
+      expect(await after).toEqual([200, '[7]', false]);
+      const missing = ask('/v1/pets/9');
+      const again = ask('/v1/pets/9');
+      settle[2]?.({ status: 404, body: 'no', type: 'application/json' });
+      expect(await missing).toEqual([404, 'no', false]);
+      await Bun.sleep(0);
+      settle[3]?.({ status: 404, body: 'no', type: 'application/json' });
+      expect([await again, reads()]).toEqual([[404, 'no', false], 4]);
+    });
+
+    test('share nothing for a store that cannot tell its change count', async () => {
+      const { changes, memo } = counted();
+      let reads = 0;
+      const read = async () => page(++reads);
+      const answers = await Promise.all([
+        memo.answer('/v1/pets', undefined, read),
+        memo.answer('/v1/pets', undefined, read),
+      ]);
+      expect(answers.map((a) => [a.reply.body, a.shared])).toEqual([
+        ['[1]', false],
+        ['[2]', false],
+      ]);
+      expect(changes.count()).toBe(0);
+    });
   });
 });

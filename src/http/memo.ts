@@ -21,6 +21,12 @@ interface Kept {
   readonly reply: Reply;
 }
 
+/** A read of a key under way: the change count it began at, and its reply to come. */
+interface Flight {
+  readonly since: unknown;
+  readonly reply: Promise<Reply>;
+}
+
 /**
  * Successful answers of operations whose answer depends only on their path, query and the
  * store's data (the table's `memo`), kept by the request's path and query while none of the
@@ -37,6 +43,11 @@ interface Kept {
  * key only, in a smaller table): clients paging through a large catalogue ask each page once,
  * and keeping those answers only churns the collector (bench/README.md).
  *
+ * A request that finds nothing kept while a read of its key is under way waits for that read
+ * and is answered by it when nothing the read saw has changed since it began (`answer`): on
+ * PostgreSQL, where a read takes a round trip, the requests that arrive meanwhile do not each
+ * read again.
+ *
  * @example
  * const memo = new AnswerMemo(store)
  * const count = store.changeCount()
@@ -45,9 +56,10 @@ interface Kept {
 export class AnswerMemo {
   readonly #kept: LRUCache<string, Kept>;
   readonly #seen = new LRUCache<string, true>({ max: MAX_SEEN_KEYS });
-  readonly #store: Pick<StoreChanges, 'unchanged'>;
+  readonly #store: Pick<StoreChanges, 'changeCount' | 'unchanged'>;
+  readonly #flights = new Map<string, Flight>();
 
-  constructor(store: Pick<StoreChanges, 'unchanged'>, maxBytes: number = MAX_MEMO_BYTES) {
+  constructor(store: Pick<StoreChanges, 'changeCount' | 'unchanged'>, maxBytes: number = MAX_MEMO_BYTES) {
     this.#store = store;
     this.#kept = new LRUCache<string, Kept>({
       maxSize: maxBytes,
@@ -63,7 +75,43 @@ export class AnswerMemo {
     return kept.since === count || this.#store.unchanged(kept.since, kept.reads) ? kept.reply : undefined;
   }
 
-  /** Keeps `reply` under `key` when read at a known change `count` and asked before; returns it. */
+  /**
+   * The answer to a request that found nothing kept under `key` (`get`), read at `count`: a
+   * 200 of the read of `key` under way when nothing it read has changed since that read began
+   * (`shared`), else `read()`'s, kept as `set` keeps it, which later requests share the same
+   * way while it runs. When what the read under way saw changed meanwhile, the first request
+   * waiting for it reads again and the others share that read (`joins`: how many reads of
+   * others a request waits for before its own).
+   */
+  async answer(
+    key: string,
+    count: unknown,
+    read: () => Promise<Reply>,
+    joins = 2,
+  ): Promise<{ reply: Reply; shared: boolean }> {
+    if (count === undefined) return { reply: await read(), shared: false };
+    const flight = this.#flights.get(key);
+    if (flight !== undefined) {
+      if (joins === 0) return { reply: this.#kept200(key, count, await read()), shared: false };
+      const reply = await flight.reply.catch(() => undefined);
+      if (reply?.status !== 200) return { reply: this.#kept200(key, count, await read()), shared: false };
+      if (flight.since === count || this.#store.unchanged(flight.since, reply.reads)) return { reply, shared: true };
+      return this.answer(key, this.#store.changeCount(), read, joins - 1);
+    }
+    const mine: Flight = { since: count, reply: read() };
+    this.#flights.set(key, mine);
+    try {
+      return { reply: this.#kept200(key, count, await mine.reply), shared: false };
+    } finally {
+      if (this.#flights.get(key) === mine) this.#flights.delete(key);
+    }
+  }
+
+  #kept200(key: string, count: unknown, reply: Reply): Reply {
+    return reply.status === 200 ? this.set(key, count, reply) : reply;
+  }
+
+  /** Keeps `reply` under `key` when read at a known `count` and asked before; returns it. */
   set(key: string, count: unknown, reply: Reply): Reply {
     if (count === undefined) return reply;
     if (this.#kept.has(key) || this.#seen.delete(key)) this.#kept.set(key, { since: count, reads: reply.reads, reply });

@@ -336,13 +336,20 @@ async function answerOperation<D>(
     count = store.changeCount();
   }
   const kept = key === undefined ? undefined : memo?.get(key, count);
-  if (key !== undefined) memoCount?.(counted, kept !== undefined);
-  if (kept) return answer(c, kept);
+  if (kept) {
+    memoCount?.(counted, true);
+    return answer(c, kept);
+  }
   const caller = c.get('caller');
   // A quota reader's input is the decision that admitted it; only a consumer gets this far.
   const quota = op.readsQuota && caller.kind === 'consumer' ? quotaStatus(caller.consumer, decision) : undefined;
-  const reply = tagged(op, await op.handler(await readInput(c, principalOf(caller), quota, keyOf(op, c)), deps));
-  return answer(c, key !== undefined && memo && reply.status === 200 ? memo.set(key, count, reply) : reply);
+  const read = async () =>
+    tagged(op, await op.handler(await readInput(c, principalOf(caller), quota, keyOf(op, c)), deps));
+  if (key === undefined || !memo) return answer(c, await read());
+  // A request answered by another's read under way is counted a hit: it read nothing itself.
+  const { reply, shared } = await memo.answer(key, count, read);
+  memoCount?.(counted, shared);
+  return answer(c, reply);
 }
 
 /** Step 7's tag: a weak ETag of the reply's body, when the table says so and the reply has no tag of its own. */

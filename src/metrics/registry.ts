@@ -108,7 +108,7 @@ export class Metrics {
     const memo = this.#memo;
     new Counter({
       name: 'petstore_answer_memo_total',
-      help: 'Requests of operations whose answers are kept (the answer memo), by operation and outcome: hit (a kept answer), miss (read from the store).',
+      help: 'Requests of operations whose answers are kept (the answer memo), by operation and outcome: hit (a kept answer, or the read of the same path under way for another request), miss (read from the store).',
       labelNames: ['operation', 'outcome'] as const,
       registers,
       collect() {

@@ -7,7 +7,14 @@ import { createLogger, silentLogger } from '../log.ts';
 import { boundStore } from './bounded.ts';
 import { fingerprintOf } from './idempotency.ts';
 import { MIGRATIONS, SCHEMA_VERSION } from './migrations.ts';
-import { LISTENER_NAME, PostgresStore } from './postgres.ts';
+import {
+  CLOSE_IF_PLACED,
+  LISTENER_NAME,
+  PET_AND_HOLD,
+  PLACE_IF_AVAILABLE,
+  PostgresStore,
+  UPDATE_IF_VERSION,
+} from './postgres.ts';
 import { HEARTBEAT_MS, PETS_CHANNEL } from './postgres-changes.ts';
 import { postgresError } from './postgres-errors.ts';
 import { migratePostgres } from './postgres-migrate.ts';
@@ -254,6 +261,101 @@ describe('PostgresStore', () => {
       await db.drop();
     }
   }, 20_000);
+});
+
+describe('PostgresStore writes in one statement', () => {
+  const HOUR = 3_600_000;
+  /** A client of its own with the store's int8 parsing. */
+  const client = (url: string) =>
+    postgres(url, {
+      max: 1,
+      onnotice: () => {},
+      types: { bigint: { to: 20, from: [20], serialize: (n: number) => String(n), parse: (s: string) => Number(s) } },
+    });
+
+  test('PET_AND_HOLD, PLACE_IF_AVAILABLE, UPDATE_IF_VERSION and CLOSE_IF_PLACED: each writes only when its condition holds', async () => {
+    const db = await freshDatabase();
+    const store = await PostgresStore.open({ url: db.url, log: silentLogger });
+    const sql = client(db.url);
+    try {
+      await store.create({ name: 'Rex', categoryId: 1, status: 'available' });
+      const pet = async () => (await sql`SELECT name, status, version FROM pets WHERE id = 1`)[0];
+      expect(await sql.unsafe(PET_AND_HOLD, [1])).toEqual([
+        { id: 1, name: 'Rex', category_id: 1, status: 'available', version: 1, hold_due: null },
+      ] as never);
+      expect(await sql.unsafe(PET_AND_HOLD, [2])).toEqual([] as never);
+
+      const [order] = await sql.unsafe(PLACE_IF_AVAILABLE, [1, 'ord_a', 'key:acme', HOUR]);
+      expect(order).toEqual({
+        id: 'ord_a',
+        pet_id: 1,
+        status: 'placed',
+        placed_at: order?.placed_at,
+        hold_until: (order?.placed_at as number) + HOUR,
+      } as never);
+      expect(Math.abs((order?.placed_at as number) - Date.now())).toBeLessThan(5_000);
+      expect(await pet()).toEqual({ name: 'Rex', status: 'pending', version: 2 });
+      // Pending, or missing: nothing placed, nothing moved.
+      expect(await sql.unsafe(PLACE_IF_AVAILABLE, [1, 'ord_b', 'key:other', HOUR])).toEqual([] as never);
+      expect(await sql.unsafe(PLACE_IF_AVAILABLE, [2, 'ord_c', 'key:other', HOUR])).toEqual([] as never);
+      expect(await sql`SELECT id, owner, idempotency_key FROM orders`).toEqual([
+        { id: 'ord_a', owner: 'key:acme', idempotency_key: null },
+      ] as never);
+      expect(await sql.unsafe(PET_AND_HOLD, [1])).toEqual([
+        { id: 1, name: 'Rex', category_id: 1, status: 'pending', version: 2, hold_due: false },
+      ] as never);
+
+      // A version that is not the pet's changes nothing; the pet's own gives a new one.
+      expect(await sql.unsafe(UPDATE_IF_VERSION, ['Max', 2, 'pending', 1, 1])).toEqual([] as never);
+      expect(await pet()).toEqual({ name: 'Rex', status: 'pending', version: 2 });
+      expect(await sql.unsafe(UPDATE_IF_VERSION, ['Max', 2, 'pending', 1, 2])).toEqual([
+        { id: 1, name: 'Max', category_id: 2, status: 'pending', version: 3 },
+      ] as never);
+
+      // Another owner's order, or one whose hold ran out: nothing closed, nothing moved.
+      expect(await sql.unsafe(CLOSE_IF_PLACED, ['completed', 'ord_a', 'key:other', 'sold'])).toEqual([] as never);
+      await sql`UPDATE orders SET hold_until = placed_at WHERE id = 'ord_a'`;
+      expect((await sql.unsafe(PET_AND_HOLD, [1]))[0]?.hold_due).toBe(true);
+      expect(await sql.unsafe(CLOSE_IF_PLACED, ['completed', 'ord_a', 'key:acme', 'sold'])).toEqual([] as never);
+      expect(await pet()).toEqual({ name: 'Max', status: 'pending', version: 3 });
+      await sql`UPDATE orders SET hold_until = placed_at + ${HOUR} WHERE id = 'ord_a'`;
+
+      const placedAt = order?.placed_at as number;
+      const closed = { id: 'ord_a', pet_id: 1, status: 'completed', placed_at: placedAt, hold_until: placedAt + HOUR };
+      expect(await sql.unsafe(CLOSE_IF_PLACED, ['completed', 'ord_a', 'key:acme', 'sold'])).toEqual([closed] as never);
+      expect(await pet()).toEqual({ name: 'Max', status: 'sold', version: 4 });
+      expect(await sql.unsafe(CLOSE_IF_PLACED, ['cancelled', 'ord_a', 'key:acme', 'available'])).toEqual([] as never);
+      expect(await pet()).toEqual({ name: 'Max', status: 'sold', version: 4 });
+    } finally {
+      await sql.end();
+      await store.close();
+      await db.drop();
+    }
+  });
+
+  test('an open order left on an available pet (as a build without orders leaves it): placing expires it if its hold ran out, then places', async () => {
+    const db = await freshDatabase();
+    const store = await PostgresStore.open({ url: db.url, log: silentLogger });
+    const sql = client(db.url);
+    try {
+      await store.create({ name: 'Rex', categoryId: 1, status: 'available' });
+      const first = await store.placeOrder({ owner: 'key:acme', petId: 1, holdMs: HOUR, now: Date.now() });
+      if (first.outcome !== 'placed') throw new Error(`expected placed, got ${first.outcome}`);
+      await sql`UPDATE pets SET status = 'available' WHERE id = 1`;
+      await sql`UPDATE orders SET hold_until = placed_at WHERE id = ${first.order.id}`;
+      const second = await store.placeOrder({ owner: 'key:other', petId: 1, holdMs: HOUR, now: Date.now() });
+      expect(second.outcome).toBe('placed');
+      expect(await sql`SELECT owner, status FROM orders ORDER BY status`).toEqual([
+        { owner: 'key:acme', status: 'expired' },
+        { owner: 'key:other', status: 'placed' },
+      ] as never);
+      expect((await store.get(1))?.status).toBe('pending');
+    } finally {
+      await sql.end();
+      await store.close();
+      await db.drop();
+    }
+  });
 });
 
 describe('PostgresStore version: every write of the fleet, heard through LISTEN', () => {

@@ -48,6 +48,49 @@ import { StoreOpenError, StoreTimeoutError, StoreUnavailableError } from './stor
 
 /** Now on the database's clock, in epoch ms: every instance sets and compares holds by it, skewed or not. */
 const NOW_MS = 'floor(extract(epoch FROM now()) * 1000)::bigint';
+/**
+ * `sql.unsafe`'s option for a statement sent often: prepared once per connection, then one round
+ * trip a call. Unprepared (its default), a statement with parameters is described in a round trip
+ * of its own before each call.
+ */
+const PREPARED = { prepare: true };
+/** A new version for a pet: every change takes one from the sequence. */
+const NEXT_VERSION = `nextval('${PET_VERSIONS}')`;
+
+/**
+ * Pet $1 and whether an open order holds it: `hold_due` null when none does, else whether its
+ * hold has run out. The partial unique index `orders_placed_pet` allows one open order a pet.
+ */
+export const PET_AND_HOLD = `SELECT ${STORED_PET_COLUMNS},
+  (SELECT hold_until <= ${NOW_MS} FROM orders WHERE pet_id = $1 AND status = 'placed') AS hold_due
+  FROM pets WHERE id = $1`;
+/** Pet $4 changed to name $1, category $2, status $3, only if its version is still $5. */
+export const UPDATE_IF_VERSION = `UPDATE pets SET name = $1, category_id = $2, status = $3, version = ${NEXT_VERSION}
+  WHERE id = $4 AND version = $5 RETURNING ${STORED_PET_COLUMNS}`;
+/**
+ * Order $2 of owner $3 placed on pet $1 for $4 ms, in one statement: the pet moves from
+ * available to pending (the conditional write that sells a pet once: concurrent orders wait for
+ * its row lock, then find it pending) and the order is stored only if it did. No row: the pet
+ * is not available, or is not there.
+ */
+export const PLACE_IF_AVAILABLE = `WITH held AS (
+    UPDATE pets SET status = 'pending', version = ${NEXT_VERSION} WHERE id = $1 AND status = 'available' RETURNING id
+  )
+  INSERT INTO orders (id, owner, pet_id, status, placed_at, hold_until)
+  SELECT $2::text, $3::text, id, 'placed', ${NOW_MS}, ${NOW_MS} + $4::bigint FROM held
+  RETURNING ${ORDER_COLUMNS}`;
+/**
+ * Order $2 of owner $3 closed as $1, its pet leaving pending for $4, in one statement, only if
+ * the order is placed and its hold has not run out: the order's row is locked before the pet's,
+ * as every writer takes them. No row: the order is not there, closed, or due to expire.
+ */
+export const CLOSE_IF_PLACED = `WITH closed AS (
+    UPDATE orders SET status = $1 WHERE id = $2 AND owner = $3 AND status = 'placed' AND hold_until > ${NOW_MS}
+    RETURNING ${ORDER_COLUMNS}
+  ), released AS (
+    UPDATE pets SET status = $4, version = ${NEXT_VERSION} WHERE id = (SELECT pet_id FROM closed) AND status = 'pending'
+  )
+  SELECT ${ORDER_COLUMNS} FROM closed`;
 
 /** The listening connection's `application_name`, as `pg_stat_activity` shows it. */
 export const LISTENER_NAME = 'petstore listener';
@@ -70,6 +113,8 @@ const CLOSE_TIMEOUT_SECONDS = 1;
  * really unreachable costs one new pool per period, the old one ended.
  */
 const RENEW_AFTER_TIMEOUTS_MS = 5_000;
+/** SQLSTATE unique_violation. */
+const UNIQUE_VIOLATION = '23505';
 export interface PostgresStoreOptions {
   /** `postgres://user:password@host:port/database?sslmode=...` */
   readonly url: string;
@@ -298,31 +343,60 @@ export class PostgresStore implements PetStore, WithKeyStore {
   }
 
   /**
-   * One transaction: the pet's due holds expired, its row locked (`FOR UPDATE`), checked,
-   * written with a new version.
+   * At once when it can be (`#updateAtOnce`: a read, then a write conditional on the version
+   * read), else in one transaction: the pet's due holds expired, its row locked (`FOR UPDATE`),
+   * checked, written with a new version.
    */
   async update(id: number, patch: PetPatch, ifMatch?: IfMatch): Promise<UpdateResult> {
-    const cols = this.#sql.unsafe(STORED_PET_COLUMNS);
     // A status counted changed even for a name: the hold this pet's change ends may move it.
-    return this.#changing('change pet', { ids: [id], statuses: true }, () =>
-      transaction(this.#sql, async (tx): Promise<UpdateResult> => {
-        // A hold of this pet that ran out ends first (its order locked, then the pet, the order
-        // every writer takes them in), so If-Match is checked against the version it gave.
-        await this.#expireIn(tx, id);
-        const [row] = await tx`SELECT ${cols} FROM pets WHERE id = ${id} FOR UPDATE`;
-        const current = row ? storedPetFromRow(row) : undefined;
-        const plan = planUpdate(current, patch, ifMatch);
-        if (plan.outcome !== 'apply') return plan;
-        const was = current as StoredPet;
-        if (plan.statusChanges && (await this.#heldByOrder(tx, id))) return { outcome: 'on_order', pet: was };
-        if (!plan.changed) return { outcome: 'updated', pet: was };
-        const { name, categoryId, status } = plan.next;
-        const [changed] = await tx`
-          UPDATE pets SET name = ${name}, category_id = ${categoryId}, status = ${status},
-            version = ${tx.unsafe(NEXT_VERSION)} WHERE id = ${id} RETURNING ${cols}`;
-        return { outcome: 'updated', pet: storedPetFromRow(changed) };
-      }),
+    return this.#changing(
+      'change pet',
+      { ids: [id], statuses: true },
+      async () => (await this.#updateAtOnce(id, patch, ifMatch)) ?? this.#updateInTransaction(id, patch, ifMatch),
     );
+  }
+
+  /**
+   * `update` in two autocommit statements: the pet and its open order read together, checked,
+   * then written only if its version is still the one read (every write of a pet, and every
+   * order placed or closed on it, moves it). Undefined when the transaction must decide: a hold
+   * of the pet ran out (its expiry comes first), or the pet changed between the two statements.
+   */
+  async #updateAtOnce(id: number, patch: PetPatch, ifMatch: IfMatch | undefined): Promise<UpdateResult | undefined> {
+    const [row] = await this.#sql.unsafe(PET_AND_HOLD, [id], PREPARED);
+    const hold = row ? column(row, 'hold_due') : null;
+    if (hold === true) return undefined;
+    const current = row ? storedPetFromRow(row) : undefined;
+    const plan = planUpdate(current, patch, ifMatch);
+    if (plan.outcome !== 'apply') return plan;
+    const was = current as StoredPet;
+    if (plan.statusChanges && hold !== null) return { outcome: 'on_order', pet: was };
+    if (!plan.changed) return { outcome: 'updated', pet: was };
+    const { name, categoryId, status } = plan.next;
+    const [changed] = await this.#sql.unsafe(UPDATE_IF_VERSION, [name, categoryId, status, id, was.version], PREPARED);
+    return changed ? { outcome: 'updated', pet: storedPetFromRow(changed) } : undefined;
+  }
+
+  /** `update` in one transaction that locks the pet's open order, then the pet. */
+  #updateInTransaction(id: number, patch: PetPatch, ifMatch: IfMatch | undefined): Promise<UpdateResult> {
+    const cols = this.#sql.unsafe(STORED_PET_COLUMNS);
+    return transaction(this.#sql, async (tx): Promise<UpdateResult> => {
+      // A hold of this pet that ran out ends first (its order locked, then the pet, the order
+      // every writer takes them in), so If-Match is checked against the version it gave.
+      await this.#expireIn(tx, id);
+      const [row] = await tx`SELECT ${cols} FROM pets WHERE id = ${id} FOR UPDATE`;
+      const current = row ? storedPetFromRow(row) : undefined;
+      const plan = planUpdate(current, patch, ifMatch);
+      if (plan.outcome !== 'apply') return plan;
+      const was = current as StoredPet;
+      if (plan.statusChanges && (await this.#heldByOrder(tx, id))) return { outcome: 'on_order', pet: was };
+      if (!plan.changed) return { outcome: 'updated', pet: was };
+      const { name, categoryId, status } = plan.next;
+      const [changed] = await tx`
+        UPDATE pets SET name = ${name}, category_id = ${categoryId}, status = ${status},
+          version = ${tx.unsafe(NEXT_VERSION)} WHERE id = ${id} RETURNING ${cols}`;
+      return { outcome: 'updated', pet: storedPetFromRow(changed) };
+    });
   }
 
   /**
@@ -362,46 +436,78 @@ export class PostgresStore implements PetStore, WithKeyStore {
     return inventoryFromRows(await this.#query('count pets', () => this.#sql.unsafe(COUNT_BY_STATUS)));
   }
 
-  placeOrder({ owner, petId, holdMs, key }: PlaceOrder): Promise<PlaceOrderResult> {
+  /**
+   * Without an `Idempotency-Key`, one statement (`PLACE_IF_AVAILABLE`) when the pet is
+   * available; else, and with a key, one transaction that expires the pet's hold that ran out,
+   * finds the key's order, holds the pet and stores the order.
+   */
+  placeOrder(place: PlaceOrder): Promise<PlaceOrderResult> {
     const started = performance.now();
-    return this.#changing('place order', { ids: [petId], statuses: true }, () =>
-      transaction(this.#sql, async (tx): Promise<PlaceOrderResult> => {
-        if (key !== undefined) {
-          // Retries with one key take turns, so the second finds the order the first placed.
-          await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`order\n${owner}\n${key}`}, 0))`;
-          if (performance.now() - started >= this.#timeoutMs) {
-            throw new StoreTimeoutError(`place order: no turn within ${this.#timeoutMs} ms; nothing was stored`);
-          }
-        }
-        // A hold of this pet that ran out ends first: the pet can be ordered again at once, and a
-        // retry of the order that held it answers it expired, not placed.
-        await this.#expireIn(tx, petId);
-        if (key !== undefined) {
-          const [seen] =
-            await tx`SELECT ${tx.unsafe(ORDER_COLUMNS)} FROM orders WHERE owner = ${owner} AND idempotency_key = ${key}`;
-          if (seen) {
-            const order = orderFromRow(seen);
-            return order.petId === petId ? { outcome: 'replayed', order } : { outcome: 'conflict' };
-          }
-        }
-        // The conditional write that sells a pet once: concurrent orders wait for this row's
-        // lock, then find it pending and change nothing.
-        const [held] = await tx`UPDATE pets SET status = 'pending', version = ${tx.unsafe(NEXT_VERSION)}
-          WHERE id = ${petId} AND status = 'available' RETURNING id`;
-        if (!held) {
-          const [pet] = await tx`SELECT status FROM pets WHERE id = ${petId}`;
-          return pet ? { outcome: 'unavailable' } : { outcome: 'no_pet' };
-        }
-        const [row] = await tx`
-          INSERT INTO orders (id, owner, pet_id, status, placed_at, hold_until, idempotency_key)
-          VALUES (${newOrderId()}, ${owner}, ${petId}, 'placed', ${tx.unsafe(NOW_MS)}, ${tx.unsafe(NOW_MS)} + ${holdMs},
-            ${key ?? null})
-          RETURNING ${tx.unsafe(ORDER_COLUMNS)}`;
-        const order = orderFromRow(row);
-        this.#nextDeadline = Math.min(this.#nextDeadline, Date.now() + (order.holdUntil - order.placedAt));
-        return { outcome: 'placed', order };
-      }),
+    return this.#changing(
+      'place order',
+      { ids: [place.petId], statuses: true },
+      async () =>
+        (place.key === undefined ? await this.#placeAtOnce(place) : undefined) ??
+        this.#placeInTransaction(place, started),
     );
+  }
+
+  /** `placeOrder` in one statement; undefined when the transaction must decide (the pet was not available). */
+  async #placeAtOnce({ owner, petId, holdMs }: PlaceOrder): Promise<PlaceOrderResult | undefined> {
+    let row: unknown;
+    try {
+      [row] = await this.#sql.unsafe(PLACE_IF_AVAILABLE, [petId, newOrderId(), owner, holdMs], PREPARED);
+    } catch (err) {
+      // An open order on an available pet (left by a build that did not hold pets on order):
+      // the transaction expires it if its hold ran out, and answers as it always did.
+      if (err instanceof postgres.PostgresError && err.code === UNIQUE_VIOLATION) return undefined;
+      throw err;
+    }
+    if (row === undefined) return undefined;
+    return { outcome: 'placed', order: this.#placed(orderFromRow(row)) };
+  }
+
+  #placeInTransaction({ owner, petId, holdMs, key }: PlaceOrder, started: number): Promise<PlaceOrderResult> {
+    return transaction(this.#sql, async (tx): Promise<PlaceOrderResult> => {
+      if (key !== undefined) {
+        // Retries with one key take turns, so the second finds the order the first placed.
+        await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`order\n${owner}\n${key}`}, 0))`;
+        if (performance.now() - started >= this.#timeoutMs) {
+          throw new StoreTimeoutError(`place order: no turn within ${this.#timeoutMs} ms; nothing was stored`);
+        }
+      }
+      // A hold of this pet that ran out ends first: the pet can be ordered again at once, and a
+      // retry of the order that held it answers it expired, not placed.
+      await this.#expireIn(tx, petId);
+      if (key !== undefined) {
+        const [seen] =
+          await tx`SELECT ${tx.unsafe(ORDER_COLUMNS)} FROM orders WHERE owner = ${owner} AND idempotency_key = ${key}`;
+        if (seen) {
+          const order = orderFromRow(seen);
+          return order.petId === petId ? { outcome: 'replayed', order } : { outcome: 'conflict' };
+        }
+      }
+      // The conditional write that sells a pet once: concurrent orders wait for this row's
+      // lock, then find it pending and change nothing.
+      const [held] = await tx`UPDATE pets SET status = 'pending', version = ${tx.unsafe(NEXT_VERSION)}
+        WHERE id = ${petId} AND status = 'available' RETURNING id`;
+      if (!held) {
+        const [pet] = await tx`SELECT status FROM pets WHERE id = ${petId}`;
+        return pet ? { outcome: 'unavailable' } : { outcome: 'no_pet' };
+      }
+      const [row] = await tx`
+        INSERT INTO orders (id, owner, pet_id, status, placed_at, hold_until, idempotency_key)
+        VALUES (${newOrderId()}, ${owner}, ${petId}, 'placed', ${tx.unsafe(NOW_MS)}, ${tx.unsafe(NOW_MS)} + ${holdMs},
+          ${key ?? null})
+        RETURNING ${tx.unsafe(ORDER_COLUMNS)}`;
+      return { outcome: 'placed', order: this.#placed(orderFromRow(row)) };
+    });
+  }
+
+  /** An order placed here lowers the earliest hold known (on this instance's clock). */
+  #placed(order: StoredOrder): StoredOrder {
+    this.#nextDeadline = Math.min(this.#nextDeadline, Date.now() + (order.holdUntil - order.placedAt));
+    return order;
   }
 
   async getOrder(owner: string, id: string): Promise<StoredOrder | undefined> {
@@ -438,29 +544,46 @@ export class PostgresStore implements PetStore, WithKeyStore {
     return rows.map(orderFromRow);
   }
 
+  /**
+   * One statement (`CLOSE_IF_PLACED`) when the order is placed and its hold has not run out;
+   * else one transaction that locks the order, expires it if its hold ran out, and answers.
+   */
   closeOrder(owner: string, id: string, to: Closing): Promise<CloseOrderResult> {
     return this.#changing(
       'close order',
       (result) => (result.outcome === 'not_found' ? NO_PET : { ids: [result.order.petId], statuses: true }),
-      () =>
-        transaction(this.#sql, async (tx): Promise<CloseOrderResult> => {
-          const [row] = await tx`SELECT ${tx.unsafe(ORDER_COLUMNS)}, hold_until <= ${tx.unsafe(NOW_MS)} AS due
-          FROM orders WHERE id = ${id} AND owner = ${owner} FOR UPDATE`;
-          if (!row) return { outcome: 'not_found' };
-          let order = orderFromRow(row);
-          if (order.status === 'placed' && column(row, 'due') === true) {
-            await this.#expireIn(tx, order.petId);
-            order = { ...order, status: 'expired' };
-          }
-          if (order.status !== 'placed') return { outcome: order.status === to ? 'unchanged' : 'order_closed', order };
-          const [closed] =
-            await tx`UPDATE orders SET status = ${to} WHERE id = ${id} RETURNING ${tx.unsafe(ORDER_COLUMNS)}`;
-          const petStatus = to === 'completed' ? 'sold' : 'available';
-          await tx`UPDATE pets SET status = ${petStatus}, version = ${tx.unsafe(NEXT_VERSION)}
-          WHERE id = ${order.petId} AND status = 'pending'`;
-          return { outcome: 'closed', order: orderFromRow(closed) };
-        }),
+      async () => (await this.#closeAtOnce(owner, id, to)) ?? this.#closeInTransaction(owner, id, to),
     );
+  }
+
+  /** `closeOrder` in one statement; undefined when the transaction must decide. */
+  async #closeAtOnce(owner: string, id: string, to: Closing): Promise<CloseOrderResult | undefined> {
+    const [row] = await this.#sql.unsafe(
+      CLOSE_IF_PLACED,
+      [to, id, owner, to === 'completed' ? 'sold' : 'available'],
+      PREPARED,
+    );
+    return row === undefined ? undefined : { outcome: 'closed', order: orderFromRow(row) };
+  }
+
+  #closeInTransaction(owner: string, id: string, to: Closing): Promise<CloseOrderResult> {
+    return transaction(this.#sql, async (tx): Promise<CloseOrderResult> => {
+      const [row] = await tx`SELECT ${tx.unsafe(ORDER_COLUMNS)}, hold_until <= ${tx.unsafe(NOW_MS)} AS due
+        FROM orders WHERE id = ${id} AND owner = ${owner} FOR UPDATE`;
+      if (!row) return { outcome: 'not_found' };
+      let order = orderFromRow(row);
+      if (order.status === 'placed' && column(row, 'due') === true) {
+        await this.#expireIn(tx, order.petId);
+        order = { ...order, status: 'expired' };
+      }
+      if (order.status !== 'placed') return { outcome: order.status === to ? 'unchanged' : 'order_closed', order };
+      const [closed] =
+        await tx`UPDATE orders SET status = ${to} WHERE id = ${id} RETURNING ${tx.unsafe(ORDER_COLUMNS)}`;
+      const petStatus = to === 'completed' ? 'sold' : 'available';
+      await tx`UPDATE pets SET status = ${petStatus}, version = ${tx.unsafe(NEXT_VERSION)}
+        WHERE id = ${order.petId} AND status = 'pending'`;
+      return { outcome: 'closed', order: orderFromRow(closed) };
+    });
   }
 
   async retireOwner(owner: string): Promise<void> {
@@ -665,9 +788,6 @@ export class PostgresStore implements PetStore, WithKeyStore {
     return result;
   }
 }
-
-/** A new version for a pet: every change takes one from the sequence. */
-const NEXT_VERSION = `nextval('${PET_VERSIONS}')`;
 
 /**
  * The earliest hold's end on this instance's clock, from how far ahead of the database's clock
