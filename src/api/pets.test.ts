@@ -5,7 +5,9 @@ import YAML from 'yaml';
 import { failingStore, fakeStore } from '../../test/fake-store.ts';
 import { fakeClock, testApp, tokenFor } from '../../test/testing.ts';
 import { createApp } from '../app.ts';
+import { MAX_ID, NAME_MAX_LENGTH } from '../core/pet-records.ts';
 import { SlidingWindowLimiter } from '../gateway/index.ts';
+import { MIN_COMPRESSED_BYTES } from '../http/compress.ts';
 import { hashToken, parseKeys } from '../keys/file.ts';
 import { KeyTable } from '../keys/table.ts';
 import { createLogger } from '../log.ts';
@@ -197,5 +199,27 @@ describe('listPets: what a page read, for the answer memo', () => {
 
   test('a full page over a wide gap of removed pets depends on every create instead of naming each id', async () => {
     expect(await pageOf([1, 5_000], { limit: 1 })).toEqual({ ids: [1, 5_000], members: true, statuses: false });
+  });
+});
+
+describe("a pet's answer is never compressed", () => {
+  // A pet's strong ETag names one sequence of bytes (src/core/preconditions.ts): that holds only
+  // while its body stays under the compression threshold, whatever the pet holds.
+  test('the longest body a pet can have is under MIN_COMPRESSED_BYTES and sent as is', async () => {
+    const t = testApp();
+    // 100 control characters, each written \uXXXX in JSON: the widest a name gets.
+    const name = '\u0001'.repeat(NAME_MAX_LENGTH);
+    const created = await post(t, { name, categoryId: MAX_ID, status: 'available' });
+    expect(created.status).toBe(201);
+    const res = await t.app.request('/v1/pets/1', {
+      method: 'PATCH',
+      headers: { ...t.auth('acme'), 'Content-Type': 'application/json', 'Accept-Encoding': 'gzip, br' },
+      body: '{}',
+    });
+    const body = await res.text();
+    expect([res.status, res.headers.get('content-encoding'), res.headers.get('etag')]).toEqual([200, null, '"1-1"']);
+    expect(body).toBe(`{"id":1,"name":"${'\\u0001'.repeat(100)}","categoryId":9007199254740991,"status":"available"}`);
+    expect(Buffer.byteLength(body)).toBe(669);
+    expect(Buffer.byteLength(body)).toBeLessThan(MIN_COMPRESSED_BYTES);
   });
 });

@@ -58,7 +58,8 @@ export function inputReader<D>(
   return async function withBody(c, principal, quota, key) {
     if (!isMediaType(c.req.header('content-type'), types)) throw refused;
     const value = parseJsonBody(await c.req.arrayBuffer(), allowed);
-    // Headers first, then the body, as a client reads the request.
+    // The media type (415) and the JSON's syntax (400) first, as the body is read; then the
+    // path, query and headers; the body's fields last.
     const input = fromRequest(c, principal, quota, key);
     return { ...input, body: body(value) };
   };

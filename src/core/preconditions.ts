@@ -2,8 +2,9 @@
  * A pet's strong entity tag and the `If-Match` header that compares against it (RFC 9110,
  * sections 8.8.3 and 13.1.1). The tag comes from the pet's id and version, never from its body:
  * two answers of the same pet at the same version carry the same tag, on every instance. A
- * pet's body is never compressed (it stays under the answer path's 1 KiB threshold, 100
- * characters of name included), so the tag names one sequence of bytes, as a strong tag must.
+ * pet's body is never compressed (it stays under the answer path's compression threshold,
+ * the longest name included; src/api/pets.test.ts holds it), so the tag names one sequence of
+ * bytes, as a strong tag must.
  */
 
 /** What `If-Match` asks of the pet: any current version (`*`), or one of these versions. */

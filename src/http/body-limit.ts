@@ -13,11 +13,12 @@ export const MAX_DISCARDED_BYTES = 1024 * 1024 * 1024;
 
 /**
  * Hono's `bodyLimit` answering the contract's 413 `payload_too_large`: at once for a declared
- * `Content-Length` over `maxBytes`, as soon as a chunked body passes it. Mounted after the
- * gateway, so the 413 carries the rate-limit headers like any other answer.
+ * `Content-Length` over `maxBytes`, as soon as a chunked body passes it. The pipeline calls it
+ * at step 5, after the gateway, so the 413 carries the rate-limit headers like any other answer.
  *
  * @example
- * app.use('/v1/*', limitBody(64 * 1024))
+ * const limit = limitBody(64 * 1024)
+ * await limit(c, next) // throws the 413, or calls next()
  */
 export function limitBody(maxBytes: number): MiddlewareHandler {
   return bodyLimit({

@@ -1,3 +1,6 @@
+// Serving: the parsed configuration -> the runtime's adapter, the listeners, the store, the
+// limiter, the webhooks and the apps, on this thread (one worker) or on --workers threads
+// (src/serve/workers.ts); and the shutdown a signal starts.
 import process from 'node:process';
 import { type AppOptions, adminApp, createApp, metricsApp } from '../app.ts';
 import { type Config, ConfigError, KEYS_STORE, memoryWithWorkers } from '../config.ts';
@@ -68,7 +71,8 @@ export async function startServer(config: Config): Promise<void> {
       state && { counter: state, index: SHARED.lockReleases },
     ),
   );
-  // The supervisor's own writes (expiries, a consumer's orders retired) move every worker's version too.
+  // With workers, the supervisor's own writes (expiries, a consumer's orders retired) move the
+  // change count every worker reads (`sharedVersion` wraps the store outermost).
   const store = state ? sharedVersion(opened, state, SHARED.storeVersion) : opened;
   await listeners.unlessFailed(
     async () => {
