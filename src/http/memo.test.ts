@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import type { PetsTouched, Reply } from '../core/reply.ts';
 import { ChangeCounter, EVERY_PET } from '../store/change-counter.ts';
+import { StoreTimeoutError } from '../store/store-error.ts';
 import { AnswerMemo, type StoreChanges } from './memo.ts';
 
 const page = (n: number, reads?: PetsTouched): Reply => ({
@@ -168,6 +169,16 @@ describe('AnswerMemo', () => {
       await Bun.sleep(0);
       settle[3]?.({ status: 404, body: 'no', type: 'application/json' });
       expect([await again, reads()]).toEqual([[404, 'no', false], 4]);
+    });
+
+    test('share the failure of a store that cannot answer: no second read past its bound', async () => {
+      const { changes, memo } = counted();
+      const { ask, settle, reads } = pending(memo, changes);
+      const first = ask('/v1/pets');
+      const waiting = ask('/v1/pets');
+      settle[0]?.(new StoreTimeoutError('read pets: no answer within 2000 ms'));
+      const expected = ['failed', 'read pets: no answer within 2000 ms'];
+      expect([await first, await waiting, reads()]).toEqual([expected, expected, 1]);
     });
 
     test('share nothing for a store that cannot tell its change count', async () => {

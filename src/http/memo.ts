@@ -1,6 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import type { PetsTouched, Reply } from '../core/reply.ts';
 import type { PetStore } from '../store/store.ts';
+import { StoreUnavailableError } from '../store/store-error.ts';
 
 /** Most bytes of bodies kept: a full page of 100 pets is about 7 KB, so at least 500 of those. */
 export const MAX_MEMO_BYTES = 4 * 1024 * 1024;
@@ -81,7 +82,8 @@ export class AnswerMemo {
    * (`shared`), else `read()`'s, kept as `set` keeps it, which later requests share the same
    * way while it runs. When what the read under way saw changed meanwhile, the first request
    * waiting for it reads again and the others share that read (`joins`: how many reads of
-   * others a request waits for before its own).
+   * others a request waits for before its own). When the store cannot answer the read under
+   * way (503), its waiting requests fail with it.
    */
   async answer(
     key: string,
@@ -93,7 +95,12 @@ export class AnswerMemo {
     const flight = this.#flights.get(key);
     if (flight !== undefined) {
       if (joins === 0) return { reply: this.#kept200(key, count, await read()), shared: false };
-      const reply = await flight.reply.catch(() => undefined);
+      const reply = await flight.reply.catch((err: unknown) => {
+        // The store could not answer the read this request waited for: it answers the same, as
+        // soon, rather than begin a read of its own past the store's bound.
+        if (err instanceof StoreUnavailableError) throw err;
+        return undefined;
+      });
       if (reply?.status !== 200) return { reply: this.#kept200(key, count, await read()), shared: false };
       if (flight.since === count || this.#store.unchanged(flight.since, reply.reads)) return { reply, shared: true };
       return this.answer(key, this.#store.changeCount(), read, joins - 1);
