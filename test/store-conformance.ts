@@ -104,6 +104,8 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
         const order = await placed(1);
         expect(order).toMatchObject({ petId: 1, status: 'placed' });
         expect(order.id).toMatch(/^ord_[0-9a-f]{32}$/);
+        // Led by the millisecond it was made (so new ids append to the indexes), then random.
+        expect(Math.abs(Number.parseInt(order.id.slice(4, 16), 16) - order.placedAt)).toBeLessThan(5_000);
         expect(order.holdUntil - order.placedAt).toBe(HOUR);
         expect(Math.abs(order.placedAt - before)).toBeLessThan(5_000);
         expect((await store.get(1))?.status).toBe('pending');
@@ -131,6 +133,7 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
         expect(await store.getOrder('key:other', order.id, now)).toBeUndefined();
         expect(await store.listOrders('key:other', { limit: 10 }, now)).toEqual([]);
         expect(await store.closeOrder('key:other', order.id, 'completed', now)).toEqual({ outcome: 'not_found' });
+        expect(await store.getOrder('key:acme', order.id, now)).toEqual(order);
         expect((await store.get(1))?.status).toBe('pending');
       });
 

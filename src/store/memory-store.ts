@@ -158,7 +158,7 @@ export class MemoryStore implements PetStore {
     if (pet?.id !== petId) return { outcome: 'no_pet' };
     if (pet.status !== 'available') return { outcome: 'unavailable' };
     this.#setStatus(pet, 'pending');
-    const order: StoredOrder = { id: newOrderId(), petId, status: 'placed', placedAt: now, holdUntil: now + holdMs };
+    const order: StoredOrder = { id: newOrderId(now), petId, status: 'placed', placedAt: now, holdUntil: now + holdMs };
     this.#orders.set(order.id, { order, owner });
     const mine = this.#byOwner.get(owner) ?? new Set<string>();
     this.#byOwner.set(owner, mine.add(order.id));

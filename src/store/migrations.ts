@@ -267,7 +267,7 @@ export const MIGRATIONS: readonly Migration[] = [
     // Orders hold pets: an order and its pet's status change in one transaction, and the unique
     // index on the placed orders' pet_id makes "one open order per pet" the database's rule too.
     // Times are epoch ms on the database's clock (PostgreSQL's now(); on SQLite the host's). An
-    // order's owner is the caller's identity; id is random (newOrderId), so it says nothing of volume.
+    // order's owner is the caller's identity; id is random after a time prefix (newOrderId), so it says nothing of volume.
     sqlite: `
       CREATE TABLE orders (
         id TEXT PRIMARY KEY,

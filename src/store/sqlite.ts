@@ -101,8 +101,10 @@ const HOLD_PET =
   "UPDATE pets SET status = 'pending', version = version + 1 WHERE id = ? AND status = 'available' RETURNING id";
 const PET_STATUS = 'SELECT status FROM pets WHERE id = ?';
 const INSERT_ORDER = `INSERT INTO orders (id, owner, pet_id, status, placed_at, hold_until, idempotency_key)
-  VALUES (?, ?, ?, 'placed', ?, ?, ?) RETURNING ${ORDER_COLUMNS}`;
-const CLOSE_ORDER = `UPDATE orders SET status = ? WHERE id = ? AND status = 'placed' RETURNING ${ORDER_COLUMNS}`;
+  VALUES (?, ?, ?, 'placed', ?, ?, ?)`;
+/** The owner's order closes only if it is placed: otherwise no row, and `ORDER_OF` tells why. */
+const CLOSE_ORDER = `UPDATE orders SET status = ? WHERE id = ? AND owner = ? AND status = 'placed'
+  RETURNING ${ORDER_COLUMNS}`;
 /** A pet an order held leaves pending for `status` (sold, or available again). */
 const RELEASE_PET = "UPDATE pets SET status = ?, version = version + 1 WHERE id = ? AND status = 'pending'";
 const EXPIRE_DUE = `UPDATE orders SET status = 'expired' WHERE status = 'placed' AND hold_until <= ?
@@ -346,13 +348,16 @@ export class SqliteStore implements PetStore, WithKeyStore {
   closeOrder(owner: string, id: string, to: Closing, now: number): Promise<CloseOrderResult> {
     return this.#enqueue(() => {
       this.#expireIn(now);
+      const closedRow = this.#db.prepare(CLOSE_ORDER).get(to, id, owner);
+      if (closedRow !== undefined && closedRow !== null) {
+        const closed = orderFromRow(closedRow);
+        this.#releasePet(closed.petId, to === 'completed' ? 'sold' : 'available');
+        return { outcome: 'closed', order: closed };
+      }
       const row = this.#db.prepare(ORDER_OF).get(id, owner);
       if (row === undefined || row === null) return { outcome: 'not_found' };
       const order = orderFromRow(row);
-      if (order.status !== 'placed') return { outcome: order.status === to ? 'unchanged' : 'order_closed', order };
-      const closed = orderFromRow(this.#db.prepare(CLOSE_ORDER).get(to, id));
-      this.#releasePet(order.petId, to === 'completed' ? 'sold' : 'available');
-      return { outcome: 'closed', order: closed };
+      return { outcome: order.status === to ? 'unchanged' : 'order_closed', order };
     }) as Promise<CloseOrderResult>;
   }
 
@@ -625,9 +630,8 @@ export class SqliteStore implements PetStore, WithKeyStore {
       return pet === undefined || pet === null ? { outcome: 'no_pet' } : { outcome: 'unavailable' };
     }
     this.#touched.push({ ids: [petId], statuses: true });
-    const order = orderFromRow(
-      this.#db.prepare(INSERT_ORDER).get(newOrderId(), owner, petId, now, now + holdMs, key ?? null),
-    );
+    const order: StoredOrder = { id: newOrderId(now), petId, status: 'placed', placedAt: now, holdUntil: now + holdMs };
+    this.#db.prepare(INSERT_ORDER).get(order.id, owner, petId, now, order.holdUntil, key ?? null);
     this.#nextDeadline = Math.min(this.#nextDeadline, order.holdUntil);
     return { outcome: 'placed', order };
   }
