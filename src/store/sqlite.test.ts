@@ -293,6 +293,7 @@ describe('SqliteStore while another process holds the write lock', () => {
     const other = new Database(path);
     other.exec('BEGIN IMMEDIATE');
     const waited = store.create({ name: 'waited', categoryId: 1, status: 'available' }).catch((err: unknown) => err);
+    const changed = store.update(1, { name: 'renamed' }).catch((err: unknown) => err);
     // The event loop turns meanwhile: timers run, reads are answered.
     let ticks = 0;
     const ticker = setInterval(() => ticks++, 10);
@@ -300,6 +301,12 @@ describe('SqliteStore while another process holds the write lock', () => {
     expect(await waited).toEqual(
       new StoreTimeoutError(
         'store pet: the database file stayed locked by another process for 300 ms; nothing was stored',
+      ),
+    );
+    // Each write's error says what it was doing.
+    expect(await changed).toEqual(
+      new StoreTimeoutError(
+        'change pet: the database file stayed locked by another process for 300 ms; nothing was stored',
       ),
     );
     clearInterval(ticker);

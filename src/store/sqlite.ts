@@ -162,6 +162,8 @@ export interface LockReleases {
 
 /** A write waiting for the next batch: `run` inside its transaction, settled after its COMMIT. */
 interface PendingWrite {
+  /** What the write does, for its error's message: `change pet`, `place order`. */
+  readonly doing: string;
   readonly run: () => unknown;
   /** When the write is a create with a key: the batch's sweep of expired keys goes by its `now`. */
   readonly now?: number;
@@ -209,7 +211,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
   /** The webhook outbox in this file: its writes are batched with the pets'. */
   readonly outbox: Outbox = sqliteOutbox({
     db: () => this.#db,
-    enqueue: (run) => this.#enqueue(run),
+    enqueue: (run) => this.#enqueue('store event', run),
     read: (doing, query) => this.#read(doing, query),
   });
 
@@ -279,11 +281,11 @@ export class SqliteStore implements PetStore, WithKeyStore {
   }
 
   create(pet: NewPet): Promise<StoredPet> {
-    return this.#enqueue(() => this.#insert(pet)) as Promise<StoredPet>;
+    return this.#enqueue('store pet', () => this.#insert(pet)) as Promise<StoredPet>;
   }
 
   createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult> {
-    return this.#enqueue(() => this.#insertOnce(pet, once), once.now) as Promise<CreateOnceResult>;
+    return this.#enqueue('store pet', () => this.#insertOnce(pet, once), once.now) as Promise<CreateOnceResult>;
   }
 
   async get(id: number): Promise<StoredPet | undefined> {
@@ -294,11 +296,11 @@ export class SqliteStore implements PetStore, WithKeyStore {
   }
 
   update(id: number, patch: PetPatch, ifMatch?: IfMatch): Promise<UpdateResult> {
-    return this.#enqueue(() => this.#change(id, patch, ifMatch)) as Promise<UpdateResult>;
+    return this.#enqueue('change pet', () => this.#change(id, patch, ifMatch)) as Promise<UpdateResult>;
   }
 
   remove(id: number, ifMatch?: IfMatch): Promise<RemoveResult> {
-    return this.#enqueue(() => this.#removal(id, ifMatch)) as Promise<RemoveResult>;
+    return this.#enqueue('remove pet', () => this.#removal(id, ifMatch)) as Promise<RemoveResult>;
   }
 
   async list({ limit, status, after = 0 }: ListOptions): Promise<readonly Pet[]> {
@@ -319,7 +321,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
   }
 
   placeOrder(place: PlaceOrder): Promise<PlaceOrderResult> {
-    return this.#enqueue(() => this.#placeIn(place)) as Promise<PlaceOrderResult>;
+    return this.#enqueue('place order', () => this.#placeIn(place)) as Promise<PlaceOrderResult>;
   }
 
   async getOrder(owner: string, id: string, now: number): Promise<StoredOrder | undefined> {
@@ -346,7 +348,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
   }
 
   closeOrder(owner: string, id: string, to: Closing, now: number): Promise<CloseOrderResult> {
-    return this.#enqueue(() => {
+    return this.#enqueue('close order', () => {
       this.#expireIn(now);
       const closedRow = this.#db.prepare(CLOSE_ORDER).get(to, id, owner);
       if (closedRow !== undefined && closedRow !== null) {
@@ -366,7 +368,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
   }
 
   async retireOwner(owner: string): Promise<void> {
-    await this.#enqueue(() => {
+    await this.#enqueue('retire orders', () => {
       for (const row of this.#db.prepare(CANCEL_OWNED).all(owner)) {
         this.#releasePet(Number(column(row, 'pet_id')), 'available');
       }
@@ -376,7 +378,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
 
   async adoptOwners(moves: readonly OwnerMove[]): Promise<void> {
     if (moves.length === 0) return;
-    await this.#enqueue(() => {
+    await this.#enqueue('adopt orders', () => {
       for (const { from, to } of moves) {
         this.#db.prepare(ADOPT_ORDERS).get(to, from);
         for (const op of KEYED_CREATES) {
@@ -430,15 +432,16 @@ export class SqliteStore implements PetStore, WithKeyStore {
     this.#commit();
     clearTimeout(this.#retry);
     this.#closed = true;
-    for (const p of this.#pending.splice(0)) p.reject(new StoreUnavailableError('store pet: the store is closed'));
+    for (const p of this.#pending.splice(0)) p.reject(new StoreUnavailableError(`${p.doing}: the store is closed`));
     this.#db.close();
   }
 
-  #enqueue(run: () => unknown, now?: number): Promise<unknown> {
-    if (this.#closed) return Promise.reject(new StoreUnavailableError('the store is closed'));
+  #enqueue(doing: string, run: () => unknown, now?: number): Promise<unknown> {
+    if (this.#closed) return Promise.reject(new StoreUnavailableError(`${doing}: the store is closed`));
     return new Promise((resolve, reject) => {
       const at = this.#clock.now();
-      const write: PendingWrite = now === undefined ? { run, at, resolve, reject } : { run, now, at, resolve, reject };
+      const write: PendingWrite =
+        now === undefined ? { doing, run, at, resolve, reject } : { doing, run, now, at, resolve, reject };
       if (this.#pending.push(write) === 1 && this.#retry === undefined) setImmediate(() => this.#commit());
     });
   }
@@ -464,8 +467,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
         return;
       }
       this.#pending = [];
-      const failure = sqliteError(err, 'store pet');
-      for (const p of batch) p.reject(failure);
+      for (const p of batch) p.reject(sqliteError(err, p.doing));
       return;
     }
     this.#pending = [];
@@ -479,8 +481,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
     } catch (err) {
       rollback(this.#db);
       this.#lockReleased();
-      const failure = sqliteError(err, 'store pet');
-      for (const p of batch) p.reject(failure);
+      for (const p of batch) p.reject(sqliteError(err, p.doing));
       return;
     }
     this.#lockReleased();
@@ -516,16 +517,14 @@ export class SqliteStore implements PetStore, WithKeyStore {
     Atomics.notify(releases.counter, releases.index);
   }
 
-  /** Rejects the queued creates that waited `lockWaitMs` for the lock: none of them is stored. */
+  /** Rejects the queued writes that waited `lockWaitMs` for the lock: none of them is stored. */
   #dropWaitedOut(): void {
     const first = this.#pending[0];
     if (first === undefined || this.#clock.now() - first.at < this.#lockWaitMs) return;
     const since = this.#clock.now() - this.#lockWaitMs;
     const kept = this.#pending.filter((p) => p.at > since);
-    const failure = new StoreTimeoutError(
-      `store pet: the database file stayed locked by another process for ${this.#lockWaitMs} ms; nothing was stored`,
-    );
-    for (const p of this.#pending) if (p.at <= since) p.reject(failure);
+    const why = `the database file stayed locked by another process for ${this.#lockWaitMs} ms; nothing was stored`;
+    for (const p of this.#pending) if (p.at <= since) p.reject(new StoreTimeoutError(`${p.doing}: ${why}`));
     this.#pending = kept;
   }
 
@@ -646,7 +645,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
       this.#nextDeadline = this.#readNextDeadline();
       return 0;
     }
-    return (await this.#enqueue(() => this.#expireIn(now))) as number;
+    return (await this.#enqueue('expire orders', () => this.#expireIn(now))) as number;
   }
 
   /**
