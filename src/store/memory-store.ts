@@ -1,5 +1,5 @@
 import { type Clock, systemClock } from '../core/clock.ts';
-import type { Closing, StoredOrder } from '../core/order-records.ts';
+import { type Closing, petStatusOnClose, type StoredOrder } from '../core/order-records.ts';
 import { type Inventory, type NewPet, type Pet, type PetPatch, petOf, type StoredPet } from '../core/pet-records.ts';
 import type { IfMatch } from '../core/preconditions.ts';
 import type { PetsTouched } from '../core/reply.ts';
@@ -193,8 +193,7 @@ export class MemoryStore implements PetStore {
     kept.order = { ...order, status: to };
     this.#placed.delete(id);
     const pet = this.#pets[this.#firstAfter(order.petId - 1)];
-    if (pet?.id === order.petId && pet.status === 'pending')
-      this.#setStatus(pet, to === 'completed' ? 'sold' : 'available');
+    if (pet?.id === order.petId && pet.status === 'pending') this.#setStatus(pet, petStatusOnClose(to));
     return { outcome: 'closed', order: kept.order };
   }
 

@@ -1,5 +1,5 @@
 import postgres from 'postgres';
-import type { Closing, StoredOrder } from '../core/order-records.ts';
+import { type Closing, petStatusOnClose, type StoredOrder } from '../core/order-records.ts';
 import type { Inventory, NewPet, Pet, PetPatch, StoredPet } from '../core/pet-records.ts';
 import type { IfMatch } from '../core/preconditions.ts';
 import type { PetsTouched } from '../core/reply.ts';
@@ -558,11 +558,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
 
   /** `closeOrder` in one statement; undefined when the transaction must decide. */
   async #closeAtOnce(owner: string, id: string, to: Closing): Promise<CloseOrderResult | undefined> {
-    const [row] = await this.#sql.unsafe(
-      CLOSE_IF_PLACED,
-      [to, id, owner, to === 'completed' ? 'sold' : 'available'],
-      PREPARED,
-    );
+    const [row] = await this.#sql.unsafe(CLOSE_IF_PLACED, [to, id, owner, petStatusOnClose(to)], PREPARED);
     return row === undefined ? undefined : { outcome: 'closed', order: orderFromRow(row) };
   }
 
@@ -579,8 +575,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
       if (order.status !== 'placed') return { outcome: order.status === to ? 'unchanged' : 'order_closed', order };
       const [closed] =
         await tx`UPDATE orders SET status = ${to} WHERE id = ${id} RETURNING ${tx.unsafe(ORDER_COLUMNS)}`;
-      const petStatus = to === 'completed' ? 'sold' : 'available';
-      await tx`UPDATE pets SET status = ${petStatus}, version = ${tx.unsafe(NEXT_VERSION)}
+      await tx`UPDATE pets SET status = ${petStatusOnClose(to)}, version = ${tx.unsafe(NEXT_VERSION)}
         WHERE id = ${order.petId} AND status = 'pending'`;
       return { outcome: 'closed', order: orderFromRow(closed) };
     });

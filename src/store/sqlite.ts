@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { clearTimeout, setImmediate, setTimeout } from 'node:timers';
 import { type Clock, systemClock } from '../core/clock.ts';
-import type { Closing, StoredOrder } from '../core/order-records.ts';
+import { type Closing, petStatusOnClose, type StoredOrder } from '../core/order-records.ts';
 import type { Inventory, NewPet, Pet, PetPatch, StoredPet } from '../core/pet-records.ts';
 import type { IfMatch } from '../core/preconditions.ts';
 import type { PetsTouched } from '../core/reply.ts';
@@ -353,7 +353,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
       const closedRow = this.#db.prepare(CLOSE_ORDER).get(to, id, owner);
       if (closedRow !== undefined && closedRow !== null) {
         const closed = orderFromRow(closedRow);
-        this.#releasePet(closed.petId, to === 'completed' ? 'sold' : 'available');
+        this.#releasePet(closed.petId, petStatusOnClose(to));
         return { outcome: 'closed', order: closed };
       }
       const row = this.#db.prepare(ORDER_OF).get(id, owner);
