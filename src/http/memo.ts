@@ -13,6 +13,8 @@ export const MAX_SEEN_KEYS = 4_096;
  * change count before a read, and whether what a reply read changed since.
  */
 export type StoreChanges = Pick<PetStore, 'startDueExpiry' | 'changeCount' | 'unchanged'>;
+/** What the memo itself asks: the count now, and whether what a reply read changed since. */
+type CountedChanges = Pick<StoreChanges, 'changeCount' | 'unchanged'>;
 
 interface Kept {
   /** The store's change count the reply was read at. */
@@ -57,10 +59,10 @@ interface Flight {
 export class AnswerMemo {
   readonly #kept: LRUCache<string, Kept>;
   readonly #seen = new LRUCache<string, true>({ max: MAX_SEEN_KEYS });
-  readonly #store: Pick<StoreChanges, 'changeCount' | 'unchanged'>;
+  readonly #store: CountedChanges;
   readonly #flights = new Map<string, Flight>();
 
-  constructor(store: Pick<StoreChanges, 'changeCount' | 'unchanged'>, maxBytes: number = MAX_MEMO_BYTES) {
+  constructor(store: CountedChanges, maxBytes: number = MAX_MEMO_BYTES) {
     this.#store = store;
     this.#kept = new LRUCache<string, Kept>({
       maxSize: maxBytes,

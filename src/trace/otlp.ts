@@ -327,13 +327,13 @@ export class RecordEncoder {
     keyValue(w, 9, SCHEME, url.slice(0, Math.max(0, url.indexOf(':'))));
     keyValue(w, 9, PATH, redactTokens(pathOf(url)));
     const routeBytes = this.#string(route);
-    if (routeBytes !== undefined) this.#keyBytes(ROUTE, routeBytes, 0, routeBytes.length);
+    if (routeBytes !== undefined) this.#keyBytes(ROUTE, routeBytes);
     this.#keyField(CLIENT, ring.client, r, true);
     const operation = this.#string(ring.operation[r] as number);
-    if (operation !== undefined) this.#keyBytes(OPERATION, operation, 0, operation.length);
+    if (operation !== undefined) this.#keyBytes(OPERATION, operation);
     this.#keyField(CONSUMER, ring.consumer, r, false);
     const outcome = this.#string(ring.outcome[r] as number);
-    if (outcome !== undefined) this.#keyBytes(OUTCOME, outcome, 0, outcome.length);
+    if (outcome !== undefined) this.#keyBytes(OUTCOME, outcome);
     keyValue(w, 9, STATUS_CODE, ring.status[r] as number);
     if ((flags & TAIL) !== 0 && (flags & HEAD) === 0) keyValue(w, 9, KEPT_BY, TAIL_VALUE);
     const status = w.open(15);
@@ -380,10 +380,10 @@ export class RecordEncoder {
     const outcomeKey = this.#string(ring.childOutcomeKey[i] as number);
     if (outcomeKey !== undefined) {
       const value = this.#string(ring.childOutcome[i] as number);
-      if (value !== undefined) this.#keyBytes(outcomeKey, value, 0, value.length);
+      if (value !== undefined) this.#keyBytes(outcomeKey, value);
     }
     const errorType = this.#string(ring.childErrorType[i] as number);
-    if (errorType !== undefined) this.#keyBytes(ERROR_TYPE, errorType, 0, errorType.length);
+    if (errorType !== undefined) this.#keyBytes(ERROR_TYPE, errorType);
     const status = w.open(15);
     if (errorType !== undefined) {
       if (ring.errorChild[r] === k) this.#field(2, ring.error, r);
@@ -401,8 +401,8 @@ export class RecordEncoder {
     if (length > 0) this.#w.bytes(field, area.bytes, r * area.cap, r * area.cap + length);
   }
 
-  /** A string attribute whose value is `bytes[from, to)`. */
-  #keyBytes(key: Uint8Array, bytes: Uint8Array, from: number, to: number): void {
+  /** A string attribute whose value is `bytes[from, to)`, all of `bytes` by default. */
+  #keyBytes(key: Uint8Array, bytes: Uint8Array, from = 0, to = bytes.length): void {
     const w = this.#w;
     const at = w.open(9);
     w.bytes(1, key);
