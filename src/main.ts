@@ -14,7 +14,7 @@ import { VERSION, versionLine } from './version.ts';
 const NORMAL_JIT_POLICY = 1;
 if ('Bun' in globalThis) Bun.unsafe.setJITPolicy(NORMAL_JIT_POLICY);
 
-/** Exit code for bad usage or configuration, before the port opens. */
+/** Exit code for bad usage or configuration, or a data store that cannot open, before the port opens. */
 const EXIT_CONFIG = 2;
 
 /** The exit code, or undefined while the server runs (signals end it). */
@@ -39,7 +39,8 @@ main(process.argv.slice(2)).then(
   },
   (err: unknown) => {
     if (err instanceof ConfigError || err instanceof StoreOpenError || err instanceof KeysFileError) {
-      const what = err instanceof KeysFileError ? 'keys file' : 'configuration';
+      const what =
+        err instanceof KeysFileError ? 'keys file' : err instanceof StoreOpenError ? 'data store' : 'configuration';
       const command = err instanceof ConfigError && err.command ? `petstore ${err.command}` : 'petstore';
       process.stderr.write(`petstore: ${what}: ${err.message}\nRun ${command} --help for usage.\n`);
       process.exit(EXIT_CONFIG);

@@ -96,12 +96,12 @@ describe('a start that fails shows no key and nothing about serving', () => {
     expect(readdirSync(dir)).toEqual([]);
   });
 
-  test.skipIf(noSqlite)('--data under a file: exit 2, the configuration error alone', async () => {
+  test.skipIf(noSqlite)('--data under a file: exit 2, the data store error alone', async () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'file'), '');
     const r = await runCommand(['--port', '0', '--host', '127.0.0.1', '--data', join(dir, 'file/pets.db')]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toStartWith('petstore: configuration: ');
+    expect(r.stderr).toStartWith(`petstore: data store: --data ${join(dir, 'file/pets.db')}: `);
     expect(`${r.stdout}${r.stderr}`).not.toMatch(/Bearer|development key|serving|listening/);
   });
 });

@@ -181,7 +181,7 @@ describe('runtimes', () => {
       const dir = mkdtempSync(join(tmpdir(), 'petstore-ops-'));
       const version = spawnSync('node', ['--version'], { encoding: 'utf8' }).stdout.trim();
       const refusal = (data: string) =>
-        `petstore: configuration: --data ${data}: this runtime (Node ${version}) has no built-in SQLite; ` +
+        `petstore: data store: --data ${data}: this runtime (Node ${version}) has no built-in SQLite; ` +
         'run the petstore binary (Bun), Deno 2, or Node 22.13 or later, ' +
         'or keep pets in PostgreSQL (--data postgres://...) or in memory only (--data :memory:)\n' +
         'Run petstore --help for usage.\n';

@@ -20,7 +20,9 @@ export interface PetsTouched {
 
 /**
  * What a route, a step or the error path decides to answer. `answer()` turns it into the one
- * `Response`: nothing else builds one, and nothing changes one afterwards.
+ * `Response`: nothing else builds one, and nothing changes one afterwards except `traceresponse`,
+ * which the pipeline writes again when the tail rules keep a trace the head did not
+ * (`setTraceResponse` in src/http/pipeline.ts).
  */
 export interface Reply {
   readonly status: number;

@@ -5,7 +5,8 @@ import { compressed, compressible, MIN_COMPRESSED_BYTES, preferredCoding } from 
 import { notModified } from './etag.ts';
 
 /**
- * The one way a response is made: status, headers and body are written here once, and the
+ * The one way a response is made: status, headers and body are written here once (only
+ * `traceresponse` may be set again afterwards, by `setTraceResponse` in ./pipeline.ts), and the
  * representation is decided here for every answer, 2xx, 3xx, 4xx and 5xx alike:
  * - an `etag` that `If-None-Match` matches gives a GET or HEAD 304 with the same headers and no body;
  * - a successful JSON answer varies by `Accept-Encoding` and from 1 KiB on is sent br or gzip

@@ -114,8 +114,8 @@ describe('BoundedStore: the bound', () => {
     await advance(2_000);
     expect(create.error).toBeInstanceOf(StoreTimeoutError);
     expect((create.error as Error).message).toBe(
-      'store pet: no answer from the store within 2000 ms; the outcome is unknown: the pet may have been stored ' +
-        '(a retry with the same Idempotency-Key answers it, or stores one)',
+      'store pet: no answer from the store within 2000 ms; the outcome is unknown: the write may have taken effect ' +
+        '(a create retried with the same Idempotency-Key answers it, or stores one)',
     );
   });
 

@@ -3,8 +3,9 @@
  *
  * - A call that has not settled `timeoutMs` after it began is rejected with
  *   `StoreTimeoutError` (the API's 503), whatever the backend is waiting for: a connection, a
- *   pool slot, a query that does not come back, a lock. A write's message says that the pet may
- *   still have been stored; a retry with the same `Idempotency-Key` then finds it.
+ *   pool slot, a query that does not come back, a lock. A write's message tells the log that
+ *   the write may still have taken effect; a create retried with the same `Idempotency-Key`
+ *   then finds its pet. The client gets the same 503 either way.
  * - A call that fails with `StoreUnreachableError` marks the database away: from then on every
  *   call is rejected at once, without touching the backend, and the backend is pinged every
  *   `probeIntervalMs` (counted from the end of the previous ping) until one answers. Each

@@ -83,8 +83,9 @@ export function noSqlite(data: string): string {
 }
 
 /**
- * SQLite gives up waiting for another process's lock a little before the bound, so the client
- * learns that nothing was stored rather than that the outcome is unknown.
+ * SQLite gives up waiting for another process's lock a little before the bound, so the log
+ * learns that nothing was stored rather than that the outcome is unknown (the client gets the
+ * same 503 either way).
  */
 function lockWaitFor(timeoutMs: number): number {
   return Math.max(0, timeoutMs - Math.min(200, timeoutMs / 10));

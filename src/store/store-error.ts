@@ -1,12 +1,19 @@
-/** A store operation failed for a reason other than the store being unreachable. */
+/**
+ * A store call failed. Thrown as it is for a fault of the call itself (a bug, a broken
+ * constraint: the API's 500); its subclass `StoreUnavailableError` means the store cannot
+ * serve now (503).
+ */
 export class StoreError extends Error {
   override name = 'StoreError';
 }
 
 /**
  * The store cannot take requests right now: disk full, read-only, I/O error, database locked
- * past the busy timeout, server down or connection lost. Nothing was stored; a retry may work,
- * so the API answers it with 503 rather than 500.
+ * past the busy timeout, server down or connection lost. A retry may work, so the API answers
+ * it with 503 rather than 500. Thrown as it is, nothing was stored; its subclasses
+ * `StoreTimeoutError` and a lost connection's error may leave a write's outcome unknown, which
+ * their message says (`OUTCOME_UNKNOWN`). The client gets the same 503 either way: only the
+ * log tells the two apart.
  *
  * @example
  * if (err instanceof StoreUnavailableError) throw new ApiError('service_unavailable', err.message)
@@ -17,8 +24,9 @@ export class StoreUnavailableError extends StoreError {
 
 /**
  * A store call did not finish within `--store-timeout`: a connection or pool slot that did not
- * come, a query that did not come back, a SQLite file locked by another process. The message
- * says whether a write may still have been stored. Counted under its own `kind` (`timeout`).
+ * come, a query that did not come back, a SQLite file locked by another process. For a write
+ * the outcome is unknown (it may have been stored), which its message says for the log.
+ * Counted under its own `kind` (`timeout`).
  */
 export class StoreTimeoutError extends StoreUnavailableError {
   override name = 'StoreTimeoutError';
@@ -33,9 +41,9 @@ export class StoreUnreachableError extends StoreUnavailableError {
   override name = 'StoreUnreachableError';
 }
 
-/** What a write's error message adds when the write may have been stored all the same. */
+/** What a write's error message adds, for the log, when the write may have taken effect all the same. */
 export const OUTCOME_UNKNOWN =
-  'the outcome is unknown: the pet may have been stored (a retry with the same Idempotency-Key answers it, or stores one)';
+  'the outcome is unknown: the write may have taken effect (a create retried with the same Idempotency-Key answers it, or stores one)';
 
 /** How `petstore_store_errors_total` counts a failed store call. */
 export type StoreErrorKind = 'timeout' | 'unavailable' | 'error';
@@ -53,8 +61,8 @@ export function storeErrorKind(err: unknown): StoreErrorKind {
 
 /**
  * The store named by `--data` cannot be opened at start-up: unwritable path, unreachable
- * server, a database written by a newer petstore. `main` prints it like a configuration error
- * and exits 2 before the port opens (the store knows nothing of the command line above it).
+ * server, a database written by a newer petstore. `main` prints it as a data store error and
+ * exits 2 before the port opens (the store knows nothing of the command line above it).
  */
 export class StoreOpenError extends Error {
   override name = 'StoreOpenError';
