@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { Hono } from 'hono';
+import * as v from 'valibot';
 import { defineOperation } from '../api/operation-types.ts';
 import type { AppEnv } from '../context-vars.ts';
 import { ApiError } from '../core/api-error.ts';
@@ -51,5 +52,32 @@ describe('what each pipeline needs is checked by the compiler', () => {
     const app = new Hono<AppEnv>();
     app.notFound(steps.notFound);
     expect((await app.request('/v1/nothing')).status).toBe(401);
+  });
+});
+
+describe('a kept operation is refused when its route is added', () => {
+  const steps = apiPipeline({
+    ...base,
+    gateway: refuseAll,
+    deps: {},
+    allowedMethods: () => undefined,
+    store: { startDueExpiry: () => {}, changeCount: () => 1, unchanged: () => true },
+  });
+
+  test('one that reads request headers or a body: its answer is kept by the path and query alone', () => {
+    const headers = defineOperation({ ...ping, memo: true, headers: v.object({ 'x-tone': v.string() }) });
+    expect(() => steps.operation(headers)).toThrow(
+      new TypeError('pipeline: ping reads headers or a body and cannot be kept by its path and query'),
+    );
+    const body = defineOperation({ ...ping, method: 'POST', memo: true, body: v.object({ name: v.string() }) });
+    expect(() => steps.operation(body)).toThrow(
+      new TypeError('pipeline: ping reads headers or a body and cannot be kept by its path and query'),
+    );
+    expect(typeof steps.operation(defineOperation({ ...ping, memo: false, body: v.object({}) }))).toBe('function');
+  });
+
+  test('one that reads the quota: its answer is the caller\'s own', () => {
+    const quota = defineOperation({ ...ping, memo: true, readsQuota: true });
+    expect(() => steps.operation(quota)).toThrow(new TypeError('pipeline: ping reads the quota and cannot be kept'));
   });
 });

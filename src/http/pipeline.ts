@@ -315,6 +315,10 @@ interface OperationRoute<D> {
 function routeOf<D>({ deps }: ApiShared<D>, op: Operation<D>): OperationRoute<D> {
   // A quota reader's answer is the caller's own: never kept for another.
   if (op.memo && op.readsQuota) throw new TypeError(`pipeline: ${op.id} reads the quota and cannot be kept`);
+  // A kept answer is found by its path and query alone, so its input must come from nothing else.
+  if (op.memo && (op.headers || op.body)) {
+    throw new TypeError(`pipeline: ${op.id} reads headers or a body and cannot be kept by its path and query`);
+  }
   const deprecated = op.deprecated ? deprecationHeaders(op.deprecated) : undefined;
   return { op, deps, deprecated, readInput: inputReader(op), counted: operationIndex(op.id) };
 }
@@ -326,7 +330,8 @@ async function answerOperation<D>(
   c: Context<AppEnv>,
   decision: Decision,
 ): Promise<Response> {
-  // The path and query as sent: the same text always validates to the same input.
+  // The path and query as sent: the same text always validates to the same input (`routeOf`
+  // refuses a kept operation that reads headers or a body).
   const key = op.memo && memo ? pathAndQuery(c.req.url) : undefined;
   let count: unknown;
   if (key !== undefined && store) {
