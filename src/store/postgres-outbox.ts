@@ -17,6 +17,7 @@ import {
 } from './outbox-sql.ts';
 import { transaction } from './postgres-transaction.ts';
 import { column } from './rows.ts';
+import { OUTBOX_CALLS } from './store.ts';
 
 /** The outbox's statements with PostgreSQL's numbered parameters. */
 export const OUTBOX = {
@@ -42,7 +43,7 @@ interface Runner {
 export function postgresOutbox({ sql, query, write }: Runner): Outbox {
   return {
     record: async (events) => {
-      await write('record events', () =>
+      await write(OUTBOX_CALLS.record.doing, () =>
         transaction(sql(), async (tx) => {
           for (const e of events) {
             await tx.unsafe(OUTBOX.record, [
@@ -59,18 +60,20 @@ export function postgresOutbox({ sql, query, write }: Runner): Outbox {
       );
     },
     claim: async (owner, now, leaseMs, limit) => {
-      const due = await query('read outbox', () => sql().unsafe(OUTBOX.anyDue, [now, now]));
+      const due = await query(OUTBOX_CALLS.claim.doing, () => sql().unsafe(OUTBOX.anyDue, [now, now]));
       if (due.length === 0) return [];
-      const rows = await write('claim events', () =>
+      const rows = await write(OUTBOX_CALLS.claim.doing, () =>
         sql().unsafe(OUTBOX.claim, [owner, now + leaseMs, now, now, limit, now]),
       );
       return rows.map(entryFromRow).sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
     },
     settle: async (id, owner, settlement, now) => {
-      await write('settle event', () => sql().unsafe(OUTBOX.settle, [...settleParams(settlement, now), id, owner]));
+      await write(OUTBOX_CALLS.settle.doing, () =>
+        sql().unsafe(OUTBOX.settle, [...settleParams(settlement, now), id, owner]),
+      );
     },
     trim: async (max, now) =>
-      write('trim outbox', () =>
+      write(OUTBOX_CALLS.trim.doing, () =>
         transaction(sql(), async (tx) => {
           await tx.unsafe(OUTBOX.prune, [now - DELIVERED_KEEP_MS]);
           const [kept] = await tx.unsafe(OUTBOX.countKept);
@@ -80,6 +83,6 @@ export function postgresOutbox({ sql, query, write }: Runner): Outbox {
           return rows.map(droppedFromRow);
         }),
       ),
-    stats: async () => statsFromRows(await query('read outbox', () => sql().unsafe(OUTBOX.stats))),
+    stats: async () => statsFromRows(await query(OUTBOX_CALLS.stats.doing, () => sql().unsafe(OUTBOX.stats))),
   };
 }

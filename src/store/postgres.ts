@@ -44,6 +44,7 @@ import type {
   RemoveResult,
   UpdateResult,
 } from './store.ts';
+import { STORE_CALLS } from './store.ts';
 import { StoreOpenError, StoreTimeoutError, StoreUnavailableError } from './store-error.ts';
 
 /** Now on the database's clock, in epoch ms: every instance sets and compares holds by it, skewed or not. */
@@ -281,7 +282,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
 
   async create(pet: NewPet): Promise<StoredPet> {
     const rows = await this.#changing(
-      'store pet',
+      STORE_CALLS.create.doing,
       (rows) => ({ ids: rows.map((row) => Number(column(row, 'id'))), members: true }),
       () => this.#sql`
         INSERT INTO pets (name, category_id, status) VALUES (${pet.name}, ${pet.categoryId}, ${pet.status})
@@ -295,7 +296,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
     const started = performance.now();
     const sweep = this.#sweeps.due(now);
     return this.#changing(
-      'store pet',
+      STORE_CALLS.createOnce.doing,
       (result) => (result.outcome === 'created' ? { ids: [result.pet.id], members: true } : NO_PET),
       () =>
         transaction(this.#sql, async (tx): Promise<CreateOnceResult> => {
@@ -336,7 +337,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
 
   async get(id: number): Promise<StoredPet | undefined> {
     const rows = await this.#query(
-      'read pet',
+      STORE_CALLS.get.doing,
       () => this.#sql`SELECT ${this.#sql.unsafe(STORED_PET_COLUMNS)} FROM pets WHERE id = ${id}`,
     );
     return rows.length === 0 ? undefined : storedPetFromRow(rows[0]);
@@ -350,7 +351,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
   async update(id: number, patch: PetPatch, ifMatch?: IfMatch): Promise<UpdateResult> {
     // A status counted changed even for a name: the hold this pet's change ends may move it.
     return this.#changing(
-      'change pet',
+      STORE_CALLS.update.doing,
       { ids: [id], statuses: true },
       async () => (await this.#updateAtOnce(id, patch, ifMatch)) ?? this.#updateInTransaction(id, patch, ifMatch),
     );
@@ -406,7 +407,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
    */
   async remove(id: number, ifMatch?: IfMatch): Promise<RemoveResult> {
     const cols = this.#sql.unsafe(STORED_PET_COLUMNS);
-    return this.#changing('remove pet', { ids: [id], members: true }, () =>
+    return this.#changing(STORE_CALLS.remove.doing, { ids: [id], members: true }, () =>
       transaction(this.#sql, async (tx): Promise<RemoveResult> => {
         // A hold of this pet that ran out ends first (its order locked, then the pet, the order
         // every writer takes them in), so If-Match is checked against the version it gave.
@@ -424,7 +425,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
 
   async list({ limit, status, after = 0 }: ListOptions): Promise<Pet[]> {
     const cols = this.#sql.unsafe(PET_COLUMNS);
-    const rows = await this.#query('list pets', () =>
+    const rows = await this.#query(STORE_CALLS.list.doing, () =>
       status === undefined
         ? this.#sql`SELECT ${cols} FROM pets WHERE id > ${after} ORDER BY id LIMIT ${limit}`
         : this.#sql`SELECT ${cols} FROM pets WHERE status = ${status} AND id > ${after} ORDER BY id LIMIT ${limit}`,
@@ -433,7 +434,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
   }
 
   async inventory(): Promise<Inventory> {
-    return inventoryFromRows(await this.#query('count pets', () => this.#sql.unsafe(COUNT_BY_STATUS)));
+    return inventoryFromRows(await this.#query(STORE_CALLS.inventory.doing, () => this.#sql.unsafe(COUNT_BY_STATUS)));
   }
 
   /**
@@ -444,7 +445,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
   placeOrder(place: PlaceOrder): Promise<PlaceOrderResult> {
     const started = performance.now();
     return this.#changing(
-      'place order',
+      STORE_CALLS.placeOrder.doing,
       { ids: [place.petId], statuses: true },
       async () =>
         (place.key === undefined ? await this.#placeAtOnce(place) : undefined) ??
@@ -513,7 +514,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
   async getOrder(owner: string, id: string): Promise<StoredOrder | undefined> {
     const read = () =>
       this.#query(
-        'read order',
+        STORE_CALLS.getOrder.doing,
         () =>
           this.#sql`SELECT ${this.#sql.unsafe(ORDER_COLUMNS)}, hold_until <= ${this.#sql.unsafe(NOW_MS)} AS due
           FROM orders WHERE id = ${id} AND owner = ${owner}`,
@@ -528,13 +529,13 @@ export class PostgresStore implements PetStore, WithKeyStore {
 
   async listOrders(owner: string, { limit, status, after = '' }: OrderListOptions): Promise<StoredOrder[]> {
     const [due] = await this.#query(
-      'list orders',
+      STORE_CALLS.listOrders.doing,
       () => this.#sql`SELECT 1 AS due FROM orders
         WHERE owner = ${owner} AND status = 'placed' AND hold_until <= ${this.#sql.unsafe(NOW_MS)} LIMIT 1`,
     );
     if (due) await this.expireOrders();
     const cols = this.#sql.unsafe(ORDER_COLUMNS);
-    const rows = await this.#query('list orders', () =>
+    const rows = await this.#query(STORE_CALLS.listOrders.doing, () =>
       status === undefined
         ? this
             .#sql`SELECT ${cols} FROM orders WHERE owner = ${owner} AND id > ${after} ORDER BY owner, id LIMIT ${limit}`
@@ -550,7 +551,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
    */
   closeOrder(owner: string, id: string, to: Closing): Promise<CloseOrderResult> {
     return this.#changing(
-      'close order',
+      STORE_CALLS.closeOrder.doing,
       (result) => (result.outcome === 'not_found' ? NO_PET : { ids: [result.order.petId], statuses: true }),
       async () => (await this.#closeAtOnce(owner, id, to)) ?? this.#closeInTransaction(owner, id, to),
     );
@@ -582,7 +583,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
   }
 
   async retireOwner(owner: string): Promise<void> {
-    await this.#changing('retire owner', EVERY_PET, () =>
+    await this.#changing(STORE_CALLS.retireOwner.doing, EVERY_PET, () =>
       transaction(this.#sql, async (tx) => {
         const rows =
           await tx`UPDATE orders SET status = 'cancelled' WHERE owner = ${owner} AND status = 'placed' RETURNING pet_id`;
@@ -598,7 +599,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
   async adoptOwners(moves: readonly OwnerMove[]): Promise<void> {
     if (moves.length === 0) return;
     // Orders and keys change hands; no pet changes.
-    await this.#changing('adopt owners', NO_PET, () =>
+    await this.#changing(STORE_CALLS.adoptOwners.doing, NO_PET, () =>
       transaction(this.#sql, async (tx) => {
         for (const { from, to } of moves) {
           // A key the heir already has stays where it is: moving it would break the pair's uniqueness.
@@ -621,7 +622,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
   /** Expires the placed orders whose hold is over on the database's clock; `now` is not used. */
   async expireOrders(): Promise<number> {
     const [due] = await this.#query(
-      'expire orders',
+      STORE_CALLS.expireOrders.doing,
       () => this.#sql`SELECT min(hold_until) - ${this.#sql.unsafe(NOW_MS)} AS due_in
         FROM orders WHERE status = 'placed'`,
     );
@@ -630,7 +631,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
       this.#nextDeadline = deadlineIn(dueIn);
       return 0;
     }
-    const expired = await this.#changing('expire orders', EVERY_PET, () =>
+    const expired = await this.#changing(STORE_CALLS.expireOrders.doing, EVERY_PET, () =>
       transaction(this.#sql, (tx) => this.#expireIn(tx)),
     );
     await this.#readNextDeadline();
@@ -640,7 +641,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
   /** Reads the earliest hold of a placed order, which `startDueExpiry()` and `changeCount()` watch. */
   async #readNextDeadline(): Promise<void> {
     const [next] = await this.#query(
-      'expire orders',
+      STORE_CALLS.expireOrders.doing,
       () =>
         this.#sql`SELECT min(hold_until) - ${this.#sql.unsafe(NOW_MS)} AS due_in FROM orders WHERE status = 'placed'`,
     );

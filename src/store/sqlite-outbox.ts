@@ -21,13 +21,14 @@ import {
 } from './outbox-sql.ts';
 import { column } from './rows.ts';
 import type { SqliteConnection } from './sqlite-driver.ts';
+import { OUTBOX_CALLS } from './store.ts';
 
 const CLAIM = claim('');
 
 /** How the store runs a statement: `enqueue` in its next batch (a write), `read` at once. */
 interface Runner {
   db(): SqliteConnection;
-  enqueue(run: () => unknown): Promise<unknown>;
+  enqueue(doing: string, run: () => unknown): Promise<unknown>;
   read<T>(doing: string, query: () => T): T;
 }
 
@@ -35,7 +36,7 @@ interface Runner {
 export function sqliteOutbox({ db, enqueue, read }: Runner): Outbox {
   return {
     record: async (events) => {
-      await enqueue(() => {
+      await enqueue(OUTBOX_CALLS.record.doing, () => {
         for (const e of events)
           db()
             .prepare(RECORD)
@@ -44,8 +45,8 @@ export function sqliteOutbox({ db, enqueue, read }: Runner): Outbox {
     },
     claim: async (owner, now, leaseMs, limit) => {
       // A read first: an idle worker's poll makes no write transaction.
-      if (read('read outbox', () => db().prepare(ANY_DUE).get(now, now)) === undefined) return [];
-      const rows = (await enqueue(() =>
+      if (read(OUTBOX_CALLS.claim.doing, () => db().prepare(ANY_DUE).get(now, now)) === undefined) return [];
+      const rows = (await enqueue(OUTBOX_CALLS.claim.doing, () =>
         db()
           .prepare(CLAIM)
           .all(owner, now + leaseMs, now, now, limit, now),
@@ -53,20 +54,21 @@ export function sqliteOutbox({ db, enqueue, read }: Runner): Outbox {
       return rows.map(entryFromRow).sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
     },
     settle: async (id, owner, settlement, now) => {
-      await enqueue(() =>
+      await enqueue(OUTBOX_CALLS.settle.doing, () =>
         db()
           .prepare(SETTLE)
           .get(...settleParams(settlement, now), id, owner),
       );
     },
     trim: async (max, now) =>
-      (await enqueue(() => {
+      (await enqueue(OUTBOX_CALLS.trim.doing, () => {
         db()
           .prepare(PRUNE_DELIVERED)
           .get(now - DELIVERED_KEEP_MS);
         const over = Number(column(db().prepare(COUNT_KEPT).get(), 'n')) - max;
         return over > 0 ? db().prepare(DROP_OLDEST).all(over).map(droppedFromRow) : [];
       })) as Dropped[],
-    stats: async (): Promise<OutboxStats> => statsFromRows(read('read outbox', () => db().prepare(STATS).all())),
+    stats: async (): Promise<OutboxStats> =>
+      statsFromRows(read(OUTBOX_CALLS.stats.doing, () => db().prepare(STATS).all())),
   };
 }

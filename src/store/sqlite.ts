@@ -43,6 +43,7 @@ import type {
   RemoveResult,
   UpdateResult,
 } from './store.ts';
+import { STORE_CALLS } from './store.ts';
 import {
   isSqliteBusy,
   type StoreError,
@@ -211,7 +212,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
   /** The webhook outbox in this file: its writes are batched with the pets'. */
   readonly outbox: Outbox = sqliteOutbox({
     db: () => this.#db,
-    enqueue: (run) => this.#enqueue('store event', run),
+    enqueue: (doing, run) => this.#enqueue(doing, run),
     read: (doing, query) => this.#read(doing, query),
   });
 
@@ -281,31 +282,35 @@ export class SqliteStore implements PetStore, WithKeyStore {
   }
 
   create(pet: NewPet): Promise<StoredPet> {
-    return this.#enqueue('store pet', () => this.#insert(pet)) as Promise<StoredPet>;
+    return this.#enqueue(STORE_CALLS.create.doing, () => this.#insert(pet)) as Promise<StoredPet>;
   }
 
   createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult> {
-    return this.#enqueue('store pet', () => this.#insertOnce(pet, once), once.now) as Promise<CreateOnceResult>;
+    return this.#enqueue(
+      STORE_CALLS.createOnce.doing,
+      () => this.#insertOnce(pet, once),
+      once.now,
+    ) as Promise<CreateOnceResult>;
   }
 
   async get(id: number): Promise<StoredPet | undefined> {
-    return this.#reading('read pet', () => {
-      const row = this.#read('read pet', () => this.#db.prepare(SELECT_ONE).get(id));
+    return this.#reading(STORE_CALLS.get.doing, () => {
+      const row = this.#read(STORE_CALLS.get.doing, () => this.#db.prepare(SELECT_ONE).get(id));
       return row === undefined || row === null ? undefined : storedPetFromRow(row);
     });
   }
 
   update(id: number, patch: PetPatch, ifMatch?: IfMatch): Promise<UpdateResult> {
-    return this.#enqueue('change pet', () => this.#change(id, patch, ifMatch)) as Promise<UpdateResult>;
+    return this.#enqueue(STORE_CALLS.update.doing, () => this.#change(id, patch, ifMatch)) as Promise<UpdateResult>;
   }
 
   remove(id: number, ifMatch?: IfMatch): Promise<RemoveResult> {
-    return this.#enqueue('remove pet', () => this.#removal(id, ifMatch)) as Promise<RemoveResult>;
+    return this.#enqueue(STORE_CALLS.remove.doing, () => this.#removal(id, ifMatch)) as Promise<RemoveResult>;
   }
 
   async list({ limit, status, after = 0 }: ListOptions): Promise<readonly Pet[]> {
-    return this.#reading('list pets', () => {
-      const rows = this.#read('list pets', () =>
+    return this.#reading(STORE_CALLS.list.doing, () => {
+      const rows = this.#read(STORE_CALLS.list.doing, () =>
         status === undefined
           ? this.#db.prepare(SELECT_PAGE).all(after, limit)
           : this.#db.prepare(SELECT_PAGE_BY_STATUS).all(status, after, limit),
@@ -315,19 +320,19 @@ export class SqliteStore implements PetStore, WithKeyStore {
   }
 
   async inventory(): Promise<Inventory> {
-    return this.#reading('count pets', () =>
-      inventoryFromRows(this.#read('count pets', () => this.#db.prepare(COUNT_BY_STATUS).all())),
+    return this.#reading(STORE_CALLS.inventory.doing, () =>
+      inventoryFromRows(this.#read(STORE_CALLS.inventory.doing, () => this.#db.prepare(COUNT_BY_STATUS).all())),
     );
   }
 
   placeOrder(place: PlaceOrder): Promise<PlaceOrderResult> {
-    return this.#enqueue('place order', () => this.#placeIn(place)) as Promise<PlaceOrderResult>;
+    return this.#enqueue(STORE_CALLS.placeOrder.doing, () => this.#placeIn(place)) as Promise<PlaceOrderResult>;
   }
 
   async getOrder(owner: string, id: string, now: number): Promise<StoredOrder | undefined> {
     await this.#expireIfDue(now);
-    return this.#reading('read order', () => {
-      const row = this.#read('read order', () => this.#db.prepare(ORDER_OF).get(id, owner));
+    return this.#reading(STORE_CALLS.getOrder.doing, () => {
+      const row = this.#read(STORE_CALLS.getOrder.doing, () => this.#db.prepare(ORDER_OF).get(id, owner));
       return row === undefined || row === null ? undefined : orderFromRow(row);
     });
   }
@@ -338,8 +343,8 @@ export class SqliteStore implements PetStore, WithKeyStore {
     now: number,
   ): Promise<StoredOrder[]> {
     await this.#expireIfDue(now);
-    return this.#reading('list orders', () =>
-      this.#read('list orders', () =>
+    return this.#reading(STORE_CALLS.listOrders.doing, () =>
+      this.#read(STORE_CALLS.listOrders.doing, () =>
         status === undefined
           ? this.#db.prepare(ORDER_PAGE).all(owner, after, limit)
           : this.#db.prepare(ORDER_PAGE_BY_STATUS).all(owner, after, status, limit),
@@ -348,7 +353,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
   }
 
   closeOrder(owner: string, id: string, to: Closing, now: number): Promise<CloseOrderResult> {
-    return this.#enqueue('close order', () => {
+    return this.#enqueue(STORE_CALLS.closeOrder.doing, () => {
       this.#expireIn(now);
       const closedRow = this.#db.prepare(CLOSE_ORDER).get(to, id, owner);
       if (closedRow !== undefined && closedRow !== null) {
@@ -368,7 +373,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
   }
 
   async retireOwner(owner: string): Promise<void> {
-    await this.#enqueue('retire orders', () => {
+    await this.#enqueue(STORE_CALLS.retireOwner.doing, () => {
       for (const row of this.#db.prepare(CANCEL_OWNED).all(owner)) {
         this.#releasePet(Number(column(row, 'pet_id')), 'available');
       }
@@ -378,7 +383,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
 
   async adoptOwners(moves: readonly OwnerMove[]): Promise<void> {
     if (moves.length === 0) return;
-    await this.#enqueue('adopt orders', () => {
+    await this.#enqueue(STORE_CALLS.adoptOwners.doing, () => {
       for (const { from, to } of moves) {
         this.#db.prepare(ADOPT_ORDERS).get(to, from);
         for (const op of KEYED_CREATES) {
@@ -637,15 +642,15 @@ export class SqliteStore implements PetStore, WithKeyStore {
 
   /** Expires the orders whose hold is over, in a write batch, when a read shows there are some. */
   async #expireIfDue(now: number): Promise<number> {
-    const due = this.#reading('read orders', () =>
-      this.#read('read orders', () => this.#db.prepare(ANY_ORDER_DUE).get(now)),
+    const due = this.#reading(STORE_CALLS.expireOrders.doing, () =>
+      this.#read(STORE_CALLS.expireOrders.doing, () => this.#db.prepare(ANY_ORDER_DUE).get(now)),
     );
     if (due === undefined || due === null) {
       // Another process may have expired them: the next deadline is what the file says.
       this.#nextDeadline = this.#readNextDeadline();
       return 0;
     }
-    return (await this.#enqueue('expire orders', () => this.#expireIn(now))) as number;
+    return (await this.#enqueue(STORE_CALLS.expireOrders.doing, () => this.#expireIn(now))) as number;
   }
 
   /**
