@@ -91,6 +91,36 @@ describe('SqliteStore file', () => {
     );
   });
 
+  test('a write that throws for itself fails alone; the writes batched with it are stored', async () => {
+    const store = open();
+    const writes = [
+      store.create({ name: 'Rex', categoryId: 1, status: 'available' }),
+      // Past the API's checks: only the table's CHECK refuses it.
+      store.create({ name: 'Bad', categoryId: 1, status: 'lost' as 'sold' }),
+      store.create({ name: 'Tom', categoryId: 2, status: 'sold' }),
+    ];
+    const [rex, bad, tom] = await Promise.allSettled(writes);
+    expect(rex).toEqual({
+      status: 'fulfilled',
+      value: { id: 1, name: 'Rex', categoryId: 1, status: 'available', version: 1 },
+    });
+    expect(tom).toEqual({
+      status: 'fulfilled',
+      value: { id: 2, name: 'Tom', categoryId: 2, status: 'sold', version: 1 },
+    });
+    expect(bad?.status).toBe('rejected');
+    const error = (bad as PromiseRejectedResult).reason;
+    expect([error.constructor, error.message]).toEqual([
+      StoreError,
+      "store pet: CHECK constraint failed: status IN ('available', 'pending', 'sold')",
+    ]);
+    expect(await store.list({ limit: 10 })).toEqual([
+      { id: 1, name: 'Rex', categoryId: 1, status: 'available' },
+      { id: 2, name: 'Tom', categoryId: 2, status: 'sold' },
+    ]);
+    await store.close();
+  });
+
   test('refuses a database written by a newer petstore, as a StoreOpenError (exit 2)', async () => {
     await open().close();
     const db = new Database(join(dir, 'pets.db'));

@@ -455,6 +455,8 @@ export class SqliteStore implements PetStore, WithKeyStore {
    * Runs every pending write in one transaction; each promise settles after the COMMIT. While
    * another process holds the write lock, the writes stay queued (new ones join them) and the
    * lock is tried again every `BUSY_POLL_MS`; a write that has waited `lockWaitMs` is dropped.
+   * A write that throws for itself (a bug, a broken constraint) rolls the batch back and fails
+   * alone: the others run again in the next batch. A database that cannot serve fails them all.
    */
   #commit(): void {
     this.#retry = undefined;
@@ -478,15 +480,28 @@ export class SqliteStore implements PetStore, WithKeyStore {
     this.#pending = [];
     this.#touched = [];
     let results: unknown[];
+    let running: PendingWrite | undefined;
     try {
       const sweepAt = batch.find((p) => p.now !== undefined)?.now;
       if (sweepAt !== undefined && this.#sweeps.due(sweepAt)) this.#db.prepare(SWEEP_KEYS).get(sweepAt);
-      results = batch.map((p) => p.run());
+      results = batch.map((p) => {
+        running = p;
+        return p.run();
+      });
+      running = undefined;
       this.#db.exec('COMMIT');
     } catch (err) {
       rollback(this.#db);
       this.#lockReleased();
-      for (const p of batch) p.reject(sqliteError(err, p.doing));
+      const failed: PendingWrite | undefined = running;
+      const error = failed && sqliteError(err, failed.doing);
+      if (failed === undefined || error === undefined || error instanceof StoreUnavailableError) {
+        for (const p of batch) p.reject(sqliteError(err, p.doing));
+        return;
+      }
+      failed.reject(error);
+      this.#pending = batch.filter((p) => p !== failed).concat(this.#pending);
+      if (this.#pending.length > 0) setImmediate(() => this.#commit());
       return;
     }
     this.#lockReleased();
