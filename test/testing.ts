@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { createApp } from '../src/app.ts';
 import type { AppEnv } from '../src/context-vars.ts';
-import { systemClock } from '../src/core/clock.ts';
+import { type Clock, systemClock } from '../src/core/clock.ts';
 import type { OpsRoute } from '../src/core/ops-route.ts';
 import { SlidingWindowLimiter } from '../src/gateway/index.ts';
 import { pipeline } from '../src/http/pipeline.ts';
@@ -12,6 +12,7 @@ import type { Logger } from '../src/log.ts';
 import { silentLogger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics/registry.ts';
 import { MemoryStore } from '../src/store/memory-store.ts';
+import type { PetStore } from '../src/store/store.ts';
 
 /** A clock the test moves by hand. */
 export function fakeClock(start = Date.UTC(2026, 10, 22, 12, 0, 0)) {
@@ -45,9 +46,11 @@ export function testApp({
   metrics = undefined as Metrics | undefined,
   experimental = false,
   orderHoldMs = undefined as number | undefined,
+  /** The store on the test's clock; a `MemoryStore` when absent. */
+  storeOn = undefined as ((clock: Clock) => PetStore) | undefined,
 } = {}) {
   const clock = fakeClock(start);
-  const store = new MemoryStore({ clock });
+  const store = storeOn ? storeOn(clock) : new MemoryStore({ clock });
   let table = new KeyTable(
     parseKeys(
       JSON.stringify({ keys: keys.map((k) => ({ ...k, sha256: hashToken(tokenFor(k.name)).toString('hex') })) }),

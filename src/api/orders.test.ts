@@ -1,6 +1,12 @@
 import { describe, expect, test } from 'bun:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { testApp } from '../../test/testing.ts';
 import { hashToken } from '../keys/file.ts';
+import { silentLogger } from '../log.ts';
+import { SqliteStore } from '../store/sqlite.ts';
+import { loadSqlite, type SqliteOpener } from '../store/sqlite-driver.ts';
 
 type App = ReturnType<typeof testApp>;
 const JSON_HEADERS = { 'Content-Type': 'application/json' };
@@ -206,6 +212,35 @@ describe('the hold', () => {
     expect(((await res.json()) as { status: string }).status).toBe('expired');
     expect((await call(t, `/${id}/complete`, undefined, 'POST')).status).toBe(409);
     expect((await order(t, 1)).status).toBe(201);
+  });
+
+  test('on SQLite, where the expiry is a batched write, a read of the pet past the hold shows it available at the version a PATCH meets', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'petstore-hold-'));
+    const opener = (await loadSqlite()) as SqliteOpener;
+    const t = testApp({
+      orderHoldMs: 2_000,
+      storeOn: (clock) => SqliteStore.open({ path: join(dir, 'pets.db'), open: opener, log: silentLogger, clock }),
+    });
+    try {
+      await addPet(t);
+      await order(t, 1);
+      t.clock.advance(2_000);
+      const read = await t.app.request('/v1/pets/1', { headers: t.auth() });
+      expect([read.status, await read.json(), read.headers.get('etag')]).toEqual([
+        200,
+        { id: 1, name: 'Rex', categoryId: 1, status: 'available' },
+        '"1-3"',
+      ]);
+      const patch = await t.app.request('/v1/pets/1', {
+        method: 'PATCH',
+        headers: { ...t.auth(), ...JSON_HEADERS, 'If-Match': '"1-3"' },
+        body: JSON.stringify({ name: 'Max' }),
+      });
+      expect([patch.status, patch.headers.get('etag')]).toEqual([200, '"1-4"']);
+    } finally {
+      await t.store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -43,7 +43,7 @@ describe('what each pipeline needs is checked by the compiler', () => {
       gateway: refuseAll,
       deps: {},
       allowedMethods: () => undefined,
-      store: { startDueExpiry: () => {}, changeCount: () => 1, unchanged: () => true },
+      store: { startDueExpiry: () => undefined, changeCount: () => 1, unchanged: () => true },
     });
     expect(typeof withCount.operation(kept)).toBe('function');
     // @ts-expect-error: the gateway is not optional.
@@ -61,7 +61,7 @@ describe('a kept operation is refused when its route is added', () => {
     gateway: refuseAll,
     deps: {},
     allowedMethods: () => undefined,
-    store: { startDueExpiry: () => {}, changeCount: () => 1, unchanged: () => true },
+    store: { startDueExpiry: () => undefined, changeCount: () => 1, unchanged: () => true },
   });
 
   test('one that reads request headers or a body: its answer is kept by the path and query alone', () => {

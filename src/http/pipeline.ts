@@ -335,9 +335,10 @@ async function answerOperation<D>(
   const key = op.memo && memo ? pathAndQuery(c.req.url) : undefined;
   let count: unknown;
   if (key !== undefined && store) {
-    // An order whose hold has run out is about to make its pet available: the store starts that
-    // expiry, and gives no count (so nothing kept is served) until it is done.
-    store.startDueExpiry();
+    // An order whose hold has run out makes its pet available: the read waits for that expiry, so
+    // it shows the pet `available` at the version a PATCH's `If-Match` will meet.
+    const expiring = store.startDueExpiry();
+    if (expiring) await expiring;
     count = store.changeCount();
   }
   const kept = key === undefined ? undefined : memo?.get(key, count);

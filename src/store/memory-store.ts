@@ -259,9 +259,10 @@ export class MemoryStore implements PetStore {
     }
   }
 
-  /** Expires the orders whose hold is over, at once: in memory that takes no I/O. */
-  startDueExpiry(): void {
+  /** Expires the orders whose hold is over, at once: in memory that takes no I/O, so nothing is left to wait for. */
+  startDueExpiry(): undefined {
     this.#expireDue(this.#clock.now());
+    return undefined;
   }
 
   /** The count of changes. */

@@ -691,13 +691,14 @@ export class PostgresStore implements PetStore, WithKeyStore {
   }
 
   /** Past the earliest hold known here, expires the orders due in the background, one run at a time. */
-  startDueExpiry(): void {
-    if (Date.now() < this.#nextDeadline) return;
+  startDueExpiry(): Promise<unknown> | undefined {
+    if (Date.now() < this.#nextDeadline) return undefined;
     this.#expiring ??= this.expireOrders()
       .catch(() => {})
       .finally(() => {
         this.#expiring = undefined;
       });
+    return this.#expiring;
   }
 
   /**

@@ -394,13 +394,14 @@ export class SqliteStore implements PetStore, WithKeyStore {
   }
 
   /** Past the earliest hold, expires the orders due in the background, one run at a time. */
-  startDueExpiry(): void {
-    if (this.#clock.now() < this.#nextDeadline) return;
+  startDueExpiry(): Promise<unknown> | undefined {
+    if (this.#clock.now() < this.#nextDeadline) return undefined;
     this.#expiring ??= this.expireOrders(this.#clock.now())
       .catch(() => {})
       .finally(() => {
         this.#expiring = undefined;
       });
+    return this.#expiring;
   }
 
   /**

@@ -150,11 +150,13 @@ export interface PetStore {
    */
   adoptOwners(moves: readonly OwnerMove[]): Promise<void>;
   /**
-   * Starts expiring the placed orders whose hold has run out (`expireOrders`), without waiting,
-   * once the earliest hold known here has passed; one run at a time. A read whose answer may be
-   * kept calls it before `changeCount()`: an expiry makes pets available again.
+   * Starts expiring the placed orders whose hold has run out (`expireOrders`), once the earliest
+   * hold known here has passed; one run at a time. Returns the run under way, if any (it never
+   * rejects), so that a read of pets waits for it and shows them as a write will find them:
+   * `available` again, at their new version. A read whose answer may be kept calls it before
+   * `changeCount()`.
    */
-  startDueExpiry(): void;
+  startDueExpiry(): Promise<unknown> | undefined;
   /**
    * Where this instance's count of pet changes is (`ChangeCounter.count`): read it before a read whose
    * answer may be kept. Undefined when the store cannot tell what changed, or while a hold that
