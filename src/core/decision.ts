@@ -20,7 +20,7 @@ export type Notice =
 
 export type WindowName = 'minute' | 'day' | 'month';
 
-/** The state of one sliding window after a decision. */
+/** The state of one window after a decision: the minute and the day slide; the month is the calendar month. */
 export interface WindowState {
   readonly name: WindowName;
   /** Window length in seconds: 60, 86,400, or the current calendar month's (2,419,200 to 2,678,400). */

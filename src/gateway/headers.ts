@@ -47,8 +47,9 @@ export function bindingWindow(decision: Decision): WindowState {
  * All rate-limit headers for a response, refused or not. On a refusal, Remaining is 0 and Reset
  * is now + Retry-After. `RateLimit` gives each window's own counters, except during a ban, when
  * every window says r=0 and t at least Retry-After, since nothing is admitted before then.
- * `retryAfter` says whether the answer is a 429: a decision the gateway does not refuse on (a
- * report-only limit, a read of the quota during a ban) shows the same numbers without it.
+ * `withRetryAfter` says whether the answer is a 429 (`Retry-After` is sent): a decision the
+ * gateway does not refuse on (a report-only limit, a read of the quota during a ban) shows the
+ * same numbers without it.
  *
  * @example
  * rateLimitHeaders(decision)
@@ -59,7 +60,7 @@ export function bindingWindow(decision: Decision): WindowState {
 export function rateLimitHeaders(
   decision: Decision,
   into: AnswerHeaders = {},
-  retryAfter = decision.outcome !== 'admitted',
+  withRetryAfter = decision.outcome !== 'admitted',
 ): AnswerHeaders {
   const { windows, outcome, now } = decision;
   const binding = bindingWindow(decision);
@@ -77,7 +78,7 @@ export function rateLimitHeaders(
   into['X-RateLimit-Reset'] = String(refused ? now + wait : binding.reset);
   into['RateLimit-Policy'] = policy(windows);
   into.RateLimit = state;
-  if (retryAfter) into['Retry-After'] = String(wait);
+  if (withRetryAfter) into['Retry-After'] = String(wait);
   return into;
 }
 

@@ -51,7 +51,7 @@ export class KeyTable {
     return record && timingSafeEqual(record.hash, digest) ? record : 'unknown';
   }
 
-  /** Every key, for the per-key metrics. */
+  /** Every key in force, without the revoked keys' tombstones: for the per-consumer metrics, the webhooks and their events. */
   records(): KeyRecord[] {
     return [...this.#byHash.values()];
   }
