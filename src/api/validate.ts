@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import * as v from 'valibot';
-import { ApiError, notJson, tooLarge } from '../core/api-error.ts';
+import { ApiError, notJson } from '../core/api-error.ts';
 import { duplicateMember } from '../core/json-syntax.ts';
 import type { RateLimitStatus } from '../core/rate-limit-status.ts';
 import { echoed } from '../redact.ts';
@@ -195,31 +195,10 @@ function refuseLoneSurrogates(key: string, value: unknown): unknown {
   return value;
 }
 
-/**
- * A body sent with GET or HEAD is held to the same rules as any other: at most `maxSize` bytes
- * (413) and `application/json` (415). The runtimes hand Hono no body for these methods, so
- * `bodyLimit` never sees one; the declared `Content-Length` and `Content-Type` decide. A plain
- * step (it throws the refusal) of the pipeline (src/http/pipeline.ts).
- *
- * @example
- * checkBodyOnGet(c, 64 * 1024)
- */
-export function checkBodyOnGet(c: Context, maxSize: number): void {
-  const method = c.req.method;
-  if (method !== 'GET' && method !== 'HEAD') return;
-  const length = c.req.header('content-length');
-  const hasBody =
-    c.req.raw.body !== null ||
-    (length !== undefined && length !== '0') ||
-    c.req.header('transfer-encoding') !== undefined;
-  if (!hasBody) return;
-  if (Number(length) > maxSize) throw tooLarge(maxSize);
-  if (!isJson(c.req.header('content-type'))) throw notJson();
-}
-
 const JSON_TYPES: readonly string[] = ['application/json'];
 
-function isJson(contentType: string | undefined): boolean {
+/** Whether `contentType`'s media type is `application/json`. */
+export function isJson(contentType: string | undefined): boolean {
   return isMediaType(contentType, JSON_TYPES);
 }
 

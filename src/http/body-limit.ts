@@ -1,6 +1,7 @@
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { tooLarge } from '../core/api-error.ts';
+import { isJson } from '../api/validate.ts';
+import { notJson, tooLarge } from '../core/api-error.ts';
 import { answerHeaders } from '../core/reply.ts';
 
 /**
@@ -28,4 +29,26 @@ export function limitBody(maxBytes: number): MiddlewareHandler {
       throw tooLarge(maxBytes);
     },
   });
+}
+
+/**
+ * A body sent with GET or HEAD is held to the same rules as any other: at most `maxSize` bytes
+ * (413) and `application/json` (415). The runtimes hand Hono no body for these methods, so
+ * `bodyLimit` never sees one; the declared `Content-Length` and `Content-Type` decide. A plain
+ * step (it throws the refusal) of the pipeline (./pipeline.ts), beside `limitBody` at step 5.
+ *
+ * @example
+ * checkBodyOnGet(c, 64 * 1024)
+ */
+export function checkBodyOnGet(c: Context, maxSize: number): void {
+  const method = c.req.method;
+  if (method !== 'GET' && method !== 'HEAD') return;
+  const length = c.req.header('content-length');
+  const hasBody =
+    c.req.raw.body !== null ||
+    (length !== undefined && length !== '0') ||
+    c.req.header('transfer-encoding') !== undefined;
+  if (!hasBody) return;
+  if (Number(length) > maxSize) throw tooLarge(maxSize);
+  if (!isJson(c.req.header('content-type'))) throw notJson();
 }

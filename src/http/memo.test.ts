@@ -112,7 +112,7 @@ describe('AnswerMemo', () => {
       };
       const ask = (key: string) =>
         memo.answer(key, changes.count(), read).then(
-          ({ reply, shared }) => [reply.status, reply.body, shared],
+          ({ reply, joined }) => [reply.status, reply.body, joined],
           (err: Error) => ['failed', err.message],
         );
       return { ask, settle, reads: () => reads };
@@ -189,7 +189,7 @@ describe('AnswerMemo', () => {
         memo.answer('/v1/pets', undefined, read),
         memo.answer('/v1/pets', undefined, read),
       ]);
-      expect(answers.map((a) => [a.reply.body, a.shared])).toEqual([
+      expect(answers.map((a) => [a.reply.body, a.joined])).toEqual([
         ['[1]', false],
         ['[2]', false],
       ]);

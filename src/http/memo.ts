@@ -81,7 +81,7 @@ export class AnswerMemo {
   /**
    * The answer to a request that found nothing kept under `key` (`get`), read at `count`: a
    * 200 of the read of `key` under way when nothing it read has changed since that read began
-   * (`shared`), else `read()`'s, kept as `set` keeps it, which later requests share the same
+   * (`joined`: this request read nothing itself), else `read()`'s, kept as `set` keeps it, which later requests share the same
    * way while it runs. When what the read under way saw changed meanwhile, the first request
    * waiting for it reads again and the others share that read (`joins`: how many reads of
    * others a request waits for before its own). When the store cannot answer the read under
@@ -92,25 +92,25 @@ export class AnswerMemo {
     count: unknown,
     read: () => Promise<Reply>,
     joins = 2,
-  ): Promise<{ reply: Reply; shared: boolean }> {
-    if (count === undefined) return { reply: await read(), shared: false };
+  ): Promise<{ reply: Reply; joined: boolean }> {
+    if (count === undefined) return { reply: await read(), joined: false };
     const flight = this.#flights.get(key);
     if (flight !== undefined) {
-      if (joins === 0) return { reply: this.#kept200(key, count, await read()), shared: false };
+      if (joins === 0) return { reply: this.#kept200(key, count, await read()), joined: false };
       const reply = await flight.reply.catch((err: unknown) => {
         // The store could not answer the read this request waited for: it answers the same, as
         // soon, rather than begin a read of its own past the store's bound.
         if (err instanceof StoreUnavailableError) throw err;
         return undefined;
       });
-      if (reply?.status !== 200) return { reply: this.#kept200(key, count, await read()), shared: false };
-      if (flight.since === count || this.#store.unchanged(flight.since, reply.reads)) return { reply, shared: true };
+      if (reply?.status !== 200) return { reply: this.#kept200(key, count, await read()), joined: false };
+      if (flight.since === count || this.#store.unchanged(flight.since, reply.reads)) return { reply, joined: true };
       return this.answer(key, this.#store.changeCount(), read, joins - 1);
     }
     const mine: Flight = { since: count, reply: read() };
     this.#flights.set(key, mine);
     try {
-      return { reply: this.#kept200(key, count, await mine.reply), shared: false };
+      return { reply: this.#kept200(key, count, await mine.reply), joined: false };
     } finally {
       if (this.#flights.get(key) === mine) this.#flights.delete(key);
     }

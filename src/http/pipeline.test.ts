@@ -76,7 +76,7 @@ describe('a kept operation is refused when its route is added', () => {
     expect(typeof steps.operation(defineOperation({ ...ping, memo: false, body: v.object({}) }))).toBe('function');
   });
 
-  test('one that reads the quota: its answer is the caller\'s own', () => {
+  test("one that reads the quota: its answer is the caller's own", () => {
     const quota = defineOperation({ ...ping, memo: true, readsQuota: true });
     expect(() => steps.operation(quota)).toThrow(new TypeError('pipeline: ping reads the quota and cannot be kept'));
   });

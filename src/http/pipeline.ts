@@ -1,7 +1,7 @@
 import type { Context, ErrorHandler } from 'hono';
 import type { Deprecation, KeyHolder, Operation, UnkeptOperation } from '../api/operation-types.ts';
 import { isApiPath } from '../api/operations.ts';
-import { checkBodyOnGet, inputReader } from '../api/validate.ts';
+import { inputReader } from '../api/validate.ts';
 import type { AppEnv } from '../context-vars.ts';
 import { ApiError, methodNotAllowed, NO_SUCH_PATH } from '../core/api-error.ts';
 import type { Clock } from '../core/clock.ts';
@@ -16,7 +16,7 @@ import type { Metrics } from '../metrics/registry.ts';
 import { peerText } from '../redact.ts';
 import { currentScope, type RequestScope } from '../trace/request-scope.ts';
 import { answer } from './answer.ts';
-import { limitBody } from './body-limit.ts';
+import { checkBodyOnGet, limitBody } from './body-limit.ts';
 import { corsStep } from './cors.ts';
 import { requestCounter } from './count-requests.ts';
 import { answerError, toApiError } from './error-answer.ts';
@@ -353,8 +353,8 @@ async function answerOperation<D>(
     tagged(op, await op.handler(await readInput(c, principalOf(caller), quota, keyOf(op, c)), deps));
   if (key === undefined || !memo) return answer(c, await read());
   // A request answered by another's read under way is counted a hit: it read nothing itself.
-  const { reply, shared } = await memo.answer(key, count, read);
-  memoCount?.(counted, shared);
+  const { reply, joined } = await memo.answer(key, count, read);
+  memoCount?.(counted, joined);
   return answer(c, reply);
 }
 
