@@ -36,12 +36,14 @@ export function tracedCalls(wrap: CallWrap, system?: DbSystem): CallWrap {
     [OUTBOX_CALLS, 'webhook_outbox'],
   ] as const) {
     for (const [name, spec] of Object.entries(calls) as [string, CallSpec][]) {
+      // The order calls (counted as `order`) read and write the orders table.
+      const table = spec.counted === 'order' ? 'orders' : collection;
       spans.set(spec, {
-        name: `${name} ${collection}`,
+        name: `${name} ${table}`,
         attributes: {
           ...(system ? { 'db.system.name': system } : {}),
           'db.operation.name': name,
-          'db.collection.name': collection,
+          'db.collection.name': table,
         },
         ...(name === 'createOnce' ? { options: IDEMPOTENCY } : {}),
       });
