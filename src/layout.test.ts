@@ -52,6 +52,9 @@ function sourceFiles(dir = join(ROOT, 'src')): string[] {
   });
 }
 
+/** The folders outside src/ whose every entry the layout names: what tests share, and the scripts. */
+const SHARED_FOLDERS = ['test/', 'scripts/'];
+
 const mentions = (text: string, file: string) => new RegExp(`(^|[\\s,(])${file.replace('.', '\\.')}\\b`).test(text);
 
 describe("ARCHITECTURE.md's Layout", () => {
@@ -67,12 +70,25 @@ describe("ARCHITECTURE.md's Layout", () => {
     expect(unnamed).toEqual([]);
   });
 
+  test("names every file of test/, and every file and folder of scripts/, in its folder's line", () => {
+    const unnamed: string[] = [];
+    for (const folder of SHARED_FOLDERS) {
+      const line = listed.find((e) => e.path === folder);
+      for (const name of readdirSync(join(ROOT, folder))) {
+        const path = `${folder}${name}${statSync(join(ROOT, folder, name)).isDirectory() ? '/' : ''}`;
+        if (!listed.some((e) => e.path === path) && !(line && mentions(line.text, name))) unnamed.push(path);
+      }
+    }
+    expect(unnamed).toEqual([]);
+  });
+
   test('names no file or folder that does not exist', () => {
     const missing: string[] = [];
     for (const { path, text } of listed) {
       if (!existsSync(join(ROOT, path))) missing.push(path);
-      if (path.startsWith('src/') && path.endsWith('/')) {
-        for (const [file] of text.matchAll(/\b[\w-]+\.ts\b/g)) {
+      const listsFiles = path.startsWith('src/') || SHARED_FOLDERS.some((folder) => path.startsWith(folder));
+      if (listsFiles && path.endsWith('/')) {
+        for (const [file] of text.matchAll(/(?<![\w*/.-])[\w.-]+\.(ts|sh|service)\b/g)) {
           if (!existsSync(join(ROOT, path, file))) missing.push(path + file);
         }
       }
