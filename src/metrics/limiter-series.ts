@@ -18,7 +18,7 @@ export interface LimiterView {
   localDecisions?: () => number;
   readonly table: {
     /** Cells of the strangers' table (client addresses without a valid key) holding counts. */
-    readonly size: number;
+    readonly strangerCells: number;
     /** Consumers with their own state. */
     readonly consumers: number;
     /** Cells per row of the strangers' table. */
@@ -79,7 +79,7 @@ export function registerLimiter(registry: Registry, view: LimiterView): void {
     labelNames: ['kind'] as const,
     registers,
     collect() {
-      this.set({ kind: 'address' }, table.size);
+      this.set({ kind: 'address' }, table.strangerCells);
       this.set({ kind: 'consumer' }, table.consumers);
     },
   });

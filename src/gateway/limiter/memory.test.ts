@@ -291,7 +291,7 @@ describe('SlidingWindowLimiter: strangers', () => {
     Bun.gc(true);
     expect((process.memoryUsage().heapUsed - before) / 100_000).toBeLessThan(8);
     // 100,000 addresses in 65,536 cells: 1 - e^(-100,000 / 65,536) of them used.
-    expect(Math.abs(limiter.size / limiter.capacity - (1 - Math.exp(-100_000 / 65_536)))).toBeLessThan(0.01);
+    expect(Math.abs(limiter.strangerCells / limiter.capacity - (1 - Math.exp(-100_000 / 65_536)))).toBeLessThan(0.01);
   });
 });
 

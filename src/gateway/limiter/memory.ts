@@ -120,8 +120,8 @@ export class SlidingWindowLimiter implements RateLimiter {
     this.#strangers = new StrangerTable(this.#time, strangers);
   }
 
-  /** Cells of the strangers' table (row 0) that hold counts of the day. */
-  get size(): number {
+  /** Cells of the strangers' table (row 0) that hold counts of the day: not a count of strangers, as addresses share cells. */
+  get strangerCells(): number {
     return this.#strangers.used;
   }
 
