@@ -17,7 +17,7 @@ const FLOORS = [
   'gateway/', // per request: identify, in-flight, decide, headers; limiter/; one entrance, index.ts
   'webhooks/',
   'metrics/',
-  'context-vars.ts',
+  'app-env.ts',
   'http/',
   'admin/',
   'reference/', // the contract and its reference page served at /docs

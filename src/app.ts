@@ -4,7 +4,7 @@ import { TrieRouter } from 'hono/router/trie-router';
 import type { AdminDeps } from './admin/handlers.ts';
 import { ADMIN_OPERATIONS, ADMIN_PREFIX } from './admin/operations.ts';
 import { API_PREFIX, servedOperations } from './api/operations.ts';
-import type { AppEnv } from './context-vars.ts';
+import type { AppEnv } from './app-env.ts';
 import { type Clock, systemClock } from './core/clock.ts';
 import {
   type GatewayOptions,

@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import { createApp } from '../src/app.ts';
-import type { AppEnv } from '../src/context-vars.ts';
+import type { AppEnv } from '../src/app-env.ts';
 import { type Clock, systemClock } from '../src/core/clock.ts';
 import type { OpsRoute } from '../src/core/ops-route.ts';
 import { SlidingWindowLimiter } from '../src/gateway/index.ts';

@@ -40,7 +40,7 @@ export interface Reply {
   readonly reads?: PetsTouched;
 }
 
-/** The variable this module keeps on Hono's context: part of every app's `AppEnv` (src/context-vars.ts). */
+/** The variable this module keeps on Hono's context: part of every app's `AppEnv` (src/app-env.ts). */
 export interface AnswerEnv {
   Variables: { answerHeaders: AnswerHeaders };
 }

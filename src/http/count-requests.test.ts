@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { Hono, type MiddlewareHandler } from 'hono';
-import type { AppEnv } from '../context-vars.ts';
+import type { AppEnv } from '../app-env.ts';
 import { ApiError } from '../core/api-error.ts';
 import { parseKeys } from '../keys/file.ts';
 import { Metrics } from '../metrics/registry.ts';

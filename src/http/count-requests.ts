@@ -1,5 +1,5 @@
 import type { Context } from 'hono';
-import type { AppEnv } from '../context-vars.ts';
+import type { AppEnv } from '../app-env.ts';
 import { ApiError } from '../core/api-error.ts';
 import type { Caller } from '../gateway/index.ts';
 import type { ConsumerMetrics } from '../metrics/consumers.ts';

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { Hono } from 'hono';
 import * as v from 'valibot';
 import { defineOperation } from '../api/operation-types.ts';
-import type { AppEnv } from '../context-vars.ts';
+import type { AppEnv } from '../app-env.ts';
 import { ApiError } from '../core/api-error.ts';
 import { systemClock } from '../core/clock.ts';
 import type { Gateway } from '../gateway/index.ts';

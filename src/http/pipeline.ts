@@ -2,7 +2,7 @@ import type { Context, ErrorHandler } from 'hono';
 import type { Deprecation, KeyHolder, Operation, UnkeptOperation } from '../api/operation-types.ts';
 import { isApiPath } from '../api/operations.ts';
 import { inputReader } from '../api/validate.ts';
-import type { AppEnv } from '../context-vars.ts';
+import type { AppEnv } from '../app-env.ts';
 import { ApiError, methodNotAllowed, NO_SUCH_PATH } from '../core/api-error.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Decision } from '../core/decision.ts';

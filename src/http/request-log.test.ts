@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { Hono } from 'hono';
 import { fakeClock } from '../../test/testing.ts';
-import type { AppEnv } from '../context-vars.ts';
+import type { AppEnv } from '../app-env.ts';
 import { parseKeys } from '../keys/file.ts';
 import { createLogger } from '../log.ts';
 import { answer } from './answer.ts';

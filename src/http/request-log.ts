@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import { routePath } from 'hono/route';
-import type { AppEnv } from '../context-vars.ts';
+import type { AppEnv } from '../app-env.ts';
 import type { Clock } from '../core/clock.ts';
 import type { LogFields, Logger } from '../log.ts';
 import { holdsToken } from '../redact.ts';

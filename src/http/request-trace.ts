@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import { routePath } from 'hono/route';
-import type { AppEnv } from '../context-vars.ts';
+import type { AppEnv } from '../app-env.ts';
 import { inScope, type RequestScope, requestScope } from '../trace/request-scope.ts';
 import { beginRequest, finishRequest, type SpanDetails, type SpanStart, traceResponse } from '../trace/spans.ts';
 

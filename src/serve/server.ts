@@ -1,5 +1,5 @@
 import type { Context } from 'hono';
-import type { AppEnv } from '../context-vars.ts';
+import type { AppEnv } from '../app-env.ts';
 
 /**
  * Connection limits the adapters apply where their runtime has the setting (docs/operations.md,
