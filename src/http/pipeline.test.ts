@@ -21,6 +21,10 @@ const ping = {
 } as const;
 const unkept = defineOperation({ ...ping, memo: false });
 const kept = defineOperation({ ...ping, memo: true });
+/** An API pipeline's options, without the store's change count. */
+const api = { ...base, gateway: refuseAll, deps: {}, allowedMethods: () => undefined };
+/** A store whose count never moves: enough for a pipeline to take kept operations. */
+const store = { startDueExpiry: () => undefined, changeCount: () => 1, unchanged: () => true };
 
 describe('what each pipeline needs is checked by the compiler', () => {
   test('an app without a table has no operation step, and its notFound never asks for a key', async () => {
@@ -34,17 +38,11 @@ describe('what each pipeline needs is checked by the compiler', () => {
   });
 
   test("an API pipeline without the store's change count takes only operations that are never kept", async () => {
-    const steps = apiPipeline({ ...base, gateway: refuseAll, deps: {}, allowedMethods: () => undefined });
+    const steps = apiPipeline(api);
     expect(typeof steps.operation(unkept)).toBe('function');
     // @ts-expect-error: a kept operation needs the store's change count.
     steps.operation(kept);
-    const withCount = apiPipeline({
-      ...base,
-      gateway: refuseAll,
-      deps: {},
-      allowedMethods: () => undefined,
-      store: { startDueExpiry: () => undefined, changeCount: () => 1, unchanged: () => true },
-    });
+    const withCount = apiPipeline({ ...api, store });
     expect(typeof withCount.operation(kept)).toBe('function');
     // @ts-expect-error: the gateway is not optional.
     apiPipeline({ ...base, deps: {}, allowedMethods: () => undefined });
@@ -56,13 +54,7 @@ describe('what each pipeline needs is checked by the compiler', () => {
 });
 
 describe('a kept operation is refused when its route is added', () => {
-  const steps = apiPipeline({
-    ...base,
-    gateway: refuseAll,
-    deps: {},
-    allowedMethods: () => undefined,
-    store: { startDueExpiry: () => undefined, changeCount: () => 1, unchanged: () => true },
-  });
+  const steps = apiPipeline({ ...api, store });
 
   test('one that reads request headers or a body: its answer is kept by the path and query alone', () => {
     const headers = defineOperation({ ...ping, memo: true, headers: v.object({ 'x-tone': v.string() }) });
