@@ -35,6 +35,7 @@ export function answer(c: Context, reply: Reply): Response {
     }
   }
   const head = c.req.method === 'HEAD';
+  // The system clock, not the app's: the runtime dates every other answer by it.
   if (head) headers.Date = new Date().toUTCString();
   if (body === null) return new Response(null, { status, headers });
   if (type !== undefined) headers['Content-Type'] = type;

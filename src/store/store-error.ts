@@ -10,10 +10,10 @@ export class StoreError extends Error {
 /**
  * The store cannot take requests right now: disk full, read-only, I/O error, database locked
  * past the busy timeout, server down or connection lost. A retry may work, so the API answers
- * it with 503 rather than 500. Thrown as it is, nothing was stored; its subclasses
- * `StoreTimeoutError` and a lost connection's error may leave a write's outcome unknown, which
- * their message says (`OUTCOME_UNKNOWN`). The client gets the same 503 either way: only the
- * log tells the two apart.
+ * it with 503 rather than 500. Mostly nothing was stored; a write whose connection was lost
+ * under it, or that timed out (`StoreTimeoutError`), may have taken effect, which its message
+ * says (`OUTCOME_UNKNOWN`). The client gets the same 503 either way: only the log tells the two
+ * apart.
  *
  * @example
  * if (err instanceof StoreUnavailableError) throw new ApiError('service_unavailable', err.message)
@@ -24,9 +24,9 @@ export class StoreUnavailableError extends StoreError {
 
 /**
  * A store call did not finish within `--store-timeout`: a connection or pool slot that did not
- * come, a query that did not come back, a SQLite file locked by another process. For a write
- * the outcome is unknown (it may have been stored), which its message says for the log.
- * Counted under its own `kind` (`timeout`).
+ * come, a query that did not come back, a SQLite file locked by another process. For the log,
+ * a write's message says whether it may still have taken effect (`OUTCOME_UNKNOWN`) or surely
+ * did not (a SQLite write that never got the lock). Counted under its own `kind` (`timeout`).
  */
 export class StoreTimeoutError extends StoreUnavailableError {
   override name = 'StoreTimeoutError';
