@@ -140,6 +140,22 @@ describe('BoundedStore: the bound', () => {
     expect(timersPending()).toBe(0);
   });
 
+  test('a read waiting for an expiry that does not end is rejected at the timeout; none due waits for nothing', async () => {
+    const time = fakeTime();
+    const log = createLogger({ write: () => {}, now: time.clock.now });
+    const { store: inner } = backend();
+    let due = false;
+    inner.startDueExpiry = () => (due ? new Promise(() => {}) : undefined);
+    const store = boundStore(inner, { timeoutMs: 2_000, log, clock: time.clock, timers: time.timers });
+    expect(store.startDueExpiry()).toBeUndefined();
+    due = true;
+    const expiring = watch(store.startDueExpiry() as Promise<unknown>);
+    await time.advance(1_999);
+    expect(expiring.settled).toBe(false);
+    await time.advance(1);
+    expect((expiring.error as Error).message).toStartWith('expire orders: no answer from the store within 2000 ms');
+  });
+
   test('a call that answers in time is not touched by its deadline', async () => {
     const { store, advance } = setup();
     const created = watch(store.create(REX));

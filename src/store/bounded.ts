@@ -82,8 +82,12 @@ export function boundStore(backend: PetStore, options: BoundedStoreOptions): Bou
     ...wrapCalls(backend, STORE_CALLS, call),
     ...(outbox ? { outbox: wrapCalls(outbox, OUTBOX_CALLS, call) } : {}),
     backend,
-    // The backend's own: the count touches no connection, the expiry is not waited for (see each backend).
-    startDueExpiry: () => backend.startDueExpiry(),
+    // A read waits for an expiry under way, bounded as any call, so a due hold during an outage
+    // answers a read 503 in time rather than holding it. The count touches no connection.
+    startDueExpiry: () => {
+      const expiring = backend.startDueExpiry();
+      return expiring && call(() => expiring, STORE_CALLS.expireOrders);
+    },
     changeCount: () => backend.changeCount(),
     unchanged: (since, reads) => backend.unchanged(since, reads),
     get away() {
