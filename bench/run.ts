@@ -196,7 +196,7 @@ async function main(): Promise<void> {
   const workers = selected.filter((s) => s.data === 'workers');
   if (workers.length > 0) {
     console.log('bench: the same binary with --workers 1 and --workers 2, unpinned (lib/workers.ts)');
-    const pair = await startWorkersPair(dir, [BINARY]);
+    const pair = await startWorkersPair(dir, [BINARY], BUN);
     scenarios.push(...(await runScenarios(pair, workers)));
     workersFigures = await pair.finish();
     console.log(`bench: workers: ${JSON.stringify(workersFigures)}`);

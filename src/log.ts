@@ -1,3 +1,5 @@
+import { Buffer } from 'node:buffer';
+import { fstatSync, writeSync } from 'node:fs';
 import { setImmediate } from 'node:timers';
 import { currentScope, type RequestScope } from './trace/request-scope.ts';
 
@@ -97,8 +99,9 @@ function isoTime(ms: number): string {
 let stdoutWriter: ((line: string) => void) | undefined;
 
 /**
- * The process's one writer of log lines to stdout: lines made elsewhere (a worker's, sent to
- * the supervisor) go out through it, whole, with the supervisor's own.
+ * The process's one writer of log lines to a pipe, a socket or a terminal: lines made elsewhere
+ * (a worker's, sent to the supervisor) go out through it, whole, with the supervisor's own. To
+ * a regular file each worker writes its own (`fileWriter`).
  */
 export function logLines(): (line: string) => void {
   return stdoutLines();
@@ -132,10 +135,11 @@ export function batched<T>(send: (items: T[]) => void): (item: T) => void {
 function stdoutLines(): (line: string) => void {
   if (stdoutWriter) return stdoutWriter;
   let pending = '';
+  const file = fileWriter();
   const flush = () => {
     const out = pending;
     pending = '';
-    if (out) process.stdout.write(out);
+    if (out && !file?.(out)) process.stdout.write(out);
   };
   process.once('exit', flush);
   stdoutWriter = (line) => {
@@ -143,6 +147,36 @@ function stdoutLines(): (line: string) => void {
     pending += `${line}\n`;
   };
   return stdoutWriter;
+}
+
+/**
+ * Writes whole lines straight to stdout when it is a regular file (a redirect to a log file);
+ * undefined otherwise (a pipe, journald's socket, a terminal). Each call is one `write()`: POSIX
+ * makes writes to a regular file atomic with respect to each other, so lines written this way by
+ * several threads (the workers', src/serve/worker.ts) never cut into each other, and a file never
+ * makes a writer wait for a reader as a full pipe can. After a write fails it answers false from
+ * then on, and the caller hands its lines to the stream instead.
+ */
+export function fileWriter(fd = 1): ((text: string) => boolean) | undefined {
+  try {
+    if (!fstatSync(fd).isFile()) return undefined;
+  } catch {
+    return undefined;
+  }
+  let failed = false;
+  return (text) => {
+    if (failed) return false;
+    const bytes = Buffer.from(text);
+    let written = 0;
+    try {
+      // A short write to a file is a full disk or a size limit: the rest is tried once more, and fails.
+      while (written < bytes.length) written += writeSync(fd, bytes, written);
+      return true;
+    } catch {
+      failed = true;
+      return written > 0;
+    }
+  };
 }
 
 /** A logger that drops everything, for tests that do not look at logs. */

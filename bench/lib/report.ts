@@ -24,7 +24,9 @@ export type ServerName =
   | 'lone'
   | 'postgres'
   | 'w1'
-  | 'w2';
+  | 'w2'
+  | 'bare1'
+  | 'bare2';
 /** Column order of the tables and the chart. */
 export const SERVERS: readonly ServerName[] = [
   'petstore',
@@ -41,6 +43,8 @@ export const SERVERS: readonly ServerName[] = [
   'postgres',
   'w1',
   'w2',
+  'bare1',
+  'bare2',
   'hono',
   'express',
 ];
@@ -221,10 +225,15 @@ const paired = (a: Summary, b: Summary, ratio: number) =>
  * The median over the rounds of `b`'s figure over `a`'s in the same round (`--workers 2` over
  * `--workers 1`): what the host did to one round it did to both.
  */
-function roundRatio(results: Results, id: string, figure: 'rps' | 'cpuUs'): number | undefined {
+function roundRatio(
+  results: Results,
+  id: string,
+  figure: 'rps' | 'cpuUs',
+  [one, two]: readonly [ServerName, ServerName] = ['w1', 'w2'],
+): number | undefined {
   const scenario = results.scenarios.find((x) => x.id === id);
-  const a = scenario?.servers.w1?.rounds ?? [];
-  const b = scenario?.servers.w2?.rounds ?? [];
+  const a = scenario?.servers[one]?.rounds ?? [];
+  const b = scenario?.servers[two]?.rounds ?? [];
   const ratios = a.flatMap((r, i) => {
     const other = b[i];
     return other ? [other[figure] / r[figure]] : [];
@@ -254,6 +263,18 @@ function workersTargets(results: Results): Target[] {
       met: rps !== undefined && cpuRatio !== undefined && rps >= least && cpuRatio <= 1.1,
     });
   }
+  const floorRps = roundRatio(results, 'workers-list', 'rps', ['bare1', 'bare2']);
+  const floorCpu = roundRatio(results, 'workers-list', 'cpuUs', ['bare1', 'bare2']);
+  out.push({
+    figure:
+      "The runtime's floor: a bare `Bun.serve` replaying the list's bytes from 2 workers vs 1, in the list's rounds",
+    target: 'reported',
+    measured:
+      floorRps === undefined || floorCpu === undefined
+        ? 'not measured'
+        : `${floorRps.toFixed(2)}x req/s, ${floorCpu.toFixed(2)}x CPU per request (medians of paired rounds)`,
+    met: floorRps !== undefined,
+  });
   const w = results.workers;
   out.push({
     figure: "RSS with 1, 2 and 4 workers; the supervisor thread's CPU per request with 2",

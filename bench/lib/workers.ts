@@ -4,12 +4,16 @@
  * pinned here: the point is what a second core gives, with wrk on the same two cores as an ops
  * team's load balancer is not. Besides req/s and server CPU per request, the supervisor's own CPU
  * per request of `--workers 2` (its thread answers every limiter decision: what bounds the host
- * on many cores), and RSS with 1, 2 and 4 workers.
+ * on many cores), and RSS with 1, 2 and 4 workers. The list's rounds also measure the runtime's
+ * floor (`bare1`, `bare2`: bare-workers.ts replaying the list's bytes from 1 and 2 workers), so
+ * what a second event loop costs before anything of the product's is known in the same run.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { metricSum } from '../../test/harness.ts';
-import { type Running, rssOf } from './servers.ts';
-import { LIST, SCENARIOS, type Scenario, startSeeded, tokenOf, writeKeys } from './setup.ts';
+import { capture } from './captured.ts';
+import { type Running, rssOf, startPrinter } from './servers.ts';
+import { LIST, request, SCENARIOS, type Scenario, startSeeded, tokenOf, writeKeys } from './setup.ts';
 
 /** Rounds of each workers scenario: the comparison is a median of paired rounds. */
 export const WORKERS_ROUNDS = 8;
@@ -22,7 +26,7 @@ export const WORKERS_SCENARIOS: Scenario[] = ['list', 'get', '401', 'post'].map(
     label: `${label}, --workers 1 and 2`,
     expect,
     load,
-    servers: ['w1', 'w2'],
+    servers: id === 'list' ? ['w1', 'w2', 'bare1', 'bare2'] : ['w1', 'w2'],
     data: 'workers',
     unpinned: true,
     rounds: WORKERS_ROUNDS,
@@ -40,20 +44,26 @@ export interface WorkersFigures {
 }
 
 export interface WorkersPair {
-  readonly servers: { w1: Running; w2: Running };
+  readonly servers: { w1: Running; w2: Running; bare1: Running; bare2: Running };
   readonly logs: { w1: string; w2: string };
   /** Stops nothing; measures RSS (starting a `--workers 4` beside them) and the supervisor's share. */
   finish(): Promise<WorkersFigures>;
 }
 
-/** Both seeded alike, on files of their own; started unpinned. */
-export async function startWorkersPair(dir: string, cmd: string[]): Promise<WorkersPair> {
+/** Both seeded alike, on files of their own, and the runtime's floor (run by `bun`); started unpinned. */
+export async function startWorkersPair(dir: string, cmd: string[], bun: string): Promise<WorkersPair> {
   const keys = writeKeys(dir).file;
   const [w1, w1Log] = await startSeeded(cmd, dir, 'workers-1', keys, ['--workers', '1', '--metrics'], false);
   const [w2, w2Log] = await startSeeded(cmd, dir, 'workers-2', keys, ['--workers', '2', '--metrics'], false);
+  const captured = await capture(await request(`${w1.url}${LIST}`, { token: tokenOf('bench') }));
+  const responseFile = join(dir, 'workers-response.json');
+  writeFileSync(responseFile, JSON.stringify(captured));
+  const floor = (n: number) =>
+    startPrinter(`bare${n}`, [bun, join(import.meta.dir, '../bare-workers.ts'), responseFile, String(n)]);
+  const [bare1, bare2] = [await floor(1), await floor(2)];
   const before = { cpu: supervisorSeconds(w2), requests: await requests(w2) };
   return {
-    servers: { w1, w2 },
+    servers: { w1, w2, bare1, bare2 },
     logs: { w1: w1Log, w2: w2Log },
     finish: async () => {
       const served = (await requests(w2)) - before.requests;

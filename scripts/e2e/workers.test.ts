@@ -1,7 +1,8 @@
 // `--workers N`: N event loops serving one port, one service to its operator, the limits exact
 // for the host. Under Deno and Node (make e2e-runtimes), `--workers` above 1 is refused at start.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { mkdtempSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -219,6 +220,46 @@ describe.if(binary)('--workers: the port, the store, the shutdown', () => {
     expect(server.lines.filter((l) => l.includes('"msg":"stopped"'))).toHaveLength(1);
     // Every line is whole JSON: the workers' lines never cut into each other's.
     for (const line of server.lines.filter((l) => l.startsWith('{'))) expect(() => JSON.parse(line)).not.toThrow();
+  });
+
+  test('to a log file, the workers write their own lines: every one whole, every request logged once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'petstore-workers-log-'));
+    const logFile = join(dir, 'petstore.log');
+    const out = openSync(logFile, 'a');
+    const args = ['--port', '0', '--host', '127.0.0.1', '--log-format', 'json', '--workers', '3'];
+    const [cmd, ...rest] = [...serverCommand(), ...args, '--data', join(dir, 'pets.db')];
+    // stdout alone: stderr carries the development key's notice, which is not a log line.
+    const child = spawn(cmd as string, rest, { stdio: ['ignore', out, 'ignore'] });
+    closeSync(out);
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    try {
+      let port: string | undefined;
+      for (let tries = 0; !port && tries < 300; tries++) {
+        await Bun.sleep(50);
+        port = /"msg":"listening".*?"address":"http:\/\/127\.0\.0\.1:(\d+)"/.exec(readFileSync(logFile, 'utf8'))?.[1];
+      }
+      expect(port).toBeDefined();
+      // 64 clients, 2,000 requests, each on a connection of its own: every worker writes at once.
+      const paths = Array.from({ length: 2_000 }, (_, i) => `/healthz?n=${i}`);
+      await Promise.all(
+        Array.from({ length: 64 }, async (_, c) => {
+          for (let i = c; i < paths.length; i += 64) {
+            const res = await alone(`http://127.0.0.1:${port}${paths[i]}`);
+            expect(res.status).toBe(200);
+            await res.arrayBuffer();
+          }
+        }),
+      );
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+    const lines = readFileSync(logFile, 'utf8')
+      .split('\n')
+      .filter((l) => l !== '');
+    const parsed = lines.map((l) => JSON.parse(l) as { msg: string; route?: string });
+    expect(parsed.filter((l) => l.msg === 'request' && l.route === '/healthz')).toHaveLength(2_000);
+    expect(parsed.filter((l) => l.msg === 'stopped')).toHaveLength(1);
   });
 
   test('a worker that crashes is logged, counted and replaced; requests go on being answered', async () => {

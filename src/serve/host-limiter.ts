@@ -557,27 +557,38 @@ const PER_ASK = 5;
 /** Packs questions for `unpackAsks`. */
 export function packAsks(asks: readonly DecideMessage[]): PackedAsks {
   const packed = new Float64Array(asks.length * PER_ASK);
-  const text: string[] = [];
+  let text = '';
   const subjects: Subject[] = [];
   let stranger: Pick<Subject, 'limits' | 'ban'> | undefined;
-  asks.forEach((ask, i) => {
+  for (let i = 0, at = 0; i < asks.length; i++, at += PER_ASK) {
+    const ask = asks[i] as DecideMessage;
     const { subject, scope } = ask;
     let how = BY_REF;
-    text.push(scope?.[0] ?? '', scope?.[1] ?? '', scope?.[2] ?? '');
-    if (subject?.plan === 'anonymous' && subject.id === `addr:${subject.label}`) {
+    // The first line of each question goes without a newline before it: split gives them back in order.
+    text += `${i === 0 ? '' : '\n'}${scope?.[0] ?? ''}\n${scope?.[1] ?? ''}\n${scope?.[2] ?? ''}`;
+    if (subject?.plan === 'anonymous' && isAddressId(subject)) {
       stranger ??= { limits: subject.limits, ban: subject.ban };
       if (stranger.limits === subject.limits && stranger.ban === subject.ban) {
         how = STRANGER;
-        text.push(subject.label);
+        text += `\n${subject.label}`;
       }
     }
     if (subject && how === BY_REF) {
       how = WHOLE;
       subjects.push(subject);
     }
-    packed.set([ask.id, ask.ref, ask.cost, ask.wanted ?? 0, how], i * PER_ASK);
-  });
-  return { packed, text: text.join('\n'), subjects, ...(stranger ? { stranger } : {}) };
+    packed[at] = ask.id;
+    packed[at + 1] = ask.ref;
+    packed[at + 2] = ask.cost;
+    packed[at + 3] = ask.wanted ?? 0;
+    packed[at + 4] = how;
+  }
+  return { packed, text, subjects, ...(stranger ? { stranger } : {}) };
+}
+
+/** Whether a subject's id is `addr:` and its label, as a stranger's is (checked without making the string). */
+function isAddressId({ id, label }: Subject): boolean {
+  return id.length === label.length + 5 && id.startsWith('addr:') && id.endsWith(label);
 }
 
 /** The questions `packAsks` packed. */
@@ -587,8 +598,14 @@ export function unpackAsks({ packed, text, subjects, stranger }: PackedAsks): De
   let s = 0;
   let whole = 0;
   for (let at = 0; at < packed.length; at += PER_ASK) {
-    const [id, ref, cost, wanted, how] = packed.subarray(at, at + PER_ASK) as unknown as number[];
-    const [requestId = '', traceId = '', spanId = ''] = strings.slice(s, s + 3);
+    const id = packed[at] as number;
+    const ref = packed[at + 1] as number;
+    const cost = packed[at + 2] as number;
+    const wanted = packed[at + 3] as number;
+    const how = packed[at + 4] as number;
+    const requestId = strings[s] ?? '';
+    const traceId = strings[s + 1] || undefined;
+    const spanId = strings[s + 2] || undefined;
     s += 3;
     let subject: Subject | undefined;
     if (how === WHOLE) subject = subjects[whole++];
@@ -596,15 +613,16 @@ export function unpackAsks({ packed, text, subjects, stranger }: PackedAsks): De
       const label = strings[s++] ?? '';
       subject = { id: `addr:${label}`, plan: 'anonymous', label, limits: stranger.limits, ban: stranger.ban };
     }
-    asks.push({
-      type: 'decide',
-      id: id as number,
-      ref: ref as number,
-      ...(subject ? { subject } : {}),
-      cost: cost as number,
-      ...(wanted ? { wanted } : {}),
-      scope: requestId === '' ? undefined : [requestId, traceId || undefined, spanId || undefined],
-    });
+    const scope = requestId === '' ? undefined : ([requestId, traceId, spanId] as const);
+    asks.push(
+      subject
+        ? wanted
+          ? { type: 'decide', id, ref, subject, cost, wanted, scope }
+          : { type: 'decide', id, ref, subject, cost, scope }
+        : wanted
+          ? { type: 'decide', id, ref, cost, wanted, scope }
+          : { type: 'decide', id, ref, cost, scope },
+    );
   }
   return asks;
 }

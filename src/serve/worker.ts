@@ -2,7 +2,8 @@
  * A worker's entry point (`--workers` above 1): it serves the API on the port the supervisor
  * proved free, sharing it with the other workers (`SO_REUSEPORT`), and leaves to the supervisor
  * what runs once per host: the limiter's windows (asked by message, or spent from its grants: `host-limiter.ts`), the keys'
- * source (the table comes by message), the webhook delivery, the admin API, the log stream.
+ * source (the table comes by message), the webhook delivery, the admin API, the log stream (but
+ * to a log file, where each worker writes its own lines: `fileWriter`).
  * What must hold for the host and is read on every request lives in memory the workers share:
  * the in-flight slots (src/gateway/host-in-flight.ts), the store's change count
  * (src/store/shared-version.ts), whether the host is stopping.
@@ -14,7 +15,7 @@ import { createApp } from '../app.ts';
 import { systemClock } from '../core/clock.ts';
 import { type LimiterStatus, TrustedProxies } from '../gateway/index.ts';
 import { KeyTable } from '../keys/table.ts';
-import { batched, createLogger } from '../log.ts';
+import { batched, createLogger, fileWriter } from '../log.ts';
 import { sharedVersion } from '../store/shared-version.ts';
 import { notifier } from '../webhooks/notify.ts';
 import { adapter } from './bun.ts';
@@ -28,7 +29,11 @@ const post = (message: unknown) => self.postMessage(message);
 
 async function serve(start: WorkerStart): Promise<void> {
   const { config, index, port, memory } = start;
-  const logLines = heldLines((text) => post({ type: 'log', text }));
+  // Its lines go to a log file itself (each batch one write(), whole), else to the supervisor's stream.
+  const file = fileWriter();
+  const logLines = heldLines((text) => {
+    if (!file?.(`${text}\n`)) post({ type: 'log', text });
+  });
   const log = createLogger({
     level: config.logLevel,
     format: config.logFormat,
@@ -156,12 +161,12 @@ function crashForTests({ index, replacement }: WorkerStart): void {
 }
 
 /**
- * How long a worker holds its log lines before it sends them to the supervisor, which writes the
- * one stream: a message (and the supervisor woken) every this often, not every event-loop turn.
+ * How long a worker holds its log lines before it writes them to the log file, or sends them to the
+ * supervisor, which writes the one stream: a write or a message every this often, not every turn.
  */
 const LOG_EVERY_MS = 10;
 
-/** A worker's log lines, sent joined in one string (a message copies one string faster than many) every `LOG_EVERY_MS`. */
+/** A worker's log lines, handed on joined in one string (a message copies one string faster than many) every `LOG_EVERY_MS`. */
 function heldLines(send: (text: string) => void): { write(line: string): void; flush(): void } {
   let pending: string[] = [];
   let timer: ReturnType<typeof setTimeout> | undefined;
