@@ -429,6 +429,8 @@ describe('PostgresStore version: every write of the fleet, heard through LISTEN'
     try {
       await listener.listen(PETS_CHANNEL, (payload) => heard.push(payload));
       const made = await a.create({ name: 'Rex', categoryId: 1, status: 'available' });
+      // Heard before the next write, which would otherwise share its announcement (ANNOUNCE_GATHER_MS).
+      await within(1_000, () => heard.length >= 1);
       await a.update(made.id, { status: 'pending' });
       await within(1_000, () => heard.length >= 2);
       await Bun.sleep(200);
