@@ -88,8 +88,8 @@ test: unit e2e ## unit tests, then end-to-end tests against the built binary
 # On a throwaway Redis and PostgreSQL (scripts/with-redis.sh and with-postgres.sh, which install
 # Debian's packages when missing), so that the limiter's Lua script is replayed against the
 # in-process limiter and the PostgreSQL store runs its conformance suite on every run.
-unit: node_modules/.stamp $(DOCS_GEN) ## unit tests (bun test), beside the code in src/; the Lua limiter and the PostgreSQL store on throwaway servers
-	scripts/with-postgres.sh scripts/with-redis.sh $(BUN) test ./src
+unit: node_modules/.stamp $(DOCS_GEN) ## unit tests (bun test), beside the code in src/ (and the bench harness's in bench/lib/); the Lua limiter and the PostgreSQL store on throwaway servers
+	scripts/with-postgres.sh scripts/with-redis.sh $(BUN) test ./src ./bench/lib
 
 # The unit test files that need a real server: those that use test/redis.ts or test/postgres.ts.
 SERVER_TESTS = $(shell grep -rlE "test/(redis|postgres)\.ts'" src --include='*.test.ts')

@@ -9,12 +9,23 @@ const token = tokenOf('bench');
 const MIX = 'list=45,get=45,patch=5,place=2.5,close=2.5';
 /** Seconds of each round of the place and close scenarios: each place uses a pet up. */
 const WRITE_SECONDS = 2;
-/** Pets to have available, orders to have placed, before a run of each scenario, by backend. */
+/**
+ * Pets to have available, orders to have placed, before the first run of each scenario, by
+ * backend. A round that used up what it had sends the rest of its writes as lists (counted as
+ * `fallbacks`), so each later run has twice as many as the most a run used, or twice what it had
+ * when it ran out (`prepared`): sized by the round's seconds and the rate the server writes at.
+ */
 const NEEDS: Record<string, Partial<Record<ServerName, { pets: number; orders: number }>>> = {
   mixed: { petstore: { pets: 4_000, orders: 0 }, postgres: { pets: 2_000, orders: 0 } },
   place: { petstore: { pets: 24_000, orders: 0 }, postgres: { pets: 8_000, orders: 0 } },
   close: { petstore: { pets: 0, orders: 24_000 }, postgres: { pets: 0, orders: 8_000 } },
 };
+
+/** How many to have next time, from `had` before a run and `left` after it. */
+export function nextNeed(had: number, left: number): number {
+  if (had === 0) return 0;
+  return left === 0 ? 2 * had : Math.max(had, 2 * (had - left));
+}
 
 function mixScenario(id: string, label: string, mix: string, extra: Partial<Scenario> = {}): Scenario {
   return {
@@ -128,23 +139,25 @@ async function listed<T>(server: Running, path: string, most: number): Promise<T
   return items.slice(0, most);
 }
 
-/** Available pets, at least `need`: created when too few are left. */
-async function availablePets(server: Running, need: number): Promise<number[]> {
-  if (need === 0) return [];
+/** Available pets, `need` of them (created when too few are left), and how many there were before. */
+async function availablePets(server: Running, need: number): Promise<{ ids: number[]; found: number }> {
+  if (need === 0) return { ids: [], found: 0 };
   let pets = await listed<{ id: number }>(server, '/v1/pets?status=available&limit=100', need);
+  const found = pets.length;
   if (pets.length < need) {
     await createPets(server, need - pets.length);
     pets = await listed<{ id: number }>(server, '/v1/pets?status=available&limit=100', need);
   }
-  return pets.map((p) => p.id);
+  return { ids: pets.map((p) => p.id), found };
 }
 
-/** Orders placed and still open, at least `need`: placed on available pets when too few are. */
-async function placedOrders(server: Running, need: number): Promise<string[]> {
-  if (need === 0) return [];
+/** Orders placed and still open, `need` of them (placed on available pets when too few are), and how many there were before. */
+async function placedOrders(server: Running, need: number): Promise<{ ids: string[]; found: number }> {
+  if (need === 0) return { ids: [], found: 0 };
   let orders = await listed<{ id: string }>(server, '/v1/store/orders?status=placed&limit=100', need);
+  const found = orders.length;
   if (orders.length < need) {
-    const pets = await availablePets(server, need - orders.length);
+    const { ids: pets } = await availablePets(server, need - orders.length);
     let next = 0;
     const worker = async () => {
       while (next < pets.length) {
@@ -161,7 +174,7 @@ async function placedOrders(server: Running, need: number): Promise<string[]> {
     await Promise.all(Array.from({ length: 16 }, worker));
     orders = await listed<{ id: string }>(server, '/v1/store/orders?status=placed&limit=100', need);
   }
-  return orders.map((o) => o.id);
+  return { ids: orders.map((o) => o.id), found };
 }
 
 /** The ETags of pets 1 to SEED_PETS, read by `getPet`. */
@@ -177,15 +190,25 @@ async function tagsOf(server: Running): Promise<string[]> {
   return lines;
 }
 
-/** What a run of scenario `id` works on, written to a file wrk/mixed.lua reads. */
+/**
+ * What a run of scenario `id` works on, written to a file wrk/mixed.lua reads; what the last run
+ * left tells how many the next one needs (`nextNeed`).
+ */
 function prepared(id: 'mixed' | 'patch' | 'place' | 'close') {
+  const needs = new Map<ServerName, { pets: number; orders: number }>();
   return async (server: Running, name: ServerName, dir: string): Promise<Record<string, string>> => {
-    const need = NEEDS[id]?.[name] ?? { pets: 0, orders: 0 };
-    const lines = [
-      ...(id === 'mixed' || id === 'patch' ? await tagsOf(server) : []),
-      ...(await availablePets(server, need.pets)).map((pet) => `pet ${pet}`),
-      ...(await placedOrders(server, need.orders)).map((order) => `order ${order}`),
-    ];
+    let need = needs.get(name) ?? NEEDS[id]?.[name] ?? { pets: 0, orders: 0 };
+    const last = needs.get(name);
+    const tags = id === 'mixed' || id === 'patch' ? await tagsOf(server) : [];
+    let pets = await availablePets(server, need.pets);
+    let orders = await placedOrders(server, need.orders);
+    if (last !== undefined) {
+      need = { pets: nextNeed(last.pets, pets.found), orders: nextNeed(last.orders, orders.found) };
+      if (need.pets > last.pets) pets = await availablePets(server, need.pets);
+      if (need.orders > last.orders) orders = await placedOrders(server, need.orders);
+    }
+    needs.set(name, need);
+    const lines = [...tags, ...pets.ids.map((pet) => `pet ${pet}`), ...orders.ids.map((order) => `order ${order}`)];
     const file = join(dir, `mix-${id}-${name}.txt`);
     writeFileSync(file, `${lines.join('\n')}\n`);
     return { BENCH_MIX_FILE: file };

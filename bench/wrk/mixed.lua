@@ -21,7 +21,9 @@ local list_req
 local get_reqs, tag_ids = {}, {}
 local tags, versions, busy = {}, {}, {}
 local ready, free, orders = {}, {}, {}
-local closes, fallbacks = 0, 0
+local closes = 0
+-- A global, not a local: done() reads it from each thread with thread:get, which sees only globals.
+fallbacks = 0
 local places = false
 
 local function push(t, v) t[#t + 1] = v end

@@ -55,6 +55,27 @@ describe('AnswerMemo', () => {
     expect(get('/v1/pets/7')).toBeUndefined();
   });
 
+  test('asks the store what a kept answer read once per change count, not at every asking', () => {
+    const changes = new ChangeCounter();
+    let asked = 0;
+    const memo = new AnswerMemo({
+      changeCount: () => changes.count(),
+      unchanged: (since, reads) => {
+        asked++;
+        return changes.unchanged(since as number, reads);
+      },
+    });
+    memo.set('/v1/pets/7', 0, page(7, { ids: [7] }));
+    memo.set('/v1/pets/7', 0, page(7, { ids: [7] }));
+    changes.changed({ ids: [8] });
+    for (let i = 0; i < 3; i++) expect(memo.get('/v1/pets/7', changes.count())?.body).toBe('[7]');
+    expect(asked).toBe(1);
+    // Moved on to the count it was found true at, it still sees a later change of what it read.
+    changes.changed({ ids: [7] });
+    expect(memo.get('/v1/pets/7', changes.count())).toBeUndefined();
+    expect(asked).toBe(2);
+  });
+
   test('keeps a full page through creates and other pets; the last page and a status filter as they depend', () => {
     const { changes, keep, get } = counted();
     keep('full', page(1, { ids: [1, 2, 3] }));

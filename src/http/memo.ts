@@ -17,8 +17,12 @@ export type StoreChanges = Pick<PetStore, 'startDueExpiry' | 'changeCount' | 'un
 type CountedChanges = Pick<StoreChanges, 'changeCount' | 'unchanged'>;
 
 interface Kept {
-  /** The store's change count the reply was read at. */
-  readonly since: unknown;
+  /**
+   * A change count the reply is known true at: the one it was read at, moved on to the count a
+   * later `get` found nothing it read changed by (so the next `get` at that count compares the
+   * counts alone, not each pet the reply read).
+   */
+  since: unknown;
   /** What it read (`Reply.reads`); undefined: every pet. */
   readonly reads: PetsTouched | undefined;
   readonly reply: Reply;
@@ -75,7 +79,10 @@ export class AnswerMemo {
     if (count === undefined) return undefined;
     const kept = this.#kept.get(key);
     if (kept === undefined) return undefined;
-    return kept.since === count || this.#store.unchanged(kept.since, kept.reads) ? kept.reply : undefined;
+    if (kept.since === count) return kept.reply;
+    if (!this.#store.unchanged(kept.since, kept.reads)) return undefined;
+    kept.since = count;
+    return kept.reply;
   }
 
   /**

@@ -1,6 +1,14 @@
 import { describe, expect, test } from 'bun:test';
+import { silentLogger } from '../log.ts';
 import { EVERY_PET } from './change-counter.ts';
-import { announcement, heard, MOST_IDS_ANNOUNCED } from './postgres-changes.ts';
+import {
+  ANNOUNCE_GATHER_MS,
+  announcement,
+  heard,
+  type ListenSession,
+  MOST_IDS_ANNOUNCED,
+  PetChanges,
+} from './postgres-changes.ts';
 
 describe("an instance's announcement of its writes", () => {
   test('names the instance, the pets once each, and whether pets came or went or a status changed', () => {
@@ -28,5 +36,39 @@ describe("an instance's announcement of its writes", () => {
     for (const payload of ['', 'x', 'a1:s', 'a1:s:1:2', 'a1::7,x', ':s:7', 'a1::1.5']) {
       expect(heard(payload).change).toBe(EVERY_PET);
     }
+  });
+});
+
+describe('announcing this instance’s writes', () => {
+  const never: ListenSession = () => {
+    throw new Error('not listening in this test');
+  };
+
+  test('writes that end within a few milliseconds of each other share one announcement', async () => {
+    const sent: string[] = [];
+    const changes = new PetChanges(
+      never,
+      async (payload) => {
+        sent.push(payload.replace(/^[0-9a-f]{8}:/, '<instance>:'));
+      },
+      silentLogger,
+    );
+    changes.written({ ids: [7] });
+    // The first write's announcement would have been answered by now, were it sent at once.
+    await new Promise((resolve) => setImmediate(resolve));
+    changes.written({ ids: [9], statuses: true });
+    await Bun.sleep(ANNOUNCE_GATHER_MS + 50);
+    expect(sent).toEqual(['<instance>:s:7,9']);
+    changes.written({ ids: [3] });
+    await Bun.sleep(ANNOUNCE_GATHER_MS + 50);
+    expect(sent).toEqual(['<instance>:s:7,9', '<instance>::3']);
+  });
+
+  test('a write still gathered when the store closes is announced before it closes', async () => {
+    const sent: string[] = [];
+    const changes = new PetChanges(never, async (payload) => void sent.push(payload.slice(9)), silentLogger);
+    changes.written({ ids: [4], members: true });
+    await changes.close();
+    expect(sent).toEqual(['m:4']);
   });
 });

@@ -36,6 +36,12 @@ export const HEARTBEAT_MS = 1_000;
  * nothing of the connection: that is an answer too.
  */
 export const HEARTBEAT_LOCK_WAIT_MS = 250;
+/**
+ * How long the first write after a quiet spell waits before its announcement is sent, so that the
+ * writes ending meanwhile share it: each announcement is a round trip, and a notification every
+ * listening instance (this one included) reads. Far inside the second the fleet promises.
+ */
+export const ANNOUNCE_GATHER_MS = 2;
 /** SQLSTATE lock_not_available: `lock_timeout` passed. */
 const LOCK_NOT_AVAILABLE = '55P03';
 /**
@@ -128,9 +134,11 @@ export class PetChanges {
   #unannounced: PetChange[] = [];
   /** Where the pets' versions were at the last heartbeat (`watermark`). */
   #top: unknown;
-  /** Whether an announcement is being sent, and whether another write ended meanwhile. */
+  /** Whether an announcement is being gathered or sent, and whether another write ended while one was sent. */
   #announcing = false;
   #announceAgain = false;
+  /** The wait before the announcement being gathered is sent (`ANNOUNCE_GATHER_MS`). */
+  #gathering: ReturnType<typeof setTimeout> | undefined;
   /** The connection that listens, or is about to; undefined between a loss and the next try. */
   #session: postgres.Sql | undefined;
   #listening = false;
@@ -168,8 +176,9 @@ export class PetChanges {
   /**
    * A write of this instance ended, stored or not (its outcome may be unknown): `change` is
    * counted before its caller hears of it, so this instance's next read sees it without waiting
-   * for any notification, and announced to the others. One announcement at a time: the writes
-   * that end while one is sent share the next.
+   * for any notification, and announced to the others. One announcement at a time, sent
+   * `ANNOUNCE_GATHER_MS` after the first write it names: the writes that end meanwhile, or while
+   * the last one is sent, share it.
    */
   written(change: PetChange): void {
     this.#changes.changed(change);
@@ -179,6 +188,11 @@ export class PetChanges {
   }
 
   async close(): Promise<void> {
+    // The writes still gathered are announced before the pool closes.
+    if (this.#gathering !== undefined) {
+      clearTimeout(this.#gathering);
+      await this.#announceGathered();
+    }
     this.#closed = true;
     this.#listening = false;
     clearTimeout(this.#relisten);
@@ -217,24 +231,33 @@ export class PetChanges {
   }
 
   #sendAnnouncement(): void {
+    // A write that ends while one is gathered is in it.
+    if (this.#gathering !== undefined) return;
     if (this.#announcing) {
       this.#announceAgain = true;
       return;
     }
     this.#announcing = true;
+    this.#gathering = setTimeout(() => void this.#announceGathered(), ANNOUNCE_GATHER_MS);
+    this.#gathering.unref?.();
+  }
+
+  async #announceGathered(): Promise<void> {
+    this.#gathering = undefined;
     const payload = announcement(this.#instance, this.#unannounced);
     this.#unannounced = [];
-    this.#announce(payload)
-      .catch((err: unknown) => {
-        // The others see the write by their heartbeat's watermark instead, within a second.
-        this.#log.debug('announcing a pet write failed', { error: peerText(err) });
-      })
-      .finally(() => {
-        this.#announcing = false;
-        if (!this.#announceAgain) return;
+    try {
+      await this.#announce(payload);
+    } catch (err) {
+      // The others see the write by their heartbeat's watermark instead, within a second.
+      this.#log.debug('announcing a pet write failed', { error: peerText(err) });
+    } finally {
+      this.#announcing = false;
+      if (this.#announceAgain) {
         this.#announceAgain = false;
         this.#sendAnnouncement();
-      });
+      }
+    }
   }
 
   /** `session` is gone: stop serving kept answers at once, and listen anew after a pause. */

@@ -13,6 +13,7 @@ import {
   PET_AND_HOLD,
   PLACE_IF_AVAILABLE,
   PostgresStore,
+  RENAME_IF_VERSION,
   UPDATE_IF_VERSION,
 } from './postgres.ts';
 import { HEARTBEAT_MS, PETS_CHANNEL } from './postgres-changes.ts';
@@ -333,6 +334,44 @@ describe('PostgresStore writes in one statement', () => {
     }
   });
 
+  test('RENAME_IF_VERSION: a name or category changed in one statement only with the version asked, a change to make and no hold run out', async () => {
+    const db = await freshDatabase();
+    const store = await PostgresStore.open({ url: db.url, log: silentLogger });
+    const sql = client(db.url);
+    try {
+      await store.create({ name: 'Rex', categoryId: 1, status: 'available' });
+      const pet = async () => (await sql`SELECT name, category_id, status, version FROM pets WHERE id = 1`)[0];
+      // Another version, no such pet, or nothing to change: nothing written.
+      expect(await sql.unsafe(RENAME_IF_VERSION, ['Max', null, 1, 2])).toEqual([] as never);
+      expect(await sql.unsafe(RENAME_IF_VERSION, ['Max', null, 2, null])).toEqual([] as never);
+      expect(await sql.unsafe(RENAME_IF_VERSION, ['Rex', 1, 1, 1])).toEqual([] as never);
+      expect(await pet()).toEqual({ name: 'Rex', category_id: 1, status: 'available', version: 1 });
+      expect(await sql.unsafe(RENAME_IF_VERSION, ['Max', null, 1, 1])).toEqual([
+        { id: 1, name: 'Max', category_id: 1, status: 'available', version: 2 },
+      ] as never);
+      expect(await sql.unsafe(RENAME_IF_VERSION, [null, 3, 1, null])).toEqual([
+        { id: 1, name: 'Max', category_id: 3, status: 'available', version: 3 },
+      ] as never);
+      // A hold of the pet that ran out is expired first, by the transaction: nothing written here.
+      await sql.unsafe(PLACE_IF_AVAILABLE, [1, 'ord_a', 'key:acme', HOUR]);
+      expect(await sql.unsafe(RENAME_IF_VERSION, ['Kit', null, 1, 4])).toEqual([
+        { id: 1, name: 'Kit', category_id: 3, status: 'pending', version: 5 },
+      ] as never);
+      await sql`UPDATE orders SET hold_until = placed_at WHERE id = 'ord_a'`;
+      expect(await sql.unsafe(RENAME_IF_VERSION, ['Tom', null, 1, 5])).toEqual([] as never);
+      // The store's change of that pet: the hold expired (a new version), then If-Match 5 is stale.
+      expect(await store.update(1, { name: 'Tom' }, [5])).toMatchObject({ outcome: 'stale', pet: { version: 6 } });
+      expect(await store.update(1, { name: 'Tom' }, [6])).toEqual({
+        outcome: 'updated',
+        pet: { id: 1, name: 'Tom', categoryId: 3, status: 'available', version: 7 },
+      });
+    } finally {
+      await sql.end();
+      await store.close();
+      await db.drop();
+    }
+  });
+
   test('an open order left on an available pet (as a build without orders leaves it): placing expires it if its hold ran out, then places', async () => {
     const db = await freshDatabase();
     const store = await PostgresStore.open({ url: db.url, log: silentLogger });
@@ -429,6 +468,8 @@ describe('PostgresStore version: every write of the fleet, heard through LISTEN'
     try {
       await listener.listen(PETS_CHANNEL, (payload) => heard.push(payload));
       const made = await a.create({ name: 'Rex', categoryId: 1, status: 'available' });
+      // Heard before the next write, which would otherwise share its announcement (ANNOUNCE_GATHER_MS).
+      await within(1_000, () => heard.length >= 1);
       await a.update(made.id, { status: 'pending' });
       await within(1_000, () => heard.length >= 2);
       await Bun.sleep(200);

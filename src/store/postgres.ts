@@ -69,6 +69,17 @@ export const PET_AND_HOLD = `SELECT ${STORED_PET_COLUMNS},
 export const UPDATE_IF_VERSION = `UPDATE pets SET name = $1, category_id = $2, status = $3, version = ${NEXT_VERSION}
   WHERE id = $4 AND version = $5 RETURNING ${STORED_PET_COLUMNS}`;
 /**
+ * Pet $3's name to $1 and category to $2 (null: kept), in one statement, only if its version is
+ * $4 (null: any), the change changes something, and no hold of it has run out (its expiry comes
+ * first). No row: one of those, or no such pet; the two statements or the transaction decide.
+ */
+export const RENAME_IF_VERSION = `UPDATE pets SET name = coalesce($1::text, name),
+    category_id = coalesce($2::bigint, category_id), version = ${NEXT_VERSION}
+  WHERE id = $3 AND ($4::bigint IS NULL OR version = $4::bigint)
+    AND (name <> coalesce($1::text, name) OR category_id <> coalesce($2::bigint, category_id))
+    AND NOT EXISTS (SELECT 1 FROM orders WHERE pet_id = $3 AND status = 'placed' AND hold_until <= ${NOW_MS})
+  RETURNING ${STORED_PET_COLUMNS}`;
+/**
  * Order $2 of owner $3 placed on pet $1 for $4 ms, in one statement: the pet moves from
  * available to pending (the conditional write that sells a pet once: concurrent orders wait for
  * its row lock, then find it pending) and the order is stored only if it did. No row: the pet
@@ -344,8 +355,9 @@ export class PostgresStore implements PetStore, WithKeyStore {
   }
 
   /**
-   * At once when it can be (`#updateAtOnce`: a read, then a write conditional on the version
-   * read), else in one transaction: the pet's due holds expired, its row locked (`FOR UPDATE`),
+   * A change of name or category alone in one statement when it can be (`#renameAtOnce`); else
+   * at once when it can be (`#updateAtOnce`: a read, then a write conditional on the version
+   * read); else in one transaction: the pet's due holds expired, its row locked (`FOR UPDATE`),
    * checked, written with a new version.
    */
   async update(id: number, patch: PetPatch, ifMatch?: IfMatch): Promise<UpdateResult> {
@@ -353,8 +365,26 @@ export class PostgresStore implements PetStore, WithKeyStore {
     return this.#changing(
       STORE_CALLS.update.doing,
       { ids: [id], statuses: true },
-      async () => (await this.#updateAtOnce(id, patch, ifMatch)) ?? this.#updateInTransaction(id, patch, ifMatch),
+      async () =>
+        (await this.#renameAtOnce(id, patch, ifMatch)) ??
+        (await this.#updateAtOnce(id, patch, ifMatch)) ??
+        this.#updateInTransaction(id, patch, ifMatch),
     );
+  }
+
+  /**
+   * `update` of a pet's name or category (no status, so no transition and no open order to
+   * check) with at most one version in If-Match, in one statement (`RENAME_IF_VERSION`).
+   * Undefined when it wrote nothing: the other ways tell why (not found, stale, nothing to
+   * change, a hold run out).
+   */
+  async #renameAtOnce(id: number, patch: PetPatch, ifMatch: IfMatch | undefined): Promise<UpdateResult | undefined> {
+    if (patch.status !== undefined || (patch.name === undefined && patch.categoryId === undefined)) return undefined;
+    if (ifMatch !== undefined && ifMatch !== '*' && ifMatch.length !== 1) return undefined;
+    const version = ifMatch === undefined || ifMatch === '*' ? null : ifMatch[0];
+    const params = [patch.name ?? null, patch.categoryId ?? null, id, version ?? null];
+    const [changed] = await this.#sql.unsafe(RENAME_IF_VERSION, params, PREPARED);
+    return changed ? { outcome: 'updated', pet: storedPetFromRow(changed) } : undefined;
   }
 
   /**
