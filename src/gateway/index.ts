@@ -7,7 +7,7 @@ import { ADMIN_SCOPE } from '../core/key-scopes.ts';
 import { type Consumer, ownerOf } from '../keys/file.ts';
 import { type BanPolicy, DEFAULT_MAX_IN_FLIGHT } from '../keys/plans.ts';
 import type { KeyTable } from '../keys/table.ts';
-import { childSpan } from '../trace/spans.ts';
+import { childSpan, closeChild, failChild, openChild } from '../trace/spans.ts';
 import { canonicalAddress } from './addresses.ts';
 import { type Caller, identify } from './caller.ts';
 import { decider } from './decide.ts';
@@ -160,7 +160,16 @@ export function gateway({
     }
     try {
       const cost = op.readsQuota ? 0 : op.id === undefined ? 1 : (consumer.costs[op.id] ?? 1);
-      const verdict = await decided(caller, cost);
+      // The decision's child opened and closed here, around the one await: no promise of its own.
+      const child = openChild('gateway decide', NO_ATTRIBUTES, DECISION_SPAN, cost);
+      let verdict: Awaited<ReturnType<typeof decide>>;
+      try {
+        verdict = await decide(caller, cost);
+      } catch (err) {
+        failChild(child, err);
+        throw err;
+      }
+      closeChild(child, verdict, DECISION_SPAN.outcome);
       if (verdict.outcome === 'unavailable') return LIMITER_DOWN;
       if (verdict.notices && notify) await notify(consumer, verdict);
       let limited: ApiError | undefined;
