@@ -134,7 +134,10 @@ export function gateway({
   const inFlight = hostSlots
     ? new HostInFlight<Decision>(maxInFlight, hostSlots.memory, hostSlots.worker)
     : new InFlight<Decision>(maxInFlight);
-  /** The limiter's decision, a child of the request's trace record when requests are recorded. */
+  /**
+   * The limiter's decision for a caller without a valid key, a child of the request's trace record
+   * when requests are recorded; a key's request, the hot path, opens and closes the child itself.
+   */
   const decided = (caller: Caller, cost: number) =>
     childSpan('gateway decide', NO_ATTRIBUTES, () => decide(caller, cost), DECISION_SPAN, cost);
 
