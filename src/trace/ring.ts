@@ -146,6 +146,8 @@ export class TraceRing {
   overwritten = 0;
   /** Child spans not recorded: their request already had `MAX_CHILDREN`. */
   childrenLost = 0;
+  /** Told when a record is kept or a kept one lost, so the export reads the ring only then. */
+  wake: (() => void) | undefined;
 
   readonly state: Uint8Array;
   readonly seq: Float64Array;
@@ -339,6 +341,7 @@ export class TraceRing {
     if (kept) {
       this.state[r] = KEPT;
       this.kept++;
+      this.wake?.();
     } else this.state[r] = FREE;
   }
 

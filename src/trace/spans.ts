@@ -215,7 +215,10 @@ export function finishRequest<R>(
   if (!into.holds(r, scope.seq as number)) {
     // Overwritten while it was served (a ring too small for the requests in flight): nothing
     // of it is exported, and its answer says so.
-    if (head) into.overwritten++;
+    if (head) {
+      into.overwritten++;
+      into.wake?.();
+    }
     scope.sampled = false;
     return false;
   }
