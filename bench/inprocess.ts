@@ -9,7 +9,9 @@
  *
  * Knobs (environment): BENCH_BASE (required), BENCH_HEAD (a ref to stand for this tree: two
  * earlier commits side by side, to find which of a run of commits costs what), BENCH_ONLY
- * (list,get,401,429,post), AB_BLOCKS (40), AB_REQUESTS (3,000 a block).
+ * (list,get,401,429,post), AB_BLOCKS (40), AB_REQUESTS (3,000 a block), AB_TRACE (a ratio, 0 to 1:
+ * both apps record every request into a trace ring, sampled at that ratio, with the tail rules on,
+ * the ring's kept records read and dropped after each block; unset, neither records).
  */
 import { existsSync } from 'node:fs';
 import { createApp } from '../src/app.ts';
@@ -117,6 +119,19 @@ async function block(app: App, scenario: (typeof SCENARIOS)[number]): Promise<nu
   return (used.user + used.system) / REQUESTS;
 }
 
+/** Every request of the app at `root` recorded into a ring, as with an endpoint (`AB_TRACE`). */
+async function record(root: string, ratio: number): Promise<{ drain: () => void }> {
+  const [spans, ring, exporter] = await Promise.all([
+    import(`${root}/src/trace/spans.ts`),
+    import(`${root}/src/trace/ring.ts`),
+    import(`${root}/src/trace/export.ts`),
+  ]);
+  const into = new ring.TraceRing();
+  const { sampled } = exporter.samplingOf('parentbased_traceidratio', ratio);
+  spans.useRecorder(into, undefined, sampled, { slowerThanMs: 1000, errors: true, maxPerSecond: 100 });
+  return { drain: () => into.drain(() => {}) };
+}
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
 const ref = process.env.BENCH_BASE;
@@ -128,6 +143,14 @@ const current: Modules = head
   : { createApp, hashToken, parseKeys, KeyTable, SlidingWindowLimiter, createLogger, MemoryStore };
 const headName = head ? `${head.ref} (${head.commit})` : 'this tree';
 const only = process.env.BENCH_ONLY?.split(',');
+const ratio = process.env.AB_TRACE === undefined ? undefined : Number(process.env.AB_TRACE);
+const recorders =
+  ratio === undefined
+    ? []
+    : [await record(head ? head.root : `${import.meta.dir}/..`, ratio), await record(base.root, ratio)];
+const drain = () => {
+  for (const r of recorders) r.drain();
+};
 for (const scenario of SCENARIOS.filter((s) => !only || only.includes(s.id))) {
   const apps = [await appOf(current), await appOf(await modulesOf(base.root))] as const;
   for (const app of apps) await block(app, scenario); // warm-up
@@ -138,6 +161,7 @@ for (const scenario of SCENARIOS.filter((s) => !only || only.includes(s.id))) {
     const mineFirst = b % 2 === 0;
     const a = await block(mineFirst ? apps[0] : apps[1], scenario);
     const z = await block(mineFirst ? apps[1] : apps[0], scenario);
+    drain();
     const [mine, theirs] = mineFirst ? [a, z] : [z, a];
     costs[0].push(mine);
     costs[1].push(theirs);

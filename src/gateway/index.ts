@@ -7,7 +7,7 @@ import { ADMIN_SCOPE } from '../core/key-scopes.ts';
 import { type Consumer, ownerOf } from '../keys/file.ts';
 import { type BanPolicy, DEFAULT_MAX_IN_FLIGHT } from '../keys/plans.ts';
 import type { KeyTable } from '../keys/table.ts';
-import { childSpan } from '../trace/spans.ts';
+import { childSpan, closeChild, failChild, openChild } from '../trace/spans.ts';
 import { canonicalAddress } from './addresses.ts';
 import { type Caller, identify } from './caller.ts';
 import { decider } from './decide.ts';
@@ -134,7 +134,10 @@ export function gateway({
   const inFlight = hostSlots
     ? new HostInFlight<Decision>(maxInFlight, hostSlots.memory, hostSlots.worker)
     : new InFlight<Decision>(maxInFlight);
-  /** The limiter's decision, a child of the request's trace record when requests are recorded. */
+  /**
+   * The limiter's decision for a caller without a valid key, a child of the request's trace record
+   * when requests are recorded; a key's request, the hot path, opens and closes the child itself.
+   */
   const decided = (caller: Caller, cost: number) =>
     childSpan('gateway decide', NO_ATTRIBUTES, () => decide(caller, cost), DECISION_SPAN, cost);
 
@@ -160,7 +163,16 @@ export function gateway({
     }
     try {
       const cost = op.readsQuota ? 0 : op.id === undefined ? 1 : (consumer.costs[op.id] ?? 1);
-      const verdict = await decided(caller, cost);
+      // The decision's child opened and closed here, around the one await: no promise of its own.
+      const child = openChild('gateway decide', NO_ATTRIBUTES, DECISION_SPAN, cost);
+      let verdict: Awaited<ReturnType<typeof decide>>;
+      try {
+        verdict = await decide(caller, cost);
+      } catch (err) {
+        failChild(child, err);
+        throw err;
+      }
+      closeChild(child, verdict, DECISION_SPAN.outcome);
       if (verdict.outcome === 'unavailable') return LIMITER_DOWN;
       if (verdict.notices && notify) await notify(consumer, verdict);
       let limited: ApiError | undefined;

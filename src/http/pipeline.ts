@@ -238,7 +238,7 @@ async function answerInScope(
   // (slow, or a 5xx), or its record was lost, `traceresponse` is written again with it.
   const head = scope.sampled === true;
   if (tracing.finish(c, scope, res.status) !== head && traceresponse) setTraceResponse(res, tracing.header(scope));
-  requestLog.finish(c, started, res.status, scope.record === undefined ? undefined : scope.sampled === true);
+  requestLog.finish(c, started, res.status, scope.sampled === true);
   if (count && counted !== undefined) count.finish(c, counted, res.status, scope);
   return res;
 }

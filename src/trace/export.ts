@@ -59,7 +59,7 @@ export const MAX_QUEUE = 2048;
 const BATCH = 512;
 /** How long a batch not full waits for more spans before it is sent. */
 const DELAY_MS = 1_000;
-/** How often the kept records of the ring are read. */
+/** How long a kept record waits at most before the ring is read. */
 const READ_MS = 200;
 /** How long one export may take before it counts as failed. */
 const EXPORT_TIMEOUT_MS = 10_000;
@@ -186,8 +186,21 @@ export function startTraceExport(options: TraceExportOptions): TraceExport {
     }
     send();
   };
-  const reading = setInterval(() => read(Date.now(), false), READ_MS);
-  (reading as { unref?: () => void }).unref?.();
+  // The ring is read only while it holds something to export: a timer is armed when a record is
+  // kept (or one is lost), and again while a batch waits to be closed. With none kept (ratio 0,
+  // no slow or failed request) no timer is pending: a pending timer costs the event loop every turn.
+  let reading: ReturnType<typeof setTimeout> | undefined;
+  const tick = () => {
+    reading = undefined;
+    read(Date.now(), false);
+    if (encoder.spans > 0 || ring.kept > 0) arm();
+  };
+  const arm = () => {
+    if (reading !== undefined) return;
+    reading = setTimeout(tick, READ_MS);
+    (reading as { unref?: () => void }).unref?.();
+  };
+  ring.wake = arm;
   const keep: KeepRules = {
     ...(options.keep ?? { slowerThanMs: 0, errors: false, maxPerSecond: 0 }),
     ...(dropped ? { capped: (spans: number) => dropped(spans, 'tail_capped') } : {}),
@@ -196,7 +209,8 @@ export function startTraceExport(options: TraceExportOptions): TraceExport {
   return {
     async shutdown(withinMs) {
       useRecorder(undefined, undefined);
-      clearInterval(reading);
+      ring.wake = undefined;
+      clearTimeout(reading);
       const sent = new Promise<void>((resolve) => {
         idle = resolve;
       });
@@ -303,11 +317,19 @@ export class RatioSampler implements Sampler {
   samples(traceId: string): boolean {
     // Ratios 0 and 1 need no digit read: no id is below 0, every id is below 2^52.
     if (this.#ratio === 0 || this.#ratio === 1) return this.#ratio === 1;
-    return Number.parseInt(traceId.slice(-13), 16) < this.#below;
+    // Read digit by digit, not sliced and parsed: no string is made per request.
+    let low = 0;
+    for (let i = traceId.length - 13; i < traceId.length; i++) low = low * 16 + hexDigit(traceId.charCodeAt(i));
+    return low < this.#below;
   }
   toString(): string {
     return `RatioSampler{${this.#ratio}}`;
   }
+}
+
+/** The value of the hex digit whose character code is `code` (0-9, a-f, A-F). */
+function hexDigit(code: number): number {
+  return code <= 57 ? code - 48 : (code | 32) - 87;
 }
 
 /**

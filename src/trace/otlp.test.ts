@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { SpanKind } from '@opentelemetry/api';
 import { decodeExport, ExportRequest } from '../../test/otlp-receiver.ts';
 import { RecordEncoder } from './otlp.ts';
-import { CLIENT, FAILED, HEAD, REMOTE, TAIL, TraceRing } from './ring.ts';
+import { CLIENT, FAILED, HEAD, MAX_CHILDREN, REMOTE, TAIL, TraceRing } from './ring.ts';
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const SPAN = '00f067aa0ba902b7';
@@ -30,8 +30,8 @@ function record(ring: TraceRing, url: string): number {
   ring.childErrorType[r * 8 + redis] = ring.strings.id('TimeoutError');
   ring.errorChild[r] = redis;
   ring.error.write(r, 'Redis took longer than 50 ms');
-  ring.closeChild(r, redis, 1_764_300_000_175.5);
-  ring.closeChild(r, decide, 1_764_300_000_176);
+  ring.closeChild(r * MAX_CHILDREN + redis, 1_764_300_000_175.5);
+  ring.closeChild(r * MAX_CHILDREN + decide, 1_764_300_000_176);
   ring.end[r] = 1_764_300_000_180.25;
   ring.status[r] = 503;
   ring.method[r] = ring.methodId('GET');

@@ -135,6 +135,9 @@ export class TraceRing {
   readonly attributeSets = new Interned<Attributes>();
   #next = 0;
   #generation = 0;
+  /** Child slots in all, and the generations a child handle tells apart. */
+  readonly #children: number;
+  readonly #generations: number;
   /** The numbers of `KNOWN_METHODS` and `OTHER_METHOD`, interned first. */
   readonly #methods = new Map<string, number>();
   /** Kept records awaiting export. */
@@ -143,6 +146,8 @@ export class TraceRing {
   overwritten = 0;
   /** Child spans not recorded: their request already had `MAX_CHILDREN`. */
   childrenLost = 0;
+  /** Told when a record is kept or a kept one lost, so the export reads the ring only then. */
+  wake: (() => void) | undefined;
 
   readonly state: Uint8Array;
   readonly seq: Float64Array;
@@ -191,6 +196,9 @@ export class TraceRing {
 
   constructor(size = DEFAULT_RING_RECORDS) {
     this.size = size;
+    this.#children = size * MAX_CHILDREN;
+    // A child handle stays an exact integer: below 2^53.
+    this.#generations = Math.floor(2 ** 53 / this.#children);
     // Number 1, so that a failed child whose error's name finds the table full is still an `Error`.
     this.strings.id(ERROR_NAME);
     for (const method of [...KNOWN_METHODS, OTHER_METHOD]) this.#methods.set(method, this.strings.id(method));
@@ -304,10 +312,27 @@ export class TraceRing {
     return n;
   }
 
-  /** Ends child `n` of record `r` at `at`: the work in it returns to its parent. */
-  closeChild(r: number, n: number, at: number): void {
-    const i = r * MAX_CHILDREN + n;
+  /**
+   * Child `n` of record `r` as one number: its index (`r * MAX_CHILDREN + n`) and the record's
+   * generation, modulo `#generations`, so a handle outliving its record is told apart (`heldChild`).
+   */
+  childHandle(r: number, n: number): number {
+    return ((this.seq[r] as number) % this.#generations) * this.#children + r * MAX_CHILDREN + n;
+  }
+
+  /** The index of the child `handle` names, or -1 when its record was claimed again or finished. */
+  heldChild(handle: number): number {
+    const i = handle % this.#children;
+    const r = (i - (i % MAX_CHILDREN)) / MAX_CHILDREN;
+    const generation = (handle - i) / this.#children;
+    return this.state[r] === OPEN && (this.seq[r] as number) % this.#generations === generation ? i : -1;
+  }
+
+  /** Ends the child at index `i` (`r * MAX_CHILDREN + n`) at `at`: the work in it returns to its parent. */
+  closeChild(i: number, at: number): void {
     this.childEnd[i] = at;
+    const n = i % MAX_CHILDREN;
+    const r = (i - n) / MAX_CHILDREN;
     if (this.open[r] === n) this.open[r] = this.childParent[i] as number;
   }
 
@@ -316,6 +341,7 @@ export class TraceRing {
     if (kept) {
       this.state[r] = KEPT;
       this.kept++;
+      this.wake?.();
     } else this.state[r] = FREE;
   }
 

@@ -4,7 +4,17 @@ import { decodeExport, type ExportedSpan, KIND, STATUS } from '../../test/otlp-r
 import { RecordEncoder } from './otlp.ts';
 import { inScope, type RequestScope } from './request-scope.ts';
 import { TraceRing } from './ring.ts';
-import { beginRequest, childSpan, finishRequest, type KeepRules, useRecorder } from './spans.ts';
+import {
+  beginRequest,
+  childSpan,
+  closeChild,
+  failChild,
+  finishRequest,
+  type KeepRules,
+  NO_CHILD,
+  openChild,
+  useRecorder,
+} from './spans.ts';
 
 interface FakeRequest {
   method: string;
@@ -168,6 +178,44 @@ describe('every request recorded alike; kept by the head or the tail', () => {
     finish(beginRequest('third', undefined, start, GET), 200);
     expect(finish(first, 200)).toBe(true);
     expect(ring.overwritten).toBe(1);
+    expect(exported(ring).map((s) => s.name)).toEqual(['GET /v1/pets', 'GET /v1/pets']);
+  });
+
+  test('a child opened and closed by its caller: its number, its outcome, a failure, and a handle outliving its record', async () => {
+    const { ring } = recorder(2, true);
+    const outcome = { key: 'petstore.gateway.decision', of: (v: string) => v };
+    const options = { number: 'petstore.gateway.cost', outcome };
+    const scope = beginRequest('r', undefined, start, GET);
+    await inScope(scope, async () => {
+      const decide = openChild('gateway decide', {}, options, 2);
+      await sleep(1);
+      closeChild(decide, 'admitted', outcome);
+      const store = openChild('list pets', { 'db.operation.name': 'list' });
+      failChild(store, new RangeError('store away'));
+    });
+    finish(scope, 200);
+    const spans = exported(ring);
+    expect(spans.find((s) => s.name === 'gateway decide')?.attributes).toEqual({
+      'petstore.gateway.cost': 2,
+      'petstore.gateway.decision': 'admitted',
+    });
+    const failed = spans.find((s) => s.name === 'list pets') as ExportedSpan;
+    expect([failed.attributes['error.type'], failed.status, failed.statusMessage]).toEqual([
+      'RangeError',
+      STATUS.error,
+      'store away',
+    ]);
+    // Outside a recorded request, no child.
+    expect(openChild('gateway decide', {})).toBe(NO_CHILD);
+    // A request whose record two others took meanwhile: its child's close writes nothing to theirs.
+    const late = beginRequest('late', undefined, start, GET);
+    const child = await inScope(late, async () => openChild('gateway decide', {}));
+    expect(child).not.toBe(NO_CHILD);
+    const others = [beginRequest('a', undefined, start, GET), beginRequest('b', undefined, start, GET)];
+    const index = ring.childEnd.slice();
+    closeChild(child, 'admitted', outcome);
+    expect(ring.childEnd).toEqual(index);
+    for (const other of others) finish(other, 200);
     expect(exported(ring).map((s) => s.name)).toEqual(['GET /v1/pets', 'GET /v1/pets']);
   });
 

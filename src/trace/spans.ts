@@ -215,7 +215,10 @@ export function finishRequest<R>(
   if (!into.holds(r, scope.seq as number)) {
     // Overwritten while it was served (a ring too small for the requests in flight): nothing
     // of it is exported, and its answer says so.
-    if (head) into.overwritten++;
+    if (head) {
+      into.overwritten++;
+      into.wake?.();
+    }
     scope.sampled = false;
     return false;
   }
@@ -273,7 +276,8 @@ export interface ChildOptions<T> {
  * Runs `work` as a child of the work under way in the current request's record, when requests
  * are recorded; else just runs it. `attributes` is one of a few fixed sets (it is recorded by
  * reference); `value` is the number `options.number` names. A rejection (a store time-out, Redis
- * away) sets the child's status to Error, with `error.type` the error's name.
+ * away) sets the child's status to Error, with `error.type` the error's name. A caller that
+ * awaits the work itself opens and closes the child around it (`openChild`) instead.
  *
  * @example
  * const pet = await childSpan('get pets', GET_ATTRIBUTES, () => db.get(7))
@@ -285,11 +289,42 @@ export function childSpan<T>(
   options?: ChildOptions<T>,
   value?: number,
 ): Promise<T> {
+  const child = openChild(name, attributes, options, value);
+  return child === NO_CHILD ? work() : recorded(child, work, options?.outcome);
+}
+
+async function recorded<T>(child: number, work: () => Promise<T>, outcome: ChildOptions<T>['outcome']): Promise<T> {
+  let result: T;
+  try {
+    result = await work();
+  } catch (err) {
+    failChild(child, err);
+    throw err;
+  }
+  closeChild(child, result, outcome);
+  return result;
+}
+
+/** What `openChild` answers when no child is recorded. */
+export const NO_CHILD = -1;
+
+/**
+ * Opens a child of the work under way in the current request's record, for a caller that
+ * awaits the work itself and then closes it (`closeChild`, or `failChild` on a rejection): no
+ * promise of its own. Its handle, a number; `NO_CHILD` when requests are not recorded.
+ *
+ * @example
+ * const child = openChild('gateway decide', NO_ATTRIBUTES, DECISION_SPAN, cost)
+ * let verdict
+ * try { verdict = await decide() } catch (err) { failChild(child, err); throw err }
+ * closeChild(child, verdict, DECISION_SPAN.outcome)
+ */
+export function openChild<T>(name: string, attributes: Attributes, options?: ChildOptions<T>, value?: number): number {
   const into = ring;
-  if (!into) return work();
+  if (!into) return NO_CHILD;
   const scope = currentScope();
   const r = scope?.record;
-  if (r === undefined || !into.holds(r, scope?.seq as number)) return work();
+  if (r === undefined || !into.holds(r, scope?.seq as number)) return NO_CHILD;
   const n = into.openChild(
     r,
     into.strings.id(name),
@@ -297,43 +332,41 @@ export function childSpan<T>(
     options?.kind ?? INTERNAL,
     now(),
   );
-  if (n < 0) return work();
+  if (n < 0) return NO_CHILD;
   if (options?.number !== undefined && value !== undefined) {
     const i = r * MAX_CHILDREN + n;
     into.childNumberKey[i] = into.strings.id(options.number);
     into.childNumber[i] = value;
   }
-  return recorded(into, r, scope?.seq as number, n, work, options?.outcome);
+  return into.childHandle(r, n);
 }
 
-async function recorded<T>(
-  into: TraceRing,
-  r: number,
-  seq: number,
-  n: number,
-  work: () => Promise<T>,
-  outcome: ChildOptions<T>['outcome'],
-): Promise<T> {
-  const i = r * MAX_CHILDREN + n;
-  try {
-    const result = await work();
-    if (outcome && into.holds(r, seq)) {
-      into.childOutcomeKey[i] = into.strings.id(outcome.key);
-      into.childOutcome[i] = into.strings.id(outcome.of(result));
-    }
-    return result;
-  } catch (err) {
-    if (into.holds(r, seq)) {
-      into.childErrorType[i] = into.strings.id(err instanceof Error ? err.name : ERROR_NAME) || 1;
-      if (into.errorChild[r] === -1) {
-        into.errorChild[r] = n;
-        into.error.write(r, peerText(err));
-      }
-    }
-    throw err;
-  } finally {
-    if (into.holds(r, seq)) into.closeChild(r, n, now());
+/** Ends `child` (from `openChild`) as its work resolved with `result`, recording `outcome` of it. */
+export function closeChild<T>(child: number, result: T, outcome?: ChildOptions<T>['outcome']): void {
+  const into = ring;
+  if (child === NO_CHILD || !into) return;
+  const i = into.heldChild(child);
+  if (i < 0) return;
+  if (outcome) {
+    into.childOutcomeKey[i] = into.strings.id(outcome.key);
+    into.childOutcome[i] = into.strings.id(outcome.of(result));
   }
+  into.closeChild(i, now());
+}
+
+/** Ends `child` (from `openChild`) as its work failed with `err`: its status Error, `error.type` the error's name. */
+export function failChild(child: number, err: unknown): void {
+  const into = ring;
+  if (child === NO_CHILD || !into) return;
+  const i = into.heldChild(child);
+  if (i < 0) return;
+  into.childErrorType[i] = into.strings.id(err instanceof Error ? err.name : ERROR_NAME) || 1;
+  const r = (i - (i % MAX_CHILDREN)) / MAX_CHILDREN;
+  if (into.errorChild[r] === -1) {
+    into.errorChild[r] = i % MAX_CHILDREN;
+    into.error.write(r, peerText(err));
+  }
+  into.closeChild(i, now());
 }
 
 /**
