@@ -60,7 +60,7 @@ async function modulesOf(root: string): Promise<Modules> {
     import(`${root}/src/app.ts`),
     import(firstOf(root, 'src/keys/file.ts', 'src/gateway/keys/file.ts')),
     import(firstOf(root, 'src/keys/table.ts', 'src/gateway/keys/table.ts')),
-    import(firstOf(root, 'src/gateway/limiter/memory.ts')),
+    import(firstOf(root, 'src/gateway/limiter/in-process.ts')),
     import(`${root}/src/log.ts`),
     import(firstOf(root, 'src/store/memory-store.ts', 'src/store/memory.ts')),
   ]);

@@ -126,7 +126,7 @@ export function createApp({
     clientAddress,
     gateway: pass,
     deps: { store, clock, orderHoldMs },
-    store,
+    changes: store,
     maxBodyBytes: MAX_BODY_BYTES,
     corsOrigins,
     metrics,

@@ -5,8 +5,8 @@ import { createApp } from '../app.ts';
 import { hashToken, parseKeys } from '../keys/file.ts';
 import { KeyTable } from '../keys/table.ts';
 import { MemoryStore } from '../store/memory-store.ts';
+import { SlidingWindowLimiter } from './limiter/in-process.ts';
 import type { RateLimiter } from './limiter/limiter.ts';
-import { SlidingWindowLimiter } from './limiter/memory.ts';
 
 describe('requests one consumer has in flight (--max-in-flight)', () => {
   /** A store whose creates wait until `release()`, so requests stay in flight. */

@@ -6,7 +6,7 @@ import { KeyTable } from '../keys/table.ts';
 import { createLogger } from '../log.ts';
 import { MemoryStore } from '../store/memory-store.ts';
 import { TrustedProxies } from './addresses.ts';
-import { SlidingWindowLimiter } from './limiter/memory.ts';
+import { SlidingWindowLimiter } from './limiter/in-process.ts';
 
 const T0 = Date.UTC(2026, 10, 22, 12, 0, 0) / 1000;
 

@@ -5,7 +5,7 @@ import { hashToken, parseKeys } from '../keys/file.ts';
 import { KeyTable } from '../keys/table.ts';
 import { silentLogger } from '../log.ts';
 import { MemoryStore } from '../store/memory-store.ts';
-import { SlidingWindowLimiter } from './limiter/memory.ts';
+import { SlidingWindowLimiter } from './limiter/in-process.ts';
 
 const T0 = Date.UTC(2026, 10, 22, 12, 0, 0);
 const iso = (ms: number) => new Date(ms).toISOString();

@@ -29,7 +29,7 @@ export function validAt(caller: Caller, now: number, address: () => string): Cal
 /**
  * The 403 `insufficient_scope` (RFC 6750 section 3.1) when the key lacks `needed`, the scope of
  * the operation asked for, else undefined. Asked after the limiter admitted the request: a
- * refused request still used one request of the quota, so probing which scopes a key has is not free.
+ * refused request has still spent the operation's cost of the quota, so probing which scopes a key has is not free.
  *
  * @example
  * missingScope(readOnlyKey.scopes, 'pets:write') // ApiError 403, WWW-Authenticate: ... scope="pets:write"

@@ -42,7 +42,7 @@ describe('what each pipeline needs is checked by the compiler', () => {
     expect(typeof steps.operation(unkept)).toBe('function');
     // @ts-expect-error: a kept operation needs the store's change count.
     steps.operation(kept);
-    const withCount = apiPipeline({ ...api, store });
+    const withCount = apiPipeline({ ...api, changes: store });
     expect(typeof withCount.operation(kept)).toBe('function');
     // @ts-expect-error: the gateway is not optional.
     apiPipeline({ ...base, deps: {}, allowedMethods: () => undefined });
@@ -54,7 +54,7 @@ describe('what each pipeline needs is checked by the compiler', () => {
 });
 
 describe('a kept operation is refused when its route is added', () => {
-  const steps = apiPipeline({ ...api, store });
+  const steps = apiPipeline({ ...api, changes: store });
 
   test('one that reads request headers or a body: its answer is kept by the path and query alone', () => {
     const headers = defineOperation({ ...ping, memo: true, headers: v.object({ 'x-tone': v.string() }) });

@@ -61,7 +61,7 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
    * whose answers are kept (`memo`) is served from the memo while nothing its answer read has
    * changed. Without it, only operations that are never kept can be added.
    */
-  store?: StoreChanges;
+  changes?: StoreChanges;
 }
 
 /**
@@ -92,7 +92,7 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
  * `operation` and the gateway, and its types ask for what serving a table needs.
  *
  * @example
- * const steps = apiPipeline({ log, clock, clientAddress, gateway: pass, deps, store, allowedMethods, maxBodyBytes: 65536 })
+ * const steps = apiPipeline({ log, clock, clientAddress, gateway: pass, deps, changes: store, allowedMethods, maxBodyBytes: 65536 })
  * app.on(op.method, `/v1${op.path}`, steps.operation(op))
  * app.notFound(steps.notFound)
  */
@@ -105,13 +105,13 @@ export function pipeline(options: PipelineOptions) {
 }
 
 export function apiPipeline<D extends object>(
-  options: ApiPipelineOptions<D> & { store: StoreChanges },
+  options: ApiPipelineOptions<D> & { changes: StoreChanges },
 ): ApiSteps<Operation<D>>;
 export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): ApiSteps<UnkeptOperation<D>>;
 export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): ApiSteps<Operation<D>> {
-  const { gateway, deps, allowedMethods, store } = options;
-  const memo = store && new AnswerMemo(store);
-  const shared: ApiShared<D> = { ...sharedOf(options), gateway, deps, allowedMethods, store, memo };
+  const { gateway, deps, allowedMethods, changes } = options;
+  const memo = changes && new AnswerMemo(changes);
+  const shared: ApiShared<D> = { ...sharedOf(options), gateway, deps, allowedMethods, changes, memo };
   /** Hono's `notFound`: a path no route serves; under the API prefix it meets the gateway first. */
   const notFound = exchange(shared, (c) =>
     shared.gatedPath(c.req.path) ? unserved(shared, c) : fail(c, NO_SUCH_PATH),
@@ -157,7 +157,7 @@ interface ApiShared<D> extends Shared {
   readonly gateway: Gateway;
   readonly deps: D;
   readonly allowedMethods: (path: string) => readonly string[] | undefined;
-  readonly store: StoreChanges | undefined;
+  readonly changes: StoreChanges | undefined;
   /** The kept answers, when the table has a store to keep them by. */
   readonly memo: AnswerMemo | undefined;
 }
@@ -325,7 +325,7 @@ function routeOf<D>({ deps }: ApiShared<D>, op: Operation<D>): OperationRoute<D>
 
 /** Steps 5 (the kept answer), 6 and 7: a kept answer is used while nothing it read has changed. */
 async function answerOperation<D>(
-  { store, memo, memoCount }: ApiShared<D>,
+  { changes, memo, memoCount }: ApiShared<D>,
   { op, deps, readInput, counted }: OperationRoute<D>,
   c: Context<AppEnv>,
   decision: Decision,
@@ -334,12 +334,12 @@ async function answerOperation<D>(
   // refuses a kept operation that reads headers or a body).
   const key = op.memo && memo ? pathAndQuery(c.req.url) : undefined;
   let count: unknown;
-  if (key !== undefined && store) {
+  if (key !== undefined && changes) {
     // An order whose hold has run out makes its pet available: the read waits for that expiry, so
     // it shows the pet `available` at the version a PATCH's `If-Match` will meet.
-    const expiring = store.startDueExpiry();
+    const expiring = changes.startDueExpiry();
     if (expiring) await expiring;
-    count = store.changeCount();
+    count = changes.changeCount();
   }
   const kept = key === undefined ? undefined : memo?.get(key, count);
   if (kept) {

@@ -14,8 +14,9 @@ const sha256: (token: string) => Buffer =
 const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 
 /**
- * Finds API keys by the SHA-256 of the presented token. The table holds only hashes; the
- * final comparison is constant-time so a near miss takes as long as a far one.
+ * Finds API keys by the SHA-256 of the presented token. The table holds only hashes; a token
+ * is found by its hash, so how long a look-up takes says nothing of how near a guess came; the
+ * record's hash is then compared in constant time as well.
  */
 export class KeyTable {
   #byHash: Map<string, KeyRecord>;

@@ -16,7 +16,7 @@ import type { Metrics } from './registry.ts';
  * store's own, so the keys are still found there (`keyStoreOf`).
  *
  * @example
- * createApp({ store: countStoreErrors(store, metrics), ... })
+ * const store = countStoreErrors(await openStore(config.data, log, options), metrics);
  */
 export function countStoreErrors(store: PetStore | WrappedStore, metrics: Metrics): WrappedStore {
   // One rejection handler per operation, made once, so a call allocates only its promise.

@@ -114,7 +114,7 @@ export async function startServer(config: Config): Promise<void> {
     );
   }
   webhooks.worker?.start();
-  const expiry = expireOrders(store, log);
+  const expiry = startOrderSweep(store, log);
   const admin =
     keys.admin && config.adminPort !== null
       ? adminApp({
@@ -227,7 +227,7 @@ const ORDER_SWEEP_MS = 1_000;
  * owners' webhooks hear of it. Each expiry is a conditional write: instances sweeping together
  * expire each order once.
  */
-function expireOrders(store: PetStore, log: Logger): ReturnType<typeof setInterval> {
+function startOrderSweep(store: PetStore, log: Logger): ReturnType<typeof setInterval> {
   let running = false;
   const timer = setInterval(() => {
     if (running) return;

@@ -7,8 +7,8 @@ import {
   rowChanges,
   type StoredConsumer,
 } from './key-store.ts';
+import { column } from './pet-rows.ts';
 import { transaction } from './postgres-transaction.ts';
-import { column } from './rows.ts';
 
 /**
  * The keys in PostgreSQL, shared by every instance on the database. A change is one transaction

@@ -1,5 +1,5 @@
 import { consumersOf, type KeyStore, type KeysEdit, rowChanges, type StoredConsumer } from './key-store.ts';
-import { column } from './rows.ts';
+import { column } from './pet-rows.ts';
 import type { SqliteConnection } from './sqlite-driver.ts';
 import { StoreUnavailableError, sqliteError } from './store-error.ts';
 

@@ -5,7 +5,7 @@
  * PostgreSQL `FOR UPDATE SKIP LOCKED` also lets them take different rows at once.
  */
 import type { Dropped, Settlement } from './outbox.ts';
-import { column } from './rows.ts';
+import { column } from './pet-rows.ts';
 
 /** Parameters: id, consumer, type, payload, created_at, next_at, traceparent. */
 export const RECORD = `INSERT INTO webhook_outbox (id, consumer, type, payload, created_at, next_at, traceparent)

@@ -11,7 +11,7 @@ import {
   type SchemaState,
   schemaVerdict,
 } from './migrations.ts';
-import { column } from './rows.ts';
+import { column } from './pet-rows.ts';
 
 /**
  * How long a migration's statement waits for a lock on a busy table before it gives up and is

@@ -15,8 +15,8 @@ import {
   STATS,
   settleParams,
 } from './outbox-sql.ts';
+import { column } from './pet-rows.ts';
 import { transaction } from './postgres-transaction.ts';
-import { column } from './rows.ts';
 import { OUTBOX_CALLS } from './store.ts';
 
 /** The outbox's statements with PostgreSQL's numbered parameters. */

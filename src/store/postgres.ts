@@ -14,12 +14,6 @@ import { PostgresKeyStore } from './key-store-postgres.ts';
 import { SCHEMA_VERSION } from './migrations.ts';
 import { newOrderId, ORDER_COLUMNS, orderExpiredEvent, orderFromRow, retiredOwner } from './order-rows.ts';
 import type { Outbox } from './outbox.ts';
-import { ANNOUNCES_SETTING, announce, HEARTBEAT_LOCK_WAIT_MS, PET_VERSIONS, PetChanges } from './postgres-changes.ts';
-import { postgresError } from './postgres-errors.ts';
-import { migratePostgres } from './postgres-migrate.ts';
-import { OUTBOX, postgresOutbox } from './postgres-outbox.ts';
-import { transaction } from './postgres-transaction.ts';
-import { describeData, POOL_SIZE } from './postgres-url.ts';
 import {
   COUNT_BY_STATUS,
   column,
@@ -30,7 +24,13 @@ import {
   petFromRow,
   STORED_PET_COLUMNS,
   storedPetFromRow,
-} from './rows.ts';
+} from './pet-rows.ts';
+import { ANNOUNCES_SETTING, announce, HEARTBEAT_LOCK_WAIT_MS, PET_VERSIONS, PetChanges } from './postgres-changes.ts';
+import { postgresError } from './postgres-errors.ts';
+import { migratePostgres } from './postgres-migrate.ts';
+import { OUTBOX, postgresOutbox } from './postgres-outbox.ts';
+import { transaction } from './postgres-transaction.ts';
+import { describeData, POOL_SIZE } from './postgres-url.ts';
 import type {
   CloseOrderResult,
   CreateOnceResult,

@@ -8,7 +8,7 @@ import {
   type SchemaState,
   schemaVerdict,
 } from './migrations.ts';
-import { column } from './rows.ts';
+import { column } from './pet-rows.ts';
 import { rollback, type SqliteConnection } from './sqlite-driver.ts';
 import { StoreOpenError } from './store-error.ts';
 

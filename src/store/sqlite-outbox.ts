@@ -19,7 +19,7 @@ import {
   STATS,
   settleParams,
 } from './outbox-sql.ts';
-import { column } from './rows.ts';
+import { column } from './pet-rows.ts';
 import type { SqliteConnection } from './sqlite-driver.ts';
 import { OUTBOX_CALLS } from './store.ts';
 

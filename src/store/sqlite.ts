@@ -26,7 +26,7 @@ import {
   petFromRow,
   STORED_PET_COLUMNS,
   storedPetFromRow,
-} from './rows.ts';
+} from './pet-rows.ts';
 import { rollback, type SqliteConnection, type SqliteOpener } from './sqlite-driver.ts';
 import { migrate } from './sqlite-migrate.ts';
 import { sqliteOutbox } from './sqlite-outbox.ts';
@@ -175,12 +175,14 @@ interface PendingWrite {
 }
 
 /**
- * Pets in a SQLite file: WAL journal, `synchronous=FULL`, so a committed pet survives a crash
- * of the process or of the machine.
+ * The store in a SQLite file (pets, orders, idempotency keys, API keys, the webhook outbox): WAL
+ * journal, `synchronous=FULL`, so a committed write survives a crash of the process or of the
+ * machine.
  *
- * Writes are group-committed: the creates that arrive while the event loop is busy are inserted
- * in one transaction and resolved together after its COMMIT (one fsync for the lot), so the
- * durability promise costs one sync per batch rather than one per request. Creates with an
+ * Writes are group-committed: every write that arrives while the event loop is busy (create,
+ * change, delete, an order's place, close or expiry, an outbox event) is queued into one
+ * transaction and resolved after its COMMIT (one fsync for the lot), so the durability promise
+ * costs one sync per batch rather than one per request. Creates with an
  * `Idempotency-Key` go through the same batches: the key is looked up and stored in the batch's
  * write transaction (which holds SQLite's write lock, also against other processes), one create
  * after the other, so a second create with the same key finds the first. The webhook outbox's

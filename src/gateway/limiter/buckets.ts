@@ -1,5 +1,5 @@
 /**
- * One sliding window counted in buckets: the counting half of `memory.ts`, whose top comment
+ * One sliding window counted in buckets: the counting half of `in-process.ts`, whose top comment
  * states the bound this gives.
  */
 import type { WindowName } from '../../core/decision.ts';

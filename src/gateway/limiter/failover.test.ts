@@ -7,8 +7,8 @@ import { KeyTable } from '../../keys/table.ts';
 import { createLogger } from '../../log.ts';
 import { MemoryStore } from '../../store/memory-store.ts';
 import { FailoverLimiter, type RedisFailMode } from './failover.ts';
+import { SlidingWindowLimiter } from './in-process.ts';
 import type { RateLimiter, Subject, Verdict } from './limiter.ts';
-import { SlidingWindowLimiter } from './memory.ts';
 
 const subject: Subject = {
   id: 'key:acme',

@@ -7,9 +7,9 @@ import { busiest, mulberry32 } from '../../../test/windows.ts';
 import type { Limits } from '../../keys/plans.ts';
 import { createLogger } from '../../log.ts';
 import { FailoverLimiter } from './failover.ts';
+import { SlidingWindowLimiter } from './in-process.ts';
 import { LeaseLimiter } from './leases.ts';
 import type { Subject } from './limiter.ts';
-import { SlidingWindowLimiter } from './memory.ts';
 import { RedisLimiter } from './redis.ts';
 
 const { client, prefix } = testRedis();

@@ -7,7 +7,7 @@
  * of its units were spent at the last millisecond of its term, and its term ends at the next
  * whole second: the end of the minute bucket it is counted in, which no day or month boundary
  * splits. So every unit it admits is counted from before its use until at least a window after
- * it, as a request decided alone is (`memory.ts`), and the windows are never exceeded. What is
+ * it, as a request decided alone is (`in-process.ts`), and the windows are never exceeded. What is
  * left at the term's end is handed back into the bucket it was booked in, with the next run (or
  * by the sweep, within a second). An instance that dies keeps its units counted.
  *

@@ -1,13 +1,13 @@
 import type { Decision } from '../../core/decision.ts';
 import type { BanPolicy, Limits, PlanName } from '../../keys/plans.ts';
 
-/** Whose quota a request counts against: an API key, or a client address without one. */
+/** Whose quota a request counts against: a consumer (all its keys together), or a stranger's address. */
 export interface Subject {
   /** Stable identity, e.g. `key:con_…` (a consumer's id) or `addr:203.0.113.7`. */
   readonly id: string;
-  /** Plan name for metrics and logs; `anonymous` for per-address limiting. */
+  /** Plan name for metrics and logs; `anonymous` for a stranger (an address without a valid key). */
   readonly plan: PlanName | 'anonymous';
-  /** Key name or client address, for logs (never a token). */
+  /** The consumer's name or the stranger's address, for logs (never a token). */
   readonly label: string;
   readonly limits: Limits;
   readonly ban: Required<BanPolicy>;
@@ -26,7 +26,7 @@ export type LimiterEvent =
   | { readonly type: 'ban_end'; readonly subject: Subject };
 
 /**
- * The limiter could not decide: the shared store is down and `--redis-fail closed` says not to
+ * The limiter could not decide: Redis is down and `--redis-fail closed` says not to
  * decide without it. The gateway answers 503; the limiter never builds an HTTP answer.
  */
 export interface Unavailable {

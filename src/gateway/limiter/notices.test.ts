@@ -2,8 +2,8 @@ import { describe, expect, test } from 'bun:test';
 import { testRedis } from '../../../test/redis.ts';
 import type { Decision, Notice } from '../../core/decision.ts';
 import type { Limits } from '../../keys/plans.ts';
+import { SlidingWindowLimiter } from './in-process.ts';
 import type { RateLimiter, Subject } from './limiter.ts';
-import { SlidingWindowLimiter } from './memory.ts';
 import { RedisLimiter } from './redis.ts';
 
 /** 2026-11-22T12:00:00Z: UTC day 20779, month 2026 * 12 + 10. */

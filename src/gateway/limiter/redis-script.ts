@@ -1,7 +1,7 @@
 /**
  * The shared limiter's decision as one Lua script, run atomically by Redis once per request: it
  * does for one subject what `SlidingWindowLimiter.decide` does, with the same windows, buckets,
- * refusal counting and ban (see the top of `memory.ts`), so both give the same Decision for
+ * refusal counting and ban (see the top of `in-process.ts`), so both give the same Decision for
  * the same requests at the same times (`redis.test.ts` replays one sequence into both).
  *
  * State: one string per subject, a MessagePack array with a TTL:

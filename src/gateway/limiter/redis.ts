@@ -14,8 +14,8 @@ import type { Clock } from '../../core/clock.ts';
 import type { Decision, Notice, Outcome } from '../../core/decision.ts';
 import { PEER_TEXT_MAX, peerText } from '../../redact.ts';
 import { childSpan } from '../../trace/spans.ts';
+import { decisionFromCounts, STATE_TTL_MS, type WindowCounts, withNotices } from './in-process.ts';
 import type { LimiterEvent, RateLimiter, Subject } from './limiter.ts';
-import { decisionFromCounts, STATE_TTL_MS, type WindowCounts, withNotices } from './memory.ts';
 import { DECIDE_SCRIPT, DECIDE_SHA1 } from './redis-script.ts';
 
 /** Where subjects' states live: `petstore:rl:key:con_…` (a consumer's id), `petstore:rl:addr:203.0.113.7`. */

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
+import { SlidingWindowLimiter } from './in-process.ts';
 import type { Subject } from './limiter.ts';
-import { SlidingWindowLimiter } from './memory.ts';
 import { SketchWindow, STRANGER_MINUTE, StrangerTable } from './strangers.ts';
 
 /** 2023-11-14T22:13:20Z, a whole second. */

@@ -11,7 +11,7 @@
  * an address's count is the smaller of its two cells' (the count-min estimate), and it is banned
  * only while both of its cells are. An address alone in one of its cells is counted exactly; a
  * collision can only make a count larger, so it can refuse a keyless request a little early, and
- * never admits one late. Valid keys are never counted here (`memory.ts` keeps them apart).
+ * never admits one late. Valid keys are never counted here (`in-process.ts` keeps them apart).
  *
  * Buckets are global and end on whole multiples of their length: 10 s for the minute (a request
  * is counted for 60 to 70 s) and 1 h for the day (24 h to 25 h). They are coarser than a key's
@@ -187,7 +187,7 @@ export interface Cells {
 }
 
 /**
- * The counters of every stranger, in a fixed table; see the top of this file. `memory.ts`
+ * The counters of every stranger, in a fixed table; see the top of this file. `in-process.ts`
  * makes the decisions from them.
  *
  * @example

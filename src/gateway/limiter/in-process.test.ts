@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test';
 import type { Decision } from '../../core/decision.ts';
 import type { Limits } from '../../keys/plans.ts';
+import { SlidingWindowLimiter } from './in-process.ts';
 import type { LimiterEvent, Subject } from './limiter.ts';
-import { SlidingWindowLimiter } from './memory.ts';
 import { StrangerTable } from './strangers.ts';
 
 /** 2023-11-14T22:13:20Z, a whole second. */

@@ -13,7 +13,7 @@
  * least W and less than W + b (minute: < 61 s, day: < 24 h 15 min). So the limiter behaves like
  * an exact sliding window whose length is between W and W + b: it never admits more than Q in
  * any interval of length W, and when it answers `rate_limited` at t, at least Q requests were
- * admitted in (t - W - b, t]. (`memory.test.ts` checks both against an exact log.) Day buckets of 15 min keep the day's
+ * admitted in (t - W - b, t]. (`in-process.test.ts` checks both against an exact log.) Day buckets of 15 min keep the day's
  * slack (b/W = 1/96) below the minute's (1/60) at a third of the memory of 5 min buckets.
  *
  * Memory per consumer: a window whose counted requests all sit in one bucket keeps no ring
@@ -21,10 +21,10 @@
  * of 4 bytes), about 1.1 KB with its objects. A consumer refused within the last minute also
  * holds a refusal counter (up to 244 bytes), and one with a monthly quota a `MonthWindow`.
  *
- * Consumers and strangers apart. Consumers (API keys) are few and known: the keys file's. Each
- * has its own state, always, in a map of its own that nothing evicts; an entry goes once it has
- * been idle for 24 h 15 min and is not banned (so a consumer removed from the keys file ages
- * out). Client addresses without a valid key are unbounded: they are counted in the strangers'
+ * Consumers and strangers apart. Consumers are few and known: those of the keys file or the key
+ * store. Each has its own state, always, in a map of its own that nothing evicts; an entry goes
+ * once it has been idle for 24 h 15 min and is not banned (so a consumer removed from the keys
+ * ages out). Client addresses without a valid key are unbounded: they are counted in the strangers'
  * table (`strangers.ts`), of fixed size whatever the flood, where addresses that share cells
  * share counts. A collision can refuse a keyless request early; it never touches a consumer,
  * whose state is its own: a flood of addresses cannot touch a key's quota nor its headers.
