@@ -720,7 +720,7 @@ export class PostgresStore implements PetStore, WithKeyStore {
     return rows.length;
   }
 
-  /** Past the earliest hold known here, expires the orders due in the background, one run at a time. */
+  /** Past the earliest hold known here, starts expiring the orders due, one run at a time, and returns that run. */
   startDueExpiry(): Promise<unknown> | undefined {
     if (Date.now() < this.#nextDeadline) return undefined;
     this.#expiring ??= this.expireOrders()

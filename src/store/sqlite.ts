@@ -395,7 +395,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
     });
   }
 
-  /** Past the earliest hold, expires the orders due in the background, one run at a time. */
+  /** Past the earliest hold, starts expiring the orders due, one run at a time, and returns that run. */
   startDueExpiry(): Promise<unknown> | undefined {
     if (this.#clock.now() < this.#nextDeadline) return undefined;
     this.#expiring ??= this.expireOrders(this.#clock.now())

@@ -151,10 +151,11 @@ export interface PetStore {
   adoptOwners(moves: readonly OwnerMove[]): Promise<void>;
   /**
    * Starts expiring the placed orders whose hold has run out (`expireOrders`), once the earliest
-   * hold known here has passed; one run at a time. Returns the run under way, if any (it never
-   * rejects), so that a read of pets waits for it and shows them as a write will find them:
-   * `available` again, at their new version. A read whose answer may be kept calls it before
-   * `changeCount()`.
+   * hold known here has passed; one run at a time. Returns the run under way, if any, so that a
+   * read of pets waits for it and shows them as a write will find them: `available` again, at
+   * their new version. A backend's run never rejects; the bounded store's rejects with
+   * `StoreTimeoutError` once the wait passes `--store-timeout` (src/store/bounded.ts). A read
+   * whose answer may be kept calls it before `changeCount()`.
    */
   startDueExpiry(): Promise<unknown> | undefined;
   /**
