@@ -104,7 +104,9 @@ async function loggedStatuses(logFile: string, offset: number): Promise<[Record<
   const decoder = new TextDecoder();
   let bytes = 0;
   let rest = '';
-  for await (const chunk of Bun.file(logFile).slice(offset).stream()) {
+  const reader = Bun.file(logFile).slice(offset).stream().getReader();
+  for (let next = await reader.read(); !next.done; next = await reader.read()) {
+    const chunk = next.value;
     bytes += chunk.byteLength;
     const text = rest + decoder.decode(chunk, { stream: true });
     const cut = text.lastIndexOf('\n') + 1;
