@@ -32,6 +32,8 @@ export interface TracesFigures {
   readonly bytes: number;
   /** Spans each exporting product dropped (its /metrics), after the rounds. */
   readonly dropped: Partial<Record<ServerName, number>>;
+  /** The same, by reason (`queue_full`, `ring_overwritten`, …). */
+  readonly droppedBy: Partial<Record<ServerName, Record<string, number>>>;
 }
 
 export interface TracesFleet {
@@ -93,14 +95,18 @@ export async function startTracesFleet(
     logs,
     finish: async () => {
       const dropped: TracesFigures['dropped'] = {};
+      const droppedBy: TracesFigures['droppedBy'] = {};
       for (const name of ['traced1', 'tracedtail', 'tracedall'] as const) {
         const text = await (await fetch(`${servers[name]?.url}/metrics`)).text();
-        dropped[name] = text
-          .split('\n')
-          .filter((l) => l.startsWith('petstore_trace_spans_dropped_total'))
-          .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
+        const by: Record<string, number> = {};
+        for (const line of text.split('\n').filter((l) => l.startsWith('petstore_trace_spans_dropped_total'))) {
+          const reason = /reason="([^"]*)"/.exec(line)?.[1] ?? '';
+          by[reason] = (by[reason] ?? 0) + Number(line.split(' ').pop());
+        }
+        droppedBy[name] = by;
+        dropped[name] = Object.values(by).reduce((sum, n) => sum + n, 0);
       }
-      return { exports, bytes, dropped };
+      return { exports, bytes, dropped, droppedBy };
     },
     close: () => void receiver.stop(true),
   };

@@ -1,9 +1,9 @@
 /**
  * The trace export, wired at start only when an OTLP endpoint is configured: every request is
- * recorded into a ring (src/trace/ring.ts); a step on a timer, off the request path, encodes the
- * kept records straight to OTLP protobuf (src/trace/otlp.ts) in batches, which the OTLP/HTTP
- * exporter's transport of the OpenTelemetry packages sends, one at a time (its time-out, retries,
- * headers and environment settings). Webhook deliveries are spans of the SDK's tracer, into the
+ * recorded into a ring (src/trace/ring.ts); a step scheduled by the answers that keep a record,
+ * off the request path, encodes the kept records straight to OTLP protobuf (src/trace/otlp.ts)
+ * in batches, which the OTLP/HTTP exporter's transport of the OpenTelemetry packages sends, one
+ * at a time (its time-out, retries, headers and environment settings). Webhook deliveries are spans of the SDK's tracer, into the
  * SDK's batch processor and OTLP exporter. Without an endpoint this module is never loaded, and
  * no ring, exporter or span exists.
  *
@@ -22,6 +22,7 @@
  *   keeps past the cap) goes to `dropped`.
  */
 import { randomUUID } from 'node:crypto';
+import { setImmediate } from 'node:timers';
 import {
   type Attributes,
   type Context,
@@ -59,7 +60,7 @@ export const MAX_QUEUE = 2048;
 const BATCH = 512;
 /** How long a batch not full waits for more spans before it is sent. */
 const DELAY_MS = 1_000;
-/** How long a kept record waits at most before the ring is read. */
+/** How long a kept record waits at most before the ring is read while requests come (DELAY_MS after the last). */
 const READ_MS = 200;
 /** How long one export may take before it counts as failed. */
 const EXPORT_TIMEOUT_MS = 10_000;
@@ -186,21 +187,38 @@ export function startTraceExport(options: TraceExportOptions): TraceExport {
     }
     send();
   };
-  // The ring is read only while it holds something to export: a timer is armed when a record is
-  // kept (or one is lost), and again while a batch waits to be closed. With none kept (ratio 0,
-  // no slow or failed request) no timer is pending: a pending timer costs the event loop every turn.
+  // The ring is read only while it holds something to export, and from the request path while
+  // requests come: a kept record schedules a read (`setImmediate`, after the answer) when the
+  // last was READ_MS ago or longer, and at once when half the ring turned since the last read
+  // (`full`), so a kept record is read before it can be overwritten at any request rate. A
+  // timer of DELAY_MS, armed while records or a batch wait, reads what the last requests before
+  // a pause kept; with none kept (ratio 0, no slow or failed request) nothing is pending.
+  let lastRead = Date.now();
+  let soon = false;
   let reading: ReturnType<typeof setTimeout> | undefined;
+  const step = () => {
+    soon = false;
+    lastRead = Date.now();
+    read(lastRead, false);
+  };
   const tick = () => {
     reading = undefined;
-    read(Date.now(), false);
+    if (!soon) step();
     if (encoder.spans > 0 || ring.kept > 0) arm();
   };
   const arm = () => {
     if (reading !== undefined) return;
-    reading = setTimeout(tick, READ_MS);
+    reading = setTimeout(tick, DELAY_MS);
     (reading as { unref?: () => void }).unref?.();
   };
-  ring.wake = arm;
+  ring.wake = (full) => {
+    if (soon) return;
+    if (full || Date.now() - lastRead >= READ_MS) {
+      soon = true;
+      setImmediate(step);
+    }
+    arm();
+  };
   const keep: KeepRules = {
     ...(options.keep ?? { slowerThanMs: 0, errors: false, maxPerSecond: 0 }),
     ...(dropped ? { capped: (spans: number) => dropped(spans, 'tail_capped') } : {}),

@@ -9,8 +9,9 @@
  * trace's, the request's span's, the caller's). Nothing here makes an object per request, and
  * nothing a request allocates is kept alive by the ring.
  *
- * The export step (src/trace/export.ts) reads the records left `KEPT` on a timer, off the
- * request path, and frees them.
+ * The export step (src/trace/export.ts) reads the records left `KEPT` off the request path, and
+ * frees them; the ring wakes it when a record is kept, and at once when half the ring has turned
+ * since its last read with a kept record waiting, before that record can be overwritten.
  */
 import { Buffer } from 'node:buffer';
 import type { Attributes } from '@opentelemetry/api';
@@ -146,8 +147,15 @@ export class TraceRing {
   overwritten = 0;
   /** Child spans not recorded: their request already had `MAX_CHILDREN`. */
   childrenLost = 0;
-  /** Told when a record is kept or a kept one lost, so the export reads the ring only then. */
-  wake: (() => void) | undefined;
+  /**
+   * Told when a record is kept or a kept one lost, so the export reads the ring only then;
+   * `full` when half the ring was claimed since the last read with a kept record waiting, which
+   * the next half would overwrite.
+   */
+  wake: ((full: boolean) => void) | undefined;
+  /** Records claimed since the last read while one was kept, and how many make it urgent. */
+  #sinceRead = 0;
+  readonly #fillMark: number;
 
   readonly state: Uint8Array;
   readonly seq: Float64Array;
@@ -196,6 +204,7 @@ export class TraceRing {
 
   constructor(size = DEFAULT_RING_RECORDS) {
     this.size = size;
+    this.#fillMark = Math.max(1, size >> 1);
     this.#children = size * MAX_CHILDREN;
     // A child handle stays an exact integer: below 2^53.
     this.#generations = Math.floor(2 ** 53 / this.#children);
@@ -249,6 +258,7 @@ export class TraceRing {
       this.kept--;
       this.overwritten += 1 + (this.children[r] as number);
     }
+    if (this.kept > 0 && ++this.#sinceRead >= this.#fillMark) this.wake?.(true);
     this.state[r] = OPEN;
     this.seq[r] = ++this.#generation;
     this.flags[r] = 0;
@@ -341,12 +351,13 @@ export class TraceRing {
     if (kept) {
       this.state[r] = KEPT;
       this.kept++;
-      this.wake?.();
+      this.wake?.(false);
     } else this.state[r] = FREE;
   }
 
   /** Hands each kept record to `read`, then frees it. */
   drain(read: (r: number) => void): void {
+    this.#sinceRead = 0;
     if (this.kept === 0) return;
     for (let r = 0; r < this.size && this.kept > 0; r++) {
       if (this.state[r] !== KEPT) continue;

@@ -217,7 +217,7 @@ export function finishRequest<R>(
     // of it is exported, and its answer says so.
     if (head) {
       into.overwritten++;
-      into.wake?.();
+      into.wake?.(false);
     }
     scope.sampled = false;
     return false;
