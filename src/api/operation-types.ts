@@ -44,8 +44,8 @@ export interface Input<Q = unknown, P = unknown, H = unknown, B = unknown> {
   readonly headers: H;
   readonly body: B;
   /**
-   * Who asks, as an opaque name (its consumer's id and name, `con_…:acme`, or `addr:` and the
-   * client's address): the owner of an `Idempotency-Key` and of orders. Handlers know nothing more of keys or limits.
+   * Who asks, as an opaque name (its consumer's id and name, `con_…:acme`): the owner of an
+   * `Idempotency-Key` and of orders. Handlers know nothing more of keys or limits.
    */
   readonly principal: string;
   /** The caller's quota, read without spending it: given to an operation that `readsQuota` only. */

@@ -25,7 +25,7 @@ export type ListQuery = v.InferOutput<typeof ListQuery>;
 /** An `Idempotency-Key`: 1 to 255 visible ASCII characters, `!` to `~` (no spaces). */
 export const IDEMPOTENCY_KEY_PATTERN = /^[!-~]{1,255}$/;
 
-/** Headers of `createPet` (Hono hands them over lower-cased): an optional `Idempotency-Key`. */
+/** Headers of `createPet` and `placeOrder` (Hono hands them over lower-cased): an optional `Idempotency-Key`. */
 export const CreateHeaders = v.object({
   'idempotency-key': v.optional(
     v.pipe(v.string(), v.regex(IDEMPOTENCY_KEY_PATTERN, 'must be 1 to 255 visible ASCII characters')),

@@ -65,7 +65,7 @@ export function inputReader<D>(
   };
 }
 
-/** The query as Hono's validator hands it over: one value as a string, a repeated one as an array. */
+/** The query from Hono's `c.req.queries()`: one value as a string, a repeated one as an array. */
 function queryOf(c: Context): Record<string, string | string[]> {
   const value: Record<string, string | string[]> = {};
   for (const [name, values] of Object.entries(c.req.queries()))

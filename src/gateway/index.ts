@@ -224,7 +224,8 @@ const LIMITER_DOWN = serviceUnavailable('Rate limits cannot be checked right now
 /**
  * Who a caller is, as the one name handlers may know it by (the owner of its orders and
  * `Idempotency-Key`s): its consumer's identity for a key (`ownerOf`: by id, so a consumer made
- * again under a deleted one's name owns nothing of it), else the client's address.
+ * again under a deleted one's name owns nothing of it), else `addr:` and the client's address,
+ * which no handler sees, as the gateway refuses a caller without a valid key first.
  *
  * @example
  * principalOf(caller) // 'con_0123…:acme'

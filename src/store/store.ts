@@ -13,7 +13,10 @@ export interface ListOptions {
 
 /** A create the client may retry: it carries an `Idempotency-Key`. */
 export interface IdempotentCreate {
-  /** Whose key it is: the caller's identity and the operation (`idempotencyScope`, e.g. `con_…:acme/createPet`), so two callers never share keys. */
+  /**
+   * Whose key it is: the principal and the operation (`idempotencyScope`, e.g.
+   * `con_…:acme/createPet`), so two callers never share keys; the `scope` column of `idempotency_keys`.
+   */
   readonly owner: string;
   /** The `Idempotency-Key` header as sent. */
   readonly key: string;
