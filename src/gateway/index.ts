@@ -52,7 +52,7 @@ export interface GatewayOptions {
   limiter: RateLimiter;
   /** The client's address, as trusted: the socket peer, or X-Forwarded-For from a trusted proxy. */
   clientAddress: (c: Context) => string;
-  /** Ban applied when a key or address sets none of its own. */
+  /** Ban applied to a consumer whose keys file sets none, and to a stranger's address. */
   ban?: BanPolicy;
   /** Most requests one consumer may have in flight (`--max-in-flight`). */
   maxInFlight?: number;
@@ -104,7 +104,8 @@ export type Gateway = <T>(
 
 /**
  * The gateway's one pass: identify the caller once, take its in-flight slot before anything is
- * awaited, ask the limiter once, write the rate-limit headers once on every outcome, then check
+ * awaited, ask the limiter once, write the rate-limit headers once on every outcome it decided (a limiter
+ * that cannot decide writes none), then check
  * the operation's `scope`. Admitted requests go on; refused ones get 429, callers without a
  * valid key 401, a key without the scope 403, a limiter that cannot decide 503. A consumer at its
  * cap of requests in flight gets 429 before the limiter is asked, so no such 429 costs quota.

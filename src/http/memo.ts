@@ -57,8 +57,9 @@ interface Flight {
  *
  * @example
  * const memo = new AnswerMemo(store)
+ * await store.startDueExpiry() // a pet read waits for due holds to expire (answerOperation)
  * const count = store.changeCount()
- * memo.get('/v1/pets?limit=20', count) ?? memo.set('/v1/pets?limit=20', count, reply)
+ * const reply = memo.get(key, count) ?? (await memo.answer(key, count, read)).reply
  */
 export class AnswerMemo {
   readonly #kept: LRUCache<string, Kept>;

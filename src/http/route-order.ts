@@ -1,7 +1,7 @@
 /**
  * The table's entries in the order their routes are registered. Hono serves a request with the
  * first route that matches it, so where two paths overlap a static segment must come before a
- * parameter in the same place (`/pets/count` before `/pets/:petId`), whatever the table's
+ * parameter in the same place (a `/pets/count` before `/pets/:petId`), whatever the table's
  * order. Paths are ordered by the kinds of their segments (static before parameter, shorter
  * first); entries alike in that keep the table's order.
  *

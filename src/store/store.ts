@@ -210,7 +210,7 @@ export const STORE_CALLS = {
   list: { doing: 'list pets', write: false, counted: 'list' },
   inventory: { doing: 'count pets', write: false, counted: 'inventory' },
   placeOrder: { doing: 'place order', write: true, counted: 'order' },
-  // A read of orders expires the owner's due holds first: a write.
+  // A read of orders expires every due hold first (whoever placed it): a write.
   getOrder: { doing: 'read order', write: true, counted: 'order' },
   listOrders: { doing: 'list orders', write: true, counted: 'order' },
   closeOrder: { doing: 'close order', write: true, counted: 'order' },
