@@ -103,7 +103,9 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
    * Whether a successful answer may be kept by its path and query while none of the pets it read
    * changes (src/http/memo.ts, `Reply.reads`): true only where the answer depends on nothing else.
    * A kept operation's read also waits for an order expiry that is due (the pipeline's step 5), so
-   * it never shows a pet `pending` past its hold: a pet read made unkept must wait for it itself.
+   * it never shows a pet `pending` past its hold. The pet reads (`listPets`, `getPet`,
+   * `getInventory`) are all kept; a pet read made unkept would have to call
+   * `startDueExpiry()` itself (writes and order reads expire due holds inside the store).
    */
   readonly memo: boolean;
   /** Whether the handler is told which key asks (`Input.key`): the admin API's changes are audited by it. */

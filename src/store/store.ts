@@ -125,6 +125,8 @@ export interface PetStore {
    * write and the order is stored, so two orders never hold one pet, whichever instance placed them.
    */
   placeOrder(place: PlaceOrder): Promise<PlaceOrderResult>;
+  // The order calls' `now` is epoch ms from the app's clock (a test's fake clock too); PostgreSQL
+  // ignores it and compares holds with the database's `now()`, the one clock of a fleet.
   /** `owner`'s order, expired first when its hold is over; undefined when it has no such order. */
   getOrder(owner: string, id: string, now: number): Promise<StoredOrder | undefined>;
   /** A page of `owner`'s orders, ascending by id, those whose hold is over expired first. */
