@@ -91,37 +91,6 @@ describe('SqliteStore file', () => {
     );
   });
 
-  test('while writes are flowing, a write arriving a moment after another shares its commit; an idle store commits at once', async () => {
-    let commits = 0;
-    const counting: SqliteOpener = (path) => {
-      const db = openSqlite(path);
-      return {
-        driver: db.driver,
-        exec: (sql) => {
-          if (sql === 'COMMIT') commits++;
-          db.exec(sql);
-        },
-        prepare: (sql) => db.prepare(sql),
-        get inTransaction() {
-          return db.inTransaction;
-        },
-        close: () => db.close(),
-      };
-    };
-    const store = SqliteStore.open({ path: join(dir, 'pets.db'), open: counting, log: silentLogger });
-    const before = commits;
-    await store.create({ name: 'first', categoryId: 1, status: 'available' });
-    expect(commits - before).toBe(1);
-    // Writes are flowing now: the next one waits briefly, and one arriving on the next turn joins it.
-    const rex = store.create({ name: 'Rex', categoryId: 1, status: 'available' });
-    await new Promise((resolve) => setImmediate(resolve));
-    await new Promise((resolve) => setImmediate(resolve));
-    const tom = store.create({ name: 'Tom', categoryId: 2, status: 'sold' });
-    expect((await Promise.all([rex, tom])).map((p) => p.id)).toEqual([2, 3]);
-    expect(commits - before).toBe(2);
-    await store.close();
-  });
-
   test('a write that throws for itself fails alone; the writes batched with it are stored', async () => {
     const store = open();
     const writes = [

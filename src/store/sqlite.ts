@@ -61,16 +61,6 @@ const OPEN_BUSY_TIMEOUT_MS = 5_000;
  * another process is tried again every `BUSY_POLL_MS` instead, up to `lockWaitMs`.
  */
 const BUSY_POLL_MS = 10;
-
-/**
- * A batch smaller than `GATHER_BELOW` writes, while writes are flowing (the last commit ended
- * within `FLOWING_MS`), waits up to `GATHER_MS` for more before it commits, so that writes
- * arriving a little apart share one sync (as PostgreSQL's `commit_delay` does). A write on an
- * idle store commits at once.
- */
-const GATHER_MS = 1;
-const GATHER_BELOW = 8;
-const FLOWING_MS = 5;
 /** The default of `lockWaitMs`. */
 export const DEFAULT_LOCK_WAIT_MS = 5_000;
 
@@ -213,10 +203,6 @@ export class SqliteStore implements PetStore, WithKeyStore {
   #pending: PendingWrite[] = [];
   /** Set while the pending writes wait for another process's lock. */
   #retry: ReturnType<typeof setTimeout> | undefined;
-  /** Set while a small batch waits `GATHER_MS` for more writes. */
-  #gathering: ReturnType<typeof setTimeout> | undefined;
-  /** `performance.now()` when the last batch committed. */
-  #lastCommitAt = Number.NEGATIVE_INFINITY;
   #closed = false;
   /**
    * The earliest hold of a placed order: from then on an order may be due, and no answer is kept
@@ -464,14 +450,7 @@ export class SqliteStore implements PetStore, WithKeyStore {
       const at = this.#clock.now();
       const write: PendingWrite =
         now === undefined ? { doing, run, at, resolve, reject } : { doing, run, now, at, resolve, reject };
-      const pending = this.#pending.push(write);
-      if (pending === 1 && this.#retry === undefined && this.#gathering === undefined) {
-        setImmediate(() => this.#commit(true));
-      } else if (pending === GATHER_BELOW && this.#gathering !== undefined) {
-        clearTimeout(this.#gathering);
-        this.#gathering = undefined;
-        setImmediate(() => this.#commit());
-      }
+      if (this.#pending.push(write) === 1 && this.#retry === undefined) setImmediate(() => this.#commit());
     });
   }
 
@@ -481,24 +460,12 @@ export class SqliteStore implements PetStore, WithKeyStore {
    * lock is tried again every `BUSY_POLL_MS`; a write that has waited `lockWaitMs` is dropped.
    * A write that throws for itself (a bug, a broken constraint) rolls the batch back and fails
    * alone: the others run again in the next batch. A database that cannot serve fails them all.
-   * With `gather`, a small batch while writes are flowing first waits `GATHER_MS` for more.
    */
-  #commit(gather = false): void {
+  #commit(): void {
     this.#retry = undefined;
-    clearTimeout(this.#gathering);
-    this.#gathering = undefined;
     this.#dropWaitedOut();
     const batch = this.#pending;
     if (batch.length === 0) return;
-    if (
-      gather &&
-      !this.#closed &&
-      batch.length < GATHER_BELOW &&
-      performance.now() - this.#lastCommitAt < FLOWING_MS
-    ) {
-      this.#gathering = setTimeout(() => this.#commit(), GATHER_MS);
-      return;
-    }
     const releases = this.#releases;
     // Read before trying the lock, so that a release in between is not missed.
     const released = releases ? Atomics.load(releases.counter, releases.index) : 0;
@@ -541,7 +508,6 @@ export class SqliteStore implements PetStore, WithKeyStore {
       return;
     }
     this.#lockReleased();
-    this.#lastCommitAt = performance.now();
     // Counted before any caller hears of its write (src/store/change-counter.ts).
     for (const change of this.#touched) this.#changes.changed(change);
     for (const [i, p] of batch.entries()) p.resolve(results[i]);
