@@ -106,9 +106,8 @@ describe('one limiter for the host: workers ask the supervisor', () => {
 });
 
 /** Workers with grant memory, wired to one owner; `asks` counts the questions each sent. */
-function grantingHost(workers: number, limiter?: SlidingWindowLimiter) {
-  // Off the whole second: a grant asked for on one is an instant long, and never given.
-  const clock = fakeClock(Date.UTC(2026, 10, 22, 12, 0, 0, 50));
+function grantingHost(workers: number, limiter?: SlidingWindowLimiter, startMs = 50) {
+  const clock = fakeClock(Date.UTC(2026, 10, 22, 12, 0, 0, startMs));
   const on = limiter ?? new SlidingWindowLimiter({ clock });
   const owner = new LimiterOwner(on, { workers, clock });
   const asks = Array.from({ length: workers }, () => 0);
@@ -164,6 +163,26 @@ describe('grants: a busy consumer decided on its worker', () => {
     const remaining = verdicts.map((v) => (v.outcome === 'admitted' ? v.windows[0]?.remaining : -1));
     expect(remaining.at(-1)).toBe(100_000 - 2_000);
     expect(new Set(remaining).size).toBe(1_000);
+  });
+
+  test('a grant asked for as a second starts is given for that whole second, and its unspent units go back', async () => {
+    const { clock, owner, remotes, asks, limiter } = grantingHost(2, undefined, 0);
+    const [a] = remotes as [RemoteLimiter];
+    const s = consumer(100_000);
+    // Every step lands on a whole second: each second's first request asks, the rest are its grant's.
+    for (let i = 0; i < 3; i++) {
+      await burst(a, s, 100);
+      clock.advance(1_000);
+      owner.sweep();
+    }
+    const before = asks[0] as number;
+    const verdicts = await burst(a, s, 1_000);
+    expect(asks[0] as number).toBeLessThan(before + 10);
+    expect(verdicts.filter((v) => v.outcome === 'admitted')).toHaveLength(1_000);
+    clock.advance(1_000);
+    owner.sweep();
+    const after = limiter.decide(s, 0);
+    expect(after.outcome === 'admitted' && after.windows[0]?.remaining).toBe(100_000 - 1_300);
   });
 
   test("a second's unspent units go back when it ends, from a worker that stopped asking too", async () => {

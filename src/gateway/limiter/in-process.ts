@@ -161,12 +161,15 @@ export class SlidingWindowLimiter implements RateLimiter {
    * Counts `units` more in every window of a consumer, deciding nothing: a grant to a worker,
    * which spends them locally until the second ends (`host-limiter.ts`). They are counted at now,
    * as if all were spent at once; the caller has made sure they fit. Returns the epoch ms they
-   * are counted at (for `giveBack`), or undefined on a whole second, whose bucket ends at once.
+   * are counted at (for `giveBack`). On a whole second, whose bucket ends at once, they are
+   * counted a millisecond on, in the bucket that ends with the next second: a grant asked for as
+   * a second starts (as a worker's first request of it does) is given for that whole second.
    */
   book(subject: Subject, units: number): number | undefined {
-    const now = Math.max(this.#time, this.#clock.now());
+    if (subject.plan === 'anonymous') return undefined;
+    let now = Math.max(this.#time, this.#clock.now());
+    if (now % 1_000 === 0) now += 1;
     this.#time = now;
-    if (subject.plan === 'anonymous' || now % 1_000 === 0) return undefined;
     const state = this.#consumerState(subject.id, now);
     state.minute.advance(now);
     state.day.advance(now);
