@@ -649,17 +649,19 @@ describe('ratio 0 with the tail rules: the slow and the failed kept, the rest no
   test('a ring smaller than the requests in flight drops kept records and counts their spans', async () => {
     const { otlp, server } = await tailServer(['--otel-ring-records', '8'], ':memory:');
     try {
-      // One after another, far faster than every 200 ms: the ring is read when half of it has
-      // turned, so 100 kept requests through 8 records lose none.
-      const oneByOne: string[] = [];
-      for (let i = 0; i < 100; i++) {
+      // A list sampled by the key's flag; its trace id.
+      const sampled = async () => {
         const parent = traceparent(true);
         const res = await fetch(`${server.url}/v1/pets`, {
           headers: { ...bearer('acme'), traceparent: parent.header },
         });
         await res.arrayBuffer();
-        oneByOne.push(parent.traceId);
-      }
+        return parent.traceId;
+      };
+      // One after another, far faster than every 200 ms: the ring is read when half of it has
+      // turned, so 100 kept requests through 8 records lose none.
+      const oneByOne: string[] = [];
+      for (let i = 0; i < 100; i++) oneByOne.push(await sampled());
       const all = await otlp.waitFor((spans) => {
         const seen = new Set(spans.filter((s) => s.kind === KIND.server).map((s) => s.traceId));
         return oneByOne.every((t) => seen.has(t)) ? seen : undefined;
@@ -669,16 +671,7 @@ describe('ratio 0 with the tail rules: the slow and the failed kept, the rest no
       // Sampled by the key's flag, 300 at once: more in flight than the ring's 8 records, so
       // records are claimed again before the export reads them (one after another, the ring is
       // read when half of it turned, and none is lost, as above).
-      const traces = await Promise.all(
-        Array.from({ length: 300 }, async () => {
-          const parent = traceparent(true);
-          const res = await fetch(`${server.url}/v1/pets`, {
-            headers: { ...bearer('acme'), traceparent: parent.header },
-          });
-          await res.arrayBuffer();
-          return parent.traceId;
-        }),
-      );
+      const traces = await Promise.all(Array.from({ length: 300 }, sampled));
       await otlp.waitFor((spans) => spans.find((s) => s.kind === KIND.server));
       await sleep(2_500);
       const exported = new Set(otlp.spans.filter((s) => s.kind === KIND.server).map((s) => s.traceId));

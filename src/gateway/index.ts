@@ -104,11 +104,11 @@ export type Gateway = <T>(
 
 /**
  * The gateway's one pass: identify the caller once, take its in-flight slot before anything is
- * awaited, ask the limiter once, write the rate-limit headers once on every outcome it decided (a limiter
- * that cannot decide writes none), then check
- * the operation's `scope`. Admitted requests go on; refused ones get 429, callers without a
- * valid key 401, a key without the scope 403, a limiter that cannot decide 503. A consumer at its
- * cap of requests in flight gets 429 before the limiter is asked, so no such 429 costs quota.
+ * awaited, ask the limiter once, write the rate-limit headers once on every outcome it decided
+ * (a limiter that cannot decide writes none), then check the operation's `scope`. Admitted
+ * requests go on; refused ones get 429, callers without a valid key 401, a key without the scope
+ * 403, a limiter that cannot decide 503. A consumer at its cap of requests in flight gets 429
+ * before the limiter is asked, so no such 429 costs quota.
  * A consumer's request spends the operation's cost (its `costs`, else 1; 0 for one that reads
  * the quota, which is never refused by the limiter: a banned key reads its ban). A report-only
  * consumer (`enforce: false`) is never refused by the limiter; what it would have been refused

@@ -3,9 +3,9 @@
  * recorded into a ring (src/trace/ring.ts); a step scheduled by the answers that keep a record,
  * off the request path, encodes the kept records straight to OTLP protobuf (src/trace/otlp.ts)
  * in batches, which the OTLP/HTTP exporter's transport of the OpenTelemetry packages sends, one
- * at a time (its time-out, retries, headers and environment settings). Webhook deliveries are spans of the SDK's tracer, into the
- * SDK's batch processor and OTLP exporter. Without an endpoint this module is never loaded, and
- * no ring, exporter or span exists.
+ * at a time (its time-out, retries, headers and environment settings). Webhook deliveries are
+ * spans of the SDK's tracer, into the SDK's batch processor and OTLP exporter. Without an
+ * endpoint this module is never loaded, and no ring, exporter or span exists.
  *
  * - Sampling is the configured sampler (`OTEL_TRACES_SAMPLER`, default `parentbased_always_on`),
  *   asked at the start of each request before any span is made (a request it does not record
