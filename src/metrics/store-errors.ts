@@ -12,7 +12,8 @@ import type { Metrics } from './registry.ts';
 
 /**
  * The store, counting the calls that fail (every call of `STORE_CALLS` and `OUTBOX_CALLS`, under
- * its `counted` operation); the error itself is passed on unchanged. Its `backend` is the wrapped
+ * its `counted` operation, and the due expiry a read waits for, as `expireOrders`); the error
+ * itself is passed on unchanged. Its `backend` is the wrapped
  * store's own, so the keys are still found there (`keyStoreOf`).
  *
  * @example
@@ -35,7 +36,8 @@ export function countStoreErrors(store: PetStore | WrappedStore, metrics: Metric
     ...wrapCalls(store, STORE_CALLS, count),
     ...(outbox ? { outbox: wrapCalls(outbox, OUTBOX_CALLS, count) } : {}),
     backend: 'backend' in store ? store.backend : store,
-    startDueExpiry: () => store.startDueExpiry(),
+    // The wait a read of pets makes for a due expiry: its rejection (a 503) counts as the expiry's.
+    startDueExpiry: () => store.startDueExpiry()?.catch(failed.get(STORE_CALLS.expireOrders.counted)),
     changeCount: () => store.changeCount(),
     unchanged: (since, reads) => store.unchanged(since, reads),
     close: () => store.close(),
