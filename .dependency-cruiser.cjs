@@ -21,7 +21,7 @@ const FLOORS = [
   'http/',
   'admin/',
   'reference/', // the contract and its reference page served at /docs
-  'ops/',
+  'ops-routes/',
   'cli/',
   'config.ts',
   'app.ts',

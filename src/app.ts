@@ -25,8 +25,8 @@ import type { KeyTable } from './keys/table.ts';
 import { type Logger, silentLogger } from './log.ts';
 import { ADMIN_OPERATION_LABEL } from './metrics/labels.ts';
 import type { Metrics } from './metrics/registry.ts';
-import { metricsRoute } from './ops/metrics.ts';
-import { opsRoutes } from './ops/routes.ts';
+import { metricsRoute } from './ops-routes/metrics.ts';
+import { opsRoutes } from './ops-routes/routes.ts';
 import type { DocsOptions } from './reference/routes.ts';
 import type { PetStore } from './store/store.ts';
 
