@@ -13,7 +13,7 @@ import {
   rotate,
 } from './handlers.ts';
 import {
-  ADMIN_ALLOWED,
+  ADMIN_MUST_BE,
   AuditQuery,
   ConsumerParams,
   ConsumerPatch,
@@ -27,7 +27,7 @@ import {
 export const ADMIN_PREFIX = '/admin/v1';
 
 /** What every admin operation shares: the `admin` scope, its own 400 words, no ETag, nothing kept. */
-const ADMIN = { scope: ADMIN_SCOPE, allowed: ADMIN_ALLOWED, etag: false, memo: false } as const;
+const ADMIN = { scope: ADMIN_SCOPE, mustBe: ADMIN_MUST_BE, etag: false, memo: false } as const;
 
 /**
  * Every operation of the admin API, once, in the shape of the public table

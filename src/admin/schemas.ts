@@ -9,7 +9,7 @@ export const AUDIT_PAGE_MAX = 100;
 const AUDIT_PAGE_DEFAULT = 20;
 
 /** What each field accepts, in the words of the 400 that names it. */
-export const ADMIN_ALLOWED: Readonly<Record<string, string>> = {
+export const ADMIN_MUST_BE: Readonly<Record<string, string>> = {
   name: NAME,
   id: NAME,
   plan: `one of ${PLAN_NAMES.join(', ')}`,

@@ -14,7 +14,7 @@ import { RateLimitStatus } from '../core/rate-limit-status.ts';
 import { SlidingWindowLimiter } from '../gateway/index.ts';
 import { hashToken, parseKeys } from '../keys/file.ts';
 import { KeyTable } from '../keys/table.ts';
-import { ALLOWED, CURSOR_PATTERN, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX } from './schemas.ts';
+import { CURSOR_PATTERN, MUST_BE, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX } from './schemas.ts';
 import { NOT_AN_OBJECT, NOT_JSON } from './validate.ts';
 
 const doc = loadContract(join(import.meta.dir, '../../contract/openapi.yaml'));
@@ -121,9 +121,9 @@ describe("the contract's 400 examples are the server's messages, word for word",
       ': is not a field of the body; its fields are ',
     ];
     for (const kind of kinds) expect([kind, [...messages].some((m) => m.includes(kind))]).toEqual([kind, true]);
-    const fields = Object.keys(ALLOWED).filter((f) => f !== 'Idempotency-Key');
+    const fields = Object.keys(MUST_BE).filter((f) => f !== 'Idempotency-Key');
     for (const field of fields) {
-      expect([field, [...messages].some((m) => m === `${field}: must be ${ALLOWED[field]}.`)]).toEqual([field, true]);
+      expect([field, [...messages].some((m) => m === `${field}: must be ${MUST_BE[field]}.`)]).toEqual([field, true]);
     }
   });
 });

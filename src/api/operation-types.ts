@@ -110,8 +110,8 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
   readonly memo: boolean;
   /** Whether the handler is told which key asks (`Input.key`): the admin API's changes are audited by it. */
   readonly audited?: boolean;
-  /** The words a 400 uses for what each field accepts; the API's (`ALLOWED`) when absent. */
-  readonly allowed?: Readonly<Record<string, string>>;
+  /** The words a 400 uses for what each field accepts; the API's (`MUST_BE`) when absent. */
+  readonly mustBe?: Readonly<Record<string, string>>;
   handler(input: Input<Q, P, H, B>, deps: D): Promise<Reply>;
 }
 

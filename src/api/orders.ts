@@ -2,7 +2,7 @@ import { ApiError } from '../core/api-error.ts';
 import type { Closing, NewOrder, OrderStatus, StoredOrder } from '../core/order-records.ts';
 import type { Reply } from '../core/reply.ts';
 import type { ApiDeps, Input } from './operation-types.ts';
-import type { CreateHeaders, OrderListQuery, OrderParams } from './schemas.ts';
+import type { IdempotencyHeaders, OrderListQuery, OrderParams } from './schemas.ts';
 
 const JSON_TYPE = 'application/json';
 
@@ -33,7 +33,7 @@ const noSuchOrder = (id: string) => new ApiError('not_found', `You have no order
  * the key placed (`Idempotent-Replayed: true`); the key with another pet is a 409.
  */
 export async function placeOrder(
-  { body, headers, principal }: Input<unknown, unknown, CreateHeaders, NewOrder>,
+  { body, headers, principal }: Input<unknown, unknown, IdempotencyHeaders, NewOrder>,
   { store, clock, orderHoldMs }: ApiDeps,
 ): Promise<Reply> {
   const key = headers['idempotency-key'];

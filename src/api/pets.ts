@@ -12,7 +12,7 @@ import { ifMatchOf, petEtag } from '../core/preconditions.ts';
 import type { PetsTouched, Reply } from '../core/reply.ts';
 import { fingerprintOf, idempotencyScope } from '../store/idempotency.ts';
 import type { ApiDeps, Input } from './operation-types.ts';
-import type { ConditionalHeaders, CreateHeaders, ListQuery, PetParams } from './schemas.ts';
+import type { ConditionalHeaders, IdempotencyHeaders, ListQuery, PetParams } from './schemas.ts';
 
 const JSON_TYPE = 'application/json';
 const CURSOR_RADIX = 36;
@@ -64,7 +64,7 @@ function pageReads(page: readonly Pet[], after: number, full: boolean, filtered:
  * after the pet was changed or removed; another body with the same key is a 409.
  */
 export async function createPet(
-  { body, headers, principal }: Input<unknown, unknown, CreateHeaders, NewPet>,
+  { body, headers, principal }: Input<unknown, unknown, IdempotencyHeaders, NewPet>,
   { store, clock }: ApiDeps,
 ): Promise<Reply> {
   const key = headers['idempotency-key'];

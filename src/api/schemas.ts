@@ -26,12 +26,12 @@ export type ListQuery = v.InferOutput<typeof ListQuery>;
 export const IDEMPOTENCY_KEY_PATTERN = /^[!-~]{1,255}$/;
 
 /** Headers of `createPet` and `placeOrder` (Hono hands them over lower-cased): an optional `Idempotency-Key`. */
-export const CreateHeaders = v.object({
+export const IdempotencyHeaders = v.object({
   'idempotency-key': v.optional(
     v.pipe(v.string(), v.regex(IDEMPOTENCY_KEY_PATTERN, 'must be 1 to 255 visible ASCII characters')),
   ),
 });
-export type CreateHeaders = v.InferOutput<typeof CreateHeaders>;
+export type IdempotencyHeaders = v.InferOutput<typeof IdempotencyHeaders>;
 
 /**
  * What each field of a request accepts, in the contract's words. Every 400 about a field says
@@ -39,7 +39,7 @@ export type CreateHeaders = v.InferOutput<typeof CreateHeaders>;
  * number past 2^53 reaches the schema already rounded, so quoting it would misquote the client.
  * The contract lists these messages as the examples of its 400 responses (src/api/contract.test.ts).
  */
-export const ALLOWED: Readonly<Record<string, string>> = {
+export const MUST_BE: Readonly<Record<string, string>> = {
   limit: `an integer from 1 to ${PAGE_SIZE_MAX}`,
   status: `one of ${PetStatus.options.join(', ')}`,
   cursor: 'the cursor of a Link header (1 to 11 characters of 0-9 and a-z)',
@@ -60,8 +60,8 @@ export const ConditionalHeaders = v.object({
 export type ConditionalHeaders = v.InferOutput<typeof ConditionalHeaders>;
 
 /** The words of the orders' listing, where `status` and `cursor` are an order's. */
-export const ORDER_LIST_ALLOWED: Readonly<Record<string, string>> = {
-  ...ALLOWED,
+export const ORDER_LIST_MUST_BE: Readonly<Record<string, string>> = {
+  ...MUST_BE,
   status: `one of ${OrderStatus.options.join(', ')}`,
   cursor: 'the cursor of a Link header (ord_ and 32 hex digits)',
 };

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { testApp } from '../../test/testing.ts';
 import { NewPet } from '../core/pet-records.ts';
 import { createLogger } from '../log.ts';
-import { ALLOWED, CreateHeaders, ListQuery, PetParams } from './schemas.ts';
+import { IdempotencyHeaders, ListQuery, MUST_BE, PetParams } from './schemas.ts';
 
 describe('bodyOnGet: a body sent with GET is held to the rules of any body', () => {
   const get = (path: string, headers: Record<string, string>, body: string) =>
@@ -141,15 +141,15 @@ describe('integers in the path and query', () => {
   });
 });
 
-describe('every request field has its words in ALLOWED', () => {
+describe('every request field has its words in MUST_BE', () => {
   test.each([
     ['ListQuery', ListQuery, ['limit', 'status', 'cursor']],
     ['NewPet', NewPet, ['name', 'categoryId', 'status']],
     ['PetParams', PetParams, ['petId']],
-    ['CreateHeaders', CreateHeaders, ['Idempotency-Key']],
+    ['IdempotencyHeaders', IdempotencyHeaders, ['Idempotency-Key']],
   ] as const)('%s', (_, schema, named) => {
     const fields = Object.keys(schema.entries).map((f) => (f === 'idempotency-key' ? 'Idempotency-Key' : f));
     expect(fields).toEqual([...named]);
-    for (const field of fields) expect([field, typeof ALLOWED[field]]).toEqual([field, 'string']);
+    for (const field of fields) expect([field, typeof MUST_BE[field]]).toEqual([field, 'string']);
   });
 });

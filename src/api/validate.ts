@@ -6,7 +6,7 @@ import type { RateLimitStatus } from '../core/rate-limit-status.ts';
 import { echoed } from '../redact.ts';
 import { roundedMember } from './json-numbers.ts';
 import type { Input, KeyHolder, Operation } from './operation-types.ts';
-import { ALLOWED } from './schemas.ts';
+import { MUST_BE } from './schemas.ts';
 
 type Target = 'json' | 'query' | 'param' | 'header';
 type AnySchema = v.GenericSchema;
@@ -22,7 +22,7 @@ export const NOT_JSON = 'body: must be a JSON object; this is not valid JSON.';
 /**
  * The input of `op` from a request, validated by the entry's schemas: path parameters, query,
  * headers and the JSON body. The first field valibot finds wrong becomes a 400 that names it
- * and says what it accepts (`ALLOWED`), in the contract's words. Unknown query parameters are
+ * and says what it accepts (`MUST_BE`), in the contract's words. Unknown query parameters are
  * ignored by the schemas; unknown body fields are refused by them. Synchronous for an
  * operation without a body, so a GET awaits nothing here.
  *
@@ -34,11 +34,11 @@ export const NOT_JSON = 'body: must be a JSON object; this is not valid JSON.';
 export function inputReader<D>(
   op: Operation<D>,
 ): (c: Context, principal: string, quota?: RateLimitStatus, key?: KeyHolder) => Input | Promise<Input> {
-  const allowed = op.allowed ?? ALLOWED;
-  const query = op.query && checker('query', op.query, allowed);
-  const params = op.params && checker('param', op.params, allowed);
-  const headers = op.headers && checker('header', op.headers, allowed);
-  const body = op.body && checker('json', op.body, allowed);
+  const mustBe = op.mustBe ?? MUST_BE;
+  const query = op.query && checker('query', op.query, mustBe);
+  const params = op.params && checker('param', op.params, mustBe);
+  const headers = op.headers && checker('header', op.headers, mustBe);
+  const body = op.body && checker('json', op.body, mustBe);
   const types = op.bodyTypes ?? JSON_TYPES;
   // A PATCH that is refused for its media type says which ones it takes (RFC 5789, section 3.1).
   const refused = op.method === 'PATCH' ? notJson(types, { 'Accept-Patch': types.join(', ') }) : notJson(types);
@@ -57,7 +57,7 @@ export function inputReader<D>(
   if (!body) return fromRequest;
   return async function withBody(c, principal, quota, key) {
     if (!isMediaType(c.req.header('content-type'), types)) throw refused;
-    const value = parseJsonBody(await c.req.arrayBuffer(), allowed);
+    const value = parseJsonBody(await c.req.arrayBuffer(), mustBe);
     // The media type (415) and the JSON's syntax (400) first, as the body is read; then the
     // path, query and headers; the body's fields last.
     const input = fromRequest(c, principal, quota, key);
