@@ -82,9 +82,10 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
  * 8. the one answer path (src/http/answer.ts): 304, compression, HEAD.
  * A path under the API prefix that no operation serves (Hono's `notFound`) passes 2 and 3 too,
  * then gets 404 or 405.
- * Refusals and errors all leave through `answerError`: the gateway's are returned (a throw
- * through its async frames costs the 401 path measurably), anything thrown is turned into
- * one by `toApiError`. An ops route (`opsRoute`) is served by its handler, answered the same way.
+ * Refusals and errors all leave through `fail` (which keeps the error for the log line and
+ * metrics, then answers it with `answerError`): the gateway's refusals are returned, not thrown
+ * (a throw through its async frames costs the 401 path measurably); what a handler or a step
+ * throws reaches Hono's `onError`, which turns it into one with `toApiError`. An ops route (`opsRoute`) is served by its handler, answered the same way.
  * Each step is a function below, in this order, given what the steps share (`Shared`, made once
  * by `sharedOf`); what one operation needs is made once when its route is added (`routeOf`).
  *
