@@ -233,7 +233,7 @@ function startOrderSweep(store: PetStore, log: Logger): ReturnType<typeof setInt
     if (running) return;
     running = true;
     store
-      .expireOrders(Date.now())
+      .expireOrders(systemClock.now())
       .catch((err: unknown) => log.warn('order expiry failed; retried in a second', { error: String(err) }))
       .finally(() => {
         running = false;

@@ -130,7 +130,12 @@ export interface SqliteStoreOptions {
   /** The runtime's SQLite, from `loadSqlite()`. */
   readonly open: SqliteOpener;
   readonly log: Logger;
-  /** Where time comes from for `DATA_VERSION_TTL_MS` and the lock wait; tests pass a fake one. */
+  /**
+   * Where time comes from for `DATA_VERSION_TTL_MS`, the lock wait and whether the earliest hold
+   * has run out (`startDueExpiry`, `changeCount`). A server leaves it to the system clock, which
+   * its app (an order's `placedAt`) and its sweep (`expireOrders`) read too; tests pass one fake
+   * clock to the app and the store alike.
+   */
   readonly clock?: Clock;
   /**
    * How long a call waits for another process that holds the database's lock; then it fails
