@@ -28,14 +28,14 @@ import type { Metrics } from './metrics/registry.ts';
 import { metricsRoute } from './ops-routes/metrics.ts';
 import { opsRoutes } from './ops-routes/routes.ts';
 import type { DocsOptions } from './reference/routes.ts';
-import type { PetStore } from './store/store.ts';
+import type { DataStore } from './store/store.ts';
 
 /** Largest accepted request body: 64 KiB. */
 export const MAX_BODY_BYTES = 64 * 1024;
 
 export interface AppOptions {
   /** The store as start-up hands it to every part (`storeOf` in src/serve/start.ts: bounded in time, failures counted). */
-  store: PetStore;
+  store: DataStore;
   /** The current keys; a function so a reload swaps them between requests. */
   keys: () => KeyTable;
   limiter: RateLimiter;

@@ -1,7 +1,7 @@
 // The tests' one fake store: a MemoryStore with some calls changed. It is made from
-// STORE_CALLS, as the store's wrappers are, so a call added to PetStore reaches every fake.
+// STORE_CALLS, as the store's wrappers are, so a call added to DataStore reaches every fake.
 import { MemoryStore } from '../src/store/memory-store.ts';
-import { type CallSpec, type PetStore, STORE_CALLS, wrapCalls } from '../src/store/store.ts';
+import { type CallSpec, type DataStore, STORE_CALLS, wrapCalls } from '../src/store/store.ts';
 
 type CallName = keyof typeof STORE_CALLS;
 
@@ -9,16 +9,16 @@ export interface FakeStoreOptions {
   /** Every call passes through this first (a gate, a failure); by default it just runs. */
   around?: (run: () => Promise<unknown>, call: CallName, spec: CallSpec) => Promise<unknown>;
   /** Calls answered by these instead, given the MemoryStore underneath. */
-  replace?: (memory: MemoryStore) => Partial<Pick<PetStore, CallName | 'changeCount'>>;
+  replace?: (memory: MemoryStore) => Partial<Pick<DataStore, CallName | 'changeCount'>>;
 }
 
 /**
- * A PetStore over a fresh MemoryStore, with `memory` for setting it up behind the fake's back.
+ * A DataStore over a fresh MemoryStore, with `memory` for setting it up behind the fake's back.
  *
  * @example
  * const { store } = fakeStore({ around: () => Promise.reject(new Error('disk on fire')) })
  */
-export function fakeStore({ around, replace }: FakeStoreOptions = {}): { store: PetStore; memory: MemoryStore } {
+export function fakeStore({ around, replace }: FakeStoreOptions = {}): { store: DataStore; memory: MemoryStore } {
   const memory = new MemoryStore();
   const names = new Map<CallSpec, CallName>(
     Object.entries(STORE_CALLS).map(([name, spec]) => [spec, name as CallName]),
@@ -27,7 +27,7 @@ export function fakeStore({ around, replace }: FakeStoreOptions = {}): { store: 
   const calls = around
     ? wrapCalls(memory, STORE_CALLS, (run, spec) => around(run, names.get(spec) as CallName, spec))
     : wrapCalls(memory, STORE_CALLS, (run) => run());
-  const store: PetStore = {
+  const store: DataStore = {
     ...calls,
     startDueExpiry: () => memory.startDueExpiry(),
     changeCount: () => memory.changeCount(),
@@ -39,7 +39,7 @@ export function fakeStore({ around, replace }: FakeStoreOptions = {}): { store: 
 }
 
 /** A store whose every call fails with `error` (its `ping` too unless `pingOk`), and that never tells a change count. */
-export function failingStore(error: () => Error, { pingOk = false } = {}): PetStore {
+export function failingStore(error: () => Error, { pingOk = false } = {}): DataStore {
   return fakeStore({
     around: (_run, call) => (call === 'ping' && pingOk ? Promise.resolve() : Promise.reject(error())),
     replace: () => ({ changeCount: () => undefined }),

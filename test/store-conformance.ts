@@ -3,11 +3,11 @@ import type { StoredOrder } from '../src/core/order-records.ts';
 import { MAX_ID, type NewPet, petOf, type StoredPet } from '../src/core/pet-records.ts';
 import { fingerprintOf, IDEMPOTENCY_TTL_MS } from '../src/store/idempotency.ts';
 import type { Outbox } from '../src/store/outbox.ts';
-import type { IdempotentCreate, PetStore } from '../src/store/store.ts';
+import type { DataStore, IdempotentCreate } from '../src/store/store.ts';
 
 /** Opens an empty store for one test; `dispose` removes whatever it left behind. */
 export interface StoreFixture {
-  readonly store: PetStore;
+  readonly store: DataStore;
   dispose(): Promise<void>;
 }
 
@@ -22,15 +22,15 @@ const once = (pet: NewPet, key = 'k-1', now = T0, owner = 'key:acme'): Idempoten
 });
 
 /**
- * The behaviour every `PetStore` shares, run against each backend by its own test file.
+ * The behaviour every `DataStore` shares, run against each backend by its own test file.
  *
  * @example
  * describeStore('MemoryStore', async () => ({ store: new MemoryStore(), dispose: async () => {} }))
  */
 export function describeStore(name: string, open: () => Promise<StoreFixture>): void {
-  describe(`${name} (PetStore behaviour)`, () => {
+  describe(`${name} (DataStore behaviour)`, () => {
     let fixture: StoreFixture;
-    let store: PetStore;
+    let store: DataStore;
     beforeEach(async () => {
       fixture = await open();
       store = fixture.store;

@@ -12,7 +12,7 @@ import type { Logger } from '../src/log.ts';
 import { silentLogger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics/registry.ts';
 import { MemoryStore } from '../src/store/memory-store.ts';
-import type { PetStore } from '../src/store/store.ts';
+import type { DataStore } from '../src/store/store.ts';
 
 /** A clock the test moves by hand. */
 export function fakeClock(start = Date.UTC(2026, 10, 22, 12, 0, 0)) {
@@ -47,7 +47,7 @@ export function testApp({
   experimental = false,
   orderHoldMs = undefined as number | undefined,
   /** The store on the test's clock; a `MemoryStore` when absent. */
-  storeOn = undefined as ((clock: Clock) => PetStore) | undefined,
+  storeOn = undefined as ((clock: Clock) => DataStore) | undefined,
 } = {}) {
   const clock = fakeClock(start);
   const store = storeOn ? storeOn(clock) : new MemoryStore({ clock });

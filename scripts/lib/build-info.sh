@@ -29,7 +29,7 @@ compile_flags() {
 }
 
 # The entry points of every compiled binary: the program, and the worker each `--workers` thread
-# runs (src/serve/workers.ts starts it by this path, which the binary keeps).
+# runs (src/serve/supervisor.ts starts it by this path, which the binary keeps).
 compile_entries() {
   printf -- '%s\n' src/main.ts src/serve/worker.ts
 }

@@ -3,7 +3,7 @@ import type { Clock } from '../core/clock.ts';
 import type { KeyScope } from '../core/key-scopes.ts';
 import type { RateLimitStatus } from '../core/rate-limit-status.ts';
 import type { Reply } from '../core/reply.ts';
-import type { PetStore } from '../store/store.ts';
+import type { DataStore } from '../store/store.ts';
 
 /** The methods the tables' operations use; HEAD is served by every GET. */
 export type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
@@ -31,7 +31,7 @@ export const STABILITIES: readonly Stability[] = ['stable', 'beta', 'experimenta
 
 /** What every handler works with, given once at start. */
 export interface ApiDeps {
-  readonly store: PetStore;
+  readonly store: DataStore;
   readonly clock: Clock;
   /** How long a placed order holds its pet (`--order-hold`), in ms. */
   readonly orderHoldMs: number;

@@ -11,12 +11,12 @@ import { childSpan, closeChild, failChild, openChild } from '../trace/spans.ts';
 import { canonicalAddress } from './addresses.ts';
 import { type Caller, identify } from './caller.ts';
 import { decider } from './decide.ts';
-import { writeRateLimitHeaders } from './headers.ts';
 import { HostInFlight, type HostSlotsMemory } from './host-in-flight.ts';
 import { InFlight, tooManyInFlight, untouched } from './in-flight.ts';
 import type { FailoverLimiter } from './limiter/failover.ts';
 import type { RateLimiter } from './limiter/limiter.ts';
 import type { OpenRedisLimiterOptions } from './limiter/open-redis.ts';
+import { writeRateLimitHeaders } from './rate-limit-headers.ts';
 import { adminKeyOnPublicApi, missingScope, REALM, validAt } from './validity.ts';
 
 export { DEFAULT_IPV6_PREFIX, TrustedProxies } from './addresses.ts';

@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import type { PetsTouched, Reply } from '../core/reply.ts';
-import type { PetStore } from '../store/store.ts';
+import type { DataStore } from '../store/store.ts';
 import { StoreUnavailableError } from '../store/store-error.ts';
 
 /** Most bytes of bodies kept: a full page of 100 pets is about 7 KB, so at least 500 of those. */
@@ -12,7 +12,7 @@ export const MAX_SEEN_KEYS = 4_096;
  * What kept answers ask of the store: its due orders expired (an expiry changes pets), its
  * change count before a read, and whether what a reply read changed since.
  */
-export type StoreChanges = Pick<PetStore, 'startDueExpiry' | 'changeCount' | 'unchanged'>;
+export type StoreChanges = Pick<DataStore, 'startDueExpiry' | 'changeCount' | 'unchanged'>;
 /** What the memo itself asks: the count now, and whether what a reply read changed since. */
 type CountedChanges = Pick<StoreChanges, 'changeCount' | 'unchanged'>;
 
@@ -37,7 +37,7 @@ interface Flight {
 /**
  * Successful answers of operations whose answer depends only on their path, query and the
  * store's data (the table's `memo`), kept by the request's path and query while none of the
- * pets they read has changed (`Reply.reads`, `PetStore.unchanged`): a page or a pet asked for
+ * pets they read has changed (`Reply.reads`, `DataStore.unchanged`): a page or a pet asked for
  * again is not validated, read, encoded or hashed again, and a write to one pet leaves the
  * others' answers in place. Bounded by the bytes of the bodies it holds, least recently used
  * first out. Safe because a reply is immutable (its body is a string) and is served only while

@@ -1,7 +1,7 @@
 import {
   type CallWrap,
+  type DataStore,
   OUTBOX_CALLS,
-  type PetStore,
   STORE_CALLS,
   type WrappedStore,
   wrapCalls,
@@ -19,7 +19,7 @@ import type { Metrics } from './registry.ts';
  * @example
  * const store = countStoreErrors(await openStore(config.data, log, options), metrics);
  */
-export function countStoreErrors(store: PetStore | WrappedStore, metrics: Metrics): WrappedStore {
+export function countStoreErrors(store: DataStore | WrappedStore, metrics: Metrics): WrappedStore {
   // One rejection handler per operation, made once, so a call allocates only its promise.
   const failed = new Map<string, (err: unknown) => never>(
     STORE_OPERATIONS.map((operation) => [

@@ -5,13 +5,13 @@ import { parseKeys } from '../keys/file.ts';
 import { KeyTable } from '../keys/table.ts';
 import { createLogger } from '../log.ts';
 import { MemoryStore } from '../store/memory-store.ts';
-import type { PetStore } from '../store/store.ts';
+import type { DataStore } from '../store/store.ts';
 import { healthRoutes } from './health.ts';
 
 const oneKey = new KeyTable(parseKeys(JSON.stringify({ keys: [{ name: 'a', sha256: 'a'.repeat(64), plan: 'free' }] })));
 
 function setup({
-  store = new MemoryStore() as PetStore,
+  store = new MemoryStore() as DataStore,
   keys = oneKey,
   whyNotReady = (): string | undefined => undefined,
   limiter = undefined as LimiterStatus['backend'] | undefined,

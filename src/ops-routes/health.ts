@@ -4,7 +4,7 @@ import type { LimiterStatus } from '../gateway/index.ts';
 import type { KeyTable } from '../keys/table.ts';
 import type { Logger } from '../log.ts';
 import { peerText } from '../redact.ts';
-import type { PetStore } from '../store/store.ts';
+import type { DataStore } from '../store/store.ts';
 
 /** Longest `/readyz` waits for the store before calling it unreachable. */
 export const READY_TIMEOUT_MS = 2_000;
@@ -16,7 +16,7 @@ const OK = JSON.stringify({ status: 'ok' });
 const LIMITER_DOWN = 'The rate limiter cannot reach Redis (--redis-fail closed).';
 
 export interface HealthOptions {
-  store: PetStore;
+  store: DataStore;
   /** The current keys; `/readyz` fails while none are loaded. */
   keys: () => KeyTable;
   log: Logger;
@@ -79,7 +79,7 @@ export function healthRoutes({
   ];
 }
 
-async function storeProblem(store: PetStore, log: Logger, timeoutMs: number): Promise<string | undefined> {
+async function storeProblem(store: DataStore, log: Logger, timeoutMs: number): Promise<string | undefined> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);

@@ -6,7 +6,7 @@ import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { peerText } from '../redact.ts';
 import { keyStoreOf } from '../store/key-store.ts';
-import type { OwnerMove, PetStore } from '../store/store.ts';
+import type { DataStore, OwnerMove } from '../store/store.ts';
 import { developmentKeys } from './dev-key.ts';
 import { KeysFileWatcher } from './keys-file-watch.ts';
 import { KeysStoreWatcher } from './keys-store-watch.ts';
@@ -33,7 +33,7 @@ export class LiveKeys {
   #store: KeysStoreWatcher | undefined;
   #admin: KeyAdmin | undefined;
   /** Where the consumers' orders are: told of what each consumer adopts at every load (`settle`). */
-  #pets: PetStore | undefined;
+  #pets: DataStore | undefined;
   #listeners: ((table: KeyTable) => void)[] = [];
 
   /** Reads the keys file (a `KeysFileError` when it is bad) or makes the development key. */
@@ -53,7 +53,7 @@ export class LiveKeys {
   }
 
   /** With `--keys store`: reads the store's keys, and watches them from `start()` on. */
-  async openStore(store: PetStore): Promise<void> {
+  async openStore(store: DataStore): Promise<void> {
     if (this.#path !== KEYS_STORE) return;
     const keyStore = keyStoreOf(store);
     // parseConfig refuses `--keys store` with a --data that keeps no keys.
@@ -79,7 +79,7 @@ export class LiveKeys {
    * derived adopts what was stored under its name before consumer ids (`Consumer.adopts`), as at
    * every later load of the keys (docs/operations.md, "Consumer identity").
    */
-  async settle(store: PetStore): Promise<void> {
+  async settle(store: DataStore): Promise<void> {
     this.#pets = store;
     try {
       const keyStore = this.#store ? keyStoreOf(store) : undefined;

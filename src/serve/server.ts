@@ -40,7 +40,7 @@ export interface ServeOptions {
   idleTimeoutSeconds?: number;
   /**
    * Shares the port with the other workers of this process (`SO_REUSEPORT`): set only once the
-   * supervisor has proved the port free without it (src/serve/workers.ts).
+   * supervisor has proved the port free without it (src/serve/supervisor.ts).
    */
   reusePort?: boolean;
 }

@@ -1,6 +1,6 @@
 // Serving: the parsed configuration -> the runtime's adapter, the listeners, the store, the
 // limiter, the webhooks and the apps, on this thread (one worker) or on --workers threads
-// (src/serve/workers.ts); and the shutdown a signal starts.
+// (src/serve/supervisor.ts); and the shutdown a signal starts.
 import process from 'node:process';
 import { type AppOptions, adminApp, createApp, metricsApp } from '../app.ts';
 import { type Config, ConfigError, KEYS_STORE, memoryWithWorkers } from '../config.ts';
@@ -21,7 +21,7 @@ import type { Metrics } from '../metrics/registry.ts';
 import { countStoreErrors } from '../metrics/store-errors.ts';
 import { describeData, type LockReleases, MEMORY, openStore } from '../store/open.ts';
 import { sharedVersion } from '../store/shared-version.ts';
-import type { PetStore, WrappedStore } from '../store/store.ts';
+import type { DataStore, WrappedStore } from '../store/store.ts';
 import { tracesUrl } from '../trace/settings.ts';
 import { VERSION } from '../version.ts';
 import { DeliveryWorker } from '../webhooks/delivery-worker.ts';
@@ -33,7 +33,7 @@ import { checkOpenFiles, openFilesNeeded } from './fd-limit.ts';
 import { LiveKeys } from './live-keys.ts';
 import type { RunningServer, RuntimeAdapter, ServeOptions } from './server.ts';
 import { handleSignals } from './signals.ts';
-import { type HostStatus, poolShare, SHARED, type WorkerMemory, WorkerPool, workerMemory } from './workers.ts';
+import { type HostStatus, poolShare, SHARED, type WorkerMemory, WorkerPool, workerMemory } from './supervisor.ts';
 
 // Defined by `bun build --define` for a compiled binary (scripts/lib/build-info.sh), else undeclared.
 declare const PETSTORE_TARGET: string | undefined;
@@ -227,7 +227,7 @@ const ORDER_SWEEP_MS = 1_000;
  * owners' webhooks hear of it. Each expiry is a conditional write: instances sweeping together
  * expire each order once.
  */
-function startOrderSweep(store: PetStore, log: Logger): ReturnType<typeof setInterval> {
+function startOrderSweep(store: DataStore, log: Logger): ReturnType<typeof setInterval> {
   let running = false;
   const timer = setInterval(() => {
     if (running) return;
@@ -434,7 +434,13 @@ export async function storeOf(
  * would hold up shutdown; and sharing the bound means a database found away is answered at
  * once to the worker too, and a worker call that finds it away spares the requests the wait.
  */
-export function webhooksOf(store: PetStore, config: Config, log: Logger, metrics: Metrics | undefined, keys: LiveKeys) {
+export function webhooksOf(
+  store: DataStore,
+  config: Config,
+  log: Logger,
+  metrics: Metrics | undefined,
+  keys: LiveKeys,
+) {
   const { outbox } = store;
   if (!outbox) return {};
   const worker = new DeliveryWorker({

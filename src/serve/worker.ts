@@ -21,7 +21,7 @@ import { notifier } from '../webhooks/notify.ts';
 import { adapter } from './bun.ts';
 import { packAsks, RemoteLimiter, unpackAnswers } from './host-limiter.ts';
 import { metricsOf, storeOf } from './start.ts';
-import { keyRecords, poolShare, SHARED, type ToWorker, type WorkerStart } from './workers.ts';
+import { keyRecords, poolShare, SHARED, type ToWorker, type WorkerStart } from './supervisor.ts';
 
 declare const self: Worker;
 

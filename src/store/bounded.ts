@@ -15,7 +15,7 @@ import { clearTimeout, setTimeout } from 'node:timers';
 import { type Clock, systemClock } from '../core/clock.ts';
 import type { Logger } from '../log.ts';
 import { peerText } from '../redact.ts';
-import { type CallWrap, OUTBOX_CALLS, type PetStore, STORE_CALLS, type WrappedStore, wrapCalls } from './store.ts';
+import { type CallWrap, type DataStore, OUTBOX_CALLS, STORE_CALLS, type WrappedStore, wrapCalls } from './store.ts';
 import { OUTCOME_UNKNOWN, StoreTimeoutError, StoreUnreachableError } from './store-error.ts';
 import { type DbSystem, tracedCalls } from './traced.ts';
 
@@ -73,7 +73,7 @@ export interface BoundedStore extends WrappedStore {
  * const store = boundStore(await PostgresStore.open({ url, log }), { timeoutMs: 2_000, log });
  * await store.list({ limit: 20 }); // rejects with StoreTimeoutError after 2 s without an answer
  */
-export function boundStore(backend: PetStore, options: BoundedStoreOptions): BoundedStore {
+export function boundStore(backend: DataStore, options: BoundedStoreOptions): BoundedStore {
   const bound = new Bound(backend, options);
   // Each call in its span, around the bound, so a time-out ends the span as Error.
   const call: CallWrap = tracedCalls((run, { doing, write }) => bound.call(doing, write, run), options.system);
@@ -99,7 +99,7 @@ export function boundStore(backend: PetStore, options: BoundedStoreOptions): Bou
 
 /** The bound's state: the calls in flight and their one deadline timer, the outage and its probe. */
 class Bound {
-  readonly #backend: PetStore;
+  readonly #backend: DataStore;
   readonly #timeoutMs: number;
   readonly #log: Logger;
   readonly #probeIntervalMs: number;
@@ -121,7 +121,7 @@ class Bound {
   #closed = false;
 
   constructor(
-    backend: PetStore,
+    backend: DataStore,
     {
       timeoutMs = DEFAULT_STORE_TIMEOUT_MS,
       log,

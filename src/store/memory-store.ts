@@ -11,11 +11,11 @@ import { MemoryOutbox } from './outbox.ts';
 import type {
   CloseOrderResult,
   CreateOnceResult,
+  DataStore,
   IdempotentCreate,
   ListOptions,
   OrderListOptions,
   OwnerMove,
-  PetStore,
   PlaceOrder,
   PlaceOrderResult,
   RemoveResult,
@@ -36,7 +36,7 @@ interface RememberedKey {
 }
 
 /** Pets in process memory (`--data :memory:`): gone on restart. */
-export class MemoryStore implements PetStore {
+export class MemoryStore implements DataStore {
   /** Ascending by id, since ids only grow; a page starts with a binary search. */
   #pets: StoredPet[] = [];
   #nextId = 1;

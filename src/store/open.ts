@@ -4,7 +4,7 @@ import { type BoundedStore, boundStore, DEFAULT_STORE_TIMEOUT_MS } from './bound
 import { MemoryStore } from './memory-store.ts';
 import { POSTGRES_URL } from './postgres-url.ts';
 import type { LockReleases } from './sqlite.ts';
-import type { PetStore } from './store.ts';
+import type { DataStore } from './store.ts';
 import { StoreOpenError } from './store-error.ts';
 
 /** The `--data` value that keeps pets in memory only. */
@@ -49,7 +49,7 @@ async function openBackend(
   timeoutMs: number,
   poolSize: number | undefined,
   lockReleases: LockReleases | undefined,
-): Promise<PetStore> {
+): Promise<DataStore> {
   if (data === MEMORY) {
     log.warn('pets are kept in memory only and are lost at exit', { data });
     return new MemoryStore();

@@ -34,11 +34,11 @@ import { describeData, POOL_SIZE } from './postgres-url.ts';
 import type {
   CloseOrderResult,
   CreateOnceResult,
+  DataStore,
   IdempotentCreate,
   ListOptions,
   OrderListOptions,
   OwnerMove,
-  PetStore,
   PlaceOrder,
   PlaceOrderResult,
   RemoveResult,
@@ -148,7 +148,7 @@ export interface PostgresStoreOptions {
  * A create with an `Idempotency-Key` is one transaction holding an advisory lock on the key,
  * so concurrent creates with the same key, from any instance, take turns.
  */
-export class PostgresStore implements PetStore, WithKeyStore {
+export class PostgresStore implements DataStore, WithKeyStore {
   /** The pool pets and the outbox use now; `#renew` replaces it. */
   #pool: postgres.Sql;
   readonly #newPool: () => postgres.Sql;

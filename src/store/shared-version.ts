@@ -1,4 +1,4 @@
-import { type CallWrap, type PetStore, STORE_CALLS, type WrappedStore, wrapCalls } from './store.ts';
+import { type CallWrap, type DataStore, STORE_CALLS, type WrappedStore, wrapCalls } from './store.ts';
 
 /** The change count of one worker's store: its own store's, and the count of every worker's writes. */
 interface SharedVersion {
@@ -16,7 +16,7 @@ interface SharedVersion {
  * @example
  * const store = sharedVersion(await openStore(data, log), new Int32Array(sab), 0)
  */
-export function sharedVersion(store: PetStore | WrappedStore, counter: Int32Array, index: number): WrappedStore {
+export function sharedVersion(store: DataStore | WrappedStore, counter: Int32Array, index: number): WrappedStore {
   const moved = () => {
     Atomics.add(counter, index, 1);
   };

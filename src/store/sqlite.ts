@@ -33,11 +33,11 @@ import { sqliteOutbox } from './sqlite-outbox.ts';
 import type {
   CloseOrderResult,
   CreateOnceResult,
+  DataStore,
   IdempotentCreate,
   ListOptions,
   OrderListOptions,
   OwnerMove,
-  PetStore,
   PlaceOrder,
   PlaceOrderResult,
   RemoveResult,
@@ -193,7 +193,7 @@ interface PendingWrite {
  * after the other, so a second create with the same key finds the first. The webhook outbox's
  * writes ride the same batches: an event recorded while creates are pending costs no fsync of its own.
  */
-export class SqliteStore implements PetStore, WithKeyStore {
+export class SqliteStore implements DataStore, WithKeyStore {
   readonly #db: SqliteConnection;
   readonly #sweeps = new SweepSchedule();
   /** Counts this process's changes of pets once committed, and every change of `data_version` (another's) as a change of every pet. */

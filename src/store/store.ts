@@ -94,7 +94,7 @@ export interface OrderListOptions {
  * Where pets live, with what belongs beside them: orders, idempotency keys and the webhook
  * outbox. Pet ids are assigned by the store and increase.
  */
-export interface PetStore {
+export interface DataStore {
   /** Stores a new pet; resolves only once it is durable for this backend. */
   create(pet: NewPet): Promise<StoredPet>;
   /**
@@ -180,8 +180,8 @@ export interface PetStore {
 }
 
 /** A store behind a wrapper (the time bound, error counts): `backend` is the store its calls reach. */
-export interface WrappedStore extends PetStore {
-  readonly backend: PetStore;
+export interface WrappedStore extends DataStore {
+  readonly backend: DataStore;
 }
 
 /** The names of `T`'s methods that return a promise. */
@@ -198,7 +198,7 @@ export interface CallSpec {
 }
 
 /**
- * THE STORE'S METHOD LIST: every call of `PetStore` once (`close` is each wrapper's own). The
+ * THE STORE'S METHOD LIST: every call of `DataStore` once (`close` is each wrapper's own). The
  * wrappers are made from it (`wrapCalls`), so a call added to the interface fails to compile
  * until it is here, and once here no wrapper can leave it out. The three calls that answer at once
  * (`startDueExpiry`, `changeCount`, `unchanged`) are not here: each wrapper passes them on itself.
@@ -220,7 +220,7 @@ export const STORE_CALLS = {
   retireOwner: { doing: 'retire owner', write: true, counted: 'order' },
   adoptOwners: { doing: 'adopt owners', write: true, counted: 'order' },
   ping: { doing: 'ping', write: false, counted: 'ping' },
-} as const satisfies Record<Exclude<Calls<PetStore>, 'close'>, CallSpec>;
+} as const satisfies Record<Exclude<Calls<DataStore>, 'close'>, CallSpec>;
 
 /** Every call of the webhook outbox, as `STORE_CALLS` lists the store's. */
 export const OUTBOX_CALLS = {

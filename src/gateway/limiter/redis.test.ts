@@ -5,7 +5,7 @@ import { fakeClock } from '../../../test/testing.ts';
 import type { Decision } from '../../core/decision.ts';
 import type { Limits } from '../../keys/plans.ts';
 import { createLogger } from '../../log.ts';
-import { rateLimitHeaders } from '../headers.ts';
+import { rateLimitHeaders } from '../rate-limit-headers.ts';
 import { SlidingWindowLimiter, STATE_TTL_MS } from './in-process.ts';
 import type { LimiterEvent, Subject } from './limiter.ts';
 import { openRedisLimiter } from './open-redis.ts';

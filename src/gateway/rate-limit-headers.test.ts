@@ -1,9 +1,9 @@
 import { describe, expect, test } from 'bun:test';
 import type { Decision, Outcome, WindowState } from '../core/decision.ts';
 import type { Limits } from '../keys/plans.ts';
-import { bindingWindow, rateLimitHeaders } from './headers.ts';
 import { SlidingWindowLimiter } from './limiter/in-process.ts';
 import type { Subject } from './limiter/limiter.ts';
+import { bindingWindow, rateLimitHeaders } from './rate-limit-headers.ts';
 
 const T0 = 1_700_000_000_000;
 const T0S = T0 / 1000;
