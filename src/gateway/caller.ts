@@ -2,11 +2,12 @@ import type { Consumer, KeyRecord } from '../keys/file.ts';
 import { bearerToken, type KeyTable } from '../keys/table.ts';
 
 /**
- * Who sent a request, made once by `identify()` and read by every later step (in-flight cap,
- * limiter, headers, log, metrics, idempotency scope): a key's consumer, or a client address
- * that presented no valid key. `address` is always the canonical client address; a consumer has
- * none, since nothing about it depends on where it calls from (and looking the address up is not free:
- * bench/README.md).
+ * Who sent a request, made once per request by `identify()` (and again by `validAt()` for a key
+ * used outside its validity, which makes its caller a stranger), and read by every later step
+ * (in-flight cap, limiter, headers, log, metrics, idempotency scope): a key's consumer, or a
+ * client address that presented no valid key. `address` is always the canonical client address;
+ * a consumer has none, since nothing about it depends on where it calls from (and looking the
+ * address up is not free: bench/README.md).
  */
 export type Caller =
   | {

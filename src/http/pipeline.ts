@@ -85,7 +85,8 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
  * Refusals and errors all leave through `fail` (which keeps the error for the log line and
  * metrics, then answers it with `answerError`): the gateway's refusals are returned, not thrown
  * (a throw through its async frames costs the 401 path measurably); what a handler or a step
- * throws reaches Hono's `onError`, which turns it into one with `toApiError`. An ops route (`opsRoute`) is served by its handler, answered the same way.
+ * throws is caught in step 1 (`answerInScope`) and turned into one by `toApiError`. Hono's
+ * `onError` sees only what escapes step 1, and answers it the same way. An ops route (`opsRoute`) is served by its handler, answered the same way.
  * Each step is a function below, in this order, given what the steps share (`Shared`, made once
  * by `sharedOf`); what one operation needs is made once when its route is added (`routeOf`).
  *

@@ -83,7 +83,8 @@ export function boundStore(backend: DataStore, options: BoundedStoreOptions): Bo
     ...(outbox ? { outbox: wrapCalls(outbox, OUTBOX_CALLS, call) } : {}),
     backend,
     // A read waits for an expiry under way, bounded as any call, so a due hold during an outage
-    // answers a read 503 in time rather than holding it. The count touches no connection.
+    // answers a read 503 in time rather than holding it. The count is synchronous and never waits,
+    // so it needs no bound.
     startDueExpiry: () => {
       const expiring = backend.startDueExpiry();
       return expiring && call(() => expiring, STORE_CALLS.expireOrders);

@@ -36,7 +36,9 @@ export type CreateOnceResult =
  * What `update` did. Checked in this order, in the transaction that writes: the pet exists, it
  * meets `If-Match` (else `stale`, with the pet as it is), the status change is a transition
  * (`NEXT_STATUSES`), and no open order holds the pet when its status changes (`on_order`).
- * A patch that changes nothing is `updated` with the pet as it was, its version unmoved.
+ * A patch that changes nothing is `updated` with the pet as it was, its version unmoved. The
+ * pet a refusal carries is the one the write saw; the API answers a refusal with the Error body
+ * only (a 412 sends no `ETag`: a client reads the pet again), and the store's tests check it.
  */
 export type UpdateResult =
   | { readonly outcome: 'updated'; readonly pet: StoredPet }
@@ -167,7 +169,9 @@ export interface DataStore {
    * Where this instance's count of pet changes is (`ChangeCounter.count`): read it before a read whose
    * answer may be kept. Undefined when the store cannot tell what changed, or while a hold that
    * has run out is not yet expired (then no answer read from it is kept or served:
-   * src/http/memo.ts). Reading it has no side effect and touches no connection.
+   * src/http/memo.ts). Synchronous, never awaited: PostgreSQL's is in memory (heard through LISTEN);
+   * SQLite's reads `PRAGMA data_version` on its connection at most every `DATA_VERSION_TTL_MS`,
+   * and when another process wrote, counts a change of every pet.
    */
   changeCount(): unknown;
   /** Whether nothing `reads` names changed since the store's change count was `since` (`ChangeCounter.unchanged`). */
