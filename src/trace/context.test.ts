@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { formatTraceParent, newSpanId, newTrace, newTraceId, parseTraceParent } from './context.ts';
+import { drawnLow52, formatTraceParent, newSpanId, newTrace, newTraceId, parseTraceParent } from './context.ts';
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const SPAN = '00f067aa0ba902b7';
@@ -44,5 +44,12 @@ describe('traceparent', () => {
     expect(trace.traceId).toMatch(/^[0-9a-f]{32}$/);
     expect(trace.spanId).toMatch(/^[0-9a-f]{16}$/);
     expect(traces.has(trace.traceId)).toBe(false);
+  });
+
+  test("a drawn trace's low 52 bits, read from its bytes, are its last 13 hex digits", () => {
+    for (let i = 0; i < 500; i++) {
+      const { traceId, at } = newTrace();
+      expect(drawnLow52(at)).toBe(Number.parseInt(traceId.slice(19), 16));
+    }
   });
 });

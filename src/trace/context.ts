@@ -92,3 +92,13 @@ export function newTrace(): { readonly traceId: string; readonly spanId: string;
 export function copyDrawn(at: number, target: Uint8Array, offset: number): void {
   for (let i = 0; i < 24; i++) target[offset + i] = pool[at + i] as number;
 }
+
+/**
+ * The low 52 bits of the trace id `newTrace` drew at `at` (its last 13 hex digits) as a number,
+ * read from the drawn bytes, for the ratio sampler; only before the next id is drawn.
+ */
+export function drawnLow52(at: number): number {
+  let low = (pool[at + 9] as number) & 0x0f;
+  for (let i = at + 10; i < at + 16; i++) low = low * 256 + (pool[i] as number);
+  return low;
+}

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { type Context, ROOT_CONTEXT, SpanKind, TraceFlags, trace } from '@opentelemetry/api';
 import { SamplingDecision } from '@opentelemetry/sdk-trace';
-import { newSpanId, newTraceId } from './context.ts';
+import { drawnLow52, newSpanId, newTrace, newTraceId } from './context.ts';
 import { RatioSampler, samplingOf } from './export.ts';
 import { SAMPLERS } from './settings.ts';
 import { DRAWN, HOLDS_VALID_KEY } from './spans.ts';
@@ -16,6 +16,19 @@ describe('RatioSampler (traceidratio)', () => {
     expect(sampledOf(half, `${'0'.repeat(19)}8000000000000`)).toBe(false);
     // The high digits do not count: every instance decides alike for one trace.
     expect(sampledOf(half, `${'0'.repeat(19)}7ffffffffffff`)).toBe(true);
+  });
+
+  test("a request's decision from its drawn id's bytes is the one from its hex, at every ratio", () => {
+    for (const ratio of [0, 0.01, 0.3, 1]) {
+      const { sampled } = samplingOf('parentbased_traceidratio', ratio);
+      const drawn = Array.from({ length: 2_000 }, () => {
+        const { traceId, at } = newTrace();
+        return [traceId, drawnLow52(at)] as const;
+      });
+      const fromBytes = drawn.map(([id, low]) => sampled(ROOT_CONTEXT, id, low));
+      expect([ratio, fromBytes]).toEqual([ratio, drawn.map(([id]) => sampled(ROOT_CONTEXT, id))]);
+      if (ratio === 0.3) expect(fromBytes.filter(Boolean).length).toBeWithin(450, 750);
+    }
   });
 
   test('0 exports nothing, 1 everything, 0.25 about a quarter of 20,000 fresh ids', () => {

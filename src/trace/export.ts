@@ -279,12 +279,12 @@ export function samplingOf(name: SamplerName, ratio: number): { readonly sampler
   // The ratio sampler's own test, else the constant sampler asked as the SDK asks it.
   const rootSampled =
     root instanceof RatioSampler
-      ? (traceId: string) => root.samples(traceId)
+      ? (traceId: string, low?: number) => (low === undefined ? root.samples(traceId) : root.samplesLow(low))
       : (traceId: string) => records(root, ROOT_CONTEXT, traceId);
   return {
     sampler,
-    sampled: (context, traceId) =>
-      !parentBased || context === ROOT_CONTEXT ? rootSampled(traceId) : records(sampler, context, traceId),
+    sampled: (context, traceId, low) =>
+      !parentBased || context === ROOT_CONTEXT ? rootSampled(traceId, low) : records(sampler, context, traceId),
   };
 }
 
@@ -338,6 +338,10 @@ export class RatioSampler implements Sampler {
     // Read digit by digit, not sliced and parsed: no string is made per request.
     let low = 0;
     for (let i = traceId.length - 13; i < traceId.length; i++) low = low * 16 + hexDigit(traceId.charCodeAt(i));
+    return low < this.#below;
+  }
+  /** Whether a trace whose id's low 52 bits are `low` is exported. */
+  samplesLow(low: number): boolean {
     return low < this.#below;
   }
   toString(): string {

@@ -25,7 +25,15 @@ import {
   trace,
 } from '@opentelemetry/api';
 import { peerText } from '../redact.ts';
-import { copyDrawn, formatTraceParent, newSpanId, newTrace, newTraceId, parseTraceParent } from './context.ts';
+import {
+  copyDrawn,
+  drawnLow52,
+  formatTraceParent,
+  newSpanId,
+  newTrace,
+  newTraceId,
+  parseTraceParent,
+} from './context.ts';
 import { currentScope, type RequestScope, requestScope } from './request-scope.ts';
 import { ERROR_NAME, FAILED, HEAD, ID_BYTES, INTERNAL, MAX_CHILDREN, REMOTE, TAIL, type TraceRing } from './ring.ts';
 
@@ -36,9 +44,10 @@ let sampled: Sampled = () => true;
 /**
  * The configured sampler's answer for a request's server span, asked at its start: whether a
  * span in `context` (the caller's, when its `traceparent` is valid) of trace `traceId` is
- * exported (the head decision).
+ * exported (the head decision). `low`, when given, is the id's low 52 bits as a number, read from
+ * the bytes the server drew, so the ratio sampler reads no hex digit.
  */
-export type Sampled = (context: OtelContext, traceId: string) => boolean;
+export type Sampled = (context: OtelContext, traceId: string, low?: number) => boolean;
 
 /** Which requests the sampler passed over are kept all the same, once answered (the tail). */
 export interface KeepRules {
@@ -170,7 +179,7 @@ export function beginRequest<R>(
       if (parent.sampled) context = context.setValue(HOLDS_VALID_KEY, true);
       head = sampled(context, traceId);
     } else head = sampled(ROOT_CONTEXT, newTraceId());
-  } else head = sampled(ROOT_CONTEXT, traceId);
+  } else head = sampled(ROOT_CONTEXT, traceId, drawnLow52(at));
   const r = into.claim(now());
   into.flags[r] = (head ? HEAD : 0) | (parent ? REMOTE : 0);
   if (parent) into.writeIds(r, traceId, spanId, parent.spanId);
