@@ -132,7 +132,7 @@ describe('AnswerMemo', () => {
         );
       };
       const ask = (key: string) =>
-        memo.answer(key, changes.count(), read).then(
+        memo.readOrJoin(key, changes.count(), read).then(
           ({ reply, joined }) => [reply.status, reply.body, joined],
           (err: Error) => ['failed', err.message],
         );
@@ -207,8 +207,8 @@ describe('AnswerMemo', () => {
       let reads = 0;
       const read = async () => page(++reads);
       const answers = await Promise.all([
-        memo.answer('/v1/pets', undefined, read),
-        memo.answer('/v1/pets', undefined, read),
+        memo.readOrJoin('/v1/pets', undefined, read),
+        memo.readOrJoin('/v1/pets', undefined, read),
       ]);
       expect(answers.map((a) => [a.reply.body, a.joined])).toEqual([
         ['[1]', false],

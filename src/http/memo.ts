@@ -51,7 +51,7 @@ interface Flight {
  * and keeping those answers only churns the collector (bench/README.md).
  *
  * A request that finds nothing kept while a read of its key is under way waits for that read
- * and is answered by it when nothing the read saw has changed since it began (`answer`): on
+ * and is answered by it when nothing the read saw has changed since it began (`readOrJoin`): on
  * PostgreSQL, where a read takes a round trip, the requests that arrive meanwhile do not each
  * read again.
  *
@@ -59,7 +59,7 @@ interface Flight {
  * const memo = new AnswerMemo(store)
  * await store.startDueExpiry() // a pet read waits for due holds to expire (answerOperation)
  * const count = store.changeCount()
- * const reply = memo.get(key, count) ?? (await memo.answer(key, count, read)).reply
+ * const reply = memo.get(key, count) ?? (await memo.readOrJoin(key, count, read)).reply
  */
 export class AnswerMemo {
   readonly #kept: LRUCache<string, Kept>;
@@ -87,7 +87,8 @@ export class AnswerMemo {
   }
 
   /**
-   * The answer to a request that found nothing kept under `key` (`get`), read at `count`: a
+   * Reads `key` or joins its read under way: the answer to a request that found nothing kept
+   * under `key` (`get`), read at `count`: a
    * 200 of the read of `key` under way when nothing it read has changed since that read began
    * (`joined`: this request read nothing itself), else `read()`'s, kept as `set` keeps it, which later requests share the same
    * way while it runs. When what the read under way saw changed meanwhile, the first request
@@ -95,7 +96,7 @@ export class AnswerMemo {
    * others a request waits for before its own). When the store cannot answer the read under
    * way (503), its waiting requests fail with it.
    */
-  async answer(
+  async readOrJoin(
     key: string,
     count: unknown,
     read: () => Promise<Reply>,
@@ -113,7 +114,7 @@ export class AnswerMemo {
       });
       if (reply?.status !== 200) return { reply: this.#kept200(key, count, await read()), joined: false };
       if (flight.since === count || this.#store.unchanged(flight.since, reply.reads)) return { reply, joined: true };
-      return this.answer(key, this.#store.changeCount(), read, joins - 1);
+      return this.readOrJoin(key, this.#store.changeCount(), read, joins - 1);
     }
     const mine: Flight = { since: count, reply: read() };
     this.#flights.set(key, mine);

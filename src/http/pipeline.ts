@@ -355,7 +355,7 @@ async function answerOperation<D>(
     tagged(op, await op.handler(await readInput(c, principalOf(caller), quota, keyOf(op, c)), deps));
   if (key === undefined || !memo) return answer(c, await read());
   // A request answered by another's read under way is counted a hit: it read nothing itself.
-  const { reply, joined } = await memo.answer(key, count, read);
+  const { reply, joined } = await memo.readOrJoin(key, count, read);
   memoCount?.(counted, joined);
   return answer(c, reply);
 }
