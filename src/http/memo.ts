@@ -87,14 +87,13 @@ export class AnswerMemo {
   }
 
   /**
-   * Reads `key` or joins its read under way: the answer to a request that found nothing kept
-   * under `key` (`get`), read at `count`: a
-   * 200 of the read of `key` under way when nothing it read has changed since that read began
-   * (`joined`: this request read nothing itself), else `read()`'s, kept as `set` keeps it, which later requests share the same
-   * way while it runs. When what the read under way saw changed meanwhile, the first request
-   * waiting for it reads again and the others share that read (`joins`: how many reads of
-   * others a request waits for before its own). When the store cannot answer the read under
-   * way (503), its waiting requests fail with it.
+   * Reads `key` or joins its read under way: the answer to a request that found nothing kept under
+   * `key` (`get`), read at `count`: a 200 of the read of `key` under way when nothing it read has
+   * changed since that read began (`joined`: this request read nothing itself), else `read()`'s,
+   * kept as `set` keeps it, which later requests share the same way while it runs. When what the
+   * read under way saw changed meanwhile, the first request waiting for it reads again and the
+   * others share that read (`joins`: how many reads of others a request waits for before its own).
+   * When the store cannot answer the read under way (503), its waiting requests fail with it.
    */
   async readOrJoin(
     key: string,
