@@ -20,7 +20,7 @@ import { createLogger, type Logger, logLines } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { countStoreErrors } from '../metrics/store-errors.ts';
 import { describeData, type LockReleases, MEMORY, openStore } from '../store/open.ts';
-import { sharedVersion } from '../store/shared-version.ts';
+import { sharedChangeCount } from '../store/shared-change-count.ts';
 import type { DataStore, WrappedStore } from '../store/store.ts';
 import { tracesUrl } from '../trace/settings.ts';
 import { VERSION } from '../version.ts';
@@ -72,8 +72,8 @@ export async function startServer(config: Config): Promise<void> {
     ),
   );
   // With workers, the supervisor's own writes (expiries, a consumer's orders retired) move the
-  // change count every worker reads (`sharedVersion` wraps the store outermost).
-  const store = state ? sharedVersion(opened, state, SHARED.storeVersion) : opened;
+  // change count every worker reads (`sharedChangeCount` wraps the store outermost).
+  const store = state ? sharedChangeCount(opened, state, SHARED.storeChanges) : opened;
   await listeners.unlessFailed(
     async () => {
       await keys.openStore(store);

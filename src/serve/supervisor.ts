@@ -36,8 +36,8 @@ export const SHARED = {
   stopping: 0,
   /** Workers listening now (counted by the supervisor). */
   listening: 1,
-  /** Moved by every worker's store writes (src/store/shared-version.ts). */
-  storeVersion: 2,
+  /** Moved by every worker's store writes (src/store/shared-change-count.ts). */
+  storeChanges: 2,
   /** Moved as each worker's SQLite write transaction ends: a worker waiting for the lock tries it then. */
   lockReleases: 3,
 } as const;

@@ -6,7 +6,7 @@
  * to a log file, where each worker writes its own lines: `fileWriter`).
  * What must hold for the host and is read on every request lives in memory the workers share:
  * the in-flight slots (src/gateway/host-in-flight.ts), the store's change count
- * (src/store/shared-version.ts), whether the host is stopping.
+ * (src/store/shared-change-count.ts), whether the host is stopping.
  */
 import process from 'node:process';
 import { setImmediate } from 'node:timers';
@@ -16,7 +16,7 @@ import { systemClock } from '../core/clock.ts';
 import { type LimiterStatus, TrustedProxies } from '../gateway/index.ts';
 import { KeyTable } from '../keys/table.ts';
 import { batched, createLogger, fileWriter } from '../log.ts';
-import { sharedVersion } from '../store/shared-version.ts';
+import { sharedChangeCount } from '../store/shared-change-count.ts';
 import { notifier } from '../webhooks/notify.ts';
 import { adapter } from './bun.ts';
 import { packAsks, RemoteLimiter, unpackAnswers } from './host-limiter.ts';
@@ -65,7 +65,7 @@ async function serve(start: WorkerStart): Promise<void> {
     counter: state,
     index: SHARED.lockReleases,
   });
-  const store = sharedVersion(opened, state, SHARED.storeVersion);
+  const store = sharedChangeCount(opened, state, SHARED.storeChanges);
   const trust = new TrustedProxies(config.trustProxy);
   const app = createApp({
     store,

@@ -1,7 +1,7 @@
 import { type CallWrap, type DataStore, STORE_CALLS, type WrappedStore, wrapCalls } from './store.ts';
 
 /** The change count of one worker's store: its own store's, and the count of every worker's writes. */
-interface SharedVersion {
+interface SharedChangeCount {
   readonly own: unknown;
   readonly shared: number;
 }
@@ -14,16 +14,16 @@ interface SharedVersion {
  * count, and no answer kept from before it is served after it.
  *
  * @example
- * const store = sharedVersion(await openStore(data, log), new Int32Array(sab), 0)
+ * const store = sharedChangeCount(await openStore(data, log), new Int32Array(sab), 0)
  */
-export function sharedVersion(store: DataStore | WrappedStore, counter: Int32Array, index: number): WrappedStore {
+export function sharedChangeCount(store: DataStore | WrappedStore, counter: Int32Array, index: number): WrappedStore {
   const moved = () => {
     Atomics.add(counter, index, 1);
   };
   const write: CallWrap = (run, { write }) => (write ? run().finally(moved) : run());
   let seen = Number.NaN;
   let inner: unknown;
-  let version: SharedVersion | undefined;
+  let current: SharedChangeCount | undefined;
   const { outbox } = store;
   return {
     ...wrapCalls(store, STORE_CALLS, write),
@@ -38,13 +38,13 @@ export function sharedVersion(store: DataStore | WrappedStore, counter: Int32Arr
       if (shared !== seen || own !== inner) {
         seen = shared;
         inner = own;
-        version = { own, shared };
+        current = { own, shared };
       }
-      return version;
+      return current;
     },
     // Another worker's write may have changed any pet: a kept answer stays true only while no worker wrote.
     unchanged: (since, reads) => {
-      const { own, shared } = since as SharedVersion;
+      const { own, shared } = since as SharedChangeCount;
       return shared === Atomics.load(counter, index) && store.unchanged(own, reads);
     },
     close: () => store.close(),

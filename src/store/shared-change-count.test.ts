@@ -1,12 +1,12 @@
 import { describe, expect, test } from 'bun:test';
 import { MemoryStore } from './memory-store.ts';
-import { sharedVersion } from './shared-version.ts';
+import { sharedChangeCount } from './shared-change-count.ts';
 
 describe("the store's change count shared by the workers", () => {
   test("a write on one worker's store changes every worker's change count before it is acknowledged", async () => {
     const counter = new Int32Array(new SharedArrayBuffer(8));
-    const a = sharedVersion(new MemoryStore(), counter, 1);
-    const b = sharedVersion(new MemoryStore(), counter, 1);
+    const a = sharedChangeCount(new MemoryStore(), counter, 1);
+    const b = sharedChangeCount(new MemoryStore(), counter, 1);
     const before = b.changeCount();
     // Read twice with nothing written: the same value, so a kept answer is served.
     expect(b.changeCount()).toBe(before);
@@ -25,7 +25,7 @@ describe("the store's change count shared by the workers", () => {
     const counter = new Int32Array(new SharedArrayBuffer(8));
     const failing = new MemoryStore();
     failing.update = () => Promise.reject(new Error('timed out'));
-    const a = sharedVersion(failing, counter, 0);
+    const a = sharedChangeCount(failing, counter, 0);
     const before = Atomics.load(counter, 0);
     await a.update(1, { name: 'x' }).catch(() => {});
     expect(Atomics.load(counter, 0)).toBe(before + 1);
