@@ -157,6 +157,7 @@ export function gateway({
     const { consumer } = caller;
     const { name, limits } = consumer;
     // Taken before the first await: of many sent at once, only `maxInFlight` pass this line.
+    // By the consumer's name, not its id as the limiter counts: a slot lasts one request (ARCHITECTURE.md, in-flight slot).
     if (!inFlight.enter(name)) {
       const now = Math.floor(clock.now() / 1000);
       writeRateLimitHeaders(c, inFlight.latest(name) ?? untouched(limits, now), false, now);

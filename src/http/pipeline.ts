@@ -72,7 +72,8 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
  * Then what the route Hono matched does. For an API operation (`operation`):
  * 2. CORS: a preflight is answered here, before any key is asked for;
  * 3. the gateway: identify the caller, its in-flight slot, the limiter (spending the
- *    operation's cost), the rate-limit headers, the operation's scope; a refusal is answered at
+ *    operation's cost), the quota webhook it crossed (`notify`), the rate-limit headers, the
+ *    operation's scope; a refusal is answered at
  *    once; the limiter's decision goes on, and an operation that reads the quota gets it from
  *    that decision with its input (step 6);
  * 4. a deprecated operation's headers (`Deprecation`, `Sunset`, successor `Link`), made once per route;
