@@ -100,15 +100,11 @@ export async function startServer(config: Config): Promise<void> {
       createApp({
         ...gate,
         store,
-        docs: { publicUrl: config.publicUrl, stagingUrl: config.stagingUrl },
+        ...apiFlags(config),
         metrics,
-        serveMetrics: config.metricsPort === null,
         whyNotReady: () => (stopping ? 'The server is shutting down.' : undefined),
         ...(shared ? { limiterStatus: () => shared.status() } : {}),
         ...(config.keys ? { keysProblem: () => keys.problem() } : {}),
-        corsOrigins: config.corsOrigins,
-        experimental: config.experimental,
-        orderHoldMs: config.orderHoldMs,
         ...(webhooks.notify ? { notify: webhooks.notify } : {}),
       }).fetch,
     );
@@ -455,17 +451,33 @@ export function webhooksOf(
   return { worker, notify: notifier({ outbox, log, clock: systemClock, recorded: () => worker.wake() }) };
 }
 
-/** What the public and the admin gateways share: the keys, the limiter, the client's address, the ban and the caps. */
+/** What the public and the admin gateways share: the keys, the limiter, the log and what the flags set. */
 function gateOptions(config: Config, adapter: RuntimeAdapter, keys: LiveKeys, limiter: RateLimiter, log: Logger) {
+  return { keys: () => keys.table, limiter, log, ...gateFlags(config, adapter) } satisfies Partial<AppOptions>;
+}
+
+/**
+ * What the flags set of a gateway: the client's address, the ban, the in-flight cap and the
+ * IPv6 grouping. One process and each worker (src/serve/worker.ts) take them from here alike.
+ */
+export function gateFlags(config: Config, adapter: RuntimeAdapter) {
   const trust = new TrustedProxies(config.trustProxy);
   return {
-    keys: () => keys.table,
-    limiter,
-    log,
     clientAddress: (c) => trust.clientAddress(adapter.peerAddress(c), c.req.header('x-forwarded-for')),
     ban: { seconds: config.banSeconds, ...(config.banThreshold > 0 ? { threshold: config.banThreshold } : {}) },
     maxInFlight: config.maxInFlight,
     ipv6Prefix: config.ipv6Prefix,
+  } satisfies Partial<AppOptions>;
+}
+
+/** What the flags set of the API's app beyond its gateway, alike in one process and in each worker. */
+export function apiFlags(config: Config) {
+  return {
+    docs: { publicUrl: config.publicUrl, stagingUrl: config.stagingUrl },
+    serveMetrics: config.metricsPort === null,
+    corsOrigins: config.corsOrigins,
+    experimental: config.experimental,
+    orderHoldMs: config.orderHoldMs,
   } satisfies Partial<AppOptions>;
 }
 

@@ -13,14 +13,14 @@ import { setImmediate } from 'node:timers';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createApp } from '../app.ts';
 import { systemClock } from '../core/clock.ts';
-import { type LimiterStatus, TrustedProxies } from '../gateway/index.ts';
+import type { LimiterStatus } from '../gateway/index.ts';
 import { KeyTable } from '../keys/table.ts';
 import { batched, createLogger, fileWriter } from '../log.ts';
 import { sharedChangeCount } from '../store/shared-change-count.ts';
 import { notifier } from '../webhooks/notify.ts';
 import { adapter } from './bun.ts';
 import { packAsks, RemoteLimiter, unpackAnswers } from './host-limiter.ts';
-import { metricsOf, storeOf } from './start.ts';
+import { apiFlags, gateFlags, metricsOf, storeOf } from './start.ts';
 import { keyRecords, poolShare, SHARED, type ToWorker, type WorkerStart } from './supervisor.ts';
 
 declare const self: Worker;
@@ -66,26 +66,18 @@ async function serve(start: WorkerStart): Promise<void> {
     index: SHARED.lockReleases,
   });
   const store = sharedChangeCount(opened, state, SHARED.storeChanges);
-  const trust = new TrustedProxies(config.trustProxy);
   const app = createApp({
     store,
     keys: () => keys,
     limiter,
     log,
-    clientAddress: (c) => trust.clientAddress(adapter.peerAddress(c), c.req.header('x-forwarded-for')),
-    ban: { seconds: config.banSeconds, ...(config.banThreshold > 0 ? { threshold: config.banThreshold } : {}) },
-    maxInFlight: config.maxInFlight,
+    ...gateFlags(config, adapter),
+    ...apiFlags(config),
     hostSlots: { memory: memory.slots, worker: index },
-    ipv6Prefix: config.ipv6Prefix,
-    docs: { publicUrl: config.publicUrl, stagingUrl: config.stagingUrl },
     ...(metrics ? { metrics } : {}),
-    serveMetrics: config.metricsPort === null,
     whyNotReady: () => whyNotReady(state, start.workers),
     ...(status?.limiter ? { limiterStatus: () => status?.limiter as LimiterStatus } : {}),
     ...(status ? { keysProblem: () => status?.keysProblem } : {}),
-    corsOrigins: config.corsOrigins,
-    experimental: config.experimental,
-    orderHoldMs: config.orderHoldMs,
     ...(store.outbox
       ? {
           notify: notifier({
