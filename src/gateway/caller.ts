@@ -16,7 +16,7 @@ export type Caller =
       readonly key: KeyRecord;
     }
   | {
-      readonly kind: 'address';
+      readonly kind: 'stranger';
       readonly address: string;
       /**
        * What the request carried: no Authorization header (`none`), one that is not
@@ -39,14 +39,14 @@ export type Credential = 'none' | 'malformed' | 'bad_checksum' | 'unknown' | 're
  *
  * @example
  * identify('Bearer psk_…', table, () => '203.0.113.9') // { kind: 'consumer', consumer: { name: 'acme', … }, … }
- * identify(undefined, table, () => '203.0.113.9') // { kind: 'address', address: '203.0.113.9', credential: 'none' }
+ * identify(undefined, table, () => '203.0.113.9') // { kind: 'stranger', address: '203.0.113.9', credential: 'none' }
  */
 export function identify(authorization: string | undefined, keys: KeyTable, address: () => string): Caller {
   const token = bearerToken(authorization);
   if (token === undefined)
-    return { kind: 'address', address: address(), credential: authorization === undefined ? 'none' : 'malformed' };
+    return { kind: 'stranger', address: address(), credential: authorization === undefined ? 'none' : 'malformed' };
   const key = keys.find(token);
-  if (typeof key === 'string') return { kind: 'address', address: address(), credential: key };
-  if (key.revokedAt !== undefined) return { kind: 'address', address: address(), credential: 'revoked', key };
+  if (typeof key === 'string') return { kind: 'stranger', address: address(), credential: key };
+  if (key.revokedAt !== undefined) return { kind: 'stranger', address: address(), credential: 'revoked', key };
   return { kind: 'consumer', consumer: key.consumer, key };
 }

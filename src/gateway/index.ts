@@ -147,7 +147,7 @@ export function gateway({
     const address = () => canonicalAddress(clientAddress(c));
     const caller = validAt(identify(c.req.header('authorization'), keys(), address), clock.now(), address);
     c.set('caller', caller);
-    if (caller.kind === 'address') {
+    if (caller.kind === 'stranger') {
       const verdict = await decided(caller, 1);
       if (verdict.outcome === 'unavailable') return LIMITER_DOWN;
       const refused = refusal(verdict);
@@ -248,7 +248,7 @@ const UNKNOWN_KEY = new ApiError('unauthorized', 'The API key is missing, malfor
   'WWW-Authenticate': `${REALM}, error="invalid_token"`,
 });
 
-function unauthorized(caller: Extract<Caller, { kind: 'address' }>): ApiError {
+function unauthorized(caller: Extract<Caller, { kind: 'stranger' }>): ApiError {
   return caller.credential === 'none' ? MISSING_KEY : UNKNOWN_KEY;
 }
 

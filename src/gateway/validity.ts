@@ -7,21 +7,21 @@ export const REALM = 'Bearer realm="petstore"';
 
 /**
  * The caller as the gateway treats it at `now`: a consumer whose key is past its `expiresAt` or
- * before its `notBefore` becomes an address caller with that credential, so the request is
+ * before its `notBefore` becomes a stranger with that credential, so the request is
  * limited per client address like any failed authentication (guessing and replaying an old key
  * cost the same) and answered the 401 of an unknown key: the answer does not confirm that a
  * token was ever valid; the log line says why (`credential`). Checked on every request, so a key expires without a reload.
  *
  * @example
- * validAt(identify('Bearer psk_old…', table, address), Date.now(), address) // { kind: 'address', credential: 'expired', … }
+ * validAt(identify('Bearer psk_old…', table, address), Date.now(), address) // { kind: 'stranger', credential: 'expired', … }
  */
 export function validAt(caller: Caller, now: number, address: () => string): Caller {
   if (caller.kind !== 'consumer') return caller;
   const { key } = caller;
   if (key.expiresAt !== undefined && now >= key.expiresAt)
-    return { kind: 'address', address: address(), credential: 'expired', key };
+    return { kind: 'stranger', address: address(), credential: 'expired', key };
   if (key.notBefore !== undefined && now < key.notBefore) {
-    return { kind: 'address', address: address(), credential: 'not_yet_valid', key };
+    return { kind: 'stranger', address: address(), credential: 'not_yet_valid', key };
   }
   return caller;
 }
