@@ -400,8 +400,17 @@ export class SqliteStore implements DataStore, WithKeyStore {
     });
   }
 
-  /** Past the earliest hold, starts expiring the orders due, one run at a time, and returns that run. */
+  /**
+   * Past the earliest hold, starts expiring the orders due, one run at a time, and returns that run.
+   * The earliest hold includes those another process of the file placed (another worker): its
+   * commits are seen through `data_version`, within `DATA_VERSION_TTL_MS`.
+   */
   startDueExpiry(): Promise<unknown> | undefined {
+    try {
+      this.#dataVersion('read data_version');
+    } catch {
+      // The file cannot be read: the expiry, a write, fails the same way and says so.
+    }
     if (this.#clock.now() < this.#nextDeadline) return undefined;
     this.#expiring ??= this.expireOrders(this.#clock.now())
       .catch(() => {})
@@ -733,7 +742,11 @@ export class SqliteStore implements DataStore, WithKeyStore {
         this.#read(doing, () => this.#db.prepare(DATA_VERSION).get()),
         'data_version',
       );
-      if (version !== this.#dataVersionSeen) this.#changes.changed(EVERY_PET);
+      if (version !== this.#dataVersionSeen) {
+        this.#changes.changed(EVERY_PET);
+        // Another process committed: it may have placed or expired orders.
+        this.#nextDeadline = this.#readNextDeadline();
+      }
       this.#dataVersionSeen = version;
       this.#dataVersionReadAt = now;
     }

@@ -1,0 +1,42 @@
+import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { silentLogger } from '../log.ts';
+import { DATA_VERSION_TTL_MS, SqliteStore } from './sqlite.ts';
+import { loadSqlite, type SqliteOpener } from './sqlite-driver.ts';
+
+const openSqlite = (await loadSqlite()) as SqliteOpener;
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'petstore-holds-'));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+// Two stores on one file are two workers of one host (`--workers 2`): a pet read on the one that
+// did not place the order must not show the pet `pending` past its hold, as on the one that did.
+describe('a hold placed through another process of the same file', () => {
+  test('a pet read past the hold waits for the expiry, whoever placed the order', async () => {
+    let now = 1_000_000;
+    const clock = { now: () => now };
+    const path = join(dir, 'pets.db');
+    const placer = SqliteStore.open({ path, open: openSqlite, log: silentLogger, clock });
+    const reader = SqliteStore.open({ path, open: openSqlite, log: silentLogger, clock });
+    const pet = await placer.create({ name: 'Rex', categoryId: 1, status: 'available' });
+    const placed = await placer.placeOrder({ owner: 'con_a', petId: pet.id, holdMs: 2_000, now });
+    expect(placed.outcome).toBe('placed');
+    now += DATA_VERSION_TTL_MS;
+    expect((await reader.get(pet.id))?.status).toBe('pending');
+
+    // Past the hold, as the pipeline reads a pet: the due expiry first, then the pet.
+    now += 2_000;
+    await reader.startDueExpiry();
+    expect((await reader.get(pet.id))?.status).toBe('available');
+    expect((await placer.getOrder('con_a', placed.outcome === 'placed' ? placed.order.id : '', now))?.status).toBe(
+      'expired',
+    );
+    await placer.close();
+    await reader.close();
+  });
+});
