@@ -58,10 +58,11 @@ export function decider({
     }
     return subject;
   };
-  const anonymousBan = { seconds: ban.seconds, threshold: ban.threshold ?? PLAN_LIMITS.free.perMinute };
+  const strangerBan = { seconds: ban.seconds, threshold: ban.threshold ?? PLAN_LIMITS.free.perMinute };
   const addressSubject = (address: string): Subject => {
     const group = addressGroup(address, ipv6Prefix);
-    return { id: `addr:${group}`, plan: 'anonymous', label: group, limits: PLAN_LIMITS.free, ban: anonymousBan };
+    // `anonymous` is the plan label strangers carry in the metrics and the log.
+    return { id: `addr:${group}`, plan: 'anonymous', label: group, limits: PLAN_LIMITS.free, ban: strangerBan };
   };
 
   return async function decide(caller, cost) {

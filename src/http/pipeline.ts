@@ -68,7 +68,7 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
  * The way of a request through the service, in the order it meets the steps. Every request:
  * 1. `exchange`, around all the rest: its id, the headers every answer carries (`X-Request-Id`;
  *    on the API `Cache-Control: no-store` and `nosniff`; `traceresponse`), 414 for an overlong
- *    URI; then, once answered, the log line and the metrics.
+ *    URI; then, once answered, the span's end, the log line and the metrics.
  * Then what the route Hono matched does. For an API operation (`operation`):
  * 2. CORS: a preflight is answered here, before any key is asked for;
  * 3. the gateway: identify the caller, its in-flight slot, the limiter (spending the

@@ -96,7 +96,7 @@ export async function startServer(config: Config): Promise<void> {
       () => store.close(),
     );
   } else {
-    listeners.serve(
+    listeners.answerWith(
       createApp({
         ...gate,
         store,
@@ -294,7 +294,7 @@ async function tracesOf(config: Config, metrics: Metrics | undefined) {
 class Listeners {
   readonly all: RunningServer[];
   readonly #adapter: RuntimeAdapter;
-  readonly #app: (fetch: ServeOptions['fetch']) => void;
+  readonly #resolveApp: (fetch: ServeOptions['fetch']) => void;
 
   private constructor(
     readonly main: RunningServer,
@@ -304,7 +304,7 @@ class Listeners {
   ) {
     this.all = metrics ? [main, metrics] : [main];
     this.#adapter = adapter;
-    this.#app = app;
+    this.#resolveApp = app;
   }
 
   /**
@@ -356,8 +356,8 @@ class Listeners {
   }
 
   /** The API's port serves `fetch` from now on, the requests that waited for it first. */
-  serve(fetch: ServeOptions['fetch']): void {
-    this.#app(fetch);
+  answerWith(fetch: ServeOptions['fetch']): void {
+    this.#resolveApp(fetch);
   }
 
   /** The workers, serving the API's port: drained first on shutdown, with the others. */

@@ -220,7 +220,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
   readonly outbox: Outbox = sqliteOutbox({
     db: () => this.#db,
     enqueue: (doing, run) => this.#enqueue(doing, run),
-    read: (doing, query) => this.#read(doing, query),
+    read: (doing, query) => this.#query(doing, query),
   });
 
   readonly #releases: LockReleases | undefined;
@@ -301,8 +301,8 @@ export class SqliteStore implements DataStore, WithKeyStore {
   }
 
   async get(id: number): Promise<StoredPet | undefined> {
-    return this.#reading(STORE_CALLS.get.doing, () => {
-      const row = this.#read(STORE_CALLS.get.doing, () => this.#db.prepare(SELECT_ONE).get(id));
+    return this.#retryWhileBusy(STORE_CALLS.get.doing, () => {
+      const row = this.#query(STORE_CALLS.get.doing, () => this.#db.prepare(SELECT_ONE).get(id));
       return row === undefined || row === null ? undefined : storedPetFromRow(row);
     });
   }
@@ -316,8 +316,8 @@ export class SqliteStore implements DataStore, WithKeyStore {
   }
 
   async list({ limit, status, after = 0 }: ListOptions): Promise<readonly Pet[]> {
-    return this.#reading(STORE_CALLS.list.doing, () => {
-      const rows = this.#read(STORE_CALLS.list.doing, () =>
+    return this.#retryWhileBusy(STORE_CALLS.list.doing, () => {
+      const rows = this.#query(STORE_CALLS.list.doing, () =>
         status === undefined
           ? this.#db.prepare(SELECT_PAGE).all(after, limit)
           : this.#db.prepare(SELECT_PAGE_BY_STATUS).all(status, after, limit),
@@ -327,8 +327,8 @@ export class SqliteStore implements DataStore, WithKeyStore {
   }
 
   async inventory(): Promise<Inventory> {
-    return this.#reading(STORE_CALLS.inventory.doing, () =>
-      inventoryFromRows(this.#read(STORE_CALLS.inventory.doing, () => this.#db.prepare(COUNT_BY_STATUS).all())),
+    return this.#retryWhileBusy(STORE_CALLS.inventory.doing, () =>
+      inventoryFromRows(this.#query(STORE_CALLS.inventory.doing, () => this.#db.prepare(COUNT_BY_STATUS).all())),
     );
   }
 
@@ -338,8 +338,8 @@ export class SqliteStore implements DataStore, WithKeyStore {
 
   async getOrder(owner: string, id: string, now: number): Promise<StoredOrder | undefined> {
     await this.#expireIfDue(now);
-    return this.#reading(STORE_CALLS.getOrder.doing, () => {
-      const row = this.#read(STORE_CALLS.getOrder.doing, () => this.#db.prepare(ORDER_OF).get(id, owner));
+    return this.#retryWhileBusy(STORE_CALLS.getOrder.doing, () => {
+      const row = this.#query(STORE_CALLS.getOrder.doing, () => this.#db.prepare(ORDER_OF).get(id, owner));
       return row === undefined || row === null ? undefined : orderFromRow(row);
     });
   }
@@ -350,8 +350,8 @@ export class SqliteStore implements DataStore, WithKeyStore {
     now: number,
   ): Promise<StoredOrder[]> {
     await this.#expireIfDue(now);
-    return this.#reading(STORE_CALLS.listOrders.doing, () =>
-      this.#read(STORE_CALLS.listOrders.doing, () =>
+    return this.#retryWhileBusy(STORE_CALLS.listOrders.doing, () =>
+      this.#query(STORE_CALLS.listOrders.doing, () =>
         status === undefined
           ? this.#db.prepare(ORDER_PAGE).all(owner, after, limit)
           : this.#db.prepare(ORDER_PAGE_BY_STATUS).all(owner, after, status, limit),
@@ -441,7 +441,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
   }
 
   async ping(): Promise<void> {
-    this.#read('ping', () => this.#db.prepare('SELECT 1 AS ok').get());
+    this.#query('ping', () => this.#db.prepare('SELECT 1 AS ok').get());
   }
 
   /** The keys kept in this file (`--keys store`). */
@@ -569,16 +569,16 @@ export class SqliteStore implements DataStore, WithKeyStore {
    * Runs a read now; if another process holds a lock it needs (SQLite in WAL mode rarely makes
    * a reader wait: recovery, a restarting checkpoint), tries again every `BUSY_POLL_MS`.
    */
-  #reading<T>(doing: string, read: () => T): T | Promise<T> {
+  #retryWhileBusy<T>(doing: string, read: () => T): T | Promise<T> {
     try {
       return read();
     } catch (err) {
       if (!isSqliteBusy(err)) throw err;
-      return this.#readLater(doing, read, this.#clock.now());
+      return this.#retryLater(doing, read, this.#clock.now());
     }
   }
 
-  async #readLater<T>(doing: string, read: () => T, since: number): Promise<T> {
+  async #retryLater<T>(doing: string, read: () => T, since: number): Promise<T> {
     for (;;) {
       await new Promise((resolve) => setTimeout(resolve, BUSY_POLL_MS));
       try {
@@ -674,8 +674,8 @@ export class SqliteStore implements DataStore, WithKeyStore {
 
   /** Expires the orders whose hold is over, in a write batch, when a read shows there are some. */
   async #expireIfDue(now: number): Promise<number> {
-    const due = this.#reading(STORE_CALLS.expireOrders.doing, () =>
-      this.#read(STORE_CALLS.expireOrders.doing, () => this.#db.prepare(ANY_ORDER_DUE).get(now)),
+    const due = this.#retryWhileBusy(STORE_CALLS.expireOrders.doing, () =>
+      this.#query(STORE_CALLS.expireOrders.doing, () => this.#db.prepare(ANY_ORDER_DUE).get(now)),
     );
     if (due === undefined || due === null) {
       // Another process may have expired them: the next deadline is what the file says.
@@ -739,7 +739,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
     const now = this.#clock.now();
     if (now - this.#dataVersionReadAt >= DATA_VERSION_TTL_MS || now < this.#dataVersionReadAt) {
       const version = column(
-        this.#read(doing, () => this.#db.prepare(DATA_VERSION).get()),
+        this.#query(doing, () => this.#db.prepare(DATA_VERSION).get()),
         'data_version',
       );
       if (version !== this.#dataVersionSeen) {
@@ -753,7 +753,8 @@ export class SqliteStore implements DataStore, WithKeyStore {
     return this.#dataVersionSeen;
   }
 
-  #read<T>(doing: string, query: () => T): T {
+  /** Runs `query` on the open store, its SQLite error made the store's (`sqliteError`). */
+  #query<T>(doing: string, query: () => T): T {
     if (this.#closed) throw new StoreUnavailableError('the store is closed');
     try {
       return query();

@@ -171,7 +171,9 @@ export interface DataStore {
    * has run out is not yet expired (then no answer read from it is kept or served:
    * src/http/memo.ts). Synchronous, never awaited: PostgreSQL's is in memory (heard through LISTEN);
    * SQLite's reads `PRAGMA data_version` on its connection at most every `DATA_VERSION_TTL_MS`,
-   * and when another process wrote, counts a change of every pet.
+   * and when another process wrote, counts a change of every pet. Opaque to its readers, who
+   * only hand it back to `unchanged`: a backend's is a number, and with `--workers` it is a pair
+   * of counts (src/store/shared-change-count.ts).
    */
   changeCount(): unknown;
   /** Whether nothing `reads` names changed since the store's change count was `since` (`ChangeCounter.unchanged`). */
