@@ -21,7 +21,7 @@ import {
 import { DEFAULT_THRESHOLDS, hashToken, KeysFileError, ownersOf } from '../keys/file.ts';
 import type { KeyAdmin } from '../keys/key-admin.ts';
 import { PLAN_LIMITS } from '../keys/plans.ts';
-import { type ConsumerEntry, type ConsumerKey, type KeysDocument, keyIdOf, rfc3339 } from '../keys/schema.ts';
+import { type ConsumerEntry, type ConsumerKey, type KeysDocument, keyIdOf, rfc3339 } from '../keys/schemas.ts';
 import { newToken } from '../keys/tokens.ts';
 import type {
   AuditQuery,

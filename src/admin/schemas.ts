@@ -2,7 +2,7 @@
 import * as v from 'valibot';
 import { ADMIN_SCOPE, KEY_SCOPES } from '../core/key-scopes.ts';
 import { PLAN_NAMES } from '../keys/plans.ts';
-import { FIELDS } from '../keys/schema.ts';
+import { FIELDS } from '../keys/schemas.ts';
 
 const NAME = '1 to 64 letters, digits, ".", "_" or "-", starting with a letter or a digit';
 export const AUDIT_PAGE_MAX = 100;

@@ -1,7 +1,7 @@
 /** The options the `petstore keys` commands share, and how they read dates and durations. */
 import * as v from 'valibot';
 import { ADMIN_SCOPE, KEY_SCOPES, type KeyScope } from '../core/key-scopes.ts';
-import { FIELDS, KEY_NAME, rfc3339 } from '../keys/schema.ts';
+import { FIELDS, KEY_NAME, rfc3339 } from '../keys/schemas.ts';
 import type { Option } from './options.ts';
 import { checked, text, words } from './parsers.ts';
 

@@ -3,7 +3,7 @@
 import process from 'node:process';
 import { addKey } from '../keys/document-edits.ts';
 import { PLAN_NAMES, type PlanName } from '../keys/plans.ts';
-import { type KeysDocument, keyIdOf } from '../keys/schema.ts';
+import { type KeysDocument, keyIdOf } from '../keys/schemas.ts';
 import {
   CONSUMER,
   DURATION_NOTE,

@@ -14,7 +14,7 @@ import type { NewKey } from '../keys/document-edits.ts';
 import { hashToken } from '../keys/file.ts';
 import { fileKeyAdmin, type KeyAdmin, storeKeyAdmin } from '../keys/key-admin.ts';
 import type { KeysFileChange } from '../keys/locked-file.ts';
-import { keyIdOf } from '../keys/schema.ts';
+import { keyIdOf } from '../keys/schemas.ts';
 import { newToken } from '../keys/tokens.ts';
 import { silentLogger } from '../log.ts';
 import { keyStoreOf } from '../store/key-store.ts';

@@ -1,7 +1,7 @@
 /** `petstore keys revoke`: removes one key; the consumer and its quota stay. */
 import process from 'node:process';
 import { revokeKey } from '../keys/document-edits.ts';
-import type { KeysDocument } from '../keys/schema.ts';
+import type { KeysDocument } from '../keys/schemas.ts';
 import { CONSUMER, FILE_NOTES, KEYS_DATA, KEYS_FILE } from './key-options.ts';
 import { change } from './keys-common.ts';
 import { HELP, subcommand } from './options.ts';

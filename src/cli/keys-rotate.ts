@@ -1,7 +1,7 @@
 /** `petstore keys rotate`: a new key for a consumer; its current keys end after an overlap. */
 import process from 'node:process';
 import { rotateKeys } from '../keys/document-edits.ts';
-import { type KeysDocument, keyIdOf } from '../keys/schema.ts';
+import { type KeysDocument, keyIdOf } from '../keys/schemas.ts';
 import {
   CONSUMER,
   DURATION_NOTE,

@@ -22,7 +22,7 @@ export type Caller =
        * What the request carried: no Authorization header (`none`), one that is not
        * `Bearer <token>` (`malformed`), a token whose checksum is wrong (`bad_checksum`), one no
        * key has (`unknown`), a revoked key's (`revoked`, while its tombstone is kept), or a known
-       * key outside its `notBefore`..`expiresAt` (see `validity.ts`). Logged; every one but
+       * key outside its `notBefore`..`expiresAt` (see `key-checks.ts`). Logged; every one but
        * `none` gets the same 401.
        */
       readonly credential: Credential;

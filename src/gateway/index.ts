@@ -13,11 +13,11 @@ import { type Caller, identify } from './caller.ts';
 import { decider } from './decide.ts';
 import { HostInFlight, type HostSlotsMemory } from './host-in-flight.ts';
 import { InFlight, tooManyInFlight, untouched } from './in-flight.ts';
+import { adminKeyOnPublicApi, missingScope, REALM, validAt } from './key-checks.ts';
 import type { FailoverLimiter } from './limiter/failover.ts';
 import type { RateLimiter } from './limiter/limiter.ts';
 import type { OpenRedisLimiterOptions } from './limiter/open-redis.ts';
 import { writeRateLimitHeaders } from './rate-limit-headers.ts';
-import { adminKeyOnPublicApi, missingScope, REALM, validAt } from './validity.ts';
 
 export { DEFAULT_IPV6_PREFIX, TrustedProxies } from './addresses.ts';
 export type { Caller } from './caller.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { auditRecord, changedFields, consumerView } from './audit.ts';
 import { addKey, revokeKey, rotateKeys } from './document-edits.ts';
-import type { KeysDocument } from './schema.ts';
+import type { KeysDocument } from './schemas.ts';
 
 const H1 = '1'.repeat(64);
 const H2 = '2'.repeat(64);

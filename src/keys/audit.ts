@@ -6,7 +6,7 @@
  * scopes and dates only.
  */
 import { asConsumers } from './document-edits.ts';
-import { type ConsumerEntry, type KeysDocument, keyIdOf } from './schema.ts';
+import { type ConsumerEntry, type KeysDocument, keyIdOf } from './schemas.ts';
 
 /** Who made a change: the keys CLI run by an OS user, or an admin key over the admin API. */
 export type Actor =

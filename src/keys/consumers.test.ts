@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { KeysFileError, parseKeys } from './file.ts';
-import { rfc3339 } from './schema.ts';
+import { rfc3339 } from './schemas.ts';
 
 const A = 'a'.repeat(64);
 const B = 'b'.repeat(64);

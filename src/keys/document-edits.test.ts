@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { addKey, importConsumer, revokeKey, rotateKeys, withConsumerIds } from './document-edits.ts';
 import { KeysFileError, parseKeys } from './file.ts';
 import { readKeysDocument, withLock, writeKeysDocument } from './locked-file.ts';
-import type { KeysDocument } from './schema.ts';
+import type { KeysDocument } from './schemas.ts';
 
 const A = 'a'.repeat(64);
 const B = 'b'.repeat(64);

@@ -16,7 +16,7 @@ import {
   REVOKED_KEPT_MS,
   type RevokedKey,
   rfc3339,
-} from './schema.ts';
+} from './schemas.ts';
 
 export interface NewConsumer {
   plan?: PlanName;

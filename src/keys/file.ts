@@ -12,9 +12,9 @@ import {
   PLAN_TERMS,
   type PlanName,
 } from './plans.ts';
-import { type ConsumerKey, KeysDocument, keyIdOf, rfc3339 } from './schema.ts';
+import { type ConsumerKey, KeysDocument, keyIdOf, rfc3339 } from './schemas.ts';
 
-export { KEY_NAME } from './schema.ts';
+export { KEY_NAME } from './schemas.ts';
 
 /** Longest part of a bad string value a message repeats. */
 const QUOTED_MAX = 120;

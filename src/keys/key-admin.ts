@@ -9,7 +9,7 @@ import { type NumberedRecord, readAudit } from './audit-file.ts';
 import { withConsumerIds } from './document-edits.ts';
 import { keyRecords, parseDocument } from './file.ts';
 import { changeKeysFile, type KeysFileChange, readKeysDocument } from './locked-file.ts';
-import type { KeysDocument } from './schema.ts';
+import type { KeysDocument } from './schemas.ts';
 
 export type { NumberedRecord };
 

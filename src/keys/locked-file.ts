@@ -11,7 +11,7 @@ import { type Actor, type AuditAction, type AuditRecord, auditRecord } from './a
 import { appendAudit, auditPath } from './audit-file.ts';
 import { withConsumerIds } from './document-edits.ts';
 import { KeysFileError, keyRecords, parseDocument } from './file.ts';
-import type { KeysDocument } from './schema.ts';
+import type { KeysDocument } from './schemas.ts';
 
 /** How long `withLock` waits for another run's lock before giving up. */
 const LOCK_WAIT_MS = 10_000;

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { KeysFileError, parseKeys } from './file.ts';
-import { webhookUrlAllowed } from './schema.ts';
+import { webhookUrlAllowed } from './schemas.ts';
 
 const H = 'a'.repeat(64);
 const SECRET = `whsec_${Buffer.alloc(32, 3).toString('base64')}`;

@@ -1,5 +1,5 @@
 import { getConnInfo } from 'hono/bun';
-import { CONNECTION_LIMITS, type RuntimeAdapter } from './server.ts';
+import { CONNECTION_LIMITS, type RuntimeAdapter } from './adapter.ts';
 
 export const adapter: RuntimeAdapter = {
   name: 'bun',

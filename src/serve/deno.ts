@@ -1,5 +1,5 @@
 import { getConnInfo } from 'hono/deno';
-import type { RuntimeAdapter } from './server.ts';
+import type { RuntimeAdapter } from './adapter.ts';
 
 interface DenoServer {
   readonly addr: { port: number };

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { connect } from 'node:net';
-import type { RuntimeAdapter } from './server.ts';
+import type { RuntimeAdapter } from './adapter.ts';
 
 /**
  * Sends `request` on a fresh connection and keeps it open; resolves with the answer's status

@@ -2,7 +2,7 @@ import type { EventEmitter } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { getConnInfo } from '@hono/node-server/conninfo';
-import { CONNECTION_LIMITS, type RuntimeAdapter } from './server.ts';
+import { CONNECTION_LIMITS, type RuntimeAdapter } from './adapter.ts';
 
 /** While stopping, how often connections that finished their request are closed. */
 const IDLE_SWEEP_MS = 50;

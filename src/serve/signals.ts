@@ -1,6 +1,6 @@
 import process from 'node:process';
 import type { Logger } from '../log.ts';
-import type { RunningServer } from './server.ts';
+import type { RunningServer } from './adapter.ts';
 
 /** After the shutdown deadline, how long closing the remaining connections may take. */
 const FORCE_STOP_MS = 1_000;

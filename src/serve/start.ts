@@ -27,11 +27,11 @@ import { VERSION } from '../version.ts';
 import { DeliveryWorker } from '../webhooks/delivery-worker.ts';
 import { notifier } from '../webhooks/notify.ts';
 import { PUBLIC_TARGETS } from '../webhooks/sender.ts';
+import type { RunningServer, RuntimeAdapter, ServeOptions } from './adapter.ts';
 import { availableCpus } from './cpus.ts';
 import { announceDevKey } from './dev-key.ts';
 import { checkOpenFiles, openFilesNeeded } from './fd-limit.ts';
 import { LiveKeys } from './live-keys.ts';
-import type { RunningServer, RuntimeAdapter, ServeOptions } from './server.ts';
 import { handleSignals } from './signals.ts';
 import { type HostStatus, poolShare, SHARED, type WorkerMemory, WorkerPool, workerMemory } from './supervisor.ts';
 

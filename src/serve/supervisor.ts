@@ -19,6 +19,7 @@ import type { KeyTable } from '../keys/table.ts';
 import { batched, type Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { POOL_SIZE } from '../store/postgres-url.ts';
+import type { RunningServer } from './adapter.ts';
 import {
   type DecidedMessage,
   grantMemory,
@@ -28,7 +29,6 @@ import {
   packAnswers,
   unpackAsks,
 } from './host-limiter.ts';
-import type { RunningServer } from './server.ts';
 
 /** Places in the workers' shared state (`WorkerMemory.state`). */
 export const SHARED = {

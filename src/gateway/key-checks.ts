@@ -1,3 +1,8 @@
+/**
+ * The checks of a found key, after `identify()` (`caller.ts`): its validity dates (`validAt`, a
+ * key outside them makes a stranger), its scopes (`missingScope`) and an admin key sent to the
+ * public API (`adminKeyOnPublicApi`), with the challenge their 401 and 403 carry.
+ */
 import { ApiError } from '../core/api-error.ts';
 import { ADMIN_SCOPE } from '../core/key-scopes.ts';
 import type { Caller } from './caller.ts';
