@@ -18,7 +18,7 @@ import {
 } from 'prom-client';
 import { PLAN_NAMES } from '../keys/plans.ts';
 import type { StoreErrorKind } from '../store/store-error.ts';
-import { ConsumerMetrics } from './consumers.ts';
+import { ConsumerMetrics } from './consumer-series.ts';
 import { Exemplars } from './exemplars.ts';
 import { MEMO_OPERATIONS, REQUEST_OPERATIONS, STORE_OPERATIONS, type StoreOperation } from './labels.ts';
 import { LeaseMetrics } from './lease-series.ts';
