@@ -83,13 +83,14 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
  * 8. the one answer path (src/http/answer.ts): 304, compression, HEAD.
  * A path under the API prefix that no operation serves (Hono's `notFound`) passes 2 and 3 too,
  * then gets 404 or 405.
- * Refusals and errors all leave through `fail` (which keeps the error for the log line and
- * metrics, then answers it with `answerError`): the gateway's refusals are returned, not thrown
- * (a throw through its async frames costs the 401 path measurably); what a handler or a step
- * throws is caught in step 1 (`answerInScope`) and turned into one by `toApiError`. Hono's
- * `onError` sees only what escapes step 1, and answers it the same way. An ops route (`opsRoute`) is served by its handler, answered the same way.
- * Each step is a function below, in this order, given what the steps share (`Shared`, made once
- * by `sharedOf`); what one operation needs is made once when its route is added (`routeOf`).
+ * Refusals and errors all leave through `fail` (which keeps the error for the log line and metrics,
+ * then answers it with `answerError`): the gateway's refusals are returned, not thrown (a throw
+ * through its async frames costs the 401 path measurably); what a handler or a step throws is
+ * caught in step 1 (`answerInScope`) and turned into one by `toApiError`. Hono's `onError` sees
+ * only what escapes step 1, and answers it the same way. An ops route (`opsRoute`) is served by its
+ * handler, answered the same way. Each step is a function below, in this order, given what the
+ * steps share (`PipelineParts`, made once by `partsOf`); what one operation needs is made once when
+ * its route is added (`routeOf`).
  *
  * `pipeline` makes the steps of an app without operations (the metrics port); `apiPipeline` adds
  * `operation` and the gateway, and its types ask for what serving a table needs.
@@ -100,10 +101,10 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
  * app.notFound(steps.notFound)
  */
 export function pipeline(options: PipelineOptions) {
-  const shared = sharedOf(options);
+  const parts = partsOf(options);
   return steps(
-    shared,
-    exchange(shared, (c) => fail(c, NO_SUCH_PATH)),
+    parts,
+    exchange(parts, (c) => fail(c, NO_SUCH_PATH)),
   );
 }
 
@@ -114,12 +115,10 @@ export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): A
 export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): ApiSteps<Operation<D>> {
   const { gateway, deps, allowedMethods, changes } = options;
   const memo = changes && new AnswerMemo(changes);
-  const shared: ApiShared<D> = { ...sharedOf(options), gateway, deps, allowedMethods, changes, memo };
+  const parts: ApiParts<D> = { ...partsOf(options), gateway, deps, allowedMethods, changes, memo };
   /** Hono's `notFound`: a path no route serves; under the API prefix it meets the gateway first. */
-  const notFound = exchange(shared, (c) =>
-    shared.gatedPath(c.req.path) ? unserved(shared, c) : fail(c, NO_SUCH_PATH),
-  );
-  return { ...steps(shared, notFound), operation: (op: Operation<D>) => operation(shared, op) };
+  const notFound = exchange(parts, (c) => (parts.gatedPath(c.req.path) ? unserved(parts, c) : fail(c, NO_SUCH_PATH)));
+  return { ...steps(parts, notFound), operation: (op: Operation<D>) => operation(parts, op) };
 }
 
 /** The steps of an app that serves a table: those of every app, and one route per operation. */
@@ -128,19 +127,19 @@ export interface ApiSteps<O> extends ReturnType<typeof steps> {
 }
 
 /** The steps every app has: the outer step, ops routes, `notFound` and Hono's `onError`. */
-function steps(shared: Shared, notFound: Served) {
+function steps(parts: PipelineParts, notFound: Served) {
   /** Hono's `onError`, for what escapes `exchange`: the Error body all the same. */
-  const onError: ErrorHandler<AppEnv> = (err, c) => fail(c, toApiError(err, c, shared.report, shared.unavailable));
+  const onError: ErrorHandler<AppEnv> = (err, c) => fail(c, toApiError(err, c, parts.report, parts.unavailable));
   return {
-    exchange: (inner: Inner) => exchange(shared, inner),
-    opsRoute: (route: OpsRoute) => opsRoute(shared, route),
+    exchange: (inner: Inner) => exchange(parts, inner),
+    opsRoute: (route: OpsRoute) => opsRoute(parts, route),
     notFound,
     onError,
   };
 }
 
 /** What the steps of one pipeline share: its options, and the parts made once from them. */
-interface Shared {
+interface PipelineParts {
   readonly gatedPath: (path: string) => boolean;
   readonly maxBodyBytes: number;
   readonly requestLog: ReturnType<typeof requestLogSteps>;
@@ -156,7 +155,7 @@ interface Shared {
 }
 
 /** What the steps of a pipeline that serves a table share besides. */
-interface ApiShared<D> extends Shared {
+interface ApiParts<D> extends PipelineParts {
   readonly gateway: Gateway;
   readonly deps: D;
   readonly allowedMethods: (path: string) => readonly string[] | undefined;
@@ -165,7 +164,7 @@ interface ApiShared<D> extends Shared {
   readonly memo: AnswerMemo | undefined;
 }
 
-function sharedOf({
+function partsOf({
   log,
   clock,
   clientAddress,
@@ -176,7 +175,7 @@ function sharedOf({
   newId,
   gatedPath = isApiPath,
   holdsValidKey = () => false,
-}: PipelineOptions): Shared {
+}: PipelineOptions): PipelineParts {
   // Within a request the scope names it; Hono's `onError` runs after the scope is closed.
   const named = (c: Context<AppEnv>, err: unknown) =>
     currentScope() ? { error: peerText(String(err)) } : { requestId: c.get('requestId'), error: peerText(String(err)) };
@@ -201,20 +200,20 @@ function sharedOf({
  * scope (src/trace/request-scope.ts) is opened here, holding its id and, unless `traced` is false, its
  * trace: every line logged and every span made while serving it reads the scope.
  */
-function exchange(shared: Shared, inner: Inner, traced = true): Served {
-  const { requestLog, tracing } = shared;
+function exchange(parts: PipelineParts, inner: Inner, traced = true): Served {
+  const { requestLog, tracing } = parts;
   // Named as the step it serves, so a CPU profile names it.
   return function exchange(c) {
     const started = requestLog.start(c);
-    return tracing.run(c, started.id, traced, (scope) => answerInScope(shared, c, started, scope, inner));
+    return tracing.run(c, started.id, traced, (scope) => answerInScope(parts, c, started, scope, inner));
   };
 }
 
 /** Step 1 inside the request's scope: the headers every answer carries, 414, `inner`, then the log line, metrics and span. */
 async function answerInScope(
-  { requestLog, count, tracing, gatedPath, report, unavailable }: Shared,
+  { requestLog, count, tracing, gatedPath, report, unavailable }: PipelineParts,
   c: Context<AppEnv>,
-  started: ReturnType<Shared['requestLog']['start']>,
+  started: ReturnType<PipelineParts['requestLog']['start']>,
   scope: RequestScope,
   inner: Inner,
 ): Promise<Response> {
@@ -258,7 +257,7 @@ function setTraceResponse(res: Response, value: string | undefined): void {
 
 /** Steps 2 and 3, then `admitted` for a request the gateway lets through. */
 async function gated<D>(
-  { gateway, cors }: ApiShared<D>,
+  { gateway, cors }: ApiParts<D>,
   c: Context<AppEnv>,
   op: GatedOperation,
   admitted: (decision: Decision) => Promise<Response>,
@@ -273,7 +272,7 @@ async function gated<D>(
 
 /** Step 5's first half: the body's size (413) and a body sent with GET; then `next`. */
 async function bodyChecked(
-  { limit, maxBodyBytes }: Shared,
+  { limit, maxBodyBytes }: PipelineParts,
   c: Context<AppEnv>,
   next: () => Promise<Response>,
 ): Promise<Response> {
@@ -291,15 +290,15 @@ async function bodyChecked(
 }
 
 /** An API operation's route: steps 1 to 8, with what the operation needs made once. */
-function operation<D>(shared: ApiShared<D>, op: Operation<D>): Served {
-  const route = routeOf(shared, op);
+function operation<D>(parts: ApiParts<D>, op: Operation<D>): Served {
+  const route = routeOf(parts, op);
   const { deprecated } = route;
   // Named as the step it serves, so a CPU profile names it.
-  return exchange(shared, function operation(c) {
+  return exchange(parts, function operation(c) {
     c.set('operation', op.id);
-    return gated(shared, c, op, (decision) => {
+    return gated(parts, c, op, (decision) => {
       if (deprecated) Object.assign(answerHeaders(c), deprecated);
-      return bodyChecked(shared, c, () => answerOperation(shared, route, c, decision));
+      return bodyChecked(parts, c, () => answerOperation(parts, route, c, decision));
     });
   });
 }
@@ -315,7 +314,7 @@ interface OperationRoute<D> {
   readonly counted: number;
 }
 
-function routeOf<D>({ deps }: ApiShared<D>, op: Operation<D>): OperationRoute<D> {
+function routeOf<D>({ deps }: ApiParts<D>, op: Operation<D>): OperationRoute<D> {
   // A quota reader's answer is the caller's own: never kept for another.
   if (op.memo && op.readsQuota) throw new TypeError(`pipeline: ${op.id} reads the quota and cannot be kept`);
   // A kept answer is found by its path and query alone, so its input must come from nothing else.
@@ -328,7 +327,7 @@ function routeOf<D>({ deps }: ApiShared<D>, op: Operation<D>): OperationRoute<D>
 
 /** Steps 5 (the kept answer), 6 and 7: a kept answer is used while nothing it read has changed. */
 async function answerOperation<D>(
-  { changes, memo, memoCount }: ApiShared<D>,
+  { changes, memo, memoCount }: ApiParts<D>,
   { op, deps, readInput, counted }: OperationRoute<D>,
   c: Context<AppEnv>,
   decision: Decision,
@@ -380,16 +379,16 @@ function keyOf<D>(op: Operation<D>, c: Context<AppEnv>): KeyHolder | undefined {
  * gateway (401 before 404, so a caller without a key learns nothing of paths), 405 with
  * `Allow` for a path the table has, else 404.
  */
-function unserved<D>(shared: ApiShared<D>, c: Context<AppEnv>): Promise<Response> {
-  const allowed = shared.allowedMethods(c.req.path);
+function unserved<D>(parts: ApiParts<D>, c: Context<AppEnv>): Promise<Response> {
+  const allowed = parts.allowedMethods(c.req.path);
   const refusal = allowed ? methodNotAllowed(c.req.method, allowed) : NO_SUCH_PATH;
-  return gated(shared, c, UNSERVED, () => bodyChecked(shared, c, () => Promise.reject(refusal)));
+  return gated(parts, c, UNSERVED, () => bodyChecked(parts, c, () => Promise.reject(refusal)));
 }
 
 /** An ops route: step 1, then its handler, answered through the one answer path. */
-function opsRoute(shared: Shared, route: OpsRoute): Served {
+function opsRoute(parts: PipelineParts, route: OpsRoute): Served {
   return exchange(
-    shared,
+    parts,
     async function opsRoute(c) {
       c.set('operation', route.id);
       return answer(c, await route.handler(c));
