@@ -14,7 +14,7 @@ import { VERSION, versionLine } from './version.ts';
 const NORMAL_JIT_POLICY = 1;
 if ('Bun' in globalThis) Bun.unsafe.setJITPolicy(NORMAL_JIT_POLICY);
 
-/** Exit code for bad usage or configuration, or a data store that cannot open, before the port opens. */
+/** Exit code for bad usage or configuration, or a data store that cannot open, before the server answers any request. */
 const EXIT_CONFIG = 2;
 
 /** The exit code, or undefined while the server runs (signals end it). */

@@ -73,9 +73,8 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
  * 2. CORS: a preflight is answered here, before any key is asked for;
  * 3. the gateway: identify the caller, its in-flight slot, the limiter (spending the
  *    operation's cost), the quota webhook it crossed (`notify`), the rate-limit headers, the
- *    operation's scope; a refusal is answered at
- *    once; the limiter's decision goes on, and an operation that reads the quota gets it from
- *    that decision with its input (step 6);
+ *    operation's scope; a refusal is answered at once; the limiter's decision goes on, and an
+ *    operation that reads the quota gets it from that decision with its input (step 6);
  * 4. a deprecated operation's headers (`Deprecation`, `Sunset`, successor `Link`), made once per route;
  * 5. the body's limits (413; a body sent with GET held to the same rules), then the answer kept for this path and query, if any;
  * 6. the input, validated by the table's schemas (400, 415);

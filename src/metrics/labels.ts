@@ -2,11 +2,10 @@ import { OPERATIONS } from '../api/operations.ts';
 import { OPS_IDS } from '../core/ops-route.ts';
 import { OUTBOX_CALLS, STORE_CALLS } from '../store/store.ts';
 
-/**
- * What requests and store errors are counted under, apart from the registry (registry.ts): the
- * request path and the `/metrics` route need these, and prom-client is loaded only when metrics
- * are on (it is most of a start-up's work, bench/README.md).
- */
+// What requests and store errors are counted under, apart from the registry (registry.ts): the
+// request path and the `/metrics` route need these, and prom-client is loaded only when metrics
+// are on (it is most of a start-up's work, bench/README.md).
+
 /** What every request of the admin port (`--admin-port`) is counted under. */
 export const ADMIN_OPERATION_LABEL = 'admin';
 
