@@ -33,7 +33,7 @@ import { announceDevKey } from './dev-key.ts';
 import { checkOpenFiles, openFilesNeeded } from './fd-limit.ts';
 import { LiveKeys } from './live-keys.ts';
 import { handleSignals } from './signals.ts';
-import { type HostStatus, poolShare, SHARED, type WorkerMemory, WorkerPool, workerMemory } from './supervisor.ts';
+import { type HostStatus, poolShare, WORKER_STATE, type WorkerMemory, WorkerPool, workerMemory } from './supervisor.ts';
 
 // Defined by `bun build --define` for a compiled binary (scripts/lib/build-info.sh), else undeclared.
 declare const PETSTORE_TARGET: string | undefined;
@@ -68,12 +68,12 @@ export async function startServer(config: Config): Promise<void> {
       log,
       metrics,
       memory && poolShare(workers),
-      state && { counter: state, index: SHARED.lockReleases },
+      state && { counter: state, index: WORKER_STATE.lockReleases },
     ),
   );
   // With workers, the supervisor's own writes (expiries, a consumer's orders retired) move the
   // change count every worker reads (`sharedChangeCount` wraps the store outermost).
-  const store = state ? sharedChangeCount(opened, state, SHARED.storeChanges) : opened;
+  const store = state ? sharedChangeCount(opened, state, WORKER_STATE.storeChanges) : opened;
   await listeners.unlessFailed(
     async () => {
       await keys.openStore(store);
@@ -81,7 +81,7 @@ export async function startServer(config: Config): Promise<void> {
     },
     () => store.close(),
   );
-  const { limiter, shared } = await openLimiter(config, log, metrics);
+  const { limiter, redisLimiter } = await openLimiter(config, log, metrics);
   const webhooks = webhooksOf(store, config, log, metrics, keys);
   let stopping = false;
   let stoppingAt = 0;
@@ -90,7 +90,7 @@ export async function startServer(config: Config): Promise<void> {
     await listeners.unlessFailed(
       () =>
         startWorkers(config, memory, listeners, keys, limiter, log, metrics, webhooks.worker, () => ({
-          ...(shared ? { limiter: shared.status() } : {}),
+          ...(redisLimiter ? { limiter: redisLimiter.status() } : {}),
           ...(config.keys ? { keysProblem: keys.problem() } : {}),
         })),
       () => store.close(),
@@ -103,7 +103,7 @@ export async function startServer(config: Config): Promise<void> {
         ...apiFlags(config),
         metrics,
         whyNotReady: () => (stopping ? 'The server is shutting down.' : undefined),
-        ...(shared ? { limiterStatus: () => shared.status() } : {}),
+        ...(redisLimiter ? { limiterStatus: () => redisLimiter.status() } : {}),
         ...(config.keys ? { keysProblem: () => keys.problem() } : {}),
         ...(webhooks.notify ? { notify: webhooks.notify } : {}),
       }).fetch,
@@ -141,7 +141,7 @@ export async function startServer(config: Config): Promise<void> {
       await keys.stop();
       await webhooks.worker?.stop();
       await store.close();
-      await shared?.close();
+      await redisLimiter?.close();
       // What is queued is sent within what is left of the grace period (half a second at least).
       await traces?.shutdown(Math.max(FLUSH_MIN_MS, stoppingAt + config.shutdownSeconds * 1_000 - Date.now()));
     },
@@ -382,7 +382,7 @@ async function openLimiter(config: Config, log: Logger, metrics: Metrics | undef
   };
   const local = new SlidingWindowLimiter({ clock: systemClock, onEvent });
   // ioredis is loaded only with --redis, like the PostgreSQL client with a postgres:// --data.
-  const shared = config.redis
+  const redisLimiter = config.redis
     ? await loadRedisLimiter({
         url: config.redis,
         mode: config.redisFail,
@@ -392,13 +392,15 @@ async function openLimiter(config: Config, log: Logger, metrics: Metrics | undef
         ...(metrics ? { leaseStats: (read: () => LeaseStats) => metrics.leases.watch(read) } : {}),
       })
     : undefined;
-  const limiter: RateLimiter = shared ?? local;
+  const limiter: RateLimiter = redisLimiter ?? local;
   metrics?.watchLimiter({
-    backend: () => (shared ? shared.status().backend : 'memory'),
-    ...(shared ? { outages: () => shared.status().outages, localDecisions: () => shared.status().localDecisions } : {}),
+    backend: () => (redisLimiter ? redisLimiter.status().backend : 'memory'),
+    ...(redisLimiter
+      ? { outages: () => redisLimiter.status().outages, localDecisions: () => redisLimiter.status().localDecisions }
+      : {}),
     table: local,
   });
-  return { limiter, shared };
+  return { limiter, redisLimiter };
 }
 
 /**

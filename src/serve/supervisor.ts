@@ -31,7 +31,7 @@ import {
 } from './host-limiter.ts';
 
 /** Places in the workers' shared state (`WorkerMemory.state`). */
-export const SHARED = {
+export const WORKER_STATE = {
   /** Not 0 once the host is stopping: `/readyz` fails on every worker. */
   stopping: 0,
   /** Workers listening now (counted by the supervisor). */
@@ -223,7 +223,7 @@ export class WorkerPool implements RunningServer {
 
   /** Workers listening now. */
   get listening(): number {
-    return Atomics.load(this.#state, SHARED.listening);
+    return Atomics.load(this.#state, WORKER_STATE.listening);
   }
 
   /** Hands every worker the keys in force now. */
@@ -237,7 +237,7 @@ export class WorkerPool implements RunningServer {
    */
   async stop(force = false): Promise<void> {
     this.#stopping = true;
-    Atomics.store(this.#state, SHARED.stopping, 1);
+    Atomics.store(this.#state, WORKER_STATE.stopping, 1);
     const running = this.#running.filter((r): r is Running => r !== undefined);
     if (force) {
       for (const r of running) r.worker.terminate();
@@ -319,7 +319,7 @@ export class WorkerPool implements RunningServer {
           return wake();
         case 'listening':
           running.listening = true;
-          Atomics.add(this.#state, SHARED.listening, 1);
+          Atomics.add(this.#state, WORKER_STATE.listening, 1);
           return listened();
         case 'failed':
           failed(new Error(message.error));
@@ -342,7 +342,7 @@ export class WorkerPool implements RunningServer {
       log.error('worker failed', { worker: index, error: (event as ErrorEvent).message });
     });
     worker.addEventListener('close', () => {
-      if (running.listening) Atomics.sub(this.#state, SHARED.listening, 1);
+      if (running.listening) Atomics.sub(this.#state, WORKER_STATE.listening, 1);
       running.listening = false;
       exited();
       failed(new Error(`worker ${index} exited before it listened`));

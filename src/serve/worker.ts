@@ -21,7 +21,7 @@ import { notifier } from '../webhooks/notify.ts';
 import { adapter } from './bun.ts';
 import { packAsks, RemoteLimiter, unpackAnswers } from './host-limiter.ts';
 import { apiFlags, gateFlags, metricsOf, storeOf } from './start.ts';
-import { keyRecords, poolShare, SHARED, type ToWorker, type WorkerStart } from './supervisor.ts';
+import { keyRecords, poolShare, type ToWorker, WORKER_STATE, type WorkerStart } from './supervisor.ts';
 
 declare const self: Worker;
 
@@ -63,9 +63,9 @@ async function serve(start: WorkerStart): Promise<void> {
   );
   const opened = await storeOf(config, log, metrics, poolShare(start.workers), {
     counter: state,
-    index: SHARED.lockReleases,
+    index: WORKER_STATE.lockReleases,
   });
-  const store = sharedChangeCount(opened, state, SHARED.storeChanges);
+  const store = sharedChangeCount(opened, state, WORKER_STATE.storeChanges);
   const app = createApp({
     store,
     keys: () => keys,
@@ -184,8 +184,8 @@ const FORCE_STOP_MS = 1_000;
 
 /** Why `/readyz` fails: the host is stopping, or not every worker listens. */
 function whyNotReady(state: Int32Array, workers: number): string | undefined {
-  if (Atomics.load(state, SHARED.stopping) !== 0) return 'The server is shutting down.';
-  const listening = Atomics.load(state, SHARED.listening);
+  if (Atomics.load(state, WORKER_STATE.stopping) !== 0) return 'The server is shutting down.';
+  const listening = Atomics.load(state, WORKER_STATE.listening);
   return listening < workers ? `${listening} of ${workers} workers are listening.` : undefined;
 }
 
