@@ -17,7 +17,7 @@ import { KeysStoreWatcher } from './keys-store-watch.ts';
  * logged and counted.
  *
  * @example
- * const keys = new LiveKeys(config.keys, log, metrics); await keys.openStore(store); keys.start()
+ * const keys = new LiveKeys(config.keys, log, metrics); await keys.loadFromStore(store); keys.start()
  * createApp({ keys: () => keys.table, ... })
  */
 export class LiveKeys {
@@ -53,7 +53,7 @@ export class LiveKeys {
   }
 
   /** With `--keys store`: reads the store's keys, and watches them from `start()` on. */
-  async openStore(store: DataStore): Promise<void> {
+  async loadFromStore(store: DataStore): Promise<void> {
     if (this.#path !== KEYS_STORE) return;
     const keyStore = keyStoreOf(store);
     // parseConfig refuses `--keys store` with a --data that keeps no keys.
@@ -79,7 +79,7 @@ export class LiveKeys {
    * derived adopts what was stored under its name before consumer ids (`Consumer.adopts`), as at
    * every later load of the keys (docs/operations.md, "Consumer identity").
    */
-  async settle(store: DataStore): Promise<void> {
+  async settleIdentities(store: DataStore): Promise<void> {
     this.#pets = store;
     try {
       const keyStore = this.#store ? keyStoreOf(store) : undefined;

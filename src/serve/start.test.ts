@@ -46,7 +46,7 @@ test('with --keys store, the keys are read from the store behind the wrappers', 
   const store = await storeOf(config, log, metrics);
   try {
     const keys = new LiveKeys(config.keys, log, metrics);
-    await keys.openStore(store);
+    await keys.loadFromStore(store);
     expect(keys.admin).toBeDefined();
     expect(keys.table.countByPlan()).toEqual({});
   } finally {

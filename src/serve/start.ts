@@ -76,8 +76,8 @@ export async function startServer(config: Config): Promise<void> {
   const store = state ? sharedChangeCount(opened, state, WORKER_STATE.storeChanges) : opened;
   await listeners.unlessFailed(
     async () => {
-      await keys.openStore(store);
-      await keys.settle(store);
+      await keys.loadFromStore(store);
+      await keys.settleIdentities(store);
     },
     () => store.close(),
   );
