@@ -104,7 +104,8 @@ export type Gateway = <T>(
 
 /**
  * The gateway's one pass: identify the caller once, take its in-flight slot before anything is
- * awaited, ask the limiter once, write the rate-limit headers once on every outcome it decided
+ * awaited, ask the limiter once, record the quota webhook its decision crossed (`notify`, awaited
+ * before any answer), write the rate-limit headers once on every outcome it decided
  * (a limiter that cannot decide writes none), then check the operation's `scope`. Admitted
  * requests go on; refused ones get 429, callers without a valid key 401, a key without the scope
  * 403, a limiter that cannot decide 503. A consumer at its cap of requests in flight gets 429

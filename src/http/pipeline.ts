@@ -57,7 +57,8 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
   /** The methods the table serves at a path, or undefined for a path it has not (a 405's `Allow`). */
   allowedMethods: (path: string) => readonly string[] | undefined;
   /**
-   * The store's change count and what changed since (`DataStore.changeCount`, `unchanged`): an operation
+   * The store's change count and what changed since (`DataStore.changeCount`, `unchanged`), and
+   * its due expiry (`startDueExpiry`, awaited before a kept answer is looked up): an operation
    * whose answers are kept (`memo`) is served from the memo while nothing its answer read has
    * changed. Without it, only operations that are never kept can be added.
    */
