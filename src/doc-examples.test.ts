@@ -89,3 +89,20 @@ describe('every shell block of the documents is run by a test', () => {
     expect(unread).toEqual([]);
   });
 });
+
+describe('the pages users read', () => {
+  test('name only files and folders that exist, in every `src/…`-style path they quote', () => {
+    const missing: string[] = [];
+    for (const page of [...pages(), 'bench/README.md']) {
+      const text = readFileSync(join(ROOT, page), 'utf8');
+      for (const [, path = ''] of text.matchAll(
+        /`((?:src|scripts|test|contract|deploy|bench|clients)\/[\w./-]*\w)`/g,
+      )) {
+        // What a run makes (bench/tmp/, src/reference/generated/) is not in a clone.
+        const made = /\/tmp\/|\/generated\//.test(path);
+        if (!made && !existsSync(join(ROOT, path))) missing.push(`${page}: ${path}`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+});

@@ -182,27 +182,3 @@ describe('comments under src/', () => {
     expect(figures).toEqual([]);
   });
 });
-
-describe('the pages maintainers and users read', () => {
-  test('name only files and folders that exist, in every `src/…`-style path they quote', () => {
-    const pages = ['README.md', 'ARCHITECTURE.md', 'SECURITY.md', 'contract/README.md', 'bench/README.md'];
-    const docs = (dir: string): string[] =>
-      readdirSync(join(ROOT, dir)).flatMap((name) => {
-        const path = `${dir}/${name}`;
-        if (statSync(join(ROOT, path)).isDirectory()) return docs(path);
-        return name.endsWith('.md') ? [path] : [];
-      });
-    const missing: string[] = [];
-    for (const page of [...pages, ...docs('docs')]) {
-      const text = readFileSync(join(ROOT, page), 'utf8');
-      for (const [, path = ''] of text.matchAll(
-        /`((?:src|scripts|test|contract|deploy|bench|clients)\/[\w./-]*\w)`/g,
-      )) {
-        // What a run makes (bench/tmp/, src/reference/generated/) is not in a clone.
-        const made = /\/tmp\/|\/generated\//.test(path);
-        if (!made && !existsSync(join(ROOT, path))) missing.push(`${page}: ${path}`);
-      }
-    }
-    expect(missing).toEqual([]);
-  });
-});
