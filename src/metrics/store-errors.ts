@@ -31,13 +31,14 @@ export function countStoreErrors(store: DataStore | WrappedStore, metrics: Metri
     ]),
   );
   const count: CallWrap = (run, { counted }) => run().catch(failed.get(counted));
+  const expiryFailed = failed.get(STORE_CALLS.expireOrders.counted);
   const { outbox } = store;
   return {
     ...wrapCalls(store, STORE_CALLS, count),
     ...(outbox ? { outbox: wrapCalls(outbox, OUTBOX_CALLS, count) } : {}),
     backend: 'backend' in store ? store.backend : store,
     // The wait a read of pets makes for a due expiry: its rejection (a 503) counts as the expiry's.
-    startDueExpiry: () => store.startDueExpiry()?.catch(failed.get(STORE_CALLS.expireOrders.counted)),
+    startDueExpiry: () => store.startDueExpiry()?.catch(expiryFailed),
     changeCount: () => store.changeCount(),
     unchanged: (since, reads) => store.unchanged(since, reads),
     close: () => store.close(),

@@ -338,7 +338,7 @@ export class RatioSampler implements Sampler {
     // Read digit by digit, not sliced and parsed: no string is made per request.
     let low = 0;
     for (let i = traceId.length - 13; i < traceId.length; i++) low = low * 16 + hexDigit(traceId.charCodeAt(i));
-    return low < this.#below;
+    return this.samplesLow(low);
   }
   /** Whether a trace whose id's low 52 bits are `low` is exported. */
   samplesLow(low: number): boolean {
