@@ -16,7 +16,8 @@
 import { existsSync } from 'node:fs';
 import { createApp } from '../src/app.ts';
 import { SlidingWindowLimiter } from '../src/gateway/index.ts';
-import { hashToken, parseKeys } from '../src/keys/file.ts';
+import { parseKeys } from '../src/keys/file.ts';
+import { hashToken } from '../src/keys/records.ts';
 import { KeyTable } from '../src/keys/table.ts';
 import { createLogger } from '../src/log.ts';
 import { MemoryStore } from '../src/store/memory-store.ts';

@@ -18,9 +18,10 @@ import {
   updateConsumer,
   withTombstone,
 } from '../keys/document-edits.ts';
-import { DEFAULT_THRESHOLDS, hashToken, KeysFileError, ownersOf } from '../keys/file.ts';
+import { KeysFileError } from '../keys/file.ts';
 import type { KeyAdmin } from '../keys/key-admin.ts';
 import { PLAN_LIMITS } from '../keys/plans.ts';
+import { DEFAULT_THRESHOLDS, hashToken, ownersOf } from '../keys/records.ts';
 import { type ConsumerEntry, type ConsumerKey, type KeysDocument, keyIdOf, rfc3339 } from '../keys/schemas.ts';
 import { newToken } from '../keys/tokens.ts';
 import type {
@@ -41,7 +42,7 @@ export interface AdminDeps {
   readonly clock: Clock;
   /**
    * Told of a consumer deleted, once the deletion is in force, with the owners its orders are
-   * stored under (src/keys/file.ts, `ownersOf`): they are ended (the store's `retireOwner`).
+   * stored under (src/keys/records.ts, `ownersOf`): they are ended (the store's `retireOwner`).
    */
   readonly consumerDeleted?: (owners: readonly string[]) => Promise<void>;
 }

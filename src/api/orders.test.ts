@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { testApp } from '../../test/testing.ts';
-import { hashToken } from '../keys/file.ts';
+import { hashToken } from '../keys/records.ts';
 import { silentLogger } from '../log.ts';
 import { SqliteStore } from '../store/sqlite.ts';
 import { loadSqlite, type SqliteOpener } from '../store/sqlite-driver.ts';

@@ -69,8 +69,8 @@ export async function createPet(
 ): Promise<Reply> {
   const key = headers['idempotency-key'];
   if (key === undefined) return created(await store.create(body));
-  const owner = idempotencyScope(principal, 'createPet');
-  const once = { owner, key, fingerprint: fingerprintOf(body), now: clock.now() };
+  const scope = idempotencyScope(principal, 'createPet');
+  const once = { scope, key, fingerprint: fingerprintOf(body), now: clock.now() };
   const result = await store.createOnce(body, once);
   if (result.outcome === 'conflict') {
     throw new ApiError(

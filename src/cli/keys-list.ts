@@ -1,6 +1,7 @@
 /** `petstore keys list`: consumers and their keys, never a token or a full hash. */
 import process from 'node:process';
-import { type KeyRecord, keyRecords } from '../keys/file.ts';
+import { keyRecords } from '../keys/file.ts';
+import type { KeyRecord } from '../keys/records.ts';
 import type { KeysDocument } from '../keys/schemas.ts';
 import { KEYS_DATA, KEYS_FILE } from './key-options.ts';
 import { withKeys } from './keys-common.ts';

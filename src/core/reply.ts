@@ -45,6 +45,13 @@ export interface AnswerEnv {
   Variables: { answerHeaders: AnswerHeaders };
 }
 
+// Every Hono context's `c.get('answerHeaders')` is typed, wherever a step reads it.
+declare module 'hono' {
+  interface ContextVariableMap {
+    answerHeaders: AnswerHeaders;
+  }
+}
+
 /**
  * The headers gathered for this request's answer: every step adds its fields to this plain object
  * (request id, rate-limit headers, CORS), and `answer()` hands the whole object to `Response`

@@ -1,4 +1,4 @@
-import type { Consumer, KeyRecord } from '../keys/file.ts';
+import type { Consumer, KeyRecord } from '../keys/records.ts';
 import { bearerToken, type KeyTable } from '../keys/table.ts';
 
 /**

@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
-import type { Consumer } from '../keys/file.ts';
 import { type BanPolicy, DEFAULT_BAN, PLAN_LIMITS } from '../keys/plans.ts';
+import type { Consumer } from '../keys/records.ts';
 import { addressGroup, DEFAULT_IPV6_PREFIX } from './addresses.ts';
 import type { Caller } from './caller.ts';
 import type { RateLimiter, Subject, Verdict } from './limiter/limiter.ts';

@@ -4,8 +4,8 @@ import { ApiError, serviceUnavailable } from '../core/api-error.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
 import type { Decision, WindowName } from '../core/decision.ts';
 import { ADMIN_SCOPE } from '../core/key-scopes.ts';
-import { type Consumer, ownerOf } from '../keys/file.ts';
 import { type BanPolicy, DEFAULT_MAX_IN_FLIGHT } from '../keys/plans.ts';
+import { type Consumer, ownerOf } from '../keys/records.ts';
 import type { KeyTable } from '../keys/table.ts';
 import { childSpan, closeChild, failChild, openChild } from '../trace/spans.ts';
 import { canonicalAddress } from './addresses.ts';
@@ -44,6 +44,13 @@ export async function loadRedisLimiter(options: OpenRedisLimiterOptions): Promis
 /** What the gateway hands to the steps after it: the caller it identified. */
 export interface GatewayEnv {
   Variables: { caller: Caller };
+}
+
+// Every Hono context's `c.get('caller')` and `c.set('caller', …)` are typed, the gateway's too.
+declare module 'hono' {
+  interface ContextVariableMap {
+    caller: Caller;
+  }
 }
 
 export interface GatewayOptions {

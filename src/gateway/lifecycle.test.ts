@@ -1,7 +1,8 @@
 import { describe, expect, test } from 'bun:test';
 import { fakeClock } from '../../test/testing.ts';
 import { createApp } from '../app.ts';
-import { hashToken, parseKeys } from '../keys/file.ts';
+import { parseKeys } from '../keys/file.ts';
+import { hashToken } from '../keys/records.ts';
 import { KeyTable } from '../keys/table.ts';
 import { silentLogger } from '../log.ts';
 import { MemoryStore } from '../store/memory-store.ts';

@@ -1,6 +1,6 @@
 import type { Decision } from '../core/decision.ts';
 import type { RateLimitStatus } from '../core/rate-limit-status.ts';
-import type { Consumer } from '../keys/file.ts';
+import type { Consumer } from '../keys/records.ts';
 
 /**
  * A consumer's quota as `GET /v1/rate_limit` shows it, from the decision that read it (cost 0):

@@ -6,8 +6,9 @@
  */
 
 import type { KeyScope } from '../core/key-scopes.ts';
-import { type ConsumerFields, consumerIdOf, derivedConsumerId, KeysFileError, newConsumerId } from './file.ts';
+import { KeysFileError } from './file.ts';
 import type { Limits, PlanName } from './plans.ts';
+import { type ConsumerFields, consumerIdOf, derivedConsumerId, newConsumerId } from './records.ts';
 import {
   type ConsumerEntry,
   type ConsumerKey,

@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { createHash } from 'node:crypto';
-import { hashToken, KeysFileError, keysFileExposure, parseKeys } from './file.ts';
+import { KeysFileError, keysFileExposure, parseKeys } from './file.ts';
+import { hashToken } from './records.ts';
 import { bearerToken, KeyTable } from './table.ts';
 import { checksum, newKeyEntry, TOKEN_PREFIX } from './tokens.ts';
 

@@ -1,68 +1,24 @@
-import { createHash, randomBytes } from 'node:crypto';
 import * as v from 'valibot';
 import { describeJsonError, duplicateMember, jsonSyntaxError } from '../core/json-syntax.ts';
-import { ADMIN_SCOPE, type KeyScope, SCOPES } from '../core/key-scopes.ts';
+import { ADMIN_SCOPE, SCOPES } from '../core/key-scopes.ts';
 import { echoed } from '../redact.ts';
+import { costProblem, PLAN_LIMITS, PLAN_TERMS, type PlanName } from './plans.ts';
 import {
-  type BanPolicy,
-  type Costs,
-  costProblem,
-  type Limits,
-  PLAN_LIMITS,
-  PLAN_TERMS,
-  type PlanName,
-} from './plans.ts';
+  type Consumer,
+  type ConsumerFields,
+  consumerIdOf,
+  DEFAULT_THRESHOLDS,
+  derivedConsumerId,
+  type KeyRecord,
+  legacyOwnerOf,
+  newConsumerId,
+} from './records.ts';
 import { type ConsumerKey, KeysDocument, keyIdOf, rfc3339 } from './schemas.ts';
 
 export { KEY_NAME } from './schemas.ts';
 
 /** Longest part of a bad string value a message repeats. */
 const QUOTED_MAX = 120;
-
-/**
- * Whose quota a key counts against: the per-consumer state (windows, ban, in-flight cap) is keyed
- * by this name, never by a token or hash, so every key of a consumer shares one quota.
- */
-export interface Consumer {
-  /** Its identity (`con_…`): what owns its orders and `Idempotency-Key`s, never another consumer's. */
-  readonly id: string;
-  /**
-   * The owner its orders were stored under before consumers had ids (`key:<name>`), for a consumer
-   * whose id is derived from its first key (`consumerIdOf`): they are moved to it (`ownerOf`).
-   */
-  readonly adopts?: string;
-  readonly name: string;
-  readonly plan: PlanName;
-  readonly limits: Limits;
-  readonly ban?: BanPolicy;
-  /** Units each operation spends, by operationId (the plan's, then the consumer's own); others cost 1. */
-  readonly costs: Costs;
-  /** False: report-only limits (src/keys/plans.ts, `Terms`). */
-  readonly enforce: boolean;
-  /** Where quota notifications go, signed with `secret` (never logged nor shown); none: no notifications. */
-  readonly webhook?: { readonly url: string; readonly secret: string };
-  /** Percent of the day and month quotas whose crossing is notified, ascending (default 80, 100); with a webhook only. */
-  readonly thresholds?: readonly number[];
-}
-
-/** Percent of a quota notified when no `thresholds` are set. */
-export const DEFAULT_THRESHOLDS: readonly number[] = [80, 100];
-
-/** One API key as the gateway knows it: never the token, only its SHA-256. */
-export interface KeyRecord {
-  /** Names the key in logs, metrics and the keys CLI; a `{"keys":[...]}` entry's id is its name. */
-  readonly id: string;
-  readonly hash: Buffer;
-  readonly consumer: Consumer;
-  /** What the key may do; a key without `scopes` in the file has every scope. */
-  readonly scopes: readonly KeyScope[];
-  /** Epoch ms from which the key is refused (`expiresAt`), if it expires. */
-  readonly expiresAt?: number;
-  /** Epoch ms before which the key is refused (`notBefore`), if set. */
-  readonly notBefore?: number;
-  /** Epoch ms it was revoked at: a tombstone (`revoked` in the file), never admitted, named in logs. */
-  readonly revokedAt?: number;
-}
 
 export class KeysFileError extends Error {
   override name = 'KeysFileError';
@@ -190,91 +146,6 @@ function isAdmin(key: ConsumerKey): boolean {
   return key.scopes?.includes(ADMIN_SCOPE) === true;
 }
 
-/** A consumer's terms as a keys document or the admin API gives them. */
-export interface ConsumerFields {
-  plan: PlanName;
-  /** Absent: the plan's quotas. */
-  limits?: Limits;
-  ban?: BanPolicy;
-  /** Absent: the plan's costs. */
-  costs?: Costs;
-  /** False: report-only limits. */
-  enforce?: boolean;
-  /** Where quota notifications go, and the secret that signs them. */
-  webhook?: { url: string; secret: string };
-  /** Percent of a quota whose crossing is notified; absent: 80 and 100. */
-  thresholds?: number[];
-}
-
-/**
- * A new consumer's id: `con_` and 128 random bits in hex, so no consumer made later, under the
- * same name or another, is ever given it.
- */
-export function newConsumerId(): string {
-  return `con_${randomBytes(16).toString('hex')}`;
-}
-
-/**
- * The id of a consumer written without one (by hand, or before consumers had ids): a digest of its
- * name and its first key's hash. A consumer deleted and made again under the same name has
- * another key, so another id; every instance derives the same one from the same file.
- *
- * @example
- * derivedConsumerId('acme', '9f86d081…') // 'con_…' (the same for the same arguments)
- */
-export function derivedConsumerId(name: string, sha256: string): string {
-  return `con_${createHash('sha256').update(`petstore consumer\n${name}\n${sha256}`).digest('hex').slice(0, 32)}`;
-}
-
-/**
- * A consumer entry's id: its own, else derived from its first key (`derivedConsumerId`);
- * undefined for one that has neither (no key: it cannot call, so it owns nothing yet).
- */
-export function consumerIdOf(entry: {
-  readonly id?: string | undefined;
-  readonly name: string;
-  readonly keys: readonly { readonly sha256: string }[];
-}): string | undefined {
-  const first = entry.keys[0];
-  return entry.id ?? (first ? derivedConsumerId(entry.name, first.sha256) : undefined);
-}
-
-/**
- * Who a consumer is to the store: the owner of its orders and `Idempotency-Key`s. Its id makes it
- * its own; its name, which never changes for an id, tells whose webhook hears of its orders.
- *
- * @example
- * ownerOf({ id: 'con_0123…', name: 'acme' }) // 'con_0123…:acme'
- */
-export function ownerOf(consumer: { readonly id: string; readonly name: string }): string {
-  return `${consumer.id}:${consumer.name}`;
-}
-
-/** The owner a consumer's orders and keys were stored under before consumers had ids. */
-export function legacyOwnerOf(name: string): string {
-  return `key:${name}`;
-}
-
-/**
- * Every owner a consumer entry's orders may be stored under: its id's (none for a consumer
- * without id or keys, which owns nothing), and its name's from before consumer ids when its id is
- * derived (as `keyRecords` gives it `adopts`). What deleting it retires.
- *
- * @example
- * ownersOf({ id: 'con_0123…', name: 'acme', keys: [] }) // ['con_0123…:acme']
- */
-export function ownersOf(entry: {
-  readonly id?: string | undefined;
-  readonly name: string;
-  readonly keys: readonly { readonly sha256: string }[];
-}): string[] {
-  const id = consumerIdOf(entry);
-  if (id === undefined) return [];
-  const first = entry.keys[0];
-  const derived = first !== undefined && id === derivedConsumerId(entry.name, first.sha256);
-  return [ownerOf({ id, name: entry.name }), ...(derived ? [legacyOwnerOf(entry.name)] : [])];
-}
-
 /** The consumer of an entry: its plan's terms, overridden by its own; costs must fit its quotas. */
 function consumerOf(entry: ConsumerFields & { name: string }, where: string, id: string, adopts?: string): Consumer {
   const limits = entry.limits ?? PLAN_LIMITS[entry.plan as Exclude<PlanName, 'enterprise'>];
@@ -326,11 +197,6 @@ export function keysFileExposure(mode: number): string | undefined {
     return `writable by group or others (mode ${bits}): anyone who can write it can add a key; run chmod 600 on it`;
   if (mode & 0o004) return `readable by every user (mode ${bits}); run chmod 600 or 640 on it`;
   return undefined;
-}
-
-/** SHA-256 of a token, as stored in the keys file. */
-export function hashToken(token: string): Buffer {
-  return createHash('sha256').update(token).digest();
 }
 
 /** `where: message`, with the entry's name after its index and the bad value quoted. */

@@ -156,7 +156,7 @@ export const CONSUMER_ID = /^con_[0-9a-f]{32}$/;
  * A consumer: one quota (windows, ban, in-flight cap) shared by all of its keys. `id` owns its
  * orders and `Idempotency-Key`s; `petstore keys` and the admin API write it when they make the
  * consumer, and a consumer written without one gets one derived from its first key
- * (src/keys/file.ts, `consumerIdOf`).
+ * (src/keys/records.ts, `consumerIdOf`).
  */
 export const ConsumerEntry = v.pipe(
   v.strictObject({

@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import { hashToken, type KeyRecord } from './file.ts';
+import { hashToken, type KeyRecord } from './records.ts';
 import { plausibleToken } from './tokens.ts';
 
 /**

@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { crc32 as zlibCrc32 } from 'node:zlib';
-import { hashToken, parseKeys } from './file.ts';
+import { parseKeys } from './file.ts';
+import { hashToken } from './records.ts';
 import { KeyTable } from './table.ts';
 import { CHECKED_TOKEN, checksum, crc32, newKeyEntry, newToken, plausibleToken } from './tokens.ts';
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { hashToken } from './file.ts';
 import type { PlanName } from './plans.ts';
+import { hashToken } from './records.ts';
 
 /** Every token starts with this, so a leaked one is recognisable in code, logs and scanners. */
 export const TOKEN_PREFIX = 'psk_';

@@ -1,6 +1,7 @@
 // The development key of a server started without a keys file: made for the run, shown once.
 import process from 'node:process';
-import { type KeyRecord, parseKeys } from '../keys/file.ts';
+import { parseKeys } from '../keys/file.ts';
+import type { KeyRecord } from '../keys/records.ts';
 import { newKeyEntry } from '../keys/tokens.ts';
 import type { Logger } from '../log.ts';
 

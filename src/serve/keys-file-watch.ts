@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import process from 'node:process';
 import { clearInterval, setInterval } from 'node:timers';
-import { type KeyRecord, KeysFileError, keysFileExposure, parseKeys } from '../keys/file.ts';
+import { KeysFileError, keysFileExposure, parseKeys } from '../keys/file.ts';
+import type { KeyRecord } from '../keys/records.ts';
 import type { Logger } from '../log.ts';
 
 function readText(path: string): string {

@@ -1,6 +1,7 @@
 import { clearInterval, setInterval } from 'node:timers';
-import { type KeyRecord, keyRecords } from '../keys/file.ts';
+import { keyRecords } from '../keys/file.ts';
 import { documentOf } from '../keys/key-admin.ts';
+import type { KeyRecord } from '../keys/records.ts';
 import type { Logger } from '../log.ts';
 import { peerText } from '../redact.ts';
 import type { KeyStore } from '../store/key-store.ts';

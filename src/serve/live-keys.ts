@@ -1,6 +1,6 @@
 import { KEYS_STORE } from '../config.ts';
-import { type KeyRecord, ownerOf } from '../keys/file.ts';
 import { fileKeyAdmin, type KeyAdmin, storeConsumerIdsIn, storeKeyAdmin } from '../keys/key-admin.ts';
+import { type KeyRecord, ownerOf } from '../keys/records.ts';
 import { KeyTable } from '../keys/table.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';

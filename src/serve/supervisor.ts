@@ -14,7 +14,7 @@ import {
   type LimiterStatus,
   type RateLimiter,
 } from '../gateway/index.ts';
-import type { KeyRecord } from '../keys/file.ts';
+import type { KeyRecord } from '../keys/records.ts';
 import type { KeyTable } from '../keys/table.ts';
 import { batched, type Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';

@@ -69,7 +69,7 @@ export class MemoryStore implements DataStore {
   // Synchronous from the lookup to the insert: no other create can run in between.
   async createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult> {
     this.#sweep(once.now);
-    const id = `${once.owner}\u0000${once.key}`;
+    const id = `${once.scope}\u0000${once.key}`;
     const seen = this.#keys.get(id);
     if (seen && seen.expiresAt > once.now) {
       if (seen.fingerprint !== once.fingerprint) return { outcome: 'conflict' };

@@ -302,7 +302,7 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'consumer_ids',
     // A stored consumer's identity (`con_…`), what owns its orders and Idempotency-Keys: made
     // with the consumer, never given to another. NULL for the consumers stored before it; each
-    // instance derives theirs from the first key and stores it at start (src/keys/file.ts).
+    // instance derives theirs from the first key and stores it at start (src/keys/records.ts, `consumerIdOf`).
     readableFrom: 8,
     sqlite: `
       ALTER TABLE key_consumers ADD COLUMN id TEXT;

@@ -303,7 +303,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
   }
 
   async createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult> {
-    const { owner, key, fingerprint, now } = once;
+    const { scope, key, fingerprint, now } = once;
     const started = performance.now();
     const sweep = this.#sweeps.due(now);
     return this.#changing(
@@ -312,7 +312,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
       () =>
         transaction(this.#sql, async (tx): Promise<CreateOnceResult> => {
           // 64-bit hash of the key: a collision only makes two keys take turns.
-          await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`${owner}\n${key}`}, 0))`;
+          await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`${scope}\n${key}`}, 0))`;
           // The caller was answered 503 at the bound: a create that only gets its turn after that
           // stores nothing, so the outcome the client was told is unknown is "not stored".
           if (performance.now() - started >= this.#timeoutMs) {
@@ -322,7 +322,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
           const [seen] = await tx`
           SELECT k.fingerprint, ${tx.unsafe(KEPT_PET)}
           FROM idempotency_keys k LEFT JOIN pets p ON p.id = k.pet_id
-          WHERE k.scope = ${owner} AND k.idempotency_key = ${key} AND k.expires_at > ${now}`;
+          WHERE k.scope = ${scope} AND k.idempotency_key = ${key} AND k.expires_at > ${now}`;
           const kept = seen ? keptPetFromRow(seen) : undefined;
           if (kept) {
             if (column(seen, 'fingerprint') !== fingerprint) return { outcome: 'conflict' };
@@ -335,7 +335,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
           await tx`
           INSERT INTO idempotency_keys
             (scope, idempotency_key, fingerprint, pet_id, expires_at, pet_name, pet_category_id, pet_status, pet_version)
-          VALUES (${owner}, ${key}, ${fingerprint}, ${stored.id}, ${now + IDEMPOTENCY_TTL_MS},
+          VALUES (${scope}, ${key}, ${fingerprint}, ${stored.id}, ${now + IDEMPOTENCY_TTL_MS},
             ${stored.name}, ${stored.categoryId}, ${stored.status}, ${stored.version})
           ON CONFLICT (scope, idempotency_key) DO UPDATE
           SET fingerprint = excluded.fingerprint, pet_id = excluded.pet_id, expires_at = excluded.expires_at,

@@ -710,7 +710,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
 
   /** Inside the batch's transaction: the key's first pet, a conflict, or a new pet and its key. */
   #insertOnce(pet: NewPet, once: IdempotentCreate): CreateOnceResult {
-    const seen = this.#db.prepare(SELECT_KEY).get(once.owner, once.key, once.now);
+    const seen = this.#db.prepare(SELECT_KEY).get(once.scope, once.key, once.now);
     const kept = seen === undefined || seen === null ? undefined : keptPetFromRow(seen);
     if (kept !== undefined) {
       if (column(seen, 'fingerprint') !== once.fingerprint) return { outcome: 'conflict' };
@@ -720,7 +720,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
     this.#db
       .prepare(UPSERT_KEY)
       .get(
-        once.owner,
+        once.scope,
         once.key,
         once.fingerprint,
         stored.id,

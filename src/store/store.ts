@@ -17,7 +17,7 @@ export interface IdempotentCreate {
    * Whose key it is: the principal and the operation (`idempotencyScope`, e.g.
    * `con_…:acme/createPet`), so two callers never share keys; the `scope` column of `idempotency_keys`.
    */
-  readonly owner: string;
+  readonly scope: string;
   /** The `Idempotency-Key` header as sent. */
   readonly key: string;
   /** Digest of the request (`fingerprintOf`): the same key with another request is a conflict. */
@@ -153,7 +153,7 @@ export interface DataStore {
   /**
    * Gives what each move's `from` owns (its orders, its createPet `Idempotency-Key`s) to its `to`:
    * a consumer stored before consumers had ids takes what was stored under its name
-   * (src/keys/file.ts, `Consumer.adopts`). A key `to` already has stays `from`'s. Resolves once durable.
+   * (src/keys/records.ts, `Consumer.adopts`). A key `to` already has stays `from`'s. Resolves once durable.
    */
   adoptOwners(moves: readonly OwnerMove[]): Promise<void>;
   /**

@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { clearInterval, setInterval, setTimeout } from 'node:timers';
 import type { Attributes } from '@opentelemetry/api';
 import { type Clock, systemClock } from '../core/clock.ts';
-import type { Consumer, KeyRecord } from '../keys/file.ts';
+import type { Consumer, KeyRecord } from '../keys/records.ts';
 import type { Logger } from '../log.ts';
 import { peerText } from '../redact.ts';
 import { ORDER_EXPIRED } from '../store/order-rows.ts';

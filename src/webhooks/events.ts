@@ -9,7 +9,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Decision, Notice } from '../core/decision.ts';
-import type { Consumer, KeyRecord } from '../keys/file.ts';
+import type { Consumer, KeyRecord } from '../keys/records.ts';
 import type { OutboxEvent } from '../store/outbox.ts';
 
 const DAY_MS = 86_400_000;

@@ -8,7 +8,7 @@
  */
 import type { Clock } from '../core/clock.ts';
 import type { Decision } from '../core/decision.ts';
-import type { Consumer } from '../keys/file.ts';
+import type { Consumer } from '../keys/records.ts';
 import type { Logger } from '../log.ts';
 import { peerText } from '../redact.ts';
 import type { Outbox } from '../store/outbox.ts';
