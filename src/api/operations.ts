@@ -1,3 +1,5 @@
+// The API's operations table: one entry per operation of contract/openapi.yaml, each with its
+// method, path, scope, schemas and handler. src/app.ts makes one route per entry.
 import { NewOrder } from '../core/order-records.ts';
 import { NewPet, PetPatch } from '../core/pet-records.ts';
 import { getInventory } from './inventory.ts';

@@ -1,3 +1,5 @@
+// Step 6: an operation's input read from the request (path, query, headers, JSON body) and
+// checked by its valibot schemas; what fails is a 400 (or 415) naming the field.
 import type { Context } from 'hono';
 import * as v from 'valibot';
 import { ApiError, notJson } from '../core/api-error.ts';

@@ -1,3 +1,5 @@
+// What a handler returns (`Reply`) and the headers a request gathers for its answer
+// (`answerHeaders`): the shapes step 7 hands to step 8 (src/http/answer.ts).
 import type { Context } from 'hono';
 
 /** The codings an answer's body may be sent in. */

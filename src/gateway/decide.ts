@@ -1,3 +1,5 @@
+// The limiter's question for one request: `decider()` turns a caller and a cost into the
+// subject the limiter counts (a consumer's id, a stranger's address group) and asks it.
 import { LRUCache } from 'lru-cache';
 import { type BanPolicy, DEFAULT_BAN, PLAN_LIMITS } from '../keys/plans.ts';
 import type { Consumer } from '../keys/records.ts';

@@ -1,3 +1,5 @@
+// The cap on a consumer's requests in flight (one process): the gateway takes a slot before it
+// awaits anything and gives it back when the answer is made; over the cap is a 429.
 import { ApiError } from '../core/api-error.ts';
 import type { Decision, WindowState } from '../core/decision.ts';
 import { DEFAULT_MAX_IN_FLIGHT, type Limits } from '../keys/plans.ts';

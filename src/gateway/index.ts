@@ -1,3 +1,6 @@
+// Step 3 of a request (src/http/pipeline.ts): the gateway. `gateway()` makes the one pass every
+// API request goes through: who calls (./caller.ts), its in-flight slot (./in-flight.ts), the
+// limiter's decision (./decide.ts), the rate-limit headers, then the key's scope.
 import type { Context } from 'hono';
 import { LRUCache } from 'lru-cache';
 import { ApiError, serviceUnavailable } from '../core/api-error.ts';

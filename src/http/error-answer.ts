@@ -1,3 +1,5 @@
+// How a refusal or an error becomes the contract's Error body: `answerError()` writes it,
+// `toApiError()` maps what a step threw (a store that is down is a 503, anything unknown a 500).
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import { ApiError, notJson, serviceUnavailable } from '../core/api-error.ts';

@@ -1,3 +1,5 @@
+// Step 5's kept answers: `AnswerMemo` keeps a read's reply by its path and query and gives it
+// again while the store says nothing the reply read has changed (its change count).
 import { LRUCache } from 'lru-cache';
 import type { PetsTouched, Reply } from '../core/reply.ts';
 import type { DataStore } from '../store/store.ts';

@@ -1,3 +1,5 @@
+// A request's way from Hono's route to its answer, in eight numbered steps (the comment below,
+// and ARCHITECTURE.md's walk): every API route's handler is made here from the operations table.
 import type { Context, ErrorHandler } from 'hono';
 import type { Deprecation, KeyHolder, Operation, UnkeptOperation } from '../api/operation-types.ts';
 import { isApiPath } from '../api/operations.ts';
@@ -104,7 +106,7 @@ export function pipeline(options: PipelineOptions) {
   const parts = partsOf(options);
   return steps(
     parts,
-    exchange(parts, (c) => fail(c, NO_SUCH_PATH)),
+    exchangeHandler(parts, (c) => fail(c, NO_SUCH_PATH)),
   );
 }
 
@@ -117,8 +119,10 @@ export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): A
   const memo = changes && new AnswerMemo(changes);
   const parts: ApiParts<D> = { ...partsOf(options), gateway, deps, allowedMethods, changes, memo };
   /** Hono's `notFound`: a path no route serves; under the API prefix it meets the gateway first. */
-  const notFound = exchange(parts, (c) => (parts.gatedPath(c.req.path) ? unserved(parts, c) : fail(c, NO_SUCH_PATH)));
-  return { ...steps(parts, notFound), operation: (op: Operation<D>) => operation(parts, op) };
+  const notFound = exchangeHandler(parts, (c) =>
+    parts.gatedPath(c.req.path) ? unserved(parts, c) : fail(c, NO_SUCH_PATH),
+  );
+  return { ...steps(parts, notFound), operation: (op: Operation<D>) => operationHandler(parts, op) };
 }
 
 /** The steps of an app that serves a table: those of every app, and one route per operation. */
@@ -131,8 +135,8 @@ function steps(parts: PipelineParts, notFound: Served) {
   /** Hono's `onError`, for what escapes `exchange`: the Error body all the same. */
   const onError: ErrorHandler<AppEnv> = (err, c) => fail(c, toApiError(err, c, parts.report, parts.unavailable));
   return {
-    exchange: (inner: Inner) => exchange(parts, inner),
-    opsRoute: (route: OpsRoute) => opsRoute(parts, route),
+    exchange: (inner: Inner) => exchangeHandler(parts, inner),
+    opsRoute: (route: OpsRoute) => opsRouteHandler(parts, route),
     notFound,
     onError,
   };
@@ -144,7 +148,8 @@ interface PipelineParts {
   readonly maxBodyBytes: number;
   readonly requestLog: ReturnType<typeof requestLogSteps>;
   readonly tracing: ReturnType<typeof requestTrace>;
-  readonly count: ReturnType<typeof requestCounter> | undefined;
+  /** Counts every request and its answer (`--metrics`). */
+  readonly requestMetrics: ReturnType<typeof requestCounter> | undefined;
   readonly cors: ReturnType<typeof corsStep> | undefined;
   readonly limit: ReturnType<typeof limitBody>;
   /** Counts a kept operation's request as a memo hit or miss (`--metrics`). */
@@ -184,7 +189,7 @@ function partsOf({
     maxBodyBytes,
     requestLog: requestLogSteps({ log, clock, clientAddress, ...(newId ? { newId } : {}) }),
     tracing: requestTrace({ clientAddress, holdsValidKey }),
-    count: metrics && requestCounter({ metrics, ...(countAs ? { operation: countAs } : {}) }),
+    requestMetrics: metrics && requestCounter({ metrics, ...(countAs ? { operation: countAs } : {}) }),
     cors: corsOrigins.length > 0 ? corsStep(corsOrigins) : undefined,
     limit: limitBody(maxBodyBytes),
     memoCount: metrics && ((op, hit) => metrics.memoAnswered(op, hit)),
@@ -200,7 +205,7 @@ function partsOf({
  * scope (src/trace/request-scope.ts) is opened here, holding its id and, unless `traced` is false, its
  * trace: every line logged and every span made while serving it reads the scope.
  */
-function exchange(parts: PipelineParts, inner: Inner, traced = true): Served {
+function exchangeHandler(parts: PipelineParts, inner: Inner, traced = true): Served {
   const { requestLog, tracing } = parts;
   // Named as the step it serves, so a CPU profile names it.
   return function exchange(c) {
@@ -211,13 +216,13 @@ function exchange(parts: PipelineParts, inner: Inner, traced = true): Served {
 
 /** Step 1 inside the request's scope: the headers every answer carries, 414, `inner`, then the log line, metrics and span. */
 async function answerInScope(
-  { requestLog, count, tracing, gatedPath, report, unavailable }: PipelineParts,
+  { requestLog, requestMetrics, tracing, gatedPath, report, unavailable }: PipelineParts,
   c: Context<AppEnv>,
   started: ReturnType<PipelineParts['requestLog']['start']>,
   scope: RequestScope,
   inner: Inner,
 ): Promise<Response> {
-  const counted = count?.start();
+  const metricsStart = requestMetrics?.start();
   const id = started.id;
   const traceresponse = tracing.header(scope);
   // Every API answer is private to its caller and never sniffed (SECURITY.md).
@@ -241,7 +246,7 @@ async function answerInScope(
   const head = scope.sampled === true;
   if (tracing.finish(c, scope, res.status) !== head && traceresponse) setTraceResponse(res, tracing.header(scope));
   requestLog.finish(c, started, res.status, scope.sampled === true);
-  if (count && counted !== undefined) count.finish(c, counted, res.status, scope);
+  if (requestMetrics && metricsStart !== undefined) requestMetrics.finish(c, metricsStart, res.status, scope);
   return res;
 }
 
@@ -290,11 +295,11 @@ async function bodyChecked(
 }
 
 /** An API operation's route: steps 1 to 8, with what the operation needs made once. */
-function operation<D>(parts: ApiParts<D>, op: Operation<D>): Served {
+function operationHandler<D>(parts: ApiParts<D>, op: Operation<D>): Served {
   const route = routeOf(parts, op);
   const { deprecated } = route;
   // Named as the step it serves, so a CPU profile names it.
-  return exchange(parts, function operation(c) {
+  return exchangeHandler(parts, function operation(c) {
     c.set('operation', op.id);
     return gated(parts, c, op, (decision) => {
       if (deprecated) Object.assign(answerHeaders(c), deprecated);
@@ -311,7 +316,7 @@ interface OperationRoute<D> {
   readonly deprecated: AnswerHeaders | undefined;
   readonly readInput: ReturnType<typeof inputReader<D>>;
   /** Its index among the metrics' operations. */
-  readonly counted: number;
+  readonly metricsIndex: number;
 }
 
 function routeOf<D>({ deps }: ApiParts<D>, op: Operation<D>): OperationRoute<D> {
@@ -322,30 +327,30 @@ function routeOf<D>({ deps }: ApiParts<D>, op: Operation<D>): OperationRoute<D> 
     throw new TypeError(`pipeline: ${op.id} reads headers or a body and cannot be kept by its path and query`);
   }
   const deprecated = op.deprecated ? deprecationHeaders(op.deprecated) : undefined;
-  return { op, deps, deprecated, readInput: inputReader(op), counted: operationIndex(op.id) };
+  return { op, deps, deprecated, readInput: inputReader(op), metricsIndex: operationIndex(op.id) };
 }
 
 /** Steps 5 (the kept answer), 6 and 7: a kept answer is used while nothing it read has changed. */
 async function answerOperation<D>(
   { changes, memo, memoCount }: ApiParts<D>,
-  { op, deps, readInput, counted }: OperationRoute<D>,
+  { op, deps, readInput, metricsIndex }: OperationRoute<D>,
   c: Context<AppEnv>,
   decision: Decision,
 ): Promise<Response> {
   // The path and query as sent: the same text always validates to the same input (`routeOf`
   // refuses a kept operation that reads headers or a body).
   const key = op.memo && memo ? pathAndQuery(c.req.url) : undefined;
-  let count: unknown;
+  let changeCount: unknown;
   if (key !== undefined && changes) {
     // An order whose hold has run out makes its pet available: the read waits for that expiry, so
     // it shows the pet `available` at the version a PATCH's `If-Match` will meet.
     const expiring = changes.startDueExpiry();
     if (expiring) await expiring;
-    count = changes.changeCount();
+    changeCount = changes.changeCount();
   }
-  const kept = key === undefined ? undefined : memo?.get(key, count);
+  const kept = key === undefined ? undefined : memo?.get(key, changeCount);
   if (kept) {
-    memoCount?.(counted, true);
+    memoCount?.(metricsIndex, true);
     return answer(c, kept);
   }
   const caller = c.get('caller');
@@ -355,8 +360,8 @@ async function answerOperation<D>(
     tagged(op, await op.handler(await readInput(c, principalOf(caller), quota, keyOf(op, c)), deps));
   if (key === undefined || !memo) return answer(c, await read());
   // A request answered by another's read under way is counted a hit: it read nothing itself.
-  const { reply, joined } = await memo.readOrJoin(key, count, read);
-  memoCount?.(counted, joined);
+  const { reply, joined } = await memo.readOrJoin(key, changeCount, read);
+  memoCount?.(metricsIndex, joined);
   return answer(c, reply);
 }
 
@@ -386,8 +391,8 @@ function unserved<D>(parts: ApiParts<D>, c: Context<AppEnv>): Promise<Response> 
 }
 
 /** An ops route: step 1, then its handler, answered through the one answer path. */
-function opsRoute(parts: PipelineParts, route: OpsRoute): Served {
-  return exchange(
+function opsRouteHandler(parts: PipelineParts, route: OpsRoute): Served {
+  return exchangeHandler(
     parts,
     async function opsRoute(c) {
       c.set('operation', route.id);

@@ -1,3 +1,5 @@
+// What keeps a kept answer honest: `ChangeCounter` counts the changes of pets, so the memo
+// (src/http/memo.ts) can ask whether anything a reply read changed since it was read.
 import type { PetsTouched } from '../core/reply.ts';
 
 /** Slots of the table of when pets last changed, by id modulo its size: ids that share one only cost a kept answer early. */

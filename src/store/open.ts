@@ -1,3 +1,5 @@
+// Which store `--data` names, opened: memory (`:memory:`), a SQLite file, or PostgreSQL (a
+// `postgres://` URL); every one wrapped in the bound that turns a store too slow into a 503.
 import process from 'node:process';
 import type { Logger } from '../log.ts';
 import { type BoundedStore, boundStore, DEFAULT_STORE_TIMEOUT_MS } from './bounded.ts';
