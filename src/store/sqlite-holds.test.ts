@@ -40,3 +40,43 @@ describe('a hold placed through another process of the same file', () => {
     await reader.close();
   });
 });
+
+// A batch that rolls back undoes its expiry: the orders it expired are placed again, and the
+// store must not go on believing their holds are gone.
+describe('an expiry rolled back with its batch', () => {
+  test('the order is expired by the next read, its pet available', async () => {
+    let now = 1_000_000;
+    const clock = { now: () => now };
+    const path = join(dir, 'pets.db');
+    const store = SqliteStore.open({ path, open: openSqlite, log: silentLogger, clock });
+    // A create that fails for itself, in the same batch as the expiry, rolls the batch back.
+    const raw = openSqlite(path);
+    raw.exec(
+      "CREATE TRIGGER refuse_boom BEFORE INSERT ON pets WHEN NEW.name = 'boom' BEGIN SELECT RAISE(ABORT, 'boom refused'); END",
+    );
+    raw.close();
+    // The store sees that commit of another connection now, not as a reason to look again later.
+    now += DATA_VERSION_TTL_MS;
+    store.changeCount();
+    const pet = await store.create({ name: 'Rex', categoryId: 1, status: 'available' });
+    const placed = await store.placeOrder({ owner: 'con_a', petId: pet.id, holdMs: 2_000, now });
+    expect(placed.outcome).toBe('placed');
+
+    now += 2_000;
+    const expiring = store.expireOrders(now);
+    const refused = store.create({ name: 'boom', categoryId: 1, status: 'available' });
+    expect(
+      await refused.then(
+        () => 'stored',
+        (err: Error) => err.message,
+      ),
+    ).toBe('store pet: boom refused');
+    await expiring;
+
+    await store.startDueExpiry();
+    expect((await store.get(pet.id))?.status).toBe('available');
+    const id = placed.outcome === 'placed' ? placed.order.id : '';
+    expect((await store.getOrder('con_a', id, now))?.status).toBe('expired');
+    await store.close();
+  });
+});

@@ -512,6 +512,9 @@ export class SqliteStore implements DataStore, WithKeyStore {
     } catch (err) {
       rollback(this.#db);
       this.#lockReleased();
+      // An expiry in the batch may have moved the next deadline on, and the rollback undid it:
+      // until the next expiry reads the file again, every read checks for due orders.
+      this.#nextDeadline = Number.NEGATIVE_INFINITY;
       const failed: PendingWrite | undefined = running;
       const error = failed && sqliteError(err, failed.doing);
       if (failed === undefined || error === undefined || error instanceof StoreUnavailableError) {
