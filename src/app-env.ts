@@ -1,3 +1,5 @@
+// The app's Hono `Env` (`AppEnv`): the variables one step sets on the context (`c.set`) for later
+// steps to read (`c.get`), such as the request id, the operation and the gateway's refusal.
 import type { AnswerEnv } from './core/reply.ts';
 import type { GatewayEnv } from './gateway/index.ts';
 

@@ -1,3 +1,5 @@
+// The server's configuration: `OPTIONS` is the one table of flags, env vars and defaults, and
+// `parseConfig()` checks them alone and together before a port is bound. `helpText()` is --help.
 import * as v from 'valibot';
 import { durationMs } from './cli/key-options.ts';
 import { LISTEN_OPTIONS } from './cli/listen.ts';

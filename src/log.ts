@@ -1,3 +1,5 @@
+// The logger: `createLogger()` writes one line per event, JSON or a short human form, with the ids
+// of the request being served. Lines go out once per event-loop turn, or whole to a regular file.
 import { Buffer } from 'node:buffer';
 import { fstatSync, writeSync } from 'node:fs';
 import { setImmediate } from 'node:timers';

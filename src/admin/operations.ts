@@ -1,3 +1,5 @@
+// The admin API's table: `ADMIN_OPERATIONS` declares each operation under `ADMIN_PREFIX`
+// (`/admin/v1`), served on `--admin-port` only. Its routes, scope check and 405s read it.
 import { defineOperation, type UnkeptOperation } from '../api/operation-types.ts';
 import { ADMIN_SCOPE } from '../core/key-scopes.ts';
 import {

@@ -1,3 +1,5 @@
+// Step 7 for `GET /store/inventory`: `getInventory()` counts the store's pets by status.
+// Its answer is kept (step 5) until a pet's status changes or a pet comes or goes.
 import type { Reply } from '../core/reply.ts';
 import type { ApiDeps } from './operation-types.ts';
 

@@ -1,3 +1,5 @@
+// The shape of a table's operation (`OperationSpec`, `defineOperation()`), used by the API's and
+// the admin API's tables, with `Input` (a handler's input at step 7), `ApiDeps` and `Deprecation`.
 import type * as v from 'valibot';
 import type { Clock } from '../core/clock.ts';
 import type { KeyScope } from '../core/key-scopes.ts';

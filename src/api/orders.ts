@@ -1,3 +1,5 @@
+// Step 7 for the orders: `placeOrder`, `getOrder`, `listOrders`, `completeOrder`, `cancelOrder`.
+// Each sees only the caller's own orders: another consumer's is a 404, as a missing one is.
 import { ApiError } from '../core/api-error.ts';
 import type { Closing, NewOrder, OrderStatus, StoredOrder } from '../core/order-records.ts';
 import type { Reply } from '../core/reply.ts';

@@ -1,3 +1,5 @@
+// Step 7 for `GET /rate_limit`: `getRateLimit()` answers the caller's quota, which the gateway
+// read at step 3 without spending it. The handler knows nothing of keys or limiters.
 import type { Reply } from '../core/reply.ts';
 import type { Input } from './operation-types.ts';
 

@@ -1,3 +1,5 @@
+// The valibot schemas of the API's query, path and header input that step 6 checks (`ListQuery`,
+// `PetParams`, `OrderParams`, `IdempotencyHeaders`, …), and `MUST_BE`, a 400's words per field.
 import * as v from 'valibot';
 import { ORDER_ID_PATTERN, OrderStatus } from '../core/order-records.ts';
 import { MAX_ID, NAME_MAX_LENGTH, PetStatus } from '../core/pet-records.ts';

@@ -1,3 +1,6 @@
+// The API's one error type, `ApiError`: a code of `ERROR_CODES`, its status, and the Error body.
+// Every refusal and failure on a request's way is one; `serviceUnavailable()`, `tooLarge()`,
+// `notJson()` and `methodNotAllowed()` make the common ones.
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import * as v from 'valibot';
 import type { Reply } from './reply.ts';

@@ -1,3 +1,5 @@
+// The shape of an ops route (`OpsRoute`) and their ids (`OPS_IDS`): health, metrics, docs and the
+// contract, outside the API, with no key and no rate limit, answered by step 8 like any other.
 import type { Context } from 'hono';
 import type { Reply } from './reply.ts';
 

@@ -1,3 +1,5 @@
+// An order's records, shared by the API and the store: `OrderStatus`, `NewOrder` (the body of
+// `placeOrder`), `StoredOrder`, `ORDER_ID_PATTERN`, and the pet's status when an order closes.
 import * as v from 'valibot';
 import { MAX_ID } from './pet-records.ts';
 

@@ -1,3 +1,5 @@
+// A pet's records, shared by the API and the store: the schemas `NewPet`, `Pet` and `PetPatch`,
+// `StoredPet` (a pet and its version), and which status may follow which (`mayBecome()`).
 import * as v from 'valibot';
 
 /** Largest id or categoryId: a JavaScript number holds integers exactly only up to 2^53 - 1. */

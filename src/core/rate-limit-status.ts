@@ -1,3 +1,5 @@
+// The body of `GET /rate_limit` (`RateLimitStatus`): a caller's quota windows and ban. The gateway
+// fills it in and the handler sends it, so its shape lives in core, below them both.
 import * as v from 'valibot';
 
 const Seconds = v.pipe(v.number(), v.integer(), v.minValue(0));

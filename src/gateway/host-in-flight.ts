@@ -1,3 +1,5 @@
+// Step 3's in-flight cap across workers: `HostInFlight` counts a consumer's requests of every
+// worker in shared memory (`hostSlotsMemory()`), so `--max-in-flight` holds for the whole host.
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { InFlight } from './in-flight.ts';

@@ -1,3 +1,5 @@
+// Step 3's part of `GET /rate_limit`: `quotaStatus()` turns the limiter's cost-0 decision into the
+// body the handler answers, from the same numbers as the rate-limit headers.
 import type { Decision } from '../core/decision.ts';
 import type { RateLimitStatus } from '../core/rate-limit-status.ts';
 import type { Consumer } from '../keys/records.ts';

@@ -1,3 +1,5 @@
+// Report-only limits (`"enforce": false`) at step 3: `wouldRefuseReporter()` counts each request a
+// limit would have refused, and logs it at most once a minute per consumer and window.
 import { LRUCache } from 'lru-cache';
 import { type Clock, systemClock } from '../core/clock.ts';
 import type { WindowName } from '../core/decision.ts';

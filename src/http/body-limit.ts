@@ -1,3 +1,5 @@
+// Step 5's body limits: `limitBody()` answers 413 for a body over the size, and `checkBodyOnGet()`
+// holds a body sent with GET or HEAD to the same rules of size and type.
 import type { Context, MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { isJson } from '../api/validate.ts';

@@ -1,3 +1,5 @@
+// Step 8's compression: the coding an `Accept-Encoding` admits (`preferredCoding()`), whether an
+// answer may be compressed (`compressible()`), and its brotli or gzip bytes (`compressed()`).
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import type { Coding } from '../core/reply.ts';
 

@@ -1,3 +1,5 @@
+// Step 2: CORS for the API (`--cors-origin`). `corsStep()` answers a preflight before any key is
+// asked for, and gathers the CORS headers of every other answer (`EXPOSED_HEADERS` and the rest).
 import type { Context } from 'hono';
 import { OPERATIONS } from '../api/operations.ts';
 import { answerHeaders, appendHeader } from '../core/reply.ts';

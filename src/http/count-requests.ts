@@ -1,3 +1,5 @@
+// Step 1's metrics (`--metrics`): `requestCounter()` times a request and, once it is answered,
+// counts it by operation and status, each 429 by plan and code, and in its consumer's series.
 import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.ts';
 import { ApiError } from '../core/api-error.ts';

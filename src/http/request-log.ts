@@ -1,3 +1,5 @@
+// Step 1's request log: `requestLogSteps()` gives each request its id (the client's sane
+// `X-Request-Id`, else a new one) and writes its one line once answered: the key, never the token.
 import type { Context } from 'hono';
 import { routePath } from 'hono/route';
 import type { AppEnv } from '../app-env.ts';

@@ -1,3 +1,5 @@
+// Step 1's trace: `requestTrace()` opens the request's scope with its trace ids, gives the
+// `traceresponse` header, and ends the server span with the answer (src/trace/spans.ts).
 import type { Context } from 'hono';
 import { routePath } from 'hono/route';
 import type { AppEnv } from '../app-env.ts';

@@ -1,3 +1,6 @@
+// The keys file's reader: `parseKeys()` turns its JSON into the `KeyRecord`s the gateway looks up,
+// checked entry by entry and across entries; a failure is a `KeysFileError` naming the field.
+// `keysFileExposure()` says when the file's permissions show it to other users.
 import * as v from 'valibot';
 import { describeJsonError, duplicateMember, jsonSyntaxError } from '../core/json-syntax.ts';
 import { ADMIN_SCOPE, SCOPES } from '../core/key-scopes.ts';

@@ -1,3 +1,5 @@
+// The plans: names and quotas (`PLAN_NAMES`, `PLAN_LIMITS`, `Limits`), costs per operation,
+// report-only and bans (`Terms`, `BanPolicy`). `costProblem()` finds a cost no quota admits.
 import { OPERATIONS } from '../api/operations.ts';
 
 /**

@@ -1,3 +1,5 @@
+// The keys file's valibot schemas (`KeysDocument`: consumers, their keys, revoked keys' tombstones)
+// and `FIELDS`, the same checks of each field, which `petstore keys` and the admin API reuse.
 import * as v from 'valibot';
 import { ADMIN_SCOPE, KEY_SCOPES } from '../core/key-scopes.ts';
 import { COSTED_OPERATIONS, PLAN_NAMES } from './plans.ts';

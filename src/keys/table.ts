@@ -1,3 +1,5 @@
+// Step 3's key look-up: `KeyTable` finds the key of a presented token by its SHA-256 and holds only
+// hashes; `bearerToken()` reads the token from an `Authorization: Bearer` header.
 import { timingSafeEqual } from 'node:crypto';
 import { hashToken, type KeyRecord } from './records.ts';
 import { plausibleToken } from './tokens.ts';

@@ -1,3 +1,6 @@
+// API tokens: `newToken()` makes one (`psk_`, random base62 characters, a CRC32 checksum), and
+// `plausibleToken()` refuses a mistyped one by its checksum before any hash or look-up.
+// `newKeyEntry()` pairs a fresh token with the keys-file entry that holds its hash.
 import { randomBytes } from 'node:crypto';
 import type { PlanName } from './plans.ts';
 import { hashToken } from './records.ts';

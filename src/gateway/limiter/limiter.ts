@@ -1,3 +1,5 @@
+// The limiter as the gateway sees it at step 3: `RateLimiter.decide()` takes a `Subject` and a
+// cost and gives a `Verdict`, a decision or `Unavailable`, never an HTTP answer.
 import type { Decision } from '../../core/decision.ts';
 import type { BanPolicy, Limits, PlanName } from '../../keys/plans.ts';
 
