@@ -1,3 +1,6 @@
+// --port and --host, where the server listens: LISTEN_OPTIONS, rows in the option table's shape.
+// The server's options (src/config.ts) start with them and `petstore healthcheck` reads them
+// alike, so the healthcheck asks the port and address the server listens on.
 import { int, text } from './parsers.ts';
 
 /**

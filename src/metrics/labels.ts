@@ -1,3 +1,5 @@
+// The labels requests and store errors are counted under, made from the operations table and
+// STORE_CALLS: REQUEST_OPERATIONS, MEMO_OPERATIONS, STORE_OPERATIONS and operationIndex().
 import { OPERATIONS } from '../api/operations.ts';
 import { OPS_IDS } from '../core/ops-route.ts';
 import { OUTBOX_CALLS, STORE_CALLS } from '../store/store.ts';

@@ -1,3 +1,5 @@
+// With metrics on, the store wrapper that counts each failed call by operation and kind:
+// countStoreErrors(), one of the wrappers around the handlers' store (step 7 in ARCHITECTURE.md).
 import {
   type CallWrap,
   type DataStore,

@@ -1,3 +1,5 @@
+// The ops routes /healthz and /readyz, answered without the gateway: healthRoutes(). /healthz says
+// the process answers; /readyz says it can serve the API (store, keys, limiter, not shutting down).
 import { ApiError } from '../core/api-error.ts';
 import type { OpsRoute } from '../core/ops-route.ts';
 import type { LimiterStatus } from '../gateway/index.ts';

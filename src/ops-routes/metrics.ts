@@ -1,3 +1,6 @@
+// The ops route GET /metrics: metricsRoute() renders the registry in the Prometheus text format,
+// or OpenMetrics when the scraper asks. The ops table serves it on the API's port, metricsApp()
+// on a port of its own.
 import type { OpsRoute } from '../core/ops-route.ts';
 import { OPENMETRICS_CONTENT_TYPE } from '../metrics/exemplars.ts';
 import { METRICS_CONTENT_TYPE } from '../metrics/labels.ts';

@@ -1,3 +1,5 @@
+// The ops table: opsRoutes() lists the routes outside the API (health, metrics, the contract and
+// /docs), which createApp() serves without the gateway; OpsOptions is what they need.
 import type { OpsRoute } from '../core/ops-route.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { type DocsOptions, docsRoutes } from '../reference/routes.ts';

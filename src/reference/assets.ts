@@ -1,3 +1,5 @@
+// The reference page's assets under /docs/assets, each at a content-hashed path and cached for
+// good: CompressedAsset (held gzipped: the Scalar bundle), TextAsset (the page's script, its icon).
 import { createHash } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import type { Context } from 'hono';

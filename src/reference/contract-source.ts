@@ -1,3 +1,5 @@
+// The contracts where there is no build step (Deno from source, the Node bundle): CONTRACT_YAML,
+// ADMIN_CONTRACT_YAML and their parsers. The binary reads its build-time copies instead.
 import adminYaml from '../../contract/admin.openapi.yaml' with { type: 'text' };
 import contractYaml from '../../contract/openapi.yaml' with { type: 'text' };
 

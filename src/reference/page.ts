@@ -1,3 +1,5 @@
+// The reference page at /docs: docsPage() writes its HTML, scalarConfig() Scalar's settings (none
+// reaches another host), DOCS_CSP its Content-Security-Policy; SCALAR_BUNDLE and its other assets.
 import type { ApiReferenceConfiguration } from '@scalar/hono-api-reference';
 import { CompressedAsset, TextAsset } from './assets.ts';
 

@@ -1,3 +1,6 @@
+// The contract and its reference page as ops routes: docsRoutes() serves /openapi.json and .yaml,
+// the admin API's /openapi-admin.*, and /docs with its assets. The servers each document lists
+// come from the configuration, never from the request.
 import { ADMIN_PREFIX } from '../admin/operations.ts';
 import { API_PREFIX, OPERATIONS } from '../api/operations.ts';
 import type { OpsRoute } from '../core/ops-route.ts';

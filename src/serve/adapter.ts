@@ -1,3 +1,5 @@
+// What each runtime's server provides (RuntimeAdapter, RunningServer, ServeOptions), so the
+// start-up code is the same on Bun, Deno and Node; and CONNECTION_LIMITS, which the adapters apply.
 import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.ts';
 

@@ -1,3 +1,5 @@
+// The CPUs this process may use, by its affinity mask and its cgroup's CPU quota: availableCpus()
+// is how many workers `--workers auto` starts; cgroupQuota() reads the quota.
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 

@@ -1,3 +1,5 @@
+// The runtime adapter on Deno: `adapter.serve()` hands each request to the app's fetch function
+// through Deno.serve, and drains the requests in flight itself before it shuts the server down.
 import { getConnInfo } from 'hono/deno';
 import type { RuntimeAdapter } from './adapter.ts';
 

@@ -1,3 +1,5 @@
+// The open-file limit, checked at start: openFilesNeeded() says what the configured server needs
+// and checkOpenFiles() warns, naming the fix, when the process's limit is lower.
 import { readFileSync } from 'node:fs';
 import process from 'node:process';
 import type { Logger } from '../log.ts';

@@ -1,3 +1,5 @@
+// The keys file watched: KeysFileWatcher loads it at start and reloads it on SIGHUP, on the admin
+// API's writes and whenever its content changes, keeping the keys in force when a change is bad.
 import { createHash } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import process from 'node:process';

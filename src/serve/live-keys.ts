@@ -1,3 +1,5 @@
+// The keys in force, which the gateway identifies callers with: LiveKeys holds them (the keys
+// file's, the data store's or a development key), reloads them, and logs and counts each reload.
 import { KEYS_STORE } from '../config.ts';
 import { fileKeyAdmin, type KeyAdmin, storeConsumerIdsIn, storeKeyAdmin } from '../keys/key-admin.ts';
 import { type KeyRecord, ownerOf } from '../keys/records.ts';

@@ -1,3 +1,5 @@
+// The runtime adapter on Node: `adapter.serve()` hands each request to the app's fetch function
+// through @hono/node-server, with Node's timeouts set to the connection limits.
 import type { EventEmitter } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';

@@ -1,3 +1,5 @@
+// The process's signal handlers, installed once at start: handleSignals() makes SIGHUP reload the
+// keys, and SIGTERM and SIGINT drain the servers, close the store and exit.
 import process from 'node:process';
 import type { Logger } from '../log.ts';
 import type { RunningServer } from './adapter.ts';

@@ -1,3 +1,5 @@
+// The SQLite store's folder and files kept to their user, whatever the umask: prepareDataFile()
+// before SQLite opens the database, restrictCreated() after; a file others may read is warned of.
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import process from 'node:process';

@@ -1,3 +1,5 @@
+// With --keys store on PostgreSQL, the consumers and keys in the database, shared by every
+// instance: PostgresKeyStore, each change one transaction announced by NOTIFY.
 import type postgres from 'postgres';
 import {
   consumersOf,

@@ -1,3 +1,5 @@
+// With --keys store on SQLite, the consumers and keys in the database file: SqliteKeyStore, each
+// change one write transaction; KeysStoreWatcher polls its version, as SQLite notifies no one.
 import { consumersOf, type KeyStore, type KeysEdit, rowChanges, type StoredConsumer } from './key-store.ts';
 import { column } from './pet-rows.ts';
 import type { SqliteConnection } from './sqlite-driver.ts';

@@ -1,3 +1,5 @@
+// The in-memory backend (--data :memory:, and the tests' stores): MemoryStore keeps pets, orders,
+// Idempotency-Keys and the webhook outbox in process memory, gone on restart.
 import { type Clock, systemClock } from '../core/clock.ts';
 import { type Closing, petStatusOnClose, type StoredOrder } from '../core/order-records.ts';
 import { type Inventory, type NewPet, type Pet, type PetPatch, petOf, type StoredPet } from '../core/pet-records.ts';

@@ -1,3 +1,6 @@
+// The schema's migrations, one per version, each written for SQLite and PostgreSQL: MIGRATIONS,
+// SCHEMA_VERSION, and schemaVerdict(), which says whether this build migrates a database, serves
+// it as it is, or refuses it.
 import { MAX_ID } from '../core/pet-records.ts';
 import { ANNOUNCES_SETTING, PET_VERSIONS, PETS_CHANNEL } from './postgres-changes.ts';
 import { StoreOpenError } from './store-error.ts';

@@ -1,3 +1,5 @@
+// What every backend's orders share: newOrderId(), orderFromRow() and ORDER_COLUMNS, retiredOwner()
+// for a removed consumer's orders, and orderExpiredEvent(), the outbox record of an expired order.
 import { createHash, randomBytes } from 'node:crypto';
 import type { OrderStatus, StoredOrder } from '../core/order-records.ts';
 import type { OutboxEvent } from './outbox.ts';

@@ -1,3 +1,6 @@
+// How a PostgreSQL instance hears of the fleet's pet writes: PetChanges counts its own writes, the
+// others' announced by NOTIFY and what a heartbeat sees, for the store's changeCount(). While it
+// cannot listen, nothing is kept: every read goes to the database.
 import { randomUUID } from 'node:crypto';
 import { clearInterval, clearTimeout, setInterval, setTimeout } from 'node:timers';
 import type postgres from 'postgres';

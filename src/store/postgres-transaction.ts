@@ -1,3 +1,5 @@
+// A PostgreSQL transaction that a lost connection cannot crash: transaction() wraps postgres.js's
+// begin() for the store, the outbox and the key store; CONNECTION_LOST names such losses.
 import postgres from 'postgres';
 
 /**

@@ -1,3 +1,6 @@
+// The PostgreSQL backend (--data with a PostgreSQL URL): PostgresStore keeps pets, orders,
+// Idempotency-Keys and the webhook outbox in one database that every instance of a fleet shares,
+// each write durable before it is answered.
 import postgres from 'postgres';
 import { type Closing, petStatusOnClose, type StoredOrder } from '../core/order-records.ts';
 import type { Inventory, NewPet, Pet, PetPatch, StoredPet } from '../core/pet-records.ts';

@@ -1,3 +1,5 @@
+// The few synchronous SQLite calls the store needs (SqliteConnection), the same over bun:sqlite and
+// node:sqlite: loadSqlite() opens the runtime's own driver; rollback() undoes an open transaction.
 import type { Database } from 'bun:sqlite';
 import type { DatabaseSync } from 'node:sqlite';
 
