@@ -52,4 +52,11 @@ describe('comments', () => {
     }
     expect(missing).toEqual([]);
   });
+
+  // A reader who opens any file of the product learns first what it holds and why.
+  test('every source file under src/ opens with a comment', () => {
+    const sources = TRACKED.filter((path) => /^src\/.*\.ts$/.test(path) && !path.endsWith('.test.ts'));
+    const bare = sources.filter((path) => !/^(\/\/|\/\*\*)/.test(readFileSync(join(ROOT, path), 'utf8')));
+    expect(bare).toEqual([]);
+  });
 });

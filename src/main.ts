@@ -42,7 +42,9 @@ main(process.argv.slice(2)).then(
       const what =
         err instanceof KeysFileError ? 'keys file' : err instanceof StoreOpenError ? 'data store' : 'configuration';
       const command = err instanceof ConfigError && err.command ? `petstore ${err.command}` : 'petstore';
-      process.stderr.write(`petstore: ${what}: ${err.message}\nRun ${command} --help for usage.\n`);
+      // A store that cannot open is not a matter of usage: its message names the file or URL.
+      const hint = err instanceof StoreOpenError ? '' : `Run ${command} --help for usage.\n`;
+      process.stderr.write(`petstore: ${what}: ${err.message}\n${hint}`);
       process.exit(EXIT_CONFIG);
     }
     process.stderr.write(`petstore: failed to start: ${String(err)}\n`);

@@ -1,3 +1,5 @@
+// Module declarations for the files the source imports that are not code: the contracts (YAML
+// text) and the assets `bun build --compile` embeds in the binary (their paths inside it).
 declare module '*.yaml' {
   const text: string;
   export default text;

@@ -183,8 +183,7 @@ describe('runtimes', () => {
       const refusal = (data: string) =>
         `petstore: data store: --data ${data}: this runtime (Node ${version}) has no built-in SQLite; ` +
         'run the petstore binary (Bun), Deno 2, or Node 22.13 or later, ' +
-        'or keep pets in PostgreSQL (--data postgres://...) or in memory only (--data :memory:)\n' +
-        'Run petstore --help for usage.\n';
+        'or keep pets in PostgreSQL (--data postgres://...) or in memory only (--data :memory:)\n';
       const given = await runCommand(['--port', '0', '--host', '127.0.0.1', '--data', join(dir, 'x.db')]);
       expect([given.code, given.stderr]).toEqual([2, refusal(join(dir, 'x.db'))]);
       const byDefault = spawnSync(serverCommand()[0] ?? '', [...serverCommand().slice(1), '--port', '0'], {

@@ -58,6 +58,7 @@ export const OPERATIONS: readonly Operation[] = [
     path: '/pets/:petId',
     scope: 'pets:read',
     params: PetParams,
+    // The interface deprecates it, to be removed on 5 December 2030, for `GET /pets` and its `status` filter.
     deprecated: { since: '2026-01-01T00:00:00Z', sunset: '2030-12-05T00:00:00Z', successor: '../pets' },
     // Tagged by its handler: the pet's strong ETag, from its version.
     etag: false,

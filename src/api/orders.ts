@@ -1,12 +1,11 @@
 // Step 7 for the orders: `placeOrder`, `getOrder`, `listOrders`, `completeOrder`, `cancelOrder`.
 // Each sees only the caller's own orders: another consumer's is a 404, as a missing one is.
 import { ApiError } from '../core/api-error.ts';
-import type { Closing, NewOrder, OrderStatus, StoredOrder } from '../core/order-records.ts';
+import type { Closing, NewOrder, StoredOrder } from '../core/order-records.ts';
 import type { Reply } from '../core/reply.ts';
+import { JSON_TYPE, nextPageLink } from './list-pages.ts';
 import type { ApiDeps, Input } from './operation-types.ts';
 import type { IdempotencyHeaders, OrderListQuery, OrderParams } from './schemas.ts';
-
-const JSON_TYPE = 'application/json';
 
 /** What the API says of an order: its hold and placing as RFC 3339 date-times in UTC. */
 function orderBody({ id, petId, status, placedAt, holdUntil }: StoredOrder): string {
@@ -19,7 +18,8 @@ function orderBody({ id, petId, status, placedAt, holdUntil }: StoredOrder): str
   });
 }
 
-const one = (order: StoredOrder, status = 200, headers?: Record<string, string>): Reply => ({
+/** An order's answer: its body, and the status and headers given (200 and none by default). */
+const orderReply = (order: StoredOrder, status = 200, headers?: Record<string, string>): Reply => ({
   status,
   body: orderBody(order),
   type: JSON_TYPE,
@@ -56,9 +56,10 @@ export async function placeOrder(
         'idempotency_key_reused',
         'This Idempotency-Key placed an order for another pet; use a new key for a new order.',
       );
-    default: {
+    case 'placed':
+    case 'replayed': {
       const location = { Location: `orders/${result.order.id}` };
-      return one(
+      return orderReply(
         result.order,
         201,
         result.outcome === 'replayed' ? { ...location, 'Idempotent-Replayed': 'true' } : location,
@@ -74,12 +75,12 @@ export async function getOrder(
 ): Promise<Reply> {
   const order = await store.getOrder(principal, params.orderId, clock.now());
   if (!order) throw noSuchOrder(params.orderId);
-  return one(order);
+  return orderReply(order);
 }
 
 /**
  * `GET /store/orders`: a page of the caller's orders, ascending by id, with a `Link` to the
- * next page when there is one, exactly as `listPets` pages.
+ * next page when there is one, as `listPets` pages; its cursor is the last order's id.
  */
 export async function listOrders(
   { query, principal }: Input<OrderListQuery>,
@@ -90,7 +91,7 @@ export async function listOrders(
   const body = `[${page.slice(0, limit).map(orderBody).join(',')}]`;
   if (page.length <= limit) return { status: 200, body, type: JSON_TYPE };
   const last = page[limit - 1] as StoredOrder;
-  return { status: 200, body, type: JSON_TYPE, headers: { Link: nextLink(limit, status, last.id) } };
+  return { status: 200, body, type: JSON_TYPE, headers: { Link: nextPageLink('orders', limit, status, last.id) } };
 }
 
 /** `POST /store/orders/{orderId}/complete`: the order `completed`, its pet `sold`. */
@@ -113,11 +114,5 @@ async function close(
       `Order ${params.orderId} is ${result.order.status}: only a placed order can be ${to}.`,
     );
   }
-  return one(result.order);
-}
-
-/** RFC 8288 link to the page after order `lastId`, relative to `/v1/store/orders`, keeping the filters. */
-function nextLink(limit: number, status: OrderStatus | undefined, lastId: string): string {
-  const filter = status ? `&status=${status}` : '';
-  return `<orders?limit=${limit}${filter}&cursor=${lastId}>; rel="next"`;
+  return orderReply(result.order);
 }

@@ -13,10 +13,10 @@ import {
 import { ifMatchOf, petEtag } from '../core/preconditions.ts';
 import type { PetsTouched, Reply } from '../core/reply.ts';
 import { fingerprintOf, idempotencyScope } from '../store/idempotency.ts';
+import { JSON_TYPE, nextPageLink } from './list-pages.ts';
 import type { ApiDeps, Input } from './operation-types.ts';
 import type { ConditionalHeaders, IdempotencyHeaders, ListQuery, PetParams } from './schemas.ts';
 
-const JSON_TYPE = 'application/json';
 const CURSOR_RADIX = 36;
 /** The most ids a full page names as read: past it (many pets removed between two), it depends on every create. */
 const MOST_IDS_READ = 1_000;
@@ -41,7 +41,7 @@ export async function listPets({ query }: Input<ListQuery>, { store }: ApiDeps):
     status: 200,
     body: JSON.stringify(page.slice(0, limit)),
     type: JSON_TYPE,
-    headers: { Link: nextLink(limit, status, last) },
+    headers: { Link: nextPageLink('pets', limit, status, last.toString(CURSOR_RADIX)) },
     reads,
   };
 }
@@ -180,14 +180,4 @@ function notATransition(from: PetStatus, to: PetStatus): ApiError {
   const allowed =
     next.length === 0 ? `${from} is final: its status never changes` : `it may become ${next.join(' or ')}`;
   return new ApiError('invalid_transition', `status: a ${from} pet cannot become ${to}; ${allowed}.`);
-}
-
-/**
- * RFC 8288 link to the page after the pet with id `lastId`, keeping the caller's filters,
- * relative to `/v1/pets` (so `pets?...`: the prefix of any proxy in front is kept). Every part
- * is URL-safe as it is (a number, a status name, a base-36 cursor).
- */
-function nextLink(limit: number, status: PetStatus | undefined, lastId: number): string {
-  const filter = status ? `&status=${status}` : '';
-  return `<pets?limit=${limit}${filter}&cursor=${lastId.toString(CURSOR_RADIX)}>; rel="next"`;
 }

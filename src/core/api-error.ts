@@ -68,7 +68,9 @@ const STATUS_BY_CODE: Record<ErrorCode, ContentfulStatusCode> = {
 };
 
 /**
- * The one error type of the API: thrown anywhere, answered by `onError` as the Error body.
+ * The one error type of the API, answered as the Error body. A handler or a step throws it, and
+ * step 1 (`answerInScope` in src/http/pipeline.ts) answers it; the gateway returns its refusals
+ * instead of throwing them. Hono's `onError` answers only what escapes step 1.
  *
  * @example
  * throw new ApiError('not_found', 'No pet has id 42.')

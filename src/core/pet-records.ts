@@ -18,8 +18,8 @@ const Name = v.pipe(
   v.minLength(1),
   // PostgreSQL cannot store U+0000 in text; refusing it everywhere keeps the backends alike.
   // biome-ignore lint/suspicious/noControlCharactersInRegex: matching U+0000 is the point.
-  v.regex(/^[^\u0000]*$/, 'must not contain the NUL character U+0000'),
-  v.check((s) => codePoints(s) <= NAME_MAX_LENGTH, `must be at most ${NAME_MAX_LENGTH} characters`),
+  v.regex(/^[^\u0000]*$/),
+  v.check((s) => codePoints(s) <= NAME_MAX_LENGTH),
 );
 
 /** Request body of `createPet`; unknown fields are refused so typos do not pass silently. */

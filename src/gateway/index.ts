@@ -1,6 +1,7 @@
 // Step 3 of a request (src/http/pipeline.ts): the gateway. `gateway()` makes the one pass every
 // API request goes through: who calls (./caller.ts), its in-flight slot (./in-flight.ts), the
-// limiter's decision (./decide.ts), the rate-limit headers, then the key's scope.
+// limiter's decision (./decide.ts), the quota webhook it crossed (`notify`), the rate-limit
+// headers, then the key's scope.
 import type { Context } from 'hono';
 import { LRUCache } from 'lru-cache';
 import { ApiError, serviceUnavailable } from '../core/api-error.ts';
@@ -106,7 +107,7 @@ export interface GatedOperation {
  * a refusal (401, 403, 429, 503) is resolved as the `ApiError` to answer, never thrown: a throw
  * through the async frames is slow (bench/README.md).
  */
-export type Gateway = <T>(
+export type GatewayPass = <T>(
   c: Context,
   op: GatedOperation,
   admitted: (decision: Decision) => Promise<T>,
@@ -141,7 +142,7 @@ export function gateway({
   admin = false,
   notify,
   clock = systemClock,
-}: GatewayOptions): Gateway {
+}: GatewayOptions): GatewayPass {
   const decide = decider({ limiter, ban, ...(ipv6Prefix === undefined ? {} : { ipv6Prefix }) });
   const inFlight = hostSlots
     ? new HostInFlight<Decision>(maxInFlight, hostSlots.memory, hostSlots.worker)
@@ -150,16 +151,16 @@ export function gateway({
    * The limiter's decision for a caller without a valid key, a child of the request's trace record
    * when requests are recorded; a key's request, the hot path, opens and closes the child itself.
    */
-  const decided = (caller: Caller, cost: number) =>
+  const decideForStranger = (caller: Caller, cost: number) =>
     childSpan('gateway decide', NO_ATTRIBUTES, () => decide(caller, cost), DECISION_SPAN, cost);
 
-  return async function gateway(c, op, admitted) {
+  return async function gatewayPass(c, op, admitted) {
     // The client's address is looked up only for callers without a valid key.
     const address = () => canonicalAddress(clientAddress(c));
     const caller = validAt(identify(c.req.header('authorization'), keys(), address), clock.now(), address);
     c.set('caller', caller);
     if (caller.kind === 'stranger') {
-      const verdict = await decided(caller, 1);
+      const verdict = await decideForStranger(caller, 1);
       if (verdict.outcome === 'unavailable') return LIMITER_DOWN;
       const refused = refusal(verdict);
       writeRateLimitHeaders(c, verdict, refused !== undefined);

@@ -17,7 +17,10 @@ export function answerError(c: Context, err: ApiError): Response {
   return answer(c, err.reply);
 }
 
-/** Hono's own exceptions (body limit, malformed input) mapped onto the stable codes. */
+/**
+ * Hono's own exceptions mapped onto the stable codes, should one of its helpers throw one. The
+ * steps here throw `ApiError`s (the body limit too), so this mapping only guards the contract.
+ */
 function fromHttpException(err: HTTPException): ApiError {
   switch (err.status) {
     case 400:

@@ -5,8 +5,11 @@ import type { PetsTouched, Reply } from '../core/reply.ts';
 import type { DataStore } from '../store/store.ts';
 import { StoreUnavailableError } from '../store/store-error.ts';
 
-/** Most bytes of bodies kept: a full page of 100 pets is about 7 KB, so at least 500 of those. */
-export const MAX_MEMO_BYTES = 4 * 1024 * 1024;
+/**
+ * Most characters of bodies kept, the sum of their `length`s (a body of ASCII text is as many
+ * bytes): a full page of 100 pets is about 7,000, so at least 500 of those.
+ */
+export const MAX_MEMO_CHARS = 4 * 1024 * 1024;
 /** Paths and queries remembered as asked once, so that the second asking keeps the answer. */
 export const MAX_SEEN_KEYS = 4_096;
 
@@ -69,10 +72,10 @@ export class AnswerMemo {
   readonly #store: CountedChanges;
   readonly #flights = new Map<string, Flight>();
 
-  constructor(store: CountedChanges, maxBytes: number = MAX_MEMO_BYTES) {
+  constructor(store: CountedChanges, maxChars: number = MAX_MEMO_CHARS) {
     this.#store = store;
     this.#kept = new LRUCache<string, Kept>({
-      maxSize: maxBytes,
+      maxSize: maxChars,
       sizeCalculation: ({ reply }) => Math.max(1, typeof reply.body === 'string' ? reply.body.length : 1),
     });
   }
@@ -106,27 +109,27 @@ export class AnswerMemo {
     if (count === undefined) return { reply: await read(), joined: false };
     const flight = this.#flights.get(key);
     if (flight !== undefined) {
-      if (joins === 0) return { reply: this.#kept200(key, count, await read()), joined: false };
+      if (joins === 0) return { reply: this.#keepIf200(key, count, await read()), joined: false };
       const reply = await flight.reply.catch((err: unknown) => {
         // The store could not answer the read this request waited for: it answers the same, as
         // soon, rather than begin a read of its own past the store's bound.
         if (err instanceof StoreUnavailableError) throw err;
         return undefined;
       });
-      if (reply?.status !== 200) return { reply: this.#kept200(key, count, await read()), joined: false };
+      if (reply?.status !== 200) return { reply: this.#keepIf200(key, count, await read()), joined: false };
       if (flight.since === count || this.#store.unchanged(flight.since, reply.reads)) return { reply, joined: true };
       return this.readOrJoin(key, this.#store.changeCount(), read, joins - 1);
     }
     const mine: Flight = { since: count, reply: read() };
     this.#flights.set(key, mine);
     try {
-      return { reply: this.#kept200(key, count, await mine.reply), joined: false };
+      return { reply: this.#keepIf200(key, count, await mine.reply), joined: false };
     } finally {
       if (this.#flights.get(key) === mine) this.#flights.delete(key);
     }
   }
 
-  #kept200(key: string, count: unknown, reply: Reply): Reply {
+  #keepIf200(key: string, count: unknown, reply: Reply): Reply {
     return reply.status === 200 ? this.set(key, count, reply) : reply;
   }
 

@@ -11,7 +11,7 @@ import type { Decision } from '../core/decision.ts';
 import type { OpsRoute } from '../core/ops-route.ts';
 import type { AnswerHeaders, Reply } from '../core/reply.ts';
 import { answerHeaders, beginAnswer } from '../core/reply.ts';
-import { type GatedOperation, type Gateway, principalOf, quotaStatus } from '../gateway/index.ts';
+import { type GatedOperation, type GatewayPass, principalOf, quotaStatus } from '../gateway/index.ts';
 import type { Logger } from '../log.ts';
 import { operationIndex } from '../metrics/labels.ts';
 import type { Metrics } from '../metrics/registry.ts';
@@ -53,7 +53,7 @@ export interface PipelineOptions {
 /** What a pipeline that serves a table of operations needs besides: the gateway and the handlers' deps. */
 export interface ApiPipelineOptions<D> extends PipelineOptions {
   /** The gateway's pass (src/gateway/index.ts). */
-  gateway: Gateway;
+  gateway: GatewayPass;
   /** What handlers work with. */
   deps: D;
   /** The methods the table serves at a path, or undefined for a path it has not (a 405's `Allow`). */
@@ -161,7 +161,7 @@ interface PipelineParts {
 
 /** What the steps of a pipeline that serves a table share besides. */
 interface ApiParts<D> extends PipelineParts {
-  readonly gateway: Gateway;
+  readonly gateway: GatewayPass;
   readonly deps: D;
   readonly allowedMethods: (path: string) => readonly string[] | undefined;
   readonly changes: StoreChanges | undefined;
@@ -294,7 +294,11 @@ async function bodyChecked(
   return response as Response;
 }
 
-/** An API operation's route: steps 1 to 8, with what the operation needs made once. */
+/**
+ * An API operation's route: steps 1 to 8, with what the operation needs made once. Each step
+ * calls the next: `exchange` (1) → `gated` (2, 3) → the deprecation headers (4) → `bodyChecked`
+ * (5) → `answerOperation` (5's kept answer, 6, 7) → `answer` (8).
+ */
 function operationHandler<D>(parts: ApiParts<D>, op: Operation<D>): Served {
   const route = routeOf(parts, op);
   const { deprecated } = route;
@@ -339,16 +343,16 @@ async function answerOperation<D>(
 ): Promise<Response> {
   // The path and query as sent: the same text always validates to the same input (`routeOf`
   // refuses a kept operation that reads headers or a body).
-  const key = op.memo && memo ? pathAndQuery(c.req.url) : undefined;
+  const memoKey = op.memo && memo ? pathAndQuery(c.req.url) : undefined;
   let changeCount: unknown;
-  if (key !== undefined && changes) {
+  if (memoKey !== undefined && changes) {
     // An order whose hold has run out makes its pet available: the read waits for that expiry, so
     // it shows the pet `available` at the version a PATCH's `If-Match` will meet.
     const expiring = changes.startDueExpiry();
     if (expiring) await expiring;
     changeCount = changes.changeCount();
   }
-  const kept = key === undefined ? undefined : memo?.get(key, changeCount);
+  const kept = memoKey === undefined ? undefined : memo?.get(memoKey, changeCount);
   if (kept) {
     memoCount?.(metricsIndex, true);
     return answer(c, kept);
@@ -358,9 +362,9 @@ async function answerOperation<D>(
   const quota = op.readsQuota && caller.kind === 'consumer' ? quotaStatus(caller.consumer, decision) : undefined;
   const read = async () =>
     tagged(op, await op.handler(await readInput(c, principalOf(caller), quota, keyOf(op, c)), deps));
-  if (key === undefined || !memo) return answer(c, await read());
+  if (memoKey === undefined || !memo) return answer(c, await read());
   // A request answered by another's read under way is counted a hit: it read nothing itself.
-  const { reply, joined } = await memo.readOrJoin(key, changeCount, read);
+  const { reply, joined } = await memo.readOrJoin(memoKey, changeCount, read);
   memoCount?.(metricsIndex, joined);
   return answer(c, reply);
 }

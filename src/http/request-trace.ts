@@ -29,9 +29,9 @@ export function requestTrace({ clientAddress, holdsValidKey }: RequestTraceOptio
   const details: SpanDetails<Context<AppEnv>> = {
     method: (c) => c.req.method,
     url: (c) => c.req.url,
-    route: routeOf,
+    route: matchedRoute,
     operation: (c) => c.get('operation'),
-    consumer: (c) => consumerOf(c)?.consumer.name,
+    consumer: (c) => consumerCaller(c)?.consumer.name,
     // The gateway's view of the caller: `admitted` or the refusal's code; none before it ran.
     outcome: (c) => (c.get('caller') ? (c.get('refusal') ?? 'admitted') : undefined),
     client: clientAddress,
@@ -47,19 +47,19 @@ export function requestTrace({ clientAddress, holdsValidKey }: RequestTraceOptio
     /** Ends the request's record with the answer (its details read only when kept); whether it is exported. */
     finish(c: Context<AppEnv>, scope: RequestScope, status: number): boolean {
       if (scope.record === undefined) return scope.sampled === true;
-      return finishRequest(scope, status, consumerOf(c) !== undefined, details, c);
+      return finishRequest(scope, status, consumerCaller(c) !== undefined, details, c);
     },
   };
 }
 
 /** The caller when it holds a valid key. */
-function consumerOf(c: Context<AppEnv>) {
+function consumerCaller(c: Context<AppEnv>) {
   const caller = c.get('caller');
   return caller?.kind === 'consumer' ? caller : undefined;
 }
 
 /** The route Hono matched (the operations table's path under its prefix), or undefined for none. */
-function routeOf(c: Context<AppEnv>): string | undefined {
+function matchedRoute(c: Context<AppEnv>): string | undefined {
   const route = routePath(c);
   return route === '' || route.includes('*') ? undefined : route;
 }

@@ -1,5 +1,7 @@
 /**
- * Every store call bounded in time, and a database known to be away answered at once.
+ * Every store call bounded in time, and a database known to be away answered at once; each call
+ * is also a span of the request's trace (`tracedCalls`, src/store/traced.ts), made here so one
+ * wrapper does both.
  *
  * - A call that has not settled `timeoutMs` after it began is rejected with
  *   `StoreTimeoutError` (the API's 503), whatever the backend is waiting for: a connection, a

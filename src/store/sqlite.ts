@@ -99,7 +99,7 @@ const UPSERT_KEY = `
 const SWEEP_KEYS = 'DELETE FROM idempotency_keys WHERE expires_at <= ?';
 const ORDER_BY_KEY = `SELECT ${ORDER_COLUMNS} FROM orders WHERE owner = ? AND idempotency_key = ?`;
 const ORDER_OF = `SELECT ${ORDER_COLUMNS} FROM orders WHERE id = ? AND owner = ?`;
-/** The pet moves to pending only from available: the conditional write that sells a pet once. */
+/** The pet moves to pending only from available: the conditional write that holds a pet for one order only. */
 const HOLD_PET =
   "UPDATE pets SET status = 'pending', version = version + 1 WHERE id = ? AND status = 'available' RETURNING id";
 const PET_STATUS = 'SELECT status FROM pets WHERE id = ?';
@@ -133,10 +133,11 @@ export interface SqliteStoreOptions {
   readonly open: SqliteOpener;
   readonly log: Logger;
   /**
-   * Where time comes from for `DATA_VERSION_TTL_MS`, the lock wait and whether the earliest hold
-   * has run out (`startDueExpiry`, `changeCount`). A server leaves it to the system clock, which
-   * its app (an order's `placedAt`) and its sweep (`expireOrders`) read too; tests pass one fake
-   * clock to the app and the store alike.
+   * Where time comes from for `DATA_VERSION_TTL_MS`, the lock wait, whether the earliest hold
+   * has run out (`startDueExpiry`, `changeCount`) and the expiry a change or removal runs first.
+   * The order calls are given their `now` by the app instead (an order's `placedAt`), and the
+   * sweep by the system clock. A server leaves this to the system clock, so all three agree; tests
+   * pass one fake clock to the app and the store alike.
    */
   readonly clock?: Clock;
   /**
@@ -291,30 +292,25 @@ export class SqliteStore implements DataStore, WithKeyStore {
   }
 
   create(pet: NewPet): Promise<StoredPet> {
-    return this.#enqueue(STORE_CALLS.create.doing, () => this.#insert(pet)) as Promise<StoredPet>;
+    return this.#enqueue(STORE_CALLS.create.doing, () => this.#insert(pet));
   }
 
   createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult> {
-    return this.#enqueue(
-      STORE_CALLS.createOnce.doing,
-      () => this.#insertOnce(pet, once),
-      once.now,
-    ) as Promise<CreateOnceResult>;
+    return this.#enqueue(STORE_CALLS.createOnce.doing, () => this.#insertOnce(pet, once), once.now);
   }
 
   async get(id: number): Promise<StoredPet | undefined> {
     return this.#retryWhileBusy(STORE_CALLS.get.doing, () => {
-      const row = this.#query(STORE_CALLS.get.doing, () => this.#db.prepare(SELECT_ONE).get(id));
-      return row === undefined || row === null ? undefined : storedPetFromRow(row);
+      return this.#query(STORE_CALLS.get.doing, () => this.#petRow(id));
     });
   }
 
   update(id: number, patch: PetPatch, ifMatch?: IfMatch): Promise<UpdateResult> {
-    return this.#enqueue(STORE_CALLS.update.doing, () => this.#change(id, patch, ifMatch)) as Promise<UpdateResult>;
+    return this.#enqueue(STORE_CALLS.update.doing, () => this.#change(id, patch, ifMatch));
   }
 
   remove(id: number, ifMatch?: IfMatch): Promise<RemoveResult> {
-    return this.#enqueue(STORE_CALLS.remove.doing, () => this.#removal(id, ifMatch)) as Promise<RemoveResult>;
+    return this.#enqueue(STORE_CALLS.remove.doing, () => this.#removal(id, ifMatch));
   }
 
   async list({ limit, status, after = 0 }: ListOptions): Promise<readonly Pet[]> {
@@ -335,7 +331,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
   }
 
   placeOrder(place: PlaceOrder): Promise<PlaceOrderResult> {
-    return this.#enqueue(STORE_CALLS.placeOrder.doing, () => this.#placeIn(place)) as Promise<PlaceOrderResult>;
+    return this.#enqueue(STORE_CALLS.placeOrder.doing, () => this.#placeIn(place));
   }
 
   async getOrder(owner: string, id: string, now: number): Promise<StoredOrder | undefined> {
@@ -374,7 +370,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
       if (row === undefined || row === null) return { outcome: 'not_found' };
       const order = orderFromRow(row);
       return { outcome: order.status === to ? 'unchanged' : 'order_closed', order };
-    }) as Promise<CloseOrderResult>;
+    });
   }
 
   async expireOrders(now: number): Promise<number> {
@@ -409,7 +405,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
    */
   startDueExpiry(): Promise<unknown> | undefined {
     try {
-      this.#dataVersion('read data_version');
+      this.#noticeOtherWriters('read data_version');
     } catch {
       // The file cannot be read: the expiry, a write, fails the same way and says so.
     }
@@ -431,7 +427,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
     try {
       // A hold that ran out changes pets: no answer is kept or served until its expiry is counted.
       if (this.#clock.now() >= this.#nextDeadline) return undefined;
-      this.#dataVersion('read data_version');
+      this.#noticeOtherWriters('read data_version');
       return this.#changes.count();
     } catch {
       return undefined;
@@ -460,9 +456,11 @@ export class SqliteStore implements DataStore, WithKeyStore {
     this.#db.close();
   }
 
-  #enqueue(doing: string, run: () => unknown, now?: number): Promise<unknown> {
+  #enqueue<T>(doing: string, run: () => T, now?: number): Promise<T> {
     if (this.#closed) return Promise.reject(new StoreUnavailableError(`${doing}: the store is closed`));
-    return new Promise((resolve, reject) => {
+    return new Promise<T>((settle, reject) => {
+      // The batch hands each write the result its own `run` returned.
+      const resolve = settle as (result: unknown) => void;
       const at = this.#clock.now();
       const write: PendingWrite =
         now === undefined ? { doing, run, at, resolve, reject } : { doing, run, now, at, resolve, reject };
@@ -620,8 +618,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
    */
   #change(id: number, patch: PetPatch, ifMatch: IfMatch | undefined): UpdateResult {
     this.#expireIn(this.#clock.now());
-    const row = this.#db.prepare(SELECT_ONE).get(id);
-    const current = row === undefined || row === null ? undefined : storedPetFromRow(row);
+    const current = this.#petRow(id);
     const plan = planUpdate(current, patch, ifMatch);
     if (plan.outcome !== 'apply') return plan;
     const was = current as StoredPet;
@@ -632,11 +629,16 @@ export class SqliteStore implements DataStore, WithKeyStore {
     return { outcome: 'updated', pet: storedPetFromRow(this.#db.prepare(UPDATE).get(name, categoryId, status, id)) };
   }
 
+  /** Pet `id` and its version as the file holds it, or undefined when there is none. */
+  #petRow(id: number): StoredPet | undefined {
+    const row = this.#db.prepare(SELECT_ONE).get(id);
+    return row === undefined || row === null ? undefined : storedPetFromRow(row);
+  }
+
   /** Inside the batch's transaction, as `#change`. */
   #removal(id: number, ifMatch: IfMatch | undefined): RemoveResult {
     this.#expireIn(this.#clock.now());
-    const row = this.#db.prepare(SELECT_ONE).get(id);
-    const current = row === undefined || row === null ? undefined : storedPetFromRow(row);
+    const current = this.#petRow(id);
     const plan = planRemove(current, ifMatch);
     if (plan.outcome !== 'apply') return plan;
     if (this.#heldByOrder(id)) return { outcome: 'on_order', pet: current as StoredPet };
@@ -687,7 +689,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
       this.#nextDeadline = this.#readNextDeadline();
       return 0;
     }
-    return (await this.#enqueue(STORE_CALLS.expireOrders.doing, () => this.#expireIn(now))) as number;
+    return await this.#enqueue(STORE_CALLS.expireOrders.doing, () => this.#expireIn(now));
   }
 
   /**
@@ -738,8 +740,12 @@ export class SqliteStore implements DataStore, WithKeyStore {
     return { outcome: 'created', pet: stored };
   }
 
-  /** `PRAGMA data_version`, read again when the last read is `DATA_VERSION_TTL_MS` old. */
-  #dataVersion(doing: string): unknown {
+  /**
+   * Notices another connection's commits: reads `PRAGMA data_version` again once the last read is
+   * `DATA_VERSION_TTL_MS` old, and when it moved counts a change of every pet and reads the next
+   * hold's deadline again.
+   */
+  #noticeOtherWriters(doing: string): void {
     if (this.#closed) throw new StoreUnavailableError('the store is closed');
     const now = this.#clock.now();
     if (now - this.#dataVersionReadAt >= DATA_VERSION_TTL_MS || now < this.#dataVersionReadAt) {
@@ -755,7 +761,6 @@ export class SqliteStore implements DataStore, WithKeyStore {
       this.#dataVersionSeen = version;
       this.#dataVersionReadAt = now;
     }
-    return this.#dataVersionSeen;
   }
 
   /** Runs `query` on the open store, its SQLite error made the store's (`sqliteError`). */
