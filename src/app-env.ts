@@ -1,19 +1,18 @@
 // The app's Hono `Env` (`AppEnv`): the variables one step sets on the context (`c.set`) for later
 // steps to read (`c.get`), such as the request id, the operation and the gateway's refusal.
-import type { AnswerEnv } from './core/reply.ts';
-import type { GatewayEnv } from './gateway/index.ts';
+// Two more are typed where they are made, on every context (Hono's `ContextVariableMap`): the
+// gateway's `caller` (src/gateway/index.ts) and the answer's `answerHeaders` (src/core/reply.ts).
 
 /**
  * The app's Hono `Env`: the variables one step sets on Hono's context (`c.set`) for later steps
  * and handlers to read (`c.get`). Not the process's environment variables (src/config.ts).
  */
 export interface AppEnv {
-  Variables: GatewayEnv['Variables'] &
-    AnswerEnv['Variables'] & {
-      requestId: string;
-      /** The id of the operation or ops route serving the request (metrics label); unset for none. */
-      operation: string;
-      /** The code of the gateway's refusal (`unauthorized`, `rate_limited`, …); unset when it admitted the request or never saw it. */
-      refusal: string;
-    };
+  Variables: {
+    requestId: string;
+    /** The id of the operation or ops route serving the request (metrics label); unset for none. */
+    operation: string;
+    /** The code of the gateway's refusal (`unauthorized`, `rate_limited`, …); unset when it admitted the request or never saw it. */
+    refusal: string;
+  };
 }

@@ -42,14 +42,10 @@ export interface Reply {
   readonly reads?: PetsTouched;
 }
 
-/** The variable this module keeps on Hono's context: part of every app's `AppEnv` (src/app-env.ts). */
-export interface AnswerEnv {
-  Variables: { answerHeaders: AnswerHeaders };
-}
-
-// Every Hono context's `c.get('answerHeaders')` is typed, wherever a step reads it.
+// The variable this module keeps on Hono's context, typed on every context (`c.get('answerHeaders')`).
 declare module 'hono' {
   interface ContextVariableMap {
+    /** The headers gathered for this request's answer (`answerHeaders()`), set at step 1. */
     answerHeaders: AnswerHeaders;
   }
 }

@@ -45,14 +45,14 @@ export async function loadRedisLimiter(options: OpenRedisLimiterOptions): Promis
   return (await import('./limiter/open-redis.ts')).openRedisLimiter(options);
 }
 
-/** What the gateway hands to the steps after it: the caller it identified. */
-export interface GatewayEnv {
-  Variables: { caller: Caller };
-}
-
-// Every Hono context's `c.get('caller')` and `c.set('caller', …)` are typed, the gateway's too.
+// What the gateway hands to the steps after it, typed on every Hono context (`c.get('caller')`).
 declare module 'hono' {
   interface ContextVariableMap {
+    /**
+     * The caller the gateway identified (step 3). A request the gateway never saw (an ops route,
+     * a 414) has none: the steps that also serve those (the log line, the metrics, the trace)
+     * read it with `?.`.
+     */
     caller: Caller;
   }
 }
