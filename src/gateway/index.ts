@@ -101,11 +101,10 @@ export interface GatedOperation {
 }
 
 /**
- * The gateway's pass: what `gateway()` returns. It runs `admitted` with the limiter's decision
- * for a request it lets through, holding the caller's in-flight slot until that settles, and
- * resolves to its result;
- * a refusal (401, 403, 429, 503) is resolved as the `ApiError` to answer, never thrown: a throw
- * through the async frames is slow (bench/README.md).
+ * The gateway's pass: what `gateway()` returns. For a request it lets through, it runs
+ * `admitted` with the limiter's decision and resolves to its result. The caller's in-flight slot
+ * is held until `admitted` settles. A refusal (401, 403, 429, 503) resolves to the `ApiError` to
+ * answer. It is never thrown, because a throw through the async frames is slow (bench/README.md).
  */
 export type GatewayPass = <T>(
   c: Context,
@@ -114,17 +113,23 @@ export type GatewayPass = <T>(
 ) => Promise<T | ApiError>;
 
 /**
- * The gateway's one pass: identify the caller once, take its in-flight slot before anything is
- * awaited, ask the limiter once, record the quota webhook its decision crossed (`notify`, awaited
- * before any answer), write the rate-limit headers once on every outcome it decided
- * (a limiter that cannot decide writes none), then check the operation's `scope`. Admitted
- * requests go on; refused ones get 429, callers without a valid key 401, a key without the scope
- * 403, a limiter that cannot decide 503. A consumer at its cap of requests in flight gets 429
- * before the limiter is asked, so no such 429 costs quota.
- * A consumer's request spends the operation's cost (its `costs`, else 1; 0 for one that reads
- * the quota, which is never refused by the limiter: a banned key reads its ban). A report-only
- * consumer (`enforce: false`) is never refused by the limiter; what it would have been refused
- * for goes to `wouldRefuse`, and the headers show the numbers as if enforced.
+ * Makes the gateway's pass. For each request, in this order, it:
+ *
+ * 1. identifies the caller, once;
+ * 2. takes the consumer's in-flight slot, before anything is awaited (at the cap: 429, and the
+ *    limiter is not asked, so no quota is spent);
+ * 3. asks the limiter, once;
+ * 4. records the quota webhook the decision crossed (`notify`), before any answer;
+ * 5. writes the rate-limit headers (none when the limiter cannot decide);
+ * 6. checks the operation's `scope`.
+ *
+ * Refusals: a caller without a valid key gets 401, a refused request 429, a key without the
+ * scope 403, a limiter that cannot decide 503.
+ *
+ * Costs: a request spends the operation's cost, from the consumer's `costs`, else 1. An operation
+ * that reads the quota costs 0 and is never refused by the limiter, so a banned key can read its
+ * ban. A report-only consumer (`enforce: false`) is never refused by the limiter: what it would
+ * have been refused for goes to `wouldRefuse`, and its headers show the numbers as if enforced.
  *
  * @example
  * const pass = gateway({ keys: () => table, limiter, clientAddress: () => '127.0.0.1' })

@@ -92,13 +92,17 @@ export class AnswerMemo {
   }
 
   /**
-   * Reads `key` or joins its read under way: the answer to a request that found nothing kept under
-   * `key` (`get`), read at `count`: a 200 of the read of `key` under way when nothing it read has
-   * changed since that read began (`joined`: this request read nothing itself), else `read()`'s,
-   * kept as `set` keeps it, which later requests share the same way while it runs. When what the
-   * read under way saw changed meanwhile, the first request waiting for it reads again and the
-   * others share that read (`joins`: how many reads of others a request waits for before its own).
-   * When the store cannot answer the read under way (503), its waiting requests fail with it.
+   * The answer for a request that found nothing kept under `key` (`get`), at change count `count`.
+   *
+   * - When another request is already reading `key`, this one waits for that read and shares its
+   *   200, if nothing that read saw has changed since it began. `joined` is then true: this
+   *   request read nothing itself.
+   * - Otherwise it calls `read()`, and keeps a 200 as `set` does. Requests that arrive while the
+   *   read runs wait for it in turn.
+   * - When what the shared read saw changed meanwhile, the first request waiting reads again and
+   *   the others share that read. `joins` is how many reads of others a request waits for before
+   *   it reads for itself.
+   * - When the store cannot answer the shared read (503), the requests waiting for it fail with it.
    */
   async readOrJoin(
     key: string,

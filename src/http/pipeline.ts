@@ -68,31 +68,36 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
 }
 
 /**
- * The way of a request through the service, in the order it meets the steps. Every request:
- * 1. `exchange`, around all the rest: its id, the headers every answer carries (`X-Request-Id`;
- *    on the API `Cache-Control: no-store` and `nosniff`; `traceresponse`), 414 for an overlong
- *    URI; then, once answered, the span's end, the log line and the metrics.
- * Then what the route Hono matched does. For an API operation (`operation`):
- * 2. CORS: a preflight is answered here, before any key is asked for;
- * 3. the gateway: identify the caller, its in-flight slot, the limiter (spending the
- *    operation's cost), the quota webhook it crossed (`notify`), the rate-limit headers, the
- *    operation's scope; a refusal is answered at once; the limiter's decision goes on, and an
- *    operation that reads the quota gets it from that decision with its input (step 6);
- * 4. a deprecated operation's headers (`Deprecation`, `Sunset`, successor `Link`), made once per route;
- * 5. the body's limits (413; a body sent with GET held to the same rules), then the answer kept for this path and query, if any;
- * 6. the input, validated by the table's schemas (400, 415);
- * 7. the handler, whose reply is tagged (ETag) when the table says so;
- * 8. the one answer path (src/http/answer.ts): 304, compression, HEAD.
- * A path under the API prefix that no operation serves (Hono's `notFound`) passes 2 and 3 too,
- * then gets 404 or 405.
- * Refusals and errors all leave through `fail` (which keeps the error for the log line and metrics,
- * then answers it with `answerError`): the gateway's refusals are returned, not thrown (a throw
- * through its async frames costs the 401 path measurably); what a handler or a step throws is
- * caught in step 1 (`answerInScope`) and turned into one by `toApiError`. Hono's `onError` sees
- * only what escapes step 1, and answers it the same way. An ops route (`opsRoute`) is served by its
- * handler, answered the same way. Each step is a function below, in this order, given what the
- * steps share (`PipelineParts`, made once by `partsOf`); what one operation needs is made once when
- * its route is added (`routeOf`).
+ * The way of a request through the service, in the order it meets the steps. Every request
+ * starts with step 1:
+ * 1. `exchange`, around all the rest. It gives the request its id and the headers every answer
+ *    carries (`X-Request-Id`; on the API `Cache-Control: no-store` and `nosniff`; `traceresponse`),
+ *    and answers 414 for an overlong URI. Once the request is answered, it ends the span and
+ *    writes the log line and the metrics.
+ *
+ * Then an API operation (`operation`) goes on:
+ * 2. CORS: a preflight is answered here, before any key is asked for.
+ * 3. The gateway (src/gateway/index.ts) identifies the caller, takes its in-flight slot, asks the
+ *    limiter, writes the rate-limit headers and checks the key's scope. A refusal is answered at
+ *    once. An operation that reads the quota gets it from the limiter's decision, with its input.
+ * 4. A deprecated operation's headers (`Deprecation`, `Sunset`, successor `Link`).
+ * 5. The body's limits (413; a body sent with GET is held to the same rules), then the answer
+ *    kept for this path and query, if there is one.
+ * 6. The input, validated by the table's schemas (400, 415).
+ * 7. The handler. Its reply is tagged with an ETag when the table says so.
+ * 8. The one answer path (src/http/answer.ts): 304, compression, HEAD.
+ *
+ * A path under the API prefix that no operation serves (Hono's `notFound`) passes steps 2 and 3
+ * too, then gets 404 or 405. An ops route (`opsRoute`) runs its handler after step 1.
+ *
+ * Errors. Every refusal and error leaves through `fail`, which keeps the error for the log line
+ * and the metrics and answers it with `answerError`. The gateway returns its refusals rather
+ * than throwing them, because a throw through its async frames is slow. What a handler or a step
+ * throws is caught in step 1 (`answerInScope`) and turned into an `ApiError` by `toApiError`.
+ * Hono's `onError` sees only what escapes step 1, and answers it the same way.
+ *
+ * Each step is a function below, in this order. The steps share `PipelineParts`, made once by
+ * `partsOf`; what one operation needs is made once when its route is added (`routeOf`).
  *
  * `pipeline` makes the steps of an app without operations (the metrics port); `apiPipeline` adds
  * `operation` and the gateway, and its types ask for what serving a table needs.
