@@ -75,7 +75,7 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
  *    and answers 414 for an overlong URI. Once the request is answered, it ends the span and
  *    writes the log line and the metrics.
  *
- * Then an API operation (`operation`) goes on:
+ * Then an API operation (`serveOperation`, made by `operationHandler`) goes on:
  * 2. CORS: a preflight is answered here, before any key is asked for.
  * 3. The gateway (src/gateway/index.ts) identifies the caller, takes its in-flight slot, asks the
  *    limiter, writes the rate-limit headers and checks the key's scope. A refusal is answered at
@@ -308,7 +308,7 @@ function operationHandler<D>(parts: ApiParts<D>, op: Operation<D>): Served {
   const route = routeOf(parts, op);
   const { deprecated } = route;
   // Named as the step it serves, so a CPU profile names it.
-  return exchangeHandler(parts, function operation(c) {
+  return exchangeHandler(parts, function serveOperation(c) {
     c.set('operation', op.id);
     return gated(parts, c, op, (decision) => {
       if (deprecated) Object.assign(answerHeaders(c), deprecated);
