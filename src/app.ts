@@ -9,6 +9,7 @@ import { ADMIN_OPERATIONS, ADMIN_PREFIX } from './admin/operations.ts';
 import { API_PREFIX, servedOperations } from './api/operations.ts';
 import type { AppEnv } from './app-env.ts';
 import { type Clock, systemClock } from './core/clock.ts';
+import { DEFAULT_ORDER_HOLD_MS } from './core/order-records.ts';
 import {
   type GatewayOptions,
   gateway,
@@ -74,9 +75,6 @@ export interface AppOptions {
   /** How long a placed order holds its pet (`--order-hold`), in ms. */
   orderHoldMs?: number;
 }
-
-/** A placed order's hold when `--order-hold` does not say: 30 minutes. */
-export const DEFAULT_ORDER_HOLD_MS = 30 * 60 * 1_000;
 
 /**
  * Builds the whole service as a Hono app, without a listener: `startServer()` of

@@ -13,6 +13,7 @@ import {
   type Values,
 } from './cli/options.ts';
 import { checked, int, on, oneOf, text, toggle, urlWith, words } from './cli/parsers.ts';
+import { DEFAULT_ORDER_HOLD_MS } from './core/order-records.ts';
 import { DEFAULT_IPV6_PREFIX, TrustedProxies } from './gateway/index.ts';
 import { DEFAULT_MAX_IN_FLIGHT } from './keys/plans.ts';
 import { isCidrBlock } from './keys/webhook-targets.ts';
@@ -159,7 +160,7 @@ export const OPTIONS = {
     env: 'PETSTORE_ORDER_HOLD',
     arg: 'DURATION',
     help: 'how long a placed order holds its pet before it expires and the pet is available again (s, m, h or d)',
-    fallback: 30 * 60 * 1_000,
+    fallback: DEFAULT_ORDER_HOLD_MS,
     shownDefault: '30m',
     parse: durationMs,
   },

@@ -110,9 +110,9 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
         expect(Math.abs(order.placedAt - before)).toBeLessThan(5_000);
         expect((await store.get(1))?.status).toBe('pending');
         expect(await store.inventory()).toEqual({ available: 0, pending: 1, sold: 1 });
-        expect(await place(1, 'key:other')).toEqual({ outcome: 'unavailable' });
-        expect(await place(2)).toEqual({ outcome: 'unavailable' });
-        expect(await place(3)).toEqual({ outcome: 'no_pet' });
+        expect(await place(1, 'key:other')).toEqual({ outcome: 'pet_unavailable' });
+        expect(await place(2)).toEqual({ outcome: 'pet_unavailable' });
+        expect(await place(3)).toEqual({ outcome: 'pet_not_found' });
       });
 
       test('an Idempotency-Key answers the order it placed; with another pet, a conflict', async () => {
@@ -297,7 +297,7 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
           r.outcome === 'placed' ? [{ owner: `key:buyer${i}`, ...r.order }] : [],
         );
         expect(orders.map((o) => o.petId).sort((a, b) => a - b)).toEqual(Array.from({ length: 10 }, (_, i) => i + 1));
-        expect(results.filter((r) => r.outcome === 'unavailable')).toHaveLength(90);
+        expect(results.filter((r) => r.outcome === 'pet_unavailable')).toHaveLength(90);
         const now = Date.now();
         const closes = await Promise.all(
           orders.flatMap((o) =>
@@ -321,7 +321,7 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
         );
         const won = results.flatMap((r) => (r.outcome === 'placed' ? [r.order.petId] : []));
         expect(won.sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
-        expect(results.filter((r) => r.outcome === 'unavailable')).toHaveLength(180);
+        expect(results.filter((r) => r.outcome === 'pet_unavailable')).toHaveLength(180);
         expect(await store.inventory()).toEqual({ available: 0, pending: 20, sold: 0 });
       });
     });

@@ -29,7 +29,7 @@ import {
 export const ADMIN_PREFIX = '/admin/v1';
 
 /** What every admin operation shares: the `admin` scope, its own 400 words, no ETag, nothing kept. */
-const ADMIN = { scope: ADMIN_SCOPE, mustBe: ADMIN_MUST_BE, etag: false, memo: false } as const;
+const ADMIN = { scope: ADMIN_SCOPE, mustBe: ADMIN_MUST_BE, weakEtag: false, memo: false } as const;
 
 /**
  * Every operation of the admin API, once, in the shape of the public table

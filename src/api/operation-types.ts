@@ -97,10 +97,11 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
    */
   readonly bodyTypes?: readonly string[];
   /**
-   * Whether a successful answer carries a weak ETag of its body (and Link), and 304s. False for
-   * an operation whose handler tags its answer itself (a pet's strong tag, from its version).
+   * Whether the pipeline tags a successful answer with a weak ETag of its body (and Link), so it
+   * answers 304s. False for an operation whose handler tags its answer itself (a pet's strong
+   * tag, from its version) and for one that is never tagged.
    */
-  readonly etag: boolean;
+  readonly weakEtag: boolean;
   /**
    * Whether a successful answer may be kept by its path and query while none of the pets it read
    * changes (src/http/memo.ts, `Reply.reads`): true only where the answer depends on nothing else.
@@ -127,9 +128,9 @@ export type UnkeptOperation<D> = Operation<D> & { readonly memo: false };
  * Types one entry of the table: the handler's input is inferred from the entry's schemas.
  *
  * @example
- * // etag: false, as the handler tags the pet with its own strong ETag
+ * // weakEtag: false, as the handler tags the pet with its own strong ETag
  * defineOperation({ id: 'getPet', method: 'GET', path: '/pets/:petId', scope: 'pets:read',
- *   params: PetParams, etag: false, memo: true, handler: async ({ params }) => ... })
+ *   params: PetParams, weakEtag: false, memo: true, handler: async ({ params }) => ... })
  */
 export function defineOperation<
   Q = undefined,

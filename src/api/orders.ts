@@ -47,9 +47,9 @@ export async function placeOrder(
     ...(key === undefined ? {} : { key }),
   });
   switch (result.outcome) {
-    case 'no_pet':
+    case 'pet_not_found':
       throw new ApiError('pet_not_found', `No pet has id ${body.petId}; an order needs an existing pet.`);
-    case 'unavailable':
+    case 'pet_unavailable':
       throw new ApiError('pet_unavailable', `Pet ${body.petId} is not available: it is on order or sold.`);
     case 'conflict':
       throw new ApiError(

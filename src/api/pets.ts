@@ -36,28 +36,29 @@ export async function listPets({ query }: Input<ListQuery>, { store }: ApiDeps):
   const full = page.length > limit;
   const reads = pageReads(page, after, full, status !== undefined);
   if (!full) return { status: 200, body: JSON.stringify(page), type: JSON_TYPE, reads };
-  const last = page[limit - 1]?.id ?? after;
+  const lastShown = page[limit - 1]?.id ?? after;
   return {
     status: 200,
     body: JSON.stringify(page.slice(0, limit)),
     type: JSON_TYPE,
-    headers: { Link: nextPageLink('pets', limit, status, last.toString(CURSOR_RADIX)) },
+    headers: { Link: nextPageLink('pets', limit, status, lastShown.toString(CURSOR_RADIX)) },
     reads,
   };
 }
 
 /**
- * What a page read (`Reply.reads`). A full page changes with every id from its cursor to its last
- * row, those of pets it shows and those between them: on PostgreSQL a create can commit after one
- * with a higher id, and land inside a page read meanwhile. The last page changes with every
- * create too, and a page of one status with any pet's status.
+ * What a page read (`Reply.reads`). A full page changes with every id from its cursor to the last
+ * row read, the one more than shown (`probe`) included, since whether a next page exists depends
+ * on it: those of the pets it shows and those between them, as on PostgreSQL a create can commit
+ * after one with a higher id, and land inside a page read meanwhile. The last page changes with
+ * every create too, and a page of one status with any pet's status.
  */
 function pageReads(page: readonly Pet[], after: number, full: boolean, filtered: boolean): PetsTouched {
-  const last = page.at(-1)?.id ?? after;
-  if (!full || last - after > MOST_IDS_READ) {
+  const probe = page.at(-1)?.id ?? after;
+  if (!full || probe - after > MOST_IDS_READ) {
     return { ids: page.map((pet) => pet.id), members: true, statuses: filtered };
   }
-  return { ids: Array.from({ length: last - after }, (_, i) => after + 1 + i), statuses: filtered };
+  return { ids: Array.from({ length: probe - after }, (_, i) => after + 1 + i), statuses: filtered };
 }
 
 /**

@@ -79,14 +79,14 @@ function queryOf(c: Context): Record<string, string | string[]> {
 function checker(
   target: Target,
   schema: AnySchema,
-  allowed: Readonly<Record<string, string>>,
+  mustBe: Readonly<Record<string, string>>,
 ): (value: unknown) => unknown {
   const fields = 'entries' in schema && isRecord(schema.entries) ? Object.keys(schema.entries) : [];
   return function check(value) {
     if (target === 'json' && !isRecord(value)) throw new ApiError('invalid_request', NOT_AN_OBJECT);
     const result = v.safeParse(schema, value);
     if (result.success) return result.output;
-    throw new ApiError('invalid_request', describeIssue(target, value, schema, fields, result.issues[0], allowed));
+    throw new ApiError('invalid_request', describeIssue(target, value, schema, fields, result.issues[0], mustBe));
   };
 }
 
@@ -100,7 +100,7 @@ function describeIssue(
   schema: AnySchema,
   fields: string[],
   issue: v.BaseIssue<unknown>,
-  words: Readonly<Record<string, string>>,
+  mustBe: Readonly<Record<string, string>>,
 ): string {
   const key = issue.path?.[0]?.key;
   if (typeof key !== 'string') return target === 'json' ? NOT_AN_OBJECT : `${target}: is not valid.`;
@@ -123,7 +123,7 @@ function describeIssue(
   if (issue.type === 'raw_check' && path.every((item) => typeof item.key === 'string')) {
     return `${path.map((item) => echoed(String(item.key), ECHO_MAX)).join('.')}: ${issue.message}.`;
   }
-  const allowed = words[field];
+  const allowed = mustBe[field];
   if (allowed === undefined) return `${field}: is not valid.`;
   const given = isRecord(input) ? input[key] : undefined;
   // Hono hands a repeated query parameter over as an array of its values.

@@ -3,6 +3,9 @@
 import * as v from 'valibot';
 import { MAX_ID } from './pet-records.ts';
 
+/** A placed order's hold when `--order-hold` does not say: 30 minutes. */
+export const DEFAULT_ORDER_HOLD_MS = 30 * 60 * 1_000;
+
 /** Where an order is: `placed` holds its pet; the others are closed and final. */
 export const OrderStatus = v.picklist(['placed', 'completed', 'cancelled', 'expired']);
 export type OrderStatus = v.InferOutput<typeof OrderStatus>;

@@ -17,9 +17,9 @@ import { type Caller, identify } from './caller.ts';
 import { decider } from './decide.ts';
 import { HostInFlight, type HostSlotsMemory } from './host-in-flight.ts';
 import { InFlight, tooManyInFlight, untouched } from './in-flight.ts';
-import { adminKeyOnPublicApi, missingScope, REALM, validAt } from './key-checks.ts';
+import { adminKeyOnPublicApi, missingScope, unauthorized, validAt } from './key-checks.ts';
 import type { FailoverLimiter } from './limiter/failover.ts';
-import type { RateLimiter } from './limiter/limiter.ts';
+import type { RateLimiter, Verdict } from './limiter/limiter.ts';
 import type { OpenRedisLimiterOptions } from './limiter/open-redis.ts';
 import { writeRateLimitHeaders } from './rate-limit-headers.ts';
 
@@ -232,7 +232,7 @@ const DECISION_SPAN = {
   number: 'petstore.gateway.cost',
   outcome: {
     key: 'petstore.gateway.decision',
-    of: (verdict: Decision | { outcome: 'unavailable' }) => verdict.outcome,
+    of: (verdict: Verdict) => verdict.outcome,
   },
 };
 const NO_ATTRIBUTES = Object.freeze({});
@@ -251,22 +251,6 @@ const LIMITER_DOWN = serviceUnavailable('Rate limits cannot be checked right now
  */
 export function principalOf(caller: Caller): string {
   return caller.kind === 'consumer' ? ownerOf(caller.consumer) : `addr:${caller.address}`;
-}
-
-/**
- * The 401s for a caller without a valid key (RFC 6750 section 3), made once: they never change.
- * A revoked, expired or not yet valid key gets the unknown key's, so no answer tells a guess
- * from a token that once worked.
- */
-const MISSING_KEY = new ApiError('unauthorized', 'An API key is required: send Authorization: Bearer <API_KEY>.', {
-  'WWW-Authenticate': REALM,
-});
-const UNKNOWN_KEY = new ApiError('unauthorized', 'The API key is missing, malformed or unknown.', {
-  'WWW-Authenticate': `${REALM}, error="invalid_token"`,
-});
-
-function unauthorized(caller: Extract<Caller, { kind: 'stranger' }>): ApiError {
-  return caller.credential === 'none' ? MISSING_KEY : UNKNOWN_KEY;
 }
 
 /** Each window the request did not fit in (its remaining below the cost). */

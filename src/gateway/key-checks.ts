@@ -61,3 +61,20 @@ const ADMIN_KEY_HERE = new ApiError('insufficient_scope', 'An admin key works on
 export function adminKeyOnPublicApi(scopes: readonly string[]): ApiError | undefined {
   return scopes.includes(ADMIN_SCOPE) ? ADMIN_KEY_HERE : undefined;
 }
+
+/**
+ * The 401s for a caller without a valid key (RFC 6750 section 3), made once: they never change.
+ * A revoked, expired or not yet valid key gets the unknown key's, so no answer tells a guess
+ * from a token that once worked.
+ */
+const MISSING_KEY = new ApiError('unauthorized', 'An API key is required: send Authorization: Bearer <API_KEY>.', {
+  'WWW-Authenticate': REALM,
+});
+const UNKNOWN_KEY = new ApiError('unauthorized', 'The API key is missing, malformed or unknown.', {
+  'WWW-Authenticate': `${REALM}, error="invalid_token"`,
+});
+
+/** The 401 of a stranger: the missing key's, or the unknown key's for every other credential. */
+export function unauthorized(caller: Extract<Caller, { kind: 'stranger' }>): ApiError {
+  return caller.credential === 'none' ? MISSING_KEY : UNKNOWN_KEY;
+}

@@ -44,7 +44,7 @@ interface Flight {
  * store's data (the table's `memo`), kept by the request's path and query while none of the
  * pets they read has changed (`Reply.reads`, `DataStore.unchanged`): a page or a pet asked for
  * again is not validated, read, encoded or hashed again, and a write to one pet leaves the
- * others' answers in place. Bounded by the bytes of the bodies it holds, least recently used
+ * others' answers in place. Bounded by the characters of the bodies it holds, least recently used
  * first out. Safe because a reply is immutable (its body is a string) and is served only while
  * the store says nothing it read changed after the change count read before it; a store that
  * cannot tell its count (PostgreSQL while it does not listen for other instances' writes, any

@@ -16,7 +16,7 @@ const ping = {
   id: 'ping',
   method: 'GET',
   path: '/ping',
-  etag: false,
+  weakEtag: false,
   handler: async () => ({ status: 200, body: '{}', type: 'application/json' }),
 } as const;
 const unkept = defineOperation({ ...ping, memo: false });

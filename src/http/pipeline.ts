@@ -286,6 +286,8 @@ async function bodyChecked(
   c: Context<AppEnv>,
   next: () => Promise<Response>,
 ): Promise<Response> {
+  // A GET or HEAD comes without a body stream (the runtimes give it none), so only its headers
+  // tell of a body; `app.request()` in the tests may give it one, and then `limit` reads it.
   if (!c.req.raw.body) {
     checkBodyOnGet(c, maxBodyBytes);
     return next();
@@ -376,7 +378,7 @@ async function answerOperation<D>(
 
 /** Step 7's tag: a weak ETag of the reply's body, when the table says so and the reply has no tag of its own. */
 function tagged<D>(op: Operation<D>, reply: Reply): Reply {
-  if (!op.etag || reply.etag !== undefined || reply.status !== 200 || typeof reply.body !== 'string') return reply;
+  if (!op.weakEtag || reply.etag !== undefined || reply.status !== 200 || typeof reply.body !== 'string') return reply;
   const link = reply.headers?.Link;
   return { ...reply, etag: link === undefined ? weakEtag(reply.body) : weakEtag(reply.body, link) };
 }
@@ -396,6 +398,7 @@ function keyOf<D>(op: Operation<D>, c: Context<AppEnv>): KeyHolder | undefined {
 function unserved<D>(parts: ApiParts<D>, c: Context<AppEnv>): Promise<Response> {
   const allowed = parts.allowedMethods(c.req.path);
   const refusal = allowed ? methodNotAllowed(c.req.method, allowed) : NO_SUCH_PATH;
+  // Its body is checked as a served path's is, so a 413 or 415 comes before the 404 or 405 there too.
   return gated(parts, c, UNSERVED, () => bodyChecked(parts, c, () => Promise.reject(refusal)));
 }
 

@@ -157,8 +157,8 @@ export class MemoryStore implements DataStore {
       return order.petId === petId ? { outcome: 'replayed', order } : { outcome: 'conflict' };
     }
     const pet = this.#pets[this.#firstAfter(petId - 1)];
-    if (pet?.id !== petId) return { outcome: 'no_pet' };
-    if (pet.status !== 'available') return { outcome: 'unavailable' };
+    if (pet?.id !== petId) return { outcome: 'pet_not_found' };
+    if (pet.status !== 'available') return { outcome: 'pet_unavailable' };
     this.#setStatus(pet, 'pending');
     const order: StoredOrder = { id: newOrderId(now), petId, status: 'placed', placedAt: now, holdUntil: now + holdMs };
     this.#orders.set(order.id, { order, owner });

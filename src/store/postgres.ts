@@ -527,7 +527,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
         WHERE id = ${petId} AND status = 'available' RETURNING id`;
       if (!held) {
         const [pet] = await tx`SELECT status FROM pets WHERE id = ${petId}`;
-        return pet ? { outcome: 'unavailable' } : { outcome: 'no_pet' };
+        return pet ? { outcome: 'pet_unavailable' } : { outcome: 'pet_not_found' };
       }
       const [row] = await tx`
         INSERT INTO orders (id, owner, pet_id, status, placed_at, hold_until, idempotency_key)

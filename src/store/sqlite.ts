@@ -670,7 +670,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
     const held = this.#db.prepare(HOLD_PET).get(petId);
     if (held === undefined || held === null) {
       const pet = this.#db.prepare(PET_STATUS).get(petId);
-      return pet === undefined || pet === null ? { outcome: 'no_pet' } : { outcome: 'unavailable' };
+      return pet === undefined || pet === null ? { outcome: 'pet_not_found' } : { outcome: 'pet_unavailable' };
     }
     this.#touched.push({ ids: [petId], statuses: true });
     const order: StoredOrder = { id: newOrderId(now), petId, status: 'placed', placedAt: now, holdUntil: now + holdMs };

@@ -78,9 +78,9 @@ export type PlaceOrderResult =
   | { readonly outcome: 'placed' | 'replayed'; readonly order: StoredOrder }
   /** The key placed an order for another pet. */
   | { readonly outcome: 'conflict' }
-  | { readonly outcome: 'no_pet' }
+  | { readonly outcome: 'pet_not_found' }
   /** The pet is not `available` (on order, or sold). */
-  | { readonly outcome: 'unavailable' };
+  | { readonly outcome: 'pet_unavailable' };
 
 /** What `closeOrder` did: closed it, found it already so (`unchanged`), or found it closed otherwise. */
 export type CloseOrderResult =
