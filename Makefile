@@ -97,7 +97,7 @@ SERVER_TESTS = $(shell grep -rlE "test/(redis|postgres)\.ts'" src --include='*.t
 .PHONY: unit-no-db
 unit-no-db: node_modules/.stamp $(DOCS_GEN) ## the unit tests that need no PostgreSQL or Redis: all but the files that use test/redis.ts or test/postgres.ts (~30 s)
 	@echo "unit-no-db: leaving out $(SERVER_TESTS) (make unit runs them)"
-	$(BUN) test ./src $(addprefix --path-ignore-patterns=,$(SERVER_TESTS))
+	$(BUN) test ./src ./bench/lib $(addprefix --path-ignore-patterns=,$(SERVER_TESTS))
 
 e2e: build ## end-to-end tests: start dist/petstore and talk HTTP to it, then the server, limits, keys and ops again with --workers 2; then 20,000 idle connections (~20 s)
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test $(E2E)

@@ -1,8 +1,4 @@
-// What the handlers' answers share: the JSON media type, and the `Link` to the next page of a
-// list (`listPets`, `listOrders`).
-
-/** The media type of every JSON answer. */
-export const JSON_TYPE = 'application/json';
+// The `Link` to the next page of a list, as `listPets` and `listOrders` answer it.
 
 /**
  * RFC 8288 link to the page after `cursor` of the list `collection` (`pets`, `orders`), keeping

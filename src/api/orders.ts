@@ -2,8 +2,8 @@
 // Each sees only the caller's own orders: another consumer's is a 404, as a missing one is.
 import { ApiError } from '../core/api-error.ts';
 import type { Closing, NewOrder, StoredOrder } from '../core/order-records.ts';
-import type { Reply } from '../core/reply.ts';
-import { JSON_TYPE, nextPageLink } from './list-pages.ts';
+import { JSON_TYPE, type Reply } from '../core/reply.ts';
+import { nextPageLink } from './list-pages.ts';
 import type { ApiDeps, Input } from './operation-types.ts';
 import type { IdempotencyHeaders, OrderListQuery, OrderParams } from './schemas.ts';
 
@@ -90,8 +90,8 @@ export async function listOrders(
   const page = await store.listOrders(principal, { limit: limit + 1, status, after: cursor }, clock.now());
   const body = `[${page.slice(0, limit).map(orderBody).join(',')}]`;
   if (page.length <= limit) return { status: 200, body, type: JSON_TYPE };
-  const last = page[limit - 1] as StoredOrder;
-  return { status: 200, body, type: JSON_TYPE, headers: { Link: nextPageLink('orders', limit, status, last.id) } };
+  const lastShown = page[limit - 1]?.id ?? '';
+  return { status: 200, body, type: JSON_TYPE, headers: { Link: nextPageLink('orders', limit, status, lastShown) } };
 }
 
 /** `POST /store/orders/{orderId}/complete`: the order `completed`, its pet `sold`. */

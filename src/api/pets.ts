@@ -11,9 +11,9 @@ import {
   type StoredPet,
 } from '../core/pet-records.ts';
 import { ifMatchOf, petEtag } from '../core/preconditions.ts';
-import type { PetsTouched, Reply } from '../core/reply.ts';
+import { JSON_TYPE, type PetsTouched, type Reply } from '../core/reply.ts';
 import { fingerprintOf, idempotencyScope } from '../store/idempotency.ts';
-import { JSON_TYPE, nextPageLink } from './list-pages.ts';
+import { nextPageLink } from './list-pages.ts';
 import type { ApiDeps, Input } from './operation-types.ts';
 import type { ConditionalHeaders, IdempotencyHeaders, ListQuery, PetParams } from './schemas.ts';
 

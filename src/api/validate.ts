@@ -5,6 +5,7 @@ import * as v from 'valibot';
 import { ApiError, notJson } from '../core/api-error.ts';
 import { duplicateMember } from '../core/json-syntax.ts';
 import type { RateLimitStatus } from '../core/rate-limit-status.ts';
+import { JSON_TYPE } from '../core/reply.ts';
 import { echoed } from '../redact.ts';
 import { roundedMember } from './json-numbers.ts';
 import type { Input, KeyHolder, Operation } from './operation-types.ts';
@@ -162,7 +163,7 @@ const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
  * replaced by U+FFFD and stored), and so is a string holding an unpaired surrogate escape such
  * as `"\ud800"`, which no UTF-8 response could give back unchanged.
  */
-function parseJsonBody(bytes: ArrayBuffer, words: Readonly<Record<string, string>>): unknown {
+function parseJsonBody(bytes: ArrayBuffer, mustBe: Readonly<Record<string, string>>): unknown {
   let text: string;
   try {
     text = STRICT_UTF8.decode(bytes);
@@ -185,7 +186,7 @@ function parseJsonBody(bytes: ArrayBuffer, words: Readonly<Record<string, string
   // A number JSON.parse rounded to an integer would pass the schema and be stored as a value the
   // client never sent: refuse it in the field's own words.
   const rounded = roundedMember(text);
-  const allowed = rounded === undefined ? undefined : words[rounded];
+  const allowed = rounded === undefined ? undefined : mustBe[rounded];
   if (allowed !== undefined) throw new ApiError('invalid_request', `${rounded}: must be ${allowed}.`);
   return value;
 }
@@ -197,7 +198,7 @@ function refuseLoneSurrogates(key: string, value: unknown): unknown {
   return value;
 }
 
-const JSON_TYPES: readonly string[] = ['application/json'];
+const JSON_TYPES: readonly string[] = [JSON_TYPE];
 
 /** Whether `contentType`'s media type is `application/json`. */
 export function isJson(contentType: string | undefined): boolean {

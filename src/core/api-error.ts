@@ -3,7 +3,7 @@
 // `notJson()` and `methodNotAllowed()` make the common ones.
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import * as v from 'valibot';
-import type { Reply } from './reply.ts';
+import { JSON_TYPE, type Reply } from './reply.ts';
 
 /** Stable, documented values of `Error.code`. */
 export const ERROR_CODES = [
@@ -99,7 +99,7 @@ export class ApiError extends Error {
     this.#reply ??= {
       status: this.status,
       body: JSON.stringify({ code: this.code, message: this.message, status: this.status } satisfies ErrorBody),
-      type: 'application/json',
+      type: JSON_TYPE,
       headers: this.headers,
     };
     return this.#reply;
@@ -131,7 +131,7 @@ export function tooLarge(maxBytes: number): ApiError {
  * notJson(['application/merge-patch+json', 'application/json'])
  * // 415 "The request body must be application/merge-patch+json or application/json."
  */
-export function notJson(types: readonly string[] = ['application/json'], headers?: Record<string, string>): ApiError {
+export function notJson(types: readonly string[] = [JSON_TYPE], headers?: Record<string, string>): ApiError {
   return new ApiError('unsupported_media_type', `The request body must be ${types.join(' or ')}.`, headers);
 }
 

@@ -5,6 +5,9 @@ import type { Context } from 'hono';
 /** The codings an answer's body may be sent in. */
 export type Coding = 'br' | 'gzip';
 
+/** The media type of every JSON answer, the Error body's included. */
+export const JSON_TYPE = 'application/json';
+
 /** The headers of one answer, by name as sent. */
 export type AnswerHeaders = Record<string, string>;
 

@@ -32,6 +32,9 @@ export type Caller =
       readonly key?: KeyRecord;
     };
 
+/** A caller that presented a valid key: the only kind the gateway lets through. */
+export type ConsumerCaller = Extract<Caller, { kind: 'consumer' }>;
+
 /** Why a request is not a consumer's: see `Caller`. */
 export type Credential = 'none' | 'malformed' | 'bad_checksum' | 'unknown' | 'revoked' | 'expired' | 'not_yet_valid';
 

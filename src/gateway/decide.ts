@@ -44,6 +44,7 @@ export function decider({
       subject = {
         // By its id, as orders are owned: a consumer made again under the same name is another
         // party, and starts with fresh windows and no ban.
+        // `key:` names the Redis keys of a consumer's windows (`petstore:rl:key:…`): a consumer's, not one key's.
         id: `key:${consumer.id}`,
         plan: consumer.plan,
         label: consumer.name,

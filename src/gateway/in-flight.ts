@@ -16,7 +16,8 @@ const CONCURRENCY_RETRY_AFTER = '1';
  * `too_many_concurrent_requests` with `Retry-After: 1`, before the limiter decides, so they
  * consume no quota. A slot is given back when its request is done, admitted or not. The
  * consumer's latest admitting decision is kept while it has requests in flight: a refusal's
- * rate-limit headers come from it, since nothing was consumed since. One entry per busy consumer.
+ * rate-limit headers come from it, the latest decided request among those in flight (the refusal
+ * itself consumed nothing). One entry per busy consumer.
  *
  * @example
  * const inFlight = new InFlight(128)

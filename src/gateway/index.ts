@@ -13,7 +13,7 @@ import { type Consumer, ownerOf } from '../keys/records.ts';
 import type { KeyTable } from '../keys/table.ts';
 import { childSpan, closeChild, failChild, openChild } from '../trace/spans.ts';
 import { canonicalAddress } from './addresses.ts';
-import { type Caller, identify } from './caller.ts';
+import { type Caller, type ConsumerCaller, identify } from './caller.ts';
 import { decider } from './decide.ts';
 import { HostInFlight, type HostSlotsMemory } from './host-in-flight.ts';
 import { InFlight, tooManyInFlight, untouched } from './in-flight.ts';
@@ -24,7 +24,7 @@ import type { OpenRedisLimiterOptions } from './limiter/open-redis.ts';
 import { writeRateLimitHeaders } from './rate-limit-headers.ts';
 
 export { DEFAULT_IPV6_PREFIX, TrustedProxies } from './addresses.ts';
-export type { Caller } from './caller.ts';
+export type { Caller, ConsumerCaller } from './caller.ts';
 export { clearWorker, type HostSlotsMemory, hostSlotsMemory } from './host-in-flight.ts';
 export type { LimiterStatus } from './limiter/failover.ts';
 export { SlidingWindowLimiter } from './limiter/in-process.ts';
@@ -53,7 +53,7 @@ declare module 'hono' {
      * a 414) has none: the steps that also serve those (the log line, the metrics, the trace)
      * read it with `?.`.
      */
-    caller: Caller;
+    caller: Caller | undefined;
   }
 }
 
@@ -102,14 +102,14 @@ export interface GatedOperation {
 
 /**
  * The gateway's pass: what `gateway()` returns. For a request it lets through, it runs
- * `admitted` with the limiter's decision and resolves to its result. The caller's in-flight slot
+ * `admitted` with the limiter's decision and the caller (always a key's) and resolves to its result. The caller's in-flight slot
  * is held until `admitted` settles. A refusal (401, 403, 429, 503) resolves to the `ApiError` to
  * answer. It is never thrown, because a throw through the async frames is slow (bench/README.md).
  */
 export type GatewayPass = <T>(
   c: Context,
   op: GatedOperation,
-  admitted: (decision: Decision) => Promise<T>,
+  admitted: (decision: Decision, caller: ConsumerCaller) => Promise<T>,
 ) => Promise<T | ApiError>;
 
 /**
@@ -206,7 +206,7 @@ export function gateway({
         (admin ? missingScope(caller.key.scopes, ADMIN_SCOPE) : adminKeyOnPublicApi(caller.key.scopes));
       if (refused) return refused;
       inFlight.admitted(name, verdict);
-      return await admitted(verdict);
+      return await admitted(verdict, caller);
     } finally {
       inFlight.leave(name);
     }
@@ -241,16 +241,15 @@ const NO_ATTRIBUTES = Object.freeze({});
 const LIMITER_DOWN = serviceUnavailable('Rate limits cannot be checked right now; retry shortly.');
 
 /**
- * Who a caller is, as the one name handlers may know it by (the owner of its orders and
- * `Idempotency-Key`s): its consumer's identity for a key (`ownerOf`: by id, so a consumer made
- * again under a deleted one's name owns nothing of it), else `addr:` and the client's address,
- * which no handler sees, as the gateway refuses a caller without a valid key first.
+ * Who an admitted caller is, as the one name handlers may know it by (the owner of its orders
+ * and `Idempotency-Key`s): its consumer's identity (`ownerOf`: by id, so a consumer made again
+ * under a deleted one's name owns nothing of it). Only a key's caller is ever admitted.
  *
  * @example
  * principalOf(caller) // 'con_0123…:acme'
  */
-export function principalOf(caller: Caller): string {
-  return caller.kind === 'consumer' ? ownerOf(caller.consumer) : `addr:${caller.address}`;
+export function principalOf(caller: ConsumerCaller): string {
+  return ownerOf(caller.consumer);
 }
 
 /** Each window the request did not fit in (its remaining below the cost). */

@@ -24,7 +24,7 @@ export function answerError(c: Context, err: ApiError): Response {
 function fromHttpException(err: HTTPException): ApiError {
   switch (err.status) {
     case 400:
-      return new ApiError('invalid_request', err.message || 'The request is malformed.');
+      return new ApiError('invalid_request', 'The request is malformed.');
     case 401:
       return new ApiError('unauthorized', 'A valid API key is required.');
     case 404:

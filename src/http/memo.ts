@@ -2,7 +2,7 @@
 // again while the store says nothing the reply read has changed (its change count).
 import { LRUCache } from 'lru-cache';
 import type { PetsTouched, Reply } from '../core/reply.ts';
-import type { DataStore } from '../store/store.ts';
+import type { ChangeCount, DataStore } from '../store/store.ts';
 import { StoreUnavailableError } from '../store/store-error.ts';
 
 /**
@@ -27,7 +27,7 @@ interface Kept {
    * later `get` found nothing it read changed by (so the next `get` at that count compares the
    * counts alone, not each pet the reply read).
    */
-  since: unknown;
+  since: ChangeCount;
   /** What it read (`Reply.reads`); undefined: every pet. */
   readonly reads: PetsTouched | undefined;
   readonly reply: Reply;
@@ -35,7 +35,7 @@ interface Kept {
 
 /** A read of a key under way: the change count it began at, and its reply to come. */
 interface Flight {
-  readonly since: unknown;
+  readonly since: ChangeCount;
   readonly reply: Promise<Reply>;
 }
 
@@ -81,7 +81,7 @@ export class AnswerMemo {
   }
 
   /** The reply kept under `key`, when the store's change `count` is known and nothing the reply read changed since it was read. */
-  get(key: string, count: unknown): Reply | undefined {
+  get(key: string, count: ChangeCount): Reply | undefined {
     if (count === undefined) return undefined;
     const kept = this.#kept.get(key);
     if (kept === undefined) return undefined;
@@ -106,7 +106,7 @@ export class AnswerMemo {
    */
   async readOrJoin(
     key: string,
-    count: unknown,
+    count: ChangeCount,
     read: () => Promise<Reply>,
     joins = 2,
   ): Promise<{ reply: Reply; joined: boolean }> {
@@ -133,12 +133,12 @@ export class AnswerMemo {
     }
   }
 
-  #keepIf200(key: string, count: unknown, reply: Reply): Reply {
+  #keepIf200(key: string, count: ChangeCount, reply: Reply): Reply {
     return reply.status === 200 ? this.set(key, count, reply) : reply;
   }
 
   /** Keeps `reply` under `key` when read at a known `count` and asked before; returns it. */
-  set(key: string, count: unknown, reply: Reply): Reply {
+  set(key: string, count: ChangeCount, reply: Reply): Reply {
     if (count === undefined) return reply;
     if (this.#kept.has(key) || this.#seen.delete(key)) this.#kept.set(key, { since: count, reads: reply.reads, reply });
     else this.#seen.set(key, true);

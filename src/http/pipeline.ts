@@ -11,11 +11,18 @@ import type { Decision } from '../core/decision.ts';
 import type { OpsRoute } from '../core/ops-route.ts';
 import type { AnswerHeaders, Reply } from '../core/reply.ts';
 import { answerHeaders, beginAnswer } from '../core/reply.ts';
-import { type GatedOperation, type GatewayPass, principalOf, quotaStatus } from '../gateway/index.ts';
+import {
+  type ConsumerCaller,
+  type GatedOperation,
+  type GatewayPass,
+  principalOf,
+  quotaStatus,
+} from '../gateway/index.ts';
 import type { Logger } from '../log.ts';
 import { operationIndex } from '../metrics/labels.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { peerText } from '../redact.ts';
+import type { ChangeCount } from '../store/store.ts';
 import { currentScope, type RequestScope } from '../trace/request-scope.ts';
 import { answer } from './answer.ts';
 import { checkBodyOnGet, limitBody } from './body-limit.ts';
@@ -87,8 +94,8 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
  * 7. The handler. Its reply is tagged with an ETag when the table says so.
  * 8. The one answer path (src/http/answer.ts): 304, compression, HEAD.
  *
- * A path under the API prefix that no operation serves (Hono's `notFound`) passes steps 2 and 3
- * too, then gets 404 or 405. An ops route (`opsRoute`) runs its handler after step 1.
+ * A path under the API prefix that no operation serves (Hono's `notFound`) passes steps 2, 3 and
+ * 5's body limits too, then gets 404 or 405. An ops route (`opsRoute`) runs its handler after step 1.
  *
  * Errors. Every refusal and error leaves through `fail`, which keeps the error for the log line
  * and the metrics and answers it with `answerError`. The gateway returns its refusals rather
@@ -270,7 +277,7 @@ async function gated<D>(
   { gateway, cors }: ApiParts<D>,
   c: Context<AppEnv>,
   op: GatedOperation,
-  admitted: (decision: Decision) => Promise<Response>,
+  admitted: (decision: Decision, caller: ConsumerCaller) => Promise<Response>,
 ) {
   const preflight = cors?.(c);
   if (preflight) return preflight;
@@ -312,9 +319,9 @@ function operationHandler<D>(parts: ApiParts<D>, op: Operation<D>): Served {
   // Named as the step it serves, so a CPU profile names it.
   return exchangeHandler(parts, function serveOperation(c) {
     c.set('operation', op.id);
-    return gated(parts, c, op, (decision) => {
+    return gated(parts, c, op, (decision, caller) => {
       if (deprecated) Object.assign(answerHeaders(c), deprecated);
-      return bodyChecked(parts, c, () => answerOperation(parts, route, c, decision));
+      return bodyChecked(parts, c, () => answerOperation(parts, route, c, decision, caller));
     });
   });
 }
@@ -347,11 +354,12 @@ async function answerOperation<D>(
   { op, deps, readInput, metricsIndex }: OperationRoute<D>,
   c: Context<AppEnv>,
   decision: Decision,
+  caller: ConsumerCaller,
 ): Promise<Response> {
   // The path and query as sent: the same text always validates to the same input (`routeOf`
   // refuses a kept operation that reads headers or a body).
   const memoKey = op.memo && memo ? pathAndQuery(c.req.url) : undefined;
-  let changeCount: unknown;
+  let changeCount: ChangeCount;
   if (memoKey !== undefined && changes) {
     // An order whose hold has run out makes its pet available: the read waits for that expiry, so
     // it shows the pet `available` at the version a PATCH's `If-Match` will meet.
@@ -364,11 +372,10 @@ async function answerOperation<D>(
     memoCount?.(metricsIndex, true);
     return answer(c, kept);
   }
-  const caller = c.get('caller');
-  // A quota reader's input is the decision that admitted it; only a consumer gets this far.
-  const quota = op.readsQuota && caller.kind === 'consumer' ? quotaStatus(caller.consumer, decision) : undefined;
+  // A quota reader's input is the decision that admitted it.
+  const quota = op.readsQuota ? quotaStatus(caller.consumer, decision) : undefined;
   const read = async () =>
-    tagged(op, await op.handler(await readInput(c, principalOf(caller), quota, keyOf(op, c)), deps));
+    tagged(op, await op.handler(await readInput(c, principalOf(caller), quota, keyOf(op, caller)), deps));
   if (memoKey === undefined || !memo) return answer(c, await read());
   // A request answered by another's read under way is counted a hit: it read nothing itself.
   const { reply, joined } = await memo.readOrJoin(memoKey, changeCount, read);
@@ -383,11 +390,9 @@ function tagged<D>(op: Operation<D>, reply: Reply): Reply {
   return { ...reply, etag: link === undefined ? weakEtag(reply.body) : weakEtag(reply.body, link) };
 }
 
-/** The caller's consumer and key id, for an audited operation only (the gateway admitted a key). */
-function keyOf<D>(op: Operation<D>, c: Context<AppEnv>): KeyHolder | undefined {
-  if (!op.audited) return undefined;
-  const caller = c.get('caller');
-  return caller.kind === 'consumer' ? { consumer: caller.consumer.name, id: caller.key.id } : undefined;
+/** The caller's consumer and key id, for an audited operation only. */
+function keyOf<D>(op: Operation<D>, caller: ConsumerCaller): KeyHolder | undefined {
+  return op.audited ? { consumer: caller.consumer.name, id: caller.key.id } : undefined;
 }
 
 /**

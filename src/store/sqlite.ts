@@ -135,8 +135,10 @@ export interface SqliteStoreOptions {
   /**
    * Where time comes from for `DATA_VERSION_TTL_MS`, the lock wait, whether the earliest hold
    * has run out (`startDueExpiry`, `changeCount`) and the expiry a change or removal runs first.
-   * The order calls are given their `now` by the app instead (an order's `placedAt`), and the
-   * sweep by the system clock. A server leaves this to the system clock, so all three agree; tests
+   * The order calls are given their `now` by the app instead (an order's `placedAt`), as is a
+   * keyed create (the sweep of expired `Idempotency-Key`s); the orders' sweep of the server
+   * (`expireOrders`, every second) reads the system clock. A server leaves this store's clock to
+   * the system clock, so they all agree; tests
    * pass one fake clock to the app and the store alike.
    */
   readonly clock?: Clock;
@@ -174,8 +176,8 @@ interface PendingWrite {
   /** What the write does, for its error's message: `change pet`, `place order`. */
   readonly doing: string;
   readonly run: () => unknown;
-  /** When the write is a create with a key: the batch's sweep of expired keys goes by its `now`. */
-  readonly now?: number;
+  /** When the write is a create with a key: the batch's sweep of expired keys goes by this time. */
+  readonly sweepAt?: number;
   /** Epoch ms it was queued, from the store's clock: it is dropped once it waited `lockWaitMs`. */
   readonly at: number;
   resolve(result: unknown): void;
@@ -456,14 +458,14 @@ export class SqliteStore implements DataStore, WithKeyStore {
     this.#db.close();
   }
 
-  #enqueue<T>(doing: string, run: () => T, now?: number): Promise<T> {
+  #enqueue<T>(doing: string, run: () => T, sweepAt?: number): Promise<T> {
     if (this.#closed) return Promise.reject(new StoreUnavailableError(`${doing}: the store is closed`));
     return new Promise<T>((settle, reject) => {
       // The batch hands each write the result its own `run` returned.
       const resolve = settle as (result: unknown) => void;
       const at = this.#clock.now();
       const write: PendingWrite =
-        now === undefined ? { doing, run, at, resolve, reject } : { doing, run, now, at, resolve, reject };
+        sweepAt === undefined ? { doing, run, at, resolve, reject } : { doing, run, sweepAt, at, resolve, reject };
       if (this.#pending.push(write) === 1 && this.#retry === undefined) setImmediate(() => this.#commit());
     });
   }
@@ -499,7 +501,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
     let results: unknown[];
     let running: PendingWrite | undefined;
     try {
-      const sweepAt = batch.find((p) => p.now !== undefined)?.now;
+      const sweepAt = batch.find((p) => p.sweepAt !== undefined)?.sweepAt;
       if (sweepAt !== undefined && this.#sweeps.due(sweepAt)) this.#db.prepare(SWEEP_KEYS).get(sweepAt);
       results = batch.map((p) => {
         running = p;

@@ -6,6 +6,13 @@ import type { IfMatch } from '../core/preconditions.ts';
 import type { PetsTouched } from '../core/reply.ts';
 import type { Outbox } from './outbox.ts';
 
+/**
+ * Where a store's count of pet changes is (`DataStore.changeCount`): opaque to its readers, who
+ * only hand it back to `unchanged`. A backend's is a number, with `--workers` a pair of counts
+ * (src/store/shared-change-count.ts), and undefined when the store cannot tell what changed.
+ */
+export type ChangeCount = unknown;
+
 /** One page request: pets with `id > after`, ascending, at most `limit`. */
 export interface ListOptions {
   readonly limit: number;
@@ -177,9 +184,9 @@ export interface DataStore {
    * only hand it back to `unchanged`: a backend's is a number, and with `--workers` it is a pair
    * of counts (src/store/shared-change-count.ts).
    */
-  changeCount(): unknown;
+  changeCount(): ChangeCount;
   /** Whether nothing `reads` names changed since the store's change count was `since` (`ChangeCounter.unchanged`). */
-  unchanged(since: unknown, reads: PetsTouched | undefined): boolean;
+  unchanged(since: ChangeCount, reads: PetsTouched | undefined): boolean;
   /** The webhook outbox kept with the pets (same file or database), when the backend has one. */
   readonly outbox?: Outbox;
   /** Resolves when the store can serve requests; rejects with the reason otherwise. */
@@ -206,7 +213,7 @@ export interface CallSpec {
 }
 
 /**
- * THE STORE'S METHOD LIST: every call of `DataStore` once (`close` is each wrapper's own). The
+ * THE STORE'S METHOD LIST: every awaited call of `DataStore` once (`close` is each wrapper's own). The
  * wrappers are made from it (`wrapCalls`), so a call added to the interface fails to compile
  * until it is here, and once here no wrapper can leave it out. The three calls that answer at once
  * (`startDueExpiry`, `changeCount`, `unchanged`) are not here: each wrapper passes them on itself.
