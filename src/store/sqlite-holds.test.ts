@@ -14,15 +14,18 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
+/** A store on the test's one file, on the fake clock given. */
+const openAt = (clock: { now: () => number }) =>
+  SqliteStore.open({ path: join(dir, 'pets.db'), open: openSqlite, log: silentLogger, clock });
+
 // Two stores on one file are two workers of one host (`--workers 2`): a pet read on the one that
 // did not place the order must not show the pet `pending` past its hold, as on the one that did.
 describe('a hold placed through another process of the same file', () => {
   test('a pet read past the hold waits for the expiry, whoever placed the order', async () => {
     let now = 1_000_000;
     const clock = { now: () => now };
-    const path = join(dir, 'pets.db');
-    const placer = SqliteStore.open({ path, open: openSqlite, log: silentLogger, clock });
-    const reader = SqliteStore.open({ path, open: openSqlite, log: silentLogger, clock });
+    const placer = openAt(clock);
+    const reader = openAt(clock);
     const pet = await placer.create({ name: 'Rex', categoryId: 1, status: 'available' });
     const placed = await placer.placeOrder({ owner: 'con_a', petId: pet.id, holdMs: 2_000, now });
     expect(placed.outcome).toBe('placed');
@@ -47,10 +50,9 @@ describe('an expiry rolled back with its batch', () => {
   test('the order is expired by the next read, its pet available', async () => {
     let now = 1_000_000;
     const clock = { now: () => now };
-    const path = join(dir, 'pets.db');
-    const store = SqliteStore.open({ path, open: openSqlite, log: silentLogger, clock });
+    const store = openAt(clock);
     // A create that fails for itself, in the same batch as the expiry, rolls the batch back.
-    const raw = openSqlite(path);
+    const raw = openSqlite(join(dir, 'pets.db'));
     raw.exec(
       "CREATE TRIGGER refuse_boom BEFORE INSERT ON pets WHEN NEW.name = 'boom' BEGIN SELECT RAISE(ABORT, 'boom refused'); END",
     );
