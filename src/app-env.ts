@@ -3,10 +3,7 @@
 // Two more are typed where they are made, on every context (Hono's `ContextVariableMap`): the
 // gateway's `caller` (src/gateway/index.ts) and the answer's `answerHeaders` (src/core/reply.ts).
 
-/**
- * The app's Hono `Env`: the variables one step sets on Hono's context (`c.set`) for later steps
- * and handlers to read (`c.get`). Not the process's environment variables (src/config.ts).
- */
+/** Not the process's environment variables (those are src/config.ts's). */
 export interface AppEnv {
   Variables: {
     requestId: string;

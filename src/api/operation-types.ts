@@ -46,8 +46,10 @@ export interface Input<Q = unknown, P = unknown, H = unknown, B = unknown> {
   readonly headers: H;
   readonly body: B;
   /**
-   * Who asks, as an opaque name (its consumer's id and name, `con_…:acme`): the owner of an
-   * `Idempotency-Key` and of orders. Handlers know nothing more of keys or limits.
+   * Who asks, as its consumer's id and name (`con_…:acme`, made by `ownerOf` in
+   * src/keys/records.ts): the owner of an `Idempotency-Key` and of orders. Handlers pass it on
+   * and never read it; the store reads the name back for an order's webhook (`consumerOf` in
+   * src/store/order-rows.ts). Handlers know nothing more of keys or limits.
    */
   readonly principal: string;
   /** The caller's quota, read without spending it: given to an operation that `readsQuota` only. */

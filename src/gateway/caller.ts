@@ -4,7 +4,7 @@ import type { Consumer, KeyRecord } from '../keys/records.ts';
 import { bearerToken, type KeyTable } from '../keys/table.ts';
 
 /**
- * Who sent a request, made once per request by `identify()` (and again by `validAt()` for a key
+ * Who sent a request, made once per request by `identify()` (and again by `callerAt()` for a key
  * used outside its validity, which makes its caller a stranger), and read by every later step
  * (in-flight cap, limiter, headers, log, metrics, idempotency scope): a key's consumer, or a
  * client address that presented no valid key. `address` is always the canonical client address;

@@ -17,7 +17,7 @@ import { type Caller, type ConsumerCaller, identify } from './caller.ts';
 import { decider } from './decide.ts';
 import { HostInFlight, type HostSlotsMemory } from './host-in-flight.ts';
 import { InFlight, tooManyInFlight, untouched } from './in-flight.ts';
-import { adminKeyOnPublicApi, missingScope, unauthorized, validAt } from './key-checks.ts';
+import { adminKeyOnPublicApi, callerAt, missingScope, unauthorized } from './key-checks.ts';
 import type { FailoverLimiter } from './limiter/failover.ts';
 import type { RateLimiter, Verdict } from './limiter/limiter.ts';
 import type { OpenRedisLimiterOptions } from './limiter/open-redis.ts';
@@ -162,7 +162,7 @@ export function gateway({
   return async function gatewayPass(c, op, admitted) {
     // The client's address is looked up only for callers without a valid key.
     const address = () => canonicalAddress(clientAddress(c));
-    const caller = validAt(identify(c.req.header('authorization'), keys(), address), clock.now(), address);
+    const caller = callerAt(identify(c.req.header('authorization'), keys(), address), clock.now(), address);
     c.set('caller', caller);
     if (caller.kind === 'stranger') {
       const verdict = await decideForStranger(caller, 1);
@@ -225,7 +225,8 @@ export function holdsValidKey(
   clock: Clock = systemClock,
 ): (authorization: string | undefined) => boolean {
   const nowhere = () => '';
-  return (authorization) => validAt(identify(authorization, keys(), nowhere), clock.now(), nowhere).kind === 'consumer';
+  return (authorization) =>
+    callerAt(identify(authorization, keys(), nowhere), clock.now(), nowhere).kind === 'consumer';
 }
 
 const DECISION_SPAN = {

@@ -1,5 +1,5 @@
 /**
- * The checks of a found key, after `identify()` (`caller.ts`): its validity dates (`validAt`, a
+ * The checks of a found key, after `identify()` (`caller.ts`): its validity dates (`callerAt`, a
  * key outside them makes a stranger), its scopes (`missingScope`) and an admin key sent to the
  * public API (`adminKeyOnPublicApi`), with the challenge their 401 and 403 carry.
  */
@@ -18,9 +18,9 @@ export const REALM = 'Bearer realm="petstore"';
  * token was ever valid; the log line says why (`credential`). Checked on every request, so a key expires without a reload.
  *
  * @example
- * validAt(identify('Bearer psk_old…', table, address), Date.now(), address) // { kind: 'stranger', credential: 'expired', … }
+ * callerAt(identify('Bearer psk_old…', table, address), Date.now(), address) // { kind: 'stranger', credential: 'expired', … }
  */
-export function validAt(caller: Caller, now: number, address: () => string): Caller {
+export function callerAt(caller: Caller, now: number, address: () => string): Caller {
   if (caller.kind !== 'consumer') return caller;
   const { key } = caller;
   if (key.expiresAt !== undefined && now >= key.expiresAt)

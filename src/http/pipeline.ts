@@ -106,6 +106,17 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
  * Each step is a function below, in this order. The steps share `PipelineParts`, made once by
  * `partsOf`; what one operation needs is made once when its route is added (`routeOf`).
  *
+ * The steps nest rather than chain: each runs the rest inside itself, so step 1 sees the answer
+ * of every later step, and the gateway holds the caller's in-flight slot until the answer is made.
+ *
+ *   exchange (1)
+ *   └ answerInScope (1)
+ *     └ serveOperation
+ *       └ gated (2 CORS, 3 gateway(…, admitted))
+ *         └ admitted: the deprecation headers (4)
+ *           └ bodyChecked (5)
+ *             └ answerOperation (5 kept answer, 6 input, 7 handler) → answer (8)
+ *
  * `pipeline` makes the steps of an app without operations (the metrics port); `apiPipeline` adds
  * `operation` and the gateway, and its types ask for what serving a table needs.
  *
@@ -293,8 +304,9 @@ async function bodyChecked(
   c: Context<AppEnv>,
   next: () => Promise<Response>,
 ): Promise<Response> {
-  // A GET or HEAD comes without a body stream (the runtimes give it none), so only its headers
-  // tell of a body; `app.request()` in the tests may give it one, and then `limit` reads it.
+  // No body stream: any GET or HEAD (the runtimes give them none), or a write sent without a
+  // body (its 400 comes at step 6). Only a GET's or HEAD's headers can tell of a body, and
+  // `checkBodyOnGet` looks at no other method.
   if (!c.req.raw.body) {
     checkBodyOnGet(c, maxBodyBytes);
     return next();

@@ -54,7 +54,7 @@ export interface Started {
  * await next()
  * steps.finish(c, started, res.status)
  * // {"time":"…","level":"info","msg":"request","requestId":"…","method":"GET","route":"/v1/pets",
- * //  "status":200,"durationMs":1,"key":"acme"}
+ * //  "status":200,"durationMs":1,"consumer":"acme","key":"<the key's id>"}
  */
 export function requestLogSteps({ log, clock, newId = () => crypto.randomUUID(), clientAddress }: RequestLogOptions) {
   return {
@@ -83,7 +83,7 @@ export function requestLogSteps({ log, clock, newId = () => crypto.randomUUID(),
   };
 }
 
-/** `fields` with the key's name when the gateway found one, else the client's address. */
+/** `fields` with the consumer's name and the key's id when the gateway found a key, else the client's address. */
 function who(c: Context<AppEnv>, clientAddress: RequestLogOptions['clientAddress'], fields: LogFields): LogFields {
   const caller = c.get('caller');
   if (caller?.kind === 'consumer') {

@@ -103,6 +103,8 @@ export function consumerIdOf(entry: {
  * Who a consumer is to the store: the owner of its orders and `Idempotency-Key`s. Its id makes it
  * its own; its name, which never changes for an id, tells whose webhook hears of its orders.
  *
+ * The store reads the name back from it (`consumerOf` in src/store/order-rows.ts): change both together.
+ *
  * @example
  * ownerOf({ id: 'con_0123…', name: 'acme' }) // 'con_0123…:acme'
  */

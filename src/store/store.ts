@@ -7,9 +7,10 @@ import type { PetsTouched } from '../core/reply.ts';
 import type { Outbox } from './outbox.ts';
 
 /**
- * Where a store's count of pet changes is (`DataStore.changeCount`): opaque to its readers, who
- * only hand it back to `unchanged`. A backend's is a number, with `--workers` a pair of counts
- * (src/store/shared-change-count.ts), and undefined when the store cannot tell what changed.
+ * A snapshot of the store's counter of pet changes (`DataStore.changeCount`). Its readers only
+ * hand it back to `unchanged`. A backend's is a number; with `--workers` it is a pair of counts
+ * (src/store/shared-change-count.ts). Undefined means the store cannot tell what changed, so
+ * nothing is kept or served from the memo.
  */
 export type ChangeCount = unknown;
 
