@@ -68,6 +68,15 @@ const INSERT = `INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?) RE
 const SELECT_ONE = `SELECT ${STORED_PET_COLUMNS} FROM pets WHERE id = ?`;
 const UPDATE = `UPDATE pets SET name = ?, category_id = ?, status = ?, version = version + 1 WHERE id = ?
   RETURNING ${STORED_PET_COLUMNS}`;
+/**
+ * A change of name or category alone, at the version ?4 (any when null), in one statement: no
+ * row when the pet is missing, at another version or would not change (`#change` then reads
+ * why). Its status is not touched, so no open order can refuse it.
+ */
+const RENAME_IF_VERSION = `UPDATE pets SET name = coalesce(?1, name), category_id = coalesce(?2, category_id),
+    version = version + 1
+  WHERE id = ?3 AND (?4 IS NULL OR version = ?4) AND (name <> coalesce(?1, name) OR category_id <> coalesce(?2, category_id))
+  RETURNING ${STORED_PET_COLUMNS}`;
 /** AUTOINCREMENT (migration `pets`) never gives a removed pet's id again. */
 const DELETE = 'DELETE FROM pets WHERE id = ?';
 const SELECT_PAGE = `SELECT ${PET_COLUMNS} FROM pets WHERE id > ? ORDER BY id LIMIT ?`;
@@ -615,6 +624,8 @@ export class SqliteStore implements DataStore, WithKeyStore {
    */
   #change(id: number, patch: PetPatch, ifMatch: IfMatch | undefined): UpdateResult {
     this.#expireIn(this.#clock.now());
+    const renamed = this.#renameAtOnce(id, patch, ifMatch);
+    if (renamed !== undefined) return renamed;
     const row = this.#db.prepare(SELECT_ONE).get(id);
     const current = row === undefined || row === null ? undefined : storedPetFromRow(row);
     const plan = planUpdate(current, patch, ifMatch);
@@ -625,6 +636,21 @@ export class SqliteStore implements DataStore, WithKeyStore {
     const { name, categoryId, status } = plan.next;
     this.#touched.push({ ids: [id], statuses: plan.statusChanges });
     return { outcome: 'updated', pet: storedPetFromRow(this.#db.prepare(UPDATE).get(name, categoryId, status, id)) };
+  }
+
+  /**
+   * Inside the batch's transaction, after the holds that ran out expired: a change of name or
+   * category alone with at most one version in If-Match, in one statement (`RENAME_IF_VERSION`)
+   * rather than a read and a write. Undefined when it wrote nothing: the read tells why.
+   */
+  #renameAtOnce(id: number, patch: PetPatch, ifMatch: IfMatch | undefined): UpdateResult | undefined {
+    if (patch.status !== undefined || (patch.name === undefined && patch.categoryId === undefined)) return undefined;
+    if (ifMatch !== undefined && ifMatch !== '*' && ifMatch.length !== 1) return undefined;
+    const version = ifMatch === undefined || ifMatch === '*' ? null : (ifMatch[0] ?? null);
+    const row = this.#db.prepare(RENAME_IF_VERSION).get(patch.name ?? null, patch.categoryId ?? null, id, version);
+    if (row === undefined || row === null) return undefined;
+    this.#touched.push({ ids: [id], statuses: false });
+    return { outcome: 'updated', pet: storedPetFromRow(row) };
   }
 
   /** Inside the batch's transaction, as `#change`. */
