@@ -365,24 +365,24 @@ export class RecordEncoder {
     const span = w.open(2);
     w.bytes(1, ring.ids, at, at + 16);
     w.bytes(2, this.#random, drawn + k * 8, drawn + k * 8 + 8);
-    const parent = ring.childParent[i] as number;
+    const parent = ring.childParent(i);
     if (parent < 0) w.bytes(4, ring.ids, at + 16, at + 24);
     else w.bytes(4, this.#random, drawn + parent * 8, drawn + parent * 8 + 8);
-    w.bytes(5, this.#string(ring.childName[i] as number) ?? CALL);
+    w.bytes(5, this.#string(ring.childName(i)) ?? CALL);
     w.tag(6, VARINT);
-    w.varint((ring.childKind[i] as number) + 1);
-    w.time(7, ring.childStart[i] as number);
-    w.time(8, ring.childEnd[i] as number);
-    const set = this.#set(ring.childAttributes[i] as number);
+    w.varint(ring.childKind(i) + 1);
+    w.time(7, ring.childStart(i));
+    w.time(8, ring.childEnd(i));
+    const set = this.#set(ring.childAttributes(i));
     if (set !== undefined) w.raw(set);
-    const numberKey = this.#string(ring.childNumberKey[i] as number);
-    if (numberKey !== undefined) keyValue(w, 9, numberKey, ring.childNumber[i] as number);
-    const outcomeKey = this.#string(ring.childOutcomeKey[i] as number);
+    const numberKey = this.#string(ring.childNumberKey(i));
+    if (numberKey !== undefined) keyValue(w, 9, numberKey, ring.childNumber(i));
+    const outcomeKey = this.#string(ring.childOutcomeKey(i));
     if (outcomeKey !== undefined) {
-      const value = this.#string(ring.childOutcome[i] as number);
+      const value = this.#string(ring.childOutcome(i));
       if (value !== undefined) this.#keyBytes(outcomeKey, value);
     }
-    const errorType = this.#string(ring.childErrorType[i] as number);
+    const errorType = this.#string(ring.childErrorType(i));
     if (errorType !== undefined) this.#keyBytes(ERROR_TYPE, errorType);
     const status = w.open(15);
     if (errorType !== undefined) {

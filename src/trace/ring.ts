@@ -27,6 +27,24 @@ export const ERROR_BYTES = 160;
 export const TRACESTATE_BYTES = 512;
 /** Bytes of a record's ids: the trace id, the span id and the parent span id. */
 export const ID_BYTES = 32;
+/**
+ * Bytes of a child's slot: its start, end and number as doubles (`F64_SLOT` of them), then its
+ * small fields as 16-bit numbers, at these places among the slot's `I16_SLOT`.
+ */
+export const CHILD_BYTES = 48;
+const F64_SLOT = CHILD_BYTES / 8;
+const I16_SLOT = CHILD_BYTES / 2;
+const START = 0;
+const END = 1;
+const NUMBER = 2;
+const NAME = 12;
+const ATTRIBUTES = 13;
+const KIND = 14;
+const PARENT = 15;
+const NUMBER_KEY = 16;
+const OUTCOME_KEY = 17;
+const OUTCOME = 18;
+const ERROR_TYPE = 19;
 /** Strings the intern table holds at most; any further string is recorded as none. */
 export const INTERNED_MAX = 4096;
 /** The records a ring holds by default. */
@@ -186,21 +204,14 @@ export class TraceRing {
   readonly children: Uint8Array;
   readonly open: Int8Array;
 
-  // Children, at `record * MAX_CHILDREN + child`.
-  readonly childName: Uint16Array;
-  readonly childAttributes: Uint16Array;
-  readonly childKind: Uint8Array;
-  readonly childParent: Int8Array;
-  readonly childStart: Float64Array;
-  readonly childEnd: Float64Array;
-  /** A number the child carries (`petstore.gateway.cost`), under the key `childNumberKey` names. */
-  readonly childNumberKey: Uint16Array;
-  readonly childNumber: Float64Array;
-  /** A string attribute known once the work is done (`petstore.idempotency.outcome`). */
-  readonly childOutcomeKey: Uint16Array;
-  readonly childOutcome: Uint16Array;
-  /** The error's name when the work failed; 0 when it did not. */
-  readonly childErrorType: Uint16Array;
+  /**
+   * Children, at `record * MAX_CHILDREN + child`: each child's fields side by side in one slot
+   * of `CHILD_BYTES` (its times and number as doubles, the rest as 16-bit numbers), so the
+   * writes of a request's children fall in one or two cache lines rather than one in each of a
+   * dozen arrays; the ring's records do not stay in the cache between one turn and the next.
+   */
+  readonly #childNumbers: Float64Array;
+  readonly #childFields: Int16Array;
 
   constructor(size = DEFAULT_RING_RECORDS) {
     this.size = size;
@@ -230,18 +241,9 @@ export class TraceRing {
     this.errorChild = new Int8Array(size);
     this.children = new Uint8Array(size);
     this.open = new Int8Array(size);
-    const all = size * MAX_CHILDREN;
-    this.childName = new Uint16Array(all);
-    this.childAttributes = new Uint16Array(all);
-    this.childKind = new Uint8Array(all);
-    this.childParent = new Int8Array(all);
-    this.childStart = new Float64Array(all);
-    this.childEnd = new Float64Array(all);
-    this.childNumberKey = new Uint16Array(all);
-    this.childNumber = new Float64Array(all);
-    this.childOutcomeKey = new Uint16Array(all);
-    this.childOutcome = new Uint16Array(all);
-    this.childErrorType = new Uint16Array(all);
+    const slots = new ArrayBuffer(size * MAX_CHILDREN * CHILD_BYTES);
+    this.#childNumbers = new Float64Array(slots);
+    this.#childFields = new Int16Array(slots);
   }
 
   /**
@@ -309,17 +311,73 @@ export class TraceRing {
     }
     this.children[r] = n + 1;
     const i = r * MAX_CHILDREN + n;
-    this.childName[i] = name;
-    this.childAttributes[i] = attributes;
-    this.childKind[i] = kind;
-    this.childParent[i] = this.open[r] as number;
-    this.childStart[i] = at;
-    this.childEnd[i] = at;
-    this.childNumberKey[i] = 0;
-    this.childOutcomeKey[i] = 0;
-    this.childErrorType[i] = 0;
+    const d = i * F64_SLOT;
+    this.#childNumbers[d + START] = at;
+    this.#childNumbers[d + END] = at;
+    const f = i * I16_SLOT;
+    const fields = this.#childFields;
+    fields[f + NAME] = name;
+    fields[f + ATTRIBUTES] = attributes;
+    fields[f + KIND] = kind;
+    fields[f + PARENT] = this.open[r] as number;
+    fields[f + NUMBER_KEY] = 0;
+    fields[f + OUTCOME_KEY] = 0;
+    fields[f + ERROR_TYPE] = 0;
     this.open[r] = n;
     return n;
+  }
+
+  /** Child `i`'s name (a number of `strings`), fixed attributes (of `attributeSets`), kind, and parent (-1: the server span). */
+  childName(i: number): number {
+    return this.#childFields[i * I16_SLOT + NAME] as number;
+  }
+  childAttributes(i: number): number {
+    return this.#childFields[i * I16_SLOT + ATTRIBUTES] as number;
+  }
+  childKind(i: number): number {
+    return this.#childFields[i * I16_SLOT + KIND] as number;
+  }
+  childParent(i: number): number {
+    return this.#childFields[i * I16_SLOT + PARENT] as number;
+  }
+  /** Child `i`'s start and end, epoch milliseconds. */
+  childStart(i: number): number {
+    return this.#childNumbers[i * F64_SLOT + START] as number;
+  }
+  childEnd(i: number): number {
+    return this.#childNumbers[i * F64_SLOT + END] as number;
+  }
+  /** The number child `i` carries (`petstore.gateway.cost`), under the key (of `strings`) `childNumberKey` names; 0: none. */
+  childNumberKey(i: number): number {
+    return this.#childFields[i * I16_SLOT + NUMBER_KEY] as number;
+  }
+  childNumber(i: number): number {
+    return this.#childNumbers[i * F64_SLOT + NUMBER] as number;
+  }
+  /** A string attribute known once child `i`'s work is done (`petstore.idempotency.outcome`): its key and value, of `strings`. */
+  childOutcomeKey(i: number): number {
+    return this.#childFields[i * I16_SLOT + OUTCOME_KEY] as number;
+  }
+  childOutcome(i: number): number {
+    return this.#childFields[i * I16_SLOT + OUTCOME] as number;
+  }
+  /** The error's name (of `strings`) when child `i`'s work failed; 0 when it did not. */
+  childErrorType(i: number): number {
+    return this.#childFields[i * I16_SLOT + ERROR_TYPE] as number;
+  }
+  /** Sets the number child `i` carries, under `key` (of `strings`). */
+  setChildNumber(i: number, key: number, value: number): void {
+    this.#childFields[i * I16_SLOT + NUMBER_KEY] = key;
+    this.#childNumbers[i * F64_SLOT + NUMBER] = value;
+  }
+  /** Sets child `i`'s outcome attribute: `key` and `value`, of `strings`. */
+  setChildOutcome(i: number, key: number, value: number): void {
+    this.#childFields[i * I16_SLOT + OUTCOME_KEY] = key;
+    this.#childFields[i * I16_SLOT + OUTCOME] = value;
+  }
+  /** Marks child `i` failed, with the error's name `type` (of `strings`, not 0). */
+  setChildError(i: number, type: number): void {
+    this.#childFields[i * I16_SLOT + ERROR_TYPE] = type;
   }
 
   /**
@@ -340,10 +398,10 @@ export class TraceRing {
 
   /** Ends the child at index `i` (`r * MAX_CHILDREN + n`) at `at`: the work in it returns to its parent. */
   closeChild(i: number, at: number): void {
-    this.childEnd[i] = at;
+    this.#childNumbers[i * F64_SLOT + END] = at;
     const n = i % MAX_CHILDREN;
     const r = (i - n) / MAX_CHILDREN;
-    if (this.open[r] === n) this.open[r] = this.childParent[i] as number;
+    if (this.open[r] === n) this.open[r] = this.childParent(i);
   }
 
   /** Record `r` finished: `KEPT` for export, or free. */

@@ -343,9 +343,7 @@ export function openChild<T>(name: string, attributes: Attributes, options?: Chi
   );
   if (n < 0) return NO_CHILD;
   if (options?.number !== undefined && value !== undefined) {
-    const i = r * MAX_CHILDREN + n;
-    into.childNumberKey[i] = into.strings.id(options.number);
-    into.childNumber[i] = value;
+    into.setChildNumber(r * MAX_CHILDREN + n, into.strings.id(options.number), value);
   }
   return into.childHandle(r, n);
 }
@@ -357,8 +355,7 @@ export function closeChild<T>(child: number, result: T, outcome?: ChildOptions<T
   const i = into.heldChild(child);
   if (i < 0) return;
   if (outcome) {
-    into.childOutcomeKey[i] = into.strings.id(outcome.key);
-    into.childOutcome[i] = into.strings.id(outcome.of(result));
+    into.setChildOutcome(i, into.strings.id(outcome.key), into.strings.id(outcome.of(result)));
   }
   into.closeChild(i, now());
 }
@@ -369,7 +366,7 @@ export function failChild(child: number, err: unknown): void {
   if (child === NO_CHILD || !into) return;
   const i = into.heldChild(child);
   if (i < 0) return;
-  into.childErrorType[i] = into.strings.id(err instanceof Error ? err.name : ERROR_NAME) || 1;
+  into.setChildError(i, into.strings.id(err instanceof Error ? err.name : ERROR_NAME) || 1);
   const r = (i - (i % MAX_CHILDREN)) / MAX_CHILDREN;
   if (into.errorChild[r] === -1) {
     into.errorChild[r] = i % MAX_CHILDREN;
