@@ -281,7 +281,7 @@ export class TraceRing {
     return r;
   }
 
-  /** Writes record `r`'s ids from their hex (a caller's, or in tests); `parentSpanId` only with a remote parent. */
+  /** Writes record `r`'s ids from their hex (a caller's at the start, a new trace's once kept); `parentSpanId` only with a remote parent. */
   writeIds(r: number, traceId: string, spanId: string, parentSpanId?: string): void {
     const at = r * ID_BYTES;
     this.ids.write(traceId, at, 16, 'hex');

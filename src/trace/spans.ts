@@ -25,17 +25,9 @@ import {
   trace,
 } from '@opentelemetry/api';
 import { peerText } from '../redact.ts';
-import {
-  copyDrawn,
-  drawnLow52,
-  formatTraceParent,
-  newSpanId,
-  newTrace,
-  newTraceId,
-  parseTraceParent,
-} from './context.ts';
+import { drawnLow52, formatTraceParent, newSpanId, newTrace, newTraceId, parseTraceParent } from './context.ts';
 import { currentScope, type RequestScope, requestScope } from './request-scope.ts';
-import { ERROR_NAME, FAILED, HEAD, ID_BYTES, INTERNAL, MAX_CHILDREN, REMOTE, TAIL, type TraceRing } from './ring.ts';
+import { ERROR_NAME, FAILED, HEAD, INTERNAL, MAX_CHILDREN, REMOTE, TAIL, type TraceRing } from './ring.ts';
 
 let tracer: Tracer | undefined;
 let ring: TraceRing | undefined;
@@ -182,9 +174,8 @@ export function beginRequest<R>(
   } else head = sampled(ROOT_CONTEXT, traceId, drawnLow52(at));
   const r = into.claim(now());
   into.flags[r] = (head ? HEAD : 0) | (parent ? REMOTE : 0);
+  // A new trace's ids are written once it is kept (`finishRequest`): most are not.
   if (parent) into.writeIds(r, traceId, spanId, parent.spanId);
-  // No id was drawn since `newTrace`: its bytes are still in the pool.
-  else copyDrawn(at, into.ids, r * ID_BYTES);
   if (state !== undefined) into.traceState.writeList(r, state);
   return requestScope(requestId, traceId, spanId, head, r, into.seq[r] as number);
 }
@@ -245,7 +236,10 @@ export function finishRequest<R>(
   into.end[r] = at;
   into.status[r] = status;
   if (status >= 500) into.flags[r] = (into.flags[r] as number) | FAILED;
-  if (kept) describe(into, r, details, request);
+  if (kept) {
+    if (((into.flags[r] as number) & REMOTE) === 0) into.writeIds(r, scope.traceId as string, scope.spanId as string);
+    describe(into, r, details, request);
+  }
   into.settle(r, kept);
   scope.sampled = kept;
   return kept;
