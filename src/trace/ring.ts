@@ -272,12 +272,9 @@ export class TraceRing {
     this.route[r] = 0;
     this.children[r] = 0;
     this.open[r] = -1;
+    // The byte areas are written, or cleared, only for a record kept (src/trace/spans.ts), and
+    // the error's text is read only for the child `errorChild` names.
     this.errorChild[r] = -1;
-    this.traceState.clear(r);
-    this.url.clear(r);
-    this.consumer.clear(r);
-    this.client.clear(r);
-    this.error.clear(r);
     return r;
   }
 

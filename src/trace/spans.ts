@@ -176,7 +176,7 @@ export function beginRequest<R>(
   into.flags[r] = (head ? HEAD : 0) | (parent ? REMOTE : 0);
   // A new trace's ids are written once it is kept (`finishRequest`): most are not.
   if (parent) into.writeIds(r, traceId, spanId, parent.spanId);
-  if (state !== undefined) into.traceState.writeList(r, state);
+  if (parent) into.traceState.writeList(r, state ?? '');
   return requestScope(requestId, traceId, spanId, head, r, into.seq[r] as number);
 }
 
@@ -237,7 +237,10 @@ export function finishRequest<R>(
   into.status[r] = status;
   if (status >= 500) into.flags[r] = (into.flags[r] as number) | FAILED;
   if (kept) {
-    if (((into.flags[r] as number) & REMOTE) === 0) into.writeIds(r, scope.traceId as string, scope.spanId as string);
+    if (((into.flags[r] as number) & REMOTE) === 0) {
+      into.writeIds(r, scope.traceId as string, scope.spanId as string);
+      into.traceState.clear(r);
+    }
     describe(into, r, details, request);
   }
   into.settle(r, kept);
@@ -252,8 +255,7 @@ function describe<R>(into: TraceRing, r: number, details: SpanDetails<R>, reques
   into.route[r] = into.strings.id(details.route(request));
   into.operation[r] = into.strings.id(details.operation(request));
   into.outcome[r] = into.strings.id(details.outcome(request));
-  const consumer = details.consumer(request);
-  if (consumer !== undefined) into.consumer.write(r, consumer);
+  into.consumer.write(r, details.consumer(request) ?? '');
   into.client.write(r, details.client(request));
 }
 
