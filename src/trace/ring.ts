@@ -34,17 +34,24 @@ export const ID_BYTES = 32;
 export const CHILD_BYTES = 48;
 const F64_SLOT = CHILD_BYTES / 8;
 const I16_SLOT = CHILD_BYTES / 2;
-const START = 0;
-const END = 1;
-const NUMBER = 2;
-const NAME = 12;
-const ATTRIBUTES = 13;
-const KIND = 14;
-const PARENT = 15;
-const NUMBER_KEY = 16;
-const OUTCOME_KEY = 17;
-const OUTCOME = 18;
-const ERROR_TYPE = 19;
+/** A child's doubles (`childValue`): its start and end, epoch milliseconds, and the number it carries. */
+export const CHILD_START = 0;
+export const CHILD_END = 1;
+export const CHILD_NUMBER = 2;
+/**
+ * A child's 16-bit fields (`childField`): its name (of `strings`), fixed attributes (of
+ * `attributeSets`), kind and parent (-1: the server span); the key (of `strings`) of the number
+ * it carries (`petstore.gateway.cost`), 0 for none; a string attribute known once its work is
+ * done (`petstore.idempotency.outcome`), key and value; its error's name, 0 when it did not fail.
+ */
+export const CHILD_NAME = 12;
+export const CHILD_ATTRIBUTES = 13;
+export const CHILD_KIND = 14;
+export const CHILD_PARENT = 15;
+export const CHILD_NUMBER_KEY = 16;
+export const CHILD_OUTCOME_KEY = 17;
+export const CHILD_OUTCOME = 18;
+export const CHILD_ERROR_TYPE = 19;
 /** Strings the intern table holds at most; any further string is recorded as none. */
 export const INTERNED_MAX = 4096;
 /** The records a ring holds by default. */
@@ -309,72 +316,42 @@ export class TraceRing {
     this.children[r] = n + 1;
     const i = r * MAX_CHILDREN + n;
     const d = i * F64_SLOT;
-    this.#childNumbers[d + START] = at;
-    this.#childNumbers[d + END] = at;
+    this.#childNumbers[d + CHILD_START] = at;
+    this.#childNumbers[d + CHILD_END] = at;
     const f = i * I16_SLOT;
     const fields = this.#childFields;
-    fields[f + NAME] = name;
-    fields[f + ATTRIBUTES] = attributes;
-    fields[f + KIND] = kind;
-    fields[f + PARENT] = this.open[r] as number;
-    fields[f + NUMBER_KEY] = 0;
-    fields[f + OUTCOME_KEY] = 0;
-    fields[f + ERROR_TYPE] = 0;
+    fields[f + CHILD_NAME] = name;
+    fields[f + CHILD_ATTRIBUTES] = attributes;
+    fields[f + CHILD_KIND] = kind;
+    fields[f + CHILD_PARENT] = this.open[r] as number;
+    fields[f + CHILD_NUMBER_KEY] = 0;
+    fields[f + CHILD_OUTCOME_KEY] = 0;
+    fields[f + CHILD_ERROR_TYPE] = 0;
     this.open[r] = n;
     return n;
   }
 
-  /** Child `i`'s name (a number of `strings`), fixed attributes (of `attributeSets`), kind, and parent (-1: the server span). */
-  childName(i: number): number {
-    return this.#childFields[i * I16_SLOT + NAME] as number;
+  /** Child `i`'s double `field` (`CHILD_START`, `CHILD_END`, `CHILD_NUMBER`). */
+  childValue(i: number, field: number): number {
+    return this.#childNumbers[i * F64_SLOT + field] as number;
   }
-  childAttributes(i: number): number {
-    return this.#childFields[i * I16_SLOT + ATTRIBUTES] as number;
-  }
-  childKind(i: number): number {
-    return this.#childFields[i * I16_SLOT + KIND] as number;
-  }
-  childParent(i: number): number {
-    return this.#childFields[i * I16_SLOT + PARENT] as number;
-  }
-  /** Child `i`'s start and end, epoch milliseconds. */
-  childStart(i: number): number {
-    return this.#childNumbers[i * F64_SLOT + START] as number;
-  }
-  childEnd(i: number): number {
-    return this.#childNumbers[i * F64_SLOT + END] as number;
-  }
-  /** The number child `i` carries (`petstore.gateway.cost`), under the key (of `strings`) `childNumberKey` names; 0: none. */
-  childNumberKey(i: number): number {
-    return this.#childFields[i * I16_SLOT + NUMBER_KEY] as number;
-  }
-  childNumber(i: number): number {
-    return this.#childNumbers[i * F64_SLOT + NUMBER] as number;
-  }
-  /** A string attribute known once child `i`'s work is done (`petstore.idempotency.outcome`): its key and value, of `strings`. */
-  childOutcomeKey(i: number): number {
-    return this.#childFields[i * I16_SLOT + OUTCOME_KEY] as number;
-  }
-  childOutcome(i: number): number {
-    return this.#childFields[i * I16_SLOT + OUTCOME] as number;
-  }
-  /** The error's name (of `strings`) when child `i`'s work failed; 0 when it did not. */
-  childErrorType(i: number): number {
-    return this.#childFields[i * I16_SLOT + ERROR_TYPE] as number;
+  /** Child `i`'s 16-bit `field` (`CHILD_NAME` to `CHILD_ERROR_TYPE`). */
+  childField(i: number, field: number): number {
+    return this.#childFields[i * I16_SLOT + field] as number;
   }
   /** Sets the number child `i` carries, under `key` (of `strings`). */
   setChildNumber(i: number, key: number, value: number): void {
-    this.#childFields[i * I16_SLOT + NUMBER_KEY] = key;
-    this.#childNumbers[i * F64_SLOT + NUMBER] = value;
+    this.#childFields[i * I16_SLOT + CHILD_NUMBER_KEY] = key;
+    this.#childNumbers[i * F64_SLOT + CHILD_NUMBER] = value;
   }
   /** Sets child `i`'s outcome attribute: `key` and `value`, of `strings`. */
   setChildOutcome(i: number, key: number, value: number): void {
-    this.#childFields[i * I16_SLOT + OUTCOME_KEY] = key;
-    this.#childFields[i * I16_SLOT + OUTCOME] = value;
+    this.#childFields[i * I16_SLOT + CHILD_OUTCOME_KEY] = key;
+    this.#childFields[i * I16_SLOT + CHILD_OUTCOME] = value;
   }
   /** Marks child `i` failed, with the error's name `type` (of `strings`, not 0). */
   setChildError(i: number, type: number): void {
-    this.#childFields[i * I16_SLOT + ERROR_TYPE] = type;
+    this.#childFields[i * I16_SLOT + CHILD_ERROR_TYPE] = type;
   }
 
   /**
@@ -395,10 +372,10 @@ export class TraceRing {
 
   /** Ends the child at index `i` (`r * MAX_CHILDREN + n`) at `at`: the work in it returns to its parent. */
   closeChild(i: number, at: number): void {
-    this.#childNumbers[i * F64_SLOT + END] = at;
+    this.#childNumbers[i * F64_SLOT + CHILD_END] = at;
     const n = i % MAX_CHILDREN;
     const r = (i - n) / MAX_CHILDREN;
-    if (this.open[r] === n) this.open[r] = this.childParent(i);
+    if (this.open[r] === n) this.open[r] = this.childField(i, CHILD_PARENT);
   }
 
   /** Record `r` finished: `KEPT` for export, or free. */

@@ -3,7 +3,7 @@ import { SpanKind } from '@opentelemetry/api';
 import { decodeExport, type ExportedSpan, KIND, STATUS } from '../../test/otlp-receiver.ts';
 import { RecordEncoder } from './otlp.ts';
 import { inScope, type RequestScope } from './request-scope.ts';
-import { MAX_CHILDREN, TraceRing } from './ring.ts';
+import { CHILD_END, MAX_CHILDREN, TraceRing } from './ring.ts';
 import {
   beginRequest,
   childSpan,
@@ -212,7 +212,7 @@ describe('every request recorded alike; kept by the head or the tail', () => {
     const child = await inScope(late, async () => openChild('gateway decide', {}));
     expect(child).not.toBe(NO_CHILD);
     const others = [beginRequest('a', undefined, start, GET), beginRequest('b', undefined, start, GET)];
-    const ends = () => Array.from({ length: ring.size * MAX_CHILDREN }, (_, i) => ring.childEnd(i));
+    const ends = () => Array.from({ length: ring.size * MAX_CHILDREN }, (_, i) => ring.childValue(i, CHILD_END));
     const before = ends();
     closeChild(child, 'admitted', outcome);
     expect(ends()).toEqual(before);
