@@ -78,19 +78,11 @@ export const newSpanId = (): string => randomHex(8);
 
 /**
  * A fresh trace id and span id from one draw of 24 bytes: a new trace's first span. `at` is
- * where the draw's bytes are in the pool, for `copyDrawn` before any other id is drawn.
+ * where the draw's bytes are in the pool, for `drawnLow52` before any other id is drawn.
  */
 export function newTrace(): { readonly traceId: string; readonly spanId: string; readonly at: number } {
   const at = reserve(48);
   return { traceId: hexPool.slice(at, at + 32), spanId: hexPool.slice(at + 32, at + 48), at: at / 2 };
-}
-
-/**
- * Copies the 24 bytes of the trace id and span id `newTrace` drew at `at` into `target` at
- * `offset`; only before the next id is drawn (a draw may refill the pool).
- */
-export function copyDrawn(at: number, target: Uint8Array, offset: number): void {
-  for (let i = 0; i < 24; i++) target[offset + i] = pool[at + i] as number;
 }
 
 /**

@@ -24,10 +24,9 @@ function record(ring: TraceRing, url: string): number {
   ring.writeIds(r, TRACE, SPAN, PARENT);
   ring.traceState.writeList(r, 'vendor=abc,other=d');
   const decide = ring.openChild(r, ring.strings.id('gateway decide'), 0, 0, 1_764_300_000_124);
-  ring.childNumberKey[r * 8 + decide] = ring.strings.id('petstore.gateway.cost');
-  ring.childNumber[r * 8 + decide] = 2;
+  ring.setChildNumber(r * MAX_CHILDREN + decide, ring.strings.id('petstore.gateway.cost'), 2);
   const redis = ring.openChild(r, ring.strings.id('EVALSHA'), ring.attributeSets.id(MIXED), CLIENT, 1_764_300_000_125);
-  ring.childErrorType[r * 8 + redis] = ring.strings.id('TimeoutError');
+  ring.setChildError(r * MAX_CHILDREN + redis, ring.strings.id('TimeoutError'));
   ring.errorChild[r] = redis;
   ring.error.write(r, 'Redis took longer than 50 ms');
   ring.closeChild(r * MAX_CHILDREN + redis, 1_764_300_000_175.5);

@@ -12,6 +12,17 @@ import type { Attributes, AttributeValue } from '@opentelemetry/api';
 import { redactTokens } from '../redact.ts';
 import {
   type ByteField,
+  CHILD_ATTRIBUTES,
+  CHILD_END,
+  CHILD_ERROR_TYPE,
+  CHILD_KIND,
+  CHILD_NAME,
+  CHILD_NUMBER,
+  CHILD_NUMBER_KEY,
+  CHILD_OUTCOME,
+  CHILD_OUTCOME_KEY,
+  CHILD_PARENT,
+  CHILD_START,
   FAILED,
   HEAD,
   ID_BYTES,
@@ -365,24 +376,24 @@ export class RecordEncoder {
     const span = w.open(2);
     w.bytes(1, ring.ids, at, at + 16);
     w.bytes(2, this.#random, drawn + k * 8, drawn + k * 8 + 8);
-    const parent = ring.childParent[i] as number;
+    const parent = ring.childField(i, CHILD_PARENT);
     if (parent < 0) w.bytes(4, ring.ids, at + 16, at + 24);
     else w.bytes(4, this.#random, drawn + parent * 8, drawn + parent * 8 + 8);
-    w.bytes(5, this.#string(ring.childName[i] as number) ?? CALL);
+    w.bytes(5, this.#string(ring.childField(i, CHILD_NAME)) ?? CALL);
     w.tag(6, VARINT);
-    w.varint((ring.childKind[i] as number) + 1);
-    w.time(7, ring.childStart[i] as number);
-    w.time(8, ring.childEnd[i] as number);
-    const set = this.#set(ring.childAttributes[i] as number);
+    w.varint(ring.childField(i, CHILD_KIND) + 1);
+    w.time(7, ring.childValue(i, CHILD_START));
+    w.time(8, ring.childValue(i, CHILD_END));
+    const set = this.#set(ring.childField(i, CHILD_ATTRIBUTES));
     if (set !== undefined) w.raw(set);
-    const numberKey = this.#string(ring.childNumberKey[i] as number);
-    if (numberKey !== undefined) keyValue(w, 9, numberKey, ring.childNumber[i] as number);
-    const outcomeKey = this.#string(ring.childOutcomeKey[i] as number);
+    const numberKey = this.#string(ring.childField(i, CHILD_NUMBER_KEY));
+    if (numberKey !== undefined) keyValue(w, 9, numberKey, ring.childValue(i, CHILD_NUMBER));
+    const outcomeKey = this.#string(ring.childField(i, CHILD_OUTCOME_KEY));
     if (outcomeKey !== undefined) {
-      const value = this.#string(ring.childOutcome[i] as number);
+      const value = this.#string(ring.childField(i, CHILD_OUTCOME));
       if (value !== undefined) this.#keyBytes(outcomeKey, value);
     }
-    const errorType = this.#string(ring.childErrorType[i] as number);
+    const errorType = this.#string(ring.childField(i, CHILD_ERROR_TYPE));
     if (errorType !== undefined) this.#keyBytes(ERROR_TYPE, errorType);
     const status = w.open(15);
     if (errorType !== undefined) {

@@ -3,7 +3,7 @@ import { SpanKind } from '@opentelemetry/api';
 import { decodeExport, type ExportedSpan, KIND, STATUS } from '../../test/otlp-receiver.ts';
 import { RecordEncoder } from './otlp.ts';
 import { inScope, type RequestScope } from './request-scope.ts';
-import { TraceRing } from './ring.ts';
+import { CHILD_END, MAX_CHILDREN, TraceRing } from './ring.ts';
 import {
   beginRequest,
   childSpan,
@@ -212,9 +212,10 @@ describe('every request recorded alike; kept by the head or the tail', () => {
     const child = await inScope(late, async () => openChild('gateway decide', {}));
     expect(child).not.toBe(NO_CHILD);
     const others = [beginRequest('a', undefined, start, GET), beginRequest('b', undefined, start, GET)];
-    const index = ring.childEnd.slice();
+    const ends = () => Array.from({ length: ring.size * MAX_CHILDREN }, (_, i) => ring.childValue(i, CHILD_END));
+    const before = ends();
     closeChild(child, 'admitted', outcome);
-    expect(ring.childEnd).toEqual(index);
+    expect(ends()).toEqual(before);
     for (const other of others) finish(other, 200);
     expect(exported(ring).map((s) => s.name)).toEqual(['GET /v1/pets', 'GET /v1/pets']);
   });

@@ -25,17 +25,9 @@ import {
   trace,
 } from '@opentelemetry/api';
 import { peerText } from '../redact.ts';
-import {
-  copyDrawn,
-  drawnLow52,
-  formatTraceParent,
-  newSpanId,
-  newTrace,
-  newTraceId,
-  parseTraceParent,
-} from './context.ts';
+import { drawnLow52, formatTraceParent, newSpanId, newTrace, newTraceId, parseTraceParent } from './context.ts';
 import { currentScope, type RequestScope, requestScope } from './request-scope.ts';
-import { ERROR_NAME, FAILED, HEAD, ID_BYTES, INTERNAL, MAX_CHILDREN, REMOTE, TAIL, type TraceRing } from './ring.ts';
+import { ERROR_NAME, FAILED, HEAD, INTERNAL, MAX_CHILDREN, REMOTE, TAIL, type TraceRing } from './ring.ts';
 
 let tracer: Tracer | undefined;
 let ring: TraceRing | undefined;
@@ -182,10 +174,9 @@ export function beginRequest<R>(
   } else head = sampled(ROOT_CONTEXT, traceId, drawnLow52(at));
   const r = into.claim(now());
   into.flags[r] = (head ? HEAD : 0) | (parent ? REMOTE : 0);
+  // A new trace's ids are written once it is kept (`finishRequest`): most are not.
   if (parent) into.writeIds(r, traceId, spanId, parent.spanId);
-  // No id was drawn since `newTrace`: its bytes are still in the pool.
-  else copyDrawn(at, into.ids, r * ID_BYTES);
-  if (state !== undefined) into.traceState.writeList(r, state);
+  if (parent) into.traceState.writeList(r, state ?? '');
   return requestScope(requestId, traceId, spanId, head, r, into.seq[r] as number);
 }
 
@@ -245,7 +236,13 @@ export function finishRequest<R>(
   into.end[r] = at;
   into.status[r] = status;
   if (status >= 500) into.flags[r] = (into.flags[r] as number) | FAILED;
-  if (kept) describe(into, r, details, request);
+  if (kept) {
+    if (((into.flags[r] as number) & REMOTE) === 0) {
+      into.writeIds(r, scope.traceId as string, scope.spanId as string);
+      into.traceState.clear(r);
+    }
+    describe(into, r, details, request);
+  }
   into.settle(r, kept);
   scope.sampled = kept;
   return kept;
@@ -258,8 +255,7 @@ function describe<R>(into: TraceRing, r: number, details: SpanDetails<R>, reques
   into.route[r] = into.strings.id(details.route(request));
   into.operation[r] = into.strings.id(details.operation(request));
   into.outcome[r] = into.strings.id(details.outcome(request));
-  const consumer = details.consumer(request);
-  if (consumer !== undefined) into.consumer.write(r, consumer);
+  into.consumer.write(r, details.consumer(request) ?? '');
   into.client.write(r, details.client(request));
 }
 
@@ -343,9 +339,7 @@ export function openChild<T>(name: string, attributes: Attributes, options?: Chi
   );
   if (n < 0) return NO_CHILD;
   if (options?.number !== undefined && value !== undefined) {
-    const i = r * MAX_CHILDREN + n;
-    into.childNumberKey[i] = into.strings.id(options.number);
-    into.childNumber[i] = value;
+    into.setChildNumber(r * MAX_CHILDREN + n, into.strings.id(options.number), value);
   }
   return into.childHandle(r, n);
 }
@@ -357,8 +351,7 @@ export function closeChild<T>(child: number, result: T, outcome?: ChildOptions<T
   const i = into.heldChild(child);
   if (i < 0) return;
   if (outcome) {
-    into.childOutcomeKey[i] = into.strings.id(outcome.key);
-    into.childOutcome[i] = into.strings.id(outcome.of(result));
+    into.setChildOutcome(i, into.strings.id(outcome.key), into.strings.id(outcome.of(result)));
   }
   into.closeChild(i, now());
 }
@@ -369,7 +362,7 @@ export function failChild(child: number, err: unknown): void {
   if (child === NO_CHILD || !into) return;
   const i = into.heldChild(child);
   if (i < 0) return;
-  into.childErrorType[i] = into.strings.id(err instanceof Error ? err.name : ERROR_NAME) || 1;
+  into.setChildError(i, into.strings.id(err instanceof Error ? err.name : ERROR_NAME) || 1);
   const r = (i - (i % MAX_CHILDREN)) / MAX_CHILDREN;
   if (into.errorChild[r] === -1) {
     into.errorChild[r] = i % MAX_CHILDREN;
