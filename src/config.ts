@@ -366,7 +366,7 @@ export const OPTIONS = {
     flag: '--otel-ring-records',
     env: 'PETSTORE_OTEL_RING_RECORDS',
     arg: 'N',
-    help: 'requests the trace ring holds (about 1 KiB each) while they are served and until the export reads the kept ones; a kept one overwritten first is counted in petstore_trace_spans_dropped_total{reason="ring_overwritten"}',
+    help: 'requests the trace ring holds (about 1.5 KiB each) while they are served and until the export reads the kept ones; a kept one overwritten first is counted in petstore_trace_spans_dropped_total{reason="ring_overwritten"}',
     fallback: 4096,
     parse: int(8, 1_048_576),
   },
