@@ -10,11 +10,13 @@ interface SharedChangeCount {
 }
 
 /**
- * The store of one worker among several, its `changeCount()` moved by every worker's writes: each
- * write call (`STORE_CALLS` with `write`), done or failed, adds one to a counter in memory the
- * workers share before its caller hears of it, and `changeCount()` is the store's own count
- * paired with that counter. So a write acknowledged by any worker changes every worker's
- * count, and no answer kept from before it is served after it.
+ * The store of one worker among several, its `changeCount()` moved by every worker's writes:
+ * each write call (`STORE_CALLS` with `write`) that moved its own store's count, or that failed
+ * (it may have written), adds one to a counter in memory the workers share before its caller
+ * hears of it, and `changeCount()` is the store's own count paired with that counter. So a write
+ * acknowledged by any worker changes every worker's count, and no answer kept from before it is
+ * served after it; a write call that changed nothing (an order read with no hold run out, an
+ * order refused) leaves every worker's memo in place.
  *
  * @example
  * const store = sharedChangeCount(await openStore(data, log), new Int32Array(sab), 0)
@@ -23,7 +25,21 @@ export function sharedChangeCount(store: DataStore | WrappedStore, counter: Int3
   const moved = () => {
     Atomics.add(counter, index, 1);
   };
-  const write: CallWrap = (run, { write }) => (write ? run().finally(moved) : run());
+  const write: CallWrap = (run, { write }) => {
+    if (!write) return run();
+    const before = store.changeCount();
+    return run().then(
+      (result) => {
+        // The store counts its own writes before they resolve; an unknown count may hide one.
+        if (before === undefined || store.changeCount() !== before) moved();
+        return result;
+      },
+      (err: unknown) => {
+        moved();
+        throw err;
+      },
+    );
+  };
   let seen = Number.NaN;
   let inner: unknown;
   let current: SharedChangeCount | undefined;
