@@ -19,11 +19,11 @@ const ping = {
   weakEtag: false,
   handler: async () => ({ status: 200, body: '{}', type: 'application/json' }),
 } as const;
-const unkept = defineOperation({ ...ping, memo: false });
-const kept = defineOperation({ ...ping, memo: true });
+const unmemoised = defineOperation({ ...ping, memo: false });
+const memoised = defineOperation({ ...ping, memo: true });
 /** An API pipeline's options, without the store's change count. */
 const api = { ...base, gateway: refuseAll, deps: {}, allowedMethods: () => undefined };
-/** A store whose count never moves: enough for a pipeline to take kept operations. */
+/** A store whose count never moves: enough for a pipeline to take memoised operations. */
 const store = { startDueExpiry: () => undefined, changeCount: () => 1, unchanged: () => true };
 
 describe('what each pipeline needs is checked by the compiler', () => {
@@ -37,13 +37,13 @@ describe('what each pipeline needs is checked by the compiler', () => {
     expect(res.status).toBe(404);
   });
 
-  test("an API pipeline without the store's change count takes only operations that are never kept", async () => {
+  test("an API pipeline without the store's change count takes only operations that are never memoised", async () => {
     const steps = apiPipeline(api);
-    expect(typeof steps.operation(unkept)).toBe('function');
-    // @ts-expect-error: a kept operation needs the store's change count.
-    steps.operation(kept);
+    expect(typeof steps.operation(unmemoised)).toBe('function');
+    // @ts-expect-error: a memoised operation needs the store's change count.
+    steps.operation(memoised);
     const withCount = apiPipeline({ ...api, changes: store });
-    expect(typeof withCount.operation(kept)).toBe('function');
+    expect(typeof withCount.operation(memoised)).toBe('function');
     // @ts-expect-error: the gateway is not optional.
     apiPipeline({ ...base, deps: {}, allowedMethods: () => undefined });
     // Under the API prefix, a path no operation serves meets the gateway first: 401 before 404.
@@ -53,23 +53,23 @@ describe('what each pipeline needs is checked by the compiler', () => {
   });
 });
 
-describe('a kept operation is refused when its route is added', () => {
+describe('a memoised operation is refused when its route is added', () => {
   const steps = apiPipeline({ ...api, changes: store });
 
-  test('one that reads request headers or a body: its answer is kept by the path and query alone', () => {
+  test('one that reads request headers or a body: its answer is memoised by the path and query alone', () => {
     const headers = defineOperation({ ...ping, memo: true, headers: v.object({ 'x-tone': v.string() }) });
     expect(() => steps.operation(headers)).toThrow(
-      new TypeError('pipeline: ping reads headers or a body and cannot be kept by its path and query'),
+      new TypeError('pipeline: ping reads headers or a body and cannot be memoised by its path and query'),
     );
     const body = defineOperation({ ...ping, method: 'POST', memo: true, body: v.object({ name: v.string() }) });
     expect(() => steps.operation(body)).toThrow(
-      new TypeError('pipeline: ping reads headers or a body and cannot be kept by its path and query'),
+      new TypeError('pipeline: ping reads headers or a body and cannot be memoised by its path and query'),
     );
     expect(typeof steps.operation(defineOperation({ ...ping, memo: false, body: v.object({}) }))).toBe('function');
   });
 
   test("one that reads the quota: its answer is the caller's own", () => {
     const quota = defineOperation({ ...ping, memo: true, readsQuota: true });
-    expect(() => steps.operation(quota)).toThrow(new TypeError('pipeline: ping reads the quota and cannot be kept'));
+    expect(() => steps.operation(quota)).toThrow(new TypeError('pipeline: ping reads the quota and cannot be memoised'));
   });
 });

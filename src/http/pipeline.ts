@@ -1,7 +1,7 @@
 // A request's way from Hono's route to its answer, in eight numbered steps (the comment below,
 // and ARCHITECTURE.md's walk): every API route's handler is made here from the operations table.
 import type { Context, ErrorHandler } from 'hono';
-import type { Deprecation, KeyHolder, Operation, UnkeptOperation } from '../api/operation-types.ts';
+import type { Deprecation, KeyHolder, Operation, UnmemoisedOperation } from '../api/operation-types.ts';
 import { isApiPath } from '../api/operations.ts';
 import { inputReader } from '../api/validate.ts';
 import type { AppEnv } from '../app-env.ts';
@@ -67,9 +67,9 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
   allowedMethods: (path: string) => readonly string[] | undefined;
   /**
    * The store's change count and what changed since (`DataStore.changeCount`, `unchanged`), and
-   * its due expiry (`startDueExpiry`, awaited before a kept answer is looked up): an operation
-   * whose answers are kept (`memo`) is served from the memo while nothing its answer read has
-   * changed. Without it, only operations that are never kept can be added.
+   * its due expiry (`startDueExpiry`, awaited before the memo is asked): an operation
+   * that is memoised (`memo`) is served from the memo while nothing its answer read has
+   * changed. Without it, only operations that are never memoised can be added.
    */
   changes?: StoreChanges;
 }
@@ -88,8 +88,8 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
  *    limiter, writes the rate-limit headers and checks the key's scope. A refusal is answered at
  *    once. An operation that reads the quota gets it from the limiter's decision, with its input.
  * 4. A deprecated operation's headers (`Deprecation`, `Sunset`, successor `Link`).
- * 5. The body's limits (413; a body sent with GET is held to the same rules), then the answer
- *    kept for this path and query, if there is one.
+ * 5. The body's limits (413; a body sent with GET is held to the same rules), then the memoised answer
+ *    for this path and query, if there is one.
  * 6. The input, validated by the table's schemas (400, 415).
  * 7. The handler. Its reply is tagged with an ETag when the table says so.
  * 8. The one answer path (src/http/answer.ts): 304, compression, HEAD.
@@ -115,7 +115,7 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
  *       └ gated (2 CORS, 3 gateway(…, admitted))
  *         └ admitted: the deprecation headers (4)
  *           └ bodyChecked (5)
- *             └ answerOperation (5 kept answer, 6 input, 7 handler) → answer (8)
+ *             └ answerOperation (5 memoised answer, 6 input, 7 handler) → answer (8)
  *
  * `pipeline` makes the steps of an app without operations (the metrics port); `apiPipeline` adds
  * `operation` and the gateway, and its types ask for what serving a table needs.
@@ -136,7 +136,7 @@ export function pipeline(options: PipelineOptions) {
 export function apiPipeline<D extends object>(
   options: ApiPipelineOptions<D> & { changes: StoreChanges },
 ): ApiSteps<Operation<D>>;
-export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): ApiSteps<UnkeptOperation<D>>;
+export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): ApiSteps<UnmemoisedOperation<D>>;
 export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): ApiSteps<Operation<D>> {
   const { gateway, deps, allowedMethods, changes } = options;
   const memo = changes && new AnswerMemo(changes);
@@ -175,7 +175,7 @@ interface PipelineParts {
   readonly requestMetrics: ReturnType<typeof requestCounter> | undefined;
   readonly cors: ReturnType<typeof corsStep> | undefined;
   readonly limit: ReturnType<typeof limitBody>;
-  /** Counts a kept operation's request as a memo hit or miss (`--metrics`). */
+  /** Counts a memoised operation's request as a memo hit or miss (`--metrics`). */
   readonly memoCount: ((op: number, hit: boolean) => void) | undefined;
   /** How `toApiError` logs an unhandled error, and a store that is unavailable. */
   readonly report: (err: unknown, c: Context<AppEnv>) => void;
@@ -188,7 +188,7 @@ interface ApiParts<D> extends PipelineParts {
   readonly deps: D;
   readonly allowedMethods: (path: string) => readonly string[] | undefined;
   readonly changes: StoreChanges | undefined;
-  /** The kept answers, when the table has a store to keep them by. */
+  /** The memoised answers, when the table has a store to check them against. */
   readonly memo: AnswerMemo | undefined;
 }
 
@@ -323,7 +323,7 @@ async function bodyChecked(
 /**
  * An API operation's route: steps 1 to 8, with what the operation needs made once. Each step
  * calls the next: `exchange` (1) → `gated` (2, 3) → the deprecation headers (4) → `bodyChecked`
- * (5) → `answerOperation` (5's kept answer, 6, 7) → `answer` (8).
+ * (5) → `answerOperation` (5's memoised answer, 6, 7) → `answer` (8).
  */
 function operationHandler<D>(parts: ApiParts<D>, op: Operation<D>): Served {
   const route = routeOf(parts, op);
@@ -350,17 +350,17 @@ interface OperationRoute<D> {
 }
 
 function routeOf<D>({ deps }: ApiParts<D>, op: Operation<D>): OperationRoute<D> {
-  // A quota reader's answer is the caller's own: never kept for another.
-  if (op.memo && op.readsQuota) throw new TypeError(`pipeline: ${op.id} reads the quota and cannot be kept`);
-  // A kept answer is found by its path and query alone, so its input must come from nothing else.
+  // A quota reader's answer is the caller's own: never memoised for another.
+  if (op.memo && op.readsQuota) throw new TypeError(`pipeline: ${op.id} reads the quota and cannot be memoised`);
+  // A memoised answer is found by its path and query alone, so its input must come from nothing else.
   if (op.memo && (op.headers || op.body)) {
-    throw new TypeError(`pipeline: ${op.id} reads headers or a body and cannot be kept by its path and query`);
+    throw new TypeError(`pipeline: ${op.id} reads headers or a body and cannot be memoised by its path and query`);
   }
   const deprecated = op.deprecated ? deprecationHeaders(op.deprecated) : undefined;
   return { op, deps, deprecated, readInput: inputReader(op), metricsIndex: operationIndex(op.id) };
 }
 
-/** Steps 5 (the kept answer), 6 and 7: a kept answer is used while nothing it read has changed. */
+/** Steps 5 (the memoised answer), 6 and 7: a memoised answer is used while nothing it read has changed. */
 async function answerOperation<D>(
   { changes, memo, memoCount }: ApiParts<D>,
   { op, deps, readInput, metricsIndex }: OperationRoute<D>,
@@ -369,7 +369,7 @@ async function answerOperation<D>(
   caller: ConsumerCaller,
 ): Promise<Response> {
   // The path and query as sent: the same text always validates to the same input (`routeOf`
-  // refuses a kept operation that reads headers or a body).
+  // refuses a memoised operation that reads headers or a body).
   const memoKey = op.memo && memo ? pathAndQuery(c.req.url) : undefined;
   let changeCount: ChangeCount;
   if (memoKey !== undefined && changes) {
@@ -379,10 +379,10 @@ async function answerOperation<D>(
     if (expiring) await expiring;
     changeCount = changes.changeCount();
   }
-  const kept = memoKey === undefined ? undefined : memo?.get(memoKey, changeCount);
-  if (kept) {
+  const memoised = memoKey === undefined ? undefined : memo?.get(memoKey, changeCount);
+  if (memoised) {
     memoCount?.(metricsIndex, true);
-    return answer(c, kept);
+    return answer(c, memoised);
   }
   // A quota reader's input is the decision that admitted it.
   const quota = op.readsQuota ? quotaStatus(caller.consumer, decision) : undefined;
