@@ -124,7 +124,7 @@ export function createApp({
     clock,
     ...(notify ? { notify } : {}),
   });
-  const steps = apiPipeline({
+  const handlers = apiPipeline({
     log,
     clock,
     clientAddress,
@@ -151,10 +151,10 @@ export function createApp({
   });
   // One route per operation and ops route, so a request matches one handler; the rest (404, and
   // 405 for a known API path asked with another method) is `notFound`'s.
-  for (const route of ops) app.get(route.path, steps.opsRoute(route));
-  for (const op of byRouteOrder(operations)) app.on(op.method, API_PREFIX + op.path, steps.operation(op));
-  app.notFound(steps.notFound);
-  app.onError(steps.onError);
+  for (const route of ops) app.get(route.path, handlers.opsRoute(route));
+  for (const op of byRouteOrder(operations)) app.on(op.method, API_PREFIX + op.path, handlers.operation(op));
+  app.notFound(handlers.notFound);
+  app.onError(handlers.onError);
   return app;
 }
 
@@ -217,7 +217,7 @@ export function adminApp({
   consumerDeleted,
 }: AdminAppOptions) {
   const pass = gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, clock, admin: true });
-  const steps = apiPipeline<AdminDeps>({
+  const handlers = apiPipeline<AdminDeps>({
     log,
     clock,
     clientAddress,
@@ -225,15 +225,15 @@ export function adminApp({
     deps: { keys: admin, clock, ...(consumerDeleted ? { consumerDeleted } : {}) },
     maxBodyBytes: MAX_BODY_BYTES,
     allowedMethods: allowedMethods(ADMIN_PREFIX, ADMIN_OPERATIONS),
-    gatedPath: isAdminPath,
+    isGatewayPath: isAdminPath,
     // Every answer of the admin port is counted under one operation of its own, `admin`.
     ...(metrics ? { metrics, countAs: ADMIN_OPERATION_LABEL } : {}),
     holdsValidKey: callerHoldsValidKey(keys, clock),
   });
   const app = new Hono<AppEnv>();
-  for (const op of byRouteOrder(ADMIN_OPERATIONS)) app.on(op.method, ADMIN_PREFIX + op.path, steps.operation(op));
-  app.notFound(steps.notFound);
-  app.onError(steps.onError);
+  for (const op of byRouteOrder(ADMIN_OPERATIONS)) app.on(op.method, ADMIN_PREFIX + op.path, handlers.operation(op));
+  app.notFound(handlers.notFound);
+  app.onError(handlers.onError);
   return app;
 }
 
@@ -256,7 +256,7 @@ function isAdminPath(path: string): boolean {
  * adapter.serve({ fetch: metricsApp(metrics).fetch, port: 9090, hostname: '127.0.0.1' })
  */
 export function metricsApp(metrics: Metrics, log: Logger = silentLogger) {
-  const steps = pipeline({
+  const handlers = pipeline({
     log,
     clock: systemClock,
     clientAddress: () => 'unknown',
@@ -264,8 +264,8 @@ export function metricsApp(metrics: Metrics, log: Logger = silentLogger) {
   });
   const app = new Hono<AppEnv>();
   const route = metricsRoute(metrics);
-  app.get(route.path, steps.opsRoute(route));
-  app.notFound(steps.notFound);
-  app.onError(steps.onError);
+  app.get(route.path, handlers.opsRoute(route));
+  app.notFound(handlers.notFound);
+  app.onError(handlers.onError);
   return app;
 }

@@ -82,15 +82,15 @@ export function testApp({
  * path, for their unit tests.
  */
 export function routesApp(routes: readonly OpsRoute[]) {
-  const steps = pipeline({
+  const handlers = pipeline({
     log: silentLogger,
     clock: systemClock,
     clientAddress: () => '192.0.2.1',
     maxBodyBytes: 1024,
   });
   const app = new Hono<AppEnv>();
-  for (const route of routes) app.get(route.path, steps.opsRoute(route));
-  app.notFound(steps.notFound);
-  app.onError(steps.onError);
+  for (const route of routes) app.get(route.path, handlers.opsRoute(route));
+  app.notFound(handlers.notFound);
+  app.onError(handlers.onError);
   return app;
 }

@@ -133,7 +133,8 @@ export class AnswerMemo {
   /** Memoises `reply` for `target` when read at a known `count` and asked before; returns it. */
   set(target: string, count: ChangeCount, reply: Reply): Reply {
     if (count === undefined) return reply;
-    if (this.#entries.has(target) || this.#seen.delete(target)) this.#entries.set(target, { since: count, reads: reply.reads, reply });
+    if (this.#entries.has(target) || this.#seen.delete(target))
+      this.#entries.set(target, { since: count, reads: reply.reads, reply });
     else this.#seen.set(target, true);
     return reply;
   }

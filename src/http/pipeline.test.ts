@@ -28,48 +28,50 @@ const store = { startDueExpiry: () => undefined, changeCount: () => 1, unchanged
 
 describe('what each pipeline needs is checked by the compiler', () => {
   test('an app without a table has no operation step, and its notFound never asks for a key', async () => {
-    const steps = pipeline(base);
+    const handlers = pipeline(base);
     // @ts-expect-error: a pipeline without the gateway and deps cannot serve an operation.
-    expect(steps.operation).toBeUndefined();
+    expect(handlers.operation).toBeUndefined();
     const app = new Hono<AppEnv>();
-    app.notFound(steps.notFound);
+    app.notFound(handlers.notFound);
     const res = await app.request('/v1/pets');
     expect(res.status).toBe(404);
   });
 
   test("an API pipeline without the store's change count takes only operations that are never memoised", async () => {
-    const steps = apiPipeline(api);
-    expect(typeof steps.operation(unmemoised)).toBe('function');
+    const handlers = apiPipeline(api);
+    expect(typeof handlers.operation(unmemoised)).toBe('function');
     // @ts-expect-error: a memoised operation needs the store's change count.
-    steps.operation(memoised);
+    handlers.operation(memoised);
     const withCount = apiPipeline({ ...api, changes: store });
     expect(typeof withCount.operation(memoised)).toBe('function');
     // @ts-expect-error: the gateway is not optional.
     apiPipeline({ ...base, deps: {}, allowedMethods: () => undefined });
     // Under the API prefix, a path no operation serves meets the gateway first: 401 before 404.
     const app = new Hono<AppEnv>();
-    app.notFound(steps.notFound);
+    app.notFound(handlers.notFound);
     expect((await app.request('/v1/nothing')).status).toBe(401);
   });
 });
 
 describe('a memoised operation is refused when its route is added', () => {
-  const steps = apiPipeline({ ...api, changes: store });
+  const handlers = apiPipeline({ ...api, changes: store });
 
   test('one that reads request headers or a body: its answer is memoised by the path and query alone', () => {
     const headers = defineOperation({ ...ping, memo: true, headers: v.object({ 'x-tone': v.string() }) });
-    expect(() => steps.operation(headers)).toThrow(
+    expect(() => handlers.operation(headers)).toThrow(
       new TypeError('pipeline: ping reads headers or a body and cannot be memoised by its path and query'),
     );
     const body = defineOperation({ ...ping, method: 'POST', memo: true, body: v.object({ name: v.string() }) });
-    expect(() => steps.operation(body)).toThrow(
+    expect(() => handlers.operation(body)).toThrow(
       new TypeError('pipeline: ping reads headers or a body and cannot be memoised by its path and query'),
     );
-    expect(typeof steps.operation(defineOperation({ ...ping, memo: false, body: v.object({}) }))).toBe('function');
+    expect(typeof handlers.operation(defineOperation({ ...ping, memo: false, body: v.object({}) }))).toBe('function');
   });
 
   test("one that reads the quota: its answer is the caller's own", () => {
     const quota = defineOperation({ ...ping, memo: true, readsQuota: true });
-    expect(() => steps.operation(quota)).toThrow(new TypeError('pipeline: ping reads the quota and cannot be memoised'));
+    expect(() => handlers.operation(quota)).toThrow(
+      new TypeError('pipeline: ping reads the quota and cannot be memoised'),
+    );
   });
 });
