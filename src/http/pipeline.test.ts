@@ -1,6 +1,8 @@
 import { describe, expect, test } from 'bun:test';
+import { readFileSync } from 'node:fs';
 import { Hono } from 'hono';
 import * as v from 'valibot';
+import { testApp } from '../../test/testing.ts';
 import { defineOperation } from '../api/operation-types.ts';
 import type { AppEnv } from '../app-env.ts';
 import { ApiError } from '../core/api-error.ts';
@@ -73,5 +75,58 @@ describe('a memoised operation is refused when its route is added', () => {
     expect(() => handlers.operation(quota)).toThrow(
       new TypeError('pipeline: ping reads the quota and cannot be memoised'),
     );
+  });
+});
+
+/** The step names the comment over `operationHandler` lists, in order. */
+function listedSteps(): string[] {
+  const text = readFileSync(new URL('./pipeline.ts', import.meta.url), 'utf8');
+  const end = text.indexOf('function operationHandler<');
+  const comment = text.slice(text.lastIndexOf('/**', end), end);
+  return [...comment.matchAll(/^ \* \d+\. `(\w+)`/gm)].map((m) => m[1] ?? '');
+}
+
+describe("a request's checks answer in the order operationHandler's comment lists its steps", () => {
+  test('each refusal comes before those of the steps listed after it', async () => {
+    const origin = 'https://app.example';
+    const { app, auth } = testApp({ corsOrigins: [origin] });
+    const json = { 'Content-Type': 'application/json' };
+    const tooLarge = JSON.stringify({ name: 'x'.repeat(70 * 1024) });
+    const preflight = { Origin: origin, 'Access-Control-Request-Method': 'POST' };
+    const post = (path: string, headers: Record<string, string>, body: string) =>
+      app.request(path, { method: 'POST', headers: { ...json, ...headers }, body });
+    // Each request fails every check from its step on; it gets the first one's answer.
+    const answered: [string, number][] = [
+      ['exchange', (await post(`/v1/pets?q=${'x'.repeat(9000)}`, {}, tooLarge)).status],
+      ['cors', (await app.request('/v1/pets', { method: 'OPTIONS', headers: preflight })).status],
+      ['passGateway', (await post('/v1/pets', {}, tooLarge)).status],
+      ['checkBody', (await post('/v1/pets', auth(), tooLarge)).status],
+      ['runHandler', (await post('/v1/pets', auth(), '{"name":7}')).status],
+    ];
+    expect(answered).toEqual([
+      ['exchange', 414],
+      ['cors', 204],
+      ['passGateway', 401],
+      ['checkBody', 413],
+      ['runHandler', 400],
+    ]);
+    const listed = listedSteps();
+    const names = answered.map(([name]) => name);
+    expect(names.filter((name) => listed.includes(name))).toEqual(names);
+    expect(names.map((name) => listed.indexOf(name))).toEqual(
+      names.map((name) => listed.indexOf(name)).sort((a, b) => a - b),
+    );
+  });
+
+  test("a deprecated operation's headers come after the gateway and before the body's check", async () => {
+    const { app, auth } = testApp();
+    const withBody = { 'Content-Type': 'application/json', 'Content-Length': String(70 * 1024) };
+    const refused = await app.request('/v1/pets/1', { headers: withBody });
+    const tooLarge = await app.request('/v1/pets/1', { headers: { ...withBody, ...auth() } });
+    expect([refused.status, refused.headers.has('deprecation')]).toEqual([401, false]);
+    expect([tooLarge.status, tooLarge.headers.has('deprecation')]).toEqual([413, true]);
+    const listed = listedSteps();
+    expect(listed.indexOf('passGateway')).toBeLessThan(listed.indexOf('addDeprecationHeaders'));
+    expect(listed.indexOf('addDeprecationHeaders')).toBeLessThan(listed.indexOf('checkBody'));
   });
 });
