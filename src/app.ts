@@ -194,11 +194,9 @@ export interface AdminAppOptions
 }
 
 /**
- * The whole app of the `--admin-port` listener: the admin table (src/admin/operations.ts)
- * through the same pipeline as the API (the gateway, then the handler, every answer through
- * the one answer path), with a gateway of its own over the same keys and limiter: only a key
- * with the `admin` scope passes, and failed attempts count against the client's address as on
- * the public port.
+ * The app of the `--admin-port` listener: the admin table (src/admin/operations.ts) through the
+ * same pipeline as the API. Its own gateway, over the same keys and limiter, lets only a key with
+ * the `admin` scope pass; failed attempts count against the client's address.
  *
  * @example
  * adapter.serve({ fetch: adminApp({ admin, keys: () => table, limiter }).fetch, port: 9091, hostname: '127.0.0.1' })

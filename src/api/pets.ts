@@ -47,11 +47,9 @@ export async function listPets({ query }: Input<ListQuery>, { store }: ApiDeps):
 }
 
 /**
- * What a page read (`Reply.reads`). A full page changes with every id from its cursor to the last
- * row read, the one more than shown (`probe`) included, since whether a next page exists depends
- * on it: those of the pets it shows and those between them, as on PostgreSQL a create can commit
- * after one with a higher id, and land inside a page read meanwhile. The last page changes with
- * every create too, and a page of one status with any pet's status.
+ * The pets a page read (`Reply.reads`), which the memo checks. A full page depends on every id
+ * from its cursor to the extra row read past it: a pet created in that range changes the page.
+ * The last page also depends on every create (`members`), a filtered page on every status change.
  */
 function pageReads(page: readonly Pet[], after: number, full: boolean, filtered: boolean): PetsTouched {
   const probe = page.at(-1)?.id ?? after;

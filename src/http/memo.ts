@@ -1,4 +1,4 @@
-// The answer memo: `AnswerMemo` holds the 200s of reads by their request path and query, and
+// Step 6's answer memo: `AnswerMemo` holds the 200s of reads by their request path and query, and
 // answers from them while the store says nothing those reads saw has changed.
 import { LRUCache } from 'lru-cache';
 import type { PetsTouched, Reply } from '../core/reply.ts';
@@ -37,9 +37,9 @@ interface Flight {
 }
 
 /**
- * The memo of answers, looked up by the request's target: its path and query as sent. It holds the 200s of operations whose answer depends only on the path,
- * the query and the store (the table's `memo: true`), so a page or a pet asked again is not
- * read, encoded or hashed again.
+ * The memo of answers, looked up by the request's target: its path and query as sent. It holds
+ * the 200s of operations whose answer depends only on the target and the store (the table's
+ * `memo: true`), so a page or a pet asked again is not read, encoded or hashed again.
  *
  * A memoised answer is served only while none of the pets it read has changed. A write to one
  * pet leaves the other pets' answers in place. When the store cannot tell its change count
@@ -85,17 +85,10 @@ export class AnswerMemo {
   }
 
   /**
-   * The answer for a request that found nothing memoised for `target` (`get`), at change count `count`.
-   *
-   * - When another request is already reading `target`, this one waits for that read and shares its
-   *   200, if nothing that read saw has changed since it began. `joined` is then true: this
-   *   request read nothing itself.
-   * - Otherwise it calls `read()`, and memoises a 200 as `set` does. Requests that arrive while the
-   *   read runs wait for it in turn.
-   * - When what the shared read saw changed meanwhile, the first request waiting reads again and
-   *   the others share that read. `joins` is how many reads of others a request waits for before
-   *   it reads for itself.
-   * - When the store cannot answer the shared read (503), the requests waiting for it fail with it.
+   * The answer for a request that found nothing memoised for `target` (`get`), at change count
+   * `count`. When another request is reading `target`, this one waits and shares its 200
+   * (`joined`), unless what that read saw has changed since; then it joins at most `joins` more
+   * reads before it reads itself. Otherwise it calls `read()` and memoises a 200 as `set` does.
    */
   async readOrJoin(
     target: string,
