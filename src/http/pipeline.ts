@@ -34,7 +34,7 @@ import { requestLogSteps } from './request-log.ts';
 import { requestTrace } from './request-trace.ts';
 import { MAX_URI_BYTES, pathAndQuery, uriTooLong } from './uri-limit.ts';
 
-/** What every pipeline needs: the ops routes' and the metrics port's, and the API's too. */
+/** What every pipeline needs, whether it serves an operations table or only ops routes. */
 export interface PipelineOptions {
   log: Logger;
   clock: Clock;
@@ -58,9 +58,9 @@ export interface PipelineOptions {
 
 /** What a pipeline that serves a table of operations needs besides: the gateway and the handlers' deps. */
 export interface ApiPipelineOptions<D> extends PipelineOptions {
-  /** The gateway's pass (src/gateway/index.ts). */
+  /** The gateway's pass (`gateway()` of src/gateway/index.ts): admits or refuses each request at step 3. */
   gateway: GatewayPass;
-  /** What handlers work with. */
+  /** What the table's handlers work with (the store, the clock). */
   deps: D;
   /** The methods the table serves at a path, or undefined for a path it has not (a 405's `Allow`). */
   allowedMethods: (path: string) => readonly string[] | undefined;
@@ -156,6 +156,7 @@ interface ApiParts<D> extends PipelineParts {
   readonly memo: AnswerMemo | undefined;
 }
 
+/** Makes the parts every step of one pipeline shares, once, from its options. */
 function partsOf({
   log,
   clock,
@@ -367,6 +368,7 @@ async function runHandler<D>(
 ): Promise<Reply> {
   // A quota reader's input is the limiter's decision that admitted it.
   const quota = op.readsQuota ? quotaStatus(caller.consumer, decision) : undefined;
+  // The principal is who owns the records the handler writes or reads: the caller's consumer.
   const input = await readInput(c, principalOf(caller), quota, keyHolderOf(op, caller));
   return addWeakEtag(op, await op.handler(input, deps));
 }
