@@ -107,11 +107,13 @@ export function createApp({
   orderHoldMs = DEFAULT_ORDER_HOLD_MS,
 }: AppOptions) {
   const operations = servedOperations(experimental);
+  // A report-only plan (`"enforce": false`) admits a request over its limit; this logs and counts it.
   const wouldRefuse = wouldRefuseReporter({
     log,
     clock,
     ...(metrics ? { count: (consumer, window) => metrics.wouldRefuse(consumer, window) } : {}),
   });
+  // The gateway's pass: who calls, the in-flight cap, the rate limit and the key's scope (step 3).
   const pass = gateway({
     keys,
     limiter,
@@ -124,6 +126,7 @@ export function createApp({
     clock,
     ...(notify ? { notify } : {}),
   });
+  // The route handlers of the pipeline every API request goes through (src/http/pipeline.ts).
   const handlers = apiPipeline({
     log,
     clock,
