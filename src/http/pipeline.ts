@@ -30,7 +30,7 @@ import { requestCounter } from './count-requests.ts';
 import { answerError, toApiError } from './error-answer.ts';
 import { weakEtag } from './etag.ts';
 import { AnswerMemo, type StoreChanges } from './memo.ts';
-import { requestLogSteps } from './request-log.ts';
+import { type RequestStart, requestLog } from './request-log.ts';
 import { requestTrace } from './request-trace.ts';
 import { MAX_URI_BYTES, pathAndQuery, uriTooLong } from './uri-limit.ts';
 
@@ -133,7 +133,7 @@ function routeHandlers(parts: PipelineParts, notFound: RouteHandler) {
 interface PipelineParts {
   readonly isGatewayPath: (path: string) => boolean;
   readonly maxBodyBytes: number;
-  readonly requestLog: ReturnType<typeof requestLogSteps>;
+  readonly requestLog: ReturnType<typeof requestLog>;
   readonly tracing: ReturnType<typeof requestTrace>;
   /** Counts every request and its answer (`--metrics`). */
   readonly requestMetrics: ReturnType<typeof requestCounter> | undefined;
@@ -175,7 +175,7 @@ function partsOf({
   return {
     isGatewayPath,
     maxBodyBytes,
-    requestLog: requestLogSteps({ log, clock, clientAddress, ...(newId ? { newId } : {}) }),
+    requestLog: requestLog({ log, clock, clientAddress, ...(newId ? { newId } : {}) }),
     tracing: requestTrace({ clientAddress, holdsValidKey }),
     requestMetrics: metrics && requestCounter({ metrics, ...(countAs ? { operation: countAs } : {}) }),
     cors: corsOrigins.length > 0 ? corsStep(corsOrigins) : undefined,
@@ -231,10 +231,10 @@ function operationHandler<D>(parts: ApiParts<D>, op: Operation<D>): RouteHandler
 function exchangeHandler(parts: PipelineParts, inner: ScopedHandler, traced = true): RouteHandler {
   const { requestLog, tracing } = parts;
   return function exchange(c) {
-    const started = requestLog.start(c);
+    const start = requestLog.start(c);
     // The request's scope (src/trace/request-scope.ts) holds its id and trace: every log line
     // and span made while it is served reads it.
-    return tracing.run(c, started.id, traced, (scope) => answerInScope(parts, c, started, scope, inner));
+    return tracing.run(c, start.id, traced, (scope) => answerInScope(parts, c, start, scope, inner));
   };
 }
 
@@ -242,12 +242,12 @@ function exchangeHandler(parts: PipelineParts, inner: ScopedHandler, traced = tr
 async function answerInScope(
   { requestLog, requestMetrics, tracing, isGatewayPath, report, unavailable }: PipelineParts,
   c: Context<AppEnv>,
-  started: ReturnType<PipelineParts['requestLog']['start']>,
+  start: RequestStart,
   scope: RequestScope,
   inner: ScopedHandler,
 ): Promise<Response> {
   const metricsStart = requestMetrics?.start();
-  const id = started.id;
+  const id = start.id;
   const traceresponse = tracing.header(scope);
   // Every API answer is private to its caller and never sniffed (SECURITY.md).
   const headers: AnswerHeaders = isGatewayPath(c.req.path)
@@ -270,7 +270,7 @@ async function answerInScope(
   // request the head sampler did not, `traceresponse` is written again.
   const head = scope.sampled === true;
   if (tracing.finish(c, scope, res.status) !== head && traceresponse) setTraceResponse(res, tracing.header(scope));
-  requestLog.finish(c, started, res.status, scope.sampled === true);
+  requestLog.finish(c, start, res.status, scope.sampled === true);
   if (requestMetrics && metricsStart !== undefined) requestMetrics.finish(c, metricsStart, res.status, scope);
   return res;
 }
@@ -296,10 +296,10 @@ async function passGateway<D>(
   op: GatedOperation,
   serveAdmitted: (decision: Decision, caller: ConsumerCaller) => Promise<Response>,
 ): Promise<Response> {
-  const answered = await gateway(c, op, serveAdmitted);
-  if (!(answered instanceof ApiError)) return answered;
-  c.set('refusal', answered.code);
-  return fail(c, answered);
+  const outcome = await gateway(c, op, serveAdmitted);
+  if (!(outcome instanceof ApiError)) return outcome;
+  c.set('refusal', outcome.code);
+  return fail(c, outcome);
 }
 
 /** Step 4: a deprecated operation's headers, on every answer after the gateway's. */
