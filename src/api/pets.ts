@@ -69,7 +69,7 @@ export async function createPet(
   { store, clock }: ApiDeps,
 ): Promise<Reply> {
   const key = headers['idempotency-key'];
-  if (key === undefined) return created(await store.create(body));
+  if (key === undefined) return createdReply(await store.create(body));
   const scope = idempotencyScope(principal, 'createPet');
   const once = { scope, key, fingerprint: fingerprintOf(body), now: clock.now() };
   const result = await store.createOnce(body, once);
@@ -79,7 +79,7 @@ export async function createPet(
       'This Idempotency-Key was used in the last 24 hours with a different request body; use a new key.',
     );
   }
-  return created(result.pet, result.outcome === 'replayed');
+  return createdReply(result.pet, result.outcome === 'replayed');
 }
 
 /** `GET /pets/{petId}`: one pet with its strong `ETag`, or 404. */
@@ -138,7 +138,7 @@ export async function deletePet(
 }
 
 /** The 201 of a stored (or replayed) pet, with its `Location` relative to `/v1/pets`. */
-function created(pet: StoredPet, replayed = false): Reply {
+function createdReply(pet: StoredPet, replayed = false): Reply {
   const headers: Record<string, string> = { Location: `pets/${pet.id}` };
   if (replayed) headers['Idempotent-Replayed'] = 'true';
   return petReply(201, pet, headers);

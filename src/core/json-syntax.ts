@@ -194,7 +194,7 @@ function scan(text: string, duplicates: boolean): Found | undefined {
       string();
       if (names) {
         const name = JSON.parse(text.slice(start, at)) as string;
-        if (names.has(name) && !found) found = { at: start, path: joined([...path, name]) };
+        if (names.has(name) && !found) found = { at: start, path: dottedPath([...path, name]) };
         names.add(name);
         path.push(name);
       }
@@ -239,7 +239,7 @@ function scan(text: string, duplicates: boolean): Found | undefined {
 }
 
 /** `webhook.url`, `consumers[0].keys[1].id`: names joined by dots, indexes in brackets. */
-function joined(path: readonly string[]): string {
+function dottedPath(path: readonly string[]): string {
   return path.map((p, i) => (p.startsWith('[') || i === 0 ? p : `.${p}`)).join('');
 }
 

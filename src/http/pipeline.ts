@@ -170,7 +170,7 @@ function partsOf({
   holdsValidKey = () => false,
 }: PipelineOptions): PipelineParts {
   // Within a request the scope names it; Hono's `onError` runs after the scope is closed.
-  const named = (c: Context<AppEnv>, err: unknown) =>
+  const errorFields = (c: Context<AppEnv>, err: unknown) =>
     currentScope() ? { error: peerText(String(err)) } : { requestId: c.get('requestId'), error: peerText(String(err)) };
   return {
     isGatewayPath,
@@ -181,8 +181,8 @@ function partsOf({
     cors: corsOrigins.length > 0 ? corsStep(corsOrigins) : undefined,
     limit: limitBody(maxBodyBytes),
     memoCount: metrics && ((op, hit) => metrics.memoAnswered(op, hit)),
-    report: (err, c) => log.error('unhandled error', named(c, err)),
-    unavailable: (err, c) => log.warn('store unavailable', named(c, err)),
+    report: (err, c) => log.error('unhandled error', errorFields(c, err)),
+    unavailable: (err, c) => log.warn('store unavailable', errorFields(c, err)),
   };
 }
 
