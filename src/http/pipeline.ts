@@ -187,9 +187,9 @@ function partsOf({
 }
 
 /**
- * An API operation's route handler, its checks made once. This is the authoritative list of a
- * request's steps, in the order they run; ARCHITECTURE.md's walk follows it, and
- * src/http/pipeline.test.ts checks that the checks answer in this order:
+ * An API operation's route handler, its checks made once. This is the one list of a request's
+ * steps, in the order they run. src/http/pipeline.test.ts checks that the refusals come in this
+ * order, and src/layout.test.ts that ARCHITECTURE.md's walk has these steps:
  *
  * 1. `exchange`: gives the request its id and its scope (trace, log), sets the headers every
  *    answer carries and refuses an overlong URI (414). It answers whatever a later step throws,
@@ -205,8 +205,9 @@ function partsOf({
  *    ETag when the table asks for one.
  * 8. `answer` (src/http/answer.ts): turns the reply into the response (304, compression, HEAD).
  *
- * Each step calls the next, so step 1 sees every answer, and the gateway holds the caller's
- * in-flight slot until the answer is made. A refusal leaves through `fail`.
+ * Step 1 runs the rest inside itself, so it sees every answer. From step 3 on each step calls
+ * the next, so the gateway holds the caller's in-flight slot until the answer is made. A refusal
+ * leaves through `fail`.
  */
 function operationHandler<D>(parts: ApiParts<D>, op: Operation<D>): RouteHandler {
   const route = routeOf(parts, op);
