@@ -1,17 +1,17 @@
 /**
- * Kept answers on PostgreSQL: two instances of the built binary share one database, without
+ * Memoised answers on PostgreSQL: two instances of the built binary share one database, without
  * Redis. Each keeps the pages asked twice (src/http/memo.ts) while it listens for the pets
  * table's notifications (src/store/postgres-changes.ts):
- * - a pet created through A is served by B's kept page within the bound docs/fleet.md gives,
+ * - a pet created through A is served by B's memoised page within the bound docs/fleet.md gives,
  *   measured over 1,000 writes, p50, p99 and max printed; a pet changed (PATCH) and then removed
- *   through A likewise in B's kept answer of it;
+ *   through A likewise in B's memoised answer of it;
  * - 1,000 write-then-read pairs (a PATCH of a pet, an order placed, an order cancelled, each
  *   then read back: the pet, and the order) through A alone: none stale; through A then B, B
  *   reading on a new connection each time: how many B read stale first, and how long until B
  *   shows each write (p50, p99, max printed; the figures are in bench/README.md);
- * - B's kept page is served while the pets table is locked (no query could answer it);
+ * - B's memoised page is served while the pets table is locked (no query could answer it);
  * - with B's listening backend terminated, a write through A is in B's very next answer of the
- *   page it kept, and B keeps pages again once it listens again.
+ *   page it memoised, and B memoises pages again once it listens again.
  *
  * Needs PETSTORE_TEST_POSTGRES_URL: `make postgres-test` (scripts/with-postgres.sh starts one).
  */
@@ -27,7 +27,7 @@ if (!PG_SERVER) {
 /** docs/fleet.md's bound: a write through one instance is served by every other within it. */
 const BOUND_MS = 1_000;
 const WRITES = 1_000;
-/** Changes of one pet through A, each read through B's kept answer of the pet. */
+/** Changes of one pet through A, each read through B's memoised answer of the pet. */
 const CHANGES = 200;
 const LISTENING_AGAIN = 'listening for pet changes again; serving kept answers';
 
@@ -59,8 +59,8 @@ async function ids(server: Running, path: string): Promise<number[] | number> {
   return ((await res.json()) as { id: number }[]).map((p) => p.id);
 }
 
-/** Asks B for `page` twice, empty both times: B keeps it, and answers it from memory until a write is heard. */
-async function keptEmpty(page: string): Promise<void> {
+/** Asks B for `page` twice, empty both times: B memoises it, and answers it from memory until a write is heard. */
+async function memoisedEmpty(page: string): Promise<void> {
   expect(await ids(b, page)).toEqual([]);
   expect(await ids(b, page)).toEqual([]);
 }
@@ -145,13 +145,13 @@ function quantile(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] as number;
 }
 
-describe.skipIf(!PG_SERVER)('kept answers on PostgreSQL, two instances', () => {
-  test(`a pet created through A is in B's kept page within ${BOUND_MS} ms, over ${WRITES} writes`, async () => {
+describe.skipIf(!PG_SERVER)('memoised answers on PostgreSQL, two instances', () => {
+  test(`a pet created through A is in B's memoised page within ${BOUND_MS} ms, over ${WRITES} writes`, async () => {
     const lags: number[] = [];
     let last = 0;
     for (let i = 0; i < WRITES; i++) {
       const page = pageAfter(last);
-      await keptEmpty(page);
+      await memoisedEmpty(page);
       const id = await create(a, `w${i}`);
       const acknowledged = performance.now();
       for (;;) {
@@ -172,7 +172,7 @@ describe.skipIf(!PG_SERVER)('kept answers on PostgreSQL, two instances', () => {
     expect(lags).toHaveLength(WRITES);
   }, 120_000);
 
-  test(`a pet changed and removed through A is so in B's kept answers within ${BOUND_MS} ms, over ${CHANGES} changes`, async () => {
+  test(`a pet changed and removed through A is so in B's memoised answers within ${BOUND_MS} ms, over ${CHANGES} changes`, async () => {
     const id = await create(a, 'changing');
     const lags: number[] = [];
     const pet = `/v1/pets/${id}`;
@@ -227,13 +227,13 @@ describe.skipIf(!PG_SERVER)('kept answers on PostgreSQL, two instances', () => {
     }, 60_000);
   }
 
-  test('a kept page is served from memory: answered while no query on pets could be', async () => {
+  test('a memoised page is served from memory: answered while no query on pets could be', async () => {
     const last = await create(a, 'kept');
     const page = pageAfter(last);
     // Within the fleet's bound B has heard A's write, so no late announcement drops the page it keeps next.
     await Bun.sleep(BOUND_MS);
-    await keptEmpty(page);
-    // The page B kept is answered; a page it never kept waits for the lock and gets the store's 503.
+    await memoisedEmpty(page);
+    // The page B memoised is answered; a page it never memoised waits for the lock and gets the store's 503.
     expect(
       await whileLocked((db as TestDatabase).url, 'pets', async () => [await ids(b, page), await ids(b, pageAfter(0))]),
     ).toEqual([[], 503]);
@@ -242,7 +242,7 @@ describe.skipIf(!PG_SERVER)('kept answers on PostgreSQL, two instances', () => {
   test("B's listening backend terminated: A's write is in B's next answer; B keeps pages again once it listens", async () => {
     const last = await create(a, 'before');
     const page = pageAfter(last);
-    await keptEmpty(page);
+    await memoisedEmpty(page);
     const listenedAgain = b.lines.filter((l) => l.includes(LISTENING_AGAIN)).length;
     const admin = (db as TestDatabase).admin;
     const ended = await admin`
@@ -261,7 +261,7 @@ describe.skipIf(!PG_SERVER)('kept answers on PostgreSQL, two instances', () => {
       await Bun.sleep(20);
     }
     const next = pageAfter(id);
-    await keptEmpty(next);
+    await memoisedEmpty(next);
     expect(await whileLocked((db as TestDatabase).url, 'pets', async () => ids(b, next))).toEqual([]);
   }, 30_000);
 });

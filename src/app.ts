@@ -107,11 +107,13 @@ export function createApp({
   orderHoldMs = DEFAULT_ORDER_HOLD_MS,
 }: AppOptions) {
   const operations = servedOperations(experimental);
+  // A report-only plan (`"enforce": false`) admits a request over its limit; this logs and counts it.
   const wouldRefuse = wouldRefuseReporter({
     log,
     clock,
     ...(metrics ? { count: (consumer, window) => metrics.wouldRefuse(consumer, window) } : {}),
   });
+  // The gateway's pass: who calls, the in-flight cap, the rate limit and the key's scope (step 3).
   const pass = gateway({
     keys,
     limiter,
@@ -124,7 +126,8 @@ export function createApp({
     clock,
     ...(notify ? { notify } : {}),
   });
-  const steps = apiPipeline({
+  // The route handlers of the pipeline every API request goes through (src/http/pipeline.ts).
+  const handlers = apiPipeline({
     log,
     clock,
     clientAddress,
@@ -151,10 +154,10 @@ export function createApp({
   });
   // One route per operation and ops route, so a request matches one handler; the rest (404, and
   // 405 for a known API path asked with another method) is `notFound`'s.
-  for (const route of ops) app.get(route.path, steps.opsRoute(route));
-  for (const op of byRouteOrder(operations)) app.on(op.method, API_PREFIX + op.path, steps.operation(op));
-  app.notFound(steps.notFound);
-  app.onError(steps.onError);
+  for (const route of ops) app.get(route.path, handlers.opsRoute(route));
+  for (const op of byRouteOrder(operations)) app.on(op.method, API_PREFIX + op.path, handlers.operation(op));
+  app.notFound(handlers.notFound);
+  app.onError(handlers.onError);
   return app;
 }
 
@@ -194,11 +197,9 @@ export interface AdminAppOptions
 }
 
 /**
- * The whole app of the `--admin-port` listener: the admin table (src/admin/operations.ts)
- * through the same pipeline as the API (the gateway, then the handler, every answer through
- * the one answer path), with a gateway of its own over the same keys and limiter: only a key
- * with the `admin` scope passes, and failed attempts count against the client's address as on
- * the public port.
+ * The app of the `--admin-port` listener: the admin table (src/admin/operations.ts) through the
+ * same pipeline as the API. Its own gateway, over the same keys and limiter, lets only a key with
+ * the `admin` scope pass; failed attempts count against the client's address.
  *
  * @example
  * adapter.serve({ fetch: adminApp({ admin, keys: () => table, limiter }).fetch, port: 9091, hostname: '127.0.0.1' })
@@ -217,7 +218,7 @@ export function adminApp({
   consumerDeleted,
 }: AdminAppOptions) {
   const pass = gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, clock, admin: true });
-  const steps = apiPipeline<AdminDeps>({
+  const handlers = apiPipeline<AdminDeps>({
     log,
     clock,
     clientAddress,
@@ -225,15 +226,15 @@ export function adminApp({
     deps: { keys: admin, clock, ...(consumerDeleted ? { consumerDeleted } : {}) },
     maxBodyBytes: MAX_BODY_BYTES,
     allowedMethods: allowedMethods(ADMIN_PREFIX, ADMIN_OPERATIONS),
-    gatedPath: isAdminPath,
+    isGatewayPath: isAdminPath,
     // Every answer of the admin port is counted under one operation of its own, `admin`.
     ...(metrics ? { metrics, countAs: ADMIN_OPERATION_LABEL } : {}),
     holdsValidKey: callerHoldsValidKey(keys, clock),
   });
   const app = new Hono<AppEnv>();
-  for (const op of byRouteOrder(ADMIN_OPERATIONS)) app.on(op.method, ADMIN_PREFIX + op.path, steps.operation(op));
-  app.notFound(steps.notFound);
-  app.onError(steps.onError);
+  for (const op of byRouteOrder(ADMIN_OPERATIONS)) app.on(op.method, ADMIN_PREFIX + op.path, handlers.operation(op));
+  app.notFound(handlers.notFound);
+  app.onError(handlers.onError);
   return app;
 }
 
@@ -256,7 +257,7 @@ function isAdminPath(path: string): boolean {
  * adapter.serve({ fetch: metricsApp(metrics).fetch, port: 9090, hostname: '127.0.0.1' })
  */
 export function metricsApp(metrics: Metrics, log: Logger = silentLogger) {
-  const steps = pipeline({
+  const handlers = pipeline({
     log,
     clock: systemClock,
     clientAddress: () => 'unknown',
@@ -264,8 +265,8 @@ export function metricsApp(metrics: Metrics, log: Logger = silentLogger) {
   });
   const app = new Hono<AppEnv>();
   const route = metricsRoute(metrics);
-  app.get(route.path, steps.opsRoute(route));
-  app.notFound(steps.notFound);
-  app.onError(steps.onError);
+  app.get(route.path, handlers.opsRoute(route));
+  app.notFound(handlers.notFound);
+  app.onError(handlers.onError);
   return app;
 }

@@ -120,11 +120,12 @@ function walkSteps(from = "\n## One request's way"): string[] {
     .map((s) => s.replaceAll(/\s+/g, ' '));
 }
 
-/** The numbers of the steps the comment atop `src/http/pipeline.ts` lists (` * 1. ...`). */
-function pipelineStepNumbers(): number[] {
+/** The steps the comment over `operationHandler` of `src/http/pipeline.ts` lists (` * 1. \`name\`: ...`), in order. */
+function pipelineSteps(): { number: number; name: string }[] {
   const text = readFileSync(join(ROOT, 'src/http/pipeline.ts'), 'utf8');
-  const comment = text.slice(0, text.indexOf('export function pipeline('));
-  return [...comment.matchAll(/^ \* (\d+)\. /gm)].map((m) => Number(m[1]));
+  const end = text.indexOf('function operationHandler<');
+  const comment = text.slice(text.lastIndexOf('/**', end), end);
+  return [...comment.matchAll(/^ \* (\d+)\. `(\w+)`/gm)].map((m) => ({ number: Number(m[1]), name: m[2] ?? '' }));
 }
 
 /** Whether `file` defines `name`: a function, a method, or a constant holding a function. */
@@ -141,12 +142,15 @@ function defines(file: string, name: string): boolean {
 describe("ARCHITECTURE.md's walk of one request", () => {
   const steps = walkSteps();
 
-  test('has four steps of start-up, then the request in as many steps as src/http/pipeline.ts numbers', () => {
-    const request = walkSteps('\n### The request').map((s) => Number(s.slice(0, s.indexOf('.'))));
-    const numbers = pipelineStepNumbers();
-    expect(numbers).toEqual(numbers.map((_, i) => i + 1));
-    expect(request).toEqual(numbers);
-    expect(steps).toHaveLength(4 + numbers.length);
+  test("has four steps of start-up, then the request's steps as src/http/pipeline.ts lists them, each naming its function first", () => {
+    const listed = pipelineSteps();
+    expect(listed.map((s) => s.number)).toEqual(listed.map((_, i) => i + 1));
+    const request = walkSteps('\n### The request').map((s) => {
+      const [, number = '', name = ''] = /^(\d+)\. \*\*[^*]*\*\* \(`(\w+)\(?\)?`/.exec(s) ?? [];
+      return { number: Number(number), name };
+    });
+    expect(request).toEqual(listed);
+    expect(steps).toHaveLength(4 + listed.length);
   });
 
   test('each function a step names is defined in a file that step names', () => {

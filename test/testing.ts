@@ -49,6 +49,8 @@ export function testApp({
   orderHoldMs = undefined as number | undefined,
   /** The store on the test's clock; a `MemoryStore` when absent. */
   storeOn = undefined as ((clock: Clock) => DataStore) | undefined,
+  /** Origins whose pages may call the API (`--cors-origin`). */
+  corsOrigins = [] as readonly string[],
 } = {}) {
   const clock = fakeClock(start);
   const store = storeOn ? storeOn(clock) : new MemoryStore({ clock });
@@ -68,6 +70,7 @@ export function testApp({
     experimental,
     ...(orderHoldMs === undefined ? {} : { orderHoldMs }),
     clientAddress: () => '192.0.2.1',
+    corsOrigins,
   });
   const auth = (name = keys[0]?.name ?? 'acme') => ({ Authorization: `Bearer ${tokenFor(name)}` });
   /** Serves a keys document from now on, as a reload of the keys file does. */
@@ -82,15 +85,15 @@ export function testApp({
  * path, for their unit tests.
  */
 export function routesApp(routes: readonly OpsRoute[]) {
-  const steps = pipeline({
+  const handlers = pipeline({
     log: silentLogger,
     clock: systemClock,
     clientAddress: () => '192.0.2.1',
     maxBodyBytes: 1024,
   });
   const app = new Hono<AppEnv>();
-  for (const route of routes) app.get(route.path, steps.opsRoute(route));
-  app.notFound(steps.notFound);
-  app.onError(steps.onError);
+  for (const route of routes) app.get(route.path, handlers.opsRoute(route));
+  app.notFound(handlers.notFound);
+  app.onError(handlers.onError);
   return app;
 }

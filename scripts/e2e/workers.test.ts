@@ -121,7 +121,7 @@ describe.if(binary)('--workers 4 on one port', () => {
 
   test('1,000 create-then-read pairs, each read on a new connection: no read misses a write acknowledged before it', async () => {
     const auth = { Authorization: `Bearer ${tokenOf('bulk')}`, 'Content-Type': 'application/json' };
-    /** The page of 100 that holds `id`: the same few pages are asked again and again, so they are kept answers. */
+    /** The page of 100 that holds `id`: the same few pages are asked again and again, so their answers are memoised. */
     const pageOf = (id: number) => {
       const after = Math.floor((id - 1) / 100) * 100;
       return `${server.url}/v1/pets?limit=100${after > 0 ? `&cursor=${after.toString(36)}` : ''}`;

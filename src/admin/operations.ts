@@ -1,6 +1,6 @@
 // The admin API's table: `ADMIN_OPERATIONS` declares each operation under `ADMIN_PREFIX`
 // (`/admin/v1`), served on `--admin-port` only. Its routes, scope check and 405s read it.
-import { defineOperation, type UnkeptOperation } from '../api/operation-types.ts';
+import { defineOperation, type UnmemoisedOperation } from '../api/operation-types.ts';
 import { ADMIN_SCOPE } from '../core/key-scopes.ts';
 import {
   type AdminDeps,
@@ -28,7 +28,7 @@ import {
 /** Where the admin API lives, on `--admin-port` only (on the public port it is a plain 404). */
 export const ADMIN_PREFIX = '/admin/v1';
 
-/** What every admin operation shares: the `admin` scope, its own 400 words, no ETag, nothing kept. */
+/** What every admin operation shares: the `admin` scope, its own 400 words, no ETag, nothing memoised. */
 const ADMIN = { scope: ADMIN_SCOPE, mustBe: ADMIN_MUST_BE, weakEtag: false, memo: false } as const;
 
 /**
@@ -37,7 +37,7 @@ const ADMIN = { scope: ADMIN_SCOPE, mustBe: ADMIN_MUST_BE, weakEtag: false, memo
  * src/admin/operations.test.ts holds it equal to contract/admin.openapi.yaml. Changes are
  * `audited`: the handler is told which admin key asks, and the trail records it.
  */
-export const ADMIN_OPERATIONS: readonly UnkeptOperation<AdminDeps>[] = [
+export const ADMIN_OPERATIONS: readonly UnmemoisedOperation<AdminDeps>[] = [
   defineOperation({ ...ADMIN, id: 'listConsumers', method: 'GET', path: '/consumers', handler: listConsumers }),
   defineOperation({
     ...ADMIN,

@@ -22,7 +22,7 @@ describe('GET /v1/store/inventory (experimental)', () => {
     expect(await count()).toEqual([200, { available: 2, pending: 0, sold: 1 }]);
   });
 
-  test('is kept as list pages are: counted again only once the store changed; 304 on its ETag', async () => {
+  test('is memoised as list pages are: counted again only once the store changed; 304 on its ETag', async () => {
     const t = testApp({ experimental: true });
     let counted = 0;
     const inventory = t.store.inventory.bind(t.store);
@@ -30,7 +30,7 @@ describe('GET /v1/store/inventory (experimental)', () => {
       counted++;
       return inventory();
     };
-    // The memo keeps an answer asked for a second time (src/http/memo.ts).
+    // The memo holds an answer asked for a second time (src/http/memo.ts).
     const first = await t.app.request(INVENTORY, { headers: t.auth() });
     await t.app.request(INVENTORY, { headers: t.auth() });
     const etag = first.headers.get('etag') ?? '';

@@ -1,5 +1,5 @@
 // Step 7 for `GET /store/inventory`: `getInventory()` counts the store's pets by status.
-// Its answer is kept (step 5) until a pet's status changes or a pet comes or goes.
+// Its answer is memoised until a pet's status changes or a pet comes or goes.
 import type { Reply } from '../core/reply.ts';
 import type { ApiDeps } from './operation-types.ts';
 
@@ -7,7 +7,7 @@ import type { ApiDeps } from './operation-types.ts';
 const STATUSES = { ids: [], statuses: true };
 
 /**
- * `GET /store/inventory`: how many pets have each status. The answer is kept as list pages are
+ * `GET /store/inventory`: how many pets have each status. The answer is memoised as list pages are
  * (the table's `memo`) until a pet's status changes or a pet comes or goes, so the count is made
  * once per such change, not once per request.
  *

@@ -4,11 +4,9 @@ const NUMBER = /^-?(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
 const MAX_EXPONENT = 400;
 
 /**
- * The first member of a JSON object's top level whose number literal `JSON.parse` turned into an
- * integer the client did not send: `9007199254740990.9` parses as 9007199254740991 and
- * `4.0000000000000001` as 4, both integers that would pass an integer check and be stored.
- * `text` must be valid JSON (it is parsed first). Literals that parse to a non-integer are left
- * to the schema, which refuses them anyway.
+ * The first top-level member whose number `JSON.parse` rounded to an integer the client did not
+ * send, such as `9007199254740990.9` or `4.0000000000000001`. Such a number would pass an
+ * integer check and be stored wrong. `text` must be valid JSON.
  *
  * @example
  * roundedMember('{"name":"Rex","categoryId":9007199254740990.9}') // 'categoryId'

@@ -105,12 +105,10 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
    */
   readonly weakEtag: boolean;
   /**
-   * Whether a successful answer may be kept by its path and query while none of the pets it read
-   * changes (src/http/memo.ts, `Reply.reads`): true only where the answer depends on nothing else.
-   * A kept operation's read also waits for an order expiry that is due (the pipeline's step 5), so
-   * it never shows a pet `pending` past its hold. The pet reads (`listPets`, `getPet`,
-   * `getInventory`) are all kept; a pet read made unkept would have to call
-   * `startDueExpiry()` itself (writes and order reads expire due holds inside the store).
+   * Whether a 200 is memoised by its path and query (src/http/memo.ts): true only where the
+   * answer depends on nothing else. Before it reads, a memoised operation waits for the orders
+   * whose hold ran out to expire, so it never shows a pet `pending` past its hold. Every pet read
+   * is memoised for that reason too: one that is not would have to call `startDueExpiry()` itself.
    */
   readonly memo: boolean;
   /** Whether the handler is told which key asks (`Input.key`): the admin API's changes are audited by it. */
@@ -123,8 +121,8 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
 /** An entry of a table: an operation with its input types erased; `D` is what its handlers work with. */
 export type Operation<D = ApiDeps> = OperationSpec<unknown, unknown, unknown, unknown, D>;
 
-/** An operation whose answers are never kept: all that a pipeline without the store's change count serves. */
-export type UnkeptOperation<D> = Operation<D> & { readonly memo: false };
+/** An operation whose answers are never memoised: all that a pipeline without the store's change count serves. */
+export type UnmemoisedOperation<D> = Operation<D> & { readonly memo: false };
 
 /**
  * Types one entry of the table: the handler's input is inferred from the entry's schemas.

@@ -112,7 +112,7 @@ export const OPERATIONS: readonly Operation[] = [
     memo: true,
     handler: getInventory,
   }),
-  // Orders are the caller's own: never kept by path alone (memo), never tagged for another.
+  // Orders are the caller's own: never memoised by path alone, never tagged for another.
   defineOperation({
     id: 'placeOrder',
     method: 'POST',

@@ -199,11 +199,11 @@ describe('isolation', () => {
 });
 
 describe('the hold', () => {
-  test('past --order-hold the order reads expired and the pet is available, even on a kept page', async () => {
+  test('past --order-hold the order reads expired and the pet is available, even on a memoised page', async () => {
     const t = testApp({ orderHoldMs: 2_000 });
     await addPet(t);
     const { id } = (await (await order(t, 1)).json()) as { id: string };
-    // A page asked twice is kept (src/http/memo.ts); it must not outlive the hold it shows.
+    // A page asked twice is memoised (src/http/memo.ts); it must not outlive the hold it shows.
     for (let i = 0; i < 2; i++) await t.app.request('/v1/pets', { headers: t.auth() });
     t.clock.advance(2_000);
     const page = (await (await t.app.request('/v1/pets', { headers: t.auth() })).json()) as { status: string }[];

@@ -27,7 +27,7 @@ describe("a pet's strong ETag", () => {
     const again = await get(t, 1, { 'If-None-Match': '"1-1"' });
     expect(again.status).toBe(304);
     expect(again.headers.get('etag')).toBe('"1-1"');
-    // Kept by the memo and asked again: the same tag, not a weak one of the body.
+    // Memoised and asked again: the same tag, not a weak one of the body.
     expect((await get(t, 1)).headers.get('etag')).toBe('"1-1"');
   });
 
@@ -168,7 +168,7 @@ describe('deletePet: DELETE /v1/pets/{petId}', () => {
     const t = testApp();
     await create(t, { name: 'Rex', categoryId: 1 });
     await create(t, { name: 'Tom', categoryId: 2 });
-    // Kept by the memo first: the removal is seen at once all the same.
+    // Memoised first: the removal is seen at once all the same.
     await get(t, 1);
     await get(t, 1);
     expect((await del(t, 1, { 'If-Match': '"1-2"' })).status).toBe(412);

@@ -47,11 +47,9 @@ export async function listPets({ query }: Input<ListQuery>, { store }: ApiDeps):
 }
 
 /**
- * What a page read (`Reply.reads`). A full page changes with every id from its cursor to the last
- * row read, the one more than shown (`probe`) included, since whether a next page exists depends
- * on it: those of the pets it shows and those between them, as on PostgreSQL a create can commit
- * after one with a higher id, and land inside a page read meanwhile. The last page changes with
- * every create too, and a page of one status with any pet's status.
+ * The pets a page read (`Reply.reads`), which the memo checks. A full page depends on every id
+ * from its cursor to the extra row read past it: a pet created in that range changes the page.
+ * The last page also depends on every create (`members`), a filtered page on every status change.
  */
 function pageReads(page: readonly Pet[], after: number, full: boolean, filtered: boolean): PetsTouched {
   const probe = page.at(-1)?.id ?? after;
@@ -71,7 +69,7 @@ export async function createPet(
   { store, clock }: ApiDeps,
 ): Promise<Reply> {
   const key = headers['idempotency-key'];
-  if (key === undefined) return created(await store.create(body));
+  if (key === undefined) return createdReply(await store.create(body));
   const scope = idempotencyScope(principal, 'createPet');
   const once = { scope, key, fingerprint: fingerprintOf(body), now: clock.now() };
   const result = await store.createOnce(body, once);
@@ -81,7 +79,7 @@ export async function createPet(
       'This Idempotency-Key was used in the last 24 hours with a different request body; use a new key.',
     );
   }
-  return created(result.pet, result.outcome === 'replayed');
+  return createdReply(result.pet, result.outcome === 'replayed');
 }
 
 /** `GET /pets/{petId}`: one pet with its strong `ETag`, or 404. */
@@ -140,7 +138,7 @@ export async function deletePet(
 }
 
 /** The 201 of a stored (or replayed) pet, with its `Location` relative to `/v1/pets`. */
-function created(pet: StoredPet, replayed = false): Reply {
+function createdReply(pet: StoredPet, replayed = false): Reply {
   const headers: Record<string, string> = { Location: `pets/${pet.id}` };
   if (replayed) headers['Idempotent-Replayed'] = 'true';
   return petReply(201, pet, headers);

@@ -1,4 +1,4 @@
-// The valibot schemas of the API's query, path and header input that step 6 checks (`ListQuery`,
+// The valibot schemas of the API's query, path and header input that step 7 checks (`ListQuery`,
 // `PetParams`, `OrderParams`, `IdempotencyHeaders`, …), and `MUST_BE`, a 400's words per field.
 import * as v from 'valibot';
 import { ORDER_ID_PATTERN, OrderStatus } from '../core/order-records.ts';
@@ -34,11 +34,9 @@ export const IdempotencyHeaders = v.object({
 export type IdempotencyHeaders = v.InferOutput<typeof IdempotencyHeaders>;
 
 /**
- * What each field of a request accepts, in the contract's words. Every 400 about a field says
- * `<field>: must be <this>.`, whatever valibot found wrong, and never quotes the value: a JSON
- * number past 2^53 reaches the schema already rounded, so quoting it would misquote the client.
- * The contract lists these messages as the examples of its 400 responses (src/api/contract.test.ts).
- * The schemas carry no messages of their own: these words are the only ones a client reads.
+ * What each field of a request accepts, in the contract's words: every 400 about a field says
+ * `<field>: must be <this>.` The message never quotes the value, as a large JSON number reaches
+ * the schema already rounded. The contract shows these messages (src/api/contract.test.ts).
  */
 export const MUST_BE: Readonly<Record<string, string>> = {
   limit: `an integer from 1 to ${PAGE_SIZE_MAX}`,

@@ -1,4 +1,4 @@
-// Step 6: an operation's input read from the request (path, query, headers, JSON body) and
+// Step 7's input: an operation's input read from the request (path, query, headers, JSON body) and
 // checked by its valibot schemas; what fails is a 400 (or 415) naming the field.
 import type { Context } from 'hono';
 import * as v from 'valibot';
@@ -23,11 +23,9 @@ export const NOT_AN_OBJECT = 'body: must be a JSON object.';
 export const NOT_JSON = 'body: must be a JSON object; this is not valid JSON.';
 
 /**
- * The input of `op` from a request, validated by the entry's schemas: path parameters, query,
- * headers and the JSON body. The first field valibot finds wrong becomes a 400 that names it
- * and says what it accepts (`MUST_BE`), in the contract's words. Unknown query parameters are
- * ignored by the schemas; unknown body fields are refused by them. Synchronous for an
- * operation without a body, so a GET awaits nothing here.
+ * Makes the reader of `op`'s input: path parameters, query, headers and JSON body, validated by
+ * the table's schemas. The first wrong field is a 400 that names it (`MUST_BE`). Unknown query
+ * parameters are ignored, unknown body fields refused. Without a body the reader is synchronous.
  *
  * @example
  * const read = inputReader(operation)

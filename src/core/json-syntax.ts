@@ -1,10 +1,7 @@
 /**
- * Where a JSON text stops being JSON, in words a person can act on, and the first member name
- * an object repeats. `JSON.parse` says the first differently in each runtime (Bun's message has
- * no position at all: "JSON Parse error: Property name must be a string literal") and never
- * says the second (the last of a repeated member wins, silently). So one scanner does both:
- * after `JSON.parse` refused a text, or, for a parsed one, when its members cannot all be told
- * apart by counting (`duplicateMember`).
+ * Where a JSON text stops being JSON, in words a person can act on, and the first member name an
+ * object repeats. `JSON.parse` words the first differently in each runtime and never reports the
+ * second, so one scanner here does both.
  */
 
 /** The first syntax error of a JSON text: 1-based line and column (in UTF-16 units), and what was expected. */
@@ -55,11 +52,9 @@ export function jsonSyntaxError(text: string): JsonSyntaxError | undefined {
 }
 
 /**
- * The first member name that an object of `text` (valid JSON) repeats, or undefined when none
- * does. Given the value `JSON.parse` made of `text`, it scans only when counting cannot rule a
- * repeat out: a text with no more colons than the value has members repeats none (each member
- * takes one colon, and a repeated one is one member fewer in the value), which is every body
- * without a colon inside a string.
+ * The first member name that an object of `text` (valid JSON) repeats, or undefined. Given the
+ * parsed value, it scans only when counting cannot rule a repeat out: a text with no more colons
+ * than the value has members repeats none.
  *
  * @example
  * duplicateMember('{"id":"k","scopes":["pets:read"],"scopes":["admin"]}') // { line: 1, column: 34, path: 'scopes' }
@@ -199,7 +194,7 @@ function scan(text: string, duplicates: boolean): Found | undefined {
       string();
       if (names) {
         const name = JSON.parse(text.slice(start, at)) as string;
-        if (names.has(name) && !found) found = { at: start, path: joined([...path, name]) };
+        if (names.has(name) && !found) found = { at: start, path: dottedPath([...path, name]) };
         names.add(name);
         path.push(name);
       }
@@ -244,7 +239,7 @@ function scan(text: string, duplicates: boolean): Found | undefined {
 }
 
 /** `webhook.url`, `consumers[0].keys[1].id`: names joined by dots, indexes in brackets. */
-function joined(path: readonly string[]): string {
+function dottedPath(path: readonly string[]): string {
   return path.map((p, i) => (p.startsWith('[') || i === 0 ? p : `.${p}`)).join('');
 }
 

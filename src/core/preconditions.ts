@@ -1,10 +1,7 @@
 /**
- * A pet's strong entity tag and the `If-Match` header that compares against it (RFC 9110,
- * sections 8.8.3 and 13.1.1). The tag comes from the pet's id and version, never from its body:
- * two answers of the same pet at the same version carry the same tag, on every instance. A
- * pet's body is never compressed (it stays under the answer path's compression threshold,
- * the longest name included; src/api/pets.test.ts holds it), so the tag names one sequence of
- * bytes, as a strong tag must.
+ * A pet's strong entity tag and the `If-Match` header compared against it (RFC 9110). The tag
+ * comes from the pet's id and version, not its body, so every instance tags a pet alike. A pet's
+ * body is never compressed (src/api/pets.test.ts), so the tag names one sequence of bytes.
  */
 
 /** What `If-Match` asks of the pet: any current version (`*`), or one of these versions. */

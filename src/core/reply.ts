@@ -14,7 +14,7 @@ export type AnswerHeaders = Record<string, string>;
 /**
  * Which of the store's pets an answer shows, or a write changed: the pets by id, and whether it
  * also depends on (or changed) which pets exist (`members`: a create, a removal, a page that ends
- * the list) or any pet's status (`statuses`: a page filtered by status, the inventory). A kept
+ * the list) or any pet's status (`statuses`: a page filtered by status, the inventory). A memoised
  * answer is served while none of what it read has changed (src/store/change-counter.ts).
  */
 export interface PetsTouched {
@@ -41,7 +41,7 @@ export interface Reply {
   readonly etag?: string;
   /** The coding `body` is already in (a pre-compressed asset): sent as it is, never compressed again. */
   readonly encoding?: Coding;
-  /** What the answer read from the store, when it is kept (src/http/memo.ts); none: it depends on every pet. */
+  /** What the answer read from the store, when it is memoised (src/http/memo.ts); none: it depends on every pet. */
   readonly reads?: PetsTouched;
 }
 

@@ -6,15 +6,10 @@ import { compressed, compressible, MIN_COMPRESSED_BYTES, preferredCoding } from 
 import { notModified } from './etag.ts';
 
 /**
- * The one way a response is made: status, headers and body are written here once (only
- * `traceresponse` may be set again afterwards, by `setTraceResponse` in ./pipeline.ts), and the
- * representation is decided here for every answer, 2xx, 3xx, 4xx and 5xx alike:
- * - an `etag` that `If-None-Match` matches gives a GET or HEAD 304 with the same headers and no body;
- * - a successful JSON answer varies by `Accept-Encoding` and from 1 KiB on is sent br or gzip
- *   when the client takes it (errors stay readable in any log); a pre-compressed body is sent
- *   in its own coding;
- * - a HEAD answer carries the GET's headers, its `Content-Length` and a `Date` (Hono runs the GET
- *   route for a HEAD and drops the body; the runtimes would send no length and no date).
+ * Makes the response of `reply`: the one place status, headers and body are written, for every
+ * answer. It answers 304 when `If-None-Match` matches the `etag`, compresses a large successful
+ * JSON body when the client takes it, and gives a HEAD the GET's headers with a length and a date.
+ * Only `traceresponse` may change afterwards (`setTraceResponse` in ./pipeline.ts).
  *
  * @example
  * return answer(c, { status: 200, body: JSON.stringify(pet), type: 'application/json', etag })

@@ -51,18 +51,10 @@ const MAX_AGE_SECONDS = '600';
 const EXPOSED = EXPOSED_HEADERS.join(',');
 
 /**
- * CORS for the API (`--cors-origin`), a step run before the gateway, writing its fields into the
- * answer's gathered headers like every other step:
- * - a preflight (OPTIONS with `Origin` and `Access-Control-Request-Method`) is answered 204
- *   here, so it needs no key and costs no quota of a key or an address; from an origin not
- *   allowed, with no CORS headers, which the browser reads as a refusal;
- * - any other request from an allowed origin gets `Access-Control-Allow-Origin` (the origin
- *   itself), `Access-Control-Expose-Headers` and `Vary: Origin`, whatever it is answered,
- *   401 and 429 included;
- * - a request from another origin, or without one, gets only `Vary: Origin`.
- * `*` in `origins` allows every origin. The header values are those of Hono's `cors`
- * middleware, which writes onto a placeholder response that Hono then copies onto the real
- * one: here every answer is built once (src/http/answer.ts), so the fields go where all the others go.
+ * Makes step 2, CORS for the API (`--cors-origin`), run before the gateway. A preflight is
+ * answered 204 here, so it needs no key and costs no quota. A request from an allowed origin gets
+ * the CORS headers whatever its answer; any other gets only `Vary: Origin`. `*` allows every
+ * origin. The headers are gathered like every other step's, for the one answer path.
  *
  * @example
  * const cors = corsStep(['https://app.example'])

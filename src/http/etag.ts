@@ -1,12 +1,7 @@
 /**
- * A weak entity tag (RFC 9110 section 8.8.3) for a representation: the first 64 bits of
- * MurmurHash3 x86_128 (seed 0) of its parts' UTF-8, each part followed by a newline, as 16 hex
- * digits (the first 8 bytes of the 128-bit output, in its byte order). Weak, because the same
- * JSON is sent identity, gzip or br encoded (a strong tag would have to differ per encoding);
- * `If-None-Match` compares weakly anyway. No secret is at stake, so no cryptographic hash: this
- * one is written here in 32-bit integer arithmetic, so Bun, Deno and Node, and every instance of
- * a fleet, tag the same body alike (`Bun.hash` exists on one runtime only, and no runtime
- * promises its output). Any MurmurHash3 library gives the same value (`etag.test.ts` has one).
+ * A weak entity tag of a body and its other parts: the first 64 bits of MurmurHash3 x86_128
+ * (seed 0) of the parts, each followed by a newline, as hex. Weak, because the same JSON is sent plain, gzip or br. The hash is written here, not a
+ * runtime's, so Bun, Deno, Node and every instance tag a body alike (`etag.test.ts` checks it).
  *
  * @example
  * weakEtag('[{"id":1}]') // 'W/"…"' (16 hex digits)

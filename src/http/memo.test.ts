@@ -11,7 +11,7 @@ const page = (n: number, reads?: PetsTouched): Reply => ({
   ...(reads ? { reads } : {}),
 });
 
-/** A memo over a bare change counter, and a way to keep an answer (asked twice) read now. */
+/** A memo over a bare change counter, and a way to memoise an answer (asked twice) read now. */
 function counted() {
   const changes = new ChangeCounter();
   const store: Pick<StoreChanges, 'changeCount' | 'unchanged'> = {
@@ -19,17 +19,17 @@ function counted() {
     unchanged: (since, reads) => changes.unchanged(since as number, reads),
   };
   const memo = new AnswerMemo(store);
-  const keep = (key: string, reply: Reply) => {
+  const memoise = (target: string, reply: Reply) => {
     const since = changes.count();
-    memo.set(key, since, reply);
-    memo.set(key, since, reply);
+    memo.set(target, since, reply);
+    memo.set(target, since, reply);
   };
-  const get = (key: string) => memo.get(key, changes.count())?.body;
-  return { changes, memo, keep, get };
+  const get = (target: string) => memo.get(target, changes.count())?.body;
+  return { changes, memo, memoise, get };
 }
 
 describe('AnswerMemo', () => {
-  test('keeps an answer from its second asking on, while nothing changes', () => {
+  test('memoises an answer from its second asking on, while nothing changes', () => {
     const { changes, memo, get } = counted();
     memo.set('/v1/pets', 0, page(1));
     expect(get('/v1/pets')).toBeUndefined();
@@ -38,15 +38,15 @@ describe('AnswerMemo', () => {
     // An answer that names nothing it read depends on every pet.
     changes.changed({ ids: [99] });
     expect(get('/v1/pets')).toBeUndefined();
-    // Read again: kept again at once, the key is known.
+    // Read again: memoised again at once, the target is known.
     memo.set('/v1/pets', changes.count(), page(2));
     expect(get('/v1/pets')).toBe('[2]');
   });
 
-  test("keeps a pet's answer through other pets' changes, not through its own", () => {
-    const { changes, keep, get } = counted();
-    keep('/v1/pets/7', page(7, { ids: [7] }));
-    keep('/v1/pets/8', page(8, { ids: [8] }));
+  test("serves a pet's memoised answer through other pets' changes, not through its own", () => {
+    const { changes, memoise, get } = counted();
+    memoise('/v1/pets/7', page(7, { ids: [7] }));
+    memoise('/v1/pets/8', page(8, { ids: [8] }));
     changes.changed({ ids: [8], statuses: true });
     expect([get('/v1/pets/7'), get('/v1/pets/8')]).toEqual(['[7]', undefined]);
     changes.changed({ ids: [3], members: true });
@@ -55,7 +55,7 @@ describe('AnswerMemo', () => {
     expect(get('/v1/pets/7')).toBeUndefined();
   });
 
-  test('asks the store what a kept answer read once per change count, not at every asking', () => {
+  test('asks the store what a memoised answer read once per change count, not at every asking', () => {
     const changes = new ChangeCounter();
     let asked = 0;
     const memo = new AnswerMemo({
@@ -76,11 +76,11 @@ describe('AnswerMemo', () => {
     expect(asked).toBe(2);
   });
 
-  test('keeps a full page through creates and other pets; the last page and a status filter as they depend', () => {
-    const { changes, keep, get } = counted();
-    keep('full', page(1, { ids: [1, 2, 3] }));
-    keep('last', page(2, { ids: [4, 5], members: true }));
-    keep('available', page(3, { ids: [1, 3], statuses: true }));
+  test('serves a memoised full page through creates and other pets; the last page and a status filter as they depend', () => {
+    const { changes, memoise, get } = counted();
+    memoise('full', page(1, { ids: [1, 2, 3] }));
+    memoise('last', page(2, { ids: [4, 5], members: true }));
+    memoise('available', page(3, { ids: [1, 3], statuses: true }));
     // A change of a name elsewhere leaves all three.
     changes.changed({ ids: [9] });
     expect([get('full'), get('last'), get('available')]).toEqual(['[1]', '[2]', '[3]']);
@@ -105,7 +105,7 @@ describe('AnswerMemo', () => {
     expect(get('/v1/pets/7')).toBeUndefined();
   });
 
-  test('keeps nothing for a store that cannot tell its change count', () => {
+  test('memoises nothing for a store that cannot tell its change count', () => {
     const { memo } = counted();
     memo.set('/v1/pets', undefined, page(1));
     memo.set('/v1/pets', undefined, page(1));
@@ -114,13 +114,13 @@ describe('AnswerMemo', () => {
 
   test('holds at most its bytes of bodies, the least recently used out first', () => {
     const memo = new AnswerMemo({ changeCount: () => 0, unchanged: () => true }, 10);
-    for (const key of ['a', 'b', 'c']) {
-      memo.set(key, 0, { status: 200, body: 'xxxx', type: 'application/json' });
-      memo.set(key, 0, { status: 200, body: 'xxxx', type: 'application/json' });
+    for (const target of ['a', 'b', 'c']) {
+      memo.set(target, 0, { status: 200, body: 'xxxx', type: 'application/json' });
+      memo.set(target, 0, { status: 200, body: 'xxxx', type: 'application/json' });
     }
     expect([memo.get('a', 0), memo.get('b', 0)?.body, memo.get('c', 0)?.body]).toEqual([undefined, 'xxxx', 'xxxx']);
   });
-  describe('answer: requests that miss while a read of their key is under way', () => {
+  describe('answer: requests that miss while a read of their target is under way', () => {
     /** A read that settles when told, counting how often it was started. */
     function pending(memo: AnswerMemo, changes: ChangeCounter) {
       let reads = 0;
@@ -131,8 +131,8 @@ describe('AnswerMemo', () => {
           settle.push((r) => (r instanceof Error ? reject(r) : resolve(r))),
         );
       };
-      const ask = (key: string) =>
-        memo.readOrJoin(key, changes.count(), read).then(
+      const ask = (target: string) =>
+        memo.readOrJoin(target, changes.count(), read).then(
           ({ reply, joined }) => [reply.status, reply.body, joined],
           (err: Error) => ['failed', err.message],
         );
@@ -151,7 +151,7 @@ describe('AnswerMemo', () => {
         [200, '[7]', false],
         [200, '[7]', true],
       ]);
-      // Asked once by a read of its own: remembered, not yet kept.
+      // Asked once by a read of its own: remembered, not yet memoised.
       expect(get('/v1/pets/7')).toBeUndefined();
     });
 

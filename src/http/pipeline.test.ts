@@ -1,6 +1,8 @@
 import { describe, expect, test } from 'bun:test';
+import { readFileSync } from 'node:fs';
 import { Hono } from 'hono';
 import * as v from 'valibot';
+import { testApp } from '../../test/testing.ts';
 import { defineOperation } from '../api/operation-types.ts';
 import type { AppEnv } from '../app-env.ts';
 import { ApiError } from '../core/api-error.ts';
@@ -19,57 +21,112 @@ const ping = {
   weakEtag: false,
   handler: async () => ({ status: 200, body: '{}', type: 'application/json' }),
 } as const;
-const unkept = defineOperation({ ...ping, memo: false });
-const kept = defineOperation({ ...ping, memo: true });
+const unmemoised = defineOperation({ ...ping, memo: false });
+const memoised = defineOperation({ ...ping, memo: true });
 /** An API pipeline's options, without the store's change count. */
 const api = { ...base, gateway: refuseAll, deps: {}, allowedMethods: () => undefined };
-/** A store whose count never moves: enough for a pipeline to take kept operations. */
+/** A store whose count never moves: enough for a pipeline to take memoised operations. */
 const store = { startDueExpiry: () => undefined, changeCount: () => 1, unchanged: () => true };
 
 describe('what each pipeline needs is checked by the compiler', () => {
   test('an app without a table has no operation step, and its notFound never asks for a key', async () => {
-    const steps = pipeline(base);
+    const handlers = pipeline(base);
     // @ts-expect-error: a pipeline without the gateway and deps cannot serve an operation.
-    expect(steps.operation).toBeUndefined();
+    expect(handlers.operation).toBeUndefined();
     const app = new Hono<AppEnv>();
-    app.notFound(steps.notFound);
+    app.notFound(handlers.notFound);
     const res = await app.request('/v1/pets');
     expect(res.status).toBe(404);
   });
 
-  test("an API pipeline without the store's change count takes only operations that are never kept", async () => {
-    const steps = apiPipeline(api);
-    expect(typeof steps.operation(unkept)).toBe('function');
-    // @ts-expect-error: a kept operation needs the store's change count.
-    steps.operation(kept);
+  test("an API pipeline without the store's change count takes only operations that are never memoised", async () => {
+    const handlers = apiPipeline(api);
+    expect(typeof handlers.operation(unmemoised)).toBe('function');
+    // @ts-expect-error: a memoised operation needs the store's change count.
+    handlers.operation(memoised);
     const withCount = apiPipeline({ ...api, changes: store });
-    expect(typeof withCount.operation(kept)).toBe('function');
+    expect(typeof withCount.operation(memoised)).toBe('function');
     // @ts-expect-error: the gateway is not optional.
     apiPipeline({ ...base, deps: {}, allowedMethods: () => undefined });
     // Under the API prefix, a path no operation serves meets the gateway first: 401 before 404.
     const app = new Hono<AppEnv>();
-    app.notFound(steps.notFound);
+    app.notFound(handlers.notFound);
     expect((await app.request('/v1/nothing')).status).toBe(401);
   });
 });
 
-describe('a kept operation is refused when its route is added', () => {
-  const steps = apiPipeline({ ...api, changes: store });
+describe('a memoised operation is refused when its route is added', () => {
+  const handlers = apiPipeline({ ...api, changes: store });
 
-  test('one that reads request headers or a body: its answer is kept by the path and query alone', () => {
+  test('one that reads request headers or a body: its answer is memoised by the path and query alone', () => {
     const headers = defineOperation({ ...ping, memo: true, headers: v.object({ 'x-tone': v.string() }) });
-    expect(() => steps.operation(headers)).toThrow(
-      new TypeError('pipeline: ping reads headers or a body and cannot be kept by its path and query'),
+    expect(() => handlers.operation(headers)).toThrow(
+      new TypeError('pipeline: ping reads headers or a body and cannot be memoised by its path and query'),
     );
     const body = defineOperation({ ...ping, method: 'POST', memo: true, body: v.object({ name: v.string() }) });
-    expect(() => steps.operation(body)).toThrow(
-      new TypeError('pipeline: ping reads headers or a body and cannot be kept by its path and query'),
+    expect(() => handlers.operation(body)).toThrow(
+      new TypeError('pipeline: ping reads headers or a body and cannot be memoised by its path and query'),
     );
-    expect(typeof steps.operation(defineOperation({ ...ping, memo: false, body: v.object({}) }))).toBe('function');
+    expect(typeof handlers.operation(defineOperation({ ...ping, memo: false, body: v.object({}) }))).toBe('function');
   });
 
   test("one that reads the quota: its answer is the caller's own", () => {
     const quota = defineOperation({ ...ping, memo: true, readsQuota: true });
-    expect(() => steps.operation(quota)).toThrow(new TypeError('pipeline: ping reads the quota and cannot be kept'));
+    expect(() => handlers.operation(quota)).toThrow(
+      new TypeError('pipeline: ping reads the quota and cannot be memoised'),
+    );
+  });
+});
+
+/** The step names the comment over `operationHandler` lists, in order. */
+function listedSteps(): string[] {
+  const text = readFileSync(new URL('./pipeline.ts', import.meta.url), 'utf8');
+  const end = text.indexOf('function operationHandler<');
+  const comment = text.slice(text.lastIndexOf('/**', end), end);
+  return [...comment.matchAll(/^ \* \d+\. `(\w+)`/gm)].map((m) => m[1] ?? '');
+}
+
+describe("a request's checks answer in the order operationHandler's comment lists its steps", () => {
+  test('each refusal comes before those of the steps listed after it', async () => {
+    const origin = 'https://app.example';
+    const { app, auth } = testApp({ corsOrigins: [origin] });
+    const json = { 'Content-Type': 'application/json' };
+    const tooLarge = JSON.stringify({ name: 'x'.repeat(70 * 1024) });
+    const preflight = { Origin: origin, 'Access-Control-Request-Method': 'POST' };
+    const post = (path: string, headers: Record<string, string>, body: string) =>
+      app.request(path, { method: 'POST', headers: { ...json, ...headers }, body });
+    // Each request fails every check from its step on; it gets the first one's answer.
+    const answered: [string, number][] = [
+      ['exchange', (await post(`/v1/pets?q=${'x'.repeat(9000)}`, {}, tooLarge)).status],
+      ['cors', (await app.request('/v1/pets', { method: 'OPTIONS', headers: preflight })).status],
+      ['passGateway', (await post('/v1/pets', {}, tooLarge)).status],
+      ['checkBody', (await post('/v1/pets', auth(), tooLarge)).status],
+      ['runHandler', (await post('/v1/pets', auth(), '{"name":7}')).status],
+    ];
+    expect(answered).toEqual([
+      ['exchange', 414],
+      ['cors', 204],
+      ['passGateway', 401],
+      ['checkBody', 413],
+      ['runHandler', 400],
+    ]);
+    const listed = listedSteps();
+    const names = answered.map(([name]) => name);
+    expect(names.filter((name) => listed.includes(name))).toEqual(names);
+    expect(names.map((name) => listed.indexOf(name))).toEqual(
+      names.map((name) => listed.indexOf(name)).sort((a, b) => a - b),
+    );
+  });
+
+  test("a deprecated operation's headers come after the gateway and before the body's check", async () => {
+    const { app, auth } = testApp();
+    const withBody = { 'Content-Type': 'application/json', 'Content-Length': String(70 * 1024) };
+    const refused = await app.request('/v1/pets/1', { headers: withBody });
+    const tooLarge = await app.request('/v1/pets/1', { headers: { ...withBody, ...auth() } });
+    expect([refused.status, refused.headers.has('deprecation')]).toEqual([401, false]);
+    expect([tooLarge.status, tooLarge.headers.has('deprecation')]).toEqual([413, true]);
+    const listed = listedSteps();
+    expect(listed.indexOf('passGateway')).toBeLessThan(listed.indexOf('addDeprecationHeaders'));
+    expect(listed.indexOf('addDeprecationHeaders')).toBeLessThan(listed.indexOf('checkBody'));
   });
 });

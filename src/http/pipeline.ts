@@ -1,7 +1,7 @@
-// A request's way from Hono's route to its answer, in eight numbered steps (the comment below,
-// and ARCHITECTURE.md's walk): every API route's handler is made here from the operations table.
+// A request's way from Hono's route to its answer: every route's handler is made here, and
+// `operationHandler` lists an API operation's eight steps in the order they run.
 import type { Context, ErrorHandler } from 'hono';
-import type { Deprecation, KeyHolder, Operation, UnkeptOperation } from '../api/operation-types.ts';
+import type { Deprecation, KeyHolder, Operation, UnmemoisedOperation } from '../api/operation-types.ts';
 import { isApiPath } from '../api/operations.ts';
 import { inputReader } from '../api/validate.ts';
 import type { AppEnv } from '../app-env.ts';
@@ -22,7 +22,6 @@ import type { Logger } from '../log.ts';
 import { operationIndex } from '../metrics/labels.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { peerText } from '../redact.ts';
-import type { ChangeCount } from '../store/store.ts';
 import { currentScope, type RequestScope } from '../trace/request-scope.ts';
 import { answer } from './answer.ts';
 import { checkBodyOnGet, limitBody } from './body-limit.ts';
@@ -31,11 +30,11 @@ import { requestCounter } from './count-requests.ts';
 import { answerError, toApiError } from './error-answer.ts';
 import { weakEtag } from './etag.ts';
 import { AnswerMemo, type StoreChanges } from './memo.ts';
-import { requestLogSteps } from './request-log.ts';
+import { type RequestStart, requestLog } from './request-log.ts';
 import { requestTrace } from './request-trace.ts';
 import { MAX_URI_BYTES, pathAndQuery, uriTooLong } from './uri-limit.ts';
 
-/** What every pipeline needs: the ops routes' and the metrics port's, and the API's too. */
+/** What every pipeline needs, whether it serves an operations table or only ops routes. */
 export interface PipelineOptions {
   log: Logger;
   clock: Clock;
@@ -44,7 +43,7 @@ export interface PipelineOptions {
   /** Largest accepted request body. */
   maxBodyBytes: number;
   /** Whether a path is one the gateway answers, whose answers are private (`no-store`): `/v1` by default. */
-  gatedPath?: (path: string) => boolean;
+  isGatewayPath?: (path: string) => boolean;
   /** Origins whose pages may call the API (`--cors-origin`); none: no CORS at all. */
   corsOrigins?: readonly string[];
   /** Counts requests when given (`--metrics`). */
@@ -59,106 +58,71 @@ export interface PipelineOptions {
 
 /** What a pipeline that serves a table of operations needs besides: the gateway and the handlers' deps. */
 export interface ApiPipelineOptions<D> extends PipelineOptions {
-  /** The gateway's pass (src/gateway/index.ts). */
+  /** The gateway's pass (`gateway()` of src/gateway/index.ts): admits or refuses each request at step 3. */
   gateway: GatewayPass;
-  /** What handlers work with. */
+  /** What the table's handlers work with (the store, the clock). */
   deps: D;
   /** The methods the table serves at a path, or undefined for a path it has not (a 405's `Allow`). */
   allowedMethods: (path: string) => readonly string[] | undefined;
   /**
-   * The store's change count and what changed since (`DataStore.changeCount`, `unchanged`), and
-   * its due expiry (`startDueExpiry`, awaited before a kept answer is looked up): an operation
-   * whose answers are kept (`memo`) is served from the memo while nothing its answer read has
-   * changed. Without it, only operations that are never kept can be added.
+   * What the memo asks of the store (src/http/memo.ts). Without it the pipeline has no memo,
+   * and only operations that are never memoised can be added.
    */
   changes?: StoreChanges;
 }
 
 /**
- * The way of a request through the service, in the order it meets the steps. Every request
- * starts with step 1:
- * 1. `exchange`, around all the rest. It gives the request its id and the headers every answer
- *    carries (`X-Request-Id`; on the API `Cache-Control: no-store` and `nosniff`; `traceresponse`),
- *    and answers 414 for an overlong URI. Once the request is answered, it ends the span and
- *    writes the log line and the metrics.
- *
- * Then an API operation (`serveOperation`, made by `operationHandler`) goes on:
- * 2. CORS: a preflight is answered here, before any key is asked for.
- * 3. The gateway (src/gateway/index.ts) identifies the caller, takes its in-flight slot, asks the
- *    limiter, writes the rate-limit headers and checks the key's scope. A refusal is answered at
- *    once. An operation that reads the quota gets it from the limiter's decision, with its input.
- * 4. A deprecated operation's headers (`Deprecation`, `Sunset`, successor `Link`).
- * 5. The body's limits (413; a body sent with GET is held to the same rules), then the answer
- *    kept for this path and query, if there is one.
- * 6. The input, validated by the table's schemas (400, 415).
- * 7. The handler. Its reply is tagged with an ETag when the table says so.
- * 8. The one answer path (src/http/answer.ts): 304, compression, HEAD.
- *
- * A path under the API prefix that no operation serves (Hono's `notFound`) passes steps 2, 3 and
- * 5's body limits too, then gets 404 or 405. An ops route (`opsRoute`) runs its handler after step 1.
- *
- * Errors. Every refusal and error leaves through `fail`, which keeps the error for the log line
- * and the metrics and answers it with `answerError`. The gateway returns its refusals rather
- * than throwing them, because a throw through its async frames is slow. What a handler or a step
- * throws is caught in step 1 (`answerInScope`) and turned into an `ApiError` by `toApiError`.
- * Hono's `onError` sees only what escapes step 1, and answers it the same way.
- *
- * Each step is a function below, in this order. The steps share `PipelineParts`, made once by
- * `partsOf`; what one operation needs is made once when its route is added (`routeOf`).
- *
- * The steps nest rather than chain: each runs the rest inside itself, so step 1 sees the answer
- * of every later step, and the gateway holds the caller's in-flight slot until the answer is made.
- *
- *   exchange (1)
- *   └ answerInScope (1)
- *     └ serveOperation
- *       └ gated (2 CORS, 3 gateway(…, admitted))
- *         └ admitted: the deprecation headers (4)
- *           └ bodyChecked (5)
- *             └ answerOperation (5 kept answer, 6 input, 7 handler) → answer (8)
- *
- * `pipeline` makes the steps of an app without operations (the metrics port); `apiPipeline` adds
- * `operation` and the gateway, and its types ask for what serving a table needs.
+ * The route handlers of an app without an operations table: the metrics port's. Each request
+ * runs step 1 (`exchange`) and then its ops route, or 404.
  *
  * @example
- * const steps = apiPipeline({ log, clock, clientAddress, gateway: pass, deps, changes: store, allowedMethods, maxBodyBytes: 65536 })
- * app.on(op.method, `/v1${op.path}`, steps.operation(op))
- * app.notFound(steps.notFound)
+ * const handlers = pipeline({ log, clock, clientAddress, maxBodyBytes: 65536 })
+ * app.get(route.path, handlers.opsRoute(route))
+ * app.notFound(handlers.notFound)
  */
 export function pipeline(options: PipelineOptions) {
   const parts = partsOf(options);
-  return steps(
+  return routeHandlers(
     parts,
     exchangeHandler(parts, (c) => fail(c, NO_SUCH_PATH)),
   );
 }
 
+/**
+ * The route handlers of an app that serves an operations table: those of `pipeline`, and
+ * `operation`, which makes one operation's route (`operationHandler` lists its steps). Its types
+ * ask for what serving the table needs: a table with memoised operations needs `changes`.
+ *
+ * @example
+ * const handlers = apiPipeline({ log, clock, clientAddress, gateway: pass, deps, changes: store, allowedMethods, maxBodyBytes: 65536 })
+ * app.on(op.method, `/v1${op.path}`, handlers.operation(op))
+ * app.notFound(handlers.notFound)
+ */
 export function apiPipeline<D extends object>(
   options: ApiPipelineOptions<D> & { changes: StoreChanges },
-): ApiSteps<Operation<D>>;
-export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): ApiSteps<UnkeptOperation<D>>;
-export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): ApiSteps<Operation<D>> {
+): ApiRouteHandlers<Operation<D>>;
+export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): ApiRouteHandlers<UnmemoisedOperation<D>>;
+export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): ApiRouteHandlers<Operation<D>> {
   const { gateway, deps, allowedMethods, changes } = options;
   const memo = changes && new AnswerMemo(changes);
   const parts: ApiParts<D> = { ...partsOf(options), gateway, deps, allowedMethods, changes, memo };
-  /** Hono's `notFound`: a path no route serves; under the API prefix it meets the gateway first. */
+  /** Hono's `notFound`: a path no route serves. Under the API prefix it meets the gateway first. */
   const notFound = exchangeHandler(parts, (c) =>
-    parts.gatedPath(c.req.path) ? unserved(parts, c) : fail(c, NO_SUCH_PATH),
+    parts.isGatewayPath(c.req.path) ? answerNoRoute(parts, c) : fail(c, NO_SUCH_PATH),
   );
-  return { ...steps(parts, notFound), operation: (op: Operation<D>) => operationHandler(parts, op) };
+  return { ...routeHandlers(parts, notFound), operation: (op: Operation<D>) => operationHandler(parts, op) };
 }
 
-/** The steps of an app that serves a table: those of every app, and one route per operation. */
-export interface ApiSteps<O> extends ReturnType<typeof steps> {
-  operation(op: O): Served;
+/** The route handlers of an app that serves a table: those of every app, and one route per operation. */
+export interface ApiRouteHandlers<O> extends ReturnType<typeof routeHandlers> {
+  operation(op: O): RouteHandler;
 }
 
-/** The steps every app has: the outer step, ops routes, `notFound` and Hono's `onError`. */
-function steps(parts: PipelineParts, notFound: Served) {
-  /** Hono's `onError`, for what escapes `exchange`: the Error body all the same. */
+/** The route handlers every app has: ops routes, `notFound` and Hono's `onError`. */
+function routeHandlers(parts: PipelineParts, notFound: RouteHandler) {
+  /** Hono's `onError`, for what escapes step 1: answered with the Error body all the same. */
   const onError: ErrorHandler<AppEnv> = (err, c) => fail(c, toApiError(err, c, parts.report, parts.unavailable));
   return {
-    exchange: (inner: Inner) => exchangeHandler(parts, inner),
     opsRoute: (route: OpsRoute) => opsRouteHandler(parts, route),
     notFound,
     onError,
@@ -167,15 +131,15 @@ function steps(parts: PipelineParts, notFound: Served) {
 
 /** What the steps of one pipeline share: its options, and the parts made once from them. */
 interface PipelineParts {
-  readonly gatedPath: (path: string) => boolean;
+  readonly isGatewayPath: (path: string) => boolean;
   readonly maxBodyBytes: number;
-  readonly requestLog: ReturnType<typeof requestLogSteps>;
+  readonly requestLog: ReturnType<typeof requestLog>;
   readonly tracing: ReturnType<typeof requestTrace>;
   /** Counts every request and its answer (`--metrics`). */
   readonly requestMetrics: ReturnType<typeof requestCounter> | undefined;
   readonly cors: ReturnType<typeof corsStep> | undefined;
   readonly limit: ReturnType<typeof limitBody>;
-  /** Counts a kept operation's request as a memo hit or miss (`--metrics`). */
+  /** Counts a memoised operation's request as a memo hit or miss (`--metrics`). */
   readonly memoCount: ((op: number, hit: boolean) => void) | undefined;
   /** How `toApiError` logs an unhandled error, and a store that is unavailable. */
   readonly report: (err: unknown, c: Context<AppEnv>) => void;
@@ -188,10 +152,11 @@ interface ApiParts<D> extends PipelineParts {
   readonly deps: D;
   readonly allowedMethods: (path: string) => readonly string[] | undefined;
   readonly changes: StoreChanges | undefined;
-  /** The kept answers, when the table has a store to keep them by. */
+  /** The answer memo, when the pipeline has the store's `changes`. */
   readonly memo: AnswerMemo | undefined;
 }
 
+/** Makes the parts every step of one pipeline shares, once, from its options. */
 function partsOf({
   log,
   clock,
@@ -201,55 +166,92 @@ function partsOf({
   metrics,
   countAs,
   newId,
-  gatedPath = isApiPath,
+  isGatewayPath = isApiPath,
   holdsValidKey = () => false,
 }: PipelineOptions): PipelineParts {
   // Within a request the scope names it; Hono's `onError` runs after the scope is closed.
-  const named = (c: Context<AppEnv>, err: unknown) =>
+  const errorFields = (c: Context<AppEnv>, err: unknown) =>
     currentScope() ? { error: peerText(String(err)) } : { requestId: c.get('requestId'), error: peerText(String(err)) };
   return {
-    gatedPath,
+    isGatewayPath,
     maxBodyBytes,
-    requestLog: requestLogSteps({ log, clock, clientAddress, ...(newId ? { newId } : {}) }),
+    requestLog: requestLog({ log, clock, clientAddress, ...(newId ? { newId } : {}) }),
     tracing: requestTrace({ clientAddress, holdsValidKey }),
     requestMetrics: metrics && requestCounter({ metrics, ...(countAs ? { operation: countAs } : {}) }),
     cors: corsOrigins.length > 0 ? corsStep(corsOrigins) : undefined,
     limit: limitBody(maxBodyBytes),
     memoCount: metrics && ((op, hit) => metrics.memoAnswered(op, hit)),
-    report: (err, c) => log.error('unhandled error', named(c, err)),
-    unavailable: (err, c) => log.warn('store unavailable', named(c, err)),
+    report: (err, c) => log.error('unhandled error', errorFields(c, err)),
+    unavailable: (err, c) => log.warn('store unavailable', errorFields(c, err)),
   };
 }
 
 /**
- * Step 1 around `inner`, the rest of a request's way: every Hono route is one of these, so each
- * request matches one handler and Hono calls it without composing layers. Whatever `inner`
- * throws is answered here, so the log line and the metrics see every answer. The request
- * scope (src/trace/request-scope.ts) is opened here, holding its id and, unless `traced` is false, its
- * trace: every line logged and every span made while serving it reads the scope.
+ * An API operation's route handler, its checks made once. This is the one list of a request's
+ * steps, in the order they run. src/http/pipeline.test.ts checks that the refusals come in this
+ * order, and src/layout.test.ts that ARCHITECTURE.md's walk has these steps:
+ *
+ * 1. `exchange`: gives the request its id and its scope (trace, log), sets the headers every
+ *    answer carries and refuses an overlong URI (414). It answers whatever a later step throws,
+ *    then writes the log line and the metrics.
+ * 2. `cors` (src/http/cors.ts): answers a CORS preflight, before any key is asked for.
+ * 3. `passGateway`: the gateway finds the caller and applies the in-flight cap, the rate limit
+ *    and the key's scope (401, 429, 403).
+ * 4. `addDeprecationHeaders`: a deprecated operation's `Deprecation`, `Sunset` and `Link`.
+ * 5. `checkBody`: refuses a body over the size limit (413), a body sent with GET too.
+ * 6. `answerFromMemo`: a memoised operation's answer from the memo, when nothing it read has
+ *    changed; otherwise step 7's answer, memoised.
+ * 7. `runHandler`: validates the input (400, 415), runs the operation's handler and adds a weak
+ *    ETag when the table asks for one.
+ * 8. `answer` (src/http/answer.ts): turns the reply into the response (304, compression, HEAD).
+ *
+ * Step 1 runs the rest inside itself, so it sees every answer. From step 3 on each step calls
+ * the next, so the gateway holds the caller's in-flight slot until the answer is made. A refusal
+ * leaves through `fail`.
  */
-function exchangeHandler(parts: PipelineParts, inner: Inner, traced = true): Served {
+function operationHandler<D>(parts: ApiParts<D>, op: Operation<D>): RouteHandler {
+  const route = routeOf(parts, op);
+  const { cors } = parts;
+  // Named as what it does, so a CPU profile names it.
+  return exchangeHandler(parts, function serveOperation(c) {
+    c.set('operation', op.id);
+    const preflight = cors?.(c);
+    if (preflight) return preflight;
+    return passGateway(parts, c, op, (decision, caller) => {
+      addDeprecationHeaders(c, route);
+      return checkBody(parts, c, () => answerFromMemo(parts, route, c, decision, caller));
+    });
+  });
+}
+
+/**
+ * Makes step 1, `exchange`, around `inner`, the rest of the request's steps. Every Hono route's
+ * handler is one of these, so Hono calls one handler per request and composes no middleware.
+ * `traced` false: the request makes no trace.
+ */
+function exchangeHandler(parts: PipelineParts, inner: ScopedHandler, traced = true): RouteHandler {
   const { requestLog, tracing } = parts;
-  // Named as the step it serves, so a CPU profile names it.
   return function exchange(c) {
-    const started = requestLog.start(c);
-    return tracing.run(c, started.id, traced, (scope) => answerInScope(parts, c, started, scope, inner));
+    const start = requestLog.start(c);
+    // The request's scope (src/trace/request-scope.ts) holds its id and trace: every log line
+    // and span made while it is served reads it.
+    return tracing.run(c, start.id, traced, (scope) => answerInScope(parts, c, start, scope, inner));
   };
 }
 
 /** Step 1 inside the request's scope: the headers every answer carries, 414, `inner`, then the log line, metrics and span. */
 async function answerInScope(
-  { requestLog, requestMetrics, tracing, gatedPath, report, unavailable }: PipelineParts,
+  { requestLog, requestMetrics, tracing, isGatewayPath, report, unavailable }: PipelineParts,
   c: Context<AppEnv>,
-  started: ReturnType<PipelineParts['requestLog']['start']>,
+  start: RequestStart,
   scope: RequestScope,
-  inner: Inner,
+  inner: ScopedHandler,
 ): Promise<Response> {
   const metricsStart = requestMetrics?.start();
-  const id = started.id;
+  const id = start.id;
   const traceresponse = tracing.header(scope);
   // Every API answer is private to its caller and never sniffed (SECURITY.md).
-  const headers: AnswerHeaders = gatedPath(c.req.path)
+  const headers: AnswerHeaders = isGatewayPath(c.req.path)
     ? { 'X-Request-Id': id, 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }
     : { 'X-Request-Id': id };
   if (traceresponse) headers.traceresponse = traceresponse;
@@ -261,14 +263,15 @@ async function answerInScope(
     try {
       res = await inner(c);
     } catch (err) {
+      // A handler's or a step's throw becomes an `ApiError` here (500 for the unknown).
       res = fail(c, toApiError(err, c, report, unavailable));
     }
   }
-  // The verdict is final once the answer is: when the tail rules keep a request the head did not
-  // (slow, or a 5xx), or its record was lost, `traceresponse` is written again with it.
+  // The trace's verdict is final once the request is answered. When the tail rules keep a
+  // request the head sampler did not, `traceresponse` is written again.
   const head = scope.sampled === true;
   if (tracing.finish(c, scope, res.status) !== head && traceresponse) setTraceResponse(res, tracing.header(scope));
-  requestLog.finish(c, started, res.status, scope.sampled === true);
+  requestLog.finish(c, start, res.status, scope.sampled === true);
   if (requestMetrics && metricsStart !== undefined) requestMetrics.finish(c, metricsStart, res.status, scope);
   return res;
 }
@@ -283,30 +286,36 @@ function setTraceResponse(res: Response, value: string | undefined): void {
   }
 }
 
-/** Steps 2 and 3, then `admitted` for a request the gateway lets through. */
-async function gated<D>(
-  { gateway, cors }: ApiParts<D>,
+/**
+ * Step 3: the gateway (src/gateway/index.ts) admits the request and calls `serveAdmitted`, or
+ * refuses it. The gateway returns its refusals rather than throwing them, as a throw through its
+ * async frames is slow.
+ */
+async function passGateway<D>(
+  { gateway }: ApiParts<D>,
   c: Context<AppEnv>,
   op: GatedOperation,
-  admitted: (decision: Decision, caller: ConsumerCaller) => Promise<Response>,
-) {
-  const preflight = cors?.(c);
-  if (preflight) return preflight;
-  const answered = await gateway(c, op, admitted);
-  if (!(answered instanceof ApiError)) return answered;
-  c.set('refusal', answered.code);
-  return fail(c, answered);
+  serveAdmitted: (decision: Decision, caller: ConsumerCaller) => Promise<Response>,
+): Promise<Response> {
+  const outcome = await gateway(c, op, serveAdmitted);
+  if (!(outcome instanceof ApiError)) return outcome;
+  c.set('refusal', outcome.code);
+  return fail(c, outcome);
 }
 
-/** Step 5's first half: the body's size (413) and a body sent with GET; then `next`. */
-async function bodyChecked(
+/** Step 4: a deprecated operation's headers, on every answer after the gateway's. */
+function addDeprecationHeaders<D>(c: Context<AppEnv>, { deprecated }: OperationRoute<D>): void {
+  if (deprecated) Object.assign(answerHeaders(c), deprecated);
+}
+
+/** Step 5: the body's size (413) and a body sent with GET; then `next`. */
+async function checkBody(
   { limit, maxBodyBytes }: PipelineParts,
   c: Context<AppEnv>,
   next: () => Promise<Response>,
 ): Promise<Response> {
-  // No body stream: any GET or HEAD (the runtimes give them none), or a write sent without a
-  // body (its 400 comes at step 6). Only a GET's or HEAD's headers can tell of a body, and
-  // `checkBodyOnGet` looks at no other method.
+  // GET and HEAD have no body stream, and neither has a write sent without a body (step 7
+  // answers it 400). Only the headers of a GET or HEAD can tell of a body.
   if (!c.req.raw.body) {
     checkBodyOnGet(c, maxBodyBytes);
     return next();
@@ -321,21 +330,60 @@ async function bodyChecked(
 }
 
 /**
- * An API operation's route: steps 1 to 8, with what the operation needs made once. Each step
- * calls the next: `exchange` (1) → `gated` (2, 3) → the deprecation headers (4) → `bodyChecked`
- * (5) → `answerOperation` (5's kept answer, 6, 7) → `answer` (8).
+ * Step 6: a memoised operation's answer from the memo (src/http/memo.ts), when nothing it read
+ * has changed since. Otherwise, and for every other operation, step 7 answers.
  */
-function operationHandler<D>(parts: ApiParts<D>, op: Operation<D>): Served {
-  const route = routeOf(parts, op);
-  const { deprecated } = route;
-  // Named as the step it serves, so a CPU profile names it.
-  return exchangeHandler(parts, function serveOperation(c) {
-    c.set('operation', op.id);
-    return gated(parts, c, op, (decision, caller) => {
-      if (deprecated) Object.assign(answerHeaders(c), deprecated);
-      return bodyChecked(parts, c, () => answerOperation(parts, route, c, decision, caller));
-    });
-  });
+async function answerFromMemo<D>(
+  { changes, memo, memoCount }: ApiParts<D>,
+  route: OperationRoute<D>,
+  c: Context<AppEnv>,
+  decision: Decision,
+  caller: ConsumerCaller,
+): Promise<Response> {
+  if (!route.op.memo || !memo || !changes) return answer(c, await runHandler(route, c, decision, caller));
+  // The path and query as sent: the same text always validates to the same input (`routeOf`
+  // refuses a memoised operation that reads headers or a body).
+  const target = pathAndQuery(c.req.url);
+  // An order whose hold has run out makes its pet available. The read waits for that expiry,
+  // so it shows the pet `available` at the version a PATCH's `If-Match` meets.
+  const expiring = changes.startDueExpiry();
+  if (expiring) await expiring;
+  const changeCount = changes.changeCount();
+  const memoised = memo.get(target, changeCount);
+  if (memoised) {
+    memoCount?.(route.metricsIndex, true);
+    return answer(c, memoised);
+  }
+  const { reply, joined } = await memo.readOrJoin(target, changeCount, () => runHandler(route, c, decision, caller));
+  // A request answered by another's read under way counts as a hit: it read nothing itself.
+  memoCount?.(route.metricsIndex, joined);
+  return answer(c, reply);
+}
+
+/** Step 7: the input validated by the table's schemas (400, 415), the handler's reply, and its weak ETag. */
+async function runHandler<D>(
+  { op, deps, readInput }: OperationRoute<D>,
+  c: Context<AppEnv>,
+  decision: Decision,
+  caller: ConsumerCaller,
+): Promise<Reply> {
+  // A quota reader's input is the limiter's decision that admitted it.
+  const quota = op.readsQuota ? quotaStatus(caller.consumer, decision) : undefined;
+  // The principal is who owns the records the handler writes or reads: the caller's consumer.
+  const input = await readInput(c, principalOf(caller), quota, keyHolderOf(op, caller));
+  return addWeakEtag(op, await op.handler(input, deps));
+}
+
+/** `reply` with a weak ETag of its body, when the table asks for one and the reply has no tag of its own. */
+function addWeakEtag<D>(op: Operation<D>, reply: Reply): Reply {
+  if (!op.weakEtag || reply.etag !== undefined || reply.status !== 200 || typeof reply.body !== 'string') return reply;
+  const link = reply.headers?.Link;
+  return { ...reply, etag: link === undefined ? weakEtag(reply.body) : weakEtag(reply.body, link) };
+}
+
+/** The caller's consumer and API key id, for an audited operation only. */
+function keyHolderOf<D>(op: Operation<D>, caller: ConsumerCaller): KeyHolder | undefined {
+  return op.audited ? { consumer: caller.consumer.name, id: caller.key.id } : undefined;
 }
 
 /** What serving one operation needs, made and checked once, when its route is added. */
@@ -350,77 +398,40 @@ interface OperationRoute<D> {
 }
 
 function routeOf<D>({ deps }: ApiParts<D>, op: Operation<D>): OperationRoute<D> {
-  // A quota reader's answer is the caller's own: never kept for another.
-  if (op.memo && op.readsQuota) throw new TypeError(`pipeline: ${op.id} reads the quota and cannot be kept`);
-  // A kept answer is found by its path and query alone, so its input must come from nothing else.
+  // A quota reader's answer is the caller's own: never memoised for another.
+  if (op.memo && op.readsQuota) throw new TypeError(`pipeline: ${op.id} reads the quota and cannot be memoised`);
+  // A memoised answer is found by its path and query alone, so its input must come from nothing else.
   if (op.memo && (op.headers || op.body)) {
-    throw new TypeError(`pipeline: ${op.id} reads headers or a body and cannot be kept by its path and query`);
+    throw new TypeError(`pipeline: ${op.id} reads headers or a body and cannot be memoised by its path and query`);
   }
   const deprecated = op.deprecated ? deprecationHeaders(op.deprecated) : undefined;
   return { op, deps, deprecated, readInput: inputReader(op), metricsIndex: operationIndex(op.id) };
 }
 
-/** Steps 5 (the kept answer), 6 and 7: a kept answer is used while nothing it read has changed. */
-async function answerOperation<D>(
-  { changes, memo, memoCount }: ApiParts<D>,
-  { op, deps, readInput, metricsIndex }: OperationRoute<D>,
-  c: Context<AppEnv>,
-  decision: Decision,
-  caller: ConsumerCaller,
-): Promise<Response> {
-  // The path and query as sent: the same text always validates to the same input (`routeOf`
-  // refuses a kept operation that reads headers or a body).
-  const memoKey = op.memo && memo ? pathAndQuery(c.req.url) : undefined;
-  let changeCount: ChangeCount;
-  if (memoKey !== undefined && changes) {
-    // An order whose hold has run out makes its pet available: the read waits for that expiry, so
-    // it shows the pet `available` at the version a PATCH's `If-Match` will meet.
-    const expiring = changes.startDueExpiry();
-    if (expiring) await expiring;
-    changeCount = changes.changeCount();
-  }
-  const kept = memoKey === undefined ? undefined : memo?.get(memoKey, changeCount);
-  if (kept) {
-    memoCount?.(metricsIndex, true);
-    return answer(c, kept);
-  }
-  // A quota reader's input is the decision that admitted it.
-  const quota = op.readsQuota ? quotaStatus(caller.consumer, decision) : undefined;
-  const read = async () =>
-    tagged(op, await op.handler(await readInput(c, principalOf(caller), quota, keyOf(op, caller)), deps));
-  if (memoKey === undefined || !memo) return answer(c, await read());
-  // A request answered by another's read under way is counted a hit: it read nothing itself.
-  const { reply, joined } = await memo.readOrJoin(memoKey, changeCount, read);
-  memoCount?.(metricsIndex, joined);
-  return answer(c, reply);
-}
-
-/** Step 7's tag: a weak ETag of the reply's body, when the table says so and the reply has no tag of its own. */
-function tagged<D>(op: Operation<D>, reply: Reply): Reply {
-  if (!op.weakEtag || reply.etag !== undefined || reply.status !== 200 || typeof reply.body !== 'string') return reply;
-  const link = reply.headers?.Link;
-  return { ...reply, etag: link === undefined ? weakEtag(reply.body) : weakEtag(reply.body, link) };
-}
-
-/** The caller's consumer and key id, for an audited operation only. */
-function keyOf<D>(op: Operation<D>, caller: ConsumerCaller): KeyHolder | undefined {
-  return op.audited ? { consumer: caller.consumer.name, id: caller.key.id } : undefined;
+/** RFC 9745 `Deprecation`, RFC 8594 `Sunset` and the successor `Link` of a deprecated operation. */
+function deprecationHeaders({ since, sunset, successor }: Deprecation): AnswerHeaders {
+  return {
+    Deprecation: `@${Date.parse(since) / 1000}`,
+    Sunset: new Date(sunset).toUTCString(),
+    Link: `<${successor}>; rel="successor-version"`,
+  };
 }
 
 /**
- * A path under the API prefix that no operation serves with this method: after CORS and the
- * gateway (401 before 404, so a caller without a key learns nothing of paths), 405 with
- * `Allow` for a path the table has, else 404.
+ * A path under the API prefix that no operation serves with this method. It passes steps 2, 3
+ * and 5 as an operation would, so a caller without a key learns nothing of paths (401 before
+ * 404). Then 405 with `Allow` for a path the table has, else 404.
  */
-function unserved<D>(parts: ApiParts<D>, c: Context<AppEnv>): Promise<Response> {
+function answerNoRoute<D>(parts: ApiParts<D>, c: Context<AppEnv>): Response | Promise<Response> {
   const allowed = parts.allowedMethods(c.req.path);
   const refusal = allowed ? methodNotAllowed(c.req.method, allowed) : NO_SUCH_PATH;
-  // Its body is checked as a served path's is, so a 413 or 415 comes before the 404 or 405 there too.
-  return gated(parts, c, UNSERVED, () => bodyChecked(parts, c, () => Promise.reject(refusal)));
+  const preflight = parts.cors?.(c);
+  if (preflight) return preflight;
+  return passGateway(parts, c, NO_ROUTE, () => checkBody(parts, c, () => Promise.reject(refusal)));
 }
 
 /** An ops route: step 1, then its handler, answered through the one answer path. */
-function opsRouteHandler(parts: PipelineParts, route: OpsRoute): Served {
+function opsRouteHandler(parts: PipelineParts, route: OpsRoute): RouteHandler {
   return exchangeHandler(
     parts,
     async function opsRoute(c) {
@@ -431,29 +442,20 @@ function opsRouteHandler(parts: PipelineParts, route: OpsRoute): Served {
   );
 }
 
-/** Answers a refusal or error, and keeps it where the log line and metrics read it. */
+/** Answers a refusal or error, and sets it as `c.error`, where the log line and metrics read it. */
 function fail(c: Context<AppEnv>, err: ApiError): Response {
   c.error = err;
   return answerError(c, err);
 }
 
-/** What `exchange` wraps: the rest of a request's way after step 1. */
-type Inner = (c: Context<AppEnv>) => Response | Promise<Response>;
+/** What step 1 runs inside the request's scope: the rest of the request's steps. */
+type ScopedHandler = (c: Context<AppEnv>) => Response | Promise<Response>;
 
 /** A Hono route's handler, and `notFound`: the request in, its one answer out. */
-type Served = (c: Context<AppEnv>) => Promise<Response>;
+type RouteHandler = (c: Context<AppEnv>) => Promise<Response>;
 
 /** The ops routes probes and scrapers call every few seconds: no trace is made of them. */
 const UNTRACED: ReadonlySet<string> = new Set(['healthz', 'readyz', 'metrics']);
 
 /** What the gateway knows of a path no operation serves: it costs 1 and needs no scope. */
-const UNSERVED: GatedOperation = {};
-
-/** RFC 9745 `Deprecation`, RFC 8594 `Sunset` and the successor `Link` of a deprecated operation. */
-function deprecationHeaders({ since, sunset, successor }: Deprecation): AnswerHeaders {
-  return {
-    Deprecation: `@${Date.parse(since) / 1000}`,
-    Sunset: new Date(sunset).toUTCString(),
-    Link: `<${successor}>; rel="successor-version"`,
-  };
-}
+const NO_ROUTE: GatedOperation = {};

@@ -1,41 +1,66 @@
 import { describe, expect, test } from 'bun:test';
 import { Hono } from 'hono';
 import { fakeClock } from '../../test/testing.ts';
+import { defineOperation } from '../api/operation-types.ts';
 import type { AppEnv } from '../app-env.ts';
+import { ApiError } from '../core/api-error.ts';
+import type { Decision } from '../core/decision.ts';
+import type { OpsRoute } from '../core/ops-route.ts';
+import type { GatewayPass } from '../gateway/index.ts';
 import { parseKeys } from '../keys/file.ts';
 import { createLogger } from '../log.ts';
-import { answer } from './answer.ts';
-import { pipeline } from './pipeline.ts';
+import { apiPipeline } from './pipeline.ts';
 
 const [acme] = parseKeys(JSON.stringify({ keys: [{ name: 'acme', sha256: 'a'.repeat(64), plan: 'pro' }] }));
 
+/**
+ * An API pipeline whose gateway admits a request with a key as acme's and refuses one without,
+ * serving one operation whose handler takes 12 ms, and `/healthz`.
+ */
 function setup() {
   const lines: string[] = [];
   const clock = fakeClock();
   const log = createLogger({ write: (l) => lines.push(l), now: clock.now });
-  const app = new Hono<AppEnv>();
-  const steps = pipeline({
+  const gateway: GatewayPass = async (c, _op, admitted) => {
+    if (c.req.header('authorization')) {
+      const key = acme as NonNullable<typeof acme>;
+      const caller = { kind: 'consumer', consumer: key.consumer, key } as const;
+      c.set('caller', caller);
+      return admitted({} as Decision, caller);
+    }
+    c.set('caller', { kind: 'stranger', address: '203.0.113.5', credential: 'none' });
+    return new ApiError('unauthorized', 'no key');
+  };
+  const handlers = apiPipeline({
     log,
     clock,
     newId: () => 'fresh-id',
     clientAddress: () => '198.51.100.9',
     maxBodyBytes: 1024,
+    gateway,
+    deps: {},
+    allowedMethods: () => undefined,
   });
-  app.get(
-    '/v1/pets/:petId',
-    steps.exchange((c) => {
-      if (c.req.header('authorization')) {
-        const key = acme as NonNullable<typeof acme>;
-        c.set('caller', { kind: 'consumer', consumer: key.consumer, key });
-      } else c.set('caller', { kind: 'stranger', address: '203.0.113.5', credential: 'none' });
+  const getPet = defineOperation({
+    id: 'getPet',
+    method: 'GET',
+    path: '/pets/:petId',
+    weakEtag: false,
+    memo: false,
+    handler: async () => {
       clock.advance(12);
-      return answer(c, { status: c.req.header('authorization') ? 200 : 401, body: '{}', type: 'application/json' });
-    }),
-  );
-  app.get(
-    '/healthz',
-    steps.exchange((c) => answer(c, { status: 200, body: '{"status":"ok"}', type: 'application/json' })),
-  );
+      return { status: 200, body: '{}', type: 'application/json' };
+    },
+  });
+  const healthz: OpsRoute = {
+    id: 'healthz',
+    method: 'GET',
+    path: '/healthz',
+    handler: () => ({ status: 200, body: '{"status":"ok"}', type: 'application/json' }),
+  };
+  const app = new Hono<AppEnv>();
+  app.get('/v1/pets/:petId', handlers.operation(getPet));
+  app.get(healthz.path, handlers.opsRoute(healthz));
   return { app, lines, json: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>) };
 }
 

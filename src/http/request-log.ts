@@ -1,4 +1,4 @@
-// Step 1's request log: `requestLogSteps()` gives each request its id (the client's sane
+// Step 1's request log: `requestLog()` gives each request its id (the client's sane
 // `X-Request-Id`, else a new one) and writes its one line once answered: the key, never the token.
 import type { Context } from 'hono';
 import { routePath } from 'hono/route';
@@ -37,28 +37,27 @@ export function saneRequestId(given: string): boolean {
 }
 
 /** What `finish` needs of the start of a request. */
-export interface Started {
+export interface RequestStart {
   id: string;
   at: number;
 }
 
 /**
- * The request log as two plain steps, for the one outer layer (`exchange`) to call around the
- * rest: `start` gives the request its id (the client's `X-Request-Id` when sane; the caller
- * echoes it), `finish` writes the one log line once the answer's status is known. The line names the key or
- * address, never the token.
+ * The request log, as two calls for step 1 (`exchange`): `start` gives the request its id (the
+ * client's `X-Request-Id` when sane), and `finish` writes the one log line once the status is
+ * known. The line names the key or the address, never the token.
  *
  * @example
- * const steps = requestLogSteps({ log, clock: systemClock })
- * const started = steps.start(c)
- * await next()
- * steps.finish(c, started, res.status)
+ * const requests = requestLog({ log, clock: systemClock })
+ * const start = requests.start(c)
+ * const res = await next()
+ * requests.finish(c, start, res.status)
  * // {"time":"…","level":"info","msg":"request","requestId":"…","method":"GET","route":"/v1/pets",
  * //  "status":200,"durationMs":1,"consumer":"acme","key":"<the key's id>"}
  */
-export function requestLogSteps({ log, clock, newId = () => crypto.randomUUID(), clientAddress }: RequestLogOptions) {
+export function requestLog({ log, clock, newId = () => crypto.randomUUID(), clientAddress }: RequestLogOptions) {
   return {
-    start(c: Context<AppEnv>): Started {
+    start(c: Context<AppEnv>): RequestStart {
       const at = clock.now();
       const given = c.req.header('x-request-id');
       const id = given !== undefined && saneRequestId(given) ? given : newId();
@@ -70,7 +69,7 @@ export function requestLogSteps({ log, clock, newId = () => crypto.randomUUID(),
      * carries; `"traceSampled":true` when the request's trace is `exported`, and nothing when
      * not, so the lines of the traces not exported cost no more than without an endpoint.
      */
-    finish(c: Context<AppEnv>, { at }: Started, status: number, exported = false): void {
+    finish(c: Context<AppEnv>, { at }: RequestStart, status: number, exported = false): void {
       const method = c.req.method;
       const route = routePath(c);
       const durationMs = clock.now() - at;

@@ -14,11 +14,9 @@ export interface RequestTraceOptions {
 }
 
 /**
- * The request's trace as three plain steps for `exchange`: `run` opens the request scope with
- * its ids and its record (src/trace/spans.ts), `header` gives the `traceresponse` to answer
- * with, `finish` ends the record with the answer and gives the final verdict, the server span
- * named and attributed by OpenTelemetry's HTTP conventions at export. Never the query, a
- * header's value or a token: the path is exported with anything token-shaped in it replaced.
+ * The request's trace, as three calls for step 1: `run` opens the request scope with its trace
+ * ids, `header` gives the `traceresponse`, and `finish` ends the record with the answer. The
+ * export never carries the query, a header's value or a token.
  *
  * @example
  * const tracing = requestTrace({ clientAddress, holdsValidKey })

@@ -1,9 +1,7 @@
 /**
- * The table's entries in the order their routes are registered. Hono serves a request with the
- * first route that matches it, so where two paths overlap a static segment must come before a
- * parameter in the same place (a `/pets/count` before `/pets/:petId`), whatever the table's
- * order. Paths are ordered by the kinds of their segments (static before parameter, shorter
- * first); entries alike in that keep the table's order.
+ * The table's entries in the order their routes are added. Hono serves a request with the first
+ * route that matches, so a static segment must come before a parameter in the same place
+ * (`/pets/count` before `/pets/:petId`); otherwise the table's order stays.
  *
  * @example
  * byRouteOrder([{ path: '/pets/:petId' }, { path: '/pets/count' }]) // [{ path: '/pets/count' }, { path: '/pets/:petId' }]

@@ -1,5 +1,5 @@
 // Step 1's URI limit: `uriTooLong()` is the 414 of a path and query over `MAX_URI_BYTES`.
-// `pathAndQuery()` (step 5's key of a kept answer) and `pathOf()` read a request's URL as sent.
+// `pathAndQuery()` (the memo's lookup target) and `pathOf()` read a request's URL as sent.
 import { ApiError } from '../core/api-error.ts';
 
 /**

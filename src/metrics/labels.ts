@@ -18,7 +18,7 @@ export const REQUEST_OPERATIONS: readonly string[] = [
   ADMIN_OPERATION_LABEL,
   'other',
 ];
-/** Operations whose answers the answer memo keeps (the table's `memo`): counted as hits and misses. */
+/** Memoised operations (the table's `memo`): counted as hits and misses. */
 export const MEMO_OPERATIONS: readonly string[] = OPERATIONS.filter((op) => op.memo).map((op) => op.id);
 const INDEX = new Map(REQUEST_OPERATIONS.map((name, i) => [name, i]));
 const OTHER = REQUEST_OPERATIONS.length - 1;

@@ -44,7 +44,7 @@ describe('Metrics', () => {
       [
         '# HELP petstore_http_requests_total HTTP requests answered, by operation and status code.',
         '# TYPE petstore_http_requests_total counter',
-        '# HELP petstore_answer_memo_total Requests of operations whose answers are kept (the answer memo), by operation and outcome: hit (a kept answer, or the read of the same path under way for another request), miss (read from the store).',
+        '# HELP petstore_answer_memo_total Requests of memoised operations (the answer memo), by operation and outcome: hit (a memoised answer, or the read of the same path under way for another request), miss (read from the store).',
         '# TYPE petstore_answer_memo_total counter',
         ...['listPets', 'getPet', 'getInventory'].flatMap((op) => [
           `petstore_answer_memo_total{operation="${op}",outcome="hit"} 0`,

@@ -108,7 +108,7 @@ export class Metrics {
     const memo = this.#memo;
     new Counter({
       name: 'petstore_answer_memo_total',
-      help: 'Requests of operations whose answers are kept (the answer memo), by operation and outcome: hit (a kept answer, or the read of the same path under way for another request), miss (read from the store).',
+      help: 'Requests of memoised operations (the answer memo), by operation and outcome: hit (a memoised answer, or the read of the same path under way for another request), miss (read from the store).',
       labelNames: ['operation', 'outcome'] as const,
       registers,
       collect() {
@@ -236,7 +236,7 @@ export class Metrics {
     if (traceId !== undefined) this.#exemplars.seen(operation, seconds, traceId, Date.now());
   }
 
-  /** A request of operation `op` (from `operationIndex`), one whose answers are kept, was answered from the memo (`hit`) or read. */
+  /** A request of operation `op` (from `operationIndex`), a memoised one, was answered from the memo (`hit`) or read. */
   memoAnswered(op: number, hit: boolean): void {
     const m = op * 2 + (hit ? 0 : 1);
     this.#memo[m] = (this.#memo[m] ?? 0) + 1;

@@ -65,7 +65,7 @@ describe('petstore_answer_memo_total', () => {
   const memoLines = async (a: ReturnType<typeof app>) =>
     (await (await a.request('/metrics')).text()).split('\n').filter((l) => l.startsWith('petstore_answer_memo_total'));
 
-  test('counts the kept operations’ answers as hits and misses: kept from the second asking, read again after a write', async () => {
+  test('counts the memoised operations’ answers as hits and misses: memoised from the second asking, read again after a write', async () => {
     const a = app({ metrics: new Metrics({ version: '1.0.0', runtime: 'bun' }), keys });
     const headers = { Authorization: `Bearer ${token}` };
     const zero = [
@@ -83,7 +83,7 @@ describe('petstore_answer_memo_total', () => {
       body: '{"name":"Rex","categoryId":1}',
     });
     expect(created.status).toBe(201);
-    // Asked once (remembered), twice (kept), three times (answered from the memo).
+    // Asked once (remembered), twice (memoised), three times (answered from the memo).
     for (let i = 0; i < 3; i++) expect((await a.request('/v1/pets?limit=20', { headers })).status).toBe(200);
     // A change moves the store's change count: the next list is read again.
     const patched = await a.request('/v1/pets/1', {
@@ -93,7 +93,7 @@ describe('petstore_answer_memo_total', () => {
     });
     expect(patched.status).toBe(200);
     expect((await a.request('/v1/pets?limit=20', { headers })).status).toBe(200);
-    // A refused request never reaches the memo; neither does an operation it does not keep.
+    // A refused request never reaches the memo; neither does an operation that is not memoised.
     expect((await a.request('/v1/pets?limit=20')).status).toBe(401);
     expect((await a.request('/v1/pets/1', { headers })).status).toBe(200);
     expect(await memoLines(a)).toEqual([
@@ -105,7 +105,7 @@ describe('petstore_answer_memo_total', () => {
     ]);
   });
 
-  test("a change of one pet leaves the other pets' kept answers and the pages without it; its own are read again", async () => {
+  test("a change of one pet leaves the other pets' memoised answers and the pages without it; its own are read again", async () => {
     const a = app({ metrics: new Metrics({ version: '1.0.0', runtime: 'bun' }), keys });
     const headers = { Authorization: `Bearer ${token}` };
     const create = async (name: string) => {
@@ -124,7 +124,7 @@ describe('petstore_answer_memo_total', () => {
       return Array.isArray(body) ? body.map((p) => p.name).join(',') : body.name;
     };
     const paths = ['/v1/pets/1', '/v1/pets/4', '/v1/pets?limit=1', '/v1/pets?limit=3', '/v1/pets?limit=10'];
-    // Each kept (asked twice: 5 and 6 misses), then Max renamed.
+    // Each memoised (asked twice: 5 and 6 misses), then Max renamed.
     for (let i = 0; i < 2; i++) for (const path of paths) await names(path);
     const patched = await a.request('/v1/pets/4', {
       method: 'PATCH',
@@ -132,9 +132,9 @@ describe('petstore_answer_memo_total', () => {
       body: '{"name":"Mox"}',
     });
     expect(patched.status).toBe(200);
-    // Pet 1 and the first page (it read pets 1 and 2) are kept; pet 4 and the pages that show it are read again.
+    // Pet 1 and the first page (it read pets 1 and 2) are memoised; pet 4 and the pages that show it are read again.
     expect(await Promise.all(paths.map(names))).toEqual(['Rex', 'Mox', 'Rex', 'Rex,Kit,Tom', 'Rex,Kit,Tom,Mox']);
-    // A new pet: the last page shows it at once; the full pages and the pets are kept.
+    // A new pet: the last page shows it at once; the full pages and the pets stay memoised.
     await create('Ada');
     expect(await Promise.all(paths.map(names))).toEqual(['Rex', 'Mox', 'Rex', 'Rex,Kit,Tom', 'Rex,Kit,Tom,Mox,Ada']);
     expect(await memoLines(a)).toEqual([
