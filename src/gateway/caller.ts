@@ -1,11 +1,11 @@
 // Who sent a request: `identify()` turns the `Authorization` header into a `Caller`, a key's
-// consumer or a stranger known by its address. The gateway (./index.ts) calls it first.
+// consumer or a keyless client known by its address. The gateway (./index.ts) calls it first.
 import type { Consumer, KeyRecord } from '../keys/records.ts';
 import { bearerToken, type KeyTable } from '../keys/table.ts';
 
 /**
  * Who sent a request, made once per request by `identify()` (and again by `callerAt()` for a key
- * used outside its validity, which makes its caller a stranger), and read by every later step
+ * used outside its validity, which makes its caller a keyless client), and read by every later step
  * (in-flight cap, limiter, headers, log, metrics, idempotency scope): a key's consumer, or a
  * client address that presented no valid key. `address` is always the canonical client address;
  * a consumer has none, since nothing about it depends on where it calls from (and looking the
@@ -18,7 +18,7 @@ export type Caller =
       readonly key: KeyRecord;
     }
   | {
-      readonly kind: 'stranger';
+      readonly kind: 'keyless';
       readonly address: string;
       /**
        * What the request carried: no Authorization header (`none`), one that is not
@@ -44,14 +44,14 @@ export type Credential = 'none' | 'malformed' | 'bad_checksum' | 'unknown' | 're
  *
  * @example
  * identify('Bearer psk_…', table, () => '203.0.113.9') // { kind: 'consumer', consumer: { name: 'acme', … }, … }
- * identify(undefined, table, () => '203.0.113.9') // { kind: 'stranger', address: '203.0.113.9', credential: 'none' }
+ * identify(undefined, table, () => '203.0.113.9') // { kind: 'keyless', address: '203.0.113.9', credential: 'none' }
  */
 export function identify(authorization: string | undefined, keys: KeyTable, address: () => string): Caller {
   const token = bearerToken(authorization);
   if (token === undefined)
-    return { kind: 'stranger', address: address(), credential: authorization === undefined ? 'none' : 'malformed' };
+    return { kind: 'keyless', address: address(), credential: authorization === undefined ? 'none' : 'malformed' };
   const key = keys.find(token);
-  if (typeof key === 'string') return { kind: 'stranger', address: address(), credential: key };
-  if (key.revokedAt !== undefined) return { kind: 'stranger', address: address(), credential: 'revoked', key };
+  if (typeof key === 'string') return { kind: 'keyless', address: address(), credential: key };
+  if (key.revokedAt !== undefined) return { kind: 'keyless', address: address(), credential: 'revoked', key };
   return { kind: 'consumer', consumer: key.consumer, key };
 }

@@ -1,5 +1,5 @@
 // The limiter's question for one request: `decider()` turns a caller and a cost into the
-// subject the limiter counts (a consumer's id, a stranger's address group) and asks it.
+// subject the limiter counts (a consumer's id, a keyless client's address group) and asks it.
 import { LRUCache } from 'lru-cache';
 import { type BanPolicy, DEFAULT_BAN, PLAN_LIMITS } from '../keys/plans.ts';
 import type { Consumer } from '../keys/records.ts';
@@ -61,11 +61,11 @@ export function decider({
     }
     return subject;
   };
-  const strangerBan = { seconds: ban.seconds, threshold: ban.threshold ?? PLAN_LIMITS.free.perMinute };
+  const keylessBan = { seconds: ban.seconds, threshold: ban.threshold ?? PLAN_LIMITS.free.perMinute };
   const addressSubject = (address: string): Subject => {
     const group = addressGroup(address, ipv6Prefix);
-    // `anonymous` is the plan label strangers carry in the metrics and the log.
-    return { id: `addr:${group}`, plan: 'anonymous', label: group, limits: PLAN_LIMITS.free, ban: strangerBan };
+    // `anonymous` is the plan label keyless clients carry in the metrics and the log.
+    return { id: `addr:${group}`, plan: 'anonymous', label: group, limits: PLAN_LIMITS.free, ban: keylessBan };
   };
 
   return async function decide(caller, cost) {

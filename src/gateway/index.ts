@@ -63,7 +63,7 @@ export interface GatewayOptions {
   limiter: RateLimiter;
   /** The client's address, as trusted: the socket peer, or X-Forwarded-For from a trusted proxy. */
   clientAddress: (c: Context) => string;
-  /** Ban applied to a consumer whose keys file sets none, and to a stranger's address. */
+  /** Ban applied to a consumer whose keys file sets none, and to a keyless client's address. */
   ban?: BanPolicy;
   /** Most requests one consumer may have in flight (`--max-in-flight`). */
   maxInFlight?: number;
@@ -156,7 +156,7 @@ export function gateway({
    * The limiter's decision for a caller without a valid key, a child of the request's trace record
    * when requests are recorded; a key's request, the hot path, opens and closes the child itself.
    */
-  const decideForStranger = (caller: Caller, cost: number) =>
+  const decideForKeyless = (caller: Caller, cost: number) =>
     childSpan('gateway decide', NO_ATTRIBUTES, () => decide(caller, cost), DECISION_SPAN, cost);
 
   return async function gatewayPass(c, op, admitted) {
@@ -164,8 +164,8 @@ export function gateway({
     const address = () => canonicalAddress(clientAddress(c));
     const caller = callerAt(identify(c.req.header('authorization'), keys(), address), clock.now(), address);
     c.set('caller', caller);
-    if (caller.kind === 'stranger') {
-      const verdict = await decideForStranger(caller, 1);
+    if (caller.kind === 'keyless') {
+      const verdict = await decideForKeyless(caller, 1);
       if (verdict.outcome === 'unavailable') return LIMITER_DOWN;
       const refused = refusal(verdict);
       writeRateLimitHeaders(c, verdict, refused !== undefined);

@@ -27,7 +27,7 @@ function setup() {
       if (c.req.header('authorization')) {
         const key = acme as NonNullable<typeof acme>;
         c.set('caller', { kind: 'consumer', consumer: key.consumer, key });
-      } else c.set('caller', { kind: 'stranger', address: '203.0.113.5', credential: 'none' });
+      } else c.set('caller', { kind: 'keyless', address: '203.0.113.5', credential: 'none' });
       clock.advance(12);
       return answer(c, { status: c.req.header('authorization') ? 200 : 401, body: '{}', type: 'application/json' });
     }),

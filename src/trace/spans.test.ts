@@ -143,7 +143,7 @@ describe('every request recorded alike; kept by the head or the tail', () => {
 
   test('a caller without a valid key is never kept by the tail', () => {
     const { ring } = recorder(8, false, { errors: true, slowerThanMs: 1 });
-    const scope = beginRequest('stranger', undefined, start, GET);
+    const scope = beginRequest('keyless', undefined, start, GET);
     expect(finish(scope, 503, false)).toBe(false);
     expect(exported(ring)).toEqual([]);
   });

@@ -49,7 +49,7 @@ function slot(bucket: number, slots: number): number {
  *
  * The ring is made only once requests fall into a second bucket: until then every counted
  * request is in bucket `#oldest`, and `#sum` says how many. Most client addresses never get that
- * far (a stranger guessing one key sends one request), so each costs two small objects instead
+ * far (a keyless client guessing one key sends one request), so each costs two small objects instead
  * of two rings (61 and 97 slots); the ring goes again when the window empties.
  *
  * @example

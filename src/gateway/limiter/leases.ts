@@ -33,7 +33,7 @@
  * consumer is what runs overlapping its last recorded one counted (concurrent runs near a limit),
  * and what an instance that stops for good held: never a day of grants.
  *
- * Client addresses (the failed-auth limit) are decided per request: a stranger's few requests
+ * Client addresses (the failed-auth limit) are decided per request: a keyless client's few requests
  * would each cost a run anyway.
  */
 import { randomUUID } from 'node:crypto';
