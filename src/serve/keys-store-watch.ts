@@ -1,5 +1,5 @@
 // With --keys store, the data store's keys held in memory: KeysStoreWatcher keeps them current by
-// PostgreSQL's NOTIFY and a polled version, and keeps the keys in force while the database is away.
+// PostgreSQL's NOTIFY and a polled version, and keeps the keys in force while the database is unreachable.
 import { clearInterval, setInterval } from 'node:timers';
 import { keyRecords } from '../keys/file.ts';
 import { documentOf } from '../keys/key-admin.ts';

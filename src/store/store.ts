@@ -171,7 +171,7 @@ export interface DataStore {
    * hold known here has passed; one run at a time. Returns the run under way, if any, so that a
    * read of pets waits for it and shows them as a write will find them: `available` again, at
    * their new version. A backend's run never rejects; the bounded store's rejects with
-   * `StoreTimeoutError` once the wait passes `--store-timeout` (src/store/bounded.ts). A read
+   * `StoreTimeoutError` once the wait passes `--store-timeout` (src/store/time-bounded.ts). A read
    * whose answer may be kept calls it before `changeCount()`.
    */
   startDueExpiry(): Promise<unknown> | undefined;

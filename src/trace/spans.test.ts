@@ -191,7 +191,7 @@ describe('every request recorded alike; kept by the head or the tail', () => {
       await sleep(1);
       closeChild(decide, 'admitted', outcome);
       const store = openChild('list pets', { 'db.operation.name': 'list' });
-      failChild(store, new RangeError('store away'));
+      failChild(store, new RangeError('store unreachable'));
     });
     finish(scope, 200);
     const spans = exported(ring);
@@ -203,7 +203,7 @@ describe('every request recorded alike; kept by the head or the tail', () => {
     expect([failed.attributes['error.type'], failed.status, failed.statusMessage]).toEqual([
       'RangeError',
       STATUS.error,
-      'store away',
+      'store unreachable',
     ]);
     // Outside a recorded request, no child.
     expect(openChild('gateway decide', {})).toBe(NO_CHILD);
