@@ -17,7 +17,7 @@ import {
   type LimiterStatus,
   type RateLimiter,
   wouldRefuseReporter,
-} from './gateway/index.ts';
+} from './gateway/gateway.ts';
 import { apiPipeline, pipeline } from './http/pipeline.ts';
 import { byRouteOrder } from './http/route-order.ts';
 import type { KeyAdmin } from './keys/key-admin.ts';

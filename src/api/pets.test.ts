@@ -6,7 +6,7 @@ import { failingStore, fakeStore } from '../../test/fake-store.ts';
 import { fakeClock, testApp, tokenFor } from '../../test/testing.ts';
 import { createApp } from '../app.ts';
 import { MAX_ID, NAME_MAX_LENGTH } from '../core/pet-records.ts';
-import { SlidingWindowLimiter } from '../gateway/index.ts';
+import { SlidingWindowLimiter } from '../gateway/gateway.ts';
 import { MIN_COMPRESSED_BYTES } from '../http/compress.ts';
 import { parseKeys } from '../keys/file.ts';
 import { hashToken } from '../keys/records.ts';

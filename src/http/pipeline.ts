@@ -17,7 +17,7 @@ import {
   type GatewayPass,
   principalOf,
   quotaStatus,
-} from '../gateway/index.ts';
+} from '../gateway/gateway.ts';
 import type { Logger } from '../log.ts';
 import { operationIndex } from '../metrics/labels.ts';
 import type { Metrics } from '../metrics/registry.ts';
@@ -59,7 +59,7 @@ export interface PipelineOptions {
 
 /** What a pipeline that serves a table of operations needs besides: the gateway and the handlers' deps. */
 export interface ApiPipelineOptions<D> extends PipelineOptions {
-  /** The gateway's pass (src/gateway/index.ts). */
+  /** The gateway's pass (src/gateway/gateway.ts). */
   gateway: GatewayPass;
   /** What handlers work with. */
   deps: D;
@@ -84,7 +84,7 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
  *
  * Then an API operation (`serveOperation`, made by `operationHandler`) goes on:
  * 2. CORS: a preflight is answered here, before any key is asked for.
- * 3. The gateway (src/gateway/index.ts) identifies the caller, takes its in-flight slot, asks the
+ * 3. The gateway (src/gateway/gateway.ts) identifies the caller, takes its in-flight slot, asks the
  *    limiter, writes the rate-limit headers and checks the key's scope. A refusal is answered at
  *    once. An operation that reads the quota gets it from the limiter's decision, with its input.
  * 4. A deprecated operation's headers (`Deprecation`, `Sunset`, successor `Link`).

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { fakeClock } from '../../test/testing.ts';
-import { SlidingWindowLimiter, type Subject, type Verdict } from '../gateway/index.ts';
+import { SlidingWindowLimiter, type Subject, type Verdict } from '../gateway/gateway.ts';
 import {
   type DecidedMessage,
   type DecideMessage,

@@ -25,7 +25,7 @@
 import { LRUCache } from 'lru-cache';
 import { type Clock, systemClock } from '../core/clock.ts';
 import type { Decision } from '../core/decision.ts';
-import { GrantPace, type RateLimiter, type Subject, type Verdict } from '../gateway/index.ts';
+import { GrantPace, type RateLimiter, type Subject, type Verdict } from '../gateway/gateway.ts';
 import { currentScope, inScope, requestScope } from '../trace/request-scope.ts';
 
 /** A worker's question. */

@@ -12,7 +12,7 @@ import {
   type RateLimiter,
   SlidingWindowLimiter,
   TrustedProxies,
-} from '../gateway/index.ts';
+} from '../gateway/gateway.ts';
 import { KeysFileError } from '../keys/file.ts';
 import { keysFileWriteProblem } from '../keys/locked-file.ts';
 import { AllowedRanges } from '../keys/webhook-targets.ts';

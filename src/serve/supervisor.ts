@@ -13,7 +13,7 @@ import {
   hostSlotsMemory,
   type LimiterStatus,
   type RateLimiter,
-} from '../gateway/index.ts';
+} from '../gateway/gateway.ts';
 import type { KeyRecord } from '../keys/records.ts';
 import type { KeyTable } from '../keys/table.ts';
 import { batched, type Logger } from '../log.ts';

@@ -13,7 +13,7 @@ import { setImmediate } from 'node:timers';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createApp } from '../app.ts';
 import { systemClock } from '../core/clock.ts';
-import type { LimiterStatus } from '../gateway/index.ts';
+import type { LimiterStatus } from '../gateway/gateway.ts';
 import { KeyTable } from '../keys/table.ts';
 import { batched, createLogger, fileWriter } from '../log.ts';
 import { sharedChangeCount } from '../store/shared-change-count.ts';

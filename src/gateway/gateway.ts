@@ -1,7 +1,8 @@
 // Step 3 of a request (src/http/pipeline.ts): the gateway. `gateway()` makes the one pass every
 // API request goes through: who calls (./caller.ts), its in-flight slot (./in-flight.ts), the
 // limiter's decision (./decide.ts), the quota webhook it crossed (`notify`), the rate-limit
-// headers, then the key's scope.
+// headers, then the key's scope. It is also the one door into src/gateway/: whatever other
+// folders use of it (the limiters, addresses, types) is exported here.
 import type { Context } from 'hono';
 import { LRUCache } from 'lru-cache';
 import { ApiError, serviceUnavailable } from '../core/api-error.ts';
