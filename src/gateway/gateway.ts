@@ -243,14 +243,13 @@ const NO_ATTRIBUTES = Object.freeze({});
 const LIMITER_DOWN = serviceUnavailable('Rate limits cannot be checked right now; retry shortly.');
 
 /**
- * Who an admitted caller is, as the one name handlers may know it by (the owner of its orders
- * and `Idempotency-Key`s): its consumer's identity (`ownerOf`: by id, so a consumer made again
- * under a deleted one's name owns nothing of it). Only a key's caller is ever admitted.
+ * The owner an admitted caller acts as: its consumer's `ownerOf`, the one name handlers know it
+ * by. Only a key's caller is ever admitted.
  *
  * @example
- * principalOf(caller) // 'con_0123…:acme'
+ * ownerOfCaller(caller) // 'con_0123…:acme'
  */
-export function principalOf(caller: ConsumerCaller): string {
+export function ownerOfCaller(caller: ConsumerCaller): string {
   return ownerOf(caller.consumer);
 }
 

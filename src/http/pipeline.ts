@@ -15,7 +15,7 @@ import {
   type ConsumerCaller,
   type GatedOperation,
   type GatewayPass,
-  principalOf,
+  ownerOfCaller,
   quotaStatus,
 } from '../gateway/gateway.ts';
 import type { Logger } from '../log.ts';
@@ -387,7 +387,7 @@ async function answerOperation<D>(
   // A quota reader's input is the decision that admitted it.
   const quota = op.readsQuota ? quotaStatus(caller.consumer, decision) : undefined;
   const read = async () =>
-    tagged(op, await op.handler(await readInput(c, principalOf(caller), quota, keyOf(op, caller)), deps));
+    tagged(op, await op.handler(await readInput(c, ownerOfCaller(caller), quota, keyOf(op, caller)), deps));
   if (memoKey === undefined || !memo) return answer(c, await read());
   // A request answered by another's read under way is counted a hit: it read nothing itself.
   const { reply, joined } = await memo.readOrJoin(memoKey, changeCount, read);

@@ -24,8 +24,9 @@ export interface ListOptions {
 /** A create the client may retry: it carries an `Idempotency-Key`. */
 export interface IdempotentCreate {
   /**
-   * Whose key it is: the principal and the operation (`idempotencyScope`, e.g.
+   * Whose key it is: the owner and the operation (`idempotencyScope`, e.g.
    * `con_…:acme/createPet`), so two callers never share keys; the `scope` column of `idempotency_keys`.
+   * Unlike a key's scopes (what a key may do), it grants nothing.
    */
   readonly scope: string;
   /** The `Idempotency-Key` header as sent. */
