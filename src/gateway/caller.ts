@@ -4,12 +4,10 @@ import type { Consumer, KeyRecord } from '../keys/records.ts';
 import { bearerToken, type KeyTable } from '../keys/table.ts';
 
 /**
- * Who sent a request, made once per request by `identify()` (and again by `callerAt()` for a key
- * used outside its validity, which makes its caller a keyless client), and read by every later step
- * (in-flight cap, limiter, headers, log, metrics, idempotency scope): a key's consumer, or a
- * client address that presented no valid key. `address` is always the canonical client address;
- * a consumer has none, since nothing about it depends on where it calls from (and looking the
- * address up is not free: bench/README.md).
+ * Who sent a request: a key's consumer, or a keyless client known by its canonical address.
+ * `identify()` makes it once per request, `callerAt()` turns a key used outside its dates into a
+ * keyless client, and every later step reads it. A consumer carries no address: nothing about it
+ * depends on where it calls from, and looking the address up costs time.
  */
 export type Caller =
   | {
@@ -21,11 +19,9 @@ export type Caller =
       readonly kind: 'keyless';
       readonly address: string;
       /**
-       * What the request carried: no Authorization header (`none`), one that is not
-       * `Bearer <token>` (`malformed`), a token whose checksum is wrong (`bad_checksum`), one no
-       * key has (`unknown`), a revoked key's (`revoked`, while its tombstone is kept), or a known
-       * key outside its `notBefore`..`expiresAt` (see `key-checks.ts`). Logged; every one but
-       * `none` gets the same 401.
+       * What the request carried, for the log; every value but `none` gets the same 401. `none`:
+       * no Authorization header; `malformed`: not `Bearer <token>`; `bad_checksum`, `unknown`: a
+       * token no key has; `revoked`: a revoked key's; `expired`, `not_yet_valid`: see `key-checks.ts`.
        */
       readonly credential: Credential;
       /** The known key of a `revoked`, `expired` or `not_yet_valid` credential: for logs and metrics, never for quota. */

@@ -19,11 +19,10 @@ export interface DeciderOptions {
 }
 
 /**
- * The limiter's verdict for a caller: a consumer is counted against its consumer's quota and
- * nothing else, a caller without a valid key against its address's (an IPv6 address by its
- * /56, or `ipv6Prefix`). What an address did without a valid key (no key, bad tokens, a ban)
- * never counts against a valid key sent from it: those limits are for failed auth, and a
- * neighbour behind the same NAT must not be able to lock a key out (SECURITY.md).
+ * The limiter's verdict for a caller. A consumer is counted against its own quota only. A keyless
+ * client is counted against its address (an IPv6 address by its `ipv6Prefix` group). What an
+ * address did without a key never counts against a valid key sent from it, so a neighbour behind
+ * the same NAT cannot lock a key out (SECURITY.md).
  *
  * @example
  * const decide = decider({ limiter })

@@ -11,11 +11,10 @@ import type { Caller } from './caller.ts';
 export const REALM = 'Bearer realm="petstore"';
 
 /**
- * The caller as the gateway treats it at `now`: a consumer whose key is past its `expiresAt` or
- * before its `notBefore` becomes a keyless client with that credential, so the request is
- * limited per client address like any failed authentication (guessing and replaying an old key
- * cost the same) and answered the 401 of an unknown key: the answer does not confirm that a
- * token was ever valid; the log line says why (`credential`). Checked on every request, so a key expires without a reload.
+ * The caller as the gateway treats it at `now`. A key past its `expiresAt` or before its
+ * `notBefore` makes its caller a keyless client: limited per address, answered the unknown key's
+ * 401, so the answer never confirms a token was valid. The log's `credential` says why. Checked on
+ * every request, so a key expires without a reload.
  *
  * @example
  * callerAt(identify('Bearer psk_old…', table, address), Date.now(), address) // { kind: 'keyless', credential: 'expired', … }

@@ -1,26 +1,22 @@
 /**
- * The limiter of a process with workers: one owner, the supervisor, holds every window, ban and
- * keyless client's count (the in-process limiter, or the Redis one with its leases), and each worker
- * asks it by message. One owner makes the decisions exactly those of one event loop: the same
- * windows, costs, bans, report-only keys and keyless clients' table, for the host; and with `--redis`
- * the host's script runs are those of one instance.
+ * The limiter of a process with workers. One owner, the supervisor, holds every window, ban and
+ * keyless client's count, and each worker asks it by message. So the host decides exactly as one
+ * event loop would: the same windows, costs, bans and keyless clients' table. With `--redis` the
+ * host's script runs are those of one instance.
  *
- * Grants. With the in-process limiter, a worker whose consumer keeps it busy is granted units it
- * spends by itself until the second ends, as an instance spends a Redis lease
- * (`src/gateway/limiter/leases.ts`): a busy key costs a message or two a second per worker, not
- * one a request. Never over: the owner counts a grant in every window as spent when it is made
- * (`SlidingWindowLimiter.book`), in the bucket that ends with the second, so each unit is counted
- * from before its use for a whole window. A grant's units left sit in memory the worker shares
- * with the owner; the worker takes each with a compare-and-swap, the owner takes back what is
- * left with an exchange: when the second ends (handed back into the windows, whether the worker
- * still runs or not), when the room left would not hold a request (so no request is refused
- * while units lie unused elsewhere), and when a ban starts (so every worker asks from its next
- * request on). A grant is at most half the room left shared among the workers, so near the
- * limit grants shrink to nothing and every request is decided by the owner. Consumers whose
- * quota crossings are noticed (a webhook's thresholds) and keyless clients are never granted units.
+ * Grants. With the in-process limiter, a worker kept busy by one consumer is granted units it
+ * spends alone until the second ends, as an instance spends a Redis lease (`leases.ts`). So a busy
+ * key costs a message or two a second per worker, not one a request. The owner counts a grant as
+ * spent when it makes it (`SlidingWindowLimiter.book`), so no window is exceeded.
  *
- * A consumer's subject is sent once per worker and named by a number after that; a keyless client's is
- * sent whole (it is made per request).
+ * A grant's unused units sit in memory the worker shares with the owner. The worker takes each
+ * with a compare-and-swap. The owner takes back what is left when the second ends, when the room
+ * left would not hold a request, and when a ban starts. A grant is at most half the room left
+ * shared among the workers, so near the limit every request is decided by the owner. Consumers
+ * with quota webhooks and keyless clients are never granted units.
+ *
+ * A consumer's subject is sent once per worker, then named by a number. A keyless client's is sent
+ * whole, since it is made per request.
  */
 import { LRUCache } from 'lru-cache';
 import { type Clock, systemClock } from '../core/clock.ts';

@@ -217,11 +217,10 @@ async function startWorkers(
 const ORDER_SWEEP_MS = 1_000;
 
 /**
- * Expires, every second, the placed orders whose hold is over (src/store/store.ts,
- * `expireOrders`): a request that reads or writes an order past its deadline expires it at once,
- * this does it for the orders nobody asks about, so their pets are available again and their
- * owners' webhooks hear of it. Each expiry is a conditional write: instances sweeping together
- * expire each order once.
+ * Expires, every second, the placed orders whose hold is over (`expireOrders`). A request expires
+ * the orders it meets; this expires those nobody asks about, so their pets are available again and
+ * their owners' webhooks hear of it. Each expiry is a conditional write, so instances sweeping
+ * together expire each order once.
  */
 function startOrderSweep(store: DataStore, log: Logger): ReturnType<typeof setInterval> {
   let running = false;

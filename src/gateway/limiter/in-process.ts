@@ -1,48 +1,35 @@
 /**
- * The in-process rate limiter: two sliding windows per subject (60 s and 86,400 s), counted in
- * buckets, the calendar month when the subject's limits have one (`month.ts`), plus the
- * temporary ban. A request spends its cost in every window at once, or nothing.
+ * The in-process rate limiter. Each subject has a sliding minute and day window counted in
+ * buckets, a calendar month when its limits have one (`month.ts`), and a temporary ban. A request
+ * spends its cost in every window at once, or nothing.
  *
- * Counting. Each window of length W is cut into buckets of b (minute: 1 s, day: 15 min) kept in
- * a ring of W/b + 1 `Uint32Array` slots with a running sum, so a decision costs O(1) amortised.
- * A request at time t goes into the bucket that ends at or after t, and is counted until that
- * bucket's end plus W. Buckets end on whole seconds: the first request into an empty window
- * re-anchors the day buckets at the next whole second (free, since nothing is counted).
+ * Counting. A window of length W is cut into buckets of length b (minute: 1 s, day: 15 min), kept
+ * in a ring with a running sum, so a decision costs O(1). A request goes into the bucket that ends
+ * at or after its time, and is counted until that bucket's end plus W. Buckets end on whole seconds.
  *
- * Bound. Each admitted request holds one unit of its window's quota Q from its arrival for at
- * least W and less than W + b (minute: < 61 s, day: < 24 h 15 min). So the limiter behaves like
- * an exact sliding window whose length is between W and W + b: it never admits more than Q in
- * any interval of length W, and when it answers `rate_limited` at t, at least Q requests were
- * admitted in (t - W - b, t]. (`in-process.test.ts` checks both against an exact log.) Day buckets of 15 min keep the day's
- * slack (b/W = 1/96) below the minute's (1/60) at a third of the memory of 5 min buckets.
+ * Bound. An admitted request is counted for at least W and less than W + b. So the limiter never
+ * admits more than the quota in any interval of length W, and a `rate_limited` answer means the
+ * quota was admitted within the last W + b (`in-process.test.ts` checks both against an exact log).
+ * Day buckets of 15 min keep the day's slack below the minute's at little memory.
  *
- * Memory per consumer: a window whose counted requests all sit in one bucket keeps no ring
- * (`BucketWindow`); one whose requests span buckets holds 632 bytes of counters (61 + 97 slots
- * of 4 bytes), about 1.1 KB with its objects. A consumer refused within the last minute also
- * holds a refusal counter (up to 244 bytes), and one with a monthly quota a `MonthWindow`.
+ * Memory. A window whose requests all sit in one bucket keeps no ring (`BucketWindow`). The sizes
+ * are in docs/operations.md, "Memory, and keyless clients in a fixed table".
  *
- * Consumers and keyless clients apart. Consumers are few and known: those of the keys file or the key
- * store. Each has its own state, always, in a map of its own that nothing evicts; an entry goes
- * once it has been idle for 24 h 15 min and is not banned (so a consumer removed from the keys
- * ages out). Client addresses without a valid key are unbounded: they are counted in the keyless clients'
- * table (`keyless.ts`), of fixed size whatever the flood, where addresses that share cells
- * share counts. A collision can refuse a keyless request early; it never touches a consumer,
- * whose state is its own: a flood of addresses cannot touch a key's quota nor its headers.
- * Keyless clients' windows are counted in coarser buckets (10 s and 1 h): the bound below holds for
- * them with those b, and their resets may be up to b later than a key's.
+ * Consumers and keyless clients apart. Consumers are few and known. Each has its own state in a
+ * map nothing evicts; an entry goes once idle for W + b of the day and not banned. Keyless
+ * clients are unbounded, so they share a table of fixed size (`keyless.ts`), in coarser buckets.
+ * A collision there can refuse a keyless request early, but never touches a consumer's state.
  *
- * Resets. `now` in a decision is floor(time / 1000). A window's reset is the unix second at which
- * its remaining next grows (its oldest counted bucket leaves; when remaining is 0, the second
- * its next request would be admitted); `now` when it holds nothing. It is never before `now`
- * and never after ceil(time) + W (unless a subject's limits were lowered below what it already
- * holds). On a 429 the binding window's reset is now + retryAfter, to the second.
+ * Resets. A decision's `now` is the current unix second. A window's reset is the second its
+ * remaining next grows; `now` when it holds nothing. It is never before `now` and at most W
+ * ahead, unless a subject's limits were lowered below what it holds. On a 429 the binding
+ * window's reset is now + retryAfter.
  *
- * Bans. `ban.threshold` refusals counted like the minute window (1 s buckets, 60-61 s) start a
- * ban that ends on the whole second `ban.seconds` after the start of the second it began in:
- * it lasts more than `ban.seconds` - 1 s and at most `ban.seconds`, and the refusal that starts
- * it says Retry-After = `ban.seconds` and Reset = its end, to the second. The refusal that reaches the threshold is
- * already answered `key_banned`, so `rate_limited` keeps its promise that waiting `retryAfter`
- * gets the next request admitted. Requests refused while banned do not count as refusals.
+ * Bans. `ban.threshold` refusals within a minute start a ban. It ends on the whole second
+ * `ban.seconds` after the second it began in, and the refusal that starts it says so in
+ * Retry-After and Reset. That refusal is already `key_banned`, so a `rate_limited` answer keeps
+ * its promise: waiting `retryAfter` gets the next request admitted. Requests refused while banned
+ * do not count as refusals.
  */
 import { type Clock, systemClock } from '../../core/clock.ts';
 import type { Decision, Notice, Outcome, WindowState } from '../../core/decision.ts';
@@ -159,11 +146,9 @@ export class SlidingWindowLimiter implements RateLimiter {
 
   /**
    * Counts `units` more in every window of a consumer, deciding nothing: a grant to a worker,
-   * which spends them locally until the second ends (`host-limiter.ts`). They are counted at now,
-   * as if all were spent at once; the caller has made sure they fit. Returns the epoch ms they
-   * are counted at (for `giveBack`). On a whole second, whose bucket ends at once, they are
-   * counted a millisecond on, in the bucket that ends with the next second: a grant asked for as
-   * a second starts (as a worker's first request of it does) is given for that whole second.
+   * which spends them until the second ends (`host-limiter.ts`). The caller has checked they fit.
+   * Returns the epoch ms they are counted at, for `giveBack`. On a whole second they are counted a
+   * millisecond later, so a grant asked for as a second starts lasts that whole second.
    */
   book(subject: Subject, units: number): number | undefined {
     if (subject.plan === 'anonymous') return undefined;

@@ -1,31 +1,19 @@
 /**
- * Client addresses without a valid key ("keyless clients") in a table of fixed size: a count-min
- * sketch whose counters are cut in time buckets. Nothing is allocated per address, so a flood
- * from any number of addresses leaves memory where it was: about 10.5 MiB for the default
- * 2 x 65,536 cells, all of it typed arrays, each window's made at its first count (an instance
- * no keyless client reaches starts faster and never holds them).
+ * Keyless clients (client addresses without a valid key) counted in a table of fixed size: a
+ * count-min sketch whose counters are cut in time buckets. Nothing is allocated per address, so a
+ * flood from any number of addresses leaves memory where it was. Each window's arrays are made at
+ * its first count, so an instance no keyless client reaches never holds them.
  *
- * Each address hashes (one 32-bit hash, keyed per process so that nobody can pick addresses that
- * share a victim's cells) to one cell in each of two rows. A cell counts the requests of every
- * address that hashes to it, in the minute and day windows and in the refusals that start a ban;
- * an address's count is the smaller of its two cells' (the count-min estimate), and it is banned
- * only while both of its cells are. An address alone in one of its cells is counted exactly; a
- * collision can only make a count larger, so it can refuse a keyless request a little early, and
- * never admits one late. Valid keys are never counted here (`in-process.ts` keeps them apart).
+ * Each address hashes to one cell in each of two rows. The hash is keyed per process, so nobody
+ * can pick addresses that share a victim's cells. A cell counts the requests of every address
+ * that hashes to it. An address's count is the smaller of its two cells', and it is banned only
+ * while both cells are. So a collision can refuse a keyless request a little early, and never
+ * admits one late. Valid keys are never counted here (`in-process.ts` keeps them apart).
  *
- * Buckets are global and end on whole multiples of their length: 10 s for the minute (a request
- * is counted for 60 to 70 s) and 1 h for the day (24 h to 25 h). They are coarser than a key's
- * (1 s and 15 min, `buckets.ts`) to keep the table small; the Redis limiter keeps an exact state
- * per address (docs/operations.md, "Memory, and keyless clients in a fixed table").
- *
- * The chance of an early refusal. A cell's minute count is the keyless requests that hashed to
- * it in the last 60-70 s. With R such requests, each from an address of its own, spread over C
- * columns, that is about Poisson(R / C), and a fresh address is refused early when both its
- * cells hold 60 or more: probability P(Poisson(R / C) >= 60)^2. For C = 65,536: below 1e-11 up
- * to R = 2,000,000 (28,000 req/s over 70 s), 4e-7 at 2,500,000, 6e-4 at 3,000,000 and 0.04 at
- * 3,500,000 (50,000 req/s); `keyless.test.ts` checks the formula against a simulated flood.
- * A banned address bans its two cells: another address shares both with probability about
- * (B / C)^2 for B banned addresses (2.3e-6 for B = 100).
+ * Buckets are global and coarser than a key's (`KEYLESS_MINUTE`, `KEYLESS_DAY`), to keep the
+ * table small. The chance of an early refusal, its formula and the sizes are in
+ * docs/operations.md, "Memory, and keyless clients in a fixed table"; `keyless.test.ts` checks
+ * the formula against a simulated flood.
  */
 
 /** A window of the sketch: its length and the buckets it is cut in. */

@@ -43,10 +43,9 @@ export type Verdict = Decision | Unavailable;
 /**
  * Decides once per request; the in-process implementation is `SlidingWindowLimiter`.
  *
- * `cost` is what the request spends in every window at once (default 1): it is admitted only
- * when all of it fits in each window, else refused whole, spending nothing. A cost of 0 only
- * reads the subject's state: it spends nothing, counts no refusal and starts no ban (a banned
- * subject reads `key_banned`), and gives the numbers the next request's decision starts from.
+ * `cost` is what the request spends in every window at once (default 1). It is admitted only if
+ * all of it fits in each window; else it is refused whole and spends nothing. A cost of 0 only
+ * reads the state: it counts no refusal and starts no ban (a banned subject reads `key_banned`).
  */
 export interface RateLimiter {
   decide(subject: Subject, cost?: number): Verdict | Promise<Verdict>;
