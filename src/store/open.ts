@@ -26,11 +26,10 @@ export interface OpenStoreOptions {
 }
 
 /**
- * Opens the store that `--data` names: `:memory:`, a `postgres://` URL, or a SQLite file,
- * behind a `TimeBoundedStore` (every call bounded by `timeoutMs`; an unreachable database answered
- * at once). Each backend is imported only when chosen, so the Node bundle never loads
- * bun:sqlite and a SQLite user never loads the PostgreSQL client. Throws `StoreOpenError`
- * (exit 2) when the store cannot be opened, a SQLite file on a runtime without SQLite included.
+ * Opens the store that `--data` names (`:memory:`, a `postgres://` URL, or a SQLite file) as a
+ * `TimeBoundedStore`. Each backend is imported only when chosen, so the Node bundle never loads
+ * bun:sqlite and a SQLite user never loads the PostgreSQL client. Throws `StoreOpenError` (exit 2)
+ * when the store cannot be opened.
  *
  * @example
  * await openStore('./data/petstore.db', log, { timeoutMs: 2_000 })

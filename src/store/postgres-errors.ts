@@ -28,11 +28,10 @@ const NOT_CONNECTED = new Set([
 const SESSION_ENDED = new Set(['57P01', '57P02']);
 
 /**
- * `StoreUnreachableError` when no connection could be made (the `TimeBoundedStore` then stops
- * trying until a probe gets through); `StoreUnavailableError` for a lost connection, the other
- * SQLSTATEs above and other failures of the client; `StoreError` for anything else the server
- * refuses. For a `write`, a connection lost with the statement on it leaves the outcome
- * unknown, and the message says so.
+ * The store's error for a PostgreSQL failure. `StoreUnreachableError`: no connection could be
+ * made. `StoreUnavailableError`: a lost connection, the SQLSTATEs above, a client failure.
+ * `StoreError`: anything else the server refuses. A `write` whose connection was lost says its
+ * outcome is unknown.
  *
  * @example
  * postgresError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }), 'list pets')

@@ -10,11 +10,10 @@ interface SharedChangeCount {
 }
 
 /**
- * The store of one worker among several, its `changeCount()` moved by every worker's writes: each
- * write call (`STORE_CALLS` with `write`), done or failed, adds one to a counter in memory the
- * workers share before its caller hears of it, and `changeCount()` is the store's own count
- * paired with that counter. So a write acknowledged by any worker changes every worker's
- * count, and no answer kept from before it is served after it.
+ * The store of one worker among several, whose `changeCount()` moves with every worker's writes.
+ * Each write call adds one to a counter in shared memory before its caller hears of it.
+ * `changeCount()` pairs the store's own count with that counter, so no worker serves a kept
+ * answer that another's write made stale.
  *
  * @example
  * const store = sharedChangeCount(await openStore(data, log), new Int32Array(sab), 0)

@@ -1,17 +1,12 @@
 /**
- * Every store call bounded in time, and a database known to be unreachable answered at once; each call
- * is also a span of the request's trace (`tracedCalls`, src/store/traced.ts), made here so one
+ * The time-bounded store: every store call bounded in time, and answered at once while the
+ * database is unreachable. Each call is also a span of the request's trace (`tracedCalls`), so one
  * wrapper does both.
  *
- * - A call that has not settled `timeoutMs` after it began is rejected with
- *   `StoreTimeoutError` (the API's 503), whatever the backend is waiting for: a connection, a
- *   pool slot, a query that does not come back, a lock. A write's message tells the log that
- *   the write may still have taken effect; a create retried with the same `Idempotency-Key`
- *   then finds its pet. The client gets the same 503 either way.
- * - A call that fails with `StoreUnreachableError` marks the database unreachable: from then on every
- *   call is rejected at once, without touching the backend, and the backend is pinged every
- *   `probeIntervalMs` (counted from the end of the previous ping) until one answers. Each
- *   change is logged once.
+ * - A call unsettled after `timeoutMs` is rejected with `StoreTimeoutError` (503), whatever the
+ *   backend waits for. A write's message says it may still have taken effect.
+ * - A call that fails with `StoreUnreachableError` marks the database unreachable. Every call is
+ *   then rejected at once, and a probe pings the backend until one answers. Each change is logged once.
  */
 import { clearTimeout, setTimeout } from 'node:timers';
 import { type Clock, systemClock } from '../core/clock.ts';
