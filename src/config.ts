@@ -465,6 +465,7 @@ function checkTogether(options: Values<typeof OPTIONS>): void {
   }
   if (options.workers !== 'auto' && options.workers > 1 && data === MEMORY) {
     // Each worker would have a store of its own: a pet created on one would be unknown to the others.
+    // `auto` is counted at start, where `workerCount()` (src/serve/start.ts) makes the same check.
     throw new ConfigError(memoryWithWorkers(options.workers));
   }
   if (idle <= store) {

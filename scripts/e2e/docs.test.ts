@@ -73,7 +73,7 @@ async function waitFor<T>(find: () => T | undefined, what: string, ms = 10_000):
 
 describe('examples, as written', () => {
   test("the README's first request: a pet created, then listed", async () => {
-    const [session, answers] = testedBlocks(README, 'this block with KEY set, against its own server', 2);
+    const [session, answers] = testedBlocks(README, 'this block -->', 2);
     const server = await startServer({ args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'free' }])] });
     stops.push(() => server.stop());
     const run = spawnSync(

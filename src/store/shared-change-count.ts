@@ -1,6 +1,6 @@
 // With --workers above 1, the outermost store wrapper, in each worker and the supervisor:
-// sharedChangeCount() makes every write move the change count all of them read, so no worker
-// serves a kept answer that another's write made stale.
+// sharedChangeCount() makes each write that changed something, or failed, move the change count
+// all of them read, so no worker serves a memoised answer that another's write made stale.
 import { type CallWrap, type DataStore, STORE_CALLS, type WrappedStore, wrapCalls } from './store.ts';
 
 /** The change count of one worker's store: its own store's, and the count of every worker's writes. */
@@ -11,9 +11,10 @@ interface SharedChangeCount {
 
 /**
  * The store of one worker among several, whose `changeCount()` moves with every worker's writes.
- * Each write call adds one to a counter in shared memory before its caller hears of it.
- * `changeCount()` pairs the store's own count with that counter, so no worker serves a kept
- * answer that another's write made stale.
+ * A write call that moved its own store's count, or that failed (it may have written), adds one to
+ * a counter in shared memory before its caller hears of it. `changeCount()` pairs the store's own
+ * count with that counter, so no worker serves a kept answer that another's write made stale. A
+ * write call that changed nothing leaves every worker's memo in place.
  *
  * @example
  * const store = sharedChangeCount(await openStore(data, log), new Int32Array(sab), 0)
@@ -22,7 +23,21 @@ export function sharedChangeCount(store: DataStore | WrappedStore, counter: Int3
   const moved = () => {
     Atomics.add(counter, index, 1);
   };
-  const write: CallWrap = (run, { write }) => (write ? run().finally(moved) : run());
+  const write: CallWrap = (run, { write }) => {
+    if (!write) return run();
+    const before = store.changeCount();
+    return run().then(
+      (result) => {
+        // The store counts its own writes before they resolve; an unknown count may hide one.
+        if (before === undefined || store.changeCount() !== before) moved();
+        return result;
+      },
+      (err: unknown) => {
+        moved();
+        throw err;
+      },
+    );
+  };
   let seen = Number.NaN;
   let inner: unknown;
   let current: SharedChangeCount | undefined;

@@ -64,7 +64,7 @@ const OPEN_BUSY_TIMEOUT_MS = 5_000;
  */
 const BUSY_POLL_MS = 10;
 /** The default of `lockWaitMs`. */
-export const DEFAULT_LOCK_WAIT_MS = 5_000;
+const DEFAULT_LOCK_WAIT_MS = 5_000;
 
 const INSERT = `INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?) RETURNING ${STORED_PET_COLUMNS}`;
 const SELECT_ONE = `SELECT ${STORED_PET_COLUMNS} FROM pets WHERE id = ?`;
