@@ -172,7 +172,7 @@ durability-test: build ## kill -9 dist/petstore mid-load of POSTs, restart: ever
 	PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 60000 ./scripts/durability.test.ts
 	PETSTORE_WORKERS=2 PETSTORE_CMD="$(abspath $(BIN))" $(BUN) test --timeout 60000 ./scripts/durability.test.ts
 
-postgres-test: build ## the binary on PostgreSQL: durability, kept answers (two instances, 1,000 writes) and orders (200 buyers over four instances; holds that end) on a throwaway server; the store's own tests run in make unit
+postgres-test: build ## the binary on PostgreSQL: durability, memoised answers (two instances, 1,000 writes) and orders (200 buyers over four instances; holds that end) on a throwaway server; the store's own tests run in make unit
 	PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh $(BUN) test --timeout 90000 ./scripts/durability.test.ts ./scripts/fleet-reads.test.ts ./scripts/orders.test.ts
 	PETSTORE_WORKERS=2 PETSTORE_CMD="$(abspath $(BIN))" scripts/with-postgres.sh $(BUN) test --timeout 90000 ./scripts/durability.test.ts
 

@@ -15,7 +15,7 @@
  */
 import { existsSync } from 'node:fs';
 import { createApp } from '../src/app.ts';
-import { SlidingWindowLimiter } from '../src/gateway/index.ts';
+import { SlidingWindowLimiter } from '../src/gateway/gateway.ts';
 import { parseKeys } from '../src/keys/file.ts';
 import { hashToken } from '../src/keys/records.ts';
 import { KeyTable } from '../src/keys/table.ts';

@@ -9,7 +9,7 @@
  * without a trace endpoint, exporting 1%, none but the tail's and every request (lib/traces.ts); then the product
  * as a fleet instance on PostgreSQL without Redis against the product alone on SQLite
  * (lib/fleet-reads.ts); then the list on the same binary alone and on a throwaway Redis
- * (lib/fleet.ts); then start-up, binary size and RSS under a flood of strangers.
+ * (lib/fleet.ts); then start-up, binary size and RSS under a flood of keyless clients.
  * Writes bench/results.json, bench/chart.svg and the generated part of bench/README.md.
  *
  * Knobs (environment): BENCH_SECONDS (4), BENCH_ROUNDS (4; 6 with BENCH_BASE), BENCH_WARMUP (2), BENCH_STARTS (40),
@@ -24,6 +24,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { keylessCost } from './keyless.ts';
 import { type BaseBuild, buildBase } from './lib/base.ts';
 import { capture } from './lib/captured.ts';
 import { FLEET_SCENARIO, type FleetFigures, startFleetPair } from './lib/fleet.ts';
@@ -62,7 +63,6 @@ import { startTracesFleet, TRACES_SCENARIO, type TracesFigures } from './lib/tra
 import { startWorkersPair, WORKERS_SCENARIOS, type WorkersFigures } from './lib/workers.ts';
 import { writeReport } from './lib/write.ts';
 import { runWrk } from './lib/wrk.ts';
-import { strangerCost } from './strangers.ts';
 
 const ROOT = join(import.meta.dir, '..');
 const BINARY = join(ROOT, 'dist/petstore');
@@ -129,7 +129,7 @@ async function main(): Promise<void> {
   console.log(`bench: temp dir ${dir}${QUICK ? ' (quick mode)' : ''}`);
 
   // The quota scenario right after the list it is compared with, before the 401 flood fills the
-  // limiter's table (a heap of 100,000 strangers makes every later request dearer).
+  // limiter's table (a heap of 100,000 keyless clients makes every later request dearer).
   const ordered = [
     ...SCENARIOS.flatMap((s) => (s.id === 'list' ? [s, QUOTA_SCENARIO] : [s])),
     HOOKS_SCENARIO,
@@ -242,8 +242,8 @@ async function main(): Promise<void> {
     waves.push({ statuses, rssMiB: mib(fresh.rss()) });
   }
   await fresh.stop();
-  console.log('bench: memory per stranger (bench/strangers.ts)');
-  const perStranger = await strangerCost(BINARY);
+  console.log('bench: memory per keyless client (bench/keyless.ts)');
+  const perKeylessClient = await keylessCost(BINARY);
 
   const bunBytes = statSync(realpathSync(BUN)).size;
   const bytes = statSync(BINARY).size;
@@ -273,7 +273,7 @@ async function main(): Promise<void> {
       samplesMs: samples.map((s) => Math.round(s * 100) / 100),
     },
     binary: { bytes, bunBytes, overMiB: mib(bytes - bunBytes) },
-    memory: { idleMiB, perWave: FLOOD, settleMs: SETTLE_MS, waves, perStranger },
+    memory: { idleMiB, perWave: FLOOD, settleMs: SETTLE_MS, waves, perKeylessClient },
     ...(hooks ? { hooks } : {}),
     ...(fleetFigures ? { fleet: fleetFigures } : {}),
     ...(traces ? { traces } : {}),

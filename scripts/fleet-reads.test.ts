@@ -29,7 +29,7 @@ const BOUND_MS = 1_000;
 const WRITES = 1_000;
 /** Changes of one pet through A, each read through B's memoised answer of the pet. */
 const CHANGES = 200;
-const LISTENING_AGAIN = 'listening for pet changes again; serving kept answers';
+const LISTENING_AGAIN = 'listening for pet changes again; serving memoised answers';
 
 const headers = { Authorization: `Bearer ${tokenOf('fleet')}` };
 let a: Running;

@@ -1,7 +1,7 @@
 /**
  * A flood of distinct bad tokens from distinct client addresses leaves memory bounded: the
  * limiter counts addresses without a valid key in a table of fixed size (docs/operations.md, "Memory,
- * and strangers in a fixed table"), so a second wave of as many new addresses adds next to nothing.
+ * and keyless clients in a fixed table"), so a second wave of as many new addresses adds next to nothing.
  *
  * The addresses come in X-Forwarded-For from loopback (`--trust-proxy 127.0.0.1`), from the
  * documentation prefix 2001:db8::/32; all traffic stays on 127.0.0.1. Reads the server's RSS from
@@ -66,7 +66,7 @@ test(`${WAVE} bad tokens from ${WAVE} addresses, three times: all 401, and memor
   );
 
   // Every guess is checked and refused with 401: one request per address, far below what
-  // saturates the strangers' table (docs/operations.md), so nobody is refused for the others' traffic.
+  // saturates the keyless clients' table (docs/operations.md), so nobody is refused for the others' traffic.
   for (const w of waves) expect(w.statuses).toEqual({ 401: WAVE });
   // The table's pages are touched in the first wave, with what the runtime keeps of 100,000
   // requests: at most 3 KB each. After that nothing grows.

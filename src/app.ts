@@ -17,7 +17,7 @@ import {
   type LimiterStatus,
   type RateLimiter,
   wouldRefuseReporter,
-} from './gateway/index.ts';
+} from './gateway/gateway.ts';
 import { apiPipeline, pipeline } from './http/pipeline.ts';
 import { byRouteOrder } from './http/route-order.ts';
 import type { KeyAdmin } from './keys/key-admin.ts';
@@ -45,7 +45,7 @@ export interface AppOptions {
   limiter: RateLimiter;
   clock?: Clock;
   log?: Logger;
-  /** The client address the limiter counts a stranger's requests against (a caller without a valid key). */
+  /** The client address the limiter counts a keyless client's requests against (a caller without a valid key). */
   clientAddress?: (c: Context<AppEnv>) => string;
   ban?: BanPolicy;
   /** Production and staging URLs the reference page offers besides this server. */

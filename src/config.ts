@@ -14,7 +14,7 @@ import {
 } from './cli/options.ts';
 import { checked, int, on, oneOf, text, toggle, urlWith, words } from './cli/parsers.ts';
 import { DEFAULT_ORDER_HOLD_MS } from './core/order-records.ts';
-import { DEFAULT_IPV6_PREFIX, TrustedProxies } from './gateway/index.ts';
+import { DEFAULT_IPV6_PREFIX, TrustedProxies } from './gateway/gateway.ts';
 import { DEFAULT_MAX_IN_FLIGHT } from './keys/plans.ts';
 import { isCidrBlock } from './keys/webhook-targets.ts';
 import { LOG_LEVELS, type LogFormat, type LogLevel } from './log.ts';

@@ -4,7 +4,7 @@
  * fails at its step, with both decisions; what each test checks besides is in `each`.
  */
 import type { Decision } from '../src/core/decision.ts';
-import type { Subject } from '../src/gateway/index.ts';
+import type { Subject } from '../src/gateway/gateway.ts';
 import type { fakeClock } from './testing.ts';
 import { mulberry32 } from './windows.ts';
 

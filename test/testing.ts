@@ -3,7 +3,7 @@ import { createApp } from '../src/app.ts';
 import type { AppEnv } from '../src/app-env.ts';
 import { type Clock, systemClock } from '../src/core/clock.ts';
 import type { OpsRoute } from '../src/core/ops-route.ts';
-import { SlidingWindowLimiter } from '../src/gateway/index.ts';
+import { SlidingWindowLimiter } from '../src/gateway/gateway.ts';
 import { pipeline } from '../src/http/pipeline.ts';
 import { parseKeys } from '../src/keys/file.ts';
 import type { PlanName } from '../src/keys/plans.ts';

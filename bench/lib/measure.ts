@@ -1,4 +1,4 @@
-/** Start-up time and memory under a flood of strangers: the two measurements that are not wrk runs. */
+/** Start-up time and memory under a flood of keyless clients: the two measurements that are not wrk runs. */
 import { spawn } from 'node:child_process';
 import { freePort, type Running } from './servers.ts';
 

@@ -49,15 +49,15 @@ export const SERVERS: readonly ServerName[] = [
   'express',
 ];
 
-/** What one more client address without a valid key costs the product (bench/strangers.ts). */
-export interface StrangerCost {
-  /** Strangers in the measured waves, after the first. */
-  readonly strangers: number;
-  /** The slope of RSS against the strangers sent, over the readings from the first wave on. */
-  readonly bytesPerStranger: number;
+/** What one more client address without a valid key costs the product (bench/keyless.ts). */
+export interface KeylessCost {
+  /** Keyless clients in the measured waves, after the first. */
+  readonly clients: number;
+  /** The slope of RSS against the keyless clients sent, over the readings from the first wave on. */
+  readonly bytesPerKeylessClient: number;
   /** RSS idle, then after each wave, the first included (MiB). */
   readonly rssMiB: readonly number[];
-  /** Answers of the measured waves: all 401 while the strangers' table is not saturated. */
+  /** Answers of the measured waves: all 401 while the keyless clients' table is not saturated. */
   readonly statuses: Record<number, number>;
 }
 
@@ -118,8 +118,8 @@ export interface Results {
     /** Idle time after each wave before RSS is read. */
     settleMs: number;
     waves: { statuses: Record<number, number>; rssMiB: number }[];
-    /** What one more client address costs (bench/strangers.ts); the README's figure. */
-    perStranger?: StrangerCost;
+    /** What one more client address costs (bench/keyless.ts); the README's figure. */
+    perKeylessClient?: KeylessCost;
   };
   /** The outboxes of the scenario with a receiver that never answers, when it ran. */
   readonly hooks?: HooksFigures;
@@ -494,20 +494,20 @@ export function checkTargets(results: Results): Target[] {
       met: startup.medianMs <= 15,
     },
     {
-      figure: `RSS bounded by the strangers' fixed table: idle, then after each ${fmt(memory.perWave)} distinct bad tokens and addresses`,
+      figure: `RSS bounded by the keyless clients' fixed table: idle, then after each ${fmt(memory.perWave)} distinct bad tokens and addresses`,
       measured: `${[memory.idleMiB, ...memory.waves.map((w) => w.rssMiB)].map((m) => m.toFixed(0)).join(' → ')} MiB`,
       target: 'last ≤ first wave + 25% (unbounded: +~150 MiB a wave)',
       met: (memory.waves.at(-1)?.rssMiB ?? Number.POSITIVE_INFINITY) <= 1.25 * (memory.waves[0]?.rssMiB ?? 0),
     },
-    memory.perStranger
+    memory.perKeylessClient
       ? {
           // The readings: idle, after the first wave, then one per measured wave.
-          figure: `RSS per stranger (an address with a bad token): the slope of RSS over ${fmt(memory.perStranger.strangers)} more after a first wave, in ${memory.perStranger.rssMiB.length - 2} waves (\`strangers.ts\`)`,
-          measured: `${memory.perStranger.bytesPerStranger} bytes`,
+          figure: `RSS per keyless client (an address with a bad token): the slope of RSS over ${fmt(memory.perKeylessClient.clients)} more after a first wave, in ${memory.perKeylessClient.rssMiB.length - 2} waves (\`keyless.ts\`)`,
+          measured: `${memory.perKeylessClient.bytesPerKeylessClient} bytes`,
           target: '≤ 64 bytes',
-          met: memory.perStranger.bytesPerStranger <= 64,
+          met: memory.perKeylessClient.bytesPerKeylessClient <= 64,
         }
-      : { figure: 'RSS per stranger (`strangers.ts`)', measured: 'not measured', target: '≤ 64 bytes', met: false },
+      : { figure: 'RSS per keyless client (`keyless.ts`)', measured: 'not measured', target: '≤ 64 bytes', met: false },
   );
   if (results.base) {
     const changes = baseChanges(results);
@@ -680,14 +680,14 @@ export function renderReport(results: Results): string {
     `RSS (read ${memory.settleMs / 1000} s after each wave): idle ${memory.idleMiB.toFixed(1)} MiB; ${memory.waves
       .map(
         (w, i) =>
-          `after ${fmt((i + 1) * memory.perWave)} strangers ${w.rssMiB.toFixed(1)} MiB (statuses ${JSON.stringify(w.statuses)})`,
+          `after ${fmt((i + 1) * memory.perWave)} keyless clients ${w.rssMiB.toFixed(1)} MiB (statuses ${JSON.stringify(w.statuses)})`,
       )
       .join(
         '; ',
-      )}. Addresses without a valid key share the strangers' table of fixed size: a 429 here means it is saturated.`,
-    ...(memory.perStranger
+      )}. Addresses without a valid key share the keyless clients' table of fixed size: a 429 here means it is saturated.`,
+    ...(memory.perKeylessClient
       ? [
-          `Memory per stranger ([strangers.ts](strangers.ts)): ${memory.perStranger.bytesPerStranger} bytes of RSS for each of ${fmt(memory.perStranger.strangers)} more addresses, each with a bad token (RSS ${memory.perStranger.rssMiB.join(' → ')} MiB: idle, after the first wave, after each measured one).`,
+          `Memory per keyless client ([keyless.ts](keyless.ts)): ${memory.perKeylessClient.bytesPerKeylessClient} bytes of RSS for each of ${fmt(memory.perKeylessClient.clients)} more addresses, each with a bad token (RSS ${memory.perKeylessClient.rssMiB.join(' → ')} MiB: idle, after the first wave, after each measured one).`,
         ]
       : []),
     '',

@@ -81,8 +81,8 @@ removed = delete_pet.sync_detailed(client=client, pet_id=2)
 check(removed.status_code, 204, "remove")
 
 step("a wrong key is 401 with the Error body")
-stranger = AuthenticatedClient(base_url=BASE_URL, token="psk_not-a-key")
-refused = list_pets.sync_detailed(client=stranger)
+keyless = AuthenticatedClient(base_url=BASE_URL, token="psk_not-a-key")
+refused = list_pets.sync_detailed(client=keyless)
 check(refused.status_code, 401, "wrong key")
 check(
     refused.parsed,

@@ -1,11 +1,11 @@
-// A flood of 100,000+ bad tokens from as many addresses, which share the strangers' table,
+// A flood of 100,000+ bad tokens from as many addresses, which share the keyless clients' table,
 // never makes a configured key share a quota with others, nor lose any of its own, and 20
 // addresses banned for bad tokens before the flood can still use a valid key. The addresses come
 // in X-Forwarded-For from loopback (--trust-proxy 127.0.0.1); all traffic stays on 127.0.0.1.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { type Running, startServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
 
-/** More addresses than the strangers' table has cells in a row (65,536). */
+/** More addresses than the keyless clients' table has cells in a row (65,536). */
 const FLOOD = 101_000;
 const CONCURRENCY = 64;
 

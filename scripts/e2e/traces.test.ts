@@ -191,14 +191,14 @@ describe('traces to a live OTLP receiver', () => {
   });
 
   test('a 401 and a 429 carry their status code and leave the status unset; the gateway says why', async () => {
-    const stranger = await fetch(`${server.url}/v1/pets`, { headers: { traceparent: traceparent(true).header } });
-    expect(stranger.status).toBe(401);
+    const keyless = await fetch(`${server.url}/v1/pets`, { headers: { traceparent: traceparent(true).header } });
+    expect(keyless.status).toBe(401);
     const first = await fetch(`${server.url}/v1/pets`, { headers: bearer('tight') });
     expect(first.status).toBe(200);
     const limited = await fetch(`${server.url}/v1/pets`, { headers: bearer('tight') });
     expect(limited.status).toBe(429);
     const [refused, throttled] = await Promise.all(
-      [stranger, limited].map(async (res) => serverSpan(await otlp.waitFor(byTrace(ids(res).traceId)))),
+      [keyless, limited].map(async (res) => serverSpan(await otlp.waitFor(byTrace(ids(res).traceId)))),
     );
     expect(refused as ExportedSpan).toMatchObject({
       status: STATUS.unset,
@@ -349,12 +349,12 @@ async function ratioServer(ratio: string): Promise<{ otlp: OtlpReceiver; server:
 test('a caller without a valid key cannot force a trace to be exported: its sampled flag counts only with a key', async () => {
   const { otlp, server } = await ratioServer('0');
   try {
-    const stranger = traceparent(true);
+    const keyless = traceparent(true);
     const forged = await fetch(`${server.url}/v1/pets`, {
-      headers: { traceparent: stranger.header, Authorization: 'Bearer psk_forged' },
+      headers: { traceparent: keyless.header, Authorization: 'Bearer psk_forged' },
     });
     expect(forged.status).toBe(401);
-    expect(ids(forged)).toMatchObject({ traceId: stranger.traceId, sampled: false });
+    expect(ids(forged)).toMatchObject({ traceId: keyless.traceId, sampled: false });
     const trusted = traceparent(true);
     const ok = await fetch(`${server.url}/v1/pets`, { headers: { ...bearer('acme'), traceparent: trusted.header } });
     expect(ids(ok)).toMatchObject({ traceId: trusted.traceId, sampled: true });
@@ -619,8 +619,8 @@ describe('ratio 0 with the tail rules: the slow and the failed kept, the rest no
       ...['--otel-keep-max-per-second', '3'],
     ]);
     try {
-      const stranger = await fetch(`${server.url}/v1/pets`);
-      expect([stranger.status, ids(stranger).sampled]).toEqual([503, false]);
+      const keyless = await fetch(`${server.url}/v1/pets`);
+      expect([keyless.status, ids(keyless).sampled]).toEqual([503, false]);
       const answers: Response[] = [];
       for (let i = 0; i < 8; i++) answers.push(await fetch(`${server.url}/v1/pets`, { headers: bearer('acme') }));
       expect(answers.map((r) => r.status)).toEqual(Array(8).fill(503));

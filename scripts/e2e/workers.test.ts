@@ -107,7 +107,7 @@ describe.if(binary)('--workers 4 on one port', () => {
     expect(new Set(after)).toEqual(new Set(['key_banned']));
   });
 
-  test("the strangers' limit per address holds for the host: 60 failed keys a minute, then 429", async () => {
+  test("the keyless clients' limit per address holds for the host: 60 failed keys a minute, then 429", async () => {
     const statuses = await Promise.all(
       Array.from({ length: 90 }, async (_, i) => {
         const res = await alone(`${server.url}/v1/pets`, { headers: { Authorization: `Bearer psk_not-a-key-${i}` } });

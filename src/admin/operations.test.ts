@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import YAML from 'yaml';
 import { adminApp } from '../app.ts';
-import { SlidingWindowLimiter } from '../gateway/index.ts';
+import { SlidingWindowLimiter } from '../gateway/gateway.ts';
 import { keyRecords } from '../keys/file.ts';
 import { documentOf, fileKeyAdmin, storeConsumerIdsIn, storeKeyAdmin } from '../keys/key-admin.ts';
 import { changeKeysFile, readKeysDocument } from '../keys/locked-file.ts';

@@ -11,7 +11,7 @@ import { ErrorBody } from '../core/api-error.ts';
 import { NewOrder, OrderStatus } from '../core/order-records.ts';
 import { MAX_ID, NAME_MAX_LENGTH, NewPet, Pet, PetStatus } from '../core/pet-records.ts';
 import { RateLimitStatus } from '../core/rate-limit-status.ts';
-import { SlidingWindowLimiter } from '../gateway/index.ts';
+import { SlidingWindowLimiter } from '../gateway/gateway.ts';
 import { parseKeys } from '../keys/file.ts';
 import { hashToken } from '../keys/records.ts';
 import { KeyTable } from '../keys/table.ts';

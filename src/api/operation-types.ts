@@ -46,12 +46,12 @@ export interface Input<Q = unknown, P = unknown, H = unknown, B = unknown> {
   readonly headers: H;
   readonly body: B;
   /**
-   * Who asks, as its consumer's id and name (`con_…:acme`, made by `ownerOf` in
-   * src/keys/records.ts): the owner of an `Idempotency-Key` and of orders. Handlers pass it on
+   * Who asks, as the owner of its orders and `Idempotency-Key`s: its consumer's id and name
+   * (`con_…:acme`, made by `ownerOf` in src/keys/records.ts). Handlers pass it on
    * and never read it; the store reads the name back for an order's webhook (`consumerOf` in
    * src/store/order-rows.ts). Handlers know nothing more of keys or limits.
    */
-  readonly principal: string;
+  readonly owner: string;
   /** The caller's quota, read without spending it: given to an operation that `readsQuota` only. */
   readonly quota?: RateLimitStatus;
   /** The consumer and key id that ask, for an `audited` operation (the admin API's trail). */

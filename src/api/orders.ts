@@ -35,12 +35,12 @@ const noSuchOrder = (id: string) => new ApiError('not_found', `You have no order
  * the key placed (`Idempotent-Replayed: true`); the key with another pet is a 409.
  */
 export async function placeOrder(
-  { body, headers, principal }: Input<unknown, unknown, IdempotencyHeaders, NewOrder>,
+  { body, headers, owner }: Input<unknown, unknown, IdempotencyHeaders, NewOrder>,
   { store, clock, orderHoldMs }: ApiDeps,
 ): Promise<Reply> {
   const key = headers['idempotency-key'];
   const result = await store.placeOrder({
-    owner: principal,
+    owner,
     petId: body.petId,
     holdMs: orderHoldMs,
     now: clock.now(),
@@ -70,10 +70,10 @@ export async function placeOrder(
 
 /** `GET /store/orders/{orderId}`: one of the caller's orders, or 404. */
 export async function getOrder(
-  { params, principal }: Input<unknown, OrderParams>,
+  { params, owner }: Input<unknown, OrderParams>,
   { store, clock }: ApiDeps,
 ): Promise<Reply> {
-  const order = await store.getOrder(principal, params.orderId, clock.now());
+  const order = await store.getOrder(owner, params.orderId, clock.now());
   if (!order) throw noSuchOrder(params.orderId);
   return orderReply(order);
 }
@@ -82,12 +82,9 @@ export async function getOrder(
  * `GET /store/orders`: a page of the caller's orders, ascending by id, with a `Link` to the
  * next page when there is one, as `listPets` pages; its cursor is the last order's id.
  */
-export async function listOrders(
-  { query, principal }: Input<OrderListQuery>,
-  { store, clock }: ApiDeps,
-): Promise<Reply> {
+export async function listOrders({ query, owner }: Input<OrderListQuery>, { store, clock }: ApiDeps): Promise<Reply> {
   const { limit, status, cursor } = query;
-  const page = await store.listOrders(principal, { limit: limit + 1, status, after: cursor }, clock.now());
+  const page = await store.listOrders(owner, { limit: limit + 1, status, after: cursor }, clock.now());
   const body = `[${page.slice(0, limit).map(orderBody).join(',')}]`;
   if (page.length <= limit) return { status: 200, body, type: JSON_TYPE };
   const lastShown = page[limit - 1]?.id ?? '';
@@ -102,11 +99,11 @@ export const cancelOrder = (input: Input<unknown, OrderParams>, deps: ApiDeps) =
 
 /** Closes a placed order; repeating the close it already had answers it unchanged; any other is a 409. */
 async function close(
-  { params, principal }: Input<unknown, OrderParams>,
+  { params, owner }: Input<unknown, OrderParams>,
   { store, clock }: ApiDeps,
   to: Closing,
 ): Promise<Reply> {
-  const result = await store.closeOrder(principal, params.orderId, to, clock.now());
+  const result = await store.closeOrder(owner, params.orderId, to, clock.now());
   if (result.outcome === 'not_found') throw noSuchOrder(params.orderId);
   if (result.outcome === 'order_closed') {
     throw new ApiError(

@@ -6,7 +6,7 @@ import { failingStore, fakeStore } from '../../test/fake-store.ts';
 import { fakeClock, testApp, tokenFor } from '../../test/testing.ts';
 import { createApp } from '../app.ts';
 import { MAX_ID, NAME_MAX_LENGTH } from '../core/pet-records.ts';
-import { SlidingWindowLimiter } from '../gateway/index.ts';
+import { SlidingWindowLimiter } from '../gateway/gateway.ts';
 import { MIN_COMPRESSED_BYTES } from '../http/compress.ts';
 import { parseKeys } from '../keys/file.ts';
 import { hashToken } from '../keys/records.ts';
@@ -177,7 +177,7 @@ describe('listPets: what a page read, for the answer memo', () => {
   const pet = (id: number) => ({ id, name: `p${id}`, categoryId: 1, status: 'available' as const });
   const pageOf = async (rows: number[], query: { limit: number; cursor?: string; status?: 'available' }) => {
     const { store } = fakeStore({ replace: () => ({ list: async () => rows.map(pet) }) });
-    const input = { query, params: {}, headers: {}, body: undefined, principal: 'addr:127.0.0.1' };
+    const input = { query, params: {}, headers: {}, body: undefined, owner: 'addr:127.0.0.1' };
     return (await listPets(input, { store, clock: fakeClock(0), orderHoldMs: 1000 })).reads;
   };
 

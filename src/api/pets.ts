@@ -65,12 +65,12 @@ function pageReads(page: readonly Pet[], after: number, full: boolean, filtered:
  * after the pet was changed or removed; another body with the same key is a 409.
  */
 export async function createPet(
-  { body, headers, principal }: Input<unknown, unknown, IdempotencyHeaders, NewPet>,
+  { body, headers, owner }: Input<unknown, unknown, IdempotencyHeaders, NewPet>,
   { store, clock }: ApiDeps,
 ): Promise<Reply> {
   const key = headers['idempotency-key'];
   if (key === undefined) return createdReply(await store.create(body));
-  const scope = idempotencyScope(principal, 'createPet');
+  const scope = idempotencyScope(owner, 'createPet');
   const once = { scope, key, fingerprint: fingerprintOf(body), now: clock.now() };
   const result = await store.createOnce(body, once);
   if (result.outcome === 'conflict') {

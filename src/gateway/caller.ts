@@ -1,15 +1,13 @@
 // Who sent a request: `identify()` turns the `Authorization` header into a `Caller`, a key's
-// consumer or a stranger known by its address. The gateway (./index.ts) calls it first.
+// consumer or a keyless client known by its address. The gateway (./gateway.ts) calls it first.
 import type { Consumer, KeyRecord } from '../keys/records.ts';
 import { bearerToken, type KeyTable } from '../keys/table.ts';
 
 /**
- * Who sent a request, made once per request by `identify()` (and again by `callerAt()` for a key
- * used outside its validity, which makes its caller a stranger), and read by every later step
- * (in-flight cap, limiter, headers, log, metrics, idempotency scope): a key's consumer, or a
- * client address that presented no valid key. `address` is always the canonical client address;
- * a consumer has none, since nothing about it depends on where it calls from (and looking the
- * address up is not free: bench/README.md).
+ * Who sent a request: a key's consumer, or a keyless client known by its canonical address.
+ * `identify()` makes it once per request, `callerAt()` turns a key used outside its dates into a
+ * keyless client, and every later step reads it. A consumer carries no address: nothing about it
+ * depends on where it calls from, and looking the address up costs time.
  */
 export type Caller =
   | {
@@ -18,14 +16,12 @@ export type Caller =
       readonly key: KeyRecord;
     }
   | {
-      readonly kind: 'stranger';
+      readonly kind: 'keyless';
       readonly address: string;
       /**
-       * What the request carried: no Authorization header (`none`), one that is not
-       * `Bearer <token>` (`malformed`), a token whose checksum is wrong (`bad_checksum`), one no
-       * key has (`unknown`), a revoked key's (`revoked`, while its tombstone is kept), or a known
-       * key outside its `notBefore`..`expiresAt` (see `key-checks.ts`). Logged; every one but
-       * `none` gets the same 401.
+       * What the request carried, for the log; every value but `none` gets the same 401. `none`:
+       * no Authorization header; `malformed`: not `Bearer <token>`; `bad_checksum`, `unknown`: a
+       * token no key has; `revoked`: a revoked key's; `expired`, `not_yet_valid`: see `key-checks.ts`.
        */
       readonly credential: Credential;
       /** The known key of a `revoked`, `expired` or `not_yet_valid` credential: for logs and metrics, never for quota. */
@@ -44,14 +40,14 @@ export type Credential = 'none' | 'malformed' | 'bad_checksum' | 'unknown' | 're
  *
  * @example
  * identify('Bearer psk_…', table, () => '203.0.113.9') // { kind: 'consumer', consumer: { name: 'acme', … }, … }
- * identify(undefined, table, () => '203.0.113.9') // { kind: 'stranger', address: '203.0.113.9', credential: 'none' }
+ * identify(undefined, table, () => '203.0.113.9') // { kind: 'keyless', address: '203.0.113.9', credential: 'none' }
  */
 export function identify(authorization: string | undefined, keys: KeyTable, address: () => string): Caller {
   const token = bearerToken(authorization);
   if (token === undefined)
-    return { kind: 'stranger', address: address(), credential: authorization === undefined ? 'none' : 'malformed' };
+    return { kind: 'keyless', address: address(), credential: authorization === undefined ? 'none' : 'malformed' };
   const key = keys.find(token);
-  if (typeof key === 'string') return { kind: 'stranger', address: address(), credential: key };
-  if (key.revokedAt !== undefined) return { kind: 'stranger', address: address(), credential: 'revoked', key };
+  if (typeof key === 'string') return { kind: 'keyless', address: address(), credential: key };
+  if (key.revokedAt !== undefined) return { kind: 'keyless', address: address(), credential: 'revoked', key };
   return { kind: 'consumer', consumer: key.consumer, key };
 }

@@ -1,5 +1,5 @@
 // The limiter's question for one request: `decider()` turns a caller and a cost into the
-// subject the limiter counts (a consumer's id, a stranger's address group) and asks it.
+// subject the limiter counts (a consumer's id, a keyless client's address group) and asks it.
 import { LRUCache } from 'lru-cache';
 import { type BanPolicy, DEFAULT_BAN, PLAN_LIMITS } from '../keys/plans.ts';
 import type { Consumer } from '../keys/records.ts';
@@ -19,11 +19,10 @@ export interface DeciderOptions {
 }
 
 /**
- * The limiter's verdict for a caller: a consumer is counted against its consumer's quota and
- * nothing else, a caller without a valid key against its address's (an IPv6 address by its
- * /56, or `ipv6Prefix`). What an address did without a valid key (no key, bad tokens, a ban)
- * never counts against a valid key sent from it: those limits are for failed auth, and a
- * neighbour behind the same NAT must not be able to lock a key out (SECURITY.md).
+ * The limiter's verdict for a caller. A consumer is counted against its own quota only. A keyless
+ * client is counted against its address (an IPv6 address by its `ipv6Prefix` group). What an
+ * address did without a key never counts against a valid key sent from it, so a neighbour behind
+ * the same NAT cannot lock a key out (SECURITY.md).
  *
  * @example
  * const decide = decider({ limiter })
@@ -61,11 +60,11 @@ export function decider({
     }
     return subject;
   };
-  const strangerBan = { seconds: ban.seconds, threshold: ban.threshold ?? PLAN_LIMITS.free.perMinute };
+  const keylessBan = { seconds: ban.seconds, threshold: ban.threshold ?? PLAN_LIMITS.free.perMinute };
   const addressSubject = (address: string): Subject => {
     const group = addressGroup(address, ipv6Prefix);
-    // `anonymous` is the plan label strangers carry in the metrics and the log.
-    return { id: `addr:${group}`, plan: 'anonymous', label: group, limits: PLAN_LIMITS.free, ban: strangerBan };
+    // `anonymous` is the plan label keyless clients carry in the metrics and the log.
+    return { id: `addr:${group}`, plan: 'anonymous', label: group, limits: PLAN_LIMITS.free, ban: keylessBan };
   };
 
   return async function decide(caller, cost) {

@@ -46,11 +46,9 @@ export function clearWorker(memory: HostSlotsMemory, worker: number): void {
 
 /**
  * `InFlight` for the host: a consumer's cap (`--max-in-flight`) counts its requests on every
- * worker. Taking a slot adds one to this worker's count, then sums the consumer's counts over
- * the workers; over the cap, it takes the one back and refuses. Two workers that take the last
- * slot at the same instant may both refuse (never both admit): never over, rarely under. A
- * consumer the table has no room for is capped per worker only (logged by the caller through
- * `full`).
+ * worker. Taking a slot adds one to this worker's count and sums the workers' counts; over the
+ * cap, it takes the one back and refuses. So the cap is never exceeded, though two workers racing
+ * for the last slot may both refuse. A consumer the table has no room for is capped per worker (`full`).
  *
  * @example
  * const inFlight = new HostInFlight(128, memory, 0)

@@ -10,14 +10,11 @@ import { MONTH_NAME, monthOf } from './limiter/month.ts';
 const CONCURRENCY_RETRY_AFTER = '1';
 
 /**
- * Requests each consumer has in flight, capped so a single client cannot hold every connection
- * of the store. A request takes its slot before anything is awaited (the limiter may be Redis,
- * and slow): of N + k sent at once, exactly N get a slot and k are refused at once, 429
- * `too_many_concurrent_requests` with `Retry-After: 1`, before the limiter decides, so they
- * consume no quota. A slot is given back when its request is done, admitted or not. The
- * consumer's latest admitting decision is kept while it has requests in flight: a refusal's
- * rate-limit headers come from it, the latest decided request among those in flight (the refusal
- * itself consumed nothing). One entry per busy consumer.
+ * Requests each consumer has in flight, capped so one client cannot hold every store connection.
+ * A request takes its slot before anything is awaited, so of many sent at once exactly the cap get
+ * one; the rest get 429 `too_many_concurrent_requests` before the limiter decides, spending no quota.
+ * A slot is given back when its request is done. A refusal's rate-limit headers come from the
+ * consumer's latest admitted decision, kept while it has requests in flight.
  *
  * @example
  * const inFlight = new InFlight(128)

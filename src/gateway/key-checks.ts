@@ -1,6 +1,6 @@
 /**
  * The checks of a found key, after `identify()` (`caller.ts`): its validity dates (`callerAt`, a
- * key outside them makes a stranger), its scopes (`missingScope`) and an admin key sent to the
+ * key outside them makes a keyless client), its scopes (`missingScope`) and an admin key sent to the
  * public API (`adminKeyOnPublicApi`), with the challenge their 401 and 403 carry.
  */
 import { ApiError } from '../core/api-error.ts';
@@ -11,22 +11,21 @@ import type { Caller } from './caller.ts';
 export const REALM = 'Bearer realm="petstore"';
 
 /**
- * The caller as the gateway treats it at `now`: a consumer whose key is past its `expiresAt` or
- * before its `notBefore` becomes a stranger with that credential, so the request is
- * limited per client address like any failed authentication (guessing and replaying an old key
- * cost the same) and answered the 401 of an unknown key: the answer does not confirm that a
- * token was ever valid; the log line says why (`credential`). Checked on every request, so a key expires without a reload.
+ * The caller as the gateway treats it at `now`. A key past its `expiresAt` or before its
+ * `notBefore` makes its caller a keyless client: limited per address, answered the unknown key's
+ * 401, so the answer never confirms a token was valid. The log's `credential` says why. Checked on
+ * every request, so a key expires without a reload.
  *
  * @example
- * callerAt(identify('Bearer psk_old…', table, address), Date.now(), address) // { kind: 'stranger', credential: 'expired', … }
+ * callerAt(identify('Bearer psk_old…', table, address), Date.now(), address) // { kind: 'keyless', credential: 'expired', … }
  */
 export function callerAt(caller: Caller, now: number, address: () => string): Caller {
   if (caller.kind !== 'consumer') return caller;
   const { key } = caller;
   if (key.expiresAt !== undefined && now >= key.expiresAt)
-    return { kind: 'stranger', address: address(), credential: 'expired', key };
+    return { kind: 'keyless', address: address(), credential: 'expired', key };
   if (key.notBefore !== undefined && now < key.notBefore) {
-    return { kind: 'stranger', address: address(), credential: 'not_yet_valid', key };
+    return { kind: 'keyless', address: address(), credential: 'not_yet_valid', key };
   }
   return caller;
 }
@@ -74,7 +73,7 @@ const UNKNOWN_KEY = new ApiError('unauthorized', 'The API key is missing, malfor
   'WWW-Authenticate': `${REALM}, error="invalid_token"`,
 });
 
-/** The 401 of a stranger: the missing key's, or the unknown key's for every other credential. */
-export function unauthorized(caller: Extract<Caller, { kind: 'stranger' }>): ApiError {
+/** The 401 of a keyless client: the missing key's, or the unknown key's for every other credential. */
+export function unauthorized(caller: Extract<Caller, { kind: 'keyless' }>): ApiError {
   return caller.credential === 'none' ? MISSING_KEY : UNKNOWN_KEY;
 }

@@ -45,11 +45,9 @@ export function bindingWindow(decision: Decision): WindowState {
 
 /**
  * All rate-limit headers for a response, refused or not. On a refusal, Remaining is 0 and Reset
- * is now + Retry-After. `RateLimit` gives each window's own counters, except during a ban, when
- * every window says r=0 and t at least Retry-After, since nothing is admitted before then.
- * `withRetryAfter` says whether the answer is a 429 (`Retry-After` is sent): a decision the
- * gateway does not refuse on (a report-only limit, a read of the quota during a ban) shows the
- * same numbers without it.
+ * is now + Retry-After. `RateLimit` gives each window's counters; during a ban every window says
+ * r=0, since nothing is admitted before it ends. `withRetryAfter` is true for a 429 only: a
+ * report-only limit or a read of the quota shows the same numbers without `Retry-After`.
  *
  * @example
  * rateLimitHeaders(decision)

@@ -5,7 +5,7 @@ import YAML from 'yaml';
 import { fakeClock, tokenFor } from '../../test/testing.ts';
 import { createApp } from '../app.ts';
 import { ConfigError, parseConfig } from '../config.ts';
-import { SlidingWindowLimiter } from '../gateway/index.ts';
+import { SlidingWindowLimiter } from '../gateway/gateway.ts';
 import { parseKeys } from '../keys/file.ts';
 import { hashToken } from '../keys/records.ts';
 import { KeyTable } from '../keys/table.ts';

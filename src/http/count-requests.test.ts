@@ -65,7 +65,7 @@ describe('countRequests and 429s', () => {
       c.set('operation', 'listPets');
       const code = c.req.query('code') as 'rate_limited' | 'key_banned' | 'too_many_concurrent_requests';
       if (c.req.query('key') && key) c.set('caller', { kind: 'consumer', consumer: key.consumer, key });
-      else c.set('caller', { kind: 'stranger', address: '192.0.2.1', credential: 'none' });
+      else c.set('caller', { kind: 'keyless', address: '192.0.2.1', credential: 'none' });
       throw new ApiError(code, 'no');
     });
     app.onError((err, c) => c.json({}, err instanceof ApiError ? err.status : 500));

@@ -3,7 +3,7 @@
 import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.ts';
 import { ApiError } from '../core/api-error.ts';
-import type { Caller } from '../gateway/index.ts';
+import type { Caller } from '../gateway/gateway.ts';
 import type { ConsumerMetrics } from '../metrics/consumer-series.ts';
 import { operationIndex } from '../metrics/labels.ts';
 import type { Metrics } from '../metrics/registry.ts';

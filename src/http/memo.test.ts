@@ -177,8 +177,8 @@ describe('AnswerMemo', () => {
       const { ask, settle, reads } = pending(memo, changes);
       const failed = ask('/v1/pets/7');
       const after = ask('/v1/pets/7');
-      settle[0]?.(new Error('store away'));
-      expect(await failed).toEqual(['failed', 'store away']);
+      settle[0]?.(new Error('store unreachable'));
+      expect(await failed).toEqual(['failed', 'store unreachable']);
       await Bun.sleep(0);
       expect(reads()).toBe(2);
       settle[1]?.(page(7, { ids: [7] }));

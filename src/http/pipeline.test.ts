@@ -7,7 +7,7 @@ import { defineOperation } from '../api/operation-types.ts';
 import type { AppEnv } from '../app-env.ts';
 import { ApiError } from '../core/api-error.ts';
 import { systemClock } from '../core/clock.ts';
-import type { GatewayPass } from '../gateway/index.ts';
+import type { GatewayPass } from '../gateway/gateway.ts';
 import { silentLogger } from '../log.ts';
 import { apiPipeline, pipeline } from './pipeline.ts';
 

@@ -15,9 +15,9 @@ import {
   type ConsumerCaller,
   type GatedOperation,
   type GatewayPass,
-  principalOf,
+  ownerOfCaller,
   quotaStatus,
-} from '../gateway/index.ts';
+} from '../gateway/gateway.ts';
 import type { Logger } from '../log.ts';
 import { operationIndex } from '../metrics/labels.ts';
 import type { Metrics } from '../metrics/registry.ts';
@@ -58,7 +58,7 @@ export interface PipelineOptions {
 
 /** What a pipeline that serves a table of operations needs besides: the gateway and the handlers' deps. */
 export interface ApiPipelineOptions<D> extends PipelineOptions {
-  /** The gateway's pass (`gateway()` of src/gateway/index.ts): admits or refuses each request at step 3. */
+  /** The gateway's pass (`gateway()` of src/gateway/gateway.ts): admits or refuses each request at step 3. */
   gateway: GatewayPass;
   /** What the table's handlers work with (the store, the clock). */
   deps: D;
@@ -287,7 +287,7 @@ function setTraceResponse(res: Response, value: string | undefined): void {
 }
 
 /**
- * Step 3: the gateway (src/gateway/index.ts) admits the request and calls `serveAdmitted`, or
+ * Step 3: the gateway (src/gateway/gateway.ts) admits the request and calls `serveAdmitted`, or
  * refuses it. The gateway returns its refusals rather than throwing them, as a throw through its
  * async frames is slow.
  */
@@ -370,7 +370,7 @@ async function runHandler<D>(
   // A quota reader's input is the limiter's decision that admitted it.
   const quota = op.readsQuota ? quotaStatus(caller.consumer, decision) : undefined;
   // The principal is who owns the records the handler writes or reads: the caller's consumer.
-  const input = await readInput(c, principalOf(caller), quota, keyHolderOf(op, caller));
+  const input = await readInput(c, ownerOfCaller(caller), quota, keyHolderOf(op, caller));
   return addWeakEtag(op, await op.handler(input, deps));
 }
 

@@ -6,7 +6,7 @@ import type { AppEnv } from '../app-env.ts';
 import { ApiError } from '../core/api-error.ts';
 import type { Decision } from '../core/decision.ts';
 import type { OpsRoute } from '../core/ops-route.ts';
-import type { GatewayPass } from '../gateway/index.ts';
+import type { GatewayPass } from '../gateway/gateway.ts';
 import { parseKeys } from '../keys/file.ts';
 import { createLogger } from '../log.ts';
 import { apiPipeline } from './pipeline.ts';
@@ -28,7 +28,7 @@ function setup() {
       c.set('caller', caller);
       return admitted({} as Decision, caller);
     }
-    c.set('caller', { kind: 'stranger', address: '203.0.113.5', credential: 'none' });
+    c.set('caller', { kind: 'keyless', address: '203.0.113.5', credential: 'none' });
     return new ApiError('unauthorized', 'no key');
   };
   const handlers = apiPipeline({

@@ -1,9 +1,7 @@
 /**
  * The audit trail of changes to consumers and keys: who changed what, when, and each changed
- * field before and after. A record never holds a token, a hash or a webhook's secret: a
- * consumer is described by its plan, limits, ban, costs, enforce, its webhook's URL (the secret
- * as "(set)", or "(changed)" when a change replaces it), its thresholds and its keys' ids,
- * scopes and dates only.
+ * field before and after. A record never holds a token, a hash or a webhook's secret. A webhook's
+ * secret shows as "(set)" or "(changed)"; keys show by id, scopes and dates only.
  */
 import { asConsumers } from './document-edits.ts';
 import { type ConsumerEntry, type KeysDocument, keyIdOf } from './schemas.ts';

@@ -232,10 +232,9 @@ function consumerFields({
 }
 
 /**
- * `after` (a change of `before`) with an id written for each consumer of the `consumers` form
- * that has none: the one the gateway derived for it in `before` (`consumerIdOf`, from its first
- * key there, which the change may have removed), so its orders stay its own once the id is
- * stored; a new one for a consumer `before` lacks or that had no key. `after` itself when every
+ * `after` (a change of `before`) with an id written for each consumer that has none. The id is
+ * the one the gateway derived in `before` (`consumerIdOf`), so the consumer keeps its orders even
+ * if the change removed its first key; a new consumer gets a new id. `after` itself when every
  * consumer has one.
  *
  * @example
@@ -261,11 +260,10 @@ export function asConsumers(doc: KeysDocument): ConsumerEntry[] {
 }
 
 /**
- * `doc` with `entry` copied in (`petstore keys import`): made when missing (with its `id`, else the
- * one derived from its first key); else its plan,
- * limits, ban, costs, enforce, webhook and thresholds taken from `entry` and its keys that `doc` lacks (by hash) added. `doc` itself
- * when that changes nothing, so importing the same file twice changes nothing the second time.
- * A key id that `doc` has with another hash is refused.
+ * `doc` with `entry` copied in (`petstore keys import`). A missing consumer is made, with its `id`
+ * or the one derived from its first key. An existing one takes `entry`'s terms and the keys it
+ * lacks (by hash). Importing the same file twice changes nothing the second time. A key id `doc`
+ * has with another hash is refused.
  */
 export function importConsumer(doc: KeysDocument, entry: ConsumerEntry): KeysDocument {
   const current = asConsumers(doc).find((c) => c.name === entry.name);

@@ -147,11 +147,10 @@ export function writeKeysDocument(path: string, doc: KeysDocument): void {
 }
 
 /**
- * Why this process could not change the keys file at `path` (as the admin API does), or
- * undefined when it can: a change writes a lock, a temporary file and the audit trail in the
- * file's directory and renames over the file, so the directory (and an existing audit trail)
- * must be writable. Asked at start, so a read-only `/etc` is refused once with the fix rather
- * than answered 500 on every change.
+ * Why this process cannot change the keys file at `path`, or undefined when it can. A change
+ * writes a lock, a temporary file and the audit trail beside the file, so the directory must be
+ * writable. Asked at start, so a read-only `/etc` is refused once with the fix, not with a 500 on
+ * every change.
  *
  * @example
  * keysFileWriteProblem('/etc/petstore/keys.json') // 'the admin API changes /etc/petstore/keys.json, …'

@@ -10,7 +10,7 @@ import type { BanPolicy, Costs, Limits, PlanName } from './plans.ts';
  * by this name, never by a token or hash, so every key of a consumer shares one quota.
  */
 export interface Consumer {
-  /** Its identity (`con_…`): what owns its orders and `Idempotency-Key`s, never another consumer's. */
+  /** Its identity (`con_…`): the part of its owner (`ownerOf`) that keeps its orders and `Idempotency-Key`s its own. */
   readonly id: string;
   /**
    * The owner its orders were stored under before consumers had ids (`key:<name>`), for a consumer
@@ -40,7 +40,10 @@ export interface KeyRecord {
   readonly id: string;
   readonly hash: Buffer;
   readonly consumer: Consumer;
-  /** What the key may do; a key without `scopes` in the file has every scope. */
+  /**
+   * What the key may do (src/core/key-scopes.ts); a key without `scopes` in the file has every
+   * scope. Not the idempotency scope (src/store/idempotency.ts), which says whose `Idempotency-Key`s they are.
+   */
   readonly scopes: readonly KeyScope[];
   /** Epoch ms from which the key is refused (`expiresAt`), if it expires. */
   readonly expiresAt?: number;
@@ -100,8 +103,9 @@ export function consumerIdOf(entry: {
 }
 
 /**
- * Who a consumer is to the store: the owner of its orders and `Idempotency-Key`s. Its id makes it
- * its own; its name, which never changes for an id, tells whose webhook hears of its orders.
+ * The owner of a consumer's orders and `Idempotency-Key`s: the string the store files them under.
+ * The consumer is the account; its owner is how the store names it. The id makes the owner the
+ * consumer's own; the name, which never changes for an id, tells whose webhook hears of its orders.
  *
  * The store reads the name back from it (`consumerOf` in src/store/order-rows.ts): change both together.
  *

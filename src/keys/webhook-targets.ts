@@ -1,11 +1,9 @@
 /**
- * Where a webhook may be sent: a public address, reached by `https://`, or a receiver on the same
- * machine over `http://` (loopback, for testing). The URL is checked when it is configured (the
- * admin API, the keys file, the key store) and every address its host resolves to is checked
- * again when an attempt connects (the delivery worker), so a name that resolves to an internal
- * address, or that changes its answer after the first check (DNS rebinding), reaches nothing
- * inside the network. An operator may allow named private ranges (`--webhook-allow-cidr`).
- * SECURITY.md says why.
+ * Where a webhook may be sent: a public address over `https://`, or loopback over `http://` for
+ * testing. The URL is checked when configured, and each address its host resolves to is checked
+ * again at every connection. So a name that resolves inside the network, even after a first good
+ * answer (DNS rebinding), reaches nothing there. `--webhook-allow-cidr` allows named private
+ * ranges; SECURITY.md says why.
  */
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';

@@ -23,7 +23,7 @@ async function exported(): Promise<Set<string>> {
   m.watchLimiter({
     backend: () => 'redis',
     outages: () => 0,
-    table: { strangerCells: 0, consumers: 0, capacity: 1, full: false },
+    table: { keylessCells: 0, consumers: 0, capacity: 1, full: false },
   });
   return exportedSeries(await m.render());
 }

@@ -4,7 +4,7 @@
  * when scraped. Without Redis they stay at zero.
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { LeaseStats, RunKind } from '../gateway/index.ts';
+import type { LeaseStats, RunKind } from '../gateway/gateway.ts';
 
 const RUN_KINDS = ['grant', 'hand_back', 'decision'] as const satisfies readonly RunKind[];
 const NONE: LeaseStats = {

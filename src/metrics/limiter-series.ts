@@ -17,13 +17,13 @@ export interface LimiterView {
   /** Decisions the in-process limiter made while Redis was down (fail-open), since the start; absent without Redis. */
   localDecisions?: () => number;
   readonly table: {
-    /** Cells of the strangers' table (client addresses without a valid key) holding counts. */
-    readonly strangerCells: number;
+    /** Cells of the keyless clients' table (client addresses without a valid key) holding counts. */
+    readonly keylessCells: number;
     /** Consumers with their own state. */
     readonly consumers: number;
-    /** Cells per row of the strangers' table. */
+    /** Cells per row of the keyless clients' table. */
     readonly capacity: number;
-    /** The strangers' table is saturated: a fresh address is refused early with a chance of one in a hundred or more. */
+    /** The keyless clients' table is saturated: a fresh address is refused early with a chance of one in a hundred or more. */
     readonly full: boolean;
   };
 }
@@ -75,17 +75,17 @@ export function registerLimiter(registry: Registry, view: LimiterView): void {
   }
   new Gauge({
     name: 'petstore_ratelimit_subjects',
-    help: "Subjects with state in this process's limiter, by kind (address: cells of the strangers' table holding counts of clients without a valid key; consumer). With Redis, used while it is down.",
+    help: "Subjects with state in this process's limiter, by kind (address: cells of the keyless clients' table holding counts of clients without a valid key; consumer). With Redis, used while it is down.",
     labelNames: ['kind'] as const,
     registers,
     collect() {
-      this.set({ kind: 'address' }, table.strangerCells);
+      this.set({ kind: 'address' }, table.keylessCells);
       this.set({ kind: 'consumer' }, table.consumers);
     },
   });
   new Gauge({
     name: 'petstore_ratelimit_subjects_max',
-    help: "Cells per row of the strangers' table, whose size is fixed: addresses that share cells share counts.",
+    help: "Cells per row of the keyless clients' table, whose size is fixed: addresses that share cells share counts.",
     registers,
     collect() {
       this.set(table.capacity);
@@ -93,7 +93,7 @@ export function registerLimiter(registry: Registry, view: LimiterView): void {
   });
   new Gauge({
     name: 'petstore_ratelimit_table_full',
-    help: "Whether the strangers' table is saturated (1): a tenth of its cells have a minute's quota counted, so a client without a valid key is refused early for others' traffic with a chance of 1 % or more.",
+    help: "Whether the keyless clients' table is saturated (1): a tenth of its cells have a minute's quota counted, so a client without a valid key is refused early for others' traffic with a chance of 1 % or more.",
     registers,
     collect() {
       this.set(table.full ? 1 : 0);

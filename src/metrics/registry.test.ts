@@ -227,7 +227,7 @@ describe('latency objectives and the limiter', () => {
   test('where the limiter decides, read when scraped; Redis outages; the table of subjects and whether it is full', async () => {
     const m = new Metrics({ version: '1.0.0', runtime: 'bun' });
     let backend: 'redis' | 'local' = 'redis';
-    const table = { strangerCells: 0, consumers: 0, capacity: 100_000, full: false };
+    const table = { keylessCells: 0, consumers: 0, capacity: 100_000, full: false };
     m.watchLimiter({
       backend: () => backend,
       outages: () => (backend === 'local' ? 1 : 0),
@@ -248,7 +248,7 @@ describe('latency objectives and the limiter', () => {
       'petstore_ratelimit_table_full 0',
     ]);
     backend = 'local';
-    Object.assign(table, { strangerCells: 100_000, consumers: 3, full: true });
+    Object.assign(table, { keylessCells: 100_000, consumers: 3, full: true });
     expect(await limiterLines()).toEqual([
       'petstore_ratelimit_backend{backend="redis"} 0',
       'petstore_ratelimit_backend{backend="local"} 1',
@@ -264,7 +264,7 @@ describe('latency objectives and the limiter', () => {
 
   test('without Redis the limiter is in memory and has no outages', async () => {
     const m = new Metrics({ version: '1.0.0', runtime: 'bun' });
-    m.watchLimiter({ backend: () => 'memory', table: { strangerCells: 2, consumers: 1, capacity: 10, full: false } });
+    m.watchLimiter({ backend: () => 'memory', table: { keylessCells: 2, consumers: 1, capacity: 10, full: false } });
     const lines = await samples(m);
     expect(lines.filter((l) => l.startsWith('petstore_ratelimit_backend'))).toEqual([
       'petstore_ratelimit_backend{backend="memory"} 1',
@@ -287,8 +287,8 @@ describe('per-consumer series', () => {
     m.consumers.answered('acme', '2027-02', 429, Date.UTC(2026, 10, 22, 12, 0, 6));
     m.consumers.refused('acme', 'rate_limited');
     m.consumers.refused('acme', 'insufficient_scope');
-    m.consumers.answered('stranger', 'x', 200, 1);
-    m.consumers.refused('stranger', 'rate_limited');
+    m.consumers.answered('keyless', 'x', 200, 1);
+    m.consumers.refused('keyless', 'rate_limited');
     m.consumers.answered('gone', 'old', 200, 1000);
     m.consumers.load([
       { id: '2026-11', consumer: acme, expiresAt: Date.UTC(2027, 1, 20) },

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { routesApp } from '../../test/testing.ts';
-import type { LimiterStatus } from '../gateway/index.ts';
+import type { LimiterStatus } from '../gateway/gateway.ts';
 import { parseKeys } from '../keys/file.ts';
 import { KeyTable } from '../keys/table.ts';
 import { createLogger } from '../log.ts';

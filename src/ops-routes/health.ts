@@ -2,7 +2,7 @@
 // the process answers; /readyz says it can serve the API (store, keys, limiter, not shutting down).
 import { ApiError } from '../core/api-error.ts';
 import type { OpsRoute } from '../core/ops-route.ts';
-import type { LimiterStatus } from '../gateway/index.ts';
+import type { LimiterStatus } from '../gateway/gateway.ts';
 import type { KeyTable } from '../keys/table.ts';
 import type { Logger } from '../log.ts';
 import { peerText } from '../redact.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { tokenFor } from '../../test/testing.ts';
 import { createApp, metricsApp } from '../app.ts';
-import { SlidingWindowLimiter } from '../gateway/index.ts';
+import { SlidingWindowLimiter } from '../gateway/gateway.ts';
 import { parseKeys } from '../keys/file.ts';
 import { hashToken } from '../keys/records.ts';
 import { KeyTable } from '../keys/table.ts';

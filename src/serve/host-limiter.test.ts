@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { fakeClock } from '../../test/testing.ts';
-import { SlidingWindowLimiter, type Subject, type Verdict } from '../gateway/index.ts';
+import { SlidingWindowLimiter, type Subject, type Verdict } from '../gateway/gateway.ts';
 import {
   type DecidedMessage,
   type DecideMessage,
@@ -74,9 +74,9 @@ describe('one limiter for the host: workers ask the supervisor', () => {
     expect(read.outcome === 'admitted' && read.windows[0]?.remaining).toBe(3);
   });
 
-  test("strangers' addresses are counted for the host", async () => {
+  test("keyless clients' addresses are counted for the host", async () => {
     const { remotes } = host(3);
-    const stranger = (): Subject => ({
+    const keyless = (): Subject => ({
       id: 'addr:203.0.113.7',
       plan: 'anonymous',
       label: '203.0.113.7',
@@ -84,7 +84,7 @@ describe('one limiter for the host: workers ask the supervisor', () => {
       ban: { seconds: 900, threshold: 0 },
     });
     const verdicts = await Promise.all(
-      Array.from({ length: 9 }, (_, i) => remotes[i % 3]?.decide(stranger()) as Promise<Verdict>),
+      Array.from({ length: 9 }, (_, i) => remotes[i % 3]?.decide(keyless()) as Promise<Verdict>),
     );
     expect(outcomes(verdicts).filter((o) => o === 'admitted')).toHaveLength(5);
   });
@@ -293,10 +293,10 @@ describe('answers packed for the message', () => {
 });
 
 describe('questions packed for the message', () => {
-  test("every question comes out as it went in; strangers' subjects from their addresses", () => {
+  test("every question comes out as it went in; keyless clients' subjects from their addresses", () => {
     const limits = { perMinute: 60, perDay: 1_000 };
     const ban = { seconds: 900, threshold: 60 };
-    const stranger = (label: string): Subject => ({ id: `addr:${label}`, plan: 'anonymous', label, limits, ban });
+    const keyless = (label: string): Subject => ({ id: `addr:${label}`, plan: 'anonymous', label, limits, ban });
     const asks: DecideMessage[] = [
       {
         type: 'decide',
@@ -311,17 +311,17 @@ describe('questions packed for the message', () => {
         type: 'decide',
         id: 3,
         ref: 0,
-        subject: stranger('203.0.113.7'),
+        subject: keyless('203.0.113.7'),
         cost: 1,
         scope: ['req-3', undefined, undefined],
       },
-      { type: 'decide', id: 4, ref: 0, subject: stranger('2001:db8:0:100::/56'), cost: 1, scope: undefined },
-      // A stranger of other limits goes whole.
+      { type: 'decide', id: 4, ref: 0, subject: keyless('2001:db8:0:100::/56'), cost: 1, scope: undefined },
+      // A keyless client of other limits goes whole.
       {
         type: 'decide',
         id: 5,
         ref: 0,
-        subject: { ...stranger('198.51.100.1'), limits: { perMinute: 5, perDay: 9 } },
+        subject: { ...keyless('198.51.100.1'), limits: { perMinute: 5, perDay: 9 } },
         cost: 1,
         scope: undefined,
       },

@@ -1,38 +1,34 @@
 /**
- * The limiter of a process with workers: one owner, the supervisor, holds every window, ban and
- * stranger's count (the in-process limiter, or the Redis one with its leases), and each worker
- * asks it by message. One owner makes the decisions exactly those of one event loop: the same
- * windows, costs, bans, report-only keys and strangers' table, for the host; and with `--redis`
- * the host's script runs are those of one instance.
+ * The limiter of a process with workers. One owner, the supervisor, holds every window, ban and
+ * keyless client's count, and each worker asks it by message. So the host decides exactly as one
+ * event loop would: the same windows, costs, bans and keyless clients' table. With `--redis` the
+ * host's script runs are those of one instance.
  *
- * Grants. With the in-process limiter, a worker whose consumer keeps it busy is granted units it
- * spends by itself until the second ends, as an instance spends a Redis lease
- * (`src/gateway/limiter/leases.ts`): a busy key costs a message or two a second per worker, not
- * one a request. Never over: the owner counts a grant in every window as spent when it is made
- * (`SlidingWindowLimiter.book`), in the bucket that ends with the second, so each unit is counted
- * from before its use for a whole window. A grant's units left sit in memory the worker shares
- * with the owner; the worker takes each with a compare-and-swap, the owner takes back what is
- * left with an exchange: when the second ends (handed back into the windows, whether the worker
- * still runs or not), when the room left would not hold a request (so no request is refused
- * while units lie unused elsewhere), and when a ban starts (so every worker asks from its next
- * request on). A grant is at most half the room left shared among the workers, so near the
- * limit grants shrink to nothing and every request is decided by the owner. Consumers whose
- * quota crossings are noticed (a webhook's thresholds) and strangers are never granted units.
+ * Grants. With the in-process limiter, a worker kept busy by one consumer is granted units it
+ * spends alone until the second ends, as an instance spends a Redis lease (`leases.ts`). So a busy
+ * key costs a message or two a second per worker, not one a request. The owner counts a grant as
+ * spent when it makes it (`SlidingWindowLimiter.book`), so no window is exceeded.
  *
- * A consumer's subject is sent once per worker and named by a number after that; a stranger's is
- * sent whole (it is made per request).
+ * A grant's unused units sit in memory the worker shares with the owner. The worker takes each
+ * with a compare-and-swap. The owner takes back what is left when the second ends, when the room
+ * left would not hold a request, and when a ban starts. A grant is at most half the room left
+ * shared among the workers, so near the limit every request is decided by the owner. Consumers
+ * with quota webhooks and keyless clients are never granted units.
+ *
+ * A consumer's subject is sent once per worker, then named by a number. A keyless client's is sent
+ * whole, since it is made per request.
  */
 import { LRUCache } from 'lru-cache';
 import { type Clock, systemClock } from '../core/clock.ts';
 import type { Decision } from '../core/decision.ts';
-import { GrantPace, type RateLimiter, type Subject, type Verdict } from '../gateway/index.ts';
+import { GrantPace, type RateLimiter, type Subject, type Verdict } from '../gateway/gateway.ts';
 import { currentScope, inScope, requestScope } from '../trace/request-scope.ts';
 
 /** A worker's question. */
 export interface DecideMessage {
   readonly type: 'decide';
   readonly id: number;
-  /** The subject's number on this worker; 0 for a stranger's, sent whole. */
+  /** The subject's number on this worker; 0 for a keyless client's, sent whole. */
   readonly ref: number;
   /** Sent with the first question about it (and again when the supervisor has forgotten it). */
   readonly subject?: Subject;
@@ -195,7 +191,7 @@ export class RemoteLimiter implements RateLimiter {
     return made;
   }
 
-  /** One question; the subject goes whole with the first about it (and always a stranger's, `ref` 0). */
+  /** One question; the subject goes whole with the first about it (and always a keyless client's, `ref` 0). */
   #ask(subject: Subject, ref: number, cost: number, wanted: number) {
     const id = ++this.#lastId;
     const now = currentScope();
@@ -535,23 +531,23 @@ export function unpackAnswers({ packed, others }: PackedAnswers): DecidedMessage
 
 /**
  * A turn's questions as they cross to the supervisor: their numbers in one `Float64Array`, the
- * request ids and strangers' addresses in one string, and the subjects sent whole beside them. A
- * stranger's subject differs from the turn's first stranger's only in its address, so only that
+ * request ids and keyless clients' addresses in one string, and the subjects sent whole beside them. A
+ * keyless client's subject differs from the turn's first keyless client's only in its address, so only that
  * is sent.
  */
 export interface PackedAsks {
-  /** Per question: id, ref, cost, wanted, and how its subject comes (`BY_REF`, `WHOLE`, `STRANGER`). */
+  /** Per question: id, ref, cost, wanted, and how its subject comes (`BY_REF`, `WHOLE`, `KEYLESS`). */
   readonly packed: Float64Array;
-  /** Per question, newline-separated: its request, trace and span ids (empty when none), then a stranger's address. */
+  /** Per question, newline-separated: its request, trace and span ids (empty when none), then a keyless client's address. */
   readonly text: string;
   readonly subjects: readonly Subject[];
-  /** The limits and ban of the turn's strangers. */
-  readonly stranger?: Pick<Subject, 'limits' | 'ban'>;
+  /** The limits and ban of the turn's keyless clients. */
+  readonly keyless?: Pick<Subject, 'limits' | 'ban'>;
 }
 
 const BY_REF = 0;
 const WHOLE = 1;
-const STRANGER = 2;
+const KEYLESS = 2;
 const PER_ASK = 5;
 
 /** Packs questions for `unpackAsks`. */
@@ -559,7 +555,7 @@ export function packAsks(asks: readonly DecideMessage[]): PackedAsks {
   const packed = new Float64Array(asks.length * PER_ASK);
   let text = '';
   const subjects: Subject[] = [];
-  let stranger: Pick<Subject, 'limits' | 'ban'> | undefined;
+  let keyless: Pick<Subject, 'limits' | 'ban'> | undefined;
   for (let i = 0, at = 0; i < asks.length; i++, at += PER_ASK) {
     const ask = asks[i] as DecideMessage;
     const { subject, scope } = ask;
@@ -567,9 +563,9 @@ export function packAsks(asks: readonly DecideMessage[]): PackedAsks {
     // The first line of each question goes without a newline before it: split gives them back in order.
     text += `${i === 0 ? '' : '\n'}${scope?.[0] ?? ''}\n${scope?.[1] ?? ''}\n${scope?.[2] ?? ''}`;
     if (subject?.plan === 'anonymous' && isAddressId(subject)) {
-      stranger ??= { limits: subject.limits, ban: subject.ban };
-      if (stranger.limits === subject.limits && stranger.ban === subject.ban) {
-        how = STRANGER;
+      keyless ??= { limits: subject.limits, ban: subject.ban };
+      if (keyless.limits === subject.limits && keyless.ban === subject.ban) {
+        how = KEYLESS;
         text += `\n${subject.label}`;
       }
     }
@@ -583,16 +579,16 @@ export function packAsks(asks: readonly DecideMessage[]): PackedAsks {
     packed[at + 3] = ask.wanted ?? 0;
     packed[at + 4] = how;
   }
-  return { packed, text, subjects, ...(stranger ? { stranger } : {}) };
+  return { packed, text, subjects, ...(keyless ? { keyless } : {}) };
 }
 
-/** Whether a subject's id is `addr:` and its label, as a stranger's is (checked without making the string). */
+/** Whether a subject's id is `addr:` and its label, as a keyless client's is (checked without making the string). */
 function isAddressId({ id, label }: Subject): boolean {
   return id.length === label.length + 5 && id.startsWith('addr:') && id.endsWith(label);
 }
 
 /** The questions `packAsks` packed. */
-export function unpackAsks({ packed, text, subjects, stranger }: PackedAsks): DecideMessage[] {
+export function unpackAsks({ packed, text, subjects, keyless }: PackedAsks): DecideMessage[] {
   const strings = text.split('\n');
   const asks: DecideMessage[] = [];
   let s = 0;
@@ -609,9 +605,9 @@ export function unpackAsks({ packed, text, subjects, stranger }: PackedAsks): De
     s += 3;
     let subject: Subject | undefined;
     if (how === WHOLE) subject = subjects[whole++];
-    else if (how === STRANGER && stranger) {
+    else if (how === KEYLESS && keyless) {
       const label = strings[s++] ?? '';
-      subject = { id: `addr:${label}`, plan: 'anonymous', label, limits: stranger.limits, ban: stranger.ban };
+      subject = { id: `addr:${label}`, plan: 'anonymous', label, limits: keyless.limits, ban: keyless.ban };
     }
     const scope = requestId === '' ? undefined : ([requestId, traceId, spanId] as const);
     asks.push(

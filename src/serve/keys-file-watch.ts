@@ -33,13 +33,11 @@ export interface KeysFileWatchOptions {
 }
 
 /**
- * The keys file, reloaded on SIGHUP and whenever its content changes: an edit in place, an
- * atomic rename over it, a Kubernetes Secret volume swapping its `..data` symlink. The file's
- * content is read every 500 ms and compared by digest, not by `fs.watch` (whose events differ
- * between Bun, Deno and Node and miss a symlink swapped in a parent directory) nor by mtime
- * (an edit within the same clock tick keeps it). A content that was refused is not tried again
- * until it changes, so a bad file is logged once; a file that cannot be read at a poll (between
- * an unlink and a rename) is tried again at the next.
+ * The keys file, reloaded on SIGHUP and whenever its content changes (an edit, a rename over it,
+ * a Kubernetes Secret's symlink swap). The content is polled and compared by digest: `fs.watch`
+ * differs between runtimes and misses swapped symlinks, and an mtime can stay the same. A refused
+ * content is not tried again until it changes, so a bad file is logged once. A file that cannot
+ * be read at a poll is tried again at the next.
  *
  * @example
  * const watcher = new KeysFileWatcher({ path, log, apply: (keys) => { table = new KeyTable(keys) }, refuse })

@@ -1,5 +1,5 @@
 // With --keys store, the data store's keys held in memory: KeysStoreWatcher keeps them current by
-// PostgreSQL's NOTIFY and a polled version, and keeps the keys in force while the database is away.
+// PostgreSQL's NOTIFY and a polled version, and keeps the keys in force while the database is unreachable.
 import { clearInterval, setInterval } from 'node:timers';
 import { keyRecords } from '../keys/file.ts';
 import { documentOf } from '../keys/key-admin.ts';
@@ -25,11 +25,10 @@ export interface KeysStoreWatchOptions {
 }
 
 /**
- * The keys of the data store, kept in memory (nothing is read per request) and brought up to
- * date when PostgreSQL notifies a change, when the polled version moves (a notification lost,
- * a reconnect, SQLite) and after this instance's own admin writes. While the database cannot be
- * reached the keys in force stay; `problem()` says so for `/readyz`, and the log says it once
- * when it happens and once when it is over.
+ * The data store's keys, kept in memory so no request reads them. They are reloaded when
+ * PostgreSQL notifies a change, when the polled version moves, and after this instance's admin
+ * writes. While the database is unreachable the keys in force stay: `problem()` tells `/readyz`,
+ * and the log says so once at the start and once at the end.
  *
  * @example
  * const watcher = new KeysStoreWatcher({ store: pets.keyStore(), log, apply, refuse })

@@ -74,12 +74,11 @@ export class LiveKeys {
   }
 
   /**
-   * Once the store is open, before serving: with `--keys store`, stores an id for every stored
-   * consumer that has none, so its identity no longer hangs on its first key (a keys file is
-   * never written at start: the release before this one refuses a file with ids; its ids are
-   * written by the first `petstore keys` or admin API change). Then each consumer whose id is
-   * derived adopts what was stored under its name before consumer ids (`Consumer.adopts`), as at
-   * every later load of the keys (docs/operations.md, "Consumer identity").
+   * Once the store is open, before serving. With `--keys store`, it stores an id for every stored
+   * consumer without one, so its identity does not hang on its first key. A keys file is never
+   * written at start: its ids come with the first `petstore keys` or admin API change. Then each
+   * consumer with a derived id adopts its older orders (`Consumer.adopts`; docs/operations.md,
+   * "Consumer identity").
    */
   async settleIdentities(store: DataStore): Promise<void> {
     this.#pets = store;

@@ -12,7 +12,7 @@ import {
   type RateLimiter,
   SlidingWindowLimiter,
   TrustedProxies,
-} from '../gateway/index.ts';
+} from '../gateway/gateway.ts';
 import { KeysFileError } from '../keys/file.ts';
 import { keysFileWriteProblem } from '../keys/locked-file.ts';
 import { AllowedRanges } from '../keys/webhook-targets.ts';
@@ -217,11 +217,10 @@ async function startWorkers(
 const ORDER_SWEEP_MS = 1_000;
 
 /**
- * Expires, every second, the placed orders whose hold is over (src/store/store.ts,
- * `expireOrders`): a request that reads or writes an order past its deadline expires it at once,
- * this does it for the orders nobody asks about, so their pets are available again and their
- * owners' webhooks hear of it. Each expiry is a conditional write: instances sweeping together
- * expire each order once.
+ * Expires, every second, the placed orders whose hold is over (`expireOrders`). A request expires
+ * the orders it meets; this expires those nobody asks about, so their pets are available again and
+ * their owners' webhooks hear of it. Each expiry is a conditional write, so instances sweeping
+ * together expire each order once.
  */
 function startOrderSweep(store: DataStore, log: Logger): ReturnType<typeof setInterval> {
   let running = false;
@@ -424,13 +423,11 @@ export async function storeOf(
 }
 
 /**
- * Webhook events live in the store's outbox (when it has one): recorded before the answer,
- * delivered by the worker off the request path. Both use the outbox of `storeOf`'s store: its
- * failures are counted, and the worker's calls take the same time bound as a request's. The
- * worker needs no longer one: its slow part, the sends, is outside its store calls; a pass
- * waits for each call, and `stop` waits for the pass, so an unbounded call on a stuck connection
- * would hold up shutdown; and sharing the bound means a database found away is answered at
- * once to the worker too, and a worker call that finds it away spares the requests the wait.
+ * Webhook events: recorded in the store's outbox before the answer, delivered by a worker off the
+ * request path; none without an outbox. The worker calls `storeOf`'s store, so its failures are
+ * counted and each call has a request's time bound. The sends are outside those calls. The bound
+ * keeps a stuck connection from holding up shutdown. It is shared: once any call finds the
+ * database unreachable, the worker's calls and the requests' fail at once.
  */
 export function webhooksOf(
   store: DataStore,

@@ -1,9 +1,8 @@
 /**
- * The supervisor of `--workers N`: the main thread serves no request; it starts N workers
- * (src/serve/worker.ts), each serving the API on the one port (`SO_REUSEPORT`, the kernel
- * spreading connections), and owns what runs once per host: the limiter's windows, the keys'
- * source, the webhook delivery, the admin API, the metrics port, the log stream, the signals.
- * A worker that exits unasked is logged, counted and replaced in its place.
+ * The supervisor of `--workers N`. The main thread serves no request. It starts N workers
+ * (src/serve/worker.ts) that share the port (`SO_REUSEPORT`), and it owns what runs once per host:
+ * the limiter, the keys, webhook delivery, the admin API, metrics, the log and the signals. A
+ * worker that exits unasked is logged, counted and replaced.
  */
 import { Buffer } from 'node:buffer';
 import type { Config } from '../config.ts';
@@ -13,7 +12,7 @@ import {
   hostSlotsMemory,
   type LimiterStatus,
   type RateLimiter,
-} from '../gateway/index.ts';
+} from '../gateway/gateway.ts';
 import type { KeyRecord } from '../keys/records.ts';
 import type { KeyTable } from '../keys/table.ts';
 import { batched, type Logger } from '../log.ts';

@@ -1,19 +1,16 @@
 /**
- * A worker's entry point (`--workers` above 1): it serves the API on the port the supervisor
- * proved free, sharing it with the other workers (`SO_REUSEPORT`), and leaves to the supervisor
- * what runs once per host: the limiter's windows (asked by message, or spent from its grants: `host-limiter.ts`), the keys'
- * source (the table comes by message), the webhook delivery, the admin API, the log stream (but
- * to a log file, where each worker writes its own lines: `fileWriter`).
- * What must hold for the host and is read on every request lives in memory the workers share:
- * the in-flight slots (src/gateway/host-in-flight.ts), the store's change count
- * (src/store/shared-change-count.ts), whether the host is stopping.
+ * A worker's entry point (`--workers` above 1). It serves the API on the port it shares with the
+ * other workers, and leaves what runs once per host to the supervisor: the limiter
+ * (`host-limiter.ts`), the keys, webhook delivery, the admin API and the log stream (a log file
+ * excepted: `fileWriter`). What every request reads for the host is in shared memory: the
+ * in-flight slots, the store's change count, whether the host is stopping.
  */
 import process from 'node:process';
 import { setImmediate } from 'node:timers';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createApp } from '../app.ts';
 import { systemClock } from '../core/clock.ts';
-import type { LimiterStatus } from '../gateway/index.ts';
+import type { LimiterStatus } from '../gateway/gateway.ts';
 import { KeyTable } from '../keys/table.ts';
 import { batched, createLogger, fileWriter } from '../log.ts';
 import { sharedChangeCount } from '../store/shared-change-count.ts';

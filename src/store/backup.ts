@@ -1,12 +1,11 @@
 /**
- * Backups that restore (`petstore backup`, `petstore restore`): a consistent copy of a live
- * store and the way back, with the pet id sequence moved past every id the store may have
- * issued after the copy, so no id is ever given to two pets.
+ * Backups that restore (`petstore backup`, `petstore restore`): a consistent copy of a live store
+ * and the way back. A restore moves the pet id sequence past every id the store may have issued
+ * since the copy, so no id is given to two pets.
  *
- * - SQLite: `VACUUM INTO` reads the file in one read transaction (WAL: the server keeps writing
- *   meanwhile), so the copy holds exactly the commits made before it began, WAL included; a
- *   plain `cp` of a live file can miss everything still in the WAL.
- * - PostgreSQL: `pg_dump --format=custom` (one snapshot) and `pg_restore` into an empty database.
+ * - SQLite: `VACUUM INTO` copies in one read transaction while the server writes on, WAL included;
+ *   a plain `cp` of a live file can miss what is still in the WAL.
+ * - PostgreSQL: `pg_dump --format=custom` (one snapshot), and `pg_restore` into an empty database.
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -120,11 +119,10 @@ export async function backupSqlite(data: string, to: string): Promise<BackupResu
 }
 
 /**
- * Puts the SQLite backup `from` in place at `data` (no server may have it open: stop it first).
- * The id sequence goes to the larger of the backup's and the replaced file's when that file can
- * still be read (it issued every id there is), else to the backup's plus `idGap`. The replaced
- * file (and its -wal and -shm) is kept aside as `<data>.replaced-<time>`, never deleted; its owner
- * owns the restored file.
+ * Puts the SQLite backup `from` in place at `data`; stop the server first. The id sequence goes
+ * past every id the replaced file issued when it can be read, else past the backup's by `idGap`.
+ * The replaced file is kept aside as `<data>.replaced-<time>`, never deleted, and its owner owns
+ * the restored file.
  *
  * @example
  * await restoreSqlite('/backup/petstore.db', '/var/lib/petstore/petstore.db', DEFAULT_ID_GAP, Date.now())

@@ -1,8 +1,8 @@
-// What keeps a kept answer honest: `ChangeCounter` counts the changes of pets, so the memo
+// What keeps a memoised answer honest: `ChangeCounter` counts the changes of pets, so the memo
 // (src/http/memo.ts) can ask whether anything a reply read changed since it was read.
 import type { PetsTouched } from '../core/reply.ts';
 
-/** Slots of the table of when pets last changed, by id modulo its size: ids that share one only cost a kept answer early. */
+/** Slots of the table of when pets last changed, by id modulo its size: ids that share one only cost a memoised answer early. */
 const SLOTS = 4_096;
 const SLOT = SLOTS - 1;
 
@@ -14,14 +14,13 @@ export type PetChange = PetsTouched | typeof EVERY_PET;
 export const NO_PET: PetsTouched = { ids: [] };
 
 /**
- * When this instance last heard of a change of each pet, of which pets exist and of any status,
- * on a counter that moves on with every change it hears of. An answer read when the counter was
- * `since` stays true while nothing it read changed after `since` (`unchanged`): a write to one
- * pet leaves the kept answers of every other pet, and every page without it, in place.
+ * The change count: a counter that moves with every change this instance hears of, and when each
+ * pet (and the set of pets, and any status) last changed on it. An answer read at count `since`
+ * stays true while nothing it read changed after `since` (`unchanged`). So a write to one pet
+ * leaves the memoised answers of every other pet in place.
  *
- * A change is counted once it is stored, before its caller hears of it: a read begun before
- * that moment may have seen the pet as it was, and its `since` is lower, so it is not served
- * after it. A change counted for a pet whose answers were never kept costs nothing.
+ * A change is counted once stored, before its caller hears of it. A read begun earlier has a
+ * lower `since`, so its answer is not served after the change.
  *
  * @example
  * const changes = new ChangeCounter()

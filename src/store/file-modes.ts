@@ -14,12 +14,10 @@ export const DATA_FILE_MODE = 0o600;
 export const sqliteFiles = (file: string): string[] => [file, `${file}-wal`, `${file}-shm`];
 
 /**
- * Before SQLite opens `file`: makes its missing folders 0700 and, when the file is new, creates
- * it empty at 0600, each chmod-ed after creation so the umask cannot widen or narrow them. SQLite
- * gives the `-wal` and `-shm` files it makes the database file's mode. An existing file keeps
- * its mode: if other users may read or write it, the server still serves it and `log` warns
- * with the file and the fix (`chmod 600 <file>`). Returns the files it created, for
- * `restrictCreated` once SQLite has made its own.
+ * Before SQLite opens `file`: makes its missing folders 0700 and a new file 0600, chmod-ed after
+ * creation so the umask cannot change them; SQLite gives its `-wal` and `-shm` files the same
+ * mode. An existing file keeps its mode; if others may read or write it, `log` warns with the
+ * fix (`chmod 600 <file>`). Returns the files it created, for `restrictCreated`.
  *
  * @example
  * const made = prepareDataFile('/var/lib/petstore/petstore.db', log)

@@ -28,13 +28,14 @@ export const KEYED_CREATES = ['createPet'] as const;
 
 /**
  * Whose keys a request's `Idempotency-Key` is among: the caller's (its owner, by consumer id)
- * for one operation, so the same key sent to two operations names two requests.
+ * for one operation, so the same key sent to two operations names two requests. This scope says
+ * whose keys these are; a key's scopes (src/core/key-scopes.ts) say what a key may do.
  *
  * @example
  * idempotencyScope('con_0123…:acme', 'createPet') // 'con_0123…:acme/createPet'
  */
-export function idempotencyScope(principal: string, operation: string): string {
-  return `${principal}/${operation}`;
+export function idempotencyScope(owner: string, operation: string): string {
+  return `${owner}/${operation}`;
 }
 
 /**

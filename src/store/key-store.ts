@@ -1,9 +1,8 @@
 /**
- * Consumers and their keys kept in the data store (`--keys store`), for every instance on the
- * same database: plain rows here, validated and turned into keys by the gateway. Every change is
- * one transaction, serialized across instances, that rewrites the consumers it changes, appends
- * its audit records (append-only: triggers refuse UPDATE and DELETE) and moves the version
- * every instance polls (and, on PostgreSQL, is told of by NOTIFY).
+ * Consumers and their keys kept in the data store (`--keys store`), shared by every instance on
+ * the database. These are plain rows; the gateway validates them. Every change is one transaction,
+ * serialized across instances: it rewrites the consumers it changes, appends its audit records
+ * (which triggers keep append-only) and moves the version every instance watches.
  */
 
 /** A key as stored: its hash, never its token. */

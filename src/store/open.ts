@@ -2,12 +2,12 @@
 // `postgres://` URL); every one wrapped in the bound that turns a store too slow into a 503.
 import process from 'node:process';
 import type { Logger } from '../log.ts';
-import { type BoundedStore, boundStore, DEFAULT_STORE_TIMEOUT_MS } from './bounded.ts';
 import { MemoryStore } from './memory-store.ts';
 import { POSTGRES_URL } from './postgres-url.ts';
 import type { LockReleases } from './sqlite.ts';
 import type { DataStore } from './store.ts';
 import { StoreOpenError } from './store-error.ts';
+import { boundInTime, DEFAULT_STORE_TIMEOUT_MS, type TimeBoundedStore } from './time-bounded.ts';
 
 /** The `--data` value that keeps pets in memory only. */
 export const MEMORY = ':memory:';
@@ -26,11 +26,10 @@ export interface OpenStoreOptions {
 }
 
 /**
- * Opens the store that `--data` names: `:memory:`, a `postgres://` URL, or a SQLite file,
- * behind a `BoundedStore` (every call bounded by `timeoutMs`; a database that is away answered
- * at once). Each backend is imported only when chosen, so the Node bundle never loads
- * bun:sqlite and a SQLite user never loads the PostgreSQL client. Throws `StoreOpenError`
- * (exit 2) when the store cannot be opened, a SQLite file on a runtime without SQLite included.
+ * Opens the store that `--data` names (`:memory:`, a `postgres://` URL, or a SQLite file) as a
+ * `TimeBoundedStore`. Each backend is imported only when chosen, so the Node bundle never loads
+ * bun:sqlite and a SQLite user never loads the PostgreSQL client. Throws `StoreOpenError` (exit 2)
+ * when the store cannot be opened.
  *
  * @example
  * await openStore('./data/petstore.db', log, { timeoutMs: 2_000 })
@@ -39,10 +38,10 @@ export async function openStore(
   data: string,
   log: Logger,
   { timeoutMs = DEFAULT_STORE_TIMEOUT_MS, poolSize, lockReleases }: OpenStoreOptions = {},
-): Promise<BoundedStore> {
+): Promise<TimeBoundedStore> {
   const backend = await openBackend(data, log, timeoutMs, poolSize, lockReleases);
   const system = backend instanceof MemoryStore ? undefined : POSTGRES_URL.test(data) ? 'postgresql' : 'sqlite';
-  return boundStore(backend, { timeoutMs, log, ...(system ? { system } : {}) });
+  return boundInTime(backend, { timeoutMs, log, ...(system ? { system } : {}) });
 }
 
 async function openBackend(

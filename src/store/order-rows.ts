@@ -7,11 +7,9 @@ import { column } from './pet-rows.ts';
 import { StoreError } from './store-error.ts';
 
 /**
- * A new order id: `ord_`, the epoch milliseconds it was made (12 hex digits), then 80 random
- * bits (20 hex digits). Random rather than counted, so an id tells nothing of how many orders the
- * store holds and none is guessed from another; led by the time, so a new id goes at the end of
- * the indexes on it rather than splitting a page anywhere in them, and a listing runs in the
- * order the ids were made.
+ * A new order id: `ord_`, the epoch milliseconds in hex, then random bits. Random, so an id tells
+ * nothing of how many orders exist and none is guessed from another. Led by the time, so a new id
+ * goes at the end of its indexes and a listing runs in the order the ids were made.
  */
 export function newOrderId(now = Date.now()): string {
   return `ord_${now.toString(16).padStart(12, '0')}${randomBytes(10).toString('hex')}`;

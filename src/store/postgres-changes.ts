@@ -25,12 +25,10 @@ export const PET_VERSIONS = 'pet_versions';
 /** The pause before listening again after the listening connection was lost or could not be made. */
 export const RELISTEN_DELAY_MS = 100;
 /**
- * How often the listening connection reads where the pets' versions are. It is the heartbeat: a
- * connection that dies without closing (a host or network gone silent) is only noticed this way,
- * and after at most two of these kept answers stop being served. And it is the safety net: a
- * write without an announcement (its instance crashed between its commit and the announcement,
- * or an INSERT by hand) is seen within one of these, since every insert and update commits a
- * higher version and every delete takes one from the sequence.
+ * How often the listening connection reads the pets' highest version. It is the heartbeat: a
+ * connection that dies silently is only noticed this way, and memoised answers stop within two beats.
+ * It is also the safety net: a write nobody announced (a crash after commit, an INSERT by hand)
+ * is seen within one beat, since every write moves the version.
  */
 export const HEARTBEAT_MS = 1_000;
 /**
@@ -107,11 +105,10 @@ export function heard(payload: string): { readonly from: string; readonly change
 }
 
 /**
- * What this instance knows of the `pets` table's changes, on any instance, counted on a
- * `ChangeCounter`: this instance's writes (the pets each changed), another's as its announcement
- * names them, and as a change of every pet a notification of the table's trigger, a move of the
- * versions' watermark, and a loss of the listening connection. It knows only while a connection
- * listens.
+ * What this instance knows of the `pets` table's changes on every instance, on a `ChangeCounter`.
+ * Its own writes and others' announcements count the pets they name. A trigger's notification, a
+ * move of the versions' watermark and a lost listening connection count as a change of every pet.
+ * It knows only while a connection listens.
  *
  * - While listening, `version()` is the count of changes: an answer read at a count is kept until
  *   a pet it read changes (src/http/memo.ts).
@@ -177,11 +174,9 @@ export class PetChanges {
   }
 
   /**
-   * A write of this instance ended, stored or not (its outcome may be unknown): `change` is
-   * counted before its caller hears of it, so this instance's next read sees it without waiting
-   * for any notification, and announced to the others. One announcement at a time, sent
-   * `ANNOUNCE_GATHER_MS` after the first write it names: the writes that end meanwhile, or while
-   * the last one is sent, share it.
+   * A write of this instance ended, stored or not. `change` is counted before its caller hears of
+   * it, so this instance's next read sees it at once, and is announced to the others. Writes that
+   * end within `ANNOUNCE_GATHER_MS` of the first share one announcement.
    */
   written(change: PetChange): void {
     this.#changes.changed(change);
@@ -229,7 +224,7 @@ export class PetChanges {
     if (this.#session !== session || this.#closed) return;
     this.#changes.changed(EVERY_PET);
     this.#listening = true;
-    if (this.#lostLogged) this.#log.info('listening for pet changes again; serving kept answers');
+    if (this.#lostLogged) this.#log.info('listening for pet changes again; serving memoised answers');
     this.#lostLogged = false;
   }
 
@@ -263,7 +258,7 @@ export class PetChanges {
     }
   }
 
-  /** `session` is gone: stop serving kept answers at once, and listen anew after a pause. */
+  /** `session` is gone: stop serving memoised answers at once, and listen anew after a pause. */
   #lost(session: postgres.Sql, reason: string): void {
     if (this.#session !== session || this.#closed) return;
     this.#session = undefined;

@@ -1,4 +1,4 @@
-// What a failure of PostgreSQL or of its client means to the store's callers: away (nothing
+// What a failure of PostgreSQL or of its client means to the store's callers: unreachable (nothing
 // sent), unavailable (retry later), or refused.
 import postgres from 'postgres';
 import { peerText } from '../redact.ts';
@@ -12,7 +12,7 @@ const UNAVAILABLE_STATES = new Set(['25006', '40001', '40P01']);
 /**
  * No connection could be made: refused, unresolvable, no route, no answer within the connect
  * timeout, or the server not accepting yet (57P03: starting up, shutting down; 08001, 08004).
- * The database is away: nothing was sent, so a write is known not to be stored.
+ * The database is unreachable: nothing was sent, so a write is known not to be stored.
  */
 const NOT_CONNECTED = new Set([
   'ECONNREFUSED',
@@ -28,11 +28,10 @@ const NOT_CONNECTED = new Set([
 const SESSION_ENDED = new Set(['57P01', '57P02']);
 
 /**
- * `StoreUnreachableError` when no connection could be made (the `BoundedStore` then stops
- * trying until a probe gets through); `StoreUnavailableError` for a lost connection, the other
- * SQLSTATEs above and other failures of the client; `StoreError` for anything else the server
- * refuses. For a `write`, a connection lost with the statement on it leaves the outcome
- * unknown, and the message says so.
+ * The store's error for a PostgreSQL failure. `StoreUnreachableError`: no connection could be
+ * made. `StoreUnavailableError`: a lost connection, the SQLSTATEs above, a client failure.
+ * `StoreError`: anything else the server refuses. A `write` whose connection was lost says its
+ * outcome is unknown.
  *
  * @example
  * postgresError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }), 'list pets')
@@ -43,10 +42,10 @@ export function postgresError(err: unknown, doing: string, write = false): Store
   const message = peerText(err);
   const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
   const server = err instanceof postgres.PostgresError;
-  const away = NOT_CONNECTED.has(code);
-  const lost = server ? SESSION_ENDED.has(code) || (code.startsWith('08') && !away) : CONNECTION_LOST.has(code);
+  const unreachable = NOT_CONNECTED.has(code);
+  const lost = server ? SESSION_ENDED.has(code) || (code.startsWith('08') && !unreachable) : CONNECTION_LOST.has(code);
   const text = `${doing}: ${message}${write && lost ? `; ${OUTCOME_UNKNOWN}` : ''}`;
-  if (away) return new StoreUnreachableError(text, { cause: err });
+  if (unreachable) return new StoreUnreachableError(text, { cause: err });
   const unavailable = server ? UNAVAILABLE_CLASSES.has(code.slice(0, 2)) || UNAVAILABLE_STATES.has(code) : true; // not from the server: the client failed or was closed
   const Kind = unavailable ? StoreUnavailableError : StoreError;
   return new Kind(text, { cause: err });

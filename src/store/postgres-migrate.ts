@@ -47,11 +47,10 @@ export async function postgresSchemaState(sql: postgres.Sql): Promise<SchemaStat
 }
 
 /**
- * Applies the pending migrations, serialized across instances by a session advisory lock;
- * `conn` is a client of one connection (`max: 1`) used for nothing else. Each migration is its own transaction whose locks are taken with
- * `lock_timeout` (a busy table makes it give up and try again later, rather than queue every
- * request behind its lock request); its indexes are built afterwards with CREATE INDEX
- * CONCURRENTLY (an index left invalid by an interrupted build is dropped and built again).
+ * Applies the pending migrations, one instance at a time (a session advisory lock); `conn` is a
+ * client of one connection used for nothing else. Each migration is a transaction with
+ * `lock_timeout`, so a busy table makes it retry later instead of queueing every request behind
+ * it. Its indexes are built afterwards, `CONCURRENTLY`; an invalid one left over is built again.
  */
 export async function migratePostgres(
   conn: postgres.Sql,

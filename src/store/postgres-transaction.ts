@@ -5,7 +5,7 @@ import postgres from 'postgres';
 /**
  * The connection broke with queries on it (also 57P01/57P02, a shutdown ending the session, and
  * class 08): a write may or may not have been committed. That alone does not show the database
- * away (a session ended by the last restart fails its next query), so the next call connects anew.
+ * unreachable (a session ended by the last restart fails its next query), so the next call connects anew.
  */
 export const CONNECTION_LOST = new Set([
   'CONNECTION_CLOSED',
@@ -16,12 +16,10 @@ export const CONNECTION_LOST = new Set([
 ]);
 
 /**
- * `sql.begin(fn)`, safe when the connection dies under it. postgres.js answers a failed
- * transaction callback with ROLLBACK on the same connection, and a write on a connection that has
- * closed throws from a timer, out of reach of any catch, and ends the process
- * (porsager/postgres#1208). So a callback failed by a dead connection never settles: the
- * transaction's own promise is rejected by the connection's close instead, and the server rolls
- * the transaction back.
+ * `sql.begin(fn)`, safe when the connection dies under it. postgres.js sends ROLLBACK after a
+ * failed callback, and on a closed connection that write throws out of reach and ends the process
+ * (porsager/postgres#1208). So a callback failed by a dead connection never settles; the close
+ * rejects the transaction instead, and the server rolls it back.
  */
 export function transaction<T>(
   sql: postgres.Sql,

@@ -4,7 +4,6 @@ import { laterMigration, testPostgresUrl, whileLocked } from '../../test/postgre
 import { tcpProxy } from '../../test/proxy.ts';
 import { describeStore } from '../../test/store-conformance.ts';
 import { createLogger, silentLogger } from '../log.ts';
-import { boundStore } from './bounded.ts';
 import { fingerprintOf } from './idempotency.ts';
 import { MIGRATIONS, SCHEMA_VERSION } from './migrations.ts';
 import {
@@ -28,6 +27,7 @@ import {
   StoreUnavailableError,
   StoreUnreachableError,
 } from './store-error.ts';
+import { boundInTime } from './time-bounded.ts';
 
 /** A server the tests may create and drop databases on; `make unit` starts one (scripts/with-postgres.sh). */
 const SERVER = testPostgresUrl();
@@ -538,7 +538,7 @@ describe('PostgresStore version: every write of the fleet, heard through LISTEN'
       expect(store.changeCount()).not.toBe(before);
       expect(lines.map((l) => JSON.parse(l).msg).filter((m: string) => m.includes('listening'))).toEqual([
         'not listening for pet changes; every read goes to the database until listening again',
-        'listening for pet changes again; serving kept answers',
+        'listening for pet changes again; serving memoised answers',
       ]);
     } finally {
       await store.close();
@@ -569,7 +569,7 @@ describe('PostgresStore without a server', () => {
     for (const err of [diskFull, readOnly, shutdown, closed]) {
       expect(postgresError(err, 'x')).toBeInstanceOf(StoreUnavailableError);
     }
-    // Unreachable (the BoundedStore stops trying until a probe gets through): no connection made.
+    // Unreachable (the TimeBoundedStore stops trying until a probe gets through): no connection made.
     const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
     const starting = new PgError({ code: '57P03', message: 'the database system is starting up' });
     for (const err of [refused, starting]) expect(postgresError(err, 'x')).toBeInstanceOf(StoreUnreachableError);
@@ -596,7 +596,7 @@ describe('PostgresStore without a server', () => {
 describe('PostgresStore behind its bound', () => {
   test('a query that never returns (LOCK TABLE held elsewhere) is answered within the bound; the pool serves after', async () => {
     const db = await freshDatabase();
-    const store = boundStore(await PostgresStore.open({ url: db.url, log: silentLogger, timeoutMs: 1_000 }), {
+    const store = boundInTime(await PostgresStore.open({ url: db.url, log: silentLogger, timeoutMs: 1_000 }), {
       timeoutMs: 1_000,
       log: silentLogger,
     });

@@ -8,7 +8,6 @@ import type { IfMatch } from '../core/preconditions.ts';
 import type { PetsTouched } from '../core/reply.ts';
 import type { Logger } from '../log.ts';
 import { peerText } from '../redact.ts';
-import { DEFAULT_STORE_TIMEOUT_MS } from './bounded.ts';
 import { EVERY_PET, NO_PET, type PetChange } from './change-counter.ts';
 import { planRemove, planUpdate } from './change-rules.ts';
 import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES, SweepSchedule } from './idempotency.ts';
@@ -49,6 +48,7 @@ import type {
 } from './store.ts';
 import { STORE_CALLS } from './store.ts';
 import { StoreOpenError, StoreTimeoutError, StoreUnavailableError } from './store-error.ts';
+import { DEFAULT_STORE_TIMEOUT_MS } from './time-bounded.ts';
 
 /** Now on the database's clock, in epoch ms: every instance sets and compares holds by it, skewed or not. */
 const NOW_MS = 'floor(extract(epoch FROM now()) * 1000)::bigint';
@@ -112,7 +112,7 @@ export const LISTENER_NAME = 'petstore listener';
 /**
  * Seconds before a connection that failed may be tried again. postgres.js's default grows with
  * every failure up to 20 s, which would leave a returned server unused for seconds after an outage;
- * while the server is away, `BoundedStore` already limits the attempts to one probe at a time.
+ * while the server is unreachable, `TimeBoundedStore` already limits the attempts to one probe at a time.
  */
 const RECONNECT_DELAY_SECONDS = 0.1;
 /**
@@ -123,8 +123,8 @@ const RECONNECT_DELAY_SECONDS = 0.1;
 const CLOSE_TIMEOUT_SECONDS = 1;
 /**
  * How long connections may keep timing out before the pool is made anew. postgres.js 3.4.9 can
- * leave a pool whose every reconnect times out against a healthy server after the server went
- * away mid-startup (porsager/postgres#1193); a fresh pool connects at once. A server that is
+ * leave a pool whose every reconnect times out against a healthy server after the server stopped
+ * mid-startup (porsager/postgres#1193); a fresh pool connects at once. A server that is
  * really unreachable costs one new pool per period, the old one ended.
  */
 const RENEW_AFTER_TIMEOUTS_MS = 5_000;

@@ -8,7 +8,7 @@ describe("the store's change count shared by the workers", () => {
     const a = sharedChangeCount(new MemoryStore(), counter, 1);
     const b = sharedChangeCount(new MemoryStore(), counter, 1);
     const before = b.changeCount();
-    // Read twice with nothing written: the same value, so a kept answer is served.
+    // Read twice with nothing written: the same value, so a memoised answer is served.
     expect(b.changeCount()).toBe(before);
     let seenWhenAcknowledged: unknown;
     await a.create({ name: 'Rex', categoryId: 1, status: 'available' }).then(() => {

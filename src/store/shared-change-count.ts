@@ -10,13 +10,11 @@ interface SharedChangeCount {
 }
 
 /**
- * The store of one worker among several, its `changeCount()` moved by every worker's writes:
- * each write call (`STORE_CALLS` with `write`) that moved its own store's count, or that failed
- * (it may have written), adds one to a counter in memory the workers share before its caller
- * hears of it, and `changeCount()` is the store's own count paired with that counter. So a write
- * acknowledged by any worker changes every worker's count, and no answer kept from before it is
- * served after it; a write call that changed nothing (an order read with no hold run out, an
- * order refused) leaves every worker's memo in place.
+ * The store of one worker among several, whose `changeCount()` moves with every worker's writes.
+ * A write call that moved its own store's count, or that failed (it may have written), adds one to
+ * a counter in shared memory before its caller hears of it. `changeCount()` pairs the store's own
+ * count with that counter, so no worker serves a memoised answer that another's write made stale. A
+ * write call that changed nothing leaves every worker's memo in place.
  *
  * @example
  * const store = sharedChangeCount(await openStore(data, log), new Int32Array(sab), 0)
@@ -61,7 +59,7 @@ export function sharedChangeCount(store: DataStore | WrappedStore, counter: Int3
       }
       return current;
     },
-    // Another worker's write may have changed any pet: a kept answer stays true only while no worker wrote.
+    // Another worker's write may have changed any pet: a memoised answer stays true only while no worker wrote.
     unchanged: (since, reads) => {
       const { own, shared } = since as SharedChangeCount;
       return shared === Atomics.load(counter, index) && store.unchanged(own, reads);

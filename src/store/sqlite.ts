@@ -133,13 +133,9 @@ export interface SqliteStoreOptions {
   readonly open: SqliteOpener;
   readonly log: Logger;
   /**
-   * Where time comes from for `DATA_VERSION_TTL_MS`, the lock wait, whether the earliest hold
-   * has run out (`startDueExpiry`, `changeCount`) and the expiry a change or removal runs first.
-   * The order calls are given their `now` by the app instead (an order's `placedAt`), as is a
-   * keyed create (the sweep of expired `Idempotency-Key`s); the orders' sweep of the server
-   * (`expireOrders`, every second) reads the system clock. A server leaves this store's clock to
-   * the system clock, so they all agree; tests
-   * pass one fake clock to the app and the store alike.
+   * The store's own time: `DATA_VERSION_TTL_MS`, the lock wait, and whether a hold has run out.
+   * Order calls and keyed creates are given their `now` by the app instead. A server uses the
+   * system clock everywhere, so they agree; tests pass one fake clock to the app and the store.
    */
   readonly clock?: Clock;
   /**
@@ -189,14 +185,11 @@ interface PendingWrite {
  * journal, `synchronous=FULL`, so a committed write survives a crash of the process or of the
  * machine.
  *
- * Writes are group-committed: every write that arrives while the event loop is busy (create,
- * change, delete, an order's place, close or expiry, an outbox event) is queued into one
- * transaction and resolved after its COMMIT (one fsync for the lot), so the durability promise
- * costs one sync per batch rather than one per request. Creates with an
- * `Idempotency-Key` go through the same batches: the key is looked up and stored in the batch's
- * write transaction (which holds SQLite's write lock, also against other processes), one create
- * after the other, so a second create with the same key finds the first. The webhook outbox's
- * writes ride the same batches: an event recorded while creates are pending costs no fsync of its own.
+ * Writes are group-committed. Every write that arrives while the event loop is busy is queued
+ * into one transaction and resolved after its COMMIT, so durability costs one sync per batch,
+ * not one per request. Keyed creates and outbox events ride the same batches. A key is looked up
+ * and stored inside the batch's write transaction, so a second create with the same key finds
+ * the first.
  */
 export class SqliteStore implements DataStore, WithKeyStore {
   readonly #db: SqliteConnection;
@@ -472,10 +465,9 @@ export class SqliteStore implements DataStore, WithKeyStore {
 
   /**
    * Runs every pending write in one transaction; each promise settles after the COMMIT. While
-   * another process holds the write lock, the writes stay queued (new ones join them) and the
-   * lock is tried again every `BUSY_POLL_MS`; a write that has waited `lockWaitMs` is dropped.
-   * A write that throws for itself (a bug, a broken constraint) rolls the batch back and fails
-   * alone: the others run again in the next batch. A database that cannot serve fails them all.
+   * another process holds the write lock, the writes wait and the lock is tried every
+   * `BUSY_POLL_MS`, up to `lockWaitMs`. A write that fails by itself fails alone: the others run
+   * again in the next batch. A database that cannot serve fails them all.
    */
   #commit(): void {
     this.#retry = undefined;

@@ -8,12 +8,10 @@ export class StoreError extends Error {
 }
 
 /**
- * The store cannot take requests right now: disk full, read-only, I/O error, database locked
- * past the busy timeout, server down or connection lost. A retry may work, so the API answers
- * it with 503 rather than 500. Mostly nothing was stored; a write whose connection was lost
- * under it, or that timed out (`StoreTimeoutError`), may have taken effect, which its message
- * says (`OUTCOME_UNKNOWN`). The client gets the same 503 either way: only the log tells the two
- * apart.
+ * The store cannot take requests right now: disk full, read-only, I/O error, a lock held too
+ * long, the server down or the connection lost. A retry may work, so the API answers 503, not 500.
+ * Mostly nothing was stored. A write whose connection was lost, or that timed out, may have taken
+ * effect; its message says so (`OUTCOME_UNKNOWN`) for the log, and the client gets the same 503.
  *
  * @example
  * if (err instanceof StoreUnavailableError) throw new ApiError('service_unavailable', err.message)
@@ -34,7 +32,7 @@ export class StoreTimeoutError extends StoreUnavailableError {
 
 /**
  * The database server cannot be reached: connection refused, lost, or not accepted while it
- * starts or stops. `BoundedStore` then answers every call at once with this error until a probe
+ * starts or stops. `TimeBoundedStore` then answers every call at once with this error until a probe
  * finds the server again, rather than letting each request wait for its own connection attempt.
  */
 export class StoreUnreachableError extends StoreUnavailableError {

@@ -24,8 +24,9 @@ export interface ListOptions {
 /** A create the client may retry: it carries an `Idempotency-Key`. */
 export interface IdempotentCreate {
   /**
-   * Whose key it is: the principal and the operation (`idempotencyScope`, e.g.
+   * Whose key it is: the owner and the operation (`idempotencyScope`, e.g.
    * `con_…:acme/createPet`), so two callers never share keys; the `scope` column of `idempotency_keys`.
+   * Unlike a key's scopes (what a key may do), it grants nothing.
    */
   readonly scope: string;
   /** The `Idempotency-Key` header as sent. */
@@ -44,11 +45,9 @@ export type CreateOnceResult =
 
 /**
  * What `update` did. Checked in this order, in the transaction that writes: the pet exists, it
- * meets `If-Match` (else `stale`, with the pet as it is), the status change is a transition
- * (`NEXT_STATUSES`), and no open order holds the pet when its status changes (`on_order`).
- * A patch that changes nothing is `updated` with the pet as it was, its version unmoved. The
- * pet a refusal carries is the one the write saw; the API answers a refusal with the Error body
- * only (a 412 sends no `ETag`: a client reads the pet again), and the store's tests check it.
+ * meets `If-Match` (else `stale`), the status change is allowed (`NEXT_STATUSES`), and no open
+ * order holds the pet (`on_order`). A patch that changes nothing is `updated`, its version
+ * unmoved. A refusal carries the pet the write saw; the API answers it with the Error body only.
  */
 export type UpdateResult =
   | { readonly outcome: 'updated'; readonly pet: StoredPet }
@@ -167,23 +166,18 @@ export interface DataStore {
    */
   adoptOwners(moves: readonly OwnerMove[]): Promise<void>;
   /**
-   * Starts expiring the placed orders whose hold has run out (`expireOrders`), once the earliest
-   * hold known here has passed; one run at a time. Returns the run under way, if any, so that a
-   * read of pets waits for it and shows them as a write will find them: `available` again, at
-   * their new version. A backend's run never rejects; the bounded store's rejects with
-   * `StoreTimeoutError` once the wait passes `--store-timeout` (src/store/bounded.ts). A read
+   * Starts expiring the placed orders whose hold has run out (`expireOrders`), one run at a time.
+   * Returns the run under way, if any, so a read of pets waits for it and shows them as a write
+   * will find them. A backend's run never rejects; the time-bounded store's may time out. A read
    * whose answer may be kept calls it before `changeCount()`.
    */
   startDueExpiry(): Promise<unknown> | undefined;
   /**
-   * Where this instance's count of pet changes is (`ChangeCounter.count`): read it before a read whose
-   * answer may be kept. Undefined when the store cannot tell what changed, or while a hold that
-   * has run out is not yet expired (then no answer read from it is kept or served:
-   * src/http/memo.ts). Synchronous, never awaited: PostgreSQL's is in memory (heard through LISTEN);
-   * SQLite's reads `PRAGMA data_version` on its connection at most every `DATA_VERSION_TTL_MS`,
-   * and when another process wrote, counts a change of every pet. Opaque to its readers, who
-   * only hand it back to `unchanged`: a backend's is a number, and with `--workers` it is a pair
-   * of counts (src/store/shared-change-count.ts).
+   * The change count now (`ChangeCounter.count`): read it before a read whose answer may be kept.
+   * Undefined when the store cannot tell what changed, or while a run-out hold is not yet expired;
+   * then nothing is kept or served (src/http/memo.ts). Synchronous: PostgreSQL's is in memory,
+   * SQLite's reads `PRAGMA data_version` now and then. Opaque: readers only hand it back to
+   * `unchanged`.
    */
   changeCount(): ChangeCount;
   /** Whether nothing `reads` names changed since the store's change count was `since` (`ChangeCounter.unchanged`). */

@@ -23,7 +23,7 @@ const IDEMPOTENCY: ChildOptions<unknown> = {
 };
 
 /**
- * `wrap` with each call in its span: a time-out or a database away (the call's rejection) sets
+ * `wrap` with each call in its span: a time-out or an unreachable database (the call's rejection) sets
  * its status to Error.
  *
  * @example

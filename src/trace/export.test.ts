@@ -54,7 +54,7 @@ describe('samplingOf: the question a request asks before any span is made', () =
   };
   const contexts: [string, Context][] = [
     ['no caller context', ROOT_CONTEXT],
-    ['a stranger sampled parent', remote(true, false)],
+    ['a keyless client sampled parent', remote(true, false)],
     ['a sampled parent that holds a valid key', remote(true, true)],
     ['an unsampled parent', remote(false, false)],
   ];
@@ -75,7 +75,7 @@ describe('samplingOf: the question a request asks before any span is made', () =
     });
   }
 
-  test("every sampler records what was decided on a server-drawn id for a stranger (DRAWN), whatever the caller's flag or id", () => {
+  test("every sampler records what was decided on a server-drawn id for a keyless client (DRAWN), whatever the caller's flag or id", () => {
     for (const name of SAMPLERS) {
       const { sampler } = samplingOf(name, 0);
       for (const sampled of [true, false]) {
@@ -86,12 +86,12 @@ describe('samplingOf: the question a request asks before any span is made', () =
     }
   });
 
-  test('parentbased_traceidratio: a stranger cannot force export; a caller with a valid key can', () => {
+  test('parentbased_traceidratio: a keyless client cannot force export; a caller with a valid key can', () => {
     const { sampled } = samplingOf('parentbased_traceidratio', 0);
     const id = newTraceId();
     expect(contexts.map(([what, context]) => [what, sampled(context, id)])).toEqual([
       ['no caller context', false],
-      ['a stranger sampled parent', false],
+      ['a keyless client sampled parent', false],
       ['a sampled parent that holds a valid key', true],
       ['an unsampled parent', false],
     ]);

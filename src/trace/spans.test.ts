@@ -143,7 +143,7 @@ describe('every request recorded alike; kept by the head or the tail', () => {
 
   test('a caller without a valid key is never kept by the tail', () => {
     const { ring } = recorder(8, false, { errors: true, slowerThanMs: 1 });
-    const scope = beginRequest('stranger', undefined, start, GET);
+    const scope = beginRequest('keyless', undefined, start, GET);
     expect(finish(scope, 503, false)).toBe(false);
     expect(exported(ring)).toEqual([]);
   });
@@ -191,7 +191,7 @@ describe('every request recorded alike; kept by the head or the tail', () => {
       await sleep(1);
       closeChild(decide, 'admitted', outcome);
       const store = openChild('list pets', { 'db.operation.name': 'list' });
-      failChild(store, new RangeError('store away'));
+      failChild(store, new RangeError('store unreachable'));
     });
     finish(scope, 200);
     const spans = exported(ring);
@@ -203,7 +203,7 @@ describe('every request recorded alike; kept by the head or the tail', () => {
     expect([failed.attributes['error.type'], failed.status, failed.statusMessage]).toEqual([
       'RangeError',
       STATUS.error,
-      'store away',
+      'store unreachable',
     ]);
     // Outside a recorded request, no child.
     expect(openChild('gateway decide', {})).toBe(NO_CHILD);

@@ -72,8 +72,8 @@ const removed = await client.DELETE('/pets/{petId}', { params: { path: { petId: 
 strictEqual(removed.response.status, 204);
 
 step('a wrong key is 401 with the Error body');
-const stranger = createClient<paths>({ baseUrl, headers: { Authorization: 'Bearer psk_not-a-key' } });
-const refused = await stranger.GET('/pets');
+const keyless = createClient<paths>({ baseUrl, headers: { Authorization: 'Bearer psk_not-a-key' } });
+const refused = await keyless.GET('/pets');
 strictEqual(refused.response.status, 401);
 deepStrictEqual(refused.error, {
   code: 'unauthorized',

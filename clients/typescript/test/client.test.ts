@@ -129,8 +129,8 @@ describe('every operation', () => {
 
   test('a wrong key is PetstoreError unauthorized, sent once', async () => {
     const { sent, fetch } = recording();
-    const stranger = createClient({ apiKey: 'psk_not-a-key', baseUrl, fetch });
-    expect(await rejection(stranger.listPets())).toMatchObject({ code: 'unauthorized', status: 401 });
+    const keyless = createClient({ apiKey: 'psk_not-a-key', baseUrl, fetch });
+    expect(await rejection(keyless.listPets())).toMatchObject({ code: 'unauthorized', status: 401 });
     expect(sent).toHaveLength(1);
   });
 });

@@ -47,10 +47,9 @@ function slot(bucket: number, slots: number): number {
  * `time < offset + jb + W`: each request is counted from its arrival for at least W and less
  * than W + b. Callers pass non-decreasing times and call `advance(now)` before reading.
  *
- * The ring is made only once requests fall into a second bucket: until then every counted
- * request is in bucket `#oldest`, and `#sum` says how many. Most client addresses never get that
- * far (a stranger guessing one key sends one request), so each costs two small objects instead
- * of two rings (61 and 97 slots); the ring goes again when the window empties.
+ * The ring is made only once requests fall into a second bucket; until then `#oldest` and
+ * `#sum` hold the one bucket. Most windows never need more, so most cost two small objects, not
+ * a ring. The ring goes again when the window empties.
  *
  * @example
  * const w = new BucketWindow(MINUTE, now);

@@ -1,12 +1,9 @@
 /**
  * The shared limiter with a way out. While Redis answers, every decision is Redis's. When a
- * decision fails (connection refused or lost, a command timeout, Redis out of memory), the
- * limiter is marked down, once, with one log line, and until a probe finds Redis back:
- * - units a lease holds (`leases.ts`) are spent first, until its term ends (at most 1 s); then
- * - `open` (the default): decisions are made by the in-process `SlidingWindowLimiter`, so each
- *   instance enforces the quotas on its own (N instances admit up to N times a quota);
- * - `closed`: decisions are `unavailable` (the gateway answers 503 `service_unavailable`).
- * Requests never wait for a Redis that is down: only the probe, once a second, talks to it.
+ * decision fails, the limiter is marked down with one log line until a probe finds Redis back.
+ * Meanwhile a lease's units (`leases.ts`) are spent until its term ends. Then `open` (the
+ * default) decides in process, so each instance enforces the quotas alone; `closed` answers
+ * `unavailable` (503). Requests never wait for a Redis that is down: only the probe talks to it.
  * `status()` tells `/readyz` and `/metrics` where decisions are made now.
  */
 import { clearInterval, setInterval } from 'node:timers';

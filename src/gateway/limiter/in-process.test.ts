@@ -2,8 +2,8 @@ import { describe, expect, test } from 'bun:test';
 import type { Decision } from '../../core/decision.ts';
 import type { Limits } from '../../keys/plans.ts';
 import { SlidingWindowLimiter } from './in-process.ts';
+import { KeylessTable } from './keyless.ts';
 import type { LimiterEvent, Subject } from './limiter.ts';
-import { StrangerTable } from './strangers.ts';
 
 /** 2023-11-14T22:13:20Z, a whole second. */
 const T0 = 1_700_000_000_000;
@@ -31,7 +31,7 @@ function address(id: string, limits: Limits = { perMinute: 60, perDay: 1000 }, b
   return { id, plan: 'anonymous', label: id, limits, ban };
 }
 
-function setup(options: { strangers?: { columns?: number; seed?: number } } = {}) {
+function setup(options: { keyless?: { columns?: number; seed?: number } } = {}) {
   const clock = clockAt();
   const events: LimiterEvent[] = [];
   const limiter = new SlidingWindowLimiter({ clock, onEvent: (e) => events.push(e), ...options });
@@ -108,9 +108,9 @@ describe('SlidingWindowLimiter: windows', () => {
     expect(brief(limiter.decide(s))).toEqual(['rate_limited', 60, [0, T0S + 60], [9, T0S + 86_400]]);
   });
 
-  test("a strangers' table whose columns are not a power of two up to 65,536 is refused at construction", () => {
+  test("a keyless clients' table whose columns are not a power of two up to 65,536 is refused at construction", () => {
     for (const columns of [0, 3, 131_072]) {
-      expect(() => new SlidingWindowLimiter({ strangers: { columns } })).toThrow(TypeError);
+      expect(() => new SlidingWindowLimiter({ keyless: { columns } })).toThrow(TypeError);
     }
   });
 });
@@ -209,11 +209,11 @@ describe('SlidingWindowLimiter: bans', () => {
   });
 });
 
-describe('SlidingWindowLimiter: strangers', () => {
+describe('SlidingWindowLimiter: keyless clients', () => {
   const L = { perMinute: 2, perDay: 6 };
 
-  test('a stranger alone in its cells counts down like a key, in 10 s and 1 h buckets', () => {
-    const { clock, limiter } = setup({ strangers: { seed: 1 } });
+  test('a keyless client alone in its cells counts down like a key, in 10 s and 1 h buckets', () => {
+    const { clock, limiter } = setup({ keyless: { seed: 1 } });
     const s = address('addr:203.0.113.7');
     // T0 ends a 10 s bucket; the day's 1 h bucket ends at T0 + 2,800 s.
     expect(brief(limiter.decide(s))).toEqual(['admitted', 0, [59, T0S + 60], [999, T0S + 2_800 + 86_400]]);
@@ -223,14 +223,14 @@ describe('SlidingWindowLimiter: strangers', () => {
     }
     clock.set(T0 + 30_000);
     expect(brief(limiter.decide(s))).toEqual(['rate_limited', 30, [0, T0S + 60], [940, T0S + 2_800 + 86_400]]);
-    // The requests of (T0, T0 + 10 s] leave at T0 + 70 s: a stranger's minute holds for 60-70 s.
+    // The requests of (T0, T0 + 10 s] leave at T0 + 70 s: a keyless client's minute holds for 60-70 s.
     clock.set(T0 + 60_000);
     expect(brief(limiter.decide(s))).toEqual(['admitted', 0, [0, T0S + 70], [939, T0S + 2_800 + 86_400]]);
     expect(limiter.decide(address('addr:203.0.113.8')).windows[0]?.remaining).toBe(59);
   });
 
   test('addresses that share both cells share counts and bans; a key beside them keeps its own, headers and all', () => {
-    const { clock, events, limiter } = setup({ strangers: { columns: 1 } });
+    const { clock, events, limiter } = setup({ keyless: { columns: 1 } });
     const fresh = setup();
     const ban = { threshold: 2, seconds: 900 };
     const [a, b] = ['addr:a', 'addr:b'].map((id) => address(id, L, ban)) as [Subject, Subject];
@@ -254,7 +254,7 @@ describe('SlidingWindowLimiter: strangers', () => {
     both();
     expect(keyed).toEqual(alone);
     expect(keyed.map((d) => d.outcome)).toEqual(['admitted', 'admitted', 'rate_limited']);
-    // The one cell of each row has a stranger's minute quota counted: saturated.
+    // The one cell of each row has a keyless client's minute quota counted: saturated.
     expect([limiter.full, fresh.limiter.full]).toEqual([true, false]);
     clock.advance(900_000);
     expect(limiter.decide(b).outcome).toBe('admitted');
@@ -263,8 +263,8 @@ describe('SlidingWindowLimiter: strangers', () => {
 
   test('an address alone in one of its cells is counted exactly, however full the other', () => {
     const options = { columns: 2, seed: 7 };
-    const { limiter } = setup({ strangers: options });
-    const cells = new StrangerTable(T0, options);
+    const { limiter } = setup({ keyless: options });
+    const cells = new KeylessTable(T0, options);
     const victim = cells.cellsOf('addr:victim');
     // Addresses in the victim's row 0 cell but not its row 1 cell.
     const neighbours = Array.from({ length: 40 }, (_, i) => `addr:other-${i}`).filter((id) => {
@@ -281,17 +281,17 @@ describe('SlidingWindowLimiter: strangers', () => {
     ]);
   });
 
-  test('a flood of 100,000 strangers allocates nothing: the table was made at the first', () => {
-    const { limiter } = setup({ strangers: { seed: 3 } });
-    const strangers = Array.from({ length: 100_000 }, (_, i) => address(`addr:2001:db8:${i.toString(16)}::/56`));
-    limiter.decide(strangers[0] as Subject);
+  test('a flood of 100,000 keyless clients allocates nothing: the table was made at the first', () => {
+    const { limiter } = setup({ keyless: { seed: 3 } });
+    const keylessSubjects = Array.from({ length: 100_000 }, (_, i) => address(`addr:2001:db8:${i.toString(16)}::/56`));
+    limiter.decide(keylessSubjects[0] as Subject);
     Bun.gc(true);
     const before = process.memoryUsage().heapUsed;
-    for (const s of strangers) limiter.decide(s);
+    for (const s of keylessSubjects) limiter.decide(s);
     Bun.gc(true);
     expect((process.memoryUsage().heapUsed - before) / 100_000).toBeLessThan(8);
     // 100,000 addresses in 65,536 cells: 1 - e^(-100,000 / 65,536) of them used.
-    expect(Math.abs(limiter.strangerCells / limiter.capacity - (1 - Math.exp(-100_000 / 65_536)))).toBeLessThan(0.01);
+    expect(Math.abs(limiter.keylessCells / limiter.capacity - (1 - Math.exp(-100_000 / 65_536)))).toBeLessThan(0.01);
   });
 });
 

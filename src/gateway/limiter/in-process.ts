@@ -1,68 +1,55 @@
 /**
- * The in-process rate limiter: two sliding windows per subject (60 s and 86,400 s), counted in
- * buckets, the calendar month when the subject's limits have one (`month.ts`), plus the
- * temporary ban. A request spends its cost in every window at once, or nothing.
+ * The in-process rate limiter. Each subject has a sliding minute and day window counted in
+ * buckets, a calendar month when its limits have one (`month.ts`), and a temporary ban. A request
+ * spends its cost in every window at once, or nothing.
  *
- * Counting. Each window of length W is cut into buckets of b (minute: 1 s, day: 15 min) kept in
- * a ring of W/b + 1 `Uint32Array` slots with a running sum, so a decision costs O(1) amortised.
- * A request at time t goes into the bucket that ends at or after t, and is counted until that
- * bucket's end plus W. Buckets end on whole seconds: the first request into an empty window
- * re-anchors the day buckets at the next whole second (free, since nothing is counted).
+ * Counting. A window of length W is cut into buckets of length b (minute: 1 s, day: 15 min), kept
+ * in a ring with a running sum, so a decision costs O(1). A request goes into the bucket that ends
+ * at or after its time, and is counted until that bucket's end plus W. Buckets end on whole seconds.
  *
- * Bound. Each admitted request holds one unit of its window's quota Q from its arrival for at
- * least W and less than W + b (minute: < 61 s, day: < 24 h 15 min). So the limiter behaves like
- * an exact sliding window whose length is between W and W + b: it never admits more than Q in
- * any interval of length W, and when it answers `rate_limited` at t, at least Q requests were
- * admitted in (t - W - b, t]. (`in-process.test.ts` checks both against an exact log.) Day buckets of 15 min keep the day's
- * slack (b/W = 1/96) below the minute's (1/60) at a third of the memory of 5 min buckets.
+ * Bound. An admitted request is counted for at least W and less than W + b. So the limiter never
+ * admits more than the quota in any interval of length W, and a `rate_limited` answer means the
+ * quota was admitted within the last W + b (`in-process.test.ts` checks both against an exact log).
+ * Day buckets of 15 min keep the day's slack below the minute's at little memory.
  *
- * Memory per consumer: a window whose counted requests all sit in one bucket keeps no ring
- * (`BucketWindow`); one whose requests span buckets holds 632 bytes of counters (61 + 97 slots
- * of 4 bytes), about 1.1 KB with its objects. A consumer refused within the last minute also
- * holds a refusal counter (up to 244 bytes), and one with a monthly quota a `MonthWindow`.
+ * Memory. A window whose requests all sit in one bucket keeps no ring (`BucketWindow`). The sizes
+ * are in docs/operations.md, "Memory, and keyless clients in a fixed table".
  *
- * Consumers and strangers apart. Consumers are few and known: those of the keys file or the key
- * store. Each has its own state, always, in a map of its own that nothing evicts; an entry goes
- * once it has been idle for 24 h 15 min and is not banned (so a consumer removed from the keys
- * ages out). Client addresses without a valid key are unbounded: they are counted in the strangers'
- * table (`strangers.ts`), of fixed size whatever the flood, where addresses that share cells
- * share counts. A collision can refuse a keyless request early; it never touches a consumer,
- * whose state is its own: a flood of addresses cannot touch a key's quota nor its headers.
- * Strangers' windows are counted in coarser buckets (10 s and 1 h): the bound below holds for
- * them with those b, and their resets may be up to b later than a key's.
+ * Consumers and keyless clients apart. Consumers are few and known. Each has its own state in a
+ * map nothing evicts; an entry goes once idle for W + b of the day and not banned. Keyless
+ * clients are unbounded, so they share a table of fixed size (`keyless.ts`), in coarser buckets.
+ * A collision there can refuse a keyless request early, but never touches a consumer's state.
  *
- * Resets. `now` in a decision is floor(time / 1000). A window's reset is the unix second at which
- * its remaining next grows (its oldest counted bucket leaves; when remaining is 0, the second
- * its next request would be admitted); `now` when it holds nothing. It is never before `now`
- * and never after ceil(time) + W (unless a subject's limits were lowered below what it already
- * holds). On a 429 the binding window's reset is now + retryAfter, to the second.
+ * Resets. A decision's `now` is the current unix second. A window's reset is the second its
+ * remaining next grows; `now` when it holds nothing. It is never before `now` and at most W
+ * ahead, unless a subject's limits were lowered below what it holds. On a 429 the binding
+ * window's reset is now + retryAfter.
  *
- * Bans. `ban.threshold` refusals counted like the minute window (1 s buckets, 60-61 s) start a
- * ban that ends on the whole second `ban.seconds` after the start of the second it began in:
- * it lasts more than `ban.seconds` - 1 s and at most `ban.seconds`, and the refusal that starts
- * it says Retry-After = `ban.seconds` and Reset = its end, to the second. The refusal that reaches the threshold is
- * already answered `key_banned`, so `rate_limited` keeps its promise that waiting `retryAfter`
- * gets the next request admitted. Requests refused while banned do not count as refusals.
+ * Bans. `ban.threshold` refusals within a minute start a ban. It ends on the whole second
+ * `ban.seconds` after the second it began in, and the refusal that starts it says so in
+ * Retry-After and Reset. That refusal is already `key_banned`, so a `rate_limited` answer keeps
+ * its promise: waiting `retryAfter` gets the next request admitted. Requests refused while banned
+ * do not count as refusals.
  */
 import { type Clock, systemClock } from '../../core/clock.ts';
 import type { Decision, Notice, Outcome, WindowState } from '../../core/decision.ts';
 import { type Limits, PLAN_LIMITS } from '../../keys/plans.ts';
 import { BucketWindow, DAY, MINUTE, type WindowSpec } from './buckets.ts';
+import { CellView, KeylessTable, type KeylessTableOptions } from './keyless.ts';
 import type { LimiterEvent, RateLimiter, Subject } from './limiter.ts';
 import { MONTH_NAME, MonthWindow } from './month.ts';
 import { dayPeriod, monthPeriod, NoticeFlags } from './notices.ts';
-import { CellView, StrangerTable, type StrangerTableOptions } from './strangers.ts';
 
 /** Longest a request is counted (W + b of the day window): consumers idle this long are empty. */
 export const STATE_TTL_MS = DAY.windowMs + DAY.bucketMs;
-/** Idle consumers' entries, and strangers' bans seen over, are looked for at most this often. */
+/** Idle consumers' entries, and keyless clients' bans seen over, are looked for at most this often. */
 const SWEEP_INTERVAL_MS = 60_000;
 
 export interface SlidingWindowLimiterOptions {
   /** Where time comes from; tests pass a fake one. */
   clock?: Clock;
-  /** The strangers' table (`strangers.ts`): cells per row and the hash's key. */
-  strangers?: StrangerTableOptions;
+  /** The keyless clients' table (`keyless.ts`): cells per row and the hash's key. */
+  keyless?: KeylessTableOptions;
   /** Told when a ban starts and when it is seen to have ended. */
   onEvent?: (event: LimiterEvent) => void;
 }
@@ -92,7 +79,7 @@ class SubjectState {
 
 /**
  * Sliding-window limits per subject, kept in process; see the top of this file for the bound,
- * the memory and how strangers are counted.
+ * the memory and how keyless clients are counted.
  *
  * @example
  * const limiter = new SlidingWindowLimiter({ onEvent: (e) => log(e) });
@@ -101,28 +88,28 @@ class SubjectState {
 export class SlidingWindowLimiter implements RateLimiter {
   readonly #clock: Clock;
   readonly #onEvent: (event: LimiterEvent) => void;
-  readonly #strangers: StrangerTable;
-  /** Who started the ban of each banned cell of the strangers' row 0, for its `ban_end`. */
-  readonly #strangerBans = new Map<number, Subject>();
+  readonly #keylessTable: KeylessTable;
+  /** Who started the ban of each banned cell of the keyless clients' row 0, for its `ban_end`. */
+  readonly #keylessBans = new Map<number, Subject>();
   /** Consumers' states, by subject id: never evicted, never shared. */
   readonly #consumers = new Map<string, SubjectState>();
   /** Latest time seen: the clock may step back, the windows must not. */
   #time: number;
   #lastSweep: number;
-  /** The per-minute quota of the latest stranger, for `full`. */
-  #strangerPerMinute = PLAN_LIMITS.free.perMinute;
+  /** The per-minute quota of the latest keyless client, for `full`. */
+  #keylessPerMinute = PLAN_LIMITS.free.perMinute;
 
-  constructor({ clock = systemClock, strangers, onEvent = () => {} }: SlidingWindowLimiterOptions = {}) {
+  constructor({ clock = systemClock, keyless, onEvent = () => {} }: SlidingWindowLimiterOptions = {}) {
     this.#clock = clock;
     this.#onEvent = onEvent;
     this.#time = clock.now();
     this.#lastSweep = this.#time;
-    this.#strangers = new StrangerTable(this.#time, strangers);
+    this.#keylessTable = new KeylessTable(this.#time, keyless);
   }
 
-  /** Cells of the strangers' table (row 0) that hold counts of the day: not a count of strangers, as addresses share cells. */
-  get strangerCells(): number {
-    return this.#strangers.used;
+  /** Cells of the keyless clients' table (row 0) that hold counts of the day: not a count of keyless clients, as addresses share cells. */
+  get keylessCells(): number {
+    return this.#keylessTable.used;
   }
 
   /** Number of consumers with their own state. */
@@ -130,24 +117,24 @@ export class SlidingWindowLimiter implements RateLimiter {
     return this.#consumers.size;
   }
 
-  /** Cells per row of the strangers' table. */
+  /** Cells per row of the keyless clients' table. */
   get capacity(): number {
-    return this.#strangers.columns;
+    return this.#keylessTable.columns;
   }
 
   /**
-   * True when the strangers' table is saturated: a tenth of its cells have a stranger's minute
+   * True when the keyless clients' table is saturated: a tenth of its cells have a keyless client's minute
    * quota counted, so a fresh address is refused early with a chance of one in a hundred or more.
    */
   get full(): boolean {
-    return this.#strangers.saturated(this.#strangerPerMinute);
+    return this.#keylessTable.saturated(this.#keylessPerMinute);
   }
 
   decide(subject: Subject, cost = 1): Decision {
     const now = Math.max(this.#time, this.#clock.now());
     this.#time = now;
     if (now - this.#lastSweep >= SWEEP_INTERVAL_MS) this.#sweep(now);
-    if (subject.plan === 'anonymous') return this.#decideStranger(subject, cost, now);
+    if (subject.plan === 'anonymous') return this.#decideKeyless(subject, cost, now);
     const state = this.#consumerState(subject.id, now);
     const { thresholds } = subject;
     if (!thresholds) return this.#spendOrRefuse(subject, cost, state, now);
@@ -159,11 +146,9 @@ export class SlidingWindowLimiter implements RateLimiter {
 
   /**
    * Counts `units` more in every window of a consumer, deciding nothing: a grant to a worker,
-   * which spends them locally until the second ends (`host-limiter.ts`). They are counted at now,
-   * as if all were spent at once; the caller has made sure they fit. Returns the epoch ms they
-   * are counted at (for `giveBack`). On a whole second, whose bucket ends at once, they are
-   * counted a millisecond on, in the bucket that ends with the next second: a grant asked for as
-   * a second starts (as a worker's first request of it does) is given for that whole second.
+   * which spends them until the second ends (`host-limiter.ts`). The caller has checked they fit.
+   * Returns the epoch ms they are counted at, for `giveBack`. On a whole second they are counted a
+   * millisecond later, so a grant asked for as a second starts lasts that whole second.
    */
   book(subject: Subject, units: number): number | undefined {
     if (subject.plan === 'anonymous') return undefined;
@@ -280,9 +265,9 @@ export class SlidingWindowLimiter implements RateLimiter {
   /** Drops consumers idle for longer than anything is counted and not banned; reports bans seen over. */
   #sweep(now: number): void {
     this.#lastSweep = now;
-    const ends = this.#strangers.bannedUntil;
-    for (const cell of this.#strangerBans.keys()) {
-      if ((ends[cell] as number) * 1_000 <= now) this.#endStrangerBan(cell);
+    const ends = this.#keylessTable.bannedUntil;
+    for (const cell of this.#keylessBans.keys()) {
+      if ((ends[cell] as number) * 1_000 <= now) this.#endKeylessBan(cell);
     }
     for (const [id, state] of this.#consumers) {
       if (now - state.seen < STATE_TTL_MS || now < state.bannedUntil) continue;
@@ -309,15 +294,15 @@ export class SlidingWindowLimiter implements RateLimiter {
   }
 
   /**
-   * A stranger's decision from its two cells (`strangers.ts`): each window counts what the less
+   * A keyless client's decision from its two cells (`keyless.ts`): each window counts what the less
    * counted cell holds, a request is spent in both, and the address is banned while both are.
    */
-  #decideStranger(subject: Subject, cost: number, now: number): Decision {
-    const table = this.#strangers;
+  #decideKeyless(subject: Subject, cost: number, now: number): Decision {
+    const table = this.#keylessTable;
     table.advance(now);
     const { a, b } = table.cellsOf(subject.id);
     const ends = table.bannedUntil;
-    if (ends[a] !== 0 && (ends[a] as number) * 1_000 <= now) this.#endStrangerBan(a);
+    if (ends[a] !== 0 && (ends[a] as number) * 1_000 <= now) this.#endKeylessBan(a);
     if (ends[b] !== 0 && (ends[b] as number) * 1_000 <= now) ends[b] = 0;
     const { minute, day, refusals } = table;
     const view = (): [CellView, CellView] => [
@@ -325,7 +310,7 @@ export class SlidingWindowLimiter implements RateLimiter {
       new CellView(day, day.count(a) <= day.count(b) ? a : b),
     ];
     const { perMinute, perDay } = subject.limits;
-    this.#strangerPerMinute = perMinute;
+    this.#keylessPerMinute = perMinute;
     const decision = (outcome: Outcome, until: number): Decision => {
       const [m, d] = view();
       return decisionFromCounts(outcome, { perMinute, perDay }, now, until, m, d);
@@ -354,8 +339,8 @@ export class SlidingWindowLimiter implements RateLimiter {
         ends[a] = Math.max(ends[a] as number, end);
         ends[b] = Math.max(ends[b] as number, end);
         // Row 0's cell carries the ban's events: a ban that takes over a cell ends the one before.
-        if (this.#strangerBans.has(a)) this.#endStrangerBan(a, true);
-        this.#strangerBans.set(a, subject);
+        if (this.#keylessBans.has(a)) this.#endKeylessBan(a, true);
+        this.#keylessBans.set(a, subject);
         this.#onEvent({ type: 'ban_start', subject, until: end * 1_000 });
         return decision('key_banned', end * 1_000);
       }
@@ -364,11 +349,11 @@ export class SlidingWindowLimiter implements RateLimiter {
   }
 
   /** Lifts the ban of row 0's `cell` (unless `keep`, when another ban takes it over) and reports its end. */
-  #endStrangerBan(cell: number, keep = false): void {
-    if (!keep) this.#strangers.bannedUntil[cell] = 0;
-    const subject = this.#strangerBans.get(cell);
+  #endKeylessBan(cell: number, keep = false): void {
+    if (!keep) this.#keylessTable.bannedUntil[cell] = 0;
+    const subject = this.#keylessBans.get(cell);
     if (!subject) return;
-    this.#strangerBans.delete(cell);
+    this.#keylessBans.delete(cell);
     this.#onEvent({ type: 'ban_end', subject });
   }
 

@@ -1,40 +1,30 @@
 /**
- * Quota leases: an instance on Redis takes a grant of n units of a consumer's quota in one
- * script run and decides locally from it until the grant is spent or its term ends, so a busy
- * key costs one run per term instead of one per request.
+ * Quota leases. An instance on Redis takes a grant of units of a consumer's quota in one script
+ * run, then decides locally until the grant is spent or its term ends. A busy key costs one run
+ * per term instead of one per request.
  *
- * Never over. A grant is counted in every window the subject has (minute, day, month) as if all
- * of its units were spent at the last millisecond of its term, and its term ends at the next
- * whole second: the end of the minute bucket it is counted in, which no day or month boundary
- * splits. So every unit it admits is counted from before its use until at least a window after
- * it, as a request decided alone is (`in-process.ts`), and the windows are never exceeded. What is
- * left at the term's end is handed back into the bucket it was booked in, with the next run (or
- * by the sweep, within a second). An instance that dies keeps its units counted.
+ * Never over. A grant is counted in every window as if all its units were spent at the end of its
+ * term, and the term ends at the next whole second. So each unit is counted from before its use
+ * until at least a window after it, as a single request is, and no window is exceeded. Units left
+ * at the term's end are handed back with the next run, or by the sweep. An instance that dies
+ * keeps its units counted.
  *
- * Sizes. A grant is what this instance's recent rate would spend in the rest of the term (plus
- * the requests waiting for it), at most half of the room left shared among the instances that
- * hold units (`redis-script.ts`), and never past a notice threshold. As the room runs low a
- * grant shrinks to the request's cost: a decision per request, exact and fair across instances.
+ * Sizes. A grant is what this instance's recent rate would spend in the rest of the term, at most
+ * half of the room left shared among the holders (`redis-script.ts`), and never past a notice
+ * threshold. Near a limit a grant shrinks to the request's cost: exact and fair across instances.
  *
- * False refusals. A request refused while other instances hold units of the budget (in a live
- * term, or an ended one not yet handed back: `HAND_BACK_WITHIN_MS`) counts toward no ban and no
- * exhausted notice, and is told to retry when their terms end (1 s).
+ * False refusals. A request refused while other instances hold units of the quota counts toward
+ * no ban and no exhausted notice. It is told to retry when their terms end.
  *
- * Headers. A local decision shows Redis's counts at this instance's last run for the subject
- * (at most one term old), less its own unused units: it never promises more than that.
+ * Headers. A local decision shows Redis's counts at this instance's last run, less its own unused
+ * units: it never promises more than that.
  *
- * A slow Redis. A run whose reply does not come in time (the command timeout) fails, and every
- * request waiting for it fails with it at once: the failover around this limiter takes them all
- * (`failover.ts`), so a burst waits for one timeout, not one each. Redis may still have run it:
- * each run carries an id, Redis records the holder's last run that counted units, and the run is
- * handed back whole (`all`) with the lease's next run, or by the sweep once Redis is in use
- * again. A hand-back applies only to the run recorded under that id and takes the record away,
- * so one sent again after its own reply was lost changes nothing. What a slow Redis costs a
- * consumer is what runs overlapping its last recorded one counted (concurrent runs near a limit),
- * and what an instance that stops for good held: never a day of grants.
+ * A slow Redis. A run whose reply comes too late fails, with every request waiting for it, at
+ * once: the failover takes them all (`failover.ts`), so a burst waits for one timeout. Redis may
+ * still have run it, so each run carries an id and is handed back whole with the next run. A
+ * hand-back applies once, to the run recorded under its id, so one sent again changes nothing.
  *
- * Client addresses (the failed-auth limit) are decided per request: a stranger's few requests
- * would each cost a run anyway.
+ * Keyless clients are decided per request: their few requests would each cost a run anyway.
  */
 import { randomUUID } from 'node:crypto';
 import { clearInterval, setInterval } from 'node:timers';

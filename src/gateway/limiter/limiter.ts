@@ -3,13 +3,13 @@
 import type { Decision } from '../../core/decision.ts';
 import type { BanPolicy, Limits, PlanName } from '../../keys/plans.ts';
 
-/** Whose quota a request counts against: a consumer (all its keys together), or a stranger's address. */
+/** Whose quota a request counts against: a consumer (all its keys together), or a keyless client's address. */
 export interface Subject {
   /** Stable identity, e.g. `key:con_…` (a consumer's id) or `addr:203.0.113.7`. */
   readonly id: string;
-  /** Plan name for metrics and logs; `anonymous` for a stranger (an address without a valid key). */
+  /** Plan name for metrics and logs; `anonymous` for a keyless client (an address without a valid key). */
   readonly plan: PlanName | 'anonymous';
-  /** The consumer's name or the stranger's address, for logs (never a token). */
+  /** The consumer's name or the keyless client's address, for logs (never a token). */
   readonly label: string;
   readonly limits: Limits;
   readonly ban: Required<BanPolicy>;
@@ -43,10 +43,9 @@ export type Verdict = Decision | Unavailable;
 /**
  * Decides once per request; the in-process implementation is `SlidingWindowLimiter`.
  *
- * `cost` is what the request spends in every window at once (default 1): it is admitted only
- * when all of it fits in each window, else refused whole, spending nothing. A cost of 0 only
- * reads the subject's state: it spends nothing, counts no refusal and starts no ban (a banned
- * subject reads `key_banned`), and gives the numbers the next request's decision starts from.
+ * `cost` is what the request spends in every window at once (default 1). It is admitted only if
+ * all of it fits in each window; else it is refused whole and spends nothing. A cost of 0 only
+ * reads the state: it counts no refusal and starts no ban (a banned subject reads `key_banned`).
  */
 export interface RateLimiter {
   decide(subject: Subject, cost?: number): Verdict | Promise<Verdict>;

@@ -1,14 +1,12 @@
 /**
- * Which crossings a decision caused: the in-process limiter's half of the notices (the Redis
- * script does the same in Lua, `redis-script.ts`). A threshold T of a window of quota Q is
- * crossed by the request that takes the count from below ceil(T / 100 × Q) to at least it; each
- * (kind, window, threshold) is noticed at most once per period, so a sliding day that dips
- * below a threshold and climbs back within the same UTC day says nothing twice.
+ * Which quota crossings a decision caused, in process (`redis-script.ts` does the same in Lua).
+ * A threshold is crossed by the request that takes the count from below it to at least it. Each
+ * crossing is noticed at most once per UTC day or month, so a sliding day that dips and climbs
+ * back says nothing twice.
  *
- * Each notice is given once more, to the subject's first decision from 30 s to an hour after it
- * (`RECORD_AGAIN_AFTER_MS`, `RECORD_AGAIN_WITHIN_MS`): the instance that decided it may have died
- * before the notice was recorded, while its mark lives on in Redis. Its event id is the same
- * (src/webhooks/events.ts), so where the first one was recorded the second records nothing.
+ * Each notice is given once more, to a later decision (`RECORD_AGAIN_AFTER_MS`,
+ * `RECORD_AGAIN_WITHIN_MS`): the instance that decided it may have died before recording it. Its
+ * event id is the same (src/webhooks/events.ts), so a notice already recorded records nothing.
  */
 import type { Notice, NoticeWindow } from '../../core/decision.ts';
 import { monthOf } from './month.ts';

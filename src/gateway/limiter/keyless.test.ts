@@ -1,12 +1,12 @@
 import { describe, expect, test } from 'bun:test';
 import { SlidingWindowLimiter } from './in-process.ts';
+import { KEYLESS_MINUTE, KeylessTable, SketchWindow } from './keyless.ts';
 import type { Subject } from './limiter.ts';
-import { SketchWindow, STRANGER_MINUTE, StrangerTable } from './strangers.ts';
 
 /** 2023-11-14T22:13:20Z, a whole second. */
 const T0 = 1_700_000_000_000;
 
-function stranger(id: string): Subject {
+function keyless(id: string): Subject {
   return {
     id,
     plan: 'anonymous',
@@ -27,18 +27,18 @@ function poissonTail(lambda: number, k: number): number {
   return 1 - below;
 }
 
-describe('StrangerTable', () => {
+describe('KeylessTable', () => {
   test('the chance of an early refusal is the documented P(Poisson(R / C) >= 60)^2', () => {
     // R requests from R addresses in one minute, over C columns: λ = 55 per cell.
     const columns = 1_024;
     const flood = 55 * columns;
-    const limiter = new SlidingWindowLimiter({ clock: { now: () => T0 }, strangers: { columns, seed: 11 } });
-    for (let i = 0; i < flood; i++) limiter.decide(stranger(`addr:flood-${i}`));
+    const limiter = new SlidingWindowLimiter({ clock: { now: () => T0 }, keyless: { columns, seed: 11 } });
+    for (let i = 0; i < flood; i++) limiter.decide(keyless(`addr:flood-${i}`));
     const probes = 20_000;
     let early = 0;
     // Cost 0 reads without spending: a fresh address whose minute shows nothing left is refused early.
     for (let i = 0; i < probes; i++) {
-      if (limiter.decide(stranger(`addr:probe-${i}`), 0).windows[0]?.remaining === 0) early++;
+      if (limiter.decide(keyless(`addr:probe-${i}`), 0).windows[0]?.remaining === 0) early++;
     }
     const p = poissonTail(flood / columns, 60) ** 2;
     expect(p).toBeCloseTo(0.0714, 3);
@@ -55,20 +55,20 @@ describe('StrangerTable', () => {
   });
 
   test('one hash, two rows: the same id always gets the same cells, one in each half', () => {
-    const table = new StrangerTable(T0, { columns: 65_536, seed: 5 });
+    const table = new KeylessTable(T0, { columns: 65_536, seed: 5 });
     const cells = table.cellsOf('addr:2001:db8:0:100::/56');
     expect(table.cellsOf('addr:2001:db8:0:100::/56')).toEqual(cells);
     expect(cells.a).toBeLessThan(65_536);
     expect(cells.b).toBeGreaterThanOrEqual(65_536);
     // Another key moves them: nobody outside the process can pick addresses that share a victim's cells.
-    expect(new StrangerTable(T0, { columns: 65_536, seed: 6 }).cellsOf('addr:2001:db8:0:100::/56')).not.toEqual(cells);
+    expect(new KeylessTable(T0, { columns: 65_536, seed: 6 }).cellsOf('addr:2001:db8:0:100::/56')).not.toEqual(cells);
   });
 });
 
 describe('SketchWindow before its first count', () => {
   test('answers as a window whose counts all left, through advances, and counts from its first add', () => {
-    const fresh = new SketchWindow(STRANGER_MINUTE, 8, T0);
-    const emptied = new SketchWindow(STRANGER_MINUTE, 8, T0);
+    const fresh = new SketchWindow(KEYLESS_MINUTE, 8, T0);
+    const emptied = new SketchWindow(KEYLESS_MINUTE, 8, T0);
     emptied.add(3, T0, 5);
     emptied.clear(3);
     const read = (w: SketchWindow) => [w.count(3), w.used(0, 8), w.admitAt(3, 1), w.admitAt(3, 0), w.oldestLeavesAt(3)];

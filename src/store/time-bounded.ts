@@ -1,17 +1,12 @@
 /**
- * Every store call bounded in time, and a database known to be away answered at once; each call
- * is also a span of the request's trace (`tracedCalls`, src/store/traced.ts), made here so one
+ * The time-bounded store: every store call bounded in time, and answered at once while the
+ * database is unreachable. Each call is also a span of the request's trace (`tracedCalls`), so one
  * wrapper does both.
  *
- * - A call that has not settled `timeoutMs` after it began is rejected with
- *   `StoreTimeoutError` (the API's 503), whatever the backend is waiting for: a connection, a
- *   pool slot, a query that does not come back, a lock. A write's message tells the log that
- *   the write may still have taken effect; a create retried with the same `Idempotency-Key`
- *   then finds its pet. The client gets the same 503 either way.
- * - A call that fails with `StoreUnreachableError` marks the database away: from then on every
- *   call is rejected at once, without touching the backend, and the backend is pinged every
- *   `probeIntervalMs` (counted from the end of the previous ping) until one answers. Each
- *   change is logged once.
+ * - A call unsettled after `timeoutMs` is rejected with `StoreTimeoutError` (503), whatever the
+ *   backend waits for. A write's message says it may still have taken effect.
+ * - A call that fails with `StoreUnreachableError` marks the database unreachable. Every call is
+ *   then rejected at once, and a probe pings the backend until one answers. Each change is logged once.
  */
 import { clearTimeout, setTimeout } from 'node:timers';
 import { type Clock, systemClock } from '../core/clock.ts';
@@ -23,7 +18,7 @@ import { type DbSystem, tracedCalls } from './traced.ts';
 
 /** `--store-timeout`'s default: the longest a request waits for the store. */
 export const DEFAULT_STORE_TIMEOUT_MS = 2_000;
-/** While the database is away, the pause between the end of one probe and the next. */
+/** While the database is unreachable, the pause between the end of one probe and the next. */
 export const PROBE_INTERVAL_MS = 250;
 /** Settled calls at the head of the queue are dropped in bulk once there are this many. */
 const COMPACT_AFTER = 1_024;
@@ -40,7 +35,7 @@ export const systemTimers: Timers = {
   clear: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
 };
 
-export interface BoundedStoreOptions {
+export interface TimeBoundedStoreOptions {
   /** The longest a call may take (`--store-timeout`). */
   readonly timeoutMs?: number;
   readonly log: Logger;
@@ -61,10 +56,10 @@ interface Call {
   readonly fail: (err: Error) => void;
 }
 
-/** A store whose every call is bounded in time, and whether its database is away now. */
-export interface BoundedStore extends WrappedStore {
-  /** True while calls are answered at once because the database is away. */
-  readonly away: boolean;
+/** A store whose every call is bounded in time, and whether its database is unreachable now. */
+export interface TimeBoundedStore extends WrappedStore {
+  /** True while calls are answered at once because the database is unreachable. */
+  readonly unreachable: boolean;
 }
 
 /**
@@ -72,11 +67,11 @@ export interface BoundedStore extends WrappedStore {
  * request's trace when it is recorded.
  *
  * @example
- * const store = boundStore(await PostgresStore.open({ url, log }), { timeoutMs: 2_000, log });
+ * const store = boundInTime(await PostgresStore.open({ url, log }), { timeoutMs: 2_000, log });
  * await store.list({ limit: 20 }); // rejects with StoreTimeoutError after 2 s without an answer
  */
-export function boundStore(backend: DataStore, options: BoundedStoreOptions): BoundedStore {
-  const bound = new Bound(backend, options);
+export function boundInTime(backend: DataStore, options: TimeBoundedStoreOptions): TimeBoundedStore {
+  const bound = new TimeBound(backend, options);
   // Each call in its span, around the bound, so a time-out ends the span as Error.
   const call: CallWrap = tracedCalls((run, { doing, write }) => bound.call(doing, write, run), options.system);
   const { outbox } = backend;
@@ -93,15 +88,15 @@ export function boundStore(backend: DataStore, options: BoundedStoreOptions): Bo
     },
     changeCount: () => backend.changeCount(),
     unchanged: (since, reads) => backend.unchanged(since, reads),
-    get away() {
-      return bound.away;
+    get unreachable() {
+      return bound.unreachable;
     },
     close: () => bound.close(),
   };
 }
 
 /** The bound's state: the calls in flight and their one deadline timer, the outage and its probe. */
-class Bound {
+class TimeBound {
   readonly #backend: DataStore;
   readonly #timeoutMs: number;
   readonly #log: Logger;
@@ -115,9 +110,9 @@ class Bound {
   #calls: Call[] = [];
   #head = 0;
   #deadlineTimer: unknown;
-  /** Epoch ms since the database is away, while it is. */
-  #awaySince: number | undefined;
-  /** Epoch ms a probe last found the database back: calls begun before then cannot say it is away. */
+  /** Epoch ms since the database is unreachable, while it is. */
+  #unreachableSince: number | undefined;
+  /** Epoch ms a probe last found the database back: calls begun before then cannot mark it unreachable. */
   #backAt = Number.NEGATIVE_INFINITY;
   #reason = '';
   #probeTimer: unknown;
@@ -131,7 +126,7 @@ class Bound {
       probeIntervalMs = PROBE_INTERVAL_MS,
       clock = systemClock,
       timers = systemTimers,
-    }: BoundedStoreOptions,
+    }: TimeBoundedStoreOptions,
   ) {
     this.#backend = backend;
     this.#timeoutMs = timeoutMs;
@@ -141,9 +136,9 @@ class Bound {
     this.#timers = timers;
   }
 
-  /** True while calls are answered at once because the database is away. */
-  get away(): boolean {
-    return this.#awaySince !== undefined;
+  /** True while calls are answered at once because the database is unreachable. */
+  get unreachable(): boolean {
+    return this.#unreachableSince !== undefined;
   }
 
   async close(): Promise<void> {
@@ -153,7 +148,7 @@ class Bound {
   }
 
   call<T>(doing: string, write: boolean, run: () => Promise<T>): Promise<T> {
-    if (this.#awaySince !== undefined) {
+    if (this.#unreachableSince !== undefined) {
       return Promise.reject(new StoreUnreachableError(`${doing}: the database is unreachable (${this.#reason})`));
     }
     return this.#bounded(doing, write, run);
@@ -169,7 +164,7 @@ class Bound {
         // A call begun before the last probe got through fails late with the outage it saw:
         // that says nothing about the database now.
         if (err instanceof StoreUnreachableError && started >= this.#backAt) {
-          this.#markAway(peerText(err.cause instanceof Error ? err.cause : err));
+          this.#markUnreachable(peerText(err.cause instanceof Error ? err.cause : err));
         }
         reject(err);
       };
@@ -226,10 +221,10 @@ class Bound {
     return new StoreTimeoutError(write ? `${what}; ${OUTCOME_UNKNOWN}` : what);
   }
 
-  #markAway(reason: string): void {
+  #markUnreachable(reason: string): void {
     this.#reason = reason;
-    if (this.#awaySince !== undefined || this.#closed) return;
-    this.#awaySince = this.#clock.now();
+    if (this.#unreachableSince !== undefined || this.#closed) return;
+    this.#unreachableSince = this.#clock.now();
     this.#log.warn('store unreachable; answering 503 at once until a probe finds it again', {
       reason,
       probeEveryMs: this.#probeIntervalMs,
@@ -252,8 +247,8 @@ class Bound {
       return;
     }
     this.#backAt = this.#clock.now();
-    const awayMs = this.#backAt - (this.#awaySince ?? this.#backAt);
-    this.#awaySince = undefined;
-    this.#log.info('store reachable again; serving', { awayMs });
+    const unreachableMs = this.#backAt - (this.#unreachableSince ?? this.#backAt);
+    this.#unreachableSince = undefined;
+    this.#log.info('store reachable again; serving', { awayMs: unreachableMs });
   }
 }

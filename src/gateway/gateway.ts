@@ -1,7 +1,8 @@
 // Step 3 of a request (src/http/pipeline.ts): the gateway. `gateway()` makes the one pass every
 // API request goes through: who calls (./caller.ts), its in-flight slot (./in-flight.ts), the
 // limiter's decision (./decide.ts), the quota webhook it crossed (`notify`), the rate-limit
-// headers, then the key's scope.
+// headers, then the key's scope. It is also the one door into src/gateway/: whatever other
+// folders use of it (the limiters, addresses, types) is exported here.
 import type { Context } from 'hono';
 import { LRUCache } from 'lru-cache';
 import { ApiError, serviceUnavailable } from '../core/api-error.ts';
@@ -63,7 +64,7 @@ export interface GatewayOptions {
   limiter: RateLimiter;
   /** The client's address, as trusted: the socket peer, or X-Forwarded-For from a trusted proxy. */
   clientAddress: (c: Context) => string;
-  /** Ban applied to a consumer whose keys file sets none, and to a stranger's address. */
+  /** Ban applied to a consumer whose keys file sets none, and to a keyless client's address. */
   ban?: BanPolicy;
   /** Most requests one consumer may have in flight (`--max-in-flight`). */
   maxInFlight?: number;
@@ -156,7 +157,7 @@ export function gateway({
    * The limiter's decision for a caller without a valid key, a child of the request's trace record
    * when requests are recorded; a key's request, the hot path, opens and closes the child itself.
    */
-  const decideForStranger = (caller: Caller, cost: number) =>
+  const decideForKeyless = (caller: Caller, cost: number) =>
     childSpan('gateway decide', NO_ATTRIBUTES, () => decide(caller, cost), DECISION_SPAN, cost);
 
   return async function gatewayPass(c, op, admitted) {
@@ -164,8 +165,8 @@ export function gateway({
     const address = () => canonicalAddress(clientAddress(c));
     const caller = callerAt(identify(c.req.header('authorization'), keys(), address), clock.now(), address);
     c.set('caller', caller);
-    if (caller.kind === 'stranger') {
-      const verdict = await decideForStranger(caller, 1);
+    if (caller.kind === 'keyless') {
+      const verdict = await decideForKeyless(caller, 1);
       if (verdict.outcome === 'unavailable') return LIMITER_DOWN;
       const refused = refusal(verdict);
       writeRateLimitHeaders(c, verdict, refused !== undefined);
@@ -242,14 +243,13 @@ const NO_ATTRIBUTES = Object.freeze({});
 const LIMITER_DOWN = serviceUnavailable('Rate limits cannot be checked right now; retry shortly.');
 
 /**
- * Who an admitted caller is, as the one name handlers may know it by (the owner of its orders
- * and `Idempotency-Key`s): its consumer's identity (`ownerOf`: by id, so a consumer made again
- * under a deleted one's name owns nothing of it). Only a key's caller is ever admitted.
+ * The owner an admitted caller acts as: its consumer's `ownerOf`, the one name handlers know it
+ * by. Only a key's caller is ever admitted.
  *
  * @example
- * principalOf(caller) // 'con_0123…:acme'
+ * ownerOfCaller(caller) // 'con_0123…:acme'
  */
-export function principalOf(caller: ConsumerCaller): string {
+export function ownerOfCaller(caller: ConsumerCaller): string {
   return ownerOf(caller.consumer);
 }
 

@@ -3,10 +3,10 @@ import { fakeStore } from '../../test/fake-store.ts';
 import { fakeClock } from '../../test/testing.ts';
 import type { NewPet } from '../core/pet-records.ts';
 import { createLogger } from '../log.ts';
-import { boundStore, type Timers } from './bounded.ts';
 import { MemoryStore } from './memory-store.ts';
 import { OUTBOX_CALLS, STORE_CALLS } from './store.ts';
 import { StoreTimeoutError, StoreUnreachableError, storeErrorKind } from './store-error.ts';
+import { boundInTime, type Timers } from './time-bounded.ts';
 
 const REX: NewPet = { name: 'Rex', categoryId: 1, status: 'available' };
 
@@ -81,7 +81,7 @@ function setup() {
   const lines: Record<string, unknown>[] = [];
   const log = createLogger({ write: (l) => lines.push(JSON.parse(l)), now: time.clock.now });
   const { state, store: inner } = backend();
-  const store = boundStore(inner, { timeoutMs: 2_000, log, clock: time.clock, timers: time.timers });
+  const store = boundInTime(inner, { timeoutMs: 2_000, log, clock: time.clock, timers: time.timers });
   return { ...time, lines, state, store };
 }
 
@@ -95,7 +95,7 @@ function watch<T>(promise: Promise<T>) {
   return seen;
 }
 
-describe('BoundedStore: the bound', () => {
+describe('TimeBoundedStore: the bound', () => {
   test('a read that does not come back is rejected at the timeout, not before', async () => {
     const { state, store, advance } = setup();
     state.mode = 'hang';
@@ -146,7 +146,7 @@ describe('BoundedStore: the bound', () => {
     const { store: inner } = backend();
     let due = false;
     inner.startDueExpiry = () => (due ? new Promise(() => {}) : undefined);
-    const store = boundStore(inner, { timeoutMs: 2_000, log, clock: time.clock, timers: time.timers });
+    const store = boundInTime(inner, { timeoutMs: 2_000, log, clock: time.clock, timers: time.timers });
     expect(store.startDueExpiry()).toBeUndefined();
     due = true;
     const expiring = watch(store.startDueExpiry() as Promise<unknown>);
@@ -164,12 +164,12 @@ describe('BoundedStore: the bound', () => {
   });
 });
 
-describe('BoundedStore: a database that is away', () => {
+describe('TimeBoundedStore: an unreachable database', () => {
   test('answers at once, probes every 250 ms after the last probe ends, and serves again after one answers', async () => {
     const { state, store, advance, lines, clock } = setup();
     state.mode = 'refused';
     await expect(store.list({ limit: 10 })).rejects.toBeInstanceOf(StoreUnreachableError);
-    expect(store.away).toBe(true);
+    expect(store.unreachable).toBe(true);
     const reached = state.calls;
 
     // Nothing reaches the backend but the probes: requests do not wait for their own connection.
@@ -194,7 +194,7 @@ describe('BoundedStore: a database that is away', () => {
     const before = state.calls;
     await advance(1);
     expect(state.pings).toBe(6);
-    expect(store.away).toBe(false);
+    expect(store.unreachable).toBe(false);
     expect(await store.create(REX)).toEqual({ id: 1, ...REX, version: 1 });
     expect(state.calls).toBe(before + 2);
     await advance(5_000);
@@ -217,20 +217,20 @@ describe('BoundedStore: a database that is away', () => {
     ]);
   });
 
-  test('a call begun before the database came back, failing late, does not mark it away again', async () => {
+  test('a call begun before the database came back, failing late, does not mark it unreachable again', async () => {
     const { state, store, advance } = setup();
     state.mode = 'held';
     const old = watch(store.list({ limit: 10 }));
     state.mode = 'refused';
     await store.get(1).catch(() => {});
-    expect(store.away).toBe(true);
+    expect(store.unreachable).toBe(true);
     state.mode = 'ok';
     await advance(250);
-    expect(store.away).toBe(false);
+    expect(store.unreachable).toBe(false);
     state.drop();
     await advance(0);
     expect(old.error).toBeInstanceOf(StoreUnreachableError);
-    expect(store.away).toBe(false);
+    expect(store.unreachable).toBe(false);
   });
 
   test('close stops the probes', async () => {
@@ -244,14 +244,14 @@ describe('BoundedStore: a database that is away', () => {
   });
 });
 
-describe('BoundedStore: the method list', () => {
+describe('TimeBoundedStore: the method list', () => {
   test('every call STORE_CALLS and OUTBOX_CALLS list is bounded: a backend that answers none of them', async () => {
     const time = fakeTime();
     const hang = () => new Promise<never>(() => {});
     const backend = new MemoryStore();
     for (const name of Object.keys(STORE_CALLS)) Object.assign(backend, { [name]: hang });
     for (const name of Object.keys(OUTBOX_CALLS)) Object.assign(backend.outbox, { [name]: hang });
-    const store = boundStore(backend, { timeoutMs: 2_000, log: createLogger({ write: () => {} }), ...time });
+    const store = boundInTime(backend, { timeoutMs: 2_000, log: createLogger({ write: () => {} }), ...time });
     const call = (target: object, name: string) =>
       watch((target as Record<string, () => Promise<unknown>>)[name]?.() ?? Promise.resolve('not wrapped'));
     const calls = [

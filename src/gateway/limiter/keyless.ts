@@ -1,31 +1,19 @@
 /**
- * Client addresses without a valid key ("strangers") in a table of fixed size: a count-min
- * sketch whose counters are cut in time buckets. Nothing is allocated per address, so a flood
- * from any number of addresses leaves memory where it was: about 10.5 MiB for the default
- * 2 x 65,536 cells, all of it typed arrays, each window's made at its first count (an instance
- * no stranger reaches starts faster and never holds them).
+ * Keyless clients (client addresses without a valid key) counted in a table of fixed size: a
+ * count-min sketch whose counters are cut in time buckets. Nothing is allocated per address, so a
+ * flood from any number of addresses leaves memory where it was. Each window's arrays are made at
+ * its first count, so an instance no keyless client reaches never holds them.
  *
- * Each address hashes (one 32-bit hash, keyed per process so that nobody can pick addresses that
- * share a victim's cells) to one cell in each of two rows. A cell counts the requests of every
- * address that hashes to it, in the minute and day windows and in the refusals that start a ban;
- * an address's count is the smaller of its two cells' (the count-min estimate), and it is banned
- * only while both of its cells are. An address alone in one of its cells is counted exactly; a
- * collision can only make a count larger, so it can refuse a keyless request a little early, and
- * never admits one late. Valid keys are never counted here (`in-process.ts` keeps them apart).
+ * Each address hashes to one cell in each of two rows. The hash is keyed per process, so nobody
+ * can pick addresses that share a victim's cells. A cell counts the requests of every address
+ * that hashes to it. An address's count is the smaller of its two cells', and it is banned only
+ * while both cells are. So a collision can refuse a keyless request a little early, and never
+ * admits one late. Valid keys are never counted here (`in-process.ts` keeps them apart).
  *
- * Buckets are global and end on whole multiples of their length: 10 s for the minute (a request
- * is counted for 60 to 70 s) and 1 h for the day (24 h to 25 h). They are coarser than a key's
- * (1 s and 15 min, `buckets.ts`) to keep the table small; the Redis limiter keeps an exact state
- * per address (docs/operations.md, "Memory, and strangers in a fixed table").
- *
- * The chance of an early refusal. A cell's minute count is the keyless requests that hashed to
- * it in the last 60-70 s. With R such requests, each from an address of its own, spread over C
- * columns, that is about Poisson(R / C), and a fresh address is refused early when both its
- * cells hold 60 or more: probability P(Poisson(R / C) >= 60)^2. For C = 65,536: below 1e-11 up
- * to R = 2,000,000 (28,000 req/s over 70 s), 4e-7 at 2,500,000, 6e-4 at 3,000,000 and 0.04 at
- * 3,500,000 (50,000 req/s); `strangers.test.ts` checks the formula against a simulated flood.
- * A banned address bans its two cells: another address shares both with probability about
- * (B / C)^2 for B banned addresses (2.3e-6 for B = 100).
+ * Buckets are global and coarser than a key's (`KEYLESS_MINUTE`, `KEYLESS_DAY`), to keep the
+ * table small. The chance of an early refusal, its formula and the sizes are in
+ * docs/operations.md, "Memory, and keyless clients in a fixed table"; `keyless.test.ts` checks
+ * the formula against a simulated flood.
  */
 
 /** A window of the sketch: its length and the buckets it is cut in. */
@@ -34,8 +22,8 @@ interface SketchSpec {
   readonly bucketMs: number;
 }
 
-export const STRANGER_MINUTE: SketchSpec = { windowMs: 60_000, bucketMs: 10_000 };
-export const STRANGER_DAY: SketchSpec = { windowMs: 86_400_000, bucketMs: 3_600_000 };
+export const KEYLESS_MINUTE: SketchSpec = { windowMs: 60_000, bucketMs: 10_000 };
+export const KEYLESS_DAY: SketchSpec = { windowMs: 86_400_000, bucketMs: 3_600_000 };
 
 const MAX_COUNT = 0xffff;
 
@@ -52,7 +40,7 @@ export class SketchWindow {
   readonly #spec: SketchSpec;
   readonly #cells: number;
   readonly #slots: number;
-  /** Empty until the first count: an instance no stranger reaches never allocates the table. */
+  /** Empty until the first count: an instance no keyless client reaches never allocates the table. */
   #ring: Uint16Array = NONE16;
   #sums: Uint32Array = NONE32;
   /** Buckets up to this one have left the window; their slots are zero. */
@@ -173,7 +161,7 @@ export class CellView {
   }
 }
 
-export interface StrangerTableOptions {
+export interface KeylessTableOptions {
   /** Cells per row: a power of two from 1 to 65,536 (default 65,536). */
   columns?: number;
   /** The hash's key; default: random per process. Tests pass one to be repeatable. */
@@ -187,14 +175,14 @@ export interface Cells {
 }
 
 /**
- * The counters of every stranger, in a fixed table; see the top of this file. `in-process.ts`
+ * The counters of every keyless client, in a fixed table; see the top of this file. `in-process.ts`
  * makes the decisions from them.
  *
  * @example
- * const table = new StrangerTable(now);
+ * const table = new KeylessTable(now);
  * const { a, b } = table.cellsOf('addr:203.0.113.7');
  */
-export class StrangerTable {
+export class KeylessTable {
   readonly columns: number;
   readonly minute: SketchWindow;
   readonly day: SketchWindow;
@@ -204,7 +192,7 @@ export class StrangerTable {
   readonly #seed: number;
   readonly #bits: number;
 
-  constructor(now: number, { columns = 65_536, seed }: StrangerTableOptions = {}) {
+  constructor(now: number, { columns = 65_536, seed }: KeylessTableOptions = {}) {
     if (!Number.isSafeInteger(columns) || columns < 1 || columns > 65_536 || (columns & (columns - 1)) !== 0) {
       throw new TypeError(`columns must be a power of two from 1 to 65536, got ${columns}`);
     }
@@ -212,9 +200,9 @@ export class StrangerTable {
     this.#bits = Math.log2(columns);
     this.#seed = (seed ?? crypto.getRandomValues(new Uint32Array(1))[0] ?? 0) >>> 0;
     const cells = 2 * columns;
-    this.minute = new SketchWindow(STRANGER_MINUTE, cells, now);
-    this.day = new SketchWindow(STRANGER_DAY, cells, now);
-    this.refusals = new SketchWindow(STRANGER_MINUTE, cells, now);
+    this.minute = new SketchWindow(KEYLESS_MINUTE, cells, now);
+    this.day = new SketchWindow(KEYLESS_DAY, cells, now);
+    this.refusals = new SketchWindow(KEYLESS_MINUTE, cells, now);
     this.bannedUntil = new Uint32Array(cells);
   }
 

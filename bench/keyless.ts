@@ -1,22 +1,22 @@
 /**
- * Memory per stranger: what each client address without a valid key costs the server, measured
- * from outside as docs/operations.md states it. The binary takes a first wave of strangers (each a bad
+ * Memory per keyless client: what each client address without a valid key costs the server, measured
+ * from outside as docs/operations.md states it. The binary takes a first wave of keyless clients (each a bad
  * token from an address of its own), then WAVES more; RSS is read after each has settled, and the
- * slope of RSS against the strangers sent, fitted over the readings from the first wave on, is
+ * slope of RSS against the keyless clients sent, fitted over the readings from the first wave on, is
  * the cost of one more tracked address. The runtime's one-time growth (JIT, allocator arenas, the
- * pages of the strangers' table first touched) stays in the first wave. One wave's growth alone
+ * pages of the keyless clients' table first touched) stays in the first wave. One wave's growth alone
  * is not the figure: the collector moves RSS by ±5 MiB from one reading to the next whatever the
  * table holds (five waves of 60,000 read 73.4, 71.8, 69.5, 69.0 and 73.9 MiB), which is ±80 bytes
- * over 60,000 strangers.
+ * over 60,000 keyless clients.
  *
  * `make bench` runs it (bench/run.ts) and reports the figure; alone, for a quick reading:
- *   node_modules/.bin/bun bench/strangers.ts [dist/petstore]    (about 50 s; prints JSON)
+ *   node_modules/.bin/bun bench/keyless.ts [dist/petstore]    (about 50 s; prints JSON)
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { flood } from './lib/measure.ts';
-import type { StrangerCost } from './lib/report.ts';
+import type { KeylessCost } from './lib/report.ts';
 import { startProduct } from './lib/servers.ts';
 import { request, tokenOf, writeKeys } from './lib/setup.ts';
 
@@ -33,10 +33,10 @@ const SETTLE_MS = 3_000;
  * from loopback).
  *
  * @example
- * const { bytesPerStranger } = await strangerCost('dist/petstore');
+ * const { bytesPerKeylessClient } = await keylessCost('dist/petstore');
  */
-export async function strangerCost(binary: string): Promise<StrangerCost> {
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-strangers-'));
+export async function keylessCost(binary: string): Promise<KeylessCost> {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-keyless-'));
   const { file } = writeKeys(dir);
   const args = ['--keys', file, '--data', join(dir, 'pets.db'), '--trust-proxy', '127.0.0.1'];
   const server = await startProduct([binary], args, join(dir, 'server.log'));
@@ -59,8 +59,8 @@ export async function strangerCost(binary: string): Promise<StrangerCost> {
     }
     const mib = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
     return {
-      strangers: WAVES * WAVE,
-      bytesPerStranger: Math.round(slope(readings.map((r) => [r.sent, r.rss]))),
+      clients: WAVES * WAVE,
+      bytesPerKeylessClient: Math.round(slope(readings.map((r) => [r.sent, r.rss]))),
       rssMiB: [mib(idle), ...readings.map((r) => mib(r.rss))],
       statuses,
     };
@@ -86,5 +86,5 @@ function slope(points: readonly (readonly [number, number])[]): number {
 
 if (import.meta.main) {
   const binary = process.argv[2] ?? join(import.meta.dir, '../dist/petstore');
-  console.log(JSON.stringify(await strangerCost(binary)));
+  console.log(JSON.stringify(await keylessCost(binary)));
 }
