@@ -369,7 +369,7 @@ async function runHandler<D>(
 ): Promise<Reply> {
   // A quota reader's input is the limiter's decision that admitted it.
   const quota = op.readsQuota ? quotaStatus(caller.consumer, decision) : undefined;
-  // The principal is who owns the records the handler writes or reads: the caller's consumer.
+  // The owner names whose records the handler writes or reads: the caller's consumer.
   const input = await readInput(c, ownerOfCaller(caller), quota, keyHolderOf(op, caller));
   return addWeakEtag(op, await op.handler(input, deps));
 }
