@@ -166,7 +166,7 @@ export function createApp({
  * (HEAD is served with every GET), or undefined for a path it has not: what a 405's `Allow` says.
  *
  * @example
- * allowedMethods('/v1', servedOperations(false))('/v1/pets/7') // ['GET']
+ * allowedMethods('/v1', servedOperations(false))('/v1/pets/7') // ['GET', 'PATCH', 'DELETE']
  */
 function allowedMethods(
   prefix: string,

@@ -28,9 +28,6 @@ export interface Deprecation {
  */
 export type Stability = 'stable' | 'beta' | 'experimental';
 
-/** Every stability level, from the most to the least settled. */
-export const STABILITIES: readonly Stability[] = ['stable', 'beta', 'experimental'];
-
 /** What every handler works with, given once at start. */
 export interface ApiDeps {
   readonly store: DataStore;

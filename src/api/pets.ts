@@ -12,7 +12,7 @@ import {
 } from '../core/pet-records.ts';
 import { ifMatchOf, petEtag } from '../core/preconditions.ts';
 import { JSON_TYPE, type PetsTouched, type Reply } from '../core/reply.ts';
-import { fingerprintOf, idempotencyScope } from '../store/idempotency.ts';
+import { fingerprintOf, IDEMPOTENCY_TTL_MS, idempotencyScope } from '../store/idempotency.ts';
 import { nextPageLink } from './list-pages.ts';
 import type { ApiDeps, Input } from './operation-types.ts';
 import type { ConditionalHeaders, IdempotencyHeaders, ListQuery, PetParams } from './schemas.ts';
@@ -76,7 +76,7 @@ export async function createPet(
   if (result.outcome === 'conflict') {
     throw new ApiError(
       'idempotency_key_reused',
-      'This Idempotency-Key was used in the last 24 hours with a different request body; use a new key.',
+      `This Idempotency-Key was used in the last ${IDEMPOTENCY_TTL_MS / 3_600_000} hours with a different request body; use a new key.`,
     );
   }
   return createdReply(result.pet, result.outcome === 'replayed');

@@ -12,7 +12,7 @@ import { answerHeaders } from '../core/reply.ts';
  * Up to it, the rest of an over-limit body is discarded by the runtime after the answer, so a
  * client that sends its whole body before it reads gets the 413, never a reset.
  */
-export const MAX_DISCARDED_BYTES = 1024 * 1024 * 1024;
+const MAX_DISCARDED_BYTES = 1024 * 1024 * 1024;
 
 /**
  * Hono's `bodyLimit` answering the contract's 413 `payload_too_large`: at once for a declared

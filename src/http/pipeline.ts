@@ -196,9 +196,10 @@ function partsOf({
  *    then writes the log line and the metrics.
  * 2. `cors` (src/http/cors.ts): answers a CORS preflight, before any key is asked for.
  * 3. `passGateway`: the gateway finds the caller and applies the in-flight cap, the rate limit
- *    and the key's scope (401, 429, 403).
+ *    and the key's scope (401, 429, 403); a quota threshold crossed is recorded for its webhook.
  * 4. `addDeprecationHeaders`: a deprecated operation's `Deprecation`, `Sunset` and `Link`.
- * 5. `checkBody`: refuses a body over the size limit (413), a body sent with GET too.
+ * 5. `checkBody`: refuses a body over the size limit (413); a body sent with GET is held to the
+ *    same size and to JSON (413, 415).
  * 6. `answerFromMemo`: a memoised operation's answer from the memo, when nothing it read has
  *    changed; otherwise step 7's answer, memoised.
  * 7. `runHandler`: validates the input (400, 415), runs the operation's handler and adds a weak
@@ -314,15 +315,12 @@ async function checkBody(
   c: Context<AppEnv>,
   next: () => Promise<Response>,
 ): Promise<Response> {
-  // GET and HEAD have no body stream, and neither has a write sent without a body (step 7
-  // answers it 400). Only the headers of a GET or HEAD can tell of a body.
-  if (!c.req.raw.body) {
-    checkBodyOnGet(c, maxBodyBytes);
-    return next();
-  }
+  // The runtimes hand a GET or HEAD no body stream: only its headers can tell of a body.
+  checkBodyOnGet(c, maxBodyBytes);
+  // A write sent without a body has none either; step 7 answers it 400.
+  if (!c.req.raw.body) return next();
   let response: Response | undefined;
   await limit(c, async () => {
-    checkBodyOnGet(c, maxBodyBytes);
     response = await next();
   });
   // `limit` either called its continuation or threw the 413.
