@@ -321,6 +321,8 @@ class Listeners {
     const app = new Promise<ServeOptions['fetch']>((r) => {
       resolve = r;
     });
+    // The port is bound before the app exists: until it does, a request waits for it. Once it
+    // does, `handle` is the app itself, so later requests skip the wait's promise.
     let handle: ServeOptions['fetch'] = (req, env) => app.then((fetch) => fetch(req, env));
     void app.then((fetch) => {
       handle = fetch;
@@ -403,9 +405,13 @@ async function openLimiter(config: Config, log: Logger, metrics: Metrics | undef
 }
 
 /**
- * The one store every part is given (the API, the keys, the webhook worker and notifier): every
- * call bounded in time (`--store-timeout`) and, with metrics, its failures counted. No part
- * reaches the store around these wrappers.
+ * The one store every part is given (the API, the keys, the webhook worker and notifier). No
+ * part reaches the store around its wrappers, which are, from the outside in:
+ * - with `--workers` above 1, `sharedChangeCount()`, added by the caller (`start`, src/serve/worker.ts);
+ * - with metrics, `countStoreErrors()`: failed calls counted;
+ * - `boundInTime()` (from `openStore()`): each call in a span of the request's trace and bounded
+ *   by `--store-timeout`;
+ * - the backend: memory, SQLite or PostgreSQL.
  */
 export async function storeOf(
   config: Config,
