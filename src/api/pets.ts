@@ -11,7 +11,7 @@ import {
   type StoredPet,
 } from '../core/pet-records.ts';
 import { ifMatchOf, petEtag } from '../core/preconditions.ts';
-import { JSON_TYPE, type PetsTouched, type Reply } from '../core/reply.ts';
+import { JSON_TYPE, type PetSet, type Reply } from '../core/reply.ts';
 import { fingerprintOf, IDEMPOTENCY_TTL_MS, idempotencyScope } from '../store/idempotency.ts';
 import { nextPageLink } from './list-pages.ts';
 import type { ApiDeps, Input } from './operation-types.ts';
@@ -51,7 +51,7 @@ export async function listPets({ query }: Input<ListQuery>, { store }: ApiDeps):
  * from its cursor to the extra row read past it: a pet created in that range changes the page.
  * The last page also depends on every create (`members`), a filtered page on every status change.
  */
-function pageReads(page: readonly Pet[], after: number, full: boolean, filtered: boolean): PetsTouched {
+function pageReads(page: readonly Pet[], after: number, full: boolean, filtered: boolean): PetSet {
   const probe = page.at(-1)?.id ?? after;
   if (!full || probe - after > MOST_IDS_READ) {
     return { ids: page.map((pet) => pet.id), members: true, statuses: filtered };

@@ -12,12 +12,13 @@ export const JSON_TYPE = 'application/json';
 export type AnswerHeaders = Record<string, string>;
 
 /**
- * Which of the store's pets an answer shows, or a write changed: the pets by id, and whether it
- * also depends on (or changed) which pets exist (`members`: a create, a removal, a page that ends
- * the list) or any pet's status (`statuses`: a page filtered by status, the inventory). A memoised
- * answer is served while none of what it read has changed (src/store/change-counter.ts).
+ * A set of the store's pets: those an answer read (`Reply.reads`), or those a write changed
+ * (`ChangeCounter.changed`). The pets by id, and whether it also depends on (or changed) which
+ * pets exist (`members`: a create, a removal, a page that ends the list) or any pet's status
+ * (`statuses`: a page filtered by status, the inventory). A memoised answer is served while none
+ * of what it read has changed (src/store/change-counter.ts).
  */
-export interface PetsTouched {
+export interface PetSet {
   readonly ids: readonly number[];
   readonly members?: boolean;
   readonly statuses?: boolean;
@@ -27,7 +28,8 @@ export interface PetsTouched {
  * What a route, a step or the error path decides to answer. `answer()` turns it into the one
  * `Response`: nothing else builds one, and nothing changes one afterwards except `traceresponse`,
  * which the pipeline writes again when the tail rules keep a trace the head did not
- * (`setTraceResponse` in src/http/pipeline.ts).
+ * (`setTraceResponse` in src/http/pipeline.ts). The one answer made outside the app is Deno's
+ * 503 to a request that arrives while the server drains (src/serve/deno.ts).
  */
 export interface Reply {
   readonly status: number;
@@ -42,7 +44,7 @@ export interface Reply {
   /** The coding `body` is already in (a pre-compressed asset): sent as it is, never compressed again. */
   readonly encoding?: Coding;
   /** What the answer read from the store, when it is memoised (src/http/memo.ts); none: it depends on every pet. */
-  readonly reads?: PetsTouched;
+  readonly reads?: PetSet;
 }
 
 // The variable this module keeps on Hono's context, typed on every context (`c.get('answerHeaders')`).

@@ -7,7 +7,7 @@ import { addressGroup, DEFAULT_IPV6_PREFIX } from './addresses.ts';
 import type { Caller } from './caller.ts';
 import type { RateLimiter, Subject, Verdict } from './limiter/limiter.ts';
 
-/** Consumers whose limiter subject is kept: more than a keys file holds. */
+/** Consumers whose limiter subject is cached: more than a keys file holds. */
 const MAX_SUBJECTS = 10_000;
 
 export interface DeciderOptions {

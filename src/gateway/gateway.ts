@@ -124,8 +124,9 @@ export type GatewayPass = <T>(
  * 5. writes the rate-limit headers (none when the limiter cannot decide);
  * 6. checks the operation's `scope`.
  *
- * Refusals: a caller without a valid key gets 401, a refused request 429, a key without the
- * scope 403, a limiter that cannot decide 503.
+ * Refusals: a caller without a valid key gets 401, or 429 when its address is over the keyless
+ * clients' limit; a consumer over a limit or its in-flight cap 429; a key without the scope, or
+ * an admin key on the public API, 403; a limiter that cannot decide 503.
  *
  * Costs: a request spends the operation's cost, from the consumer's `costs`, else 1. An operation
  * that reads the quota costs 0 and is never refused by the limiter, so a banned key can read its

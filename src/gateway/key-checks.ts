@@ -1,8 +1,6 @@
-/**
- * The checks of a found key, after `identify()` (`caller.ts`): its validity dates (`callerAt`, a
- * key outside them makes a keyless client), its scopes (`missingScope`) and an admin key sent to the
- * public API (`adminKeyOnPublicApi`), with the challenge their 401 and 403 carry.
- */
+// The checks of a found key, after `identify()` (`caller.ts`): its validity dates (`callerAt`, a
+// key outside them makes a keyless client), its scopes (`missingScope`) and an admin key sent to
+// the public API (`adminKeyOnPublicApi`), with the challenge their 401 and 403 carry.
 import { ApiError } from '../core/api-error.ts';
 import { ADMIN_SCOPE } from '../core/key-scopes.ts';
 import type { Caller } from './caller.ts';

@@ -34,7 +34,7 @@ export function limitBody(maxBytes: number): MiddlewareHandler {
 }
 
 /**
- * A body sent with GET or HEAD is held to the same rules as any other: at most `maxSize` bytes
+ * A body sent with GET or HEAD is held to the same rules as any other: at most `maxBytes` bytes
  * (413) and `application/json` (415). The runtimes hand Hono no body for these methods, so
  * `bodyLimit` never sees one; the declared `Content-Length` and `Content-Type` decide. A plain
  * step (it throws the refusal) of the pipeline (./pipeline.ts), beside `limitBody` at step 5.
@@ -42,7 +42,7 @@ export function limitBody(maxBytes: number): MiddlewareHandler {
  * @example
  * checkBodyOnGet(c, 64 * 1024)
  */
-export function checkBodyOnGet(c: Context, maxSize: number): void {
+export function checkBodyOnGet(c: Context, maxBytes: number): void {
   const method = c.req.method;
   if (method !== 'GET' && method !== 'HEAD') return;
   const length = c.req.header('content-length');
@@ -51,6 +51,6 @@ export function checkBodyOnGet(c: Context, maxSize: number): void {
     (length !== undefined && length !== '0') ||
     c.req.header('transfer-encoding') !== undefined;
   if (!hasBody) return;
-  if (Number(length) > maxSize) throw tooLarge(maxSize);
+  if (Number(length) > maxBytes) throw tooLarge(maxBytes);
   if (!isJson(c.req.header('content-type'))) throw notJson();
 }

@@ -1,10 +1,10 @@
 import { describe, expect, test } from 'bun:test';
-import type { PetsTouched, Reply } from '../core/reply.ts';
+import type { PetSet, Reply } from '../core/reply.ts';
 import { ChangeCounter, EVERY_PET } from '../store/change-counter.ts';
 import { StoreTimeoutError } from '../store/store-error.ts';
 import { AnswerMemo, type StoreChanges } from './memo.ts';
 
-const page = (n: number, reads?: PetsTouched): Reply => ({
+const page = (n: number, reads?: PetSet): Reply => ({
   status: 200,
   body: `[${n}]`,
   type: 'application/json',

@@ -1,7 +1,7 @@
 // Step 6's answer memo: `AnswerMemo` holds the 200s of reads by their request path and query, and
 // answers from them while the store says nothing those reads saw has changed.
 import { LRUCache } from 'lru-cache';
-import type { PetsTouched, Reply } from '../core/reply.ts';
+import type { PetSet, Reply } from '../core/reply.ts';
 import type { ChangeCount, DataStore } from '../store/store.ts';
 import { StoreUnavailableError } from '../store/store-error.ts';
 
@@ -26,7 +26,7 @@ interface MemoEntry {
    */
   since: ChangeCount;
   /** The pets the reply read (`Reply.reads`); undefined: every pet. */
-  readonly reads: PetsTouched | undefined;
+  readonly reads: PetSet | undefined;
   readonly reply: Reply;
 }
 

@@ -206,9 +206,10 @@ function partsOf({
  *    ETag when the table asks for one.
  * 8. `answer` (src/http/answer.ts): turns the reply into the response (304, compression, HEAD).
  *
- * Step 1 runs the rest inside itself, so it sees every answer. From step 3 on each step calls
- * the next, so the gateway holds the caller's in-flight slot until the answer is made. A refusal
- * leaves through `fail`.
+ * Step 1 runs the rest inside itself, so it sees every answer. Step 3 runs steps 4 and 5, step 5
+ * runs step 6, and step 6 runs step 7 and answers its reply (step 8). So the gateway holds the
+ * caller's in-flight slot until the answer is made, or until a step throws. A refusal leaves
+ * through `fail`.
  */
 function operationHandler<D>(parts: ApiParts<D>, op: Operation<D>): RouteHandler {
   const route = routeOf(parts, op);
@@ -372,7 +373,11 @@ async function runHandler<D>(
   return addWeakEtag(op, await op.handler(input, deps));
 }
 
-/** `reply` with a weak ETag of its body, when the table asks for one and the reply has no tag of its own. */
+/**
+ * `reply` with a weak ETag of its body, when the table asks for one and the reply has no tag of
+ * its own. A page's next-page `Link` is part of what the client holds: a page whose body is the
+ * same but whose next link moved must not answer 304, so the tag covers the link too.
+ */
 function addWeakEtag<D>(op: Operation<D>, reply: Reply): Reply {
   if (!op.weakEtag || reply.etag !== undefined || reply.status !== 200 || typeof reply.body !== 'string') return reply;
   const link = reply.headers?.Link;
@@ -425,6 +430,7 @@ function answerNoRoute<D>(parts: ApiParts<D>, c: Context<AppEnv>): Response | Pr
   const refusal = allowed ? methodNotAllowed(c.req.method, allowed) : NO_SUCH_PATH;
   const preflight = parts.cors?.(c);
   if (preflight) return preflight;
+  // A cold path: the rejection reaches `answerInScope`'s catch as a handler's throw does.
   return passGateway(parts, c, NO_ROUTE, () => checkBody(parts, c, () => Promise.reject(refusal)));
 }
 

@@ -174,8 +174,8 @@ function workerCount(config: Config, adapter: RuntimeAdapter): number {
 }
 
 /**
- * Starts the workers on the port the supervisor proved free, each a worker of the host's
- * limiter and keys; they serve from when all of them listen. A worker lost for good stops the
+ * Starts the workers on the port the supervisor proved free. Each serves the API with the host's
+ * one limiter and keys, which the supervisor holds; they serve from when all of them listen. A worker lost for good stops the
  * process (SIGTERM's drain), never serving on with fewer than it says.
  */
 async function startWorkers(
@@ -407,7 +407,7 @@ async function openLimiter(config: Config, log: Logger, metrics: Metrics | undef
 /**
  * The one store every part is given (the API, the keys, the webhook worker and notifier). No
  * part reaches the store around its wrappers, which are, from the outside in:
- * - with `--workers` above 1, `sharedChangeCount()`, added by the caller (`start`, src/serve/worker.ts);
+ * - with `--workers` above 1, `sharedChangeCount()`, added by the caller (`startServer()`, src/serve/worker.ts);
  * - with metrics, `countStoreErrors()`: failed calls counted;
  * - `boundInTime()` (from `openStore()`): each call in a span of the request's trace and bounded
  *   by `--store-timeout`;

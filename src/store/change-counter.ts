@@ -1,6 +1,6 @@
 // What keeps a memoised answer honest: `ChangeCounter` counts the changes of pets, so the memo
 // (src/http/memo.ts) can ask whether anything a reply read changed since it was read.
-import type { PetsTouched } from '../core/reply.ts';
+import type { PetSet } from '../core/reply.ts';
 
 /** Slots of the table of when pets last changed, by id modulo its size: ids that share one only cost a memoised answer early. */
 const SLOTS = 4_096;
@@ -9,9 +9,9 @@ const SLOT = SLOTS - 1;
 /** A change of every pet: another process's commit, a listener that lost its connection, a restore. */
 export const EVERY_PET = 'every pet';
 /** What a write changed: some pets, or every pet. */
-export type PetChange = PetsTouched | typeof EVERY_PET;
+export type PetChange = PetSet | typeof EVERY_PET;
 /** A write that changes no pet (an outbox row, an order's owner). */
-export const NO_PET: PetsTouched = { ids: [] };
+export const NO_PET: PetSet = { ids: [] };
 
 /**
  * The change count: a counter that moves with every change this instance hears of, and when each
@@ -58,7 +58,7 @@ export class ChangeCounter {
   }
 
   /** Whether nothing `reads` names changed after `since` (`reads` undefined: the answer depends on every pet, so any change counts). */
-  unchanged(since: number, reads: PetsTouched | undefined): boolean {
+  unchanged(since: number, reads: PetSet | undefined): boolean {
     if (since === this.#count) return true;
     if (reads === undefined || this.#every > since) return false;
     if (reads.members && this.#members > since) return false;

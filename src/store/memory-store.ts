@@ -4,7 +4,7 @@ import { type Clock, systemClock } from '../core/clock.ts';
 import { type Closing, petStatusOnClose, type StoredOrder } from '../core/order-records.ts';
 import { type Inventory, type NewPet, type Pet, type PetPatch, petOf, type StoredPet } from '../core/pet-records.ts';
 import type { IfMatch } from '../core/preconditions.ts';
-import type { PetsTouched } from '../core/reply.ts';
+import type { PetSet } from '../core/reply.ts';
 import { ChangeCounter } from './change-counter.ts';
 import { planRemove, planUpdate } from './change-rules.ts';
 import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES } from './idempotency.ts';
@@ -272,7 +272,7 @@ export class MemoryStore implements DataStore {
     return this.#changes.count();
   }
 
-  unchanged(since: number, reads: PetsTouched | undefined): boolean {
+  unchanged(since: number, reads: PetSet | undefined): boolean {
     return this.#changes.unchanged(since, reads);
   }
 

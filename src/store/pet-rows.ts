@@ -1,5 +1,5 @@
 // The pet columns SQLite and PostgreSQL select, and their rows turned into records: PET_COLUMNS,
-// petFromRow(), storedPetFromRow(), KEPT_PET, inventoryFromRows(); column() reads a row's column.
+// petFromRow(), storedPetFromRow(), REPLAYED_PET, inventoryFromRows(); column() reads a row's column.
 import { type Inventory, type Pet, PetStatus, type StoredPet } from '../core/pet-records.ts';
 import { StoreError } from './store-error.ts';
 
@@ -48,7 +48,7 @@ export function storedPetFromRow(row: unknown): StoredPet {
  * joined to `pets` (`p`): the row's own copy (migration 8 gave one to the keys stored before),
  * else the pet as it is now; none when neither is there (such a key counts as unused).
  */
-export const KEPT_PET = `
+export const REPLAYED_PET = `
   k.pet_id AS id,
   coalesce(k.pet_name, p.name) AS name,
   coalesce(k.pet_category_id, p.category_id) AS category_id,
@@ -56,12 +56,12 @@ export const KEPT_PET = `
   coalesce(k.pet_version, p.version) AS version`;
 
 /**
- * A row of `KEPT_PET` as the StoredPet a create answered, or undefined when it is unknown.
+ * A row of `REPLAYED_PET` as the StoredPet a create answered, or undefined when it is unknown.
  *
  * @example
- * keptPetFromRow({ id: 3, name: null, category_id: null, status: null, version: null }) // undefined
+ * replayedPetFromRow({ id: 3, name: null, category_id: null, status: null, version: null }) // undefined
  */
-export function keptPetFromRow(row: unknown): StoredPet | undefined {
+export function replayedPetFromRow(row: unknown): StoredPet | undefined {
   return column(row, 'name') === null || column(row, 'name') === undefined ? undefined : storedPetFromRow(row);
 }
 

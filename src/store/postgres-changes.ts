@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { clearInterval, clearTimeout, setInterval, setTimeout } from 'node:timers';
 import type postgres from 'postgres';
-import type { PetsTouched } from '../core/reply.ts';
+import type { PetSet } from '../core/reply.ts';
 import type { Logger } from '../log.ts';
 import { peerText } from '../redact.ts';
 import { ChangeCounter, EVERY_PET, type PetChange } from './change-counter.ts';
@@ -169,7 +169,7 @@ export class PetChanges {
   }
 
   /** Whether nothing `reads` names changed since `since` (`ChangeCounter.unchanged`). */
-  unchanged(since: number, reads: PetsTouched | undefined): boolean {
+  unchanged(since: number, reads: PetSet | undefined): boolean {
     return this.#changes.unchanged(since, reads);
   }
 

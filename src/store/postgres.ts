@@ -5,7 +5,7 @@ import postgres from 'postgres';
 import { type Closing, petStatusOnClose, type StoredOrder } from '../core/order-records.ts';
 import type { Inventory, NewPet, Pet, PetPatch, StoredPet } from '../core/pet-records.ts';
 import type { IfMatch } from '../core/preconditions.ts';
-import type { PetsTouched } from '../core/reply.ts';
+import type { PetSet } from '../core/reply.ts';
 import type { Logger } from '../log.ts';
 import { peerText } from '../redact.ts';
 import { EVERY_PET, NO_PET, type PetChange } from './change-counter.ts';
@@ -20,10 +20,10 @@ import {
   COUNT_BY_STATUS,
   column,
   inventoryFromRows,
-  KEPT_PET,
-  keptPetFromRow,
   PET_COLUMNS,
   petFromRow,
+  REPLAYED_PET,
+  replayedPetFromRow,
   STORED_PET_COLUMNS,
   storedPetFromRow,
 } from './pet-rows.ts';
@@ -171,7 +171,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
   readonly #timeoutMs: number;
   /**
    * The earliest hold of a placed order as last read (every sweep reads it, every order placed
-   * here lowers it), on this instance's clock: from then on no answer is kept until the orders
+   * here lowers it), on this instance's clock: from then on no answer is memoised until the orders
    * due are expired.
    */
   #nextDeadline = Number.NEGATIVE_INFINITY;
@@ -323,13 +323,13 @@ export class PostgresStore implements DataStore, WithKeyStore {
           }
           if (sweep) await tx`DELETE FROM idempotency_keys WHERE expires_at <= ${now}`;
           const [seen] = await tx`
-          SELECT k.fingerprint, ${tx.unsafe(KEPT_PET)}
+          SELECT k.fingerprint, ${tx.unsafe(REPLAYED_PET)}
           FROM idempotency_keys k LEFT JOIN pets p ON p.id = k.pet_id
           WHERE k.scope = ${scope} AND k.idempotency_key = ${key} AND k.expires_at > ${now}`;
-          const kept = seen ? keptPetFromRow(seen) : undefined;
-          if (kept) {
+          const replayed = seen ? replayedPetFromRow(seen) : undefined;
+          if (replayed) {
             if (column(seen, 'fingerprint') !== fingerprint) return { outcome: 'conflict' };
-            return { outcome: 'replayed', pet: kept };
+            return { outcome: 'replayed', pet: replayed };
           }
           const [row] = await tx`
           INSERT INTO pets (name, category_id, status) VALUES (${pet.name}, ${pet.categoryId}, ${pet.status})
@@ -740,13 +740,13 @@ export class PostgresStore implements DataStore, WithKeyStore {
    * (src/store/postgres-changes.ts). Reading it touches no connection.
    */
   changeCount(): number | undefined {
-    // Past the earliest hold known here, pets may be about to change: nothing is kept until the
+    // Past the earliest hold known here, pets may be about to change: nothing is memoised until the
     // orders due are expired (by `startDueExpiry()`'s run, or another instance's write heard here).
     if (Date.now() >= this.#nextDeadline) return undefined;
     return this.#changes.version();
   }
 
-  unchanged(since: number, reads: PetsTouched | undefined): boolean {
+  unchanged(since: number, reads: PetSet | undefined): boolean {
     return this.#changes.unchanged(since, reads);
   }
 

@@ -6,7 +6,7 @@ import { type Clock, systemClock } from '../core/clock.ts';
 import { type Closing, petStatusOnClose, type StoredOrder } from '../core/order-records.ts';
 import type { Inventory, NewPet, Pet, PetPatch, StoredPet } from '../core/pet-records.ts';
 import type { IfMatch } from '../core/preconditions.ts';
-import type { PetsTouched } from '../core/reply.ts';
+import type { PetSet } from '../core/reply.ts';
 import type { Logger } from '../log.ts';
 import { ChangeCounter, EVERY_PET } from './change-counter.ts';
 import { planRemove, planUpdate } from './change-rules.ts';
@@ -22,10 +22,10 @@ import {
   COUNT_BY_STATUS,
   column,
   inventoryFromRows,
-  KEPT_PET,
-  keptPetFromRow,
   PET_COLUMNS,
   petFromRow,
+  REPLAYED_PET,
+  replayedPetFromRow,
   STORED_PET_COLUMNS,
   storedPetFromRow,
 } from './pet-rows.ts';
@@ -83,9 +83,9 @@ const DATA_VERSION = 'PRAGMA data_version';
  * which docs/operations.md advises against) can go unseen, for at most this long.
  */
 export const DATA_VERSION_TTL_MS = 100;
-/** The live key and the pet its create answered (`KEPT_PET`); none when that is unknown. */
+/** The live key and the pet its create answered (`REPLAYED_PET`); none when that is unknown. */
 const SELECT_KEY = `
-  SELECT k.fingerprint, ${KEPT_PET}
+  SELECT k.fingerprint, ${REPLAYED_PET}
   FROM idempotency_keys k LEFT JOIN pets p ON p.id = k.pet_id
   WHERE k.scope = ? AND k.idempotency_key = ? AND k.expires_at > ?`;
 const UPSERT_KEY = `
@@ -197,7 +197,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
   /** Counts this process's changes of pets once committed, and every change of `data_version` (another's) as a change of every pet. */
   readonly #changes = new ChangeCounter();
   /** What the batch being run changes, counted once it commits. */
-  #touched: PetsTouched[] = [];
+  #touched: PetSet[] = [];
   readonly #clock: Clock;
   readonly #lockWaitMs: number;
   /** `PRAGMA data_version` as last read: another connection's commit moves it. */
@@ -208,7 +208,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
   #retry: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
   /**
-   * The earliest hold of a placed order: from then on an order may be due, and no answer is kept
+   * The earliest hold of a placed order: from then on an order may be due, and no answer is memoised
    * until the orders are expired.
    */
   #nextDeadline: number;
@@ -416,11 +416,11 @@ export class SqliteStore implements DataStore, WithKeyStore {
   /**
    * The count of changes of pets: this process's commits, and another's (`PRAGMA data_version`,
    * read at most every `DATA_VERSION_TTL_MS`). Undefined when the file cannot be read, or a hold
-   * ran out and its expiry is not yet done: nothing is then kept by it.
+   * ran out and its expiry is not yet done: nothing is then memoised by it.
    */
   changeCount(): number | undefined {
     try {
-      // A hold that ran out changes pets: no answer is kept or served until its expiry is counted.
+      // A hold that ran out changes pets: no answer is memoised or served until its expiry is counted.
       if (this.#clock.now() >= this.#nextDeadline) return undefined;
       this.#noticeOtherWriters('read data_version');
       return this.#changes.count();
@@ -429,7 +429,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
     }
   }
 
-  unchanged(since: number, reads: PetsTouched | undefined): boolean {
+  unchanged(since: number, reads: PetSet | undefined): boolean {
     return this.#changes.unchanged(since, reads);
   }
 
@@ -556,10 +556,10 @@ export class SqliteStore implements DataStore, WithKeyStore {
     const first = this.#pending[0];
     if (first === undefined || this.#clock.now() - first.at < this.#lockWaitMs) return;
     const since = this.#clock.now() - this.#lockWaitMs;
-    const kept = this.#pending.filter((p) => p.at > since);
+    const stillWaiting = this.#pending.filter((p) => p.at > since);
     const why = `the database file stayed locked by another process for ${this.#lockWaitMs} ms; nothing was stored`;
     for (const p of this.#pending) if (p.at <= since) p.reject(new StoreTimeoutError(`${p.doing}: ${why}`));
-    this.#pending = kept;
+    this.#pending = stillWaiting;
   }
 
   /**
@@ -712,10 +712,10 @@ export class SqliteStore implements DataStore, WithKeyStore {
   /** Inside the batch's transaction: the key's first pet, a conflict, or a new pet and its key. */
   #insertOnce(pet: NewPet, once: IdempotentCreate): CreateOnceResult {
     const seen = this.#db.prepare(SELECT_KEY).get(once.scope, once.key, once.now);
-    const kept = seen === undefined || seen === null ? undefined : keptPetFromRow(seen);
-    if (kept !== undefined) {
+    const replayed = seen === undefined || seen === null ? undefined : replayedPetFromRow(seen);
+    if (replayed !== undefined) {
       if (column(seen, 'fingerprint') !== once.fingerprint) return { outcome: 'conflict' };
-      return { outcome: 'replayed', pet: kept };
+      return { outcome: 'replayed', pet: replayed };
     }
     const stored = this.#insert(pet);
     this.#db

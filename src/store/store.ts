@@ -3,14 +3,14 @@
 import type { Closing, OrderStatus, StoredOrder } from '../core/order-records.ts';
 import type { Inventory, NewPet, Pet, PetPatch, PetStatus, StoredPet } from '../core/pet-records.ts';
 import type { IfMatch } from '../core/preconditions.ts';
-import type { PetsTouched } from '../core/reply.ts';
+import type { PetSet } from '../core/reply.ts';
 import type { Outbox } from './outbox.ts';
 
 /**
  * A snapshot of the store's counter of pet changes (`DataStore.changeCount`). Its readers only
  * hand it back to `unchanged`. A backend's is a number; with `--workers` it is a pair of counts
  * (src/store/shared-change-count.ts). Undefined means the store cannot tell what changed, so
- * nothing is kept or served from the memo.
+ * nothing is memoised or served from the memo.
  */
 export type ChangeCount = unknown;
 
@@ -169,19 +169,19 @@ export interface DataStore {
    * Starts expiring the placed orders whose hold has run out (`expireOrders`), one run at a time.
    * Returns the run under way, if any, so a read of pets waits for it and shows them as a write
    * will find them. A backend's run never rejects; the time-bounded store's may time out. A read
-   * whose answer may be kept calls it before `changeCount()`.
+   * whose answer may be memoised calls it before `changeCount()`.
    */
   startDueExpiry(): Promise<unknown> | undefined;
   /**
-   * The change count now (`ChangeCounter.count`): read it before a read whose answer may be kept.
+   * The change count now (`ChangeCounter.count`): read it before a read whose answer may be memoised.
    * Undefined when the store cannot tell what changed, or while a run-out hold is not yet expired;
-   * then nothing is kept or served (src/http/memo.ts). Synchronous: PostgreSQL's is in memory,
+   * then nothing is memoised or served (src/http/memo.ts). Synchronous: PostgreSQL's is in memory,
    * SQLite's reads `PRAGMA data_version` now and then. Opaque: readers only hand it back to
    * `unchanged`.
    */
   changeCount(): ChangeCount;
   /** Whether nothing `reads` names changed since the store's change count was `since` (`ChangeCounter.unchanged`). */
-  unchanged(since: ChangeCount, reads: PetsTouched | undefined): boolean;
+  unchanged(since: ChangeCount, reads: PetSet | undefined): boolean;
   /** The webhook outbox kept with the pets (same file or database), when the backend has one. */
   readonly outbox?: Outbox;
   /** Resolves when the store can serve requests; rejects with the reason otherwise. */
