@@ -423,7 +423,7 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
             expect((seen?.version ?? 0) > made.version).toBe(true);
             expect(result).toEqual({ outcome: 'updated', pet: seen as StoredPet });
           } else {
-            expect([from, to, result]).toEqual([from, to, { outcome: 'invalid_transition', pet: made }]);
+            expect([from, to, result]).toEqual([from, to, { outcome: 'invalid_transition', pet: made, to }]);
             expect(seen).toEqual(made);
           }
         }

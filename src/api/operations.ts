@@ -58,7 +58,8 @@ export const OPERATIONS: readonly Operation[] = [
     path: '/pets/:petId',
     scope: 'pets:read',
     params: PetParams,
-    // The interface deprecates it, to be removed on 5 December 2030, for `GET /pets` and its `status` filter.
+    // Deprecation is apart from stability: a stable operation that is to be removed. The interface
+    // deprecates it, to be removed on 5 December 2030, for `GET /pets` and its `status` filter.
     deprecated: { since: '2026-01-01T00:00:00Z', sunset: '2030-12-05T00:00:00Z', successor: '../pets' },
     // Tagged by its handler: the pet's strong ETag, from its version.
     weakEtag: false,
@@ -104,10 +105,10 @@ export const OPERATIONS: readonly Operation[] = [
   }),
   defineOperation({
     id: 'getInventory',
+    stability: 'experimental',
     method: 'GET',
     path: '/store/inventory',
     scope: 'pets:read',
-    stability: 'experimental',
     weakEtag: true,
     memo: true,
     handler: getInventory,
@@ -115,10 +116,10 @@ export const OPERATIONS: readonly Operation[] = [
   // Orders are the caller's own: never memoised by path alone, never tagged for another.
   defineOperation({
     id: 'placeOrder',
+    stability: 'beta',
     method: 'POST',
     path: '/store/orders',
     scope: 'orders:write',
-    stability: 'beta',
     headers: IdempotencyHeaders,
     body: NewOrder,
     weakEtag: false,
@@ -127,10 +128,10 @@ export const OPERATIONS: readonly Operation[] = [
   }),
   defineOperation({
     id: 'listOrders',
+    stability: 'beta',
     method: 'GET',
     path: '/store/orders',
     scope: 'orders:read',
-    stability: 'beta',
     query: OrderListQuery,
     mustBe: ORDER_LIST_MUST_BE,
     weakEtag: false,
@@ -139,10 +140,10 @@ export const OPERATIONS: readonly Operation[] = [
   }),
   defineOperation({
     id: 'getOrder',
+    stability: 'beta',
     method: 'GET',
     path: '/store/orders/:orderId',
     scope: 'orders:read',
-    stability: 'beta',
     params: OrderParams,
     weakEtag: false,
     memo: false,
@@ -150,10 +151,10 @@ export const OPERATIONS: readonly Operation[] = [
   }),
   defineOperation({
     id: 'completeOrder',
+    stability: 'beta',
     method: 'POST',
     path: '/store/orders/:orderId/complete',
     scope: 'orders:write',
-    stability: 'beta',
     params: OrderParams,
     weakEtag: false,
     memo: false,
@@ -161,10 +162,10 @@ export const OPERATIONS: readonly Operation[] = [
   }),
   defineOperation({
     id: 'cancelOrder',
+    stability: 'beta',
     method: 'POST',
     path: '/store/orders/:orderId/cancel',
     scope: 'orders:write',
-    stability: 'beta',
     params: OrderParams,
     weakEtag: false,
     memo: false,

@@ -52,7 +52,7 @@ describe('POST /v1/store/orders', () => {
     const again = await order(t, 1);
     expect([again.status, await again.json()]).toEqual([
       409,
-      { code: 'pet_unavailable', message: 'Pet 1 is not available: it is on order or sold.', status: 409 },
+      { code: 'pet_unavailable', message: 'Pet 1 is not available: it is pending or sold.', status: 409 },
     ]);
   });
 

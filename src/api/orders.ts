@@ -50,7 +50,7 @@ export async function placeOrder(
     case 'pet_not_found':
       throw new ApiError('pet_not_found', `No pet has id ${body.petId}; an order needs an existing pet.`);
     case 'pet_unavailable':
-      throw new ApiError('pet_unavailable', `Pet ${body.petId} is not available: it is on order or sold.`);
+      throw new ApiError('pet_unavailable', `Pet ${body.petId} is not available: it is pending or sold.`);
     case 'conflict':
       throw new ApiError(
         'idempotency_key_reused',
@@ -92,13 +92,15 @@ export async function listOrders({ query, owner }: Input<OrderListQuery>, { stor
 }
 
 /** `POST /store/orders/{orderId}/complete`: the order `completed`, its pet `sold`. */
-export const completeOrder = (input: Input<unknown, OrderParams>, deps: ApiDeps) => close(input, deps, 'completed');
+export const completeOrder = (input: Input<unknown, OrderParams>, deps: ApiDeps) =>
+  closeOwnOrder(input, deps, 'completed');
 
 /** `POST /store/orders/{orderId}/cancel`: the order `cancelled`, its pet `available` again. */
-export const cancelOrder = (input: Input<unknown, OrderParams>, deps: ApiDeps) => close(input, deps, 'cancelled');
+export const cancelOrder = (input: Input<unknown, OrderParams>, deps: ApiDeps) =>
+  closeOwnOrder(input, deps, 'cancelled');
 
 /** Closes a placed order; repeating the close it already had answers it unchanged; any other is a 409. */
-async function close(
+async function closeOwnOrder(
   { params, owner }: Input<unknown, OrderParams>,
   { store, clock }: ApiDeps,
   to: Closing,

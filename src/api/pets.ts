@@ -111,7 +111,7 @@ export async function updatePet(
     case 'on_order':
       throw onOrder(petId, 'its status cannot change until the order is completed or cancelled');
     case 'invalid_transition':
-      throw notATransition(result.pet.status, body.status ?? result.pet.status);
+      throw notATransition(result.pet.status, result.to);
   }
 }
 

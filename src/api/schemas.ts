@@ -1,5 +1,7 @@
 // The valibot schemas of the API's query, path and header input that step 7 checks (`ListQuery`,
 // `PetParams`, `OrderParams`, `IdempotencyHeaders`, …), and `MUST_BE`, a 400's words per field.
+// The bodies' schemas (`NewPet`, `PetPatch`, `NewOrder`) are the records': src/core/pet-records.ts and
+// src/core/order-records.ts.
 import * as v from 'valibot';
 import { ORDER_ID_PATTERN, OrderStatus } from '../core/order-records.ts';
 import { MAX_ID, NAME_MAX_LENGTH, PetStatus } from '../core/pet-records.ts';

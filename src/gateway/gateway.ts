@@ -122,7 +122,8 @@ export type GatewayPass = <T>(
  * 3. asks the limiter, once;
  * 4. records the quota webhook the decision crossed (`notify`), before any answer;
  * 5. writes the rate-limit headers (none when the limiter cannot decide);
- * 6. checks the operation's `scope`.
+ * 6. checks the operation's `scope`, after the cost is spent, so probing for scopes costs quota
+ *    (docs/decisions/order-of-checks.md).
  *
  * Refusals: a caller without a valid key gets 401, or 429 when its address is over the keyless
  * clients' limit; a consumer over a limit or its in-flight cap 429; a key without the scope, or

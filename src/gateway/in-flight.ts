@@ -1,5 +1,6 @@
 // The cap on a consumer's requests in flight (one process): the gateway takes a slot before it
-// awaits anything and gives it back when the answer is made; over the cap is a 429.
+// awaits anything and gives it back when the answer is made, or when a step throws; over the cap
+// is a 429.
 import { ApiError } from '../core/api-error.ts';
 import type { Decision, WindowState } from '../core/decision.ts';
 import { DEFAULT_MAX_IN_FLIGHT, type Limits } from '../keys/plans.ts';
@@ -13,7 +14,7 @@ const CONCURRENCY_RETRY_AFTER = '1';
  * Requests each consumer has in flight, capped so one client cannot hold every store connection.
  * A request takes its slot before anything is awaited, so of many sent at once exactly the cap get
  * one; the rest get 429 `too_many_concurrent_requests` before the limiter decides, spending no quota.
- * A slot is given back when its request is done. A refusal's rate-limit headers come from the
+ * A slot is given back when the answer is made, or when a step throws. A refusal's rate-limit headers come from the
  * consumer's latest admitted decision, kept while it has requests in flight.
  *
  * @example

@@ -23,7 +23,7 @@ export interface PlannedUpdate {
  *
  * @example
  * planUpdate({ id: 1, name: 'Rex', categoryId: 1, status: 'sold', version: 2 }, { status: 'available' })
- * // { outcome: 'invalid_transition', pet: ... }
+ * // { outcome: 'invalid_transition', pet: ..., to: 'available' }
  */
 export function planUpdate(
   current: StoredPet | undefined,
@@ -38,7 +38,7 @@ export function planUpdate(
     categoryId: patch.categoryId ?? current.categoryId,
     status: patch.status ?? current.status,
   };
-  if (!mayBecome(current.status, next.status)) return { outcome: 'invalid_transition', pet: current };
+  if (!mayBecome(current.status, next.status)) return { outcome: 'invalid_transition', pet: current, to: next.status };
   const statusChanges = next.status !== current.status;
   const changed = statusChanges || next.name !== current.name || next.categoryId !== current.categoryId;
   return { outcome: 'apply', next, changed, statusChanges };

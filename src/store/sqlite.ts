@@ -109,7 +109,8 @@ const INSERT_ORDER = `INSERT INTO orders (id, owner, pet_id, status, placed_at, 
 const CLOSE_ORDER = `UPDATE orders SET status = ? WHERE id = ? AND owner = ? AND status = 'placed'
   RETURNING ${ORDER_COLUMNS}`;
 /** A pet an order held leaves pending for `status` (sold, or available again). */
-const RELEASE_PET = "UPDATE pets SET status = ?, version = version + 1 WHERE id = ? AND status = 'pending'";
+const RELEASE_PET =
+  "UPDATE pets SET status = ?, version = version + 1 WHERE id = ? AND status = 'pending' RETURNING id";
 const EXPIRE_DUE = `UPDATE orders SET status = 'expired' WHERE status = 'placed' AND hold_until <= ?
   RETURNING owner, ${ORDER_COLUMNS}`;
 const CANCEL_OWNED = "UPDATE orders SET status = 'cancelled' WHERE owner = ? AND status = 'placed' RETURNING pet_id";
@@ -600,10 +601,10 @@ export class SqliteStore implements DataStore, WithKeyStore {
     return stored;
   }
 
-  /** Inside the batch's transaction: pet `id` leaves `pending` for `status`, if it is pending. */
+  /** Inside the batch's transaction: pet `id` leaves `pending` for `status`, if it is pending; counted only then. */
   #releasePet(id: number, status: 'available' | 'sold'): void {
-    this.#db.prepare(RELEASE_PET).get(status, id);
-    this.#touched.push({ ids: [id], statuses: true });
+    const released = this.#db.prepare(RELEASE_PET).get(status, id);
+    if (released !== undefined && released !== null) this.#touched.push({ ids: [id], statuses: true });
   }
 
   /**

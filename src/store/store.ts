@@ -53,7 +53,8 @@ export type UpdateResult =
   | { readonly outcome: 'updated'; readonly pet: StoredPet }
   | { readonly outcome: 'not_found' }
   | { readonly outcome: 'stale'; readonly pet: StoredPet }
-  | { readonly outcome: 'invalid_transition'; readonly pet: StoredPet }
+  /** `to`: the status the patch asked for, which `pet.status` may not become. */
+  | { readonly outcome: 'invalid_transition'; readonly pet: StoredPet; readonly to: PetStatus }
   | { readonly outcome: 'on_order'; readonly pet: StoredPet };
 
 /** What `remove` did, checked as `update` checks (an order holds the pet: `on_order`). */
@@ -68,7 +69,7 @@ export interface OwnerMove {
   readonly to: string;
 }
 
-/** An order to place: `owner`'s, for `petId`, holding it `holdMs` from the store's now. */
+/** An order to place: `owner`'s, for `petId`, holding it `holdMs` from `now` (on PostgreSQL, from the database's clock). */
 export interface PlaceOrder {
   /** Whose it is (the caller's identity, e.g. `con_0123…:acme`): only its owner ever sees it. */
   readonly owner: string;
@@ -86,7 +87,7 @@ export type PlaceOrderResult =
   /** The key placed an order for another pet. */
   | { readonly outcome: 'conflict' }
   | { readonly outcome: 'pet_not_found' }
-  /** The pet is not `available` (on order, or sold). */
+  /** The pet is not `available`: `pending` (on order, or set so by a PATCH) or `sold`. */
   | { readonly outcome: 'pet_unavailable' };
 
 /** What `closeOrder` did: closed it, found it already so (`unchanged`), or found it closed otherwise. */
