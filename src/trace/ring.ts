@@ -1,7 +1,8 @@
 /**
  * The trace records of the requests being served and lately answered, written the same way for
  * every request whether its trace is exported or not: a ring of `size` records in typed arrays,
- * allocated once, overwritten oldest first. A record holds the request's server span and up to
+ * allocated once. A request takes a free record and gives it back when it ends not kept, so the
+ * records in use are the requests in flight and the kept ones not yet read. A record holds the request's server span and up to
  * `MAX_CHILDREN` child spans (the gateway's decision, the store's calls). Strings that repeat
  * (methods, routes, names, outcomes) are held as numbers of a bounded intern table; the others
  * (the URL, the consumer's name, the client's address, an error's text, the caller's
@@ -9,8 +10,8 @@
  * trace's, the request's span's, the caller's). Nothing here makes an object per request, and
  * nothing a request allocates is kept alive by the ring.
  *
- * The export step (src/trace/export.ts) reads the records left `KEPT` off the request path, and
- * frees them; the ring wakes it when a record is kept, and at once when half the ring has turned
+ * The export step (src/trace/export.ts) reads the records left `KEPT` off the request path, oldest
+ * first, and frees them; the ring wakes it when a record is kept, and at once when half the ring has turned
  * since its last read with a kept record waiting, before that record can be overwritten.
  */
 import { Buffer } from 'node:buffer';
@@ -72,8 +73,6 @@ export const OTHER_METHOD = '_OTHER';
 export const FREE = 0;
 export const OPEN = 1;
 export const KEPT = 2;
-/** How many open records `claim` passes over before it takes one anyway. */
-const OPEN_PROBE = 16;
 
 /** A child's kind, as `SpanKind` numbers it. */
 export const INTERNAL = 0;
@@ -151,16 +150,25 @@ export class ByteField {
 }
 
 /**
- * The ring. A writer claims the oldest record (`claim`) and keeps its number and generation
- * (`seq`): a record claimed again meanwhile has another generation, and writes to it are
- * dropped (`holds`).
+ * The ring. A writer claims a record (`claim`) and keeps its number and generation (`seq`): a
+ * record claimed again meanwhile has another generation, and writes to it are dropped (`holds`).
+ * Free records are handed out last freed first, so the few a server's requests in flight use
+ * stay in the cache rather than each request writing lines the cache lost since the ring's last
+ * turn; a kept record keeps its place until the export reads it.
  */
 export class TraceRing {
   readonly size: number;
   readonly strings = new Interned<string>();
   readonly attributeSets = new Interned<Attributes>();
-  #next = 0;
   #generation = 0;
+  /** The free records, a stack: `#free[0]` to `#free[#freeCount - 1]`, the last freed on top. */
+  readonly #free: Int32Array;
+  #freeCount: number;
+  /** The kept records not yet read, oldest first: `kept` of them from `#keptHead`, round the array. */
+  readonly #keptOrder: Int32Array;
+  #keptHead = 0;
+  /** The record taken next when every record is open (more requests in flight than the ring holds). */
+  #next = 0;
   /** Child slots in all, and the generations a child handle tells apart. */
   readonly #children: number;
   readonly #generations: number;
@@ -251,21 +259,29 @@ export class TraceRing {
     const slots = new ArrayBuffer(size * MAX_CHILDREN * CHILD_BYTES);
     this.#childNumbers = new Float64Array(slots);
     this.#childFields = new Int16Array(slots);
+    this.#free = new Int32Array(size);
+    for (let i = 0; i < size; i++) this.#free[i] = size - 1 - i;
+    this.#freeCount = size;
+    this.#keptOrder = new Int32Array(size);
   }
 
   /**
-   * Claims the oldest record for a request that starts at `at`, its generation in `seq[r]`; a
-   * kept record not yet exported is counted as overwritten.
+   * Claims a record for a request that starts at `at`, its generation in `seq[r]`: the last freed;
+   * with none free, the oldest kept record not yet exported, counted as overwritten; with every
+   * record open, the next in turn, whose request then finds it lost (`holds`). A record still
+   * open (a slow request the tail rules may keep) is taken only then.
    */
   claim(at: number): number {
-    // A record still open (a slow request) is passed over, up to OPEN_PROBE of them, so the
-    // requests the tail rules keep for their time are not the ones the ring loses first.
-    let r = this.#next;
-    for (let i = 0; i < OPEN_PROBE && this.state[r] === OPEN; i++) r = r + 1 === this.size ? 0 : r + 1;
-    this.#next = r + 1 === this.size ? 0 : r + 1;
-    if (this.state[r] === KEPT) {
+    let r: number;
+    if (this.#freeCount > 0) r = this.#free[--this.#freeCount] as number;
+    else if (this.kept > 0) {
+      r = this.#keptOrder[this.#keptHead] as number;
+      this.#keptHead = this.#keptHead + 1 === this.size ? 0 : this.#keptHead + 1;
       this.kept--;
       this.overwritten += 1 + (this.children[r] as number);
+    } else {
+      r = this.#next;
+      this.#next = r + 1 === this.size ? 0 : r + 1;
     }
     if (this.kept > 0 && ++this.#sinceRead >= this.#fillMark) this.wake?.(true);
     this.state[r] = OPEN;
@@ -382,19 +398,25 @@ export class TraceRing {
   settle(r: number, kept: boolean): void {
     if (kept) {
       this.state[r] = KEPT;
+      const at = this.#keptHead + this.kept;
+      this.#keptOrder[at >= this.size ? at - this.size : at] = r;
       this.kept++;
       this.wake?.(false);
-    } else this.state[r] = FREE;
+    } else {
+      this.state[r] = FREE;
+      this.#free[this.#freeCount++] = r;
+    }
   }
 
-  /** Hands each kept record to `read`, then frees it. */
+  /** Hands each kept record to `read`, oldest first, and frees it. */
   drain(read: (r: number) => void): void {
     this.#sinceRead = 0;
-    if (this.kept === 0) return;
-    for (let r = 0; r < this.size && this.kept > 0; r++) {
-      if (this.state[r] !== KEPT) continue;
-      this.state[r] = FREE;
+    while (this.kept > 0) {
+      const r = this.#keptOrder[this.#keptHead] as number;
+      this.#keptHead = this.#keptHead + 1 === this.size ? 0 : this.#keptHead + 1;
       this.kept--;
+      this.state[r] = FREE;
+      this.#free[this.#freeCount++] = r;
       read(r);
     }
   }
