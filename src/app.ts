@@ -1,6 +1,6 @@
-// The Hono apps, without a listener: createApp() builds the API from the operations table and
-// the pipeline, adminApp() and metricsApp() the admin and metrics ports. src/serve/start.ts and
-// worker.ts serve them; test/testing.ts builds the API in memory for the tests.
+// The Hono apps, without a listener. createApp() builds the API from the operations table and
+// the pipeline. adminApp() and metricsApp() build the apps of the admin and metrics ports.
+// src/serve/start.ts and worker.ts serve them. test/testing.ts builds the API in memory for tests.
 import { type Context, Hono } from 'hono';
 import { METHOD_NAME_ALL } from 'hono/router';
 import { TrieRouter } from 'hono/router/trie-router';

@@ -1,5 +1,6 @@
-// The entry point: argv -> a subcommand (src/cli/run.ts), --help / --version, or serving
-// (src/serve/start.ts); and the exit code. It only wires.
+// The entry point. It reads argv and hands it on: a subcommand to src/cli/run.ts, a server's
+// options to src/serve/start.ts. It also answers --help and --version, and sets the exit code.
+// It only wires.
 import process from 'node:process';
 import { isCommand, runCli } from './cli/run.ts';
 import { ConfigError, helpText, parseConfig } from './config.ts';

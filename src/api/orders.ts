@@ -1,5 +1,6 @@
-// Step 7 for the orders: `placeOrder`, `getOrder`, `listOrders`, `completeOrder`, `cancelOrder`.
-// Each sees only the caller's own orders: another consumer's is a 404, as a missing one is.
+// Step 7 for the orders: `placeOrder`, `getOrder`, `listOrders`, `completeOrder` and
+// `cancelOrder`. Each handler sees only the caller's own orders. Another consumer's order is a
+// 404, as a missing one is.
 import { ApiError } from '../core/api-error.ts';
 import type { Closing, NewOrder, StoredOrder } from '../core/order-records.ts';
 import { JSON_TYPE, type Reply } from '../core/reply.ts';

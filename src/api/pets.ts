@@ -1,5 +1,6 @@
-// Step 7 for the pets: the handlers of list, create, get, change and delete. Each gets its
-// validated input and the store, and returns a `Reply` (src/core/reply.ts); it never writes a response.
+// Step 7 for the pets: the handlers of list, create, get, change and delete. Each handler gets
+// its validated input and the store, and returns a `Reply` (src/core/reply.ts). It never writes a
+// response.
 import { ApiError } from '../core/api-error.ts';
 import {
   NEXT_STATUSES,

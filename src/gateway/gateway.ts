@@ -1,8 +1,12 @@
-// Step 3 of a request (src/http/pipeline.ts): the gateway. `gateway()` makes the one pass every
-// API request goes through: who calls (./caller.ts), its in-flight slot (./in-flight.ts), the
-// limiter's decision (./decide.ts), the quota webhook it crossed (`notify`), the rate-limit
-// headers, then the key's scope. It is also the one door into src/gateway/: whatever other
-// folders use of it (the limiters, addresses, types) is exported here.
+// The gateway, step 3 of a request (src/http/pipeline.ts). `gateway()` makes the one pass that
+// every API request goes through. The pass, in order:
+// - finds who calls (./caller.ts);
+// - holds the caller's in-flight slot (./in-flight.ts);
+// - asks the limiter for its decision (./decide.ts);
+// - records the quota webhook the decision crossed (`notify`);
+// - writes the rate-limit headers, then checks the key's scope.
+// This file is also the one door into src/gateway/. What other folders use of the gateway (the
+// limiters, addresses, types) is exported here.
 import type { Context } from 'hono';
 import { LRUCache } from 'lru-cache';
 import { ApiError, serviceUnavailable } from '../core/api-error.ts';

@@ -1,5 +1,5 @@
-// Step 6's answer memo: `AnswerMemo` holds the 200s of reads by their request path and query, and
-// answers from them while the store says nothing those reads saw has changed.
+// The answer memo of step 6. `AnswerMemo` keeps the 200s of reads by their request path and
+// query. It answers from them while the store says that nothing those reads saw has changed.
 import { LRUCache } from 'lru-cache';
 import type { PetSet, Reply } from '../core/reply.ts';
 import type { ChangeCount, DataStore } from '../store/store.ts';

@@ -1,5 +1,5 @@
-// A request's way from Hono's route to its answer: every route's handler is made here, and
-// `operationHandler` lists an API operation's eight steps in the order they run.
+// A request's way from Hono's route to its answer. Every route's handler is made here.
+// `operationHandler` lists the eight steps of an API operation, in the order they run.
 import type { Context, ErrorHandler } from 'hono';
 import type { Deprecation, KeyHolder, Operation, UnmemoisedOperation } from '../api/operation-types.ts';
 import { isApiPath } from '../api/operations.ts';
@@ -196,12 +196,12 @@ function partsOf({
  *    then writes the log line and the metrics.
  * 2. `cors` (src/http/cors.ts): answers a CORS preflight, before any key is asked for.
  * 3. `passGateway`: the gateway finds the caller and applies the in-flight cap, the rate limit
- *    and the key's scope (401, 429, 403); a quota threshold crossed is recorded for its webhook.
+ *    and the key's scope (401, 429, 403). It records a crossed quota threshold for its webhook.
  * 4. `addDeprecationHeaders`: a deprecated operation's `Deprecation`, `Sunset` and `Link`.
- * 5. `checkBody`: refuses a body over the size limit (413); a body sent with GET is held to the
+ * 5. `checkBody`: refuses a body over the size limit (413). A body sent with GET is held to the
  *    same size and to JSON (413, 415).
- * 6. `answerFromMemo`: a memoised operation's answer from the memo, when nothing it read has
- *    changed; otherwise step 7's answer, memoised.
+ * 6. `answerFromMemo`: answers a memoised operation from the memo when nothing its answer read
+ *    has changed. Otherwise it answers with step 7's answer, and memoises it.
  * 7. `runHandler`: validates the input (400, 415), runs the operation's handler and adds a weak
  *    ETag when the table asks for one.
  * 8. `answer` (src/http/answer.ts): turns the reply into the response (304, compression, HEAD).

@@ -1,6 +1,6 @@
-// Serving: the parsed configuration -> the runtime's adapter, the listeners, the store, the
-// limiter, the webhooks and the apps, on this thread (one worker) or on --workers threads
-// (src/serve/supervisor.ts); and the shutdown a signal starts.
+// Serving. From the parsed configuration, this file starts the runtime's adapter, the listeners,
+// the store, the limiter, the webhooks and the apps. It serves on this thread (one worker), or
+// on --workers threads (src/serve/supervisor.ts). It also runs the shutdown that a signal starts.
 import process from 'node:process';
 import { type AppOptions, adminApp, createApp, metricsApp } from '../app.ts';
 import { type Config, ConfigError, KEYS_STORE, memoryWithWorkers } from '../config.ts';

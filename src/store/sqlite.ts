@@ -1,5 +1,5 @@
-// The SQLite backend (`--data FILE`): pets, orders, idempotency keys, API keys and the webhook
-// outbox in one file, each write durable before it is answered.
+// The SQLite backend (`--data FILE`). It keeps pets, orders, idempotency keys, API keys and the
+// webhook outbox in one file. Each write is durable before it is answered.
 import { resolve } from 'node:path';
 import { clearTimeout, setImmediate, setTimeout } from 'node:timers';
 import { type Clock, systemClock } from '../core/clock.ts';

@@ -1,5 +1,5 @@
-// The store's interface, `DataStore`: what the handlers and the memo may ask of any backend
-// (memory, SQLite, PostgreSQL), and the results each write gives.
+// The store's interface, `DataStore`. It says what the handlers and the memo may ask of any
+// backend (memory, SQLite, PostgreSQL), and what each write gives back.
 import type { Closing, OrderStatus, StoredOrder } from '../core/order-records.ts';
 import type { Inventory, NewPet, Pet, PetPatch, PetStatus, StoredPet } from '../core/pet-records.ts';
 import type { IfMatch } from '../core/preconditions.ts';
