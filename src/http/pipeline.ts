@@ -201,7 +201,8 @@ function partsOf({
  * 5. `checkBody`: refuses a body over the size limit (413). A body sent with GET is held to the
  *    same size and to JSON (413, 415).
  * 6. `answerFromMemo`: answers a memoised operation from the memo when nothing its answer read
- *    has changed. Otherwise it answers with step 7's answer, and memoises it.
+ *    has changed. Otherwise it answers with step 7's answer, and memoises a 200 from the second
+ *    time its path and query are asked.
  * 7. `runHandler`: validates the input (400, 415), runs the operation's handler and adds a weak
  *    ETag when the table asks for one.
  * 8. `answer` (src/http/answer.ts): turns the reply into the response (304, compression, HEAD).

@@ -13,8 +13,9 @@ export interface Consumer {
   /** Its identity (`con_…`): the part of its owner (`ownerOf`) that keeps its orders and `Idempotency-Key`s its own. */
   readonly id: string;
   /**
-   * The owner its orders were stored under before consumers had ids (`key:<name>`), for a consumer
-   * whose id is derived from its first key (`consumerIdOf`): they are moved to it (`ownerOf`).
+   * For a consumer whose id is derived from its first key (`consumerIdOf`): the owner its orders
+   * have in a store written by a release without consumer ids (`key:<name>`). They are moved to
+   * its own owner (`ownerOf`).
    */
   readonly adopts?: string;
   readonly name: string;
