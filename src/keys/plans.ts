@@ -45,7 +45,10 @@ export const PLAN_LIMITS: Readonly<Record<Exclude<PlanName, 'enterprise'>, Limit
   business: { perMinute: 1_000, perDay: 100_000 },
 };
 
-/** Costs and enforcement of each plan; none of the four plans sets either. */
+/**
+ * Costs and enforcement of each plan. None of the four plans sets either today: a consumer's own
+ * `costs` and `enforce` (the keys file) do. A plan's entry here would apply to all its consumers.
+ */
 export const PLAN_TERMS: Readonly<Record<PlanName, Terms>> = { free: {}, pro: {}, business: {}, enterprise: {} };
 
 /** The costs `costs` may set: every operation but the ones that read the quota. */

@@ -43,7 +43,7 @@ export interface KeyRecord {
   readonly consumer: Consumer;
   /**
    * What the key may do (src/core/key-scopes.ts); a key without `scopes` in the file has every
-   * scope. Not the idempotency scope (src/store/idempotency.ts), which says whose `Idempotency-Key`s they are.
+   * scope of the public API (never `admin`). Not the idempotency scope (src/store/idempotency.ts), which says whose `Idempotency-Key`s they are.
    */
   readonly scopes: readonly KeyScope[];
   /** Epoch ms from which the key is refused (`expiresAt`), if it expires. */

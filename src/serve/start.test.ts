@@ -27,9 +27,9 @@ test("the webhook worker's outbox failures are counted on /metrics, like the API
     const other = new Database(data);
     other.run('DROP TABLE webhook_outbox');
     other.close();
-    const { worker } = webhooksOf(store, config, log, metrics, new LiveKeys(config.keys, log, metrics));
-    worker?.wake(); // one pass: its claim fails, and the pass ends there
-    await worker?.stop();
+    const { delivery } = webhooksOf(store, config, log, metrics, new LiveKeys(config.keys, log, metrics));
+    delivery?.wake(); // one pass: its claim fails, and the pass ends there
+    await delivery?.stop();
     const lines = (await metrics.render()).split('\n');
     expect(lines).toContain('petstore_store_errors_total{operation="outbox",kind="error"} 1');
   } finally {

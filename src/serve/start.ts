@@ -89,7 +89,7 @@ export async function startServer(config: Config): Promise<void> {
   if (memory) {
     await listeners.unlessFailed(
       () =>
-        startWorkers(config, memory, listeners, keys, limiter, log, metrics, webhooks.worker, () => ({
+        startWorkers(config, memory, listeners, keys, limiter, log, metrics, webhooks.delivery, () => ({
           ...(redisLimiter ? { limiter: redisLimiter.status() } : {}),
           ...(config.keys ? { keysProblem: keys.problem() } : {}),
         })),
@@ -109,7 +109,7 @@ export async function startServer(config: Config): Promise<void> {
       }).fetch,
     );
   }
-  webhooks.worker?.start();
+  webhooks.delivery?.start();
   const expiry = startOrderSweep(store, log);
   const admin =
     keys.admin && config.adminPort !== null
@@ -134,12 +134,12 @@ export async function startServer(config: Config): Promise<void> {
       stopping = true;
       stoppingAt = Date.now();
       // Attempts under way are cut short now: Bun's drain waits for the outgoing ones too.
-      void webhooks.worker?.stop();
+      void webhooks.delivery?.stop();
     },
     close: async () => {
       clearInterval(expiry);
       await keys.stop();
-      await webhooks.worker?.stop();
+      await webhooks.delivery?.stop();
       await store.close();
       await redisLimiter?.close();
       // What is queued is sent within what is left of the grace period (half a second at least).
@@ -203,7 +203,7 @@ async function startWorkers(
     ...(metrics ? { metrics } : {}),
     lost: (reason) => {
       log.error('stopping: the process would serve with fewer workers than it says', { reason });
-      // Drained as on SIGTERM, then exit 1, for the supervisor (systemd, the orchestrator) to restart it.
+      // Drained as on SIGTERM, then exit 1, for the service manager (systemd, the orchestrator) to restart it.
       process.exitCode = 1;
       process.kill(process.pid, 'SIGTERM');
     },
@@ -405,8 +405,9 @@ async function openLimiter(config: Config, log: Logger, metrics: Metrics | undef
 }
 
 /**
- * The one store every part is given (the API, the keys, the webhook worker and notifier). No
- * part reaches the store around its wrappers, which are, from the outside in:
+ * The one store every part is given (the API, the keys, the webhook delivery and notifier). No
+ * part reaches the store around its wrappers but the key store, found on `backend`. The
+ * wrappers, from the outside in:
  * - with `--workers` above 1, `sharedChangeCount()`, added by the caller (`startServer()`, src/serve/worker.ts);
  * - with metrics, `countStoreErrors()`: failed calls counted;
  * - `boundInTime()` (from `openStore()`): each call in a span of the request's trace and bounded
@@ -444,7 +445,7 @@ export function webhooksOf(
 ) {
   const { outbox } = store;
   if (!outbox) return {};
-  const worker = new DeliveryWorker({
+  const delivery = new DeliveryWorker({
     outbox,
     keys: () => keys.table.records(),
     log,
@@ -453,7 +454,7 @@ export function webhooksOf(
     ...(metrics ? { report: metrics.webhooks } : {}),
     ...(config.webhookRetryDelays ? { delays: config.webhookRetryDelays } : {}),
   });
-  return { worker, notify: notifier({ outbox, log, clock: systemClock, recorded: () => worker.wake() }) };
+  return { delivery, notify: notifier({ outbox, log, clock: systemClock, recorded: () => delivery.wake() }) };
 }
 
 /** What the public and the admin gateways share: the keys, the limiter, the log and what the flags set. */

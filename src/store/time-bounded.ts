@@ -191,11 +191,11 @@ class TimeBound {
   }
 
   #armDeadline(ms: number): void {
-    this.#deadlineTimer = this.#timers.set(() => this.#expire(), Math.max(1, ms));
+    this.#deadlineTimer = this.#timers.set(() => this.#rejectOverdue(), Math.max(1, ms));
   }
 
   /** Rejects every unsettled call whose deadline has passed; re-arms for the next one. */
-  #expire(): void {
+  #rejectOverdue(): void {
     this.#deadlineTimer = undefined;
     const now = this.#clock.now();
     const calls = this.#calls;
