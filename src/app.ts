@@ -36,8 +36,8 @@ export const MAX_BODY_BYTES = 64 * 1024;
 
 export interface AppOptions {
   /**
-   * The store as start-up hands it to every part (`storeOf` in src/serve/start.ts): bounded in
-   * time and traced, its failures counted, and with workers its change count shared.
+   * The store as start-up hands it to every part, inside the wrappers `storeOf` (src/serve/start.ts)
+   * lists.
    */
   store: DataStore;
   /** The current keys; a function so a reload swaps them between requests. */

@@ -1,13 +1,6 @@
 // With metrics on, the store wrapper that counts each failed call by operation and kind:
 // countStoreErrors(), one of the wrappers around the handlers' store (step 7 in ARCHITECTURE.md).
-import {
-  type CallWrap,
-  type DataStore,
-  OUTBOX_CALLS,
-  STORE_CALLS,
-  type WrappedStore,
-  wrapCalls,
-} from '../store/store.ts';
+import { type CallWrap, type DataStore, STORE_CALLS, type WrappedStore, wrapStore } from '../store/store.ts';
 import { storeErrorKind } from '../store/store-error.ts';
 import { STORE_OPERATIONS } from './labels.ts';
 import type { Metrics } from './registry.ts';
@@ -34,15 +27,8 @@ export function countStoreErrors(store: DataStore | WrappedStore, metrics: Metri
   );
   const count: CallWrap = (run, { counted }) => run().catch(failed.get(counted));
   const expiryFailed = failed.get(STORE_CALLS.expireOrders.counted);
-  const { outbox } = store;
-  return {
-    ...wrapCalls(store, STORE_CALLS, count),
-    ...(outbox ? { outbox: wrapCalls(outbox, OUTBOX_CALLS, count) } : {}),
-    backend: 'backend' in store ? store.backend : store,
+  return wrapStore(store, count, {
     // The wait a read of pets makes for a due expiry: its rejection (a 503) counts as the expiry's.
     startDueExpiry: () => store.startDueExpiry()?.catch(expiryFailed),
-    changeCount: () => store.changeCount(),
-    unchanged: (since, reads) => store.unchanged(since, reads),
-    close: () => store.close(),
-  };
+  });
 }

@@ -1,7 +1,7 @@
 // With --workers above 1, the outermost store wrapper, in each worker and the supervisor:
 // sharedChangeCount() makes each write that changed something, or failed, move the change count
 // all of them read, so no worker serves a memoised answer that another's write made stale.
-import { type CallWrap, type DataStore, STORE_CALLS, type WrappedStore, wrapCalls } from './store.ts';
+import { type CallWrap, type DataStore, type OwnCalls, type WrappedStore, wrapStore } from './store.ts';
 
 /** The change count of one worker's store: its own store's, and the count of every worker's writes. */
 interface SharedChangeCount {
@@ -41,12 +41,8 @@ export function sharedChangeCount(store: DataStore | WrappedStore, counter: Int3
   let seen = Number.NaN;
   let inner: unknown;
   let current: SharedChangeCount | undefined;
-  const { outbox } = store;
-  return {
-    ...wrapCalls(store, STORE_CALLS, write),
-    ...(outbox ? { outbox } : {}),
-    backend: 'backend' in store ? store.backend : store,
-    startDueExpiry: () => store.startDueExpiry(),
+  // The outbox's calls change no pet: passed on as they are.
+  const own: OwnCalls = {
     changeCount: () => {
       const own = store.changeCount();
       if (own === undefined) return undefined;
@@ -64,6 +60,6 @@ export function sharedChangeCount(store: DataStore | WrappedStore, counter: Int3
       const { own, shared } = since as SharedChangeCount;
       return shared === Atomics.load(counter, index) && store.unchanged(own, reads);
     },
-    close: () => store.close(),
   };
+  return wrapStore(store, write, own, 'as is');
 }

@@ -212,7 +212,7 @@ export interface CallSpec {
  * THE STORE'S METHOD LIST: every awaited call of `DataStore` once (`close` is each wrapper's own). The
  * wrappers are made from it (`wrapCalls`), so a call added to the interface fails to compile
  * until it is here, and once here no wrapper can leave it out. The three calls that answer at once
- * (`startDueExpiry`, `changeCount`, `unchanged`) are not here: each wrapper passes them on itself.
+ * (`startDueExpiry`, `changeCount`, `unchanged`) are not here: `wrapStore` passes them on.
  */
 export const STORE_CALLS = {
   create: { doing: 'store pet', write: true, counted: 'create' },
@@ -264,4 +264,35 @@ export function wrapCalls<T extends object, K extends keyof T & string>(
     wrapped[name] = (...args: unknown[]) => wrap(() => method.apply(target, args), spec);
   }
   return wrapped as Pick<T, K>;
+}
+
+/** The calls that answer at once, or end the store, which a wrapper may give its own of. */
+export type OwnCalls = Partial<Pick<DataStore, 'startDueExpiry' | 'changeCount' | 'unchanged' | 'close'>>;
+
+/**
+ * `store` behind a wrapper: every call of `STORE_CALLS` passed through `wrap`, and the outbox's
+ * `OUTBOX_CALLS` too unless `outbox` is `'as is'`. The calls that answer at once
+ * (`startDueExpiry`, `changeCount`, `unchanged`) and `close` are passed on unchanged, unless
+ * `own` gives the wrapper's own. `backend` is the innermost store, where the keys are found.
+ *
+ * @example
+ * const counted = wrapStore(store, (run, { counted }) => run().catch(countAs(counted)))
+ */
+export function wrapStore(
+  store: DataStore | WrappedStore,
+  wrap: CallWrap,
+  own: OwnCalls = {},
+  outbox: 'wrapped' | 'as is' = 'wrapped',
+): WrappedStore {
+  const inner = store.outbox;
+  return {
+    ...wrapCalls(store, STORE_CALLS, wrap),
+    ...(inner ? { outbox: outbox === 'wrapped' ? wrapCalls(inner, OUTBOX_CALLS, wrap) : inner } : {}),
+    backend: 'backend' in store ? store.backend : store,
+    startDueExpiry: () => store.startDueExpiry(),
+    changeCount: () => store.changeCount(),
+    unchanged: (since, reads) => store.unchanged(since, reads),
+    close: () => store.close(),
+    ...own,
+  };
 }

@@ -12,7 +12,7 @@ import { clearTimeout, setTimeout } from 'node:timers';
 import { type Clock, systemClock } from '../core/clock.ts';
 import type { Logger } from '../log.ts';
 import { peerText } from '../redact.ts';
-import { type CallWrap, type DataStore, OUTBOX_CALLS, STORE_CALLS, type WrappedStore, wrapCalls } from './store.ts';
+import { type CallWrap, type DataStore, STORE_CALLS, type WrappedStore, wrapStore } from './store.ts';
 import { OUTCOME_UNKNOWN, StoreTimeoutError, StoreUnreachableError } from './store-error.ts';
 import { type DbSystem, tracedCalls } from './traced.ts';
 
@@ -74,11 +74,7 @@ export function boundInTime(backend: DataStore, options: TimeBoundedStoreOptions
   const bound = new TimeBound(backend, options);
   // Each call in its span, around the bound, so a time-out ends the span as Error.
   const call: CallWrap = tracedCalls((run, { doing, write }) => bound.call(doing, write, run), options.system);
-  const { outbox } = backend;
-  return {
-    ...wrapCalls(backend, STORE_CALLS, call),
-    ...(outbox ? { outbox: wrapCalls(outbox, OUTBOX_CALLS, call) } : {}),
-    backend,
+  const store = wrapStore(backend, call, {
     // A read waits for an expiry under way, bounded as any call, so a due hold during an outage
     // answers a read 503 in time rather than holding it. The count is synchronous and never waits,
     // so it needs no bound.
@@ -86,12 +82,13 @@ export function boundInTime(backend: DataStore, options: TimeBoundedStoreOptions
       const expiring = backend.startDueExpiry();
       return expiring && call(() => expiring, STORE_CALLS.expireOrders);
     },
-    changeCount: () => backend.changeCount(),
-    unchanged: (since, reads) => backend.unchanged(since, reads),
+    close: () => bound.close(),
+  });
+  return {
+    ...store,
     get unreachable() {
       return bound.unreachable;
     },
-    close: () => bound.close(),
   };
 }
 
