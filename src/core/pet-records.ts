@@ -41,7 +41,9 @@ export type Pet = v.InferOutput<typeof Pet>;
 
 /**
  * A pet as the store keeps it: `version` moves with every change of the pet (its strong `ETag`
- * comes from it, src/core/preconditions.ts), and is never part of the Pet body.
+ * comes from it, src/core/preconditions.ts), and is never part of the Pet body. Memory and SQLite
+ * count each pet's versions; PostgreSQL takes them from one sequence, so they grow but skip. Either
+ * way a client only compares a tag for equality.
  */
 export type StoredPet = Pet & { readonly version: number };
 

@@ -36,8 +36,8 @@ export function limitBody(maxBytes: number): MiddlewareHandler {
 /**
  * A body sent with GET or HEAD is held to the same rules as any other: at most `maxBytes` bytes
  * (413) and `application/json` (415). The runtimes hand Hono no body for these methods, so
- * `bodyLimit` never sees one; the declared `Content-Length` and `Content-Type` decide. A plain
- * step (it throws the refusal) of the pipeline (./pipeline.ts), beside `limitBody` at step 5.
+ * `bodyLimit` never sees one; the declared `Content-Length` and `Content-Type` decide. Step 5
+ * of the pipeline (./pipeline.ts) calls it beside `limitBody`; it throws its refusal.
  *
  * @example
  * checkBodyOnGet(c, 64 * 1024)

@@ -200,7 +200,7 @@ function partsOf({
  * 4. `addDeprecationHeaders`: a deprecated operation's `Deprecation`, `Sunset` and `Link`.
  * 5. `checkBody`: refuses a body over the size limit (413). A body sent with GET is held to the
  *    same size and to JSON (413, 415).
- * 6. `answerFromMemo`: answers a memoised operation from the memo when nothing its answer read
+ * 6. `memoOrHandler`: answers a memoised operation from the memo when nothing its answer read
  *    has changed. Otherwise it answers with step 7's answer, and memoises a 200 from the second
  *    time its path and query are asked.
  * 7. `runHandler`: validates the input (400, 415), runs the operation's handler and adds a weak
@@ -222,7 +222,7 @@ function operationHandler<D>(parts: ApiParts<D>, op: Operation<D>): RouteHandler
     if (preflight) return preflight;
     return passGateway(parts, c, op, (decision, caller) => {
       addDeprecationHeaders(c, route);
-      return checkBody(parts, c, () => answerFromMemo(parts, route, c, decision, caller));
+      return checkBody(parts, c, () => memoOrHandler(parts, route, c, decision, caller));
     });
   });
 }
@@ -330,16 +330,18 @@ async function checkBody(
 }
 
 /**
- * Step 6: a memoised operation's answer from the memo (src/http/memo.ts), when nothing it read
- * has changed since. Otherwise, and for every other operation, step 7 answers.
+ * Step 6: the memo or the handler. A memoised operation is answered from the memo
+ * (src/http/memo.ts) when nothing it read has changed since; otherwise, and for every operation
+ * that is not memoised (`placeOrder`), step 7 runs the handler and this step answers its reply.
  */
-async function answerFromMemo<D>(
+async function memoOrHandler<D>(
   { changes, memo, memoCount }: ApiParts<D>,
   route: OperationRoute<D>,
   c: Context<AppEnv>,
   decision: Decision,
   caller: ConsumerCaller,
 ): Promise<Response> {
+  // \`memo\` and \`changes\` are there together, whenever the table has memoised operations.
   if (!route.op.memo || !memo || !changes) return answer(c, await runHandler(route, c, decision, caller));
   // The path and query as sent: the same text always validates to the same input (`routeOf`
   // refuses a memoised operation that reads headers or a body).

@@ -85,7 +85,7 @@ export async function startServer(config: Config): Promise<void> {
   const webhooks = webhooksOf(store, config, log, metrics, keys);
   let stopping = false;
   let stoppingAt = 0;
-  const gate = gateOptions(config, adapter, keys, limiter, log);
+  const gatewayOptions = gateOptions(config, adapter, keys, limiter, log);
   if (memory) {
     await listeners.unlessFailed(
       () =>
@@ -98,7 +98,7 @@ export async function startServer(config: Config): Promise<void> {
   } else {
     listeners.answerWith(
       createApp({
-        ...gate,
+        ...gatewayOptions,
         store,
         ...apiFlags(config),
         metrics,
@@ -114,7 +114,7 @@ export async function startServer(config: Config): Promise<void> {
   const admin =
     keys.admin && config.adminPort !== null
       ? adminApp({
-          ...gate,
+          ...gatewayOptions,
           admin: keys.admin,
           ...(metrics ? { metrics } : {}),
           // The orders a consumer placed end with it, under each owner they are stored under (by its id).
@@ -463,8 +463,9 @@ function gateOptions(config: Config, adapter: RuntimeAdapter, keys: LiveKeys, li
 }
 
 /**
- * What the flags set of a gateway: the client's address, the ban, the in-flight cap and the
- * IPv6 grouping. One process and each worker (src/serve/worker.ts) take them from here alike.
+ * The gateway's options that come from flags: how to find the client's address, the ban, the
+ * in-flight cap and the IPv6 grouping. One process and each worker (src/serve/worker.ts) take
+ * them from here alike.
  */
 export function gateFlags(config: Config, adapter: RuntimeAdapter) {
   const trust = new TrustedProxies(config.trustProxy);
@@ -476,7 +477,7 @@ export function gateFlags(config: Config, adapter: RuntimeAdapter) {
   } satisfies Partial<AppOptions>;
 }
 
-/** What the flags set of the API's app beyond its gateway, alike in one process and in each worker. */
+/** The API app's options that come from flags, beyond its gateway's; alike in one process and in each worker. */
 export function apiFlags(config: Config) {
   return {
     docs: { publicUrl: config.publicUrl, stagingUrl: config.stagingUrl },

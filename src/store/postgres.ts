@@ -450,6 +450,8 @@ export class PostgresStore implements DataStore, WithKeyStore {
         const plan = planRemove(current, ifMatch);
         if (plan.outcome !== 'apply') return plan;
         if (await this.#heldByOrder(tx, id)) return { outcome: 'on_order', pet: current as StoredPet };
+        // A removal takes a version too: every write moves the sequence, which is how other
+        // instances learn that pets changed (src/store/postgres-changes.ts).
         await tx`DELETE FROM pets WHERE id = ${id} RETURNING ${tx.unsafe(NEXT_VERSION)}`;
         return { outcome: 'removed' };
       }),
