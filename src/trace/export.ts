@@ -35,11 +35,7 @@ import {
 } from '@opentelemetry/api';
 import { ExportResultCode } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import {
-  convertLegacyBrowserHttpOptions,
-  createLegacyOtlpBrowserExporterMetrics,
-  createOtlpSendBeaconExportDelegate,
-} from '@opentelemetry/otlp-exporter-base/browser-http';
+import { convertLegacyHttpOptions, createOtlpHttpExportDelegate } from '@opentelemetry/otlp-exporter-base/node-http';
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
@@ -134,20 +130,13 @@ export function startTraceExport(options: TraceExportOptions): TraceExport {
   });
   const ring = new TraceRing(options.ringRecords ?? DEFAULT_RING_RECORDS);
   const encoder = new RecordEncoder(ring, { resource: attributes, scope: { name: 'petstore', version: VERSION } });
-  // The OTLP/HTTP exporter's own delegate (time-out, retries, headers) over its `fetch` transport:
-  // the runtime's client, not the `node:http` one, whose rarely run code costs compilation.
-  const delegateOptions = convertLegacyBrowserHttpOptions(exporterOptions, 'v1/traces', {
-    'Content-Type': 'application/x-protobuf',
-  });
-  const delegate = createOtlpSendBeaconExportDelegate<Batch, unknown>(
-    delegateOptions,
+  // The OTLP/HTTP exporter's own transport, handed bytes already encoded.
+  const delegate = createOtlpHttpExportDelegate<Batch, unknown>(
+    convertLegacyHttpOptions(exporterOptions, 'TRACES', 'v1/traces', { 'Content-Type': 'application/x-protobuf' }),
     { serializeRequest: (batch) => batch.bytes, deserializeResponse: ProtobufTraceSerializer.deserializeResponse },
-    createLegacyOtlpBrowserExporterMetrics(
-      'otlp_http_span_exporter',
-      { name: 'span', countItems: (batch) => batch.spans },
-      delegateOptions.url,
-      undefined,
-    ),
+    'otlp_http_span_exporter',
+    { name: 'span', countItems: (batch) => batch.spans },
+    undefined,
   );
   const { dropped } = options;
   const queue: Batch[] = [];
