@@ -275,9 +275,7 @@ export class TraceRing {
     let r: number;
     if (this.#freeCount > 0) r = this.#free[--this.#freeCount] as number;
     else if (this.kept > 0) {
-      r = this.#keptOrder[this.#keptHead] as number;
-      this.#keptHead = this.#keptHead + 1 === this.size ? 0 : this.#keptHead + 1;
-      this.kept--;
+      r = this.#takeOldestKept();
       this.overwritten += 1 + (this.children[r] as number);
     } else {
       r = this.#next;
@@ -408,13 +406,19 @@ export class TraceRing {
     }
   }
 
+  /** Takes the oldest kept record off the queue of those not yet read. */
+  #takeOldestKept(): number {
+    const r = this.#keptOrder[this.#keptHead] as number;
+    this.#keptHead = this.#keptHead + 1 === this.size ? 0 : this.#keptHead + 1;
+    this.kept--;
+    return r;
+  }
+
   /** Hands each kept record to `read`, oldest first, and frees it. */
   drain(read: (r: number) => void): void {
     this.#sinceRead = 0;
     while (this.kept > 0) {
-      const r = this.#keptOrder[this.#keptHead] as number;
-      this.#keptHead = this.#keptHead + 1 === this.size ? 0 : this.#keptHead + 1;
-      this.kept--;
+      const r = this.#takeOldestKept();
       this.state[r] = FREE;
       this.#free[this.#freeCount++] = r;
       read(r);
