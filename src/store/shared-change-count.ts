@@ -41,8 +41,7 @@ export function sharedChangeCount(store: DataStore | WrappedStore, counter: Int3
   let seen = Number.NaN;
   let inner: unknown;
   let current: SharedChangeCount | undefined;
-  // The outbox's calls change no pet: passed on as they are.
-  const own: OwnCalls = {
+  const counts: OwnCalls = {
     changeCount: () => {
       const own = store.changeCount();
       if (own === undefined) return undefined;
@@ -61,5 +60,6 @@ export function sharedChangeCount(store: DataStore | WrappedStore, counter: Int3
       return shared === Atomics.load(counter, index) && store.unchanged(own, reads);
     },
   };
-  return wrapStore(store, write, own, 'as is');
+  // The outbox's calls change no pet: passed on as they are.
+  return wrapStore(store, write, counts, 'as is');
 }

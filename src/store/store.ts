@@ -209,10 +209,11 @@ export interface CallSpec {
 }
 
 /**
- * THE STORE'S METHOD LIST: every awaited call of `DataStore` once (`close` is passed on by `wrapStore` or given by the wrapper (`OwnCalls`)). The
- * wrappers are made from it (`wrapCalls`), so a call added to the interface fails to compile
- * until it is here, and once here no wrapper can leave it out. The three calls that answer at once
- * (`startDueExpiry`, `changeCount`, `unchanged`) are not here: `wrapStore` passes them on.
+ * THE STORE'S METHOD LIST: every awaited call of `DataStore` once. The wrappers are made from it
+ * (`wrapStore`), so a call added to the interface fails to compile until it is here, and once
+ * here no wrapper can leave it out. The calls that answer at once (`startDueExpiry`,
+ * `changeCount`, `unchanged`) and `close` are not here: `wrapStore` passes them on, or takes a
+ * wrapper's own (`OwnCalls`).
  */
 export const STORE_CALLS = {
   create: { doing: 'store pet', write: true, counted: 'create' },
