@@ -429,12 +429,16 @@ function deprecationHeaders({ since, sunset, successor }: Deprecation): AnswerHe
  * 404). Then 405 with `Allow` for a path the table has, else 404.
  */
 function answerNoRoute<D>(parts: ApiParts<D>, c: Context<AppEnv>): Response | Promise<Response> {
-  const allowed = parts.allowedMethods(c.req.path);
-  const refusal = allowed ? methodNotAllowed(c.req.method, allowed) : NO_SUCH_PATH;
   const preflight = parts.cors?.(c);
   if (preflight) return preflight;
-  // A cold path: the rejection reaches `answerInScope`'s catch as a handler's throw does.
-  return passGateway(parts, c, NO_ROUTE, () => checkBody(parts, c, () => Promise.reject(refusal)));
+  // The path's methods are looked up only for an admitted caller. A cold path: the rejection
+  // reaches `answerInScope`'s catch as a handler's throw does.
+  return passGateway(parts, c, NO_ROUTE, () =>
+    checkBody(parts, c, () => {
+      const allowed = parts.allowedMethods(c.req.path);
+      return Promise.reject(allowed ? methodNotAllowed(c.req.method, allowed) : NO_SUCH_PATH);
+    }),
+  );
 }
 
 /** An ops route: step 1, then its handler, answered through the one answer path. */
