@@ -1,7 +1,7 @@
 /**
  * Memoised answers on PostgreSQL: two instances of the built binary share one database, without
  * Redis. Each keeps the pages asked twice (src/http/memo.ts) while it listens for the pets
- * table's notifications (src/store/postgres-changes.ts):
+ * table's notifications (src/store/postgres/postgres-changes.ts):
  * - a pet created through A is served by B's memoised page within the bound docs/fleet.md gives,
  *   measured over 1,000 writes, p50, p99 and max printed; a pet changed (PATCH) and then removed
  *   through A likewise in B's memoised answer of it;
@@ -16,7 +16,7 @@
  * Needs PETSTORE_TEST_POSTGRES_URL: `make postgres-test` (scripts/with-postgres.sh starts one).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { LISTENER_NAME } from '../src/store/postgres.ts';
+import { LISTENER_NAME } from '../src/store/postgres/postgres.ts';
 import { type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
 import { freshDatabase, type TestDatabase, whileLocked } from '../test/postgres.ts';
 

@@ -12,8 +12,8 @@
  */
 import { afterAll, describe, expect, test } from 'bun:test';
 import postgres from 'postgres';
-import { MIGRATIONS, SCHEMA_VERSION } from '../src/store/migrations.ts';
-import { migratePostgres } from '../src/store/postgres-migrate.ts';
+import { migratePostgres } from '../src/store/postgres/postgres-migrate.ts';
+import { MIGRATIONS, SCHEMA_VERSION } from '../src/store/sql/migrations.ts';
 import { type Running, runCommand, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
 import { freshDatabase, laterMigration, type TestDatabase } from '../test/postgres.ts';
 import { notServed, steadyTraffic } from '../test/traffic.ts';

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import postgres from 'postgres';
-import { type Migration, SCHEMA_VERSION } from '../src/store/migrations.ts';
+import { type Migration, SCHEMA_VERSION } from '../src/store/sql/migrations.ts';
 import { throwawayUrl } from './throwaway.ts';
 
 /** A database of a test's own on the throwaway PostgreSQL server (scripts/with-postgres.sh). */

@@ -13,8 +13,8 @@ import { KeyTable } from '../keys/table.ts';
 import { newKeyEntry } from '../keys/tokens.ts';
 import { createLogger, silentLogger } from '../log.ts';
 import { keyStoreOf } from '../store/key-store.ts';
-import { SqliteStore } from '../store/sqlite.ts';
-import { loadSqlite, type SqliteOpener } from '../store/sqlite-driver.ts';
+import { SqliteStore } from '../store/sqlite/sqlite.ts';
+import { loadSqlite, type SqliteOpener } from '../store/sqlite/sqlite-driver.ts';
 import { ADMIN_OPERATIONS, ADMIN_PREFIX } from './operations.ts';
 
 interface ContractOperation {

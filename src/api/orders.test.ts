@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { testApp } from '../../test/testing.ts';
 import { hashToken } from '../keys/records.ts';
 import { silentLogger } from '../log.ts';
-import { SqliteStore } from '../store/sqlite.ts';
-import { loadSqlite, type SqliteOpener } from '../store/sqlite-driver.ts';
+import { SqliteStore } from '../store/sqlite/sqlite.ts';
+import { loadSqlite, type SqliteOpener } from '../store/sqlite/sqlite-driver.ts';
 
 type App = ReturnType<typeof testApp>;
 const JSON_HEADERS = { 'Content-Type': 'application/json' };

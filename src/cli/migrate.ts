@@ -7,9 +7,15 @@ import * as fs from 'node:fs';
 import process from 'node:process';
 import postgres from 'postgres';
 import { silentLogger } from '../log.ts';
-import { MIGRATIONS, readableFromOf, SCHEMA_VERSION, type SchemaState, schemaVerdict } from '../store/migrations.ts';
 import { openStore } from '../store/open.ts';
-import { POSTGRES_URL } from '../store/postgres-url.ts';
+import { POSTGRES_URL } from '../store/postgres/postgres-url.ts';
+import {
+  MIGRATIONS,
+  readableFromOf,
+  SCHEMA_VERSION,
+  type SchemaState,
+  schemaVerdict,
+} from '../store/sql/migrations.ts';
 import { STORE_DATA } from './backup.ts';
 import { ConfigError, HELP, subcommand } from './options.ts';
 import { on } from './parsers.ts';
@@ -17,7 +23,7 @@ import { on } from './parsers.ts';
 /** The store's schema state, read without changing anything. */
 async function stateOf(data: string): Promise<SchemaState> {
   if (POSTGRES_URL.test(data)) {
-    const { postgresSchemaState } = await import('../store/postgres-migrate.ts');
+    const { postgresSchemaState } = await import('../store/postgres/postgres-migrate.ts');
     const sql = postgres(data, { max: 1, onnotice: () => {} });
     try {
       return await postgresSchemaState(sql);
@@ -26,8 +32,8 @@ async function stateOf(data: string): Promise<SchemaState> {
     }
   }
   if (!fs.existsSync(data)) return { version: 0, readableFrom: 0 };
-  const { loadSqlite } = await import('../store/sqlite-driver.ts');
-  const { sqliteSchemaState } = await import('../store/sqlite-migrate.ts');
+  const { loadSqlite } = await import('../store/sqlite/sqlite-driver.ts');
+  const { sqliteSchemaState } = await import('../store/sqlite/sqlite-migrate.ts');
   const open = await loadSqlite();
   if (!open)
     throw new ConfigError('--data: this runtime has no built-in SQLite (node:sqlite needs Node 22.13 or later)');

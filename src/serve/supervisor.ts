@@ -17,7 +17,7 @@ import type { KeyRecord } from '../keys/records.ts';
 import type { KeyTable } from '../keys/table.ts';
 import { batched, type Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
-import { POOL_SIZE } from '../store/postgres-url.ts';
+import { POOL_SIZE } from '../store/postgres/postgres-url.ts';
 import type { RunningServer } from './adapter.ts';
 import {
   type DecidedMessage,
@@ -35,7 +35,7 @@ export const WORKER_STATE = {
   stopping: 0,
   /** Workers listening now (counted by the supervisor). */
   listening: 1,
-  /** Moved by every worker's store writes (src/store/shared-change-count.ts). */
+  /** Moved by every worker's store writes (src/store/wrappers/shared-change-count.ts). */
   storeChanges: 2,
   /** Moved as each worker's SQLite write transaction ends: a worker waiting for the lock tries it then. */
   lockReleases: 3,

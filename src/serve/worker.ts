@@ -13,7 +13,7 @@ import { systemClock } from '../core/clock.ts';
 import type { LimiterStatus } from '../gateway/gateway.ts';
 import { KeyTable } from '../keys/table.ts';
 import { batched, createLogger, fileWriter } from '../log.ts';
-import { sharedChangeCount } from '../store/shared-change-count.ts';
+import { sharedChangeCount } from '../store/wrappers/shared-change-count.ts';
 import { notifier } from '../webhooks/notify.ts';
 import { adapter } from './bun.ts';
 import { packAsks, RemoteLimiter, unpackAnswers } from './host-limiter.ts';

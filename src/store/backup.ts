@@ -12,10 +12,10 @@ import * as fs from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import process from 'node:process';
 import postgres from 'postgres';
-import { SCHEMA_VERSION } from './migrations.ts';
-import { PET_VERSIONS } from './postgres-changes.ts';
-import { POSTGRES_URL } from './postgres-url.ts';
-import { loadSqlite, type SqliteConnection } from './sqlite-driver.ts';
+import { PET_VERSIONS } from './postgres/postgres-changes.ts';
+import { POSTGRES_URL } from './postgres/postgres-url.ts';
+import { SCHEMA_VERSION } from './sql/migrations.ts';
+import { loadSqlite, type SqliteConnection } from './sqlite/sqlite-driver.ts';
 import { StoreOpenError } from './store-error.ts';
 
 /**

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createLogger } from '../log.ts';
 import { MemoryStore } from './memory-store.ts';
 import { DEFAULT_DATA, MEMORY, openStore } from './open.ts';
-import { SqliteStore } from './sqlite.ts';
+import { SqliteStore } from './sqlite/sqlite.ts';
 import { StoreOpenError } from './store-error.ts';
 
 const BUN = new URL('../../node_modules/.bin/bun', import.meta.url).pathname;

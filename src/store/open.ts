@@ -3,18 +3,18 @@
 import process from 'node:process';
 import type { Logger } from '../log.ts';
 import { MemoryStore } from './memory-store.ts';
-import { POSTGRES_URL } from './postgres-url.ts';
-import type { LockReleases } from './sqlite.ts';
+import { POSTGRES_URL } from './postgres/postgres-url.ts';
+import type { LockReleases } from './sqlite/sqlite.ts';
 import type { DataStore } from './store.ts';
 import { StoreOpenError } from './store-error.ts';
-import { boundInTime, DEFAULT_STORE_TIMEOUT_MS, type TimeBoundedStore } from './time-bounded.ts';
+import { boundInTime, DEFAULT_STORE_TIMEOUT_MS, type TimeBoundedStore } from './wrappers/time-bounded.ts';
 
 /** The `--data` value that keeps pets in memory only. */
 export const MEMORY = ':memory:';
 /** Where pets are kept without `--data`: a SQLite file, relative to the working directory. */
 export const DEFAULT_DATA = './data/petstore.db';
 
-export { describeData } from './postgres-url.ts';
+export { describeData } from './postgres/postgres-url.ts';
 
 export interface OpenStoreOptions {
   /** `--store-timeout` in ms: the longest any store call may take before it is answered 503. */
@@ -57,14 +57,14 @@ async function openBackend(
   }
   if (data.trim() === '') throw new StoreOpenError('--data: expected a file path, a postgres:// URL or :memory:');
   if (POSTGRES_URL.test(data)) {
-    const { PostgresStore } = await import('./postgres.ts');
+    const { PostgresStore } = await import('./postgres/postgres.ts');
     return PostgresStore.open({ url: data, log, timeoutMs, ...(poolSize === undefined ? {} : { poolSize }) });
   }
-  const { loadSqlite } = await import('./sqlite-driver.ts');
+  const { loadSqlite } = await import('./sqlite/sqlite-driver.ts');
   const open = await loadSqlite();
   // A durable store asked for and not available stops the start: never a silent memory store.
   if (!open) throw new StoreOpenError(noSqlite(data));
-  const { SqliteStore } = await import('./sqlite.ts');
+  const { SqliteStore } = await import('./sqlite/sqlite.ts');
   return SqliteStore.open({
     path: data,
     open,

@@ -3,7 +3,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { OrderStatus, StoredOrder } from '../core/order-records.ts';
 import type { OutboxEvent } from './outbox.ts';
-import { column } from './pet-rows.ts';
+import { column } from './sql/pet-rows.ts';
 import { StoreError } from './store-error.ts';
 
 /**

@@ -9,7 +9,7 @@ import type { Outbox } from './outbox.ts';
 /**
  * A snapshot of the store's counter of pet changes (`DataStore.changeCount`). Its readers only
  * hand it back to `unchanged`. A backend's is a number; with `--workers` it is a pair of counts
- * (src/store/shared-change-count.ts). Undefined means the store cannot tell what changed, so
+ * (src/store/wrappers/shared-change-count.ts). Undefined means the store cannot tell what changed, so
  * nothing is memoised or served from the memo.
  */
 export type ChangeCount = unknown;

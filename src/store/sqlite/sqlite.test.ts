@@ -3,17 +3,17 @@ import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describeStore } from '../../test/store-conformance.ts';
-import { petOf, type StoredPet } from '../core/pet-records.ts';
-import { createLogger, type Logger, silentLogger } from '../log.ts';
-import { fingerprintOf, IDEMPOTENCY_TTL_MS, SWEEP_INTERVAL_MS } from './idempotency.ts';
-import { MIGRATIONS, SCHEMA_VERSION } from './migrations.ts';
+import { describeStore } from '../../../test/store-conformance.ts';
+import { petOf, type StoredPet } from '../../core/pet-records.ts';
+import { createLogger, type Logger, silentLogger } from '../../log.ts';
+import { fingerprintOf, IDEMPOTENCY_TTL_MS, SWEEP_INTERVAL_MS } from '../idempotency.ts';
+import { MIGRATIONS, SCHEMA_VERSION } from '../sql/migrations.ts';
+import { StoreError, StoreOpenError, StoreTimeoutError, StoreUnavailableError, sqliteError } from '../store-error.ts';
 import { SqliteStore } from './sqlite.ts';
 import { loadSqlite, type SqliteConnection, type SqliteOpener } from './sqlite-driver.ts';
-import { StoreError, StoreOpenError, StoreTimeoutError, StoreUnavailableError, sqliteError } from './store-error.ts';
 
 const openSqlite = (await loadSqlite()) as SqliteOpener;
-const DENO = new URL('../../node_modules/.bin/deno', import.meta.url).pathname;
+const DENO = new URL('../../../node_modules/.bin/deno', import.meta.url).pathname;
 
 let dir: string;
 beforeEach(() => {
@@ -293,7 +293,7 @@ describe('SqliteStore file', () => {
     const script = `
       import { SqliteStore } from '${new URL('./sqlite.ts', import.meta.url).href}';
       import { loadSqlite } from '${new URL('./sqlite-driver.ts', import.meta.url).href}';
-      import { silentLogger } from '${new URL('../log.ts', import.meta.url).href}';
+      import { silentLogger } from '${new URL('../../log.ts', import.meta.url).href}';
       const store = SqliteStore.open({ path: ${JSON.stringify(path)}, open: await loadSqlite(), log: silentLogger });
       const made = await Promise.all([1, 2, 3].map((i) => store.create({ name: 'from deno ' + i, categoryId: i, status: 'pending' })));
       const once = { scope: 'key:deno', key: 'k', fingerprint: 'f', now: 1 };

@@ -1,7 +1,7 @@
 // With --workers above 1, the outermost store wrapper, in each worker and the supervisor:
 // sharedChangeCount() makes each write that changed something, or failed, move the change count
 // all of them read, so no worker serves a memoised answer that another's write made stale.
-import { type CallWrap, type DataStore, type OwnCalls, type WrappedStore, wrapStore } from './store.ts';
+import { type CallWrap, type DataStore, type OwnCalls, type WrappedStore, wrapStore } from '../store.ts';
 
 /** The change count of one worker's store: its own store's, and the count of every worker's writes. */
 interface SharedChangeCount {

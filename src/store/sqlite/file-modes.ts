@@ -3,7 +3,7 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import process from 'node:process';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../../log.ts';
 
 /** The folder the server makes for its database: its user only. */
 export const DATA_DIR_MODE = 0o700;

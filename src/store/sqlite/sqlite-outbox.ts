@@ -6,7 +6,7 @@ import {
   type Outbox,
   type OutboxStats,
   statsFromRows,
-} from './outbox.ts';
+} from '../outbox.ts';
 import {
   ANY_DUE,
   COUNT_KEPT,
@@ -18,10 +18,10 @@ import {
   SETTLE,
   STATS,
   settleParams,
-} from './outbox-sql.ts';
-import { column } from './pet-rows.ts';
+} from '../sql/outbox-sql.ts';
+import { column } from '../sql/pet-rows.ts';
+import { OUTBOX_CALLS } from '../store.ts';
 import type { SqliteConnection } from './sqlite-driver.ts';
-import { OUTBOX_CALLS } from './store.ts';
 
 const CLAIM = claim('');
 

@@ -4,10 +4,10 @@
 import { randomUUID } from 'node:crypto';
 import { clearInterval, clearTimeout, setInterval, setTimeout } from 'node:timers';
 import type postgres from 'postgres';
-import type { PetSet } from '../core/reply.ts';
-import type { Logger } from '../log.ts';
-import { peerText } from '../redact.ts';
-import { ChangeCounter, EVERY_PET, type PetChange } from './change-counter.ts';
+import type { PetSet } from '../../core/reply.ts';
+import type { Logger } from '../../log.ts';
+import { peerText } from '../../redact.ts';
+import { ChangeCounter, EVERY_PET, type PetChange } from '../change-counter.ts';
 
 /**
  * The channel every change of pets is announced on: by the instance that wrote, after its

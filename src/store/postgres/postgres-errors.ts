@@ -1,9 +1,9 @@
 // What a failure of PostgreSQL or of its client means to the store's callers: unreachable (nothing
 // sent), unavailable (retry later), or refused.
 import postgres from 'postgres';
-import { peerText } from '../redact.ts';
+import { peerText } from '../../redact.ts';
+import { OUTCOME_UNKNOWN, StoreError, StoreUnavailableError, StoreUnreachableError } from '../store-error.ts';
 import { CONNECTION_LOST } from './postgres-transaction.ts';
-import { OUTCOME_UNKNOWN, StoreError, StoreUnavailableError, StoreUnreachableError } from './store-error.ts';
 
 /** SQLSTATE classes that mean "the server cannot serve now": 08 connection, 53 resources, 57 operator, 58 I/O. */
 const UNAVAILABLE_CLASSES = new Set(['08', '53', '57', '58']);

@@ -4,7 +4,7 @@
  * pending and not leased are taken, so two workers racing for a row never both get it; on
  * PostgreSQL `FOR UPDATE SKIP LOCKED` also lets them take different rows at once.
  */
-import type { Dropped, Settlement } from './outbox.ts';
+import type { Dropped, Settlement } from '../outbox.ts';
 import { column } from './pet-rows.ts';
 
 /** Parameters: id, consumer, type, payload, created_at, next_at, traceparent. */

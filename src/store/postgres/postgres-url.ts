@@ -1,6 +1,6 @@
 // Whether --data names PostgreSQL (POSTGRES_URL), the value as it may be logged (describeData(),
 // without the password), and POOL_SIZE, the connections an instance's pool holds.
-import { redactUrl } from '../redact.ts';
+import { redactUrl } from '../../redact.ts';
 
 /** A `--data` value naming a PostgreSQL server rather than a SQLite file. */
 export const POSTGRES_URL = /^postgres(ql)?:\/\//i;

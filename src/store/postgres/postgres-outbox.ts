@@ -1,7 +1,7 @@
 // The webhook outbox in PostgreSQL, shared by every instance on the database: its statements,
 // and the Outbox a PostgresStore serves through its own pool and error handling.
 import type postgres from 'postgres';
-import { DELIVERED_KEEP_MS, entryFromRow, type Outbox, statsFromRows } from './outbox.ts';
+import { DELIVERED_KEEP_MS, entryFromRow, type Outbox, statsFromRows } from '../outbox.ts';
 import {
   ANY_DUE,
   COUNT_KEPT,
@@ -14,10 +14,10 @@ import {
   SETTLE,
   STATS,
   settleParams,
-} from './outbox-sql.ts';
-import { column } from './pet-rows.ts';
+} from '../sql/outbox-sql.ts';
+import { column } from '../sql/pet-rows.ts';
+import { OUTBOX_CALLS } from '../store.ts';
 import { transaction } from './postgres-transaction.ts';
-import { OUTBOX_CALLS } from './store.ts';
 
 /** The outbox's statements with PostgreSQL's numbered parameters. */
 export const OUTBOX = {

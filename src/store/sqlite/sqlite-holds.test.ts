@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { silentLogger } from '../log.ts';
+import { silentLogger } from '../../log.ts';
 import { DATA_VERSION_TTL_MS, SqliteStore } from './sqlite.ts';
 import { loadSqlite, type SqliteOpener } from './sqlite-driver.ts';
 

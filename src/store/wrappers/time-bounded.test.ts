@@ -1,11 +1,11 @@
 import { describe, expect, test } from 'bun:test';
-import { fakeStore } from '../../test/fake-store.ts';
-import { fakeClock } from '../../test/testing.ts';
-import type { NewPet } from '../core/pet-records.ts';
-import { createLogger } from '../log.ts';
-import { MemoryStore } from './memory-store.ts';
-import { OUTBOX_CALLS, STORE_CALLS } from './store.ts';
-import { StoreTimeoutError, StoreUnreachableError, storeErrorKind } from './store-error.ts';
+import { fakeStore } from '../../../test/fake-store.ts';
+import { fakeClock } from '../../../test/testing.ts';
+import type { NewPet } from '../../core/pet-records.ts';
+import { createLogger } from '../../log.ts';
+import { MemoryStore } from '../memory-store.ts';
+import { OUTBOX_CALLS, STORE_CALLS } from '../store.ts';
+import { StoreTimeoutError, StoreUnreachableError, storeErrorKind } from '../store-error.ts';
 import { boundInTime, type Timers } from './time-bounded.ts';
 
 const REX: NewPet = { name: 'Rex', categoryId: 1, status: 'available' };

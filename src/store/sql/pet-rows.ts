@@ -1,7 +1,7 @@
 // The pet columns SQLite and PostgreSQL select, and their rows turned into records: PET_COLUMNS,
 // petFromRow(), storedPetFromRow(), REPLAYED_PET, inventoryFromRows(); column() reads a row's column.
-import { type Inventory, type Pet, PetStatus, type StoredPet } from '../core/pet-records.ts';
-import { StoreError } from './store-error.ts';
+import { type Inventory, type Pet, PetStatus, type StoredPet } from '../../core/pet-records.ts';
+import { StoreError } from '../store-error.ts';
 
 /** The columns every pet query selects, in the order both engines return them. */
 export const PET_COLUMNS = 'id, name, category_id, status';

@@ -1,9 +1,9 @@
 // With --keys store on SQLite, the consumers and keys in the database file: SqliteKeyStore, each
 // change one write transaction; KeysStoreWatcher polls its version, as SQLite notifies no one.
-import { consumersOf, type KeyStore, type KeysEdit, rowChanges, type StoredConsumer } from './key-store.ts';
-import { column } from './pet-rows.ts';
+import { consumersOf, type KeyStore, type KeysEdit, rowChanges, type StoredConsumer } from '../key-store.ts';
+import { column } from '../sql/pet-rows.ts';
+import { StoreUnavailableError, sqliteError } from '../store-error.ts';
 import type { SqliteConnection } from './sqlite-driver.ts';
-import { StoreUnavailableError, sqliteError } from './store-error.ts';
 
 const VERSION = 'SELECT version FROM keys_state WHERE singleton = 1';
 const CONSUMERS =

@@ -10,8 +10,8 @@ import {
   SCHEMA_VERSION,
   type SchemaState,
   schemaVerdict,
-} from './migrations.ts';
-import { column } from './pet-rows.ts';
+} from '../sql/migrations.ts';
+import { column } from '../sql/pet-rows.ts';
 
 /**
  * How long a migration's statement waits for a lock on a busy table before it gives up and is

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { MemoryStore } from './memory-store.ts';
+import { MemoryStore } from '../memory-store.ts';
 import { sharedChangeCount } from './shared-change-count.ts';
 
 describe("the store's change count shared by the workers", () => {

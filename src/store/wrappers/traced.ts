@@ -5,8 +5,8 @@
  * (the webhook worker's) has none.
  */
 import type { Attributes } from '@opentelemetry/api';
-import { type ChildOptions, childSpan } from '../trace/spans.ts';
-import { type CallSpec, type CallWrap, type CreateOnceResult, OUTBOX_CALLS, STORE_CALLS } from './store.ts';
+import { type ChildOptions, childSpan } from '../../trace/spans.ts';
+import { type CallSpec, type CallWrap, type CreateOnceResult, OUTBOX_CALLS, STORE_CALLS } from '../store.ts';
 
 /** The database, as a span's `db.system.name` says it; none for the store in memory. */
 export type DbSystem = 'sqlite' | 'postgresql';

@@ -7,10 +7,10 @@ import {
   SCHEMA_VERSION,
   type SchemaState,
   schemaVerdict,
-} from './migrations.ts';
-import { column } from './pet-rows.ts';
+} from '../sql/migrations.ts';
+import { column } from '../sql/pet-rows.ts';
+import { StoreOpenError } from '../store-error.ts';
 import { rollback, type SqliteConnection } from './sqlite-driver.ts';
-import { StoreOpenError } from './store-error.ts';
 
 /**
  * The schema version of the SQLite file and the oldest build that serves it, with

@@ -3,7 +3,7 @@ import { chmodSync, mkdtempSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import process from 'node:process';
-import { createLogger } from '../log.ts';
+import { createLogger } from '../../log.ts';
 import { prepareDataFile, restrictCreated } from './file-modes.ts';
 
 const mode = (path: string) => (statSync(path).mode & 0o777).toString(8);

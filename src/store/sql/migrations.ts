@@ -1,9 +1,9 @@
 // The schema's migrations, one per version, each written for SQLite and PostgreSQL: MIGRATIONS,
 // SCHEMA_VERSION, and schemaVerdict(), which says whether this build migrates a database, serves
 // it as it is, or refuses it.
-import { MAX_ID } from '../core/pet-records.ts';
-import { ANNOUNCES_SETTING, PET_VERSIONS, PETS_CHANNEL } from './postgres-changes.ts';
-import { StoreOpenError } from './store-error.ts';
+import { MAX_ID } from '../../core/pet-records.ts';
+import { ANNOUNCES_SETTING, PET_VERSIONS, PETS_CHANNEL } from '../postgres/postgres-changes.ts';
+import { StoreOpenError } from '../store-error.ts';
 
 /**
  * One schema change, written for each engine; versions are applied in order, once (at start-up
@@ -178,7 +178,7 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 6,
     name: 'pets_notify',
     // The statements no instance makes (UPDATE, DELETE, TRUNCATE: an operator's edits) notify
-    // the instances that listen (src/store/postgres-changes.ts) when they commit. Inserts are
+    // the instances that listen (src/store/postgres/postgres-changes.ts) when they commit. Inserts are
     // announced by the instance after its commit instead: NOTIFY holds a lock through the commit
     // of its transaction, and in each create it would make the fleet's creates take turns on it.
     // SQLite has no listeners: its readers see data_version.
@@ -205,7 +205,7 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'pet_versions',
     // A pet's version, moved by every change of it: its strong ETag and If-Match compare it.
     // SQLite counts per pet from 1. PostgreSQL takes each version from one sequence, so the
-    // listener's heartbeat (src/store/postgres-changes.ts) sees every write move a value: the
+    // listener's heartbeat (src/store/postgres/postgres-changes.ts) sees every write move a value: the
     // highest version for inserts and updates, the sequence itself for deletes. The pets already
     // there get version 1 from a constant default (a volatile one would rewrite the table under
     // ACCESS EXCLUSIVE); the sequence then starts past 1, so no later write repeats their tag.

@@ -9,11 +9,11 @@
  *   then rejected at once, and a probe pings the backend until one answers. Each change is logged once.
  */
 import { clearTimeout, setTimeout } from 'node:timers';
-import { type Clock, systemClock } from '../core/clock.ts';
-import type { Logger } from '../log.ts';
-import { peerText } from '../redact.ts';
-import { type CallWrap, type DataStore, STORE_CALLS, type WrappedStore, wrapStore } from './store.ts';
-import { OUTCOME_UNKNOWN, StoreTimeoutError, StoreUnreachableError } from './store-error.ts';
+import { type Clock, systemClock } from '../../core/clock.ts';
+import type { Logger } from '../../log.ts';
+import { peerText } from '../../redact.ts';
+import { type CallWrap, type DataStore, STORE_CALLS, type WrappedStore, wrapStore } from '../store.ts';
+import { OUTCOME_UNKNOWN, StoreTimeoutError, StoreUnreachableError } from '../store-error.ts';
 import { type DbSystem, tracedCalls } from './traced.ts';
 
 /** `--store-timeout`'s default: the longest a request waits for the store. */
@@ -42,7 +42,7 @@ export interface TimeBoundedStoreOptions {
   readonly probeIntervalMs?: number;
   readonly clock?: Clock;
   readonly timers?: Timers;
-  /** The database, for the calls' spans (src/store/traced.ts): `sqlite`, `postgresql`; none in memory. */
+  /** The database, for the calls' spans (src/store/wrappers/traced.ts): `sqlite`, `postgresql`; none in memory. */
   readonly system?: DbSystem;
 }
 

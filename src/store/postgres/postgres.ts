@@ -2,20 +2,19 @@
 // Idempotency-Keys and the webhook outbox in one database that every instance of a fleet shares,
 // each write durable before it is answered.
 import postgres from 'postgres';
-import { type Closing, petStatusOnClose, type StoredOrder } from '../core/order-records.ts';
-import type { Inventory, NewPet, Pet, PetPatch, StoredPet } from '../core/pet-records.ts';
-import type { IfMatch } from '../core/preconditions.ts';
-import type { PetSet } from '../core/reply.ts';
-import type { Logger } from '../log.ts';
-import { peerText } from '../redact.ts';
-import { EVERY_PET, NO_PET, type PetChange } from './change-counter.ts';
-import { planRemove, planUpdate } from './change-rules.ts';
-import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES, SweepSchedule } from './idempotency.ts';
-import type { KeyStore, WithKeyStore } from './key-store.ts';
-import { PostgresKeyStore } from './key-store-postgres.ts';
-import { SCHEMA_VERSION } from './migrations.ts';
-import { newOrderId, ORDER_COLUMNS, orderExpiredEvent, orderFromRow, retiredOwner } from './order-rows.ts';
-import type { Outbox } from './outbox.ts';
+import { type Closing, petStatusOnClose, type StoredOrder } from '../../core/order-records.ts';
+import type { Inventory, NewPet, Pet, PetPatch, StoredPet } from '../../core/pet-records.ts';
+import type { IfMatch } from '../../core/preconditions.ts';
+import type { PetSet } from '../../core/reply.ts';
+import type { Logger } from '../../log.ts';
+import { peerText } from '../../redact.ts';
+import { EVERY_PET, NO_PET, type PetChange } from '../change-counter.ts';
+import { planRemove, planUpdate } from '../change-rules.ts';
+import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES, SweepSchedule } from '../idempotency.ts';
+import type { KeyStore, WithKeyStore } from '../key-store.ts';
+import { newOrderId, ORDER_COLUMNS, orderExpiredEvent, orderFromRow, retiredOwner } from '../order-rows.ts';
+import type { Outbox } from '../outbox.ts';
+import { SCHEMA_VERSION } from '../sql/migrations.ts';
 import {
   COUNT_BY_STATUS,
   column,
@@ -26,13 +25,7 @@ import {
   replayedPetFromRow,
   STORED_PET_COLUMNS,
   storedPetFromRow,
-} from './pet-rows.ts';
-import { ANNOUNCES_SETTING, announce, HEARTBEAT_LOCK_WAIT_MS, PET_VERSIONS, PetChanges } from './postgres-changes.ts';
-import { postgresError } from './postgres-errors.ts';
-import { migratePostgres } from './postgres-migrate.ts';
-import { OUTBOX, postgresOutbox } from './postgres-outbox.ts';
-import { transaction } from './postgres-transaction.ts';
-import { describeData, POOL_SIZE } from './postgres-url.ts';
+} from '../sql/pet-rows.ts';
 import type {
   CloseOrderResult,
   CreateOnceResult,
@@ -45,10 +38,17 @@ import type {
   PlaceOrderResult,
   RemoveResult,
   UpdateResult,
-} from './store.ts';
-import { STORE_CALLS } from './store.ts';
-import { StoreOpenError, StoreTimeoutError, StoreUnavailableError } from './store-error.ts';
-import { DEFAULT_STORE_TIMEOUT_MS } from './time-bounded.ts';
+} from '../store.ts';
+import { STORE_CALLS } from '../store.ts';
+import { StoreOpenError, StoreTimeoutError, StoreUnavailableError } from '../store-error.ts';
+import { DEFAULT_STORE_TIMEOUT_MS } from '../wrappers/time-bounded.ts';
+import { PostgresKeyStore } from './key-store-postgres.ts';
+import { ANNOUNCES_SETTING, announce, HEARTBEAT_LOCK_WAIT_MS, PET_VERSIONS, PetChanges } from './postgres-changes.ts';
+import { postgresError } from './postgres-errors.ts';
+import { migratePostgres } from './postgres-migrate.ts';
+import { OUTBOX, postgresOutbox } from './postgres-outbox.ts';
+import { transaction } from './postgres-transaction.ts';
+import { describeData, POOL_SIZE } from './postgres-url.ts';
 
 /** Now on the database's clock, in epoch ms: every instance sets and compares holds by it, skewed or not. */
 const NOW_MS = 'floor(extract(epoch FROM now()) * 1000)::bigint';
@@ -451,7 +451,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
         if (plan.outcome !== 'apply') return plan;
         if (await this.#heldByOrder(tx, id)) return { outcome: 'on_order', pet: current as StoredPet };
         // A removal takes a version too: every write moves the sequence, which is how other
-        // instances learn that pets changed (src/store/postgres-changes.ts).
+        // instances learn that pets changed (src/store/postgres/postgres-changes.ts).
         await tx`DELETE FROM pets WHERE id = ${id} RETURNING ${tx.unsafe(NEXT_VERSION)}`;
         return { outcome: 'removed' };
       }),
@@ -739,7 +739,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
   /**
    * Moves on with every write of pets by any instance (this one's at once, another's when its
    * notification arrives); undefined while this instance does not listen or has not caught up
-   * (src/store/postgres-changes.ts). Reading it touches no connection.
+   * (src/store/postgres/postgres-changes.ts). Reading it touches no connection.
    */
   changeCount(): number | undefined {
     // Past the earliest hold known here, pets may be about to change: nothing is memoised until the

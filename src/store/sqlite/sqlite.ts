@@ -2,22 +2,20 @@
 // webhook outbox in one file. Each write is durable before it is answered.
 import { resolve } from 'node:path';
 import { clearTimeout, setImmediate, setTimeout } from 'node:timers';
-import { type Clock, systemClock } from '../core/clock.ts';
-import { type Closing, petStatusOnClose, type StoredOrder } from '../core/order-records.ts';
-import type { Inventory, NewPet, Pet, PetPatch, StoredPet } from '../core/pet-records.ts';
-import type { IfMatch } from '../core/preconditions.ts';
-import type { PetSet } from '../core/reply.ts';
-import type { Logger } from '../log.ts';
-import { ChangeCounter, EVERY_PET } from './change-counter.ts';
-import { planRemove, planUpdate } from './change-rules.ts';
-import { prepareDataFile, restrictCreated } from './file-modes.ts';
-import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES, SweepSchedule } from './idempotency.ts';
-import type { KeyStore, WithKeyStore } from './key-store.ts';
-import { SqliteKeyStore } from './key-store-sqlite.ts';
-import { SCHEMA_VERSION } from './migrations.ts';
-import { newOrderId, ORDER_COLUMNS, orderExpiredEvent, orderFromRow, retiredOwner } from './order-rows.ts';
-import type { Outbox } from './outbox.ts';
-import { RECORD } from './outbox-sql.ts';
+import { type Clock, systemClock } from '../../core/clock.ts';
+import { type Closing, petStatusOnClose, type StoredOrder } from '../../core/order-records.ts';
+import type { Inventory, NewPet, Pet, PetPatch, StoredPet } from '../../core/pet-records.ts';
+import type { IfMatch } from '../../core/preconditions.ts';
+import type { PetSet } from '../../core/reply.ts';
+import type { Logger } from '../../log.ts';
+import { ChangeCounter, EVERY_PET } from '../change-counter.ts';
+import { planRemove, planUpdate } from '../change-rules.ts';
+import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES, SweepSchedule } from '../idempotency.ts';
+import type { KeyStore, WithKeyStore } from '../key-store.ts';
+import { newOrderId, ORDER_COLUMNS, orderExpiredEvent, orderFromRow, retiredOwner } from '../order-rows.ts';
+import type { Outbox } from '../outbox.ts';
+import { SCHEMA_VERSION } from '../sql/migrations.ts';
+import { RECORD } from '../sql/outbox-sql.ts';
 import {
   COUNT_BY_STATUS,
   column,
@@ -28,10 +26,7 @@ import {
   replayedPetFromRow,
   STORED_PET_COLUMNS,
   storedPetFromRow,
-} from './pet-rows.ts';
-import { rollback, type SqliteConnection, type SqliteOpener } from './sqlite-driver.ts';
-import { migrate } from './sqlite-migrate.ts';
-import { sqliteOutbox } from './sqlite-outbox.ts';
+} from '../sql/pet-rows.ts';
 import type {
   CloseOrderResult,
   CreateOnceResult,
@@ -44,8 +39,8 @@ import type {
   PlaceOrderResult,
   RemoveResult,
   UpdateResult,
-} from './store.ts';
-import { STORE_CALLS } from './store.ts';
+} from '../store.ts';
+import { STORE_CALLS } from '../store.ts';
 import {
   isSqliteBusy,
   type StoreError,
@@ -53,7 +48,12 @@ import {
   StoreTimeoutError,
   StoreUnavailableError,
   sqliteError,
-} from './store-error.ts';
+} from '../store-error.ts';
+import { prepareDataFile, restrictCreated } from './file-modes.ts';
+import { SqliteKeyStore } from './key-store-sqlite.ts';
+import { rollback, type SqliteConnection, type SqliteOpener } from './sqlite-driver.ts';
+import { migrate } from './sqlite-migrate.ts';
+import { sqliteOutbox } from './sqlite-outbox.ts';
 
 /** How long opening the file (its migrations) waits for another process holding the lock. */
 const OPEN_BUSY_TIMEOUT_MS = 5_000;

@@ -8,8 +8,8 @@ import {
   type KeysEdit,
   rowChanges,
   type StoredConsumer,
-} from './key-store.ts';
-import { column } from './pet-rows.ts';
+} from '../key-store.ts';
+import { column } from '../sql/pet-rows.ts';
 import { transaction } from './postgres-transaction.ts';
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
-import { silentLogger } from '../log.ts';
-import { EVERY_PET } from './change-counter.ts';
+import { silentLogger } from '../../log.ts';
+import { EVERY_PET } from '../change-counter.ts';
 import {
   ANNOUNCE_GATHER_MS,
   announcement,

@@ -1,11 +1,20 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import postgres from 'postgres';
-import { laterMigration, testPostgresUrl, whileLocked } from '../../test/postgres.ts';
-import { tcpProxy } from '../../test/proxy.ts';
-import { describeStore } from '../../test/store-conformance.ts';
-import { createLogger, silentLogger } from '../log.ts';
-import { fingerprintOf } from './idempotency.ts';
-import { MIGRATIONS, SCHEMA_VERSION } from './migrations.ts';
+import { laterMigration, testPostgresUrl, whileLocked } from '../../../test/postgres.ts';
+import { tcpProxy } from '../../../test/proxy.ts';
+import { describeStore } from '../../../test/store-conformance.ts';
+import { createLogger, silentLogger } from '../../log.ts';
+import { fingerprintOf } from '../idempotency.ts';
+import { MIGRATIONS, SCHEMA_VERSION } from '../sql/migrations.ts';
+import {
+  OUTCOME_UNKNOWN,
+  StoreError,
+  StoreOpenError,
+  StoreTimeoutError,
+  StoreUnavailableError,
+  StoreUnreachableError,
+} from '../store-error.ts';
+import { boundInTime } from '../wrappers/time-bounded.ts';
 import {
   CLOSE_IF_PLACED,
   LISTENER_NAME,
@@ -19,15 +28,6 @@ import { HEARTBEAT_MS, PETS_CHANNEL } from './postgres-changes.ts';
 import { postgresError } from './postgres-errors.ts';
 import { migratePostgres } from './postgres-migrate.ts';
 import { describeData } from './postgres-url.ts';
-import {
-  OUTCOME_UNKNOWN,
-  StoreError,
-  StoreOpenError,
-  StoreTimeoutError,
-  StoreUnavailableError,
-  StoreUnreachableError,
-} from './store-error.ts';
-import { boundInTime } from './time-bounded.ts';
 
 /** A server the tests may create and drop databases on; `make unit` starts one (scripts/with-postgres.sh). */
 const SERVER = testPostgresUrl();
