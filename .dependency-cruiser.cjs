@@ -1,4 +1,4 @@
-// The module shape `make lint` holds (ARCHITECTURE.md's "Layout" names the floors). `make depcheck` runs it.
+// The module shape `make lint` holds (ARCHITECTURE.md's "The floors" names them). `make depcheck` runs it.
 
 /**
  * The units of src/ (a folder, or a file directly in it), from the ground up. A unit's code

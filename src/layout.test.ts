@@ -4,12 +4,17 @@ import { join, relative } from 'node:path';
 
 const ROOT = join(import.meta.dir, '..');
 
-/** The code block of ARCHITECTURE.md's "Layout" section. */
-function layoutBlock(): string {
-  const page = readFileSync(join(ROOT, 'ARCHITECTURE.md'), 'utf8');
-  const section = page.slice(page.indexOf('\n## Layout\n'));
-  const start = section.indexOf('```\n') + 4;
-  return section.slice(start, section.indexOf('\n```', start));
+/** The folders outside src/ whose every entry a list names: what tests share, and the scripts. */
+const SHARED_FOLDERS = ['test/', 'scripts/'];
+
+/** Every README.md under src/ (generated modules aside), and those of SHARED_FOLDERS: each lists its folder's files. */
+function readmes(dir = join(ROOT, 'src')): string[] {
+  const here = readdirSync(dir).flatMap((name) => {
+    const full = join(dir, name);
+    if (statSync(full).isDirectory()) return name === 'generated' ? [] : readmes(full);
+    return name === 'README.md' ? [relative(ROOT, full)] : [];
+  });
+  return dir === join(ROOT, 'src') ? [...here, ...SHARED_FOLDERS.map((folder) => `${folder}README.md`)] : here;
 }
 
 interface Entry {
@@ -20,13 +25,18 @@ interface Entry {
 }
 
 /**
- * The block's entries: a line's first word is a path, relative to the folder above it when
- * indented by two spaces a level; a line indented past the names continues the description.
+ * A README's entries. The folder's own is its text between the title and the first code block.
+ * That block lists the rest: a line's first word is a path, relative to the README's folder, or to
+ * the folder above it when indented by two spaces a level; a line indented past the names
+ * continues the description.
  */
-function entries(): Entry[] {
-  const out: Entry[] = [];
+function entries(readme: string): Entry[] {
+  const page = readFileSync(join(ROOT, readme), 'utf8');
+  const base = readme.slice(0, readme.lastIndexOf('/') + 1);
+  const start = page.indexOf('```\n') + 4;
+  const out: Entry[] = [{ path: base, text: page.slice(page.indexOf('\n'), start - 4).replaceAll(/\s+/g, ' ') }];
   const folders: string[] = [];
-  for (const line of layoutBlock().split('\n')) {
+  for (const line of page.slice(start, page.indexOf('\n```', start)).split('\n')) {
     const indent = line.length - line.trimStart().length;
     const [name = '', ...rest] = line.trim().split(/\s+/);
     const last = out.at(-1);
@@ -36,32 +46,32 @@ function entries(): Entry[] {
     }
     const level = indent / 2;
     folders.length = level;
-    const path = (level > 0 ? (folders[level - 1] ?? '') : '') + name;
+    const path = (level > 0 ? (folders[level - 1] ?? '') : base) + name;
     if (name.endsWith('/')) folders[level] = path;
     out.push({ path, text: rest.join(' ') });
   }
   return out;
 }
 
-/** Every shipped source file under src/: not tests, not generated modules. */
-function sourceFiles(dir = join(ROOT, 'src')): string[] {
+/** Every shipped source file under src/ (not generated modules), and each test with no source file of its name. */
+function sourceFiles(dir = join(ROOT, 'src'), withSpanningTests = false): string[] {
   return readdirSync(dir).flatMap((name) => {
     const full = join(dir, name);
-    if (statSync(full).isDirectory()) return name === 'generated' ? [] : sourceFiles(full);
-    return name.endsWith('.ts') && !name.endsWith('.test.ts') ? [relative(ROOT, full)] : [];
+    if (statSync(full).isDirectory()) return name === 'generated' ? [] : sourceFiles(full, withSpanningTests);
+    if (!name.endsWith('.ts')) return [];
+    const spans = name.endsWith('.test.ts') && !existsSync(full.replace(/\.test\.ts$/, '.ts'));
+    return !name.endsWith('.test.ts') || (withSpanningTests && spans) ? [relative(ROOT, full)] : [];
   });
 }
 
-/** The folders outside src/ whose every entry the layout names: what tests share, and the scripts. */
-const SHARED_FOLDERS = ['test/', 'scripts/'];
+const mentions = (text: string, file: string) => new RegExp(`(^|[\\s,(\`])${file.replace('.', '\\.')}\\b`).test(text);
 
-const mentions = (text: string, file: string) => new RegExp(`(^|[\\s,(])${file.replace('.', '\\.')}\\b`).test(text);
+describe("the folders' READMEs", () => {
+  const lists = readmes();
+  const listed = lists.flatMap(entries);
 
-describe("ARCHITECTURE.md's Layout", () => {
-  const listed = entries();
-
-  test("names every file under src/, by its path or in its folder's line", () => {
-    const unnamed = sourceFiles().filter((file) => {
+  test("name every file under src/, and every test that spans files, by its path or in its folder's text", () => {
+    const unnamed = sourceFiles(join(ROOT, 'src'), true).filter((file) => {
       const slash = file.lastIndexOf('/') + 1;
       const folder = file.slice(0, slash);
       const base = file.slice(slash);
@@ -70,30 +80,36 @@ describe("ARCHITECTURE.md's Layout", () => {
     expect(unnamed).toEqual([]);
   });
 
-  test("names every file of test/, and every file and folder of scripts/, in its folder's line", () => {
+  test("name every file of test/, and every file and folder of scripts/, by its path or in its folder's text", () => {
     const unnamed: string[] = [];
     for (const folder of SHARED_FOLDERS) {
-      const line = listed.find((e) => e.path === folder);
+      const own = listed.find((e) => e.path === folder);
       for (const name of readdirSync(join(ROOT, folder))) {
+        if (name === 'README.md') continue;
         const path = `${folder}${name}${statSync(join(ROOT, folder, name)).isDirectory() ? '/' : ''}`;
-        if (!listed.some((e) => e.path === path) && !(line && mentions(line.text, name))) unnamed.push(path);
+        if (!listed.some((e) => e.path === path) && !(own && mentions(own.text, name))) unnamed.push(path);
       }
     }
     expect(unnamed).toEqual([]);
   });
 
-  test('names no file or folder that does not exist', () => {
+  test('name no file or folder that does not exist', () => {
     const missing: string[] = [];
     for (const { path, text } of listed) {
       if (!existsSync(join(ROOT, path))) missing.push(path);
-      const listsFiles = path.startsWith('src/') || SHARED_FOLDERS.some((folder) => path.startsWith(folder));
-      if (listsFiles && path.endsWith('/')) {
+      if (path.endsWith('/')) {
         for (const [file] of text.matchAll(/(?<![\w*/.-])[\w.-]+\.(ts|sh|service)\b/g)) {
           if (!existsSync(join(ROOT, path, file))) missing.push(path + file);
         }
       }
     }
     expect(missing).toEqual([]);
+  });
+
+  test("are each linked from ARCHITECTURE.md's map", () => {
+    const page = readFileSync(join(ROOT, 'ARCHITECTURE.md'), 'utf8');
+    const map = page.slice(page.indexOf('\n## The map'), page.indexOf('\n## ', page.indexOf('\n## The map') + 1));
+    expect(lists.filter((readme) => !map.includes(`](${readme})`))).toEqual([]);
   });
 });
 
