@@ -1,4 +1,4 @@
-# The Pet Store gateway. `make run` builds and serves on embedded defaults; `make test` tests.
+# The Pet Store gateway. `make run` builds and serves with the built-in defaults (no flags); `make test` tests.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -71,7 +71,7 @@ dist/node/main.js: node_modules/.stamp $(SOURCES) $(DOCS_GEN)
 	$(BUN) build --target=node --format=esm --define 'PETSTORE_DOCS_EMBED="base64"' src/main.ts --outfile $@
 
 # Loopback unless HOST says otherwise: the development key it prints is for this machine only.
-run: build ## build, then serve on embedded defaults on 127.0.0.1:8080 (HOST=0.0.0.0 for every interface; pets in ./data/petstore.db, a development key)
+run: build ## build, then serve with the built-in defaults on 127.0.0.1:8080 (HOST=0.0.0.0 for every interface; pets in ./data/petstore.db, a development key)
 	$(BIN) --host "$${HOST:-127.0.0.1}"
 
 run-deno: node_modules/.stamp $(DOCS_GEN) ## serve from source under Deno

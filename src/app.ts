@@ -162,8 +162,9 @@ export function createApp({
 }
 
 /**
- * The methods a table serves at a request path under `prefix`, matched as Hono matches routes
- * (HEAD is served with every GET), or undefined for a path it has not: what a 405's `Allow` says.
+ * The methods a table serves at a request path under `prefix`, matched as Hono matches routes,
+ * or undefined for a path it has not: what a 405's `Allow` says. It names the table's methods
+ * only; HEAD, which every GET also serves, is not listed.
  *
  * @example
  * allowedMethods('/v1', servedOperations(false))('/v1/pets/7') // ['GET', 'PATCH', 'DELETE']

@@ -11,11 +11,14 @@ import { VERSION, versionLine } from './version.ts';
 
 // The binary starts with a lazier JIT (`--compile-jit-policy`, scripts/lib/build-info.sh) while
 // the imports above run, each line of them once; from here on (a keys file of any size, a
-// command, the requests) Bun's normal policy applies.
+// command, the requests) Bun's normal policy applies: 1 is JavaScriptCore's usual tier-up.
 const NORMAL_JIT_POLICY = 1;
 if ('Bun' in globalThis) Bun.unsafe.setJITPolicy(NORMAL_JIT_POLICY);
 
-/** Exit code for bad usage or configuration, or a data store that cannot open, before the server answers any request. */
+/**
+ * Exit code for bad usage or configuration, a keys file that cannot be read or parsed, or a
+ * data store that cannot open, before the server answers any request.
+ */
 const EXIT_CONFIG = 2;
 
 /** The exit code, or undefined while the server runs (signals end it). */

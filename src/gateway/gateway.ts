@@ -40,8 +40,8 @@ export { quotaStatus } from './quota.ts';
 export { wouldRefuseReporter } from './report-only.ts';
 
 /**
- * The limiter shared through Redis (`--redis`), with its quota leases and failover: loaded on first use, so that
- * ioredis loads only when a server is configured.
+ * The limiter shared through Redis (`--redis`), with its quota leases and failover: loaded on first
+ * use, so that ioredis loads only when a server is configured.
  *
  * @example
  * const limiter = await loadRedisLimiter({ url: 'redis://cache:6379', mode: 'open', fallback, log });
@@ -106,10 +106,11 @@ export interface GatedOperation {
 }
 
 /**
- * The gateway's pass: what `gateway()` returns. For a request it lets through, it runs
- * `admitted` with the limiter's decision and the caller (always a key's) and resolves to its result. The caller's in-flight slot
- * is held until `admitted` settles. A refusal (401, 403, 429, 503) resolves to the `ApiError` to
- * answer. It is never thrown, because a throw through the async frames is slow (bench/README.md).
+ * The gateway's pass: what `gateway()` returns. For a request it lets through, it runs `admitted`
+ * with the limiter's decision and the caller (always a key's) and resolves to its result. The
+ * caller's in-flight slot is held until `admitted` settles. A refusal (401, 403, 429, 503) resolves
+ * to the `ApiError` to answer. It is never thrown, because a throw through the async frames is slow
+ * (bench/README.md).
  */
 export type GatewayPass = <T>(
   c: Context,
@@ -179,12 +180,11 @@ export function gateway({
       return refused ?? unauthorized(caller);
     }
     const { consumer } = caller;
-    const { name, limits } = consumer;
+    const { id, name, limits } = consumer;
     // Taken before the first await: of many sent at once, only `maxInFlight` pass this line.
-    // By the consumer's name, not its id as the limiter counts: a slot lasts one request (ARCHITECTURE.md, in-flight slot).
-    if (!inFlight.enter(name)) {
+    if (!inFlight.enter(id)) {
       const now = Math.floor(clock.now() / 1000);
-      writeRateLimitHeaders(c, inFlight.latest(name) ?? untouched(limits, now), false, now);
+      writeRateLimitHeaders(c, inFlight.latest(id) ?? untouched(limits, now), false, now);
       return tooManyInFlight(inFlight.max);
     }
     try {
@@ -212,10 +212,10 @@ export function gateway({
         missingScope(caller.key.scopes, op.scope) ??
         (admin ? missingScope(caller.key.scopes, ADMIN_SCOPE) : adminKeyOnPublicApi(caller.key.scopes));
       if (refused) return refused;
-      inFlight.admitted(name, verdict);
+      inFlight.admitted(id, verdict);
       return await admitted(verdict, caller);
     } finally {
-      inFlight.leave(name);
+      inFlight.leave(id);
     }
   };
 }
@@ -276,7 +276,10 @@ function reportWouldRefuse(
  */
 const refusals = new LRUCache<string, ApiError>({ max: 1_024 });
 
-/** The decision's 429, or undefined when it admitted the request. */
+/**
+ * The decision's 429, or undefined when it admitted the request. A banned keyless address gets
+ * `key_banned` too: the contract's one code for a ban, whoever is banned.
+ */
 function refusal({ outcome, retryAfter }: Decision): ApiError | undefined {
   if (outcome !== 'key_banned' && outcome !== 'rate_limited') return undefined;
   const key = `${outcome} ${retryAfter}`;

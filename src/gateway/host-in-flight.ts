@@ -4,14 +4,14 @@ import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { InFlight } from './in-flight.ts';
 
-/** Consumers the host's table holds at once: more than a keys file names, with room for reloads' renames. */
+/** Consumers the host's table holds at once: more than a keys file names, with room for consumers a reload replaces. */
 export const HOST_SLOTS = 16_384;
-/** Names whose slot a worker remembers: more than a keys file holds. */
+/** Consumer ids whose slot a worker remembers: more than a keys file holds. */
 const KNOWN_NAMES = 10_000;
 
 /**
  * The shared memory behind `HostInFlight`: made once by the supervisor and handed to every worker.
- * A slot per consumer, claimed by a 64-bit digest of its name (compare-and-swap, linear probing),
+ * A slot per consumer, claimed by a 64-bit digest of its id (compare-and-swap, linear probing),
  * and a count per slot and worker, so a worker that dies gives back its slots by having its
  * column cleared (`clearWorker`).
  */

@@ -11,11 +11,12 @@ import { MONTH_NAME, monthOf } from './limiter/month.ts';
 const CONCURRENCY_RETRY_AFTER = '1';
 
 /**
- * Requests each consumer has in flight, capped so one client cannot hold every store connection.
- * A request takes its slot before anything is awaited, so of many sent at once exactly the cap get
- * one; the rest get 429 `too_many_concurrent_requests` before the limiter decides, spending no quota.
- * A slot is given back when the answer is made, or when a step throws. A refusal's rate-limit headers come from the
- * consumer's latest admitted decision, kept while it has requests in flight.
+ * Requests each consumer has in flight, capped so one client cannot hold every store connection. A
+ * request takes its slot before anything is awaited, so of many sent at once exactly the cap get
+ * one; the rest get 429 `too_many_concurrent_requests` before the limiter decides, spending no
+ * quota. A slot is given back when the answer is made, or when a step throws. A refusal's
+ * rate-limit headers come from the consumer's latest admitted decision, kept while it has requests
+ * in flight.
  *
  * @example
  * const inFlight = new InFlight(128)

@@ -29,9 +29,10 @@ export function callerAt(caller: Caller, now: number, address: () => string): Ca
 }
 
 /**
- * The 403 `insufficient_scope` (RFC 6750 section 3.1) when the key lacks `needed`, the scope of
- * the operation asked for, else undefined. Asked after the limiter admitted the request: a
- * refused request has still spent the operation's cost of the quota, so probing which scopes a key has is not free.
+ * The 403 `insufficient_scope` (RFC 6750 section 3.1) when the key lacks `needed`, the scope of the
+ * operation asked for, else undefined. Asked after the limiter admitted the request: a refused
+ * request has still spent the operation's cost of the quota, so probing which scopes a key has is
+ * not free.
  *
  * @example
  * missingScope(readOnlyKey.scopes, 'pets:write') // ApiError 403, WWW-Authenticate: ... scope="pets:write"

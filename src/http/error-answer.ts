@@ -1,8 +1,7 @@
 // How a refusal or an error becomes the contract's Error body: `answerError()` writes it,
 // `toApiError()` maps what a step threw (a store that is down is a 503, anything unknown a 500).
 import type { Context } from 'hono';
-import { HTTPException } from 'hono/http-exception';
-import { ApiError, notJson, serviceUnavailable } from '../core/api-error.ts';
+import { ApiError, serviceUnavailable } from '../core/api-error.ts';
 import { StoreUnavailableError } from '../store/store-error.ts';
 import { answer } from './answer.ts';
 
@@ -15,27 +14,6 @@ import { answer } from './answer.ts';
  */
 export function answerError(c: Context, err: ApiError): Response {
   return answer(c, err.reply);
-}
-
-/**
- * Hono's own exceptions mapped onto the stable codes, should one of its helpers throw one. The
- * steps here throw `ApiError`s (the body limit too), so this mapping only guards the contract.
- */
-function fromHttpException(err: HTTPException): ApiError {
-  switch (err.status) {
-    case 400:
-      return new ApiError('invalid_request', 'The request is malformed.');
-    case 401:
-      return new ApiError('unauthorized', 'A valid API key is required.');
-    case 404:
-      return new ApiError('not_found', 'No such resource.');
-    case 413:
-      return new ApiError('payload_too_large', 'The request body is too large.');
-    case 415:
-      return notJson();
-    default:
-      return new ApiError('internal_error', 'The server failed to handle the request.');
-  }
 }
 
 export type ErrorReporter = (err: unknown, c: Context) => void;
@@ -56,7 +34,6 @@ export function toApiError(
   unavailable: ErrorReporter = report,
 ): ApiError {
   if (err instanceof ApiError) return err;
-  if (err instanceof HTTPException) return fromHttpException(err);
   if (err instanceof StoreUnavailableError) {
     unavailable(err, c);
     return serviceUnavailable('The pet store is temporarily unavailable; retry shortly.');

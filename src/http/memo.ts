@@ -39,7 +39,8 @@ interface Flight {
 /**
  * The memo of answers, looked up by the request's target: its path and query as sent. It holds
  * the 200s of operations whose answer depends only on the target and the store (the table's
- * `memo: true`), so a page or a pet asked again is not read, encoded or hashed again.
+ * `memo: true`), so a page or a pet asked again is not read, turned into JSON or hashed again
+ * (an answer is still compressed each time, as the client asks).
  *
  * A memoised answer is served only while none of the pets it read has changed. A write to one
  * pet leaves the other pets' answers in place. When the store cannot tell its change count
@@ -67,6 +68,7 @@ export class AnswerMemo {
 
   constructor(store: CountedChanges, maxChars: number = MAX_MEMO_CHARS) {
     this.#store = store;
+    // Memoised bodies are JSON text; any other body would count as one character.
     this.#entries = new LRUCache<string, MemoEntry>({
       maxSize: maxChars,
       sizeCalculation: ({ reply }) => Math.max(1, typeof reply.body === 'string' ? reply.body.length : 1),

@@ -341,7 +341,8 @@ async function memoOrHandler<D>(
   decision: Decision,
   caller: ConsumerCaller,
 ): Promise<Response> {
-  // \`memo\` and \`changes\` are there together, whenever the table has memoised operations.
+  // `memo` and `changes` come together, whenever the table has memoised operations; `!changes`
+  // only tells the type checker so.
   if (!route.op.memo || !memo || !changes) return answer(c, await runHandler(route, c, decision, caller));
   // The path and query as sent: the same text always validates to the same input (`routeOf`
   // refuses a memoised operation that reads headers or a body).

@@ -6,8 +6,8 @@ import type { KeyScope } from '../core/key-scopes.ts';
 import type { BanPolicy, Costs, Limits, PlanName } from './plans.ts';
 
 /**
- * Whose quota a key counts against: the per-consumer state (windows, ban, in-flight cap) is keyed
- * by this name, never by a token or hash, so every key of a consumer shares one quota.
+ * Whose quota a key counts against. The per-consumer state (windows, ban, in-flight slots) is
+ * keyed by its `id`, never by a token or hash, so every key of a consumer shares one quota.
  */
 export interface Consumer {
   /** Its identity (`con_…`): the part of its owner (`ownerOf`) that keeps its orders and `Idempotency-Key`s its own. */

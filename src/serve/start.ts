@@ -117,7 +117,8 @@ export async function startServer(config: Config): Promise<void> {
           ...gatewayOptions,
           admin: keys.admin,
           ...(metrics ? { metrics } : {}),
-          // The orders a consumer placed end with it, under each owner they are stored under (by its id).
+          // When the admin API deletes a consumer, every owner its orders are stored under is
+          // retired: its placed orders are cancelled and their pets are available again.
           consumerDeleted: async (owners) => {
             for (const owner of owners) await store.retireOwner(owner);
           },
@@ -175,8 +176,9 @@ function workerCount(config: Config, adapter: RuntimeAdapter): number {
 
 /**
  * Starts the workers on the port the supervisor proved free. Each serves the API with the host's
- * one limiter and keys, which the supervisor holds; they serve from when all of them listen. A worker lost for good stops the
- * process (SIGTERM's drain), never serving on with fewer than it says.
+ * one limiter and keys, which the supervisor holds; they serve from when all of them listen. A
+ * worker lost for good stops the process (SIGTERM's drain), never serving on with fewer than it
+ * says.
  */
 async function startWorkers(
   config: Config,
@@ -433,8 +435,9 @@ export async function storeOf(
  * Webhook events: recorded in the store's outbox before the answer, delivered by a worker off the
  * request path; none without an outbox. The worker calls `storeOf`'s store, so its failures are
  * counted and each call has a request's time bound. The sends are outside those calls. The bound
- * keeps a stuck connection from holding up shutdown. It is shared: once any call finds the
- * database unreachable, the worker's calls and the requests' fail at once.
+ * keeps a stuck connection from holding up shutdown. The worker and the requests share one time
+ * bound: once any call finds the database unreachable, the worker's calls and the requests' fail
+ * at once.
  */
 export function webhooksOf(
   store: DataStore,

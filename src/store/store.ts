@@ -7,10 +7,10 @@ import type { PetSet } from '../core/reply.ts';
 import type { Outbox } from './outbox.ts';
 
 /**
- * A snapshot of the store's counter of pet changes (`DataStore.changeCount`). Its readers only
- * hand it back to `unchanged`. A backend's is a number; with `--workers` it is a pair of counts
- * (src/store/wrappers/shared-change-count.ts). Undefined means the store cannot tell what changed, so
- * nothing is memoised or served from the memo.
+ * A snapshot of the store's counter of pet changes (`DataStore.changeCount`). Its readers only hand
+ * it back to `unchanged`. A backend's is a number; with `--workers` it is a pair of counts
+ * (src/store/wrappers/shared-change-count.ts). Undefined means the store cannot tell what changed,
+ * so nothing is memoised or served from the memo.
  */
 export type ChangeCount = unknown;
 

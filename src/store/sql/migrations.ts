@@ -177,10 +177,10 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 6,
     name: 'pets_notify',
-    // The statements no instance makes (UPDATE, DELETE, TRUNCATE: an operator's edits) notify
-    // the instances that listen (src/store/postgres/postgres-changes.ts) when they commit. Inserts are
-    // announced by the instance after its commit instead: NOTIFY holds a lock through the commit
-    // of its transaction, and in each create it would make the fleet's creates take turns on it.
+    // The statements no instance makes (UPDATE, DELETE, TRUNCATE: an operator's edits) notify the
+    // instances that listen (src/store/postgres/postgres-changes.ts) when they commit. Inserts are
+    // announced by the instance after its commit instead: NOTIFY holds a lock through the commit of
+    // its transaction, and in each create it would make the fleet's creates take turns on it.
     // SQLite has no listeners: its readers see data_version.
     sqlite: 'SELECT 1;',
     postgres: `
@@ -205,10 +205,11 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'pet_versions',
     // A pet's version, moved by every change of it: its strong ETag and If-Match compare it.
     // SQLite counts per pet from 1. PostgreSQL takes each version from one sequence, so the
-    // listener's heartbeat (src/store/postgres/postgres-changes.ts) sees every write move a value: the
-    // highest version for inserts and updates, the sequence itself for deletes. The pets already
-    // there get version 1 from a constant default (a volatile one would rewrite the table under
-    // ACCESS EXCLUSIVE); the sequence then starts past 1, so no later write repeats their tag.
+    // listener's heartbeat (src/store/postgres/postgres-changes.ts) sees every write move a
+    // value: the highest version for inserts and updates, the sequence itself for deletes. The
+    // pets already there get version 1 from a constant default (a volatile one would rewrite the
+    // table under ACCESS EXCLUSIVE); the sequence then starts past 1, so no later write repeats
+    // their tag.
     // Keys are scoped per operation as well as per caller (src/store/idempotency.ts): the
     // keys stored before were all createPet's.
     // An idempotency key keeps the pet its create answered (name, category, status, version),
