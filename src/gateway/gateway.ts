@@ -184,6 +184,7 @@ export function gateway({
     // Taken before the first await: of many sent at once, only `maxInFlight` pass this line.
     if (!inFlight.enter(id)) {
       const now = Math.floor(clock.now() / 1000);
+      // No Retry-After from the decision: the 429's own comes from `tooManyInFlight`.
       writeRateLimitHeaders(c, inFlight.latest(id) ?? untouched(limits, now), false, now);
       return tooManyInFlight(inFlight.max);
     }
