@@ -1,6 +1,7 @@
 // The gateway, step 3 of a request (src/http/pipeline.ts). `gateway()` makes the one pass that
 // every API request goes through. The pass, in order:
 // - finds who calls (./caller.ts);
+// - refuses a caller without a valid key (401, or 429 once its address is over the limit);
 // - holds the caller's in-flight slot (./in-flight.ts);
 // - asks the limiter for its decision (./decide.ts);
 // - records the quota webhook the decision crossed (`notify`);
