@@ -432,12 +432,11 @@ function deprecationHeaders({ since, sunset, successor }: Deprecation): AnswerHe
 function answerNoRoute<D>(parts: ApiParts<D>, c: Context<AppEnv>): Response | Promise<Response> {
   const preflight = parts.cors?.(c);
   if (preflight) return preflight;
-  // The path's methods are looked up only for an admitted caller. A cold path: the rejection
-  // reaches `answerInScope`'s catch as a handler's throw does.
+  // The path's methods are looked up only for an admitted caller.
   return passGateway(parts, c, NO_ROUTE, () =>
-    checkBody(parts, c, () => {
+    checkBody(parts, c, async () => {
       const allowed = parts.allowedMethods(c.req.path);
-      return Promise.reject(allowed ? methodNotAllowed(c.req.method, allowed) : NO_SUCH_PATH);
+      return fail(c, allowed ? methodNotAllowed(c.req.method, allowed) : NO_SUCH_PATH);
     }),
   );
 }
