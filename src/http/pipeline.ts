@@ -231,6 +231,10 @@ function operationHandler<D>(parts: ApiParts<D>, op: Operation<D>): RouteHandler
  * Makes step 1, `exchange`, around `inner`, the rest of the request's steps. Every Hono route's
  * handler is one of these, so Hono calls one handler per request and composes no middleware.
  * `traced` false: the request makes no trace.
+ *
+ * Step 1 is two functions: `exchange`, the handler made here, gives the request its id and opens
+ * its scope; `answerInScope` does the rest of step 1 inside that scope and calls `inner`. For an
+ * operation, `inner` is `serveOperation` (steps 2 to 8).
  */
 function exchangeHandler(parts: PipelineParts, inner: ScopedHandler, traced = true): RouteHandler {
   const { requestLog, tracing } = parts;
