@@ -50,7 +50,7 @@ export interface AppOptions {
   ban?: BanPolicy;
   /** Production and staging URLs the reference page offers besides this server. */
   docs?: DocsOptions;
-  /** Counts requests and 429s when given (`--metrics`); the store's errors are counted by its wrapper. */
+  /** Counts requests and 429s when given (`--metrics` or `--metrics-port`); the store's errors are counted by its wrapper. */
   metrics?: Metrics;
   /** Whether this app serves `GET /metrics` (false when it has a port of its own). */
   serveMetrics?: boolean;

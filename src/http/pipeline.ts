@@ -46,7 +46,7 @@ export interface PipelineOptions {
   isGatewayPath?: (path: string) => boolean;
   /** Origins whose pages may call the API (`--cors-origin`); none: no CORS at all. */
   corsOrigins?: readonly string[];
-  /** Counts requests when given (`--metrics`). */
+  /** Counts requests when given (`--metrics` or `--metrics-port`). */
   metrics?: Metrics;
   /** The operation label every request is counted under, whatever route served it (the admin port's). */
   countAs?: string;
@@ -135,11 +135,11 @@ interface PipelineParts {
   readonly maxBodyBytes: number;
   readonly requestLog: ReturnType<typeof requestLog>;
   readonly tracing: ReturnType<typeof requestTrace>;
-  /** Counts every request and its answer (`--metrics`). */
+  /** Counts every request and its answer (`--metrics` or `--metrics-port`). */
   readonly requestMetrics: ReturnType<typeof requestCounter> | undefined;
   readonly cors: ReturnType<typeof corsStep> | undefined;
   readonly limit: ReturnType<typeof limitBody>;
-  /** Counts a memoised operation's request as a memo hit or miss (`--metrics`). */
+  /** Counts a memoised operation's request as a memo hit or miss (`--metrics` or `--metrics-port`). */
   readonly memoCount: ((op: number, hit: boolean) => void) | undefined;
   /** How `toApiError` logs an unhandled error, and a store that is unavailable. */
   readonly report: (err: unknown, c: Context<AppEnv>) => void;
