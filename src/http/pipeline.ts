@@ -27,7 +27,7 @@ import { answer } from './answer.ts';
 import { checkBodyOnGet, limitBody } from './body-limit.ts';
 import { corsStep } from './cors.ts';
 import { requestCounter } from './count-requests.ts';
-import { answerError, toApiError } from './error-answer.ts';
+import { toApiError } from './error-answer.ts';
 import { weakEtag } from './etag.ts';
 import { AnswerMemo, type StoreChanges } from './memo.ts';
 import { type RequestStart, requestLog } from './request-log.ts';
@@ -457,10 +457,14 @@ function opsRouteHandler(parts: PipelineParts, route: OpsRoute): RouteHandler {
   );
 }
 
-/** Answers a refusal or error, and sets it as `c.error`, where the log line and metrics read it. */
+/**
+ * Answers a refusal or error as the contract's Error body, its own headers added to those the
+ * request gathered (rate limits, request id): every refusal and error leaves here. Sets it as
+ * `c.error`, where the log line and metrics read it.
+ */
 function fail(c: Context<AppEnv>, err: ApiError): Response {
   c.error = err;
-  return answerError(c, err);
+  return answer(c, err.reply);
 }
 
 /** What step 1 runs inside the request's scope: the rest of the request's steps. */
