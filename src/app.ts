@@ -18,6 +18,7 @@ import {
   type RateLimiter,
   wouldRefuseReporter,
 } from './gateway/gateway.ts';
+import { MAX_BODY_BYTES } from './http/body-limit.ts';
 import { apiPipeline, pipeline } from './http/pipeline.ts';
 import { byRouteOrder } from './http/route-order.ts';
 import type { KeyAdmin } from './keys/key-admin.ts';
@@ -30,9 +31,6 @@ import { metricsRoute } from './ops-routes/metrics.ts';
 import { opsRoutes } from './ops-routes/routes.ts';
 import type { DocsOptions } from './reference/routes.ts';
 import type { DataStore } from './store/store.ts';
-
-/** Largest accepted request body: 64 KiB. */
-export const MAX_BODY_BYTES = 64 * 1024;
 
 export interface AppOptions {
   /**
@@ -50,7 +48,7 @@ export interface AppOptions {
   ban?: BanPolicy;
   /** Production and staging URLs the reference page offers besides this server. */
   docs?: DocsOptions;
-  /** Counts requests and 429s when given (`--metrics`); the store's errors are counted by its wrapper. */
+  /** Counts requests and 429s when given (`--metrics` or `--metrics-port`); the store's errors are counted by its wrapper. */
   metrics?: Metrics;
   /** Whether this app serves `GET /metrics` (false when it has a port of its own). */
   serveMetrics?: boolean;

@@ -66,6 +66,8 @@ declare module 'hono' {
  */
 export function answerHeaders(c: Context): AnswerHeaders {
   let headers: AnswerHeaders | undefined = c.get('answerHeaders');
+  // Step 1 (`beginAnswer`) sets them on every request. Made here only where it has not run: a
+  // test of `answer()` alone, or an error Hono's `onError` answers from before step 1 began.
   if (headers === undefined) {
     headers = {};
     c.set('answerHeaders', headers);

@@ -1,6 +1,7 @@
 // The gateway, step 3 of a request (src/http/pipeline.ts). `gateway()` makes the one pass that
 // every API request goes through. The pass, in order:
 // - finds who calls (./caller.ts);
+// - refuses a caller without a valid key (401, or 429 once its address is over the limit);
 // - holds the caller's in-flight slot (./in-flight.ts);
 // - asks the limiter for its decision (./decide.ts);
 // - records the quota webhook the decision crossed (`notify`);
@@ -184,6 +185,7 @@ export function gateway({
     // Taken before the first await: of many sent at once, only `maxInFlight` pass this line.
     if (!inFlight.enter(id)) {
       const now = Math.floor(clock.now() / 1000);
+      // No Retry-After from the decision: the 429's own comes from `tooManyInFlight`.
       writeRateLimitHeaders(c, inFlight.latest(id) ?? untouched(limits, now), false, now);
       return tooManyInFlight(inFlight.max);
     }

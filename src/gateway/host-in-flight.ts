@@ -7,7 +7,7 @@ import { InFlight } from './in-flight.ts';
 /** Consumers the host's table holds at once: more than a keys file names, with room for consumers a reload replaces. */
 export const HOST_SLOTS = 16_384;
 /** Consumer ids whose slot a worker remembers: more than a keys file holds. */
-const KNOWN_NAMES = 10_000;
+const KNOWN_CONSUMERS = 10_000;
 
 /**
  * The shared memory behind `HostInFlight`: made once by the supervisor and handed to every worker.
@@ -52,17 +52,17 @@ export function clearWorker(memory: HostSlotsMemory, worker: number): void {
  *
  * @example
  * const inFlight = new HostInFlight(128, memory, 0)
- * if (!inFlight.enter('acme')) refuse()
+ * if (!inFlight.enter('con_acme')) refuse()
  */
 export class HostInFlight<D> extends InFlight<D> {
   readonly #keys: BigInt64Array;
   readonly #counts: Int32Array;
   readonly #workers: number;
   readonly #worker: number;
-  readonly #slots = new LRUCache<string, number>({ max: KNOWN_NAMES });
-  readonly #full: (name: string) => void;
+  readonly #slots = new LRUCache<string, number>({ max: KNOWN_CONSUMERS });
+  readonly #full: (consumerId: string) => void;
 
-  constructor(max: number, memory: HostSlotsMemory, worker: number, full: (name: string) => void = () => {}) {
+  constructor(max: number, memory: HostSlotsMemory, worker: number, full: (consumerId: string) => void = () => {}) {
     super(max);
     this.#keys = new BigInt64Array(memory.keys);
     this.#counts = new Int32Array(memory.counts);
@@ -71,9 +71,9 @@ export class HostInFlight<D> extends InFlight<D> {
     this.#full = full;
   }
 
-  override enter(name: string): boolean {
-    if (!super.enter(name)) return false;
-    const slot = this.#slot(name);
+  override enter(consumerId: string): boolean {
+    if (!super.enter(consumerId)) return false;
+    const slot = this.#slot(consumerId);
     if (slot < 0) return true;
     const base = slot * this.#workers;
     Atomics.add(this.#counts, base + this.#worker, 1);
@@ -81,33 +81,33 @@ export class HostInFlight<D> extends InFlight<D> {
     for (let w = 0; w < this.#workers; w++) total += Atomics.load(this.#counts, base + w);
     if (total <= this.max) return true;
     Atomics.sub(this.#counts, base + this.#worker, 1);
-    super.leave(name);
+    super.leave(consumerId);
     return false;
   }
 
-  override leave(name: string): void {
-    super.leave(name);
-    const slot = this.#slot(name);
+  override leave(consumerId: string): void {
+    super.leave(consumerId);
+    const slot = this.#slot(consumerId);
     if (slot >= 0) Atomics.sub(this.#counts, slot * this.#workers + this.#worker, 1);
   }
 
   /** The consumer's slot in the host's table, claimed on first sight; -1 when the table is full. */
-  #slot(name: string): number {
-    const known = this.#slots.get(name);
+  #slot(consumerId: string): number {
+    const known = this.#slots.get(consumerId);
     if (known !== undefined) return known;
-    const digest = createHash('sha256').update(name).digest();
-    // 0 marks a free slot: a name whose digest reads 0 takes 1 instead.
+    const digest = createHash('sha256').update(consumerId).digest();
+    // 0 marks a free slot: an id whose digest reads 0 takes 1 instead.
     const key = digest.readBigInt64LE(0) || 1n;
     const start = digest.readUInt32LE(8) % HOST_SLOTS;
     for (let i = 0; i < HOST_SLOTS; i++) {
       const slot = (start + i) % HOST_SLOTS;
       const held = Atomics.compareExchange(this.#keys, slot, 0n, key);
       if (held === 0n || held === key) {
-        this.#slots.set(name, slot);
+        this.#slots.set(consumerId, slot);
         return slot;
       }
     }
-    this.#full(name);
+    this.#full(consumerId);
     return -1;
   }
 }

@@ -20,8 +20,8 @@ const CONCURRENCY_RETRY_AFTER = '1';
  *
  * @example
  * const inFlight = new InFlight(128)
- * if (!inFlight.enter('acme')) refuse(inFlight.latest('acme'))
- * try { inFlight.admitted('acme', await decide()); await next() } finally { inFlight.leave('acme') }
+ * if (!inFlight.enter('con_acme')) refuse(inFlight.latest('con_acme'))
+ * try { inFlight.admitted('con_acme', await decide()); await next() } finally { inFlight.leave('con_acme') }
  */
 export class InFlight<D> {
   readonly max: number;
@@ -31,11 +31,11 @@ export class InFlight<D> {
     this.max = max;
   }
 
-  /** Takes one of `name`'s slots; false, taking none, when all are taken. Synchronous on purpose. */
-  enter(name: string): boolean {
-    const entry = this.#busy.get(name);
+  /** Takes one of the consumer's slots; false, taking none, when all are taken. Synchronous on purpose. */
+  enter(consumerId: string): boolean {
+    const entry = this.#busy.get(consumerId);
     if (!entry) {
-      this.#busy.set(name, { count: 1, last: undefined });
+      this.#busy.set(consumerId, { count: 1, last: undefined });
       return true;
     }
     if (entry.count >= this.max) return false;
@@ -43,21 +43,21 @@ export class InFlight<D> {
     return true;
   }
 
-  /** Remembers the decision that admitted a request of `name` holding a slot. */
-  admitted(name: string, decision: D): void {
-    const entry = this.#busy.get(name);
+  /** Remembers the decision that admitted a request of the consumer holding a slot. */
+  admitted(consumerId: string, decision: D): void {
+    const entry = this.#busy.get(consumerId);
     if (entry) entry.last = decision;
   }
 
-  /** The latest admitting decision of `name` while it has requests in flight. */
-  latest(name: string): D | undefined {
-    return this.#busy.get(name)?.last;
+  /** The latest admitting decision of the consumer while it has requests in flight. */
+  latest(consumerId: string): D | undefined {
+    return this.#busy.get(consumerId)?.last;
   }
 
-  leave(name: string): void {
-    const entry = this.#busy.get(name);
+  leave(consumerId: string): void {
+    const entry = this.#busy.get(consumerId);
     if (!entry) return;
-    if (--entry.count === 0) this.#busy.delete(name);
+    if (--entry.count === 0) this.#busy.delete(consumerId);
   }
 }
 

@@ -47,7 +47,8 @@ export function bindingWindow(decision: Decision): WindowState {
  * All rate-limit headers for a response, refused or not. On a refusal, Remaining is 0 and Reset
  * is now + Retry-After. `RateLimit` gives each window's counters; during a ban every window says
  * r=0, since nothing is admitted before it ends. `withRetryAfter` is true for a 429 only: a
- * report-only limit or a read of the quota shows the same numbers without `Retry-After`.
+ * report-only limit or a read of the quota shows the same numbers without `Retry-After`. The
+ * defaults serve tests, which read a decision alone; the gateway passes both.
  *
  * @example
  * rateLimitHeaders(decision)
@@ -94,14 +95,14 @@ function policy(windows: readonly WindowState[]): string {
 
 /**
  * Adds a decision's rate-limit headers to the answer's (`answerHeaders`), with `Retry-After` when
- * `refused` (the answer is the decision's 429). Given `now` (unix seconds), the decision is an
+ * `withRetryAfter` (the answer is this decision's 429). Given `now` (unix seconds), the decision is an
  * earlier one (nothing was consumed since) and a Reset that has passed moves to now: never in
  * the past.
  *
  * @example
  * writeRateLimitHeaders(c, decision, decision.outcome !== 'admitted')
  */
-export function writeRateLimitHeaders(c: Context, decision: Decision, refused: boolean, now?: number): void {
-  const headers = rateLimitHeaders(decision, answerHeaders(c), refused);
+export function writeRateLimitHeaders(c: Context, decision: Decision, withRetryAfter: boolean, now?: number): void {
+  const headers = rateLimitHeaders(decision, answerHeaders(c), withRetryAfter);
   if (now !== undefined && Number(headers['X-RateLimit-Reset']) < now) headers['X-RateLimit-Reset'] = String(now);
 }

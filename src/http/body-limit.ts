@@ -6,6 +6,9 @@ import { isJson } from '../api/validate.ts';
 import { notJson, tooLarge } from '../core/api-error.ts';
 import { answerHeaders } from '../core/reply.ts';
 
+/** Largest accepted request body: 64 KiB. */
+export const MAX_BODY_BYTES = 64 * 1024;
+
 /**
  * Past this declared size the 413 also closes the connection instead of letting the runtime
  * read and discard the rest (RFC 9112 section 9.6: "read the rest up to a bound, or close").

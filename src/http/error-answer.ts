@@ -1,20 +1,8 @@
-// How a refusal or an error becomes the contract's Error body: `answerError()` writes it,
-// `toApiError()` maps what a step threw (a store that is down is a 503, anything unknown a 500).
+// How a throw becomes a refusal or an error: `toApiError()` maps what a step threw (a store that
+// is down is a 503, anything unknown a 500); the pipeline's `fail()` answers it.
 import type { Context } from 'hono';
 import { ApiError, serviceUnavailable } from '../core/api-error.ts';
 import { StoreUnavailableError } from '../store/store-error.ts';
-import { answer } from './answer.ts';
-
-/**
- * Answers `err` as the contract's Error body, `application/json`, with its own headers added to
- * those the request gathered (rate limits, request id): every refusal and error leaves here.
- *
- * @example
- * return answerError(c, new ApiError('not_found', 'No pet has id 42.'))
- */
-export function answerError(c: Context, err: ApiError): Response {
-  return answer(c, err.reply);
-}
 
 export type ErrorReporter = (err: unknown, c: Context) => void;
 
@@ -25,7 +13,7 @@ export type ErrorReporter = (err: unknown, c: Context) => void;
  * internals.
  *
  * @example
- * catch (err) { return answerError(c, toApiError(err, c, report)) }
+ * catch (err) { return fail(c, toApiError(err, c, report)) }
  */
 export function toApiError(
   err: unknown,

@@ -27,7 +27,7 @@ import { answer } from './answer.ts';
 import { checkBodyOnGet, limitBody } from './body-limit.ts';
 import { corsStep } from './cors.ts';
 import { requestCounter } from './count-requests.ts';
-import { answerError, toApiError } from './error-answer.ts';
+import { toApiError } from './error-answer.ts';
 import { weakEtag } from './etag.ts';
 import { AnswerMemo, type StoreChanges } from './memo.ts';
 import { type RequestStart, requestLog } from './request-log.ts';
@@ -46,7 +46,7 @@ export interface PipelineOptions {
   isGatewayPath?: (path: string) => boolean;
   /** Origins whose pages may call the API (`--cors-origin`); none: no CORS at all. */
   corsOrigins?: readonly string[];
-  /** Counts requests when given (`--metrics`). */
+  /** Counts requests when given (`--metrics` or `--metrics-port`). */
   metrics?: Metrics;
   /** The operation label every request is counted under, whatever route served it (the admin port's). */
   countAs?: string;
@@ -135,11 +135,11 @@ interface PipelineParts {
   readonly maxBodyBytes: number;
   readonly requestLog: ReturnType<typeof requestLog>;
   readonly tracing: ReturnType<typeof requestTrace>;
-  /** Counts every request and its answer (`--metrics`). */
+  /** Counts every request and its answer (`--metrics` or `--metrics-port`). */
   readonly requestMetrics: ReturnType<typeof requestCounter> | undefined;
   readonly cors: ReturnType<typeof corsStep> | undefined;
   readonly limit: ReturnType<typeof limitBody>;
-  /** Counts a memoised operation's request as a memo hit or miss (`--metrics`). */
+  /** Counts a memoised operation's request as a memo hit or miss (`--metrics` or `--metrics-port`). */
   readonly memoCount: ((op: number, hit: boolean) => void) | undefined;
   /** How `toApiError` logs an unhandled error, and a store that is unavailable. */
   readonly report: (err: unknown, c: Context<AppEnv>) => void;
@@ -231,6 +231,10 @@ function operationHandler<D>(parts: ApiParts<D>, op: Operation<D>): RouteHandler
  * Makes step 1, `exchange`, around `inner`, the rest of the request's steps. Every Hono route's
  * handler is one of these, so Hono calls one handler per request and composes no middleware.
  * `traced` false: the request makes no trace.
+ *
+ * Step 1 is two functions: `exchange`, the handler made here, gives the request its id and opens
+ * its scope; `answerInScope` does the rest of step 1 inside that scope and calls `inner`. For an
+ * operation, `inner` is `serveOperation` (steps 2 to 8).
  */
 function exchangeHandler(parts: PipelineParts, inner: ScopedHandler, traced = true): RouteHandler {
   const { requestLog, tracing } = parts;
@@ -432,12 +436,11 @@ function deprecationHeaders({ since, sunset, successor }: Deprecation): AnswerHe
 function answerNoRoute<D>(parts: ApiParts<D>, c: Context<AppEnv>): Response | Promise<Response> {
   const preflight = parts.cors?.(c);
   if (preflight) return preflight;
-  // The path's methods are looked up only for an admitted caller. A cold path: the rejection
-  // reaches `answerInScope`'s catch as a handler's throw does.
+  // The path's methods are looked up only for an admitted caller.
   return passGateway(parts, c, NO_ROUTE, () =>
-    checkBody(parts, c, () => {
+    checkBody(parts, c, async () => {
       const allowed = parts.allowedMethods(c.req.path);
-      return Promise.reject(allowed ? methodNotAllowed(c.req.method, allowed) : NO_SUCH_PATH);
+      return fail(c, allowed ? methodNotAllowed(c.req.method, allowed) : NO_SUCH_PATH);
     }),
   );
 }
@@ -454,10 +457,14 @@ function opsRouteHandler(parts: PipelineParts, route: OpsRoute): RouteHandler {
   );
 }
 
-/** Answers a refusal or error, and sets it as `c.error`, where the log line and metrics read it. */
+/**
+ * Answers a refusal or error as the contract's Error body, its own headers added to those the
+ * request gathered (rate limits, request id): every refusal and error leaves here. Sets it as
+ * `c.error`, where the log line and metrics read it.
+ */
 function fail(c: Context<AppEnv>, err: ApiError): Response {
   c.error = err;
-  return answerError(c, err);
+  return answer(c, err.reply);
 }
 
 /** What step 1 runs inside the request's scope: the rest of the request's steps. */

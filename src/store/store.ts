@@ -10,7 +10,8 @@ import type { Outbox } from './outbox.ts';
  * A snapshot of the store's counter of pet changes (`DataStore.changeCount`). Its readers only hand
  * it back to `unchanged`. A backend's is a number; with `--workers` it is a pair of counts
  * (src/store/wrappers/shared-change-count.ts). Undefined means the store cannot tell what changed,
- * so nothing is memoised or served from the memo.
+ * so nothing is memoised or served from the memo. `unknown` on purpose: an opaque type each
+ * backend fills with its own shape, where a branded type would need a cast in every backend.
  */
 export type ChangeCount = unknown;
 
@@ -211,9 +212,9 @@ export interface CallSpec {
 /**
  * THE STORE'S METHOD LIST: every awaited call of `DataStore` once. The wrappers are made from it
  * (`wrapStore`), so a call added to the interface fails to compile until it is here, and once
- * here no wrapper can leave it out. The calls that answer at once (`startDueExpiry`,
- * `changeCount`, `unchanged`) and `close` are not here: `wrapStore` passes them on, or takes a
- * wrapper's own (`OwnCalls`).
+ * here no wrapper can leave it out. The memo step's synchronous calls (`startDueExpiry`, which
+ * returns the expiry run without waiting for it, `changeCount`, `unchanged`) and `close` are not
+ * here: `wrapStore` passes them on, or takes a wrapper's own (`OwnCalls`).
  */
 export const STORE_CALLS = {
   create: { doing: 'store pet', write: true, counted: 'create' },
@@ -267,12 +268,12 @@ export function wrapCalls<T extends object, K extends keyof T & string>(
   return wrapped as Pick<T, K>;
 }
 
-/** The calls that answer at once, or end the store, which a wrapper may give its own of. */
+/** The memo step's synchronous calls, and `close`, which a wrapper may give its own of. */
 export type OwnCalls = Partial<Pick<DataStore, 'startDueExpiry' | 'changeCount' | 'unchanged' | 'close'>>;
 
 /**
  * `store` behind a wrapper: every call of `STORE_CALLS` passed through `wrap`, and the outbox's
- * `OUTBOX_CALLS` too unless `outbox` is `'as is'`. The calls that answer at once
+ * `OUTBOX_CALLS` too unless `outbox` is `'as is'`. The memo step's synchronous calls
  * (`startDueExpiry`, `changeCount`, `unchanged`) and `close` are passed on unchanged, unless
  * `own` gives the wrapper's own. `backend` is the innermost store, where the keys are found.
  *
