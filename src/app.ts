@@ -43,7 +43,11 @@ export interface AppOptions {
   limiter: RateLimiter;
   clock?: Clock;
   log?: Logger;
-  /** The client address the limiter counts a keyless client's requests against (a caller without a valid key). */
+  /**
+   * The client address the limiter counts a keyless client's requests against (a caller without
+   * a valid key). Every server passes its adapter's; the default, `'unknown'` for everyone, is
+   * for tests that build an app alone.
+   */
   clientAddress?: (c: Context<AppEnv>) => string;
   ban?: BanPolicy;
   /** Production and staging URLs the reference page offers besides this server. */

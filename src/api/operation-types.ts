@@ -106,7 +106,7 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
    * Whether a 200 is memoised by its path and query (src/http/memo.ts): true only where the
    * answer depends on nothing else. Before it reads, a memoised operation waits for the orders
    * whose hold ran out to expire, so it never shows a pet `pending` past its hold. Every pet read
-   * is memoised for that reason too: one that is not would have to call `startDueExpiry()` itself.
+   * is memoised for that reason too (src/api/operations.test.ts holds the table to it).
    */
   readonly memo: boolean;
   /** Whether the handler is told which key asks (`Input.key`): the admin API's changes are audited by it. */

@@ -127,6 +127,19 @@ function pick(o: object, keys: readonly string[]): Record<string, unknown> {
   return Object.fromEntries(Object.entries(o).filter(([k]) => keys.includes(k)));
 }
 
+describe("the table's memo flag", () => {
+  // A memoised read waits for the holds that ran out to expire (step 6), so a read of pets that
+  // is not memoised would show a pet `pending` past its hold.
+  test('every operation that reads pets is memoised, and no other', () => {
+    const memoised = OPERATIONS.filter((op) => op.memo).map((op) => op.id);
+    const readsPets = OPERATIONS.filter(
+      (op) => op.method === 'GET' && (op.path.startsWith('/pets') || op.path === '/store/inventory'),
+    ).map((op) => op.id);
+    expect(memoised).toEqual(['listPets', 'getPet', 'getInventory']);
+    expect(readsPets).toEqual(memoised);
+  });
+});
+
 describe('isApiPath', () => {
   test.each([
     ['/v1', true],

@@ -3,7 +3,7 @@
 // - finds who calls (./caller.ts);
 // - refuses a caller without a valid key (401, or 429 once its address is over the limit);
 // - holds the caller's in-flight slot (./in-flight.ts);
-// - asks the limiter for its decision (./decide.ts);
+// - asks the limiter for its decision (./decide.ts; 503 when it cannot decide);
 // - records the quota webhook the decision crossed (`notify`);
 // - writes the rate-limit headers, then checks the key's scope.
 // This file is also the one door into src/gateway/. What other folders use of the gateway (the

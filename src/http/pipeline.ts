@@ -196,7 +196,7 @@ function partsOf({
  *    then writes the log line and the metrics.
  * 2. `cors` (src/http/cors.ts): answers a CORS preflight, before any key is asked for.
  * 3. `passGateway`: the gateway finds the caller and applies the in-flight cap, the rate limit
- *    and the key's scope (401, 429, 403). It records a crossed quota threshold for its webhook.
+ *    and the key's scope (401, 429, 403; 503 when the limiter cannot decide). It records a crossed quota threshold for its webhook.
  * 4. `addDeprecationHeaders`: a deprecated operation's `Deprecation`, `Sunset` and `Link`.
  * 5. `checkBody`: refuses a body over the size limit (413). A body sent with GET is held to the
  *    same size and to JSON (413, 415).
@@ -323,7 +323,8 @@ async function checkBody(
 ): Promise<Response> {
   // The runtimes hand a GET or HEAD no body stream: only its headers can tell of a body.
   checkBodyOnGet(c, maxBodyBytes);
-  // A write sent without a body has none either; step 7 answers it 400.
+  // A write sent without a body has none either; step 7 answers it 415 without a JSON
+  // Content-Type, else 400.
   if (!c.req.raw.body) return next();
   let response: Response | undefined;
   await limit(c, async () => {

@@ -50,7 +50,7 @@ export interface RequestStart {
  * @example
  * const requests = requestLog({ log, clock: systemClock })
  * const start = requests.start(c)
- * const res = await next()
+ * const res = await inner(c)
  * requests.finish(c, start, res.status)
  * // {"time":"…","level":"info","msg":"request","requestId":"…","method":"GET","route":"/v1/pets",
  * //  "status":200,"durationMs":1,"consumer":"acme","key":"<the key's id>"}

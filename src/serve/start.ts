@@ -409,12 +409,14 @@ async function openLimiter(config: Config, log: Logger, metrics: Metrics | undef
 /**
  * The one store every part is given (the API, the keys, the webhook delivery and notifier). No
  * part reaches the store around its wrappers but the key store, found on `backend`. The
- * wrappers, from the outside in:
- * - with `--workers` above 1, `sharedChangeCount()`, added by the caller (`startServer()`, src/serve/worker.ts);
+ * wrappers it adds, from the outside in:
  * - with metrics, `countStoreErrors()`: failed calls counted;
- * - `boundInTime()` (from `openStore()`): each call in a span of the request's trace and bounded
+ * - `boundAndTrace()` (from `openStore()`): each call in a span of the request's trace and bounded
  *   by `--store-timeout`;
  * - the backend: memory, SQLite or PostgreSQL.
+ *
+ * With `--workers` above 1, `startServer()` and each worker (src/serve/worker.ts) put
+ * `sharedChangeCount()` around it.
  */
 export async function storeOf(
   config: Config,

@@ -124,8 +124,8 @@ export class MemoryStore implements DataStore {
   }
 
   /**
-   * Whether an open order holds pet `id`: then its status cannot change and it cannot be
-   * removed. The orders of this store answer it; without them no pet is held. The caller has
+   * Whether an open order holds pet `id`: then its status cannot change and it cannot be removed.
+   * The orders of this store answer it: a pet with no placed order is not held. The caller has
    * expired the holds that ran out.
    */
   #heldByOrder(id: number): boolean {

@@ -7,7 +7,7 @@ import { POSTGRES_URL } from './postgres/postgres-url.ts';
 import type { LockReleases } from './sqlite/sqlite.ts';
 import type { DataStore } from './store.ts';
 import { StoreOpenError } from './store-error.ts';
-import { boundInTime, DEFAULT_STORE_TIMEOUT_MS, type TimeBoundedStore } from './wrappers/time-bounded.ts';
+import { boundAndTrace, DEFAULT_STORE_TIMEOUT_MS, type TimeBoundedStore } from './wrappers/time-bounded.ts';
 
 /** The `--data` value that keeps pets in memory only. */
 export const MEMORY = ':memory:';
@@ -41,7 +41,7 @@ export async function openStore(
 ): Promise<TimeBoundedStore> {
   const backend = await openBackend(data, log, timeoutMs, poolSize, lockReleases);
   const system = backend instanceof MemoryStore ? undefined : POSTGRES_URL.test(data) ? 'postgresql' : 'sqlite';
-  return boundInTime(backend, { timeoutMs, log, ...(system ? { system } : {}) });
+  return boundAndTrace(backend, { timeoutMs, log, ...(system ? { system } : {}) });
 }
 
 async function openBackend(

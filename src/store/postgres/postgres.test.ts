@@ -14,7 +14,7 @@ import {
   StoreUnavailableError,
   StoreUnreachableError,
 } from '../store-error.ts';
-import { boundInTime } from '../wrappers/time-bounded.ts';
+import { boundAndTrace } from '../wrappers/time-bounded.ts';
 import {
   CLOSE_IF_PLACED,
   LISTENER_NAME,
@@ -596,7 +596,7 @@ describe('PostgresStore without a server', () => {
 describe('PostgresStore behind its bound', () => {
   test('a query that never returns (LOCK TABLE held elsewhere) is answered within the bound; the pool serves after', async () => {
     const db = await freshDatabase();
-    const store = boundInTime(await PostgresStore.open({ url: db.url, log: silentLogger, timeoutMs: 1_000 }), {
+    const store = boundAndTrace(await PostgresStore.open({ url: db.url, log: silentLogger, timeoutMs: 1_000 }), {
       timeoutMs: 1_000,
       log: silentLogger,
     });

@@ -644,8 +644,8 @@ export class SqliteStore implements DataStore, WithKeyStore {
 
   /**
    * Whether an open order holds pet `id` (read in the write transaction): then its status
-   * cannot change and it cannot be removed. The orders kept in this file answer it; without
-   * them no pet is held. The caller has expired the holds that ran out.
+   * cannot change and it cannot be removed. The orders kept in this file answer it: a pet with
+   * no placed order is not held. The caller has expired the holds that ran out.
    */
   #heldByOrder(id: number): boolean {
     const held = this.#db.prepare(PLACED_FOR_PET).get(id);

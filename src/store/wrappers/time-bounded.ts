@@ -67,10 +67,10 @@ export interface TimeBoundedStore extends WrappedStore {
  * request's trace when it is recorded.
  *
  * @example
- * const store = boundInTime(await PostgresStore.open({ url, log }), { timeoutMs: 2_000, log });
+ * const store = boundAndTrace(await PostgresStore.open({ url, log }), { timeoutMs: 2_000, log });
  * await store.list({ limit: 20 }); // rejects with StoreTimeoutError after 2 s without an answer
  */
-export function boundInTime(backend: DataStore, options: TimeBoundedStoreOptions): TimeBoundedStore {
+export function boundAndTrace(backend: DataStore, options: TimeBoundedStoreOptions): TimeBoundedStore {
   const bound = new TimeBound(backend, options);
   // Each call in its span, around the bound, so a time-out ends the span as Error.
   const call: CallWrap = tracedCalls((run, { doing, write }) => bound.call(doing, write, run), options.system);

@@ -23,8 +23,8 @@ const IDEMPOTENCY: ChildOptions<unknown> = {
 };
 
 /**
- * `wrap` with each call in its span: a time-out or an unreachable database (the call's rejection) sets
- * its status to Error.
+ * `wrap` with each call in its child record: a time-out or an unreachable database (the call's
+ * rejection) sets its status to Error.
  *
  * @example
  * const call = tracedCalls((run, { doing, write }) => bound.call(doing, write, run), 'sqlite')
