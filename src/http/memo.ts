@@ -11,12 +11,10 @@ export const MAX_MEMO_CHARS = 4 * 1024 * 1024;
 export const MAX_SEEN_TARGETS = 4_096;
 
 /**
- * What the memo's user asks of the store: to expire the orders whose hold ran out (that changes
- * pets), its change count now, and whether what a reply read has changed since a count.
+ * What the memo asks of the store: to expire the orders whose hold ran out (that changes pets),
+ * its change count now, and whether what a reply read has changed since a count.
  */
 export type StoreChanges = Pick<DataStore, 'startDueExpiry' | 'changeCount' | 'unchanged'>;
-/** What the memo itself asks of the store. */
-type CountedChanges = Pick<StoreChanges, 'changeCount' | 'unchanged'>;
 
 /** One memoised answer. */
 interface MemoEntry {
@@ -56,23 +54,36 @@ interface Flight {
  *
  * @example
  * const memo = new AnswerMemo(store)
- * await store.startDueExpiry()
- * const count = store.changeCount()
+ * await memo.startDueExpiry()
+ * const count = memo.changeCount()
  * const reply = memo.get('/v1/pets/7', count) ?? (await memo.readOrJoin('/v1/pets/7', count, read)).reply
  */
 export class AnswerMemo {
   readonly #entries: LRUCache<string, MemoEntry>;
   readonly #seen = new LRUCache<string, true>({ max: MAX_SEEN_TARGETS });
-  readonly #store: CountedChanges;
+  readonly #store: StoreChanges;
   readonly #flights = new Map<string, Flight>();
 
-  constructor(store: CountedChanges, maxChars: number = MAX_MEMO_CHARS) {
+  constructor(store: StoreChanges, maxChars: number = MAX_MEMO_CHARS) {
     this.#store = store;
     // Memoised bodies are JSON text; any other body would count as one character.
     this.#entries = new LRUCache<string, MemoEntry>({
       maxSize: maxChars,
       sizeCalculation: ({ reply }) => Math.max(1, typeof reply.body === 'string' ? reply.body.length : 1),
     });
+  }
+
+  /**
+   * Starts the store's expiry of orders whose hold has run out, when one is due: a read whose
+   * answer may be memoised waits for it, so it never shows a hold past its end.
+   */
+  startDueExpiry(): Promise<unknown> | undefined {
+    return this.#store.startDueExpiry();
+  }
+
+  /** The store's change count now: what `get` and `readOrJoin` are given. */
+  changeCount(): ChangeCount {
+    return this.#store.changeCount();
   }
 
   /** The reply memoised for `target`, when the change `count` is known and nothing the reply read has changed. */

@@ -105,7 +105,7 @@ export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): A
 export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): ApiRouteHandlers<Operation<D>> {
   const { gateway, deps, allowedMethods, changes } = options;
   const memo = changes && new AnswerMemo(changes);
-  const parts: ApiParts<D> = { ...partsOf(options), gateway, deps, allowedMethods, changes, memo };
+  const parts: ApiParts<D> = { ...partsOf(options), gateway, deps, allowedMethods, memo };
   /** Hono's `notFound`: a path no route serves. Under the API prefix it meets the gateway first. */
   const notFound = exchangeHandler(parts, (c) =>
     parts.isGatewayPath(c.req.path) ? answerNoRoute(parts, c) : fail(c, NO_SUCH_PATH),
@@ -151,8 +151,7 @@ interface ApiParts<D> extends PipelineParts {
   readonly gateway: GatewayPass;
   readonly deps: D;
   readonly allowedMethods: (path: string) => readonly string[] | undefined;
-  readonly changes: StoreChanges | undefined;
-  /** The answer memo, when the pipeline has the store's `changes`. */
+  /** The answer memo, over the store's `changes`, when the pipeline is given them. */
   readonly memo: AnswerMemo | undefined;
 }
 
@@ -213,7 +212,7 @@ function partsOf({
  * through `fail`.
  */
 function operationHandler<D>(parts: ApiParts<D>, op: Operation<D>): RouteHandler {
-  const route = routeOf(parts, op);
+  const route = routeOf(op);
   const { cors } = parts;
   // Named as what it does, so a CPU profile names it.
   return exchangeHandler(parts, function serveOperation(c) {
@@ -340,29 +339,31 @@ async function checkBody(
  * that is not memoised (`placeOrder`), step 7 runs the handler and this step answers its reply.
  */
 async function memoOrHandler<D>(
-  { changes, memo, memoCount }: ApiParts<D>,
+  parts: ApiParts<D>,
   route: OperationRoute<D>,
   c: Context<AppEnv>,
   decision: Decision,
   caller: ConsumerCaller,
 ): Promise<Response> {
-  // `memo` and `changes` come together, whenever the table has memoised operations; `!changes`
-  // only tells the type checker so.
-  if (!route.op.memo || !memo || !changes) return answer(c, await runHandler(route, c, decision, caller));
+  const { memo, memoCount } = parts;
+  // A memoised operation always meets a memo: `apiPipeline`'s types ask for `changes` then.
+  if (!route.op.memo || !memo) return answer(c, await runHandler(parts, route, c, decision, caller));
   // The path and query as sent: the same text always validates to the same input (`routeOf`
   // refuses a memoised operation that reads headers or a body).
   const target = pathAndQuery(c.req.url);
   // An order whose hold has run out makes its pet available. The read waits for that expiry,
   // so it shows the pet `available` at the version a PATCH's `If-Match` meets.
-  const expiring = changes.startDueExpiry();
+  const expiring = memo.startDueExpiry();
   if (expiring) await expiring;
-  const changeCount = changes.changeCount();
+  const changeCount = memo.changeCount();
   const memoised = memo.get(target, changeCount);
   if (memoised) {
     memoCount?.(route.metricsIndex, true);
     return answer(c, memoised);
   }
-  const { reply, joined } = await memo.readOrJoin(target, changeCount, () => runHandler(route, c, decision, caller));
+  const { reply, joined } = await memo.readOrJoin(target, changeCount, () =>
+    runHandler(parts, route, c, decision, caller),
+  );
   // A request answered by another's read under way counts as a hit: it read nothing itself.
   memoCount?.(route.metricsIndex, joined);
   return answer(c, reply);
@@ -370,7 +371,8 @@ async function memoOrHandler<D>(
 
 /** Step 7: the input validated by the table's schemas (400, 415), the handler's reply, and its weak ETag. */
 async function runHandler<D>(
-  { op, deps, readInput }: OperationRoute<D>,
+  { deps }: ApiParts<D>,
+  { op, readInput }: OperationRoute<D>,
   c: Context<AppEnv>,
   decision: Decision,
   caller: ConsumerCaller,
@@ -401,7 +403,6 @@ function keyHolderOf<D>(op: Operation<D>, caller: ConsumerCaller): KeyHolder | u
 /** What serving one operation needs, made and checked once, when its route is added. */
 interface OperationRoute<D> {
   readonly op: Operation<D>;
-  readonly deps: D;
   /** A deprecated operation's headers, the same on every answer of it; undefined for the others. */
   readonly deprecated: AnswerHeaders | undefined;
   readonly readInput: ReturnType<typeof inputReader<D>>;
@@ -409,7 +410,7 @@ interface OperationRoute<D> {
   readonly metricsIndex: number;
 }
 
-function routeOf<D>({ deps }: ApiParts<D>, op: Operation<D>): OperationRoute<D> {
+function routeOf<D>(op: Operation<D>): OperationRoute<D> {
   // A quota reader's answer is the caller's own: never memoised for another.
   if (op.memo && op.readsQuota) throw new TypeError(`pipeline: ${op.id} reads the quota and cannot be memoised`);
   // A memoised answer is found by its path and query alone, so its input must come from nothing else.
@@ -417,7 +418,7 @@ function routeOf<D>({ deps }: ApiParts<D>, op: Operation<D>): OperationRoute<D> 
     throw new TypeError(`pipeline: ${op.id} reads headers or a body and cannot be memoised by its path and query`);
   }
   const deprecated = op.deprecated ? deprecationHeaders(op.deprecated) : undefined;
-  return { op, deps, deprecated, readInput: inputReader(op), metricsIndex: operationIndex(op.id) };
+  return { op, deprecated, readInput: inputReader(op), metricsIndex: operationIndex(op.id) };
 }
 
 /** RFC 9745 `Deprecation`, RFC 8594 `Sunset` and the successor `Link` of a deprecated operation. */
