@@ -22,8 +22,8 @@ export const API_PREFIX = '/v1';
 
 /**
  * Every operation of the API, once. Routes are registered from it; the scope check, the
- * metrics label, the headers of a deprecated operation and "is this an API request" all
- * read it; src/api/operations.test.ts holds it equal to contract/openapi.yaml.
+ * metrics label and the headers of a deprecated operation read it; src/api/operations.test.ts
+ * holds it equal to contract/openapi.yaml.
  *
  * Adding an operation: an entry here, its handler, and its place in the contract.
  */

@@ -70,7 +70,8 @@ const STATUS_BY_CODE: Record<ErrorCode, ContentfulStatusCode> = {
 /**
  * The one error type of the API, answered as the Error body. A handler or a step throws it, and
  * step 1 (`answerInScope` in src/http/pipeline.ts) answers it; the gateway returns its refusals
- * instead of throwing them. Hono's `onError` answers only what escapes step 1.
+ * instead of throwing them. Hono's `onError` answers only what escapes step 1. Refusals made once
+ * are answered to every request that meets them, so an ApiError and its headers never change.
  *
  * @example
  * throw new ApiError('not_found', 'No pet has id 42.')
@@ -78,7 +79,7 @@ const STATUS_BY_CODE: Record<ErrorCode, ContentfulStatusCode> = {
 export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly status: ContentfulStatusCode;
-  readonly headers: Record<string, string>;
+  readonly headers: Readonly<Record<string, string>>;
 
   constructor(code: ErrorCode, message: string, headers: Record<string, string> = {}) {
     const status = STATUS_BY_CODE[code];
@@ -91,7 +92,7 @@ export class ApiError extends Error {
     this.name = 'ApiError';
     this.code = code;
     this.status = status;
-    this.headers = headers;
+    this.headers = Object.freeze(headers);
   }
 
   /** The answer: the Error body and the error's headers; made once, since the gateway's refusals are made once and answered often. */

@@ -14,7 +14,8 @@ export const MAX_BODY_BYTES = 64 * 1024;
  * read and discard the rest (RFC 9112 section 9.6: "read the rest up to a bound, or close").
  * Up to it, the rest of an over-limit body is discarded by the runtime after the answer, so a
  * client that sends its whole body before it reads gets the 413, never a reset. The runtime
- * reads the rest without keeping it; the bound caps how long one connection may spend on that.
+ * reads the rest without keeping it; the bound caps how long one connection may spend on that
+ * (docs/operations.md, "Resource bounds").
  */
 const MAX_DISCARDED_BYTES = 1024 * 1024 * 1024;
 

@@ -1,7 +1,9 @@
 /**
  * The table's entries in the order their routes are added. Hono serves a request with the first
- * route that matches, so a static segment must come before a parameter in the same place
- * (`/pets/count` before `/pets/:petId`); otherwise the table's order stays.
+ * route that matches, so a static segment must come before a parameter in the same place. The
+ * entries are sorted by their segments' kinds (static `0`, parameter `1`), a stable sort: entries
+ * with the same kinds keep the table's order. A route such as `/pets/count` (none is served
+ * today) would so come before `/pets/:petId`.
  *
  * @example
  * byRouteOrder([{ path: '/pets/:petId' }, { path: '/pets/count' }]) // [{ path: '/pets/count' }, { path: '/pets/:petId' }]

@@ -407,9 +407,9 @@ async function openLimiter(config: Config, log: Logger, metrics: Metrics | undef
 }
 
 /**
- * The one store every part is given (the API, the keys, the webhook delivery and notifier). No
- * part reaches the store around its wrappers but the key store, found on `backend`. The
- * wrappers it adds, from the outside in:
+ * The one store every part is given (the API, the keys, the webhook delivery and notifier). Every
+ * part calls it through its wrappers; only the key store (`backend`'s) is reached around them.
+ * The wrappers it adds, from the outside in:
  * - with metrics, `countStoreErrors()`: failed calls counted;
  * - `boundAndTrace()` (from `openStore()`): each call in a span of the request's trace and bounded
  *   by `--store-timeout`;
