@@ -89,10 +89,20 @@ export async function startServer(config: Config): Promise<void> {
   if (memory) {
     await listeners.unlessFailed(
       () =>
-        startWorkers(config, memory, listeners, keys, limiter, log, metrics, webhooks.delivery, () => ({
-          ...(redisLimiter ? { limiter: redisLimiter.status() } : {}),
-          ...(config.keys ? { keysProblem: keys.problem() } : {}),
-        })),
+        startWorkers({
+          config,
+          memory,
+          listeners,
+          keys,
+          limiter,
+          log,
+          metrics,
+          webhooks: webhooks.delivery,
+          status: () => ({
+            ...(redisLimiter ? { limiter: redisLimiter.status() } : {}),
+            ...(config.keys ? { keysProblem: keys.problem() } : {}),
+          }),
+        }),
       () => store.close(),
     );
   } else {
@@ -147,7 +157,7 @@ export async function startServer(config: Config): Promise<void> {
       await traces?.shutdown(Math.max(FLUSH_MIN_MS, stoppingAt + config.shutdownSeconds * 1_000 - Date.now()));
     },
   });
-  announce(config, adapter.name, keys, listeners, adminServer, log, traces?.url, workers);
+  announce({ config, runtime: adapter.name, keys, listeners, admin: adminServer, log, traces: traces?.url, workers });
 }
 
 /**
@@ -180,17 +190,29 @@ function workerCount(config: Config, adapter: RuntimeAdapter): number {
  * worker lost for good stops the process (SIGTERM's drain), never serving on with fewer than it
  * says.
  */
-async function startWorkers(
-  config: Config,
-  memory: WorkerMemory,
-  listeners: Listeners,
-  keys: LiveKeys,
-  limiter: RateLimiter,
-  log: Logger,
-  metrics: Metrics | undefined,
-  webhooks: DeliveryWorker | undefined,
-  status: () => HostStatus,
-): Promise<WorkerPool> {
+async function startWorkers({
+  config,
+  memory,
+  listeners,
+  keys,
+  limiter,
+  log,
+  metrics,
+  webhooks,
+  status,
+}: {
+  config: Config;
+  memory: WorkerMemory;
+  listeners: Listeners;
+  keys: LiveKeys;
+  limiter: RateLimiter;
+  log: Logger;
+  metrics: Metrics | undefined;
+  /** The webhook delivery, woken when a worker records an event. */
+  webhooks: DeliveryWorker | undefined;
+  /** The host's state that workers show on /readyz: the Redis limiter's, the keys' problem. */
+  status: () => HostStatus;
+}): Promise<WorkerPool> {
   const pool = await WorkerPool.start({
     count: memory.slots.workers,
     config,
@@ -497,16 +519,26 @@ export function apiFlags(config: Config) {
  * Shows the development key (if any), then logs `listening`: last, since whoever waits for
  * that line may signal at once.
  */
-function announce(
-  config: Config,
-  runtime: string,
-  keys: LiveKeys,
-  listeners: Listeners,
-  admin: RunningServer | undefined,
-  log: Logger,
-  traces: string | undefined,
-  workers: number,
-): void {
+function announce({
+  config,
+  runtime,
+  keys,
+  listeners,
+  admin,
+  log,
+  traces,
+  workers,
+}: {
+  config: Config;
+  runtime: string;
+  keys: LiveKeys;
+  listeners: Listeners;
+  admin: RunningServer | undefined;
+  log: Logger;
+  /** The OTLP endpoint traces go to, if any. */
+  traces: string | undefined;
+  workers: number;
+}): void {
   if (keys.devToken) announceDevKey(keys.devToken, origin(config.host, listeners.main.port), log);
   log.info('listening', {
     version: VERSION,
