@@ -74,7 +74,10 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
   readonly method: Method;
   /** Hono's path template under the API prefix, e.g. `/pets/:petId`. */
   readonly path: string;
-  /** The scope a key needs for it; absent: any valid key may call it (the contract's `x-scopes: []`). */
+  /**
+   * The scope a key needs for it; absent: any valid key may call it (the contract's
+   * `x-scopes: []`).
+   */
   readonly scope?: KeyScope;
   /**
    * True: the operation reads the caller's quota instead of spending it. It costs 0 whatever
@@ -83,13 +86,19 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
    */
   readonly readsQuota?: boolean;
   readonly deprecated?: Deprecation;
-  /** What it promises (the contract's `x-stability-level`); absent: `stable` (the admin API's table). */
+  /**
+   * What it promises (the contract's `x-stability-level`); absent: `stable` (the admin API's
+   * table).
+   */
   readonly stability?: Stability;
   readonly query?: Schema<Q>;
   readonly params?: Schema<P>;
   /** Request headers, by lower-cased name. */
   readonly headers?: Schema<H>;
-  /** The JSON body; an operation with one reads only `application/json`, unless `bodyTypes` says otherwise. */
+  /**
+   * The JSON body; an operation with one reads only `application/json`, unless `bodyTypes` says
+   * otherwise.
+   */
   readonly body?: Schema<B>;
   /**
    * The media types of JSON the body may be sent as, the preferred first: `updatePet` reads a
@@ -104,23 +113,35 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
   readonly weakEtag: boolean;
   /**
    * Whether a 200 is memoised by its path and query (src/http/memo.ts): true only where the
-   * answer depends on nothing else. Before it reads, a memoised operation waits for the orders
-   * whose hold ran out to expire, so it never shows a pet `pending` past its hold. Every pet read
-   * is memoised for that reason too (src/api/operations.test.ts holds the table to it).
+   * answer depends on nothing else. It is served again while none of the pets it read has changed.
    */
   readonly memo: boolean;
-  /** Whether the handler is told which key asks (`Input.key`): the admin API's changes are audited by it. */
+  /**
+   * Whether it reads pets: then step 6 waits for the orders whose hold ran out to expire before
+   * it reads, so it never shows a pet `pending` past its hold.
+   */
+  readonly readsPets: boolean;
+  /**
+   * Whether the handler is told which key asks (`Input.key`): the admin API's changes are audited
+   * by it.
+   */
   readonly audited?: boolean;
   /** The words a 400 uses for what each field accepts; the API's (`MUST_BE`) when absent. */
   readonly mustBe?: Readonly<Record<string, string>>;
   handler(input: Input<Q, P, H, B>, deps: D): Promise<Reply>;
 }
 
-/** An entry of a table: an operation with its input types erased; `D` is what its handlers work with. */
+/**
+ * An entry of a table: an operation with its input types erased; `D` is what its handlers work
+ * with.
+ */
 export type Operation<D = ApiDeps> = OperationSpec<unknown, unknown, unknown, unknown, D>;
 
-/** An operation whose answers are never memoised: all that a pipeline without the store's change count serves. */
-export type UnmemoisedOperation<D> = Operation<D> & { readonly memo: false };
+/**
+ * An operation that is never memoised and reads no pets: all that a pipeline without the store's
+ * `changes` serves (the admin API's).
+ */
+export type UnmemoisedOperation<D> = Operation<D> & { readonly memo: false; readonly readsPets: false };
 
 /**
  * Types one entry of the table: the handler's input is inferred from the entry's schemas.
@@ -128,7 +149,8 @@ export type UnmemoisedOperation<D> = Operation<D> & { readonly memo: false };
  * @example
  * // weakEtag: false, as the handler tags the pet with its own strong ETag
  * defineOperation({ id: 'getPet', method: 'GET', path: '/pets/:petId', scope: 'pets:read',
- *   params: PetParams, weakEtag: false, memo: true, handler: async ({ params }) => ... })
+ *   params: PetParams, weakEtag: false, memo: true, readsPets: true,
+ *   handler: async ({ params }) => ... })
  */
 export function defineOperation<
   Q = undefined,
@@ -137,6 +159,9 @@ export function defineOperation<
   B = undefined,
   D = ApiDeps,
   M extends boolean = boolean,
->(spec: OperationSpec<Q, P, H, B, D> & { readonly memo: M }): Operation<D> & { readonly memo: M } {
-  return spec as unknown as Operation<D> & { readonly memo: M };
+  R extends boolean = boolean,
+>(
+  spec: OperationSpec<Q, P, H, B, D> & { readonly memo: M; readonly readsPets: R },
+): Operation<D> & { readonly memo: M; readonly readsPets: R } {
+  return spec as unknown as Operation<D> & { readonly memo: M; readonly readsPets: R };
 }

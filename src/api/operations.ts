@@ -37,6 +37,7 @@ export const OPERATIONS: readonly Operation[] = [
     query: ListQuery,
     weakEtag: true,
     memo: true,
+    readsPets: true,
     handler: listPets,
   }),
   defineOperation({
@@ -49,6 +50,7 @@ export const OPERATIONS: readonly Operation[] = [
     body: NewPet,
     weakEtag: false,
     memo: false,
+    readsPets: false,
     handler: createPet,
   }),
   defineOperation({
@@ -65,6 +67,7 @@ export const OPERATIONS: readonly Operation[] = [
     // Tagged by its handler: the pet's strong ETag, from its version.
     weakEtag: false,
     memo: true,
+    readsPets: true,
     handler: getPet,
   }),
   defineOperation({
@@ -80,6 +83,7 @@ export const OPERATIONS: readonly Operation[] = [
     // Tagged by its handler: the pet's strong ETag, from its new version.
     weakEtag: false,
     memo: false,
+    readsPets: false,
     handler: updatePet,
   }),
   defineOperation({
@@ -92,6 +96,7 @@ export const OPERATIONS: readonly Operation[] = [
     headers: ConditionalHeaders,
     weakEtag: false,
     memo: false,
+    readsPets: false,
     handler: deletePet,
   }),
   defineOperation({
@@ -102,6 +107,7 @@ export const OPERATIONS: readonly Operation[] = [
     readsQuota: true,
     weakEtag: false,
     memo: false,
+    readsPets: false,
     handler: getRateLimit,
   }),
   defineOperation({
@@ -112,6 +118,7 @@ export const OPERATIONS: readonly Operation[] = [
     scope: 'pets:read',
     weakEtag: true,
     memo: true,
+    readsPets: true,
     handler: getInventory,
   }),
   // Orders are the caller's own: never memoised by path alone, never tagged for another.
@@ -125,6 +132,7 @@ export const OPERATIONS: readonly Operation[] = [
     body: NewOrder,
     weakEtag: false,
     memo: false,
+    readsPets: false,
     handler: placeOrder,
   }),
   defineOperation({
@@ -137,6 +145,7 @@ export const OPERATIONS: readonly Operation[] = [
     mustBe: ORDER_LIST_MUST_BE,
     weakEtag: false,
     memo: false,
+    readsPets: false,
     handler: listOrders,
   }),
   defineOperation({
@@ -148,6 +157,7 @@ export const OPERATIONS: readonly Operation[] = [
     params: OrderParams,
     weakEtag: false,
     memo: false,
+    readsPets: false,
     handler: getOrder,
   }),
   defineOperation({
@@ -159,6 +169,7 @@ export const OPERATIONS: readonly Operation[] = [
     params: OrderParams,
     weakEtag: false,
     memo: false,
+    readsPets: false,
     handler: completeOrder,
   }),
   defineOperation({
@@ -170,6 +181,7 @@ export const OPERATIONS: readonly Operation[] = [
     params: OrderParams,
     weakEtag: false,
     memo: false,
+    readsPets: false,
     handler: cancelOrder,
   }),
 ];

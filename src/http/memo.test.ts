@@ -15,7 +15,6 @@ const page = (n: number, reads?: PetSet): Reply => ({
 function counted() {
   const changes = new ChangeCounter();
   const store: StoreChanges = {
-    startDueExpiry: () => undefined,
     changeCount: () => changes.count(),
     unchanged: (since, reads) => changes.unchanged(since as number, reads),
   };
@@ -60,7 +59,6 @@ describe('AnswerMemo', () => {
     const changes = new ChangeCounter();
     let asked = 0;
     const memo = new AnswerMemo({
-      startDueExpiry: () => undefined,
       changeCount: () => changes.count(),
       unchanged: (since, reads) => {
         asked++;
@@ -115,7 +113,7 @@ describe('AnswerMemo', () => {
   });
 
   test('holds at most its bytes of bodies, the least recently used out first', () => {
-    const memo = new AnswerMemo({ startDueExpiry: () => undefined, changeCount: () => 0, unchanged: () => true }, 10);
+    const memo = new AnswerMemo({ changeCount: () => 0, unchanged: () => true }, 10);
     for (const target of ['a', 'b', 'c']) {
       memo.set(target, 0, { status: 200, body: 'xxxx', type: 'application/json' });
       memo.set(target, 0, { status: 200, body: 'xxxx', type: 'application/json' });

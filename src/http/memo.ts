@@ -11,10 +11,10 @@ export const MAX_MEMO_CHARS = 4 * 1024 * 1024;
 export const MAX_SEEN_TARGETS = 4_096;
 
 /**
- * What the memo asks of the store: to expire the orders whose hold ran out (that changes pets),
- * its change count now, and whether what a reply read has changed since a count.
+ * What the memo asks of the store: its change count now, and whether what a reply read has changed
+ * since a count.
  */
-export type StoreChanges = Pick<DataStore, 'startDueExpiry' | 'changeCount' | 'unchanged'>;
+export type StoreChanges = Pick<DataStore, 'changeCount' | 'unchanged'>;
 
 /** One memoised answer. */
 interface MemoEntry {
@@ -41,7 +41,8 @@ interface Flight {
  * (an answer is still compressed each time, as the client asks).
  *
  * A memoised answer is served only while none of the pets it read has changed. A write to one
- * pet leaves the other pets' answers in place. When the store cannot tell its change count
+ * pet leaves the other pets' answers in place; with `--workers` above 1, any worker's write drops
+ * every memoised answer (`sharedChangeCount`). When the store cannot tell its change count
  * (`undefined`), the memo neither serves nor memoises.
  *
  * An answer is memoised at the second asking of its path and query; the first asking is only
@@ -54,9 +55,9 @@ interface Flight {
  *
  * @example
  * const memo = new AnswerMemo(store)
- * await memo.startDueExpiry()
  * const count = memo.changeCount()
- * const reply = memo.get('/v1/pets/7', count) ?? (await memo.readOrJoin('/v1/pets/7', count, read)).reply
+ * const reply =
+ *   memo.get('/v1/pets/7', count) ?? (await memo.readOrJoin('/v1/pets/7', count, read)).reply
  */
 export class AnswerMemo {
   readonly #entries: LRUCache<string, MemoEntry>;
@@ -73,20 +74,15 @@ export class AnswerMemo {
     });
   }
 
-  /**
-   * Starts the store's expiry of orders whose hold has run out, when one is due: a read whose
-   * answer may be memoised waits for it, so it never shows a hold past its end.
-   */
-  startDueExpiry(): Promise<unknown> | undefined {
-    return this.#store.startDueExpiry();
-  }
-
   /** The store's change count now: what `get` and `readOrJoin` are given. */
   changeCount(): ChangeCount {
     return this.#store.changeCount();
   }
 
-  /** The reply memoised for `target`, when the change `count` is known and nothing the reply read has changed. */
+  /**
+   * The reply memoised for `target`, when the change `count` is known and nothing the reply read
+   * has changed.
+   */
   get(target: string, count: ChangeCount): Reply | undefined {
     if (count === undefined) return undefined;
     const entry = this.#entries.get(target);
@@ -114,8 +110,8 @@ export class AnswerMemo {
     if (flight !== undefined) {
       if (joins === 0) return { reply: this.#memoiseIf200(target, count, await read()), joined: false };
       const reply = await flight.reply.catch((err: unknown) => {
-        // The store could not answer the read this request waited for: it answers the same, as
-        // soon, rather than begin a read of its own past the store's bound.
+        // The store could not answer the read this request waited for: a waiter rethrows the 503
+        // rather than start a second read that would also time out.
         if (err instanceof StoreUnavailableError) throw err;
         return undefined;
       });

@@ -19,10 +19,12 @@ const ping = {
   method: 'GET',
   path: '/ping',
   weakEtag: false,
+  readsPets: false,
   handler: async () => ({ status: 200, body: '{}', type: 'application/json' }),
 } as const;
 const unmemoised = defineOperation({ ...ping, memo: false });
 const memoised = defineOperation({ ...ping, memo: true });
+const petRead = defineOperation({ ...ping, memo: false, readsPets: true });
 /** An API pipeline's options, without the store's change count. */
 const api = { ...base, gateway: refuseAll, deps: {}, allowedMethods: () => undefined };
 /** A store whose count never moves: enough for a pipeline to take memoised operations. */
@@ -39,13 +41,19 @@ describe('what each pipeline needs is checked by the compiler', () => {
     expect(res.status).toBe(404);
   });
 
-  test("an API pipeline without the store's change count takes only operations that are never memoised", async () => {
+  test("an API pipeline without the store's changes takes only operations that are never memoised and read no pets", async () => {
     const handlers = apiPipeline(api);
     expect(typeof handlers.operation(unmemoised)).toBe('function');
     // @ts-expect-error: a memoised operation needs the store's change count.
-    handlers.operation(memoised);
+    const addMemoised = () => handlers.operation(memoised);
+    // @ts-expect-error: a read of pets needs the store's expiry of holds.
+    const addPetRead = () => handlers.operation(petRead);
+    // What the compiler refuses is refused at start-up too, when the route is added.
+    expect(addMemoised).toThrow(new TypeError('pipeline: ping is memoised, but the pipeline has no store changes'));
+    expect(addPetRead).toThrow(new TypeError('pipeline: ping reads pets, but the pipeline has no store changes'));
     const withCount = apiPipeline({ ...api, changes: store });
     expect(typeof withCount.operation(memoised)).toBe('function');
+    expect(typeof withCount.operation(petRead)).toBe('function');
     // @ts-expect-error: the gateway is not optional.
     apiPipeline({ ...base, deps: {}, allowedMethods: () => undefined });
     // Under the API prefix, a path no operation serves meets the gateway first: 401 before 404.

@@ -22,6 +22,7 @@ import type { Logger } from '../log.ts';
 import { operationIndex } from '../metrics/labels.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { peerText } from '../redact.ts';
+import type { DataStore } from '../store/store.ts';
 import { currentScope, type RequestScope } from '../trace/request-scope.ts';
 import { answer } from './answer.ts';
 import { checkBodyOnGet, limitBody } from './body-limit.ts';
@@ -42,34 +43,55 @@ export interface PipelineOptions {
   clientAddress: (c: Context<AppEnv>) => string;
   /** Largest accepted request body. */
   maxBodyBytes: number;
-  /** Whether a path is one the gateway answers, whose answers are private (`no-store`): `/v1` by default. */
+  /**
+   * Whether a path is one the gateway answers, whose answers are private (`no-store`): `/v1` by
+   * default.
+   */
   isGatewayPath?: (path: string) => boolean;
   /** Origins whose pages may call the API (`--cors-origin`); none: no CORS at all. */
   corsOrigins?: readonly string[];
   /** Counts requests when given (`--metrics` or `--metrics-port`). */
   metrics?: Metrics;
-  /** The operation label every request is counted under, whatever route served it (the admin port's). */
+  /**
+   * The operation label every request is counted under, whatever route served it (the admin
+   * port's).
+   */
   countAs?: string;
   /** Makes a fresh request id when the client sent none usable. */
   newId?: () => string;
-  /** Whether the request's caller holds a valid key: only then may its `traceparent` force a trace to be exported. */
+  /**
+   * Whether the request's caller holds a valid key: only then may its `traceparent` force a trace
+   * to be exported.
+   */
   holdsValidKey?: (c: Context<AppEnv>) => boolean;
 }
 
-/** What a pipeline that serves a table of operations needs besides: the gateway and the handlers' deps. */
+/**
+ * What a pipeline that serves a table of operations needs besides: the gateway and the handlers'
+ * deps.
+ */
 export interface ApiPipelineOptions<D> extends PipelineOptions {
-  /** The gateway's pass (`gateway()` of src/gateway/gateway.ts): admits or refuses each request at step 3. */
+  /**
+   * The gateway's pass (`gateway()` of src/gateway/gateway.ts): admits or refuses each request at
+   * step 3.
+   */
   gateway: GatewayPass;
   /** What the table's handlers work with (the store, the clock). */
   deps: D;
-  /** The methods the table serves at a path, or undefined for a path it has not (a 405's `Allow`). */
+  /**
+   * The methods the table serves at a path, or undefined for a path it has not (a 405's `Allow`).
+   */
   allowedMethods: (path: string) => readonly string[] | undefined;
   /**
-   * What the memo asks of the store (src/http/memo.ts). Without it the pipeline has no memo,
-   * and only operations that are never memoised can be added.
+   * The store, as step 6 asks it: to expire the orders whose hold ran out before a read of pets
+   * (`Holds`), and its change count for the memo (src/http/memo.ts). Without it the pipeline has
+   * no memo, and only operations that are never memoised and read no pets can be added.
    */
-  changes?: StoreChanges;
+  changes?: StoreChanges & Holds;
 }
+
+/** What a read of pets asks of the store first: to expire the orders whose hold ran out. */
+export type Holds = Pick<DataStore, 'startDueExpiry'>;
 
 /**
  * The route handlers of an app without an operations table: the metrics port's. Each request
@@ -91,21 +113,23 @@ export function pipeline(options: PipelineOptions) {
 /**
  * The route handlers of an app that serves an operations table: those of `pipeline`, and
  * `operation`, which makes one operation's route (`operationHandler` lists its steps). Its types
- * ask for what serving the table needs: a table with memoised operations needs `changes`.
+ * ask for what serving the table needs: a table with memoised operations or reads of pets needs
+ * `changes`.
  *
  * @example
- * const handlers = apiPipeline({ log, clock, clientAddress, gateway: pass, deps, changes: store, allowedMethods, maxBodyBytes: 65536 })
+ * const handlers = apiPipeline({ log, clock, clientAddress, gateway: pass, deps, changes: store,
+ *   allowedMethods, maxBodyBytes: 65536 })
  * app.on(op.method, `/v1${op.path}`, handlers.operation(op))
  * app.notFound(handlers.notFound)
  */
 export function apiPipeline<D extends object>(
-  options: ApiPipelineOptions<D> & { changes: StoreChanges },
+  options: ApiPipelineOptions<D> & { changes: StoreChanges & Holds },
 ): ApiRouteHandlers<Operation<D>>;
 export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): ApiRouteHandlers<UnmemoisedOperation<D>>;
 export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): ApiRouteHandlers<Operation<D>> {
   const { gateway, deps, allowedMethods, changes } = options;
   const memo = changes && new AnswerMemo(changes);
-  const parts: ApiParts<D> = { ...partsOf(options), gateway, deps, allowedMethods, memo };
+  const parts: ApiParts<D> = { ...partsOf(options), gateway, deps, allowedMethods, memo, holds: changes };
   /** Hono's `notFound`: a path no route serves. Under the API prefix it meets the gateway first. */
   const notFound = exchangeHandler(parts, (c) =>
     parts.isGatewayPath(c.req.path) ? answerNoRoute(parts, c) : fail(c, NO_SUCH_PATH),
@@ -113,7 +137,10 @@ export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): A
   return { ...routeHandlers(parts, notFound), operation: (op: Operation<D>) => operationHandler(parts, op) };
 }
 
-/** The route handlers of an app that serves a table: those of every app, and one route per operation. */
+/**
+ * The route handlers of an app that serves a table: those of every app, and one route per
+ * operation.
+ */
 export interface ApiRouteHandlers<O> extends ReturnType<typeof routeHandlers> {
   operation(op: O): RouteHandler;
 }
@@ -139,7 +166,9 @@ interface PipelineParts {
   readonly requestMetrics: ReturnType<typeof requestCounter> | undefined;
   readonly cors: ReturnType<typeof corsStep> | undefined;
   readonly limit: ReturnType<typeof limitBody>;
-  /** Counts a memoised operation's request as a memo hit or miss (`--metrics` or `--metrics-port`). */
+  /**
+   * Counts a memoised operation's request as a memo hit or miss (`--metrics` or `--metrics-port`).
+   */
   readonly memoCount: ((op: number, hit: boolean) => void) | undefined;
   /** How `toApiError` logs an unhandled error, and a store that is unavailable. */
   readonly report: (err: unknown, c: Context<AppEnv>) => void;
@@ -153,6 +182,8 @@ interface ApiParts<D> extends PipelineParts {
   readonly allowedMethods: (path: string) => readonly string[] | undefined;
   /** The answer memo, over the store's `changes`, when the pipeline is given them. */
   readonly memo: AnswerMemo | undefined;
+  /** The store's expiry of holds that ran out, which a read of pets waits for: its `changes`. */
+  readonly holds: Holds | undefined;
 }
 
 /** Makes the parts every step of one pipeline shares, once, from its options. */
@@ -195,13 +226,15 @@ function partsOf({
  *    then writes the log line and the metrics.
  * 2. `cors` (src/http/cors.ts): answers a CORS preflight, before any key is asked for.
  * 3. `passGateway`: the gateway finds the caller and applies the in-flight cap, the rate limit
- *    and the key's scope (401, 429, 403; 503 when the limiter cannot decide). It records a crossed quota threshold for its webhook.
+ *    and the key's scope (401, 429, 403; 503 when the limiter cannot decide). It records a
+ *    crossed quota threshold for its webhook.
  * 4. `addDeprecationHeaders`: a deprecated operation's `Deprecation`, `Sunset` and `Link`.
  * 5. `checkBody`: refuses a body over the size limit (413). A body sent with GET is held to the
  *    same size and to JSON (413, 415).
- * 6. `memoOrHandler`: answers a memoised operation from the memo when nothing its answer read
- *    has changed. Otherwise it answers with step 7's answer, and memoises a 200 from the second
- *    time its path and query are asked.
+ * 6. `memoOrHandler`: a read of pets waits for the orders whose hold ran out to expire. Then it
+ *    answers a memoised operation from the memo when nothing its answer read has changed.
+ *    Otherwise it answers with step 7's answer, and memoises a 200 from the second time its path
+ *    and query are asked.
  * 7. `runHandler`: validates the input (400, 415), runs the operation's handler and adds a weak
  *    ETag when the table asks for one.
  * 8. `answer` (src/http/answer.ts): turns the reply into the response (304, compression, HEAD).
@@ -212,7 +245,7 @@ function partsOf({
  * through `fail`.
  */
 function operationHandler<D>(parts: ApiParts<D>, op: Operation<D>): RouteHandler {
-  const route = routeOf(op);
+  const route = routeOf(parts, op);
   const { cors } = parts;
   // Named as what it does, so a CPU profile names it.
   return exchangeHandler(parts, function serveOperation(c) {
@@ -245,7 +278,10 @@ function exchangeHandler(parts: PipelineParts, inner: ScopedHandler, traced = tr
   };
 }
 
-/** Step 1 inside the request's scope: the headers every answer carries, 414, `inner`, then the log line, metrics and span. */
+/**
+ * Step 1 inside the request's scope: the headers every answer carries, 414, `inner`, then the log
+ * line, metrics and span.
+ */
 async function answerInScope(
   { requestLog, requestMetrics, tracing, isGatewayPath, report, unavailable }: PipelineParts,
   c: Context<AppEnv>,
@@ -334,7 +370,8 @@ async function checkBody(
 }
 
 /**
- * Step 6: the memo or the handler. A memoised operation is answered from the memo
+ * Step 6: the wait for holds, then the memo or the handler. A read of pets first waits for the
+ * orders whose hold ran out to expire. A memoised operation is answered from the memo
  * (src/http/memo.ts) when nothing it read has changed since; otherwise, and for every operation
  * that is not memoised (`placeOrder`), step 7 runs the handler and this step answers its reply.
  */
@@ -345,16 +382,17 @@ async function memoOrHandler<D>(
   decision: Decision,
   caller: ConsumerCaller,
 ): Promise<Response> {
-  const { memo, memoCount } = parts;
-  // A memoised operation always meets a memo: `apiPipeline`'s types ask for `changes` then.
-  if (!route.op.memo || !memo) return answer(c, await runHandler(parts, route, c, decision, caller));
+  const { memo, holds } = route;
+  // Expiring an order whose hold ran out makes its pet `available`, with a new version. A read of
+  // pets waits for that, so it shows the pet `available`, with the version a PATCH's `If-Match`
+  // must name.
+  const expiring = holds?.startDueExpiry();
+  if (expiring) await expiring;
+  if (!memo) return answer(c, await runHandler(parts, route, c, decision, caller));
+  const { memoCount } = parts;
   // The path and query as sent: the same text always validates to the same input (`routeOf`
   // refuses a memoised operation that reads headers or a body).
   const target = pathAndQuery(c.req.url);
-  // An order whose hold has run out makes its pet available. The read waits for that expiry,
-  // so it shows the pet `available` at the version a PATCH's `If-Match` meets.
-  const expiring = memo.startDueExpiry();
-  if (expiring) await expiring;
   const changeCount = memo.changeCount();
   const memoised = memo.get(target, changeCount);
   if (memoised) {
@@ -369,7 +407,10 @@ async function memoOrHandler<D>(
   return answer(c, reply);
 }
 
-/** Step 7: the input validated by the table's schemas (400, 415), the handler's reply, and its weak ETag. */
+/**
+ * Step 7: the input validated by the table's schemas (400, 415), the handler's reply, and its weak
+ * ETag.
+ */
 async function runHandler<D>(
   { deps }: ApiParts<D>,
   { op, readInput }: OperationRoute<D>,
@@ -408,17 +449,37 @@ interface OperationRoute<D> {
   readonly readInput: ReturnType<typeof inputReader<D>>;
   /** Its index among the metrics' operations. */
   readonly metricsIndex: number;
+  /** The pipeline's memo, for a memoised operation; undefined for the others. */
+  readonly memo: AnswerMemo | undefined;
+  /** The store's expiry of holds, for an operation that reads pets; undefined for the others. */
+  readonly holds: Holds | undefined;
 }
 
-function routeOf<D>(op: Operation<D>): OperationRoute<D> {
+/**
+ * What serving `op` needs, checked once when its route is added: it throws at start-up for an
+ * operation the pipeline cannot serve as the table says.
+ */
+function routeOf<D>({ memo, holds }: ApiParts<D>, op: Operation<D>): OperationRoute<D> {
   // A quota reader's answer is the caller's own: never memoised for another.
   if (op.memo && op.readsQuota) throw new TypeError(`pipeline: ${op.id} reads the quota and cannot be memoised`);
-  // A memoised answer is found by its path and query alone, so its input must come from nothing else.
+  // A memoised answer is found by its path and query alone, so its input must come from nothing
+  // else.
   if (op.memo && (op.headers || op.body)) {
     throw new TypeError(`pipeline: ${op.id} reads headers or a body and cannot be memoised by its path and query`);
   }
+  if (op.memo && !memo) throw new TypeError(`pipeline: ${op.id} is memoised, but the pipeline has no store changes`);
+  if (op.readsPets && !holds) {
+    throw new TypeError(`pipeline: ${op.id} reads pets, but the pipeline has no store changes`);
+  }
   const deprecated = op.deprecated ? deprecationHeaders(op.deprecated) : undefined;
-  return { op, deprecated, readInput: inputReader(op), metricsIndex: operationIndex(op.id) };
+  return {
+    op,
+    deprecated,
+    readInput: inputReader(op),
+    metricsIndex: operationIndex(op.id),
+    memo: op.memo ? memo : undefined,
+    holds: op.readsPets ? holds : undefined,
+  };
 }
 
 /** RFC 9745 `Deprecation`, RFC 8594 `Sunset` and the successor `Link` of a deprecated operation. */

@@ -47,6 +47,7 @@ function setup() {
     path: '/pets/:petId',
     weakEtag: false,
     memo: false,
+    readsPets: false,
     handler: async () => {
       clock.advance(12);
       return { status: 200, body: '{}', type: 'application/json' };
@@ -75,7 +76,8 @@ describe('requestLog', () => {
       },
     });
     expect(res.headers.get('x-request-id')).toBe('abc-123');
-    // The caller's trace is continued; without an exporter nothing is sampled, and the span id is the request's own.
+    // The caller's trace is continued; without an exporter nothing is sampled, and the span id is
+    // the request's own.
     const spanId = /^00-4bf92f3577b34da6a3ce929d0e0e4736-([0-9a-f]{16})-00$/.exec(
       res.headers.get('traceresponse') ?? '',
     )?.[1];

@@ -2,11 +2,16 @@
 // (src/http/memo.ts) can ask whether anything a reply read changed since it was read.
 import type { PetSet } from '../core/reply.ts';
 
-/** Slots of the table of when pets last changed, by id modulo its size: ids that share one only cost a memoised answer early. */
+/**
+ * Slots of the table of when pets last changed, by id modulo its size: ids that share one only
+ * cost a memoised answer early.
+ */
 const SLOTS = 4_096;
 const SLOT = SLOTS - 1;
 
-/** A change of every pet: another process's commit, a listener that lost its connection, a restore. */
+/**
+ * A change of every pet: another process's commit, a listener that lost its connection, a restore.
+ */
 export const EVERY_PET = 'every pet';
 /** What a write changed: some pets, or every pet. */
 export type PetChange = PetSet | typeof EVERY_PET;
@@ -17,7 +22,8 @@ export const NO_PET: PetSet = { ids: [] };
  * The change count: a counter that moves with every change this instance hears of, and when each
  * pet (and the set of pets, and any status) last changed on it. An answer read at count `since`
  * stays true while nothing it read changed after `since` (`unchanged`). So a write to one pet
- * leaves the memoised answers of every other pet in place.
+ * leaves the memoised answers of every other pet in place; with `--workers` above 1,
+ * `sharedChangeCount` makes any worker's write drop every memoised answer.
  *
  * A change is counted once stored, before its caller hears of it. A read begun earlier has a
  * lower `since`, so its answer is not served after the change.
@@ -57,7 +63,10 @@ export class ChangeCounter {
     if (change.members || change.statuses) this.#statuses = at;
   }
 
-  /** Whether nothing `reads` names changed after `since` (`reads` undefined: the answer depends on every pet, so any change counts). */
+  /**
+   * Whether nothing `reads` names changed after `since` (`reads` undefined: the answer depends on
+   * every pet, so any change counts).
+   */
   unchanged(since: number, reads: PetSet | undefined): boolean {
     if (since === this.#count) return true;
     if (reads === undefined || this.#every > since) return false;
