@@ -67,9 +67,8 @@ $(BIN): node_modules/.stamp $(SOURCES) $(DOCS_GEN) scripts/build.sh scripts/lib/
 
 build: $(BIN) ## compile the single binary dist/petstore (Bun, bytecode) and smoke-test it
 
-# The program, and beside it trace/export-worker.js, the trace export's thread (src/trace/export.ts starts it by that path).
 dist/node/main.js: node_modules/.stamp $(SOURCES) $(DOCS_GEN)
-	$(BUN) build --target=node --format=esm --define 'PETSTORE_DOCS_EMBED="base64"' src/main.ts src/trace/export-worker.ts --outdir dist/node
+	$(BUN) build --target=node --format=esm --define 'PETSTORE_DOCS_EMBED="base64"' src/main.ts --outfile $@
 
 # Loopback unless HOST says otherwise: the development key it prints is for this machine only.
 run: build ## build, then serve on embedded defaults on 127.0.0.1:8080 (HOST=0.0.0.0 for every interface; pets in ./data/petstore.db, a development key)

@@ -28,11 +28,10 @@ compile_flags() {
     --compile-jit-policy=30 --no-compile-autoload-dotenv --no-compile-autoload-bunfig
 }
 
-# The entry points of every compiled binary: the program, the worker each `--workers` thread
-# runs and the trace export's thread (src/serve/supervisor.ts and src/trace/export.ts start them
-# by these paths, which the binary keeps).
+# The entry points of every compiled binary: the program, and the worker each `--workers` thread
+# runs (src/serve/supervisor.ts starts it by this path, which the binary keeps).
 compile_entries() {
-  printf -- '%s\n' src/main.ts src/serve/worker.ts src/trace/export-worker.ts
+  printf -- '%s\n' src/main.ts src/serve/worker.ts
 }
 
 # The release target name of this machine (linux-x64, linux-arm64, ...-musl, darwin-...).

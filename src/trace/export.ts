@@ -1,14 +1,11 @@
 /**
  * The trace export, wired at start only when an OTLP endpoint is configured: every request is
  * recorded into a ring (src/trace/ring.ts); a step scheduled by the answers that keep a record,
- * off the request path, copies the kept records out of the ring and hands them to one export
- * thread (src/trace/export-worker.ts, `node:worker_threads`), which encodes them straight to
- * OTLP protobuf (src/trace/otlp.ts) in batches and sends them through the OTLP/HTTP exporter's
- * transport of the OpenTelemetry packages, one at a time (its time-out, retries, headers and
- * environment settings): the encoding, the HTTP client and their compilation stay off the
- * thread that serves. Webhook deliveries are spans of the SDK's tracer, into the SDK's batch
- * processor and OTLP exporter. Without an endpoint this module is never loaded, and no ring,
- * thread, exporter or span exists.
+ * off the request path, encodes the kept records straight to OTLP protobuf (src/trace/otlp.ts)
+ * in batches, which the OTLP/HTTP exporter's transport of the OpenTelemetry packages sends, one
+ * at a time (its time-out, retries, headers and environment settings). Webhook deliveries are
+ * spans of the SDK's tracer, into the SDK's batch processor and OTLP exporter. Without an
+ * endpoint this module is never loaded, and no ring, exporter or span exists.
  *
  * - Sampling is the configured sampler (`OTEL_TRACES_SAMPLER`, default `parentbased_always_on`),
  *   asked at the start of each request before any span is made (a request it does not record
@@ -19,14 +16,13 @@
  *   an exported one (a webhook delivery) is exported.
  * - A request the sampler passed over is kept all the same when its caller holds a valid key and
  *   it was slow or answered 5xx (`KeepRules`, at most so many a second).
- * - The thread holds `MAX_QUEUE` spans not yet sent: a slow or absent collector makes it drop
- *   spans, never wait, and a record with no room is dropped before it is copied; what is
- *   dropped (the queue full, an export that failed or a thread that died, kept records the ring
- *   overwrote before the step read them, tail keeps past the cap) goes to `dropped`.
+ * - The queue holds `MAX_QUEUE` spans: a slow or absent collector makes it drop spans, never
+ *   wait, and a record with no room is dropped before it is encoded; what is dropped (the queue
+ *   full, an export that failed, kept records the ring overwrote before the step read them, tail
+ *   keeps past the cap) goes to `dropped`.
  */
 import { randomUUID } from 'node:crypto';
 import { setImmediate } from 'node:timers';
-import { Worker } from 'node:worker_threads';
 import {
   type Attributes,
   type Context,
@@ -37,7 +33,10 @@ import {
   ROOT_CONTEXT,
   SpanKind,
 } from '@opentelemetry/api';
+import { ExportResultCode } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { convertLegacyHttpOptions, createOtlpHttpExportDelegate } from '@opentelemetry/otlp-exporter-base/node-http';
+import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
   AlwaysOffSampler,
@@ -50,12 +49,10 @@ import {
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
 import { COMMIT, VERSION } from '../version.ts';
-import type { ExportThreadStart, FromExportThread, ToExportThread } from './export-worker.ts';
+import { RecordEncoder } from './otlp.ts';
 import { DEFAULT_RING_RECORDS, TraceRing } from './ring.ts';
 import type { SamplerName } from './settings.ts';
 import { DRAWN, HOLDS_VALID_KEY, type KeepRules, type Sampled, traceIds, useRecorder } from './spans.ts';
-
-declare const PETSTORE_TARGET: string | undefined;
 
 /** Spans waiting for export at most; beyond it they are dropped (and counted). */
 export const MAX_QUEUE = 2048;
@@ -99,21 +96,14 @@ export interface TraceExport {
   shutdown(withinMs: number): Promise<void>;
 }
 
-/**
- * Where the export thread's module is: in a compiled binary, its path among the binary's entry
- * points (scripts/lib/build-info.sh, `compile_entries`), relative to src/; in the Node bundle
- * (dist/node/main.js), the bundle Makefile builds beside it under trace/; from source, beside
- * this file.
- */
-function exportThreadEntry(): string | URL {
-  if (typeof PETSTORE_TARGET === 'string') return './trace/export-worker.ts';
-  return import.meta.url.endsWith('.ts')
-    ? new URL('./export-worker.ts', import.meta.url)
-    : new URL('./trace/export-worker.js', import.meta.url);
+/** One encoded `ExportTraceServiceRequest`, and how many spans it carries. */
+interface Batch {
+  readonly bytes: Uint8Array;
+  readonly spans: number;
 }
 
 /**
- * Wires the ring, the read step, the export thread and the SDK (for webhook spans), and hands them to
+ * Wires the ring, the read step, the sender and the SDK (for webhook spans), and hands them to
  * the instrumented code (`useRecorder`).
  *
  * @example
@@ -139,102 +129,82 @@ export function startTraceExport(options: TraceExportOptions): TraceExport {
     spanProcessors: [processor],
   });
   const ring = new TraceRing(options.ringRecords ?? DEFAULT_RING_RECORDS);
-  const start: ExportThreadStart = {
-    ...exporterOptions,
-    source: { resource: attributes, scope: { name: 'petstore', version: VERSION } },
-    batch: BATCH,
-    delayMs: DELAY_MS,
-  };
-  const thread = new Worker(exportThreadEntry(), { workerData: start });
-  // It holds no request up: the process ends when the server does (`shutdown` flushes it first).
-  thread.unref();
+  const encoder = new RecordEncoder(ring, { resource: attributes, scope: { name: 'petstore', version: VERSION } });
+  // The OTLP/HTTP exporter's own transport, handed bytes already encoded.
+  const delegate = createOtlpHttpExportDelegate<Batch, unknown>(
+    convertLegacyHttpOptions(exporterOptions, 'TRACES', 'v1/traces', { 'Content-Type': 'application/x-protobuf' }),
+    { serializeRequest: (batch) => batch.bytes, deserializeResponse: ProtobufTraceSerializer.deserializeResponse },
+    'otlp_http_span_exporter',
+    { name: 'span', countItems: (batch) => batch.spans },
+    undefined,
+  );
   const { dropped } = options;
-  /** Spans handed to the thread and not yet sent or failed: at most `MAX_QUEUE`. */
+  const queue: Batch[] = [];
   let queued = 0;
+  let sending = false;
+  /** When the batch being encoded got its first span. */
+  let openedAt = 0;
   let overwritten = 0;
-  let stringsSent = 0;
-  let setsSent = 0;
   let idle: (() => void) | undefined;
-  thread.on('message', (message: FromExportThread) => {
-    if (message.type === 'idle') return idle?.();
-    queued -= message.spans;
-    if (!message.ok) dropped?.(message.spans, 'export_failed');
-  });
-  // A thread that failed to start or died takes what it held with it, and exports nothing more.
-  let alive = true;
-  thread.on('error', () => {});
-  thread.on('exit', () => {
-    alive = false;
-    if (queued > 0) dropped?.(queued, 'export_failed');
-    queued = 0;
-    idle?.();
-  });
-  const post = (message: ToExportThread, transfer: ArrayBuffer[] = []) => thread.postMessage(message, transfer);
-  /** Copies the kept records out of the ring (those the queue has room for) and hands them to the thread. */
-  const read = () => {
-    let full = 0;
-    let count = 0;
-    let spans = 0;
-    const size = ring.recordBytes;
-    const records = new Uint8Array(ring.kept * size);
-    ring.drain((r) => {
-      const n = 1 + (ring.children[r] as number);
-      if (!alive) {
-        dropped?.(n, 'export_failed');
-        return;
-      }
-      if (queued + spans + n > MAX_QUEUE) {
-        full += n;
-        return;
-      }
-      ring.copyOut(r, records, count * size);
-      count++;
-      spans += n;
-    });
-    if (count > 0) {
-      const strings = ring.strings.values;
-      const sets = ring.attributeSets.values;
-      post(
-        {
-          type: 'records',
-          stringsFrom: stringsSent,
-          strings: strings.slice(stringsSent) as string[],
-          setsFrom: setsSent,
-          sets: sets.slice(setsSent) as Attributes[],
-          records: records.buffer,
-          count,
-        },
-        [records.buffer],
-      );
-      stringsSent = strings.length;
-      setsSent = sets.length;
-      queued += spans;
+  /** Sends the next batch unless one is on its way; tells `idle` when none is left. */
+  const send = () => {
+    if (sending) return;
+    const batch = queue.shift();
+    if (batch === undefined) {
+      idle?.();
+      return;
     }
+    queued -= batch.spans;
+    sending = true;
+    delegate.export(batch, (result) => {
+      sending = false;
+      if (result.code !== ExportResultCode.SUCCESS) dropped?.(batch.spans, 'export_failed');
+      send();
+    });
+  };
+  const close = () => {
+    const spans = encoder.spans;
+    queue.push({ bytes: encoder.take(), spans });
+    queued += spans;
+  };
+  const read = (now: number, all: boolean) => {
+    let full = 0;
+    ring.drain((r) => {
+      const spans = 1 + (ring.children[r] as number);
+      if (queued + encoder.spans + spans > MAX_QUEUE) {
+        full += spans;
+        return;
+      }
+      if (encoder.spans === 0) openedAt = now;
+      encoder.add(r);
+      if (encoder.spans >= BATCH) close();
+    });
+    if (encoder.spans > 0 && (all || now - openedAt >= DELAY_MS)) close();
     if (full > 0) dropped?.(full, 'queue_full');
     if (ring.overwritten !== overwritten) {
       dropped?.(ring.overwritten - overwritten, 'ring_overwritten');
       overwritten = ring.overwritten;
     }
+    send();
   };
   // The ring is read only while it holds something to export, and from the request path while
   // requests come: a kept record schedules a read (`setImmediate`, after the answer) when the
   // last was READ_MS ago or longer, and at once when half the ring turned since the last read
   // (`full`), so a kept record is read before it can be overwritten at any request rate. A
-  // timer of DELAY_MS, armed while kept records wait, reads what the last requests before a
-  // pause kept (the thread sends a batch not full once it has waited DELAY_MS); with none kept
-  // (ratio 0, no slow or failed request) nothing is pending.
+  // timer of DELAY_MS, armed while records or a batch wait, reads what the last requests before
+  // a pause kept; with none kept (ratio 0, no slow or failed request) nothing is pending.
   let lastRead = Date.now();
   let soon = false;
   let reading: ReturnType<typeof setTimeout> | undefined;
   const step = () => {
     soon = false;
     lastRead = Date.now();
-    read();
+    read(lastRead, false);
   };
   const tick = () => {
     reading = undefined;
     if (!soon) step();
-    if (ring.kept > 0) arm();
+    if (encoder.spans > 0 || ring.kept > 0) arm();
   };
   const arm = () => {
     if (reading !== undefined) return;
@@ -262,16 +232,16 @@ export function startTraceExport(options: TraceExportOptions): TraceExport {
       const sent = new Promise<void>((resolve) => {
         idle = resolve;
       });
-      read();
-      if (alive) post({ type: 'flush' });
-      else idle?.();
+      read(Date.now(), true);
       let timer: ReturnType<typeof setTimeout> | undefined;
       const late = new Promise<void>((resolve) => {
         timer = setTimeout(resolve, Math.max(0, withinMs));
       });
-      await Promise.race([Promise.all([sent, provider.shutdown().catch(() => {})]), late]);
+      await Promise.race([
+        Promise.all([sent.then(() => delegate.shutdown()).catch(() => {}), provider.shutdown().catch(() => {})]),
+        late,
+      ]);
       clearTimeout(timer);
-      await thread.terminate();
     },
   };
 }

@@ -179,37 +179,4 @@ describe('RecordEncoder: kept records as an OTLP ExportTraceServiceRequest', () 
     ring.drain((r) => encoder.add(r));
     expect(decodeExport(encoder.take()).map((s) => s.name)).toEqual(['GET /v1/pets/:id', 'gateway decide', 'EVALSHA']);
   });
-
-  test("a record copied out of the ring into another (the export thread's), its tables mirrored, encodes to the same spans", () => {
-    const ring = new TraceRing(8);
-    ring.settle(ring.claim(1), false);
-    record(ring, 'http://pets.example:8080/v1/pets/7?limit=2');
-    const head = ring.claim(2);
-    ring.flags[head] = HEAD;
-    ring.writeIds(head, TRACE, SPAN);
-    ring.method[head] = ring.methodId('POST');
-    ring.url.write(head, 'https://pets.example/v1/pets');
-    ring.settle(head, true);
-    const copied = new Uint8Array(2 * ring.recordBytes);
-    const direct = new RecordEncoder(ring, source);
-    let n = 0;
-    ring.drain((r) => {
-      direct.add(r);
-      ring.copyOut(r, copied, n++ * ring.recordBytes);
-    });
-    const thread = new TraceRing(1);
-    thread.strings.mirror(0, ring.strings.values.slice(0) as string[]);
-    thread.attributeSets.mirror(1, ring.attributeSets.values.slice(1) as (typeof MIXED)[]);
-    const encoder = new RecordEncoder(thread, source);
-    for (let i = 0; i < n; i++) {
-      thread.copyIn(copied, i * ring.recordBytes, 0);
-      encoder.add(0);
-    }
-    // The children's span ids are drawn as they are encoded: the same spans but for them.
-    const withoutDrawn = (bytes: Uint8Array) =>
-      decodeExport(bytes).map((span) => (span.kind === 2 ? span : { ...span, spanId: '', parentSpanId: '' }));
-    const spans = withoutDrawn(encoder.take());
-    expect(spans.map((span) => span.name)).toEqual(['GET /v1/pets/:id', 'gateway decide', 'EVALSHA', 'POST']);
-    expect(spans).toEqual(withoutDrawn(direct.take()));
-  });
 });

@@ -110,14 +110,6 @@ export class Interned<T> {
   of(id: number): T | undefined {
     return this.values[id];
   }
-  /** Takes another table's values from number `from` on (`values.slice(from)` of it), at the same numbers. */
-  mirror(from: number, values: readonly T[]): void {
-    for (let i = 0; i < values.length; i++) {
-      const value = values[i] as T;
-      this.values[from + i] = value;
-      this.#ids.set(value, from + i);
-    }
-  }
 }
 
 /** A fixed area of `cap` bytes a record, and how many each holds. */
@@ -235,10 +227,6 @@ export class TraceRing {
    */
   readonly #childNumbers: Float64Array;
   readonly #childFields: Int16Array;
-  /** Every array's bytes, each `recordBytes` of its own a record (`copyOut`, `copyIn`). */
-  readonly #areas: { readonly bytes: Uint8Array; readonly per: number }[];
-  /** Bytes of one record, in all its arrays. */
-  readonly recordBytes: number;
 
   constructor(size = DEFAULT_RING_RECORDS) {
     this.size = size;
@@ -275,31 +263,6 @@ export class TraceRing {
     for (let i = 0; i < size; i++) this.#free[i] = size - 1 - i;
     this.#freeCount = size;
     this.#keptOrder = new Int32Array(size);
-    const fields = [this.traceState, this.url, this.consumer, this.client, this.error];
-    this.#areas = [
-      ...[this.state, this.seq, this.flags, this.start, this.end, this.status, this.method, this.route],
-      ...[this.operation, this.outcome, this.ids, this.errorChild, this.children, this.open, this.#childNumbers],
-      ...fields.flatMap((f) => [f.bytes, f.lengths]),
-    ].map((a) => ({ bytes: new Uint8Array(a.buffer, a.byteOffset, a.byteLength), per: a.byteLength / size }));
-    this.recordBytes = this.#areas.reduce((sum, a) => sum + a.per, 0);
-  }
-
-  /** Copies record `r`, all of it, into `to` at `at` (`recordBytes`): what `copyIn` writes into another ring. */
-  copyOut(r: number, to: Uint8Array, at: number): void {
-    let i = at;
-    for (const { bytes, per } of this.#areas) {
-      to.set(bytes.subarray(r * per, r * per + per), i);
-      i += per;
-    }
-  }
-
-  /** Writes record `r` from the bytes `copyOut` wrote at `at` of `from`, out of a ring with the same layout. */
-  copyIn(from: Uint8Array, at: number, r: number): void {
-    let i = at;
-    for (const { bytes, per } of this.#areas) {
-      bytes.set(from.subarray(i, i + per), r * per);
-      i += per;
-    }
   }
 
   /**
