@@ -129,13 +129,13 @@ export function createApp({
     ...(notify ? { notify } : {}),
   });
   // The route handlers of the pipeline every API request goes through (src/http/pipeline.ts).
-  const handlers = apiPipeline({
+  const routes = apiPipeline({
     log,
     clock,
     clientAddress,
     gateway: pass,
     deps: { store, clock, orderHoldMs },
-    changes: store,
+    store,
     maxBodyBytes: MAX_BODY_BYTES,
     corsOrigins,
     metrics,
@@ -156,10 +156,10 @@ export function createApp({
   });
   // One route per operation and ops route, so a request matches one handler; the rest (404, and
   // 405 for a known API path asked with another method) is `notFound`'s.
-  for (const route of ops) app.get(route.path, handlers.opsRoute(route));
-  for (const op of byRouteOrder(operations)) app.on(op.method, API_PREFIX + op.path, handlers.operation(op));
-  app.notFound(handlers.notFound);
-  app.onError(handlers.onError);
+  for (const route of ops) app.get(route.path, routes.opsRoute(route));
+  for (const op of byRouteOrder(operations)) app.on(op.method, API_PREFIX + op.path, routes.operation(op));
+  app.notFound(routes.notFound);
+  app.onError(routes.onError);
   return app;
 }
 
@@ -221,7 +221,7 @@ export function adminApp({
   consumerDeleted,
 }: AdminAppOptions) {
   const pass = gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, clock, admin: true });
-  const handlers = apiPipeline<AdminDeps>({
+  const routes = apiPipeline<AdminDeps>({
     log,
     clock,
     clientAddress,
@@ -235,9 +235,9 @@ export function adminApp({
     holdsValidKey: callerHoldsValidKey(keys, clock),
   });
   const app = new Hono<AppEnv>();
-  for (const op of byRouteOrder(ADMIN_OPERATIONS)) app.on(op.method, ADMIN_PREFIX + op.path, handlers.operation(op));
-  app.notFound(handlers.notFound);
-  app.onError(handlers.onError);
+  for (const op of byRouteOrder(ADMIN_OPERATIONS)) app.on(op.method, ADMIN_PREFIX + op.path, routes.operation(op));
+  app.notFound(routes.notFound);
+  app.onError(routes.onError);
   return app;
 }
 
@@ -260,7 +260,7 @@ function isAdminPath(path: string): boolean {
  * adapter.serve({ fetch: metricsApp(metrics).fetch, port: 9090, hostname: '127.0.0.1' })
  */
 export function metricsApp(metrics: Metrics, log: Logger = silentLogger) {
-  const handlers = pipeline({
+  const routes = pipeline({
     log,
     clock: systemClock,
     clientAddress: () => 'unknown',
@@ -268,8 +268,8 @@ export function metricsApp(metrics: Metrics, log: Logger = silentLogger) {
   });
   const app = new Hono<AppEnv>();
   const route = metricsRoute(metrics);
-  app.get(route.path, handlers.opsRoute(route));
-  app.notFound(handlers.notFound);
-  app.onError(handlers.onError);
+  app.get(route.path, routes.opsRoute(route));
+  app.notFound(routes.notFound);
+  app.onError(routes.onError);
   return app;
 }

@@ -117,10 +117,11 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
    */
   readonly memo: boolean;
   /**
-   * Whether it reads pets: then step 6 waits for the orders whose hold ran out to expire before
-   * it reads, so it never shows a pet `pending` past its hold.
+   * Whether its answer shows pets' status: then step 6 waits for the orders whose hold ran out
+   * to expire before it reads, so it never shows a pet `pending` past its hold. A write that
+   * reads a pet expires the holds in its own transaction instead.
    */
-  readonly readsPets: boolean;
+  readonly expiresHoldsFirst: boolean;
   /**
    * Whether the handler is told which key asks (`Input.key`): the admin API's changes are audited
    * by it.
@@ -138,10 +139,10 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
 export type Operation<D = ApiDeps> = OperationSpec<unknown, unknown, unknown, unknown, D>;
 
 /**
- * An operation that is never memoised and reads no pets: all that a pipeline without the store's
- * `changes` serves (the admin API's).
+ * An operation that is never memoised and expires no holds first: all that a pipeline without the
+ * store serves (the admin API's).
  */
-export type UnmemoisedOperation<D> = Operation<D> & { readonly memo: false; readonly readsPets: false };
+export type UnmemoisedOperation<D> = Operation<D> & { readonly memo: false; readonly expiresHoldsFirst: false };
 
 /**
  * Types one entry of the table: the handler's input is inferred from the entry's schemas.
@@ -149,7 +150,7 @@ export type UnmemoisedOperation<D> = Operation<D> & { readonly memo: false; read
  * @example
  * // weakEtag: false, as the handler tags the pet with its own strong ETag
  * defineOperation({ id: 'getPet', method: 'GET', path: '/pets/:petId', scope: 'pets:read',
- *   params: PetParams, weakEtag: false, memo: true, readsPets: true,
+ *   params: PetParams, weakEtag: false, memo: true, expiresHoldsFirst: true,
  *   handler: async ({ params }) => ... })
  */
 export function defineOperation<
@@ -161,7 +162,7 @@ export function defineOperation<
   M extends boolean = boolean,
   R extends boolean = boolean,
 >(
-  spec: OperationSpec<Q, P, H, B, D> & { readonly memo: M; readonly readsPets: R },
-): Operation<D> & { readonly memo: M; readonly readsPets: R } {
-  return spec as unknown as Operation<D> & { readonly memo: M; readonly readsPets: R };
+  spec: OperationSpec<Q, P, H, B, D> & { readonly memo: M; readonly expiresHoldsFirst: R },
+): Operation<D> & { readonly memo: M; readonly expiresHoldsFirst: R } {
+  return spec as unknown as Operation<D> & { readonly memo: M; readonly expiresHoldsFirst: R };
 }

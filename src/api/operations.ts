@@ -37,7 +37,7 @@ export const OPERATIONS: readonly Operation[] = [
     query: ListQuery,
     weakEtag: true,
     memo: true,
-    readsPets: true,
+    expiresHoldsFirst: true,
     handler: listPets,
   }),
   defineOperation({
@@ -50,7 +50,7 @@ export const OPERATIONS: readonly Operation[] = [
     body: NewPet,
     weakEtag: false,
     memo: false,
-    readsPets: false,
+    expiresHoldsFirst: false,
     handler: createPet,
   }),
   defineOperation({
@@ -67,7 +67,7 @@ export const OPERATIONS: readonly Operation[] = [
     // Tagged by its handler: the pet's strong ETag, from its version.
     weakEtag: false,
     memo: true,
-    readsPets: true,
+    expiresHoldsFirst: true,
     handler: getPet,
   }),
   defineOperation({
@@ -83,7 +83,7 @@ export const OPERATIONS: readonly Operation[] = [
     // Tagged by its handler: the pet's strong ETag, from its new version.
     weakEtag: false,
     memo: false,
-    readsPets: false,
+    expiresHoldsFirst: false,
     handler: updatePet,
   }),
   defineOperation({
@@ -96,7 +96,7 @@ export const OPERATIONS: readonly Operation[] = [
     headers: ConditionalHeaders,
     weakEtag: false,
     memo: false,
-    readsPets: false,
+    expiresHoldsFirst: false,
     handler: deletePet,
   }),
   defineOperation({
@@ -107,7 +107,7 @@ export const OPERATIONS: readonly Operation[] = [
     readsQuota: true,
     weakEtag: false,
     memo: false,
-    readsPets: false,
+    expiresHoldsFirst: false,
     handler: getRateLimit,
   }),
   defineOperation({
@@ -118,7 +118,7 @@ export const OPERATIONS: readonly Operation[] = [
     scope: 'pets:read',
     weakEtag: true,
     memo: true,
-    readsPets: true,
+    expiresHoldsFirst: true,
     handler: getInventory,
   }),
   // Orders are the caller's own: never memoised by path alone, never tagged for another.
@@ -132,7 +132,7 @@ export const OPERATIONS: readonly Operation[] = [
     body: NewOrder,
     weakEtag: false,
     memo: false,
-    readsPets: false,
+    expiresHoldsFirst: false,
     handler: placeOrder,
   }),
   defineOperation({
@@ -145,7 +145,7 @@ export const OPERATIONS: readonly Operation[] = [
     mustBe: ORDER_LIST_MUST_BE,
     weakEtag: false,
     memo: false,
-    readsPets: false,
+    expiresHoldsFirst: false,
     handler: listOrders,
   }),
   defineOperation({
@@ -157,7 +157,7 @@ export const OPERATIONS: readonly Operation[] = [
     params: OrderParams,
     weakEtag: false,
     memo: false,
-    readsPets: false,
+    expiresHoldsFirst: false,
     handler: getOrder,
   }),
   defineOperation({
@@ -169,7 +169,7 @@ export const OPERATIONS: readonly Operation[] = [
     params: OrderParams,
     weakEtag: false,
     memo: false,
-    readsPets: false,
+    expiresHoldsFirst: false,
     handler: completeOrder,
   }),
   defineOperation({
@@ -181,7 +181,7 @@ export const OPERATIONS: readonly Operation[] = [
     params: OrderParams,
     weakEtag: false,
     memo: false,
-    readsPets: false,
+    expiresHoldsFirst: false,
     handler: cancelOrder,
   }),
 ];

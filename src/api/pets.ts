@@ -19,7 +19,10 @@ import type { ApiDeps, Input } from './operation-types.ts';
 import type { ConditionalHeaders, IdempotencyHeaders, ListQuery, PetParams } from './schemas.ts';
 
 const CURSOR_RADIX = 36;
-/** The most ids a full page names as read: past it (many pets removed between two), it depends on every create. */
+/**
+ * The most ids a full page names as read. When more ids than this lie between the cursor and the
+ * row read past the page (many pets removed), the page depends on every create instead.
+ */
 const MOST_IDS_READ = 1_000;
 
 /**

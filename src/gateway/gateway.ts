@@ -1,7 +1,8 @@
 // The gateway, step 3 of a request (src/http/pipeline.ts). `gateway()` makes the one pass that
 // every API request goes through. The pass, in order:
 // - finds who calls (./caller.ts);
-// - refuses a caller without a valid key (401, or 429 once its address is over the limit);
+// - refuses a caller without a valid key (401; 429 once its address is over the limit; 503 when
+//   the limiter cannot decide);
 // - holds the caller's in-flight slot (./in-flight.ts);
 // - asks the limiter for its decision (./decide.ts; 503 when it cannot decide);
 // - records the quota webhook the decision crossed (`notify`);

@@ -29,7 +29,10 @@ export const EXPOSED_HEADERS = [
   'Allow',
 ] as const;
 
-/** The methods of the operations table, with HEAD beside GET: what a browser may send. */
+/**
+ * The methods of the whole operations table, with HEAD beside GET: what a browser may send. The
+ * experimental operations' methods are among them whether served or not; none adds a method.
+ */
 export const ALLOW_METHODS = [
   ...new Set(OPERATIONS.flatMap((op) => (op.method === 'GET' ? ['GET', 'HEAD'] : [op.method]))),
 ].join(',');

@@ -19,12 +19,12 @@ const ping = {
   method: 'GET',
   path: '/ping',
   weakEtag: false,
-  readsPets: false,
+  expiresHoldsFirst: false,
   handler: async () => ({ status: 200, body: '{}', type: 'application/json' }),
 } as const;
 const unmemoised = defineOperation({ ...ping, memo: false });
 const memoised = defineOperation({ ...ping, memo: true });
-const petRead = defineOperation({ ...ping, memo: false, readsPets: true });
+const petRead = defineOperation({ ...ping, memo: false, expiresHoldsFirst: true });
 /** An API pipeline's options, without the store's change count. */
 const api = { ...base, gateway: refuseAll, deps: {}, allowedMethods: () => undefined };
 /** A store whose count never moves: enough for a pipeline to take memoised operations. */
@@ -49,9 +49,9 @@ describe('what each pipeline needs is checked by the compiler', () => {
     // @ts-expect-error: a read of pets needs the store's expiry of holds.
     const addPetRead = () => handlers.operation(petRead);
     // What the compiler refuses is refused at start-up too, when the route is added.
-    expect(addMemoised).toThrow(new TypeError('pipeline: ping is memoised, but the pipeline has no store changes'));
-    expect(addPetRead).toThrow(new TypeError('pipeline: ping reads pets, but the pipeline has no store changes'));
-    const withCount = apiPipeline({ ...api, changes: store });
+    expect(addMemoised).toThrow(new TypeError('pipeline: ping is memoised, but the pipeline has no store'));
+    expect(addPetRead).toThrow(new TypeError('pipeline: ping expires holds first, but the pipeline has no store'));
+    const withCount = apiPipeline({ ...api, store });
     expect(typeof withCount.operation(memoised)).toBe('function');
     expect(typeof withCount.operation(petRead)).toBe('function');
     // @ts-expect-error: the gateway is not optional.
@@ -64,7 +64,7 @@ describe('what each pipeline needs is checked by the compiler', () => {
 });
 
 describe('a memoised operation is refused when its route is added', () => {
-  const handlers = apiPipeline({ ...api, changes: store });
+  const handlers = apiPipeline({ ...api, store });
 
   test('one that reads request headers or a body: its answer is memoised by the path and query alone', () => {
     const headers = defineOperation({ ...ping, memo: true, headers: v.object({ 'x-tone': v.string() }) });

@@ -87,7 +87,7 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
    * (`Holds`), and its change count for the memo (src/http/memo.ts). Without it the pipeline has
    * no memo, and only operations that are never memoised and read no pets can be added.
    */
-  changes?: StoreChanges & Holds;
+  store?: StoreChanges & Holds;
 }
 
 /** What a read of pets asks of the store first: to expire the orders whose hold ran out. */
@@ -114,22 +114,22 @@ export function pipeline(options: PipelineOptions) {
  * The route handlers of an app that serves an operations table: those of `pipeline`, and
  * `operation`, which makes one operation's route (`operationHandler` lists its steps). Its types
  * ask for what serving the table needs: a table with memoised operations or reads of pets needs
- * `changes`.
+ * `store`.
  *
  * @example
- * const handlers = apiPipeline({ log, clock, clientAddress, gateway: pass, deps, changes: store,
+ * const handlers = apiPipeline({ log, clock, clientAddress, gateway: pass, deps, store,
  *   allowedMethods, maxBodyBytes: 65536 })
  * app.on(op.method, `/v1${op.path}`, handlers.operation(op))
  * app.notFound(handlers.notFound)
  */
 export function apiPipeline<D extends object>(
-  options: ApiPipelineOptions<D> & { changes: StoreChanges & Holds },
+  options: ApiPipelineOptions<D> & { store: StoreChanges & Holds },
 ): ApiRouteHandlers<Operation<D>>;
 export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): ApiRouteHandlers<UnmemoisedOperation<D>>;
 export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): ApiRouteHandlers<Operation<D>> {
-  const { gateway, deps, allowedMethods, changes } = options;
-  const memo = changes && new AnswerMemo(changes);
-  const parts: ApiParts<D> = { ...partsOf(options), gateway, deps, allowedMethods, memo, holds: changes };
+  const { gateway, deps, allowedMethods, store } = options;
+  const memo = store && new AnswerMemo(store);
+  const parts: ApiParts<D> = { ...partsOf(options), gateway, deps, allowedMethods, memo, holds: store };
   /** Hono's `notFound`: a path no route serves. Under the API prefix it meets the gateway first. */
   const notFound = exchangeHandler(parts, (c) =>
     parts.isGatewayPath(c.req.path) ? answerNoRoute(parts, c) : fail(c, NO_SUCH_PATH),
@@ -180,9 +180,9 @@ interface ApiParts<D> extends PipelineParts {
   readonly gateway: GatewayPass;
   readonly deps: D;
   readonly allowedMethods: (path: string) => readonly string[] | undefined;
-  /** The answer memo, over the store's `changes`, when the pipeline is given them. */
+  /** The answer memo, over the store's change count, when the pipeline is given the store. */
   readonly memo: AnswerMemo | undefined;
-  /** The store's expiry of holds that ran out, which a read of pets waits for: its `changes`. */
+  /** The store's expiry of holds that ran out, which a read of pets waits for. */
   readonly holds: Holds | undefined;
 }
 
@@ -382,7 +382,7 @@ async function memoOrHandler<D>(
   decision: Decision,
   caller: ConsumerCaller,
 ): Promise<Response> {
-  const { memo, holds } = route;
+  const { answerMemo: memo, holds } = route;
   // Expiring an order whose hold ran out makes its pet `available`, with a new version. A read of
   // pets waits for that, so it shows the pet `available`, with the version a PATCH's `If-Match`
   // must name.
@@ -450,8 +450,8 @@ interface OperationRoute<D> {
   /** Its index among the metrics' operations. */
   readonly metricsIndex: number;
   /** The pipeline's memo, for a memoised operation; undefined for the others. */
-  readonly memo: AnswerMemo | undefined;
-  /** The store's expiry of holds, for an operation that reads pets; undefined for the others. */
+  readonly answerMemo: AnswerMemo | undefined;
+  /** The store's expiry of holds, for an operation that expires holds first; undefined for the others. */
   readonly holds: Holds | undefined;
 }
 
@@ -467,9 +467,9 @@ function routeOf<D>({ memo, holds }: ApiParts<D>, op: Operation<D>): OperationRo
   if (op.memo && (op.headers || op.body)) {
     throw new TypeError(`pipeline: ${op.id} reads headers or a body and cannot be memoised by its path and query`);
   }
-  if (op.memo && !memo) throw new TypeError(`pipeline: ${op.id} is memoised, but the pipeline has no store changes`);
-  if (op.readsPets && !holds) {
-    throw new TypeError(`pipeline: ${op.id} reads pets, but the pipeline has no store changes`);
+  if (op.memo && !memo) throw new TypeError(`pipeline: ${op.id} is memoised, but the pipeline has no store`);
+  if (op.expiresHoldsFirst && !holds) {
+    throw new TypeError(`pipeline: ${op.id} expires holds first, but the pipeline has no store`);
   }
   const deprecated = op.deprecated ? deprecationHeaders(op.deprecated) : undefined;
   return {
@@ -477,8 +477,8 @@ function routeOf<D>({ memo, holds }: ApiParts<D>, op: Operation<D>): OperationRo
     deprecated,
     readInput: inputReader(op),
     metricsIndex: operationIndex(op.id),
-    memo: op.memo ? memo : undefined,
-    holds: op.readsPets ? holds : undefined,
+    answerMemo: op.memo ? memo : undefined,
+    holds: op.expiresHoldsFirst ? holds : undefined,
   };
 }
 

@@ -7,7 +7,7 @@ export const adapter: RuntimeAdapter = {
   name: 'bun',
   async serve({ fetch, port, hostname, idleTimeoutSeconds, reusePort = false }) {
     const idleTimeout = idleTimeoutSeconds ?? CONNECTION_LIMITS.idleTimeoutSeconds;
-    const answer = (req: Request, self: Bun.Server<undefined>) => {
+    const forward = (req: Request, self: Bun.Server<undefined>) => {
       if (!req.url.startsWith('/')) return fetch(req, self);
       // HTTP/1.0 without Host: Bun hands over a relative URL, which Hono cannot route (an old
       // style health check got 404 for /healthz). The authority is then the server's own
@@ -30,13 +30,13 @@ export const adapter: RuntimeAdapter = {
       idleTimeout,
       maxRequestBodySize: CONNECTION_LIMITS.maxRequestBodyBytes,
       fetch(req, self) {
-        if (req.method !== 'GET' && req.method !== 'HEAD') return answer(req, self);
+        if (req.method !== 'GET' && req.method !== 'HEAD') return forward(req, self);
         // Without a body, the request only waits for the server from here on: Bun's idle timer,
         // which would close the connection under it, is off until the answer. (With a body the
         // timer stays, to cut off a client that stops sending it; the configuration keeps it longer
         // than --store-timeout: `checkTogether()` of src/config.ts.)
         self.timeout(req, 0);
-        return Promise.resolve(answer(req, self)).finally(() => self.timeout(req, idleTimeout));
+        return Promise.resolve(forward(req, self)).finally(() => self.timeout(req, idleTimeout));
       },
     });
     return { port: server.port ?? port, stop: (force = false) => server.stop(force) };

@@ -85,7 +85,7 @@ export async function startServer(config: Config): Promise<void> {
   const webhooks = webhooksOf(store, config, log, metrics, keys);
   let stopping = false;
   let stoppingAt = 0;
-  const gatewayOptions = gateOptions(config, adapter, keys, limiter, log);
+  const gatewayParts = gatewayOptions(config, adapter, keys, limiter, log);
   if (memory) {
     await listeners.unlessFailed(
       () =>
@@ -97,7 +97,7 @@ export async function startServer(config: Config): Promise<void> {
           limiter,
           log,
           metrics,
-          webhooks: webhooks.delivery,
+          delivery: webhooks.delivery,
           status: () => ({
             ...(redisLimiter ? { limiter: redisLimiter.status() } : {}),
             ...(config.keys ? { keysProblem: keys.problem() } : {}),
@@ -108,7 +108,7 @@ export async function startServer(config: Config): Promise<void> {
   } else {
     listeners.answerWith(
       createApp({
-        ...gatewayOptions,
+        ...gatewayParts,
         store,
         ...apiFlags(config),
         metrics,
@@ -124,7 +124,7 @@ export async function startServer(config: Config): Promise<void> {
   const admin =
     keys.admin && config.adminPort !== null
       ? adminApp({
-          ...gatewayOptions,
+          ...gatewayParts,
           admin: keys.admin,
           ...(metrics ? { metrics } : {}),
           // When the admin API deletes a consumer, every owner its orders are stored under is
@@ -198,7 +198,7 @@ async function startWorkers({
   limiter,
   log,
   metrics,
-  webhooks,
+  delivery,
   status,
 }: {
   config: Config;
@@ -209,7 +209,7 @@ async function startWorkers({
   log: Logger;
   metrics: Metrics | undefined;
   /** The webhook delivery, woken when a worker records an event. */
-  webhooks: DeliveryWorker | undefined;
+  delivery: DeliveryWorker | undefined;
   /** The host's state that workers show on /readyz: the Redis limiter's, the keys' problem. */
   status: () => HostStatus;
 }): Promise<WorkerPool> {
@@ -223,7 +223,7 @@ async function startWorkers({
     log,
     lines: logLines(),
     ...(config.redis || config.keys === KEYS_STORE ? { status } : {}),
-    wake: () => webhooks?.wake(),
+    wake: () => delivery?.wake(),
     ...(metrics ? { metrics } : {}),
     lost: (reason) => {
       log.error('stopping: the process would serve with fewer workers than it says', { reason });
@@ -485,8 +485,8 @@ export function webhooksOf(
 }
 
 /** What the public and the admin gateways share: the keys, the limiter, the log and what the flags set. */
-function gateOptions(config: Config, adapter: RuntimeAdapter, keys: LiveKeys, limiter: RateLimiter, log: Logger) {
-  return { keys: () => keys.table, limiter, log, ...gateFlags(config, adapter) } satisfies Partial<AppOptions>;
+function gatewayOptions(config: Config, adapter: RuntimeAdapter, keys: LiveKeys, limiter: RateLimiter, log: Logger) {
+  return { keys: () => keys.table, limiter, log, ...gatewayFlags(config, adapter) } satisfies Partial<AppOptions>;
 }
 
 /**
@@ -494,7 +494,7 @@ function gateOptions(config: Config, adapter: RuntimeAdapter, keys: LiveKeys, li
  * in-flight cap and the IPv6 grouping. One process and each worker (src/serve/worker.ts) take
  * them from here alike.
  */
-export function gateFlags(config: Config, adapter: RuntimeAdapter) {
+export function gatewayFlags(config: Config, adapter: RuntimeAdapter) {
   const trust = new TrustedProxies(config.trustProxy);
   return {
     clientAddress: (c) => trust.clientAddress(adapter.peerAddress(c), c.req.header('x-forwarded-for')),

@@ -17,7 +17,7 @@ import { sharedChangeCount } from '../store/wrappers/shared-change-count.ts';
 import { notifier } from '../webhooks/notify.ts';
 import { adapter } from './bun.ts';
 import { packAsks, RemoteLimiter, unpackAnswers } from './host-limiter.ts';
-import { apiFlags, gateFlags, metricsOf, storeOf } from './start.ts';
+import { apiFlags, gatewayFlags, metricsOf, storeOf } from './start.ts';
 import { keyRecords, poolShare, type ToWorker, WORKER_STATE, type WorkerStart } from './supervisor.ts';
 
 declare const self: Worker;
@@ -68,7 +68,7 @@ async function serve(start: WorkerStart): Promise<void> {
     keys: () => keys,
     limiter,
     log,
-    ...gateFlags(config, adapter),
+    ...gatewayFlags(config, adapter),
     ...apiFlags(config),
     hostSlots: { memory: memory.slots, worker: index },
     ...(metrics ? { metrics } : {}),
