@@ -78,6 +78,7 @@ const cidrBlocks = checked(
 
 /** Every option, in `--help` order; the table is the single source of flags, env vars and defaults. */
 export const OPTIONS = {
+  // --port and --host, shared with the commands that reach a server (src/cli/listen.ts).
   ...LISTEN_OPTIONS,
   keys: {
     flag: '--keys',

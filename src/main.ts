@@ -1,6 +1,6 @@
 // The entry point. It reads argv and hands it on: a subcommand to src/cli/run.ts, a server's
-// options to src/serve/start.ts. It also answers --help and --version, and sets the exit code.
-// It only wires.
+// options to src/serve/start.ts. It also answers --help and --version, sets the exit code, and
+// sets the JIT's policy back to Bun's usual one once the imports have run.
 import process from 'node:process';
 import { isCommand, runCli } from './cli/run.ts';
 import { ConfigError, helpText, parseConfig } from './config.ts';

@@ -130,9 +130,9 @@ function pick(o: object, keys: readonly string[]): Record<string, unknown> {
 }
 
 describe("the table's memo and expiresHoldsFirst flags", () => {
-  // A read of pets waits for the holds that ran out to expire (step 6): one without `expiresHoldsFirst`
-  // would show a pet `pending` past its hold. Every read of pets depends only on its path and
-  // query and the store, so each is memoised too.
+  // A GET of pets shows their status, so it waits for the holds that ran out to expire (step 6):
+  // one without `expiresHoldsFirst` would show a pet `pending` past its hold. Each depends only
+  // on its path and query and the store, so each is memoised too.
   test('every GET of pets expires holds first and is memoised, and no other operation does either', () => {
     const getsOfPets = OPERATIONS.filter(
       (op) => op.method === 'GET' && (op.path.startsWith('/pets') || op.path === '/store/inventory'),

@@ -24,7 +24,7 @@ const ping = {
 } as const;
 const unmemoised = defineOperation({ ...ping, memo: false });
 const memoised = defineOperation({ ...ping, memo: true });
-const petRead = defineOperation({ ...ping, memo: false, expiresHoldsFirst: true });
+const holdsFirst = defineOperation({ ...ping, memo: false, expiresHoldsFirst: true });
 /** An API pipeline's options, without the store's change count. */
 const api = { ...base, gateway: refuseAll, deps: {}, allowedMethods: () => undefined };
 /** A store whose count never moves: enough for a pipeline to take memoised operations. */
@@ -41,19 +41,19 @@ describe('what each pipeline needs is checked by the compiler', () => {
     expect(res.status).toBe(404);
   });
 
-  test("an API pipeline without the store's changes takes only operations that are never memoised and read no pets", async () => {
+  test('an API pipeline without the store takes only operations that are never memoised and expire no holds first', async () => {
     const handlers = apiPipeline(api);
     expect(typeof handlers.operation(unmemoised)).toBe('function');
     // @ts-expect-error: a memoised operation needs the store's change count.
     const addMemoised = () => handlers.operation(memoised);
-    // @ts-expect-error: a read of pets needs the store's expiry of holds.
-    const addPetRead = () => handlers.operation(petRead);
+    // @ts-expect-error: an operation that expires holds first needs the store.
+    const addHoldsFirst = () => handlers.operation(holdsFirst);
     // What the compiler refuses is refused at start-up too, when the route is added.
     expect(addMemoised).toThrow(new TypeError('pipeline: ping is memoised, but the pipeline has no store'));
-    expect(addPetRead).toThrow(new TypeError('pipeline: ping expires holds first, but the pipeline has no store'));
+    expect(addHoldsFirst).toThrow(new TypeError('pipeline: ping expires holds first, but the pipeline has no store'));
     const withCount = apiPipeline({ ...api, store });
     expect(typeof withCount.operation(memoised)).toBe('function');
-    expect(typeof withCount.operation(petRead)).toBe('function');
+    expect(typeof withCount.operation(holdsFirst)).toBe('function');
     // @ts-expect-error: the gateway is not optional.
     apiPipeline({ ...base, deps: {}, allowedMethods: () => undefined });
     // Under the API prefix, a path no operation serves meets the gateway first: 401 before 404.

@@ -39,7 +39,10 @@ import { MAX_URI_BYTES, pathAndQuery, uriTooLong } from './uri-limit.ts';
 export interface PipelineOptions {
   log: Logger;
   clock: Clock;
-  /** The client's address, for the log line of requests the gateway does not see. */
+  /**
+   * The client's address: the trace's `client.address` of every request, and the log line's of
+   * requests the gateway does not see.
+   */
   clientAddress: (c: Context<AppEnv>) => string;
   /** Largest accepted request body. */
   maxBodyBytes: number;
@@ -83,15 +86,16 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
    */
   allowedMethods: (path: string) => readonly string[] | undefined;
   /**
-   * The store, as step 6 asks it: to expire the orders whose hold ran out before a read of pets
-   * (`Holds`), and its change count for the memo (src/http/memo.ts). Without it the pipeline has
-   * no memo, and only operations that are never memoised and read no pets can be added.
+   * The store, as step 6 asks it: to expire the orders whose hold ran out before an operation that
+   * expires holds first
+   * (`HoldExpiry`), and its change count for the memo (src/http/memo.ts). Without it the pipeline has
+   * no memo, and only operations that are never memoised and expire no holds first can be added.
    */
-  store?: StoreChanges & Holds;
+  store?: StoreChanges & HoldExpiry;
 }
 
-/** What a read of pets asks of the store first: to expire the orders whose hold ran out. */
-export type Holds = Pick<DataStore, 'startDueExpiry'>;
+/** What an operation that expires holds first asks of the store: to expire the orders whose hold ran out. */
+export type HoldExpiry = Pick<DataStore, 'startDueExpiry'>;
 
 /**
  * The route handlers of an app without an operations table: the metrics port's. Each request
@@ -123,13 +127,13 @@ export function pipeline(options: PipelineOptions) {
  * app.notFound(handlers.notFound)
  */
 export function apiPipeline<D extends object>(
-  options: ApiPipelineOptions<D> & { store: StoreChanges & Holds },
+  options: ApiPipelineOptions<D> & { store: StoreChanges & HoldExpiry },
 ): ApiRouteHandlers<Operation<D>>;
 export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): ApiRouteHandlers<UnmemoisedOperation<D>>;
 export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): ApiRouteHandlers<Operation<D>> {
   const { gateway, deps, allowedMethods, store } = options;
-  const memo = store && new AnswerMemo(store);
-  const parts: ApiParts<D> = { ...partsOf(options), gateway, deps, allowedMethods, memo, holds: store };
+  const answerMemo = store && new AnswerMemo(store);
+  const parts: ApiParts<D> = { ...partsOf(options), gateway, deps, allowedMethods, answerMemo, holdExpiry: store };
   /** Hono's `notFound`: a path no route serves. Under the API prefix it meets the gateway first. */
   const notFound = exchangeHandler(parts, (c) =>
     parts.isGatewayPath(c.req.path) ? answerNoRoute(parts, c) : fail(c, NO_SUCH_PATH),
@@ -181,9 +185,9 @@ interface ApiParts<D> extends PipelineParts {
   readonly deps: D;
   readonly allowedMethods: (path: string) => readonly string[] | undefined;
   /** The answer memo, over the store's change count, when the pipeline is given the store. */
-  readonly memo: AnswerMemo | undefined;
-  /** The store's expiry of holds that ran out, which a read of pets waits for. */
-  readonly holds: Holds | undefined;
+  readonly answerMemo: AnswerMemo | undefined;
+  /** The store's expiry of holds that ran out, which an operation that expires holds first waits for. */
+  readonly holdExpiry: HoldExpiry | undefined;
 }
 
 /** Makes the parts every step of one pipeline shares, once, from its options. */
@@ -231,7 +235,8 @@ function partsOf({
  * 4. `addDeprecationHeaders`: a deprecated operation's `Deprecation`, `Sunset` and `Link`.
  * 5. `checkBody`: refuses a body over the size limit (413). A body sent with GET is held to the
  *    same size and to JSON (413, 415).
- * 6. `memoOrHandler`: a read of pets waits for the orders whose hold ran out to expire. Then it
+ * 6. `memoOrHandler`: an operation that expires holds first waits for the orders whose hold ran
+ *    out to expire. Then it
  *    answers a memoised operation from the memo when nothing its answer read has changed.
  *    Otherwise it answers with step 7's answer, and memoises a 200 from the second time its path
  *    and query are asked.
@@ -370,7 +375,8 @@ async function checkBody(
 }
 
 /**
- * Step 6: the wait for holds, then the memo or the handler. A read of pets first waits for the
+ * Step 6: the wait for holds, then the memo or the handler. An operation that expires holds
+ * first waits for the
  * orders whose hold ran out to expire. A memoised operation is answered from the memo
  * (src/http/memo.ts) when nothing it read has changed since; otherwise, and for every operation
  * that is not memoised (`placeOrder`), step 7 runs the handler and this step answers its reply.
@@ -382,24 +388,24 @@ async function memoOrHandler<D>(
   decision: Decision,
   caller: ConsumerCaller,
 ): Promise<Response> {
-  const { answerMemo: memo, holds } = route;
+  const { answerMemo, holdExpiry } = route;
   // Expiring an order whose hold ran out makes its pet `available`, with a new version. A read of
   // pets waits for that, so it shows the pet `available`, with the version a PATCH's `If-Match`
   // must name.
-  const expiring = holds?.startDueExpiry();
+  const expiring = holdExpiry?.startDueExpiry();
   if (expiring) await expiring;
-  if (!memo) return answer(c, await runHandler(parts, route, c, decision, caller));
+  if (!answerMemo) return answer(c, await runHandler(parts, route, c, decision, caller));
   const { memoCount } = parts;
   // The path and query as sent: the same text always validates to the same input (`routeOf`
   // refuses a memoised operation that reads headers or a body).
   const target = pathAndQuery(c.req.url);
-  const changeCount = memo.changeCount();
-  const memoised = memo.get(target, changeCount);
+  const changeCount = answerMemo.changeCount();
+  const memoised = answerMemo.get(target, changeCount);
   if (memoised) {
     memoCount?.(route.metricsIndex, true);
     return answer(c, memoised);
   }
-  const { reply, joined } = await memo.readOrJoin(target, changeCount, () =>
+  const { reply, joined } = await answerMemo.readOrJoin(target, changeCount, () =>
     runHandler(parts, route, c, decision, caller),
   );
   // A request answered by another's read under way counts as a hit: it read nothing itself.
@@ -452,14 +458,14 @@ interface OperationRoute<D> {
   /** The pipeline's memo, for a memoised operation; undefined for the others. */
   readonly answerMemo: AnswerMemo | undefined;
   /** The store's expiry of holds, for an operation that expires holds first; undefined for the others. */
-  readonly holds: Holds | undefined;
+  readonly holdExpiry: HoldExpiry | undefined;
 }
 
 /**
  * What serving `op` needs, checked once when its route is added: it throws at start-up for an
  * operation the pipeline cannot serve as the table says.
  */
-function routeOf<D>({ memo, holds }: ApiParts<D>, op: Operation<D>): OperationRoute<D> {
+function routeOf<D>({ answerMemo, holdExpiry }: ApiParts<D>, op: Operation<D>): OperationRoute<D> {
   // A quota reader's answer is the caller's own: never memoised for another.
   if (op.memo && op.readsQuota) throw new TypeError(`pipeline: ${op.id} reads the quota and cannot be memoised`);
   // A memoised answer is found by its path and query alone, so its input must come from nothing
@@ -467,8 +473,8 @@ function routeOf<D>({ memo, holds }: ApiParts<D>, op: Operation<D>): OperationRo
   if (op.memo && (op.headers || op.body)) {
     throw new TypeError(`pipeline: ${op.id} reads headers or a body and cannot be memoised by its path and query`);
   }
-  if (op.memo && !memo) throw new TypeError(`pipeline: ${op.id} is memoised, but the pipeline has no store`);
-  if (op.expiresHoldsFirst && !holds) {
+  if (op.memo && !answerMemo) throw new TypeError(`pipeline: ${op.id} is memoised, but the pipeline has no store`);
+  if (op.expiresHoldsFirst && !holdExpiry) {
     throw new TypeError(`pipeline: ${op.id} expires holds first, but the pipeline has no store`);
   }
   const deprecated = op.deprecated ? deprecationHeaders(op.deprecated) : undefined;
@@ -477,8 +483,8 @@ function routeOf<D>({ memo, holds }: ApiParts<D>, op: Operation<D>): OperationRo
     deprecated,
     readInput: inputReader(op),
     metricsIndex: operationIndex(op.id),
-    answerMemo: op.memo ? memo : undefined,
-    holds: op.expiresHoldsFirst ? holds : undefined,
+    answerMemo: op.memo ? answerMemo : undefined,
+    holdExpiry: op.expiresHoldsFirst ? holdExpiry : undefined,
   };
 }
 

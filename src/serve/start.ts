@@ -433,7 +433,7 @@ async function openLimiter(config: Config, log: Logger, metrics: Metrics | undef
  * part calls it through its wrappers; only the key store (`backend`'s) is reached around them.
  * The wrappers it adds, from the outside in:
  * - with metrics, `countStoreErrors()`: failed calls counted;
- * - `boundAndTrace()` (from `openStore()`): each call in a span of the request's trace and bounded
+ * - `boundAndTrace()` (from `openStore()`): each call in a child record of the request's trace and bounded
  *   by `--store-timeout`;
  * - the backend: memory, SQLite or PostgreSQL.
  *

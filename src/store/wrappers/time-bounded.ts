@@ -1,7 +1,7 @@
 /**
  * The time-bounded store: every store call bounded in time, and answered at once while the
- * database is unreachable. Each call is also a span of the request's trace (`tracedCalls`), so one
- * wrapper does both.
+ * database is unreachable. Each call is also a child record of the request's trace
+ * (`tracedCalls`), so one wrapper does both.
  *
  * - A call unsettled after `timeoutMs` is rejected with `StoreTimeoutError` (503), whatever the
  *   backend waits for. A write's message says it may still have taken effect.
@@ -63,7 +63,7 @@ export interface TimeBoundedStore extends WrappedStore {
 }
 
 /**
- * `backend` with every call of `STORE_CALLS` and `OUTBOX_CALLS` bounded, each in a span of the
+ * `backend` with every call of `STORE_CALLS` and `OUTBOX_CALLS` bounded, each in a child record of the
  * request's trace when it is recorded.
  *
  * @example
