@@ -19,7 +19,7 @@ import { AllowedRanges } from '../keys/webhook-targets.ts';
 import { createLogger, type Logger, logLines } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { countStoreErrors } from '../metrics/store-errors.ts';
-import { describeData, type LockReleases, MEMORY, openStore } from '../store/open.ts';
+import { describeData, MEMORY, openStore } from '../store/open.ts';
 import type { DataStore, WrappedStore } from '../store/store.ts';
 import { sharedChangeCount } from '../store/wrappers/shared-change-count.ts';
 import { tracesUrl } from '../trace/settings.ts';
@@ -62,18 +62,9 @@ export async function startServer(config: Config): Promise<void> {
   checkOpenFiles(log, openFilesNeeded(keys.consumers, config.maxInFlight));
   const listeners = await Listeners.bind(config, adapter, metrics, memory !== undefined);
   const state = memory && new Int32Array(memory.state);
-  const opened = await listeners.unlessFailed(() =>
-    storeOf(
-      config,
-      log,
-      metrics,
-      memory && poolShare(workers),
-      state && { counter: state, index: WORKER_STATE.lockReleases },
-    ),
-  );
   // With workers, the supervisor's own writes (expiries, a consumer's orders retired) move the
-  // change count every worker reads (`sharedChangeCount` wraps the store outermost).
-  const store = state ? sharedChangeCount(opened, state, WORKER_STATE.storeChanges) : opened;
+  // change count every worker reads.
+  const store = await listeners.unlessFailed(() => storeOf(config, log, metrics, state && { state, workers }));
   await listeners.unlessFailed(
     async () => {
       await keys.loadFromStore(store);
@@ -431,28 +422,33 @@ async function openLimiter(config: Config, log: Logger, metrics: Metrics | undef
 /**
  * The one store every part is given (the API, the keys, the webhook delivery and notifier). Every
  * part calls it through its wrappers; only the key store (`backend`'s) is reached around them.
- * The wrappers it adds, from the outside in:
+ * The wrappers, from the outside in (this is the one place that puts them together):
+ * - with `--workers` above 1 (`shared`), `sharedChangeCount()`: every write of any worker or of
+ *   the supervisor moves the change count every worker's memo reads;
  * - with metrics, `countStoreErrors()`: failed calls counted;
- * - `boundAndTrace()` (from `openStore()`): each call in a child record of the request's trace and bounded
- *   by `--store-timeout`;
+ * - `boundAndTrace()` (from `openStore()`): each call in a child record of the request's trace
+ *   and bounded by `--store-timeout`;
  * - the backend: memory, SQLite or PostgreSQL.
  *
- * With `--workers` above 1, `startServer()` and each worker (src/serve/worker.ts) put
- * `sharedChangeCount()` around it.
+ * The supervisor and each worker (src/serve/worker.ts) call it with the workers' shared memory.
  */
 export async function storeOf(
   config: Config,
   log: Logger,
   metrics: Metrics | undefined,
-  poolSize?: number,
-  lockReleases?: LockReleases,
+  shared?: { readonly state: Int32Array; readonly workers: number },
 ): Promise<WrappedStore> {
   const store = await openStore(config.data, log, {
     timeoutMs: config.storeTimeoutSeconds * 1_000,
-    ...(poolSize === undefined ? {} : { poolSize }),
-    ...(lockReleases ? { lockReleases } : {}),
+    ...(shared
+      ? {
+          poolSize: poolShare(shared.workers),
+          lockReleases: { counter: shared.state, index: WORKER_STATE.lockReleases },
+        }
+      : {}),
   });
-  return metrics ? countStoreErrors(store, metrics) : store;
+  const counted = metrics ? countStoreErrors(store, metrics) : store;
+  return shared ? sharedChangeCount(counted, shared.state, WORKER_STATE.storeChanges) : counted;
 }
 
 /**

@@ -13,12 +13,11 @@ import { systemClock } from '../core/clock.ts';
 import type { LimiterStatus } from '../gateway/gateway.ts';
 import { KeyTable } from '../keys/table.ts';
 import { batched, createLogger, fileWriter } from '../log.ts';
-import { sharedChangeCount } from '../store/wrappers/shared-change-count.ts';
 import { notifier } from '../webhooks/notify.ts';
 import { adapter } from './bun.ts';
 import { packAsks, RemoteLimiter, unpackAnswers } from './host-limiter.ts';
 import { apiFlags, gatewayFlags, metricsOf, storeOf } from './start.ts';
-import { keyRecords, poolShare, type ToWorker, WORKER_STATE, type WorkerStart } from './supervisor.ts';
+import { keyRecords, type ToWorker, WORKER_STATE, type WorkerStart } from './supervisor.ts';
 
 declare const self: Worker;
 
@@ -58,11 +57,7 @@ async function serve(start: WorkerStart): Promise<void> {
         post({ type: 'render', id, openMetrics });
       }),
   );
-  const opened = await storeOf(config, log, metrics, poolShare(start.workers), {
-    counter: state,
-    index: WORKER_STATE.lockReleases,
-  });
-  const store = sharedChangeCount(opened, state, WORKER_STATE.storeChanges);
+  const store = await storeOf(config, log, metrics, { state, workers: start.workers });
   const app = createApp({
     store,
     keys: () => keys,
