@@ -1,5 +1,6 @@
 // Who sent a request: `identify()` turns the `Authorization` header into a `Caller`, a key's
-// consumer or a keyless client known by its address. The gateway (./gateway.ts) calls it first.
+// consumer or a keyless client known by its address. The gateway asks it first, through
+// `callerOf()` (./key-checks.ts).
 import type { Consumer, KeyRecord } from '../keys/records.ts';
 import { bearerToken, type KeyTable } from '../keys/table.ts';
 

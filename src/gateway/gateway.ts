@@ -20,11 +20,11 @@ import { type Consumer, ownerOf } from '../keys/records.ts';
 import type { KeyTable } from '../keys/table.ts';
 import { childSpan, closeChild, failChild, openChild } from '../trace/spans.ts';
 import { canonicalAddress } from './addresses.ts';
-import { type Caller, type ConsumerCaller, identify } from './caller.ts';
+import type { Caller, ConsumerCaller } from './caller.ts';
 import { decider } from './decide.ts';
 import { HostInFlight, type HostSlotsMemory } from './host-in-flight.ts';
 import { InFlight, tooManyInFlight, untouched } from './in-flight.ts';
-import { adminKeyOnPublicApi, callerAt, missingScope, unauthorized } from './key-checks.ts';
+import { adminKeyOnPublicApi, callerOf, missingScope, unauthorized } from './key-checks.ts';
 import type { FailoverLimiter } from './limiter/failover.ts';
 import type { RateLimiter, Verdict } from './limiter/limiter.ts';
 import type { OpenRedisLimiterOptions } from './limiter/open-redis.ts';
@@ -172,7 +172,7 @@ export function gateway({
   return async function gatewayPass(c, op, admitted) {
     // The client's address is looked up only for callers without a valid key.
     const address = () => canonicalAddress(clientAddress(c));
-    const caller = callerAt(identify(c.req.header('authorization'), keys(), address), clock.now(), address);
+    const caller = callerOf(c.req.header('authorization'), keys(), clock.now(), address);
     c.set('caller', caller);
     if (caller.kind === 'keyless') {
       const verdict = await decideForKeyless(caller, 1);
@@ -235,8 +235,7 @@ export function holdsValidKey(
   clock: Clock = systemClock,
 ): (authorization: string | undefined) => boolean {
   const nowhere = () => '';
-  return (authorization) =>
-    callerAt(identify(authorization, keys(), nowhere), clock.now(), nowhere).kind === 'consumer';
+  return (authorization) => callerOf(authorization, keys(), clock.now(), nowhere).kind === 'consumer';
 }
 
 const DECISION_SPAN = {

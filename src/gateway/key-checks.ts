@@ -3,10 +3,27 @@
 // the public API (`adminKeyOnPublicApi`), with the challenge their 401 and 403 carry.
 import { ApiError } from '../core/api-error.ts';
 import { ADMIN_SCOPE } from '../core/key-scopes.ts';
-import type { Caller } from './caller.ts';
+import type { KeyTable } from '../keys/table.ts';
+import { type Caller, identify } from './caller.ts';
 
 /** The `WWW-Authenticate` challenge every 401 and 403 of the gateway starts with (RFC 6750). */
 export const REALM = 'Bearer realm="petstore"';
+
+/**
+ * The caller of a request with this `Authorization` header at `now`: the key found
+ * (`identify()`), then its dates checked (`callerAt()`). The gateway asks this once per request.
+ *
+ * @example
+ * callerOf('Bearer psk_…', table, Date.now(), () => '203.0.113.9') // { kind: 'consumer', … }
+ */
+export function callerOf(
+  authorization: string | undefined,
+  keys: KeyTable,
+  now: number,
+  address: () => string,
+): Caller {
+  return callerAt(identify(authorization, keys, address), now, address);
+}
 
 /**
  * The caller as the gateway treats it at `now`. A key past its `expiresAt` or before its

@@ -17,7 +17,8 @@ const MAX_CACHED_POLICIES = 1_024;
 const policies = new LRUCache<string, string>({ max: MAX_CACHED_POLICIES });
 
 /**
- * The window the `X-RateLimit-*` headers describe.
+ * The window the `X-RateLimit-*` headers describe. The ties count on `Decision.windows` being
+ * shortest first (src/core/decision.ts).
  * - admitted: the fewest remaining; a tie goes to the shorter window.
  * - rate_limited: the window `Retry-After` waits for (remaining 0, reset = now + Retry-After);
  *   a tie goes to the shorter window.
