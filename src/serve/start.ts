@@ -51,7 +51,8 @@ export async function startServer(config: Config): Promise<void> {
   const log = createLogger({ level: config.logLevel, format: config.logFormat });
   const adapter = await loadAdapter();
   const workers = workerCount(config, adapter);
-  const memory = workers > 1 ? workerMemory(workers) : undefined;
+  // The memory the workers share: their counters and their in-flight slots (src/serve/supervisor.ts).
+  const sharedMemory = workers > 1 ? workerMemory(workers) : undefined;
   const metrics = await metricsOf(config, adapter);
   const traces = await tracesOf(config, metrics);
   const keys = new LiveKeys(config.keys, log, metrics);
@@ -60,11 +61,13 @@ export async function startServer(config: Config): Promise<void> {
     if (problem) throw new KeysFileError(problem);
   }
   checkOpenFiles(log, openFilesNeeded(keys.consumers, config.maxInFlight));
-  const listeners = await Listeners.bind(config, adapter, metrics, memory !== undefined);
-  const state = memory && new Int32Array(memory.state);
+  const listeners = await Listeners.bind(config, adapter, metrics, sharedMemory !== undefined);
+  const sharedCounters = sharedMemory && new Int32Array(sharedMemory.state);
   // With workers, the supervisor's own writes (expiries, a consumer's orders retired) move the
   // change count every worker reads.
-  const store = await listeners.unlessFailed(() => storeOf(config, log, metrics, state && { state, workers }));
+  const store = await listeners.unlessFailed(() =>
+    storeOf(config, log, metrics, sharedCounters && { state: sharedCounters, workers }),
+  );
   await listeners.unlessFailed(
     async () => {
       await keys.loadFromStore(store);
@@ -77,12 +80,12 @@ export async function startServer(config: Config): Promise<void> {
   let stopping = false;
   let stoppingAt = 0;
   const gatewayParts = gatewayOptions(config, adapter, keys, limiter, log);
-  if (memory) {
+  if (sharedMemory) {
     await listeners.unlessFailed(
       () =>
         startWorkers({
           config,
-          memory,
+          memory: sharedMemory,
           listeners,
           keys,
           limiter,
