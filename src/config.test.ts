@@ -14,6 +14,7 @@ describe('parseConfig', () => {
       'info',
     ]);
     expect(c.trustProxy).toEqual([]);
+    expect(c.data).toBe('./data/petstore.db');
   });
 
   test('flags win over environment variables, which win over defaults', () => {

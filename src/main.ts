@@ -9,9 +9,9 @@ import { startServer } from './serve/start.ts';
 import { StoreOpenError } from './store/store-error.ts';
 import { VERSION, versionLine } from './version.ts';
 
-// The binary starts with a JIT 30 times slower to compile (`--compile-jit-policy=30`,
-// scripts/lib/build-info.sh), which suits the imports above, each line of them run once. From
-// here on (a keys file of any size, a command, the requests) the policy is 1, Bun's usual one.
+// The binary starts with the JIT 30 times more reluctant to compile (`--compile-jit-policy=30`,
+// scripts/lib/build-info.sh): the imports above run each line once, best left to the interpreter.
+// From here on (a keys file of any size, a command, the requests) the policy is 1, the usual one.
 const NORMAL_JIT_POLICY = 1;
 if ('Bun' in globalThis) Bun.unsafe.setJITPolicy(NORMAL_JIT_POLICY);
 

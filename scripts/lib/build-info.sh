@@ -18,9 +18,9 @@ stamp_defines() { # TARGET
 }
 
 # `bun build` flags of every compiled binary (build.sh, release.sh): ESM with bytecode, minified,
-# split so that modules loaded with import() are evaluated only when loaded; a JIT 30 times slower
-# to compile while the module graph is evaluated, each line of it once (src/main.ts restores the
-# normal one); and a binary that reads no `.env` or `bunfig.toml` from where it starts (Bun's
+# split so that modules loaded with import() are evaluated only when loaded; a JIT 30 times
+# more reluctant to compile while the module graph is evaluated, each line of it once
+# (src/main.ts restores the normal one); and a binary that reads no `.env` or `bunfig.toml` from where it starts (Bun's
 # default for a compiled program: a bunfig's `preload` would run any script found there),
 # configured by its flags and environment alone, as under Deno and Node.
 compile_flags() {

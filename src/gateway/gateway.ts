@@ -86,9 +86,10 @@ export interface GatewayOptions {
    */
   admin?: boolean;
   /**
-   * Told of a decision with `notices` (it crossed a threshold, exhausted a window or started a
-   * ban, or is given such a notice once more); the request's answer waits for it, so what it
-   * records is durable before the client hears of the crossing (src/webhooks/notify.ts).
+   * Told of a decision with `notices`: one that crossed a quota threshold, exhausted a window or
+   * started a ban, or that is given such a notice once more. The request's answer waits for it,
+   * so what it records is durable before the client hears of the crossing
+   * (src/webhooks/notify.ts).
    */
   notify?: (consumer: Consumer, decision: Decision) => Promise<void>;
   clock?: Clock;

@@ -86,10 +86,10 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
    */
   allowedMethods: (path: string) => readonly string[] | undefined;
   /**
-   * The store, as step 6 asks it: to expire the orders whose hold ran out before an operation that
-   * expires holds first
-   * (`HoldExpiry`), and its change count for the memo (src/http/memo.ts). Without it the pipeline has
-   * no memo, and only operations that are never memoised and expire no holds first can be added.
+   * The store, as step 6 asks it: to expire the orders whose hold ran out before an operation
+   * that expires holds first (`HoldExpiry`), and its change count for the memo (src/http/memo.ts).
+   * Without it the pipeline has no memo, and only operations that are never memoised and expire
+   * no holds first can be added.
    */
   store?: StoreChanges & HoldExpiry;
 }
@@ -117,8 +117,8 @@ export function pipeline(options: PipelineOptions) {
 /**
  * The route handlers of an app that serves an operations table: those of `pipeline`, and
  * `operation`, which makes one operation's route (`operationHandler` lists its steps). Its types
- * ask for what serving the table needs: a table with memoised operations or reads of pets needs
- * `store`.
+ * ask for what serving the table needs: a table with memoised operations or operations that expire holds
+ * first (`expiresHoldsFirst`) needs `store`.
  *
  * @example
  * const handlers = apiPipeline({ log, clock, clientAddress, gateway: pass, deps, store,
@@ -236,8 +236,8 @@ function partsOf({
  * 5. `checkBody`: refuses a body over the size limit (413). A body sent with GET is held to the
  *    same size and to JSON (413, 415).
  * 6. `memoOrHandler`: an operation that expires holds first waits for the orders whose hold ran
- *    out to expire. Then it
- *    answers a memoised operation from the memo when nothing its answer read has changed.
+ *    out to expire. Then it answers a memoised operation from the memo when nothing its answer
+ *    read has changed.
  *    Otherwise it answers with step 7's answer, and memoises a 200 from the second time its path
  *    and query are asked.
  * 7. `runHandler`: validates the input (400, 415), runs the operation's handler and adds a weak
@@ -255,8 +255,9 @@ function operationHandler<D>(parts: ApiParts<D>, op: Operation<D>): RouteHandler
   // Named as what it does, so a CPU profile names it.
   return exchangeHandler(parts, function serveOperation(c) {
     c.set('operation', op.id);
-    const preflight = cors?.(c);
-    if (preflight) return preflight;
+    // Step 2 adds the CORS headers here. A preflight (OPTIONS) matches no operation's route: it
+    // meets step 2 through `notFound` (`answerNoRoute`).
+    cors?.(c);
     return passGateway(parts, c, op, (decision, caller) => {
       addDeprecationHeaders(c, route);
       return checkBody(parts, c, () => memoOrHandler(parts, route, c, decision, caller));
@@ -376,8 +377,7 @@ async function checkBody(
 
 /**
  * Step 6: the wait for holds, then the memo or the handler. An operation that expires holds
- * first waits for the
- * orders whose hold ran out to expire. A memoised operation is answered from the memo
+ * first waits for the orders whose hold ran out to expire. A memoised operation is answered from the memo
  * (src/http/memo.ts) when nothing it read has changed since; otherwise, and for every operation
  * that is not memoised (`placeOrder`), step 7 runs the handler and this step answers its reply.
  */

@@ -73,7 +73,7 @@ export function requestLog({ log, clock, newId = () => crypto.randomUUID(), clie
       const method = c.req.method;
       const route = routePath(c);
       const durationMs = clock.now() - at;
-      // Made whole in one literal: a field added afterwards changes the object's shape on every line.
+      // The fields every line has, in one literal; `who()` adds the caller's.
       const fields: LogFields = exported
         ? { method, route, status, durationMs, traceSampled: true }
         : { method, route, status, durationMs };

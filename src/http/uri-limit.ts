@@ -1,5 +1,5 @@
 // Step 1's URI limit: `uriTooLong()` is the 414 of a path and query over `MAX_URI_BYTES`.
-// `pathAndQuery()` (the memo's lookup target) and `pathOf()` read a request's URL as sent.
+// `pathAndQuery()` (the memo's lookup target) reads a request's URL as sent.
 import { ApiError } from '../core/api-error.ts';
 
 /**
@@ -30,18 +30,6 @@ export function uriTooLong(url: string, maxBytes: number = MAX_URI_BYTES): ApiEr
  */
 export function pathAndQuery(url: string): string {
   return url.slice(pathStart(url));
-}
-
-/**
- * The path of a request's URL as sent (percent-encodings kept), without its query.
- *
- * @example
- * pathOf('http://localhost:8080/v1/pets?limit=20') // '/v1/pets'
- */
-export function pathOf(url: string): string {
-  const start = pathStart(url);
-  const query = url.indexOf('?', start);
-  return url.slice(start, query < 0 ? url.length : query);
 }
 
 /** Where the path starts: the runtimes hand over an absolute URL, whose origin ends at the first '/' after "://". */

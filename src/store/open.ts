@@ -11,8 +11,6 @@ import { boundAndTrace, DEFAULT_STORE_TIMEOUT_MS, type TimeBoundedStore } from '
 
 /** The `--data` value that keeps pets in memory only. */
 export const MEMORY = ':memory:';
-/** Where pets are kept without `--data`: a SQLite file, relative to the working directory. */
-export const DEFAULT_DATA = './data/petstore.db';
 
 export { describeData } from './postgres/postgres-url.ts';
 
