@@ -117,8 +117,8 @@ export function pipeline(options: PipelineOptions) {
 /**
  * The route handlers of an app that serves an operations table: those of `pipeline`, and
  * `operation`, which makes one operation's route (`operationHandler` lists its steps). Its types
- * ask for what serving the table needs: a table with memoised operations or operations that expire holds
- * first (`expiresHoldsFirst`) needs `store`.
+ * ask for what serving the table needs: a table with memoised operations or operations that
+ * expire holds first (`expiresHoldsFirst`) needs `store`.
  *
  * @example
  * const handlers = apiPipeline({ log, clock, clientAddress, gateway: pass, deps, store,
@@ -228,7 +228,8 @@ function partsOf({
  * 1. `exchange`: gives the request its id and its scope (trace, log), sets the headers every
  *    answer carries and refuses an overlong URI (414). It answers whatever a later step throws,
  *    then writes the log line and the metrics.
- * 2. `cors` (src/http/cors.ts): answers a CORS preflight, before any key is asked for.
+ * 2. `cors` (src/http/cors.ts): adds the CORS headers. A preflight (OPTIONS) matches no
+ *    operation's route: `answerNoRoute` answers it, before any key is asked for.
  * 3. `passGateway`: the gateway finds the caller and applies the in-flight cap, the rate limit
  *    and the key's scope (401, 429, 403; 503 when the limiter cannot decide). It records a
  *    crossed quota threshold for its webhook.
@@ -237,9 +238,8 @@ function partsOf({
  *    same size and to JSON (413, 415).
  * 6. `memoOrHandler`: an operation that expires holds first waits for the orders whose hold ran
  *    out to expire. Then it answers a memoised operation from the memo when nothing its answer
- *    read has changed.
- *    Otherwise it answers with step 7's answer, and memoises a 200 from the second time its path
- *    and query are asked.
+ *    read has changed. Otherwise it answers with step 7's answer, and memoises a 200 from the
+ *    second time its path and query are asked.
  * 7. `runHandler`: validates the input (400, 415), runs the operation's handler and adds a weak
  *    ETag when the table asks for one.
  * 8. `answer` (src/http/answer.ts): turns the reply into the response (304, compression, HEAD).
@@ -377,8 +377,8 @@ async function checkBody(
 
 /**
  * Step 6: the wait for holds, then the memo or the handler. An operation that expires holds
- * first waits for the orders whose hold ran out to expire. A memoised operation is answered from the memo
- * (src/http/memo.ts) when nothing it read has changed since; otherwise, and for every operation
+ * first waits for the orders whose hold ran out to expire. A memoised operation is answered from
+ * the memo (src/http/memo.ts) when nothing it read has changed since; otherwise, and for every operation
  * that is not memoised (`placeOrder`), step 7 runs the handler and this step answers its reply.
  */
 async function memoOrHandler<D>(

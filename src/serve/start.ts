@@ -424,8 +424,8 @@ async function openLimiter(config: Config, log: Logger, metrics: Metrics | undef
 
 /**
  * The one store every part is given (the API, the keys, the webhook delivery and notifier). Every
- * part calls it through its wrappers but the key store (`--keys store`), which is reached
- * through `store.backend`, around them (src/store/key-store.ts).
+ * part calls the store through these wrappers, except the key store (`--keys store`), which
+ * calls `store.backend` directly (src/store/key-store.ts).
  * The wrappers, from the outside in (this is the one place that puts them together):
  * - with `--workers` above 1 (`shared`), `sharedChangeCount()`: every write of any worker or of
  *   the supervisor moves the change count every worker's memo reads;

@@ -212,7 +212,7 @@ export interface CallSpec {
 /**
  * THE STORE'S METHOD LIST: every awaited call of `DataStore` once. The wrappers are made from it
  * (`wrapStore`), so a call added to the interface fails to compile until it is here, and once
- * here no wrapper can leave it out. The memo step's synchronous calls (`startDueExpiry`, which
+ * here no wrapper can leave it out. Step 6's synchronous calls (`startDueExpiry`, which
  * returns the expiry run without waiting for it, `changeCount`, `unchanged`) and `close` are not
  * here: `wrapStore` passes them on, or takes a wrapper's own (`OwnCalls`).
  */
@@ -268,12 +268,12 @@ export function wrapCalls<T extends object, K extends keyof T & string>(
   return wrapped as Pick<T, K>;
 }
 
-/** The memo step's synchronous calls, and `close`, which a wrapper may give its own of. */
+/** Step 6's synchronous calls, and `close`, which a wrapper may give its own of. */
 export type OwnCalls = Partial<Pick<DataStore, 'startDueExpiry' | 'changeCount' | 'unchanged' | 'close'>>;
 
 /**
  * `store` behind a wrapper: every call of `STORE_CALLS` passed through `wrap`, and the outbox's
- * `OUTBOX_CALLS` too unless `outbox` is `'as is'`. The memo step's synchronous calls
+ * `OUTBOX_CALLS` too unless `outbox` is `'as is'`. Step 6's synchronous calls
  * (`startDueExpiry`, `changeCount`, `unchanged`) and `close` are passed on unchanged, unless
  * `own` gives the wrapper's own. `backend` is the innermost store, where the keys are found.
  *
