@@ -13,7 +13,7 @@ const FLOORS = [
   'log.ts',
   'store/',
   'api/',
-  'keys/', // key administration: the keys file, its edits, the audit trail, the key store, plans
+  'keys/', // the keys file, the keys in force and their reloads, key administration, the audit trail, plans
   'gateway/', // per request: identify, in-flight, decide, headers; limiter/; one entrance, gateway.ts
   'webhooks/',
   'metrics/',

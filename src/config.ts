@@ -15,6 +15,7 @@ import {
 import { checked, int, on, oneOf, text, toggle, urlWith, words } from './cli/parsers.ts';
 import { DEFAULT_ORDER_HOLD_MS } from './core/order-records.ts';
 import { DEFAULT_IPV6_PREFIX, TrustedProxies } from './gateway/gateway.ts';
+import { KEYS_STORE } from './keys/live-keys.ts';
 import { DEFAULT_MAX_IN_FLIGHT } from './keys/plans.ts';
 import { isCidrBlock } from './keys/webhook-targets.ts';
 import { LOG_LEVELS, type LogFormat, type LogLevel } from './log.ts';
@@ -431,9 +432,6 @@ export type Config = Values<typeof OPTIONS> & {
   /** The webhook retry delays `PETSTORE_WEBHOOK_RETRY_SECONDS` sets (for tests); undefined: the real schedule. */
   readonly webhookRetryDelays: number[] | undefined;
 };
-
-/** `--keys store`: consumers and keys kept in the `--data` store. */
-export const KEYS_STORE = 'store';
 
 /** Serving: the command without a name. */
 const SERVER: Command<typeof OPTIONS> = { name: '', summary: 'serve the API', options: OPTIONS };

@@ -4,9 +4,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseConfig } from '../config.ts';
+import { LiveKeys } from '../keys/live-keys.ts';
 import { createLogger } from '../log.ts';
 import { Metrics } from '../metrics/registry.ts';
-import { LiveKeys } from './live-keys.ts';
 import { storeOf, webhooksOf } from './start.ts';
 
 const dirs: string[] = [];

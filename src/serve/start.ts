@@ -3,7 +3,7 @@
 // on --workers threads (src/serve/supervisor.ts). It also runs the shutdown that a signal starts.
 import process from 'node:process';
 import { type AppOptions, adminApp, createApp, metricsApp } from '../app.ts';
-import { type Config, ConfigError, KEYS_STORE, memoryWithWorkers } from '../config.ts';
+import { type Config, ConfigError, memoryWithWorkers } from '../config.ts';
 import { systemClock } from '../core/clock.ts';
 import {
   type LeaseStats,
@@ -13,7 +13,9 @@ import {
   SlidingWindowLimiter,
   TrustedProxies,
 } from '../gateway/gateway.ts';
+import { announceDevKey } from '../keys/dev-key.ts';
 import { KeysFileError } from '../keys/file.ts';
+import { KEYS_STORE, LiveKeys } from '../keys/live-keys.ts';
 import { keysFileWriteProblem } from '../keys/locked-file.ts';
 import { AllowedRanges } from '../keys/webhook-targets.ts';
 import { createLogger, type Logger, logLines } from '../log.ts';
@@ -29,9 +31,7 @@ import { notifier } from '../webhooks/notify.ts';
 import { PUBLIC_TARGETS } from '../webhooks/sender.ts';
 import type { RunningServer, RuntimeAdapter, ServeOptions } from './adapter.ts';
 import { availableCpus } from './cpus.ts';
-import { announceDevKey } from './dev-key.ts';
 import { checkOpenFiles, openFilesNeeded } from './fd-limit.ts';
-import { LiveKeys } from './live-keys.ts';
 import { handleSignals } from './signals.ts';
 import { type HostStatus, poolShare, WORKER_STATE, type WorkerMemory, WorkerPool, workerMemory } from './supervisor.ts';
 

@@ -4,9 +4,9 @@ import { createHash } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import process from 'node:process';
 import { clearInterval, setInterval } from 'node:timers';
-import { KeysFileError, keysFileExposure, parseKeys } from '../keys/file.ts';
-import type { KeyRecord } from '../keys/records.ts';
 import type { Logger } from '../log.ts';
+import { KeysFileError, keysFileExposure, parseKeys } from './file.ts';
+import type { KeyRecord } from './records.ts';
 
 function readText(path: string): string {
   try {

@@ -1,12 +1,12 @@
 // With --keys store, the data store's keys held in memory: KeysStoreWatcher keeps them current by
 // PostgreSQL's NOTIFY and a polled version, and keeps the keys in force while the database is unreachable.
 import { clearInterval, setInterval } from 'node:timers';
-import { keyRecords } from '../keys/file.ts';
-import { documentOf } from '../keys/key-admin.ts';
-import type { KeyRecord } from '../keys/records.ts';
 import type { Logger } from '../log.ts';
 import { peerText } from '../redact.ts';
 import type { KeyStore } from '../store/key-store.ts';
+import { keyRecords } from './file.ts';
+import { documentOf } from './key-admin.ts';
+import type { KeyRecord } from './records.ts';
 
 /**
  * How often the store's keys version is read: a change whose notification was lost (or, on

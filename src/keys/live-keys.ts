@@ -1,17 +1,31 @@
 // The keys in force, which the gateway identifies callers with: LiveKeys holds them (the keys
 // file's, the data store's or a development key), reloads them, and logs and counts each reload.
-import { KEYS_STORE } from '../config.ts';
-import { fileKeyAdmin, type KeyAdmin, storeConsumerIdsIn, storeKeyAdmin } from '../keys/key-admin.ts';
-import { type KeyRecord, ownerOf } from '../keys/records.ts';
-import { KeyTable } from '../keys/table.ts';
 import type { Logger } from '../log.ts';
-import type { Metrics } from '../metrics/registry.ts';
 import { peerText } from '../redact.ts';
 import { keyStoreOf } from '../store/key-store.ts';
 import type { DataStore, OwnerMove } from '../store/store.ts';
 import { developmentKeys } from './dev-key.ts';
-import { KeysFileWatcher } from './keys-file-watch.ts';
-import { KeysStoreWatcher } from './keys-store-watch.ts';
+import { KeysFileWatcher } from './file-watch.ts';
+import { fileKeyAdmin, type KeyAdmin, storeConsumerIdsIn, storeKeyAdmin } from './key-admin.ts';
+import { type KeyRecord, ownerOf } from './records.ts';
+import { KeysStoreWatcher } from './store-watch.ts';
+import { KeyTable } from './table.ts';
+
+/** `--keys store`: consumers and keys kept in the `--data` store. */
+export const KEYS_STORE = 'store';
+
+/**
+ * What LiveKeys counts of each load and reload. `Metrics` (src/metrics/registry.ts) is one;
+ * it is named here because src/metrics/ stands on a floor above src/keys/.
+ */
+export interface KeysCounters {
+  /** The keys now in force, by plan. */
+  keysLoaded(byPlan: Record<string, number>): void;
+  /** The consumers and keys now in force, which the per-consumer series are labelled by. */
+  readonly consumers: { load(keys: readonly KeyRecord[]): void };
+  /** A reload applied (`true`) or refused. */
+  reloaded(ok: boolean): void;
+}
 
 /**
  * The keys in force: the keys file's (watched), the store's (`--keys store`, read once the store
@@ -28,7 +42,7 @@ export class LiveKeys {
   /** The development key's token, made when no `--keys` was given: shown once the server listens. */
   readonly devToken: string | undefined;
   readonly #log: Logger;
-  readonly #metrics: Metrics | undefined;
+  readonly #metrics: KeysCounters | undefined;
   readonly #source: Record<string, string>;
   readonly #path: string;
   readonly #file: KeysFileWatcher | undefined;
@@ -39,7 +53,7 @@ export class LiveKeys {
   #listeners: ((table: KeyTable) => void)[] = [];
 
   /** Reads the keys file (a `KeysFileError` when it is bad) or makes the development key. */
-  constructor(keys: string, log: Logger, metrics: Metrics | undefined) {
+  constructor(keys: string, log: Logger, metrics: KeysCounters | undefined) {
     this.#log = log;
     this.#metrics = metrics;
     this.#path = keys;

@@ -1,9 +1,9 @@
 // The development key of a server started without a keys file: made for the run, shown once.
 import process from 'node:process';
-import { parseKeys } from '../keys/file.ts';
-import type { KeyRecord } from '../keys/records.ts';
-import { newKeyEntry } from '../keys/tokens.ts';
 import type { Logger } from '../log.ts';
+import { parseKeys } from './file.ts';
+import type { KeyRecord } from './records.ts';
+import { newKeyEntry } from './tokens.ts';
 
 /** The keys to serve with at start, and the development key's token when one was made. */
 export interface StartKeys {
