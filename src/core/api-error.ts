@@ -84,7 +84,7 @@ export class ApiError extends Error {
   constructor(code: ErrorCode, message: string, headers: Record<string, string> = {}) {
     const status = STATUS_BY_CODE[code];
     // A 4xx is an expected answer to the client, and nobody reads its stack, which is costly
-    // to capture (bench/README.md). A 5xx keeps it.
+    // to capture (bench/README.md#measured-costs-behind-the-codes-choices). A 5xx keeps it.
     const stackTraceLimit = Error.stackTraceLimit;
     if (status < 500) Error.stackTraceLimit = 0;
     super(message);

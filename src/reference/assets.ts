@@ -29,7 +29,8 @@ export function contentHash(body: string | Uint8Array): string {
 /**
  * An asset held in the binary gzipped: clients that take gzip (every browser) get those bytes as
  * they are, the others get them gunzipped once. Gzip only, not br as well: a second copy of the
- * docs bundle would make every binary larger to save a browser a few bytes once (bench/README.md).
+ * docs bundle would make every binary larger to save a browser a few bytes once
+ * (bench/README.md#what-the-binary-carries).
  * Each encoding has its own strong ETag, the content hash with the coding added.
  */
 export class CompressedAsset {

@@ -190,7 +190,8 @@ function documentRoutes(
   servers: readonly ServerEntry[],
 ): OpsRoute[] {
   const yaml = withServers(yamlText, servers);
-  // Hashed at the first request, not at start-up, which it would slow (bench/README.md).
+  // Hashed at the first request, not at start-up, which it would slow
+  // (bench/README.md#measured-costs-behind-the-codes-choices).
   let hashed: string | undefined;
   const yamlEtag = () => {
     hashed ??= weakEtag(yaml);
@@ -247,7 +248,8 @@ function documentRoutes(
  */
 export function docsRoutes(options: DocsOptions = {}): OpsRoute[] {
   // Parsed on first use, not at start-up: the yaml module and the parse took most of the time
-  // to first 200 (bench/README.md), for routes most instances never serve.
+  // to first 200 (bench/README.md#measured-costs-behind-the-codes-choices), for routes most
+  // instances never serve.
   const hidden = hiddenOperations(options.experimental ?? false);
   let contract: Promise<Contract> | undefined;
   const parsed = () => {
