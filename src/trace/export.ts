@@ -55,7 +55,7 @@ import type { SamplerName } from './settings.ts';
 import { DRAWN, HOLDS_VALID_KEY, type KeepRules, type Sampled, traceIds, useRecorder } from './spans.ts';
 
 /** Spans waiting for export at most; beyond it they are dropped (and counted). */
-export const MAX_QUEUE = 2048;
+const MAX_QUEUE = 2048;
 /** Spans per export request. */
 const BATCH = 512;
 /** How long a batch not full waits for more spans before it is sent. */

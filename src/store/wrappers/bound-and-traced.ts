@@ -30,7 +30,7 @@ export interface Timers {
 }
 
 /** The runtime's timers, unref'd: a pending deadline or probe never keeps the process alive. */
-export const systemTimers: Timers = {
+const systemTimers: Timers = {
   set: (run, ms) => setTimeout(run, ms).unref(),
   clear: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
 };
