@@ -8,7 +8,7 @@
 //   Deno from source and the Node bundle read (they have no such file imports).
 // The server sends the gzip bytes as they are and gunzips only for the rare client that does not
 // take gzip. No br copy beside it: 20 % fewer bytes for a browser over HTTPS, once, against
-// 0.76 MiB more in every binary (bench/README.md).
+// 0.76 MiB more in every binary (bench/README.md#what-the-binary-carries).
 //
 // Measured on the bytecode binary: the base64 module costs about 2.5 times its bytes (Bun keeps a
 // string literal both in the source and in the bytecode), the file assets their own size.

@@ -8,7 +8,8 @@
  * - 1,000 write-then-read pairs (a PATCH of a pet, an order placed, an order cancelled, each
  *   then read back: the pet, and the order) through A alone: none stale; through A then B, B
  *   reading on a new connection each time: how many B read stale first, and how long until B
- *   shows each write (p50, p99, max printed; the figures are in bench/README.md);
+ *   shows each write (p50, p99, max printed; the figures are in
+ *   bench/README.md#a-write-seen-by-another-instance);
  * - B's memoised page is served while the pets table is locked (no query could answer it);
  * - with B's listening backend terminated, a write through A is in B's very next answer of the
  *   page it memoised, and B memoises pages again once it listens again.

@@ -332,7 +332,7 @@ describe.skipIf(!READY || !PG_DIR)('the database down', () => {
     }
     await waitFor(() => b.lines.some((l) => l.includes('"msg":"keys store reachable again"')), 15_000);
     // The pets come back when the store's own probe finds the database
-    // (src/store/wrappers/time-bounded.ts).
+    // (src/store/wrappers/bound-and-traced.ts).
     const deadline = Date.now() + 15_000;
     let ready = (await fetch(`${b.url}/readyz`)).status;
     while (ready !== 200 && Date.now() < deadline) {

@@ -12,7 +12,7 @@
  * 503 within the bound, reads go on meanwhile, and the next create after the release is stored.
  *
  * The longest answer per fault and the time from the database's return to each instance's
- * first 201 are printed at the end (bench/README.md, "Outages under load").
+ * first 201 are printed at the end (bench/README.md#outages-under-load).
  *
  * Needs PETSTORE_TEST_POSTGRES_URL/_DIR and PETSTORE_TEST_REDIS_URL/_DIR: `make outage-test`.
  */

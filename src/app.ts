@@ -10,6 +10,7 @@ import { API_PREFIX, servedOperations } from './api/operations.ts';
 import type { AppEnv } from './app-env.ts';
 import { type Clock, systemClock } from './core/clock.ts';
 import { DEFAULT_ORDER_HOLD_MS } from './core/order-records.ts';
+import { isUnder } from './core/paths.ts';
 import {
   type GatewayOptions,
   gateway,
@@ -230,7 +231,7 @@ export function adminApp({
     deps: { keys: admin, clock, ...(consumerDeleted ? { consumerDeleted } : {}) },
     maxBodyBytes: MAX_BODY_BYTES,
     allowedMethods: allowedMethods(ADMIN_PREFIX, ADMIN_OPERATIONS),
-    isGatewayPath: isAdminPath,
+    isGatewayPath: (path) => isUnder(ADMIN_PREFIX, path),
     // Every answer of the admin port is counted under one operation of its own, `admin`.
     ...(metrics ? { metrics, countAs: ADMIN_OPERATION_LABEL } : {}),
     holdsValidKey: callerHoldsValidKey(keys, clock),
@@ -246,10 +247,6 @@ export function adminApp({
 function callerHoldsValidKey(keys: () => KeyTable, clock: Clock): (c: Context<AppEnv>) => boolean {
   const valid = holdsValidKey(keys, clock);
   return (c) => valid(c.req.header('authorization'));
-}
-
-function isAdminPath(path: string): boolean {
-  return path === ADMIN_PREFIX || path.startsWith(`${ADMIN_PREFIX}/`);
 }
 
 /**

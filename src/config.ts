@@ -26,7 +26,7 @@ import { parseRetrySeconds } from './webhooks/schedule.ts';
 export { ConfigError };
 
 /** The most workers `--workers` takes: past this, a host is better served by more instances. */
-export const MAX_WORKERS = 64;
+const MAX_WORKERS = 64;
 
 const httpUrl = checked(
   'an http(s) URL without query or fragment',

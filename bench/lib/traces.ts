@@ -21,7 +21,7 @@ export const TRACES_SCENARIO: Scenario = {
   paired: ['petstore', 'traced1', 'tracedtail', 'tracedall'],
   // At 1% the span and export code runs some 300 times a second, and JavaScriptCore takes
   // minutes to settle the code it shares with every request: a short warm-up measures mostly
-  // that (bench/README.md, "What tracing costs"), so the 1%-sampled product is warmed 45 s.
+  // that (bench/README.md#what-tracing-costs), so the 1%-sampled product is warmed 45 s.
   warmup: { traced1: 45 },
   load: { method: 'GET', path: LIST, token: tokenOf('bench'), addresses: 0 },
 };

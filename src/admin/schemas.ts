@@ -5,7 +5,7 @@ import { PLAN_NAMES } from '../keys/plans.ts';
 import { FIELDS } from '../keys/schemas.ts';
 
 const NAME = '1 to 64 letters, digits, ".", "_" or "-", starting with a letter or a digit';
-export const AUDIT_PAGE_MAX = 100;
+const AUDIT_PAGE_MAX = 100;
 const AUDIT_PAGE_DEFAULT = 20;
 
 /** What each field accepts, in the words of the 400 that names it. */

@@ -1,6 +1,7 @@
 // The API's operations table: one entry per operation of contract/openapi.yaml, each with its
 // method, path, scope, schemas and handler. src/app.ts makes one route per entry.
 import { NewOrder } from '../core/order-records.ts';
+import { isUnder } from '../core/paths.ts';
 import { NewPet, PetPatch } from '../core/pet-records.ts';
 import { getInventory } from './inventory.ts';
 import { defineOperation, type Operation } from './operation-types.ts';
@@ -207,5 +208,5 @@ export function servedOperations(experimental: boolean): readonly Operation[] {
  * isApiPath('/v10') // false
  */
 export function isApiPath(path: string): boolean {
-  return path.startsWith(API_PREFIX) && (path.length === API_PREFIX.length || path[API_PREFIX.length] === '/');
+  return isUnder(API_PREFIX, path);
 }

@@ -31,7 +31,7 @@ export const STORE_DATA = {
 };
 
 /** The keys file and its audit trail as a backup keeps them: beside the backup, named after it. */
-export const backupKeysPath = (backup: string) => `${backup}.keys.json`;
+const backupKeysPath = (backup: string) => `${backup}.keys.json`;
 
 /** Copies `from` to `to` (a new file) with `from`'s mode, and its owner when run as root; fsynced. */
 function copyKept(from: string, to: string): void {

@@ -9,7 +9,7 @@ import { HELP, subcommand } from './options.ts';
 import { int, on } from './parsers.ts';
 
 /** `cli:root`, `admin:ops/a1`: who, in one word. */
-export function actorName(actor: Actor): string {
+function actorName(actor: Actor): string {
   return actor.kind === 'cli' ? `cli:${actor.user}` : `admin:${actor.consumer}/${actor.key}`;
 }
 
@@ -19,7 +19,7 @@ export function actorName(actor: Actor): string {
  * @example
  * auditTable(records) // 'ID  AT  ACTOR  ACTION  CONSUMER  KEY  CHANGE\n1  2026-…  cli:root  key.add  acme  k1  null -> {…}'
  */
-export function auditTable(records: readonly NumberedRecord[]): string {
+function auditTable(records: readonly NumberedRecord[]): string {
   const rows = [
     ['ID', 'AT', 'ACTOR', 'ACTION', 'CONSUMER', 'KEY', 'CHANGE'],
     // Each cell as a terminal may show it: a record written by hand or by an older version may

@@ -58,7 +58,7 @@ export function freshKey(
  * (/etc/passwd), never the environment's word for it (`$USER`, which Bun's `userInfo()` reads);
  * `uid N` when the uid has no name (a container run with `-u 65532`).
  */
-export function cliActor(): Actor {
+function cliActor(): Actor {
   const uid = attempt(() => process.getuid?.()) ?? ownUid();
   return { kind: 'cli', user: (uid !== undefined && passwdName(uid)) || `uid ${uid ?? 'unknown'}` };
 }

@@ -9,7 +9,7 @@ import { HELP, subcommand } from './options.ts';
 import { on } from './parsers.ts';
 
 /** Where a key stands at `now`. */
-export function keyState(key: KeyRecord, now: number): 'active' | 'expired' | 'pending' {
+function keyState(key: KeyRecord, now: number): 'active' | 'expired' | 'pending' {
   if (key.expiresAt !== undefined && now >= key.expiresAt) return 'expired';
   if (key.notBefore !== undefined && now < key.notBefore) return 'pending';
   return 'active';

@@ -6,7 +6,7 @@ import * as v from 'valibot';
 import { JSON_TYPE, type Reply } from './reply.ts';
 
 /** Stable, documented values of `Error.code`. */
-export const ERROR_CODES = [
+const ERROR_CODES = [
   'invalid_request',
   'unauthorized',
   'insufficient_scope',
@@ -41,7 +41,7 @@ export const ErrorBody = v.strictObject({
 export type ErrorBody = v.InferOutput<typeof ErrorBody>;
 
 /** `Retry-After` of a 503: most store faults (a lock wait, a failover, a dropped connection) pass within seconds. */
-export const UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
+const UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
 
 const STATUS_BY_CODE: Record<ErrorCode, ContentfulStatusCode> = {
   invalid_request: 400,
@@ -84,7 +84,7 @@ export class ApiError extends Error {
   constructor(code: ErrorCode, message: string, headers: Record<string, string> = {}) {
     const status = STATUS_BY_CODE[code];
     // A 4xx is an expected answer to the client, and nobody reads its stack, which is costly
-    // to capture (bench/README.md). A 5xx keeps it.
+    // to capture (bench/README.md#measured-costs-behind-the-codes-choices). A 5xx keeps it.
     const stackTraceLimit = Error.stackTraceLimit;
     if (status < 500) Error.stackTraceLimit = 0;
     super(message);

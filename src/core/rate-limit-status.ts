@@ -5,7 +5,7 @@ import * as v from 'valibot';
 const Seconds = v.pipe(v.number(), v.integer(), v.minValue(0));
 
 /** One window of a caller's quota, in units of cost, as `X-RateLimit-*` and `RateLimit` show it. */
-export const QuotaWindow = v.strictObject({
+const QuotaWindow = v.strictObject({
   name: v.picklist(['minute', 'day', 'month']),
   limit: v.pipe(v.number(), v.integer(), v.minValue(1)),
   remaining: v.pipe(v.number(), v.integer(), v.minValue(0)),

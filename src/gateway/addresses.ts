@@ -14,7 +14,8 @@ type Address = ipaddr.IPv4 | ipaddr.IPv6;
 /**
  * A dotted quad already in canonical form (`203.0.113.5`: four parts of 0-255, no leading zeros)
  * as an unsigned 32-bit number; -1 for anything else, which takes ipaddr.js's path. Most peers and
- * forwarded hops are written this way, and parsing them here does not allocate (bench/README.md).
+ * forwarded hops are written this way, and parsing them here does not allocate
+ * (bench/README.md#measured-costs-behind-the-codes-choices).
  */
 function canonicalQuad(text: string): number {
   if (text.length > 15) return -1;

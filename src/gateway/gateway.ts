@@ -113,7 +113,7 @@ export interface GatedOperation {
  * with the limiter's decision and the caller (always a key's) and resolves to its result. The
  * caller's in-flight slot is held until `admitted` settles. A refusal (401, 403, 429, 503) resolves
  * to the `ApiError` to answer. It is never thrown, because a throw through the async frames is slow
- * (bench/README.md).
+ * (bench/README.md#measured-costs-behind-the-codes-choices).
  */
 export type GatewayPass = <T>(
   c: Context,
@@ -275,7 +275,7 @@ function reportWouldRefuse(
 /**
  * The 429s already made, by outcome and wait: a refusal depends on nothing else, and a client
  * that keeps pushing meets the same few waits again and again, so each is made once
- * (bench/README.md).
+ * (bench/README.md#measured-costs-behind-the-codes-choices).
  */
 const refusals = new LRUCache<string, ApiError>({ max: 1_024 });
 

@@ -5,7 +5,7 @@ import { LRUCache } from 'lru-cache';
 import { InFlight } from './in-flight.ts';
 
 /** Consumers the host's table holds at once: more than a keys file names, with room for consumers a reload replaces. */
-export const HOST_SLOTS = 16_384;
+const HOST_SLOTS = 16_384;
 /** Consumer ids whose slot a worker remembers: more than a keys file holds. */
 const KNOWN_CONSUMERS = 10_000;
 

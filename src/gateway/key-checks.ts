@@ -7,7 +7,7 @@ import type { KeyTable } from '../keys/table.ts';
 import { type Caller, identify } from './caller.ts';
 
 /** The `WWW-Authenticate` challenge every 401 and 403 of the gateway starts with (RFC 6750). */
-export const REALM = 'Bearer realm="petstore"';
+const REALM = 'Bearer realm="petstore"';
 
 /**
  * The caller of a request with this `Authorization` header at `now`: the key found

@@ -5,10 +5,13 @@ import type { PetSet, Reply } from '../core/reply.ts';
 import type { ChangeCount, DataStore } from '../store/store.ts';
 import { StoreUnavailableError } from '../store/store-error.ts';
 
-/** Most characters of memoised bodies, summed: the memo's bound (bench/README.md has the sizes). */
-export const MAX_MEMO_CHARS = 4 * 1024 * 1024;
+/**
+ * Most characters of memoised bodies, summed: the memo's bound (the pages' sizes are in
+ * bench/README.md#measured-costs-behind-the-codes-choices).
+ */
+const MAX_MEMO_CHARS = 4 * 1024 * 1024;
 /** Paths and queries remembered as asked once: an answer is memoised only at its second asking. */
-export const MAX_SEEN_TARGETS = 4_096;
+const MAX_SEEN_TARGETS = 4_096;
 
 /**
  * What the memo asks of the store: its change count now, and whether what a reply read has changed

@@ -6,7 +6,8 @@ import { OUTBOX_CALLS, STORE_CALLS } from '../store/store.ts';
 
 // What requests and store errors are counted under, apart from the registry (registry.ts): the
 // request path and the `/metrics` route need these, and prom-client is loaded only when metrics
-// are on (it is most of a start-up's work, bench/README.md).
+// are on: it is most of a start-up's work
+// (bench/README.md#measured-costs-behind-the-codes-choices).
 
 /** What every request of the admin port (`--admin-port`) is counted under. */
 export const ADMIN_OPERATION_LABEL = 'admin';

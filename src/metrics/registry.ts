@@ -26,11 +26,11 @@ import { type LimiterView, registerLimiter } from './limiter-series.ts';
 import { WebhookMetrics } from './webhook-series.ts';
 
 /** Upper bounds of the latency buckets, in seconds. */
-export const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
 const STATUSES = 500; // 100..599
 
 /** Plans refusals and bans are counted by: every plan, and `anonymous` for per-address limits. */
-export const METRIC_PLANS = [...PLAN_NAMES, 'anonymous'] as const;
+const METRIC_PLANS = [...PLAN_NAMES, 'anonymous'] as const;
 /** 429 reasons shown even before they happen; others (the Error body's code) appear once seen. */
 const REFUSAL_REASONS = ['rate_limited', 'key_banned'] as const;
 const STORE_ERROR_KINDS = ['timeout', 'unavailable', 'error'] as const satisfies readonly StoreErrorKind[];
@@ -50,7 +50,7 @@ export interface MetricsOptions {
  * @example
  * latencyBuckets([0.3]) // [0.001, …, 0.25, 0.3, 0.5, …, 10]
  */
-export function latencyBuckets(objectives: readonly number[] = []): number[] {
+function latencyBuckets(objectives: readonly number[] = []): number[] {
   return [...new Set([...LATENCY_BUCKETS, ...objectives])].sort((a, b) => a - b);
 }
 

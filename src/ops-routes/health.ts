@@ -9,7 +9,7 @@ import { peerText } from '../redact.ts';
 import type { DataStore } from '../store/store.ts';
 
 /** Longest `/readyz` waits for the store before calling it unreachable. */
-export const READY_TIMEOUT_MS = 2_000;
+const READY_TIMEOUT_MS = 2_000;
 
 const NO_STORE = { 'Cache-Control': 'no-store' };
 const JSON_TYPE = 'application/json';

@@ -10,7 +10,7 @@ import { accepts } from '../http/compress.ts';
 export const IMMUTABLE = 'public, max-age=31536000, immutable';
 
 /** Where the page's assets live; each name carries a content hash, so a new build gets new URLs. */
-export const ASSETS_PATH = '/docs/assets';
+const ASSETS_PATH = '/docs/assets';
 
 /** Headers of every asset: cached for good, loadable by any page or tool (public, no credentials). */
 const ASSET_HEADERS = {
@@ -22,14 +22,15 @@ const ASSET_HEADERS = {
 const ENCODED_ASSET_HEADERS = { ...ASSET_HEADERS, Vary: 'Accept-Encoding' };
 
 /** First 16 hex digits of the SHA-256 of `body`: short enough for a URL, long enough not to collide. */
-export function contentHash(body: string | Uint8Array): string {
+function contentHash(body: string | Uint8Array): string {
   return createHash('sha256').update(body).digest('hex').slice(0, 16);
 }
 
 /**
  * An asset held in the binary gzipped: clients that take gzip (every browser) get those bytes as
  * they are, the others get them gunzipped once. Gzip only, not br as well: a second copy of the
- * docs bundle would make every binary larger to save a browser a few bytes once (bench/README.md).
+ * docs bundle would make every binary larger to save a browser a few bytes once
+ * (bench/README.md#what-the-binary-carries).
  * Each encoding has its own strong ETag, the content hash with the coding added.
  */
 export class CompressedAsset {

@@ -94,7 +94,7 @@ export interface PageOptions {
  * straight to this server) and the "Open API client" button (client.scalar.com). The token typed
  * into the page stays in memory (`persistAuth: false`), not in localStorage.
  */
-export function scalarConfig({ documents, securityScheme }: PageOptions): Partial<ApiReferenceConfiguration> {
+function scalarConfig({ documents, securityScheme }: PageOptions): Partial<ApiReferenceConfiguration> {
   return {
     sources: documents.map(({ title, url, slug }, i) => ({ title, url, slug, default: i === 0 })),
     withDefaultFonts: false,

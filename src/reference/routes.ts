@@ -63,7 +63,7 @@ export function apiBase(url: string): string {
  * documentServers({}) // [{ url: '/v1', description: 'This server' }]
  * documentServers({ publicUrl: 'https://api.example' }) // [{ url: 'https://api.example/v1', description: 'Production' }]
  */
-export function documentServers({ publicUrl, stagingUrl }: DocsOptions): ServerEntry[] {
+function documentServers({ publicUrl, stagingUrl }: DocsOptions): ServerEntry[] {
   const configured: ServerEntry[] = [];
   if (publicUrl) configured.push({ url: apiBase(publicUrl), description: 'Production' });
   if (stagingUrl) configured.push({ url: apiBase(stagingUrl), description: 'Staging' });
@@ -95,7 +95,7 @@ const SERVERS_BLOCK = /^servers:\n(?:(?:[ \t].*)?\n)*/m;
  * withServers('servers:\n  - url: http://x/v1\n\npaths: {}\n', [{ url: '/v1', description: 'This server' }])
  * // 'servers:\n  - url: "/v1"\n    description: "This server"\n\npaths: {}\n'
  */
-export function withServers(yaml: string, servers: readonly ServerEntry[]): string {
+function withServers(yaml: string, servers: readonly ServerEntry[]): string {
   // JSON strings are YAML double-quoted scalars: any URL is written safely.
   const entries = servers.map(
     (s) => `  - url: ${JSON.stringify(s.url)}\n    description: ${JSON.stringify(s.description)}\n`,
@@ -190,7 +190,8 @@ function documentRoutes(
   servers: readonly ServerEntry[],
 ): OpsRoute[] {
   const yaml = withServers(yamlText, servers);
-  // Hashed at the first request, not at start-up, which it would slow (bench/README.md).
+  // Hashed at the first request, not at start-up, which it would slow
+  // (bench/README.md#measured-costs-behind-the-codes-choices).
   let hashed: string | undefined;
   const yamlEtag = () => {
     hashed ??= weakEtag(yaml);
@@ -247,7 +248,8 @@ function documentRoutes(
  */
 export function docsRoutes(options: DocsOptions = {}): OpsRoute[] {
   // Parsed on first use, not at start-up: the yaml module and the parse took most of the time
-  // to first 200 (bench/README.md), for routes most instances never serve.
+  // to first 200 (bench/README.md#measured-costs-behind-the-codes-choices), for routes most
+  // instances never serve.
   const hidden = hiddenOperations(options.experimental ?? false);
   let contract: Promise<Contract> | undefined;
   const parsed = () => {

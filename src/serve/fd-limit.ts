@@ -5,12 +5,12 @@ import process from 'node:process';
 import type { Logger } from '../log.ts';
 
 /** The open-file limit the shipped systemd unit sets (`LimitNOFILE`): one per connection, with room. */
-export const RECOMMENDED_OPEN_FILES = 131_072;
+const RECOMMENDED_OPEN_FILES = 131_072;
 /**
  * Descriptors a server needs besides its consumers' connections: its listeners, the store's
  * files or pool, Redis, the runtime's own, and room for clients without a key.
  */
-export const BASE_OPEN_FILES = 1_024;
+const BASE_OPEN_FILES = 1_024;
 
 /**
  * The open files the configured server needs: `BASE_OPEN_FILES`, and a connection for each
@@ -34,7 +34,7 @@ export interface OpenFileLimit {
  * @example
  * parseOpenFiles('Max open files            1024                 524288               files') // { soft: 1024, hard: 524288 }
  */
-export function parseOpenFiles(limits: string): OpenFileLimit | undefined {
+function parseOpenFiles(limits: string): OpenFileLimit | undefined {
   const m = /^Max open files\s+(\d+|unlimited)\s+(\d+|unlimited)/m.exec(limits);
   if (!m) return undefined;
   const num = (v: string | undefined) => (v === 'unlimited' || v === undefined ? Number.POSITIVE_INFINITY : Number(v));

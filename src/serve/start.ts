@@ -456,8 +456,8 @@ export async function storeOf(
 }
 
 /**
- * Webhook events: recorded in the store's outbox before the answer, delivered by a worker off the
- * request path; none without an outbox. The worker calls `storeOf`'s store, so its failures are
+ * Webhook events: recorded in the store's outbox before the answer, delivered by the `DeliveryWorker` off the
+ * request path; none without an outbox. The `DeliveryWorker` calls `storeOf`'s store, so its failures are
  * counted and each call has a request's time bound. The sends are outside those calls. The bound
  * keeps a stuck connection from holding up shutdown. The worker and the requests share one time
  * bound: once any call finds the database unreachable, the worker's calls and the requests' fail

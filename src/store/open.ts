@@ -7,7 +7,7 @@ import { POSTGRES_URL } from './postgres/postgres-url.ts';
 import type { LockReleases } from './sqlite/sqlite.ts';
 import type { DataStore } from './store.ts';
 import { StoreOpenError } from './store-error.ts';
-import { boundAndTrace, DEFAULT_STORE_TIMEOUT_MS, type TimeBoundedStore } from './wrappers/time-bounded.ts';
+import { boundAndTrace, DEFAULT_STORE_TIMEOUT_MS, type TimeBoundedStore } from './wrappers/bound-and-traced.ts';
 
 /** The `--data` value that keeps pets in memory only. */
 export const MEMORY = ':memory:';

@@ -249,10 +249,11 @@ export type CallWrap = (run: () => Promise<unknown>, spec: CallSpec) => Promise<
 
 /**
  * The calls of `target` that `calls` lists, each passed through `wrap`: how every wrapper covers
- * every call of the list.
+ * every call of the list. `wrapStore` builds on it; alone, it wraps the calls of something that
+ * is not yet a whole store, as the tests' fake store does with a MemoryStore's (test/fake-store.ts).
  *
  * @example
- * const counted = wrapCalls(store, STORE_CALLS, (run, { counted }) => run().catch(countAs(counted)))
+ * const calls = wrapCalls(memory, STORE_CALLS, (run) => gate.then(run)) // every call waits for `gate`
  */
 export function wrapCalls<T extends object, K extends keyof T & string>(
   target: T,

@@ -55,7 +55,7 @@ import type { SamplerName } from './settings.ts';
 import { DRAWN, HOLDS_VALID_KEY, type KeepRules, type Sampled, traceIds, useRecorder } from './spans.ts';
 
 /** Spans waiting for export at most; beyond it they are dropped (and counted). */
-export const MAX_QUEUE = 2048;
+const MAX_QUEUE = 2048;
 /** Spans per export request. */
 const BATCH = 512;
 /** How long a batch not full waits for more spans before it is sent. */
@@ -319,7 +319,8 @@ const LOW_BITS = 2 ** 52;
  * `traceidratio`: a trace is exported when the low 52 bits of its id, which W3C Trace Context
  * Level 2 asks to be random, fall below `ratio` of their range; so every instance decides the
  * same for one trace id. The SDK's `TraceIdRatioBasedSampler` XORs four parsed slices and tests
- * the id's form by a pattern on every request, which costs more (bench/README.md).
+ * the id's form by a pattern on every request, which costs more
+ * (bench/README.md#measured-costs-behind-the-codes-choices).
  */
 export class RatioSampler implements Sampler {
   readonly #below: number;

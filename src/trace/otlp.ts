@@ -53,7 +53,7 @@ const utf8 = (text: string): Uint8Array => Buffer.from(text, 'utf8');
  * A protobuf writer into one growing buffer. A message is opened with one byte for its length
  * (`open`) and closed (`close`), which moves its bytes along when the length needs more.
  */
-export class ProtoWriter {
+class ProtoWriter {
   buf = Buffer.allocUnsafe(64 * 1024);
   pos = 0;
 

@@ -20,19 +20,19 @@ import type { Attributes } from '@opentelemetry/api';
 /** Child spans one record holds at most; more are not recorded (`childrenLost`). */
 export const MAX_CHILDREN = 8;
 /** Bytes of the URL a record keeps (the path is read from them at export). */
-export const URL_BYTES = 256;
+const URL_BYTES = 256;
 /** Bytes of a consumer's name, of the client's address, of an error's text. */
-export const NAME_BYTES = 64;
-export const ERROR_BYTES = 160;
+const NAME_BYTES = 64;
+const ERROR_BYTES = 160;
 /** Bytes of the caller's `tracestate`: the 512 characters W3C Trace Context asks every hop to pass on. */
-export const TRACESTATE_BYTES = 512;
+const TRACESTATE_BYTES = 512;
 /** Bytes of a record's ids: the trace id, the span id and the parent span id. */
 export const ID_BYTES = 32;
 /**
  * Bytes of a child's slot: its start, end and number as doubles (`F64_SLOT` of them), then its
  * small fields as 16-bit numbers, at these places among the slot's `I16_SLOT`.
  */
-export const CHILD_BYTES = 48;
+const CHILD_BYTES = 48;
 const F64_SLOT = CHILD_BYTES / 8;
 const I16_SLOT = CHILD_BYTES / 2;
 /** A child's doubles (`childValue`): its start and end, epoch milliseconds, and the number it carries. */
@@ -54,7 +54,7 @@ export const CHILD_OUTCOME_KEY = 17;
 export const CHILD_OUTCOME = 18;
 export const CHILD_ERROR_TYPE = 19;
 /** Strings the intern table holds at most; any further string is recorded as none. */
-export const INTERNED_MAX = 4096;
+const INTERNED_MAX = 4096;
 /** The records a ring holds by default. */
 export const DEFAULT_RING_RECORDS = 4096;
 
@@ -66,12 +66,12 @@ export const ERROR_NAME = 'Error';
  * other (Deno and Node pass arbitrary methods through) is recorded as `OTHER_METHOD`, so a
  * caller cannot fill the intern table.
  */
-export const KNOWN_METHODS = ['CONNECT', 'DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT', 'TRACE', 'QUERY'];
+const KNOWN_METHODS = ['CONNECT', 'DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT', 'TRACE', 'QUERY'];
 export const OTHER_METHOD = '_OTHER';
 
 /** A record's state. */
-export const FREE = 0;
-export const OPEN = 1;
+const FREE = 0;
+const OPEN = 1;
 export const KEPT = 2;
 
 /** A child's kind, as `SpanKind` numbers it. */

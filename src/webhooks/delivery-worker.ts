@@ -52,7 +52,7 @@ const LEASE_MS = 15_000;
 /** How often keys are scanned for `key.expiring`. */
 const EXPIRY_SCAN_MS = 60 * 60_000;
 /** Undelivered events kept at most, unless configured (`--webhook-outbox-max`). */
-export const DEFAULT_OUTBOX_MAX = 10_000;
+const DEFAULT_OUTBOX_MAX = 10_000;
 
 /** What the worker reports, for `/metrics` (src/metrics/webhook-series.ts). */
 export interface WebhookReport {

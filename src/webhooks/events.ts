@@ -14,7 +14,7 @@ import type { OutboxEvent } from '../store/outbox.ts';
 
 const DAY_MS = 86_400_000;
 /** Days before a key's `expiresAt` that `key.expiring` is sent. */
-export const EXPIRY_NOTICE_DAYS = [7, 1] as const;
+const EXPIRY_NOTICE_DAYS = [7, 1] as const;
 
 /**
  * A fleet-wide id from what the event is about: `msg_` and 32 hex digits.

@@ -12,7 +12,7 @@ import type { Logger } from '../../log.ts';
 import { peerText } from '../../redact.ts';
 import type { RateLimiter, Subject, Verdict } from './limiter.ts';
 
-export const REDIS_FAIL_MODES = ['open', 'closed'] as const;
+const REDIS_FAIL_MODES = ['open', 'closed'] as const;
 /** What the limiter does while Redis is unreachable: local limits (`open`) or 503 (`closed`). */
 export type RedisFailMode = (typeof REDIS_FAIL_MODES)[number];
 

@@ -23,7 +23,7 @@ interface SketchSpec {
 }
 
 export const KEYLESS_MINUTE: SketchSpec = { windowMs: 60_000, bucketMs: 10_000 };
-export const KEYLESS_DAY: SketchSpec = { windowMs: 86_400_000, bucketMs: 3_600_000 };
+const KEYLESS_DAY: SketchSpec = { windowMs: 86_400_000, bucketMs: 3_600_000 };
 
 const MAX_COUNT = 0xffff;
 

@@ -40,7 +40,7 @@ function current(notice: Notice, now: number): boolean {
 }
 
 /** Units of a quota at which a threshold in percent is reached (at least 1). */
-export function thresholdUnits(percent: number, quota: number): number {
+function thresholdUnits(percent: number, quota: number): number {
   return Math.max(1, Math.ceil((percent * quota) / 100));
 }
 

@@ -19,7 +19,7 @@ import type { LimiterEvent, RateLimiter, Subject } from './limiter.ts';
 import { DECIDE_SCRIPT, DECIDE_SHA1 } from './redis-script.ts';
 
 /** Where subjects' states live: `petstore:rl:key:con_…` (a consumer's id), `petstore:rl:addr:203.0.113.7`. */
-export const DEFAULT_PREFIX = 'petstore:rl:';
+const DEFAULT_PREFIX = 'petstore:rl:';
 
 const OUTCOMES: readonly Outcome[] = ['admitted', 'rate_limited', 'key_banned'];
 const BAN_ENDED = 1;

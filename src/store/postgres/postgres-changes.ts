@@ -23,7 +23,7 @@ export const ANNOUNCES_SETTING = 'petstore.announces';
 /** The sequence every pet's version is taken from (migration `pet_versions`): every write moves it. */
 export const PET_VERSIONS = 'pet_versions';
 /** The pause before listening again after the listening connection was lost or could not be made. */
-export const RELISTEN_DELAY_MS = 100;
+const RELISTEN_DELAY_MS = 100;
 /**
  * How often the listening connection reads the pets' highest version. It is the heartbeat: a
  * connection that dies silently is only noticed this way, and memoised answers stop within two beats.

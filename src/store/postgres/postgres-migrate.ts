@@ -18,9 +18,9 @@ import { column } from '../sql/pet-rows.ts';
  * retried: well under --store-timeout, so the requests queued behind its lock request wait at
  * most this long, never into 503s.
  */
-export const MIGRATION_LOCK_TIMEOUT_MS = 500;
+const MIGRATION_LOCK_TIMEOUT_MS = 500;
 /** Attempts of a migration whose locks are not had, 0.5 s to 5 s apart (about 4 minutes in all). */
-export const MIGRATION_ATTEMPTS = 60;
+const MIGRATION_ATTEMPTS = 60;
 
 export interface MigrateOptions {
   readonly migrations?: readonly Migration[];

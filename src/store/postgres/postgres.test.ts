@@ -14,7 +14,7 @@ import {
   StoreUnavailableError,
   StoreUnreachableError,
 } from '../store-error.ts';
-import { boundAndTrace } from '../wrappers/time-bounded.ts';
+import { boundAndTrace } from '../wrappers/bound-and-traced.ts';
 import {
   CLOSE_IF_PLACED,
   LISTENER_NAME,

@@ -41,7 +41,7 @@ import type {
 } from '../store.ts';
 import { STORE_CALLS } from '../store.ts';
 import { StoreOpenError, StoreTimeoutError, StoreUnavailableError } from '../store-error.ts';
-import { DEFAULT_STORE_TIMEOUT_MS } from '../wrappers/time-bounded.ts';
+import { DEFAULT_STORE_TIMEOUT_MS } from '../wrappers/bound-and-traced.ts';
 import { PostgresKeyStore } from './key-store-postgres.ts';
 import { ANNOUNCES_SETTING, announce, HEARTBEAT_LOCK_WAIT_MS, PET_VERSIONS, PetChanges } from './postgres-changes.ts';
 import { postgresError } from './postgres-errors.ts';

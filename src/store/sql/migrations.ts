@@ -368,16 +368,5 @@ export function schemaVerdict(state: SchemaState, where: string): { pending: rea
   );
 }
 
-/**
- * The migrations a database at version `current` still needs; refuses one written by a newer
- * petstore unless its migrations leave it readable by this build.
- *
- * @example
- * pendingMigrations(0, 'data/petstore.db') // [MIGRATIONS[0]]
- */
-export function pendingMigrations(current: number, where: string, readableFrom = current): readonly Migration[] {
-  return schemaVerdict({ version: current, readableFrom }, where).pending;
-}
-
 /** The `readable_from` a migration is recorded with. */
 export const readableFromOf = (m: Migration) => m.readableFrom ?? m.version;

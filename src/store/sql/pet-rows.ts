@@ -21,7 +21,8 @@ type Row = Partial<Record<'id' | 'name' | 'category_id' | 'status' | 'version', 
  */
 export function petFromRow(row: unknown): Pet {
   // Checked by hand, not by a valibot schema: a page maps 21 rows, and valibot's parse of each
-  // costs a random page noticeably (bench/README.md), for data this service wrote itself.
+  // costs a random page noticeably, for data this service wrote itself
+  // (bench/README.md#measured-costs-behind-the-codes-choices).
   const { id, name, category_id, status } = (typeof row === 'object' && row !== null ? row : {}) as Row;
   if (typeof id !== 'number') throw unexpected('id', id);
   if (typeof name !== 'string') throw unexpected('name', name);

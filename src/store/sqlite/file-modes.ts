@@ -6,12 +6,12 @@ import process from 'node:process';
 import type { Logger } from '../../log.ts';
 
 /** The folder the server makes for its database: its user only. */
-export const DATA_DIR_MODE = 0o700;
+const DATA_DIR_MODE = 0o700;
 /** The database file and SQLite's `-wal` and `-shm` beside it: read and written by its user only. */
-export const DATA_FILE_MODE = 0o600;
+const DATA_FILE_MODE = 0o600;
 
 /** The files SQLite keeps for a database in WAL mode. */
-export const sqliteFiles = (file: string): string[] => [file, `${file}-wal`, `${file}-shm`];
+const sqliteFiles = (file: string): string[] => [file, `${file}-wal`, `${file}-shm`];
 
 /**
  * Before SQLite opens `file`: makes its missing folders 0700 and a new file 0600, chmod-ed after

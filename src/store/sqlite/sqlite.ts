@@ -78,9 +78,10 @@ const SELECT_PAGE_BY_STATUS = `SELECT ${PET_COLUMNS} FROM pets WHERE status = ? 
 const DATA_VERSION = 'PRAGMA data_version';
 /**
  * How long a `data_version` read is trusted. The statement costs more than a read by id
- * (bench/README.md), so it is read at most this often; this process's own commits move
- * `changeCount()` at once, so only another process's commit (a hand edit with `sqlite3`, a second instance,
- * which docs/operations.md advises against) can go unseen, for at most this long.
+ * (bench/README.md#measured-costs-behind-the-codes-choices), so it is read at most this often.
+ * This process's own commits move `changeCount()` at once, so only another process's commit (a
+ * hand edit with `sqlite3`, a second instance, which docs/operations.md advises against) can go
+ * unseen, for at most this long.
  */
 export const DATA_VERSION_TTL_MS = 100;
 /** The live key and the pet its create answered (`REPLAYED_PET`); none when that is unknown. */

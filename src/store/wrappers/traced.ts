@@ -1,7 +1,7 @@
 /**
  * Each store call as a child of the request's trace record, when requests are recorded: a wrapper
  * derived from the method lists (`STORE_CALLS`, `OUTBOX_CALLS`) like the others, named
- * `<call> <collection>` and attributed by OpenTelemetry's database conventions. A call made
+ * `<call> <table>` (`ping` alone) and attributed by OpenTelemetry's database conventions. A call made
  * outside a traced request (the webhook worker's) has none.
  */
 import type { Attributes } from '@opentelemetry/api';
@@ -23,6 +23,17 @@ const IDEMPOTENCY: ChildOptions<unknown> = {
 };
 
 /**
+ * The table a call is about, its span's `db.collection.name`: `orders` for the order calls, `pets`
+ * for the other store calls. That is the primary table where the same transaction writes another
+ * too (`createOnce` its `idempotency_keys`, an order its pet). `ping` reads no table, so its span
+ * has no collection and is named by the call alone, as the conventions name such a span.
+ */
+function tableOf(spec: CallSpec, collection: string): string | undefined {
+  if (spec.counted === 'ping') return undefined;
+  return spec.counted === 'order' ? 'orders' : collection;
+}
+
+/**
  * `wrap` with each call in its child record: a time-out or an unreachable database (the call's
  * rejection) sets its status to Error.
  *
@@ -36,14 +47,13 @@ export function tracedCalls(wrap: CallWrap, system?: DbSystem): CallWrap {
     [OUTBOX_CALLS, 'webhook_outbox'],
   ] as const) {
     for (const [name, spec] of Object.entries(calls) as [string, CallSpec][]) {
-      // The order calls (counted as `order`) read and write the orders table.
-      const table = spec.counted === 'order' ? 'orders' : collection;
+      const table = tableOf(spec, collection);
       spans.set(spec, {
-        name: `${name} ${table}`,
+        name: table ? `${name} ${table}` : name,
         attributes: {
           ...(system ? { 'db.system.name': system } : {}),
           'db.operation.name': name,
-          'db.collection.name': table,
+          ...(table ? { 'db.collection.name': table } : {}),
         },
         ...(name === 'createOnce' ? { options: IDEMPOTENCY } : {}),
       });

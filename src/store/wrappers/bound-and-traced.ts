@@ -1,7 +1,7 @@
 /**
- * The time-bounded store: every store call bounded in time, and answered at once while the
+ * The store bounded and traced: every store call bounded in time, and answered at once while the
  * database is unreachable. Each call is also a child record of the request's trace
- * (`tracedCalls`), so one wrapper does both.
+ * (`tracedCalls` of traced.ts, put around the bound here), so one wrapper does both.
  *
  * - A call unsettled after `timeoutMs` is rejected with `StoreTimeoutError` (503), whatever the
  *   backend waits for. A write's message says it may still have taken effect.
@@ -30,7 +30,7 @@ export interface Timers {
 }
 
 /** The runtime's timers, unref'd: a pending deadline or probe never keeps the process alive. */
-export const systemTimers: Timers = {
+const systemTimers: Timers = {
   set: (run, ms) => setTimeout(run, ms).unref(),
   clear: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
 };

@@ -6,7 +6,7 @@ import { createLogger } from '../../log.ts';
 import { MemoryStore } from '../memory-store.ts';
 import { OUTBOX_CALLS, STORE_CALLS } from '../store.ts';
 import { StoreTimeoutError, StoreUnreachableError, storeErrorKind } from '../store-error.ts';
-import { boundAndTrace, type Timers } from './time-bounded.ts';
+import { boundAndTrace, type Timers } from './bound-and-traced.ts';
 
 const REX: NewPet = { name: 'Rex', categoryId: 1, status: 'available' };
 
