@@ -6,8 +6,8 @@ import { plausibleToken } from './tokens.ts';
 
 /**
  * SHA-256 of a presented token, the same bytes as `hashToken`: Bun's one-shot hasher where it
- * exists (node:crypto's `createHash` object is most of the cost of a lookup, bench/README.md),
- * else node:crypto's.
+ * exists, else node:crypto's (whose `createHash` object is most of the cost of a lookup:
+ * bench/README.md#measured-costs-behind-the-codes-choices).
  */
 const sha256: (token: string) => Buffer =
   'Bun' in globalThis ? (token) => Bun.CryptoHasher.hash('sha256', token) : hashToken;
