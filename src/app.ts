@@ -64,8 +64,11 @@ export interface AppOptions {
   hostSlots?: GatewayOptions['hostSlots'];
   /** IPv6 callers without a valid key are counted by this prefix (`--ipv6-prefix`). */
   ipv6Prefix?: number;
-  /** Where the rate limiter decides now, for `/readyz` (the Redis limiter's failover status). */
-  limiterStatus?: () => LimiterStatus;
+  /**
+   * Where the rate limiter decides now, for `/readyz` (the Redis limiter's failover status);
+   * undefined: in this process.
+   */
+  limiterStatus?: () => LimiterStatus | undefined;
   /** Origins whose pages may call the API (`--cors-origin`); none: no CORS at all. */
   corsOrigins?: readonly string[];
   /** Why the keys in force may be out of date (`--keys store` with the database unreachable), for `/readyz`. */

@@ -79,7 +79,11 @@ export async function startServer(config: Config): Promise<void> {
   const webhooks = webhooksOf(store, config, log, metrics, keys);
   let stopping = false;
   let stoppingAt = 0;
-  const gatewayParts = gatewayOptions(config, adapter, keys, limiter, log);
+  // The host's part of `/readyz`: the app reads it in one process; else the workers are sent it.
+  const hostStatus = (): HostStatus => ({
+    ...(redisLimiter ? { limiter: redisLimiter.status() } : {}),
+    ...(config.keys ? { keysProblem: keys.problem() } : {}),
+  });
   if (sharedMemory) {
     await listeners.unlessFailed(
       () =>
@@ -92,25 +96,24 @@ export async function startServer(config: Config): Promise<void> {
           log,
           metrics,
           delivery: webhooks.delivery,
-          status: () => ({
-            ...(redisLimiter ? { limiter: redisLimiter.status() } : {}),
-            ...(config.keys ? { keysProblem: keys.problem() } : {}),
-          }),
+          status: hostStatus,
         }),
       () => store.close(),
     );
   } else {
     listeners.answerWith(
-      createApp({
-        ...gatewayParts,
-        store,
-        ...apiFlags(config),
-        metrics,
-        whyNotReady: () => (stopping ? 'The server is shutting down.' : undefined),
-        ...(redisLimiter ? { limiterStatus: () => redisLimiter.status() } : {}),
-        ...(config.keys ? { keysProblem: () => keys.problem() } : {}),
-        ...(webhooks.notify ? { notify: webhooks.notify } : {}),
-      }).fetch,
+      createApp(
+        appOptionsOf(config, adapter, {
+          store,
+          keys: () => keys.table,
+          limiter,
+          log,
+          metrics,
+          whyNotReady: () => (stopping ? 'The server is shutting down.' : undefined),
+          status: hostStatus,
+          notify: webhooks.notify,
+        }),
+      ).fetch,
     );
   }
   webhooks.delivery?.start();
@@ -118,7 +121,10 @@ export async function startServer(config: Config): Promise<void> {
   const admin =
     keys.admin && config.adminPort !== null
       ? adminApp({
-          ...gatewayParts,
+          keys: () => keys.table,
+          limiter,
+          log,
+          ...gatewayFlags(config, adapter),
           admin: keys.admin,
           ...(metrics ? { metrics } : {}),
           // When the admin API deletes a consumer, every owner its orders are stored under is
@@ -484,17 +490,12 @@ export function webhooksOf(
   return { delivery, notify: notifier({ outbox, log, clock: systemClock, recorded: () => delivery.wake() }) };
 }
 
-/** What the public and the admin gateways share: the keys, the limiter, the log and what the flags set. */
-function gatewayOptions(config: Config, adapter: RuntimeAdapter, keys: LiveKeys, limiter: RateLimiter, log: Logger) {
-  return { keys: () => keys.table, limiter, log, ...gatewayFlags(config, adapter) } satisfies Partial<AppOptions>;
-}
-
 /**
  * The gateway's options that come from flags: how to find the client's address, the ban, the
- * in-flight cap and the IPv6 grouping. One process and each worker (src/serve/worker.ts) take
+ * in-flight cap and the IPv6 grouping. The API's app (`appOptionsOf`) and the admin API's take
  * them from here alike.
  */
-export function gatewayFlags(config: Config, adapter: RuntimeAdapter) {
+function gatewayFlags(config: Config, adapter: RuntimeAdapter) {
   const trust = new TrustedProxies(config.trustProxy);
   return {
     clientAddress: (c) => trust.clientAddress(adapter.peerAddress(c), c.req.header('x-forwarded-for')),
@@ -504,15 +505,46 @@ export function gatewayFlags(config: Config, adapter: RuntimeAdapter) {
   } satisfies Partial<AppOptions>;
 }
 
-/** The API app's options that come from flags, beyond its gateway's; alike in one process and in each worker. */
-export function apiFlags(config: Config) {
+/**
+ * The API app's options, the one place they are put together: one process (`startServer()`) and
+ * each worker (src/serve/worker.ts) call it, so an option added here reaches both. The flags give
+ * most of them; the caller gives its store, keys, limiter, log and metrics, why `/readyz` should
+ * fail, the host's part of `/readyz` (`status`: the Redis limiter's state, the key store's problem),
+ * the webhooks' `notify` and, in a worker, the host's in-flight slots.
+ *
+ * @example
+ * const app = createApp(
+ *   appOptionsOf(config, adapter, { store, keys, limiter, log, metrics, whyNotReady, status }),
+ * );
+ */
+export function appOptionsOf(
+  config: Config,
+  adapter: RuntimeAdapter,
+  {
+    metrics,
+    status,
+    notify,
+    hostSlots,
+    ...parts
+  }: Pick<AppOptions, 'store' | 'keys' | 'limiter' | 'log' | 'metrics' | 'whyNotReady' | 'notify' | 'hostSlots'> & {
+    /** The host's part of `/readyz`; undefined in a worker the supervisor sends none. */
+    status: () => HostStatus | undefined;
+  },
+): AppOptions {
   return {
+    ...parts,
+    ...gatewayFlags(config, adapter),
     docs: { publicUrl: config.publicUrl, stagingUrl: config.stagingUrl },
     serveMetrics: config.metricsPort === null,
     corsOrigins: config.corsOrigins,
     experimental: config.experimental,
     orderHoldMs: config.orderHoldMs,
-  } satisfies Partial<AppOptions>;
+    ...(metrics ? { metrics } : {}),
+    ...(hostSlots ? { hostSlots } : {}),
+    ...(config.redis ? { limiterStatus: () => status()?.limiter } : {}),
+    ...(config.keys ? { keysProblem: () => status()?.keysProblem } : {}),
+    ...(notify ? { notify } : {}),
+  };
 }
 
 /**
