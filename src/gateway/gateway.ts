@@ -1,12 +1,5 @@
 // The gateway, step 3 of a request (src/http/pipeline.ts). `gateway()` makes the one pass that
-// every API request goes through. The pass, in order:
-// - finds who calls (./caller.ts);
-// - refuses a caller without a valid key (401; 429 once its address is over the limit; 503 when
-//   the limiter cannot decide);
-// - holds the caller's in-flight slot (./in-flight.ts);
-// - asks the limiter for its decision (./decide.ts; 503 when it cannot decide);
-// - records the quota webhook the decision crossed (`notify`);
-// - writes the rate-limit headers, then checks the key's scope.
+// every API request goes through; its docstring lists the pass's checks in their order.
 // This file is also the one door into src/gateway/. What other folders use of the gateway (the
 // limiters, addresses, types) is exported here.
 import type { Context } from 'hono';
@@ -122,20 +115,25 @@ export type GatewayPass = <T>(
 ) => Promise<T | ApiError>;
 
 /**
- * Makes the gateway's pass. For each request, in this order, it:
+ * Makes the gateway's pass. This is the one full list of the gateway's checks, in the order they
+ * run (docs/decisions/order-of-checks.md says why this order). For each request the pass:
  *
- * 1. identifies the caller, once;
- * 2. takes the consumer's in-flight slot, before anything is awaited (at the cap: 429, and the
- *    limiter is not asked, so no quota is spent);
- * 3. asks the limiter, once;
- * 4. records the quota webhook the decision crossed (`notify`), before any answer;
- * 5. writes the rate-limit headers (none when the limiter cannot decide);
- * 6. checks the operation's `scope`, after the cost is spent, so probing for scopes costs quota
- *    (docs/decisions/order-of-checks.md).
+ * 1. finds the caller, once (`callerOf()`, ./caller.ts): a key's consumer, or a keyless client
+ *    (no key, or one that is unknown, revoked or outside its dates);
+ * 2. refuses a keyless client once the limiter has counted it against its address group: 401, or
+ *    429 when the group is over the keyless clients' limit, with the rate-limit headers;
+ * 3. takes the consumer's in-flight slot before anything is awaited, and holds it until `admitted`
+ *    settles (at the cap: 429, and the limiter is not asked, so no quota is spent);
+ * 4. asks the limiter to spend the operation's cost, once (`decider()`, ./decide.ts);
+ * 5. records the quota webhook the decision crossed (`notify`), before any answer;
+ * 6. writes the rate-limit headers;
+ * 7. refuses, the first that applies: a consumer over a limit (429, unless report-only); a key
+ *    without the operation's `scope` (403), checked after the cost is spent, so probing for
+ *    scopes costs quota; an admin key on the public API, or on the admin API a key without the
+ *    scope `admin` (403).
  *
- * Refusals: a caller without a valid key gets 401, or 429 when its address is over the keyless
- * clients' limit; a consumer over a limit or its in-flight cap 429; a key without the scope, or
- * an admin key on the public API, 403; a limiter that cannot decide 503.
+ * A limiter that cannot decide (Redis unreachable with `--redis-fail closed`) makes the answer 503
+ * at step 2 or 4, without rate-limit headers.
  *
  * Costs: a request spends the operation's cost, from the consumer's `costs`, else 1. An operation
  * that reads the quota costs 0 and is never refused by the limiter, so a banned key can read its

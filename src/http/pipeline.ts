@@ -230,9 +230,8 @@ function partsOf({
  *    then writes the log line and the metrics.
  * 2. `cors` (src/http/cors.ts): adds the CORS headers. A preflight (OPTIONS) matches no
  *    operation's route: `answerNoRoute` answers it, before any key is asked for.
- * 3. `passGateway`: the gateway finds the caller and applies the in-flight cap, the rate limit
- *    and the key's scope (401, 429, 403; 503 when the limiter cannot decide). It records a
- *    crossed quota threshold for its webhook.
+ * 3. `passGateway`: `gateway()` (src/gateway/gateway.ts) admits the request or refuses it (401,
+ *    429, 403, 503); its docstring lists the gateway's checks in their order.
  * 4. `addDeprecationHeaders`: a deprecated operation's `Deprecation`, `Sunset` and `Link`.
  * 5. `checkBody`: refuses a body over the size limit (413). A body sent with GET is held to the
  *    same size and to JSON (413, 415).
