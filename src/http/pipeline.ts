@@ -278,14 +278,14 @@ function exchangeHandler(parts: PipelineParts, inner: ScopedHandler, traced = tr
   return function exchange(c) {
     const start = requestLog.start(c);
     // The request's scope (src/trace/request-scope.ts) holds its id and trace: every log line
-    // and span made while it is served reads it.
+    // and trace record made while it is served reads it.
     return tracing.run(c, start.id, traced, (scope) => answerInScope(parts, c, start, scope, inner));
   };
 }
 
 /**
  * Step 1 inside the request's scope: the headers every answer carries, 414, `inner`, then the log
- * line, metrics and span.
+ * line, the metrics and the end of the trace record.
  */
 async function answerInScope(
   { requestLog, requestMetrics, tracing, isGatewayPath, report, unavailable }: PipelineParts,

@@ -1,5 +1,6 @@
 // Step 1's trace: `requestTrace()` opens the request's scope with its trace ids, gives the
-// `traceresponse` header, and ends the server span with the answer (src/trace/spans.ts).
+// `traceresponse` header, and ends the request's trace record with the answer
+// (src/trace/spans.ts). A record kept for export becomes the server span when it is exported.
 import type { Context } from 'hono';
 import { routePath } from 'hono/route';
 import type { AppEnv } from '../app-env.ts';

@@ -1,7 +1,7 @@
 /**
  * The request scope: what every step of one request shares without being handed it. The
  * pipeline opens it around the request (`inScope`); log lines, store calls and the gateway's
- * spans read it (`currentScope`). `AsyncLocalStorage` follows the request through every await,
+ * child records read it (`currentScope`). `AsyncLocalStorage` follows the request through every await,
  * on Bun, Deno and Node alike.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
