@@ -728,6 +728,9 @@ export class PostgresStore implements DataStore, WithKeyStore {
   /** Past the earliest hold known here, starts expiring the orders due, one run at a time, and returns that run. */
   startDueExpiry(): Promise<unknown> | undefined {
     if (Date.now() < this.#nextDeadline) return undefined;
+    // A failed run is not the read's to answer: the read goes on and shows the pets as stored, with
+    // nothing memoised (`changeCount()` stays undefined past the deadline). The next read or the
+    // order sweep (src/serve/start.ts, which logs and counts its failures) tries again.
     this.#expiring ??= this.expireOrders()
       .catch(() => {})
       .finally(() => {

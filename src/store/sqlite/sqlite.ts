@@ -403,9 +403,12 @@ export class SqliteStore implements DataStore, WithKeyStore {
     try {
       this.#noticeOtherWriters('read data_version');
     } catch {
-      // The file cannot be read: the expiry, a write, fails the same way and says so.
+      // The file cannot be read: the expiry, a write, fails the same way.
     }
     if (this.#clock.now() < this.#nextDeadline) return undefined;
+    // A failed run is not the read's to answer: the read goes on and shows the pets as stored, with
+    // nothing memoised (`changeCount()` stays undefined past the deadline). The next read or the
+    // order sweep (src/serve/start.ts, which logs and counts its failures) tries again.
     this.#expiring ??= this.expireOrders(this.#clock.now())
       .catch(() => {})
       .finally(() => {
