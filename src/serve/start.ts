@@ -36,6 +36,8 @@ import { handleSignals } from './signals.ts';
 import { type HostStatus, poolShare, WORKER_STATE, type WorkerMemory, WorkerPool, workerMemory } from './supervisor.ts';
 
 // Defined by `bun build --define` for a compiled binary (scripts/lib/build-info.sh), else undeclared.
+// `loadAdapter()` reads it here rather than as `COMPILED` of src/version.ts: the bundler folds a
+// define only where it is written, and only a folded condition leaves the other adapters out.
 declare const PETSTORE_TARGET: string | undefined;
 
 /**

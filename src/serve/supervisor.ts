@@ -18,6 +18,7 @@ import type { KeyTable } from '../keys/table.ts';
 import { batched, type Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { POOL_SIZE } from '../store/postgres/postgres-url.ts';
+import { COMPILED } from '../version.ts';
 import type { RunningServer } from './adapter.ts';
 import {
   type DecidedMessage,
@@ -40,7 +41,8 @@ export const WORKER_STATE = {
   /** Moved as each worker's SQLite write transaction ends: a worker waiting for the lock tries it then. */
   lockReleases: 3,
 } as const;
-const SHARED_LENGTH = 4;
+/** The shared state's length: one 32-bit place for each of `WORKER_STATE`'s, numbered from 0. */
+const SHARED_LENGTH = Object.keys(WORKER_STATE).length;
 
 /** The memory the supervisor makes once and every worker is handed. */
 export interface WorkerMemory {
@@ -48,21 +50,21 @@ export interface WorkerMemory {
   readonly slots: HostSlotsMemory;
 }
 
-// Defined by `bun build --define` for a compiled binary (scripts/lib/build-info.sh), else undeclared.
-declare const PETSTORE_TARGET: string | undefined;
-
 /**
  * Where the worker's module is: in a compiled binary, its path among the binary's entry points
  * (scripts/lib/build-info.sh, `compile_entries`), relative to their common folder, src/; from
  * source, beside this file.
  */
 function workerEntry(): string {
-  return typeof PETSTORE_TARGET === 'string' ? './serve/worker.ts' : new URL('./worker.ts', import.meta.url).href;
+  return COMPILED ? './serve/worker.ts' : new URL('./worker.ts', import.meta.url).href;
 }
 
 /** The memory of `count` workers, zeroed. */
 export function workerMemory(count: number): WorkerMemory {
-  return { state: new SharedArrayBuffer(SHARED_LENGTH * 4), slots: hostSlotsMemory(count) };
+  return {
+    state: new SharedArrayBuffer(SHARED_LENGTH * Int32Array.BYTES_PER_ELEMENT),
+    slots: hostSlotsMemory(count),
+  };
 }
 
 /** What a worker is started with. */
