@@ -185,7 +185,9 @@ export function gateway({
     // Taken before the first await: of many sent at once, only `maxInFlight` pass this line.
     if (!inFlight.enter(id)) {
       const now = Math.floor(clock.now() / 1000);
-      // No Retry-After from the decision: the 429's own comes from `tooManyInFlight`.
+      // The limiter is not asked, so no quota is spent: the headers show the latest decision of the
+      // consumer's requests in flight, else its untouched limits. No Retry-After from the decision:
+      // the 429's own comes from `tooManyInFlight`.
       writeRateLimitHeaders(c, inFlight.latest(id) ?? untouched(limits, now), false, now);
       return tooManyInFlight(inFlight.max);
     }

@@ -72,7 +72,10 @@ export function tooManyInFlight(max: number): ApiError {
 
 /**
  * The headers' decision for a consumer refused for concurrency before any of its requests in
- * flight was decided: its quotas, with nothing yet known to be consumed.
+ * flight was decided: its quotas, with nothing yet known to be consumed. Why: every answer carries
+ * the rate-limit headers, but this refusal must not ask the limiter (that would spend quota), so
+ * the headers show the full limits: the sliding windows reset `now`, as nothing is counted in
+ * them, and the month at its end.
  *
  * @example
  * untouched({ perMinute: 60, perDay: 1000 }, 1700000000).windows[0] // { name: 'minute', remaining: 60, ... }
