@@ -235,7 +235,7 @@ function partsOf({
  * 4. `addDeprecationHeaders`: a deprecated operation's `Deprecation`, `Sunset` and `Link`.
  * 5. `checkBody`: refuses a body over the size limit (413). A body sent with GET is held to the
  *    same size and to JSON (413, 415).
- * 6. `memoOrHandler`: an operation that expires holds first waits for the orders whose hold ran
+ * 6. `answerFresh`: an operation that expires holds first waits for the orders whose hold ran
  *    out to expire. Then it answers a memoised operation from the memo when nothing its answer
  *    read has changed. Otherwise it answers with step 7's answer, and memoises a 200 from the
  *    second time its path and query are asked.
@@ -259,7 +259,7 @@ function operationHandler<D>(parts: ApiParts<D>, op: Operation<D>): RouteHandler
     cors?.(c);
     return passGateway(parts, c, op, (decision, caller) => {
       addDeprecationHeaders(c, route);
-      return checkBody(parts, c, () => memoOrHandler(parts, route, c, decision, caller));
+      return checkBody(parts, c, () => answerFresh(parts, route, c, decision, caller));
     });
   });
 }
@@ -375,12 +375,13 @@ async function checkBody(
 }
 
 /**
- * Step 6: the wait for holds, then the memo or the handler. An operation that expires holds
- * first waits for the orders whose hold ran out to expire. A memoised operation is answered from
- * the memo (src/http/memo.ts) when nothing it read has changed since; otherwise, and for every operation
- * that is not memoised (`placeOrder`), step 7 runs the handler and this step answers its reply.
+ * Step 6: a fresh answer. An operation that expires holds first waits for the orders whose hold
+ * ran out to expire (`startDueExpiry()`), so it shows their pets `available`. A memoised operation
+ * is answered from the memo (src/http/memo.ts) when nothing it read has changed since; otherwise,
+ * and for every operation that is not memoised (`placeOrder`), step 7 runs the handler and this
+ * step answers its reply.
  */
-async function memoOrHandler<D>(
+async function answerFresh<D>(
   parts: ApiParts<D>,
   route: OperationRoute<D>,
   c: Context<AppEnv>,
