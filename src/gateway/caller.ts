@@ -25,7 +25,10 @@ export type Caller =
        * token no key has; `revoked`: a revoked key's; `expired`, `not_yet_valid`: see `callerAt()`.
        */
       readonly credential: Credential;
-      /** The known key of a `revoked`, `expired` or `not_yet_valid` credential: for logs and metrics, never for quota. */
+      /**
+       * The known key of a `revoked`, `expired` or `not_yet_valid` credential: for logs and
+       * metrics, never for quota.
+       */
       readonly key?: KeyRecord;
     };
 
@@ -40,8 +43,10 @@ export type Credential = 'none' | 'malformed' | 'bad_checksum' | 'unknown' | 're
  * address, asked only when no key admits the request.
  *
  * @example
- * identify('Bearer psk_…', table, () => '203.0.113.9') // { kind: 'consumer', consumer: { name: 'acme', … }, … }
- * identify(undefined, table, () => '203.0.113.9') // { kind: 'keyless', address: '203.0.113.9', credential: 'none' }
+ * // { kind: 'consumer', consumer: { name: 'acme', … }, … }
+ * identify('Bearer psk_…', table, () => '203.0.113.9')
+ * // { kind: 'keyless', address: '203.0.113.9', credential: 'none' }
+ * identify(undefined, table, () => '203.0.113.9')
  */
 export function identify(authorization: string | undefined, keys: KeyTable, address: () => string): Caller {
   const token = bearerToken(authorization);
@@ -76,7 +81,8 @@ export function callerOf(
  * every request, so a key expires without a reload.
  *
  * @example
- * callerAt(identify('Bearer psk_old…', table, address), Date.now(), address) // { kind: 'keyless', credential: 'expired', … }
+ * // { kind: 'keyless', credential: 'expired', … }
+ * callerAt(identify('Bearer psk_old…', table, address), Date.now(), address)
  */
 export function callerAt(caller: Caller, now: number, address: () => string): Caller {
   if (caller.kind !== 'consumer') return caller;

@@ -39,7 +39,9 @@ export { wouldRefuseReporter } from './report-only.ts';
  * use, so that ioredis loads only when a server is configured.
  *
  * @example
- * const limiter = await loadRedisLimiter({ url: 'redis://cache:6379', mode: 'open', fallback, log });
+ * const limiter = await loadRedisLimiter({
+ *   url: 'redis://cache:6379', mode: 'open', fallback, log,
+ * })
  */
 export async function loadRedisLimiter(options: OpenRedisLimiterOptions): Promise<FailoverLimiter> {
   return (await import('./limiter/open-redis.ts')).openRedisLimiter(options);
@@ -67,11 +69,14 @@ export interface GatewayOptions {
   ban?: BanPolicy;
   /** Most requests one consumer may have in flight (`--max-in-flight`). */
   maxInFlight?: number;
-  /** With workers: the host's in-flight table and this worker's column in it, so the cap holds for the host. */
+  /** With workers: the host's in-flight table and this worker's column: the cap is the host's. */
   hostSlots?: { readonly memory: HostSlotsMemory; readonly worker: number };
   /** IPv6 callers without a valid key are counted by this prefix (`--ipv6-prefix`, default 56). */
   ipv6Prefix?: number;
-  /** Told of each window a report-only consumer's request would have been refused for (`report-only.ts`). */
+  /**
+   * Told of each window a report-only consumer's request would have been refused for
+   * (`report-only.ts`).
+   */
   wouldRefuse?: (consumer: string, window: WindowName) => void;
   /**
    * Whether this gateway serves the admin API: there every key needs the scope `admin`; on the
@@ -142,7 +147,8 @@ export type GatewayPass = <T>(
  *
  * @example
  * const pass = gateway({ keys: () => table, limiter, clientAddress: () => '127.0.0.1' })
- * const answered = await pass(c, { id: 'listPets', scope: 'pets:read' }, () => serve(c)) // serve's result, or the ApiError
+ * // serve's result, or the ApiError
+ * const answered = await pass(c, { id: 'listPets', scope: 'pets:read' }, () => serve(c))
  */
 export function gateway({
   keys,

@@ -15,7 +15,8 @@ export const REALM = 'Bearer realm="petstore"';
  * not free.
  *
  * @example
- * missingScope(readOnlyKey.scopes, 'pets:write') // ApiError 403, WWW-Authenticate: ... scope="pets:write"
+ * // ApiError 403, WWW-Authenticate: ... scope="pets:write"
+ * missingScope(readOnlyKey.scopes, 'pets:write')
  */
 export function missingScope(scopes: readonly string[], needed: string | undefined): ApiError | undefined {
   if (needed === undefined || scopes.includes(needed)) return undefined;
@@ -52,7 +53,7 @@ const UNKNOWN_KEY = new ApiError('unauthorized', 'The API key is missing, malfor
   'WWW-Authenticate': `${REALM}, error="invalid_token"`,
 });
 
-/** The 401 of a keyless client: the missing key's, or the unknown key's for every other credential. */
+/** The 401 of a keyless client: the missing key's, else the unknown key's for any credential. */
 export function unauthorized(caller: Extract<Caller, { kind: 'keyless' }>): ApiError {
   return caller.credential === 'none' ? MISSING_KEY : UNKNOWN_KEY;
 }

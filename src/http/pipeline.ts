@@ -94,7 +94,7 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
   store?: StoreChanges & HoldExpiry;
 }
 
-/** What an operation that expires holds first asks of the store: to expire the orders whose hold ran out. */
+/** What an operation that expires holds first asks of the store: to expire holds that ran out. */
 export type HoldExpiry = Pick<DataStore, 'startDueExpiry'>;
 
 /**
@@ -186,7 +186,7 @@ interface ApiParts<D> extends PipelineParts {
   readonly allowedMethods: (path: string) => readonly string[] | undefined;
   /** The answer memo, over the store's change count, when the pipeline is given the store. */
   readonly answerMemo: AnswerMemo | undefined;
-  /** The store's expiry of holds that ran out, which an operation that expires holds first waits for. */
+  /** The store's expiry of holds that ran out, awaited by an operation that expires holds first. */
   readonly holdExpiry: HoldExpiry | undefined;
 }
 
@@ -457,7 +457,7 @@ interface OperationRoute<D> {
   readonly metricsIndex: number;
   /** The pipeline's memo, for a memoised operation; undefined for the others. */
   readonly answerMemo: AnswerMemo | undefined;
-  /** The store's expiry of holds, for an operation that expires holds first; undefined for the others. */
+  /** The store's expiry of holds, for an operation that expires holds first; else undefined. */
   readonly holdExpiry: HoldExpiry | undefined;
 }
 

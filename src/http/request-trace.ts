@@ -21,7 +21,11 @@ export interface RequestTraceOptions {
  *
  * @example
  * const tracing = requestTrace({ clientAddress, holdsValidKey })
- * tracing.run(c, requestId, true, async (scope) => { …; tracing.finish(c, scope, res.status); return res })
+ * tracing.run(c, requestId, true, async (scope) => {
+ *   …
+ *   tracing.finish(c, scope, res.status)
+ *   return res
+ * })
  */
 export function requestTrace({ clientAddress, holdsValidKey }: RequestTraceOptions) {
   const start: SpanStart<Context<AppEnv>> = { tracestate: (c) => c.req.header('tracestate'), holdsValidKey };
@@ -43,7 +47,7 @@ export function requestTrace({ clientAddress, holdsValidKey }: RequestTraceOptio
     },
     /** The `traceresponse` to answer with; undefined for a request that is not traced. */
     header: traceResponse,
-    /** Ends the request's record with the answer (its details read only when kept); whether it is exported. */
+    /** Ends the request's record with the answer (details read if kept); whether it is exported. */
     finish(c: Context<AppEnv>, scope: RequestScope, status: number): boolean {
       if (scope.record === undefined) return scope.sampled === true;
       return finishRequest(scope, status, consumerCaller(c) !== undefined, details, c);

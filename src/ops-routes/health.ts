@@ -26,7 +26,7 @@ export interface HealthOptions {
   whyNotReady?: () => string | undefined;
   /** Longest wait for the store's ping. */
   timeoutMs?: number;
-  /** Where rate limits are decided now (with `--redis`); without it, or undefined: in this process. */
+  /** Where rate limits are decided now (with `--redis`); without it, or undefined: here. */
   limiterStatus?: () => LimiterStatus | undefined;
   /** Why the keys in force may be out of date (the key store unreachable), or undefined. */
   keysProblem?: () => string | undefined;

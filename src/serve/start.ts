@@ -35,9 +35,9 @@ import { LiveKeys } from './live-keys.ts';
 import { handleSignals } from './signals.ts';
 import { type HostStatus, poolShare, WORKER_STATE, type WorkerMemory, WorkerPool, workerMemory } from './supervisor.ts';
 
-// Defined by `bun build --define` for a compiled binary (scripts/lib/build-info.sh), else undeclared.
-// `loadAdapter()` reads it here rather than as `COMPILED` of src/version.ts: the bundler folds a
-// define only where it is written, and only a folded condition leaves the other adapters out.
+// Defined by `bun build --define` for a compiled binary (scripts/lib/build-info.sh), else
+// undeclared. `loadAdapter()` reads it here, not as `COMPILED` of src/version.ts: the bundler
+// folds a define only where it is written, and only a folded condition leaves out the adapters.
 declare const PETSTORE_TARGET: string | undefined;
 
 /**
@@ -53,7 +53,7 @@ export async function startServer(config: Config): Promise<void> {
   const log = createLogger({ level: config.logLevel, format: config.logFormat });
   const adapter = await loadAdapter();
   const workers = workerCount(config, adapter);
-  // The memory the workers share: their counters and their in-flight slots (src/serve/supervisor.ts).
+  // The memory the workers share: their counters, their in-flight slots (src/serve/supervisor.ts).
   const sharedMemory = workers > 1 ? workerMemory(workers) : undefined;
   const metrics = await metricsOf(config, adapter);
   const traces = await tracesOf(config, metrics);
@@ -177,7 +177,7 @@ function workerCount(config: Config, adapter: RuntimeAdapter): number {
   }
   if (config.data === MEMORY) throw new ConfigError(memoryWithWorkers(count));
   if (tracesUrl(config.otelTracesEndpoint, config.otelEndpoint) !== undefined) {
-    // The workers' spans would each need the one exporter of the host: not built; never a silent loss.
+    // The workers' spans would each need the host's one exporter: not built; never a silent loss.
     throw new ConfigError(
       `--workers ${config.workers}: traces (OTEL_EXPORTER_OTLP_ENDPOINT) are exported with one worker only; ` +
         'serve with --workers 1 to export them',
@@ -229,7 +229,8 @@ async function startWorkers({
     ...(metrics ? { metrics } : {}),
     lost: (reason) => {
       log.error('stopping: the process would serve with fewer workers than it says', { reason });
-      // Drained as on SIGTERM, then exit 1, for the service manager (systemd, the orchestrator) to restart it.
+      // Drained as on SIGTERM, then exit 1: the service manager (systemd, the orchestrator)
+      // restarts it.
       process.exitCode = 1;
       process.kill(process.pid, 'SIGTERM');
     },
@@ -275,7 +276,10 @@ async function loadAdapter(): Promise<RuntimeAdapter> {
   return adapter;
 }
 
-/** The metrics registry with `--metrics` or `--metrics-port`; prom-client is loaded only then (it is slow to load). */
+/**
+ * The metrics registry with `--metrics` or `--metrics-port`; prom-client is loaded only then (it is
+ * slow to load).
+ */
 export async function metricsOf(config: Config, adapter: RuntimeAdapter): Promise<Metrics | undefined> {
   if (!config.metrics && config.metricsPort === null) return undefined;
   const { Metrics } = await import('../metrics/registry.ts');
@@ -371,7 +375,10 @@ class Listeners {
     return new Listeners(main, metricsServer, adapter, resolve);
   }
 
-  /** `step`'s result; when it fails, `undo` and every listener stopped first, so a failed start leaves nothing bound. */
+  /**
+   * `step`'s result; when it fails, `undo` and every listener stopped first, so a failed start
+   * leaves nothing bound.
+   */
   async unlessFailed<T>(step: () => Promise<T>, undo: () => Promise<void> = async () => {}): Promise<T> {
     try {
       return await step();
@@ -400,7 +407,10 @@ class Listeners {
   }
 }
 
-/** The in-process limiter, or the Redis one with it as the fallback (`--redis`); ban starts and ends logged and counted. */
+/**
+ * The in-process limiter, or the Redis one with it as the fallback (`--redis`); ban starts and ends
+ * logged and counted.
+ */
 async function openLimiter(config: Config, log: Logger, metrics: Metrics | undefined) {
   const onEvent = (e: LimiterEvent) => {
     if (e.type === 'ban_end') return log.warn('ban ended', { subject: e.subject.label, plan: e.subject.plan });
@@ -511,8 +521,8 @@ function gatewayFlags(config: Config, adapter: RuntimeAdapter) {
  * The API app's options, the one place they are put together: one process (`startServer()`) and
  * each worker (src/serve/worker.ts) call it, so an option added here reaches both. The flags give
  * most of them; the caller gives its store, keys, limiter, log and metrics, why `/readyz` should
- * fail, the host's part of `/readyz` (`status`: the Redis limiter's state, the key store's problem),
- * the webhooks' `notify` and, in a worker, the host's in-flight slots.
+ * fail, the host's part of `/readyz` (`status`: the Redis limiter's state, the key store's
+ * problem), the webhooks' `notify` and, in a worker, the host's in-flight slots.
  *
  * @example
  * const app = createApp(

@@ -38,7 +38,7 @@ export const WORKER_STATE = {
   listening: 1,
   /** Moved by every worker's store writes (src/store/wrappers/shared-change-count.ts). */
   storeChanges: 2,
-  /** Moved as each worker's SQLite write transaction ends: a worker waiting for the lock tries it then. */
+  /** Moved as each worker's SQLite write transaction ends: a worker awaiting the lock tries it. */
   lockReleases: 3,
 } as const;
 /** The shared state's length: one 32-bit place for each of `WORKER_STATE`'s, numbered from 0. */
@@ -74,14 +74,17 @@ export interface WorkerStart {
   readonly workers: number;
   /** Whether it takes the place of one that exited. */
   readonly replacement: boolean;
-  /** The host's status now, when the supervisor has one to report (then sent again every `STATUS_EVERY_MS`). */
+  /** The host's status now, if the supervisor reports one (then again every `STATUS_EVERY_MS`). */
   readonly status?: HostStatus;
   readonly config: Config;
   /** The port the supervisor proved free. */
   readonly port: number;
   readonly keys: readonly KeyRecord[];
   readonly memory: WorkerMemory;
-  /** Its grant memory (`host-limiter.ts`): a new one for each worker started, so a replacement never spends a dead one's units. */
+  /**
+   * Its grant memory (`host-limiter.ts`): a new one for each worker started, so a replacement never
+   * spends a dead one's units.
+   */
   readonly grants: SharedArrayBuffer;
 }
 
@@ -158,11 +161,11 @@ export interface WorkerPoolOptions {
   readonly lines: (line: string) => void;
   /** A worker recorded webhook events: the delivery worker looks now. */
   readonly wake: () => void;
-  /** Made by `workerMemory` before the store opens (the supervisor's store moves the shared version too). */
+  /** Made by `workerMemory` before the store opens (the supervisor's store moves its count too). */
   readonly memory: WorkerMemory;
-  /** The limiter's state and the keys' freshness, for the workers' `/readyz` (with `--redis`, `--keys store`). */
+  /** With `--redis` or `--keys store`: the limiter's state and the keys' freshness (`/readyz`). */
   readonly status?: () => HostStatus;
-  /** The supervisor's metrics (`--metrics`, `--metrics-port`): summed with the workers' on `/metrics`. */
+  /** The supervisor's metrics (`--metrics`, `--metrics-port`): summed with the workers' series. */
   readonly metrics?: Metrics;
   /** A worker could not be replaced: the process stops rather than serve with fewer. */
   readonly lost: (reason: string) => void;
@@ -178,7 +181,9 @@ interface Running {
  * The workers, as one `RunningServer` to the signal handlers: `stop()` drains them all together.
  *
  * @example
- * const pool = await WorkerPool.start({ count: 4, config, port, keys, limiter, log, lines, wake, lost })
+ * const pool = await WorkerPool.start({
+ *   count: 4, config, port, memory, keys, limiter, log, lines, wake, lost,
+ * })
  */
 export class WorkerPool implements RunningServer {
   readonly port: number;
@@ -210,7 +215,7 @@ export class WorkerPool implements RunningServer {
     for (const running of this.#running) running?.worker.postMessage(message);
   }
 
-  /** Starts every worker; resolves once all listen, rejects (the others stopped) when one cannot. */
+  /** Starts every worker; resolves once all listen, rejects (the others stopped) if one cannot. */
   static async start(options: WorkerPoolOptions): Promise<WorkerPool> {
     const pool = new WorkerPool(options);
     try {
@@ -256,7 +261,7 @@ export class WorkerPool implements RunningServer {
     return openMetrics ? metrics.renderOpenMetrics() : metrics.render();
   }
 
-  /** Every listening worker's series; those that do not answer within `SCRAPE_WAIT_MS` are left out. */
+  /** Every listening worker's series; those that do not answer within `SCRAPE_WAIT_MS` left out. */
   #scrape(): Promise<MetricJson[]> {
     const running = this.#running.filter((r): r is Running => r?.listening === true);
     return Promise.all(

@@ -24,7 +24,7 @@ const post = (message: unknown) => self.postMessage(message);
 
 async function serve(start: WorkerStart): Promise<void> {
   const { config, index, port, memory } = start;
-  // Its lines go to a log file itself (each batch one write(), whole), else to the supervisor's stream.
+  // Its lines go to a log file itself (each batch one write(), whole), else to the supervisor.
   const file = fileWriter();
   const logLines = heldLines((text) => {
     if (!file?.(`${text}\n`)) post({ type: 'log', text });
@@ -141,7 +141,10 @@ function crashForTests({ index, replacement }: WorkerStart): void {
  */
 const LOG_EVERY_MS = 10;
 
-/** A worker's log lines, handed on joined in one string (a message copies one string faster than many) every `LOG_EVERY_MS`. */
+/**
+ * A worker's log lines, handed on joined in one string (a message copies one string faster than
+ * many) every `LOG_EVERY_MS`.
+ */
 function heldLines(send: (text: string) => void): { write(line: string): void; flush(): void } {
   let pending: string[] = [];
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -79,8 +79,8 @@ const DATA_VERSION = 'PRAGMA data_version';
 /**
  * How long a `data_version` read is trusted. The statement costs more than a read by id
  * (bench/README.md), so it is read at most this often; this process's own commits move
- * `changeCount()` at once, so only another process's commit (a hand edit with `sqlite3`, a second instance,
- * which docs/operations.md advises against) can go unseen, for at most this long.
+ * `changeCount()` at once, so only another process's commit (a hand edit with `sqlite3`, a second
+ * instance, which docs/operations.md advises against) can go unseen, for at most this long.
  */
 export const DATA_VERSION_TTL_MS = 100;
 /** The live key and the pet its create answered (`REPLAYED_PET`); none when that is unknown. */
@@ -99,7 +99,7 @@ const UPSERT_KEY = `
 const SWEEP_KEYS = 'DELETE FROM idempotency_keys WHERE expires_at <= ?';
 const ORDER_BY_KEY = `SELECT ${ORDER_COLUMNS} FROM orders WHERE owner = ? AND idempotency_key = ?`;
 const ORDER_OF = `SELECT ${ORDER_COLUMNS} FROM orders WHERE id = ? AND owner = ?`;
-/** The pet moves to pending only from available: the conditional write that holds a pet for one order only. */
+/** Pending only from available: the conditional write that holds a pet for one order only. */
 const HOLD_PET =
   "UPDATE pets SET status = 'pending', version = version + 1 WHERE id = ? AND status = 'available' RETURNING id";
 const PET_STATUS = 'SELECT status FROM pets WHERE id = ?';
@@ -195,7 +195,10 @@ interface PendingWrite {
 export class SqliteStore implements DataStore, WithKeyStore {
   readonly #db: SqliteConnection;
   readonly #sweeps = new SweepSchedule();
-  /** Counts this process's changes of pets once committed, and every change of `data_version` (another's) as a change of every pet. */
+  /**
+   * Counts this process's changes of pets once committed, and every change of `data_version`
+   * (another's) as a change of every pet.
+   */
   readonly #changes = new ChangeCounter();
   /** What the batch being run changes, counted once it commits. */
   #touched: PetSet[] = [];
@@ -209,8 +212,8 @@ export class SqliteStore implements DataStore, WithKeyStore {
   #retry: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
   /**
-   * The earliest hold of a placed order: from then on an order may be due, and no answer is memoised
-   * until the orders are expired.
+   * The earliest hold of a placed order: from then on an order may be due, and no answer is
+   * memoised until the orders are expired.
    */
   #nextDeadline: number;
   /** The expiry `startDueExpiry()` started, while it runs. */
@@ -395,8 +398,8 @@ export class SqliteStore implements DataStore, WithKeyStore {
   }
 
   /**
-   * Past the earliest hold, starts expiring the orders due, one run at a time, and returns that run.
-   * The earliest hold includes those another process of the file placed (another worker): its
+   * Past the earliest hold, starts expiring the orders due, one run at a time, and returns that
+   * run. The earliest hold includes those another process of the file placed (another worker): its
    * commits are seen through `data_version`, within `DATA_VERSION_TTL_MS`.
    */
   startDueExpiry(): Promise<unknown> | undefined {
@@ -424,7 +427,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
    */
   changeCount(): number | undefined {
     try {
-      // A hold that ran out changes pets: no answer is memoised or served until its expiry is counted.
+      // A hold that ran out changes pets: nothing is memoised or served till its expiry is counted.
       if (this.#clock.now() >= this.#nextDeadline) return undefined;
       this.#noticeOtherWriters('read data_version');
       return this.#changes.count();
@@ -547,7 +550,10 @@ export class SqliteStore implements DataStore, WithKeyStore {
     else void wait.value.then((result) => result === 'ok' && again());
   }
 
-  /** This connection's write transaction ended: another connection of this process waiting for the lock may try it. */
+  /**
+   * This connection's write transaction ended: another connection of this process waiting for the
+   * lock may try it.
+   */
   #lockReleased(): void {
     const releases = this.#releases;
     if (!releases) return;
@@ -604,7 +610,10 @@ export class SqliteStore implements DataStore, WithKeyStore {
     return stored;
   }
 
-  /** Inside the batch's transaction: pet `id` leaves `pending` for `status`, if it is pending; counted only then. */
+  /**
+   * Inside the batch's transaction: pet `id` leaves `pending` for `status`, if it is pending;
+   * counted only then.
+   */
   #releasePet(id: number, status: 'available' | 'sold'): void {
     const released = this.#db.prepare(RELEASE_PET).get(status, id);
     if (released !== undefined && released !== null) this.#touched.push({ ids: [id], statuses: true });
@@ -655,7 +664,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
     return held !== undefined && held !== null;
   }
 
-  /** Inside the batch's transaction: the key's order, a conflict, or the pet held and a new order. */
+  /** In the batch's transaction: the key's order, a conflict, or the pet held and a new order. */
   #placeIn({ owner, petId, holdMs, now, key }: PlaceOrder): PlaceOrderResult {
     this.#expireIn(now);
     if (key !== undefined) {
