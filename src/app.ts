@@ -35,8 +35,8 @@ import type { DataStore } from './store/store.ts';
 
 export interface AppOptions {
   /**
-   * The store as start-up hands it to every part, inside the wrappers `storeOf` (src/serve/start.ts)
-   * lists.
+   * The store as start-up hands it to every part, inside the wrappers `storeOf`
+   * (src/serve/start.ts) lists.
    */
   store: DataStore;
   /** The current keys; a function so a reload swaps them between requests. */
@@ -53,7 +53,10 @@ export interface AppOptions {
   ban?: BanPolicy;
   /** Production and staging URLs the reference page offers besides this server. */
   docs?: DocsOptions;
-  /** Counts requests and 429s when given (`--metrics` or `--metrics-port`); the store's errors are counted by its wrapper. */
+  /**
+   * Counts requests and 429s when given (`--metrics` or `--metrics-port`); the store's errors are
+   * counted by its wrapper.
+   */
   metrics?: Metrics;
   /** Whether this app serves `GET /metrics` (false when it has a port of its own). */
   serveMetrics?: boolean;
@@ -61,15 +64,21 @@ export interface AppOptions {
   whyNotReady?: () => string | undefined;
   /** Most requests one consumer, its keys together, may have in flight (`--max-in-flight`). */
   maxInFlight?: number;
-  /** With workers: the host's in-flight table, so `maxInFlight` holds for the host (src/gateway/host-in-flight.ts). */
+  /**
+   * With workers: the host's in-flight table, so `maxInFlight` holds for the host
+   * (src/gateway/host-in-flight.ts).
+   */
   hostSlots?: GatewayOptions['hostSlots'];
   /** IPv6 callers without a valid key are counted by this prefix (`--ipv6-prefix`). */
   ipv6Prefix?: number;
-  /** Where the rate limiter decides now, for `/readyz` (the Redis limiter's failover status). */
-  limiterStatus?: () => LimiterStatus;
+  /**
+   * Where the rate limiter decides now, for `/readyz` (the Redis limiter's failover status);
+   * undefined: in this process.
+   */
+  limiterStatus?: () => LimiterStatus | undefined;
   /** Origins whose pages may call the API (`--cors-origin`); none: no CORS at all. */
   corsOrigins?: readonly string[];
-  /** Why the keys in force may be out of date (`--keys store` with the database unreachable), for `/readyz`. */
+  /** Why the keys in force may be stale (`--keys store`, the database down), for `/readyz`. */
   keysProblem?: () => string | undefined;
   /** Records a decision's notices (webhook events) before its answer is sent. */
   notify?: GatewayOptions['notify'];
@@ -110,7 +119,7 @@ export function createApp({
   orderHoldMs = DEFAULT_ORDER_HOLD_MS,
 }: AppOptions) {
   const operations = servedOperations(experimental);
-  // A report-only plan (`"enforce": false`) admits a request over its limit; this logs and counts it.
+  // A report-only plan (`"enforce": false`) admits a request over its limit: logged and counted.
   const wouldRefuse = wouldRefuseReporter({
     log,
     clock,
@@ -207,7 +216,8 @@ export interface AdminAppOptions
  * the `admin` scope pass; failed attempts count against the client's address.
  *
  * @example
- * adapter.serve({ fetch: adminApp({ admin, keys: () => table, limiter }).fetch, port: 9091, hostname: '127.0.0.1' })
+ * const admin = adminApp({ admin: keyAdmin, keys: () => table, limiter })
+ * adapter.serve({ fetch: admin.fetch, port: 9091, hostname: '127.0.0.1' })
  */
 export function adminApp({
   admin,

@@ -13,6 +13,9 @@ declare const PETSTORE_TARGET: string | undefined;
 /** The git commit of the build (12 hex digits, `-dirty` if the tree had edits), else `unknown`. */
 export const COMMIT: string = typeof PETSTORE_COMMIT === 'string' ? PETSTORE_COMMIT : 'unknown';
 
+/** Whether this is a compiled binary (`bun build --compile`), not a run from source. */
+export const COMPILED: boolean = typeof PETSTORE_TARGET === 'string';
+
 /** The Bun target the binary was compiled for (`linux-arm64-musl`...), else `source`. */
 export const TARGET: string = typeof PETSTORE_TARGET === 'string' ? PETSTORE_TARGET : 'source';
 

@@ -1,6 +1,6 @@
-// Who sent a request: `identify()` turns the `Authorization` header into a `Caller`, a key's
-// consumer or a keyless client known by its address. The gateway asks it first, through
-// `callerOf()` (./key-checks.ts).
+// Who sent a request: `callerOf()` turns the `Authorization` header into a `Caller`, a key's
+// consumer or a keyless client known by its address. `identify()` finds the key and `callerAt()`
+// checks its dates. The gateway asks `callerOf()` first; ./key-checks.ts holds its refusals.
 import type { Consumer, KeyRecord } from '../keys/records.ts';
 import { bearerToken, type KeyTable } from '../keys/table.ts';
 
@@ -22,10 +22,13 @@ export type Caller =
       /**
        * What the request carried, for the log; every value but `none` gets the same 401. `none`:
        * no Authorization header; `malformed`: not `Bearer <token>`; `bad_checksum`, `unknown`: a
-       * token no key has; `revoked`: a revoked key's; `expired`, `not_yet_valid`: see `key-checks.ts`.
+       * token no key has; `revoked`: a revoked key's; `expired`, `not_yet_valid`: see `callerAt()`.
        */
       readonly credential: Credential;
-      /** The known key of a `revoked`, `expired` or `not_yet_valid` credential: for logs and metrics, never for quota. */
+      /**
+       * The known key of a `revoked`, `expired` or `not_yet_valid` credential: for logs and
+       * metrics, never for quota.
+       */
       readonly key?: KeyRecord;
     };
 
@@ -40,8 +43,10 @@ export type Credential = 'none' | 'malformed' | 'bad_checksum' | 'unknown' | 're
  * address, asked only when no key admits the request.
  *
  * @example
- * identify('Bearer psk_…', table, () => '203.0.113.9') // { kind: 'consumer', consumer: { name: 'acme', … }, … }
- * identify(undefined, table, () => '203.0.113.9') // { kind: 'keyless', address: '203.0.113.9', credential: 'none' }
+ * // { kind: 'consumer', consumer: { name: 'acme', … }, … }
+ * identify('Bearer psk_…', table, () => '203.0.113.9')
+ * // { kind: 'keyless', address: '203.0.113.9', credential: 'none' }
+ * identify(undefined, table, () => '203.0.113.9')
  */
 export function identify(authorization: string | undefined, keys: KeyTable, address: () => string): Caller {
   const token = bearerToken(authorization);
@@ -51,4 +56,41 @@ export function identify(authorization: string | undefined, keys: KeyTable, addr
   if (typeof key === 'string') return { kind: 'keyless', address: address(), credential: key };
   if (key.revokedAt !== undefined) return { kind: 'keyless', address: address(), credential: 'revoked', key };
   return { kind: 'consumer', consumer: key.consumer, key };
+}
+
+/**
+ * The caller of a request with this `Authorization` header at `now`: the key found
+ * (`identify()`), then its dates checked (`callerAt()`). The gateway asks this once per request.
+ *
+ * @example
+ * callerOf('Bearer psk_…', table, Date.now(), () => '203.0.113.9') // { kind: 'consumer', … }
+ */
+export function callerOf(
+  authorization: string | undefined,
+  keys: KeyTable,
+  now: number,
+  address: () => string,
+): Caller {
+  return callerAt(identify(authorization, keys, address), now, address);
+}
+
+/**
+ * The caller as the gateway treats it at `now`. A key past its `expiresAt` or before its
+ * `notBefore` makes its caller a keyless client: limited per address, answered the unknown key's
+ * 401, so the answer never confirms a token was valid. The log's `credential` says why. Checked on
+ * every request, so a key expires without a reload.
+ *
+ * @example
+ * // { kind: 'keyless', credential: 'expired', … }
+ * callerAt(identify('Bearer psk_old…', table, address), Date.now(), address)
+ */
+export function callerAt(caller: Caller, now: number, address: () => string): Caller {
+  if (caller.kind !== 'consumer') return caller;
+  const { key } = caller;
+  if (key.expiresAt !== undefined && now >= key.expiresAt)
+    return { kind: 'keyless', address: address(), credential: 'expired', key };
+  if (key.notBefore !== undefined && now < key.notBefore) {
+    return { kind: 'keyless', address: address(), credential: 'not_yet_valid', key };
+  }
+  return caller;
 }

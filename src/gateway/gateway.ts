@@ -1,12 +1,5 @@
 // The gateway, step 3 of a request (src/http/pipeline.ts). `gateway()` makes the one pass that
-// every API request goes through. The pass, in order:
-// - finds who calls (./caller.ts);
-// - refuses a caller without a valid key (401; 429 once its address is over the limit; 503 when
-//   the limiter cannot decide);
-// - holds the caller's in-flight slot (./in-flight.ts);
-// - asks the limiter for its decision (./decide.ts; 503 when it cannot decide);
-// - records the quota webhook the decision crossed (`notify`);
-// - writes the rate-limit headers, then checks the key's scope.
+// every API request goes through; its docstring lists the pass's checks in their order.
 // This file is also the one door into src/gateway/. What other folders use of the gateway (the
 // limiters, addresses, types) is exported here.
 import type { Context } from 'hono';
@@ -20,11 +13,11 @@ import { type Consumer, ownerOf } from '../keys/records.ts';
 import type { KeyTable } from '../keys/table.ts';
 import { childSpan, closeChild, failChild, openChild } from '../trace/spans.ts';
 import { canonicalAddress } from './addresses.ts';
-import type { Caller, ConsumerCaller } from './caller.ts';
+import { type Caller, type ConsumerCaller, callerOf } from './caller.ts';
 import { decider } from './decide.ts';
 import { HostInFlight, type HostSlotsMemory } from './host-in-flight.ts';
 import { InFlight, tooManyInFlight, untouched } from './in-flight.ts';
-import { adminKeyOnPublicApi, callerOf, missingScope, unauthorized } from './key-checks.ts';
+import { adminKeyOnPublicApi, missingScope, unauthorized } from './key-checks.ts';
 import type { FailoverLimiter } from './limiter/failover.ts';
 import type { RateLimiter, Verdict } from './limiter/limiter.ts';
 import type { OpenRedisLimiterOptions } from './limiter/open-redis.ts';
@@ -46,7 +39,9 @@ export { wouldRefuseReporter } from './report-only.ts';
  * use, so that ioredis loads only when a server is configured.
  *
  * @example
- * const limiter = await loadRedisLimiter({ url: 'redis://cache:6379', mode: 'open', fallback, log });
+ * const limiter = await loadRedisLimiter({
+ *   url: 'redis://cache:6379', mode: 'open', fallback, log,
+ * })
  */
 export async function loadRedisLimiter(options: OpenRedisLimiterOptions): Promise<FailoverLimiter> {
   return (await import('./limiter/open-redis.ts')).openRedisLimiter(options);
@@ -74,11 +69,14 @@ export interface GatewayOptions {
   ban?: BanPolicy;
   /** Most requests one consumer may have in flight (`--max-in-flight`). */
   maxInFlight?: number;
-  /** With workers: the host's in-flight table and this worker's column in it, so the cap holds for the host. */
+  /** With workers: the host's in-flight table and this worker's column: the cap is the host's. */
   hostSlots?: { readonly memory: HostSlotsMemory; readonly worker: number };
   /** IPv6 callers without a valid key are counted by this prefix (`--ipv6-prefix`, default 56). */
   ipv6Prefix?: number;
-  /** Told of each window a report-only consumer's request would have been refused for (`report-only.ts`). */
+  /**
+   * Told of each window a report-only consumer's request would have been refused for
+   * (`report-only.ts`).
+   */
   wouldRefuse?: (consumer: string, window: WindowName) => void;
   /**
    * Whether this gateway serves the admin API: there every key needs the scope `admin`; on the
@@ -122,20 +120,25 @@ export type GatewayPass = <T>(
 ) => Promise<T | ApiError>;
 
 /**
- * Makes the gateway's pass. For each request, in this order, it:
+ * Makes the gateway's pass. This is the one full list of the gateway's checks, in the order they
+ * run (docs/decisions/order-of-checks.md says why this order). For each request the pass:
  *
- * 1. identifies the caller, once;
- * 2. takes the consumer's in-flight slot, before anything is awaited (at the cap: 429, and the
- *    limiter is not asked, so no quota is spent);
- * 3. asks the limiter, once;
- * 4. records the quota webhook the decision crossed (`notify`), before any answer;
- * 5. writes the rate-limit headers (none when the limiter cannot decide);
- * 6. checks the operation's `scope`, after the cost is spent, so probing for scopes costs quota
- *    (docs/decisions/order-of-checks.md).
+ * 1. finds the caller, once (`callerOf()`, ./caller.ts): a key's consumer, or a keyless client
+ *    (no key, or one that is unknown, revoked or outside its dates);
+ * 2. refuses a keyless client once the limiter has counted it against its address group: 401, or
+ *    429 when the group is over the keyless clients' limit, with the rate-limit headers;
+ * 3. takes the consumer's in-flight slot before anything is awaited, and holds it until `admitted`
+ *    settles (at the cap: 429, and the limiter is not asked, so no quota is spent);
+ * 4. asks the limiter to spend the operation's cost, once (`decider()`, ./decide.ts);
+ * 5. records the quota webhook the decision crossed (`notify`), before any answer;
+ * 6. writes the rate-limit headers;
+ * 7. refuses, the first that applies: a consumer over a limit (429, unless report-only); a key
+ *    without the operation's `scope` (403), checked after the cost is spent, so probing for
+ *    scopes costs quota; an admin key on the public API, or on the admin API a key without the
+ *    scope `admin` (403).
  *
- * Refusals: a caller without a valid key gets 401, or 429 when its address is over the keyless
- * clients' limit; a consumer over a limit or its in-flight cap 429; a key without the scope, or
- * an admin key on the public API, 403; a limiter that cannot decide 503.
+ * A limiter that cannot decide (Redis unreachable with `--redis-fail closed`) makes the answer 503
+ * at step 2 or 4, without rate-limit headers.
  *
  * Costs: a request spends the operation's cost, from the consumer's `costs`, else 1. An operation
  * that reads the quota costs 0 and is never refused by the limiter, so a banned key can read its
@@ -144,7 +147,8 @@ export type GatewayPass = <T>(
  *
  * @example
  * const pass = gateway({ keys: () => table, limiter, clientAddress: () => '127.0.0.1' })
- * const answered = await pass(c, { id: 'listPets', scope: 'pets:read' }, () => serve(c)) // serve's result, or the ApiError
+ * // serve's result, or the ApiError
+ * const answered = await pass(c, { id: 'listPets', scope: 'pets:read' }, () => serve(c))
  */
 export function gateway({
   keys,
@@ -187,7 +191,9 @@ export function gateway({
     // Taken before the first await: of many sent at once, only `maxInFlight` pass this line.
     if (!inFlight.enter(id)) {
       const now = Math.floor(clock.now() / 1000);
-      // No Retry-After from the decision: the 429's own comes from `tooManyInFlight`.
+      // The limiter is not asked, so no quota is spent: the headers show the latest decision of the
+      // consumer's requests in flight, else its untouched limits. No Retry-After from the decision:
+      // the 429's own comes from `tooManyInFlight`.
       writeRateLimitHeaders(c, inFlight.latest(id) ?? untouched(limits, now), false, now);
       return tooManyInFlight(inFlight.max);
     }

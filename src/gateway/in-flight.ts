@@ -21,7 +21,12 @@ const CONCURRENCY_RETRY_AFTER = '1';
  * @example
  * const inFlight = new InFlight(128)
  * if (!inFlight.enter('con_acme')) refuse(inFlight.latest('con_acme'))
- * try { inFlight.admitted('con_acme', await decide()); await next() } finally { inFlight.leave('con_acme') }
+ * try {
+ *   inFlight.admitted('con_acme', await decide())
+ *   await next()
+ * } finally {
+ *   inFlight.leave('con_acme')
+ * }
  */
 export class InFlight<D> {
   readonly max: number;
@@ -31,7 +36,10 @@ export class InFlight<D> {
     this.max = max;
   }
 
-  /** Takes one of the consumer's slots; false, taking none, when all are taken. Synchronous on purpose. */
+  /**
+   * Takes one of the consumer's slots; false, taking none, when all are taken. Synchronous on
+   * purpose: no other request can take the slot between the check and the take.
+   */
   enter(consumerId: string): boolean {
     const entry = this.#busy.get(consumerId);
     if (!entry) {
@@ -72,10 +80,14 @@ export function tooManyInFlight(max: number): ApiError {
 
 /**
  * The headers' decision for a consumer refused for concurrency before any of its requests in
- * flight was decided: its quotas, with nothing yet known to be consumed.
+ * flight was decided: its quotas, with nothing yet known to be consumed. Why: every answer carries
+ * the rate-limit headers, but this refusal must not ask the limiter (that would spend quota), so
+ * the headers show the full limits: the sliding windows reset `now`, as nothing is counted in
+ * them, and the month at its end.
  *
  * @example
- * untouched({ perMinute: 60, perDay: 1000 }, 1700000000).windows[0] // { name: 'minute', remaining: 60, ... }
+ * // { name: 'minute', remaining: 60, ... }
+ * untouched({ perMinute: 60, perDay: 1000 }, 1700000000).windows[0]
  */
 export function untouched({ perMinute, perDay, perMonth }: Limits, now: number): Decision {
   const windows: WindowState[] = [

@@ -94,7 +94,7 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
   store?: StoreChanges & HoldExpiry;
 }
 
-/** What an operation that expires holds first asks of the store: to expire the orders whose hold ran out. */
+/** What an operation that expires holds first asks of the store: to expire holds that ran out. */
 export type HoldExpiry = Pick<DataStore, 'startDueExpiry'>;
 
 /**
@@ -186,7 +186,7 @@ interface ApiParts<D> extends PipelineParts {
   readonly allowedMethods: (path: string) => readonly string[] | undefined;
   /** The answer memo, over the store's change count, when the pipeline is given the store. */
   readonly answerMemo: AnswerMemo | undefined;
-  /** The store's expiry of holds that ran out, which an operation that expires holds first waits for. */
+  /** The store's expiry of holds that ran out, awaited by an operation that expires holds first. */
   readonly holdExpiry: HoldExpiry | undefined;
 }
 
@@ -230,13 +230,12 @@ function partsOf({
  *    then writes the log line and the metrics.
  * 2. `cors` (src/http/cors.ts): adds the CORS headers. A preflight (OPTIONS) matches no
  *    operation's route: `answerNoRoute` answers it, before any key is asked for.
- * 3. `passGateway`: the gateway finds the caller and applies the in-flight cap, the rate limit
- *    and the key's scope (401, 429, 403; 503 when the limiter cannot decide). It records a
- *    crossed quota threshold for its webhook.
+ * 3. `passGateway`: `gateway()` (src/gateway/gateway.ts) admits the request or refuses it (401,
+ *    429, 403, 503); its docstring lists the gateway's checks in their order.
  * 4. `addDeprecationHeaders`: a deprecated operation's `Deprecation`, `Sunset` and `Link`.
  * 5. `checkBody`: refuses a body over the size limit (413). A body sent with GET is held to the
  *    same size and to JSON (413, 415).
- * 6. `memoOrHandler`: an operation that expires holds first waits for the orders whose hold ran
+ * 6. `answerFresh`: an operation that expires holds first waits for the orders whose hold ran
  *    out to expire. Then it answers a memoised operation from the memo when nothing its answer
  *    read has changed. Otherwise it answers with step 7's answer, and memoises a 200 from the
  *    second time its path and query are asked.
@@ -260,7 +259,7 @@ function operationHandler<D>(parts: ApiParts<D>, op: Operation<D>): RouteHandler
     cors?.(c);
     return passGateway(parts, c, op, (decision, caller) => {
       addDeprecationHeaders(c, route);
-      return checkBody(parts, c, () => memoOrHandler(parts, route, c, decision, caller));
+      return checkBody(parts, c, () => answerFresh(parts, route, c, decision, caller));
     });
   });
 }
@@ -279,14 +278,14 @@ function exchangeHandler(parts: PipelineParts, inner: ScopedHandler, traced = tr
   return function exchange(c) {
     const start = requestLog.start(c);
     // The request's scope (src/trace/request-scope.ts) holds its id and trace: every log line
-    // and span made while it is served reads it.
+    // and trace record made while it is served reads it.
     return tracing.run(c, start.id, traced, (scope) => answerInScope(parts, c, start, scope, inner));
   };
 }
 
 /**
  * Step 1 inside the request's scope: the headers every answer carries, 414, `inner`, then the log
- * line, metrics and span.
+ * line, the metrics and the end of the trace record.
  */
 async function answerInScope(
   { requestLog, requestMetrics, tracing, isGatewayPath, report, unavailable }: PipelineParts,
@@ -376,12 +375,13 @@ async function checkBody(
 }
 
 /**
- * Step 6: the wait for holds, then the memo or the handler. An operation that expires holds
- * first waits for the orders whose hold ran out to expire. A memoised operation is answered from
- * the memo (src/http/memo.ts) when nothing it read has changed since; otherwise, and for every operation
- * that is not memoised (`placeOrder`), step 7 runs the handler and this step answers its reply.
+ * Step 6: a fresh answer. An operation that expires holds first waits for the orders whose hold
+ * ran out to expire (`startDueExpiry()`), so it shows their pets `available`. A memoised operation
+ * is answered from the memo (src/http/memo.ts) when nothing it read has changed since; otherwise,
+ * and for every operation that is not memoised (`placeOrder`), step 7 runs the handler and this
+ * step answers its reply.
  */
-async function memoOrHandler<D>(
+async function answerFresh<D>(
   parts: ApiParts<D>,
   route: OperationRoute<D>,
   c: Context<AppEnv>,
@@ -457,7 +457,7 @@ interface OperationRoute<D> {
   readonly metricsIndex: number;
   /** The pipeline's memo, for a memoised operation; undefined for the others. */
   readonly answerMemo: AnswerMemo | undefined;
-  /** The store's expiry of holds, for an operation that expires holds first; undefined for the others. */
+  /** The store's expiry of holds, for an operation that expires holds first; else undefined. */
   readonly holdExpiry: HoldExpiry | undefined;
 }
 

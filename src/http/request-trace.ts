@@ -1,5 +1,6 @@
 // Step 1's trace: `requestTrace()` opens the request's scope with its trace ids, gives the
-// `traceresponse` header, and ends the server span with the answer (src/trace/spans.ts).
+// `traceresponse` header, and ends the request's trace record with the answer
+// (src/trace/spans.ts). A record kept for export becomes the server span when it is exported.
 import type { Context } from 'hono';
 import { routePath } from 'hono/route';
 import type { AppEnv } from '../app-env.ts';
@@ -20,7 +21,11 @@ export interface RequestTraceOptions {
  *
  * @example
  * const tracing = requestTrace({ clientAddress, holdsValidKey })
- * tracing.run(c, requestId, true, async (scope) => { …; tracing.finish(c, scope, res.status); return res })
+ * tracing.run(c, requestId, true, async (scope) => {
+ *   …
+ *   tracing.finish(c, scope, res.status)
+ *   return res
+ * })
  */
 export function requestTrace({ clientAddress, holdsValidKey }: RequestTraceOptions) {
   const start: SpanStart<Context<AppEnv>> = { tracestate: (c) => c.req.header('tracestate'), holdsValidKey };
@@ -42,7 +47,7 @@ export function requestTrace({ clientAddress, holdsValidKey }: RequestTraceOptio
     },
     /** The `traceresponse` to answer with; undefined for a request that is not traced. */
     header: traceResponse,
-    /** Ends the request's record with the answer (its details read only when kept); whether it is exported. */
+    /** Ends the request's record with the answer (details read if kept); whether it is exported. */
     finish(c: Context<AppEnv>, scope: RequestScope, status: number): boolean {
       if (scope.record === undefined) return scope.sampled === true;
       return finishRequest(scope, status, consumerCaller(c) !== undefined, details, c);

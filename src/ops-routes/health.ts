@@ -26,8 +26,8 @@ export interface HealthOptions {
   whyNotReady?: () => string | undefined;
   /** Longest wait for the store's ping. */
   timeoutMs?: number;
-  /** Where rate limits are decided now (with `--redis`); without it, in this process. */
-  limiterStatus?: () => LimiterStatus;
+  /** Where rate limits are decided now (with `--redis`); without it, or undefined: here. */
+  limiterStatus?: () => LimiterStatus | undefined;
   /** Why the keys in force may be out of date (the key store unreachable), or undefined. */
   keysProblem?: () => string | undefined;
 }

@@ -35,7 +35,9 @@ import { checkOpenFiles, openFilesNeeded } from './fd-limit.ts';
 import { handleSignals } from './signals.ts';
 import { type HostStatus, poolShare, WORKER_STATE, type WorkerMemory, WorkerPool, workerMemory } from './supervisor.ts';
 
-// Defined by `bun build --define` for a compiled binary (scripts/lib/build-info.sh), else undeclared.
+// Defined by `bun build --define` for a compiled binary (scripts/lib/build-info.sh), else
+// undeclared. `loadAdapter()` reads it here, not as `COMPILED` of src/version.ts: the bundler
+// folds a define only where it is written, and only a folded condition leaves out the adapters.
 declare const PETSTORE_TARGET: string | undefined;
 
 /**
@@ -51,7 +53,7 @@ export async function startServer(config: Config): Promise<void> {
   const log = createLogger({ level: config.logLevel, format: config.logFormat });
   const adapter = await loadAdapter();
   const workers = workerCount(config, adapter);
-  // The memory the workers share: their counters and their in-flight slots (src/serve/supervisor.ts).
+  // The memory the workers share: their counters, their in-flight slots (src/serve/supervisor.ts).
   const sharedMemory = workers > 1 ? workerMemory(workers) : undefined;
   const metrics = await metricsOf(config, adapter);
   const traces = await tracesOf(config, metrics);
@@ -79,7 +81,11 @@ export async function startServer(config: Config): Promise<void> {
   const webhooks = webhooksOf(store, config, log, metrics, keys);
   let stopping = false;
   let stoppingAt = 0;
-  const gatewayParts = gatewayOptions(config, adapter, keys, limiter, log);
+  // The host's part of `/readyz`: the app reads it in one process; else the workers are sent it.
+  const hostStatus = (): HostStatus => ({
+    ...(redisLimiter ? { limiter: redisLimiter.status() } : {}),
+    ...(config.keys ? { keysProblem: keys.problem() } : {}),
+  });
   if (sharedMemory) {
     await listeners.unlessFailed(
       () =>
@@ -92,25 +98,24 @@ export async function startServer(config: Config): Promise<void> {
           log,
           metrics,
           delivery: webhooks.delivery,
-          status: () => ({
-            ...(redisLimiter ? { limiter: redisLimiter.status() } : {}),
-            ...(config.keys ? { keysProblem: keys.problem() } : {}),
-          }),
+          status: hostStatus,
         }),
       () => store.close(),
     );
   } else {
     listeners.answerWith(
-      createApp({
-        ...gatewayParts,
-        store,
-        ...apiFlags(config),
-        metrics,
-        whyNotReady: () => (stopping ? 'The server is shutting down.' : undefined),
-        ...(redisLimiter ? { limiterStatus: () => redisLimiter.status() } : {}),
-        ...(config.keys ? { keysProblem: () => keys.problem() } : {}),
-        ...(webhooks.notify ? { notify: webhooks.notify } : {}),
-      }).fetch,
+      createApp(
+        appOptionsOf(config, adapter, {
+          store,
+          keys: () => keys.table,
+          limiter,
+          log,
+          metrics,
+          whyNotReady: () => (stopping ? 'The server is shutting down.' : undefined),
+          status: hostStatus,
+          notify: webhooks.notify,
+        }),
+      ).fetch,
     );
   }
   webhooks.delivery?.start();
@@ -118,7 +123,10 @@ export async function startServer(config: Config): Promise<void> {
   const admin =
     keys.admin && config.adminPort !== null
       ? adminApp({
-          ...gatewayParts,
+          keys: () => keys.table,
+          limiter,
+          log,
+          ...gatewayFlags(config, adapter),
           admin: keys.admin,
           ...(metrics ? { metrics } : {}),
           // When the admin API deletes a consumer, every owner its orders are stored under is
@@ -169,7 +177,7 @@ function workerCount(config: Config, adapter: RuntimeAdapter): number {
   }
   if (config.data === MEMORY) throw new ConfigError(memoryWithWorkers(count));
   if (tracesUrl(config.otelTracesEndpoint, config.otelEndpoint) !== undefined) {
-    // The workers' spans would each need the one exporter of the host: not built; never a silent loss.
+    // The workers' spans would each need the host's one exporter: not built; never a silent loss.
     throw new ConfigError(
       `--workers ${config.workers}: traces (OTEL_EXPORTER_OTLP_ENDPOINT) are exported with one worker only; ` +
         'serve with --workers 1 to export them',
@@ -221,7 +229,8 @@ async function startWorkers({
     ...(metrics ? { metrics } : {}),
     lost: (reason) => {
       log.error('stopping: the process would serve with fewer workers than it says', { reason });
-      // Drained as on SIGTERM, then exit 1, for the service manager (systemd, the orchestrator) to restart it.
+      // Drained as on SIGTERM, then exit 1: the service manager (systemd, the orchestrator)
+      // restarts it.
       process.exitCode = 1;
       process.kill(process.pid, 'SIGTERM');
     },
@@ -267,7 +276,10 @@ async function loadAdapter(): Promise<RuntimeAdapter> {
   return adapter;
 }
 
-/** The metrics registry with `--metrics` or `--metrics-port`; prom-client is loaded only then (it is slow to load). */
+/**
+ * The metrics registry with `--metrics` or `--metrics-port`; prom-client is loaded only then (it is
+ * slow to load).
+ */
 export async function metricsOf(config: Config, adapter: RuntimeAdapter): Promise<Metrics | undefined> {
   if (!config.metrics && config.metricsPort === null) return undefined;
   const { Metrics } = await import('../metrics/registry.ts');
@@ -363,7 +375,10 @@ class Listeners {
     return new Listeners(main, metricsServer, adapter, resolve);
   }
 
-  /** `step`'s result; when it fails, `undo` and every listener stopped first, so a failed start leaves nothing bound. */
+  /**
+   * `step`'s result; when it fails, `undo` and every listener stopped first, so a failed start
+   * leaves nothing bound.
+   */
   async unlessFailed<T>(step: () => Promise<T>, undo: () => Promise<void> = async () => {}): Promise<T> {
     try {
       return await step();
@@ -392,7 +407,10 @@ class Listeners {
   }
 }
 
-/** The in-process limiter, or the Redis one with it as the fallback (`--redis`); ban starts and ends logged and counted. */
+/**
+ * The in-process limiter, or the Redis one with it as the fallback (`--redis`); ban starts and ends
+ * logged and counted.
+ */
 async function openLimiter(config: Config, log: Logger, metrics: Metrics | undefined) {
   const onEvent = (e: LimiterEvent) => {
     if (e.type === 'ban_end') return log.warn('ban ended', { subject: e.subject.label, plan: e.subject.plan });
@@ -484,17 +502,12 @@ export function webhooksOf(
   return { delivery, notify: notifier({ outbox, log, clock: systemClock, recorded: () => delivery.wake() }) };
 }
 
-/** What the public and the admin gateways share: the keys, the limiter, the log and what the flags set. */
-function gatewayOptions(config: Config, adapter: RuntimeAdapter, keys: LiveKeys, limiter: RateLimiter, log: Logger) {
-  return { keys: () => keys.table, limiter, log, ...gatewayFlags(config, adapter) } satisfies Partial<AppOptions>;
-}
-
 /**
  * The gateway's options that come from flags: how to find the client's address, the ban, the
- * in-flight cap and the IPv6 grouping. One process and each worker (src/serve/worker.ts) take
+ * in-flight cap and the IPv6 grouping. The API's app (`appOptionsOf`) and the admin API's take
  * them from here alike.
  */
-export function gatewayFlags(config: Config, adapter: RuntimeAdapter) {
+function gatewayFlags(config: Config, adapter: RuntimeAdapter) {
   const trust = new TrustedProxies(config.trustProxy);
   return {
     clientAddress: (c) => trust.clientAddress(adapter.peerAddress(c), c.req.header('x-forwarded-for')),
@@ -504,15 +517,46 @@ export function gatewayFlags(config: Config, adapter: RuntimeAdapter) {
   } satisfies Partial<AppOptions>;
 }
 
-/** The API app's options that come from flags, beyond its gateway's; alike in one process and in each worker. */
-export function apiFlags(config: Config) {
+/**
+ * The API app's options, the one place they are put together: one process (`startServer()`) and
+ * each worker (src/serve/worker.ts) call it, so an option added here reaches both. The flags give
+ * most of them; the caller gives its store, keys, limiter, log and metrics, why `/readyz` should
+ * fail, the host's part of `/readyz` (`status`: the Redis limiter's state, the key store's
+ * problem), the webhooks' `notify` and, in a worker, the host's in-flight slots.
+ *
+ * @example
+ * const app = createApp(
+ *   appOptionsOf(config, adapter, { store, keys, limiter, log, metrics, whyNotReady, status }),
+ * );
+ */
+export function appOptionsOf(
+  config: Config,
+  adapter: RuntimeAdapter,
+  {
+    metrics,
+    status,
+    notify,
+    hostSlots,
+    ...parts
+  }: Pick<AppOptions, 'store' | 'keys' | 'limiter' | 'log' | 'metrics' | 'whyNotReady' | 'notify' | 'hostSlots'> & {
+    /** The host's part of `/readyz`; undefined in a worker the supervisor sends none. */
+    status: () => HostStatus | undefined;
+  },
+): AppOptions {
   return {
+    ...parts,
+    ...gatewayFlags(config, adapter),
     docs: { publicUrl: config.publicUrl, stagingUrl: config.stagingUrl },
     serveMetrics: config.metricsPort === null,
     corsOrigins: config.corsOrigins,
     experimental: config.experimental,
     orderHoldMs: config.orderHoldMs,
-  } satisfies Partial<AppOptions>;
+    ...(metrics ? { metrics } : {}),
+    ...(hostSlots ? { hostSlots } : {}),
+    ...(config.redis ? { limiterStatus: () => status()?.limiter } : {}),
+    ...(config.keys ? { keysProblem: () => status()?.keysProblem } : {}),
+    ...(notify ? { notify } : {}),
+  };
 }
 
 /**

@@ -18,6 +18,7 @@ import type { KeyTable } from '../keys/table.ts';
 import { batched, type Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { POOL_SIZE } from '../store/postgres/postgres-url.ts';
+import { COMPILED } from '../version.ts';
 import type { RunningServer } from './adapter.ts';
 import {
   type DecidedMessage,
@@ -37,10 +38,11 @@ export const WORKER_STATE = {
   listening: 1,
   /** Moved by every worker's store writes (src/store/wrappers/shared-change-count.ts). */
   storeChanges: 2,
-  /** Moved as each worker's SQLite write transaction ends: a worker waiting for the lock tries it then. */
+  /** Moved as each worker's SQLite write transaction ends: a worker awaiting the lock tries it. */
   lockReleases: 3,
 } as const;
-const SHARED_LENGTH = 4;
+/** The shared state's length: one 32-bit place for each of `WORKER_STATE`'s, numbered from 0. */
+const SHARED_LENGTH = Object.keys(WORKER_STATE).length;
 
 /** The memory the supervisor makes once and every worker is handed. */
 export interface WorkerMemory {
@@ -48,21 +50,21 @@ export interface WorkerMemory {
   readonly slots: HostSlotsMemory;
 }
 
-// Defined by `bun build --define` for a compiled binary (scripts/lib/build-info.sh), else undeclared.
-declare const PETSTORE_TARGET: string | undefined;
-
 /**
  * Where the worker's module is: in a compiled binary, its path among the binary's entry points
  * (scripts/lib/build-info.sh, `compile_entries`), relative to their common folder, src/; from
  * source, beside this file.
  */
 function workerEntry(): string {
-  return typeof PETSTORE_TARGET === 'string' ? './serve/worker.ts' : new URL('./worker.ts', import.meta.url).href;
+  return COMPILED ? './serve/worker.ts' : new URL('./worker.ts', import.meta.url).href;
 }
 
 /** The memory of `count` workers, zeroed. */
 export function workerMemory(count: number): WorkerMemory {
-  return { state: new SharedArrayBuffer(SHARED_LENGTH * 4), slots: hostSlotsMemory(count) };
+  return {
+    state: new SharedArrayBuffer(SHARED_LENGTH * Int32Array.BYTES_PER_ELEMENT),
+    slots: hostSlotsMemory(count),
+  };
 }
 
 /** What a worker is started with. */
@@ -72,14 +74,17 @@ export interface WorkerStart {
   readonly workers: number;
   /** Whether it takes the place of one that exited. */
   readonly replacement: boolean;
-  /** The host's status now, when the supervisor has one to report (then sent again every `STATUS_EVERY_MS`). */
+  /** The host's status now, if the supervisor reports one (then again every `STATUS_EVERY_MS`). */
   readonly status?: HostStatus;
   readonly config: Config;
   /** The port the supervisor proved free. */
   readonly port: number;
   readonly keys: readonly KeyRecord[];
   readonly memory: WorkerMemory;
-  /** Its grant memory (`host-limiter.ts`): a new one for each worker started, so a replacement never spends a dead one's units. */
+  /**
+   * Its grant memory (`host-limiter.ts`): a new one for each worker started, so a replacement never
+   * spends a dead one's units.
+   */
   readonly grants: SharedArrayBuffer;
 }
 
@@ -156,11 +161,11 @@ export interface WorkerPoolOptions {
   readonly lines: (line: string) => void;
   /** A worker recorded webhook events: the delivery worker looks now. */
   readonly wake: () => void;
-  /** Made by `workerMemory` before the store opens (the supervisor's store moves the shared version too). */
+  /** Made by `workerMemory` before the store opens (the supervisor's store moves its count too). */
   readonly memory: WorkerMemory;
-  /** The limiter's state and the keys' freshness, for the workers' `/readyz` (with `--redis`, `--keys store`). */
+  /** With `--redis` or `--keys store`: the limiter's state and the keys' freshness (`/readyz`). */
   readonly status?: () => HostStatus;
-  /** The supervisor's metrics (`--metrics`, `--metrics-port`): summed with the workers' on `/metrics`. */
+  /** The supervisor's metrics (`--metrics`, `--metrics-port`): summed with the workers' series. */
   readonly metrics?: Metrics;
   /** A worker could not be replaced: the process stops rather than serve with fewer. */
   readonly lost: (reason: string) => void;
@@ -176,7 +181,9 @@ interface Running {
  * The workers, as one `RunningServer` to the signal handlers: `stop()` drains them all together.
  *
  * @example
- * const pool = await WorkerPool.start({ count: 4, config, port, keys, limiter, log, lines, wake, lost })
+ * const pool = await WorkerPool.start({
+ *   count: 4, config, port, memory, keys, limiter, log, lines, wake, lost,
+ * })
  */
 export class WorkerPool implements RunningServer {
   readonly port: number;
@@ -208,7 +215,7 @@ export class WorkerPool implements RunningServer {
     for (const running of this.#running) running?.worker.postMessage(message);
   }
 
-  /** Starts every worker; resolves once all listen, rejects (the others stopped) when one cannot. */
+  /** Starts every worker; resolves once all listen, rejects (the others stopped) if one cannot. */
   static async start(options: WorkerPoolOptions): Promise<WorkerPool> {
     const pool = new WorkerPool(options);
     try {
@@ -254,7 +261,7 @@ export class WorkerPool implements RunningServer {
     return openMetrics ? metrics.renderOpenMetrics() : metrics.render();
   }
 
-  /** Every listening worker's series; those that do not answer within `SCRAPE_WAIT_MS` are left out. */
+  /** Every listening worker's series; those that do not answer within `SCRAPE_WAIT_MS` left out. */
   #scrape(): Promise<MetricJson[]> {
     const running = this.#running.filter((r): r is Running => r?.listening === true);
     return Promise.all(

@@ -10,13 +10,12 @@ import { setImmediate } from 'node:timers';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createApp } from '../app.ts';
 import { systemClock } from '../core/clock.ts';
-import type { LimiterStatus } from '../gateway/gateway.ts';
 import { KeyTable } from '../keys/table.ts';
 import { batched, createLogger, fileWriter } from '../log.ts';
 import { notifier } from '../webhooks/notify.ts';
 import { adapter } from './bun.ts';
 import { packAsks, RemoteLimiter, unpackAnswers } from './host-limiter.ts';
-import { apiFlags, gatewayFlags, metricsOf, storeOf } from './start.ts';
+import { appOptionsOf, metricsOf, storeOf } from './start.ts';
 import { keyRecords, type ToWorker, WORKER_STATE, type WorkerStart } from './supervisor.ts';
 
 declare const self: Worker;
@@ -25,7 +24,7 @@ const post = (message: unknown) => self.postMessage(message);
 
 async function serve(start: WorkerStart): Promise<void> {
   const { config, index, port, memory } = start;
-  // Its lines go to a log file itself (each batch one write(), whole), else to the supervisor's stream.
+  // Its lines go to a log file itself (each batch one write(), whole), else to the supervisor.
   const file = fileWriter();
   const logLines = heldLines((text) => {
     if (!file?.(`${text}\n`)) post({ type: 'log', text });
@@ -58,29 +57,21 @@ async function serve(start: WorkerStart): Promise<void> {
       }),
   );
   const store = await storeOf(config, log, metrics, { state, workers: start.workers });
-  const app = createApp({
-    store,
-    keys: () => keys,
-    limiter,
-    log,
-    ...gatewayFlags(config, adapter),
-    ...apiFlags(config),
-    hostSlots: { memory: memory.slots, worker: index },
-    ...(metrics ? { metrics } : {}),
-    whyNotReady: () => whyNotReady(state, start.workers),
-    ...(status?.limiter ? { limiterStatus: () => status?.limiter as LimiterStatus } : {}),
-    ...(status ? { keysProblem: () => status?.keysProblem } : {}),
-    ...(store.outbox
-      ? {
-          notify: notifier({
-            outbox: store.outbox,
-            log,
-            clock: systemClock,
-            recorded: () => post({ type: 'wake' }),
-          }),
-        }
-      : {}),
-  });
+  const app = createApp(
+    appOptionsOf(config, adapter, {
+      store,
+      keys: () => keys,
+      limiter,
+      log,
+      metrics,
+      whyNotReady: () => whyNotReady(state, start.workers),
+      status: () => status,
+      hostSlots: { memory: memory.slots, worker: index },
+      notify:
+        store.outbox &&
+        notifier({ outbox: store.outbox, log, clock: systemClock, recorded: () => post({ type: 'wake' }) }),
+    }),
+  );
   const server = await adapter.serve({
     fetch: app.fetch,
     port,
@@ -150,7 +141,10 @@ function crashForTests({ index, replacement }: WorkerStart): void {
  */
 const LOG_EVERY_MS = 10;
 
-/** A worker's log lines, handed on joined in one string (a message copies one string faster than many) every `LOG_EVERY_MS`. */
+/**
+ * A worker's log lines, handed on joined in one string (a message copies one string faster than
+ * many) every `LOG_EVERY_MS`.
+ */
 function heldLines(send: (text: string) => void): { write(line: string): void; flush(): void } {
   let pending: string[] = [];
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -1,8 +1,8 @@
 /**
- * The request scope: what every step of one request shares without being handed it. The
- * pipeline opens it around the request (`inScope`); log lines, store calls and the gateway's
- * spans read it (`currentScope`). `AsyncLocalStorage` follows the request through every await,
- * on Bun, Deno and Node alike.
+ * The request scope: what every step of one request shares without being handed it. The pipeline
+ * opens it around the request (`inScope`); log lines, store calls and the gateway's child records
+ * read it (`currentScope`). `AsyncLocalStorage` follows the request through every await, on Bun,
+ * Deno and Node alike.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 
@@ -10,7 +10,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 export interface RequestScope {
   /** The request's id (`X-Request-Id`). */
   readonly requestId: string;
-  /** The trace the request belongs to (32 hex digits); undefined for a request that is not traced. */
+  /** The trace the request belongs to (32 hex digits); undefined for a request not traced. */
   readonly traceId?: string;
   /** The request's span (16 hex digits). */
   readonly spanId?: string;
@@ -56,7 +56,7 @@ export function currentScope(): RequestScope | undefined {
 }
 
 /**
- * Runs `work` with `scope` as the current scope, through every await it makes; `work` is handed it too.
+ * Runs `work` in `scope`, the current scope through every await it makes; `work` is handed it too.
  *
  * @example
  * inScope({ requestId: 'r1' }, () => log.info('seen')) // the line carries "requestId":"r1"

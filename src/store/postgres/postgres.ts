@@ -50,7 +50,7 @@ import { OUTBOX, postgresOutbox } from './postgres-outbox.ts';
 import { transaction } from './postgres-transaction.ts';
 import { describeData, POOL_SIZE } from './postgres-url.ts';
 
-/** Now on the database's clock, in epoch ms: every instance sets and compares holds by it, skewed or not. */
+/** Now on the database's clock, in epoch ms: every instance holds by it, whatever its own clock. */
 const NOW_MS = 'floor(extract(epoch FROM now()) * 1000)::bigint';
 /**
  * `sql.unsafe`'s option for a statement sent often: prepared once per connection, then one round
@@ -111,8 +111,9 @@ export const CLOSE_IF_PLACED = `WITH closed AS (
 export const LISTENER_NAME = 'petstore listener';
 /**
  * Seconds before a connection that failed may be tried again. postgres.js's default grows with
- * every failure up to 20 s, which would leave a returned server unused for seconds after an outage;
- * while the server is unreachable, `TimeBoundedStore` already limits the attempts to one probe at a time.
+ * every failure up to 20 s, which would leave a returned server unused for seconds after an
+ * outage; while the server is unreachable, `TimeBoundedStore` already limits the attempts to one
+ * probe at a time.
  */
 const RECONNECT_DELAY_SECONDS = 0.1;
 /**
@@ -162,7 +163,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
   /** Every pet write of the fleet, heard through LISTEN: what `changeCount()` answers from. */
   readonly #changes: PetChanges;
   readonly #sweeps = new SweepSchedule();
-  /** The webhook outbox in this database, shared by every instance; each write is flushed like a create. */
+  /** This database's webhook outbox, shared by every instance; each write flushed like a create. */
   readonly outbox: Outbox = postgresOutbox({
     sql: () => this.#sql,
     query: (doing, run) => this.#query(doing, run),
@@ -189,7 +190,8 @@ export class PostgresStore implements DataStore, WithKeyStore {
    * turns) and checks the server's durability settings; throws `StoreOpenError` on failure.
    *
    * @example
-   * const store = await PostgresStore.open({ url: 'postgres://petstore@127.0.0.1:5432/petstore', log })
+   * const url = 'postgres://petstore@127.0.0.1:5432/petstore'
+   * const store = await PostgresStore.open({ url, log })
    */
   static async open({
     url,
@@ -211,7 +213,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
         ...options,
         max: poolSize,
         // A server configured with synchronous_commit=off would acknowledge commits it can lose.
-        // Its writes are announced after their commit, not by the table's trigger (ANNOUNCES_SETTING).
+        // Its writes are announced after commit, not by the table's trigger (ANNOUNCES_SETTING).
         connection: {
           application_name: 'petstore',
           synchronous_commit: 'on',
@@ -488,7 +490,10 @@ export class PostgresStore implements DataStore, WithKeyStore {
     );
   }
 
-  /** `placeOrder` in one statement; undefined when the transaction must decide (the pet was not available). */
+  /**
+   * `placeOrder` in one statement; undefined when the transaction must decide (the pet was not
+   * available).
+   */
   async #placeAtOnce({ owner, petId, holdMs }: PlaceOrder): Promise<PlaceOrderResult | undefined> {
     let row: unknown;
     try {
@@ -637,7 +642,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
     await this.#changing(STORE_CALLS.adoptOwners.doing, NO_PET, () =>
       transaction(this.#sql, async (tx) => {
         for (const { from, to } of moves) {
-          // A key the heir already has stays where it is: moving it would break the pair's uniqueness.
+          // A key the heir already has stays put: moving it would break the pair's uniqueness.
           await tx`
             UPDATE orders o SET owner = ${to}
             WHERE o.owner = ${from} AND (o.idempotency_key IS NULL OR NOT EXISTS (
@@ -673,7 +678,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
     return expired;
   }
 
-  /** Reads the earliest hold of a placed order, which `startDueExpiry()` and `changeCount()` watch. */
+  /** Reads the earliest hold of a placed order, watched by `startDueExpiry()`, `changeCount()`. */
   async #readNextDeadline(): Promise<void> {
     const [next] = await this.#query(
       STORE_CALLS.expireOrders.doing,
@@ -725,9 +730,15 @@ export class PostgresStore implements DataStore, WithKeyStore {
     return rows.length;
   }
 
-  /** Past the earliest hold known here, starts expiring the orders due, one run at a time, and returns that run. */
+  /**
+   * Past the earliest hold known here, starts expiring the orders due, one run at a time, and
+   * returns that run.
+   */
   startDueExpiry(): Promise<unknown> | undefined {
     if (Date.now() < this.#nextDeadline) return undefined;
+    // A failed run is not the read's to answer: the read goes on and shows the pets as stored, with
+    // nothing memoised (`changeCount()` stays undefined past the deadline). The next read or the
+    // order sweep (src/serve/start.ts, which logs and counts its failures) tries again.
     this.#expiring ??= this.expireOrders()
       .catch(() => {})
       .finally(() => {
@@ -791,7 +802,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
     }
   }
 
-  /** A connection timed out: once they have done so for `RENEW_AFTER_TIMEOUTS_MS`, a new pool takes over. */
+  /** A connection timed out: if they have for `RENEW_AFTER_TIMEOUTS_MS`, a new pool takes over. */
   #timedOut(): void {
     const now = Date.now();
     this.#timingOutSince ??= now;

@@ -100,7 +100,7 @@ const UPSERT_KEY = `
 const SWEEP_KEYS = 'DELETE FROM idempotency_keys WHERE expires_at <= ?';
 const ORDER_BY_KEY = `SELECT ${ORDER_COLUMNS} FROM orders WHERE owner = ? AND idempotency_key = ?`;
 const ORDER_OF = `SELECT ${ORDER_COLUMNS} FROM orders WHERE id = ? AND owner = ?`;
-/** The pet moves to pending only from available: the conditional write that holds a pet for one order only. */
+/** Pending only from available: the conditional write that holds a pet for one order only. */
 const HOLD_PET =
   "UPDATE pets SET status = 'pending', version = version + 1 WHERE id = ? AND status = 'available' RETURNING id";
 const PET_STATUS = 'SELECT status FROM pets WHERE id = ?';
@@ -196,7 +196,10 @@ interface PendingWrite {
 export class SqliteStore implements DataStore, WithKeyStore {
   readonly #db: SqliteConnection;
   readonly #sweeps = new SweepSchedule();
-  /** Counts this process's changes of pets once committed, and every change of `data_version` (another's) as a change of every pet. */
+  /**
+   * Counts this process's changes of pets once committed, and every change of `data_version`
+   * (another's) as a change of every pet.
+   */
   readonly #changes = new ChangeCounter();
   /** What the batch being run changes, counted once it commits. */
   #touched: PetSet[] = [];
@@ -210,8 +213,8 @@ export class SqliteStore implements DataStore, WithKeyStore {
   #retry: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
   /**
-   * The earliest hold of a placed order: from then on an order may be due, and no answer is memoised
-   * until the orders are expired.
+   * The earliest hold of a placed order: from then on an order may be due, and no answer is
+   * memoised until the orders are expired.
    */
   #nextDeadline: number;
   /** The expiry `startDueExpiry()` started, while it runs. */
@@ -396,17 +399,20 @@ export class SqliteStore implements DataStore, WithKeyStore {
   }
 
   /**
-   * Past the earliest hold, starts expiring the orders due, one run at a time, and returns that run.
-   * The earliest hold includes those another process of the file placed (another worker): its
+   * Past the earliest hold, starts expiring the orders due, one run at a time, and returns that
+   * run. The earliest hold includes those another process of the file placed (another worker): its
    * commits are seen through `data_version`, within `DATA_VERSION_TTL_MS`.
    */
   startDueExpiry(): Promise<unknown> | undefined {
     try {
       this.#noticeOtherWriters('read data_version');
     } catch {
-      // The file cannot be read: the expiry, a write, fails the same way and says so.
+      // The file cannot be read: the expiry, a write, fails the same way.
     }
     if (this.#clock.now() < this.#nextDeadline) return undefined;
+    // A failed run is not the read's to answer: the read goes on and shows the pets as stored, with
+    // nothing memoised (`changeCount()` stays undefined past the deadline). The next read or the
+    // order sweep (src/serve/start.ts, which logs and counts its failures) tries again.
     this.#expiring ??= this.expireOrders(this.#clock.now())
       .catch(() => {})
       .finally(() => {
@@ -422,7 +428,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
    */
   changeCount(): number | undefined {
     try {
-      // A hold that ran out changes pets: no answer is memoised or served until its expiry is counted.
+      // A hold that ran out changes pets: nothing is memoised or served till its expiry is counted.
       if (this.#clock.now() >= this.#nextDeadline) return undefined;
       this.#noticeOtherWriters('read data_version');
       return this.#changes.count();
@@ -545,7 +551,10 @@ export class SqliteStore implements DataStore, WithKeyStore {
     else void wait.value.then((result) => result === 'ok' && again());
   }
 
-  /** This connection's write transaction ended: another connection of this process waiting for the lock may try it. */
+  /**
+   * This connection's write transaction ended: another connection of this process waiting for the
+   * lock may try it.
+   */
   #lockReleased(): void {
     const releases = this.#releases;
     if (!releases) return;
@@ -602,7 +611,10 @@ export class SqliteStore implements DataStore, WithKeyStore {
     return stored;
   }
 
-  /** Inside the batch's transaction: pet `id` leaves `pending` for `status`, if it is pending; counted only then. */
+  /**
+   * Inside the batch's transaction: pet `id` leaves `pending` for `status`, if it is pending;
+   * counted only then.
+   */
   #releasePet(id: number, status: 'available' | 'sold'): void {
     const released = this.#db.prepare(RELEASE_PET).get(status, id);
     if (released !== undefined && released !== null) this.#touched.push({ ids: [id], statuses: true });
@@ -653,7 +665,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
     return held !== undefined && held !== null;
   }
 
-  /** Inside the batch's transaction: the key's order, a conflict, or the pet held and a new order. */
+  /** In the batch's transaction: the key's order, a conflict, or the pet held and a new order. */
   #placeIn({ owner, petId, holdMs, now, key }: PlaceOrder): PlaceOrderResult {
     this.#expireIn(now);
     if (key !== undefined) {
