@@ -145,7 +145,7 @@ export function createApp({
     clientAddress,
     gateway: pass,
     deps: { store, clock, orderHoldMs },
-    // The pipeline's own use of the store: the expiry of due holds and the memo's change count.
+    // The pipeline's own use of the store: the expiry of due orders and the memo's change count.
     store,
     maxBodyBytes: MAX_BODY_BYTES,
     corsOrigins,

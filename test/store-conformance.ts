@@ -163,7 +163,7 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
         await Bun.sleep(300);
         const now = Date.now();
         expect(await store.getOrder('key:acme', order.id, now)).toEqual({ ...order, status: 'expired' });
-        expect(await store.expireOrders(Date.now())).toBe(0);
+        expect(await store.expireDueOrders(Date.now())).toBe(0);
         expect((await store.get(1))?.status).toBe('available');
         expect((await store.closeOrder('key:acme', order.id, 'completed', now)).outcome).toBe('order_closed');
         const events = (await store.outbox?.claim('test', Date.now() + 1_000, 60_000, 10)) ?? [];

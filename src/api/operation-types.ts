@@ -121,7 +121,7 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
    * to expire before it reads, so it never shows a pet `pending` past its hold. A write that
    * reads a pet expires the holds in its own transaction instead.
    */
-  readonly expiresHoldsFirst: boolean;
+  readonly expiresDueOrdersFirst: boolean;
   /**
    * Whether the handler is told which key asks (`Input.key`): the admin API's changes are audited
    * by it.
@@ -139,10 +139,10 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
 export type Operation<D = ApiDeps> = OperationSpec<unknown, unknown, unknown, unknown, D>;
 
 /**
- * An operation that is never memoised and expires no holds first: all that a pipeline without the
+ * An operation that is never memoised and expires no due orders first: all that a pipeline without the
  * store serves (the admin API's).
  */
-export type UnmemoisedOperation<D> = Operation<D> & { readonly memo: false; readonly expiresHoldsFirst: false };
+export type UnmemoisedOperation<D> = Operation<D> & { readonly memo: false; readonly expiresDueOrdersFirst: false };
 
 /**
  * Types one entry of the table: the handler's input is inferred from the entry's schemas.
@@ -150,7 +150,7 @@ export type UnmemoisedOperation<D> = Operation<D> & { readonly memo: false; read
  * @example
  * // weakEtag: false, as the handler tags the pet with its own strong ETag
  * defineOperation({ id: 'getPet', method: 'GET', path: '/pets/:petId', scope: 'pets:read',
- *   params: PetParams, weakEtag: false, memo: true, expiresHoldsFirst: true,
+ *   params: PetParams, weakEtag: false, memo: true, expiresDueOrdersFirst: true,
  *   handler: async ({ params }) => ... })
  */
 export function defineOperation<
@@ -162,7 +162,7 @@ export function defineOperation<
   M extends boolean = boolean,
   R extends boolean = boolean,
 >(
-  spec: OperationSpec<Q, P, H, B, D> & { readonly memo: M; readonly expiresHoldsFirst: R },
-): Operation<D> & { readonly memo: M; readonly expiresHoldsFirst: R } {
-  return spec as unknown as Operation<D> & { readonly memo: M; readonly expiresHoldsFirst: R };
+  spec: OperationSpec<Q, P, H, B, D> & { readonly memo: M; readonly expiresDueOrdersFirst: R },
+): Operation<D> & { readonly memo: M; readonly expiresDueOrdersFirst: R } {
+  return spec as unknown as Operation<D> & { readonly memo: M; readonly expiresDueOrdersFirst: R };
 }

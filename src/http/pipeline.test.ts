@@ -19,16 +19,16 @@ const ping = {
   method: 'GET',
   path: '/ping',
   weakEtag: false,
-  expiresHoldsFirst: false,
+  expiresDueOrdersFirst: false,
   handler: async () => ({ status: 200, body: '{}', type: 'application/json' }),
 } as const;
 const unmemoised = defineOperation({ ...ping, memo: false });
 const memoised = defineOperation({ ...ping, memo: true });
-const holdsFirst = defineOperation({ ...ping, memo: false, expiresHoldsFirst: true });
+const holdsFirst = defineOperation({ ...ping, memo: false, expiresDueOrdersFirst: true });
 /** An API pipeline's options, without the store's change count. */
 const api = { ...base, gateway: refuseAll, deps: {}, allowedMethods: () => undefined };
 /** A store whose count never moves: enough for a pipeline to take memoised operations. */
-const store = { startDueExpiry: () => undefined, changeCount: () => 1, unchanged: () => true };
+const store = { startDueOrderExpiry: () => undefined, changeCount: () => 1, unchanged: () => true };
 
 describe('what each pipeline needs is checked by the compiler', () => {
   test('an app without a table has no operation step, and its notFound never asks for a key', async () => {
@@ -41,16 +41,18 @@ describe('what each pipeline needs is checked by the compiler', () => {
     expect(res.status).toBe(404);
   });
 
-  test('an API pipeline without the store takes only operations that are never memoised and expire no holds first', async () => {
+  test('an API pipeline without the store takes only operations that are never memoised and expire no due orders first', async () => {
     const handlers = apiPipeline(api);
     expect(typeof handlers.operation(unmemoised)).toBe('function');
     // @ts-expect-error: a memoised operation needs the store's change count.
     const addMemoised = () => handlers.operation(memoised);
-    // @ts-expect-error: an operation that expires holds first needs the store.
+    // @ts-expect-error: an operation that expires due orders first needs the store.
     const addHoldsFirst = () => handlers.operation(holdsFirst);
     // What the compiler refuses is refused at start-up too, when the route is added.
     expect(addMemoised).toThrow(new TypeError('pipeline: ping is memoised, but the pipeline has no store'));
-    expect(addHoldsFirst).toThrow(new TypeError('pipeline: ping expires holds first, but the pipeline has no store'));
+    expect(addHoldsFirst).toThrow(
+      new TypeError('pipeline: ping expires due orders first, but the pipeline has no store'),
+    );
     const withCount = apiPipeline({ ...api, store });
     expect(typeof withCount.operation(memoised)).toBe('function');
     expect(typeof withCount.operation(holdsFirst)).toBe('function');

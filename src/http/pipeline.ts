@@ -86,16 +86,16 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
    */
   allowedMethods: (path: string) => readonly string[] | undefined;
   /**
-   * The store, as step 6 asks it: to expire the orders whose hold ran out before an operation
-   * that expires holds first (`HoldExpiry`), and its change count for the memo (src/http/memo.ts).
+   * The store, as step 6 asks it: to expire the due orders before an operation that expires due
+   * orders first (`DueOrderExpiry`), and its change count for the memo (src/http/memo.ts).
    * Without it the pipeline has no memo, and only operations that are never memoised and expire
-   * no holds first can be added.
+   * no due orders first can be added.
    */
-  store?: StoreChanges & HoldExpiry;
+  store?: StoreChanges & DueOrderExpiry;
 }
 
-/** What an operation that expires holds first asks of the store: to expire holds that ran out. */
-export type HoldExpiry = Pick<DataStore, 'startDueExpiry'>;
+/** What an operation that expires due orders first asks of the store: to start their expiry. */
+export type DueOrderExpiry = Pick<DataStore, 'startDueOrderExpiry'>;
 
 /**
  * The route handlers of an app without an operations table: the metrics port's. Each request
@@ -118,7 +118,7 @@ export function pipeline(options: PipelineOptions) {
  * The route handlers of an app that serves an operations table: those of `pipeline`, and
  * `operation`, which makes one operation's route (`operationHandler` lists its steps). Its types
  * ask for what serving the table needs: a table with memoised operations or operations that
- * expire holds first (`expiresHoldsFirst`) needs `store`.
+ * expire due orders first (`expiresDueOrdersFirst`) needs `store`.
  *
  * @example
  * const handlers = apiPipeline({ log, clock, clientAddress, gateway: pass, deps, store,
@@ -127,13 +127,13 @@ export function pipeline(options: PipelineOptions) {
  * app.notFound(handlers.notFound)
  */
 export function apiPipeline<D extends object>(
-  options: ApiPipelineOptions<D> & { store: StoreChanges & HoldExpiry },
+  options: ApiPipelineOptions<D> & { store: StoreChanges & DueOrderExpiry },
 ): ApiRouteHandlers<Operation<D>>;
 export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): ApiRouteHandlers<UnmemoisedOperation<D>>;
 export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): ApiRouteHandlers<Operation<D>> {
   const { gateway, deps, allowedMethods, store } = options;
   const answerMemo = store && new AnswerMemo(store);
-  const parts: ApiParts<D> = { ...partsOf(options), gateway, deps, allowedMethods, answerMemo, holdExpiry: store };
+  const parts: ApiParts<D> = { ...partsOf(options), gateway, deps, allowedMethods, answerMemo, dueOrders: store };
   /** Hono's `notFound`: a path no route serves. Under the API prefix it meets the gateway first. */
   const notFound = exchangeHandler(parts, (c) =>
     parts.isGatewayPath(c.req.path) ? answerNoRoute(parts, c) : fail(c, NO_SUCH_PATH),
@@ -186,8 +186,8 @@ interface ApiParts<D> extends PipelineParts {
   readonly allowedMethods: (path: string) => readonly string[] | undefined;
   /** The answer memo, over the store's change count, when the pipeline is given the store. */
   readonly answerMemo: AnswerMemo | undefined;
-  /** The store's expiry of holds that ran out, awaited by an operation that expires holds first. */
-  readonly holdExpiry: HoldExpiry | undefined;
+  /** The store's expiry of due orders, awaited by an operation that expires due orders first. */
+  readonly dueOrders: DueOrderExpiry | undefined;
 }
 
 /** Makes the parts every step of one pipeline shares, once, from its options. */
@@ -235,7 +235,7 @@ function partsOf({
  * 4. `addDeprecationHeaders`: a deprecated operation's `Deprecation`, `Sunset` and `Link`.
  * 5. `checkBody`: refuses a body over the size limit (413). A body sent with GET is held to the
  *    same size and to JSON (413, 415).
- * 6. `answerFresh`: an operation that expires holds first waits for the orders whose hold ran
+ * 6. `answerFresh`: an operation that expires due orders first waits for the orders whose hold ran
  *    out to expire. Then it answers a memoised operation from the memo when nothing its answer
  *    read has changed. Otherwise it answers with step 7's answer, and memoises a 200 from the
  *    second time its path and query are asked.
@@ -375,8 +375,8 @@ async function checkBody(
 }
 
 /**
- * Step 6: a fresh answer. An operation that expires holds first waits for the orders whose hold
- * ran out to expire (`startDueExpiry()`), so it shows their pets `available`. A memoised operation
+ * Step 6: a fresh answer. An operation that expires due orders first waits for the orders whose hold
+ * ran out to expire (`startDueOrderExpiry()`), so it shows their pets `available`. A memoised operation
  * is answered from the memo (src/http/memo.ts) when nothing it read has changed since; otherwise,
  * and for every operation that is not memoised (`placeOrder`), step 7 runs the handler and this
  * step answers its reply.
@@ -388,11 +388,11 @@ async function answerFresh<D>(
   decision: Decision,
   caller: ConsumerCaller,
 ): Promise<Response> {
-  const { answerMemo, holdExpiry } = route;
+  const { answerMemo, dueOrders } = route;
   // Expiring an order whose hold ran out makes its pet `available`, with a new version. A read of
   // pets waits for that, so it shows the pet `available`, with the version a PATCH's `If-Match`
   // must name.
-  const expiring = holdExpiry?.startDueExpiry();
+  const expiring = dueOrders?.startDueOrderExpiry();
   if (expiring) await expiring;
   if (!answerMemo) return answer(c, await runHandler(parts, route, c, decision, caller));
   const { memoCount } = parts;
@@ -457,15 +457,15 @@ interface OperationRoute<D> {
   readonly metricsIndex: number;
   /** The pipeline's memo, for a memoised operation; undefined for the others. */
   readonly answerMemo: AnswerMemo | undefined;
-  /** The store's expiry of holds, for an operation that expires holds first; else undefined. */
-  readonly holdExpiry: HoldExpiry | undefined;
+  /** The store's expiry of due orders, for an operation that expires due orders first; else undefined. */
+  readonly dueOrders: DueOrderExpiry | undefined;
 }
 
 /**
  * What serving `op` needs, checked once when its route is added: it throws at start-up for an
  * operation the pipeline cannot serve as the table says.
  */
-function routeOf<D>({ answerMemo, holdExpiry }: ApiParts<D>, op: Operation<D>): OperationRoute<D> {
+function routeOf<D>({ answerMemo, dueOrders }: ApiParts<D>, op: Operation<D>): OperationRoute<D> {
   // A quota reader's answer is the caller's own: never memoised for another.
   if (op.memo && op.readsQuota) throw new TypeError(`pipeline: ${op.id} reads the quota and cannot be memoised`);
   // A memoised answer is found by its path and query alone, so its input must come from nothing
@@ -474,8 +474,8 @@ function routeOf<D>({ answerMemo, holdExpiry }: ApiParts<D>, op: Operation<D>): 
     throw new TypeError(`pipeline: ${op.id} reads headers or a body and cannot be memoised by its path and query`);
   }
   if (op.memo && !answerMemo) throw new TypeError(`pipeline: ${op.id} is memoised, but the pipeline has no store`);
-  if (op.expiresHoldsFirst && !holdExpiry) {
-    throw new TypeError(`pipeline: ${op.id} expires holds first, but the pipeline has no store`);
+  if (op.expiresDueOrdersFirst && !dueOrders) {
+    throw new TypeError(`pipeline: ${op.id} expires due orders first, but the pipeline has no store`);
   }
   const deprecated = op.deprecated ? deprecationHeaders(op.deprecated) : undefined;
   return {
@@ -484,7 +484,7 @@ function routeOf<D>({ answerMemo, holdExpiry }: ApiParts<D>, op: Operation<D>): 
     readInput: inputReader(op),
     metricsIndex: operationIndex(op.id),
     answerMemo: op.memo ? answerMemo : undefined,
-    holdExpiry: op.expiresHoldsFirst ? holdExpiry : undefined,
+    dueOrders: op.expiresDueOrdersFirst ? dueOrders : undefined,
   };
 }
 

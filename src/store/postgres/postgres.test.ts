@@ -511,7 +511,7 @@ describe('PostgresStore version: every write of the fleet, heard through LISTEN'
       await within(1_500, () => store.changeCount() === undefined);
       // A kept read starts the expiry (as src/http/pipeline.ts does), then its count is known again.
       await within(2_000, () => {
-        store.startDueExpiry();
+        store.startDueOrderExpiry();
         return store.changeCount() !== undefined;
       });
       expect((await store.get(pet.id))?.status).toBe('available');

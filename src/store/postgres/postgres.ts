@@ -419,7 +419,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
     return transaction(this.#sql, async (tx): Promise<UpdateResult> => {
       // A hold of this pet that ran out ends first (its order locked, then the pet, the order
       // every writer takes them in), so If-Match is checked against the version it gave.
-      await this.#expireIn(tx, id);
+      await this.#expireDueOrdersIn(tx, id);
       const [row] = await tx`SELECT ${cols} FROM pets WHERE id = ${id} FOR UPDATE`;
       const current = row ? storedPetFromRow(row) : undefined;
       const plan = planUpdate(current, patch, ifMatch);
@@ -446,7 +446,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
       transaction(this.#sql, async (tx): Promise<RemoveResult> => {
         // A hold of this pet that ran out ends first (its order locked, then the pet, the order
         // every writer takes them in), so If-Match is checked against the version it gave.
-        await this.#expireIn(tx, id);
+        await this.#expireDueOrdersIn(tx, id);
         const [row] = await tx`SELECT ${cols} FROM pets WHERE id = ${id} FOR UPDATE`;
         const current = row ? storedPetFromRow(row) : undefined;
         const plan = planRemove(current, ifMatch);
@@ -519,7 +519,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
       }
       // A hold of this pet that ran out ends first: the pet can be ordered again at once, and a
       // retry of the order that held it answers it expired, not placed.
-      await this.#expireIn(tx, petId);
+      await this.#expireDueOrdersIn(tx, petId);
       if (key !== undefined) {
         const [seen] =
           await tx`SELECT ${tx.unsafe(ORDER_COLUMNS)} FROM orders WHERE owner = ${owner} AND idempotency_key = ${key}`;
@@ -561,7 +561,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
       );
     let [row] = await read();
     if (row && column(row, 'status') === 'placed' && column(row, 'due') === true) {
-      await this.expireOrders();
+      await this.expireDueOrders();
       [row] = await read();
     }
     return row ? orderFromRow(row) : undefined;
@@ -573,7 +573,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
       () => this.#sql`SELECT 1 AS due FROM orders
         WHERE owner = ${owner} AND status = 'placed' AND hold_until <= ${this.#sql.unsafe(NOW_MS)} LIMIT 1`,
     );
-    if (due) await this.expireOrders();
+    if (due) await this.expireDueOrders();
     const cols = this.#sql.unsafe(ORDER_COLUMNS);
     const rows = await this.#query(STORE_CALLS.listOrders.doing, () =>
       status === undefined
@@ -610,7 +610,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
       if (!row) return { outcome: 'not_found' };
       let order = orderFromRow(row);
       if (order.status === 'placed' && column(row, 'due') === true) {
-        await this.#expireIn(tx, order.petId);
+        await this.#expireDueOrdersIn(tx, order.petId);
         order = { ...order, status: 'expired' };
       }
       if (order.status !== 'placed') return { outcome: order.status === to ? 'unchanged' : 'order_closed', order };
@@ -660,9 +660,9 @@ export class PostgresStore implements DataStore, WithKeyStore {
   }
 
   /** Expires the placed orders whose hold is over on the database's clock; `now` is not used. */
-  async expireOrders(): Promise<number> {
+  async expireDueOrders(): Promise<number> {
     const [due] = await this.#query(
-      STORE_CALLS.expireOrders.doing,
+      STORE_CALLS.expireDueOrders.doing,
       () => this.#sql`SELECT min(hold_until) - ${this.#sql.unsafe(NOW_MS)} AS due_in
         FROM orders WHERE status = 'placed'`,
     );
@@ -671,17 +671,17 @@ export class PostgresStore implements DataStore, WithKeyStore {
       this.#nextDeadline = deadlineIn(dueIn);
       return 0;
     }
-    const expired = await this.#changing(STORE_CALLS.expireOrders.doing, EVERY_PET, () =>
-      transaction(this.#sql, (tx) => this.#expireIn(tx)),
+    const expired = await this.#changing(STORE_CALLS.expireDueOrders.doing, EVERY_PET, () =>
+      transaction(this.#sql, (tx) => this.#expireDueOrdersIn(tx)),
     );
     await this.#readNextDeadline();
     return expired;
   }
 
-  /** Reads the earliest hold of a placed order, watched by `startDueExpiry()`, `changeCount()`. */
+  /** Reads the earliest hold of a placed order, watched by `startDueOrderExpiry()`, `changeCount()`. */
   async #readNextDeadline(): Promise<void> {
     const [next] = await this.#query(
-      STORE_CALLS.expireOrders.doing,
+      STORE_CALLS.expireDueOrders.doing,
       () =>
         this.#sql`SELECT min(hold_until) - ${this.#sql.unsafe(NOW_MS)} AS due_in FROM orders WHERE status = 'placed'`,
     );
@@ -703,7 +703,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
    * pets `available`, `order.expired` recorded. The UPDATE's condition is re-checked under the
    * row lock, so instances expiring together expire each order once, and record its event once.
    */
-  async #expireIn(tx: postgres.TransactionSql, petId?: number): Promise<number> {
+  async #expireDueOrdersIn(tx: postgres.TransactionSql, petId?: number): Promise<number> {
     const now = tx.unsafe(NOW_MS);
     const rows = await (petId === undefined
       ? tx`UPDATE orders SET status = 'expired' WHERE status = 'placed' AND hold_until <= ${now}
@@ -734,12 +734,12 @@ export class PostgresStore implements DataStore, WithKeyStore {
    * Past the earliest hold known here, starts expiring the orders due, one run at a time, and
    * returns that run.
    */
-  startDueExpiry(): Promise<unknown> | undefined {
+  startDueOrderExpiry(): Promise<unknown> | undefined {
     if (Date.now() < this.#nextDeadline) return undefined;
     // A failed run is not the read's to answer: the read goes on and shows the pets as stored, with
     // nothing memoised (`changeCount()` stays undefined past the deadline). The next read or the
     // order sweep (src/serve/start.ts, which logs and counts its failures) tries again.
-    this.#expiring ??= this.expireOrders()
+    this.#expiring ??= this.expireDueOrders()
       .catch(() => {})
       .finally(() => {
         this.#expiring = undefined;
@@ -754,7 +754,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
    */
   changeCount(): number | undefined {
     // Past the earliest hold known here, pets may be about to change: nothing is memoised until the
-    // orders due are expired (by `startDueExpiry()`'s run, or another instance's write heard here).
+    // orders due are expired (by `startDueOrderExpiry()`'s run, or another instance's write heard here).
     if (Date.now() >= this.#nextDeadline) return undefined;
     return this.#changes.version();
   }

@@ -217,7 +217,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
    * memoised until the orders are expired.
    */
   #nextDeadline: number;
-  /** The expiry `startDueExpiry()` started, while it runs. */
+  /** The expiry `startDueOrderExpiry()` started, while it runs. */
   #expiring: Promise<unknown> | undefined;
   /** The webhook outbox in this file: its writes are batched with the pets'. */
   readonly outbox: Outbox = sqliteOutbox({
@@ -335,7 +335,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
   }
 
   async getOrder(owner: string, id: string, now: number): Promise<StoredOrder | undefined> {
-    await this.#expireIfDue(now);
+    await this.expireDueOrders(now);
     return this.#retryWhileBusy(STORE_CALLS.getOrder.doing, () => {
       const row = this.#query(STORE_CALLS.getOrder.doing, () => this.#db.prepare(ORDER_OF).get(id, owner));
       return row === undefined || row === null ? undefined : orderFromRow(row);
@@ -347,7 +347,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
     { limit, status, after = '' }: OrderListOptions,
     now: number,
   ): Promise<StoredOrder[]> {
-    await this.#expireIfDue(now);
+    await this.expireDueOrders(now);
     return this.#retryWhileBusy(STORE_CALLS.listOrders.doing, () =>
       this.#query(STORE_CALLS.listOrders.doing, () =>
         status === undefined
@@ -359,7 +359,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
 
   closeOrder(owner: string, id: string, to: Closing, now: number): Promise<CloseOrderResult> {
     return this.#enqueue(STORE_CALLS.closeOrder.doing, () => {
-      this.#expireIn(now);
+      this.#expireDueOrdersIn(now);
       const closedRow = this.#db.prepare(CLOSE_ORDER).get(to, id, owner);
       if (closedRow !== undefined && closedRow !== null) {
         const closed = orderFromRow(closedRow);
@@ -373,8 +373,17 @@ export class SqliteStore implements DataStore, WithKeyStore {
     });
   }
 
-  async expireOrders(now: number): Promise<number> {
-    return this.#expireIfDue(now);
+  /** Expires the orders whose hold is over, in a write batch, when a read shows there are some. */
+  async expireDueOrders(now: number): Promise<number> {
+    const due = this.#retryWhileBusy(STORE_CALLS.expireDueOrders.doing, () =>
+      this.#query(STORE_CALLS.expireDueOrders.doing, () => this.#db.prepare(ANY_ORDER_DUE).get(now)),
+    );
+    if (due === undefined || due === null) {
+      // Another process may have expired them: the next deadline is what the file says.
+      this.#nextDeadline = this.#readNextDeadline();
+      return 0;
+    }
+    return await this.#enqueue(STORE_CALLS.expireDueOrders.doing, () => this.#expireDueOrdersIn(now));
   }
 
   async retireOwner(owner: string): Promise<void> {
@@ -403,7 +412,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
    * run. The earliest hold includes those another process of the file placed (another worker): its
    * commits are seen through `data_version`, within `DATA_VERSION_TTL_MS`.
    */
-  startDueExpiry(): Promise<unknown> | undefined {
+  startDueOrderExpiry(): Promise<unknown> | undefined {
     try {
       this.#noticeOtherWriters('read data_version');
     } catch {
@@ -413,7 +422,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
     // A failed run is not the read's to answer: the read goes on and shows the pets as stored, with
     // nothing memoised (`changeCount()` stays undefined past the deadline). The next read or the
     // order sweep (src/serve/start.ts, which logs and counts its failures) tries again.
-    this.#expiring ??= this.expireOrders(this.#clock.now())
+    this.#expiring ??= this.expireDueOrders(this.#clock.now())
       .catch(() => {})
       .finally(() => {
         this.#expiring = undefined;
@@ -625,7 +634,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
    * first (so If-Match is checked against the version it gave), then read, check, write.
    */
   #change(id: number, patch: PetPatch, ifMatch: IfMatch | undefined): UpdateResult {
-    this.#expireIn(this.#clock.now());
+    this.#expireDueOrdersIn(this.#clock.now());
     const current = this.#petRow(id);
     const plan = planUpdate(current, patch, ifMatch);
     if (plan.outcome !== 'apply') return plan;
@@ -645,7 +654,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
 
   /** Inside the batch's transaction, as `#change`. */
   #removal(id: number, ifMatch: IfMatch | undefined): RemoveResult {
-    this.#expireIn(this.#clock.now());
+    this.#expireDueOrdersIn(this.#clock.now());
     const current = this.#petRow(id);
     const plan = planRemove(current, ifMatch);
     if (plan.outcome !== 'apply') return plan;
@@ -667,7 +676,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
 
   /** In the batch's transaction: the key's order, a conflict, or the pet held and a new order. */
   #placeIn({ owner, petId, holdMs, now, key }: PlaceOrder): PlaceOrderResult {
-    this.#expireIn(now);
+    this.#expireDueOrdersIn(now);
     if (key !== undefined) {
       const seen = this.#db.prepare(ORDER_BY_KEY).get(owner, key);
       if (seen !== undefined && seen !== null) {
@@ -687,24 +696,11 @@ export class SqliteStore implements DataStore, WithKeyStore {
     return { outcome: 'placed', order };
   }
 
-  /** Expires the orders whose hold is over, in a write batch, when a read shows there are some. */
-  async #expireIfDue(now: number): Promise<number> {
-    const due = this.#retryWhileBusy(STORE_CALLS.expireOrders.doing, () =>
-      this.#query(STORE_CALLS.expireOrders.doing, () => this.#db.prepare(ANY_ORDER_DUE).get(now)),
-    );
-    if (due === undefined || due === null) {
-      // Another process may have expired them: the next deadline is what the file says.
-      this.#nextDeadline = this.#readNextDeadline();
-      return 0;
-    }
-    return await this.#enqueue(STORE_CALLS.expireOrders.doing, () => this.#expireIn(now));
-  }
-
   /**
    * Inside the batch's transaction: every placed order whose hold is over `expired`, its pet
    * `available`, `order.expired` recorded; then the next deadline is read again.
    */
-  #expireIn(now: number): number {
+  #expireDueOrdersIn(now: number): number {
     if (now < this.#nextDeadline) return 0;
     const rows = this.#db.prepare(EXPIRE_DUE).all(now);
     for (const row of rows) {

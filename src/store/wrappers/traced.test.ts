@@ -76,3 +76,13 @@ test("each call's span is named and attributed by the table it is about; ping re
     'db.collection.name': 'webhook_outbox',
   });
 });
+
+test("the expiry of due orders keeps its span's name, `expireOrders orders`, which stored traces select on", async () => {
+  const [expiry] = await spansOf(['expireDueOrders']);
+  expect(expiry).toMatchObject({ name: 'expireOrders orders' });
+  expect(expiry?.attributes).toEqual({
+    'db.system.name': 'sqlite',
+    'db.operation.name': 'expireOrders',
+    'db.collection.name': 'orders',
+  });
+});
