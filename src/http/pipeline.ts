@@ -73,7 +73,7 @@ export interface PipelineOptions {
  * What a pipeline that serves a table of operations needs besides: the gateway and the handlers'
  * deps.
  */
-export interface ApiPipelineOptions<D> extends PipelineOptions {
+export interface TablePipelineOptions<D> extends PipelineOptions {
   /**
    * The gateway's pass (`gateway()` of src/gateway/gateway.ts): admits or refuses each request at
    * step 3.
@@ -98,15 +98,15 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
 export type DueOrderExpiry = Pick<DataStore, 'startDueOrderExpiry'>;
 
 /**
- * The route handlers of an app without an operations table: the metrics port's. Each request
+ * The route handlers of an app that serves ops routes alone: the metrics port's. Each request
  * runs step 1 (`exchange`) and then its ops route, or 404.
  *
  * @example
- * const handlers = pipeline({ log, clock, clientAddress, maxBodyBytes: 65536 })
+ * const handlers = opsPipeline({ log, clock, clientAddress, maxBodyBytes: 65536 })
  * app.get(route.path, handlers.opsRoute(route))
  * app.notFound(handlers.notFound)
  */
-export function pipeline(options: PipelineOptions) {
+export function opsPipeline(options: PipelineOptions) {
   const parts = partsOf(options);
   return routeHandlers(
     parts,
@@ -115,25 +115,27 @@ export function pipeline(options: PipelineOptions) {
 }
 
 /**
- * The route handlers of an app that serves an operations table: those of `pipeline`, and
- * `operation`, which makes one operation's route (`operationHandler` lists its steps). Its types
- * ask for what serving the table needs: a table with memoised operations or operations that
- * expire due orders first (`expiresDueOrdersFirst`) needs `store`.
+ * The route handlers of an app that serves an operations table, the API's or the admin API's:
+ * those of `opsPipeline`, and `operation`, which makes one operation's route (`operationHandler`
+ * lists its steps). Its types ask for what serving the table needs: a table with memoised
+ * operations or operations that expire due orders first (`expiresDueOrdersFirst`) needs `store`.
  *
  * @example
- * const handlers = apiPipeline({ log, clock, clientAddress, gateway: pass, deps, store,
+ * const handlers = tablePipeline({ log, clock, clientAddress, gateway: pass, deps, store,
  *   allowedMethods, maxBodyBytes: 65536 })
  * app.on(op.method, `/v1${op.path}`, handlers.operation(op))
  * app.notFound(handlers.notFound)
  */
-export function apiPipeline<D extends object>(
-  options: ApiPipelineOptions<D> & { store: StoreChanges & DueOrderExpiry },
-): ApiRouteHandlers<Operation<D>>;
-export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): ApiRouteHandlers<UnmemoisedOperation<D>>;
-export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): ApiRouteHandlers<Operation<D>> {
+export function tablePipeline<D extends object>(
+  options: TablePipelineOptions<D> & { store: StoreChanges & DueOrderExpiry },
+): TableRouteHandlers<Operation<D>>;
+export function tablePipeline<D extends object>(
+  options: TablePipelineOptions<D>,
+): TableRouteHandlers<UnmemoisedOperation<D>>;
+export function tablePipeline<D extends object>(options: TablePipelineOptions<D>): TableRouteHandlers<Operation<D>> {
   const { gateway, deps, allowedMethods, store } = options;
   const answerMemo = store && new AnswerMemo(store);
-  const parts: ApiParts<D> = { ...partsOf(options), gateway, deps, allowedMethods, answerMemo, dueOrders: store };
+  const parts: TableParts<D> = { ...partsOf(options), gateway, deps, allowedMethods, answerMemo, dueOrders: store };
   /** Hono's `notFound`: a path no route serves. Under the API prefix it meets the gateway first. */
   const notFound = exchangeHandler(parts, (c) =>
     parts.isGatewayPath(c.req.path) ? answerNoRoute(parts, c) : fail(c, NO_SUCH_PATH),
@@ -145,7 +147,7 @@ export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): A
  * The route handlers of an app that serves a table: those of every app, and one route per
  * operation.
  */
-export interface ApiRouteHandlers<O> extends ReturnType<typeof routeHandlers> {
+export interface TableRouteHandlers<O> extends ReturnType<typeof routeHandlers> {
   operation(op: O): RouteHandler;
 }
 
@@ -180,7 +182,7 @@ interface PipelineParts {
 }
 
 /** What the steps of a pipeline that serves a table share besides. */
-interface ApiParts<D> extends PipelineParts {
+interface TableParts<D> extends PipelineParts {
   readonly gateway: GatewayPass;
   readonly deps: D;
   readonly allowedMethods: (path: string) => readonly string[] | undefined;
@@ -221,7 +223,7 @@ function partsOf({
 }
 
 /**
- * An API operation's route handler, its checks made once. This is the one list of a request's
+ * A table operation's route handler (the API's or the admin API's), its checks made once. This is the one list of a request's
  * steps, in the order they run. src/http/pipeline.test.ts checks that the refusals come in this
  * order, and src/layout.test.ts that ARCHITECTURE.md's walk has these steps:
  *
@@ -248,7 +250,7 @@ function partsOf({
  * caller's in-flight slot until the answer is made, or until a step throws. A refusal leaves
  * through `fail`.
  */
-function operationHandler<D>(parts: ApiParts<D>, op: Operation<D>): RouteHandler {
+function operationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
   const route = routeOf(parts, op);
   const { cors } = parts;
   // Named as what it does, so a CPU profile names it.
@@ -339,7 +341,7 @@ function setTraceResponse(res: Response, value: string | undefined): void {
  * async frames is slow.
  */
 async function passGateway<D>(
-  { gateway }: ApiParts<D>,
+  { gateway }: TableParts<D>,
   c: Context<AppEnv>,
   op: GatedOperation,
   serveAdmitted: (decision: Decision, caller: ConsumerCaller) => Promise<Response>,
@@ -382,7 +384,7 @@ async function checkBody(
  * step answers its reply.
  */
 async function answerFresh<D>(
-  parts: ApiParts<D>,
+  parts: TableParts<D>,
   route: OperationRoute<D>,
   c: Context<AppEnv>,
   decision: Decision,
@@ -418,7 +420,7 @@ async function answerFresh<D>(
  * ETag.
  */
 async function runHandler<D>(
-  { deps }: ApiParts<D>,
+  { deps }: TableParts<D>,
   { op, readInput }: OperationRoute<D>,
   c: Context<AppEnv>,
   decision: Decision,
@@ -465,7 +467,7 @@ interface OperationRoute<D> {
  * What serving `op` needs, checked once when its route is added: it throws at start-up for an
  * operation the pipeline cannot serve as the table says.
  */
-function routeOf<D>({ answerMemo, dueOrders }: ApiParts<D>, op: Operation<D>): OperationRoute<D> {
+function routeOf<D>({ answerMemo, dueOrders }: TableParts<D>, op: Operation<D>): OperationRoute<D> {
   // A quota reader's answer is the caller's own: never memoised for another.
   if (op.memo && op.readsQuota) throw new TypeError(`pipeline: ${op.id} reads the quota and cannot be memoised`);
   // A memoised answer is found by its path and query alone, so its input must come from nothing
@@ -502,7 +504,7 @@ function deprecationHeaders({ since, sunset, successor }: Deprecation): AnswerHe
  * and 5 as an operation would, so a caller without a key learns nothing of paths (401 before
  * 404). Then 405 with `Allow` for a path the table has, else 404.
  */
-function answerNoRoute<D>(parts: ApiParts<D>, c: Context<AppEnv>): Response | Promise<Response> {
+function answerNoRoute<D>(parts: TableParts<D>, c: Context<AppEnv>): Response | Promise<Response> {
   const preflight = parts.cors?.(c);
   if (preflight) return preflight;
   // The path's methods are looked up only for an admitted caller.
