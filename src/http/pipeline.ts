@@ -1,5 +1,13 @@
 // A request's way from Hono's route to its answer. Every route's handler is made here.
-// `operationHandler` lists the eight steps of an API operation, in the order they run.
+// `operationHandler` lists the eight steps of a table's operation, in the order they run. Each
+// step calls the next, directly (→) or through a callback (⇒); `;` runs one after the other:
+//
+//   1 exchange ⇒ answerExchange ⇒ serveOperation:
+//       2 cors; 3 passGateway ⇒ (4 addDeprecationHeaders; 5 checkBody ⇒ 6 answerFresh)
+//   6 answerFresh ⇒ 7 runHandler (through the memo's readOrJoin when memoised); 6 → 8 answer
+//
+// So step 1 sees every answer, and the gateway (step 3) holds the caller's in-flight slot until
+// the answer is made.
 import type { Context, ErrorHandler } from 'hono';
 import type { Deprecation, KeyHolder, Operation, UnmemoisedOperation } from '../api/operation-types.ts';
 import { isApiPath } from '../api/operations.ts';
@@ -223,13 +231,14 @@ function partsOf({
 }
 
 /**
- * A table operation's route handler (the API's or the admin API's), its checks made once. This is the one list of a request's
- * steps, in the order they run. src/http/pipeline.test.ts checks that the refusals come in this
- * order, and src/layout.test.ts that ARCHITECTURE.md's walk has these steps:
+ * A table operation's route handler (the API's or the admin API's), its checks made once. This
+ * is the one list of a request's steps, in the order they run (the file's header shows who calls
+ * whom). src/http/pipeline.test.ts checks that the refusals come in this order, and
+ * src/layout.test.ts that ARCHITECTURE.md's walk has these steps:
  *
- * 1. `exchange`: gives the request its id and its scope (trace, log), sets the headers every
- *    answer carries and refuses an overlong URI (414). It answers whatever a later step throws,
- *    then writes the log line and the metrics.
+ * 1. `exchange`: gives the request its id and its scope (trace, log). Inside that scope,
+ *    `answerExchange` sets the headers every answer carries and refuses an overlong URI (414). It
+ *    answers whatever a later step throws, then writes the log line and the metrics.
  * 2. `cors` (src/http/cors.ts): adds the CORS headers. A preflight (OPTIONS) matches no
  *    operation's route: `answerNoRoute` answers it, before any key is asked for.
  * 3. `passGateway`: `gateway()` (src/gateway/gateway.ts) admits the request or refuses it (401,
@@ -272,7 +281,7 @@ function operationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandl
  * `traced` false: the request makes no trace.
  *
  * Step 1 is two functions: `exchange`, the handler made here, gives the request its id and opens
- * its scope; `answerInScope` does the rest of step 1 inside that scope and calls `inner`. For an
+ * its scope; `answerExchange` does the rest of step 1 inside that scope and calls `inner`. For an
  * operation, `inner` is `serveOperation` (steps 2 to 8).
  */
 function exchangeHandler(parts: PipelineParts, inner: ScopedHandler, traced = true): RouteHandler {
@@ -281,7 +290,7 @@ function exchangeHandler(parts: PipelineParts, inner: ScopedHandler, traced = tr
     const start = requestLog.start(c);
     // The request's scope (src/trace/request-scope.ts) holds its id and trace: every log line
     // and trace record made while it is served reads it.
-    return tracing.run(c, start.id, traced, (scope) => answerInScope(parts, c, start, scope, inner));
+    return tracing.run(c, start.id, traced, (scope) => answerExchange(parts, c, start, scope, inner));
   };
 }
 
@@ -289,7 +298,7 @@ function exchangeHandler(parts: PipelineParts, inner: ScopedHandler, traced = tr
  * Step 1 inside the request's scope: the headers every answer carries, 414, `inner`, then the log
  * line, the metrics and the end of the trace record.
  */
-async function answerInScope(
+async function answerExchange(
   { requestLog, requestMetrics, tracing, isGatewayPath, report, unavailable }: PipelineParts,
   c: Context<AppEnv>,
   start: RequestStart,
