@@ -14,8 +14,8 @@ export interface StoreFixture {
 const rex: NewPet = { name: 'Rex', categoryId: 1, status: 'available' };
 const tom: NewPet = { name: 'Tom', categoryId: 2, status: 'sold' };
 const T0 = Date.UTC(2026, 10, 22, 12, 0, 0);
-const once = (pet: NewPet, key = 'k-1', now = T0, scope = 'key:acme'): IdempotentCreate => ({
-  scope,
+const once = (pet: NewPet, key = 'k-1', now = T0, keySpace = 'key:acme'): IdempotentCreate => ({
+  keySpace,
   key,
   fingerprint: fingerprintOf(pet),
   now,

@@ -7,7 +7,7 @@ import type { IfMatch } from '../core/preconditions.ts';
 import type { PetSet } from '../core/reply.ts';
 import { ChangeCounter } from './change-counter.ts';
 import { planRemove, planUpdate } from './change-rules.ts';
-import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES } from './idempotency.ts';
+import { IDEMPOTENCY_TTL_MS, idempotencyKeySpace, KEYED_CREATES } from './idempotency.ts';
 import { newOrderId, orderExpiredEvent, retiredOwner } from './order-rows.ts';
 import { MemoryOutbox } from './outbox.ts';
 import type {
@@ -71,7 +71,7 @@ export class MemoryStore implements DataStore {
   // Synchronous from the lookup to the insert: no other create can run in between.
   async createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult> {
     this.#sweep(once.now);
-    const id = `${once.scope}\u0000${once.key}`;
+    const id = `${once.keySpace}\u0000${once.key}`;
     const seen = this.#keys.get(id);
     if (seen && seen.expiresAt > once.now) {
       if (seen.fingerprint !== once.fingerprint) return { outcome: 'conflict' };
@@ -247,8 +247,8 @@ export class MemoryStore implements DataStore {
       if (mine.size > 0) this.#byOwner.set(to, mine);
       // The keys are renamed in place: their order is the order they expire in.
       const renamed = KEYED_CREATES.map((op) => [
-        `${idempotencyScope(from, op)}\u0000`,
-        `${idempotencyScope(to, op)}\u0000`,
+        `${idempotencyKeySpace(from, op)}\u0000`,
+        `${idempotencyKeySpace(to, op)}\u0000`,
       ]);
       const keys = [...this.#keys];
       const taken = new Set(this.#keys.keys());

@@ -25,11 +25,11 @@ export interface ListOptions {
 /** A create the client may retry: it carries an `Idempotency-Key`. */
 export interface IdempotentCreate {
   /**
-   * Whose key it is: the owner and the operation (`idempotencyScope`, e.g.
-   * `con_…:acme/createPet`), so two callers never share keys; the `scope` column of `idempotency_keys`.
-   * Unlike a key's scopes (what a key may do), it grants nothing.
+   * Whose key it is: the owner and the operation (`idempotencyKeySpace`, e.g.
+   * `con_…:acme/createPet`), so two callers never share keys. Stored in the `scope` column of
+   * `idempotency_keys`.
    */
-  readonly scope: string;
+  readonly keySpace: string;
   /** The `Idempotency-Key` header as sent. */
   readonly key: string;
   /** Digest of the request (`fingerprintOf`): the same key with another request is a conflict. */

@@ -10,7 +10,7 @@ import type { Logger } from '../../log.ts';
 import { peerText } from '../../redact.ts';
 import { EVERY_PET, NO_PET, type PetChange } from '../change-counter.ts';
 import { planRemove, planUpdate } from '../change-rules.ts';
-import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES, SweepSchedule } from '../idempotency.ts';
+import { IDEMPOTENCY_TTL_MS, idempotencyKeySpace, KEYED_CREATES, SweepSchedule } from '../idempotency.ts';
 import type { KeyStore, WithKeyStore } from '../key-store.ts';
 import { newOrderId, ORDER_COLUMNS, orderExpiredEvent, orderFromRow, retiredOwner } from '../order-rows.ts';
 import type { Outbox } from '../outbox.ts';
@@ -308,7 +308,8 @@ export class PostgresStore implements DataStore, WithKeyStore {
   }
 
   async createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult> {
-    const { scope, key, fingerprint, now } = once;
+    // The `scope` column of `idempotency_keys` holds the key space.
+    const { keySpace, key, fingerprint, now } = once;
     const started = performance.now();
     const sweep = this.#sweeps.due(now);
     return this.#changing(
@@ -317,7 +318,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
       () =>
         transaction(this.#sql, async (tx): Promise<CreateOnceResult> => {
           // 64-bit hash of the key: a collision only makes two keys take turns.
-          await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`${scope}\n${key}`}, 0))`;
+          await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`${keySpace}\n${key}`}, 0))`;
           // The caller was answered 503 at the bound: a create that only gets its turn after that
           // stores nothing, so the outcome the client was told is unknown is "not stored".
           if (performance.now() - started >= this.#timeoutMs) {
@@ -327,7 +328,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
           const [seen] = await tx`
           SELECT k.fingerprint, ${tx.unsafe(REPLAYED_PET)}
           FROM idempotency_keys k LEFT JOIN pets p ON p.id = k.pet_id
-          WHERE k.scope = ${scope} AND k.idempotency_key = ${key} AND k.expires_at > ${now}`;
+          WHERE k.scope = ${keySpace} AND k.idempotency_key = ${key} AND k.expires_at > ${now}`;
           const replayed = seen ? replayedPetFromRow(seen) : undefined;
           if (replayed) {
             if (column(seen, 'fingerprint') !== fingerprint) return { outcome: 'conflict' };
@@ -340,7 +341,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
           await tx`
           INSERT INTO idempotency_keys
             (scope, idempotency_key, fingerprint, pet_id, expires_at, pet_name, pet_category_id, pet_status, pet_version)
-          VALUES (${scope}, ${key}, ${fingerprint}, ${stored.id}, ${now + IDEMPOTENCY_TTL_MS},
+          VALUES (${keySpace}, ${key}, ${fingerprint}, ${stored.id}, ${now + IDEMPOTENCY_TTL_MS},
             ${stored.name}, ${stored.categoryId}, ${stored.status}, ${stored.version})
           ON CONFLICT (scope, idempotency_key) DO UPDATE
           SET fingerprint = excluded.fingerprint, pet_id = excluded.pet_id, expires_at = excluded.expires_at,
@@ -648,10 +649,10 @@ export class PostgresStore implements DataStore, WithKeyStore {
             WHERE o.owner = ${from} AND (o.idempotency_key IS NULL OR NOT EXISTS (
               SELECT 1 FROM orders mine WHERE mine.owner = ${to} AND mine.idempotency_key = o.idempotency_key))`;
           for (const op of KEYED_CREATES) {
-            const [scope, heir] = [idempotencyScope(from, op), idempotencyScope(to, op)];
+            const [keySpace, heir] = [idempotencyKeySpace(from, op), idempotencyKeySpace(to, op)];
             await tx`
               UPDATE idempotency_keys k SET scope = ${heir}
-              WHERE k.scope = ${scope} AND NOT EXISTS (
+              WHERE k.scope = ${keySpace} AND NOT EXISTS (
                 SELECT 1 FROM idempotency_keys mine WHERE mine.scope = ${heir} AND mine.idempotency_key = k.idempotency_key)`;
           }
         }

@@ -10,7 +10,7 @@ import type { PetSet } from '../../core/reply.ts';
 import type { Logger } from '../../log.ts';
 import { ChangeCounter, EVERY_PET } from '../change-counter.ts';
 import { planRemove, planUpdate } from '../change-rules.ts';
-import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES, SweepSchedule } from '../idempotency.ts';
+import { IDEMPOTENCY_TTL_MS, idempotencyKeySpace, KEYED_CREATES, SweepSchedule } from '../idempotency.ts';
 import type { KeyStore, WithKeyStore } from '../key-store.ts';
 import { newOrderId, ORDER_COLUMNS, orderExpiredEvent, orderFromRow, retiredOwner } from '../order-rows.ts';
 import type { Outbox } from '../outbox.ts';
@@ -84,7 +84,10 @@ const DATA_VERSION = 'PRAGMA data_version';
  * unseen, for at most this long.
  */
 export const DATA_VERSION_TTL_MS = 100;
-/** The live key and the pet its create answered (`REPLAYED_PET`); none when that is unknown. */
+/**
+ * The live key and the pet its create answered (`REPLAYED_PET`); none when that is unknown. The
+ * `scope` column holds the key space (`IdempotentCreate.keySpace`).
+ */
 const SELECT_KEY = `
   SELECT k.fingerprint, ${REPLAYED_PET}
   FROM idempotency_keys k LEFT JOIN pets p ON p.id = k.pet_id
@@ -401,7 +404,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
       for (const { from, to } of moves) {
         this.#db.prepare(ADOPT_ORDERS).get(to, from);
         for (const op of KEYED_CREATES) {
-          this.#db.prepare(ADOPT_KEYS).get(idempotencyScope(to, op), idempotencyScope(from, op));
+          this.#db.prepare(ADOPT_KEYS).get(idempotencyKeySpace(to, op), idempotencyKeySpace(from, op));
         }
       }
     });
@@ -721,7 +724,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
 
   /** Inside the batch's transaction: the key's first pet, a conflict, or a new pet and its key. */
   #insertOnce(pet: NewPet, once: IdempotentCreate): CreateOnceResult {
-    const seen = this.#db.prepare(SELECT_KEY).get(once.scope, once.key, once.now);
+    const seen = this.#db.prepare(SELECT_KEY).get(once.keySpace, once.key, once.now);
     const replayed = seen === undefined || seen === null ? undefined : replayedPetFromRow(seen);
     if (replayed !== undefined) {
       if (column(seen, 'fingerprint') !== once.fingerprint) return { outcome: 'conflict' };
@@ -731,7 +734,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
     this.#db
       .prepare(UPSERT_KEY)
       .get(
-        once.scope,
+        once.keySpace,
         once.key,
         once.fingerprint,
         stored.id,
