@@ -9,7 +9,7 @@ const FLOORS = [
   'core/', // Reply, ApiError and the error codes, scopes, the clock, the pet records, decisions: imports nothing of src/
   'redact.ts',
   'version.ts',
-  'trace/', // the request scope (AsyncLocalStorage), W3C trace context, spans on the OpenTelemetry API; export.ts: the SDK
+  'trace/', // the request state (AsyncLocalStorage), W3C trace context, spans on the OpenTelemetry API; export.ts: the SDK
   'log.ts',
   'store/',
   'api/',

@@ -31,7 +31,7 @@ import { operationIndex } from '../metrics/labels.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { peerText } from '../redact.ts';
 import type { DataStore } from '../store/store.ts';
-import { currentScope, type RequestScope } from '../trace/request-scope.ts';
+import { currentRequest, type RequestState } from '../trace/request-state.ts';
 import { answer } from './answer.ts';
 import { checkBodyOnGet, limitBody } from './body-limit.ts';
 import { corsStep } from './cors.ts';
@@ -213,9 +213,11 @@ function partsOf({
   isGatewayPath = isApiPath,
   holdsValidKey = () => false,
 }: PipelineOptions): PipelineParts {
-  // Within a request the scope names it; Hono's `onError` runs after the scope is closed.
+  // Within a request its state names it; Hono's `onError` runs once the request's state is left.
   const errorFields = (c: Context<AppEnv>, err: unknown) =>
-    currentScope() ? { error: peerText(String(err)) } : { requestId: c.get('requestId'), error: peerText(String(err)) };
+    currentRequest()
+      ? { error: peerText(String(err)) }
+      : { requestId: c.get('requestId'), error: peerText(String(err)) };
   return {
     isGatewayPath,
     maxBodyBytes,
@@ -236,7 +238,7 @@ function partsOf({
  * whom). src/http/pipeline.test.ts checks that the refusals come in this order, and
  * src/layout.test.ts that ARCHITECTURE.md's walk has these steps:
  *
- * 1. `exchange`: gives the request its id and its scope (trace, log). Inside that scope,
+ * 1. `exchange`: gives the request its id and its state (trace, log). Inside that state,
  *    `answerExchange` sets the headers every answer carries and refuses an overlong URI (414). It
  *    answers whatever a later step throws, then writes the log line and the metrics.
  * 2. `cors` (src/http/cors.ts): adds the CORS headers. A preflight (OPTIONS) matches no
@@ -281,33 +283,33 @@ function operationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandl
  * `traced` false: the request makes no trace.
  *
  * Step 1 is two functions: `exchange`, the handler made here, gives the request its id and opens
- * its scope; `answerExchange` does the rest of step 1 inside that scope and calls `inner`. For an
+ * its state; `answerExchange` does the rest of step 1 inside that state and calls `inner`. For an
  * operation, `inner` is `serveOperation` (steps 2 to 8).
  */
-function exchangeHandler(parts: PipelineParts, inner: ScopedHandler, traced = true): RouteHandler {
+function exchangeHandler(parts: PipelineParts, inner: InnerHandler, traced = true): RouteHandler {
   const { requestLog, tracing } = parts;
   return function exchange(c) {
     const start = requestLog.start(c);
-    // The request's scope (src/trace/request-scope.ts) holds its id and trace: every log line
+    // The request's state (src/trace/request-state.ts) holds its id and trace: every log line
     // and trace record made while it is served reads it.
-    return tracing.run(c, start.id, traced, (scope) => answerExchange(parts, c, start, scope, inner));
+    return tracing.run(c, start.id, traced, (state) => answerExchange(parts, c, start, state, inner));
   };
 }
 
 /**
- * Step 1 inside the request's scope: the headers every answer carries, 414, `inner`, then the log
+ * Step 1 inside the request's state: the headers every answer carries, 414, `inner`, then the log
  * line, the metrics and the end of the trace record.
  */
 async function answerExchange(
   { requestLog, requestMetrics, tracing, isGatewayPath, report, unavailable }: PipelineParts,
   c: Context<AppEnv>,
   start: RequestStart,
-  scope: RequestScope,
-  inner: ScopedHandler,
+  state: RequestState,
+  inner: InnerHandler,
 ): Promise<Response> {
   const metricsStart = requestMetrics?.start();
   const id = start.id;
-  const traceresponse = tracing.header(scope);
+  const traceresponse = tracing.header(state);
   // Every API answer is private to its caller and never sniffed (SECURITY.md).
   const headers: AnswerHeaders = isGatewayPath(c.req.path)
     ? { 'X-Request-Id': id, 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }
@@ -327,10 +329,10 @@ async function answerExchange(
   }
   // The trace's verdict is final once the request is answered. When the tail rules keep a
   // request the head sampler did not, `traceresponse` is written again.
-  const head = scope.sampled === true;
-  if (tracing.finish(c, scope, res.status) !== head && traceresponse) setTraceResponse(res, tracing.header(scope));
-  requestLog.finish(c, start, res.status, scope.sampled === true);
-  if (requestMetrics && metricsStart !== undefined) requestMetrics.finish(c, metricsStart, res.status, scope);
+  const head = state.sampled === true;
+  if (tracing.finish(c, state, res.status) !== head && traceresponse) setTraceResponse(res, tracing.header(state));
+  requestLog.finish(c, start, res.status, state.sampled === true);
+  if (requestMetrics && metricsStart !== undefined) requestMetrics.finish(c, metricsStart, res.status, state);
   return res;
 }
 
@@ -547,8 +549,8 @@ function fail(c: Context<AppEnv>, err: ApiError): Response {
   return answer(c, err.reply);
 }
 
-/** What step 1 runs inside the request's scope: the rest of the request's steps. */
-type ScopedHandler = (c: Context<AppEnv>) => Response | Promise<Response>;
+/** What step 1 runs inside the request's state: the rest of the request's steps. */
+type InnerHandler = (c: Context<AppEnv>) => Response | Promise<Response>;
 
 /** A Hono route's handler, and `notFound`: the request in, its one answer out. */
 type RouteHandler = (c: Context<AppEnv>) => Promise<Response>;
