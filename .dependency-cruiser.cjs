@@ -1,15 +1,15 @@
-// The module shape `make lint` holds (ARCHITECTURE.md's "The floors" names them). `make depcheck` runs it.
+// The module shape `make lint` holds (ARCHITECTURE.md's "The layers" names them). `make depcheck` runs it.
 
 /**
  * The units of src/ (a folder, or a file directly in it), from the ground up. A unit's code
  * imports only units below it, so no two units import each other through any chain, and a
  * reader can start at the bottom. A new unit gets its place here.
  */
-const FLOORS = [
+const LAYERS = [
   'core/', // Reply, ApiError and the error codes, scopes, the clock, the pet records, decisions: imports nothing of src/
   'redact.ts',
   'version.ts',
-  'trace/', // the request scope (AsyncLocalStorage), W3C trace context, spans on the OpenTelemetry API; export.ts: the SDK
+  'trace/', // the request state (AsyncLocalStorage), W3C trace context, spans on the OpenTelemetry API; export.ts: the SDK
   'log.ts',
   'store/',
   'api/',
@@ -29,23 +29,23 @@ const FLOORS = [
   'main.ts',
 ];
 const unitPattern = (units) => `^src/(${units.map((u) => u.replace(/\./g, '\\.')).join('|')})`;
-const floorRules = FLOORS.slice(0, -1).map((unit, i) => ({
-  name: `floor-${unit.replace(/[/.]/g, '-').replace(/-$/, '')}`,
+const layerRules = LAYERS.slice(0, -1).map((unit, i) => ({
+  name: `layer-${unit.replace(/[/.]/g, '-').replace(/-$/, '')}`,
   severity: 'error',
-  comment: `src/${unit} imports only the units below it (${FLOORS.slice(0, i).join(', ') || 'none: the ground floor imports nothing of src/'}).`,
+  comment: `src/${unit} imports only the units below it (${LAYERS.slice(0, i).join(', ') || 'none: the ground layer imports nothing of src/'}).`,
   from: { path: unitPattern([unit]), pathNot: '\\.test\\.ts$' },
-  to: { path: unitPattern(FLOORS.slice(i + 1)) },
+  to: { path: unitPattern(LAYERS.slice(i + 1)) },
 }));
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
-    ...floorRules,
+    ...layerRules,
     {
-      name: 'every-unit-has-a-floor',
+      name: 'every-unit-has-a-layer',
       severity: 'error',
-      comment: 'A unit of src/ that FLOORS does not name: give it its place there.',
-      from: { path: '^src/', pathNot: `${unitPattern(FLOORS)}|\\.test\\.ts$|^src/types\\.d\\.ts$` },
+      comment: 'A unit of src/ that LAYERS does not name: give it its place there.',
+      from: { path: '^src/', pathNot: `${unitPattern(LAYERS)}|\\.test\\.ts$|^src/types\\.d\\.ts$` },
       to: {},
     },
     {

@@ -261,7 +261,7 @@ links: node_modules/.stamp ## every link and #anchor of the Markdown files resol
 	scripts/check-links.sh
 
 .PHONY: depcheck
-depcheck: $(QA) ## no import cycles; each unit of src/ imports only the floors below it (FLOORS in .dependency-cruiser.cjs)
+depcheck: $(QA) ## no import cycles; each unit of src/ imports only the layers below it (LAYERS in .dependency-cruiser.cjs)
 	$(QA_BIN)/depcruise --config .dependency-cruiser.cjs src test scripts contract clients
 
 clean: ## remove build output and reports

@@ -20,7 +20,7 @@ import {
   wouldRefuseReporter,
 } from './gateway/gateway.ts';
 import { MAX_BODY_BYTES } from './http/body-limit.ts';
-import { apiPipeline, pipeline } from './http/pipeline.ts';
+import { opsPipeline, tablePipeline } from './http/pipeline.ts';
 import { byRouteOrder } from './http/route-order.ts';
 import type { KeyAdmin } from './keys/key-admin.ts';
 import type { BanPolicy } from './keys/plans.ts';
@@ -139,13 +139,13 @@ export function createApp({
     ...(notify ? { notify } : {}),
   });
   // The route handlers of the pipeline every API request goes through (src/http/pipeline.ts).
-  const routes = apiPipeline({
+  const routes = tablePipeline({
     log,
     clock,
     clientAddress,
     gateway: pass,
     deps: { store, clock, orderHoldMs },
-    // The pipeline's own use of the store: the expiry of due holds and the memo's change count.
+    // The pipeline's own use of the store: the expiry of due orders and the memo's change count.
     store,
     maxBodyBytes: MAX_BODY_BYTES,
     corsOrigins,
@@ -233,7 +233,7 @@ export function adminApp({
   consumerDeleted,
 }: AdminAppOptions) {
   const pass = gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, clock, admin: true });
-  const routes = apiPipeline<AdminDeps>({
+  const routes = tablePipeline<AdminDeps>({
     log,
     clock,
     clientAddress,
@@ -268,7 +268,7 @@ function callerHoldsValidKey(keys: () => KeyTable, clock: Clock): (c: Context<Ap
  * adapter.serve({ fetch: metricsApp(metrics).fetch, port: 9090, hostname: '127.0.0.1' })
  */
 export function metricsApp(metrics: Metrics, log: Logger = silentLogger) {
-  const routes = pipeline({
+  const routes = opsPipeline({
     log,
     clock: systemClock,
     clientAddress: () => 'unknown',

@@ -116,7 +116,7 @@ describe("the folders' READMEs", () => {
 /** The gateway's share: what runs per request, apart from its limiters. */
 const GATEWAY_LINES_MAX = 1100;
 
-describe('the floors', () => {
+describe('the layers', () => {
   test(`src/gateway/ outside limiter/ holds at most ${GATEWAY_LINES_MAX} lines of shipped code`, () => {
     const lines = sourceFiles(join(ROOT, 'src/gateway'))
       .filter((file) => !file.startsWith('src/gateway/limiter/'))

@@ -3,7 +3,7 @@
 import { Buffer } from 'node:buffer';
 import { fstatSync, writeSync } from 'node:fs';
 import { setImmediate } from 'node:timers';
-import { currentScope, type RequestScope } from './trace/request-scope.ts';
+import { currentRequest, type RequestState } from './trace/request-state.ts';
 
 /** Severity, lowest first. */
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
@@ -44,11 +44,11 @@ export function createLogger({
     (msg: string, fields: LogFields = {}) => {
       if (LOG_LEVELS.indexOf(lvl) < min) return;
       const time = isoTime(now());
-      const scope = currentScope();
+      const state = currentRequest();
       if (format === 'json') {
-        write(jsonLine(time, lvl, msg, fields, scope));
+        write(jsonLine(time, lvl, msg, fields, state));
       } else {
-        const all = scope ? { ...scopeFields(scope), ...fields } : fields;
+        const all = state ? { ...idFields(state), ...fields } : fields;
         const rest = Object.entries(all).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`);
         write([time, lvl.toUpperCase().padEnd(5), msg, ...rest].join(' '));
       }
@@ -57,25 +57,25 @@ export function createLogger({
 }
 
 /** The ids a line written while serving a request carries: `requestId`, `traceId`, `spanId`. */
-function scopeFields({ requestId, traceId, spanId }: RequestScope): LogFields {
+function idFields({ requestId, traceId, spanId }: RequestState): LogFields {
   return traceId === undefined ? { requestId } : { requestId, traceId, spanId };
 }
 
 /**
  * `{"time":…,"level":…,"msg":…, requestId, traceId, spanId, ...fields}` as `JSON.stringify` of
  * that object would write it, without copying `fields` into a new object first (a request's line
- * is the hot path's largest cost after I/O). The ids come from the request scope, when the line
+ * is the hot path's largest cost after I/O). The ids come from the request state, when the line
  * is written within one; ids are hex and request ids plain (`saneRequestId`), so they need no escaping.
  */
-function jsonLine(time: string, level: LogLevel, msg: string, fields: LogFields, scope?: RequestScope): string {
-  if ('time' in fields || 'level' in fields || 'msg' in fields || (scope && 'requestId' in fields)) {
-    return JSON.stringify({ time, level, msg, ...(scope ? scopeFields(scope) : {}), ...fields });
+function jsonLine(time: string, level: LogLevel, msg: string, fields: LogFields, state?: RequestState): string {
+  if ('time' in fields || 'level' in fields || 'msg' in fields || (state && 'requestId' in fields)) {
+    return JSON.stringify({ time, level, msg, ...(state ? idFields(state) : {}), ...fields });
   }
   const rest = JSON.stringify(fields);
-  const ids = scope
-    ? scope.traceId === undefined
-      ? `,"requestId":${JSON.stringify(scope.requestId)}`
-      : `,"requestId":${JSON.stringify(scope.requestId)},"traceId":"${scope.traceId}","spanId":"${scope.spanId}"`
+  const ids = state
+    ? state.traceId === undefined
+      ? `,"requestId":${JSON.stringify(state.requestId)}`
+      : `,"requestId":${JSON.stringify(state.requestId)},"traceId":"${state.traceId}","spanId":"${state.spanId}"`
     : '';
   return `{"time":"${time}","level":"${level}","msg":${JSON.stringify(msg)}${ids}${rest === '{}' ? '}' : `,${rest.slice(1)}`}`;
 }

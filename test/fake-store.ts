@@ -29,7 +29,7 @@ export function fakeStore({ around, replace }: FakeStoreOptions = {}): { store: 
     : wrapCalls(memory, STORE_CALLS, (run) => run());
   const store: DataStore = {
     ...calls,
-    startDueExpiry: () => memory.startDueExpiry(),
+    startDueOrderExpiry: () => memory.startDueOrderExpiry(),
     changeCount: () => memory.changeCount(),
     unchanged: (since, reads) => memory.unchanged(since as number, reads),
     close: () => memory.close(),

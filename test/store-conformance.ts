@@ -14,8 +14,8 @@ export interface StoreFixture {
 const rex: NewPet = { name: 'Rex', categoryId: 1, status: 'available' };
 const tom: NewPet = { name: 'Tom', categoryId: 2, status: 'sold' };
 const T0 = Date.UTC(2026, 10, 22, 12, 0, 0);
-const once = (pet: NewPet, key = 'k-1', now = T0, scope = 'key:acme'): IdempotentCreate => ({
-  scope,
+const once = (pet: NewPet, key = 'k-1', now = T0, keySpace = 'key:acme'): IdempotentCreate => ({
+  keySpace,
   key,
   fingerprint: fingerprintOf(pet),
   now,
@@ -163,7 +163,7 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
         await Bun.sleep(300);
         const now = Date.now();
         expect(await store.getOrder('key:acme', order.id, now)).toEqual({ ...order, status: 'expired' });
-        expect(await store.expireOrders(Date.now())).toBe(0);
+        expect(await store.expireDueOrders(Date.now())).toBe(0);
         expect((await store.get(1))?.status).toBe('available');
         expect((await store.closeOrder('key:acme', order.id, 'completed', now)).outcome).toBe('order_closed');
         const events = (await store.outbox?.claim('test', Date.now() + 1_000, 60_000, 10)) ?? [];

@@ -1,6 +1,6 @@
 /**
  * The bench's trace scenario: the list path on the product without an endpoint (ids in the log
- * lines, the `traceresponse` header and the request scope all paid), on the base build and on
+ * lines, the `traceresponse` header and the request state all paid), on the base build and on
  * three products of the same build exporting to a live OTLP/HTTP receiver: one sampling 1% of
  * new traces (`parentbased_traceidratio`), one sampling none with the tail rules on (every
  * request recorded into the ring, none slow or failed, so none exported), one every request.

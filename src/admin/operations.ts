@@ -37,7 +37,7 @@ const ADMIN = {
   mustBe: ADMIN_MUST_BE,
   weakEtag: false,
   memo: false,
-  expiresHoldsFirst: false,
+  expiresDueOrdersFirst: false,
 } as const;
 
 /**

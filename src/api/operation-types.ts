@@ -45,7 +45,7 @@ export interface Input<Q = unknown, P = unknown, H = unknown, B = unknown> {
   /**
    * Who asks, as the owner of its orders and `Idempotency-Key`s: its consumer's id and name
    * (`con_…:acme`, made by `ownerOf` in src/keys/records.ts). Handlers only hand it to the store,
-   * or build a store key from it (`idempotencyScope`); the store reads the name back for an
+   * or build a store key from it (`idempotencyKeySpace`); the store reads the name back for an
    * order's webhook (`consumerOf` in src/store/order-rows.ts). Handlers know nothing more of keys
    * or limits.
    */
@@ -65,7 +65,8 @@ export interface KeyHolder {
 type Schema<T> = v.GenericSchema<unknown, T>;
 
 /**
- * One operation of the API, as the contract names it: everything the routes, the scope check,
+ * One operation of a table, the API's (src/api/operations.ts) or the admin API's
+ * (src/admin/operations.ts), as its contract names it: everything the routes, the scope check,
  * the metrics and the contract test need to know about it.
  */
 export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
@@ -121,7 +122,7 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
    * to expire before it reads, so it never shows a pet `pending` past its hold. A write that
    * reads a pet expires the holds in its own transaction instead.
    */
-  readonly expiresHoldsFirst: boolean;
+  readonly expiresDueOrdersFirst: boolean;
   /**
    * Whether the handler is told which key asks (`Input.key`): the admin API's changes are audited
    * by it.
@@ -139,10 +140,10 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
 export type Operation<D = ApiDeps> = OperationSpec<unknown, unknown, unknown, unknown, D>;
 
 /**
- * An operation that is never memoised and expires no holds first: all that a pipeline without the
+ * An operation that is never memoised and expires no due orders first: all that a pipeline without the
  * store serves (the admin API's).
  */
-export type UnmemoisedOperation<D> = Operation<D> & { readonly memo: false; readonly expiresHoldsFirst: false };
+export type UnmemoisedOperation<D> = Operation<D> & { readonly memo: false; readonly expiresDueOrdersFirst: false };
 
 /**
  * Types one entry of the table: the handler's input is inferred from the entry's schemas.
@@ -150,7 +151,7 @@ export type UnmemoisedOperation<D> = Operation<D> & { readonly memo: false; read
  * @example
  * // weakEtag: false, as the handler tags the pet with its own strong ETag
  * defineOperation({ id: 'getPet', method: 'GET', path: '/pets/:petId', scope: 'pets:read',
- *   params: PetParams, weakEtag: false, memo: true, expiresHoldsFirst: true,
+ *   params: PetParams, weakEtag: false, memo: true, expiresDueOrdersFirst: true,
  *   handler: async ({ params }) => ... })
  */
 export function defineOperation<
@@ -162,7 +163,7 @@ export function defineOperation<
   M extends boolean = boolean,
   R extends boolean = boolean,
 >(
-  spec: OperationSpec<Q, P, H, B, D> & { readonly memo: M; readonly expiresHoldsFirst: R },
-): Operation<D> & { readonly memo: M; readonly expiresHoldsFirst: R } {
-  return spec as unknown as Operation<D> & { readonly memo: M; readonly expiresHoldsFirst: R };
+  spec: OperationSpec<Q, P, H, B, D> & { readonly memo: M; readonly expiresDueOrdersFirst: R },
+): Operation<D> & { readonly memo: M; readonly expiresDueOrdersFirst: R } {
+  return spec as unknown as Operation<D> & { readonly memo: M; readonly expiresDueOrdersFirst: R };
 }

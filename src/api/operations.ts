@@ -38,7 +38,7 @@ export const OPERATIONS: readonly Operation[] = [
     query: ListQuery,
     weakEtag: true,
     memo: true,
-    expiresHoldsFirst: true,
+    expiresDueOrdersFirst: true,
     handler: listPets,
   }),
   defineOperation({
@@ -51,7 +51,7 @@ export const OPERATIONS: readonly Operation[] = [
     body: NewPet,
     weakEtag: false,
     memo: false,
-    expiresHoldsFirst: false,
+    expiresDueOrdersFirst: false,
     handler: createPet,
   }),
   defineOperation({
@@ -68,7 +68,7 @@ export const OPERATIONS: readonly Operation[] = [
     // Tagged by its handler: the pet's strong ETag, from its version.
     weakEtag: false,
     memo: true,
-    expiresHoldsFirst: true,
+    expiresDueOrdersFirst: true,
     handler: getPet,
   }),
   defineOperation({
@@ -84,7 +84,7 @@ export const OPERATIONS: readonly Operation[] = [
     // Tagged by its handler: the pet's strong ETag, from its new version.
     weakEtag: false,
     memo: false,
-    expiresHoldsFirst: false,
+    expiresDueOrdersFirst: false,
     handler: updatePet,
   }),
   defineOperation({
@@ -97,7 +97,7 @@ export const OPERATIONS: readonly Operation[] = [
     headers: ConditionalHeaders,
     weakEtag: false,
     memo: false,
-    expiresHoldsFirst: false,
+    expiresDueOrdersFirst: false,
     handler: deletePet,
   }),
   defineOperation({
@@ -108,7 +108,7 @@ export const OPERATIONS: readonly Operation[] = [
     readsQuota: true,
     weakEtag: false,
     memo: false,
-    expiresHoldsFirst: false,
+    expiresDueOrdersFirst: false,
     handler: getRateLimit,
   }),
   defineOperation({
@@ -119,7 +119,7 @@ export const OPERATIONS: readonly Operation[] = [
     scope: 'pets:read',
     weakEtag: true,
     memo: true,
-    expiresHoldsFirst: true,
+    expiresDueOrdersFirst: true,
     handler: getInventory,
   }),
   // Orders are the caller's own: never memoised by path alone, never tagged for another.
@@ -133,7 +133,7 @@ export const OPERATIONS: readonly Operation[] = [
     body: NewOrder,
     weakEtag: false,
     memo: false,
-    expiresHoldsFirst: false,
+    expiresDueOrdersFirst: false,
     handler: placeOrder,
   }),
   defineOperation({
@@ -146,7 +146,7 @@ export const OPERATIONS: readonly Operation[] = [
     mustBe: ORDER_LIST_MUST_BE,
     weakEtag: false,
     memo: false,
-    expiresHoldsFirst: false,
+    expiresDueOrdersFirst: false,
     handler: listOrders,
   }),
   defineOperation({
@@ -158,7 +158,7 @@ export const OPERATIONS: readonly Operation[] = [
     params: OrderParams,
     weakEtag: false,
     memo: false,
-    expiresHoldsFirst: false,
+    expiresDueOrdersFirst: false,
     handler: getOrder,
   }),
   defineOperation({
@@ -170,7 +170,7 @@ export const OPERATIONS: readonly Operation[] = [
     params: OrderParams,
     weakEtag: false,
     memo: false,
-    expiresHoldsFirst: false,
+    expiresDueOrdersFirst: false,
     handler: completeOrder,
   }),
   defineOperation({
@@ -182,7 +182,7 @@ export const OPERATIONS: readonly Operation[] = [
     params: OrderParams,
     weakEtag: false,
     memo: false,
-    expiresHoldsFirst: false,
+    expiresDueOrdersFirst: false,
     handler: cancelOrder,
   }),
 ];

@@ -7,7 +7,7 @@ import type { Caller } from '../gateway/gateway.ts';
 import type { ConsumerMetrics } from '../metrics/consumer-series.ts';
 import { operationIndex } from '../metrics/labels.ts';
 import type { Metrics } from '../metrics/registry.ts';
-import type { RequestScope } from '../trace/request-scope.ts';
+import type { RequestState } from '../trace/request-state.ts';
 
 export interface CountRequestsOptions {
   metrics: Metrics;
@@ -36,9 +36,9 @@ export function requestCounter({ metrics, now = () => performance.now(), operati
       metrics.started();
       return now();
     },
-    /** `scope`'s trace, when exported, becomes the latency's exemplar. */
-    finish(c: Context<AppEnv>, started: number, status: number, scope?: RequestScope): void {
-      const traceId = scope?.sampled ? scope.traceId : undefined;
+    /** `state`'s trace, when exported, becomes the latency's exemplar. */
+    finish(c: Context<AppEnv>, started: number, status: number, state?: RequestState): void {
+      const traceId = state?.sampled ? state.traceId : undefined;
       metrics.answered(fixed ?? operationIndex(c.get('operation')), status, (now() - started) / 1000, traceId);
       const caller = c.get('caller');
       if (status === 429 && c.error instanceof ApiError) {

@@ -9,7 +9,7 @@ import { ApiError } from '../core/api-error.ts';
 import { systemClock } from '../core/clock.ts';
 import type { GatewayPass } from '../gateway/gateway.ts';
 import { silentLogger } from '../log.ts';
-import { apiPipeline, pipeline } from './pipeline.ts';
+import { opsPipeline, tablePipeline } from './pipeline.ts';
 
 const base = { log: silentLogger, clock: systemClock, clientAddress: () => '192.0.2.1', maxBodyBytes: 1024 };
 /** A gateway that refuses everyone: enough to see which steps a pipeline has. */
@@ -19,20 +19,20 @@ const ping = {
   method: 'GET',
   path: '/ping',
   weakEtag: false,
-  expiresHoldsFirst: false,
+  expiresDueOrdersFirst: false,
   handler: async () => ({ status: 200, body: '{}', type: 'application/json' }),
 } as const;
 const unmemoised = defineOperation({ ...ping, memo: false });
 const memoised = defineOperation({ ...ping, memo: true });
-const holdsFirst = defineOperation({ ...ping, memo: false, expiresHoldsFirst: true });
-/** An API pipeline's options, without the store's change count. */
+const holdsFirst = defineOperation({ ...ping, memo: false, expiresDueOrdersFirst: true });
+/** A table pipeline's options, without the store's change count. */
 const api = { ...base, gateway: refuseAll, deps: {}, allowedMethods: () => undefined };
 /** A store whose count never moves: enough for a pipeline to take memoised operations. */
-const store = { startDueExpiry: () => undefined, changeCount: () => 1, unchanged: () => true };
+const store = { startDueOrderExpiry: () => undefined, changeCount: () => 1, unchanged: () => true };
 
 describe('what each pipeline needs is checked by the compiler', () => {
   test('an app without a table has no operation step, and its notFound never asks for a key', async () => {
-    const handlers = pipeline(base);
+    const handlers = opsPipeline(base);
     // @ts-expect-error: a pipeline without the gateway and deps cannot serve an operation.
     expect(handlers.operation).toBeUndefined();
     const app = new Hono<AppEnv>();
@@ -41,21 +41,23 @@ describe('what each pipeline needs is checked by the compiler', () => {
     expect(res.status).toBe(404);
   });
 
-  test('an API pipeline without the store takes only operations that are never memoised and expire no holds first', async () => {
-    const handlers = apiPipeline(api);
+  test('a table pipeline without the store takes only operations that are never memoised and expire no due orders first', async () => {
+    const handlers = tablePipeline(api);
     expect(typeof handlers.operation(unmemoised)).toBe('function');
     // @ts-expect-error: a memoised operation needs the store's change count.
     const addMemoised = () => handlers.operation(memoised);
-    // @ts-expect-error: an operation that expires holds first needs the store.
+    // @ts-expect-error: an operation that expires due orders first needs the store.
     const addHoldsFirst = () => handlers.operation(holdsFirst);
     // What the compiler refuses is refused at start-up too, when the route is added.
     expect(addMemoised).toThrow(new TypeError('pipeline: ping is memoised, but the pipeline has no store'));
-    expect(addHoldsFirst).toThrow(new TypeError('pipeline: ping expires holds first, but the pipeline has no store'));
-    const withCount = apiPipeline({ ...api, store });
+    expect(addHoldsFirst).toThrow(
+      new TypeError('pipeline: ping expires due orders first, but the pipeline has no store'),
+    );
+    const withCount = tablePipeline({ ...api, store });
     expect(typeof withCount.operation(memoised)).toBe('function');
     expect(typeof withCount.operation(holdsFirst)).toBe('function');
     // @ts-expect-error: the gateway is not optional.
-    apiPipeline({ ...base, deps: {}, allowedMethods: () => undefined });
+    tablePipeline({ ...base, deps: {}, allowedMethods: () => undefined });
     // Under the API prefix, a path no operation serves meets the gateway first: 401 before 404.
     const app = new Hono<AppEnv>();
     app.notFound(handlers.notFound);
@@ -64,7 +66,7 @@ describe('what each pipeline needs is checked by the compiler', () => {
 });
 
 describe('a memoised operation is refused when its route is added', () => {
-  const handlers = apiPipeline({ ...api, store });
+  const handlers = tablePipeline({ ...api, store });
 
   test('one that reads request headers or a body: its answer is memoised by the path and query alone', () => {
     const headers = defineOperation({ ...ping, memo: true, headers: v.object({ 'x-tone': v.string() }) });

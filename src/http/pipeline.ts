@@ -1,5 +1,13 @@
 // A request's way from Hono's route to its answer. Every route's handler is made here.
-// `operationHandler` lists the eight steps of an API operation, in the order they run.
+// `operationHandler` lists the eight steps of a table's operation, in the order they run. Each
+// step calls the next, directly (→) or through a callback (⇒); `;` runs one after the other:
+//
+//   1 exchange ⇒ answerExchange ⇒ serveOperation:
+//       2 cors; 3 passGateway ⇒ (4 addDeprecationHeaders; 5 checkBody ⇒ 6 answerFresh)
+//   6 answerFresh ⇒ 7 runHandler (through the memo's readOrJoin when memoised); 6 → 8 answer
+//
+// So step 1 sees every answer, and the gateway (step 3) holds the caller's in-flight slot until
+// the answer is made.
 import type { Context, ErrorHandler } from 'hono';
 import type { Deprecation, KeyHolder, Operation, UnmemoisedOperation } from '../api/operation-types.ts';
 import { isApiPath } from '../api/operations.ts';
@@ -23,7 +31,7 @@ import { operationIndex } from '../metrics/labels.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { peerText } from '../redact.ts';
 import type { DataStore } from '../store/store.ts';
-import { currentScope, type RequestScope } from '../trace/request-scope.ts';
+import { currentRequest, type RequestState } from '../trace/request-state.ts';
 import { answer } from './answer.ts';
 import { checkBodyOnGet, limitBody } from './body-limit.ts';
 import { corsStep } from './cors.ts';
@@ -73,7 +81,7 @@ export interface PipelineOptions {
  * What a pipeline that serves a table of operations needs besides: the gateway and the handlers'
  * deps.
  */
-export interface ApiPipelineOptions<D> extends PipelineOptions {
+export interface TablePipelineOptions<D> extends PipelineOptions {
   /**
    * The gateway's pass (`gateway()` of src/gateway/gateway.ts): admits or refuses each request at
    * step 3.
@@ -86,27 +94,27 @@ export interface ApiPipelineOptions<D> extends PipelineOptions {
    */
   allowedMethods: (path: string) => readonly string[] | undefined;
   /**
-   * The store, as step 6 asks it: to expire the orders whose hold ran out before an operation
-   * that expires holds first (`HoldExpiry`), and its change count for the memo (src/http/memo.ts).
+   * The store, as step 6 asks it: to expire the due orders before an operation that expires due
+   * orders first (`DueOrderExpiry`), and its change count for the memo (src/http/memo.ts).
    * Without it the pipeline has no memo, and only operations that are never memoised and expire
-   * no holds first can be added.
+   * no due orders first can be added.
    */
-  store?: StoreChanges & HoldExpiry;
+  store?: StoreChanges & DueOrderExpiry;
 }
 
-/** What an operation that expires holds first asks of the store: to expire holds that ran out. */
-export type HoldExpiry = Pick<DataStore, 'startDueExpiry'>;
+/** What an operation that expires due orders first asks of the store: to start their expiry. */
+export type DueOrderExpiry = Pick<DataStore, 'startDueOrderExpiry'>;
 
 /**
- * The route handlers of an app without an operations table: the metrics port's. Each request
+ * The route handlers of an app that serves ops routes alone: the metrics port's. Each request
  * runs step 1 (`exchange`) and then its ops route, or 404.
  *
  * @example
- * const handlers = pipeline({ log, clock, clientAddress, maxBodyBytes: 65536 })
+ * const handlers = opsPipeline({ log, clock, clientAddress, maxBodyBytes: 65536 })
  * app.get(route.path, handlers.opsRoute(route))
  * app.notFound(handlers.notFound)
  */
-export function pipeline(options: PipelineOptions) {
+export function opsPipeline(options: PipelineOptions) {
   const parts = partsOf(options);
   return routeHandlers(
     parts,
@@ -115,25 +123,27 @@ export function pipeline(options: PipelineOptions) {
 }
 
 /**
- * The route handlers of an app that serves an operations table: those of `pipeline`, and
- * `operation`, which makes one operation's route (`operationHandler` lists its steps). Its types
- * ask for what serving the table needs: a table with memoised operations or operations that
- * expire holds first (`expiresHoldsFirst`) needs `store`.
+ * The route handlers of an app that serves an operations table, the API's or the admin API's:
+ * those of `opsPipeline`, and `operation`, which makes one operation's route (`operationHandler`
+ * lists its steps). Its types ask for what serving the table needs: a table with memoised
+ * operations or operations that expire due orders first (`expiresDueOrdersFirst`) needs `store`.
  *
  * @example
- * const handlers = apiPipeline({ log, clock, clientAddress, gateway: pass, deps, store,
+ * const handlers = tablePipeline({ log, clock, clientAddress, gateway: pass, deps, store,
  *   allowedMethods, maxBodyBytes: 65536 })
  * app.on(op.method, `/v1${op.path}`, handlers.operation(op))
  * app.notFound(handlers.notFound)
  */
-export function apiPipeline<D extends object>(
-  options: ApiPipelineOptions<D> & { store: StoreChanges & HoldExpiry },
-): ApiRouteHandlers<Operation<D>>;
-export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): ApiRouteHandlers<UnmemoisedOperation<D>>;
-export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): ApiRouteHandlers<Operation<D>> {
+export function tablePipeline<D extends object>(
+  options: TablePipelineOptions<D> & { store: StoreChanges & DueOrderExpiry },
+): TableRouteHandlers<Operation<D>>;
+export function tablePipeline<D extends object>(
+  options: TablePipelineOptions<D>,
+): TableRouteHandlers<UnmemoisedOperation<D>>;
+export function tablePipeline<D extends object>(options: TablePipelineOptions<D>): TableRouteHandlers<Operation<D>> {
   const { gateway, deps, allowedMethods, store } = options;
   const answerMemo = store && new AnswerMemo(store);
-  const parts: ApiParts<D> = { ...partsOf(options), gateway, deps, allowedMethods, answerMemo, holdExpiry: store };
+  const parts: TableParts<D> = { ...partsOf(options), gateway, deps, allowedMethods, answerMemo, dueOrders: store };
   /** Hono's `notFound`: a path no route serves. Under the API prefix it meets the gateway first. */
   const notFound = exchangeHandler(parts, (c) =>
     parts.isGatewayPath(c.req.path) ? answerNoRoute(parts, c) : fail(c, NO_SUCH_PATH),
@@ -145,7 +155,7 @@ export function apiPipeline<D extends object>(options: ApiPipelineOptions<D>): A
  * The route handlers of an app that serves a table: those of every app, and one route per
  * operation.
  */
-export interface ApiRouteHandlers<O> extends ReturnType<typeof routeHandlers> {
+export interface TableRouteHandlers<O> extends ReturnType<typeof routeHandlers> {
   operation(op: O): RouteHandler;
 }
 
@@ -180,14 +190,14 @@ interface PipelineParts {
 }
 
 /** What the steps of a pipeline that serves a table share besides. */
-interface ApiParts<D> extends PipelineParts {
+interface TableParts<D> extends PipelineParts {
   readonly gateway: GatewayPass;
   readonly deps: D;
   readonly allowedMethods: (path: string) => readonly string[] | undefined;
   /** The answer memo, over the store's change count, when the pipeline is given the store. */
   readonly answerMemo: AnswerMemo | undefined;
-  /** The store's expiry of holds that ran out, awaited by an operation that expires holds first. */
-  readonly holdExpiry: HoldExpiry | undefined;
+  /** The store's expiry of due orders, awaited by an operation that expires due orders first. */
+  readonly dueOrders: DueOrderExpiry | undefined;
 }
 
 /** Makes the parts every step of one pipeline shares, once, from its options. */
@@ -203,9 +213,11 @@ function partsOf({
   isGatewayPath = isApiPath,
   holdsValidKey = () => false,
 }: PipelineOptions): PipelineParts {
-  // Within a request the scope names it; Hono's `onError` runs after the scope is closed.
+  // Within a request its state names it; Hono's `onError` runs once the request's state is left.
   const errorFields = (c: Context<AppEnv>, err: unknown) =>
-    currentScope() ? { error: peerText(String(err)) } : { requestId: c.get('requestId'), error: peerText(String(err)) };
+    currentRequest()
+      ? { error: peerText(String(err)) }
+      : { requestId: c.get('requestId'), error: peerText(String(err)) };
   return {
     isGatewayPath,
     maxBodyBytes,
@@ -221,13 +233,14 @@ function partsOf({
 }
 
 /**
- * An API operation's route handler, its checks made once. This is the one list of a request's
- * steps, in the order they run. src/http/pipeline.test.ts checks that the refusals come in this
- * order, and src/layout.test.ts that ARCHITECTURE.md's walk has these steps:
+ * A table operation's route handler (the API's or the admin API's), its checks made once. This
+ * is the one list of a request's steps, in the order they run (the file's header shows who calls
+ * whom). src/http/pipeline.test.ts checks that the refusals come in this order, and
+ * src/layout.test.ts that ARCHITECTURE.md's walk has these steps:
  *
- * 1. `exchange`: gives the request its id and its scope (trace, log), sets the headers every
- *    answer carries and refuses an overlong URI (414). It answers whatever a later step throws,
- *    then writes the log line and the metrics.
+ * 1. `exchange`: gives the request its id and its state (trace, log). Inside that state,
+ *    `answerExchange` sets the headers every answer carries and refuses an overlong URI (414). It
+ *    answers whatever a later step throws, then writes the log line and the metrics.
  * 2. `cors` (src/http/cors.ts): adds the CORS headers. A preflight (OPTIONS) matches no
  *    operation's route: `answerNoRoute` answers it, before any key is asked for.
  * 3. `passGateway`: `gateway()` (src/gateway/gateway.ts) admits the request or refuses it (401,
@@ -235,7 +248,7 @@ function partsOf({
  * 4. `addDeprecationHeaders`: a deprecated operation's `Deprecation`, `Sunset` and `Link`.
  * 5. `checkBody`: refuses a body over the size limit (413). A body sent with GET is held to the
  *    same size and to JSON (413, 415).
- * 6. `answerFresh`: an operation that expires holds first waits for the orders whose hold ran
+ * 6. `answerFresh`: an operation that expires due orders first waits for the orders whose hold ran
  *    out to expire. Then it answers a memoised operation from the memo when nothing its answer
  *    read has changed. Otherwise it answers with step 7's answer, and memoises a 200 from the
  *    second time its path and query are asked.
@@ -248,7 +261,7 @@ function partsOf({
  * caller's in-flight slot until the answer is made, or until a step throws. A refusal leaves
  * through `fail`.
  */
-function operationHandler<D>(parts: ApiParts<D>, op: Operation<D>): RouteHandler {
+function operationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
   const route = routeOf(parts, op);
   const { cors } = parts;
   // Named as what it does, so a CPU profile names it.
@@ -270,33 +283,33 @@ function operationHandler<D>(parts: ApiParts<D>, op: Operation<D>): RouteHandler
  * `traced` false: the request makes no trace.
  *
  * Step 1 is two functions: `exchange`, the handler made here, gives the request its id and opens
- * its scope; `answerInScope` does the rest of step 1 inside that scope and calls `inner`. For an
+ * its state; `answerExchange` does the rest of step 1 inside that state and calls `inner`. For an
  * operation, `inner` is `serveOperation` (steps 2 to 8).
  */
-function exchangeHandler(parts: PipelineParts, inner: ScopedHandler, traced = true): RouteHandler {
+function exchangeHandler(parts: PipelineParts, inner: InnerHandler, traced = true): RouteHandler {
   const { requestLog, tracing } = parts;
   return function exchange(c) {
     const start = requestLog.start(c);
-    // The request's scope (src/trace/request-scope.ts) holds its id and trace: every log line
+    // The request's state (src/trace/request-state.ts) holds its id and trace: every log line
     // and trace record made while it is served reads it.
-    return tracing.run(c, start.id, traced, (scope) => answerInScope(parts, c, start, scope, inner));
+    return tracing.run(c, start.id, traced, (state) => answerExchange(parts, c, start, state, inner));
   };
 }
 
 /**
- * Step 1 inside the request's scope: the headers every answer carries, 414, `inner`, then the log
+ * Step 1 inside the request's state: the headers every answer carries, 414, `inner`, then the log
  * line, the metrics and the end of the trace record.
  */
-async function answerInScope(
+async function answerExchange(
   { requestLog, requestMetrics, tracing, isGatewayPath, report, unavailable }: PipelineParts,
   c: Context<AppEnv>,
   start: RequestStart,
-  scope: RequestScope,
-  inner: ScopedHandler,
+  state: RequestState,
+  inner: InnerHandler,
 ): Promise<Response> {
   const metricsStart = requestMetrics?.start();
   const id = start.id;
-  const traceresponse = tracing.header(scope);
+  const traceresponse = tracing.header(state);
   // Every API answer is private to its caller and never sniffed (SECURITY.md).
   const headers: AnswerHeaders = isGatewayPath(c.req.path)
     ? { 'X-Request-Id': id, 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }
@@ -316,10 +329,10 @@ async function answerInScope(
   }
   // The trace's verdict is final once the request is answered. When the tail rules keep a
   // request the head sampler did not, `traceresponse` is written again.
-  const head = scope.sampled === true;
-  if (tracing.finish(c, scope, res.status) !== head && traceresponse) setTraceResponse(res, tracing.header(scope));
-  requestLog.finish(c, start, res.status, scope.sampled === true);
-  if (requestMetrics && metricsStart !== undefined) requestMetrics.finish(c, metricsStart, res.status, scope);
+  const head = state.sampled === true;
+  if (tracing.finish(c, state, res.status) !== head && traceresponse) setTraceResponse(res, tracing.header(state));
+  requestLog.finish(c, start, res.status, state.sampled === true);
+  if (requestMetrics && metricsStart !== undefined) requestMetrics.finish(c, metricsStart, res.status, state);
   return res;
 }
 
@@ -339,7 +352,7 @@ function setTraceResponse(res: Response, value: string | undefined): void {
  * async frames is slow.
  */
 async function passGateway<D>(
-  { gateway }: ApiParts<D>,
+  { gateway }: TableParts<D>,
   c: Context<AppEnv>,
   op: GatedOperation,
   serveAdmitted: (decision: Decision, caller: ConsumerCaller) => Promise<Response>,
@@ -375,24 +388,24 @@ async function checkBody(
 }
 
 /**
- * Step 6: a fresh answer. An operation that expires holds first waits for the orders whose hold
- * ran out to expire (`startDueExpiry()`), so it shows their pets `available`. A memoised operation
+ * Step 6: a fresh answer. An operation that expires due orders first waits for the orders whose hold
+ * ran out to expire (`startDueOrderExpiry()`), so it shows their pets `available`. A memoised operation
  * is answered from the memo (src/http/memo.ts) when nothing it read has changed since; otherwise,
  * and for every operation that is not memoised (`placeOrder`), step 7 runs the handler and this
  * step answers its reply.
  */
 async function answerFresh<D>(
-  parts: ApiParts<D>,
+  parts: TableParts<D>,
   route: OperationRoute<D>,
   c: Context<AppEnv>,
   decision: Decision,
   caller: ConsumerCaller,
 ): Promise<Response> {
-  const { answerMemo, holdExpiry } = route;
+  const { answerMemo, dueOrders } = route;
   // Expiring an order whose hold ran out makes its pet `available`, with a new version. A read of
   // pets waits for that, so it shows the pet `available`, with the version a PATCH's `If-Match`
   // must name.
-  const expiring = holdExpiry?.startDueExpiry();
+  const expiring = dueOrders?.startDueOrderExpiry();
   if (expiring) await expiring;
   if (!answerMemo) return answer(c, await runHandler(parts, route, c, decision, caller));
   const { memoCount } = parts;
@@ -418,7 +431,7 @@ async function answerFresh<D>(
  * ETag.
  */
 async function runHandler<D>(
-  { deps }: ApiParts<D>,
+  { deps }: TableParts<D>,
   { op, readInput }: OperationRoute<D>,
   c: Context<AppEnv>,
   decision: Decision,
@@ -457,15 +470,15 @@ interface OperationRoute<D> {
   readonly metricsIndex: number;
   /** The pipeline's memo, for a memoised operation; undefined for the others. */
   readonly answerMemo: AnswerMemo | undefined;
-  /** The store's expiry of holds, for an operation that expires holds first; else undefined. */
-  readonly holdExpiry: HoldExpiry | undefined;
+  /** The store's expiry of due orders, for an operation that expires due orders first; else undefined. */
+  readonly dueOrders: DueOrderExpiry | undefined;
 }
 
 /**
  * What serving `op` needs, checked once when its route is added: it throws at start-up for an
  * operation the pipeline cannot serve as the table says.
  */
-function routeOf<D>({ answerMemo, holdExpiry }: ApiParts<D>, op: Operation<D>): OperationRoute<D> {
+function routeOf<D>({ answerMemo, dueOrders }: TableParts<D>, op: Operation<D>): OperationRoute<D> {
   // A quota reader's answer is the caller's own: never memoised for another.
   if (op.memo && op.readsQuota) throw new TypeError(`pipeline: ${op.id} reads the quota and cannot be memoised`);
   // A memoised answer is found by its path and query alone, so its input must come from nothing
@@ -474,8 +487,8 @@ function routeOf<D>({ answerMemo, holdExpiry }: ApiParts<D>, op: Operation<D>): 
     throw new TypeError(`pipeline: ${op.id} reads headers or a body and cannot be memoised by its path and query`);
   }
   if (op.memo && !answerMemo) throw new TypeError(`pipeline: ${op.id} is memoised, but the pipeline has no store`);
-  if (op.expiresHoldsFirst && !holdExpiry) {
-    throw new TypeError(`pipeline: ${op.id} expires holds first, but the pipeline has no store`);
+  if (op.expiresDueOrdersFirst && !dueOrders) {
+    throw new TypeError(`pipeline: ${op.id} expires due orders first, but the pipeline has no store`);
   }
   const deprecated = op.deprecated ? deprecationHeaders(op.deprecated) : undefined;
   return {
@@ -484,7 +497,7 @@ function routeOf<D>({ answerMemo, holdExpiry }: ApiParts<D>, op: Operation<D>): 
     readInput: inputReader(op),
     metricsIndex: operationIndex(op.id),
     answerMemo: op.memo ? answerMemo : undefined,
-    holdExpiry: op.expiresHoldsFirst ? holdExpiry : undefined,
+    dueOrders: op.expiresDueOrdersFirst ? dueOrders : undefined,
   };
 }
 
@@ -502,7 +515,7 @@ function deprecationHeaders({ since, sunset, successor }: Deprecation): AnswerHe
  * and 5 as an operation would, so a caller without a key learns nothing of paths (401 before
  * 404). Then 405 with `Allow` for a path the table has, else 404.
  */
-function answerNoRoute<D>(parts: ApiParts<D>, c: Context<AppEnv>): Response | Promise<Response> {
+function answerNoRoute<D>(parts: TableParts<D>, c: Context<AppEnv>): Response | Promise<Response> {
   const preflight = parts.cors?.(c);
   if (preflight) return preflight;
   // The path's methods are looked up only for an admitted caller.
@@ -536,8 +549,8 @@ function fail(c: Context<AppEnv>, err: ApiError): Response {
   return answer(c, err.reply);
 }
 
-/** What step 1 runs inside the request's scope: the rest of the request's steps. */
-type ScopedHandler = (c: Context<AppEnv>) => Response | Promise<Response>;
+/** What step 1 runs inside the request's state: the rest of the request's steps. */
+type InnerHandler = (c: Context<AppEnv>) => Response | Promise<Response>;
 
 /** A Hono route's handler, and `notFound`: the request in, its one answer out. */
 type RouteHandler = (c: Context<AppEnv>) => Promise<Response>;

@@ -9,7 +9,7 @@ import type { OpsRoute } from '../core/ops-route.ts';
 import type { GatewayPass } from '../gateway/gateway.ts';
 import { parseKeys } from '../keys/file.ts';
 import { createLogger } from '../log.ts';
-import { apiPipeline } from './pipeline.ts';
+import { tablePipeline } from './pipeline.ts';
 
 const [acme] = parseKeys(JSON.stringify({ keys: [{ name: 'acme', sha256: 'a'.repeat(64), plan: 'pro' }] }));
 
@@ -31,7 +31,7 @@ function setup() {
     c.set('caller', { kind: 'keyless', address: '203.0.113.5', credential: 'none' });
     return new ApiError('unauthorized', 'no key');
   };
-  const handlers = apiPipeline({
+  const handlers = tablePipeline({
     log,
     clock,
     newId: () => 'fresh-id',
@@ -47,7 +47,7 @@ function setup() {
     path: '/pets/:petId',
     weakEtag: false,
     memo: false,
-    expiresHoldsFirst: false,
+    expiresDueOrdersFirst: false,
     handler: async () => {
       clock.advance(12);
       return { status: 200, body: '{}', type: 'application/json' };

@@ -65,7 +65,7 @@ export function requestLog({ log, clock, newId = () => crypto.randomUUID(), clie
       return { id, at };
     },
     /**
-     * Written in the request's scope, whose ids (`requestId`, `traceId`, `spanId`) the line
+     * Written in the request's state, whose ids (`requestId`, `traceId`, `spanId`) the line
      * carries; `"traceSampled":true` when the request's trace is `exported`, and nothing when
      * not, so the lines of the traces not exported cost no more than without an endpoint.
      */

@@ -1,10 +1,10 @@
-// Step 1's trace: `requestTrace()` opens the request's scope with its trace ids, gives the
+// Step 1's trace: `requestTrace()` opens the request's state with its trace ids, gives the
 // `traceresponse` header, and ends the request's trace record with the answer
 // (src/trace/spans.ts). A record kept for export becomes the server span when it is exported.
 import type { Context } from 'hono';
 import { routePath } from 'hono/route';
 import type { AppEnv } from '../app-env.ts';
-import { inScope, type RequestScope, requestScope } from '../trace/request-scope.ts';
+import { inRequest, type RequestState, requestState } from '../trace/request-state.ts';
 import { beginRequest, finishRequest, type SpanDetails, type SpanStart, traceResponse } from '../trace/spans.ts';
 
 export interface RequestTraceOptions {
@@ -15,15 +15,15 @@ export interface RequestTraceOptions {
 }
 
 /**
- * The request's trace, as three calls for step 1: `run` opens the request scope with its trace
+ * The request's trace, as three calls for step 1: `run` opens the request state with its trace
  * ids, `header` gives the `traceresponse`, and `finish` ends the record with the answer. The
  * export never carries the query, a header's value or a token.
  *
  * @example
  * const tracing = requestTrace({ clientAddress, holdsValidKey })
- * tracing.run(c, requestId, true, async (scope) => {
+ * tracing.run(c, requestId, true, async (state) => {
  *   …
- *   tracing.finish(c, scope, res.status)
+ *   tracing.finish(c, state, res.status)
  *   return res
  * })
  */
@@ -40,17 +40,17 @@ export function requestTrace({ clientAddress, holdsValidKey }: RequestTraceOptio
     client: clientAddress,
   };
   return {
-    /** Runs `work` in the request's scope, handing it the scope too. */
-    run<T>(c: Context<AppEnv>, requestId: string, traced: boolean, work: (scope: RequestScope) => T): T {
-      const scope = traced ? beginRequest(requestId, c.req.header('traceparent'), start, c) : requestScope(requestId);
-      return inScope(scope, work);
+    /** Runs `work` in the request's state, handing it the state too. */
+    run<T>(c: Context<AppEnv>, requestId: string, traced: boolean, work: (state: RequestState) => T): T {
+      const state = traced ? beginRequest(requestId, c.req.header('traceparent'), start, c) : requestState(requestId);
+      return inRequest(state, work);
     },
     /** The `traceresponse` to answer with; undefined for a request that is not traced. */
     header: traceResponse,
     /** Ends the request's record with the answer (details read if kept); whether it is exported. */
-    finish(c: Context<AppEnv>, scope: RequestScope, status: number): boolean {
-      if (scope.record === undefined) return scope.sampled === true;
-      return finishRequest(scope, status, consumerCaller(c) !== undefined, details, c);
+    finish(c: Context<AppEnv>, state: RequestState, status: number): boolean {
+      if (state.record === undefined) return state.sampled === true;
+      return finishRequest(state, status, consumerCaller(c) !== undefined, details, c);
     },
   };
 }

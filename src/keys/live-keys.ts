@@ -16,7 +16,7 @@ export const KEYS_STORE = 'store';
 
 /**
  * What LiveKeys counts of each load and reload. `Metrics` (src/metrics/registry.ts) is one;
- * it is named here because src/metrics/ stands on a floor above src/keys/.
+ * it is named here because src/metrics/ stands in a layer above src/keys/.
  */
 export interface KeysCounters {
   /** The keys now in force, by plan. */

@@ -72,17 +72,17 @@ describe('countStoreErrors', () => {
     ]);
   });
 
-  test("the due expiry a read of pets waits for is counted as the orders' when it fails (the read's 503)", async () => {
+  test("the due orders' expiry a read of pets waits for is counted as the orders' when it fails (the read's 503)", async () => {
     const metrics = newMetrics();
     const slow = new StoreTimeoutError('expire orders: no answer from the store within 2000 ms');
     let due = false;
     const inner = Object.assign(new MemoryStore(), {
-      startDueExpiry: () => (due ? Promise.reject(slow) : undefined),
+      startDueOrderExpiry: () => (due ? Promise.reject(slow) : undefined),
     });
     const store = countStoreErrors(inner, metrics);
-    expect(store.startDueExpiry()).toBeUndefined();
+    expect(store.startDueOrderExpiry()).toBeUndefined();
     due = true;
-    await expect(store.startDueExpiry() as Promise<unknown>).rejects.toBe(slow);
+    await expect(store.startDueOrderExpiry() as Promise<unknown>).rejects.toBe(slow);
     expect(await lines(metrics)).toContain('petstore_store_errors_total{operation="order",kind="timeout"} 1');
   });
 });

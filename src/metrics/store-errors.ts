@@ -7,7 +7,7 @@ import type { Metrics } from './registry.ts';
 
 /**
  * The store, counting the calls that fail (every call of `STORE_CALLS` and `OUTBOX_CALLS`, under
- * its `counted` operation, and the due expiry a read waits for, as `expireOrders`); the error
+ * its `counted` operation, and the due orders' expiry a read waits for, as `expireDueOrders`); the error
  * itself is passed on unchanged. Its `backend` is the wrapped
  * store's own, so the keys are still found there (`keyStoreOf`).
  *
@@ -26,9 +26,9 @@ export function countStoreErrors(store: DataStore | WrappedStore, metrics: Metri
     ]),
   );
   const count: CallWrap = (run, { counted }) => run().catch(failed.get(counted));
-  const expiryFailed = failed.get(STORE_CALLS.expireOrders.counted);
+  const expiryFailed = failed.get(STORE_CALLS.expireDueOrders.counted);
   return wrapStore(store, count, {
-    // The wait a read of pets makes for a due expiry: its rejection (a 503) counts as the expiry's.
-    startDueExpiry: () => store.startDueExpiry()?.catch(expiryFailed),
+    // The wait a read of pets makes for the due orders' expiry: its rejection (a 503) counts as the expiry's.
+    startDueOrderExpiry: () => store.startDueOrderExpiry()?.catch(expiryFailed),
   });
 }

@@ -304,18 +304,18 @@ describe('questions packed for the message', () => {
         ref: 1,
         subject: consumer(300),
         cost: 1,
-        scope: ['req-1', 'a'.repeat(32), 'b'.repeat(16)],
+        requestIds: ['req-1', 'a'.repeat(32), 'b'.repeat(16)],
       },
-      { type: 'decide', id: 2, ref: 1, cost: 3, wanted: 250, scope: ['req-2', undefined, undefined] },
+      { type: 'decide', id: 2, ref: 1, cost: 3, wanted: 250, requestIds: ['req-2', undefined, undefined] },
       {
         type: 'decide',
         id: 3,
         ref: 0,
         subject: keyless('203.0.113.7'),
         cost: 1,
-        scope: ['req-3', undefined, undefined],
+        requestIds: ['req-3', undefined, undefined],
       },
-      { type: 'decide', id: 4, ref: 0, subject: keyless('2001:db8:0:100::/56'), cost: 1, scope: undefined },
+      { type: 'decide', id: 4, ref: 0, subject: keyless('2001:db8:0:100::/56'), cost: 1, requestIds: undefined },
       // A keyless client of other limits goes whole.
       {
         type: 'decide',
@@ -323,7 +323,7 @@ describe('questions packed for the message', () => {
         ref: 0,
         subject: { ...keyless('198.51.100.1'), limits: { perMinute: 5, perDay: 9 } },
         cost: 1,
-        scope: undefined,
+        requestIds: undefined,
       },
     ];
     const packed = packAsks(asks);

@@ -22,7 +22,7 @@ import { LRUCache } from 'lru-cache';
 import { type Clock, systemClock } from '../core/clock.ts';
 import type { Decision } from '../core/decision.ts';
 import { GrantPace, type RateLimiter, type Subject, type Verdict } from '../gateway/gateway.ts';
-import { currentScope, inScope, requestScope } from '../trace/request-scope.ts';
+import { currentRequest, inRequest, requestState } from '../trace/request-state.ts';
 
 /** A worker's question. */
 export interface DecideMessage {
@@ -36,7 +36,7 @@ export interface DecideMessage {
   /** Units beyond `cost` the worker would spend by itself before the second ends: a grant asked for. */
   readonly wanted?: number;
   /** The request's ids, so what the decision logs (a ban started) carries them as on one worker. */
-  readonly scope?: readonly [requestId: string, traceId?: string, spanId?: string];
+  readonly requestIds?: readonly [requestId: string, traceId?: string, spanId?: string];
 }
 
 /** The supervisor's answer. */
@@ -194,8 +194,8 @@ export class RemoteLimiter implements RateLimiter {
   /** One question; the subject goes whole with the first about it (and always a keyless client's, `ref` 0). */
   #ask(subject: Subject, ref: number, cost: number, wanted: number) {
     const id = ++this.#lastId;
-    const now = currentScope();
-    const scope = now ? ([now.requestId, now.traceId, now.spanId] as const) : undefined;
+    const now = currentRequest();
+    const requestIds = now ? ([now.requestId, now.traceId, now.spanId] as const) : undefined;
     const whole = ref === 0 || this.#unsent.delete(ref);
     const ask: DecideMessage = {
       type: 'decide',
@@ -204,7 +204,7 @@ export class RemoteLimiter implements RateLimiter {
       ...(whole ? { subject } : {}),
       cost,
       ...(wanted > 0 ? { wanted } : {}),
-      scope,
+      requestIds,
     };
     return new Promise<{ readonly verdict: Verdict; readonly grant?: Grant }>((resolve, reject) => {
       this.#waiting.set(id, { resolve, reject, ask });
@@ -326,7 +326,7 @@ export class LimiterOwner {
         if (message.ref !== 0) refs.set(message.ref, subject);
       } else subject = refs.get(message.ref);
       if (!subject) return send({ type: 'decided', id: message.id, unknown: true });
-      const { id, scope } = message;
+      const { id, requestIds } = message;
       const on = subject;
       const decide = () =>
         book && on.plan !== 'anonymous'
@@ -334,7 +334,7 @@ export class LimiterOwner {
           : this.#limiter.decide(on, message.cost);
       let answer: Verdict | Promise<Verdict> | DecidedMessage;
       try {
-        answer = scope ? inScope(requestScope(...scope), decide) : decide();
+        answer = requestIds ? inRequest(requestState(...requestIds), decide) : decide();
       } catch (err) {
         return send({ type: 'decided', id, error: String(err) });
       }
@@ -558,10 +558,10 @@ export function packAsks(asks: readonly DecideMessage[]): PackedAsks {
   let keyless: Pick<Subject, 'limits' | 'ban'> | undefined;
   for (let i = 0, at = 0; i < asks.length; i++, at += PER_ASK) {
     const ask = asks[i] as DecideMessage;
-    const { subject, scope } = ask;
+    const { subject, requestIds } = ask;
     let how = BY_REF;
     // The first line of each question goes without a newline before it: split gives them back in order.
-    text += `${i === 0 ? '' : '\n'}${scope?.[0] ?? ''}\n${scope?.[1] ?? ''}\n${scope?.[2] ?? ''}`;
+    text += `${i === 0 ? '' : '\n'}${requestIds?.[0] ?? ''}\n${requestIds?.[1] ?? ''}\n${requestIds?.[2] ?? ''}`;
     if (subject?.plan === 'anonymous' && isAddressId(subject)) {
       keyless ??= { limits: subject.limits, ban: subject.ban };
       if (keyless.limits === subject.limits && keyless.ban === subject.ban) {
@@ -609,15 +609,15 @@ export function unpackAsks({ packed, text, subjects, keyless }: PackedAsks): Dec
       const label = strings[s++] ?? '';
       subject = { id: `addr:${label}`, plan: 'anonymous', label, limits: keyless.limits, ban: keyless.ban };
     }
-    const scope = requestId === '' ? undefined : ([requestId, traceId, spanId] as const);
+    const requestIds = requestId === '' ? undefined : ([requestId, traceId, spanId] as const);
     asks.push(
       subject
         ? wanted
-          ? { type: 'decide', id, ref, subject, cost, wanted, scope }
-          : { type: 'decide', id, ref, subject, cost, scope }
+          ? { type: 'decide', id, ref, subject, cost, wanted, requestIds }
+          : { type: 'decide', id, ref, subject, cost, requestIds }
         : wanted
-          ? { type: 'decide', id, ref, cost, wanted, scope }
-          : { type: 'decide', id, ref, cost, scope },
+          ? { type: 'decide', id, ref, cost, wanted, requestIds }
+          : { type: 'decide', id, ref, cost, requestIds },
     );
   }
   return asks;

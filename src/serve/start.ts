@@ -119,7 +119,7 @@ export async function startServer(config: Config): Promise<void> {
     );
   }
   webhooks.delivery?.start();
-  const expiry = startOrderSweep(store, log);
+  const expiry = startDueOrderSweep(store, log);
   const admin =
     keys.admin && config.adminPort !== null
       ? adminApp({
@@ -244,18 +244,18 @@ async function startWorkers({
 const ORDER_SWEEP_MS = 1_000;
 
 /**
- * Expires, every second, the placed orders whose hold is over (`expireOrders`). A request expires
+ * Expires, every second, the placed orders whose hold is over (`expireDueOrders`). A request expires
  * the orders it meets; this expires those nobody asks about, so their pets are available again and
  * their owners' webhooks hear of it. Each expiry is a conditional write, so instances sweeping
  * together expire each order once.
  */
-function startOrderSweep(store: DataStore, log: Logger): ReturnType<typeof setInterval> {
+function startDueOrderSweep(store: DataStore, log: Logger): ReturnType<typeof setInterval> {
   let running = false;
   const timer = setInterval(() => {
     if (running) return;
     running = true;
     store
-      .expireOrders(systemClock.now())
+      .expireDueOrders(systemClock.now())
       .catch((err: unknown) => log.warn('order expiry failed; retried in a second', { error: String(err) }))
       .finally(() => {
         running = false;

@@ -27,14 +27,14 @@ export function fingerprintOf(pet: NewPet): string {
 export const KEYED_CREATES = ['createPet'] as const;
 
 /**
- * Whose keys a request's `Idempotency-Key` is among: the caller's (its owner, by consumer id)
- * for one operation, so the same key sent to two operations names two requests. This scope says
- * whose keys these are; a key's scopes (src/core/key-scopes.ts) say what a key may do.
+ * The key space a request's `Idempotency-Key` is among: the caller's keys (its owner, by consumer
+ * id) for one operation, so the same key sent to two operations names two requests. The
+ * `idempotency_keys` table keeps it in its `scope` column.
  *
  * @example
- * idempotencyScope('con_0123…:acme', 'createPet') // 'con_0123…:acme/createPet'
+ * idempotencyKeySpace('con_0123…:acme', 'createPet') // 'con_0123…:acme/createPet'
  */
-export function idempotencyScope(owner: string, operation: string): string {
+export function idempotencyKeySpace(owner: string, operation: string): string {
   return `${owner}/${operation}`;
 }
 

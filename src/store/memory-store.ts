@@ -7,7 +7,7 @@ import type { IfMatch } from '../core/preconditions.ts';
 import type { PetSet } from '../core/reply.ts';
 import { ChangeCounter } from './change-counter.ts';
 import { planRemove, planUpdate } from './change-rules.ts';
-import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES } from './idempotency.ts';
+import { IDEMPOTENCY_TTL_MS, idempotencyKeySpace, KEYED_CREATES } from './idempotency.ts';
 import { newOrderId, orderExpiredEvent, retiredOwner } from './order-rows.ts';
 import { MemoryOutbox } from './outbox.ts';
 import type {
@@ -71,7 +71,7 @@ export class MemoryStore implements DataStore {
   // Synchronous from the lookup to the insert: no other create can run in between.
   async createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult> {
     this.#sweep(once.now);
-    const id = `${once.scope}\u0000${once.key}`;
+    const id = `${once.keySpace}\u0000${once.key}`;
     const seen = this.#keys.get(id);
     if (seen && seen.expiresAt > once.now) {
       if (seen.fingerprint !== once.fingerprint) return { outcome: 'conflict' };
@@ -92,7 +92,7 @@ export class MemoryStore implements DataStore {
   // Synchronous from the read to the write, as one transaction. A hold that ran out ends first,
   // so the pet read, its version (If-Match) and its count are the ones after the expiry.
   async update(id: number, patch: PetPatch, ifMatch?: IfMatch): Promise<UpdateResult> {
-    this.#expireDue(this.#clock.now());
+    this.#expireDueOrdersAt(this.#clock.now());
     const i = this.#firstAfter(id - 1);
     const current = this.#pets[i]?.id === id ? this.#pets[i] : undefined;
     const plan = planUpdate(current, patch, ifMatch);
@@ -110,7 +110,7 @@ export class MemoryStore implements DataStore {
   }
 
   async remove(id: number, ifMatch?: IfMatch): Promise<RemoveResult> {
-    this.#expireDue(this.#clock.now());
+    this.#expireDueOrdersAt(this.#clock.now());
     const i = this.#firstAfter(id - 1);
     const current = this.#pets[i]?.id === id ? this.#pets[i] : undefined;
     const plan = planRemove(current, ifMatch);
@@ -143,13 +143,13 @@ export class MemoryStore implements DataStore {
   }
 
   async inventory(): Promise<Inventory> {
-    this.#expireDue(this.#clock.now());
+    this.#expireDueOrdersAt(this.#clock.now());
     return { ...this.#inventory };
   }
 
   // Synchronous from the key's lookup to the order's insert: no other order can run in between.
   async placeOrder({ owner, petId, holdMs, now, key }: PlaceOrder): Promise<PlaceOrderResult> {
-    this.#expireDue(now);
+    this.#expireDueOrdersAt(now);
     const keyed = key === undefined ? undefined : `${owner}\u0000${key}`;
     const earlier = keyed === undefined ? undefined : this.#orderKeys.get(keyed);
     if (earlier !== undefined) {
@@ -171,13 +171,13 @@ export class MemoryStore implements DataStore {
   }
 
   async getOrder(owner: string, id: string, now: number): Promise<StoredOrder | undefined> {
-    this.#expireDue(now);
+    this.#expireDueOrdersAt(now);
     const kept = this.#orders.get(id);
     return kept?.owner === owner ? kept.order : undefined;
   }
 
   async listOrders(owner: string, { limit, status, after }: OrderListOptions, now: number): Promise<StoredOrder[]> {
-    this.#expireDue(now);
+    this.#expireDueOrdersAt(now);
     return [...(this.#byOwner.get(owner) ?? [])]
       .filter((id) => after === undefined || id > after)
       .sort()
@@ -187,7 +187,7 @@ export class MemoryStore implements DataStore {
   }
 
   async closeOrder(owner: string, id: string, to: Closing, now: number): Promise<CloseOrderResult> {
-    this.#expireDue(now);
+    this.#expireDueOrdersAt(now);
     const kept = this.#orders.get(id);
     if (kept?.owner !== owner) return { outcome: 'not_found' };
     const { order } = kept;
@@ -199,8 +199,8 @@ export class MemoryStore implements DataStore {
     return { outcome: 'closed', order: kept.order };
   }
 
-  async expireOrders(now: number): Promise<number> {
-    return this.#expireDue(now);
+  async expireDueOrders(now: number): Promise<number> {
+    return this.#expireDueOrdersAt(now);
   }
 
   async retireOwner(owner: string): Promise<void> {
@@ -247,8 +247,8 @@ export class MemoryStore implements DataStore {
       if (mine.size > 0) this.#byOwner.set(to, mine);
       // The keys are renamed in place: their order is the order they expire in.
       const renamed = KEYED_CREATES.map((op) => [
-        `${idempotencyScope(from, op)}\u0000`,
-        `${idempotencyScope(to, op)}\u0000`,
+        `${idempotencyKeySpace(from, op)}\u0000`,
+        `${idempotencyKeySpace(to, op)}\u0000`,
       ]);
       const keys = [...this.#keys];
       const taken = new Set(this.#keys.keys());
@@ -262,8 +262,8 @@ export class MemoryStore implements DataStore {
   }
 
   /** Expires the orders whose hold is over, at once: in memory that takes no I/O, so nothing is left to wait for. */
-  startDueExpiry(): undefined {
-    this.#expireDue(this.#clock.now());
+  startDueOrderExpiry(): undefined {
+    this.#expireDueOrdersAt(this.#clock.now());
     return undefined;
   }
 
@@ -295,7 +295,7 @@ export class MemoryStore implements DataStore {
   }
 
   /** Expires every placed order whose hold is over at `now`: the order, its pet, its event. */
-  #expireDue(now: number): number {
+  #expireDueOrdersAt(now: number): number {
     if (now < this.#nextDeadline) return 0;
     let expired = 0;
     let next = Number.POSITIVE_INFINITY;

@@ -25,11 +25,11 @@ export interface ListOptions {
 /** A create the client may retry: it carries an `Idempotency-Key`. */
 export interface IdempotentCreate {
   /**
-   * Whose key it is: the owner and the operation (`idempotencyScope`, e.g.
-   * `con_…:acme/createPet`), so two callers never share keys; the `scope` column of `idempotency_keys`.
-   * Unlike a key's scopes (what a key may do), it grants nothing.
+   * Whose key it is: the owner and the operation (`idempotencyKeySpace`, e.g.
+   * `con_…:acme/createPet`), so two callers never share keys. Stored in the `scope` column of
+   * `idempotency_keys`.
    */
-  readonly scope: string;
+  readonly keySpace: string;
   /** The `Idempotency-Key` header as sent. */
   readonly key: string;
   /** Digest of the request (`fingerprintOf`): the same key with another request is a conflict. */
@@ -150,11 +150,12 @@ export interface DataStore {
    */
   closeOrder(owner: string, id: string, to: Closing, now: number): Promise<CloseOrderResult>;
   /**
-   * Expires every placed order whose hold is over: the order `expired`, its pet `available`,
-   * `order.expired` recorded in the outbox, each a conditional write, so an order expires once
-   * whichever instances try. Resolves with how many this call expired.
+   * Expires every due order (a placed order whose hold is over): the order `expired`, its pet
+   * `available`, `order.expired` recorded in the outbox, each a conditional write, so an order
+   * expires once whichever instances try. Resolves with how many this call expired. The order
+   * sweep awaits it (src/serve/start.ts); a read of pets starts it (`startDueOrderExpiry`).
    */
-  expireOrders(now: number): Promise<number>;
+  expireDueOrders(now: number): Promise<number>;
   /**
    * Ends an owner (a consumer deleted): its placed orders `cancelled` with their pets available,
    * and every order of it given to an identity no one has, so a consumer made again under the
@@ -168,12 +169,12 @@ export interface DataStore {
    */
   adoptOwners(moves: readonly OwnerMove[]): Promise<void>;
   /**
-   * Starts expiring the placed orders whose hold has run out (`expireOrders`), one run at a time.
+   * Starts expiring the due orders (`expireDueOrders`) without waiting for it, one run at a time.
    * Returns the run under way, if any, so a read of pets waits for it and shows them as a write
    * will find them. A backend's run never rejects; the time-bounded store's may time out. A read
    * whose answer may be memoised calls it before `changeCount()`.
    */
-  startDueExpiry(): Promise<unknown> | undefined;
+  startDueOrderExpiry(): Promise<unknown> | undefined;
   /**
    * The change count now (`ChangeCounter.count`): read it before a read whose answer may be memoised.
    * Undefined when the store cannot tell what changed, or while a run-out hold is not yet expired;
@@ -207,12 +208,17 @@ export interface CallSpec {
   readonly write: boolean;
   /** The `operation` its failures are counted under (`petstore_store_errors_total`). */
   readonly counted: string;
+  /**
+   * The name its trace span and `db.operation.name` carry when it is not the method's: the name
+   * stored traces and their queries select on.
+   */
+  readonly traced?: string;
 }
 
 /**
  * THE STORE'S METHOD LIST: every awaited call of `DataStore` once. The wrappers are made from it
  * (`wrapStore`), so a call added to the interface fails to compile until it is here, and once
- * here no wrapper can leave it out. Step 6's synchronous calls (`startDueExpiry`, which
+ * here no wrapper can leave it out. Step 6's synchronous calls (`startDueOrderExpiry`, which
  * returns the expiry run without waiting for it, `changeCount`, `unchanged`) and `close` are not
  * here: `wrapStore` passes them on, or takes a wrapper's own (`OwnCalls`).
  */
@@ -229,7 +235,7 @@ export const STORE_CALLS = {
   getOrder: { doing: 'read order', write: true, counted: 'order' },
   listOrders: { doing: 'list orders', write: true, counted: 'order' },
   closeOrder: { doing: 'close order', write: true, counted: 'order' },
-  expireOrders: { doing: 'expire orders', write: true, counted: 'order' },
+  expireDueOrders: { doing: 'expire orders', write: true, counted: 'order', traced: 'expireOrders' },
   retireOwner: { doing: 'retire owner', write: true, counted: 'order' },
   adoptOwners: { doing: 'adopt owners', write: true, counted: 'order' },
   ping: { doing: 'ping', write: false, counted: 'ping' },
@@ -270,12 +276,12 @@ export function wrapCalls<T extends object, K extends keyof T & string>(
 }
 
 /** Step 6's synchronous calls, and `close`, which a wrapper may give its own of. */
-export type OwnCalls = Partial<Pick<DataStore, 'startDueExpiry' | 'changeCount' | 'unchanged' | 'close'>>;
+export type OwnCalls = Partial<Pick<DataStore, 'startDueOrderExpiry' | 'changeCount' | 'unchanged' | 'close'>>;
 
 /**
  * `store` behind a wrapper: every call of `STORE_CALLS` passed through `wrap`, and the outbox's
  * `OUTBOX_CALLS` too unless `outbox` is `'as is'`. Step 6's synchronous calls
- * (`startDueExpiry`, `changeCount`, `unchanged`) and `close` are passed on unchanged, unless
+ * (`startDueOrderExpiry`, `changeCount`, `unchanged`) and `close` are passed on unchanged, unless
  * `own` gives the wrapper's own. `backend` is the innermost store, where the keys are found.
  *
  * @example
@@ -292,7 +298,7 @@ export function wrapStore(
     ...wrapCalls(store, STORE_CALLS, wrap),
     ...(inner ? { outbox: outbox === 'wrapped' ? wrapCalls(inner, OUTBOX_CALLS, wrap) : inner } : {}),
     backend: 'backend' in store ? store.backend : store,
-    startDueExpiry: () => store.startDueExpiry(),
+    startDueOrderExpiry: () => store.startDueOrderExpiry(),
     changeCount: () => store.changeCount(),
     unchanged: (since, reads) => store.unchanged(since, reads),
     close: () => store.close(),

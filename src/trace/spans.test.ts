@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from 'bun:test';
 import { SpanKind } from '@opentelemetry/api';
 import { decodeExport, type ExportedSpan, KIND, STATUS } from '../../test/otlp-receiver.ts';
 import { RecordEncoder } from './otlp.ts';
-import { inScope, type RequestScope } from './request-scope.ts';
+import { inRequest, type RequestState } from './request-state.ts';
 import { CHILD_END, MAX_CHILDREN, TraceRing } from './ring.ts';
 import {
   beginRequest,
@@ -63,16 +63,16 @@ function exported(ring: TraceRing): ExportedSpan[] {
   return encoder.spans === 0 ? [] : decodeExport(encoder.take());
 }
 
-const finish = (scope: RequestScope, status: number, keyed = true, request: FakeRequest = GET) =>
-  finishRequest(scope, status, keyed, details, keyed ? { ...request, consumer: 'acme' } : request);
+const finish = (state: RequestState, status: number, keyed = true, request: FakeRequest = GET) =>
+  finishRequest(state, status, keyed, details, keyed ? { ...request, consumer: 'acme' } : request);
 
 afterEach(() => useRecorder(undefined, undefined));
 
 describe('every request recorded alike; kept by the head or the tail', () => {
   test('a head-sampled request is exported with its children nested as they ran, and its attributes', async () => {
     const { ring } = recorder(8, true);
-    const scope = beginRequest('r1', undefined, start, GET);
-    await inScope(scope, () =>
+    const state = beginRequest('r1', undefined, start, GET);
+    await inRequest(state, () =>
       childSpan(
         'gateway decide',
         {},
@@ -81,13 +81,13 @@ describe('every request recorded alike; kept by the head or the tail', () => {
         2,
       ),
     );
-    await inScope(scope, () =>
+    await inRequest(state, () =>
       childSpan('list pets', { 'db.operation.name': 'list' }, async () => {
         throw new TypeError('gone');
       }).catch(() => undefined),
     );
-    expect(finish(scope, 200)).toBe(true);
-    expect(scope.sampled).toBe(true);
+    expect(finish(state, 200)).toBe(true);
+    expect(state.sampled).toBe(true);
     const [server, decide, redis, list] = exported(ring);
     expect(server).toMatchObject({
       name: 'GET /v1/pets',
@@ -105,10 +105,10 @@ describe('every request recorded alike; kept by the head or the tail', () => {
         'http.response.status_code': 200,
       },
     });
-    expect(server).toMatchObject({ traceId: scope.traceId, spanId: scope.spanId, parentSpanId: '' });
+    expect(server).toMatchObject({ traceId: state.traceId, spanId: state.spanId, parentSpanId: '' });
     expect(server?.attributes['petstore.kept_by']).toBeUndefined();
     expect(decide?.attributes).toEqual({ 'petstore.gateway.cost': 2, 'petstore.gateway.decision': 'admitted' });
-    expect(decide?.parentSpanId).toBe(scope.spanId as string);
+    expect(decide?.parentSpanId).toBe(state.spanId as string);
     expect(redis).toMatchObject({ name: 'EVALSHA', kind: KIND.client, attributes: { 'db.system.name': 'redis' } });
     expect(redis?.parentSpanId).toBe(decide?.spanId as string);
     expect(list).toMatchObject({
@@ -117,10 +117,10 @@ describe('every request recorded alike; kept by the head or the tail', () => {
       statusMessage: 'gone',
       attributes: { 'db.operation.name': 'list', 'error.type': 'TypeError' },
     });
-    expect(list?.parentSpanId).toBe(scope.spanId as string);
+    expect(list?.parentSpanId).toBe(state.spanId as string);
     // Four distinct span ids in one trace.
     expect(new Set([server, decide, redis, list].map((s) => s?.spanId)).size).toBe(4);
-    expect([decide, redis, list].every((s) => s?.traceId === scope.traceId)).toBe(true);
+    expect([decide, redis, list].every((s) => s?.traceId === state.traceId)).toBe(true);
     expect(ring.kept).toBe(0);
   });
 
@@ -143,8 +143,8 @@ describe('every request recorded alike; kept by the head or the tail', () => {
 
   test('a caller without a valid key is never kept by the tail', () => {
     const { ring } = recorder(8, false, { errors: true, slowerThanMs: 1 });
-    const scope = beginRequest('keyless', undefined, start, GET);
-    expect(finish(scope, 503, false)).toBe(false);
+    const state = beginRequest('keyless', undefined, start, GET);
+    expect(finish(state, 503, false)).toBe(false);
     expect(exported(ring)).toEqual([]);
   });
 
@@ -162,9 +162,9 @@ describe('every request recorded alike; kept by the head or the tail', () => {
   test('a full ring overwrites the oldest; a kept record not yet read is counted with its children', async () => {
     const { ring } = recorder(4, true);
     for (let i = 0; i < 6; i++) {
-      const scope = beginRequest(`r${i}`, undefined, start, GET);
-      await inScope(scope, () => childSpan('list pets', {}, async () => 1));
-      finish(scope, 200);
+      const state = beginRequest(`r${i}`, undefined, start, GET);
+      await inRequest(state, () => childSpan('list pets', {}, async () => 1));
+      finish(state, 200);
     }
     // Six kept records of two spans each in a ring of four: the first two were overwritten unread.
     expect(ring.overwritten).toBe(4);
@@ -185,15 +185,15 @@ describe('every request recorded alike; kept by the head or the tail', () => {
     const { ring } = recorder(2, true);
     const outcome = { key: 'petstore.gateway.decision', of: (v: string) => v };
     const options = { number: 'petstore.gateway.cost', outcome };
-    const scope = beginRequest('r', undefined, start, GET);
-    await inScope(scope, async () => {
+    const state = beginRequest('r', undefined, start, GET);
+    await inRequest(state, async () => {
       const decide = openChild('gateway decide', {}, options, 2);
       await sleep(1);
       closeChild(decide, 'admitted', outcome);
       const store = openChild('list pets', { 'db.operation.name': 'list' });
       failChild(store, new RangeError('store unreachable'));
     });
-    finish(scope, 200);
+    finish(state, 200);
     const spans = exported(ring);
     expect(spans.find((s) => s.name === 'gateway decide')?.attributes).toEqual({
       'petstore.gateway.cost': 2,
@@ -209,7 +209,7 @@ describe('every request recorded alike; kept by the head or the tail', () => {
     expect(openChild('gateway decide', {})).toBe(NO_CHILD);
     // A request whose record two others took meanwhile: its child's close writes nothing to theirs.
     const late = beginRequest('late', undefined, start, GET);
-    const child = await inScope(late, async () => openChild('gateway decide', {}));
+    const child = await inRequest(late, async () => openChild('gateway decide', {}));
     expect(child).not.toBe(NO_CHILD);
     const others = [beginRequest('a', undefined, start, GET), beginRequest('b', undefined, start, GET)];
     const ends = () => Array.from({ length: ring.size * MAX_CHILDREN }, (_, i) => ring.childValue(i, CHILD_END));
@@ -221,10 +221,10 @@ describe('every request recorded alike; kept by the head or the tail', () => {
   });
 
   test('without a recorder nothing is recorded and children just run', async () => {
-    const scope = beginRequest('plain', undefined, start, GET);
-    expect(scope.record).toBeUndefined();
-    expect(await inScope(scope, () => childSpan('list pets', {}, async () => 7))).toBe(7);
-    expect(finish(scope, 503)).toBe(false);
+    const state = beginRequest('plain', undefined, start, GET);
+    expect(state.record).toBeUndefined();
+    expect(await inRequest(state, () => childSpan('list pets', {}, async () => 7))).toBe(7);
+    expect(finish(state, 503)).toBe(false);
   });
 });
 

@@ -26,7 +26,7 @@ import {
 } from '@opentelemetry/api';
 import { peerText } from '../redact.ts';
 import { drawnLow52, formatTraceParent, newSpanId, newTrace, newTraceId, parseTraceParent } from './context.ts';
-import { currentScope, type RequestScope, requestScope } from './request-scope.ts';
+import { currentRequest, type RequestState, requestState } from './request-state.ts';
 import { ERROR_NAME, FAILED, HEAD, INTERNAL, MAX_CHILDREN, REMOTE, TAIL, type TraceRing } from './ring.ts';
 
 let tracer: Tracer | undefined;
@@ -137,24 +137,24 @@ export interface SpanDetails<R> {
 }
 
 /**
- * The request's scope: its ids (the trace continued from a valid `traceparent`, a malformed one
+ * The request's state: its ids (the trace continued from a valid `traceparent`, a malformed one
  * ignored), the head decision, and its record in the ring when requests are recorded. `start`
  * is asked about `request` only while they are.
  *
  * @example
- * const scope = beginRequest(requestId, c.req.header('traceparent'), start, c)
- * inScope(scope, () => serve(c))
+ * const state = beginRequest(requestId, c.req.header('traceparent'), start, c)
+ * inRequest(state, () => serve(c))
  */
 export function beginRequest<R>(
   requestId: string,
   traceparent: string | undefined,
   start: SpanStart<R>,
   request: R,
-): RequestScope {
+): RequestState {
   const parent = parseTraceParent(traceparent);
   const { traceId, spanId, at } = parent ? { traceId: parent.traceId, spanId: newSpanId(), at: -1 } : newTrace();
   const into = ring;
-  if (!into) return requestScope(requestId, traceId, spanId);
+  if (!into) return requestState(requestId, traceId, spanId);
   let head: boolean;
   let state: string | undefined;
   if (parent) {
@@ -177,7 +177,7 @@ export function beginRequest<R>(
   // A new trace's ids are written once it is kept (`finishRequest`): most are not.
   if (parent) into.writeIds(r, traceId, spanId, parent.spanId);
   if (parent) into.traceState.writeList(r, state ?? '');
-  return requestScope(requestId, traceId, spanId, head, r, into.seq[r] as number);
+  return requestState(requestId, traceId, spanId, head, r, into.seq[r] as number);
 }
 
 /** Whether the tail may keep one more request now, counting it; the excess is told to `capped`. */
@@ -196,30 +196,30 @@ function tailRoom(at: number, spans: number): boolean {
 }
 
 /**
- * Ends the request's record with its answer and gives the final verdict, which the scope's
+ * Ends the request's record with its answer and gives the final verdict, which the state's
  * `sampled` now says too: head-sampled, or kept by the tail rules (a caller with a valid key,
  * `keyed`, slow or answered 5xx). As the HTTP conventions say, a 5xx sets the server span's
  * status to Error and a 4xx leaves it unset. `details` is asked only for a kept record.
  */
 export function finishRequest<R>(
-  scope: RequestScope,
+  state: RequestState,
   status: number,
   keyed: boolean,
   details: SpanDetails<R>,
   request: R,
 ): boolean {
   const into = ring;
-  const r = scope.record;
-  const head = scope.sampled === true;
+  const r = state.record;
+  const head = state.sampled === true;
   if (!into || r === undefined) return head;
-  if (!into.holds(r, scope.seq as number)) {
+  if (!into.holds(r, state.seq as number)) {
     // Overwritten while it was served (a ring too small for the requests in flight): nothing
     // of it is exported, and its answer says so.
     if (head) {
       into.overwritten++;
       into.wake?.(false);
     }
-    scope.sampled = false;
+    state.sampled = false;
     return false;
   }
   const at = now();
@@ -238,13 +238,13 @@ export function finishRequest<R>(
   if (status >= 500) into.flags[r] = (into.flags[r] as number) | FAILED;
   if (kept) {
     if (((into.flags[r] as number) & REMOTE) === 0) {
-      into.writeIds(r, scope.traceId as string, scope.spanId as string);
+      into.writeIds(r, state.traceId as string, state.spanId as string);
       into.traceState.clear(r);
     }
     describe(into, r, details, request);
   }
   into.settle(r, kept);
-  scope.sampled = kept;
+  state.sampled = kept;
   return kept;
 }
 
@@ -263,9 +263,9 @@ function describe<R>(into: TraceRing, r: number, details: SpanDetails<R>, reques
  * The request's `traceresponse` header value (W3C Trace Context Level 2): its trace id, its span
  * id and whether it is exported; undefined for a request that is not traced.
  */
-export function traceResponse(scope: RequestScope): string | undefined {
-  const { traceId, spanId } = scope;
-  return traceId && spanId ? formatTraceParent(traceId, spanId, scope.sampled === true) : undefined;
+export function traceResponse(state: RequestState): string | undefined {
+  const { traceId, spanId } = state;
+  return traceId && spanId ? formatTraceParent(traceId, spanId, state.sampled === true) : undefined;
 }
 
 /** What a child's record carries besides its name and its fixed attributes. */
@@ -327,9 +327,9 @@ export const NO_CHILD = -1;
 export function openChild<T>(name: string, attributes: Attributes, options?: ChildOptions<T>, value?: number): number {
   const into = ring;
   if (!into) return NO_CHILD;
-  const scope = currentScope();
-  const r = scope?.record;
-  if (r === undefined || !into.holds(r, scope?.seq as number)) return NO_CHILD;
+  const state = currentRequest();
+  const r = state?.record;
+  if (r === undefined || !into.holds(r, state?.seq as number)) return NO_CHILD;
   const n = into.openChild(
     r,
     into.strings.id(name),
@@ -376,8 +376,8 @@ export function failChild(child: number, err: unknown): void {
  * webhook event in the outbox); undefined outside a traced request.
  */
 export function currentTraceParent(): string | undefined {
-  const scope = currentScope();
-  return scope ? traceResponse(scope) : undefined;
+  const state = currentRequest();
+  return state ? traceResponse(state) : undefined;
 }
 
 /**

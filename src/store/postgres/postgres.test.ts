@@ -110,7 +110,7 @@ describe('PostgresStore', () => {
       PostgresStore.open({ url: db.url, log: silentLogger }),
     ]);
     const rex = { name: 'Rex', categoryId: 1, status: 'available' } as const;
-    const once = { scope: 'key:acme', key: 'retry-1', fingerprint: fingerprintOf(rex), now: Date.now() };
+    const once = { keySpace: 'key:acme', key: 'retry-1', fingerprint: fingerprintOf(rex), now: Date.now() };
     const results = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).createOnce(rex, once)));
     expect(results.filter((r) => r.outcome === 'created')).toHaveLength(1);
     expect(results.filter((r) => r.outcome === 'replayed')).toHaveLength(19);
@@ -198,7 +198,7 @@ describe('PostgresStore', () => {
     const kept = { id: 1, name: 'kept', categoryId: 4, status: 'pending' as const, version: 1 };
     expect(await store.get(1)).toEqual(kept);
     // Its key kept the pet: a retry answers it as created, after a change and after a removal.
-    const retry = { scope: 'key:acme/createPet', key: 'k', fingerprint: 'f', now };
+    const retry = { keySpace: 'key:acme/createPet', key: 'k', fingerprint: 'f', now };
     const pet = { name: 'kept', categoryId: 4, status: 'pending' } as const;
     await store.update(1, { name: 'renamed' });
     expect(await store.createOnce(pet, retry)).toEqual({ outcome: 'replayed', pet: kept });
@@ -511,7 +511,7 @@ describe('PostgresStore version: every write of the fleet, heard through LISTEN'
       await within(1_500, () => store.changeCount() === undefined);
       // A kept read starts the expiry (as src/http/pipeline.ts does), then its count is known again.
       await within(2_000, () => {
-        store.startDueExpiry();
+        store.startDueOrderExpiry();
         return store.changeCount() !== undefined;
       });
       expect((await store.get(pet.id))?.status).toBe('available');

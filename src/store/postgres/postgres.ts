@@ -10,7 +10,7 @@ import type { Logger } from '../../log.ts';
 import { peerText } from '../../redact.ts';
 import { EVERY_PET, NO_PET, type PetChange } from '../change-counter.ts';
 import { planRemove, planUpdate } from '../change-rules.ts';
-import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES, SweepSchedule } from '../idempotency.ts';
+import { IDEMPOTENCY_TTL_MS, idempotencyKeySpace, KEYED_CREATES, SweepSchedule } from '../idempotency.ts';
 import type { KeyStore, WithKeyStore } from '../key-store.ts';
 import { newOrderId, ORDER_COLUMNS, orderExpiredEvent, orderFromRow, retiredOwner } from '../order-rows.ts';
 import type { Outbox } from '../outbox.ts';
@@ -308,7 +308,8 @@ export class PostgresStore implements DataStore, WithKeyStore {
   }
 
   async createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult> {
-    const { scope, key, fingerprint, now } = once;
+    // The `scope` column of `idempotency_keys` holds the key space.
+    const { keySpace, key, fingerprint, now } = once;
     const started = performance.now();
     const sweep = this.#sweeps.due(now);
     return this.#changing(
@@ -317,7 +318,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
       () =>
         transaction(this.#sql, async (tx): Promise<CreateOnceResult> => {
           // 64-bit hash of the key: a collision only makes two keys take turns.
-          await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`${scope}\n${key}`}, 0))`;
+          await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`${keySpace}\n${key}`}, 0))`;
           // The caller was answered 503 at the bound: a create that only gets its turn after that
           // stores nothing, so the outcome the client was told is unknown is "not stored".
           if (performance.now() - started >= this.#timeoutMs) {
@@ -327,7 +328,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
           const [seen] = await tx`
           SELECT k.fingerprint, ${tx.unsafe(REPLAYED_PET)}
           FROM idempotency_keys k LEFT JOIN pets p ON p.id = k.pet_id
-          WHERE k.scope = ${scope} AND k.idempotency_key = ${key} AND k.expires_at > ${now}`;
+          WHERE k.scope = ${keySpace} AND k.idempotency_key = ${key} AND k.expires_at > ${now}`;
           const replayed = seen ? replayedPetFromRow(seen) : undefined;
           if (replayed) {
             if (column(seen, 'fingerprint') !== fingerprint) return { outcome: 'conflict' };
@@ -340,7 +341,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
           await tx`
           INSERT INTO idempotency_keys
             (scope, idempotency_key, fingerprint, pet_id, expires_at, pet_name, pet_category_id, pet_status, pet_version)
-          VALUES (${scope}, ${key}, ${fingerprint}, ${stored.id}, ${now + IDEMPOTENCY_TTL_MS},
+          VALUES (${keySpace}, ${key}, ${fingerprint}, ${stored.id}, ${now + IDEMPOTENCY_TTL_MS},
             ${stored.name}, ${stored.categoryId}, ${stored.status}, ${stored.version})
           ON CONFLICT (scope, idempotency_key) DO UPDATE
           SET fingerprint = excluded.fingerprint, pet_id = excluded.pet_id, expires_at = excluded.expires_at,
@@ -419,7 +420,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
     return transaction(this.#sql, async (tx): Promise<UpdateResult> => {
       // A hold of this pet that ran out ends first (its order locked, then the pet, the order
       // every writer takes them in), so If-Match is checked against the version it gave.
-      await this.#expireIn(tx, id);
+      await this.#expireDueOrdersIn(tx, id);
       const [row] = await tx`SELECT ${cols} FROM pets WHERE id = ${id} FOR UPDATE`;
       const current = row ? storedPetFromRow(row) : undefined;
       const plan = planUpdate(current, patch, ifMatch);
@@ -446,7 +447,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
       transaction(this.#sql, async (tx): Promise<RemoveResult> => {
         // A hold of this pet that ran out ends first (its order locked, then the pet, the order
         // every writer takes them in), so If-Match is checked against the version it gave.
-        await this.#expireIn(tx, id);
+        await this.#expireDueOrdersIn(tx, id);
         const [row] = await tx`SELECT ${cols} FROM pets WHERE id = ${id} FOR UPDATE`;
         const current = row ? storedPetFromRow(row) : undefined;
         const plan = planRemove(current, ifMatch);
@@ -519,7 +520,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
       }
       // A hold of this pet that ran out ends first: the pet can be ordered again at once, and a
       // retry of the order that held it answers it expired, not placed.
-      await this.#expireIn(tx, petId);
+      await this.#expireDueOrdersIn(tx, petId);
       if (key !== undefined) {
         const [seen] =
           await tx`SELECT ${tx.unsafe(ORDER_COLUMNS)} FROM orders WHERE owner = ${owner} AND idempotency_key = ${key}`;
@@ -561,7 +562,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
       );
     let [row] = await read();
     if (row && column(row, 'status') === 'placed' && column(row, 'due') === true) {
-      await this.expireOrders();
+      await this.expireDueOrders();
       [row] = await read();
     }
     return row ? orderFromRow(row) : undefined;
@@ -573,7 +574,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
       () => this.#sql`SELECT 1 AS due FROM orders
         WHERE owner = ${owner} AND status = 'placed' AND hold_until <= ${this.#sql.unsafe(NOW_MS)} LIMIT 1`,
     );
-    if (due) await this.expireOrders();
+    if (due) await this.expireDueOrders();
     const cols = this.#sql.unsafe(ORDER_COLUMNS);
     const rows = await this.#query(STORE_CALLS.listOrders.doing, () =>
       status === undefined
@@ -610,7 +611,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
       if (!row) return { outcome: 'not_found' };
       let order = orderFromRow(row);
       if (order.status === 'placed' && column(row, 'due') === true) {
-        await this.#expireIn(tx, order.petId);
+        await this.#expireDueOrdersIn(tx, order.petId);
         order = { ...order, status: 'expired' };
       }
       if (order.status !== 'placed') return { outcome: order.status === to ? 'unchanged' : 'order_closed', order };
@@ -648,10 +649,10 @@ export class PostgresStore implements DataStore, WithKeyStore {
             WHERE o.owner = ${from} AND (o.idempotency_key IS NULL OR NOT EXISTS (
               SELECT 1 FROM orders mine WHERE mine.owner = ${to} AND mine.idempotency_key = o.idempotency_key))`;
           for (const op of KEYED_CREATES) {
-            const [scope, heir] = [idempotencyScope(from, op), idempotencyScope(to, op)];
+            const [keySpace, heir] = [idempotencyKeySpace(from, op), idempotencyKeySpace(to, op)];
             await tx`
               UPDATE idempotency_keys k SET scope = ${heir}
-              WHERE k.scope = ${scope} AND NOT EXISTS (
+              WHERE k.scope = ${keySpace} AND NOT EXISTS (
                 SELECT 1 FROM idempotency_keys mine WHERE mine.scope = ${heir} AND mine.idempotency_key = k.idempotency_key)`;
           }
         }
@@ -660,9 +661,9 @@ export class PostgresStore implements DataStore, WithKeyStore {
   }
 
   /** Expires the placed orders whose hold is over on the database's clock; `now` is not used. */
-  async expireOrders(): Promise<number> {
+  async expireDueOrders(): Promise<number> {
     const [due] = await this.#query(
-      STORE_CALLS.expireOrders.doing,
+      STORE_CALLS.expireDueOrders.doing,
       () => this.#sql`SELECT min(hold_until) - ${this.#sql.unsafe(NOW_MS)} AS due_in
         FROM orders WHERE status = 'placed'`,
     );
@@ -671,17 +672,17 @@ export class PostgresStore implements DataStore, WithKeyStore {
       this.#nextDeadline = deadlineIn(dueIn);
       return 0;
     }
-    const expired = await this.#changing(STORE_CALLS.expireOrders.doing, EVERY_PET, () =>
-      transaction(this.#sql, (tx) => this.#expireIn(tx)),
+    const expired = await this.#changing(STORE_CALLS.expireDueOrders.doing, EVERY_PET, () =>
+      transaction(this.#sql, (tx) => this.#expireDueOrdersIn(tx)),
     );
     await this.#readNextDeadline();
     return expired;
   }
 
-  /** Reads the earliest hold of a placed order, watched by `startDueExpiry()`, `changeCount()`. */
+  /** Reads the earliest hold of a placed order, watched by `startDueOrderExpiry()`, `changeCount()`. */
   async #readNextDeadline(): Promise<void> {
     const [next] = await this.#query(
-      STORE_CALLS.expireOrders.doing,
+      STORE_CALLS.expireDueOrders.doing,
       () =>
         this.#sql`SELECT min(hold_until) - ${this.#sql.unsafe(NOW_MS)} AS due_in FROM orders WHERE status = 'placed'`,
     );
@@ -703,7 +704,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
    * pets `available`, `order.expired` recorded. The UPDATE's condition is re-checked under the
    * row lock, so instances expiring together expire each order once, and record its event once.
    */
-  async #expireIn(tx: postgres.TransactionSql, petId?: number): Promise<number> {
+  async #expireDueOrdersIn(tx: postgres.TransactionSql, petId?: number): Promise<number> {
     const now = tx.unsafe(NOW_MS);
     const rows = await (petId === undefined
       ? tx`UPDATE orders SET status = 'expired' WHERE status = 'placed' AND hold_until <= ${now}
@@ -734,12 +735,12 @@ export class PostgresStore implements DataStore, WithKeyStore {
    * Past the earliest hold known here, starts expiring the orders due, one run at a time, and
    * returns that run.
    */
-  startDueExpiry(): Promise<unknown> | undefined {
+  startDueOrderExpiry(): Promise<unknown> | undefined {
     if (Date.now() < this.#nextDeadline) return undefined;
     // A failed run is not the read's to answer: the read goes on and shows the pets as stored, with
     // nothing memoised (`changeCount()` stays undefined past the deadline). The next read or the
     // order sweep (src/serve/start.ts, which logs and counts its failures) tries again.
-    this.#expiring ??= this.expireOrders()
+    this.#expiring ??= this.expireDueOrders()
       .catch(() => {})
       .finally(() => {
         this.#expiring = undefined;
@@ -754,7 +755,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
    */
   changeCount(): number | undefined {
     // Past the earliest hold known here, pets may be about to change: nothing is memoised until the
-    // orders due are expired (by `startDueExpiry()`'s run, or another instance's write heard here).
+    // orders due are expired (by `startDueOrderExpiry()`'s run, or another instance's write heard here).
     if (Date.now() >= this.#nextDeadline) return undefined;
     return this.#changes.version();
   }

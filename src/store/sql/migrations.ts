@@ -210,8 +210,8 @@ export const MIGRATIONS: readonly Migration[] = [
     // pets already there get version 1 from a constant default (a volatile one would rewrite the
     // table under ACCESS EXCLUSIVE); the sequence then starts past 1, so no later write repeats
     // their tag.
-    // Keys are scoped per operation as well as per caller (src/store/idempotency.ts): the
-    // keys stored before were all createPet's.
+    // A key's space (the `scope` column) is per operation as well as per caller
+    // (src/store/idempotency.ts): the keys stored before were all createPet's.
     // An idempotency key keeps the pet its create answered (name, category, status, version),
     // so a retry answers that 201 after the pet changed or was deleted; the key no longer
     // depends on the pet's row. Keys stored before this get a copy of their pet as it is now

@@ -32,9 +32,9 @@ describe('a hold placed through another process of the same file', () => {
     now += DATA_VERSION_TTL_MS;
     expect((await reader.get(pet.id))?.status).toBe('pending');
 
-    // Past the hold, as the pipeline reads a pet: the due expiry first, then the pet.
+    // Past the hold, as the pipeline reads a pet: the due orders expired first, then the pet.
     now += 2_000;
-    await reader.startDueExpiry();
+    await reader.startDueOrderExpiry();
     expect((await reader.get(pet.id))?.status).toBe('available');
     expect((await placer.getOrder('con_a', placed.outcome === 'placed' ? placed.order.id : '', now))?.status).toBe(
       'expired',
@@ -65,7 +65,7 @@ describe('an expiry rolled back with its batch', () => {
     expect(placed.outcome).toBe('placed');
 
     now += 2_000;
-    const expiring = store.expireOrders(now);
+    const expiring = store.expireDueOrders(now);
     const refused = store.create({ name: 'boom', categoryId: 1, status: 'available' });
     expect(
       await refused.then(
@@ -75,7 +75,7 @@ describe('an expiry rolled back with its batch', () => {
     ).toBe('store pet: boom refused');
     await expiring;
 
-    await store.startDueExpiry();
+    await store.startDueOrderExpiry();
     expect((await store.get(pet.id))?.status).toBe('available');
     const id = placed.outcome === 'placed' ? placed.order.id : '';
     expect((await store.getOrder('con_a', id, now))?.status).toBe('expired');

@@ -10,7 +10,7 @@ import type { PetSet } from '../../core/reply.ts';
 import type { Logger } from '../../log.ts';
 import { ChangeCounter, EVERY_PET } from '../change-counter.ts';
 import { planRemove, planUpdate } from '../change-rules.ts';
-import { IDEMPOTENCY_TTL_MS, idempotencyScope, KEYED_CREATES, SweepSchedule } from '../idempotency.ts';
+import { IDEMPOTENCY_TTL_MS, idempotencyKeySpace, KEYED_CREATES, SweepSchedule } from '../idempotency.ts';
 import type { KeyStore, WithKeyStore } from '../key-store.ts';
 import { newOrderId, ORDER_COLUMNS, orderExpiredEvent, orderFromRow, retiredOwner } from '../order-rows.ts';
 import type { Outbox } from '../outbox.ts';
@@ -84,7 +84,10 @@ const DATA_VERSION = 'PRAGMA data_version';
  * unseen, for at most this long.
  */
 export const DATA_VERSION_TTL_MS = 100;
-/** The live key and the pet its create answered (`REPLAYED_PET`); none when that is unknown. */
+/**
+ * The live key and the pet its create answered (`REPLAYED_PET`); none when that is unknown. The
+ * `scope` column holds the key space (`IdempotentCreate.keySpace`).
+ */
 const SELECT_KEY = `
   SELECT k.fingerprint, ${REPLAYED_PET}
   FROM idempotency_keys k LEFT JOIN pets p ON p.id = k.pet_id
@@ -217,7 +220,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
    * memoised until the orders are expired.
    */
   #nextDeadline: number;
-  /** The expiry `startDueExpiry()` started, while it runs. */
+  /** The expiry `startDueOrderExpiry()` started, while it runs. */
   #expiring: Promise<unknown> | undefined;
   /** The webhook outbox in this file: its writes are batched with the pets'. */
   readonly outbox: Outbox = sqliteOutbox({
@@ -335,7 +338,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
   }
 
   async getOrder(owner: string, id: string, now: number): Promise<StoredOrder | undefined> {
-    await this.#expireIfDue(now);
+    await this.expireDueOrders(now);
     return this.#retryWhileBusy(STORE_CALLS.getOrder.doing, () => {
       const row = this.#query(STORE_CALLS.getOrder.doing, () => this.#db.prepare(ORDER_OF).get(id, owner));
       return row === undefined || row === null ? undefined : orderFromRow(row);
@@ -347,7 +350,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
     { limit, status, after = '' }: OrderListOptions,
     now: number,
   ): Promise<StoredOrder[]> {
-    await this.#expireIfDue(now);
+    await this.expireDueOrders(now);
     return this.#retryWhileBusy(STORE_CALLS.listOrders.doing, () =>
       this.#query(STORE_CALLS.listOrders.doing, () =>
         status === undefined
@@ -359,7 +362,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
 
   closeOrder(owner: string, id: string, to: Closing, now: number): Promise<CloseOrderResult> {
     return this.#enqueue(STORE_CALLS.closeOrder.doing, () => {
-      this.#expireIn(now);
+      this.#expireDueOrdersIn(now);
       const closedRow = this.#db.prepare(CLOSE_ORDER).get(to, id, owner);
       if (closedRow !== undefined && closedRow !== null) {
         const closed = orderFromRow(closedRow);
@@ -373,8 +376,17 @@ export class SqliteStore implements DataStore, WithKeyStore {
     });
   }
 
-  async expireOrders(now: number): Promise<number> {
-    return this.#expireIfDue(now);
+  /** Expires the orders whose hold is over, in a write batch, when a read shows there are some. */
+  async expireDueOrders(now: number): Promise<number> {
+    const due = this.#retryWhileBusy(STORE_CALLS.expireDueOrders.doing, () =>
+      this.#query(STORE_CALLS.expireDueOrders.doing, () => this.#db.prepare(ANY_ORDER_DUE).get(now)),
+    );
+    if (due === undefined || due === null) {
+      // Another process may have expired them: the next deadline is what the file says.
+      this.#nextDeadline = this.#readNextDeadline();
+      return 0;
+    }
+    return await this.#enqueue(STORE_CALLS.expireDueOrders.doing, () => this.#expireDueOrdersIn(now));
   }
 
   async retireOwner(owner: string): Promise<void> {
@@ -392,7 +404,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
       for (const { from, to } of moves) {
         this.#db.prepare(ADOPT_ORDERS).get(to, from);
         for (const op of KEYED_CREATES) {
-          this.#db.prepare(ADOPT_KEYS).get(idempotencyScope(to, op), idempotencyScope(from, op));
+          this.#db.prepare(ADOPT_KEYS).get(idempotencyKeySpace(to, op), idempotencyKeySpace(from, op));
         }
       }
     });
@@ -403,7 +415,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
    * run. The earliest hold includes those another process of the file placed (another worker): its
    * commits are seen through `data_version`, within `DATA_VERSION_TTL_MS`.
    */
-  startDueExpiry(): Promise<unknown> | undefined {
+  startDueOrderExpiry(): Promise<unknown> | undefined {
     try {
       this.#noticeOtherWriters('read data_version');
     } catch {
@@ -413,7 +425,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
     // A failed run is not the read's to answer: the read goes on and shows the pets as stored, with
     // nothing memoised (`changeCount()` stays undefined past the deadline). The next read or the
     // order sweep (src/serve/start.ts, which logs and counts its failures) tries again.
-    this.#expiring ??= this.expireOrders(this.#clock.now())
+    this.#expiring ??= this.expireDueOrders(this.#clock.now())
       .catch(() => {})
       .finally(() => {
         this.#expiring = undefined;
@@ -625,7 +637,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
    * first (so If-Match is checked against the version it gave), then read, check, write.
    */
   #change(id: number, patch: PetPatch, ifMatch: IfMatch | undefined): UpdateResult {
-    this.#expireIn(this.#clock.now());
+    this.#expireDueOrdersIn(this.#clock.now());
     const current = this.#petRow(id);
     const plan = planUpdate(current, patch, ifMatch);
     if (plan.outcome !== 'apply') return plan;
@@ -645,7 +657,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
 
   /** Inside the batch's transaction, as `#change`. */
   #removal(id: number, ifMatch: IfMatch | undefined): RemoveResult {
-    this.#expireIn(this.#clock.now());
+    this.#expireDueOrdersIn(this.#clock.now());
     const current = this.#petRow(id);
     const plan = planRemove(current, ifMatch);
     if (plan.outcome !== 'apply') return plan;
@@ -667,7 +679,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
 
   /** In the batch's transaction: the key's order, a conflict, or the pet held and a new order. */
   #placeIn({ owner, petId, holdMs, now, key }: PlaceOrder): PlaceOrderResult {
-    this.#expireIn(now);
+    this.#expireDueOrdersIn(now);
     if (key !== undefined) {
       const seen = this.#db.prepare(ORDER_BY_KEY).get(owner, key);
       if (seen !== undefined && seen !== null) {
@@ -687,24 +699,11 @@ export class SqliteStore implements DataStore, WithKeyStore {
     return { outcome: 'placed', order };
   }
 
-  /** Expires the orders whose hold is over, in a write batch, when a read shows there are some. */
-  async #expireIfDue(now: number): Promise<number> {
-    const due = this.#retryWhileBusy(STORE_CALLS.expireOrders.doing, () =>
-      this.#query(STORE_CALLS.expireOrders.doing, () => this.#db.prepare(ANY_ORDER_DUE).get(now)),
-    );
-    if (due === undefined || due === null) {
-      // Another process may have expired them: the next deadline is what the file says.
-      this.#nextDeadline = this.#readNextDeadline();
-      return 0;
-    }
-    return await this.#enqueue(STORE_CALLS.expireOrders.doing, () => this.#expireIn(now));
-  }
-
   /**
    * Inside the batch's transaction: every placed order whose hold is over `expired`, its pet
    * `available`, `order.expired` recorded; then the next deadline is read again.
    */
-  #expireIn(now: number): number {
+  #expireDueOrdersIn(now: number): number {
     if (now < this.#nextDeadline) return 0;
     const rows = this.#db.prepare(EXPIRE_DUE).all(now);
     for (const row of rows) {
@@ -725,7 +724,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
 
   /** Inside the batch's transaction: the key's first pet, a conflict, or a new pet and its key. */
   #insertOnce(pet: NewPet, once: IdempotentCreate): CreateOnceResult {
-    const seen = this.#db.prepare(SELECT_KEY).get(once.scope, once.key, once.now);
+    const seen = this.#db.prepare(SELECT_KEY).get(once.keySpace, once.key, once.now);
     const replayed = seen === undefined || seen === null ? undefined : replayedPetFromRow(seen);
     if (replayed !== undefined) {
       if (column(seen, 'fingerprint') !== once.fingerprint) return { outcome: 'conflict' };
@@ -735,7 +734,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
     this.#db
       .prepare(UPSERT_KEY)
       .get(
-        once.scope,
+        once.keySpace,
         once.key,
         once.fingerprint,
         stored.id,

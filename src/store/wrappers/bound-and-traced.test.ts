@@ -145,11 +145,11 @@ describe('TimeBoundedStore: the bound', () => {
     const log = createLogger({ write: () => {}, now: time.clock.now });
     const { store: inner } = backend();
     let due = false;
-    inner.startDueExpiry = () => (due ? new Promise(() => {}) : undefined);
+    inner.startDueOrderExpiry = () => (due ? new Promise(() => {}) : undefined);
     const store = boundAndTrace(inner, { timeoutMs: 2_000, log, clock: time.clock, timers: time.timers });
-    expect(store.startDueExpiry()).toBeUndefined();
+    expect(store.startDueOrderExpiry()).toBeUndefined();
     due = true;
-    const expiring = watch(store.startDueExpiry() as Promise<unknown>);
+    const expiring = watch(store.startDueOrderExpiry() as Promise<unknown>);
     await time.advance(1_999);
     expect(expiring.settled).toBe(false);
     await time.advance(1);
@@ -275,7 +275,7 @@ describe('TimeBoundedStore: the method list', () => {
       ['getOrder', true],
       ['listOrders', true],
       ['closeOrder', true],
-      ['expireOrders', true],
+      ['expireDueOrders', true],
       ['retireOwner', true],
       ['adoptOwners', true],
       ['ping', true],

@@ -78,9 +78,9 @@ export function boundAndTrace(backend: DataStore, options: TimeBoundedStoreOptio
     // A read waits for an expiry under way, bounded as any call, so a due hold during an outage
     // answers a read 503 in time rather than holding it. The count is synchronous and never waits,
     // so it needs no bound.
-    startDueExpiry: () => {
-      const expiring = backend.startDueExpiry();
-      return expiring && call(() => expiring, STORE_CALLS.expireOrders);
+    startDueOrderExpiry: () => {
+      const expiring = backend.startDueOrderExpiry();
+      return expiring && call(() => expiring, STORE_CALLS.expireDueOrders);
     },
     close: () => bound.close(),
   });

@@ -1,7 +1,7 @@
 import { afterEach, expect, test } from 'bun:test';
 import { decodeExport, type ExportedSpan } from '../../../test/otlp-receiver.ts';
 import { RecordEncoder } from '../../trace/otlp.ts';
-import { inScope } from '../../trace/request-scope.ts';
+import { inRequest } from '../../trace/request-state.ts';
 import { TraceRing } from '../../trace/ring.ts';
 import { beginRequest, finishRequest, useRecorder } from '../../trace/spans.ts';
 import { OUTBOX_CALLS, STORE_CALLS } from '../store.ts';
@@ -26,15 +26,15 @@ async function spansOf(calls: (keyof typeof STORE_CALLS | keyof typeof OUTBOX_CA
   const ring = new TraceRing(4);
   useRecorder(ring, undefined, () => true, { slowerThanMs: 0, errors: false, maxPerSecond: 100, capped: () => {} });
   const call = tracedCalls((run) => run(), 'sqlite');
-  const scope = beginRequest('r1', undefined, start, GET);
+  const state = beginRequest('r1', undefined, start, GET);
   for (const name of calls) {
     const spec =
       name in STORE_CALLS
         ? STORE_CALLS[name as keyof typeof STORE_CALLS]
         : OUTBOX_CALLS[name as keyof typeof OUTBOX_CALLS];
-    await inScope(scope, () => call(async () => ({ outcome: 'created' }), spec));
+    await inRequest(state, () => call(async () => ({ outcome: 'created' }), spec));
   }
-  finishRequest(scope, 200, true, details, GET);
+  finishRequest(state, 200, true, details, GET);
   const encoder = new RecordEncoder(ring, {
     resource: { 'service.name': 'test' },
     scope: { name: 'petstore', version: '1' },
@@ -74,5 +74,15 @@ test("each call's span is named and attributed by the table it is about; ping re
     ...sqlite,
     'db.operation.name': 'claim',
     'db.collection.name': 'webhook_outbox',
+  });
+});
+
+test("the expiry of due orders keeps its span's name, `expireOrders orders`, which stored traces select on", async () => {
+  const [expiry] = await spansOf(['expireDueOrders']);
+  expect(expiry).toMatchObject({ name: 'expireOrders orders' });
+  expect(expiry?.attributes).toEqual({
+    'db.system.name': 'sqlite',
+    'db.operation.name': 'expireOrders',
+    'db.collection.name': 'orders',
   });
 });

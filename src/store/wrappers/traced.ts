@@ -46,7 +46,8 @@ export function tracedCalls(wrap: CallWrap, system?: DbSystem): CallWrap {
     [STORE_CALLS, 'pets'],
     [OUTBOX_CALLS, 'webhook_outbox'],
   ] as const) {
-    for (const [name, spec] of Object.entries(calls) as [string, CallSpec][]) {
+    for (const [method, spec] of Object.entries(calls) as [string, CallSpec][]) {
+      const name = spec.traced ?? method;
       const table = tableOf(spec, collection);
       spans.set(spec, {
         name: table ? `${name} ${table}` : name,

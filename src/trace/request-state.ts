@@ -1,13 +1,13 @@
 /**
- * The request scope: what every step of one request shares without being handed it. The pipeline
- * opens it around the request (`inScope`); log lines, store calls and the gateway's child records
- * read it (`currentScope`). `AsyncLocalStorage` follows the request through every await, on Bun,
+ * The request state: what every step of one request shares without being handed it. The pipeline
+ * opens it around the request (`inRequest`); log lines, store calls and the gateway's child records
+ * read it (`currentRequest`). `AsyncLocalStorage` follows the request through every await, on Bun,
  * Deno and Node alike.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 
 /** One request's ids, and its record in the trace ring when requests are recorded. */
-export interface RequestScope {
+export interface RequestState {
   /** The request's id (`X-Request-Id`). */
   readonly requestId: string;
   /** The trace the request belongs to (32 hex digits); undefined for a request not traced. */
@@ -25,42 +25,42 @@ export interface RequestScope {
 }
 
 /**
- * A request scope, every field present (undefined when absent): the steps that read a scope see
+ * A request state, every field present (undefined when absent): the steps that read a state see
  * one shape of object whether the request is traced, sampled or neither, so a small share of
  * sampled requests does not make every reader handle several shapes.
  *
  * @example
- * requestScope('r1') // not traced: its lines carry requestId only
+ * requestState('r1') // not traced: its lines carry requestId only
  */
-export function requestScope(
+export function requestState(
   requestId: string,
   traceId?: string,
   spanId?: string,
   sampled?: boolean,
   record?: number,
   seq?: number,
-): RequestScope {
+): RequestState {
   return { requestId, traceId, spanId, sampled, record, seq };
 }
 
-const storage = new AsyncLocalStorage<RequestScope>();
+const storage = new AsyncLocalStorage<RequestState>();
 
 /**
- * The scope of the request being served, or undefined outside one (start-up, the webhook worker).
+ * The state of the request being served, or undefined outside one (start-up, the webhook worker).
  *
  * @example
- * currentScope()?.requestId // 'b7c1…'
+ * currentRequest()?.requestId // 'b7c1…'
  */
-export function currentScope(): RequestScope | undefined {
+export function currentRequest(): RequestState | undefined {
   return storage.getStore();
 }
 
 /**
- * Runs `work` in `scope`, the current scope through every await it makes; `work` is handed it too.
+ * Runs `work` in `state`, the current state through every await it makes; `work` is handed it too.
  *
  * @example
- * inScope({ requestId: 'r1' }, () => log.info('seen')) // the line carries "requestId":"r1"
+ * inRequest({ requestId: 'r1' }, () => log.info('seen')) // the line carries "requestId":"r1"
  */
-export function inScope<T>(scope: RequestScope, work: (scope: RequestScope) => T): T {
-  return storage.run(scope, work, scope);
+export function inRequest<T>(state: RequestState, work: (state: RequestState) => T): T {
+  return storage.run(state, work, state);
 }
