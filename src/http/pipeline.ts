@@ -22,7 +22,7 @@ import { answerHeaders, beginAnswer } from '../core/reply.ts';
 import {
   type ConsumerCaller,
   type GatedOperation,
-  type GatewayPass,
+  type Admission,
   ownerOfCaller,
   quotaStatus,
 } from '../gateway/gateway.ts';
@@ -83,10 +83,10 @@ export interface PipelineOptions {
  */
 export interface TablePipelineOptions<D> extends PipelineOptions {
   /**
-   * The gateway's pass (`gateway()` of src/gateway/gateway.ts): admits or refuses each request at
-   * step 3.
+   * The admission check (`Admission`, made by `gateway()` of src/gateway/gateway.ts): admits or
+   * refuses each request at step 3.
    */
-  gateway: GatewayPass;
+  gateway: Admission;
   /** What the table's handlers work with (the store, the clock). */
   deps: D;
   /**
@@ -129,7 +129,7 @@ export function opsPipeline(options: PipelineOptions) {
  * operations or operations that expire due orders first (`expiresDueOrdersFirst`) needs `store`.
  *
  * @example
- * const handlers = tablePipeline({ log, clock, clientAddress, gateway: pass, deps, store,
+ * const handlers = tablePipeline({ log, clock, clientAddress, gateway: admit, deps, store,
  *   allowedMethods, maxBodyBytes: 65536 })
  * app.on(op.method, `/v1${op.path}`, handlers.operation(op))
  * app.notFound(handlers.notFound)
@@ -191,7 +191,7 @@ interface PipelineParts {
 
 /** What the steps of a pipeline that serves a table share besides. */
 interface TableParts<D> extends PipelineParts {
-  readonly gateway: GatewayPass;
+  readonly gateway: Admission;
   readonly deps: D;
   readonly allowedMethods: (path: string) => readonly string[] | undefined;
   /** The answer memo, over the store's change count, when the pipeline is given the store. */
