@@ -4,7 +4,7 @@
 //
 //   1 exchange ⇒ answerExchange ⇒ serveOperation:
 //       2 cors; 3 passGateway ⇒ (4 addDeprecationHeaders; 5 checkBody ⇒ 6 answerFresh)
-//   6 answerFresh ⇒ 7 runHandler (through the memo's readOrJoin when memoised); 6 → 8 answer
+//   6 answerFresh → 7 runHandler (⇒ through the memo's readOrJoin when memoised); 6 → 8 answer
 //
 // So step 1 sees every answer, and the gateway (step 3) holds the caller's in-flight slot until
 // the answer is made.
