@@ -444,7 +444,9 @@ async function openLimiter(config: Config, log: Logger, metrics: Metrics | undef
  * The one store every part is given (the API, the keys, the webhook delivery and notifier). Every
  * part calls the store through these wrappers, except the key store (`--keys store`), which
  * calls `store.backend` directly (src/store/key-store.ts).
- * The wrappers, from the outside in (this is the one place that puts them together):
+ * The wrappers, from the outside in (this is the one place that puts them together, besides
+ * `openStore()`, which adds the innermost, the time bound and the trace, for the CLI's commands
+ * too):
  * - with `--workers` above 1 (`shared`), `sharedChangeCount()`: every write of any worker or of
  *   the supervisor moves the change count every worker's memo reads;
  * - with metrics, `countStoreErrors()`: failed calls counted;
