@@ -3,7 +3,8 @@
 // - `requestId`: typed here; set at step 1 (`requestLog.start()`, src/http/request-log.ts).
 // - `operation`: typed here; set at step 1's inner handler (`serveOperation`, `opsRoute` in
 //   src/http/pipeline.ts).
-// - `refusal`: typed here; set at step 3 when the gateway refuses (`passGateway`, src/http/pipeline.ts).
+// - `refusal`: typed here; set at step 3 when the gateway refuses (`passGateway`,
+//   src/http/pipeline.ts).
 // - `caller`: typed on every context (Hono's `ContextVariableMap`) in src/gateway/gateway.ts; set
 //   there at step 3 (`gateway()`).
 // - `answerHeaders`: typed on every context in src/core/reply.ts; set at step 1 (`beginAnswer()`)
