@@ -20,9 +20,9 @@ import type { OpsRoute } from '../core/ops-route.ts';
 import type { AnswerHeaders, Reply } from '../core/reply.ts';
 import { answerHeaders, beginAnswer } from '../core/reply.ts';
 import {
+  type Admission,
   type ConsumerCaller,
   type GatedOperation,
-  type Admission,
   ownerOfCaller,
   quotaStatus,
 } from '../gateway/gateway.ts';
@@ -143,7 +143,14 @@ export function tablePipeline<D extends object>(
 export function tablePipeline<D extends object>(options: TablePipelineOptions<D>): TableRouteHandlers<Operation<D>> {
   const { gateway, deps, allowedMethods, store } = options;
   const answerMemo = store && new AnswerMemo(store);
-  const parts: TableParts<D> = { ...partsOf(options), gateway, deps, allowedMethods, answerMemo, dueOrderExpiry: store };
+  const parts: TableParts<D> = {
+    ...partsOf(options),
+    gateway,
+    deps,
+    allowedMethods,
+    answerMemo,
+    dueOrderExpiry: store,
+  };
   /** Hono's `notFound`: a path no route serves. Under the API prefix it meets the gateway first. */
   const notFound = exchangeHandler(parts, (c) =>
     parts.isGatewayPath(c.req.path) ? answerNoRoute(parts, c) : fail(c, NO_SUCH_PATH),
