@@ -1,7 +1,14 @@
-// The app's Hono `Env` (`AppEnv`): the variables one step sets on the context (`c.set`) for later
-// steps to read (`c.get`), such as the request id, the operation and the gateway's refusal.
-// Two more are typed where they are made, on every context (Hono's `ContextVariableMap`): the
-// gateway's `caller` (src/gateway/gateway.ts) and the answer's `answerHeaders` (src/core/reply.ts).
+// The app's Hono `Env` (`AppEnv`): what one step sets on the context (`c.set`) for later steps
+// to read (`c.get`). All five variables on `c`, where each is typed and where it is set:
+// - `requestId`: typed here; set at step 1 (`requestLog.start()`, src/http/request-log.ts).
+// - `operation`: typed here; set at step 1's inner handler (`serveOperation`, `opsRoute` in
+//   src/http/pipeline.ts).
+// - `refusal`: typed here; set at step 3 when the gateway refuses (`passGateway`,
+//   src/http/pipeline.ts).
+// - `caller`: typed on every context (Hono's `ContextVariableMap`) in src/gateway/gateway.ts; set
+//   there at step 3 (`gateway()`).
+// - `answerHeaders`: typed on every context in src/core/reply.ts; set at step 1 (`beginAnswer()`)
+//   or on first use (`answerHeaders()`), both there.
 
 /** Not the process's environment variables (those are src/config.ts's). */
 export interface AppEnv {

@@ -141,7 +141,10 @@ export async function deletePet(
   }
 }
 
-/** The 201 of a stored (or replayed) pet, with its `Location` relative to `/v1/pets`. */
+/**
+ * The 201 of a stored (or replayed) pet, with `Location: pets/{id}`, which resolves against the
+ * request's `/v1/pets` to `/v1/pets/{id}` (RFC 3986: the base's last segment is replaced).
+ */
 function createdReply(pet: StoredPet, replayed = false): Reply {
   const headers: Record<string, string> = { Location: `pets/${pet.id}` };
   if (replayed) headers['Idempotent-Replayed'] = 'true';

@@ -1,5 +1,5 @@
-// The gateway, step 3 of a request (src/http/pipeline.ts). `gateway()` makes the one pass that
-// every API request goes through; its docstring lists the pass's checks in their order.
+// The gateway, step 3 of a request (src/http/pipeline.ts). `gateway()` makes the one admission
+// check that every API request goes through; its docstring lists the checks in their order.
 // This file is also the one door into src/gateway/. What other folders use of the gateway (the
 // limiters, addresses, types) is exported here.
 import type { Context } from 'hono';
@@ -107,21 +107,21 @@ export interface GatedOperation {
 }
 
 /**
- * The gateway's pass: what `gateway()` returns. For a request it lets through, it runs `admitted`
- * with the limiter's decision and the caller (always a key's) and resolves to its result. The
- * caller's in-flight slot is held until `admitted` settles. A refusal (401, 403, 429, 503) resolves
- * to the `ApiError` to answer. It is never thrown, because a throw through the async frames is slow
+ * The admission check: what `gateway()` returns, run once per request. For a request it lets
+ * through, it runs `admitted` with the limiter's decision and the caller (always a key's) and
+ * resolves to its result. The caller's in-flight slot is held until `admitted` settles. A refusal
+ * (401, 403, 429, 503) resolves to the `ApiError` to answer. It is never thrown, because a throw through the async frames is slow
  * (bench/README.md#measured-costs-behind-the-codes-choices).
  */
-export type GatewayPass = <T>(
+export type Admission = <T>(
   c: Context,
   op: GatedOperation,
   admitted: (decision: Decision, caller: ConsumerCaller) => Promise<T>,
 ) => Promise<T | ApiError>;
 
 /**
- * Makes the gateway's pass. This is the one full list of the gateway's checks, in the order they
- * run (docs/decisions/order-of-checks.md says why this order). For each request the pass:
+ * Makes the admission check. This is the one full list of the gateway's checks, in the order they
+ * run (docs/decisions/order-of-checks.md says why this order). For each request the check:
  *
  * 1. finds the caller, once (`callerOf()`, ./caller.ts): a key's consumer, or a keyless client
  *    (no key, or one that is unknown, revoked or outside its dates);
@@ -146,9 +146,9 @@ export type GatewayPass = <T>(
  * have been refused for goes to `wouldRefuse`, and its headers show the numbers as if enforced.
  *
  * @example
- * const pass = gateway({ keys: () => table, limiter, clientAddress: () => '127.0.0.1' })
+ * const admit = gateway({ keys: () => table, limiter, clientAddress: () => '127.0.0.1' })
  * // serve's result, or the ApiError
- * const answered = await pass(c, { id: 'listPets', scope: 'pets:read' }, () => serve(c))
+ * const answered = await admit(c, { id: 'listPets', scope: 'pets:read' }, () => serve(c))
  */
 export function gateway({
   keys,
@@ -162,7 +162,7 @@ export function gateway({
   admin = false,
   notify,
   clock = systemClock,
-}: GatewayOptions): GatewayPass {
+}: GatewayOptions): Admission {
   const decide = decider({ limiter, ban, ...(ipv6Prefix === undefined ? {} : { ipv6Prefix }) });
   const inFlight = hostSlots
     ? new HostInFlight<Decision>(maxInFlight, hostSlots.memory, hostSlots.worker)
@@ -174,7 +174,7 @@ export function gateway({
   const decideForKeyless = (caller: Caller, cost: number) =>
     childSpan('gateway decide', NO_ATTRIBUTES, () => decide(caller, cost), DECISION_SPAN, cost);
 
-  return async function gatewayPass(c, op, admitted) {
+  return async function admission(c, op, admitted) {
     // The client's address is looked up only for callers without a valid key.
     const address = () => canonicalAddress(clientAddress(c));
     const caller = callerOf(c.req.header('authorization'), keys(), clock.now(), address);

@@ -101,6 +101,8 @@ export class AnswerMemo {
    * `count`. When another request is reading `target`, this one waits and shares its 200
    * (`joined`), unless what that read saw has changed since; then it joins at most `joins` more
    * reads before it reads itself. Otherwise it calls `read()` and memoises a 200 as `set` does.
+   * When the read it joined threw, a waiter rethrows a store outage (`StoreUnavailableError`,
+   * 503) and otherwise reads itself.
    */
   async readOrJoin(
     target: string,

@@ -7,13 +7,13 @@ import { defineOperation } from '../api/operation-types.ts';
 import type { AppEnv } from '../app-env.ts';
 import { ApiError } from '../core/api-error.ts';
 import { systemClock } from '../core/clock.ts';
-import type { GatewayPass } from '../gateway/gateway.ts';
+import type { Admission } from '../gateway/gateway.ts';
 import { silentLogger } from '../log.ts';
 import { opsPipeline, tablePipeline } from './pipeline.ts';
 
 const base = { log: silentLogger, clock: systemClock, clientAddress: () => '192.0.2.1', maxBodyBytes: 1024 };
 /** A gateway that refuses everyone: enough to see which steps a pipeline has. */
-const refuseAll: GatewayPass = async () => new ApiError('unauthorized', 'no key');
+const refuseAll: Admission = async () => new ApiError('unauthorized', 'no key');
 const ping = {
   id: 'ping',
   method: 'GET',

@@ -4,7 +4,7 @@
 //
 //   1 exchange ⇒ answerExchange ⇒ serveOperation:
 //       2 cors; 3 passGateway ⇒ (4 addDeprecationHeaders; 5 checkBody ⇒ 6 answerFresh)
-//   6 answerFresh ⇒ 7 runHandler (through the memo's readOrJoin when memoised); 6 → 8 answer
+//   6 answerFresh → 7 runHandler (⇒ through the memo's readOrJoin when memoised); 6 → 8 answer
 //
 // So step 1 sees every answer, and the gateway (step 3) holds the caller's in-flight slot until
 // the answer is made.
@@ -20,9 +20,9 @@ import type { OpsRoute } from '../core/ops-route.ts';
 import type { AnswerHeaders, Reply } from '../core/reply.ts';
 import { answerHeaders, beginAnswer } from '../core/reply.ts';
 import {
+  type Admission,
   type ConsumerCaller,
   type GatedOperation,
-  type GatewayPass,
   ownerOfCaller,
   quotaStatus,
 } from '../gateway/gateway.ts';
@@ -83,10 +83,10 @@ export interface PipelineOptions {
  */
 export interface TablePipelineOptions<D> extends PipelineOptions {
   /**
-   * The gateway's pass (`gateway()` of src/gateway/gateway.ts): admits or refuses each request at
-   * step 3.
+   * The admission check (`Admission`, made by `gateway()` of src/gateway/gateway.ts): admits or
+   * refuses each request at step 3.
    */
-  gateway: GatewayPass;
+  gateway: Admission;
   /** What the table's handlers work with (the store, the clock). */
   deps: D;
   /**
@@ -129,7 +129,7 @@ export function opsPipeline(options: PipelineOptions) {
  * operations or operations that expire due orders first (`expiresDueOrdersFirst`) needs `store`.
  *
  * @example
- * const handlers = tablePipeline({ log, clock, clientAddress, gateway: pass, deps, store,
+ * const handlers = tablePipeline({ log, clock, clientAddress, gateway: admit, deps, store,
  *   allowedMethods, maxBodyBytes: 65536 })
  * app.on(op.method, `/v1${op.path}`, handlers.operation(op))
  * app.notFound(handlers.notFound)
@@ -143,7 +143,14 @@ export function tablePipeline<D extends object>(
 export function tablePipeline<D extends object>(options: TablePipelineOptions<D>): TableRouteHandlers<Operation<D>> {
   const { gateway, deps, allowedMethods, store } = options;
   const answerMemo = store && new AnswerMemo(store);
-  const parts: TableParts<D> = { ...partsOf(options), gateway, deps, allowedMethods, answerMemo, dueOrders: store };
+  const parts: TableParts<D> = {
+    ...partsOf(options),
+    gateway,
+    deps,
+    allowedMethods,
+    answerMemo,
+    dueOrderExpiry: store,
+  };
   /** Hono's `notFound`: a path no route serves. Under the API prefix it meets the gateway first. */
   const notFound = exchangeHandler(parts, (c) =>
     parts.isGatewayPath(c.req.path) ? answerNoRoute(parts, c) : fail(c, NO_SUCH_PATH),
@@ -191,13 +198,13 @@ interface PipelineParts {
 
 /** What the steps of a pipeline that serves a table share besides. */
 interface TableParts<D> extends PipelineParts {
-  readonly gateway: GatewayPass;
+  readonly gateway: Admission;
   readonly deps: D;
   readonly allowedMethods: (path: string) => readonly string[] | undefined;
   /** The answer memo, over the store's change count, when the pipeline is given the store. */
   readonly answerMemo: AnswerMemo | undefined;
   /** The store's expiry of due orders, awaited by an operation that expires due orders first. */
-  readonly dueOrders: DueOrderExpiry | undefined;
+  readonly dueOrderExpiry: DueOrderExpiry | undefined;
 }
 
 /** Makes the parts every step of one pipeline shares, once, from its options. */
@@ -401,11 +408,11 @@ async function answerFresh<D>(
   decision: Decision,
   caller: ConsumerCaller,
 ): Promise<Response> {
-  const { answerMemo, dueOrders } = route;
+  const { answerMemo, dueOrderExpiry } = route;
   // Expiring an order whose hold ran out makes its pet `available`, with a new version. A read of
   // pets waits for that, so it shows the pet `available`, with the version a PATCH's `If-Match`
   // must name.
-  const expiring = dueOrders?.startDueOrderExpiry();
+  const expiring = dueOrderExpiry?.startDueOrderExpiry();
   if (expiring) await expiring;
   if (!answerMemo) return answer(c, await runHandler(parts, route, c, decision, caller));
   const { memoCount } = parts;
@@ -471,14 +478,14 @@ interface OperationRoute<D> {
   /** The pipeline's memo, for a memoised operation; undefined for the others. */
   readonly answerMemo: AnswerMemo | undefined;
   /** The store's expiry of due orders, for an operation that expires due orders first; else undefined. */
-  readonly dueOrders: DueOrderExpiry | undefined;
+  readonly dueOrderExpiry: DueOrderExpiry | undefined;
 }
 
 /**
  * What serving `op` needs, checked once when its route is added: it throws at start-up for an
  * operation the pipeline cannot serve as the table says.
  */
-function routeOf<D>({ answerMemo, dueOrders }: TableParts<D>, op: Operation<D>): OperationRoute<D> {
+function routeOf<D>({ answerMemo, dueOrderExpiry }: TableParts<D>, op: Operation<D>): OperationRoute<D> {
   // A quota reader's answer is the caller's own: never memoised for another.
   if (op.memo && op.readsQuota) throw new TypeError(`pipeline: ${op.id} reads the quota and cannot be memoised`);
   // A memoised answer is found by its path and query alone, so its input must come from nothing
@@ -487,7 +494,7 @@ function routeOf<D>({ answerMemo, dueOrders }: TableParts<D>, op: Operation<D>):
     throw new TypeError(`pipeline: ${op.id} reads headers or a body and cannot be memoised by its path and query`);
   }
   if (op.memo && !answerMemo) throw new TypeError(`pipeline: ${op.id} is memoised, but the pipeline has no store`);
-  if (op.expiresDueOrdersFirst && !dueOrders) {
+  if (op.expiresDueOrdersFirst && !dueOrderExpiry) {
     throw new TypeError(`pipeline: ${op.id} expires due orders first, but the pipeline has no store`);
   }
   const deprecated = op.deprecated ? deprecationHeaders(op.deprecated) : undefined;
@@ -497,7 +504,7 @@ function routeOf<D>({ answerMemo, dueOrders }: TableParts<D>, op: Operation<D>):
     readInput: inputReader(op),
     metricsIndex: operationIndex(op.id),
     answerMemo: op.memo ? answerMemo : undefined,
-    dueOrders: op.expiresDueOrdersFirst ? dueOrders : undefined,
+    dueOrderExpiry: op.expiresDueOrdersFirst ? dueOrderExpiry : undefined,
   };
 }
 

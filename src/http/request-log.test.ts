@@ -6,7 +6,7 @@ import type { AppEnv } from '../app-env.ts';
 import { ApiError } from '../core/api-error.ts';
 import type { Decision } from '../core/decision.ts';
 import type { OpsRoute } from '../core/ops-route.ts';
-import type { GatewayPass } from '../gateway/gateway.ts';
+import type { Admission } from '../gateway/gateway.ts';
 import { parseKeys } from '../keys/file.ts';
 import { createLogger } from '../log.ts';
 import { tablePipeline } from './pipeline.ts';
@@ -21,7 +21,7 @@ function setup() {
   const lines: string[] = [];
   const clock = fakeClock();
   const log = createLogger({ write: (l) => lines.push(l), now: clock.now });
-  const gateway: GatewayPass = async (c, _op, admitted) => {
+  const gateway: Admission = async (c, _op, admitted) => {
     if (c.req.header('authorization')) {
       const key = acme as NonNullable<typeof acme>;
       const caller = { kind: 'consumer', consumer: key.consumer, key } as const;

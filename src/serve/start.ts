@@ -376,8 +376,10 @@ class Listeners {
   }
 
   /**
-   * `step`'s result; when it fails, `undo` and every listener stopped first, so a failed start
-   * leaves nothing bound.
+   * `step`'s result; when it fails, `undo` and every listener bound so far stopped first, so a
+   * failed store, keys load or worker start leaves no port bound and no store open. The steps
+   * after these (the admin listener, the keys' watchers) are not wrapped: their failure ends the
+   * process (src/main.ts), which frees what it holds.
    */
   async unlessFailed<T>(step: () => Promise<T>, undo: () => Promise<void> = async () => {}): Promise<T> {
     try {
@@ -444,7 +446,9 @@ async function openLimiter(config: Config, log: Logger, metrics: Metrics | undef
  * The one store every part is given (the API, the keys, the webhook delivery and notifier). Every
  * part calls the store through these wrappers, except the key store (`--keys store`), which
  * calls `store.backend` directly (src/store/key-store.ts).
- * The wrappers, from the outside in (this is the one place that puts them together):
+ * The wrappers, from the outside in (this is the one place that puts them together, besides
+ * `openStore()`, which adds the innermost, the time bound and the trace, for the CLI's commands
+ * too):
  * - with `--workers` above 1 (`shared`), `sharedChangeCount()`: every write of any worker or of
  *   the supervisor moves the change count every worker's memo reads;
  * - with metrics, `countStoreErrors()`: failed calls counted;

@@ -92,7 +92,7 @@ export class MemoryStore implements DataStore {
   // Synchronous from the read to the write, as one transaction. A hold that ran out ends first,
   // so the pet read, its version (If-Match) and its count are the ones after the expiry.
   async update(id: number, patch: PetPatch, ifMatch?: IfMatch): Promise<UpdateResult> {
-    this.#expireDueOrdersAt(this.#clock.now());
+    this.#expireDueOrdersIn(this.#clock.now());
     const i = this.#firstAfter(id - 1);
     const current = this.#pets[i]?.id === id ? this.#pets[i] : undefined;
     const plan = planUpdate(current, patch, ifMatch);
@@ -110,7 +110,7 @@ export class MemoryStore implements DataStore {
   }
 
   async remove(id: number, ifMatch?: IfMatch): Promise<RemoveResult> {
-    this.#expireDueOrdersAt(this.#clock.now());
+    this.#expireDueOrdersIn(this.#clock.now());
     const i = this.#firstAfter(id - 1);
     const current = this.#pets[i]?.id === id ? this.#pets[i] : undefined;
     const plan = planRemove(current, ifMatch);
@@ -143,13 +143,13 @@ export class MemoryStore implements DataStore {
   }
 
   async inventory(): Promise<Inventory> {
-    this.#expireDueOrdersAt(this.#clock.now());
+    this.#expireDueOrdersIn(this.#clock.now());
     return { ...this.#inventory };
   }
 
   // Synchronous from the key's lookup to the order's insert: no other order can run in between.
   async placeOrder({ owner, petId, holdMs, now, key }: PlaceOrder): Promise<PlaceOrderResult> {
-    this.#expireDueOrdersAt(now);
+    this.#expireDueOrdersIn(now);
     const keyed = key === undefined ? undefined : `${owner}\u0000${key}`;
     const earlier = keyed === undefined ? undefined : this.#orderKeys.get(keyed);
     if (earlier !== undefined) {
@@ -171,13 +171,13 @@ export class MemoryStore implements DataStore {
   }
 
   async getOrder(owner: string, id: string, now: number): Promise<StoredOrder | undefined> {
-    this.#expireDueOrdersAt(now);
+    this.#expireDueOrdersIn(now);
     const kept = this.#orders.get(id);
     return kept?.owner === owner ? kept.order : undefined;
   }
 
   async listOrders(owner: string, { limit, status, after }: OrderListOptions, now: number): Promise<StoredOrder[]> {
-    this.#expireDueOrdersAt(now);
+    this.#expireDueOrdersIn(now);
     return [...(this.#byOwner.get(owner) ?? [])]
       .filter((id) => after === undefined || id > after)
       .sort()
@@ -187,7 +187,7 @@ export class MemoryStore implements DataStore {
   }
 
   async closeOrder(owner: string, id: string, to: Closing, now: number): Promise<CloseOrderResult> {
-    this.#expireDueOrdersAt(now);
+    this.#expireDueOrdersIn(now);
     const kept = this.#orders.get(id);
     if (kept?.owner !== owner) return { outcome: 'not_found' };
     const { order } = kept;
@@ -200,7 +200,7 @@ export class MemoryStore implements DataStore {
   }
 
   async expireDueOrders(now: number): Promise<number> {
-    return this.#expireDueOrdersAt(now);
+    return this.#expireDueOrdersIn(now);
   }
 
   async retireOwner(owner: string): Promise<void> {
@@ -263,7 +263,7 @@ export class MemoryStore implements DataStore {
 
   /** Expires the orders whose hold is over, at once: in memory that takes no I/O, so nothing is left to wait for. */
   startDueOrderExpiry(): undefined {
-    this.#expireDueOrdersAt(this.#clock.now());
+    this.#expireDueOrdersIn(this.#clock.now());
     return undefined;
   }
 
@@ -294,8 +294,11 @@ export class MemoryStore implements DataStore {
     return stored;
   }
 
-  /** Expires every placed order whose hold is over at `now`: the order, its pet, its event. */
-  #expireDueOrdersAt(now: number): number {
+  /**
+   * Inside the synchronous write under way: every placed order whose hold is over at `now`
+   * `expired`, its pet `available`, `order.expired` recorded.
+   */
+  #expireDueOrdersIn(now: number): number {
     if (now < this.#nextDeadline) return 0;
     let expired = 0;
     let next = Number.POSITIVE_INFINITY;

@@ -12,6 +12,10 @@ import type { Outbox } from './outbox.ts';
  * (src/store/wrappers/shared-change-count.ts). Undefined means the store cannot tell what changed,
  * so nothing is memoised or served from the memo. `unknown` on purpose: an opaque type each
  * backend fills with its own shape, where a branded type would need a cast in every backend.
+ *
+ * The memo compares two counts with `===` first (src/http/memo.ts): equal means nothing changed.
+ * So a backend returns a primitive (a number), and the shared count returns the same pair object
+ * until either count moves. Counts not `===` are asked of `unchanged`.
  */
 export type ChangeCount = unknown;
 
