@@ -396,10 +396,12 @@ async function checkBody(
 
 /**
  * Step 6: a fresh answer. An operation that expires due orders first waits for the orders whose hold
- * ran out to expire (`startDueOrderExpiry()`), so it shows their pets `available`. A memoised operation
- * is answered from the memo (src/http/memo.ts) when nothing it read has changed since; otherwise,
- * and for every operation that is not memoised (`placeOrder`), step 7 runs the handler and this
- * step answers its reply.
+ * ran out to expire (`startDueOrderExpiry()`), so it shows their pets `available`. A run that fails
+ * does not fail the read (the backend catches it); a wait past `--store-timeout`, or begun while the
+ * database is unreachable, rejects (the time-bounded store's bound), and the read answers 503. A
+ * memoised operation is answered from the memo (src/http/memo.ts) when nothing it read has changed
+ * since; otherwise, and for every operation that is not memoised (`placeOrder`), step 7 runs the
+ * handler and this step answers its reply.
  */
 async function answerFresh<D>(
   parts: TableParts<D>,
