@@ -143,7 +143,7 @@ export function createApp({
     log,
     clock,
     clientAddress,
-    gateway: admit,
+    admission: admit,
     deps: { store, clock, orderHoldMs },
     // The pipeline's own use of the store: the expiry of due orders and the memo's change count.
     store,
@@ -237,7 +237,7 @@ export function adminApp({
     log,
     clock,
     clientAddress,
-    gateway: admit,
+    admission: admit,
     deps: { keys: admin, clock, ...(consumerDeleted ? { consumerDeleted } : {}) },
     maxBodyBytes: MAX_BODY_BYTES,
     allowedMethods: allowedMethods(ADMIN_PREFIX, ADMIN_OPERATIONS),

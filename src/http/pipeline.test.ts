@@ -26,14 +26,14 @@ const unmemoised = defineOperation({ ...ping, memo: false });
 const memoised = defineOperation({ ...ping, memo: true });
 const holdsFirst = defineOperation({ ...ping, memo: false, expiresDueOrdersFirst: true });
 /** A table pipeline's options, without the store's change count. */
-const api = { ...base, gateway: refuseAll, deps: {}, allowedMethods: () => undefined };
+const api = { ...base, admission: refuseAll, deps: {}, allowedMethods: () => undefined };
 /** A store whose count never moves: enough for a pipeline to take memoised operations. */
 const store = { startDueOrderExpiry: () => undefined, changeCount: () => 1, unchanged: () => true };
 
 describe('what each pipeline needs is checked by the compiler', () => {
   test('an app without a table has no operation step, and its notFound never asks for a key', async () => {
     const handlers = opsPipeline(base);
-    // @ts-expect-error: a pipeline without the gateway and deps cannot serve an operation.
+    // @ts-expect-error: a pipeline without the admission check and deps cannot serve an operation.
     expect(handlers.operation).toBeUndefined();
     const app = new Hono<AppEnv>();
     app.notFound(handlers.notFound);
@@ -56,7 +56,7 @@ describe('what each pipeline needs is checked by the compiler', () => {
     const withCount = tablePipeline({ ...api, store });
     expect(typeof withCount.operation(memoised)).toBe('function');
     expect(typeof withCount.operation(holdsFirst)).toBe('function');
-    // @ts-expect-error: the gateway is not optional.
+    // @ts-expect-error: the admission check is not optional.
     tablePipeline({ ...base, deps: {}, allowedMethods: () => undefined });
     // Under the API prefix, a path no operation serves meets the gateway first: 401 before 404.
     const app = new Hono<AppEnv>();

@@ -78,15 +78,15 @@ export interface PipelineOptions {
 }
 
 /**
- * What a pipeline that serves a table of operations needs besides: the gateway and the handlers'
- * deps.
+ * What a pipeline that serves a table of operations needs besides: the admission check and the
+ * handlers' deps.
  */
 export interface TablePipelineOptions<D> extends PipelineOptions {
   /**
    * The admission check (`Admission`, made by `gateway()` of src/gateway/gateway.ts): admits or
    * refuses each request at step 3.
    */
-  gateway: Admission;
+  admission: Admission;
   /** What the table's handlers work with (the store, the clock). */
   deps: D;
   /**
@@ -129,7 +129,7 @@ export function opsPipeline(options: PipelineOptions) {
  * operations or operations that expire due orders first (`expiresDueOrdersFirst`) needs `store`.
  *
  * @example
- * const handlers = tablePipeline({ log, clock, clientAddress, gateway: admit, deps, store,
+ * const handlers = tablePipeline({ log, clock, clientAddress, admission: admit, deps, store,
  *   allowedMethods, maxBodyBytes: 65536 })
  * app.on(op.method, `/v1${op.path}`, handlers.operation(op))
  * app.notFound(handlers.notFound)
@@ -141,11 +141,11 @@ export function tablePipeline<D extends object>(
   options: TablePipelineOptions<D>,
 ): TableRouteHandlers<UnmemoisedOperation<D>>;
 export function tablePipeline<D extends object>(options: TablePipelineOptions<D>): TableRouteHandlers<Operation<D>> {
-  const { gateway, deps, allowedMethods, store } = options;
+  const { admission, deps, allowedMethods, store } = options;
   const answerMemo = store && new AnswerMemo(store);
   const parts: TableParts<D> = {
     ...partsOf(options),
-    gateway,
+    admission,
     deps,
     allowedMethods,
     answerMemo,
@@ -198,7 +198,7 @@ interface PipelineParts {
 
 /** What the steps of a pipeline that serves a table share besides. */
 interface TableParts<D> extends PipelineParts {
-  readonly gateway: Admission;
+  readonly admission: Admission;
   readonly deps: D;
   readonly allowedMethods: (path: string) => readonly string[] | undefined;
   /** The answer memo, over the store's change count, when the pipeline is given the store. */
@@ -359,12 +359,12 @@ function setTraceResponse(res: Response, value: string | undefined): void {
  * async frames is slow.
  */
 async function passGateway<D>(
-  { gateway }: TableParts<D>,
+  { admission }: TableParts<D>,
   c: Context<AppEnv>,
   op: GatedOperation,
   serveAdmitted: (decision: Decision, caller: ConsumerCaller) => Promise<Response>,
 ): Promise<Response> {
-  const outcome = await gateway(c, op, serveAdmitted);
+  const outcome = await admission(c, op, serveAdmitted);
   if (!(outcome instanceof ApiError)) return outcome;
   c.set('refusal', outcome.code);
   return fail(c, outcome);

@@ -21,7 +21,7 @@ function setup() {
   const lines: string[] = [];
   const clock = fakeClock();
   const log = createLogger({ write: (l) => lines.push(l), now: clock.now });
-  const gateway: Admission = async (c, _op, admitted) => {
+  const admission: Admission = async (c, _op, admitted) => {
     if (c.req.header('authorization')) {
       const key = acme as NonNullable<typeof acme>;
       const caller = { kind: 'consumer', consumer: key.consumer, key } as const;
@@ -37,7 +37,7 @@ function setup() {
     newId: () => 'fresh-id',
     clientAddress: () => '198.51.100.9',
     maxBodyBytes: 1024,
-    gateway,
+    admission,
     deps: {},
     allowedMethods: () => undefined,
   });
