@@ -7,7 +7,6 @@ import type { Caller } from '../gateway/gateway.ts';
 import type { ConsumerMetrics } from '../metrics/consumer-series.ts';
 import { operationIndex } from '../metrics/labels.ts';
 import type { Metrics } from '../metrics/registry.ts';
-import type { RequestState } from '../trace/request-state.ts';
 
 export interface CountRequestsOptions {
   metrics: Metrics;
@@ -36,10 +35,10 @@ export function requestCounter({ metrics, now = () => performance.now(), operati
       metrics.started();
       return now();
     },
-    /** `state`'s trace, when exported, becomes the latency's exemplar. */
-    finish(c: Context<AppEnv>, started: number, status: number, state?: RequestState): void {
-      const traceId = state?.sampled ? state.traceId : undefined;
-      metrics.answered(fixed ?? operationIndex(c.get('operation')), status, (now() - started) / 1000, traceId);
+    /** `exportedTraceId`, the request's trace when it is exported, becomes the latency's exemplar. */
+    finish(c: Context<AppEnv>, started: number, status: number, exportedTraceId?: string): void {
+      const seconds = (now() - started) / 1000;
+      metrics.answered(fixed ?? operationIndex(c.get('operation')), status, seconds, exportedTraceId);
       const caller = c.get('caller');
       if (status === 429 && c.error instanceof ApiError) {
         metrics.refused(caller?.kind === 'consumer' ? caller.consumer.plan : 'anonymous', c.error.code);

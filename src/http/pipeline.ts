@@ -337,9 +337,12 @@ async function answerExchange(
   // The trace's verdict is final once the request is answered. When the tail rules keep a
   // request the head sampler did not, `traceresponse` is written again.
   const head = state.sampled === true;
-  if (tracing.finish(c, state, res.status) !== head && traceresponse) setTraceResponse(res, tracing.header(state));
-  requestLog.finish(c, start, res.status, state.sampled === true);
-  if (requestMetrics && metricsStart !== undefined) requestMetrics.finish(c, metricsStart, res.status, state);
+  const exported = tracing.finish(c, state, res.status);
+  if (exported !== head && traceresponse) setTraceResponse(res, tracing.header(state));
+  requestLog.finish(c, start, res.status, exported);
+  if (requestMetrics && metricsStart !== undefined) {
+    requestMetrics.finish(c, metricsStart, res.status, exported ? state.traceId : undefined);
+  }
   return res;
 }
 
