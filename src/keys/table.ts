@@ -34,15 +34,6 @@ export class KeyTable {
   }
 
   /**
-   * The key whose token this is, if any. A token of the checksummed shape whose checksum is
-   * wrong is refused before it is hashed: a typo or a guess costs no digest and no lookup.
-   */
-  lookup(token: string): KeyRecord | undefined {
-    const found = this.find(token);
-    return typeof found === 'string' || found.revokedAt !== undefined ? undefined : found;
-  }
-
-  /**
    * What a token is: a key, a revoked key's tombstone (with `revokedAt`), or why it is none:
    * `bad_checksum` (the checksummed shape with a wrong checksum), `unknown` (no key has its hash).
    */
