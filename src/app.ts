@@ -20,7 +20,7 @@ import {
   wouldRefuseReporter,
 } from './gateway/gateway.ts';
 import { MAX_BODY_BYTES } from './http/body-limit.ts';
-import { opsPipeline, tablePipeline } from './http/pipeline.ts';
+import { opsRouteHandlers, tableRouteHandlers } from './http/pipeline.ts';
 import { byRouteOrder } from './http/route-order.ts';
 import type { KeyAdmin } from './keys/key-admin.ts';
 import type { BanPolicy } from './keys/plans.ts';
@@ -139,7 +139,7 @@ export function createApp({
     ...(notify ? { notify } : {}),
   });
   // The route handlers of the pipeline every API request goes through (src/http/pipeline.ts).
-  const routes = tablePipeline({
+  const routes = tableRouteHandlers({
     log,
     clock,
     clientAddress,
@@ -233,7 +233,7 @@ export function adminApp({
   consumerDeleted,
 }: AdminAppOptions) {
   const admit = gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, clock, admin: true });
-  const routes = tablePipeline<AdminDeps>({
+  const routes = tableRouteHandlers<AdminDeps>({
     log,
     clock,
     clientAddress,
@@ -268,7 +268,7 @@ function callerHoldsValidKey(keys: () => KeyTable, clock: Clock): (c: Context<Ap
  * adapter.serve({ fetch: metricsApp(metrics).fetch, port: 9090, hostname: '127.0.0.1' })
  */
 export function metricsApp(metrics: Metrics, log: Logger = silentLogger) {
-  const routes = opsPipeline({
+  const routes = opsRouteHandlers({
     log,
     clock: systemClock,
     clientAddress: () => 'unknown',

@@ -44,7 +44,7 @@ import { requestTrace } from './request-trace.ts';
 import { MAX_URI_BYTES, pathAndQuery, uriTooLong } from './uri-limit.ts';
 
 /** What every pipeline needs, whether it serves an operations table or only ops routes. */
-export interface PipelineOptions {
+export interface RouteHandlersOptions {
   log: Logger;
   clock: Clock;
   /**
@@ -81,7 +81,7 @@ export interface PipelineOptions {
  * What a pipeline that serves a table of operations needs besides: the admission check and the
  * handlers' deps.
  */
-export interface TablePipelineOptions<D> extends PipelineOptions {
+export interface TableRouteHandlersOptions<D> extends RouteHandlersOptions {
   /**
    * The admission check (`Admission`, made by `gateway()` of src/gateway/gateway.ts): admits or
    * refuses each request at step 3.
@@ -110,11 +110,11 @@ export type DueOrderExpiry = Pick<DataStore, 'startDueOrderExpiry'>;
  * runs step 1 (`exchange`) and then its ops route, or 404.
  *
  * @example
- * const handlers = opsPipeline({ log, clock, clientAddress, maxBodyBytes: 65536 })
+ * const handlers = opsRouteHandlers({ log, clock, clientAddress, maxBodyBytes: 65536 })
  * app.get(route.path, handlers.opsRoute(route))
  * app.notFound(handlers.notFound)
  */
-export function opsPipeline(options: PipelineOptions) {
+export function opsRouteHandlers(options: RouteHandlersOptions) {
   const parts = partsOf(options);
   return routeHandlers(
     parts,
@@ -124,23 +124,25 @@ export function opsPipeline(options: PipelineOptions) {
 
 /**
  * The route handlers of an app that serves an operations table, the API's or the admin API's:
- * those of `opsPipeline`, and `operation`, which makes one operation's route (`operationHandler`
+ * those of `opsRouteHandlers`, and `operation`, which makes one operation's route (`operationHandler`
  * lists its steps). Its types ask for what serving the table needs: a table with memoised
  * operations or operations that expire due orders first (`expiresDueOrdersFirst`) needs `store`.
  *
  * @example
- * const handlers = tablePipeline({ log, clock, clientAddress, admission: admit, deps, store,
+ * const handlers = tableRouteHandlers({ log, clock, clientAddress, admission: admit, deps, store,
  *   allowedMethods, maxBodyBytes: 65536 })
  * app.on(op.method, `/v1${op.path}`, handlers.operation(op))
  * app.notFound(handlers.notFound)
  */
-export function tablePipeline<D extends object>(
-  options: TablePipelineOptions<D> & { store: StoreChanges & DueOrderExpiry },
+export function tableRouteHandlers<D extends object>(
+  options: TableRouteHandlersOptions<D> & { store: StoreChanges & DueOrderExpiry },
 ): TableRouteHandlers<Operation<D>>;
-export function tablePipeline<D extends object>(
-  options: TablePipelineOptions<D>,
+export function tableRouteHandlers<D extends object>(
+  options: TableRouteHandlersOptions<D>,
 ): TableRouteHandlers<UnmemoisedOperation<D>>;
-export function tablePipeline<D extends object>(options: TablePipelineOptions<D>): TableRouteHandlers<Operation<D>> {
+export function tableRouteHandlers<D extends object>(
+  options: TableRouteHandlersOptions<D>,
+): TableRouteHandlers<Operation<D>> {
   const { admission, deps, allowedMethods, store } = options;
   const answerMemo = store && new AnswerMemo(store);
   const parts: TableParts<D> = {
@@ -219,7 +221,7 @@ function partsOf({
   newId,
   isGatewayPath = isApiPath,
   holdsValidKey = () => false,
-}: PipelineOptions): PipelineParts {
+}: RouteHandlersOptions): PipelineParts {
   // Within a request its state names it; Hono's `onError` runs once the request's state is left.
   const errorFields = (c: Context<AppEnv>, err: unknown) =>
     currentRequest()

@@ -9,7 +9,7 @@ import type { OpsRoute } from '../core/ops-route.ts';
 import type { Admission } from '../gateway/gateway.ts';
 import { parseKeys } from '../keys/file.ts';
 import { createLogger } from '../log.ts';
-import { tablePipeline } from './pipeline.ts';
+import { tableRouteHandlers } from './pipeline.ts';
 
 const [acme] = parseKeys(JSON.stringify({ keys: [{ name: 'acme', sha256: 'a'.repeat(64), plan: 'pro' }] }));
 
@@ -31,7 +31,7 @@ function setup() {
     c.set('caller', { kind: 'keyless', address: '203.0.113.5', credential: 'none' });
     return new ApiError('unauthorized', 'no key');
   };
-  const handlers = tablePipeline({
+  const handlers = tableRouteHandlers({
     log,
     clock,
     newId: () => 'fresh-id',
