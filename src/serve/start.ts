@@ -82,9 +82,10 @@ export async function startServer(config: Config): Promise<void> {
   let stopping = false;
   let stoppingAt = 0;
   // The host's part of `/readyz`: the app reads it in one process; else the workers are sent it.
+  // Only the key store has a problem to tell (`LiveKeys.problem()`), so only `--keys store` adds it.
   const hostStatus = (): HostStatus => ({
     ...(redisLimiter ? { limiter: redisLimiter.status() } : {}),
-    ...(config.keys ? { keysProblem: keys.problem() } : {}),
+    ...(config.keys === KEYS_STORE ? { keysProblem: keys.problem() } : {}),
   });
   if (sharedMemory) {
     await listeners.unlessFailed(
@@ -558,7 +559,7 @@ export function appOptionsOf(
     ...(metrics ? { metrics } : {}),
     ...(hostSlots ? { hostSlots } : {}),
     ...(config.redis ? { limiterStatus: () => status()?.limiter } : {}),
-    ...(config.keys ? { keysProblem: () => status()?.keysProblem } : {}),
+    ...(config.keys === KEYS_STORE ? { keysProblem: () => status()?.keysProblem } : {}),
     ...(notify ? { notify } : {}),
   };
 }
