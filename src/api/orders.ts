@@ -49,6 +49,7 @@ export async function placeOrder(
   });
   switch (result.outcome) {
     case 'pet_not_found':
+      // A code of its own, not getPet's `not_found`: a client tells a pet that is gone from a wrong path.
       throw new ApiError('pet_not_found', `No pet has id ${body.petId}; an order needs an existing pet.`);
     case 'pet_unavailable':
       throw new ApiError('pet_unavailable', `Pet ${body.petId} is not available: it is pending or sold.`);
@@ -59,6 +60,8 @@ export async function placeOrder(
       );
     case 'placed':
     case 'replayed': {
+      // Resolves against the request's `/v1/store/orders` to `/v1/store/orders/{id}` (RFC 3986: the
+      // base's last segment is replaced).
       const location = { Location: `orders/${result.order.id}` };
       return orderReply(
         result.order,
