@@ -3,8 +3,8 @@
 // step calls the next, directly (→) or through a callback (⇒); `;` runs one after the other:
 //
 //   1 exchange ⇒ answerExchange ⇒ serveOperation:
-//       2 cors; 3 passGateway ⇒ (4 addDeprecationHeaders; 5 checkBody ⇒ 6 answerFresh)
-//   6 answerFresh → 7 runHandler (⇒ through the memo's readOrJoin when memoised); 6 → 8 answer
+//       2 cors; 3 passGateway ⇒ (4 addDeprecationHeaders; 5 checkBody ⇒ 6 expireDueThenAnswer)
+//   6 expireDueThenAnswer → 7 runHandler (⇒ by the memo's readOrJoin if memoised); 6 → 8 answer
 //
 // So step 1 sees every answer, and the gateway (step 3) holds the caller's in-flight slot until
 // the answer is made.
@@ -257,10 +257,10 @@ function partsOf({
  * 4. `addDeprecationHeaders`: a deprecated operation's `Deprecation`, `Sunset` and `Link`.
  * 5. `checkBody`: refuses a body over the size limit (413). A body sent with GET is held to the
  *    same size and to JSON (413, 415).
- * 6. `answerFresh`: an operation that expires due orders first waits for the orders whose hold ran
- *    out to expire. Then it answers a memoised operation from the memo when nothing its answer
- *    read has changed. Otherwise it answers with step 7's answer, and memoises a 200 from the
- *    second time its path and query are asked.
+ * 6. `expireDueThenAnswer`: an operation that expires due orders first waits for the orders whose
+ *    hold ran out to expire. Then it answers a memoised operation from the memo when nothing its
+ *    answer read has changed. Otherwise it answers with step 7's answer, and memoises a 200 from
+ *    the second time its path and query are asked.
  * 7. `runHandler`: validates the input (400, 415), runs the operation's handler and adds a weak
  *    ETag when the table asks for one.
  * 8. `answer` (src/http/answer.ts): turns the reply into the response (304, compression, HEAD).
@@ -281,7 +281,7 @@ function operationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandl
     cors?.(c);
     return passGateway(parts, c, op, (decision, caller) => {
       addDeprecationHeaders(c, route);
-      return checkBody(parts, c, () => answerFresh(parts, route, c, decision, caller));
+      return checkBody(parts, c, () => expireDueThenAnswer(parts, route, c, decision, caller));
     });
   });
 }
@@ -400,15 +400,15 @@ async function checkBody(
 }
 
 /**
- * Step 6: a fresh answer. An operation that expires due orders first waits for the orders whose hold
- * ran out to expire (`startDueOrderExpiry()`), so it shows their pets `available`. A run that fails
- * does not fail the read (the backend catches it); a wait past `--store-timeout`, or begun while the
- * database is unreachable, rejects (the time-bounded store's bound), and the read answers 503. A
- * memoised operation is answered from the memo (src/http/memo.ts) when nothing it read has changed
- * since; otherwise, and for every operation that is not memoised (`placeOrder`), step 7 runs the
- * handler and this step answers its reply.
+ * Step 6: the due orders expired, then the answer. An operation that expires due orders first
+ * waits for the orders whose hold ran out to expire (`startDueOrderExpiry()`), so it shows their
+ * pets `available`. A run that fails does not fail the read (the backend catches it); a wait past
+ * `--store-timeout`, or begun while the database is unreachable, rejects (the time-bounded store's
+ * bound), and the read answers 503. A memoised operation is answered from the memo
+ * (src/http/memo.ts) when nothing it read has changed since; otherwise, and for every operation
+ * that is not memoised (`placeOrder`), step 7 runs the handler and this step answers its reply.
  */
-async function answerFresh<D>(
+async function expireDueThenAnswer<D>(
   parts: TableParts<D>,
   route: OperationRoute<D>,
   c: Context<AppEnv>,
