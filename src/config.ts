@@ -13,8 +13,8 @@ import {
   type Values,
 } from './cli/options.ts';
 import { checked, int, on, oneOf, text, toggle, urlWith, words } from './cli/parsers.ts';
+import { DEFAULT_IPV6_PREFIX, TrustedProxies } from './core/addresses.ts';
 import { DEFAULT_ORDER_HOLD_MS } from './core/order-records.ts';
-import { DEFAULT_IPV6_PREFIX, TrustedProxies } from './gateway/gateway.ts';
 import { KEYS_STORE } from './keys/live-keys.ts';
 import { DEFAULT_MAX_IN_FLIGHT } from './keys/plans.ts';
 import { isCidrBlock } from './keys/webhook-targets.ts';

@@ -1,9 +1,9 @@
 // The limiter's question for one request: `decider()` turns a caller and a cost into the
 // subject the limiter counts (a consumer's id, a keyless client's address group) and asks it.
 import { LRUCache } from 'lru-cache';
+import { addressGroup, DEFAULT_IPV6_PREFIX } from '../core/addresses.ts';
 import { type BanPolicy, DEFAULT_BAN, PLAN_LIMITS } from '../keys/plans.ts';
 import type { Consumer } from '../keys/records.ts';
-import { addressGroup, DEFAULT_IPV6_PREFIX } from './addresses.ts';
 import type { Caller } from './caller.ts';
 import type { RateLimiter, Subject, Verdict } from './limiter/limiter.ts';
 

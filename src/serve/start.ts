@@ -4,6 +4,7 @@
 import process from 'node:process';
 import { type AppOptions, adminApp, createApp, metricsApp } from '../app.ts';
 import { type Config, ConfigError, memoryWithWorkers } from '../config.ts';
+import { TrustedProxies } from '../core/addresses.ts';
 import { systemClock } from '../core/clock.ts';
 import {
   type LeaseStats,
@@ -11,7 +12,6 @@ import {
   loadRedisLimiter,
   type RateLimiter,
   SlidingWindowLimiter,
-  TrustedProxies,
 } from '../gateway/gateway.ts';
 import { announceDevKey } from '../keys/dev-key.ts';
 import { KeysFileError } from '../keys/file.ts';
