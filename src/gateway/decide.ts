@@ -14,7 +14,9 @@ export interface DeciderOptions {
   limiter: RateLimiter;
   /** Ban applied when a consumer sets none of its own, and to client addresses. */
   ban?: BanPolicy;
-  /** IPv6 callers without a valid key are counted by this prefix of their address (`--ipv6-prefix`). */
+  /**
+   * IPv6 callers without a valid key are counted by this prefix of their address (`--ipv6-prefix`).
+   */
   ipv6Prefix?: number;
 }
 
@@ -42,8 +44,8 @@ export function decider({
       const policy = consumer.ban ?? ban;
       subject = {
         // By its id, as orders are owned: a consumer made again under the same name is another
-        // party, and starts with fresh windows and no ban.
-        // `key:` names the Redis keys of a consumer's windows (`petstore:rl:key:…`): a consumer's, not one key's.
+        // party, and starts with fresh windows and no ban. `key:` names the Redis keys of a
+        // consumer's windows (`petstore:rl:key:…`): a consumer's, not one key's.
         id: `key:${consumer.id}`,
         plan: consumer.plan,
         label: consumer.name,

@@ -109,8 +109,8 @@ export interface GatedOperation {
  * The admission check: what `gateway()` returns, run once per request. For a request it lets
  * through, it runs `admitted` with the limiter's decision and the caller (always a key's) and
  * resolves to its result. The caller's in-flight slot is held until `admitted` settles. A refusal
- * (401, 403, 429, 503) resolves to the `ApiError` to answer. It is never thrown, because a throw through the async frames is slow
- * (bench/README.md#measured-costs-behind-the-codes-choices).
+ * (401, 403, 429, 503) resolves to the `ApiError` to answer. It is never thrown, because a throw
+ * through the async frames is slow (bench/README.md#measured-costs-behind-the-codes-choices).
  */
 export type Admission = <T>(
   c: Context,

@@ -12,7 +12,9 @@ export interface CountRequestsOptions {
   metrics: Metrics;
   /** A monotonic clock in milliseconds; tests pass a fake one. */
   now?: () => number;
-  /** Counts every request under this operation instead of the route's (the admin port's `admin`). */
+  /**
+   * Counts every request under this operation instead of the route's (the admin port's `admin`).
+   */
   operation?: string;
 }
 
@@ -35,7 +37,9 @@ export function requestCounter({ metrics, now = () => performance.now(), operati
       metrics.started();
       return now();
     },
-    /** `exportedTraceId`, the request's trace when it is exported, becomes the latency's exemplar. */
+    /**
+     * `exportedTraceId`, the request's trace when it is exported, becomes the latency's exemplar.
+     */
     finish(c: Context<AppEnv>, started: number, status: number, exportedTraceId?: string): void {
       const seconds = (now() - started) / 1000;
       metrics.answered(fixed ?? operationIndex(c.get('operation')), status, seconds, exportedTraceId);

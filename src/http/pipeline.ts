@@ -123,8 +123,8 @@ export function opsRouteHandlers(options: RouteHandlersOptions) {
 }
 
 /**
- * The route handlers of an app that serves an operations table, the API's or the admin API's:
- * those of `opsRouteHandlers`, and `operation`, which makes one operation's route (`operationHandler`
+ * The route handlers of an app that serves an operations table, the API's or the admin API's: those
+ * of `opsRouteHandlers`, and `operation`, which makes one operation's route (`operationHandler`
  * lists its steps). Its types ask for what serving the table needs: a table with memoised
  * operations or operations that expire due orders first (`expiresDueOrdersFirst`) needs `store`.
  *
@@ -484,7 +484,10 @@ interface OperationRoute<D> {
   readonly metricsIndex: number;
   /** The pipeline's memo, for a memoised operation; undefined for the others. */
   readonly answerMemo: AnswerMemo | undefined;
-  /** The store's expiry of due orders, for an operation that expires due orders first; else undefined. */
+  /**
+   * The store's expiry of due orders, for an operation that expires due orders first; else
+   * undefined.
+   */
   readonly dueOrderExpiry: DueOrderExpiry | undefined;
 }
 

@@ -45,12 +45,18 @@ export class KeyTable {
     return record && timingSafeEqual(record.hash, digest) ? record : 'unknown';
   }
 
-  /** Every key in force, without the revoked keys' tombstones: for the per-consumer metrics, the webhooks and their events. */
+  /**
+   * Every key in force, without the revoked keys' tombstones: for the per-consumer metrics, the
+   * webhooks and their events.
+   */
   records(): KeyRecord[] {
     return [...this.#byHash.values()];
   }
 
-  /** Every record the table was made from, the revoked keys' tombstones too: what makes the same table again. */
+  /**
+   * Every record the table was made from, the revoked keys' tombstones too: what makes the same
+   * table again.
+   */
   all(): KeyRecord[] {
     return [...this.#byHash.values(), ...this.#revoked.values()];
   }
@@ -63,7 +69,9 @@ export class KeyTable {
   }
 }
 
-/** The token of an `Authorization: Bearer <token>` header, or undefined when absent or malformed. */
+/**
+ * The token of an `Authorization: Bearer <token>` header, or undefined when absent or malformed.
+ */
 export function bearerToken(header: string | undefined): string | undefined {
   if (!header || header.length > 1024) return undefined;
   return BEARER.exec(header)?.[1];

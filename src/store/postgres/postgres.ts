@@ -679,7 +679,9 @@ export class PostgresStore implements DataStore, WithKeyStore {
     return expired;
   }
 
-  /** Reads the earliest hold of a placed order, watched by `startDueOrderExpiry()`, `changeCount()`. */
+  /**
+   * Reads the earliest hold of a placed order, watched by `startDueOrderExpiry()`, `changeCount()`.
+   */
   async #readNextDeadline(): Promise<void> {
     const [next] = await this.#query(
       STORE_CALLS.expireDueOrders.doing,
@@ -757,7 +759,8 @@ export class PostgresStore implements DataStore, WithKeyStore {
    */
   changeCount(): number | undefined {
     // Past the earliest hold known here, pets may be about to change: nothing is memoised until the
-    // orders due are expired (by `startDueOrderExpiry()`'s run, or another instance's write heard here).
+    // orders due are expired (by `startDueOrderExpiry()`'s run, or another instance's write heard
+    // here).
     if (Date.now() >= this.#nextDeadline) return undefined;
     return this.#changes.version();
   }
