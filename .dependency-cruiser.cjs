@@ -6,7 +6,7 @@
  * reader can start at the bottom. A new unit gets its place here.
  */
 const LAYERS = [
-  'core/', // Reply, ApiError and the error codes, scopes, the clock, the pet records, decisions: imports nothing of src/
+  'core/', // Reply, ApiError and the error codes, scopes, the clock, the pet records, decisions, client addresses: imports nothing of src/
   'redact.ts',
   'version.ts',
   'trace/', // the request state (AsyncLocalStorage), W3C trace context, spans on the OpenTelemetry API; export.ts: the SDK

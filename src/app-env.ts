@@ -16,7 +16,10 @@ export interface AppEnv {
     requestId: string;
     /** The id of the operation or ops route serving the request (metrics label); unset for none. */
     operation: string | undefined;
-    /** The code of the gateway's refusal (`unauthorized`, `rate_limited`, …); unset when it admitted the request or never saw it. */
+    /**
+     * The code of the gateway's refusal (`unauthorized`, `rate_limited`, …); unset when it admitted
+     * the request or never saw it.
+     */
     refusal: string | undefined;
   };
 }

@@ -20,7 +20,7 @@ import {
   wouldRefuseReporter,
 } from './gateway/gateway.ts';
 import { MAX_BODY_BYTES } from './http/body-limit.ts';
-import { opsPipeline, tablePipeline } from './http/pipeline.ts';
+import { opsRouteHandlers, tableRouteHandlers } from './http/pipeline.ts';
 import { byRouteOrder } from './http/route-order.ts';
 import type { KeyAdmin } from './keys/key-admin.ts';
 import type { BanPolicy } from './keys/plans.ts';
@@ -139,11 +139,11 @@ export function createApp({
     ...(notify ? { notify } : {}),
   });
   // The route handlers of the pipeline every API request goes through (src/http/pipeline.ts).
-  const routes = tablePipeline({
+  const routes = tableRouteHandlers({
     log,
     clock,
     clientAddress,
-    gateway: admit,
+    admission: admit,
     deps: { store, clock, orderHoldMs },
     // The pipeline's own use of the store: the expiry of due orders and the memo's change count.
     store,
@@ -233,11 +233,11 @@ export function adminApp({
   consumerDeleted,
 }: AdminAppOptions) {
   const admit = gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, clock, admin: true });
-  const routes = tablePipeline<AdminDeps>({
+  const routes = tableRouteHandlers<AdminDeps>({
     log,
     clock,
     clientAddress,
-    gateway: admit,
+    admission: admit,
     deps: { keys: admin, clock, ...(consumerDeleted ? { consumerDeleted } : {}) },
     maxBodyBytes: MAX_BODY_BYTES,
     allowedMethods: allowedMethods(ADMIN_PREFIX, ADMIN_OPERATIONS),
@@ -268,7 +268,7 @@ function callerHoldsValidKey(keys: () => KeyTable, clock: Clock): (c: Context<Ap
  * adapter.serve({ fetch: metricsApp(metrics).fetch, port: 9090, hostname: '127.0.0.1' })
  */
 export function metricsApp(metrics: Metrics, log: Logger = silentLogger) {
-  const routes = opsPipeline({
+  const routes = opsRouteHandlers({
     log,
     clock: systemClock,
     clientAddress: () => 'unknown',

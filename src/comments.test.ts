@@ -10,12 +10,18 @@ const TRACKED = execFileSync('git', ['ls-files'], { cwd: ROOT, encoding: 'utf8' 
 /** Files made by a build, not tracked: still cited. */
 const BUILT = ['src/reference/generated/', 'dist/', 'bench/tmp/'];
 
-/** A file as comments cite it: a path, or a name with an extension of the repository's own code and documents. */
+/**
+ * A file as comments cite it: a path, or a name with an extension of the repository's own code and
+ * documents.
+ */
 const CITED = /(?<![\w./-])((?:[\w.-]+\/)+[\w.-]+\.[a-z]+|[\w-]+(?:\.[\w-]+)*\.(?:ts|md|cjs|sh|yaml|service))\b/g;
 /** The top-level folders: a cited path that starts with one is the repository's. */
 const FOLDERS = new Set(TRACKED.filter((path) => path.includes('/')).map((path) => path.slice(0, path.indexOf('/'))));
 
-/** The comments of a file: `//` and block comments in TypeScript and JavaScript, `#` lines elsewhere. */
+/**
+ * The comments of a file: `//` and block comments in TypeScript and JavaScript, `#` lines
+ * elsewhere.
+ */
 function comments(path: string, text: string): string[] {
   const hash = /(^|\/)Makefile$|\.(sh|ya?ml)$/.test(path);
   const found = hash
@@ -28,7 +34,8 @@ function comments(path: string, text: string): string[] {
 /** Whether `cited`, seen in a comment of `from`, names a file or folder that is there. */
 function exists(cited: string, from: string): boolean {
   if (existsSync(join(ROOT, cited)) || existsSync(join(ROOT, dirname(from), cited))) return true;
-  // A path outside the repository's folders is a package's (hono/dist/compose.js) or an example's (..data/keys.json).
+  // A path outside the repository's folders is a package's (hono/dist/compose.js) or an example's
+  // (..data/keys.json).
   if (cited.includes('/') && !FOLDERS.has(cited.slice(0, cited.indexOf('/')))) return true;
   if (BUILT.some((prefix) => cited.startsWith(prefix))) return true;
   return TRACKED.some((path) => path === cited || path.endsWith(`/${cited}`));

@@ -13,8 +13,8 @@ import {
   type Values,
 } from './cli/options.ts';
 import { checked, int, on, oneOf, text, toggle, urlWith, words } from './cli/parsers.ts';
+import { DEFAULT_IPV6_PREFIX, TrustedProxies } from './core/addresses.ts';
 import { DEFAULT_ORDER_HOLD_MS } from './core/order-records.ts';
-import { DEFAULT_IPV6_PREFIX, TrustedProxies } from './gateway/gateway.ts';
 import { KEYS_STORE } from './keys/live-keys.ts';
 import { DEFAULT_MAX_IN_FLIGHT } from './keys/plans.ts';
 import { isCidrBlock } from './keys/webhook-targets.ts';
@@ -38,7 +38,9 @@ const httpUrl = checked(
     }),
   ),
 );
-/** Origins for CORS: `*`, or each exactly as a browser sends it in `Origin` (scheme, host, port). */
+/**
+ * Origins for CORS: `*`, or each exactly as a browser sends it in `Origin` (scheme, host, port).
+ */
 const origins = checked(
   '* or an origin such as https://app.example',
   v.pipe(
@@ -52,7 +54,10 @@ const origins = checked(
     ),
   ),
 );
-/** `key=value,…` (`OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_RESOURCE_ATTRIBUTES`), read at once so a mistake stops the start. */
+/**
+ * `key=value,…` (`OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_RESOURCE_ATTRIBUTES`), read at once so a
+ * mistake stops the start.
+ */
 const pairs = (raw: string, source: string): Record<string, string> => {
   try {
     return parsePairs(raw);
@@ -77,7 +82,9 @@ const cidrBlocks = checked(
   v.pipe(v.string(), v.transform(words), v.array(v.pipe(v.string(), v.check(isCidrBlock)))),
 );
 
-/** Every option, in `--help` order; the table is the single source of flags, env vars and defaults. */
+/**
+ * Every option, in `--help` order; the table is the single source of flags, env vars and defaults.
+ */
 export const OPTIONS = {
   // --port and --host, shared with the commands that reach a server (src/cli/listen.ts).
   ...LISTEN_OPTIONS,
@@ -429,7 +436,10 @@ export const OPTIONS = {
 
 /** The server's configuration: every option, checked alone and together. */
 export type Config = Values<typeof OPTIONS> & {
-  /** The webhook retry delays `PETSTORE_WEBHOOK_RETRY_SECONDS` sets (for tests); undefined: the real schedule. */
+  /**
+   * The webhook retry delays `PETSTORE_WEBHOOK_RETRY_SECONDS` sets (for tests); undefined: the real
+   * schedule.
+   */
   readonly webhookRetryDelays: number[] | undefined;
 };
 
@@ -463,8 +473,9 @@ function checkTogether(options: Values<typeof OPTIONS>): void {
     throw new ConfigError(`--keys store: needs --data with a SQLite file or a postgres:// URL, not ${data}`);
   }
   if (options.workers !== 'auto' && options.workers > 1 && data === MEMORY) {
-    // Each worker would have a store of its own: a pet created on one would be unknown to the others.
-    // `auto` is counted at start, where `workerCount()` (src/serve/start.ts) makes the same check.
+    // Each worker would have a store of its own: a pet created on one would be unknown to the
+    // others. `auto` is counted at start, where `workerCount()` (src/serve/start.ts) makes the same
+    // check.
     throw new ConfigError(memoryWithWorkers(options.workers));
   }
   if (idle <= store) {
@@ -497,7 +508,9 @@ function configError<T>(make: () => T): T {
   }
 }
 
-/** `petstore --help`: the commands, then every option of the server with its env var and default. */
+/**
+ * `petstore --help`: the commands, then every option of the server with its env var and default.
+ */
 export function helpText(version: string): string {
   return [
     `petstore ${version}: pet store catalogue service and API gateway`,

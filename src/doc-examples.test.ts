@@ -4,7 +4,10 @@ import { join } from 'node:path';
 
 const ROOT = join(import.meta.dir, '..');
 
-/** The pages users read: the README, SECURITY.md, QA's and the maintainers' pages, and every page under docs/. */
+/**
+ * The pages users read: the README, SECURITY.md, QA's and the maintainers' pages, and every page
+ * under docs/.
+ */
 function pages(dir = 'docs'): string[] {
   const under = readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((entry) => {
     const path = `${dir}/${entry.name}`;
@@ -22,7 +25,10 @@ function pages(dir = 'docs'): string[] {
  * it cannot run here (systemd, a download, a host's paths) and FILE runs what it does.
  */
 const MARKER = /^\s*<!-- (tested|not run as written(?: \([^)]*\))?): (.*) -->$/;
-/** The test files a marker names: a path to a `.test.ts` file, or to a test script such as `scripts/image-test.sh`. */
+/**
+ * The test files a marker names: a path to a `.test.ts` file, or to a test script such as
+ * `scripts/image-test.sh`.
+ */
 const TEST_FILE = /[\w./-]+(?:\.test\.ts|-test\.sh)\b/g;
 /** A fence that opens a shell block. */
 const SHELL = /^\s*```(?:sh|bash|console|shell|zsh)\s*$/;
@@ -98,7 +104,8 @@ describe('the pages users read', () => {
       for (const [, path = ''] of text.matchAll(
         /`((?:src|scripts|test|contract|deploy|bench|clients)\/[\w./-]*\w)`/g,
       )) {
-        // What a run makes or installs (bench/tmp/, src/reference/generated/, node_modules) is not in a clone.
+        // What a run makes or installs (bench/tmp/, src/reference/generated/, node_modules) is not
+        // in a clone.
         const made = /\/tmp\/|\/generated\/|node_modules/.test(path);
         if (!made && !existsSync(join(ROOT, path))) missing.push(`${page}: ${path}`);
       }

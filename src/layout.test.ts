@@ -7,7 +7,10 @@ const ROOT = join(import.meta.dir, '..');
 /** The folders outside src/ whose every entry a list names: what tests share, and the scripts. */
 const SHARED_FOLDERS = ['test/', 'scripts/'];
 
-/** Every README.md under src/ (generated modules aside), and those of SHARED_FOLDERS: each lists its folder's files. */
+/**
+ * Every README.md under src/ (generated modules aside), and those of SHARED_FOLDERS: each lists its
+ * folder's files.
+ */
 function readmes(dir = join(ROOT, 'src')): string[] {
   const here = readdirSync(dir).flatMap((name) => {
     const full = join(dir, name);
@@ -53,7 +56,10 @@ function entries(readme: string): Entry[] {
   return out;
 }
 
-/** Every shipped source file under src/ (not generated modules), and each test with no source file of its name. */
+/**
+ * Every shipped source file under src/ (not generated modules), and each test with no source file
+ * of its name.
+ */
 function sourceFiles(dir = join(ROOT, 'src'), withSpanningTests = false): string[] {
   return readdirSync(dir).flatMap((name) => {
     const full = join(dir, name);
@@ -125,7 +131,10 @@ describe('the layers', () => {
   });
 });
 
-/** The numbered steps of ARCHITECTURE.md's "One request's way" from `from` on (a `### ` heading), each as one line. */
+/**
+ * The numbered steps of ARCHITECTURE.md's "One request's way" from `from` on (a `### ` heading),
+ * each as one line.
+ */
 function walkSteps(from = "\n## One request's way"): string[] {
   const page = readFileSync(join(ROOT, 'ARCHITECTURE.md'), 'utf8');
   const start = page.indexOf(from);
@@ -136,7 +145,10 @@ function walkSteps(from = "\n## One request's way"): string[] {
     .map((s) => s.replaceAll(/\s+/g, ' '));
 }
 
-/** The steps the comment over `operationHandler` of `src/http/pipeline.ts` lists (` * 1. \`name\`: ...`), in order. */
+/**
+ * The steps the comment over `operationHandler` of `src/http/pipeline.ts` lists
+ * (` * 1. \`name\`: ...`), in order.
+ */
 function pipelineSteps(): { number: number; name: string }[] {
   const text = readFileSync(join(ROOT, 'src/http/pipeline.ts'), 'utf8');
   const end = text.indexOf('function operationHandler<');

@@ -62,10 +62,10 @@ function idFields({ requestId, traceId, spanId }: RequestState): LogFields {
 }
 
 /**
- * `{"time":…,"level":…,"msg":…, requestId, traceId, spanId, ...fields}` as `JSON.stringify` of
- * that object would write it, without copying `fields` into a new object first (a request's line
- * is the hot path's largest cost after I/O). The ids come from the request state, when the line
- * is written within one; ids are hex and request ids plain (`saneRequestId`), so they need no escaping.
+ * `{"time":…,"level":…,"msg":…, requestId, traceId, spanId, ...fields}` as `JSON.stringify` of that
+ * object would write it, without copying `fields` into a new object first (a request's line is the
+ * hot path's largest cost after I/O). The ids come from the request state, when the line is written
+ * within one; ids are hex and request ids plain (`saneRequestId`), so they need no escaping.
  */
 function jsonLine(time: string, level: LogLevel, msg: string, fields: LogFields, state?: RequestState): string {
   if ('time' in fields || 'level' in fields || 'msg' in fields || (state && 'requestId' in fields)) {
@@ -171,7 +171,8 @@ export function fileWriter(fd = 1): ((text: string) => boolean) | undefined {
     const bytes = Buffer.from(text);
     let written = 0;
     try {
-      // A short write to a file is a full disk or a size limit: the rest is tried once more, and fails.
+      // A short write to a file is a full disk or a size limit: the rest is tried once more, and
+      // fails.
       while (written < bytes.length) written += writeSync(fd, bytes, written);
       return true;
     } catch {

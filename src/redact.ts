@@ -41,7 +41,9 @@ export function redactUrl(raw: string): string {
   }
 }
 
-/** The most characters of a peer's answer (Redis, PostgreSQL, a webhook receiver) a log field holds. */
+/**
+ * The most characters of a peer's answer (Redis, PostgreSQL, a webhook receiver) a log field holds.
+ */
 export const PEER_TEXT_MAX = 512;
 
 /**
@@ -73,7 +75,9 @@ export function printable(text: string): string {
   return text.replace(UNPRINTABLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
-/** What `echoed` writes as `\uXXXX`: anything but printable ASCII, and what markup or quoting reads. */
+/**
+ * What `echoed` writes as `\uXXXX`: anything but printable ASCII, and what markup or quoting reads.
+ */
 const UNSAFE = /[^\x20-\x7e]|[<>&"'`\\]/g;
 
 /**

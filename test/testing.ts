@@ -4,7 +4,7 @@ import type { AppEnv } from '../src/app-env.ts';
 import { type Clock, systemClock } from '../src/core/clock.ts';
 import type { OpsRoute } from '../src/core/ops-route.ts';
 import { SlidingWindowLimiter } from '../src/gateway/gateway.ts';
-import { opsPipeline } from '../src/http/pipeline.ts';
+import { opsRouteHandlers } from '../src/http/pipeline.ts';
 import { parseKeys } from '../src/keys/file.ts';
 import type { PlanName } from '../src/keys/plans.ts';
 import { hashToken } from '../src/keys/records.ts';
@@ -85,7 +85,7 @@ export function testApp({
  * path, for their unit tests.
  */
 export function routesApp(routes: readonly OpsRoute[]) {
-  const handlers = opsPipeline({
+  const handlers = opsRouteHandlers({
     log: silentLogger,
     clock: systemClock,
     clientAddress: () => '192.0.2.1',

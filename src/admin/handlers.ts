@@ -76,7 +76,10 @@ export async function postConsumer(input: In<unknown, unknown, NewConsumer>, dep
   return json(201, consumerOut(found(doc, name), deps.clock.now()), { Location: `consumers/${name}` });
 }
 
-/** `PATCH /consumers/{name}`: plan, limits, ban, costs, enforce, webhook, thresholds; null removes one. */
+/**
+ * `PATCH /consumers/{name}`: plan, limits, ban, costs, enforce, webhook, thresholds; null removes
+ * one.
+ */
 export async function patchConsumer(
   input: In<unknown, ConsumerParams, ConsumerPatch>,
   deps: AdminDeps,
@@ -119,7 +122,10 @@ export async function postKey(input: In<unknown, ConsumerParams, NewKeyBody>, de
   return json(201, { consumer: name, ...keyOut(keyOf(doc, name, id), deps.clock.now()), token });
 }
 
-/** `POST /consumers/{name}/rotate`: a new key; the others expire after `overlap`. 201 with the token. */
+/**
+ * `POST /consumers/{name}/rotate`: a new key; the others expire after `overlap`. 201 with the
+ * token.
+ */
 export async function rotate(input: In<unknown, ConsumerParams, RotateBody>, deps: AdminDeps): Promise<Reply> {
   const { name } = input.params;
   notOwnConsumer(input, name);
@@ -155,7 +161,10 @@ export async function revoke(input: In<unknown, KeyParams>, deps: AdminDeps): Pr
   return { status: 204 };
 }
 
-/** `GET /audit?after=&limit=`: the trail, oldest first; `Link: <audit?…>; rel="next"` when more remain. */
+/**
+ * `GET /audit?after=&limit=`: the trail, oldest first; `Link: <audit?…>; rel="next"` when more
+ * remain.
+ */
 export async function listAudit({ query }: In<AuditQuery>, { keys }: AdminDeps): Promise<Reply> {
   const { after, limit } = query;
   const page = await keys.audit(after, limit + 1);
@@ -166,7 +175,9 @@ export async function listAudit({ query }: In<AuditQuery>, { keys }: AdminDeps):
   return json(200, records, headers);
 }
 
-/** Applies `edit` as the admin key of `input`, with its audit record; resolves to the keys after. */
+/**
+ * Applies `edit` as the admin key of `input`, with its audit record; resolves to the keys after.
+ */
 async function change(
   input: In,
   { keys, clock }: AdminDeps,
@@ -212,7 +223,9 @@ function notOwnConsumer(input: In, name: string): void {
   );
 }
 
-/** The `expiresAt` of the admin key that asks, as the keys are now; undefined when it never expires. */
+/**
+ * The `expiresAt` of the admin key that asks, as the keys are now; undefined when it never expires.
+ */
 function makerExpiry(input: In, doc: KeysDocument): string | undefined {
   const maker = input.key;
   return maker && entryOf(doc, maker.consumer)?.keys.find((k) => keyIdOf(k) === maker.id)?.expiresAt;
@@ -290,7 +303,9 @@ function unusedId(consumer: ConsumerEntry, id: string): void {
   }
 }
 
-/** `doc` with consumer `name`'s keys replaced (a `{"keys":[...]}` entry moved into consumers first). */
+/**
+ * `doc` with consumer `name`'s keys replaced (a `{"keys":[...]}` entry moved into consumers first).
+ */
 function updateKeys(doc: KeysDocument, name: string, keys: ConsumerKey[]): KeysDocument {
   const moved = updateConsumer(doc, name, {});
   return { ...moved, consumers: (moved.consumers ?? []).map((c) => (c.name === name ? { ...c, keys } : c)) };

@@ -140,8 +140,8 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
 export type Operation<D = ApiDeps> = OperationSpec<unknown, unknown, unknown, unknown, D>;
 
 /**
- * An operation that is never memoised and expires no due orders first: all that a pipeline without the
- * store serves (the admin API's).
+ * An operation that is never memoised and expires no due orders first: all that a pipeline without
+ * the store serves (the admin API's).
  */
 export type UnmemoisedOperation<D> = Operation<D> & { readonly memo: false; readonly expiresDueOrdersFirst: false };
 

@@ -27,7 +27,10 @@ const orderReply = (order: StoredOrder, status = 200, headers?: Record<string, s
   ...(headers ? { headers } : {}),
 });
 
-/** The 404 of an order the caller has not: another consumer's is answered the same, so existence is not told. */
+/**
+ * The 404 of an order the caller has not: another consumer's is answered the same, so existence is
+ * not told.
+ */
 const noSuchOrder = (id: string) => new ApiError('not_found', `You have no order with id ${id}.`);
 
 /**
@@ -49,6 +52,8 @@ export async function placeOrder(
   });
   switch (result.outcome) {
     case 'pet_not_found':
+      // A code of its own, not getPet's `not_found`: a client tells a pet that is gone from a wrong
+      // path.
       throw new ApiError('pet_not_found', `No pet has id ${body.petId}; an order needs an existing pet.`);
     case 'pet_unavailable':
       throw new ApiError('pet_unavailable', `Pet ${body.petId} is not available: it is pending or sold.`);
@@ -59,6 +64,8 @@ export async function placeOrder(
       );
     case 'placed':
     case 'replayed': {
+      // Resolves against the request's `/v1/store/orders` to `/v1/store/orders/{id}` (RFC 3986: the
+      // base's last segment is replaced).
       const location = { Location: `orders/${result.order.id}` };
       return orderReply(
         result.order,
@@ -100,7 +107,10 @@ export const completeOrder = (input: Input<unknown, OrderParams>, deps: ApiDeps)
 export const cancelOrder = (input: Input<unknown, OrderParams>, deps: ApiDeps) =>
   closeOwnOrder(input, deps, 'cancelled');
 
-/** Closes a placed order; repeating the close it already had answers it unchanged; any other is a 409. */
+/**
+ * Closes a placed order; repeating the close it already had answers it unchanged; any other is a
+ * 409.
+ */
 async function closeOwnOrder(
   { params, owner }: Input<unknown, OrderParams>,
   { store, clock }: ApiDeps,

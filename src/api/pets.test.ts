@@ -182,7 +182,8 @@ describe('listPets: what a page read, for the answer memo', () => {
   };
 
   test('a full page depends on every id from its cursor to its last row: a create committed late lands in it', async () => {
-    // After pet 9, pets 11 and 12 read: pet 10's create may still commit (PostgreSQL gives ids before commits).
+    // After pet 9, pets 11 and 12 read: pet 10's create may still commit (PostgreSQL gives ids
+    // before commits).
     expect(await pageOf([11, 12], { limit: 1, cursor: (9).toString(36) })).toEqual({
       ids: [10, 11, 12],
       statuses: false,

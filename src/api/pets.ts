@@ -151,7 +151,9 @@ function createdReply(pet: StoredPet, replayed = false): Reply {
   return petReply(201, pet, headers);
 }
 
-/** An answer whose body is one pet: tagged with the pet's strong `ETag` (src/core/preconditions.ts). */
+/**
+ * An answer whose body is one pet: tagged with the pet's strong `ETag` (src/core/preconditions.ts).
+ */
 function petReply(status: number, pet: StoredPet, headers?: Record<string, string>): Reply {
   const body = JSON.stringify(petOf(pet));
   const etag = petEtag(pet.id, pet.version);

@@ -70,7 +70,8 @@ describe('GET /v1/rate_limit', () => {
     const t = testApp({ keys: [{ name: 'acme', plan: 'free', limits: { perMinute: 2, perDay: 100 } }] });
     const statuses = [];
     for (let i = 0; i < 5; i++) statuses.push((await t.app.request('/v1/pets', { headers: t.auth() })).status);
-    // Two admitted, then two refusals: the second reaches the threshold (the per-minute quota) and bans.
+    // Two admitted, then two refusals: the second reaches the threshold (the per-minute quota) and
+    // bans.
     expect(statuses).toEqual([200, 200, 429, 429, 429]);
     t.clock.advance(10_000);
     const res = await t.app.request('/v1/rate_limit', { headers: t.auth() });
@@ -93,7 +94,8 @@ describe('GET /v1/rate_limit', () => {
       state: '"minute";r=0;t=890, "day";r=0;t=86390',
       retryAfter: null,
     });
-    // Reading it neither extends the ban nor counts as a refusal: the pets are still refused until then.
+    // Reading it neither extends the ban nor counts as a refusal: the pets are still refused until
+    // then.
     expect((await t.app.request('/v1/pets', { headers: t.auth() })).headers.get('retry-after')).toBe('890');
   });
 

@@ -1,6 +1,6 @@
 // The valibot schemas of the API's query, path and header input that step 7 checks (`ListQuery`,
-// `PetParams`, `OrderParams`, `IdempotencyHeaders`, …), and `MUST_BE`, a 400's words per field.
-// The bodies' schemas (`NewPet`, `PetPatch`, `NewOrder`) are the records': src/core/pet-records.ts and
+// `PetParams`, `OrderParams`, `IdempotencyHeaders`, …), and `MUST_BE`, a 400's words per field. The
+// bodies' schemas (`NewPet`, `PetPatch`, `NewOrder`) are the records': src/core/pet-records.ts and
 // src/core/order-records.ts.
 import * as v from 'valibot';
 import { ORDER_ID_PATTERN, OrderStatus } from '../core/order-records.ts';
@@ -29,7 +29,10 @@ export type ListQuery = v.InferOutput<typeof ListQuery>;
 /** An `Idempotency-Key`: 1 to 255 visible ASCII characters, `!` to `~` (no spaces). */
 export const IDEMPOTENCY_KEY_PATTERN = /^[!-~]{1,255}$/;
 
-/** Headers of `createPet` and `placeOrder` (Hono hands them over lower-cased): an optional `Idempotency-Key`. */
+/**
+ * Headers of `createPet` and `placeOrder` (Hono hands them over lower-cased): an optional
+ * `Idempotency-Key`.
+ */
 export const IdempotencyHeaders = v.object({
   'idempotency-key': v.optional(v.pipe(v.string(), v.regex(IDEMPOTENCY_KEY_PATTERN))),
 });

@@ -131,7 +131,10 @@ function describeIssue(
   return `${field}: must be ${allowed}.`;
 }
 
-/** The fields of the object schema at `keys` inside `schema` (through optional and nullable wrappers). */
+/**
+ * The fields of the object schema at `keys` inside `schema` (through optional and nullable
+ * wrappers).
+ */
 function fieldsAt(schema: unknown, keys: readonly unknown[]): string[] {
   let at = schema;
   for (const key of keys) {

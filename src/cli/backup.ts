@@ -33,7 +33,9 @@ export const STORE_DATA = {
 /** The keys file and its audit trail as a backup keeps them: beside the backup, named after it. */
 const backupKeysPath = (backup: string) => `${backup}.keys.json`;
 
-/** Copies `from` to `to` (a new file) with `from`'s mode, and its owner when run as root; fsynced. */
+/**
+ * Copies `from` to `to` (a new file) with `from`'s mode, and its owner when run as root; fsynced.
+ */
 function copyKept(from: string, to: string): void {
   fs.copyFileSync(from, to, fs.constants.COPYFILE_EXCL);
   const st = fs.statSync(from);
@@ -47,7 +49,10 @@ function copyKept(from: string, to: string): void {
   }
 }
 
-/** The keys file `keys` and its audit trail copied to `to` (and its trail), under the keys file's lock. */
+/**
+ * The keys file `keys` and its audit trail copied to `to` (and its trail), under the keys file's
+ * lock.
+ */
 async function copyKeys(keys: string, to: string): Promise<string[]> {
   return withLock(keys, () => {
     const copied: string[] = [];

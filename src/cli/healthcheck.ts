@@ -54,7 +54,8 @@ async function healthcheck(host: string, port: number): Promise<number> {
       cause?: { code?: string; message?: string };
     };
     if (name === 'TimeoutError') return unhealthy(`no answer within ${HEALTHCHECK_TIMEOUT_MS / 1000} s`);
-    // Bun says ECONNREFUSED in the error, Node in its cause, Deno "Connection refused" in its cause's message.
+    // Bun says ECONNREFUSED in the error, Node in its cause, Deno "Connection refused" in its
+    // cause's message.
     if (/refused/i.test(`${code} ${message} ${cause?.code} ${cause?.message}`)) {
       return unhealthy('connection refused: is the server running, on this port and host?');
     }

@@ -45,7 +45,9 @@ async function stateOf(data: string): Promise<SchemaState> {
   }
 }
 
-/** What `migrate status` reports: the store's schema, this build's, and what this build would do. */
+/**
+ * What `migrate status` reports: the store's schema, this build's, and what this build would do.
+ */
 function statusOf(state: SchemaState, where: string) {
   let verdict: string;
   let pending: { version: number; name: string; readableFrom: number }[] = [];

@@ -7,7 +7,10 @@
 import process from 'node:process';
 import { parseArgs } from 'node:util';
 
-/** Bad usage (a flag, a value, a command): `main` prints it with the command's --help hint and exits 2. */
+/**
+ * Bad usage (a flag, a value, a command): `main` prints it with the command's --help hint and exits
+ * 2.
+ */
 export class ConfigError extends Error {
   override name = 'ConfigError';
   /** The words after `petstore` whose `--help` the hint names: '' for the server, 'keys add', … */
@@ -19,14 +22,18 @@ export class ConfigError extends Error {
   }
 }
 
-/** Reads one raw value; `source` is the flag or environment variable it came from, for the message. */
+/**
+ * Reads one raw value; `source` is the flag or environment variable it came from, for the message.
+ */
 export type Parser<T> = (raw: string, source: string) => T;
 
 /** One row of a command's option table. */
 export interface Option<T> {
   readonly flag: string;
   readonly env?: string;
-  /** The value's name in `--help`; an option without one is a switch (the bare flag turns it on). */
+  /**
+   * The value's name in `--help`; an option without one is a switch (the bare flag turns it on).
+   */
   readonly arg?: string;
   readonly help: string;
   readonly fallback: T;
@@ -41,7 +48,9 @@ export type OptionTable = Readonly<Record<string, Option<unknown>>>;
 export type Env = Readonly<Record<string, string | undefined>>;
 export type Values<O extends OptionTable> = { -readonly [K in keyof O]: O[K]['fallback'] };
 
-/** A command: its words after `petstore`, what it does, its options and what else its --help says. */
+/**
+ * A command: its words after `petstore`, what it does, its options and what else its --help says.
+ */
 export interface Command<O extends OptionTable = OptionTable> {
   readonly name: string;
   readonly summary: string;
@@ -51,7 +60,9 @@ export interface Command<O extends OptionTable = OptionTable> {
   readonly operand?: string;
 }
 
-/** An unknown flag's message lists the known ones up to this many; a longer list is --help's job. */
+/**
+ * An unknown flag's message lists the known ones up to this many; a longer list is --help's job.
+ */
 const LISTED_FLAGS_MAX = 12;
 /** Where an option's help starts in `--help`. */
 const HELP_COLUMN = 26;
@@ -196,7 +207,10 @@ export function commandHelp(command: Command): string {
 /** A subcommand: its table, and how it runs. */
 export interface Subcommand {
   readonly command: Command;
-  /** Reads `argv` and `env` by the table, then prints the --help or does the work; resolves to the exit code. */
+  /**
+   * Reads `argv` and `env` by the table, then prints the --help or does the work; resolves to the
+   * exit code.
+   */
   run(argv: readonly string[], env: Env, now: number): Promise<number>;
 }
 

@@ -1,7 +1,8 @@
 /**
  * The subcommands other than serving: `petstore keys add|rotate|revoke|list|audit|import`,
- * `petstore backup`, `petstore restore`, `petstore migrate status|up` and `petstore healthcheck`. Each has its own option table and --help; `petstore keys` alone
- * prints the usage of every keys command.
+ * `petstore backup`, `petstore restore`, `petstore migrate status|up` and `petstore healthcheck`.
+ * Each has its own option table and --help; `petstore keys` alone prints the usage of every keys
+ * command.
  */
 import process from 'node:process';
 import { KeysFileError } from '../keys/file.ts';
@@ -52,7 +53,10 @@ export function keysHelp(): string {
   ].join('\n');
 }
 
-/** Every subcommand by its first word: what `runCli` runs, and how `main.ts` tells a command from serving. */
+/**
+ * Every subcommand by its first word: what `runCli` runs, and how `main.ts` tells a command from
+ * serving.
+ */
 const COMMANDS: Readonly<Record<string, (rest: readonly string[], env: Env, now: number) => Promise<number>>> = {
   keys: runKeys,
   healthcheck: (rest, env, now) => run(HEALTHCHECK, rest, env, now),

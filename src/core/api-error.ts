@@ -40,7 +40,10 @@ export const ErrorBody = v.strictObject({
 });
 export type ErrorBody = v.InferOutput<typeof ErrorBody>;
 
-/** `Retry-After` of a 503: most store faults (a lock wait, a failover, a dropped connection) pass within seconds. */
+/**
+ * `Retry-After` of a 503: most store faults (a lock wait, a failover, a dropped connection) pass
+ * within seconds.
+ */
 const UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
 
 const STATUS_BY_CODE: Record<ErrorCode, ContentfulStatusCode> = {
@@ -95,7 +98,10 @@ export class ApiError extends Error {
     this.headers = Object.freeze(headers);
   }
 
-  /** The answer: the Error body and the error's headers; made once, since the gateway's refusals are made once and answered often. */
+  /**
+   * The answer: the Error body and the error's headers; made once, since the gateway's refusals are
+   * made once and answered often.
+   */
   get reply(): Reply {
     this.#reply ??= {
       status: this.status,

@@ -2,9 +2,10 @@
 export type NoticeWindow = 'day' | 'month';
 
 /**
- * What a decision caused that its subject is told about: one event per subject, window, period
- * and threshold (across instances with Redis), though each notice is given twice (`notices.ts`). `period` is the UTC day number (epoch ms / 86,400,000)
- * for the day window, year * 12 + month - 1 for the month.
+ * What a decision caused that its subject is told about: one event per subject, window, period and
+ * threshold (across instances with Redis), though each notice is given twice (`notices.ts`).
+ * `period` is the UTC day number (epoch ms / 86,400,000) for the day window, year * 12 + month - 1
+ * for the month.
  */
 export type Notice =
   | {
@@ -20,10 +21,15 @@ export type Notice =
 
 export type WindowName = 'minute' | 'day' | 'month';
 
-/** The state of one window after a decision: the minute and the day slide; the month is the calendar month. */
+/**
+ * The state of one window after a decision: the minute and the day slide; the month is the calendar
+ * month.
+ */
 export interface WindowState {
   readonly name: WindowName;
-  /** Window length in seconds: 60, 86,400, or the current calendar month's (2,419,200 to 2,678,400). */
+  /**
+   * Window length in seconds: 60, 86,400, or the current calendar month's (2,419,200 to 2,678,400).
+   */
   readonly seconds: number;
   /** Quota of the window. */
   readonly limit: number;

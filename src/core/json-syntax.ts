@@ -4,7 +4,10 @@
  * second, so one scanner here does both.
  */
 
-/** The first syntax error of a JSON text: 1-based line and column (in UTF-16 units), and what was expected. */
+/**
+ * The first syntax error of a JSON text: 1-based line and column (in UTF-16 units), and what was
+ * expected.
+ */
 export interface JsonSyntaxError {
   readonly line: number;
   readonly column: number;
@@ -15,7 +18,9 @@ export interface JsonSyntaxError {
 
 /** Longest part of a line quoted in a message: a file written on one line can be long. */
 const QUOTE_MAX = 72;
-/** Objects and arrays nested deeper than this are not read (the scanner recurses once per level). */
+/**
+ * Objects and arrays nested deeper than this are not read (the scanner recurses once per level).
+ */
 const MAX_DEPTH = 1_000;
 
 class Stop extends Error {
@@ -27,11 +32,17 @@ class Stop extends Error {
   }
 }
 
-/** A member name an object of a JSON text gives twice: where, and its path (`webhook.url`, `keys[0].id`). */
+/**
+ * A member name an object of a JSON text gives twice: where, and its path (`webhook.url`,
+ * `keys[0].id`).
+ */
 export interface DuplicateMember {
   readonly line: number;
   readonly column: number;
-  /** The member's path from the top, its names decoded: `scopes`, `webhook.url`, `consumers[0].name`. */
+  /**
+   * The member's path from the top, its names decoded: `scopes`, `webhook.url`,
+   * `consumers[0].name`.
+   */
   readonly path: string;
 }
 

@@ -13,10 +13,16 @@ export type OrderStatus = v.InferOutput<typeof OrderStatus>;
 /** How a placed order may be closed by its owner. */
 export type Closing = 'completed' | 'cancelled';
 
-/** The status an order's pet takes when the order closes so: a completed order sells it, a cancelled one gives it back. */
+/**
+ * The status an order's pet takes when the order closes so: a completed order sells it, a cancelled
+ * one gives it back.
+ */
 export const petStatusOnClose = (to: Closing): 'sold' | 'available' => (to === 'completed' ? 'sold' : 'available');
 
-/** An order's id: `ord_` and 32 hex digits, the time it was placed then random bits, so ids tell nothing of how many there are. */
+/**
+ * An order's id: `ord_` and 32 hex digits, the time it was placed then random bits, so ids tell
+ * nothing of how many there are.
+ */
 export const ORDER_ID_PATTERN = /^ord_[0-9a-f]{32}$/;
 
 /** Request body of `placeOrder`. */

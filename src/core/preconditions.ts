@@ -7,7 +7,10 @@
 /** What `If-Match` asks of the pet: any current version (`*`), or one of these versions. */
 export type IfMatch = '*' | readonly number[];
 
-/** One entity tag of an `If-Match` list, weak (`W/`, never ours: dropped) or strong; commas never occur inside one of ours. */
+/**
+ * One entity tag of an `If-Match` list, weak (`W/`, never ours: dropped) or strong; commas never
+ * occur inside one of ours.
+ */
 const TAG = /^(W\/)?"([^"]*)"$/;
 /** Our own tags: `"<id>-<version>"`, both decimal. */
 const PET_TAG = /^([1-9][0-9]{0,15})-([1-9][0-9]{0,15})$/;

@@ -37,17 +37,27 @@ export interface Reply {
   readonly body?: string | Uint8Array<ArrayBuffer> | null;
   /** `Content-Type` of the body. */
   readonly type?: string;
-  /** Fields of this answer besides the ones the request gathered on its way (rate limits, request id). */
+  /**
+   * Fields of this answer besides the ones the request gathered on its way (rate limits, request
+   * id).
+   */
   readonly headers?: Readonly<AnswerHeaders>;
   /** Entity tag of the body: an `If-None-Match` that matches it gets 304 without a body. */
   readonly etag?: string;
-  /** The coding `body` is already in (a pre-compressed asset): sent as it is, never compressed again. */
+  /**
+   * The coding `body` is already in (a pre-compressed asset): sent as it is, never compressed
+   * again.
+   */
   readonly encoding?: Coding;
-  /** What the answer read from the store, when it is memoised (src/http/memo.ts); none: it depends on every pet. */
+  /**
+   * What the answer read from the store, when it is memoised (src/http/memo.ts); none: it depends
+   * on every pet.
+   */
   readonly reads?: PetSet;
 }
 
-// The variable this module keeps on Hono's context, typed on every context (`c.get('answerHeaders')`).
+// The variable this module keeps on Hono's context, typed on every context
+// (`c.get('answerHeaders')`).
 declare module 'hono' {
   interface ContextVariableMap {
     /** The headers gathered for this request's answer (`answerHeaders()`), set at step 1. */

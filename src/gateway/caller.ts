@@ -9,8 +9,8 @@ import { bearerToken, type KeyTable } from '../keys/table.ts';
  * `callerOf()` makes it once per request for the gateway (`identify()` finds the key, `callerAt()`
  * turns a key used outside its dates into a keyless client), and every later step reads it. The
  * trace asks `callerOf()` again, through `holdsValidKey()` (./gateway.ts), for a sampled
- * `traceparent`. A consumer carries no address: nothing about it
- * depends on where it calls from, and looking the address up costs time.
+ * `traceparent`. A consumer carries no address: nothing about it depends on where it calls from,
+ * and looking the address up costs time.
  */
 export type Caller =
   | {
@@ -50,7 +50,7 @@ export type Credential = 'none' | 'malformed' | 'bad_checksum' | 'unknown' | 're
  * // { kind: 'keyless', address: '203.0.113.9', credential: 'none' }
  * identify(undefined, table, () => '203.0.113.9')
  */
-export function identify(authorization: string | undefined, keys: KeyTable, address: () => string): Caller {
+function identify(authorization: string | undefined, keys: KeyTable, address: () => string): Caller {
   const token = bearerToken(authorization);
   if (token === undefined)
     return { kind: 'keyless', address: address(), credential: authorization === undefined ? 'none' : 'malformed' };
@@ -86,7 +86,7 @@ export function callerOf(
  * // { kind: 'keyless', credential: 'expired', … }
  * callerAt(identify('Bearer psk_old…', table, address), Date.now(), address)
  */
-export function callerAt(caller: Caller, now: number, address: () => string): Caller {
+function callerAt(caller: Caller, now: number, address: () => string): Caller {
   if (caller.kind !== 'consumer') return caller;
   const { key } = caller;
   if (key.expiresAt !== undefined && now >= key.expiresAt)

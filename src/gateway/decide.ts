@@ -1,9 +1,9 @@
 // The limiter's question for one request: `decider()` turns a caller and a cost into the
 // subject the limiter counts (a consumer's id, a keyless client's address group) and asks it.
 import { LRUCache } from 'lru-cache';
+import { addressGroup, DEFAULT_IPV6_PREFIX } from '../core/addresses.ts';
 import { type BanPolicy, DEFAULT_BAN, PLAN_LIMITS } from '../keys/plans.ts';
 import type { Consumer } from '../keys/records.ts';
-import { addressGroup, DEFAULT_IPV6_PREFIX } from './addresses.ts';
 import type { Caller } from './caller.ts';
 import type { RateLimiter, Subject, Verdict } from './limiter/limiter.ts';
 
@@ -14,7 +14,9 @@ export interface DeciderOptions {
   limiter: RateLimiter;
   /** Ban applied when a consumer sets none of its own, and to client addresses. */
   ban?: BanPolicy;
-  /** IPv6 callers without a valid key are counted by this prefix of their address (`--ipv6-prefix`). */
+  /**
+   * IPv6 callers without a valid key are counted by this prefix of their address (`--ipv6-prefix`).
+   */
   ipv6Prefix?: number;
 }
 
@@ -42,8 +44,8 @@ export function decider({
       const policy = consumer.ban ?? ban;
       subject = {
         // By its id, as orders are owned: a consumer made again under the same name is another
-        // party, and starts with fresh windows and no ban.
-        // `key:` names the Redis keys of a consumer's windows (`petstore:rl:key:…`): a consumer's, not one key's.
+        // party, and starts with fresh windows and no ban. `key:` names the Redis keys of a
+        // consumer's windows (`petstore:rl:key:…`): a consumer's, not one key's.
         id: `key:${consumer.id}`,
         plan: consumer.plan,
         label: consumer.name,

@@ -1,12 +1,12 @@
 import { describe, expect, test } from 'bun:test';
 import { fakeClock, testApp, tokenFor } from '../../test/testing.ts';
 import { createApp } from '../app.ts';
+import { TrustedProxies } from '../core/addresses.ts';
 import { parseKeys } from '../keys/file.ts';
 import { hashToken } from '../keys/records.ts';
 import { KeyTable } from '../keys/table.ts';
 import { createLogger } from '../log.ts';
 import { MemoryStore } from '../store/memory-store.ts';
-import { TrustedProxies } from './addresses.ts';
 import { SlidingWindowLimiter } from './limiter/in-process.ts';
 
 const T0 = Date.UTC(2026, 10, 22, 12, 0, 0) / 1000;

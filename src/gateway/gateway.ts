@@ -1,9 +1,10 @@
 // The gateway, step 3 of a request (src/http/pipeline.ts). `gateway()` makes the one admission
 // check that every API request goes through; its docstring lists the checks in their order.
 // This file is also the one door into src/gateway/. What other folders use of the gateway (the
-// limiters, addresses, types) is exported here.
+// limiters, types) is exported here.
 import type { Context } from 'hono';
 import { LRUCache } from 'lru-cache';
+import { canonicalAddress } from '../core/addresses.ts';
 import { ApiError, serviceUnavailable } from '../core/api-error.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
 import type { Decision, WindowName } from '../core/decision.ts';
@@ -12,7 +13,6 @@ import { type BanPolicy, DEFAULT_MAX_IN_FLIGHT } from '../keys/plans.ts';
 import { type Consumer, ownerOf } from '../keys/records.ts';
 import type { KeyTable } from '../keys/table.ts';
 import { childSpan, closeChild, failChild, openChild } from '../trace/spans.ts';
-import { canonicalAddress } from './addresses.ts';
 import { type Caller, type ConsumerCaller, callerOf } from './caller.ts';
 import { decider } from './decide.ts';
 import { HostInFlight, type HostSlotsMemory } from './host-in-flight.ts';
@@ -23,7 +23,6 @@ import type { RateLimiter, Verdict } from './limiter/limiter.ts';
 import type { OpenRedisLimiterOptions } from './limiter/open-redis.ts';
 import { writeRateLimitHeaders } from './rate-limit-headers.ts';
 
-export { DEFAULT_IPV6_PREFIX, TrustedProxies } from './addresses.ts';
 export type { Caller, ConsumerCaller } from './caller.ts';
 export { clearWorker, type HostSlotsMemory, hostSlotsMemory } from './host-in-flight.ts';
 export type { LimiterStatus } from './limiter/failover.ts';
@@ -110,8 +109,8 @@ export interface GatedOperation {
  * The admission check: what `gateway()` returns, run once per request. For a request it lets
  * through, it runs `admitted` with the limiter's decision and the caller (always a key's) and
  * resolves to its result. The caller's in-flight slot is held until `admitted` settles. A refusal
- * (401, 403, 429, 503) resolves to the `ApiError` to answer. It is never thrown, because a throw through the async frames is slow
- * (bench/README.md#measured-costs-behind-the-codes-choices).
+ * (401, 403, 429, 503) resolves to the `ApiError` to answer. It is never thrown, because a throw
+ * through the async frames is slow (bench/README.md#measured-costs-behind-the-codes-choices).
  */
 export type Admission = <T>(
   c: Context,

@@ -4,7 +4,10 @@ import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { InFlight } from './in-flight.ts';
 
-/** Consumers the host's table holds at once: more than a keys file names, with room for consumers a reload replaces. */
+/**
+ * Consumers the host's table holds at once: more than a keys file names, with room for consumers a
+ * reload replaces.
+ */
 const HOST_SLOTS = 16_384;
 /** Consumer ids whose slot a worker remembers: more than a keys file holds. */
 const KNOWN_CONSUMERS = 10_000;
@@ -46,9 +49,10 @@ export function clearWorker(memory: HostSlotsMemory, worker: number): void {
 
 /**
  * `InFlight` for the host: a consumer's cap (`--max-in-flight`) counts its requests on every
- * worker. Taking a slot adds one to this worker's count and sums the workers' counts; over the
- * cap, it takes the one back and refuses. So the cap is never exceeded, though two workers racing
- * for the last slot may both refuse. A consumer the table has no room for is capped per worker (`full`).
+ * worker. Taking a slot adds one to this worker's count and sums the workers' counts; over the cap,
+ * it takes the one back and refuses. So the cap is never exceeded, though two workers racing for
+ * the last slot may both refuse. A consumer the table has no room for is capped per worker
+ * (`full`).
  *
  * @example
  * const inFlight = new HostInFlight(128, memory, 0)

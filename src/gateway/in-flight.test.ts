@@ -122,7 +122,8 @@ describe('requests one consumer has in flight (--max-in-flight)', () => {
   test('a slow limiter: the slot is taken before it is asked, so of 5 sent at once exactly 2 wait for it', async () => {
     const clock = fakeClock();
     const real = new SlidingWindowLimiter({ clock });
-    // The real limiter behind a gate, as Redis behind a slow network: nothing is decided until `open()`.
+    // The real limiter behind a gate, as Redis behind a slow network: nothing is decided until
+    // `open()`.
     const gate: Array<() => void> = [];
     const asked: string[] = [];
     const slow: RateLimiter = {

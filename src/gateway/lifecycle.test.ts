@@ -130,7 +130,9 @@ describe('a consumer made again under the same name', () => {
   const FIRST = `con_${'1'.repeat(32)}`;
   const AGAIN = `con_${'2'.repeat(32)}`;
 
-  /** An app whose keys are `acme` with `id` and one key `token`, swapped by `load` as a reload does. */
+  /**
+   * An app whose keys are `acme` with `id` and one key `token`, swapped by `load` as a reload does.
+   */
   function reloading() {
     const clock = fakeClock(T0);
     const tableOf = (id: string, token: string) =>

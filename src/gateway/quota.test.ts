@@ -131,7 +131,8 @@ describe('report-only limits ("enforce": false)', () => {
     expect(back.headers.get('x-ratelimit-remaining')).toBe('9');
     for (let i = 0; i < 10; i++) await t.app.request('/v1/pets', { headers: t.auth() });
     expect(logged()).toHaveLength(2);
-    // 90 refusals would have banned an enforced key (threshold 10): none of the 111 was refused, and no ban is on.
+    // 90 refusals would have banned an enforced key (threshold 10): none of the 111 was refused,
+    // and no ban is on.
     const quota = await (await t.app.request('/v1/rate_limit', { headers: t.auth() })).json();
     expect(quota).toMatchObject({ consumer: 'trial', ban: null, windows: [{ name: 'minute', remaining: 0 }, {}] });
   });

@@ -96,8 +96,8 @@ function policy(windows: readonly WindowState[]): string {
 
 /**
  * Adds a decision's rate-limit headers to the answer's (`answerHeaders`), with `Retry-After` when
- * `withRetryAfter` (the answer is this decision's 429). Given `now` (unix seconds), the decision is an
- * earlier one (nothing was consumed since) and a Reset that has passed moves to now: never in
+ * `withRetryAfter` (the answer is this decision's 429). Given `now` (unix seconds), the decision is
+ * an earlier one (nothing was consumed since) and a Reset that has passed moves to now: never in
  * the past.
  *
  * @example

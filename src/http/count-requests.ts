@@ -7,13 +7,14 @@ import type { Caller } from '../gateway/gateway.ts';
 import type { ConsumerMetrics } from '../metrics/consumer-series.ts';
 import { operationIndex } from '../metrics/labels.ts';
 import type { Metrics } from '../metrics/registry.ts';
-import type { RequestState } from '../trace/request-state.ts';
 
 export interface CountRequestsOptions {
   metrics: Metrics;
   /** A monotonic clock in milliseconds; tests pass a fake one. */
   now?: () => number;
-  /** Counts every request under this operation instead of the route's (the admin port's `admin`). */
+  /**
+   * Counts every request under this operation instead of the route's (the admin port's `admin`).
+   */
   operation?: string;
 }
 
@@ -36,10 +37,12 @@ export function requestCounter({ metrics, now = () => performance.now(), operati
       metrics.started();
       return now();
     },
-    /** `state`'s trace, when exported, becomes the latency's exemplar. */
-    finish(c: Context<AppEnv>, started: number, status: number, state?: RequestState): void {
-      const traceId = state?.sampled ? state.traceId : undefined;
-      metrics.answered(fixed ?? operationIndex(c.get('operation')), status, (now() - started) / 1000, traceId);
+    /**
+     * `exportedTraceId`, the request's trace when it is exported, becomes the latency's exemplar.
+     */
+    finish(c: Context<AppEnv>, started: number, status: number, exportedTraceId?: string): void {
+      const seconds = (now() - started) / 1000;
+      metrics.answered(fixed ?? operationIndex(c.get('operation')), status, seconds, exportedTraceId);
       const caller = c.get('caller');
       if (status === 429 && c.error instanceof ApiError) {
         metrics.refused(caller?.kind === 'consumer' ? caller.consumer.plan : 'anonymous', c.error.code);

@@ -1,7 +1,8 @@
 /**
- * A weak entity tag of a body and its other parts: the first 64 bits of MurmurHash3 x86_128
- * (seed 0) of the parts, each followed by a newline, as hex. Weak, because the same JSON is sent plain, gzip or br. The hash is written here, not a
- * runtime's, so Bun, Deno, Node and every instance tag a body alike (`etag.test.ts` checks it).
+ * A weak entity tag of a body and its other parts: the first 64 bits of MurmurHash3 x86_128 (seed
+ * 0) of the parts, each followed by a newline, as hex. Weak, because the same JSON is sent plain,
+ * gzip or br. The hash is written here, not a runtime's, so Bun, Deno, Node and every instance tag
+ * a body alike (`etag.test.ts` checks it).
  *
  * @example
  * weakEtag('[{"id":1}]') // 'W/"…"' (16 hex digits)

@@ -9,7 +9,7 @@ import { ApiError } from '../core/api-error.ts';
 import { systemClock } from '../core/clock.ts';
 import type { Admission } from '../gateway/gateway.ts';
 import { silentLogger } from '../log.ts';
-import { opsPipeline, tablePipeline } from './pipeline.ts';
+import { opsRouteHandlers, tableRouteHandlers } from './pipeline.ts';
 
 const base = { log: silentLogger, clock: systemClock, clientAddress: () => '192.0.2.1', maxBodyBytes: 1024 };
 /** A gateway that refuses everyone: enough to see which steps a pipeline has. */
@@ -26,14 +26,14 @@ const unmemoised = defineOperation({ ...ping, memo: false });
 const memoised = defineOperation({ ...ping, memo: true });
 const holdsFirst = defineOperation({ ...ping, memo: false, expiresDueOrdersFirst: true });
 /** A table pipeline's options, without the store's change count. */
-const api = { ...base, gateway: refuseAll, deps: {}, allowedMethods: () => undefined };
+const api = { ...base, admission: refuseAll, deps: {}, allowedMethods: () => undefined };
 /** A store whose count never moves: enough for a pipeline to take memoised operations. */
 const store = { startDueOrderExpiry: () => undefined, changeCount: () => 1, unchanged: () => true };
 
 describe('what each pipeline needs is checked by the compiler', () => {
   test('an app without a table has no operation step, and its notFound never asks for a key', async () => {
-    const handlers = opsPipeline(base);
-    // @ts-expect-error: a pipeline without the gateway and deps cannot serve an operation.
+    const handlers = opsRouteHandlers(base);
+    // @ts-expect-error: a pipeline without the admission check and deps cannot serve an operation.
     expect(handlers.operation).toBeUndefined();
     const app = new Hono<AppEnv>();
     app.notFound(handlers.notFound);
@@ -42,7 +42,7 @@ describe('what each pipeline needs is checked by the compiler', () => {
   });
 
   test('a table pipeline without the store takes only operations that are never memoised and expire no due orders first', async () => {
-    const handlers = tablePipeline(api);
+    const handlers = tableRouteHandlers(api);
     expect(typeof handlers.operation(unmemoised)).toBe('function');
     // @ts-expect-error: a memoised operation needs the store's change count.
     const addMemoised = () => handlers.operation(memoised);
@@ -53,11 +53,11 @@ describe('what each pipeline needs is checked by the compiler', () => {
     expect(addHoldsFirst).toThrow(
       new TypeError('pipeline: ping expires due orders first, but the pipeline has no store'),
     );
-    const withCount = tablePipeline({ ...api, store });
+    const withCount = tableRouteHandlers({ ...api, store });
     expect(typeof withCount.operation(memoised)).toBe('function');
     expect(typeof withCount.operation(holdsFirst)).toBe('function');
-    // @ts-expect-error: the gateway is not optional.
-    tablePipeline({ ...base, deps: {}, allowedMethods: () => undefined });
+    // @ts-expect-error: the admission check is not optional.
+    tableRouteHandlers({ ...base, deps: {}, allowedMethods: () => undefined });
     // Under the API prefix, a path no operation serves meets the gateway first: 401 before 404.
     const app = new Hono<AppEnv>();
     app.notFound(handlers.notFound);
@@ -66,7 +66,7 @@ describe('what each pipeline needs is checked by the compiler', () => {
 });
 
 describe('a memoised operation is refused when its route is added', () => {
-  const handlers = tablePipeline({ ...api, store });
+  const handlers = tableRouteHandlers({ ...api, store });
 
   test('one that reads request headers or a body: its answer is memoised by the path and query alone', () => {
     const headers = defineOperation({ ...ping, memo: true, headers: v.object({ 'x-tone': v.string() }) });

@@ -3,8 +3,8 @@
 // step calls the next, directly (→) or through a callback (⇒); `;` runs one after the other:
 //
 //   1 exchange ⇒ answerExchange ⇒ serveOperation:
-//       2 cors; 3 passGateway ⇒ (4 addDeprecationHeaders; 5 checkBody ⇒ 6 answerFresh)
-//   6 answerFresh → 7 runHandler (⇒ through the memo's readOrJoin when memoised); 6 → 8 answer
+//       2 cors; 3 passGateway ⇒ (4 addDeprecationHeaders; 5 checkBody ⇒ 6 expireDueThenAnswer)
+//   6 expireDueThenAnswer → 7 runHandler (⇒ by the memo's readOrJoin if memoised); 6 → 8 answer
 //
 // So step 1 sees every answer, and the gateway (step 3) holds the caller's in-flight slot until
 // the answer is made.
@@ -44,7 +44,7 @@ import { requestTrace } from './request-trace.ts';
 import { MAX_URI_BYTES, pathAndQuery, uriTooLong } from './uri-limit.ts';
 
 /** What every pipeline needs, whether it serves an operations table or only ops routes. */
-export interface PipelineOptions {
+export interface RouteHandlersOptions {
   log: Logger;
   clock: Clock;
   /**
@@ -78,15 +78,15 @@ export interface PipelineOptions {
 }
 
 /**
- * What a pipeline that serves a table of operations needs besides: the gateway and the handlers'
- * deps.
+ * What a pipeline that serves a table of operations needs besides: the admission check and the
+ * handlers' deps.
  */
-export interface TablePipelineOptions<D> extends PipelineOptions {
+export interface TableRouteHandlersOptions<D> extends RouteHandlersOptions {
   /**
    * The admission check (`Admission`, made by `gateway()` of src/gateway/gateway.ts): admits or
    * refuses each request at step 3.
    */
-  gateway: Admission;
+  admission: Admission;
   /** What the table's handlers work with (the store, the clock). */
   deps: D;
   /**
@@ -110,11 +110,11 @@ export type DueOrderExpiry = Pick<DataStore, 'startDueOrderExpiry'>;
  * runs step 1 (`exchange`) and then its ops route, or 404.
  *
  * @example
- * const handlers = opsPipeline({ log, clock, clientAddress, maxBodyBytes: 65536 })
+ * const handlers = opsRouteHandlers({ log, clock, clientAddress, maxBodyBytes: 65536 })
  * app.get(route.path, handlers.opsRoute(route))
  * app.notFound(handlers.notFound)
  */
-export function opsPipeline(options: PipelineOptions) {
+export function opsRouteHandlers(options: RouteHandlersOptions) {
   const parts = partsOf(options);
   return routeHandlers(
     parts,
@@ -123,29 +123,31 @@ export function opsPipeline(options: PipelineOptions) {
 }
 
 /**
- * The route handlers of an app that serves an operations table, the API's or the admin API's:
- * those of `opsPipeline`, and `operation`, which makes one operation's route (`operationHandler`
+ * The route handlers of an app that serves an operations table, the API's or the admin API's: those
+ * of `opsRouteHandlers`, and `operation`, which makes one operation's route (`operationHandler`
  * lists its steps). Its types ask for what serving the table needs: a table with memoised
  * operations or operations that expire due orders first (`expiresDueOrdersFirst`) needs `store`.
  *
  * @example
- * const handlers = tablePipeline({ log, clock, clientAddress, gateway: admit, deps, store,
+ * const handlers = tableRouteHandlers({ log, clock, clientAddress, admission: admit, deps, store,
  *   allowedMethods, maxBodyBytes: 65536 })
  * app.on(op.method, `/v1${op.path}`, handlers.operation(op))
  * app.notFound(handlers.notFound)
  */
-export function tablePipeline<D extends object>(
-  options: TablePipelineOptions<D> & { store: StoreChanges & DueOrderExpiry },
+export function tableRouteHandlers<D extends object>(
+  options: TableRouteHandlersOptions<D> & { store: StoreChanges & DueOrderExpiry },
 ): TableRouteHandlers<Operation<D>>;
-export function tablePipeline<D extends object>(
-  options: TablePipelineOptions<D>,
+export function tableRouteHandlers<D extends object>(
+  options: TableRouteHandlersOptions<D>,
 ): TableRouteHandlers<UnmemoisedOperation<D>>;
-export function tablePipeline<D extends object>(options: TablePipelineOptions<D>): TableRouteHandlers<Operation<D>> {
-  const { gateway, deps, allowedMethods, store } = options;
+export function tableRouteHandlers<D extends object>(
+  options: TableRouteHandlersOptions<D>,
+): TableRouteHandlers<Operation<D>> {
+  const { admission, deps, allowedMethods, store } = options;
   const answerMemo = store && new AnswerMemo(store);
   const parts: TableParts<D> = {
     ...partsOf(options),
-    gateway,
+    admission,
     deps,
     allowedMethods,
     answerMemo,
@@ -198,7 +200,7 @@ interface PipelineParts {
 
 /** What the steps of a pipeline that serves a table share besides. */
 interface TableParts<D> extends PipelineParts {
-  readonly gateway: Admission;
+  readonly admission: Admission;
   readonly deps: D;
   readonly allowedMethods: (path: string) => readonly string[] | undefined;
   /** The answer memo, over the store's change count, when the pipeline is given the store. */
@@ -219,7 +221,7 @@ function partsOf({
   newId,
   isGatewayPath = isApiPath,
   holdsValidKey = () => false,
-}: PipelineOptions): PipelineParts {
+}: RouteHandlersOptions): PipelineParts {
   // Within a request its state names it; Hono's `onError` runs once the request's state is left.
   const errorFields = (c: Context<AppEnv>, err: unknown) =>
     currentRequest()
@@ -255,10 +257,10 @@ function partsOf({
  * 4. `addDeprecationHeaders`: a deprecated operation's `Deprecation`, `Sunset` and `Link`.
  * 5. `checkBody`: refuses a body over the size limit (413). A body sent with GET is held to the
  *    same size and to JSON (413, 415).
- * 6. `answerFresh`: an operation that expires due orders first waits for the orders whose hold ran
- *    out to expire. Then it answers a memoised operation from the memo when nothing its answer
- *    read has changed. Otherwise it answers with step 7's answer, and memoises a 200 from the
- *    second time its path and query are asked.
+ * 6. `expireDueThenAnswer`: an operation that expires due orders first waits for the orders whose
+ *    hold ran out to expire. Then it answers a memoised operation from the memo when nothing its
+ *    answer read has changed. Otherwise it answers with step 7's answer, and memoises a 200 from
+ *    the second time its path and query are asked.
  * 7. `runHandler`: validates the input (400, 415), runs the operation's handler and adds a weak
  *    ETag when the table asks for one.
  * 8. `answer` (src/http/answer.ts): turns the reply into the response (304, compression, HEAD).
@@ -279,7 +281,7 @@ function operationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandl
     cors?.(c);
     return passGateway(parts, c, op, (decision, caller) => {
       addDeprecationHeaders(c, route);
-      return checkBody(parts, c, () => answerFresh(parts, route, c, decision, caller));
+      return checkBody(parts, c, () => expireDueThenAnswer(parts, route, c, decision, caller));
     });
   });
 }
@@ -337,9 +339,12 @@ async function answerExchange(
   // The trace's verdict is final once the request is answered. When the tail rules keep a
   // request the head sampler did not, `traceresponse` is written again.
   const head = state.sampled === true;
-  if (tracing.finish(c, state, res.status) !== head && traceresponse) setTraceResponse(res, tracing.header(state));
-  requestLog.finish(c, start, res.status, state.sampled === true);
-  if (requestMetrics && metricsStart !== undefined) requestMetrics.finish(c, metricsStart, res.status, state);
+  const exported = tracing.finish(c, state, res.status);
+  if (exported !== head && traceresponse) setTraceResponse(res, tracing.header(state));
+  requestLog.finish(c, start, res.status, exported);
+  if (requestMetrics && metricsStart !== undefined) {
+    requestMetrics.finish(c, metricsStart, res.status, exported ? state.traceId : undefined);
+  }
   return res;
 }
 
@@ -359,12 +364,12 @@ function setTraceResponse(res: Response, value: string | undefined): void {
  * async frames is slow.
  */
 async function passGateway<D>(
-  { gateway }: TableParts<D>,
+  { admission }: TableParts<D>,
   c: Context<AppEnv>,
   op: GatedOperation,
   serveAdmitted: (decision: Decision, caller: ConsumerCaller) => Promise<Response>,
 ): Promise<Response> {
-  const outcome = await gateway(c, op, serveAdmitted);
+  const outcome = await admission(c, op, serveAdmitted);
   if (!(outcome instanceof ApiError)) return outcome;
   c.set('refusal', outcome.code);
   return fail(c, outcome);
@@ -395,13 +400,15 @@ async function checkBody(
 }
 
 /**
- * Step 6: a fresh answer. An operation that expires due orders first waits for the orders whose hold
- * ran out to expire (`startDueOrderExpiry()`), so it shows their pets `available`. A memoised operation
- * is answered from the memo (src/http/memo.ts) when nothing it read has changed since; otherwise,
- * and for every operation that is not memoised (`placeOrder`), step 7 runs the handler and this
- * step answers its reply.
+ * Step 6: the due orders expired, then the answer. An operation that expires due orders first
+ * waits for the orders whose hold ran out to expire (`startDueOrderExpiry()`), so it shows their
+ * pets `available`. A run that fails does not fail the read (the backend catches it); a wait past
+ * `--store-timeout`, or begun while the database is unreachable, rejects (the time-bounded store's
+ * bound), and the read answers 503. A memoised operation is answered from the memo
+ * (src/http/memo.ts) when nothing it read has changed since; otherwise, and for every operation
+ * that is not memoised (`placeOrder`), step 7 runs the handler and this step answers its reply.
  */
-async function answerFresh<D>(
+async function expireDueThenAnswer<D>(
   parts: TableParts<D>,
   route: OperationRoute<D>,
   c: Context<AppEnv>,
@@ -477,7 +484,10 @@ interface OperationRoute<D> {
   readonly metricsIndex: number;
   /** The pipeline's memo, for a memoised operation; undefined for the others. */
   readonly answerMemo: AnswerMemo | undefined;
-  /** The store's expiry of due orders, for an operation that expires due orders first; else undefined. */
+  /**
+   * The store's expiry of due orders, for an operation that expires due orders first; else
+   * undefined.
+   */
   readonly dueOrderExpiry: DueOrderExpiry | undefined;
 }
 

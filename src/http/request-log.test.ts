@@ -9,7 +9,7 @@ import type { OpsRoute } from '../core/ops-route.ts';
 import type { Admission } from '../gateway/gateway.ts';
 import { parseKeys } from '../keys/file.ts';
 import { createLogger } from '../log.ts';
-import { tablePipeline } from './pipeline.ts';
+import { tableRouteHandlers } from './pipeline.ts';
 
 const [acme] = parseKeys(JSON.stringify({ keys: [{ name: 'acme', sha256: 'a'.repeat(64), plan: 'pro' }] }));
 
@@ -21,7 +21,7 @@ function setup() {
   const lines: string[] = [];
   const clock = fakeClock();
   const log = createLogger({ write: (l) => lines.push(l), now: clock.now });
-  const gateway: Admission = async (c, _op, admitted) => {
+  const admission: Admission = async (c, _op, admitted) => {
     if (c.req.header('authorization')) {
       const key = acme as NonNullable<typeof acme>;
       const caller = { kind: 'consumer', consumer: key.consumer, key } as const;
@@ -31,13 +31,13 @@ function setup() {
     c.set('caller', { kind: 'keyless', address: '203.0.113.5', credential: 'none' });
     return new ApiError('unauthorized', 'no key');
   };
-  const handlers = tablePipeline({
+  const handlers = tableRouteHandlers({
     log,
     clock,
     newId: () => 'fresh-id',
     clientAddress: () => '198.51.100.9',
     maxBodyBytes: 1024,
-    gateway,
+    admission,
     deps: {},
     allowedMethods: () => undefined,
   });

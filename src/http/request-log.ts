@@ -82,14 +82,18 @@ export function requestLog({ log, clock, newId = () => crypto.randomUUID(), clie
   };
 }
 
-/** `fields` with the consumer's name and the key's id when the gateway found a key, else the client's address. */
+/**
+ * `fields` with the consumer's name and the key's id when the gateway found a key, else the
+ * client's address.
+ */
 function who(c: Context<AppEnv>, clientAddress: RequestLogOptions['clientAddress'], fields: LogFields): LogFields {
   const caller = c.get('caller');
   if (caller?.kind === 'consumer') {
     fields.consumer = caller.consumer.name;
     fields.key = caller.key.id;
   } else if (caller?.key) {
-    // A revoked key, or a known key outside its dates: answered as an unknown one, named here with the reason.
+    // A revoked key, or a known key outside its dates: answered as an unknown one, named here with
+    // the reason.
     fields.client = caller.address;
     fields.consumer = caller.key.consumer.name;
     fields.key = caller.key.id;

@@ -14,7 +14,10 @@ export function byRouteOrder<T extends { readonly path: string }>(entries: reado
   return keyed.map(({ entry }) => entry);
 }
 
-/** `0` for each static segment, `1` for each parameter: `/pets/:petId` is `01`, after `/pets/count`'s `00`. */
+/**
+ * `0` for each static segment, `1` for each parameter: `/pets/:petId` is `01`, after
+ * `/pets/count`'s `00`.
+ */
 function segmentKinds(path: string): string {
   return path
     .split('/')

@@ -32,7 +32,10 @@ export function pathAndQuery(url: string): string {
   return url.slice(pathStart(url));
 }
 
-/** Where the path starts: the runtimes hand over an absolute URL, whose origin ends at the first '/' after "://". */
+/**
+ * Where the path starts: the runtimes hand over an absolute URL, whose origin ends at the first '/'
+ * after "://".
+ */
 function pathStart(url: string): number {
   const scheme = url.indexOf('://');
   const start = scheme < 0 ? 0 : url.indexOf('/', scheme + 3);

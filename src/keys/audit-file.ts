@@ -9,7 +9,9 @@ import type { AuditRecord } from './audit.ts';
 /** Mode of a new trail: the owner only, like a new keys file. */
 const NEW_FILE_MODE = 0o600;
 
-/** A record as read back, with its place in the trail (1 for the first line): the cursor of a page. */
+/**
+ * A record as read back, with its place in the trail (1 for the first line): the cursor of a page.
+ */
 export type NumberedRecord = AuditRecord & { readonly id: number };
 
 /**

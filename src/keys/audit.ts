@@ -26,7 +26,10 @@ export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 export const SECRET_SET = '(set)';
 const SECRET_CHANGED = '(changed)';
 
-/** What a consumer looks like in the trail: everything but its keys' hashes and its webhook's secret. */
+/**
+ * What a consumer looks like in the trail: everything but its keys' hashes and its webhook's
+ * secret.
+ */
 export interface ConsumerView {
   plan?: string;
   limits?: unknown;

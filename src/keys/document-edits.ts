@@ -253,7 +253,10 @@ export function withConsumerIds(before: KeysDocument, after: KeysDocument = befo
   };
 }
 
-/** Every consumer of `doc` in the `consumers` form, a `{"keys":[...]}` entry as one with key id = its name. */
+/**
+ * Every consumer of `doc` in the `consumers` form, a `{"keys":[...]}` entry as one with key id =
+ * its name.
+ */
 export function asConsumers(doc: KeysDocument): ConsumerEntry[] {
   const legacy = (doc.keys ?? []).map((e) => toConsumers({ keys: [e] }, e.name).consumers?.[0] as ConsumerEntry);
   return [...legacy, ...(doc.consumers ?? [])];

@@ -16,7 +16,9 @@ function readText(path: string): string {
   }
 }
 
-/** How often a watched keys file is read: a change is in force within this and the reload's time. */
+/**
+ * How often a watched keys file is read: a change is in force within this and the reload's time.
+ */
 export const KEYS_POLL_MS = 500;
 
 /** What made a reload: the signal, a change the watcher saw, or the admin API's own write. */
@@ -115,7 +117,9 @@ function digest(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
-/** Warns (at start and on each reload) when the keys file's mode lets other users read or change it. */
+/**
+ * Warns (at start and on each reload) when the keys file's mode lets other users read or change it.
+ */
 function warnIfExposed(path: string, log: Logger): void {
   if (process.platform === 'win32') return;
   let mode: number;

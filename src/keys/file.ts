@@ -217,7 +217,8 @@ function describe(issue: v.BaseIssue<unknown>): string {
   });
   if (issue.received === 'undefined') return `${where || 'file'}: required`;
   const input = issue.input;
-  // Nothing under `webhook` but its URL is repeated, not even a wrong value: it may be a real secret misplaced.
+  // Nothing under `webhook` but its URL is repeated, not even a wrong value: it may be a real
+  // secret misplaced.
   const secret = issue.path?.some((item) => item.key === 'webhook') === true && issue.path?.at(-1)?.key !== 'url';
   const quoted = secret
     ? ''

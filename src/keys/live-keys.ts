@@ -39,7 +39,9 @@ export interface KeysCounters {
 export class LiveKeys {
   /** The table requests are identified with now. */
   table: KeyTable;
-  /** The development key's token, made when no `--keys` was given: shown once the server listens. */
+  /**
+   * The development key's token, made when no `--keys` was given: shown once the server listens.
+   */
   readonly devToken: string | undefined;
   readonly #log: Logger;
   readonly #metrics: KeysCounters | undefined;
@@ -48,7 +50,9 @@ export class LiveKeys {
   readonly #file: KeysFileWatcher | undefined;
   #store: KeysStoreWatcher | undefined;
   #admin: KeyAdmin | undefined;
-  /** Where the consumers' orders are: told of what each consumer adopts at every load (`settle`). */
+  /**
+   * Where the consumers' orders are: told of what each consumer adopts at every load (`settle`).
+   */
   #pets: DataStore | undefined;
   #listeners: ((table: KeyTable) => void)[] = [];
 
@@ -82,7 +86,9 @@ export class LiveKeys {
     this.#admin = storeKeyAdmin(keyStore, () => watcher.sync('admin API'));
   }
 
-  /** Calls `listener` with each table that replaces the one in force (the workers are handed it). */
+  /**
+   * Calls `listener` with each table that replaces the one in force (the workers are handed it).
+   */
   onChange(listener: (table: KeyTable) => void): void {
     this.#listeners.push(listener);
   }
@@ -118,7 +124,10 @@ export class LiveKeys {
     return this.#admin;
   }
 
-  /** Why the store's keys may be stale (for `/readyz`); undefined when they are not, or not the store's. */
+  /**
+   * Why the store's keys may be stale (for `/readyz`); undefined when they are not, or not the
+   * store's.
+   */
   problem(): string | undefined {
     return this.#store?.problem();
   }
@@ -130,7 +139,9 @@ export class LiveKeys {
     else this.#log.warn('SIGHUP: no keys file to reload (started without --keys)');
   }
 
-  /** Starts watching: a change to the file or the store is in force within a second, without SIGHUP. */
+  /**
+   * Starts watching: a change to the file or the store is in force within a second, without SIGHUP.
+   */
   async start(): Promise<void> {
     this.#file?.start();
     await this.#store?.start();

@@ -201,7 +201,10 @@ function keepOwner(fd: number, original: fs.Stats): void {
   }
 }
 
-/** Makes the rename durable; some platforms cannot open a directory, and then the rename stands as is. */
+/**
+ * Makes the rename durable; some platforms cannot open a directory, and then the rename stands as
+ * is.
+ */
 function syncDirectory(dir: string): void {
   let fd: number | undefined;
   try {

@@ -86,5 +86,8 @@ for (const [plan, limits] of Object.entries(PLAN_LIMITS)) {
 
 export const DEFAULT_BAN: BanPolicy = { seconds: 15 * 60 };
 
-/** Requests one consumer may have in flight at once unless `--max-in-flight` says otherwise (wrk's 64 connections fit twice). */
+/**
+ * Requests one consumer may have in flight at once unless `--max-in-flight` says otherwise (wrk's
+ * 64 connections fit twice).
+ */
 export const DEFAULT_MAX_IN_FLIGHT = 128;

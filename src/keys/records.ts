@@ -10,7 +10,10 @@ import type { BanPolicy, Costs, Limits, PlanName } from './plans.ts';
  * keyed by its `id`, never by a token or hash, so every key of a consumer shares one quota.
  */
 export interface Consumer {
-  /** Its identity (`con_…`): the part of its owner (`ownerOf`) that keeps its orders and `Idempotency-Key`s its own. */
+  /**
+   * Its identity (`con_…`): the part of its owner (`ownerOf`) that keeps its orders and
+   * `Idempotency-Key`s its own.
+   */
   readonly id: string;
   /**
    * For a consumer whose id is derived from its first key (`consumerIdOf`): the owner its orders
@@ -22,13 +25,22 @@ export interface Consumer {
   readonly plan: PlanName;
   readonly limits: Limits;
   readonly ban?: BanPolicy;
-  /** Units each operation spends, by operationId (the plan's, then the consumer's own); others cost 1. */
+  /**
+   * Units each operation spends, by operationId (the plan's, then the consumer's own); others cost
+   * 1.
+   */
   readonly costs: Costs;
   /** False: report-only limits (src/keys/plans.ts, `Terms`). */
   readonly enforce: boolean;
-  /** Where quota notifications go, signed with `secret` (never logged nor shown); none: no notifications. */
+  /**
+   * Where quota notifications go, signed with `secret` (never logged nor shown); none: no
+   * notifications.
+   */
   readonly webhook?: { readonly url: string; readonly secret: string };
-  /** Percent of the day and month quotas whose crossing is notified, ascending (default 80, 100); with a webhook only. */
+  /**
+   * Percent of the day and month quotas whose crossing is notified, ascending (default 80, 100);
+   * with a webhook only.
+   */
   readonly thresholds?: readonly number[];
 }
 
@@ -43,14 +55,17 @@ export interface KeyRecord {
   readonly consumer: Consumer;
   /**
    * What the key may do (src/core/key-scopes.ts); a key without `scopes` in the file has every
-   * scope of the public API (never `admin`). Not the idempotency scope (src/store/idempotency.ts), which says whose `Idempotency-Key`s they are.
+   * scope of the public API (never `admin`). Not the idempotency scope (src/store/idempotency.ts),
+   * which says whose `Idempotency-Key`s they are.
    */
   readonly scopes: readonly KeyScope[];
   /** Epoch ms from which the key is refused (`expiresAt`), if it expires. */
   readonly expiresAt?: number;
   /** Epoch ms before which the key is refused (`notBefore`), if set. */
   readonly notBefore?: number;
-  /** Epoch ms it was revoked at: a tombstone (`revoked` in the file), never admitted, named in logs. */
+  /**
+   * Epoch ms it was revoked at: a tombstone (`revoked` in the file), never admitted, named in logs.
+   */
   readonly revokedAt?: number;
 }
 
@@ -108,7 +123,8 @@ export function consumerIdOf(entry: {
  * The consumer is the account; its owner is how the store names it. The id makes the owner the
  * consumer's own; the name, which never changes for an id, tells whose webhook hears of its orders.
  *
- * The store reads the name back from it (`consumerOf` in src/store/order-rows.ts): change both together.
+ * The store reads the name back from it (`consumerOf` in src/store/order-rows.ts): change both
+ * together.
  *
  * @example
  * ownerOf({ id: 'con_0123…', name: 'acme' }) // 'con_0123…:acme'

@@ -42,7 +42,9 @@ const Quota = v.pipe(
   v.maxValue(1_000_000_000, QUOTA_MESSAGE),
 );
 const Limits = v.strictObject({ perMinute: Quota, perDay: Quota, perMonth: v.optional(Quota) });
-/** Units a request of each operation spends; whether each fits its quotas is `keyRecords`'s check. */
+/**
+ * Units a request of each operation spends; whether each fits its quotas is `keyRecords`'s check.
+ */
 const Costs = v.record(
   v.picklist(COSTED_OPERATIONS, `must name an operation that costs something: ${COSTED_OPERATIONS.join(', ')}`),
   Quota,
@@ -151,7 +153,10 @@ export const ConsumerKey = v.strictObject({
   ...Validity,
 });
 
-/** A consumer's identity: `con_` and 128 random bits in hex, made once and never given to another consumer. */
+/**
+ * A consumer's identity: `con_` and 128 random bits in hex, made once and never given to another
+ * consumer.
+ */
 export const CONSUMER_ID = /^con_[0-9a-f]{32}$/;
 
 /**
@@ -188,7 +193,10 @@ const Duration = v.pipe(
   }),
 );
 
-/** The fields of a consumer and a key as the keys file checks them; the CLI and the admin API reuse them. */
+/**
+ * The fields of a consumer and a key as the keys file checks them; the CLI and the admin API reuse
+ * them.
+ */
 export const FIELDS = {
   duration: Duration,
   name: v.pipe(v.string(), v.regex(KEY_NAME, NAME_MESSAGE)),

@@ -1,5 +1,6 @@
 // With --keys store, the data store's keys held in memory: KeysStoreWatcher keeps them current by
-// PostgreSQL's NOTIFY and a polled version, and keeps the keys in force while the database is unreachable.
+// PostgreSQL's NOTIFY and a polled version, and keeps the keys in force while the database is
+// unreachable.
 import { clearInterval, setInterval } from 'node:timers';
 import type { Logger } from '../log.ts';
 import { peerText } from '../redact.ts';

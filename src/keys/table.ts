@@ -34,15 +34,6 @@ export class KeyTable {
   }
 
   /**
-   * The key whose token this is, if any. A token of the checksummed shape whose checksum is
-   * wrong is refused before it is hashed: a typo or a guess costs no digest and no lookup.
-   */
-  lookup(token: string): KeyRecord | undefined {
-    const found = this.find(token);
-    return typeof found === 'string' || found.revokedAt !== undefined ? undefined : found;
-  }
-
-  /**
    * What a token is: a key, a revoked key's tombstone (with `revokedAt`), or why it is none:
    * `bad_checksum` (the checksummed shape with a wrong checksum), `unknown` (no key has its hash).
    */
@@ -54,12 +45,18 @@ export class KeyTable {
     return record && timingSafeEqual(record.hash, digest) ? record : 'unknown';
   }
 
-  /** Every key in force, without the revoked keys' tombstones: for the per-consumer metrics, the webhooks and their events. */
+  /**
+   * Every key in force, without the revoked keys' tombstones: for the per-consumer metrics, the
+   * webhooks and their events.
+   */
   records(): KeyRecord[] {
     return [...this.#byHash.values()];
   }
 
-  /** Every record the table was made from, the revoked keys' tombstones too: what makes the same table again. */
+  /**
+   * Every record the table was made from, the revoked keys' tombstones too: what makes the same
+   * table again.
+   */
   all(): KeyRecord[] {
     return [...this.#byHash.values(), ...this.#revoked.values()];
   }
@@ -72,7 +69,9 @@ export class KeyTable {
   }
 }
 
-/** The token of an `Authorization: Bearer <token>` header, or undefined when absent or malformed. */
+/**
+ * The token of an `Authorization: Bearer <token>` header, or undefined when absent or malformed.
+ */
 export function bearerToken(header: string | undefined): string | undefined {
   if (!header || header.length > 1024) return undefined;
   return BEARER.exec(header)?.[1];

@@ -17,7 +17,7 @@ export const WEBHOOK_URL_MAX = 2048;
  * (a line-based reader splits records at U+2028), zero-width and other invisible characters.
  */
 const UNSEEN =
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point.
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
   /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff]/u;
 
 /** The host names that mean this machine: a receiver on loopback, for testing. */

@@ -32,7 +32,9 @@ export class ConsumerMetrics {
   /** `consumer\0key` -> expiry (epoch ms, or undefined) and last use (epoch ms, or 0). */
   #keys = new Map<string, { consumer: string; key: string; expiresAt?: number; lastUsed: number }>();
 
-  /** The consumers and keys now loaded (at start and after each reload); counts of those kept stay. */
+  /**
+   * The consumers and keys now loaded (at start and after each reload); counts of those kept stay.
+   */
   load(keys: readonly KeyInfo[]): void {
     const consumers = new Map<string, ConsumerCounts>();
     const next = new Map<string, { consumer: string; key: string; expiresAt?: number; lastUsed: number }>();
@@ -60,7 +62,10 @@ export class ConsumerMetrics {
     if (k) k.lastUsed = now;
   }
 
-  /** A request of `consumer` was refused for `reason` (an Error code, `key_revoked`, `key_expired`, `key_not_yet_valid`). */
+  /**
+   * A request of `consumer` was refused for `reason` (an Error code, `key_revoked`, `key_expired`,
+   * `key_not_yet_valid`).
+   */
   refused(consumer: string, reason: string): void {
     const refusals = this.#consumers.get(consumer)?.refusals;
     refusals?.set(reason, (refusals.get(reason) ?? 0) + 1);

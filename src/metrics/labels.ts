@@ -12,7 +12,10 @@ import { OUTBOX_CALLS, STORE_CALLS } from '../store/store.ts';
 /** What every request of the admin port (`--admin-port`) is counted under. */
 export const ADMIN_OPERATION_LABEL = 'admin';
 
-/** Operations requests are counted under: the API table's ids, the ops routes', `admin`, and `other`. */
+/**
+ * Operations requests are counted under: the API table's ids, the ops routes', `admin`, and
+ * `other`.
+ */
 export const REQUEST_OPERATIONS: readonly string[] = [
   ...OPERATIONS.map((op) => op.id),
   ...OPS_IDS,

@@ -6,24 +6,38 @@
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 
-/** Where decisions are made: `memory` (no Redis), `redis`, `local` (Redis down, fail-open), `none` (Redis down, fail-closed: 503). */
+/**
+ * Where decisions are made: `memory` (no Redis), `redis`, `local` (Redis down, fail-open), `none`
+ * (Redis down, fail-closed: 503).
+ */
 export type LimiterBackend = 'memory' | 'redis' | 'local' | 'none';
 
-/** What these series read; `SlidingWindowLimiter` is a `table`, `FailoverLimiter.status()` gives the rest. */
+/**
+ * What these series read; `SlidingWindowLimiter` is a `table`, `FailoverLimiter.status()` gives the
+ * rest.
+ */
 export interface LimiterView {
   backend(): LimiterBackend;
   /** Times Redis was found down since the start; absent without Redis. */
   outages?: () => number;
-  /** Decisions the in-process limiter made while Redis was down (fail-open), since the start; absent without Redis. */
+  /**
+   * Decisions the in-process limiter made while Redis was down (fail-open), since the start; absent
+   * without Redis.
+   */
   localDecisions?: () => number;
   readonly table: {
-    /** Cells of the keyless clients' table (client addresses without a valid key) holding counts. */
+    /**
+     * Cells of the keyless clients' table (client addresses without a valid key) holding counts.
+     */
     readonly keylessCells: number;
     /** Consumers with their own state. */
     readonly consumers: number;
     /** Cells per row of the keyless clients' table. */
     readonly capacity: number;
-    /** The keyless clients' table is saturated: a fresh address is refused early with a chance of one in a hundred or more. */
+    /**
+     * The keyless clients' table is saturated: a fresh address is refused early with a chance of
+     * one in a hundred or more.
+     */
     readonly full: boolean;
   };
 }
@@ -39,7 +53,8 @@ const WITH_REDIS: readonly LimiterBackend[] = ['redis', 'local', 'none'];
 export function registerLimiter(registry: Registry, view: LimiterView): void {
   const registers = [registry];
   const { table, outages, localDecisions } = view;
-  // Every backend this configuration can be in is shown, the current one 1, so a query sees the change.
+  // Every backend this configuration can be in is shown, the current one 1, so a query sees the
+  // change.
   const backends: readonly LimiterBackend[] = outages ? WITH_REDIS : ['memory'];
   new Gauge({
     name: 'petstore_ratelimit_backend',

@@ -40,7 +40,10 @@ export interface MetricsOptions {
   runtime: string;
   /** Epoch ms the process started, for `process_start_time_seconds`. */
   startedAt?: number;
-  /** Latency objectives' thresholds in seconds (`--latency-objective`): bucket bounds besides `LATENCY_BUCKETS`. */
+  /**
+   * Latency objectives' thresholds in seconds (`--latency-objective`): bucket bounds besides
+   * `LATENCY_BUCKETS`.
+   */
   latencyObjectives?: readonly number[];
 }
 
@@ -236,13 +239,18 @@ export class Metrics {
     if (traceId !== undefined) this.#exemplars.seen(operation, seconds, traceId, Date.now());
   }
 
-  /** A request of operation `op` (from `operationIndex`), a memoised one, was answered from the memo (`hit`) or read. */
+  /**
+   * A request of operation `op` (from `operationIndex`), a memoised one, was answered from the memo
+   * (`hit`) or read.
+   */
   memoAnswered(op: number, hit: boolean): void {
     const m = op * 2 + (hit ? 0 : 1);
     this.#memo[m] = (this.#memo[m] ?? 0) + 1;
   }
 
-  /** A caller on `plan` was answered 429; `reason` is the Error body's code, e.g. `rate_limited`. */
+  /**
+   * A caller on `plan` was answered 429; `reason` is the Error body's code, e.g. `rate_limited`.
+   */
   refused(plan: string, reason: string): void {
     if ((METRIC_PLANS as readonly string[]).includes(plan)) this.#refused.inc({ plan, reason });
   }
@@ -260,12 +268,18 @@ export class Metrics {
     this.#wouldRefuse.inc({ consumer, window });
   }
 
-  /** A store call failed: `timeout` past `--store-timeout`, `unavailable` when the store could not serve (disk, connection). */
+  /**
+   * A store call failed: `timeout` past `--store-timeout`, `unavailable` when the store could not
+   * serve (disk, connection).
+   */
   storeError(operation: StoreOperation, kind: StoreErrorKind): void {
     this.#storeErrors.inc({ operation, kind });
   }
 
-  /** The trace export lost `spans` spans (`queue_full`, `export_failed`, `ring_overwritten`, `tail_capped`). */
+  /**
+   * The trace export lost `spans` spans (`queue_full`, `export_failed`, `ring_overwritten`,
+   * `tail_capped`).
+   */
   spansDropped(spans: number, reason: string): void {
     this.#spansDropped.inc({ reason }, spans);
   }
@@ -285,7 +299,10 @@ export class Metrics {
     this.#reloads.inc({ result: ok ? 'ok' : 'failed' });
   }
 
-  /** Adds the limiter's series (where it decides, its table), read from `view` when scraped; once, at start. */
+  /**
+   * Adds the limiter's series (where it decides, its table), read from `view` when scraped; once,
+   * at start.
+   */
   watchLimiter(view: LimiterView): void {
     registerLimiter(this.#registry, view);
   }

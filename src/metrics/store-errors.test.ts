@@ -2,6 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { MemoryStore } from '../store/memory-store.ts';
 import { OUTBOX_CALLS, STORE_CALLS } from '../store/store.ts';
 import { StoreError, StoreTimeoutError, StoreUnavailableError } from '../store/store-error.ts';
+import { STORE_OPERATIONS } from './labels.ts';
 import { Metrics } from './registry.ts';
 import { countStoreErrors } from './store-errors.ts';
 
@@ -84,5 +85,12 @@ describe('countStoreErrors', () => {
     due = true;
     await expect(store.startDueOrderExpiry() as Promise<unknown>).rejects.toBe(slow);
     expect(await lines(metrics)).toContain('petstore_store_errors_total{operation="order",kind="timeout"} 1');
+  });
+
+  test('a call whose label is missing stops the wrapper from being made, rather than go uncounted', () => {
+    const withoutOrder = STORE_OPERATIONS.filter((label) => label !== 'order' && label !== 'outbox');
+    expect(() => countStoreErrors(new MemoryStore(), newMetrics(), withoutOrder)).toThrow(
+      new Error('countStoreErrors: no label for the failures of the calls counted as order, outbox'),
+    );
   });
 });

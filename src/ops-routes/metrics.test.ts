@@ -132,7 +132,8 @@ describe('petstore_answer_memo_total', () => {
       body: '{"name":"Mox"}',
     });
     expect(patched.status).toBe(200);
-    // Pet 1 and the first page (it read pets 1 and 2) are memoised; pet 4 and the pages that show it are read again.
+    // Pet 1 and the first page (it read pets 1 and 2) are memoised; pet 4 and the pages that show
+    // it are read again.
     expect(await Promise.all(paths.map(names))).toEqual(['Rex', 'Mox', 'Rex', 'Rex,Kit,Tom', 'Rex,Kit,Tom,Mox']);
     // A new pet: the last page shows it at once; the full pages and the pets stay memoised.
     await create('Ada');

@@ -7,7 +7,8 @@ import { METRICS_CONTENT_TYPE } from '../metrics/labels.ts';
 import type { Metrics } from '../metrics/registry.ts';
 
 /**
- * `GET /metrics` in the Prometheus text format, or OpenMetrics when asked for; no key, no rate limit.
+ * `GET /metrics` in the Prometheus text format, or OpenMetrics when asked for; no key, no rate
+ * limit.
  *
  * @example
  * const route = metricsRoute(metrics)

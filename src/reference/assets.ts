@@ -12,7 +12,9 @@ export const IMMUTABLE = 'public, max-age=31536000, immutable';
 /** Where the page's assets live; each name carries a content hash, so a new build gets new URLs. */
 const ASSETS_PATH = '/docs/assets';
 
-/** Headers of every asset: cached for good, loadable by any page or tool (public, no credentials). */
+/**
+ * Headers of every asset: cached for good, loadable by any page or tool (public, no credentials).
+ */
 const ASSET_HEADERS = {
   'Cache-Control': IMMUTABLE,
   'Access-Control-Allow-Origin': '*',
@@ -21,7 +23,9 @@ const ASSET_HEADERS = {
 /** An asset sent in the coding the client takes varies by `Accept-Encoding`. */
 const ENCODED_ASSET_HEADERS = { ...ASSET_HEADERS, Vary: 'Accept-Encoding' };
 
-/** First 16 hex digits of the SHA-256 of `body`: short enough for a URL, long enough not to collide. */
+/**
+ * First 16 hex digits of the SHA-256 of `body`: short enough for a URL, long enough not to collide.
+ */
 function contentHash(body: string | Uint8Array): string {
   return createHash('sha256').update(body).digest('hex').slice(0, 16);
 }

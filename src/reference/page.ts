@@ -87,12 +87,12 @@ export interface PageOptions {
 }
 
 /**
- * Scalar's configuration, shared by every document (`sources`; the first is the default, the
- * others chosen in the page's document picker). Everything that would reach another host is off: the default fonts
- * (fonts.scalar.com), telemetry, the AI agent (on by default on localhost), the developer toolbar
- * (its "Share" uploads the document to Scalar), the request proxy (unset: "Test Request" goes
- * straight to this server) and the "Open API client" button (client.scalar.com). The token typed
- * into the page stays in memory (`persistAuth: false`), not in localStorage.
+ * Scalar's configuration, shared by every document (`sources`; the first is the default, the others
+ * chosen in the page's document picker). Everything that would reach another host is off: the
+ * default fonts (fonts.scalar.com), telemetry, the AI agent (on by default on localhost), the
+ * developer toolbar (its "Share" uploads the document to Scalar), the request proxy (unset: "Test
+ * Request" goes straight to this server) and the "Open API client" button (client.scalar.com). The
+ * token typed into the page stays in memory (`persistAuth: false`), not in localStorage.
  */
 function scalarConfig({ documents, securityScheme }: PageOptions): Partial<ApiReferenceConfiguration> {
   return {

@@ -7,7 +7,8 @@ import type { OpsRoute } from '../core/ops-route.ts';
 import { weakEtag } from '../http/etag.ts';
 import { DOCS_CSP, docsPage, FAVICON, INIT_SCRIPT, SCALAR_BUNDLE } from './page.ts';
 
-// Defined by `bun build --define` for a compiled binary (scripts/lib/build-info.sh), else undeclared.
+// Defined by `bun build --define` for a compiled binary (scripts/lib/build-info.sh), else
+// undeclared.
 declare const PETSTORE_DOCS_EMBED: string | undefined;
 
 /** The binary reads build-time copies (no yaml module, no parse); Deno and Node parse the YAML. */
@@ -22,11 +23,17 @@ export const CONTRACT_YAML: string = source.CONTRACT_YAML;
 export const ADMIN_CONTRACT_YAML: string = source.ADMIN_CONTRACT_YAML;
 
 export interface DocsOptions {
-  /** Production base URL (`--public-url`), e.g. `https://api.petstore.example`; `/v1` is added. Empty: none. */
+  /**
+   * Production base URL (`--public-url`), e.g. `https://api.petstore.example`; `/v1` is added.
+   * Empty: none.
+   */
   publicUrl?: string;
   /** Staging base URL (`--staging-url`); `/v1` is added. */
   stagingUrl?: string;
-  /** Whether the experimental operations are served (`--experimental`): otherwise the documents leave them out. */
+  /**
+   * Whether the experimental operations are served (`--experimental`): otherwise the documents
+   * leave them out.
+   */
   experimental?: boolean;
 }
 
@@ -84,7 +91,10 @@ export const ADMIN_SERVERS: readonly ServerEntry[] = [
   },
 ];
 
-/** The contract's top-level `servers` block: its indented, blank and comment lines up to the next key. */
+/**
+ * The contract's top-level `servers` block: its indented, blank and comment lines up to the next
+ * key.
+ */
 const SERVERS_BLOCK = /^servers:\n(?:(?:[ \t].*)?\n)*/m;
 
 /**
@@ -182,7 +192,9 @@ const PAGE_HEADERS = {
   'X-Content-Type-Options': 'nosniff',
 };
 
-/** The contract's JSON and YAML routes at `/{name}.json` and `/{name}.yaml`, both with `servers`. */
+/**
+ * The contract's JSON and YAML routes at `/{name}.json` and `/{name}.yaml`, both with `servers`.
+ */
 function documentRoutes(
   name: string,
   yamlText: string,

@@ -4,7 +4,9 @@ import { readFileSync } from 'node:fs';
 import process from 'node:process';
 import type { Logger } from '../log.ts';
 
-/** The open-file limit the shipped systemd unit sets (`LimitNOFILE`): one per connection, with room. */
+/**
+ * The open-file limit the shipped systemd unit sets (`LimitNOFILE`): one per connection, with room.
+ */
 const RECOMMENDED_OPEN_FILES = 131_072;
 /**
  * Descriptors a server needs besides its consumers' connections: its listeners, the store's

@@ -13,7 +13,10 @@ import {
   unpackAsks,
 } from './host-limiter.ts';
 
-/** A question as the supervisor receives it: packed with its turn, copied as a MessagePort copies it. */
+/**
+ * A question as the supervisor receives it: packed with its turn, copied as a MessagePort copies
+ * it.
+ */
 const crossed = (m: DecideMessage) => unpackAsks(structuredClone(packAsks([m])))[0] as DecideMessage;
 /** An answer as the worker receives it. */
 const answered = (m: DecidedMessage) => unpackAnswers(structuredClone(packAnswers([m])))[0] as DecidedMessage;
@@ -98,7 +101,8 @@ describe('one limiter for the host: workers ask the supervisor', () => {
     ask = owner.forWorker(answer);
     const s = consumer(3);
     expect((await remote.decide(s)).outcome).toBe('admitted');
-    // A new table of numbers on the supervisor's side: the next question by number alone is unknown there.
+    // A new table of numbers on the supervisor's side: the next question by number alone is unknown
+    // there.
     ask = owner.forWorker(answer);
     const again = await remote.decide(s);
     expect(again.outcome === 'admitted' && again.windows[0]?.remaining).toBe(1);
@@ -127,7 +131,9 @@ function grantingHost(workers: number, limiter?: SlidingWindowLimiter, startMs =
   return { clock, owner, remotes, asks, limiter: on };
 }
 
-/** `count` requests on `remote`, `atOnce` at a time; each outcome also goes to `seen` as it comes. */
+/**
+ * `count` requests on `remote`, `atOnce` at a time; each outcome also goes to `seen` as it comes.
+ */
 async function burst(
   remote: RemoteLimiter,
   subject: Subject,
@@ -169,7 +175,8 @@ describe('grants: a busy consumer decided on its worker', () => {
     const { clock, owner, remotes, asks, limiter } = grantingHost(2, undefined, 0);
     const [a] = remotes as [RemoteLimiter];
     const s = consumer(100_000);
-    // Every step lands on a whole second: each second's first request asks, the rest are its grant's.
+    // Every step lands on a whole second: each second's first request asks, the rest are its
+    // grant's.
     for (let i = 0; i < 3; i++) {
       await burst(a, s, 100);
       clock.advance(1_000);

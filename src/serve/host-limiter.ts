@@ -33,7 +33,9 @@ export interface DecideMessage {
   /** Sent with the first question about it (and again when the supervisor has forgotten it). */
   readonly subject?: Subject;
   readonly cost: number;
-  /** Units beyond `cost` the worker would spend by itself before the second ends: a grant asked for. */
+  /**
+   * Units beyond `cost` the worker would spend by itself before the second ends: a grant asked for.
+   */
   readonly wanted?: number;
   /** The request's ids, so what the decision logs (a ban started) carries them as on one worker. */
   readonly requestIds?: readonly [requestId: string, traceId?: string, spanId?: string];
@@ -191,7 +193,10 @@ export class RemoteLimiter implements RateLimiter {
     return made;
   }
 
-  /** One question; the subject goes whole with the first about it (and always a keyless client's, `ref` 0). */
+  /**
+   * One question; the subject goes whole with the first about it (and always a keyless client's,
+   * `ref` 0).
+   */
   #ask(subject: Subject, ref: number, cost: number, wanted: number) {
     const id = ++this.#lastId;
     const now = currentRequest();
@@ -256,7 +261,10 @@ function granting(limiter: RateLimiter): Granting | undefined {
   return 'book' in limiter && 'giveBack' in limiter ? (limiter as Granting) : undefined;
 }
 
-/** A worker's grant memory as the owner keeps it: the units left by slot, the slots free, its newest grant per subject. */
+/**
+ * A worker's grant memory as the owner keeps it: the units left by slot, the slots free, its newest
+ * grant per subject.
+ */
 class GrantBook {
   readonly units: Int32Array;
   readonly free: number[];
@@ -299,7 +307,10 @@ export class LimiterOwner {
   readonly #clock: Clock;
   readonly #byId = new LRUCache<string, Subject>({ max: KNOWN_SUBJECTS });
   readonly #texts = new WeakMap<Subject, string>();
-  /** Grants whose second has not ended, by subject id (a reloaded consumer's old grants with its new ones). */
+  /**
+   * Grants whose second has not ended, by subject id (a reloaded consumer's old grants with its new
+   * ones).
+   */
   readonly #live = new Map<string, Set<OwnedGrant>>();
   /** The same, by end (made in time order, so their ends never decrease). */
   readonly #ending: OwnedGrant[] = [];
@@ -347,7 +358,9 @@ export class LimiterOwner {
     };
   }
 
-  /** A consumer's decision with the in-process limiter, and a grant when one was asked for and fits. */
+  /**
+   * A consumer's decision with the in-process limiter, and a grant when one was asked for and fits.
+   */
   #decideGranting(book: GrantBook, subject: Subject, { id, cost, wanted }: DecideMessage): DecidedMessage {
     const limiter = this.#granting as Granting;
     // What this worker still holds goes back first: it asks because that does not hold the cost.
@@ -440,7 +453,9 @@ function roomOf(decision: Decision): number {
   return room;
 }
 
-/** What a decision from a grant shows: the grant's answer, less what this worker spent of it since. */
+/**
+ * What a decision from a grant shows: the grant's answer, less what this worker spent of it since.
+ */
 function spentFrom(verdict: Decision, used: number): Decision {
   return {
     outcome: verdict.outcome,
@@ -531,14 +546,19 @@ export function unpackAnswers({ packed, others }: PackedAnswers): DecidedMessage
 
 /**
  * A turn's questions as they cross to the supervisor: their numbers in one `Float64Array`, the
- * request ids and keyless clients' addresses in one string, and the subjects sent whole beside them. A
- * keyless client's subject differs from the turn's first keyless client's only in its address, so only that
- * is sent.
+ * request ids and keyless clients' addresses in one string, and the subjects sent whole beside
+ * them. A keyless client's subject differs from the turn's first keyless client's only in its
+ * address, so only that is sent.
  */
 export interface PackedAsks {
-  /** Per question: id, ref, cost, wanted, and how its subject comes (`BY_REF`, `WHOLE`, `KEYLESS`). */
+  /**
+   * Per question: id, ref, cost, wanted, and how its subject comes (`BY_REF`, `WHOLE`, `KEYLESS`).
+   */
   readonly packed: Float64Array;
-  /** Per question, newline-separated: its request, trace and span ids (empty when none), then a keyless client's address. */
+  /**
+   * Per question, newline-separated: its request, trace and span ids (empty when none), then a
+   * keyless client's address.
+   */
   readonly text: string;
   readonly subjects: readonly Subject[];
   /** The limits and ban of the turn's keyless clients. */
@@ -560,7 +580,8 @@ export function packAsks(asks: readonly DecideMessage[]): PackedAsks {
     const ask = asks[i] as DecideMessage;
     const { subject, requestIds } = ask;
     let how = BY_REF;
-    // The first line of each question goes without a newline before it: split gives them back in order.
+    // The first line of each question goes without a newline before it: split gives them back in
+    // order.
     text += `${i === 0 ? '' : '\n'}${requestIds?.[0] ?? ''}\n${requestIds?.[1] ?? ''}\n${requestIds?.[2] ?? ''}`;
     if (subject?.plan === 'anonymous' && isAddressId(subject)) {
       keyless ??= { limits: subject.limits, ban: subject.ban };
@@ -582,7 +603,10 @@ export function packAsks(asks: readonly DecideMessage[]): PackedAsks {
   return { packed, text, subjects, ...(keyless ? { keyless } : {}) };
 }
 
-/** Whether a subject's id is `addr:` and its label, as a keyless client's is (checked without making the string). */
+/**
+ * Whether a subject's id is `addr:` and its label, as a keyless client's is (checked without making
+ * the string).
+ */
 function isAddressId({ id, label }: Subject): boolean {
   return id.length === label.length + 5 && id.startsWith('addr:') && id.endsWith(label);
 }

@@ -26,7 +26,8 @@ export const adapter: RuntimeAdapter = {
         requestTimeout: Math.max(CONNECTION_LIMITS.requestTimeoutMs, headersMs),
         keepAliveTimeout: idleMs,
         maxHeaderSize: CONNECTION_LIMITS.maxHeaderBytes,
-        // Both timeouts are checked this often (Node's default, 30 s, would let a slow client stay 40 s).
+        // Both timeouts are checked this often (Node's default, 30 s, would let a slow client stay
+        // 40 s).
         connectionsCheckingInterval: 1_000,
       };
       // Without a body, the request only waits for the server once it is here. (With a body the

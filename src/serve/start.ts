@@ -4,6 +4,7 @@
 import process from 'node:process';
 import { type AppOptions, adminApp, createApp, metricsApp } from '../app.ts';
 import { type Config, ConfigError, memoryWithWorkers } from '../config.ts';
+import { TrustedProxies } from '../core/addresses.ts';
 import { systemClock } from '../core/clock.ts';
 import {
   type LeaseStats,
@@ -11,7 +12,6 @@ import {
   loadRedisLimiter,
   type RateLimiter,
   SlidingWindowLimiter,
-  TrustedProxies,
 } from '../gateway/gateway.ts';
 import { announceDevKey } from '../keys/dev-key.ts';
 import { KeysFileError } from '../keys/file.ts';
@@ -82,9 +82,11 @@ export async function startServer(config: Config): Promise<void> {
   let stopping = false;
   let stoppingAt = 0;
   // The host's part of `/readyz`: the app reads it in one process; else the workers are sent it.
+  // Only the key store has a problem to tell (`LiveKeys.problem()`), so only `--keys store` adds
+  // it.
   const hostStatus = (): HostStatus => ({
     ...(redisLimiter ? { limiter: redisLimiter.status() } : {}),
-    ...(config.keys ? { keysProblem: keys.problem() } : {}),
+    ...(config.keys === KEYS_STORE ? { keysProblem: keys.problem() } : {}),
   });
   if (sharedMemory) {
     await listeners.unlessFailed(
@@ -244,10 +246,10 @@ async function startWorkers({
 const ORDER_SWEEP_MS = 1_000;
 
 /**
- * Expires, every second, the placed orders whose hold is over (`expireDueOrders`). A request expires
- * the orders it meets; this expires those nobody asks about, so their pets are available again and
- * their owners' webhooks hear of it. Each expiry is a conditional write, so instances sweeping
- * together expire each order once.
+ * Expires, every second, the placed orders whose hold is over (`expireDueOrders`). A request
+ * expires the orders it meets; this expires those nobody asks about, so their pets are available
+ * again and their owners' webhooks hear of it. Each expiry is a conditional write, so instances
+ * sweeping together expire each order once.
  */
 function startDueOrderSweep(store: DataStore, log: Logger): ReturnType<typeof setInterval> {
   let running = false;
@@ -478,12 +480,12 @@ export async function storeOf(
 }
 
 /**
- * Webhook events: recorded in the store's outbox before the answer, delivered by the `DeliveryWorker` off the
- * request path; none without an outbox. The `DeliveryWorker` calls `storeOf`'s store, so its failures are
- * counted and each call has a request's time bound. The sends are outside those calls. The bound
- * keeps a stuck connection from holding up shutdown. The worker and the requests share one time
- * bound: once any call finds the database unreachable, the worker's calls and the requests' fail
- * at once.
+ * Webhook events: recorded in the store's outbox before the answer, delivered by the
+ * `DeliveryWorker` off the request path; none without an outbox. The `DeliveryWorker` calls
+ * `storeOf`'s store, so its failures are counted and each call has a request's time bound. The
+ * sends are outside those calls. The bound keeps a stuck connection from holding up shutdown. The
+ * worker and the requests share one time bound: once any call finds the database unreachable, the
+ * worker's calls and the requests' fail at once.
  */
 export function webhooksOf(
   store: DataStore,
@@ -558,7 +560,7 @@ export function appOptionsOf(
     ...(metrics ? { metrics } : {}),
     ...(hostSlots ? { hostSlots } : {}),
     ...(config.redis ? { limiterStatus: () => status()?.limiter } : {}),
-    ...(config.keys ? { keysProblem: () => status()?.keysProblem } : {}),
+    ...(config.keys === KEYS_STORE ? { keysProblem: () => status()?.keysProblem } : {}),
     ...(notify ? { notify } : {}),
   };
 }

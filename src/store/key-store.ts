@@ -25,7 +25,10 @@ export interface StoredConsumer {
   readonly ban?: unknown;
   readonly costs?: unknown;
   readonly enforce?: unknown;
-  /** Where quota notifications go, with the secret that signs them (stored, as in a keys file; never shown). */
+  /**
+   * Where quota notifications go, with the secret that signs them (stored, as in a keys file; never
+   * shown).
+   */
   readonly webhook?: unknown;
   readonly thresholds?: unknown;
   readonly keys: readonly StoredKey[];
@@ -50,7 +53,10 @@ export interface KeyStore {
   change(edit: (consumers: StoredConsumer[]) => KeysEdit): Promise<void>;
   /** Up to `limit` audit records after record `after`, oldest first, each with its id. */
   audit(after: number, limit: number): Promise<{ id: number; record: object }[]>;
-  /** Calls `changed` when another instance may have changed the keys (PostgreSQL's NOTIFY); resolves to a stop. */
+  /**
+   * Calls `changed` when another instance may have changed the keys (PostgreSQL's NOTIFY); resolves
+   * to a stop.
+   */
   listen(changed: () => void): Promise<() => Promise<void>>;
 }
 

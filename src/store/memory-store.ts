@@ -261,7 +261,10 @@ export class MemoryStore implements DataStore {
     }
   }
 
-  /** Expires the orders whose hold is over, at once: in memory that takes no I/O, so nothing is left to wait for. */
+  /**
+   * Expires the orders whose hold is over, at once: in memory that takes no I/O, so nothing is left
+   * to wait for.
+   */
   startDueOrderExpiry(): undefined {
     this.#expireDueOrdersIn(this.#clock.now());
     return undefined;
@@ -320,7 +323,10 @@ export class MemoryStore implements DataStore {
     return expired;
   }
 
-  /** Moves a pet to `status` as a change of it: a new object (a kept create answers the old), its version moved. */
+  /**
+   * Moves a pet to `status` as a change of it: a new object (a kept create answers the old), its
+   * version moved.
+   */
   #setStatus(pet: StoredPet, status: Pet['status']): void {
     const i = this.#firstAfter(pet.id - 1);
     this.#inventory[pet.status]--;

@@ -17,9 +17,14 @@ export { describeData } from './postgres/postgres-url.ts';
 export interface OpenStoreOptions {
   /** `--store-timeout` in ms: the longest any store call may take before it is answered 503. */
   readonly timeoutMs?: number;
-  /** PostgreSQL: connections of this store's pool (a worker's share of an instance's); default 10. */
+  /**
+   * PostgreSQL: connections of this store's pool (a worker's share of an instance's); default 10.
+   */
   readonly poolSize?: number;
-  /** SQLite: the counter the workers' connections move as each write transaction ends (`SqliteStoreOptions.lockReleases`). */
+  /**
+   * SQLite: the counter the workers' connections move as each write transaction ends
+   * (`SqliteStoreOptions.lockReleases`).
+   */
   readonly lockReleases?: LockReleases;
 }
 

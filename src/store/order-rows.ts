@@ -26,7 +26,9 @@ export function retiredOwner(owner: string): string {
  */
 export const ORDER_EXPIRED = 'order.expired';
 
-/** An owner that is a consumer, as `ownerOf` writes it (src/keys/records.ts): its id, then its name. */
+/**
+ * An owner that is a consumer, as `ownerOf` writes it (src/keys/records.ts): its id, then its name.
+ */
 const CONSUMER_OWNER = /^con_[0-9a-f]{32}:(.+)$/;
 
 /**

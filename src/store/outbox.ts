@@ -5,7 +5,9 @@
  * what an event means and where it goes is the worker's (src/webhooks/).
  */
 
-/** One event as recorded: `id` is unique across the fleet, and recording it twice keeps the first. */
+/**
+ * One event as recorded: `id` is unique across the fleet, and recording it twice keeps the first.
+ */
 export interface OutboxEvent {
   readonly id: string;
   /** Whose webhook it goes to (a consumer's name). */
@@ -46,15 +48,22 @@ export interface Dropped {
   readonly type: string;
 }
 
-/** Delivered events are kept this long, so a periodic scan recording the same id again is a no-op. */
+/**
+ * Delivered events are kept this long, so a periodic scan recording the same id again is a no-op.
+ */
 export const DELIVERED_KEEP_MS = 8 * 24 * 60 * 60 * 1_000;
 
 export interface Outbox {
   /** Resolves once the events are durable; an id already recorded is left as it is. */
   record(events: readonly OutboxEvent[]): Promise<void>;
-  /** Up to `limit` pending events due at `now` and not leased, oldest first, leased to `owner` until `now + leaseMs`. */
+  /**
+   * Up to `limit` pending events due at `now` and not leased, oldest first, leased to `owner` until
+   * `now + leaseMs`.
+   */
   claim(owner: string, now: number, leaseMs: number, limit: number): Promise<OutboxEntry[]>;
-  /** Ends `owner`'s lease of `id` with what the attempt did; a lease lost meanwhile changes nothing. */
+  /**
+   * Ends `owner`'s lease of `id` with what the attempt did; a lease lost meanwhile changes nothing.
+   */
   settle(id: string, owner: string, settlement: Settlement, now: number): Promise<void>;
   /**
    * Keeps at most `max` undelivered events: failed ones are dropped first, oldest first, then

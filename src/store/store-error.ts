@@ -39,7 +39,10 @@ export class StoreUnreachableError extends StoreUnavailableError {
   override name = 'StoreUnreachableError';
 }
 
-/** What a write's error message adds, for the log, when the write may have taken effect all the same. */
+/**
+ * What a write's error message adds, for the log, when the write may have taken effect all the
+ * same.
+ */
 export const OUTCOME_UNKNOWN =
   'the outcome is unknown: the write may have taken effect (a create retried with the same Idempotency-Key answers it, or stores one)';
 
@@ -66,7 +69,9 @@ export class StoreOpenError extends Error {
   override name = 'StoreOpenError';
 }
 
-/** SQLite primary result codes that mean "the database cannot serve now", not "the query is wrong". */
+/**
+ * SQLite primary result codes that mean "the database cannot serve now", not "the query is wrong".
+ */
 const SQLITE_UNAVAILABLE: ReadonlyMap<number, string> = new Map([
   [5, 'database is locked'], // SQLITE_BUSY
   [6, 'database table is locked'], // SQLITE_LOCKED

@@ -68,13 +68,17 @@ export type RemoveResult =
   | { readonly outcome: 'not_found' }
   | { readonly outcome: 'stale'; readonly pet: StoredPet }
   | { readonly outcome: 'on_order'; readonly pet: StoredPet };
+
 /** What `adoptOwners` gives to whom: owners as `PlaceOrder.owner` names them. */
 export interface OwnerMove {
   readonly from: string;
   readonly to: string;
 }
 
-/** An order to place: `owner`'s, for `petId`, holding it `holdMs` from `now` (on PostgreSQL, from the database's clock). */
+/**
+ * An order to place: `owner`'s, for `petId`, holding it `holdMs` from `now` (on PostgreSQL, from
+ * the database's clock).
+ */
 export interface PlaceOrder {
   /** Whose it is (the caller's identity, e.g. `con_0123…:acme`): only its owner ever sees it. */
   readonly owner: string;
@@ -95,7 +99,10 @@ export type PlaceOrderResult =
   /** The pet is not `available`: `pending` (on order, or set so by a PATCH) or `sold`. */
   | { readonly outcome: 'pet_unavailable' };
 
-/** What `closeOrder` did: closed it, found it already so (`unchanged`), or found it closed otherwise. */
+/**
+ * What `closeOrder` did: closed it, found it already so (`unchanged`), or found it closed
+ * otherwise.
+ */
 export type CloseOrderResult =
   | { readonly outcome: 'closed' | 'unchanged' | 'order_closed'; readonly order: StoredOrder }
   | { readonly outcome: 'not_found' };
@@ -121,7 +128,9 @@ export interface DataStore {
    * concurrent or on different instances sharing the database.
    */
   createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult>;
-  /** The pet with its current version, or undefined when no pet has this id (never had, or deleted). */
+  /**
+   * The pet with its current version, or undefined when no pet has this id (never had, or deleted).
+   */
   get(id: number): Promise<StoredPet | undefined>;
   /**
    * Applies `patch` to pet `id` when it meets `ifMatch` (none: no precondition), moving its
@@ -138,8 +147,8 @@ export interface DataStore {
   /** How many pets have each status. */
   inventory(): Promise<Inventory>;
   /**
-   * Places an order: in one transaction the pet moves `available -> pending` by a conditional
-   * write and the order is stored, so two orders never hold one pet, whichever instance placed them.
+   * Places an order: in one transaction the pet moves `available -> pending` by a conditional write
+   * and the order is stored, so two orders never hold one pet, whichever instance placed them.
    */
   placeOrder(place: PlaceOrder): Promise<PlaceOrderResult>;
   // The order calls' `now` is epoch ms from the app's clock (a test's fake clock too); PostgreSQL
@@ -169,7 +178,8 @@ export interface DataStore {
   /**
    * Gives what each move's `from` owns (its orders, its createPet `Idempotency-Key`s) to its `to`:
    * a consumer stored before consumers had ids takes what was stored under its name
-   * (src/keys/records.ts, `Consumer.adopts`). A key `to` already has stays `from`'s. Resolves once durable.
+   * (src/keys/records.ts, `Consumer.adopts`). A key `to` already has stays `from`'s. Resolves once
+   * durable.
    */
   adoptOwners(moves: readonly OwnerMove[]): Promise<void>;
   /**
@@ -180,14 +190,17 @@ export interface DataStore {
    */
   startDueOrderExpiry(): Promise<unknown> | undefined;
   /**
-   * The change count now (`ChangeCounter.count`): read it before a read whose answer may be memoised.
-   * Undefined when the store cannot tell what changed, or while a run-out hold is not yet expired;
-   * then nothing is memoised or served (src/http/memo.ts). Synchronous: PostgreSQL's is in memory,
-   * SQLite's reads `PRAGMA data_version` now and then. Opaque: readers only hand it back to
+   * The change count now (`ChangeCounter.count`): read it before a read whose answer may be
+   * memoised. Undefined when the store cannot tell what changed, or while a run-out hold is not yet
+   * expired; then nothing is memoised or served (src/http/memo.ts). Synchronous: PostgreSQL's is in
+   * memory, SQLite's reads `PRAGMA data_version` now and then. Opaque: readers only hand it back to
    * `unchanged`.
    */
   changeCount(): ChangeCount;
-  /** Whether nothing `reads` names changed since the store's change count was `since` (`ChangeCounter.unchanged`). */
+  /**
+   * Whether nothing `reads` names changed since the store's change count was `since`
+   * (`ChangeCounter.unchanged`).
+   */
   unchanged(since: ChangeCount, reads: PetSet | undefined): boolean;
   /** The webhook outbox kept with the pets (same file or database), when the backend has one. */
   readonly outbox?: Outbox;
@@ -196,7 +209,9 @@ export interface DataStore {
   close(): Promise<void>;
 }
 
-/** A store behind a wrapper (the time bound, error counts): `backend` is the store its calls reach. */
+/**
+ * A store behind a wrapper (the time bound, error counts): `backend` is the store its calls reach.
+ */
 export interface WrappedStore extends DataStore {
   readonly backend: DataStore;
 }
@@ -206,7 +221,10 @@ type Calls<T> = { [K in keyof T]-?: T[K] extends (...args: never[]) => Promise<u
 
 /** What the wrappers (the time bound, error counts) need to know of one call of the store. */
 export interface CallSpec {
-  /** What the call does, as a timeout's message says it: `store pet: no answer from the store within 2000 ms`. */
+  /**
+   * What the call does, as a timeout's message says it:
+   * `store pet: no answer from the store within 2000 ms`.
+   */
   readonly doing: string;
   /** Whether it may change something: a write that timed out may still have happened. */
   readonly write: boolean;
@@ -254,13 +272,15 @@ export const OUTBOX_CALLS = {
   stats: { doing: 'read outbox', write: false, counted: 'outbox' },
 } as const satisfies Record<Calls<Outbox>, CallSpec>;
 
-/** A call of `STORE_CALLS` or `OUTBOX_CALLS` passed through a wrapper: `run` makes the call itself. */
+/**
+ * A call of `STORE_CALLS` or `OUTBOX_CALLS` passed through a wrapper: `run` makes the call itself.
+ */
 export type CallWrap = (run: () => Promise<unknown>, spec: CallSpec) => Promise<unknown>;
 
 /**
  * The calls of `target` that `calls` lists, each passed through `wrap`: how every wrapper covers
- * every call of the list. `wrapStore` builds on it; alone, it wraps the calls of something that
- * is not yet a whole store, as the tests' fake store does with a MemoryStore's (test/fake-store.ts).
+ * every call of the list. `wrapStore` builds on it; alone, it wraps the calls of something that is
+ * not yet a whole store, as the tests' fake store does with a MemoryStore's (test/fake-store.ts).
  *
  * @example
  * const calls = wrapCalls(memory, STORE_CALLS, (run) => gate.then(run)) // every call waits for `gate`

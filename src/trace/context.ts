@@ -53,7 +53,9 @@ const pool = Buffer.allocUnsafe(4096);
 let hexPool = '';
 let taken = 0;
 
-/** Where the next `digits` hex digits of the pool start, drawing a fresh page when it is used up. */
+/**
+ * Where the next `digits` hex digits of the pool start, drawing a fresh page when it is used up.
+ */
 function reserve(digits: number): number {
   if (taken + digits > hexPool.length) {
     randomFillSync(pool);
@@ -65,7 +67,9 @@ function reserve(digits: number): number {
   return at;
 }
 
-/** `bytes` random bytes in hex, from a cryptographic generator (ids need to be unique, not secret). */
+/**
+ * `bytes` random bytes in hex, from a cryptographic generator (ids need to be unique, not secret).
+ */
 function randomHex(bytes: number): string {
   const at = reserve(bytes * 2);
   return hexPool.slice(at, at + bytes * 2);

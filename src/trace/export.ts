@@ -8,12 +8,12 @@
  * endpoint this module is never loaded, and no ring, exporter or span exists.
  *
  * - Sampling is the configured sampler (`OTEL_TRACES_SAMPLER`, default `parentbased_always_on`),
- *   asked at the start of each request before any span is made (a request it does not record
- *   gets its ids and no span object, its children none either), with three rules of the
- *   service's own: a caller's sampled flag forces a trace to be exported only when the caller
- *   holds a valid key (`HOLDS_VALID_KEY`); a caller without one never chooses, the root sampler deciding
- *   on an id the server drew (`DRAWN`), not on the caller's flag or trace id; and a span linked to
- *   an exported one (a webhook delivery) is exported.
+ *   asked at the start of each request before any span is made (a request it does not record gets
+ *   its ids and no span object, its children none either), with three rules of the service's own: a
+ *   caller's sampled flag forces a trace to be exported only when the caller holds a valid key
+ *   (`HOLDS_VALID_KEY`); a caller without one never chooses, the root sampler deciding on an id the
+ *   server drew (`DRAWN`), not on the caller's flag or trace id; and a span linked to an exported
+ *   one (a webhook delivery) is exported.
  * - A request the sampler passed over is kept all the same when its caller holds a valid key and
  *   it was slow or answered 5xx (`KeepRules`, at most so many a second).
  * - The queue holds `MAX_QUEUE` spans: a slow or absent collector makes it drop spans, never
@@ -60,7 +60,10 @@ const MAX_QUEUE = 2048;
 const BATCH = 512;
 /** How long a batch not full waits for more spans before it is sent. */
 const DELAY_MS = 1_000;
-/** How long a kept record waits at most before the ring is read while requests come (DELAY_MS after the last). */
+/**
+ * How long a kept record waits at most before the ring is read while requests come (DELAY_MS after
+ * the last).
+ */
 const READ_MS = 200;
 /** How long one export may take before it counts as failed. */
 const EXPORT_TIMEOUT_MS = 10_000;
@@ -303,7 +306,9 @@ function rootSamplerOf(name: SamplerName, ratio: number): Sampler {
   return new RatioSampler(ratio);
 }
 
-/** `parentbased_*`: the caller's decision when it may force one (`HOLDS_VALID_KEY`), else `root`'s. */
+/**
+ * `parentbased_*`: the caller's decision when it may force one (`HOLDS_VALID_KEY`), else `root`'s.
+ */
 function parentBasedOn(root: Sampler): Sampler {
   const linked = new LinkedToSampled(root);
   return new ParentBasedSampler({ root: linked, remoteParentSampled: new SampledWhen(HOLDS_VALID_KEY, linked) });

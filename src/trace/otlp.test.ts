@@ -73,7 +73,8 @@ describe('RecordEncoder: kept records as an OTLP ExportTraceServiceRequest', () 
       parentSpanId: b64(PARENT),
       name: 'GET /v1/pets/:id',
       kind: 2,
-      // 1,764,300,000 s and 123.4568 ms: the double is 123.456787109375 ms past the second, to the nearest nanosecond.
+      // 1,764,300,000 s and 123.4568 ms: the double is 123.456787109375 ms past the second, to the
+      // nearest nanosecond.
       startTimeUnixNano: '1764300000123456787',
       endTimeUnixNano: '1764300000180250000',
       attributes: [

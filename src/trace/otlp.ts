@@ -43,7 +43,10 @@ const FIXED32 = 5;
 const SERVER = 2;
 /** `Status.StatusCode` of trace.proto. */
 const STATUS_ERROR = 2;
-/** A span's `flags`: sampled, and whether its parent is remote is known (`HAS_IS_REMOTE`), and so (`IS_REMOTE`). */
+/**
+ * A span's `flags`: sampled, and whether its parent is remote is known (`HAS_IS_REMOTE`), and so
+ * (`IS_REMOTE`).
+ */
 const FLAGS_LOCAL = 0x101;
 const FLAGS_REMOTE = 0x301;
 
@@ -243,7 +246,10 @@ export class RecordEncoder {
   /** The resource (`ResourceSpans.resource`) and the scope (`ScopeSpans.scope`), encoded once. */
   readonly #resource: Uint8Array;
   readonly #scope: Uint8Array;
-  /** Interned strings, encoded; attribute sets as their `KeyValue`s; server span names by method and route. */
+  /**
+   * Interned strings, encoded; attribute sets as their `KeyValue`s; server span names by method and
+   * route.
+   */
   readonly #strings: (Uint8Array | undefined)[] = [];
   readonly #sets: (Uint8Array | undefined)[] = [];
   readonly #names = new Map<number, Uint8Array>();
@@ -293,7 +299,10 @@ export class RecordEncoder {
     return bytes;
   }
 
-  /** The server span's name: its method and route (an unknown method names it `HTTP`, as the HTTP conventions say). */
+  /**
+   * The server span's name: its method and route (an unknown method names it `HTTP`, as the HTTP
+   * conventions say).
+   */
   #name(method: number, route: number): Uint8Array {
     const key = method * 0x10000 + route;
     let name = this.#names.get(key);
@@ -423,7 +432,10 @@ export class RecordEncoder {
     w.close(at);
   }
 
-  /** A string attribute of record `r`'s bytes in one of the ring's areas; when empty, '' if `always`, else none. */
+  /**
+   * A string attribute of record `r`'s bytes in one of the ring's areas; when empty, '' if
+   * `always`, else none.
+   */
   #keyField(key: Uint8Array, area: ByteField, r: number, always: boolean): void {
     const length = area.lengths[r] as number;
     if (length === 0 && !always) return;

@@ -2,17 +2,17 @@
  * The trace records of the requests being served and lately answered, written the same way for
  * every request whether its trace is exported or not: a ring of `size` records in typed arrays,
  * allocated once. A request takes a free record and gives it back when it ends not kept, so the
- * records in use are the requests in flight and the kept ones not yet read. A record holds the request's server span and up to
- * `MAX_CHILDREN` child spans (the gateway's decision, the store's calls). Strings that repeat
- * (methods, routes, names, outcomes) are held as numbers of a bounded intern table; the others
- * (the URL, the consumer's name, the client's address, an error's text, the caller's
- * `tracestate`) are copied as bytes into a fixed area, cut at a cap, and so are the ids (the
- * trace's, the request's span's, the caller's). Nothing here makes an object per request, and
- * nothing a request allocates is kept alive by the ring.
+ * records in use are the requests in flight and the kept ones not yet read. A record holds the
+ * request's server span and up to `MAX_CHILDREN` child spans (the gateway's decision, the store's
+ * calls). Strings that repeat (methods, routes, names, outcomes) are held as numbers of a bounded
+ * intern table; the others (the URL, the consumer's name, the client's address, an error's text,
+ * the caller's `tracestate`) are copied as bytes into a fixed area, cut at a cap, and so are the
+ * ids (the trace's, the request's span's, the caller's). Nothing here makes an object per request,
+ * and nothing a request allocates is kept alive by the ring.
  *
  * The export step (src/trace/export.ts) reads the records left `KEPT` off the request path, oldest
- * first, and frees them; the ring wakes it when a record is kept, and at once when half the ring has turned
- * since its last read with a kept record waiting, before that record can be overwritten.
+ * first, and frees them; the ring wakes it when a record is kept, and at once when half the ring
+ * has turned since its last read with a kept record waiting, before that record can be overwritten.
  */
 import { Buffer } from 'node:buffer';
 import type { Attributes } from '@opentelemetry/api';
@@ -24,7 +24,10 @@ const URL_BYTES = 256;
 /** Bytes of a consumer's name, of the client's address, of an error's text. */
 const NAME_BYTES = 64;
 const ERROR_BYTES = 160;
-/** Bytes of the caller's `tracestate`: the 512 characters W3C Trace Context asks every hop to pass on. */
+/**
+ * Bytes of the caller's `tracestate`: the 512 characters W3C Trace Context asks every hop to pass
+ * on.
+ */
 const TRACESTATE_BYTES = 512;
 /** Bytes of a record's ids: the trace id, the span id and the parent span id. */
 export const ID_BYTES = 32;
@@ -35,7 +38,10 @@ export const ID_BYTES = 32;
 const CHILD_BYTES = 48;
 const F64_SLOT = CHILD_BYTES / 8;
 const I16_SLOT = CHILD_BYTES / 2;
-/** A child's doubles (`childValue`): its start and end, epoch milliseconds, and the number it carries. */
+/**
+ * A child's doubles (`childValue`): its start and end, epoch milliseconds, and the number it
+ * carries.
+ */
 export const CHILD_START = 0;
 export const CHILD_END = 1;
 export const CHILD_NUMBER = 2;
@@ -164,10 +170,14 @@ export class TraceRing {
   /** The free records, a stack: `#free[0]` to `#free[#freeCount - 1]`, the last freed on top. */
   readonly #free: Int32Array;
   #freeCount: number;
-  /** The kept records not yet read, oldest first: `kept` of them from `#keptHead`, round the array. */
+  /**
+   * The kept records not yet read, oldest first: `kept` of them from `#keptHead`, round the array.
+   */
   readonly #keptOrder: Int32Array;
   #keptHead = 0;
-  /** The record taken next when every record is open (more requests in flight than the ring holds). */
+  /**
+   * The record taken next when every record is open (more requests in flight than the ring holds).
+   */
   #next = 0;
   /** Child slots in all, and the generations a child handle tells apart. */
   readonly #children: number;
@@ -299,7 +309,10 @@ export class TraceRing {
     return r;
   }
 
-  /** Writes record `r`'s ids from their hex (a caller's at the start, a new trace's once kept); `parentSpanId` only with a remote parent. */
+  /**
+   * Writes record `r`'s ids from their hex (a caller's at the start, a new trace's once kept);
+   * `parentSpanId` only with a remote parent.
+   */
   writeIds(r: number, traceId: string, spanId: string, parentSpanId?: string): void {
     const at = r * ID_BYTES;
     this.ids.write(traceId, at, 16, 'hex');
@@ -370,7 +383,8 @@ export class TraceRing {
 
   /**
    * Child `n` of record `r` as one number: its index (`r * MAX_CHILDREN + n`) and the record's
-   * generation, modulo `#generations`, so a handle outliving its record is told apart (`heldChild`).
+   * generation, modulo `#generations`, so a handle outliving its record is told apart
+   * (`heldChild`).
    */
   childHandle(r: number, n: number): number {
     return ((this.seq[r] as number) % this.#generations) * this.#children + r * MAX_CHILDREN + n;
@@ -384,7 +398,10 @@ export class TraceRing {
     return this.state[r] === OPEN && (this.seq[r] as number) % this.#generations === generation ? i : -1;
   }
 
-  /** Ends the child at index `i` (`r * MAX_CHILDREN + n`) at `at`: the work in it returns to its parent. */
+  /**
+   * Ends the child at index `i` (`r * MAX_CHILDREN + n`) at `at`: the work in it returns to its
+   * parent.
+   */
   closeChild(i: number, at: number): void {
     this.#childNumbers[i * F64_SLOT + CHILD_END] = at;
     const n = i % MAX_CHILDREN;

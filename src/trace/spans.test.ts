@@ -151,7 +151,8 @@ describe('every request recorded alike; kept by the head or the tail', () => {
   test('the tail keeps at most so many a second; the excess is counted in spans', () => {
     const { ring, capped } = recorder(16, false, { errors: true, maxPerSecond: 3 });
     const verdicts = Array.from({ length: 5 }, (_, i) => finish(beginRequest(`r${i}`, undefined, start, GET), 503));
-    // The five fall in one second but for a second's turn between them: then the count starts again.
+    // The five fall in one second but for a second's turn between them: then the count starts
+    // again.
     expect(verdicts.filter(Boolean).length).toBeGreaterThanOrEqual(3);
     expect(verdicts.slice(0, 3)).toEqual([true, true, true]);
     expect(capped.length + verdicts.filter(Boolean).length).toBe(5);

@@ -344,7 +344,9 @@ export function openChild<T>(name: string, attributes: Attributes, options?: Chi
   return into.childHandle(r, n);
 }
 
-/** Ends `child` (from `openChild`) as its work resolved with `result`, recording `outcome` of it. */
+/**
+ * Ends `child` (from `openChild`) as its work resolved with `result`, recording `outcome` of it.
+ */
 export function closeChild<T>(child: number, result: T, outcome?: ChildOptions<T>['outcome']): void {
   const into = ring;
   if (child === NO_CHILD || !into) return;
@@ -356,7 +358,10 @@ export function closeChild<T>(child: number, result: T, outcome?: ChildOptions<T
   into.closeChild(i, now());
 }
 
-/** Ends `child` (from `openChild`) as its work failed with `err`: its status Error, `error.type` the error's name. */
+/**
+ * Ends `child` (from `openChild`) as its work failed with `err`: its status Error, `error.type` the
+ * error's name.
+ */
 export function failChild(child: number, err: unknown): void {
   const into = ring;
   if (child === NO_CHILD || !into) return;

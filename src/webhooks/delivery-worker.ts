@@ -47,7 +47,10 @@ const DELIVERY_SPAN = {
 const POLL_MS = 1_000;
 /** Events leased per poll (sent at once). */
 const BATCH = 16;
-/** A lease outlives a pass of attempts (at most the 5 s timeout, sent at once) three times over; a worker that died holds its events this long at most. */
+/**
+ * A lease outlives a pass of attempts (at most the 5 s timeout, sent at once) three times over; a
+ * worker that died holds its events this long at most.
+ */
 const LEASE_MS = 15_000;
 /** How often keys are scanned for `key.expiring`. */
 const EXPIRY_SCAN_MS = 60 * 60_000;
@@ -75,7 +78,10 @@ export interface DeliveryWorkerOptions {
   maxOutbox?: number;
   timeoutMs?: number;
   pollMs?: number;
-  /** Where attempts may connect (public addresses, and the private ranges `--webhook-allow-cidr` allows). */
+  /**
+   * Where attempts may connect (public addresses, and the private ranges `--webhook-allow-cidr`
+   * allows).
+   */
   targets?: Targets;
 }
 
@@ -95,7 +101,10 @@ export class DeliveryWorker {
   #stopped = false;
   /** Cuts the attempts under way short on `stop`: they are retried by whoever runs next. */
   readonly #stop = new AbortController();
-  /** Why the outbox could not be read, while it cannot: logged once when it starts and once when it ends. */
+  /**
+   * Why the outbox could not be read, while it cannot: logged once when it starts and once when it
+   * ends.
+   */
   #failing: string | undefined;
 
   constructor({
@@ -143,7 +152,10 @@ export class DeliveryWorker {
       });
   }
 
-  /** Stops polling, cuts the attempts under way short (they stay pending) and waits for their outcome to be kept. */
+  /**
+   * Stops polling, cuts the attempts under way short (they stay pending) and waits for their
+   * outcome to be kept.
+   */
   async stop(): Promise<void> {
     this.#stopped = true;
     clearInterval(this.#timer);

@@ -18,10 +18,16 @@ function defaultSchedule(): number[] {
   return delays;
 }
 
-/** Delays in ms before the 2nd, 3rd, … attempt: 5 s, 30 s, 2 min, 10 min, 1 h, then 6 h eleven times. */
+/**
+ * Delays in ms before the 2nd, 3rd, … attempt: 5 s, 30 s, 2 min, 10 min, 1 h, then 6 h eleven
+ * times.
+ */
 export const RETRY_DELAYS_MS: readonly number[] = defaultSchedule();
 
-/** Each delay is multiplied by a random factor in [1 - JITTER, 1 + JITTER], so receivers that come back are not hit by every instance at once. */
+/**
+ * Each delay is multiplied by a random factor in [1 - JITTER, 1 + JITTER], so receivers that come
+ * back are not hit by every instance at once.
+ */
 const JITTER = 0.2;
 
 /**

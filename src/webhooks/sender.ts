@@ -22,16 +22,24 @@ export interface Attempt {
   readonly secret: string;
   /** When it is signed (epoch ms): `webhook-timestamp`. */
   readonly at: number;
-  /** The delivery's span as W3C Trace Context, sent as `traceparent` so the receiver's trace continues it. */
+  /**
+   * The delivery's span as W3C Trace Context, sent as `traceparent` so the receiver's trace
+   * continues it.
+   */
   readonly traceparent?: string;
 }
 
-/** Delivered, or why not (for the outbox's `last_error`; never the secret); the receiver's status when it answered. */
+/**
+ * Delivered, or why not (for the outbox's `last_error`; never the secret); the receiver's status
+ * when it answered.
+ */
 export type AttemptResult =
   | { readonly ok: true; readonly status?: number }
   | { readonly ok: false; readonly error: string; readonly status?: number };
 
-/** Every address a host name resolves to (the system resolver's answer, as `dns.lookup` gives it). */
+/**
+ * Every address a host name resolves to (the system resolver's answer, as `dns.lookup` gives it).
+ */
 export type Resolve = (host: string) => Promise<readonly { address: string; family: number }[]>;
 
 /** Where an attempt may connect, and how names are resolved (a seam for tests). */
@@ -113,7 +121,9 @@ function checkedLookup(host: string, { resolve, allowed }: Targets): LookupFunct
   };
 }
 
-/** POSTs `body` to `url` through `lookup`; resolves to the answer's status once its body is read. */
+/**
+ * POSTs `body` to `url` through `lookup`; resolves to the answer's status once its body is read.
+ */
 async function post(
   url: URL,
   body: string,

@@ -64,7 +64,8 @@ describe('FailoverLimiter', () => {
     const local: Verdict[] = [];
     for (let i = 0; i < 3; i++) local.push(await limiter.decide(subject));
     expect(local.map((d) => d.outcome)).toEqual(['admitted', 'admitted', 'rate_limited']);
-    // Requests do not wait for a Redis that is down: only the first one after it went down tried it.
+    // Requests do not wait for a Redis that is down: only the first one after it went down tried
+    // it.
     expect(primary.state.calls).toBe(2);
     expect(await limiter.check()).toBe(false);
     expect(limiter.status()).toEqual({

@@ -39,7 +39,10 @@ export interface LimiterStatus {
 
 /** A shared limiter that may hold part of the quota locally (`LeaseLimiter`). */
 export interface SharedLimiter extends RateLimiter {
-  /** The decision from what this instance holds, without asking the shared store; undefined when it holds too little. */
+  /**
+   * The decision from what this instance holds, without asking the shared store; undefined when it
+   * holds too little.
+   */
   local?(subject: Subject, cost: number): Verdict | undefined;
 }
 

@@ -179,7 +179,8 @@ describe('SlidingWindowLimiter: bans', () => {
         const answeredAt = T0 + offset + later;
         clock.set(answeredAt + answer.retryAfter * 1_000);
         expect(limiter.decide(s).outcome).not.toBe('key_banned');
-        // The ban ends on the whole second T0 + 3 s: Retry-After never points past it by 1 s or more.
+        // The ban ends on the whole second T0 + 3 s: Retry-After never points past it by 1 s or
+        // more.
         expect(answeredAt + answer.retryAfter * 1_000 - (T0 + 3_000)).toBeLessThan(1_000);
       }
     }
@@ -223,7 +224,8 @@ describe('SlidingWindowLimiter: keyless clients', () => {
     }
     clock.set(T0 + 30_000);
     expect(brief(limiter.decide(s))).toEqual(['rate_limited', 30, [0, T0S + 60], [940, T0S + 2_800 + 86_400]]);
-    // The requests of (T0, T0 + 10 s] leave at T0 + 70 s: a keyless client's minute holds for 60-70 s.
+    // The requests of (T0, T0 + 10 s] leave at T0 + 70 s: a keyless client's minute holds for 60-70
+    // s.
     clock.set(T0 + 60_000);
     expect(brief(limiter.decide(s))).toEqual(['admitted', 0, [0, T0S + 70], [939, T0S + 2_800 + 86_400]]);
     expect(limiter.decide(address('addr:203.0.113.8')).windows[0]?.remaining).toBe(59);

@@ -5,7 +5,8 @@
  *
  * Counting. A window of length W is cut into buckets of length b (minute: 1 s, day: 15 min), kept
  * in a ring with a running sum, so a decision costs O(1). A request goes into the bucket that ends
- * at or after its time, and is counted until that bucket's end plus W. Buckets end on whole seconds.
+ * at or after its time, and is counted until that bucket's end plus W. Buckets end on whole
+ * seconds.
  *
  * Bound. An admitted request is counted for at least W and less than W + b. So the limiter never
  * admits more than the quota in any interval of length W, and a `rate_limited` answer means the
@@ -42,7 +43,9 @@ import { dayPeriod, monthPeriod, NoticeFlags } from './notices.ts';
 
 /** Longest a request is counted (W + b of the day window): consumers idle this long are empty. */
 export const STATE_TTL_MS = DAY.windowMs + DAY.bucketMs;
-/** Idle consumers' entries, and keyless clients' bans seen over, are looked for at most this often. */
+/**
+ * Idle consumers' entries, and keyless clients' bans seen over, are looked for at most this often.
+ */
 const SWEEP_INTERVAL_MS = 60_000;
 
 export interface SlidingWindowLimiterOptions {
@@ -107,7 +110,10 @@ export class SlidingWindowLimiter implements RateLimiter {
     this.#keylessTable = new KeylessTable(this.#time, keyless);
   }
 
-  /** Cells of the keyless clients' table (row 0) that hold counts of the day: not a count of keyless clients, as addresses share cells. */
+  /**
+   * Cells of the keyless clients' table (row 0) that hold counts of the day: not a count of keyless
+   * clients, as addresses share cells.
+   */
   get keylessCells(): number {
     return this.#keylessTable.used;
   }
@@ -123,8 +129,9 @@ export class SlidingWindowLimiter implements RateLimiter {
   }
 
   /**
-   * True when the keyless clients' table is saturated: a tenth of its cells have a keyless client's minute
-   * quota counted, so a fresh address is refused early with a chance of one in a hundred or more.
+   * True when the keyless clients' table is saturated: a tenth of its cells have a keyless client's
+   * minute quota counted, so a fresh address is refused early with a chance of one in a hundred or
+   * more.
    */
   get full(): boolean {
     return this.#keylessTable.saturated(this.#keylessPerMinute);
@@ -168,7 +175,10 @@ export class SlidingWindowLimiter implements RateLimiter {
     return now;
   }
 
-  /** Takes back `units` that `book` counted at `at` and nobody spent, from the windows still holding them. */
+  /**
+   * Takes back `units` that `book` counted at `at` and nobody spent, from the windows still holding
+   * them.
+   */
   giveBack(subject: Subject, units: number, at: number): void {
     const state = this.#consumers.get(subject.id);
     if (!state || units <= 0) return;
@@ -262,7 +272,10 @@ export class SlidingWindowLimiter implements RateLimiter {
     return state;
   }
 
-  /** Drops consumers idle for longer than anything is counted and not banned; reports bans seen over. */
+  /**
+   * Drops consumers idle for longer than anything is counted and not banned; reports bans seen
+   * over.
+   */
   #sweep(now: number): void {
     this.#lastSweep = now;
     const ends = this.#keylessTable.bannedUntil;
@@ -348,7 +361,10 @@ export class SlidingWindowLimiter implements RateLimiter {
     return decision('rate_limited', Math.max(m.admitAt(perMinute - cost + 1), d.admitAt(perDay - cost + 1)));
   }
 
-  /** Lifts the ban of row 0's `cell` (unless `keep`, when another ban takes it over) and reports its end. */
+  /**
+   * Lifts the ban of row 0's `cell` (unless `keep`, when another ban takes it over) and reports its
+   * end.
+   */
   #endKeylessBan(cell: number, keep = false): void {
     if (!keep) this.#keylessTable.bannedUntil[cell] = 0;
     const subject = this.#keylessBans.get(cell);
@@ -364,7 +380,10 @@ export class SlidingWindowLimiter implements RateLimiter {
     if (subject) this.#onEvent({ type: 'ban_end', subject });
   }
 
-  /** The decision `state`'s own windows show at `now`: `decisionFromCounts` over this limiter's windows. */
+  /**
+   * The decision `state`'s own windows show at `now`: `decisionFromCounts` over this limiter's
+   * windows.
+   */
   #decisionFromState(outcome: Outcome, subject: Subject, state: SubjectState, now: number, until: number): Decision {
     const month = subject.limits.perMonth === undefined ? undefined : state.month;
     return decisionFromCounts(outcome, subject.limits, now, until, state.minute, state.day, month);
@@ -376,10 +395,15 @@ export function withNotices(decision: Decision, notices: readonly Notice[]): Dec
   return notices.length === 0 ? decision : { ...decision, notices };
 }
 
-/** What a decision reads of a window: a `BucketWindow`, or the same numbers from the Redis script. */
+/**
+ * What a decision reads of a window: a `BucketWindow`, or the same numbers from the Redis script.
+ */
 export type WindowCounts = Pick<BucketWindow, 'count' | 'oldestLeavesAt' | 'admitAt'>;
 
-/** What a decision reads of the calendar month: a `MonthWindow`, or the same numbers from the Redis script. */
+/**
+ * What a decision reads of the calendar month: a `MonthWindow`, or the same numbers from the Redis
+ * script.
+ */
 export type MonthCounts = Pick<MonthWindow, 'count' | 'start' | 'end'>;
 
 /**

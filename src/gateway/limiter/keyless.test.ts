@@ -36,7 +36,8 @@ describe('KeylessTable', () => {
     for (let i = 0; i < flood; i++) limiter.decide(keyless(`addr:flood-${i}`));
     const probes = 20_000;
     let early = 0;
-    // Cost 0 reads without spending: a fresh address whose minute shows nothing left is refused early.
+    // Cost 0 reads without spending: a fresh address whose minute shows nothing left is refused
+    // early.
     for (let i = 0; i < probes; i++) {
       if (limiter.decide(keyless(`addr:probe-${i}`), 0).windows[0]?.remaining === 0) early++;
     }
@@ -60,7 +61,8 @@ describe('KeylessTable', () => {
     expect(table.cellsOf('addr:2001:db8:0:100::/56')).toEqual(cells);
     expect(cells.a).toBeLessThan(65_536);
     expect(cells.b).toBeGreaterThanOrEqual(65_536);
-    // Another key moves them: nobody outside the process can pick addresses that share a victim's cells.
+    // Another key moves them: nobody outside the process can pick addresses that share a victim's
+    // cells.
     expect(new KeylessTable(T0, { columns: 65_536, seed: 6 }).cellsOf('addr:2001:db8:0:100::/56')).not.toEqual(cells);
   });
 });

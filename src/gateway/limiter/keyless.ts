@@ -40,7 +40,9 @@ export class SketchWindow {
   readonly #spec: SketchSpec;
   readonly #cells: number;
   readonly #slots: number;
-  /** Empty until the first count: an instance no keyless client reaches never allocates the table. */
+  /**
+   * Empty until the first count: an instance no keyless client reaches never allocates the table.
+   */
   #ring: Uint16Array = NONE16;
   #sums: Uint32Array = NONE32;
   /** Buckets up to this one have left the window; their slots are zero. */

@@ -14,7 +14,9 @@ import { RedisLimiter } from './redis.ts';
 
 const { client, prefix } = testRedis();
 
-/** 2026-11-22T12:00:00.253Z: steps of 10 ms never land on a whole second, whose term is an instant. */
+/**
+ * 2026-11-22T12:00:00.253Z: steps of 10 ms never land on a whole second, whose term is an instant.
+ */
 const T0 = Date.UTC(2026, 10, 22, 12, 0, 0) + 253;
 
 function subject(id: string, limits: Limits, ban = { threshold: 60, seconds: 900 }): Subject {
@@ -71,7 +73,10 @@ function lossy(redis: Redis, lose: (reply: unknown) => boolean, lateMs = 0): Red
   });
 }
 
-/** An admitted run that started or ended no ban and gave no notice: its reply may be lost and handed back whole. */
+/**
+ * An admitted run that started or ended no ban and gave no notice: its reply may be lost and handed
+ * back whole.
+ */
 const quietAdmission = (reply: unknown) =>
   Array.isArray(reply) && reply[0] === 0 && reply[9] === 0 && (reply[14] as unknown[]).length === 0;
 
@@ -164,7 +169,8 @@ describe('LeaseLimiter', () => {
       shared.run(s, wanted === 0 ? 0 : 1, { holder: 'a', run, wanted, backs });
     // Run 1: a grant of 50 (half the minute's room), its reply taken as lost.
     expect((await lease(1, 60)).granted).toBe(50);
-    // Run 2 hands run 1 back whole and counts its own request; sent again, run 1's hand-back finds no record.
+    // Run 2 hands run 1 back whole and counts its own request; sent again, run 1's hand-back finds
+    // no record.
     const second = await lease(2, 1, [{ run: 1, units: 'all' }]);
     expect([second.handedBack, second.minute.count, second.day.count, second.month.count]).toEqual([50, 1, 1, 1]);
     const again = await lease(3, 0, [{ run: 1, units: 'all' }]);
@@ -271,7 +277,8 @@ describe('LeaseLimiter', () => {
     expect(clock.now() - T0).toBeLessThan(86_400_000);
     expect(busiest(log, 60_000)).toBeLessThanOrEqual(1_000);
     expect(day).toBeLessThanOrEqual(2_000);
-    // The lost runs' units came back: the day's quota was all used, but for less than a request's cost per instance.
+    // The lost runs' units came back: the day's quota was all used, but for less than a request's
+    // cost per instance.
     expect(day).toBeGreaterThanOrEqual(2_000 - 4 * 3);
   }, 60_000);
 
@@ -297,7 +304,8 @@ describe('LeaseLimiter', () => {
     }
     expect(busiest(log, 60_000)).toBeLessThanOrEqual(300);
     expect(busiest(log, 86_400_000)).toBeLessThanOrEqual(2_000);
-    // Barely under: the first minute's quota was used within it, but for less than a request's cost per instance.
+    // Barely under: the first minute's quota was used within it, but for less than a request's cost
+    // per instance.
     const first = (log[0] as [number, number])[0];
     const firstMinute = log.filter(([time]) => time < first + 60_000).reduce((sum, [, units]) => sum + units, 0);
     expect(firstMinute).toBeGreaterThanOrEqual(300 - 3 * 3);
@@ -395,7 +403,8 @@ describe('LeaseLimiter', () => {
     // As openRedisLimiter does: a lost connection marks the limiter down at once.
     redis.on('close', () => limiter.markDown('Connection is closed.'));
     const s = subject('key:lost', { perMinute: 10_000, perDay: 100_000 });
-    // Requests 10 ms apart: the second asks for a grant (6 units at this rate), the next two are local.
+    // Requests 10 ms apart: the second asks for a grant (6 units at this rate), the next two are
+    // local.
     for (let i = 0; i < 4; i++) {
       expect((await limiter.decide(s)).outcome).toBe('admitted');
       clock.advance(10);

@@ -38,12 +38,19 @@ import { HAND_BACK_WITHIN_MS, RUN_RECORD_MS } from './redis-script.ts';
 
 /** Consumers whose leases are kept at once: more than a keys file holds. */
 const MAX_LEASES = 10_000;
-/** The sweep hands back the unused units of ended terms twice within the bound the script waits for. */
+/**
+ * The sweep hands back the unused units of ended terms twice within the bound the script waits for.
+ */
 const SWEEP_INTERVAL_MS = HAND_BACK_WITHIN_MS / 2;
-/** Hand-backs a lease keeps for runs whose replies were lost; past this, the oldest stay counted. */
+/**
+ * Hand-backs a lease keeps for runs whose replies were lost; past this, the oldest stay counted.
+ */
 const MAX_UNCONFIRMED = 16;
 
-/** Script runs by kind: a grant (more units than the request's cost), a hand-back alone, a decision per request. */
+/**
+ * Script runs by kind: a grant (more units than the request's cost), a hand-back alone, a decision
+ * per request.
+ */
 export type RunKind = 'grant' | 'hand_back' | 'decision';
 
 /** What the leases did since the start, for /metrics. */
@@ -76,7 +83,9 @@ class Lease {
   units = 0;
   /** Local epoch ms the term ends; units are spent only before it. */
   expires = Number.NEGATIVE_INFINITY;
-  /** The script's clock minus this instance's, as measured at the last run (never less than true). */
+  /**
+   * The script's clock minus this instance's, as measured at the last run (never less than true).
+   */
   offset = 0;
   /** The grant's reply, its notices already given: what local decisions are written from. */
   reply: ScriptReply | undefined;
@@ -93,7 +102,10 @@ class Lease {
     this.subject = subject;
   }
 
-  /** The hand-backs a run carries: those not yet confirmed, then the grant's unused units, taken out of the lease. */
+  /**
+   * The hand-backs a run carries: those not yet confirmed, then the grant's unused units, taken out
+   * of the lease.
+   */
   handBacks(now: number): Unconfirmed[] {
     // Past a day the units have left every window but the month: what Redis keeps records for.
     this.unconfirmed = this.unconfirmed.filter((b) => b.since + RUN_RECORD_MS > now);
@@ -175,7 +187,10 @@ export class LeaseLimiter implements RateLimiter {
     return this.#local(lease, cost) ?? this.#acquire(lease, cost);
   }
 
-  /** The decision from this instance's lease alone, when its term is live and holds the cost (Redis unreachable). */
+  /**
+   * The decision from this instance's lease alone, when its term is live and holds the cost (Redis
+   * unreachable).
+   */
   local(subject: Subject, cost: number): Decision | undefined {
     const lease = this.#leases.get(subject.id);
     return lease && lease.subject === subject ? this.#local(lease, cost) : undefined;
@@ -217,7 +232,10 @@ export class LeaseLimiter implements RateLimiter {
     }
   }
 
-  /** One script run for `cost`, asking for `wanted` units (default: what the recent rate would spend this term). */
+  /**
+   * One script run for `cost`, asking for `wanted` units (default: what the recent rate would spend
+   * this term).
+   */
   async #run(lease: Lease, cost: number, wanted?: number): Promise<Decision> {
     const sent = this.#now();
     const termLeft = 1_000 - ((sent + lease.offset) % 1_000);
@@ -257,7 +275,10 @@ export class LeaseLimiter implements RateLimiter {
     return replyDecision(lease.subject, reply, lease.units);
   }
 
-  /** Hands back a lease's unused units, and those of runs whose replies were lost, in a run of its own. */
+  /**
+   * Hands back a lease's unused units, and those of runs whose replies were lost, in a run of its
+   * own.
+   */
   async #handBack(lease: Lease): Promise<void> {
     const now = this.#now();
     const backs = lease.handBacks(now);

@@ -3,17 +3,26 @@
 import type { Decision } from '../../core/decision.ts';
 import type { BanPolicy, Limits, PlanName } from '../../keys/plans.ts';
 
-/** Whose quota a request counts against: a consumer (all its keys together), or a keyless client's address. */
+/**
+ * Whose quota a request counts against: a consumer (all its keys together), or a keyless client's
+ * address.
+ */
 export interface Subject {
   /** Stable identity, e.g. `key:con_…` (a consumer's id) or `addr:203.0.113.7`. */
   readonly id: string;
-  /** Plan name for metrics and logs; `anonymous` for a keyless client (an address without a valid key). */
+  /**
+   * Plan name for metrics and logs; `anonymous` for a keyless client (an address without a valid
+   * key).
+   */
   readonly plan: PlanName | 'anonymous';
   /** The consumer's name or the keyless client's address, for logs (never a token). */
   readonly label: string;
   readonly limits: Limits;
   readonly ban: Required<BanPolicy>;
-  /** Percent of the day and month quotas whose crossing is noticed, ascending; none: no notices at all. */
+  /**
+   * Percent of the day and month quotas whose crossing is noticed, ascending; none: no notices at
+   * all.
+   */
   readonly thresholds?: readonly number[];
 }
 

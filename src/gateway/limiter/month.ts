@@ -70,7 +70,9 @@ export class MonthWindow {
     if (at >= this.#start) this.#count -= Math.min(units, this.#count);
   }
 
-  /** Epoch ms from which the count is below `quota`: the next month, or `-Infinity` when it is now. */
+  /**
+   * Epoch ms from which the count is below `quota`: the next month, or `-Infinity` when it is now.
+   */
   admitAt(quota: number): number {
     return this.#count < quota ? Number.NEGATIVE_INFINITY : this.#end;
   }

@@ -95,7 +95,8 @@ describe.each(limiters)('notices (%s)', (_name, make) => {
     const [, second] = await run(limiter, s, 2);
     expect(second?.outcome).toBe('key_banned');
     expect(second?.notices).toEqual([{ type: 'key.banned', until: T0 + 60_000 }]);
-    // 8 of 10 in the day (the threshold of 80) over the next minutes, then the window slides until they leave.
+    // 8 of 10 in the day (the threshold of 80) over the next minutes, then the window slides until
+    // they leave.
     c.advance(61_000);
     await run(limiter, s, 2);
     c.advance(61_000);

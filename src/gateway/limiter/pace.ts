@@ -4,7 +4,9 @@
  * (`leases.ts`) and the workers' grants from the supervisor (src/serve/host-limiter.ts).
  */
 
-/** A grant aims at this many times the units the recent rate would spend in the rest of its term. */
+/**
+ * A grant aims at this many times the units the recent rate would spend in the rest of its term.
+ */
 const HEADROOM = 1.5;
 /** Weight of the latest interval in the rate estimate. */
 const RATE_WEIGHT = 0.5;

@@ -64,7 +64,10 @@ export const HAND_BACK_WITHIN_MS = 1_000;
  * while its units are still in the day's window.
  */
 export const RUN_RECORD_MS = DAY.windowMs;
-/** Records past this many in a subject's hash are pruned of those older than `RUN_RECORD_MS` (dead holders'). */
+/**
+ * Records past this many in a subject's hash are pruned of those older than `RUN_RECORD_MS` (dead
+ * holders').
+ */
 const RUN_RECORDS_KEPT = 32;
 
 /** Bumped when the state layout changes: a key of another layout is read as empty. */

@@ -18,7 +18,10 @@ import { decisionFromCounts, STATE_TTL_MS, type WindowCounts, withNotices } from
 import type { LimiterEvent, RateLimiter, Subject } from './limiter.ts';
 import { DECIDE_SCRIPT, DECIDE_SHA1 } from './redis-script.ts';
 
-/** Where subjects' states live: `petstore:rl:key:con_…` (a consumer's id), `petstore:rl:addr:203.0.113.7`. */
+/**
+ * Where subjects' states live: `petstore:rl:key:con_…` (a consumer's id),
+ * `petstore:rl:addr:203.0.113.7`.
+ */
 const DEFAULT_PREFIX = 'petstore:rl:';
 
 const OUTCOMES: readonly Outcome[] = ['admitted', 'rate_limited', 'key_banned'];
@@ -219,10 +222,16 @@ export function replyDecision(subject: Subject, reply: ScriptReply, unused: numb
   return reply.notices.length === 0 ? decision : withNotices(decision, reply.notices);
 }
 
-/** The Redis run's span attributes (OpenTelemetry's database conventions; never the key or arguments). */
+/**
+ * The Redis run's span attributes (OpenTelemetry's database conventions; never the key or
+ * arguments).
+ */
 const REDIS_SPAN = { 'db.system.name': 'redis', 'db.operation.name': 'EVALSHA' } as const;
 
-/** The script's flat list of notices (kind, window, threshold, period; a ban's end for a period) as Notices. */
+/**
+ * The script's flat list of notices (kind, window, threshold, period; a ban's end for a period) as
+ * Notices.
+ */
 function noticesOf(flat: readonly number[]): Notice[] {
   const notices: Notice[] = [];
   for (let i = 0; i + 3 < flat.length; i += 4) {

@@ -20,21 +20,25 @@ export const PETS_CHANNEL = 'petstore_pets';
  * statements, since they announce their writes themselves after the commit.
  */
 export const ANNOUNCES_SETTING = 'petstore.announces';
-/** The sequence every pet's version is taken from (migration `pet_versions`): every write moves it. */
+/**
+ * The sequence every pet's version is taken from (migration `pet_versions`): every write moves it.
+ */
 export const PET_VERSIONS = 'pet_versions';
-/** The pause before listening again after the listening connection was lost or could not be made. */
+/**
+ * The pause before listening again after the listening connection was lost or could not be made.
+ */
 const RELISTEN_DELAY_MS = 100;
 /**
  * How often the listening connection reads the pets' highest version. It is the heartbeat: a
- * connection that dies silently is only noticed this way, and memoised answers stop within two beats.
- * It is also the safety net: a write nobody announced (a crash after commit, an INSERT by hand)
- * is seen within one beat, since every write moves the version.
+ * connection that dies silently is only noticed this way, and memoised answers stop within two
+ * beats. It is also the safety net: a write nobody announced (a crash after commit, an INSERT by
+ * hand) is seen within one beat, since every write moves the version.
  */
 export const HEARTBEAT_MS = 1_000;
 /**
  * The listening connection's `lock_timeout`: a heartbeat that waits this long for a lock on pets
- * (an operator's `LOCK TABLE`, a `VACUUM FULL`) gives up on reading the versions' watermark, which says
- * nothing of the connection: that is an answer too.
+ * (an operator's `LOCK TABLE`, a `VACUUM FULL`) gives up on reading the versions' watermark, which
+ * says nothing of the connection: that is an answer too.
  */
 export const HEARTBEAT_LOCK_WAIT_MS = 250;
 /**
@@ -51,7 +55,10 @@ const LOCK_NOT_AVAILABLE = '55P03';
  */
 export const MOST_IDS_ANNOUNCED = 500;
 
-/** Opens the one-connection client that listens; `onnotify` and `onclose` are its postgres.js options. */
+/**
+ * Opens the one-connection client that listens; `onnotify` and `onclose` are its postgres.js
+ * options.
+ */
 export type ListenSession = (handlers: {
   onnotify: (channel: string, payload: string) => void;
   onclose: () => void;
@@ -134,7 +141,10 @@ export class PetChanges {
   #unannounced: PetChange[] = [];
   /** Where the pets' versions were at the last heartbeat (`watermark`). */
   #top: unknown;
-  /** Whether an announcement is being gathered or sent, and whether another write ended while one was sent. */
+  /**
+   * Whether an announcement is being gathered or sent, and whether another write ended while one
+   * was sent.
+   */
   #announcing = false;
   #announceAgain = false;
   /** The wait before the announcement being gathered is sent (`ANNOUNCE_GATHER_MS`). */
@@ -163,7 +173,9 @@ export class PetChanges {
     await this.#listen();
   }
 
-  /** The count of changes while listening and caught up, else undefined: nothing read may be kept. */
+  /**
+   * The count of changes while listening and caught up, else undefined: nothing read may be kept.
+   */
   version(): number | undefined {
     return this.#listening ? this.#changes.count() : undefined;
   }
@@ -275,7 +287,10 @@ export class PetChanges {
     this.#relisten.unref?.();
   }
 
-  /** The versions' watermark, read on the listening connection; no answer before the next beat counts as a loss. */
+  /**
+   * The versions' watermark, read on the listening connection; no answer before the next beat
+   * counts as a loss.
+   */
   async #beat(): Promise<void> {
     const session = this.#session;
     if (!this.#listening || session === undefined || this.#beating) return;

@@ -5,9 +5,15 @@ import { peerText } from '../../redact.ts';
 import { OUTCOME_UNKNOWN, StoreError, StoreUnavailableError, StoreUnreachableError } from '../store-error.ts';
 import { CONNECTION_LOST } from './postgres-transaction.ts';
 
-/** SQLSTATE classes that mean "the server cannot serve now": 08 connection, 53 resources, 57 operator, 58 I/O. */
+/**
+ * SQLSTATE classes that mean "the server cannot serve now": 08 connection, 53 resources, 57
+ * operator, 58 I/O.
+ */
 const UNAVAILABLE_CLASSES = new Set(['08', '53', '57', '58']);
-/** Read-only transaction (a standby), serialization failure, deadlock: nothing stored, a retry may work. */
+/**
+ * Read-only transaction (a standby), serialization failure, deadlock: nothing stored, a retry may
+ * work.
+ */
 const UNAVAILABLE_STATES = new Set(['25006', '40001', '40P01']);
 /**
  * No connection could be made: refused, unresolvable, no route, no answer within the connect

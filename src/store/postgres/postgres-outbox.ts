@@ -31,7 +31,10 @@ export const OUTBOX = {
   stats: STATS,
 };
 
-/** How the store runs a statement: `query` for a read, `write` for a change (its outcome may be unknown). */
+/**
+ * How the store runs a statement: `query` for a read, `write` for a change (its outcome may be
+ * unknown).
+ */
 interface Runner {
   /** The pool of the moment (the store renews it). */
   sql(): postgres.Sql;

@@ -5,7 +5,8 @@ import postgres from 'postgres';
 /**
  * The connection broke with queries on it (also 57P01/57P02, a shutdown ending the session, and
  * class 08): a write may or may not have been committed. That alone does not show the database
- * unreachable (a session ended by the last restart fails its next query), so the next call connects anew.
+ * unreachable (a session ended by the last restart fails its next query), so the next call connects
+ * anew.
  */
 export const CONNECTION_LOST = new Set([
   'CONNECTION_CLOSED',

@@ -16,5 +16,8 @@ export function describeData(data: string): string {
   return POSTGRES_URL.test(data) ? redactUrl(data) : data;
 }
 
-/** Connections an instance's PostgreSQL pool holds: with `--workers`, shared out among the workers (src/serve/supervisor.ts). */
+/**
+ * Connections an instance's PostgreSQL pool holds: with `--workers`, shared out among the workers
+ * (src/serve/supervisor.ts).
+ */
 export const POOL_SIZE = 10;

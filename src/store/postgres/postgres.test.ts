@@ -29,7 +29,10 @@ import { postgresError } from './postgres-errors.ts';
 import { migratePostgres } from './postgres-migrate.ts';
 import { describeData } from './postgres-url.ts';
 
-/** A server the tests may create and drop databases on; `make unit` starts one (scripts/with-postgres.sh). */
+/**
+ * A server the tests may create and drop databases on; `make unit` starts one
+ * (scripts/with-postgres.sh).
+ */
 const SERVER = testPostgresUrl();
 const admin = postgres(SERVER, { max: 2, onnotice: () => {} });
 afterAll(async () => admin.end({ timeout: 5 }));
@@ -174,7 +177,8 @@ describe('PostgresStore', () => {
     expect(Number(row?.readable_from)).toBe(SCHEMA_VERSION);
     await Promise.all([sql.end(), blocker.end()]);
     await store.close();
-    // This build serves the newer schema: the later migration left it readable from this version on.
+    // This build serves the newer schema: the later migration left it readable from this version
+    // on.
     const again = await PostgresStore.open({ url: db.url, log: silentLogger });
     expect(await again.get(pet.id)).toEqual(pet);
     await again.close();
@@ -237,7 +241,8 @@ describe('PostgresStore', () => {
     via.port = String(proxy.port);
     const store = await PostgresStore.open({ url: via.toString(), log: silentLogger });
     try {
-      // The trim's transaction waits for a lock held elsewhere, its statement on the connection, when the network goes.
+      // The trim's transaction waits for a lock held elsewhere, its statement on the connection,
+      // when the network goes.
       const err = await whileLocked(db.url, 'webhook_outbox', async () => {
         const trimmed = store.outbox.trim(10, Date.now()).catch((e: unknown) => e);
         const name = direct.pathname.slice(1);
@@ -420,7 +425,8 @@ describe('PostgresStore version: every write of the fleet, heard through LISTEN'
       expect(b.changeCount()).toBe(before[1] as number); // nothing written: it stays
       await a.create({ name: 'Rex', categoryId: 1, status: 'available' });
       const afterOwn = a.changeCount();
-      // Counted before the create is acknowledged: pet 1 and the pets that exist have changed, nothing else.
+      // Counted before the create is acknowledged: pet 1 and the pets that exist have changed,
+      // nothing else.
       expect(afterOwn).not.toBe(before[0]);
       expect([a.unchanged(before[0] as number, { ids: [1] }), a.unchanged(before[0] as number, { ids: [2] })]).toEqual([
         false,
@@ -468,13 +474,15 @@ describe('PostgresStore version: every write of the fleet, heard through LISTEN'
     try {
       await listener.listen(PETS_CHANNEL, (payload) => heard.push(payload));
       const made = await a.create({ name: 'Rex', categoryId: 1, status: 'available' });
-      // Heard before the next write, which would otherwise share its announcement (ANNOUNCE_GATHER_MS).
+      // Heard before the next write, which would otherwise share its announcement
+      // (ANNOUNCE_GATHER_MS).
       await within(1_000, () => heard.length >= 1);
       await a.update(made.id, { status: 'pending' });
       await within(1_000, () => heard.length >= 2);
       await Bun.sleep(200);
       // One announcement per write, none from the trigger: the fleet's writes never take turns on
-      // NOTIFY. Each names its instance, the pet, and whether pets came or went (m) or a status changed (s).
+      // NOTIFY. Each names its instance, the pet, and whether pets came or went (m) or a status
+      // changed (s).
       expect(heard).toHaveLength(2);
       expect(heard.map((payload) => payload.replace(/^[0-9a-f]{8}:/, '<instance>:'))).toEqual([
         `<instance>:m:${made.id}`,
@@ -507,9 +515,11 @@ describe('PostgresStore version: every write of the fleet, heard through LISTEN'
       const placed = await store.placeOrder({ owner: 'key:acme', petId: pet.id, holdMs: 300, now: Date.now() });
       expect(placed.outcome).toBe('placed');
       expect(typeof store.changeCount()).toBe('number');
-      // Past the hold by the database's clock: the next read sweeps, and no answer is kept until then.
+      // Past the hold by the database's clock: the next read sweeps, and no answer is kept until
+      // then.
       await within(1_500, () => store.changeCount() === undefined);
-      // A kept read starts the expiry (as src/http/pipeline.ts does), then its count is known again.
+      // A kept read starts the expiry (as src/http/pipeline.ts does), then its count is known
+      // again.
       await within(2_000, () => {
         store.startDueOrderExpiry();
         return store.changeCount() !== undefined;
@@ -569,7 +579,8 @@ describe('PostgresStore without a server', () => {
     for (const err of [diskFull, readOnly, shutdown, closed]) {
       expect(postgresError(err, 'x')).toBeInstanceOf(StoreUnavailableError);
     }
-    // Unreachable (the TimeBoundedStore stops trying until a probe gets through): no connection made.
+    // Unreachable (the TimeBoundedStore stops trying until a probe gets through): no connection
+    // made.
     const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
     const starting = new PgError({ code: '57P03', message: 'the database system is starting up' });
     for (const err of [refused, starting]) expect(postgresError(err, 'x')).toBeInstanceOf(StoreUnreachableError);

@@ -679,7 +679,9 @@ export class PostgresStore implements DataStore, WithKeyStore {
     return expired;
   }
 
-  /** Reads the earliest hold of a placed order, watched by `startDueOrderExpiry()`, `changeCount()`. */
+  /**
+   * Reads the earliest hold of a placed order, watched by `startDueOrderExpiry()`, `changeCount()`.
+   */
   async #readNextDeadline(): Promise<void> {
     const [next] = await this.#query(
       STORE_CALLS.expireDueOrders.doing,
@@ -739,7 +741,9 @@ export class PostgresStore implements DataStore, WithKeyStore {
     if (Date.now() < this.#nextDeadline) return undefined;
     // A failed run is not the read's to answer: the read goes on and shows the pets as stored, with
     // nothing memoised (`changeCount()` stays undefined past the deadline). The next read or the
-    // order sweep (src/serve/start.ts, which logs and counts its failures) tries again.
+    // order sweep (src/serve/start.ts, which logs and counts its failures) tries again. A run that
+    // outlives `--store-timeout` is another matter: the time-bounded store (`boundAndTrace()`)
+    // rejects the read's wait, and the read answers 503.
     this.#expiring ??= this.expireDueOrders()
       .catch(() => {})
       .finally(() => {
@@ -755,7 +759,8 @@ export class PostgresStore implements DataStore, WithKeyStore {
    */
   changeCount(): number | undefined {
     // Past the earliest hold known here, pets may be about to change: nothing is memoised until the
-    // orders due are expired (by `startDueOrderExpiry()`'s run, or another instance's write heard here).
+    // orders due are expired (by `startDueOrderExpiry()`'s run, or another instance's write heard
+    // here).
     if (Date.now() >= this.#nextDeadline) return undefined;
     return this.#changes.version();
   }

@@ -21,11 +21,15 @@ export interface Migration {
   readonly name: string;
   readonly sqlite: string;
   readonly postgres: string;
-  /** The oldest build (by its SCHEMA_VERSION) that still serves the schema this leaves; default: this version. */
+  /**
+   * The oldest build (by its SCHEMA_VERSION) that still serves the schema this leaves; default:
+   * this version.
+   */
   readonly readableFrom?: number;
   /**
    * Indexes built after the migration's transaction: on PostgreSQL with CREATE INDEX CONCURRENTLY
-   * (writes go on meanwhile), on SQLite inside it. `on` is the rest of the statement: `ON pets (name)`.
+   * (writes go on meanwhile), on SQLite inside it. `on` is the rest of the statement:
+   * `ON pets (name)`.
    */
   readonly indexes?: readonly { readonly name: string; readonly on: string }[];
 }
@@ -271,7 +275,8 @@ export const MIGRATIONS: readonly Migration[] = [
     // Orders hold pets: an order and its pet's status change in one transaction, and the unique
     // index on the placed orders' pet_id makes "one open order per pet" the database's rule too.
     // Times are epoch ms on the database's clock (PostgreSQL's now(); on SQLite the host's). An
-    // order's owner is the caller's identity; id is random after a time prefix (newOrderId), so it says nothing of volume.
+    // order's owner is the caller's identity; id is random after a time prefix (newOrderId), so it
+    // says nothing of volume.
     sqlite: `
       CREATE TABLE orders (
         id TEXT PRIMARY KEY,
@@ -304,9 +309,10 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 10,
     name: 'consumer_ids',
-    // A stored consumer's identity (`con_…`), what owns its orders and Idempotency-Keys: made
-    // with the consumer, never given to another. NULL for the consumers stored before it; each
-    // instance derives theirs from the first key and stores it at start (src/keys/records.ts, `consumerIdOf`).
+    // A stored consumer's identity (`con_…`), what owns its orders and Idempotency-Keys: made with
+    // the consumer, never given to another. NULL for the consumers stored before it; each instance
+    // derives theirs from the first key and stores it at start (src/keys/records.ts,
+    // `consumerIdOf`).
     readableFrom: 8,
     sqlite: `
       ALTER TABLE key_consumers ADD COLUMN id TEXT;
@@ -344,7 +350,10 @@ export const SCHEMA_STATE_SQL = `
 export interface SchemaState {
   /** The database's schema version (0: empty). */
   readonly version: number;
-  /** The oldest build (by SCHEMA_VERSION) that serves it; 0 when this build knows every migration applied. */
+  /**
+   * The oldest build (by SCHEMA_VERSION) that serves it; 0 when this build knows every migration
+   * applied.
+   */
   readonly readableFrom: number;
 }
 

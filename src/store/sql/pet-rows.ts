@@ -1,5 +1,6 @@
 // The pet columns SQLite and PostgreSQL select, and their rows turned into records: PET_COLUMNS,
-// petFromRow(), storedPetFromRow(), REPLAYED_PET, inventoryFromRows(); column() reads a row's column.
+// petFromRow(), storedPetFromRow(), REPLAYED_PET, inventoryFromRows(); column() reads a row's
+// column.
 import { type Inventory, type Pet, PetStatus, type StoredPet } from '../../core/pet-records.ts';
 import { StoreError } from '../store-error.ts';
 

@@ -7,7 +7,9 @@ import type { Logger } from '../../log.ts';
 
 /** The folder the server makes for its database: its user only. */
 const DATA_DIR_MODE = 0o700;
-/** The database file and SQLite's `-wal` and `-shm` beside it: read and written by its user only. */
+/**
+ * The database file and SQLite's `-wal` and `-shm` beside it: read and written by its user only.
+ */
 const DATA_FILE_MODE = 0o600;
 
 /** The files SQLite keeps for a database in WAL mode. */

@@ -199,7 +199,8 @@ describe('SqliteStore file', () => {
     const retry = { keySpace: 'key:acme/createPet', key: 'k', fingerprint: 'f', now };
     const pet = { name: 'kept', categoryId: 4, status: 'pending' } as const;
     expect(await store.createOnce(pet, retry)).toEqual({ outcome: 'replayed', pet: kept });
-    // The migration copied the pet into its key: a retry answers it as created, whatever became of it.
+    // The migration copied the pet into its key: a retry answers it as created, whatever became of
+    // it.
     await store.update(1, { name: 'renamed' });
     expect(await store.createOnce(pet, retry)).toEqual({ outcome: 'replayed', pet: kept });
     await store.remove(1);

@@ -6,7 +6,8 @@
  * - A call unsettled after `timeoutMs` is rejected with `StoreTimeoutError` (503), whatever the
  *   backend waits for. A write's message says it may still have taken effect.
  * - A call that fails with `StoreUnreachableError` marks the database unreachable. Every call is
- *   then rejected at once, and a probe pings the backend until one answers. Each change is logged once.
+ *   then rejected at once, and a probe pings the backend until one answers. Each change is logged
+ *   once.
  */
 import { clearTimeout, setTimeout } from 'node:timers';
 import { type Clock, systemClock } from '../../core/clock.ts';
@@ -42,7 +43,10 @@ export interface TimeBoundedStoreOptions {
   readonly probeIntervalMs?: number;
   readonly clock?: Clock;
   readonly timers?: Timers;
-  /** The database, for the calls' spans (src/store/wrappers/traced.ts): `sqlite`, `postgresql`; none in memory. */
+  /**
+   * The database, for the calls' spans (src/store/wrappers/traced.ts): `sqlite`, `postgresql`; none
+   * in memory.
+   */
   readonly system?: DbSystem;
 }
 
@@ -63,8 +67,8 @@ export interface TimeBoundedStore extends WrappedStore {
 }
 
 /**
- * `backend` with every call of `STORE_CALLS` and `OUTBOX_CALLS` bounded, each in a child record of the
- * request's trace when it is recorded.
+ * `backend` with every call of `STORE_CALLS` and `OUTBOX_CALLS` bounded, each in a child record of
+ * the request's trace when it is recorded.
  *
  * @example
  * const store = boundAndTrace(await PostgresStore.open({ url, log }), { timeoutMs: 2_000, log });
@@ -92,7 +96,9 @@ export function boundAndTrace(backend: DataStore, options: TimeBoundedStoreOptio
   };
 }
 
-/** The bound's state: the calls in flight and their one deadline timer, the outage and its probe. */
+/**
+ * The bound's state: the calls in flight and their one deadline timer, the outage and its probe.
+ */
 class TimeBound {
   readonly #backend: DataStore;
   readonly #timeoutMs: number;
@@ -109,7 +115,10 @@ class TimeBound {
   #deadlineTimer: unknown;
   /** Epoch ms since the database is unreachable, while it is. */
   #unreachableSince: number | undefined;
-  /** Epoch ms a probe last found the database back: calls begun before then cannot mark it unreachable. */
+  /**
+   * Epoch ms a probe last found the database back: calls begun before then cannot mark it
+   * unreachable.
+   */
   #backAt = Number.NEGATIVE_INFINITY;
   #reason = '';
   #probeTimer: unknown;

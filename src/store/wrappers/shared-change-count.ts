@@ -3,7 +3,9 @@
 // all of them read, so no worker serves a memoised answer that another's write made stale.
 import { type CallWrap, type DataStore, type OwnCalls, type WrappedStore, wrapStore } from '../store.ts';
 
-/** The change count of one worker's store: its own store's, and the count of every worker's writes. */
+/**
+ * The change count of one worker's store: its own store's, and the count of every worker's writes.
+ */
 interface SharedChangeCount {
   readonly own: unknown;
   readonly shared: number;
@@ -46,7 +48,8 @@ export function sharedChangeCount(store: DataStore | WrappedStore, counter: Int3
       const own = store.changeCount();
       if (own === undefined) return undefined;
       const shared = Atomics.load(counter, index);
-      // The pair is made only when either part moved: a read that finds neither moved allocates nothing.
+      // The pair is made only when either part moved: a read that finds neither moved allocates
+      // nothing.
       if (shared !== seen || own !== inner) {
         seen = shared;
         inner = own;
@@ -54,7 +57,8 @@ export function sharedChangeCount(store: DataStore | WrappedStore, counter: Int3
       }
       return current;
     },
-    // Another worker's write may have changed any pet: a memoised answer stays true only while no worker wrote.
+    // Another worker's write may have changed any pet: a memoised answer stays true only while no
+    // worker wrote.
     unchanged: (since, reads) => {
       const { own, shared } = since as SharedChangeCount;
       return shared === Atomics.load(counter, index) && store.unchanged(own, reads);

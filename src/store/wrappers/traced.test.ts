@@ -21,7 +21,10 @@ const details = {
 
 afterEach(() => useRecorder(undefined, undefined));
 
-/** The store spans of one request that makes `calls`, as the export sends them, the request's own left out. */
+/**
+ * The store spans of one request that makes `calls`, as the export sends them, the request's own
+ * left out.
+ */
 async function spansOf(calls: (keyof typeof STORE_CALLS | keyof typeof OUTBOX_CALLS)[]): Promise<ExportedSpan[]> {
   const ring = new TraceRing(4);
   useRecorder(ring, undefined, () => true, { slowerThanMs: 0, errors: false, maxPerSecond: 100, capped: () => {} });

@@ -1,8 +1,8 @@
 /**
  * Each store call as a child of the request's trace record, when requests are recorded: a wrapper
  * derived from the method lists (`STORE_CALLS`, `OUTBOX_CALLS`) like the others, named
- * `<call> <table>` (`ping` alone) and attributed by OpenTelemetry's database conventions. A call made
- * outside a traced request (the webhook worker's) has none.
+ * `<call> <table>` (`ping` alone) and attributed by OpenTelemetry's database conventions. A call
+ * made outside a traced request (the webhook worker's) has none.
  */
 import type { Attributes } from '@opentelemetry/api';
 import { type ChildOptions, childSpan } from '../../trace/spans.ts';
@@ -17,7 +17,10 @@ interface CallSpan {
   readonly options?: ChildOptions<unknown>;
 }
 
-/** The idempotency look-up's answer, on the span of `createOnce` (the look-up and the insert are one transaction). */
+/**
+ * The idempotency look-up's answer, on the span of `createOnce` (the look-up and the insert are one
+ * transaction).
+ */
 const IDEMPOTENCY: ChildOptions<unknown> = {
   outcome: { key: 'petstore.idempotency.outcome', of: (result) => (result as CreateOnceResult).outcome },
 };

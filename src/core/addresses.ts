@@ -6,7 +6,10 @@
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 
-/** IPv6 clients are counted by their /56 unless `--ipv6-prefix` says otherwise (as express-rate-limit does). */
+/**
+ * IPv6 clients are counted by their /56 unless `--ipv6-prefix` says otherwise (as
+ * express-rate-limit does).
+ */
 export const DEFAULT_IPV6_PREFIX = 56;
 
 type Address = ipaddr.IPv4 | ipaddr.IPv6;
