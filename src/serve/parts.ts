@@ -63,8 +63,9 @@ export async function openLimiter(config: Config, log: Logger, metrics: Metrics 
  * The wrappers, from the outside in (this is the one place that puts them together, besides
  * `openStore()`, which adds the innermost, the time bound and the trace, for the CLI's commands
  * too):
- * - with `--workers` above 1 (`shared`), `sharedChangeCount()`: every write of any worker or of
- *   the supervisor moves the change count every worker's memo reads;
+ * - with `--workers` above 1 (`shared`), `sharedChangeCount()`: a write of any worker or of the
+ *   supervisor that changed something, or failed, moves the change count every worker's memo
+ *   reads; a write that changed nothing leaves it;
  * - with metrics, `countStoreErrors()`: failed calls counted;
  * - `boundAndTrace()` (from `openStore()`): each call in a child record of the request's trace
  *   and bounded by `--store-timeout`;
