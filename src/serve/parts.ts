@@ -24,8 +24,8 @@ import { PUBLIC_TARGETS } from '../webhooks/sender.ts';
 import { poolShare, WORKER_STATE } from './supervisor.ts';
 
 /**
- * The in-process limiter, or the Redis one with it as the fallback (`--redis`); ban starts and ends
- * logged and counted.
+ * The in-process limiter, or the Redis one with it as the fallback (`--redis`). A ban's start is
+ * logged and counted by plan (`metrics.banned`); its end is only logged.
  */
 export async function openLimiter(config: Config, log: Logger, metrics: Metrics | undefined) {
   const onEvent = (e: LimiterEvent) => {
