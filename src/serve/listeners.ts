@@ -19,11 +19,11 @@ export class Listeners {
     readonly main: RunningServer,
     readonly metrics: RunningServer | undefined,
     adapter: RuntimeAdapter,
-    app: (fetch: ServeOptions['fetch']) => void,
+    resolveApp: (fetch: ServeOptions['fetch']) => void,
   ) {
     this.all = metrics ? [main, metrics] : [main];
     this.#adapter = adapter;
-    this.#resolveApp = app;
+    this.#resolveApp = resolveApp;
   }
 
   /**
