@@ -184,7 +184,7 @@ function workerCount(config: Config, adapter: RuntimeAdapter): number {
  * Starts the workers on the port the supervisor proved free. Each serves the API with the host's
  * one limiter and keys, which the supervisor holds; they serve from when all of them listen. A
  * worker lost for good stops the process (SIGTERM's drain), never serving on with fewer than it
- * says.
+ * says. The pool hears of each change of the keys, and joins the listeners, drained first.
  */
 async function startWorkers({
   config,
@@ -208,7 +208,7 @@ async function startWorkers({
   delivery: DeliveryWorker | undefined;
   /** The host's state that workers show on /readyz: the Redis limiter's, the keys' problem. */
   status: () => HostStatus;
-}): Promise<WorkerPool> {
+}): Promise<void> {
   const pool = await WorkerPool.start({
     count: memory.slots.workers,
     config,
@@ -231,7 +231,6 @@ async function startWorkers({
   });
   keys.onChange((table) => pool.keysChanged(table));
   listeners.workers(pool);
-  return pool;
 }
 
 /** How often each instance expires the orders whose hold is over, when no request did first. */
