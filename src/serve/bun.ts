@@ -22,7 +22,7 @@ export const adapter: RuntimeAdapter = {
       // Off but for the workers of one process: with SO_REUSEPORT a second server on the same
       // port starts fine and the kernel splits connections between the two (an old version and a
       // new one, say), so the supervisor first proves the port free without it (`Listeners.bind`'s
-      // `proveOnly`, src/serve/start.ts).
+      // `proveOnly`, src/serve/listeners.ts).
       reusePort,
       // Between requests. Before the first byte and while headers are incomplete Bun 1.4 closes
       // the connection after about 10 s whatever this says (scripts/connections.test.ts), so

@@ -1,39 +1,31 @@
-// Serving. From the parsed configuration, this file starts the runtime's adapter, the listeners,
-// the store, the limiter, the webhooks and the apps. It serves on this thread (one worker), or
-// on --workers threads (src/serve/supervisor.ts). It also runs the shutdown that a signal starts.
+// Serving. From the parsed configuration, this file starts the runtime's adapter, binds the
+// listeners (src/serve/listeners.ts), opens the store, the limiter and the webhooks
+// (src/serve/parts.ts), and builds the apps. It serves on this thread (one worker), or on
+// --workers threads (src/serve/supervisor.ts). It also runs the shutdown that a signal starts.
 import process from 'node:process';
-import { type AppOptions, adminApp, createApp, metricsApp } from '../app.ts';
+import { type AppOptions, adminApp, createApp } from '../app.ts';
 import { type Config, ConfigError, memoryWithWorkers } from '../config.ts';
 import { TrustedProxies } from '../core/addresses.ts';
 import { systemClock } from '../core/clock.ts';
-import {
-  type LeaseStats,
-  type LimiterEvent,
-  loadRedisLimiter,
-  type RateLimiter,
-  SlidingWindowLimiter,
-} from '../gateway/gateway.ts';
+import type { RateLimiter } from '../gateway/gateway.ts';
 import { announceDevKey } from '../keys/dev-key.ts';
 import { KeysFileError } from '../keys/file.ts';
 import { KEYS_STORE, LiveKeys } from '../keys/live-keys.ts';
 import { keysFileWriteProblem } from '../keys/locked-file.ts';
-import { AllowedRanges } from '../keys/webhook-targets.ts';
 import { createLogger, type Logger, logLines } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
-import { countStoreErrors } from '../metrics/store-errors.ts';
-import { describeData, MEMORY, openStore } from '../store/open.ts';
-import type { DataStore, WrappedStore } from '../store/store.ts';
-import { sharedChangeCount } from '../store/wrappers/shared-change-count.ts';
+import { describeData, MEMORY } from '../store/open.ts';
+import type { DataStore } from '../store/store.ts';
 import { tracesUrl } from '../trace/settings.ts';
 import { VERSION } from '../version.ts';
-import { DeliveryWorker } from '../webhooks/delivery-worker.ts';
-import { notifier } from '../webhooks/notify.ts';
-import { PUBLIC_TARGETS } from '../webhooks/sender.ts';
-import type { RunningServer, RuntimeAdapter, ServeOptions } from './adapter.ts';
+import type { DeliveryWorker } from '../webhooks/delivery-worker.ts';
+import type { RunningServer, RuntimeAdapter } from './adapter.ts';
 import { availableCpus } from './cpus.ts';
 import { checkOpenFiles, openFilesNeeded } from './fd-limit.ts';
+import { Listeners } from './listeners.ts';
+import { openLimiter, storeOf, webhooksOf } from './parts.ts';
 import { handleSignals } from './signals.ts';
-import { type HostStatus, poolShare, WORKER_STATE, type WorkerMemory, WorkerPool, workerMemory } from './supervisor.ts';
+import { type HostStatus, type WorkerMemory, WorkerPool, workerMemory } from './supervisor.ts';
 
 // Defined by `bun build --define` for a compiled binary (scripts/lib/build-info.sh), else
 // undeclared. `loadAdapter()` reads it here, not as `COMPILED` of src/version.ts: the bundler
@@ -192,7 +184,7 @@ function workerCount(config: Config, adapter: RuntimeAdapter): number {
  * Starts the workers on the port the supervisor proved free. Each serves the API with the host's
  * one limiter and keys, which the supervisor holds; they serve from when all of them listen. A
  * worker lost for good stops the process (SIGTERM's drain), never serving on with fewer than it
- * says.
+ * says. The pool hears of each change of the keys, and joins the listeners, drained first.
  */
 async function startWorkers({
   config,
@@ -216,7 +208,7 @@ async function startWorkers({
   delivery: DeliveryWorker | undefined;
   /** The host's state that workers show on /readyz: the Redis limiter's, the keys' problem. */
   status: () => HostStatus;
-}): Promise<WorkerPool> {
+}): Promise<void> {
   const pool = await WorkerPool.start({
     count: memory.slots.workers,
     config,
@@ -239,7 +231,6 @@ async function startWorkers({
   });
   keys.onChange((table) => pool.keysChanged(table));
   listeners.workers(pool);
-  return pool;
 }
 
 /** How often each instance expires the orders whose hold is over, when no request did first. */
@@ -315,197 +306,6 @@ async function tracesOf(config: Config, metrics: Metrics | undefined) {
     ...(metrics ? { dropped: (spans: number, reason: string) => metrics.spansDropped(spans, reason) } : {}),
   });
   return { url, shutdown: exported.shutdown };
-}
-
-/**
- * The server's listeners: the API's port and the metrics port are bound before the store
- * opens, so a port in use leaves no new database file behind; a request that arrives meanwhile
- * waits for the app.
- */
-class Listeners {
-  readonly all: RunningServer[];
-  readonly #adapter: RuntimeAdapter;
-  readonly #resolveApp: (fetch: ServeOptions['fetch']) => void;
-
-  private constructor(
-    readonly main: RunningServer,
-    readonly metrics: RunningServer | undefined,
-    adapter: RuntimeAdapter,
-    app: (fetch: ServeOptions['fetch']) => void,
-  ) {
-    this.all = metrics ? [main, metrics] : [main];
-    this.#adapter = adapter;
-    this.#resolveApp = app;
-  }
-
-  /**
-   * With `proveOnly` (workers to come), the API's port is bound without `SO_REUSEPORT` and
-   * closed again: a port in use stops the start here, as with one worker, and the workers then
-   * share the port this proved free (a port of 0 keeps the number the system gave).
-   */
-  static async bind(
-    config: Config,
-    adapter: RuntimeAdapter,
-    metrics: Metrics | undefined,
-    proveOnly = false,
-  ): Promise<Listeners> {
-    let resolve: (fetch: ServeOptions['fetch']) => void = () => {};
-    const app = new Promise<ServeOptions['fetch']>((r) => {
-      resolve = r;
-    });
-    // The port is bound before the app exists: until it does, a request waits for it. Once it
-    // does, `handle` is the app itself, so later requests skip the wait's promise.
-    let handle: ServeOptions['fetch'] = (req, env) => app.then((fetch) => fetch(req, env));
-    void app.then((fetch) => {
-      handle = fetch;
-    });
-    let main = await adapter.serve({
-      fetch: (req, env) => handle(req, env),
-      port: config.port,
-      hostname: config.host,
-      headerTimeoutSeconds: config.headerTimeoutSeconds,
-      idleTimeoutSeconds: config.idleTimeoutSeconds,
-    });
-    if (proveOnly) {
-      await main.stop(true);
-      main = { port: main.port, stop: async () => {} };
-    }
-    const metricsServer =
-      metrics && config.metricsPort !== null
-        ? await adapter.serve({ fetch: metricsApp(metrics).fetch, port: config.metricsPort, hostname: config.host })
-        : undefined;
-    return new Listeners(main, metricsServer, adapter, resolve);
-  }
-
-  /**
-   * `step`'s result; when it fails, `undo` and every listener bound so far stopped first, so a
-   * failed store, keys load or worker start leaves no port bound and no store open. The steps
-   * after these (the admin listener, the keys' watchers) are not wrapped: their failure ends the
-   * process (src/main.ts), which frees what it holds.
-   */
-  async unlessFailed<T>(step: () => Promise<T>, undo: () => Promise<void> = async () => {}): Promise<T> {
-    try {
-      return await step();
-    } catch (err) {
-      await Promise.all(this.all.map((s) => s.stop(true)));
-      await undo();
-      throw err;
-    }
-  }
-
-  /** The API's port serves `fetch` from now on, the requests that waited for it first. */
-  answerWith(fetch: ServeOptions['fetch']): void {
-    this.#resolveApp(fetch);
-  }
-
-  /** The workers, serving the API's port: drained first on shutdown, with the others. */
-  workers(pool: RunningServer): void {
-    this.all.unshift(pool);
-  }
-
-  /** Another listener (the admin API's), stopped with the others. */
-  async add(fetch: ServeOptions['fetch'], port: number, hostname: string): Promise<RunningServer> {
-    const server = await this.#adapter.serve({ fetch, port, hostname });
-    this.all.push(server);
-    return server;
-  }
-}
-
-/**
- * The in-process limiter, or the Redis one with it as the fallback (`--redis`); ban starts and ends
- * logged and counted.
- */
-async function openLimiter(config: Config, log: Logger, metrics: Metrics | undefined) {
-  const onEvent = (e: LimiterEvent) => {
-    if (e.type === 'ban_end') return log.warn('ban ended', { subject: e.subject.label, plan: e.subject.plan });
-    metrics?.banned(e.subject.plan);
-    log.warn('ban started', { subject: e.subject.label, plan: e.subject.plan, until: new Date(e.until).toISOString() });
-  };
-  const local = new SlidingWindowLimiter({ clock: systemClock, onEvent });
-  // ioredis is loaded only with --redis, like the PostgreSQL client with a postgres:// --data.
-  const redisLimiter = config.redis
-    ? await loadRedisLimiter({
-        url: config.redis,
-        mode: config.redisFail,
-        fallback: local,
-        log,
-        onEvent,
-        ...(metrics ? { leaseStats: (read: () => LeaseStats) => metrics.leases.watch(read) } : {}),
-      })
-    : undefined;
-  const limiter: RateLimiter = redisLimiter ?? local;
-  metrics?.watchLimiter({
-    backend: () => (redisLimiter ? redisLimiter.status().backend : 'memory'),
-    ...(redisLimiter
-      ? { outages: () => redisLimiter.status().outages, localDecisions: () => redisLimiter.status().localDecisions }
-      : {}),
-    table: local,
-  });
-  return { limiter, redisLimiter };
-}
-
-/**
- * The one store every part is given (the API, the keys, the webhook delivery and notifier). Every
- * part calls the store through these wrappers, except the key store (`--keys store`), which
- * calls `store.backend` directly (src/store/key-store.ts).
- * The wrappers, from the outside in (this is the one place that puts them together, besides
- * `openStore()`, which adds the innermost, the time bound and the trace, for the CLI's commands
- * too):
- * - with `--workers` above 1 (`shared`), `sharedChangeCount()`: every write of any worker or of
- *   the supervisor moves the change count every worker's memo reads;
- * - with metrics, `countStoreErrors()`: failed calls counted;
- * - `boundAndTrace()` (from `openStore()`): each call in a child record of the request's trace
- *   and bounded by `--store-timeout`;
- * - the backend: memory, SQLite or PostgreSQL.
- *
- * The supervisor and each worker (src/serve/worker.ts) call it with the workers' shared memory.
- */
-export async function storeOf(
-  config: Config,
-  log: Logger,
-  metrics: Metrics | undefined,
-  shared?: { readonly state: Int32Array; readonly workers: number },
-): Promise<WrappedStore> {
-  const store = await openStore(config.data, log, {
-    timeoutMs: config.storeTimeoutSeconds * 1_000,
-    ...(shared
-      ? {
-          poolSize: poolShare(shared.workers),
-          lockReleases: { counter: shared.state, index: WORKER_STATE.lockReleases },
-        }
-      : {}),
-  });
-  const counted = metrics ? countStoreErrors(store, metrics) : store;
-  return shared ? sharedChangeCount(counted, shared.state, WORKER_STATE.storeChanges) : counted;
-}
-
-/**
- * Webhook events: recorded in the store's outbox before the answer, delivered by the
- * `DeliveryWorker` off the request path; none without an outbox. The `DeliveryWorker` calls
- * `storeOf`'s store, so its failures are counted and each call has a request's time bound. The
- * sends are outside those calls. The bound keeps a stuck connection from holding up shutdown. The
- * worker and the requests share one time bound: once any call finds the database unreachable, the
- * worker's calls and the requests' fail at once.
- */
-export function webhooksOf(
-  store: DataStore,
-  config: Config,
-  log: Logger,
-  metrics: Metrics | undefined,
-  keys: LiveKeys,
-) {
-  const { outbox } = store;
-  if (!outbox) return {};
-  const delivery = new DeliveryWorker({
-    outbox,
-    keys: () => keys.table.records(),
-    log,
-    maxOutbox: config.webhookOutboxMax,
-    targets: { ...PUBLIC_TARGETS, allowed: new AllowedRanges(config.webhookAllowCidr) },
-    ...(metrics ? { report: metrics.webhooks } : {}),
-    ...(config.webhookRetryDelays ? { delays: config.webhookRetryDelays } : {}),
-  });
-  return { delivery, notify: notifier({ outbox, log, clock: systemClock, recorded: () => delivery.wake() }) };
 }
 
 /**

@@ -1,0 +1,100 @@
+// The ports start-up (src/serve/start.ts) binds: the API's, the metrics' and the admin API's,
+// stopped together on shutdown.
+import { metricsApp } from '../app.ts';
+import type { Config } from '../config.ts';
+import type { Metrics } from '../metrics/registry.ts';
+import type { RunningServer, RuntimeAdapter, ServeOptions } from './adapter.ts';
+
+/**
+ * The server's listeners: the API's port and the metrics port are bound before the store
+ * opens, so a port in use leaves no new database file behind; a request that arrives meanwhile
+ * waits for the app.
+ */
+export class Listeners {
+  readonly all: RunningServer[];
+  readonly #adapter: RuntimeAdapter;
+  readonly #resolveApp: (fetch: ServeOptions['fetch']) => void;
+
+  private constructor(
+    readonly main: RunningServer,
+    readonly metrics: RunningServer | undefined,
+    adapter: RuntimeAdapter,
+    resolveApp: (fetch: ServeOptions['fetch']) => void,
+  ) {
+    this.all = metrics ? [main, metrics] : [main];
+    this.#adapter = adapter;
+    this.#resolveApp = resolveApp;
+  }
+
+  /**
+   * With `proveOnly` (workers to come), the API's port is bound without `SO_REUSEPORT` and
+   * closed again: a port in use stops the start here, as with one worker, and the workers then
+   * share the port this proved free (a port of 0 keeps the number the system gave).
+   */
+  static async bind(
+    config: Config,
+    adapter: RuntimeAdapter,
+    metrics: Metrics | undefined,
+    proveOnly = false,
+  ): Promise<Listeners> {
+    let resolve: (fetch: ServeOptions['fetch']) => void = () => {};
+    const app = new Promise<ServeOptions['fetch']>((r) => {
+      resolve = r;
+    });
+    // The port is bound before the app exists: until it does, a request waits for it. Once it
+    // does, `handle` is the app itself, so later requests skip the wait's promise.
+    let handle: ServeOptions['fetch'] = (req, env) => app.then((fetch) => fetch(req, env));
+    void app.then((fetch) => {
+      handle = fetch;
+    });
+    let main = await adapter.serve({
+      fetch: (req, env) => handle(req, env),
+      port: config.port,
+      hostname: config.host,
+      headerTimeoutSeconds: config.headerTimeoutSeconds,
+      idleTimeoutSeconds: config.idleTimeoutSeconds,
+    });
+    if (proveOnly) {
+      await main.stop(true);
+      main = { port: main.port, stop: async () => {} };
+    }
+    const metricsServer =
+      metrics && config.metricsPort !== null
+        ? await adapter.serve({ fetch: metricsApp(metrics).fetch, port: config.metricsPort, hostname: config.host })
+        : undefined;
+    return new Listeners(main, metricsServer, adapter, resolve);
+  }
+
+  /**
+   * `step`'s result; when it fails, `undo` and every listener bound so far stopped first, so a
+   * failed store, keys load or worker start leaves no port bound and no store open. The steps
+   * after these (the admin listener, the keys' watchers) are not wrapped: their failure ends the
+   * process (src/main.ts), which frees what it holds.
+   */
+  async unlessFailed<T>(step: () => Promise<T>, undo: () => Promise<void> = async () => {}): Promise<T> {
+    try {
+      return await step();
+    } catch (err) {
+      await Promise.all(this.all.map((s) => s.stop(true)));
+      await undo();
+      throw err;
+    }
+  }
+
+  /** The API's port serves `fetch` from now on, the requests that waited for it first. */
+  answerWith(fetch: ServeOptions['fetch']): void {
+    this.#resolveApp(fetch);
+  }
+
+  /** The workers, serving the API's port: drained first on shutdown, with the others. */
+  workers(pool: RunningServer): void {
+    this.all.unshift(pool);
+  }
+
+  /** Another listener (the admin API's), stopped with the others. */
+  async add(fetch: ServeOptions['fetch'], port: number, hostname: string): Promise<RunningServer> {
+    const server = await this.#adapter.serve({ fetch, port, hostname });
+    this.all.push(server);
+    return server;
+  }
+}

@@ -1,0 +1,122 @@
+// What start-up opens once and hands the apps: the limiter, the wrapped store and the webhooks.
+// One process and the supervisor (src/serve/start.ts) call them; each worker (src/serve/worker.ts)
+// calls `storeOf()` too.
+import type { Config } from '../config.ts';
+import { systemClock } from '../core/clock.ts';
+import {
+  type LeaseStats,
+  type LimiterEvent,
+  loadRedisLimiter,
+  type RateLimiter,
+  SlidingWindowLimiter,
+} from '../gateway/gateway.ts';
+import type { LiveKeys } from '../keys/live-keys.ts';
+import { AllowedRanges } from '../keys/webhook-targets.ts';
+import type { Logger } from '../log.ts';
+import type { Metrics } from '../metrics/registry.ts';
+import { countStoreErrors } from '../metrics/store-errors.ts';
+import { openStore } from '../store/open.ts';
+import type { DataStore, WrappedStore } from '../store/store.ts';
+import { sharedChangeCount } from '../store/wrappers/shared-change-count.ts';
+import { DeliveryWorker } from '../webhooks/delivery-worker.ts';
+import { notifier } from '../webhooks/notify.ts';
+import { PUBLIC_TARGETS } from '../webhooks/sender.ts';
+import { poolShare, WORKER_STATE } from './supervisor.ts';
+
+/**
+ * The in-process limiter, or the Redis one with it as the fallback (`--redis`). A ban's start is
+ * logged and counted by plan (`metrics.banned`); its end is only logged.
+ */
+export async function openLimiter(config: Config, log: Logger, metrics: Metrics | undefined) {
+  const onEvent = (e: LimiterEvent) => {
+    if (e.type === 'ban_end') return log.warn('ban ended', { subject: e.subject.label, plan: e.subject.plan });
+    metrics?.banned(e.subject.plan);
+    log.warn('ban started', { subject: e.subject.label, plan: e.subject.plan, until: new Date(e.until).toISOString() });
+  };
+  const local = new SlidingWindowLimiter({ clock: systemClock, onEvent });
+  // ioredis is loaded only with --redis, like the PostgreSQL client with a postgres:// --data.
+  const redisLimiter = config.redis
+    ? await loadRedisLimiter({
+        url: config.redis,
+        mode: config.redisFail,
+        fallback: local,
+        log,
+        onEvent,
+        ...(metrics ? { leaseStats: (read: () => LeaseStats) => metrics.leases.watch(read) } : {}),
+      })
+    : undefined;
+  const limiter: RateLimiter = redisLimiter ?? local;
+  metrics?.watchLimiter({
+    backend: () => (redisLimiter ? redisLimiter.status().backend : 'memory'),
+    ...(redisLimiter
+      ? { outages: () => redisLimiter.status().outages, localDecisions: () => redisLimiter.status().localDecisions }
+      : {}),
+    table: local,
+  });
+  return { limiter, redisLimiter };
+}
+
+/**
+ * The one store every part is given (the API, the keys, the webhook delivery and notifier). Every
+ * part calls the store through these wrappers, except the key store (`--keys store`), which
+ * calls `store.backend` directly (src/store/key-store.ts).
+ * The wrappers, from the outside in (this is the one place that puts them together, besides
+ * `openStore()`, which adds the innermost, the time bound and the trace, for the CLI's commands
+ * too):
+ * - with `--workers` above 1 (`shared`), `sharedChangeCount()`: a write of any worker or of the
+ *   supervisor that changed something, or failed, moves the change count every worker's memo
+ *   reads; a write that changed nothing leaves it;
+ * - with metrics, `countStoreErrors()`: failed calls counted;
+ * - `boundAndTrace()` (from `openStore()`): each call in a child record of the request's trace
+ *   and bounded by `--store-timeout`;
+ * - the backend: memory, SQLite or PostgreSQL.
+ *
+ * The supervisor and each worker (src/serve/worker.ts) call it with the workers' shared memory.
+ */
+export async function storeOf(
+  config: Config,
+  log: Logger,
+  metrics: Metrics | undefined,
+  shared?: { readonly state: Int32Array; readonly workers: number },
+): Promise<WrappedStore> {
+  const store = await openStore(config.data, log, {
+    timeoutMs: config.storeTimeoutSeconds * 1_000,
+    ...(shared
+      ? {
+          poolSize: poolShare(shared.workers),
+          lockReleases: { counter: shared.state, index: WORKER_STATE.lockReleases },
+        }
+      : {}),
+  });
+  const counted = metrics ? countStoreErrors(store, metrics) : store;
+  return shared ? sharedChangeCount(counted, shared.state, WORKER_STATE.storeChanges) : counted;
+}
+
+/**
+ * Webhook events: recorded in the store's outbox before the answer, delivered by the
+ * `DeliveryWorker` off the request path; none without an outbox. The `DeliveryWorker` calls
+ * `storeOf`'s store, so its failures are counted and each call has a request's time bound. The
+ * sends are outside those calls. The bound keeps a stuck connection from holding up shutdown. The
+ * worker and the requests share one time bound: once any call finds the database unreachable, the
+ * worker's calls and the requests' fail at once.
+ */
+export function webhooksOf(
+  store: DataStore,
+  config: Config,
+  log: Logger,
+  metrics: Metrics | undefined,
+  keys: LiveKeys,
+) {
+  const { outbox } = store;
+  if (!outbox) return {};
+  const delivery = new DeliveryWorker({
+    outbox,
+    keys: () => keys.table.records(),
+    log,
+    maxOutbox: config.webhookOutboxMax,
+    targets: { ...PUBLIC_TARGETS, allowed: new AllowedRanges(config.webhookAllowCidr) },
+    ...(metrics ? { report: metrics.webhooks } : {}),
+    ...(config.webhookRetryDelays ? { delays: config.webhookRetryDelays } : {}),
+  });
+  return { delivery, notify: notifier({ outbox, log, clock: systemClock, recorded: () => delivery.wake() }) };
+}
