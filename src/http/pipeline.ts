@@ -271,8 +271,10 @@ function partsOf({
  * Step 1 runs the rest inside itself, so it sees every answer. Step 3 runs steps 4 and 5, step 5
  * runs step 6, and step 6 runs step 7 and answers its reply (step 8). So the gateway holds the
  * caller's in-flight slot until the answer is made, or until a step throws. A refusal leaves
- * through `fail`. Step 6 begins at 6.1 or at 6.2, chosen once per route: an operation that
- * expires no due orders first pays nothing for 6.1.
+ * through `fail`: the gateway returns its refusals (the hot path, where a throw is slow), the other
+ * steps throw theirs, and `answerExchange` catches them, so a new check may throw. Step 6 begins
+ * at 6.1 or at 6.2, chosen once per route: an operation that expires no due orders first pays
+ * nothing for 6.1.
  */
 function operationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
   const route = routeOf(parts, op);
