@@ -126,7 +126,7 @@ export function createApp({
     ...(metrics ? { count: (consumer, window) => metrics.wouldRefuse(consumer, window) } : {}),
   });
   // The admission check: who calls, the in-flight cap, the rate limit and the key's scope (step 3).
-  const admit = gateway({
+  const admission = gateway({
     keys,
     limiter,
     clientAddress,
@@ -143,7 +143,7 @@ export function createApp({
     log,
     clock,
     clientAddress,
-    admission: admit,
+    admission,
     deps: { store, clock, orderHoldMs },
     // The pipeline's own use of the store: the expiry of due orders and the memo's change count.
     store,
@@ -232,12 +232,12 @@ export function adminApp({
   metrics,
   consumerDeleted,
 }: AdminAppOptions) {
-  const admit = gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, clock, admin: true });
+  const admission = gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, clock, admin: true });
   const routes = tableRouteHandlers<AdminDeps>({
     log,
     clock,
     clientAddress,
-    admission: admit,
+    admission,
     deps: { keys: admin, clock, ...(consumerDeleted ? { consumerDeleted } : {}) },
     maxBodyBytes: MAX_BODY_BYTES,
     allowedMethods: allowedMethods(ADMIN_PREFIX, ADMIN_OPERATIONS),

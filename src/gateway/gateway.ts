@@ -145,9 +145,9 @@ export type Admission = <T>(
  * have been refused for goes to `wouldRefuse`, and its headers show the numbers as if enforced.
  *
  * @example
- * const admit = gateway({ keys: () => table, limiter, clientAddress: () => '127.0.0.1' })
+ * const admission = gateway({ keys: () => table, limiter, clientAddress: () => '127.0.0.1' })
  * // serve's result, or the ApiError
- * const answered = await admit(c, { id: 'listPets', scope: 'pets:read' }, () => serve(c))
+ * const answered = await admission(c, { id: 'listPets', scope: 'pets:read' }, () => serve(c))
  */
 export function gateway({
   keys,

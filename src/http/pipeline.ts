@@ -130,7 +130,7 @@ export function opsRouteHandlers(options: RouteHandlersOptions) {
  * operations or operations that expire due orders first (`expiresDueOrdersFirst`) needs `store`.
  *
  * @example
- * const handlers = tableRouteHandlers({ log, clock, clientAddress, admission: admit, deps, store,
+ * const handlers = tableRouteHandlers({ log, clock, clientAddress, admission, deps, store,
  *   allowedMethods, maxBodyBytes: 65536 })
  * app.on(op.method, `/v1${op.path}`, handlers.operation(op))
  * app.notFound(handlers.notFound)
