@@ -33,6 +33,12 @@ import { opsRoutes } from './ops-routes/routes.ts';
 import type { DocsOptions } from './reference/routes.ts';
 import type { DataStore } from './store/store.ts';
 
+/**
+ * The client address of an app given none: one address, `'unknown'`, for every request. Tests
+ * that build an app alone use it, and so does the metrics port, which counts no client.
+ */
+const UNKNOWN_CLIENT = (): string => 'unknown';
+
 export interface AppOptions {
   /**
    * The store as start-up hands it to every part, inside the wrappers `storeOf`
@@ -46,8 +52,8 @@ export interface AppOptions {
   log?: Logger;
   /**
    * The client address the limiter counts a keyless client's requests against (a caller without
-   * a valid key). Every server passes its adapter's; the default, `'unknown'` for everyone, is
-   * for tests that build an app alone.
+   * a valid key). Every server passes its adapter's; the default, `UNKNOWN_CLIENT`, is for tests
+   * that build an app alone.
    */
   clientAddress?: (c: Context<AppEnv>) => string;
   ban?: BanPolicy;
@@ -102,7 +108,7 @@ export function createApp({
   limiter,
   clock = systemClock,
   log = silentLogger,
-  clientAddress = () => 'unknown',
+  clientAddress = UNKNOWN_CLIENT,
   ban,
   docs = {},
   metrics,
@@ -225,7 +231,7 @@ export function adminApp({
   limiter,
   clock = systemClock,
   log = silentLogger,
-  clientAddress = () => 'unknown',
+  clientAddress = UNKNOWN_CLIENT,
   ban,
   maxInFlight,
   ipv6Prefix,
@@ -271,7 +277,7 @@ export function metricsApp(metrics: Metrics, log: Logger = silentLogger) {
   const routes = opsRouteHandlers({
     log,
     clock: systemClock,
-    clientAddress: () => 'unknown',
+    clientAddress: UNKNOWN_CLIENT,
     maxBodyBytes: MAX_BODY_BYTES,
   });
   const app = new Hono<AppEnv>();
