@@ -10,7 +10,7 @@
 // So step 1 sees every answer, and the gateway (step 3) holds the caller's in-flight slot until
 // the answer is made.
 import type { Context, ErrorHandler } from 'hono';
-import type { Deprecation, KeyHolder, Operation, UnmemoisedOperation } from '../api/operation-types.ts';
+import type { Deprecation, KeyHolder, Operation, StorelessOperation } from '../api/operation-types.ts';
 import { isApiPath } from '../api/operations.ts';
 import { inputReader } from '../api/validate.ts';
 import type { AppEnv } from '../app-env.ts';
@@ -140,7 +140,7 @@ export function tableRouteHandlers<D extends object>(
 ): TableRouteHandlers<Operation<D>>;
 export function tableRouteHandlers<D extends object>(
   options: TableRouteHandlersOptions<D>,
-): TableRouteHandlers<UnmemoisedOperation<D>>;
+): TableRouteHandlers<StorelessOperation<D>>;
 export function tableRouteHandlers<D extends object>(
   options: TableRouteHandlersOptions<D>,
 ): TableRouteHandlers<Operation<D>> {
