@@ -26,7 +26,7 @@ import type { DataStore, WrappedStore } from '../store/store.ts';
 import { sharedChangeCount } from '../store/wrappers/shared-change-count.ts';
 import { tracesUrl } from '../trace/settings.ts';
 import { VERSION } from '../version.ts';
-import { DeliveryWorker } from '../webhooks/delivery-worker.ts';
+import { DeliveryLoop as DeliveryWorker } from '../webhooks/delivery-loop.ts';
 import { notifier } from '../webhooks/notify.ts';
 import { PUBLIC_TARGETS } from '../webhooks/sender.ts';
 import type { RunningServer, RuntimeAdapter, ServeOptions } from './adapter.ts';
