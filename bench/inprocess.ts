@@ -57,15 +57,17 @@ function firstOf(root: string, ...paths: string[]): string {
 }
 
 async function modulesOf(root: string): Promise<Modules> {
-  const [app, file, table, memory, log, store] = await Promise.all([
+  const [app, file, records, table, memory, log, store] = await Promise.all([
     import(`${root}/src/app.ts`),
     import(firstOf(root, 'src/keys/file.ts', 'src/gateway/keys/file.ts')),
+    // `hashToken`: in records.ts, or in file.ts in a commit without it.
+    import(firstOf(root, 'src/keys/records.ts', 'src/keys/file.ts', 'src/gateway/keys/file.ts')),
     import(firstOf(root, 'src/keys/table.ts', 'src/gateway/keys/table.ts')),
     import(firstOf(root, 'src/gateway/limiter/in-process.ts')),
     import(`${root}/src/log.ts`),
     import(firstOf(root, 'src/store/memory-store.ts', 'src/store/memory.ts')),
   ]);
-  return { ...app, ...file, ...table, ...memory, ...log, ...store };
+  return { ...app, ...file, ...records, ...table, ...memory, ...log, ...store };
 }
 
 /** The app as `make bench` runs it, but in memory: 100 pets, one enterprise key out of reach, JSON log lines. */

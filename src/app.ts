@@ -33,10 +33,16 @@ import { opsRoutes } from './ops-routes/routes.ts';
 import type { DocsOptions } from './reference/routes.ts';
 import type { DataStore } from './store/store.ts';
 
+/**
+ * The client address of an app given none: one address, `'unknown'`, for every request. Tests
+ * that build an app alone use it, and so does the metrics port, which counts no client.
+ */
+const UNKNOWN_CLIENT = (): string => 'unknown';
+
 export interface AppOptions {
   /**
    * The store as start-up hands it to every part, inside the wrappers `storeOf`
-   * (src/serve/start.ts) lists.
+   * (src/serve/parts.ts) lists.
    */
   store: DataStore;
   /** The current keys; a function so a reload swaps them between requests. */
@@ -46,8 +52,8 @@ export interface AppOptions {
   log?: Logger;
   /**
    * The client address the limiter counts a keyless client's requests against (a caller without
-   * a valid key). Every server passes its adapter's; the default, `'unknown'` for everyone, is
-   * for tests that build an app alone.
+   * a valid key). Every server passes its adapter's; the default, `UNKNOWN_CLIENT`, is for tests
+   * that build an app alone.
    */
   clientAddress?: (c: Context<AppEnv>) => string;
   ban?: BanPolicy;
@@ -102,7 +108,7 @@ export function createApp({
   limiter,
   clock = systemClock,
   log = silentLogger,
-  clientAddress = () => 'unknown',
+  clientAddress = UNKNOWN_CLIENT,
   ban,
   docs = {},
   metrics,
@@ -126,7 +132,7 @@ export function createApp({
     ...(metrics ? { count: (consumer, window) => metrics.wouldRefuse(consumer, window) } : {}),
   });
   // The admission check: who calls, the in-flight cap, the rate limit and the key's scope (step 3).
-  const admit = gateway({
+  const admission = gateway({
     keys,
     limiter,
     clientAddress,
@@ -143,7 +149,7 @@ export function createApp({
     log,
     clock,
     clientAddress,
-    admission: admit,
+    admission,
     deps: { store, clock, orderHoldMs },
     // The pipeline's own use of the store: the expiry of due orders and the memo's change count.
     store,
@@ -225,19 +231,19 @@ export function adminApp({
   limiter,
   clock = systemClock,
   log = silentLogger,
-  clientAddress = () => 'unknown',
+  clientAddress = UNKNOWN_CLIENT,
   ban,
   maxInFlight,
   ipv6Prefix,
   metrics,
   consumerDeleted,
 }: AdminAppOptions) {
-  const admit = gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, clock, admin: true });
+  const admission = gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, clock, admin: true });
   const routes = tableRouteHandlers<AdminDeps>({
     log,
     clock,
     clientAddress,
-    admission: admit,
+    admission,
     deps: { keys: admin, clock, ...(consumerDeleted ? { consumerDeleted } : {}) },
     maxBodyBytes: MAX_BODY_BYTES,
     allowedMethods: allowedMethods(ADMIN_PREFIX, ADMIN_OPERATIONS),
@@ -262,7 +268,7 @@ function callerHoldsValidKey(keys: () => KeyTable, clock: Clock): (c: Context<Ap
 /**
  * The whole app of the separate `--metrics-port` listener: `/metrics`, and the Error body for
  * anything else, through the same answer path. Its requests are not logged unless `log` is
- * given: a scraper's every few seconds would drown the API's lines (start.ts gives none).
+ * given: a scraper's every few seconds would drown the API's lines (src/serve/listeners.ts gives none).
  *
  * @example
  * adapter.serve({ fetch: metricsApp(metrics).fetch, port: 9090, hostname: '127.0.0.1' })
@@ -271,7 +277,7 @@ export function metricsApp(metrics: Metrics, log: Logger = silentLogger) {
   const routes = opsRouteHandlers({
     log,
     clock: systemClock,
-    clientAddress: () => 'unknown',
+    clientAddress: UNKNOWN_CLIENT,
     maxBodyBytes: MAX_BODY_BYTES,
   });
   const app = new Hono<AppEnv>();

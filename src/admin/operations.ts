@@ -1,6 +1,6 @@
 // The admin API's table: `ADMIN_OPERATIONS` declares each operation under `ADMIN_PREFIX`
 // (`/admin/v1`), served on `--admin-port` only. Its routes, scope check and 405s read it.
-import { defineOperation, type UnmemoisedOperation } from '../api/operation-types.ts';
+import { defineOperation, type StorelessOperation } from '../api/operation-types.ts';
 import { ADMIN_SCOPE } from '../core/key-scopes.ts';
 import {
   type AdminDeps,
@@ -46,7 +46,7 @@ const ADMIN = {
  * src/admin/operations.test.ts holds it equal to contract/admin.openapi.yaml. Changes are
  * `audited`: the handler is told which admin key asks, and the trail records it.
  */
-export const ADMIN_OPERATIONS: readonly UnmemoisedOperation<AdminDeps>[] = [
+export const ADMIN_OPERATIONS: readonly StorelessOperation<AdminDeps>[] = [
   defineOperation({ ...ADMIN, id: 'listConsumers', method: 'GET', path: '/consumers', handler: listConsumers }),
   defineOperation({
     ...ADMIN,

@@ -119,7 +119,7 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
    */
   readonly memo: boolean;
   /**
-   * Whether its answer shows pets' status: then step 6 waits for the orders whose hold ran out
+   * Whether its answer shows pets' status: then step 6.1 waits for the orders whose hold ran out
    * to expire before it reads, so it never shows a pet `pending` past its hold. A write that
    * reads a pet expires the holds in its own transaction instead.
    */
@@ -141,10 +141,10 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
 export type Operation<D = ApiDeps> = OperationSpec<unknown, unknown, unknown, unknown, D>;
 
 /**
- * An operation that is never memoised and expires no due orders first: all that a pipeline without
- * the store serves (the admin API's).
+ * An operation that needs no part of the pipeline's store: it is never memoised and expires no due
+ * orders first. It is all that a pipeline without the store serves (the admin API's).
  */
-export type UnmemoisedOperation<D> = Operation<D> & { readonly memo: false; readonly expiresDueOrdersFirst: false };
+export type StorelessOperation<D> = Operation<D> & { readonly memo: false; readonly expiresDueOrdersFirst: false };
 
 /**
  * Types one entry of the table: the handler's input is inferred from the entry's schemas.

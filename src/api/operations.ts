@@ -62,8 +62,9 @@ export const OPERATIONS: readonly Operation[] = [
     scope: 'pets:read',
     params: PetParams,
     // Deprecation is apart from stability: a stable operation that is to be removed. The interface
-    // deprecates it, to be removed on 5 December 2030, for `GET /pets` and its `status` filter.
-    // It gives no start date: `since` is the service's own (docs/decisions/deprecation.md).
+    // deprecates it, to be removed on 5 December 2030; the replacement is `GET /pets` with the
+    // `status` filter. It gives no start date: `since` is the service's own
+    // (docs/decisions/deprecation.md).
     deprecated: { since: '2026-01-01T00:00:00Z', sunset: '2030-12-05T00:00:00Z', successor: '../pets' },
     // Tagged by its handler: the pet's strong ETag, from its version.
     weakEtag: false,

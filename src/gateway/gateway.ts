@@ -122,22 +122,22 @@ export type Admission = <T>(
  * Makes the admission check. This is the one full list of the gateway's checks, in the order they
  * run (docs/decisions/order-of-checks.md says why this order). For each request the check:
  *
- * 1. finds the caller, once (`callerOf()`, ./caller.ts): a key's consumer, or a keyless client
+ * a. finds the caller, once (`callerOf()`, ./caller.ts): a key's consumer, or a keyless client
  *    (no key, or one that is unknown, revoked or outside its dates);
- * 2. refuses a keyless client once the limiter has counted it against its address group: 401, or
+ * b. refuses a keyless client once the limiter has counted it against its address group: 401, or
  *    429 when the group is over the keyless clients' limit, with the rate-limit headers;
- * 3. takes the consumer's in-flight slot before anything is awaited, and holds it until `admitted`
+ * c. takes the consumer's in-flight slot before anything is awaited, and holds it until `admitted`
  *    settles (at the cap: 429, and the limiter is not asked, so no quota is spent);
- * 4. asks the limiter to spend the operation's cost, once (`decider()`, ./decide.ts);
- * 5. records the quota webhook the decision crossed (`notify`), before any answer;
- * 6. writes the rate-limit headers;
- * 7. refuses, the first that applies: a consumer over a limit (429, unless report-only); a key
+ * d. asks the limiter to spend the operation's cost, once (`decider()`, ./decide.ts);
+ * e. records the quota webhook the decision crossed (`notify`), before any answer;
+ * f. writes the rate-limit headers;
+ * g. refuses, the first that applies: a consumer over a limit (429, unless report-only); a key
  *    without the operation's `scope` (403), checked after the cost is spent, so probing for
  *    scopes costs quota; an admin key on the public API, or on the admin API a key without the
  *    scope `admin` (403).
  *
  * A limiter that cannot decide (Redis unreachable with `--redis-fail closed`) makes the answer 503
- * at step 2 or 4, without rate-limit headers.
+ * at check b or d, without rate-limit headers.
  *
  * Costs: a request spends the operation's cost, from the consumer's `costs`, else 1. An operation
  * that reads the quota costs 0 and is never refused by the limiter, so a banned key can read its
@@ -145,9 +145,9 @@ export type Admission = <T>(
  * have been refused for goes to `wouldRefuse`, and its headers show the numbers as if enforced.
  *
  * @example
- * const admit = gateway({ keys: () => table, limiter, clientAddress: () => '127.0.0.1' })
+ * const admission = gateway({ keys: () => table, limiter, clientAddress: () => '127.0.0.1' })
  * // serve's result, or the ApiError
- * const answered = await admit(c, { id: 'listPets', scope: 'pets:read' }, () => serve(c))
+ * const answered = await admission(c, { id: 'listPets', scope: 'pets:read' }, () => serve(c))
  */
 export function gateway({
   keys,

@@ -1,5 +1,6 @@
-// The answer memo of step 6. `AnswerMemo` keeps the 200s of reads by their request path and
-// query. It answers from them while the store says that nothing those reads saw has changed.
+// The answer memo of step 6.2 (`memoOrRun`). `AnswerMemo` keeps the 200s of reads by their request
+// path and query. It answers from them while the store says that nothing those reads saw has
+// changed.
 import { LRUCache } from 'lru-cache';
 import type { PetSet, Reply } from '../core/reply.ts';
 import type { ChangeCount, DataStore } from '../store/store.ts';

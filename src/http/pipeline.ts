@@ -3,13 +3,14 @@
 // step calls the next, directly (→) or through a callback (⇒); `;` runs one after the other:
 //
 //   1 exchange ⇒ answerExchange ⇒ serveOperation:
-//       2 cors; 3 passGateway ⇒ (4 addDeprecationHeaders; 5 checkBody ⇒ 6 expireDueThenAnswer)
-//   6 expireDueThenAnswer → 7 runHandler (⇒ by the memo's readOrJoin if memoised); 6 → 8 answer
+//       2 cors; 3 passGateway ⇒ (4 addDeprecationHeaders; 5 checkBody ⇒ 6.1 awaitDueOrders)
+//   6.1 awaitDueOrders → 6.2 memoOrRun → 7 runHandler (⇒ by the memo's readOrJoin if memoised)
+//   6.2 memoOrRun → 8 answer. An operation that expires no due orders first skips 6.1: 5 ⇒ 6.2.
 //
 // So step 1 sees every answer, and the gateway (step 3) holds the caller's in-flight slot until
 // the answer is made.
 import type { Context, ErrorHandler } from 'hono';
-import type { Deprecation, KeyHolder, Operation, UnmemoisedOperation } from '../api/operation-types.ts';
+import type { Deprecation, KeyHolder, Operation, StorelessOperation } from '../api/operation-types.ts';
 import { isApiPath } from '../api/operations.ts';
 import { inputReader } from '../api/validate.ts';
 import type { AppEnv } from '../app-env.ts';
@@ -129,7 +130,7 @@ export function opsRouteHandlers(options: RouteHandlersOptions) {
  * operations or operations that expire due orders first (`expiresDueOrdersFirst`) needs `store`.
  *
  * @example
- * const handlers = tableRouteHandlers({ log, clock, clientAddress, admission: admit, deps, store,
+ * const handlers = tableRouteHandlers({ log, clock, clientAddress, admission, deps, store,
  *   allowedMethods, maxBodyBytes: 65536 })
  * app.on(op.method, `/v1${op.path}`, handlers.operation(op))
  * app.notFound(handlers.notFound)
@@ -139,7 +140,7 @@ export function tableRouteHandlers<D extends object>(
 ): TableRouteHandlers<Operation<D>>;
 export function tableRouteHandlers<D extends object>(
   options: TableRouteHandlersOptions<D>,
-): TableRouteHandlers<UnmemoisedOperation<D>>;
+): TableRouteHandlers<StorelessOperation<D>>;
 export function tableRouteHandlers<D extends object>(
   options: TableRouteHandlersOptions<D>,
 ): TableRouteHandlers<Operation<D>> {
@@ -257,10 +258,12 @@ function partsOf({
  * 4. `addDeprecationHeaders`: a deprecated operation's `Deprecation`, `Sunset` and `Link`.
  * 5. `checkBody`: refuses a body over the size limit (413). A body sent with GET is held to the
  *    same size and to JSON (413, 415).
- * 6. `expireDueThenAnswer`: an operation that expires due orders first waits for the orders whose
- *    hold ran out to expire. Then it answers a memoised operation from the memo when nothing its
- *    answer read has changed. Otherwise it answers with step 7's answer, and memoises a 200 from
- *    the second time its path and query are asked.
+ * 6. `awaitDueOrders` and `memoOrRun`: the due orders, then the memo.
+ *    6.1 `awaitDueOrders`, only for an operation that expires due orders first: waits for the
+ *    orders whose hold ran out to expire.
+ *    6.2 `memoOrRun`: answers a memoised operation from the memo when nothing its answer read has
+ *    changed. Otherwise it answers with step 7's answer, and memoises a 200 from the second time
+ *    its path and query are asked.
  * 7. `runHandler`: validates the input (400, 415), runs the operation's handler and adds a weak
  *    ETag when the table asks for one.
  * 8. `answer` (src/http/answer.ts): turns the reply into the response (304, compression, HEAD).
@@ -268,11 +271,15 @@ function partsOf({
  * Step 1 runs the rest inside itself, so it sees every answer. Step 3 runs steps 4 and 5, step 5
  * runs step 6, and step 6 runs step 7 and answers its reply (step 8). So the gateway holds the
  * caller's in-flight slot until the answer is made, or until a step throws. A refusal leaves
- * through `fail`.
+ * through `fail`: the gateway returns its refusals (the hot path, where a throw is slow), the other
+ * steps throw theirs, and `answerExchange` catches them, so a new check may throw. Step 6 begins
+ * at 6.1 or at 6.2, chosen once per route: an operation that expires no due orders first pays
+ * nothing for 6.1.
  */
 function operationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
   const route = routeOf(parts, op);
   const { cors } = parts;
+  const dueOrdersThenMemo = route.dueOrderExpiry ? awaitDueOrders : memoOrRun;
   // Named as what it does, so a CPU profile names it.
   return exchangeHandler(parts, function serveOperation(c) {
     c.set('operation', op.id);
@@ -281,7 +288,7 @@ function operationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandl
     cors?.(c);
     return passGateway(parts, c, op, (decision, caller) => {
       addDeprecationHeaders(c, route);
-      return checkBody(parts, c, () => expireDueThenAnswer(parts, route, c, decision, caller));
+      return checkBody(parts, c, () => dueOrdersThenMemo(parts, route, c, decision, caller));
     });
   });
 }
@@ -400,27 +407,40 @@ async function checkBody(
 }
 
 /**
- * Step 6: the due orders expired, then the answer. An operation that expires due orders first
- * waits for the orders whose hold ran out to expire (`startDueOrderExpiry()`), so it shows their
- * pets `available`. A run that fails does not fail the read (the backend catches it); a wait past
- * `--store-timeout`, or begun while the database is unreachable, rejects (the time-bounded store's
- * bound), and the read answers 503. A memoised operation is answered from the memo
- * (src/http/memo.ts) when nothing it read has changed since; otherwise, and for every operation
- * that is not memoised (`placeOrder`), step 7 runs the handler and this step answers its reply.
+ * Step 6.1, for an operation that expires due orders first: waits for the orders whose hold ran
+ * out to expire (`startDueOrderExpiry()`), so it shows their pets `available`, then runs step 6.2.
+ * A run that fails does not fail the read (the backend catches it); a wait past `--store-timeout`,
+ * or begun while the database is unreachable, rejects (the time-bounded store's bound), and the
+ * read answers 503. Not async: with nothing due, the usual case, it makes no promise of its own.
  */
-async function expireDueThenAnswer<D>(
+function awaitDueOrders<D>(
   parts: TableParts<D>,
   route: OperationRoute<D>,
   c: Context<AppEnv>,
   decision: Decision,
   caller: ConsumerCaller,
 ): Promise<Response> {
-  const { answerMemo, dueOrderExpiry } = route;
   // Expiring an order whose hold ran out makes its pet `available`, with a new version. A read of
   // pets waits for that, so it shows the pet `available`, with the version a PATCH's `If-Match`
   // must name.
-  const expiring = dueOrderExpiry?.startDueOrderExpiry();
-  if (expiring) await expiring;
+  const expiring = route.dueOrderExpiry?.startDueOrderExpiry();
+  if (!expiring) return memoOrRun(parts, route, c, decision, caller);
+  return expiring.then(() => memoOrRun(parts, route, c, decision, caller));
+}
+
+/**
+ * Step 6.2: a memoised operation is answered from the memo (src/http/memo.ts) when nothing it read
+ * has changed since; otherwise, and for every operation that is not memoised (`placeOrder`), step
+ * 7 runs the handler and this step answers its reply.
+ */
+async function memoOrRun<D>(
+  parts: TableParts<D>,
+  route: OperationRoute<D>,
+  c: Context<AppEnv>,
+  decision: Decision,
+  caller: ConsumerCaller,
+): Promise<Response> {
+  const { answerMemo } = route;
   if (!answerMemo) return answer(c, await runHandler(parts, route, c, decision, caller));
   const { memoCount } = parts;
   // The path and query as sent: the same text always validates to the same input (`routeOf`

@@ -85,7 +85,7 @@ export class Metrics {
   #source: ((openMetrics: boolean) => Promise<string>) | undefined;
   /** Per-consumer and per-key series; fed by `countRequests` and the keys (re)load. */
   readonly consumers = new ConsumerMetrics();
-  /** Webhook deliveries and the outbox; fed by the delivery worker. */
+  /** Webhook deliveries and the outbox; fed by the delivery loop. */
   readonly webhooks = new WebhookMetrics();
   /** Quota leases (`--redis`); fed by reading the lease limiter when scraped. */
   readonly leases = new LeaseMetrics();

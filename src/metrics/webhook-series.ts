@@ -1,11 +1,11 @@
 /**
  * The webhook series for `GET /metrics`: deliveries by consumer, event and outcome, and the
- * outbox's depth and oldest pending age as the delivery worker last read them. Consumer names
+ * outbox's depth and oldest pending age as the delivery loop last read them. Consumer names
  * come from the outbox, which only the keys file's consumers fill, so the series stay bounded.
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { OutboxStats } from '../store/outbox.ts';
-import type { WebhookReport } from '../webhooks/delivery-worker.ts';
+import type { WebhookReport } from '../webhooks/delivery-loop.ts';
 
 /**
  * What the worker reports, as prom-client series; one instance inside `Metrics`.

@@ -18,7 +18,7 @@ import { countStoreErrors } from '../metrics/store-errors.ts';
 import { openStore } from '../store/open.ts';
 import type { DataStore, WrappedStore } from '../store/store.ts';
 import { sharedChangeCount } from '../store/wrappers/shared-change-count.ts';
-import { DeliveryWorker } from '../webhooks/delivery-worker.ts';
+import { DeliveryLoop } from '../webhooks/delivery-loop.ts';
 import { notifier } from '../webhooks/notify.ts';
 import { PUBLIC_TARGETS } from '../webhooks/sender.ts';
 import { poolShare, WORKER_STATE } from './supervisor.ts';
@@ -94,7 +94,7 @@ export async function storeOf(
 
 /**
  * Webhook events: recorded in the store's outbox before the answer, delivered by the
- * `DeliveryWorker` off the request path; none without an outbox. The `DeliveryWorker` calls
+ * `DeliveryLoop` off the request path; none without an outbox. The `DeliveryLoop` calls
  * `storeOf`'s store, so its failures are counted and each call has a request's time bound. The
  * sends are outside those calls. The bound keeps a stuck connection from holding up shutdown. The
  * worker and the requests share one time bound: once any call finds the database unreachable, the
@@ -109,7 +109,7 @@ export function webhooksOf(
 ) {
   const { outbox } = store;
   if (!outbox) return {};
-  const delivery = new DeliveryWorker({
+  const delivery = new DeliveryLoop({
     outbox,
     keys: () => keys.table.records(),
     log,

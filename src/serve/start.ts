@@ -18,7 +18,7 @@ import { describeData, MEMORY } from '../store/open.ts';
 import type { DataStore } from '../store/store.ts';
 import { tracesUrl } from '../trace/settings.ts';
 import { VERSION } from '../version.ts';
-import type { DeliveryWorker } from '../webhooks/delivery-worker.ts';
+import type { DeliveryLoop } from '../webhooks/delivery-loop.ts';
 import type { RunningServer, RuntimeAdapter } from './adapter.ts';
 import { availableCpus } from './cpus.ts';
 import { checkOpenFiles, openFilesNeeded } from './fd-limit.ts';
@@ -205,7 +205,7 @@ async function startWorkers({
   log: Logger;
   metrics: Metrics | undefined;
   /** The webhook delivery, woken when a worker records an event. */
-  delivery: DeliveryWorker | undefined;
+  delivery: DeliveryLoop | undefined;
   /** The host's state that workers show on /readyz: the Redis limiter's, the keys' problem. */
   status: () => HostStatus;
 }): Promise<void> {

@@ -159,7 +159,7 @@ export interface WorkerPoolOptions {
   readonly log: Logger;
   /** Writes a worker's log lines to the one stream. */
   readonly lines: (line: string) => void;
-  /** A worker recorded webhook events: the delivery worker looks now. */
+  /** A worker recorded webhook events: the delivery loop looks now. */
   readonly wake: () => void;
   /** Made by `workerMemory` before the store opens (the supervisor's store moves its count too). */
   readonly memory: WorkerMemory;

@@ -1,8 +1,8 @@
 /**
  * The webhook outbox: events recorded durably in the same store as the pets, then handed to a
- * delivery worker that leases them (`claimed_by`, `claimed_until`), so among instances sharing
+ * delivery loop that leases them (`claimed_by`, `claimed_until`), so among instances sharing
  * a database each event is being delivered by one at a time. The store knows plain records only:
- * what an event means and where it goes is the worker's (src/webhooks/).
+ * what an event means and where it goes is src/webhooks/'s.
  */
 
 /**

@@ -7,6 +7,7 @@ export type SqlValue = string | number | null;
 
 /** A prepared statement: positional `?` parameters, rows as plain objects. */
 export interface SqliteStatement {
+  /** The first row, or `undefined` when there is none, whatever the driver answers then. */
   get(...params: SqlValue[]): unknown;
   all(...params: SqlValue[]): unknown[];
 }
@@ -71,7 +72,7 @@ function nodeConnection(db: DatabaseSync): SqliteConnection {
       let st = cache.get(sql);
       if (!st) {
         const prepared = db.prepare(sql);
-        st = { get: (...p) => prepared.get(...p), all: (...p) => prepared.all(...p) };
+        st = { get: (...p) => prepared.get(...p) ?? undefined, all: (...p) => prepared.all(...p) };
         cache.set(sql, st);
       }
       return st;

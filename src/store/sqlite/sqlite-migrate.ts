@@ -18,7 +18,7 @@ import { rollback, type SqliteConnection } from './sqlite-driver.ts';
  */
 export function sqliteSchemaState(db: SqliteConnection, alter = true): SchemaState {
   const known = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'").get();
-  if (known === undefined || known === null) return { version: 0, readableFrom: 0 };
+  if (known === undefined) return { version: 0, readableFrom: 0 };
   const columns = db.prepare('PRAGMA table_info(schema_migrations)').all() as { name: string }[];
   if (!columns.some((c) => c.name === 'readable_from')) {
     if (!alter) {
@@ -45,7 +45,7 @@ export function migrate(db: SqliteConnection, file: string): { migrated: number[
       db.prepare("SELECT count(*) AS n FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").get(),
       'n',
     );
-    if ((known === undefined || known === null) && tables !== 0) {
+    if (known === undefined && tables !== 0) {
       throw new StoreOpenError(
         `--data ${file}: not a petstore database (it has tables but no schema_migrations); point --data at a new file`,
       );

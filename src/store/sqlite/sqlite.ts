@@ -341,7 +341,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
     await this.expireDueOrders(now);
     return this.#retryWhileBusy(STORE_CALLS.getOrder.doing, () => {
       const row = this.#query(STORE_CALLS.getOrder.doing, () => this.#db.prepare(ORDER_OF).get(id, owner));
-      return row === undefined || row === null ? undefined : orderFromRow(row);
+      return row === undefined ? undefined : orderFromRow(row);
     });
   }
 
@@ -364,13 +364,13 @@ export class SqliteStore implements DataStore, WithKeyStore {
     return this.#enqueue(STORE_CALLS.closeOrder.doing, () => {
       this.#expireDueOrdersIn(now);
       const closedRow = this.#db.prepare(CLOSE_ORDER).get(to, id, owner);
-      if (closedRow !== undefined && closedRow !== null) {
+      if (closedRow !== undefined) {
         const closed = orderFromRow(closedRow);
         this.#releasePet(closed.petId, petStatusOnClose(to));
         return { outcome: 'closed', order: closed };
       }
       const row = this.#db.prepare(ORDER_OF).get(id, owner);
-      if (row === undefined || row === null) return { outcome: 'not_found' };
+      if (row === undefined) return { outcome: 'not_found' };
       const order = orderFromRow(row);
       return { outcome: order.status === to ? 'unchanged' : 'order_closed', order };
     });
@@ -381,7 +381,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
     const due = this.#retryWhileBusy(STORE_CALLS.expireDueOrders.doing, () =>
       this.#query(STORE_CALLS.expireDueOrders.doing, () => this.#db.prepare(ANY_ORDER_DUE).get(now)),
     );
-    if (due === undefined || due === null) {
+    if (due === undefined) {
       // Another process may have expired them: the next deadline is what the file says.
       this.#nextDeadline = this.#readNextDeadline();
       return 0;
@@ -631,7 +631,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
    */
   #releasePet(id: number, status: 'available' | 'sold'): void {
     const released = this.#db.prepare(RELEASE_PET).get(status, id);
-    if (released !== undefined && released !== null) this.#touched.push({ ids: [id], statuses: true });
+    if (released !== undefined) this.#touched.push({ ids: [id], statuses: true });
   }
 
   /**
@@ -654,7 +654,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
   /** Pet `id` and its version as the file holds it, or undefined when there is none. */
   #petRow(id: number): StoredPet | undefined {
     const row = this.#db.prepare(SELECT_ONE).get(id);
-    return row === undefined || row === null ? undefined : storedPetFromRow(row);
+    return row === undefined ? undefined : storedPetFromRow(row);
   }
 
   /** Inside the batch's transaction, as `#change`. */
@@ -676,7 +676,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
    */
   #heldByOrder(id: number): boolean {
     const held = this.#db.prepare(PLACED_FOR_PET).get(id);
-    return held !== undefined && held !== null;
+    return held !== undefined;
   }
 
   /** In the batch's transaction: the key's order, a conflict, or the pet held and a new order. */
@@ -684,15 +684,15 @@ export class SqliteStore implements DataStore, WithKeyStore {
     this.#expireDueOrdersIn(now);
     if (key !== undefined) {
       const seen = this.#db.prepare(ORDER_BY_KEY).get(owner, key);
-      if (seen !== undefined && seen !== null) {
+      if (seen !== undefined) {
         const order = orderFromRow(seen);
         return order.petId === petId ? { outcome: 'replayed', order } : { outcome: 'conflict' };
       }
     }
     const held = this.#db.prepare(HOLD_PET).get(petId);
-    if (held === undefined || held === null) {
+    if (held === undefined) {
       const pet = this.#db.prepare(PET_STATUS).get(petId);
-      return pet === undefined || pet === null ? { outcome: 'pet_not_found' } : { outcome: 'pet_unavailable' };
+      return pet === undefined ? { outcome: 'pet_not_found' } : { outcome: 'pet_unavailable' };
     }
     this.#touched.push({ ids: [petId], statuses: true });
     const order: StoredOrder = { id: newOrderId(now), petId, status: 'placed', placedAt: now, holdUntil: now + holdMs };
@@ -727,7 +727,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
   /** Inside the batch's transaction: the key's first pet, a conflict, or a new pet and its key. */
   #insertOnce(pet: NewPet, once: IdempotentCreate): CreateOnceResult {
     const seen = this.#db.prepare(SELECT_KEY).get(once.keySpace, once.key, once.now);
-    const replayed = seen === undefined || seen === null ? undefined : replayedPetFromRow(seen);
+    const replayed = seen === undefined ? undefined : replayedPetFromRow(seen);
     if (replayed !== undefined) {
       if (column(seen, 'fingerprint') !== once.fingerprint) return { outcome: 'conflict' };
       return { outcome: 'replayed', pet: replayed };

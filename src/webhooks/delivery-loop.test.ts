@@ -3,7 +3,7 @@ import { newSecret, type Receiver, startReceiver } from '../../test/webhook-rece
 import { parseKeys } from '../keys/file.ts';
 import { createLogger } from '../log.ts';
 import { MemoryOutbox } from '../store/outbox.ts';
-import { DeliveryWorker, type WebhookReport } from './delivery-worker.ts';
+import { DeliveryLoop, type WebhookReport } from './delivery-loop.ts';
 
 const receivers: Receiver[] = [];
 afterEach(async () => {
@@ -30,9 +30,9 @@ function recorder() {
 }
 
 /** Runs passes until the outbox holds nothing pending (each pass waits for its attempts). */
-async function drain(worker: DeliveryWorker, outbox: MemoryOutbox) {
+async function drain(delivery: DeliveryLoop, outbox: MemoryOutbox) {
   for (let i = 0; i < 50 && (await outbox.stats()).pending > 0; i++) {
-    worker.wake();
+    delivery.wake();
     await new Promise((r) => setTimeout(r, 20));
   }
 }
@@ -54,7 +54,7 @@ test('a receiver that keeps answering 503: retried through the schedule, then fa
   const lines: string[] = [];
   const { outcomes, report } = recorder();
   const keys = keysFor(hooks.url, secret);
-  const worker = new DeliveryWorker({
+  const delivery = new DeliveryLoop({
     outbox,
     keys: () => keys,
     log: createLogger({ write: (l) => lines.push(l) }),
@@ -62,8 +62,8 @@ test('a receiver that keeps answering 503: retried through the schedule, then fa
     delays: [1, 1],
     pollMs: 60_000,
   });
-  await drain(worker, outbox);
-  await worker.stop();
+  await drain(delivery, outbox);
+  await delivery.stop();
   expect(hooks.got.map((r) => [r.id, r.status, r.body?.type])).toEqual([
     ['msg_1', 503, 'quota.threshold'],
     ['msg_1', 503, 'quota.threshold'],
@@ -94,15 +94,15 @@ test('a consumer whose webhook was removed has its events failed at once', async
   await outbox.record([EVENT]);
   const { outcomes, report } = recorder();
   const keys = keysFor(undefined, '');
-  const worker = new DeliveryWorker({
+  const delivery = new DeliveryLoop({
     outbox,
     keys: () => keys,
     log: createLogger({ write: () => {} }),
     report,
     pollMs: 60_000,
   });
-  await drain(worker, outbox);
-  await worker.stop();
+  await drain(delivery, outbox);
+  await delivery.stop();
   expect(outcomes).toEqual(['acme quota.threshold failed']);
 });
 
@@ -112,15 +112,15 @@ test('an expired order of a consumer without a webhook is dropped, not failed: n
   const { outcomes, report } = recorder();
   const keys = keysFor(undefined, '');
   const lines: string[] = [];
-  const worker = new DeliveryWorker({
+  const delivery = new DeliveryLoop({
     outbox,
     keys: () => keys,
     log: createLogger({ write: (l) => lines.push(l) }),
     report,
     pollMs: 60_000,
   });
-  await drain(worker, outbox);
-  await worker.stop();
+  await drain(delivery, outbox);
+  await delivery.stop();
   expect(outcomes).toEqual(['acme order.expired dropped']);
   expect(lines.filter((l) => l.includes('"level":"warn"'))).toEqual([]);
   expect(await outbox.stats()).toEqual({ pending: 0, failed: 1, oldestPendingAt: undefined });

@@ -1,8 +1,8 @@
 /**
- * The delivery worker: off the request path, it polls the outbox, leases what is due, sends each
+ * The delivery loop: off the request path, it polls the outbox, leases what is due, sends each
  * event signed to its consumer's current webhook, and settles it: delivered, retried later
  * (`schedule.ts`), or failed. It also keeps the outbox bounded and scans the keys for
- * `key.expiring`. A receiver that is slow or down costs the worker's time, never a request's.
+ * `key.expiring`. A receiver that is slow or down costs the loop's time, never a request's.
  *
  * The URL and secret are read from the keys at send time (they are never stored): a consumer
  * whose webhook was removed has its events failed.
@@ -43,13 +43,13 @@ const DELIVERY_SPAN = {
   error: (r: AttemptResult) => (r.ok ? undefined : r.error),
 };
 
-/** How often the outbox is looked at when nothing wakes the worker. */
+/** How often the outbox is looked at when nothing wakes the loop. */
 const POLL_MS = 1_000;
 /** Events leased per poll (sent at once). */
 const BATCH = 16;
 /**
  * A lease outlives a pass of attempts (at most the 5 s timeout, sent at once) three times over; a
- * worker that died holds its events this long at most.
+ * loop whose instance died holds its events this long at most.
  */
 const LEASE_MS = 15_000;
 /** How often keys are scanned for `key.expiring`. */
@@ -57,7 +57,7 @@ const EXPIRY_SCAN_MS = 60 * 60_000;
 /** Undelivered events kept at most, unless configured (`--webhook-outbox-max`). */
 const DEFAULT_OUTBOX_MAX = 10_000;
 
-/** What the worker reports, for `/metrics` (src/metrics/webhook-series.ts). */
+/** What the loop reports, for `/metrics` (src/metrics/webhook-series.ts). */
 export interface WebhookReport {
   /** One attempt's end: `delivered`, `retried`, `failed` (given up), `dropped` (by the bound). */
   delivery(consumer: string, event: string, outcome: 'delivered' | 'retried' | 'failed' | 'dropped'): void;
@@ -65,7 +65,7 @@ export interface WebhookReport {
   outbox(stats: OutboxStats, now: number): void;
 }
 
-export interface DeliveryWorkerOptions {
+export interface DeliveryLoopOptions {
   outbox: Outbox;
   /** The keys now loaded: where each consumer's webhook is found at send time. */
   keys: () => readonly KeyRecord[];
@@ -87,11 +87,11 @@ export interface DeliveryWorkerOptions {
 
 /**
  * @example
- * const worker = new DeliveryWorker({ outbox: store.outbox, keys: () => table.records(), log });
- * worker.start(); … worker.wake(); … await worker.stop();
+ * const delivery = new DeliveryLoop({ outbox: store.outbox, keys: () => table.records(), log });
+ * delivery.start(); … delivery.wake(); … await delivery.stop();
  */
-export class DeliveryWorker {
-  readonly #o: Required<Omit<DeliveryWorkerOptions, 'report'>> & { report?: WebhookReport };
+export class DeliveryLoop {
+  readonly #o: Required<Omit<DeliveryLoopOptions, 'report'>> & { report?: WebhookReport };
   /** Names this instance's leases. */
   readonly #owner = `${randomUUID()}`;
   #timer: ReturnType<typeof setInterval> | undefined;
@@ -115,7 +115,7 @@ export class DeliveryWorker {
     pollMs = POLL_MS,
     targets = PUBLIC_TARGETS,
     ...rest
-  }: DeliveryWorkerOptions) {
+  }: DeliveryLoopOptions) {
     this.#o = { clock, delays, maxOutbox, timeoutMs, pollMs, targets, ...rest };
   }
 
