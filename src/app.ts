@@ -268,7 +268,8 @@ function callerHoldsValidKey(keys: () => KeyTable, clock: Clock): (c: Context<Ap
 /**
  * The whole app of the separate `--metrics-port` listener: `/metrics`, and the Error body for
  * anything else, through the same answer path. Its requests are not logged unless `log` is
- * given: a scraper's every few seconds would drown the API's lines (src/serve/listeners.ts gives none).
+ * given: a scraper's every few seconds would drown the API's lines (src/serve/listeners.ts
+ * gives none).
  *
  * @example
  * adapter.serve({ fetch: metricsApp(metrics).fetch, port: 9090, hostname: '127.0.0.1' })
