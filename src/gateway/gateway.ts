@@ -230,8 +230,8 @@ export function gateway({
 }
 
 /**
- * Whether an `Authorization` header names a key valid now: the trace asks it of a caller whose
- * `traceparent` is sampled, since only such a caller may force its trace to be exported.
+ * Whether an `Authorization` header names a key valid now: the trace asks it of a caller with a
+ * valid `traceparent`, since only a key holder's sampled flag and trace id decide its sampling.
  *
  * @example
  * holdsValidKey(() => table)('Bearer psk_…') // true
