@@ -88,7 +88,7 @@ export class Listeners {
   }
 
   /** The workers, serving the API's port: drained first on shutdown, with the others. */
-  workers(pool: RunningServer): void {
+  addWorkerPool(pool: RunningServer): void {
     this.all.unshift(pool);
   }
 

@@ -230,7 +230,7 @@ async function startWorkers({
     },
   });
   keys.onChange((table) => pool.keysChanged(table));
-  listeners.workers(pool);
+  listeners.addWorkerPool(pool);
 }
 
 /** How often each instance expires the orders whose hold is over, when no request did first. */
