@@ -390,11 +390,7 @@ function addDeprecationHeaders<D>(c: Context<AppEnv>, { deprecated }: OperationR
 }
 
 /** Step 5: the body's size (413) and a body sent with GET; then `next`. */
-async function checkBody(
-  parts: PipelineParts,
-  c: Context<AppEnv>,
-  next: () => Promise<Response>,
-): Promise<Response> {
+async function checkBody(parts: PipelineParts, c: Context<AppEnv>, next: () => Promise<Response>): Promise<Response> {
   // The runtimes hand a GET or HEAD no body stream: only its headers can tell of a body.
   checkBodyOnGet(c, parts.maxBodyBytes);
   // A write sent without a body has none either; step 7 answers it 415 without a JSON
