@@ -1,7 +1,7 @@
 // The Hono apps, without a listener. createApp() builds the API from the operations table and
 // the pipeline. adminApp() and metricsApp() build the apps of the admin and metrics ports.
-// src/serve/start.ts and worker.ts serve the API's app, start.ts the admin app;
-// src/serve/listeners.ts serves the metrics app. test/testing.ts builds the API in memory for tests.
+// src/serve/start.ts and worker.ts serve the API's app, start.ts the admin app, and
+// src/serve/listeners.ts the metrics app. test/testing.ts builds the API in memory for tests.
 import { type Context, Hono } from 'hono';
 import { METHOD_NAME_ALL } from 'hono/router';
 import { TrieRouter } from 'hono/router/trie-router';
