@@ -64,7 +64,10 @@ export interface GatewayOptions {
   limiter: RateLimiter;
   /** The client's address, as trusted: the socket peer, or X-Forwarded-For from a trusted proxy. */
   clientAddress: (c: Context) => string;
-  /** Ban applied to a consumer whose keys file sets none, and to a keyless client's address. */
+  /**
+   * Ban applied to a consumer whose record sets none (in the keys file or with `--keys store`),
+   * and to a keyless client's address.
+   */
   ban?: BanPolicy;
   /** Most requests one consumer may have in flight (`--max-in-flight`). */
   maxInFlight?: number;
