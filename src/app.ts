@@ -1,6 +1,7 @@
 // The Hono apps, without a listener. createApp() builds the API from the operations table and
 // the pipeline. adminApp() and metricsApp() build the apps of the admin and metrics ports.
-// src/serve/start.ts and worker.ts serve them. test/testing.ts builds the API in memory for tests.
+// src/serve/start.ts and worker.ts serve the API's app, start.ts the admin app, and
+// src/serve/listeners.ts the metrics app. test/testing.ts builds the API in memory for tests.
 import { type Context, Hono } from 'hono';
 import { METHOD_NAME_ALL } from 'hono/router';
 import { TrieRouter } from 'hono/router/trie-router';
@@ -95,8 +96,9 @@ export interface AppOptions {
 }
 
 /**
- * Builds the whole service as a Hono app, without a listener: `startServer()` of
- * src/serve/start.ts serves it on the runtime at hand, tests call `app.request()`.
+ * Builds the API's app as a Hono app, without a listener (adminApp() and metricsApp() build the
+ * others): `startServer()` of src/serve/start.ts serves it on the runtime at hand, tests call
+ * `app.request()`.
  *
  * @example
  * const app = createApp({ store: new MemoryStore(), keys: () => table, limiter })

@@ -52,8 +52,10 @@ export async function listPets({ query }: Input<ListQuery>, { store }: ApiDeps):
 
 /**
  * The pets a page read (`Reply.reads`), which the memo checks. A full page depends on every id
- * from its cursor to the extra row read past it: a pet created in that range changes the page.
- * The last page also depends on every create (`members`), a filtered page on every status change.
+ * from its cursor to the extra row read past it (whether a next page exists): a change or removal
+ * of one changes the page, and so does a create in that range, since on PostgreSQL a create can
+ * commit after one with a higher id. The last page also depends on every create and removal
+ * (`members`), a filtered page on every status change.
  */
 function pageReads(page: readonly Pet[], after: number, full: boolean, filtered: boolean): PetSet {
   const probe = page.at(-1)?.id ?? after;

@@ -64,7 +64,10 @@ export interface GatewayOptions {
   limiter: RateLimiter;
   /** The client's address, as trusted: the socket peer, or X-Forwarded-For from a trusted proxy. */
   clientAddress: (c: Context) => string;
-  /** Ban applied to a consumer whose keys file sets none, and to a keyless client's address. */
+  /**
+   * Ban applied to a consumer whose record sets none (in the keys file or with `--keys store`),
+   * and to a keyless client's address.
+   */
   ban?: BanPolicy;
   /** Most requests one consumer may have in flight (`--max-in-flight`). */
   maxInFlight?: number;
@@ -230,8 +233,8 @@ export function gateway({
 }
 
 /**
- * Whether an `Authorization` header names a key valid now: the trace asks it of a caller whose
- * `traceparent` is sampled, since only such a caller may force its trace to be exported.
+ * Whether an `Authorization` header names a key valid now: the trace asks it of a caller with a
+ * valid `traceparent`, since only a key holder's sampled flag and trace id decide its sampling.
  *
  * @example
  * holdsValidKey(() => table)('Bearer psk_…') // true

@@ -189,13 +189,15 @@ interface PipelineParts {
   /** Counts every request and its answer (`--metrics` or `--metrics-port`). */
   readonly requestMetrics: ReturnType<typeof requestCounter> | undefined;
   readonly cors: ReturnType<typeof corsStep> | undefined;
-  readonly limit: ReturnType<typeof limitBody>;
+  /** Refuses a body over `maxBodyBytes` with the 413 (step 5). */
+  readonly limitBody: ReturnType<typeof limitBody>;
   /**
    * Counts a memoised operation's request as a memo hit or miss (`--metrics` or `--metrics-port`).
    */
   readonly memoCount: ((op: number, hit: boolean) => void) | undefined;
-  /** How `toApiError` logs an unhandled error, and a store that is unavailable. */
+  /** How `toApiError` logs an unhandled error. */
   readonly report: (err: unknown, c: Context<AppEnv>) => void;
+  /** How `toApiError` logs a store that is unavailable. */
   readonly unavailable: (err: unknown, c: Context<AppEnv>) => void;
 }
 
@@ -235,7 +237,7 @@ function partsOf({
     tracing: requestTrace({ clientAddress, holdsValidKey }),
     requestMetrics: metrics && requestCounter({ metrics, ...(countAs ? { operation: countAs } : {}) }),
     cors: corsOrigins.length > 0 ? corsStep(corsOrigins) : undefined,
-    limit: limitBody(maxBodyBytes),
+    limitBody: limitBody(maxBodyBytes),
     memoCount: metrics && ((op, hit) => metrics.memoAnswered(op, hit)),
     report: (err, c) => log.error('unhandled error', errorFields(c, err)),
     unavailable: (err, c) => log.warn('store unavailable', errorFields(c, err)),
@@ -388,21 +390,17 @@ function addDeprecationHeaders<D>(c: Context<AppEnv>, { deprecated }: OperationR
 }
 
 /** Step 5: the body's size (413) and a body sent with GET; then `next`. */
-async function checkBody(
-  { limit, maxBodyBytes }: PipelineParts,
-  c: Context<AppEnv>,
-  next: () => Promise<Response>,
-): Promise<Response> {
+async function checkBody(parts: PipelineParts, c: Context<AppEnv>, next: () => Promise<Response>): Promise<Response> {
   // The runtimes hand a GET or HEAD no body stream: only its headers can tell of a body.
-  checkBodyOnGet(c, maxBodyBytes);
+  checkBodyOnGet(c, parts.maxBodyBytes);
   // A write sent without a body has none either; step 7 answers it 415 without a JSON
   // Content-Type, else 400.
   if (!c.req.raw.body) return next();
   let response: Response | undefined;
-  await limit(c, async () => {
+  await parts.limitBody(c, async () => {
     response = await next();
   });
-  // `limit` either called its continuation or threw the 413.
+  // `limitBody` either called its continuation or threw the 413.
   return response as Response;
 }
 

@@ -67,9 +67,10 @@ export class Listeners {
 
   /**
    * `step`'s result; when it fails, `undo` and every listener bound so far stopped first, so a
-   * failed store, keys load or worker start leaves no port bound and no store open. The steps
-   * after these (the admin listener, the keys' watchers) are not wrapped: their failure ends the
-   * process (src/main.ts), which frees what it holds.
+   * failed store, keys load or worker start leaves no port bound and no store open. start.ts's
+   * other steps (`openLimiter()`, `webhooksOf()`, the webhooks' delivery, the due-order sweep, the
+   * admin listener, the keys' watchers) are not wrapped: their failure ends the process
+   * (src/main.ts), which frees what it holds.
    */
   async unlessFailed<T>(step: () => Promise<T>, undo: () => Promise<void> = async () => {}): Promise<T> {
     try {
@@ -87,7 +88,7 @@ export class Listeners {
   }
 
   /** The workers, serving the API's port: drained first on shutdown, with the others. */
-  workers(pool: RunningServer): void {
+  addWorkerPool(pool: RunningServer): void {
     this.all.unshift(pool);
   }
 

@@ -1,6 +1,6 @@
-// What start-up opens once and hands the apps: the limiter, the wrapped store and the webhooks.
-// One process and the supervisor (src/serve/start.ts) call them; each worker (src/serve/worker.ts)
-// calls `storeOf()` too.
+// What start-up opens once and hands the apps: the limiter, the wrapped store, the webhooks, the
+// metrics and the traces. One process and the supervisor (src/serve/start.ts) call them; each
+// worker (src/serve/worker.ts) calls `storeOf()` and `metricsOf()` too.
 import type { Config } from '../config.ts';
 import { systemClock } from '../core/clock.ts';
 import {
@@ -18,9 +18,12 @@ import { countStoreErrors } from '../metrics/store-errors.ts';
 import { openStore } from '../store/open.ts';
 import type { DataStore, WrappedStore } from '../store/store.ts';
 import { sharedChangeCount } from '../store/wrappers/shared-change-count.ts';
+import { tracesUrl } from '../trace/settings.ts';
+import { VERSION } from '../version.ts';
 import { DeliveryLoop } from '../webhooks/delivery-loop.ts';
 import { notifier } from '../webhooks/notify.ts';
 import { PUBLIC_TARGETS } from '../webhooks/sender.ts';
+import type { RuntimeAdapter } from './adapter.ts';
 import { poolShare, WORKER_STATE } from './supervisor.ts';
 
 /**
@@ -119,4 +122,40 @@ export function webhooksOf(
     ...(config.webhookRetryDelays ? { delays: config.webhookRetryDelays } : {}),
   });
   return { delivery, notify: notifier({ outbox, log, clock: systemClock, recorded: () => delivery.wake() }) };
+}
+
+/**
+ * The metrics registry with `--metrics` or `--metrics-port`; prom-client is loaded only then (it is
+ * slow to load).
+ */
+export async function metricsOf(config: Config, adapter: RuntimeAdapter): Promise<Metrics | undefined> {
+  if (!config.metrics && config.metricsPort === null) return undefined;
+  const { Metrics } = await import('../metrics/registry.ts');
+  return new Metrics({ version: VERSION, runtime: adapter.name, latencyObjectives: config.latencyObjectives });
+}
+
+/**
+ * The trace export when an endpoint is configured; none (and the SDK never loaded) otherwise.
+ * Spans it drops are counted on `/metrics`.
+ */
+export async function tracesOf(config: Config, metrics: Metrics | undefined) {
+  const url = tracesUrl(config.otelTracesEndpoint, config.otelEndpoint);
+  if (url === undefined) return undefined;
+  const { startTraceExport } = await import('../trace/export.ts');
+  const exported = startTraceExport({
+    url,
+    headers: config.otelHeaders,
+    serviceName: config.otelServiceName,
+    resourceAttributes: config.otelResourceAttributes,
+    sampler: config.otelSampler,
+    samplerArg: config.otelSamplerArg,
+    keep: {
+      slowerThanMs: 1000 * (config.otelKeepSlowerThan ?? Math.max(...config.latencyObjectives)),
+      errors: config.otelKeepErrors,
+      maxPerSecond: config.otelKeepMaxPerSecond,
+    },
+    ringRecords: config.otelRingRecords,
+    ...(metrics ? { dropped: (spans: number, reason: string) => metrics.spansDropped(spans, reason) } : {}),
+  });
+  return { url, shutdown: exported.shutdown };
 }

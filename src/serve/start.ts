@@ -1,7 +1,8 @@
 // Serving. From the parsed configuration, this file starts the runtime's adapter, binds the
-// listeners (src/serve/listeners.ts), opens the store, the limiter and the webhooks
-// (src/serve/parts.ts), and builds the apps. It serves on this thread (one worker), or on
-// --workers threads (src/serve/supervisor.ts). It also runs the shutdown that a signal starts.
+// listeners (src/serve/listeners.ts), opens the metrics, the traces, the store, the limiter and
+// the webhooks (src/serve/parts.ts), and builds the apps. It serves on this thread (one worker),
+// or on --workers threads (src/serve/supervisor.ts). It also runs the shutdown that a signal
+// starts.
 import process from 'node:process';
 import { type AppOptions, adminApp, createApp } from '../app.ts';
 import { type Config, ConfigError, memoryWithWorkers } from '../config.ts';
@@ -23,7 +24,7 @@ import type { RunningServer, RuntimeAdapter } from './adapter.ts';
 import { availableCpus } from './cpus.ts';
 import { checkOpenFiles, openFilesNeeded } from './fd-limit.ts';
 import { Listeners } from './listeners.ts';
-import { openLimiter, storeOf, webhooksOf } from './parts.ts';
+import { metricsOf, openLimiter, storeOf, tracesOf, webhooksOf } from './parts.ts';
 import { handleSignals } from './signals.ts';
 import { type HostStatus, type WorkerMemory, WorkerPool, workerMemory } from './supervisor.ts';
 
@@ -230,7 +231,7 @@ async function startWorkers({
     },
   });
   keys.onChange((table) => pool.keysChanged(table));
-  listeners.workers(pool);
+  listeners.addWorkerPool(pool);
 }
 
 /** How often each instance expires the orders whose hold is over, when no request did first. */
@@ -269,44 +270,8 @@ async function loadAdapter(): Promise<RuntimeAdapter> {
   return adapter;
 }
 
-/**
- * The metrics registry with `--metrics` or `--metrics-port`; prom-client is loaded only then (it is
- * slow to load).
- */
-export async function metricsOf(config: Config, adapter: RuntimeAdapter): Promise<Metrics | undefined> {
-  if (!config.metrics && config.metricsPort === null) return undefined;
-  const { Metrics } = await import('../metrics/registry.ts');
-  return new Metrics({ version: VERSION, runtime: adapter.name, latencyObjectives: config.latencyObjectives });
-}
-
 /** The least time a shutdown gives the trace export to send what is queued. */
 const FLUSH_MIN_MS = 500;
-
-/**
- * The trace export when an endpoint is configured; none (and the SDK never loaded) otherwise.
- * Spans it drops are counted on `/metrics`.
- */
-async function tracesOf(config: Config, metrics: Metrics | undefined) {
-  const url = tracesUrl(config.otelTracesEndpoint, config.otelEndpoint);
-  if (url === undefined) return undefined;
-  const { startTraceExport } = await import('../trace/export.ts');
-  const exported = startTraceExport({
-    url,
-    headers: config.otelHeaders,
-    serviceName: config.otelServiceName,
-    resourceAttributes: config.otelResourceAttributes,
-    sampler: config.otelSampler,
-    samplerArg: config.otelSamplerArg,
-    keep: {
-      slowerThanMs: 1000 * (config.otelKeepSlowerThan ?? Math.max(...config.latencyObjectives)),
-      errors: config.otelKeepErrors,
-      maxPerSecond: config.otelKeepMaxPerSecond,
-    },
-    ringRecords: config.otelRingRecords,
-    ...(metrics ? { dropped: (spans: number, reason: string) => metrics.spansDropped(spans, reason) } : {}),
-  });
-  return { url, shutdown: exported.shutdown };
-}
 
 /**
  * The gateway's options that come from flags: how to find the client's address, the ban, the

@@ -15,8 +15,8 @@ import { batched, createLogger, fileWriter } from '../log.ts';
 import { notifier } from '../webhooks/notify.ts';
 import { adapter } from './bun.ts';
 import { packAsks, RemoteLimiter, unpackAnswers } from './host-limiter.ts';
-import { storeOf } from './parts.ts';
-import { appOptionsOf, metricsOf } from './start.ts';
+import { metricsOf, storeOf } from './parts.ts';
+import { appOptionsOf } from './start.ts';
 import { keyRecords, type ToWorker, WORKER_STATE, type WorkerStart } from './supervisor.ts';
 
 declare const self: Worker;
