@@ -10,9 +10,9 @@ const REALM = 'Bearer realm="petstore"';
 
 /**
  * The 403 `insufficient_scope` (RFC 6750 section 3.1) when the key lacks `needed`, the scope of the
- * operation asked for, else undefined. Asked after the limiter admitted the request: a refused
- * request has still spent the operation's cost of the quota, so probing which scopes a key has is
- * not free.
+ * operation asked for, else undefined. Asked after the limiter's decision, unless it refused the
+ * request (429; a report-only consumer over its limit is asked too): a request refused here has
+ * still spent the operation's cost of the quota, so probing which scopes a key has is not free.
  *
  * @example
  * // ApiError 403, WWW-Authenticate: ... scope="pets:write"

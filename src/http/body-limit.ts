@@ -51,6 +51,7 @@ export function checkBodyOnGet(c: Context, maxBytes: number): void {
   const method = c.req.method;
   if (method !== 'GET' && method !== 'HEAD') return;
   const length = c.req.header('content-length');
+  // The runtimes hand a GET no body stream; the check of it is a guard should one ever do.
   const hasBody =
     c.req.raw.body !== null ||
     (length !== undefined && length !== '0') ||

@@ -60,8 +60,9 @@ export async function openLimiter(config: Config, log: Logger, metrics: Metrics 
 }
 
 /**
- * The one store every part is given (the API, the keys, the webhook delivery and notifier). Every
- * part calls the store through these wrappers, except the key store (`--keys store`), which
+ * This process's store, the one every part is given (the API, the keys, the webhook delivery and
+ * notifier); with `--workers`, the supervisor and each worker make their own. Every part calls the
+ * store through these wrappers, except the key store (`--keys store`), which
  * calls `store.backend` directly (src/store/key-store.ts).
  * The wrappers, from the outside in (this is the one place that puts them together, besides
  * `openStore()`, which adds the innermost, the time bound and the trace, for the CLI's commands
@@ -100,8 +101,8 @@ export async function storeOf(
  * `DeliveryLoop` off the request path; none without an outbox. The `DeliveryLoop` calls
  * `storeOf`'s store, so its failures are counted and each call has a request's time bound. The
  * sends are outside those calls. The bound keeps a stuck connection from holding up shutdown. The
- * worker and the requests share one time bound: once any call finds the database unreachable, the
- * worker's calls and the requests' fail at once.
+ * delivery loop and the requests share one time bound: once any call finds the database
+ * unreachable, the loop's calls and the requests' fail at once.
  */
 export function webhooksOf(
   store: DataStore,
