@@ -34,7 +34,7 @@ import { peerText } from '../redact.ts';
 import type { DataStore } from '../store/store.ts';
 import { currentRequest, type RequestState } from '../trace/request-state.ts';
 import { answer } from './answer.ts';
-import { checkBodyOnGet, limitBody } from './body-limit.ts';
+import { type BodyLimit, checkBodyOnGet, limitBody } from './body-limit.ts';
 import { corsStep } from './cors.ts';
 import { requestCounter } from './count-requests.ts';
 import { toApiError } from './error-answer.ts';
@@ -190,7 +190,7 @@ interface PipelineParts {
   readonly requestMetrics: ReturnType<typeof requestCounter> | undefined;
   readonly cors: ReturnType<typeof corsStep> | undefined;
   /** Refuses a body over `maxBodyBytes` with the 413 (step 5). */
-  readonly limitBody: ReturnType<typeof limitBody>;
+  readonly limitBody: BodyLimit;
   /**
    * Counts a memoised operation's request as a memo hit or miss (`--metrics` or `--metrics-port`).
    */
@@ -389,19 +389,17 @@ function addDeprecationHeaders<D>(c: Context<AppEnv>, { deprecated }: OperationR
   if (deprecated) Object.assign(answerHeaders(c), deprecated);
 }
 
-/** Step 5: the body's size (413) and a body sent with GET; then `next`. */
+/**
+ * Step 5: refuses a body over the size limit (413) and a body sent with GET that is too large or
+ * not JSON (413, 415). Otherwise it returns `next()`'s answer.
+ */
 async function checkBody(parts: PipelineParts, c: Context<AppEnv>, next: () => Promise<Response>): Promise<Response> {
   // The runtimes hand a GET or HEAD no body stream: only its headers can tell of a body.
   checkBodyOnGet(c, parts.maxBodyBytes);
   // A write sent without a body has none either; step 7 answers it 415 without a JSON
   // Content-Type, else 400.
   if (!c.req.raw.body) return next();
-  let response: Response | undefined;
-  await parts.limitBody(c, async () => {
-    response = await next();
-  });
-  // `limitBody` either called its continuation or threw the 413.
-  return response as Response;
+  return parts.limitBody(c, next);
 }
 
 /**
