@@ -2,8 +2,8 @@
 // `operationHandler` lists the eight steps of a table's operation, in the order they run. Each
 // step calls the next, directly (→) or through a callback (⇒); `;` runs one after the other:
 //
-//   1 exchange ⇒ answerExchange ⇒ serveOperation:
-//       2 cors; 3 passGateway ⇒ (4 addDeprecationHeaders; 5 checkBody ⇒ 6.1 awaitDueOrders)
+//   1 exchange ⇒ answerExchange ⇒ serveOperation: 2 addCorsHeaders; 3 passGateway ⇒
+//       (4 addDeprecationHeaders; 5 checkBody ⇒ 6.1 awaitDueOrders)
 //   6.1 awaitDueOrders → 6.2 memoOrRun → 7 runHandler (⇒ by the memo's readOrJoin if memoised)
 //   6.2 memoOrRun → 8 answer. An operation that expires no due orders first skips 6.1: 5 ⇒ 6.2.
 //
@@ -35,7 +35,7 @@ import type { DataStore } from '../store/store.ts';
 import { currentRequest, type RequestState } from '../trace/request-state.ts';
 import { answer } from './answer.ts';
 import { type BodyLimit, checkBodyOnGet, limitBody } from './body-limit.ts';
-import { corsStep } from './cors.ts';
+import { Cors } from './cors.ts';
 import { requestCounter } from './count-requests.ts';
 import { toApiError } from './error-answer.ts';
 import { weakEtag } from './etag.ts';
@@ -188,7 +188,8 @@ interface PipelineParts {
   readonly tracing: ReturnType<typeof requestTrace>;
   /** Counts every request and its answer (`--metrics` or `--metrics-port`). */
   readonly requestMetrics: ReturnType<typeof requestCounter> | undefined;
-  readonly cors: ReturnType<typeof corsStep> | undefined;
+  /** CORS for the API (`--cors-origin`); undefined without it. */
+  readonly cors: Cors | undefined;
   /** Refuses a body over `maxBodyBytes` with the 413 (step 5). */
   readonly limitBody: BodyLimit;
   /**
@@ -236,7 +237,7 @@ function partsOf({
     requestLog: requestLog({ log, clock, clientAddress, ...(newId ? { newId } : {}) }),
     tracing: requestTrace({ clientAddress, holdsValidKey }),
     requestMetrics: metrics && requestCounter({ metrics, ...(countAs ? { operation: countAs } : {}) }),
-    cors: corsOrigins.length > 0 ? corsStep(corsOrigins) : undefined,
+    cors: corsOrigins.length > 0 ? new Cors(corsOrigins) : undefined,
     limitBody: limitBody(maxBodyBytes),
     memoCount: metrics && ((op, hit) => metrics.memoAnswered(op, hit)),
     report: (err, c) => log.error('unhandled error', errorFields(c, err)),
@@ -253,8 +254,9 @@ function partsOf({
  * 1. `exchange`: gives the request its id and its state (trace, log). Inside that state,
  *    `answerExchange` sets the headers every answer carries and refuses an overlong URI (414). It
  *    answers whatever a later step throws, then writes the log line and the metrics.
- * 2. `cors` (src/http/cors.ts): adds the CORS headers. A preflight (OPTIONS) matches no
- *    operation's route: `answerNoRoute` answers it, before any key is asked for.
+ * 2. `addCorsHeaders` (src/http/cors.ts): adds the CORS headers. A preflight (OPTIONS) matches
+ *    no operation's route: `answerNoRoute` answers it (`answerPreflight`), before any key is asked
+ *    for.
  * 3. `passGateway`: `gateway()` (src/gateway/gateway.ts) admits the request or refuses it (401,
  *    429, 403, 503); its docstring lists the gateway's checks in their order.
  * 4. `addDeprecationHeaders`: a deprecated operation's `Deprecation`, `Sunset` and `Link`.
@@ -285,9 +287,8 @@ function operationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandl
   // Named as what it does, so a CPU profile names it.
   return exchangeHandler(parts, function serveOperation(c) {
     c.set('operation', op.id);
-    // Step 2 adds the CORS headers here. A preflight (OPTIONS) matches no operation's route: it
-    // meets step 2 through `notFound` (`answerNoRoute`).
-    cors?.(c);
+    // A preflight (OPTIONS) matches no operation's route: `notFound` (`answerNoRoute`) answers it.
+    cors?.addCorsHeaders(c);
     return passGateway(parts, c, op, (decision, caller) => {
       addDeprecationHeaders(c, route);
       return checkBody(parts, c, () => dueOrdersThenMemo(parts, route, c, decision, caller));
@@ -549,8 +550,12 @@ function deprecationHeaders({ since, sunset, successor }: Deprecation): AnswerHe
  * 404). Then 405 with `Allow` for a path the table has, else 404.
  */
 function answerNoRoute<D>(parts: TableParts<D>, c: Context<AppEnv>): Response | Promise<Response> {
-  const preflight = parts.cors?.(c);
-  if (preflight) return preflight;
+  const { cors } = parts;
+  if (cors) {
+    cors.addCorsHeaders(c);
+    const preflight = cors.answerPreflight(c);
+    if (preflight) return preflight;
+  }
   // The path's methods are looked up only for an admitted caller.
   return passGateway(parts, c, NO_ROUTE, () =>
     checkBody(parts, c, async () => {
