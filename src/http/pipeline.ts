@@ -37,7 +37,7 @@ import { answer } from './answer.ts';
 import { type BodyLimit, checkBodyOnGet, limitBody } from './body-limit.ts';
 import { Cors } from './cors.ts';
 import { requestCounter } from './count-requests.ts';
-import { toApiError } from './error-answer.ts';
+import { fail, toApiError } from './error-answer.ts';
 import { weakEtag } from './etag.ts';
 import { AnswerMemo, type StoreChanges } from './memo.ts';
 import { type RequestStart, requestLog } from './request-log.ts';
@@ -275,10 +275,10 @@ function partsOf({
  * Step 1 runs the rest inside itself, so it sees every answer. Step 3 runs steps 4 and 5, step 5
  * runs step 6, and step 6 runs step 7 and answers its reply (step 8). So the gateway holds the
  * caller's in-flight slot until the answer is made, or until a step throws. A refusal leaves
- * through `fail`: the gateway returns its refusals (the hot path, where a throw is slow), the other
- * steps throw theirs, and `answerExchange` catches them, so a new check may throw. Step 6 begins
- * at 6.1 or at 6.2, chosen once per route: an operation that expires no due orders first pays
- * nothing for 6.1.
+ * through `fail` (src/http/error-answer.ts), which answers it by step 8: the gateway returns its
+ * refusals (the hot path, where a throw is slow), the other steps throw theirs, and
+ * `answerExchange` catches them, so a new check may throw. Step 6 begins at 6.1 or at 6.2, chosen
+ * once per route: an operation that expires no due orders first pays nothing for 6.1.
  */
 function operationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
   const route = routeOf(parts, op);
@@ -575,16 +575,6 @@ function opsRouteHandler(parts: PipelineParts, route: OpsRoute): RouteHandler {
     },
     !UNTRACED.has(route.id),
   );
-}
-
-/**
- * Answers a refusal or error as the contract's Error body, its own headers added to those the
- * request gathered (rate limits, request id): every refusal and error leaves here. Sets it as
- * `c.error`, where the log line and metrics read it.
- */
-function fail(c: Context<AppEnv>, err: ApiError): Response {
-  c.error = err;
-  return answer(c, err.reply);
 }
 
 /** What step 1 runs inside the request's state: the rest of the request's steps. */
