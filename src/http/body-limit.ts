@@ -45,10 +45,10 @@ export function limitBody(maxBytes: number): BodyLimit {
 }
 
 /**
- * A body sent with GET or HEAD is held to the same rules as any other: at most `maxBytes` bytes
- * (413) and `application/json` (415). The runtimes hand Hono no body for these methods, so
- * `bodyLimit` never sees one; the declared `Content-Length` and `Content-Type` decide. Step 5
- * of the pipeline (./pipeline.ts) calls it beside `limitBody`; it throws its refusal.
+ * Holds a body sent with GET or HEAD to the rules of any other: it throws 413 past `maxBytes` bytes
+ * and 415 when it is not `application/json`. The runtimes hand Hono no body for these methods, so
+ * `bodyLimit` never sees one; the declared `Content-Length` and `Content-Type` decide. Step 5 of
+ * the pipeline (./pipeline.ts) calls it beside `limitBody`; it throws its refusal.
  *
  * @example
  * checkBodyOnGet(c, 64 * 1024)

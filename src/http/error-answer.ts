@@ -8,8 +8,8 @@ import { answer } from './answer.ts';
 export type ErrorReporter = (err: unknown, c: Context) => void;
 
 /**
- * Whatever was thrown, as the ApiError to answer: known errors keep their status; a store that
- * cannot serve is a 503 `service_unavailable` (told to `unavailable`); anything else is a
+ * Returns whatever was thrown as the ApiError to answer: known errors keep their status; a store
+ * that cannot serve is a 503 `service_unavailable` (told to `unavailable`); anything else is a
  * logged 500 (told to `report`). Neither message carries the error's own text, which may hold
  * internals.
  *

@@ -107,7 +107,7 @@ export interface TableRouteHandlersOptions<D> extends RouteHandlersOptions {
 export type DueOrderExpiry = Pick<DataStore, 'startDueOrderExpiry'>;
 
 /**
- * The route handlers of an app that serves ops routes alone: the metrics port's. Each request
+ * Makes the route handlers of an app that serves ops routes alone: the metrics port's. Each request
  * runs step 1 (`exchange`) and then its ops route, or 404.
  *
  * @example
@@ -124,10 +124,11 @@ export function opsRouteHandlers(options: RouteHandlersOptions) {
 }
 
 /**
- * The route handlers of an app that serves an operations table, the API's or the admin API's: those
- * of `opsRouteHandlers`, and `operation`, which makes one operation's route (`operationHandler`
- * lists its steps). Its types ask for what serving the table needs: a table with memoised
- * operations or operations that expire due orders first (`expiresDueOrdersFirst`) needs `store`.
+ * Makes the route handlers of an app that serves an operations table, the API's or the admin API's:
+ * those of `opsRouteHandlers`, and `operation`, which makes one operation's route
+ * (`operationHandler` lists its steps). Its types ask for what serving the table needs: a table
+ * with memoised operations or operations that expire due orders first (`expiresDueOrdersFirst`)
+ * needs `store`.
  *
  * @example
  * const handlers = tableRouteHandlers({ log, clock, clientAddress, admission, deps, store,
@@ -154,7 +155,10 @@ export function tableRouteHandlers<D extends object>(
     answerMemo,
     dueOrderExpiry: store,
   };
-  /** Hono's `notFound`: a path no route serves. Under the API prefix it meets the gateway first. */
+  /**
+   * Answers a path no route serves (Hono's `notFound`). Under the API prefix it meets the gateway
+   * first.
+   */
   const notFound = exchangeHandler(parts, (c) =>
     parts.isGatewayPath(c.req.path) ? answerNoRoute(parts, c) : fail(c, NO_SUCH_PATH),
   );
@@ -169,9 +173,9 @@ export interface TableRouteHandlers<O> extends ReturnType<typeof routeHandlers> 
   operation(op: O): RouteHandler;
 }
 
-/** The route handlers every app has: ops routes, `notFound` and Hono's `onError`. */
+/** Makes the route handlers every app has: ops routes, `notFound` and Hono's `onError`. */
 function routeHandlers(parts: PipelineParts, notFound: RouteHandler) {
-  /** Hono's `onError`, for what escapes step 1: answered with the Error body all the same. */
+  /** Answers what escapes step 1 (Hono's `onError`) with the Error body all the same. */
   const onError: ErrorHandler<AppEnv> = (err, c) => fail(c, toApiError(err, c, parts.report, parts.unavailable));
   return {
     opsRoute: (route: OpsRoute) => opsRouteHandler(parts, route),
@@ -246,9 +250,9 @@ function partsOf({
 }
 
 /**
- * A table operation's route handler (the API's or the admin API's), its checks made once. This
- * is the one list of a request's steps, in the order they run (the file's header shows who calls
- * whom). src/http/pipeline.test.ts checks that the refusals come in this order, and
+ * Makes a table operation's route handler (the API's or the admin API's), its checks made once.
+ * This is the one list of a request's steps, in the order they run (the file's header shows who
+ * calls whom). src/http/pipeline.test.ts checks that the refusals come in this order, and
  * src/layout.test.ts that ARCHITECTURE.md's walk has these steps:
  *
  * 1. `exchange`: gives the request its id and its state (trace, log). Inside that state,
@@ -316,8 +320,9 @@ function exchangeHandler(parts: PipelineParts, inner: InnerHandler, traced = tru
 }
 
 /**
- * Step 1 inside the request's state: the headers every answer carries, 414, `inner`, then the log
- * line, the metrics and the end of the trace record.
+ * Step 1 inside the request's state: sets the headers every answer carries, refuses an overlong
+ * URI (414) and runs `inner`. Then it ends the trace record, writes the log line and the metrics,
+ * and returns the answer.
  */
 async function answerExchange(
   { requestLog, requestMetrics, tracing, isGatewayPath, report, unavailable }: PipelineParts,
@@ -358,7 +363,7 @@ async function answerExchange(
   return res;
 }
 
-/** `res`'s `traceresponse`, when its headers can still be changed. */
+/** Sets `res`'s `traceresponse`, when its headers can still be changed. */
 function setTraceResponse(res: Response, value: string | undefined): void {
   if (value === undefined) return;
   try {
@@ -369,9 +374,9 @@ function setTraceResponse(res: Response, value: string | undefined): void {
 }
 
 /**
- * Step 3: the gateway (src/gateway/gateway.ts) admits the request and calls `serveAdmitted`, or
- * refuses it. The gateway returns its refusals rather than throwing them, as a throw through its
- * async frames is slow.
+ * Step 3: asks the gateway (src/gateway/gateway.ts) to admit the request, and returns
+ * `serveAdmitted`'s answer or the refusal's. The gateway returns its refusals rather than throwing
+ * them, as a throw through its async frames is slow.
  */
 async function passGateway<D>(
   { admission }: TableParts<D>,
@@ -385,7 +390,7 @@ async function passGateway<D>(
   return fail(c, outcome);
 }
 
-/** Step 4: a deprecated operation's headers, on every answer after the gateway's. */
+/** Step 4: adds a deprecated operation's headers to every answer after the gateway's. */
 function addDeprecationHeaders<D>(c: Context<AppEnv>, { deprecated }: OperationRoute<D>): void {
   if (deprecated) Object.assign(answerHeaders(c), deprecated);
 }
@@ -426,9 +431,9 @@ function awaitDueOrders<D>(
 }
 
 /**
- * Step 6.2: a memoised operation is answered from the memo (src/http/memo.ts) when nothing it read
- * has changed since; otherwise, and for every operation that is not memoised (`placeOrder`), step
- * 7 runs the handler and this step answers its reply.
+ * Step 6.2: answers a memoised operation from the memo (src/http/memo.ts) when nothing it read has
+ * changed since. Otherwise, and for every operation that is not memoised (`placeOrder`), it runs
+ * step 7 and answers its reply.
  */
 async function memoOrRun<D>(
   parts: TableParts<D>,
@@ -458,8 +463,8 @@ async function memoOrRun<D>(
 }
 
 /**
- * Step 7: the input validated by the table's schemas (400, 415), the handler's reply, and its weak
- * ETag.
+ * Step 7: validates the input by the table's schemas (400, 415), runs the handler and returns its
+ * reply, with a weak ETag when the table asks for one.
  */
 async function runHandler<D>(
   { deps }: TableParts<D>,
@@ -476,9 +481,9 @@ async function runHandler<D>(
 }
 
 /**
- * `reply` with a weak ETag of its body, when the table asks for one and the reply has no tag of
- * its own. A page's next-page `Link` is part of what the client holds: a page whose body is the
- * same but whose next link moved must not answer 304, so the tag covers the link too.
+ * Returns `reply` with a weak ETag of its body, when the table asks for one and the reply has no
+ * tag of its own. A page's next-page `Link` is part of what the client holds: a page whose body is
+ * the same but whose next link moved must not answer 304, so the tag covers the link too.
  */
 function addWeakEtag<D>(op: Operation<D>, reply: Reply): Reply {
   if (!op.weakEtag || reply.etag !== undefined || reply.status !== 200 || typeof reply.body !== 'string') return reply;
@@ -486,7 +491,7 @@ function addWeakEtag<D>(op: Operation<D>, reply: Reply): Reply {
   return { ...reply, etag: link === undefined ? weakEtag(reply.body) : weakEtag(reply.body, link) };
 }
 
-/** The caller's consumer and API key id, for an audited operation only. */
+/** Returns the caller's consumer and API key id for an audited operation, else undefined. */
 function keyHolderOf<D>(op: Operation<D>, caller: ConsumerCaller): KeyHolder | undefined {
   return op.audited ? { consumer: caller.consumer.name, id: caller.key.id } : undefined;
 }
@@ -509,8 +514,8 @@ interface OperationRoute<D> {
 }
 
 /**
- * What serving `op` needs, checked once when its route is added: it throws at start-up for an
- * operation the pipeline cannot serve as the table says.
+ * Returns what serving `op` needs, checked once when its route is added: it throws at start-up for
+ * an operation the pipeline cannot serve as the table says.
  */
 function routeOf<D>({ answerMemo, dueOrderExpiry }: TableParts<D>, op: Operation<D>): OperationRoute<D> {
   // A quota reader's answer is the caller's own: never memoised for another.
@@ -535,7 +540,10 @@ function routeOf<D>({ answerMemo, dueOrderExpiry }: TableParts<D>, op: Operation
   };
 }
 
-/** RFC 9745 `Deprecation`, RFC 8594 `Sunset` and the successor `Link` of a deprecated operation. */
+/**
+ * Returns the RFC 9745 `Deprecation`, RFC 8594 `Sunset` and successor `Link` headers of a
+ * deprecated operation.
+ */
 function deprecationHeaders({ since, sunset, successor }: Deprecation): AnswerHeaders {
   return {
     Deprecation: `@${Date.parse(since) / 1000}`,
@@ -545,9 +553,9 @@ function deprecationHeaders({ since, sunset, successor }: Deprecation): AnswerHe
 }
 
 /**
- * A path under the API prefix that no operation serves with this method. It passes steps 2, 3
- * and 5 as an operation would, so a caller without a key learns nothing of paths (401 before
- * 404). Then 405 with `Allow` for a path the table has, else 404.
+ * Answers a path under the API prefix that no operation serves with this method. It passes steps 2
+ * (where a preflight is answered), 3 and 5 as an operation would, so a caller without a key learns
+ * nothing of paths (401 before 404). Then 405 with `Allow` for a path the table has, else 404.
  */
 function answerNoRoute<D>(parts: TableParts<D>, c: Context<AppEnv>): Response | Promise<Response> {
   const { cors } = parts;
@@ -565,7 +573,10 @@ function answerNoRoute<D>(parts: TableParts<D>, c: Context<AppEnv>): Response | 
   );
 }
 
-/** An ops route: step 1, then its handler, answered through the one answer path. */
+/**
+ * Makes an ops route's handler: step 1, then the route's own, answered through the one answer
+ * path.
+ */
 function opsRouteHandler(parts: PipelineParts, route: OpsRoute): RouteHandler {
   return exchangeHandler(
     parts,
