@@ -50,7 +50,7 @@ function isRead(method: string): boolean {
   return method === 'GET' || method === 'HEAD';
 }
 
-/** `text` in the client's preferred coding when it is worth compressing, else as it is. */
+/** Returns `text` in the client's preferred coding when it is worth compressing, else as it is. */
 function encodedJson(c: Context, text: string, headers: AnswerHeaders): string | Uint8Array<ArrayBuffer> {
   // UTF-8 takes at most 3 bytes a UTF-16 unit: shorter texts are under the threshold.
   if (text.length * 3 < MIN_COMPRESSED_BYTES) return text;

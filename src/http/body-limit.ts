@@ -1,6 +1,6 @@
-// Step 5's body limits: `limitBody()` answers 413 for a body over the size, and `checkBodyOnGet()`
+// Step 5's body limits: `limitBody()` refuses a body over the size (413), and `checkBodyOnGet()`
 // holds a body sent with GET or HEAD to the same rules of size and type.
-import type { Context, MiddlewareHandler } from 'hono';
+import type { Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { isJson } from '../api/validate.ts';
 import { notJson, tooLarge } from '../core/api-error.ts';
@@ -19,30 +19,36 @@ export const MAX_BODY_BYTES = 64 * 1024;
  */
 const MAX_DISCARDED_BYTES = 1024 * 1024 * 1024;
 
+/** Step 5's size check, made by `limitBody()`: it throws the 413, or returns `next()`'s answer. */
+export type BodyLimit = (c: Context, next: () => Promise<Response>) => Promise<Response>;
+
 /**
- * Hono's `bodyLimit` answering the contract's 413 `payload_too_large`: at once for a declared
+ * Makes Hono's `bodyLimit` answer the contract's 413 `payload_too_large`: at once for a declared
  * `Content-Length` over `maxBytes`, as soon as a chunked body passes it. The pipeline calls it
  * at step 5, after the gateway, so the 413 carries the rate-limit headers like any other answer.
  *
  * @example
  * const limit = limitBody(64 * 1024)
- * await limit(c, next) // throws the 413, or calls next()
+ * return limit(c, next) // throws the 413, or returns next()'s answer
  */
-export function limitBody(maxBytes: number): MiddlewareHandler {
-  return bodyLimit({
+export function limitBody(maxBytes: number): BodyLimit {
+  const limit = bodyLimit({
     maxSize: maxBytes,
     onError: (c) => {
       if (Number(c.req.header('content-length')) > MAX_DISCARDED_BYTES) answerHeaders(c).Connection = 'close';
       throw tooLarge(maxBytes);
     },
   });
+  // Sound: Hono's `bodyLimit` returns what `next()` or `onError` returns, and this `onError`
+  // throws. Hono's type says less: its `next` and its middleware may return nothing.
+  return limit as unknown as BodyLimit;
 }
 
 /**
- * A body sent with GET or HEAD is held to the same rules as any other: at most `maxBytes` bytes
- * (413) and `application/json` (415). The runtimes hand Hono no body for these methods, so
- * `bodyLimit` never sees one; the declared `Content-Length` and `Content-Type` decide. Step 5
- * of the pipeline (./pipeline.ts) calls it beside `limitBody`; it throws its refusal.
+ * Holds a body sent with GET or HEAD to the rules of any other: it throws 413 past `maxBytes` bytes
+ * and 415 when it is not `application/json`. The runtimes hand Hono no body for these methods, so
+ * `bodyLimit` never sees one; the declared `Content-Length` and `Content-Type` decide. Step 5 of
+ * the pipeline (./pipeline.ts) calls it beside `limitBody`; it throws its refusal.
  *
  * @example
  * checkBodyOnGet(c, 64 * 1024)

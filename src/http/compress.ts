@@ -15,8 +15,8 @@ const BROTLI = { params: { [constants.BROTLI_PARAM_QUALITY]: 2 } };
 const GZIP_LEVEL = 6;
 
 /**
- * Whether an `Accept-Encoding` value admits `coding` (RFC 9110 section 12.5.3): named with a
- * non-zero weight, or not named and `*` has one; x-gzip is gzip.
+ * Returns whether an `Accept-Encoding` value admits `coding` (RFC 9110 section 12.5.3): named with
+ * a non-zero weight, or not named and `*` has one; x-gzip is gzip.
  *
  * @example
  * accepts('br;q=0, *', 'gzip') // true
@@ -35,8 +35,8 @@ export function accepts(header: string | undefined, coding: Coding): boolean {
 }
 
 /**
- * The coding to send for an `Accept-Encoding` value: br when it is admitted, else gzip, else
- * none (`accepts`).
+ * Returns the coding to send for an `Accept-Encoding` value: br when it is admitted, else gzip,
+ * else none (`accepts`).
  *
  * @example
  * preferredCoding('gzip, deflate, br') // 'br'
@@ -49,7 +49,7 @@ export function preferredCoding(header: string | undefined): Coding | undefined 
 }
 
 /**
- * `bytes` in `coding`.
+ * Returns `bytes` encoded in `coding`.
  *
  * @example
  * encode(new TextEncoder().encode('{"a":1}'), 'gzip')
@@ -61,8 +61,8 @@ export function encode(bytes: Uint8Array, coding: Coding): Uint8Array<ArrayBuffe
 }
 
 /**
- * Whether an answer varies by `Accept-Encoding` and may be sent compressed: a successful JSON one
- * (errors stay as they are: readable in any log).
+ * Returns whether an answer varies by `Accept-Encoding` and may be sent compressed: a successful
+ * JSON one (errors stay as they are: readable in any log).
  *
  * @example
  * compressible(200, 'application/json') // true
@@ -72,8 +72,8 @@ export function compressible(status: number, contentType: string | null | undefi
 }
 
 /**
- * `bytes` in `coding` when there is a coding and they are `MIN_COMPRESSED_BYTES` or more, else
- * undefined (sent as they are).
+ * Returns `bytes` encoded in `coding` when there is a coding and they are `MIN_COMPRESSED_BYTES` or
+ * more, else undefined (sent as they are).
  *
  * @example
  * compressed(bytes, preferredCoding(acceptEncoding)) ?? bytes

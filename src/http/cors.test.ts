@@ -41,7 +41,7 @@ const preflight = {
 };
 const corsHeaders = (res: Response) => [...res.headers.keys()].filter((k) => k.startsWith('access-control-'));
 
-describe('corsStep', () => {
+describe('addCorsHeaders and answerPreflight', () => {
   test('a preflight from an allowed origin is 204, before the gateway: no key, no quota', async () => {
     const app = corsApp([APP]);
     for (let i = 0; i < 5; i++) {

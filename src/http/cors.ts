@@ -1,5 +1,6 @@
-// Step 2: CORS for the API (`--cors-origin`). `corsStep()` answers a preflight before any key is
-// asked for, and gathers the CORS headers of every other answer (`EXPOSED_HEADERS` and the rest).
+// Step 2: CORS for the API (`--cors-origin`). `Cors` adds the CORS headers to every answer
+// (`addCorsHeaders()`, `EXPOSED_HEADERS` and the rest) and answers a preflight before any key is
+// asked for (`answerPreflight()`).
 import type { Context } from 'hono';
 import { OPERATIONS } from '../api/operations.ts';
 import { answerHeaders, appendHeader } from '../core/reply.ts';
@@ -54,33 +55,56 @@ const MAX_AGE_SECONDS = '600';
 const EXPOSED = EXPOSED_HEADERS.join(',');
 
 /**
- * Makes step 2, CORS for the API (`--cors-origin`), run before the gateway. A preflight is
- * answered 204 here, so it needs no key and costs no quota. A request from an allowed origin gets
- * the CORS headers whatever its answer; any other gets only `Vary: Origin`. `*` allows every
- * origin. The headers are gathered like every other step's, for the one answer path.
+ * CORS for the API (`--cors-origin`): step 2 and the answer to a preflight, both before the
+ * gateway. A request from an allowed origin gets the CORS headers whatever its answer; any other
+ * gets only `Vary: Origin`. `*` allows every origin. The headers are gathered like every other
+ * step's, for the one answer path.
  *
  * @example
- * const cors = corsStep(['https://app.example'])
- * const preflight = cors(c) // a Response for a preflight, else undefined (the headers are gathered)
+ * const cors = new Cors(['https://app.example'])
+ * cors.addCorsHeaders(c)
+ * const preflight = cors.answerPreflight(c) // a Response for a preflight, else undefined
  */
-export function corsStep(origins: readonly string[]): (c: Context) => Response | undefined {
-  const anyOrigin = origins.includes('*');
-  const allowed = new Set(origins);
-  return function cors(c) {
+export class Cors {
+  readonly #anyOrigin: boolean;
+  readonly #allowed: ReadonlySet<string>;
+
+  constructor(origins: readonly string[]) {
+    this.#anyOrigin = origins.includes('*');
+    this.#allowed = new Set(origins);
+  }
+
+  /** Step 2: adds `Vary: Origin`, and for an allowed origin the CORS headers of every answer. */
+  addCorsHeaders(c: Context): void {
     const headers = answerHeaders(c);
     appendHeader(headers, 'Vary', 'Origin');
     const origin = c.req.header('origin');
-    const preflight =
-      c.req.method === 'OPTIONS' && origin !== undefined && c.req.header('access-control-request-method');
-    if (origin === undefined || !(anyOrigin || allowed.has(origin))) {
-      return preflight ? answer(c, { status: 204 }) : undefined;
-    }
+    if (origin === undefined || !this.#allows(origin)) return;
     headers['Access-Control-Allow-Origin'] = origin;
     headers['Access-Control-Expose-Headers'] = EXPOSED;
-    if (!preflight) return undefined;
-    headers['Access-Control-Max-Age'] = MAX_AGE_SECONDS;
-    headers['Access-Control-Allow-Methods'] = ALLOW_METHODS;
-    headers['Access-Control-Allow-Headers'] = ALLOW_HEADERS;
+  }
+
+  /**
+   * Answers a preflight (OPTIONS with `Origin` and `Access-Control-Request-Method`) 204, so it
+   * needs no key and costs no quota; returns undefined for any other request.
+   */
+  answerPreflight(c: Context): Response | undefined {
+    const origin = c.req.header('origin');
+    if (c.req.method !== 'OPTIONS' || origin === undefined || !c.req.header('access-control-request-method')) {
+      return undefined;
+    }
+    // An origin not allowed gets the 204 without the headers that would let its page go on.
+    if (this.#allows(origin)) {
+      const headers = answerHeaders(c);
+      headers['Access-Control-Max-Age'] = MAX_AGE_SECONDS;
+      headers['Access-Control-Allow-Methods'] = ALLOW_METHODS;
+      headers['Access-Control-Allow-Headers'] = ALLOW_HEADERS;
+    }
     return answer(c, { status: 204 });
-  };
+  }
+
+  /** Returns whether a page of `origin` may call the API. */
+  #allows(origin: string): boolean {
+    return this.#anyOrigin || this.#allowed.has(origin);
+  }
 }

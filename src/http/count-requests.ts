@@ -38,7 +38,8 @@ export function requestCounter({ metrics, now = () => performance.now(), operati
       return now();
     },
     /**
-     * `exportedTraceId`, the request's trace when it is exported, becomes the latency's exemplar.
+     * Counts the answered request and times it. `exportedTraceId`, the request's trace when it is
+     * exported, becomes the latency's exemplar.
      */
     finish(c: Context<AppEnv>, started: number, status: number, exportedTraceId?: string): void {
       const seconds = (now() - started) / 1000;
@@ -52,7 +53,7 @@ export function requestCounter({ metrics, now = () => performance.now(), operati
   };
 }
 
-/** The per-consumer series of a request: its status and last use, or why it was refused. */
+/** Counts a request in its consumer's series: its status and last use, or why it was refused. */
 function countConsumer(consumers: ConsumerMetrics, caller: Caller, status: number, error: unknown): void {
   if (caller.kind === 'consumer') {
     consumers.answered(caller.consumer.name, caller.key.id, status, Date.now());

@@ -1,14 +1,15 @@
-// How a throw becomes a refusal or an error: `toApiError()` maps what a step threw (a store that
-// is down is a 503, anything unknown a 500); the pipeline's `fail()` answers it.
+// The error answer: `toApiError()` maps what a step threw to an `ApiError` (a store that is down
+// is a 503, anything unknown a 500), and `fail()` answers an `ApiError` through `answer()`.
 import type { Context } from 'hono';
 import { ApiError, serviceUnavailable } from '../core/api-error.ts';
 import { StoreUnavailableError } from '../store/store-error.ts';
+import { answer } from './answer.ts';
 
 export type ErrorReporter = (err: unknown, c: Context) => void;
 
 /**
- * Whatever was thrown, as the ApiError to answer: known errors keep their status; a store that
- * cannot serve is a 503 `service_unavailable` (told to `unavailable`); anything else is a
+ * Returns whatever was thrown as the ApiError to answer: known errors keep their status; a store
+ * that cannot serve is a 503 `service_unavailable` (told to `unavailable`); anything else is a
  * logged 500 (told to `report`). Neither message carries the error's own text, which may hold
  * internals.
  *
@@ -33,4 +34,17 @@ export function toApiError(
   }
   report(err, c);
   return new ApiError('internal_error', 'The server failed to handle the request.');
+}
+
+/**
+ * Answers a refusal or error as the contract's Error body, its own headers added to those the
+ * request gathered (rate limits, request id): every refusal and error leaves here. Sets it as
+ * `c.error`, where the log line and metrics read it.
+ *
+ * @example
+ * return fail(c, NO_SUCH_PATH)
+ */
+export function fail(c: Context, err: ApiError): Response {
+  c.error = err;
+  return answer(c, err.reply);
 }

@@ -1,8 +1,8 @@
 /**
- * A weak entity tag of a body and its other parts: the first 64 bits of MurmurHash3 x86_128 (seed
- * 0) of the parts, each followed by a newline, as hex. Weak, because the same JSON is sent plain,
- * gzip or br. The hash is written here, not a runtime's, so Bun, Deno, Node and every instance tag
- * a body alike (`etag.test.ts` checks it).
+ * Returns a weak entity tag of a body and its other parts: the first 64 bits of MurmurHash3 x86_128
+ * (seed 0) of the parts, each followed by a newline, as hex. Weak, because the same JSON is sent
+ * plain, gzip or br. The hash is written here, not a runtime's, so Bun, Deno, Node and every
+ * instance tag a body alike (`etag.test.ts` checks it).
  *
  * @example
  * weakEtag('[{"id":1}]') // 'W/"…"' (16 hex digits)
@@ -34,19 +34,19 @@ function fmix(h: number): number {
   return h ^ (h >>> 16);
 }
 
-/** A little-endian 32-bit word of `b` at `i`. */
+/** Returns the little-endian 32-bit word of `b` at `i`. */
 const word = (b: Uint8Array, i: number) =>
   (b[i] as number) | ((b[i + 1] as number) << 8) | ((b[i + 2] as number) << 16) | ((b[i + 3] as number) << 24) | 0;
 
-/** The 32-bit value `h` as 8 hex digits of its little-endian bytes. */
+/** Returns the 32-bit value `h` as 8 hex digits of its little-endian bytes. */
 function hexLE(h: number): string {
   const be = ((h & 0xff) << 24) | (((h >>> 8) & 0xff) << 16) | (((h >>> 16) & 0xff) << 8) | ((h >>> 24) & 0xff);
   return (be >>> 0).toString(16).padStart(8, '0');
 }
 
 /**
- * MurmurHash3 x86_128 of `text`'s UTF-8 (seed 0): its first two 32-bit words (h1, h2), as the
- * hex of their 8 bytes.
+ * Returns MurmurHash3 x86_128 of `text`'s UTF-8 (seed 0): its first two 32-bit words (h1, h2), as
+ * the hex of their 8 bytes.
  *
  * @example
  * murmur3x86_64('') // '0000000000000000'
@@ -119,8 +119,8 @@ export function murmur3x86_64(text: string): string {
 }
 
 /**
- * Whether an `If-None-Match` value matches `etag` by weak comparison (RFC 9110 section 13.1.2):
- * `*`, or any listed tag with the same opaque part, `W/` or not.
+ * Returns whether an `If-None-Match` value matches `etag` by weak comparison (RFC 9110 section
+ * 13.1.2): `*`, or any listed tag with the same opaque part, `W/` or not.
  *
  * @example
  * notModified('W/"a", "b"', '"b"') // true

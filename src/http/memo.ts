@@ -78,14 +78,14 @@ export class AnswerMemo {
     });
   }
 
-  /** The store's change count now: what `get` and `readOrJoin` are given. */
+  /** Returns the store's change count now: what `get` and `readOrJoin` are given. */
   changeCount(): ChangeCount {
     return this.#store.changeCount();
   }
 
   /**
-   * The reply memoised for `target`, when the change `count` is known and nothing the reply read
-   * has changed.
+   * Returns the reply memoised for `target` when the change `count` is known and nothing the reply
+   * read has changed; else undefined.
    */
   get(target: string, count: ChangeCount): Reply | undefined {
     if (count === undefined) return undefined;
@@ -98,12 +98,12 @@ export class AnswerMemo {
   }
 
   /**
-   * The answer for a request that found nothing memoised for `target` (`get`), at change count
-   * `count`. When another request is reading `target`, this one waits and shares its 200
+   * Returns the answer for a request that found nothing memoised for `target` (`get`), at change
+   * count `count`. When another request is reading `target`, this one waits and shares its 200
    * (`joined`), unless what that read saw has changed since; then it joins at most `joins` more
    * reads before it reads itself. Otherwise it calls `read()` and memoises a 200 as `set` does.
-   * When the read it joined threw, a waiter rethrows a store outage (`StoreUnavailableError`,
-   * 503) and otherwise reads itself.
+   * When the read it joined threw, a waiter rethrows a store outage (`StoreUnavailableError`, 503)
+   * and otherwise reads itself.
    */
   async readOrJoin(
     target: string,

@@ -108,14 +108,14 @@ describe("a request's checks answer in the order operationHandler's comment list
     // Each request fails every check from its step on; it gets the first one's answer.
     const answered: [string, number][] = [
       ['exchange', (await post(`/v1/pets?q=${'x'.repeat(9000)}`, {}, tooLarge)).status],
-      ['cors', (await app.request('/v1/pets', { method: 'OPTIONS', headers: preflight })).status],
+      ['addCorsHeaders', (await app.request('/v1/pets', { method: 'OPTIONS', headers: preflight })).status],
       ['passGateway', (await post('/v1/pets', {}, tooLarge)).status],
       ['checkBody', (await post('/v1/pets', auth(), tooLarge)).status],
       ['runHandler', (await post('/v1/pets', auth(), '{"name":7}')).status],
     ];
     expect(answered).toEqual([
       ['exchange', 414],
-      ['cors', 204],
+      ['addCorsHeaders', 204],
       ['passGateway', 401],
       ['checkBody', 413],
       ['runHandler', 400],

@@ -2,8 +2,8 @@
 // `operationHandler` lists the eight steps of a table's operation, in the order they run. Each
 // step calls the next, directly (→) or through a callback (⇒); `;` runs one after the other:
 //
-//   1 exchange ⇒ answerExchange ⇒ serveOperation:
-//       2 cors; 3 passGateway ⇒ (4 addDeprecationHeaders; 5 checkBody ⇒ 6.1 awaitDueOrders)
+//   1 exchange ⇒ answerExchange ⇒ serveOperation: 2 addCorsHeaders; 3 passGateway ⇒
+//       (4 addDeprecationHeaders; 5 checkBody ⇒ 6.1 awaitDueOrders)
 //   6.1 awaitDueOrders → 6.2 memoOrRun → 7 runHandler (⇒ by the memo's readOrJoin if memoised)
 //   6.2 memoOrRun → 8 answer. An operation that expires no due orders first skips 6.1: 5 ⇒ 6.2.
 //
@@ -34,10 +34,10 @@ import { peerText } from '../redact.ts';
 import type { DataStore } from '../store/store.ts';
 import { currentRequest, type RequestState } from '../trace/request-state.ts';
 import { answer } from './answer.ts';
-import { checkBodyOnGet, limitBody } from './body-limit.ts';
-import { corsStep } from './cors.ts';
+import { type BodyLimit, checkBodyOnGet, limitBody } from './body-limit.ts';
+import { Cors } from './cors.ts';
 import { requestCounter } from './count-requests.ts';
-import { toApiError } from './error-answer.ts';
+import { fail, toApiError } from './error-answer.ts';
 import { weakEtag } from './etag.ts';
 import { AnswerMemo, type StoreChanges } from './memo.ts';
 import { type RequestStart, requestLog } from './request-log.ts';
@@ -107,7 +107,7 @@ export interface TableRouteHandlersOptions<D> extends RouteHandlersOptions {
 export type DueOrderExpiry = Pick<DataStore, 'startDueOrderExpiry'>;
 
 /**
- * The route handlers of an app that serves ops routes alone: the metrics port's. Each request
+ * Makes the route handlers of an app that serves ops routes alone: the metrics port's. Each request
  * runs step 1 (`exchange`) and then its ops route, or 404.
  *
  * @example
@@ -124,10 +124,11 @@ export function opsRouteHandlers(options: RouteHandlersOptions) {
 }
 
 /**
- * The route handlers of an app that serves an operations table, the API's or the admin API's: those
- * of `opsRouteHandlers`, and `operation`, which makes one operation's route (`operationHandler`
- * lists its steps). Its types ask for what serving the table needs: a table with memoised
- * operations or operations that expire due orders first (`expiresDueOrdersFirst`) needs `store`.
+ * Makes the route handlers of an app that serves an operations table, the API's or the admin API's:
+ * those of `opsRouteHandlers`, and `operation`, which makes one operation's route
+ * (`operationHandler` lists its steps). Its types ask for what serving the table needs: a table
+ * with memoised operations or operations that expire due orders first (`expiresDueOrdersFirst`)
+ * needs `store`.
  *
  * @example
  * const handlers = tableRouteHandlers({ log, clock, clientAddress, admission, deps, store,
@@ -154,7 +155,10 @@ export function tableRouteHandlers<D extends object>(
     answerMemo,
     dueOrderExpiry: store,
   };
-  /** Hono's `notFound`: a path no route serves. Under the API prefix it meets the gateway first. */
+  /**
+   * Answers a path no route serves (Hono's `notFound`). Under the API prefix it meets the gateway
+   * first.
+   */
   const notFound = exchangeHandler(parts, (c) =>
     parts.isGatewayPath(c.req.path) ? answerNoRoute(parts, c) : fail(c, NO_SUCH_PATH),
   );
@@ -169,9 +173,9 @@ export interface TableRouteHandlers<O> extends ReturnType<typeof routeHandlers> 
   operation(op: O): RouteHandler;
 }
 
-/** The route handlers every app has: ops routes, `notFound` and Hono's `onError`. */
+/** Makes the route handlers every app has: ops routes, `notFound` and Hono's `onError`. */
 function routeHandlers(parts: PipelineParts, notFound: RouteHandler) {
-  /** Hono's `onError`, for what escapes step 1: answered with the Error body all the same. */
+  /** Answers what escapes step 1 (Hono's `onError`) with the Error body all the same. */
   const onError: ErrorHandler<AppEnv> = (err, c) => fail(c, toApiError(err, c, parts.report, parts.unavailable));
   return {
     opsRoute: (route: OpsRoute) => opsRouteHandler(parts, route),
@@ -188,9 +192,10 @@ interface PipelineParts {
   readonly tracing: ReturnType<typeof requestTrace>;
   /** Counts every request and its answer (`--metrics` or `--metrics-port`). */
   readonly requestMetrics: ReturnType<typeof requestCounter> | undefined;
-  readonly cors: ReturnType<typeof corsStep> | undefined;
+  /** CORS for the API (`--cors-origin`); undefined without it. */
+  readonly cors: Cors | undefined;
   /** Refuses a body over `maxBodyBytes` with the 413 (step 5). */
-  readonly limitBody: ReturnType<typeof limitBody>;
+  readonly limitBody: BodyLimit;
   /**
    * Counts a memoised operation's request as a memo hit or miss (`--metrics` or `--metrics-port`).
    */
@@ -236,7 +241,7 @@ function partsOf({
     requestLog: requestLog({ log, clock, clientAddress, ...(newId ? { newId } : {}) }),
     tracing: requestTrace({ clientAddress, holdsValidKey }),
     requestMetrics: metrics && requestCounter({ metrics, ...(countAs ? { operation: countAs } : {}) }),
-    cors: corsOrigins.length > 0 ? corsStep(corsOrigins) : undefined,
+    cors: corsOrigins.length > 0 ? new Cors(corsOrigins) : undefined,
     limitBody: limitBody(maxBodyBytes),
     memoCount: metrics && ((op, hit) => metrics.memoAnswered(op, hit)),
     report: (err, c) => log.error('unhandled error', errorFields(c, err)),
@@ -245,16 +250,17 @@ function partsOf({
 }
 
 /**
- * A table operation's route handler (the API's or the admin API's), its checks made once. This
- * is the one list of a request's steps, in the order they run (the file's header shows who calls
- * whom). src/http/pipeline.test.ts checks that the refusals come in this order, and
+ * Makes a table operation's route handler (the API's or the admin API's), its checks made once.
+ * This is the one list of a request's steps, in the order they run (the file's header shows who
+ * calls whom). src/http/pipeline.test.ts checks that the refusals come in this order, and
  * src/layout.test.ts that ARCHITECTURE.md's walk has these steps:
  *
  * 1. `exchange`: gives the request its id and its state (trace, log). Inside that state,
  *    `answerExchange` sets the headers every answer carries and refuses an overlong URI (414). It
  *    answers whatever a later step throws, then writes the log line and the metrics.
- * 2. `cors` (src/http/cors.ts): adds the CORS headers. A preflight (OPTIONS) matches no
- *    operation's route: `answerNoRoute` answers it, before any key is asked for.
+ * 2. `addCorsHeaders` (src/http/cors.ts): adds the CORS headers. A preflight (OPTIONS) matches
+ *    no operation's route: `answerNoRoute` answers it (`answerPreflight`), before any key is asked
+ *    for.
  * 3. `passGateway`: `gateway()` (src/gateway/gateway.ts) admits the request or refuses it (401,
  *    429, 403, 503); its docstring lists the gateway's checks in their order.
  * 4. `addDeprecationHeaders`: a deprecated operation's `Deprecation`, `Sunset` and `Link`.
@@ -273,10 +279,10 @@ function partsOf({
  * Step 1 runs the rest inside itself, so it sees every answer. Step 3 runs steps 4 and 5, step 5
  * runs step 6, and step 6 runs step 7 and answers its reply (step 8). So the gateway holds the
  * caller's in-flight slot until the answer is made, or until a step throws. A refusal leaves
- * through `fail`: the gateway returns its refusals (the hot path, where a throw is slow), the other
- * steps throw theirs, and `answerExchange` catches them, so a new check may throw. Step 6 begins
- * at 6.1 or at 6.2, chosen once per route: an operation that expires no due orders first pays
- * nothing for 6.1.
+ * through `fail` (src/http/error-answer.ts), which answers it by step 8: the gateway returns its
+ * refusals (the hot path, where a throw is slow), the other steps throw theirs, and
+ * `answerExchange` catches them, so a new check may throw. Step 6 begins at 6.1 or at 6.2, chosen
+ * once per route: an operation that expires no due orders first pays nothing for 6.1.
  */
 function operationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
   const route = routeOf(parts, op);
@@ -285,9 +291,8 @@ function operationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandl
   // Named as what it does, so a CPU profile names it.
   return exchangeHandler(parts, function serveOperation(c) {
     c.set('operation', op.id);
-    // Step 2 adds the CORS headers here. A preflight (OPTIONS) matches no operation's route: it
-    // meets step 2 through `notFound` (`answerNoRoute`).
-    cors?.(c);
+    // A preflight (OPTIONS) matches no operation's route: `notFound` (`answerNoRoute`) answers it.
+    cors?.addCorsHeaders(c);
     return passGateway(parts, c, op, (decision, caller) => {
       addDeprecationHeaders(c, route);
       return checkBody(parts, c, () => dueOrdersThenMemo(parts, route, c, decision, caller));
@@ -315,8 +320,9 @@ function exchangeHandler(parts: PipelineParts, inner: InnerHandler, traced = tru
 }
 
 /**
- * Step 1 inside the request's state: the headers every answer carries, 414, `inner`, then the log
- * line, the metrics and the end of the trace record.
+ * Step 1 inside the request's state: sets the headers every answer carries, refuses an overlong
+ * URI (414) and runs `inner`. Then it ends the trace record, writes the log line and the metrics,
+ * and returns the answer.
  */
 async function answerExchange(
   { requestLog, requestMetrics, tracing, isGatewayPath, report, unavailable }: PipelineParts,
@@ -357,7 +363,7 @@ async function answerExchange(
   return res;
 }
 
-/** `res`'s `traceresponse`, when its headers can still be changed. */
+/** Sets `res`'s `traceresponse`, when its headers can still be changed. */
 function setTraceResponse(res: Response, value: string | undefined): void {
   if (value === undefined) return;
   try {
@@ -368,9 +374,9 @@ function setTraceResponse(res: Response, value: string | undefined): void {
 }
 
 /**
- * Step 3: the gateway (src/gateway/gateway.ts) admits the request and calls `serveAdmitted`, or
- * refuses it. The gateway returns its refusals rather than throwing them, as a throw through its
- * async frames is slow.
+ * Step 3: asks the gateway (src/gateway/gateway.ts) to admit the request, and returns
+ * `serveAdmitted`'s answer or the refusal's. The gateway returns its refusals rather than throwing
+ * them, as a throw through its async frames is slow.
  */
 async function passGateway<D>(
   { admission }: TableParts<D>,
@@ -384,24 +390,22 @@ async function passGateway<D>(
   return fail(c, outcome);
 }
 
-/** Step 4: a deprecated operation's headers, on every answer after the gateway's. */
+/** Step 4: adds a deprecated operation's headers to every answer after the gateway's. */
 function addDeprecationHeaders<D>(c: Context<AppEnv>, { deprecated }: OperationRoute<D>): void {
   if (deprecated) Object.assign(answerHeaders(c), deprecated);
 }
 
-/** Step 5: the body's size (413) and a body sent with GET; then `next`. */
+/**
+ * Step 5: refuses a body over the size limit (413) and a body sent with GET that is too large or
+ * not JSON (413, 415). Otherwise it returns `next()`'s answer.
+ */
 async function checkBody(parts: PipelineParts, c: Context<AppEnv>, next: () => Promise<Response>): Promise<Response> {
   // The runtimes hand a GET or HEAD no body stream: only its headers can tell of a body.
   checkBodyOnGet(c, parts.maxBodyBytes);
   // A write sent without a body has none either; step 7 answers it 415 without a JSON
   // Content-Type, else 400.
   if (!c.req.raw.body) return next();
-  let response: Response | undefined;
-  await parts.limitBody(c, async () => {
-    response = await next();
-  });
-  // `limitBody` either called its continuation or threw the 413.
-  return response as Response;
+  return parts.limitBody(c, next);
 }
 
 /**
@@ -427,9 +431,9 @@ function awaitDueOrders<D>(
 }
 
 /**
- * Step 6.2: a memoised operation is answered from the memo (src/http/memo.ts) when nothing it read
- * has changed since; otherwise, and for every operation that is not memoised (`placeOrder`), step
- * 7 runs the handler and this step answers its reply.
+ * Step 6.2: answers a memoised operation from the memo (src/http/memo.ts) when nothing it read has
+ * changed since. Otherwise, and for every operation that is not memoised (`placeOrder`), it runs
+ * step 7 and answers its reply.
  */
 async function memoOrRun<D>(
   parts: TableParts<D>,
@@ -459,8 +463,8 @@ async function memoOrRun<D>(
 }
 
 /**
- * Step 7: the input validated by the table's schemas (400, 415), the handler's reply, and its weak
- * ETag.
+ * Step 7: validates the input by the table's schemas (400, 415), runs the handler and returns its
+ * reply, with a weak ETag when the table asks for one.
  */
 async function runHandler<D>(
   { deps }: TableParts<D>,
@@ -477,9 +481,9 @@ async function runHandler<D>(
 }
 
 /**
- * `reply` with a weak ETag of its body, when the table asks for one and the reply has no tag of
- * its own. A page's next-page `Link` is part of what the client holds: a page whose body is the
- * same but whose next link moved must not answer 304, so the tag covers the link too.
+ * Returns `reply` with a weak ETag of its body, when the table asks for one and the reply has no
+ * tag of its own. A page's next-page `Link` is part of what the client holds: a page whose body is
+ * the same but whose next link moved must not answer 304, so the tag covers the link too.
  */
 function addWeakEtag<D>(op: Operation<D>, reply: Reply): Reply {
   if (!op.weakEtag || reply.etag !== undefined || reply.status !== 200 || typeof reply.body !== 'string') return reply;
@@ -487,7 +491,7 @@ function addWeakEtag<D>(op: Operation<D>, reply: Reply): Reply {
   return { ...reply, etag: link === undefined ? weakEtag(reply.body) : weakEtag(reply.body, link) };
 }
 
-/** The caller's consumer and API key id, for an audited operation only. */
+/** Returns the caller's consumer and API key id for an audited operation, else undefined. */
 function keyHolderOf<D>(op: Operation<D>, caller: ConsumerCaller): KeyHolder | undefined {
   return op.audited ? { consumer: caller.consumer.name, id: caller.key.id } : undefined;
 }
@@ -510,8 +514,8 @@ interface OperationRoute<D> {
 }
 
 /**
- * What serving `op` needs, checked once when its route is added: it throws at start-up for an
- * operation the pipeline cannot serve as the table says.
+ * Returns what serving `op` needs, checked once when its route is added: it throws at start-up for
+ * an operation the pipeline cannot serve as the table says.
  */
 function routeOf<D>({ answerMemo, dueOrderExpiry }: TableParts<D>, op: Operation<D>): OperationRoute<D> {
   // A quota reader's answer is the caller's own: never memoised for another.
@@ -536,7 +540,10 @@ function routeOf<D>({ answerMemo, dueOrderExpiry }: TableParts<D>, op: Operation
   };
 }
 
-/** RFC 9745 `Deprecation`, RFC 8594 `Sunset` and the successor `Link` of a deprecated operation. */
+/**
+ * Returns the RFC 9745 `Deprecation`, RFC 8594 `Sunset` and successor `Link` headers of a
+ * deprecated operation.
+ */
 function deprecationHeaders({ since, sunset, successor }: Deprecation): AnswerHeaders {
   return {
     Deprecation: `@${Date.parse(since) / 1000}`,
@@ -546,13 +553,17 @@ function deprecationHeaders({ since, sunset, successor }: Deprecation): AnswerHe
 }
 
 /**
- * A path under the API prefix that no operation serves with this method. It passes steps 2, 3
- * and 5 as an operation would, so a caller without a key learns nothing of paths (401 before
- * 404). Then 405 with `Allow` for a path the table has, else 404.
+ * Answers a path under the API prefix that no operation serves with this method. It passes steps 2
+ * (where a preflight is answered), 3 and 5 as an operation would, so a caller without a key learns
+ * nothing of paths (401 before 404). Then 405 with `Allow` for a path the table has, else 404.
  */
 function answerNoRoute<D>(parts: TableParts<D>, c: Context<AppEnv>): Response | Promise<Response> {
-  const preflight = parts.cors?.(c);
-  if (preflight) return preflight;
+  const { cors } = parts;
+  if (cors) {
+    cors.addCorsHeaders(c);
+    const preflight = cors.answerPreflight(c);
+    if (preflight) return preflight;
+  }
   // The path's methods are looked up only for an admitted caller.
   return passGateway(parts, c, NO_ROUTE, () =>
     checkBody(parts, c, async () => {
@@ -562,7 +573,10 @@ function answerNoRoute<D>(parts: TableParts<D>, c: Context<AppEnv>): Response | 
   );
 }
 
-/** An ops route: step 1, then its handler, answered through the one answer path. */
+/**
+ * Makes an ops route's handler: step 1, then the route's own, answered through the one answer
+ * path.
+ */
 function opsRouteHandler(parts: PipelineParts, route: OpsRoute): RouteHandler {
   return exchangeHandler(
     parts,
@@ -572,16 +586,6 @@ function opsRouteHandler(parts: PipelineParts, route: OpsRoute): RouteHandler {
     },
     !UNTRACED.has(route.id),
   );
-}
-
-/**
- * Answers a refusal or error as the contract's Error body, its own headers added to those the
- * request gathered (rate limits, request id): every refusal and error leaves here. Sets it as
- * `c.error`, where the log line and metrics read it.
- */
-function fail(c: Context<AppEnv>, err: ApiError): Response {
-  c.error = err;
-  return answer(c, err.reply);
 }
 
 /** What step 1 runs inside the request's state: the rest of the request's steps. */

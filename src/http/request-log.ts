@@ -25,7 +25,7 @@ export interface RequestLogOptions {
 const SANE_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
 /**
- * Whether the client's `X-Request-Id` is kept.
+ * Returns whether the client's `X-Request-Id` is kept.
  *
  * @example
  * saneRequestId('trace-42') // true
@@ -43,8 +43,8 @@ export interface RequestStart {
 }
 
 /**
- * The request log, as two calls for step 1 (`exchange`): `start` gives the request its id (the
- * client's `X-Request-Id` when sane), and `finish` writes the one log line once the status is
+ * Makes the request log, as two calls for step 1 (`exchange`): `start` gives the request its id
+ * (the client's `X-Request-Id` when sane), and `finish` writes the one log line once the status is
  * known. The line names the key or the address, never the token.
  *
  * @example
@@ -65,9 +65,10 @@ export function requestLog({ log, clock, newId = () => crypto.randomUUID(), clie
       return { id, at };
     },
     /**
-     * Written in the request's state, whose ids (`requestId`, `traceId`, `spanId`) the line
-     * carries; `"traceSampled":true` when the request's trace is `exported`, and nothing when
-     * not, so the lines of the traces not exported cost no more than without an endpoint.
+     * Writes the request's one log line, in the request's state, whose ids (`requestId`, `traceId`,
+     * `spanId`) the line carries; `"traceSampled":true` when the request's trace is `exported`, and
+     * nothing when not, so the lines of the traces not exported cost no more than without an
+     * endpoint.
      */
     finish(c: Context<AppEnv>, { at }: RequestStart, status: number, exported = false): void {
       const method = c.req.method;
@@ -83,8 +84,8 @@ export function requestLog({ log, clock, newId = () => crypto.randomUUID(), clie
 }
 
 /**
- * `fields` with the consumer's name and the key's id when the gateway found a key, else the
- * client's address.
+ * Returns `fields` with the consumer's name and the key's id when the gateway found a key, else
+ * with the client's address.
  */
 function who(c: Context<AppEnv>, clientAddress: RequestLogOptions['clientAddress'], fields: LogFields): LogFields {
   const caller = c.get('caller');

@@ -15,8 +15,8 @@ export interface RequestTraceOptions {
 }
 
 /**
- * The request's trace, as three calls for step 1: `run` opens the request state with its trace
- * ids, `header` gives the `traceresponse`, and `finish` ends the record with the answer. The
+ * Makes the request's trace, as three calls for step 1: `run` opens the request state with its
+ * trace ids, `header` gives the `traceresponse`, and `finish` ends the record with the answer. The
  * export never carries the query, a header's value or a token.
  *
  * @example
@@ -47,7 +47,10 @@ export function requestTrace({ clientAddress, holdsValidKey }: RequestTraceOptio
     },
     /** The `traceresponse` to answer with; undefined for a request that is not traced. */
     header: traceResponse,
-    /** Ends the request's record with the answer (details read if kept); whether it is exported. */
+    /**
+     * Ends the request's record with the answer (details read if kept), and returns whether it is
+     * exported.
+     */
     finish(c: Context<AppEnv>, state: RequestState, status: number): boolean {
       if (state.record === undefined) return state.sampled === true;
       return finishRequest(state, status, consumerCaller(c) !== undefined, details, c);
@@ -55,13 +58,13 @@ export function requestTrace({ clientAddress, holdsValidKey }: RequestTraceOptio
   };
 }
 
-/** The caller when it holds a valid key. */
+/** Returns the caller when it holds a valid key, else undefined. */
 function consumerCaller(c: Context<AppEnv>) {
   const caller = c.get('caller');
   return caller?.kind === 'consumer' ? caller : undefined;
 }
 
-/** The route Hono matched (the operations table's path under its prefix), or undefined for none. */
+/** Returns the route Hono matched (the operations table's path under its prefix), or undefined. */
 function matchedRoute(c: Context<AppEnv>): string | undefined {
   const route = routePath(c);
   return route === '' || route.includes('*') ? undefined : route;

@@ -1,9 +1,9 @@
 /**
- * The table's entries in the order their routes are added. Hono serves a request with the first
- * route that matches, so a static segment must come before a parameter in the same place. The
+ * Returns the table's entries in the order their routes are added. Hono serves a request with the
+ * first route that matches, so a static segment must come before a parameter in the same place. The
  * entries are sorted by their segments' kinds (static `0`, parameter `1`), a stable sort: entries
- * with the same kinds keep the table's order. A route such as `/pets/count` (none is served
- * today) would so come before `/pets/:petId`.
+ * with the same kinds keep the table's order. A route such as `/pets/count` (none is served today)
+ * would so come before `/pets/:petId`.
  *
  * @example
  * byRouteOrder([{ path: '/pets/:petId' }, { path: '/pets/count' }]) // [{ path: '/pets/count' }, { path: '/pets/:petId' }]
@@ -15,8 +15,8 @@ export function byRouteOrder<T extends { readonly path: string }>(entries: reado
 }
 
 /**
- * `0` for each static segment, `1` for each parameter: `/pets/:petId` is `01`, after
- * `/pets/count`'s `00`.
+ * Returns a path's segments' kinds, `0` for each static segment and `1` for each parameter:
+ * `/pets/:petId` is `01`, after `/pets/count`'s `00`.
  */
 function segmentKinds(path: string): string {
   return path

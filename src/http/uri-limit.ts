@@ -10,7 +10,7 @@ import { ApiError } from '../core/api-error.ts';
 export const MAX_URI_BYTES = 8 * 1024;
 
 /**
- * The 414 `uri_too_long` for a request whose path and query together exceed `maxBytes`, or
+ * Returns the 414 `uri_too_long` for a request whose path and query together exceed `maxBytes`, or
  * undefined: a plain step, so step 1 (`answerExchange`, src/http/pipeline.ts) runs it without a
  * layer of its own.
  *
@@ -23,7 +23,7 @@ export function uriTooLong(url: string, maxBytes: number = MAX_URI_BYTES): ApiEr
 }
 
 /**
- * The path and query of a request's URL as sent, without scheme and host.
+ * Returns the path and query of a request's URL as sent, without scheme and host.
  *
  * @example
  * pathAndQuery('http://localhost:8080/v1/pets?limit=20') // '/v1/pets?limit=20'
@@ -33,8 +33,8 @@ export function pathAndQuery(url: string): string {
 }
 
 /**
- * Where the path starts: the runtimes hand over an absolute URL, whose origin ends at the first '/'
- * after "://".
+ * Returns where the path starts: the runtimes hand over an absolute URL, whose origin ends at the
+ * first '/' after "://".
  */
 function pathStart(url: string): number {
   const scheme = url.indexOf('://');
