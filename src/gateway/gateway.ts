@@ -1,5 +1,5 @@
-// The gateway, step 3 of a request (src/http/pipeline.ts). `gateway()` makes the one admission
-// check that every API request goes through; its docstring lists the checks in their order.
+// The gateway, step 3 of a request (src/http/pipeline.ts). `createAdmission()` makes the one
+// admission check that every API request goes through; its docstring lists the checks in order.
 // This file is also the one door into src/gateway/. What other folders use of the gateway (the
 // limiters, types) is exported here.
 import type { Context } from 'hono';
@@ -109,8 +109,8 @@ export interface GatedOperation {
 }
 
 /**
- * The admission check: what `gateway()` returns, run once per request. For a request it lets
- * through, it runs `admitted` with the limiter's decision and the caller (always a key's) and
+ * The admission check: what `createAdmission()` returns, run once per request. For a request it
+ * lets through, it runs `admitted` with the limiter's decision and the caller (always a key's) and
  * resolves to its result. The caller's in-flight slot is held until `admitted` settles. A refusal
  * (401, 403, 429, 503) resolves to the `ApiError` to answer. It is never thrown, because a throw
  * through the async frames is slow (bench/README.md#measured-costs-behind-the-codes-choices).
@@ -148,11 +148,11 @@ export type Admission = <T>(
  * have been refused for goes to `wouldRefuse`, and its headers show the numbers as if enforced.
  *
  * @example
- * const admission = gateway({ keys: () => table, limiter, clientAddress: () => '127.0.0.1' })
+ * const admission = createAdmission({ keys: () => table, limiter, clientAddress: () => '::1' })
  * // serve's result, or the ApiError
  * const answered = await admission(c, { id: 'listPets', scope: 'pets:read' }, () => serve(c))
  */
-export function gateway({
+export function createAdmission({
   keys,
   limiter,
   clientAddress,

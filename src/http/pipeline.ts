@@ -84,8 +84,8 @@ export interface RouteHandlersOptions {
  */
 export interface TableRouteHandlersOptions<D> extends RouteHandlersOptions {
   /**
-   * The admission check (`Admission`, made by `gateway()` of src/gateway/gateway.ts): admits or
-   * refuses each request at step 3.
+   * The admission check (`Admission`, made by `createAdmission()` of src/gateway/gateway.ts):
+   * admits or refuses each request at step 3.
    */
   admission: Admission;
   /** What the table's handlers work with (the store, the clock). */
@@ -255,8 +255,8 @@ function partsOf({
  *    answers whatever a later step throws, then writes the log line and the metrics.
  * 2. `cors` (src/http/cors.ts): adds the CORS headers. A preflight (OPTIONS) matches no
  *    operation's route: `answerNoRoute` answers it, before any key is asked for.
- * 3. `passGateway`: `gateway()` (src/gateway/gateway.ts) admits the request or refuses it (401,
- *    429, 403, 503); its docstring lists the gateway's checks in their order.
+ * 3. `passGateway`: the admission check (`createAdmission()`, src/gateway/gateway.ts) admits the
+ *    request or refuses it (401, 429, 403, 503); its docstring lists the gateway's checks in order.
  * 4. `addDeprecationHeaders`: a deprecated operation's `Deprecation`, `Sunset` and `Link`.
  * 5. `checkBody`: refuses a body over the size limit (413). A body sent with GET is held to the
  *    same size and to JSON (413, 415).
