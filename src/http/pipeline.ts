@@ -408,7 +408,7 @@ async function checkBody(parts: PipelineParts, c: Context<AppEnv>, next: () => P
  * Step 6.1, for an operation that expires due orders first: waits for the orders whose hold ran
  * out to expire (`startDueOrderExpiry()`), so it shows their pets `available`, then runs step 6.2.
  * A run that fails does not fail the read (the backend catches it); a wait past `--store-timeout`,
- * or begun while the database is unreachable, rejects (the time-bounded store's bound), and the
+ * or begun while the database is unreachable, rejects (the bound-and-traced store's bound), and the
  * read answers 503. Not async: with nothing due, the usual case, it makes no promise of its own.
  */
 function awaitDueOrders<D>(
