@@ -248,7 +248,7 @@ export function holdsValidKey(
 }
 
 const DECISION_SPAN = {
-  number: 'petstore.gateway.cost',
+  valueKey: 'petstore.gateway.cost',
   outcome: {
     key: 'petstore.gateway.decision',
     of: (verdict: Verdict) => verdict.outcome,
