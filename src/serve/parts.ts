@@ -1,6 +1,6 @@
 // What start-up opens once and hands the apps: the limiter, the wrapped store, the webhooks, the
 // metrics and the traces. One process and the supervisor (src/serve/start.ts) call them; each
-// worker (src/serve/worker.ts) calls `storeOf()` and `metricsOf()` too.
+// worker (src/serve/worker.ts) calls `storeOf()`, `metricsOf()` and `notifierOf()` too.
 import type { Config } from '../config.ts';
 import { systemClock } from '../core/clock.ts';
 import {
@@ -122,7 +122,16 @@ export function webhooksOf(
     ...(metrics ? { report: metrics.webhooks } : {}),
     ...(config.webhookRetryDelays ? { delays: config.webhookRetryDelays } : {}),
   });
-  return { delivery, notify: notifier({ outbox, log, clock: systemClock, recorded: () => delivery.wake() }) };
+  return { delivery, notify: notifierOf(store, log, () => delivery.wake()) };
+}
+
+/**
+ * Returns the gateway's `notify` over `store`'s outbox, which calls `wake` once a decision's events
+ * are recorded; undefined without an outbox. The supervisor's wakes its own `DeliveryLoop`
+ * (`webhooksOf()`); a worker's asks the supervisor to wake it (src/serve/worker.ts).
+ */
+export function notifierOf(store: DataStore, log: Logger, wake: () => void) {
+  return store.outbox && notifier({ outbox: store.outbox, log, clock: systemClock, recorded: wake });
 }
 
 /**

@@ -9,13 +9,11 @@ import process from 'node:process';
 import { setImmediate } from 'node:timers';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createApp } from '../app.ts';
-import { systemClock } from '../core/clock.ts';
 import { KeyTable } from '../keys/table.ts';
 import { batched, createLogger, fileWriter } from '../log.ts';
-import { notifier } from '../webhooks/notify.ts';
 import { adapter } from './bun.ts';
 import { packAsks, RemoteLimiter, unpackAnswers } from './host-limiter.ts';
-import { metricsOf, storeOf } from './parts.ts';
+import { metricsOf, notifierOf, storeOf } from './parts.ts';
 import { appOptionsOf } from './start.ts';
 import { keyRecords, type ToWorker, WORKER_STATE, type WorkerStart } from './supervisor.ts';
 
@@ -68,9 +66,7 @@ async function serve(start: WorkerStart): Promise<void> {
       whyNotReady: () => whyNotReady(state, start.workers),
       status: () => status,
       hostSlots: { memory: memory.slots, worker: index },
-      notify:
-        store.outbox &&
-        notifier({ outbox: store.outbox, log, clock: systemClock, recorded: () => post({ type: 'wake' }) }),
+      notify: notifierOf(store, log, () => post({ type: 'wake' })),
     }),
   );
   const server = await adapter.serve({
