@@ -120,9 +120,9 @@ async function serve(start: WorkerStart): Promise<void> {
 }
 
 /**
- * A fault for the tests of the supervisor (scripts/e2e/workers.test.ts): with
- * `PETSTORE_TEST_WORKER_CRASH_MS` set, worker 0 (not its replacement) throws an uncaught error
- * that long after it listens, as a bug would.
+ * Injects a fault for the tests of the supervisor (scripts/e2e/workers.test.ts): with
+ * `PETSTORE_TEST_WORKER_CRASH_MS` set, worker 0 (not its replacement) throws an uncaught error that
+ * long after it listens, as a bug would.
  */
 function crashForTests({ index, replacement }: WorkerStart): void {
   const after = Number(process.env.PETSTORE_TEST_WORKER_CRASH_MS);
@@ -139,8 +139,8 @@ function crashForTests({ index, replacement }: WorkerStart): void {
 const LOG_EVERY_MS = 10;
 
 /**
- * A worker's log lines, handed on joined in one string (a message copies one string faster than
- * many) every `LOG_EVERY_MS`.
+ * Holds a worker's log lines and hands them on joined in one string (a message copies one string
+ * faster than many) every `LOG_EVERY_MS`.
  */
 function heldLines(send: (text: string) => void): { write(line: string): void; flush(): void } {
   let pending: string[] = [];
@@ -165,7 +165,7 @@ function heldLines(send: (text: string) => void): { write(line: string): void; f
 /** After the drain's deadline, how long closing the remaining connections may take. */
 const FORCE_STOP_MS = 1_000;
 
-/** Why `/readyz` fails: the host is stopping, or not every worker listens. */
+/** Returns why `/readyz` fails: the host is stopping, or not every worker listens. */
 function whyNotReady(state: Int32Array, workers: number): string | undefined {
   if (Atomics.load(state, WORKER_STATE.stopping) !== 0) return 'The server is shutting down.';
   const listening = Atomics.load(state, WORKER_STATE.listening);
