@@ -13,8 +13,8 @@ import { type Clock, systemClock } from './core/clock.ts';
 import { DEFAULT_ORDER_HOLD_MS } from './core/order-records.ts';
 import { isUnder } from './core/paths.ts';
 import {
+  createAdmission,
   type GatewayOptions,
-  gateway,
   holdsValidKey,
   type LimiterStatus,
   type RateLimiter,
@@ -134,7 +134,7 @@ export function createApp({
     ...(metrics ? { count: (consumer, window) => metrics.wouldRefuse(consumer, window) } : {}),
   });
   // The admission check: who calls, the in-flight cap, the rate limit and the key's scope (step 3).
-  const admission = gateway({
+  const admission = createAdmission({
     keys,
     limiter,
     clientAddress,
@@ -240,7 +240,7 @@ export function adminApp({
   metrics,
   consumerDeleted,
 }: AdminAppOptions) {
-  const admission = gateway({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, clock, admin: true });
+  const admission = createAdmission({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, clock, admin: true });
   const routes = tableRouteHandlers<AdminDeps>({
     log,
     clock,

@@ -41,8 +41,8 @@ export type ConsumerCaller = Extract<Caller, { kind: 'consumer' }>;
 export type Credential = 'none' | 'malformed' | 'bad_checksum' | 'unknown' | 'revoked' | 'expired' | 'not_yet_valid';
 
 /**
- * The caller of a request with this `Authorization` header; `address` gives the canonical client
- * address, asked only when no key admits the request.
+ * Returns the caller of a request with this `Authorization` header; `address` gives the canonical
+ * client address, asked only when no key admits the request.
  *
  * @example
  * // { kind: 'consumer', consumer: { name: 'acme', … }, … }
@@ -61,7 +61,7 @@ function identify(authorization: string | undefined, keys: KeyTable, address: ()
 }
 
 /**
- * The caller of a request with this `Authorization` header at `now`: the key found
+ * Returns the caller of a request with this `Authorization` header at `now`: the key found
  * (`identify()`), then its dates checked (`callerAt()`). The gateway asks this once per request.
  *
  * @example
@@ -77,7 +77,7 @@ export function callerOf(
 }
 
 /**
- * The caller as the gateway treats it at `now`. A key past its `expiresAt` or before its
+ * Returns the caller as the gateway treats it at `now`. A key past its `expiresAt` or before its
  * `notBefore` makes its caller a keyless client: limited per address, answered the unknown key's
  * 401, so the answer never confirms a token was valid. The log's `credential` says why. Checked on
  * every request, so a key expires without a reload.

@@ -21,10 +21,10 @@ export interface DeciderOptions {
 }
 
 /**
- * The limiter's verdict for a caller. A consumer is counted against its own quota only. A keyless
- * client is counted against its address (an IPv6 address by its `ipv6Prefix` group). What an
- * address did without a key never counts against a valid key sent from it, so a neighbour behind
- * the same NAT cannot lock a key out (SECURITY.md).
+ * Returns the function that asks the limiter's verdict for a caller. A consumer is counted against
+ * its own quota only. A keyless client is counted against its address (an IPv6 address by its
+ * `ipv6Prefix` group). What an address did without a key never counts against a valid key sent from
+ * it, so a neighbour behind the same NAT cannot lock a key out (SECURITY.md).
  *
  * @example
  * const decide = decider({ limiter })

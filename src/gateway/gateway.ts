@@ -1,5 +1,5 @@
-// The gateway, step 3 of a request (src/http/pipeline.ts). `gateway()` makes the one admission
-// check that every API request goes through; its docstring lists the checks in their order.
+// The gateway, step 3 of a request (src/http/pipeline.ts). `createAdmission()` makes the one
+// admission check that every API request goes through; its docstring lists the checks in order.
 // This file is also the one door into src/gateway/. What other folders use of the gateway (the
 // limiters, types) is exported here.
 import type { Context } from 'hono';
@@ -34,8 +34,8 @@ export { quotaStatus } from './quota.ts';
 export { wouldRefuseReporter } from './report-only.ts';
 
 /**
- * The limiter shared through Redis (`--redis`), with its quota leases and failover: loaded on first
- * use, so that ioredis loads only when a server is configured.
+ * Opens the limiter shared through Redis (`--redis`), with its quota leases and failover. Its
+ * module is loaded on first use, so that ioredis loads only when a server is configured.
  *
  * @example
  * const limiter = await loadRedisLimiter({
@@ -109,8 +109,8 @@ export interface GatedOperation {
 }
 
 /**
- * The admission check: what `gateway()` returns, run once per request. For a request it lets
- * through, it runs `admitted` with the limiter's decision and the caller (always a key's) and
+ * The admission check: what `createAdmission()` returns, run once per request. For a request it
+ * lets through, it runs `admitted` with the limiter's decision and the caller (always a key's) and
  * resolves to its result. The caller's in-flight slot is held until `admitted` settles. A refusal
  * (401, 403, 429, 503) resolves to the `ApiError` to answer. It is never thrown, because a throw
  * through the async frames is slow (bench/README.md#measured-costs-behind-the-codes-choices).
@@ -148,11 +148,11 @@ export type Admission = <T>(
  * have been refused for goes to `wouldRefuse`, and its headers show the numbers as if enforced.
  *
  * @example
- * const admission = gateway({ keys: () => table, limiter, clientAddress: () => '127.0.0.1' })
+ * const admission = createAdmission({ keys: () => table, limiter, clientAddress: () => '::1' })
  * // serve's result, or the ApiError
  * const answered = await admission(c, { id: 'listPets', scope: 'pets:read' }, () => serve(c))
  */
-export function gateway({
+export function createAdmission({
   keys,
   limiter,
   clientAddress,
@@ -170,8 +170,9 @@ export function gateway({
     ? new HostInFlight<Decision>(maxInFlight, hostSlots.memory, hostSlots.worker)
     : new InFlight<Decision>(maxInFlight);
   /**
-   * The limiter's decision for a caller without a valid key, a child of the request's trace record
-   * when requests are recorded; a key's request, the hot path, opens and closes the child itself.
+   * Asks the limiter's decision for a caller without a valid key, in a child of the request's trace
+   * record when requests are recorded; a key's request, the hot path, opens and closes the child
+   * itself.
    */
   const decideForKeyless = (caller: Caller, cost: number) =>
     childSpan('gateway decide', NO_ATTRIBUTES, () => decide(caller, cost), DECISION_SPAN, cost);
@@ -233,8 +234,9 @@ export function gateway({
 }
 
 /**
- * Whether an `Authorization` header names a key valid now: the trace asks it of a caller with a
- * valid `traceparent`, since only a key holder's sampled flag and trace id decide its sampling.
+ * Returns a test of whether an `Authorization` header names a key valid now. The trace asks it of a
+ * caller with a valid `traceparent`, since only a key holder's sampled flag and trace id decide its
+ * sampling.
  *
  * @example
  * holdsValidKey(() => table)('Bearer psk_…') // true
@@ -248,7 +250,7 @@ export function holdsValidKey(
 }
 
 const DECISION_SPAN = {
-  number: 'petstore.gateway.cost',
+  valueKey: 'petstore.gateway.cost',
   outcome: {
     key: 'petstore.gateway.decision',
     of: (verdict: Verdict) => verdict.outcome,
@@ -260,8 +262,8 @@ const NO_ATTRIBUTES = Object.freeze({});
 const LIMITER_DOWN = serviceUnavailable('Rate limits cannot be checked right now; retry shortly.');
 
 /**
- * The owner an admitted caller acts as: its consumer's `ownerOf`, the one name handlers know it
- * by. Only a key's caller is ever admitted.
+ * Returns the owner an admitted caller acts as: its consumer's `ownerOf`, the one name handlers
+ * know it by. Only a key's caller is ever admitted.
  *
  * @example
  * ownerOfCaller(caller) // 'con_0123…:acme'
@@ -270,7 +272,7 @@ export function ownerOfCaller(caller: ConsumerCaller): string {
   return ownerOf(caller.consumer);
 }
 
-/** Each window the request did not fit in (its remaining below the cost). */
+/** Tells `wouldRefuse` of each window the request did not fit in (its remaining below the cost). */
 function reportWouldRefuse(
   consumer: string,
   decision: Decision,
@@ -288,8 +290,8 @@ function reportWouldRefuse(
 const refusals = new LRUCache<string, ApiError>({ max: 1_024 });
 
 /**
- * The decision's 429, or undefined when it admitted the request. A banned keyless address gets
- * `key_banned` too: the contract's one code for a ban, whoever is banned.
+ * Returns the decision's 429, or undefined when it admitted the request. A banned keyless address
+ * gets `key_banned` too: the contract's one code for a ban, whoever is banned.
  */
 function refusal({ outcome, retryAfter }: Decision): ApiError | undefined {
   if (outcome !== 'key_banned' && outcome !== 'rate_limited') return undefined;

@@ -25,7 +25,7 @@ export interface HostSlotsMemory {
 }
 
 /**
- * The memory for `workers` workers' in-flight slots.
+ * Allocates the shared memory for `workers` workers' in-flight slots.
  *
  * @example
  * const memory = hostSlotsMemory(4) // handed to each worker in its start message
@@ -95,7 +95,10 @@ export class HostInFlight<D> extends InFlight<D> {
     if (slot >= 0) Atomics.sub(this.#counts, slot * this.#workers + this.#worker, 1);
   }
 
-  /** The consumer's slot in the host's table, claimed on first sight; -1 when the table is full. */
+  /**
+   * Returns the consumer's slot in the host's table, claimed on first sight; -1 when the table is
+   * full.
+   */
   #slot(consumerId: string): number {
     const known = this.#slots.get(consumerId);
     if (known !== undefined) return known;

@@ -57,7 +57,7 @@ export class InFlight<D> {
     if (entry) entry.last = decision;
   }
 
-  /** The latest admitting decision of the consumer while it has requests in flight. */
+  /** Returns the latest admitting decision of the consumer while it has requests in flight. */
   latest(consumerId: string): D | undefined {
     return this.#busy.get(consumerId)?.last;
   }
@@ -69,7 +69,7 @@ export class InFlight<D> {
   }
 }
 
-/** The 429 for a consumer at its cap of requests in flight. */
+/** Returns the 429 for a consumer at its cap of requests in flight. */
 export function tooManyInFlight(max: number): ApiError {
   return new ApiError(
     'too_many_concurrent_requests',
@@ -79,11 +79,11 @@ export function tooManyInFlight(max: number): ApiError {
 }
 
 /**
- * The headers' decision for a consumer refused for concurrency before any of its requests in
- * flight was decided: its quotas, with nothing yet known to be consumed. Why: every answer carries
- * the rate-limit headers, but this refusal must not ask the limiter (that would spend quota), so
- * the headers show the full limits: the sliding windows reset `now`, as nothing is counted in
- * them, and the month at its end.
+ * Returns the headers' decision for a consumer refused for concurrency before any of its requests
+ * in flight was decided: its quotas, with nothing yet known to be consumed. Why: every answer
+ * carries the rate-limit headers, but this refusal must not ask the limiter (that would spend
+ * quota), so the headers show the full limits: the sliding windows reset `now`, as nothing is
+ * counted in them, and the month at its end.
  *
  * @example
  * // { name: 'minute', remaining: 60, ... }

@@ -9,10 +9,11 @@ import type { Caller } from './caller.ts';
 const REALM = 'Bearer realm="petstore"';
 
 /**
- * The 403 `insufficient_scope` (RFC 6750 section 3.1) when the key lacks `needed`, the scope of the
- * operation asked for, else undefined. Asked after the limiter's decision, unless it refused the
- * request (429; a report-only consumer over its limit is asked too): a request refused here has
- * still spent the operation's cost of the quota, so probing which scopes a key has is not free.
+ * Returns the 403 `insufficient_scope` (RFC 6750 section 3.1) when the key lacks `needed`, the
+ * scope of the operation asked for, else undefined. Asked after the limiter's decision, unless it
+ * refused the request (429; a report-only consumer over its limit is asked too): a request refused
+ * here has still spent the operation's cost of the quota, so probing which scopes a key has is not
+ * free.
  *
  * @example
  * // ApiError 403, WWW-Authenticate: ... scope="pets:write"
@@ -31,7 +32,7 @@ const ADMIN_KEY_HERE = new ApiError('insufficient_scope', 'An admin key works on
 });
 
 /**
- * The 403 for a key with the scope `admin` on the public API (an operation with a scope has
+ * Returns the 403 for a key with the scope `admin` on the public API (an operation with a scope has
  * refused it already: an admin key holds no other scope), else undefined.
  *
  * @example
@@ -53,7 +54,10 @@ const UNKNOWN_KEY = new ApiError('unauthorized', 'The API key is missing, malfor
   'WWW-Authenticate': `${REALM}, error="invalid_token"`,
 });
 
-/** The 401 of a keyless client: the missing key's, else the unknown key's for any credential. */
+/**
+ * Returns the 401 of a keyless client: the missing key's, else the unknown key's for any
+ * credential.
+ */
 export function unauthorized(caller: Extract<Caller, { kind: 'keyless' }>): ApiError {
   return caller.credential === 'none' ? MISSING_KEY : UNKNOWN_KEY;
 }

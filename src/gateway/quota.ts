@@ -5,10 +5,10 @@ import type { RateLimitStatus } from '../core/rate-limit-status.ts';
 import type { Consumer } from '../keys/records.ts';
 
 /**
- * A consumer's quota as `GET /v1/rate_limit` shows it, from the decision that read it (cost 0):
- * the very numbers its rate-limit headers are written from, so the body, those headers and
- * the next request's headers come from one source. During a ban the windows keep their own
- * counts and `ban.until` says when requests are admitted again.
+ * Returns a consumer's quota as `GET /v1/rate_limit` shows it, from the decision that read it (cost
+ * 0): the very numbers its rate-limit headers are written from, so the body, those headers and the
+ * next request's headers come from one source. During a ban the windows keep their own counts and
+ * `ban.until` says when requests are admitted again.
  *
  * @example
  * quotaStatus(consumer, decision)

@@ -17,8 +17,8 @@ const MAX_CACHED_POLICIES = 1_024;
 const policies = new LRUCache<string, string>({ max: MAX_CACHED_POLICIES });
 
 /**
- * The window the `X-RateLimit-*` headers describe. The ties count on `Decision.windows` being
- * shortest first (src/core/decision.ts).
+ * Returns the window the `X-RateLimit-*` headers describe. The ties count on `Decision.windows`
+ * being shortest first (src/core/decision.ts).
  * - admitted: the fewest remaining; a tie goes to the shorter window.
  * - rate_limited: the window `Retry-After` waits for (remaining 0, reset = now + Retry-After);
  *   a tie goes to the shorter window.
@@ -45,9 +45,9 @@ export function bindingWindow(decision: Decision): WindowState {
 }
 
 /**
- * All rate-limit headers for a response, refused or not. On a refusal, Remaining is 0 and Reset
- * is now + Retry-After. `RateLimit` gives each window's counters; during a ban every window says
- * r=0, since nothing is admitted before it ends. `withRetryAfter` is true for a 429 only: a
+ * Returns all rate-limit headers for a response, refused or not. On a refusal, Remaining is 0 and
+ * Reset is now + Retry-After. `RateLimit` gives each window's counters; during a ban every window
+ * says r=0, since nothing is admitted before it ends. `withRetryAfter` is true for a 429 only: a
  * report-only limit or a read of the quota shows the same numbers without `Retry-After`. The
  * defaults serve tests, which read a decision alone; the gateway passes both.
  *
@@ -82,7 +82,10 @@ export function rateLimitHeaders(
   return into;
 }
 
-/** `"minute";q=60;w=60, "day";q=1000;w=86400`, built once per set of quotas (and month length). */
+/**
+ * Returns the `RateLimit-Policy` value (`"minute";q=60;w=60, "day";q=1000;w=86400`), built once per
+ * set of quotas (and month length).
+ */
 function policy(windows: readonly WindowState[]): string {
   let key = '';
   for (const w of windows) key += `${w.limit}/${w.seconds} `;

@@ -18,10 +18,10 @@ export interface WouldRefuseOptions {
 }
 
 /**
- * What the gateway does with a request a report-only limit (`"enforce": false`) would have
- * refused: count it, by consumer and window, every time, and log it at most once per consumer
- * and window a minute, so a plan tried on live traffic shows what it would do without flooding
- * the log.
+ * Returns what the gateway does with a request a report-only limit (`"enforce": false`) would have
+ * refused: it counts it, by consumer and window, every time, and logs it at most once per consumer
+ * and window a minute, so a plan tried on live traffic shows what it would do without flooding the
+ * log.
  *
  * @example
  * const wouldRefuse = wouldRefuseReporter({ log, count: (c, w) => metrics.wouldRefuse(c, w) })

@@ -84,8 +84,8 @@ export interface RouteHandlersOptions {
  */
 export interface TableRouteHandlersOptions<D> extends RouteHandlersOptions {
   /**
-   * The admission check (`Admission`, made by `gateway()` of src/gateway/gateway.ts): admits or
-   * refuses each request at step 3.
+   * The admission check (`Admission`, made by `createAdmission()` of src/gateway/gateway.ts):
+   * admits or refuses each request at step 3.
    */
   admission: Admission;
   /** What the table's handlers work with (the store, the clock). */
@@ -261,8 +261,8 @@ function partsOf({
  * 2. `addCorsHeaders` (src/http/cors.ts): adds the CORS headers. A preflight (OPTIONS) matches
  *    no operation's route: `answerNoRoute` answers it (`answerPreflight`), before any key is asked
  *    for.
- * 3. `passGateway`: `gateway()` (src/gateway/gateway.ts) admits the request or refuses it (401,
- *    429, 403, 503); its docstring lists the gateway's checks in their order.
+ * 3. `passGateway`: the admission check (`createAdmission()`, src/gateway/gateway.ts) admits the
+ *    request or refuses it (401, 429, 403, 503); its docstring lists the gateway's checks in order.
  * 4. `addDeprecationHeaders`: a deprecated operation's `Deprecation`, `Sunset` and `Link`.
  * 5. `checkBody`: refuses a body over the size limit (413). A body sent with GET is held to the
  *    same size and to JSON (413, 415).
@@ -412,7 +412,7 @@ async function checkBody(parts: PipelineParts, c: Context<AppEnv>, next: () => P
  * Step 6.1, for an operation that expires due orders first: waits for the orders whose hold ran
  * out to expire (`startDueOrderExpiry()`), so it shows their pets `available`, then runs step 6.2.
  * A run that fails does not fail the read (the backend catches it); a wait past `--store-timeout`,
- * or begun while the database is unreachable, rejects (the time-bounded store's bound), and the
+ * or begun while the database is unreachable, rejects (the bound-and-traced store's bound), and the
  * read answers 503. Not async: with nothing due, the usual case, it makes no promise of its own.
  */
 function awaitDueOrders<D>(

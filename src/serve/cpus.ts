@@ -15,10 +15,10 @@ const readText: ReadText = (path) => {
 };
 
 /**
- * The CPUs this process may use: those its affinity mask allows (`os.availableParallelism()`,
- * which reads the mask under Bun, Deno and Node), fewer when its cgroup's CPU quota is lower (a
- * container given 2 CPUs on a 64-core host is 2), and never less than 1. What `--workers auto`
- * starts.
+ * Returns how many CPUs this process may use: those its affinity mask allows
+ * (`os.availableParallelism()`, which reads the mask under Bun, Deno and Node), fewer when its
+ * cgroup's CPU quota is lower (a container given 2 CPUs on a 64-core host is 2), and never less
+ * than 1. It is what `--workers auto` starts.
  *
  * @example
  * availableCpus() // 2 in a container run with --cpus 2
@@ -29,9 +29,10 @@ export function availableCpus(read: ReadText = readText, affinity: number = os.a
 }
 
 /**
- * The CPU quota of the process's cgroup and every cgroup above it, the lowest, rounded up to whole
- * CPUs (1.5 CPUs: 2 workers, one of them not always busy); undefined when none is set. cgroup v2's
- * `cpu.max` (`max 100000`, or `150000 100000`), else v1's `cpu.cfs_quota_us` / `cpu.cfs_period_us`.
+ * Returns the CPU quota of the process's cgroup and every cgroup above it, the lowest, rounded up
+ * to whole CPUs (1.5 CPUs: 2 workers, one of them not always busy); undefined when none is set. It
+ * reads cgroup v2's `cpu.max` (`max 100000`, or `150000 100000`), else v1's `cpu.cfs_quota_us` /
+ * `cpu.cfs_period_us`.
  */
 export function cgroupQuota(read: ReadText = readText): number | undefined {
   const membership = read('/proc/self/cgroup') ?? '';
@@ -54,7 +55,7 @@ export function cgroupQuota(read: ReadText = readText): number | undefined {
   return lowest;
 }
 
-/** Whole CPUs of a `cpu.max` text; undefined for `max` or an unreadable file. */
+/** Returns the whole CPUs of a `cpu.max` text; undefined for `max` or an unreadable file. */
 function quotaOf(text: string | undefined): number | undefined {
   const [quota, period] = (text ?? '').trim().split(/\s+/);
   const q = Number(quota);

@@ -15,7 +15,7 @@ const RECOMMENDED_OPEN_FILES = 131_072;
 const BASE_OPEN_FILES = 1_024;
 
 /**
- * The open files the configured server needs: `BASE_OPEN_FILES`, and a connection for each
+ * Returns the open files the configured server needs: `BASE_OPEN_FILES`, and a connection for each
  * request every consumer may have in flight (`--max-in-flight`).
  *
  * @example
@@ -31,7 +31,7 @@ export interface OpenFileLimit {
 }
 
 /**
- * The "Max open files" limits in a `/proc/<pid>/limits` text; `unlimited` counts as infinity.
+ * Reads the "Max open files" limits in a `/proc/<pid>/limits` text; `unlimited` counts as infinity.
  *
  * @example
  * parseOpenFiles('Max open files            1024                 524288               files') // { soft: 1024, hard: 524288 }

@@ -67,7 +67,10 @@ interface Waiting {
 const KNOWN_SUBJECTS = 20_000;
 /** Grants a worker holds at once (4 bytes each in the memory it shares with the supervisor). */
 const GRANT_SLOTS = 4_096;
-/** A worker's grant memory, zeroed: made by the supervisor per worker started, shared with it. */
+/**
+ * Allocates a worker's grant memory, zeroed: the supervisor makes one per worker started and shares
+ * it with that worker.
+ */
 export function grantMemory(): SharedArrayBuffer {
   return new SharedArrayBuffer(GRANT_SLOTS * 4);
 }
@@ -131,7 +134,9 @@ export class RemoteLimiter implements RateLimiter {
     return this.#local(held, cost) ?? this.#acquire(subject, ref, held, cost);
   }
 
-  /** A decision from this worker's grant, when its second is not over and it holds the cost. */
+  /**
+   * Returns a decision from this worker's grant, when its second is not over and it holds the cost.
+   */
   #local(held: Held, cost: number): Decision | undefined {
     const units = this.#units;
     const { verdict } = held;
@@ -194,8 +199,8 @@ export class RemoteLimiter implements RateLimiter {
   }
 
   /**
-   * One question; the subject goes whole with the first about it (and always a keyless client's,
-   * `ref` 0).
+   * Sends one question; the subject goes whole with the first about it (and always a keyless
+   * client's, `ref` 0).
    */
   #ask(subject: Subject, ref: number, cost: number, wanted: number) {
     const id = ++this.#lastId;
@@ -230,7 +235,7 @@ export class RemoteLimiter implements RateLimiter {
     else waiting.resolve(message);
   }
 
-  /** The supervisor forgot the subject of question `id`: asked again, the subject with it. */
+  /** Asks question `id` again, with its subject, which the supervisor forgot. */
   #askAgain(id: number, waiting: Waiting): void {
     const subject = waiting.ask.subject ?? this.#subjects.get(waiting.ask.ref);
     if (waiting.ask.subject || !subject) {
@@ -324,8 +329,8 @@ export class LimiterOwner {
   }
 
   /**
-   * A worker's questions: its subjects by number (made per worker, dropped with it), and with
-   * `grants`, its grant memory (`grantMemory`).
+   * Returns what answers a worker's questions, with its subjects by number (made per worker,
+   * dropped with it), and with `grants`, its grant memory (`grantMemory`).
    */
   forWorker(send: (message: DecidedMessage) => void, grants?: SharedArrayBuffer): (message: DecideMessage) => void {
     const refs = new LRUCache<number, Subject>({ max: KNOWN_SUBJECTS });
@@ -359,7 +364,8 @@ export class LimiterOwner {
   }
 
   /**
-   * A consumer's decision with the in-process limiter, and a grant when one was asked for and fits.
+   * Returns a consumer's decision with the in-process limiter, and a grant when one was asked for
+   * and fits.
    */
   #decideGranting(book: GrantBook, subject: Subject, { id, cost, wanted }: DecideMessage): DecidedMessage {
     const limiter = this.#granting as Granting;
@@ -412,7 +418,7 @@ export class LimiterOwner {
     if (left > 0) (this.#granting as Granting).giveBack(grant.subject, left, grant.at);
   }
 
-  /** Grants whose second has ended: what is left of them back, their slots free. */
+  /** Takes back what is left of the grants whose second has ended, and frees their slots. */
   sweep(): void {
     this.#timer = undefined;
     const now = this.#clock.now();
@@ -446,7 +452,7 @@ export class LimiterOwner {
   }
 }
 
-/** Units every window of a decision still holds. */
+/** Returns the units every window of a decision still holds. */
 function roomOf(decision: Decision): number {
   let room = Number.POSITIVE_INFINITY;
   for (const w of decision.windows) room = Math.min(room, w.remaining);
@@ -454,7 +460,8 @@ function roomOf(decision: Decision): number {
 }
 
 /**
- * What a decision from a grant shows: the grant's answer, less what this worker spent of it since.
+ * Returns what a decision from a grant shows: the grant's answer, less what this worker spent of it
+ * since.
  */
 function spentFrom(verdict: Decision, used: number): Decision {
   return {
@@ -519,7 +526,7 @@ export function packAnswers(answers: readonly DecidedMessage[]): PackedAnswers {
   return { packed, others };
 }
 
-/** The answers `packAnswers` packed. */
+/** Returns the answers `packAnswers` packed. */
 export function unpackAnswers({ packed, others }: PackedAnswers): DecidedMessage[] {
   const answers: DecidedMessage[] = [...others];
   for (let at = 0; at < packed.length; ) {
@@ -604,14 +611,14 @@ export function packAsks(asks: readonly DecideMessage[]): PackedAsks {
 }
 
 /**
- * Whether a subject's id is `addr:` and its label, as a keyless client's is (checked without making
- * the string).
+ * Returns whether a subject's id is `addr:` and its label, as a keyless client's is (checked
+ * without making the string).
  */
 function isAddressId({ id, label }: Subject): boolean {
   return id.length === label.length + 5 && id.startsWith('addr:') && id.endsWith(label);
 }
 
-/** The questions `packAsks` packed. */
+/** Returns the questions `packAsks` packed. */
 export function unpackAsks({ packed, text, subjects, keyless }: PackedAsks): DecideMessage[] {
   const strings = text.split('\n');
   const asks: DecideMessage[] = [];

@@ -27,9 +27,10 @@ export class Listeners {
   }
 
   /**
-   * With `proveOnly` (workers to come), the API's port is bound without `SO_REUSEPORT` and
-   * closed again: a port in use stops the start here, as with one worker, and the workers then
-   * share the port this proved free (a port of 0 keeps the number the system gave).
+   * Binds the API's port and, when asked for, the metrics port. With `proveOnly` (workers to come),
+   * the API's port is bound without `SO_REUSEPORT` and closed again: a port in use stops the start
+   * here, as with one worker, and the workers then share the port this proved free (a port of 0
+   * keeps the number the system gave).
    */
   static async bind(
     config: Config,
@@ -66,8 +67,8 @@ export class Listeners {
   }
 
   /**
-   * `step`'s result; when it fails, `undo` and every listener bound so far stopped first, so a
-   * failed store, keys load or worker start leaves no port bound and no store open. start.ts's
+   * Returns `step`'s result; when it fails, `undo` and every listener bound so far stopped first,
+   * so a failed store, keys load or worker start leaves no port bound and no store open. start.ts's
    * other steps (`openLimiter()`, `webhooksOf()`, the webhooks' delivery, the due-order sweep, the
    * admin listener, the keys' watchers) are not wrapped: their failure ends the process
    * (src/main.ts), which frees what it holds.
@@ -82,17 +83,17 @@ export class Listeners {
     }
   }
 
-  /** The API's port serves `fetch` from now on, the requests that waited for it first. */
+  /** Makes the API's port serve `fetch` from now on, the requests that waited for it first. */
   answerWith(fetch: ServeOptions['fetch']): void {
     this.#resolveApp(fetch);
   }
 
-  /** The workers, serving the API's port: drained first on shutdown, with the others. */
+  /** Adds the workers serving the API's port, drained first on shutdown, with the others. */
   addWorkerPool(pool: RunningServer): void {
     this.all.unshift(pool);
   }
 
-  /** Another listener (the admin API's), stopped with the others. */
+  /** Binds another listener (the admin API's), stopped with the others. */
   async add(fetch: ServeOptions['fetch'], port: number, hostname: string): Promise<RunningServer> {
     const server = await this.#adapter.serve({ fetch, port, hostname });
     this.all.push(server);

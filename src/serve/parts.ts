@@ -1,6 +1,6 @@
 // What start-up opens once and hands the apps: the limiter, the wrapped store, the webhooks, the
 // metrics and the traces. One process and the supervisor (src/serve/start.ts) call them; each
-// worker (src/serve/worker.ts) calls `storeOf()` and `metricsOf()` too.
+// worker (src/serve/worker.ts) calls `storeOf()`, `metricsOf()` and `notifierOf()` too.
 import type { Config } from '../config.ts';
 import { systemClock } from '../core/clock.ts';
 import {
@@ -27,8 +27,8 @@ import type { RuntimeAdapter } from './adapter.ts';
 import { poolShare, WORKER_STATE } from './supervisor.ts';
 
 /**
- * The in-process limiter, or the Redis one with it as the fallback (`--redis`). A ban's start is
- * logged and counted by plan (`metrics.banned`); its end is only logged.
+ * Opens the in-process limiter, or the Redis one with it as the fallback (`--redis`). A ban's start
+ * is logged and counted by plan (`metrics.banned`); its end is only logged.
  */
 export async function openLimiter(config: Config, log: Logger, metrics: Metrics | undefined) {
   const onEvent = (e: LimiterEvent) => {
@@ -60,13 +60,12 @@ export async function openLimiter(config: Config, log: Logger, metrics: Metrics 
 }
 
 /**
- * This process's store, the one every part is given (the API, the keys, the webhook delivery and
- * notifier); with `--workers`, the supervisor and each worker make their own. Every part calls the
- * store through these wrappers, except the key store (`--keys store`), which
- * calls `store.backend` directly (src/store/key-store.ts).
- * The wrappers, from the outside in (this is the one place that puts them together, besides
- * `openStore()`, which adds the innermost, the time bound and the trace, for the CLI's commands
- * too):
+ * Opens this process's store, the one every part is given (the API, the keys, the webhook delivery
+ * and notifier); with `--workers`, the supervisor and each worker make their own. Every part calls
+ * the store through these wrappers, except the key store (`--keys store`), which calls
+ * `store.backend` directly (src/store/key-store.ts). The wrappers, from the outside in (this is the
+ * one place that puts them together, besides `openStore()`, which adds the innermost, the time
+ * bound and the trace, for the CLI's commands too):
  * - with `--workers` above 1 (`shared`), `sharedChangeCount()`: a write of any worker or of the
  *   supervisor that changed something, or failed, moves the change count every worker's memo
  *   reads; a write that changed nothing leaves it;
@@ -97,11 +96,11 @@ export async function storeOf(
 }
 
 /**
- * Webhook events: recorded in the store's outbox before the answer, delivered by the
- * `DeliveryLoop` off the request path; none without an outbox. The `DeliveryLoop` calls
- * `storeOf`'s store, so its failures are counted and each call has a request's time bound. The
- * sends are outside those calls. The bound keeps a stuck connection from holding up shutdown. The
- * delivery loop and the requests share one time bound: once any call finds the database
+ * Makes the webhooks' `DeliveryLoop` and the gateway's `notify`, none without an outbox: events are
+ * recorded in the outbox before the answer and delivered off the request path. The `DeliveryLoop`
+ * calls `storeOf`'s store, so its failures are counted and each call has a request's time bound.
+ * The sends are outside those calls. The bound keeps a stuck connection from holding up shutdown.
+ * The delivery loop and the requests share one time bound: once any call finds the database
  * unreachable, the loop's calls and the requests' fail at once.
  */
 export function webhooksOf(
@@ -122,12 +121,21 @@ export function webhooksOf(
     ...(metrics ? { report: metrics.webhooks } : {}),
     ...(config.webhookRetryDelays ? { delays: config.webhookRetryDelays } : {}),
   });
-  return { delivery, notify: notifier({ outbox, log, clock: systemClock, recorded: () => delivery.wake() }) };
+  return { delivery, notify: notifierOf(store, log, () => delivery.wake()) };
 }
 
 /**
- * The metrics registry with `--metrics` or `--metrics-port`; prom-client is loaded only then (it is
- * slow to load).
+ * Returns the gateway's `notify` over `store`'s outbox, which calls `wake` once a decision's events
+ * are recorded; undefined without an outbox. The supervisor's wakes its own `DeliveryLoop`
+ * (`webhooksOf()`); a worker's asks the supervisor to wake it (src/serve/worker.ts).
+ */
+export function notifierOf(store: DataStore, log: Logger, wake: () => void) {
+  return store.outbox && notifier({ outbox: store.outbox, log, clock: systemClock, recorded: wake });
+}
+
+/**
+ * Returns the metrics registry with `--metrics` or `--metrics-port`; prom-client is loaded only
+ * then (it is slow to load).
  */
 export async function metricsOf(config: Config, adapter: RuntimeAdapter): Promise<Metrics | undefined> {
   if (!config.metrics && config.metricsPort === null) return undefined;
@@ -136,8 +144,8 @@ export async function metricsOf(config: Config, adapter: RuntimeAdapter): Promis
 }
 
 /**
- * The trace export when an endpoint is configured; none (and the SDK never loaded) otherwise.
- * Spans it drops are counted on `/metrics`.
+ * Starts the trace export when an endpoint is configured; returns none otherwise, and the SDK is
+ * never loaded. Spans it drops are counted on `/metrics`.
  */
 export async function tracesOf(config: Config, metrics: Metrics | undefined) {
   const url = tracesUrl(config.otelTracesEndpoint, config.otelEndpoint);

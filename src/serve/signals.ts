@@ -9,13 +9,13 @@ const FORCE_STOP_MS = 1_000;
 
 export interface SignalOptions {
   log: Logger;
-  /** SIGHUP: reload the keys (the caller logs and counts the outcome). */
+  /** Reloads the keys on SIGHUP (the caller logs and counts the outcome). */
   reload(): void;
   /** The listening servers, drained on SIGTERM/SIGINT. */
   servers: readonly RunningServer[];
   /** How long the drain may take before open connections are closed. */
   shutdownSeconds: number;
-  /** Called once, when the drain starts: from then on `/readyz` says the server is stopping. */
+  /** Marks the server stopping, once, when the drain starts: from then on `/readyz` says so. */
   onStopping(): void;
   /** Closes what the servers used (store, shared limiter) after the drain. */
   close(): Promise<void>;

@@ -158,8 +158,8 @@ export async function startServer(config: Config): Promise<void> {
 }
 
 /**
- * The workers `--workers` asks for: `auto` is the CPUs this process may use (`availableCpus`).
- * More than one needs a runtime whose workers share a port and memory: Bun's.
+ * Returns the workers `--workers` asks for: `auto` is the CPUs this process may use
+ * (`availableCpus`). More than one needs a runtime whose workers share a port and memory: Bun's.
  */
 function workerCount(config: Config, adapter: RuntimeAdapter): number {
   const count = config.workers === 'auto' ? availableCpus() : config.workers;
@@ -274,8 +274,8 @@ async function loadAdapter(): Promise<RuntimeAdapter> {
 const FLUSH_MIN_MS = 500;
 
 /**
- * The gateway's options that come from flags: how to find the client's address, the ban, the
- * in-flight cap and the IPv6 grouping. The API's app (`appOptionsOf`) and the admin API's take
+ * Returns the gateway's options that come from flags: how to find the client's address, the ban,
+ * the in-flight cap and the IPv6 grouping. The API's app (`appOptionsOf`) and the admin API's take
  * them from here alike.
  */
 function gatewayFlags(config: Config, adapter: RuntimeAdapter) {
@@ -289,11 +289,11 @@ function gatewayFlags(config: Config, adapter: RuntimeAdapter) {
 }
 
 /**
- * The API app's options, the one place they are put together: one process (`startServer()`) and
- * each worker (src/serve/worker.ts) call it, so an option added here reaches both. The flags give
- * most of them; the caller gives its store, keys, limiter, log and metrics, why `/readyz` should
- * fail, the host's part of `/readyz` (`status`: the Redis limiter's state, the key store's
- * problem), the webhooks' `notify` and, in a worker, the host's in-flight slots.
+ * Returns the API app's options; this is the one place they are put together: one process
+ * (`startServer()`) and each worker (src/serve/worker.ts) call it, so an option added here reaches
+ * both. The flags give most of them; the caller gives its store, keys, limiter, log and metrics,
+ * why `/readyz` should fail, the host's part of `/readyz` (`status`: the Redis limiter's state, the
+ * key store's problem), the webhooks' `notify` and, in a worker, the host's in-flight slots.
  *
  * @example
  * const app = createApp(
@@ -368,7 +368,9 @@ function announce({
   });
 }
 
-/** The address to show a person for `host:port`: a wildcard bind is reached on localhost. */
+/**
+ * Returns the address to show a person for `host:port`: a wildcard bind is reached on localhost.
+ */
 function origin(host: string, port: number): string {
   const name = host === '' || host === '0.0.0.0' || host === '::' ? 'localhost' : host;
   return `http://${name.includes(':') ? `[${name}]` : name}:${port}`;

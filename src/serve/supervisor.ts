@@ -51,15 +51,15 @@ export interface WorkerMemory {
 }
 
 /**
- * Where the worker's module is: in a compiled binary, its path among the binary's entry points
- * (scripts/lib/build-info.sh, `compile_entries`), relative to their common folder, src/; from
- * source, beside this file.
+ * Returns where the worker's module is: in a compiled binary, its path among the binary's entry
+ * points (scripts/lib/build-info.sh, `compile_entries`), relative to their common folder, src/;
+ * from source, beside this file.
  */
 function workerEntry(): string {
   return COMPILED ? './serve/worker.ts' : new URL('./worker.ts', import.meta.url).href;
 }
 
-/** The memory of `count` workers, zeroed. */
+/** Allocates the shared memory of `count` workers, zeroed. */
 export function workerMemory(count: number): WorkerMemory {
   return {
     state: new SharedArrayBuffer(SHARED_LENGTH * Int32Array.BYTES_PER_ELEMENT),
@@ -134,7 +134,7 @@ type MetricJson = Awaited<ReturnType<Metrics['json']>>;
 const SCRAPE_WAIT_MS = 1_000;
 
 /**
- * The key records as a worker receives them: a message carries a `Buffer` as a plain
+ * Returns the key records as a worker receives them: a message carries a `Buffer` as a plain
  * `Uint8Array`, which is made a `Buffer` again (the key table reads its hex).
  */
 export function keyRecords(records: readonly KeyRecord[]): KeyRecord[] {
@@ -142,8 +142,8 @@ export function keyRecords(records: readonly KeyRecord[]): KeyRecord[] {
 }
 
 /**
- * A worker's share of an instance's PostgreSQL pool (at least 2, so a slow call never holds the
- * only one): 16 workers, the supervisor and their listening connections stay within 100.
+ * Returns a worker's share of an instance's PostgreSQL pool (at least 2, so a slow call never holds
+ * the only one): 16 workers, the supervisor and their listening connections stay within 100.
  */
 export function poolShare(workers: number): number {
   return Math.max(2, Math.ceil(POOL_SIZE / workers));
@@ -238,8 +238,8 @@ export class WorkerPool implements RunningServer {
   }
 
   /**
-   * Every worker stops accepting at once and drains within the grace period; `force`: those
-   * still running are ended now.
+   * Stops every worker accepting at once, each to drain within the grace period; with `force`,
+   * those still running are ended now.
    */
   async stop(force = false): Promise<void> {
     this.#stopping = true;
@@ -254,14 +254,17 @@ export class WorkerPool implements RunningServer {
     await Promise.all(running.map((r) => r.stopped));
   }
 
-  /** The host's `/metrics`, for a worker that serves it. */
+  /** Renders the host's `/metrics`, for a worker that serves it. */
   async #render(openMetrics: boolean): Promise<string> {
     const { metrics } = this.#options;
     if (!metrics) return '';
     return openMetrics ? metrics.renderOpenMetrics() : metrics.render();
   }
 
-  /** Every listening worker's series; those that do not answer within `SCRAPE_WAIT_MS` left out. */
+  /**
+   * Collects every listening worker's series, leaving out those that do not answer within
+   * `SCRAPE_WAIT_MS`.
+   */
   #scrape(): Promise<MetricJson[]> {
     const running = this.#running.filter((r): r is Running => r?.listening === true);
     return Promise.all(

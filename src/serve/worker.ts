@@ -9,13 +9,11 @@ import process from 'node:process';
 import { setImmediate } from 'node:timers';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createApp } from '../app.ts';
-import { systemClock } from '../core/clock.ts';
 import { KeyTable } from '../keys/table.ts';
 import { batched, createLogger, fileWriter } from '../log.ts';
-import { notifier } from '../webhooks/notify.ts';
 import { adapter } from './bun.ts';
 import { packAsks, RemoteLimiter, unpackAnswers } from './host-limiter.ts';
-import { metricsOf, storeOf } from './parts.ts';
+import { metricsOf, notifierOf, storeOf } from './parts.ts';
 import { appOptionsOf } from './start.ts';
 import { keyRecords, type ToWorker, WORKER_STATE, type WorkerStart } from './supervisor.ts';
 
@@ -68,9 +66,7 @@ async function serve(start: WorkerStart): Promise<void> {
       whyNotReady: () => whyNotReady(state, start.workers),
       status: () => status,
       hostSlots: { memory: memory.slots, worker: index },
-      notify:
-        store.outbox &&
-        notifier({ outbox: store.outbox, log, clock: systemClock, recorded: () => post({ type: 'wake' }) }),
+      notify: notifierOf(store, log, () => post({ type: 'wake' })),
     }),
   );
   const server = await adapter.serve({
@@ -124,9 +120,9 @@ async function serve(start: WorkerStart): Promise<void> {
 }
 
 /**
- * A fault for the tests of the supervisor (scripts/e2e/workers.test.ts): with
- * `PETSTORE_TEST_WORKER_CRASH_MS` set, worker 0 (not its replacement) throws an uncaught error
- * that long after it listens, as a bug would.
+ * Injects a fault for the tests of the supervisor (scripts/e2e/workers.test.ts): with
+ * `PETSTORE_TEST_WORKER_CRASH_MS` set, worker 0 (not its replacement) throws an uncaught error that
+ * long after it listens, as a bug would.
  */
 function crashForTests({ index, replacement }: WorkerStart): void {
   const after = Number(process.env.PETSTORE_TEST_WORKER_CRASH_MS);
@@ -143,8 +139,8 @@ function crashForTests({ index, replacement }: WorkerStart): void {
 const LOG_EVERY_MS = 10;
 
 /**
- * A worker's log lines, handed on joined in one string (a message copies one string faster than
- * many) every `LOG_EVERY_MS`.
+ * Holds a worker's log lines and hands them on joined in one string (a message copies one string
+ * faster than many) every `LOG_EVERY_MS`.
  */
 function heldLines(send: (text: string) => void): { write(line: string): void; flush(): void } {
   let pending: string[] = [];
@@ -169,7 +165,7 @@ function heldLines(send: (text: string) => void): { write(line: string): void; f
 /** After the drain's deadline, how long closing the remaining connections may take. */
 const FORCE_STOP_MS = 1_000;
 
-/** Why `/readyz` fails: the host is stopping, or not every worker listens. */
+/** Returns why `/readyz` fails: the host is stopping, or not every worker listens. */
 function whyNotReady(state: Int32Array, workers: number): string | undefined {
   if (Atomics.load(state, WORKER_STATE.stopping) !== 0) return 'The server is shutting down.';
   const listening = Atomics.load(state, WORKER_STATE.listening);

@@ -7,7 +7,7 @@ import { POSTGRES_URL } from './postgres/postgres-url.ts';
 import type { LockReleases } from './sqlite/sqlite.ts';
 import type { DataStore } from './store.ts';
 import { StoreOpenError } from './store-error.ts';
-import { boundAndTrace, DEFAULT_STORE_TIMEOUT_MS, type TimeBoundedStore } from './wrappers/bound-and-traced.ts';
+import { type BoundAndTracedStore, boundAndTrace, DEFAULT_STORE_TIMEOUT_MS } from './wrappers/bound-and-traced.ts';
 
 /** The `--data` value that keeps pets in memory only. */
 export const MEMORY = ':memory:';
@@ -30,7 +30,7 @@ export interface OpenStoreOptions {
 
 /**
  * Opens the store that `--data` names (`:memory:`, a `postgres://` URL, or a SQLite file) as a
- * `TimeBoundedStore`. Each backend is imported only when chosen, so the Node bundle never loads
+ * `BoundAndTracedStore`. Each backend is imported only when chosen, so the Node bundle never loads
  * bun:sqlite and a SQLite user never loads the PostgreSQL client. Throws `StoreOpenError` (exit 2)
  * when the store cannot be opened.
  *
@@ -41,7 +41,7 @@ export async function openStore(
   data: string,
   log: Logger,
   { timeoutMs = DEFAULT_STORE_TIMEOUT_MS, poolSize, lockReleases }: OpenStoreOptions = {},
-): Promise<TimeBoundedStore> {
+): Promise<BoundAndTracedStore> {
   const backend = await openBackend(data, log, timeoutMs, poolSize, lockReleases);
   const system = backend instanceof MemoryStore ? undefined : POSTGRES_URL.test(data) ? 'postgresql' : 'sqlite';
   return boundAndTrace(backend, { timeoutMs, log, ...(system ? { system } : {}) });

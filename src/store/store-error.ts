@@ -32,8 +32,9 @@ export class StoreTimeoutError extends StoreUnavailableError {
 
 /**
  * The database server cannot be reached: connection refused, lost, or not accepted while it
- * starts or stops. `TimeBoundedStore` then answers every call at once with this error until a probe
- * finds the server again, rather than letting each request wait for its own connection attempt.
+ * starts or stops. `BoundAndTracedStore` then answers every call at once with this error until a
+ * probe finds the server again, rather than letting each request wait for its own connection
+ * attempt.
  */
 export class StoreUnreachableError extends StoreUnavailableError {
   override name = 'StoreUnreachableError';

@@ -185,8 +185,8 @@ export interface DataStore {
   /**
    * Starts expiring the due orders (`expireDueOrders`) without waiting for it, one run at a time.
    * Returns the run under way, if any, so a read of pets waits for it and shows them as a write
-   * will find them. A backend's run never rejects; the time-bounded store's may time out. A read
-   * whose answer may be memoised calls it before `changeCount()`.
+   * will find them. A backend's run never rejects; the bound-and-traced store's may time out. A
+   * read whose answer may be memoised calls it before `changeCount()`.
    */
   startDueOrderExpiry(): Promise<unknown> | undefined;
   /**

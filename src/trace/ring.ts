@@ -93,18 +93,24 @@ export const REMOTE = 4;
 export const FAILED = 8;
 
 /**
+ * A string's or an attribute set's number in its `Interned` table (`strings`, `attributeSets`): 1
+ * on, 0 for none. It names an attribute key, a name or a value; it never counts anything.
+ */
+export type InternedId = number;
+
+/**
  * Strings and attribute sets, each numbered once (1 on; 0 is none): a bounded table, so a
  * stream of distinct strings cannot grow it without end.
  */
 export class Interned<T> {
-  readonly #ids = new Map<T, number>();
+  readonly #ids = new Map<T, InternedId>();
   readonly values: (T | undefined)[] = [undefined];
   readonly #max: number;
   constructor(max = INTERNED_MAX) {
     this.#max = max;
   }
   /** `value`'s number, numbering it when it is new and the table has room; 0 when not. */
-  id(value: T | undefined): number {
+  id(value: T | undefined): InternedId {
     if (value === undefined) return 0;
     const id = this.#ids.get(value);
     if (id !== undefined) return id;
@@ -113,7 +119,7 @@ export class Interned<T> {
     this.values.push(value);
     return this.values.length - 1;
   }
-  of(id: number): T | undefined {
+  of(id: InternedId): T | undefined {
     return this.values[id];
   }
 }
@@ -334,7 +340,7 @@ export class TraceRing {
    * Opens a child of record `r` under its open one, starting at `at`; its index, or -1 when
    * the record holds no more.
    */
-  openChild(r: number, name: number, attributes: number, kind: number, at: number): number {
+  openChild(r: number, name: InternedId, attributes: InternedId, kind: number, at: number): number {
     const n = this.children[r] as number;
     if (n === MAX_CHILDREN) {
       this.childrenLost++;
@@ -366,18 +372,18 @@ export class TraceRing {
   childField(i: number, field: number): number {
     return this.#childFields[i * I16_SLOT + field] as number;
   }
-  /** Sets the number child `i` carries, under `key` (of `strings`). */
-  setChildNumber(i: number, key: number, value: number): void {
+  /** Sets the number child `i` carries, `value`, under the attribute key `key` (of `strings`). */
+  setChildNumber(i: number, key: InternedId, value: number): void {
     this.#childFields[i * I16_SLOT + CHILD_NUMBER_KEY] = key;
     this.#childNumbers[i * F64_SLOT + CHILD_NUMBER] = value;
   }
   /** Sets child `i`'s outcome attribute: `key` and `value`, of `strings`. */
-  setChildOutcome(i: number, key: number, value: number): void {
+  setChildOutcome(i: number, key: InternedId, value: InternedId): void {
     this.#childFields[i * I16_SLOT + CHILD_OUTCOME_KEY] = key;
     this.#childFields[i * I16_SLOT + CHILD_OUTCOME] = value;
   }
   /** Marks child `i` failed, with the error's name `type` (of `strings`, not 0). */
-  setChildError(i: number, type: number): void {
+  setChildError(i: number, type: InternedId): void {
     this.#childFields[i * I16_SLOT + CHILD_ERROR_TYPE] = type;
   }
 

@@ -77,7 +77,7 @@ describe('every request recorded alike; kept by the head or the tail', () => {
         'gateway decide',
         {},
         () => childSpan('EVALSHA', { 'db.system.name': 'redis' }, async () => 'ok', { kind: SpanKind.CLIENT }),
-        { number: 'petstore.gateway.cost', outcome: { key: 'petstore.gateway.decision', of: () => 'admitted' } },
+        { valueKey: 'petstore.gateway.cost', outcome: { key: 'petstore.gateway.decision', of: () => 'admitted' } },
         2,
       ),
     );
@@ -185,7 +185,7 @@ describe('every request recorded alike; kept by the head or the tail', () => {
   test('a child opened and closed by its caller: its number, its outcome, a failure, and a handle outliving its record', async () => {
     const { ring } = recorder(2, true);
     const outcome = { key: 'petstore.gateway.decision', of: (v: string) => v };
-    const options = { number: 'petstore.gateway.cost', outcome };
+    const options = { valueKey: 'petstore.gateway.cost', outcome };
     const state = beginRequest('r', undefined, start, GET);
     await inRequest(state, async () => {
       const decide = openChild('gateway decide', {}, options, 2);

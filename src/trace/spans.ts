@@ -273,16 +273,19 @@ export interface ChildOptions<T> {
   readonly kind?: SpanKind;
   /** An attribute known once `work` resolves: its key, and its value of the result. */
   readonly outcome?: { readonly key: string; readonly of: (result: T) => string };
-  /** The key of the number handed to `childSpan` (`petstore.gateway.cost`). */
-  readonly number?: string;
+  /**
+   * The attribute key the child records the number `value` under (`petstore.gateway.cost`); `value`
+   * is the last argument of `childSpan` and `openChild`.
+   */
+  readonly valueKey?: string;
 }
 
 /**
  * Runs `work` as a child of the work under way in the current request's record, when requests
  * are recorded; else just runs it. `attributes` is one of a few fixed sets (it is recorded by
- * reference); `value` is the number `options.number` names. A rejection (a store time-out, Redis
- * away) sets the child's status to Error, with `error.type` the error's name. A caller that
- * awaits the work itself opens and closes the child around it (`openChild`) instead.
+ * reference); `value` is recorded under the key `options.valueKey`. A rejection (a store
+ * time-out, Redis away) sets the child's status to Error, with `error.type` the error's name. A
+ * caller that awaits the work itself opens and closes the child around it (`openChild`) instead.
  *
  * @example
  * const pet = await childSpan('get pets', GET_ATTRIBUTES, () => db.get(7))
@@ -338,8 +341,8 @@ export function openChild<T>(name: string, attributes: Attributes, options?: Chi
     now(),
   );
   if (n < 0) return NO_CHILD;
-  if (options?.number !== undefined && value !== undefined) {
-    into.setChildNumber(r * MAX_CHILDREN + n, into.strings.id(options.number), value);
+  if (options?.valueKey !== undefined && value !== undefined) {
+    into.setChildNumber(r * MAX_CHILDREN + n, into.strings.id(options.valueKey), value);
   }
   return into.childHandle(r, n);
 }

@@ -29,7 +29,8 @@ export interface NotifierOptions {
  * notices' second time may find the store back).
  *
  * @example
- * gateway({ …, notify: notifier({ outbox: store.outbox, log, clock, recorded: () => worker.wake() }) })
+ * const notify = notifier({ outbox: store.outbox, log, clock, recorded: () => worker.wake() })
+ * createAdmission({ …, notify })
  */
 export function notifier({ outbox, log, clock, recorded }: NotifierOptions) {
   return async function notify(consumer: Consumer, decision: Decision): Promise<void> {

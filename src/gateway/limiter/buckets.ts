@@ -36,7 +36,10 @@ export const MINUTE = spec('minute', 60, 1);
 /** 24 h in 15 min buckets: a request holds quota for 24 h to 24 h 15 min (96 buckets). */
 export const DAY = spec('day', 86_400, 900);
 
-/** Index into the ring; bucket numbers are negative before the epoch (fake clocks start at 0). */
+/**
+ * Returns `bucket`'s index into a ring of `slots`, for a negative bucket too (before the epoch:
+ * fake clocks start at 0).
+ */
 function slot(bucket: number, slots: number): number {
   const s = bucket % slots;
   return s < 0 ? s + slots : s;
@@ -169,9 +172,9 @@ export class BucketWindow {
   }
 
   /**
-   * Epoch ms from which the count is below `quota`, with no other traffic: when enough of the
-   * oldest buckets have left. `-Infinity` when it is now. A request of cost c fits a window of
-   * quota Q from `admitAt(Q - c + 1)` on.
+   * Returns the epoch ms from which the count is below `quota`, with no other traffic: when enough
+   * of the oldest buckets have left. `-Infinity` when it is now. A request of cost c fits a window
+   * of quota Q from `admitAt(Q - c + 1)` on.
    */
   admitAt(quota: number): number {
     if (this.#sum < quota) return Number.NEGATIVE_INFINITY;

@@ -261,7 +261,9 @@ export class SlidingWindowLimiter implements RateLimiter {
     return withNotices(refused, notices);
   }
 
-  /** A consumer's own state, made on its first request; idle ones are dropped now and then. */
+  /**
+   * Returns a consumer's own state, made on its first request; idle ones are dropped now and then.
+   */
   #consumerState(id: string, now: number): SubjectState {
     let state = this.#consumers.get(id);
     if (!state) {
@@ -307,8 +309,9 @@ export class SlidingWindowLimiter implements RateLimiter {
   }
 
   /**
-   * A keyless client's decision from its two cells (`keyless.ts`): each window counts what the less
-   * counted cell holds, a request is spent in both, and the address is banned while both are.
+   * Returns a keyless client's decision from its two cells (`keyless.ts`): each window counts what
+   * the less counted cell holds, a request is spent in both, and the address is banned while both
+   * are.
    */
   #decideKeyless(subject: Subject, cost: number, now: number): Decision {
     const table = this.#keylessTable;
@@ -381,8 +384,8 @@ export class SlidingWindowLimiter implements RateLimiter {
   }
 
   /**
-   * The decision `state`'s own windows show at `now`: `decisionFromCounts` over this limiter's
-   * windows.
+   * Returns the decision `state`'s own windows show at `now`: `decisionFromCounts` over this
+   * limiter's windows.
    */
   #decisionFromState(outcome: Outcome, subject: Subject, state: SubjectState, now: number, until: number): Decision {
     const month = subject.limits.perMonth === undefined ? undefined : state.month;
@@ -390,7 +393,7 @@ export class SlidingWindowLimiter implements RateLimiter {
   }
 }
 
-/** `decision` with what it crossed, when it crossed anything. */
+/** Returns `decision` with what it crossed, when it crossed anything. */
 export function withNotices(decision: Decision, notices: readonly Notice[]): Decision {
   return notices.length === 0 ? decision : { ...decision, notices };
 }
@@ -407,9 +410,9 @@ export type WindowCounts = Pick<BucketWindow, 'count' | 'oldestLeavesAt' | 'admi
 export type MonthCounts = Pick<MonthWindow, 'count' | 'start' | 'end'>;
 
 /**
- * The decision for `outcome` at `now` (epoch ms); `until` is the epoch ms the next request
- * would be admitted (or the ban ends), `now` when admitted. Shared with the Redis limiter, so
- * both answer the same headers for the same counts. `month` is given when the limits have one.
+ * Returns the decision for `outcome` at `now` (epoch ms); `until` is the epoch ms the next request
+ * would be admitted (or the ban ends), `now` when admitted. Shared with the Redis limiter, so both
+ * answer the same headers for the same counts. `month` is given when the limits have one.
  *
  * @example
  * decisionFromCounts('admitted', { perMinute: 60, perDay: 1000 }, now, now, minute, day).retryAfter // 0
@@ -446,7 +449,10 @@ function windowState(spec: WindowSpec, window: WindowCounts, limit: number, now:
   return { name: spec.name, seconds: spec.seconds, limit, remaining, reset };
 }
 
-/** The calendar month resets at 00:00 UTC on the 1st of the next, whatever it holds. */
+/**
+ * Returns the month window's state: the calendar month resets at 00:00 UTC on the 1st of the next,
+ * whatever it holds.
+ */
 function monthState(month: MonthCounts, limit: number): WindowState {
   const count = month.count;
   return {

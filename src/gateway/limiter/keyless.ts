@@ -110,7 +110,7 @@ export class SketchWindow {
     this.#sums[cell] = 0;
   }
 
-  /** Cells in [from, to) holding `least` or more. */
+  /** Counts the cells in [from, to) holding `least` or more. */
   used(from: number, to: number, least = 1): number {
     let n = 0;
     if (this.#sums === NONE32) return n;
@@ -118,7 +118,7 @@ export class SketchWindow {
     return n;
   }
 
-  /** Epoch ms at which the oldest counted bucket of `cell` leaves (its count > 0). */
+  /** Returns the epoch ms at which the oldest counted bucket of `cell` leaves (its count > 0). */
   oldestLeavesAt(cell: number): number {
     let j = this.#dropped + 1;
     const last = j + this.#slots - 1;
@@ -127,7 +127,10 @@ export class SketchWindow {
     return j * this.#spec.bucketMs + this.#spec.windowMs;
   }
 
-  /** Epoch ms from which the count of `cell` is below `quota` (as `BucketWindow.admitAt`). */
+  /**
+   * Returns the epoch ms from which the count of `cell` is below `quota` (as
+   * `BucketWindow.admitAt`).
+   */
   admitAt(cell: number, quota: number): number {
     let left = this.count(cell);
     if (left < quota) return Number.NEGATIVE_INFINITY;
@@ -208,7 +211,9 @@ export class KeylessTable {
     this.bannedUntil = new Uint32Array(cells);
   }
 
-  /** The cells of `id`: FNV-1a from the seed, then murmur3's finaliser, split in two halves. */
+  /**
+   * Returns the cells of `id`: FNV-1a from the seed, then murmur3's finaliser, split in two halves.
+   */
   cellsOf(id: string): Cells {
     let h = (0x811c9dc5 ^ this.#seed) >>> 0;
     for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193);
@@ -233,8 +238,8 @@ export class KeylessTable {
   }
 
   /**
-   * True when a tenth or more of row 0's cells have `perMinute` counted: a fresh address is then
-   * refused early with a chance of one in a hundred or more.
+   * Returns true when a tenth or more of row 0's cells have `perMinute` counted: a fresh address is
+   * then refused early with a chance of one in a hundred or more.
    */
   saturated(perMinute: number): boolean {
     return this.minute.used(0, this.columns, perMinute) * 10 >= this.columns;

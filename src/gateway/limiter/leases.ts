@@ -103,8 +103,8 @@ class Lease {
   }
 
   /**
-   * The hand-backs a run carries: those not yet confirmed, then the grant's unused units, taken out
-   * of the lease.
+   * Returns the hand-backs a run carries: those not yet confirmed, then the grant's unused units,
+   * taken out of the lease.
    */
   handBacks(now: number): Unconfirmed[] {
     // Past a day the units have left every window but the month: what Redis keeps records for.
@@ -118,14 +118,15 @@ class Lease {
     return backs;
   }
 
-  /** A reply came: the hand-backs it carried are done. */
+  /** Marks done the hand-backs a run carried, now that its reply came. */
   confirm(backs: readonly Unconfirmed[]): void {
     if (backs.length > 0) this.unconfirmed = this.unconfirmed.filter((b) => !backs.includes(b));
   }
 
   /**
-   * No reply came: Redis may or may not have run it. Its hand-backs are sent again, with all
-   * the units the run itself counted, if any (a later hand-back naming it finds no record if not).
+   * Keeps a run's hand-backs to send again when no reply came, as Redis may or may not have run it:
+   * they go with all the units the run itself counted, if any (a later hand-back naming it finds no
+   * record if not).
    */
   lost(backs: readonly Unconfirmed[], run: number | undefined, now: number): void {
     // The grant's units went with the run: its reply no longer says what Redis holds.
@@ -188,15 +189,15 @@ export class LeaseLimiter implements RateLimiter {
   }
 
   /**
-   * The decision from this instance's lease alone, when its term is live and holds the cost (Redis
-   * unreachable).
+   * Returns the decision from this instance's lease alone, when its term is live and holds the cost
+   * (Redis unreachable).
    */
   local(subject: Subject, cost: number): Decision | undefined {
     const lease = this.#leases.get(subject.id);
     return lease && lease.subject === subject ? this.#local(lease, cost) : undefined;
   }
 
-  /** The decision from the lease alone, when its term is live and it holds the cost. */
+  /** Returns the decision from the lease alone, when its term is live and it holds the cost. */
   #local(lease: Lease, cost: number): Decision | undefined {
     const now = this.#now();
     const { reply } = lease;
@@ -233,8 +234,8 @@ export class LeaseLimiter implements RateLimiter {
   }
 
   /**
-   * One script run for `cost`, asking for `wanted` units (default: what the recent rate would spend
-   * this term).
+   * Runs the script once for `cost`, asking for `wanted` units (default: what the recent rate would
+   * spend this term).
    */
   async #run(lease: Lease, cost: number, wanted?: number): Promise<Decision> {
     const sent = this.#now();

@@ -8,7 +8,8 @@ import type { WindowName } from '../../core/decision.ts';
 export const MONTH_NAME: WindowName = 'month';
 
 /**
- * Epoch ms of 00:00 UTC on the 1st of the month holding `time`, and of the next month's.
+ * Returns the epoch ms of 00:00 UTC on the 1st of the month holding `time`, and of the next
+ * month's.
  *
  * @example
  * monthOf(Date.UTC(2026, 10, 30, 23, 59, 59)) // { start: Date.UTC(2026, 10, 1), end: Date.UTC(2026, 11, 1) }
@@ -71,7 +72,8 @@ export class MonthWindow {
   }
 
   /**
-   * Epoch ms from which the count is below `quota`: the next month, or `-Infinity` when it is now.
+   * Returns the epoch ms from which the count is below `quota`: the next month, or `-Infinity` when
+   * it is now.
    */
   admitAt(quota: number): number {
     return this.#count < quota ? Number.NEGATIVE_INFINITY : this.#end;

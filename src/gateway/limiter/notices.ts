@@ -13,12 +13,14 @@ import { monthOf } from './month.ts';
 
 const DAY_MS = 86_400_000;
 
-/** The day window's period: the UTC day number of `now` (epoch ms). */
+/** Returns the day window's period: the UTC day number of `now` (epoch ms). */
 export function dayPeriod(now: number): number {
   return Math.floor(now / DAY_MS);
 }
 
-/** The month window's period: year * 12 + month - 1 (UTC), as the Redis script numbers it. */
+/**
+ * Returns the month window's period: year * 12 + month - 1 (UTC), as the Redis script numbers it.
+ */
 export function monthPeriod(now: number): number {
   const start = new Date(monthOf(now).start);
   return start.getUTCFullYear() * 12 + start.getUTCMonth();
@@ -33,13 +35,13 @@ export const RECORD_AGAIN_AFTER_MS = 30_000;
  */
 export const RECORD_AGAIN_WITHIN_MS = 3_600_000;
 
-/** Whether `notice` is about the day or month of `now` (a ban is always current). */
+/** Returns whether `notice` is about the day or month of `now` (a ban is always current). */
 function current(notice: Notice, now: number): boolean {
   if (notice.type === 'key.banned') return true;
   return notice.period === (notice.window === 'day' ? dayPeriod(now) : monthPeriod(now));
 }
 
-/** Units of a quota at which a threshold in percent is reached (at least 1). */
+/** Returns the units of a quota at which a threshold in percent is reached (at least 1). */
 function thresholdUnits(percent: number, quota: number): number {
   return Math.max(1, Math.ceil((percent * quota) / 100));
 }
@@ -57,8 +59,8 @@ export class NoticeFlags {
   #again: { readonly notice: Notice; readonly from: number; readonly until: number }[] = [];
 
   /**
-   * `fresh` (this decision's notices) and those given once more at `now`: the ones noticed from
-   * RECORD_AGAIN_WITHIN_MS to RECORD_AGAIN_AFTER_MS ago, in a period still current. Keeps
+   * Returns `fresh` (this decision's notices) and those given once more at `now`: the ones noticed
+   * from RECORD_AGAIN_WITHIN_MS to RECORD_AGAIN_AFTER_MS ago, in a period still current. Keeps
    * `fresh` for their second time.
    */
   withRepeats(fresh: readonly Notice[], now: number): readonly Notice[] {
@@ -76,14 +78,14 @@ export class NoticeFlags {
     return [...fresh, ...repeated];
   }
 
-  /** True the first time `key` is seen in `period` (and remembers it). */
+  /** Returns true the first time `key` is seen in `period`, and remembers it. */
   #first(key: string, period: number): boolean {
     if (this.#sent.get(key) === period) return false;
     this.#sent.set(key, period);
     return true;
   }
 
-  /** The thresholds a count going from `before` to `after` crossed, ascending. */
+  /** Returns the thresholds a count going from `before` to `after` crossed, ascending. */
   crossed(
     thresholds: readonly number[],
     window: NoticeWindow,
@@ -102,7 +104,7 @@ export class NoticeFlags {
     return notices;
   }
 
-  /** The window's first refusal of the period, or undefined. */
+  /** Returns the window's first refusal of the period, or undefined. */
   exhausted(window: NoticeWindow, period: number): Notice | undefined {
     return this.#first(`x:${window}`, period) ? { type: 'quota.exhausted', window, period } : undefined;
   }

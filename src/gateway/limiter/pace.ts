@@ -36,14 +36,14 @@ export class GrantPace {
   #last = Number.NaN;
   #spent = 0;
 
-  /** Units spent since the last grant asked for (from a grant, or decided one by one). */
+  /** Counts `units` spent since the last grant asked for (from a grant, or decided one by one). */
   spent(units: number): void {
     this.#spent += units;
   }
 
   /**
-   * Asking at `now`, `termLeft` ms before the term ends, for a request of `cost`: the units beyond
-   * `cost` to ask for (the rate measured up to now; `cost` counts in the next interval).
+   * Returns the units beyond `cost` to ask for at `now`, `termLeft` ms before the term ends, for a
+   * request of `cost` (the rate measured up to now; `cost` counts in the next interval).
    */
   beyond(now: number, termLeft: number, cost: number): number {
     if (!Number.isNaN(this.#last)) {

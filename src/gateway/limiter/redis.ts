@@ -128,7 +128,10 @@ export class RedisLimiter implements RateLimiter {
     return replyDecision(subject, await this.run(subject, cost), 0);
   }
 
-  /** One script run for `subject`: a decision, or with `lease` a grant and a hand-back. */
+  /**
+   * Runs the script once for `subject`; it resolves to a decision, or with `lease` a grant and a
+   * hand-back.
+   */
   async run(subject: Subject, cost: number, lease?: LeaseArgs): Promise<ScriptReply> {
     const { limits, ban } = subject;
     if (this.#clock) this.#time = Math.max(this.#time, this.#clock.now());
@@ -182,8 +185,8 @@ export class RedisLimiter implements RateLimiter {
   }
 
   /**
-   * EVALSHA, and EVAL when Redis does not have the script (restarted, flushed, failed over), in
-   * a client span of the request's trace when it is recorded.
+   * Sends EVALSHA, and EVAL when Redis does not have the script (restarted, flushed, failed over),
+   * in a client span of the request's trace when it is recorded.
    */
   #run(keys: string[], args: (string | number)[]): Promise<unknown> {
     return childSpan('EVALSHA', REDIS_SPAN, () => this.#eval(keys, args), { kind: SpanKind.CLIENT });
@@ -200,8 +203,8 @@ export class RedisLimiter implements RateLimiter {
 }
 
 /**
- * The decision a reply gives at `at` (epoch ms on the reply's clock; default its `now`), with
- * `unused` units of it still held by this instance: they count as remaining, since only this
+ * Returns the decision a reply gives at `at` (epoch ms on the reply's clock; default its `now`),
+ * with `unused` units of it still held by this instance: they count as remaining, since only this
  * instance can spend them.
  *
  * @example
@@ -229,8 +232,8 @@ export function replyDecision(subject: Subject, reply: ScriptReply, unused: numb
 const REDIS_SPAN = { 'db.system.name': 'redis', 'db.operation.name': 'EVALSHA' } as const;
 
 /**
- * The script's flat list of notices (kind, window, threshold, period; a ban's end for a period) as
- * Notices.
+ * Reads the script's flat list of notices (kind, window, threshold, period; a ban's end for a
+ * period) as Notices.
  */
 function noticesOf(flat: readonly number[]): Notice[] {
   const notices: Notice[] = [];
@@ -249,7 +252,7 @@ function noticesOf(flat: readonly number[]): Notice[] {
   return notices;
 }
 
-/** A window as the script reported it, in the shape `decisionFromCounts` reads. */
+/** Returns a window as the script reported it, in the shape `decisionFromCounts` reads. */
 function counts(count: number, oldestLeavesAt: number, admitAt: number): WindowCounts {
   return { count, oldestLeavesAt, admitAt: () => admitAt };
 }

@@ -579,7 +579,7 @@ describe('PostgresStore without a server', () => {
     for (const err of [diskFull, readOnly, shutdown, closed]) {
       expect(postgresError(err, 'x')).toBeInstanceOf(StoreUnavailableError);
     }
-    // Unreachable (the TimeBoundedStore stops trying until a probe gets through): no connection
+    // Unreachable (the BoundAndTracedStore stops trying until a probe gets through): no connection
     // made.
     const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
     const starting = new PgError({ code: '57P03', message: 'the database system is starting up' });

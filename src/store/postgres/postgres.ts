@@ -112,7 +112,7 @@ export const LISTENER_NAME = 'petstore listener';
 /**
  * Seconds before a connection that failed may be tried again. postgres.js's default grows with
  * every failure up to 20 s, which would leave a returned server unused for seconds after an
- * outage; while the server is unreachable, `TimeBoundedStore` already limits the attempts to one
+ * outage; while the server is unreachable, `BoundAndTracedStore` already limits the attempts to one
  * probe at a time.
  */
 const RECONNECT_DELAY_SECONDS = 0.1;
@@ -742,7 +742,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
     // A failed run is not the read's to answer: the read goes on and shows the pets as stored, with
     // nothing memoised (`changeCount()` stays undefined past the deadline). The next read or the
     // order sweep (src/serve/start.ts, which logs and counts its failures) tries again. A run that
-    // outlives `--store-timeout` is another matter: the time-bounded store (`boundAndTrace()`)
+    // outlives `--store-timeout` is another matter: the bound-and-traced store (`boundAndTrace()`)
     // rejects the read's wait, and the read answers 503.
     this.#expiring ??= this.expireDueOrders()
       .catch(() => {})

@@ -95,7 +95,7 @@ function watch<T>(promise: Promise<T>) {
   return seen;
 }
 
-describe('TimeBoundedStore: the bound', () => {
+describe('BoundAndTracedStore: the bound', () => {
   test('a read that does not come back is rejected at the timeout, not before', async () => {
     const { state, store, advance } = setup();
     state.mode = 'hang';
@@ -164,7 +164,7 @@ describe('TimeBoundedStore: the bound', () => {
   });
 });
 
-describe('TimeBoundedStore: an unreachable database', () => {
+describe('BoundAndTracedStore: an unreachable database', () => {
   test('answers at once, probes every 250 ms after the last probe ends, and serves again after one answers', async () => {
     const { state, store, advance, lines, clock } = setup();
     state.mode = 'refused';
@@ -244,7 +244,7 @@ describe('TimeBoundedStore: an unreachable database', () => {
   });
 });
 
-describe('TimeBoundedStore: the method list', () => {
+describe('BoundAndTracedStore: the method list', () => {
   test('every call STORE_CALLS and OUTBOX_CALLS list is bounded: a backend that answers none of them', async () => {
     const time = fakeTime();
     const hang = () => new Promise<never>(() => {});

@@ -36,7 +36,7 @@ const systemTimers: Timers = {
   clear: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
 };
 
-export interface TimeBoundedStoreOptions {
+export interface BoundAndTracedStoreOptions {
   /** The longest a call may take (`--store-timeout`). */
   readonly timeoutMs?: number;
   readonly log: Logger;
@@ -60,21 +60,24 @@ interface Call {
   readonly fail: (err: Error) => void;
 }
 
-/** A store whose every call is bounded in time, and whether its database is unreachable now. */
-export interface TimeBoundedStore extends WrappedStore {
+/**
+ * The store `boundAndTrace()` returns: every call bounded in time and traced. It also tells whether
+ * its database is unreachable now.
+ */
+export interface BoundAndTracedStore extends WrappedStore {
   /** True while calls are answered at once because the database is unreachable. */
   readonly unreachable: boolean;
 }
 
 /**
- * `backend` with every call of `STORE_CALLS` and `OUTBOX_CALLS` bounded, each in a child record of
- * the request's trace when it is recorded.
+ * Returns `backend` with every call of `STORE_CALLS` and `OUTBOX_CALLS` bounded in time, each in a
+ * child record of the request's trace when the request is recorded.
  *
  * @example
  * const store = boundAndTrace(await PostgresStore.open({ url, log }), { timeoutMs: 2_000, log });
  * await store.list({ limit: 20 }); // rejects with StoreTimeoutError after 2 s without an answer
  */
-export function boundAndTrace(backend: DataStore, options: TimeBoundedStoreOptions): TimeBoundedStore {
+export function boundAndTrace(backend: DataStore, options: BoundAndTracedStoreOptions): BoundAndTracedStore {
   const bound = new TimeBound(backend, options);
   // Each call in its span, around the bound, so a time-out ends the span as Error.
   const call: CallWrap = tracedCalls((run, { doing, write }) => bound.call(doing, write, run), options.system);
@@ -132,7 +135,7 @@ class TimeBound {
       probeIntervalMs = PROBE_INTERVAL_MS,
       clock = systemClock,
       timers = systemTimers,
-    }: TimeBoundedStoreOptions,
+    }: BoundAndTracedStoreOptions,
   ) {
     this.#backend = backend;
     this.#timeoutMs = timeoutMs;

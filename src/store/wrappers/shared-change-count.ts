@@ -12,11 +12,11 @@ interface SharedChangeCount {
 }
 
 /**
- * The store of one worker among several, whose `changeCount()` moves with every worker's writes.
- * A write call that moved its own store's count, or that failed (it may have written), adds one to
- * a counter in shared memory before its caller hears of it. `changeCount()` pairs the store's own
- * count with that counter, so no worker serves a memoised answer that another's write made stale. A
- * write call that changed nothing leaves every worker's memo in place.
+ * Returns the store of one worker among several, whose `changeCount()` moves with every worker's
+ * writes. A write call that moved its own store's count, or that failed (it may have written), adds
+ * one to a counter in shared memory before its caller hears of it. `changeCount()` pairs the
+ * store's own count with that counter, so no worker serves a memoised answer that another's write
+ * made stale. A write call that changed nothing leaves every worker's memo in place.
  *
  * @example
  * const store = sharedChangeCount(await openStore(data, log), new Int32Array(sab), 0)

@@ -26,10 +26,10 @@ const IDEMPOTENCY: ChildOptions<unknown> = {
 };
 
 /**
- * The table a call is about, its span's `db.collection.name`: `orders` for the order calls, `pets`
- * for the other store calls. That is the primary table where the same transaction writes another
- * too (`createOnce` its `idempotency_keys`, an order its pet). `ping` reads no table, so its span
- * has no collection and is named by the call alone, as the conventions name such a span.
+ * Returns the table a call is about, its span's `db.collection.name`: `orders` for the order calls,
+ * `pets` for the other store calls. That is the primary table where the same transaction writes
+ * another too (`createOnce` its `idempotency_keys`, an order its pet). `ping` reads no table, so
+ * its span has no collection and is named by the call alone, as the conventions name such a span.
  */
 function tableOf(spec: CallSpec, collection: string): string | undefined {
   if (spec.counted === 'ping') return undefined;
@@ -37,8 +37,8 @@ function tableOf(spec: CallSpec, collection: string): string | undefined {
 }
 
 /**
- * `wrap` with each call in its child record: a time-out or an unreachable database (the call's
- * rejection) sets its status to Error.
+ * Returns `wrap` with each call in its child record: a time-out or an unreachable database (the
+ * call's rejection) sets its status to Error.
  *
  * @example
  * const call = tracedCalls((run, { doing, write }) => bound.call(doing, write, run), 'sqlite')
