@@ -45,9 +45,9 @@ interface Flight {
  * (an answer is still compressed each time, as the client asks).
  *
  * A memoised answer is served only while none of the pets it read has changed. A write to one
- * pet leaves the other pets' answers in place; with `--workers` above 1, any worker's write drops
- * every memoised answer (`sharedChangeCount`). When the store cannot tell its change count
- * (`undefined`), the memo neither serves nor memoises.
+ * pet leaves the other pets' answers in place; with `--workers` above 1, any worker's write that
+ * changed a pet, or failed, drops every memoised answer (`sharedChangeCount`). When the store
+ * cannot tell its change count (`undefined`), the memo neither serves nor memoises.
  *
  * An answer is memoised at the second asking of its path and query; the first asking is only
  * remembered. A client paging once through a large catalogue would otherwise fill the memo.
