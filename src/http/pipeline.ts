@@ -39,7 +39,7 @@ import { Cors } from './cors.ts';
 import { requestCounter } from './count-requests.ts';
 import { fail, toApiError } from './error-answer.ts';
 import { weakEtag } from './etag.ts';
-import { AnswerMemo, type StoreChanges } from './memo.ts';
+import { ReplyMemo, type StoreChanges } from './memo.ts';
 import { type RequestStart, requestLog } from './request-log.ts';
 import { requestTrace } from './request-trace.ts';
 import { MAX_URI_BYTES, pathAndQuery, uriTooLong } from './uri-limit.ts';
@@ -146,13 +146,13 @@ export function tableRouteHandlers<D extends object>(
   options: TableRouteHandlersOptions<D>,
 ): TableRouteHandlers<Operation<D>> {
   const { admission, deps, allowedMethods, store } = options;
-  const answerMemo = store && new AnswerMemo(store);
+  const replyMemo = store && new ReplyMemo(store);
   const parts: TableParts<D> = {
     ...partsOf(options),
     admission,
     deps,
     allowedMethods,
-    answerMemo,
+    replyMemo,
     dueOrderExpiry: store,
   };
   /**
@@ -211,8 +211,8 @@ interface TableParts<D> extends PipelineParts {
   readonly admission: Admission;
   readonly deps: D;
   readonly allowedMethods: (path: string) => readonly string[] | undefined;
-  /** The answer memo, over the store's change count, when the pipeline is given the store. */
-  readonly answerMemo: AnswerMemo | undefined;
+  /** The reply memo, over the store's change count, when the pipeline is given the store. */
+  readonly replyMemo: ReplyMemo | undefined;
   /** The store's expiry of due orders, awaited by an operation that expires due orders first. */
   readonly dueOrderExpiry: DueOrderExpiry | undefined;
 }
@@ -442,19 +442,19 @@ async function memoOrRun<D>(
   decision: Decision,
   caller: ConsumerCaller,
 ): Promise<Response> {
-  const { answerMemo } = route;
-  if (!answerMemo) return answer(c, await runHandler(parts, route, c, decision, caller));
+  const { replyMemo } = route;
+  if (!replyMemo) return answer(c, await runHandler(parts, route, c, decision, caller));
   const { memoCount } = parts;
   // The path and query as sent: the same text always validates to the same input (`routeOf`
   // refuses a memoised operation that reads headers or a body).
   const target = pathAndQuery(c.req.url);
-  const changeCount = answerMemo.changeCount();
-  const memoised = answerMemo.get(target, changeCount);
+  const changeCount = replyMemo.changeCount();
+  const memoised = replyMemo.get(target, changeCount);
   if (memoised) {
     memoCount?.(route.metricsIndex, true);
     return answer(c, memoised);
   }
-  const { reply, joined } = await answerMemo.readOrJoin(target, changeCount, () =>
+  const { reply, joined } = await replyMemo.readOrJoin(target, changeCount, () =>
     runHandler(parts, route, c, decision, caller),
   );
   // A request answered by another's read under way counts as a hit: it read nothing itself.
@@ -505,7 +505,7 @@ interface OperationRoute<D> {
   /** Its index among the metrics' operations. */
   readonly metricsIndex: number;
   /** The pipeline's memo, for a memoised operation; undefined for the others. */
-  readonly answerMemo: AnswerMemo | undefined;
+  readonly replyMemo: ReplyMemo | undefined;
   /**
    * The store's expiry of due orders, for an operation that expires due orders first; else
    * undefined.
@@ -517,7 +517,7 @@ interface OperationRoute<D> {
  * Returns what serving `op` needs, checked once when its route is added: it throws at start-up for
  * an operation the pipeline cannot serve as the table says.
  */
-function routeOf<D>({ answerMemo, dueOrderExpiry }: TableParts<D>, op: Operation<D>): OperationRoute<D> {
+function routeOf<D>({ replyMemo, dueOrderExpiry }: TableParts<D>, op: Operation<D>): OperationRoute<D> {
   // A quota reader's answer is the caller's own: never memoised for another.
   if (op.memo && op.readsQuota) throw new TypeError(`pipeline: ${op.id} reads the quota and cannot be memoised`);
   // A memoised answer is found by its path and query alone, so its input must come from nothing
@@ -525,7 +525,7 @@ function routeOf<D>({ answerMemo, dueOrderExpiry }: TableParts<D>, op: Operation
   if (op.memo && (op.headers || op.body)) {
     throw new TypeError(`pipeline: ${op.id} reads headers or a body and cannot be memoised by its path and query`);
   }
-  if (op.memo && !answerMemo) throw new TypeError(`pipeline: ${op.id} is memoised, but the pipeline has no store`);
+  if (op.memo && !replyMemo) throw new TypeError(`pipeline: ${op.id} is memoised, but the pipeline has no store`);
   if (op.expiresDueOrdersFirst && !dueOrderExpiry) {
     throw new TypeError(`pipeline: ${op.id} expires due orders first, but the pipeline has no store`);
   }
@@ -535,7 +535,7 @@ function routeOf<D>({ answerMemo, dueOrderExpiry }: TableParts<D>, op: Operation
     deprecated,
     readInput: inputReader(op),
     metricsIndex: operationIndex(op.id),
-    answerMemo: op.memo ? answerMemo : undefined,
+    replyMemo: op.memo ? replyMemo : undefined,
     dueOrderExpiry: op.expiresDueOrdersFirst ? dueOrderExpiry : undefined,
   };
 }
