@@ -414,6 +414,9 @@ async function checkBody(parts: PipelineParts, c: Context<AppEnv>, next: () => P
  * A run that fails does not fail the read (the backend catches it); a wait past `--store-timeout`,
  * or begun while the database is unreachable, rejects (the bound-and-traced store's bound), and the
  * read answers 503. Not async: with nothing due, the usual case, it makes no promise of its own.
+ * `decision` and `caller` come as the gateway hands them to `passGateway`'s callback, two
+ * arguments, and go on as two to step 7, the one step that reads them: one object holding both
+ * would be a new allocation per request.
  */
 function awaitDueOrders<D>(
   parts: TableParts<D>,
