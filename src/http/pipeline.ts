@@ -10,9 +10,8 @@
 // So step 1 sees every answer, and the gateway (step 3) holds the caller's in-flight slot until
 // the answer is made.
 import type { Context, ErrorHandler } from 'hono';
-import type { Deprecation, KeyHolder, Operation, StorelessOperation } from '../api/operation-types.ts';
+import type { KeyHolder, Operation, StorelessOperation } from '../api/operation-types.ts';
 import { isApiPath } from '../api/operations.ts';
-import { inputReader } from '../api/validate.ts';
 import type { AppEnv } from '../app-env.ts';
 import { ApiError, methodNotAllowed, NO_SUCH_PATH } from '../core/api-error.ts';
 import type { Clock } from '../core/clock.ts';
@@ -28,10 +27,8 @@ import {
   quotaStatus,
 } from '../gateway/gateway.ts';
 import type { Logger } from '../log.ts';
-import { operationIndex } from '../metrics/labels.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { peerText } from '../redact.ts';
-import type { DataStore } from '../store/store.ts';
 import { currentRequest, type RequestState } from '../trace/request-state.ts';
 import { answer } from './answer.ts';
 import { type BodyLimit, checkBodyOnGet, limitBody } from './body-limit.ts';
@@ -40,9 +37,16 @@ import { requestCounter } from './count-requests.ts';
 import { fail, toApiError } from './error-answer.ts';
 import { weakEtag } from './etag.ts';
 import { ReplyMemo, type StoreChanges } from './memo.ts';
+import { type DueOrderExpiry, type OperationRoute, routeOf } from './operation-route.ts';
 import { type RequestStart, requestLog } from './request-log.ts';
 import { requestTrace } from './request-trace.ts';
 import { MAX_URI_BYTES, pathAndQuery, uriTooLong } from './uri-limit.ts';
+
+// What a pipeline is made from, in three layers, none of them made per request:
+//   options  given per app: `RouteHandlersOptions`, `TableRouteHandlersOptions`
+//   parts    made once per app from the options, by `partsOf`: `PipelineParts`, `TableParts`
+//   route    made once per operation from the parts, by `routeOf`: `OperationRoute`
+//            (src/http/operation-route.ts)
 
 /** What every pipeline needs, whether it serves an operations table or only ops routes. */
 export interface RouteHandlersOptions {
@@ -102,9 +106,6 @@ export interface TableRouteHandlersOptions<D> extends RouteHandlersOptions {
    */
   store?: StoreChanges & DueOrderExpiry;
 }
-
-/** What an operation that expires due orders first asks of the store: to start their expiry. */
-export type DueOrderExpiry = Pick<DataStore, 'startDueOrderExpiry'>;
 
 /**
  * Makes the route handlers of an app that serves ops routes alone: the metrics port's. Each request
@@ -497,62 +498,6 @@ function addWeakEtag<D>(op: Operation<D>, reply: Reply): Reply {
 /** Returns the caller's consumer and API key id for an audited operation, else undefined. */
 function keyHolderOf<D>(op: Operation<D>, caller: ConsumerCaller): KeyHolder | undefined {
   return op.audited ? { consumer: caller.consumer.name, id: caller.key.id } : undefined;
-}
-
-/** What serving one operation needs, made and checked once, when its route is added. */
-interface OperationRoute<D> {
-  readonly op: Operation<D>;
-  /** A deprecated operation's headers, the same on every answer of it; undefined for the others. */
-  readonly deprecated: AnswerHeaders | undefined;
-  readonly readInput: ReturnType<typeof inputReader<D>>;
-  /** Its index among the metrics' operations. */
-  readonly metricsIndex: number;
-  /** The pipeline's memo, for a memoised operation; undefined for the others. */
-  readonly replyMemo: ReplyMemo | undefined;
-  /**
-   * The store's expiry of due orders, for an operation that expires due orders first; else
-   * undefined.
-   */
-  readonly dueOrderExpiry: DueOrderExpiry | undefined;
-}
-
-/**
- * Returns what serving `op` needs, checked once when its route is added: it throws at start-up for
- * an operation the pipeline cannot serve as the table says.
- */
-function routeOf<D>({ replyMemo, dueOrderExpiry }: TableParts<D>, op: Operation<D>): OperationRoute<D> {
-  // A quota reader's answer is the caller's own: never memoised for another.
-  if (op.memo && op.readsQuota) throw new TypeError(`pipeline: ${op.id} reads the quota and cannot be memoised`);
-  // A memoised answer is found by its path and query alone, so its input must come from nothing
-  // else.
-  if (op.memo && (op.headers || op.body)) {
-    throw new TypeError(`pipeline: ${op.id} reads headers or a body and cannot be memoised by its path and query`);
-  }
-  if (op.memo && !replyMemo) throw new TypeError(`pipeline: ${op.id} is memoised, but the pipeline has no store`);
-  if (op.expiresDueOrdersFirst && !dueOrderExpiry) {
-    throw new TypeError(`pipeline: ${op.id} expires due orders first, but the pipeline has no store`);
-  }
-  const deprecated = op.deprecated ? deprecationHeaders(op.deprecated) : undefined;
-  return {
-    op,
-    deprecated,
-    readInput: inputReader(op),
-    metricsIndex: operationIndex(op.id),
-    replyMemo: op.memo ? replyMemo : undefined,
-    dueOrderExpiry: op.expiresDueOrdersFirst ? dueOrderExpiry : undefined,
-  };
-}
-
-/**
- * Returns the RFC 9745 `Deprecation`, RFC 8594 `Sunset` and successor `Link` headers of a
- * deprecated operation.
- */
-function deprecationHeaders({ since, sunset, successor }: Deprecation): AnswerHeaders {
-  return {
-    Deprecation: `@${Date.parse(since) / 1000}`,
-    Sunset: new Date(sunset).toUTCString(),
-    Link: `<${successor}>; rel="successor-version"`,
-  };
 }
 
 /**
