@@ -1,11 +1,19 @@
 // A request's way from Hono's route to its answer. Every route's handler is made here.
-// `operationHandler` lists the eight steps of a table's operation, in the order they run. Each
-// step calls the next, directly (→) or through a callback (⇒); `;` runs one after the other:
+// `operationHandler`'s comment lists the eight steps of a table's operation, in the order they
+// run. Who calls whom, each function indented under its caller (ARCHITECTURE.md shows the same
+// tree; src/layout.test.ts holds the two alike):
 //
-//   1 exchange ⇒ answerExchange ⇒ serveOperation: 2 addCorsHeaders; 3 passGateway ⇒
-//       (4 addDeprecationHeaders; 5 checkBody ⇒ 6.1 awaitDueOrders)
-//   6.1 awaitDueOrders → 6.2 memoOrRun → 7 runHandler (⇒ by the memo's readOrJoin if memoised)
-//   6.2 memoOrRun → 8 answer. An operation that expires no due orders first skips 6.1: 5 ⇒ 6.2.
+//   exchange                        step 1, the route's handler
+//     answerExchange                step 1, inside the request's state
+//       serveOperation              steps 2 to 8
+//         addCorsHeaders            step 2
+//         passGateway               step 3: the gateway calls back for the rest
+//           addDeprecationHeaders   step 4
+//           checkBody               step 5
+//             awaitDueOrders        step 6.1, for an operation that expires due orders first
+//               memoOrRun           step 6.2 (checkBody calls it when there is no 6.1)
+//                 runHandler        step 7, through the memo's readOrJoin when memoised
+//                 answer            step 8
 //
 // So step 1 sees every answer, and the gateway (step 3) holds the caller's in-flight slot until
 // the answer is made.
@@ -270,20 +278,20 @@ function partsOf({
  * 6. `awaitDueOrders` and `memoOrRun`: the due orders, then the memo.
  *    6.1 `awaitDueOrders`, only for an operation that expires due orders first: waits for the
  *    orders whose hold ran out to expire.
- *    6.2 `memoOrRun`: answers a memoised operation from the memo when nothing its answer read has
- *    changed. Otherwise it answers with step 7's answer, and memoises a 200 from the second time
+ *    6.2 `memoOrRun`: answers a memoised operation from the memo when nothing its reply read has
+ *    changed. Otherwise it answers with step 7's reply, and memoises a 200 from the second time
  *    its path and query are asked.
  * 7. `runHandler`: validates the input (400, 415), runs the operation's handler and adds a weak
  *    ETag when the table asks for one.
  * 8. `answer` (src/http/answer.ts): turns the reply into the response (304, compression, HEAD).
  *
- * Step 1 runs the rest inside itself, so it sees every answer. Step 3 runs steps 4 and 5, step 5
- * runs step 6, and step 6 runs step 7 and answers its reply (step 8). So the gateway holds the
- * caller's in-flight slot until the answer is made, or until a step throws. A refusal leaves
- * through `fail` (src/http/error-answer.ts), which answers it by step 8: the gateway returns its
- * refusals (the hot path, where a throw is slow), the other steps throw theirs, and
- * `answerExchange` catches them, so a new check may throw. Step 6 begins at 6.1 or at 6.2, chosen
- * once per route: an operation that expires no due orders first pays nothing for 6.1.
+ * Step 1 runs the rest inside itself (the file's header shows who calls whom), so it sees every
+ * answer, and the gateway (step 3) holds the caller's in-flight slot until the answer is made, or
+ * until a step throws. A refusal leaves through `fail` (src/http/error-answer.ts), which answers
+ * it by step 8: the gateway returns its refusals (the hot path, where a throw is slow), the other
+ * steps throw theirs, and `answerExchange` catches them, so a new check may throw. Step 6 begins
+ * at 6.1 or at 6.2, chosen once per route: an operation that expires no due orders first pays
+ * nothing for 6.1.
  */
 function operationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
   const route = routeOf(parts, op);
