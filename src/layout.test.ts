@@ -181,6 +181,18 @@ describe("ARCHITECTURE.md's walk of one request", () => {
     expect(steps).toHaveLength(4 + listed.length);
   });
 
+  test("shows the call tree of src/http/pipeline.ts's header, line for line, each name a function of src/http/", () => {
+    const header = readFileSync(join(ROOT, 'src/http/pipeline.ts'), 'utf8').split('\nimport ')[0] ?? '';
+    const tree = [...header.matchAll(/^\/\/ {3}(.+)$/gm)].map((m) => m[1] ?? '');
+    const page = readFileSync(join(ROOT, 'ARCHITECTURE.md'), 'utf8');
+    const shown = /\n```\n([\s\S]*?)\n```\n/.exec(page.slice(page.indexOf('\n### The request')))?.[1] ?? '';
+    const names = tree.map((line) => line.trim().split(' ')[0] ?? '');
+    expect(names[0]).toBe('exchange');
+    expect(shown.split('\n')).toEqual(tree);
+    const files = ['src/http/pipeline.ts', 'src/http/cors.ts', 'src/http/answer.ts'];
+    expect(names.filter((name) => !files.some((f) => defines(f, name)))).toEqual([]);
+  });
+
   test('each function a step names is defined in a file that step names', () => {
     const missing: string[] = [];
     for (const step of steps) {

@@ -1,8 +1,9 @@
 import { describe, expect, test } from 'bun:test';
 import type { PetSet, Reply } from '../core/reply.ts';
 import { ChangeCounter, EVERY_PET } from '../store/change-counter.ts';
+import type { ChangeCount } from '../store/store.ts';
 import { StoreTimeoutError } from '../store/store-error.ts';
-import { AnswerMemo, type StoreChanges } from './memo.ts';
+import { ReplyMemo, type StoreChanges } from './memo.ts';
 
 const page = (n: number, reads?: PetSet): Reply => ({
   status: 200,
@@ -11,42 +12,47 @@ const page = (n: number, reads?: PetSet): Reply => ({
   ...(reads ? { reads } : {}),
 });
 
-/** A memo over a bare change counter, and a way to memoise an answer (asked twice) read now. */
+/** Reads `reply` for `target` at change count `count` through the memo, as step 6.2 does. */
+async function readThrough(memo: ReplyMemo, target: string, count: ChangeCount, reply: Reply): Promise<void> {
+  await memo.readOrJoin(target, count, async () => reply);
+}
+
+/** A memo over a bare change counter, and a way to memoise a reply (asked twice) read now. */
 function counted() {
   const changes = new ChangeCounter();
   const store: StoreChanges = {
     changeCount: () => changes.count(),
     unchanged: (since, reads) => changes.unchanged(since as number, reads),
   };
-  const memo = new AnswerMemo(store);
-  const memoise = (target: string, reply: Reply) => {
+  const memo = new ReplyMemo(store);
+  const memoise = async (target: string, reply: Reply) => {
     const since = changes.count();
-    memo.set(target, since, reply);
-    memo.set(target, since, reply);
+    await readThrough(memo, target, since, reply);
+    await readThrough(memo, target, since, reply);
   };
   const get = (target: string) => memo.get(target, changes.count())?.body;
   return { changes, memo, memoise, get };
 }
 
-describe('AnswerMemo', () => {
-  test('memoises an answer from its second asking on, while nothing changes', () => {
+describe('ReplyMemo', () => {
+  test('memoises a reply from its second asking on, while nothing changes', async () => {
     const { changes, memo, get } = counted();
-    memo.set('/v1/pets', 0, page(1));
+    await readThrough(memo, '/v1/pets', 0, page(1));
     expect(get('/v1/pets')).toBeUndefined();
-    memo.set('/v1/pets', 0, page(1));
+    await readThrough(memo, '/v1/pets', 0, page(1));
     expect(get('/v1/pets')).toBe('[1]');
-    // An answer that names nothing it read depends on every pet.
+    // A reply that names nothing it read depends on every pet.
     changes.changed({ ids: [99] });
     expect(get('/v1/pets')).toBeUndefined();
     // Read again: memoised again at once, the target is known.
-    memo.set('/v1/pets', changes.count(), page(2));
+    await readThrough(memo, '/v1/pets', changes.count(), page(2));
     expect(get('/v1/pets')).toBe('[2]');
   });
 
-  test("serves a pet's memoised answer through other pets' changes, not through its own", () => {
+  test("serves a pet's memoised reply through other pets' changes, not through its own", async () => {
     const { changes, memoise, get } = counted();
-    memoise('/v1/pets/7', page(7, { ids: [7] }));
-    memoise('/v1/pets/8', page(8, { ids: [8] }));
+    await memoise('/v1/pets/7', page(7, { ids: [7] }));
+    await memoise('/v1/pets/8', page(8, { ids: [8] }));
     changes.changed({ ids: [8], statuses: true });
     expect([get('/v1/pets/7'), get('/v1/pets/8')]).toEqual(['[7]', undefined]);
     changes.changed({ ids: [3], members: true });
@@ -55,18 +61,18 @@ describe('AnswerMemo', () => {
     expect(get('/v1/pets/7')).toBeUndefined();
   });
 
-  test('asks the store what a memoised answer read once per change count, not at every asking', () => {
+  test('asks the store what a memoised reply read once per change count, not at every asking', async () => {
     const changes = new ChangeCounter();
     let asked = 0;
-    const memo = new AnswerMemo({
+    const memo = new ReplyMemo({
       changeCount: () => changes.count(),
       unchanged: (since, reads) => {
         asked++;
         return changes.unchanged(since as number, reads);
       },
     });
-    memo.set('/v1/pets/7', 0, page(7, { ids: [7] }));
-    memo.set('/v1/pets/7', 0, page(7, { ids: [7] }));
+    await readThrough(memo, '/v1/pets/7', 0, page(7, { ids: [7] }));
+    await readThrough(memo, '/v1/pets/7', 0, page(7, { ids: [7] }));
     changes.changed({ ids: [8] });
     for (let i = 0; i < 3; i++) expect(memo.get('/v1/pets/7', changes.count())?.body).toBe('[7]');
     expect(asked).toBe(1);
@@ -76,11 +82,11 @@ describe('AnswerMemo', () => {
     expect(asked).toBe(2);
   });
 
-  test('serves a memoised full page through creates and other pets; the last page and a status filter as they depend', () => {
+  test('serves a memoised full page through creates and other pets; the last page and a status filter as they depend', async () => {
     const { changes, memoise, get } = counted();
-    memoise('full', page(1, { ids: [1, 2, 3] }));
-    memoise('last', page(2, { ids: [4, 5], members: true }));
-    memoise('available', page(3, { ids: [1, 3], statuses: true }));
+    await memoise('full', page(1, { ids: [1, 2, 3] }));
+    await memoise('last', page(2, { ids: [4, 5], members: true }));
+    await memoise('available', page(3, { ids: [1, 3], statuses: true }));
     // A change of a name elsewhere leaves all three.
     changes.changed({ ids: [9] });
     expect([get('full'), get('last'), get('available')]).toEqual(['[1]', '[2]', '[3]']);
@@ -95,34 +101,34 @@ describe('AnswerMemo', () => {
     expect(get('full')).toBeUndefined();
   });
 
-  test('never serves an answer read before a change that ends after the read began', () => {
+  test('never serves a reply read before a change that ends after the read began', async () => {
     const { changes, memo, get } = counted();
     const since = changes.count();
-    memo.set('/v1/pets/7', since, page(7, { ids: [7] }));
+    await readThrough(memo, '/v1/pets/7', since, page(7, { ids: [7] }));
     // A change of pet 7 counted while the second read ran: that read may have seen the old pet.
     changes.changed({ ids: [7] });
-    memo.set('/v1/pets/7', since, page(7, { ids: [7] }));
+    await readThrough(memo, '/v1/pets/7', since, page(7, { ids: [7] }));
     expect(get('/v1/pets/7')).toBeUndefined();
   });
 
-  test('memoises nothing for a store that cannot tell its change count', () => {
+  test('memoises nothing for a store that cannot tell its change count', async () => {
     const { memo } = counted();
-    memo.set('/v1/pets', undefined, page(1));
-    memo.set('/v1/pets', undefined, page(1));
+    await readThrough(memo, '/v1/pets', undefined, page(1));
+    await readThrough(memo, '/v1/pets', undefined, page(1));
     expect(memo.get('/v1/pets', undefined)).toBeUndefined();
   });
 
-  test('holds at most its bytes of bodies, the least recently used out first', () => {
-    const memo = new AnswerMemo({ changeCount: () => 0, unchanged: () => true }, 10);
+  test('holds at most its bytes of bodies, the least recently used out first', async () => {
+    const memo = new ReplyMemo({ changeCount: () => 0, unchanged: () => true }, 10);
     for (const target of ['a', 'b', 'c']) {
-      memo.set(target, 0, { status: 200, body: 'xxxx', type: 'application/json' });
-      memo.set(target, 0, { status: 200, body: 'xxxx', type: 'application/json' });
+      await readThrough(memo, target, 0, { status: 200, body: 'xxxx', type: 'application/json' });
+      await readThrough(memo, target, 0, { status: 200, body: 'xxxx', type: 'application/json' });
     }
     expect([memo.get('a', 0), memo.get('b', 0)?.body, memo.get('c', 0)?.body]).toEqual([undefined, 'xxxx', 'xxxx']);
   });
-  describe('answer: requests that miss while a read of their target is under way', () => {
+  describe('readOrJoin: requests that miss while a read of their target is under way', () => {
     /** A read that settles when told, counting how often it was started. */
-    function pending(memo: AnswerMemo, changes: ChangeCounter) {
+    function pending(memo: ReplyMemo, changes: ChangeCounter) {
       let reads = 0;
       const settle: Array<(reply: Reply | Error) => void> = [];
       const read = () => {

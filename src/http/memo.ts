@@ -1,5 +1,5 @@
-// The answer memo of step 6.2 (`memoOrRun`). `AnswerMemo` keeps the 200s of reads by their request
-// path and query. It answers from them while the store says that nothing those reads saw has
+// The memo of step 6.2 (`memoOrRun`). `ReplyMemo` keeps the 200 replies of reads by their request
+// path and query. Step 8 answers from them while the store says that nothing those reads saw has
 // changed.
 import { LRUCache } from 'lru-cache';
 import type { PetSet, Reply } from '../core/reply.ts';
@@ -11,7 +11,7 @@ import { StoreUnavailableError } from '../store/store-error.ts';
  * bench/README.md#measured-costs-behind-the-codes-choices).
  */
 const MAX_MEMO_CHARS = 4 * 1024 * 1024;
-/** Paths and queries remembered as asked once: an answer is memoised only at its second asking. */
+/** Paths and queries remembered as asked once: a reply is memoised only at its second asking. */
 const MAX_SEEN_TARGETS = 4_096;
 
 /**
@@ -20,7 +20,7 @@ const MAX_SEEN_TARGETS = 4_096;
  */
 export type StoreChanges = Pick<DataStore, 'changeCount' | 'unchanged'>;
 
-/** One memoised answer. */
+/** One memoised reply. */
 interface MemoEntry {
   /**
    * A change count at which the reply is known to be true. A `get` that finds nothing changed
@@ -39,31 +39,32 @@ interface Flight {
 }
 
 /**
- * The memo of answers, looked up by the request's target: its path and query as sent. It holds
- * the 200s of operations whose answer depends only on the target and the store (the table's
- * `memo: true`), so a page or a pet asked again is not read, turned into JSON or hashed again
- * (an answer is still compressed each time, as the client asks).
+ * The memo of replies, looked up by the request's target: its path and query as sent. It holds
+ * the 200 replies (`Reply`) of operations whose answer depends only on the target and the store
+ * (the table's `memo: true`), so a page or a pet asked again is not read, turned into JSON or
+ * hashed again. Each hit is still answered with a new `Response`, made by `answer()`
+ * (src/http/answer.ts) and compressed as the client asks.
  *
- * A memoised answer is served only while none of the pets it read has changed. A write to one
- * pet leaves the other pets' answers in place; with `--workers` above 1, any worker's write drops
- * every memoised answer (`sharedChangeCount`). When the store cannot tell its change count
- * (`undefined`), the memo neither serves nor memoises.
+ * A memoised reply is served only while none of the pets it read has changed. A write to one
+ * pet leaves the other pets' replies in place; with `--workers` above 1, any worker's write that
+ * changed a pet, or failed, drops every memoised reply (`sharedChangeCount`). When the store
+ * cannot tell its change count (`undefined`), the memo neither serves nor memoises.
  *
- * An answer is memoised at the second asking of its path and query; the first asking is only
+ * A reply is memoised at the second asking of its path and query; the first asking is only
  * remembered. A client paging once through a large catalogue would otherwise fill the memo.
  *
- * While one request reads a path, others asking the same path wait and share its answer
+ * While one request reads a path, others asking the same path wait and share its reply
  * (`readOrJoin`), so a slow store is not asked the same read many times.
  *
  * The memo is bounded by the characters of its bodies; the least recently used goes first.
  *
  * @example
- * const memo = new AnswerMemo(store)
+ * const memo = new ReplyMemo(store)
  * const count = memo.changeCount()
  * const reply =
  *   memo.get('/v1/pets/7', count) ?? (await memo.readOrJoin('/v1/pets/7', count, read)).reply
  */
-export class AnswerMemo {
+export class ReplyMemo {
   readonly #entries: LRUCache<string, MemoEntry>;
   readonly #seen = new LRUCache<string, true>({ max: MAX_SEEN_TARGETS });
   readonly #store: StoreChanges;
@@ -98,10 +99,10 @@ export class AnswerMemo {
   }
 
   /**
-   * Returns the answer for a request that found nothing memoised for `target` (`get`), at change
+   * Returns the reply for a request that found nothing memoised for `target` (`get`), at change
    * count `count`. When another request is reading `target`, this one waits and shares its 200
    * (`joined`), unless what that read saw has changed since; then it joins at most `joins` more
-   * reads before it reads itself. Otherwise it calls `read()` and memoises a 200 as `set` does.
+   * reads before it reads itself. Otherwise it calls `read()` and memoises a 200 (`#memoiseIf200`).
    * When the read it joined threw, a waiter rethrows a store outage (`StoreUnavailableError`, 503)
    * and otherwise reads itself.
    */
@@ -134,13 +135,12 @@ export class AnswerMemo {
     }
   }
 
+  /**
+   * Memoises `reply` for `target` when it is a 200 read at a known `count` and `target` was asked
+   * before; returns it.
+   */
   #memoiseIf200(target: string, count: ChangeCount, reply: Reply): Reply {
-    return reply.status === 200 ? this.set(target, count, reply) : reply;
-  }
-
-  /** Memoises `reply` for `target` when read at a known `count` and asked before; returns it. */
-  set(target: string, count: ChangeCount, reply: Reply): Reply {
-    if (count === undefined) return reply;
+    if (reply.status !== 200 || count === undefined) return reply;
     if (this.#entries.has(target) || this.#seen.delete(target))
       this.#entries.set(target, { since: count, reads: reply.reads, reply });
     else this.#seen.set(target, true);

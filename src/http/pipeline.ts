@@ -1,18 +1,25 @@
 // A request's way from Hono's route to its answer. Every route's handler is made here.
-// `operationHandler` lists the eight steps of a table's operation, in the order they run. Each
-// step calls the next, directly (→) or through a callback (⇒); `;` runs one after the other:
+// `operationHandler`'s comment lists the eight steps of a table's operation, in the order they
+// run. Who calls whom, each function indented under its caller (ARCHITECTURE.md shows the same
+// tree; src/layout.test.ts holds the two alike):
 //
-//   1 exchange ⇒ answerExchange ⇒ serveOperation: 2 addCorsHeaders; 3 passGateway ⇒
-//       (4 addDeprecationHeaders; 5 checkBody ⇒ 6.1 awaitDueOrders)
-//   6.1 awaitDueOrders → 6.2 memoOrRun → 7 runHandler (⇒ by the memo's readOrJoin if memoised)
-//   6.2 memoOrRun → 8 answer. An operation that expires no due orders first skips 6.1: 5 ⇒ 6.2.
+//   exchange                        step 1, the route's handler
+//     answerExchange                step 1, inside the request's state
+//       serveOperation              steps 2 to 8
+//         addCorsHeaders            step 2
+//         passGateway               step 3: the gateway calls back for the rest
+//           addDeprecationHeaders   step 4
+//           checkBody               step 5
+//             awaitDueOrders        step 6.1, for an operation that expires due orders first
+//               memoOrRun           step 6.2 (checkBody calls it when there is no 6.1)
+//                 runHandler        step 7, through the memo's readOrJoin when memoised
+//                 answer            step 8
 //
 // So step 1 sees every answer, and the gateway (step 3) holds the caller's in-flight slot until
 // the answer is made.
 import type { Context, ErrorHandler } from 'hono';
-import type { Deprecation, KeyHolder, Operation, StorelessOperation } from '../api/operation-types.ts';
+import type { KeyHolder, Operation, StorelessOperation } from '../api/operation-types.ts';
 import { isApiPath } from '../api/operations.ts';
-import { inputReader } from '../api/validate.ts';
 import type { AppEnv } from '../app-env.ts';
 import { ApiError, methodNotAllowed, NO_SUCH_PATH } from '../core/api-error.ts';
 import type { Clock } from '../core/clock.ts';
@@ -28,10 +35,8 @@ import {
   quotaStatus,
 } from '../gateway/gateway.ts';
 import type { Logger } from '../log.ts';
-import { operationIndex } from '../metrics/labels.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { peerText } from '../redact.ts';
-import type { DataStore } from '../store/store.ts';
 import { currentRequest, type RequestState } from '../trace/request-state.ts';
 import { answer } from './answer.ts';
 import { type BodyLimit, checkBodyOnGet, limitBody } from './body-limit.ts';
@@ -39,10 +44,17 @@ import { Cors } from './cors.ts';
 import { requestCounter } from './count-requests.ts';
 import { fail, toApiError } from './error-answer.ts';
 import { weakEtag } from './etag.ts';
-import { AnswerMemo, type StoreChanges } from './memo.ts';
+import { ReplyMemo, type StoreChanges } from './memo.ts';
+import { type DueOrderExpiry, type OperationRoute, routeOf } from './operation-route.ts';
 import { type RequestStart, requestLog } from './request-log.ts';
 import { requestTrace } from './request-trace.ts';
 import { MAX_URI_BYTES, pathAndQuery, uriTooLong } from './uri-limit.ts';
+
+// What a pipeline is made from, in three layers, none of them made per request:
+//   options  given per app: `RouteHandlersOptions`, `TableRouteHandlersOptions`
+//   parts    made once per app from the options, by `partsOf`: `PipelineParts`, `TableParts`
+//   route    made once per operation from the parts, by `routeOf`: `OperationRoute`
+//            (src/http/operation-route.ts)
 
 /** What every pipeline needs, whether it serves an operations table or only ops routes. */
 export interface RouteHandlersOptions {
@@ -103,9 +115,6 @@ export interface TableRouteHandlersOptions<D> extends RouteHandlersOptions {
   store?: StoreChanges & DueOrderExpiry;
 }
 
-/** What an operation that expires due orders first asks of the store: to start their expiry. */
-export type DueOrderExpiry = Pick<DataStore, 'startDueOrderExpiry'>;
-
 /**
  * Makes the route handlers of an app that serves ops routes alone: the metrics port's. Each request
  * runs step 1 (`exchange`) and then its ops route, or 404.
@@ -146,13 +155,13 @@ export function tableRouteHandlers<D extends object>(
   options: TableRouteHandlersOptions<D>,
 ): TableRouteHandlers<Operation<D>> {
   const { admission, deps, allowedMethods, store } = options;
-  const answerMemo = store && new AnswerMemo(store);
+  const replyMemo = store && new ReplyMemo(store);
   const parts: TableParts<D> = {
     ...partsOf(options),
     admission,
     deps,
     allowedMethods,
-    answerMemo,
+    replyMemo,
     dueOrderExpiry: store,
   };
   /**
@@ -211,8 +220,8 @@ interface TableParts<D> extends PipelineParts {
   readonly admission: Admission;
   readonly deps: D;
   readonly allowedMethods: (path: string) => readonly string[] | undefined;
-  /** The answer memo, over the store's change count, when the pipeline is given the store. */
-  readonly answerMemo: AnswerMemo | undefined;
+  /** The reply memo, over the store's change count, when the pipeline is given the store. */
+  readonly replyMemo: ReplyMemo | undefined;
   /** The store's expiry of due orders, awaited by an operation that expires due orders first. */
   readonly dueOrderExpiry: DueOrderExpiry | undefined;
 }
@@ -269,20 +278,20 @@ function partsOf({
  * 6. `awaitDueOrders` and `memoOrRun`: the due orders, then the memo.
  *    6.1 `awaitDueOrders`, only for an operation that expires due orders first: waits for the
  *    orders whose hold ran out to expire.
- *    6.2 `memoOrRun`: answers a memoised operation from the memo when nothing its answer read has
- *    changed. Otherwise it answers with step 7's answer, and memoises a 200 from the second time
+ *    6.2 `memoOrRun`: answers a memoised operation from the memo when nothing its reply read has
+ *    changed. Otherwise it answers with step 7's reply, and memoises a 200 from the second time
  *    its path and query are asked.
  * 7. `runHandler`: validates the input (400, 415), runs the operation's handler and adds a weak
  *    ETag when the table asks for one.
  * 8. `answer` (src/http/answer.ts): turns the reply into the response (304, compression, HEAD).
  *
- * Step 1 runs the rest inside itself, so it sees every answer. Step 3 runs steps 4 and 5, step 5
- * runs step 6, and step 6 runs step 7 and answers its reply (step 8). So the gateway holds the
- * caller's in-flight slot until the answer is made, or until a step throws. A refusal leaves
- * through `fail` (src/http/error-answer.ts), which answers it by step 8: the gateway returns its
- * refusals (the hot path, where a throw is slow), the other steps throw theirs, and
- * `answerExchange` catches them, so a new check may throw. Step 6 begins at 6.1 or at 6.2, chosen
- * once per route: an operation that expires no due orders first pays nothing for 6.1.
+ * Step 1 runs the rest inside itself (the file's header shows who calls whom), so it sees every
+ * answer, and the gateway (step 3) holds the caller's in-flight slot until the answer is made, or
+ * until a step throws. A refusal leaves through `fail` (src/http/error-answer.ts), which answers
+ * it by step 8: the gateway returns its refusals (the hot path, where a throw is slow), the other
+ * steps throw theirs, and `answerExchange` catches them, so a new check may throw. Step 6 begins
+ * at 6.1 or at 6.2, chosen once per route: an operation that expires no due orders first pays
+ * nothing for 6.1.
  */
 function operationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
   const route = routeOf(parts, op);
@@ -414,6 +423,9 @@ async function checkBody(parts: PipelineParts, c: Context<AppEnv>, next: () => P
  * A run that fails does not fail the read (the backend catches it); a wait past `--store-timeout`,
  * or begun while the database is unreachable, rejects (the bound-and-traced store's bound), and the
  * read answers 503. Not async: with nothing due, the usual case, it makes no promise of its own.
+ * `decision` and `caller` come as the gateway hands them to `passGateway`'s callback, two
+ * arguments, and go on as two to step 7, the one step that reads them: one object holding both
+ * would be a new allocation per request.
  */
 function awaitDueOrders<D>(
   parts: TableParts<D>,
@@ -442,19 +454,19 @@ async function memoOrRun<D>(
   decision: Decision,
   caller: ConsumerCaller,
 ): Promise<Response> {
-  const { answerMemo } = route;
-  if (!answerMemo) return answer(c, await runHandler(parts, route, c, decision, caller));
+  const { replyMemo } = route;
+  if (!replyMemo) return answer(c, await runHandler(parts, route, c, decision, caller));
   const { memoCount } = parts;
   // The path and query as sent: the same text always validates to the same input (`routeOf`
   // refuses a memoised operation that reads headers or a body).
   const target = pathAndQuery(c.req.url);
-  const changeCount = answerMemo.changeCount();
-  const memoised = answerMemo.get(target, changeCount);
+  const changeCount = replyMemo.changeCount();
+  const memoised = replyMemo.get(target, changeCount);
   if (memoised) {
     memoCount?.(route.metricsIndex, true);
     return answer(c, memoised);
   }
-  const { reply, joined } = await answerMemo.readOrJoin(target, changeCount, () =>
+  const { reply, joined } = await replyMemo.readOrJoin(target, changeCount, () =>
     runHandler(parts, route, c, decision, caller),
   );
   // A request answered by another's read under way counts as a hit: it read nothing itself.
@@ -494,62 +506,6 @@ function addWeakEtag<D>(op: Operation<D>, reply: Reply): Reply {
 /** Returns the caller's consumer and API key id for an audited operation, else undefined. */
 function keyHolderOf<D>(op: Operation<D>, caller: ConsumerCaller): KeyHolder | undefined {
   return op.audited ? { consumer: caller.consumer.name, id: caller.key.id } : undefined;
-}
-
-/** What serving one operation needs, made and checked once, when its route is added. */
-interface OperationRoute<D> {
-  readonly op: Operation<D>;
-  /** A deprecated operation's headers, the same on every answer of it; undefined for the others. */
-  readonly deprecated: AnswerHeaders | undefined;
-  readonly readInput: ReturnType<typeof inputReader<D>>;
-  /** Its index among the metrics' operations. */
-  readonly metricsIndex: number;
-  /** The pipeline's memo, for a memoised operation; undefined for the others. */
-  readonly answerMemo: AnswerMemo | undefined;
-  /**
-   * The store's expiry of due orders, for an operation that expires due orders first; else
-   * undefined.
-   */
-  readonly dueOrderExpiry: DueOrderExpiry | undefined;
-}
-
-/**
- * Returns what serving `op` needs, checked once when its route is added: it throws at start-up for
- * an operation the pipeline cannot serve as the table says.
- */
-function routeOf<D>({ answerMemo, dueOrderExpiry }: TableParts<D>, op: Operation<D>): OperationRoute<D> {
-  // A quota reader's answer is the caller's own: never memoised for another.
-  if (op.memo && op.readsQuota) throw new TypeError(`pipeline: ${op.id} reads the quota and cannot be memoised`);
-  // A memoised answer is found by its path and query alone, so its input must come from nothing
-  // else.
-  if (op.memo && (op.headers || op.body)) {
-    throw new TypeError(`pipeline: ${op.id} reads headers or a body and cannot be memoised by its path and query`);
-  }
-  if (op.memo && !answerMemo) throw new TypeError(`pipeline: ${op.id} is memoised, but the pipeline has no store`);
-  if (op.expiresDueOrdersFirst && !dueOrderExpiry) {
-    throw new TypeError(`pipeline: ${op.id} expires due orders first, but the pipeline has no store`);
-  }
-  const deprecated = op.deprecated ? deprecationHeaders(op.deprecated) : undefined;
-  return {
-    op,
-    deprecated,
-    readInput: inputReader(op),
-    metricsIndex: operationIndex(op.id),
-    answerMemo: op.memo ? answerMemo : undefined,
-    dueOrderExpiry: op.expiresDueOrdersFirst ? dueOrderExpiry : undefined,
-  };
-}
-
-/**
- * Returns the RFC 9745 `Deprecation`, RFC 8594 `Sunset` and successor `Link` headers of a
- * deprecated operation.
- */
-function deprecationHeaders({ since, sunset, successor }: Deprecation): AnswerHeaders {
-  return {
-    Deprecation: `@${Date.parse(since) / 1000}`,
-    Sunset: new Date(sunset).toUTCString(),
-    Link: `<${successor}>; rel="successor-version"`,
-  };
 }
 
 /**

@@ -1,0 +1,76 @@
+// What serving one operation needs, made and checked once per operation, when its route is added
+// (`routeOf`): the pipeline's steps read it on every request of the operation.
+import type { Deprecation, Operation } from '../api/operation-types.ts';
+import { inputReader } from '../api/validate.ts';
+import type { AnswerHeaders } from '../core/reply.ts';
+import { operationIndex } from '../metrics/labels.ts';
+import type { DataStore } from '../store/store.ts';
+import type { ReplyMemo } from './memo.ts';
+
+/** What an operation that expires due orders first asks of the store: to start their expiry. */
+export type DueOrderExpiry = Pick<DataStore, 'startDueOrderExpiry'>;
+
+/** What serving one operation needs, made and checked once, when its route is added. */
+export interface OperationRoute<D> {
+  readonly op: Operation<D>;
+  /** A deprecated operation's headers, the same on every answer of it; undefined for the others. */
+  readonly deprecated: AnswerHeaders | undefined;
+  readonly readInput: ReturnType<typeof inputReader<D>>;
+  /** Its index among the metrics' operations. */
+  readonly metricsIndex: number;
+  /** The pipeline's memo, for a memoised operation; undefined for the others. */
+  readonly replyMemo: ReplyMemo | undefined;
+  /**
+   * The store's expiry of due orders, for an operation that expires due orders first; else
+   * undefined.
+   */
+  readonly dueOrderExpiry: DueOrderExpiry | undefined;
+}
+
+/**
+ * What `routeOf` takes from a table pipeline's parts (`TableParts`, src/http/pipeline.ts): the memo
+ * and the due orders' expiry, both there when the pipeline is given the store.
+ */
+interface StoreParts {
+  readonly replyMemo: ReplyMemo | undefined;
+  readonly dueOrderExpiry: DueOrderExpiry | undefined;
+}
+
+/**
+ * Returns what serving `op` needs, checked once when its route is added: it throws at start-up for
+ * an operation the pipeline cannot serve as the table says.
+ */
+export function routeOf<D>({ replyMemo, dueOrderExpiry }: StoreParts, op: Operation<D>): OperationRoute<D> {
+  // A quota reader's answer is the caller's own: never memoised for another.
+  if (op.memo && op.readsQuota) throw new TypeError(`pipeline: ${op.id} reads the quota and cannot be memoised`);
+  // A memoised answer is found by its path and query alone, so its input must come from nothing
+  // else.
+  if (op.memo && (op.headers || op.body)) {
+    throw new TypeError(`pipeline: ${op.id} reads headers or a body and cannot be memoised by its path and query`);
+  }
+  if (op.memo && !replyMemo) throw new TypeError(`pipeline: ${op.id} is memoised, but the pipeline has no store`);
+  if (op.expiresDueOrdersFirst && !dueOrderExpiry) {
+    throw new TypeError(`pipeline: ${op.id} expires due orders first, but the pipeline has no store`);
+  }
+  const deprecated = op.deprecated ? deprecationHeaders(op.deprecated) : undefined;
+  return {
+    op,
+    deprecated,
+    readInput: inputReader(op),
+    metricsIndex: operationIndex(op.id),
+    replyMemo: op.memo ? replyMemo : undefined,
+    dueOrderExpiry: op.expiresDueOrdersFirst ? dueOrderExpiry : undefined,
+  };
+}
+
+/**
+ * Returns the RFC 9745 `Deprecation`, RFC 8594 `Sunset` and successor `Link` headers of a
+ * deprecated operation.
+ */
+function deprecationHeaders({ since, sunset, successor }: Deprecation): AnswerHeaders {
+  return {
+    Deprecation: `@${Date.parse(since) / 1000}`,
+    Sunset: new Date(sunset).toUTCString(),
+    Link: `<${successor}>; rel="successor-version"`,
+  };
+}
