@@ -50,9 +50,9 @@ export async function loadRedisLimiter(options: OpenRedisLimiterOptions): Promis
 declare module 'hono' {
   interface ContextVariableMap {
     /**
-     * The caller the gateway identified (step 3). A request the gateway never saw (an ops route,
-     * a 414) has none: the steps that also serve those (the log line, the metrics, the trace)
-     * read it with `?.`.
+     * The caller the gateway identified (step 3). A request the gateway never saw (a monitoring
+     * route, a 414) has none: the steps that also serve those (the log line, the metrics, the
+     * trace) read it with `?.`.
      */
     caller: Caller | undefined;
   }

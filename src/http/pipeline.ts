@@ -17,7 +17,7 @@ import type { AppEnv } from '../app-env.ts';
 import { ApiError, methodNotAllowed, NO_SUCH_PATH } from '../core/api-error.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Decision } from '../core/decision.ts';
-import type { OpsRoute } from '../core/ops-route.ts';
+import type { MonitoringRoute } from '../core/monitoring-route.ts';
 import type { AnswerHeaders, Reply } from '../core/reply.ts';
 import { answerHeaders, beginAnswer } from '../core/reply.ts';
 import {
@@ -111,11 +111,11 @@ export type DueOrderExpiry = Pick<DataStore, 'startDueOrderExpiry'>;
  * runs step 1 (`exchange`) and then its ops route, or 404.
  *
  * @example
- * const handlers = opsRouteHandlers({ log, clock, clientAddress, maxBodyBytes: 65536 })
- * app.get(route.path, handlers.opsRoute(route))
+ * const handlers = monitoringRouteHandlers({ log, clock, clientAddress, maxBodyBytes: 65536 })
+ * app.get(route.path, handlers.monitoringRoute(route))
  * app.notFound(handlers.notFound)
  */
-export function opsRouteHandlers(options: RouteHandlersOptions) {
+export function monitoringRouteHandlers(options: RouteHandlersOptions) {
   const parts = partsOf(options);
   return routeHandlers(
     parts,
@@ -125,7 +125,7 @@ export function opsRouteHandlers(options: RouteHandlersOptions) {
 
 /**
  * Makes the route handlers of an app that serves an operations table, the API's or the admin API's:
- * those of `opsRouteHandlers`, and `operation`, which makes one operation's route
+ * those of `monitoringRouteHandlers`, and `operation`, which makes one operation's route
  * (`operationHandler` lists its steps). Its types ask for what serving the table needs: a table
  * with memoised operations or operations that expire due orders first (`expiresDueOrdersFirst`)
  * needs `store`.
@@ -178,7 +178,7 @@ function routeHandlers(parts: PipelineParts, notFound: RouteHandler) {
   /** Answers what escapes step 1 (Hono's `onError`) with the Error body all the same. */
   const onError: ErrorHandler<AppEnv> = (err, c) => fail(c, toApiError(err, c, parts.report, parts.unavailable));
   return {
-    opsRoute: (route: OpsRoute) => opsRouteHandler(parts, route),
+    monitoringRoute: (route: MonitoringRoute) => monitoringRouteHandler(parts, route),
     notFound,
     onError,
   };
@@ -577,10 +577,10 @@ function answerNoRoute<D>(parts: TableParts<D>, c: Context<AppEnv>): Response | 
  * Makes an ops route's handler: step 1, then the route's own, answered through the one answer
  * path.
  */
-function opsRouteHandler(parts: PipelineParts, route: OpsRoute): RouteHandler {
+function monitoringRouteHandler(parts: PipelineParts, route: MonitoringRoute): RouteHandler {
   return exchangeHandler(
     parts,
-    async function opsRoute(c) {
+    async function monitoringRoute(c) {
       c.set('operation', route.id);
       return answer(c, await route.handler(c));
     },
