@@ -47,6 +47,8 @@ export async function loadRedisLimiter(options: OpenRedisLimiterOptions): Promis
 }
 
 // What the gateway hands to the steps after it, typed on every Hono context (`c.get('caller')`).
+// It is typed here, not in src/app-env.ts, because the gateway sets it and may not import
+// app-env.ts, which sits above it in LAYERS (.dependency-cruiser.cjs).
 declare module 'hono' {
   interface ContextVariableMap {
     /**
