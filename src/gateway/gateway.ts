@@ -73,7 +73,10 @@ export interface GatewayOptions {
   ban?: BanPolicy;
   /** Most requests one consumer may have in flight (`--max-in-flight`). */
   maxInFlight?: number;
-  /** With workers: the host's in-flight table and this worker's column: the cap is the host's. */
+  /**
+   * With workers, the host's in-flight table and this worker's column. The cap is then the host's,
+   * not the worker's.
+   */
   hostSlots?: { readonly memory: HostSlotsMemory; readonly worker: number };
   /** IPv6 callers without a valid key are counted by this prefix (`--ipv6-prefix`, default 56). */
   ipv6Prefix?: number;
