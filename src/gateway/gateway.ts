@@ -10,7 +10,7 @@ import { type Clock, systemClock } from '../core/clock.ts';
 import type { Decision, WindowName } from '../core/decision.ts';
 import { ADMIN_SCOPE } from '../core/key-scopes.ts';
 import { type BanPolicy, DEFAULT_MAX_IN_FLIGHT } from '../keys/plans.ts';
-import { type Consumer, ownerOf } from '../keys/records.ts';
+import type { Consumer } from '../keys/records.ts';
 import type { KeyTable } from '../keys/table.ts';
 import { childSpan, closeChild, failChild, openChild } from '../trace/spans.ts';
 import { type Caller, type ConsumerCaller, callerOf } from './caller.ts';
@@ -265,17 +265,6 @@ const NO_ATTRIBUTES = Object.freeze({});
 
 /** The 503 of a limiter that cannot decide (Redis down with `--redis-fail closed`). */
 const LIMITER_DOWN = serviceUnavailable('Rate limits cannot be checked right now; retry shortly.');
-
-/**
- * Returns the owner an admitted caller acts as: its consumer's `ownerOf`, the one name handlers
- * know it by. Only a key's caller is ever admitted.
- *
- * @example
- * ownerOfCaller(caller) // 'con_0123…:acme'
- */
-export function ownerOfCaller(caller: ConsumerCaller): string {
-  return ownerOf(caller.consumer);
-}
 
 /** Tells `wouldRefuse` of each window the request did not fit in (its remaining below the cost). */
 function reportWouldRefuse(

@@ -20,13 +20,8 @@ import type { Decision } from '../core/decision.ts';
 import type { MonitoringRoute } from '../core/monitoring-route.ts';
 import type { AnswerHeaders, Reply } from '../core/reply.ts';
 import { answerHeaders, beginAnswer } from '../core/reply.ts';
-import {
-  type Admission,
-  type ConsumerCaller,
-  type GatedOperation,
-  ownerOfCaller,
-  quotaStatus,
-} from '../gateway/gateway.ts';
+import { type Admission, type ConsumerCaller, type GatedOperation, quotaStatus } from '../gateway/gateway.ts';
+import { ownerOf } from '../keys/records.ts';
 import type { Logger } from '../log.ts';
 import { operationIndex } from '../metrics/labels.ts';
 import type { Metrics } from '../metrics/registry.ts';
@@ -476,7 +471,7 @@ async function runHandler<D>(
   // A quota reader's input is the limiter's decision that admitted it.
   const quota = op.readsQuota ? quotaStatus(caller.consumer, decision) : undefined;
   // The owner names whose records the handler writes or reads: the caller's consumer.
-  const input = await readInput(c, ownerOfCaller(caller), quota, keyHolderOf(op, caller));
+  const input = await readInput(c, ownerOf(caller.consumer), quota, keyHolderOf(op, caller));
   return addWeakEtag(op, await op.handler(input, deps));
 }
 
