@@ -21,7 +21,7 @@ const LAYERS = [
   'http/',
   'admin/',
   'reference/', // the contract and its reference page served at /docs
-  'monitoring-routes/',
+  'service-routes/',
   'cli/',
   'config.ts',
   'app.ts',

@@ -52,7 +52,7 @@ export async function loadRedisLimiter(options: OpenRedisLimiterOptions): Promis
 declare module 'hono' {
   interface ContextVariableMap {
     /**
-     * The caller the gateway identified (step 3). A request the gateway never saw (a monitoring
+     * The caller the gateway identified (step 3). A request the gateway never saw (a service
      * route, a 414) has none: the steps that also serve those (the log line, the metrics, the
      * trace) read it with `?.`.
      */

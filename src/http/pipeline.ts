@@ -17,9 +17,9 @@ import type { AppEnv } from '../app-env.ts';
 import { ApiError, methodNotAllowed, NO_SUCH_PATH } from '../core/api-error.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Decision } from '../core/decision.ts';
-import type { MonitoringRoute } from '../core/monitoring-route.ts';
 import type { AnswerHeaders, Reply } from '../core/reply.ts';
 import { answerHeaders, beginAnswer } from '../core/reply.ts';
+import type { ServiceRoute } from '../core/service-route.ts';
 import { type Admission, type ConsumerCaller, type GatedOperation, quotaStatus } from '../gateway/gateway.ts';
 import { ownerOf } from '../keys/records.ts';
 import type { Logger } from '../log.ts';
@@ -106,11 +106,11 @@ export type DueOrderExpiry = Pick<DataStore, 'startDueOrderExpiry'>;
  * runs step 1 (`exchange`) and then its ops route, or 404.
  *
  * @example
- * const handlers = monitoringRouteHandlers({ log, clock, clientAddress, maxBodyBytes: 65536 })
- * app.get(route.path, handlers.monitoringRoute(route))
+ * const handlers = serviceRouteHandlers({ log, clock, clientAddress, maxBodyBytes: 65536 })
+ * app.get(route.path, handlers.serviceRoute(route))
  * app.notFound(handlers.notFound)
  */
-export function monitoringRouteHandlers(options: RouteHandlersOptions) {
+export function serviceRouteHandlers(options: RouteHandlersOptions) {
   const parts = partsOf(options);
   return routeHandlers(
     parts,
@@ -120,7 +120,7 @@ export function monitoringRouteHandlers(options: RouteHandlersOptions) {
 
 /**
  * Makes the route handlers of an app that serves an operations table, the API's or the admin API's:
- * those of `monitoringRouteHandlers`, and `operation`, which makes one operation's route
+ * those of `serviceRouteHandlers`, and `operation`, which makes one operation's route
  * (`operationHandler` lists its steps). Its types ask for what serving the table needs: a table
  * with memoised operations or operations that expire due orders first (`expiresDueOrdersFirst`)
  * needs `store`.
@@ -173,7 +173,7 @@ function routeHandlers(parts: PipelineParts, notFound: RouteHandler) {
   /** Answers what escapes step 1 (Hono's `onError`) with the Error body all the same. */
   const onError: ErrorHandler<AppEnv> = (err, c) => fail(c, toApiError(err, c, parts.report, parts.unavailable));
   return {
-    monitoringRoute: (route: MonitoringRoute) => monitoringRouteHandler(parts, route),
+    serviceRoute: (route: ServiceRoute) => serviceRouteHandler(parts, route),
     notFound,
     onError,
   };
@@ -572,10 +572,10 @@ function answerNoRoute<D>(parts: TableParts<D>, c: Context<AppEnv>): Response | 
  * Makes an ops route's handler: step 1, then the route's own, answered through the one answer
  * path.
  */
-function monitoringRouteHandler(parts: PipelineParts, route: MonitoringRoute): RouteHandler {
+function serviceRouteHandler(parts: PipelineParts, route: ServiceRoute): RouteHandler {
   return exchangeHandler(
     parts,
-    async function monitoringRoute(c) {
+    async function serviceRoute(c) {
       c.set('operation', route.id);
       return answer(c, await route.handler(c));
     },
