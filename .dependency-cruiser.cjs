@@ -21,7 +21,7 @@ const LAYERS = [
   'http/',
   'admin/',
   'reference/', // the contract and its reference page served at /docs
-  'ops-routes/',
+  'service-routes/',
   'cli/',
   'config.ts',
   'app.ts',

@@ -1,7 +1,7 @@
 // The app's Hono `Env` (`AppEnv`): what one step sets on the context (`c.set`) for later steps
 // to read (`c.get`). All five variables on `c`, where each is typed and where it is set:
 // - `requestId`: typed here; set at step 1 (`requestLog.start()`, src/http/request-log.ts).
-// - `operation`: typed here; set at step 1's inner handler (`serveOperation`, `opsRoute` in
+// - `operation`: typed here; set at step 1's inner handler (`serveOperation`, `serviceRoute` in
 //   src/http/pipeline.ts).
 // - `refusal`: typed here; set at step 3 when the gateway refuses (`passGateway`,
 //   src/http/pipeline.ts).
@@ -16,7 +16,7 @@
 export interface AppEnv {
   Variables: {
     requestId: string;
-    /** The id of the operation or ops route serving the request (metrics label); unset for none. */
+    /** The id of the operation or service route serving the request (metrics label), if any. */
     operation: string | undefined;
     /**
      * The code of the gateway's refusal (`unauthorized`, `rate_limited`, …); unset when it admitted

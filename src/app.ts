@@ -21,7 +21,7 @@ import {
   wouldRefuseReporter,
 } from './gateway/gateway.ts';
 import { MAX_BODY_BYTES } from './http/body-limit.ts';
-import { opsRouteHandlers, tableRouteHandlers } from './http/pipeline.ts';
+import { serviceRouteHandlers, tableRouteHandlers } from './http/pipeline.ts';
 import { byRouteOrder } from './http/route-order.ts';
 import type { KeyAdmin } from './keys/key-admin.ts';
 import type { BanPolicy } from './keys/plans.ts';
@@ -29,9 +29,9 @@ import type { KeyTable } from './keys/table.ts';
 import { type Logger, silentLogger } from './log.ts';
 import { ADMIN_OPERATION_LABEL } from './metrics/labels.ts';
 import type { Metrics } from './metrics/registry.ts';
-import { metricsRoute } from './ops-routes/metrics.ts';
-import { opsRoutes } from './ops-routes/routes.ts';
 import type { DocsOptions } from './reference/routes.ts';
+import { metricsRoute } from './service-routes/metrics.ts';
+import { serviceRoutes } from './service-routes/routes.ts';
 import type { DataStore } from './store/store.ts';
 
 /**
@@ -163,7 +163,7 @@ export function createApp({
   });
 
   const app = new Hono<AppEnv>();
-  const ops = opsRoutes({
+  const served = serviceRoutes({
     store,
     keys,
     log,
@@ -173,9 +173,9 @@ export function createApp({
     docs: { ...docs, experimental },
     metrics: serveMetrics ? metrics : undefined,
   });
-  // One route per operation and ops route, so a request matches one handler; the rest (404, and
-  // 405 for a known API path asked with another method) is `notFound`'s.
-  for (const route of ops) app.get(route.path, routes.opsRoute(route));
+  // One route per operation and service route, so a request matches one handler; the rest (404,
+  // and 405 for a known API path asked with another method) is `notFound`'s.
+  for (const route of served) app.get(route.path, routes.serviceRoute(route));
   for (const op of byRouteOrder(operations)) app.on(op.method, API_PREFIX + op.path, routes.operation(op));
   app.notFound(routes.notFound);
   app.onError(routes.onError);
@@ -277,7 +277,7 @@ function callerHoldsValidKey(keys: () => KeyTable, clock: Clock): (c: Context<Ap
  * adapter.serve({ fetch: metricsApp(metrics).fetch, port: 9090, hostname: '127.0.0.1' })
  */
 export function metricsApp(metrics: Metrics, log: Logger = silentLogger) {
-  const routes = opsRouteHandlers({
+  const routes = serviceRouteHandlers({
     log,
     clock: systemClock,
     clientAddress: UNKNOWN_CLIENT,
@@ -285,7 +285,7 @@ export function metricsApp(metrics: Metrics, log: Logger = silentLogger) {
   });
   const app = new Hono<AppEnv>();
   const route = metricsRoute(metrics);
-  app.get(route.path, routes.opsRoute(route));
+  app.get(route.path, routes.serviceRoute(route));
   app.notFound(routes.notFound);
   app.onError(routes.onError);
   return app;

@@ -16,7 +16,7 @@ import { checked, int, on, oneOf, text, toggle, urlWith, words } from './cli/par
 import { DEFAULT_IPV6_PREFIX, TrustedProxies } from './core/addresses.ts';
 import { DEFAULT_ORDER_HOLD_MS } from './core/order-records.ts';
 import { KEYS_STORE } from './keys/live-keys.ts';
-import { DEFAULT_MAX_IN_FLIGHT } from './keys/plans.ts';
+import { DEFAULT_BAN, DEFAULT_MAX_IN_FLIGHT } from './keys/plans.ts';
 import { isCidrBlock } from './keys/webhook-targets.ts';
 import { LOG_LEVELS, type LogFormat, type LogLevel } from './log.ts';
 import { MEMORY } from './store/open.ts';
@@ -178,7 +178,7 @@ export const OPTIONS = {
     env: 'PETSTORE_BAN_SECONDS',
     arg: 'N',
     help: 'length of the temporary ban after repeated 429s',
-    fallback: 900,
+    fallback: DEFAULT_BAN.seconds,
     parse: int(1, 7 * 86_400),
   },
   banThreshold: {

@@ -2,9 +2,9 @@ import { Hono } from 'hono';
 import { createApp } from '../src/app.ts';
 import type { AppEnv } from '../src/app-env.ts';
 import { type Clock, systemClock } from '../src/core/clock.ts';
-import type { OpsRoute } from '../src/core/ops-route.ts';
+import type { ServiceRoute } from '../src/core/service-route.ts';
 import { SlidingWindowLimiter } from '../src/gateway/gateway.ts';
-import { opsRouteHandlers } from '../src/http/pipeline.ts';
+import { serviceRouteHandlers } from '../src/http/pipeline.ts';
 import { parseKeys } from '../src/keys/file.ts';
 import type { PlanName } from '../src/keys/plans.ts';
 import { hashToken } from '../src/keys/records.ts';
@@ -81,18 +81,18 @@ export function testApp({
 }
 
 /**
- * An app serving only `routes` (ops routes: health, docs, metrics) through the pipeline's answer
- * path, for their unit tests.
+ * An app serving only `routes` (service routes: health, docs, metrics) through the pipeline's
+ * answer path, for their unit tests.
  */
-export function routesApp(routes: readonly OpsRoute[]) {
-  const handlers = opsRouteHandlers({
+export function routesApp(routes: readonly ServiceRoute[]) {
+  const handlers = serviceRouteHandlers({
     log: silentLogger,
     clock: systemClock,
     clientAddress: () => '192.0.2.1',
     maxBodyBytes: 1024,
   });
   const app = new Hono<AppEnv>();
-  for (const route of routes) app.get(route.path, handlers.opsRoute(route));
+  for (const route of routes) app.get(route.path, handlers.serviceRoute(route));
   app.notFound(handlers.notFound);
   app.onError(handlers.onError);
   return app;

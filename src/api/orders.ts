@@ -20,18 +20,22 @@ function orderBody({ id, petId, status, placedAt, holdUntil }: StoredOrder): str
 }
 
 /** An order's answer: its body, and the status and headers given (200 and none by default). */
-const orderReply = (order: StoredOrder, status = 200, headers?: Record<string, string>): Reply => ({
-  status,
-  body: orderBody(order),
-  type: JSON_TYPE,
-  ...(headers ? { headers } : {}),
-});
+function orderReply(order: StoredOrder, status = 200, headers?: Record<string, string>): Reply {
+  return {
+    status,
+    body: orderBody(order),
+    type: JSON_TYPE,
+    ...(headers ? { headers } : {}),
+  };
+}
 
 /**
  * The 404 of an order the caller has not: another consumer's is answered the same, so existence is
  * not told.
  */
-const noSuchOrder = (id: string) => new ApiError('not_found', `You have no order with id ${id}.`);
+function noSuchOrder(id: string): ApiError {
+  return new ApiError('not_found', `You have no order with id ${id}.`);
+}
 
 /**
  * `POST /store/orders`: holds an available pet for the caller until `holdUntil`; the pet is

@@ -10,7 +10,7 @@ import { type Clock, systemClock } from '../core/clock.ts';
 import type { Decision, WindowName } from '../core/decision.ts';
 import { ADMIN_SCOPE } from '../core/key-scopes.ts';
 import { type BanPolicy, DEFAULT_MAX_IN_FLIGHT } from '../keys/plans.ts';
-import { type Consumer, ownerOf } from '../keys/records.ts';
+import type { Consumer } from '../keys/records.ts';
 import type { KeyTable } from '../keys/table.ts';
 import { childSpan, closeChild, failChild, openChild } from '../trace/spans.ts';
 import { type Caller, type ConsumerCaller, callerOf } from './caller.ts';
@@ -47,12 +47,14 @@ export async function loadRedisLimiter(options: OpenRedisLimiterOptions): Promis
 }
 
 // What the gateway hands to the steps after it, typed on every Hono context (`c.get('caller')`).
+// It is typed here, not in src/app-env.ts, because the gateway sets it and may not import
+// app-env.ts, which sits above it in LAYERS (.dependency-cruiser.cjs).
 declare module 'hono' {
   interface ContextVariableMap {
     /**
-     * The caller the gateway identified (step 3). A request the gateway never saw (an ops route,
-     * a 414) has none: the steps that also serve those (the log line, the metrics, the trace)
-     * read it with `?.`.
+     * The caller the gateway identified (step 3). A request the gateway never saw (a service
+     * route, a 414) has none: the steps that also serve those (the log line, the metrics, the
+     * trace) read it with `?.`.
      */
     caller: Caller | undefined;
   }
@@ -71,7 +73,10 @@ export interface GatewayOptions {
   ban?: BanPolicy;
   /** Most requests one consumer may have in flight (`--max-in-flight`). */
   maxInFlight?: number;
-  /** With workers: the host's in-flight table and this worker's column: the cap is the host's. */
+  /**
+   * With workers, the host's in-flight table and this worker's column. The cap is then the host's,
+   * not the worker's.
+   */
   hostSlots?: { readonly memory: HostSlotsMemory; readonly worker: number };
   /** IPv6 callers without a valid key are counted by this prefix (`--ipv6-prefix`, default 56). */
   ipv6Prefix?: number;
@@ -260,17 +265,6 @@ const NO_ATTRIBUTES = Object.freeze({});
 
 /** The 503 of a limiter that cannot decide (Redis down with `--redis-fail closed`). */
 const LIMITER_DOWN = serviceUnavailable('Rate limits cannot be checked right now; retry shortly.');
-
-/**
- * Returns the owner an admitted caller acts as: its consumer's `ownerOf`, the one name handlers
- * know it by. Only a key's caller is ever admitted.
- *
- * @example
- * ownerOfCaller(caller) // 'con_0123…:acme'
- */
-export function ownerOfCaller(caller: ConsumerCaller): string {
-  return ownerOf(caller.consumer);
-}
 
 /** Tells `wouldRefuse` of each window the request did not fit in (its remaining below the cost). */
 function reportWouldRefuse(

@@ -9,7 +9,7 @@ import { ApiError } from '../core/api-error.ts';
 import { systemClock } from '../core/clock.ts';
 import type { Admission } from '../gateway/gateway.ts';
 import { silentLogger } from '../log.ts';
-import { opsRouteHandlers, tableRouteHandlers } from './pipeline.ts';
+import { serviceRouteHandlers, tableRouteHandlers } from './pipeline.ts';
 
 const base = { log: silentLogger, clock: systemClock, clientAddress: () => '192.0.2.1', maxBodyBytes: 1024 };
 /** A gateway that refuses everyone: enough to see which steps a pipeline has. */
@@ -32,7 +32,7 @@ const store = { startDueOrderExpiry: () => undefined, changeCount: () => 1, unch
 
 describe('what each pipeline needs is checked by the compiler', () => {
   test('an app without a table has no operation step, and its notFound never asks for a key', async () => {
-    const handlers = opsRouteHandlers(base);
+    const handlers = serviceRouteHandlers(base);
     // @ts-expect-error: a pipeline without the admission check and deps cannot serve an operation.
     expect(handlers.operation).toBeUndefined();
     const app = new Hono<AppEnv>();

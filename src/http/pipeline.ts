@@ -24,16 +24,11 @@ import type { AppEnv } from '../app-env.ts';
 import { ApiError, methodNotAllowed, NO_SUCH_PATH } from '../core/api-error.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Decision } from '../core/decision.ts';
-import type { OpsRoute } from '../core/ops-route.ts';
 import type { AnswerHeaders, Reply } from '../core/reply.ts';
 import { answerHeaders, beginAnswer } from '../core/reply.ts';
-import {
-  type Admission,
-  type ConsumerCaller,
-  type GatedOperation,
-  ownerOfCaller,
-  quotaStatus,
-} from '../gateway/gateway.ts';
+import type { ServiceRoute } from '../core/service-route.ts';
+import { type Admission, type ConsumerCaller, type GatedOperation, quotaStatus } from '../gateway/gateway.ts';
+import { ownerOf } from '../keys/records.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { peerText } from '../redact.ts';
@@ -120,11 +115,11 @@ export interface TableRouteHandlersOptions<D> extends RouteHandlersOptions {
  * runs step 1 (`exchange`) and then its ops route, or 404.
  *
  * @example
- * const handlers = opsRouteHandlers({ log, clock, clientAddress, maxBodyBytes: 65536 })
- * app.get(route.path, handlers.opsRoute(route))
+ * const handlers = serviceRouteHandlers({ log, clock, clientAddress, maxBodyBytes: 65536 })
+ * app.get(route.path, handlers.serviceRoute(route))
  * app.notFound(handlers.notFound)
  */
-export function opsRouteHandlers(options: RouteHandlersOptions) {
+export function serviceRouteHandlers(options: RouteHandlersOptions) {
   const parts = partsOf(options);
   return routeHandlers(
     parts,
@@ -134,7 +129,7 @@ export function opsRouteHandlers(options: RouteHandlersOptions) {
 
 /**
  * Makes the route handlers of an app that serves an operations table, the API's or the admin API's:
- * those of `opsRouteHandlers`, and `operation`, which makes one operation's route
+ * those of `serviceRouteHandlers`, and `operation`, which makes one operation's route
  * (`operationHandler` lists its steps). Its types ask for what serving the table needs: a table
  * with memoised operations or operations that expire due orders first (`expiresDueOrdersFirst`)
  * needs `store`.
@@ -187,7 +182,7 @@ function routeHandlers(parts: PipelineParts, notFound: RouteHandler) {
   /** Answers what escapes step 1 (Hono's `onError`) with the Error body all the same. */
   const onError: ErrorHandler<AppEnv> = (err, c) => fail(c, toApiError(err, c, parts.report, parts.unavailable));
   return {
-    opsRoute: (route: OpsRoute) => opsRouteHandler(parts, route),
+    serviceRoute: (route: ServiceRoute) => serviceRouteHandler(parts, route),
     notFound,
     onError,
   };
@@ -488,7 +483,7 @@ async function runHandler<D>(
   // A quota reader's input is the limiter's decision that admitted it.
   const quota = op.readsQuota ? quotaStatus(caller.consumer, decision) : undefined;
   // The owner names whose records the handler writes or reads: the caller's consumer.
-  const input = await readInput(c, ownerOfCaller(caller), quota, keyHolderOf(op, caller));
+  const input = await readInput(c, ownerOf(caller.consumer), quota, keyHolderOf(op, caller));
   return addWeakEtag(op, await op.handler(input, deps));
 }
 
@@ -533,10 +528,10 @@ function answerNoRoute<D>(parts: TableParts<D>, c: Context<AppEnv>): Response | 
  * Makes an ops route's handler: step 1, then the route's own, answered through the one answer
  * path.
  */
-function opsRouteHandler(parts: PipelineParts, route: OpsRoute): RouteHandler {
+function serviceRouteHandler(parts: PipelineParts, route: ServiceRoute): RouteHandler {
   return exchangeHandler(
     parts,
-    async function opsRoute(c) {
+    async function serviceRoute(c) {
       c.set('operation', route.id);
       return answer(c, await route.handler(c));
     },

@@ -5,7 +5,7 @@ import { defineOperation } from '../api/operation-types.ts';
 import type { AppEnv } from '../app-env.ts';
 import { ApiError } from '../core/api-error.ts';
 import type { Decision } from '../core/decision.ts';
-import type { OpsRoute } from '../core/ops-route.ts';
+import type { ServiceRoute } from '../core/service-route.ts';
 import type { Admission } from '../gateway/gateway.ts';
 import { parseKeys } from '../keys/file.ts';
 import { createLogger } from '../log.ts';
@@ -53,7 +53,7 @@ function setup() {
       return { status: 200, body: '{}', type: 'application/json' };
     },
   });
-  const healthz: OpsRoute = {
+  const healthz: ServiceRoute = {
     id: 'healthz',
     method: 'GET',
     path: '/healthz',
@@ -61,7 +61,7 @@ function setup() {
   };
   const app = new Hono<AppEnv>();
   app.get('/v1/pets/:petId', handlers.operation(getPet));
-  app.get(healthz.path, handlers.opsRoute(healthz));
+  app.get(healthz.path, handlers.serviceRoute(healthz));
   return { app, lines, json: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>) };
 }
 

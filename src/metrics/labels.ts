@@ -1,7 +1,7 @@
 // The labels requests and store errors are counted under, made from the operations table and
 // STORE_CALLS: REQUEST_OPERATIONS, MEMO_OPERATIONS, STORE_OPERATIONS and operationIndex().
 import { OPERATIONS } from '../api/operations.ts';
-import { OPS_IDS } from '../core/ops-route.ts';
+import { SERVICE_ROUTE_IDS } from '../core/service-route.ts';
 import { OUTBOX_CALLS, STORE_CALLS } from '../store/store.ts';
 
 // What requests and store errors are counted under, apart from the registry (registry.ts): the
@@ -13,12 +13,12 @@ import { OUTBOX_CALLS, STORE_CALLS } from '../store/store.ts';
 export const ADMIN_OPERATION_LABEL = 'admin';
 
 /**
- * Operations requests are counted under: the API table's ids, the ops routes', `admin`, and
+ * Operations requests are counted under: the API table's ids, the service routes', `admin`, and
  * `other`.
  */
 export const REQUEST_OPERATIONS: readonly string[] = [
   ...OPERATIONS.map((op) => op.id),
-  ...OPS_IDS,
+  ...SERVICE_ROUTE_IDS,
   ADMIN_OPERATION_LABEL,
   'other',
 ];

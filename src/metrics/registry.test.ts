@@ -6,7 +6,7 @@ const samples = async (m: Metrics) => (await m.render()).split('\n').filter((l) 
 const op = (name: string) => REQUEST_OPERATIONS.indexOf(name);
 
 describe('operationIndex', () => {
-  test('every operation of the table, every ops route and the admin port is a label of its own, the rest other', () => {
+  test('every operation of the table, every service route and the admin port is a label of its own, the rest other', () => {
     expect(REQUEST_OPERATIONS).toEqual([
       'listPets',
       'createPet',

@@ -1,9 +1,9 @@
-// The contract and its reference page as ops routes: docsRoutes() serves /openapi.json and .yaml,
-// the admin API's /openapi-admin.*, and /docs with its assets. The servers each document lists
-// come from the configuration, never from the request.
+// The contract and its reference page as service routes: docsRoutes() serves /openapi.json and
+// .yaml, the admin API's /openapi-admin.*, and /docs with its assets. The servers each document
+// lists come from the configuration, never from the request.
 import { ADMIN_PREFIX } from '../admin/operations.ts';
 import { API_PREFIX, OPERATIONS } from '../api/operations.ts';
-import type { OpsRoute } from '../core/ops-route.ts';
+import type { ServiceRoute } from '../core/service-route.ts';
 import { weakEtag } from '../http/etag.ts';
 import { DOCS_CSP, docsPage, FAVICON, INIT_SCRIPT, SCALAR_BUNDLE } from './page.ts';
 
@@ -200,7 +200,7 @@ function documentRoutes(
   yamlText: string,
   parsed: () => Promise<Contract>,
   servers: readonly ServerEntry[],
-): OpsRoute[] {
+): ServiceRoute[] {
   const yaml = withServers(yamlText, servers);
   // Hashed at the first request, not at start-up, which it would slow
   // (bench/README.md#measured-costs-behind-the-codes-choices).
@@ -258,7 +258,7 @@ function documentRoutes(
  * @example
  * const routes = docsRoutes({ publicUrl: 'https://api.petstore.example' })
  */
-export function docsRoutes(options: DocsOptions = {}): OpsRoute[] {
+export function docsRoutes(options: DocsOptions = {}): ServiceRoute[] {
   // Parsed on first use, not at start-up: the yaml module and the parse took most of the time
   // to first 200 (bench/README.md#measured-costs-behind-the-codes-choices), for routes most
   // instances never serve.
@@ -304,7 +304,7 @@ export function docsRoutes(options: DocsOptions = {}): OpsRoute[] {
     },
     { id: 'docs', method: 'GET', path: '/docs/', handler: () => ({ status: 301, headers: { Location: '/docs' } }) },
     ...[SCALAR_BUNDLE, INIT_SCRIPT, FAVICON].map(
-      (asset): OpsRoute => ({ id: 'docs', method: 'GET', path: asset.path, handler: (c) => asset.reply(c) }),
+      (asset): ServiceRoute => ({ id: 'docs', method: 'GET', path: asset.path, handler: (c) => asset.reply(c) }),
     ),
   ];
 }

@@ -19,7 +19,7 @@ export const adapter: RuntimeAdapter = {
       port,
       hostname,
       development: false,
-      // Off but for the workers of one process: with SO_REUSEPORT a second server on the same
+      // Off except for the workers of one process: with SO_REUSEPORT a second server on the same
       // port starts fine and the kernel splits connections between the two (an old version and a
       // new one, say), so the supervisor first proves the port free without it (`Listeners.bind`'s
       // `proveOnly`, src/serve/listeners.ts).

@@ -126,7 +126,7 @@ export function webhooksOf(
 
 /**
  * Returns the gateway's `notify` over `store`'s outbox, which calls `wake` once a decision's events
- * are recorded; undefined without an outbox. The supervisor's wakes its own `DeliveryLoop`
+ * are recorded; undefined without an outbox. The supervisor's `notify` wakes its own `DeliveryLoop`
  * (`webhooksOf()`); a worker's asks the supervisor to wake it (src/serve/worker.ts).
  */
 export function notifierOf(store: DataStore, log: Logger, wake: () => void) {

@@ -98,40 +98,20 @@ export async function startServer(config: Config): Promise<void> {
       () => store.close(),
     );
   } else {
-    listeners.answerWith(
-      createApp(
-        appOptionsOf(config, adapter, {
-          store,
-          keys: () => keys.table,
-          limiter,
-          log,
-          metrics,
-          whyNotReady: () => (stopping ? 'The server is shutting down.' : undefined),
-          status: hostStatus,
-          notify: webhooks.notify,
-        }),
-      ).fetch,
-    );
+    serveOneProcess(config, adapter, listeners, {
+      store,
+      keys: () => keys.table,
+      limiter,
+      log,
+      metrics,
+      whyNotReady: () => (stopping ? 'The server is shutting down.' : undefined),
+      status: hostStatus,
+      notify: webhooks.notify,
+    });
   }
   webhooks.delivery?.start();
   const expiry = startDueOrderSweep(store, log);
-  const admin =
-    keys.admin && config.adminPort !== null
-      ? adminApp({
-          keys: () => keys.table,
-          limiter,
-          log,
-          ...gatewayFlags(config, adapter),
-          admin: keys.admin,
-          ...(metrics ? { metrics } : {}),
-          // When the admin API deletes a consumer, every owner its orders are stored under is
-          // retired: its placed orders are cancelled and their pets are available again.
-          consumerDeleted: async (owners) => {
-            for (const owner of owners) await store.retireOwner(owner);
-          },
-        })
-      : undefined;
-  const adminServer = admin && (await listeners.add(admin.fetch, config.adminPort ?? 0, config.adminHost));
+  const adminServer = await startAdmin({ config, adapter, listeners, keys, limiter, log, metrics, store });
   await keys.start();
   handleSignals({
     log,
@@ -179,6 +159,56 @@ function workerCount(config: Config, adapter: RuntimeAdapter): number {
     );
   }
   return count;
+}
+
+/** Serves the API on this thread: one app (`createApp()`) answers the API's port. */
+function serveOneProcess(
+  config: Config,
+  adapter: RuntimeAdapter,
+  listeners: Listeners,
+  parts: Parameters<typeof appOptionsOf>[2],
+): void {
+  listeners.answerWith(createApp(appOptionsOf(config, adapter, parts)).fetch);
+}
+
+/**
+ * Serves the admin API (`adminApp()`) on `--admin-port` when it is given and the keys can be
+ * changed (`--keys`), and returns its server; else returns undefined.
+ */
+async function startAdmin({
+  config,
+  adapter,
+  listeners,
+  keys,
+  limiter,
+  log,
+  metrics,
+  store,
+}: {
+  config: Config;
+  adapter: RuntimeAdapter;
+  listeners: Listeners;
+  keys: LiveKeys;
+  limiter: RateLimiter;
+  log: Logger;
+  metrics: Metrics | undefined;
+  store: DataStore;
+}): Promise<RunningServer | undefined> {
+  if (!keys.admin || config.adminPort === null) return undefined;
+  const admin = adminApp({
+    keys: () => keys.table,
+    limiter,
+    log,
+    ...gatewayFlags(config, adapter),
+    admin: keys.admin,
+    ...(metrics ? { metrics } : {}),
+    // When the admin API deletes a consumer, every owner its orders are stored under is
+    // retired: its placed orders are cancelled and their pets are available again.
+    consumerDeleted: async (owners) => {
+      for (const owner of owners) await store.retireOwner(owner);
+    },
+  });
+  return listeners.add(admin.fetch, config.adminPort, config.adminHost);
 }
 
 /**
@@ -259,6 +289,7 @@ function startDueOrderSweep(store: DataStore, log: Logger): ReturnType<typeof se
   return timer;
 }
 
+/** Loads the runtime's adapter: Bun's in the binary and under Bun, else Deno's or Node's. */
 async function loadAdapter(): Promise<RuntimeAdapter> {
   // A compiled binary is always Bun: there the define makes this a constant, and the bundler
   // leaves the other adapters (and @hono/node-server) out of the binary.

@@ -240,9 +240,10 @@ export interface CallSpec {
 /**
  * THE STORE'S METHOD LIST: every awaited call of `DataStore` once. The wrappers are made from it
  * (`wrapStore`), so a call added to the interface fails to compile until it is here, and once
- * here no wrapper can leave it out. Step 6's synchronous calls (`startDueOrderExpiry`, which
- * returns the expiry run without waiting for it, `changeCount`, `unchanged`) and `close` are not
- * here: `wrapStore` passes them on, or takes a wrapper's own (`OwnCalls`).
+ * here no wrapper can leave it out. Step 6's calls that no wrapper awaits are not here:
+ * `startDueOrderExpiry` (it starts the expiry and returns its promise, which step 6 waits on),
+ * `changeCount` and `unchanged` (they return at once). Nor is `close`. `wrapStore` passes them on,
+ * or takes a wrapper's own (`OwnCalls`).
  */
 export const STORE_CALLS = {
   create: { doing: 'store pet', write: true, counted: 'create' },
@@ -299,13 +300,13 @@ export function wrapCalls<T extends object, K extends keyof T & string>(
   return wrapped as Pick<T, K>;
 }
 
-/** Step 6's synchronous calls, and `close`, which a wrapper may give its own of. */
+/** The calls outside `STORE_CALLS` (step 6's three, and `close`): a wrapper may give its own. */
 export type OwnCalls = Partial<Pick<DataStore, 'startDueOrderExpiry' | 'changeCount' | 'unchanged' | 'close'>>;
 
 /**
  * `store` behind a wrapper: every call of `STORE_CALLS` passed through `wrap`, and the outbox's
- * `OUTBOX_CALLS` too unless `outbox` is `'as is'`. Step 6's synchronous calls
- * (`startDueOrderExpiry`, `changeCount`, `unchanged`) and `close` are passed on unchanged, unless
+ * `OUTBOX_CALLS` too unless `outbox` is `'as is'`. The calls outside `STORE_CALLS`
+ * (`startDueOrderExpiry`, `changeCount`, `unchanged` and `close`) are passed on unchanged, unless
  * `own` gives the wrapper's own. `backend` is the innermost store, where the keys are found.
  *
  * @example

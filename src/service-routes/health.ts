@@ -1,7 +1,8 @@
-// The ops routes /healthz and /readyz, answered without the gateway: healthRoutes(). /healthz says
-// the process answers; /readyz says it can serve the API (store, keys, limiter, not shutting down).
+// The service routes /healthz and /readyz, answered without the gateway: healthRoutes().
+// /healthz says the process answers; /readyz says it can serve the API (store, keys, limiter, not
+// shutting down).
 import { ApiError } from '../core/api-error.ts';
-import type { OpsRoute } from '../core/ops-route.ts';
+import type { ServiceRoute } from '../core/service-route.ts';
 import type { LimiterStatus } from '../gateway/gateway.ts';
 import type { KeyTable } from '../keys/table.ts';
 import type { Logger } from '../log.ts';
@@ -51,7 +52,7 @@ export function healthRoutes({
   timeoutMs = READY_TIMEOUT_MS,
   limiterStatus,
   keysProblem = () => undefined,
-}: HealthOptions): OpsRoute[] {
+}: HealthOptions): ServiceRoute[] {
   return [
     {
       id: 'healthz',

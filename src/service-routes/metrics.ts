@@ -1,7 +1,7 @@
-// The ops route GET /metrics: metricsRoute() renders the registry in the Prometheus text format,
-// or OpenMetrics when the scraper asks. The ops table serves it on the API's port, metricsApp()
-// on a port of its own.
-import type { OpsRoute } from '../core/ops-route.ts';
+// The service route GET /metrics: metricsRoute() renders the registry in the Prometheus text
+// format, or OpenMetrics when the scraper asks. The table of service routes serves it on the API's
+// port, metricsApp() on a port of its own.
+import type { ServiceRoute } from '../core/service-route.ts';
 import { OPENMETRICS_CONTENT_TYPE } from '../metrics/exemplars.ts';
 import { METRICS_CONTENT_TYPE } from '../metrics/labels.ts';
 import type { Metrics } from '../metrics/registry.ts';
@@ -13,7 +13,7 @@ import type { Metrics } from '../metrics/registry.ts';
  * @example
  * const route = metricsRoute(metrics)
  */
-export function metricsRoute(metrics: Metrics): OpsRoute {
+export function metricsRoute(metrics: Metrics): ServiceRoute {
   return {
     id: 'metrics',
     method: 'GET',

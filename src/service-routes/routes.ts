@@ -1,12 +1,13 @@
-// The ops table: opsRoutes() lists the routes outside the API (health, metrics, the contract and
-// /docs), which createApp() serves without the gateway; OpsOptions is what they need.
-import type { OpsRoute } from '../core/ops-route.ts';
+// The table of service routes: serviceRoutes() lists the routes outside the API (health, metrics,
+// the contract and /docs), which createApp() serves without the gateway; ServiceRoutesOptions is
+// what they need.
+import type { ServiceRoute } from '../core/service-route.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { type DocsOptions, docsRoutes } from '../reference/routes.ts';
 import { type HealthOptions, healthRoutes } from './health.ts';
 import { metricsRoute } from './metrics.ts';
 
-export interface OpsOptions extends HealthOptions {
+export interface ServiceRoutesOptions extends HealthOptions {
   docs?: DocsOptions;
   /** `GET /metrics` is served with the API when given (not when it has a port of its own). */
   metrics?: Metrics;
@@ -17,8 +18,9 @@ export interface OpsOptions extends HealthOptions {
  * each with the id its requests are counted under.
  *
  * @example
- * for (const route of opsRoutes({ store, keys, log })) app.get(route.path, steps.opsRoute(route))
+ * for (const route of serviceRoutes({ store, keys, log }))
+ *   app.get(route.path, handlers.serviceRoute(route))
  */
-export function opsRoutes({ docs, metrics, ...health }: OpsOptions): readonly OpsRoute[] {
+export function serviceRoutes({ docs, metrics, ...health }: ServiceRoutesOptions): readonly ServiceRoute[] {
   return [...healthRoutes(health), ...(metrics ? [metricsRoute(metrics)] : []), ...docsRoutes(docs)];
 }
