@@ -51,7 +51,7 @@ import { MAX_URI_BYTES, pathAndQuery, uriTooLong } from './uri-limit.ts';
 //   route    made once per operation from the parts, by `routeOf`: `OperationRoute`
 //            (src/http/operation-route.ts)
 
-/** What every pipeline needs, whether it serves an operations table or only ops routes. */
+/** What every pipeline needs, whether it serves an operations table or only service routes. */
 export interface RouteHandlersOptions {
   log: Logger;
   clock: Clock;
@@ -111,8 +111,8 @@ export interface TableRouteHandlersOptions<D> extends RouteHandlersOptions {
 }
 
 /**
- * Makes the route handlers of an app that serves ops routes alone: the metrics port's. Each request
- * runs step 1 (`exchange`) and then its ops route, or 404.
+ * Makes the route handlers of an app that serves service routes alone: the metrics port's. Each request
+ * runs step 1 (`exchange`) and then its service route, or 404.
  *
  * @example
  * const handlers = serviceRouteHandlers({ log, clock, clientAddress, maxBodyBytes: 65536 })
@@ -177,7 +177,7 @@ export interface TableRouteHandlers<O> extends ReturnType<typeof routeHandlers> 
   operation(op: O): RouteHandler;
 }
 
-/** Makes the route handlers every app has: ops routes, `notFound` and Hono's `onError`. */
+/** Makes the route handlers every app has: service routes, `notFound` and Hono's `onError`. */
 function routeHandlers(parts: PipelineParts, notFound: RouteHandler) {
   /** Answers what escapes step 1 (Hono's `onError`) with the Error body all the same. */
   const onError: ErrorHandler<AppEnv> = (err, c) => fail(c, toApiError(err, c, parts.report, parts.unavailable));
@@ -525,7 +525,7 @@ function answerNoRoute<D>(parts: TableParts<D>, c: Context<AppEnv>): Response | 
 }
 
 /**
- * Makes an ops route's handler: step 1, then the route's own, answered through the one answer
+ * Makes a service route's handler: step 1, then the route's own, answered through the one answer
  * path.
  */
 function serviceRouteHandler(parts: PipelineParts, route: ServiceRoute): RouteHandler {
@@ -545,7 +545,7 @@ type InnerHandler = (c: Context<AppEnv>) => Response | Promise<Response>;
 /** A Hono route's handler, and `notFound`: the request in, its one answer out. */
 type RouteHandler = (c: Context<AppEnv>) => Promise<Response>;
 
-/** The ops routes probes and scrapers call every few seconds: no trace is made of them. */
+/** The service routes probes and scrapers call every few seconds: no trace is made of them. */
 const UNTRACED: ReadonlySet<string> = new Set(['healthz', 'readyz', 'metrics']);
 
 /** What the gateway knows of a path no operation serves: it costs 1 and needs no scope. */
