@@ -46,7 +46,7 @@ export interface AppOptions {
    * (src/serve/parts.ts) lists.
    */
   store: DataStore;
-  /** The current keys; a function so a reload swaps them between requests. */
+  /** `--keys`; see `GatewayOptions.keys`. */
   keys: () => KeyTable;
   limiter: RateLimiter;
   clock?: Clock;
@@ -69,21 +69,18 @@ export interface AppOptions {
   serveMetrics?: boolean;
   /** Why `/readyz` should fail (e.g. shutting down), or undefined. */
   whyNotReady?: () => string | undefined;
-  /** Most requests one consumer, its keys together, may have in flight (`--max-in-flight`). */
+  /** `--max-in-flight`; see `GatewayOptions.maxInFlight`. */
   maxInFlight?: number;
-  /**
-   * With workers: the host's in-flight table, so `maxInFlight` holds for the host
-   * (src/gateway/host-in-flight.ts).
-   */
+  /** `--workers`; see `GatewayOptions.hostSlots`. */
   hostSlots?: GatewayOptions['hostSlots'];
-  /** IPv6 callers without a valid key are counted by this prefix (`--ipv6-prefix`). */
+  /** `--ipv6-prefix`; see `GatewayOptions.ipv6Prefix`. */
   ipv6Prefix?: number;
   /**
    * Where the rate limiter decides now, for `/readyz` (the Redis limiter's failover status);
    * undefined: in this process.
    */
   limiterStatus?: () => LimiterStatus | undefined;
-  /** Origins whose pages may call the API (`--cors-origin`); none: no CORS at all. */
+  /** `--cors-origin`; see `RouteHandlersOptions.corsOrigins`. */
   corsOrigins?: readonly string[];
   /** Why the keys in force may be stale (`--keys store`, the database down), for `/readyz`. */
   keysProblem?: () => string | undefined;

@@ -1,5 +1,6 @@
-// The server's configuration: `OPTIONS` is the one table of flags, env vars and defaults, and
-// `parseConfig()` checks them alone and together before a port is bound. `helpText()` is --help.
+// The server's configuration: `OPTIONS` is the one table of flags, env vars and defaults (its
+// first rows, --port and --host, are src/cli/listen.ts's), and `parseConfig()` checks them alone
+// and together before a port is bound. `helpText()` is --help.
 import * as v from 'valibot';
 import { durationMs } from './cli/key-options.ts';
 import { LISTEN_OPTIONS } from './cli/listen.ts';
@@ -86,7 +87,8 @@ const cidrBlocks = checked(
  * Every option, in `--help` order; the table is the single source of flags, env vars and defaults.
  */
 export const OPTIONS = {
-  // --port and --host, shared with the commands that reach a server (src/cli/listen.ts).
+  // --port and --host live in src/cli/listen.ts: `petstore healthcheck` reads the same rows, so it
+  // asks the port and address the server listens on.
   ...LISTEN_OPTIONS,
   keys: {
     flag: '--keys',

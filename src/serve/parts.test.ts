@@ -14,7 +14,7 @@ afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-test("the webhook worker's outbox failures are counted on /metrics, like the API's store failures", async () => {
+test("the delivery loop's outbox failures are counted on /metrics, like the API's store failures", async () => {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-parts-'));
   dirs.push(dir);
   const data = join(dir, 'pets.db');

@@ -22,7 +22,7 @@ export interface OutboxEvent {
   readonly traceparent?: string;
 }
 
-/** An event leased to a worker, with the attempts made so far. */
+/** An event leased to a delivery loop, with the attempts made so far. */
 export interface OutboxEntry extends OutboxEvent {
   readonly attempts: number;
 }

@@ -47,7 +47,8 @@ export function requestState(
 const storage = new AsyncLocalStorage<RequestState>();
 
 /**
- * The state of the request being served, or undefined outside one (start-up, the webhook worker).
+ * The state of the request being served, or undefined outside one: at start-up, and in the delivery
+ * loop (`DeliveryLoop`).
  *
  * @example
  * currentRequest()?.requestId // 'b7c1…'

@@ -19,7 +19,7 @@ export interface NotifierOptions {
   outbox: Outbox;
   log: Logger;
   clock: Clock;
-  /** Told once the events are durable, so the worker sends them at once. */
+  /** Told once the events are durable, so the delivery loop sends them at once. */
   recorded?: () => void;
 }
 
@@ -29,7 +29,7 @@ export interface NotifierOptions {
  * notices' second time may find the store back).
  *
  * @example
- * const notify = notifier({ outbox: store.outbox, log, clock, recorded: () => worker.wake() })
+ * const notify = notifier({ outbox: store.outbox, log, clock, recorded: () => delivery.wake() })
  * createAdmission({ …, notify })
  */
 export function notifier({ outbox, log, clock, recorded }: NotifierOptions) {

@@ -1,7 +1,7 @@
 /**
  * The outbox's statements, written once for both engines with `?` parameters (`numbered` makes
  * PostgreSQL's `$1`…). Times are epoch ms. A claim is one conditional UPDATE: only rows still
- * pending and not leased are taken, so two workers racing for a row never both get it; on
+ * pending and not leased are taken, so two delivery loops racing for a row never both get it; on
  * PostgreSQL `FOR UPDATE SKIP LOCKED` also lets them take different rows at once.
  */
 import type { Dropped, Settlement } from '../outbox.ts';
@@ -13,7 +13,7 @@ export const RECORD = `INSERT INTO webhook_outbox (id, consumer, type, payload, 
 
 const DUE_ROW = "status = 'pending' AND next_at <= ? AND coalesce(claimed_until, 0) <= ?";
 
-/** Whether anything is due: a read, so an idle worker's poll writes nothing. */
+/** Whether anything is due: a read, so an idle delivery loop's poll writes nothing. */
 export const ANY_DUE = `SELECT 1 AS due FROM webhook_outbox WHERE ${DUE_ROW} LIMIT 1`;
 
 /** Parameters: owner, lease end, now, now, limit, now. */

@@ -44,7 +44,7 @@ export function sqliteOutbox({ db, enqueue, read }: Runner): Outbox {
       });
     },
     claim: async (owner, now, leaseMs, limit) => {
-      // A read first: an idle worker's poll makes no write transaction.
+      // A read first: an idle delivery loop's poll makes no write transaction.
       if (read(OUTBOX_CALLS.claim.doing, () => db().prepare(ANY_DUE).get(now, now)) === undefined) return [];
       const rows = (await enqueue(OUTBOX_CALLS.claim.doing, () =>
         db()
