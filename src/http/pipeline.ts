@@ -1,7 +1,9 @@
 // A request's way from Hono's route to its answer. Every route's handler is made here.
-// `operationHandler`'s comment lists the eight steps of a table's operation, in the order they
-// run. Who calls whom, each function indented under its caller (ARCHITECTURE.md shows the same
-// tree; src/layout.test.ts holds the two alike):
+// `makeOperationHandler`'s comment lists the eight steps of a table's operation, in the order they
+// run. The make… functions (`makeOperationHandler`, `makeExchangeHandler`,
+// `makeServiceRouteHandler`) run once, when a route is added; the tree below runs per request.
+// Who calls whom, each function indented under its caller (ARCHITECTURE.md shows the same tree;
+// src/layout.test.ts holds the two alike):
 //
 //   exchange                        step 1, the route's handler
 //     answerExchange                step 1, inside the request's state
@@ -123,14 +125,14 @@ export function serviceRouteHandlers(options: RouteHandlersOptions) {
   const parts = partsOf(options);
   return routeHandlers(
     parts,
-    exchangeHandler(parts, (c) => fail(c, NO_SUCH_PATH)),
+    makeExchangeHandler(parts, (c) => fail(c, NO_SUCH_PATH)),
   );
 }
 
 /**
  * Makes the route handlers of an app that serves an operations table, the API's or the admin API's:
  * those of `serviceRouteHandlers`, and `operation`, which makes one operation's route
- * (`operationHandler` lists its steps). Its types ask for what serving the table needs: a table
+ * (`makeOperationHandler` lists its steps). Its types ask for what serving the table needs: a table
  * with memoised operations or operations that expire due orders first (`expiresDueOrdersFirst`)
  * needs `store`.
  *
@@ -163,10 +165,10 @@ export function tableRouteHandlers<D extends object>(
    * Answers a path no route serves (Hono's `notFound`). Under the API prefix it meets the gateway
    * first.
    */
-  const notFound = exchangeHandler(parts, (c) =>
+  const notFound = makeExchangeHandler(parts, (c) =>
     parts.isGatewayPath(c.req.path) ? answerNoRoute(parts, c) : fail(c, NO_SUCH_PATH),
   );
-  return { ...routeHandlers(parts, notFound), operation: (op: Operation<D>) => operationHandler(parts, op) };
+  return { ...routeHandlers(parts, notFound), operation: (op: Operation<D>) => makeOperationHandler(parts, op) };
 }
 
 /**
@@ -182,7 +184,7 @@ function routeHandlers(parts: PipelineParts, notFound: RouteHandler) {
   /** Answers what escapes step 1 (Hono's `onError`) with the Error body all the same. */
   const onError: ErrorHandler<AppEnv> = (err, c) => fail(c, toApiError(err, c, parts.report, parts.unavailable));
   return {
-    serviceRoute: (route: ServiceRoute) => serviceRouteHandler(parts, route),
+    serviceRoute: (route: ServiceRoute) => makeServiceRouteHandler(parts, route),
     notFound,
     onError,
   };
@@ -288,12 +290,12 @@ function partsOf({
  * at 6.1 or at 6.2, chosen once per route: an operation that expires no due orders first pays
  * nothing for 6.1.
  */
-function operationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
+function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
   const route = routeOf(parts, op);
   const { cors } = parts;
   const dueOrdersThenMemo = route.dueOrderExpiry ? awaitDueOrders : memoOrRun;
   // Named as what it does, so a CPU profile names it.
-  return exchangeHandler(parts, function serveOperation(c) {
+  return makeExchangeHandler(parts, function serveOperation(c) {
     c.set('operation', op.id);
     // A preflight (OPTIONS) matches no operation's route: `notFound` (`answerNoRoute`) answers it.
     cors?.addCorsHeaders(c);
@@ -313,7 +315,7 @@ function operationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandl
  * its state; `answerExchange` does the rest of step 1 inside that state and calls `inner`. For an
  * operation, `inner` is `serveOperation` (steps 2 to 8).
  */
-function exchangeHandler(parts: PipelineParts, inner: InnerHandler, traced = true): RouteHandler {
+function makeExchangeHandler(parts: PipelineParts, inner: InnerHandler, traced = true): RouteHandler {
   const { requestLog, tracing } = parts;
   return function exchange(c) {
     const start = requestLog.start(c);
@@ -528,8 +530,8 @@ function answerNoRoute<D>(parts: TableParts<D>, c: Context<AppEnv>): Response | 
  * Makes a service route's handler: step 1, then the route's own, answered through the one answer
  * path.
  */
-function serviceRouteHandler(parts: PipelineParts, route: ServiceRoute): RouteHandler {
-  return exchangeHandler(
+function makeServiceRouteHandler(parts: PipelineParts, route: ServiceRoute): RouteHandler {
+  return makeExchangeHandler(
     parts,
     async function serviceRoute(c) {
       c.set('operation', route.id);
