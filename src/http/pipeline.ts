@@ -12,10 +12,11 @@
 //         passGateway               step 3: the gateway calls back for the rest
 //           addDeprecationHeaders   step 4
 //           checkBody               step 5
-//             awaitDueOrders        step 6.1, for an operation that expires due orders first
-//               memoOrRun           step 6.2 (checkBody calls it when there is no 6.1)
-//                 runHandler        step 7, through the memo's readOrJoin when memoised
-//                 answer            step 8
+//             dueOrdersThenMemo     step 6, chosen once per route: awaitDueOrders or memoOrRun
+//               awaitDueOrders      step 6.1, for an operation that expires due orders first
+//                 memoOrRun         step 6.2 (dueOrdersThenMemo itself when there is no 6.1)
+//                   runHandler      step 7, through the memo's readOrJoin when memoised
+//                   answer          step 8
 //
 // So step 1 sees every answer, and the gateway (step 3) holds the caller's in-flight slot until
 // the answer is made.
