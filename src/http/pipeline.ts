@@ -1,6 +1,6 @@
 // A request's way from Hono's route to its answer. Every route's handler is made here.
 // `makeOperationHandler`'s comment lists the eight steps of a table's operation, in the order they
-// run. The make… functions (`makeOperationHandler`, `makeExchangeHandler`,
+// run. The make… functions (`makeOperationHandler`, `makeExchangeHandler`, `makeAwaitDueOrders`,
 // `makeServiceRouteHandler`) run once, when a route is added; the tree below runs per request.
 // Who calls whom, each function indented under its caller (ARCHITECTURE.md shows the same tree;
 // src/layout.test.ts holds the two alike):
@@ -294,7 +294,7 @@ function partsOf({
 function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
   const route = routeOf(parts, op);
   const { cors } = parts;
-  const dueOrdersThenMemo = route.dueOrderExpiry ? awaitDueOrders : memoOrRun;
+  const dueOrdersThenMemo = route.dueOrderExpiry ? makeAwaitDueOrders<D>(route.dueOrderExpiry) : memoOrRun;
   // Named as what it does, so a CPU profile names it.
   return makeExchangeHandler(parts, function serveOperation(c) {
     c.set('operation', op.id);
@@ -416,8 +416,9 @@ async function checkBody(parts: PipelineParts, c: Context<AppEnv>, next: () => P
 }
 
 /**
- * Step 6.1, for an operation that expires due orders first: waits for the orders whose hold ran
- * out to expire (`startDueOrderExpiry()`), so it shows their pets `available`, then runs step 6.2.
+ * Makes step 6.1 for an operation that expires due orders first, around the route's `expiry`, once
+ * per route. Step 6.1, `awaitDueOrders`, waits for the orders whose hold ran out to expire
+ * (`startDueOrderExpiry()`), so it shows their pets `available`, then runs step 6.2.
  * A run that fails does not fail the read (the backend catches it); a wait past `--store-timeout`,
  * or begun while the database is unreachable, rejects (the bound-and-traced store's bound), and the
  * read answers 503. Not async: with nothing due, the usual case, it makes no promise of its own.
@@ -425,19 +426,21 @@ async function checkBody(parts: PipelineParts, c: Context<AppEnv>, next: () => P
  * arguments, and go on as two to step 7, the one step that reads them: one object holding both
  * would be a new allocation per request.
  */
-function awaitDueOrders<D>(
-  parts: TableParts<D>,
-  route: OperationRoute<D>,
-  c: Context<AppEnv>,
-  decision: Decision,
-  caller: ConsumerCaller,
-): Promise<Response> {
-  // Expiring an order whose hold ran out makes its pet `available`, with a new version. A read of
-  // pets waits for that, so it shows the pet `available`, with the version a PATCH's `If-Match`
-  // must name.
-  const expiring = route.dueOrderExpiry?.startDueOrderExpiry();
-  if (!expiring) return memoOrRun(parts, route, c, decision, caller);
-  return expiring.then(() => memoOrRun(parts, route, c, decision, caller));
+function makeAwaitDueOrders<D>(expiry: DueOrderExpiry) {
+  return function awaitDueOrders(
+    parts: TableParts<D>,
+    route: OperationRoute<D>,
+    c: Context<AppEnv>,
+    decision: Decision,
+    caller: ConsumerCaller,
+  ): Promise<Response> {
+    // Expiring an order whose hold ran out makes its pet `available`, with a new version. A read of
+    // pets waits for that, so it shows the pet `available`, with the version a PATCH's `If-Match`
+    // must name.
+    const expiring = expiry.startDueOrderExpiry();
+    if (!expiring) return memoOrRun(parts, route, c, decision, caller);
+    return expiring.then(() => memoOrRun(parts, route, c, decision, caller));
+  };
 }
 
 /**
