@@ -286,10 +286,10 @@ function partsOf({
  * Step 1 runs the rest inside itself (the file's header shows who calls whom), so it sees every
  * answer, and the gateway (step 3) holds the caller's in-flight slot until the answer is made, or
  * until a step throws. A refusal leaves through `fail` (src/http/error-answer.ts), which answers
- * it by step 8: the gateway returns its refusals (the hot path, where a throw is slow), the other
- * steps throw theirs, and `answerExchange` catches them, so a new check may throw. Step 6 begins
- * at 6.1 or at 6.2, chosen once per route: an operation that expires no due orders first pays
- * nothing for 6.1.
+ * it by step 8: the gateway returns its refusals rather than throwing them
+ * (bench/README.md#measured-costs-behind-the-codes-choices), the other steps throw theirs, and
+ * `answerExchange` catches them, so a new check may throw. Step 6 begins at 6.1 or at 6.2, chosen
+ * once per route, not per request.
  */
 function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
   const route = routeOf(parts, op);
@@ -309,7 +309,8 @@ function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteH
 
 /**
  * Makes step 1, `exchange`, around `inner`, the rest of the request's steps. Every Hono route's
- * handler is one of these, so Hono calls one handler per request and composes no middleware.
+ * handler is one of these, so Hono calls one handler per request and composes no middleware
+ * (bench/README.md#measured-costs-behind-the-codes-choices).
  * `traced` false: the request makes no trace.
  *
  * Step 1 is two functions: `exchange`, the handler made here, gives the request its id and opens
@@ -382,8 +383,8 @@ function setTraceResponse(res: Response, value: string | undefined): void {
 
 /**
  * Step 3: asks the gateway (src/gateway/gateway.ts) to admit the request, and returns
- * `serveAdmitted`'s answer or the refusal's. The gateway returns its refusals rather than throwing
- * them, as a throw through its async frames is slow.
+ * `serveAdmitted`'s answer or the refusal's. The gateway returns its refusals rather than
+ * throwing them (bench/README.md#measured-costs-behind-the-codes-choices).
  */
 async function passGateway<D>(
   { admission }: TableParts<D>,
@@ -421,10 +422,8 @@ async function checkBody(parts: PipelineParts, c: Context<AppEnv>, next: () => P
  * (`startDueOrderExpiry()`), so it shows their pets `available`, then runs step 6.2.
  * A run that fails does not fail the read (the backend catches it); a wait past `--store-timeout`,
  * or begun while the database is unreachable, rejects (the bound-and-traced store's bound), and the
- * read answers 503. Not async: with nothing due, the usual case, it makes no promise of its own.
- * `decision` and `caller` come as the gateway hands them to `passGateway`'s callback, two
- * arguments, and go on as two to step 7, the one step that reads them: one object holding both
- * would be a new allocation per request.
+ * read answers 503. Not async: with nothing due it makes no promise of its own. `decision` and
+ * `caller`, for step 7, are passed as two arguments: no object per request.
  */
 function makeAwaitDueOrders<D>(expiry: DueOrderExpiry) {
   return function awaitDueOrders(
