@@ -425,14 +425,8 @@ async function checkBody(parts: PipelineParts, c: Context<AppEnv>, next: () => P
  * read answers 503. Not async: with nothing due it makes no promise of its own. `decision` and
  * `caller`, for step 7, are passed as two arguments: no object per request.
  */
-function makeAwaitDueOrders<D>(expiry: DueOrderExpiry) {
-  return function awaitDueOrders(
-    parts: TableParts<D>,
-    route: OperationRoute<D>,
-    c: Context<AppEnv>,
-    decision: Decision,
-    caller: ConsumerCaller,
-  ): Promise<Response> {
+function makeAwaitDueOrders<D>(expiry: DueOrderExpiry): DueOrdersThenMemo<D> {
+  return function awaitDueOrders(parts, route, c, decision, caller) {
     // Expiring an order whose hold ran out makes its pet `available`, with a new version. A read of
     // pets waits for that, so it shows the pet `available`, with the version a PATCH's `If-Match`
     // must name.
@@ -543,6 +537,15 @@ function makeServiceRouteHandler(parts: PipelineParts, route: ServiceRoute): Rou
     !UNTRACED.has(route.id),
   );
 }
+
+/** Step 6, `awaitDueOrders` or `memoOrRun`, chosen once per route: the two take the same arguments. */
+type DueOrdersThenMemo<D> = (
+  parts: TableParts<D>,
+  route: OperationRoute<D>,
+  c: Context<AppEnv>,
+  decision: Decision,
+  caller: ConsumerCaller,
+) => Promise<Response>;
 
 /** What step 1 runs inside the request's state: the rest of the request's steps. */
 type InnerHandler = (c: Context<AppEnv>) => Response | Promise<Response>;
