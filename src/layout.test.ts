@@ -146,12 +146,12 @@ function walkSteps(from = "\n## One request's way"): string[] {
 }
 
 /**
- * The steps the comment over `operationHandler` of `src/http/pipeline.ts` lists
+ * The steps the comment over `makeOperationHandler` of `src/http/pipeline.ts` lists
  * (` * 1. \`name\`: ...`), in order.
  */
 function pipelineSteps(): { number: number; name: string }[] {
   const text = readFileSync(join(ROOT, 'src/http/pipeline.ts'), 'utf8');
-  const end = text.indexOf('function operationHandler<');
+  const end = text.indexOf('function makeOperationHandler<');
   const comment = text.slice(text.lastIndexOf('/**', end), end);
   return [...comment.matchAll(/^ \* (\d+)\. `(\w+)`/gm)].map((m) => ({ number: Number(m[1]), name: m[2] ?? '' }));
 }

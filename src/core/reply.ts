@@ -68,8 +68,8 @@ declare module 'hono' {
 /**
  * The headers gathered for this request's answer: every step adds its fields to this plain object
  * (request id, rate-limit headers, CORS), and `answer()` hands the whole object to `Response`
- * once. Bun builds a response's headers from an object in one native call, where `c.header()`
- * crosses into native code once a field (bench/README.md#measured-costs-behind-the-codes-choices).
+ * once, not a field at a time through `c.header()`
+ * (bench/README.md#measured-costs-behind-the-codes-choices).
  *
  * @example
  * answerHeaders(c)['Retry-After'] = '30'

@@ -117,8 +117,8 @@ export interface GatedOperation {
  * The admission check: what `createAdmission()` returns, run once per request. For a request it
  * lets through, it runs `admitted` with the limiter's decision and the caller (always a key's) and
  * resolves to its result. The caller's in-flight slot is held until `admitted` settles. A refusal
- * (401, 403, 429, 503) resolves to the `ApiError` to answer. It is never thrown, because a throw
- * through the async frames is slow (bench/README.md#measured-costs-behind-the-codes-choices).
+ * (401, 403, 429, 503) resolves to the `ApiError` to answer, never thrown
+ * (bench/README.md#measured-costs-behind-the-codes-choices).
  */
 export type Admission = <T>(
   c: Context,
@@ -176,8 +176,7 @@ export function createAdmission({
     : new InFlight<Decision>(maxInFlight);
   /**
    * Asks the limiter's decision for a caller without a valid key, in a child of the request's trace
-   * record when requests are recorded; a key's request, the hot path, opens and closes the child
-   * itself.
+   * record when requests are recorded; a key's request opens and closes the child itself, below.
    */
   const decideForKeyless = (caller: Caller, cost: number) =>
     childSpan('gateway decide', NO_ATTRIBUTES, () => decide(caller, cost), DECISION_SPAN, cost);
@@ -277,9 +276,8 @@ function reportWouldRefuse(
 }
 
 /**
- * The 429s already made, by outcome and wait: a refusal depends on nothing else, and a client
- * that keeps pushing meets the same few waits again and again, so each is made once
- * (bench/README.md#measured-costs-behind-the-codes-choices).
+ * The 429s already made, by outcome and wait, the only things a refusal depends on: each is made
+ * once (bench/README.md#measured-costs-behind-the-codes-choices).
  */
 const refusals = new LRUCache<string, ApiError>({ max: 1_024 });
 

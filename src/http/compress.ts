@@ -7,8 +7,7 @@ import type { Coding } from '../core/reply.ts';
 export const MIN_COMPRESSED_BYTES = 1024;
 
 /**
- * Brotli quality 2 and gzip level 6: higher brotli qualities save a few bytes more for several
- * times the rest of the request's time (bench/README.md#measured-costs-behind-the-codes-choices).
+ * Brotli quality 2 and gzip level 6 (bench/README.md#measured-costs-behind-the-codes-choices).
  * Synchronous: the bodies are small (100 pets at most) and already whole.
  */
 const BROTLI = { params: { [constants.BROTLI_PARAM_QUALITY]: 2 } };

@@ -88,15 +88,15 @@ describe('a memoised operation is refused when its route is added', () => {
   });
 });
 
-/** The step names the comment over `operationHandler` lists, in order. */
+/** The step names the comment over `makeOperationHandler` lists, in order. */
 function listedSteps(): string[] {
   const text = readFileSync(new URL('./pipeline.ts', import.meta.url), 'utf8');
-  const end = text.indexOf('function operationHandler<');
+  const end = text.indexOf('function makeOperationHandler<');
   const comment = text.slice(text.lastIndexOf('/**', end), end);
   return [...comment.matchAll(/^ \* \d+\. `(\w+)`/gm)].map((m) => m[1] ?? '');
 }
 
-describe("a request's checks answer in the order operationHandler's comment lists its steps", () => {
+describe("a request's checks answer in the order makeOperationHandler's comment lists its steps", () => {
   test('each refusal comes before those of the steps listed after it', async () => {
     const origin = 'https://app.example';
     const { app, auth } = testApp({ corsOrigins: [origin] });

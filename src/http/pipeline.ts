@@ -1,7 +1,9 @@
 // A request's way from Hono's route to its answer. Every route's handler is made here.
-// `operationHandler`'s comment lists the eight steps of a table's operation, in the order they
-// run. Who calls whom, each function indented under its caller (ARCHITECTURE.md shows the same
-// tree; src/layout.test.ts holds the two alike):
+// `makeOperationHandler`'s comment lists the eight steps of a table's operation, in the order they
+// run. The make… functions (`makeOperationHandler`, `makeExchangeHandler`, `makeAwaitDueOrders`,
+// `makeServiceRouteHandler`) run once, when a route is added; the tree below runs per request.
+// Who calls whom, each function indented under its caller (ARCHITECTURE.md shows the same tree;
+// src/layout.test.ts holds the two alike):
 //
 //   exchange                        step 1, the route's handler
 //     answerExchange                step 1, inside the request's state
@@ -10,10 +12,11 @@
 //         passGateway               step 3: the gateway calls back for the rest
 //           addDeprecationHeaders   step 4
 //           checkBody               step 5
-//             awaitDueOrders        step 6.1, for an operation that expires due orders first
-//               memoOrRun           step 6.2 (checkBody calls it when there is no 6.1)
-//                 runHandler        step 7, through the memo's readOrJoin when memoised
-//                 answer            step 8
+//             dueOrdersThenMemo     step 6, chosen once per route: awaitDueOrders or memoOrRun
+//               awaitDueOrders      step 6.1, for an operation that expires due orders first
+//                 memoOrRun         step 6.2 (dueOrdersThenMemo itself when there is no 6.1)
+//                   runHandler      step 7, through the memo's readOrJoin when memoised
+//                   answer          step 8
 //
 // So step 1 sees every answer, and the gateway (step 3) holds the caller's in-flight slot until
 // the answer is made.
@@ -123,14 +126,14 @@ export function serviceRouteHandlers(options: RouteHandlersOptions) {
   const parts = partsOf(options);
   return routeHandlers(
     parts,
-    exchangeHandler(parts, (c) => fail(c, NO_SUCH_PATH)),
+    makeExchangeHandler(parts, (c) => fail(c, NO_SUCH_PATH)),
   );
 }
 
 /**
  * Makes the route handlers of an app that serves an operations table, the API's or the admin API's:
  * those of `serviceRouteHandlers`, and `operation`, which makes one operation's route
- * (`operationHandler` lists its steps). Its types ask for what serving the table needs: a table
+ * (`makeOperationHandler` lists its steps). Its types ask for what serving the table needs: a table
  * with memoised operations or operations that expire due orders first (`expiresDueOrdersFirst`)
  * needs `store`.
  *
@@ -163,10 +166,10 @@ export function tableRouteHandlers<D extends object>(
    * Answers a path no route serves (Hono's `notFound`). Under the API prefix it meets the gateway
    * first.
    */
-  const notFound = exchangeHandler(parts, (c) =>
+  const notFound = makeExchangeHandler(parts, (c) =>
     parts.isGatewayPath(c.req.path) ? answerNoRoute(parts, c) : fail(c, NO_SUCH_PATH),
   );
-  return { ...routeHandlers(parts, notFound), operation: (op: Operation<D>) => operationHandler(parts, op) };
+  return { ...routeHandlers(parts, notFound), operation: (op: Operation<D>) => makeOperationHandler(parts, op) };
 }
 
 /**
@@ -182,7 +185,7 @@ function routeHandlers(parts: PipelineParts, notFound: RouteHandler) {
   /** Answers what escapes step 1 (Hono's `onError`) with the Error body all the same. */
   const onError: ErrorHandler<AppEnv> = (err, c) => fail(c, toApiError(err, c, parts.report, parts.unavailable));
   return {
-    serviceRoute: (route: ServiceRoute) => serviceRouteHandler(parts, route),
+    serviceRoute: (route: ServiceRoute) => makeServiceRouteHandler(parts, route),
     notFound,
     onError,
   };
@@ -283,17 +286,17 @@ function partsOf({
  * Step 1 runs the rest inside itself (the file's header shows who calls whom), so it sees every
  * answer, and the gateway (step 3) holds the caller's in-flight slot until the answer is made, or
  * until a step throws. A refusal leaves through `fail` (src/http/error-answer.ts), which answers
- * it by step 8: the gateway returns its refusals (the hot path, where a throw is slow), the other
- * steps throw theirs, and `answerExchange` catches them, so a new check may throw. Step 6 begins
- * at 6.1 or at 6.2, chosen once per route: an operation that expires no due orders first pays
- * nothing for 6.1.
+ * it by step 8: the gateway returns its refusals rather than throwing them
+ * (bench/README.md#measured-costs-behind-the-codes-choices), the other steps throw theirs, and
+ * `answerExchange` catches them, so a new check may throw. Step 6 begins at 6.1 or at 6.2, chosen
+ * once per route, not per request.
  */
-function operationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
+function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
   const route = routeOf(parts, op);
   const { cors } = parts;
-  const dueOrdersThenMemo = route.dueOrderExpiry ? awaitDueOrders : memoOrRun;
+  const dueOrdersThenMemo = route.dueOrderExpiry ? makeAwaitDueOrders<D>(route.dueOrderExpiry) : memoOrRun;
   // Named as what it does, so a CPU profile names it.
-  return exchangeHandler(parts, function serveOperation(c) {
+  return makeExchangeHandler(parts, function serveOperation(c) {
     c.set('operation', op.id);
     // A preflight (OPTIONS) matches no operation's route: `notFound` (`answerNoRoute`) answers it.
     cors?.addCorsHeaders(c);
@@ -306,14 +309,15 @@ function operationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandl
 
 /**
  * Makes step 1, `exchange`, around `inner`, the rest of the request's steps. Every Hono route's
- * handler is one of these, so Hono calls one handler per request and composes no middleware.
+ * handler is one of these, so Hono calls one handler per request and composes no middleware
+ * (bench/README.md#measured-costs-behind-the-codes-choices).
  * `traced` false: the request makes no trace.
  *
  * Step 1 is two functions: `exchange`, the handler made here, gives the request its id and opens
  * its state; `answerExchange` does the rest of step 1 inside that state and calls `inner`. For an
  * operation, `inner` is `serveOperation` (steps 2 to 8).
  */
-function exchangeHandler(parts: PipelineParts, inner: InnerHandler, traced = true): RouteHandler {
+function makeExchangeHandler(parts: PipelineParts, inner: InnerHandler, traced = true): RouteHandler {
   const { requestLog, tracing } = parts;
   return function exchange(c) {
     const start = requestLog.start(c);
@@ -379,8 +383,8 @@ function setTraceResponse(res: Response, value: string | undefined): void {
 
 /**
  * Step 3: asks the gateway (src/gateway/gateway.ts) to admit the request, and returns
- * `serveAdmitted`'s answer or the refusal's. The gateway returns its refusals rather than throwing
- * them, as a throw through its async frames is slow.
+ * `serveAdmitted`'s answer or the refusal's. The gateway returns its refusals rather than
+ * throwing them (bench/README.md#measured-costs-behind-the-codes-choices).
  */
 async function passGateway<D>(
   { admission }: TableParts<D>,
@@ -413,28 +417,23 @@ async function checkBody(parts: PipelineParts, c: Context<AppEnv>, next: () => P
 }
 
 /**
- * Step 6.1, for an operation that expires due orders first: waits for the orders whose hold ran
- * out to expire (`startDueOrderExpiry()`), so it shows their pets `available`, then runs step 6.2.
+ * Makes step 6.1 for an operation that expires due orders first, around the route's `expiry`, once
+ * per route. Step 6.1, `awaitDueOrders`, waits for the orders whose hold ran out to expire
+ * (`startDueOrderExpiry()`), so it shows their pets `available`, then runs step 6.2.
  * A run that fails does not fail the read (the backend catches it); a wait past `--store-timeout`,
  * or begun while the database is unreachable, rejects (the bound-and-traced store's bound), and the
- * read answers 503. Not async: with nothing due, the usual case, it makes no promise of its own.
- * `decision` and `caller` come as the gateway hands them to `passGateway`'s callback, two
- * arguments, and go on as two to step 7, the one step that reads them: one object holding both
- * would be a new allocation per request.
+ * read answers 503. Not async: with nothing due it makes no promise of its own. `decision` and
+ * `caller`, for step 7, are passed as two arguments: no object per request.
  */
-function awaitDueOrders<D>(
-  parts: TableParts<D>,
-  route: OperationRoute<D>,
-  c: Context<AppEnv>,
-  decision: Decision,
-  caller: ConsumerCaller,
-): Promise<Response> {
-  // Expiring an order whose hold ran out makes its pet `available`, with a new version. A read of
-  // pets waits for that, so it shows the pet `available`, with the version a PATCH's `If-Match`
-  // must name.
-  const expiring = route.dueOrderExpiry?.startDueOrderExpiry();
-  if (!expiring) return memoOrRun(parts, route, c, decision, caller);
-  return expiring.then(() => memoOrRun(parts, route, c, decision, caller));
+function makeAwaitDueOrders<D>(expiry: DueOrderExpiry): DueOrdersThenMemo<D> {
+  return function awaitDueOrders(parts, route, c, decision, caller) {
+    // Expiring an order whose hold ran out makes its pet `available`, with a new version. A read of
+    // pets waits for that, so it shows the pet `available`, with the version a PATCH's `If-Match`
+    // must name.
+    const expiring = expiry.startDueOrderExpiry();
+    if (!expiring) return memoOrRun(parts, route, c, decision, caller);
+    return expiring.then(() => memoOrRun(parts, route, c, decision, caller));
+  };
 }
 
 /**
@@ -528,8 +527,8 @@ function answerNoRoute<D>(parts: TableParts<D>, c: Context<AppEnv>): Response | 
  * Makes a service route's handler: step 1, then the route's own, answered through the one answer
  * path.
  */
-function serviceRouteHandler(parts: PipelineParts, route: ServiceRoute): RouteHandler {
-  return exchangeHandler(
+function makeServiceRouteHandler(parts: PipelineParts, route: ServiceRoute): RouteHandler {
+  return makeExchangeHandler(
     parts,
     async function serviceRoute(c) {
       c.set('operation', route.id);
@@ -538,6 +537,15 @@ function serviceRouteHandler(parts: PipelineParts, route: ServiceRoute): RouteHa
     !UNTRACED.has(route.id),
   );
 }
+
+/** Step 6, `awaitDueOrders` or `memoOrRun`, chosen once per route: the two take the same arguments. */
+type DueOrdersThenMemo<D> = (
+  parts: TableParts<D>,
+  route: OperationRoute<D>,
+  c: Context<AppEnv>,
+  decision: Decision,
+  caller: ConsumerCaller,
+) => Promise<Response>;
 
 /** What step 1 runs inside the request's state: the rest of the request's steps. */
 type InnerHandler = (c: Context<AppEnv>) => Response | Promise<Response>;

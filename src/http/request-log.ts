@@ -67,8 +67,7 @@ export function requestLog({ log, clock, newId = () => crypto.randomUUID(), clie
     /**
      * Writes the request's one log line, in the request's state, whose ids (`requestId`, `traceId`,
      * `spanId`) the line carries; `"traceSampled":true` when the request's trace is `exported`, and
-     * nothing when not, so the lines of the traces not exported cost no more than without an
-     * endpoint.
+     * nothing when not.
      */
     finish(c: Context<AppEnv>, { at }: RequestStart, status: number, exported = false): void {
       const method = c.req.method;
