@@ -89,7 +89,7 @@ try {
         // A 400 for a body the schema allows is right here where a rule spans fields or the
         // stored consumer, which JSON Schema cannot state: a key's notBefore before its expiresAt,
         // an enterprise consumer's limits after a PATCH. Those 400s are tested in
-        // src/admin/operations.test.ts; every other check runs.
+        // src/admin/admin-operations.test.ts; every other check runs.
         excludeChecks: 'positive_data_acceptance',
       }),
   );

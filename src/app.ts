@@ -5,8 +5,8 @@
 import { type Context, Hono } from 'hono';
 import { METHOD_NAME_ALL } from 'hono/router';
 import { TrieRouter } from 'hono/router/trie-router';
+import { ADMIN_OPERATIONS, ADMIN_PREFIX } from './admin/admin-operations.ts';
 import type { AdminDeps } from './admin/handlers.ts';
-import { ADMIN_OPERATIONS, ADMIN_PREFIX } from './admin/operations.ts';
 import { API_PREFIX, servedOperations } from './api/operations.ts';
 import type { AppEnv } from './app-env.ts';
 import { type Clock, systemClock } from './core/clock.ts';
@@ -29,7 +29,7 @@ import type { KeyTable } from './keys/table.ts';
 import { type Logger, silentLogger } from './log.ts';
 import { ADMIN_OPERATION_LABEL } from './metrics/labels.ts';
 import type { Metrics } from './metrics/registry.ts';
-import type { DocsOptions } from './reference/routes.ts';
+import type { DocsOptions } from './reference/docs-routes.ts';
 import { metricsRoute } from './service-routes/metrics.ts';
 import { serviceRoutes } from './service-routes/routes.ts';
 import type { DataStore } from './store/store.ts';
@@ -216,7 +216,7 @@ export interface AdminAppOptions
 }
 
 /**
- * The app of the `--admin-port` listener: the admin table (src/admin/operations.ts) through the
+ * The app of the `--admin-port` listener: the admin table (src/admin/admin-operations.ts) through the
  * same pipeline as the API. Its own gateway, over the same keys and limiter, lets only a key with
  * the `admin` scope pass; failed attempts count against the client's address.
  *

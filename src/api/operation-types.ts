@@ -67,7 +67,7 @@ type Schema<T> = v.GenericSchema<unknown, T>;
 
 /**
  * One operation of a table, the API's (src/api/operations.ts) or the admin API's
- * (src/admin/operations.ts), as its contract names it: everything the routes, the scope check,
+ * (src/admin/admin-operations.ts), as its contract names it: everything the routes, the scope check,
  * the metrics and the contract test need to know about it.
  */
 export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
@@ -120,8 +120,8 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
   readonly memo: boolean;
   /**
    * Whether its answer shows pets' status: then step 6.1 waits for the orders whose hold ran out
-   * to expire before it reads, so it never shows a pet `pending` past its hold. A write that
-   * reads a pet expires the holds in its own transaction instead.
+   * to expire before it reads, so it never shows a pet `pending` past its hold. Order
+   * reads and writes, and pet writes, expire holds inside their own store transaction instead.
    */
   readonly expiresDueOrdersFirst: boolean;
   /**

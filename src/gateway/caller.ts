@@ -45,10 +45,8 @@ export type Credential = 'none' | 'malformed' | 'bad_checksum' | 'unknown' | 're
  * client address, asked only when no key admits the request.
  *
  * @example
- * // { kind: 'consumer', consumer: { name: 'acme', … }, … }
- * identify('Bearer psk_…', table, () => '203.0.113.9')
- * // { kind: 'keyless', address: '203.0.113.9', credential: 'none' }
- * identify(undefined, table, () => '203.0.113.9')
+ * identify('Bearer psk_…', table, () => '203.0.113.9') // { kind: 'consumer', consumer: { name: 'acme', … }, … }
+ * identify(undefined, table, () => '203.0.113.9') // { kind: 'keyless', address: '203.0.113.9', credential: 'none' }
  */
 function identify(authorization: string | undefined, keys: KeyTable, address: () => string): Caller {
   const token = bearerToken(authorization);
@@ -83,8 +81,7 @@ export function callerOf(
  * every request, so a key expires without a reload.
  *
  * @example
- * // { kind: 'keyless', credential: 'expired', … }
- * callerAt(identify('Bearer psk_old…', table, address), Date.now(), address)
+ * callerAt(identify('Bearer psk_old…', table, address), Date.now(), address) // { kind: 'keyless', credential: 'expired', … }
  */
 function callerAt(caller: Caller, now: number, address: () => string): Caller {
   if (caller.kind !== 'consumer') return caller;

@@ -8,7 +8,7 @@ import { canonicalAddress } from '../core/addresses.ts';
 import { ApiError, serviceUnavailable } from '../core/api-error.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
 import type { Decision, WindowName } from '../core/decision.ts';
-import { ADMIN_SCOPE } from '../core/key-scopes.ts';
+import { ADMIN_SCOPE, type KeyScope } from '../core/key-scopes.ts';
 import { type BanPolicy, DEFAULT_MAX_IN_FLIGHT } from '../keys/plans.ts';
 import type { Consumer } from '../keys/records.ts';
 import type { KeyTable } from '../keys/table.ts';
@@ -108,7 +108,7 @@ export interface GatedOperation {
   /** The operationId: what a consumer's `costs` name. */
   readonly id?: string;
   /** The scope a key needs; absent: any. */
-  readonly scope?: string;
+  readonly scope?: KeyScope;
   /** Reads the quota: costs 0, and is let through during a ban. */
   readonly readsQuota?: boolean;
 }

@@ -58,8 +58,9 @@ export async function startServer(config: Config): Promise<void> {
   checkOpenFiles(log, openFilesNeeded(keys.consumers, config.maxInFlight));
   const listeners = await Listeners.bind(config, adapter, metrics, sharedMemory !== undefined);
   const sharedCounters = sharedMemory && new Int32Array(sharedMemory.state);
-  // With workers, the supervisor's own writes (expiries, a consumer's orders retired) move the
-  // change count every worker reads.
+  // `unlessFailed` undoes what was bound (and `undo`) if this step throws. With workers, the
+  // supervisor's own writes (expiries, a consumer's orders retired) move the change count every
+  // worker reads.
   const store = await listeners.unlessFailed(() =>
     storeOf(config, log, metrics, sharedCounters && { state: sharedCounters, workers }),
   );

@@ -3,7 +3,7 @@
 // what they need.
 import type { ServiceRoute } from '../core/service-route.ts';
 import type { Metrics } from '../metrics/registry.ts';
-import { type DocsOptions, docsRoutes } from '../reference/routes.ts';
+import { type DocsOptions, docsRoutes } from '../reference/docs-routes.ts';
 import { type HealthOptions, healthRoutes } from './health.ts';
 import { metricsRoute } from './metrics.ts';
 

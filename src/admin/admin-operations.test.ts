@@ -15,7 +15,7 @@ import { createLogger, silentLogger } from '../log.ts';
 import { keyStoreOf } from '../store/key-store.ts';
 import { SqliteStore } from '../store/sqlite/sqlite.ts';
 import { loadSqlite, type SqliteOpener } from '../store/sqlite/sqlite-driver.ts';
-import { ADMIN_OPERATIONS, ADMIN_PREFIX } from './operations.ts';
+import { ADMIN_OPERATIONS, ADMIN_PREFIX } from './admin-operations.ts';
 
 interface ContractOperation {
   operationId?: string;

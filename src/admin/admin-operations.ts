@@ -43,7 +43,7 @@ const ADMIN = {
 /**
  * Every operation of the admin API, once, in the shape of the public table
  * (src/api/operations.ts): routes, the scope check and the 405's `Allow` read it;
- * src/admin/operations.test.ts holds it equal to contract/admin.openapi.yaml. Changes are
+ * src/admin/admin-operations.test.ts holds it equal to contract/admin.openapi.yaml. Changes are
  * `audited`: the handler is told which admin key asks, and the trail records it.
  */
 export const ADMIN_OPERATIONS: readonly StorelessOperation<AdminDeps>[] = [

@@ -6,8 +6,8 @@ import { gunzipSync } from 'node:zlib';
 import YAML from 'yaml';
 import { routesApp, testApp } from '../../test/testing.ts';
 import { ConfigError, parseConfig } from '../config.ts';
+import { ADMIN_CONTRACT_YAML, apiBase, CONTRACT_YAML, docsRoutes, withoutOperations } from './docs-routes.ts';
 import { DOCS_CSP, FAVICON, INIT_SCRIPT, SCALAR_BUNDLE } from './page.ts';
-import { ADMIN_CONTRACT_YAML, apiBase, CONTRACT_YAML, docsRoutes, withoutOperations } from './routes.ts';
 
 const STANDALONE = readFileSync(
   join(import.meta.dir, '../../node_modules/@scalar/api-reference/dist/browser/standalone.js'),

@@ -1,7 +1,7 @@
 // The contract and its reference page as service routes: docsRoutes() serves /openapi.json and
 // .yaml, the admin API's /openapi-admin.*, and /docs with its assets. The servers each document
 // lists come from the configuration, never from the request.
-import { ADMIN_PREFIX } from '../admin/operations.ts';
+import { ADMIN_PREFIX } from '../admin/admin-operations.ts';
 import { API_PREFIX, OPERATIONS } from '../api/operations.ts';
 import type { ServiceRoute } from '../core/service-route.ts';
 import { weakEtag } from '../http/etag.ts';
