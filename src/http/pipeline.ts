@@ -12,14 +12,12 @@
 //         passGateway               step 3: the gateway calls back for the rest
 //           addDeprecationHeaders   step 4
 //           checkBody               step 5
-//             dueOrdersThenMemo     step 6, chosen once per route: awaitDueOrders or memoOrRun
-//               awaitDueOrders      step 6.1, for an operation that expires due orders first
-//                 memoOrRun         step 6.2 (dueOrdersThenMemo itself when there is no 6.1)
-//                   runHandler      step 7, through the memo's readOrJoin when memoised
-//                   answer          step 8
+//             awaitDueOrders        step 6.1, only for an operation that expires due orders first
+//               memoOrRun           step 6.2
+//                 runHandler        step 7, through the memo's readOrJoin when memoised
+//                 answer            step 8
 //
-// So step 1 sees every answer, and the gateway (step 3) holds the caller's in-flight slot until
-// the answer is made.
+// checkBody calls memoOrRun directly when there is no 6.1.
 import type { Context, ErrorHandler } from 'hono';
 import type { KeyHolder, Operation, StorelessOperation } from '../api/operation-types.ts';
 import { isApiPath } from '../api/operations.ts';
@@ -294,7 +292,7 @@ function partsOf({
 function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
   const route = routeOf(parts, op);
   const { cors } = parts;
-  const dueOrdersThenMemo = route.dueOrderExpiry ? makeAwaitDueOrders<D>(route.dueOrderExpiry) : memoOrRun;
+  const stepSix = route.dueOrderExpiry ? makeAwaitDueOrders<D>(route.dueOrderExpiry) : memoOrRun;
   // Named as what it does, so a CPU profile names it.
   return makeExchangeHandler(parts, function serveOperation(c) {
     c.set('operation', op.id);
@@ -302,7 +300,7 @@ function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteH
     cors?.addCorsHeaders(c);
     return passGateway(parts, c, op, (decision, caller) => {
       addDeprecationHeaders(c, route);
-      return checkBody(parts, c, () => dueOrdersThenMemo(parts, route, c, decision, caller));
+      return checkBody(parts, c, () => stepSix(parts, route, c, decision, caller));
     });
   });
 }
@@ -425,7 +423,7 @@ async function checkBody(parts: PipelineParts, c: Context<AppEnv>, next: () => P
  * read answers 503. Not async: with nothing due it makes no promise of its own. `decision` and
  * `caller`, for step 7, are passed as two arguments: no object per request.
  */
-function makeAwaitDueOrders<D>(expiry: DueOrderExpiry): DueOrdersThenMemo<D> {
+function makeAwaitDueOrders<D>(expiry: DueOrderExpiry): StepSix<D> {
   return function awaitDueOrders(parts, route, c, decision, caller) {
     // Expiring an order whose hold ran out makes its pet `available`, with a new version. A read of
     // pets waits for that, so it shows the pet `available`, with the version a PATCH's `If-Match`
@@ -539,7 +537,7 @@ function makeServiceRouteHandler(parts: PipelineParts, route: ServiceRoute): Rou
 }
 
 /** Step 6, `awaitDueOrders` or `memoOrRun`, chosen once per route: the two take the same arguments. */
-type DueOrdersThenMemo<D> = (
+type StepSix<D> = (
   parts: TableParts<D>,
   route: OperationRoute<D>,
   c: Context<AppEnv>,
