@@ -281,13 +281,12 @@ function partsOf({
  *    ETag when the table asks for one.
  * 8. `answer` (src/http/answer.ts): turns the reply into the response (304, compression, HEAD).
  *
- * Step 1 runs the rest inside itself (the file's header shows who calls whom), so it sees every
- * answer, and the gateway (step 3) holds the caller's in-flight slot until the answer is made, or
- * until a step throws. A refusal leaves through `fail` (src/http/error-answer.ts), which answers
- * it by step 8: the gateway returns its refusals rather than throwing them
- * (bench/README.md#measured-costs-behind-the-codes-choices), the other steps throw theirs, and
- * `answerExchange` catches them, so a new check may throw. Step 6 begins at 6.1 or at 6.2, chosen
- * once per route, not per request.
+ * Step 1 runs the rest inside itself, so it sees every answer, and the gateway (step 3) holds the
+ * caller's in-flight slot until the answer is made, or until a step throws. A refusal leaves
+ * through `fail` (src/http/error-answer.ts), which answers it by step 8: the gateway returns its
+ * refusals rather than throwing them (bench/README.md#measured-costs-behind-the-codes-choices),
+ * the other steps throw theirs, and `answerExchange` catches them, so a new check may throw.
+ * Step 6 begins at 6.1 or at 6.2, chosen once per route, not per request.
  */
 function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
   const route = routeOf(parts, op);
