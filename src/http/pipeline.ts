@@ -419,8 +419,8 @@ async function checkBody(parts: PipelineParts, c: Context<AppEnv>, next: () => P
  * (`startDueOrderExpiry()`), so it shows their pets `available`, then runs step 6.2.
  * A run that fails does not fail the read (the backend catches it); a wait past `--store-timeout`,
  * or begun while the database is unreachable, rejects (the bound-and-traced store's bound), and the
- * read answers 503. Not async: with nothing due it makes no promise of its own. `decision` and
- * `caller`, for step 7, are passed as two arguments: no object per request.
+ * read answers 503. Not async, so it adds no promise of its own when nothing is due. `decision`
+ * and `caller`, for step 7, are passed as two arguments: no object per request.
  */
 function makeAwaitDueOrders<D>(expiry: DueOrderExpiry): StepSix<D> {
   return function awaitDueOrders(parts, route, c, decision, caller) {
