@@ -39,7 +39,7 @@ import { type BodyLimit, checkBodyOnGet, limitBody } from './body-limit.ts';
 import { Cors } from './cors.ts';
 import { requestCounter } from './count-requests.ts';
 import { fail, toApiError } from './error-answer.ts';
-import { weakEtag } from './etag.ts';
+import { weakEtagOf } from './etag.ts';
 import { ReplyMemo, type StoreChanges } from './memo.ts';
 import { type DueOrderExpiry, type OperationRoute, routeOf } from './operation-route.ts';
 import { type RequestStart, requestLog } from './request-log.ts';
@@ -491,7 +491,7 @@ async function runHandler<D>(
 function addWeakEtag<D>(op: Operation<D>, reply: Reply): Reply {
   if (!op.weakEtag || reply.etag !== undefined || reply.status !== 200 || typeof reply.body !== 'string') return reply;
   const link = reply.headers?.Link;
-  return { ...reply, etag: link === undefined ? weakEtag(reply.body) : weakEtag(reply.body, link) };
+  return { ...reply, etag: link === undefined ? weakEtagOf(reply.body) : weakEtagOf(reply.body, link) };
 }
 
 /** Returns the caller's consumer and API key id for an audited operation, else undefined. */
