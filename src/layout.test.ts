@@ -156,13 +156,13 @@ function pipelineSteps(): { number: number; name: string }[] {
   return [...comment.matchAll(/^ \* (\d+)\. `(\w+)`/gm)].map((m) => ({ number: Number(m[1]), name: m[2] ?? '' }));
 }
 
-/** Whether `file` defines `name`: a function, a method, or a constant holding a function. */
+/** Whether `file` defines `name`: a function, a method, or a constant given an arrow or a `function`. */
 function defines(file: string, name: string): boolean {
   const text = readFileSync(join(ROOT, file), 'utf8');
   const [owner, member] = name.includes('.') ? name.split('.') : [undefined, name];
   if (owner && !new RegExp(`\\bclass ${owner}\\b`).test(text)) return false;
   return new RegExp(
-    `(function\\*? ${member}\\b|^\\s+(static )?(async )?${member}\\s*[(<]|(const|let) ${member}\\s*=)`,
+    `(function\\*? ${member}\\b|^\\s+(static )?(async )?${member}\\s*[(<]|const ${member}\\s*(:[^=]+)?=\\s*(async )?(function\\b|\\(|<|\\w+ =>))`,
     'm',
   ).test(text);
 }

@@ -5,10 +5,10 @@
  * instance tag a body alike (`etag.test.ts` checks it).
  *
  * @example
- * weakEtag('[{"id":1}]') // 'W/"…"' (16 hex digits)
- * weakEtag(page, '<pets?cursor=k>; rel="next"') // the Link is part of the page
+ * weakEtagOf('[{"id":1}]') // 'W/"…"' (16 hex digits)
+ * weakEtagOf(page, '<pets?cursor=k>; rel="next"') // the Link is part of the page
  */
-export function weakEtag(...parts: string[]): string {
+export function weakEtagOf(...parts: string[]): string {
   return `W/"${murmur3x86_64(`${parts.join('\n')}\n`)}"`;
 }
 

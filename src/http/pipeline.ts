@@ -12,14 +12,12 @@
 //         passGateway               step 3: the gateway calls back for the rest
 //           addDeprecationHeaders   step 4
 //           checkBody               step 5
-//             dueOrdersThenMemo     step 6, chosen once per route: awaitDueOrders or memoOrRun
-//               awaitDueOrders      step 6.1, for an operation that expires due orders first
-//                 memoOrRun         step 6.2 (dueOrdersThenMemo itself when there is no 6.1)
-//                   runHandler      step 7, through the memo's readOrJoin when memoised
-//                   answer          step 8
+//             awaitDueOrders        step 6.1, only for an operation that expires due orders first
+//               memoOrRun           step 6.2
+//                 runHandler        step 7, through the memo's readOrJoin when memoised
+//                 answer            step 8
 //
-// So step 1 sees every answer, and the gateway (step 3) holds the caller's in-flight slot until
-// the answer is made.
+// checkBody calls memoOrRun directly when there is no 6.1.
 import type { Context, ErrorHandler } from 'hono';
 import type { KeyHolder, Operation, StorelessOperation } from '../api/operation-types.ts';
 import { isApiPath } from '../api/operations.ts';
@@ -41,7 +39,7 @@ import { type BodyLimit, checkBodyOnGet, limitBody } from './body-limit.ts';
 import { Cors } from './cors.ts';
 import { requestCounter } from './count-requests.ts';
 import { fail, toApiError } from './error-answer.ts';
-import { weakEtag } from './etag.ts';
+import { weakEtagOf } from './etag.ts';
 import { ReplyMemo, type StoreChanges } from './memo.ts';
 import { type DueOrderExpiry, type OperationRoute, routeOf } from './operation-route.ts';
 import { type RequestStart, requestLog } from './request-log.ts';
@@ -283,18 +281,17 @@ function partsOf({
  *    ETag when the table asks for one.
  * 8. `answer` (src/http/answer.ts): turns the reply into the response (304, compression, HEAD).
  *
- * Step 1 runs the rest inside itself (the file's header shows who calls whom), so it sees every
- * answer, and the gateway (step 3) holds the caller's in-flight slot until the answer is made, or
- * until a step throws. A refusal leaves through `fail` (src/http/error-answer.ts), which answers
- * it by step 8: the gateway returns its refusals rather than throwing them
- * (bench/README.md#measured-costs-behind-the-codes-choices), the other steps throw theirs, and
- * `answerExchange` catches them, so a new check may throw. Step 6 begins at 6.1 or at 6.2, chosen
- * once per route, not per request.
+ * Step 1 runs the rest inside itself, so it sees every answer, and the gateway (step 3) holds the
+ * caller's in-flight slot until the answer is made, or until a step throws. A refusal leaves
+ * through `fail` (src/http/error-answer.ts), which answers it by step 8: the gateway returns its
+ * refusals rather than throwing them (bench/README.md#measured-costs-behind-the-codes-choices),
+ * the other steps throw theirs, and `answerExchange` catches them, so a new check may throw.
+ * Step 6 begins at 6.1 or at 6.2, chosen once per route, not per request.
  */
 function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
   const route = routeOf(parts, op);
   const { cors } = parts;
-  const dueOrdersThenMemo = route.dueOrderExpiry ? makeAwaitDueOrders<D>(route.dueOrderExpiry) : memoOrRun;
+  const stepSix = route.dueOrderExpiry ? makeAwaitDueOrders<D>(route.dueOrderExpiry) : memoOrRun;
   // Named as what it does, so a CPU profile names it.
   return makeExchangeHandler(parts, function serveOperation(c) {
     c.set('operation', op.id);
@@ -302,7 +299,7 @@ function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteH
     cors?.addCorsHeaders(c);
     return passGateway(parts, c, op, (decision, caller) => {
       addDeprecationHeaders(c, route);
-      return checkBody(parts, c, () => dueOrdersThenMemo(parts, route, c, decision, caller));
+      return checkBody(parts, c, () => stepSix(parts, route, c, decision, caller));
     });
   });
 }
@@ -422,10 +419,10 @@ async function checkBody(parts: PipelineParts, c: Context<AppEnv>, next: () => P
  * (`startDueOrderExpiry()`), so it shows their pets `available`, then runs step 6.2.
  * A run that fails does not fail the read (the backend catches it); a wait past `--store-timeout`,
  * or begun while the database is unreachable, rejects (the bound-and-traced store's bound), and the
- * read answers 503. Not async: with nothing due it makes no promise of its own. `decision` and
- * `caller`, for step 7, are passed as two arguments: no object per request.
+ * read answers 503. Not async, so it adds no promise of its own when nothing is due. `decision`
+ * and `caller`, for step 7, are passed as two arguments: no object per request.
  */
-function makeAwaitDueOrders<D>(expiry: DueOrderExpiry): DueOrdersThenMemo<D> {
+function makeAwaitDueOrders<D>(expiry: DueOrderExpiry): StepSix<D> {
   return function awaitDueOrders(parts, route, c, decision, caller) {
     // Expiring an order whose hold ran out makes its pet `available`, with a new version. A read of
     // pets waits for that, so it shows the pet `available`, with the version a PATCH's `If-Match`
@@ -494,7 +491,7 @@ async function runHandler<D>(
 function addWeakEtag<D>(op: Operation<D>, reply: Reply): Reply {
   if (!op.weakEtag || reply.etag !== undefined || reply.status !== 200 || typeof reply.body !== 'string') return reply;
   const link = reply.headers?.Link;
-  return { ...reply, etag: link === undefined ? weakEtag(reply.body) : weakEtag(reply.body, link) };
+  return { ...reply, etag: link === undefined ? weakEtagOf(reply.body) : weakEtagOf(reply.body, link) };
 }
 
 /** Returns the caller's consumer and API key id for an audited operation, else undefined. */
@@ -539,7 +536,7 @@ function makeServiceRouteHandler(parts: PipelineParts, route: ServiceRoute): Rou
 }
 
 /** Step 6, `awaitDueOrders` or `memoOrRun`, chosen once per route: the two take the same arguments. */
-type DueOrdersThenMemo<D> = (
+type StepSix<D> = (
   parts: TableParts<D>,
   route: OperationRoute<D>,
   c: Context<AppEnv>,

@@ -4,7 +4,7 @@
 import { ADMIN_PREFIX } from '../admin/admin-operations.ts';
 import { API_PREFIX, OPERATIONS } from '../api/operations.ts';
 import type { ServiceRoute } from '../core/service-route.ts';
-import { weakEtag } from '../http/etag.ts';
+import { weakEtagOf } from '../http/etag.ts';
 import { DOCS_CSP, docsPage, FAVICON, INIT_SCRIPT, SCALAR_BUNDLE } from './page.ts';
 
 // Defined by `bun build --define` for a compiled binary (scripts/lib/build-info.sh), else
@@ -206,14 +206,14 @@ function documentRoutes(
   // (bench/README.md#measured-costs-behind-the-codes-choices).
   let hashed: string | undefined;
   const yamlEtag = () => {
-    hashed ??= weakEtag(yaml);
+    hashed ??= weakEtagOf(yaml);
     return hashed;
   };
   let json: { body: string; etag: string } | undefined;
   const contractJson = async () => {
     if (json === undefined) {
       const body = JSON.stringify({ ...(await parsed()), servers });
-      json = { body, etag: weakEtag(body) };
+      json = { body, etag: weakEtagOf(body) };
     }
     return json;
   };
