@@ -250,7 +250,7 @@ contract-selftest: build $(QA) .venv/.stamp ## prove contract-test can fail: eac
 	$(BUN) contract/selftest.ts
 
 # contract/ and bench/ import their packages' tools, so checking their types needs both installed.
-typecheck: node_modules/.stamp $(QA) $(PEERS) $(DOCS_GEN)
+typecheck: node_modules/.stamp $(QA) $(PEERS) $(DOCS_GEN) ## tsc --noEmit (strict) over src/, test/, scripts/, contract/ and bench/ (part of make lint)
 	$(NODE_BIN)/tsc --noEmit -p .
 
 lint: typecheck depcheck links ## tsc --noEmit (strict), Biome, the module rules (dependency-cruiser), every Markdown link and anchor
