@@ -291,15 +291,16 @@ function partsOf({
 function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
   const route = routeOf(parts, op);
   const { cors } = parts;
-  const stepSix = route.dueOrderExpiry ? makeAwaitDueOrders<D>(route.dueOrderExpiry) : memoOrRun;
+  const dueOrdersOrMemo = route.dueOrderExpiry ? makeAwaitDueOrders<D>(route.dueOrderExpiry) : memoOrRun;
   // Named as what it does, so a CPU profile names it.
   return makeExchangeHandler(parts, function serveOperation(c) {
     c.set('operation', op.id);
     // A preflight (OPTIONS) matches no operation's route: `notFound` (`serveNoRoute`) answers it.
     cors?.addCorsHeaders(c);
+    // Steps 4 to 8 run inside the gateway's callback, so it frees the in-flight slot only after the answer.
     return passGateway(parts, c, op, (decision, caller) => {
       addDeprecationHeaders(c, route);
-      return checkBody(parts, c, () => stepSix(parts, route, c, decision, caller));
+      return checkBody(parts, c, () => dueOrdersOrMemo(parts, route, c, decision, caller));
     });
   });
 }
@@ -422,7 +423,7 @@ async function checkBody(parts: PipelineParts, c: Context<AppEnv>, next: () => P
  * read answers 503. Not async, so it adds no promise of its own when nothing is due. `decision`
  * and `caller`, for step 7, are passed as two arguments: no object per request.
  */
-function makeAwaitDueOrders<D>(expiry: DueOrderExpiry): StepSix<D> {
+function makeAwaitDueOrders<D>(expiry: DueOrderExpiry): DueOrdersOrMemo<D> {
   return function awaitDueOrders(parts, route, c, decision, caller) {
     // Expiring an order whose hold ran out makes its pet `available`, with a new version. A read of
     // pets waits for that, so it shows the pet `available`, with the version a PATCH's `If-Match`
@@ -536,7 +537,7 @@ function makeServiceRouteHandler(parts: PipelineParts, route: ServiceRoute): Rou
 }
 
 /** Step 6, `awaitDueOrders` or `memoOrRun`, chosen once per route: the two take the same arguments. */
-type StepSix<D> = (
+type DueOrdersOrMemo<D> = (
   parts: TableParts<D>,
   route: OperationRoute<D>,
   c: Context<AppEnv>,
