@@ -309,11 +309,12 @@ function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteH
  * Makes step 1, `exchange`, around `inner`, the rest of the request's steps. Every Hono route's
  * handler is one of these, so Hono calls one handler per request and composes no middleware
  * (bench/README.md#measured-costs-behind-the-codes-choices).
- * `traced` false: the request makes no trace.
  *
  * Step 1 is two functions: `exchange`, the handler made here, gives the request its id and opens
  * its state; `runExchange` does the rest of step 1 inside that state and calls `inner`. For an
  * operation, `inner` is `serveOperation` (steps 2 to 8).
+ *
+ * @param traced false: the request makes no trace (the probes' and scrapers' service routes).
  */
 function makeExchangeHandler(parts: PipelineParts, inner: InnerHandler, traced = true): RouteHandler {
   const { requestLog, tracing } = parts;
