@@ -50,7 +50,8 @@ export function adminKeyOnPublicApi(scopes: readonly string[]): ApiError | undef
 const MISSING_KEY = new ApiError('unauthorized', 'An API key is required: send Authorization: Bearer <API_KEY>.', {
   'WWW-Authenticate': REALM,
 });
-// The wording is the contract's (contract/admin.openapi.yaml), fixed for clients that match on it.
+// contract/admin.openapi.yaml's 401 example, SECURITY.md and docs/operations.md quote this wording.
+// contract/openapi.yaml's example differs, and says that `message` is for people and may change.
 const UNKNOWN_KEY = new ApiError('unauthorized', 'The API key is missing, malformed or unknown.', {
   'WWW-Authenticate': `${REALM}, error="invalid_token"`,
 });

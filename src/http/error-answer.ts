@@ -1,5 +1,5 @@
 // The error answer: `toApiError()` maps what a step threw to an `ApiError` (a store that is down
-// is a 503, anything unknown a 500), and `fail()` answers an `ApiError` through `answer()`.
+// is a 503, anything unknown a 500), and `answerError()` answers an `ApiError` through `answer()`.
 import type { Context } from 'hono';
 import { ApiError, serviceUnavailable } from '../core/api-error.ts';
 import { StoreUnavailableError } from '../store/store-error.ts';
@@ -14,7 +14,7 @@ export type ErrorReporter = (err: unknown, c: Context) => void;
  * internals.
  *
  * @example
- * catch (err) { return fail(c, toApiError(err, c, report)) }
+ * catch (err) { return answerError(c, toApiError(err, c, report)) }
  */
 export function toApiError(
   err: unknown,
@@ -42,9 +42,9 @@ export function toApiError(
  * `c.error`, where the log line and metrics read it.
  *
  * @example
- * return fail(c, NO_SUCH_PATH)
+ * return answerError(c, NO_SUCH_PATH)
  */
-export function fail(c: Context, err: ApiError): Response {
+export function answerError(c: Context, err: ApiError): Response {
   c.error = err;
   return answer(c, err.reply);
 }

@@ -1,6 +1,6 @@
 // The memo of step 6.2 (`memoOrRun`). `ReplyMemo` keeps the 200 replies of reads by their request
-// path and query. Step 8 answers from them while the store says that nothing those reads saw has
-// changed.
+// path and query. Step 6.2 looks a reply up here, and uses it while the store says that nothing its
+// read saw has changed. Step 8 only turns the reply into the Response.
 import { LRUCache } from 'lru-cache';
 import type { PetSet, Reply } from '../core/reply.ts';
 import type { ChangeCount, DataStore } from '../store/store.ts';

@@ -18,11 +18,14 @@ export interface OperationRoute<D> {
   readonly readInput: ReturnType<typeof inputReader<D>>;
   /** Its index among the metrics' operations. */
   readonly metricsIndex: number;
-  /** The pipeline's memo, for a memoised operation; undefined for the others. */
+  /**
+   * The parts' memo when this operation is memoised, else undefined, so step 6.2 (`memoOrRun`) need
+   * not check `op.memo`.
+   */
   readonly replyMemo: ReplyMemo | undefined;
   /**
-   * The store's expiry of due orders, for an operation that expires due orders first; else
-   * undefined.
+   * The parts' expiry of due orders when this operation expires due orders first, else undefined, so
+   * `makeOperationHandler` need not check `op.expiresDueOrdersFirst` to choose where step 6 begins.
    */
   readonly dueOrderExpiry: DueOrderExpiry | undefined;
 }

@@ -6,7 +6,7 @@
 // src/layout.test.ts holds the two alike):
 //
 //   exchange                        step 1, the route's handler
-//     answerExchange                step 1, inside the request's state
+//     runExchange                   step 1, inside the request's state
 //       serveOperation              steps 2 to 8
 //         addCorsHeaders            step 2
 //         passGateway               step 3: the gateway calls back for the rest
@@ -38,7 +38,7 @@ import { answer } from './answer.ts';
 import { type BodyLimit, checkBodyOnGet, limitBody } from './body-limit.ts';
 import { Cors } from './cors.ts';
 import { requestCounter } from './count-requests.ts';
-import { fail, toApiError } from './error-answer.ts';
+import { answerError, toApiError } from './error-answer.ts';
 import { weakEtagOf } from './etag.ts';
 import { ReplyMemo, type StoreChanges } from './memo.ts';
 import { type DueOrderExpiry, type OperationRoute, routeOf } from './operation-route.ts';
@@ -124,7 +124,7 @@ export function serviceRouteHandlers(options: RouteHandlersOptions) {
   const parts = partsOf(options);
   return routeHandlers(
     parts,
-    makeExchangeHandler(parts, (c) => fail(c, NO_SUCH_PATH)),
+    makeExchangeHandler(parts, (c) => answerError(c, NO_SUCH_PATH)),
   );
 }
 
@@ -165,7 +165,7 @@ export function tableRouteHandlers<D extends object>(
    * first.
    */
   const notFound = makeExchangeHandler(parts, (c) =>
-    parts.isGatewayPath(c.req.path) ? answerNoRoute(parts, c) : fail(c, NO_SUCH_PATH),
+    parts.isGatewayPath(c.req.path) ? serveNoRoute(parts, c) : answerError(c, NO_SUCH_PATH),
   );
   return { ...routeHandlers(parts, notFound), operation: (op: Operation<D>) => makeOperationHandler(parts, op) };
 }
@@ -181,7 +181,7 @@ export interface TableRouteHandlers<O> extends ReturnType<typeof routeHandlers> 
 /** Makes the route handlers every app has: service routes, `notFound` and Hono's `onError`. */
 function routeHandlers(parts: PipelineParts, notFound: RouteHandler) {
   /** Answers what escapes step 1 (Hono's `onError`) with the Error body all the same. */
-  const onError: ErrorHandler<AppEnv> = (err, c) => fail(c, toApiError(err, c, parts.report, parts.unavailable));
+  const onError: ErrorHandler<AppEnv> = (err, c) => answerError(c, toApiError(err, c, parts.report, parts.unavailable));
   return {
     serviceRoute: (route: ServiceRoute) => makeServiceRouteHandler(parts, route),
     notFound,
@@ -261,10 +261,10 @@ function partsOf({
  * src/layout.test.ts that ARCHITECTURE.md's walk has these steps:
  *
  * 1. `exchange`: gives the request its id and its state (trace, log). Inside that state,
- *    `answerExchange` sets the headers every answer carries and refuses an overlong URI (414). It
+ *    `runExchange` sets the headers every answer carries and refuses an overlong URI (414). It
  *    answers whatever a later step throws, then writes the log line and the metrics.
  * 2. `addCorsHeaders` (src/http/cors.ts): adds the CORS headers. A preflight (OPTIONS) matches
- *    no operation's route: `answerNoRoute` answers it (`answerPreflight`), before any key is asked
+ *    no operation's route: `serveNoRoute` answers it (`answerPreflight`), before any key is asked
  *    for.
  * 3. `passGateway`: the admission check (`createAdmission()`, src/gateway/gateway.ts) admits the
  *    request or refuses it (401, 429, 403, 503); its docstring lists the gateway's checks in order.
@@ -283,23 +283,24 @@ function partsOf({
  *
  * Step 1 runs the rest inside itself, so it sees every answer, and the gateway (step 3) holds the
  * caller's in-flight slot until the answer is made, or until a step throws. A refusal leaves
- * through `fail` (src/http/error-answer.ts), which answers it by step 8: the gateway returns its
+ * through `answerError` (src/http/error-answer.ts), which answers it by step 8: the gateway returns its
  * refusals rather than throwing them (bench/README.md#measured-costs-behind-the-codes-choices),
- * the other steps throw theirs, and `answerExchange` catches them, so a new check may throw.
+ * the other steps throw theirs, and `runExchange` catches them, so a new check may throw.
  * Step 6 begins at 6.1 or at 6.2, chosen once per route, not per request.
  */
 function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
   const route = routeOf(parts, op);
   const { cors } = parts;
-  const stepSix = route.dueOrderExpiry ? makeAwaitDueOrders<D>(route.dueOrderExpiry) : memoOrRun;
+  const dueOrdersOrMemo = route.dueOrderExpiry ? makeAwaitDueOrders<D>(route.dueOrderExpiry) : memoOrRun;
   // Named as what it does, so a CPU profile names it.
   return makeExchangeHandler(parts, function serveOperation(c) {
     c.set('operation', op.id);
-    // A preflight (OPTIONS) matches no operation's route: `notFound` (`answerNoRoute`) answers it.
+    // A preflight (OPTIONS) matches no operation's route: `notFound` (`serveNoRoute`) answers it.
     cors?.addCorsHeaders(c);
+    // Steps 4 to 8 run inside the gateway's callback, so it frees the in-flight slot only after the answer.
     return passGateway(parts, c, op, (decision, caller) => {
       addDeprecationHeaders(c, route);
-      return checkBody(parts, c, () => stepSix(parts, route, c, decision, caller));
+      return checkBody(parts, c, () => dueOrdersOrMemo(parts, route, c, decision, caller));
     });
   });
 }
@@ -308,11 +309,12 @@ function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteH
  * Makes step 1, `exchange`, around `inner`, the rest of the request's steps. Every Hono route's
  * handler is one of these, so Hono calls one handler per request and composes no middleware
  * (bench/README.md#measured-costs-behind-the-codes-choices).
- * `traced` false: the request makes no trace.
  *
  * Step 1 is two functions: `exchange`, the handler made here, gives the request its id and opens
- * its state; `answerExchange` does the rest of step 1 inside that state and calls `inner`. For an
+ * its state; `runExchange` does the rest of step 1 inside that state and calls `inner`. For an
  * operation, `inner` is `serveOperation` (steps 2 to 8).
+ *
+ * @param traced false: the request makes no trace (the probes' and scrapers' service routes).
  */
 function makeExchangeHandler(parts: PipelineParts, inner: InnerHandler, traced = true): RouteHandler {
   const { requestLog, tracing } = parts;
@@ -320,7 +322,7 @@ function makeExchangeHandler(parts: PipelineParts, inner: InnerHandler, traced =
     const start = requestLog.start(c);
     // The request's state (src/trace/request-state.ts) holds its id and trace: every log line
     // and trace record made while it is served reads it.
-    return tracing.run(c, start.id, traced, (state) => answerExchange(parts, c, start, state, inner));
+    return tracing.run(c, start.id, traced, (state) => runExchange(parts, c, start, state, inner));
   };
 }
 
@@ -329,7 +331,7 @@ function makeExchangeHandler(parts: PipelineParts, inner: InnerHandler, traced =
  * URI (414) and runs `inner`. Then it ends the trace record, writes the log line and the metrics,
  * and returns the answer.
  */
-async function answerExchange(
+async function runExchange(
   { requestLog, requestMetrics, tracing, isGatewayPath, report, unavailable }: PipelineParts,
   c: Context<AppEnv>,
   start: RequestStart,
@@ -347,13 +349,13 @@ async function answerExchange(
   beginAnswer(c, headers);
   let res: Response;
   const tooLong = uriTooLong(c.req.url, MAX_URI_BYTES);
-  if (tooLong) res = fail(c, tooLong);
+  if (tooLong) res = answerError(c, tooLong);
   else {
     try {
       res = await inner(c);
     } catch (err) {
       // A handler's or a step's throw becomes an `ApiError` here (500 for the unknown).
-      res = fail(c, toApiError(err, c, report, unavailable));
+      res = answerError(c, toApiError(err, c, report, unavailable));
     }
   }
   // The trace's verdict is final once the request is answered. When the tail rules keep a
@@ -392,7 +394,7 @@ async function passGateway<D>(
   const outcome = await admission(c, op, serveAdmitted);
   if (!(outcome instanceof ApiError)) return outcome;
   c.set('refusal', outcome.code);
-  return fail(c, outcome);
+  return answerError(c, outcome);
 }
 
 /** Step 4: adds a deprecated operation's headers to every answer after the gateway's. */
@@ -422,7 +424,7 @@ async function checkBody(parts: PipelineParts, c: Context<AppEnv>, next: () => P
  * read answers 503. Not async, so it adds no promise of its own when nothing is due. `decision`
  * and `caller`, for step 7, are passed as two arguments: no object per request.
  */
-function makeAwaitDueOrders<D>(expiry: DueOrderExpiry): StepSix<D> {
+function makeAwaitDueOrders<D>(expiry: DueOrderExpiry): DueOrdersOrMemo<D> {
   return function awaitDueOrders(parts, route, c, decision, caller) {
     // Expiring an order whose hold ran out makes its pet `available`, with a new version. A read of
     // pets waits for that, so it shows the pet `available`, with the version a PATCH's `If-Match`
@@ -504,7 +506,7 @@ function keyHolderOf<D>(op: Operation<D>, caller: ConsumerCaller): KeyHolder | u
  * (where a preflight is answered), 3 and 5 as an operation would, so a caller without a key learns
  * nothing of paths (401 before 404). Then 405 with `Allow` for a path the table has, else 404.
  */
-function answerNoRoute<D>(parts: TableParts<D>, c: Context<AppEnv>): Response | Promise<Response> {
+function serveNoRoute<D>(parts: TableParts<D>, c: Context<AppEnv>): Response | Promise<Response> {
   const { cors } = parts;
   if (cors) {
     cors.addCorsHeaders(c);
@@ -515,7 +517,7 @@ function answerNoRoute<D>(parts: TableParts<D>, c: Context<AppEnv>): Response | 
   return passGateway(parts, c, NO_ROUTE, () =>
     checkBody(parts, c, async () => {
       const allowed = parts.allowedMethods(c.req.path);
-      return fail(c, allowed ? methodNotAllowed(c.req.method, allowed) : NO_SUCH_PATH);
+      return answerError(c, allowed ? methodNotAllowed(c.req.method, allowed) : NO_SUCH_PATH);
     }),
   );
 }
@@ -536,7 +538,7 @@ function makeServiceRouteHandler(parts: PipelineParts, route: ServiceRoute): Rou
 }
 
 /** Step 6, `awaitDueOrders` or `memoOrRun`, chosen once per route: the two take the same arguments. */
-type StepSix<D> = (
+type DueOrdersOrMemo<D> = (
   parts: TableParts<D>,
   route: OperationRoute<D>,
   c: Context<AppEnv>,
