@@ -24,7 +24,7 @@ import type { RunningServer, RuntimeAdapter } from './adapter.ts';
 import { availableCpus } from './cpus.ts';
 import { checkOpenFiles, openFilesNeeded } from './fd-limit.ts';
 import { Listeners } from './listeners.ts';
-import { metricsOf, openLimiter, storeOf, tracesOf, webhooksOf } from './parts.ts';
+import { metricsOf, openLimiter, openServerStore, startTraces, webhooksOf } from './parts.ts';
 import { handleSignals } from './signals.ts';
 import { type HostStatus, type WorkerMemory, WorkerPool, workerMemory } from './supervisor.ts';
 
@@ -49,7 +49,7 @@ export async function startServer(config: Config): Promise<void> {
   // The memory the workers share: their counters, their in-flight slots (src/serve/supervisor.ts).
   const sharedMemory = workers > 1 ? workerMemory(workers) : undefined;
   const metrics = await metricsOf(config, adapter);
-  const traces = await tracesOf(config, metrics);
+  const traces = await startTraces(config, metrics);
   const keys = new LiveKeys(config.keys, log, metrics);
   if (config.adminPort !== null && config.keys && config.keys !== KEYS_STORE) {
     const problem = keysFileWriteProblem(config.keys);
@@ -62,7 +62,7 @@ export async function startServer(config: Config): Promise<void> {
   // supervisor's own writes (expiries, a consumer's orders retired) move the change count every
   // worker reads.
   const store = await listeners.unlessFailed(() =>
-    storeOf(config, log, metrics, sharedCounters && { state: sharedCounters, workers }),
+    openServerStore(config, log, metrics, sharedCounters && { state: sharedCounters, workers }),
   );
   await listeners.unlessFailed(
     async () => {
