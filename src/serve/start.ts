@@ -58,13 +58,13 @@ export async function startServer(config: Config): Promise<void> {
   checkOpenFiles(log, openFilesNeeded(keys.consumers, config.maxInFlight));
   const listeners = await Listeners.bind(config, adapter, metrics, sharedMemory !== undefined);
   const sharedCounters = sharedMemory && new Int32Array(sharedMemory.state);
-  // `unlessFailed` undoes what was bound (and `undo`) if this step throws. With workers, the
+  // `runOrUnbind` undoes what was bound (and `undo`) if this step throws. With workers, the
   // supervisor's own writes (expiries, a consumer's orders retired) move the change count every
   // worker reads.
-  const store = await listeners.unlessFailed(() =>
+  const store = await listeners.runOrUnbind(() =>
     openServerStore(config, log, metrics, sharedCounters && { state: sharedCounters, workers }),
   );
-  await listeners.unlessFailed(
+  await listeners.runOrUnbind(
     async () => {
       await keys.loadFromStore(store);
       await keys.settleIdentities(store);
@@ -83,7 +83,7 @@ export async function startServer(config: Config): Promise<void> {
     ...(config.keys === KEYS_STORE ? { keysProblem: keys.problem() } : {}),
   });
   if (sharedMemory) {
-    await listeners.unlessFailed(
+    await listeners.runOrUnbind(
       () =>
         startWorkers({
           config,
