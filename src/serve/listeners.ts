@@ -36,7 +36,7 @@ export class Listeners {
     config: Config,
     adapter: RuntimeAdapter,
     metrics: Metrics | undefined,
-    proveOnly = false,
+    { proveOnly = false }: { readonly proveOnly?: boolean } = {},
   ): Promise<Listeners> {
     let resolve: (fetch: ServeOptions['fetch']) => void = () => {};
     const app = new Promise<ServeOptions['fetch']>((r) => {

@@ -76,7 +76,8 @@ export async function openLimiter(config: Config, log: Logger, metrics: Metrics 
  *   and bounded by `--store-timeout`;
  * - the backend: memory, SQLite or PostgreSQL.
  *
- * The supervisor and each worker (src/serve/worker.ts) call it with the workers' shared memory.
+ * The supervisor and each worker (src/serve/worker.ts) call it with `shared`: `state` holds the
+ * workers' shared counters (`WORKER_STATE`), and `workers` is how many workers there are.
  */
 export async function openServerStore(
   config: Config,

@@ -56,11 +56,12 @@ export async function startServer(config: Config): Promise<void> {
     if (problem) throw new KeysFileError(problem);
   }
   checkOpenFiles(log, openFilesNeeded(keys.consumers, config.maxInFlight));
-  const listeners = await Listeners.bind(config, adapter, metrics, sharedMemory !== undefined);
+  const listeners = await Listeners.bind(config, adapter, metrics, { proveOnly: workers > 1 });
+  // The workers' shared counters (`WORKER_STATE` of src/serve/supervisor.ts), over their memory.
   const sharedCounters = sharedMemory && new Int32Array(sharedMemory.state);
-  // `runOrUnbind` undoes what was bound (and `undo`) if this step throws. With workers, the
-  // supervisor's own writes (expiries, a consumer's orders retired) move the change count every
-  // worker reads.
+  // `runOrUnbind` stops what was bound, and runs the step's `undo`, if the step throws.
+  // With workers, the supervisor's store shares their counters: its own writes (expiries, a
+  // consumer's orders retired) move the change count every worker reads.
   const store = await listeners.runOrUnbind(() =>
     openServerStore(config, log, metrics, sharedCounters && { state: sharedCounters, workers }),
   );
