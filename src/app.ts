@@ -42,7 +42,7 @@ const UNKNOWN_CLIENT = (): string => 'unknown';
 
 export interface AppOptions {
   /**
-   * The store as start-up hands it to every part, inside the wrappers `storeOf`
+   * The store as start-up hands it to every part, inside the wrappers `openServerStore`
    * (src/serve/parts.ts) lists.
    */
   store: DataStore;

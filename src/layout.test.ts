@@ -131,17 +131,20 @@ describe('the layers', () => {
   });
 });
 
+/** A step's first line: the request's are numbered (`1. `), start-up's are labelled (`- **S1** `). */
+const STEP = /^(\d+\. |- \*\*S\d+\*\* )/;
+
 /**
- * The numbered steps of ARCHITECTURE.md's "One request's way" from `from` on (a `### ` heading),
- * each as one line.
+ * The steps of ARCHITECTURE.md's "One request's way" from `from` on (a `### ` heading), each as
+ * one line.
  */
 function walkSteps(from = "\n## One request's way"): string[] {
   const page = readFileSync(join(ROOT, 'ARCHITECTURE.md'), 'utf8');
   const start = page.indexOf(from);
   const section = page.slice(start, page.indexOf('\n## ', start + 1));
   return section
-    .split(/\n(?=\d+\. )/)
-    .filter((s) => /^\d+\. /.test(s))
+    .split(/\n(?=\d+\. |- \*\*S\d+\*\* )/)
+    .filter((s) => STEP.test(s))
     .map((s) => s.replaceAll(/\s+/g, ' '));
 }
 
@@ -170,7 +173,8 @@ function defines(file: string, name: string): boolean {
 describe("ARCHITECTURE.md's walk of one request", () => {
   const steps = walkSteps();
 
-  test("has four steps of start-up, then the request's steps as src/http/pipeline.ts lists them, each naming its function first", () => {
+  test("has four steps of start-up, S1 to S4, then the request's steps as src/http/pipeline.ts lists them, each naming its function first", () => {
+    expect(steps.slice(0, 4).map((s) => /^- \*\*(S\d+)\*\*/.exec(s)?.[1])).toEqual(['S1', 'S2', 'S3', 'S4']);
     const listed = pipelineSteps();
     expect(listed.map((s) => s.number)).toEqual(listed.map((_, i) => i + 1));
     const request = walkSteps('\n### The request').map((s) => {

@@ -1,5 +1,5 @@
 // The runtime adapter on Bun, which the binary and production run: `adapter.serve()` hands each
-// request to the app's fetch function through Bun.serve (ARCHITECTURE.md, start-up step 3).
+// request to the app's fetch function through Bun.serve (ARCHITECTURE.md, start-up step S3).
 import { getConnInfo } from 'hono/bun';
 import { CONNECTION_LIMITS, type RuntimeAdapter } from './adapter.ts';
 

@@ -36,7 +36,7 @@ export class Listeners {
     config: Config,
     adapter: RuntimeAdapter,
     metrics: Metrics | undefined,
-    proveOnly = false,
+    { proveOnly = false }: { readonly proveOnly?: boolean } = {},
   ): Promise<Listeners> {
     let resolve: (fetch: ServeOptions['fetch']) => void = () => {};
     const app = new Promise<ServeOptions['fetch']>((r) => {
@@ -67,13 +67,15 @@ export class Listeners {
   }
 
   /**
-   * Returns `step`'s result; when it fails, `undo` and every listener bound so far stopped first,
-   * so a failed store, keys load or worker start leaves no port bound and no store open. start.ts's
-   * other steps (`openLimiter()`, `webhooksOf()`, the webhooks' delivery, the due-order sweep, the
-   * admin listener, the keys' watchers) are not wrapped: their failure ends the process
-   * (src/main.ts), which frees what it holds.
+   * Runs `step` and returns its result. If `step` throws, this stops every listener bound so far,
+   * runs `undo` (start.ts passes the store's close), and throws the error again. start.ts runs three
+   * steps through it: the store's open, the keys' load from the store, and the workers' start. No
+   * caller depends on this cleanup: `startServer()`'s one caller, src/main.ts, exits on a failed
+   * start, and the exit frees the ports and the store as well. The later steps (`openLimiter()`,
+   * `webhooksOf()`, the webhooks' delivery, the due-order sweep, the admin listener, the keys'
+   * watchers) leave it to that exit.
    */
-  async unlessFailed<T>(step: () => Promise<T>, undo: () => Promise<void> = async () => {}): Promise<T> {
+  async runOrUnbind<T>(step: () => Promise<T>, undo: () => Promise<void> = async () => {}): Promise<T> {
     try {
       return await step();
     } catch (err) {

@@ -7,7 +7,7 @@ import { parseConfig } from '../config.ts';
 import { LiveKeys } from '../keys/live-keys.ts';
 import { createLogger } from '../log.ts';
 import { Metrics } from '../metrics/registry.ts';
-import { storeOf, webhooksOf } from './parts.ts';
+import { openServerStore, webhooksOf } from './parts.ts';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -21,7 +21,7 @@ test("the delivery loop's outbox failures are counted on /metrics, like the API'
   const config = parseConfig(['--data', data, '--metrics'], {});
   const log = createLogger({ write: () => {} });
   const metrics = new Metrics({ version: '1.0.0', runtime: 'bun' });
-  const store = await storeOf(config, log, metrics);
+  const store = await openServerStore(config, log, metrics);
   try {
     // The outbox's table gone behind the server's back: every outbox call now fails.
     const other = new Database(data);
@@ -43,7 +43,7 @@ test('with --keys store, the keys are read from the store behind the wrappers', 
   const config = parseConfig(['--data', join(dir, 'pets.db'), '--keys', 'store', '--metrics'], {});
   const log = createLogger({ write: () => {} });
   const metrics = new Metrics({ version: '1.0.0', runtime: 'bun' });
-  const store = await storeOf(config, log, metrics);
+  const store = await openServerStore(config, log, metrics);
   try {
     const keys = new LiveKeys(config.keys, log, metrics);
     await keys.loadFromStore(store);

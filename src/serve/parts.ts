@@ -1,6 +1,8 @@
 // What start-up opens once and hands the apps: the limiter, the wrapped store, the webhooks, the
-// metrics and the traces. One process and the supervisor (src/serve/start.ts) call them; each
-// worker (src/serve/worker.ts) calls `storeOf()`, `metricsOf()` and `notifierOf()` too.
+// metrics and the traces. A name that starts with a verb (`openLimiter()`, `openServerStore()`,
+// `startTraces()`) opens or starts something; a name that ends in `Of` only builds its value. One
+// process and the supervisor (src/serve/start.ts) call them; each worker (src/serve/worker.ts) calls
+// `openServerStore()`, `metricsOf()` and `notifierOf()` too.
 import type { Config } from '../config.ts';
 import { systemClock } from '../core/clock.ts';
 import {
@@ -74,9 +76,10 @@ export async function openLimiter(config: Config, log: Logger, metrics: Metrics 
  *   and bounded by `--store-timeout`;
  * - the backend: memory, SQLite or PostgreSQL.
  *
- * The supervisor and each worker (src/serve/worker.ts) call it with the workers' shared memory.
+ * The supervisor and each worker (src/serve/worker.ts) call it with `shared`: `state` holds the
+ * workers' shared counters (`WORKER_STATE`), and `workers` is how many workers there are.
  */
-export async function storeOf(
+export async function openServerStore(
   config: Config,
   log: Logger,
   metrics: Metrics | undefined,
@@ -97,8 +100,9 @@ export async function storeOf(
 
 /**
  * Makes the webhooks' `DeliveryLoop` and the gateway's `notify`, none without an outbox: events are
- * recorded in the outbox before the answer and delivered off the request path. The `DeliveryLoop`
- * calls `storeOf`'s store, so its failures are counted and each call has a request's time bound.
+ * recorded in the outbox before the answer and delivered off the request path. It starts nothing:
+ * start.ts starts the loop (`DeliveryLoop.start()`) once the app is made. The `DeliveryLoop`
+ * calls `openServerStore`'s store, so its failures are counted and each call has a request's time bound.
  * The sends are outside those calls. The bound keeps a stuck connection from holding up shutdown.
  * The delivery loop and the requests share one time bound: once any call finds the database
  * unreachable, the loop's calls and the requests' fail at once.
@@ -135,7 +139,7 @@ export function notifierOf(store: DataStore, log: Logger, wake: () => void) {
 
 /**
  * Returns the metrics registry with `--metrics` or `--metrics-port`; prom-client is loaded only
- * then (it is slow to load).
+ * then (it is slow to load). It starts nothing: the registry is read when `/metrics` is scraped.
  */
 export async function metricsOf(config: Config, adapter: RuntimeAdapter): Promise<Metrics | undefined> {
   if (!config.metrics && config.metricsPort === null) return undefined;
@@ -147,7 +151,7 @@ export async function metricsOf(config: Config, adapter: RuntimeAdapter): Promis
  * Starts the trace export when an endpoint is configured; returns none otherwise, and the SDK is
  * never loaded. Spans it drops are counted on `/metrics`.
  */
-export async function tracesOf(config: Config, metrics: Metrics | undefined) {
+export async function startTraces(config: Config, metrics: Metrics | undefined) {
   const url = tracesUrl(config.otelTracesEndpoint, config.otelEndpoint);
   if (url === undefined) return undefined;
   const { startTraceExport } = await import('../trace/export.ts');

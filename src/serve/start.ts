@@ -24,7 +24,7 @@ import type { RunningServer, RuntimeAdapter } from './adapter.ts';
 import { availableCpus } from './cpus.ts';
 import { checkOpenFiles, openFilesNeeded } from './fd-limit.ts';
 import { Listeners } from './listeners.ts';
-import { metricsOf, openLimiter, storeOf, tracesOf, webhooksOf } from './parts.ts';
+import { metricsOf, openLimiter, openServerStore, startTraces, webhooksOf } from './parts.ts';
 import { handleSignals } from './signals.ts';
 import { type HostStatus, type WorkerMemory, WorkerPool, workerMemory } from './supervisor.ts';
 
@@ -49,22 +49,23 @@ export async function startServer(config: Config): Promise<void> {
   // The memory the workers share: their counters, their in-flight slots (src/serve/supervisor.ts).
   const sharedMemory = workers > 1 ? workerMemory(workers) : undefined;
   const metrics = await metricsOf(config, adapter);
-  const traces = await tracesOf(config, metrics);
+  const traces = await startTraces(config, metrics);
   const keys = new LiveKeys(config.keys, log, metrics);
   if (config.adminPort !== null && config.keys && config.keys !== KEYS_STORE) {
     const problem = keysFileWriteProblem(config.keys);
     if (problem) throw new KeysFileError(problem);
   }
   checkOpenFiles(log, openFilesNeeded(keys.consumers, config.maxInFlight));
-  const listeners = await Listeners.bind(config, adapter, metrics, sharedMemory !== undefined);
+  const listeners = await Listeners.bind(config, adapter, metrics, { proveOnly: workers > 1 });
+  // The workers' shared counters (`WORKER_STATE` of src/serve/supervisor.ts), over their memory.
   const sharedCounters = sharedMemory && new Int32Array(sharedMemory.state);
-  // `unlessFailed` undoes what was bound (and `undo`) if this step throws. With workers, the
-  // supervisor's own writes (expiries, a consumer's orders retired) move the change count every
-  // worker reads.
-  const store = await listeners.unlessFailed(() =>
-    storeOf(config, log, metrics, sharedCounters && { state: sharedCounters, workers }),
+  // `runOrUnbind` stops what was bound, and runs the step's `undo`, if the step throws.
+  // With workers, the supervisor's store shares their counters: its own writes (expiries, a
+  // consumer's orders retired) move the change count every worker reads.
+  const store = await listeners.runOrUnbind(() =>
+    openServerStore(config, log, metrics, sharedCounters && { state: sharedCounters, workers }),
   );
-  await listeners.unlessFailed(
+  await listeners.runOrUnbind(
     async () => {
       await keys.loadFromStore(store);
       await keys.settleIdentities(store);
@@ -83,7 +84,7 @@ export async function startServer(config: Config): Promise<void> {
     ...(config.keys === KEYS_STORE ? { keysProblem: keys.problem() } : {}),
   });
   if (sharedMemory) {
-    await listeners.unlessFailed(
+    await listeners.runOrUnbind(
       () =>
         startWorkers({
           config,

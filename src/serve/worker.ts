@@ -13,7 +13,7 @@ import { KeyTable } from '../keys/table.ts';
 import { batched, createLogger, fileWriter } from '../log.ts';
 import { adapter } from './bun.ts';
 import { packAsks, RemoteLimiter, unpackAnswers } from './host-limiter.ts';
-import { metricsOf, notifierOf, storeOf } from './parts.ts';
+import { metricsOf, notifierOf, openServerStore } from './parts.ts';
 import { appOptionsOf } from './start.ts';
 import { keyRecords, type ToWorker, WORKER_STATE, type WorkerStart } from './supervisor.ts';
 
@@ -55,7 +55,7 @@ async function serve(start: WorkerStart): Promise<void> {
         post({ type: 'render', id, openMetrics });
       }),
   );
-  const store = await storeOf(config, log, metrics, { state, workers: start.workers });
+  const store = await openServerStore(config, log, metrics, { state, workers: start.workers });
   const app = createApp(
     appOptionsOf(config, adapter, {
       store,
