@@ -46,7 +46,7 @@ import { type RequestStart, requestLog } from './request-log.ts';
 import { requestTrace } from './request-trace.ts';
 import { MAX_URI_BYTES, pathAndQuery, uriTooLong } from './uri-limit.ts';
 
-// What a pipeline is made from, in three layers, none of them made per request:
+// What a pipeline is made from, in three levels, none of them made per request:
 //   options  given per app: `RouteHandlersOptions`, `TableRouteHandlersOptions`
 //   parts    made once per app from the options, by `partsOf`: `PipelineParts`, `TableParts`
 //   route    made once per operation from the parts, by `routeOf`: `OperationRoute`
