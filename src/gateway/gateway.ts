@@ -117,8 +117,9 @@ export interface GatedOperation {
  * The admission check: what `createAdmission()` returns, run once per request. For a request it
  * lets through, it runs `admitted` with the limiter's decision and the caller (always a key's) and
  * resolves to its result. The caller's in-flight slot is held until `admitted` settles. A refusal
- * (401, 403, 429, 503) resolves to the `ApiError` to answer, never thrown
- * (bench/README.md#measured-costs-behind-the-codes-choices).
+ * (401, 403, 429, 503) resolves to the `ApiError` to answer, never thrown: a throw through these
+ * async frames was the largest cost of a refusal's own code (measured:
+ * bench/README.md#measured-costs-behind-the-codes-choices).
  */
 export type Admission = <T>(
   c: Context,
@@ -277,7 +278,8 @@ function reportWouldRefuse(
 
 /**
  * The 429s already made, by outcome and wait, the only things a refusal depends on: each is made
- * once (bench/README.md#measured-costs-behind-the-codes-choices).
+ * once, since the `Error`'s construction and its body's `JSON.stringify` showed in every 429's
+ * profile (measured: bench/README.md#measured-costs-behind-the-codes-choices).
  */
 const refusals = new LRUCache<string, ApiError>({ max: 1_024 });
 

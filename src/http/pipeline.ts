@@ -46,7 +46,7 @@ import { type RequestStart, requestLog } from './request-log.ts';
 import { requestTrace } from './request-trace.ts';
 import { MAX_URI_BYTES, pathAndQuery, uriTooLong } from './uri-limit.ts';
 
-// What a pipeline is made from, in three layers, none of them made per request:
+// What a pipeline is made from, in three levels, none of them made per request:
 //   options  given per app: `RouteHandlersOptions`, `TableRouteHandlersOptions`
 //   parts    made once per app from the options, by `partsOf`: `PipelineParts`, `TableParts`
 //   route    made once per operation from the parts, by `routeOf`: `OperationRoute`
@@ -284,8 +284,9 @@ function partsOf({
  * Step 1 runs the rest inside itself, so it sees every answer, and the gateway (step 3) holds the
  * caller's in-flight slot until the answer is made, or until a step throws. A refusal leaves
  * through `answerError` (src/http/error-answer.ts), which answers it by step 8: the gateway returns its
- * refusals rather than throwing them (bench/README.md#measured-costs-behind-the-codes-choices),
- * the other steps throw theirs, and `runExchange` catches them, so a new check may throw.
+ * refusals rather than throwing them, since a throw through its async frames was the largest cost of
+ * a refusal's own code (measured: bench/README.md#measured-costs-behind-the-codes-choices); the
+ * other steps throw theirs, and `runExchange` catches them, so a new check may throw.
  * Step 6 begins at 6.1 or at 6.2, chosen once per route, not per request.
  */
 function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
@@ -307,8 +308,9 @@ function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteH
 
 /**
  * Makes step 1, `exchange`, around `inner`, the rest of the request's steps. Every Hono route's
- * handler is one of these, so Hono calls one handler per request and composes no middleware
- * (bench/README.md#measured-costs-behind-the-codes-choices).
+ * handler is one of these, so Hono calls one handler per request and composes no middleware: an
+ * outer middleware and catch-all routes cost every request CPU (measured:
+ * bench/README.md#measured-costs-behind-the-codes-choices).
  *
  * Step 1 is two functions: `exchange`, the handler made here, gives the request its id and opens
  * its state; `runExchange` does the rest of step 1 inside that state and calls `inner`. For an
@@ -383,7 +385,8 @@ function setTraceResponse(res: Response, value: string | undefined): void {
 /**
  * Step 3: asks the gateway (src/gateway/gateway.ts) to admit the request, and returns
  * `serveAdmitted`'s answer or the refusal's. The gateway returns its refusals rather than
- * throwing them (bench/README.md#measured-costs-behind-the-codes-choices).
+ * throwing them: a throw through its async frames was the largest cost of a refusal's own code
+ * (measured: bench/README.md#measured-costs-behind-the-codes-choices).
  */
 async function passGateway<D>(
   { admission }: TableParts<D>,

@@ -12,7 +12,7 @@ export const MAX_URI_BYTES = 8 * 1024;
 /**
  * Returns the 414 `uri_too_long` for a request whose path and query together exceed `maxBytes`, or
  * undefined: a plain step, so step 1 (`runExchange`, src/http/pipeline.ts) runs it without a
- * layer of its own.
+ * middleware of its own.
  *
  * @example
  * uriTooLong('http://localhost/v1/pets?limit=20', 8192) // undefined

@@ -7,7 +7,7 @@ import { POSTGRES_URL } from './postgres/postgres-url.ts';
 import type { LockReleases } from './sqlite/sqlite.ts';
 import type { DataStore } from './store.ts';
 import { StoreOpenError } from './store-error.ts';
-import { type BoundAndTracedStore, boundAndTrace, DEFAULT_STORE_TIMEOUT_MS } from './wrappers/bound-and-traced.ts';
+import { type BoundAndTracedStore, boundAndTraced, DEFAULT_STORE_TIMEOUT_MS } from './wrappers/bound-and-traced.ts';
 
 /** The `--data` value that keeps pets in memory only. */
 export const MEMORY = ':memory:';
@@ -44,7 +44,7 @@ export async function openStore(
 ): Promise<BoundAndTracedStore> {
   const backend = await openBackend(data, log, timeoutMs, poolSize, lockReleases);
   const system = backend instanceof MemoryStore ? undefined : POSTGRES_URL.test(data) ? 'postgresql' : 'sqlite';
-  return boundAndTrace(backend, { timeoutMs, log, ...(system ? { system } : {}) });
+  return boundAndTraced(backend, { timeoutMs, log, ...(system ? { system } : {}) });
 }
 
 async function openBackend(

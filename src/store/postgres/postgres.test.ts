@@ -14,7 +14,7 @@ import {
   StoreUnavailableError,
   StoreUnreachableError,
 } from '../store-error.ts';
-import { boundAndTrace } from '../wrappers/bound-and-traced.ts';
+import { boundAndTraced } from '../wrappers/bound-and-traced.ts';
 import {
   CLOSE_IF_PLACED,
   LISTENER_NAME,
@@ -607,7 +607,7 @@ describe('PostgresStore without a server', () => {
 describe('PostgresStore behind its bound', () => {
   test('a query that never returns (LOCK TABLE held elsewhere) is answered within the bound; the pool serves after', async () => {
     const db = await freshDatabase();
-    const store = boundAndTrace(await PostgresStore.open({ url: db.url, log: silentLogger, timeoutMs: 1_000 }), {
+    const store = boundAndTraced(await PostgresStore.open({ url: db.url, log: silentLogger, timeoutMs: 1_000 }), {
       timeoutMs: 1_000,
       log: silentLogger,
     });

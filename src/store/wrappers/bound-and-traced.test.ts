@@ -6,7 +6,7 @@ import { createLogger } from '../../log.ts';
 import { MemoryStore } from '../memory-store.ts';
 import { OUTBOX_CALLS, STORE_CALLS } from '../store.ts';
 import { StoreTimeoutError, StoreUnreachableError, storeErrorKind } from '../store-error.ts';
-import { boundAndTrace, type Timers } from './bound-and-traced.ts';
+import { boundAndTraced, type Timers } from './bound-and-traced.ts';
 
 const REX: NewPet = { name: 'Rex', categoryId: 1, status: 'available' };
 
@@ -81,7 +81,7 @@ function setup() {
   const lines: Record<string, unknown>[] = [];
   const log = createLogger({ write: (l) => lines.push(JSON.parse(l)), now: time.clock.now });
   const { state, store: inner } = backend();
-  const store = boundAndTrace(inner, { timeoutMs: 2_000, log, clock: time.clock, timers: time.timers });
+  const store = boundAndTraced(inner, { timeoutMs: 2_000, log, clock: time.clock, timers: time.timers });
   return { ...time, lines, state, store };
 }
 
@@ -146,7 +146,7 @@ describe('BoundAndTracedStore: the bound', () => {
     const { store: inner } = backend();
     let due = false;
     inner.startDueOrderExpiry = () => (due ? new Promise(() => {}) : undefined);
-    const store = boundAndTrace(inner, { timeoutMs: 2_000, log, clock: time.clock, timers: time.timers });
+    const store = boundAndTraced(inner, { timeoutMs: 2_000, log, clock: time.clock, timers: time.timers });
     expect(store.startDueOrderExpiry()).toBeUndefined();
     due = true;
     const expiring = watch(store.startDueOrderExpiry() as Promise<unknown>);
@@ -251,7 +251,7 @@ describe('BoundAndTracedStore: the method list', () => {
     const backend = new MemoryStore();
     for (const name of Object.keys(STORE_CALLS)) Object.assign(backend, { [name]: hang });
     for (const name of Object.keys(OUTBOX_CALLS)) Object.assign(backend.outbox, { [name]: hang });
-    const store = boundAndTrace(backend, { timeoutMs: 2_000, log: createLogger({ write: () => {} }), ...time });
+    const store = boundAndTraced(backend, { timeoutMs: 2_000, log: createLogger({ write: () => {} }), ...time });
     const call = (target: object, name: string) =>
       watch((target as Record<string, () => Promise<unknown>>)[name]?.() ?? Promise.resolve('not wrapped'));
     const calls = [

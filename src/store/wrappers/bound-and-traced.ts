@@ -61,7 +61,7 @@ interface Call {
 }
 
 /**
- * The store `boundAndTrace()` returns: every call bounded in time and traced. It also tells whether
+ * The store `boundAndTraced()` returns: every call bounded in time and traced. It also tells whether
  * its database is unreachable now.
  */
 export interface BoundAndTracedStore extends WrappedStore {
@@ -74,10 +74,10 @@ export interface BoundAndTracedStore extends WrappedStore {
  * child record of the request's trace when the request is recorded.
  *
  * @example
- * const store = boundAndTrace(await PostgresStore.open({ url, log }), { timeoutMs: 2_000, log });
+ * const store = boundAndTraced(await PostgresStore.open({ url, log }), { timeoutMs: 2_000, log });
  * await store.list({ limit: 20 }); // rejects with StoreTimeoutError after 2 s without an answer
  */
-export function boundAndTrace(backend: DataStore, options: BoundAndTracedStoreOptions): BoundAndTracedStore {
+export function boundAndTraced(backend: DataStore, options: BoundAndTracedStoreOptions): BoundAndTracedStore {
   const bound = new TimeBound(backend, options);
   // Each call in its span, around the bound, so a time-out ends the span as Error.
   const call: CallWrap = tracedCalls((run, { doing, write }) => bound.call(doing, write, run), options.system);
