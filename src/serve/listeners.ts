@@ -66,25 +66,6 @@ export class Listeners {
     return new Listeners(main, metricsServer, adapter, resolve);
   }
 
-  /**
-   * Runs `step` and returns its result. If `step` throws, this stops every listener bound so far,
-   * runs `undo` (start.ts passes the store's close), and throws the error again. start.ts runs three
-   * steps through it: the store's open, the keys' load from the store, and the workers' start. No
-   * caller depends on this cleanup: `startServer()`'s one caller, src/main.ts, exits on a failed
-   * start, and the exit frees the ports and the store as well. The later steps (`openLimiter()`,
-   * `webhooksOf()`, the webhooks' delivery, the due-order sweep, the admin listener, the keys'
-   * watchers) leave it to that exit.
-   */
-  async runOrUnbind<T>(step: () => Promise<T>, undo: () => Promise<void> = async () => {}): Promise<T> {
-    try {
-      return await step();
-    } catch (err) {
-      await Promise.all(this.all.map((s) => s.stop(true)));
-      await undo();
-      throw err;
-    }
-  }
-
   /** Makes the API's port serve `fetch` from now on, the requests that waited for it first. */
   answerWith(fetch: ServeOptions['fetch']): void {
     this.#resolveApp(fetch);

@@ -59,19 +59,13 @@ export async function startServer(config: Config): Promise<void> {
   const listeners = await Listeners.bind(config, adapter, metrics, { proveOnly: workers > 1 });
   // The workers' shared counters (`WORKER_STATE` of src/serve/supervisor.ts), over their memory.
   const sharedCounters = sharedMemory && new Int32Array(sharedMemory.state);
-  // `runOrUnbind` stops what was bound, and runs the step's `undo`, if the step throws.
+  // The store opens after the bind, so a port in use leaves no database file behind. A failed
+  // start ends the process (src/main.ts), which frees the ports and the store.
   // With workers, the supervisor's store shares their counters: its own writes (expiries, a
   // consumer's orders retired) move the change count every worker reads.
-  const store = await listeners.runOrUnbind(() =>
-    openServerStore(config, log, metrics, sharedCounters && { state: sharedCounters, workers }),
-  );
-  await listeners.runOrUnbind(
-    async () => {
-      await keys.loadFromStore(store);
-      await keys.settleIdentities(store);
-    },
-    () => store.close(),
-  );
+  const store = await openServerStore(config, log, metrics, sharedCounters && { state: sharedCounters, workers });
+  await keys.loadFromStore(store);
+  await keys.settleIdentities(store);
   const { limiter, redisLimiter } = await openLimiter(config, log, metrics);
   const webhooks = webhooksOf(store, config, log, metrics, keys);
   let stopping = false;
@@ -84,21 +78,17 @@ export async function startServer(config: Config): Promise<void> {
     ...(config.keys === KEYS_STORE ? { keysProblem: keys.problem() } : {}),
   });
   if (sharedMemory) {
-    await listeners.runOrUnbind(
-      () =>
-        startWorkers({
-          config,
-          memory: sharedMemory,
-          listeners,
-          keys,
-          limiter,
-          log,
-          metrics,
-          delivery: webhooks.delivery,
-          status: hostStatus,
-        }),
-      () => store.close(),
-    );
+    await startWorkers({
+      config,
+      memory: sharedMemory,
+      listeners,
+      keys,
+      limiter,
+      log,
+      metrics,
+      delivery: webhooks.delivery,
+      status: hostStatus,
+    });
   } else {
     serveOneProcess(config, adapter, listeners, {
       store,
