@@ -1,6 +1,6 @@
 // Serving. From the parsed configuration, this file starts the runtime's adapter, binds the
 // listeners (src/serve/listeners.ts), opens the metrics, the traces, the store, the limiter and
-// the webhooks (src/serve/parts.ts), and builds the apps. It serves on this thread (one worker),
+// the webhooks (src/serve/resources.ts), and builds the apps. It serves on this thread (one worker),
 // or on --workers threads (src/serve/supervisor.ts). It also runs the shutdown that a signal
 // starts.
 import process from 'node:process';
@@ -24,7 +24,7 @@ import type { RunningServer, RuntimeAdapter } from './adapter.ts';
 import { availableCpus } from './cpus.ts';
 import { checkOpenFiles, openFilesNeeded } from './fd-limit.ts';
 import { Listeners } from './listeners.ts';
-import { metricsOf, openLimiter, openServerStore, startTraces, webhooksOf } from './parts.ts';
+import { metricsOf, openLimiter, openServerStore, startTraces, webhooksOf } from './resources.ts';
 import { handleSignals } from './signals.ts';
 import { type HostStatus, type WorkerMemory, WorkerPool, workerMemory } from './supervisor.ts';
 
@@ -154,13 +154,8 @@ function workerCount(config: Config, adapter: RuntimeAdapter): number {
 }
 
 /** Serves the API on this thread: one app (`createApp()`) answers the API's port. */
-function serveOneProcess(
-  config: Config,
-  adapter: RuntimeAdapter,
-  listeners: Listeners,
-  parts: Parameters<typeof appOptionsOf>[2],
-): void {
-  listeners.answerWith(createApp(appOptionsOf(config, adapter, parts)).fetch);
+function serveOneProcess(config: Config, adapter: RuntimeAdapter, listeners: Listeners, resources: AppResources): void {
+  listeners.answerWith(createApp(appOptionsOf(config, adapter, resources)).fetch);
 }
 
 /**
@@ -312,6 +307,19 @@ function gatewayFlags(config: Config, adapter: RuntimeAdapter) {
 }
 
 /**
+ * What the caller of `appOptionsOf()` hands the API app: its store, keys, limiter, log, metrics,
+ * webhooks' `notify` and, in a worker, the host's in-flight slots (`hostSlots`), with why `/readyz`
+ * should fail (`whyNotReady`) and the host's part of `/readyz` (`status`).
+ */
+export type AppResources = Pick<
+  AppOptions,
+  'store' | 'keys' | 'limiter' | 'log' | 'metrics' | 'whyNotReady' | 'notify' | 'hostSlots'
+> & {
+  /** The host's part of `/readyz`; undefined in a worker the supervisor sends none. */
+  status: () => HostStatus | undefined;
+};
+
+/**
  * Returns the API app's options; this is the one place they are put together: one process
  * (`startServer()`) and each worker (src/serve/worker.ts) call it, so an option added here reaches
  * both. The flags give most of them; the caller gives its store, keys, limiter, log and metrics,
@@ -326,19 +334,10 @@ function gatewayFlags(config: Config, adapter: RuntimeAdapter) {
 export function appOptionsOf(
   config: Config,
   adapter: RuntimeAdapter,
-  {
-    metrics,
-    status,
-    notify,
-    hostSlots,
-    ...parts
-  }: Pick<AppOptions, 'store' | 'keys' | 'limiter' | 'log' | 'metrics' | 'whyNotReady' | 'notify' | 'hostSlots'> & {
-    /** The host's part of `/readyz`; undefined in a worker the supervisor sends none. */
-    status: () => HostStatus | undefined;
-  },
+  { metrics, status, notify, hostSlots, ...rest }: AppResources,
 ): AppOptions {
   return {
-    ...parts,
+    ...rest,
     ...gatewayFlags(config, adapter),
     docs: { publicUrl: config.publicUrl, stagingUrl: config.stagingUrl },
     serveMetrics: config.metricsPort === null,
