@@ -29,7 +29,7 @@ export class Listeners {
   /**
    * Binds the API's port and, when asked for, the metrics port. With `proveOnly` (workers to come),
    * the API's port is bound without `SO_REUSEPORT` and closed again: a port in use stops the start
-   * here, as with one worker, and the workers then share the port this proved free (a port of 0
+   * here, as without workers, and the workers then share the port this proved free (a port of 0
    * keeps the number the system gave).
    */
   static async bind(

@@ -1,8 +1,8 @@
 // Serving. From the parsed configuration, this file starts the runtime's adapter, binds the
 // listeners (src/serve/listeners.ts), opens the metrics, the traces, the store, the limiter and
-// the webhooks (src/serve/resources.ts), and builds the apps. It serves on this thread (one worker),
-// or on --workers threads (src/serve/supervisor.ts). It also runs the shutdown that a signal
-// starts.
+// the webhooks (src/serve/resources.ts), and builds the apps. It serves without workers (the
+// default), on this thread, or with --workers threads (src/serve/supervisor.ts). It also runs the
+// shutdown that a signal starts.
 import process from 'node:process';
 import { type AppOptions, adminApp, createApp } from '../app.ts';
 import { type Config, ConfigError, memoryWithWorkers } from '../config.ts';
@@ -70,7 +70,7 @@ export async function startServer(config: Config): Promise<void> {
   const webhooks = webhooksOf(store, config, log, metrics, keys);
   let stopping = false;
   let stoppingAt = 0;
-  // The host's part of `/readyz`: the app reads it in one process; else the workers are sent it.
+  // The host's part of `/readyz`: the app reads it without workers; else the workers are sent it.
   // Only the key store has a problem to tell (`LiveKeys.problem()`), so only `--keys store` adds
   // it.
   const hostStatus = (): HostStatus => ({
@@ -90,7 +90,7 @@ export async function startServer(config: Config): Promise<void> {
       status: hostStatus,
     });
   } else {
-    serveOneProcess(config, adapter, listeners, {
+    serveWithoutWorkers(config, adapter, listeners, {
       store,
       keys: () => keys.table,
       limiter,
@@ -153,8 +153,13 @@ function workerCount(config: Config, adapter: RuntimeAdapter): number {
   return count;
 }
 
-/** Serves the API on this thread: one app (`createApp()`) answers the API's port. */
-function serveOneProcess(config: Config, adapter: RuntimeAdapter, listeners: Listeners, resources: AppResources): void {
+/** Serves the API without workers, on this thread: one app (`createApp()`) answers the API's port. */
+function serveWithoutWorkers(
+  config: Config,
+  adapter: RuntimeAdapter,
+  listeners: Listeners,
+  resources: AppResources,
+): void {
   listeners.answerWith(createApp(appOptionsOf(config, adapter, resources)).fetch);
 }
 
@@ -320,9 +325,9 @@ export type AppResources = Pick<
 };
 
 /**
- * Returns the API app's options; this is the one place they are put together: one process
- * (`startServer()`) and each worker (src/serve/worker.ts) call it, so an option added here reaches
- * both. The flags give most of them; the caller gives its store, keys, limiter, log and metrics,
+ * Returns the API app's options; this is the one place they are put together: start-up without
+ * workers (`startServer()`) and each worker (src/serve/worker.ts) call it, so an option added here
+ * reaches both. The flags give most of them; the caller gives its store, keys, limiter, log and metrics,
  * why `/readyz` should fail, the host's part of `/readyz` (`status`: the Redis limiter's state, the
  * key store's problem), the webhooks' `notify` and, in a worker, the host's in-flight slots.
  *
