@@ -153,7 +153,7 @@ function workerCount(config: Config, adapter: RuntimeAdapter): number {
   return count;
 }
 
-/** Serves the API without workers, on this thread: one app (`createApp()`) answers the API's port. */
+/** Serves the API without workers, on this thread: one app (`createApp()`) answers its port. */
 function serveWithoutWorkers(
   config: Config,
   adapter: RuntimeAdapter,
@@ -314,7 +314,8 @@ function gatewayFlags(config: Config, adapter: RuntimeAdapter) {
 /**
  * What the caller of `appOptionsOf()` hands the API app: its store, keys, limiter, log, metrics,
  * webhooks' `notify` and, in a worker, the host's in-flight slots (`hostSlots`), with why `/readyz`
- * should fail (`whyNotReady`) and the host's part of `/readyz` (`status`).
+ * should fail (`whyNotReady`) and the host's part of `/readyz` (`status`: the Redis limiter's
+ * state, the key store's problem).
  */
 export type AppResources = Pick<
   AppOptions,
@@ -327,9 +328,7 @@ export type AppResources = Pick<
 /**
  * Returns the API app's options; this is the one place they are put together: start-up without
  * workers (`startServer()`) and each worker (src/serve/worker.ts) call it, so an option added here
- * reaches both. The flags give most of them; the caller gives its store, keys, limiter, log and metrics,
- * why `/readyz` should fail, the host's part of `/readyz` (`status`: the Redis limiter's state, the
- * key store's problem), the webhooks' `notify` and, in a worker, the host's in-flight slots.
+ * reaches both. The flags give most of them; the caller gives the rest (`AppResources`).
  *
  * @example
  * const app = createApp(
