@@ -1,4 +1,4 @@
-# The Pet Store gateway. `make run` builds and serves with the built-in defaults (no flags); `make test` tests.
+# The Pet Store service. `make run` builds and serves with the built-in defaults (no flags); `make test` tests.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 

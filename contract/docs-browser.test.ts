@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { type Browser, chromium, type Page, type Response as PageResponse } from 'playwright-core';
 import YAML from 'yaml';
 import { OPERATIONS } from '../src/api/operations.ts';
-import { type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
+import { type Running, spawnServer, tokenOf, writeKeysFile } from '../test/harness.ts';
 
 const ROOT = join(import.meta.dir, '..');
 const REPORTS = join(ROOT, 'reports');
@@ -56,7 +56,7 @@ const problems: string[] = [];
 
 beforeAll(async () => {
   // With the experimental operations, so the page shows every stability level.
-  server = await startServer({ args: ['--keys', writeKeysFile([{ name: KEY, plan: 'free' }]), '--experimental'] });
+  server = await spawnServer({ args: ['--keys', writeKeysFile([{ name: KEY, plan: 'free' }]), '--experimental'] });
   browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
   context.on('request', (r) => requests.push(r.url()));

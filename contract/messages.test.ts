@@ -1,13 +1,13 @@
 // Every 400 names the field and what it allows, in the contract's words, and
 // never quotes a value the client did not send (a JSON number past 2^53 is rounded by the parser).
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
+import { type Running, spawnServer, tokenOf, writeKeysFile } from '../test/harness.ts';
 import { badRequestExamples } from './examples.ts';
 
 let server: Running;
 const auth = { Authorization: `Bearer ${tokenOf('qa')}` };
 beforeAll(async () => {
-  server = await startServer({ args: ['--keys', writeKeysFile([{ name: 'qa', plan: 'business' }])] });
+  server = await spawnServer({ args: ['--keys', writeKeysFile([{ name: 'qa', plan: 'business' }])] });
 });
 afterAll(async () => {
   await server.stop();

@@ -3,7 +3,7 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { type KeySpec, type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
+import { type KeySpec, type Running, spawnServer, tokenOf, writeKeysFile } from '../test/harness.ts';
 
 export const ROOT = join(import.meta.dir, '..');
 export const CONTRACT = join(ROOT, 'contract/openapi.yaml');
@@ -68,7 +68,7 @@ export interface ToolRun {
  */
 export async function startTarget(): Promise<Running> {
   const keysFile = writeKeysFile(Object.values(KEYS));
-  const server = await startServer({
+  const server = await spawnServer({
     args: ['--keys', keysFile, '--data', ':memory:', '--admin-port', '0', '--experimental'],
   });
   for (let i = 0; i < 100; i++) {

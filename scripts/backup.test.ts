@@ -18,7 +18,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
-import { type Running, runCommand, startServer, writeLauncher } from '../test/harness.ts';
+import { type Running, runCommand, spawnServer, writeLauncher } from '../test/harness.ts';
 
 const PG_SERVER = process.env.PETSTORE_TEST_POSTGRES_URL ?? '';
 const dirs: string[] = [];
@@ -154,7 +154,7 @@ describe('a backup under load, restored into a new server', () => {
     expect(add.code).toBe(0);
     const token = add.stdout.trim();
     const data = join(dir, 'petstore.db');
-    const server = await startServer({ args: ['--keys', keys, '--data', data] });
+    const server = await spawnServer({ args: ['--keys', keys, '--data', data] });
     const backup = join(dir, 'backup.db');
     const elsewhere = tmp();
     try {
@@ -176,7 +176,7 @@ describe('a backup under load, restored into a new server', () => {
             0,
             expect.stringContaining(`restore: ${backup}.keys.json -> ${join(elsewhere, 'keys.json')}`),
           ]);
-          return startServer({
+          return spawnServer({
             args: ['--keys', join(elsewhere, 'keys.json'), '--data', join(elsewhere, 'petstore.db')],
           });
         },
@@ -206,7 +206,7 @@ describe('a backup under load, restored into a new server', () => {
         const add = await addAcme(['--data', urlOf(source)]);
         expect([add.code, add.stderr]).toEqual([0, expect.stringContaining('key id: ')]);
         const token = add.stdout.trim();
-        const server = await startServer({ args: ['--keys', 'store', '--data', urlOf(source)] });
+        const server = await spawnServer({ args: ['--keys', 'store', '--data', urlOf(source)] });
         const backup = join(tmp(), 'petstore.dump');
         try {
           await backupUnderLoad(
@@ -242,7 +242,7 @@ describe('a backup under load, restored into a new server', () => {
                 'CREATE DATABASE\n',
                 expect.stringContaining('--id-gap 1000000000'),
               ]);
-              return startServer({ args: ['--keys', 'store', '--data', urlOf(target)] });
+              return spawnServer({ args: ['--keys', 'store', '--data', urlOf(target)] });
             },
           );
         } finally {
@@ -281,7 +281,7 @@ describe("the operations guide's SQLite backup and restore, as written", () => {
     const add = await addAcme(['--keys', keys]);
     expect(add.code).toBe(0);
     const token = add.stdout.trim();
-    const server = await startServer({ args: ['--keys', keys, '--data', data] });
+    const server = await spawnServer({ args: ['--keys', keys, '--data', data] });
     const ids: number[] = [];
     for (const name of ['Rex', 'Tom', 'Kiwi']) ids.push((await create(server, token, name)).id);
     const shell = (script: string) =>
@@ -309,7 +309,7 @@ describe("the operations guide's SQLite backup and restore, as written", () => {
       `BACKUP=${backup.stdout.trim()}\n${here(restorePart).replace('systemctl start petstore', '').replace('chown petstore:', 'chown "$(id -un):"')}`,
     );
     expect([restore.status, restore.stderr]).toEqual([0, expect.stringContaining(`${data}.replaced-`)]);
-    const restored = await startServer({ args: ['--keys', keys, '--data', data] });
+    const restored = await spawnServer({ args: ['--keys', keys, '--data', data] });
     try {
       const listed = (await (
         await fetch(`${restored.url}/v1/pets?limit=100`, { headers: { authorization: `Bearer ${token}` } })

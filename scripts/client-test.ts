@@ -12,7 +12,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { type KeySpec, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
+import { type KeySpec, spawnServer, tokenOf, writeKeysFile } from '../test/harness.ts';
 
 const ROOT = join(import.meta.dir, '..');
 const CONTRACT = process.env.CLIENT_TEST_CONTRACT ?? join(ROOT, 'contract/openapi.yaml');
@@ -49,7 +49,7 @@ process.exit(failed === 0 ? 0 : 1);
 
 /** A fresh server, Prism in front of it, then `scenario` with Prism's base URL. */
 async function throughPrism(scenario: (url: string) => Promise<number | null>) {
-  const server = await startServer({ args: ['--keys', writeKeysFile([KEY])] });
+  const server = await spawnServer({ args: ['--keys', writeKeysFile([KEY])] });
   const port = await freePort();
   const prism = spawn(
     PRISM,

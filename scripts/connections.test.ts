@@ -5,7 +5,7 @@
 import { describe, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import { startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
+import { spawnServer, tokenOf, writeKeysFile } from '../test/harness.ts';
 
 const WANTED = Number(process.env.CONNECTIONS ?? 20_000);
 /** Descriptors the test process and the server need besides the held connections. */
@@ -95,7 +95,7 @@ describe('idle and half-sent connections', () => {
     console.warn(`connections: ${count}, not ${WANTED}: the open-file limit is ${openFiles('self').soft}`);
 
   test(`${WANTED.toLocaleString('en')} (or the limit's worth) held open: a fresh connection gets /healthz and GET /v1/pets within 1 s`, async () => {
-    const server = await startServer({ args: ['--keys', keys] });
+    const server = await spawnServer({ args: ['--keys', keys] });
     let held: Held[] = [];
     try {
       held = await holdConnections(server.port, count);
@@ -123,7 +123,7 @@ describe('idle and half-sent connections', () => {
   }, 60_000);
 
   test('with the default timeouts the server closes every idle and half-sent one within ~10 s (15 s on a busy machine)', async () => {
-    const server = await startServer({ args: ['--keys', keys] });
+    const server = await spawnServer({ args: ['--keys', keys] });
     let held: Held[] = [];
     try {
       held = await holdConnections(server.port, count);
@@ -140,7 +140,7 @@ describe('idle and half-sent connections', () => {
 
 describe('the open-file limit', () => {
   test('the soft limit is raised to the hard one, and one below what the server needs is warned about at start', async () => {
-    const server = await startServer({ args: ['--data', ':memory:'], ulimit: { soft: 512, hard: 1000 } });
+    const server = await spawnServer({ args: ['--data', ':memory:'], ulimit: { soft: 512, hard: 1000 } });
     try {
       expect(openFiles(server.child.pid ?? 0)).toEqual({ soft: 1000, hard: 1000 });
       const warning = server.lines.map((l) => (l.startsWith('{') ? JSON.parse(l) : {})).find((l) => l.soft === 1000);

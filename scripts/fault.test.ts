@@ -18,7 +18,7 @@ import { mkdirSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
+import { type Running, spawnServer, tokenOf, writeKeysFile } from '../test/harness.ts';
 
 const IS_ROOT = process.getuid?.() === 0;
 const dir = mkdtempSync(join(tmpdir(), 'petstore-fault-'));
@@ -104,7 +104,7 @@ async function listNames(server: Running): Promise<string[]> {
  * nothing acknowledged was lost.
  */
 async function survives(data: string, fault: () => void, heal: () => void, logged: RegExp) {
-  const server = await startServer({ args: ['--keys', keys, '--data', data] });
+  const server = await spawnServer({ args: ['--keys', keys, '--data', data] });
   cleanups.push(() => server.child.kill('SIGKILL'));
   const acked: string[] = [];
   const send = async (name: string) => {
@@ -194,7 +194,7 @@ describe.skipIf(!IS_ROOT)('storage faults (as root)', () => {
 describe('SIGTERM under load', () => {
   test('32 clients POSTing: every accepted request is answered 201 and stored; the rest were refused', async () => {
     const data = join(dir, 'sigterm', 'petstore.db');
-    const server = await startServer({ args: ['--keys', keys, '--data', data] });
+    const server = await spawnServer({ args: ['--keys', keys, '--data', data] });
     cleanups.push(() => server.child.kill('SIGKILL'));
     const results: Array<{ name: string; status?: number; error?: string; afterSignal: boolean }> = [];
     let signalled = false;
@@ -228,7 +228,7 @@ describe('SIGTERM under load', () => {
     expect(refusedAtConnect).toBeGreaterThan(0);
     expect(answered.filter((r) => r.afterSignal).length).toBeGreaterThan(0);
 
-    const again = await startServer({ args: ['--keys', keys, '--data', data] });
+    const again = await spawnServer({ args: ['--keys', keys, '--data', data] });
     cleanups.push(() => again.child.kill('SIGKILL'));
     const stored = new Set(await listNames(again));
     await again.stop();

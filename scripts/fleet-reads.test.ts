@@ -18,7 +18,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { LISTENER_NAME } from '../src/store/postgres/postgres.ts';
-import { type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
+import { type Running, spawnServer, tokenOf, writeKeysFile } from '../test/harness.ts';
 import { freshDatabase, type TestDatabase, whileLocked } from '../test/postgres.ts';
 
 const PG_SERVER = process.env.PETSTORE_TEST_POSTGRES_URL ?? '';
@@ -42,8 +42,8 @@ beforeAll(async () => {
   db = await freshDatabase(PG_SERVER, `petstore_fleet_reads_${process.pid}`);
   const keys = writeKeysFile([{ name: 'fleet', plan: 'enterprise', limits: { perMinute: 1e9, perDay: 1e9 } }]);
   const args = ['--keys', keys, '--data', db.url];
-  a = await startServer({ args });
-  b = await startServer({ args });
+  a = await spawnServer({ args });
+  b = await spawnServer({ args });
 });
 
 afterAll(async () => {

@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
-import { type Running, startServer, writeKeysFile } from '../test/harness.ts';
+import { type Running, spawnServer, writeKeysFile } from '../test/harness.ts';
 
 const WAVE = Number(process.env.FLOOD_REQUESTS || 100_000);
 const CONCURRENCY = 64;
@@ -18,7 +18,7 @@ const MB = 1024 * 1024;
 let server: Running;
 beforeAll(async () => {
   const keys = writeKeysFile([{ name: 'acme', plan: 'free' }]);
-  server = await startServer({ args: ['--keys', keys, '--trust-proxy', '127.0.0.1'] });
+  server = await spawnServer({ args: ['--keys', keys, '--trust-proxy', '127.0.0.1'] });
 });
 afterAll(async () => {
   await server.stop();

@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { countsDown, type Running, startServer } from '../test/harness.ts';
+import { countsDown, type Running, spawnServer } from '../test/harness.ts';
 
 const REDIS = process.env.PETSTORE_TEST_REDIS_URL ?? '';
 if (!REDIS)
@@ -33,7 +33,7 @@ beforeAll(async () => {
   const doc = { consumers: [{ name: CONSUMER, plan: 'free', keys: [{ sha256: sha(ONE) }, { sha256: sha(TWO) }] }] };
   writeFileSync(file, JSON.stringify(doc), { mode: 0o600 });
   const args = ['--keys', file, '--redis', REDIS];
-  [a, b] = await Promise.all([startServer({ args }), startServer({ args })]);
+  [a, b] = await Promise.all([spawnServer({ args }), spawnServer({ args })]);
 });
 
 afterAll(async () => {

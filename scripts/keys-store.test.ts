@@ -19,7 +19,7 @@ import { mkdtempSync, readdirSync, readFileSync, readlinkSync, writeFileSync } f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
-import { type Running, runCommand, startServer } from '../test/harness.ts';
+import { type Running, runCommand, spawnServer } from '../test/harness.ts';
 import { freshDatabase, type TestDatabase } from '../test/postgres.ts';
 
 const PG_SERVER = process.env.PETSTORE_TEST_POSTGRES_URL ?? '';
@@ -75,7 +75,7 @@ async function until(server: Running, token: string, status: number, bound = FLE
 }
 
 const serve = (extra: string[] = []) =>
-  startServer({ args: ['--keys', 'store', '--data', url, '--redis', REDIS, '--admin-port', '0', ...extra] });
+  spawnServer({ args: ['--keys', 'store', '--data', url, '--redis', REDIS, '--admin-port', '0', ...extra] });
 
 beforeAll(async () => {
   if (!READY) return;
@@ -262,7 +262,7 @@ describe('--keys store on SQLite (one host)', () => {
     const db = join(dir, 'pets.db');
     const first = await runCommand(['keys', 'add', '--data', db, '--consumer', 'one', '--plan', 'free', '--id', 'o1']);
     expect(first.code).toBe(0);
-    const server = await startServer({ args: ['--keys', 'store', '--data', db] });
+    const server = await spawnServer({ args: ['--keys', 'store', '--data', db] });
     try {
       expect((await get(server, first.stdout.trim())).status).toBe(200);
       const add = await runCommand(['keys', 'add', '--data', db, '--consumer', 'two', '--plan', 'pro']);

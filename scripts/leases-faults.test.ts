@@ -13,7 +13,7 @@ import { afterAll, expect, test } from 'bun:test';
 import { spawnSync } from 'node:child_process';
 import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { metricSum, type Running, startServer, timedList, writeKeysFile } from '../test/harness.ts';
+import { metricSum, type Running, spawnServer, timedList, writeKeysFile } from '../test/harness.ts';
 
 const REDIS = process.env.PETSTORE_TEST_REDIS_URL ?? '';
 const REDIS_DIR = process.env.PETSTORE_TEST_REDIS_DIR ?? '';
@@ -31,7 +31,7 @@ afterAll(async () => {
 async function fleet(key: string, n: number, extra: string[] = []): Promise<Running[]> {
   const keys = writeKeysFile([{ name: key, plan: 'pro', limits: { perMinute: QUOTA, perDay: 1_000_000 } }]);
   const args = ['--keys', keys, '--redis', REDIS, '--metrics', '--max-in-flight', '1000', ...extra];
-  const servers = await Promise.all(Array.from({ length: n }, () => startServer({ args })));
+  const servers = await Promise.all(Array.from({ length: n }, () => spawnServer({ args })));
   started.push(...servers);
   return servers;
 }

@@ -20,7 +20,7 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { Redis } from 'ioredis';
-import { metricSum, type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
+import { metricSum, type Running, spawnServer, tokenOf, writeKeysFile } from '../test/harness.ts';
 import { busiest } from '../test/windows.ts';
 
 const REDIS = process.env.PETSTORE_TEST_REDIS_URL ?? '';
@@ -49,7 +49,7 @@ beforeAll(async () => {
   if (!REDIS) return;
   const keys = writeKeysFile(KEYS.map((k) => ({ ...k, plan: 'pro' })));
   const args = ['--keys', keys, '--redis', REDIS, '--redis-fail', 'closed', '--metrics', '--max-in-flight', '1000'];
-  fleet = await Promise.all(Array.from({ length: INSTANCES }, () => startServer({ args })));
+  fleet = await Promise.all(Array.from({ length: INSTANCES }, () => spawnServer({ args })));
 });
 
 afterAll(async () => {

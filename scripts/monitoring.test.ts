@@ -22,7 +22,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import YAML from 'yaml';
-import { type Running, startServer, tokenOf } from '../test/harness.ts';
+import { type Running, spawnServer, tokenOf } from '../test/harness.ts';
 import {
   allRules,
   asGrafanaSends,
@@ -164,7 +164,7 @@ describe.skipIf(!READY)('the shipped rules and dashboard on a real Prometheus sc
     ];
     writeFileSync(join(dir, 'keys.json'), JSON.stringify({ keys }), { mode: 0o600 });
     db = await freshDatabase(PG_SERVER, `petstore_monitoring_${process.pid}`);
-    server = await startServer({
+    server = await spawnServer({
       args: [
         '--keys',
         join(dir, 'keys.json'),

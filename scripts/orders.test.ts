@@ -31,7 +31,7 @@ import {
   type KeySpec,
   type Running,
   runCommand,
-  startServer,
+  spawnServer,
   tokenOf,
   writeKeysFile,
 } from '../test/harness.ts';
@@ -50,7 +50,7 @@ afterEach(async () => {
 });
 
 async function start(args: string[]): Promise<Running> {
-  const server = await startServer({ args });
+  const server = await spawnServer({ args });
   stops.push(() => server.stop());
   return server;
 }

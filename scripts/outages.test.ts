@@ -22,7 +22,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
-import { type Running, runCommand, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
+import { type Running, runCommand, spawnServer, tokenOf, writeKeysFile } from '../test/harness.ts';
 import { freshDatabase, pgCtl as pgCtlIn, pgStartOptions, run, type TestDatabase } from '../test/postgres.ts';
 
 const PG_SERVER = process.env.PETSTORE_TEST_POSTGRES_URL ?? '';
@@ -130,8 +130,8 @@ describe.skipIf(!READY)('two instances on PostgreSQL and Redis, under load, thro
       { name: 'load', plan: 'enterprise', limits: { perMinute: 1_000_000, perDay: 100_000_000 } },
     ]);
     const args = ['--keys', keys, '--data', url, '--redis', REDIS];
-    servers.push(await startServer({ args }));
-    servers.push(await startServer({ args }));
+    servers.push(await spawnServer({ args }));
+    servers.push(await spawnServer({ args }));
   });
 
   afterAll(async () => {
@@ -351,7 +351,7 @@ describe('SQLite while another process holds the write lock for 5 s', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'petstore-outages-'));
     const keys = writeKeysFile([{ name: 'load', plan: 'free' }], dir);
-    server = await startServer({ args: ['--keys', keys, '--data', join(dir, 'pets.db'), '--metrics'] });
+    server = await spawnServer({ args: ['--keys', keys, '--data', join(dir, 'pets.db'), '--metrics'] });
   });
   afterAll(async () => {
     await server?.stop();

@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Running, startServer } from '../test/harness.ts';
+import { type Running, spawnServer } from '../test/harness.ts';
 
 const REDIS = process.env.PETSTORE_TEST_REDIS_URL ?? '';
 if (!REDIS)
@@ -38,7 +38,7 @@ beforeAll(async () => {
   const doc = { consumers: [consumer('mixed', MIXED, 300), consumer('creates', CREATES, 250)] };
   writeFileSync(file, JSON.stringify(doc), { mode: 0o600 });
   const args = ['--keys', file, '--redis', REDIS];
-  [a, b] = await Promise.all([startServer({ args }), startServer({ args })]);
+  [a, b] = await Promise.all([spawnServer({ args }), spawnServer({ args })]);
 });
 
 afterAll(async () => {

@@ -13,7 +13,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
+import { type Running, spawnServer, tokenOf, writeKeysFile } from '../test/harness.ts';
 import { KIND, startOtlpReceiver } from '../test/otlp-receiver.ts';
 import { type TcpProxy, tcpProxy } from '../test/proxy.ts';
 
@@ -39,7 +39,7 @@ describe.skipIf(!READY)('--max-in-flight under a slow Redis', () => {
     proxy = await tcpProxy({ host: target.hostname, port: Number(target.port) }, 'requests', DELAY_MS);
     const keys = writeKeysFile([{ name: 'busy', plan: 'pro' }]);
     const url = `redis://127.0.0.1:${proxy.port}`;
-    server = await startServer({ args: ['--keys', keys, '--redis', url, '--max-in-flight', '3'] });
+    server = await spawnServer({ args: ['--keys', keys, '--redis', url, '--max-in-flight', '3'] });
   });
   afterAll(async () => {
     await server?.stop();
@@ -85,8 +85,8 @@ describe.skipIf(!READY)('/readyz tells whether the limiter can decide', () => {
   beforeAll(async () => {
     const keys = writeKeysFile([{ name: 'ready', plan: 'pro' }]);
     [open, closed] = await Promise.all([
-      startServer({ args: ['--keys', keys, '--redis', REDIS] }),
-      startServer({ args: ['--keys', keys, '--redis', REDIS, '--redis-fail', 'closed'] }),
+      spawnServer({ args: ['--keys', keys, '--redis', REDIS] }),
+      spawnServer({ args: ['--keys', keys, '--redis', REDIS, '--redis-fail', 'closed'] }),
     ]);
   });
   afterAll(async () => {
@@ -142,7 +142,7 @@ describe.skipIf(!READY)('/readyz tells whether the limiter can decide', () => {
 describe.skipIf(!READY)('traces', () => {
   test("the limiter's Redis run is a client span inside the gateway's decision", async () => {
     const otlp = await startOtlpReceiver();
-    const server = await startServer({
+    const server = await spawnServer({
       args: [
         ...['--keys', writeKeysFile([{ name: 'acme', plan: 'pro' }]), '--redis', REDIS],
         ...['--otel-endpoint', otlp.url],

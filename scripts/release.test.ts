@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pkg from '../package.json' with { type: 'json' };
-import { type Running, runCommand, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
+import { type Running, runCommand, spawnServer, tokenOf, writeKeysFile } from '../test/harness.ts';
 
 const dir = join(import.meta.dir, '../dist/release');
 const { version } = pkg;
@@ -116,7 +116,7 @@ describe.each(runnable)('petstore-%s', (target, qemu) => {
   let server: Running;
   beforeAll(async () => {
     useBinary(target, qemu);
-    server = await startServer({ args: ['--keys', writeKeysFile([{ name: 'ops', plan: 'pro' }])] });
+    server = await spawnServer({ args: ['--keys', writeKeysFile([{ name: 'ops', plan: 'pro' }])] });
   });
   afterAll(async () => {
     await server?.stop();

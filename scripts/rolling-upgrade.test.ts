@@ -14,7 +14,7 @@ import { afterAll, describe, expect, test } from 'bun:test';
 import postgres from 'postgres';
 import { migratePostgres } from '../src/store/postgres/postgres-migrate.ts';
 import { MIGRATIONS, SCHEMA_VERSION } from '../src/store/sql/migrations.ts';
-import { type Running, runCommand, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
+import { type Running, runCommand, spawnServer, tokenOf, writeKeysFile } from '../test/harness.ts';
 import { freshDatabase, laterMigration, type TestDatabase } from '../test/postgres.ts';
 import { notServed, steadyTraffic } from '../test/traffic.ts';
 
@@ -29,7 +29,7 @@ describe.skipIf(!PG_SERVER)('a rolling upgrade on PostgreSQL', () => {
       { name: 'acme', plan: 'enterprise', limits: { perMinute: 1_000_000, perDay: 10_000_000 } },
     ]);
     const args = ['--keys', keys, '--data', db.url];
-    const live: Running[] = [await startServer({ args }), await startServer({ args })];
+    const live: Running[] = [await spawnServer({ args }), await spawnServer({ args })];
     const traffic = steadyTraffic(live, tokenOf('acme'));
     try {
       await Bun.sleep(500);
@@ -42,7 +42,7 @@ describe.skipIf(!PG_SERVER)('a rolling upgrade on PostgreSQL', () => {
       });
       await conn.end();
       // A third instance on the later schema.
-      const third = await startServer({ args });
+      const third = await spawnServer({ args });
       expect(third.lines.some((l) => l.includes('serving a newer schema'))).toBe(true);
       live.push(third);
       await Bun.sleep(500);
@@ -50,7 +50,7 @@ describe.skipIf(!PG_SERVER)('a rolling upgrade on PostgreSQL', () => {
       const first = live.shift() as Running;
       await traffic.drain(first);
       expect(await first.stop()).toBe(0);
-      const restarted = await startServer({ args });
+      const restarted = await spawnServer({ args });
       live.push(restarted);
       await Bun.sleep(500);
     } finally {

@@ -14,7 +14,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { countsDown, type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
+import { countsDown, type Running, spawnServer, tokenOf, writeKeysFile } from '../test/harness.ts';
 import { freshDatabase, type TestDatabase } from '../test/postgres.ts';
 
 const PG_SERVER = process.env.PETSTORE_TEST_POSTGRES_URL ?? '';
@@ -46,10 +46,10 @@ beforeAll(async () => {
   const keys = writeKeysFile(KEYS.map((name) => ({ name, plan: name === 'pets' ? 'pro' : 'free' })));
   const shared = ['--keys', keys, '--data', db.url, '--redis', REDIS];
   // One at a time first, so the migrations run once; then the rest together.
-  a = await startServer({ args: shared });
+  a = await spawnServer({ args: shared });
   [b, closed] = await Promise.all([
-    startServer({ args: shared }),
-    startServer({ args: [...shared, '--redis-fail', 'closed'] }),
+    spawnServer({ args: shared }),
+    spawnServer({ args: [...shared, '--redis-fail', 'closed'] }),
   ]);
 });
 

@@ -15,7 +15,7 @@
  * Needs PETSTORE_TEST_REDIS_URL: `make leases-test` (scripts/with-redis.sh starts one). ~30 s.
  */
 import { afterAll, expect, test } from 'bun:test';
-import { metricSum, type Running, startServer, timedList, tokenOf, writeKeysFile } from '../test/harness.ts';
+import { metricSum, type Running, spawnServer, timedList, tokenOf, writeKeysFile } from '../test/harness.ts';
 import { type TcpProxy, tcpProxy } from '../test/proxy.ts';
 import { busiest } from '../test/windows.ts';
 
@@ -183,7 +183,7 @@ test.skipIf(!REDIS)(
     // A day the load cannot spend: what Redis counted is all there is to compare.
     const limits = { perMinute: 1_000_000, perDay: 1_000_000 };
     const proxy = await slowProxy(new URL(REDIS));
-    const server = await startServer({
+    const server = await spawnServer({
       args: [
         '--keys',
         writeKeysFile([{ name: key, plan: 'pro', limits }]),
@@ -256,7 +256,7 @@ test.skipIf(!REDIS)(
     const keys = writeKeysFile([{ name: key, plan: 'pro', limits }]);
     const url = `redis://127.0.0.1:${proxy.port}`;
     const args = ['--keys', keys, '--redis', url, '--redis-fail', 'closed', '--metrics', '--max-in-flight', '2000'];
-    const servers = await Promise.all([startServer({ args }), startServer({ args })]);
+    const servers = await Promise.all([spawnServer({ args }), spawnServer({ args })]);
     started.push(...servers);
     // About 1,500 requests a second across both: a quarter of the day before the spell.
     const { answers, marks } = await spell(servers, key, proxy, {

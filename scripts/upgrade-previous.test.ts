@@ -25,7 +25,7 @@ import {
   type Running,
   runCommand,
   serverCommand,
-  startServer,
+  spawnServer,
   tokenOf,
   writeKeysFile,
   writeLauncher,
@@ -87,12 +87,12 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** `startServer` with `command` instead of PETSTORE_CMD. */
+/** `spawnServer` with `command` instead of PETSTORE_CMD. */
 async function startWith(command: string, args: string[]): Promise<Running> {
   const saved = process.env.PETSTORE_CMD;
   process.env.PETSTORE_CMD = command;
   try {
-    return await startServer({ args });
+    return await spawnServer({ args });
   } finally {
     if (saved === undefined) delete process.env.PETSTORE_CMD;
     else process.env.PETSTORE_CMD = saved;

@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import postgres from 'postgres';
-import { type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
+import { type Running, spawnServer, tokenOf, writeKeysFile } from '../test/harness.ts';
 import { freshDatabase, type TestDatabase } from '../test/postgres.ts';
 import { newSecret, type Receiver, startReceiver } from '../test/webhook-receiver.ts';
 
@@ -42,8 +42,8 @@ beforeAll(async () => {
   ]);
   const args = ['--keys', keys, '--data', db.url, '--redis', REDIS];
   // One at a time first, so the migrations run once.
-  a = await startServer({ args });
-  b = await startServer({ args });
+  a = await spawnServer({ args });
+  b = await spawnServer({ args });
 });
 
 afterAll(async () => {

@@ -7,7 +7,7 @@ import { afterEach, expect, test } from 'bun:test';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type KeySpec, metricSum, type Running, startServer, tokenOf, writeKeysFile } from '../test/harness.ts';
+import { type KeySpec, metricSum, type Running, spawnServer, tokenOf, writeKeysFile } from '../test/harness.ts';
 import { freePort, newSecret, type Receiver, startReceiver } from '../test/webhook-receiver.ts';
 
 const cleanup: (() => Promise<unknown>)[] = [];
@@ -18,7 +18,7 @@ afterEach(async () => {
 async function serve(keys: KeySpec[], extra: string[] = [], env: Record<string, string> = {}, data?: string) {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-webhooks-'));
   const args = ['--keys', writeKeysFile(keys, dir), '--data', data ?? join(dir, 'pets.db'), '--metrics', ...extra];
-  const server = await startServer({ args, env });
+  const server = await spawnServer({ args, env });
   cleanup.push(() => server.stop('SIGKILL'));
   return { server, args, env };
 }
@@ -121,7 +121,7 @@ test('kill -9 right after the crossing request, restart: the event arrives', asy
   for (let i = 0; i < 5; i++) expect(await list(server, 'crash')).toBe(200);
   expect(await server.stop('SIGKILL')).toBe(null);
   const hooks = await receiver(secret, () => 200, port);
-  const again = await startServer({ args });
+  const again = await spawnServer({ args });
   cleanup.push(() => again.stop('SIGKILL'));
   const [event] = await hooks.waitFor(1, 45_000);
   expect(event?.body).toMatchObject({ type: 'quota.threshold', data: { consumer: 'crash', threshold: 100, used: 5 } });
@@ -186,7 +186,7 @@ test('a key expiring within 7 days is announced once at start; a ban start sends
       ],
     }),
   );
-  const server = await startServer({ args: ['--keys', file, '--data', join(dir, 'pets.db')] });
+  const server = await spawnServer({ args: ['--keys', file, '--data', join(dir, 'pets.db')] });
   cleanup.push(() => server.stop('SIGKILL'));
   const [expiring] = await hooks.waitFor(1, 10_000);
   expect(expiring?.body).toMatchObject({

@@ -43,7 +43,7 @@ const UNKNOWN_CLIENT = (): string => 'unknown';
 export interface AppOptions {
   /**
    * The store as start-up hands it to every part, inside the wrappers `openServerStore`
-   * (src/serve/parts.ts) lists.
+   * (src/serve/resources.ts) lists.
    */
   store: DataStore;
   /** `--keys`; see `GatewayOptions.keys`. */

@@ -111,12 +111,13 @@ export interface Running {
 }
 
 /**
- * Starts the server on a free loopback port and resolves once it logs that it listens.
+ * Spawns the server under test (`serverCommand()`, a child process) on a free loopback port and
+ * resolves once it logs that it listens.
  *
  * @example
- * const s = await startServer({ args: ['--keys', writeKeysFile([{ name: 'a', plan: 'free' }])] })
+ * const s = await spawnServer({ args: ['--keys', writeKeysFile([{ name: 'a', plan: 'free' }])] })
  */
-export async function startServer({
+export async function spawnServer({
   args = [] as string[],
   env = {} as Record<string, string>,
   /** Start under this umask (through `sh -c 'umask …; exec …'`), e.g. `'000'`. */

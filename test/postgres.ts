@@ -20,7 +20,7 @@ export interface TestDatabase {
  *
  * @example
  * const db = await freshDatabase(PG_SERVER, `petstore_scale_out_${process.pid}`)
- * await startServer({ args: ['--data', db.url] })
+ * await spawnServer({ args: ['--data', db.url] })
  * await db.drop()
  */
 export async function freshDatabase(server: string, name: string): Promise<TestDatabase> {

@@ -12,7 +12,7 @@ import {
   callWithKey,
   runCommand,
   serverLacksSqlite,
-  startServer,
+  spawnServer,
 } from '../../test/harness.ts';
 import { newSecret, startReceiver } from '../../test/webhook-receiver.ts';
 
@@ -24,7 +24,7 @@ const call = callWithKey;
 describe('the admin API over a keys file', () => {
   test('admin keys only on the admin port, public keys only on the public one; /admin/v1 is a 404 on the public port', async () => {
     const { file, admin, pub } = await keysFile();
-    const server = await startServer({ args: ['--keys', file, '--admin-port', '0'] });
+    const server = await spawnServer({ args: ['--keys', file, '--admin-port', '0'] });
     try {
       const base = adminUrl(server);
       expect(base).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/admin\/v1$/);
@@ -68,7 +68,7 @@ describe('the admin API over a keys file', () => {
 
   test('a consumer and key made, rotated and revoked: in force at once, in the file and its trail; no hash anywhere', async () => {
     const { file, admin } = await keysFile();
-    const server = await startServer({ args: ['--keys', file, '--admin-port', '0'] });
+    const server = await spawnServer({ args: ['--keys', file, '--admin-port', '0'] });
     const base = adminUrl(server);
     const tokens: string[] = [admin];
     try {
@@ -176,7 +176,7 @@ describe.each(serverLacksSqlite() ? (['file'] as const) : (['file', 'store'] as 
       const admin = added.stdout.trim();
       const secret = newSecret();
       const hooks = await startReceiver(secret);
-      const server = await startServer({
+      const server = await spawnServer({
         args: [
           '--keys',
           source === 'file' ? file : 'store',

@@ -13,7 +13,7 @@ import { AUDIT_ACTIONS } from '../../src/keys/audit.ts';
 import {
   adminUrl,
   runCommand,
-  startServer,
+  spawnServer,
   tokenOf,
   waitForLine,
   writeKeysFile,
@@ -74,7 +74,7 @@ async function waitFor<T>(find: () => T | undefined, what: string, ms = 10_000):
 describe('examples, as written', () => {
   test("the README's first request: a pet created, then listed", async () => {
     const [session, answers] = testedBlocks(README, 'this block -->', 2);
-    const server = await startServer({ args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'free' }])] });
+    const server = await spawnServer({ args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'free' }])] });
     stops.push(() => server.stop());
     const run = spawnSync(
       'bash',
@@ -115,7 +115,7 @@ describe('examples, as written', () => {
         thresholds: [80],
       },
     ]);
-    const server = await startServer({ args: ['--keys', keys] });
+    const server = await spawnServer({ args: ['--keys', keys] });
     stops.push(() => server.stop());
     const forged = await fetch(url ?? '', { method: 'POST', body: '{}', headers: { 'webhook-id': 'msg_x' } });
     expect(forged.status).toBe(400);
@@ -143,7 +143,7 @@ describe('examples, as written', () => {
       INTEGRATORS,
       "this block with KEY set, against its own server, and compares the answer's",
     );
-    const server = await startServer({ args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'pro' }])] });
+    const server = await spawnServer({ args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'pro' }])] });
     stops.push(() => server.stop());
     const run = spawnSync('bash', ['-euo', 'pipefail', '-c', (block ?? '').replaceAll('localhost:8080', server.url)], {
       env: { ...process.env, KEY: tokenOf('acme') },
@@ -186,7 +186,7 @@ describe('examples, as written', () => {
     expect(run.stderr).toContain('revoked key old of consumer acme\n');
     const fresh = run.stdout.trim().split('\n').at(-1) ?? '';
     expect(fresh).toMatch(/^psk_/);
-    const server = await startServer({ args: ['--keys', file] });
+    const server = await spawnServer({ args: ['--keys', file] });
     stops.push(() => server.stop());
     const status = async (token: string) =>
       (await fetch(`${server.url}/v1/pets`, { headers: { Authorization: `Bearer ${token}` } })).status;
@@ -195,7 +195,7 @@ describe('examples, as written', () => {
 
   test("the orders' curl session answers what docs/integrators.md shows, on a server with --experimental", async () => {
     const [session, answers] = testedBlocks(INTEGRATORS, 'this block with BASE and TOKEN set', 2);
-    const server = await startServer({
+    const server = await spawnServer({
       args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'pro' }]), '--experimental'],
     });
     stops.push(() => server.stop());
@@ -221,7 +221,7 @@ describe('examples, as written', () => {
     const [admin = '', token = ''] = made.stdout.split('\n');
     expect(admin).toBe('http://127.0.0.1:9091/admin/v1');
     // The page's server: --keys keys.json --admin-port 9091; here on a free port.
-    const server = await startServer({ args: ['--keys', join(dir, 'keys.json'), '--admin-port', '0'] });
+    const server = await spawnServer({ args: ['--keys', join(dir, 'keys.json'), '--admin-port', '0'] });
     stops.push(() => server.stop());
     const run = spawnSync('bash', ['-euo', 'pipefail', '-c', session ?? ''], {
       env: { ...process.env, ADMIN: admin.replace('http://127.0.0.1:9091/admin/v1', adminUrl(server)), TOKEN: token },
@@ -273,7 +273,7 @@ describe('examples, as written', () => {
 describe('examples, as written: a pet changed and removed', () => {
   test('the curl session of "Changing and removing a pet" answers what docs/integrators.md shows', async () => {
     const [session, answers] = testedBlocks(INTEGRATORS, 'this block with API and TOKEN set', 2);
-    const server = await startServer({ args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'free' }])] });
+    const server = await spawnServer({ args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'free' }])] });
     stops.push(() => server.stop());
     const run = spawnSync('bash', ['-euo', 'pipefail', '-c', session ?? ''], {
       env: { ...process.env, API: `${server.url}/v1`, TOKEN: tokenOf('acme') },
@@ -291,7 +291,7 @@ describe('names in the documents are the ones the server writes', () => {
   });
 
   test("the Logs example's fields, and the 401s' WWW-Authenticate", async () => {
-    const server = await startServer({ args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'free' }])] });
+    const server = await spawnServer({ args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'free' }])] });
     stops.push(() => server.stop());
     const ok = await fetch(`${server.url}/v1/pets`, { headers: { Authorization: `Bearer ${tokenOf('acme')}` } });
     expect(ok.status).toBe(200);

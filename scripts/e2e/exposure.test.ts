@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { chmodSync, mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Running, serverLacksSqlite, startServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
+import { type Running, serverLacksSqlite, spawnServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
 
 type LogLine = Record<string, unknown>;
 const jsonLines = (server: Running): LogLine[] =>
@@ -32,8 +32,8 @@ describe('the served spec names no host a request gave', () => {
   let plain: Running;
   let configured: Running;
   beforeAll(async () => {
-    plain = await startServer();
-    configured = await startServer({
+    plain = await spawnServer();
+    configured = await spawnServer({
       args: ['--public-url', 'https://api.petstore.example', '--staging-url', 'https://staging.petstore.example/'],
     });
   });
@@ -62,7 +62,7 @@ describe('X-Request-Id is kept only when it is 1-64 of [A-Za-z0-9._:-]', () => {
   let server: Running;
   const token = tokenOf('ids');
   beforeAll(async () => {
-    server = await startServer({ args: ['--keys', writeKeysFile([{ name: 'ids', plan: 'pro' }])] });
+    server = await spawnServer({ args: ['--keys', writeKeysFile([{ name: 'ids', plan: 'pro' }])] });
   });
   afterAll(async () => {
     await server.stop();
@@ -109,7 +109,7 @@ describe.skipIf(noSqlite)('data files are for the server user only, whatever the
   test('a data directory the server makes is 0700, its database files 0600, under umask 000', async () => {
     const dir = join(mkdtempSync(join(tmpdir(), 'petstore-modes-')), 'made-by-server');
     const db = join(dir, 'petstore.db');
-    const server = await startServer({ args: ['--data', db], umask: '000' });
+    const server = await spawnServer({ args: ['--data', db], umask: '000' });
     try {
       const res = await fetch(`${server.url}/v1/pets`, {
         method: 'POST',
@@ -131,10 +131,10 @@ describe.skipIf(noSqlite)('data files are for the server user only, whatever the
   test('an existing 0644 database is still served, with a warning naming the file and the fix', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'petstore-modes-'));
     const db = join(dir, 'petstore.db');
-    const first = await startServer({ args: ['--data', db] });
+    const first = await spawnServer({ args: ['--data', db] });
     await first.stop();
     chmodSync(db, 0o644);
-    const server = await startServer({ args: ['--data', db] });
+    const server = await spawnServer({ args: ['--data', db] });
     try {
       const res = await fetch(`${server.url}/v1/pets`, { headers: { Authorization: `Bearer ${devToken(server)}` } });
       expect(res.status).toBe(200);

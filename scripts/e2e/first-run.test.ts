@@ -14,7 +14,7 @@ import {
   runCommand,
   serverCommand,
   serverLacksSqlite,
-  startServer,
+  spawnServer,
   writeKeysFile,
 } from '../../test/harness.ts';
 
@@ -49,7 +49,7 @@ const strayCommaError = (file: string) =>
 
 describe('the development key', () => {
   test('is shown once the server listens, with a curl to paste and the docs address on the real port', async () => {
-    const server = await startServer();
+    const server = await spawnServer();
     try {
       // stderr's banner and stdout's log lines travel apart: the banner may be read a moment later.
       const banner = await bannerOf(server);
@@ -81,7 +81,7 @@ describe('the development key', () => {
 describe('a start that fails shows no key and nothing about serving', () => {
   let other: Running;
   beforeAll(async () => {
-    other = await startServer({ args: ['--keys', writeKeysFile([])] });
+    other = await spawnServer({ args: ['--keys', writeKeysFile([])] });
   });
   afterAll(async () => {
     await other.stop();
@@ -119,7 +119,7 @@ describe('a keys file that is not JSON names the file, line and column, and quot
 
   test('on SIGHUP: the reload fails with the same words and the previous keys stay', async () => {
     const file = writeKeysFile([{ name: 'acme', plan: 'pro' }]);
-    const server = await startServer({ args: ['--keys', file] });
+    const server = await spawnServer({ args: ['--keys', file] });
     try {
       writeFileSync(file, STRAY_COMMA);
       server.child.kill('SIGHUP');
@@ -154,7 +154,7 @@ describe('petstore healthcheck says why it failed, on one line of stderr', () =>
 
   test('another status: the status and the body’s message (here the metrics port)', async () => {
     const metricsPort = await closedPort();
-    const server = await startServer({ args: ['--metrics-port', String(metricsPort), '--keys', writeKeysFile([])] });
+    const server = await spawnServer({ args: ['--metrics-port', String(metricsPort), '--keys', writeKeysFile([])] });
     try {
       const r = await runCommand(['healthcheck', '--port', String(metricsPort), '--host', '127.0.0.1']);
       expect([r.code, r.stderr]).toEqual([
@@ -191,7 +191,7 @@ describe.skipIf(underDeno)('the open-file limit is warned about only below what 
   const warning = (server: Running) => jsonLines(server).find((l) => String(l.msg).startsWith('the open-file limit'));
 
   test('20,000 is plenty for a development key: no warning', async () => {
-    const server = await startServer({ ulimit: { soft: 20_000, hard: 20_000 } });
+    const server = await spawnServer({ ulimit: { soft: 20_000, hard: 20_000 } });
     try {
       expect(warning(server)).toBeUndefined();
     } finally {
@@ -201,7 +201,7 @@ describe.skipIf(underDeno)('the open-file limit is warned about only below what 
 
   test('200 consumers with 128 requests in flight each need 26,624: 20,000 is warned about, saying so', async () => {
     const keys: KeySpec[] = Array.from({ length: 200 }, (_, i) => ({ name: `c${i}`, plan: 'free' }));
-    const server = await startServer({ args: ['--keys', writeKeysFile(keys)], ulimit: { soft: 20_000, hard: 20_000 } });
+    const server = await spawnServer({ args: ['--keys', writeKeysFile(keys)], ulimit: { soft: 20_000, hard: 20_000 } });
     try {
       expect(warning(server)).toMatchObject({
         level: 'warn',
@@ -217,7 +217,7 @@ describe.skipIf(underDeno)('the open-file limit is warned about only below what 
 });
 
 test('/openapi.yaml names the servers /openapi.json names: --public-url and --staging-url', async () => {
-  const server = await startServer({
+  const server = await spawnServer({
     args: ['--public-url', 'https://api.petstore.example', '--staging-url', 'https://staging.petstore.example'],
   });
   try {

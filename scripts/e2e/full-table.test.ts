@@ -3,7 +3,7 @@
 // addresses banned for bad tokens before the flood can still use a valid key. The addresses come
 // in X-Forwarded-For from loopback (--trust-proxy 127.0.0.1); all traffic stays on 127.0.0.1.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { type Running, startServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
+import { type Running, spawnServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
 
 /** More addresses than the keyless clients' table has cells in a row (65,536). */
 const FLOOD = 101_000;
@@ -12,7 +12,7 @@ const CONCURRENCY = 64;
 let server: Running;
 beforeAll(async () => {
   const keys = writeKeysFile(['used', 'fresh', 'fresh2'].map((name) => ({ name, plan: 'free' })));
-  server = await startServer({ args: ['--keys', keys, '--trust-proxy', '127.0.0.1'] });
+  server = await spawnServer({ args: ['--keys', keys, '--trust-proxy', '127.0.0.1'] });
 });
 afterAll(async () => {
   await server.stop();

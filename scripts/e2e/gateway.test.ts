@@ -3,7 +3,7 @@
 // and a ban's Retry-After is never early and never more than a second late.
 // From loopback X-Forwarded-For is believed (--trust-proxy), so one test plays many addresses.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { type Running, startServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
+import { type Running, spawnServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
 
 const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
 
@@ -36,10 +36,10 @@ describe('every spelling of one address is one client', () => {
   beforeAll(async () => {
     const keys = writeKeysFile([{ name: 'acme', plan: 'free' }]);
     [server, wide, mapped] = await Promise.all([
-      startServer({ args: ['--keys', keys, '--trust-proxy', '127.0.0.1'] }),
-      startServer({ args: ['--keys', keys, '--trust-proxy', '127.0.0.1', '--ipv6-prefix', '128'] }),
+      spawnServer({ args: ['--keys', keys, '--trust-proxy', '127.0.0.1'] }),
+      spawnServer({ args: ['--keys', keys, '--trust-proxy', '127.0.0.1', '--ipv6-prefix', '128'] }),
       // The proxy written as an IPv4-mapped IPv6 address still trusts the peer 127.0.0.1.
-      startServer({ args: ['--keys', keys, '--trust-proxy', '::ffff:127.0.0.1'] }),
+      spawnServer({ args: ['--keys', keys, '--trust-proxy', '::ffff:127.0.0.1'] }),
     ]);
   });
   afterAll(async () => {
@@ -97,7 +97,7 @@ describe('every spelling of one address is one client', () => {
 describe('requests without a valid key never lock a valid key out', () => {
   let server: Running;
   beforeAll(async () => {
-    server = await startServer({
+    server = await spawnServer({
       args: [
         '--keys',
         writeKeysFile([
@@ -144,8 +144,8 @@ describe('ban arithmetic', () => {
   beforeAll(async () => {
     const keys = writeKeysFile([{ name: 'tight', plan: 'free', limits: { perMinute: 2, perDay: 1_000 } }]);
     [server, short] = await Promise.all([
-      startServer({ args: ['--keys', keys] }),
-      startServer({ args: ['--keys', keys, '--ban-seconds', '3'] }),
+      spawnServer({ args: ['--keys', keys] }),
+      spawnServer({ args: ['--keys', keys, '--ban-seconds', '3'] }),
     ]);
   });
   afterAll(async () => {

@@ -10,7 +10,7 @@
 // connection without an answer on an unknown method.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { connect } from 'node:net';
-import { type Running, startServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
+import { type Running, spawnServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
 
 const KEY = `Authorization: Bearer ${tokenOf('hostile')}\r\n`;
 const CLOSED = 'closed without an answer';
@@ -224,7 +224,7 @@ let server: Running;
 let runtime: string;
 beforeAll(async () => {
   const keys = writeKeysFile([{ name: 'hostile', plan: 'enterprise', limits: { perMinute: 1e6, perDay: 1e9 } }]);
-  server = await startServer({ args: ['--keys', keys] });
+  server = await spawnServer({ args: ['--keys', keys] });
   runtime = String(JSON.parse(server.lines.find((l) => l.includes('"listening"')) ?? '{}').runtime);
 });
 afterAll(async () => {

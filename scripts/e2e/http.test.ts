@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { weakEtagOf } from '../../src/http/etag.ts';
-import { type Running, startServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
+import { type Running, spawnServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
 import { send, upload } from './http-client.ts';
 
 const KEY = `Bearer ${tokenOf('acme')}`;
@@ -22,7 +22,7 @@ async function createPets(port: number, count: number, prefix = 'Pet'): Promise<
 describe('bodies over the limit', () => {
   let server: Running;
   beforeAll(async () => {
-    server = await startServer({
+    server = await spawnServer({
       args: [
         '--keys',
         writeKeysFile([{ name: 'acme', plan: 'enterprise', limits: { perMinute: 1000, perDay: 100000 } }]),
@@ -67,7 +67,7 @@ describe('bodies over the limit', () => {
 describe('HEAD, conditional GET and compression', () => {
   let server: Running;
   beforeAll(async () => {
-    server = await startServer({ args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'pro' }])] });
+    server = await spawnServer({ args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'pro' }])] });
     await createPets(server.port, 25);
   });
   afterAll(async () => {
@@ -213,10 +213,10 @@ describe('CORS', () => {
   ];
   beforeAll(async () => {
     const keys = writeKeysFile([{ name: 'acme', plan: 'enterprise', limits: { perMinute: 3, perDay: 1000 } }]);
-    server = await startServer({
+    server = await spawnServer({
       args: ['--keys', keys, '--cors-origin', APP, '--cors-origin', 'https://other.example'],
     });
-    plain = await startServer({ args: ['--keys', keys] });
+    plain = await spawnServer({ args: ['--keys', keys] });
   });
   afterAll(async () => {
     await Promise.all([server.stop(), plain.stop()]);
@@ -280,7 +280,7 @@ describe('CORS', () => {
 
   test('PETSTORE_CORS_ORIGINS takes a comma-separated list, * included', async () => {
     const keys = writeKeysFile([{ name: 'acme', plan: 'pro' }]);
-    const star = await startServer({ args: ['--keys', keys], env: { PETSTORE_CORS_ORIGINS: 'https://a.example,*' } });
+    const star = await spawnServer({ args: ['--keys', keys], env: { PETSTORE_CORS_ORIGINS: 'https://a.example,*' } });
     try {
       const res = await send(star.port, 'GET', '/v1/pets', { Origin: 'https://any.example', Authorization: KEY });
       expect(res.headers['access-control-allow-origin']).toBeDefined();
@@ -295,7 +295,7 @@ describe('links behind a prefixing proxy', () => {
   let server: Running;
   let proxy: ReturnType<typeof Bun.serve>;
   beforeAll(async () => {
-    server = await startServer({
+    server = await spawnServer({
       args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'pro' }]), '--trust-proxy', '127.0.0.1/32'],
     });
     // Serves the API under /api, as an ingress with a path prefix does, and says so.

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Running, runCommand, startServer } from '../../test/harness.ts';
+import { type Running, runCommand, spawnServer } from '../../test/harness.ts';
 
 /** The bound for a change to be in force; polls show how long it took. */
 const IN_FORCE_MS = 2_000;
@@ -39,7 +39,7 @@ describe('a watched keys file', () => {
     const dir = mkdtempSync(join(tmpdir(), 'petstore-watch-'));
     const file = join(dir, 'keys.json');
     writeFileSync(file, doc(consumer('a', 'psk_watch-a')), { mode: 0o600 });
-    const server = await startServer({ args: ['--keys', file] });
+    const server = await spawnServer({ args: ['--keys', file] });
     try {
       expect(await status(server, 'psk_watch-b')).toBe(401);
       writeFileSync(join(dir, '.keys.json.tmp'), doc(consumer('a', 'psk_watch-a'), consumer('b', 'psk_watch-b')), {
@@ -74,7 +74,7 @@ describe('a watched keys file', () => {
     version('..2026_11_24_01', doc(consumer('a', 'psk_secret-a')));
     symlinkSync('..2026_11_24_01', join(dir, '..data'));
     symlinkSync('..data/keys.json', join(dir, 'keys.json'));
-    const server = await startServer({ args: ['--keys', join(dir, 'keys.json')] });
+    const server = await spawnServer({ args: ['--keys', join(dir, 'keys.json')] });
     try {
       expect(await status(server, 'psk_secret-a')).toBe(200);
       version('..2026_11_24_02', doc(consumer('c', 'psk_secret-c')));
@@ -92,7 +92,7 @@ describe('a watched keys file', () => {
     const dir = mkdtempSync(join(tmpdir(), 'petstore-watch-'));
     const file = join(dir, 'keys.json');
     writeFileSync(file, doc(consumer('a', 'psk_watch-a')), { mode: 0o600 });
-    const server = await startServer({ args: ['--keys', file] });
+    const server = await spawnServer({ args: ['--keys', file] });
     try {
       writeFileSync(
         file,
@@ -125,7 +125,7 @@ describe('a watched keys file', () => {
     const dir = mkdtempSync(join(tmpdir(), 'petstore-watch-'));
     const file = join(dir, 'keys.json');
     writeFileSync(file, doc(consumer('a', 'psk_watch-a')), { mode: 0o600 });
-    const server = await startServer({ args: ['--keys', file] });
+    const server = await spawnServer({ args: ['--keys', file] });
     try {
       const add = await runCommand(['keys', 'add', '--keys', file, '--consumer', 'acme', '--plan', 'pro']);
       expect(add.code).toBe(0);

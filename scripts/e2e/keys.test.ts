@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { chmodSync, chownSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Running, runCommand, startServer, waitForLine } from '../../test/harness.ts';
+import { type Running, runCommand, spawnServer, waitForLine } from '../../test/harness.ts';
 
 const sha = (token: string) => createHash('sha256').update(token).digest('hex');
 const tmp = () => mkdtempSync(join(tmpdir(), 'petstore-keys-'));
@@ -330,7 +330,7 @@ describe('a server with consumers', () => {
     writeFileSync(file, JSON.stringify(dated), { mode: 0o600 });
     // The checksummed shape with its last character changed: the checksum no longer matches.
     const badChecksum = `${gone.slice(0, -1)}${gone.endsWith('0') ? '1' : '0'}`;
-    const server = await startServer({ args: ['--keys', file, '--metrics'] });
+    const server = await spawnServer({ args: ['--keys', file, '--metrics'] });
     try {
       const cases = [
         ['Basic dXNlcjpwYXNz', 'malformed', undefined],
@@ -379,7 +379,7 @@ describe('a server with consumers', () => {
         },
       ],
     });
-    const server = await startServer({ args: ['--keys', file, '--metrics'] });
+    const server = await spawnServer({ args: ['--keys', file, '--metrics'] });
     try {
       const post = await fetch(`${server.url}/v1/pets`, {
         method: 'POST',
@@ -471,7 +471,7 @@ describe('a server with consumers', () => {
       'v1',
     ]);
     const oldToken = first.stdout.trim();
-    const server = await startServer({ args: ['--keys', file] });
+    const server = await spawnServer({ args: ['--keys', file] });
     try {
       let token = oldToken;
       const seen: { status: number; remaining: number; token: string }[] = [];

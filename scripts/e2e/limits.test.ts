@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { type Running, startServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
+import { type Running, spawnServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
 
 let server: Running;
 beforeAll(async () => {
-  server = await startServer({
+  server = await spawnServer({
     args: [
       '--keys',
       writeKeysFile([

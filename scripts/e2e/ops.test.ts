@@ -13,7 +13,7 @@ import {
   runCommand,
   serverCommand,
   serverLacksSqlite,
-  startServer,
+  spawnServer,
   tokenOf,
   WORKERS,
   writeKeysFile,
@@ -74,7 +74,7 @@ const keysOf = (...names: [string, string][]): KeySpec[] => names.map(([name, pl
 describe('logs', () => {
   let server: Running;
   beforeAll(async () => {
-    server = await startServer({
+    server = await spawnServer({
       args: ['--keys', writeKeysFile(keysOf(['acme', 'pro'], ['b', 'free'], ['c', 'free']))],
     });
   });
@@ -158,7 +158,7 @@ describe('runtimes', () => {
 
   test.skipIf(noSqlite)('the default SQLite store opens and keeps what is created', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'petstore-ops-'));
-    const server = await startServer({
+    const server = await spawnServer({
       args: ['--keys', writeKeysFile(keysOf(['acme', 'pro']))],
       env: { PETSTORE_DATA: join(dir, 'petstore.db') },
     });
@@ -196,7 +196,7 @@ describe('runtimes', () => {
       expect([byDefault.status, byDefault.stderr]).toEqual([2, refusal('./data/petstore.db')]);
       expect(readdirSync(dir)).toEqual([]);
       // --data :memory: still serves.
-      const server = await startServer({
+      const server = await spawnServer({
         args: ['--keys', writeKeysFile(keysOf(['acme', 'pro'])), '--data', ':memory:'],
       });
       const listed = await fetch(`${server.url}/v1/pets`, { headers: bearer('acme') });
@@ -209,7 +209,7 @@ describe('runtimes', () => {
 describe('health', () => {
   let server: Running;
   beforeAll(async () => {
-    server = await startServer({ args: ['--keys', writeKeysFile(keysOf(['acme', 'pro']))] });
+    server = await spawnServer({ args: ['--keys', writeKeysFile(keysOf(['acme', 'pro']))] });
   });
   afterAll(() => server.stop());
 
@@ -229,7 +229,7 @@ describe('health', () => {
   });
 
   test('/readyz is 503 with the Error body while no keys are loaded; /healthz stays 200', async () => {
-    const empty = await startServer({ args: ['--keys', writeKeysFile([])] });
+    const empty = await spawnServer({ args: ['--keys', writeKeysFile([])] });
     try {
       const ready = await fetch(`${empty.url}/readyz`);
       expect([ready.status, ready.headers.get('content-type')]).toEqual([503, 'application/json']);
@@ -247,7 +247,7 @@ describe('health', () => {
 
 describe('metrics', () => {
   test('/metrics is not served without --metrics', async () => {
-    const server = await startServer({ args: ['--keys', writeKeysFile(keysOf(['acme', 'pro']))] });
+    const server = await spawnServer({ args: ['--keys', writeKeysFile(keysOf(['acme', 'pro']))] });
     try {
       const res = await fetch(`${server.url}/metrics`);
       expect(res.status).toBe(404);
@@ -264,7 +264,7 @@ describe('metrics', () => {
       limits: { perMinute: 2, perDay: 100 },
       ban: { seconds: 60, threshold: 2 },
     };
-    const server = await startServer({
+    const server = await spawnServer({
       args: ['--metrics', '--keys', writeKeysFile([tiny, { name: 'acme', plan: 'free' }])],
     });
     try {
@@ -328,7 +328,7 @@ describe('metrics', () => {
   });
 
   test('--metrics-port serves /metrics there and not on the API port', async () => {
-    const server = await startServer({
+    const server = await spawnServer({
       args: ['--metrics-port', '0', '--keys', writeKeysFile(keysOf(['acme', 'pro']))],
     });
     try {
@@ -355,7 +355,7 @@ describe('metrics', () => {
 describe('SIGHUP reloads the keys file', () => {
   test('a changed file is reloaded by the watcher, and again on SIGHUP; a bad file keeps the old keys and says why', async () => {
     const keysFile = writeKeysFile(keysOf(['acme', 'pro']));
-    const server = await startServer({ args: ['--metrics', '--keys', keysFile] });
+    const server = await spawnServer({ args: ['--metrics', '--keys', keysFile] });
     try {
       const conn = await RawConnection.open(server.port);
       expect((await conn.get('/v1/pets', bearer('newco'))).status).toBe(401);
@@ -408,7 +408,7 @@ describe('SIGHUP reloads the keys file', () => {
   });
 
   test('without a keys file SIGHUP is logged and the server keeps serving', async () => {
-    const server = await startServer();
+    const server = await spawnServer();
     try {
       server.child.kill('SIGHUP');
       await logLine(server, { level: 'warn', msg: 'SIGHUP: no keys file to reload (started without --keys)' });
@@ -431,7 +431,7 @@ describe('SIGTERM', () => {
   };
 
   test('stops accepting, finishes the request in flight, closes idle connections, exits 0', async () => {
-    const server = await startServer({ args: ['--keys', writeKeysFile(keysOf(['acme', 'pro']))] });
+    const server = await spawnServer({ args: ['--keys', writeKeysFile(keysOf(['acme', 'pro']))] });
     const conn = await slowPost(server.port);
     await Bun.sleep(300);
     server.child.kill('SIGTERM');
@@ -466,7 +466,7 @@ describe('SIGTERM', () => {
   });
 
   test('a request still unfinished at --shutdown-timeout is cut off, and the server exits 0', async () => {
-    const server = await startServer({
+    const server = await spawnServer({
       args: ['--shutdown-timeout', '1', '--keys', writeKeysFile(keysOf(['acme', 'pro']))],
     });
     const conn = await slowPost(server.port);
@@ -489,7 +489,7 @@ describe('SIGTERM', () => {
 describe('petstore healthcheck', () => {
   // A server and six commands, each a runtime's start: seconds under Node on a loaded machine.
   test('exits 0 while the server answers, 1 once it is gone, 2 on a bad option', async () => {
-    const server = await startServer();
+    const server = await spawnServer();
     const port = String(server.port);
     const byFlag = await runCommand(['healthcheck', '--port', port]);
     // As the container's HEALTHCHECK runs it: no flags, the server's own environment.
@@ -539,7 +539,7 @@ describe('the command line', () => {
   });
 
   test('a second server on a port in use exits 1 and says so, and the first one keeps serving', async () => {
-    const first = await startServer();
+    const first = await spawnServer();
     try {
       const second = await runCommand(['--port', String(first.port), '--host', '127.0.0.1', '--data', defaultData()]);
       expect(second.code).toBe(1);

@@ -9,7 +9,7 @@ import { describe, expect, test } from 'bun:test';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { serverCommand, serverLacksSqlite, startServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
+import { serverCommand, serverLacksSqlite, spawnServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
 import { RawConnection } from './raw-http.ts';
 
 /**
@@ -17,7 +17,7 @@ import { RawConnection } from './raw-http.ts';
  * later. In memory on a Node without SQLite.
  */
 const started = () =>
-  startServer({
+  spawnServer({
     args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'pro' }])],
     env: serverLacksSqlite()
       ? {}

@@ -5,7 +5,7 @@ import { describe, expect, test } from 'bun:test';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { adminKeysFile, adminUrl, callWithKey, runCommand, startServer } from '../../test/harness.ts';
+import { adminKeysFile, adminUrl, callWithKey, runCommand, spawnServer } from '../../test/harness.ts';
 import { newSecret } from '../../test/webhook-receiver.ts';
 
 /** A keys file with an admin key (consumer ops, key a1) and a public consumer bob (key b1); their tokens. */
@@ -27,7 +27,7 @@ const bad = (message: string) => ({ code: 'invalid_request', message, status: 40
 describe('webhook targets', () => {
   test('the admin API refuses webhook URLs inside the network, in odd numeric forms, or with hidden characters; keeps the normalised URL', async () => {
     const { file, admin } = await keysFile();
-    const server = await startServer({ args: ['--keys', file, '--admin-port', '0'] });
+    const server = await spawnServer({ args: ['--keys', file, '--admin-port', '0'] });
     try {
       const base = adminUrl(server);
       const secret = newSecret();
@@ -118,7 +118,7 @@ describe('webhook targets', () => {
 describe('error bodies', () => {
   test('an unknown field is named up to 64 characters, escaped; one inside webhook is named with its path', async () => {
     const { file, admin, pub } = await keysFile();
-    const server = await startServer({ args: ['--keys', file, '--admin-port', '0'] });
+    const server = await spawnServer({ args: ['--keys', file, '--admin-port', '0'] });
     try {
       const long = await call(`${server.url}/v1/pets`, pub, 'POST', {
         name: 'Rex',
@@ -151,7 +151,7 @@ describe('error bodies', () => {
 describe('repeated members', () => {
   test('a member given twice is a 400 on the public API and the admin API, nothing made; a scope given twice too', async () => {
     const { file, admin, pub } = await keysFile();
-    const server = await startServer({ args: ['--keys', file, '--admin-port', '0'] });
+    const server = await spawnServer({ args: ['--keys', file, '--admin-port', '0'] });
     try {
       const base = adminUrl(server);
       const twice = await call(
@@ -191,7 +191,7 @@ describe('repeated members', () => {
 describe('admin keys', () => {
   test("a public key cannot join a consumer that holds an admin key (nor the other way round): its quota and ban stay the admins'", async () => {
     const { file, admin } = await keysFile();
-    const server = await startServer({ args: ['--keys', file, '--admin-port', '0'] });
+    const server = await spawnServer({ args: ['--keys', file, '--admin-port', '0'] });
     try {
       const base = adminUrl(server);
       const message =
@@ -213,7 +213,7 @@ describe('admin keys', () => {
 
   test('an admin key an admin key makes, on its own consumer or another, expires no later than the admin key', async () => {
     const { file, admin } = await keysFile('--expires', '1h');
-    const server = await startServer({ args: ['--keys', file, '--admin-port', '0'] });
+    const server = await spawnServer({ args: ['--keys', file, '--admin-port', '0'] });
     try {
       const base = adminUrl(server);
       const own = await call(`${base}/consumers/ops`, admin);
@@ -242,7 +242,7 @@ describe('admin keys', () => {
       ]),
     );
     const temp = added.stdout.trim();
-    const server = await startServer({ args: ['--keys', file, '--admin-port', '0'] });
+    const server = await spawnServer({ args: ['--keys', file, '--admin-port', '0'] });
     try {
       const base = adminUrl(server);
       const tempops = (await call(`${base}/consumers/tempops`, admin)).json?.keys as { expiresAt: string }[];
@@ -288,7 +288,7 @@ describe('admin keys', () => {
 
   test('/metrics counts the admin port under operation="admin", failed logins included, and keeps an admin key\'s last use', async () => {
     const { file, admin } = await keysFile();
-    const server = await startServer({ args: ['--keys', file, '--admin-port', '0', '--metrics'] });
+    const server = await spawnServer({ args: ['--keys', file, '--admin-port', '0', '--metrics'] });
     try {
       const base = adminUrl(server);
       const before = Math.floor(Date.now() / 1000);

@@ -11,7 +11,7 @@ import { chmodSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFakeRedis } from '../../test/fake-redis.ts';
-import { type Running, serverCommand, startServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
+import { type Running, serverCommand, spawnServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
 import { KIND, startOtlpReceiver } from '../../test/otlp-receiver.ts';
 
 type LogLine = Record<string, unknown>;
@@ -68,7 +68,7 @@ describe('tokens never reach the logs', () => {
     { name: 'tiny', plan: 'free', limits: { perMinute: 2, perDay: 100 } },
   ]);
   beforeAll(async () => {
-    server = await startServer({ args: ['--keys', keys, '--log-level', 'debug'] });
+    server = await spawnServer({ args: ['--keys', keys, '--log-level', 'debug'] });
   });
 
   test('a whole run at debug level, bans, a reload and shutdown included: no token, no hash', async () => {
@@ -106,7 +106,7 @@ describe('a keys file other users can read or write is warned about', () => {
   test.each(modes)('mode %s at start', async (mode, warning) => {
     const keys = writeKeysFile([{ name: 'acme', plan: 'free' }]);
     chmodSync(keys, Number.parseInt(mode, 8));
-    const server = await startServer({ args: ['--keys', keys] });
+    const server = await spawnServer({ args: ['--keys', keys] });
     await server.stop();
     const warned = jsonLines(server).filter((l) => String(l.msg).startsWith('the keys file is'));
     expect(warned).toEqual(warning ? [expect.objectContaining({ level: 'warn', msg: warning, file: keys })] : []);
@@ -114,7 +114,7 @@ describe('a keys file other users can read or write is warned about', () => {
 
   test('and again when SIGHUP reloads a file that was opened up meanwhile', async () => {
     const keys = writeKeysFile([{ name: 'acme', plan: 'free' }]);
-    const server = await startServer({ args: ['--keys', keys] });
+    const server = await spawnServer({ args: ['--keys', keys] });
     chmodSync(keys, 0o644);
     server.child.kill('SIGHUP');
     await waitForLog(server, 'keys reloaded');
@@ -139,7 +139,7 @@ describe('the working directory configures nothing', () => {
       `require('node:fs').writeFileSync(${JSON.stringify(join(dir, 'ran'))}, 'x')\n`,
     );
     writeFileSync(join(dir, 'bunfig.toml'), 'preload = ["./preload.ts"]\n');
-    const server = await startServer({ cwd: dir });
+    const server = await spawnServer({ cwd: dir });
     await server.stop();
     expect(jsonLines(server).find((l) => l.msg === 'listening')?.keysByPlan).toEqual({ free: 1 });
     expect(existsSync(join(dir, 'ran'))).toBe(false);
@@ -150,7 +150,7 @@ describe('responses and error bodies', () => {
   let server: Running;
   let seen: Awaited<ReturnType<typeof provokeEverything>>;
   beforeAll(async () => {
-    server = await startServer({ args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'pro' }])] });
+    server = await spawnServer({ args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'pro' }])] });
     seen = await provokeEverything(server.url, tokenOf('acme'));
   });
   afterAll(async () => {
@@ -179,7 +179,7 @@ describe('a key-guessing run is stopped; a valid key is not', () => {
   let server: Running;
   beforeAll(async () => {
     // From loopback X-Forwarded-For is believed, so one test plays several client addresses.
-    server = await startServer({
+    server = await spawnServer({
       args: ['--keys', writeKeysFile([{ name: 'victim', plan: 'pro' }]), '--trust-proxy', '127.0.0.1'],
     });
   });
@@ -221,7 +221,7 @@ const TOKEN_SHAPED = /psk_[0-9A-Za-z_-]/i;
 describe('tokens never reach spans, log lines or headers', () => {
   test('a token in the path, with a key and without one, and inside an X-Request-Id: redacted in url.path, never echoed, never logged', async () => {
     const otlp = await startOtlpReceiver();
-    const server = await startServer({
+    const server = await spawnServer({
       args: [
         '--keys',
         writeKeysFile([{ name: 'acme', plan: 'pro' }]),
@@ -285,7 +285,7 @@ describe('tokens never reach spans, log lines or headers', () => {
 describe('a peer cannot fill the log', () => {
   test('a Redis answering EVALSHA with a 20 MB string: each failover is logged in one bounded line, requests served', async () => {
     const redis = await startFakeRedis('x'.repeat(20_000_000));
-    const server = await startServer({
+    const server = await spawnServer({
       args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'pro' }]), '--redis', redis.url],
     });
     try {

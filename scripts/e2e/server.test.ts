@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { writeFileSync } from 'node:fs';
-import { type Running, runCommand, startServer, tokenOf, waitForLine, writeKeysFile } from '../../test/harness.ts';
+import { type Running, runCommand, spawnServer, tokenOf, waitForLine, writeKeysFile } from '../../test/harness.ts';
 
 describe('the built server over HTTP', () => {
   let server: Running;
   const auth = { Authorization: `Bearer ${tokenOf('acme')}` };
 
   beforeAll(async () => {
-    server = await startServer({ args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'pro' }])] });
+    server = await spawnServer({ args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'pro' }])] });
   });
   afterAll(async () => {
     await server.stop();
@@ -102,7 +102,7 @@ describe('the command line', () => {
   });
 
   test('without a keys file it makes a development key, prints it once, and serves with it', async () => {
-    const s = await startServer();
+    const s = await spawnServer();
     try {
       // The banner is on stderr and the listening line on stdout: two pipes read in no set order.
       for (const end = Date.now() + 5_000; Date.now() < end && !s.lines.some((l) => l.includes('keys add')); ) {

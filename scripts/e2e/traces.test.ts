@@ -12,7 +12,7 @@ import {
   metricSum,
   type Running,
   serverLacksSqlite,
-  startServer,
+  spawnServer,
   tokenOf,
   writeKeysFile,
 } from '../../test/harness.ts';
@@ -94,7 +94,7 @@ describe('traces to a live OTLP receiver', () => {
       thresholds: [50],
       webhook: { url: hooks.url, secret },
     });
-    server = await startServer({
+    server = await spawnServer({
       args: [
         ...['--keys', writeKeysFile(keys, dir), '--data', data, '--metrics', '--store-timeout', '1'],
         ...['--admin-port', '0', '--otel-endpoint', otlp.url],
@@ -339,7 +339,7 @@ describe('traces to a live OTLP receiver', () => {
 async function ratioServer(ratio: string): Promise<{ otlp: OtlpReceiver; server: Running }> {
   const otlp = await startOtlpReceiver();
   const dir = mkdtempSync(join(tmpdir(), 'petstore-traces-'));
-  const server = await startServer({
+  const server = await spawnServer({
     args: ['--keys', writeKeysFile([{ name: 'acme', plan: 'pro' }], dir), '--otel-endpoint', otlp.url],
     env: { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: ratio },
   });
@@ -372,7 +372,7 @@ test('a caller without a valid key cannot force a trace to be exported: its samp
 test('a caller without a key cannot choose its trace id into the ratio: ids with the low 7 bytes zero are exported as rarely as random ones', async () => {
   const otlp = await startOtlpReceiver();
   const dir = mkdtempSync(join(tmpdir(), 'petstore-traces-'));
-  const server = await startServer({
+  const server = await spawnServer({
     args: [
       ...['--keys', writeKeysFile([{ name: 'acme', plan: 'pro' }], dir), '--otel-endpoint', otlp.url],
       ...['--otel-sampler', 'parentbased_traceidratio', '--otel-sampler-arg', '0.001'],
@@ -473,7 +473,7 @@ test('a collector that is down, or accepts and never answers: requests take the 
     for (const endpoint of [live.url, down, hanging.url]) {
       const dir = mkdtempSync(join(tmpdir(), 'petstore-traces-'));
       servers.push(
-        await startServer({
+        await spawnServer({
           args: [
             '--keys',
             writeKeysFile([{ name: 'acme', plan: 'pro', limits: { perMinute: 1_000_000, perDay: 10_000_000 } }], dir),
@@ -521,7 +521,7 @@ async function tailServer(
 ): Promise<{ otlp: OtlpReceiver; server: Running; dir: string }> {
   const otlp = await startOtlpReceiver();
   const dir = mkdtempSync(join(tmpdir(), 'petstore-traces-'));
-  const server = await startServer({
+  const server = await spawnServer({
     args: [
       ...[
         '--keys',

@@ -6,7 +6,7 @@ import { closeSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Running, runCommand, serverCommand, startServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
+import { type Running, runCommand, serverCommand, spawnServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
 
 /** Whether the server under test is the binary (Bun), which serves with workers. */
 const binary = !/(^|\/)(node|deno)$/.test(serverCommand()[0] ?? '');
@@ -53,7 +53,7 @@ describe.if(binary)('--workers 4 on one port', () => {
       { name: 'banned', plan: 'free', limits: { perMinute: 5, perDay: 1000 }, ban: { seconds: 600, threshold: 3 } },
       { name: 'busy', plan: 'pro', limits: { perMinute: 4_000, perDay: 100_000 } },
     ]);
-    server = await startServer({ args: ['--workers', '4', '--keys', keys, '--data', dataFile()] });
+    server = await spawnServer({ args: ['--workers', '4', '--keys', keys, '--data', dataFile()] });
   });
   afterAll(async () => {
     await server.stop();
@@ -185,7 +185,7 @@ describe.if(binary)('--workers: the port, the store, the shutdown', () => {
     runCommand(['--port', String(port), '--host', '127.0.0.1', '--workers', '2', '--data', dataFile()]);
 
   test('a port in use still stops the start with exit 1, even by another petstore with workers', async () => {
-    const first = await startServer({ args: ['--workers', '2', '--data', dataFile()] });
+    const first = await spawnServer({ args: ['--workers', '2', '--data', dataFile()] });
     try {
       const second = await workersOn(first.port);
       expect(second.code).toBe(1);
@@ -213,7 +213,7 @@ describe.if(binary)('--workers: the port, the store, the shutdown', () => {
   });
 
   test('SIGTERM drains every worker and exits 0 with one "stopped"', async () => {
-    const server = await startServer({ args: ['--workers', '3', '--data', dataFile()] });
+    const server = await spawnServer({ args: ['--workers', '3', '--data', dataFile()] });
     const res = await alone(`${server.url}/healthz`);
     expect(res.status).toBe(200);
     expect(await server.stop()).toBe(0);
@@ -263,7 +263,7 @@ describe.if(binary)('--workers: the port, the store, the shutdown', () => {
   });
 
   test('a worker that crashes is logged, counted and replaced; requests go on being answered', async () => {
-    const server = await startServer({
+    const server = await spawnServer({
       args: ['--workers', '2', '--data', dataFile(), '--metrics-port', '0'],
       env: { PETSTORE_TEST_WORKER_CRASH_MS: '400' },
     });

@@ -30,7 +30,7 @@ export type Stability = 'stable' | 'beta' | 'experimental';
 
 /** What every handler works with, given once at start. */
 export interface ApiDeps {
-  /** Wrapped: `openServerStore()` in src/serve/parts.ts gives the chain, from the outside in. */
+  /** Wrapped: `openServerStore()` in src/serve/resources.ts gives the chain, from the outside in. */
   readonly store: DataStore;
   readonly clock: Clock;
   /** How long a placed order holds its pet (`--order-hold`), in ms. */

@@ -29,7 +29,7 @@ export class Listeners {
   /**
    * Binds the API's port and, when asked for, the metrics port. With `proveOnly` (workers to come),
    * the API's port is bound without `SO_REUSEPORT` and closed again: a port in use stops the start
-   * here, as with one worker, and the workers then share the port this proved free (a port of 0
+   * here, as without workers, and the workers then share the port this proved free (a port of 0
    * keeps the number the system gave).
    */
   static async bind(
@@ -64,25 +64,6 @@ export class Listeners {
         ? await adapter.serve({ fetch: metricsApp(metrics).fetch, port: config.metricsPort, hostname: config.host })
         : undefined;
     return new Listeners(main, metricsServer, adapter, resolve);
-  }
-
-  /**
-   * Runs `step` and returns its result. If `step` throws, this stops every listener bound so far,
-   * runs `undo` (start.ts passes the store's close), and throws the error again. start.ts runs three
-   * steps through it: the store's open, the keys' load from the store, and the workers' start. No
-   * caller depends on this cleanup: `startServer()`'s one caller, src/main.ts, exits on a failed
-   * start, and the exit frees the ports and the store as well. The later steps (`openLimiter()`,
-   * `webhooksOf()`, the webhooks' delivery, the due-order sweep, the admin listener, the keys'
-   * watchers) leave it to that exit.
-   */
-  async runOrUnbind<T>(step: () => Promise<T>, undo: () => Promise<void> = async () => {}): Promise<T> {
-    try {
-      return await step();
-    } catch (err) {
-      await Promise.all(this.all.map((s) => s.stop(true)));
-      await undo();
-      throw err;
-    }
   }
 
   /** Makes the API's port serve `fetch` from now on, the requests that waited for it first. */

@@ -1,8 +1,8 @@
 // Serving. From the parsed configuration, this file starts the runtime's adapter, binds the
 // listeners (src/serve/listeners.ts), opens the metrics, the traces, the store, the limiter and
-// the webhooks (src/serve/parts.ts), and builds the apps. It serves on this thread (one worker),
-// or on --workers threads (src/serve/supervisor.ts). It also runs the shutdown that a signal
-// starts.
+// the webhooks (src/serve/resources.ts), and builds the apps. It serves without workers (the
+// default), on this thread, or with --workers threads (src/serve/supervisor.ts). It also runs the
+// shutdown that a signal starts.
 import process from 'node:process';
 import { type AppOptions, adminApp, createApp } from '../app.ts';
 import { type Config, ConfigError, memoryWithWorkers } from '../config.ts';
@@ -24,7 +24,7 @@ import type { RunningServer, RuntimeAdapter } from './adapter.ts';
 import { availableCpus } from './cpus.ts';
 import { checkOpenFiles, openFilesNeeded } from './fd-limit.ts';
 import { Listeners } from './listeners.ts';
-import { metricsOf, openLimiter, openServerStore, startTraces, webhooksOf } from './parts.ts';
+import { metricsOf, openLimiter, openServerStore, startTraces, webhooksOf } from './resources.ts';
 import { handleSignals } from './signals.ts';
 import { type HostStatus, type WorkerMemory, WorkerPool, workerMemory } from './supervisor.ts';
 
@@ -59,24 +59,18 @@ export async function startServer(config: Config): Promise<void> {
   const listeners = await Listeners.bind(config, adapter, metrics, { proveOnly: workers > 1 });
   // The workers' shared counters (`WORKER_STATE` of src/serve/supervisor.ts), over their memory.
   const sharedCounters = sharedMemory && new Int32Array(sharedMemory.state);
-  // `runOrUnbind` stops what was bound, and runs the step's `undo`, if the step throws.
+  // The store opens after the bind, so a port in use leaves no database file behind. A failed
+  // start ends the process (src/main.ts), which frees the ports and the store.
   // With workers, the supervisor's store shares their counters: its own writes (expiries, a
   // consumer's orders retired) move the change count every worker reads.
-  const store = await listeners.runOrUnbind(() =>
-    openServerStore(config, log, metrics, sharedCounters && { state: sharedCounters, workers }),
-  );
-  await listeners.runOrUnbind(
-    async () => {
-      await keys.loadFromStore(store);
-      await keys.settleIdentities(store);
-    },
-    () => store.close(),
-  );
+  const store = await openServerStore(config, log, metrics, sharedCounters && { state: sharedCounters, workers });
+  await keys.loadFromStore(store);
+  await keys.settleIdentities(store);
   const { limiter, redisLimiter } = await openLimiter(config, log, metrics);
   const webhooks = webhooksOf(store, config, log, metrics, keys);
   let stopping = false;
   let stoppingAt = 0;
-  // The host's part of `/readyz`: the app reads it in one process; else the workers are sent it.
+  // The host's part of `/readyz`: the app reads it without workers; else the workers are sent it.
   // Only the key store has a problem to tell (`LiveKeys.problem()`), so only `--keys store` adds
   // it.
   const hostStatus = (): HostStatus => ({
@@ -84,23 +78,19 @@ export async function startServer(config: Config): Promise<void> {
     ...(config.keys === KEYS_STORE ? { keysProblem: keys.problem() } : {}),
   });
   if (sharedMemory) {
-    await listeners.runOrUnbind(
-      () =>
-        startWorkers({
-          config,
-          memory: sharedMemory,
-          listeners,
-          keys,
-          limiter,
-          log,
-          metrics,
-          delivery: webhooks.delivery,
-          status: hostStatus,
-        }),
-      () => store.close(),
-    );
+    await startWorkers({
+      config,
+      memory: sharedMemory,
+      listeners,
+      keys,
+      limiter,
+      log,
+      metrics,
+      delivery: webhooks.delivery,
+      status: hostStatus,
+    });
   } else {
-    serveOneProcess(config, adapter, listeners, {
+    serveWithoutWorkers(config, adapter, listeners, {
       store,
       keys: () => keys.table,
       limiter,
@@ -163,14 +153,14 @@ function workerCount(config: Config, adapter: RuntimeAdapter): number {
   return count;
 }
 
-/** Serves the API on this thread: one app (`createApp()`) answers the API's port. */
-function serveOneProcess(
+/** Serves the API without workers, on this thread: one app (`createApp()`) answers its port. */
+function serveWithoutWorkers(
   config: Config,
   adapter: RuntimeAdapter,
   listeners: Listeners,
-  parts: Parameters<typeof appOptionsOf>[2],
+  resources: AppResources,
 ): void {
-  listeners.answerWith(createApp(appOptionsOf(config, adapter, parts)).fetch);
+  listeners.answerWith(createApp(appOptionsOf(config, adapter, resources)).fetch);
 }
 
 /**
@@ -322,11 +312,23 @@ function gatewayFlags(config: Config, adapter: RuntimeAdapter) {
 }
 
 /**
- * Returns the API app's options; this is the one place they are put together: one process
- * (`startServer()`) and each worker (src/serve/worker.ts) call it, so an option added here reaches
- * both. The flags give most of them; the caller gives its store, keys, limiter, log and metrics,
- * why `/readyz` should fail, the host's part of `/readyz` (`status`: the Redis limiter's state, the
- * key store's problem), the webhooks' `notify` and, in a worker, the host's in-flight slots.
+ * What the caller of `appOptionsOf()` hands the API app: its store, keys, limiter, log, metrics,
+ * webhooks' `notify` and, in a worker, the host's in-flight slots (`hostSlots`), with why `/readyz`
+ * should fail (`whyNotReady`) and the host's part of `/readyz` (`status`: the Redis limiter's
+ * state, the key store's problem).
+ */
+export type AppResources = Pick<
+  AppOptions,
+  'store' | 'keys' | 'limiter' | 'log' | 'metrics' | 'whyNotReady' | 'notify' | 'hostSlots'
+> & {
+  /** The host's part of `/readyz`; undefined in a worker the supervisor sends none. */
+  status: () => HostStatus | undefined;
+};
+
+/**
+ * Returns the API app's options; this is the one place they are put together: start-up without
+ * workers (`startServer()`) and each worker (src/serve/worker.ts) call it, so an option added here
+ * reaches both. The flags give most of them; the caller gives the rest (`AppResources`).
  *
  * @example
  * const app = createApp(
@@ -336,19 +338,10 @@ function gatewayFlags(config: Config, adapter: RuntimeAdapter) {
 export function appOptionsOf(
   config: Config,
   adapter: RuntimeAdapter,
-  {
-    metrics,
-    status,
-    notify,
-    hostSlots,
-    ...parts
-  }: Pick<AppOptions, 'store' | 'keys' | 'limiter' | 'log' | 'metrics' | 'whyNotReady' | 'notify' | 'hostSlots'> & {
-    /** The host's part of `/readyz`; undefined in a worker the supervisor sends none. */
-    status: () => HostStatus | undefined;
-  },
+  { metrics, status, notify, hostSlots, ...rest }: AppResources,
 ): AppOptions {
   return {
-    ...parts,
+    ...rest,
     ...gatewayFlags(config, adapter),
     docs: { publicUrl: config.publicUrl, stagingUrl: config.stagingUrl },
     serveMetrics: config.metricsPort === null,

@@ -13,7 +13,7 @@ import { KeyTable } from '../keys/table.ts';
 import { batched, createLogger, fileWriter } from '../log.ts';
 import { adapter } from './bun.ts';
 import { packAsks, RemoteLimiter, unpackAnswers } from './host-limiter.ts';
-import { metricsOf, notifierOf, openServerStore } from './parts.ts';
+import { metricsOf, notifierOf, openServerStore } from './resources.ts';
 import { appOptionsOf } from './start.ts';
 import { keyRecords, type ToWorker, WORKER_STATE, type WorkerStart } from './supervisor.ts';
 

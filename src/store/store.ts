@@ -240,10 +240,11 @@ export interface CallSpec {
 /**
  * THE STORE'S METHOD LIST: every awaited call of `DataStore` once. The wrappers are made from it
  * (`wrapStore`), so a call added to the interface fails to compile until it is here, and once
- * here no wrapper can leave it out. Step 6's calls that no wrapper awaits are not here:
- * `startDueOrderExpiry` (it starts the expiry and returns its promise, which step 6 waits on),
- * `changeCount` and `unchanged` (they return at once). Nor is `close`. `wrapStore` passes them on,
- * or takes a wrapper's own (`OwnCalls`).
+ * here no wrapper can leave it out. Step 6's other calls are not here, since they return at once or
+ * hand back a run already started: `startDueOrderExpiry` (its promise is the expiry under way,
+ * which step 6 waits on), `changeCount` and `unchanged`. Nor is `close`. `wrapStore` passes them
+ * on, or takes a wrapper's own (`OwnCalls`): the bound-and-traced wrapper bounds the expiry's
+ * promise that way, under `STORE_CALLS.expireDueOrders`.
  */
 export const STORE_CALLS = {
   create: { doing: 'store pet', write: true, counted: 'create' },

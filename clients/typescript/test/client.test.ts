@@ -3,7 +3,7 @@
 // pages, the deprecation warning, and what a caller sees of the rate limit without waiting for it.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { connect, createServer, type Server } from 'node:net';
-import { type KeySpec, type Running, startServer, tokenOf, writeKeysFile } from '../../../test/harness.ts';
+import { type KeySpec, type Running, spawnServer, tokenOf, writeKeysFile } from '../../../test/harness.ts';
 import {
   createClient,
   type Fetch,
@@ -24,7 +24,7 @@ const KEYS: KeySpec[] = [
 let server: Running;
 let baseUrl: string;
 beforeAll(async () => {
-  server = await startServer({ args: ['--keys', writeKeysFile(KEYS)] });
+  server = await spawnServer({ args: ['--keys', writeKeysFile(KEYS)] });
   baseUrl = `${server.url}/v1`;
 });
 afterAll(() => server.stop());
@@ -218,7 +218,7 @@ describe('changing and removing', () => {
 
 test('listAllPets walks 250 pets in three pages of 100, each pet once, in order', async () => {
   const keys: KeySpec = { name: 'pages', plan: 'enterprise', limits: { perMinute: 5_000, perDay: 100_000 } };
-  const own = await startServer({ args: ['--keys', writeKeysFile([keys])] });
+  const own = await spawnServer({ args: ['--keys', writeKeysFile([keys])] });
   try {
     const { sent, fetch } = recording();
     const petstore = createClient({ apiKey: tokenOf('pages'), baseUrl: `${own.url}/v1`, fetch });

@@ -2,13 +2,13 @@
 // run): 200 requests on a Free key (60 a minute) through the client, against a naive loop on
 // another Free key that sends again at once after every 429, cut off after NAIVE_SECONDS.
 //   node_modules/.bin/bun clients/typescript/test/measure.ts
-import { startServer, tokenOf, writeKeysFile } from '../../../test/harness.ts';
+import { spawnServer, tokenOf, writeKeysFile } from '../../../test/harness.ts';
 import { createClient } from '../src/index.ts';
 
 const REQUESTS = 200;
 const NAIVE_SECONDS = Number(process.env.NAIVE_SECONDS ?? 60);
 
-const server = await startServer({
+const server = await spawnServer({
   args: [
     '--keys',
     writeKeysFile([

@@ -3,7 +3,7 @@
 // of their shares, about 3 minutes), while one client alone on a key of 10 a minute makes 15
 // calls at once. `make ts-client-test` runs it; `make test` does not.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { type KeySpec, type Running, startServer, tokenOf, writeKeysFile } from '../../../test/harness.ts';
+import { type KeySpec, type Running, spawnServer, tokenOf, writeKeysFile } from '../../../test/harness.ts';
 import { createClient, type RateLimitInfo } from '../src/index.ts';
 
 const KEYS: KeySpec[] = [
@@ -14,7 +14,7 @@ const KEYS: KeySpec[] = [
 
 let server: Running;
 beforeAll(async () => {
-  server = await startServer({ args: ['--keys', writeKeysFile(KEYS)] });
+  server = await spawnServer({ args: ['--keys', writeKeysFile(KEYS)] });
 });
 afterAll(() => server.stop());
 

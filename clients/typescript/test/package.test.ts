@@ -15,7 +15,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Running, startServer, tokenOf, writeKeysFile } from '../../../test/harness.ts';
+import { type Running, spawnServer, tokenOf, writeKeysFile } from '../../../test/harness.ts';
 
 const PACKAGE = join(import.meta.dir, '..');
 const BIN = join(PACKAGE, '../../node_modules/.bin');
@@ -26,7 +26,7 @@ let server: Running;
 let dir: string;
 beforeAll(async () => {
   if (!existsSync(TARBALL)) throw new Error(`${TARBALL} is missing: run npm pack in ${PACKAGE} (make ts-client)`);
-  server = await startServer({ args: ['--keys', writeKeysFile([{ name: 'integrator', plan: 'free' }])] });
+  server = await spawnServer({ args: ['--keys', writeKeysFile([{ name: 'integrator', plan: 'free' }])] });
   dir = mkdtempSync(join(tmpdir(), 'petstore-client-'));
 });
 afterAll(async () => {

@@ -7,7 +7,7 @@ import { parseConfig } from '../config.ts';
 import { LiveKeys } from '../keys/live-keys.ts';
 import { createLogger } from '../log.ts';
 import { Metrics } from '../metrics/registry.ts';
-import { openServerStore, webhooksOf } from './parts.ts';
+import { openServerStore, webhooksOf } from './resources.ts';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -15,7 +15,7 @@ afterEach(() => {
 });
 
 test("the delivery loop's outbox failures are counted on /metrics, like the API's store failures", async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-parts-'));
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-resources-'));
   dirs.push(dir);
   const data = join(dir, 'pets.db');
   const config = parseConfig(['--data', data, '--metrics'], {});
@@ -38,7 +38,7 @@ test("the delivery loop's outbox failures are counted on /metrics, like the API'
 });
 
 test('with --keys store, the keys are read from the store behind the wrappers', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-parts-'));
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-resources-'));
   dirs.push(dir);
   const config = parseConfig(['--data', join(dir, 'pets.db'), '--keys', 'store', '--metrics'], {});
   const log = createLogger({ write: () => {} });

@@ -62,8 +62,8 @@ export async function openLimiter(config: Config, log: Logger, metrics: Metrics 
 }
 
 /**
- * Opens this process's store, the one every part is given (the API, the keys, the webhook delivery
- * and notifier); with `--workers`, the supervisor and each worker make their own. Every part calls
+ * Opens this process's store, the one the API, the keys, the webhook delivery and the notifier are
+ * all given; with `--workers`, the supervisor and each worker make their own. Each of them calls
  * the store through these wrappers, except the key store (`--keys store`), which calls
  * `store.backend` directly (src/store/key-store.ts). The wrappers, from the outside in (this is the
  * one place that puts them together, besides `openStore()`, which adds the innermost, the time
@@ -72,7 +72,7 @@ export async function openLimiter(config: Config, log: Logger, metrics: Metrics 
  *   supervisor that changed something, or failed, moves the change count every worker's memo
  *   reads; a write that changed nothing leaves it;
  * - with metrics, `countStoreErrors()`: failed calls counted;
- * - `boundAndTrace()` (from `openStore()`): each call in a child record of the request's trace
+ * - `boundAndTraced()` (from `openStore()`): each call in a child record of the request's trace
  *   and bounded by `--store-timeout`;
  * - the backend: memory, SQLite or PostgreSQL.
  *
