@@ -216,9 +216,9 @@ export interface AdminAppOptions
 }
 
 /**
- * The app of the `--admin-port` listener: the admin table (src/admin/admin-operations.ts) through the
- * same pipeline as the API. Its own gateway, over the same keys and limiter, lets only a key with
- * the `admin` scope pass; failed attempts count against the client's address.
+ * The app of the `--admin-port` listener: the admin table (src/admin/admin-operations.ts) through
+ * the same pipeline as the API. Its own gateway, over the same keys and limiter, lets only a key
+ * with the `admin` scope pass; failed attempts count against the client's address.
  *
  * @example
  * const admin = adminApp({ admin: keyAdmin, keys: () => table, limiter })

@@ -67,8 +67,8 @@ type Schema<T> = v.GenericSchema<unknown, T>;
 
 /**
  * One operation of a table, the API's (src/api/operations.ts) or the admin API's
- * (src/admin/admin-operations.ts), as its contract names it: everything the routes, the scope check,
- * the metrics and the contract test need to know about it.
+ * (src/admin/admin-operations.ts), as its contract names it: everything the routes, the scope
+ * check, the metrics and the contract test need to know about it.
  */
 export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
   /** The contract's `operationId`: the metrics label, the route's name, what `costs` name. */

@@ -8,8 +8,9 @@ export const MIN_COMPRESSED_BYTES = 1024;
 
 /**
  * Brotli quality 2 and gzip level 6: higher Brotli qualities make a page barely smaller and take
- * several times the rest of the request (measured: bench/README.md#measured-costs-behind-the-codes-choices).
- * Synchronous: the bodies are small (100 pets at most) and already whole.
+ * several times the rest of the request (measured:
+ * bench/README.md#measured-costs-behind-the-codes-choices). Synchronous: the bodies are small (100
+ * pets at most) and already whole.
  */
 const BROTLI = { params: { [constants.BROTLI_PARAM_QUALITY]: 2 } };
 const GZIP_LEVEL = 6;

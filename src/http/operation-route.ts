@@ -24,8 +24,9 @@ export interface OperationRoute<D> {
    */
   readonly replyMemo: ReplyMemo | undefined;
   /**
-   * The parts' expiry of due orders when this operation expires due orders first, else undefined, so
-   * `makeOperationHandler` need not check `op.expiresDueOrdersFirst` to choose where step 6 begins.
+   * The parts' expiry of due orders when this operation expires due orders first, else undefined,
+   * so `makeOperationHandler` need not check `op.expiresDueOrdersFirst` to choose where step 6
+   * begins.
    */
   readonly dueOrderExpiry: DueOrderExpiry | undefined;
 }

@@ -112,8 +112,8 @@ export interface TableRouteHandlersOptions<D> extends RouteHandlersOptions {
 }
 
 /**
- * Makes the route handlers of an app that serves service routes alone: the metrics port's. Each request
- * runs step 1 (`exchange`) and then its service route, or 404.
+ * Makes the route handlers of an app that serves service routes alone: the metrics port's. Each
+ * request runs step 1 (`exchange`) and then its service route, or 404.
  *
  * @example
  * const handlers = serviceRouteHandlers({ log, clock, clientAddress, maxBodyBytes: 65536 })
@@ -283,10 +283,10 @@ function partsOf({
  *
  * Step 1 runs the rest inside itself, so it sees every answer, and the gateway (step 3) holds the
  * caller's in-flight slot until the answer is made, or until a step throws. A refusal leaves
- * through `answerError` (src/http/error-answer.ts), which answers it by step 8: the gateway returns its
- * refusals rather than throwing them, since a throw through its async frames was the largest cost of
- * a refusal's own code (measured: bench/README.md#measured-costs-behind-the-codes-choices); the
- * other steps throw theirs, and `runExchange` catches them, so a new check may throw.
+ * through `answerError` (src/http/error-answer.ts), which answers it by step 8: the gateway returns
+ * its refusals rather than throwing them, since a throw through its async frames was the largest
+ * cost of a refusal's own code (measured: bench/README.md#measured-costs-behind-the-codes-choices);
+ * the other steps throw theirs, and `runExchange` catches them, so a new check may throw.
  * Step 6 begins at 6.1 or at 6.2, chosen once per route, not per request.
  */
 function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
@@ -298,7 +298,8 @@ function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteH
     c.set('operation', op.id);
     // A preflight (OPTIONS) matches no operation's route: `notFound` (`serveNoRoute`) answers it.
     cors?.addCorsHeaders(c);
-    // Steps 4 to 8 run inside the gateway's callback, so it frees the in-flight slot only after the answer.
+    // Steps 4 to 8 run inside the gateway's callback, so it frees the in-flight slot only after the
+    // answer.
     return passGateway(parts, c, op, (decision, caller) => {
       addDeprecationHeaders(c, route);
       return checkBody(parts, c, () => dueOrdersOrMemo(parts, route, c, decision, caller));

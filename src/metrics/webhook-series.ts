@@ -8,7 +8,8 @@ import type { OutboxStats } from '../store/outbox.ts';
 import type { WebhookReport } from '../webhooks/delivery-loop.ts';
 
 /**
- * What the delivery loop (`DeliveryLoop`) reports, as prom-client series; one instance inside `Metrics`.
+ * What the delivery loop (`DeliveryLoop`) reports, as prom-client series; one instance inside
+ * `Metrics`.
  *
  * @example
  * metrics.webhooks.delivery('acme', 'quota.threshold', 'delivered')

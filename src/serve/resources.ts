@@ -1,8 +1,8 @@
 // What start-up opens once and hands the apps: the limiter, the wrapped store, the webhooks, the
 // metrics and the traces. A name that starts with a verb (`openLimiter()`, `openServerStore()`,
 // `startTraces()`) opens or starts something; a name that ends in `Of` only builds its value. One
-// process and the supervisor (src/serve/start.ts) call them; each worker (src/serve/worker.ts) calls
-// `openServerStore()`, `metricsOf()` and `notifierOf()` too.
+// process and the supervisor (src/serve/start.ts) call them; each worker (src/serve/worker.ts)
+// calls `openServerStore()`, `metricsOf()` and `notifierOf()` too.
 import type { Config } from '../config.ts';
 import { systemClock } from '../core/clock.ts';
 import {
@@ -102,10 +102,10 @@ export async function openServerStore(
  * Makes the webhooks' `DeliveryLoop` and the gateway's `notify`, none without an outbox: events are
  * recorded in the outbox before the answer and delivered off the request path. It starts nothing:
  * start.ts starts the loop (`DeliveryLoop.start()`) once the app is made. The `DeliveryLoop`
- * calls `openServerStore`'s store, so its failures are counted and each call has a request's time bound.
- * The sends are outside those calls. The bound keeps a stuck connection from holding up shutdown.
- * The delivery loop and the requests share one time bound: once any call finds the database
- * unreachable, the loop's calls and the requests' fail at once.
+ * calls `openServerStore`'s store, so its failures are counted and each call has a request's
+ * time bound. The sends are outside those calls. The bound keeps a stuck connection from holding up
+ * shutdown. The delivery loop and the requests share one time bound: once any call finds the
+ * database unreachable, the loop's calls and the requests' fail at once.
  */
 export function webhooksOf(
   store: DataStore,

@@ -61,8 +61,8 @@ interface Call {
 }
 
 /**
- * The store `boundAndTraced()` returns: every call bounded in time and traced. It also tells whether
- * its database is unreachable now.
+ * The store `boundAndTraced()` returns: every call bounded in time and traced. It also tells
+ * whether its database is unreachable now.
  */
 export interface BoundAndTracedStore extends WrappedStore {
   /** True while calls are answered at once because the database is unreachable. */
