@@ -284,9 +284,8 @@ function partsOf({
  * Step 1 runs the rest inside itself, so it sees every answer, and the gateway (step 3) holds the
  * caller's in-flight slot until the answer is made, or until a step throws. A refusal leaves
  * through `answerError` (src/http/error-answer.ts), which answers it by step 8: the gateway returns
- * its refusals rather than throwing them, since a throw through its async frames was the largest
- * cost of a refusal's own code (measured: bench/README.md#measured-costs-behind-the-codes-choices);
- * the other steps throw theirs, and `runExchange` catches them, so a new check may throw.
+ * its refusals (`Admission` says why); the other steps throw theirs, and `runExchange` catches
+ * them, so a new check may throw.
  * Step 6 begins at 6.1 or at 6.2, chosen once per route, not per request.
  */
 function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
@@ -385,9 +384,7 @@ function setTraceResponse(res: Response, value: string | undefined): void {
 
 /**
  * Step 3: asks the gateway (src/gateway/gateway.ts) to admit the request, and returns
- * `serveAdmitted`'s answer or the refusal's. The gateway returns its refusals rather than
- * throwing them: a throw through its async frames was the largest cost of a refusal's own code
- * (measured: bench/README.md#measured-costs-behind-the-codes-choices).
+ * `serveAdmitted`'s answer or the answer to the refusal the gateway returned (`Admission`).
  */
 async function passGateway<D>(
   { admission }: TableParts<D>,
