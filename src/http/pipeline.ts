@@ -267,7 +267,8 @@ function partsOf({
  *    no operation's route: `serveNoRoute` answers it (`answerPreflight`), before any key is asked
  *    for.
  * 3. `passGateway`: the admission check (`createAdmission()`, src/gateway/gateway.ts) admits the
- *    request or refuses it (401, 429, 403, 503); its docstring lists the gateway's checks in order.
+ *    request or refuses it (401, 429, 403, 503); its docstring lists the gateway's checks, 3a to
+ *    3g, in order.
  * 4. `addDeprecationHeaders`: a deprecated operation's `Deprecation`, `Sunset` and `Link`.
  * 5. `checkBody`: refuses a body over the size limit (413). A body sent with GET is held to the
  *    same size and to JSON (413, 415).
