@@ -115,8 +115,8 @@ export interface GatedOperation {
 
 /**
  * The admission check: what `createAdmission()` returns, run once per request. For a request it
- * lets through, it runs `admitted` with the limiter's decision and the caller (always a key's) and
- * resolves to its result. The caller's in-flight slot is held until `admitted` settles. A refusal
+ * lets through, it runs `serveAdmitted` with the limiter's decision and the caller (always a key's) and
+ * resolves to its result. The caller's in-flight slot is held until `serveAdmitted` settles. A refusal
  * (401, 403, 429, 503) resolves to the `ApiError` to answer, never thrown: a throw through these
  * async frames was the largest cost of a refusal's own code (measured:
  * bench/README.md#measured-costs-behind-the-codes-choices).
@@ -124,7 +124,7 @@ export interface GatedOperation {
 export type Admission = <T>(
   c: Context,
   op: GatedOperation,
-  admitted: (decision: Decision, caller: ConsumerCaller) => Promise<T>,
+  serveAdmitted: (decision: Decision, caller: ConsumerCaller) => Promise<T>,
 ) => Promise<T | ApiError>;
 
 /**
@@ -137,7 +137,7 @@ export type Admission = <T>(
  * 3b. refuses a keyless client once the limiter has counted it against its address group: 401,
  *     or 429 when the group is over the keyless clients' limit, with the rate-limit headers;
  * 3c. takes the consumer's in-flight slot before anything is awaited, and holds it until
- *     `admitted` settles (at the cap: 429, and the limiter is not asked, so no quota is spent);
+ *     `serveAdmitted` settles (at the cap: 429, and the limiter is not asked, so no quota is spent);
  * 3d. asks the limiter to spend the operation's cost, once (`decider()`, ./decide.ts);
  * 3e. records the quota webhook the decision crossed (`notify`), before any answer;
  * 3f. writes the rate-limit headers;
@@ -183,7 +183,7 @@ export function createAdmission({
   const decideForKeyless = (caller: Caller, cost: number) =>
     childSpan('gateway decide', NO_ATTRIBUTES, () => decide(caller, cost), DECISION_SPAN, cost);
 
-  return async function admission(c, op, admitted) {
+  return async function admission(c, op, serveAdmitted) {
     // The client's address is looked up only for callers without a valid key.
     const address = () => canonicalAddress(clientAddress(c));
     // 3a: who calls.
@@ -237,8 +237,8 @@ export function createAdmission({
         missingScope(caller.key.scopes, op.scope) ??
         (admin ? missingScope(caller.key.scopes, ADMIN_SCOPE) : adminKeyOnPublicApi(caller.key.scopes));
       if (refused) return refused;
-      inFlight.admitted(id, verdict);
-      return await admitted(verdict, caller);
+      inFlight.remember(id, verdict);
+      return await serveAdmitted(verdict, caller);
     } finally {
       inFlight.leave(id);
     }

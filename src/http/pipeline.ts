@@ -35,7 +35,7 @@ import type { Metrics } from '../metrics/registry.ts';
 import { peerText } from '../redact.ts';
 import { currentRequest, type RequestState } from '../trace/request-state.ts';
 import { answer } from './answer.ts';
-import { type BodyLimit, checkBodyOnGet, limitBody } from './body-limit.ts';
+import { type BodyLimit, checkBodyOnGetOrHead, limitBody } from './body-limit.ts';
 import { Cors } from './cors.ts';
 import { requestCounter } from './count-requests.ts';
 import { answerError, toApiError } from './error-answer.ts';
@@ -270,8 +270,8 @@ function partsOf({
  *    request or refuses it (401, 429, 403, 503); its docstring lists the gateway's checks, 3a to
  *    3g, in order.
  * 4. `addDeprecationHeaders`: a deprecated operation's `Deprecation`, `Sunset` and `Link`.
- * 5. `checkBody`: refuses a body over the size limit (413). A body sent with GET is held to the
- *    same size and to JSON (413, 415).
+ * 5. `checkBody`: refuses a body over the size limit (413). A body sent with GET or HEAD is held
+ *    to the same size and to JSON (413, 415).
  * 6. `awaitDueOrders` and `memoOrRun`: the due orders, then the memo.
  *    6.1 `awaitDueOrders`, only for an operation that expires due orders first: waits for the
  *    orders whose hold ran out to expire.
@@ -405,12 +405,12 @@ function addDeprecationHeaders<D>(c: Context<AppEnv>, { deprecated }: OperationR
 }
 
 /**
- * Step 5: refuses a body over the size limit (413) and a body sent with GET that is too large or
- * not JSON (413, 415). Otherwise it returns `next()`'s answer.
+ * Step 5: refuses a body over the size limit (413) and a body sent with GET or HEAD that is too
+ * large or not JSON (413, 415). Otherwise it returns `next()`'s answer.
  */
 async function checkBody(parts: PipelineParts, c: Context<AppEnv>, next: () => Promise<Response>): Promise<Response> {
   // The runtimes hand a GET or HEAD no body stream: only its headers can tell of a body.
-  checkBodyOnGet(c, parts.maxBodyBytes);
+  checkBodyOnGetOrHead(c, parts.maxBodyBytes);
   // A write sent without a body has none either; step 7 answers it 415 without a JSON
   // Content-Type, else 400.
   if (!c.req.raw.body) return next();
