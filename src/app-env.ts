@@ -1,8 +1,8 @@
 // The app's Hono `Env` (`AppEnv`): what one step sets on the context (`c.set`) for later steps
 // to read (`c.get`). All five variables on `c`, where each is typed and where it is set:
 // - `requestId`: typed here; set at step 1 (`requestLog.start()`, src/http/request-log.ts).
-// - `operation`: typed here; set at step 1's inner handler (`serveOperation`, `serviceRoute` in
-//   src/http/pipeline.ts).
+// - `operation`: typed here; set first thing by what step 1 runs inside it: `serveOperation`
+//   (steps 2 to 8) or `serviceRoute`, in src/http/pipeline.ts.
 // - `refusal`: typed here; set at step 3 when the gateway refuses (`passGateway`,
 //   src/http/pipeline.ts).
 // - `caller`: typed on every context (Hono's `ContextVariableMap`) in src/gateway/gateway.ts; set

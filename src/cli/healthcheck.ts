@@ -4,6 +4,7 @@
  * `HOST` unless that is a wildcard), so a container's HEALTHCHECK needs no arguments.
  */
 import process from 'node:process';
+import { httpOrigin } from '../core/http-origin.ts';
 import { LISTEN_OPTIONS } from './listen.ts';
 import { HELP, subcommand } from './options.ts';
 import { checked, wholeNumber } from './parsers.ts';
@@ -40,7 +41,7 @@ export const HEALTHCHECK = subcommand(
  * container's health log keeps. Silent when healthy.
  */
 async function healthcheck(host: string, port: number): Promise<number> {
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}/healthz`;
+  const url = `${httpOrigin(host, port)}/healthz`;
   const unhealthy = (reason: string) => {
     process.stderr.write(`petstore healthcheck: ${url}: ${reason}\n`);
     return 1;

@@ -115,8 +115,8 @@ export interface GatedOperation {
 
 /**
  * The admission check: what `createAdmission()` returns, run once per request. For a request it
- * lets through, it runs `admitted` with the limiter's decision and the caller (always a key's) and
- * resolves to its result. The caller's in-flight slot is held until `admitted` settles. A refusal
+ * lets through, it runs `serveAdmitted` with the limiter's decision and the caller (always a key's) and
+ * resolves to its result. The caller's in-flight slot is held until `serveAdmitted` settles. A refusal
  * (401, 403, 429, 503) resolves to the `ApiError` to answer, never thrown: a throw through these
  * async frames was the largest cost of a refusal's own code (measured:
  * bench/README.md#measured-costs-behind-the-codes-choices).
@@ -124,29 +124,30 @@ export interface GatedOperation {
 export type Admission = <T>(
   c: Context,
   op: GatedOperation,
-  admitted: (decision: Decision, caller: ConsumerCaller) => Promise<T>,
+  serveAdmitted: (decision: Decision, caller: ConsumerCaller) => Promise<T>,
 ) => Promise<T | ApiError>;
 
 /**
  * Makes the admission check. This is the one full list of the gateway's checks, in the order they
- * run (docs/decisions/order-of-checks.md says why this order). For each request the check:
+ * run (docs/decisions/order-of-checks.md says why this order), labelled as parts of the request's
+ * step 3 and in the code below. For each request the check:
  *
- * a. finds the caller, once (`callerOf()`, ./caller.ts): a key's consumer, or a keyless client
- *    (no key, or one that is unknown, revoked or outside its dates);
- * b. refuses a keyless client once the limiter has counted it against its address group: 401, or
- *    429 when the group is over the keyless clients' limit, with the rate-limit headers;
- * c. takes the consumer's in-flight slot before anything is awaited, and holds it until `admitted`
- *    settles (at the cap: 429, and the limiter is not asked, so no quota is spent);
- * d. asks the limiter to spend the operation's cost, once (`decider()`, ./decide.ts);
- * e. records the quota webhook the decision crossed (`notify`), before any answer;
- * f. writes the rate-limit headers;
- * g. refuses, the first that applies: a consumer over a limit (429, unless report-only); a key
- *    without the operation's `scope` (403), checked after the cost is spent, so probing for
- *    scopes costs quota; an admin key on the public API, or on the admin API a key without the
- *    scope `admin` (403).
+ * 3a. finds the caller, once (`callerOf()`, ./caller.ts): a key's consumer, or a keyless client
+ *     (no key, or one that is unknown, revoked or outside its dates);
+ * 3b. refuses a keyless client once the limiter has counted it against its address group: 401,
+ *     or 429 when the group is over the keyless clients' limit, with the rate-limit headers;
+ * 3c. takes the consumer's in-flight slot before anything is awaited, and holds it until
+ *     `serveAdmitted` settles (at the cap: 429, and the limiter is not asked, so no quota is spent);
+ * 3d. asks the limiter to spend the operation's cost, once (`decider()`, ./decide.ts);
+ * 3e. records the quota webhook the decision crossed (`notify`), before any answer;
+ * 3f. writes the rate-limit headers;
+ * 3g. refuses, the first that applies: a consumer over a limit (429, unless report-only); a key
+ *     without the operation's `scope` (403), checked after the cost is spent, so probing for
+ *     scopes costs quota; an admin key on the public API, or on the admin API a key without the
+ *     scope `admin` (403).
  *
  * A limiter that cannot decide (Redis unreachable with `--redis-fail closed`) makes the answer 503
- * at check b or d, without rate-limit headers.
+ * at 3b or 3d, without rate-limit headers.
  *
  * Costs: a request spends the operation's cost, from the consumer's `costs`, else 1. An operation
  * that reads the quota costs 0 and is never refused by the limiter, so a banned key can read its
@@ -182,12 +183,14 @@ export function createAdmission({
   const decideForKeyless = (caller: Caller, cost: number) =>
     childSpan('gateway decide', NO_ATTRIBUTES, () => decide(caller, cost), DECISION_SPAN, cost);
 
-  return async function admission(c, op, admitted) {
+  return async function admission(c, op, serveAdmitted) {
     // The client's address is looked up only for callers without a valid key.
     const address = () => canonicalAddress(clientAddress(c));
+    // 3a: who calls.
     const caller = callerOf(c.req.header('authorization'), keys(), clock.now(), address);
     c.set('caller', caller);
     if (caller.kind === 'keyless') {
+      // 3b: a keyless client is counted, then refused.
       const verdict = await decideForKeyless(caller, 1);
       if (verdict.outcome === 'unavailable') return LIMITER_DOWN;
       const refused = refusal(verdict);
@@ -196,7 +199,7 @@ export function createAdmission({
     }
     const { consumer } = caller;
     const { id, name, limits } = consumer;
-    // Taken before the first await: of many sent at once, only `maxInFlight` pass this line.
+    // 3c, taken before the first await: of many sent at once, only `maxInFlight` pass this line.
     if (!inFlight.enter(id)) {
       const now = Math.floor(clock.now() / 1000);
       // The limiter is not asked, so no quota is spent: the headers show the latest decision of the
@@ -206,6 +209,7 @@ export function createAdmission({
       return tooManyInFlight(inFlight.max);
     }
     try {
+      // 3d: the operation's cost, spent with the limiter.
       const cost = op.readsQuota ? 0 : op.id === undefined ? 1 : (consumer.costs[op.id] ?? 1);
       // The decision's child opened and closed here, around the one await: no promise of its own.
       const child = openChild('gateway decide', NO_ATTRIBUTES, DECISION_SPAN, cost);
@@ -218,20 +222,23 @@ export function createAdmission({
       }
       closeChild(child, verdict, DECISION_SPAN.outcome);
       if (verdict.outcome === 'unavailable') return LIMITER_DOWN;
+      // 3e: the quota webhook, recorded before any answer.
       if (verdict.notices && notify) await notify(consumer, verdict);
       let limited: ApiError | undefined;
       if (verdict.outcome !== 'admitted' && cost > 0) {
         if (consumer.enforce) limited = refusal(verdict);
         else if (wouldRefuse) reportWouldRefuse(name, verdict, cost, wouldRefuse);
       }
+      // 3f: the rate-limit headers.
       writeRateLimitHeaders(c, verdict, limited !== undefined);
+      // 3g: the limiter's refusal first, then the key's scopes.
       const refused =
         limited ??
         missingScope(caller.key.scopes, op.scope) ??
         (admin ? missingScope(caller.key.scopes, ADMIN_SCOPE) : adminKeyOnPublicApi(caller.key.scopes));
       if (refused) return refused;
-      inFlight.admitted(id, verdict);
-      return await admitted(verdict, caller);
+      inFlight.remember(id, verdict);
+      return await serveAdmitted(verdict, caller);
     } finally {
       inFlight.leave(id);
     }

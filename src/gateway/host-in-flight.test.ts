@@ -28,7 +28,7 @@ describe('in-flight slots held for the host (--workers)', () => {
     const memory = hostSlotsMemory(2);
     const a = new HostInFlight<string>(1, memory, 0);
     expect(a.enter('con_acme')).toBe(true);
-    a.admitted('con_acme', 'decision 1');
+    a.remember('con_acme', 'decision 1');
     expect(a.latest('con_acme')).toBe('decision 1');
     expect(new HostInFlight<string>(1, memory, 1).enter('con_acme')).toBe(false);
   });

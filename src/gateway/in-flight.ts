@@ -22,7 +22,7 @@ const CONCURRENCY_RETRY_AFTER = '1';
  * const inFlight = new InFlight(128)
  * if (!inFlight.enter('con_acme')) refuse(inFlight.latest('con_acme'))
  * try {
- *   inFlight.admitted('con_acme', await decide())
+ *   inFlight.remember('con_acme', await decide())
  *   await next()
  * } finally {
  *   inFlight.leave('con_acme')
@@ -52,7 +52,7 @@ export class InFlight<D> {
   }
 
   /** Remembers the decision that admitted a request of the consumer holding a slot. */
-  admitted(consumerId: string, decision: D): void {
+  remember(consumerId: string, decision: D): void {
     const entry = this.#busy.get(consumerId);
     if (entry) entry.last = decision;
   }

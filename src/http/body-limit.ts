@@ -1,5 +1,5 @@
-// Step 5's body limits: `limitBody()` refuses a body over the size (413), and `checkBodyOnGet()`
-// holds a body sent with GET or HEAD to the same rules of size and type.
+// Step 5's body limits: `limitBody()` refuses a body over the size (413), and
+// `checkBodyOnGetOrHead()` holds a body sent with GET or HEAD to the same rules of size and type.
 import type { Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { isJson } from '../api/validate.ts';
@@ -51,9 +51,9 @@ export function limitBody(maxBytes: number): BodyLimit {
  * the pipeline (./pipeline.ts) calls it beside `limitBody`; it throws its refusal.
  *
  * @example
- * checkBodyOnGet(c, 64 * 1024)
+ * checkBodyOnGetOrHead(c, 64 * 1024)
  */
-export function checkBodyOnGet(c: Context, maxBytes: number): void {
+export function checkBodyOnGetOrHead(c: Context, maxBytes: number): void {
   const method = c.req.method;
   if (method !== 'GET' && method !== 'HEAD') return;
   const length = c.req.header('content-length');

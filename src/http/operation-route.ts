@@ -33,12 +33,10 @@ export interface OperationRoute<D> {
 
 /**
  * What `routeOf` takes from a table pipeline's parts (`TableParts`, src/http/pipeline.ts): the memo
- * and the due orders' expiry, both there when the pipeline is given the store.
+ * and the due orders' expiry, both there when the pipeline is given the store. A route keeps each
+ * only for an operation that uses it.
  */
-interface StoreParts {
-  readonly replyMemo: ReplyMemo | undefined;
-  readonly dueOrderExpiry: DueOrderExpiry | undefined;
-}
+type StoreParts = Pick<OperationRoute<unknown>, 'replyMemo' | 'dueOrderExpiry'>;
 
 /**
  * Returns what serving `op` needs, checked once when its route is added: it throws at start-up for

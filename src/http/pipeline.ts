@@ -35,7 +35,7 @@ import type { Metrics } from '../metrics/registry.ts';
 import { peerText } from '../redact.ts';
 import { currentRequest, type RequestState } from '../trace/request-state.ts';
 import { answer } from './answer.ts';
-import { type BodyLimit, checkBodyOnGet, limitBody } from './body-limit.ts';
+import { type BodyLimit, checkBodyOnGetOrHead, limitBody } from './body-limit.ts';
 import { Cors } from './cors.ts';
 import { requestCounter } from './count-requests.ts';
 import { answerError, toApiError } from './error-answer.ts';
@@ -267,10 +267,11 @@ function partsOf({
  *    no operation's route: `serveNoRoute` answers it (`answerPreflight`), before any key is asked
  *    for.
  * 3. `passGateway`: the admission check (`createAdmission()`, src/gateway/gateway.ts) admits the
- *    request or refuses it (401, 429, 403, 503); its docstring lists the gateway's checks in order.
+ *    request or refuses it (401, 429, 403, 503); its docstring lists the gateway's checks, 3a to
+ *    3g, in order.
  * 4. `addDeprecationHeaders`: a deprecated operation's `Deprecation`, `Sunset` and `Link`.
- * 5. `checkBody`: refuses a body over the size limit (413). A body sent with GET is held to the
- *    same size and to JSON (413, 415).
+ * 5. `checkBody`: refuses a body over the size limit (413). A body sent with GET or HEAD is held
+ *    to the same size and to JSON (413, 415).
  * 6. `awaitDueOrders` and `memoOrRun`: the due orders, then the memo.
  *    6.1 `awaitDueOrders`, only for an operation that expires due orders first: waits for the
  *    orders whose hold ran out to expire.
@@ -284,9 +285,8 @@ function partsOf({
  * Step 1 runs the rest inside itself, so it sees every answer, and the gateway (step 3) holds the
  * caller's in-flight slot until the answer is made, or until a step throws. A refusal leaves
  * through `answerError` (src/http/error-answer.ts), which answers it by step 8: the gateway returns
- * its refusals rather than throwing them, since a throw through its async frames was the largest
- * cost of a refusal's own code (measured: bench/README.md#measured-costs-behind-the-codes-choices);
- * the other steps throw theirs, and `runExchange` catches them, so a new check may throw.
+ * its refusals (`Admission` says why); the other steps throw theirs, and `runExchange` catches
+ * them, so a new check may throw.
  * Step 6 begins at 6.1 or at 6.2, chosen once per route, not per request.
  */
 function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
@@ -385,9 +385,7 @@ function setTraceResponse(res: Response, value: string | undefined): void {
 
 /**
  * Step 3: asks the gateway (src/gateway/gateway.ts) to admit the request, and returns
- * `serveAdmitted`'s answer or the refusal's. The gateway returns its refusals rather than
- * throwing them: a throw through its async frames was the largest cost of a refusal's own code
- * (measured: bench/README.md#measured-costs-behind-the-codes-choices).
+ * `serveAdmitted`'s answer or the answer to the refusal the gateway returned (`Admission`).
  */
 async function passGateway<D>(
   { admission }: TableParts<D>,
@@ -407,12 +405,12 @@ function addDeprecationHeaders<D>(c: Context<AppEnv>, { deprecated }: OperationR
 }
 
 /**
- * Step 5: refuses a body over the size limit (413) and a body sent with GET that is too large or
- * not JSON (413, 415). Otherwise it returns `next()`'s answer.
+ * Step 5: refuses a body over the size limit (413) and a body sent with GET or HEAD that is too
+ * large or not JSON (413, 415). Otherwise it returns `next()`'s answer.
  */
 async function checkBody(parts: PipelineParts, c: Context<AppEnv>, next: () => Promise<Response>): Promise<Response> {
   // The runtimes hand a GET or HEAD no body stream: only its headers can tell of a body.
-  checkBodyOnGet(c, parts.maxBodyBytes);
+  checkBodyOnGetOrHead(c, parts.maxBodyBytes);
   // A write sent without a body has none either; step 7 answers it 415 without a JSON
   // Content-Type, else 400.
   if (!c.req.raw.body) return next();

@@ -21,12 +21,12 @@ function setup() {
   const lines: string[] = [];
   const clock = fakeClock();
   const log = createLogger({ write: (l) => lines.push(l), now: clock.now });
-  const admission: Admission = async (c, _op, admitted) => {
+  const admission: Admission = async (c, _op, serveAdmitted) => {
     if (c.req.header('authorization')) {
       const key = acme as NonNullable<typeof acme>;
       const caller = { kind: 'consumer', consumer: key.consumer, key } as const;
       c.set('caller', caller);
-      return admitted({} as Decision, caller);
+      return serveAdmitted({} as Decision, caller);
     }
     c.set('caller', { kind: 'keyless', address: '203.0.113.5', credential: 'none' });
     return new ApiError('unauthorized', 'no key');

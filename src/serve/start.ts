@@ -8,6 +8,7 @@ import { type AppOptions, adminApp, createApp } from '../app.ts';
 import { type Config, ConfigError, memoryWithWorkers } from '../config.ts';
 import { TrustedProxies } from '../core/addresses.ts';
 import { systemClock } from '../core/clock.ts';
+import { httpOrigin } from '../core/http-origin.ts';
 import type { RateLimiter } from '../gateway/gateway.ts';
 import { announceDevKey } from '../keys/dev-key.ts';
 import { KeysFileError } from '../keys/file.ts';
@@ -385,12 +386,12 @@ function announce({
     version: VERSION,
     runtime,
     ...(workers > 1 ? { workers } : {}),
-    address: `http://${config.host}:${listeners.main.port}`,
+    address: httpOrigin(config.host, listeners.main.port),
     data: describeData(config.data),
     keysByPlan: keys.table.countByPlan(),
     ...(traces ? { traces } : {}),
-    ...(listeners.metrics ? { metrics: `http://${config.host}:${listeners.metrics.port}/metrics` } : {}),
-    ...(admin ? { admin: `http://${config.adminHost}:${admin.port}/admin/v1` } : {}),
+    ...(listeners.metrics ? { metrics: `${httpOrigin(config.host, listeners.metrics.port)}/metrics` } : {}),
+    ...(admin ? { admin: `${httpOrigin(config.adminHost, admin.port)}/admin/v1` } : {}),
   });
 }
 
@@ -398,6 +399,5 @@ function announce({
  * Returns the address to show a person for `host:port`: a wildcard bind is reached on localhost.
  */
 function origin(host: string, port: number): string {
-  const name = host === '' || host === '0.0.0.0' || host === '::' ? 'localhost' : host;
-  return `http://${name.includes(':') ? `[${name}]` : name}:${port}`;
+  return httpOrigin(host === '' || host === '0.0.0.0' || host === '::' ? 'localhost' : host, port);
 }
