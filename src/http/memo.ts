@@ -18,7 +18,7 @@ const MAX_SEEN_TARGETS = 4_096;
  * What the memo asks of the store: its change count now, and whether what a reply read has changed
  * since a count.
  */
-export type StoreChanges = Pick<DataStore, 'changeCount' | 'unchanged'>;
+export type StoreChanges = Pick<DataStore, 'changeCount' | 'readsUnchangedSince'>;
 
 /** One memoised reply. */
 interface MemoEntry {
@@ -93,7 +93,7 @@ export class ReplyMemo {
     const entry = this.#entries.get(target);
     if (entry === undefined) return undefined;
     if (entry.since === count) return entry.reply;
-    if (!this.#store.unchanged(entry.since, entry.reads)) return undefined;
+    if (!this.#store.readsUnchangedSince(entry.since, entry.reads)) return undefined;
     entry.since = count;
     return entry.reply;
   }
@@ -123,7 +123,8 @@ export class ReplyMemo {
         return undefined;
       });
       if (reply?.status !== 200) return { reply: this.#memoiseIf200(target, count, await read()), joined: false };
-      if (flight.since === count || this.#store.unchanged(flight.since, reply.reads)) return { reply, joined: true };
+      if (flight.since === count || this.#store.readsUnchangedSince(flight.since, reply.reads))
+        return { reply, joined: true };
       return this.readOrJoin(target, this.#store.changeCount(), read, joins - 1);
     }
     const mine: Flight = { since: count, reply: read() };
