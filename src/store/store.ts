@@ -183,10 +183,11 @@ export interface DataStore {
    */
   adoptOwners(moves: readonly OwnerMove[]): Promise<void>;
   /**
-   * Starts expiring the due orders (`expireDueOrders`) without waiting for it, one run at a time.
-   * Returns the run under way, if any, so a read of pets waits for it and shows them as a write
-   * will find them. A backend's run never rejects; the bound-and-traced store's may time out. A
-   * read whose answer may be memoised calls it before `changeCount()`.
+   * Starts the due orders' expiry, one run at a time, and returns the run to wait on, if any.
+   * The run is `expireDueOrders()` under way; undefined means nothing is left to wait for. A read
+   * of pets waits for it, so it shows them as a write will find them. A backend's run never
+   * rejects; the bound-and-traced store's may time out. A read whose answer may be memoised calls
+   * it before `changeCount()`.
    */
   startDueOrderExpiry(): Promise<unknown> | undefined;
   /**
