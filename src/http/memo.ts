@@ -110,6 +110,8 @@ export class ReplyMemo {
     target: string,
     count: ChangeCount,
     read: () => Promise<Reply>,
+    // Two, because the read under way may have begun before a change and the next one usually
+    // begins after it; more would let steady writes keep a request waiting without end.
     joins = 2,
   ): Promise<{ reply: Reply; joined: boolean }> {
     if (count === undefined) return { reply: await read(), joined: false };
