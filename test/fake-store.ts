@@ -31,7 +31,7 @@ export function fakeStore({ around, replace }: FakeStoreOptions = {}): { store: 
     ...calls,
     startDueOrderExpiry: () => memory.startDueOrderExpiry(),
     changeCount: () => memory.changeCount(),
-    unchanged: (since, reads) => memory.unchanged(since as number, reads),
+    readsUnchangedSince: (since, reads) => memory.readsUnchangedSince(since as number, reads),
     close: () => memory.close(),
     ...replace?.(memory),
   };

@@ -22,7 +22,7 @@ function counted() {
   const changes = new ChangeCounter();
   const store: StoreChanges = {
     changeCount: () => changes.count(),
-    unchanged: (since, reads) => changes.unchanged(since as number, reads),
+    readsUnchangedSince: (since, reads) => changes.readsUnchangedSince(since as number, reads),
   };
   const memo = new ReplyMemo(store);
   const memoise = async (target: string, reply: Reply) => {
@@ -66,9 +66,9 @@ describe('ReplyMemo', () => {
     let asked = 0;
     const memo = new ReplyMemo({
       changeCount: () => changes.count(),
-      unchanged: (since, reads) => {
+      readsUnchangedSince: (since, reads) => {
         asked++;
-        return changes.unchanged(since as number, reads);
+        return changes.readsUnchangedSince(since as number, reads);
       },
     });
     await readThrough(memo, '/v1/pets/7', 0, page(7, { ids: [7] }));
@@ -119,7 +119,7 @@ describe('ReplyMemo', () => {
   });
 
   test('holds at most its bytes of bodies, the least recently used out first', async () => {
-    const memo = new ReplyMemo({ changeCount: () => 0, unchanged: () => true }, 10);
+    const memo = new ReplyMemo({ changeCount: () => 0, readsUnchangedSince: () => true }, 10);
     for (const target of ['a', 'b', 'c']) {
       await readThrough(memo, target, 0, { status: 200, body: 'xxxx', type: 'application/json' });
       await readThrough(memo, target, 0, { status: 200, body: 'xxxx', type: 'application/json' });

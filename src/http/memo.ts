@@ -18,7 +18,7 @@ const MAX_SEEN_TARGETS = 4_096;
  * What the memo asks of the store: its change count now, and whether what a reply read has changed
  * since a count.
  */
-export type StoreChanges = Pick<DataStore, 'changeCount' | 'unchanged'>;
+export type StoreChanges = Pick<DataStore, 'changeCount' | 'readsUnchangedSince'>;
 
 /** One memoised reply. */
 interface MemoEntry {
@@ -93,7 +93,7 @@ export class ReplyMemo {
     const entry = this.#entries.get(target);
     if (entry === undefined) return undefined;
     if (entry.since === count) return entry.reply;
-    if (!this.#store.unchanged(entry.since, entry.reads)) return undefined;
+    if (!this.#store.readsUnchangedSince(entry.since, entry.reads)) return undefined;
     entry.since = count;
     return entry.reply;
   }
@@ -110,6 +110,8 @@ export class ReplyMemo {
     target: string,
     count: ChangeCount,
     read: () => Promise<Reply>,
+    // Two, because the read under way may have begun before a change and the next one usually
+    // begins after it; more would let steady writes keep a request waiting without end.
     joins = 2,
   ): Promise<{ reply: Reply; joined: boolean }> {
     if (count === undefined) return { reply: await read(), joined: false };
@@ -123,7 +125,8 @@ export class ReplyMemo {
         return undefined;
       });
       if (reply?.status !== 200) return { reply: this.#memoiseIf200(target, count, await read()), joined: false };
-      if (flight.since === count || this.#store.unchanged(flight.since, reply.reads)) return { reply, joined: true };
+      if (flight.since === count || this.#store.readsUnchangedSince(flight.since, reply.reads))
+        return { reply, joined: true };
       return this.readOrJoin(target, this.#store.changeCount(), read, joins - 1);
     }
     const mine: Flight = { since: count, reply: read() };

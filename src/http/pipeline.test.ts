@@ -28,7 +28,7 @@ const holdsFirst = defineOperation({ ...ping, memo: false, expiresDueOrdersFirst
 /** A table pipeline's options, without the store's change count. */
 const api = { ...base, admission: refuseAll, deps: {}, allowedMethods: () => undefined };
 /** A store whose count never moves: enough for a pipeline to take memoised operations. */
-const store = { startDueOrderExpiry: () => undefined, changeCount: () => 1, unchanged: () => true };
+const store = { startDueOrderExpiry: () => undefined, changeCount: () => 1, readsUnchangedSince: () => true };
 
 describe('what each pipeline needs is checked by the compiler', () => {
   test('an app without a table has no operation step, and its notFound never asks for a key', async () => {

@@ -33,7 +33,10 @@ export interface KeysCounters {
  * logged and counted.
  *
  * @example
- * const keys = new LiveKeys(config.keys, log, metrics); await keys.loadFromStore(store); keys.start()
+ * const keys = new LiveKeys(config.keys, log, metrics)
+ * await keys.loadFromStore(store)    // with --keys store: the store's keys
+ * await keys.settleIdentities(store) // consumers' ids stored, their orders moved to those ids
+ * await keys.start()
  * createApp({ keys: () => keys.table, ... })
  */
 export class LiveKeys {

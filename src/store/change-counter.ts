@@ -21,8 +21,8 @@ export const NO_PET: PetSet = { ids: [] };
 /**
  * The change count: a counter that moves with every change this instance hears of, and when each
  * pet (and the set of pets, and any status) last changed on it. An answer read at count `since`
- * stays true while nothing it read changed after `since` (`unchanged`). So a write to one pet
- * leaves the memoised answers of every other pet in place; with `--workers` above 1,
+ * stays true while nothing it read changed after `since` (`readsUnchangedSince`). So a write to
+ * one pet leaves the memoised answers of every other pet in place; with `--workers` above 1,
  * `sharedChangeCount` makes any worker's write that changed a pet, or failed, drop every memoised
  * answer.
  *
@@ -31,11 +31,11 @@ export const NO_PET: PetSet = { ids: [] };
  *
  * @example
  * const changes = new ChangeCounter()
- * const since = changes.count()          // before a read of pet 7
+ * const since = changes.count()                    // before a read of pet 7
  * changes.changed({ ids: [8] })
- * changes.unchanged(since, { ids: [7] }) // true
+ * changes.readsUnchangedSince(since, { ids: [7] }) // true
  * changes.changed(EVERY_PET)
- * changes.unchanged(since, { ids: [7] }) // false
+ * changes.readsUnchangedSince(since, { ids: [7] }) // false
  */
 export class ChangeCounter {
   #count = 0;
@@ -68,7 +68,7 @@ export class ChangeCounter {
    * Whether nothing `reads` names changed after `since` (`reads` undefined: the answer depends on
    * every pet, so any change counts).
    */
-  unchanged(since: number, reads: PetSet | undefined): boolean {
+  readsUnchangedSince(since: number, reads: PetSet | undefined): boolean {
     if (since === this.#count) return true;
     if (reads === undefined || this.#every > since) return false;
     if (reads.members && this.#members > since) return false;

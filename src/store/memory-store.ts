@@ -275,8 +275,8 @@ export class MemoryStore implements DataStore {
     return this.#changes.count();
   }
 
-  unchanged(since: number, reads: PetSet | undefined): boolean {
-    return this.#changes.unchanged(since, reads);
+  readsUnchangedSince(since: number, reads: PetSet | undefined): boolean {
+    return this.#changes.readsUnchangedSince(since, reads);
   }
 
   async ping(): Promise<void> {}

@@ -8,14 +8,14 @@ import type { Outbox } from './outbox.ts';
 
 /**
  * A snapshot of the store's counter of pet changes (`DataStore.changeCount`). Its readers only hand
- * it back to `unchanged`. A backend's is a number; with `--workers` it is a pair of counts
- * (src/store/wrappers/shared-change-count.ts). Undefined means the store cannot tell what changed,
- * so nothing is memoised or served from the memo. `unknown` on purpose: an opaque type each
- * backend fills with its own shape, where a branded type would need a cast in every backend.
+ * it back to `readsUnchangedSince`. A backend's is a number; with `--workers` it is a pair of
+ * counts (src/store/wrappers/shared-change-count.ts). Undefined means the store cannot tell what
+ * changed, so nothing is memoised or served from the memo. `unknown` on purpose: an opaque type
+ * each backend fills with its own shape, where a branded type would need a cast in every backend.
  *
  * The memo compares two counts with `===` first (src/http/memo.ts): equal means nothing changed.
  * So a backend returns a primitive (a number), and the shared count returns the same pair object
- * until either count moves. Counts not `===` are asked of `unchanged`.
+ * until either count moves. Counts not `===` are asked of `readsUnchangedSince`.
  */
 export type ChangeCount = unknown;
 
@@ -100,8 +100,8 @@ export type PlaceOrderResult =
   | { readonly outcome: 'pet_unavailable' };
 
 /**
- * What `closeOrder` did: closed it, found it already so (`unchanged`), or found it closed
- * otherwise.
+ * What `closeOrder` did: closed it, found it already so (`'unchanged'`), or found it
+ * closed otherwise.
  */
 export type CloseOrderResult =
   | { readonly outcome: 'closed' | 'unchanged' | 'order_closed'; readonly order: StoredOrder }
@@ -183,10 +183,11 @@ export interface DataStore {
    */
   adoptOwners(moves: readonly OwnerMove[]): Promise<void>;
   /**
-   * Starts expiring the due orders (`expireDueOrders`) without waiting for it, one run at a time.
-   * Returns the run under way, if any, so a read of pets waits for it and shows them as a write
-   * will find them. A backend's run never rejects; the bound-and-traced store's may time out. A
-   * read whose answer may be memoised calls it before `changeCount()`.
+   * Starts the due orders' expiry, one run at a time, and returns the run to wait on, if any.
+   * The run is `expireDueOrders()` under way; undefined means nothing is left to wait for. A read
+   * of pets waits for it, so it shows them as a write will find them. A backend's run never
+   * rejects; the bound-and-traced store's may time out. A read whose answer may be memoised calls
+   * it before `changeCount()`.
    */
   startDueOrderExpiry(): Promise<unknown> | undefined;
   /**
@@ -194,14 +195,14 @@ export interface DataStore {
    * memoised. Undefined when the store cannot tell what changed, or while a run-out hold is not yet
    * expired; then nothing is memoised or served (src/http/memo.ts). Synchronous: PostgreSQL's is in
    * memory, SQLite's reads `PRAGMA data_version` now and then. Opaque: readers only hand it back to
-   * `unchanged`.
+   * `readsUnchangedSince`.
    */
   changeCount(): ChangeCount;
   /**
    * Whether nothing `reads` names changed since the store's change count was `since`
-   * (`ChangeCounter.unchanged`).
+   * (`ChangeCounter.readsUnchangedSince`).
    */
-  unchanged(since: ChangeCount, reads: PetSet | undefined): boolean;
+  readsUnchangedSince(since: ChangeCount, reads: PetSet | undefined): boolean;
   /** The webhook outbox kept with the pets (same file or database), when the backend has one. */
   readonly outbox?: Outbox;
   /** Resolves when the store can serve requests; rejects with the reason otherwise. */
@@ -242,9 +243,9 @@ export interface CallSpec {
  * (`wrapStore`), so a call added to the interface fails to compile until it is here, and once
  * here no wrapper can leave it out. Step 6's other calls are not here, since they return at once or
  * hand back a run already started: `startDueOrderExpiry` (its promise is the expiry under way,
- * which step 6 waits on), `changeCount` and `unchanged`. Nor is `close`. `wrapStore` passes them
- * on, or takes a wrapper's own (`OwnCalls`): the bound-and-traced wrapper bounds the expiry's
- * promise that way, under `STORE_CALLS.expireDueOrders`.
+ * which step 6 waits on), `changeCount` and `readsUnchangedSince`. Nor is `close`. `wrapStore`
+ * passes them on, or takes a wrapper's own (`OwnCalls`): the bound-and-traced wrapper bounds the
+ * expiry's promise that way, under `STORE_CALLS.expireDueOrders`.
  */
 export const STORE_CALLS = {
   create: { doing: 'store pet', write: true, counted: 'create' },
@@ -302,13 +303,16 @@ export function wrapCalls<T extends object, K extends keyof T & string>(
 }
 
 /** The calls outside `STORE_CALLS` (step 6's three, and `close`): a wrapper may give its own. */
-export type OwnCalls = Partial<Pick<DataStore, 'startDueOrderExpiry' | 'changeCount' | 'unchanged' | 'close'>>;
+export type OwnCalls = Partial<
+  Pick<DataStore, 'startDueOrderExpiry' | 'changeCount' | 'readsUnchangedSince' | 'close'>
+>;
 
 /**
  * `store` behind a wrapper: every call of `STORE_CALLS` passed through `wrap`, and the outbox's
  * `OUTBOX_CALLS` too unless `outbox` is `'as is'`. The calls outside `STORE_CALLS`
- * (`startDueOrderExpiry`, `changeCount`, `unchanged` and `close`) are passed on unchanged, unless
- * `own` gives the wrapper's own. `backend` is the innermost store, where the keys are found.
+ * (`startDueOrderExpiry`, `changeCount`, `readsUnchangedSince` and `close`) are passed straight
+ * on, unless `own` gives the wrapper's own. `backend` is the innermost store, where the keys are
+ * found.
  *
  * @example
  * const counted = wrapStore(store, (run, { counted }) => run().catch(countAs(counted)))
@@ -326,7 +330,7 @@ export function wrapStore(
     backend: 'backend' in store ? store.backend : store,
     startDueOrderExpiry: () => store.startDueOrderExpiry(),
     changeCount: () => store.changeCount(),
-    unchanged: (since, reads) => store.unchanged(since, reads),
+    readsUnchangedSince: (since, reads) => store.readsUnchangedSince(since, reads),
     close: () => store.close(),
     ...own,
   };

@@ -180,9 +180,9 @@ export class PetChanges {
     return this.#listening ? this.#changes.count() : undefined;
   }
 
-  /** Whether nothing `reads` names changed since `since` (`ChangeCounter.unchanged`). */
-  unchanged(since: number, reads: PetSet | undefined): boolean {
-    return this.#changes.unchanged(since, reads);
+  /** Whether nothing `reads` names changed since `since` (`ChangeCounter.readsUnchangedSince`). */
+  readsUnchangedSince(since: number, reads: PetSet | undefined): boolean {
+    return this.#changes.readsUnchangedSince(since, reads);
   }
 
   /**

@@ -428,29 +428,31 @@ describe('PostgresStore version: every write of the fleet, heard through LISTEN'
       // Counted before the create is acknowledged: pet 1 and the pets that exist have changed,
       // nothing else.
       expect(afterOwn).not.toBe(before[0]);
-      expect([a.unchanged(before[0] as number, { ids: [1] }), a.unchanged(before[0] as number, { ids: [2] })]).toEqual([
-        false,
-        true,
-      ]);
-      expect(a.unchanged(before[0] as number, { ids: [], members: true })).toBe(false);
+      expect([
+        a.readsUnchangedSince(before[0] as number, { ids: [1] }),
+        a.readsUnchangedSince(before[0] as number, { ids: [2] }),
+      ]).toEqual([false, true]);
+      expect(a.readsUnchangedSince(before[0] as number, { ids: [], members: true })).toBe(false);
       // The other instance hears which pet: its answers of other pets stay.
       await within(1_000, () => b.changeCount() !== before[1]);
-      expect([b.unchanged(before[1] as number, { ids: [1] }), b.unchanged(before[1] as number, { ids: [2] })]).toEqual([
-        false,
-        true,
-      ]);
+      expect([
+        b.readsUnchangedSince(before[1] as number, { ids: [1] }),
+        b.readsUnchangedSince(before[1] as number, { ids: [2] }),
+      ]).toEqual([false, true]);
       const seen = b.changeCount() as number;
       const other = await a.create({ name: 'Kit', categoryId: 1, status: 'available' });
       await a.update(other.id, { name: 'Kat' });
-      await within(1_000, () => !b.unchanged(seen, { ids: [other.id] }));
-      expect(b.unchanged(seen, { ids: [1] })).toBe(true);
+      await within(1_000, () => !b.readsUnchangedSince(seen, { ids: [other.id] }));
+      expect(b.readsUnchangedSince(seen, { ids: [1] })).toBe(true);
       const sql = postgres(db.url, { max: 1, onnotice: () => {} });
       await sql`UPDATE pets SET name = 'Max' WHERE id = 1`;
       await sql.end();
       // An operator's edit names no pet: every pet counts as changed.
       await within(
         1_000,
-        () => !b.unchanged(seen as number, { ids: [2] }) && !a.unchanged(afterOwn as number, { ids: [2] }),
+        () =>
+          !b.readsUnchangedSince(seen as number, { ids: [2] }) &&
+          !a.readsUnchangedSince(afterOwn as number, { ids: [2] }),
       );
       expect(await b.get(1)).toEqual({ id: 1, name: 'Max', categoryId: 1, status: 'available', version: 1 });
       // An INSERT by hand is announced by nobody: the heartbeat's highest id shows it.

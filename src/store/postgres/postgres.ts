@@ -765,8 +765,8 @@ export class PostgresStore implements DataStore, WithKeyStore {
     return this.#changes.version();
   }
 
-  unchanged(since: number, reads: PetSet | undefined): boolean {
-    return this.#changes.unchanged(since, reads);
+  readsUnchangedSince(since: number, reads: PetSet | undefined): boolean {
+    return this.#changes.readsUnchangedSince(since, reads);
   }
 
   async ping(): Promise<void> {

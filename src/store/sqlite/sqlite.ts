@@ -451,8 +451,8 @@ export class SqliteStore implements DataStore, WithKeyStore {
     }
   }
 
-  unchanged(since: number, reads: PetSet | undefined): boolean {
-    return this.#changes.unchanged(since, reads);
+  readsUnchangedSince(since: number, reads: PetSet | undefined): boolean {
+    return this.#changes.readsUnchangedSince(since, reads);
   }
 
   async ping(): Promise<void> {

@@ -59,9 +59,9 @@ export function sharedChangeCount(store: DataStore | WrappedStore, counter: Int3
     },
     // Another worker's write may have changed any pet: a memoised answer stays true only while no
     // worker wrote.
-    unchanged: (since, reads) => {
+    readsUnchangedSince: (since, reads) => {
       const { own, shared } = since as SharedChangeCount;
-      return shared === Atomics.load(counter, index) && store.unchanged(own, reads);
+      return shared === Atomics.load(counter, index) && store.readsUnchangedSince(own, reads);
     },
   };
   // The outbox's calls change no pet: passed on as they are.
