@@ -10,8 +10,8 @@
 # The cluster lives in a temp dir (trust auth, superuser "petstore", database "petstore"), listens
 # on 127.0.0.1 only, and keeps PostgreSQL's durable defaults (fsync, synchronous_commit on).
 # Debian's server binaries are used (/usr/lib/postgresql/*/bin); when missing and run as root with
-# apt-get, the `postgresql` package is installed first. As root the server runs as user postgres
-# (initdb refuses root).
+# apt-get, the `postgresql` package is installed first (not with PETSTORE_TEST_NO_INSTALL=1). As
+# root the server runs as user postgres (initdb refuses root).
 set -euo pipefail
 
 NAME=with-postgres

@@ -11,7 +11,7 @@
 # The server lives in a temp dir with its config (DIR/redis.conf: a test may stop the server and
 # start it again with `redis-server DIR/redis.conf`), listens on 127.0.0.1 only, and keeps nothing
 # on disk (no RDB, no AOF). Debian's redis-server is used; when missing and run as root with
-# apt-get, the `redis-server` package is installed first.
+# apt-get, the `redis-server` package is installed first (not with PETSTORE_TEST_NO_INSTALL=1).
 set -euo pipefail
 
 NAME=with-redis
