@@ -86,7 +86,10 @@ export interface PlaceOrder {
   readonly holdMs: number;
   /** Epoch ms now, from the app's clock; PostgreSQL uses its own clock instead. */
   readonly now: number;
-  /** The `Idempotency-Key`: a retry with it answers the order it placed (for the same pet). */
+  /**
+   * The `Idempotency-Key`: a retry with it (for the same pet) answers the order it placed as it is
+   * now, whatever its status.
+   */
   readonly key?: string;
 }
 
