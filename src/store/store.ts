@@ -314,8 +314,8 @@ export type OwnCalls = Partial<
  * `store` behind a wrapper: every call of `STORE_CALLS` passed through `wrap`, and the outbox's
  * `OUTBOX_CALLS` too unless `outbox` is `'as is'`. The calls outside `STORE_CALLS`
  * (`startDueOrderExpiry`, `changeCount`, `readsUnchangedSince` and `close`) are passed straight
- * on, unless `own` gives the wrapper's own. `backend` is the innermost store, where the keys are
- * found.
+ * on, unless `own` gives the wrapper's own. `backend` is the innermost store, where the API keys
+ * of `--keys store` are found (`keyStore()`, `keyStoreOf()` of `key-store.ts`).
  *
  * @example
  * const counted = wrapStore(store, (run, { counted }) => run().catch(countAs(counted)))
