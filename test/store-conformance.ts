@@ -184,6 +184,17 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
         expect((await store.get(1))?.status).toBe('available');
       });
 
+      test('a retry of a placing after its order was cancelled answers the order cancelled, and holds nothing', async () => {
+        await store.create(rex);
+        const order = await placed(1, 'key:acme', 'k');
+        await store.closeOrder('key:acme', order.id, 'cancelled', Date.now());
+        expect(await place(1, 'key:acme', 'k')).toEqual({
+          outcome: 'replayed',
+          order: { ...order, status: 'cancelled' },
+        });
+        expect((await store.get(1))?.status).toBe('available');
+      });
+
       test('a change after a hold ran out sees the expiry first: If-Match against the version it gave, one count per pet', async () => {
         await store.create(rex);
         await store.create(rex);

@@ -39,8 +39,9 @@ function noSuchOrder(id: string): ApiError {
 
 /**
  * `POST /store/orders`: holds an available pet for the caller until `holdUntil`; the pet is
- * `pending` from the same transaction on. With an `Idempotency-Key`, a retry answers the order
- * the key placed (`Idempotent-Replayed: true`); the key with another pet is a 409.
+ * `pending` from the same transaction on. With an `Idempotency-Key`, a retry answers 201 with the
+ * order the key placed as it is now (`Idempotent-Replayed: true`): its status may have moved on
+ * (`completed`, `cancelled`, `expired`), and the client learns so. The key with another pet is a 409.
  */
 export async function placeOrder(
   { body, headers, owner }: Input<unknown, unknown, IdempotencyHeaders, NewOrder>,

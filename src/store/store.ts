@@ -86,7 +86,10 @@ export interface PlaceOrder {
   readonly holdMs: number;
   /** Epoch ms now, from the app's clock; PostgreSQL uses its own clock instead. */
   readonly now: number;
-  /** The `Idempotency-Key`: a retry with it answers the order it placed (for the same pet). */
+  /**
+   * The `Idempotency-Key`: a retry with it (for the same pet) answers the order it placed as it is
+   * now, whatever its status.
+   */
   readonly key?: string;
 }
 
@@ -311,8 +314,8 @@ export type OwnCalls = Partial<
  * `store` behind a wrapper: every call of `STORE_CALLS` passed through `wrap`, and the outbox's
  * `OUTBOX_CALLS` too unless `outbox` is `'as is'`. The calls outside `STORE_CALLS`
  * (`startDueOrderExpiry`, `changeCount`, `readsUnchangedSince` and `close`) are passed straight
- * on, unless `own` gives the wrapper's own. `backend` is the innermost store, where the keys are
- * found.
+ * on, unless `own` gives the wrapper's own. `backend` is the innermost store, where the API keys
+ * of `--keys store` are found (`keyStore()`, `keyStoreOf()` of `key-store.ts`).
  *
  * @example
  * const counted = wrapStore(store, (run, { counted }) => run().catch(countAs(counted)))

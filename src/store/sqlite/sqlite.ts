@@ -1,5 +1,5 @@
-// The SQLite backend (`--data FILE`). It keeps pets, orders, idempotency keys, API keys and the
-// webhook outbox in one file. Each write is durable before it is answered.
+// The SQLite backend (`--data FILE`). It keeps pets, orders, idempotency keys, API keys with
+// `--keys store` and the webhook outbox in one file. Each write is durable before it is answered.
 import { resolve } from 'node:path';
 import { clearTimeout, setImmediate, setTimeout } from 'node:timers';
 import { type Clock, systemClock } from '../../core/clock.ts';
@@ -334,7 +334,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
   }
 
   placeOrder(place: PlaceOrder): Promise<PlaceOrderResult> {
-    return this.#enqueue(STORE_CALLS.placeOrder.doing, () => this.#placeIn(place));
+    return this.#enqueue(STORE_CALLS.placeOrder.doing, () => this.#placeInTransaction(place));
   }
 
   async getOrder(owner: string, id: string, now: number): Promise<StoredOrder | undefined> {
@@ -680,7 +680,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
   }
 
   /** In the batch's transaction: the key's order, a conflict, or the pet held and a new order. */
-  #placeIn({ owner, petId, holdMs, now, key }: PlaceOrder): PlaceOrderResult {
+  #placeInTransaction({ owner, petId, holdMs, now, key }: PlaceOrder): PlaceOrderResult {
     this.#expireDueOrdersIn(now);
     if (key !== undefined) {
       const seen = this.#db.prepare(ORDER_BY_KEY).get(owner, key);
