@@ -25,8 +25,8 @@ export interface OperationRoute<D> {
   readonly replyMemo: ReplyMemo | undefined;
   /**
    * The parts' expiry of due orders when this operation expires due orders first, else undefined,
-   * so `makeOperationHandler` need not check `op.expiresDueOrdersFirst` to choose where step 6
-   * begins.
+   * so step 6.1 (`awaitDueOrders`) waits for it only then, without checking
+   * `op.expiresDueOrdersFirst`.
    */
   readonly dueOrderExpiry: DueOrderExpiry | undefined;
 }
