@@ -393,8 +393,8 @@ async function passGateway<D>(
 }
 
 /** Step 4: adds a deprecated operation's headers to every answer after the gateway's. */
-function addDeprecationHeaders<D>(c: Context<AppEnv>, { deprecated }: OperationRoute<D>): void {
-  if (deprecated) Object.assign(answerHeaders(c), deprecated);
+function addDeprecationHeaders<D>(c: Context<AppEnv>, { deprecationHeaders }: OperationRoute<D>): void {
+  if (deprecationHeaders) Object.assign(answerHeaders(c), deprecationHeaders);
 }
 
 /**
