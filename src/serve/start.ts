@@ -52,6 +52,8 @@ export async function startServer(config: Config): Promise<void> {
   const metrics = await metricsOf(config, adapter);
   const traces = await startTraces(config, metrics);
   const keys = new LiveKeys(config.keys, log, metrics);
+  // The admin API changes the keys file: a file this process cannot write is refused now, once,
+  // not with a 500 at every admin change.
   if (config.adminPort !== null && config.keys && config.keys !== KEYS_STORE) {
     const problem = keysFileWriteProblem(config.keys);
     if (problem) throw new KeysFileError(problem);
