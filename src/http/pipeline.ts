@@ -238,9 +238,9 @@ function partsOf({
   return {
     isGatewayPath,
     maxBodyBytes,
-    requestLog: requestLog({ log, clock, clientAddress, ...(newId ? { newId } : {}) }),
+    requestLog: requestLog({ log, clock, clientAddress, newId }),
     tracing: requestTrace({ clientAddress, holdsValidKey }),
-    requestMetrics: metrics && requestCounter({ metrics, ...(countAs ? { operation: countAs } : {}) }),
+    requestMetrics: metrics && requestCounter({ metrics, operation: countAs }),
     cors: corsOrigins.length > 0 ? new Cors(corsOrigins) : undefined,
     limitBody: limitBody(maxBodyBytes),
     memoCount: metrics && ((op, hit) => metrics.memoAnswered(op, hit)),

@@ -73,12 +73,8 @@ export async function startServer(config: Config): Promise<void> {
   const webhooks = webhooksOf(store, config, log, metrics, keys);
   let stopping = false;
   let stoppingAt = 0;
-  // The host's part of `/readyz` (`HostStatus`). Only the key store has a problem to tell
-  // (`LiveKeys.problem()`), so only `--keys store` adds it.
-  const hostStatus = (): HostStatus => ({
-    ...(redisLimiter ? { limiterStatus: redisLimiter.status() } : {}),
-    ...(config.keys === KEYS_STORE ? { keysProblem: keys.problem() } : {}),
-  });
+  // The host's part of `/readyz`.
+  const hostStatus = (): HostStatus => ({ limiterStatus: redisLimiter?.status(), keysProblem: keys.problem() });
   if (sharedMemory) {
     await startWorkers({
       config,
@@ -340,7 +336,7 @@ export type AppResources = Pick<
 export function appOptionsOf(
   config: Config,
   adapter: RuntimeAdapter,
-  { metrics, hostStatus, notify, hostSlots, ...rest }: AppResources,
+  { hostStatus, ...rest }: AppResources,
 ): AppOptions {
   return {
     ...rest,
@@ -350,11 +346,8 @@ export function appOptionsOf(
     corsOrigins: config.corsOrigins,
     experimental: config.experimental,
     orderHoldMs: config.orderHoldMs,
-    ...(metrics ? { metrics } : {}),
-    ...(hostSlots ? { hostSlots } : {}),
-    ...(config.redis ? { limiterStatus: () => hostStatus()?.limiterStatus } : {}),
-    ...(config.keys === KEYS_STORE ? { keysProblem: () => hostStatus()?.keysProblem } : {}),
-    ...(notify ? { notify } : {}),
+    limiterStatus: () => hostStatus()?.limiterStatus,
+    keysProblem: () => hostStatus()?.keysProblem,
   };
 }
 
