@@ -137,11 +137,11 @@ export function createApp({
     clientAddress,
     ban,
     maxInFlight,
-    ...(hostSlots ? { hostSlots } : {}),
+    hostSlots,
     ipv6Prefix,
     wouldRefuse,
     clock,
-    ...(notify ? { notify } : {}),
+    notify,
   });
   // The route handlers of the pipeline every API request goes through (src/http/pipeline.ts).
   const routes = tableRouteHandlers({

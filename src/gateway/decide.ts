@@ -7,6 +7,16 @@ import type { Consumer } from '../keys/records.ts';
 import type { Caller } from './caller.ts';
 import type { RateLimiter, Subject, Verdict } from './limiter/limiter.ts';
 
+/**
+ * A consumer's limiter subject id, `key:con_…`: by its id, as orders are owned, so a consumer made
+ * again under the same name is another party, with fresh windows and no ban. `key:` names the
+ * windows of a consumer (all its keys), not of one API key, and is not a legacy order owner's
+ * `key:<name>` (src/gateway/README.md#words).
+ */
+function consumerSubjectId(consumer: Consumer): string {
+  return `key:${consumer.id}`;
+}
+
 /** Consumers whose limiter subject is cached: more than a keys file holds. */
 const MAX_SUBJECTS = 10_000;
 
@@ -43,10 +53,7 @@ export function decider({
     if (!subject) {
       const policy = consumer.ban ?? ban;
       subject = {
-        // By its id, as orders are owned: a consumer made again under the same name is another
-        // party, and starts with fresh windows and no ban. `key:` names the Redis keys of a
-        // consumer's windows (`petstore:rl:key:…`): a consumer's, not one key's.
-        id: `key:${consumer.id}`,
+        id: consumerSubjectId(consumer),
         plan: consumer.plan,
         label: consumer.name,
         limits: consumer.limits,

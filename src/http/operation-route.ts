@@ -13,8 +13,11 @@ export type DueOrderExpiry = Pick<DataStore, 'startDueOrderExpiry'>;
 /** What serving one operation needs, made and checked once, when its route is added. */
 export interface OperationRoute<D> {
   readonly op: Operation<D>;
-  /** A deprecated operation's headers, the same on every answer of it; undefined for the others. */
-  readonly deprecated: AnswerHeaders | undefined;
+  /**
+   * A deprecated operation's headers, made once from its `Deprecation` (`op.deprecated`) and the
+   * same on every answer of it; undefined for the others.
+   */
+  readonly deprecationHeaders: AnswerHeaders | undefined;
   readonly readInput: ReturnType<typeof inputReader<D>>;
   /** Its index among the metrics' operations. */
   readonly metricsIndex: number;
@@ -25,8 +28,8 @@ export interface OperationRoute<D> {
   readonly replyMemo: ReplyMemo | undefined;
   /**
    * The parts' expiry of due orders when this operation expires due orders first, else undefined,
-   * so `makeOperationHandler` need not check `op.expiresDueOrdersFirst` to choose where step 6
-   * begins.
+   * so step 6.1 (`awaitDueOrders`) waits for it only then, without checking
+   * `op.expiresDueOrdersFirst`.
    */
   readonly dueOrderExpiry: DueOrderExpiry | undefined;
 }
@@ -54,10 +57,9 @@ export function routeOf<D>({ replyMemo, dueOrderExpiry }: StoreParts, op: Operat
   if (op.expiresDueOrdersFirst && !dueOrderExpiry) {
     throw new TypeError(`pipeline: ${op.id} expires due orders first, but the pipeline has no store`);
   }
-  const deprecated = op.deprecated ? deprecationHeaders(op.deprecated) : undefined;
   return {
     op,
-    deprecated,
+    deprecationHeaders: op.deprecated ? deprecationHeaders(op.deprecated) : undefined,
     readInput: inputReader(op),
     metricsIndex: operationIndex(op.id),
     replyMemo: op.memo ? replyMemo : undefined,

@@ -1,6 +1,6 @@
 // A request's way from Hono's route to its answer. Every route's handler is made here.
 // `makeOperationHandler`'s comment lists the eight steps of a table's operation, in the order they
-// run. The make… functions (`makeOperationHandler`, `makeExchangeHandler`, `makeAwaitDueOrders`,
+// run. The make… functions (`makeOperationHandler`, `makeExchangeHandler`,
 // `makeServiceRouteHandler`) run once, when a route is added; the tree below runs per request.
 // Who calls whom, each function indented under its caller (ARCHITECTURE.md shows the same tree;
 // src/layout.test.ts holds the two alike):
@@ -12,12 +12,10 @@
 //         passGateway               step 3: the gateway calls back for the rest
 //           addDeprecationHeaders   step 4
 //           checkBody               step 5
-//             awaitDueOrders        step 6.1, only for an operation that expires due orders first
+//             awaitDueOrders        step 6.1: waits when the operation expires due orders first
 //               memoOrRun           step 6.2
 //                 runHandler        step 7, through the memo's readOrJoin when memoised
 //                 answer            step 8
-//
-// checkBody calls memoOrRun directly when there is no 6.1.
 import type { Context, ErrorHandler } from 'hono';
 import type { KeyHolder, Operation, StorelessOperation } from '../api/operation-types.ts';
 import { isApiPath } from '../api/operations.ts';
@@ -45,12 +43,6 @@ import { type DueOrderExpiry, type OperationRoute, routeOf } from './operation-r
 import { type RequestStart, requestLog } from './request-log.ts';
 import { requestTrace } from './request-trace.ts';
 import { MAX_URI_BYTES, pathAndQuery, uriTooLong } from './uri-limit.ts';
-
-// What a pipeline is made from, in three levels, none of them made per request:
-//   options  given per app: `RouteHandlersOptions`, `TableRouteHandlersOptions`
-//   parts    made once per app from the options, by `partsOf`: `PipelineParts`, `TableParts`
-//   route    made once per operation from the parts, by `routeOf`: `OperationRoute`
-//            (src/http/operation-route.ts)
 
 /** What every pipeline needs, whether it serves an operations table or only service routes. */
 export interface RouteHandlersOptions {
@@ -218,7 +210,10 @@ interface TableParts<D> extends PipelineParts {
   readonly allowedMethods: (path: string) => readonly string[] | undefined;
   /** The reply memo, over the store's change count, when the pipeline is given the store. */
   readonly replyMemo: ReplyMemo | undefined;
-  /** The store's expiry of due orders, awaited by an operation that expires due orders first. */
+  /**
+   * The store's expiry of due orders, when the pipeline is given the store: `routeOf` hands it to
+   * the route of each operation that expires due orders first.
+   */
   readonly dueOrderExpiry: DueOrderExpiry | undefined;
 }
 
@@ -243,9 +238,9 @@ function partsOf({
   return {
     isGatewayPath,
     maxBodyBytes,
-    requestLog: requestLog({ log, clock, clientAddress, ...(newId ? { newId } : {}) }),
+    requestLog: requestLog({ log, clock, clientAddress, newId }),
     tracing: requestTrace({ clientAddress, holdsValidKey }),
-    requestMetrics: metrics && requestCounter({ metrics, ...(countAs ? { operation: countAs } : {}) }),
+    requestMetrics: metrics && requestCounter({ metrics, operation: countAs }),
     cors: corsOrigins.length > 0 ? new Cors(corsOrigins) : undefined,
     limitBody: limitBody(maxBodyBytes),
     memoCount: metrics && ((op, hit) => metrics.memoAnswered(op, hit)),
@@ -273,8 +268,8 @@ function partsOf({
  * 5. `checkBody`: refuses a body over the size limit (413). A body sent with GET or HEAD is held
  *    to the same size and to JSON (413, 415).
  * 6. `awaitDueOrders` and `memoOrRun`: the due orders, then the memo.
- *    6.1 `awaitDueOrders`, only for an operation that expires due orders first: waits for the
- *    orders whose hold ran out to expire.
+ *    6.1 `awaitDueOrders`: for an operation that expires due orders first, waits for the orders
+ *    whose hold ran out to expire; for any other, goes straight on.
  *    6.2 `memoOrRun`: answers a memoised operation from the memo when nothing its reply read has
  *    changed. Otherwise it answers with step 7's reply, and memoises a 200 from the second time
  *    its path and query are asked.
@@ -287,12 +282,10 @@ function partsOf({
  * through `answerError` (src/http/error-answer.ts), which answers it by step 8: the gateway returns
  * its refusals (`Admission` says why); the other steps throw theirs, and `runExchange` catches
  * them, so a new check may throw.
- * Step 6 begins at 6.1 or at 6.2, chosen once per route, not per request.
  */
 function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
   const route = routeOf(parts, op);
   const { cors } = parts;
-  const dueOrdersOrMemo = route.dueOrderExpiry ? makeAwaitDueOrders<D>(route.dueOrderExpiry) : memoOrRun;
   // Named as what it does, so a CPU profile names it.
   return makeExchangeHandler(parts, function serveOperation(c) {
     c.set('operation', op.id);
@@ -302,7 +295,7 @@ function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteH
     // answer.
     return passGateway(parts, c, op, (decision, caller) => {
       addDeprecationHeaders(c, route);
-      return checkBody(parts, c, () => dueOrdersOrMemo(parts, route, c, decision, caller));
+      return checkBody(parts, c, () => awaitDueOrders(parts, route, c, decision, caller));
     });
   });
 }
@@ -400,8 +393,8 @@ async function passGateway<D>(
 }
 
 /** Step 4: adds a deprecated operation's headers to every answer after the gateway's. */
-function addDeprecationHeaders<D>(c: Context<AppEnv>, { deprecated }: OperationRoute<D>): void {
-  if (deprecated) Object.assign(answerHeaders(c), deprecated);
+function addDeprecationHeaders<D>(c: Context<AppEnv>, { deprecationHeaders }: OperationRoute<D>): void {
+  if (deprecationHeaders) Object.assign(answerHeaders(c), deprecationHeaders);
 }
 
 /**
@@ -418,23 +411,28 @@ async function checkBody(parts: PipelineParts, c: Context<AppEnv>, next: () => P
 }
 
 /**
- * Makes step 6.1 for an operation that expires due orders first, around the route's `expiry`, once
- * per route. Step 6.1, `awaitDueOrders`, waits for the orders whose hold ran out to expire
- * (`startDueOrderExpiry()`), so it shows their pets `available`, then runs step 6.2.
- * A run that fails does not fail the read (the backend catches it); a wait past `--store-timeout`,
- * or begun while the database is unreachable, rejects (the bound-and-traced store's bound), and the
- * read answers 503. Not async, so it adds no promise of its own when nothing is due. `decision`
- * and `caller`, for step 7, are passed as two arguments: no object per request.
+ * Step 6.1: for an operation that expires due orders first, waits for the orders whose hold ran out
+ * to expire (`startDueOrderExpiry()`), so it shows their pets `available`, then runs step 6.2. Its
+ * route holds the store's `dueOrderExpiry` only then (`routeOf`); any other operation goes straight
+ * to step 6.2. A run that fails does not fail the read (the backend catches it); a wait past
+ * `--store-timeout`, or begun while the database is unreachable, rejects (the bound-and-traced
+ * store's bound), and the read answers 503. Not async, so it adds no promise of its own when
+ * nothing is due. `decision` and `caller`, for step 7, are passed as two arguments down to
+ * `runHandler`: no object per request.
  */
-function makeAwaitDueOrders<D>(expiry: DueOrderExpiry): DueOrdersOrMemo<D> {
-  return function awaitDueOrders(parts, route, c, decision, caller) {
-    // Expiring an order whose hold ran out makes its pet `available`, with a new version. A read of
-    // pets waits for that, so it shows the pet `available`, with the version a PATCH's `If-Match`
-    // must name.
-    const expiring = expiry.startDueOrderExpiry();
-    if (!expiring) return memoOrRun(parts, route, c, decision, caller);
-    return expiring.then(() => memoOrRun(parts, route, c, decision, caller));
-  };
+function awaitDueOrders<D>(
+  parts: TableParts<D>,
+  route: OperationRoute<D>,
+  c: Context<AppEnv>,
+  decision: Decision,
+  caller: ConsumerCaller,
+): Promise<Response> {
+  // Expiring an order whose hold ran out makes its pet `available`, with a new version. A read of
+  // pets waits for that, so it shows the pet `available`, with the version a PATCH's `If-Match`
+  // must name.
+  const expiring = route.dueOrderExpiry?.startDueOrderExpiry();
+  if (!expiring) return memoOrRun(parts, route, c, decision, caller);
+  return expiring.then(() => memoOrRun(parts, route, c, decision, caller));
 }
 
 /**
@@ -538,15 +536,6 @@ function makeServiceRouteHandler(parts: PipelineParts, route: ServiceRoute): Rou
     !UNTRACED.has(route.id),
   );
 }
-
-/** Step 6, `awaitDueOrders` or `memoOrRun`, chosen once per route: the two take the same arguments. */
-type DueOrdersOrMemo<D> = (
-  parts: TableParts<D>,
-  route: OperationRoute<D>,
-  c: Context<AppEnv>,
-  decision: Decision,
-  caller: ConsumerCaller,
-) => Promise<Response>;
 
 /** What step 1 runs inside the request's state: the rest of the request's steps. */
 type InnerHandler = (c: Context<AppEnv>) => Response | Promise<Response>;

@@ -8,12 +8,14 @@ export const adapter: RuntimeAdapter = {
   async serve({ fetch, port, hostname, idleTimeoutSeconds, reusePort = false }) {
     const idleTimeout = idleTimeoutSeconds ?? CONNECTION_LIMITS.idleTimeoutSeconds;
     const forward = (req: Request, self: Bun.Server<undefined>) => {
-      if (!req.url.startsWith('/')) return fetch(req, self);
-      // HTTP/1.0 without Host: Bun hands over a relative URL, which Hono cannot route (an old
-      // style health check got 404 for /healthz). The authority is then the server's own
-      // (RFC 9112 section 3.3); the peer is looked up on the original request.
-      const peer = self.requestIP(req);
-      return fetch(new Request(new URL(req.url, `http://localhost:${self.port}`), req), { requestIP: () => peer });
+      if (req.url.startsWith('/')) {
+        // HTTP/1.0 without Host: Bun hands over a relative URL, which Hono cannot route (an old
+        // style health check got 404 for /healthz). The authority is then the server's own
+        // (RFC 9112 section 3.3); the peer is looked up on the original request.
+        const peer = self.requestIP(req);
+        return fetch(new Request(new URL(req.url, `http://localhost:${self.port}`), req), { requestIP: () => peer });
+      }
+      return fetch(req, self);
     };
     const server = Bun.serve({
       port,

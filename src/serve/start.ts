@@ -52,6 +52,8 @@ export async function startServer(config: Config): Promise<void> {
   const metrics = await metricsOf(config, adapter);
   const traces = await startTraces(config, metrics);
   const keys = new LiveKeys(config.keys, log, metrics);
+  // The admin API changes the keys file: a file this process cannot write is refused now, once,
+  // not with a 500 at every admin change.
   if (config.adminPort !== null && config.keys && config.keys !== KEYS_STORE) {
     const problem = keysFileWriteProblem(config.keys);
     if (problem) throw new KeysFileError(problem);
@@ -71,13 +73,8 @@ export async function startServer(config: Config): Promise<void> {
   const webhooks = webhooksOf(store, config, log, metrics, keys);
   let stopping = false;
   let stoppingAt = 0;
-  // The host's part of `/readyz`: the app reads it without workers; else the workers are sent it.
-  // Only the key store has a problem to tell (`LiveKeys.problem()`), so only `--keys store` adds
-  // it.
-  const hostStatus = (): HostStatus => ({
-    ...(redisLimiter ? { limiter: redisLimiter.status() } : {}),
-    ...(config.keys === KEYS_STORE ? { keysProblem: keys.problem() } : {}),
-  });
+  // The host's part of `/readyz`.
+  const hostStatus = (): HostStatus => ({ limiterStatus: redisLimiter?.status(), keysProblem: keys.problem() });
   if (sharedMemory) {
     await startWorkers({
       config,
@@ -88,7 +85,7 @@ export async function startServer(config: Config): Promise<void> {
       log,
       metrics,
       delivery: webhooks.delivery,
-      status: hostStatus,
+      hostStatus,
     });
   } else {
     serveWithoutWorkers(config, adapter, listeners, {
@@ -98,7 +95,7 @@ export async function startServer(config: Config): Promise<void> {
       log,
       metrics,
       whyNotReady: () => (stopping ? 'The server is shutting down.' : undefined),
-      status: hostStatus,
+      hostStatus,
       notify: webhooks.notify,
     });
   }
@@ -219,7 +216,7 @@ async function startWorkers({
   log,
   metrics,
   delivery,
-  status,
+  hostStatus,
 }: {
   config: Config;
   memory: WorkerMemory;
@@ -230,8 +227,8 @@ async function startWorkers({
   metrics: Metrics | undefined;
   /** The webhook delivery, woken when a worker records an event. */
   delivery: DeliveryLoop | undefined;
-  /** The host's state that workers show on /readyz: the Redis limiter's, the keys' problem. */
-  status: () => HostStatus;
+  /** The host's part of `/readyz`, which the workers are sent. */
+  hostStatus: () => HostStatus;
 }): Promise<void> {
   const pool = await WorkerPool.start({
     count: memory.slots.workers,
@@ -242,7 +239,7 @@ async function startWorkers({
     limiter,
     log,
     lines: logLines(),
-    ...(config.redis || config.keys === KEYS_STORE ? { status } : {}),
+    ...(config.redis || config.keys === KEYS_STORE ? { hostStatus } : {}),
     wake: () => delivery?.wake(),
     ...(metrics ? { metrics } : {}),
     lost: (reason) => {
@@ -315,7 +312,7 @@ function gatewayFlags(config: Config, adapter: RuntimeAdapter) {
 /**
  * What the caller of `appOptionsOf()` hands the API app: its store, keys, limiter, log, metrics,
  * webhooks' `notify` and, in a worker, the host's in-flight slots (`hostSlots`), with why `/readyz`
- * should fail (`whyNotReady`) and the host's part of `/readyz` (`status`: the Redis limiter's
+ * should fail (`whyNotReady`) and the host's part of `/readyz` (`hostStatus`: the Redis limiter's
  * state, the key store's problem).
  */
 export type AppResources = Pick<
@@ -323,7 +320,7 @@ export type AppResources = Pick<
   'store' | 'keys' | 'limiter' | 'log' | 'metrics' | 'whyNotReady' | 'notify' | 'hostSlots'
 > & {
   /** The host's part of `/readyz`; undefined in a worker the supervisor sends none. */
-  status: () => HostStatus | undefined;
+  hostStatus: () => HostStatus | undefined;
 };
 
 /**
@@ -333,13 +330,13 @@ export type AppResources = Pick<
  *
  * @example
  * const app = createApp(
- *   appOptionsOf(config, adapter, { store, keys, limiter, log, metrics, whyNotReady, status }),
+ *   appOptionsOf(config, adapter, { store, keys, limiter, log, metrics, whyNotReady, hostStatus }),
  * );
  */
 export function appOptionsOf(
   config: Config,
   adapter: RuntimeAdapter,
-  { metrics, status, notify, hostSlots, ...rest }: AppResources,
+  { hostStatus, ...rest }: AppResources,
 ): AppOptions {
   return {
     ...rest,
@@ -349,11 +346,8 @@ export function appOptionsOf(
     corsOrigins: config.corsOrigins,
     experimental: config.experimental,
     orderHoldMs: config.orderHoldMs,
-    ...(metrics ? { metrics } : {}),
-    ...(hostSlots ? { hostSlots } : {}),
-    ...(config.redis ? { limiterStatus: () => status()?.limiter } : {}),
-    ...(config.keys === KEYS_STORE ? { keysProblem: () => status()?.keysProblem } : {}),
-    ...(notify ? { notify } : {}),
+    limiterStatus: () => hostStatus()?.limiterStatus,
+    keysProblem: () => hostStatus()?.keysProblem,
   };
 }
 

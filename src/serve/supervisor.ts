@@ -75,7 +75,7 @@ export interface WorkerStart {
   /** Whether it takes the place of one that exited. */
   readonly replacement: boolean;
   /** The host's status now, if the supervisor reports one (then again every `STATUS_EVERY_MS`). */
-  readonly status?: HostStatus;
+  readonly hostStatus?: HostStatus;
   readonly config: Config;
   /** The port the supervisor proved free. */
   readonly port: number;
@@ -96,7 +96,7 @@ export type ToWorker =
   | { readonly type: 'keys'; readonly keys: readonly KeyRecord[] }
   | { readonly type: 'stop'; readonly deadlineMs: number }
   /** What `/readyz` reports that the supervisor knows: the limiter's state, the keys' freshness. */
-  | { readonly type: 'status'; readonly status: HostStatus }
+  | { readonly type: 'hostStatus'; readonly hostStatus: HostStatus }
   /** Asks for the worker's series, to sum them (`Metrics.sumWith`). */
   | { readonly type: 'scrape'; readonly id: number }
   /** The host's `/metrics`, which the worker asked for. */
@@ -118,9 +118,18 @@ type FromWorker =
   /** The worker serves `/metrics` (`--metrics` on the API's port): the host's, rendered here. */
   | { readonly type: 'render'; readonly id: number; readonly openMetrics: boolean };
 
-/** The supervisor's part of `/readyz`, handed to the workers every `STATUS_EVERY_MS`. */
+/**
+ * The host's part of `/readyz`: what the process that holds the limiter and the keys knows of
+ * them. `startServer()` (src/serve/start.ts) makes it from the Redis limiter's `status()`
+ * (`--redis`) and `LiveKeys.problem()` (`--keys store`). `appOptionsOf()` hands its fields to the
+ * app as the options of the same names, which `/readyz` reads (src/service-routes/health.ts).
+ * Without workers the app asks for it at each `/readyz`; with them, the supervisor sends it to
+ * every worker every `STATUS_EVERY_MS`.
+ */
 export interface HostStatus {
-  readonly limiter?: LimiterStatus;
+  /** Where the rate limiter decides now (with `--redis`). */
+  readonly limiterStatus?: LimiterStatus;
+  /** Why the keys in force may be out of date (with `--keys store`), or undefined. */
   readonly keysProblem?: string;
 }
 
@@ -164,7 +173,7 @@ export interface WorkerPoolOptions {
   /** Made by `workerMemory` before the store opens (the supervisor's store moves its count too). */
   readonly memory: WorkerMemory;
   /** With `--redis` or `--keys store`: the limiter's state and the keys' freshness (`/readyz`). */
-  readonly status?: () => HostStatus;
+  readonly hostStatus?: () => HostStatus;
   /** The supervisor's metrics (`--metrics`, `--metrics-port`): summed with the workers' series. */
   readonly metrics?: Metrics;
   /** A worker could not be replaced: the process stops rather than serve with fewer. */
@@ -204,9 +213,12 @@ export class WorkerPool implements RunningServer {
     this.#owner = new LimiterOwner(options.limiter, { workers: options.count });
     this.#running = Array.from({ length: options.count }, () => undefined);
     options.metrics?.sumWith(() => this.#scrape());
-    const { status } = options;
-    if (status) {
-      const timer = setInterval(() => this.#broadcast({ type: 'status', status: status() }), STATUS_EVERY_MS);
+    const { hostStatus } = options;
+    if (hostStatus) {
+      const timer = setInterval(
+        () => this.#broadcast({ type: 'hostStatus', hostStatus: hostStatus() }),
+        STATUS_EVERY_MS,
+      );
       timer.unref?.();
     }
   }
@@ -371,7 +383,7 @@ export class WorkerPool implements RunningServer {
         index,
         workers: this.#running.length,
         replacement,
-        ...(this.#options.status ? { status: this.#options.status() } : {}),
+        ...(this.#options.hostStatus ? { hostStatus: this.#options.hostStatus() } : {}),
         config,
         port,
         keys: keys().all(),

@@ -35,7 +35,7 @@ async function serve(start: WorkerStart): Promise<void> {
   });
   const state = new Int32Array(memory.state);
   let keys = new KeyTable(keyRecords(start.keys));
-  let status = start.status;
+  let hostStatus = start.hostStatus;
   // A turn's questions go out in one message, and come back answered in one.
   // A busy consumer's requests are decided here, from the supervisor's grants.
   const limiter = new RemoteLimiter(
@@ -64,7 +64,7 @@ async function serve(start: WorkerStart): Promise<void> {
       log,
       metrics,
       whyNotReady: () => whyNotReady(state, start.workers),
-      status: () => status,
+      hostStatus: () => hostStatus,
       hostSlots: { memory: memory.slots, worker: index },
       notify: notifierOf(store, log, () => post({ type: 'wake' })),
     }),
@@ -88,8 +88,8 @@ async function serve(start: WorkerStart): Promise<void> {
       metrics?.consumers.load(keys.records());
       return;
     }
-    if (message.type === 'status') {
-      status = message.status;
+    if (message.type === 'hostStatus') {
+      hostStatus = message.hostStatus;
       return;
     }
     if (message.type === 'scrape') {
