@@ -9,7 +9,7 @@ const LAYERS = [
   'core/', // Reply, ApiError and the error codes, scopes, the clock, the pet records, decisions, client addresses: imports nothing of src/
   'redact.ts',
   'version.ts',
-  'trace/', // the request state (AsyncLocalStorage), W3C trace context, spans on the OpenTelemetry API; export.ts: the SDK
+  'trace/', // the request state (AsyncLocalStorage), W3C trace context, the ring and its OTLP encoding; export.ts: the export
   'log.ts',
   'store/',
   'api/',
@@ -74,9 +74,16 @@ module.exports = {
     {
       name: 'instrumented-code-knows-only-the-api',
       severity: 'error',
-      comment: 'Spans are made with the OpenTelemetry API; the SDK and the exporter are wired at start (src/trace/export.ts, loaded by src/serve/ only with an endpoint).',
+      comment: 'Spans are recorded with the OpenTelemetry API\'s types; the export and its transport are wired at start (src/trace/export.ts, loaded by src/serve/ only with an endpoint).',
       from: { path: '^src/', pathNot: '^src/(trace/export|serve/resources)\\.ts$|^src/trace/export\\.test\\.ts$' },
-      to: { path: '(^|/)node_modules/@opentelemetry/(sdk-|exporter-|resources|core)|^src/trace/export\\.ts$' },
+      to: { path: '(^|/)node_modules/@opentelemetry/(sdk-|exporter-|otlp-|resources|core)|^src/trace/export\\.ts$' },
+    },
+    {
+      name: 'no-sdk-in-the-process',
+      severity: 'error',
+      comment: 'No OpenTelemetry SDK runs: src/trace/ records and encodes every span itself; the SDK is a test\'s oracle only.',
+      from: { path: '^src/', pathNot: '\\.test\\.ts$' },
+      to: { path: '(^|/)node_modules/@opentelemetry/(sdk-|exporter-|resources)' },
     },
     {
       name: 'src-without-test-helpers',
@@ -115,8 +122,9 @@ module.exports = {
     },
   ],
   options: {
+    // Packages are not followed but kept as the ends of imports, so rules on them see those imports.
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: '(^|/)(node_modules|generated)/|^clients/typescript/dist/' },
+    exclude: { path: '(^|/)generated/|^clients/typescript/dist/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     moduleSystems: ['es6', 'cjs'],

@@ -17,9 +17,11 @@ const PROTOS = join(
 const root = new protobuf.Root();
 root.resolvePath = (_origin, target) => join(PROTOS, target);
 root.loadSync('opentelemetry/proto/collector/trace/v1/trace_service.proto');
-// The span's `flags` (opentelemetry-proto 1.1 on), which the package's older copy lacks.
+// The span's and the link's `flags` (opentelemetry-proto 1.1 on), which the package's older copy lacks.
 const SPAN = root.lookupType('opentelemetry.proto.trace.v1.Span');
 if (!SPAN.fields.flags) SPAN.add(new protobuf.Field('flags', 16, 'fixed32'));
+const LINK = root.lookupType('opentelemetry.proto.trace.v1.Span.Link');
+if (!LINK.fields.flags) LINK.add(new protobuf.Field('flags', 6, 'fixed32'));
 /** trace_service.proto's request, for tests that read every field of an export. */
 export const ExportRequest = root.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest');
 const ExportResponse = root.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceResponse');
@@ -48,7 +50,8 @@ export interface ExportedSpan {
   readonly traceState: string;
   /** The span's `flags`: the W3C trace flags, and whether the parent is remote (0x100: known, 0x200: remote). */
   readonly flags: number;
-  readonly links: readonly { traceId: string; spanId: string }[];
+  /** Each link's span, and its `flags` as the span's. */
+  readonly links: readonly { traceId: string; spanId: string; flags: number }[];
   /** The resource's attributes. */
   readonly resource: Record<string, AttributeValue>;
 }
@@ -105,9 +108,10 @@ export function decodeExport(body: Uint8Array): ExportedSpan[] {
           statusMessage: s.status?.message ?? '',
           traceState: s.traceState ?? '',
           flags: s.flags ?? 0,
-          links: (s.links ?? []).map((l: { traceId: Uint8Array; spanId: Uint8Array }) => ({
+          links: (s.links ?? []).map((l: { traceId: Uint8Array; spanId: Uint8Array; flags?: number }) => ({
             traceId: hex(l.traceId),
             spanId: hex(l.spanId),
+            flags: l.flags ?? 0,
           })),
           resource,
         });

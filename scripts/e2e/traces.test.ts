@@ -262,7 +262,9 @@ describe('traces to a live OTLP receiver', () => {
       name: 'POST',
       traceId: sent?.[1],
       parentSpanId: '',
-      links: [{ traceId: request.traceId, spanId: request.spanId }],
+      // Its own trace, sampled; the link's span remote and exported.
+      flags: 0x101,
+      links: [{ traceId: request.traceId, spanId: request.spanId, flags: 0x301 }],
       status: STATUS.unset,
       attributes: {
         'http.request.method': 'POST',

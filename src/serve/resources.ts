@@ -148,8 +148,8 @@ export async function metricsOf(config: Config, adapter: RuntimeAdapter): Promis
 }
 
 /**
- * Starts the trace export when an endpoint is configured; returns none otherwise, and the SDK is
- * never loaded. Spans it drops are counted on `/metrics`.
+ * Starts the trace export when an endpoint is configured; returns none otherwise, and the export
+ * is never loaded. Spans it drops are counted on `/metrics`.
  */
 export async function startTraces(config: Config, metrics: Metrics | undefined) {
   const url = tracesUrl(config.otelTracesEndpoint, config.otelEndpoint);

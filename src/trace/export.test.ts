@@ -1,13 +1,49 @@
-import { describe, expect, test } from 'bun:test';
-import { type Context, ROOT_CONTEXT, SpanKind, TraceFlags, trace } from '@opentelemetry/api';
-import { SamplingDecision } from '@opentelemetry/sdk-trace';
+import { afterEach, describe, expect, test } from 'bun:test';
+import { type Context, type Link, ROOT_CONTEXT, SpanKind, TraceFlags, trace } from '@opentelemetry/api';
+// The SDK is a test's oracle only: the product's sampling is its own.
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  ParentBasedSampler,
+  type Sampler,
+  SamplingDecision,
+  type SamplingResult,
+} from '@opentelemetry/sdk-trace';
+import { KIND, startOtlpReceiver } from '../../test/otlp-receiver.ts';
 import { drawnLow52, newSpanId, newTrace, newTraceId } from './context.ts';
-import { RatioSampler, samplingOf } from './export.ts';
-import { SAMPLERS } from './settings.ts';
-import { DRAWN, HOLDS_VALID_KEY } from './spans.ts';
+import { type DropReason, RatioSampler, samplingOf, startTraceExport, type TraceExportOptions } from './export.ts';
+import { SAMPLERS, type SamplerName } from './settings.ts';
+import { clientSpan, HOLDS_VALID_KEY, useRecorder } from './spans.ts';
 
-const sampledOf = (sampler: RatioSampler, traceId: string) =>
-  sampler.shouldSample(ROOT_CONTEXT, traceId).decision === SamplingDecision.RECORD_AND_SAMPLED;
+const sampledOf = (sampler: RatioSampler, traceId: string) => sampler.samples(traceId);
+
+const SAMPLED: SamplingResult = { decision: SamplingDecision.RECORD_AND_SAMPLED };
+const NOT_SAMPLED: SamplingResult = { decision: SamplingDecision.NOT_RECORD };
+
+/** A sampler of the SDK that answers `yes` when `when` holds, else asks `otherwise`. */
+const either = (when: (context: Context, links: Link[]) => boolean, otherwise: Sampler): Sampler => ({
+  shouldSample: (context, ...rest) => (when(context, rest[4]) ? SAMPLED : otherwise.shouldSample(context, ...rest)),
+});
+
+/**
+ * The sampler `name` as the SDK composes it: its `ParentBasedSampler` over the root (the ratio
+ * sampler ours: the SDK's decides on other bits), a caller's sampled flag honoured only with
+ * `HOLDS_VALID_KEY`, a span linked to a sampled one sampled.
+ */
+function sdkSampler(name: SamplerName, ratio: number): Sampler {
+  const ours = new RatioSampler(ratio);
+  const root: Sampler = name.endsWith('always_on')
+    ? new AlwaysOnSampler()
+    : name.endsWith('always_off')
+      ? new AlwaysOffSampler()
+      : { shouldSample: (_context, traceId) => (ours.samples(traceId) ? SAMPLED : NOT_SAMPLED) };
+  if (!name.startsWith('parentbased_')) return root;
+  const linked = either((_context, links) => links.some((l) => (l.context.traceFlags & 1) === 1), root);
+  return new ParentBasedSampler({
+    root: linked,
+    remoteParentSampled: either((context) => context.getValue(HOLDS_VALID_KEY) === true, linked),
+  });
+}
 
 describe('RatioSampler (traceidratio)', () => {
   test('decides on the low 52 bits of the trace id: below the ratio of their range is exported', () => {
@@ -42,7 +78,7 @@ describe('RatioSampler (traceidratio)', () => {
   });
 });
 
-describe('samplingOf: the question a request asks before any span is made', () => {
+describe("samplingOf: the questions a request and a webhook delivery ask, answered as the SDK's samplers would", () => {
   const remote = (sampled: boolean, holdsValidKey: boolean): Context => {
     const context = trace.setSpanContext(ROOT_CONTEXT, {
       traceId: newTraceId(),
@@ -60,33 +96,48 @@ describe('samplingOf: the question a request asks before any span is made', () =
   ];
 
   for (const name of SAMPLERS) {
-    test(`${name}: answers as the SDK's sampler does, for every kind of request`, () => {
-      const { sampler, sampled } = samplingOf(name, 0.3);
+    test(`${name}: a request, for every kind of caller`, () => {
+      const { sampled } = samplingOf(name, 0.3);
+      const sdk = sdkSampler(name, 0.3);
       const ids = Array.from({ length: 2_000 }, newTraceId);
-      for (const [, context] of contexts) {
+      for (const [what, context] of contexts) {
         const asked = ids.map((id) => sampled(context, id));
-        const sdk = ids.map(
+        const answered = ids.map(
           (id) =>
-            sampler.shouldSample(context, id, 'GET /v1/pets', SpanKind.SERVER, {}, []).decision !==
+            sdk.shouldSample(context, id, 'GET /v1/pets', SpanKind.SERVER, {}, []).decision !==
             SamplingDecision.NOT_RECORD,
         );
-        expect(asked).toEqual(sdk);
+        expect([what, asked]).toEqual([what, answered]);
+      }
+    });
+
+    test(`${name}: a webhook delivery linked to a span exported or not`, () => {
+      const { linked } = samplingOf(name, 0.3);
+      const sdk = sdkSampler(name, 0.3);
+      const ids = Array.from({ length: 2_000 }, newTraceId);
+      for (const linkSampled of [true, false]) {
+        const links: Link[] = [
+          {
+            context: {
+              traceId: newTraceId(),
+              spanId: newSpanId(),
+              traceFlags: linkSampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
+              isRemote: true,
+            },
+          },
+        ];
+        const asked = ids.map((id) => linked(id, linkSampled));
+        const answered = ids.map(
+          (id) =>
+            sdk.shouldSample(ROOT_CONTEXT, id, 'POST', SpanKind.CLIENT, {}, links).decision !==
+            SamplingDecision.NOT_RECORD,
+        );
+        expect([linkSampled, asked]).toEqual([linkSampled, answered]);
       }
     });
   }
 
-  test("every sampler records what was decided on a server-drawn id for a keyless client (DRAWN), whatever the caller's flag or id", () => {
-    for (const name of SAMPLERS) {
-      const { sampler } = samplingOf(name, 0);
-      for (const sampled of [true, false]) {
-        const drawn = remote(sampled, false).setValue(DRAWN, true);
-        const decision = sampler.shouldSample(drawn, newTraceId(), 'GET /v1/pets', SpanKind.SERVER, {}, []).decision;
-        expect([name, sampled, decision]).toEqual([name, sampled, SamplingDecision.RECORD_AND_SAMPLED]);
-      }
-    }
-  });
-
-  test('parentbased_traceidratio: a keyless client cannot force export; a caller with a valid key can', () => {
+  test('parentbased_traceidratio at 0: a keyless client cannot force export; a caller with a valid key can; a delivery linked to an exported span is exported', () => {
     const { sampled } = samplingOf('parentbased_traceidratio', 0);
     const id = newTraceId();
     expect(contexts.map(([what, context]) => [what, sampled(context, id)])).toEqual([
@@ -95,5 +146,56 @@ describe('samplingOf: the question a request asks before any span is made', () =
       ['a sampled parent that holds a valid key', true],
       ['an unsampled parent', false],
     ]);
+    const { linked } = samplingOf('parentbased_traceidratio', 0);
+    expect([linked(id, true), linked(id, false)]).toEqual([true, false]);
+    const plain = samplingOf('traceidratio', 0);
+    expect([plain.linked(id, true), plain.linked(id, false)]).toEqual([false, false]);
+  });
+});
+
+describe("webhook deliveries' spans through the export: the same batches, the same bound", () => {
+  const LINKED = `00-${'4bf92f3577b34da6a3ce929d0e0e4736'}-${'00f067aa0ba902b7'}-01`;
+  const options = (url: string, dropped: [number, DropReason][]): TraceExportOptions => ({
+    url: `${url}/v1/traces`,
+    headers: {},
+    serviceName: 'hooks',
+    resourceAttributes: {},
+    sampler: 'parentbased_traceidratio',
+    samplerArg: 0,
+    dropped: (n, reason) => dropped.push([n, reason]),
+  });
+  const deliver = (linked: string) => clientSpan('POST', { 'server.port': 443 }, linked, async () => 'ok');
+
+  afterEach(() => useRecorder(undefined, undefined));
+
+  test('a delivery linked to an exported span reaches the collector at ratio 0 with the resource; one linked to a span not exported does not', async () => {
+    const otlp = await startOtlpReceiver();
+    const dropped: [number, DropReason][] = [];
+    const tracing = startTraceExport(options(otlp.url, dropped));
+    try {
+      await deliver(LINKED);
+      await deliver(LINKED.replace(/01$/, '00'));
+      await tracing.shutdown(5_000);
+      expect(otlp.spans.map((s) => [s.kind, s.links[0]?.flags, s.resource['service.name']])).toEqual([
+        [KIND.client, 0x301, 'hooks'],
+      ]);
+      expect(dropped).toEqual([]);
+    } finally {
+      await otlp.close();
+    }
+  });
+
+  test('with the collector not answering, the spans past the queue are dropped before they are encoded, each counted as queue_full', async () => {
+    const otlp = await startOtlpReceiver('hang');
+    const dropped: [number, DropReason][] = [];
+    const tracing = startTraceExport(options(otlp.url, dropped));
+    try {
+      // A batch of 512 on its way that never ends, 2,048 waiting, 10 more.
+      for (let i = 0; i < 512 + 2_048 + 10; i++) await deliver(LINKED);
+      expect(dropped).toEqual(Array.from({ length: 10 }, () => [1, 'queue_full']));
+    } finally {
+      await tracing.shutdown(0);
+      await otlp.close();
+    }
   });
 });

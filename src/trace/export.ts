@@ -3,56 +3,44 @@
  * recorded into a ring (src/trace/ring.ts); a step scheduled by the answers that keep a record,
  * off the request path, encodes the kept records straight to OTLP protobuf (src/trace/otlp.ts)
  * in batches, which the OTLP/HTTP exporter's transport of the OpenTelemetry packages sends, one
- * at a time (its time-out, retries, headers and environment settings). Webhook deliveries are
- * spans of the SDK's tracer, into the SDK's batch processor and OTLP exporter. Without an
- * endpoint this module is never loaded, and no ring, exporter or span exists.
+ * at a time (its time-out, retries, headers and environment settings). A webhook delivery's span
+ * is a plain record of its own, encoded by the same encoder into the same batches as it ends.
+ * No SDK runs: no tracer, span processor or span object. Without an endpoint this module is
+ * never loaded, and no ring or exporter exists.
  *
  * - Sampling is the configured sampler (`OTEL_TRACES_SAMPLER`, default `parentbased_always_on`),
- *   asked at the start of each request before any span is made (a request it does not record gets
- *   its ids and no span object, its children none either), with three rules of the service's own: a
- *   caller's sampled flag forces a trace to be exported only when the caller holds a valid key
- *   (`HOLDS_VALID_KEY`); a caller without one never chooses, the root sampler deciding on an id the
- *   server drew (`DRAWN`), not on the caller's flag or trace id; and a span linked to an exported
- *   one (a webhook delivery) is exported.
+ *   asked at the start of each request before anything is recorded, with rules of the service's
+ *   own: a caller's sampled flag forces a trace to be exported only when the caller holds a valid
+ *   key (`HOLDS_VALID_KEY`); a caller without one never chooses, the root sampler deciding on an
+ *   id the server drew (src/trace/spans.ts), not on the caller's flag or trace id; and under the
+ *   `parentbased_*` samplers a webhook delivery, a new trace, is exported when the span it links
+ *   to was.
  * - A request the sampler passed over is kept all the same when its caller holds a valid key and
  *   it was slow or answered 5xx (`KeepRules`, at most so many a second).
- * - The queue holds `MAX_QUEUE` spans: a slow or absent collector makes it drop spans, never
- *   wait, and a record with no room is dropped before it is encoded; what is dropped (the queue
- *   full, an export that failed, kept records the ring overwrote before the step read them, tail
- *   keeps past the cap) goes to `dropped`.
+ * - The queue holds `MAX_QUEUE` spans, the webhook spans among them: a slow or absent collector
+ *   makes it drop spans, never wait, and a span with no room is dropped before it is encoded;
+ *   what is dropped (the queue full, an export that failed, kept records the ring overwrote
+ *   before the step read them, tail keeps past the cap) goes to `dropped`.
  */
 import { randomUUID } from 'node:crypto';
 import { setImmediate } from 'node:timers';
-import {
-  type Attributes,
-  type Context,
-  createNoopMeter,
-  type Link,
-  type Meter,
-  type MeterProvider,
-  ROOT_CONTEXT,
-  SpanKind,
-} from '@opentelemetry/api';
+import { type Attributes, type Context, isSpanContextValid, ROOT_CONTEXT, TraceFlags, trace } from '@opentelemetry/api';
 import { ExportResultCode } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { convertLegacyHttpOptions, createOtlpHttpExportDelegate } from '@opentelemetry/otlp-exporter-base/node-http';
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import {
-  AlwaysOffSampler,
-  AlwaysOnSampler,
-  BatchSpanProcessor,
-  ParentBasedSampler,
-  type Sampler,
-  SamplingDecision,
-  type SamplingResult,
-  TracerProvider,
-} from '@opentelemetry/sdk-trace';
 import { COMMIT, VERSION } from '../version.ts';
 import { RecordEncoder } from './otlp.ts';
 import { DEFAULT_RING_RECORDS, TraceRing } from './ring.ts';
 import type { SamplerName } from './settings.ts';
-import { DRAWN, HOLDS_VALID_KEY, type KeepRules, type Sampled, traceIds, useRecorder } from './spans.ts';
+import {
+  type ClientSpan,
+  type ClientSpans,
+  HOLDS_VALID_KEY,
+  type KeepRules,
+  type LinkedSampled,
+  type Sampled,
+  useRecorder,
+} from './spans.ts';
 
 /** Spans waiting for export at most; beyond it they are dropped (and counted). */
 const MAX_QUEUE = 2048;
@@ -106,8 +94,8 @@ interface Batch {
 }
 
 /**
- * Wires the ring, the read step, the sender and the SDK (for webhook spans), and hands them to
- * the instrumented code (`useRecorder`).
+ * Wires the ring, the read step and the sender, and hands the ring and the webhook spans' way
+ * into the batches to the instrumented code (`useRecorder`).
  *
  * @example
  * const tracing = startTraceExport({ url: 'http://collector:4318/v1/traces', headers: {}, … })
@@ -115,22 +103,8 @@ interface Batch {
  */
 export function startTraceExport(options: TraceExportOptions): TraceExport {
   const exporterOptions = { url: options.url, headers: { ...options.headers }, timeoutMillis: EXPORT_TIMEOUT_MS };
-  const processor = new BatchSpanProcessor({
-    exporter: new OTLPTraceExporter(exporterOptions),
-    maxQueueSize: MAX_QUEUE,
-    maxExportBatchSize: BATCH,
-    scheduledDelayMillis: DELAY_MS,
-    exportTimeoutMillis: EXPORT_TIMEOUT_MS,
-    ...(options.dropped ? { selfObsMeterProvider: dropCounter(options.dropped) } : {}),
-  });
-  const { sampler, sampled } = samplingOf(options.sampler, options.samplerArg);
+  const { sampled, linked } = samplingOf(options.sampler, options.samplerArg);
   const attributes = resourceOf(options);
-  const provider = new TracerProvider({
-    resource: resourceFromAttributes(attributes),
-    sampler,
-    idGenerator: traceIds,
-    spanProcessors: [processor],
-  });
   const ring = new TraceRing(options.ringRecords ?? DEFAULT_RING_RECORDS);
   const encoder = new RecordEncoder(ring, { resource: attributes, scope: { name: 'petstore', version: VERSION } });
   // The OTLP/HTTP exporter's own transport, handed bytes already encoded.
@@ -222,11 +196,29 @@ export function startTraceExport(options: TraceExportOptions): TraceExport {
     }
     arm();
   };
+  // A webhook delivery's span, exported, is encoded as it ends into the batch being encoded,
+  // within the same bound: deliveries are few, off the request path.
+  const client: ClientSpans = {
+    sampled: linked,
+    end(span: ClientSpan) {
+      if (queued + encoder.spans + 1 > MAX_QUEUE) {
+        dropped?.(1, 'queue_full');
+        return;
+      }
+      if (encoder.spans === 0) openedAt = Date.now();
+      encoder.addClient(span);
+      if (encoder.spans >= BATCH) {
+        close();
+        send();
+      }
+      arm();
+    },
+  };
   const keep: KeepRules = {
     ...(options.keep ?? { slowerThanMs: 0, errors: false, maxPerSecond: 0 }),
     ...(dropped ? { capped: (spans: number) => dropped(spans, 'tail_capped') } : {}),
   };
-  useRecorder(ring, provider.getTracer('petstore', VERSION), sampled, keep);
+  useRecorder(ring, client, sampled, keep);
   return {
     async shutdown(withinMs) {
       useRecorder(undefined, undefined);
@@ -240,10 +232,7 @@ export function startTraceExport(options: TraceExportOptions): TraceExport {
       const late = new Promise<void>((resolve) => {
         timer = setTimeout(resolve, Math.max(0, withinMs));
       });
-      await Promise.race([
-        Promise.all([sent.then(() => delegate.shutdown()).catch(() => {}), provider.shutdown().catch(() => {})]),
-        late,
-      ]);
+      await Promise.race([sent.then(() => delegate.shutdown()).catch(() => {}), late]);
       clearTimeout(timer);
     },
   };
@@ -263,59 +252,62 @@ function resourceOf({ serviceName, resourceAttributes }: TraceExportOptions): At
   };
 }
 
-/** What the request's sampling question carries: the sampler reads neither. */
-const NO_ATTRIBUTES: Attributes = Object.freeze({});
-const NO_LINKS: Link[] = [];
+/**
+ * The configured sampler's two questions: a request's (`sampled`), asked at its start before
+ * anything is recorded, and a webhook delivery's (`linked`), a new trace linked to the span of
+ * the request that caused it. For a request without a caller's context (most) the root sampler
+ * answers alone.
+ */
+export interface Sampling {
+  readonly sampled: Sampled;
+  readonly linked: LinkedSampled;
+}
 
 /**
- * The configured sampler, for the SDK, and the question each request asks it before any span is
- * made (`Sampled`): the same answer, and for a request without a caller's context (most) the
- * root sampler's alone, without walking the parent-based chain.
+ * The configured sampler (`OTEL_TRACES_SAMPLER`): the root sampler it names, and for the
+ * `parentbased_*` ones the caller's decision when it may force one (a remote parent's sampled
+ * flag with `HOLDS_VALID_KEY`, as the SDK's `ParentBasedSampler` would honour it; an unsampled
+ * remote parent is not exported), and a delivery linked to an exported span exported.
  *
  * @example
  * samplingOf('parentbased_traceidratio', 0.01).sampled(ROOT_CONTEXT, traceId) // true for one id in a hundred
  */
-export function samplingOf(name: SamplerName, ratio: number): { readonly sampler: Sampler; readonly sampled: Sampled } {
+export function samplingOf(name: SamplerName, ratio: number): Sampling {
   const root = rootSamplerOf(name, ratio);
   const parentBased = name.startsWith('parentbased_');
-  const sampler = new SampledWhen(DRAWN, parentBased ? parentBasedOn(root) : root);
-  // The ratio sampler's own test, else the constant sampler asked as the SDK asks it.
-  const rootSampled =
-    root instanceof RatioSampler
-      ? (traceId: string, low?: number) => (low === undefined ? root.samples(traceId) : root.samplesLow(low))
-      : (traceId: string) => records(root, ROOT_CONTEXT, traceId);
+  const rootSampled = (traceId: string, low?: number) =>
+    low === undefined ? root.samples(traceId) : root.samplesLow(low);
   return {
-    sampler,
     sampled: (context, traceId, low) =>
-      !parentBased || context === ROOT_CONTEXT ? rootSampled(traceId, low) : records(sampler, context, traceId),
+      !parentBased || context === ROOT_CONTEXT ? rootSampled(traceId, low) : parentSampled(context, traceId, root),
+    linked: (traceId, linkSampled) => (parentBased && linkSampled) || root.samples(traceId),
   };
 }
 
-/** Whether `sampler` records a server span of `traceId` in `context`. */
-function records(sampler: Sampler, context: Context, traceId: string): boolean {
-  return (
-    sampler.shouldSample(context, traceId, 'HTTP', SpanKind.SERVER, NO_ATTRIBUTES, NO_LINKS).decision !==
-    SamplingDecision.NOT_RECORD
-  );
+/** The parent-based answer for a request in `context`: its parent's decision, else `root`'s. */
+function parentSampled(context: Context, traceId: string, root: RootSampler): boolean {
+  const parent = trace.getSpanContext(context);
+  if (parent === undefined || !isSpanContextValid(parent)) return root.samples(traceId);
+  if ((parent.traceFlags & TraceFlags.SAMPLED) === 0) return false;
+  return !parent.isRemote || context.getValue(HOLDS_VALID_KEY) === true || root.samples(traceId);
 }
+
+/** A sampler for a trace without a parent: whether trace `traceId` is exported. */
+export interface RootSampler {
+  samples(traceId: string): boolean;
+  /** The same, for an id whose low 52 bits are `low`. */
+  samplesLow(low: number): boolean;
+}
+
+const ALWAYS_ON: RootSampler = { samples: () => true, samplesLow: () => true };
+const ALWAYS_OFF: RootSampler = { samples: () => false, samplesLow: () => false };
 
 /** The sampler `OTEL_TRACES_SAMPLER` names for a trace without a parent. */
-function rootSamplerOf(name: SamplerName, ratio: number): Sampler {
-  if (name.endsWith('always_on')) return new AlwaysOnSampler();
-  if (name.endsWith('always_off')) return new AlwaysOffSampler();
+function rootSamplerOf(name: SamplerName, ratio: number): RootSampler {
+  if (name.endsWith('always_on')) return ALWAYS_ON;
+  if (name.endsWith('always_off')) return ALWAYS_OFF;
   return new RatioSampler(ratio);
 }
-
-/**
- * `parentbased_*`: the caller's decision when it may force one (`HOLDS_VALID_KEY`), else `root`'s.
- */
-function parentBasedOn(root: Sampler): Sampler {
-  const linked = new LinkedToSampled(root);
-  return new ParentBasedSampler({ root: linked, remoteParentSampled: new SampledWhen(HOLDS_VALID_KEY, linked) });
-}
-
-const SAMPLED: SamplingResult = { decision: SamplingDecision.RECORD_AND_SAMPLED };
-const NOT_SAMPLED: SamplingResult = { decision: SamplingDecision.NOT_RECORD };
 
 /** 2^52: the trace id's last 13 hex digits, read as a number, are below it and exact. */
 const LOW_BITS = 2 ** 52;
@@ -327,15 +319,12 @@ const LOW_BITS = 2 ** 52;
  * the id's form by a pattern on every request, which costs more
  * (bench/README.md#measured-costs-behind-the-codes-choices).
  */
-export class RatioSampler implements Sampler {
+export class RatioSampler implements RootSampler {
   readonly #below: number;
   readonly #ratio: number;
   constructor(ratio: number) {
     this.#ratio = Math.min(1, Math.max(0, ratio));
     this.#below = this.#ratio * LOW_BITS;
-  }
-  shouldSample(_context: unknown, traceId: string): SamplingResult {
-    return this.samples(traceId) ? SAMPLED : NOT_SAMPLED;
   }
   /** Whether the trace `traceId` is exported. */
   samples(traceId: string): boolean {
@@ -358,64 +347,4 @@ export class RatioSampler implements Sampler {
 /** The value of the hex digit whose character code is `code` (0-9, a-f, A-F). */
 function hexDigit(code: number): number {
   return code <= 57 ? code - 48 : (code | 32) - 87;
-}
-
-/**
- * Records and exports a span whose context says so under `key`, else asks `otherwise`:
- * `HOLDS_VALID_KEY`, a remote parent's sampled flag honoured for a caller that holds a valid key;
- * `DRAWN`, the decision made on a server-drawn id for a caller without a valid key.
- */
-class SampledWhen implements Sampler {
-  readonly #key: symbol;
-  readonly #otherwise: Sampler;
-  constructor(key: symbol, otherwise: Sampler) {
-    this.#key = key;
-    this.#otherwise = otherwise;
-  }
-  shouldSample(...args: Parameters<Sampler['shouldSample']>): SamplingResult {
-    return args[0].getValue(this.#key) === true ? SAMPLED : this.#otherwise.shouldSample(...args);
-  }
-  toString(): string {
-    return `SampledWhen{${this.#key.description}, ${this.#otherwise.toString()}}`;
-  }
-}
-
-/** A new trace linked to an exported span (a webhook delivery of a traced request) is exported. */
-class LinkedToSampled implements Sampler {
-  readonly #otherwise: Sampler;
-  constructor(otherwise: Sampler) {
-    this.#otherwise = otherwise;
-  }
-  shouldSample(...args: Parameters<Sampler['shouldSample']>): SamplingResult {
-    const links: Link[] = args[5];
-    return links.some((l) => (l.context.traceFlags & 1) === 1) ? SAMPLED : this.#otherwise.shouldSample(...args);
-  }
-  toString(): string {
-    return `LinkedToSampled{${this.#otherwise.toString()}}`;
-  }
-}
-
-/** The SDK's own count of processed spans, reduced to those lost. */
-const PROCESSED = 'otel.sdk.processor.span.processed';
-
-/**
- * A meter provider that hears only the batch processor's count of processed spans and tells
- * `dropped` of those with an `error.type`: `queue_full`, or why their export failed.
- */
-function dropCounter(dropped: NonNullable<TraceExportOptions['dropped']>): MeterProvider {
-  const noop = createNoopMeter();
-  const meter: Meter = Object.create(noop, {
-    createCounter: {
-      value: (name: string, ...rest: Parameters<Meter['createCounter']> extends [string, ...infer R] ? R : never) =>
-        name !== PROCESSED
-          ? noop.createCounter(name, ...rest)
-          : {
-              add(n: number, attributes?: Attributes) {
-                const error = attributes?.['error.type'];
-                if (error !== undefined) dropped(n, error === 'queue_full' ? 'queue_full' : 'export_failed');
-              },
-            },
-    },
-  });
-  return { getMeter: () => meter };
 }

@@ -5,7 +5,8 @@
  * attributed by OpenTelemetry's HTTP conventions; its children by what each call recorded. The
  * bytes the ring holds (the client's address, the consumer's name, an error's text, the
  * `tracestate`) are copied as they are; the path is read from the URL's bytes, with anything
- * token-shaped in it replaced (`redactTokens`): never the query.
+ * token-shaped in it replaced (`redactTokens`): never the query. A webhook delivery's client span,
+ * a plain record of its own (`ClientSpan`), goes into the same requests.
  */
 import { randomFillSync } from 'node:crypto';
 import type { Attributes, AttributeValue } from '@opentelemetry/api';
@@ -32,6 +33,7 @@ import {
   TAIL,
   type TraceRing,
 } from './ring.ts';
+import type { ClientSpan } from './spans.ts';
 
 // Wire types.
 const VARINT = 0;
@@ -41,6 +43,7 @@ const FIXED32 = 5;
 
 /** `SpanKind` of trace.proto: the API's number plus one. */
 const SERVER = 2;
+const CLIENT_KIND = 3;
 /** `Status.StatusCode` of trace.proto. */
 const STATUS_ERROR = 2;
 /**
@@ -49,6 +52,8 @@ const STATUS_ERROR = 2;
  */
 const FLAGS_LOCAL = 0x101;
 const FLAGS_REMOTE = 0x301;
+/** A link's `flags`: its span is remote, and not sampled. */
+const FLAGS_REMOTE_NOT_SAMPLED = 0x300;
 
 const utf8 = (text: string): Uint8Array => Buffer.from(text, 'utf8');
 
@@ -316,16 +321,21 @@ export class RecordEncoder {
     return name;
   }
 
+  /** Opens the request's resource and scope before its first span. */
+  #begin(): void {
+    if (this.spans > 0) return;
+    const w = this.#w;
+    this.#resourceSpans = w.open(1);
+    w.raw(this.#resource);
+    this.#scopeSpans = w.open(2);
+    w.raw(this.#scope);
+  }
+
   /** Record `r`'s server span and its children, into the request being encoded. */
   add(r: number): void {
     const ring = this.#ring;
     const w = this.#w;
-    if (this.spans === 0) {
-      this.#resourceSpans = w.open(1);
-      w.raw(this.#resource);
-      this.#scopeSpans = w.open(2);
-      w.raw(this.#scope);
-    }
+    this.#begin();
     const ids = ring.ids;
     const at = r * ID_BYTES;
     const flags = ring.flags[r] as number;
@@ -413,6 +423,43 @@ export class RecordEncoder {
     w.close(status);
     w.fixed32(16, FLAGS_LOCAL);
     w.close(span);
+  }
+
+  /**
+   * A webhook delivery's client span, a trace of its own with its one link, into the request
+   * being encoded.
+   */
+  addClient(s: ClientSpan): void {
+    const w = this.#w;
+    this.#begin();
+    const span = w.open(2);
+    w.bytes(1, Buffer.from(s.traceId, 'hex'));
+    w.bytes(2, Buffer.from(s.spanId, 'hex'));
+    w.string(5, s.name);
+    w.tag(6, VARINT);
+    w.varint(CLIENT_KIND);
+    w.time(7, s.start);
+    w.time(8, s.end);
+    for (const [key, value] of Object.entries(s.attributes)) {
+      if (value !== undefined) keyValue(w, 9, utf8(key), value);
+    }
+    if (s.link !== undefined) {
+      const link = w.open(13);
+      w.bytes(1, Buffer.from(s.link.traceId, 'hex'));
+      w.bytes(2, Buffer.from(s.link.spanId, 'hex'));
+      w.fixed32(6, s.link.sampled ? FLAGS_REMOTE : FLAGS_REMOTE_NOT_SAMPLED);
+      w.close(link);
+    }
+    const status = w.open(15);
+    if (s.error !== undefined) {
+      if (s.error !== '') w.string(2, s.error);
+      w.tag(3, VARINT);
+      w.varint(STATUS_ERROR);
+    }
+    w.close(status);
+    w.fixed32(16, FLAGS_LOCAL);
+    w.close(span);
+    this.spans++;
   }
 
   /** A string field of record `r`'s bytes in one of the ring's areas; none when empty. */

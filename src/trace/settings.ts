@@ -1,6 +1,6 @@
 /**
  * The trace export's settings as the OpenTelemetry environment variables spell them, read
- * without loading the SDK (config.ts checks them before a port is bound).
+ * without loading the export (config.ts checks them before a port is bound).
  */
 
 /** The samplers `OTEL_TRACES_SAMPLER` names. */

@@ -6,7 +6,9 @@ import { inRequest, type RequestState } from './request-state.ts';
 import { CHILD_END, MAX_CHILDREN, TraceRing } from './ring.ts';
 import {
   beginRequest,
+  type ClientSpan,
   childSpan,
+  clientSpan,
   closeChild,
   failChild,
   finishRequest,
@@ -280,5 +282,110 @@ describe('what a caller sends is copied into the ring, bounded', () => {
     expect(first).toBe(short);
     // Each member is 30 bytes and a comma: 16 members are 495 bytes, 17 would be 526.
     expect(second).toBe(members.slice(0, 16).join(','));
+  });
+});
+
+describe("a webhook delivery's client span: a trace of its own, linked to the request that caused it", () => {
+  const REQUEST = { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7' };
+  const LINKED = `00-${REQUEST.traceId}-${REQUEST.spanId}-01`;
+  const ATTRIBUTES = { 'http.request.method': 'POST', 'server.address': 'hooks.example', 'server.port': 443 };
+  interface Attempt {
+    ok: boolean;
+    status?: number;
+    error?: string;
+  }
+  const OPTIONS = {
+    outcome: (r: Attempt) => (r.status === undefined ? {} : { 'http.response.status_code': r.status }),
+    error: (r: Attempt) => (r.ok ? undefined : r.error),
+  };
+
+  /** Deliveries exported when the span they link to was (`parentbased_*`), their spans kept. */
+  function deliveries() {
+    const ended: ClientSpan[] = [];
+    useRecorder(new TraceRing(8), { sampled: (_id, linkSampled) => linkSampled, end: (s) => ended.push(s) });
+    return ended;
+  }
+
+  /** `spans` encoded into one export request, beside a kept request's, and decoded. */
+  function encoded(spans: ClientSpan[]): ExportedSpan[] {
+    const { ring } = recorder(8, true);
+    finish(beginRequest('r1', undefined, start, GET), 200);
+    const encoder = new RecordEncoder(ring, source);
+    ring.drain((r) => encoder.add(r));
+    for (const s of spans) encoder.addClient(s);
+    return decodeExport(encoder.take());
+  }
+
+  test('answered 2xx: exported with its attributes and status code, its link flagged sampled, the traceparent it sent naming it', async () => {
+    const ended = deliveries();
+    const sent: (string | undefined)[] = [];
+    const result = await clientSpan(
+      'POST',
+      ATTRIBUTES,
+      LINKED,
+      async (traceparent) => {
+        sent.push(traceparent);
+        return { ok: true, status: 204 };
+      },
+      OPTIONS,
+    );
+    expect(result).toEqual({ ok: true, status: 204 });
+    const [traceId, spanId, flags] = (sent[0] ?? '').split('-').slice(1);
+    expect(flags).toBe('01');
+    const spans = encoded(ended);
+    expect(spans.map((s) => [s.name, s.kind])).toEqual([
+      ['GET /v1/pets', KIND.server],
+      ['POST', KIND.client],
+    ]);
+    const delivery = spans[1] as ExportedSpan;
+    expect(delivery).toMatchObject({
+      traceId,
+      spanId,
+      parentSpanId: '',
+      status: STATUS.unset,
+      statusMessage: '',
+      flags: 0x101,
+      links: [{ ...REQUEST, flags: 0x301 }],
+      attributes: { ...ATTRIBUTES, 'http.response.status_code': 204 },
+      resource: { 'service.name': 'test' },
+    });
+    expect(Object.keys(delivery.attributes)).toHaveLength(4);
+    expect(delivery.start <= delivery.end).toBe(true);
+  });
+
+  test("answered 503: its status Error with the attempt's error; thrown: error.type and the error's text too", async () => {
+    const ended = deliveries();
+    await clientSpan('POST', ATTRIBUTES, LINKED, async () => ({ ok: false, status: 503, error: 'HTTP 503' }), OPTIONS);
+    const thrown = clientSpan('POST', ATTRIBUTES, LINKED, async () => {
+      throw new TypeError('connect ECONNREFUSED');
+    });
+    await expect(thrown).rejects.toThrow('connect ECONNREFUSED');
+    const [answered, failed] = encoded(ended).slice(1);
+    expect(answered).toMatchObject({
+      status: STATUS.error,
+      statusMessage: 'HTTP 503',
+      attributes: { ...ATTRIBUTES, 'http.response.status_code': 503 },
+    });
+    expect(failed).toMatchObject({
+      status: STATUS.error,
+      statusMessage: 'connect ECONNREFUSED',
+      attributes: { ...ATTRIBUTES, 'error.type': 'TypeError' },
+    });
+  });
+
+  test('not exported (its link not sampled): nothing recorded, its ids sent flagged -00; nothing recorded at all: nothing sent', async () => {
+    const ended = deliveries();
+    const sent: (string | undefined)[] = [];
+    const work = async (traceparent: string | undefined) => {
+      sent.push(traceparent);
+      return { ok: true, status: 200 };
+    };
+    await clientSpan('POST', ATTRIBUTES, `00-${REQUEST.traceId}-${REQUEST.spanId}-00`, work, OPTIONS);
+    expect(ended).toEqual([]);
+    expect(sent[0]).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
+    expect(sent[0]).not.toContain(REQUEST.traceId);
+    useRecorder(undefined, undefined);
+    await clientSpan('POST', ATTRIBUTES, LINKED, work, OPTIONS);
+    expect(sent[1]).toBeUndefined();
   });
 });

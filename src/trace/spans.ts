@@ -8,7 +8,9 @@
  * children into the ring the same way, exported or not, and makes no span object; the export
  * step reads the kept records off the request path. A request is kept when the sampler chose it
  * at its start (the head), or, for a caller with a valid key, when it was slow or answered 5xx
- * (the tail, capped per second). Webhook deliveries, off the request path, are SDK spans.
+ * (the tail, capped per second). A webhook delivery, off the request path, is a client span
+ * of its own trace: a plain record for each delivery whose span is exported, handed to the
+ * export as it ends (`clientSpan`).
  * Without an endpoint nothing is recorded, yet each request still has a trace id and a span id,
  * continued from the caller's `traceparent` when valid, for its log lines and its
  * `traceresponse` header.
@@ -18,18 +20,24 @@ import {
   createContextKey,
   type Context as OtelContext,
   ROOT_CONTEXT,
-  SpanKind,
-  SpanStatusCode,
+  type SpanKind,
   TraceFlags,
-  type Tracer,
   trace,
 } from '@opentelemetry/api';
 import { peerText } from '../redact.ts';
-import { drawnLow52, formatTraceParent, newSpanId, newTrace, newTraceId, parseTraceParent } from './context.ts';
+import {
+  drawnLow52,
+  formatTraceParent,
+  newSpanId,
+  newTrace,
+  newTraceId,
+  parseTraceParent,
+  type TraceParent,
+} from './context.ts';
 import { currentRequest, type RequestState, requestState } from './request-state.ts';
 import { ERROR_NAME, FAILED, HEAD, INTERNAL, MAX_CHILDREN, REMOTE, TAIL, type TraceRing } from './ring.ts';
 
-let tracer: Tracer | undefined;
+let client: ClientSpans | undefined;
 let ring: TraceRing | undefined;
 let sampled: Sampled = () => true;
 
@@ -60,14 +68,37 @@ let tailSecond = 0;
 let tailKept = 0;
 
 /**
- * The SDK's id generator (src/trace/export.ts), for the webhook deliveries' spans: fresh ids
- * from the service's own pool.
+ * The configured sampler's answer for a webhook delivery's span, a new trace `traceId` linked to
+ * a span exported (`linkSampled`) or not: whether it is exported.
  */
-export const traceIds = { generateTraceId: newTraceId, generateSpanId: newSpanId };
+export type LinkedSampled = (traceId: string, linkSampled: boolean) => boolean;
+
+/** A webhook delivery's client span, exported: one plain record per delivery, no SDK span. */
+export interface ClientSpan {
+  readonly name: string;
+  readonly traceId: string;
+  readonly spanId: string;
+  /** The span of the request that caused the delivery, and whether it was exported. */
+  readonly link: TraceParent | undefined;
+  /** Epoch milliseconds, of the clock the requests' records use (`now`). */
+  readonly start: number;
+  end: number;
+  /** Those given at its start, then its outcome's, and `error.type` when its work threw. */
+  readonly attributes: Attributes;
+  /** Its status is Error, with this message, when set; else unset. */
+  error: string | undefined;
+}
+
+/** Where webhook deliveries' spans go while requests are recorded (src/trace/export.ts). */
+export interface ClientSpans {
+  readonly sampled: LinkedSampled;
+  /** Takes an exported span once it has ended. */
+  end(span: ClientSpan): void;
+}
 
 /**
- * Every span's start and end, from one clock: the SDK anchors each span's own clock to the
- * wall clock, a millisecond apart at worst, so a child could seem to outlast its parent.
+ * Every span's start and end, from one clock: epoch milliseconds as a double, so a child never
+ * seems to outlast its parent.
  */
 export const now = (): number => ORIGIN + performance.now();
 /** Read once: the runtime's getter costs as much as the clock itself. */
@@ -75,16 +106,17 @@ const ORIGIN = performance.timeOrigin;
 
 /**
  * From now on (start-up, with an endpoint): requests are recorded into `into` and kept as
- * `sample` and `keep` say; webhook deliveries are spans of `t`. Undefined: nothing is recorded.
+ * `sample` and `keep` say; webhook deliveries' spans go to `clients`. Undefined: nothing is
+ * recorded.
  */
 export function useRecorder(
   into: TraceRing | undefined,
-  t: Tracer | undefined,
+  clients: ClientSpans | undefined,
   sample: Sampled = () => true,
   keep: KeepRules = NO_TAIL,
 ): void {
   ring = into;
-  tracer = t;
+  client = clients;
   sampled = sample;
   rules = keep;
   tailSecond = 0;
@@ -96,13 +128,6 @@ export function useRecorder(
  * (src/trace/export.ts) lets only a caller with a valid key force a trace to be exported.
  */
 export const HOLDS_VALID_KEY = createContextKey('petstore.holdsValidKey');
-
-/**
- * Set on a remote parent's context when the caller holds no valid key and the sampler, asked
- * about an id the server drew, recorded the request: the SDK's sampler (src/trace/export.ts)
- * records and exports it as decided.
- */
-export const DRAWN = createContextKey('petstore.drawn');
 
 /**
  * What `beginRequest` asks of the request (`R`) only while requests are recorded: made once,
@@ -397,8 +422,10 @@ export interface ClientOptions<T> {
 
 /**
  * Runs one outgoing call in a client span of its own trace, linked to `linked` (the
- * `traceparent` of the request that caused it), handing `work` the `traceparent` to send.
- * Without spans, `work` runs alone and nothing is sent.
+ * `traceparent` of the request that caused it), handing `work` the `traceparent` to send. The
+ * sampler decides on the new trace and the link (`ClientSpans.sampled`); a span not exported is
+ * not recorded, and its `traceparent` says so. Without an endpoint, `work` runs alone and
+ * nothing is sent.
  *
  * @example
  * await clientSpan('POST', { 'url.full': url }, recorded, (traceparent) => send(…, traceparent), { outcome })
@@ -410,42 +437,36 @@ export async function clientSpan<T>(
   work: (traceparent: string | undefined) => Promise<T>,
   options?: ClientOptions<T>,
 ): Promise<T> {
-  if (!tracer) return work(undefined);
+  const to = client;
+  if (!to) return work(undefined);
   const link = parseTraceParent(linked);
-  const span = tracer.startSpan(
+  const traceId = newTraceId();
+  const spanId = newSpanId();
+  const exported = to.sampled(traceId, link?.sampled === true);
+  const traceparent = formatTraceParent(traceId, spanId, exported);
+  // A span not exported is not recorded: its work sends its ids, flagged not sampled.
+  if (!exported) return work(traceparent);
+  const span: ClientSpan = {
     name,
-    {
-      kind: SpanKind.CLIENT,
-      attributes,
-      startTime: now(),
-      links: link
-        ? [
-            {
-              context: {
-                traceId: link.traceId,
-                spanId: link.spanId,
-                traceFlags: link.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
-                isRemote: true,
-              },
-            },
-          ]
-        : [],
-    },
-    ROOT_CONTEXT,
-  );
-  const { traceId, spanId, traceFlags } = span.spanContext();
-  const traceparent = formatTraceParent(traceId, spanId, (traceFlags & TraceFlags.SAMPLED) !== 0);
+    traceId,
+    spanId,
+    link,
+    start: now(),
+    end: 0,
+    attributes: { ...attributes },
+    error: undefined,
+  };
   try {
     const result = await work(traceparent);
-    if (options?.outcome) span.setAttributes(options.outcome(result));
-    const error = options?.error?.(result);
-    if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: error });
+    if (options?.outcome) Object.assign(span.attributes, options.outcome(result));
+    span.error = options?.error?.(result);
     return result;
   } catch (err) {
-    span.setAttribute('error.type', err instanceof Error ? err.name : 'Error');
-    span.setStatus({ code: SpanStatusCode.ERROR, message: peerText(err) });
+    span.attributes['error.type'] = err instanceof Error ? err.name : ERROR_NAME;
+    span.error = peerText(err);
     throw err;
   } finally {
-    span.end(now());
+    span.end = now();
+    to.end(span);
   }
 }
