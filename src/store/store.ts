@@ -188,9 +188,15 @@ export interface DataStore {
   /**
    * Starts the due orders' expiry, one run at a time, and returns the run to wait on, if any.
    * The run is `expireDueOrders()` under way; undefined means nothing is left to wait for. A read
-   * of pets waits for it, so it shows them as a write will find them. A backend's run never
-   * rejects; the bound-and-traced store's may time out. A read whose answer may be memoised calls
-   * it before `changeCount()`.
+   * of pets waits for it (step 6.1 of src/http/pipeline.ts), so it shows them as a write will find
+   * them. A read whose answer may be memoised calls it before `changeCount()`.
+   *
+   * A failed run does not fail the read: a backend's run never rejects, so the read goes on and
+   * shows the pets as stored, with nothing memoised (`changeCount()` stays undefined past the
+   * deadline), and the next read or the order sweep (src/serve/start.ts, which logs and counts its
+   * failures) tries again. A wait past `--store-timeout`, or begun while the database is
+   * unreachable, does reject: the bound-and-traced store (`boundAndTraced()`) bounds it as any
+   * call, and the read answers 503. The run goes on, and the next read waits for it.
    */
   startDueOrderExpiry(): Promise<unknown> | undefined;
   /**

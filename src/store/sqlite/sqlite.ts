@@ -422,11 +422,8 @@ export class SqliteStore implements DataStore, WithKeyStore {
       // The file cannot be read: the expiry, a write, fails the same way.
     }
     if (this.#clock.now() < this.#nextDeadline) return undefined;
-    // A failed run is not the read's to answer: the read goes on and shows the pets as stored, with
-    // nothing memoised (`changeCount()` stays undefined past the deadline). The next read or the
-    // order sweep (src/serve/start.ts, which logs and counts its failures) tries again. A run that
-    // outlives `--store-timeout` is another matter: the bound-and-traced store (`boundAndTraced()`)
-    // rejects the read's wait, and the read answers 503.
+    // The run never rejects: why a failed run does not fail the read is at `startDueOrderExpiry`
+    // of `DataStore` (src/store/store.ts).
     this.#expiring ??= this.expireDueOrders(this.#clock.now())
       .catch(() => {})
       .finally(() => {
