@@ -103,8 +103,9 @@ export type PlaceOrderResult =
   | { readonly outcome: 'pet_unavailable' };
 
 /**
- * What `closeOrder` did: closed it, found it already so (`'unchanged'`), or found it
- * closed otherwise.
+ * What `closeOrder` did: `closed` the order as asked; found it already closed that way
+ * (`unchanged`); found it closed another way (`order_closed`); or found no order of the owner's
+ * with that id (`not_found`).
  */
 export type CloseOrderResult =
   | { readonly outcome: 'closed' | 'unchanged' | 'order_closed'; readonly order: StoredOrder }
@@ -181,7 +182,8 @@ export interface DataStore {
   /**
    * Gives what each move's `from` owns (its orders, its createPet `Idempotency-Key`s) to its `to`:
    * a consumer stored before consumers had ids takes what was stored under its name
-   * (src/keys/records.ts, `Consumer.adopts`). A key `to` already has stays `from`'s. Resolves once
+   * (src/keys/records.ts, `Consumer.adopts`). An order or key whose `Idempotency-Key` `to`
+   * already uses stays with `from`, since one owner cannot hold the same key twice. Resolves once
    * durable.
    */
   adoptOwners(moves: readonly OwnerMove[]): Promise<void>;

@@ -643,7 +643,8 @@ export class PostgresStore implements DataStore, WithKeyStore {
     await this.#changing(STORE_CALLS.adoptOwners.doing, NO_PET, () =>
       transaction(this.#sql, async (tx) => {
         for (const { from, to } of moves) {
-          // A key the heir already has stays put: moving it would break the pair's uniqueness.
+          // An order whose Idempotency-Key `to` already uses stays with `from`: moving it would
+          // give `to` two orders with one key, which the unique (owner, idempotency_key) pair forbids.
           await tx`
             UPDATE orders o SET owner = ${to}
             WHERE o.owner = ${from} AND (o.idempotency_key IS NULL OR NOT EXISTS (
