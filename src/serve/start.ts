@@ -1,8 +1,8 @@
-// Serving. From the parsed configuration, this file starts the runtime's adapter, binds the
-// listeners (src/serve/listeners.ts), opens the metrics, the traces, the store, the limiter and
-// the webhooks (src/serve/resources.ts), and builds the apps. It serves without workers (the
-// default), on this thread, or with --workers threads (src/serve/supervisor.ts). It also runs the
-// shutdown that a signal starts.
+// Serving. From the parsed configuration, this file starts the runtime's adapter, makes the
+// metrics and the traces, binds the listeners (src/serve/listeners.ts), opens the store, the
+// limiter and the webhooks (src/serve/resources.ts), and builds the apps. It serves without
+// workers (the default), on this thread, or with --workers threads (src/serve/supervisor.ts). It
+// also runs the shutdown that a signal starts.
 import process from 'node:process';
 import { type AppOptions, adminApp, createApp } from '../app.ts';
 import { type Config, ConfigError, memoryWithWorkers } from '../config.ts';
@@ -35,8 +35,9 @@ import { type HostStatus, type WorkerMemory, WorkerPool, workerMemory } from './
 declare const PETSTORE_TARGET: string | undefined;
 
 /**
- * Serves `config` (checked whole by `parseConfig`): reads the keys, binds the ports, opens the
- * store, builds the limiter, the webhooks and the apps, installs the signal handlers, and only
+ * Serves `config` (checked whole by `parseConfig`): makes the metrics and the traces, reads the
+ * keys, binds the ports, opens the store (and reads the keys kept there, with `--keys store`),
+ * builds the limiter, the webhooks and the apps, installs the signal handlers, and only
  * then shows the development key (if any) and logs `listening`. Resolves once serving; the
  * process then runs until a signal stops it.
  *
