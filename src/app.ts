@@ -46,8 +46,8 @@ export interface AppOptions {
    * (src/serve/resources.ts) lists.
    */
   store: DataStore;
-  /** `--keys`; see `GatewayOptions.keys`. */
-  keys: () => KeyTable;
+  /** The keys in force now (from `--keys`); see `GatewayOptions.keys`. */
+  keyTable: () => KeyTable;
   limiter: RateLimiter;
   clock?: Clock;
   log?: Logger;
@@ -98,12 +98,12 @@ export interface AppOptions {
  * `app.request()`.
  *
  * @example
- * const app = createApp({ store: new MemoryStore(), keys: () => table, limiter })
+ * const app = createApp({ store: new MemoryStore(), keyTable: () => table, limiter })
  * const res = await app.request('/v1/pets', { headers: { Authorization: `Bearer ${token}` } })
  */
 export function createApp({
   store,
-  keys,
+  keyTable,
   limiter,
   clock = systemClock,
   log = silentLogger,
@@ -132,7 +132,7 @@ export function createApp({
   });
   // The admission check: who calls, the in-flight cap, the rate limit and the key's scope (step 3).
   const admission = createAdmission({
-    keys,
+    keys: keyTable,
     limiter,
     clientAddress,
     ban,
@@ -156,13 +156,13 @@ export function createApp({
     corsOrigins,
     metrics,
     allowedMethods: allowedMethods(API_PREFIX, operations),
-    holdsValidKey: callerHoldsValidKey(keys, clock),
+    holdsValidKey: callerHoldsValidKey(keyTable, clock),
   });
 
   const app = new Hono<AppEnv>();
   const served = serviceRoutes({
     store,
-    keys,
+    keyTable,
     log,
     whyNotReady,
     limiterStatus,
@@ -207,10 +207,10 @@ export type App = ReturnType<typeof createApp>;
 export interface AdminAppOptions
   extends Pick<
     AppOptions,
-    'keys' | 'limiter' | 'clock' | 'log' | 'clientAddress' | 'ban' | 'maxInFlight' | 'ipv6Prefix' | 'metrics'
+    'keyTable' | 'limiter' | 'clock' | 'log' | 'clientAddress' | 'ban' | 'maxInFlight' | 'ipv6Prefix' | 'metrics'
   > {
   /** Where consumers and keys are read and changed: the keys file or the data store. */
-  admin: KeyAdmin;
+  keyAdmin: KeyAdmin;
   /** Told of a consumer the admin API deleted, with the owners of its orders: they end with it. */
   consumerDeleted?: (owners: readonly string[]) => Promise<void>;
 }
@@ -221,12 +221,12 @@ export interface AdminAppOptions
  * with the `admin` scope pass; failed attempts count against the client's address.
  *
  * @example
- * const admin = adminApp({ admin: keyAdmin, keys: () => table, limiter })
+ * const admin = adminApp({ keyAdmin, keyTable: () => table, limiter })
  * adapter.serve({ fetch: admin.fetch, port: 9091, hostname: '127.0.0.1' })
  */
 export function adminApp({
-  admin,
-  keys,
+  keyAdmin,
+  keyTable,
   limiter,
   clock = systemClock,
   log = silentLogger,
@@ -237,19 +237,28 @@ export function adminApp({
   metrics,
   consumerDeleted,
 }: AdminAppOptions) {
-  const admission = createAdmission({ keys, limiter, clientAddress, ban, maxInFlight, ipv6Prefix, clock, admin: true });
+  const admission = createAdmission({
+    keys: keyTable,
+    limiter,
+    clientAddress,
+    ban,
+    maxInFlight,
+    ipv6Prefix,
+    clock,
+    isAdminGateway: true,
+  });
   const routes = tableRouteHandlers<AdminDeps>({
     log,
     clock,
     clientAddress,
     admission,
-    deps: { keys: admin, clock, ...(consumerDeleted ? { consumerDeleted } : {}) },
+    deps: { keyAdmin, clock, ...(consumerDeleted ? { consumerDeleted } : {}) },
     maxBodyBytes: MAX_BODY_BYTES,
     allowedMethods: allowedMethods(ADMIN_PREFIX, ADMIN_OPERATIONS),
     isGatewayPath: (path) => isUnder(ADMIN_PREFIX, path),
     // Every answer of the admin port is counted under one operation of its own, `admin`.
     ...(metrics ? { metrics, countAs: ADMIN_OPERATION_LABEL } : {}),
-    holdsValidKey: callerHoldsValidKey(keys, clock),
+    holdsValidKey: callerHoldsValidKey(keyTable, clock),
   });
   const app = new Hono<AppEnv>();
   for (const op of byRouteOrder(ADMIN_OPERATIONS)) app.on(op.method, ADMIN_PREFIX + op.path, routes.operation(op));
@@ -259,8 +268,8 @@ export function adminApp({
 }
 
 /** Whether a request's caller holds a key valid now (its `traceparent` may then force a trace). */
-function callerHoldsValidKey(keys: () => KeyTable, clock: Clock): (c: Context<AppEnv>) => boolean {
-  const valid = holdsValidKey(keys, clock);
+function callerHoldsValidKey(keyTable: () => KeyTable, clock: Clock): (c: Context<AppEnv>) => boolean {
+  const valid = holdsValidKey(keyTable, clock);
   return (c) => valid(c.req.header('authorization'));
 }
 

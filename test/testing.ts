@@ -62,7 +62,7 @@ export function testApp({
   const limiter = new SlidingWindowLimiter({ clock });
   const app = createApp({
     store,
-    keys: () => table,
+    keyTable: () => table,
     limiter,
     clock,
     log,

@@ -96,10 +96,10 @@ describe('the admin app over a keys file', () => {
     );
     let table = new KeyTable(keyRecords(readKeysDocument(path)));
     const app = adminApp({
-      admin: fileKeyAdmin(path, () => {
+      keyAdmin: fileKeyAdmin(path, () => {
         table = new KeyTable(keyRecords(readKeysDocument(path)));
       }),
-      keys: () => table,
+      keyTable: () => table,
       limiter: new SlidingWindowLimiter(),
     });
     const call = (method: string, sub: string, body?: unknown) =>
@@ -271,8 +271,8 @@ async function adminOver(source: 'file' | 'store') {
   const reload = async () => {
     table = new KeyTable(keyRecords(await read()));
   };
-  const admin = keyStore ? storeKeyAdmin(keyStore, reload) : fileKeyAdmin(path, reload);
-  await admin.change(
+  const keyAdmin = keyStore ? storeKeyAdmin(keyStore, reload) : fileKeyAdmin(path, reload);
+  await keyAdmin.change(
     {
       actor: { kind: 'cli', user: 'test' },
       action: 'key.add',
@@ -288,8 +288,8 @@ async function adminOver(source: 'file' | 'store') {
   );
   const lines: string[] = [];
   const app = adminApp({
-    admin,
-    keys: () => table,
+    keyAdmin,
+    keyTable: () => table,
     limiter: new SlidingWindowLimiter(),
     log: createLogger({ level: 'debug', write: (l) => lines.push(l) }),
   });

@@ -38,7 +38,7 @@ const JSON_TYPE = 'application/json';
 
 /** What the admin handlers work with, given once at start. */
 export interface AdminDeps {
-  readonly keys: KeyAdmin;
+  readonly keyAdmin: KeyAdmin;
   readonly clock: Clock;
   /**
    * Told of a consumer deleted, once the deletion is in force, with the owners its orders are
@@ -50,17 +50,20 @@ export interface AdminDeps {
 type In<Q = unknown, P = unknown, B = unknown> = Input<Q, P, unknown, B>;
 
 /** `GET /consumers`: every consumer with its keys (ids, scopes, dates, state; never a hash). */
-export async function listConsumers(_: In, { keys, clock }: AdminDeps): Promise<Reply> {
+export async function listConsumers(_: In, { keyAdmin, clock }: AdminDeps): Promise<Reply> {
   const now = clock.now();
   return json(
     200,
-    asConsumers(await keys.read()).map((c) => consumerOut(c, now)),
+    asConsumers(await keyAdmin.read()).map((c) => consumerOut(c, now)),
   );
 }
 
 /** `GET /consumers/{name}`. */
-export async function getConsumer({ params }: In<unknown, ConsumerParams>, { keys, clock }: AdminDeps): Promise<Reply> {
-  return json(200, consumerOut(found(await keys.read(), params.name), clock.now()));
+export async function getConsumer(
+  { params }: In<unknown, ConsumerParams>,
+  { keyAdmin, clock }: AdminDeps,
+): Promise<Reply> {
+  return json(200, consumerOut(found(await keyAdmin.read(), params.name), clock.now()));
 }
 
 /** `POST /consumers`: 201, or 409 when the name is taken. */
@@ -165,9 +168,9 @@ export async function revoke(input: In<unknown, KeyParams>, deps: AdminDeps): Pr
  * `GET /audit?after=&limit=`: the trail, oldest first; `Link: <audit?…>; rel="next"` when more
  * remain.
  */
-export async function listAudit({ query }: In<AuditQuery>, { keys }: AdminDeps): Promise<Reply> {
+export async function listAudit({ query }: In<AuditQuery>, { keyAdmin }: AdminDeps): Promise<Reply> {
   const { after, limit } = query;
-  const page = await keys.audit(after, limit + 1);
+  const page = await keyAdmin.audit(after, limit + 1);
   const records = page.slice(0, limit);
   const last = records.at(-1);
   const headers =
@@ -180,7 +183,7 @@ export async function listAudit({ query }: In<AuditQuery>, { keys }: AdminDeps):
  */
 async function change(
   input: In,
-  { keys, clock }: AdminDeps,
+  { keyAdmin, clock }: AdminDeps,
   action: AuditAction,
   consumer: string,
   key: string | undefined,
@@ -188,7 +191,7 @@ async function change(
 ): Promise<KeysDocument> {
   let after: KeysDocument | undefined;
   try {
-    await keys.change(
+    await keyAdmin.change(
       {
         actor: actorOf(input.key),
         action,

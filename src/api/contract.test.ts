@@ -138,7 +138,7 @@ describe('the documented 500, which no black-box test can provoke', () => {
   );
   const app = createApp({
     store: failing,
-    keys: () => keys,
+    keyTable: () => keys,
     limiter: new SlidingWindowLimiter({ clock: { now: Date.now } }),
   });
 

@@ -108,9 +108,10 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
    */
   readonly bodyTypes?: readonly string[];
   /**
-   * Whether the pipeline tags a successful answer with a weak ETag of its body (and Link), so it
-   * answers 304s. False for an operation whose handler tags its answer itself (a pet's strong
-   * tag, from its version) and for one that is never tagged.
+   * Whether the pipeline tags a successful answer with a weak ETag made from its body and its
+   * `Link` header (a page's next link is part of what the client sees), so a repeated request
+   * with `If-None-Match` is answered 304. False for an operation whose handler tags its answer
+   * itself (a pet's strong ETag, from its version) and for one whose answer is never tagged.
    */
   readonly weakEtag: boolean;
   /**

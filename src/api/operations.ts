@@ -123,7 +123,8 @@ export const OPERATIONS: readonly Operation[] = [
     expiresDueOrdersFirst: true,
     handler: getInventory,
   }),
-  // Orders are the caller's own: never memoised by path alone, never tagged for another.
+  // Orders are each caller's own, while the memo keys a reply by its path and query alone: no order
+  // operation is memoised, and none is given a weak ETag.
   defineOperation({
     id: 'placeOrder',
     stability: 'beta',

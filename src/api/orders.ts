@@ -30,8 +30,8 @@ function orderReply(order: StoredOrder, status = 200, headers?: Record<string, s
 }
 
 /**
- * The 404 of an order the caller has not: another consumer's is answered the same, so existence is
- * not told.
+ * The 404 of an order the caller does not have. Another consumer's order is answered the same, so
+ * a caller cannot learn whether an order exists.
  */
 function noSuchOrder(id: string): ApiError {
   return new ApiError('not_found', `You have no order with id ${id}.`);
@@ -57,8 +57,8 @@ export async function placeOrder(
   });
   switch (result.outcome) {
     case 'pet_not_found':
-      // A code of its own, not getPet's `not_found`: a client tells a pet that is gone from a wrong
-      // path.
+      // A code of its own, not getPet's `not_found`: `not_found` would also mean a wrong path, so
+      // this code lets the client see that the path is right and the pet it named does not exist.
       throw new ApiError('pet_not_found', `No pet has id ${body.petId}; an order needs an existing pet.`);
     case 'pet_unavailable':
       throw new ApiError('pet_unavailable', `Pet ${body.petId} is not available: it is pending or sold.`);
@@ -113,8 +113,9 @@ export const cancelOrder = (input: Input<unknown, OrderParams>, deps: ApiDeps) =
   closeOwnOrder(input, deps, 'cancelled');
 
 /**
- * Closes a placed order; repeating the close it already had answers it unchanged; any other is a
- * 409.
+ * Closes a placed order as `to` (`completed` or `cancelled`). Asking again for the close an order
+ * already had answers the order unchanged, so a retry is safe; any other change of a closed order
+ * is a 409 (`order_closed`).
  */
 async function closeOwnOrder(
   { params, owner }: Input<unknown, OrderParams>,

@@ -132,7 +132,7 @@ describe('a store that cannot serve', () => {
   const lines: Record<string, unknown>[] = [];
   const app = createApp({
     store,
-    keys: () => keys,
+    keyTable: () => keys,
     limiter: new SlidingWindowLimiter({ clock }),
     clock,
     log: createLogger({ write: (l) => lines.push(JSON.parse(l)) }),

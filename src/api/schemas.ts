@@ -10,8 +10,9 @@ export const PAGE_SIZE_DEFAULT = 20;
 export const PAGE_SIZE_MAX = 100;
 
 /**
- * Digits, and a whole number's `.0` that JSON Schema counts as an integer too (`1.0`): not what
- * `Number()` alone would also take ("1e3", " 7", "0x10").
+ * An integer in a query or path: up to 16 digits, with an optional `.0`, since JSON Schema counts
+ * `1.0` as an integer too. `Number()` alone would also take texts the contract refuses, such as
+ * "1e3", " 7" and "0x10".
  */
 const IntegerText = v.pipe(v.string(), v.regex(/^[0-9]{1,16}(\.0+)?$/), v.transform(Number));
 

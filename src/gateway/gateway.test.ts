@@ -184,7 +184,7 @@ describe('callers without a valid key', () => {
     const proxies = new TrustedProxies(trust);
     const app = createApp({
       store: new MemoryStore(),
-      keys: () => table,
+      keyTable: () => table,
       limiter: new SlidingWindowLimiter({ clock }),
       clock,
       clientAddress: (c) => proxies.clientAddress(c.req.header('x-test-peer') ?? '', c.req.header('x-forwarded-for')),

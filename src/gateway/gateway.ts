@@ -89,7 +89,7 @@ export interface GatewayOptions {
    * Whether this gateway serves the admin API: there every key needs the scope `admin`; on the
    * public API a key with it is refused (403), whatever the operation's scope.
    */
-  admin?: boolean;
+  isAdminGateway?: boolean;
   /**
    * Told of a decision with `notices`: one that crossed a quota threshold, exhausted a window or
    * started a ban, or that is given such a notice once more. The request's answer waits for it,
@@ -168,7 +168,7 @@ export function createAdmission({
   hostSlots,
   ipv6Prefix,
   wouldRefuse,
-  admin = false,
+  isAdminGateway = false,
   notify,
   clock = systemClock,
 }: GatewayOptions): Admission {
@@ -235,7 +235,7 @@ export function createAdmission({
       const refused =
         limited ??
         missingScope(caller.key.scopes, op.scope) ??
-        (admin ? missingScope(caller.key.scopes, ADMIN_SCOPE) : adminKeyOnPublicApi(caller.key.scopes));
+        (isAdminGateway ? missingScope(caller.key.scopes, ADMIN_SCOPE) : adminKeyOnPublicApi(caller.key.scopes));
       if (refused) return refused;
       inFlight.remember(id, verdict);
       return await serveAdmitted(verdict, caller);

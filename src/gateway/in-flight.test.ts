@@ -38,7 +38,7 @@ describe('requests one consumer has in flight (--max-in-flight)', () => {
     const table = new KeyTable(parseKeys(JSON.stringify({ keys: entries })));
     const app = createApp({
       store,
-      keys: () => table,
+      keyTable: () => table,
       limiter: new SlidingWindowLimiter({ clock }),
       clock,
       maxInFlight,
@@ -137,7 +137,7 @@ describe('requests one consumer has in flight (--max-in-flight)', () => {
     const records = parseKeys(JSON.stringify({ keys: entries }));
     const table = new KeyTable(records);
     const subject = `key:${records[0]?.consumer.id}`;
-    const app = createApp({ store: new MemoryStore(), keys: () => table, limiter: slow, clock, maxInFlight: 2 });
+    const app = createApp({ store: new MemoryStore(), keyTable: () => table, limiter: slow, clock, maxInFlight: 2 });
     const post = () =>
       app.request('/v1/pets', {
         method: 'POST',

@@ -29,7 +29,7 @@ function app(keys: Record<string, object>) {
   const limiter = new SlidingWindowLimiter({ clock });
   const a = createApp({
     store,
-    keys: () => table,
+    keyTable: () => table,
     limiter,
     clock,
     log: silentLogger,
@@ -148,7 +148,7 @@ describe('a consumer made again under the same name', () => {
     let table = tableOf(FIRST, 'psk_first');
     const a = createApp({
       store: new MemoryStore(),
-      keys: () => table,
+      keyTable: () => table,
       limiter: new SlidingWindowLimiter({ clock }),
       clock,
       log: silentLogger,

@@ -25,7 +25,7 @@ function corsApp(corsOrigins: string[]) {
   const limiter = new SlidingWindowLimiter({ clock });
   return createApp({
     store: new MemoryStore(),
-    keys: () => table,
+    keyTable: () => table,
     limiter,
     clock,
     clientAddress: () => '192.0.2.1',

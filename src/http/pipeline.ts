@@ -414,9 +414,8 @@ async function checkBody(parts: PipelineParts, c: Context<AppEnv>, next: () => P
  * Step 6.1: for an operation that expires due orders first, waits for the orders whose hold ran out
  * to expire (`startDueOrderExpiry()`), so it shows their pets `available`, then runs step 6.2. Its
  * route holds the store's `dueOrderExpiry` only then (`routeOf`); any other operation goes straight
- * to step 6.2. A run that fails does not fail the read (the backend catches it); a wait past
- * `--store-timeout`, or begun while the database is unreachable, rejects (the bound-and-traced
- * store's bound), and the read answers 503. Not async, so it adds no promise of its own when
+ * to step 6.2. What a failed run and a wait past `--store-timeout` answer: `startDueOrderExpiry`
+ * of `DataStore` (src/store/store.ts). Not async, so it adds no promise of its own when
  * nothing is due. `decision` and `caller`, for step 7, are passed as two arguments down to
  * `runHandler`: no object per request.
  */

@@ -33,11 +33,11 @@ export interface KeysCounters {
  * logged and counted.
  *
  * @example
- * const keys = new LiveKeys(config.keys, log, metrics)
- * await keys.loadFromStore(store)    // with --keys store: the store's keys
- * await keys.settleIdentities(store) // consumers' ids stored, their orders moved to those ids
- * await keys.start()
- * createApp({ keys: () => keys.table, ... })
+ * const liveKeys = new LiveKeys(config.keys, log, metrics)
+ * await liveKeys.loadFromStore(store)    // with --keys store: the store's keys
+ * await liveKeys.settleIdentities(store) // consumers' ids stored, their orders moved to those ids
+ * await liveKeys.start()
+ * createApp({ keyTable: () => liveKeys.table, ... })
  */
 export class LiveKeys {
   /** The table requests are identified with now. */
@@ -123,7 +123,7 @@ export class LiveKeys {
   }
 
   /** What the admin API changes keys through; none without `--keys`. */
-  get admin(): KeyAdmin | undefined {
+  get keyAdmin(): KeyAdmin | undefined {
     return this.#admin;
   }
 

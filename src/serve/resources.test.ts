@@ -45,10 +45,10 @@ test('with --keys store, the keys are read from the store behind the wrappers', 
   const metrics = new Metrics({ version: '1.0.0', runtime: 'bun' });
   const store = await openServerStore(config, log, metrics);
   try {
-    const keys = new LiveKeys(config.keys, log, metrics);
-    await keys.loadFromStore(store);
-    expect(keys.admin).toBeDefined();
-    expect(keys.table.countByPlan()).toEqual({});
+    const liveKeys = new LiveKeys(config.keys, log, metrics);
+    await liveKeys.loadFromStore(store);
+    expect(liveKeys.keyAdmin).toBeDefined();
+    expect(liveKeys.table.countByPlan()).toEqual({});
   } finally {
     await store.close();
   }

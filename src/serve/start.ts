@@ -1,8 +1,8 @@
-// Serving. From the parsed configuration, this file starts the runtime's adapter, binds the
-// listeners (src/serve/listeners.ts), opens the metrics, the traces, the store, the limiter and
-// the webhooks (src/serve/resources.ts), and builds the apps. It serves without workers (the
-// default), on this thread, or with --workers threads (src/serve/supervisor.ts). It also runs the
-// shutdown that a signal starts.
+// Serving. From the parsed configuration, this file starts the runtime's adapter, makes the
+// metrics and the traces, binds the listeners (src/serve/listeners.ts), opens the store, the
+// limiter and the webhooks (src/serve/resources.ts), and builds the apps. It serves without
+// workers (the default), on this thread, or with --workers threads (src/serve/supervisor.ts). It
+// also runs the shutdown that a signal starts.
 import process from 'node:process';
 import { type AppOptions, adminApp, createApp } from '../app.ts';
 import { type Config, ConfigError, memoryWithWorkers } from '../config.ts';
@@ -35,8 +35,9 @@ import { type HostStatus, type WorkerMemory, WorkerPool, workerMemory } from './
 declare const PETSTORE_TARGET: string | undefined;
 
 /**
- * Serves `config` (checked whole by `parseConfig`): reads the keys, binds the ports, opens the
- * store, builds the limiter, the webhooks and the apps, installs the signal handlers, and only
+ * Serves `config` (checked whole by `parseConfig`): makes the metrics and the traces, reads the
+ * keys, binds the ports, opens the store (and reads the keys kept there, with `--keys store`),
+ * builds the limiter, the webhooks and the apps, installs the signal handlers, and only
  * then shows the development key (if any) and logs `listening`. Resolves once serving; the
  * process then runs until a signal stops it.
  *
@@ -51,14 +52,14 @@ export async function startServer(config: Config): Promise<void> {
   const sharedMemory = workers > 1 ? workerMemory(workers) : undefined;
   const metrics = await metricsOf(config, adapter);
   const traces = await startTraces(config, metrics);
-  const keys = new LiveKeys(config.keys, log, metrics);
+  const liveKeys = new LiveKeys(config.keys, log, metrics);
   // The admin API changes the keys file: a file this process cannot write is refused now, once,
   // not with a 500 at every admin change.
   if (config.adminPort !== null && config.keys && config.keys !== KEYS_STORE) {
     const problem = keysFileWriteProblem(config.keys);
     if (problem) throw new KeysFileError(problem);
   }
-  checkOpenFiles(log, openFilesNeeded(keys.consumers, config.maxInFlight));
+  checkOpenFiles(log, openFilesNeeded(liveKeys.consumers, config.maxInFlight));
   const listeners = await Listeners.bind(config, adapter, metrics, { proveOnly: workers > 1 });
   // The workers' shared counters (`WORKER_STATE` of src/serve/supervisor.ts), over their memory.
   const sharedCounters = sharedMemory && new Int32Array(sharedMemory.state);
@@ -67,20 +68,20 @@ export async function startServer(config: Config): Promise<void> {
   // With workers, the supervisor's store shares their counters: its own writes (expiries, a
   // consumer's orders retired) move the change count every worker reads.
   const store = await openServerStore(config, log, metrics, sharedCounters && { state: sharedCounters, workers });
-  await keys.loadFromStore(store);
-  await keys.settleIdentities(store);
+  await liveKeys.loadFromStore(store);
+  await liveKeys.settleIdentities(store);
   const { limiter, redisLimiter } = await openLimiter(config, log, metrics);
-  const webhooks = webhooksOf(store, config, log, metrics, keys);
+  const webhooks = webhooksOf(store, config, log, metrics, liveKeys);
   let stopping = false;
   let stoppingAt = 0;
   // The host's part of `/readyz`.
-  const hostStatus = (): HostStatus => ({ limiterStatus: redisLimiter?.status(), keysProblem: keys.problem() });
+  const hostStatus = (): HostStatus => ({ limiterStatus: redisLimiter?.status(), keysProblem: liveKeys.problem() });
   if (sharedMemory) {
     await startWorkers({
       config,
       memory: sharedMemory,
       listeners,
-      keys,
+      liveKeys,
       limiter,
       log,
       metrics,
@@ -90,7 +91,7 @@ export async function startServer(config: Config): Promise<void> {
   } else {
     serveWithoutWorkers(config, adapter, listeners, {
       store,
-      keys: () => keys.table,
+      keyTable: () => liveKeys.table,
       limiter,
       log,
       metrics,
@@ -101,11 +102,11 @@ export async function startServer(config: Config): Promise<void> {
   }
   webhooks.delivery?.start();
   const expiry = startDueOrderSweep(store, log);
-  const adminServer = await startAdmin({ config, adapter, listeners, keys, limiter, log, metrics, store });
-  await keys.start();
+  const adminServer = await startAdmin({ config, adapter, listeners, liveKeys, limiter, log, metrics, store });
+  await liveKeys.start();
   handleSignals({
     log,
-    reload: () => keys.reload(),
+    reload: () => liveKeys.reload(),
     servers: listeners.all,
     shutdownSeconds: config.shutdownSeconds,
     onStopping: () => {
@@ -116,7 +117,7 @@ export async function startServer(config: Config): Promise<void> {
     },
     close: async () => {
       clearInterval(expiry);
-      await keys.stop();
+      await liveKeys.stop();
       await webhooks.delivery?.stop();
       await store.close();
       await redisLimiter?.close();
@@ -124,7 +125,7 @@ export async function startServer(config: Config): Promise<void> {
       await traces?.shutdown(Math.max(FLUSH_MIN_MS, stoppingAt + config.shutdownSeconds * 1_000 - Date.now()));
     },
   });
-  announce({ config, runtime: adapter.name, keys, listeners, admin: adminServer, log, traces: traces?.url, workers });
+  announce({ config, runtime: adapter.name, liveKeys, listeners, adminServer, log, traces: traces?.url, workers });
 }
 
 /**
@@ -169,7 +170,7 @@ async function startAdmin({
   config,
   adapter,
   listeners,
-  keys,
+  liveKeys,
   limiter,
   log,
   metrics,
@@ -178,19 +179,19 @@ async function startAdmin({
   config: Config;
   adapter: RuntimeAdapter;
   listeners: Listeners;
-  keys: LiveKeys;
+  liveKeys: LiveKeys;
   limiter: RateLimiter;
   log: Logger;
   metrics: Metrics | undefined;
   store: DataStore;
 }): Promise<RunningServer | undefined> {
-  if (!keys.admin || config.adminPort === null) return undefined;
-  const admin = adminApp({
-    keys: () => keys.table,
+  if (!liveKeys.keyAdmin || config.adminPort === null) return undefined;
+  const app = adminApp({
+    keyTable: () => liveKeys.table,
     limiter,
     log,
     ...gatewayFlags(config, adapter),
-    admin: keys.admin,
+    keyAdmin: liveKeys.keyAdmin,
     ...(metrics ? { metrics } : {}),
     // When the admin API deletes a consumer, every owner its orders are stored under is
     // retired: its placed orders are cancelled and their pets are available again.
@@ -198,7 +199,7 @@ async function startAdmin({
       for (const owner of owners) await store.retireOwner(owner);
     },
   });
-  return listeners.add(admin.fetch, config.adminPort, config.adminHost);
+  return listeners.add(app.fetch, config.adminPort, config.adminHost);
 }
 
 /**
@@ -211,7 +212,7 @@ async function startWorkers({
   config,
   memory,
   listeners,
-  keys,
+  liveKeys,
   limiter,
   log,
   metrics,
@@ -221,7 +222,7 @@ async function startWorkers({
   config: Config;
   memory: WorkerMemory;
   listeners: Listeners;
-  keys: LiveKeys;
+  liveKeys: LiveKeys;
   limiter: RateLimiter;
   log: Logger;
   metrics: Metrics | undefined;
@@ -235,7 +236,7 @@ async function startWorkers({
     config,
     port: listeners.main.port,
     memory,
-    keys: () => keys.table,
+    keyTable: () => liveKeys.table,
     limiter,
     log,
     lines: logLines(),
@@ -250,7 +251,7 @@ async function startWorkers({
       process.kill(process.pid, 'SIGTERM');
     },
   });
-  keys.onChange((table) => pool.keysChanged(table));
+  liveKeys.onChange((table) => pool.keysChanged(table));
   listeners.addWorkerPool(pool);
 }
 
@@ -317,7 +318,7 @@ function gatewayFlags(config: Config, adapter: RuntimeAdapter) {
  */
 export type AppResources = Pick<
   AppOptions,
-  'store' | 'keys' | 'limiter' | 'log' | 'metrics' | 'whyNotReady' | 'notify' | 'hostSlots'
+  'store' | 'keyTable' | 'limiter' | 'log' | 'metrics' | 'whyNotReady' | 'notify' | 'hostSlots'
 > & {
   /** The host's part of `/readyz`; undefined in a worker the supervisor sends none. */
   hostStatus: () => HostStatus | undefined;
@@ -330,7 +331,7 @@ export type AppResources = Pick<
  *
  * @example
  * const app = createApp(
- *   appOptionsOf(config, adapter, { store, keys, limiter, log, metrics, whyNotReady, hostStatus }),
+ *   appOptionsOf(config, adapter, { store, keyTable, limiter, log, metrics, whyNotReady, hostStatus }),
  * );
  */
 export function appOptionsOf(
@@ -358,34 +359,34 @@ export function appOptionsOf(
 function announce({
   config,
   runtime,
-  keys,
+  liveKeys,
   listeners,
-  admin,
+  adminServer,
   log,
   traces,
   workers,
 }: {
   config: Config;
   runtime: string;
-  keys: LiveKeys;
+  liveKeys: LiveKeys;
   listeners: Listeners;
-  admin: RunningServer | undefined;
+  adminServer: RunningServer | undefined;
   log: Logger;
   /** The OTLP endpoint traces go to, if any. */
   traces: string | undefined;
   workers: number;
 }): void {
-  if (keys.devToken) announceDevKey(keys.devToken, origin(config.host, listeners.main.port), log);
+  if (liveKeys.devToken) announceDevKey(liveKeys.devToken, origin(config.host, listeners.main.port), log);
   log.info('listening', {
     version: VERSION,
     runtime,
     ...(workers > 1 ? { workers } : {}),
     address: httpOrigin(config.host, listeners.main.port),
     data: describeData(config.data),
-    keysByPlan: keys.table.countByPlan(),
+    keysByPlan: liveKeys.table.countByPlan(),
     ...(traces ? { traces } : {}),
     ...(listeners.metrics ? { metrics: `${httpOrigin(config.host, listeners.metrics.port)}/metrics` } : {}),
-    ...(admin ? { admin: `${httpOrigin(config.adminHost, admin.port)}/admin/v1` } : {}),
+    ...(adminServer ? { admin: `${httpOrigin(config.adminHost, adminServer.port)}/admin/v1` } : {}),
   });
 }
 

@@ -162,7 +162,8 @@ export interface WorkerPoolOptions {
   readonly count: number;
   readonly config: Config;
   readonly port: number;
-  readonly keys: () => KeyTable;
+  /** The keys in force now, which a starting worker is sent. */
+  readonly keyTable: () => KeyTable;
   /** The host's limiter: every worker's decisions are its. */
   readonly limiter: RateLimiter;
   readonly log: Logger;
@@ -191,7 +192,7 @@ interface Running {
  *
  * @example
  * const pool = await WorkerPool.start({
- *   count: 4, config, port, memory, keys, limiter, log, lines, wake, lost,
+ *   count: 4, config, port, memory, keyTable, limiter, log, lines, wake, lost,
  * })
  */
 export class WorkerPool implements RunningServer {
@@ -301,7 +302,7 @@ export class WorkerPool implements RunningServer {
 
   /** Starts worker `index`; resolves once it listens. */
   #spawn(index: number, replacement = false): Promise<void> {
-    const { config, port, keys, log, lines, wake } = this.#options;
+    const { config, port, keyTable, log, lines, wake } = this.#options;
     const worker = new Worker(workerEntry());
     let listened: () => void = () => {};
     let failed: (err: Error) => void = () => {};
@@ -386,7 +387,7 @@ export class WorkerPool implements RunningServer {
         ...(this.#options.hostStatus ? { hostStatus: this.#options.hostStatus() } : {}),
         config,
         port,
-        keys: keys().all(),
+        keys: keyTable().all(),
         memory: this.memory,
         grants,
       } satisfies ToWorker);

@@ -34,7 +34,7 @@ async function serve(start: WorkerStart): Promise<void> {
     write: logLines.write,
   });
   const state = new Int32Array(memory.state);
-  let keys = new KeyTable(keyRecords(start.keys));
+  let keyTable = new KeyTable(keyRecords(start.keys));
   let hostStatus = start.hostStatus;
   // A turn's questions go out in one message, and come back answered in one.
   // A busy consumer's requests are decided here, from the supervisor's grants.
@@ -43,7 +43,7 @@ async function serve(start: WorkerStart): Promise<void> {
     { grants: start.grants },
   );
   const metrics = await metricsOf(config, adapter);
-  metrics?.consumers.load(keys.records());
+  metrics?.consumers.load(keyTable.records());
   const rendered = new Map<number, (text: string) => void>();
   let lastRender = 0;
   // `/metrics` on this port shows the host's: the supervisor sums every worker's series.
@@ -59,7 +59,7 @@ async function serve(start: WorkerStart): Promise<void> {
   const app = createApp(
     appOptionsOf(config, adapter, {
       store,
-      keys: () => keys,
+      keyTable: () => keyTable,
       limiter,
       log,
       metrics,
@@ -84,8 +84,8 @@ async function serve(start: WorkerStart): Promise<void> {
       return;
     }
     if (message.type === 'keys') {
-      keys = new KeyTable(keyRecords(message.keys));
-      metrics?.consumers.load(keys.records());
+      keyTable = new KeyTable(keyRecords(message.keys));
+      metrics?.consumers.load(keyTable.records());
       return;
     }
     if (message.type === 'hostStatus') {

@@ -30,7 +30,7 @@ function setup({
   const app = routesApp(
     healthRoutes({
       store,
-      keys: () => keys,
+      keyTable: () => keys,
       log,
       whyNotReady,
       timeoutMs: 50,

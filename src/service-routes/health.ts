@@ -21,7 +21,7 @@ const LIMITER_DOWN = 'The rate limiter cannot reach Redis (--redis-fail closed).
 export interface HealthOptions {
   store: DataStore;
   /** The current keys; `/readyz` fails while none are loaded. */
-  keys: () => KeyTable;
+  keyTable: () => KeyTable;
   log: Logger;
   /** Why the server should get no new traffic (e.g. it is shutting down), or undefined. */
   whyNotReady?: () => string | undefined;
@@ -42,11 +42,11 @@ export interface HealthOptions {
  * own error goes to the log, not to the client). Both are outside `/v1`: no key, no rate limit.
  *
  * @example
- * const routes = healthRoutes({ store, keys: () => table, log })
+ * const routes = healthRoutes({ store, keyTable: () => table, log })
  */
 export function healthRoutes({
   store,
-  keys,
+  keyTable,
   log,
   whyNotReady = () => undefined,
   timeoutMs = READY_TIMEOUT_MS,
@@ -68,7 +68,7 @@ export function healthRoutes({
         const limiter = limiterStatus?.();
         const reason =
           whyNotReady() ??
-          (keys().size === 0 ? 'No API keys are loaded.' : undefined) ??
+          (keyTable().size === 0 ? 'No API keys are loaded.' : undefined) ??
           keysProblem() ??
           (limiter && !limiter.ready ? LIMITER_DOWN : undefined) ??
           (await storeProblem(store, log, timeoutMs));

@@ -14,7 +14,7 @@ function app(options: { metrics?: Metrics; serveMetrics?: boolean; keys?: KeyTab
   const { keys = new KeyTable([]), ...rest } = options;
   return createApp({
     store: new MemoryStore(),
-    keys: () => keys,
+    keyTable: () => keys,
     limiter: new SlidingWindowLimiter(),
     ...rest,
   });

@@ -18,7 +18,7 @@ export interface ServiceRoutesOptions extends HealthOptions {
  * each with the id its requests are counted under.
  *
  * @example
- * for (const route of serviceRoutes({ store, keys, log }))
+ * for (const route of serviceRoutes({ store, keyTable, log }))
  *   app.get(route.path, handlers.serviceRoute(route))
  */
 export function serviceRoutes({ docs, metrics, ...health }: ServiceRoutesOptions): readonly ServiceRoute[] {

@@ -100,7 +100,8 @@ export class MemoryStore implements DataStore {
     const was = current as StoredPet;
     if (plan.statusChanges && this.#heldByOrder(id)) return { outcome: 'on_order', pet: { ...was } };
     if (!plan.changed) return { outcome: 'updated', pet: { ...was } };
-    // A new object: an idempotency key keeps the one its create answered.
+    // The changed pet is a new object: an idempotency key keeps the object its create answered,
+    // and a retry of that create must still answer the pet as it was then.
     const next: StoredPet = { ...plan.next, version: was.version + 1 };
     this.#pets[i] = next;
     this.#inventory[was.status]--;
@@ -224,7 +225,8 @@ export class MemoryStore implements DataStore {
 
   async adoptOwners(moves: readonly OwnerMove[]): Promise<void> {
     for (const { from, to } of moves) {
-      // An order placed with a key the heir already has stays `from`'s.
+      // An order whose Idempotency-Key `to` already uses stays with `from`, as in the databases,
+      // where the (owner, key) pair is unique.
       const kept = new Set<string>();
       for (const [keyed, id] of [...this.#orderKeys]) {
         if (!keyed.startsWith(`${from}\u0000`)) continue;
@@ -324,8 +326,8 @@ export class MemoryStore implements DataStore {
   }
 
   /**
-   * Moves a pet to `status` as a change of it: a new object (a kept create answers the old), its
-   * version moved.
+   * Moves a pet to `status` as a change of it, with its version moved. The pet is a new object,
+   * because an idempotency key may keep the old one to answer a retry of its create.
    */
   #setStatus(pet: StoredPet, status: Pet['status']): void {
     const i = this.#firstAfter(pet.id - 1);

@@ -103,8 +103,9 @@ export type PlaceOrderResult =
   | { readonly outcome: 'pet_unavailable' };
 
 /**
- * What `closeOrder` did: closed it, found it already so (`'unchanged'`), or found it
- * closed otherwise.
+ * What `closeOrder` did: `closed` the order as asked; found it already closed that way
+ * (`unchanged`); found it closed another way (`order_closed`); or found no order of the owner's
+ * with that id (`not_found`).
  */
 export type CloseOrderResult =
   | { readonly outcome: 'closed' | 'unchanged' | 'order_closed'; readonly order: StoredOrder }
@@ -181,16 +182,23 @@ export interface DataStore {
   /**
    * Gives what each move's `from` owns (its orders, its createPet `Idempotency-Key`s) to its `to`:
    * a consumer stored before consumers had ids takes what was stored under its name
-   * (src/keys/records.ts, `Consumer.adopts`). A key `to` already has stays `from`'s. Resolves once
+   * (src/keys/records.ts, `Consumer.adopts`). An order or key whose `Idempotency-Key` `to`
+   * already uses stays with `from`, since one owner cannot hold the same key twice. Resolves once
    * durable.
    */
   adoptOwners(moves: readonly OwnerMove[]): Promise<void>;
   /**
    * Starts the due orders' expiry, one run at a time, and returns the run to wait on, if any.
    * The run is `expireDueOrders()` under way; undefined means nothing is left to wait for. A read
-   * of pets waits for it, so it shows them as a write will find them. A backend's run never
-   * rejects; the bound-and-traced store's may time out. A read whose answer may be memoised calls
-   * it before `changeCount()`.
+   * of pets waits for it (step 6.1 of src/http/pipeline.ts), so it shows them as a write will find
+   * them. A read whose answer may be memoised calls it before `changeCount()`.
+   *
+   * A failed run does not fail the read: a backend's run never rejects, so the read goes on and
+   * shows the pets as stored, with nothing memoised (`changeCount()` stays undefined past the
+   * deadline), and the next read or the order sweep (src/serve/start.ts, which logs and counts its
+   * failures) tries again. A wait past `--store-timeout`, or begun while the database is
+   * unreachable, does reject: the bound-and-traced store (`boundAndTraced()`) bounds it as any
+   * call, and the read answers 503. The run goes on, and the next read waits for it.
    */
   startDueOrderExpiry(): Promise<unknown> | undefined;
   /**

@@ -113,7 +113,7 @@ describe('FailoverLimiter', () => {
         JSON.stringify({ keys: [{ name: 'acme', plan: 'free', sha256: hashToken(tokenFor('acme')).toString('hex') }] }),
       ),
     );
-    const app = createApp({ store: new MemoryStore(), keys: () => keys, limiter, clock: fakeClock() });
+    const app = createApp({ store: new MemoryStore(), keyTable: () => keys, limiter, clock: fakeClock() });
     const res = await app.request('/v1/pets', { headers: { Authorization: `Bearer ${tokenFor('acme')}` } });
     expect(res.status).toBe(503);
     expect(res.headers.get('retry-after')).toBe('1');

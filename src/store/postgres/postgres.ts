@@ -643,7 +643,8 @@ export class PostgresStore implements DataStore, WithKeyStore {
     await this.#changing(STORE_CALLS.adoptOwners.doing, NO_PET, () =>
       transaction(this.#sql, async (tx) => {
         for (const { from, to } of moves) {
-          // A key the heir already has stays put: moving it would break the pair's uniqueness.
+          // An order whose Idempotency-Key `to` already uses stays with `from`: moving it would
+          // give `to` two orders with one key, which the unique (owner, idempotency_key) pair forbids.
           await tx`
             UPDATE orders o SET owner = ${to}
             WHERE o.owner = ${from} AND (o.idempotency_key IS NULL OR NOT EXISTS (
@@ -739,11 +740,8 @@ export class PostgresStore implements DataStore, WithKeyStore {
    */
   startDueOrderExpiry(): Promise<unknown> | undefined {
     if (Date.now() < this.#nextDeadline) return undefined;
-    // A failed run is not the read's to answer: the read goes on and shows the pets as stored, with
-    // nothing memoised (`changeCount()` stays undefined past the deadline). The next read or the
-    // order sweep (src/serve/start.ts, which logs and counts its failures) tries again. A run that
-    // outlives `--store-timeout` is another matter: the bound-and-traced store (`boundAndTraced()`)
-    // rejects the read's wait, and the read answers 503.
+    // The run never rejects: why a failed run does not fail the read is at `startDueOrderExpiry`
+    // of `DataStore` (src/store/store.ts).
     this.#expiring ??= this.expireDueOrders()
       .catch(() => {})
       .finally(() => {

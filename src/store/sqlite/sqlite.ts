@@ -119,7 +119,9 @@ const EXPIRE_DUE = `UPDATE orders SET status = 'expired' WHERE status = 'placed'
   RETURNING owner, ${ORDER_COLUMNS}`;
 const CANCEL_OWNED = "UPDATE orders SET status = 'cancelled' WHERE owner = ? AND status = 'placed' RETURNING pet_id";
 const RETIRE_OWNER = 'UPDATE orders SET owner = ?, idempotency_key = NULL WHERE owner = ?';
-// A key the heir already has stays where it is: moving it would break the pair's uniqueness.
+// Moves `from`'s orders (?2) to the consumer `to` (?1) that adopts them. An order whose
+// Idempotency-Key `to` already uses stays with `from`: moving it would give `to` two orders with
+// one key, which the unique (owner, idempotency_key) pair forbids.
 const ADOPT_ORDERS = `UPDATE orders SET owner = ?1 WHERE owner = ?2 AND (idempotency_key IS NULL
   OR NOT EXISTS (SELECT 1 FROM orders mine WHERE mine.owner = ?1 AND mine.idempotency_key = orders.idempotency_key))`;
 const ADOPT_KEYS = `UPDATE idempotency_keys SET scope = ?1 WHERE scope = ?2
@@ -419,14 +421,12 @@ export class SqliteStore implements DataStore, WithKeyStore {
     try {
       this.#noticeOtherWriters('read data_version');
     } catch {
-      // The file cannot be read: the expiry, a write, fails the same way.
+      // The file cannot be read. Nothing more is done about it here: the expiry below writes to
+      // the same file, so it fails the same way.
     }
     if (this.#clock.now() < this.#nextDeadline) return undefined;
-    // A failed run is not the read's to answer: the read goes on and shows the pets as stored, with
-    // nothing memoised (`changeCount()` stays undefined past the deadline). The next read or the
-    // order sweep (src/serve/start.ts, which logs and counts its failures) tries again. A run that
-    // outlives `--store-timeout` is another matter: the bound-and-traced store (`boundAndTraced()`)
-    // rejects the read's wait, and the read answers 503.
+    // The run never rejects: why a failed run does not fail the read is at `startDueOrderExpiry`
+    // of `DataStore` (src/store/store.ts).
     this.#expiring ??= this.expireDueOrders(this.#clock.now())
       .catch(() => {})
       .finally(() => {
@@ -635,8 +635,9 @@ export class SqliteStore implements DataStore, WithKeyStore {
   }
 
   /**
-   * Inside the batch's transaction, which holds the file's write lock: a hold that ran out ends
-   * first (so If-Match is checked against the version it gave), then read, check, write.
+   * Inside the batch's transaction, which holds the file's write lock: first expires the orders
+   * whose hold ran out, so `If-Match` is checked against the version that expiry gave the pet;
+   * then reads the pet, checks the patch, and writes it.
    */
   #change(id: number, patch: PetPatch, ifMatch: IfMatch | undefined): UpdateResult {
     this.#expireDueOrdersIn(this.#clock.now());
