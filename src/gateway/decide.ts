@@ -54,6 +54,7 @@ export function decider({
       const policy = consumer.ban ?? ban;
       subject = {
         id: consumerSubjectId(consumer),
+        keyless: false,
         plan: consumer.plan,
         label: consumer.name,
         limits: consumer.limits,
@@ -73,7 +74,14 @@ export function decider({
   const addressSubject = (address: string): Subject => {
     const group = addressGroup(address, ipv6Prefix);
     // `anonymous` is the plan label keyless clients carry in the metrics and the log.
-    return { id: `addr:${group}`, plan: 'anonymous', label: group, limits: PLAN_LIMITS.free, ban: keylessBan };
+    return {
+      id: `addr:${group}`,
+      keyless: true,
+      plan: 'anonymous',
+      label: group,
+      limits: PLAN_LIMITS.free,
+      ban: keylessBan,
+    };
   };
 
   return async function decide(caller, cost) {

@@ -36,6 +36,7 @@ function host(workers: number) {
 
 const consumer = (perMinute: number, threshold = 0): Subject => ({
   id: 'key:acme',
+  keyless: false,
   plan: 'pro',
   label: 'acme',
   limits: { perMinute, perDay: 100_000 },
@@ -81,6 +82,7 @@ describe('one limiter for the host: workers ask the supervisor', () => {
     const { remotes } = host(3);
     const keyless = (): Subject => ({
       id: 'addr:203.0.113.7',
+      keyless: true,
       plan: 'anonymous',
       label: '203.0.113.7',
       limits: { perMinute: 5, perDay: 1000 },
@@ -303,7 +305,14 @@ describe('questions packed for the message', () => {
   test("every question comes out as it went in; keyless clients' subjects from their addresses", () => {
     const limits = { perMinute: 60, perDay: 1_000 };
     const ban = { seconds: 900, threshold: 60 };
-    const keyless = (label: string): Subject => ({ id: `addr:${label}`, plan: 'anonymous', label, limits, ban });
+    const keyless = (label: string): Subject => ({
+      id: `addr:${label}`,
+      keyless: true,
+      plan: 'anonymous',
+      label,
+      limits,
+      ban,
+    });
     const asks: DecideMessage[] = [
       {
         type: 'decide',

@@ -123,7 +123,7 @@ export class RemoteLimiter implements RateLimiter {
   }
 
   decide(subject: Subject, cost = 1): Verdict | Promise<Verdict> {
-    if (subject.plan === 'anonymous') return this.#ask(subject, 0, cost, 0).then(verdictOf);
+    if (subject.keyless) return this.#ask(subject, 0, cost, 0).then(verdictOf);
     const ref = this.#refOf(subject);
     if (!this.#units || cost === 0) return this.#ask(subject, ref, cost, 0).then(verdictOf);
     let held = this.#held.get(ref);
@@ -345,9 +345,7 @@ export class LimiterOwner {
       const { id, requestIds } = message;
       const on = subject;
       const decide = () =>
-        book && on.plan !== 'anonymous'
-          ? this.#decideGranting(book, on, message)
-          : this.#limiter.decide(on, message.cost);
+        book && !on.keyless ? this.#decideGranting(book, on, message) : this.#limiter.decide(on, message.cost);
       let answer: Verdict | Promise<Verdict> | DecidedMessage;
       try {
         answer = requestIds ? inRequest(requestState(...requestIds), decide) : decide();
@@ -590,7 +588,7 @@ export function packAsks(asks: readonly DecideMessage[]): PackedAsks {
     // The first line of each question goes without a newline before it: split gives them back in
     // order.
     text += `${i === 0 ? '' : '\n'}${requestIds?.[0] ?? ''}\n${requestIds?.[1] ?? ''}\n${requestIds?.[2] ?? ''}`;
-    if (subject?.plan === 'anonymous' && isAddressId(subject)) {
+    if (subject?.keyless && isAddressId(subject)) {
       keyless ??= { limits: subject.limits, ban: subject.ban };
       if (keyless.limits === subject.limits && keyless.ban === subject.ban) {
         how = KEYLESS;
@@ -638,7 +636,14 @@ export function unpackAsks({ packed, text, subjects, keyless }: PackedAsks): Dec
     if (how === WHOLE) subject = subjects[whole++];
     else if (how === KEYLESS && keyless) {
       const label = strings[s++] ?? '';
-      subject = { id: `addr:${label}`, plan: 'anonymous', label, limits: keyless.limits, ban: keyless.ban };
+      subject = {
+        id: `addr:${label}`,
+        keyless: true,
+        plan: 'anonymous',
+        label,
+        limits: keyless.limits,
+        ban: keyless.ban,
+      };
     }
     const requestIds = requestId === '' ? undefined : ([requestId, traceId, spanId] as const);
     asks.push(
