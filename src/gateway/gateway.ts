@@ -68,7 +68,7 @@ export interface GatewayOptions {
   clientAddress: (c: Context) => string;
   /**
    * Ban applied to a consumer whose record sets none (in the keys file or with `--keys store`),
-   * and to a keyless client's address.
+   * and to a keyless client's address group.
    */
   ban?: BanPolicy;
   /** Most requests one consumer may have in flight (`--max-in-flight`). */

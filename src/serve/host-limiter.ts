@@ -551,9 +551,9 @@ export function unpackAnswers({ packed, others }: PackedAnswers): DecidedMessage
 
 /**
  * A turn's questions as they cross to the supervisor: their numbers in one `Float64Array`, the
- * request ids and keyless clients' addresses in one string, and the subjects sent whole beside
- * them. A keyless client's subject differs from the turn's first keyless client's only in its
- * address, so only that is sent.
+ * request ids and keyless clients' address groups in one string, and the subjects sent whole
+ * beside them. A keyless client's subject differs from the turn's first keyless client's only in
+ * its address group, so only that is sent.
  */
 export interface PackedAsks {
   /**
@@ -562,7 +562,7 @@ export interface PackedAsks {
   readonly packed: Float64Array;
   /**
    * Per question, newline-separated: its request, trace and span ids (empty when none), then a
-   * keyless client's address.
+   * keyless client's address group.
    */
   readonly text: string;
   readonly subjects: readonly Subject[];
