@@ -26,10 +26,21 @@ import { writeRateLimitHeaders } from './rate-limit-headers.ts';
 export type { Caller, ConsumerCaller } from './caller.ts';
 export { clearWorker, type HostSlotsMemory, hostSlotsMemory } from './host-in-flight.ts';
 export type { LimiterStatus } from './limiter/failover.ts';
+export {
+  type DecidedMessage,
+  grantMemory,
+  LimiterOwner,
+  type PackedAnswers,
+  type PackedAsks,
+  packAnswers,
+  packAsks,
+  RemoteLimiter,
+  unpackAnswers,
+  unpackAsks,
+} from './limiter/host-limiter.ts';
 export { SlidingWindowLimiter } from './limiter/in-process.ts';
 export type { LeaseStats, RunKind } from './limiter/leases.ts';
 export type { LimiterEvent, RateLimiter, Subject, Verdict } from './limiter/limiter.ts';
-export { GrantPace } from './limiter/pace.ts';
 export { quotaStatus } from './quota.ts';
 export { wouldRefuseReporter } from './report-only.ts';
 

@@ -19,10 +19,11 @@
  * whole, since it is made per request.
  */
 import { LRUCache } from 'lru-cache';
-import { type Clock, systemClock } from '../core/clock.ts';
-import type { Decision } from '../core/decision.ts';
-import { GrantPace, type RateLimiter, type Subject, type Verdict } from '../gateway/gateway.ts';
-import { currentRequest, inRequest, requestState } from '../trace/request-state.ts';
+import { type Clock, systemClock } from '../../core/clock.ts';
+import type { Decision } from '../../core/decision.ts';
+import { currentRequest, inRequest, requestState } from '../../trace/request-state.ts';
+import type { RateLimiter, Subject, Verdict } from './limiter.ts';
+import { GrantPace } from './pace.ts';
 
 /** A worker's question. */
 export interface DecideMessage {

@@ -1,6 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { fakeClock } from '../../test/testing.ts';
-import { SlidingWindowLimiter, type Subject, type Verdict } from '../gateway/gateway.ts';
+import { fakeClock } from '../../../test/testing.ts';
 import {
   type DecidedMessage,
   type DecideMessage,
@@ -12,6 +11,8 @@ import {
   unpackAnswers,
   unpackAsks,
 } from './host-limiter.ts';
+import { SlidingWindowLimiter } from './in-process.ts';
+import type { Subject, Verdict } from './limiter.ts';
 
 /**
  * A question as the supervisor receives it: packed with its turn, copied as a MessagePort copies
