@@ -42,6 +42,7 @@ const subjects: Subject[] = Array.from({ length: KEYS }, (_, rank) => {
   const plan = rank % 4 === 3 ? 'tight' : 'generous';
   return {
     id: `key:sim-${rank}`,
+    keyless: false,
     plan: 'pro',
     label: `sim-${rank}-${plan}`,
     limits: PLANS[plan],

@@ -9,9 +9,13 @@ import type { RateLimiter, Subject, Verdict } from './limiter/limiter.ts';
 
 /**
  * A consumer's limiter subject id, `key:con_…`: by its id, as orders are owned, so a consumer made
- * again under the same name is another party, with fresh windows and no ban. `key:` names the
- * windows of a consumer (all its keys), not of one API key, and is not a legacy order owner's
- * `key:<name>` (src/gateway/README.md#words).
+ * again under the same name is another party, with fresh windows and no ban. It names a consumer
+ * (all its keys), not one API key, and limiter state, never rows as a legacy order owner's
+ * `key:<name>` does (`legacyOwnerOf`). The `key:` prefix stays because the id is the Redis key of
+ * the consumer's windows and ban (`petstore:rl:key:con_…`), shared by every instance of a fleet (an
+ * older release's too during a rolling upgrade) and outliving their restarts: another prefix would
+ * start every consumer's windows afresh and lift its ban at the upgrade, and split its counts
+ * between the old and the new instances while both serve.
  */
 function consumerSubjectId(consumer: Consumer): string {
   return `key:${consumer.id}`;
@@ -54,6 +58,7 @@ export function decider({
       const policy = consumer.ban ?? ban;
       subject = {
         id: consumerSubjectId(consumer),
+        keyless: false,
         plan: consumer.plan,
         label: consumer.name,
         limits: consumer.limits,
@@ -73,7 +78,14 @@ export function decider({
   const addressSubject = (address: string): Subject => {
     const group = addressGroup(address, ipv6Prefix);
     // `anonymous` is the plan label keyless clients carry in the metrics and the log.
-    return { id: `addr:${group}`, plan: 'anonymous', label: group, limits: PLAN_LIMITS.free, ban: keylessBan };
+    return {
+      id: `addr:${group}`,
+      keyless: true,
+      plan: 'anonymous',
+      label: group,
+      limits: PLAN_LIMITS.free,
+      ban: keylessBan,
+    };
   };
 
   return async function decide(caller, cost) {

@@ -26,10 +26,21 @@ import { writeRateLimitHeaders } from './rate-limit-headers.ts';
 export type { Caller, ConsumerCaller } from './caller.ts';
 export { clearWorker, type HostSlotsMemory, hostSlotsMemory } from './host-in-flight.ts';
 export type { LimiterStatus } from './limiter/failover.ts';
+export {
+  type DecidedMessage,
+  grantMemory,
+  LimiterOwner,
+  type PackedAnswers,
+  type PackedAsks,
+  packAnswers,
+  packAsks,
+  RemoteLimiter,
+  unpackAnswers,
+  unpackAsks,
+} from './limiter/host-limiter.ts';
 export { SlidingWindowLimiter } from './limiter/in-process.ts';
 export type { LeaseStats, RunKind } from './limiter/leases.ts';
 export type { LimiterEvent, RateLimiter, Subject, Verdict } from './limiter/limiter.ts';
-export { GrantPace } from './limiter/pace.ts';
 export { quotaStatus } from './quota.ts';
 export { wouldRefuseReporter } from './report-only.ts';
 
@@ -68,7 +79,7 @@ export interface GatewayOptions {
   clientAddress: (c: Context) => string;
   /**
    * Ban applied to a consumer whose record sets none (in the keys file or with `--keys store`),
-   * and to a keyless client's address.
+   * and to a keyless client's address group.
    */
   ban?: BanPolicy;
   /** Most requests one consumer may have in flight (`--max-in-flight`). */
@@ -178,7 +189,9 @@ export function createAdmission({
     : new InFlight<Decision>(maxInFlight);
   /**
    * Asks the limiter's decision for a caller without a valid key, in a child of the request's trace
-   * record when requests are recorded; a key's request opens and closes the child itself, below.
+   * record when requests are recorded. The two paths make that child differently because a key
+   * holder's is the hot one: it opens and closes the child around its own await (3d), with no
+   * closure nor promise, where a keyless request, always refused, takes `childSpan`'s wrapper.
    */
   const decideForKeyless = (caller: Caller, cost: number) =>
     childSpan('gateway decide', NO_ATTRIBUTES, () => decide(caller, cost), DECISION_SPAN, cost);
@@ -211,7 +224,7 @@ export function createAdmission({
     try {
       // 3d: the operation's cost, spent with the limiter.
       const cost = op.readsQuota ? 0 : op.id === undefined ? 1 : (consumer.costs[op.id] ?? 1);
-      // The decision's child opened and closed here, around the one await: no promise of its own.
+      // The decision's child, opened and closed around the one await (`decideForKeyless` says why).
       const child = openChild('gateway decide', NO_ATTRIBUTES, DECISION_SPAN, cost);
       let verdict: Awaited<ReturnType<typeof decide>>;
       try {

@@ -12,7 +12,7 @@ const FREE_POLICY = '"minute";q=60;w=60, "day";q=1000;w=86400';
 function setup(limits: Limits = { perMinute: 60, perDay: 1000 }, ban = { threshold: 1_000, seconds: 900 }) {
   let t = T0;
   const limiter = new SlidingWindowLimiter({ clock: { now: () => t } });
-  const s: Subject = { id: 'key:acme', plan: 'free', label: 'acme', limits, ban };
+  const s: Subject = { id: 'key:acme', keyless: false, plan: 'free', label: 'acme', limits, ban };
   return {
     at: (ms: number) => {
       t = T0 + ms;

@@ -5,7 +5,7 @@ import { ApiError, serviceUnavailable } from '../core/api-error.ts';
 import { StoreUnavailableError } from '../store/store-error.ts';
 import { answer } from './answer.ts';
 
-export type ErrorReporter = (err: unknown, c: Context) => void;
+type ErrorReporter = (err: unknown, c: Context) => void;
 
 /**
  * Returns whatever was thrown as the ApiError to answer: known errors keep their status; a store

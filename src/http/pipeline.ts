@@ -12,7 +12,7 @@
 //         passGateway               step 3: the gateway calls back for the rest
 //           addDeprecationHeaders   step 4
 //           checkBody               step 5
-//             awaitDueOrders        step 6.1: waits when the operation expires due orders first
+//             awaitDueOrderExpiry   step 6.1: waits when the operation expires due orders first
 //               memoOrRun           step 6.2
 //                 runHandler        step 7, through the memo's readOrJoin when memoised
 //                 answer            step 8
@@ -267,9 +267,9 @@ function partsOf({
  * 4. `addDeprecationHeaders`: a deprecated operation's `Deprecation`, `Sunset` and `Link`.
  * 5. `checkBody`: refuses a body over the size limit (413). A body sent with GET or HEAD is held
  *    to the same size and to JSON (413, 415).
- * 6. `awaitDueOrders` and `memoOrRun`: the due orders, then the memo.
- *    6.1 `awaitDueOrders`: for an operation that expires due orders first, waits for the orders
- *    whose hold ran out to expire; for any other, goes straight on.
+ * 6. `awaitDueOrderExpiry` and `memoOrRun`: the due orders, then the memo.
+ *    6.1 `awaitDueOrderExpiry`: for an operation that expires due orders first, waits for the
+ *    orders whose hold ran out to expire; for any other, goes straight on.
  *    6.2 `memoOrRun`: answers a memoised operation from the memo when nothing its reply read has
  *    changed. Otherwise it answers with step 7's reply, and memoises a 200 from the second time
  *    its path and query are asked.
@@ -295,7 +295,7 @@ function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteH
     // answer.
     return passGateway(parts, c, op, (decision, caller) => {
       addDeprecationHeaders(c, route);
-      return checkBody(parts, c, () => awaitDueOrders(parts, route, c, decision, caller));
+      return checkBody(parts, c, () => awaitDueOrderExpiry(parts, route, c, decision, caller));
     });
   });
 }
@@ -419,7 +419,7 @@ async function checkBody(parts: PipelineParts, c: Context<AppEnv>, next: () => P
  * nothing is due. `decision` and `caller`, for step 7, are passed as two arguments down to
  * `runHandler`: no object per request.
  */
-function awaitDueOrders<D>(
+function awaitDueOrderExpiry<D>(
   parts: TableParts<D>,
   route: OperationRoute<D>,
   c: Context<AppEnv>,

@@ -135,9 +135,8 @@ export function ownerOf(consumer: { readonly id: string; readonly name: string }
 
 /**
  * The owner a consumer's orders and `Idempotency-Key`s were stored under before consumers had ids
- * (`orders.owner`, the start of `idempotency_keys.scope`). Its `key:` prefix is shared by chance
- * with the limiter's subject `key:<consumer id>` (src/gateway/decide.ts), which names rate-limit
- * windows in memory or in Redis, never a row.
+ * (`orders.owner`, the start of `idempotency_keys.scope`). Its `key:` prefix is the limiter
+ * subject's by chance: `consumerSubjectId` in src/gateway/decide.ts says what that one names.
  */
 export function legacyOwnerOf(name: string): string {
   return `key:${name}`;

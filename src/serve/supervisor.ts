@@ -8,10 +8,17 @@ import { Buffer } from 'node:buffer';
 import type { Config } from '../config.ts';
 import {
   clearWorker,
+  type DecidedMessage,
+  grantMemory,
   type HostSlotsMemory,
   hostSlotsMemory,
+  LimiterOwner,
   type LimiterStatus,
+  type PackedAnswers,
+  type PackedAsks,
+  packAnswers,
   type RateLimiter,
+  unpackAsks,
 } from '../gateway/gateway.ts';
 import type { KeyRecord } from '../keys/records.ts';
 import type { KeyTable } from '../keys/table.ts';
@@ -20,15 +27,6 @@ import type { Metrics } from '../metrics/registry.ts';
 import { POOL_SIZE } from '../store/postgres/postgres-url.ts';
 import { COMPILED } from '../version.ts';
 import type { RunningServer } from './adapter.ts';
-import {
-  type DecidedMessage,
-  grantMemory,
-  LimiterOwner,
-  type PackedAnswers,
-  type PackedAsks,
-  packAnswers,
-  unpackAsks,
-} from './host-limiter.ts';
 
 /** Places in the workers' shared state (`WorkerMemory.state`). */
 export const WORKER_STATE = {
@@ -82,7 +80,7 @@ export interface WorkerStart {
   readonly keys: readonly KeyRecord[];
   readonly memory: WorkerMemory;
   /**
-   * Its grant memory (`host-limiter.ts`): a new one for each worker started, so a replacement never
+   * Its grant memory (src/gateway/limiter/host-limiter.ts): a new one for each worker started, so a replacement never
    * spends a dead one's units.
    */
   readonly grants: SharedArrayBuffer;

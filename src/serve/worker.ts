@@ -1,7 +1,7 @@
 /**
  * A worker's entry point (`--workers` above 1). It serves the API on the port it shares with the
  * other workers, and leaves what runs once per host to the supervisor: the limiter
- * (`host-limiter.ts`), the keys, webhook delivery, the admin API and the log stream (a log file
+ * (src/gateway/limiter/host-limiter.ts), the keys, webhook delivery, the admin API and the log stream (a log file
  * excepted: `fileWriter`). What every request reads for the host is in shared memory: the
  * in-flight slots, the store's change count, whether the host is stopping.
  */
@@ -9,10 +9,10 @@ import process from 'node:process';
 import { setImmediate } from 'node:timers';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createApp } from '../app.ts';
+import { packAsks, RemoteLimiter, unpackAnswers } from '../gateway/gateway.ts';
 import { KeyTable } from '../keys/table.ts';
 import { batched, createLogger, fileWriter } from '../log.ts';
 import { adapter } from './bun.ts';
-import { packAsks, RemoteLimiter, unpackAnswers } from './host-limiter.ts';
 import { metricsOf, notifierOf, openServerStore } from './resources.ts';
 import { appOptionsOf } from './start.ts';
 import { keyRecords, type ToWorker, WORKER_STATE, type WorkerStart } from './supervisor.ts';

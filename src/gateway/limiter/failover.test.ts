@@ -13,6 +13,7 @@ import type { RateLimiter, Subject, Verdict } from './limiter.ts';
 
 const subject: Subject = {
   id: 'key:acme',
+  keyless: false,
   plan: 'free',
   label: 'acme',
   limits: { perMinute: 2, perDay: 100 },

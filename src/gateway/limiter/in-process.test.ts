@@ -24,11 +24,11 @@ function clockAt(start = T0) {
 }
 
 function subject(id: string, limits: Limits = { perMinute: 60, perDay: 1000 }, ban = NO_BAN): Subject {
-  return { id, plan: 'free', label: id, limits, ban };
+  return { id, keyless: false, plan: 'free', label: id, limits, ban };
 }
 
 function address(id: string, limits: Limits = { perMinute: 60, perDay: 1000 }, ban = NO_BAN): Subject {
-  return { id, plan: 'anonymous', label: id, limits, ban };
+  return { id, keyless: true, plan: 'anonymous', label: id, limits, ban };
 }
 
 function setup(options: { keyless?: { columns?: number; seed?: number } } = {}) {

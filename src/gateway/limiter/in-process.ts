@@ -141,7 +141,7 @@ export class SlidingWindowLimiter implements RateLimiter {
     const now = Math.max(this.#time, this.#clock.now());
     this.#time = now;
     if (now - this.#lastSweep >= SWEEP_INTERVAL_MS) this.#sweep(now);
-    if (subject.plan === 'anonymous') return this.#decideKeyless(subject, cost, now);
+    if (subject.keyless) return this.#decideKeyless(subject, cost, now);
     const state = this.#consumerState(subject.id, now);
     const { thresholds } = subject;
     if (!thresholds) return this.#spendOrRefuse(subject, cost, state, now);
@@ -158,7 +158,7 @@ export class SlidingWindowLimiter implements RateLimiter {
    * millisecond later, so a grant asked for as a second starts lasts that whole second.
    */
   book(subject: Subject, units: number): number | undefined {
-    if (subject.plan === 'anonymous') return undefined;
+    if (subject.keyless) return undefined;
     let now = Math.max(this.#time, this.#clock.now());
     if (now % 1_000 === 0) now += 1;
     this.#time = now;

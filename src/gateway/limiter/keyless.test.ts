@@ -9,6 +9,7 @@ const T0 = 1_700_000_000_000;
 function keyless(id: string): Subject {
   return {
     id,
+    keyless: true,
     plan: 'anonymous',
     label: id,
     limits: { perMinute: 60, perDay: 1_000 },

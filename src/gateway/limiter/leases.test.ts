@@ -20,7 +20,7 @@ const { client, prefix } = testRedis();
 const T0 = Date.UTC(2026, 10, 22, 12, 0, 0) + 253;
 
 function subject(id: string, limits: Limits, ban = { threshold: 60, seconds: 900 }): Subject {
-  return { id, plan: 'pro', label: id, limits, ban };
+  return { id, keyless: false, plan: 'pro', label: id, limits, ban };
 }
 
 /** The walk one leased instance is replayed on against the in-process limiter. */

@@ -175,7 +175,7 @@ export class LeaseLimiter implements RateLimiter {
   }
 
   decide(subject: Subject, cost = 1): Decision | Promise<Decision> {
-    if (subject.plan === 'anonymous') {
+    if (subject.keyless) {
       this.#runs.decision++;
       return this.#shared.decide(subject, cost);
     }

@@ -5,17 +5,19 @@ import type { BanPolicy, Limits, PlanName } from '../../keys/plans.ts';
 
 /**
  * Whose quota a request counts against: a consumer (all its keys together), or a keyless client's
- * address.
+ * address group.
  */
 export interface Subject {
   /** Stable identity, e.g. `key:con_…` (a consumer's id) or `addr:203.0.113.7`. */
   readonly id: string;
   /**
-   * Plan name for metrics and logs; `anonymous` for a keyless client (an address without a valid
-   * key).
+   * True for a keyless client (an address group without a valid key): the limiters count these
+   * apart from consumers and never grant or lease them units.
    */
+  readonly keyless: boolean;
+  /** Plan name for metrics and logs; `anonymous` for a keyless client. */
   readonly plan: PlanName | 'anonymous';
-  /** The consumer's name or the keyless client's address, for logs (never a token). */
+  /** The consumer's name or the keyless client's address group, for logs (never a token). */
   readonly label: string;
   readonly limits: Limits;
   readonly ban: Required<BanPolicy>;

@@ -26,6 +26,7 @@ function clock(start = T0) {
 function subject(limits: Limits, thresholds?: number[], ban = { threshold: 3, seconds: 60 }): Subject {
   return {
     id: `key:n-${crypto.randomUUID().slice(0, 8)}`,
+    keyless: false,
     plan: 'pro',
     label: 'n',
     limits,

@@ -15,7 +15,7 @@ import { DECIDE_SHA1 } from './redis-script.ts';
 const { client, prefix } = testRedis();
 
 function subject(id: string, limits: Limits, ban = { threshold: 60, seconds: 900 }): Subject {
-  return { id, plan: 'free', label: id, limits, ban };
+  return { id, keyless: false, plan: 'free', label: id, limits, ban };
 }
 
 describe('RedisLimiter', () => {
@@ -149,6 +149,7 @@ describe('RedisLimiter', () => {
     const limiter = new RedisLimiter({ client: redis, clock, prefix: keyPrefix });
     const s: Subject = {
       ...subject('addr:203.0.113.9', { perMinute: 1, perDay: 10 }, { threshold: 1, seconds: 600 }),
+      keyless: true,
       plan: 'anonymous',
     };
     await redis.script('FLUSH');

@@ -143,7 +143,7 @@ export class RedisLimiter implements RateLimiter {
       Number.isFinite(ban.threshold) ? ban.threshold : 0,
       ban.seconds,
       // Consumers' states never expire nor get evicted (volatile-lru); addresses' do.
-      subject.plan === 'anonymous' ? STATE_TTL_MS : 0,
+      subject.keyless ? STATE_TTL_MS : 0,
       limits.perMonth ?? 0,
       cost,
       subject.thresholds?.join(',') ?? '',

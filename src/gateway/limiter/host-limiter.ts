@@ -19,10 +19,11 @@
  * whole, since it is made per request.
  */
 import { LRUCache } from 'lru-cache';
-import { type Clock, systemClock } from '../core/clock.ts';
-import type { Decision } from '../core/decision.ts';
-import { GrantPace, type RateLimiter, type Subject, type Verdict } from '../gateway/gateway.ts';
-import { currentRequest, inRequest, requestState } from '../trace/request-state.ts';
+import { type Clock, systemClock } from '../../core/clock.ts';
+import type { Decision } from '../../core/decision.ts';
+import { currentRequest, inRequest, requestState } from '../../trace/request-state.ts';
+import type { RateLimiter, Subject, Verdict } from './limiter.ts';
+import { GrantPace } from './pace.ts';
 
 /** A worker's question. */
 export interface DecideMessage {
@@ -123,7 +124,7 @@ export class RemoteLimiter implements RateLimiter {
   }
 
   decide(subject: Subject, cost = 1): Verdict | Promise<Verdict> {
-    if (subject.plan === 'anonymous') return this.#ask(subject, 0, cost, 0).then(verdictOf);
+    if (subject.keyless) return this.#ask(subject, 0, cost, 0).then(verdictOf);
     const ref = this.#refOf(subject);
     if (!this.#units || cost === 0) return this.#ask(subject, ref, cost, 0).then(verdictOf);
     let held = this.#held.get(ref);
@@ -345,9 +346,7 @@ export class LimiterOwner {
       const { id, requestIds } = message;
       const on = subject;
       const decide = () =>
-        book && on.plan !== 'anonymous'
-          ? this.#decideGranting(book, on, message)
-          : this.#limiter.decide(on, message.cost);
+        book && !on.keyless ? this.#decideGranting(book, on, message) : this.#limiter.decide(on, message.cost);
       let answer: Verdict | Promise<Verdict> | DecidedMessage;
       try {
         answer = requestIds ? inRequest(requestState(...requestIds), decide) : decide();
@@ -553,9 +552,9 @@ export function unpackAnswers({ packed, others }: PackedAnswers): DecidedMessage
 
 /**
  * A turn's questions as they cross to the supervisor: their numbers in one `Float64Array`, the
- * request ids and keyless clients' addresses in one string, and the subjects sent whole beside
- * them. A keyless client's subject differs from the turn's first keyless client's only in its
- * address, so only that is sent.
+ * request ids and keyless clients' address groups in one string, and the subjects sent whole
+ * beside them. A keyless client's subject differs from the turn's first keyless client's only in
+ * its address group, so only that is sent.
  */
 export interface PackedAsks {
   /**
@@ -564,7 +563,7 @@ export interface PackedAsks {
   readonly packed: Float64Array;
   /**
    * Per question, newline-separated: its request, trace and span ids (empty when none), then a
-   * keyless client's address.
+   * keyless client's address group.
    */
   readonly text: string;
   readonly subjects: readonly Subject[];
@@ -590,7 +589,7 @@ export function packAsks(asks: readonly DecideMessage[]): PackedAsks {
     // The first line of each question goes without a newline before it: split gives them back in
     // order.
     text += `${i === 0 ? '' : '\n'}${requestIds?.[0] ?? ''}\n${requestIds?.[1] ?? ''}\n${requestIds?.[2] ?? ''}`;
-    if (subject?.plan === 'anonymous' && isAddressId(subject)) {
+    if (subject?.keyless && isAddressId(subject)) {
       keyless ??= { limits: subject.limits, ban: subject.ban };
       if (keyless.limits === subject.limits && keyless.ban === subject.ban) {
         how = KEYLESS;
@@ -638,7 +637,14 @@ export function unpackAsks({ packed, text, subjects, keyless }: PackedAsks): Dec
     if (how === WHOLE) subject = subjects[whole++];
     else if (how === KEYLESS && keyless) {
       const label = strings[s++] ?? '';
-      subject = { id: `addr:${label}`, plan: 'anonymous', label, limits: keyless.limits, ban: keyless.ban };
+      subject = {
+        id: `addr:${label}`,
+        keyless: true,
+        plan: 'anonymous',
+        label,
+        limits: keyless.limits,
+        ban: keyless.ban,
+      };
     }
     const requestIds = requestId === '' ? undefined : ([requestId, traceId, spanId] as const);
     asks.push(

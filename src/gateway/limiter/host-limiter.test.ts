@@ -1,6 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { fakeClock } from '../../test/testing.ts';
-import { SlidingWindowLimiter, type Subject, type Verdict } from '../gateway/gateway.ts';
+import { fakeClock } from '../../../test/testing.ts';
 import {
   type DecidedMessage,
   type DecideMessage,
@@ -12,6 +11,8 @@ import {
   unpackAnswers,
   unpackAsks,
 } from './host-limiter.ts';
+import { SlidingWindowLimiter } from './in-process.ts';
+import type { Subject, Verdict } from './limiter.ts';
 
 /**
  * A question as the supervisor receives it: packed with its turn, copied as a MessagePort copies
@@ -36,6 +37,7 @@ function host(workers: number) {
 
 const consumer = (perMinute: number, threshold = 0): Subject => ({
   id: 'key:acme',
+  keyless: false,
   plan: 'pro',
   label: 'acme',
   limits: { perMinute, perDay: 100_000 },
@@ -81,6 +83,7 @@ describe('one limiter for the host: workers ask the supervisor', () => {
     const { remotes } = host(3);
     const keyless = (): Subject => ({
       id: 'addr:203.0.113.7',
+      keyless: true,
       plan: 'anonymous',
       label: '203.0.113.7',
       limits: { perMinute: 5, perDay: 1000 },
@@ -303,7 +306,14 @@ describe('questions packed for the message', () => {
   test("every question comes out as it went in; keyless clients' subjects from their addresses", () => {
     const limits = { perMinute: 60, perDay: 1_000 };
     const ban = { seconds: 900, threshold: 60 };
-    const keyless = (label: string): Subject => ({ id: `addr:${label}`, plan: 'anonymous', label, limits, ban });
+    const keyless = (label: string): Subject => ({
+      id: `addr:${label}`,
+      keyless: true,
+      plan: 'anonymous',
+      label,
+      limits,
+      ban,
+    });
     const asks: DecideMessage[] = [
       {
         type: 'decide',
