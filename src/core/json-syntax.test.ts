@@ -1,5 +1,4 @@
 import { describe, expect, test } from 'bun:test';
-import { KeysFileError, parseKeys } from '../keys/file.ts';
 import { describeJsonError, duplicateMember, jsonSyntaxError } from './json-syntax.ts';
 
 const HASH = 'a'.repeat(64);
@@ -78,19 +77,6 @@ describe('describeJsonError', () => {
   });
 });
 
-test('parseKeys: bad JSON is a KeysFileError naming the file, line and column, with the line quoted', () => {
-  const text = `{"keys": [\n  {"name": "acme", "plan": "pro",}\n]}\n`;
-  expect(() => parseKeys(text, 'keys.json')).toThrow(
-    new KeysFileError(
-      [
-        'keys.json:2:34: not valid JSON: expected a property name in double quotes, found "}"',
-        '    {"name": "acme", "plan": "pro",}',
-        `  ${' '.repeat(33)}^`,
-      ].join('\n'),
-    ),
-  );
-});
-
 describe('duplicateMember', () => {
   test.each([
     ['{"id":"dupk","scopes":["pets:read"],"scopes":["admin"]}', 'scopes', '"scopes"'],
@@ -115,13 +101,5 @@ describe('duplicateMember', () => {
   test('deep nesting within 64 KiB is no stack overflow', () => {
     const deep = `${'{"a":'.repeat(20_000)}"x:y"${'}'.repeat(20_000)}`;
     expect(duplicateMember(deep, undefined)).toBeUndefined();
-  });
-
-  test('a keys file that repeats a member is refused where it does', () => {
-    const text = `{"keys":[{"name":"acme","sha256":"${HASH}","plan":"pro","plan":"free"}]}`;
-    const column = text.lastIndexOf('"plan"') + 1;
-    expect(() => parseKeys(text, 'keys.json')).toThrow(
-      new KeysFileError(`keys.json:1:${column}: keys[0].plan is given twice in one object; keep one`),
-    );
   });
 });

@@ -118,3 +118,25 @@ describe('keysFileExposure', () => {
     expect(keysFileExposure(mode)).toBe(problem);
   });
 });
+
+// The keys file's JSON errors, as src/core/json-syntax.ts describes them.
+test('parseKeys: bad JSON is a KeysFileError naming the file, line and column, with the line quoted', () => {
+  const text = `{"keys": [\n  {"name": "acme", "plan": "pro",}\n]}\n`;
+  expect(() => parseKeys(text, 'keys.json')).toThrow(
+    new KeysFileError(
+      [
+        'keys.json:2:34: not valid JSON: expected a property name in double quotes, found "}"',
+        '    {"name": "acme", "plan": "pro",}',
+        `  ${' '.repeat(33)}^`,
+      ].join('\n'),
+    ),
+  );
+});
+
+test('a keys file that repeats a member is refused where it does', () => {
+  const text = `{"keys":[{"name":"acme","sha256":"${H}","plan":"pro","plan":"free"}]}`;
+  const column = text.lastIndexOf('"plan"') + 1;
+  expect(() => parseKeys(text, 'keys.json')).toThrow(
+    new KeysFileError(`keys.json:1:${column}: keys[0].plan is given twice in one object; keep one`),
+  );
+});
