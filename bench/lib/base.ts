@@ -51,6 +51,8 @@ export function buildBase(ref: string): BaseBuild {
     // Start from a hard-linked copy of this tree's node_modules: `npm install` then fetches only
     // what differs (it replaces files rather than writing into them, so this tree's copy is safe).
     if (!existsSync(modules)) execFileSync('cp', ['-al', join(ROOT, 'node_modules'), modules]);
+    // The copy's stamp is newer than the base's lock: removed, so make installs the base's lock.
+    rmSync(join(modules, '.stamp'), { force: true });
     execFileSync('make', ['-C', dir, 'build'], { stdio: 'inherit' });
   }
   if (!existsSync(binary)) throw new Error(`bench: building ${ref} left no ${binary}`);
