@@ -54,24 +54,47 @@ class LostReply extends Error {
 /**
  * A connection on which Redis runs every script, but a reply that `lose` picks never comes back
  * in time: the run rejects once it has run (after `lateMs`, on a timer), as under a command
- * timeout while Redis, or the way back from it, is slow.
+ * timeout while Redis, or the way back from it, is slow. It counts its runs (`runs`), and the
+ * units of lost runs that a later run on it overlapped (`overlapped`): sent before the loss was
+ * known, that run may be the one Redis records for the instance, and the lost one's units then
+ * stay counted (docs/fleet.md, a slow Redis).
  */
 function lossy(redis: Redis, lose: (reply: unknown) => boolean, lateMs = 0): Redis {
   let runs = 0;
+  let overlapped = 0;
+  /** Lost runs (id, units) that no later run has been sent since. */
+  const unsettled = new Map<number, number>();
   return new Proxy(redis, {
     get(target, name, receiver) {
       if (name === 'runs') return runs;
+      if (name === 'overlapped') return overlapped;
       if (name !== 'evalsha' && name !== 'eval') return Reflect.get(target, name, receiver);
       return async (...args: unknown[]) => {
-        runs++;
+        const run = ++runs;
+        // A lease's run (ARGV[13], its id) that does not hand back a lost run (ARGV[12]) overlaps it.
+        const [backs, id] = args.slice(16, 18) as [string | undefined, number | undefined];
+        if (id !== undefined) {
+          for (const [lostId, units] of unsettled) {
+            if (!(backs ?? '').split(',').includes(`${lostId}:*`)) overlapped += units;
+            unsettled.delete(lostId);
+          }
+        }
         const reply = await (target[name] as (...a: unknown[]) => Promise<unknown>).apply(target, args);
         if (!lose(reply)) return reply;
+        // The units the run counted (the reply's `granted`): overlapped by a run already sent, or
+        // settled by the next one.
+        const units = (reply as number[])[15] as number;
+        if (runs > run) overlapped += units;
+        else if (id !== undefined) unsettled.set(id, units);
         if (lateMs > 0) await Bun.sleep(lateMs);
         throw new LostReply();
       };
     },
   });
 }
+
+/** The runs a `lossy` connection sent, and the units of its lost runs that later ones overlapped. */
+const lossyStats = (redis: Redis) => redis as unknown as { runs: number; overlapped: number };
 
 /**
  * An admitted run that started or ended no ban and gave no notice: its reply may be lost and handed
@@ -214,11 +237,11 @@ describe('LeaseLimiter', () => {
     await leases.sweep();
     const before = leases.stats();
     slow = true;
-    const runsBefore = (redis as unknown as { runs: number }).runs;
+    const runsBefore = lossyStats(redis).runs;
     const answered = await Promise.all(Array.from({ length: 100 }, () => limiter.decide(s)));
     // One run for the burst, which asked for a grant for all 100 (Redis counted it: a late reply),
     // and every request answered by the in-process limiter as soon as that one timed out.
-    expect((redis as unknown as { runs: number }).runs - runsBefore).toBe(1);
+    expect(lossyStats(redis).runs - runsBefore).toBe(1);
     expect(answered.every((a) => a.outcome === 'admitted')).toBe(true);
     expect(limiter.status()).toMatchObject({ backend: 'local', outages: 1, localDecisions: 100 });
     // Redis timely again: the next run hands the lost one back whole, so the day shows only the
@@ -242,15 +265,13 @@ describe('LeaseLimiter', () => {
     const keyPrefix = prefix();
     const random = mulberry32(23);
     let lost = 0;
-    const instances = Array.from(
-      { length: 4 },
-      (_, i) =>
+    const connections = Array.from({ length: 4 }, () =>
+      lossy(client(), (reply) => quietAdmission(reply) && random() < 0.2 && ++lost > 0),
+    );
+    const instances = connections.map(
+      (connection, i) =>
         new LeaseLimiter({
-          shared: new RedisLimiter({
-            client: lossy(client(), (reply) => quietAdmission(reply) && random() < 0.2 && ++lost > 0),
-            clock,
-            prefix: keyPrefix,
-          }),
+          shared: new RedisLimiter({ client: connection, clock, prefix: keyPrefix }),
           clock,
           holder: `instance-${i}`,
         }),
@@ -272,14 +293,17 @@ describe('LeaseLimiter', () => {
       if (step % 50 === 0) await Promise.all(instances.map((i) => i.sweep()));
     }
     const day = log.reduce((n, [, units]) => n + units, 0);
-    console.log({ lost, day, minute: busiest(log, 60_000), last: clock.now() - T0 });
+    // Which runs overlap a lost one depends on when Redis's replies arrive, not on the seed.
+    const overlapped = connections.reduce((n, c) => n + lossyStats(c).overlapped, 0);
+    console.log({ lost, overlapped, day, minute: busiest(log, 60_000), last: clock.now() - T0 });
     expect(lost).toBeGreaterThan(20);
     expect(clock.now() - T0).toBeLessThan(86_400_000);
     expect(busiest(log, 60_000)).toBeLessThanOrEqual(1_000);
     expect(day).toBeLessThanOrEqual(2_000);
-    // The lost runs' units came back: the day's quota was all used, but for less than a request's
-    // cost per instance.
-    expect(day).toBeGreaterThanOrEqual(2_000 - 4 * 3);
+    // The lost runs' units came back, but for those of runs a later one of their instance
+    // overlapped (what docs/fleet.md says may stay counted): the rest of the day's quota was all
+    // used, but for less than a request's cost per instance.
+    expect(day).toBeGreaterThanOrEqual(2_000 - 4 * 3 - overlapped);
   }, 60_000);
 
   test('four instances, bursts of concurrent requests of costs 1 to 3: never more than the quota in any 60 s or day, and barely under', async () => {

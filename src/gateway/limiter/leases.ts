@@ -23,6 +23,8 @@
  * once: the failover takes them all (`failover.ts`), so a burst waits for one timeout. Redis may
  * still have run it, so each run carries an id and is handed back whole with the next run. A
  * hand-back applies once, to the run recorded under its id, so one sent again changes nothing.
+ * Redis records an instance's last counting run only: a lost run that a later one overlapped (sent
+ * before the loss was known, near a limit) stays counted.
  *
  * Keyless clients are decided per request: their few requests would each cost a run anyway.
  */
