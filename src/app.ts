@@ -15,9 +15,9 @@ import { isUnder } from './core/paths.ts';
 import {
   createAdmission,
   type GatewayOptions,
-  holdsValidKey,
   type LimiterStatus,
   type RateLimiter,
+  validAuthorizationTest,
   wouldRefuseReporter,
 } from './gateway/gateway.ts';
 import { MAX_BODY_BYTES } from './http/body-limit.ts';
@@ -269,7 +269,7 @@ export function adminApp({
 
 /** Whether a request's caller holds a key valid now (its `traceparent` may then force a trace). */
 function callerHoldsValidKey(keyTable: () => KeyTable, clock: Clock): (c: Context<AppEnv>) => boolean {
-  const valid = holdsValidKey(keyTable, clock);
+  const valid = validAuthorizationTest(keyTable, clock);
   return (c) => valid(c.req.header('authorization'));
 }
 

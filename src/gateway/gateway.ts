@@ -264,9 +264,9 @@ export function createAdmission({
  * sampling.
  *
  * @example
- * holdsValidKey(() => table)('Bearer psk_…') // true
+ * validAuthorizationTest(() => table)('Bearer psk_…') // true
  */
-export function holdsValidKey(
+export function validAuthorizationTest(
   keys: () => KeyTable,
   clock: Clock = systemClock,
 ): (authorization: string | undefined) => boolean {
