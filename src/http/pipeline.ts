@@ -196,7 +196,7 @@ interface PipelineParts {
   /**
    * Counts a memoised operation's request as a memo hit or miss (`--metrics` or `--metrics-port`).
    */
-  readonly memoCount: ((op: number, hit: boolean) => void) | undefined;
+  readonly memoCount: ((metricsIndex: number, hit: boolean) => void) | undefined;
   /** How `toApiError` logs an unhandled error. */
   readonly report: (err: unknown, c: Context<AppEnv>) => void;
   /** How `toApiError` logs a store that is unavailable. */
@@ -243,7 +243,7 @@ function partsOf({
     requestMetrics: metrics && requestCounter({ metrics, operation: countAs }),
     cors: corsOrigins.length > 0 ? new Cors(corsOrigins) : undefined,
     limitBody: limitBody(maxBodyBytes),
-    memoCount: metrics && ((op, hit) => metrics.memoAnswered(op, hit)),
+    memoCount: metrics && ((metricsIndex, hit) => metrics.memoAnswered(metricsIndex, hit)),
     report: (err, c) => log.error('unhandled error', errorFields(c, err)),
     unavailable: (err, c) => log.warn('store unavailable', errorFields(c, err)),
   };
