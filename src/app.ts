@@ -150,8 +150,7 @@ export function createApp({
     clientAddress,
     admission,
     deps: { store, clock, orderHoldMs },
-    // The pipeline's own use of the store: the expiry of due orders and the memo's change count.
-    store,
+    changesAndExpiry: store,
     maxBodyBytes: MAX_BODY_BYTES,
     corsOrigins,
     metrics,
