@@ -29,7 +29,7 @@ export type { LimiterStatus } from './limiter/failover.ts';
 export {
   type DecidedMessage,
   grantMemory,
-  LimiterOwner,
+  HostLimiter,
   type PackedAnswers,
   type PackedAsks,
   packAnswers,

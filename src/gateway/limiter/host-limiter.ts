@@ -1,19 +1,19 @@
 /**
- * The limiter of a process with workers. One owner, the supervisor, holds every window, ban and
- * keyless client's count, and each worker asks it by message. So the host decides exactly as one
- * event loop would: the same windows, costs, bans and keyless clients' table. With `--redis` the
- * host's script runs are those of one instance.
+ * The limiter of a process with workers. The supervisor alone keeps every window, ban and keyless
+ * client's count, and each worker asks it by message. So the host decides exactly as one event
+ * loop would: the same windows, costs, bans and keyless clients' table. With `--redis` the host's
+ * script runs are those of one instance.
  *
  * Grants. With the in-process limiter, a worker kept busy by one consumer is granted units it
  * spends alone until the second ends, as an instance spends a Redis lease (`leases.ts`). So a busy
- * key costs a message or two a second per worker, not one a request. The owner counts a grant as
- * spent when it makes it (`SlidingWindowLimiter.book`), so no window is exceeded.
+ * key costs a message or two a second per worker, not one a request. The supervisor counts a grant
+ * as spent when it makes it (`SlidingWindowLimiter.book`), so no window is exceeded.
  *
- * A grant's unused units sit in memory the worker shares with the owner. The worker takes each
- * with a compare-and-swap. The owner takes back what is left when the second ends, when the room
- * left would not hold a request, and when a ban starts. A grant is at most half the room left
- * shared among the workers, so near the limit every request is decided by the owner. Consumers
- * with quota webhooks and keyless clients are never granted units.
+ * A grant's unused units sit in memory the worker shares with the supervisor. The worker takes
+ * each with a compare-and-swap. The supervisor takes back what is left when the second ends, when
+ * the room left would not hold a request, and when a ban starts. A grant is at most half the room
+ * left shared among the workers, so near the limit every request is decided by the supervisor.
+ * Consumers with quota webhooks and keyless clients are never granted units.
  *
  * A consumer's subject is sent once per worker, then named by a number. A keyless client's is sent
  * whole, since it is made per request.
@@ -268,14 +268,14 @@ function granting(limiter: RateLimiter): Granting | undefined {
 }
 
 /**
- * A worker's grant memory as the owner keeps it: the units left by slot, the slots free, its newest
- * grant per subject.
+ * A worker's grant memory as the supervisor keeps it: the units left by slot, the slots free, its
+ * newest grant per subject.
  */
 class GrantBook {
   readonly units: Int32Array;
   readonly free: number[];
   /** By subject id, so that a reloaded consumer's new subject finds the grant of its old one. */
-  readonly newest = new Map<string, OwnedGrant>();
+  readonly newest = new Map<string, GivenGrant>();
 
   constructor(memory: SharedArrayBuffer) {
     this.units = new Int32Array(memory);
@@ -283,8 +283,8 @@ class GrantBook {
   }
 }
 
-/** A grant as its owner keeps it until its second ends. */
-interface OwnedGrant {
+/** A grant as the supervisor keeps it until its second ends. */
+interface GivenGrant {
   readonly subject: Subject;
   readonly book: GrantBook;
   readonly slot: number;
@@ -293,7 +293,7 @@ interface OwnedGrant {
   readonly end: number;
 }
 
-export interface LimiterOwnerOptions {
+export interface HostLimiterOptions {
   /** Workers sharing the room left of a consumer: a grant is at most half of it over this many. */
   readonly workers?: number;
   /** The clock of the limiter (tests pass a fake one). */
@@ -306,7 +306,7 @@ export interface LimiterOwnerOptions {
  * sent it (when its content is the same), so the limiter sees one consumer (a Redis lease is kept
  * per subject).
  */
-export class LimiterOwner {
+export class HostLimiter {
   readonly #limiter: RateLimiter;
   readonly #granting: Granting | undefined;
   readonly #workers: number;
@@ -317,12 +317,12 @@ export class LimiterOwner {
    * Grants whose second has not ended, by subject id (a reloaded consumer's old grants with its new
    * ones).
    */
-  readonly #live = new Map<string, Set<OwnedGrant>>();
+  readonly #live = new Map<string, Set<GivenGrant>>();
   /** The same, by end (made in time order, so their ends never decrease). */
-  readonly #ending: OwnedGrant[] = [];
+  readonly #ending: GivenGrant[] = [];
   #timer: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(limiter: RateLimiter, { workers = 1, clock = systemClock }: LimiterOwnerOptions = {}) {
+  constructor(limiter: RateLimiter, { workers = 1, clock = systemClock }: HostLimiterOptions = {}) {
     this.#limiter = limiter;
     this.#granting = granting(limiter);
     this.#workers = workers;
@@ -398,21 +398,21 @@ export class LimiterOwner {
       return undefined;
     }
     Atomics.store(book.units, slot, units);
-    const owned: OwnedGrant = { subject, book, slot, at, end: Math.ceil(at / 1_000) * 1_000 };
-    book.newest.set(subject.id, owned);
+    const given: GivenGrant = { subject, book, slot, at, end: Math.ceil(at / 1_000) * 1_000 };
+    book.newest.set(subject.id, given);
     let live = this.#live.get(subject.id);
     if (!live) {
       live = new Set();
       this.#live.set(subject.id, live);
     }
-    live.add(owned);
-    this.#ending.push(owned);
+    live.add(given);
+    this.#ending.push(given);
     this.#schedule();
-    return { slot, units, end: owned.end };
+    return { slot, units, end: given.end };
   }
 
   /** Takes back what is left of a grant, into the windows it was counted in. */
-  #takeBack(grant: OwnedGrant): void {
+  #takeBack(grant: GivenGrant): void {
     const left = Atomics.exchange(grant.book.units, grant.slot, 0);
     if (left > 0) (this.#granting as Granting).giveBack(grant.subject, left, grant.at);
   }
