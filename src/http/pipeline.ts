@@ -352,7 +352,7 @@ async function runExchange(
       res = answerError(c, toApiError(err, c, report, unavailable));
     }
   }
-  // The trace's verdict is final once the request is answered. When the tail rules keep a
+  // The trace's export decision is final once the request is answered. When the tail rules keep a
   // request the head sampler did not, `traceresponse` is written again.
   const head = state.sampled === true;
   const exported = tracing.finish(c, state, res.status);
