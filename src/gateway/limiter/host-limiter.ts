@@ -77,7 +77,7 @@ export function grantMemory(): SharedArrayBuffer {
 }
 
 /** One consumer's grant on a worker, and what sizes the next. */
-class Held {
+class WorkerGrant {
   /** The answer that gave the grant: what local decisions are written from. */
   verdict: Decision | undefined;
   slot = 0;
@@ -111,7 +111,7 @@ export class RemoteLimiter implements RateLimiter {
   /** Subject numbers not yet sent with their subject. */
   readonly #unsent = new Set<number>();
   /** Grants and rates by subject number. */
-  readonly #held = new LRUCache<number, Held>({ max: KNOWN_SUBJECTS });
+  readonly #grants = new LRUCache<number, WorkerGrant>({ max: KNOWN_SUBJECTS });
   readonly #units: Int32Array | undefined;
   readonly #clock: Clock;
   #lastId = 0;
@@ -127,45 +127,45 @@ export class RemoteLimiter implements RateLimiter {
     if (subject.keyless) return this.#ask(subject, 0, cost, 0).then(verdictOf);
     const ref = this.#refOf(subject);
     if (!this.#units || cost === 0) return this.#ask(subject, ref, cost, 0).then(verdictOf);
-    let held = this.#held.get(ref);
-    if (!held) {
-      held = new Held();
-      this.#held.set(ref, held);
+    let kept = this.#grants.get(ref);
+    if (!kept) {
+      kept = new WorkerGrant();
+      this.#grants.set(ref, kept);
     }
-    return this.#local(held, cost) ?? this.#acquire(subject, ref, held, cost);
+    return this.#local(kept, cost) ?? this.#acquire(subject, ref, kept, cost);
   }
 
   /**
    * Returns a decision from this worker's grant, when its second is not over and it holds the cost.
    */
-  #local(held: Held, cost: number): Decision | undefined {
+  #local(kept: WorkerGrant, cost: number): Decision | undefined {
     const units = this.#units;
-    const { verdict } = held;
-    if (!units || !verdict || this.#clock.now() >= held.end) return undefined;
-    let left = Atomics.load(units, held.slot);
+    const { verdict } = kept;
+    if (!units || !verdict || this.#clock.now() >= kept.end) return undefined;
+    let left = Atomics.load(units, kept.slot);
     for (;;) {
       if (left < cost) return undefined;
-      const seen = Atomics.compareExchange(units, held.slot, left, left - cost);
+      const seen = Atomics.compareExchange(units, kept.slot, left, left - cost);
       if (seen === left) break;
       left = seen;
     }
     // Taken as the second ended: it stays counted, unused, and the request is asked for.
-    if (this.#clock.now() >= held.end) return undefined;
-    held.pace.spent(cost);
-    return spentFrom(verdict, held.granted - (left - cost));
+    if (this.#clock.now() >= kept.end) return undefined;
+    kept.pace.spent(cost);
+    return spentFrom(verdict, kept.granted - (left - cost));
   }
 
   /** Asks the supervisor: for a grant as well, unless one asked for this second was not given. */
-  async #acquire(subject: Subject, ref: number, held: Held, cost: number): Promise<Verdict> {
-    const { pace } = held;
-    while (held.pending && this.#clock.now() >= pace.tightUntil) {
+  async #acquire(subject: Subject, ref: number, kept: WorkerGrant, cost: number): Promise<Verdict> {
+    const { pace } = kept;
+    while (kept.pending && this.#clock.now() >= pace.tightUntil) {
       pace.waiting += cost;
       try {
-        await held.pending.catch(() => {});
+        await kept.pending.catch(() => {});
       } finally {
         pace.waiting -= cost;
       }
-      const local = this.#local(held, cost);
+      const local = this.#local(kept, cost);
       if (local) return local;
     }
     const now = this.#clock.now();
@@ -174,18 +174,18 @@ export class RemoteLimiter implements RateLimiter {
       return verdictOf(await this.#ask(subject, ref, cost, 0));
     }
     const asked = this.#ask(subject, ref, cost, pace.beyond(now, 1_000 - (now % 1_000), cost));
-    held.pending = asked;
+    kept.pending = asked;
     try {
       const { verdict, grant } = await asked;
       if (grant && verdict.outcome !== 'unavailable') {
-        held.verdict = verdict;
-        held.slot = grant.slot;
-        held.granted = grant.units;
-        held.end = grant.end;
+        kept.verdict = verdict;
+        kept.slot = grant.slot;
+        kept.granted = grant.units;
+        kept.end = grant.end;
       } else pace.tightUntil = Math.floor(now / 1_000 + 1) * 1_000;
       return verdict;
     } finally {
-      held.pending = undefined;
+      kept.pending = undefined;
     }
   }
 
