@@ -1,6 +1,6 @@
 /**
  * The gateway with a Redis limiter, against the built binary:
- * - Redis slow (0.3 s per call, through a delaying proxy): `--max-in-flight 3` holds exactly
+ * - Redis slow (0.3 s per call, through a delaying proxy): `--max-in-flight 3` keeps exactly
  *   3 requests in flight; the rest are answered 429 `too_many_concurrent_requests` at once;
  * - Redis stopped: with `--redis-fail closed` /readyz is 503 naming the limiter while /v1
  *   answers 503; with `--redis-fail open` /readyz stays 200 saying `"limiter":"local"`; Redis

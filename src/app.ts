@@ -15,9 +15,9 @@ import { isUnder } from './core/paths.ts';
 import {
   createAdmission,
   type GatewayOptions,
-  holdsValidKey,
   type LimiterStatus,
   type RateLimiter,
+  validAuthorizationTest,
   wouldRefuseReporter,
 } from './gateway/gateway.ts';
 import { MAX_BODY_BYTES } from './http/body-limit.ts';
@@ -150,8 +150,7 @@ export function createApp({
     clientAddress,
     admission,
     deps: { store, clock, orderHoldMs },
-    // The pipeline's own use of the store: the expiry of due orders and the memo's change count.
-    store,
+    changesAndExpiry: store,
     maxBodyBytes: MAX_BODY_BYTES,
     corsOrigins,
     metrics,
@@ -269,7 +268,7 @@ export function adminApp({
 
 /** Whether a request's caller holds a key valid now (its `traceparent` may then force a trace). */
 function callerHoldsValidKey(keyTable: () => KeyTable, clock: Clock): (c: Context<AppEnv>) => boolean {
-  const valid = holdsValidKey(keyTable, clock);
+  const valid = validAuthorizationTest(keyTable, clock);
   return (c) => valid(c.req.header('authorization'));
 }
 

@@ -8,7 +8,7 @@ import { bearerToken, type KeyTable } from '../keys/table.ts';
  * Who sent a request: a key's consumer, or a keyless client known by its canonical address.
  * `callerOf()` makes it once per request for the gateway (`identify()` finds the key, `callerAt()`
  * turns a key used outside its dates into a keyless client), and every later step reads it. The
- * trace asks `callerOf()` again, through `holdsValidKey()` (./gateway.ts), for a valid
+ * trace asks `callerOf()` again, through `validAuthorizationTest()` (./gateway.ts), for a valid
  * `traceparent`. A consumer carries no address: nothing about it depends on where it calls from,
  * and looking the address up costs time.
  */

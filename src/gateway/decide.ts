@@ -21,7 +21,11 @@ function consumerSubjectId(consumer: Consumer): string {
   return `key:${consumer.id}`;
 }
 
-/** Consumers whose limiter subject is cached: more than a keys file holds. */
+/**
+ * Consumers whose limiter subject is cached, the least recently used evicted: a cache's size, not a
+ * limit on consumers (`--keys store` has no bound), since an evicted consumer's subject is built
+ * again at its next request, and the limiter keeps its windows by the subject's id.
+ */
 const MAX_SUBJECTS = 10_000;
 
 export interface DeciderOptions {

@@ -29,7 +29,7 @@ export type { LimiterStatus } from './limiter/failover.ts';
 export {
   type DecidedMessage,
   grantMemory,
-  LimiterOwner,
+  HostLimiter,
   type PackedAnswers,
   type PackedAsks,
   packAnswers,
@@ -127,7 +127,7 @@ export interface GatedOperation {
 /**
  * The admission check: what `createAdmission()` returns, run once per request. For a request it
  * lets through, it runs `serveAdmitted` with the limiter's decision and the caller (always a key's) and
- * resolves to its result. The caller's in-flight slot is held until `serveAdmitted` settles. A refusal
+ * resolves to its result. The caller's in-flight slot is kept until `serveAdmitted` settles. A refusal
  * (401, 403, 429, 503) resolves to the `ApiError` to answer, never thrown: a throw through these
  * async frames was the largest cost of a refusal's own code (measured:
  * bench/README.md#measured-costs-behind-the-codes-choices).
@@ -147,7 +147,7 @@ export type Admission = <T>(
  *     (no key, or one that is unknown, revoked or outside its dates);
  * 3b. refuses a keyless client once the limiter has counted it against its address group: 401,
  *     or 429 when the group is over the keyless clients' limit, with the rate-limit headers;
- * 3c. takes the consumer's in-flight slot before anything is awaited, and holds it until
+ * 3c. takes the consumer's in-flight slot before anything is awaited, and keeps it until
  *     `serveAdmitted` settles (at the cap: 429, and the limiter is not asked, so no quota is spent);
  * 3d. asks the limiter to spend the operation's cost, once (`decider()`, ./decide.ts);
  * 3e. records the quota webhook the decision crossed (`notify`), before any answer;
@@ -264,9 +264,9 @@ export function createAdmission({
  * sampling.
  *
  * @example
- * holdsValidKey(() => table)('Bearer psk_…') // true
+ * validAuthorizationTest(() => table)('Bearer psk_…') // true
  */
-export function holdsValidKey(
+export function validAuthorizationTest(
   keys: () => KeyTable,
   clock: Clock = systemClock,
 ): (authorization: string | undefined) => boolean {

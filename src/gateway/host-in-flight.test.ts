@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { clearWorker, HostInFlight, hostSlotsMemory } from './host-in-flight.ts';
 
-describe('in-flight slots held for the host (--workers)', () => {
+describe('in-flight slots taken for the host (--workers)', () => {
   test("a consumer's cap counts its requests on every worker", () => {
     const memory = hostSlotsMemory(3);
     const workers = [0, 1, 2].map((w) => new HostInFlight<string>(4, memory, w));
@@ -19,7 +19,7 @@ describe('in-flight slots held for the host (--workers)', () => {
     const [a, b] = [0, 1].map((w) => new HostInFlight<string>(2, memory, w));
     expect([a?.enter('con_acme'), a?.enter('con_acme'), b?.enter('con_acme')]).toEqual([true, true, false]);
     clearWorker(memory, 0);
-    // The replacement starts in the same column, with nothing held.
+    // The replacement starts in the same column, with nothing taken.
     const replacement = new HostInFlight<string>(2, memory, 0);
     expect([b?.enter('con_acme'), replacement.enter('con_acme'), b?.enter('con_acme')]).toEqual([true, true, false]);
   });

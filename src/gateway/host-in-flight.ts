@@ -39,7 +39,7 @@ export function hostSlotsMemory(workers: number): HostSlotsMemory {
 }
 
 /**
- * Gives back every slot worker `worker` held: called when it has exited, before its replacement
+ * Gives back every slot worker `worker` had taken: called when it has exited, before its replacement
  * starts in the same column.
  */
 export function clearWorker(memory: HostSlotsMemory, worker: number): void {
@@ -108,8 +108,8 @@ export class HostInFlight<D> extends InFlight<D> {
     const start = digest.readUInt32LE(8) % HOST_SLOTS;
     for (let i = 0; i < HOST_SLOTS; i++) {
       const slot = (start + i) % HOST_SLOTS;
-      const held = Atomics.compareExchange(this.#keys, slot, 0n, key);
-      if (held === 0n || held === key) {
+      const found = Atomics.compareExchange(this.#keys, slot, 0n, key);
+      if (found === 0n || found === key) {
         this.#slots.set(consumerId, slot);
         return slot;
       }

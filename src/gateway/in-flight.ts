@@ -11,7 +11,7 @@ import { MONTH_NAME, monthOf } from './limiter/month.ts';
 const CONCURRENCY_RETRY_AFTER = '1';
 
 /**
- * Requests each consumer has in flight, capped so one client cannot hold every store connection. A
+ * Requests each consumer has in flight, capped so one client cannot take every store connection. A
  * request takes its slot before anything is awaited, so of many sent at once exactly the cap get
  * one; the rest get 429 `too_many_concurrent_requests` before the limiter decides, spending no
  * quota. A slot is given back when the answer is made, or when a step throws. A refusal's
@@ -51,7 +51,7 @@ export class InFlight<D> {
     return true;
   }
 
-  /** Remembers the decision that admitted a request of the consumer holding a slot. */
+  /** Remembers the decision that admitted a request of the consumer that has taken a slot. */
   remember(consumerId: string, decision: D): void {
     const entry = this.#busy.get(consumerId);
     if (entry) entry.last = decision;

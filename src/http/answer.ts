@@ -20,8 +20,8 @@ export function answer(c: Context, reply: Reply): Response {
   const { etag, type } = reply;
   let status = reply.status;
   let body = reply.body ?? null;
-  const json = compressible(status, type) && reply.encoding === undefined;
-  if (json) appendHeader(headers, 'Vary', 'Accept-Encoding');
+  const compressibleJson = compressible(status, type) && reply.encoding === undefined;
+  if (compressibleJson) appendHeader(headers, 'Vary', 'Accept-Encoding');
   if (etag !== undefined) {
     headers.ETag = etag;
     // Only a read is answered 304: the tag of a write's answer (a created or changed pet) is news.
@@ -37,7 +37,7 @@ export function answer(c: Context, reply: Reply): Response {
   if (type !== undefined) headers['Content-Type'] = type;
   if (reply.encoding !== undefined) {
     headers['Content-Encoding'] = reply.encoding;
-  } else if (json && typeof body === 'string') {
+  } else if (compressibleJson && typeof body === 'string') {
     body = encodedJson(c, body, headers);
   }
   if (head && headers['Content-Length'] === undefined) {

@@ -53,7 +53,7 @@ describe('what each pipeline needs is checked by the compiler', () => {
     expect(addHoldsFirst).toThrow(
       new TypeError('pipeline: ping expires due orders first, but the pipeline has no store'),
     );
-    const withCount = tableRouteHandlers({ ...api, store });
+    const withCount = tableRouteHandlers({ ...api, changesAndExpiry: store });
     expect(typeof withCount.operation(memoised)).toBe('function');
     expect(typeof withCount.operation(holdsFirst)).toBe('function');
     // @ts-expect-error: the admission check is not optional.
@@ -66,7 +66,7 @@ describe('what each pipeline needs is checked by the compiler', () => {
 });
 
 describe('a memoised operation is refused when its route is added', () => {
-  const handlers = tableRouteHandlers({ ...api, store });
+  const handlers = tableRouteHandlers({ ...api, changesAndExpiry: store });
 
   test('one that reads request headers or a body: its answer is memoised by the path and query alone', () => {
     const headers = defineOperation({ ...ping, memo: true, headers: v.object({ 'x-tone': v.string() }) });

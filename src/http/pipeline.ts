@@ -95,12 +95,10 @@ export interface TableRouteHandlersOptions<D> extends RouteHandlersOptions {
    */
   allowedMethods: (path: string) => readonly string[] | undefined;
   /**
-   * The store, as step 6 asks it: to expire the due orders before an operation that expires due
-   * orders first (`DueOrderExpiry`), and its change count for the memo (src/http/memo.ts).
-   * Without it the pipeline has no memo, and only operations that are never memoised and expire
-   * no due orders first can be added.
+   * The store as step 6 uses it, for the memo's change count and the expiry of due orders: without
+   * it, only operations that are never memoised and expire no due orders first can be added.
    */
-  store?: StoreChanges & DueOrderExpiry;
+  changesAndExpiry?: StoreChanges & DueOrderExpiry;
 }
 
 /**
@@ -125,16 +123,16 @@ export function serviceRouteHandlers(options: RouteHandlersOptions) {
  * those of `serviceRouteHandlers`, and `operation`, which makes one operation's route
  * (`makeOperationHandler` lists its steps). Its types ask for what serving the table needs: a table
  * with memoised operations or operations that expire due orders first (`expiresDueOrdersFirst`)
- * needs `store`.
+ * needs `changesAndExpiry`.
  *
  * @example
- * const handlers = tableRouteHandlers({ log, clock, clientAddress, admission, deps, store,
- *   allowedMethods, maxBodyBytes: 65536 })
+ * const handlers = tableRouteHandlers({ log, clock, clientAddress, admission, deps,
+ *   changesAndExpiry: store, allowedMethods, maxBodyBytes: 65536 })
  * app.on(op.method, `/v1${op.path}`, handlers.operation(op))
  * app.notFound(handlers.notFound)
  */
 export function tableRouteHandlers<D extends object>(
-  options: TableRouteHandlersOptions<D> & { store: StoreChanges & DueOrderExpiry },
+  options: TableRouteHandlersOptions<D> & { changesAndExpiry: StoreChanges & DueOrderExpiry },
 ): TableRouteHandlers<Operation<D>>;
 export function tableRouteHandlers<D extends object>(
   options: TableRouteHandlersOptions<D>,
@@ -142,15 +140,15 @@ export function tableRouteHandlers<D extends object>(
 export function tableRouteHandlers<D extends object>(
   options: TableRouteHandlersOptions<D>,
 ): TableRouteHandlers<Operation<D>> {
-  const { admission, deps, allowedMethods, store } = options;
-  const replyMemo = store && new ReplyMemo(store);
+  const { admission, deps, allowedMethods, changesAndExpiry } = options;
+  const replyMemo = changesAndExpiry && new ReplyMemo(changesAndExpiry);
   const parts: TableParts<D> = {
     ...partsOf(options),
     admission,
     deps,
     allowedMethods,
     replyMemo,
-    dueOrderExpiry: store,
+    dueOrderExpiry: changesAndExpiry,
   };
   /**
    * Answers a path no route serves (Hono's `notFound`). Under the API prefix it meets the gateway
@@ -196,7 +194,7 @@ interface PipelineParts {
   /**
    * Counts a memoised operation's request as a memo hit or miss (`--metrics` or `--metrics-port`).
    */
-  readonly memoCount: ((op: number, hit: boolean) => void) | undefined;
+  readonly memoCount: ((metricsIndex: number, hit: boolean) => void) | undefined;
   /** How `toApiError` logs an unhandled error. */
   readonly report: (err: unknown, c: Context<AppEnv>) => void;
   /** How `toApiError` logs a store that is unavailable. */
@@ -243,7 +241,7 @@ function partsOf({
     requestMetrics: metrics && requestCounter({ metrics, operation: countAs }),
     cors: corsOrigins.length > 0 ? new Cors(corsOrigins) : undefined,
     limitBody: limitBody(maxBodyBytes),
-    memoCount: metrics && ((op, hit) => metrics.memoAnswered(op, hit)),
+    memoCount: metrics && ((metricsIndex, hit) => metrics.memoAnswered(metricsIndex, hit)),
     report: (err, c) => log.error('unhandled error', errorFields(c, err)),
     unavailable: (err, c) => log.warn('store unavailable', errorFields(c, err)),
   };
@@ -354,7 +352,7 @@ async function runExchange(
       res = answerError(c, toApiError(err, c, report, unavailable));
     }
   }
-  // The trace's verdict is final once the request is answered. When the tail rules keep a
+  // The trace's export decision is final once the request is answered. When the tail rules keep a
   // request the head sampler did not, `traceresponse` is written again.
   const head = state.sampled === true;
   const exported = tracing.finish(c, state, res.status);

@@ -51,12 +51,13 @@ export class LiveKeys {
   readonly #source: Record<string, string>;
   readonly #path: string;
   readonly #file: KeysFileWatcher | undefined;
-  #store: KeysStoreWatcher | undefined;
+  #storeWatcher: KeysStoreWatcher | undefined;
   #admin: KeyAdmin | undefined;
   /**
-   * Where the consumers' orders are: told of what each consumer adopts at every load (`settle`).
+   * Where the consumers' orders are, given by `settleIdentities()`: `#adopt()` moves what each
+   * consumer adopts there at every load.
    */
-  #pets: DataStore | undefined;
+  #dataStore: DataStore | undefined;
   #listeners: ((table: KeyTable) => void)[] = [];
 
   /** Reads the keys file (a `KeysFileError` when it is bad) or makes the development key. */
@@ -85,7 +86,7 @@ export class LiveKeys {
     const refuse = (err: Error, trigger: string) => this.#refuse(err, trigger);
     const watcher = new KeysStoreWatcher({ store: keyStore, log: this.#log, apply, refuse });
     this.table = this.#loaded(await watcher.load());
-    this.#store = watcher;
+    this.#storeWatcher = watcher;
     this.#admin = storeKeyAdmin(keyStore, () => watcher.sync('admin API'));
   }
 
@@ -104,10 +105,10 @@ export class LiveKeys {
    * "Consumer identity").
    */
   async settleIdentities(store: DataStore): Promise<void> {
-    this.#pets = store;
+    this.#dataStore = store;
     try {
-      const keyStore = this.#store ? keyStoreOf(store) : undefined;
-      if (keyStore && (await storeConsumerIdsIn(keyStore))) await this.#store?.sync('version check');
+      const keyStore = this.#storeWatcher ? keyStoreOf(store) : undefined;
+      if (keyStore && (await storeConsumerIdsIn(keyStore))) await this.#storeWatcher?.sync('version check');
     } catch (err) {
       this.#log.warn("could not store the consumers' ids; they stay derived from their first keys", {
         ...this.#source,
@@ -132,13 +133,13 @@ export class LiveKeys {
    * store's.
    */
   problem(): string | undefined {
-    return this.#store?.problem();
+    return this.#storeWatcher?.problem();
   }
 
   /** SIGHUP: the keys read again now. */
   reload(): void {
     if (this.#file) this.#file.reload('SIGHUP');
-    else if (this.#store) void this.#store.sync('SIGHUP');
+    else if (this.#storeWatcher) void this.#storeWatcher.sync('SIGHUP');
     else this.#log.warn('SIGHUP: no keys file to reload (started without --keys)');
   }
 
@@ -147,12 +148,12 @@ export class LiveKeys {
    */
   async start(): Promise<void> {
     this.#file?.start();
-    await this.#store?.start();
+    await this.#storeWatcher?.start();
   }
 
   async stop(): Promise<void> {
     this.#file?.stop();
-    await this.#store?.stop();
+    await this.#storeWatcher?.stop();
   }
 
   #loaded(records: KeyRecord[]): KeyTable {
@@ -168,9 +169,9 @@ export class LiveKeys {
     for (const { consumer } of this.table.records()) {
       if (consumer.adopts !== undefined) moves.set(consumer.adopts, { from: consumer.adopts, to: ownerOf(consumer) });
     }
-    if (!this.#pets || moves.size === 0) return;
+    if (!this.#dataStore || moves.size === 0) return;
     try {
-      await this.#pets.adoptOwners([...moves.values()]);
+      await this.#dataStore.adoptOwners([...moves.values()]);
     } catch (err) {
       this.#log.warn(
         'could not move the orders stored under consumer names to their ids; tried again at the next load',

@@ -376,7 +376,7 @@ function announce({
   traces: string | undefined;
   workers: number;
 }): void {
-  if (liveKeys.devToken) announceDevKey(liveKeys.devToken, origin(config.host, listeners.main.port), log);
+  if (liveKeys.devToken) announceDevKey(liveKeys.devToken, reachableOrigin(config.host, listeners.main.port), log);
   log.info('listening', {
     version: VERSION,
     runtime,
@@ -391,8 +391,9 @@ function announce({
 }
 
 /**
- * Returns the address to show a person for `host:port`: a wildcard bind is reached on localhost.
+ * Returns an address a person can open for `host:port`, a wildcard bind's being localhost: the
+ * development key's banner shows where to send a request, the `listening` line what is bound.
  */
-function origin(host: string, port: number): string {
+function reachableOrigin(host: string, port: number): string {
   return httpOrigin(host === '' || host === '0.0.0.0' || host === '::' ? 'localhost' : host, port);
 }

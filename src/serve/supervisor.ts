@@ -10,9 +10,9 @@ import {
   clearWorker,
   type DecidedMessage,
   grantMemory,
+  HostLimiter,
   type HostSlotsMemory,
   hostSlotsMemory,
-  LimiterOwner,
   type LimiterStatus,
   type PackedAnswers,
   type PackedAsks,
@@ -197,7 +197,7 @@ export class WorkerPool implements RunningServer {
   readonly port: number;
   readonly memory: WorkerMemory;
   readonly #options: WorkerPoolOptions;
-  readonly #owner: LimiterOwner;
+  readonly #hostLimiter: HostLimiter;
   readonly #state: Int32Array;
   readonly #running: (Running | undefined)[];
   readonly #scrapes = new Map<number, (series: MetricJson) => void>();
@@ -209,7 +209,7 @@ export class WorkerPool implements RunningServer {
     this.port = options.port;
     this.memory = options.memory;
     this.#state = new Int32Array(this.memory.state);
-    this.#owner = new LimiterOwner(options.limiter, { workers: options.count });
+    this.#hostLimiter = new HostLimiter(options.limiter, { workers: options.count });
     this.#running = Array.from({ length: options.count }, () => undefined);
     options.metrics?.sumWith(() => this.#scrape());
     const { hostStatus } = options;
@@ -318,7 +318,7 @@ export class WorkerPool implements RunningServer {
     };
     this.#running[index] = running;
     const grants = grantMemory();
-    const decide = this.#owner.forWorker(
+    const decide = this.#hostLimiter.forWorker(
       batched((answers: DecidedMessage[]) =>
         worker.postMessage({ type: 'decided', ...packAnswers(answers) } satisfies ToWorker),
       ),

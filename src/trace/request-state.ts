@@ -16,7 +16,7 @@ export interface RequestState {
   readonly spanId?: string;
   /**
    * Whether the trace is exported (the W3C sampled flag): the sampler's decision at the start,
-   * the final verdict once the request is answered (src/trace/spans.ts, `finishRequest`). It
+   * the final export decision once the request is answered (src/trace/spans.ts, `finishRequest`). It
    * changes there because `traceResponse()` then writes the final flag into `traceresponse`.
    */
   sampled?: boolean;

@@ -224,7 +224,7 @@ export class TraceRing {
   readonly ids: Buffer;
   /** The caller's `tracestate`, when its `traceparent` was valid. */
   readonly traceState: ByteField;
-  /** The rest is written only for a record kept, once the verdict is known. */
+  /** The rest is written only for a record kept, once the export decision is known. */
   readonly url: ByteField;
   readonly consumer: ByteField;
   readonly client: ByteField;

@@ -221,9 +221,9 @@ function tailRoom(at: number, spans: number): boolean {
 }
 
 /**
- * Ends the request's record with its answer and gives the final verdict, which the state's
- * `sampled` now says too: head-sampled, or kept by the tail rules (a caller with a valid key,
- * `keyed`, slow or answered 5xx). As the HTTP conventions say, a 5xx sets the server span's
+ * Ends the request's record with its answer and gives the final export decision, which the
+ * state's `sampled` now says too: head-sampled, or kept by the tail rules (a caller with a valid
+ * key, `keyed`, slow or answered 5xx). As the HTTP conventions say, a 5xx sets the server span's
  * status to Error and a 4xx leaves it unset. `details` is asked only for a kept record.
  */
 export function finishRequest<R>(

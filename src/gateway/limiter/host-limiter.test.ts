@@ -4,7 +4,7 @@ import {
   type DecidedMessage,
   type DecideMessage,
   grantMemory,
-  LimiterOwner,
+  HostLimiter,
   packAnswers,
   packAsks,
   RemoteLimiter,
@@ -22,17 +22,17 @@ const crossed = (m: DecideMessage) => unpackAsks(structuredClone(packAsks([m])))
 /** An answer as the worker receives it. */
 const answered = (m: DecidedMessage) => unpackAnswers(structuredClone(packAnswers([m])))[0] as DecidedMessage;
 
-/** Workers wired to one owner, their messages copied as a MessagePort copies them. */
+/** Workers wired to one host limiter, their messages copied as a MessagePort copies them. */
 function host(workers: number) {
   const clock = fakeClock();
-  const owner = new LimiterOwner(new SlidingWindowLimiter({ clock }));
+  const host = new HostLimiter(new SlidingWindowLimiter({ clock }));
   const remotes = Array.from({ length: workers }, () => {
     let ask: (m: DecideMessage) => void = () => {};
     const remote = new RemoteLimiter((m) => queueMicrotask(() => ask(crossed(m))));
-    ask = owner.forWorker((m: DecidedMessage) => queueMicrotask(() => remote.answer(answered(m))));
+    ask = host.forWorker((m: DecidedMessage) => queueMicrotask(() => remote.answer(answered(m))));
     return remote;
   });
-  return { clock, owner, remotes };
+  return { clock, host, remotes };
 }
 
 const consumer = (perMinute: number, threshold = 0): Subject => ({
@@ -97,26 +97,26 @@ describe('one limiter for the host: workers ask the supervisor', () => {
 
   test('a subject the supervisor forgot is sent again whole', async () => {
     const clock = fakeClock();
-    const owner = new LimiterOwner(new SlidingWindowLimiter({ clock }));
-    let ask = owner.forWorker(() => {});
+    const host = new HostLimiter(new SlidingWindowLimiter({ clock }));
+    let ask = host.forWorker(() => {});
     const remote = new RemoteLimiter((m) => queueMicrotask(() => ask(crossed(m))));
     const answer = (m: DecidedMessage) => queueMicrotask(() => remote.answer(answered(m)));
-    ask = owner.forWorker(answer);
+    ask = host.forWorker(answer);
     const s = consumer(3);
     expect((await remote.decide(s)).outcome).toBe('admitted');
     // A new table of numbers on the supervisor's side: the next question by number alone is unknown
     // there.
-    ask = owner.forWorker(answer);
+    ask = host.forWorker(answer);
     const again = await remote.decide(s);
     expect(again.outcome === 'admitted' && again.windows[0]?.remaining).toBe(1);
   });
 });
 
-/** Workers with grant memory, wired to one owner; `asks` counts the questions each sent. */
+/** Workers with grant memory, wired to one host limiter; `asks` counts the questions each sent. */
 function grantingHost(workers: number, limiter?: SlidingWindowLimiter, startMs = 50) {
   const clock = fakeClock(Date.UTC(2026, 10, 22, 12, 0, 0, startMs));
   const on = limiter ?? new SlidingWindowLimiter({ clock });
-  const owner = new LimiterOwner(on, { workers, clock });
+  const host = new HostLimiter(on, { workers, clock });
   const asks = Array.from({ length: workers }, () => 0);
   const remotes = Array.from({ length: workers }, (_, i) => {
     const grants = grantMemory();
@@ -128,10 +128,10 @@ function grantingHost(workers: number, limiter?: SlidingWindowLimiter, startMs =
       },
       { grants, clock },
     );
-    ask = owner.forWorker((m: DecidedMessage) => queueMicrotask(() => remote.answer(answered(m))), grants);
+    ask = host.forWorker((m: DecidedMessage) => queueMicrotask(() => remote.answer(answered(m))), grants);
     return remote;
   });
-  return { clock, owner, remotes, asks, limiter: on };
+  return { clock, host, remotes, asks, limiter: on };
 }
 
 /**
@@ -175,7 +175,7 @@ describe('grants: a busy consumer decided on its worker', () => {
   });
 
   test('a grant asked for as a second starts is given for that whole second, and its unspent units go back', async () => {
-    const { clock, owner, remotes, asks, limiter } = grantingHost(2, undefined, 0);
+    const { clock, host, remotes, asks, limiter } = grantingHost(2, undefined, 0);
     const [a] = remotes as [RemoteLimiter];
     const s = consumer(100_000);
     // Every step lands on a whole second: each second's first request asks, the rest are its
@@ -183,20 +183,20 @@ describe('grants: a busy consumer decided on its worker', () => {
     for (let i = 0; i < 3; i++) {
       await burst(a, s, 100);
       clock.advance(1_000);
-      owner.sweep();
+      host.sweep();
     }
     const before = asks[0] as number;
     const verdicts = await burst(a, s, 1_000);
     expect(asks[0] as number).toBeLessThan(before + 10);
     expect(verdicts.filter((v) => v.outcome === 'admitted')).toHaveLength(1_000);
     clock.advance(1_000);
-    owner.sweep();
+    host.sweep();
     const after = limiter.decide(s, 0);
     expect(after.outcome === 'admitted' && after.windows[0]?.remaining).toBe(100_000 - 1_300);
   });
 
   test("a second's unspent units go back when it ends, from a worker that stopped asking too", async () => {
-    const { clock, owner, remotes, limiter } = grantingHost(2);
+    const { clock, host, remotes, limiter } = grantingHost(2);
     const [a] = remotes as [RemoteLimiter];
     const s = consumer(100_000);
     for (let i = 0; i < 12; i++) {
@@ -207,13 +207,13 @@ describe('grants: a busy consumer decided on its worker', () => {
     // Units are counted ahead while granted...
     expect(read.outcome === 'admitted' && read.windows[0]?.remaining).toBeLessThan(100_000 - 1_200);
     clock.advance(1_000);
-    owner.sweep();
+    host.sweep();
     const after = limiter.decide(s, 0);
     expect(after.outcome === 'admitted' && after.windows[0]?.remaining).toBe(100_000 - 1_200);
   });
 
   test('four workers with grants admit exactly the limit: none over, none refused while units lie unused', async () => {
-    const { clock, remotes, owner, limiter } = grantingHost(4);
+    const { clock, remotes, host, limiter } = grantingHost(4);
     const subjects = remotes.map(() => consumer(3_000, 0));
     let admitted = 0;
     let outstanding = 0;
@@ -232,7 +232,7 @@ describe('grants: a busy consumer decided on its worker', () => {
       if (read.outcome === 'admitted')
         outstanding = Math.max(outstanding, 3_000 - (read.windows[0]?.remaining ?? 0) - admitted);
       clock.advance(100);
-      owner.sweep();
+      host.sweep();
     }
     // Units were granted ahead (so the refusals came with grants held elsewhere), and yet:
     expect(outstanding).toBeGreaterThan(100);

@@ -1,19 +1,19 @@
 /**
- * The limiter of a process with workers. One owner, the supervisor, holds every window, ban and
- * keyless client's count, and each worker asks it by message. So the host decides exactly as one
- * event loop would: the same windows, costs, bans and keyless clients' table. With `--redis` the
- * host's script runs are those of one instance.
+ * The limiter of a process with workers. The supervisor alone keeps every window, ban and keyless
+ * client's count, and each worker asks it by message. So the host decides exactly as one event
+ * loop would: the same windows, costs, bans and keyless clients' table. With `--redis` the host's
+ * script runs are those of one instance.
  *
  * Grants. With the in-process limiter, a worker kept busy by one consumer is granted units it
  * spends alone until the second ends, as an instance spends a Redis lease (`leases.ts`). So a busy
- * key costs a message or two a second per worker, not one a request. The owner counts a grant as
- * spent when it makes it (`SlidingWindowLimiter.book`), so no window is exceeded.
+ * key costs a message or two a second per worker, not one a request. The supervisor counts a grant
+ * as spent when it makes it (`SlidingWindowLimiter.book`), so no window is exceeded.
  *
- * A grant's unused units sit in memory the worker shares with the owner. The worker takes each
- * with a compare-and-swap. The owner takes back what is left when the second ends, when the room
- * left would not hold a request, and when a ban starts. A grant is at most half the room left
- * shared among the workers, so near the limit every request is decided by the owner. Consumers
- * with quota webhooks and keyless clients are never granted units.
+ * A grant's unused units sit in memory the worker shares with the supervisor. The worker takes
+ * each with a compare-and-swap. The supervisor takes back what is left when the second ends, when
+ * the room left would not hold a request, and when a ban starts. A grant is at most half the room
+ * left shared among the workers, so near the limit every request is decided by the supervisor.
+ * Consumers with quota webhooks and keyless clients are never granted units.
  *
  * A consumer's subject is sent once per worker, then named by a number. A keyless client's is sent
  * whole, since it is made per request.
@@ -77,7 +77,7 @@ export function grantMemory(): SharedArrayBuffer {
 }
 
 /** One consumer's grant on a worker, and what sizes the next. */
-class Held {
+class WorkerGrant {
   /** The answer that gave the grant: what local decisions are written from. */
   verdict: Decision | undefined;
   slot = 0;
@@ -111,7 +111,7 @@ export class RemoteLimiter implements RateLimiter {
   /** Subject numbers not yet sent with their subject. */
   readonly #unsent = new Set<number>();
   /** Grants and rates by subject number. */
-  readonly #held = new LRUCache<number, Held>({ max: KNOWN_SUBJECTS });
+  readonly #grants = new LRUCache<number, WorkerGrant>({ max: KNOWN_SUBJECTS });
   readonly #units: Int32Array | undefined;
   readonly #clock: Clock;
   #lastId = 0;
@@ -127,45 +127,45 @@ export class RemoteLimiter implements RateLimiter {
     if (subject.keyless) return this.#ask(subject, 0, cost, 0).then(verdictOf);
     const ref = this.#refOf(subject);
     if (!this.#units || cost === 0) return this.#ask(subject, ref, cost, 0).then(verdictOf);
-    let held = this.#held.get(ref);
-    if (!held) {
-      held = new Held();
-      this.#held.set(ref, held);
+    let kept = this.#grants.get(ref);
+    if (!kept) {
+      kept = new WorkerGrant();
+      this.#grants.set(ref, kept);
     }
-    return this.#local(held, cost) ?? this.#acquire(subject, ref, held, cost);
+    return this.#local(kept, cost) ?? this.#acquire(subject, ref, kept, cost);
   }
 
   /**
    * Returns a decision from this worker's grant, when its second is not over and it holds the cost.
    */
-  #local(held: Held, cost: number): Decision | undefined {
+  #local(kept: WorkerGrant, cost: number): Decision | undefined {
     const units = this.#units;
-    const { verdict } = held;
-    if (!units || !verdict || this.#clock.now() >= held.end) return undefined;
-    let left = Atomics.load(units, held.slot);
+    const { verdict } = kept;
+    if (!units || !verdict || this.#clock.now() >= kept.end) return undefined;
+    let left = Atomics.load(units, kept.slot);
     for (;;) {
       if (left < cost) return undefined;
-      const seen = Atomics.compareExchange(units, held.slot, left, left - cost);
+      const seen = Atomics.compareExchange(units, kept.slot, left, left - cost);
       if (seen === left) break;
       left = seen;
     }
     // Taken as the second ended: it stays counted, unused, and the request is asked for.
-    if (this.#clock.now() >= held.end) return undefined;
-    held.pace.spent(cost);
-    return spentFrom(verdict, held.granted - (left - cost));
+    if (this.#clock.now() >= kept.end) return undefined;
+    kept.pace.spent(cost);
+    return spentFrom(verdict, kept.granted - (left - cost));
   }
 
   /** Asks the supervisor: for a grant as well, unless one asked for this second was not given. */
-  async #acquire(subject: Subject, ref: number, held: Held, cost: number): Promise<Verdict> {
-    const { pace } = held;
-    while (held.pending && this.#clock.now() >= pace.tightUntil) {
+  async #acquire(subject: Subject, ref: number, kept: WorkerGrant, cost: number): Promise<Verdict> {
+    const { pace } = kept;
+    while (kept.pending && this.#clock.now() >= pace.tightUntil) {
       pace.waiting += cost;
       try {
-        await held.pending.catch(() => {});
+        await kept.pending.catch(() => {});
       } finally {
         pace.waiting -= cost;
       }
-      const local = this.#local(held, cost);
+      const local = this.#local(kept, cost);
       if (local) return local;
     }
     const now = this.#clock.now();
@@ -174,18 +174,18 @@ export class RemoteLimiter implements RateLimiter {
       return verdictOf(await this.#ask(subject, ref, cost, 0));
     }
     const asked = this.#ask(subject, ref, cost, pace.beyond(now, 1_000 - (now % 1_000), cost));
-    held.pending = asked;
+    kept.pending = asked;
     try {
       const { verdict, grant } = await asked;
       if (grant && verdict.outcome !== 'unavailable') {
-        held.verdict = verdict;
-        held.slot = grant.slot;
-        held.granted = grant.units;
-        held.end = grant.end;
+        kept.verdict = verdict;
+        kept.slot = grant.slot;
+        kept.granted = grant.units;
+        kept.end = grant.end;
       } else pace.tightUntil = Math.floor(now / 1_000 + 1) * 1_000;
       return verdict;
     } finally {
-      held.pending = undefined;
+      kept.pending = undefined;
     }
   }
 
@@ -268,14 +268,14 @@ function granting(limiter: RateLimiter): Granting | undefined {
 }
 
 /**
- * A worker's grant memory as the owner keeps it: the units left by slot, the slots free, its newest
- * grant per subject.
+ * A worker's grant memory as the supervisor keeps it: the units left by slot, the slots free, its
+ * newest grant per subject.
  */
 class GrantBook {
   readonly units: Int32Array;
   readonly free: number[];
   /** By subject id, so that a reloaded consumer's new subject finds the grant of its old one. */
-  readonly newest = new Map<string, OwnedGrant>();
+  readonly newest = new Map<string, GivenGrant>();
 
   constructor(memory: SharedArrayBuffer) {
     this.units = new Int32Array(memory);
@@ -283,8 +283,8 @@ class GrantBook {
   }
 }
 
-/** A grant as its owner keeps it until its second ends. */
-interface OwnedGrant {
+/** A grant as the supervisor keeps it until its second ends. */
+interface GivenGrant {
   readonly subject: Subject;
   readonly book: GrantBook;
   readonly slot: number;
@@ -293,7 +293,7 @@ interface OwnedGrant {
   readonly end: number;
 }
 
-export interface LimiterOwnerOptions {
+export interface HostLimiterOptions {
   /** Workers sharing the room left of a consumer: a grant is at most half of it over this many. */
   readonly workers?: number;
   /** The clock of the limiter (tests pass a fake one). */
@@ -306,7 +306,7 @@ export interface LimiterOwnerOptions {
  * sent it (when its content is the same), so the limiter sees one consumer (a Redis lease is kept
  * per subject).
  */
-export class LimiterOwner {
+export class HostLimiter {
   readonly #limiter: RateLimiter;
   readonly #granting: Granting | undefined;
   readonly #workers: number;
@@ -317,12 +317,12 @@ export class LimiterOwner {
    * Grants whose second has not ended, by subject id (a reloaded consumer's old grants with its new
    * ones).
    */
-  readonly #live = new Map<string, Set<OwnedGrant>>();
+  readonly #live = new Map<string, Set<GivenGrant>>();
   /** The same, by end (made in time order, so their ends never decrease). */
-  readonly #ending: OwnedGrant[] = [];
+  readonly #ending: GivenGrant[] = [];
   #timer: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(limiter: RateLimiter, { workers = 1, clock = systemClock }: LimiterOwnerOptions = {}) {
+  constructor(limiter: RateLimiter, { workers = 1, clock = systemClock }: HostLimiterOptions = {}) {
     this.#limiter = limiter;
     this.#granting = granting(limiter);
     this.#workers = workers;
@@ -398,21 +398,21 @@ export class LimiterOwner {
       return undefined;
     }
     Atomics.store(book.units, slot, units);
-    const owned: OwnedGrant = { subject, book, slot, at, end: Math.ceil(at / 1_000) * 1_000 };
-    book.newest.set(subject.id, owned);
+    const given: GivenGrant = { subject, book, slot, at, end: Math.ceil(at / 1_000) * 1_000 };
+    book.newest.set(subject.id, given);
     let live = this.#live.get(subject.id);
     if (!live) {
       live = new Set();
       this.#live.set(subject.id, live);
     }
-    live.add(owned);
-    this.#ending.push(owned);
+    live.add(given);
+    this.#ending.push(given);
     this.#schedule();
-    return { slot, units, end: owned.end };
+    return { slot, units, end: given.end };
   }
 
   /** Takes back what is left of a grant, into the windows it was counted in. */
-  #takeBack(grant: OwnedGrant): void {
+  #takeBack(grant: GivenGrant): void {
     const left = Atomics.exchange(grant.book.units, grant.slot, 0);
     if (left > 0) (this.#granting as Granting).giveBack(grant.subject, left, grant.at);
   }
