@@ -72,10 +72,10 @@ export interface RouteHandlersOptions {
   /** Makes a fresh request id when the client sent none usable. */
   newId?: () => string;
   /**
-   * Whether the request's caller holds a valid key: only then may its `traceparent` force a trace
+   * Whether the request's caller has a valid key: only then may its `traceparent` force a trace
    * to be exported.
    */
-  holdsValidKey?: (c: Context<AppEnv>) => boolean;
+  hasValidKey?: (c: Context<AppEnv>) => boolean;
 }
 
 /**
@@ -226,7 +226,7 @@ function partsOf({
   countAs,
   newId,
   isGatewayPath = isApiPath,
-  holdsValidKey = () => false,
+  hasValidKey = () => false,
 }: RouteHandlersOptions): PipelineParts {
   // Within a request its state names it; Hono's `onError` runs once the request's state is left.
   const errorFields = (c: Context<AppEnv>, err: unknown) =>
@@ -237,7 +237,7 @@ function partsOf({
     isGatewayPath,
     maxBodyBytes,
     requestLog: requestLog({ log, clock, clientAddress, newId }),
-    tracing: requestTrace({ clientAddress, holdsValidKey }),
+    tracing: requestTrace({ clientAddress, hasValidKey }),
     requestMetrics: metrics && requestCounter({ metrics, operation: countAs }),
     cors: corsOrigins.length > 0 ? new Cors(corsOrigins) : undefined,
     limitBody: limitBody(maxBodyBytes),
