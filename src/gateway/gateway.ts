@@ -146,7 +146,8 @@ export type Admission = <T>(
  * 3a. finds the caller, once (`callerOf()`, ./caller.ts): a key's consumer, or a keyless client
  *     (no key, or one that is unknown, revoked or outside its dates);
  * 3b. refuses a keyless client once the limiter has counted it against its address group: 401,
- *     or 429 when the group is over the keyless clients' limit, with the rate-limit headers;
+ *     or 429 when the group is over the free plan's limits (`PLAN_LIMITS.free`, ./decide.ts),
+ *     with the rate-limit headers;
  * 3c. takes the consumer's in-flight slot before anything is awaited, and keeps it until
  *     `serveAdmitted` settles (at the cap: 429, and the limiter is not asked, so no quota is spent);
  * 3d. asks the limiter to spend the operation's cost, once (`decider()`, ./decide.ts);
@@ -227,7 +228,7 @@ export function createAdmission({
       const cost = op.readsQuota ? 0 : op.id === undefined ? 1 : (consumer.costs[op.id] ?? 1);
       // The decision's child, opened and closed around the one await (`decideForKeyless` says why).
       const child = openChild('gateway decide', NO_ATTRIBUTES, DECISION_SPAN, cost);
-      let verdict: Awaited<ReturnType<typeof decide>>;
+      let verdict: Verdict;
       try {
         verdict = await decide(caller, cost);
       } catch (err) {
