@@ -16,6 +16,12 @@
 //               memoOrRun           step 6.2
 //                 runHandler        step 7, through the memo's readOrJoin when memoised
 //                 answer            step 8
+//
+// Steps 4 to 8 run inside the gateway's callback (`serveAdmitted`), so the gateway keeps the
+// caller's in-flight slot until the answer is made. Step 8 does not follow step 7 in sequence:
+// step 6.2 calls `answer` from each of its three exits (a memo hit, the reply of an operation that
+// is not memoised, a read it ran or joined). Steps 6.1 to 7 pass `parts, route, c, decision,
+// caller` as five arguments, so a request allocates no object to carry them.
 import type { Context, ErrorHandler } from 'hono';
 import type { KeyHolder, Operation, StorelessOperation } from '../api/operation-types.ts';
 import { isApiPath } from '../api/operations.ts';
@@ -416,8 +422,7 @@ async function checkBody(parts: PipelineParts, c: Context<AppEnv>, next: () => P
  * route holds the store's `dueOrderExpiry` only then (`routeOf`); any other operation goes straight
  * to step 6.2. `startDueOrderExpiry` of `DataStore` (src/store/store.ts) says what a failed run
  * and a wait past `--store-timeout` answer. This function is not async, so it adds no promise of
- * its own when nothing is due. `decision` and `caller`, for step 7, are passed as two arguments down to
- * `runHandler`: no object per request.
+ * its own when nothing is due.
  */
 function awaitDueOrderExpiry<D>(
   parts: TableParts<D>,
