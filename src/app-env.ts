@@ -9,8 +9,8 @@
 //   there at step 3 (`createAdmission()`).
 // - `answerHeaders`: typed on every context in src/core/reply.ts; set at step 1 (`beginAnswer()`)
 //   or on first use (`answerHeaders()`), both there.
-// Besides them, `answerError()` (src/http/error-answer.ts) sets Hono's own `c.error`, which the
-// request's log line and metrics read.
+// Besides them, `answerError()` (src/http/error-answer.ts) sets Hono's own `c.error`, which only
+// the metrics read (src/http/count-requests.ts); the log line does not.
 
 /** Not the process's environment variables (those are src/config.ts's). */
 export interface AppEnv {

@@ -155,7 +155,7 @@ export function createApp({
     corsOrigins,
     metrics,
     allowedMethods: allowedMethods(API_PREFIX, operations),
-    holdsValidKey: callerHoldsValidKey(keyTable, clock),
+    hasValidKey: callerHasValidKey(keyTable, clock),
   });
 
   const app = new Hono<AppEnv>();
@@ -257,7 +257,7 @@ export function adminApp({
     isGatewayPath: (path) => isUnder(ADMIN_PREFIX, path),
     // Every answer of the admin port is counted under one operation of its own, `admin`.
     ...(metrics ? { metrics, countAs: ADMIN_OPERATION_LABEL } : {}),
-    holdsValidKey: callerHoldsValidKey(keyTable, clock),
+    hasValidKey: callerHasValidKey(keyTable, clock),
   });
   const app = new Hono<AppEnv>();
   for (const op of byRouteOrder(ADMIN_OPERATIONS)) app.on(op.method, ADMIN_PREFIX + op.path, routes.operation(op));
@@ -267,7 +267,7 @@ export function adminApp({
 }
 
 /** Whether a request's caller holds a key valid now (its `traceparent` may then force a trace). */
-function callerHoldsValidKey(keyTable: () => KeyTable, clock: Clock): (c: Context<AppEnv>) => boolean {
+function callerHasValidKey(keyTable: () => KeyTable, clock: Clock): (c: Context<AppEnv>) => boolean {
   const valid = validAuthorizationTest(keyTable, clock);
   return (c) => valid(c.req.header('authorization'));
 }

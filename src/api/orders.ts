@@ -38,10 +38,11 @@ function noSuchOrder(id: string): ApiError {
 }
 
 /**
- * `POST /store/orders`: holds an available pet for the caller until `holdUntil`; the pet is
- * `pending` from the same transaction on. With an `Idempotency-Key`, a retry answers 201 with the
- * order the key placed as it is now (`Idempotent-Replayed: true`): its status may have moved on
- * (`completed`, `cancelled`, `expired`), and the client learns so. The key with another pet is a 409.
+ * `POST /store/orders`: holds an available pet for the caller until `holdUntil`. The pet is
+ * `pending` from the same transaction on. With an `Idempotency-Key`, a retry gets a 201 with the
+ * order the key placed, as it is now (`Idempotent-Replayed: true`). Its status may have moved on
+ * (`completed`, `cancelled`, `expired`), and the client sees so. The same key with another pet
+ * gets a 409.
  */
 export async function placeOrder(
   { body, headers, owner }: Input<unknown, unknown, IdempotencyHeaders, NewOrder>,
@@ -104,17 +105,20 @@ export async function listOrders({ query, owner }: Input<OrderListQuery>, { stor
   return { status: 200, body, type: JSON_TYPE, headers: { Link: nextPageLink('orders', limit, status, lastShown) } };
 }
 
-/** `POST /store/orders/{orderId}/complete`: the order `completed`, its pet `sold`. */
+/** `POST /store/orders/{orderId}/complete`: marks the order `completed` and its pet `sold`. */
 export const completeOrder = (input: Input<unknown, OrderParams>, deps: ApiDeps) =>
   closeOwnOrder(input, deps, 'completed');
 
-/** `POST /store/orders/{orderId}/cancel`: the order `cancelled`, its pet `available` again. */
+/**
+ * `POST /store/orders/{orderId}/cancel`: marks the order `cancelled` and its pet `available`
+ * again.
+ */
 export const cancelOrder = (input: Input<unknown, OrderParams>, deps: ApiDeps) =>
   closeOwnOrder(input, deps, 'cancelled');
 
 /**
  * Closes a placed order as `to` (`completed` or `cancelled`). Asking again for the close an order
- * already had answers the order unchanged, so a retry is safe; any other change of a closed order
+ * already had answers the order unchanged, so a retry is safe. Any other change of a closed order
  * is a 409 (`order_closed`).
  */
 async function closeOwnOrder(

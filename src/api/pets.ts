@@ -55,7 +55,7 @@ export async function listPets({ query }: Input<ListQuery>, { store }: ApiDeps):
  * from its cursor to the extra row read past it (whether a next page exists): a change or removal
  * of one changes the page, and so does a create in that range, since on PostgreSQL a create can
  * commit after one with a higher id. The last page also depends on every create and removal
- * (`members`), a filtered page on every status change.
+ * (`members`), and a filtered page also depends on every status change.
  */
 function pageReads(page: readonly Pet[], after: number, full: boolean, filtered: boolean): PetSet {
   const probe = page.at(-1)?.id ?? after;
@@ -66,9 +66,9 @@ function pageReads(page: readonly Pet[], after: number, full: boolean, filtered:
 }
 
 /**
- * `POST /pets`: stores the pet; with an `Idempotency-Key`, a retry answers the 201 the key's
- * create answered (`Idempotent-Replayed: true`), the pet as it was then with its tag, even
- * after the pet was changed or removed; another body with the same key is a 409.
+ * `POST /pets`: stores the pet. With an `Idempotency-Key`, a retry gets the 201 that the key's
+ * create got (`Idempotent-Replayed: true`). It shows the pet as it was then, with its tag, even
+ * after the pet was changed or removed. Another body with the same key gets a 409.
  */
 export async function createPet(
   { body, headers, owner }: Input<unknown, unknown, IdempotencyHeaders, NewPet>,
@@ -97,9 +97,10 @@ export async function getPet({ params }: Input<unknown, PetParams>, { store }: A
 }
 
 /**
- * `PATCH /pets/{petId}`: a JSON Merge Patch of the pet's name, category and status, when the
- * pet still has the version `If-Match` names (any version without the header); 200 with the
- * whole pet and its new `ETag`. A status change must be a transition of `NEXT_STATUSES`.
+ * `PATCH /pets/{petId}`: applies a JSON Merge Patch of the pet's name, category and status when
+ * the pet still has the version `If-Match` names (any version when the header is absent). It
+ * answers 200 with the whole pet and its new `ETag`. A status change must be a transition of
+ * `NEXT_STATUSES`.
  */
 export async function updatePet(
   { params, headers, body }: Input<unknown, PetParams, ConditionalHeaders, PetPatch>,
@@ -123,7 +124,7 @@ export async function updatePet(
 
 /**
  * `DELETE /pets/{petId}`: removes the pet when it still has the version `If-Match` names (any
- * without the header); 204. Its id is never given to another pet.
+ * version when the header is absent), and answers 204. Its id is never given to another pet.
  */
 export async function deletePet(
   { params, headers }: Input<unknown, PetParams, ConditionalHeaders>,
@@ -154,7 +155,7 @@ function createdReply(pet: StoredPet, replayed = false): Reply {
 }
 
 /**
- * An answer whose body is one pet: tagged with the pet's strong `ETag` (src/core/preconditions.ts).
+ * An answer whose body is one pet, tagged with the pet's strong `ETag` (src/core/preconditions.ts).
  */
 function petReply(status: number, pet: StoredPet, headers?: Record<string, string>): Reply {
   const body = JSON.stringify(petOf(pet));

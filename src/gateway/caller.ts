@@ -76,9 +76,10 @@ export function callerOf(
 
 /**
  * Returns the caller as the gateway treats it at `now`. A key past its `expiresAt` or before its
- * `notBefore` makes its caller a keyless client: limited per address, answered the unknown key's
- * 401, so the answer never confirms a token was valid. The log's `credential` says why. Checked on
- * every request, so a key expires without a reload.
+ * `notBefore` makes its caller a keyless client. The gateway limits that client per address and
+ * answers it the same 401 as an unknown key, so the answer never confirms that a token was valid.
+ * The log's `credential` says why. The dates are checked on every request, so a key expires
+ * without a reload.
  *
  * @example
  * callerAt(identify('Bearer psk_old…', table, address), Date.now(), address) // { kind: 'keyless', credential: 'expired', … }

@@ -64,7 +64,7 @@ declare module 'hono' {
   interface ContextVariableMap {
     /**
      * The caller the gateway identified (step 3). A request the gateway never saw (a service
-     * route, a 414) has none: the steps that also serve those (the log line, the metrics, the
+     * route, a 414) has none, so the steps that also serve those (the log line, the metrics, the
      * trace) read it with `?.`.
      */
     caller: Caller | undefined;
@@ -97,8 +97,8 @@ export interface GatewayOptions {
    */
   wouldRefuse?: (consumer: string, window: WindowName) => void;
   /**
-   * Whether this gateway serves the admin API: there every key needs the scope `admin`; on the
-   * public API a key with it is refused (403), whatever the operation's scope.
+   * Whether this gateway serves the admin API. There every key needs the scope `admin`. On the
+   * public API, a key with that scope is refused (403), whatever the operation's scope.
    */
   isAdminGateway?: boolean;
   /**
@@ -118,9 +118,9 @@ export interface GatewayOptions {
 export interface GatedOperation {
   /** The operationId: what a consumer's `costs` name. */
   readonly id?: string;
-  /** The scope a key needs; absent: any. */
+  /** The scope a key needs. Without one, any key passes. */
   readonly scope?: KeyScope;
-  /** Reads the quota: costs 0, and is let through during a ban. */
+  /** Whether the operation reads the quota. Such an operation costs 0 and passes during a ban. */
   readonly readsQuota?: boolean;
 }
 
@@ -146,7 +146,8 @@ export type Admission = <T>(
  * 3a. finds the caller, once (`callerOf()`, ./caller.ts): a key's consumer, or a keyless client
  *     (no key, or one that is unknown, revoked or outside its dates);
  * 3b. refuses a keyless client once the limiter has counted it against its address group: 401,
- *     or 429 when the group is over the keyless clients' limit, with the rate-limit headers;
+ *     or 429 when the group is over the free plan's limits (`PLAN_LIMITS.free`, ./decide.ts),
+ *     with the rate-limit headers;
  * 3c. takes the consumer's in-flight slot before anything is awaited, and keeps it until
  *     `serveAdmitted` settles (at the cap: 429, and the limiter is not asked, so no quota is spent);
  * 3d. asks the limiter to spend the operation's cost, once (`decider()`, ./decide.ts);
@@ -212,12 +213,13 @@ export function createAdmission({
     }
     const { consumer } = caller;
     const { id, name, limits } = consumer;
-    // 3c, taken before the first await: of many sent at once, only `maxInFlight` pass this line.
+    // 3c: the slot is taken before the first await, so of many requests sent at once only
+    // `maxInFlight` pass this line.
     if (!inFlight.enter(id)) {
       const now = Math.floor(clock.now() / 1000);
-      // The limiter is not asked, so no quota is spent: the headers show the latest decision of the
-      // consumer's requests in flight, else its untouched limits. No Retry-After from the decision:
-      // the 429's own comes from `tooManyInFlight`.
+      // The limiter is not asked, so no quota is spent. The headers show the latest decision of the
+      // consumer's requests in flight, else its untouched limits. They take no Retry-After from the
+      // decision: the 429's own comes from `tooManyInFlight`.
       writeRateLimitHeaders(c, inFlight.latest(id) ?? untouched(limits, now), false, now);
       return tooManyInFlight(inFlight.max);
     }
@@ -226,7 +228,7 @@ export function createAdmission({
       const cost = op.readsQuota ? 0 : op.id === undefined ? 1 : (consumer.costs[op.id] ?? 1);
       // The decision's child, opened and closed around the one await (`decideForKeyless` says why).
       const child = openChild('gateway decide', NO_ATTRIBUTES, DECISION_SPAN, cost);
-      let verdict: Awaited<ReturnType<typeof decide>>;
+      let verdict: Verdict;
       try {
         verdict = await decide(caller, cost);
       } catch (err) {
@@ -297,15 +299,15 @@ function reportWouldRefuse(
 }
 
 /**
- * The 429s already made, by outcome and wait, the only things a refusal depends on: each is made
- * once, since the `Error`'s construction and its body's `JSON.stringify` showed in every 429's
- * profile (measured: bench/README.md#measured-costs-behind-the-codes-choices).
+ * The 429s already made, by outcome and wait, the only two things a refusal depends on. Each is
+ * made once, because the `Error`'s construction and its body's `JSON.stringify` showed in every
+ * 429's profile (measured: bench/README.md#measured-costs-behind-the-codes-choices).
  */
 const refusals = new LRUCache<string, ApiError>({ max: 1_024 });
 
 /**
  * Returns the decision's 429, or undefined when it admitted the request. A banned keyless address
- * gets `key_banned` too: the contract's one code for a ban, whoever is banned.
+ * gets `key_banned` too, because the contract has one code for a ban, whoever is banned.
  */
 function refusal({ outcome, retryAfter }: Decision): ApiError | undefined {
   if (outcome !== 'key_banned' && outcome !== 'rate_limited') return undefined;

@@ -10,10 +10,10 @@ const REALM = 'Bearer realm="petstore"';
 
 /**
  * Returns the 403 `insufficient_scope` (RFC 6750 section 3.1) when the key lacks `needed`, the
- * scope of the operation asked for, else undefined. Asked after the limiter's decision, unless it
- * refused the request (429; a report-only consumer over its limit is asked too): a request refused
- * here has still spent the operation's cost of the quota, so probing which scopes a key has is not
- * free.
+ * scope of the operation asked for, else undefined. The gateway asks it after the limiter's
+ * decision. It skips it when the limiter refused the request (429), but not for a report-only
+ * consumer over its limit, whom the limiter never refuses. So a request refused here has still
+ * spent the operation's cost of the quota, and probing which scopes a key has is not free.
  *
  * @example
  * // ApiError 403, WWW-Authenticate: ... scope="pets:write"

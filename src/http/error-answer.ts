@@ -39,7 +39,7 @@ export function toApiError(
 /**
  * Answers a refusal or error as the contract's Error body, its own headers added to those the
  * request gathered (rate limits, request id): every refusal and error leaves here. Sets it as
- * `c.error`, where the log line and metrics read it.
+ * `c.error`, where the metrics read a 429's or 403's code (src/http/count-requests.ts).
  *
  * @example
  * return answerError(c, NO_SUCH_PATH)

@@ -16,6 +16,12 @@
 //               memoOrRun           step 6.2
 //                 runHandler        step 7, through the memo's readOrJoin when memoised
 //                 answer            step 8
+//
+// Steps 4 to 8 run inside the gateway's callback (`serveAdmitted`), so the gateway keeps the
+// caller's in-flight slot until the answer is made. Step 8 does not follow step 7 in sequence:
+// step 6.2 calls `answer` from each of its three exits (a memo hit, the reply of an operation that
+// is not memoised, a read it ran or joined). Steps 6.1 to 7 pass `parts, route, c, decision,
+// caller` as five arguments, so a request allocates no object to carry them.
 import type { Context, ErrorHandler } from 'hono';
 import type { KeyHolder, Operation, StorelessOperation } from '../api/operation-types.ts';
 import { isApiPath } from '../api/operations.ts';
@@ -60,7 +66,7 @@ export interface RouteHandlersOptions {
    * default.
    */
   isGatewayPath?: (path: string) => boolean;
-  /** Origins whose pages may call the API (`--cors-origin`); none: no CORS at all. */
+  /** Origins whose pages may call the API (`--cors-origin`). With none, there is no CORS at all. */
   corsOrigins?: readonly string[];
   /** Counts requests when given (`--metrics` or `--metrics-port`). */
   metrics?: Metrics;
@@ -72,10 +78,10 @@ export interface RouteHandlersOptions {
   /** Makes a fresh request id when the client sent none usable. */
   newId?: () => string;
   /**
-   * Whether the request's caller holds a valid key: only then may its `traceparent` force a trace
+   * Whether the request's caller has a valid key: only then may its `traceparent` force a trace
    * to be exported.
    */
-  holdsValidKey?: (c: Context<AppEnv>) => boolean;
+  hasValidKey?: (c: Context<AppEnv>) => boolean;
 }
 
 /**
@@ -95,8 +101,8 @@ export interface TableRouteHandlersOptions<D> extends RouteHandlersOptions {
    */
   allowedMethods: (path: string) => readonly string[] | undefined;
   /**
-   * The store as step 6 uses it, for the memo's change count and the expiry of due orders: without
-   * it, only operations that are never memoised and expire no due orders first can be added.
+   * The store as step 6 uses it, for the memo's change count and the expiry of due orders. Without
+   * it, the table may only add operations that are never memoised and expire no due orders first.
    */
   changesAndExpiry?: StoreChanges & DueOrderExpiry;
 }
@@ -226,7 +232,7 @@ function partsOf({
   countAs,
   newId,
   isGatewayPath = isApiPath,
-  holdsValidKey = () => false,
+  hasValidKey = () => false,
 }: RouteHandlersOptions): PipelineParts {
   // Within a request its state names it; Hono's `onError` runs once the request's state is left.
   const errorFields = (c: Context<AppEnv>, err: unknown) =>
@@ -237,7 +243,7 @@ function partsOf({
     isGatewayPath,
     maxBodyBytes,
     requestLog: requestLog({ log, clock, clientAddress, newId }),
-    tracing: requestTrace({ clientAddress, holdsValidKey }),
+    tracing: requestTrace({ clientAddress, hasValidKey }),
     requestMetrics: metrics && requestCounter({ metrics, operation: countAs }),
     cors: corsOrigins.length > 0 ? new Cors(corsOrigins) : undefined,
     limitBody: limitBody(maxBodyBytes),
@@ -257,15 +263,15 @@ function partsOf({
  *    `runExchange` sets the headers every answer carries and refuses an overlong URI (414). It
  *    answers whatever a later step throws, then writes the log line and the metrics.
  * 2. `addCorsHeaders` (src/http/cors.ts): adds the CORS headers. A preflight (OPTIONS) matches
- *    no operation's route: `serveNoRoute` answers it (`answerPreflight`), before any key is asked
- *    for.
+ *    no operation's route, so `serveNoRoute` answers it (`answerPreflight`) before any key is
+ *    asked for.
  * 3. `passGateway`: the admission check (`createAdmission()`, src/gateway/gateway.ts) admits the
  *    request or refuses it (401, 429, 403, 503); its docstring lists the gateway's checks, 3a to
  *    3g, in order.
- * 4. `addDeprecationHeaders`: a deprecated operation's `Deprecation`, `Sunset` and `Link`.
+ * 4. `addDeprecationHeaders`: adds a deprecated operation's `Deprecation`, `Sunset` and `Link`.
  * 5. `checkBody`: refuses a body over the size limit (413). A body sent with GET or HEAD is held
  *    to the same size and to JSON (413, 415).
- * 6. `awaitDueOrderExpiry` and `memoOrRun`: the due orders, then the memo.
+ * 6. `awaitDueOrderExpiry` and `memoOrRun`: waits for the due orders, then tries the memo.
  *    6.1 `awaitDueOrderExpiry`: for an operation that expires due orders first, waits for the
  *    orders whose hold ran out to expire; for any other, goes straight on.
  *    6.2 `memoOrRun`: answers a memoised operation from the memo when nothing its reply read has
@@ -277,9 +283,9 @@ function partsOf({
  *
  * Step 1 runs the rest inside itself, so it sees every answer, and the gateway (step 3) holds the
  * caller's in-flight slot until the answer is made, or until a step throws. A refusal leaves
- * through `answerError` (src/http/error-answer.ts), which answers it by step 8: the gateway returns
- * its refusals (`Admission` says why); the other steps throw theirs, and `runExchange` catches
- * them, so a new check may throw.
+ * through `answerError` (src/http/error-answer.ts), which calls step 8 (`answer`) to turn it into
+ * the response. The gateway returns its refusals (`Admission` says why). The other steps throw
+ * theirs, and `runExchange` catches them, so a new check may throw.
  */
 function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
   const route = routeOf(parts, op);
@@ -287,7 +293,8 @@ function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteH
   // Named as what it does, so a CPU profile names it.
   return makeExchangeHandler(parts, function serveOperation(c) {
     c.set('operation', op.id);
-    // A preflight (OPTIONS) matches no operation's route: `notFound` (`serveNoRoute`) answers it.
+    // A preflight (OPTIONS) matches no operation's route, so `notFound` (`serveNoRoute`) answers
+    // it before any key is asked for.
     cors?.addCorsHeaders(c);
     // Steps 4 to 8 run inside the gateway's callback, so it frees the in-flight slot only after the
     // answer.
@@ -308,7 +315,8 @@ function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteH
  * its state; `runExchange` does the rest of step 1 inside that state and calls `inner`. For an
  * operation, `inner` is `serveOperation` (steps 2 to 8).
  *
- * @param traced false: the request makes no trace (the probes' and scrapers' service routes).
+ * @param traced When false, the request makes no trace. The probes' and scrapers' service routes
+ *   pass false.
  */
 function makeExchangeHandler(parts: PipelineParts, inner: InnerHandler, traced = true): RouteHandler {
   const { requestLog, tracing } = parts;
@@ -400,10 +408,10 @@ function addDeprecationHeaders<D>(c: Context<AppEnv>, { deprecationHeaders }: Op
  * large or not JSON (413, 415). Otherwise it returns `next()`'s answer.
  */
 async function checkBody(parts: PipelineParts, c: Context<AppEnv>, next: () => Promise<Response>): Promise<Response> {
-  // The runtimes hand a GET or HEAD no body stream: only its headers can tell of a body.
+  // The runtimes hand a GET or HEAD no body stream, so only its headers can tell of a body.
   checkBodyOnGetOrHead(c, parts.maxBodyBytes);
-  // A write sent without a body has none either; step 7 answers it 415 without a JSON
-  // Content-Type, else 400.
+  // A write sent without a body has no stream either. Step 7 answers it 415 when its Content-Type
+  // is not JSON, else 400.
   if (!c.req.raw.body) return next();
   return parts.limitBody(c, next);
 }
@@ -412,10 +420,9 @@ async function checkBody(parts: PipelineParts, c: Context<AppEnv>, next: () => P
  * Step 6.1: for an operation that expires due orders first, waits for the orders whose hold ran out
  * to expire (`startDueOrderExpiry()`), so it shows their pets `available`, then runs step 6.2. Its
  * route holds the store's `dueOrderExpiry` only then (`routeOf`); any other operation goes straight
- * to step 6.2. What a failed run and a wait past `--store-timeout` answer: `startDueOrderExpiry`
- * of `DataStore` (src/store/store.ts). Not async, so it adds no promise of its own when
- * nothing is due. `decision` and `caller`, for step 7, are passed as two arguments down to
- * `runHandler`: no object per request.
+ * to step 6.2. `startDueOrderExpiry` of `DataStore` (src/store/store.ts) says what a failed run
+ * and a wait past `--store-timeout` answer. This function is not async, so it adds no promise of
+ * its own when nothing is due.
  */
 function awaitDueOrderExpiry<D>(
   parts: TableParts<D>,

@@ -10,8 +10,8 @@ import { beginRequest, finishRequest, type SpanDetails, type SpanStart, traceRes
 export interface RequestTraceOptions {
   /** The client's address as trusted (`client.address`). */
   clientAddress: (c: Context<AppEnv>) => string;
-  /** Whether the caller holds a valid key: only then may its sampled flag force a trace. */
-  holdsValidKey: (c: Context<AppEnv>) => boolean;
+  /** Whether the caller has a valid key: only then may its sampled flag force a trace. */
+  hasValidKey: (c: Context<AppEnv>) => boolean;
 }
 
 /**
@@ -20,15 +20,15 @@ export interface RequestTraceOptions {
  * export never carries the query, a header's value or a token.
  *
  * @example
- * const tracing = requestTrace({ clientAddress, holdsValidKey })
+ * const tracing = requestTrace({ clientAddress, hasValidKey })
  * tracing.run(c, requestId, true, async (state) => {
  *   …
  *   tracing.finish(c, state, res.status)
  *   return res
  * })
  */
-export function requestTrace({ clientAddress, holdsValidKey }: RequestTraceOptions) {
-  const start: SpanStart<Context<AppEnv>> = { tracestate: (c) => c.req.header('tracestate'), holdsValidKey };
+export function requestTrace({ clientAddress, hasValidKey }: RequestTraceOptions) {
+  const start: SpanStart<Context<AppEnv>> = { tracestate: (c) => c.req.header('tracestate'), hasValidKey };
   const details: SpanDetails<Context<AppEnv>> = {
     method: (c) => c.req.method,
     url: (c) => c.req.url,
@@ -58,7 +58,7 @@ export function requestTrace({ clientAddress, holdsValidKey }: RequestTraceOptio
   };
 }
 
-/** Returns the caller when it holds a valid key, else undefined. */
+/** Returns the caller when it has a valid key, else undefined. */
 function consumerCaller(c: Context<AppEnv>) {
   const caller = c.get('caller');
   return caller?.kind === 'consumer' ? caller : undefined;

@@ -101,7 +101,7 @@ export async function startServer(config: Config): Promise<void> {
     });
   }
   webhooks.delivery?.start();
-  const expiry = startDueOrderSweep(store, log);
+  const sweepTimer = startDueOrderSweep(store, log);
   const adminServer = await startAdmin({ config, adapter, listeners, liveKeys, limiter, log, metrics, store });
   await liveKeys.start();
   handleSignals({
@@ -116,7 +116,7 @@ export async function startServer(config: Config): Promise<void> {
       void webhooks.delivery?.stop();
     },
     close: async () => {
-      clearInterval(expiry);
+      clearInterval(sweepTimer);
       await liveKeys.stop();
       await webhooks.delivery?.stop();
       await store.close();

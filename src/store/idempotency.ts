@@ -8,7 +8,7 @@ import type { NewPet } from '../core/pet-records.ts';
 /** A key is remembered this long after the create that first used it. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1_000;
 /** Expired keys are deleted lazily, by a create, at most this often per store. */
-export const SWEEP_INTERVAL_MS = 60 * 1_000;
+export const KEY_EXPIRY_INTERVAL_MS = 60 * 1_000;
 
 /**
  * Digest of a create request as validated (defaults applied), so a retry that only reorders
@@ -39,17 +39,17 @@ export function idempotencyKeySpace(owner: string, operation: string): string {
 }
 
 /**
- * Tells a store when to run its next sweep of expired keys.
+ * Tells a store when to next delete its expired keys.
  *
  * @example
- * if (sweeps.due(once.now)) db.exec('DELETE FROM idempotency_keys WHERE expires_at <= ...')
+ * if (keyExpiry.due(once.now)) db.exec('DELETE FROM idempotency_keys WHERE expires_at <= ...')
  */
-export class SweepSchedule {
+export class KeyExpirySchedule {
   #last = Number.NEGATIVE_INFINITY;
 
-  /** True at most once per `SWEEP_INTERVAL_MS` of `now`. */
+  /** True at most once per `KEY_EXPIRY_INTERVAL_MS` of `now`. */
   due(now: number): boolean {
-    if (now - this.#last < SWEEP_INTERVAL_MS) return false;
+    if (now - this.#last < KEY_EXPIRY_INTERVAL_MS) return false;
     this.#last = now;
     return true;
   }

@@ -70,7 +70,7 @@ export class MemoryStore implements DataStore {
 
   // Synchronous from the lookup to the insert: no other create can run in between.
   async createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult> {
-    this.#sweep(once.now);
+    this.#dropExpiredKeys(once.now);
     const id = `${once.keySpace}\u0000${once.key}`;
     const seen = this.#keys.get(id);
     if (seen && seen.expiresAt > once.now) {
@@ -338,7 +338,7 @@ export class MemoryStore implements DataStore {
   }
 
   /** Drops expired keys from the oldest on: O(1) per key over its life. */
-  #sweep(now: number): void {
+  #dropExpiredKeys(now: number): void {
     for (const [id, remembered] of this.#keys) {
       if (remembered.expiresAt > now) return;
       this.#keys.delete(id);

@@ -1,6 +1,6 @@
 /**
  * The webhook outbox: events recorded durably in the same store as the pets, then handed to a
- * delivery loop that leases them (`claimed_by`, `claimed_until`), so among instances sharing
+ * delivery loop that claims them (`claimed_by`, `claimed_until`), so among instances sharing
  * a database each event is being delivered by one at a time. The store knows plain records only:
  * what an event means and where it goes is src/webhooks/'s.
  */
@@ -22,7 +22,7 @@ export interface OutboxEvent {
   readonly traceparent?: string;
 }
 
-/** An event leased to a delivery loop, with the attempts made so far. */
+/** An event claimed by a delivery loop, with the attempts made so far. */
 export interface OutboxEntry extends OutboxEvent {
   readonly attempts: number;
 }
@@ -34,7 +34,7 @@ export type Settlement =
   | { readonly outcome: 'failed'; readonly error: string };
 
 export interface OutboxStats {
-  /** Events waiting to be delivered (leased ones included). */
+  /** Events waiting to be delivered (claimed ones included). */
   readonly pending: number;
   /** Events given up on, kept until the bound drops them. */
   readonly failed: number;
@@ -57,14 +57,15 @@ export interface Outbox {
   /** Resolves once the events are durable; an id already recorded is left as it is. */
   record(events: readonly OutboxEvent[]): Promise<void>;
   /**
-   * Up to `limit` pending events due at `now` and not leased, oldest first, leased to `owner` until
-   * `now + leaseMs`.
+   * Up to `limit` pending events due at `now` and not claimed, oldest first, claimed by `claimant`
+   * until `now + claimMs`.
    */
-  claim(owner: string, now: number, leaseMs: number, limit: number): Promise<OutboxEntry[]>;
+  claim(claimant: string, now: number, claimMs: number, limit: number): Promise<OutboxEntry[]>;
   /**
-   * Ends `owner`'s lease of `id` with what the attempt did; a lease lost meanwhile changes nothing.
+   * Ends `claimant`'s claim on `id` with what the attempt did; a claim lost meanwhile changes
+   * nothing.
    */
-  settle(id: string, owner: string, settlement: Settlement, now: number): Promise<void>;
+  settle(id: string, claimant: string, settlement: Settlement, now: number): Promise<void>;
   /**
    * Keeps at most `max` undelivered events: failed ones are dropped first, oldest first, then
    * pending ones; delivered ones go after `DELIVERED_KEEP_MS`. Resolves with what was dropped.
@@ -108,14 +109,14 @@ export class MemoryOutbox implements Outbox {
     }
   }
 
-  async claim(owner: string, now: number, leaseMs: number, limit: number): Promise<OutboxEntry[]> {
+  async claim(claimant: string, now: number, claimMs: number, limit: number): Promise<OutboxEntry[]> {
     const due = [...this.#rows.values()]
       .filter((r) => r.status === 'pending' && r.nextAt <= now && r.claimedUntil <= now)
       .sort(byAge)
       .slice(0, limit);
     for (const r of due) {
-      r.claimedBy = owner;
-      r.claimedUntil = now + leaseMs;
+      r.claimedBy = claimant;
+      r.claimedUntil = now + claimMs;
     }
     return due.map(({ id, consumer, type, payload, createdAt, attempts, traceparent }) => ({
       id,
@@ -128,9 +129,9 @@ export class MemoryOutbox implements Outbox {
     }));
   }
 
-  async settle(id: string, owner: string, settlement: Settlement, now: number): Promise<void> {
+  async settle(id: string, claimant: string, settlement: Settlement, now: number): Promise<void> {
     const r = this.#rows.get(id);
-    if (!r || r.claimedBy !== owner) return;
+    if (!r || r.claimedBy !== claimant) return;
     r.attempts++;
     r.claimedBy = undefined;
     r.claimedUntil = 0;

@@ -13,7 +13,7 @@ import { KIND, startOtlpReceiver } from '../../test/otlp-receiver.ts';
 import { drawnLow52, newSpanId, newTrace, newTraceId } from './context.ts';
 import { type DropReason, RatioSampler, samplingOf, startTraceExport, type TraceExportOptions } from './export.ts';
 import { SAMPLERS, type SamplerName } from './settings.ts';
-import { clientSpan, HOLDS_VALID_KEY, useRecorder } from './spans.ts';
+import { clientSpan, HAS_VALID_KEY, useRecorder } from './spans.ts';
 
 const sampledOf = (sampler: RatioSampler, traceId: string) => sampler.samples(traceId);
 
@@ -28,7 +28,7 @@ const either = (when: (context: Context, links: Link[]) => boolean, otherwise: S
 /**
  * The sampler `name` as the SDK composes it: its `ParentBasedSampler` over the root (the ratio
  * sampler ours: the SDK's decides on other bits), a caller's sampled flag honoured only with
- * `HOLDS_VALID_KEY`, a span linked to a sampled one sampled.
+ * `HAS_VALID_KEY`, a span linked to a sampled one sampled.
  */
 function sdkSampler(name: SamplerName, ratio: number): Sampler {
   const ours = new RatioSampler(ratio);
@@ -41,7 +41,7 @@ function sdkSampler(name: SamplerName, ratio: number): Sampler {
   const linked = either((_context, links) => links.some((l) => (l.context.traceFlags & 1) === 1), root);
   return new ParentBasedSampler({
     root: linked,
-    remoteParentSampled: either((context) => context.getValue(HOLDS_VALID_KEY) === true, linked),
+    remoteParentSampled: either((context) => context.getValue(HAS_VALID_KEY) === true, linked),
   });
 }
 
@@ -79,19 +79,19 @@ describe('RatioSampler (traceidratio)', () => {
 });
 
 describe("samplingOf: the questions a request and a webhook delivery ask, answered as the SDK's samplers would", () => {
-  const remote = (sampled: boolean, holdsValidKey: boolean): Context => {
+  const remote = (sampled: boolean, hasValidKey: boolean): Context => {
     const context = trace.setSpanContext(ROOT_CONTEXT, {
       traceId: newTraceId(),
       spanId: newSpanId(),
       traceFlags: sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
       isRemote: true,
     });
-    return holdsValidKey ? context.setValue(HOLDS_VALID_KEY, true) : context;
+    return hasValidKey ? context.setValue(HAS_VALID_KEY, true) : context;
   };
   const contexts: [string, Context][] = [
     ['no caller context', ROOT_CONTEXT],
     ['a keyless client sampled parent', remote(true, false)],
-    ['a sampled parent that holds a valid key', remote(true, true)],
+    ['a sampled parent that has a valid key', remote(true, true)],
     ['an unsampled parent', remote(false, false)],
   ];
 
@@ -143,7 +143,7 @@ describe("samplingOf: the questions a request and a webhook delivery ask, answer
     expect(contexts.map(([what, context]) => [what, sampled(context, id)])).toEqual([
       ['no caller context', false],
       ['a keyless client sampled parent', false],
-      ['a sampled parent that holds a valid key', true],
+      ['a sampled parent that has a valid key', true],
       ['an unsampled parent', false],
     ]);
     const { linked } = samplingOf('parentbased_traceidratio', 0);

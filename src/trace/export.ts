@@ -10,12 +10,12 @@
  *
  * - Sampling is the configured sampler (`OTEL_TRACES_SAMPLER`, default `parentbased_always_on`),
  *   asked at the start of each request before anything is recorded, with rules of the service's
- *   own: a caller's sampled flag forces a trace to be exported only when the caller holds a valid
- *   key (`HOLDS_VALID_KEY`); a caller without one never chooses, the root sampler deciding on an
+ *   own: a caller's sampled flag forces a trace to be exported only when the caller has a valid
+ *   key (`HAS_VALID_KEY`); a caller without one never chooses, the root sampler deciding on an
  *   id the server drew (src/trace/spans.ts), not on the caller's flag or trace id; and under the
  *   `parentbased_*` samplers a webhook delivery, a new trace, is exported when the span it links
  *   to was.
- * - A request the sampler passed over is kept all the same when its caller holds a valid key and
+ * - A request the sampler passed over is kept all the same when its caller has a valid key and
  *   it was slow or answered 5xx (`KeepRules`, at most so many a second).
  * - The queue holds `MAX_QUEUE` spans, the webhook spans among them: a slow or absent collector
  *   makes it drop spans, never wait, and a span with no room is dropped before it is encoded;
@@ -35,7 +35,7 @@ import type { SamplerName } from './settings.ts';
 import {
   type ClientSpan,
   type ClientSpans,
-  HOLDS_VALID_KEY,
+  HAS_VALID_KEY,
   type KeepRules,
   type LinkedSampled,
   type Sampled,
@@ -266,7 +266,7 @@ export interface Sampling {
 /**
  * The configured sampler (`OTEL_TRACES_SAMPLER`): the root sampler it names, and for the
  * `parentbased_*` ones the caller's decision when it may force one (a remote parent's sampled
- * flag with `HOLDS_VALID_KEY`, as the SDK's `ParentBasedSampler` would honour it; an unsampled
+ * flag with `HAS_VALID_KEY`, as the SDK's `ParentBasedSampler` would honour it; an unsampled
  * remote parent is not exported), and a delivery linked to an exported span exported.
  *
  * @example
@@ -289,7 +289,7 @@ function parentSampled(context: Context, traceId: string, root: RootSampler): bo
   const parent = trace.getSpanContext(context);
   if (parent === undefined || !isSpanContextValid(parent)) return root.samples(traceId);
   if ((parent.traceFlags & TraceFlags.SAMPLED) === 0) return false;
-  return !parent.isRemote || context.getValue(HOLDS_VALID_KEY) === true || root.samples(traceId);
+  return !parent.isRemote || context.getValue(HAS_VALID_KEY) === true || root.samples(traceId);
 }
 
 /** A sampler for a trace without a parent: whether trace `traceId` is exported. */

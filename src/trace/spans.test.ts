@@ -21,14 +21,14 @@ import {
 interface FakeRequest {
   method: string;
   url: string;
-  holdsValidKey?: boolean;
+  hasValidKey?: boolean;
   tracestate?: string;
   consumer?: string;
 }
 
 const start = {
   tracestate: (r: FakeRequest) => r.tracestate,
-  holdsValidKey: (r: FakeRequest) => r.holdsValidKey === true,
+  hasValidKey: (r: FakeRequest) => r.hasValidKey === true,
 };
 /** What a kept record says of its request: the request's method and URL, the rest fixed. */
 const details = {

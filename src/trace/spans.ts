@@ -127,7 +127,7 @@ export function useRecorder(
  * Set on a remote parent's context when the caller's sampled flag may be honoured: the sampler
  * (src/trace/export.ts) lets only a caller with a valid key force a trace to be exported.
  */
-export const HOLDS_VALID_KEY = createContextKey('petstore.holdsValidKey');
+export const HAS_VALID_KEY = createContextKey('petstore.hasValidKey');
 
 /**
  * What `beginRequest` asks of the request (`R`) only while requests are recorded: made once,
@@ -136,8 +136,8 @@ export const HOLDS_VALID_KEY = createContextKey('petstore.holdsValidKey');
 export interface SpanStart<R> {
   /** The caller's `tracestate`; asked only with a valid `traceparent`. */
   tracestate(request: R): string | undefined;
-  /** Whether the caller holds a valid key; asked only with a valid `traceparent`. */
-  holdsValidKey(request: R): boolean;
+  /** Whether the caller has a valid key; asked only with a valid `traceparent`. */
+  hasValidKey(request: R): boolean;
 }
 
 /**
@@ -186,14 +186,14 @@ export function beginRequest<R>(
     // A caller without a valid key continues its trace but never chooses: neither its flag nor
     // its trace id's bits are read, the root sampler decides on an id the server drew.
     state = start.tracestate(request);
-    if (start.holdsValidKey(request)) {
+    if (start.hasValidKey(request)) {
       let context = trace.setSpanContext(ROOT_CONTEXT, {
         traceId: parent.traceId,
         spanId: parent.spanId,
         traceFlags: parent.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
         isRemote: true,
       });
-      if (parent.sampled) context = context.setValue(HOLDS_VALID_KEY, true);
+      if (parent.sampled) context = context.setValue(HAS_VALID_KEY, true);
       head = sampled(context, traceId);
     } else head = sampled(ROOT_CONTEXT, newTraceId());
   } else head = sampled(ROOT_CONTEXT, traceId, drawnLow52(at));

@@ -1,5 +1,5 @@
 /**
- * The delivery loop: off the request path, it polls the outbox, leases what is due, sends each
+ * The delivery loop: off the request path, it polls the outbox, claims what is due, sends each
  * event signed to its consumer's current webhook, and settles it: delivered, retried later
  * (`schedule.ts`), or failed. It also keeps the outbox bounded and scans the keys for
  * `key.expiring`. A receiver that is slow or down costs the loop's time, never a request's.
@@ -45,13 +45,13 @@ const DELIVERY_SPAN = {
 
 /** How often the outbox is looked at when nothing wakes the loop. */
 const POLL_MS = 1_000;
-/** Events leased per poll (sent at once). */
+/** Events claimed per poll (sent at once). */
 const BATCH = 16;
 /**
- * A lease outlives a pass of attempts (at most the 5 s timeout, sent at once) three times over; a
+ * A claim outlives a pass of attempts (at most the 5 s timeout, sent at once) three times over; a
  * loop whose instance died holds its events this long at most.
  */
-const LEASE_MS = 15_000;
+const CLAIM_MS = 15_000;
 /** How often keys are scanned for `key.expiring`. */
 const EXPIRY_SCAN_MS = 60 * 60_000;
 /** Undelivered events kept at most, unless configured (`--webhook-outbox-max`). */
@@ -92,8 +92,8 @@ export interface DeliveryLoopOptions {
  */
 export class DeliveryLoop {
   readonly #o: Required<Omit<DeliveryLoopOptions, 'report'>> & { report?: WebhookReport };
-  /** Names this instance's leases. */
-  readonly #owner = `${randomUUID()}`;
+  /** Names this instance's claims (`claimed_by`). */
+  readonly #claimant = `${randomUUID()}`;
   #timer: ReturnType<typeof setInterval> | undefined;
   #running: Promise<void> | undefined;
   #again = false;
@@ -171,7 +171,7 @@ export class DeliveryLoop {
       const expiring = expiringEvents(this.#o.keys(), now);
       if (expiring.length > 0) await outbox.record(expiring);
     }
-    const due = await outbox.claim(this.#owner, now, LEASE_MS, BATCH);
+    const due = await outbox.claim(this.#claimant, now, CLAIM_MS, BATCH);
     if (due.length > 0) {
       const consumers = new Map<string, Consumer>();
       for (const key of this.#o.keys()) consumers.set(key.consumer.name, key.consumer);
@@ -216,25 +216,25 @@ export class DeliveryLoop {
     // An expired order is recorded for every consumer: one without a webhook has nothing to
     // deliver to, which is no failure (no warning, no failed count).
     if (!webhook && entry.type === ORDER_EXPIRED) {
-      await outbox.settle(entry.id, this.#owner, { outcome: 'failed', error: 'the consumer has no webhook' }, now);
+      await outbox.settle(entry.id, this.#claimant, { outcome: 'failed', error: 'the consumer has no webhook' }, now);
       report?.delivery(entry.consumer, entry.type, 'dropped');
       log.debug('webhook event dropped: its consumer has no webhook', fields);
       return;
     }
     if (result.ok) {
-      await outbox.settle(entry.id, this.#owner, { outcome: 'delivered' }, now);
+      await outbox.settle(entry.id, this.#claimant, { outcome: 'delivered' }, now);
       report?.delivery(entry.consumer, entry.type, 'delivered');
       return;
     }
     // Cut short by a stop: due again at once, for this instance after a restart or another one now.
     const at = this.#stop.signal.aborted ? now : webhook ? nextAttemptAt(entry.attempts + 1, now, delays) : undefined;
     if (at === undefined) {
-      await outbox.settle(entry.id, this.#owner, { outcome: 'failed', error: result.error }, now);
+      await outbox.settle(entry.id, this.#claimant, { outcome: 'failed', error: result.error }, now);
       report?.delivery(entry.consumer, entry.type, 'failed');
       log.warn('webhook failed; no more attempts', { ...fields, error: result.error });
       return;
     }
-    await outbox.settle(entry.id, this.#owner, { outcome: 'retry', at, error: result.error }, now);
+    await outbox.settle(entry.id, this.#claimant, { outcome: 'retry', at, error: result.error }, now);
     report?.delivery(entry.consumer, entry.type, 'retried');
     log.info('webhook attempt failed; retrying', {
       ...fields,

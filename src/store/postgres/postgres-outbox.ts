@@ -62,17 +62,17 @@ export function postgresOutbox({ sql, query, write }: Runner): Outbox {
         }),
       );
     },
-    claim: async (owner, now, leaseMs, limit) => {
+    claim: async (claimant, now, claimMs, limit) => {
       const due = await query(OUTBOX_CALLS.claim.doing, () => sql().unsafe(OUTBOX.anyDue, [now, now]));
       if (due.length === 0) return [];
       const rows = await write(OUTBOX_CALLS.claim.doing, () =>
-        sql().unsafe(OUTBOX.claim, [owner, now + leaseMs, now, now, limit, now]),
+        sql().unsafe(OUTBOX.claim, [claimant, now + claimMs, now, now, limit, now]),
       );
       return rows.map(entryFromRow).sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
     },
-    settle: async (id, owner, settlement, now) => {
+    settle: async (id, claimant, settlement, now) => {
       await write(OUTBOX_CALLS.settle.doing, () =>
-        sql().unsafe(OUTBOX.settle, [...settleParams(settlement, now), id, owner]),
+        sql().unsafe(OUTBOX.settle, [...settleParams(settlement, now), id, claimant]),
       );
     },
     trim: async (max, now) =>

@@ -10,7 +10,7 @@ import type { Logger } from '../../log.ts';
 import { peerText } from '../../redact.ts';
 import { EVERY_PET, NO_PET, type PetChange } from '../change-counter.ts';
 import { planRemove, planUpdate } from '../change-rules.ts';
-import { IDEMPOTENCY_TTL_MS, idempotencyKeySpace, KEYED_CREATES, SweepSchedule } from '../idempotency.ts';
+import { IDEMPOTENCY_TTL_MS, idempotencyKeySpace, KEYED_CREATES, KeyExpirySchedule } from '../idempotency.ts';
 import type { KeyStore, WithKeyStore } from '../key-store.ts';
 import { newOrderId, ORDER_COLUMNS, orderExpiredEvent, orderFromRow, retiredOwner } from '../order-rows.ts';
 import type { Outbox } from '../outbox.ts';
@@ -162,7 +162,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
   #timingOutSince: number | undefined;
   /** Every pet write of the fleet, heard through LISTEN: what `changeCount()` answers from. */
   readonly #changes: PetChanges;
-  readonly #sweeps = new SweepSchedule();
+  readonly #keyExpiry = new KeyExpirySchedule();
   /** This database's webhook outbox, shared by every instance; each write flushed like a create. */
   readonly outbox: Outbox = postgresOutbox({
     sql: () => this.#sql,
@@ -311,7 +311,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
     // The `scope` column of `idempotency_keys` holds the key space.
     const { keySpace, key, fingerprint, now } = once;
     const started = performance.now();
-    const sweep = this.#sweeps.due(now);
+    const dropExpiredKeys = this.#keyExpiry.due(now);
     return this.#changing(
       STORE_CALLS.createOnce.doing,
       (result) => (result.outcome === 'created' ? { ids: [result.pet.id], members: true } : NO_PET),
@@ -324,7 +324,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
           if (performance.now() - started >= this.#timeoutMs) {
             throw new StoreTimeoutError(`store pet: no turn within ${this.#timeoutMs} ms; nothing was stored`);
           }
-          if (sweep) await tx`DELETE FROM idempotency_keys WHERE expires_at <= ${now}`;
+          if (dropExpiredKeys) await tx`DELETE FROM idempotency_keys WHERE expires_at <= ${now}`;
           const [seen] = await tx`
           SELECT k.fingerprint, ${tx.unsafe(REPLAYED_PET)}
           FROM idempotency_keys k LEFT JOIN pets p ON p.id = k.pet_id

@@ -131,7 +131,7 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'webhook_outbox',
     // Quota notifications waiting to be sent (src/store/outbox.ts). Times are epoch ms; next_at is
     // when a pending event is due (when a delivered one was delivered); claimed_by/claimed_until
-    // lease a pending event to one instance's delivery loop. No webhook secret is ever stored.
+    // claim a pending event for one instance's delivery loop. No webhook secret is ever stored.
     sqlite: `
       CREATE TABLE webhook_outbox (
         id TEXT PRIMARY KEY,

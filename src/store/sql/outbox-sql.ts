@@ -1,7 +1,7 @@
 /**
  * The outbox's statements, written once for both engines with `?` parameters (`numbered` makes
  * PostgreSQL's `$1`…). Times are epoch ms. A claim is one conditional UPDATE: only rows still
- * pending and not leased are taken, so two delivery loops racing for a row never both get it; on
+ * pending and not claimed are taken, so two delivery loops racing for a row never both get it; on
  * PostgreSQL `FOR UPDATE SKIP LOCKED` also lets them take different rows at once.
  */
 import type { Dropped, Settlement } from '../outbox.ts';
@@ -16,14 +16,14 @@ const DUE_ROW = "status = 'pending' AND next_at <= ? AND coalesce(claimed_until,
 /** Whether anything is due: a read, so an idle delivery loop's poll writes nothing. */
 export const ANY_DUE = `SELECT 1 AS due FROM webhook_outbox WHERE ${DUE_ROW} LIMIT 1`;
 
-/** Parameters: owner, lease end, now, now, limit, now. */
+/** Parameters: claimant, claim end, now, now, limit, now. */
 export const claim = (lock: '' | 'FOR UPDATE SKIP LOCKED') => `UPDATE webhook_outbox
   SET claimed_by = ?, claimed_until = ?
   WHERE id IN (SELECT id FROM webhook_outbox WHERE ${DUE_ROW} ORDER BY created_at, id LIMIT ? ${lock})
     AND status = 'pending' AND coalesce(claimed_until, 0) <= ?
   RETURNING id, consumer, type, payload, created_at, attempts, traceparent`;
 
-/** Parameters: status, next_at, last_error, id, owner. */
+/** Parameters: status, next_at, last_error, id, claimant. */
 export const SETTLE = `UPDATE webhook_outbox
   SET status = ?, attempts = attempts + 1, next_at = ?, last_error = ?, claimed_by = NULL, claimed_until = NULL
   WHERE id = ? AND claimed_by = ?`;

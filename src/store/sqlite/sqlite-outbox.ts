@@ -43,21 +43,21 @@ export function sqliteOutbox({ db, enqueue, read }: Runner): Outbox {
             .get(e.id, e.consumer, e.type, e.payload, e.createdAt, e.createdAt, e.traceparent ?? null);
       });
     },
-    claim: async (owner, now, leaseMs, limit) => {
+    claim: async (claimant, now, claimMs, limit) => {
       // A read first: an idle delivery loop's poll makes no write transaction.
       if (read(OUTBOX_CALLS.claim.doing, () => db().prepare(ANY_DUE).get(now, now)) === undefined) return [];
       const rows = (await enqueue(OUTBOX_CALLS.claim.doing, () =>
         db()
           .prepare(CLAIM)
-          .all(owner, now + leaseMs, now, now, limit, now),
+          .all(claimant, now + claimMs, now, now, limit, now),
       )) as unknown[];
       return rows.map(entryFromRow).sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
     },
-    settle: async (id, owner, settlement, now) => {
+    settle: async (id, claimant, settlement, now) => {
       await enqueue(OUTBOX_CALLS.settle.doing, () =>
         db()
           .prepare(SETTLE)
-          .get(...settleParams(settlement, now), id, owner),
+          .get(...settleParams(settlement, now), id, claimant),
       );
     },
     trim: async (max, now) =>

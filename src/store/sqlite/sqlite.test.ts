@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { describeStore } from '../../../test/store-conformance.ts';
 import { petOf, type StoredPet } from '../../core/pet-records.ts';
 import { createLogger, type Logger, silentLogger } from '../../log.ts';
-import { fingerprintOf, IDEMPOTENCY_TTL_MS, SWEEP_INTERVAL_MS } from '../idempotency.ts';
+import { fingerprintOf, IDEMPOTENCY_TTL_MS, KEY_EXPIRY_INTERVAL_MS } from '../idempotency.ts';
 import { MIGRATIONS, SCHEMA_VERSION } from '../sql/migrations.ts';
 import { StoreError, StoreOpenError, StoreTimeoutError, StoreUnavailableError, sqliteError } from '../store-error.ts';
 import { SqliteStore } from './sqlite.ts';
@@ -228,8 +228,9 @@ describe('SqliteStore file', () => {
       return n;
     };
     expect(keys()).toBe(2);
-    // Both keys have expired and the last sweep is long enough ago: the next keyed create sweeps.
-    const later = now + IDEMPOTENCY_TTL_MS + SWEEP_INTERVAL_MS;
+    // Both keys have expired and the last deletion is long enough ago: the next keyed create
+    // deletes them.
+    const later = now + IDEMPOTENCY_TTL_MS + KEY_EXPIRY_INTERVAL_MS;
     await a.createOnce(rex, once('third', later));
     expect(keys()).toBe(1);
     expect(await b.list({ limit: 10 })).toHaveLength(3);

@@ -10,7 +10,7 @@ import type { PetSet } from '../../core/reply.ts';
 import type { Logger } from '../../log.ts';
 import { ChangeCounter, EVERY_PET } from '../change-counter.ts';
 import { planRemove, planUpdate } from '../change-rules.ts';
-import { IDEMPOTENCY_TTL_MS, idempotencyKeySpace, KEYED_CREATES, SweepSchedule } from '../idempotency.ts';
+import { IDEMPOTENCY_TTL_MS, idempotencyKeySpace, KEYED_CREATES, KeyExpirySchedule } from '../idempotency.ts';
 import type { KeyStore, WithKeyStore } from '../key-store.ts';
 import { newOrderId, ORDER_COLUMNS, orderExpiredEvent, orderFromRow, retiredOwner } from '../order-rows.ts';
 import type { Outbox } from '../outbox.ts';
@@ -100,7 +100,7 @@ const UPSERT_KEY = `
   SET fingerprint = excluded.fingerprint, pet_id = excluded.pet_id, expires_at = excluded.expires_at,
     pet_name = excluded.pet_name, pet_category_id = excluded.pet_category_id,
     pet_status = excluded.pet_status, pet_version = excluded.pet_version`;
-const SWEEP_KEYS = 'DELETE FROM idempotency_keys WHERE expires_at <= ?';
+const DROP_EXPIRED_KEYS = 'DELETE FROM idempotency_keys WHERE expires_at <= ?';
 const ORDER_BY_KEY = `SELECT ${ORDER_COLUMNS} FROM orders WHERE owner = ? AND idempotency_key = ?`;
 const ORDER_OF = `SELECT ${ORDER_COLUMNS} FROM orders WHERE id = ? AND owner = ?`;
 /** Pending only from available: the conditional write that holds a pet for one order only. */
@@ -179,8 +179,8 @@ interface PendingWrite {
   /** What the write does, for its error's message: `change pet`, `place order`. */
   readonly doing: string;
   readonly run: () => unknown;
-  /** When the write is a create with a key: the batch's sweep of expired keys goes by this time. */
-  readonly sweepAt?: number;
+  /** When the write is a create with a key: the batch deletes the keys expired by this time. */
+  readonly keyExpiryAt?: number;
   /** Epoch ms it was queued, from the store's clock: it is dropped once it waited `lockWaitMs`. */
   readonly at: number;
   resolve(result: unknown): void;
@@ -200,7 +200,7 @@ interface PendingWrite {
  */
 export class SqliteStore implements DataStore, WithKeyStore {
   readonly #db: SqliteConnection;
-  readonly #sweeps = new SweepSchedule();
+  readonly #keyExpiry = new KeyExpirySchedule();
   /**
    * Counts this process's changes of pets once committed, and every change of `data_version`
    * (another's) as a change of every pet.
@@ -473,14 +473,16 @@ export class SqliteStore implements DataStore, WithKeyStore {
     this.#db.close();
   }
 
-  #enqueue<T>(doing: string, run: () => T, sweepAt?: number): Promise<T> {
+  #enqueue<T>(doing: string, run: () => T, keyExpiryAt?: number): Promise<T> {
     if (this.#closed) return Promise.reject(new StoreUnavailableError(`${doing}: the store is closed`));
     return new Promise<T>((settle, reject) => {
       // The batch hands each write the result its own `run` returned.
       const resolve = settle as (result: unknown) => void;
       const at = this.#clock.now();
       const write: PendingWrite =
-        sweepAt === undefined ? { doing, run, at, resolve, reject } : { doing, run, sweepAt, at, resolve, reject };
+        keyExpiryAt === undefined
+          ? { doing, run, at, resolve, reject }
+          : { doing, run, keyExpiryAt, at, resolve, reject };
       if (this.#pending.push(write) === 1 && this.#retry === undefined) setImmediate(() => this.#commit());
     });
   }
@@ -515,8 +517,10 @@ export class SqliteStore implements DataStore, WithKeyStore {
     let results: unknown[];
     let running: PendingWrite | undefined;
     try {
-      const sweepAt = batch.find((p) => p.sweepAt !== undefined)?.sweepAt;
-      if (sweepAt !== undefined && this.#sweeps.due(sweepAt)) this.#db.prepare(SWEEP_KEYS).get(sweepAt);
+      const keyExpiryAt = batch.find((p) => p.keyExpiryAt !== undefined)?.keyExpiryAt;
+      if (keyExpiryAt !== undefined && this.#keyExpiry.due(keyExpiryAt)) {
+        this.#db.prepare(DROP_EXPIRED_KEYS).get(keyExpiryAt);
+      }
       results = batch.map((p) => {
         running = p;
         return p.run();

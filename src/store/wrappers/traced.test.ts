@@ -8,7 +8,7 @@ import { OUTBOX_CALLS, STORE_CALLS } from '../store.ts';
 import { tracedCalls } from './traced.ts';
 
 const GET = { method: 'GET', url: 'http://localhost/v1/pets' };
-const start = { tracestate: () => undefined, holdsValidKey: () => true };
+const start = { tracestate: () => undefined, hasValidKey: () => true };
 const details = {
   method: () => 'GET',
   url: () => GET.url,
