@@ -266,19 +266,20 @@ function partsOf({
  *    no operation's route, so `serveNoRoute` answers it (`answerPreflight`) before any key is
  *    asked for.
  * 3. `passGateway`: the admission check (`createAdmission()`, src/gateway/gateway.ts) admits the
- *    request or refuses it (401, 429, 403, 503); its docstring lists the gateway's checks, 3a to
+ *    request or refuses it (401, 403, 429, 503); its docstring lists the gateway's checks, 3a to
  *    3g, in order.
  * 4. `addDeprecationHeaders`: adds a deprecated operation's `Deprecation`, `Sunset` and `Link`.
  * 5. `checkBody`: refuses a body over the size limit (413). A body sent with GET or HEAD is held
  *    to the same size and to JSON (413, 415).
  * 6. `awaitDueOrderExpiry` and `memoOrRun`: waits for the due orders, then tries the memo.
  *    6.1 `awaitDueOrderExpiry`: for an operation that expires due orders first, waits for the
- *    orders whose hold ran out to expire; for any other, goes straight on.
+ *    orders whose hold ran out to expire; for any other, goes straight on. What a failed run
+ *    answers is stated at `startDueOrderExpiry()` (src/store/store.ts).
  *    6.2 `memoOrRun`: answers a memoised operation from the memo when nothing its reply read has
  *    changed. Otherwise it answers with step 7's reply, and memoises a 200 from the second time
  *    its path and query are asked.
- * 7. `runHandler`: validates the input (400, 415), runs the operation's handler and adds a weak
- *    ETag when the table asks for one.
+ * 7. `runHandler`: validates the input (400, 415), runs the operation's handler, which throws its
+ *    own refusals (404, 409, …), and adds a weak ETag when the table asks for one.
  * 8. `answer` (src/http/answer.ts): turns the reply into the response (304, compression, HEAD).
  *
  * Step 1 runs the rest inside itself, so it sees every answer, and the gateway (step 3) holds the
