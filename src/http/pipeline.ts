@@ -291,7 +291,8 @@ function partsOf({
 function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
   const route = routeOf(parts, op);
   const { cors } = parts;
-  // Named as what it does, so a CPU profile names it.
+  // This function and the callbacks inside it are named as what they do, so a debugger's stack
+  // and a CPU profile name them.
   return makeExchangeHandler(parts, function serveOperation(c) {
     c.set('operation', op.id);
     // A preflight (OPTIONS) matches no operation's route, so `notFound` (`serveNoRoute`) answers
@@ -299,9 +300,11 @@ function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteH
     cors?.addCorsHeaders(c);
     // Steps 4 to 8 run inside the gateway's callback, so it frees the in-flight slot only after the
     // answer.
-    return passGateway(parts, c, op, (decision, caller) => {
+    return passGateway(parts, c, op, function serveAdmitted(decision, caller) {
       addDeprecationHeaders(c, route);
-      return checkBody(parts, c, () => awaitDueOrderExpiry(parts, route, c, decision, caller));
+      return checkBody(parts, c, function serveCheckedBody() {
+        return awaitDueOrderExpiry(parts, route, c, decision, caller);
+      });
     });
   });
 }
@@ -464,9 +467,9 @@ async function memoOrRun<D>(
     memoCount?.(route.metricsIndex, true);
     return answer(c, memoised);
   }
-  const { reply, joined } = await replyMemo.readOrJoin(target, changeCount, () =>
-    runHandler(parts, route, c, decision, caller),
-  );
+  const { reply, joined } = await replyMemo.readOrJoin(target, changeCount, function readReply() {
+    return runHandler(parts, route, c, decision, caller);
+  });
   // A request answered by another's read under way counts as a hit: it read nothing itself.
   memoCount?.(route.metricsIndex, joined);
   return answer(c, reply);
