@@ -34,7 +34,7 @@ import type { Clock } from '../core/clock.ts';
 import type { Decision } from '../core/decision.ts';
 import type { AnswerHeaders, Reply } from '../core/reply.ts';
 import { answerHeaders, beginAnswer } from '../core/reply.ts';
-import type { ServiceRoute } from '../core/service-route.ts';
+import type { ServiceRoute, ServiceRouteId } from '../core/service-route.ts';
 import { type Admission, type ConsumerCaller, type GatedOperation, quotaStatus } from '../gateway/gateway.ts';
 import { ownerOf } from '../keys/records.ts';
 import type { Logger } from '../log.ts';
@@ -555,7 +555,7 @@ type InnerHandler = (c: Context<AppEnv>) => Response | Promise<Response>;
 type RouteHandler = (c: Context<AppEnv>) => Promise<Response>;
 
 /** The service routes probes and scrapers call every few seconds: no trace is made of them. */
-const UNTRACED: ReadonlySet<string> = new Set(['healthz', 'readyz', 'metrics']);
+const UNTRACED: ReadonlySet<ServiceRouteId> = new Set(['healthz', 'readyz', 'metrics']);
 
 /** What the gateway knows of a path no operation serves: it costs 1 and needs no scope. */
 const NO_ROUTE: GatedOperation = {};
