@@ -252,6 +252,7 @@ export function createAdmission({
         missingScope(caller.key.scopes, op.scope) ??
         (isAdminGateway ? missingScope(caller.key.scopes, ADMIN_SCOPE) : adminKeyOnPublicApi(caller.key.scopes));
       if (refused) return refused;
+      // Kept while the consumer has requests in flight: a later 429 at the cap (3c) shows its headers.
       inFlight.remember(id, verdict);
       return await serveAdmitted(verdict, caller);
     } finally {

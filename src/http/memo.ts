@@ -47,8 +47,10 @@ interface Flight {
  *
  * A memoised reply is served only while none of the pets it read has changed. A write to one
  * pet leaves the other pets' replies in place; with `--workers` above 1, any worker's write that
- * changed a pet, or failed, drops every memoised reply (`sharedChangeCount`). When the store
- * cannot tell its change count (`undefined`), the memo neither serves nor memoises.
+ * changed a pet, or failed, moves the count all workers share (`sharedChangeCount`), so every
+ * reply memoised before it is stale: it stays in the memo, unserved, until a new read of its path
+ * replaces it or it is evicted. When the store cannot tell its change count (`undefined`), the memo neither
+ * serves nor memoises.
  *
  * A reply is memoised at the second asking of its path and query; the first asking is only
  * remembered. A client paging once through a large catalogue would otherwise fill the memo.

@@ -21,7 +21,10 @@
 // caller's in-flight slot until the answer is made. Step 8 does not follow step 7 in sequence:
 // step 6.2 calls `answer` from each of its three exits (a memo hit, the reply of an operation that
 // is not memoised, a read it ran or joined). Steps 6.1 to 7 pass `parts, route, c, decision,
-// caller` as five arguments, so a request allocates no object to carry them.
+// caller` as five arguments, so no object carries them. What a request allocates to pass them on
+// is the closures that capture them: `serveAdmitted` (step 3's callback) and `serveCheckedBody`
+// (step 5's), always; the memo's `readReply` when a memoised operation misses the memo; step
+// 6.1's `then` callback when it waits.
 import type { Context, ErrorHandler } from 'hono';
 import type { KeyHolder, Operation, StorelessOperation } from '../api/operation-types.ts';
 import { isApiPath } from '../api/operations.ts';
@@ -31,7 +34,7 @@ import type { Clock } from '../core/clock.ts';
 import type { Decision } from '../core/decision.ts';
 import type { AnswerHeaders, Reply } from '../core/reply.ts';
 import { answerHeaders, beginAnswer } from '../core/reply.ts';
-import type { ServiceRoute } from '../core/service-route.ts';
+import type { ServiceRoute, ServiceRouteId } from '../core/service-route.ts';
 import { type Admission, type ConsumerCaller, type GatedOperation, quotaStatus } from '../gateway/gateway.ts';
 import { ownerOf } from '../keys/records.ts';
 import type { Logger } from '../log.ts';
@@ -266,19 +269,20 @@ function partsOf({
  *    no operation's route, so `serveNoRoute` answers it (`answerPreflight`) before any key is
  *    asked for.
  * 3. `passGateway`: the admission check (`createAdmission()`, src/gateway/gateway.ts) admits the
- *    request or refuses it (401, 429, 403, 503); its docstring lists the gateway's checks, 3a to
+ *    request or refuses it (401, 403, 429, 503); its docstring lists the gateway's checks, 3a to
  *    3g, in order.
  * 4. `addDeprecationHeaders`: adds a deprecated operation's `Deprecation`, `Sunset` and `Link`.
  * 5. `checkBody`: refuses a body over the size limit (413). A body sent with GET or HEAD is held
  *    to the same size and to JSON (413, 415).
  * 6. `awaitDueOrderExpiry` and `memoOrRun`: waits for the due orders, then tries the memo.
  *    6.1 `awaitDueOrderExpiry`: for an operation that expires due orders first, waits for the
- *    orders whose hold ran out to expire; for any other, goes straight on.
+ *    orders whose hold ran out to expire; for any other, goes straight on. What a failed run
+ *    answers is stated at `startDueOrderExpiry()` (src/store/store.ts).
  *    6.2 `memoOrRun`: answers a memoised operation from the memo when nothing its reply read has
  *    changed. Otherwise it answers with step 7's reply, and memoises a 200 from the second time
  *    its path and query are asked.
- * 7. `runHandler`: validates the input (400, 415), runs the operation's handler and adds a weak
- *    ETag when the table asks for one.
+ * 7. `runHandler`: validates the input (400, 415), runs the operation's handler, which throws its
+ *    own refusals (404, 409, …), and adds a weak ETag when the table asks for one.
  * 8. `answer` (src/http/answer.ts): turns the reply into the response (304, compression, HEAD).
  *
  * Step 1 runs the rest inside itself, so it sees every answer, and the gateway (step 3) holds the
@@ -290,7 +294,8 @@ function partsOf({
 function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
   const route = routeOf(parts, op);
   const { cors } = parts;
-  // Named as what it does, so a CPU profile names it.
+  // This function and the callbacks inside it are named as what they do, so a debugger's stack
+  // and a CPU profile name them.
   return makeExchangeHandler(parts, function serveOperation(c) {
     c.set('operation', op.id);
     // A preflight (OPTIONS) matches no operation's route, so `notFound` (`serveNoRoute`) answers
@@ -298,9 +303,11 @@ function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteH
     cors?.addCorsHeaders(c);
     // Steps 4 to 8 run inside the gateway's callback, so it frees the in-flight slot only after the
     // answer.
-    return passGateway(parts, c, op, (decision, caller) => {
+    return passGateway(parts, c, op, function serveAdmitted(decision, caller) {
       addDeprecationHeaders(c, route);
-      return checkBody(parts, c, () => awaitDueOrderExpiry(parts, route, c, decision, caller));
+      return checkBody(parts, c, function serveCheckedBody() {
+        return awaitDueOrderExpiry(parts, route, c, decision, caller);
+      });
     });
   });
 }
@@ -463,9 +470,9 @@ async function memoOrRun<D>(
     memoCount?.(route.metricsIndex, true);
     return answer(c, memoised);
   }
-  const { reply, joined } = await replyMemo.readOrJoin(target, changeCount, () =>
-    runHandler(parts, route, c, decision, caller),
-  );
+  const { reply, joined } = await replyMemo.readOrJoin(target, changeCount, function readReply() {
+    return runHandler(parts, route, c, decision, caller);
+  });
   // A request answered by another's read under way counts as a hit: it read nothing itself.
   memoCount?.(route.metricsIndex, joined);
   return answer(c, reply);
@@ -548,7 +555,7 @@ type InnerHandler = (c: Context<AppEnv>) => Response | Promise<Response>;
 type RouteHandler = (c: Context<AppEnv>) => Promise<Response>;
 
 /** The service routes probes and scrapers call every few seconds: no trace is made of them. */
-const UNTRACED: ReadonlySet<string> = new Set(['healthz', 'readyz', 'metrics']);
+const UNTRACED: ReadonlySet<ServiceRouteId> = new Set(['healthz', 'readyz', 'metrics']);
 
 /** What the gateway knows of a path no operation serves: it costs 1 and needs no scope. */
 const NO_ROUTE: GatedOperation = {};

@@ -23,8 +23,8 @@ export const NO_PET: PetSet = { ids: [] };
  * pet (and the set of pets, and any status) last changed on it. An answer read at count `since`
  * stays true while nothing it read changed after `since` (`readsUnchangedSince`). So a write to
  * one pet leaves the memoised answers of every other pet in place; with `--workers` above 1,
- * `sharedChangeCount` makes any worker's write that changed a pet, or failed, drop every memoised
- * answer.
+ * `sharedChangeCount` makes any worker's write that changed a pet, or failed, leave every answer
+ * memoised before it stale: kept, unserved, until a new read replaces it or it is evicted.
  *
  * A change is counted once stored, before its caller hears of it. A read begun earlier has a
  * lower `since`, so its answer is not served after the change.
