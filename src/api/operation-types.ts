@@ -54,7 +54,7 @@ export interface Input<Q = unknown, P = unknown, H = unknown, B = unknown> {
   /** The caller's quota, read without spending it: given to an operation that `readsQuota` only. */
   readonly quota?: RateLimitStatus;
   /** The consumer and key id that ask, for an `audited` operation (the admin API's trail). */
-  readonly key?: KeyHolder;
+  readonly keyHolder?: KeyHolder;
 }
 
 /** A key by the names logs and the audit trail know it by: never its token or hash. */
@@ -126,7 +126,7 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
    */
   readonly expiresDueOrdersFirst: boolean;
   /**
-   * Whether the handler is told which key asks (`Input.key`): the admin API's changes are audited
+   * Whether the handler is told which key asks (`Input.keyHolder`): the admin API's changes are audited
    * by it.
    */
   readonly audited?: boolean;
