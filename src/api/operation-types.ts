@@ -148,7 +148,9 @@ export type Operation<D = ApiDeps> = OperationSpec<unknown, unknown, unknown, un
 export type StorelessOperation<D> = Operation<D> & { readonly memo: false; readonly expiresDueOrdersFirst: false };
 
 /**
- * Types one entry of the table: the handler's input is inferred from the entry's schemas.
+ * Types one entry of the table: the handler's input is inferred from the entry's schemas. `M` and
+ * `R` keep `memo` and `expiresDueOrdersFirst` as the literals written (`false`, not `boolean`), so
+ * that the admin API's entries type-check as `StorelessOperation`s.
  *
  * @example
  * // weakEtag: false, as the handler tags the pet with its own strong ETag
