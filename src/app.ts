@@ -201,8 +201,6 @@ function allowedMethods(
   return (path) => router.match(METHOD_NAME_ALL, path)[0][0]?.[0];
 }
 
-export type App = ReturnType<typeof createApp>;
-
 export interface AdminAppOptions
   extends Pick<
     AppOptions,

@@ -90,7 +90,13 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
     describe('orders', () => {
       const HOUR = 3_600_000;
       const place = (petId: number, owner = 'key:acme', key?: string, holdMs = HOUR) =>
-        store.placeOrder({ owner, petId, holdMs, now: Date.now(), ...(key === undefined ? {} : { key }) });
+        store.placeOrder({
+          owner,
+          petId,
+          holdMs,
+          now: Date.now(),
+          ...(key === undefined ? {} : { idempotencyKey: key }),
+        });
       const placed = async (petId: number, owner?: string, key?: string, holdMs?: number) => {
         const result = await place(petId, owner, key, holdMs);
         if (result.outcome !== 'placed') throw new Error(`expected placed, got ${result.outcome}`);

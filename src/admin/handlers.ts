@@ -193,7 +193,7 @@ async function change(
   try {
     await keyAdmin.change(
       {
-        actor: actorOf(input.key),
+        actor: actorOf(input.keyHolder),
         action,
         consumer,
         ...(key !== undefined ? { key } : {}),
@@ -219,7 +219,7 @@ async function change(
  * can lock its own admin out (a revocation, a quota of 1, a rotation with no overlap).
  */
 function notOwnConsumer(input: In, name: string): void {
-  if (input.key?.consumer !== name) return;
+  if (input.keyHolder?.consumer !== name) return;
   throw new ApiError(
     'conflict',
     `Consumer ${name} holds the admin key of this request; change it with another admin key.`,
@@ -230,7 +230,7 @@ function notOwnConsumer(input: In, name: string): void {
  * The `expiresAt` of the admin key that asks, as the keys are now; undefined when it never expires.
  */
 function makerExpiry(input: In, doc: KeysDocument): string | undefined {
-  const maker = input.key;
+  const maker = input.keyHolder;
   return maker && entryOf(doc, maker.consumer)?.keys.find((k) => keyIdOf(k) === maker.id)?.expiresAt;
 }
 

@@ -54,7 +54,7 @@ export interface Input<Q = unknown, P = unknown, H = unknown, B = unknown> {
   /** The caller's quota, read without spending it: given to an operation that `readsQuota` only. */
   readonly quota?: RateLimitStatus;
   /** The consumer and key id that ask, for an `audited` operation (the admin API's trail). */
-  readonly key?: KeyHolder;
+  readonly keyHolder?: KeyHolder;
 }
 
 /** A key by the names logs and the audit trail know it by: never its token or hash. */
@@ -126,7 +126,7 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
    */
   readonly expiresDueOrdersFirst: boolean;
   /**
-   * Whether the handler is told which key asks (`Input.key`): the admin API's changes are audited
+   * Whether the handler is told which key asks (`Input.keyHolder`): the admin API's changes are audited
    * by it.
    */
   readonly audited?: boolean;
@@ -148,7 +148,9 @@ export type Operation<D = ApiDeps> = OperationSpec<unknown, unknown, unknown, un
 export type StorelessOperation<D> = Operation<D> & { readonly memo: false; readonly expiresDueOrdersFirst: false };
 
 /**
- * Types one entry of the table: the handler's input is inferred from the entry's schemas.
+ * Types one entry of the table: the handler's input is inferred from the entry's schemas. `M` and
+ * `R` keep `memo` and `expiresDueOrdersFirst` as the literals written (`false`, not `boolean`), so
+ * that the admin API's entries type-check as `StorelessOperation`s.
  *
  * @example
  * // weakEtag: false, as the handler tags the pet with its own strong ETag

@@ -48,13 +48,13 @@ export async function placeOrder(
   { body, headers, owner }: Input<unknown, unknown, IdempotencyHeaders, NewOrder>,
   { store, clock, orderHoldMs }: ApiDeps,
 ): Promise<Reply> {
-  const key = headers['idempotency-key'];
+  const idempotencyKey = headers['idempotency-key'];
   const result = await store.placeOrder({
     owner,
     petId: body.petId,
     holdMs: orderHoldMs,
     now: clock.now(),
-    ...(key === undefined ? {} : { key }),
+    ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
   });
   switch (result.outcome) {
     case 'pet_not_found':

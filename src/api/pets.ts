@@ -163,10 +163,12 @@ function petReply(status: number, pet: StoredPet, headers?: Record<string, strin
   return headers ? { status, body, type: JSON_TYPE, etag, headers } : { status, body, type: JSON_TYPE, etag };
 }
 
+/** The 404 of a read, PATCH or DELETE of a pet id that no pet has. */
 function noSuchPet(petId: number): ApiError {
   return new ApiError('not_found', `No pet has id ${petId}.`);
 }
 
+/** The 412 of a PATCH or DELETE whose `If-Match` is not the pet's current strong `ETag`. */
 function stale(petId: number): ApiError {
   return new ApiError(
     'precondition_failed',
@@ -175,6 +177,7 @@ function stale(petId: number): ApiError {
   );
 }
 
+/** The 409 of a status change or DELETE of a pet that an open order holds; `consequence` says which. */
 function onOrder(petId: number, consequence: string): ApiError {
   return new ApiError('pet_on_order', `Pet ${petId} is held by an open order: ${consequence}.`);
 }

@@ -34,7 +34,7 @@ export const NOT_JSON = 'body: must be a JSON object; this is not valid JSON.';
  */
 export function inputReader<D>(
   op: Operation<D>,
-): (c: Context, owner: string, quota?: RateLimitStatus, key?: KeyHolder) => Input | Promise<Input> {
+): (c: Context, owner: string, quota?: RateLimitStatus, keyHolder?: KeyHolder) => Input | Promise<Input> {
   const mustBe = op.mustBe ?? MUST_BE;
   const query = op.query && checker('query', op.query, mustBe);
   const params = op.params && checker('param', op.params, mustBe);
@@ -43,7 +43,7 @@ export function inputReader<D>(
   const types = op.bodyTypes ?? JSON_TYPES;
   // A PATCH that is refused for its media type says which ones it takes (RFC 5789, section 3.1).
   const refused = op.method === 'PATCH' ? notJson(types, { 'Accept-Patch': types.join(', ') }) : notJson(types);
-  const fromRequest = (c: Context, owner: string, quota?: RateLimitStatus, key?: KeyHolder): Input => {
+  const fromRequest = (c: Context, owner: string, quota?: RateLimitStatus, keyHolder?: KeyHolder): Input => {
     const input = {
       query: query?.(queryOf(c)),
       params: params?.(c.req.param()),
@@ -52,16 +52,16 @@ export function inputReader<D>(
       owner,
       quota,
     };
-    // Only the admin API's audited operations are told the key; the API's path builds no more.
-    return key === undefined ? input : { ...input, key };
+    // Only the admin API's audited operations are told the key holder; the API's path builds no more.
+    return keyHolder === undefined ? input : { ...input, keyHolder };
   };
   if (!body) return fromRequest;
-  return async function withBody(c, owner, quota, key) {
+  return async function withBody(c, owner, quota, keyHolder) {
     if (!isMediaType(c.req.header('content-type'), types)) throw refused;
     const value = parseJsonBody(await c.req.arrayBuffer(), mustBe);
     // The media type (415) and the JSON's syntax (400) first, as the body is read; then the
     // path, query and headers; the body's fields last.
-    const input = fromRequest(c, owner, quota, key);
+    const input = fromRequest(c, owner, quota, keyHolder);
     return { ...input, body: body(value) };
   };
 }

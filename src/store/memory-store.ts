@@ -149,9 +149,9 @@ export class MemoryStore implements DataStore {
   }
 
   // Synchronous from the key's lookup to the order's insert: no other order can run in between.
-  async placeOrder({ owner, petId, holdMs, now, key }: PlaceOrder): Promise<PlaceOrderResult> {
+  async placeOrder({ owner, petId, holdMs, now, idempotencyKey }: PlaceOrder): Promise<PlaceOrderResult> {
     this.#expireDueOrdersIn(now);
-    const keyed = key === undefined ? undefined : `${owner}\u0000${key}`;
+    const keyed = idempotencyKey === undefined ? undefined : `${owner}\u0000${idempotencyKey}`;
     const earlier = keyed === undefined ? undefined : this.#orderKeys.get(keyed);
     if (earlier !== undefined) {
       const { order } = this.#orders.get(earlier) as KeptOrder;

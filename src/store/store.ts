@@ -90,7 +90,7 @@ export interface PlaceOrder {
    * The `Idempotency-Key`: a retry with it (for the same pet) answers the order it placed as it is
    * now, whatever its status.
    */
-  readonly key?: string;
+  readonly idempotencyKey?: string;
 }
 
 /** What `placeOrder` did. */

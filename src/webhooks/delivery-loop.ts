@@ -93,7 +93,7 @@ export interface DeliveryLoopOptions {
 export class DeliveryLoop {
   readonly #o: Required<Omit<DeliveryLoopOptions, 'report'>> & { report?: WebhookReport };
   /** Names this instance's claims (`claimed_by`). */
-  readonly #claimant = `${randomUUID()}`;
+  readonly #claimant = randomUUID();
   #timer: ReturnType<typeof setInterval> | undefined;
   #running: Promise<void> | undefined;
   #again = false;

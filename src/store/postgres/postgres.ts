@@ -486,7 +486,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
       STORE_CALLS.placeOrder.doing,
       { ids: [place.petId], statuses: true },
       async () =>
-        (place.key === undefined ? await this.#placeAtOnce(place) : undefined) ??
+        (place.idempotencyKey === undefined ? await this.#placeAtOnce(place) : undefined) ??
         this.#placeInTransaction(place, started),
     );
   }
@@ -509,11 +509,14 @@ export class PostgresStore implements DataStore, WithKeyStore {
     return { outcome: 'placed', order: this.#placed(orderFromRow(row)) };
   }
 
-  #placeInTransaction({ owner, petId, holdMs, key }: PlaceOrder, started: number): Promise<PlaceOrderResult> {
+  #placeInTransaction(
+    { owner, petId, holdMs, idempotencyKey }: PlaceOrder,
+    started: number,
+  ): Promise<PlaceOrderResult> {
     return transaction(this.#sql, async (tx): Promise<PlaceOrderResult> => {
-      if (key !== undefined) {
+      if (idempotencyKey !== undefined) {
         // Retries with one key take turns, so the second finds the order the first placed.
-        await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`order\n${owner}\n${key}`}, 0))`;
+        await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`order\n${owner}\n${idempotencyKey}`}, 0))`;
         if (performance.now() - started >= this.#timeoutMs) {
           throw new StoreTimeoutError(`place order: no turn within ${this.#timeoutMs} ms; nothing was stored`);
         }
@@ -521,9 +524,9 @@ export class PostgresStore implements DataStore, WithKeyStore {
       // A hold of this pet that ran out ends first: the pet can be ordered again at once, and a
       // retry of the order that held it answers it expired, not placed.
       await this.#expireDueOrdersIn(tx, petId);
-      if (key !== undefined) {
+      if (idempotencyKey !== undefined) {
         const [seen] =
-          await tx`SELECT ${tx.unsafe(ORDER_COLUMNS)} FROM orders WHERE owner = ${owner} AND idempotency_key = ${key}`;
+          await tx`SELECT ${tx.unsafe(ORDER_COLUMNS)} FROM orders WHERE owner = ${owner} AND idempotency_key = ${idempotencyKey}`;
         if (seen) {
           const order = orderFromRow(seen);
           return order.petId === petId ? { outcome: 'replayed', order } : { outcome: 'conflict' };
@@ -540,7 +543,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
       const [row] = await tx`
         INSERT INTO orders (id, owner, pet_id, status, placed_at, hold_until, idempotency_key)
         VALUES (${newOrderId()}, ${owner}, ${petId}, 'placed', ${tx.unsafe(NOW_MS)}, ${tx.unsafe(NOW_MS)} + ${holdMs},
-          ${key ?? null})
+          ${idempotencyKey ?? null})
         RETURNING ${tx.unsafe(ORDER_COLUMNS)}`;
       return { outcome: 'placed', order: this.#placed(orderFromRow(row)) };
     });

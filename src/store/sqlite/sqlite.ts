@@ -685,10 +685,10 @@ export class SqliteStore implements DataStore, WithKeyStore {
   }
 
   /** In the batch's transaction: the key's order, a conflict, or the pet held and a new order. */
-  #placeInTransaction({ owner, petId, holdMs, now, key }: PlaceOrder): PlaceOrderResult {
+  #placeInTransaction({ owner, petId, holdMs, now, idempotencyKey }: PlaceOrder): PlaceOrderResult {
     this.#expireDueOrdersIn(now);
-    if (key !== undefined) {
-      const seen = this.#db.prepare(ORDER_BY_KEY).get(owner, key);
+    if (idempotencyKey !== undefined) {
+      const seen = this.#db.prepare(ORDER_BY_KEY).get(owner, idempotencyKey);
       if (seen !== undefined) {
         const order = orderFromRow(seen);
         return order.petId === petId ? { outcome: 'replayed', order } : { outcome: 'conflict' };
@@ -701,7 +701,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
     }
     this.#touched.push({ ids: [petId], statuses: true });
     const order: StoredOrder = { id: newOrderId(now), petId, status: 'placed', placedAt: now, holdUntil: now + holdMs };
-    this.#db.prepare(INSERT_ORDER).get(order.id, owner, petId, now, order.holdUntil, key ?? null);
+    this.#db.prepare(INSERT_ORDER).get(order.id, owner, petId, now, order.holdUntil, idempotencyKey ?? null);
     this.#nextDeadline = Math.min(this.#nextDeadline, order.holdUntil);
     return { outcome: 'placed', order };
   }
