@@ -115,8 +115,8 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
    */
   readonly weakEtag: boolean;
   /**
-   * Whether a 200 is memoised by its path and query (src/http/memo.ts): true only where the
-   * answer depends on nothing else. It is served again while none of the pets it read has changed.
+   * Whether a 200 is memoised by its path and query: true only where the answer depends on nothing
+   * else. The memo's rule is `ReplyMemo`'s docstring (src/http/memo.ts).
    */
   readonly memo: boolean;
   /**

@@ -10,12 +10,13 @@ import type { Outbox } from './outbox.ts';
  * A snapshot of the store's counter of pet changes (`DataStore.changeCount`). Its readers only hand
  * it back to `readsUnchangedSince`. A backend's is a number; with `--workers` it is a pair of
  * counts (src/store/wrappers/shared-change-count.ts). Undefined means the store cannot tell what
- * changed, so nothing is memoised or served from the memo. `unknown` on purpose: an opaque type
- * each backend fills with its own shape, where a branded type would need a cast in every backend.
+ * changed; what the memo does then is in `ReplyMemo`'s docstring (src/http/memo.ts). `unknown` on
+ * purpose: an opaque type each backend fills with its own shape, where a branded type would need a
+ * cast in every backend.
  *
- * The memo compares two counts with `===` first (src/http/memo.ts): equal means nothing changed.
- * So a backend returns a primitive (a number), and the shared count returns the same pair object
- * until either count moves. Counts not `===` are asked of `readsUnchangedSince`.
+ * The memo takes two counts that are `===` to mean nothing changed, so a backend returns a primitive (a number),
+ * and the shared count returns the same pair object until either count moves. Counts not `===`
+ * are asked of `readsUnchangedSince`.
  */
 export type ChangeCount = unknown;
 
