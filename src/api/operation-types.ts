@@ -30,7 +30,10 @@ export type Stability = 'stable' | 'beta' | 'experimental';
 
 /** What every handler works with, given once at start. */
 export interface ApiDeps {
-  /** Wrapped: `openServerStore()` in src/serve/resources.ts gives the chain, from the outside in. */
+  /**
+   * The store, wrapped (the shared change count, error counts, time bound, trace).
+   * `openServerStore()` in src/serve/resources.ts lists the wrappers, from the outside in.
+   */
   readonly store: DataStore;
   readonly clock: Clock;
   /** How long a placed order holds its pet (`--order-hold`), in ms. */

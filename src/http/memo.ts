@@ -23,8 +23,9 @@ export type StoreChanges = Pick<DataStore, 'changeCount' | 'readsUnchangedSince'
 /** One memoised reply. */
 interface MemoEntry {
   /**
-   * A change count at which the reply is known to be true. A `get` that finds nothing changed
-   * moves it on, so the next `get` at that count compares counts only.
+   * A change count at which the reply is known to be true. When a `get` finds that nothing the
+   * reply read has changed, it sets `since` to the count it was given. The next `get` at that count
+   * then compares the two counts only.
    */
   since: ChangeCount;
   /** The pets the reply read (`Reply.reads`); undefined: every pet. */

@@ -251,13 +251,16 @@ export interface CallSpec {
 }
 
 /**
- * THE STORE'S METHOD LIST: every awaited call of `DataStore` once. The wrappers are made from it
- * (`wrapStore`), so a call added to the interface fails to compile until it is here, and once
- * here no wrapper can leave it out. Step 6's other calls are not here, since they return at once or
- * hand back a run already started: `startDueOrderExpiry` (its promise is the expiry under way,
- * which step 6 waits on), `changeCount` and `readsUnchangedSince`. Nor is `close`. `wrapStore`
- * passes them on, or takes a wrapper's own (`OwnCalls`): the bound-and-traced wrapper bounds the
- * expiry's promise that way, under `STORE_CALLS.expireDueOrders`.
+ * THE STORE'S METHOD LIST: it names every awaited call of `DataStore` once. The wrappers are made
+ * from it (`wrapStore`). So a call added to the interface fails to compile until it is listed
+ * here, and once it is listed no wrapper can leave it out.
+ *
+ * Three calls of step 6 are not listed, because they return at once or hand back a run already
+ * started: `startDueOrderExpiry` (its promise is the expiry under way, which step 6 waits on),
+ * `changeCount` and `readsUnchangedSince`. `close` is not listed either. `wrapStore` passes these
+ * calls on unchanged, unless a wrapper gives its own (`OwnCalls`). The bound-and-traced wrapper
+ * gives its own `startDueOrderExpiry`: it bounds the expiry's promise as a call of
+ * `STORE_CALLS.expireDueOrders`.
  */
 export const STORE_CALLS = {
   create: { doing: 'store pet', write: true, counted: 'create' },
