@@ -136,6 +136,9 @@ export class ReplyMemo {
         return undefined;
       });
       if (reply?.status !== 200) return { reply: this.#memoiseIf200(target, count, await read()), joined: false };
+      // A joined request's own input is never read. That is safe because `routeOf`
+      // (src/http/operation-route.ts) lets a memoised operation read only the path and query
+      // (no headers, no body, not the caller's quota), and the read joined had the same ones.
       if (flight.since === count || this.#store.readsUnchangedSince(flight.since, reply.reads))
         return { reply, joined: true };
       return this.readOrJoin(target, this.#store.changeCount(), read, joins - 1);
