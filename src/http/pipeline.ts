@@ -279,8 +279,8 @@ function partsOf({
  *    orders whose hold ran out to expire; for any other, goes straight on. What a failed run
  *    answers is stated at `startDueOrderExpiry()` (src/store/store.ts).
  *    6.2 `memoOrRun`: answers a memoised operation from the memo when nothing its reply read has
- *    changed. Otherwise it answers with step 7's reply, and memoises a 200 from the second time
- *    its path and query are asked.
+ *    changed. Otherwise it answers with step 7's reply, and memoises it as `ReplyMemo`'s rule
+ *    says (src/http/memo.ts).
  * 7. `runHandler`: validates the input (400, 415), runs the operation's handler, which throws its
  *    own refusals (404, 409, …), and adds a weak ETag when the table asks for one.
  * 8. `answer` (src/http/answer.ts): turns the reply into the response (304, compression, HEAD).
