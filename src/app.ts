@@ -71,7 +71,10 @@ export interface AppOptions {
   whyNotReady?: () => string | undefined;
   /** `--max-in-flight`; see `GatewayOptions.maxInFlight`. */
   maxInFlight?: number;
-  /** `--workers`; see `GatewayOptions.hostSlots`. */
+  /**
+   * With `--workers`, the host's in-flight table and this worker's column, so the in-flight cap is
+   * the host's; see `GatewayOptions.hostSlots`.
+   */
   hostSlots?: GatewayOptions['hostSlots'];
   /** `--ipv6-prefix`; see `GatewayOptions.ipv6Prefix`. */
   ipv6Prefix?: number;

@@ -30,7 +30,10 @@ export type Stability = 'stable' | 'beta' | 'experimental';
 
 /** What every handler works with, given once at start. */
 export interface ApiDeps {
-  /** Wrapped: `openServerStore()` in src/serve/resources.ts gives the chain, from the outside in. */
+  /**
+   * The store, wrapped (the shared change count, error counts, time bound, trace).
+   * `openServerStore()` in src/serve/resources.ts lists the wrappers, from the outside in.
+   */
   readonly store: DataStore;
   readonly clock: Clock;
   /** How long a placed order holds its pet (`--order-hold`), in ms. */
@@ -115,8 +118,8 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
    */
   readonly weakEtag: boolean;
   /**
-   * Whether a 200 is memoised by its path and query (src/http/memo.ts): true only where the
-   * answer depends on nothing else. It is served again while none of the pets it read has changed.
+   * Whether a 200 is memoised by its path and query: true only where the answer depends on nothing
+   * else. The memo's rule is `ReplyMemo`'s docstring (src/http/memo.ts).
    */
   readonly memo: boolean;
   /**

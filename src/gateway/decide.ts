@@ -9,9 +9,10 @@ import type { RateLimiter, Subject, Verdict } from './limiter/limiter.ts';
 
 /**
  * A consumer's limiter subject id, `key:con_…`: by its id, as orders are owned, so a consumer made
- * again under the same name is another party, with fresh windows and no ban. It names a consumer
- * (all its keys), not one API key, and limiter state, never rows as a legacy order owner's
- * `key:<name>` does (`legacyOwnerOf`). The `key:` prefix stays because the id is the Redis key of
+ * again under the same name is another party, with fresh windows and no ban. The id names a
+ * consumer with all its keys, not one API key. It names limiter state only: it never owns rows,
+ * whereas a legacy owner's `key:<name>` (`legacyOwnerOf`) owns stored orders and
+ * `Idempotency-Key`s. The `key:` prefix stays because the id is the Redis key of
  * the consumer's windows and ban (`petstore:rl:key:con_…`), shared by every instance of a fleet (an
  * older release's too during a rolling upgrade) and outliving their restarts: another prefix would
  * start every consumer's windows afresh and lift its ban at the upgrade, and split its counts

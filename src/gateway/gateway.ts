@@ -146,7 +146,7 @@ export type Admission = <T>(
  * 3a. finds the caller, once (`callerOf()`, ./caller.ts): a key's consumer, or a keyless client
  *     (no key, or one that is unknown, revoked or outside its dates);
  * 3b. refuses a keyless client once the limiter has counted it against its address group: 401,
- *     or 429 when the group is over the free plan's limits (`PLAN_LIMITS.free`, ./decide.ts),
+ *     or 429 when the group is over the free plan's limits (`PLAN_LIMITS.free`, src/keys/plans.ts),
  *     with the rate-limit headers;
  * 3c. takes the consumer's in-flight slot before anything is awaited, and keeps it until
  *     `serveAdmitted` settles (at the cap: 429, and the limiter is not asked, so no quota is spent);

@@ -23,8 +23,9 @@ export type StoreChanges = Pick<DataStore, 'changeCount' | 'readsUnchangedSince'
 /** One memoised reply. */
 interface MemoEntry {
   /**
-   * A change count at which the reply is known to be true. A `get` that finds nothing changed
-   * moves it on, so the next `get` at that count compares counts only.
+   * A change count at which the reply is known to be true. When a `get` finds that nothing the
+   * reply read has changed, it sets `since` to the count it was given. The next `get` at that count
+   * then compares the two counts only.
    */
   since: ChangeCount;
   /** The pets the reply read (`Reply.reads`); undefined: every pet. */
@@ -39,24 +40,32 @@ interface Flight {
 }
 
 /**
- * The memo of replies, looked up by the request's target: its path and query as sent. It holds
- * the 200 replies (`Reply`) of operations whose answer depends only on the target and the store
- * (the table's `memo: true`), so a page or a pet asked again is not read, turned into JSON or
+ * The memo of replies, looked up by the request's target: its path and query as sent. This
+ * docstring is the memo's whole rule; other places point here.
+ *
+ * It holds only the 200 replies (`Reply`, never a 404) of operations whose answer depends only on
+ * the target and the store (the table's `memo: true`), so the answer is the same for every caller:
+ * pets are not per caller. A page or a pet asked again is then not read, turned into JSON or
  * hashed again. Each hit is still answered with a new `Response`, made by `answer()`
  * (src/http/answer.ts) and compressed as the client asks.
  *
- * A memoised reply is served only while none of the pets it read has changed. A write to one
- * pet leaves the other pets' replies in place; with `--workers` above 1, any worker's write that
- * changed a pet, or failed, moves the count all workers share (`sharedChangeCount`), so every
- * reply memoised before it is stale: it stays in the memo, unserved, until a new read of its path
- * replaces it or it is evicted. When the store cannot tell its change count (`undefined`), the memo neither
- * serves nor memoises.
+ * A memoised reply is served only while none of the pets it read (`Reply.reads`) has changed
+ * since the store's change count (`changeCount()`, src/store/change-counter.ts) it was read at. A
+ * write to one pet leaves the other pets' replies in place. With `--workers` above 1, any
+ * worker's write that changed a pet, or failed, moves the count all workers share
+ * (`sharedChangeCount`), so every reply memoised before it is stale: it stays in the memo,
+ * unserved, until a new read of its path replaces it or it is evicted.
+ *
+ * When the store cannot tell its change count (`undefined`), the memo neither serves nor
+ * memoises. The count is undefined while a hold has run out and is not yet expired, or when a file
+ * cannot be read. The memo only caches: the wait for holds that ran out is step 6.1's, for the
+ * operations whose table entry says `expiresDueOrdersFirst`.
  *
  * A reply is memoised at the second asking of its path and query; the first asking is only
  * remembered. A client paging once through a large catalogue would otherwise fill the memo.
  *
- * While one request reads a path, others asking the same path wait and share its reply
- * (`readOrJoin`), so a slow store is not asked the same read many times.
+ * While one request reads a path, others asking the same path wait and share its reply: they
+ * have joined it (`readOrJoin`). So a slow store is not asked the same read many times.
  *
  * The memo is bounded by the characters of its bodies; the least recently used goes first.
  *
@@ -127,6 +136,9 @@ export class ReplyMemo {
         return undefined;
       });
       if (reply?.status !== 200) return { reply: this.#memoiseIf200(target, count, await read()), joined: false };
+      // A joined request's own input is never read. That is safe because `routeOf`
+      // (src/http/operation-route.ts) lets a memoised operation read only the path and query
+      // (no headers, no body, not the caller's quota), and the read joined had the same ones.
       if (flight.since === count || this.#store.readsUnchangedSince(flight.since, reply.reads))
         return { reply, joined: true };
       return this.readOrJoin(target, this.#store.changeCount(), read, joins - 1);

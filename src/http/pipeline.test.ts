@@ -110,14 +110,14 @@ describe("a request's checks answer in the order makeOperationHandler's comment 
       ['exchange', (await post(`/v1/pets?q=${'x'.repeat(9000)}`, {}, tooLarge)).status],
       ['addCorsHeaders', (await app.request('/v1/pets', { method: 'OPTIONS', headers: preflight })).status],
       ['passGateway', (await post('/v1/pets', {}, tooLarge)).status],
-      ['checkBody', (await post('/v1/pets', auth(), tooLarge)).status],
+      ['checkBodyLimits', (await post('/v1/pets', auth(), tooLarge)).status],
       ['runHandler', (await post('/v1/pets', auth(), '{"name":7}')).status],
     ];
     expect(answered).toEqual([
       ['exchange', 414],
       ['addCorsHeaders', 204],
       ['passGateway', 401],
-      ['checkBody', 413],
+      ['checkBodyLimits', 413],
       ['runHandler', 400],
     ]);
     const listed = listedSteps();
@@ -137,6 +137,6 @@ describe("a request's checks answer in the order makeOperationHandler's comment 
     expect([tooLarge.status, tooLarge.headers.has('deprecation')]).toEqual([413, true]);
     const listed = listedSteps();
     expect(listed.indexOf('passGateway')).toBeLessThan(listed.indexOf('addDeprecationHeaders'));
-    expect(listed.indexOf('addDeprecationHeaders')).toBeLessThan(listed.indexOf('checkBody'));
+    expect(listed.indexOf('addDeprecationHeaders')).toBeLessThan(listed.indexOf('checkBodyLimits'));
   });
 });

@@ -11,7 +11,7 @@
 //         addCorsHeaders            step 2
 //         passGateway               step 3: the gateway calls back for the rest
 //           addDeprecationHeaders   step 4
-//           checkBody               step 5
+//           checkBodyLimits         step 5
 //             awaitDueOrderExpiry   step 6.1: waits when the operation expires due orders first
 //               memoOrRun           step 6.2
 //                 runHandler        step 7, through the memo's readOrJoin when memoised
@@ -272,15 +272,15 @@ function partsOf({
  *    request or refuses it (401, 403, 429, 503); its docstring lists the gateway's checks, 3a to
  *    3g, in order.
  * 4. `addDeprecationHeaders`: adds a deprecated operation's `Deprecation`, `Sunset` and `Link`.
- * 5. `checkBody`: refuses a body over the size limit (413). A body sent with GET or HEAD is held
- *    to the same size and to JSON (413, 415).
+ * 5. `checkBodyLimits`: refuses a body over the size limit (413). A body sent with GET or HEAD
+ *    is held to the same size and to JSON (413, 415).
  * 6. `awaitDueOrderExpiry` and `memoOrRun`: waits for the due orders, then tries the memo.
  *    6.1 `awaitDueOrderExpiry`: for an operation that expires due orders first, waits for the
  *    orders whose hold ran out to expire; for any other, goes straight on. What a failed run
  *    answers is stated at `startDueOrderExpiry()` (src/store/store.ts).
  *    6.2 `memoOrRun`: answers a memoised operation from the memo when nothing its reply read has
- *    changed. Otherwise it answers with step 7's reply, and memoises a 200 from the second time
- *    its path and query are asked.
+ *    changed. Otherwise it answers with step 7's reply, and memoises it as `ReplyMemo`'s rule
+ *    says (src/http/memo.ts).
  * 7. `runHandler`: validates the input (400, 415), runs the operation's handler, which throws its
  *    own refusals (404, 409, …), and adds a weak ETag when the table asks for one.
  * 8. `answer` (src/http/answer.ts): turns the reply into the response (304, compression, HEAD).
@@ -305,7 +305,7 @@ function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteH
     // answer.
     return passGateway(parts, c, op, function serveAdmitted(decision, caller) {
       addDeprecationHeaders(c, route);
-      return checkBody(parts, c, function serveCheckedBody() {
+      return checkBodyLimits(parts, c, function serveCheckedBody() {
         return awaitDueOrderExpiry(parts, route, c, decision, caller);
       });
     });
@@ -414,7 +414,11 @@ function addDeprecationHeaders<D>(c: Context<AppEnv>, { deprecationHeaders }: Op
  * Step 5: refuses a body over the size limit (413) and a body sent with GET or HEAD that is too
  * large or not JSON (413, 415). Otherwise it returns `next()`'s answer.
  */
-async function checkBody(parts: PipelineParts, c: Context<AppEnv>, next: () => Promise<Response>): Promise<Response> {
+async function checkBodyLimits(
+  parts: PipelineParts,
+  c: Context<AppEnv>,
+  next: () => Promise<Response>,
+): Promise<Response> {
   // The runtimes hand a GET or HEAD no body stream, so only its headers can tell of a body.
   checkBodyOnGetOrHead(c, parts.maxBodyBytes);
   // A write sent without a body has no stream either. Step 7 answers it 415 when its Content-Type
@@ -526,7 +530,7 @@ function serveNoRoute<D>(parts: TableParts<D>, c: Context<AppEnv>): Response | P
   }
   // The path's methods are looked up only for an admitted caller.
   return passGateway(parts, c, NO_ROUTE, () =>
-    checkBody(parts, c, async () => {
+    checkBodyLimits(parts, c, async () => {
       const allowed = parts.allowedMethods(c.req.path);
       return answerError(c, allowed ? methodNotAllowed(c.req.method, allowed) : NO_SUCH_PATH);
     }),

@@ -87,7 +87,9 @@ for (const [plan, limits] of Object.entries(PLAN_LIMITS)) {
 export const DEFAULT_BAN: BanPolicy = { seconds: 15 * 60 };
 
 /**
- * Requests one consumer may have in flight at once unless `--max-in-flight` says otherwise (wrk's
- * 64 connections fit twice).
+ * Requests one consumer (its keys together) may have in flight at once unless `--max-in-flight`
+ * says otherwise. The many parallel requests of one client, a pool of connections each with a
+ * request under way, fit; a runaway client is refused (429) long before it holds every connection
+ * the host can serve.
  */
 export const DEFAULT_MAX_IN_FLIGHT = 128;

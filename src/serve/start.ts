@@ -206,7 +206,8 @@ async function startAdmin({
  * Starts the workers on the port the supervisor proved free. Each serves the API with the host's
  * one limiter and keys, which the supervisor holds; they serve from when all of them listen. A
  * worker lost for good stops the process (SIGTERM's drain), never serving on with fewer than it
- * says. The pool hears of each change of the keys, and joins the listeners, drained first.
+ * says. The pool is told of each change of the keys. It joins the listeners, which drain it
+ * first on shutdown.
  */
 async function startWorkers({
   config,

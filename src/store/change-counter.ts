@@ -21,10 +21,8 @@ export const NO_PET: PetSet = { ids: [] };
 /**
  * The change count: a counter that moves with every change this instance hears of, and when each
  * pet (and the set of pets, and any status) last changed on it. An answer read at count `since`
- * stays true while nothing it read changed after `since` (`readsUnchangedSince`). So a write to
- * one pet leaves the memoised answers of every other pet in place; with `--workers` above 1,
- * `sharedChangeCount` makes any worker's write that changed a pet, or failed, leave every answer
- * memoised before it stale: kept, unserved, until a new read replaces it or it is evicted.
+ * stays true while nothing it read changed after `since` (`readsUnchangedSince`). What the memo
+ * serves by it is stated in `ReplyMemo`'s docstring (src/http/memo.ts).
  *
  * A change is counted once stored, before its caller hears of it. A read begun earlier has a
  * lower `since`, so its answer is not served after the change.

@@ -57,7 +57,7 @@ export class MemoryStore implements DataStore {
   /** The placed orders: the ones whose hold may run out. */
   readonly #placed = new Set<string>();
   /** The earliest hold of a placed order, or later: until then no hold can be over. */
-  #nextDeadline = Number.POSITIVE_INFINITY;
+  #earliestHoldEnd = Number.POSITIVE_INFINITY;
   readonly #clock: Clock;
 
   constructor({ clock = systemClock }: { clock?: Clock } = {}) {
@@ -166,7 +166,7 @@ export class MemoryStore implements DataStore {
     const mine = this.#byOwner.get(owner) ?? new Set<string>();
     this.#byOwner.set(owner, mine.add(order.id));
     this.#placed.add(order.id);
-    this.#nextDeadline = Math.min(this.#nextDeadline, order.holdUntil);
+    this.#earliestHoldEnd = Math.min(this.#earliestHoldEnd, order.holdUntil);
     if (keyed !== undefined) this.#orderKeys.set(keyed, order.id);
     return { outcome: 'placed', order };
   }
@@ -304,7 +304,7 @@ export class MemoryStore implements DataStore {
    * `expired`, its pet `available`, `order.expired` recorded.
    */
   #expireDueOrdersIn(now: number): number {
-    if (now < this.#nextDeadline) return 0;
+    if (now < this.#earliestHoldEnd) return 0;
     let expired = 0;
     let next = Number.POSITIVE_INFINITY;
     for (const id of this.#placed) {
@@ -321,7 +321,7 @@ export class MemoryStore implements DataStore {
       if (event) void this.outbox.record([event]);
       expired++;
     }
-    this.#nextDeadline = next;
+    this.#earliestHoldEnd = next;
     return expired;
   }
 

@@ -10,12 +10,13 @@ import type { Outbox } from './outbox.ts';
  * A snapshot of the store's counter of pet changes (`DataStore.changeCount`). Its readers only hand
  * it back to `readsUnchangedSince`. A backend's is a number; with `--workers` it is a pair of
  * counts (src/store/wrappers/shared-change-count.ts). Undefined means the store cannot tell what
- * changed, so nothing is memoised or served from the memo. `unknown` on purpose: an opaque type
- * each backend fills with its own shape, where a branded type would need a cast in every backend.
+ * changed; what the memo does then is in `ReplyMemo`'s docstring (src/http/memo.ts). `unknown` on
+ * purpose: an opaque type each backend fills with its own shape, where a branded type would need a
+ * cast in every backend.
  *
- * The memo compares two counts with `===` first (src/http/memo.ts): equal means nothing changed.
- * So a backend returns a primitive (a number), and the shared count returns the same pair object
- * until either count moves. Counts not `===` are asked of `readsUnchangedSince`.
+ * The memo takes two counts that are `===` to mean nothing changed, so a backend returns a primitive (a number),
+ * and the shared count returns the same pair object until either count moves. Counts not `===`
+ * are asked of `readsUnchangedSince`.
  */
 export type ChangeCount = unknown;
 
@@ -250,13 +251,16 @@ export interface CallSpec {
 }
 
 /**
- * THE STORE'S METHOD LIST: every awaited call of `DataStore` once. The wrappers are made from it
- * (`wrapStore`), so a call added to the interface fails to compile until it is here, and once
- * here no wrapper can leave it out. Step 6's other calls are not here, since they return at once or
- * hand back a run already started: `startDueOrderExpiry` (its promise is the expiry under way,
- * which step 6 waits on), `changeCount` and `readsUnchangedSince`. Nor is `close`. `wrapStore`
- * passes them on, or takes a wrapper's own (`OwnCalls`): the bound-and-traced wrapper bounds the
- * expiry's promise that way, under `STORE_CALLS.expireDueOrders`.
+ * THE STORE'S METHOD LIST: it names every awaited call of `DataStore` once. The wrappers are made
+ * from it (`wrapStore`). So a call added to the interface fails to compile until it is listed
+ * here, and once it is listed no wrapper can leave it out.
+ *
+ * Three calls of step 6 are not listed, because they return at once or hand back a run already
+ * started: `startDueOrderExpiry` (its promise is the expiry under way, which step 6 waits on),
+ * `changeCount` and `readsUnchangedSince`. `close` is not listed either. `wrapStore` passes these
+ * calls on unchanged, unless a wrapper gives its own (`OwnCalls`). The bound-and-traced wrapper
+ * gives its own `startDueOrderExpiry`: it bounds the expiry's promise as a call of
+ * `STORE_CALLS.expireDueOrders`.
  */
 export const STORE_CALLS = {
   create: { doing: 'store pet', write: true, counted: 'create' },

@@ -175,7 +175,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
    * here lowers it), on this instance's clock: from then on no answer is memoised until the orders
    * due are expired.
    */
-  #nextDeadline = Number.NEGATIVE_INFINITY;
+  #earliestHoldEnd = Number.NEGATIVE_INFINITY;
   #expiring: Promise<unknown> | undefined;
 
   private constructor(newPool: () => postgres.Sql, sql: postgres.Sql, changes: PetChanges, timeoutMs: number) {
@@ -277,7 +277,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
       );
       await changes.start();
       const store = new PostgresStore(newPool, sql, changes, timeoutMs);
-      await store.#readNextDeadline();
+      await store.#readEarliestHoldEnd();
       announcing = store;
       return store;
     } catch (err) {
@@ -551,7 +551,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
 
   /** An order placed here lowers the earliest hold known (on this instance's clock). */
   #placed(order: StoredOrder): StoredOrder {
-    this.#nextDeadline = Math.min(this.#nextDeadline, Date.now() + (order.holdUntil - order.placedAt));
+    this.#earliestHoldEnd = Math.min(this.#earliestHoldEnd, Date.now() + (order.holdUntil - order.placedAt));
     return order;
   }
 
@@ -673,26 +673,26 @@ export class PostgresStore implements DataStore, WithKeyStore {
     );
     const dueIn = column(due, 'due_in');
     if (dueIn === null || dueIn === undefined || Number(dueIn) > 0) {
-      this.#nextDeadline = deadlineIn(dueIn);
+      this.#earliestHoldEnd = deadlineIn(dueIn);
       return 0;
     }
     const expired = await this.#changing(STORE_CALLS.expireDueOrders.doing, EVERY_PET, () =>
       transaction(this.#sql, (tx) => this.#expireDueOrdersIn(tx)),
     );
-    await this.#readNextDeadline();
+    await this.#readEarliestHoldEnd();
     return expired;
   }
 
   /**
    * Reads the earliest hold of a placed order, watched by `startDueOrderExpiry()`, `changeCount()`.
    */
-  async #readNextDeadline(): Promise<void> {
+  async #readEarliestHoldEnd(): Promise<void> {
     const [next] = await this.#query(
       STORE_CALLS.expireDueOrders.doing,
       () =>
         this.#sql`SELECT min(hold_until) - ${this.#sql.unsafe(NOW_MS)} AS due_in FROM orders WHERE status = 'placed'`,
     );
-    this.#nextDeadline = deadlineIn(column(next, 'due_in'));
+    this.#earliestHoldEnd = deadlineIn(column(next, 'due_in'));
   }
 
   /**
@@ -742,7 +742,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
    * returns that run.
    */
   startDueOrderExpiry(): Promise<unknown> | undefined {
-    if (Date.now() < this.#nextDeadline) return undefined;
+    if (Date.now() < this.#earliestHoldEnd) return undefined;
     // The run never rejects: why a failed run does not fail the read is at `startDueOrderExpiry`
     // of `DataStore` (src/store/store.ts).
     this.#expiring ??= this.expireDueOrders()
@@ -762,7 +762,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
     // Past the earliest hold known here, pets may be about to change: nothing is memoised until the
     // orders due are expired (by `startDueOrderExpiry()`'s run, or another instance's write heard
     // here).
-    if (Date.now() >= this.#nextDeadline) return undefined;
+    if (Date.now() >= this.#earliestHoldEnd) return undefined;
     return this.#changes.version();
   }
 

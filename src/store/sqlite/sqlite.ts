@@ -128,7 +128,7 @@ const ADOPT_KEYS = `UPDATE idempotency_keys SET scope = ?1 WHERE scope = ?2
   AND NOT EXISTS (SELECT 1 FROM idempotency_keys mine WHERE mine.scope = ?1 AND mine.idempotency_key = idempotency_keys.idempotency_key)`;
 const PLACED_FOR_PET = "SELECT 1 AS held FROM orders WHERE pet_id = ? AND status = 'placed'";
 const ANY_ORDER_DUE = "SELECT 1 AS due FROM orders WHERE status = 'placed' AND hold_until <= ? LIMIT 1";
-const NEXT_DEADLINE = "SELECT min(hold_until) AS at FROM orders WHERE status = 'placed'";
+const EARLIEST_HOLD_END = "SELECT min(hold_until) AS at FROM orders WHERE status = 'placed'";
 const ORDER_PAGE = `SELECT ${ORDER_COLUMNS} FROM orders WHERE owner = ? AND id > ? ORDER BY owner, id LIMIT ?`;
 const ORDER_PAGE_BY_STATUS = `SELECT ${ORDER_COLUMNS} FROM orders
   WHERE owner = ? AND id > ? AND status = ? ORDER BY owner, id LIMIT ?`;
@@ -221,7 +221,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
    * The earliest hold of a placed order: from then on an order may be due, and no answer is
    * memoised until the orders are expired.
    */
-  #nextDeadline: number;
+  #earliestHoldEnd: number;
   /** The expiry `startDueOrderExpiry()` started, while it runs. */
   #expiring: Promise<unknown> | undefined;
   /** The webhook outbox in this file: its writes are batched with the pets'. */
@@ -238,7 +238,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
     this.#db = db;
     this.#clock = clock;
     this.#lockWaitMs = lockWaitMs;
-    this.#nextDeadline = this.#readNextDeadline();
+    this.#earliestHoldEnd = this.#readEarliestHoldEnd();
   }
 
   /**
@@ -311,11 +311,11 @@ export class SqliteStore implements DataStore, WithKeyStore {
   }
 
   update(id: number, patch: PetPatch, ifMatch?: IfMatch): Promise<UpdateResult> {
-    return this.#enqueue(STORE_CALLS.update.doing, () => this.#change(id, patch, ifMatch));
+    return this.#enqueue(STORE_CALLS.update.doing, () => this.#updateInTransaction(id, patch, ifMatch));
   }
 
   remove(id: number, ifMatch?: IfMatch): Promise<RemoveResult> {
-    return this.#enqueue(STORE_CALLS.remove.doing, () => this.#removal(id, ifMatch));
+    return this.#enqueue(STORE_CALLS.remove.doing, () => this.#removeInTransaction(id, ifMatch));
   }
 
   async list({ limit, status, after = 0 }: ListOptions): Promise<readonly Pet[]> {
@@ -385,7 +385,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
     );
     if (due === undefined) {
       // Another process may have expired them: the next deadline is what the file says.
-      this.#nextDeadline = this.#readNextDeadline();
+      this.#earliestHoldEnd = this.#readEarliestHoldEnd();
       return 0;
     }
     return await this.#enqueue(STORE_CALLS.expireDueOrders.doing, () => this.#expireDueOrdersIn(now));
@@ -424,7 +424,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
       // The file cannot be read. Nothing more is done about it here: the expiry below writes to
       // the same file, so it fails the same way.
     }
-    if (this.#clock.now() < this.#nextDeadline) return undefined;
+    if (this.#clock.now() < this.#earliestHoldEnd) return undefined;
     // The run never rejects: why a failed run does not fail the read is at `startDueOrderExpiry`
     // of `DataStore` (src/store/store.ts).
     this.#expiring ??= this.expireDueOrders(this.#clock.now())
@@ -443,7 +443,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
   changeCount(): number | undefined {
     try {
       // A hold that ran out changes pets: nothing is memoised or served till its expiry is counted.
-      if (this.#clock.now() >= this.#nextDeadline) return undefined;
+      if (this.#clock.now() >= this.#earliestHoldEnd) return undefined;
       this.#noticeOtherWriters('read data_version');
       return this.#changes.count();
     } catch {
@@ -532,7 +532,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
       this.#lockReleased();
       // An expiry in the batch may have moved the next deadline on, and the rollback undid it:
       // until the next expiry reads the file again, every read checks for due orders.
-      this.#nextDeadline = Number.NEGATIVE_INFINITY;
+      this.#earliestHoldEnd = Number.NEGATIVE_INFINITY;
       const failed: PendingWrite | undefined = running;
       const error = failed && sqliteError(err, failed.doing);
       if (failed === undefined || error === undefined || error instanceof StoreUnavailableError) {
@@ -643,7 +643,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
    * whose hold ran out, so `If-Match` is checked against the version that expiry gave the pet;
    * then reads the pet, checks the patch, and writes it.
    */
-  #change(id: number, patch: PetPatch, ifMatch: IfMatch | undefined): UpdateResult {
+  #updateInTransaction(id: number, patch: PetPatch, ifMatch: IfMatch | undefined): UpdateResult {
     this.#expireDueOrdersIn(this.#clock.now());
     const current = this.#petRow(id);
     const plan = planUpdate(current, patch, ifMatch);
@@ -662,8 +662,8 @@ export class SqliteStore implements DataStore, WithKeyStore {
     return row === undefined ? undefined : storedPetFromRow(row);
   }
 
-  /** Inside the batch's transaction, as `#change`. */
-  #removal(id: number, ifMatch: IfMatch | undefined): RemoveResult {
+  /** Inside the batch's transaction, as `#updateInTransaction`. */
+  #removeInTransaction(id: number, ifMatch: IfMatch | undefined): RemoveResult {
     this.#expireDueOrdersIn(this.#clock.now());
     const current = this.#petRow(id);
     const plan = planRemove(current, ifMatch);
@@ -702,7 +702,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
     this.#touched.push({ ids: [petId], statuses: true });
     const order: StoredOrder = { id: newOrderId(now), petId, status: 'placed', placedAt: now, holdUntil: now + holdMs };
     this.#db.prepare(INSERT_ORDER).get(order.id, owner, petId, now, order.holdUntil, idempotencyKey ?? null);
-    this.#nextDeadline = Math.min(this.#nextDeadline, order.holdUntil);
+    this.#earliestHoldEnd = Math.min(this.#earliestHoldEnd, order.holdUntil);
     return { outcome: 'placed', order };
   }
 
@@ -711,7 +711,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
    * `available`, `order.expired` recorded; then the next deadline is read again.
    */
   #expireDueOrdersIn(now: number): number {
-    if (now < this.#nextDeadline) return 0;
+    if (now < this.#earliestHoldEnd) return 0;
     const rows = this.#db.prepare(EXPIRE_DUE).all(now);
     for (const row of rows) {
       const order = orderFromRow(row);
@@ -719,13 +719,13 @@ export class SqliteStore implements DataStore, WithKeyStore {
       const event = orderExpiredEvent(String(column(row, 'owner')), order, now);
       if (event) this.#db.prepare(RECORD).get(event.id, event.consumer, event.type, event.payload, now, now, null);
     }
-    this.#nextDeadline = this.#readNextDeadline();
+    this.#earliestHoldEnd = this.#readEarliestHoldEnd();
     return rows.length;
   }
 
   /** The earliest hold of a placed order, or +Infinity when none is placed. */
-  #readNextDeadline(): number {
-    const at = column(this.#db.prepare(NEXT_DEADLINE).get(), 'at');
+  #readEarliestHoldEnd(): number {
+    const at = column(this.#db.prepare(EARLIEST_HOLD_END).get(), 'at');
     return at === null || at === undefined ? Number.POSITIVE_INFINITY : Number(at);
   }
 
@@ -770,7 +770,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
       if (version !== this.#dataVersionSeen) {
         this.#changes.changed(EVERY_PET);
         // Another process committed: it may have placed or expired orders.
-        this.#nextDeadline = this.#readNextDeadline();
+        this.#earliestHoldEnd = this.#readEarliestHoldEnd();
       }
       this.#dataVersionSeen = version;
       this.#dataVersionReadAt = now;
