@@ -144,15 +144,20 @@ export function startTraceExport(options: TraceExportOptions): TraceExport {
     queue.push({ bytes: encoder.take(), spans });
     queued += spans;
   };
+  /** Whether `spans` more fit under the queue's bound; a batch not yet open opens at `now`. */
+  const fits = (spans: number, now: number) => {
+    if (queued + encoder.spans + spans > MAX_QUEUE) return false;
+    if (encoder.spans === 0) openedAt = now;
+    return true;
+  };
   const read = (now: number, all: boolean) => {
     let full = 0;
     ring.drain((r) => {
       const spans = 1 + (ring.children[r] as number);
-      if (queued + encoder.spans + spans > MAX_QUEUE) {
+      if (!fits(spans, now)) {
         full += spans;
         return;
       }
-      if (encoder.spans === 0) openedAt = now;
       encoder.add(r);
       if (encoder.spans >= BATCH) close();
     });
@@ -201,11 +206,10 @@ export function startTraceExport(options: TraceExportOptions): TraceExport {
   const client: ClientSpans = {
     sampled: linked,
     end(span: ClientSpan) {
-      if (queued + encoder.spans + 1 > MAX_QUEUE) {
+      if (!fits(1, Date.now())) {
         dropped?.(1, 'queue_full');
         return;
       }
-      if (encoder.spans === 0) openedAt = Date.now();
       encoder.addClient(span);
       if (encoder.spans >= BATCH) {
         close();
