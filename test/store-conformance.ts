@@ -14,8 +14,8 @@ export interface StoreFixture {
 const rex: NewPet = { name: 'Rex', categoryId: 1, status: 'available' };
 const tom: NewPet = { name: 'Tom', categoryId: 2, status: 'sold' };
 const T0 = Date.UTC(2026, 10, 22, 12, 0, 0);
-const once = (pet: NewPet, key = 'k-1', now = T0, keySpace = 'key:acme'): IdempotentCreate => ({
-  keySpace,
+const once = (pet: NewPet, key = 'k-1', now = T0, owner = 'key:acme'): IdempotentCreate => ({
+  owner,
   key,
   fingerprint: fingerprintOf(pet),
   now,
@@ -262,7 +262,7 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
         const clash = await placed(2, OLD, 'both');
         const heirs = await placed(3, HEIR, 'both');
         const others = await placed(4, OTHER, 'k');
-        const created = await store.createOnce(tom, once(tom, 'pet-key', T0, `${OLD}/createPet`));
+        const created = await store.createOnce(tom, once(tom, 'pet-key', T0, OLD));
         await store.adoptOwners([{ from: OLD, to: HEIR }]);
         const now = Date.now();
         expect((await store.listOrders(HEIR, { limit: 10 }, now)).map((o) => o.id).sort()).toEqual(
@@ -273,11 +273,11 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
         expect(await store.getOrder(OLD, mine.id, now)).toBeUndefined();
         // The heir's retry of the key its predecessor used answers that order, not a second one.
         expect(await place(1, HEIR, 'k')).toEqual({ outcome: 'replayed', order: mine });
-        expect(await store.createOnce(tom, once(tom, 'pet-key', T0 + 1, `${HEIR}/createPet`))).toEqual({
+        expect(await store.createOnce(tom, once(tom, 'pet-key', T0 + 1, HEIR))).toEqual({
           outcome: 'replayed',
           pet: (created as { pet: StoredPet }).pet,
         });
-        expect((await store.createOnce(tom, once(tom, 'pet-key', T0 + 1, `${OLD}/createPet`))).outcome).toBe('created');
+        expect((await store.createOnce(tom, once(tom, 'pet-key', T0 + 1, OLD))).outcome).toBe('created');
       });
 
       test("the listing pages an owner's orders by id, filtered by status", async () => {

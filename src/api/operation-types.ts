@@ -49,8 +49,7 @@ export interface Input<Q = unknown, P = unknown, H = unknown, B = unknown> {
   /**
    * Who asks, as the owner of its orders and `Idempotency-Key`s: its consumer's id and name
    * (`con_…:acme`, made by `ownerOf` in src/keys/records.ts). Handlers only hand it to the store,
-   * or build a store key from it (`idempotencyKeySpace`); the store reads the name back for an
-   * order's webhook (`consumerOf` in src/store/order-rows.ts). Handlers know nothing more of keys
+   * which keys orders and `Idempotency-Key`s by it and reads the name back for an order's webhook (`consumerOf` in src/store/order-rows.ts). Handlers know nothing more of keys
    * or limits.
    */
   readonly owner: string;

@@ -13,7 +13,7 @@ import {
 } from '../core/pet-records.ts';
 import { ifMatchOf, petEtag } from '../core/preconditions.ts';
 import { JSON_TYPE, type PetSet, type Reply } from '../core/reply.ts';
-import { fingerprintOf, IDEMPOTENCY_TTL_MS, idempotencyKeySpace } from '../store/idempotency.ts';
+import { fingerprintOf, IDEMPOTENCY_TTL_MS } from '../store/idempotency.ts';
 import { nextPageLink } from './list-pages.ts';
 import type { ApiDeps, Input } from './operation-types.ts';
 import type { ConditionalHeaders, IdempotencyHeaders, ListQuery, PetParams } from './schemas.ts';
@@ -76,8 +76,7 @@ export async function createPet(
 ): Promise<Reply> {
   const key = headers['idempotency-key'];
   if (key === undefined) return createdReply(await store.create(body));
-  const keySpace = idempotencyKeySpace(owner, 'createPet');
-  const once = { keySpace, key, fingerprint: fingerprintOf(body), now: clock.now() };
+  const once = { owner, key, fingerprint: fingerprintOf(body), now: clock.now() };
   const result = await store.createOnce(body, once);
   if (result.outcome === 'conflict') {
     throw new ApiError(

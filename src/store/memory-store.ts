@@ -71,7 +71,7 @@ export class MemoryStore implements DataStore {
   // Synchronous from the lookup to the insert: no other create can run in between.
   async createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult> {
     this.#dropExpiredKeys(once.now);
-    const id = `${once.keySpace}\u0000${once.key}`;
+    const id = `${idempotencyKeySpace(once.owner, 'createPet')}\u0000${once.key}`;
     const seen = this.#keys.get(id);
     if (seen && seen.expiresAt > once.now) {
       if (seen.fingerprint !== once.fingerprint) return { outcome: 'conflict' };

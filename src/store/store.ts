@@ -30,11 +30,11 @@ export interface ListOptions {
 /** A create the client may retry: it carries an `Idempotency-Key`. */
 export interface IdempotentCreate {
   /**
-   * Whose key it is: the owner and the operation (`idempotencyKeySpace`, e.g.
-   * `con_…:acme/createPet`), so two callers never share keys. Stored in the `scope` column of
-   * `idempotency_keys`.
+   * Whose key it is (the caller's identity, e.g. `con_0123…:acme`), so two callers never share
+   * keys. The store keeps the key in the owner's createPet key space (`idempotencyKeySpace`), in
+   * the `scope` column of `idempotency_keys`.
    */
-  readonly keySpace: string;
+  readonly owner: string;
   /** The `Idempotency-Key` header as sent. */
   readonly key: string;
   /** Digest of the request (`fingerprintOf`): the same key with another request is a conflict. */

@@ -113,7 +113,7 @@ describe('PostgresStore', () => {
       PostgresStore.open({ url: db.url, log: silentLogger }),
     ]);
     const rex = { name: 'Rex', categoryId: 1, status: 'available' } as const;
-    const once = { keySpace: 'key:acme', key: 'retry-1', fingerprint: fingerprintOf(rex), now: Date.now() };
+    const once = { owner: 'key:acme', key: 'retry-1', fingerprint: fingerprintOf(rex), now: Date.now() };
     const results = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).createOnce(rex, once)));
     expect(results.filter((r) => r.outcome === 'created')).toHaveLength(1);
     expect(results.filter((r) => r.outcome === 'replayed')).toHaveLength(19);
@@ -202,7 +202,7 @@ describe('PostgresStore', () => {
     const kept = { id: 1, name: 'kept', categoryId: 4, status: 'pending' as const, version: 1 };
     expect(await store.get(1)).toEqual(kept);
     // Its key kept the pet: a retry answers it as created, after a change and after a removal.
-    const retry = { keySpace: 'key:acme/createPet', key: 'k', fingerprint: 'f', now };
+    const retry = { owner: 'key:acme', key: 'k', fingerprint: 'f', now };
     const pet = { name: 'kept', categoryId: 4, status: 'pending' } as const;
     await store.update(1, { name: 'renamed' });
     expect(await store.createOnce(pet, retry)).toEqual({ outcome: 'replayed', pet: kept });

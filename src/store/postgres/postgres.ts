@@ -309,7 +309,8 @@ export class PostgresStore implements DataStore, WithKeyStore {
 
   async createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult> {
     // The `scope` column of `idempotency_keys` holds the key space.
-    const { keySpace, key, fingerprint, now } = once;
+    const { key, fingerprint, now } = once;
+    const keySpace = idempotencyKeySpace(once.owner, 'createPet');
     const started = performance.now();
     const dropExpiredKeys = this.#keyExpiry.due(now);
     return this.#changing(

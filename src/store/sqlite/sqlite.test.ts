@@ -171,7 +171,7 @@ describe('SqliteStore file', () => {
     });
     expect(await store.get(1)).toEqual({ id: 1, name: 'old', categoryId: 1, status: 'sold', version: 1 });
     const now = Date.UTC(2026, 10, 22);
-    const once = { keySpace: 'key:a', key: 'k', fingerprint: 'f', now };
+    const once = { owner: 'key:a', key: 'k', fingerprint: 'f', now };
     expect(await store.createOnce({ name: 'new', categoryId: 1, status: 'available' }, once)).toMatchObject({
       outcome: 'created',
       pet: { id: 2 },
@@ -196,7 +196,7 @@ describe('SqliteStore file', () => {
     const store = open(path);
     const kept = { id: 1, name: 'kept', categoryId: 4, status: 'pending' as const, version: 1 };
     expect(await store.get(1)).toEqual(kept);
-    const retry = { keySpace: 'key:acme/createPet', key: 'k', fingerprint: 'f', now };
+    const retry = { owner: 'key:acme', key: 'k', fingerprint: 'f', now };
     const pet = { name: 'kept', categoryId: 4, status: 'pending' } as const;
     expect(await store.createOnce(pet, retry)).toEqual({ outcome: 'replayed', pet: kept });
     // The migration copied the pet into its key: a retry answers it as created, whatever became of
@@ -214,7 +214,7 @@ describe('SqliteStore file', () => {
     const [a, b] = [open(path), open(path)];
     const rex = { name: 'Rex', categoryId: 1, status: 'available' } as const;
     const now = Date.UTC(2026, 10, 22);
-    const once = (key: string, at: number) => ({ keySpace: 'key:acme', key, fingerprint: fingerprintOf(rex), now: at });
+    const once = (key: string, at: number) => ({ owner: 'key:acme', key, fingerprint: fingerprintOf(rex), now: at });
     const results = await Promise.all(
       Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).createOnce(rex, once('same', now))),
     );
@@ -298,7 +298,7 @@ describe('SqliteStore file', () => {
       import { silentLogger } from '${new URL('../../log.ts', import.meta.url).href}';
       const store = SqliteStore.open({ path: ${JSON.stringify(path)}, open: await loadSqlite(), log: silentLogger });
       const made = await Promise.all([1, 2, 3].map((i) => store.create({ name: 'from deno ' + i, categoryId: i, status: 'pending' })));
-      const once = { keySpace: 'key:deno', key: 'k', fingerprint: 'f', now: 1 };
+      const once = { owner: 'key:deno', key: 'k', fingerprint: 'f', now: 1 };
       const keyed = await Promise.all([1, 2].map(() => store.createOnce({ name: 'keyed', categoryId: 1, status: 'sold' }, once)));
       console.log(JSON.stringify({ made: made.map((p) => p.id), keyed, all: await store.list({ limit: 10 }) }));
       await store.close();`;

@@ -86,7 +86,7 @@ const DATA_VERSION = 'PRAGMA data_version';
 export const DATA_VERSION_TTL_MS = 100;
 /**
  * The live key and the pet its create answered (`REPLAYED_PET`); none when that is unknown. The
- * `scope` column holds the key space (`IdempotentCreate.keySpace`).
+ * `scope` column holds the key space (`idempotencyKeySpace` of the owner and createPet).
  */
 const SELECT_KEY = `
   SELECT k.fingerprint, ${REPLAYED_PET}
@@ -731,7 +731,8 @@ export class SqliteStore implements DataStore, WithKeyStore {
 
   /** Inside the batch's transaction: the key's first pet, a conflict, or a new pet and its key. */
   #insertOnce(pet: NewPet, once: IdempotentCreate): CreateOnceResult {
-    const seen = this.#db.prepare(SELECT_KEY).get(once.keySpace, once.key, once.now);
+    const keySpace = idempotencyKeySpace(once.owner, 'createPet');
+    const seen = this.#db.prepare(SELECT_KEY).get(keySpace, once.key, once.now);
     const replayed = seen === undefined ? undefined : replayedPetFromRow(seen);
     if (replayed !== undefined) {
       if (column(seen, 'fingerprint') !== once.fingerprint) return { outcome: 'conflict' };
@@ -741,7 +742,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
     this.#db
       .prepare(UPSERT_KEY)
       .get(
-        once.keySpace,
+        keySpace,
         once.key,
         once.fingerprint,
         stored.id,
