@@ -239,8 +239,13 @@ export interface CallSpec {
    * `store pet: no answer from the store within 2000 ms`.
    */
   readonly doing: string;
-  /** Whether it may change something: a write that timed out may still have happened. */
-  readonly write: boolean;
+  /**
+   * Whether it may change something, even when its name says read. A call that may write and
+   * times out says its outcome is unknown (`StoreTimeoutError`); with several workers, one that
+   * changed something or failed moves the change count every worker's memo reads
+   * (`sharedChangeCount`).
+   */
+  readonly mayWrite: boolean;
   /** The `operation` its failures are counted under (`petstore_store_errors_total`). */
   readonly counted: string;
   /**
@@ -263,31 +268,32 @@ export interface CallSpec {
  * `STORE_CALLS.expireDueOrders`.
  */
 export const STORE_CALLS = {
-  create: { doing: 'store pet', write: true, counted: 'create' },
-  createOnce: { doing: 'store pet', write: true, counted: 'create' },
-  get: { doing: 'read pet', write: false, counted: 'get' },
-  update: { doing: 'change pet', write: true, counted: 'update' },
-  remove: { doing: 'remove pet', write: true, counted: 'remove' },
-  list: { doing: 'list pets', write: false, counted: 'list' },
-  inventory: { doing: 'count pets', write: false, counted: 'inventory' },
-  placeOrder: { doing: 'place order', write: true, counted: 'order' },
-  // A read of orders expires every due hold first (whoever placed it): a write.
-  getOrder: { doing: 'read order', write: true, counted: 'order' },
-  listOrders: { doing: 'list orders', write: true, counted: 'order' },
-  closeOrder: { doing: 'close order', write: true, counted: 'order' },
-  expireDueOrders: { doing: 'expire orders', write: true, counted: 'order', traced: 'expireOrders' },
-  retireOwner: { doing: 'retire owner', write: true, counted: 'order' },
-  adoptOwners: { doing: 'adopt owners', write: true, counted: 'order' },
-  ping: { doing: 'ping', write: false, counted: 'ping' },
+  create: { doing: 'store pet', mayWrite: true, counted: 'create' },
+  createOnce: { doing: 'store pet', mayWrite: true, counted: 'create' },
+  get: { doing: 'read pet', mayWrite: false, counted: 'get' },
+  update: { doing: 'change pet', mayWrite: true, counted: 'update' },
+  remove: { doing: 'remove pet', mayWrite: true, counted: 'remove' },
+  list: { doing: 'list pets', mayWrite: false, counted: 'list' },
+  inventory: { doing: 'count pets', mayWrite: false, counted: 'inventory' },
+  placeOrder: { doing: 'place order', mayWrite: true, counted: 'order' },
+  // A read of orders expires every due hold first (whoever placed it): it may write.
+  getOrder: { doing: 'read order', mayWrite: true, counted: 'order' },
+  // As getOrder: it may expire due holds.
+  listOrders: { doing: 'list orders', mayWrite: true, counted: 'order' },
+  closeOrder: { doing: 'close order', mayWrite: true, counted: 'order' },
+  expireDueOrders: { doing: 'expire orders', mayWrite: true, counted: 'order', traced: 'expireOrders' },
+  retireOwner: { doing: 'retire owner', mayWrite: true, counted: 'order' },
+  adoptOwners: { doing: 'adopt owners', mayWrite: true, counted: 'order' },
+  ping: { doing: 'ping', mayWrite: false, counted: 'ping' },
 } as const satisfies Record<Exclude<Calls<DataStore>, 'close'>, CallSpec>;
 
 /** Every call of the webhook outbox, as `STORE_CALLS` lists the store's. */
 export const OUTBOX_CALLS = {
-  record: { doing: 'record events', write: true, counted: 'outbox' },
-  claim: { doing: 'claim events', write: true, counted: 'outbox' },
-  settle: { doing: 'settle event', write: true, counted: 'outbox' },
-  trim: { doing: 'trim outbox', write: true, counted: 'outbox' },
-  stats: { doing: 'read outbox', write: false, counted: 'outbox' },
+  record: { doing: 'record events', mayWrite: true, counted: 'outbox' },
+  claim: { doing: 'claim events', mayWrite: true, counted: 'outbox' },
+  settle: { doing: 'settle event', mayWrite: true, counted: 'outbox' },
+  trim: { doing: 'trim outbox', mayWrite: true, counted: 'outbox' },
+  stats: { doing: 'read outbox', mayWrite: false, counted: 'outbox' },
 } as const satisfies Record<Calls<Outbox>, CallSpec>;
 
 /**

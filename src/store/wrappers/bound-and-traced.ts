@@ -55,7 +55,7 @@ interface Call {
   readonly started: number;
   readonly deadline: number;
   readonly doing: string;
-  readonly write: boolean;
+  readonly mayWrite: boolean;
   settled: boolean;
   readonly fail: (err: Error) => void;
 }
@@ -80,7 +80,7 @@ export interface BoundAndTracedStore extends WrappedStore {
 export function boundAndTraced(backend: DataStore, options: BoundAndTracedStoreOptions): BoundAndTracedStore {
   const bound = new TimeBound(backend, options);
   // Each call in its span, around the bound, so a time-out ends the span as Error.
-  const call: CallWrap = tracedCalls((run, { doing, write }) => bound.call(doing, write, run), options.system);
+  const call: CallWrap = tracedCalls((run, { doing, mayWrite }) => bound.call(doing, mayWrite, run), options.system);
   const store = wrapStore(backend, call, {
     // A read waits for an expiry under way, bounded as any call, so a due hold during an outage
     // answers a read 503 in time rather than holding it. The count is synchronous and never waits,
@@ -156,17 +156,24 @@ class TimeBound {
     await this.#backend.close();
   }
 
-  call<T>(doing: string, write: boolean, run: () => Promise<T>): Promise<T> {
+  call<T>(doing: string, mayWrite: boolean, run: () => Promise<T>): Promise<T> {
     if (this.#unreachableSince !== undefined) {
       return Promise.reject(new StoreUnreachableError(`${doing}: the database is unreachable (${this.#reason})`));
     }
-    return this.#bounded(doing, write, run);
+    return this.#bounded(doing, mayWrite, run);
   }
 
-  #bounded<T>(doing: string, write: boolean, run: () => Promise<T>): Promise<T> {
+  #bounded<T>(doing: string, mayWrite: boolean, run: () => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const started = this.#clock.now();
-      const call: Call = { started, deadline: started + this.#timeoutMs, doing, write, settled: false, fail: reject };
+      const call: Call = {
+        started,
+        deadline: started + this.#timeoutMs,
+        doing,
+        mayWrite,
+        settled: false,
+        fail: reject,
+      };
       this.#watch(call);
       const failed = (err: unknown) => {
         call.settled = true;
@@ -225,9 +232,9 @@ class TimeBound {
     this.#armDeadline((calls[this.#head] as Call).deadline - now);
   }
 
-  #timeoutError({ doing, write }: Call): StoreTimeoutError {
+  #timeoutError({ doing, mayWrite }: Call): StoreTimeoutError {
     const what = `${doing}: no answer from the store within ${this.#timeoutMs} ms`;
-    return new StoreTimeoutError(write ? `${what}; ${OUTCOME_UNKNOWN}` : what);
+    return new StoreTimeoutError(mayWrite ? `${what}; ${OUTCOME_UNKNOWN}` : what);
   }
 
   #markUnreachable(reason: string): void {

@@ -25,8 +25,8 @@ export function sharedChangeCount(store: DataStore | WrappedStore, counter: Int3
   const moved = () => {
     Atomics.add(counter, index, 1);
   };
-  const write: CallWrap = (run, { write }) => {
-    if (!write) return run();
+  const write: CallWrap = (run, { mayWrite }) => {
+    if (!mayWrite) return run();
     const before = store.changeCount();
     return run().then(
       (result) => {

@@ -41,7 +41,7 @@ function tableOf(spec: CallSpec, collection: string): string | undefined {
  * call's rejection) sets its status to Error.
  *
  * @example
- * const call = tracedCalls((run, { doing, write }) => bound.call(doing, write, run), 'sqlite')
+ * const call = tracedCalls((run, { doing, mayWrite }) => bound.call(doing, mayWrite, run), 'sqlite')
  */
 export function tracedCalls(wrap: CallWrap, system?: DbSystem): CallWrap {
   const spans = new Map<CallSpec, CallSpan>();
