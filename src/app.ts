@@ -91,7 +91,10 @@ export interface AppOptions {
   notify?: GatewayOptions['notify'];
   /** Whether the experimental operations are served and documented (`--experimental`). */
   experimental?: boolean;
-  /** How long a placed order holds its pet (`--order-hold`), in ms. */
+  /**
+   * How long a placed order holds its pet, in ms: `startServer` passes `--order-hold`'s value;
+   * when not given (tests), the flag's own default (`DEFAULT_ORDER_HOLD_MS`).
+   */
   orderHoldMs?: number;
 }
 
