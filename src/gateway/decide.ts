@@ -10,13 +10,12 @@ import type { RateLimiter, Subject, Verdict } from './limiter/limiter.ts';
 /**
  * A consumer's limiter subject id, `key:con_…`: by its id, as orders are owned, so a consumer made
  * again under the same name is another party, with fresh windows and no ban. The id names a
- * consumer with all its keys, not one API key. It names limiter state only: it never owns rows,
- * whereas a legacy owner's `key:<name>` (`legacyOwnerOf`) owns stored orders and
- * `Idempotency-Key`s. The `key:` prefix stays because the id is the Redis key of
- * the consumer's windows and ban (`petstore:rl:key:con_…`), shared by every instance of a fleet (an
- * older release's too during a rolling upgrade) and outliving their restarts: another prefix would
- * start every consumer's windows afresh and lift its ban at the upgrade, and split its counts
- * between the old and the new instances while both serve.
+ * consumer with all its keys, not one API key. It names limiter state only, never rows (unlike a
+ * legacy owner's `key:<name>`, ARCHITECTURE.md's glossary). The `key:` prefix stays because the id
+ * is the Redis key of the consumer's windows and ban (`petstore:rl:key:con_…`), shared by every
+ * instance of a fleet (an older release's too during a rolling upgrade) and outliving their
+ * restarts: another prefix would start every consumer's windows afresh and lift its ban at the
+ * upgrade, and split its counts between the old and the new instances while both serve.
  */
 function consumerSubjectId(consumer: Consumer): string {
   return `key:${consumer.id}`;
@@ -82,7 +81,7 @@ export function decider({
   const keylessBan = { seconds: ban.seconds, threshold: ban.threshold ?? PLAN_LIMITS.free.perMinute };
   const addressSubject = (address: string): Subject => {
     const group = addressGroup(address, ipv6Prefix);
-    // `anonymous` is the plan label keyless clients carry in the metrics and the log.
+    // `anonymous`: the plan label of keyless clients (ARCHITECTURE.md's glossary).
     return {
       id: `addr:${group}`,
       keyless: true,

@@ -16,9 +16,8 @@ export interface Consumer {
    */
   readonly id: string;
   /**
-   * For a consumer whose id is derived from its first key (`consumerIdOf`): the owner its orders
-   * have in a store written by a release without consumer ids (`key:<name>`). They are moved to
-   * its own owner (`ownerOf`).
+   * For a consumer whose id is derived from its first key (`consumerIdOf`): its legacy owner
+   * (`key:<name>`, ARCHITECTURE.md's glossary), whose orders are moved to its own (`ownerOf`).
    */
   readonly adopts?: string;
   readonly name: string;
@@ -133,11 +132,7 @@ export function ownerOf(consumer: { readonly id: string; readonly name: string }
   return `${consumer.id}:${consumer.name}`;
 }
 
-/**
- * The owner a consumer's orders and `Idempotency-Key`s were stored under before consumers had ids
- * (`orders.owner`, the start of `idempotency_keys.scope`). Its `key:` prefix is the limiter
- * subject's by chance: `consumerSubjectId` in src/gateway/decide.ts says what that one names.
- */
+/** A consumer's legacy owner, `key:<name>` (ARCHITECTURE.md's glossary: what it is, why kept). */
 export function legacyOwnerOf(name: string): string {
   return `key:${name}`;
 }

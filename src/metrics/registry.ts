@@ -29,7 +29,10 @@ import { WebhookMetrics } from './webhook-series.ts';
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
 const STATUSES = 500; // 100..599
 
-/** Plans refusals and bans are counted by: every plan, and `anonymous` for per-address limits. */
+/**
+ * Plans refusals and bans are counted by: every plan, and `anonymous` for keyless clients
+ * (ARCHITECTURE.md's glossary).
+ */
 const METRIC_PLANS = [...PLAN_NAMES, 'anonymous'] as const;
 /** 429 reasons shown even before they happen; others (the Error body's code) appear once seen. */
 const REFUSAL_REASONS = ['rate_limited', 'key_banned'] as const;

@@ -32,8 +32,8 @@ export const ORDER_EXPIRED = 'order.expired';
 const CONSUMER_OWNER = /^con_[0-9a-f]{32}:(.+)$/;
 
 /**
- * The consumer whose webhook hears of an owner's orders: `con_…:acme` (and `key:acme`, stored
- * before consumers had ids) is acme's; an address or a retired owner has none.
+ * The consumer whose webhook hears of an owner's orders: `con_…:acme` (and the legacy owner
+ * `key:acme`, ARCHITECTURE.md's glossary) is acme's; an address or a retired owner has none.
  */
 export function consumerOf(owner: string): string | undefined {
   return CONSUMER_OWNER.exec(owner)?.[1] ?? (owner.startsWith('key:') ? owner.slice('key:'.length) : undefined);
