@@ -240,6 +240,9 @@ export function adminApp({
   metrics,
   consumerDeleted,
 }: AdminAppOptions) {
+  // The API's admission, except that every key needs the `admin` scope (`isAdminGateway`), its
+  // in-flight cap is the admin port's own (one thread serves it: no `hostSlots`), and it sends no
+  // webhook notices nor reports report-only refusals (no `notify`, no `wouldRefuse`).
   const admission = createAdmission({
     keys: keyTable,
     limiter,
