@@ -123,8 +123,9 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
   readonly memo: boolean;
   /**
    * Whether its answer shows pets' status: then step 6.1 waits for the orders whose hold ran out
-   * to expire before it reads, so it never shows a pet `pending` past its hold. Order
-   * reads and writes, and pet writes, expire holds inside their own store transaction instead.
+   * to expire before it reads, so it never shows a pet `pending` past its hold. Order writes and
+   * pet writes expire holds inside their own store transaction instead; order reads expire them
+   * first ([src/store/README.md](../store/README.md#words)).
    */
   readonly expiresDueOrdersFirst: boolean;
   /**
