@@ -276,7 +276,8 @@ export const STORE_CALLS = {
   list: { doing: 'list pets', mayWrite: false, counted: 'list' },
   inventory: { doing: 'count pets', mayWrite: false, counted: 'inventory' },
   placeOrder: { doing: 'place order', mayWrite: true, counted: 'order' },
-  // A read of orders expires every due hold first (whoever placed it): it may write.
+  // A read of orders may expire due holds first, so it may write: on SQLite and in memory every
+  // due one; on PostgreSQL, every due one only when an order it reads is due.
   getOrder: { doing: 'read order', mayWrite: true, counted: 'order' },
   // As getOrder: it may expire due holds.
   listOrders: { doing: 'list orders', mayWrite: true, counted: 'order' },
