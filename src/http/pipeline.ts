@@ -21,10 +21,8 @@
 // caller's in-flight slot until the answer is made. Step 8 does not follow step 7 in sequence:
 // step 6.2 calls `answer` from each of its three exits (a memo hit, the reply of an operation that
 // is not memoised, a read it ran or joined). Steps 6.1 to 7 pass `parts, route, c, decision,
-// caller` as five arguments, so no object carries them. What a request allocates to pass them on
-// is the closures that capture them: `serveAdmitted` (step 3's callback) and `serveCheckedBody`
-// (step 5's), always; the memo's `readReply` when a memoised operation misses the memo; step
-// 6.1's `then` callback when it waits.
+// caller` as five arguments, so a request makes no object to carry them (what it does allocate:
+// bench/README.md#what-a-request-allocates-on-its-way).
 import type { Context, ErrorHandler } from 'hono';
 import type { KeyHolder, Operation, StorelessOperation } from '../api/operation-types.ts';
 import { isApiPath } from '../api/operations.ts';
