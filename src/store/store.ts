@@ -201,7 +201,7 @@ export interface DataStore {
    * unreachable, does reject: the bound-and-traced store (`boundAndTraced()`) bounds it as any
    * call, and the read answers 503. The run goes on, and the next read waits for it.
    */
-  startDueOrderExpiry(): Promise<unknown> | undefined;
+  startDueOrderExpiry(): Promise<void> | undefined;
   /**
    * The change count now (`ChangeCounter.count`): read it before a read whose answer may be
    * memoised. Undefined when the store cannot tell what changed, or while a run-out hold is not yet
@@ -298,9 +298,10 @@ export const OUTBOX_CALLS = {
 } as const satisfies Record<Calls<Outbox>, CallSpec>;
 
 /**
- * A call of `STORE_CALLS` or `OUTBOX_CALLS` passed through a wrapper: `run` makes the call itself.
+ * A call of `STORE_CALLS` or `OUTBOX_CALLS` passed through a wrapper: `run` makes the call itself,
+ * and the wrapper resolves with what it resolves with.
  */
-export type CallWrap = (run: () => Promise<unknown>, spec: CallSpec) => Promise<unknown>;
+export type CallWrap = <T>(run: () => Promise<T>, spec: CallSpec) => Promise<T>;
 
 /**
  * The calls of `target` that `calls` lists, each passed through `wrap`: how every wrapper covers
