@@ -14,9 +14,9 @@ import type { Outbox } from './outbox.ts';
  * purpose: an opaque type each backend fills with its own shape, where a branded type would need a
  * cast in every backend.
  *
- * The memo takes two counts that are `===` to mean nothing changed, so a backend returns a primitive (a number),
- * and the shared count returns the same pair object until either count moves. Counts not `===`
- * are asked of `readsUnchangedSince`.
+ * The memo takes two counts that are `===` to mean nothing changed, so a backend returns a
+ * primitive (a number), and the shared count returns the same pair object until either count
+ * moves. Counts not `===` are asked of `readsUnchangedSince`.
  */
 export type ChangeCount = unknown;
 
