@@ -426,13 +426,13 @@ async function checkBodyLimits(
 }
 
 /**
- * Step 6.1: runs step 6.2 after the due orders' expiry under way, if any. For an operation that
- * expires due orders first, it starts the expiry of the orders whose hold ran out
- * (`startDueOrderExpiry()`) and, when a run is under way, runs step 6.2 once it ends, so the
- * answer shows their pets `available`. Its route holds the store's `dueOrderExpiry` only then
- * (`routeOf`); any other operation goes straight to step 6.2. `startDueOrderExpiry` of `DataStore`
- * (src/store/store.ts) says what a failed run and a wait past `--store-timeout` answer. This
- * function is not async, so it adds no promise of its own when nothing is due.
+ * Step 6.1: runs step 6.2 after the due orders' expiry under way, if any. Only the route of an
+ * operation that expires due orders first holds the store's `dueOrderExpiry` (`routeOf`): it
+ * starts the expiry (`startDueOrderExpiry()`) and, while a run is under way, runs step 6.2 once
+ * it ends, so the answer shows the pets of orders whose hold ran out `available`. Any other
+ * operation goes straight to step 6.2. `startDueOrderExpiry` of `DataStore` (src/store/store.ts)
+ * says what a failed run and a wait past `--store-timeout` answer. Not async, so it adds no
+ * promise of its own when nothing is due.
  */
 function afterDueOrderExpiry<D>(
   parts: TableParts<D>,

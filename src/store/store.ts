@@ -299,7 +299,7 @@ export const OUTBOX_CALLS = {
 
 /**
  * A call of `STORE_CALLS` or `OUTBOX_CALLS` passed through a wrapper: `run` makes the call itself,
- * and the wrapper resolves with what it resolves with.
+ * and the wrapper resolves with what `run` resolves with.
  */
 export type CallWrap = <T>(run: () => Promise<T>, spec: CallSpec) => Promise<T>;
 
