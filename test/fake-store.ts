@@ -23,9 +23,14 @@ export function fakeStore({ around, replace }: FakeStoreOptions = {}): { store: 
   const names = new Map<CallSpec, CallName>(
     Object.entries(STORE_CALLS).map(([name, spec]) => [spec, name as CallName]),
   );
-  // Each spec object is one call's own, so it names the call.
+  // Each spec object is one call's own, so it names the call. A fake may answer a call with
+  // anything (a failure, a ping's `undefined`), so its answer is taken as the call's.
   const calls = around
-    ? wrapCalls(memory, STORE_CALLS, (run, spec) => around(run, names.get(spec) as CallName, spec))
+    ? wrapCalls(
+        memory,
+        STORE_CALLS,
+        <T>(run: () => Promise<T>, spec: CallSpec) => around(run, names.get(spec) as CallName, spec) as Promise<T>,
+      )
     : wrapCalls(memory, STORE_CALLS, (run) => run());
   const store: DataStore = {
     ...calls,

@@ -123,8 +123,11 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
   readonly memo: boolean;
   /**
    * Whether its answer shows pets' status: then step 6.1 waits for the orders whose hold ran out
-   * to expire before it reads, so it never shows a pet `pending` past its hold. Order
-   * reads and writes, and pet writes, expire holds inside their own store transaction instead.
+   * to expire before it reads, so it never shows a pet `pending` past its hold. Order writes and
+   * pet writes expire holds inside their own store transaction instead; order reads expire them
+   * first ([src/store/README.md](../store/README.md#words)). Who expires due orders, and when: the
+   * table "Who expires due orders" in step 6 of ARCHITECTURE.md's walk
+   * ([the request's steps](../../ARCHITECTURE.md#the-request-in-the-pipelines-eight-steps)).
    */
   readonly expiresDueOrdersFirst: boolean;
   /**

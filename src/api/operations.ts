@@ -106,6 +106,8 @@ export const OPERATIONS: readonly Operation[] = [
     stability: 'stable',
     method: 'GET',
     path: '/rate_limit',
+    // No scope: any valid key, whatever its scopes, reads its own quota (the contract's
+    // `x-scopes: []`).
     readsQuota: true,
     weakEtag: false,
     memo: false,

@@ -115,7 +115,7 @@ function describeIssue(
             path.slice(0, -1).map((item) => item.key),
           )
         : fields;
-    const where = path.length > 1 ? `${[field, ...inner.slice(0, -1)].join('.')}` : 'the body';
+    const where = path.length > 1 ? [field, ...inner.slice(0, -1)].join('.') : 'the body';
     return `${[field, ...inner].join('.')}: is not a field of ${where}; its fields are ${known.join(', ')}.`;
   }
   // A check that carries its own words (a webhook URL's problem) says them, for the field it is in.

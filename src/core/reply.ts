@@ -12,10 +12,10 @@ export const JSON_TYPE = 'application/json';
 export type AnswerHeaders = Record<string, string>;
 
 /**
- * A set of the store's pets: those an answer read (`Reply.reads`), or those a write changed
+ * A set of the store's pets: those a reply read (`Reply.reads`), or those a write changed
  * (`ChangeCounter.changed`). The pets by id, and whether it also depends on (or changed) which
  * pets exist (`members`: a create, a removal, a page that ends the list) or any pet's status
- * (`statuses`: a page filtered by status, the inventory). A memoised answer is served while none
+ * (`statuses`: a page filtered by status, the inventory). A memoised reply is served while none
  * of what it read has changed (src/store/change-counter.ts).
  */
 export interface PetSet {
@@ -50,7 +50,7 @@ export interface Reply {
    */
   readonly encoding?: Coding;
   /**
-   * What the answer read from the store, when it is memoised (src/http/memo.ts); none: it depends
+   * What the reply read from the store, when it is memoised (src/http/memo.ts); none: it depends
    * on every pet.
    */
   readonly reads?: PetSet;

@@ -190,9 +190,9 @@ export function createAdmission({
     : new InFlight<Decision>(maxInFlight);
   /**
    * Asks the limiter's decision for a caller without a valid key, in a child of the request's trace
-   * record when requests are recorded. The two paths make that child differently because a key
-   * holder's is the hot one: it opens and closes the child around its own await (3d), with no
-   * closure nor promise, where a keyless request, always refused, takes `childSpan`'s wrapper.
+   * record when requests are recorded. A key holder's decision, which every request with a key
+   * makes, opens its child by hand around its own await instead (3d), so it makes no promise
+   * (bench/README.md#how-every-request-is-recorded-the-ring).
    */
   const decideForKeyless = (caller: Caller, cost: number) =>
     childSpan('gateway decide', NO_ATTRIBUTES, () => decide(caller, cost), DECISION_SPAN, cost);
@@ -301,8 +301,8 @@ function reportWouldRefuse(
 
 /**
  * The 429s already made, by outcome and wait, the only two things a refusal depends on. Each is
- * made once, because the `Error`'s construction and its body's `JSON.stringify` showed in every
- * 429's profile (measured: bench/README.md#measured-costs-behind-the-codes-choices).
+ * made once, so a 429 builds no error and no body of its own
+ * (measured: bench/README.md#measured-costs-behind-the-codes-choices).
  */
 const refusals = new LRUCache<string, ApiError>({ max: 1_024 });
 

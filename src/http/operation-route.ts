@@ -28,7 +28,7 @@ export interface OperationRoute<D> {
   readonly replyMemo: ReplyMemo | undefined;
   /**
    * The parts' expiry of due orders when this operation expires due orders first, else undefined,
-   * so step 6.1 (`awaitDueOrderExpiry`) waits for it only then, without checking
+   * so step 6.1 (`afterDueOrderExpiry`) waits for it only then, without checking
    * `op.expiresDueOrdersFirst`.
    */
   readonly dueOrderExpiry: DueOrderExpiry | undefined;

@@ -12,7 +12,7 @@
 //         passGateway               step 3: the gateway calls back for the rest
 //           addDeprecationHeaders   step 4
 //           checkBodyLimits         step 5
-//             awaitDueOrderExpiry   step 6.1: waits when the operation expires due orders first
+//             afterDueOrderExpiry   step 6.1: the rest, after any due orders' expiry under way
 //               memoOrRun           step 6.2
 //                 runHandler        step 7, through the memo's readOrJoin when memoised
 //                 answer            step 8
@@ -21,10 +21,8 @@
 // caller's in-flight slot until the answer is made. Step 8 does not follow step 7 in sequence:
 // step 6.2 calls `answer` from each of its three exits (a memo hit, the reply of an operation that
 // is not memoised, a read it ran or joined). Steps 6.1 to 7 pass `parts, route, c, decision,
-// caller` as five arguments, so no object carries them. What a request allocates to pass them on
-// is the closures that capture them: `serveAdmitted` (step 3's callback) and `serveCheckedBody`
-// (step 5's), always; the memo's `readReply` when a memoised operation misses the memo; step
-// 6.1's `then` callback when it waits.
+// caller` as five arguments, so a request makes no object to carry them (what it does allocate:
+// bench/README.md#what-a-request-allocates-on-its-way).
 import type { Context, ErrorHandler } from 'hono';
 import type { KeyHolder, Operation, StorelessOperation } from '../api/operation-types.ts';
 import { isApiPath } from '../api/operations.ts';
@@ -274,10 +272,10 @@ function partsOf({
  * 4. `addDeprecationHeaders`: adds a deprecated operation's `Deprecation`, `Sunset` and `Link`.
  * 5. `checkBodyLimits`: refuses a body over the size limit (413). A body sent with GET or HEAD
  *    is held to the same size and to JSON (413, 415).
- * 6. `awaitDueOrderExpiry` and `memoOrRun`: waits for the due orders, then tries the memo.
- *    6.1 `awaitDueOrderExpiry`: for an operation that expires due orders first, waits for the
- *    orders whose hold ran out to expire; for any other, goes straight on. What a failed run
- *    answers is stated at `startDueOrderExpiry()` (src/store/store.ts).
+ * 6. `afterDueOrderExpiry` and `memoOrRun`: waits for the due orders, then tries the memo.
+ *    6.1 `afterDueOrderExpiry`: for an operation that expires due orders first, runs the rest
+ *    after the expiry of the orders whose hold ran out; for any other, goes straight on. What a
+ *    failed run answers is stated at `startDueOrderExpiry()` (src/store/store.ts).
  *    6.2 `memoOrRun`: answers a memoised operation from the memo when nothing its reply read has
  *    changed. Otherwise it answers with step 7's reply, and memoises it as `ReplyMemo`'s rule
  *    says (src/http/memo.ts).
@@ -306,7 +304,7 @@ function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteH
     return passGateway(parts, c, op, function serveAdmitted(decision, caller) {
       addDeprecationHeaders(c, route);
       return checkBodyLimits(parts, c, function serveCheckedBody() {
-        return awaitDueOrderExpiry(parts, route, c, decision, caller);
+        return afterDueOrderExpiry(parts, route, c, decision, caller);
       });
     });
   });
@@ -428,14 +426,15 @@ async function checkBodyLimits(
 }
 
 /**
- * Step 6.1: for an operation that expires due orders first, waits for the orders whose hold ran out
- * to expire (`startDueOrderExpiry()`), so it shows their pets `available`, then runs step 6.2. Its
- * route holds the store's `dueOrderExpiry` only then (`routeOf`); any other operation goes straight
- * to step 6.2. `startDueOrderExpiry` of `DataStore` (src/store/store.ts) says what a failed run
- * and a wait past `--store-timeout` answer. This function is not async, so it adds no promise of
- * its own when nothing is due.
+ * Step 6.1: runs step 6.2 after the due orders' expiry under way, if any. Only the route of an
+ * operation that expires due orders first holds the store's `dueOrderExpiry` (`routeOf`): it
+ * starts the expiry (`startDueOrderExpiry()`) and, while a run is under way, runs step 6.2 once
+ * it ends, so the answer shows the pets of orders whose hold ran out `available`. Any other
+ * operation goes straight to step 6.2. `startDueOrderExpiry` of `DataStore` (src/store/store.ts)
+ * says what a failed run and a wait past `--store-timeout` answer. Not async, so it adds no
+ * promise of its own when nothing is due.
  */
-function awaitDueOrderExpiry<D>(
+function afterDueOrderExpiry<D>(
   parts: TableParts<D>,
   route: OperationRoute<D>,
   c: Context<AppEnv>,

@@ -14,9 +14,9 @@ import type { Outbox } from './outbox.ts';
  * purpose: an opaque type each backend fills with its own shape, where a branded type would need a
  * cast in every backend.
  *
- * The memo takes two counts that are `===` to mean nothing changed, so a backend returns a primitive (a number),
- * and the shared count returns the same pair object until either count moves. Counts not `===`
- * are asked of `readsUnchangedSince`.
+ * The memo takes two counts that are `===` to mean nothing changed, so a backend returns a
+ * primitive (a number), and the shared count returns the same pair object until either count
+ * moves. Counts not `===` are asked of `readsUnchangedSince`.
  */
 export type ChangeCount = unknown;
 
@@ -201,7 +201,7 @@ export interface DataStore {
    * unreachable, does reject: the bound-and-traced store (`boundAndTraced()`) bounds it as any
    * call, and the read answers 503. The run goes on, and the next read waits for it.
    */
-  startDueOrderExpiry(): Promise<unknown> | undefined;
+  startDueOrderExpiry(): Promise<void> | undefined;
   /**
    * The change count now (`ChangeCounter.count`): read it before a read whose answer may be
    * memoised. Undefined when the store cannot tell what changed, or while a run-out hold is not yet
@@ -276,7 +276,8 @@ export const STORE_CALLS = {
   list: { doing: 'list pets', mayWrite: false, counted: 'list' },
   inventory: { doing: 'count pets', mayWrite: false, counted: 'inventory' },
   placeOrder: { doing: 'place order', mayWrite: true, counted: 'order' },
-  // A read of orders expires every due hold first (whoever placed it): it may write.
+  // A read of orders may expire due holds first, so it may write: on SQLite and in memory every
+  // due one; on PostgreSQL, every due one only when an order it reads is due.
   getOrder: { doing: 'read order', mayWrite: true, counted: 'order' },
   // As getOrder: it may expire due holds.
   listOrders: { doing: 'list orders', mayWrite: true, counted: 'order' },
@@ -297,9 +298,10 @@ export const OUTBOX_CALLS = {
 } as const satisfies Record<Calls<Outbox>, CallSpec>;
 
 /**
- * A call of `STORE_CALLS` or `OUTBOX_CALLS` passed through a wrapper: `run` makes the call itself.
+ * A call of `STORE_CALLS` or `OUTBOX_CALLS` passed through a wrapper: `run` makes the call itself,
+ * and the wrapper resolves with what `run` resolves with.
  */
-export type CallWrap = (run: () => Promise<unknown>, spec: CallSpec) => Promise<unknown>;
+export type CallWrap = <T>(run: () => Promise<T>, spec: CallSpec) => Promise<T>;
 
 /**
  * The calls of `target` that `calls` lists, each passed through `wrap`: how every wrapper covers

@@ -176,7 +176,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
    * due are expired.
    */
   #earliestHoldEnd = Number.NEGATIVE_INFINITY;
-  #expiring: Promise<unknown> | undefined;
+  #expiring: Promise<void> | undefined;
 
   private constructor(newPool: () => postgres.Sql, sql: postgres.Sql, changes: PetChanges, timeoutMs: number) {
     this.#newPool = newPool;
@@ -742,12 +742,15 @@ export class PostgresStore implements DataStore, WithKeyStore {
    * Past the earliest hold known here, starts expiring the orders due, one run at a time, and
    * returns that run.
    */
-  startDueOrderExpiry(): Promise<unknown> | undefined {
+  startDueOrderExpiry(): Promise<void> | undefined {
     if (Date.now() < this.#earliestHoldEnd) return undefined;
     // The run never rejects: why a failed run does not fail the read is at `startDueOrderExpiry`
     // of `DataStore` (src/store/store.ts).
     this.#expiring ??= this.expireDueOrders()
-      .catch(() => {})
+      .then(
+        () => {},
+        () => {},
+      )
       .finally(() => {
         this.#expiring = undefined;
       });

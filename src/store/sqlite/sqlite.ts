@@ -223,7 +223,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
    */
   #earliestHoldEnd: number;
   /** The expiry `startDueOrderExpiry()` started, while it runs. */
-  #expiring: Promise<unknown> | undefined;
+  #expiring: Promise<void> | undefined;
   /** The webhook outbox in this file: its writes are batched with the pets'. */
   readonly outbox: Outbox = sqliteOutbox({
     db: () => this.#db,
@@ -417,7 +417,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
    * run. The earliest hold includes those another process of the file placed (another worker): its
    * commits are seen through `data_version`, within `DATA_VERSION_TTL_MS`.
    */
-  startDueOrderExpiry(): Promise<unknown> | undefined {
+  startDueOrderExpiry(): Promise<void> | undefined {
     try {
       this.#noticeOtherWriters('read data_version');
     } catch {
@@ -428,7 +428,10 @@ export class SqliteStore implements DataStore, WithKeyStore {
     // The run never rejects: why a failed run does not fail the read is at `startDueOrderExpiry`
     // of `DataStore` (src/store/store.ts).
     this.#expiring ??= this.expireDueOrders(this.#clock.now())
-      .catch(() => {})
+      .then(
+        () => {},
+        () => {},
+      )
       .finally(() => {
         this.#expiring = undefined;
       });
