@@ -37,7 +37,7 @@ const ADMIN = {
   mustBe: ADMIN_MUST_BE,
   weakEtag: false,
   memo: false,
-  expiresDueOrdersFirst: false,
+  waitsForDueOrderExpiry: false,
 } as const;
 
 /**

@@ -122,14 +122,12 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
    */
   readonly memo: boolean;
   /**
-   * Whether its answer shows pets' status: then step 6.1 waits for the orders whose hold ran out
-   * to expire before it reads, so it never shows a pet `pending` past its hold. Order writes and
-   * pet writes expire holds inside their own store transaction instead; order reads expire them
-   * first ([src/store/README.md](../store/README.md#words)). Who expires due orders, and when: the
-   * table "Who expires due orders" in step 6 of ARCHITECTURE.md's walk
+   * Whether step 6.1 waits for the store's expiry of due orders under way before the handler runs:
+   * true for the reads of pets, whose answers show a pet's status. Who expires due orders, and when:
+   * the table "Who expires due orders" in step 6 of ARCHITECTURE.md's walk
    * ([the request's steps](../../ARCHITECTURE.md#the-request-in-the-pipelines-eight-steps)).
    */
-  readonly expiresDueOrdersFirst: boolean;
+  readonly waitsForDueOrderExpiry: boolean;
   /**
    * Whether the handler is told which key asks (`Input.keyHolder`): the admin API's changes are audited
    * by it.
@@ -147,20 +145,20 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
 export type Operation<D = ApiDeps> = OperationSpec<unknown, unknown, unknown, unknown, D>;
 
 /**
- * An operation that needs no part of the pipeline's store: it is never memoised and expires no due
- * orders first. It is all that a pipeline without the store serves (the admin API's).
+ * An operation that needs no part of the pipeline's store: it is never memoised and never waits
+ * for the due orders' expiry. It is all that a pipeline without the store serves (the admin API's).
  */
-export type StorelessOperation<D> = Operation<D> & { readonly memo: false; readonly expiresDueOrdersFirst: false };
+export type StorelessOperation<D> = Operation<D> & { readonly memo: false; readonly waitsForDueOrderExpiry: false };
 
 /**
  * Types one entry of the table: the handler's input is inferred from the entry's schemas. `M` and
- * `R` keep `memo` and `expiresDueOrdersFirst` as the literals written (`false`, not `boolean`), so
+ * `R` keep `memo` and `waitsForDueOrderExpiry` as the literals written (`false`, not `boolean`), so
  * that the admin API's entries type-check as `StorelessOperation`s.
  *
  * @example
  * // weakEtag: false, as the handler tags the pet with its own strong ETag
  * defineOperation({ id: 'getPet', method: 'GET', path: '/pets/:petId', scope: 'pets:read',
- *   params: PetParams, weakEtag: false, memo: true, expiresDueOrdersFirst: true,
+ *   params: PetParams, weakEtag: false, memo: true, waitsForDueOrderExpiry: true,
  *   handler: async ({ params }) => ... })
  */
 export function defineOperation<
@@ -172,7 +170,7 @@ export function defineOperation<
   M extends boolean = boolean,
   R extends boolean = boolean,
 >(
-  spec: OperationSpec<Q, P, H, B, D> & { readonly memo: M; readonly expiresDueOrdersFirst: R },
-): Operation<D> & { readonly memo: M; readonly expiresDueOrdersFirst: R } {
-  return spec as unknown as Operation<D> & { readonly memo: M; readonly expiresDueOrdersFirst: R };
+  spec: OperationSpec<Q, P, H, B, D> & { readonly memo: M; readonly waitsForDueOrderExpiry: R },
+): Operation<D> & { readonly memo: M; readonly waitsForDueOrderExpiry: R } {
+  return spec as unknown as Operation<D> & { readonly memo: M; readonly waitsForDueOrderExpiry: R };
 }

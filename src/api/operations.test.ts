@@ -129,16 +129,16 @@ function pick(o: object, keys: readonly string[]): Record<string, unknown> {
   return Object.fromEntries(Object.entries(o).filter(([k]) => keys.includes(k)));
 }
 
-describe("the table's memo and expiresDueOrdersFirst flags", () => {
+describe("the table's memo and waitsForDueOrderExpiry flags", () => {
   // A GET of pets shows their status, so it waits for the holds that ran out to expire (step 6):
-  // one without `expiresDueOrdersFirst` would show a pet `pending` past its hold. Each depends only
+  // one without `waitsForDueOrderExpiry` would show a pet `pending` past its hold. Each depends only
   // on its path and query and the store, so each is memoised too.
-  test('every GET of pets expires due orders first and is memoised, and no other operation does either', () => {
+  test("every GET of pets waits for the due orders' expiry and is memoised, and no other operation does either", () => {
     const getsOfPets = OPERATIONS.filter(
       (op) => op.method === 'GET' && (op.path.startsWith('/pets') || op.path === '/store/inventory'),
     ).map((op) => op.id);
     expect(getsOfPets).toEqual(['listPets', 'getPet', 'getInventory']);
-    expect(OPERATIONS.filter((op) => op.expiresDueOrdersFirst).map((op) => op.id)).toEqual(getsOfPets);
+    expect(OPERATIONS.filter((op) => op.waitsForDueOrderExpiry).map((op) => op.id)).toEqual(getsOfPets);
     expect(OPERATIONS.filter((op) => op.memo).map((op) => op.id)).toEqual(getsOfPets);
   });
 });

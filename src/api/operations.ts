@@ -38,7 +38,7 @@ export const OPERATIONS: readonly Operation[] = [
     query: ListQuery,
     weakEtag: true,
     memo: true,
-    expiresDueOrdersFirst: true,
+    waitsForDueOrderExpiry: true,
     handler: listPets,
   }),
   defineOperation({
@@ -51,7 +51,7 @@ export const OPERATIONS: readonly Operation[] = [
     body: NewPet,
     weakEtag: false,
     memo: false,
-    expiresDueOrdersFirst: false,
+    waitsForDueOrderExpiry: false,
     handler: createPet,
   }),
   defineOperation({
@@ -69,7 +69,7 @@ export const OPERATIONS: readonly Operation[] = [
     // Tagged by its handler: the pet's strong ETag, from its version.
     weakEtag: false,
     memo: true,
-    expiresDueOrdersFirst: true,
+    waitsForDueOrderExpiry: true,
     handler: getPet,
   }),
   defineOperation({
@@ -85,7 +85,7 @@ export const OPERATIONS: readonly Operation[] = [
     // Tagged by its handler: the pet's strong ETag, from its new version.
     weakEtag: false,
     memo: false,
-    expiresDueOrdersFirst: false,
+    waitsForDueOrderExpiry: false,
     handler: updatePet,
   }),
   defineOperation({
@@ -98,7 +98,7 @@ export const OPERATIONS: readonly Operation[] = [
     headers: ConditionalHeaders,
     weakEtag: false,
     memo: false,
-    expiresDueOrdersFirst: false,
+    waitsForDueOrderExpiry: false,
     handler: deletePet,
   }),
   defineOperation({
@@ -111,7 +111,7 @@ export const OPERATIONS: readonly Operation[] = [
     readsQuota: true,
     weakEtag: false,
     memo: false,
-    expiresDueOrdersFirst: false,
+    waitsForDueOrderExpiry: false,
     handler: getRateLimit,
   }),
   defineOperation({
@@ -122,7 +122,7 @@ export const OPERATIONS: readonly Operation[] = [
     scope: 'pets:read',
     weakEtag: true,
     memo: true,
-    expiresDueOrdersFirst: true,
+    waitsForDueOrderExpiry: true,
     handler: getInventory,
   }),
   // Orders are each caller's own, while the memo keys a reply by its path and query alone: no order
@@ -137,7 +137,7 @@ export const OPERATIONS: readonly Operation[] = [
     body: NewOrder,
     weakEtag: false,
     memo: false,
-    expiresDueOrdersFirst: false,
+    waitsForDueOrderExpiry: false,
     handler: placeOrder,
   }),
   defineOperation({
@@ -150,7 +150,7 @@ export const OPERATIONS: readonly Operation[] = [
     mustBe: ORDER_LIST_MUST_BE,
     weakEtag: false,
     memo: false,
-    expiresDueOrdersFirst: false,
+    waitsForDueOrderExpiry: false,
     handler: listOrders,
   }),
   defineOperation({
@@ -162,7 +162,7 @@ export const OPERATIONS: readonly Operation[] = [
     params: OrderParams,
     weakEtag: false,
     memo: false,
-    expiresDueOrdersFirst: false,
+    waitsForDueOrderExpiry: false,
     handler: getOrder,
   }),
   defineOperation({
@@ -174,7 +174,7 @@ export const OPERATIONS: readonly Operation[] = [
     params: OrderParams,
     weakEtag: false,
     memo: false,
-    expiresDueOrdersFirst: false,
+    waitsForDueOrderExpiry: false,
     handler: completeOrder,
   }),
   defineOperation({
@@ -186,7 +186,7 @@ export const OPERATIONS: readonly Operation[] = [
     params: OrderParams,
     weakEtag: false,
     memo: false,
-    expiresDueOrdersFirst: false,
+    waitsForDueOrderExpiry: false,
     handler: cancelOrder,
   }),
 ];

@@ -7,7 +7,7 @@ import { operationIndex } from '../metrics/labels.ts';
 import type { DataStore } from '../store/store.ts';
 import type { ReplyMemo } from './memo.ts';
 
-/** What an operation that expires due orders first asks of the store: to start their expiry. */
+/** What an operation that waits for the due orders' expiry asks of the store: to start it. */
 export type DueOrderExpiry = Pick<DataStore, 'startDueOrderExpiry'>;
 
 /** What serving one operation needs, made and checked once, when its route is added. */
@@ -27,9 +27,8 @@ export interface OperationRoute<D> {
    */
   readonly replyMemo: ReplyMemo | undefined;
   /**
-   * The parts' expiry of due orders when this operation expires due orders first, else undefined,
-   * so step 6.1 (`afterDueOrderExpiry`) waits for it only then, without checking
-   * `op.expiresDueOrdersFirst`.
+   * The parts' expiry of due orders when step 6.1 waits for it (`op.waitsForDueOrderExpiry`), else
+   * undefined, so step 6.1 (`afterDueOrderExpiry`) need not check the flag.
    */
   readonly dueOrderExpiry: DueOrderExpiry | undefined;
 }
@@ -54,8 +53,8 @@ export function routeOf<D>({ replyMemo, dueOrderExpiry }: StoreParts, op: Operat
     throw new TypeError(`pipeline: ${op.id} reads headers or a body and cannot be memoised by its path and query`);
   }
   if (op.memo && !replyMemo) throw new TypeError(`pipeline: ${op.id} is memoised, but the pipeline has no store`);
-  if (op.expiresDueOrdersFirst && !dueOrderExpiry) {
-    throw new TypeError(`pipeline: ${op.id} expires due orders first, but the pipeline has no store`);
+  if (op.waitsForDueOrderExpiry && !dueOrderExpiry) {
+    throw new TypeError(`pipeline: ${op.id} waits for the due orders' expiry, but the pipeline has no store`);
   }
   return {
     op,
@@ -63,7 +62,7 @@ export function routeOf<D>({ replyMemo, dueOrderExpiry }: StoreParts, op: Operat
     readInput: inputReader(op),
     metricsIndex: operationIndex(op.id),
     replyMemo: op.memo ? replyMemo : undefined,
-    dueOrderExpiry: op.expiresDueOrdersFirst ? dueOrderExpiry : undefined,
+    dueOrderExpiry: op.waitsForDueOrderExpiry ? dueOrderExpiry : undefined,
   };
 }
 

@@ -19,12 +19,12 @@ const ping = {
   method: 'GET',
   path: '/ping',
   weakEtag: false,
-  expiresDueOrdersFirst: false,
+  waitsForDueOrderExpiry: false,
   handler: async () => ({ status: 200, body: '{}', type: 'application/json' }),
 } as const;
 const unmemoised = defineOperation({ ...ping, memo: false });
 const memoised = defineOperation({ ...ping, memo: true });
-const holdsFirst = defineOperation({ ...ping, memo: false, expiresDueOrdersFirst: true });
+const holdsFirst = defineOperation({ ...ping, memo: false, waitsForDueOrderExpiry: true });
 /** A table pipeline's options, without the store's change count. */
 const api = { ...base, admission: refuseAll, deps: {}, allowedMethods: () => undefined };
 /** A store whose count never moves: enough for a pipeline to take memoised operations. */
@@ -46,12 +46,12 @@ describe('what each pipeline needs is checked by the compiler', () => {
     expect(typeof handlers.operation(unmemoised)).toBe('function');
     // @ts-expect-error: a memoised operation needs the store's change count.
     const addMemoised = () => handlers.operation(memoised);
-    // @ts-expect-error: an operation that expires due orders first needs the store.
+    // @ts-expect-error: an operation that waits for the due orders' expiry needs the store.
     const addHoldsFirst = () => handlers.operation(holdsFirst);
     // What the compiler refuses is refused at start-up too, when the route is added.
     expect(addMemoised).toThrow(new TypeError('pipeline: ping is memoised, but the pipeline has no store'));
     expect(addHoldsFirst).toThrow(
-      new TypeError('pipeline: ping expires due orders first, but the pipeline has no store'),
+      new TypeError("pipeline: ping waits for the due orders' expiry, but the pipeline has no store"),
     );
     const withCount = tableRouteHandlers({ ...api, changesAndExpiry: store });
     expect(typeof withCount.operation(memoised)).toBe('function');

@@ -129,8 +129,8 @@ export function serviceRouteHandlers(options: RouteHandlersOptions) {
  * Makes the route handlers of an app that serves an operations table, the API's or the admin API's:
  * those of `serviceRouteHandlers`, and `operation`, which makes one operation's route
  * (`makeOperationHandler` lists its steps). Its types ask for what serving the table needs: a table
- * with memoised operations or operations that expire due orders first (`expiresDueOrdersFirst`)
- * needs `changesAndExpiry`.
+ * with memoised operations or operations that wait for the due orders' expiry
+ * (`waitsForDueOrderExpiry`) needs `changesAndExpiry`.
  *
  * @example
  * const handlers = tableRouteHandlers({ log, clock, clientAddress, admission, deps,
@@ -217,7 +217,7 @@ interface TableParts<D> extends PipelineParts {
   readonly replyMemo: ReplyMemo | undefined;
   /**
    * The store's expiry of due orders, when the pipeline is given the store: `routeOf` hands it to
-   * the route of each operation that expires due orders first.
+   * the route of each operation that waits for the due orders' expiry.
    */
   readonly dueOrderExpiry: DueOrderExpiry | undefined;
 }
@@ -427,9 +427,9 @@ async function checkBodyLimits(
 
 /**
  * Step 6.1: runs step 6.2 after the due orders' expiry under way, if any. Only the route of an
- * operation that expires due orders first holds the store's `dueOrderExpiry` (`routeOf`): it
- * starts the expiry (`startDueOrderExpiry()`) and, while a run is under way, runs step 6.2 once
- * it ends, so the answer shows the pets of orders whose hold ran out `available`. Any other
+ * operation that waits for it (`waitsForDueOrderExpiry`) holds the store's `dueOrderExpiry`
+ * (`routeOf`): it starts the expiry (`startDueOrderExpiry()`) and, while a run is under way, runs
+ * step 6.2 once it ends, so the answer shows the pets of orders whose hold ran out `available`. Any other
  * operation goes straight to step 6.2. `startDueOrderExpiry` of `DataStore` (src/store/store.ts)
  * says what a failed run and a wait past `--store-timeout` answer. Not async, so it adds no
  * promise of its own when nothing is due.

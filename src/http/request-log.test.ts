@@ -47,7 +47,7 @@ function setup() {
     path: '/pets/:petId',
     weakEtag: false,
     memo: false,
-    expiresDueOrdersFirst: false,
+    waitsForDueOrderExpiry: false,
     handler: async () => {
       clock.advance(12);
       return { status: 200, body: '{}', type: 'application/json' };
