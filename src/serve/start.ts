@@ -68,6 +68,7 @@ export async function startServer(config: Config): Promise<void> {
   // With workers, the supervisor's store shares their counters: its own writes (expiries, a
   // consumer's orders retired) move the change count every worker reads.
   const store = await openServerStore(config, log, metrics, sharedCounters && { state: sharedCounters, workers });
+  // Does nothing without `--keys store`.
   await liveKeys.loadFromStore(store);
   await liveKeys.settleIdentities(store);
   const { limiter, redisLimiter } = await openLimiter(config, log, metrics);
