@@ -149,14 +149,16 @@ function walkSteps(from = "\n## One request's way"): string[] {
 }
 
 /**
- * The steps the comment over `makeOperationHandler` of `src/http/pipeline.ts` lists
- * (` * 1. \`name\`: ...`), in order.
+ * The steps the call tree in the header of `src/http/pipeline.ts` names (`//   name   step N…`),
+ * each number once, with the first function the tree gives it, in order.
  */
 function pipelineSteps(): { number: number; name: string }[] {
-  const text = readFileSync(join(ROOT, 'src/http/pipeline.ts'), 'utf8');
-  const end = text.indexOf('function makeOperationHandler<');
-  const comment = text.slice(text.lastIndexOf('/**', end), end);
-  return [...comment.matchAll(/^ \* (\d+)\. `(\w+)`/gm)].map((m) => ({ number: Number(m[1]), name: m[2] ?? '' }));
+  const header = readFileSync(join(ROOT, 'src/http/pipeline.ts'), 'utf8').split('\nimport ')[0] ?? '';
+  const steps = [...header.matchAll(/^\/\/ {3}\s*(\w+)\s+step (\d+)\b/gm)].map((m) => ({
+    number: Number(m[2]),
+    name: m[1] ?? '',
+  }));
+  return steps.filter((step, i) => steps.findIndex((s) => s.number === step.number) === i);
 }
 
 /** Whether `file` defines `name`: a function, a method, or a constant given an arrow or a `function`. */

@@ -88,15 +88,14 @@ describe('a memoised operation is refused when its route is added', () => {
   });
 });
 
-/** The step names the comment over `makeOperationHandler` lists, in order. */
+/** The step names the call tree in pipeline.ts's header gives, each step's first, in order. */
 function listedSteps(): string[] {
-  const text = readFileSync(new URL('./pipeline.ts', import.meta.url), 'utf8');
-  const end = text.indexOf('function makeOperationHandler<');
-  const comment = text.slice(text.lastIndexOf('/**', end), end);
-  return [...comment.matchAll(/^ \* \d+\. `(\w+)`/gm)].map((m) => m[1] ?? '');
+  const header = readFileSync(new URL('./pipeline.ts', import.meta.url), 'utf8').split('\nimport ')[0] ?? '';
+  const steps = [...header.matchAll(/^\/\/ {3}\s*(\w+)\s+step (\d+)\b/gm)];
+  return steps.filter((m, i) => steps.findIndex((n) => n[2] === m[2]) === i).map((m) => m[1] ?? '');
 }
 
-describe("a request's checks answer in the order makeOperationHandler's comment lists its steps", () => {
+describe("a request's checks answer in the order pipeline.ts's call tree gives its steps", () => {
   test('each refusal comes before those of the steps listed after it', async () => {
     const origin = 'https://app.example';
     const { app, auth } = testApp({ corsOrigins: [origin] });

@@ -1,9 +1,9 @@
-// A request's way from Hono's route to its answer. Every route's handler is made here.
-// `makeOperationHandler`'s comment lists the eight steps of a table's operation, in the order they
-// run. The make… functions (`makeOperationHandler`, `makeExchangeHandler`,
-// `makeServiceRouteHandler`) run once, when a route is added; the tree below runs per request.
-// Who calls whom, each function indented under its caller (ARCHITECTURE.md shows the same tree;
-// src/layout.test.ts holds the two alike):
+// A request's way from Hono's route to its answer. Every route's handler is made here. The tree
+// below is the code's one list of a table operation's eight steps, in the order they run;
+// ARCHITECTURE.md's walk says what each does. The make… functions (`makeOperationHandler`,
+// `makeExchangeHandler`, `makeServiceRouteHandler`) run once, when a route is added; the tree
+// runs per request. Who calls whom, each function indented under its caller (ARCHITECTURE.md
+// shows the same tree; src/layout.test.ts holds the two alike):
 //
 //   exchange                        step 1, the route's handler
 //     runExchange                   step 1, inside the request's state
@@ -18,11 +18,11 @@
 //                 answer            step 8
 //
 // Steps 4 to 8 run inside the gateway's callback (`serveAdmitted`), so the gateway keeps the
-// caller's in-flight slot until the answer is made. Step 8 does not follow step 7 in sequence:
-// step 6.2 calls `answer` from each of its three exits (a memo hit, the reply of an operation that
-// is not memoised, a read it ran or joined). Steps 6.1 to 7 pass `parts, route, c, decision,
-// caller` as five arguments, so a request makes no object to carry them (what it does allocate:
-// bench/README.md#what-a-request-allocates-on-its-way).
+// caller's in-flight slot until the answer is made or a step throws. Step 8 does not follow
+// step 7 in sequence: step 6.2 calls `answer` from each of its three exits (a memo hit, the reply
+// of an operation that is not memoised, a read it ran or joined). Steps 6.1 to 7 pass `parts,
+// route, c, decision, caller` as five arguments, so a request makes no object to carry them
+// (what it does allocate: bench/README.md#what-a-request-allocates-on-its-way).
 import type { Context, ErrorHandler } from 'hono';
 import type { KeyHolder, Operation, StorelessOperation } from '../api/operation-types.ts';
 import { isApiPath } from '../api/operations.ts';
@@ -127,10 +127,10 @@ export function serviceRouteHandlers(options: RouteHandlersOptions) {
 
 /**
  * Makes the route handlers of an app that serves an operations table, the API's or the admin API's:
- * those of `serviceRouteHandlers`, and `operation`, which makes one operation's route
- * (`makeOperationHandler` lists its steps). Its types ask for what serving the table needs: a table
- * with memoised operations or operations that wait for the due orders' expiry
- * (`waitsForDueOrderExpiry`) needs `changesAndExpiry`.
+ * those of `serviceRouteHandlers`, and `operation`, which makes one operation's route (this file's
+ * header lists its steps). Its types ask for what serving the table needs: a table with memoised
+ * operations or operations that wait for the due orders' expiry (`waitsForDueOrderExpiry`) needs
+ * `changesAndExpiry`.
  *
  * @example
  * const handlers = tableRouteHandlers({ log, clock, clientAddress, admission, deps,
@@ -255,39 +255,11 @@ function partsOf({
 }
 
 /**
- * Makes a table operation's route handler (the API's or the admin API's), its checks made once.
- * This is the one list of a request's steps, in the order they run (the file's header shows who
- * calls whom). src/http/pipeline.test.ts checks that the refusals come in this order, and
- * src/layout.test.ts that ARCHITECTURE.md's walk has these steps:
- *
- * 1. `exchange`: gives the request its id and its state (trace, log). Inside that state,
- *    `runExchange` sets the headers every answer carries and refuses an overlong URI (414). It
- *    answers whatever a later step throws, then writes the log line and the metrics.
- * 2. `addCorsHeaders` (src/http/cors.ts): adds the CORS headers. A preflight (OPTIONS) matches
- *    no operation's route, so `serveNoRoute` answers it (`answerPreflight`) before any key is
- *    asked for.
- * 3. `passGateway`: the admission check (`createAdmission()`, src/gateway/gateway.ts) admits the
- *    request or refuses it (401, 403, 429, 503); its docstring lists the gateway's checks, 3a to
- *    3g, in order.
- * 4. `addDeprecationHeaders`: adds a deprecated operation's `Deprecation`, `Sunset` and `Link`.
- * 5. `checkBodyLimits`: refuses a body over the size limit (413). A body sent with GET or HEAD
- *    is held to the same size and to JSON (413, 415).
- * 6. `afterDueOrderExpiry` and `memoOrRun`: waits for the due orders, then tries the memo.
- *    6.1 `afterDueOrderExpiry`: for an operation that expires due orders first, runs the rest
- *    after the expiry of the orders whose hold ran out; for any other, goes straight on. What a
- *    failed run answers is stated at `startDueOrderExpiry()` (src/store/store.ts).
- *    6.2 `memoOrRun`: answers a memoised operation from the memo when nothing its reply read has
- *    changed. Otherwise it answers with step 7's reply, and memoises it as `ReplyMemo`'s rule
- *    says (src/http/memo.ts).
- * 7. `runHandler`: validates the input (400, 415), runs the operation's handler, which throws its
- *    own refusals (404, 409, …), and adds a weak ETag when the table asks for one.
- * 8. `answer` (src/http/answer.ts): turns the reply into the response (304, compression, HEAD).
- *
- * Step 1 runs the rest inside itself, so it sees every answer, and the gateway (step 3) holds the
- * caller's in-flight slot until the answer is made, or until a step throws. A refusal leaves
- * through `answerError` (src/http/error-answer.ts), which calls step 8 (`answer`) to turn it into
- * the response. The gateway returns its refusals (`Admission` says why). The other steps throw
- * theirs, and `runExchange` catches them, so a new check may throw.
+ * Makes a table operation's route handler (the API's or the admin API's): `routeOf` checks the
+ * operation once, when its route is added, and the handler returned runs each request through
+ * steps 1 to 8. Who calls whom: the tree in this file's header; what each step does and answers:
+ * ARCHITECTURE.md's walk
+ * ([the request's steps](../../ARCHITECTURE.md#the-request-in-the-pipelines-eight-steps)).
  */
 function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
   const route = routeOf(parts, op);
