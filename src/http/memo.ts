@@ -57,9 +57,10 @@ interface Flight {
  * unserved, until a new read of its path replaces it or it is evicted.
  *
  * When the store cannot tell its change count (`undefined`), the memo neither serves nor
- * memoises. The count is undefined while a hold has run out and is not yet expired, or when a file
- * cannot be read. The memo only caches: the wait for holds that ran out is step 6.1's, for the
- * operations whose table entry says `waitsForDueOrderExpiry`.
+ * memoises. The count is undefined while a hold has run out and is not yet expired, and whenever
+ * else the store cannot tell what changed (`DataStore.changeCount`, src/store/store.ts). The memo
+ * only caches: the wait for holds that ran out is step 6.1's, for the operations whose table entry
+ * says `waitsForDueOrderExpiry`.
  *
  * A reply is memoised at the second asking of its path and query; the first asking is only
  * remembered. A client paging once through a large catalogue would otherwise fill the memo.

@@ -450,6 +450,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
       this.#noticeOtherWriters('read data_version');
       return this.#changes.count();
     } catch {
+      // The file cannot be read, so what changed is unknown.
       return undefined;
     }
   }
