@@ -207,7 +207,7 @@ export function createAdmission({
       // 3b: a keyless client is counted, then refused.
       const verdict = await decideForKeyless(caller, 1);
       if (verdict.outcome === 'unavailable') return LIMITER_DOWN;
-      const refused = refusal(verdict);
+      const refused = limiterRefusal(verdict);
       writeRateLimitHeaders(c, verdict, refused !== undefined);
       return refused ?? unauthorized(caller);
     }
@@ -241,7 +241,7 @@ export function createAdmission({
       if (verdict.notices && notify) await notify(consumer, verdict);
       let limited: ApiError | undefined;
       if (verdict.outcome !== 'admitted' && cost > 0) {
-        if (consumer.enforce) limited = refusal(verdict);
+        if (consumer.enforce) limited = limiterRefusal(verdict);
         else if (wouldRefuse) reportWouldRefuse(name, verdict, cost, wouldRefuse);
       }
       // 3f: the rate-limit headers.
@@ -304,22 +304,22 @@ function reportWouldRefuse(
  * made once, so a 429 builds no error and no body of its own
  * (measured: bench/README.md#measured-costs-behind-the-codes-choices).
  */
-const refusals = new LRUCache<string, ApiError>({ max: 1_024 });
+const cachedLimiterRefusals = new LRUCache<string, ApiError>({ max: 1_024 });
 
 /**
  * Returns the decision's 429, or undefined when it admitted the request. A banned keyless address
  * gets `key_banned` too, because the contract has one code for a ban, whoever is banned.
  */
-function refusal({ outcome, retryAfter }: Decision): ApiError | undefined {
+function limiterRefusal({ outcome, retryAfter }: Decision): ApiError | undefined {
   if (outcome !== 'key_banned' && outcome !== 'rate_limited') return undefined;
   const key = `${outcome} ${retryAfter}`;
-  let refused = refusals.get(key);
+  let refused = cachedLimiterRefusals.get(key);
   if (refused === undefined) {
     refused =
       outcome === 'key_banned'
         ? new ApiError('key_banned', `Too many requests after being limited; banned for ${retryAfter} more seconds.`)
         : new ApiError('rate_limited', `Rate limit exceeded; retry in ${retryAfter} seconds.`);
-    refusals.set(key, refused);
+    cachedLimiterRefusals.set(key, refused);
   }
   return refused;
 }
