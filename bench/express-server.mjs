@@ -51,7 +51,7 @@ app.use((req, res, next) => {
   res
     .status(401)
     .set('WWW-Authenticate', 'Bearer realm="petstore", error="invalid_token"')
-    .json({ code: 'unauthorized', message: 'The API key is missing, malformed or unknown.', status: 401 });
+    .json({ code: 'unauthorized', message: 'The API key is malformed or unknown.', status: 401 });
 });
 app.use((_req, res) => {
   res.status(response.status).set(response.headers).send(body);

@@ -76,7 +76,7 @@ app.use(
     realm: 'petstore',
     verifyToken: (_token, c) => c.get('apiKey') !== undefined,
     invalidToken: {
-      message: { code: 'unauthorized', message: 'The API key is missing, malformed or unknown.', status: 401 },
+      message: { code: 'unauthorized', message: 'The API key is malformed or unknown.', status: 401 },
     },
   }),
 );

@@ -259,11 +259,7 @@ describe('errors outside the operations', () => {
 describe('authentication', () => {
   test.each([
     [undefined, 'Bearer realm="petstore"', 'An API key is required: send Authorization: Bearer <API_KEY>.'],
-    [
-      'Bearer psk_wrong',
-      'Bearer realm="petstore", error="invalid_token"',
-      'The API key is missing, malformed or unknown.',
-    ],
+    ['Bearer psk_wrong', 'Bearer realm="petstore", error="invalid_token"', 'The API key is malformed or unknown.'],
     ['Basic YWxhZGRpbjpvcGVuc2VzYW1l', 'Bearer realm="petstore", error="invalid_token"', undefined],
     ['psk_test-token-for-acme', 'Bearer realm="petstore", error="invalid_token"', undefined],
     ['Bearer', 'Bearer realm="petstore", error="invalid_token"', undefined],

@@ -346,7 +346,7 @@ describe('a server with consumers', () => {
           credential,
           401,
           'Bearer realm="petstore", error="invalid_token"',
-          { code: 'unauthorized', message: 'The API key is missing, malformed or unknown.', status: 401 },
+          { code: 'unauthorized', message: 'The API key is malformed or unknown.', status: 401 },
         ]);
         const line = await waitForLine(server, (l) => l.includes(`"credential":"${credential}"`));
         expect(line).toMatchObject({ msg: 'request', status: 401, client: '127.0.0.1', credential });
@@ -419,7 +419,7 @@ describe('a server with consumers', () => {
         expect([res.status, res.headers.get('www-authenticate'), await res.json()]).toEqual([
           401,
           unknown.headers.get('www-authenticate'),
-          { code: 'unauthorized', message: 'The API key is missing, malformed or unknown.', status: 401 },
+          { code: 'unauthorized', message: 'The API key is malformed or unknown.', status: 401 },
         ]);
         const line = await waitForLine(server, (l) => l.includes(`"credential":"${credential}"`));
         expect(line).toMatchObject({ msg: 'request', status: 401, consumer: 'acme', key: token.slice(8) });

@@ -52,7 +52,7 @@ const MISSING_KEY = new ApiError('unauthorized', 'An API key is required: send A
 });
 // contract/admin.openapi.yaml's 401 example, SECURITY.md and docs/operations.md quote this wording.
 // contract/openapi.yaml's example differs, and says that `message` is for people and may change.
-const UNKNOWN_KEY = new ApiError('unauthorized', 'The API key is missing, malformed or unknown.', {
+const UNKNOWN_KEY = new ApiError('unauthorized', 'The API key is malformed or unknown.', {
   'WWW-Authenticate': `${REALM}, error="invalid_token"`,
 });
 

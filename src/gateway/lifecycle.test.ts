@@ -107,7 +107,7 @@ describe('expiry', () => {
     expect(res.headers.get('www-authenticate')).toBe('Bearer realm="petstore", error="invalid_token"');
     expect(await res.json()).toEqual({
       code: 'unauthorized',
-      message: 'The API key is missing, malformed or unknown.',
+      message: 'The API key is malformed or unknown.',
       status: 401,
     });
     // Counted against the client address (a fresh per-address window), not the consumer.

@@ -77,7 +77,7 @@ const refused = await keyless.GET('/pets');
 strictEqual(refused.response.status, 401);
 deepStrictEqual(refused.error, {
   code: 'unauthorized',
-  message: 'The API key is missing, malformed or unknown.',
+  message: 'The API key is malformed or unknown.',
   status: 401,
 });
 strictEqual(refused.response.headers.get('www-authenticate'), 'Bearer realm="petstore", error="invalid_token"');
