@@ -40,7 +40,11 @@ export interface ApiDeps {
   readonly orderHoldMs: number;
 }
 
-/** What the pipeline hands a handler: the validated input, and whose request it is. */
+/**
+ * What the pipeline hands a handler: the validated input, and whose request it is. `inputReader`
+ * (src/api/validate.ts) sets every field but `keyHolder` always, `undefined` when the request has
+ * none, so every request's input is one object literal of one shape, made without a spread.
+ */
 export interface Input<Q = unknown, P = unknown, H = unknown, B = unknown> {
   readonly query: Q;
   readonly params: P;
@@ -49,11 +53,14 @@ export interface Input<Q = unknown, P = unknown, H = unknown, B = unknown> {
   /**
    * Who asks, as the owner of its orders and `Idempotency-Key`s: its consumer's id and name
    * (`con_…:acme`, made by `ownerOf` in src/keys/records.ts). Handlers only hand it to the store,
-   * which keys orders and `Idempotency-Key`s by it and reads the name back for an order's webhook (`consumerOf` in src/store/order-rows.ts). Handlers know nothing more of keys
-   * or limits.
+   * which keys orders and `Idempotency-Key`s by it and reads the name back for an order's webhook
+   * (`consumerOf` in src/store/order-rows.ts). Handlers know nothing more of keys or limits.
    */
   readonly owner: string;
-  /** The caller's quota, read without spending it: given to an operation that `readsQuota` only. */
+  /**
+   * The caller's quota, read without spending it: given to an operation that `readsQuota` only,
+   * and `undefined` (set, not left out) for any other.
+   */
   readonly quota?: RateLimitStatus;
   /** The consumer and key id that ask, for an `audited` operation (the admin API's trail). */
   readonly keyHolder?: KeyHolder;
