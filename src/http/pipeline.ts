@@ -472,9 +472,10 @@ async function runHandler<D>(
 }
 
 /**
- * Returns `reply` with a weak ETag of its body, when the table asks for one and the reply has no
- * tag of its own. A page's next-page `Link` is part of what the client holds: a page whose body is
- * the same but whose next link moved must not answer 304, so the tag covers the link too.
+ * Returns `reply` with a weak ETag of its body when the table asks for one (`weakEtag`) and the
+ * reply is a 200 with a text body (a string) and no tag of its own; any other reply as it is. A
+ * page's next-page `Link` is part of what the client holds: a page whose body is the same but
+ * whose next link moved must not answer 304, so the tag covers the link too.
  */
 function addWeakEtag<D>(op: Operation<D>, reply: Reply): Reply {
   if (!op.weakEtag || reply.etag !== undefined || reply.status !== 200 || typeof reply.body !== 'string') return reply;
