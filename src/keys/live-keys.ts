@@ -81,7 +81,7 @@ export class LiveKeys {
     if (this.#path !== KEYS_STORE) return;
     const keyStore = keyStoreOf(store);
     // parseConfig refuses `--keys store` with a --data that keeps no keys.
-    if (!keyStore) throw new Error(`--keys store: the store keeps no keys`);
+    if (!keyStore) throw new Error('--keys store: the store keeps no keys');
     const apply = (loaded: KeyRecord[], trigger: string) => this.#apply(loaded, trigger);
     const refuse = (err: Error, trigger: string) => this.#refuse(err, trigger);
     const watcher = new KeysStoreWatcher({ store: keyStore, log: this.#log, apply, refuse });

@@ -66,7 +66,8 @@ export async function startServer(config: Config): Promise<void> {
   // The store opens after the bind, so a port in use leaves no database file behind. A failed
   // start ends the process (src/main.ts), which frees the ports and the store.
   // With workers, the supervisor's store shares their counters: its own writes (expiries, a
-  // consumer's orders retired) move the change count every worker reads.
+  // consumer's orders retired) move the change count every worker reads. `openServerStore()` in
+  // src/serve/resources.ts lists the store's wrappers, from the outside in.
   const store = await openServerStore(config, log, metrics, sharedCounters && { state: sharedCounters, workers });
   // Does nothing without `--keys store`.
   await liveKeys.loadFromStore(store);
