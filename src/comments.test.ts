@@ -41,6 +41,9 @@ function exists(cited: string, from: string): boolean {
   return TRACKED.some((path) => path === cited || path.endsWith(`/${cited}`));
 }
 
+/** The widest a comment line under src/ may be, in characters. */
+const COMMENT_COLUMNS_MAX = 100;
+
 describe('comments', () => {
   test('cite no file that is not there', () => {
     const sources = TRACKED.filter(
@@ -65,5 +68,23 @@ describe('comments', () => {
     const sources = TRACKED.filter((path) => /^src\/.*\.ts$/.test(path) && !path.endsWith('.test.ts'));
     const bare = sources.filter((path) => !/^(\/\/|\/\*\*)/.test(readFileSync(join(ROOT, path), 'utf8')));
     expect(bare).toEqual([]);
+  });
+
+  // A comment line is read without scrolling sideways. Exempt: the lines of an `@example`, whose
+  // calls and results read as one line of code each, and `biome-ignore` directives, one line each.
+  test(`under src/ are at most ${COMMENT_COLUMNS_MAX} columns wide`, () => {
+    const wide: string[] = [];
+    for (const path of TRACKED.filter((p) => /^src\/.*\.ts$/.test(p))) {
+      let inExample = false;
+      for (const [i, line] of readFileSync(join(ROOT, path), 'utf8').split('\n').entries()) {
+        const text = line.trim();
+        if (text.startsWith('/**')) inExample = false;
+        if (/^(\/\*\*|\*)\s*@\w/.test(text)) inExample = /^(\/\*\*|\*)\s*@example\b/.test(text);
+        const comment = /^(\/\/|\/\*\*|\*)/.test(text) && !text.includes('biome-ignore');
+        if (comment && !inExample && [...line].length > COMMENT_COLUMNS_MAX) wide.push(`${path}:${i + 1}`);
+        if (text.endsWith('*/')) inExample = false;
+      }
+    }
+    expect(wide).toEqual([]);
   });
 });

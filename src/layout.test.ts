@@ -131,7 +131,9 @@ describe('the layers', () => {
   });
 });
 
-/** A step's first line: the request's are numbered (`1. `), start-up's are labelled (`- **S1** `). */
+/**
+ * A step's first line: the request's are numbered (`1. `), start-up's are labelled (`- **S1** `).
+ */
 const STEP = /^(\d+\. |- \*\*S\d+\*\* )/;
 
 /**
@@ -161,7 +163,10 @@ function pipelineSteps(): { number: number; name: string }[] {
   return steps.filter((step, i) => steps.findIndex((s) => s.number === step.number) === i);
 }
 
-/** Whether `file` defines `name`: a function, a method, or a constant given an arrow or a `function`. */
+/**
+ * Whether `file` defines `name`: a function, a method, or a constant given an arrow function or
+ * a `function` expression.
+ */
 function defines(file: string, name: string): boolean {
   const text = readFileSync(join(ROOT, file), 'utf8');
   const [owner, member] = name.includes('.') ? name.split('.') : [undefined, name];

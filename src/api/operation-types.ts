@@ -129,15 +129,15 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
    */
   readonly memo: boolean;
   /**
-   * Whether step 6.1 waits for the store's expiry of due orders under way before the handler runs:
-   * true for the reads of pets, whose answers show a pet's status. Who expires due orders, and when:
-   * the table "Who expires due orders" in step 6 of ARCHITECTURE.md's walk
+   * Whether step 6.1 waits for the store's expiry of due orders under way before the handler runs
+   * (the reads of pets, which show a pet's status). Who expires due orders, and when: the table in
+   * step 6 of ARCHITECTURE.md's walk
    * ([the request's steps](../../ARCHITECTURE.md#the-request-in-the-pipelines-eight-steps)).
    */
   readonly waitsForDueOrderExpiry: boolean;
   /**
-   * Whether the handler is told which key asks (`Input.keyHolder`): the admin API's changes are audited
-   * by it.
+   * Whether the handler is told which key asks (`Input.keyHolder`): the admin API's changes are
+   * audited by it.
    */
   readonly audited?: boolean;
   /** The words a 400 uses for what each field accepts; the API's (`MUST_BE`) when absent. */

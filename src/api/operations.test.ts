@@ -131,8 +131,8 @@ function pick(o: object, keys: readonly string[]): Record<string, unknown> {
 
 describe("the table's memo and waitsForDueOrderExpiry flags", () => {
   // A GET of pets shows their status, so it waits for the holds that ran out to expire (step 6):
-  // one without `waitsForDueOrderExpiry` would show a pet `pending` past its hold. Each depends only
-  // on its path and query and the store, so each is memoised too.
+  // one without `waitsForDueOrderExpiry` would show a pet `pending` past its hold. Each depends
+  // only on its path and query and the store, so each is memoised too.
   test("every GET of pets waits for the due orders' expiry and is memoised, and no other operation does either", () => {
     const getsOfPets = OPERATIONS.filter(
       (op) => op.method === 'GET' && (op.path.startsWith('/pets') || op.path === '/store/inventory'),

@@ -176,7 +176,9 @@ function stale(petId: number): ApiError {
   );
 }
 
-/** The 409 of a status change or DELETE of a pet that an open order holds; `consequence` says which. */
+/**
+ * The 409 of a status change or DELETE of a pet that an open order holds; `consequence` says which.
+ */
 function onOrder(petId: number, consequence: string): ApiError {
   return new ApiError('pet_on_order', `Pet ${petId} is held by an open order: ${consequence}.`);
 }

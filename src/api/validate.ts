@@ -52,7 +52,8 @@ export function inputReader<D>(
       owner,
       quota,
     };
-    // Only the admin API's audited operations are told the key holder; the API's path builds no more.
+    // Only audited operations (the admin API's) are told the key holder: the API's path builds
+    // no more objects.
     return keyHolder === undefined ? input : { ...input, keyHolder };
   };
   if (!body) return fromRequest;

@@ -126,10 +126,10 @@ export interface GatedOperation {
 
 /**
  * The admission check: what `createAdmission()` returns, run once per request. For a request it
- * lets through, it runs `serveAdmitted` with the limiter's decision and the caller (always a key's) and
- * resolves to its result. The caller's in-flight slot is kept until `serveAdmitted` settles. A refusal
- * (401, 403, 429, 503) resolves to the `ApiError` to answer, never thrown: a throw through these
- * async frames was the largest cost of a refusal's own code (measured:
+ * lets through, it runs `serveAdmitted` with the limiter's decision and the caller (always a key's)
+ * and resolves to its result. The caller's in-flight slot is kept until `serveAdmitted` settles. A
+ * refusal (401, 403, 429, 503) resolves to the `ApiError` to answer, never thrown: a throw through
+ * these async frames was the largest cost of a refusal's own code (measured:
  * bench/README.md#measured-costs-behind-the-codes-choices).
  */
 export type Admission = <T>(
@@ -149,7 +149,7 @@ export type Admission = <T>(
  *     or 429 when the group is over the free plan's limits (`PLAN_LIMITS.free`, src/keys/plans.ts),
  *     with the rate-limit headers;
  * 3c. takes the consumer's in-flight slot before anything is awaited, and keeps it until
- *     `serveAdmitted` settles (at the cap: 429, and the limiter is not asked, so no quota is spent);
+ *     `serveAdmitted` settles (at the cap: 429; the limiter is not asked, so no quota is spent);
  * 3d. asks the limiter to spend the operation's cost, once (`decider()`, ./decide.ts);
  * 3e. records the quota webhook the decision crossed (`notify`), before any answer;
  * 3f. writes the rate-limit headers;
@@ -252,7 +252,8 @@ export function createAdmission({
         missingScope(caller.key.scopes, op.scope) ??
         (isAdminGateway ? missingScope(caller.key.scopes, ADMIN_SCOPE) : adminKeyOnPublicApi(caller.key.scopes));
       if (refused) return refused;
-      // Kept while the consumer has requests in flight: a later 429 at the cap (3c) shows its headers.
+      // Kept while the consumer has requests in flight: a later 429 at the cap (3c) shows its
+      // headers.
       inFlight.remember(id, verdict);
       return await serveAdmitted(verdict, caller);
     } finally {

@@ -39,8 +39,8 @@ export function hostSlotsMemory(workers: number): HostSlotsMemory {
 }
 
 /**
- * Gives back every slot worker `worker` had taken: called when it has exited, before its replacement
- * starts in the same column.
+ * Gives back every slot worker `worker` had taken: called when it has exited, before its
+ * replacement starts in the same column.
  */
 export function clearWorker(memory: HostSlotsMemory, worker: number): void {
   const counts = new Int32Array(memory.counts);

@@ -80,8 +80,8 @@ export interface WorkerStart {
   readonly keys: readonly KeyRecord[];
   readonly memory: WorkerMemory;
   /**
-   * Its grant memory (src/gateway/limiter/host-limiter.ts): a new one for each worker started, so a replacement never
-   * spends a dead one's units.
+   * Its grant memory (src/gateway/limiter/host-limiter.ts): a new one for each worker started, so a
+   * replacement never spends a dead one's units.
    */
   readonly grants: SharedArrayBuffer;
 }

@@ -15,8 +15,8 @@ export interface RequestState {
   /** The request's span (16 hex digits). */
   readonly spanId?: string;
   /**
-   * Whether the trace is exported (the W3C sampled flag): the sampler's decision at the start,
-   * the final export decision once the request is answered (src/trace/spans.ts, `finishRequest`). It
+   * Whether the trace is exported (the W3C sampled flag): the sampler's decision at the start, the
+   * final export decision once the request is answered (src/trace/spans.ts, `finishRequest`). It
    * changes there because `traceResponse()` then writes the final flag into `traceresponse`.
    */
   sampled?: boolean;

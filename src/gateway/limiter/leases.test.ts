@@ -71,7 +71,7 @@ function lossy(redis: Redis, lose: (reply: unknown) => boolean, lateMs = 0): Red
       if (name !== 'evalsha' && name !== 'eval') return Reflect.get(target, name, receiver);
       return async (...args: unknown[]) => {
         const run = ++runs;
-        // A lease's run (ARGV[13], its id) that does not hand back a lost run (ARGV[12]) overlaps it.
+        // A lease's run (ARGV[13], its id) overlaps the lost run (ARGV[12]) it does not hand back.
         const [backs, id] = args.slice(16, 18) as [string | undefined, number | undefined];
         if (id !== undefined) {
           for (const [lostId, units] of unsettled) {
@@ -93,7 +93,9 @@ function lossy(redis: Redis, lose: (reply: unknown) => boolean, lateMs = 0): Red
   });
 }
 
-/** The runs a `lossy` connection sent, and the units of its lost runs that later ones overlapped. */
+/**
+ * The runs a `lossy` connection sent, and the units of its lost runs that later ones overlapped.
+ */
 const lossyStats = (redis: Redis) => redis as unknown as { runs: number; overlapped: number };
 
 /**

@@ -31,16 +31,16 @@
  *       (`leases.ts`): its instance id, the units it wants (more than the cost asks for a grant),
  *       its hand-backs ('run id:units', comma separated, '*' for all the units that run counted:
  *       its reply was lost; or ''), and this run's id.
- * Reply (integers): {outcome (0 admitted, 1 rate_limited, 2 key_banned), now, until,
- *       minute count, minute oldest-leaves-at, minute admit-at, day count, day oldest-leaves-at,
- *       day admit-at, events (1: a ban ended, 2: a ban started), banned until, month count,
- *       month start, month end (epoch ms; 0 without a monthly quota), notices (a flat list of
- *       (kind 1 threshold or 2 exhausted, window 1 day or 2 month, threshold or 0, period), or
- *       (3 ban started, 0, 0, ban end); this run's first, then those given once more)}. A time that does not
- *       apply (an empty window's oldest, the admit-at of a window with room) is 0. Admit-at is
- *       for one more unit (the reset); `until` is for the whole cost. Then: units spent (the
- *       cost, or a grant's size), the epoch ms they were booked at (a grant's: the last
- *       millisecond of its term), the day offset, other holders with a live term, units handed back.
+ * Reply (integers): {outcome (0 admitted, 1 rate_limited, 2 key_banned), now, until, minute count,
+ *       minute oldest-leaves-at, minute admit-at, day count, day oldest-leaves-at, day admit-at,
+ *       events (1: a ban ended, 2: a ban started), banned until, month count, month start, month
+ *       end (epoch ms; 0 without a monthly quota), notices (a flat list of (kind 1 threshold or 2
+ *       exhausted, window 1 day or 2 month, threshold or 0, period), or (3 ban started, 0, 0, ban
+ *       end); this run's first, then those given once more)}. A time that does not apply (an empty
+ *       window's oldest, the admit-at of a window with room) is 0. Admit-at is for one more unit
+ *       (the reset); `until` is for the whole cost. Then: units spent (the cost, or a grant's
+ *       size), the epoch ms they were booked at (a grant's: the last millisecond of its term), the
+ *       day offset, other holders with a live term, units handed back.
  *       A hand-back applies only to the holder's recorded run of the same id, and takes the record
  *       away: sent again (its reply lost too), it changes nothing.
  *       A refusal while other holders have a live term, or an ended one whose units are not yet

@@ -648,7 +648,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
       transaction(this.#sql, async (tx) => {
         for (const { from, to } of moves) {
           // An order whose Idempotency-Key `to` already uses stays with `from`: moving it would
-          // give `to` two orders with one key, which the unique (owner, idempotency_key) pair forbids.
+          // give `to` two orders with one key, and (owner, idempotency_key) is unique.
           await tx`
             UPDATE orders o SET owner = ${to}
             WHERE o.owner = ${from} AND (o.idempotency_key IS NULL OR NOT EXISTS (
