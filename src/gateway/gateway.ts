@@ -191,8 +191,8 @@ export function createAdmission({
   /**
    * Asks the limiter's decision for a caller without a valid key, in a child of the request's trace
    * record when requests are recorded. A key holder's decision, which every request with a key
-   * makes, opens its child by hand around its own await instead (3d), so it makes no promise
-   * (bench/README.md#how-every-request-is-recorded-the-ring).
+   * makes, opens its child by hand around its own await instead (3d), so it makes no closure and
+   * no promise beyond `decide()`'s own (bench/README.md#how-every-request-is-recorded-the-ring).
    */
   const decideForKeyless = (caller: Caller, cost: number) =>
     childSpan('gateway decide', NO_ATTRIBUTES, () => decide(caller, cost), DECISION_SPAN, cost);
