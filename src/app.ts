@@ -46,7 +46,7 @@ export interface AppOptions {
    * (src/serve/resources.ts) lists.
    */
   store: DataStore;
-  /** The keys in force now (from `--keys`); see `GatewayOptions.keys`. */
+  /** The keys in force now (from `--keys`); see `GatewayOptions.keyTable`. */
   keyTable: () => KeyTable;
   limiter: RateLimiter;
   clock?: Clock;
@@ -138,7 +138,7 @@ export function createApp({
   });
   // The admission check: who calls, the in-flight cap, the rate limit and the key's scope (step 3).
   const admission = createAdmission({
-    keys: keyTable,
+    keyTable,
     limiter,
     clientAddress,
     ban,
@@ -244,7 +244,7 @@ export function adminApp({
   // in-flight cap is the admin port's own (one thread serves it: no `hostSlots`), and it sends no
   // webhook notices nor reports report-only refusals (no `notify`, no `wouldRefuse`).
   const admission = createAdmission({
-    keys: keyTable,
+    keyTable,
     limiter,
     clientAddress,
     ban,

@@ -42,8 +42,8 @@ export interface ApiDeps {
 
 /**
  * What the pipeline hands a handler: the validated input, and whose request it is. `inputReader`
- * (src/api/validate.ts) sets every field but `keyHolder` always, `undefined` when the request has
- * none, so every request's input is one object literal of one shape, made without a spread.
+ * (src/api/validate.ts) sets every field always, `undefined` when the request has none, so every
+ * request's input is one object literal of one shape, made without a spread.
  */
 export interface Input<Q = unknown, P = unknown, H = unknown, B = unknown> {
   readonly query: Q;
@@ -62,7 +62,10 @@ export interface Input<Q = unknown, P = unknown, H = unknown, B = unknown> {
    * and `undefined` (set, not left out) for any other.
    */
   readonly quota?: RateLimitStatus;
-  /** The consumer and key id that ask, for an `audited` operation (the admin API's trail). */
+  /**
+   * The consumer and key id that ask, for an `audited` operation (the admin API's trail), and
+   * `undefined` for any other.
+   */
   readonly keyHolder?: KeyHolder;
 }
 

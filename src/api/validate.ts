@@ -43,27 +43,30 @@ export function inputReader<D>(
   const types = op.bodyTypes ?? JSON_TYPES;
   // A PATCH that is refused for its media type says which ones it takes (RFC 5789, section 3.1).
   const refused = op.method === 'PATCH' ? notJson(types, { 'Accept-Patch': types.join(', ') }) : notJson(types);
-  const fromRequest = (c: Context, owner: string, quota?: RateLimitStatus, keyHolder?: KeyHolder): Input => {
-    const input = {
-      query: query?.(queryOf(c)),
-      params: params?.(c.req.param()),
-      headers: headers?.(c.req.header()),
-      body: undefined,
-      owner,
-      quota,
-    };
-    // Only audited operations (the admin API's) are told the key holder: the API's path builds
-    // no more objects.
-    return keyHolder === undefined ? input : { ...input, keyHolder };
-  };
+  // One literal for every operation: `body` is checked last, after the path, query and headers,
+  // and `keyHolder` is `undefined` but for audited operations (the admin API's).
+  const fromRequest = (
+    c: Context,
+    owner: string,
+    quota?: RateLimitStatus,
+    keyHolder?: KeyHolder,
+    value?: unknown,
+  ): Input => ({
+    query: query?.(queryOf(c)),
+    params: params?.(c.req.param()),
+    headers: headers?.(c.req.header()),
+    body: body?.(value),
+    owner,
+    quota,
+    keyHolder,
+  });
   if (!body) return fromRequest;
   return async function withBody(c, owner, quota, keyHolder) {
     if (!isMediaType(c.req.header('content-type'), types)) throw refused;
-    const value = parseJsonBody(await c.req.arrayBuffer(), mustBe);
     // The media type (415) and the JSON's syntax (400) first, as the body is read; then the
     // path, query and headers; the body's fields last.
-    const input = fromRequest(c, owner, quota, keyHolder);
-    return { ...input, body: body(value) };
+    const value = parseJsonBody(await c.req.arrayBuffer(), mustBe);
+    return fromRequest(c, owner, quota, keyHolder, value);
   };
 }
 

@@ -69,7 +69,9 @@ declare module 'hono' {
  * The headers gathered for this request's answer: every step adds its fields to this plain object
  * (request id, rate-limit headers, CORS), and `answer()` hands the whole object to `Response`
  * once, not a field at a time through `c.header()`
- * (bench/README.md#measured-costs-behind-the-codes-choices).
+ * (bench/README.md#measured-costs-behind-the-codes-choices). It and `beginAnswer()` sit in core
+ * because src/gateway/ writes the rate-limit headers too, and the layers (.dependency-cruiser.cjs)
+ * put src/gateway/ below src/http/, whose steps and `answer()` use them.
  *
  * @example
  * answerHeaders(c)['Retry-After'] = '30'

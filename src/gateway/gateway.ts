@@ -73,7 +73,7 @@ declare module 'hono' {
 
 export interface GatewayOptions {
   /** The current keys; a function so a reload swaps the table between requests. */
-  keys: () => KeyTable;
+  keyTable: () => KeyTable;
   limiter: RateLimiter;
   /** The client's address, as trusted: the socket peer, or X-Forwarded-For from a trusted proxy. */
   clientAddress: (c: Context) => string;
@@ -167,12 +167,12 @@ export type Admission = <T>(
  * have been refused for goes to `wouldRefuse`, and its headers show the numbers as if enforced.
  *
  * @example
- * const admission = createAdmission({ keys: () => table, limiter, clientAddress: () => '::1' })
+ * const admission = createAdmission({ keyTable: () => table, limiter, clientAddress: () => '::1' })
  * // serve's result, or the ApiError
  * const answered = await admission(c, { id: 'listPets', scope: 'pets:read' }, () => serve(c))
  */
 export function createAdmission({
-  keys,
+  keyTable,
   limiter,
   clientAddress,
   ban,
@@ -191,8 +191,8 @@ export function createAdmission({
   /**
    * Asks the limiter's decision for a caller without a valid key, in a child of the request's trace
    * record when requests are recorded. A key holder's decision, which every request with a key
-   * makes, opens its child by hand around its own await instead (3d), so it makes no promise
-   * (bench/README.md#how-every-request-is-recorded-the-ring).
+   * makes, opens its child by hand around its own await instead (3d), so it makes no closure and
+   * no promise beyond `decide()`'s own (bench/README.md#how-every-request-is-recorded-the-ring).
    */
   const decideForKeyless = (caller: Caller, cost: number) =>
     childSpan('gateway decide', NO_ATTRIBUTES, () => decide(caller, cost), DECISION_SPAN, cost);
@@ -201,7 +201,7 @@ export function createAdmission({
     // The client's address is looked up only for callers without a valid key.
     const address = () => canonicalAddress(clientAddress(c));
     // 3a: who calls.
-    const caller = callerOf(c.req.header('authorization'), keys(), clock.now(), address);
+    const caller = callerOf(c.req.header('authorization'), keyTable(), clock.now(), address);
     c.set('caller', caller);
     if (caller.kind === 'keyless') {
       // 3b: a keyless client is counted, then refused.

@@ -1,5 +1,6 @@
 // The error answer: `toApiError()` maps what a step threw to an `ApiError` (a store that is down
-// is a 503, anything unknown a 500), and `answerError()` answers an `ApiError` through `answer()`.
+// is a 503, a request its client abandoned a 400, anything else a 500), and `answerError()`
+// answers an `ApiError` through `answer()`.
 import type { Context } from 'hono';
 import { ApiError, serviceUnavailable } from '../core/api-error.ts';
 import { StoreUnavailableError } from '../store/store-error.ts';
@@ -9,8 +10,9 @@ type ErrorReporter = (err: unknown, c: Context) => void;
 
 /**
  * Returns whatever was thrown as the ApiError to answer: known errors keep their status; a store
- * that cannot serve is a 503 `service_unavailable` (told to `unavailable`); anything else is a
- * logged 500 (told to `report`). Neither message carries the error's own text, which may hold
+ * that cannot serve is a 503 `service_unavailable` (told to `unavailable`); whatever is thrown
+ * once the client closed the connection is a 400 `invalid_request`, not logged; anything else is
+ * a logged 500 (told to `report`). No message carries the error's own text, which may hold
  * internals.
  *
  * @example

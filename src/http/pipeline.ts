@@ -369,10 +369,10 @@ async function passGateway<D>(
   op: GatedOperation,
   serveAdmitted: (decision: Decision, caller: ConsumerCaller) => Promise<Response>,
 ): Promise<Response> {
-  const outcome = await admission(c, op, serveAdmitted);
-  if (!(outcome instanceof ApiError)) return outcome;
-  c.set('refusal', outcome.code);
-  return answerError(c, outcome);
+  const servedOrRefused = await admission(c, op, serveAdmitted);
+  if (!(servedOrRefused instanceof ApiError)) return servedOrRefused;
+  c.set('refusal', servedOrRefused.code);
+  return answerError(c, servedOrRefused);
 }
 
 /** Step 4: adds a deprecated operation's headers to every answer after the gateway's. */

@@ -71,6 +71,8 @@ export async function startServer(config: Config): Promise<void> {
   const store = await openServerStore(config, log, metrics, sharedCounters && { state: sharedCounters, workers });
   // Does nothing without `--keys store`.
   await liveKeys.loadFromStore(store);
+  // Whatever the keys' source: moves the orders kept under a consumer's name to its id (with
+  // `--keys store`, after storing an id for each stored consumer without one).
   await liveKeys.settleIdentities(store);
   const { limiter, redisLimiter } = await openLimiter(config, log, metrics);
   const webhooks = webhooksOf(store, config, log, metrics, liveKeys);
@@ -78,6 +80,7 @@ export async function startServer(config: Config): Promise<void> {
   let stoppingAt = 0;
   // The host's part of `/readyz`.
   const hostStatus = (): HostStatus => ({ limiterStatus: redisLimiter?.status(), keysProblem: liveKeys.problem() });
+  // `sharedMemory` is made for `--workers` above 1 only: then workers serve, else this process.
   if (sharedMemory) {
     await startWorkers({
       config,
@@ -243,6 +246,8 @@ async function startWorkers({
     limiter,
     log,
     lines: logLines(),
+    // Sent to the workers every STATUS_EVERY_MS for their `/readyz`: the Redis limiter's state and
+    // the stored keys' problem, both undefined without `--redis` and `--keys store`.
     ...(config.redis || config.keys === KEYS_STORE ? { hostStatus } : {}),
     wake: () => delivery?.wake(),
     ...(metrics ? { metrics } : {}),

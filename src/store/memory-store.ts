@@ -56,7 +56,7 @@ export class MemoryStore implements DataStore {
   readonly #orderKeys = new Map<string, string>();
   /** The placed orders: the ones whose hold may run out. */
   readonly #placed = new Set<string>();
-  /** The earliest hold of a placed order, or later: until then no hold can be over. */
+  /** The earliest hold end of a placed order, or later: until then no hold can be over. */
   #earliestHoldEnd = Number.POSITIVE_INFINITY;
   readonly #clock: Clock;
 

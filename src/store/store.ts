@@ -196,9 +196,9 @@ export interface DataStore {
    *
    * A failed run does not fail the read: a backend's run never rejects, so the read goes on and
    * shows the pets as stored, with nothing memoised (`changeCount()` stays undefined past the
-   * deadline), and the next read or the order sweep (src/serve/start.ts, which logs and counts its
-   * failures) tries again. A wait past `--store-timeout`, or begun while the database is
-   * unreachable, does reject: the bound-and-traced store (`boundAndTraced()`) bounds it as any
+   * earliest hold end), and the next read or the order sweep (src/serve/start.ts, which logs and
+   * counts its failures) tries again. A wait past `--store-timeout`, or begun while the database
+   * is unreachable, does reject: the bound-and-traced store (`boundAndTraced()`) bounds it as any
    * call, and the read answers 503. The run goes on, and the next read waits for it.
    */
   startDueOrderExpiry(): Promise<void> | undefined;

@@ -171,7 +171,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
   });
   readonly #timeoutMs: number;
   /**
-   * The earliest hold of a placed order as last read (every sweep reads it, every order placed
+   * The earliest hold end of a placed order as last read (every sweep reads it, every order placed
    * here lowers it), on this instance's clock: from then on no answer is memoised until the orders
    * due are expired.
    */
@@ -550,7 +550,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
     });
   }
 
-  /** An order placed here lowers the earliest hold known (on this instance's clock). */
+  /** An order placed here lowers the earliest hold end known (on this instance's clock). */
   #placed(order: StoredOrder): StoredOrder {
     this.#earliestHoldEnd = Math.min(this.#earliestHoldEnd, Date.now() + (order.holdUntil - order.placedAt));
     return order;
@@ -674,7 +674,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
     );
     const dueIn = column(due, 'due_in');
     if (dueIn === null || dueIn === undefined || Number(dueIn) > 0) {
-      this.#earliestHoldEnd = deadlineIn(dueIn);
+      this.#earliestHoldEnd = holdEndIn(dueIn);
       return 0;
     }
     const expired = await this.#changing(STORE_CALLS.expireDueOrders.doing, EVERY_PET, () =>
@@ -685,7 +685,8 @@ export class PostgresStore implements DataStore, WithKeyStore {
   }
 
   /**
-   * Reads the earliest hold of a placed order, watched by `startDueOrderExpiry()`, `changeCount()`.
+   * Reads the earliest hold end of a placed order, watched by `startDueOrderExpiry()` and
+   * `changeCount()`.
    */
   async #readEarliestHoldEnd(): Promise<void> {
     const [next] = await this.#query(
@@ -693,7 +694,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
       () =>
         this.#sql`SELECT min(hold_until) - ${this.#sql.unsafe(NOW_MS)} AS due_in FROM orders WHERE status = 'placed'`,
     );
-    this.#earliestHoldEnd = deadlineIn(column(next, 'due_in'));
+    this.#earliestHoldEnd = holdEndIn(column(next, 'due_in'));
   }
 
   /**
@@ -739,8 +740,8 @@ export class PostgresStore implements DataStore, WithKeyStore {
   }
 
   /**
-   * Past the earliest hold known here, starts expiring the orders due, one run at a time, and
-   * returns that run.
+   * Past the earliest hold end known here, starts expiring the orders due, one run at a time,
+   * and returns that run.
    */
   startDueOrderExpiry(): Promise<void> | undefined {
     if (Date.now() < this.#earliestHoldEnd) return undefined;
@@ -763,9 +764,9 @@ export class PostgresStore implements DataStore, WithKeyStore {
    * (src/store/postgres/postgres-changes.ts). Reading it touches no connection.
    */
   changeCount(): number | undefined {
-    // Past the earliest hold known here, pets may be about to change: nothing is memoised until the
-    // orders due are expired (by `startDueOrderExpiry()`'s run, or another instance's write heard
-    // here).
+    // Past the earliest hold end known here, pets may be about to change: nothing is memoised
+    // until the orders due are expired (by `startDueOrderExpiry()`'s run, or another instance's
+    // write heard here).
     if (Date.now() >= this.#earliestHoldEnd) return undefined;
     return this.#changes.version();
   }
@@ -844,10 +845,10 @@ export class PostgresStore implements DataStore, WithKeyStore {
 }
 
 /**
- * The earliest hold's end on this instance's clock, from how far ahead of the database's clock
+ * The earliest hold end on this instance's clock, from how far ahead of the database's clock
  * it is (`due_in`, ms; null: no placed order), so a clock of this host that lags the database's
  * does not keep answers past it.
  */
-function deadlineIn(dueIn: unknown): number {
+function holdEndIn(dueIn: unknown): number {
   return dueIn === null || dueIn === undefined ? Number.POSITIVE_INFINITY : Date.now() + Number(dueIn);
 }

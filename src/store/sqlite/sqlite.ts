@@ -218,8 +218,8 @@ export class SqliteStore implements DataStore, WithKeyStore {
   #retry: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
   /**
-   * The earliest hold of a placed order: from then on an order may be due, and no answer is
-   * memoised until the orders are expired.
+   * The earliest hold end (of a placed order's hold): from then on an order may be due, and no
+   * answer is memoised until the orders are expired.
    */
   #earliestHoldEnd: number;
   /** The expiry `startDueOrderExpiry()` started, while it runs. */
@@ -384,7 +384,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
       this.#query(STORE_CALLS.expireDueOrders.doing, () => this.#db.prepare(ANY_ORDER_DUE).get(now)),
     );
     if (due === undefined) {
-      // Another process may have expired them: the next deadline is what the file says.
+      // Another process may have expired them: the earliest hold end is what the file says.
       this.#earliestHoldEnd = this.#readEarliestHoldEnd();
       return 0;
     }
@@ -413,9 +413,9 @@ export class SqliteStore implements DataStore, WithKeyStore {
   }
 
   /**
-   * Past the earliest hold, starts expiring the orders due, one run at a time, and returns that
-   * run. The earliest hold includes those another process of the file placed (another worker): its
-   * commits are seen through `data_version`, within `DATA_VERSION_TTL_MS`.
+   * Past the earliest hold end, starts expiring the orders due, one run at a time, and returns
+   * that run. The earliest hold end counts the orders another process of the file placed (another
+   * worker): its commits are seen through `data_version`, within `DATA_VERSION_TTL_MS`.
    */
   startDueOrderExpiry(): Promise<void> | undefined {
     try {
@@ -534,7 +534,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
     } catch (err) {
       rollback(this.#db);
       this.#lockReleased();
-      // An expiry in the batch may have moved the next deadline on, and the rollback undid it:
+      // An expiry in the batch may have moved the earliest hold end on, and the rollback undid it:
       // until the next expiry reads the file again, every read checks for due orders.
       this.#earliestHoldEnd = Number.NEGATIVE_INFINITY;
       const failed: PendingWrite | undefined = running;
@@ -712,7 +712,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
 
   /**
    * Inside the batch's transaction: every placed order whose hold is over `expired`, its pet
-   * `available`, `order.expired` recorded; then the next deadline is read again.
+   * `available`, `order.expired` recorded; then the earliest hold end is read again.
    */
   #expireDueOrdersIn(now: number): number {
     if (now < this.#earliestHoldEnd) return 0;
@@ -727,7 +727,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
     return rows.length;
   }
 
-  /** The earliest hold of a placed order, or +Infinity when none is placed. */
+  /** The earliest hold end of a placed order, or +Infinity when none is placed. */
   #readEarliestHoldEnd(): number {
     const at = column(this.#db.prepare(EARLIEST_HOLD_END).get(), 'at');
     return at === null || at === undefined ? Number.POSITIVE_INFINITY : Number(at);
@@ -761,8 +761,8 @@ export class SqliteStore implements DataStore, WithKeyStore {
 
   /**
    * Notices another connection's commits: reads `PRAGMA data_version` again once the last read is
-   * `DATA_VERSION_TTL_MS` old, and when it moved counts a change of every pet and reads the next
-   * hold's deadline again.
+   * `DATA_VERSION_TTL_MS` old, and when it moved counts a change of every pet and reads the
+   * earliest hold end again.
    */
   #noticeOtherWriters(doing: string): void {
     if (this.#closed) throw new StoreUnavailableError('the store is closed');
