@@ -3,7 +3,9 @@ export type NoticeWindow = 'day' | 'month';
 
 /**
  * What a decision caused that its subject is told about: one event per subject, window, period and
- * threshold (across instances with Redis), though each notice is given twice (`notices.ts`).
+ * threshold (across instances with Redis). Each notice is given twice, in case the instance that
+ * decided it died before recording it; both carry one event id, so they make one event
+ * (`notices.ts`).
  * `period` is the UTC day number (epoch ms / 86,400,000) for the day window, year * 12 + month - 1
  * for the month.
  */
@@ -39,6 +41,11 @@ export interface WindowState {
   readonly reset: number;
 }
 
+/**
+ * What the limiter did with the request. `key_banned` names a banned keyless address's refusal
+ * too: the contract has one code for a ban, whoever is banned (`limiterRefusal()`,
+ * src/gateway/gateway.ts).
+ */
 export type Outcome = 'admitted' | 'rate_limited' | 'key_banned';
 
 /** One limiter decision: what to do with the request and what to tell the client. */
