@@ -1,8 +1,8 @@
 // A request's way from Hono's route to its answer. Every route's handler is made here. The tree
 // below is the code's one list of a table operation's eight steps, in the order they run;
 // ARCHITECTURE.md's walk says what each does. The make… functions (`makeOperationHandler`,
-// `makeExchangeHandler`, `makeServiceRouteHandler`) run once, when a route is added; the tree
-// runs per request. Who calls whom, each function indented under its caller (ARCHITECTURE.md
+// `makeExchangeHandler`, `makeServiceRouteHandler`) run once each, when the app is built; the
+// tree runs per request. Who calls whom, each function indented under its caller (ARCHITECTURE.md
 // shows the same tree; src/layout.test.ts holds the two alike):
 //
 //   exchange                        step 1, the route's handler
