@@ -1,3 +1,22 @@
+// What the limiter decides for one request (`Decision`): its outcome, the windows' state and the
+// notices it caused.
+
+/** One limiter decision: what to do with the request and what to tell the client. */
+export interface Decision {
+  readonly outcome: Outcome;
+  /** Unix time in whole seconds (floor) of the decision: resets and Retry-After count from it. */
+  readonly now: number;
+  /** The subject's windows, shortest first: minute, day, and month when its limits have one. */
+  readonly windows: readonly WindowState[];
+  /** Seconds until a request would be admitted; at least 1 when refused, 0 when admitted. */
+  readonly retryAfter: number;
+  /**
+   * What this decision crossed, for a subject with `thresholds`, then the notices given once
+   * more (30 s to an hour after their first time, `notices.ts`); absent when nothing.
+   */
+  readonly notices?: readonly Notice[];
+}
+
 /** Windows whose crossings are noticed: a minute's comes and goes too fast to warn anyone. */
 export type NoticeWindow = 'day' | 'month';
 
@@ -47,19 +66,3 @@ export interface WindowState {
  * src/gateway/gateway.ts).
  */
 export type Outcome = 'admitted' | 'rate_limited' | 'key_banned';
-
-/** One limiter decision: what to do with the request and what to tell the client. */
-export interface Decision {
-  readonly outcome: Outcome;
-  /** Unix time in whole seconds (floor) of the decision: resets and Retry-After count from it. */
-  readonly now: number;
-  /** The subject's windows, shortest first: minute, day, and month when its limits have one. */
-  readonly windows: readonly WindowState[];
-  /** Seconds until a request would be admitted; at least 1 when refused, 0 when admitted. */
-  readonly retryAfter: number;
-  /**
-   * What this decision crossed, for a subject with `thresholds`, then the notices given once
-   * more (30 s to an hour after their first time, `notices.ts`); absent when nothing.
-   */
-  readonly notices?: readonly Notice[];
-}
