@@ -1,3 +1,6 @@
+// Makes text safe to log, export or repeat: API tokens and URL passwords masked, what a terminal
+// draws differently escaped, a client's or a peer's text capped.
+
 /** An API token's shape: its prefix, in any case, and the token characters that follow it. */
 const TOKEN_SHAPED = /psk_[0-9A-Za-z_-]*/gi;
 

@@ -1,3 +1,5 @@
+// The version, commit and target that `--version` prints.
+
 /**
  * What `--version` prints: the release version (a test keeps it equal to package.json's), the
  * commit it was built from and the target it was compiled for. The build stamps the last two with

@@ -1,8 +1,6 @@
-/**
- * The admin API's handlers: consumers and their keys, and the audit trail. Each change is one
- * `KeyAdmin.change` (its audit record with it), checked inside it against the keys as they are
- * then, so two admins racing for one name get one 201 and one 409.
- */
+// The admin API's handlers: consumers and their keys, and the audit trail. Each change is one
+// `KeyAdmin.change` (its audit record with it), checked inside it against the keys as they are
+// then, so two admins racing for one name get one 201 and one 409.
 import type { Input, KeyHolder } from '../api/operation-types.ts';
 import { ApiError } from '../core/api-error.ts';
 import type { Clock } from '../core/clock.ts';

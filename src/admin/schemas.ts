@@ -1,4 +1,4 @@
-/** The admin API's bodies, paths and queries (valibot schemas = types), and their 400 words. */
+// The admin API's bodies, paths and queries (valibot schemas = types), and their 400 words.
 import * as v from 'valibot';
 import { ADMIN_SCOPE, KEY_SCOPES } from '../core/key-scopes.ts';
 import { PLAN_NAMES } from '../keys/plans.ts';

@@ -1,3 +1,6 @@
+// Finds a JSON body's number that `JSON.parse` rounded to an integer the client did not send, so
+// the body's reader refuses it (src/api/validate.ts) rather than store a value never sent.
+
 /** A JSON number literal (RFC 8259 section 6): sign, integer digits, fraction, exponent. */
 const NUMBER = /^-?(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
 /** Past this exponent a literal is far outside every range the service accepts. */

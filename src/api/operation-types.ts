@@ -61,12 +61,12 @@ export interface Input<Q = unknown, P = unknown, H = unknown, B = unknown> {
    * The caller's quota, read without spending it: given to an operation that `readsQuota` only,
    * and `undefined` (set, not left out) for any other.
    */
-  readonly quota?: RateLimitStatus;
+  readonly quota: RateLimitStatus | undefined;
   /**
    * The consumer and key id that ask, for an `audited` operation (the admin API's trail), and
    * `undefined` for any other.
    */
-  readonly keyHolder?: KeyHolder;
+  readonly keyHolder: KeyHolder | undefined;
 }
 
 /** A key by the names logs and the audit trail know it by: never its token or hash. */

@@ -177,7 +177,15 @@ describe('listPets: what a page read, for the answer memo', () => {
   const pet = (id: number) => ({ id, name: `p${id}`, categoryId: 1, status: 'available' as const });
   const pageOf = async (rows: number[], query: { limit: number; cursor?: string; status?: 'available' }) => {
     const { store } = fakeStore({ replace: () => ({ list: async () => rows.map(pet) }) });
-    const input = { query, params: {}, headers: {}, body: undefined, owner: 'addr:127.0.0.1' };
+    const input = {
+      query,
+      params: {},
+      headers: {},
+      body: undefined,
+      owner: 'addr:127.0.0.1',
+      quota: undefined,
+      keyHolder: undefined,
+    };
     return (await listPets(input, { store, clock: fakeClock(0), orderHoldMs: 1000 })).reads;
   };
 

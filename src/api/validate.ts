@@ -34,7 +34,12 @@ export const NOT_JSON = 'body: must be a JSON object; this is not valid JSON.';
  */
 export function inputReader<D>(
   op: Operation<D>,
-): (c: Context, owner: string, quota?: RateLimitStatus, keyHolder?: KeyHolder) => Input | Promise<Input> {
+): (
+  c: Context,
+  owner: string,
+  quota: RateLimitStatus | undefined,
+  keyHolder: KeyHolder | undefined,
+) => Input | Promise<Input> {
   const mustBe = op.mustBe ?? MUST_BE;
   const query = op.query && checker('query', op.query, mustBe);
   const params = op.params && checker('param', op.params, mustBe);
@@ -43,13 +48,13 @@ export function inputReader<D>(
   const types = op.bodyTypes ?? JSON_TYPES;
   // A PATCH that is refused for its media type says which ones it takes (RFC 5789, section 3.1).
   const refused = op.method === 'PATCH' ? notJson(types, { 'Accept-Patch': types.join(', ') }) : notJson(types);
-  // One literal for every operation: `body` is checked last, after the path, query and headers,
-  // and `keyHolder` is `undefined` but for audited operations (the admin API's).
+  // One literal for every operation, checked in its order: query, path, headers, then the body.
+  // `keyHolder` is `undefined` but for audited operations (the admin API's).
   const fromRequest = (
     c: Context,
     owner: string,
-    quota?: RateLimitStatus,
-    keyHolder?: KeyHolder,
+    quota: RateLimitStatus | undefined,
+    keyHolder: KeyHolder | undefined,
     value?: unknown,
   ): Input => ({
     query: query?.(queryOf(c)),
@@ -64,7 +69,7 @@ export function inputReader<D>(
   return async function withBody(c, owner, quota, keyHolder) {
     if (!isMediaType(c.req.header('content-type'), types)) throw refused;
     // The media type (415) and the JSON's syntax (400) first, as the body is read; then the
-    // path, query and headers; the body's fields last.
+    // query, path and headers; the body's fields last.
     const value = parseJsonBody(await c.req.arrayBuffer(), mustBe);
     return fromRequest(c, owner, quota, keyHolder, value);
   };

@@ -1,8 +1,6 @@
-/**
- * `petstore backup` and `petstore restore`: a consistent copy of a live store (with the keys
- * file and its audit trail beside it when they are files) and the way back, moving the pet id
- * sequence past every id the store may have issued after the copy (src/store/backup.ts).
- */
+// `petstore backup` and `petstore restore`: a consistent copy of a live store (with the keys
+// file and its audit trail beside it when they are files) and the way back, moving the pet id
+// sequence past every id the store may have issued after the copy (src/store/backup.ts).
 import * as fs from 'node:fs';
 import process from 'node:process';
 import { auditPath } from '../keys/audit-file.ts';

@@ -1,8 +1,6 @@
-/**
- * `petstore healthcheck`: exit 0 when the local server answers /healthz with 200, else 1.
- * Without flags it asks where the server would listen with the same environment (`PORT`, and
- * `HOST` unless that is a wildcard), so a container's HEALTHCHECK needs no arguments.
- */
+// `petstore healthcheck`: exit 0 when the local server answers /healthz with 200, else 1.
+// Without flags it asks where the server would listen with the same environment (`PORT`, and
+// `HOST` unless that is a wildcard), so a container's HEALTHCHECK needs no arguments.
 import process from 'node:process';
 import { httpOrigin } from '../core/http-origin.ts';
 import { LISTEN_OPTIONS } from './listen.ts';

@@ -1,4 +1,4 @@
-/** The options the `petstore keys` commands share, and how they read dates and durations. */
+// The options the `petstore keys` commands share, and how they read dates and durations.
 import * as v from 'valibot';
 import { ADMIN_SCOPE, KEY_SCOPES, type KeyScope } from '../core/key-scopes.ts';
 import { FIELDS, KEY_NAME, rfc3339 } from '../keys/schemas.ts';

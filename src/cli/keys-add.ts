@@ -1,4 +1,4 @@
-/** `petstore keys add`: a new key for a consumer, made when missing. */
+// `petstore keys add`: a new key for a consumer, made when missing.
 
 import process from 'node:process';
 import { addKey } from '../keys/document-edits.ts';

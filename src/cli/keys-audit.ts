@@ -1,4 +1,4 @@
-/** `petstore keys audit`: the audit trail of the keys, oldest first; never a token or a hash. */
+// `petstore keys audit`: the audit trail of the keys, oldest first; never a token or a hash.
 import process from 'node:process';
 import type { Actor } from '../keys/audit.ts';
 import type { NumberedRecord } from '../keys/audit-file.ts';

@@ -1,8 +1,6 @@
-/**
- * What the keys commands share: where the keys are (a file, or the data store), a fresh token, and
- * a change with its audit record. Tokens come from the CSPRNG and are printed once, alone on stdout
- * (so `TOKEN=$(petstore keys add …)` works); the file only ever holds their SHA-256.
- */
+// What the keys commands share: where the keys are (a file, or the data store), a fresh token, and
+// a change with its audit record. Tokens come from the CSPRNG and are printed once, alone on stdout
+// (so `TOKEN=$(petstore keys add …)` works); the file only ever holds their SHA-256.
 import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,6 +1,4 @@
-/**
- * `petstore keys import FILE --data URL`: copies a keys file into the data store (`--keys store`).
- */
+// `petstore keys import FILE --data URL`: copies a keys file into the data store (`--keys store`).
 import process from 'node:process';
 import { asConsumers, importConsumer } from '../keys/document-edits.ts';
 import { readKeysDocument } from '../keys/locked-file.ts';

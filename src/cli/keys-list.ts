@@ -1,4 +1,4 @@
-/** `petstore keys list`: consumers and their keys, never a token or a full hash. */
+// `petstore keys list`: consumers and their keys, never a token or a full hash.
 import process from 'node:process';
 import { keyRecords } from '../keys/file.ts';
 import type { KeyRecord } from '../keys/records.ts';

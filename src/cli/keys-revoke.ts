@@ -1,4 +1,4 @@
-/** `petstore keys revoke`: removes one key; the consumer and its quota stay. */
+// `petstore keys revoke`: removes one key; the consumer and its quota stay.
 import process from 'node:process';
 import { revokeKey } from '../keys/document-edits.ts';
 import type { KeysDocument } from '../keys/schemas.ts';

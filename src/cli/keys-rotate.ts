@@ -1,4 +1,4 @@
-/** `petstore keys rotate`: a new key for a consumer; its current keys end after an overlap. */
+// `petstore keys rotate`: a new key for a consumer; its current keys end after an overlap.
 import process from 'node:process';
 import { rotateKeys } from '../keys/document-edits.ts';
 import { type KeysDocument, keyIdOf } from '../keys/schemas.ts';

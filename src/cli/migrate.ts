@@ -1,8 +1,6 @@
-/**
- * `petstore migrate status` and `petstore migrate up`: the schema as an operator who runs the
- * migrations as a step of their own sees it. Start-up migrates by itself as well (see
- * docs/operations.md, "Upgrades and rollbacks").
- */
+// `petstore migrate status` and `petstore migrate up`: the schema as an operator who runs the
+// migrations as a step of their own sees it. Start-up migrates by itself as well (see
+// docs/operations.md, "Upgrades and rollbacks").
 import * as fs from 'node:fs';
 import process from 'node:process';
 import postgres from 'postgres';

@@ -1,9 +1,7 @@
-/**
- * The one command-line parser, for the server and every subcommand. `node:util` `parseArgs`
- * splits the words (the same under Bun, Deno and Node: `--flag value`, `--flag=value`, `--`);
- * a table per command says what each option is, where else its value may come from (an
- * environment variable, a default), how it is checked, and makes the command's `--help`.
- */
+// The one command-line parser, for the server and every subcommand. `node:util` `parseArgs`
+// splits the words (the same under Bun, Deno and Node: `--flag value`, `--flag=value`, `--`);
+// a table per command says what each option is, where else its value may come from (an
+// environment variable, a default), how it is checked, and makes the command's `--help`.
 import process from 'node:process';
 import { parseArgs } from 'node:util';
 

@@ -1,7 +1,5 @@
-/**
- * How option tables read raw values. Every refusal reads `SOURCE: expected WHAT, got "VALUE"`,
- * SOURCE being the flag or the environment variable the value came from.
- */
+// How option tables read raw values. Every refusal reads `SOURCE: expected WHAT, got "VALUE"`,
+// SOURCE being the flag or the environment variable the value came from.
 import * as v from 'valibot';
 import { ConfigError, type Parser } from './options.ts';
 

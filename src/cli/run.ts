@@ -1,9 +1,7 @@
-/**
- * The subcommands other than serving: `petstore keys add|rotate|revoke|list|audit|import`,
- * `petstore backup`, `petstore restore`, `petstore migrate status|up` and `petstore healthcheck`.
- * Each has its own option table and --help; `petstore keys` alone prints the usage of every keys
- * command.
- */
+// The subcommands other than serving: `petstore keys add|rotate|revoke|list|audit|import`,
+// `petstore backup`, `petstore restore`, `petstore migrate status|up` and `petstore healthcheck`.
+// Each has its own option table and --help; `petstore keys` alone prints the usage of every keys
+// command.
 import process from 'node:process';
 import { KeysFileError } from '../keys/file.ts';
 import { BACKUP, RESTORE } from './backup.ts';

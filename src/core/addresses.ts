@@ -1,8 +1,6 @@
-/**
- * Client addresses: which one a request counts against, written one way only, and grouped.
- * Parsing is ipaddr.js's; `node:net`'s `isIP` first keeps out the forms ipaddr.js also reads
- * but no socket or proxy writes (`010.1.1.1`, `1.2.3`, `0x7f.1`).
- */
+// Client addresses: which one a request counts against, written one way only, and grouped.
+// Parsing is ipaddr.js's; `node:net`'s `isIP` first keeps out the forms ipaddr.js also reads
+// but no socket or proxy writes (`010.1.1.1`, `1.2.3`, `0x7f.1`).
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 

@@ -1,9 +1,30 @@
+// What the limiter decides for one request (`Decision`): its outcome, the windows' state and the
+// notices it caused.
+
+/** One limiter decision: what to do with the request and what to tell the client. */
+export interface Decision {
+  readonly outcome: Outcome;
+  /** Unix time in whole seconds (floor) of the decision: resets and Retry-After count from it. */
+  readonly now: number;
+  /** The subject's windows, shortest first: minute, day, and month when its limits have one. */
+  readonly windows: readonly WindowState[];
+  /** Seconds until a request would be admitted; at least 1 when refused, 0 when admitted. */
+  readonly retryAfter: number;
+  /**
+   * What this decision crossed, for a subject with `thresholds`, then the notices given once
+   * more (30 s to an hour after their first time, `notices.ts`); absent when nothing.
+   */
+  readonly notices?: readonly Notice[];
+}
+
 /** Windows whose crossings are noticed: a minute's comes and goes too fast to warn anyone. */
 export type NoticeWindow = 'day' | 'month';
 
 /**
  * What a decision caused that its subject is told about: one event per subject, window, period and
- * threshold (across instances with Redis), though each notice is given twice (`notices.ts`).
+ * threshold (across instances with Redis). Each notice is given twice, in case the instance that
+ * decided it died before recording it; both carry one event id, so they make one event
+ * (`notices.ts`).
  * `period` is the UTC day number (epoch ms / 86,400,000) for the day window, year * 12 + month - 1
  * for the month.
  */
@@ -39,20 +60,9 @@ export interface WindowState {
   readonly reset: number;
 }
 
+/**
+ * What the limiter did with the request. `key_banned` names a banned keyless address's refusal
+ * too: the contract has one code for a ban, whoever is banned (`limiterRefusal()`,
+ * src/gateway/gateway.ts).
+ */
 export type Outcome = 'admitted' | 'rate_limited' | 'key_banned';
-
-/** One limiter decision: what to do with the request and what to tell the client. */
-export interface Decision {
-  readonly outcome: Outcome;
-  /** Unix time in whole seconds (floor) of the decision: resets and Retry-After count from it. */
-  readonly now: number;
-  /** The subject's windows, shortest first: minute, day, and month when its limits have one. */
-  readonly windows: readonly WindowState[];
-  /** Seconds until a request would be admitted; at least 1 when refused, 0 when admitted. */
-  readonly retryAfter: number;
-  /**
-   * What this decision crossed, for a subject with `thresholds`, then the notices given once
-   * more (30 s to an hour after their first time, `notices.ts`); absent when nothing.
-   */
-  readonly notices?: readonly Notice[];
-}

@@ -1,8 +1,6 @@
-/**
- * Where a JSON text stops being JSON, in words a person can act on, and the first member name an
- * object repeats. `JSON.parse` words the first differently in each runtime and never reports the
- * second, so one scanner here does both.
- */
+// Where a JSON text stops being JSON, in words a person can act on, and the first member name an
+// object repeats. `JSON.parse` words the first differently in each runtime and never reports the
+// second, so one scanner here does both.
 
 /**
  * The first syntax error of a JSON text: 1-based line and column (in UTF-16 units), and what was

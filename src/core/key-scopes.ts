@@ -1,3 +1,5 @@
+// The scopes an API key may hold: the operations' four, and `admin` for the admin API.
+
 /**
  * What an API key may do. Each operation of the table names the one it needs
  * (src/api/operations.ts); a key carries a list of them (the keys file's `scopes`).

@@ -1,8 +1,6 @@
-/**
- * A pet's strong entity tag and the `If-Match` header compared against it (RFC 9110). The tag
- * comes from the pet's id and version, not its body, so every instance tags a pet alike. A pet's
- * body is never compressed (src/api/pets.test.ts), so the tag names one sequence of bytes.
- */
+// A pet's strong entity tag and the `If-Match` header compared against it (RFC 9110). The tag
+// comes from the pet's id and version, not its body, so every instance tags a pet alike. A pet's
+// body is never compressed (src/api/pets.test.ts), so the tag names one sequence of bytes.
 
 /** What `If-Match` asks of the pet: any current version (`*`), or one of these versions. */
 export type IfMatch = '*' | readonly number[];

@@ -237,15 +237,17 @@ export function createAdmission({
       }
       closeChild(child, verdict, DECISION_SPAN.outcome);
       if (verdict.outcome === 'unavailable') return LIMITER_DOWN;
+      // Past the 503, the verdict is a decision, and is named so from here to `serveAdmitted`.
+      const decision: Decision = verdict;
       // 3e: the quota webhook, recorded before any answer.
-      if (verdict.notices && notify) await notify(consumer, verdict);
+      if (decision.notices && notify) await notify(consumer, decision);
       let limited: ApiError | undefined;
-      if (verdict.outcome !== 'admitted' && cost > 0) {
-        if (consumer.enforce) limited = limiterRefusal(verdict);
-        else if (wouldRefuse) reportWouldRefuse(name, verdict, cost, wouldRefuse);
+      if (decision.outcome !== 'admitted' && cost > 0) {
+        if (consumer.enforce) limited = limiterRefusal(decision);
+        else if (wouldRefuse) reportWouldRefuse(name, decision, cost, wouldRefuse);
       }
       // 3f: the rate-limit headers.
-      writeRateLimitHeaders(c, verdict, limited !== undefined);
+      writeRateLimitHeaders(c, decision, limited !== undefined);
       // 3g: the limiter's refusal first, then the key's scopes.
       const refused =
         limited ??
@@ -254,8 +256,8 @@ export function createAdmission({
       if (refused) return refused;
       // Kept while the consumer has requests in flight: a later 429 at the cap (3c) shows its
       // headers.
-      inFlight.remember(id, verdict);
-      return await serveAdmitted(verdict, caller);
+      inFlight.remember(id, decision);
+      return await serveAdmitted(decision, caller);
     } finally {
       inFlight.leave(id);
     }

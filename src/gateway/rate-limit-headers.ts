@@ -1,8 +1,6 @@
-/**
- * Rate-limit response headers from one limiter decision: the de facto `X-RateLimit-*` trio for
- * the binding window, and the IETF draft's `RateLimit-Policy` / `RateLimit` for every window
- * (draft-ietf-httpapi-ratelimit-headers).
- */
+// Rate-limit response headers from one limiter decision: the de facto `X-RateLimit-*` trio for
+// the binding window, and the IETF draft's `RateLimit-Policy` / `RateLimit` for every window
+// (draft-ietf-httpapi-ratelimit-headers).
 import type { Context } from 'hono';
 import { LRUCache } from 'lru-cache';
 import type { Decision, WindowState } from '../core/decision.ts';

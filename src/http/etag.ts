@@ -1,3 +1,5 @@
+// The weak entity tags of bodies, and the `If-None-Match` test that answers 304.
+
 /**
  * Returns a weak entity tag of a body and its other parts: the first 64 bits of MurmurHash3 x86_128
  * (seed 0) of the parts, each followed by a newline, as hex. Weak, because the same JSON is sent

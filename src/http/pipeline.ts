@@ -1,8 +1,8 @@
 // A request's way from Hono's route to its answer. Every route's handler is made here. The tree
 // below is the code's one list of a table operation's eight steps, in the order they run;
 // ARCHITECTURE.md's walk says what each does. The make… functions (`makeOperationHandler`,
-// `makeExchangeHandler`, `makeServiceRouteHandler`) run once, when a route is added; the tree
-// runs per request. Who calls whom, each function indented under its caller (ARCHITECTURE.md
+// `makeExchangeHandler`, `makeServiceRouteHandler`) run once each, when the app is built; the
+// tree runs per request. Who calls whom, each function indented under its caller (ARCHITECTURE.md
 // shows the same tree; src/layout.test.ts holds the two alike):
 //
 //   exchange                        step 1, the route's handler
@@ -402,9 +402,10 @@ async function checkBodyLimits(
  * operation that waits for it (`waitsForDueOrderExpiry`) holds the store's `dueOrderExpiry`
  * (`routeOf`): it starts the expiry (`startDueOrderExpiry()`) and, while a run is under way, runs
  * step 6.2 once it ends, so the answer shows the pets of orders whose hold ran out `available`. Any
- * other operation goes straight to step 6.2. `startDueOrderExpiry` of `DataStore`
- * (src/store/store.ts) says what a failed run and a wait past `--store-timeout` answer. Not async,
- * so it adds no promise of its own when nothing is due.
+ * other operation goes straight to step 6.2. A failed run does not fail the read: it shows the
+ * pets as stored, with nothing memoised. A wait past `--store-timeout`, or begun while the database
+ * is unreachable, answers 503 (`startDueOrderExpiry` of `DataStore`, src/store/store.ts, says why).
+ * Not async, so it adds no promise of its own when nothing is due.
  */
 function afterDueOrderExpiry<D>(
   parts: TableParts<D>,

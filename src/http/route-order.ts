@@ -1,3 +1,5 @@
+// The order in which the table's routes are added to Hono.
+
 /**
  * Returns the table's entries in the order their routes are added. Hono serves a request with the
  * first route that matches, so a static segment must come before a parameter in the same place. The

@@ -1,7 +1,5 @@
-/**
- * The audit trail of a keys file: `FILE.audit.jsonl` beside it, one JSON record a line, only
- * ever appended (fsynced, under the keys file's lock, after the change it records is in place).
- */
+// The audit trail of a keys file: `FILE.audit.jsonl` beside it, one JSON record a line, only
+// ever appended (fsynced, under the keys file's lock, after the change it records is in place).
 import * as fs from 'node:fs';
 import { asciiJson } from '../redact.ts';
 import type { AuditRecord } from './audit.ts';

@@ -1,8 +1,6 @@
-/**
- * The audit trail of changes to consumers and keys: who changed what, when, and each changed
- * field before and after. A record never holds a token, a hash or a webhook's secret. A webhook's
- * secret shows as "(set)" or "(changed)"; keys show by id, scopes and dates only.
- */
+// The audit trail of changes to consumers and keys: who changed what, when, and each changed
+// field before and after. A record never holds a token, a hash or a webhook's secret. A webhook's
+// secret shows as "(set)" or "(changed)"; keys show by id, scopes and dates only.
 import { asConsumers } from './document-edits.ts';
 import { type ConsumerEntry, type KeysDocument, keyIdOf } from './schemas.ts';
 

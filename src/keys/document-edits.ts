@@ -1,9 +1,7 @@
-/**
- * The changes `petstore keys` makes to a keys document, as pure functions: each returns a new
- * document and leaves the given one alone. A `{"keys":[...]}` entry that is added to, rotated
- * or revoked is first moved into `consumers` under the same name with its key id = its name,
- * so its quota, its id in logs and its token all stay the same.
- */
+// The changes `petstore keys` makes to a keys document, as pure functions: each returns a new
+// document and leaves the given one alone. A `{"keys":[...]}` entry that is added to, rotated
+// or revoked is first moved into `consumers` under the same name with its key id = its name,
+// so its quota, its id in logs and its token all stay the same.
 
 import type { KeyScope } from '../core/key-scopes.ts';
 import { KeysFileError } from './file.ts';

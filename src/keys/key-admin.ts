@@ -1,8 +1,6 @@
-/**
- * Where `petstore keys` and the admin API read and change consumers and keys: the keys file
- * (under its lock, atomically) or the data store (`--keys store`). Every change is one unit with
- * its audit record: both are there, or neither.
- */
+// Where `petstore keys` and the admin API read and change consumers and keys: the keys file
+// (under its lock, atomically) or the data store (`--keys store`). Every change is one unit with
+// its audit record: both are there, or neither.
 import type { KeyStore, StoredConsumer } from '../store/key-store.ts';
 import { type AuditRecord, auditRecord } from './audit.ts';
 import { type NumberedRecord, readAudit } from './audit-file.ts';

@@ -1,8 +1,6 @@
-/**
- * Reading and rewriting a keys file safely for `petstore keys`: one writer at a time (a lock
- * file), and every write atomic (a temporary file in the same directory, fsynced, renamed over
- * the original), keeping the original's mode and owner so the server can still read it.
- */
+// Reading and rewriting a keys file safely for `petstore keys`: one writer at a time (a lock
+// file), and every write atomic (a temporary file in the same directory, fsynced, renamed over
+// the original), keeping the original's mode and owner so the server can still read it.
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import { basename, dirname, join } from 'node:path';

@@ -1,10 +1,8 @@
-/**
- * Where a webhook may be sent: a public address over `https://`, or loopback over `http://` for
- * testing. The URL is checked when configured, and each address its host resolves to is checked
- * again at every connection. So a name that resolves inside the network, even after a first good
- * answer (DNS rebinding), reaches nothing there. `--webhook-allow-cidr` allows named private
- * ranges; SECURITY.md says why.
- */
+// Where a webhook may be sent: a public address over `https://`, or loopback over `http://` for
+// testing. The URL is checked when configured, and each address its host resolves to is checked
+// again at every connection. So a name that resolves inside the network, even after a first good
+// answer (DNS rebinding), reaches nothing there. `--webhook-allow-cidr` allows named private
+// ranges; SECURITY.md says why.
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 

@@ -1,9 +1,7 @@
-/**
- * Per-consumer series for `GET /metrics`: requests by status, refusals by reason, when each key
- * was last used and when it expires. Label values come only from the keys file (`load`), never
- * from a request, so the number of series is bounded by the file: a request naming anything
- * else is not counted here. No token or hash is ever a label; keys are named by their id.
- */
+// Per-consumer series for `GET /metrics`: requests by status, refusals by reason, when each key
+// was last used and when it expires. Label values come only from the keys file (`load`), never
+// from a request, so the number of series is bounded by the file: a request naming anything
+// else is not counted here. No token or hash is ever a label; keys are named by their id.
 import { Counter, Gauge, type Registry } from 'prom-client';
 
 /** A key as these series know it (a `KeyRecord` is one). */

@@ -1,12 +1,10 @@
-/**
- * OpenMetrics for `/metrics` asked for with `Accept: application/openmetrics-text`: the
- * Prometheus text the registry writes, turned into OpenMetrics 1.0 (counter families named
- * without `_total`, no blank lines, `# EOF`), with the latency histogram's exemplars: per
- * operation and bucket, the trace id of the latest exported request that fell in it.
- *
- * prom-client keeps exemplars only in a registry that writes OpenMetrics alone (and renames its
- * counters when it does), so the exemplars are kept here, beside the registry, instead.
- */
+// OpenMetrics for `/metrics` asked for with `Accept: application/openmetrics-text`: the
+// Prometheus text the registry writes, turned into OpenMetrics 1.0 (counter families named
+// without `_total`, no blank lines, `# EOF`), with the latency histogram's exemplars: per
+// operation and bucket, the trace id of the latest exported request that fell in it.
+//
+// prom-client keeps exemplars only in a registry that writes OpenMetrics alone (and renames its
+// counters when it does), so the exemplars are kept here, beside the registry, instead.
 
 /** OpenMetrics 1.0's content type. */
 export const OPENMETRICS_CONTENT_TYPE = 'application/openmetrics-text; version=1.0.0; charset=utf-8';

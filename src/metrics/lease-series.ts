@@ -1,8 +1,6 @@
-/**
- * The quota-lease series for `GET /metrics` (an instance on `--redis`): script runs by kind,
- * units granted and handed back, and leases holding unused units, read from the lease limiter
- * when scraped. Without Redis they stay at zero.
- */
+// The quota-lease series for `GET /metrics` (an instance on `--redis`): script runs by kind,
+// units granted and handed back, and leases holding unused units, read from the lease limiter
+// when scraped. Without Redis they stay at zero.
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { LeaseStats, RunKind } from '../gateway/gateway.ts';
 

@@ -1,9 +1,7 @@
-/**
- * The rate limiter's series for `GET /metrics`: where decisions are made now (this process,
- * Redis, or this process while Redis is down), how often Redis was lost, and the in-process
- * table of subjects (client addresses and consumers, the bound on addresses, whether it is full).
- * Everything is read from the limiter when scraped; nothing is counted on the request path.
- */
+// The rate limiter's series for `GET /metrics`: where decisions are made now (this process,
+// Redis, or this process while Redis is down), how often Redis was lost, and the in-process
+// table of subjects (client addresses and consumers, the bound on addresses, whether it is full).
+// Everything is read from the limiter when scraped; nothing is counted on the request path.
 import { Counter, Gauge, type Registry } from 'prom-client';
 
 /**

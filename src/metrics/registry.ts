@@ -1,12 +1,10 @@
-/**
- * Everything `GET /metrics` shows, kept in a prom-client registry that writes the Prometheus text
- * format (version 0.0.4).
- *
- * Request counts stay on the request path as additions to a typed array at an index fixed in
- * advance (operation x status): no label strings or objects per request. They are handed to
- * prom-client only when scraped, by the counter's `collect()`. The latency histogram is
- * prom-client's own (`observe` per request), as it has no way to be fed bucket counts.
- */
+// Everything `GET /metrics` shows, kept in a prom-client registry that writes the Prometheus text
+// format (version 0.0.4).
+//
+// Request counts stay on the request path as additions to a typed array at an index fixed in
+// advance (operation x status): no label strings or objects per request. They are handed to
+// prom-client only when scraped, by the counter's `collect()`. The latency histogram is
+// prom-client's own (`observe` per request), as it has no way to be fed bucket counts.
 import {
   AggregatorRegistry,
   Counter,

@@ -1,8 +1,6 @@
-/**
- * The webhook series for `GET /metrics`: deliveries by consumer, event and outcome, and the
- * outbox's depth and oldest pending age as the delivery loop last read them. Consumer names
- * come from the outbox, which only the keys file's consumers fill, so the series stay bounded.
- */
+// The webhook series for `GET /metrics`: deliveries by consumer, event and outcome, and the
+// outbox's depth and oldest pending age as the delivery loop last read them. Consumer names
+// come from the outbox, which only the keys file's consumers fill, so the series stay bounded.
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { OutboxStats } from '../store/outbox.ts';
 import type { WebhookReport } from '../webhooks/delivery-loop.ts';

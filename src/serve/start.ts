@@ -49,7 +49,7 @@ export async function startServer(config: Config): Promise<void> {
   const adapter = await loadAdapter();
   const workers = workerCount(config, adapter);
   // The memory the workers share: their counters, their in-flight slots (src/serve/supervisor.ts).
-  const sharedMemory = workers > 1 ? workerMemory(workers) : undefined;
+  const workersMemory = workers > 1 ? workerMemory(workers) : undefined;
   const metrics = await metricsOf(config, adapter);
   const traces = await startTraces(config, metrics);
   const liveKeys = new LiveKeys(config.keys, log, metrics);
@@ -62,7 +62,7 @@ export async function startServer(config: Config): Promise<void> {
   checkOpenFiles(log, openFilesNeeded(liveKeys.consumers, config.maxInFlight));
   const listeners = await Listeners.bind(config, adapter, metrics, { proveOnly: workers > 1 });
   // The workers' shared counters (`WORKER_STATE` of src/serve/supervisor.ts), over their memory.
-  const sharedCounters = sharedMemory && new Int32Array(sharedMemory.state);
+  const sharedCounters = workersMemory && new Int32Array(workersMemory.state);
   // The store opens after the bind, so a port in use leaves no database file behind. A failed
   // start ends the process (src/main.ts), which frees the ports and the store.
   // With workers, the supervisor's store shares their counters: its own writes (expiries, a
@@ -80,11 +80,12 @@ export async function startServer(config: Config): Promise<void> {
   let stoppingAt = 0;
   // The host's part of `/readyz`.
   const hostStatus = (): HostStatus => ({ limiterStatus: redisLimiter?.status(), keysProblem: liveKeys.problem() });
-  // `sharedMemory` is made for `--workers` above 1 only: then workers serve, else this process.
-  if (sharedMemory) {
+  // `workersMemory` is made for `--workers` above 1 only, so it stands for "with workers": then
+  // workers serve, else this process.
+  if (workersMemory) {
     await startWorkers({
       config,
-      memory: sharedMemory,
+      memory: workersMemory,
       listeners,
       liveKeys,
       limiter,

@@ -1,9 +1,7 @@
-/**
- * The supervisor of `--workers N`. The main thread serves no request. It starts N workers
- * (src/serve/worker.ts) that share the port (`SO_REUSEPORT`), and it owns what runs once per host:
- * the limiter, the keys, webhook delivery, the admin API, metrics, the log and the signals. A
- * worker that exits unasked is logged, counted and replaced.
- */
+// The supervisor of `--workers N`. The main thread serves no request. It starts N workers
+// (src/serve/worker.ts) that share the port (`SO_REUSEPORT`), and it owns what runs once per host:
+// the limiter, the keys, webhook delivery, the admin API, metrics, the log and the signals. A
+// worker that exits unasked is logged, counted and replaced.
 import { Buffer } from 'node:buffer';
 import type { Config } from '../config.ts';
 import {

@@ -1,10 +1,8 @@
-/**
- * A worker's entry point (`--workers` above 1). It serves the API on the port it shares with the
- * other workers, and leaves what runs once per host to the supervisor: the limiter
- * (src/gateway/limiter/host-limiter.ts), the keys, webhook delivery, the admin API and the log
- * stream (a log file excepted: `fileWriter`). What every request reads for the host is in shared
- * memory: the in-flight slots, the store's change count, whether the host is stopping.
- */
+// A worker's entry point (`--workers` above 1). It serves the API on the port it shares with the
+// other workers, and leaves what runs once per host to the supervisor: the limiter
+// (src/gateway/limiter/host-limiter.ts), the keys, webhook delivery, the admin API and the log
+// stream (a log file excepted: `fileWriter`). What every request reads for the host is in shared
+// memory: the in-flight slots, the store's change count, whether the host is stopping.
 import process from 'node:process';
 import { setImmediate } from 'node:timers';
 import { setTimeout as sleep } from 'node:timers/promises';

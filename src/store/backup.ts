@@ -1,12 +1,10 @@
-/**
- * Backups that restore (`petstore backup`, `petstore restore`): a consistent copy of a live store
- * and the way back. A restore moves the pet id sequence past every id the store may have issued
- * since the copy, so no id is given to two pets.
- *
- * - SQLite: `VACUUM INTO` copies in one read transaction while the server writes on, WAL included;
- *   a plain `cp` of a live file can miss what is still in the WAL.
- * - PostgreSQL: `pg_dump --format=custom` (one snapshot), and `pg_restore` into an empty database.
- */
+// Backups that restore (`petstore backup`, `petstore restore`): a consistent copy of a live store
+// and the way back. A restore moves the pet id sequence past every id the store may have issued
+// since the copy, so no id is given to two pets.
+//
+// - SQLite: `VACUUM INTO` copies in one read transaction while the server writes on, WAL included;
+//   a plain `cp` of a live file can miss what is still in the WAL.
+// - PostgreSQL: `pg_dump --format=custom` (one snapshot), and `pg_restore` into an empty database.
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { basename, dirname, join } from 'node:path';

@@ -1,9 +1,7 @@
-/**
- * What every backend decides about a change or a removal of a pet from the pet alone, as its
- * write transaction reads it: found, `If-Match`, the transition. Whether an open order holds the
- * pet (`on_order`) needs the orders, so each backend checks it after the plan, in its own
- * transaction; the backends differ in that and in how they read, lock and write.
- */
+// What every backend decides about a change or a removal of a pet from the pet alone, as its
+// write transaction reads it: found, `If-Match`, the transition. Whether an open order holds the
+// pet (`on_order`) needs the orders, so each backend checks it after the plan, in its own
+// transaction; the backends differ in that and in how they read, lock and write.
 import { mayBecome, type Pet, type PetPatch, type StoredPet } from '../core/pet-records.ts';
 import { type IfMatch, meets } from '../core/preconditions.ts';
 import type { RemoveResult, UpdateResult } from './store.ts';

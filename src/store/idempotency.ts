@@ -1,7 +1,5 @@
-/**
- * `Idempotency-Key` on createPet: how long a key is remembered, what counts as "the same
- * request", and how often the stores drop expired keys.
- */
+// `Idempotency-Key` on createPet: how long a key is remembered, what counts as "the same
+// request", and how often the stores drop expired keys.
 import { createHash } from 'node:crypto';
 import type { NewPet } from '../core/pet-records.ts';
 

@@ -1,10 +1,8 @@
-/**
- * Consumers and their keys kept in the data store (`--keys store`), shared by every instance on
- * the database. These are plain rows; the keys in force validate them on load
- * (`src/keys/store-watch.ts`). Every change is one transaction, serialized across instances: it
- * rewrites the consumers it changes, appends its audit records (which triggers keep append-only)
- * and moves the version every instance watches.
- */
+// Consumers and their keys kept in the data store (`--keys store`), shared by every instance on
+// the database. These are plain rows; the keys in force validate them on load
+// (`src/keys/store-watch.ts`). Every change is one transaction, serialized across instances: it
+// rewrites the consumers it changes, appends its audit records (which triggers keep append-only)
+// and moves the version every instance watches.
 
 /** A key as stored: its hash, never its token. */
 export interface StoredKey {

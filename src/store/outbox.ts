@@ -1,9 +1,7 @@
-/**
- * The webhook outbox: events recorded durably in the same store as the pets, then handed to a
- * delivery loop that claims them (`claimed_by`, `claimed_until`), so among instances sharing
- * a database each event is being delivered by one at a time. The store knows plain records only:
- * what an event means and where it goes is src/webhooks/'s.
- */
+// The webhook outbox: events recorded durably in the same store as the pets, then handed to a
+// delivery loop that claims them (`claimed_by`, `claimed_until`), so among instances sharing
+// a database each event is being delivered by one at a time. The store knows plain records only:
+// what an event means and where it goes is src/webhooks/'s.
 
 /**
  * One event as recorded: `id` is unique across the fleet, and recording it twice keeps the first.

@@ -1,3 +1,6 @@
+// The errors a store call throws, what kind each is (a fault, unavailable, a timeout), and how
+// SQLite's errors map to them.
+
 /**
  * A store call failed. Thrown as it is for a fault of the call itself (a bug, a broken
  * constraint: the API's 500); its subclass `StoreUnavailableError` means the store cannot

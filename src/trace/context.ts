@@ -1,7 +1,5 @@
-/**
- * W3C Trace Context (https://www.w3.org/TR/trace-context/): the `traceparent` a caller sends,
- * read strictly, and the one a span sends on. Anything malformed is as if nothing were sent.
- */
+// W3C Trace Context (https://www.w3.org/TR/trace-context/): the `traceparent` a caller sends,
+// read strictly, and the one a span sends on. Anything malformed is as if nothing were sent.
 import { Buffer } from 'node:buffer';
 import { randomFillSync } from 'node:crypto';
 

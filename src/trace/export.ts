@@ -1,27 +1,25 @@
-/**
- * The trace export, wired at start only when an OTLP endpoint is configured: every request is
- * recorded into a ring (src/trace/ring.ts); a step scheduled by the answers that keep a record,
- * off the request path, encodes the kept records straight to OTLP protobuf (src/trace/otlp.ts)
- * in batches, which the OTLP/HTTP exporter's transport of the OpenTelemetry packages sends, one
- * at a time (its time-out, retries, headers and environment settings). A webhook delivery's span
- * is a plain record of its own, encoded by the same encoder into the same batches as it ends.
- * No SDK runs: no tracer, span processor or span object. Without an endpoint this module is
- * never loaded, and no ring or exporter exists.
- *
- * - Sampling is the configured sampler (`OTEL_TRACES_SAMPLER`, default `parentbased_always_on`),
- *   asked at the start of each request before anything is recorded, with rules of the service's
- *   own: a caller's sampled flag forces a trace to be exported only when the caller has a valid
- *   key (`HAS_VALID_KEY`); a caller without one never chooses, the root sampler deciding on an
- *   id the server drew (src/trace/spans.ts), not on the caller's flag or trace id; and under the
- *   `parentbased_*` samplers a webhook delivery, a new trace, is exported when the span it links
- *   to was.
- * - A request the sampler passed over is kept all the same when its caller has a valid key and
- *   it was slow or answered 5xx (`KeepRules`, at most so many a second).
- * - The queue holds `MAX_QUEUE` spans, the webhook spans among them: a slow or absent collector
- *   makes it drop spans, never wait, and a span with no room is dropped before it is encoded;
- *   what is dropped (the queue full, an export that failed, kept records the ring overwrote
- *   before the step read them, tail keeps past the cap) goes to `dropped`.
- */
+// The trace export, wired at start only when an OTLP endpoint is configured: every request is
+// recorded into a ring (src/trace/ring.ts); a step scheduled by the answers that keep a record,
+// off the request path, encodes the kept records straight to OTLP protobuf (src/trace/otlp.ts)
+// in batches, which the OTLP/HTTP exporter's transport of the OpenTelemetry packages sends, one
+// at a time (its time-out, retries, headers and environment settings). A webhook delivery's span
+// is a plain record of its own, encoded by the same encoder into the same batches as it ends.
+// No SDK runs: no tracer, span processor or span object. Without an endpoint this module is
+// never loaded, and no ring or exporter exists.
+//
+// - Sampling is the configured sampler (`OTEL_TRACES_SAMPLER`, default `parentbased_always_on`),
+//   asked at the start of each request before anything is recorded, with rules of the service's
+//   own: a caller's sampled flag forces a trace to be exported only when the caller has a valid
+//   key (`HAS_VALID_KEY`); a caller without one never chooses, the root sampler deciding on an
+//   id the server drew (src/trace/spans.ts), not on the caller's flag or trace id; and under the
+//   `parentbased_*` samplers a webhook delivery, a new trace, is exported when the span it links
+//   to was.
+// - A request the sampler passed over is kept all the same when its caller has a valid key and
+//   it was slow or answered 5xx (`KeepRules`, at most so many a second).
+// - The queue holds `MAX_QUEUE` spans, the webhook spans among them: a slow or absent collector
+//   makes it drop spans, never wait, and a span with no room is dropped before it is encoded;
+//   what is dropped (the queue full, an export that failed, kept records the ring overwrote
+//   before the step read them, tail keeps past the cap) goes to `dropped`.
 import { randomUUID } from 'node:crypto';
 import { setImmediate } from 'node:timers';
 import { type Attributes, type Context, isSpanContextValid, ROOT_CONTEXT, TraceFlags, trace } from '@opentelemetry/api';

@@ -1,13 +1,11 @@
-/**
- * The kept records of the trace ring encoded straight to OTLP protobuf (an
- * `ExportTraceServiceRequest` of opentelemetry-proto's trace.proto), by the export step, off the
- * request path: no span object per record, no intermediate message. The server span is named and
- * attributed by OpenTelemetry's HTTP conventions; its children by what each call recorded. The
- * bytes the ring holds (the client's address, the consumer's name, an error's text, the
- * `tracestate`) are copied as they are; the path is read from the URL's bytes, with anything
- * token-shaped in it replaced (`redactTokens`): never the query. A webhook delivery's client span,
- * a plain record of its own (`ClientSpan`), goes into the same requests.
- */
+// The kept records of the trace ring encoded straight to OTLP protobuf (an
+// `ExportTraceServiceRequest` of opentelemetry-proto's trace.proto), by the export step, off the
+// request path: no span object per record, no intermediate message. The server span is named and
+// attributed by OpenTelemetry's HTTP conventions; its children by what each call recorded. The
+// bytes the ring holds (the client's address, the consumer's name, an error's text, the
+// `tracestate`) are copied as they are; the path is read from the URL's bytes, with anything
+// token-shaped in it replaced (`redactTokens`): never the query. A webhook delivery's client span,
+// a plain record of its own (`ClientSpan`), goes into the same requests.
 import { randomFillSync } from 'node:crypto';
 import type { Attributes, AttributeValue } from '@opentelemetry/api';
 import { redactTokens } from '../redact.ts';

@@ -1,9 +1,7 @@
-/**
- * The request state: what every step of one request shares without being handed it. The pipeline
- * opens it around the request (`inRequest`); log lines, store calls and the gateway's child records
- * read it (`currentRequest`). `AsyncLocalStorage` follows the request through every await, on Bun,
- * Deno and Node alike.
- */
+// The request state: what every step of one request shares without being handed it. The pipeline
+// opens it around the request (`inRequest`); log lines, store calls and the gateway's child records
+// read it (`currentRequest`). `AsyncLocalStorage` follows the request through every await, on Bun,
+// Deno and Node alike.
 import { AsyncLocalStorage } from 'node:async_hooks';
 
 /** One request's ids, and its record in the trace ring when requests are recorded. */

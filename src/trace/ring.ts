@@ -1,19 +1,17 @@
-/**
- * The trace records of the requests being served and lately answered, written the same way for
- * every request whether its trace is exported or not: a ring of `size` records in typed arrays,
- * allocated once. A request takes a free record and gives it back when it ends not kept, so the
- * records in use are the requests in flight and the kept ones not yet read. A record holds the
- * request's server span and up to `MAX_CHILDREN` child spans (the gateway's decision, the store's
- * calls). Strings that repeat (methods, routes, names, outcomes) are held as numbers of a bounded
- * intern table; the others (the URL, the consumer's name, the client's address, an error's text,
- * the caller's `tracestate`) are copied as bytes into a fixed area, cut at a cap, and so are the
- * ids (the trace's, the request's span's, the caller's). Nothing here makes an object per request,
- * and nothing a request allocates is kept alive by the ring.
- *
- * The export step (src/trace/export.ts) reads the records left `KEPT` off the request path, oldest
- * first, and frees them; the ring wakes it when a record is kept, and at once when half the ring
- * has turned since its last read with a kept record waiting, before that record can be overwritten.
- */
+// The trace records of the requests being served and lately answered, written the same way for
+// every request whether its trace is exported or not: a ring of `size` records in typed arrays,
+// allocated once. A request takes a free record and gives it back when it ends not kept, so the
+// records in use are the requests in flight and the kept ones not yet read. A record holds the
+// request's server span and up to `MAX_CHILDREN` child spans (the gateway's decision, the store's
+// calls). Strings that repeat (methods, routes, names, outcomes) are held as numbers of a bounded
+// intern table; the others (the URL, the consumer's name, the client's address, an error's text,
+// the caller's `tracestate`) are copied as bytes into a fixed area, cut at a cap, and so are the
+// ids (the trace's, the request's span's, the caller's). Nothing here makes an object per request,
+// and nothing a request allocates is kept alive by the ring.
+//
+// The export step (src/trace/export.ts) reads the records left `KEPT` off the request path, oldest
+// first, and frees them; the ring wakes it when a record is kept, and at once when half the ring
+// has turned since its last read with a kept record waiting, before that record can be overwritten.
 import { Buffer } from 'node:buffer';
 import type { Attributes } from '@opentelemetry/api';
 

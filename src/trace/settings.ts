@@ -1,7 +1,5 @@
-/**
- * The trace export's settings as the OpenTelemetry environment variables spell them, read
- * without loading the export (config.ts checks them before a port is bound).
- */
+// The trace export's settings as the OpenTelemetry environment variables spell them, read
+// without loading the export (config.ts checks them before a port is bound).
 
 /** The samplers `OTEL_TRACES_SAMPLER` names. */
 export const SAMPLERS = [

@@ -1,20 +1,18 @@
-/**
- * The service's trace data, recorded by hand around the one pipeline, the gateway's decision, the
- * store's calls and each webhook delivery: a bundle (the compiled binary, the Node bundle)
- * defeats instrumentation that patches modules as they load.
- *
- * With an endpoint configured, start-up hands a ring (src/trace/ring.ts) and the keep rules to
- * `useRecorder` (src/trace/export.ts): every request then writes its server span and its
- * children into the ring the same way, exported or not, and makes no span object; the export
- * step reads the kept records off the request path. A request is kept when the sampler chose it
- * at its start (the head), or, for a caller with a valid key, when it was slow or answered 5xx
- * (the tail, capped per second). A webhook delivery, off the request path, is a client span
- * of its own trace: a plain record for each delivery whose span is exported, handed to the
- * export as it ends (`clientSpan`).
- * Without an endpoint nothing is recorded, yet each request still has a trace id and a span id,
- * continued from the caller's `traceparent` when valid, for its log lines and its
- * `traceresponse` header.
- */
+// The service's trace data, recorded by hand around the one pipeline, the gateway's decision, the
+// store's calls and each webhook delivery: a bundle (the compiled binary, the Node bundle)
+// defeats instrumentation that patches modules as they load.
+//
+// With an endpoint configured, start-up hands a ring (src/trace/ring.ts) and the keep rules to
+// `useRecorder` (src/trace/export.ts): every request then writes its server span and its
+// children into the ring the same way, exported or not, and makes no span object; the export
+// step reads the kept records off the request path. A request is kept when the sampler chose it
+// at its start (the head), or, for a caller with a valid key, when it was slow or answered 5xx
+// (the tail, capped per second). A webhook delivery, off the request path, is a client span
+// of its own trace: a plain record for each delivery whose span is exported, handed to the
+// export as it ends (`clientSpan`).
+// Without an endpoint nothing is recorded, yet each request still has a trace id and a span id,
+// continued from the caller's `traceparent` when valid, for its log lines and its
+// `traceresponse` header.
 import {
   type Attributes,
   createContextKey,

@@ -1,12 +1,10 @@
-/**
- * The delivery loop: off the request path, it polls the outbox, claims what is due, sends each
- * event signed to its consumer's current webhook, and settles it: delivered, retried later
- * (`schedule.ts`), or failed. It also keeps the outbox bounded and scans the keys for
- * `key.expiring`. A receiver that is slow or down costs the loop's time, never a request's.
- *
- * The URL and secret are read from the keys at send time (they are never stored): a consumer
- * whose webhook was removed has its events failed.
- */
+// The delivery loop: off the request path, it polls the outbox, claims what is due, sends each
+// event signed to its consumer's current webhook, and settles it: delivered, retried later
+// (`schedule.ts`), or failed. It also keeps the outbox bounded and scans the keys for
+// `key.expiring`. A receiver that is slow or down costs the loop's time, never a request's.
+//
+// The URL and secret are read from the keys at send time (they are never stored): a consumer
+// whose webhook was removed has its events failed.
 import { randomUUID } from 'node:crypto';
 import { clearInterval, setInterval, setTimeout } from 'node:timers';
 import type { Attributes } from '@opentelemetry/api';

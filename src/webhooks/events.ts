@@ -1,12 +1,10 @@
-/**
- * What is sent: the outbox records of the notices a decision carries, and of keys about to expire.
- * Each event's id is a digest of what it is about (consumer, window, period, threshold; a ban's
- * end; a key's expiry), so the same crossing recorded twice (by two instances while Redis was
- * down, by a scan run again) is one row of the outbox and one delivery.
- *
- * Bodies follow the Standard Webhooks shape: `{"type", "timestamp", "data"}`; times in `data`
- * are Unix seconds, as in the rate-limit headers and `GET /v1/rate_limit`.
- */
+// What is sent: the outbox records of the notices a decision carries, and of keys about to expire.
+// Each event's id is a digest of what it is about (consumer, window, period, threshold; a ban's
+// end; a key's expiry), so the same crossing recorded twice (by two instances while Redis was
+// down, by a scan run again) is one row of the outbox and one delivery.
+//
+// Bodies follow the Standard Webhooks shape: `{"type", "timestamp", "data"}`; times in `data`
+// are Unix seconds, as in the rate-limit headers and `GET /v1/rate_limit`.
 import { createHash } from 'node:crypto';
 import type { Decision, Notice } from '../core/decision.ts';
 import type { Consumer, KeyRecord } from '../keys/records.ts';

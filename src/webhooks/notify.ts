@@ -1,11 +1,9 @@
-/**
- * The gateway's side of the outbox: a decision that crossed something has its events recorded
- * durably before the request's answer is sent. Only a request whose decision carries notices
- * waits (one group commit on SQLite, one flushed INSERT on PostgreSQL): the crossing one, and
- * the one the limiter gives them to once more 30 s later (`notices.ts`), whose write of the same
- * ids records nothing when the first was kept. Every other request pays nothing, and no request
- * ever waits for a receiver.
- */
+// The gateway's side of the outbox: a decision that crossed something has its events recorded
+// durably before the request's answer is sent. Only a request whose decision carries notices
+// waits (one group commit on SQLite, one flushed INSERT on PostgreSQL): the crossing one, and
+// the one the limiter gives them to once more 30 s later (`notices.ts`), whose write of the same
+// ids records nothing when the first was kept. Every other request pays nothing, and no request
+// ever waits for a receiver.
 import type { Clock } from '../core/clock.ts';
 import type { Decision } from '../core/decision.ts';
 import type { Consumer } from '../keys/records.ts';

@@ -1,7 +1,5 @@
-/**
- * When a failed delivery is tried again: exponential backoff with jitter, about 5 s, 30 s, 2 min,
- * 10 min, 1 h, then every 6 h until 3 days have passed; after the last, the event is failed.
- */
+// When a failed delivery is tried again: exponential backoff with jitter, about 5 s, 30 s, 2 min,
+// 10 min, 1 h, then every 6 h until 3 days have passed; after the last, the event is failed.
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;

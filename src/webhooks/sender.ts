@@ -1,11 +1,9 @@
-/**
- * One delivery attempt: the body signed as the Standard Webhooks specification says, by the
- * maintained `standardwebhooks` package (`webhook-id`, `webhook-timestamp`, `webhook-signature:
- * v1,<base64 HMAC-SHA256>`), POSTed with a timeout. Any 2xx is a delivery; a redirect is not
- * followed (the receiver's URL is the configured one, nothing else). The connection goes to an
- * address the attempt itself resolved and checked (`targetProblem`): `node:http`'s `lookup`
- * seam, which Bun, Deno and Node honour, so no second resolution can point it elsewhere.
- */
+// One delivery attempt: the body signed as the Standard Webhooks specification says, by the
+// maintained `standardwebhooks` package (`webhook-id`, `webhook-timestamp`, `webhook-signature:
+// v1,<base64 HMAC-SHA256>`), POSTed with a timeout. Any 2xx is a delivery; a redirect is not
+// followed (the receiver's URL is the configured one, nothing else). The connection goes to an
+// address the attempt itself resolved and checked (`targetProblem`): `node:http`'s `lookup`
+// seam, which Bun, Deno and Node honour, so no second resolution can point it elsewhere.
 import type { LookupFunction } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { AllowedRanges, targetProblem } from '../keys/webhook-targets.ts';

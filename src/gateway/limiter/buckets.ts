@@ -1,7 +1,5 @@
-/**
- * One sliding window counted in buckets: the counting half of `in-process.ts`, whose top comment
- * states the bound this gives.
- */
+// One sliding window counted in buckets: the counting half of `in-process.ts`, whose top comment
+// states the bound this gives.
 import type { WindowName } from '../../core/decision.ts';
 
 /** Shape of a window: its length and the bucket its requests are rounded up to. */

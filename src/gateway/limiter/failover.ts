@@ -1,11 +1,9 @@
-/**
- * The shared limiter with a way out. While Redis answers, every decision is Redis's. When a
- * decision fails, the limiter is marked down with one log line until a probe finds Redis back.
- * Meanwhile a lease's units (`leases.ts`) are spent until its term ends. Then `open` (the
- * default) decides in process, so each instance enforces the quotas alone; `closed` answers
- * `unavailable` (503). Requests never wait for a Redis that is down: only the probe talks to it.
- * `status()` tells `/readyz` and `/metrics` where decisions are made now.
- */
+// The shared limiter with a way out. While Redis answers, every decision is Redis's. When a
+// decision fails, the limiter is marked down with one log line until a probe finds Redis back.
+// Meanwhile a lease's units (`leases.ts`) are spent until its term ends. Then `open` (the
+// default) decides in process, so each instance enforces the quotas alone; `closed` answers
+// `unavailable` (503). Requests never wait for a Redis that is down: only the probe talks to it.
+// `status()` tells `/readyz` and `/metrics` where decisions are made now.
 import { clearInterval, setInterval } from 'node:timers';
 import { type Clock, systemClock } from '../../core/clock.ts';
 import type { Logger } from '../../log.ts';

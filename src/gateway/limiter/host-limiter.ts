@@ -1,23 +1,21 @@
-/**
- * The limiter of a process with workers. The supervisor alone keeps every window, ban and keyless
- * client's count, and each worker asks it by message. So the host decides exactly as one event
- * loop would: the same windows, costs, bans and keyless clients' table. With `--redis` the host's
- * script runs are those of one instance.
- *
- * Grants. With the in-process limiter, a worker kept busy by one consumer is granted units it
- * spends alone until the second ends, as an instance spends a Redis lease (`leases.ts`). So a busy
- * key costs a message or two a second per worker, not one a request. The supervisor counts a grant
- * as spent when it makes it (`SlidingWindowLimiter.book`), so no window is exceeded.
- *
- * A grant's unused units sit in memory the worker shares with the supervisor. The worker takes
- * each with a compare-and-swap. The supervisor takes back what is left when the second ends, when
- * the room left would not hold a request, and when a ban starts. A grant is at most half the room
- * left shared among the workers, so near the limit every request is decided by the supervisor.
- * Consumers with quota webhooks and keyless clients are never granted units.
- *
- * A consumer's subject is sent once per worker, then named by a number. A keyless client's is sent
- * whole, since it is made per request.
- */
+// The limiter of a process with workers. The supervisor alone keeps every window, ban and keyless
+// client's count, and each worker asks it by message. So the host decides exactly as one event
+// loop would: the same windows, costs, bans and keyless clients' table. With `--redis` the host's
+// script runs are those of one instance.
+//
+// Grants. With the in-process limiter, a worker kept busy by one consumer is granted units it
+// spends alone until the second ends, as an instance spends a Redis lease (`leases.ts`). So a busy
+// key costs a message or two a second per worker, not one a request. The supervisor counts a grant
+// as spent when it makes it (`SlidingWindowLimiter.book`), so no window is exceeded.
+//
+// A grant's unused units sit in memory the worker shares with the supervisor. The worker takes
+// each with a compare-and-swap. The supervisor takes back what is left when the second ends, when
+// the room left would not hold a request, and when a ban starts. A grant is at most half the room
+// left shared among the workers, so near the limit every request is decided by the supervisor.
+// Consumers with quota webhooks and keyless clients are never granted units.
+//
+// A consumer's subject is sent once per worker, then named by a number. A keyless client's is sent
+// whole, since it is made per request.
 import { LRUCache } from 'lru-cache';
 import { type Clock, systemClock } from '../../core/clock.ts';
 import type { Decision } from '../../core/decision.ts';

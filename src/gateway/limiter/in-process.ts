@@ -1,37 +1,35 @@
-/**
- * The in-process rate limiter. Each subject has a sliding minute and day window counted in
- * buckets, a calendar month when its limits have one (`month.ts`), and a temporary ban. A request
- * spends its cost in every window at once, or nothing.
- *
- * Counting. A window of length W is cut into buckets of length b (minute: 1 s, day: 15 min), kept
- * in a ring with a running sum, so a decision costs O(1). A request goes into the bucket that ends
- * at or after its time, and is counted until that bucket's end plus W. Buckets end on whole
- * seconds.
- *
- * Bound. An admitted request is counted for at least W and less than W + b. So the limiter never
- * admits more than the quota in any interval of length W, and a `rate_limited` answer means the
- * quota was admitted within the last W + b (`in-process.test.ts` checks both against an exact log).
- * Day buckets of 15 min keep the day's slack below the minute's at little memory.
- *
- * Memory. A window whose requests all sit in one bucket keeps no ring (`BucketWindow`). The sizes
- * are in docs/operations.md, "Memory, and keyless clients in a fixed table".
- *
- * Consumers and keyless clients apart. Consumers are few and known. Each has its own state in a
- * map nothing evicts; an entry goes once idle for W + b of the day and not banned. Keyless
- * clients are unbounded, so they share a table of fixed size (`keyless.ts`), in coarser buckets.
- * A collision there can refuse a keyless request early, but never touches a consumer's state.
- *
- * Resets. A decision's `now` is the current unix second. A window's reset is the second its
- * remaining next grows; `now` when it holds nothing. It is never before `now` and at most W
- * ahead, unless a subject's limits were lowered below what it holds. On a 429 the binding
- * window's reset is now + retryAfter.
- *
- * Bans. `ban.threshold` refusals within a minute start a ban. It ends on the whole second
- * `ban.seconds` after the second it began in, and the refusal that starts it says so in
- * Retry-After and Reset. That refusal is already `key_banned`, so a `rate_limited` answer keeps
- * its promise: waiting `retryAfter` gets the next request admitted. Requests refused while banned
- * do not count as refusals.
- */
+// The in-process rate limiter. Each subject has a sliding minute and day window counted in
+// buckets, a calendar month when its limits have one (`month.ts`), and a temporary ban. A request
+// spends its cost in every window at once, or nothing.
+//
+// Counting. A window of length W is cut into buckets of length b (minute: 1 s, day: 15 min), kept
+// in a ring with a running sum, so a decision costs O(1). A request goes into the bucket that ends
+// at or after its time, and is counted until that bucket's end plus W. Buckets end on whole
+// seconds.
+//
+// Bound. An admitted request is counted for at least W and less than W + b. So the limiter never
+// admits more than the quota in any interval of length W, and a `rate_limited` answer means the
+// quota was admitted within the last W + b (`in-process.test.ts` checks both against an exact log).
+// Day buckets of 15 min keep the day's slack below the minute's at little memory.
+//
+// Memory. A window whose requests all sit in one bucket keeps no ring (`BucketWindow`). The sizes
+// are in docs/operations.md, "Memory, and keyless clients in a fixed table".
+//
+// Consumers and keyless clients apart. Consumers are few and known. Each has its own state in a
+// map nothing evicts; an entry goes once idle for W + b of the day and not banned. Keyless
+// clients are unbounded, so they share a table of fixed size (`keyless.ts`), in coarser buckets.
+// A collision there can refuse a keyless request early, but never touches a consumer's state.
+//
+// Resets. A decision's `now` is the current unix second. A window's reset is the second its
+// remaining next grows; `now` when it holds nothing. It is never before `now` and at most W
+// ahead, unless a subject's limits were lowered below what it holds. On a 429 the binding
+// window's reset is now + retryAfter.
+//
+// Bans. `ban.threshold` refusals within a minute start a ban. It ends on the whole second
+// `ban.seconds` after the second it began in, and the refusal that starts it says so in
+// Retry-After and Reset. That refusal is already `key_banned`, so a `rate_limited` answer keeps
+// its promise: waiting `retryAfter` gets the next request admitted. Requests refused while banned
+// do not count as refusals.
 import { type Clock, systemClock } from '../../core/clock.ts';
 import type { Decision, Notice, Outcome, WindowState } from '../../core/decision.ts';
 import { type Limits, PLAN_LIMITS } from '../../keys/plans.ts';

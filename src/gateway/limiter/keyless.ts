@@ -1,20 +1,18 @@
-/**
- * Keyless clients (client addresses without a valid key) counted in a table of fixed size: a
- * count-min sketch whose counters are cut in time buckets. Nothing is allocated per address, so a
- * flood from any number of addresses leaves memory where it was. Each window's arrays are made at
- * its first count, so an instance no keyless client reaches never holds them.
- *
- * Each address hashes to one cell in each of two rows. The hash is keyed per process, so nobody
- * can pick addresses that share a victim's cells. A cell counts the requests of every address
- * that hashes to it. An address's count is the smaller of its two cells', and it is banned only
- * while both cells are. So a collision can refuse a keyless request a little early, and never
- * admits one late. Valid keys are never counted here (`in-process.ts` keeps them apart).
- *
- * Buckets are global and coarser than a key's (`KEYLESS_MINUTE`, `KEYLESS_DAY`), to keep the
- * table small. The chance of an early refusal, its formula and the sizes are in
- * docs/operations.md, "Memory, and keyless clients in a fixed table"; `keyless.test.ts` checks
- * the formula against a simulated flood.
- */
+// Keyless clients (client addresses without a valid key) counted in a table of fixed size: a
+// count-min sketch whose counters are cut in time buckets. Nothing is allocated per address, so a
+// flood from any number of addresses leaves memory where it was. Each window's arrays are made at
+// its first count, so an instance no keyless client reaches never holds them.
+//
+// Each address hashes to one cell in each of two rows. The hash is keyed per process, so nobody
+// can pick addresses that share a victim's cells. A cell counts the requests of every address
+// that hashes to it. An address's count is the smaller of its two cells', and it is banned only
+// while both cells are. So a collision can refuse a keyless request a little early, and never
+// admits one late. Valid keys are never counted here (`in-process.ts` keeps them apart).
+//
+// Buckets are global and coarser than a key's (`KEYLESS_MINUTE`, `KEYLESS_DAY`), to keep the
+// table small. The chance of an early refusal, its formula and the sizes are in
+// docs/operations.md, "Memory, and keyless clients in a fixed table"; `keyless.test.ts` checks
+// the formula against a simulated flood.
 
 /** A window of the sketch: its length and the buckets it is cut in. */
 interface SketchSpec {

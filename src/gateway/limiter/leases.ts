@@ -1,33 +1,31 @@
-/**
- * Quota leases. An instance on Redis takes a grant of units of a consumer's quota in one script
- * run, then decides locally until the grant is spent or its term ends. A busy key costs one run
- * per term instead of one per request.
- *
- * Never over. A grant is counted in every window as if all its units were spent at the end of its
- * term, and the term ends at the next whole second. So each unit is counted from before its use
- * until at least a window after it, as a single request is, and no window is exceeded. Units left
- * at the term's end are handed back with the next run, or by the sweep. An instance that dies
- * keeps its units counted.
- *
- * Sizes. A grant is what this instance's recent rate would spend in the rest of the term, at most
- * half of the room left shared among the holders (`redis-script.ts`), and never past a notice
- * threshold. Near a limit a grant shrinks to the request's cost: exact and fair across instances.
- *
- * False refusals. A request refused while other instances hold units of the quota counts toward
- * no ban and no exhausted notice. It is told to retry when their terms end.
- *
- * Headers. A local decision shows Redis's counts at this instance's last run, less its own unused
- * units: it never promises more than that.
- *
- * A slow Redis. A run whose reply comes too late fails, with every request waiting for it, at
- * once: the failover takes them all (`failover.ts`), so a burst waits for one timeout. Redis may
- * still have run it, so each run carries an id and is handed back whole with the next run. A
- * hand-back applies once, to the run recorded under its id, so one sent again changes nothing.
- * Redis records an instance's last counting run only: a lost run that a later one overlapped (sent
- * before the loss was known, near a limit) stays counted.
- *
- * Keyless clients are decided per request: their few requests would each cost a run anyway.
- */
+// Quota leases. An instance on Redis takes a grant of units of a consumer's quota in one script
+// run, then decides locally until the grant is spent or its term ends. A busy key costs one run
+// per term instead of one per request.
+//
+// Never over. A grant is counted in every window as if all its units were spent at the end of its
+// term, and the term ends at the next whole second. So each unit is counted from before its use
+// until at least a window after it, as a single request is, and no window is exceeded. Units left
+// at the term's end are handed back with the next run, or by the sweep. An instance that dies
+// keeps its units counted.
+//
+// Sizes. A grant is what this instance's recent rate would spend in the rest of the term, at most
+// half of the room left shared among the holders (`redis-script.ts`), and never past a notice
+// threshold. Near a limit a grant shrinks to the request's cost: exact and fair across instances.
+//
+// False refusals. A request refused while other instances hold units of the quota counts toward
+// no ban and no exhausted notice. It is told to retry when their terms end.
+//
+// Headers. A local decision shows Redis's counts at this instance's last run, less its own unused
+// units: it never promises more than that.
+//
+// A slow Redis. A run whose reply comes too late fails, with every request waiting for it, at
+// once: the failover takes them all (`failover.ts`), so a burst waits for one timeout. Redis may
+// still have run it, so each run carries an id and is handed back whole with the next run. A
+// hand-back applies once, to the run recorded under its id, so one sent again changes nothing.
+// Redis records an instance's last counting run only: a lost run that a later one overlapped (sent
+// before the loss was known, near a limit) stays counted.
+//
+// Keyless clients are decided per request: their few requests would each cost a run anyway.
 import { randomUUID } from 'node:crypto';
 import { clearInterval, setInterval } from 'node:timers';
 import { LRUCache } from 'lru-cache';

@@ -1,8 +1,6 @@
-/**
- * The calendar-month window: a fixed window, not a sliding one. It counts what a subject spent
- * since 00:00 UTC on the 1st and starts again from zero at 00:00 UTC on the 1st of the next month,
- * so a monthly quota reads like an invoice ("20,000 requests in November").
- */
+// The calendar-month window: a fixed window, not a sliding one. It counts what a subject spent
+// since 00:00 UTC on the 1st and starts again from zero at 00:00 UTC on the 1st of the next month,
+// so a monthly quota reads like an invoice ("20,000 requests in November").
 import type { WindowName } from '../../core/decision.ts';
 
 export const MONTH_NAME: WindowName = 'month';

@@ -1,13 +1,11 @@
-/**
- * Which quota crossings a decision caused, in process (`redis-script.ts` does the same in Lua).
- * A threshold is crossed by the request that takes the count from below it to at least it. Each
- * crossing is noticed at most once per UTC day or month, so a sliding day that dips and climbs
- * back says nothing twice.
- *
- * Each notice is given once more, to a later decision (`RECORD_AGAIN_AFTER_MS`,
- * `RECORD_AGAIN_WITHIN_MS`): the instance that decided it may have died before recording it. Its
- * event id is the same (src/webhooks/events.ts), so a notice already recorded records nothing.
- */
+// Which quota crossings a decision caused, in process (`redis-script.ts` does the same in Lua).
+// A threshold is crossed by the request that takes the count from below it to at least it. Each
+// crossing is noticed at most once per UTC day or month, so a sliding day that dips and climbs
+// back says nothing twice.
+//
+// Each notice is given once more, to a later decision (`RECORD_AGAIN_AFTER_MS`,
+// `RECORD_AGAIN_WITHIN_MS`): the instance that decided it may have died before recording it. Its
+// event id is the same (src/webhooks/events.ts), so a notice already recorded records nothing.
 import type { Notice, NoticeWindow } from '../../core/decision.ts';
 import { monthOf } from './month.ts';
 

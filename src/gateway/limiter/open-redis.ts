@@ -1,7 +1,5 @@
-/**
- * The shared limiter as the server runs it: a Redis connection, quota leases on it
- * (`leases.ts`), and the failover around them (`failover.ts`).
- */
+// The shared limiter as the server runs it: a Redis connection, quota leases on it
+// (`leases.ts`), and the failover around them (`failover.ts`).
 import { Redis } from 'ioredis';
 import type { Logger } from '../../log.ts';
 import { redactUrl } from '../../redact.ts';

@@ -1,8 +1,6 @@
-/**
- * How many units a grant asks for: what the recent rate would spend in the rest of its term,
- * with headroom, plus what the requests waiting for it need. Shared by the Redis leases
- * (`leases.ts`) and the workers' grants from the supervisor (`host-limiter.ts`).
- */
+// How many units a grant asks for: what the recent rate would spend in the rest of its term,
+// with headroom, plus what the requests waiting for it need. Shared by the Redis leases
+// (`leases.ts`) and the workers' grants from the supervisor (`host-limiter.ts`).
 
 /**
  * A grant aims at this many times the units the recent rate would spend in the rest of its term.

@@ -1,52 +1,50 @@
-/**
- * The shared limiter's decision as one Lua script, run atomically by Redis once per request: it
- * does for one subject what `SlidingWindowLimiter.decide` does, with the same windows, buckets,
- * refusal counting and ban (see the top of `in-process.ts`), so both give the same Decision for
- * the same requests at the same times (`redis.test.ts` replays one sequence into both).
- *
- * State: one string per subject, a MessagePack array with a TTL:
- *   {version, latest time seen, banned until (epoch ms, 0: not banned),
- *    minute offset, minute buckets, day offset, day buckets, refusal offset, refusal buckets,
- *    month number (year * 12 + month - 1, UTC), units spent in that month, notices sent,
- *    notices to give once more}
- * The month's two fields come only once a subject has a monthly quota or thresholds, so a state
- * written without them reads the same; notices sent is a map from "t:day:80", "x:month" (a
- * threshold, a window's first refusal) to the period it was last noticed in, present only for a
- * subject with thresholds. Setting it in the same atomic run that counts is what makes each
- * notice happen once across all instances. Notices to give once more are a flat list of
- * (notice's four numbers, from, until): each notice is given again to the first run from 30 s
- * to an hour after it while its day or month lasts (`notices.ts`), so one whose instance died
- * before recording it is recorded by whichever instance runs next for the subject.
- * Each window's buckets are a flat list of (bucket number, count) pairs, oldest first, empty
- * buckets left out: `BucketWindow`'s ring, stored sparse (a free key's full minute is 2 numbers).
- *
- * KEYS[1]: the subject's key; KEYS[2], for a lease holder: the hash of the instances holding
- *       unused units of the subject (instance id -> epoch ms its term ends); KEYS[3]: the hash of
- *       each holder's last run that counted units (instance id -> 'run id:booked at:day
- *       offset:units'), which a hand-back names.
- * ARGV: now in epoch ms ('' for the Redis server's TIME), per-minute quota, per-day quota,
- *       ban threshold, ban seconds, state TTL in ms (0: no TTL, for consumers), per-month quota
- *       (0: none), cost (units the request spends in every window; 0 reads without spending),
- *       thresholds (percent, comma separated, ascending; '' for none); then for a lease holder
- *       (`leases.ts`): its instance id, the units it wants (more than the cost asks for a grant),
- *       its hand-backs ('run id:units', comma separated, '*' for all the units that run counted:
- *       its reply was lost; or ''), and this run's id.
- * Reply (integers): {outcome (0 admitted, 1 rate_limited, 2 key_banned), now, until, minute count,
- *       minute oldest-leaves-at, minute admit-at, day count, day oldest-leaves-at, day admit-at,
- *       events (1: a ban ended, 2: a ban started), banned until, month count, month start, month
- *       end (epoch ms; 0 without a monthly quota), notices (a flat list of (kind 1 threshold or 2
- *       exhausted, window 1 day or 2 month, threshold or 0, period), or (3 ban started, 0, 0, ban
- *       end); this run's first, then those given once more)}. A time that does not apply (an empty
- *       window's oldest, the admit-at of a window with room) is 0. Admit-at is for one more unit
- *       (the reset); `until` is for the whole cost. Then: units spent (the cost, or a grant's
- *       size), the epoch ms they were booked at (a grant's: the last millisecond of its term), the
- *       day offset, other holders with a live term, units handed back.
- *       A hand-back applies only to the holder's recorded run of the same id, and takes the record
- *       away: sent again (its reply lost too), it changes nothing.
- *       A refusal while other holders have a live term, or an ended one whose units are not yet
- *       handed back (for `HAND_BACK_WITHIN_MS` after its end), is a false refusal: `until` is the
- *       end of their terms (at least 1 ms on), and it counts toward no ban and no exhausted notice.
- */
+// The shared limiter's decision as one Lua script, run atomically by Redis once per request: it
+// does for one subject what `SlidingWindowLimiter.decide` does, with the same windows, buckets,
+// refusal counting and ban (see the top of `in-process.ts`), so both give the same Decision for
+// the same requests at the same times (`redis.test.ts` replays one sequence into both).
+//
+// State: one string per subject, a MessagePack array with a TTL:
+//   {version, latest time seen, banned until (epoch ms, 0: not banned),
+//    minute offset, minute buckets, day offset, day buckets, refusal offset, refusal buckets,
+//    month number (year * 12 + month - 1, UTC), units spent in that month, notices sent,
+//    notices to give once more}
+// The month's two fields come only once a subject has a monthly quota or thresholds, so a state
+// written without them reads the same; notices sent is a map from "t:day:80", "x:month" (a
+// threshold, a window's first refusal) to the period it was last noticed in, present only for a
+// subject with thresholds. Setting it in the same atomic run that counts is what makes each
+// notice happen once across all instances. Notices to give once more are a flat list of
+// (notice's four numbers, from, until): each notice is given again to the first run from 30 s
+// to an hour after it while its day or month lasts (`notices.ts`), so one whose instance died
+// before recording it is recorded by whichever instance runs next for the subject.
+// Each window's buckets are a flat list of (bucket number, count) pairs, oldest first, empty
+// buckets left out: `BucketWindow`'s ring, stored sparse (a free key's full minute is 2 numbers).
+//
+// KEYS[1]: the subject's key; KEYS[2], for a lease holder: the hash of the instances holding
+//       unused units of the subject (instance id -> epoch ms its term ends); KEYS[3]: the hash of
+//       each holder's last run that counted units (instance id -> 'run id:booked at:day
+//       offset:units'), which a hand-back names.
+// ARGV: now in epoch ms ('' for the Redis server's TIME), per-minute quota, per-day quota,
+//       ban threshold, ban seconds, state TTL in ms (0: no TTL, for consumers), per-month quota
+//       (0: none), cost (units the request spends in every window; 0 reads without spending),
+//       thresholds (percent, comma separated, ascending; '' for none); then for a lease holder
+//       (`leases.ts`): its instance id, the units it wants (more than the cost asks for a grant),
+//       its hand-backs ('run id:units', comma separated, '*' for all the units that run counted:
+//       its reply was lost; or ''), and this run's id.
+// Reply (integers): {outcome (0 admitted, 1 rate_limited, 2 key_banned), now, until, minute count,
+//       minute oldest-leaves-at, minute admit-at, day count, day oldest-leaves-at, day admit-at,
+//       events (1: a ban ended, 2: a ban started), banned until, month count, month start, month
+//       end (epoch ms; 0 without a monthly quota), notices (a flat list of (kind 1 threshold or 2
+//       exhausted, window 1 day or 2 month, threshold or 0, period), or (3 ban started, 0, 0, ban
+//       end); this run's first, then those given once more)}. A time that does not apply (an empty
+//       window's oldest, the admit-at of a window with room) is 0. Admit-at is for one more unit
+//       (the reset); `until` is for the whole cost. Then: units spent (the cost, or a grant's
+//       size), the epoch ms they were booked at (a grant's: the last millisecond of its term), the
+//       day offset, other holders with a live term, units handed back.
+//       A hand-back applies only to the holder's recorded run of the same id, and takes the record
+//       away: sent again (its reply lost too), it changes nothing.
+//       A refusal while other holders have a live term, or an ended one whose units are not yet
+//       handed back (for `HAND_BACK_WITHIN_MS` after its end), is a false refusal: `until` is the
+//       end of their terms (at least 1 ms on), and it counts toward no ban and no exhausted notice.
 import { createHash } from 'node:crypto';
 import { DAY, MINUTE } from './buckets.ts';
 import { RECORD_AGAIN_AFTER_MS, RECORD_AGAIN_WITHIN_MS } from './notices.ts';

@@ -1,12 +1,10 @@
-/**
- * Rate limits and bans kept in Redis, so that every instance pointed at the same Redis enforces
- * one quota per key. Each decision is one atomic script run (`redis-script.ts`): the same
- * windows, buckets and bans as the in-process `SlidingWindowLimiter`, answered as the same
- * Decision, so the headers do not change.
- *
- * Time. Without a `clock`, the script reads the Redis server's TIME: one clock for all
- * instances, so their skew cannot stretch or shrink a window. Tests pass a fake clock.
- */
+// Rate limits and bans kept in Redis, so that every instance pointed at the same Redis enforces
+// one quota per key. Each decision is one atomic script run (`redis-script.ts`): the same
+// windows, buckets and bans as the in-process `SlidingWindowLimiter`, answered as the same
+// Decision, so the headers do not change.
+//
+// Time. Without a `clock`, the script reads the Redis server's TIME: one clock for all
+// instances, so their skew cannot stretch or shrink a window. Tests pass a fake clock.
 import { SpanKind } from '@opentelemetry/api';
 import type { Redis } from 'ioredis';
 import * as v from 'valibot';

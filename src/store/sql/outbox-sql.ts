@@ -1,9 +1,7 @@
-/**
- * The outbox's statements, written once for both engines with `?` parameters (`numbered` makes
- * PostgreSQL's `$1`…). Times are epoch ms. A claim is one conditional UPDATE: only rows still
- * pending and not claimed are taken, so two delivery loops racing for a row never both get it; on
- * PostgreSQL `FOR UPDATE SKIP LOCKED` also lets them take different rows at once.
- */
+// The outbox's statements, written once for both engines with `?` parameters (`numbered` makes
+// PostgreSQL's `$1`…). Times are epoch ms. A claim is one conditional UPDATE: only rows still
+// pending and not claimed are taken, so two delivery loops racing for a row never both get it; on
+// PostgreSQL `FOR UPDATE SKIP LOCKED` also lets them take different rows at once.
 import type { Dropped, Settlement } from '../outbox.ts';
 import { column } from './pet-rows.ts';
 

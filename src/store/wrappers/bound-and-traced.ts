@@ -1,14 +1,12 @@
-/**
- * The store bounded and traced: every store call bounded in time, and answered at once while the
- * database is unreachable. Each call is also a child record of the request's trace
- * (`tracedCalls` of traced.ts, put around the bound here), so one wrapper does both.
- *
- * - A call unsettled after `timeoutMs` is rejected with `StoreTimeoutError` (503), whatever the
- *   backend waits for. A write's message says it may still have taken effect.
- * - A call that fails with `StoreUnreachableError` marks the database unreachable. Every call is
- *   then rejected at once, and a probe pings the backend until one answers. Each change is logged
- *   once.
- */
+// The store bounded and traced: every store call bounded in time, and answered at once while the
+// database is unreachable. Each call is also a child record of the request's trace
+// (`tracedCalls` of traced.ts, put around the bound here), so one wrapper does both.
+//
+// - A call unsettled after `timeoutMs` is rejected with `StoreTimeoutError` (503), whatever the
+//   backend waits for. A write's message says it may still have taken effect.
+// - A call that fails with `StoreUnreachableError` marks the database unreachable. Every call is
+//   then rejected at once, and a probe pings the backend until one answers. Each change is logged
+//   once.
 import { clearTimeout, setTimeout } from 'node:timers';
 import { type Clock, systemClock } from '../../core/clock.ts';
 import type { Logger } from '../../log.ts';

@@ -1,9 +1,7 @@
-/**
- * Each store call as a child of the request's trace record, when requests are recorded: a wrapper
- * derived from the method lists (`STORE_CALLS`, `OUTBOX_CALLS`) like the others, named
- * `<call> <table>` (`ping` alone) and attributed by OpenTelemetry's database conventions. A call
- * made outside a traced request (the delivery loop's, `DeliveryLoop`) has none.
- */
+// Each store call as a child of the request's trace record, when requests are recorded: a wrapper
+// derived from the method lists (`STORE_CALLS`, `OUTBOX_CALLS`) like the others, named
+// `<call> <table>` (`ping` alone) and attributed by OpenTelemetry's database conventions. A call
+// made outside a traced request (the delivery loop's, `DeliveryLoop`) has none.
 import type { Attributes } from '@opentelemetry/api';
 import { type ChildOptions, childSpan } from '../../trace/spans.ts';
 import { type CallSpec, type CallWrap, type CreateOnceResult, OUTBOX_CALLS, STORE_CALLS } from '../store.ts';
