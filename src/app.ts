@@ -156,6 +156,7 @@ export function createApp({
     clientAddress,
     admission,
     deps: { store, clock, orderHoldMs },
+    // The same store, typed for step 6 alone: its change count and due orders' expiry.
     changesAndExpiry: store,
     maxBodyBytes: MAX_BODY_BYTES,
     corsOrigins,

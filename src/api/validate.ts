@@ -29,7 +29,7 @@ export const NOT_JSON = 'body: must be a JSON object; this is not valid JSON.';
  *
  * @example
  * const read = inputReader(operation)
- * const input = await read(c, 'con_0123…:acme') // { query: { limit: 20 }, params: undefined, ... }
+ * const input = await read(c, 'con_0123…:acme', undefined, undefined) // { query: { limit: 20 }, params: undefined, ... }
  * // GET /pets?limit=0 -> throws ApiError 400 "limit: must be an integer from 1 to 100."
  */
 export function inputReader<D>(

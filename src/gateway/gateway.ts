@@ -207,9 +207,9 @@ export function createAdmission({
       // 3b: a keyless client is counted, then refused.
       const verdict = await decideForKeyless(caller, 1);
       if (verdict.outcome === 'unavailable') return LIMITER_DOWN;
-      const refused = limiterRefusal(verdict);
-      writeRateLimitHeaders(c, verdict, refused !== undefined);
-      return refused ?? unauthorized(caller);
+      const limited = limiterRefusal(verdict);
+      writeRateLimitHeaders(c, verdict, limited !== undefined);
+      return limited ?? unauthorized(caller);
     }
     const { consumer } = caller;
     const { id, name, limits } = consumer;

@@ -17,7 +17,8 @@ export interface Consumer {
   readonly id: string;
   /**
    * For a consumer whose id is derived from its first key (`consumerIdOf`): its legacy owner
-   * (`key:<name>`, ARCHITECTURE.md's glossary), whose orders are moved to its own (`ownerOf`).
+   * (`key:<name>`, ARCHITECTURE.md's glossary), whose orders `settleIdentities()` of LiveKeys moves
+   * to its own (`ownerOf`) at start, through `DataStore.adoptOwners`.
    */
   readonly adopts?: string;
   readonly name: string;

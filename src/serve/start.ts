@@ -36,10 +36,10 @@ declare const PETSTORE_TARGET: string | undefined;
 
 /**
  * Serves `config` (checked whole by `parseConfig`): makes the metrics and the traces, reads the
- * keys, binds the ports, opens the store (and reads the keys kept there, with `--keys store`),
- * builds the limiter, the webhooks and the apps, installs the signal handlers, and only
- * then shows the development key (if any) and logs `listening`. Resolves once serving; the
- * process then runs until a signal stops it.
+ * keys (a keys file the admin API cannot write stops the start), binds the ports, opens the store
+ * (and reads the keys kept there, with `--keys store`), builds the limiter, the webhooks and the
+ * apps, installs the signal handlers, and only then shows the development key (if any) and logs
+ * `listening`. Resolves once serving; the process then runs until a signal stops it.
  *
  * @example
  * await startServer(parseConfig(process.argv.slice(2), process.env))
