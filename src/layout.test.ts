@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { pipelineSteps, pipelineTree } from '../test/pipeline-steps.ts';
 
 const ROOT = join(import.meta.dir, '..');
 
@@ -151,19 +152,6 @@ function walkSteps(from = "\n## One request's way"): string[] {
 }
 
 /**
- * The steps the call tree in the header of `src/http/pipeline.ts` names (`//   name   step N…`),
- * each number once, with the first function the tree gives it, in order.
- */
-function pipelineSteps(): { number: number; name: string }[] {
-  const header = readFileSync(join(ROOT, 'src/http/pipeline.ts'), 'utf8').split('\nimport ')[0] ?? '';
-  const steps = [...header.matchAll(/^\/\/ {3}\s*(\w+)\s+step (\d+)\b/gm)].map((m) => ({
-    number: Number(m[2]),
-    name: m[1] ?? '',
-  }));
-  return steps.filter((step, i) => steps.findIndex((s) => s.number === step.number) === i);
-}
-
-/**
  * Whether `file` defines `name`: a function, a method, or a constant given an arrow function or
  * a `function` expression.
  */
@@ -193,8 +181,7 @@ describe("ARCHITECTURE.md's walk of one request", () => {
   });
 
   test("shows the call tree of src/http/pipeline.ts's header, line for line, each name a function of src/http/", () => {
-    const header = readFileSync(join(ROOT, 'src/http/pipeline.ts'), 'utf8').split('\nimport ')[0] ?? '';
-    const tree = [...header.matchAll(/^\/\/ {3}(.+)$/gm)].map((m) => m[1] ?? '');
+    const tree = pipelineTree();
     const page = readFileSync(join(ROOT, 'ARCHITECTURE.md'), 'utf8');
     const shown = /\n```\n([\s\S]*?)\n```\n/.exec(page.slice(page.indexOf('\n### The request')))?.[1] ?? '';
     const names = tree.map((line) => line.trim().split(' ')[0] ?? '');

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
-import { readFileSync } from 'node:fs';
 import { Hono } from 'hono';
 import * as v from 'valibot';
+import { pipelineSteps } from '../../test/pipeline-steps.ts';
 import { testApp } from '../../test/testing.ts';
 import { defineOperation } from '../api/operation-types.ts';
 import type { AppEnv } from '../app-env.ts';
@@ -89,11 +89,7 @@ describe('a memoised operation is refused when its route is added', () => {
 });
 
 /** The step names the call tree in pipeline.ts's header gives, each step's first, in order. */
-function listedSteps(): string[] {
-  const header = readFileSync(new URL('./pipeline.ts', import.meta.url), 'utf8').split('\nimport ')[0] ?? '';
-  const steps = [...header.matchAll(/^\/\/ {3}\s*(\w+)\s+step (\d+)\b/gm)];
-  return steps.filter((m, i) => steps.findIndex((n) => n[2] === m[2]) === i).map((m) => m[1] ?? '');
-}
+const listedSteps = (): string[] => pipelineSteps().map((step) => step.name);
 
 describe("a request's checks answer in the order pipeline.ts's call tree gives its steps", () => {
   test('each refusal comes before those of the steps listed after it', async () => {
