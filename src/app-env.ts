@@ -4,13 +4,12 @@
 // - `operation`: typed here; set first thing by what step 1 runs inside it: `serveOperation`
 //   (steps 2 to 8) or `serviceRoute`, in src/http/pipeline.ts.
 // - `refusal`: typed here; set at step 3 when the gateway refuses (`passGateway`,
-//   src/http/pipeline.ts).
+//   src/http/pipeline.ts). The trace (src/http/request-trace.ts) and the metrics
+//   (src/http/count-requests.ts) read the refusal's code here alone; the log line does not.
 // - `caller`: typed on every context (Hono's `ContextVariableMap`) in src/gateway/gateway.ts; set
 //   there at step 3 (`createAdmission()`).
 // - `answerHeaders`: typed on every context in src/core/reply.ts; set at step 1 (`beginAnswer()`)
 //   or on first use (`answerHeaders()`), both there.
-// Besides them, `answerError()` (src/http/error-answer.ts) sets Hono's own `c.error`, which only
-// the metrics read (src/http/count-requests.ts); the log line does not.
 
 /** Not the process's environment variables (those are src/config.ts's). */
 export interface AppEnv {

@@ -2,7 +2,6 @@
 // counts it by operation and status, each 429 by plan and code, and in its consumer's series.
 import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.ts';
-import { ApiError } from '../core/api-error.ts';
 import type { Caller } from '../gateway/gateway.ts';
 import type { ConsumerMetrics } from '../metrics/consumer-series.ts';
 import { operationIndex } from '../metrics/labels.ts';
@@ -45,20 +44,25 @@ export function requestCounter({ metrics, now = () => performance.now(), operati
       const seconds = (now() - started) / 1000;
       metrics.answered(fixed ?? operationIndex(c.get('operation')), status, seconds, exportedTraceId);
       const caller = c.get('caller');
-      if (status === 429 && c.error instanceof ApiError) {
-        metrics.refused(caller?.kind === 'consumer' ? caller.consumer.plan : 'anonymous', c.error.code);
+      // Only the gateway answers 429 or 403, so such an answer is its refusal, whose code step 3
+      // set on the context.
+      const refusal = status === 429 || status === 403 ? c.get('refusal') : undefined;
+      if (status === 429 && refusal !== undefined) {
+        metrics.refused(caller?.kind === 'consumer' ? caller.consumer.plan : 'anonymous', refusal);
       }
-      if (caller) countConsumer(metrics.consumers, caller, status, c.error);
+      if (caller) countConsumer(metrics.consumers, caller, status, refusal);
     },
   };
 }
 
-/** Counts a request in its consumer's series: its status and last use, or why it was refused. */
-function countConsumer(consumers: ConsumerMetrics, caller: Caller, status: number, error: unknown): void {
+/**
+ * Counts a request in its consumer's series: its status and last use, or why it was refused
+ * (`refusal`, the gateway's 429 or 403).
+ */
+function countConsumer(consumers: ConsumerMetrics, caller: Caller, status: number, refusal: string | undefined): void {
   if (caller.kind === 'consumer') {
     consumers.answered(caller.consumer.name, caller.key.id, status, Date.now());
-    if ((status === 429 || status === 403) && error instanceof ApiError)
-      consumers.refused(caller.consumer.name, error.code);
+    if (refusal !== undefined) consumers.refused(caller.consumer.name, refusal);
   } else if (caller.key) {
     consumers.refused(caller.key.consumer.name, `key_${caller.credential}`);
   }

@@ -40,13 +40,11 @@ export function toApiError(
 
 /**
  * Answers a refusal or error as the contract's Error body, its own headers added to those the
- * request gathered (rate limits, request id): every refusal and error leaves here. Sets it as
- * `c.error`, where the metrics read a 429's or 403's code (src/http/count-requests.ts).
+ * request gathered (rate limits, request id): every refusal and error leaves here.
  *
  * @example
  * return answerError(c, NO_SUCH_PATH)
  */
 export function answerError(c: Context, err: ApiError): Response {
-  c.error = err;
   return answer(c, err.reply);
 }

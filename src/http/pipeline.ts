@@ -361,7 +361,8 @@ function setTraceResponse(res: Response, value: string | undefined): void {
 
 /**
  * Step 3: asks the gateway (src/gateway/gateway.ts) to admit the request, and returns
- * `serveAdmitted`'s answer or the answer to the refusal the gateway returned (`Admission`).
+ * `serveAdmitted`'s answer or the answer to the refusal the gateway returned (`Admission`). A
+ * refusal's code is set as `refusal`, where the trace and the metrics read it (src/app-env.ts).
  */
 async function passGateway<D>(
   { admission }: TableParts<D>,
