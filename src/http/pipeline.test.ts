@@ -102,14 +102,14 @@ describe("a request's checks answer in the order pipeline.ts's call tree gives i
       app.request(path, { method: 'POST', headers: { ...json, ...headers }, body });
     // Each request fails every check from its step on; it gets the first one's answer.
     const answered: [string, number][] = [
-      ['exchange', (await post(`/v1/pets?q=${'x'.repeat(9000)}`, {}, tooLarge)).status],
+      ['handleRequest', (await post(`/v1/pets?q=${'x'.repeat(9000)}`, {}, tooLarge)).status],
       ['addCorsHeaders', (await app.request('/v1/pets', { method: 'OPTIONS', headers: preflight })).status],
       ['passGateway', (await post('/v1/pets', {}, tooLarge)).status],
       ['checkBodyLimits', (await post('/v1/pets', auth(), tooLarge)).status],
       ['runHandler', (await post('/v1/pets', auth(), '{"name":7}')).status],
     ];
     expect(answered).toEqual([
-      ['exchange', 414],
+      ['handleRequest', 414],
       ['addCorsHeaders', 204],
       ['passGateway', 401],
       ['checkBodyLimits', 413],

@@ -1,12 +1,12 @@
 // A request's way from Hono's route to its answer. Every route's handler is made here. The tree
 // below is the code's one list of a table operation's eight steps, in the order they run;
 // ARCHITECTURE.md's walk says what each does. The make… functions (`makeOperationHandler`,
-// `makeExchangeHandler`, `makeServiceRouteHandler`) run once each, when the app is built; the
+// `makeRequestHandler`, `makeServiceRouteHandler`) run once each, when the app is built; the
 // tree runs per request. Who calls whom, each function indented under its caller (ARCHITECTURE.md
 // shows the same tree; src/layout.test.ts holds the two alike):
 //
-//   exchange                        step 1, the route's handler
-//     runExchange                   step 1, inside the request's state
+//   handleRequest                   step 1, the route's handler
+//     runRequest                    step 1, inside the request's state
 //       serveOperation              steps 2 to 8
 //         addCorsHeaders            step 2
 //         passGateway               step 3: the gateway calls back for the rest
@@ -110,7 +110,7 @@ export interface TableRouteHandlersOptions<D> extends RouteHandlersOptions {
 
 /**
  * Makes the route handlers of an app that serves service routes alone: the metrics port's. Each
- * request runs step 1 (`exchange`) and then its service route, or 404.
+ * request runs step 1 (`handleRequest`) and then its service route, or 404.
  *
  * @example
  * const handlers = serviceRouteHandlers({ log, clock, clientAddress, maxBodyBytes: 65536 })
@@ -121,7 +121,7 @@ export function serviceRouteHandlers(options: RouteHandlersOptions) {
   const parts = partsOf(options);
   return routeHandlers(
     parts,
-    makeExchangeHandler(parts, (c) => answerError(c, NO_SUCH_PATH)),
+    makeRequestHandler(parts, (c) => answerError(c, NO_SUCH_PATH)),
   );
 }
 
@@ -161,7 +161,7 @@ export function tableRouteHandlers<D extends object>(
    * Answers a path no route serves (Hono's `notFound`). Under the API prefix it meets the gateway
    * first.
    */
-  const notFound = makeExchangeHandler(parts, (c) =>
+  const notFound = makeRequestHandler(parts, (c) =>
     parts.isGatewayPath(c.req.path) ? serveNoRoute(parts, c) : answerError(c, NO_SUCH_PATH),
   );
   return { ...routeHandlers(parts, notFound), operation: (op: Operation<D>) => makeOperationHandler(parts, op) };
@@ -266,7 +266,7 @@ function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteH
   const { cors } = parts;
   // This function and the callbacks inside it are named as what they do, so a debugger's stack
   // and a CPU profile name them.
-  return makeExchangeHandler(parts, function serveOperation(c) {
+  return makeRequestHandler(parts, function serveOperation(c) {
     c.set('operation', op.id);
     // A preflight (OPTIONS) matches no operation's route, so `notFound` (`serveNoRoute`) answers
     // it before any key is asked for.
@@ -283,25 +283,25 @@ function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteH
 }
 
 /**
- * Makes step 1, `exchange`, around `inner`, the rest of the request's steps. Every Hono route's
- * handler is one of these, so Hono calls one handler per request and composes no middleware: an
- * outer middleware and catch-all routes cost every request CPU (measured:
+ * Makes step 1, `handleRequest`, around `inner`, the rest of the request's steps. Every Hono
+ * route's handler is one of these, so Hono calls one handler per request and composes no
+ * middleware: an outer middleware and catch-all routes cost every request CPU (measured:
  * bench/README.md#measured-costs-behind-the-codes-choices).
  *
- * Step 1 is two functions: `exchange`, the handler made here, gives the request its id and opens
- * its state; `runExchange` does the rest of step 1 inside that state and calls `inner`. For an
- * operation, `inner` is `serveOperation` (steps 2 to 8).
+ * Step 1 is two functions: `handleRequest`, the handler made here, gives the request its id and
+ * opens its state; `runRequest` does the rest of step 1 inside that state and calls `inner`. For
+ * an operation, `inner` is `serveOperation` (steps 2 to 8).
  *
  * @param traced When false, the request makes no trace. The probes' and scrapers' service routes
  *   pass false.
  */
-function makeExchangeHandler(parts: PipelineParts, inner: InnerHandler, traced = true): RouteHandler {
+function makeRequestHandler(parts: PipelineParts, inner: InnerHandler, traced = true): RouteHandler {
   const { requestLog, tracing } = parts;
-  return function exchange(c) {
+  return function handleRequest(c) {
     const start = requestLog.start(c);
     // The request's state (src/trace/request-state.ts) holds its id and trace: every log line
     // and trace record made while it is served reads it.
-    return tracing.run(c, start.id, traced, (state) => runExchange(parts, c, start, state, inner));
+    return tracing.run(c, start.id, traced, (state) => runRequest(parts, c, start, state, inner));
   };
 }
 
@@ -310,7 +310,7 @@ function makeExchangeHandler(parts: PipelineParts, inner: InnerHandler, traced =
  * URI (414) and runs `inner`. Then it ends the trace record, writes the log line and the metrics,
  * and returns the answer.
  */
-async function runExchange(
+async function runRequest(
   { requestLog, requestMetrics, tracing, isGatewayPath, report, unavailable }: PipelineParts,
   c: Context<AppEnv>,
   start: RequestStart,
@@ -515,7 +515,7 @@ function serveNoRoute<D>(parts: TableParts<D>, c: Context<AppEnv>): Response | P
  * path.
  */
 function makeServiceRouteHandler(parts: PipelineParts, route: ServiceRoute): RouteHandler {
-  return makeExchangeHandler(
+  return makeRequestHandler(
     parts,
     async function serviceRoute(c) {
       c.set('operation', route.id);
