@@ -6,7 +6,7 @@
 // - `refusal`: typed here; set at step 3 when the gateway refuses (`passGateway`,
 //   src/http/pipeline.ts).
 // - `caller`: typed on every context (Hono's `ContextVariableMap`) in src/gateway/gateway.ts; set
-//   there at step 3 (`createAdmission()`).
+//   there at step 3 (`createAdmissionCheck()`).
 // - `answerHeaders`: typed on every context in src/core/reply.ts; set at step 1 (`beginAnswer()`)
 //   or on first use (`answerHeaders()`), both there.
 // Besides them, `answerError()` (src/http/error-answer.ts) sets Hono's own `c.error`, which only

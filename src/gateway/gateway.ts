@@ -1,4 +1,4 @@
-// The gateway, step 3 of a request (src/http/pipeline.ts). `createAdmission()` makes the one
+// The gateway, step 3 of a request (src/http/pipeline.ts). `createAdmissionCheck()` makes the one
 // admission check that every API request goes through; its docstring lists the checks in order.
 // This file is also the one door into src/gateway/. What other folders use of the gateway (the
 // limiters, types) is exported here.
@@ -125,14 +125,14 @@ export interface GatedOperation {
 }
 
 /**
- * The admission check: what `createAdmission()` returns, run once per request. For a request it
- * lets through, it runs `serveAdmitted` with the limiter's decision and the caller (always a key's)
- * and resolves to its result. The caller's in-flight slot is kept until `serveAdmitted` settles. A
- * refusal (401, 403, 429, 503) resolves to the `ApiError` to answer, never thrown: a throw through
- * these async frames was the largest cost of a refusal's own code (measured:
+ * The admission check: what `createAdmissionCheck()` returns, run once per request. For a request
+ * it lets through, it runs `serveAdmitted` with the limiter's decision and the caller (always a
+ * key's) and resolves to its result. The caller's in-flight slot is kept until `serveAdmitted`
+ * settles. A refusal (401, 403, 429, 503) resolves to the `ApiError` to answer, never thrown: a
+ * throw through these async frames was the largest cost of a refusal's own code (measured:
  * bench/README.md#measured-costs-behind-the-codes-choices).
  */
-export type Admission = <T>(
+export type AdmissionCheck = <T>(
   c: Context,
   op: GatedOperation,
   serveAdmitted: (decision: Decision, caller: ConsumerCaller) => Promise<T>,
@@ -167,11 +167,15 @@ export type Admission = <T>(
  * have been refused for goes to `wouldRefuse`, and its headers show the numbers as if enforced.
  *
  * @example
- * const admission = createAdmission({ keyTable: () => table, limiter, clientAddress: () => '::1' })
+ * const admissionCheck = createAdmissionCheck({
+ *   keyTable: () => table,
+ *   limiter,
+ *   clientAddress: () => '::1',
+ * })
  * // serve's result, or the ApiError
- * const answered = await admission(c, { id: 'listPets', scope: 'pets:read' }, () => serve(c))
+ * const answered = await admissionCheck(c, { id: 'listPets', scope: 'pets:read' }, () => serve(c))
  */
-export function createAdmission({
+export function createAdmissionCheck({
   keyTable,
   limiter,
   clientAddress,
@@ -183,7 +187,7 @@ export function createAdmission({
   isAdminGateway = false,
   notify,
   clock = systemClock,
-}: GatewayOptions): Admission {
+}: GatewayOptions): AdmissionCheck {
   const decide = decider({ limiter, ban, ...(ipv6Prefix === undefined ? {} : { ipv6Prefix }) });
   const inFlight = hostSlots
     ? new HostInFlight<Decision>(maxInFlight, hostSlots.memory, hostSlots.worker)
@@ -197,7 +201,7 @@ export function createAdmission({
   const decideForKeyless = (caller: Caller, cost: number) =>
     childSpan('gateway decide', NO_ATTRIBUTES, () => decide(caller, cost), DECISION_SPAN, cost);
 
-  return async function admission(c, op, serveAdmitted) {
+  return async function admissionCheck(c, op, serveAdmitted) {
     // The client's address is looked up only for callers without a valid key.
     const address = () => canonicalAddress(clientAddress(c));
     // 3a: who calls.

@@ -7,13 +7,13 @@ import { defineOperation } from '../api/operation-types.ts';
 import type { AppEnv } from '../app-env.ts';
 import { ApiError } from '../core/api-error.ts';
 import { systemClock } from '../core/clock.ts';
-import type { Admission } from '../gateway/gateway.ts';
+import type { AdmissionCheck } from '../gateway/gateway.ts';
 import { silentLogger } from '../log.ts';
 import { serviceRouteHandlers, tableRouteHandlers } from './pipeline.ts';
 
 const base = { log: silentLogger, clock: systemClock, clientAddress: () => '192.0.2.1', maxBodyBytes: 1024 };
 /** A gateway that refuses everyone: enough to see which steps a pipeline has. */
-const refuseAll: Admission = async () => new ApiError('unauthorized', 'no key');
+const refuseAll: AdmissionCheck = async () => new ApiError('unauthorized', 'no key');
 const ping = {
   id: 'ping',
   method: 'GET',
@@ -26,7 +26,7 @@ const unmemoised = defineOperation({ ...ping, memo: false });
 const memoised = defineOperation({ ...ping, memo: true });
 const holdsFirst = defineOperation({ ...ping, memo: false, waitsForDueOrderExpiry: true });
 /** A table pipeline's options, without the store's change count. */
-const api = { ...base, admission: refuseAll, deps: {}, allowedMethods: () => undefined };
+const api = { ...base, admissionCheck: refuseAll, deps: {}, allowedMethods: () => undefined };
 /** A store whose count never moves: enough for a pipeline to take memoised operations. */
 const store = { startDueOrderExpiry: () => undefined, changeCount: () => 1, readsUnchangedSince: () => true };
 

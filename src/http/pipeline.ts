@@ -33,7 +33,7 @@ import type { Decision } from '../core/decision.ts';
 import type { AnswerHeaders, Reply } from '../core/reply.ts';
 import { answerHeaders, beginAnswer } from '../core/reply.ts';
 import type { ServiceRoute, ServiceRouteId } from '../core/service-route.ts';
-import { type Admission, type ConsumerCaller, type GatedOperation, quotaStatus } from '../gateway/gateway.ts';
+import { type AdmissionCheck, type ConsumerCaller, type GatedOperation, quotaStatus } from '../gateway/gateway.ts';
 import { ownerOf } from '../keys/records.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
@@ -91,10 +91,10 @@ export interface RouteHandlersOptions {
  */
 export interface TableRouteHandlersOptions<D> extends RouteHandlersOptions {
   /**
-   * The admission check (`Admission`, made by `createAdmission()` of src/gateway/gateway.ts):
-   * admits or refuses each request at step 3.
+   * The admission check (`AdmissionCheck`, made by `createAdmissionCheck()` of
+   * src/gateway/gateway.ts): admits or refuses each request at step 3.
    */
-  admission: Admission;
+  admissionCheck: AdmissionCheck;
   /** What the table's handlers work with (the store, the clock). */
   deps: D;
   /**
@@ -133,7 +133,7 @@ export function serviceRouteHandlers(options: RouteHandlersOptions) {
  * `changesAndExpiry`.
  *
  * @example
- * const handlers = tableRouteHandlers({ log, clock, clientAddress, admission, deps,
+ * const handlers = tableRouteHandlers({ log, clock, clientAddress, admissionCheck, deps,
  *   changesAndExpiry: store, allowedMethods, maxBodyBytes: 65536 })
  * app.on(op.method, `/v1${op.path}`, handlers.operation(op))
  * app.notFound(handlers.notFound)
@@ -147,11 +147,11 @@ export function tableRouteHandlers<D extends object>(
 export function tableRouteHandlers<D extends object>(
   options: TableRouteHandlersOptions<D>,
 ): TableRouteHandlers<Operation<D>> {
-  const { admission, deps, allowedMethods, changesAndExpiry } = options;
+  const { admissionCheck, deps, allowedMethods, changesAndExpiry } = options;
   const replyMemo = changesAndExpiry && new ReplyMemo(changesAndExpiry);
   const parts: TableParts<D> = {
     ...partsOf(options),
-    admission,
+    admissionCheck,
     deps,
     allowedMethods,
     replyMemo,
@@ -210,7 +210,7 @@ interface PipelineParts {
 
 /** What the steps of a pipeline that serves a table share besides. */
 interface TableParts<D> extends PipelineParts {
-  readonly admission: Admission;
+  readonly admissionCheck: AdmissionCheck;
   readonly deps: D;
   readonly allowedMethods: (path: string) => readonly string[] | undefined;
   /** The reply memo, over the store's change count, when the pipeline is given the store. */
@@ -361,15 +361,15 @@ function setTraceResponse(res: Response, value: string | undefined): void {
 
 /**
  * Step 3: asks the gateway (src/gateway/gateway.ts) to admit the request, and returns
- * `serveAdmitted`'s answer or the answer to the refusal the gateway returned (`Admission`).
+ * `serveAdmitted`'s answer or the answer to the refusal the gateway returned (`AdmissionCheck`).
  */
 async function passGateway<D>(
-  { admission }: TableParts<D>,
+  { admissionCheck }: TableParts<D>,
   c: Context<AppEnv>,
   op: GatedOperation,
   serveAdmitted: (decision: Decision, caller: ConsumerCaller) => Promise<Response>,
 ): Promise<Response> {
-  const servedOrRefused = await admission(c, op, serveAdmitted);
+  const servedOrRefused = await admissionCheck(c, op, serveAdmitted);
   if (!(servedOrRefused instanceof ApiError)) return servedOrRefused;
   c.set('refusal', servedOrRefused.code);
   return answerError(c, servedOrRefused);
