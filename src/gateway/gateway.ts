@@ -209,10 +209,10 @@ export function createAdmissionCheck({
     c.set('caller', caller);
     if (caller.kind === 'keyless') {
       // 3b: a keyless client is counted, then refused.
-      const verdict = await decideForKeyless(caller, 1);
-      if (verdict.outcome === 'unavailable') return LIMITER_DOWN;
-      const limited = limiterRefusal(verdict);
-      writeRateLimitHeaders(c, verdict, limited !== undefined);
+      const decision = await decideForKeyless(caller, 1);
+      if (decision.outcome === 'unavailable') return LIMITER_DOWN;
+      const limited = limiterRefusal(decision);
+      writeRateLimitHeaders(c, decision, limited !== undefined);
       return limited ?? unauthorized(caller);
     }
     const { consumer } = caller;
@@ -232,17 +232,16 @@ export function createAdmissionCheck({
       const cost = op.readsQuota ? 0 : op.id === undefined ? 1 : (consumer.costs[op.id] ?? 1);
       // The decision's child, opened and closed around the one await (`decideForKeyless` says why).
       const child = openChild('gateway decide', NO_ATTRIBUTES, DECISION_SPAN, cost);
-      let verdict: Verdict;
+      // A `Verdict` until the 503 below; past it TypeScript narrows it to a `Decision`.
+      let decision: Verdict;
       try {
-        verdict = await decide(caller, cost);
+        decision = await decide(caller, cost);
       } catch (err) {
         failChild(child, err);
         throw err;
       }
-      closeChild(child, verdict, DECISION_SPAN.outcome);
-      if (verdict.outcome === 'unavailable') return LIMITER_DOWN;
-      // Past the 503, the verdict is a decision, and is named so from here to `serveAdmitted`.
-      const decision: Decision = verdict;
+      closeChild(child, decision, DECISION_SPAN.outcome);
+      if (decision.outcome === 'unavailable') return LIMITER_DOWN;
       // 3e: the quota webhook, recorded before any answer.
       if (decision.notices && notify) await notify(consumer, decision);
       let limited: ApiError | undefined;
