@@ -166,7 +166,9 @@ export function createApp({
   });
 
   const app = new Hono<AppEnv>();
-  const served = serviceRoutes({
+  // One route per operation and service route, so a request matches one handler; the rest (404,
+  // and 405 for a known API path asked with another method) is `notFound`'s.
+  for (const route of serviceRoutes({
     store,
     keyTable,
     log,
@@ -175,11 +177,10 @@ export function createApp({
     keysProblem,
     docs: { ...docs, experimental },
     metrics: serveMetrics ? metrics : undefined,
-  });
-  // One route per operation and service route, so a request matches one handler; the rest (404,
-  // and 405 for a known API path asked with another method) is `notFound`'s.
-  for (const route of served) app.get(route.path, routes.serviceRoute(route));
-  for (const op of byRouteOrder(operations)) app.on(op.method, API_PREFIX + op.path, routes.operation(op));
+  })) {
+    app.get(route.path, routes.serviceRoute(route));
+  }
+  for (const op of byRouteOrder(operations)) app.on(op.method, API_PREFIX + op.path, routes.handlerFor(op));
   app.notFound(routes.notFound);
   app.onError(routes.onError);
   return app;
@@ -268,7 +269,7 @@ export function adminApp({
     hasValidKey: callerHasValidKey(keyTable, clock),
   });
   const app = new Hono<AppEnv>();
-  for (const op of byRouteOrder(ADMIN_OPERATIONS)) app.on(op.method, ADMIN_PREFIX + op.path, routes.operation(op));
+  for (const op of byRouteOrder(ADMIN_OPERATIONS)) app.on(op.method, ADMIN_PREFIX + op.path, routes.handlerFor(op));
   app.notFound(routes.notFound);
   app.onError(routes.onError);
   return app;

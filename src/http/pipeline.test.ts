@@ -43,19 +43,19 @@ describe('what each pipeline needs is checked by the compiler', () => {
 
   test('a table pipeline without the store takes only operations that are never memoised and expire no due orders first', async () => {
     const handlers = tableRouteHandlers(api);
-    expect(typeof handlers.operation(unmemoised)).toBe('function');
+    expect(typeof handlers.handlerFor(unmemoised)).toBe('function');
     // @ts-expect-error: a memoised operation needs the store's change count.
-    const addMemoised = () => handlers.operation(memoised);
+    const addMemoised = () => handlers.handlerFor(memoised);
     // @ts-expect-error: an operation that waits for the due orders' expiry needs the store.
-    const addHoldsFirst = () => handlers.operation(holdsFirst);
+    const addHoldsFirst = () => handlers.handlerFor(holdsFirst);
     // What the compiler refuses is refused at start-up too, when the route is added.
     expect(addMemoised).toThrow(new TypeError('pipeline: ping is memoised, but the pipeline has no store'));
     expect(addHoldsFirst).toThrow(
       new TypeError("pipeline: ping waits for the due orders' expiry, but the pipeline has no store"),
     );
     const withCount = tableRouteHandlers({ ...api, changesAndExpiry: store });
-    expect(typeof withCount.operation(memoised)).toBe('function');
-    expect(typeof withCount.operation(holdsFirst)).toBe('function');
+    expect(typeof withCount.handlerFor(memoised)).toBe('function');
+    expect(typeof withCount.handlerFor(holdsFirst)).toBe('function');
     // @ts-expect-error: the admission check is not optional.
     tableRouteHandlers({ ...base, deps: {}, allowedMethods: () => undefined });
     // Under the API prefix, a path no operation serves meets the gateway first: 401 before 404.
@@ -70,19 +70,19 @@ describe('a memoised operation is refused when its route is added', () => {
 
   test('one that reads request headers or a body: its answer is memoised by the path and query alone', () => {
     const headers = defineOperation({ ...ping, memo: true, headers: v.object({ 'x-tone': v.string() }) });
-    expect(() => handlers.operation(headers)).toThrow(
+    expect(() => handlers.handlerFor(headers)).toThrow(
       new TypeError('pipeline: ping reads headers or a body and cannot be memoised by its path and query'),
     );
     const body = defineOperation({ ...ping, method: 'POST', memo: true, body: v.object({ name: v.string() }) });
-    expect(() => handlers.operation(body)).toThrow(
+    expect(() => handlers.handlerFor(body)).toThrow(
       new TypeError('pipeline: ping reads headers or a body and cannot be memoised by its path and query'),
     );
-    expect(typeof handlers.operation(defineOperation({ ...ping, memo: false, body: v.object({}) }))).toBe('function');
+    expect(typeof handlers.handlerFor(defineOperation({ ...ping, memo: false, body: v.object({}) }))).toBe('function');
   });
 
   test("one that reads the quota: its answer is the caller's own", () => {
     const quota = defineOperation({ ...ping, memo: true, readsQuota: true });
-    expect(() => handlers.operation(quota)).toThrow(
+    expect(() => handlers.handlerFor(quota)).toThrow(
       new TypeError('pipeline: ping reads the quota and cannot be memoised'),
     );
   });

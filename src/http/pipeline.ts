@@ -127,15 +127,15 @@ export function serviceRouteHandlers(options: RouteHandlersOptions) {
 
 /**
  * Makes the route handlers of an app that serves an operations table, the API's or the admin API's:
- * those of `serviceRouteHandlers`, and `operation`, which makes one operation's route (this file's
- * header lists its steps). Its types ask for what serving the table needs: a table with memoised
- * operations or operations that wait for the due orders' expiry (`waitsForDueOrderExpiry`) needs
- * `changesAndExpiry`.
+ * those of `serviceRouteHandlers`, and `handlerFor`, which makes one operation's route handler
+ * (this file's header lists its steps). Its types ask for what serving the table needs: a table
+ * with memoised operations or operations that wait for the due orders' expiry
+ * (`waitsForDueOrderExpiry`) needs `changesAndExpiry`.
  *
  * @example
  * const handlers = tableRouteHandlers({ log, clock, clientAddress, admissionCheck, deps,
  *   changesAndExpiry: store, allowedMethods, maxBodyBytes: 65536 })
- * app.on(op.method, `/v1${op.path}`, handlers.operation(op))
+ * app.on(op.method, `/v1${op.path}`, handlers.handlerFor(op))
  * app.notFound(handlers.notFound)
  */
 export function tableRouteHandlers<D extends object>(
@@ -164,15 +164,15 @@ export function tableRouteHandlers<D extends object>(
   const notFound = makeRequestHandler(parts, (c) =>
     parts.isGatewayPath(c.req.path) ? serveNoRoute(parts, c) : answerError(c, NO_SUCH_PATH),
   );
-  return { ...routeHandlers(parts, notFound), operation: (op: Operation<D>) => makeOperationHandler(parts, op) };
+  return { ...routeHandlers(parts, notFound), handlerFor: (op: Operation<D>) => makeOperationHandler(parts, op) };
 }
 
 /**
- * The route handlers of an app that serves a table: those of every app, and one route per
- * operation.
+ * The route handlers of an app that serves a table: those of every app, and `handlerFor`, which
+ * makes one operation's.
  */
 export interface TableRouteHandlers<O> extends ReturnType<typeof routeHandlers> {
-  operation(op: O): RouteHandler;
+  handlerFor(op: O): RouteHandler;
 }
 
 /** Makes the route handlers every app has: service routes, `notFound` and Hono's `onError`. */

@@ -60,7 +60,7 @@ function setup() {
     handler: () => ({ status: 200, body: '{"status":"ok"}', type: 'application/json' }),
   };
   const app = new Hono<AppEnv>();
-  app.get('/v1/pets/:petId', handlers.operation(getPet));
+  app.get('/v1/pets/:petId', handlers.handlerFor(getPet));
   app.get(healthz.path, handlers.serviceRoute(healthz));
   return { app, lines, json: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>) };
 }
