@@ -145,9 +145,10 @@ export type AdmissionCheck = <T>(
  *
  * 3a. finds the caller, once (`callerOf()`, ./caller.ts): a key's consumer, or a keyless client
  *     (no key, or one that is unknown, revoked or outside its dates);
- * 3b. refuses a keyless client once the limiter has counted it against its address group: 401,
- *     or 429 when the group is over the free plan's limits (`PLAN_LIMITS.free`, src/keys/plans.ts),
- *     with the rate-limit headers;
+ * 3b. refuses a keyless client once the limiter has counted it against its address group, with
+ *     the rate-limit headers: 429 `key_banned` while the group is banned, 429 `rate_limited` when
+ *     it is over the free plan's limits (`PLAN_LIMITS.free`, src/keys/plans.ts), else 401
+ *     `unauthorized`;
  * 3c. takes the consumer's in-flight slot before anything is awaited, and keeps it until
  *     `serveAdmitted` settles (at the cap: 429; the limiter is not asked, so no quota is spent);
  * 3d. asks the limiter to spend the operation's cost, once (`decider()`, ./decide.ts);
