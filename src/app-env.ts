@@ -7,7 +7,7 @@
 //   src/http/pipeline.ts). The trace (src/http/request-trace.ts) and the metrics
 //   (src/http/count-requests.ts) read the refusal's code here alone; the log line does not.
 // - `caller`: typed on every context (Hono's `ContextVariableMap`) in src/gateway/gateway.ts; set
-//   there at step 3 (`createAdmission()`).
+//   there at step 3 (`createAdmissionCheck()`).
 // - `answerHeaders`: typed on every context in src/core/reply.ts; set at step 1 (`beginAnswer()`)
 //   or on first use (`answerHeaders()`), both there.
 

@@ -13,7 +13,7 @@ import { type Clock, systemClock } from './core/clock.ts';
 import { DEFAULT_ORDER_HOLD_MS } from './core/order-records.ts';
 import { isUnder } from './core/paths.ts';
 import {
-  createAdmission,
+  createAdmissionCheck,
   type GatewayOptions,
   type LimiterStatus,
   type RateLimiter,
@@ -137,7 +137,7 @@ export function createApp({
     ...(metrics ? { count: (consumer, window) => metrics.wouldRefuse(consumer, window) } : {}),
   });
   // The admission check: who calls, the in-flight cap, the rate limit and the key's scope (step 3).
-  const admission = createAdmission({
+  const admissionCheck = createAdmissionCheck({
     keyTable,
     limiter,
     clientAddress,
@@ -154,7 +154,7 @@ export function createApp({
     log,
     clock,
     clientAddress,
-    admission,
+    admissionCheck,
     deps: { store, clock, orderHoldMs },
     // The same store, typed for step 6 alone: its change count and due orders' expiry.
     changesAndExpiry: store,
@@ -166,7 +166,9 @@ export function createApp({
   });
 
   const app = new Hono<AppEnv>();
-  const served = serviceRoutes({
+  // One route per operation and service route, so a request matches one handler; the rest (404,
+  // and 405 for a known API path asked with another method) is `notFound`'s.
+  for (const route of serviceRoutes({
     store,
     keyTable,
     log,
@@ -175,11 +177,10 @@ export function createApp({
     keysProblem,
     docs: { ...docs, experimental },
     metrics: serveMetrics ? metrics : undefined,
-  });
-  // One route per operation and service route, so a request matches one handler; the rest (404,
-  // and 405 for a known API path asked with another method) is `notFound`'s.
-  for (const route of served) app.get(route.path, routes.serviceRoute(route));
-  for (const op of byRouteOrder(operations)) app.on(op.method, API_PREFIX + op.path, routes.operation(op));
+  })) {
+    app.get(route.path, routes.serviceRoute(route));
+  }
+  for (const op of byRouteOrder(operations)) app.on(op.method, API_PREFIX + op.path, routes.handlerFor(op));
   app.notFound(routes.notFound);
   app.onError(routes.onError);
   return app;
@@ -241,10 +242,10 @@ export function adminApp({
   metrics,
   consumerDeleted,
 }: AdminAppOptions) {
-  // The API's admission, except that every key needs the `admin` scope (`isAdminGateway`), its
-  // in-flight cap is the admin port's own (one thread serves it: no `hostSlots`), and it sends no
-  // webhook notices nor reports report-only refusals (no `notify`, no `wouldRefuse`).
-  const admission = createAdmission({
+  // The API's admission check, except that every key needs the `admin` scope (`isAdminGateway`),
+  // its in-flight cap is the admin port's own (one thread serves it: no `hostSlots`), and it sends
+  // no webhook notices nor reports report-only refusals (no `notify`, no `wouldRefuse`).
+  const admissionCheck = createAdmissionCheck({
     keyTable,
     limiter,
     clientAddress,
@@ -258,7 +259,7 @@ export function adminApp({
     log,
     clock,
     clientAddress,
-    admission,
+    admissionCheck,
     deps: { keyAdmin, clock, ...(consumerDeleted ? { consumerDeleted } : {}) },
     maxBodyBytes: MAX_BODY_BYTES,
     allowedMethods: allowedMethods(ADMIN_PREFIX, ADMIN_OPERATIONS),
@@ -268,7 +269,7 @@ export function adminApp({
     hasValidKey: callerHasValidKey(keyTable, clock),
   });
   const app = new Hono<AppEnv>();
-  for (const op of byRouteOrder(ADMIN_OPERATIONS)) app.on(op.method, ADMIN_PREFIX + op.path, routes.operation(op));
+  for (const op of byRouteOrder(ADMIN_OPERATIONS)) app.on(op.method, ADMIN_PREFIX + op.path, routes.handlerFor(op));
   app.notFound(routes.notFound);
   app.onError(routes.onError);
   return app;

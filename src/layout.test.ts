@@ -185,7 +185,7 @@ describe("ARCHITECTURE.md's walk of one request", () => {
     const page = readFileSync(join(ROOT, 'ARCHITECTURE.md'), 'utf8');
     const shown = /\n```\n([\s\S]*?)\n```\n/.exec(page.slice(page.indexOf('\n### The request')))?.[1] ?? '';
     const names = tree.map((line) => line.trim().split(' ')[0] ?? '');
-    expect(names[0]).toBe('exchange');
+    expect(names[0]).toBe('handleRequest');
     expect(shown.split('\n')).toEqual(tree);
     const files = ['src/http/pipeline.ts', 'src/http/cors.ts', 'src/http/answer.ts'];
     expect(names.filter((name) => !files.some((f) => defines(f, name)))).toEqual([]);

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-/** The header's call tree, one entry a line (`//   ` stripped), from `exchange` on. */
+/** The header's call tree, one entry a line (`//   ` stripped), from `handleRequest` on. */
 export function pipelineTree(): string[] {
   const text = readFileSync(join(import.meta.dir, '../src/http/pipeline.ts'), 'utf8');
   const header = text.split('\nimport ')[0] ?? '';
@@ -15,7 +15,7 @@ export function pipelineTree(): string[] {
  * the tree gives it, in order.
  *
  * @example
- * pipelineSteps()[0] // { number: 1, name: 'exchange' }
+ * pipelineSteps()[0] // { number: 1, name: 'handleRequest' }
  */
 export function pipelineSteps(): { number: number; name: string }[] {
   const steps = pipelineTree().flatMap((line) => {

@@ -10,9 +10,9 @@ export const PAGE_SIZE_DEFAULT = 20;
 export const PAGE_SIZE_MAX = 100;
 
 /**
- * An integer in a query or path: up to 16 digits, with an optional `.0`, since JSON Schema counts
- * `1.0` as an integer too. `Number()` alone would also take texts the contract refuses, such as
- * "1e3", " 7" and "0x10".
+ * An integer in a query or path: up to 16 digits, then optionally a point and one or more zeros
+ * (`7.0`, `7.000`), since JSON Schema counts such a number as an integer too. `Number()` alone
+ * would also take texts the contract refuses, such as "1e3", " 7" and "0x10".
  */
 const IntegerText = v.pipe(v.string(), v.regex(/^[0-9]{1,16}(\.0+)?$/), v.transform(Number));
 

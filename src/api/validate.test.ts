@@ -124,7 +124,7 @@ test('a client that hangs up mid-body is a 400 in the logs, not a 500 "unhandled
 });
 
 describe('integers in the path and query', () => {
-  test('1.0 is the integer 1, as JSON Schema counts it; 1.5, 1e0 and 0x1 are not integers', async () => {
+  test('1.0 and 1.000 are the integer 1, as JSON Schema counts them; 1.5, 1e0 and 0x1 are not integers', async () => {
     const t = testApp();
     const created = await t.app.request('/v1/pets', {
       method: 'POST',
@@ -134,6 +134,7 @@ describe('integers in the path and query', () => {
     expect(created.status).toBe(201);
     const status = async (path: string) => (await t.app.request(path, { headers: t.auth() })).status;
     expect(await status('/v1/pets/1.0')).toBe(200);
+    expect(await status('/v1/pets/1.000')).toBe(200);
     expect(await status('/v1/pets?limit=2.0')).toBe(200);
     for (const path of ['/v1/pets/1.5', '/v1/pets/1e0', '/v1/pets/0x1', '/v1/pets?limit=1.5']) {
       expect([path, await status(path)]).toEqual([path, 400]);

@@ -1,4 +1,4 @@
-// The gateway, step 3 of a request (src/http/pipeline.ts). `createAdmission()` makes the one
+// The gateway, step 3 of a request (src/http/pipeline.ts). `createAdmissionCheck()` makes the one
 // admission check that every API request goes through; its docstring lists the checks in order.
 // This file is also the one door into src/gateway/. What other folders use of the gateway (the
 // limiters, types) is exported here.
@@ -125,14 +125,14 @@ export interface GatedOperation {
 }
 
 /**
- * The admission check: what `createAdmission()` returns, run once per request. For a request it
- * lets through, it runs `serveAdmitted` with the limiter's decision and the caller (always a key's)
- * and resolves to its result. The caller's in-flight slot is kept until `serveAdmitted` settles. A
- * refusal (401, 403, 429, 503) resolves to the `ApiError` to answer, never thrown: a throw through
- * these async frames was the largest cost of a refusal's own code (measured:
+ * The admission check: what `createAdmissionCheck()` returns, run once per request. For a request
+ * it lets through, it runs `serveAdmitted` with the limiter's decision and the caller (always a
+ * key's) and resolves to its result. The caller's in-flight slot is kept until `serveAdmitted`
+ * settles. A refusal (401, 403, 429, 503) resolves to the `ApiError` to answer, never thrown: a
+ * throw through these async frames was the largest cost of a refusal's own code (measured:
  * bench/README.md#measured-costs-behind-the-codes-choices).
  */
-export type Admission = <T>(
+export type AdmissionCheck = <T>(
   c: Context,
   op: GatedOperation,
   serveAdmitted: (decision: Decision, caller: ConsumerCaller) => Promise<T>,
@@ -145,9 +145,10 @@ export type Admission = <T>(
  *
  * 3a. finds the caller, once (`callerOf()`, ./caller.ts): a key's consumer, or a keyless client
  *     (no key, or one that is unknown, revoked or outside its dates);
- * 3b. refuses a keyless client once the limiter has counted it against its address group: 401,
- *     or 429 when the group is over the free plan's limits (`PLAN_LIMITS.free`, src/keys/plans.ts),
- *     with the rate-limit headers;
+ * 3b. refuses a keyless client once the limiter has counted it against its address group, with
+ *     the rate-limit headers: 429 `key_banned` while the group is banned, 429 `rate_limited` when
+ *     it is over the free plan's limits (`PLAN_LIMITS.free`, src/keys/plans.ts), else 401
+ *     `unauthorized`;
  * 3c. takes the consumer's in-flight slot before anything is awaited, and keeps it until
  *     `serveAdmitted` settles (at the cap: 429; the limiter is not asked, so no quota is spent);
  * 3d. asks the limiter to spend the operation's cost, once (`decider()`, ./decide.ts);
@@ -167,11 +168,15 @@ export type Admission = <T>(
  * have been refused for goes to `wouldRefuse`, and its headers show the numbers as if enforced.
  *
  * @example
- * const admission = createAdmission({ keyTable: () => table, limiter, clientAddress: () => '::1' })
+ * const admissionCheck = createAdmissionCheck({
+ *   keyTable: () => table,
+ *   limiter,
+ *   clientAddress: () => '::1',
+ * })
  * // serve's result, or the ApiError
- * const answered = await admission(c, { id: 'listPets', scope: 'pets:read' }, () => serve(c))
+ * const answered = await admissionCheck(c, { id: 'listPets', scope: 'pets:read' }, () => serve(c))
  */
-export function createAdmission({
+export function createAdmissionCheck({
   keyTable,
   limiter,
   clientAddress,
@@ -183,7 +188,7 @@ export function createAdmission({
   isAdminGateway = false,
   notify,
   clock = systemClock,
-}: GatewayOptions): Admission {
+}: GatewayOptions): AdmissionCheck {
   const decide = decider({ limiter, ban, ...(ipv6Prefix === undefined ? {} : { ipv6Prefix }) });
   const inFlight = hostSlots
     ? new HostInFlight<Decision>(maxInFlight, hostSlots.memory, hostSlots.worker)
@@ -197,7 +202,7 @@ export function createAdmission({
   const decideForKeyless = (caller: Caller, cost: number) =>
     childSpan('gateway decide', NO_ATTRIBUTES, () => decide(caller, cost), DECISION_SPAN, cost);
 
-  return async function admission(c, op, serveAdmitted) {
+  return async function admissionCheck(c, op, serveAdmitted) {
     // The client's address is looked up only for callers without a valid key.
     const address = () => canonicalAddress(clientAddress(c));
     // 3a: who calls.
@@ -205,10 +210,10 @@ export function createAdmission({
     c.set('caller', caller);
     if (caller.kind === 'keyless') {
       // 3b: a keyless client is counted, then refused.
-      const verdict = await decideForKeyless(caller, 1);
-      if (verdict.outcome === 'unavailable') return LIMITER_DOWN;
-      const limited = limiterRefusal(verdict);
-      writeRateLimitHeaders(c, verdict, limited !== undefined);
+      const decision = await decideForKeyless(caller, 1);
+      if (decision.outcome === 'unavailable') return LIMITER_DOWN;
+      const limited = limiterRefusal(decision);
+      writeRateLimitHeaders(c, decision, limited !== undefined);
       return limited ?? unauthorized(caller);
     }
     const { consumer } = caller;
@@ -228,17 +233,16 @@ export function createAdmission({
       const cost = op.readsQuota ? 0 : op.id === undefined ? 1 : (consumer.costs[op.id] ?? 1);
       // The decision's child, opened and closed around the one await (`decideForKeyless` says why).
       const child = openChild('gateway decide', NO_ATTRIBUTES, DECISION_SPAN, cost);
-      let verdict: Verdict;
+      // A `Verdict` until the 503 below; past it TypeScript narrows it to a `Decision`.
+      let decision: Verdict;
       try {
-        verdict = await decide(caller, cost);
+        decision = await decide(caller, cost);
       } catch (err) {
         failChild(child, err);
         throw err;
       }
-      closeChild(child, verdict, DECISION_SPAN.outcome);
-      if (verdict.outcome === 'unavailable') return LIMITER_DOWN;
-      // Past the 503, the verdict is a decision, and is named so from here to `serveAdmitted`.
-      const decision: Decision = verdict;
+      closeChild(child, decision, DECISION_SPAN.outcome);
+      if (decision.outcome === 'unavailable') return LIMITER_DOWN;
       // 3e: the quota webhook, recorded before any answer.
       if (decision.notices && notify) await notify(consumer, decision);
       let limited: ApiError | undefined;

@@ -7,13 +7,13 @@ import { defineOperation } from '../api/operation-types.ts';
 import type { AppEnv } from '../app-env.ts';
 import { ApiError } from '../core/api-error.ts';
 import { systemClock } from '../core/clock.ts';
-import type { Admission } from '../gateway/gateway.ts';
+import type { AdmissionCheck } from '../gateway/gateway.ts';
 import { silentLogger } from '../log.ts';
 import { serviceRouteHandlers, tableRouteHandlers } from './pipeline.ts';
 
 const base = { log: silentLogger, clock: systemClock, clientAddress: () => '192.0.2.1', maxBodyBytes: 1024 };
 /** A gateway that refuses everyone: enough to see which steps a pipeline has. */
-const refuseAll: Admission = async () => new ApiError('unauthorized', 'no key');
+const refuseAll: AdmissionCheck = async () => new ApiError('unauthorized', 'no key');
 const ping = {
   id: 'ping',
   method: 'GET',
@@ -26,7 +26,7 @@ const unmemoised = defineOperation({ ...ping, memo: false });
 const memoised = defineOperation({ ...ping, memo: true });
 const holdsFirst = defineOperation({ ...ping, memo: false, waitsForDueOrderExpiry: true });
 /** A table pipeline's options, without the store's change count. */
-const api = { ...base, admission: refuseAll, deps: {}, allowedMethods: () => undefined };
+const api = { ...base, admissionCheck: refuseAll, deps: {}, allowedMethods: () => undefined };
 /** A store whose count never moves: enough for a pipeline to take memoised operations. */
 const store = { startDueOrderExpiry: () => undefined, changeCount: () => 1, readsUnchangedSince: () => true };
 
@@ -43,19 +43,19 @@ describe('what each pipeline needs is checked by the compiler', () => {
 
   test('a table pipeline without the store takes only operations that are never memoised and expire no due orders first', async () => {
     const handlers = tableRouteHandlers(api);
-    expect(typeof handlers.operation(unmemoised)).toBe('function');
+    expect(typeof handlers.handlerFor(unmemoised)).toBe('function');
     // @ts-expect-error: a memoised operation needs the store's change count.
-    const addMemoised = () => handlers.operation(memoised);
+    const addMemoised = () => handlers.handlerFor(memoised);
     // @ts-expect-error: an operation that waits for the due orders' expiry needs the store.
-    const addHoldsFirst = () => handlers.operation(holdsFirst);
+    const addHoldsFirst = () => handlers.handlerFor(holdsFirst);
     // What the compiler refuses is refused at start-up too, when the route is added.
     expect(addMemoised).toThrow(new TypeError('pipeline: ping is memoised, but the pipeline has no store'));
     expect(addHoldsFirst).toThrow(
       new TypeError("pipeline: ping waits for the due orders' expiry, but the pipeline has no store"),
     );
     const withCount = tableRouteHandlers({ ...api, changesAndExpiry: store });
-    expect(typeof withCount.operation(memoised)).toBe('function');
-    expect(typeof withCount.operation(holdsFirst)).toBe('function');
+    expect(typeof withCount.handlerFor(memoised)).toBe('function');
+    expect(typeof withCount.handlerFor(holdsFirst)).toBe('function');
     // @ts-expect-error: the admission check is not optional.
     tableRouteHandlers({ ...base, deps: {}, allowedMethods: () => undefined });
     // Under the API prefix, a path no operation serves meets the gateway first: 401 before 404.
@@ -70,19 +70,19 @@ describe('a memoised operation is refused when its route is added', () => {
 
   test('one that reads request headers or a body: its answer is memoised by the path and query alone', () => {
     const headers = defineOperation({ ...ping, memo: true, headers: v.object({ 'x-tone': v.string() }) });
-    expect(() => handlers.operation(headers)).toThrow(
+    expect(() => handlers.handlerFor(headers)).toThrow(
       new TypeError('pipeline: ping reads headers or a body and cannot be memoised by its path and query'),
     );
     const body = defineOperation({ ...ping, method: 'POST', memo: true, body: v.object({ name: v.string() }) });
-    expect(() => handlers.operation(body)).toThrow(
+    expect(() => handlers.handlerFor(body)).toThrow(
       new TypeError('pipeline: ping reads headers or a body and cannot be memoised by its path and query'),
     );
-    expect(typeof handlers.operation(defineOperation({ ...ping, memo: false, body: v.object({}) }))).toBe('function');
+    expect(typeof handlers.handlerFor(defineOperation({ ...ping, memo: false, body: v.object({}) }))).toBe('function');
   });
 
   test("one that reads the quota: its answer is the caller's own", () => {
     const quota = defineOperation({ ...ping, memo: true, readsQuota: true });
-    expect(() => handlers.operation(quota)).toThrow(
+    expect(() => handlers.handlerFor(quota)).toThrow(
       new TypeError('pipeline: ping reads the quota and cannot be memoised'),
     );
   });
@@ -102,14 +102,14 @@ describe("a request's checks answer in the order pipeline.ts's call tree gives i
       app.request(path, { method: 'POST', headers: { ...json, ...headers }, body });
     // Each request fails every check from its step on; it gets the first one's answer.
     const answered: [string, number][] = [
-      ['exchange', (await post(`/v1/pets?q=${'x'.repeat(9000)}`, {}, tooLarge)).status],
+      ['handleRequest', (await post(`/v1/pets?q=${'x'.repeat(9000)}`, {}, tooLarge)).status],
       ['addCorsHeaders', (await app.request('/v1/pets', { method: 'OPTIONS', headers: preflight })).status],
       ['passGateway', (await post('/v1/pets', {}, tooLarge)).status],
       ['checkBodyLimits', (await post('/v1/pets', auth(), tooLarge)).status],
       ['runHandler', (await post('/v1/pets', auth(), '{"name":7}')).status],
     ];
     expect(answered).toEqual([
-      ['exchange', 414],
+      ['handleRequest', 414],
       ['addCorsHeaders', 204],
       ['passGateway', 401],
       ['checkBodyLimits', 413],

@@ -1,12 +1,12 @@
 // A request's way from Hono's route to its answer. Every route's handler is made here. The tree
 // below is the code's one list of a table operation's eight steps, in the order they run;
 // ARCHITECTURE.md's walk says what each does. The make… functions (`makeOperationHandler`,
-// `makeExchangeHandler`, `makeServiceRouteHandler`) run once each, when the app is built; the
+// `makeRequestHandler`, `makeServiceRouteHandler`) run once each, when the app is built; the
 // tree runs per request. Who calls whom, each function indented under its caller (ARCHITECTURE.md
 // shows the same tree; src/layout.test.ts holds the two alike):
 //
-//   exchange                        step 1, the route's handler
-//     runExchange                   step 1, inside the request's state
+//   handleRequest                   step 1, the route's handler
+//     runRequest                    step 1, inside the request's state
 //       serveOperation              steps 2 to 8
 //         addCorsHeaders            step 2
 //         passGateway               step 3: the gateway calls back for the rest
@@ -33,7 +33,7 @@ import type { Decision } from '../core/decision.ts';
 import type { AnswerHeaders, Reply } from '../core/reply.ts';
 import { answerHeaders, beginAnswer } from '../core/reply.ts';
 import type { ServiceRoute, ServiceRouteId } from '../core/service-route.ts';
-import { type Admission, type ConsumerCaller, type GatedOperation, quotaStatus } from '../gateway/gateway.ts';
+import { type AdmissionCheck, type ConsumerCaller, type GatedOperation, quotaStatus } from '../gateway/gateway.ts';
 import { ownerOf } from '../keys/records.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics/registry.ts';
@@ -91,10 +91,10 @@ export interface RouteHandlersOptions {
  */
 export interface TableRouteHandlersOptions<D> extends RouteHandlersOptions {
   /**
-   * The admission check (`Admission`, made by `createAdmission()` of src/gateway/gateway.ts):
-   * admits or refuses each request at step 3.
+   * The admission check (`AdmissionCheck`, made by `createAdmissionCheck()` of
+   * src/gateway/gateway.ts): admits or refuses each request at step 3.
    */
-  admission: Admission;
+  admissionCheck: AdmissionCheck;
   /** What the table's handlers work with (the store, the clock). */
   deps: D;
   /**
@@ -110,7 +110,7 @@ export interface TableRouteHandlersOptions<D> extends RouteHandlersOptions {
 
 /**
  * Makes the route handlers of an app that serves service routes alone: the metrics port's. Each
- * request runs step 1 (`exchange`) and then its service route, or 404.
+ * request runs step 1 (`handleRequest`) and then its service route, or 404.
  *
  * @example
  * const handlers = serviceRouteHandlers({ log, clock, clientAddress, maxBodyBytes: 65536 })
@@ -121,21 +121,21 @@ export function serviceRouteHandlers(options: RouteHandlersOptions) {
   const parts = partsOf(options);
   return routeHandlers(
     parts,
-    makeExchangeHandler(parts, (c) => answerError(c, NO_SUCH_PATH)),
+    makeRequestHandler(parts, (c) => answerError(c, NO_SUCH_PATH)),
   );
 }
 
 /**
  * Makes the route handlers of an app that serves an operations table, the API's or the admin API's:
- * those of `serviceRouteHandlers`, and `operation`, which makes one operation's route (this file's
- * header lists its steps). Its types ask for what serving the table needs: a table with memoised
- * operations or operations that wait for the due orders' expiry (`waitsForDueOrderExpiry`) needs
- * `changesAndExpiry`.
+ * those of `serviceRouteHandlers`, and `handlerFor`, which makes one operation's route handler
+ * (this file's header lists its steps). Its types ask for what serving the table needs: a table
+ * with memoised operations or operations that wait for the due orders' expiry
+ * (`waitsForDueOrderExpiry`) needs `changesAndExpiry`.
  *
  * @example
- * const handlers = tableRouteHandlers({ log, clock, clientAddress, admission, deps,
+ * const handlers = tableRouteHandlers({ log, clock, clientAddress, admissionCheck, deps,
  *   changesAndExpiry: store, allowedMethods, maxBodyBytes: 65536 })
- * app.on(op.method, `/v1${op.path}`, handlers.operation(op))
+ * app.on(op.method, `/v1${op.path}`, handlers.handlerFor(op))
  * app.notFound(handlers.notFound)
  */
 export function tableRouteHandlers<D extends object>(
@@ -147,11 +147,11 @@ export function tableRouteHandlers<D extends object>(
 export function tableRouteHandlers<D extends object>(
   options: TableRouteHandlersOptions<D>,
 ): TableRouteHandlers<Operation<D>> {
-  const { admission, deps, allowedMethods, changesAndExpiry } = options;
+  const { admissionCheck, deps, allowedMethods, changesAndExpiry } = options;
   const replyMemo = changesAndExpiry && new ReplyMemo(changesAndExpiry);
   const parts: TableParts<D> = {
     ...partsOf(options),
-    admission,
+    admissionCheck,
     deps,
     allowedMethods,
     replyMemo,
@@ -161,18 +161,18 @@ export function tableRouteHandlers<D extends object>(
    * Answers a path no route serves (Hono's `notFound`). Under the API prefix it meets the gateway
    * first.
    */
-  const notFound = makeExchangeHandler(parts, (c) =>
+  const notFound = makeRequestHandler(parts, (c) =>
     parts.isGatewayPath(c.req.path) ? serveNoRoute(parts, c) : answerError(c, NO_SUCH_PATH),
   );
-  return { ...routeHandlers(parts, notFound), operation: (op: Operation<D>) => makeOperationHandler(parts, op) };
+  return { ...routeHandlers(parts, notFound), handlerFor: (op: Operation<D>) => makeOperationHandler(parts, op) };
 }
 
 /**
- * The route handlers of an app that serves a table: those of every app, and one route per
- * operation.
+ * The route handlers of an app that serves a table: those of every app, and `handlerFor`, which
+ * makes one operation's.
  */
 export interface TableRouteHandlers<O> extends ReturnType<typeof routeHandlers> {
-  operation(op: O): RouteHandler;
+  handlerFor(op: O): RouteHandler;
 }
 
 /** Makes the route handlers every app has: service routes, `notFound` and Hono's `onError`. */
@@ -210,7 +210,7 @@ interface PipelineParts {
 
 /** What the steps of a pipeline that serves a table share besides. */
 interface TableParts<D> extends PipelineParts {
-  readonly admission: Admission;
+  readonly admissionCheck: AdmissionCheck;
   readonly deps: D;
   readonly allowedMethods: (path: string) => readonly string[] | undefined;
   /** The reply memo, over the store's change count, when the pipeline is given the store. */
@@ -266,7 +266,7 @@ function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteH
   const { cors } = parts;
   // This function and the callbacks inside it are named as what they do, so a debugger's stack
   // and a CPU profile name them.
-  return makeExchangeHandler(parts, function serveOperation(c) {
+  return makeRequestHandler(parts, function serveOperation(c) {
     c.set('operation', op.id);
     // A preflight (OPTIONS) matches no operation's route, so `notFound` (`serveNoRoute`) answers
     // it before any key is asked for.
@@ -283,25 +283,25 @@ function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteH
 }
 
 /**
- * Makes step 1, `exchange`, around `inner`, the rest of the request's steps. Every Hono route's
- * handler is one of these, so Hono calls one handler per request and composes no middleware: an
- * outer middleware and catch-all routes cost every request CPU (measured:
+ * Makes step 1, `handleRequest`, around `inner`, the rest of the request's steps. Every Hono
+ * route's handler is one of these, so Hono calls one handler per request and composes no
+ * middleware: an outer middleware and catch-all routes cost every request CPU (measured:
  * bench/README.md#measured-costs-behind-the-codes-choices).
  *
- * Step 1 is two functions: `exchange`, the handler made here, gives the request its id and opens
- * its state; `runExchange` does the rest of step 1 inside that state and calls `inner`. For an
- * operation, `inner` is `serveOperation` (steps 2 to 8).
+ * Step 1 is two functions: `handleRequest`, the handler made here, gives the request its id and
+ * opens its state; `runRequest` does the rest of step 1 inside that state and calls `inner`. For
+ * an operation, `inner` is `serveOperation` (steps 2 to 8).
  *
  * @param traced When false, the request makes no trace. The probes' and scrapers' service routes
  *   pass false.
  */
-function makeExchangeHandler(parts: PipelineParts, inner: InnerHandler, traced = true): RouteHandler {
+function makeRequestHandler(parts: PipelineParts, inner: InnerHandler, traced = true): RouteHandler {
   const { requestLog, tracing } = parts;
-  return function exchange(c) {
+  return function handleRequest(c) {
     const start = requestLog.start(c);
     // The request's state (src/trace/request-state.ts) holds its id and trace: every log line
     // and trace record made while it is served reads it.
-    return tracing.run(c, start.id, traced, (state) => runExchange(parts, c, start, state, inner));
+    return tracing.run(c, start.id, traced, (state) => runRequest(parts, c, start, state, inner));
   };
 }
 
@@ -310,7 +310,7 @@ function makeExchangeHandler(parts: PipelineParts, inner: InnerHandler, traced =
  * URI (414) and runs `inner`. Then it ends the trace record, writes the log line and the metrics,
  * and returns the answer.
  */
-async function runExchange(
+async function runRequest(
   { requestLog, requestMetrics, tracing, isGatewayPath, report, unavailable }: PipelineParts,
   c: Context<AppEnv>,
   start: RequestStart,
@@ -361,16 +361,16 @@ function setTraceResponse(res: Response, value: string | undefined): void {
 
 /**
  * Step 3: asks the gateway (src/gateway/gateway.ts) to admit the request, and returns
- * `serveAdmitted`'s answer or the answer to the refusal the gateway returned (`Admission`). A
- * refusal's code is set as `refusal`, where the trace and the metrics read it (src/app-env.ts).
+ * `serveAdmitted`'s answer or the answer to the refusal the gateway returned (`AdmissionCheck`).
+ * A refusal's code is set as `refusal`, where the trace and the metrics read it (src/app-env.ts).
  */
 async function passGateway<D>(
-  { admission }: TableParts<D>,
+  { admissionCheck }: TableParts<D>,
   c: Context<AppEnv>,
   op: GatedOperation,
   serveAdmitted: (decision: Decision, caller: ConsumerCaller) => Promise<Response>,
 ): Promise<Response> {
-  const servedOrRefused = await admission(c, op, serveAdmitted);
+  const servedOrRefused = await admissionCheck(c, op, serveAdmitted);
   if (!(servedOrRefused instanceof ApiError)) return servedOrRefused;
   c.set('refusal', servedOrRefused.code);
   return answerError(c, servedOrRefused);
@@ -516,7 +516,7 @@ function serveNoRoute<D>(parts: TableParts<D>, c: Context<AppEnv>): Response | P
  * path.
  */
 function makeServiceRouteHandler(parts: PipelineParts, route: ServiceRoute): RouteHandler {
-  return makeExchangeHandler(
+  return makeRequestHandler(
     parts,
     async function serviceRoute(c) {
       c.set('operation', route.id);

@@ -6,7 +6,7 @@ import type { AppEnv } from '../app-env.ts';
 import { ApiError } from '../core/api-error.ts';
 import type { Decision } from '../core/decision.ts';
 import type { ServiceRoute } from '../core/service-route.ts';
-import type { Admission } from '../gateway/gateway.ts';
+import type { AdmissionCheck } from '../gateway/gateway.ts';
 import { parseKeys } from '../keys/file.ts';
 import { createLogger } from '../log.ts';
 import { tableRouteHandlers } from './pipeline.ts';
@@ -21,7 +21,7 @@ function setup() {
   const lines: string[] = [];
   const clock = fakeClock();
   const log = createLogger({ write: (l) => lines.push(l), now: clock.now });
-  const admission: Admission = async (c, _op, serveAdmitted) => {
+  const admissionCheck: AdmissionCheck = async (c, _op, serveAdmitted) => {
     if (c.req.header('authorization')) {
       const key = acme as NonNullable<typeof acme>;
       const caller = { kind: 'consumer', consumer: key.consumer, key } as const;
@@ -37,7 +37,7 @@ function setup() {
     newId: () => 'fresh-id',
     clientAddress: () => '198.51.100.9',
     maxBodyBytes: 1024,
-    admission,
+    admissionCheck,
     deps: {},
     allowedMethods: () => undefined,
   });
@@ -60,7 +60,7 @@ function setup() {
     handler: () => ({ status: 200, body: '{"status":"ok"}', type: 'application/json' }),
   };
   const app = new Hono<AppEnv>();
-  app.get('/v1/pets/:petId', handlers.operation(getPet));
+  app.get('/v1/pets/:petId', handlers.handlerFor(getPet));
   app.get(healthz.path, handlers.serviceRoute(healthz));
   return { app, lines, json: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>) };
 }

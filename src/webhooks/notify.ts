@@ -28,7 +28,7 @@ export interface NotifierOptions {
  *
  * @example
  * const notify = notifier({ outbox: store.outbox, log, clock, recorded: () => delivery.wake() })
- * createAdmission({ …, notify })
+ * createAdmissionCheck({ …, notify })
  */
 export function notifier({ outbox, log, clock, recorded }: NotifierOptions) {
   return async function notify(consumer: Consumer, decision: Decision): Promise<void> {
