@@ -403,10 +403,9 @@ async function checkBodyLimits(
  * operation that waits for it (`waitsForDueOrderExpiry`) holds the store's `dueOrderExpiry`
  * (`routeOf`): it starts the expiry (`startDueOrderExpiry()`) and, while a run is under way, runs
  * step 6.2 once it ends, so the answer shows the pets of orders whose hold ran out `available`. Any
- * other operation goes straight to step 6.2. A failed run does not fail the read: it shows the
- * pets as stored, with nothing memoised. A wait past `--store-timeout`, or begun while the database
- * is unreachable, answers 503 (`startDueOrderExpiry` of `DataStore`, src/store/store.ts, says why).
- * Not async, so it adds no promise of its own when nothing is due.
+ * other operation goes straight to step 6.2. What the read answers when the run fails or is
+ * slow: `startDueOrderExpiry` of `DataStore` (src/store/store.ts). Not async, so it adds no
+ * promise of its own when nothing is due.
  */
 function afterDueOrderExpiry<D>(
   parts: TableParts<D>,
