@@ -18,7 +18,7 @@ const LAYERS = [
   'webhooks/',
   'metrics/',
   'app-env.ts',
-  'http/',
+  'pipeline/',
   'admin/',
   'reference/', // the contract and its reference page served at /docs
   'service-routes/',

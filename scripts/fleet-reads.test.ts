@@ -1,6 +1,6 @@
 /**
  * Memoised answers on PostgreSQL: two instances of the built binary share one database, without
- * Redis. Each keeps the pages asked twice (src/http/memo.ts) while it listens for the pets
+ * Redis. Each keeps the pages asked twice (src/pipeline/memo.ts) while it listens for the pets
  * table's notifications (src/store/postgres/postgres-changes.ts):
  * - a pet created through A is served by B's memoised page within the bound docs/fleet.md gives,
  *   measured over 1,000 writes, p50, p99 and max printed; a pet changed (PATCH) and then removed

@@ -1,11 +1,11 @@
 // The app's Hono `Env` (`AppEnv`): what one step sets on the context (`c.set`) for later steps
 // to read (`c.get`). All five variables on `c`, where each is typed and where it is set:
-// - `requestId`: typed here; set at step 1 (`requestLog.start()`, src/http/request-log.ts).
+// - `requestId`: typed here; set at step 1 (`requestLog.start()`, src/pipeline/request-log.ts).
 // - `operation`: typed here; set first thing by what step 1 runs inside it: `serveOperation`
-//   (steps 2 to 8) or `serviceRoute`, in src/http/pipeline.ts.
+//   (steps 2 to 8) or `serviceRoute`, in src/pipeline/pipeline.ts.
 // - `refusal`: typed here; set at step 3 when the gateway refuses (`passGateway`,
-//   src/http/pipeline.ts). The trace (src/http/request-trace.ts) and the metrics
-//   (src/http/count-requests.ts) read the refusal's code here alone; the log line does not.
+//   src/pipeline/pipeline.ts). The trace (src/pipeline/request-trace.ts) and the metrics
+//   (src/pipeline/count-requests.ts) read the refusal's code here alone; the log line does not.
 // - `caller`: typed on every context (Hono's `ContextVariableMap`) in src/gateway/gateway.ts; set
 //   there at step 3 (`createAdmissionCheck()`).
 // - `answerHeaders`: typed on every context in src/core/reply.ts; set at step 1 (`beginAnswer()`)

@@ -20,15 +20,15 @@ import {
   validAuthorizationTest,
   wouldRefuseReporter,
 } from './gateway/gateway.ts';
-import { MAX_BODY_BYTES } from './http/body-limit.ts';
-import { serviceRouteHandlers, tableRouteHandlers } from './http/pipeline.ts';
-import { byRouteOrder } from './http/route-order.ts';
 import type { KeyAdmin } from './keys/key-admin.ts';
 import type { BanPolicy } from './keys/plans.ts';
 import type { KeyTable } from './keys/table.ts';
 import { type Logger, silentLogger } from './log.ts';
 import { ADMIN_OPERATION_LABEL } from './metrics/labels.ts';
 import type { Metrics } from './metrics/registry.ts';
+import { MAX_BODY_BYTES } from './pipeline/body-limit.ts';
+import { serviceRouteHandlers, tableRouteHandlers } from './pipeline/pipeline.ts';
+import { byRouteOrder } from './pipeline/route-order.ts';
 import type { DocsOptions } from './reference/docs-routes.ts';
 import { metricsRoute } from './service-routes/metrics.ts';
 import { serviceRoutes } from './service-routes/routes.ts';
@@ -149,7 +149,7 @@ export function createApp({
     clock,
     notify,
   });
-  // The route handlers of the pipeline every API request goes through (src/http/pipeline.ts).
+  // The route handlers of the pipeline every API request goes through (src/pipeline/pipeline.ts).
   const routes = tableRouteHandlers({
     log,
     clock,

@@ -168,7 +168,7 @@ function defines(file: string, name: string): boolean {
 describe("ARCHITECTURE.md's walk of one request", () => {
   const steps = walkSteps();
 
-  test("has four steps of start-up, S1 to S4, then the request's steps as src/http/pipeline.ts lists them, each naming its function first", () => {
+  test("has four steps of start-up, S1 to S4, then the request's steps as src/pipeline/pipeline.ts lists them, each naming its function first", () => {
     expect(steps.slice(0, 4).map((s) => /^- \*\*(S\d+)\*\*/.exec(s)?.[1])).toEqual(['S1', 'S2', 'S3', 'S4']);
     const listed = pipelineSteps();
     expect(listed.map((s) => s.number)).toEqual(listed.map((_, i) => i + 1));
@@ -180,14 +180,14 @@ describe("ARCHITECTURE.md's walk of one request", () => {
     expect(steps).toHaveLength(4 + listed.length);
   });
 
-  test("shows the call tree of src/http/pipeline.ts's header, line for line, each name a function of src/http/", () => {
+  test("shows the call tree of src/pipeline/pipeline.ts's header, line for line, each name a function of src/pipeline/", () => {
     const tree = pipelineTree();
     const page = readFileSync(join(ROOT, 'ARCHITECTURE.md'), 'utf8');
     const shown = /\n```\n([\s\S]*?)\n```\n/.exec(page.slice(page.indexOf('\n### The request')))?.[1] ?? '';
     const names = tree.map((line) => line.trim().split(' ')[0] ?? '');
     expect(names[0]).toBe('handleRequest');
     expect(shown.split('\n')).toEqual(tree);
-    const files = ['src/http/pipeline.ts', 'src/http/cors.ts', 'src/http/answer.ts'];
+    const files = ['src/pipeline/pipeline.ts', 'src/pipeline/cors.ts', 'src/pipeline/answer.ts'];
     expect(names.filter((name) => !files.some((f) => defines(f, name)))).toEqual([]);
   });
 

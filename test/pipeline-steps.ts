@@ -1,11 +1,11 @@
-// The request's call tree in the header of src/http/pipeline.ts, as the tests that hold the docs
+// The request's call tree in the header of src/pipeline/pipeline.ts, as the tests that hold the docs
 // and the checks' order to it read it.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** The header's call tree, one entry a line (`//   ` stripped), from `handleRequest` on. */
 export function pipelineTree(): string[] {
-  const text = readFileSync(join(import.meta.dir, '../src/http/pipeline.ts'), 'utf8');
+  const text = readFileSync(join(import.meta.dir, '../src/pipeline/pipeline.ts'), 'utf8');
   const header = text.split('\nimport ')[0] ?? '';
   return [...header.matchAll(/^\/\/ {3}(.+)$/gm)].map((m) => m[1] ?? '');
 }

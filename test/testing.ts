@@ -4,7 +4,6 @@ import type { AppEnv } from '../src/app-env.ts';
 import { type Clock, systemClock } from '../src/core/clock.ts';
 import type { ServiceRoute } from '../src/core/service-route.ts';
 import { SlidingWindowLimiter } from '../src/gateway/gateway.ts';
-import { serviceRouteHandlers } from '../src/http/pipeline.ts';
 import { parseKeys } from '../src/keys/file.ts';
 import type { PlanName } from '../src/keys/plans.ts';
 import { hashToken } from '../src/keys/records.ts';
@@ -12,6 +11,7 @@ import { KeyTable } from '../src/keys/table.ts';
 import type { Logger } from '../src/log.ts';
 import { silentLogger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics/registry.ts';
+import { serviceRouteHandlers } from '../src/pipeline/pipeline.ts';
 import { MemoryStore } from '../src/store/memory-store.ts';
 import type { DataStore } from '../src/store/store.ts';
 

@@ -1,7 +1,7 @@
 // What integrators' tools, browsers, proxies and caches expect of the binary.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
-import { weakEtagOf } from '../../src/http/etag.ts';
+import { weakEtagOf } from '../../src/pipeline/etag.ts';
 import { type Running, spawnServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
 import { send, upload } from './http-client.ts';
 

@@ -30,7 +30,7 @@ describe('GET /v1/store/inventory (experimental)', () => {
       counted++;
       return inventory();
     };
-    // The memo holds an answer asked for a second time (src/http/memo.ts).
+    // The memo holds an answer asked for a second time (src/pipeline/memo.ts).
     const first = await t.app.request(INVENTORY, { headers: t.auth() });
     await t.app.request(INVENTORY, { headers: t.auth() });
     const etag = first.headers.get('etag') ?? '';

@@ -128,7 +128,7 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
   readonly weakEtag: boolean;
   /**
    * Whether a 200 is memoised by its path and query: true only where the answer depends on nothing
-   * else. The memo's rule is `ReplyMemo`'s docstring (src/http/memo.ts).
+   * else. The memo's rule is `ReplyMemo`'s docstring (src/pipeline/memo.ts).
    */
   readonly memo: boolean;
   /**

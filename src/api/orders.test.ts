@@ -203,7 +203,7 @@ describe('the hold', () => {
     const t = testApp({ orderHoldMs: 2_000 });
     await addPet(t);
     const { id } = (await (await order(t, 1)).json()) as { id: string };
-    // A page asked twice is memoised (src/http/memo.ts); it must not outlive the hold it shows.
+    // A page asked twice is memoised (src/pipeline/memo.ts); it must not outlive the hold it shows.
     for (let i = 0; i < 2; i++) await t.app.request('/v1/pets', { headers: t.auth() });
     t.clock.advance(2_000);
     const page = (await (await t.app.request('/v1/pets', { headers: t.auth() })).json()) as { status: string }[];

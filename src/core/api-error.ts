@@ -72,7 +72,7 @@ const STATUS_BY_CODE: Record<ErrorCode, ContentfulStatusCode> = {
 
 /**
  * The one error type of the API, answered as the Error body. A handler or a step throws it, and
- * step 1 (`runRequest` in src/http/pipeline.ts) answers it; the gateway returns its refusals
+ * step 1 (`runRequest` in src/pipeline/pipeline.ts) answers it; the gateway returns its refusals
  * instead (`AdmissionCheck`, src/gateway/gateway.ts, says why). Hono's `onError` answers only what
  * escapes step 1. Refusals made once are answered to every request that meets them, so an
  * ApiError and its headers never change.

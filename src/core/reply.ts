@@ -1,5 +1,5 @@
 // What a handler returns (`Reply`) and the headers a request gathers for its answer
-// (`answerHeaders`): the shapes step 7 hands to step 8 (src/http/answer.ts).
+// (`answerHeaders`): the shapes step 7 hands to step 8 (src/pipeline/answer.ts).
 import type { Context } from 'hono';
 
 /** The codings an answer's body may be sent in. */
@@ -28,7 +28,7 @@ export interface PetSet {
  * What a route, a step or the error path decides to answer. `answer()` turns it into the one
  * `Response`: nothing else builds one, and nothing changes one afterwards except `traceresponse`,
  * which the pipeline writes again when the tail rules keep a trace the head did not
- * (`setTraceResponse` in src/http/pipeline.ts). The one answer made outside the app is Deno's
+ * (`setTraceResponse` in src/pipeline/pipeline.ts). The one answer made outside the app is Deno's
  * 503 to a request that arrives while the server drains (src/serve/deno.ts).
  */
 export interface Reply {
@@ -50,7 +50,7 @@ export interface Reply {
    */
   readonly encoding?: Coding;
   /**
-   * What the reply read from the store, when it is memoised (src/http/memo.ts); none: it depends
+   * What the reply read from the store, when it is memoised (src/pipeline/memo.ts); none: it depends
    * on every pet.
    */
   readonly reads?: PetSet;
@@ -71,7 +71,7 @@ declare module 'hono' {
  * once, not a field at a time through `c.header()`
  * (bench/README.md#measured-costs-behind-the-codes-choices). It and `beginAnswer()` sit in core
  * because src/gateway/ writes the rate-limit headers too, and the layers (.dependency-cruiser.cjs)
- * put src/gateway/ below src/http/, whose steps and `answer()` use them.
+ * put src/gateway/ below src/pipeline/, whose steps and `answer()` use them.
  *
  * @example
  * answerHeaders(c)['Retry-After'] = '30'

@@ -11,7 +11,7 @@ export type ServiceRouteId = (typeof SERVICE_ROUTE_IDS)[number];
 /**
  * A route outside the API (health, metrics, the contract and its reference page): no key, no
  * rate limit. The same shape as an API operation where they overlap: an id, a method, a path,
- * and a handler whose reply is answered by `answer()` (src/http/answer.ts), like every other.
+ * and a handler whose reply is answered by `answer()` (src/pipeline/answer.ts), like every other.
  */
 export interface ServiceRoute {
   readonly id: ServiceRouteId;

@@ -1,4 +1,4 @@
-// The gateway, step 3 of a request (src/http/pipeline.ts). `createAdmissionCheck()` makes the one
+// The gateway, step 3 of a request (src/pipeline/pipeline.ts). `createAdmissionCheck()` makes the one
 // admission check that every API request goes through; its docstring lists the checks in order.
 // This file is also the one door into src/gateway/. What other folders use of the gateway (the
 // limiters, types) is exported here.

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import type { Context } from 'hono';
 import type { Reply } from '../core/reply.ts';
-import { accepts } from '../http/compress.ts';
+import { accepts } from '../pipeline/compress.ts';
 
 /** Cache lifetime of a content-addressed asset: a year, never revalidated (RFC 8246). */
 export const IMMUTABLE = 'public, max-age=31536000, immutable';

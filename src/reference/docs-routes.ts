@@ -4,7 +4,7 @@
 import { ADMIN_PREFIX } from '../admin/admin-operations.ts';
 import { API_PREFIX, OPERATIONS } from '../api/operations.ts';
 import type { ServiceRoute } from '../core/service-route.ts';
-import { weakEtagOf } from '../http/etag.ts';
+import { weakEtagOf } from '../pipeline/etag.ts';
 import { DOCS_CSP, docsPage, FAVICON, INIT_SCRIPT, SCALAR_BUNDLE } from './page.ts';
 
 // Defined by `bun build --define` for a compiled binary (scripts/lib/build-info.sh), else

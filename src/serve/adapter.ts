@@ -15,7 +15,7 @@ import type { AppEnv } from '../app-env.ts';
  * - `maxRequestBodyBytes`: a declared body above this would be refused by Bun with a bare 413
  *   before the app runs (and the connection reset under a client still sending): so it is as
  *   high as a length can be, and the app's own 64 KiB limit answers every over-limit body with
- *   the Error body (src/http/body-limit.ts bounds what is then discarded).
+ *   the Error body (src/pipeline/body-limit.ts bounds what is then discarded).
  */
 export const CONNECTION_LIMITS = {
   idleTimeoutSeconds: 10,

@@ -1,5 +1,5 @@
 // What keeps a memoised answer honest: `ChangeCounter` counts the changes of pets, so the memo
-// (src/http/memo.ts) can ask whether anything a reply read changed since it was read.
+// (src/pipeline/memo.ts) can ask whether anything a reply read changed since it was read.
 import type { PetSet } from '../core/reply.ts';
 
 /**
@@ -22,7 +22,7 @@ export const NO_PET: PetSet = { ids: [] };
  * The change count: a counter that moves with every change this instance hears of, and when each
  * pet (and the set of pets, and any status) last changed on it. An answer read at count `since`
  * stays true while nothing it read changed after `since` (`readsUnchangedSince`). What the memo
- * serves by it is stated in `ReplyMemo`'s docstring (src/http/memo.ts).
+ * serves by it is stated in `ReplyMemo`'s docstring (src/pipeline/memo.ts).
  *
  * A change is counted once stored, before its caller hears of it. A read begun earlier has a
  * lower `since`, so its answer is not served after the change.

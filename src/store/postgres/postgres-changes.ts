@@ -118,7 +118,7 @@ export function heard(payload: string): { readonly from: string; readonly change
  * It knows only while a connection listens.
  *
  * - While listening, `version()` is the count of changes: an answer read at a count is kept until
- *   a pet it read changes (src/http/memo.ts).
+ *   a pet it read changes (src/pipeline/memo.ts).
  * - When the listening connection closes (or misses a heartbeat), `version()` is undefined at
  *   once: every read goes to the database, nothing is kept.
  * - A new connection listens after `RELISTEN_DELAY_MS`; once its LISTEN is acknowledged, every

@@ -520,7 +520,7 @@ describe('PostgresStore version: every write of the fleet, heard through LISTEN'
       // Past the hold by the database's clock: the next read sweeps, and no answer is kept until
       // then.
       await within(1_500, () => store.changeCount() === undefined);
-      // A kept read starts the expiry (as src/http/pipeline.ts does), then its count is known
+      // A kept read starts the expiry (as src/pipeline/pipeline.ts does), then its count is known
       // again.
       await within(2_000, () => {
         store.startDueOrderExpiry();

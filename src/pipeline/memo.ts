@@ -47,7 +47,7 @@ interface Flight {
  * the target and the store (the table's `memo: true`), so the answer is the same for every caller:
  * pets are not per caller. A page or a pet asked again is then not read, turned into JSON or
  * hashed again. Each hit is still answered with a new `Response`, made by `answer()`
- * (src/http/answer.ts) and compressed as the client asks.
+ * (src/pipeline/answer.ts) and compressed as the client asks.
  *
  * A memoised reply is served only while none of the pets it read (`Reply.reads`) has changed
  * since the store's change count (`changeCount()`, src/store/change-counter.ts) it was read at. A
@@ -138,7 +138,7 @@ export class ReplyMemo {
       });
       if (reply?.status !== 200) return { reply: this.#memoiseIf200(target, count, await read()), joined: false };
       // A joined request's own input is never read. That is safe because `routeOf`
-      // (src/http/operation-route.ts) lets a memoised operation read only the path and query
+      // (src/pipeline/operation-route.ts) lets a memoised operation read only the path and query
       // (no headers, no body, not the caller's quota), and the read joined had the same ones.
       if (flight.since === count || this.#store.readsUnchangedSince(flight.since, reply.reads))
         return { reply, joined: true };

@@ -423,7 +423,7 @@ function afterDueOrderExpiry<D>(
 }
 
 /**
- * Step 6.2: answers a memoised operation from the memo (src/http/memo.ts) when nothing it read has
+ * Step 6.2: answers a memoised operation from the memo (src/pipeline/memo.ts) when nothing it read has
  * changed since. Otherwise, and for every operation that is not memoised (`placeOrder`), it runs
  * step 7 and answers its reply.
  */

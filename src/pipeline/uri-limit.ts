@@ -11,7 +11,7 @@ export const MAX_URI_BYTES = 8 * 1024;
 
 /**
  * Returns the 414 `uri_too_long` for a request whose path and query together exceed `maxBytes`, or
- * undefined: a plain step, so step 1 (`runRequest`, src/http/pipeline.ts) runs it without a
+ * undefined: a plain step, so step 1 (`runRequest`, src/pipeline/pipeline.ts) runs it without a
  * middleware of its own.
  *
  * @example
