@@ -59,7 +59,6 @@ export async function startServer(config: Config): Promise<void> {
   }
   checkOpenFiles(log, openFilesNeeded(liveKeys.consumers, config.maxInFlight));
   const listeners = await Listeners.bind(config, adapter, metrics, { proveOnly: workers > 1 });
-  // The workers' shared counters (`WORKER_STATE` of src/serve/supervisor.ts).
   const sharedCounters = workersMemory && new Int32Array(workersMemory.state);
   // The store opens after the bind, so a port in use leaves no database file behind. A failed
   // start ends the process (src/main.ts), which frees the ports and the store.
@@ -76,7 +75,6 @@ export async function startServer(config: Config): Promise<void> {
   const webhooks = webhooksOf(store, config, log, metrics, liveKeys);
   let stopping = false;
   let stoppingAt = 0;
-  // The host's part of `/readyz`.
   const hostStatus = (): HostStatus => ({ limiterStatus: redisLimiter?.status(), keysProblem: liveKeys.problem() });
   // `workersMemory` exists only for `--workers` above 1: then the workers serve, else this process.
   if (workersMemory) {
@@ -261,7 +259,7 @@ async function startWorkers({
   listeners.addWorkerPool(pool);
 }
 
-/** How often each instance expires the orders whose hold is over, when no request did first. */
+/** How often each instance expires the orders whose hold is over and that no request expired. */
 const ORDER_SWEEP_MS = 1_000;
 
 /**
@@ -298,7 +296,7 @@ async function loadAdapter(): Promise<RuntimeAdapter> {
   return adapter;
 }
 
-/** The least time a shutdown gives the trace export to send what is queued. */
+/** The minimum time a shutdown gives the trace export to send the queued spans. */
 const FLUSH_MIN_MS = 500;
 
 /**

@@ -73,7 +73,7 @@ export interface WorkerStart {
   /** The host's status now, if the supervisor reports one (then again every `STATUS_EVERY_MS`). */
   readonly hostStatus?: HostStatus;
   readonly config: Config;
-  /** The port the supervisor proved free. */
+  /** The port the supervisor checked is free. */
   readonly port: number;
   readonly keys: readonly KeyRecord[];
   readonly memory: WorkerMemory;
@@ -87,7 +87,7 @@ export interface WorkerStart {
 /** What the supervisor sends a worker. */
 export type ToWorker =
   | WorkerStart
-  /** The answers to a turn's questions. */
+  /** The limiter's answers to one batch of questions (`decide`). */
   | ({ readonly type: 'decided' } & PackedAnswers)
   | { readonly type: 'keys'; readonly keys: readonly KeyRecord[] }
   | { readonly type: 'stop'; readonly deadlineMs: number }
@@ -100,13 +100,13 @@ export type ToWorker =
 
 /** What a worker sends the supervisor. */
 type FromWorker =
-  /** A batch of requests for limiter decisions. */
+  /** The worker's questions to the limiter from one event-loop turn, in one message. */
   | ({ readonly type: 'decide' } & PackedAsks)
   /** Its module is loaded and it handles messages, so it can be sent its start message now. */
   | { readonly type: 'loaded' }
   | { readonly type: 'listening' }
   | { readonly type: 'failed'; readonly error: string }
-  /** A batch of log lines, joined by newlines. */
+  /** The worker's log lines from one batch, joined by newlines. */
   | { readonly type: 'log'; readonly text: string }
   | { readonly type: 'wake' }
   | { readonly type: 'stopped' }
@@ -161,7 +161,7 @@ export interface WorkerPoolOptions {
   /** The host's limiter, which makes every worker's decisions. */
   readonly limiter: RateLimiter;
   readonly log: Logger;
-  /** Writes a worker's log lines to the one stream. */
+  /** Writes a worker's log lines to the process's single log stream. */
   readonly lines: (line: string) => void;
   /** Called when a worker records webhook events, so the delivery loop checks now. */
   readonly wake: () => void;
@@ -239,7 +239,7 @@ export class WorkerPool implements RunningServer {
     return Atomics.load(this.#state, WORKER_STATE.listening);
   }
 
-  /** Hands every worker the keys in force now. */
+  /** Sends every worker the keys in force now. */
   keysChanged(table: KeyTable): void {
     this.#broadcast({ type: 'keys', keys: table.all() });
   }
