@@ -1,6 +1,6 @@
-// The entry point. It reads argv and hands it on: a subcommand to src/cli/run.ts, a server's
-// options to src/serve/start.ts. It also answers --help and --version, sets the exit code, and
-// sets the JIT's policy back to Bun's usual one once the imports have run.
+// The entry point. It passes a subcommand to src/cli/run.ts and server options to
+// src/serve/start.ts. It also answers --help and --version, sets the exit code, and restores
+// Bun's usual JIT policy once the imports have run.
 import process from 'node:process';
 import { isCommand, runCli } from './cli/run.ts';
 import { ConfigError, helpText, parseConfig } from './config.ts';
@@ -9,9 +9,10 @@ import { startServer } from './serve/start.ts';
 import { StoreOpenError } from './store/store-error.ts';
 import { VERSION, versionLine } from './version.ts';
 
-// The binary starts with the JIT 30 times more reluctant to compile (`--compile-jit-policy=30`,
-// scripts/lib/build-info.sh): the imports above run each line once, best left to the interpreter.
-// From here on (a keys file of any size, a command, the requests) the policy is 1, the usual one.
+// The binary starts with a JIT policy that compiles less eagerly (`--compile-jit-policy`,
+// scripts/lib/build-info.sh), because the imports above run each line only once and are best left
+// to the interpreter. From here on (reading the keys, a command, the requests) the usual policy
+// applies.
 const NORMAL_JIT_POLICY = 1;
 if ('Bun' in globalThis) Bun.unsafe.setJITPolicy(NORMAL_JIT_POLICY);
 
@@ -21,7 +22,7 @@ if ('Bun' in globalThis) Bun.unsafe.setJITPolicy(NORMAL_JIT_POLICY);
  */
 const EXIT_CONFIG = 2;
 
-/** The exit code, or undefined while the server runs (signals end it). */
+/** Returns the exit code, or undefined when the server is running (a signal ends it). */
 async function main(argv: string[]): Promise<number | undefined> {
   if (isCommand(argv[0])) return runCli(argv);
   const config = parseConfig(argv, process.env);
@@ -46,7 +47,8 @@ main(process.argv.slice(2)).then(
       const what =
         err instanceof KeysFileError ? 'keys file' : err instanceof StoreOpenError ? 'data store' : 'configuration';
       const command = err instanceof ConfigError && err.command ? `petstore ${err.command}` : 'petstore';
-      // A store that cannot open is not a matter of usage: its message names the file or URL.
+      // A store that cannot open is not a usage error, so no --help hint: the message names the
+      // file or URL.
       const hint = err instanceof StoreOpenError ? '' : `Run ${command} --help for usage.\n`;
       process.stderr.write(`petstore: ${what}: ${err.message}\n${hint}`);
       process.exit(EXIT_CONFIG);

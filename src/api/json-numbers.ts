@@ -1,15 +1,15 @@
-// Finds a JSON body's number that `JSON.parse` rounded to an integer the client did not send, so
-// the body's reader refuses it (src/api/validate.ts) rather than store a value never sent.
+// Finds a number in a JSON body that `JSON.parse` rounds to an integer the client did not send,
+// so the body's reader (src/api/validate.ts) refuses it rather than store a value never sent.
 
 /** A JSON number literal (RFC 8259 section 6): sign, integer digits, fraction, exponent. */
 const NUMBER = /^-?(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
-/** Past this exponent a literal is far outside every range the service accepts. */
+/** A literal with an exponent above this is far outside every range the service accepts. */
 const MAX_EXPONENT = 400;
 
 /**
- * The first top-level member whose number `JSON.parse` rounded to an integer the client did not
- * send, such as `9007199254740990.9` or `4.0000000000000001`. Such a number would pass an
- * integer check and be stored wrong. `text` must be valid JSON.
+ * Returns the name of the first top-level member whose number `JSON.parse` rounds to an integer
+ * the client did not send, such as `9007199254740990.9` or `4.0000000000000001`; such a number
+ * would pass an integer check and be stored wrong. `text` must be valid JSON.
  *
  * @example
  * roundedMember('{"name":"Rex","categoryId":9007199254740990.9}') // 'categoryId'
@@ -48,7 +48,7 @@ export function roundedMember(text: string): string | undefined {
   return undefined;
 }
 
-/** Index of the closing quote of the string starting at `start`. */
+/** Returns the index of the closing quote of the string that starts at `start`. */
 function stringEnd(text: string, start: number): number {
   for (let i = start + 1; i < text.length; i++) {
     if (text[i] === '\\') i++;
@@ -57,7 +57,7 @@ function stringEnd(text: string, start: number): number {
   return text.length;
 }
 
-/** True when the literal parses to an integer that is not its exact value. */
+/** Returns whether the literal parses to an integer that is not its exact value. */
 function isRounded(literal: string): boolean {
   const parsed = Number(literal);
   if (!Number.isInteger(parsed)) return false;

@@ -10,7 +10,7 @@ import type { DataStore } from '../store/store.ts';
 /** The methods the tables' operations use; HEAD is served by every GET. */
 export type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
-/** An operation due for removal: RFC 9745 `Deprecation`, RFC 8594 `Sunset`, and its successor. */
+/** A deprecated operation's RFC 9745 `Deprecation`, RFC 8594 `Sunset`, and its successor. */
 export interface Deprecation {
   /** When it became deprecated, an RFC 3339 date-time. */
   readonly since: string;
@@ -41,9 +41,9 @@ export interface ApiDeps {
 }
 
 /**
- * What the pipeline hands a handler: the validated input, and whose request it is. `inputReader`
- * (src/api/validate.ts) sets every field always, `undefined` when the request has none, so every
- * request's input is one object literal of one shape, made without a spread.
+ * What the pipeline passes a handler: the validated input, and whose request it is. `inputReader`
+ * (src/api/validate.ts) always sets every field, to `undefined` when the request has none, so
+ * every input is an object literal of the same shape, built without a spread.
  */
 export interface Input<Q = unknown, P = unknown, H = unknown, B = unknown> {
   readonly query: Q;
@@ -51,25 +51,25 @@ export interface Input<Q = unknown, P = unknown, H = unknown, B = unknown> {
   readonly headers: H;
   readonly body: B;
   /**
-   * Who asks, as the owner of its orders and `Idempotency-Key`s: its consumer's id and name
-   * (`con_…:acme`, made by `ownerOf` in src/keys/records.ts). Handlers only hand it to the store,
+   * The caller, as the owner of its orders and `Idempotency-Key`s: its consumer's id and name
+   * (`con_…:acme`, made by `ownerOf` in src/keys/records.ts). Handlers only pass it to the store,
    * which keys orders and `Idempotency-Key`s by it and reads the name back for an order's webhook
-   * (`consumerOf` in src/store/order-rows.ts). Handlers know nothing more of keys or limits.
+   * (`consumerOf` in src/store/order-rows.ts). Handlers know nothing else of keys or limits.
    */
   readonly owner: string;
   /**
-   * The caller's quota, read without spending it: given to an operation that `readsQuota` only,
-   * and `undefined` (set, not left out) for any other.
+   * The caller's quota, read without spending it: set only for an operation with `readsQuota`, and
+   * `undefined` (present, not omitted) for any other.
    */
   readonly quota: RateLimitStatus | undefined;
   /**
-   * The consumer and key id that ask, for an `audited` operation (the admin API's trail), and
+   * The calling consumer and key id, for an `audited` operation (the admin API's audit trail);
    * `undefined` for any other.
    */
   readonly keyHolder: KeyHolder | undefined;
 }
 
-/** A key by the names logs and the audit trail know it by: never its token or hash. */
+/** A key as logs and the audit trail name it: never its token or hash. */
 export interface KeyHolder {
   readonly consumer: string;
   readonly id: string;
@@ -78,9 +78,9 @@ export interface KeyHolder {
 type Schema<T> = v.GenericSchema<unknown, T>;
 
 /**
- * One operation of a table, the API's (src/api/operations.ts) or the admin API's
- * (src/admin/admin-operations.ts), as its contract names it: everything the routes, the scope
- * check, the metrics and the contract test need to know about it.
+ * One operation of the API's table (src/api/operations.ts) or the admin API's
+ * (src/admin/admin-operations.ts): everything the routes, the scope check, the metrics and the
+ * contract test need to know about it.
  */
 export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
   /** The contract's `operationId`: the metrics label, the route's name, what `costs` name. */
@@ -88,22 +88,15 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
   readonly method: Method;
   /** Hono's path template under the API prefix, e.g. `/pets/:petId`. */
   readonly path: string;
-  /**
-   * The scope a key needs for it; absent: any valid key may call it (the contract's
-   * `x-scopes: []`).
-   */
+  /** The scope a key needs; if absent, any valid key may call it (contract: `x-scopes: []`). */
   readonly scope?: KeyScope;
   /**
-   * True: the operation reads the caller's quota instead of spending it. It costs 0 whatever
-   * the plan's `costs` say, is answered during a ban (which it reports), and its handler gets
-   * `Input.quota`.
+   * The operation reads the caller's quota instead of spending it: it costs 0 whatever the plan's
+   * `costs` say, is answered during a ban (which it reports), and its handler gets `Input.quota`.
    */
   readonly readsQuota?: boolean;
   readonly deprecated?: Deprecation;
-  /**
-   * What it promises (the contract's `x-stability-level`); absent: `stable` (the admin API's
-   * table).
-   */
+  /** What it promises (the contract's `x-stability-level`); `stable` if absent (the admin API). */
   readonly stability?: Stability;
   readonly query?: Schema<Q>;
   readonly params?: Schema<P>;
@@ -148,22 +141,19 @@ export interface OperationSpec<Q, P, H, B, D = ApiDeps> {
   handler(input: Input<Q, P, H, B>, deps: D): Promise<Reply>;
 }
 
-/**
- * An entry of a table: an operation with its input types erased; `D` is what its handlers work
- * with.
- */
+/** An entry of a table: an operation with its input types erased; `D` is its handlers' deps. */
 export type Operation<D = ApiDeps> = OperationSpec<unknown, unknown, unknown, unknown, D>;
 
 /**
- * An operation that needs no part of the pipeline's store: it is never memoised and never waits
- * for the due orders' expiry. It is all that a pipeline without the store serves (the admin API's).
+ * An operation that needs nothing from the pipeline's store: it is never memoised and never waits
+ * for due orders to expire. A pipeline without a store (the admin API's) serves only these.
  */
 export type StorelessOperation<D> = Operation<D> & { readonly memo: false; readonly waitsForDueOrderExpiry: false };
 
 /**
- * Types one entry of the table: the handler's input is inferred from the entry's schemas. `M` and
- * `R` keep `memo` and `waitsForDueOrderExpiry` as the literals written (`false`, not `boolean`), so
- * that the admin API's entries type-check as `StorelessOperation`s.
+ * Types one table entry, inferring the handler's input from the entry's schemas. `M` and `R` keep
+ * `memo` and `waitsForDueOrderExpiry` as the literals written (`false`, not `boolean`), so that
+ * the admin API's entries type-check as `StorelessOperation`s.
  *
  * @example
  * // weakEtag: false, as the handler tags the pet with its own strong ETag

@@ -22,11 +22,9 @@ import {
 export const API_PREFIX = '/v1';
 
 /**
- * Every operation of the API, once. Routes are registered from it; the scope check, the
- * metrics label and the headers of a deprecated operation read it; src/api/operations.test.ts
- * holds it equal to contract/openapi.yaml.
- *
- * Adding an operation: an entry here, its handler, and its place in the contract.
+ * Every operation of the API, once. The routes, the scope check, the metrics labels and the
+ * deprecation headers all come from it; src/api/operations.test.ts checks that it matches
+ * contract/openapi.yaml. To add an operation, add an entry here, its handler, and the contract's.
  */
 export const OPERATIONS: readonly Operation[] = [
   defineOperation({
@@ -61,9 +59,9 @@ export const OPERATIONS: readonly Operation[] = [
     path: '/pets/:petId',
     scope: 'pets:read',
     params: PetParams,
-    // Deprecation is apart from stability: a stable operation that is to be removed. The interface
-    // deprecates it, to be removed on 5 December 2030; the replacement is `GET /pets` with the
-    // `status` filter. It gives no start date: `since` is the service's own
+    // Deprecation is separate from stability: this is a stable operation due for removal. The
+    // interface specification deprecates it and sets the sunset; the replacement is `GET /pets`
+    // with the `status` filter. It gives no start date, so `since` is the service's own
     // (docs/decisions/deprecation.md).
     deprecated: { since: '2026-01-01T00:00:00Z', sunset: '2030-12-05T00:00:00Z', successor: '../pets' },
     // Tagged by its handler: the pet's strong ETag, from its version.
@@ -106,8 +104,7 @@ export const OPERATIONS: readonly Operation[] = [
     stability: 'stable',
     method: 'GET',
     path: '/rate_limit',
-    // No scope: any valid key, whatever its scopes, reads its own quota (the contract's
-    // `x-scopes: []`).
+    // No scope: any valid key can read its own quota (the contract's `x-scopes: []`).
     readsQuota: true,
     weakEtag: false,
     memo: false,
@@ -125,8 +122,8 @@ export const OPERATIONS: readonly Operation[] = [
     waitsForDueOrderExpiry: true,
     handler: getInventory,
   }),
-  // Orders are each caller's own, while the memo keys a reply by its path and query alone: no order
-  // operation is memoised, and none is given a weak ETag.
+  // Orders belong to each caller, but the memo keys a reply by its path and query alone, so no
+  // order operation is memoised or given a weak ETag.
   defineOperation({
     id: 'placeOrder',
     stability: 'beta',
@@ -192,9 +189,9 @@ export const OPERATIONS: readonly Operation[] = [
 ];
 
 /**
- * The operations an instance serves: the stable and beta ones, and the experimental ones only
- * when the operator opted in (`--experimental`). An operation not served answers as an unknown
- * path does, and the served contract (`/openapi.*`) leaves it out.
+ * Returns the operations an instance serves: the stable and beta ones, plus the experimental ones
+ * with `--experimental`. An operation not served answers like an unknown path, and the served
+ * contract (`/openapi.*`) leaves it out.
  *
  * @example
  * servedOperations(false).some((op) => op.stability === 'experimental') // false
@@ -204,8 +201,8 @@ export function servedOperations(experimental: boolean): readonly Operation[] {
 }
 
 /**
- * Whether `path` is under the API prefix, where the gateway answers every request (an unknown
- * path too: 401 before 404, so a caller without a key learns nothing about paths).
+ * Returns whether `path` is under the API prefix, where the gateway checks every request, even to
+ * an unknown path (401 before 404, so a caller without a key learns nothing about paths).
  *
  * @example
  * isApiPath('/v1/pets/7') // true

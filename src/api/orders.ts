@@ -1,6 +1,6 @@
 // Step 7 for the orders: `placeOrder`, `getOrder`, `listOrders`, `completeOrder` and
-// `cancelOrder`. Each handler sees only the caller's own orders. Another consumer's order is a
-// 404, as a missing one is.
+// `cancelOrder`. Each handler sees only the caller's own orders: another consumer's order is a
+// 404, like a missing one.
 import { ApiError } from '../core/api-error.ts';
 import type { Closing, NewOrder, StoredOrder } from '../core/order-records.ts';
 import { JSON_TYPE, type Reply } from '../core/reply.ts';
@@ -8,7 +8,7 @@ import { nextPageLink } from './list-pages.ts';
 import type { ApiDeps, Input } from './operation-types.ts';
 import type { IdempotencyHeaders, OrderListQuery, OrderParams } from './schemas.ts';
 
-/** What the API says of an order: its hold and placing as RFC 3339 date-times in UTC. */
+/** An order's JSON body, with `placedAt` and `holdUntil` as RFC 3339 date-times in UTC. */
 function orderBody({ id, petId, status, placedAt, holdUntil }: StoredOrder): string {
   return JSON.stringify({
     id,
@@ -19,7 +19,7 @@ function orderBody({ id, petId, status, placedAt, holdUntil }: StoredOrder): str
   });
 }
 
-/** An order's answer: its body, and the status and headers given (200 and none by default). */
+/** A reply with the order's body, and the given status (200 by default) and headers. */
 function orderReply(order: StoredOrder, status = 200, headers?: Record<string, string>): Reply {
   return {
     status,
@@ -30,19 +30,18 @@ function orderReply(order: StoredOrder, status = 200, headers?: Record<string, s
 }
 
 /**
- * The 404 of an order the caller does not have. Another consumer's order is answered the same, so
- * a caller cannot learn whether an order exists.
+ * The 404 for an order the caller does not have. Another consumer's order gets the same answer,
+ * so a caller cannot learn whether an order exists.
  */
 function noSuchOrder(id: string): ApiError {
   return new ApiError('not_found', `You have no order with id ${id}.`);
 }
 
 /**
- * `POST /store/orders`: holds an available pet for the caller until `holdUntil`. The pet is
- * `pending` from the same transaction on. With an `Idempotency-Key`, a retry gets a 201 with the
- * order the key placed, as it is now (`Idempotent-Replayed: true`). Its status may have moved on
- * (`completed`, `cancelled`, `expired`), and the client sees so. The same key with another pet
- * gets a 409.
+ * `POST /store/orders`: holds an available pet for the caller until `holdUntil`; the same
+ * transaction makes the pet `pending`. With an `Idempotency-Key`, a retry gets a 201 with the
+ * order that key placed, in its current status (`Idempotent-Replayed: true`), which may by then be
+ * `completed`, `cancelled` or `expired`. The same key with another pet gets a 409.
  */
 export async function placeOrder(
   { body, headers, owner }: Input<unknown, unknown, IdempotencyHeaders, NewOrder>,
@@ -58,8 +57,8 @@ export async function placeOrder(
   });
   switch (result.outcome) {
     case 'pet_not_found':
-      // A code of its own, not getPet's `not_found`: `not_found` would also mean a wrong path, so
-      // this code lets the client see that the path is right and the pet it named does not exist.
+      // A separate code from getPet's `not_found`, which could also mean a wrong path: this tells
+      // the client that the path is right and the pet it named does not exist.
       throw new ApiError('pet_not_found', `No pet has id ${body.petId}; an order needs an existing pet.`);
     case 'pet_unavailable':
       throw new ApiError('pet_unavailable', `Pet ${body.petId} is not available: it is pending or sold.`);
@@ -70,8 +69,8 @@ export async function placeOrder(
       );
     case 'placed':
     case 'replayed': {
-      // Resolves against the request's `/v1/store/orders` to `/v1/store/orders/{id}` (RFC 3986: the
-      // base's last segment is replaced).
+      // Resolves against the request's `/v1/store/orders` to `/v1/store/orders/{id}` (RFC 3986
+      // replaces the base's last segment).
       const location = { Location: `orders/${result.order.id}` };
       return orderReply(
         result.order,
@@ -93,8 +92,8 @@ export async function getOrder(
 }
 
 /**
- * `GET /store/orders`: a page of the caller's orders, ascending by id, with a `Link` to the
- * next page when there is one, as `listPets` pages; its cursor is the last order's id.
+ * `GET /store/orders`: a page of the caller's orders, ascending by id, with a `Link` to the next
+ * page when there is one, like `listPets`; the cursor is the last order's id.
  */
 export async function listOrders({ query, owner }: Input<OrderListQuery>, { store, clock }: ApiDeps): Promise<Reply> {
   const { limit, status, cursor } = query;
@@ -117,9 +116,9 @@ export const cancelOrder = (input: Input<unknown, OrderParams>, deps: ApiDeps) =
   closeOwnOrder(input, deps, 'cancelled');
 
 /**
- * Closes a placed order as `to` (`completed` or `cancelled`). Asking again for the close an order
- * already had answers the order unchanged, so a retry is safe. Any other change of a closed order
- * is a 409 (`order_closed`).
+ * Closes a placed order as `to` (`completed` or `cancelled`). Repeating the close an order already
+ * had answers the order unchanged, so a retry is safe; any other change to a closed order is a 409
+ * (`order_closed`).
  */
 async function closeOwnOrder(
   { params, owner }: Input<unknown, OrderParams>,

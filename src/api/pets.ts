@@ -1,6 +1,6 @@
 // Step 7 for the pets: the handlers of list, create, get, change and delete. Each handler gets
-// its validated input and the store, and returns a `Reply` (src/core/reply.ts). It never writes a
-// response.
+// its validated input and the store, and returns a `Reply` (src/core/reply.ts) rather than
+// writing a response.
 import { ApiError } from '../core/api-error.ts';
 import {
   NEXT_STATUSES,
@@ -20,8 +20,8 @@ import type { ConditionalHeaders, IdempotencyHeaders, ListQuery, PetParams } fro
 
 const CURSOR_RADIX = 36;
 /**
- * The most ids a full page names as read. When more ids than this lie between the cursor and the
- * row read past the page (many pets removed), the page depends on every create instead.
+ * The most ids a full page lists as read. When more ids than this lie between the cursor and the
+ * extra row read past the page (many pets were removed), the page depends on every create instead.
  */
 const MOST_IDS_READ = 1_000;
 
@@ -35,7 +35,7 @@ const MOST_IDS_READ = 1_000;
 export async function listPets({ query }: Input<ListQuery>, { store }: ApiDeps): Promise<Reply> {
   const { limit, status, cursor } = query;
   const after = cursor === undefined ? 0 : Number.parseInt(cursor, CURSOR_RADIX);
-  // One more than asked tells whether a next page exists.
+  // Read one more than asked to learn whether a next page exists.
   const page = await store.list({ limit: limit + 1, status, after });
   const full = page.length > limit;
   const reads = pageReads(page, after, full, status !== undefined);
@@ -51,11 +51,11 @@ export async function listPets({ query }: Input<ListQuery>, { store }: ApiDeps):
 }
 
 /**
- * The pets a page read (`Reply.reads`), which the memo checks. A full page depends on every id
- * from its cursor to the extra row read past it (whether a next page exists): a change or removal
- * of one changes the page, and so does a create in that range, since on PostgreSQL a create can
- * commit after one with a higher id. The last page also depends on every create and removal
- * (`members`), and a filtered page also depends on every status change.
+ * Returns the pets a page depends on (`Reply.reads`), which the memo checks. A full page depends
+ * on every id from its cursor to the extra row read past it: changing or removing one changes the
+ * page, and so does a create in that range, since on PostgreSQL a create can commit after one
+ * with a higher id. The last page also depends on every create and removal (`members`), and a
+ * filtered page on every status change.
  */
 function pageReads(page: readonly Pet[], after: number, full: boolean, filtered: boolean): PetSet {
   const probe = page.at(-1)?.id ?? after;
@@ -66,9 +66,9 @@ function pageReads(page: readonly Pet[], after: number, full: boolean, filtered:
 }
 
 /**
- * `POST /pets`: stores the pet. With an `Idempotency-Key`, a retry gets the 201 that the key's
- * create got (`Idempotent-Replayed: true`). It shows the pet as it was then, with its tag, even
- * after the pet was changed or removed. Another body with the same key gets a 409.
+ * `POST /pets`: stores the pet and answers 201. With an `Idempotency-Key`, a retry gets the first
+ * create's 201 again (`Idempotent-Replayed: true`), showing the pet and ETag as they were then,
+ * even if the pet has since changed or been removed. A different body with the same key gets 409.
  */
 export async function createPet(
   { body, headers, owner }: Input<unknown, unknown, IdempotencyHeaders, NewPet>,
@@ -144,8 +144,8 @@ export async function deletePet(
 }
 
 /**
- * The 201 of a stored (or replayed) pet, with `Location: pets/{id}`, which resolves against the
- * request's `/v1/pets` to `/v1/pets/{id}` (RFC 3986: the base's last segment is replaced).
+ * The 201 of a stored (or replayed) pet, with `Location: pets/{id}`. That relative URL resolves
+ * against the request's `/v1/pets` to `/v1/pets/{id}` (RFC 3986 replaces the base's last segment).
  */
 function createdReply(pet: StoredPet, replayed = false): Reply {
   const headers: Record<string, string> = { Location: `pets/${pet.id}` };
@@ -153,16 +153,14 @@ function createdReply(pet: StoredPet, replayed = false): Reply {
   return petReply(201, pet, headers);
 }
 
-/**
- * An answer whose body is one pet, tagged with the pet's strong `ETag` (src/core/preconditions.ts).
- */
+/** A reply whose body is one pet, with the pet's strong `ETag` (src/core/preconditions.ts). */
 function petReply(status: number, pet: StoredPet, headers?: Record<string, string>): Reply {
   const body = JSON.stringify(petOf(pet));
   const etag = petEtag(pet.id, pet.version);
   return headers ? { status, body, type: JSON_TYPE, etag, headers } : { status, body, type: JSON_TYPE, etag };
 }
 
-/** The 404 of a read, PATCH or DELETE of a pet id that no pet has. */
+/** The 404 for a GET, PATCH or DELETE of a pet id that does not exist. */
 function noSuchPet(petId: number): ApiError {
   return new ApiError('not_found', `No pet has id ${petId}.`);
 }
@@ -176,15 +174,13 @@ function stale(petId: number): ApiError {
   );
 }
 
-/**
- * The 409 of a status change or DELETE of a pet that an open order holds; `consequence` says which.
- */
+/** The 409 for a status change or DELETE of a pet an open order holds; `consequence` says which. */
 function onOrder(petId: number, consequence: string): ApiError {
   return new ApiError('pet_on_order', `Pet ${petId} is held by an open order: ${consequence}.`);
 }
 
 /**
- * The 409 of a status change that is no transition, naming the statuses the pet may take.
+ * The 409 for a status change that `NEXT_STATUSES` does not allow, naming the statuses allowed.
  *
  * @example
  * notATransition('sold', 'available').message

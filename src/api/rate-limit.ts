@@ -1,11 +1,11 @@
-// Step 7 for `GET /rate_limit`: `getRateLimit()` answers the caller's quota, which the gateway
+// Step 7 for `GET /rate_limit`: `getRateLimit()` returns the caller's quota, which the gateway
 // read at step 3 without spending it. The handler knows nothing of keys or limiters.
 import type { Reply } from '../core/reply.ts';
 import type { Input } from './operation-types.ts';
 
 /**
- * `GET /rate_limit`: the caller's quota as the gateway read it for this request, without
- * spending any of it.
+ * `GET /rate_limit`: the caller's quota as the gateway read it for this request, without spending
+ * any.
  *
  * @example
  * await getRateLimit({ quota: { consumer: 'acme', plan: 'pro', windows: [...], ban: null }, ... })

@@ -1,6 +1,6 @@
 // The valibot schemas of the API's query, path and header input that step 7 checks (`ListQuery`,
-// `PetParams`, `OrderParams`, `IdempotencyHeaders`, …), and `MUST_BE`, a 400's words per field. The
-// bodies' schemas (`NewPet`, `PetPatch`, `NewOrder`) are the records': src/core/pet-records.ts and
+// `PetParams`, `OrderParams`, `IdempotencyHeaders`, …), and `MUST_BE`, the wording of a 400 per
+// field. The body schemas (`NewPet`, `PetPatch`, `NewOrder`) are in src/core/pet-records.ts and
 // src/core/order-records.ts.
 import * as v from 'valibot';
 import { ORDER_ID_PATTERN, OrderStatus } from '../core/order-records.ts';
@@ -30,19 +30,16 @@ export type ListQuery = v.InferOutput<typeof ListQuery>;
 /** An `Idempotency-Key`: 1 to 255 visible ASCII characters, `!` to `~` (no spaces). */
 export const IDEMPOTENCY_KEY_PATTERN = /^[!-~]{1,255}$/;
 
-/**
- * Headers of `createPet` and `placeOrder` (Hono hands them over lower-cased): an optional
- * `Idempotency-Key`.
- */
+/** Headers of `createPet` and `placeOrder` (lower-cased by Hono): an optional `Idempotency-Key`. */
 export const IdempotencyHeaders = v.object({
   'idempotency-key': v.optional(v.pipe(v.string(), v.regex(IDEMPOTENCY_KEY_PATTERN))),
 });
 export type IdempotencyHeaders = v.InferOutput<typeof IdempotencyHeaders>;
 
 /**
- * What each field of a request accepts, in the contract's words: every 400 about a field says
- * `<field>: must be <this>.` The message never quotes the value, as a large JSON number reaches
- * the schema already rounded. The contract shows these messages (src/api/contract.test.ts).
+ * What each request field accepts, in the contract's words: a 400 about a field says
+ * `<field>: must be <this>.` The message never quotes the value, because a large JSON number
+ * reaches the schema already rounded. The contract shows these messages (src/api/contract.test.ts).
  */
 export const MUST_BE: Readonly<Record<string, string>> = {
   limit: `an integer from 1 to ${PAGE_SIZE_MAX}`,
@@ -56,15 +53,15 @@ export const MUST_BE: Readonly<Record<string, string>> = {
 };
 
 /**
- * Headers of `updatePet` and `deletePet`: an optional `If-Match`, any text (a value that names
- * no current tag of the pet is a 412, as RFC 9110 says of a tag that does not match).
+ * Headers of `updatePet` and `deletePet`: an optional `If-Match` of any text (a value that does
+ * not match the pet's current ETag gets 412, as RFC 9110 says).
  */
 export const ConditionalHeaders = v.object({
   'if-match': v.optional(v.string()),
 });
 export type ConditionalHeaders = v.InferOutput<typeof ConditionalHeaders>;
 
-/** The words of the orders' listing, where `status` and `cursor` are an order's. */
+/** `MUST_BE` for the orders' listing, whose `status` and `cursor` are an order's. */
 export const ORDER_LIST_MUST_BE: Readonly<Record<string, string>> = {
   ...MUST_BE,
   status: `one of ${OrderStatus.options.join(', ')}`,

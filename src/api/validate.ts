@@ -1,5 +1,5 @@
-// Step 7's input: an operation's input read from the request (path, query, headers, JSON body) and
-// checked by its valibot schemas; what fails is a 400 (or 415) naming the field.
+// Step 7's input: reads an operation's input from the request (path, query, headers, JSON body)
+// and checks it with the operation's valibot schemas; a failure is a 400 (or 415) naming the field.
 import type { Context } from 'hono';
 import * as v from 'valibot';
 import { ApiError, notJson } from '../core/api-error.ts';
@@ -14,7 +14,7 @@ import { MUST_BE } from './schemas.ts';
 type Target = 'json' | 'query' | 'param' | 'header';
 type AnySchema = v.GenericSchema;
 
-/** Longest part of a client's field name an error message repeats. */
+/** The longest part of a client's field name that an error message repeats. */
 const ECHO_MAX = 64;
 
 /** The 400 for a body that is not a JSON object (an array, a string, `null`, ...). */
@@ -23,9 +23,10 @@ export const NOT_AN_OBJECT = 'body: must be a JSON object.';
 export const NOT_JSON = 'body: must be a JSON object; this is not valid JSON.';
 
 /**
- * Makes the reader of `op`'s input: path parameters, query, headers and JSON body, validated by
- * the table's schemas. The first wrong field is a 400 that names it (`MUST_BE`). Unknown query
- * parameters are ignored, unknown body fields refused. Without a body the reader is synchronous.
+ * Returns the reader of `op`'s input: path parameters, query, headers and JSON body, validated by
+ * the operation's schemas. The reader throws a 400 naming the first invalid field (`MUST_BE`).
+ * Unknown query parameters are ignored; unknown body fields are refused. Without a body the
+ * reader is synchronous.
  *
  * @example
  * const read = inputReader(operation)
@@ -46,10 +47,11 @@ export function inputReader<D>(
   const headers = op.headers && checker('header', op.headers, mustBe);
   const body = op.body && checker('json', op.body, mustBe);
   const types = op.bodyTypes ?? JSON_TYPES;
-  // A PATCH that is refused for its media type says which ones it takes (RFC 5789, section 3.1).
+  // A PATCH refused for its media type lists the types it accepts (RFC 5789, section 3.1).
   const refused = op.method === 'PATCH' ? notJson(types, { 'Accept-Patch': types.join(', ') }) : notJson(types);
-  // One literal for every operation, checked in its order: query, path, headers, then the body.
-  // `keyHolder` is `undefined` but for audited operations (the admin API's).
+  // The same object shape for every operation; its fields are checked in the order written:
+  // query, path, headers, then the body. `keyHolder` is `undefined` except for audited operations
+  // (the admin API's).
   const fromRequest = (
     c: Context,
     owner: string,
@@ -68,8 +70,8 @@ export function inputReader<D>(
   if (!body) return fromRequest;
   return async function withBody(c, owner, quota, keyHolder) {
     if (!isMediaType(c.req.header('content-type'), types)) throw refused;
-    // The media type (415) and the JSON's syntax (400) first, as the body is read; then the
-    // query, path and headers; the body's fields last.
+    // Order of checks: the media type (415) and the JSON syntax (400) while reading the body; then
+    // the query, path and headers; the body's fields last.
     const value = parseJsonBody(await c.req.arrayBuffer(), mustBe);
     return fromRequest(c, owner, quota, keyHolder, value);
   };
@@ -99,8 +101,8 @@ function checker(
 }
 
 /**
- * Says what is wrong in people's words, from which field failed and how, never from valibot's
- * text (`Invalid type: Expected ... but received Array`) and never quoting the value.
+ * Returns a plain-words message for the field that failed and how. It never uses valibot's text
+ * (`Invalid type: Expected ... but received Array`) and never quotes the value.
  */
 function describeIssue(
   target: Target,
@@ -115,7 +117,7 @@ function describeIssue(
   const field = target === 'header' ? headerName(key) : echoed(key, ECHO_MAX);
   const path = issue.path ?? [];
   if (issue.expected === 'never') {
-    // An unknown member: named in full up to ECHO_MAX, escaped, with the fields of its object.
+    // An unknown member: name it (escaped, up to ECHO_MAX) and list the fields its object has.
     const inner = path.slice(1).map((item) => echoed(String(item.key), ECHO_MAX));
     const known =
       path.length > 1
@@ -127,22 +129,22 @@ function describeIssue(
     const where = path.length > 1 ? [field, ...inner.slice(0, -1)].join('.') : 'the body';
     return `${[field, ...inner].join('.')}: is not a field of ${where}; its fields are ${known.join(', ')}.`;
   }
-  // A check that carries its own words (a webhook URL's problem) says them, for the field it is in.
+  // A check with its own message (e.g. a webhook URL's problem) uses it, prefixed by the field.
   if (issue.type === 'raw_check' && path.every((item) => typeof item.key === 'string')) {
     return `${path.map((item) => echoed(String(item.key), ECHO_MAX)).join('.')}: ${issue.message}.`;
   }
   const allowed = mustBe[field];
   if (allowed === undefined) return `${field}: is not valid.`;
   const given = isRecord(input) ? input[key] : undefined;
-  // Hono hands a repeated query parameter over as an array of its values.
+  // A repeated query parameter reaches here as an array of its values.
   if (target === 'query' && Array.isArray(given)) return `${field}: must be given once, as ${allowed}.`;
   if (given === undefined) return `${field}: is required; must be ${allowed}.`;
   return `${field}: must be ${allowed}.`;
 }
 
 /**
- * The fields of the object schema at `keys` inside `schema` (through optional and nullable
- * wrappers).
+ * Returns the fields of the object schema at `keys` inside `schema`, looking through optional and
+ * nullable wrappers.
  */
 function fieldsAt(schema: unknown, keys: readonly unknown[]): string[] {
   let at = schema;
@@ -154,7 +156,7 @@ function fieldsAt(schema: unknown, keys: readonly unknown[]): string[] {
   return isRecord(at) && isRecord(at.entries) ? Object.keys(at.entries) : [];
 }
 
-/** `idempotency-key` (Hono lower-cases header names) as clients and the contract spell it. */
+/** Spells a lower-cased header name as clients and the contract do: `Idempotency-Key`. */
 function headerName(lowerCased: string): string {
   return lowerCased.replace(/(^|-)([a-z])/g, (_, dash: string, letter: string) => dash + letter.toUpperCase());
 }
@@ -169,9 +171,10 @@ const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
 
 /**
- * Reads the body once as RFC 8259 asks: bytes that are not UTF-8 are a 400 (never silently
- * replaced by U+FFFD and stored), and so is a string holding an unpaired surrogate escape such
- * as `"\ud800"`, which no UTF-8 response could give back unchanged.
+ * Parses the body as RFC 8259 asks. Throws a 400 for bytes that are not UTF-8 (rather than
+ * storing U+FFFD in their place), for an unpaired surrogate escape such as `"\ud800"` (no UTF-8
+ * response could return it unchanged), for a repeated member, and for a number that JSON.parse
+ * rounds to an integer.
  */
 function parseJsonBody(bytes: ArrayBuffer, mustBe: Readonly<Record<string, string>>): unknown {
   let text: string;
@@ -182,19 +185,20 @@ function parseJsonBody(bytes: ArrayBuffer, mustBe: Readonly<Record<string, strin
   }
   let value: unknown;
   try {
-    // Only a `\u` escape can make an unpaired surrogate out of valid UTF-8: check only then.
+    // Valid UTF-8 can hold an unpaired surrogate only through a `\u` escape, so check only then.
     value = text.includes('\\u') ? JSON.parse(text, refuseLoneSurrogates) : JSON.parse(text);
   } catch (err) {
     if (err instanceof ApiError) throw err;
     throw new ApiError('invalid_request', NOT_JSON);
   }
-  // The last of a repeated member would win, and a reader that takes the first would be misled.
+  // JSON.parse keeps the last of a repeated member, which would mislead a reader that takes the
+  // first.
   const repeated = duplicateMember(text, value);
   if (repeated) {
     throw new ApiError('invalid_request', `${echoed(repeated.path, ECHO_MAX)}: is given twice; send each field once.`);
   }
-  // A number JSON.parse rounded to an integer would pass the schema and be stored as a value the
-  // client never sent: refuse it in the field's own words.
+  // A number that JSON.parse rounded to an integer would pass the schema and be stored as a value
+  // the client never sent: refuse it with the field's own message.
   const rounded = roundedMember(text);
   const allowed = rounded === undefined ? undefined : mustBe[rounded];
   if (allowed !== undefined) throw new ApiError('invalid_request', `${rounded}: must be ${allowed}.`);

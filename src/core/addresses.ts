@@ -1,5 +1,5 @@
-// Client addresses: which one a request counts against, written one way only, and grouped.
-// Parsing is ipaddr.js's; `node:net`'s `isIP` first keeps out the forms ipaddr.js also reads
+// Client addresses: which one a request counts against, in one canonical spelling, and grouped.
+// ipaddr.js parses them; `node:net`'s `isIP` runs first to reject forms that ipaddr.js accepts
 // but no socket or proxy writes (`010.1.1.1`, `1.2.3`, `0x7f.1`).
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
@@ -13,9 +13,9 @@ export const DEFAULT_IPV6_PREFIX = 56;
 type Address = ipaddr.IPv4 | ipaddr.IPv6;
 
 /**
- * A dotted quad already in canonical form (`203.0.113.5`: four parts of 0-255, no leading zeros)
- * as an unsigned 32-bit number; -1 for anything else, which takes ipaddr.js's path. Most peers and
- * forwarded hops are written this way, and parsing them here does not allocate
+ * Returns a canonical dotted quad (`203.0.113.5`: four parts of 0-255, no leading zeros) as an
+ * unsigned 32-bit number, or -1 for anything else, which then goes through ipaddr.js. Most peers
+ * and forwarded hops are written this way, and this parse does not allocate
  * (bench/README.md#measured-costs-behind-the-codes-choices).
  */
 function canonicalQuad(text: string): number {
@@ -44,7 +44,7 @@ function canonicalQuad(text: string): number {
   return dots === 3 && digits > 0 ? value * 256 + part : -1;
 }
 
-/** The address, IPv4-mapped IPv6 as IPv4 and without a zone id; undefined when it is not one. */
+/** Parses an address, IPv4-mapped IPv6 as IPv4 and without a zone id; undefined if it is none. */
 function parse(text: string): Address | undefined {
   if (isIP(text) === 0) return undefined;
   const address = ipaddr.process(text);
@@ -52,8 +52,8 @@ function parse(text: string): Address | undefined {
 }
 
 /**
- * The one way an address is written: IPv4-mapped IPv6 as IPv4, IPv6 in RFC 5952 form (lower
- * case, zeros compressed) without a zone id. Anything that is not an address comes back as is.
+ * Returns an address's canonical spelling: IPv4-mapped IPv6 as IPv4, IPv6 in RFC 5952 form (lower
+ * case, zeros compressed) without a zone id. Anything that is not an address is returned as is.
  *
  * @example
  * canonicalAddress('2001:DB8:0:0::5%eth0') // '2001:db8::5'
@@ -67,8 +67,9 @@ export function canonicalAddress(text: string): string {
 }
 
 /**
- * The client a canonical address counts as: an IPv4 address alone, an IPv6 address by its
- * first `ipv6Prefix` bits (`2001:db8:0:100::/56`); 128 keeps each IPv6 address alone.
+ * Returns the client a canonical address counts as: an IPv4 address by itself, an IPv6 address
+ * by its first `ipv6Prefix` bits (`2001:db8:0:100::/56`); a prefix of 128 counts each IPv6 address
+ * by itself.
  *
  * @example
  * addressGroup('2001:db8:0:1ff::9', 56) // '2001:db8:0:100::/56'
@@ -87,10 +88,11 @@ export function addressGroup(canonical: string, ipv6Prefix: number = DEFAULT_IPV
 }
 
 /**
- * Decides which address a request counts against: the socket peer, or, when the peer is a
- * trusted proxy, the rightmost X-Forwarded-For entry that is not itself a trusted proxy; always
- * canonical. A block and an address match however either is written (`::ffff:127.0.0.1/128`
- * trusts the peer `127.0.0.1` and the other way round).
+ * Decides which address a request counts against, in canonical form: the socket peer, or, when
+ * the peer is a trusted proxy, the rightmost X-Forwarded-For entry that is not itself a trusted
+ * proxy (the peer if an entry on the way is not an address; the leftmost if all are trusted). A
+ * block and an address match however either is written (`::ffff:127.0.0.1/128` trusts the peer
+ * `127.0.0.1` and the other way round).
  *
  * @example
  * const trust = new TrustedProxies(['10.0.0.0/8'])
@@ -98,7 +100,7 @@ export function addressGroup(canonical: string, ipv6Prefix: number = DEFAULT_IPV
  */
 export class TrustedProxies {
   readonly #blocks: readonly [Address, number][];
-  /** The IPv4 blocks as [network, mask], unsigned 32-bit, for the dotted-quad fast path. */
+  /** The IPv4 blocks as unsigned 32-bit [network, mask] pairs, for the dotted-quad fast path. */
   readonly #quads: readonly [number, number][];
 
   /** Throws `TypeError` naming the entry when a CIDR is malformed. */
@@ -137,7 +139,7 @@ export class TrustedProxies {
   }
 }
 
-/** A block as an address and a prefix length; an IPv4-mapped IPv6 block becomes the IPv4 one. */
+/** Parses a block into an address and a prefix length; an IPv4-mapped IPv6 block becomes IPv4. */
 function parseCidr(cidr: string): [Address, number] {
   const [text = '', bitsText] = cidr.split('/');
   const address = isIP(text) === 0 ? undefined : ipaddr.parse(text);

@@ -1,5 +1,5 @@
-// The API's one error type, `ApiError`: a code of `ERROR_CODES`, its status, and the Error body.
-// Every refusal and failure on a request's way is one; `serviceUnavailable()`, `tooLarge()`,
+// The API's single error type, `ApiError`: a code from `ERROR_CODES`, its status, and the Error
+// body. Every refusal and failure of a request is one; `serviceUnavailable()`, `tooLarge()`,
 // `notJson()` and `methodNotAllowed()` make the common ones.
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import * as v from 'valibot';
@@ -41,8 +41,8 @@ export const ErrorBody = v.strictObject({
 export type ErrorBody = v.InferOutput<typeof ErrorBody>;
 
 /**
- * `Retry-After` of a 503: most store faults (a lock wait, a failover, a dropped connection) pass
- * within seconds.
+ * The `Retry-After` of a 503: most store faults (a lock wait, a failover, a dropped connection)
+ * pass within seconds.
  */
 const UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
 
@@ -71,11 +71,10 @@ const STATUS_BY_CODE: Record<ErrorCode, ContentfulStatusCode> = {
 };
 
 /**
- * The one error type of the API, answered as the Error body. A handler or a step throws it, and
+ * The API's error type, answered with the Error body. A handler or a step throws it, and
  * step 1 (`runRequest` in src/pipeline/pipeline.ts) answers it; the gateway returns its refusals
  * instead (`AdmissionCheck`, src/gateway/gateway.ts, says why). Hono's `onError` answers only what
- * escapes step 1. Refusals made once are answered to every request that meets them, so an
- * ApiError and its headers never change.
+ * escapes step 1. One ApiError may answer many requests, so it and its headers are immutable.
  *
  * @example
  * throw new ApiError('not_found', 'No pet has id 42.')
@@ -87,8 +86,8 @@ export class ApiError extends Error {
 
   constructor(code: ErrorCode, message: string, headers: Record<string, string> = {}) {
     const status = STATUS_BY_CODE[code];
-    // A 4xx is an expected answer to the client, and nobody reads its stack, which is costly
-    // to capture (bench/README.md#measured-costs-behind-the-codes-choices). A 5xx keeps it.
+    // A 4xx is an expected answer and nobody reads its stack, which is costly to capture
+    // (bench/README.md#measured-costs-behind-the-codes-choices). A 5xx keeps its stack.
     const stackTraceLimit = Error.stackTraceLimit;
     if (status < 500) Error.stackTraceLimit = 0;
     super(message);
@@ -100,8 +99,8 @@ export class ApiError extends Error {
   }
 
   /**
-   * The answer: the Error body and the error's headers; made once, since the gateway's refusals are
-   * made once and answered often.
+   * The reply: the Error body and the error's headers. Built once and cached, since the gateway
+   * makes some refusals once and answers many requests with them.
    */
   get reply(): Reply {
     this.#reply ??= {
@@ -117,7 +116,8 @@ export class ApiError extends Error {
 }
 
 /**
- * A 503 `service_unavailable` with `Retry-After`: something the answer needs is down for now.
+ * Returns a 503 `service_unavailable` with `Retry-After`, for when something the answer needs is
+ * down for now.
  *
  * @example
  * throw serviceUnavailable('Rate limits cannot be checked right now; retry shortly.')
@@ -126,14 +126,14 @@ export function serviceUnavailable(message: string): ApiError {
   return new ApiError('service_unavailable', message, { 'Retry-After': String(UNAVAILABLE_RETRY_AFTER_SECONDS) });
 }
 
-/** The 413 of a body over `maxBytes`, wherever the size is found out. */
+/** Returns the 413 for a body over `maxBytes`, wherever the size is found. */
 export function tooLarge(maxBytes: number): ApiError {
   return new ApiError('payload_too_large', `The request body is larger than ${maxBytes} bytes.`);
 }
 
 /**
- * The 415 of a body in none of the media types the operation reads (`application/json` unless
- * it says otherwise); with `headers` such as PATCH's `Accept-Patch`.
+ * Returns the 415 for a body in none of the media types the operation reads (`application/json`
+ * unless it says otherwise), with `headers` such as PATCH's `Accept-Patch`.
  *
  * @example
  * notJson(['application/merge-patch+json', 'application/json'])
@@ -143,11 +143,11 @@ export function notJson(types: readonly string[] = [JSON_TYPE], headers?: Record
   return new ApiError('unsupported_media_type', `The request body must be ${types.join(' or ')}.`, headers);
 }
 
-/** The 404 of a path no route serves. */
+/** The 404 for a path no route serves. */
 export const NO_SUCH_PATH = new ApiError('not_found', 'No resource exists at this path.');
 
 /**
- * The 405 of a known path asked with a method it does not serve, with `Allow`.
+ * Returns the 405 for a known path requested with a method it does not serve, with `Allow`.
  *
  * @example
  * methodNotAllowed('DELETE', ['GET', 'POST']) // 405, Allow: GET, POST

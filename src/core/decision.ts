@@ -4,29 +4,28 @@
 /** One limiter decision: what to do with the request and what to tell the client. */
 export interface Decision {
   readonly outcome: Outcome;
-  /** Unix time in whole seconds (floor) of the decision: resets and Retry-After count from it. */
+  /** The decision's Unix time in whole seconds (floor): resets and Retry-After count from it. */
   readonly now: number;
   /** The subject's windows, shortest first: minute, day, and month when its limits have one. */
   readonly windows: readonly WindowState[];
   /** Seconds until a request would be admitted; at least 1 when refused, 0 when admitted. */
   readonly retryAfter: number;
   /**
-   * What this decision crossed, for a subject with `thresholds`, then the notices given once
-   * more (30 s to an hour after their first time, `notices.ts`); absent when nothing.
+   * For a subject with `thresholds`: the notices this decision caused, then earlier notices given
+   * once more (`RECORD_AGAIN_AFTER_MS` in notices.ts); absent when there are none.
    */
   readonly notices?: readonly Notice[];
 }
 
-/** Windows whose crossings are noticed: a minute's comes and goes too fast to warn anyone. */
+/** The windows whose thresholds cause notices: a minute passes too fast for a warning to help. */
 export type NoticeWindow = 'day' | 'month';
 
 /**
- * What a decision caused that its subject is told about: one event per subject, window, period and
- * threshold (across instances with Redis). Each notice is given twice, in case the instance that
- * decided it died before recording it; both carry one event id, so they make one event
- * (`notices.ts`).
- * `period` is the UTC day number (epoch ms / 86,400,000) for the day window, year * 12 + month - 1
- * for the month.
+ * Something a decision caused that its subject is told about: one event per subject, window,
+ * period and threshold (across instances with Redis). Each notice is given twice, in case the
+ * instance that decided it dies before recording it; both carry the same event id, so they make
+ * one event (`notices.ts`). `period` is the UTC day number (epoch ms / 86,400,000) for the day
+ * window, and year * 12 + month - 1 for the month.
  */
 export type Notice =
   | {
@@ -43,16 +42,14 @@ export type Notice =
 export type WindowName = 'minute' | 'day' | 'month';
 
 /**
- * The state of one window after a decision: the minute and the day slide; the month is the calendar
+ * One window's state after a decision: the minute and day windows slide; the month is a calendar
  * month.
  */
 export interface WindowState {
   readonly name: WindowName;
-  /**
-   * Window length in seconds: 60, 86,400, or the current calendar month's (2,419,200 to 2,678,400).
-   */
+  /** The window's length in seconds: a minute, a day, or the current calendar month. */
   readonly seconds: number;
-  /** Quota of the window. */
+  /** The window's quota. */
   readonly limit: number;
   /** Requests that would still be admitted in this window right now. */
   readonly remaining: number;
@@ -61,8 +58,7 @@ export interface WindowState {
 }
 
 /**
- * What the limiter did with the request. `key_banned` names a banned keyless address's refusal
- * too: the contract has one code for a ban, whoever is banned (`limiterRefusal()`,
- * src/gateway/gateway.ts).
+ * What the limiter did with the request. `key_banned` also covers a banned keyless address,
+ * since the contract has one code for any ban (`limiterRefusal()`, src/gateway/gateway.ts).
  */
 export type Outcome = 'admitted' | 'rate_limited' | 'key_banned';

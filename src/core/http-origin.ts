@@ -1,9 +1,9 @@
-// The origin of a host and port, as the `listening` log line, the development key's notice and
-// the healthcheck write it.
+// Formats the origin of a host and port for the `listening` log line, the development key's
+// notice and the healthcheck.
 
 /**
- * Returns `http://host:port`, with an IPv6 literal host in brackets (RFC 3986, section 3.2.2), so
- * that its colons and the port's do not run together.
+ * Returns `http://host:port`, with an IPv6 literal host in brackets (RFC 3986, section 3.2.2) so
+ * its colons are not confused with the port's.
  *
  * @example
  * httpOrigin('::', 8080) // 'http://[::]:8080'

@@ -1,9 +1,9 @@
-// Where a JSON text stops being JSON, in words a person can act on, and the first member name an
-// object repeats. `JSON.parse` words the first differently in each runtime and never reports the
-// second, so one scanner here does both.
+// Finds where a JSON text stops being valid JSON, described in words a person can act on, and the
+// first member name an object repeats. `JSON.parse` describes syntax errors differently in each
+// runtime and never reports repeated names, so one scanner here does both.
 
 /**
- * The first syntax error of a JSON text: 1-based line and column (in UTF-16 units), and what was
+ * A JSON text's first syntax error: 1-based line and column (in UTF-16 units), and what was
  * expected.
  */
 export interface JsonSyntaxError {
@@ -14,11 +14,9 @@ export interface JsonSyntaxError {
   readonly text: string;
 }
 
-/** Longest part of a line quoted in a message: a file written on one line can be long. */
+/** The longest part of a line a message quotes, since a file written on one line can be long. */
 const QUOTE_MAX = 72;
-/**
- * Objects and arrays nested deeper than this are not read (the scanner recurses once per level).
- */
+/** Objects and arrays nested deeper than this are not read: the scanner recurses per level. */
 const MAX_DEPTH = 1_000;
 
 class Stop extends Error {
@@ -30,22 +28,16 @@ class Stop extends Error {
   }
 }
 
-/**
- * A member name an object of a JSON text gives twice: where, and its path (`webhook.url`,
- * `keys[0].id`).
- */
+/** A member name that an object in a JSON text repeats: where, and its path (`keys[0].id`). */
 export interface DuplicateMember {
   readonly line: number;
   readonly column: number;
-  /**
-   * The member's path from the top, its names decoded: `scopes`, `webhook.url`,
-   * `consumers[0].name`.
-   */
+  /** The member's path from the top, with names decoded: `scopes`, `consumers[0].name`. */
   readonly path: string;
 }
 
 /**
- * The first syntax error of `text`, or undefined when it is valid JSON.
+ * Returns the first syntax error of `text`, or undefined when it is valid JSON.
  *
  * @example
  * jsonSyntaxError('{"keys": [],}') // { line: 1, column: 13, message: 'expected a property name in double quotes, found "}"', text: '{"keys": [],}' }
@@ -61,9 +53,9 @@ export function jsonSyntaxError(text: string): JsonSyntaxError | undefined {
 }
 
 /**
- * The first member name that an object of `text` (valid JSON) repeats, or undefined. Given the
- * parsed value, it scans only when counting cannot rule a repeat out: a text with no more colons
- * than the value has members repeats none.
+ * Returns the first member name that an object in `text` (valid JSON) repeats, or undefined. Given
+ * the parsed value, it skips the scan when counting rules a repeat out: a text with no more colons
+ * than the value has members cannot repeat one.
  *
  * @example
  * duplicateMember('{"id":"k","scopes":["pets:read"],"scopes":["admin"]}') // { line: 1, column: 34, path: 'scopes' }
@@ -91,7 +83,7 @@ function colons(text: string): number {
   return n;
 }
 
-/** Members of every object in `value`, counted without recursion (a body may nest deeply). */
+/** Counts the members of every object in `value`, without recursion (a body may nest deeply). */
 function members(value: unknown): number {
   let n = 0;
   const stack: unknown[] = [value];
@@ -117,8 +109,8 @@ interface Found {
 }
 
 /**
- * Reads `text` as JSON, throwing `Stop` at its first syntax error; with `duplicates`, returns the
- * first member name an object repeats (names compared decoded: `"a"` and `"\u0061"` are one).
+ * Scans `text` as JSON, throwing `Stop` at its first syntax error; with `duplicates`, returns the
+ * first member name an object repeats (names are compared decoded: `"a"` and `"\u0061"` match).
  */
 function scan(text: string, duplicates: boolean): Found | undefined {
   let at = 0;
@@ -247,7 +239,7 @@ function scan(text: string, duplicates: boolean): Found | undefined {
   return found;
 }
 
-/** `webhook.url`, `consumers[0].keys[1].id`: names joined by dots, indexes in brackets. */
+/** Formats a member's path: names joined by dots, indexes in brackets (`consumers[0].id`). */
 function dottedPath(path: readonly string[]): string {
   return path.map((p, i) => (p.startsWith('[') || i === 0 ? p : `.${p}`)).join('');
 }
@@ -265,8 +257,8 @@ function locate(text: string, at: number, expected: string): JsonSyntaxError {
 }
 
 /**
- * `FILE:LINE:COLUMN: not valid JSON: …` (`line L, column C: …` without a file), then the line
- * quoted with a caret under the column (a long line is cut around it).
+ * Formats `FILE:LINE:COLUMN: not valid JSON: …` (`line L, column C: …` without a file), then the
+ * line quoted with a caret under the column (a long line is cut around it).
  *
  * @example
  * describeJsonError(jsonSyntaxError('{"keys": [],}'), 'keys.json')

@@ -3,10 +3,10 @@
 import * as v from 'valibot';
 import { MAX_ID } from './pet-records.ts';
 
-/** A placed order's hold when `--order-hold` does not say: 30 minutes. */
+/** How long a placed order holds its pet when `--order-hold` is not given. */
 export const DEFAULT_ORDER_HOLD_MS = 30 * 60 * 1_000;
 
-/** Where an order is: `placed` holds its pet; the others are closed and final. */
+/** An order's status: `placed` holds its pet; the others are closed and final. */
 export const OrderStatus = v.picklist(['placed', 'completed', 'cancelled', 'expired']);
 export type OrderStatus = v.InferOutput<typeof OrderStatus>;
 
@@ -14,14 +14,14 @@ export type OrderStatus = v.InferOutput<typeof OrderStatus>;
 export type Closing = 'completed' | 'cancelled';
 
 /**
- * The status an order's pet takes when the order closes so: a completed order sells it, a cancelled
- * one gives it back.
+ * The status an order's pet takes when the order closes this way: a completed order sells it, a
+ * cancelled one makes it available again.
  */
 export const petStatusOnClose = (to: Closing): 'sold' | 'available' => (to === 'completed' ? 'sold' : 'available');
 
 /**
- * An order's id: `ord_` and 32 hex digits, the time it was placed then random bits, so ids tell
- * nothing of how many there are.
+ * An order's id: `ord_` and 32 hex digits, the time it was placed followed by random bits, so ids
+ * reveal nothing about how many orders there are.
  */
 export const ORDER_ID_PATTERN = /^ord_[0-9a-f]{32}$/;
 
@@ -38,6 +38,6 @@ export interface StoredOrder {
   readonly status: OrderStatus;
   /** When it was placed, on the store's clock. */
   readonly placedAt: number;
-  /** Until when a placed order holds its pet; past it, the order is `expired`. */
+  /** When a placed order stops holding its pet; after it, the order is `expired`. */
   readonly holdUntil: number;
 }

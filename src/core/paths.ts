@@ -1,7 +1,8 @@
-// Where a request path sits: under a prefix such as the API's `/v1` or the admin API's `/admin/v1`.
+// Whether a request path is under a prefix such as the API's `/v1` or the admin API's `/admin/v1`.
 
 /**
- * Whether `path` is `prefix` itself or below it, segment by segment: `/v10` is not under `/v1`.
+ * Returns whether `path` is `prefix` itself or below it, segment by segment: `/v10` is not
+ * under `/v1`.
  *
  * @example
  * isUnder('/v1', '/v1/pets/7') // true

@@ -2,9 +2,9 @@
 // `StoredPet` (a pet and its version), and which status may follow which (`mayBecome()`).
 import * as v from 'valibot';
 
-/** Largest id or categoryId: a JavaScript number holds integers exactly only up to 2^53 - 1. */
+/** The largest id or categoryId: a JavaScript number holds integers exactly only up to 2^53 - 1. */
 export const MAX_ID = Number.MAX_SAFE_INTEGER;
-/** Longest accepted pet name, in Unicode code points (JSON Schema counts code points too). */
+/** The longest pet name accepted, in Unicode code points (as JSON Schema counts). */
 export const NAME_MAX_LENGTH = 100;
 
 /** Availability of an animal. */
@@ -16,7 +16,7 @@ const Id = v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(MAX_ID));
 const Name = v.pipe(
   v.string(),
   v.minLength(1),
-  // PostgreSQL cannot store U+0000 in text; refusing it everywhere keeps the backends alike.
+  // PostgreSQL cannot store U+0000 in text; refusing it everywhere keeps the backends consistent.
   // biome-ignore lint/suspicious/noControlCharactersInRegex: matching U+0000 is the point.
   v.regex(/^[^\u0000]*$/),
   v.check((s) => codePoints(s) <= NAME_MAX_LENGTH),
@@ -30,7 +30,7 @@ export const NewPet = v.strictObject({
 });
 export type NewPet = v.InferOutput<typeof NewPet>;
 
-/** A stored animal; `status` is always present (a pet created without one got `available`). */
+/** A stored animal; `status` is always present (a pet created without one is `available`). */
 export const Pet = v.strictObject({
   id: Id,
   name: Name,
@@ -40,16 +40,16 @@ export const Pet = v.strictObject({
 export type Pet = v.InferOutput<typeof Pet>;
 
 /**
- * A pet as the store keeps it: `version` moves with every change of the pet (its strong `ETag`
- * comes from it, src/core/preconditions.ts), and is never part of the Pet body. Memory and SQLite
- * count each pet's versions; PostgreSQL takes them from one sequence, so they grow but skip. Either
- * way a client only compares a tag for equality.
+ * A pet as the store keeps it. `version` changes with every change to the pet, gives its strong
+ * `ETag` (src/core/preconditions.ts) and is never in the Pet body. Memory and SQLite count each
+ * pet's versions; PostgreSQL takes them from one sequence, so they increase with gaps. Either way
+ * a client only compares tags for equality.
  */
 export type StoredPet = Pet & { readonly version: number };
 
 /**
- * The body of `updatePet`, a JSON Merge Patch (RFC 7396) of a Pet: every member optional, none
- * of them `null` (each is required on a Pet, so it cannot be removed), unknown ones refused.
+ * The body of `updatePet`, a JSON Merge Patch (RFC 7396) of a Pet: every member is optional, none
+ * may be `null` (each is required on a Pet, so it cannot be removed), and unknown ones are refused.
  */
 export const PetPatch = v.strictObject({
   name: v.optional(Name),
@@ -59,8 +59,8 @@ export const PetPatch = v.strictObject({
 export type PetPatch = v.InferOutput<typeof PetPatch>;
 
 /**
- * The statuses a pet may move to from each status. `sold` is final. A patch that keeps the
- * status it has is no transition: always allowed.
+ * The statuses a pet may move to from each status; `sold` is final. A patch that keeps the
+ * current status is not a transition and is always allowed.
  */
 export const NEXT_STATUSES: Readonly<Record<PetStatus, readonly PetStatus[]>> = {
   available: ['pending', 'sold'],
@@ -69,7 +69,7 @@ export const NEXT_STATUSES: Readonly<Record<PetStatus, readonly PetStatus[]>> = 
 };
 
 /**
- * Whether a pet with status `from` may be given status `to`.
+ * Returns whether a pet with status `from` may be given status `to`.
  *
  * @example
  * mayBecome('available', 'sold') // true
@@ -80,7 +80,7 @@ export function mayBecome(from: PetStatus, to: PetStatus): boolean {
 }
 
 /**
- * The pet as its body shows it, without its version.
+ * Returns the pet as its body shows it, without its version.
  *
  * @example
  * petOf({ id: 1, name: 'Rex', categoryId: 1, status: 'sold', version: 3 }) // { id: 1, name: 'Rex', categoryId: 1, status: 'sold' }

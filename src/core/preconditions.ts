@@ -1,20 +1,20 @@
-// A pet's strong entity tag and the `If-Match` header compared against it (RFC 9110). The tag
-// comes from the pet's id and version, not its body, so every instance tags a pet alike. A pet's
-// body is never compressed (src/api/pets.test.ts), so the tag names one sequence of bytes.
+// A pet's strong entity tag and the `If-Match` header compared against it (RFC 9110). The tag is
+// made from the pet's id and version, not its body, so every instance gives a pet the same tag. A
+// pet's body is never compressed (src/api/pets.test.ts), so the tag names one sequence of bytes.
 
 /** What `If-Match` asks of the pet: any current version (`*`), or one of these versions. */
 export type IfMatch = '*' | readonly number[];
 
 /**
- * One entity tag of an `If-Match` list, weak (`W/`, never ours: dropped) or strong; commas never
- * occur inside one of ours.
+ * One entity tag of an `If-Match` list, weak (`W/`: never ours, so ignored) or strong; our tags
+ * never contain commas, so splitting the list on commas is safe.
  */
 const TAG = /^(W\/)?"([^"]*)"$/;
 /** Our own tags: `"<id>-<version>"`, both decimal. */
 const PET_TAG = /^([1-9][0-9]{0,15})-([1-9][0-9]{0,15})$/;
 
 /**
- * The strong `ETag` of pet `id` at `version`.
+ * Returns the strong `ETag` of pet `id` at `version`.
  *
  * @example
  * petEtag(7, 3) // '"7-3"'
@@ -24,9 +24,9 @@ export function petEtag(id: number, version: number): string {
 }
 
 /**
- * What an `If-Match` value asks of pet `id`: `*`, or the versions of this pet its tags name
- * (strong comparison: a weak tag, another pet's tag or a malformed one matches nothing);
- * undefined when there is no header (no precondition).
+ * Returns what an `If-Match` value requires of pet `id`: `*`, or the versions of this pet that its
+ * tags name (strong comparison: a weak tag, another pet's tag or a malformed one matches nothing);
+ * undefined when there is no header.
  *
  * @example
  * ifMatchOf('"7-3", "8-1"', 7) // [3]
@@ -47,7 +47,7 @@ export function ifMatchOf(header: string | undefined, id: number): IfMatch | und
 }
 
 /**
- * Whether a pet at `version` meets `ifMatch` (none: no precondition).
+ * Returns whether a pet at `version` meets `ifMatch` (undefined: no precondition).
  *
  * @example
  * meets([3], 3) // true

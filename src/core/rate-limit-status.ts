@@ -1,5 +1,5 @@
 // The body of `GET /rate_limit` (`RateLimitStatus`): a caller's quota windows and ban. The gateway
-// fills it in and the handler sends it, so its shape lives in core, below them both.
+// fills it in and the handler sends it, so its type lives in core, below both layers.
 import * as v from 'valibot';
 
 const Seconds = v.pipe(v.number(), v.integer(), v.minValue(0));
@@ -14,9 +14,9 @@ const QuotaWindow = v.strictObject({
 });
 
 /**
- * The body of `getRateLimit`: whose quota, its windows (shortest first; month only when the plan
- * has one) and the ban, if any. Handed to the handler ready made (`Input.quota`,
- * src/api/rate-limit.ts): the handler knows nothing of keys or limiters.
+ * The body of `getRateLimit`: whose quota, its windows (shortest first; a month window only when
+ * the plan has one) and the ban, if any. The handler receives it ready-made (`Input.quota`,
+ * src/api/rate-limit.ts) and knows nothing of keys or limiters.
  */
 export const RateLimitStatus = v.strictObject({
   consumer: v.string(),

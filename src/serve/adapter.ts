@@ -1,4 +1,4 @@
-// What each runtime's server provides (RuntimeAdapter, RunningServer, ServeOptions), so the
+// The interface each runtime's server implements (RuntimeAdapter, RunningServer, ServeOptions), so
 // start-up code is the same on Bun, Deno and Node; and CONNECTION_LIMITS, which the adapters apply.
 import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.ts';
@@ -7,15 +7,15 @@ import type { AppEnv } from '../app-env.ts';
  * Connection limits the adapters apply where their runtime has the setting (docs/operations.md,
  * "Resource bounds", lists what each runtime enforces):
  * - `idleTimeoutSeconds`: a connection that makes no progress this long is closed. Bun resets
- *   the timer only after a real amount of data, so a slow-loris client dribbling a byte at a
- *   time is cut off too; Node gets the same from the two timeouts below.
+ *   the timer only after a real amount of data, so a slow-loris client sending a byte at a time
+ *   is also cut off; Node gets the same from the two timeouts below.
  * - `headersTimeoutMs` / `requestTimeoutMs`: the headers, and the whole request, must have
  *   arrived by then (Node: 408, then the connection is closed).
  * - `maxHeaderBytes`: request line and headers together (Bun's fixed limit is the same 16 KiB).
- * - `maxRequestBodyBytes`: a declared body above this would be refused by Bun with a bare 413
- *   before the app runs (and the connection reset under a client still sending): so it is as
- *   high as a length can be, and the app's own 64 KiB limit answers every over-limit body with
- *   the Error body (src/pipeline/body-limit.ts bounds what is then discarded).
+ * - `maxRequestBodyBytes`: Bun refuses a larger declared body with a bare 413 before the app runs,
+ *   and resets the connection while the client is still sending. So this is set as high as
+ *   possible, and the app's own body limit answers every oversized body with the Error body
+ *   (src/pipeline/body-limit.ts bounds how much is then read and discarded).
  */
 export const CONNECTION_LIMITS = {
   idleTimeoutSeconds: 10,
@@ -41,13 +41,13 @@ export interface ServeOptions {
   /** `--idle-timeout`: seconds a connection may sit idle (default `CONNECTION_LIMITS`). */
   idleTimeoutSeconds?: number;
   /**
-   * Shares the port with the other workers of this process (`SO_REUSEPORT`): set only once the
-   * supervisor has proved the port free without it (src/serve/supervisor.ts).
+   * Shares the port with the other workers of this process (`SO_REUSEPORT`). Set only after the
+   * supervisor has checked, without it, that the port is free (src/serve/supervisor.ts).
    */
   reusePort?: boolean;
 }
 
-/** One runtime's way to serve a fetch handler and to tell a request's socket peer. */
+/** How one runtime serves a fetch handler and finds a request's peer address. */
 export interface RuntimeAdapter {
   readonly name: 'bun' | 'deno' | 'node';
   serve(options: ServeOptions): Promise<RunningServer>;

@@ -9,9 +9,9 @@ export const adapter: RuntimeAdapter = {
     const idleTimeout = idleTimeoutSeconds ?? CONNECTION_LIMITS.idleTimeoutSeconds;
     const forward = (req: Request, self: Bun.Server<undefined>) => {
       if (req.url.startsWith('/')) {
-        // HTTP/1.0 without Host: Bun hands over a relative URL, which Hono cannot route (an old
-        // style health check got 404 for /healthz). The authority is then the server's own
-        // (RFC 9112 section 3.3); the peer is looked up on the original request.
+        // HTTP/1.0 without Host: Bun passes a relative URL, which Hono cannot route (an old-style
+        // health check would get 404 for /healthz). Use the server's own authority (RFC 9112
+        // section 3.3), and look up the peer on the original request.
         const peer = self.requestIP(req);
         return fetch(new Request(new URL(req.url, `http://localhost:${self.port}`), req), { requestIP: () => peer });
       }
@@ -21,22 +21,22 @@ export const adapter: RuntimeAdapter = {
       port,
       hostname,
       development: false,
-      // Off except for the workers of one process: with SO_REUSEPORT a second server on the same
-      // port starts fine and the kernel splits connections between the two (an old version and a
-      // new one, say), so the supervisor first proves the port free without it (`Listeners.bind`'s
-      // `proveOnly`, src/serve/listeners.ts).
+      // Off except for the workers of one process. With SO_REUSEPORT, a second server on the same
+      // port (an old version and a new one, say) starts without error and the kernel splits the
+      // connections between them, so the supervisor first checks the port is free without it
+      // (`Listeners.bind`'s `proveOnly`, src/serve/listeners.ts).
       reusePort,
-      // Between requests. Before the first byte and while headers are incomplete Bun 1.4 closes
-      // the connection after about 10 s whatever this says (scripts/connections.test.ts), so
+      // Applies between requests. Before the first byte and while headers are incomplete, Bun
+      // closes the connection after its own fixed timeout (scripts/connections.test.ts), so
       // `headerTimeoutSeconds` has no setting here.
       idleTimeout,
       maxRequestBodySize: CONNECTION_LIMITS.maxRequestBodyBytes,
       fetch(req, self) {
         if (req.method !== 'GET' && req.method !== 'HEAD') return forward(req, self);
-        // Without a body, the request only waits for the server from here on: Bun's idle timer,
-        // which would close the connection under it, is off until the answer. (With a body the
-        // timer stays, to cut off a client that stops sending it; the configuration keeps it longer
-        // than --store-timeout: `checkTogether()` of src/config.ts.)
+        // A GET or HEAD has no body, so from here on only the server is working: turn off Bun's
+        // idle timer, which would close the connection, until the answer. (With a body the timer
+        // stays, to cut off a client that stops sending; the configuration keeps it longer than
+        // --store-timeout: `checkTogether()` of src/config.ts.)
         self.timeout(req, 0);
         return Promise.resolve(forward(req, self)).finally(() => self.timeout(req, idleTimeout));
       },

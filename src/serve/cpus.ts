@@ -1,5 +1,5 @@
-// The CPUs this process may use, by its affinity mask and its cgroup's CPU quota: availableCpus()
-// is how many workers `--workers auto` starts; cgroupQuota() reads the quota.
+// The CPUs this process may use, from its affinity mask and its cgroup's CPU quota:
+// availableCpus() is how many workers `--workers auto` starts; cgroupQuota() reads the quota.
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 
@@ -15,10 +15,9 @@ const readText: ReadText = (path) => {
 };
 
 /**
- * Returns how many CPUs this process may use: those its affinity mask allows
- * (`os.availableParallelism()`, which reads the mask under Bun, Deno and Node), fewer when its
- * cgroup's CPU quota is lower (a container given 2 CPUs on a 64-core host is 2), and never less
- * than 1. It is what `--workers auto` starts.
+ * Returns how many CPUs this process may use, at least 1: those its affinity mask allows
+ * (`os.availableParallelism()` reads the mask under Bun, Deno and Node), or its cgroup's CPU quota
+ * when that is lower, as in a container given fewer CPUs than the host has.
  *
  * @example
  * availableCpus() // 2 in a container run with --cpus 2
@@ -29,10 +28,10 @@ export function availableCpus(read: ReadText = readText, affinity: number = os.a
 }
 
 /**
- * Returns the CPU quota of the process's cgroup and every cgroup above it, the lowest, rounded up
- * to whole CPUs (1.5 CPUs: 2 workers, one of them not always busy); undefined when none is set. It
- * reads cgroup v2's `cpu.max` (`max 100000`, or `150000 100000`), else v1's `cpu.cfs_quota_us` /
- * `cpu.cfs_period_us`.
+ * Returns the lowest CPU quota of the process's cgroup and the cgroups above it, rounded up to
+ * whole CPUs (a fractional quota gets one more worker, which is not always busy); undefined when
+ * none is set. Reads cgroup v2's `cpu.max` (`max 100000`, or `150000 100000`) and v1's
+ * `cpu.cfs_quota_us` / `cpu.cfs_period_us`.
  */
 export function cgroupQuota(read: ReadText = readText): number | undefined {
   const membership = read('/proc/self/cgroup') ?? '';

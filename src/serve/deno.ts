@@ -1,4 +1,4 @@
-// The runtime adapter on Deno: `adapter.serve()` hands each request to the app's fetch function
+// The runtime adapter on Deno: `adapter.serve()` passes each request to the app's fetch function
 // through Deno.serve, and drains the requests in flight itself before it shuts the server down.
 import { getConnInfo } from 'hono/deno';
 import type { RuntimeAdapter } from './adapter.ts';
@@ -26,9 +26,10 @@ const SHUTTING_DOWN = JSON.stringify({
 /**
  * Deno 2.9's `server.shutdown()` makes the bodies of requests in flight unreadable at once
  * (denoland/deno#36809: "BadResource: Cannot read body as underlying resource unavailable"), so a
- * slow upload would fail with a 500 instead of finishing. Until that is fixed, `stop()` first
- * waits for the requests in flight, answering new ones 503 with `Connection: close`, and calls
- * `shutdown()` only once none is left. At the deadline `main` exits, which drops them.
+ * slow upload would fail with a 500 instead of finishing. So `stop()` first waits for the
+ * requests in flight, answering new ones 503 with `Connection: close`, and calls `shutdown()`
+ * only once none is left. At the shutdown deadline the process exits (src/serve/signals.ts),
+ * which drops the rest.
  */
 export const adapter: RuntimeAdapter = {
   name: 'deno',

@@ -1,5 +1,5 @@
-// The open-file limit, checked at start: openFilesNeeded() says what the configured server needs
-// and checkOpenFiles() warns, naming the fix, when the process's limit is lower.
+// The open-file limit, checked at start: openFilesNeeded() computes what the configured server
+// needs, and checkOpenFiles() warns, naming the fix, when the process's limit is lower.
 import { readFileSync } from 'node:fs';
 import process from 'node:process';
 import type { Logger } from '../log.ts';
@@ -44,10 +44,9 @@ function parseOpenFiles(limits: string): OpenFileLimit | undefined {
 }
 
 /**
- * Checks this process's open-file limit at start (Linux; elsewhere undefined). Bun, Node and Deno
- * all raise the soft limit to the hard one themselves when they start (there is no setrlimit in
- * their APIs, and none is needed), so what is left is to tell the operator: a warning when the
- * soft limit is below `needed` (`openFilesNeeded`), saying what the server needs and the fix.
+ * Returns this process's open-file limit (Linux only; elsewhere undefined) and logs a warning with
+ * the fix when the soft limit is below `needed`. Bun, Node and Deno already raise the soft limit
+ * to the hard one at start, and have no setrlimit, so a warning is all that is left to do.
  *
  * @example
  * checkOpenFiles(log, openFilesNeeded(3, 128)) // { soft: 131072, hard: 131072 }

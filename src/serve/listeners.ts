@@ -1,14 +1,13 @@
-// The ports start-up (src/serve/start.ts) binds: the API's, the metrics' and the admin API's,
-// stopped together on shutdown.
+// The ports that start-up (src/serve/start.ts) binds: the API's, the metrics' and the admin API's,
+// all stopped together on shutdown.
 import { metricsApp } from '../app.ts';
 import type { Config } from '../config.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import type { RunningServer, RuntimeAdapter, ServeOptions } from './adapter.ts';
 
 /**
- * The server's listeners: the API's port and the metrics port are bound before the store
- * opens, so a port in use leaves no new database file behind; a request that arrives meanwhile
- * waits for the app.
+ * The server's listeners. The API and metrics ports are bound before the store opens, so a port
+ * in use leaves no new database file behind; a request that arrives meanwhile waits for the app.
  */
 export class Listeners {
   readonly all: RunningServer[];
@@ -27,10 +26,10 @@ export class Listeners {
   }
 
   /**
-   * Binds the API's port and, when asked for, the metrics port. With `proveOnly` (workers to come),
-   * the API's port is bound without `SO_REUSEPORT` and closed again: a port in use stops the start
-   * here, as without workers, and the workers then share the port this proved free (a port of 0
-   * keeps the number the system gave).
+   * Binds the API's port and, when configured, the metrics port. With `proveOnly` (workers will
+   * serve), the API's port is bound without `SO_REUSEPORT` and closed again: a port in use fails
+   * the start here, as without workers, and the workers then share the port checked free (for a
+   * port of 0, the number the system chose).
    */
   static async bind(
     config: Config,
@@ -42,8 +41,8 @@ export class Listeners {
     const app = new Promise<ServeOptions['fetch']>((r) => {
       resolve = r;
     });
-    // The port is bound before the app exists: until it does, a request waits for it. Once it
-    // does, `handle` is the app itself, so later requests skip the wait's promise.
+    // The port is bound before the app exists, so early requests wait for it. Once it exists,
+    // `handle` is the app itself, so later requests skip the promise.
     let handle: ServeOptions['fetch'] = (req, env) => app.then((fetch) => fetch(req, env));
     void app.then((fetch) => {
       handle = fetch;
@@ -66,17 +65,17 @@ export class Listeners {
     return new Listeners(main, metricsServer, adapter, resolve);
   }
 
-  /** Makes the API's port serve `fetch` from now on, the requests that waited for it first. */
+  /** Makes the API's port serve `fetch`, starting with the requests that waited for it. */
   answerWith(fetch: ServeOptions['fetch']): void {
     this.#resolveApp(fetch);
   }
 
-  /** Adds the workers serving the API's port, drained first on shutdown, with the others. */
+  /** Adds the workers that serve the API's port; on shutdown they are stopped first. */
   addWorkerPool(pool: RunningServer): void {
     this.all.unshift(pool);
   }
 
-  /** Binds another listener (the admin API's), stopped with the others. */
+  /** Binds another listener (the admin API's), which is stopped with the others. */
   async add(fetch: ServeOptions['fetch'], port: number, hostname: string): Promise<RunningServer> {
     const server = await this.#adapter.serve({ fetch, port, hostname });
     this.all.push(server);

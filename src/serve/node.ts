@@ -1,4 +1,4 @@
-// The runtime adapter on Node: `adapter.serve()` hands each request to the app's fetch function
+// The runtime adapter on Node: `adapter.serve()` passes each request to the app's fetch function
 // through @hono/node-server, with Node's timeouts set to the connection limits.
 import type { EventEmitter } from 'node:events';
 import type { AddressInfo } from 'node:net';
@@ -6,11 +6,11 @@ import { serve } from '@hono/node-server';
 import { getConnInfo } from '@hono/node-server/conninfo';
 import { CONNECTION_LIMITS, type RuntimeAdapter } from './adapter.ts';
 
-/** While stopping, how often connections that finished their request are closed. */
+/** While stopping, how often idle connections (their request finished) are closed. */
 const IDLE_SWEEP_MS = 50;
 /**
- * Node destroys a socket whose timeout fires unless its request or response listens for
- * 'timeout'; a response waiting for the server listens with this, so only idle sockets close.
+ * Node destroys a socket whose timeout fires unless its request or response has a 'timeout'
+ * listener. A response still being prepared gets this one, so only idle sockets are closed.
  */
 const KEEP_OPEN = () => {};
 
@@ -22,17 +22,18 @@ export const adapter: RuntimeAdapter = {
     const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
       const serverOptions = {
         headersTimeout: headersMs,
-        // Node wants the whole request's limit at least the headers' one.
+        // Node requires the whole request's timeout to be at least the headers' timeout.
         requestTimeout: Math.max(CONNECTION_LIMITS.requestTimeoutMs, headersMs),
         keepAliveTimeout: idleMs,
         maxHeaderSize: CONNECTION_LIMITS.maxHeaderBytes,
-        // Both timeouts are checked this often (Node's default, 30 s, would let a slow client stay
-        // 40 s).
+        // How often both timeouts are checked; Node's default interval would let a slow client
+        // stay well past them.
         connectionsCheckingInterval: 1_000,
       };
-      // Without a body, the request only waits for the server once it is here. (With a body the
-      // timer stays, to cut off a client that stops sending it; the configuration keeps it longer
-      // than --store-timeout: `checkTogether()` of src/config.ts.)
+      // A GET or HEAD has no body, so once it arrives only the server is working: keep the socket
+      // open until the answer. (With a body the timeout stays, to cut off a client that stops
+      // sending; the configuration keeps it longer than --store-timeout: `checkTogether()` of
+      // src/config.ts.)
       const answer = (req: Request, env: { outgoing: EventEmitter }) => {
         if (req.method === 'GET' || req.method === 'HEAD') env.outgoing.on('timeout', KEEP_OPEN);
         return fetch(req, env);
@@ -54,8 +55,8 @@ export const adapter: RuntimeAdapter = {
           return Promise.resolve();
         }
         return new Promise<void>((resolve) => {
-          // close() waits for every connection, and closes only those idle at that moment: a
-          // kept-alive connection whose request finishes later would hold it until the deadline.
+          // close() waits for every connection but closes only those idle at that moment, so a
+          // keep-alive connection whose request finishes later would hold it until the deadline.
           const sweep = setInterval(closeIdle, IDLE_SWEEP_MS);
           server.close(() => {
             clearInterval(sweep);

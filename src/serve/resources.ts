@@ -1,8 +1,8 @@
-// What start-up opens once and hands the apps: the limiter, the wrapped store, the webhooks, the
-// metrics and the traces. A name that starts with a verb (`openLimiter()`, `openServerStore()`,
-// `startTraces()`) opens or starts something; a name that ends in `Of` only builds its value. One
-// process and the supervisor (src/serve/start.ts) call them; each worker (src/serve/worker.ts)
-// calls `openServerStore()`, `metricsOf()` and `notifierOf()` too.
+// The resources start-up opens once and hands to the apps: the limiter, the wrapped store, the
+// webhooks, the metrics and the traces. A function whose name starts with a verb (`openLimiter()`,
+// `startTraces()`) opens or starts something; one whose name ends in `Of` only builds a value.
+// src/serve/start.ts calls them; each worker (src/serve/worker.ts) also calls `openServerStore()`,
+// `metricsOf()` and `notifierOf()`.
 import type { Config } from '../config.ts';
 import { systemClock } from '../core/clock.ts';
 import {
@@ -62,22 +62,19 @@ export async function openLimiter(config: Config, log: Logger, metrics: Metrics 
 }
 
 /**
- * Opens this process's store, the one the API, the keys, the webhook delivery and the notifier are
- * all given; with `--workers`, the supervisor and each worker make their own. Each of them calls
- * the store through these wrappers, except the key store (`--keys store`), which calls
- * `store.backend` directly (src/store/key-store.ts). The wrappers, from the outside in (this is the
- * one place that puts them together, besides `openStore()`, which adds the innermost, the time
- * bound and the trace, for the CLI's commands too):
- * - with `--workers` above 1 (`shared`), `sharedChangeCount()`: a write of any worker or of the
- *   supervisor that changed something, or failed, moves the change count every worker's memo
- *   reads; a write that changed nothing leaves it;
- * - with metrics, `countStoreErrors()`: failed calls counted;
- * - `boundAndTraced()` (from `openStore()`): each call in a child record of the request's trace
- *   and bounded by `--store-timeout`;
+ * Opens this process's store, which the API, the keys, the webhook delivery and the notifier all
+ * use; with `--workers`, the supervisor and each worker open their own and pass `shared` (the
+ * workers' counters, `WORKER_STATE`, and the worker count). All callers go through the wrappers
+ * below, except the key store (`--keys store`), which calls `store.backend` directly
+ * (src/store/key-store.ts). The wrappers are put together only here and in `openStore()`, which
+ * adds the innermost one for the CLI too. From the outside in:
+ * - with `shared`, `sharedChangeCount()`: a write by any worker or the supervisor that changed
+ *   something, or failed, bumps the change count that every worker's memo reads; a write that
+ *   changed nothing does not;
+ * - with metrics, `countStoreErrors()`: counts failed calls;
+ * - `boundAndTraced()` (from `openStore()`): records each call as a child span of the request's
+ *   trace and bounds it by `--store-timeout`;
  * - the backend: memory, SQLite or PostgreSQL.
- *
- * The supervisor and each worker (src/serve/worker.ts) call it with `shared`: `state` holds the
- * workers' shared counters (`WORKER_STATE`), and `workers` is how many workers there are.
  */
 export async function openServerStore(
   config: Config,
@@ -99,13 +96,12 @@ export async function openServerStore(
 }
 
 /**
- * Makes the webhooks' `DeliveryLoop` and the gateway's `notify`, none without an outbox: events are
- * recorded in the outbox before the answer and delivered off the request path. It starts nothing:
- * start.ts starts the loop (`DeliveryLoop.start()`) once the app is made. The `DeliveryLoop`
- * calls `openServerStore`'s store, so its failures are counted and each call has a request's
- * time bound. The sends are outside those calls. The bound keeps a stuck connection from holding up
- * shutdown. The delivery loop and the requests share one time bound: once any call finds the
- * database unreachable, the loop's calls and the requests' fail at once.
+ * Makes the webhooks' `DeliveryLoop` and the gateway's `notify`, or neither when the store has no
+ * outbox. Events are recorded in the outbox before the answer and delivered off the request path.
+ * Starts nothing: start.ts starts the loop once the app is made. The loop uses the wrapped store,
+ * so its store calls are counted and time-bounded like a request's (the HTTP sends are not store
+ * calls); the bound keeps a stuck connection from holding up shutdown. Because the loop and the
+ * requests share one time bound, once any call finds the database unreachable, both fail at once.
  */
 export function webhooksOf(
   store: DataStore,
@@ -129,9 +125,9 @@ export function webhooksOf(
 }
 
 /**
- * Returns the gateway's `notify` over `store`'s outbox, which calls `wake` once a decision's events
- * are recorded; undefined without an outbox. The supervisor's `notify` wakes its own `DeliveryLoop`
- * (`webhooksOf()`); a worker's asks the supervisor to wake it (src/serve/worker.ts).
+ * Returns the gateway's `notify`, which records events in `store`'s outbox and then calls `wake`;
+ * undefined without an outbox. In the supervisor, `wake` wakes its own `DeliveryLoop`; in a
+ * worker, it asks the supervisor to (src/serve/worker.ts).
  */
 export function notifierOf(store: DataStore, log: Logger, wake: () => void) {
   return store.outbox && notifier({ outbox: store.outbox, log, clock: systemClock, recorded: wake });
@@ -148,8 +144,8 @@ export async function metricsOf(config: Config, adapter: RuntimeAdapter): Promis
 }
 
 /**
- * Starts the trace export when an endpoint is configured; returns none otherwise, and the export
- * is never loaded. Spans it drops are counted on `/metrics`.
+ * Starts the trace export when an endpoint is configured, else returns undefined without loading
+ * the export code. Dropped spans are counted on `/metrics`.
  */
 export async function startTraces(config: Config, metrics: Metrics | undefined) {
   const url = tracesUrl(config.otelTracesEndpoint, config.otelEndpoint);

@@ -15,16 +15,16 @@ export interface SignalOptions {
   servers: readonly RunningServer[];
   /** How long the drain may take before open connections are closed. */
   shutdownSeconds: number;
-  /** Marks the server stopping, once, when the drain starts: from then on `/readyz` says so. */
+  /** Called once when the drain starts, so `/readyz` reports the server as stopping. */
   onStopping(): void;
   /** Closes what the servers used (store, shared limiter) after the drain. */
   close(): Promise<void>;
 }
 
 /**
- * Installs the process's signal handlers: SIGHUP reloads (always handled: its default action
- * would end the process); SIGTERM and SIGINT stop accepting, wait for requests in flight up to
- * the deadline, close the rest, close the store and exit 0.
+ * Installs the process's signal handlers. SIGHUP reloads the keys (it is always handled, since its
+ * default action ends the process). SIGTERM and SIGINT stop accepting, wait for requests in
+ * flight until the deadline, close the remaining connections, call `close` and exit.
  *
  * @example
  * handleSignals({ log, reload, servers: [server], shutdownSeconds: 10, onStopping, close })
@@ -50,7 +50,7 @@ export function handleSignals({ log, reload, servers, shutdownSeconds, onStoppin
     clearTimeout(timer);
     await close();
     log.info('stopped');
-    // 0, unless the stop was for a failure (a worker that could not be replaced set 1).
+    // Exit 0 unless a failure set the exit code (a worker that cannot be replaced sets 1).
     process.exit(process.exitCode ?? 0);
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));

@@ -1,8 +1,7 @@
-// Serving. From the parsed configuration, this file starts the runtime's adapter, makes the
-// metrics and the traces, binds the listeners (src/serve/listeners.ts), opens the store, the
-// limiter and the webhooks (src/serve/resources.ts), and builds the apps. It serves without
-// workers (the default), on this thread, or with --workers threads (src/serve/supervisor.ts). It
-// also runs the shutdown that a signal starts.
+// Starts the server from the parsed configuration: the runtime's adapter, metrics and traces, the
+// listeners (src/serve/listeners.ts), the store, limiter and webhooks (src/serve/resources.ts) and
+// the apps. It serves on this thread by default, or with --workers threads
+// (src/serve/supervisor.ts). It also runs the shutdown that a signal starts.
 import process from 'node:process';
 import { type AppOptions, adminApp, createApp } from '../app.ts';
 import { type Config, ConfigError, memoryWithWorkers } from '../config.ts';
@@ -29,17 +28,16 @@ import { metricsOf, openLimiter, openServerStore, startTraces, webhooksOf } from
 import { handleSignals } from './signals.ts';
 import { type HostStatus, type WorkerMemory, WorkerPool, workerMemory } from './supervisor.ts';
 
-// Defined by `bun build --define` for a compiled binary (scripts/lib/build-info.sh), else
-// undeclared. `loadAdapter()` reads it here, not as `COMPILED` of src/version.ts: the bundler
-// folds a define only where it is written, and only a folded condition leaves out the adapters.
+// Set by `bun build --define` in a compiled binary (scripts/lib/build-info.sh), else undeclared.
+// `loadAdapter()` reads it here rather than `COMPILED` of src/version.ts because the bundler
+// replaces a define only where it is written, and only a constant condition lets it drop the
+// unused adapters.
 declare const PETSTORE_TARGET: string | undefined;
 
 /**
- * Serves `config` (checked whole by `parseConfig`): makes the metrics and the traces, reads the
- * keys (a keys file the admin API cannot write stops the start), binds the ports, opens the store
- * (and reads the keys kept there, with `--keys store`), builds the limiter, the webhooks and the
- * apps, installs the signal handlers, and only then shows the development key (if any) and logs
- * `listening`. Resolves once serving; the process then runs until a signal stops it.
+ * Serves `config` (as checked by `parseConfig`) and resolves once serving; the process then runs
+ * until a signal stops it. Throws when the start fails, e.g. on a keys file the admin API cannot
+ * write. ARCHITECTURE.md's step S2 lists the steps in order; `listening` is logged last.
  *
  * @example
  * await startServer(parseConfig(process.argv.slice(2), process.env))
@@ -61,27 +59,24 @@ export async function startServer(config: Config): Promise<void> {
   }
   checkOpenFiles(log, openFilesNeeded(liveKeys.consumers, config.maxInFlight));
   const listeners = await Listeners.bind(config, adapter, metrics, { proveOnly: workers > 1 });
-  // The workers' shared counters (`WORKER_STATE` of src/serve/supervisor.ts), over their memory.
   const sharedCounters = workersMemory && new Int32Array(workersMemory.state);
   // The store opens after the bind, so a port in use leaves no database file behind. A failed
   // start ends the process (src/main.ts), which frees the ports and the store.
-  // With workers, the supervisor's store shares their counters: its own writes (expiries, a
-  // consumer's orders retired) move the change count every worker reads. `openServerStore()` in
-  // src/serve/resources.ts lists the store's wrappers, from the outside in.
+  // With workers, the supervisor's store uses their shared counters, so its own writes (expiries,
+  // a deleted consumer's orders) move the change count that every worker reads. `openServerStore()`
+  // in src/serve/resources.ts lists the store's wrappers, from the outside in.
   const store = await openServerStore(config, log, metrics, sharedCounters && { state: sharedCounters, workers });
   // Does nothing without `--keys store`.
   await liveKeys.loadFromStore(store);
-  // Whatever the keys' source: moves the orders kept under a consumer's name to its id (with
-  // `--keys store`, after storing an id for each stored consumer without one).
+  // For any source of keys: moves the orders kept under a consumer's name to its id (with
+  // `--keys store`, it first stores an id for each stored consumer that has none).
   await liveKeys.settleIdentities(store);
   const { limiter, redisLimiter } = await openLimiter(config, log, metrics);
   const webhooks = webhooksOf(store, config, log, metrics, liveKeys);
   let stopping = false;
   let stoppingAt = 0;
-  // The host's part of `/readyz`.
   const hostStatus = (): HostStatus => ({ limiterStatus: redisLimiter?.status(), keysProblem: liveKeys.problem() });
-  // `workersMemory` is made for `--workers` above 1 only, so it stands for "with workers": then
-  // workers serve, else this process.
+  // `workersMemory` exists only for `--workers` above 1: then the workers serve, else this process.
   if (workersMemory) {
     await startWorkers({
       config,
@@ -118,7 +113,8 @@ export async function startServer(config: Config): Promise<void> {
     onStopping: () => {
       stopping = true;
       stoppingAt = Date.now();
-      // Attempts under way are cut short now: Bun's drain waits for the outgoing ones too.
+      // Cut short the webhook attempts under way now, since Bun's drain also waits for outgoing
+      // requests.
       void webhooks.delivery?.stop();
     },
     close: async () => {
@@ -127,7 +123,8 @@ export async function startServer(config: Config): Promise<void> {
       await webhooks.delivery?.stop();
       await store.close();
       await redisLimiter?.close();
-      // What is queued is sent within what is left of the grace period (half a second at least).
+      // Send the queued spans within what is left of the grace period, but never less than
+      // FLUSH_MIN_MS.
       await traces?.shutdown(Math.max(FLUSH_MIN_MS, stoppingAt + config.shutdownSeconds * 1_000 - Date.now()));
     },
   });
@@ -209,11 +206,9 @@ async function startAdmin({
 }
 
 /**
- * Starts the workers on the port the supervisor proved free. Each serves the API with the host's
- * one limiter and keys, which the supervisor holds; they serve from when all of them listen. A
- * worker lost for good stops the process (SIGTERM's drain), never serving on with fewer than it
- * says. The pool is told of each change of the keys. It joins the listeners, which drain it
- * first on shutdown.
+ * Starts the workers on the port the supervisor checked is free, and resolves once all of them
+ * listen. They share the supervisor's limiter and keys. If a worker cannot be replaced, the
+ * process shuts down as on SIGTERM rather than serve with fewer workers than it reports.
  */
 async function startWorkers({
   config,
@@ -254,8 +249,8 @@ async function startWorkers({
     ...(metrics ? { metrics } : {}),
     lost: (reason) => {
       log.error('stopping: the process would serve with fewer workers than it says', { reason });
-      // Drained as on SIGTERM, then exit 1: the service manager (systemd, the orchestrator)
-      // restarts it.
+      // Drain as on SIGTERM, then exit 1 so that the service manager (systemd, the orchestrator)
+      // restarts the process.
       process.exitCode = 1;
       process.kill(process.pid, 'SIGTERM');
     },
@@ -264,14 +259,14 @@ async function startWorkers({
   listeners.addWorkerPool(pool);
 }
 
-/** How often each instance expires the orders whose hold is over, when no request did first. */
+/** How often each instance expires the orders whose hold is over and that no request expired. */
 const ORDER_SWEEP_MS = 1_000;
 
 /**
- * Expires, every second, the placed orders whose hold is over (`expireDueOrders`). A request
- * expires the orders it meets; this expires those nobody asks about, so their pets are available
- * again and their owners' webhooks hear of it. Each expiry is a conditional write, so instances
- * sweeping together expire each order once.
+ * Every ORDER_SWEEP_MS, expires the placed orders whose hold is over (`expireDueOrders`). Requests
+ * expire the orders they read; this sweep catches the rest, so their pets become available and
+ * their webhooks fire. Each expiry is a conditional write, so several instances sweeping at once
+ * expire each order only once.
  */
 function startDueOrderSweep(store: DataStore, log: Logger): ReturnType<typeof setInterval> {
   let running = false;
@@ -291,8 +286,8 @@ function startDueOrderSweep(store: DataStore, log: Logger): ReturnType<typeof se
 
 /** Loads the runtime's adapter: Bun's in the binary and under Bun, else Deno's or Node's. */
 async function loadAdapter(): Promise<RuntimeAdapter> {
-  // A compiled binary is always Bun: there the define makes this a constant, and the bundler
-  // leaves the other adapters (and @hono/node-server) out of the binary.
+  // A compiled binary always runs on Bun: the define makes this condition a constant there, so the
+  // bundler leaves the other adapters (and @hono/node-server) out of the binary.
   const { adapter } = await (typeof PETSTORE_TARGET === 'string' || 'Bun' in globalThis
     ? import('./bun.ts')
     : 'Deno' in globalThis
@@ -301,13 +296,12 @@ async function loadAdapter(): Promise<RuntimeAdapter> {
   return adapter;
 }
 
-/** The least time a shutdown gives the trace export to send what is queued. */
+/** The minimum time a shutdown gives the trace export to send the queued spans. */
 const FLUSH_MIN_MS = 500;
 
 /**
- * Returns the gateway's options that come from flags: how to find the client's address, the ban,
- * the in-flight cap and the IPv6 grouping. The API's app (`appOptionsOf`) and the admin API's take
- * them from here alike.
+ * Returns the gateway options set by flags: how to find the client's address, the ban, the
+ * in-flight cap and the IPv6 grouping. Both the API app (`appOptionsOf`) and the admin app use it.
  */
 function gatewayFlags(config: Config, adapter: RuntimeAdapter) {
   const trust = new TrustedProxies(config.trustProxy);
@@ -320,10 +314,8 @@ function gatewayFlags(config: Config, adapter: RuntimeAdapter) {
 }
 
 /**
- * What the caller of `appOptionsOf()` hands the API app: its store, keys, limiter, log, metrics,
- * webhooks' `notify` and, in a worker, the host's in-flight slots (`hostSlots`), with why `/readyz`
- * should fail (`whyNotReady`) and the host's part of `/readyz` (`hostStatus`: the Redis limiter's
- * state, the key store's problem).
+ * The API app's options that do not come from flags: the resources the caller of
+ * `appOptionsOf()` has opened, and, in a worker, the host's in-flight slots (`hostSlots`).
  */
 export type AppResources = Pick<
   AppOptions,
@@ -334,9 +326,9 @@ export type AppResources = Pick<
 };
 
 /**
- * Returns the API app's options; this is the one place they are put together: start-up without
- * workers (`startServer()`) and each worker (src/serve/worker.ts) call it, so an option added here
- * reaches both. The flags give most of them; the caller gives the rest (`AppResources`).
+ * Returns the API app's options, from the flags and the caller's `AppResources`. Both start-up
+ * without workers and each worker (src/serve/worker.ts) call it, so an option added here reaches
+ * both.
  *
  * @example
  * const app = createApp(
@@ -362,8 +354,8 @@ export function appOptionsOf(
 }
 
 /**
- * Shows the development key (if any), then logs `listening`: last, since whoever waits for
- * that line may signal at once.
+ * Shows the development key (if any), then logs `listening`. This comes last because a script
+ * that waits for that line may send a signal at once.
  */
 function announce({
   config,
@@ -400,8 +392,8 @@ function announce({
 }
 
 /**
- * Returns an address a person can open for `host:port`, a wildcard bind's being localhost: the
- * development key's banner shows where to send a request, the `listening` line what is bound.
+ * Returns a URL a person can open for `host:port`, with localhost for a wildcard host. The
+ * development key's banner uses it to show where to send a request; `listening` shows the bind.
  */
 function reachableOrigin(host: string, port: number): string {
   return httpOrigin(host === '' || host === '0.0.0.0' || host === '::' ? 'localhost' : host, port);

@@ -1,7 +1,7 @@
-// The supervisor of `--workers N`. The main thread serves no request. It starts N workers
+// The supervisor of `--workers N`. The main thread serves no API request. It starts N workers
 // (src/serve/worker.ts) that share the port (`SO_REUSEPORT`), and it owns what runs once per host:
 // the limiter, the keys, webhook delivery, the admin API, metrics, the log and the signals. A
-// worker that exits unasked is logged, counted and replaced.
+// worker that exits when not asked to is logged, counted and replaced.
 import { Buffer } from 'node:buffer';
 import type { Config } from '../config.ts';
 import {
@@ -26,7 +26,7 @@ import { POOL_SIZE } from '../store/postgres/postgres-url.ts';
 import { COMPILED } from '../version.ts';
 import type { RunningServer } from './adapter.ts';
 
-/** Places in the workers' shared state (`WorkerMemory.state`). */
+/** Indexes into the workers' shared state (`WorkerMemory.state`), one 32-bit integer each. */
 export const WORKER_STATE = {
   /** Not 0 once the host is stopping: `/readyz` fails on every worker. */
   stopping: 0,
@@ -34,10 +34,10 @@ export const WORKER_STATE = {
   listening: 1,
   /** Moved by every worker's store writes (src/store/wrappers/shared-change-count.ts). */
   storeChanges: 2,
-  /** Moved as each worker's SQLite write transaction ends: a worker awaiting the lock tries it. */
+  /** Bumped as a worker's SQLite write transaction ends: a worker waiting for the lock retries. */
   lockReleases: 3,
 } as const;
-/** The shared state's length: one 32-bit place for each of `WORKER_STATE`'s, numbered from 0. */
+/** The shared state's length: one integer for each index of `WORKER_STATE`. */
 const SHARED_LENGTH = Object.keys(WORKER_STATE).length;
 
 /** The memory the supervisor makes once and every worker is handed. */
@@ -47,9 +47,9 @@ export interface WorkerMemory {
 }
 
 /**
- * Returns where the worker's module is: in a compiled binary, its path among the binary's entry
- * points (scripts/lib/build-info.sh, `compile_entries`), relative to their common folder, src/;
- * from source, beside this file.
+ * Returns the worker module's location. In a compiled binary it is the entry point's path
+ * relative to src/ (scripts/lib/build-info.sh, `compile_entries`); from source, it is beside
+ * this file.
  */
 function workerEntry(): string {
   return COMPILED ? './serve/worker.ts' : new URL('./worker.ts', import.meta.url).href;
@@ -73,7 +73,7 @@ export interface WorkerStart {
   /** The host's status now, if the supervisor reports one (then again every `STATUS_EVERY_MS`). */
   readonly hostStatus?: HostStatus;
   readonly config: Config;
-  /** The port the supervisor proved free. */
+  /** The port the supervisor checked is free. */
   readonly port: number;
   readonly keys: readonly KeyRecord[];
   readonly memory: WorkerMemory;
@@ -87,40 +87,38 @@ export interface WorkerStart {
 /** What the supervisor sends a worker. */
 export type ToWorker =
   | WorkerStart
-  /** The answers to a turn's questions. */
+  /** The limiter's answers to one batch of questions (`decide`). */
   | ({ readonly type: 'decided' } & PackedAnswers)
   | { readonly type: 'keys'; readonly keys: readonly KeyRecord[] }
   | { readonly type: 'stop'; readonly deadlineMs: number }
-  /** What `/readyz` reports that the supervisor knows: the limiter's state, the keys' freshness. */
+  /** The part of `/readyz` only the supervisor knows: the limiter's state, the keys' freshness. */
   | { readonly type: 'hostStatus'; readonly hostStatus: HostStatus }
-  /** Asks for the worker's series, to sum them (`Metrics.sumWith`). */
+  /** Asks for the worker's metric series, to sum them (`Metrics.sumWith`). */
   | { readonly type: 'scrape'; readonly id: number }
   /** The host's `/metrics`, which the worker asked for. */
   | { readonly type: 'rendered'; readonly id: number; readonly text: string };
 
 /** What a worker sends the supervisor. */
 type FromWorker =
-  /** A turn's questions to the limiter. */
+  /** The worker's questions to the limiter from one event-loop turn, in one message. */
   | ({ readonly type: 'decide' } & PackedAsks)
-  /** Its module is loaded and it listens for messages: it is sent its start now. */
+  /** Its module is loaded and it handles messages, so it can be sent its start message now. */
   | { readonly type: 'loaded' }
   | { readonly type: 'listening' }
   | { readonly type: 'failed'; readonly error: string }
-  /** A turn's log lines, joined by newlines. */
+  /** The worker's log lines from one batch, joined by newlines. */
   | { readonly type: 'log'; readonly text: string }
   | { readonly type: 'wake' }
   | { readonly type: 'stopped' }
   | { readonly type: 'scraped'; readonly id: number; readonly series: MetricJson }
-  /** The worker serves `/metrics` (`--metrics` on the API's port): the host's, rendered here. */
+  /** The worker serves `/metrics` (`--metrics` on the API's port) and asks for the host's text. */
   | { readonly type: 'render'; readonly id: number; readonly openMetrics: boolean };
 
 /**
- * The host's part of `/readyz`: what the process that holds the limiter and the keys knows of
- * them. `startServer()` (src/serve/start.ts) makes it from the Redis limiter's `status()`
- * (`--redis`) and `LiveKeys.problem()` (`--keys store`). `appOptionsOf()` hands its fields to the
- * app as the options of the same names, which `/readyz` reads (src/service-routes/health.ts).
- * Without workers the app asks for it at each `/readyz`; with them, the supervisor sends it to
- * every worker every `STATUS_EVERY_MS`.
+ * The host's part of `/readyz`: the state of the limiter and the keys, which only the process that
+ * holds them knows. `startServer()` (src/serve/start.ts) builds it from the Redis limiter's
+ * `status()` and `LiveKeys.problem()`. Without workers the app reads it at each `/readyz`; with
+ * workers, the supervisor sends it to every worker every `STATUS_EVERY_MS`.
  */
 export interface HostStatus {
   /** Where the rate limiter decides now (with `--redis`). */
@@ -129,26 +127,26 @@ export interface HostStatus {
   readonly keysProblem?: string;
 }
 
-/** How often the workers are told the host's status: `/readyz` on a worker is at most this late. */
+/** How often the workers are sent the host's status: a worker's `/readyz` is at most this stale. */
 const STATUS_EVERY_MS = 250;
 
 /** One registry's series as prom-client's JSON. */
 type MetricJson = Awaited<ReturnType<Metrics['json']>>;
 
-/** A scrape waits this long for a worker's series: one that is stopping or stuck is left out. */
+/** How long a scrape waits for a worker's series; a stopping or stuck worker is left out. */
 const SCRAPE_WAIT_MS = 1_000;
 
 /**
- * Returns the key records as a worker receives them: a message carries a `Buffer` as a plain
- * `Uint8Array`, which is made a `Buffer` again (the key table reads its hex).
+ * Returns the key records a worker received, with each hash made a `Buffer` again: a message
+ * delivers a `Buffer` as a plain `Uint8Array`, and the key table needs its hex.
  */
 export function keyRecords(records: readonly KeyRecord[]): KeyRecord[] {
   return records.map((r) => ({ ...r, hash: Buffer.from(r.hash.buffer, r.hash.byteOffset, r.hash.byteLength) }));
 }
 
 /**
- * Returns a worker's share of an instance's PostgreSQL pool (at least 2, so a slow call never holds
- * the only one): 16 workers, the supervisor and their listening connections stay within 100.
+ * Returns a worker's share of an instance's PostgreSQL pool (`POOL_SIZE`): at least 2, so one
+ * slow query never holds a worker's only connection.
  */
 export function poolShare(workers: number): number {
   return Math.max(2, Math.ceil(POOL_SIZE / workers));
@@ -160,20 +158,20 @@ export interface WorkerPoolOptions {
   readonly port: number;
   /** The keys in force now, which a starting worker is sent. */
   readonly keyTable: () => KeyTable;
-  /** The host's limiter: every worker's decisions are its. */
+  /** The host's limiter, which makes every worker's decisions. */
   readonly limiter: RateLimiter;
   readonly log: Logger;
-  /** Writes a worker's log lines to the one stream. */
+  /** Writes a worker's log lines to the process's single log stream. */
   readonly lines: (line: string) => void;
-  /** A worker recorded webhook events: the delivery loop looks now. */
+  /** Called when a worker records webhook events, so the delivery loop checks now. */
   readonly wake: () => void;
-  /** Made by `workerMemory` before the store opens (the supervisor's store moves its count too). */
+  /** Made by `workerMemory` before the store opens, as the supervisor's store writes to it too. */
   readonly memory: WorkerMemory;
   /** With `--redis` or `--keys store`: the limiter's state and the keys' freshness (`/readyz`). */
   readonly hostStatus?: () => HostStatus;
   /** The supervisor's metrics (`--metrics`, `--metrics-port`): summed with the workers' series. */
   readonly metrics?: Metrics;
-  /** A worker could not be replaced: the process stops rather than serve with fewer. */
+  /** Called when a worker cannot be replaced: the process stops rather than serve with fewer. */
   readonly lost: (reason: string) => void;
 }
 
@@ -184,7 +182,7 @@ interface Running {
 }
 
 /**
- * The workers, as one `RunningServer` to the signal handlers: `stop()` drains them all together.
+ * The workers, seen by the signal handlers as one `RunningServer`: `stop()` drains them all.
  *
  * @example
  * const pool = await WorkerPool.start({
@@ -224,7 +222,7 @@ export class WorkerPool implements RunningServer {
     for (const running of this.#running) running?.worker.postMessage(message);
   }
 
-  /** Starts every worker; resolves once all listen, rejects (the others stopped) if one cannot. */
+  /** Starts every worker and resolves once all listen; if one fails, stops the rest and rejects. */
   static async start(options: WorkerPoolOptions): Promise<WorkerPool> {
     const pool = new WorkerPool(options);
     try {
@@ -241,14 +239,14 @@ export class WorkerPool implements RunningServer {
     return Atomics.load(this.#state, WORKER_STATE.listening);
   }
 
-  /** Hands every worker the keys in force now. */
+  /** Sends every worker the keys in force now. */
   keysChanged(table: KeyTable): void {
     this.#broadcast({ type: 'keys', keys: table.all() });
   }
 
   /**
-   * Stops every worker accepting at once, each to drain within the grace period; with `force`,
-   * those still running are ended now.
+   * Tells every worker to stop accepting and drain within the grace period; with `force`,
+   * terminates them at once instead.
    */
   async stop(force = false): Promise<void> {
     this.#stopping = true;
@@ -326,7 +324,7 @@ export class WorkerPool implements RunningServer {
       const message = event.data;
       switch (message.type) {
         case 'loaded':
-          // A message sent before the worker's module has run could find no handler yet.
+          // Wait for `loaded`: a message sent before the worker's module runs could be lost.
           return start();
         case 'decide':
           for (const ask of unpackAsks(message)) decide(ask);
@@ -366,7 +364,7 @@ export class WorkerPool implements RunningServer {
       failed(new Error(`worker ${index} exited before it listened`));
       if (this.#running[index] === running) this.#running[index] = undefined;
       if (this.#stopping) return;
-      // Exited unasked: its in-flight slots are given back, and another takes its place.
+      // It exited without being asked: free its in-flight slots and start another in its place.
       clearWorker(this.memory.slots, index);
       this.#options.metrics?.workerReplaced();
       log.error('worker exited; starting another in its place', { worker: index });

@@ -1,8 +1,9 @@
 // A worker's entry point (`--workers` above 1). It serves the API on the port it shares with the
 // other workers, and leaves what runs once per host to the supervisor: the limiter
 // (src/gateway/limiter/host-limiter.ts), the keys, webhook delivery, the admin API and the log
-// stream (a log file excepted: `fileWriter`). What every request reads for the host is in shared
-// memory: the in-flight slots, the store's change count, whether the host is stopping.
+// stream (except a log file, which it writes itself: `fileWriter`). The host-wide values that
+// every request reads are in shared memory: the in-flight slots, the store's change count, and
+// whether the host is stopping.
 import process from 'node:process';
 import { setImmediate } from 'node:timers';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -21,7 +22,8 @@ const post = (message: unknown) => self.postMessage(message);
 
 async function serve(start: WorkerStart): Promise<void> {
   const { config, index, port, memory } = start;
-  // Its lines go to a log file itself (each batch one write(), whole), else to the supervisor.
+  // Log lines go straight to the log file if there is one (one whole write() per batch), else to
+  // the supervisor.
   const file = fileWriter();
   const logLines = heldLines((text) => {
     if (!file?.(`${text}\n`)) post({ type: 'log', text });
@@ -34,8 +36,8 @@ async function serve(start: WorkerStart): Promise<void> {
   const state = new Int32Array(memory.state);
   let keyTable = new KeyTable(keyRecords(start.keys));
   let hostStatus = start.hostStatus;
-  // A turn's questions go out in one message, and come back answered in one.
-  // A busy consumer's requests are decided here, from the supervisor's grants.
+  // The limiter's questions of one event-loop turn go out in one message, and the answers come
+  // back in one. A busy consumer's requests are decided here, from the supervisor's grants.
   const limiter = new RemoteLimiter(
     batched((asks) => post({ type: 'decide', ...packAsks(asks) })),
     { grants: start.grants },
@@ -44,7 +46,7 @@ async function serve(start: WorkerStart): Promise<void> {
   metrics?.consumers.load(keyTable.records());
   const rendered = new Map<number, (text: string) => void>();
   let lastRender = 0;
-  // `/metrics` on this port shows the host's: the supervisor sums every worker's series.
+  // `/metrics` on this port shows the whole host's metrics, which the supervisor sums.
   metrics?.renderedBy(
     (openMetrics) =>
       new Promise<string>((resolve) => {
@@ -104,13 +106,13 @@ async function serve(start: WorkerStart): Promise<void> {
       const late = await Promise.race([drained, sleep(message.deadlineMs).then(() => false)]);
       if (!late) await Promise.race([server.stop(true), sleep(FORCE_STOP_MS)]);
       await store.close().catch(() => {});
-      // The last lines (the drained requests') go out before the supervisor ends this worker.
+      // Flush the drained requests' log lines before the supervisor terminates this worker.
       await new Promise((resolve) => setImmediate(resolve));
       logLines.flush();
       post({ type: 'stopped' });
     }
   };
-  // Its start-up lines go out before the supervisor hears that it listens (and logs `listening`).
+  // Flush the start-up lines before telling the supervisor, which then logs `listening`.
   await new Promise((resolve) => setImmediate(resolve));
   logLines.flush();
   post({ type: 'listening' });
@@ -118,9 +120,9 @@ async function serve(start: WorkerStart): Promise<void> {
 }
 
 /**
- * Injects a fault for the tests of the supervisor (scripts/e2e/workers.test.ts): with
- * `PETSTORE_TEST_WORKER_CRASH_MS` set, worker 0 (not its replacement) throws an uncaught error that
- * long after it listens, as a bug would.
+ * Injects a fault for the supervisor's tests (scripts/e2e/workers.test.ts): with
+ * `PETSTORE_TEST_WORKER_CRASH_MS` set, worker 0 (not its replacement) throws an uncaught error
+ * that many milliseconds after it starts listening, as a bug would.
  */
 function crashForTests({ index, replacement }: WorkerStart): void {
   const after = Number(process.env.PETSTORE_TEST_WORKER_CRASH_MS);
@@ -131,14 +133,14 @@ function crashForTests({ index, replacement }: WorkerStart): void {
 }
 
 /**
- * How long a worker holds its log lines before it writes them to the log file, or sends them to the
- * supervisor, which writes the one stream: a write or a message every this often, not every turn.
+ * How long a worker buffers its log lines before it writes them to the log file or sends them to
+ * the supervisor, so there is one write or message per interval rather than per line.
  */
 const LOG_EVERY_MS = 10;
 
 /**
- * Holds a worker's log lines and hands them on joined in one string (a message copies one string
- * faster than many) every `LOG_EVERY_MS`.
+ * Buffers log lines and passes them to `send` as one joined string every `LOG_EVERY_MS` (a message
+ * copies one string faster than many).
  */
 function heldLines(send: (text: string) => void): { write(line: string): void; flush(): void } {
   let pending: string[] = [];
