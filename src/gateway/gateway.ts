@@ -1,5 +1,5 @@
-// The gateway, step 3 of a request (src/pipeline/pipeline.ts). `createAdmissionCheck()` makes the one
-// admission check that every API request goes through; its docstring lists the checks in order.
+// The gateway, step 3 of a request (src/pipeline/pipeline.ts). `createAdmissionCheck()` makes the
+// one admission check that every API request goes through; its docstring lists the checks in order.
 // This file is also the one door into src/gateway/. What other folders use of the gateway (the
 // limiters, types) is exported here.
 import type { Context } from 'hono';

@@ -34,9 +34,9 @@ export interface OperationRoute<D> {
 }
 
 /**
- * What `routeOf` takes from a table pipeline's parts (`TableParts`, src/pipeline/pipeline.ts): the memo
- * and the due orders' expiry, both there when the pipeline is given the store. A route keeps each
- * only for an operation that uses it.
+ * What `routeOf` takes from a table pipeline's parts (`TableParts`, src/pipeline/pipeline.ts): the
+ * memo and the due orders' expiry, both there when the pipeline is given the store. A route keeps
+ * each only for an operation that uses it.
  */
 type StoreParts = Pick<OperationRoute<unknown>, 'replyMemo' | 'dueOrderExpiry'>;
 

@@ -423,9 +423,9 @@ function afterDueOrderExpiry<D>(
 }
 
 /**
- * Step 6.2: answers a memoised operation from the memo (src/pipeline/memo.ts) when nothing it read has
- * changed since. Otherwise, and for every operation that is not memoised (`placeOrder`), it runs
- * step 7 and answers its reply.
+ * Step 6.2: answers a memoised operation from the memo (src/pipeline/memo.ts) when nothing it read
+ * has changed since. Otherwise, and for every operation that is not memoised (`placeOrder`), it
+ * runs step 7 and answers its reply.
  */
 async function memoOrRun<D>(
   parts: TableParts<D>,

@@ -10,9 +10,9 @@ import type { Outbox } from './outbox.ts';
  * A snapshot of the store's counter of pet changes (`DataStore.changeCount`). Its readers only hand
  * it back to `readsUnchangedSince`. A backend's is a number; with `--workers` it is a pair of
  * counts (src/store/wrappers/shared-change-count.ts). Undefined means the store cannot tell what
- * changed; what the memo does then is in `ReplyMemo`'s docstring (src/pipeline/memo.ts). `unknown` on
- * purpose: an opaque type each backend fills with its own shape, where a branded type would need a
- * cast in every backend.
+ * changed; what the memo does then is in `ReplyMemo`'s docstring (src/pipeline/memo.ts). `unknown`
+ * on purpose: an opaque type each backend fills with its own shape, where a branded type would need
+ * a cast in every backend.
  *
  * The memo takes two counts that are `===` to mean nothing changed, so a backend returns a
  * primitive (a number), and the shared count returns the same pair object until either count
@@ -189,9 +189,9 @@ export interface DataStore {
    */
   adoptOwners(moves: readonly OwnerMove[]): Promise<void>;
   /**
-   * Starts the due orders' expiry, one run at a time, and returns the run to wait on, if any.
-   * The run is `expireDueOrders()` under way; undefined means nothing is left to wait for. A read
-   * of pets waits for it (step 6.1 of src/pipeline/pipeline.ts), so it shows them as a write will find
+   * Starts the due orders' expiry, one run at a time, and returns the run to wait on, if any. The
+   * run is `expireDueOrders()` under way; undefined means nothing is left to wait for. A read of
+   * pets waits for it (step 6.1 of src/pipeline/pipeline.ts), so it shows them as a write will find
    * them. A read whose answer may be memoised calls it before `changeCount()`.
    *
    * A failed run does not fail the read: a backend's run never rejects, so the read goes on and
@@ -205,9 +205,9 @@ export interface DataStore {
   /**
    * The change count now (`ChangeCounter.count`): read it before a read whose answer may be
    * memoised. Undefined when the store cannot tell what changed, or while a run-out hold is not yet
-   * expired; then nothing is memoised or served (src/pipeline/memo.ts). Synchronous: PostgreSQL's is in
-   * memory, SQLite's reads `PRAGMA data_version` now and then. Opaque: readers only hand it back to
-   * `readsUnchangedSince`.
+   * expired; then nothing is memoised or served (src/pipeline/memo.ts). Synchronous: PostgreSQL's
+   * is in memory, SQLite's reads `PRAGMA data_version` now and then. Opaque: readers only hand it
+   * back to `readsUnchangedSince`.
    */
   changeCount(): ChangeCount;
   /**
