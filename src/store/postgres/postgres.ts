@@ -162,7 +162,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
   /** Every pet write of the fleet, heard through LISTEN; `changeCount()` reads it. */
   readonly #changes: PetChanges;
   readonly #keyExpiry = new KeyExpirySchedule();
-  /** The webhook outbox in this database, shared by every instance; writes are durable as creates. */
+  /** The webhook outbox in this database, shared by every instance; its writes are durable. */
   readonly outbox: Outbox = postgresOutbox({
     sql: () => this.#sql,
     query: (doing, run) => this.#query(doing, run),
