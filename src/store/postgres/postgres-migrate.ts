@@ -30,7 +30,10 @@ export interface MigrateOptions {
   readonly retrying?: (m: Migration, attempt: number) => void;
 }
 
-/** The schema version and the oldest build that can serve it (SCHEMA_STATE_SQL); 0 for a new database. */
+/**
+ * The schema version and the oldest build that can serve it (SCHEMA_STATE_SQL); 0 for a new
+ * database.
+ */
 export async function postgresSchemaState(sql: postgres.Sql): Promise<SchemaState> {
   const [exists] = await sql`SELECT to_regclass('schema_migrations') IS NOT NULL AS present`;
   if (!column(exists, 'present')) return { version: 0, readableFrom: 0 };
