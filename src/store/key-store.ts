@@ -15,7 +15,7 @@ export interface StoredKey {
 
 /** A consumer as stored, in the keys file's `consumers` form. */
 export interface StoredConsumer {
-  /** Its id (`con_…`); absent for a consumer stored before migration `consumer_ids`. */
+  /** Its id (`con_…`); absent for a consumer stored before consumers had ids (`consumer_ids`). */
   readonly id?: string;
   readonly name: string;
   readonly plan: string;
