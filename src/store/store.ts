@@ -29,16 +29,16 @@ export interface ListOptions {
 /** A create the client may retry: it carries an `Idempotency-Key`. */
 export interface IdempotentCreate {
   /**
-   * Whose key it is (the caller's identity, e.g. `con_0123…:acme`), so two callers never share
-   * keys. The store keeps the key in the owner's createPet key space (`idempotencyKeySpace`), in
-   * the `scope` column of `idempotency_keys`.
+   * The key's owner (e.g. `con_0123…:acme`), so two callers never share keys. The key is stored in
+   * the owner's createPet key space (`idempotencyKeySpace`), the `scope` column of
+   * `idempotency_keys`.
    */
   readonly owner: string;
   /** The `Idempotency-Key` header as sent. */
   readonly key: string;
   /** Digest of the request (`fingerprintOf`): the same key with another request is a conflict. */
   readonly fingerprint: string;
-  /** Epoch ms now, from the app's clock: the key is remembered until now + 24 h. */
+  /** The current epoch ms, from the app's clock; the key is kept `IDEMPOTENCY_TTL_MS` from now. */
   readonly now: number;
 }
 
@@ -49,10 +49,10 @@ export type CreateOnceResult =
   | { readonly outcome: 'conflict' };
 
 /**
- * What `update` did. Checked in this order, in the transaction that writes: the pet exists, it
- * meets `If-Match` (else `stale`), the status change is allowed (`NEXT_STATUSES`), and no open
- * order holds the pet (`on_order`). A patch that changes nothing is `updated`, its version
- * unmoved. A refusal carries the pet the write saw; the API answers it with the Error body only.
+ * What `update` did. Checked in this order, in the writing transaction: the pet exists, it meets
+ * `If-Match` (else `stale`), the status change is allowed (`NEXT_STATUSES`), and no open order
+ * holds the pet (`on_order`). A patch that changes nothing is `updated` with its version
+ * unchanged. A refusal carries the pet the write saw; the API answers it with the Error body only.
  */
 export type UpdateResult =
   | { readonly outcome: 'updated'; readonly pet: StoredPet }
@@ -69,26 +69,26 @@ export type RemoveResult =
   | { readonly outcome: 'stale'; readonly pet: StoredPet }
   | { readonly outcome: 'on_order'; readonly pet: StoredPet };
 
-/** What `adoptOwners` gives to whom: owners as `PlaceOrder.owner` names them. */
+/** One move for `adoptOwners`, from one owner to another (owners as in `PlaceOrder.owner`). */
 export interface OwnerMove {
   readonly from: string;
   readonly to: string;
 }
 
 /**
- * An order to place: `owner`'s, for `petId`, holding it `holdMs` from `now` (on PostgreSQL, from
- * the database's clock).
+ * An order to place for `owner` on `petId`, holding the pet `holdMs` from `now` (on PostgreSQL,
+ * from the database's clock).
  */
 export interface PlaceOrder {
-  /** Whose it is (the caller's identity, e.g. `con_0123…:acme`): only its owner ever sees it. */
+  /** The order's owner (e.g. `con_0123…:acme`); only its owner ever sees it. */
   readonly owner: string;
   readonly petId: number;
   readonly holdMs: number;
-  /** Epoch ms now, from the app's clock; PostgreSQL uses its own clock instead. */
+  /** The current epoch ms, from the app's clock; PostgreSQL uses its own clock instead. */
   readonly now: number;
   /**
-   * The `Idempotency-Key`: a retry with it (for the same pet) answers the order it placed as it is
-   * now, whatever its status.
+   * The `Idempotency-Key`: a retry with it for the same pet answers the order it placed, in its
+   * current status.
    */
   readonly idempotencyKey?: string;
 }
