@@ -211,8 +211,8 @@ export class PostgresStore implements DataStore, WithKeyStore {
       postgres(url, {
         ...options,
         max: poolSize,
-        // A server configured with synchronous_commit=off would acknowledge commits it can lose.
-        // Its writes are announced after commit, not by the table's trigger (ANNOUNCES_SETTING).
+        // Force synchronous_commit on: a server configured with it off acknowledges commits it can
+        // lose. ANNOUNCES_SETTING keeps the trigger quiet: these writes are announced after commit.
         connection: {
           application_name: 'petstore',
           synchronous_commit: 'on',
@@ -229,7 +229,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
       throw new StoreOpenError(`${where}: ${peerText(err)}`, { cause: err });
     }
     try {
-      // The migrations on a connection of their own: session settings and locks stay off the pool.
+      // Migrate on a connection of its own, so session settings and locks stay off the pool.
       const migrator = postgres(url, { ...options, max: 1, connection: { application_name: 'petstore migrate' } });
       const { migrated, version } = await migratePostgres(migrator, where, {
         retrying: (m, attempt) =>
@@ -256,7 +256,8 @@ export class PostgresStore implements DataStore, WithKeyStore {
         schemaVersion: SCHEMA_VERSION,
         ...(migrated.length > 0 ? { migrated } : {}),
       });
-      // Its own connection, never closed for idleness or age: a pooled one would come and go.
+      // The listener gets its own connection, never closed for idleness or age: a pooled one
+      // would come and go, and its LISTEN with it.
       const changes = new PetChanges(
         (handlers) =>
           postgres(url, {
@@ -283,7 +284,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
       await sql.end({ timeout: 0 }).catch(() => {});
       if (err instanceof StoreOpenError) throw err;
       // A server that is down or unreachable is not a configuration error: exit 1, so a
-      // supervisor restarts us until the database is up (exit 2 is never restarted).
+      // supervisor restarts the process until the database is up (exit 2 is never restarted).
       if (postgresError(err, where) instanceof StoreUnavailableError) {
         throw new StoreUnavailableError(`${where}: cannot reach the PostgreSQL server: ${peerText(err)}`, {
           cause: err,
@@ -307,7 +308,6 @@ export class PostgresStore implements DataStore, WithKeyStore {
   }
 
   async createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult> {
-    // The `scope` column of `idempotency_keys` holds the key space.
     const { key, fingerprint, now } = once;
     const keySpace = idempotencyKeySpace(once.owner, 'createPet');
     const started = performance.now();
@@ -317,10 +317,10 @@ export class PostgresStore implements DataStore, WithKeyStore {
       (result) => (result.outcome === 'created' ? { ids: [result.pet.id], members: true } : NO_PET),
       () =>
         transaction(this.#sql, async (tx): Promise<CreateOnceResult> => {
-          // 64-bit hash of the key: a collision only makes two keys take turns.
+          // Lock on a 64-bit hash of the key; a collision only makes two keys wait for each other.
           await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`${keySpace}\n${key}`}, 0))`;
-          // The caller was answered 503 at the bound: a create that only gets its turn after that
-          // stores nothing, so the outcome the client was told is unknown is "not stored".
+          // Past the time bound the caller has had its 503, "outcome unknown". A create that gets
+          // the lock only after that stores nothing, so the real outcome is "not stored".
           if (performance.now() - started >= this.#timeoutMs) {
             throw new StoreTimeoutError(`store pet: no turn within ${this.#timeoutMs} ms; nothing was stored`);
           }
@@ -510,7 +510,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
   ): Promise<PlaceOrderResult> {
     return transaction(this.#sql, async (tx): Promise<PlaceOrderResult> => {
       if (idempotencyKey !== undefined) {
-        // Retries with one key take turns, so the second finds the order the first placed.
+        // Retries with the same key wait for each other, so the second finds the first's order.
         await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`order\n${owner}\n${idempotencyKey}`}, 0))`;
         if (performance.now() - started >= this.#timeoutMs) {
           throw new StoreTimeoutError(`place order: no turn within ${this.#timeoutMs} ms; nothing was stored`);
@@ -637,7 +637,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
 
   async adoptOwners(moves: readonly OwnerMove[]): Promise<void> {
     if (moves.length === 0) return;
-    // Orders and keys change hands; no pet changes.
+    // Only owners change, no pet.
     await this.#changing(STORE_CALLS.adoptOwners.doing, NO_PET, () =>
       transaction(this.#sql, async (tx) => {
         for (const { from, to } of moves) {
