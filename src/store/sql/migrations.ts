@@ -207,23 +207,23 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 8,
     name: 'pet_versions',
-    // A pet's version, moved by every change to it; the strong ETag and If-Match compare it.
-    // SQLite counts per pet from 1. PostgreSQL takes each version from one sequence, so the
-    // listener's heartbeat (src/store/postgres/postgres-changes.ts) sees every write move a
-    // value: the highest version for inserts and updates, the sequence itself for deletes. The
-    // pets already there get version 1 from a constant default (a volatile one would rewrite the
-    // table under ACCESS EXCLUSIVE); the sequence then starts past 1, so no later write repeats
-    // their tag.
-    // A key's space (the `scope` column) is per operation as well as per caller
-    // (src/store/idempotency.ts): the keys stored before were all createPet's.
-    // An idempotency key keeps the pet its create answered (name, category, status, version),
-    // so a retry answers that 201 after the pet changed or was deleted; the key no longer
-    // depends on the pet's row. Keys stored before this get a copy of their pet as it is now
-    // (unchanged since its create: nothing could change a pet before this schema).
-    // The trigger no longer fires for the instances' own writes, which they announce after
-    // their commit (the `${ANNOUNCES_SETTING}` setting of their connections), so the fleet's
-    // updates and deletes do not take turns on NOTIFY's lock.
-    // SQLite cannot drop a foreign key (node:sqlite enforces them): the keys' table is made anew.
+    // Four changes:
+    // - A pet's version, moved by every change to it; the strong ETag and If-Match compare it.
+    //   SQLite counts per pet from 1. PostgreSQL takes every version from one sequence, so the
+    //   listener's heartbeat (src/store/postgres/postgres-changes.ts) sees every write move a
+    //   value: the highest version for inserts and updates, the sequence for deletes. Existing
+    //   pets get version 1 from a constant default (a volatile one would rewrite the table under
+    //   ACCESS EXCLUSIVE); the sequence then starts past 1, so no later write repeats their tag.
+    // - A key space (the `scope` column) is per operation as well as per caller
+    //   (src/store/idempotency.ts); every key stored before was createPet's.
+    // - An idempotency key keeps a copy of the pet its create answered (name, category, status,
+    //   version), so a retry answers the same 201 after the pet changed or was deleted, and the
+    //   key drops its foreign key to the pet. Existing keys copy their pet as it is now (unchanged
+    //   since its create: no pet could change before this schema).
+    // - The trigger skips the instances' own writes, which they announce after their commit (the
+    //   `${ANNOUNCES_SETTING}` setting of their connections), so the fleet's updates and deletes
+    //   do not queue on NOTIFY's lock.
+    // SQLite cannot drop a foreign key (node:sqlite enforces them), so the keys' table is rebuilt.
     sqlite: `
       ALTER TABLE pets ADD COLUMN version INTEGER NOT NULL DEFAULT 1 CHECK (version >= 1);
       CREATE TABLE idempotency_keys_new (
