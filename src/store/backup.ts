@@ -1,6 +1,6 @@
-// Backups that restore (`petstore backup`, `petstore restore`): a consistent copy of a live store
-// and the way back. A restore moves the pet id sequence past every id the store may have issued
-// since the copy, so no id is given to two pets.
+// `petstore backup` and `petstore restore`: a consistent copy of a live store, and putting it
+// back. A restore moves the pet id sequence past every id the store may have issued since the
+// copy, so no id is given to two pets.
 //
 // - SQLite: `VACUUM INTO` copies in one read transaction while the server writes on, WAL included;
 //   a plain `cp` of a live file can miss what is still in the WAL.
@@ -17,9 +17,9 @@ import { loadSqlite, type SqliteConnection } from './sqlite/sqlite-driver.ts';
 import { StoreOpenError } from './store-error.ts';
 
 /**
- * How far a restore moves the id sequence past the backup's when the store it replaces cannot
- * be read (lost, or on another host): more ids than any store issues between a backup and its
- * restore. Ids jump by this much once per such restore; below 2^53 that leaves ~9 million restores.
+ * How far a restore moves the id sequence past the backup's when the store it replaces cannot be
+ * read (lost, or on another host): more ids than any store issues between a backup and its
+ * restore. Ids jump by this much once per such restore, which 2^53 allows millions of times.
  */
 export const DEFAULT_ID_GAP = 1_000_000_000;
 
@@ -35,7 +35,7 @@ export interface RestoreResult {
   /** The sequence's position before and after the move: the next pet gets `after + 1`. */
   readonly before: number;
   readonly after: number;
-  /** Where the sequence was taken past: the replaced store's own, or the backup's plus the gap. */
+  /** The new position's basis: the replaced store's sequence, or the backup's plus the gap. */
   readonly basis: 'replaced store' | 'gap';
   /** The replaced SQLite files, kept aside under these names. */
   readonly keptAside: readonly string[];
@@ -83,15 +83,15 @@ function fsyncDir(dir: string): void {
       fs.closeSync(fd);
     }
   } catch {
-    // A platform without directory fds: the rename stands as is.
+    // The platform cannot open a directory to fsync it: keep the rename without it.
   }
 }
 
 const sqlText = (text: string) => `'${text.replaceAll("'", "''")}'`;
 
 /**
- * A consistent copy of the SQLite store at `data` into the new file `to` (mode 0600), taken while
- * a server keeps serving: `VACUUM INTO`, one read transaction.
+ * Copies the SQLite store at `data` into the new file `to` (mode 0600) with `VACUUM INTO`, one
+ * read transaction, so the copy is consistent while a server keeps serving.
  *
  * @example
  * await backupSqlite('/var/lib/petstore/petstore.db', '/backup/petstore-2027-01-01.db') // { pets: 1200, maxId: 1250, … }
@@ -117,7 +117,7 @@ export async function backupSqlite(data: string, to: string): Promise<BackupResu
 }
 
 /**
- * Puts the SQLite backup `from` in place at `data`; stop the server first. The id sequence goes
+ * Puts the SQLite backup `from` in place at `data`; stop the server first. The id sequence moves
  * past every id the replaced file issued when it can be read, else past the backup's by `idGap`.
  * The replaced file is kept aside as `<data>.replaced-<time>`, never deleted, and its owner owns
  * the restored file.
@@ -142,8 +142,9 @@ export async function restoreSqlite(from: string, data: string, idGap: number, n
   const replaced = fs.existsSync(data) ? await replacedSequence(data) : undefined;
   const before = Math.max(facts.sequence, facts.maxId);
   const after = replaced !== undefined ? Math.max(before, replaced.id) : before + idGap;
-  // Versions too: a pet's strong ETag ("<id>-<version>") must never name two states, so every
-  // restored version goes past any the replaced file may have given (its highest, else the gap).
+  // Move versions too: a pet's strong ETag ("<id>-<version>") must never name two states, so
+  // every restored version goes past any the replaced file may have given (its highest, else the
+  // gap).
   const versionGap = replaced?.version ?? idGap;
   const dir = dirname(data);
   fs.mkdirSync(dir, { recursive: true });
@@ -164,7 +165,7 @@ export async function restoreSqlite(from: string, data: string, idGap: number, n
     db.close();
   }
   fsyncFile(temp);
-  // The replaced file's WAL must not be applied to the restored one: all three move aside.
+  // The replaced file's WAL must not be applied to the restored one, so all three files move aside.
   const stamp = new Date(now).toISOString().replaceAll(':', '');
   const keptAside: string[] = [];
   for (const suffix of ['', '-wal', '-shm']) {
@@ -179,8 +180,8 @@ export async function restoreSqlite(from: string, data: string, idGap: number, n
 }
 
 /**
- * The last id the SQLite store at `data` issued and its highest pet version (0 before versions),
- * or undefined when it cannot be read.
+ * The last id the SQLite store at `data` issued and its highest pet version (0 when pets have no
+ * versions), or undefined when it cannot be read.
  */
 async function replacedSequence(data: string): Promise<{ id: number; version: number } | undefined> {
   try {
@@ -199,7 +200,7 @@ async function replacedSequence(data: string): Promise<{ id: number; version: nu
   }
 }
 
-/** Whether the SQLite database's pets have versions (schema 8 on). */
+/** Whether the SQLite database's pets have versions (schema 8 and later). */
 function hasPetVersions(db: SqliteConnection): boolean {
   return db.prepare("SELECT 1 AS x FROM pragma_table_info('pets') WHERE name = 'version'").get() !== undefined;
 }
@@ -225,9 +226,9 @@ function runPg(name: string, args: string[]): void {
 }
 
 /**
- * `pg_dump --format=custom` of the database at `url` into `to`: one snapshot, taken while the
- * fleet keeps serving; pets, idempotency keys, consumers and keys (`--keys store`), the audit
- * trail and the webhook outbox.
+ * Dumps the database at `url` into `to` with `pg_dump --format=custom`: one snapshot, taken while
+ * the fleet keeps serving, of pets, idempotency keys, consumers and keys (`--keys store`), the
+ * audit trail and the webhook outbox.
  */
 export function backupPostgres(url: string, to: string): void {
   runPg('pg_dump', ['--format=custom', '--no-owner', '--no-privileges', `--file=${to}`, `--dbname=${url}`]);
@@ -253,10 +254,10 @@ async function postgresFacts(url: string): Promise<BackupResult> {
 }
 
 /**
- * `pg_restore` of the dump `from` into the empty database at `url` (one transaction, objects
- * owned by the connecting role), then the id sequence moved to the dump's plus `idGap`, and the
- * version sequence by the same gap: the database the dump came from may have issued ids and
- * versions after it, and is not read here.
+ * Restores the dump `from` into the empty database at `url` with `pg_restore` (one transaction,
+ * objects owned by the connecting role), then moves the id and version sequences past the dump's
+ * by `idGap`: the database the dump came from may have issued ids and versions since, and is not
+ * read here.
  */
 export async function restorePostgres(from: string, url: string, idGap: number): Promise<RestoreResult> {
   if (!fs.existsSync(from)) throw new StoreOpenError(`--from: no dump at ${from}`);
@@ -283,8 +284,8 @@ export async function restorePostgres(from: string, url: string, idGap: number):
     const before = Math.max(facts.sequence, facts.maxId);
     const after = before + idGap;
     await sql`SELECT setval(pg_get_serial_sequence('pets', 'id'), ${after})`;
-    // Versions too, by the same gap: the database the dump came from may have given versions
-    // after it, and a pet's strong ETag ("<id>-<version>") must never name two states.
+    // Move versions by the same gap: the source database may have given versions since the dump,
+    // and a pet's strong ETag ("<id>-<version>") must never name two states.
     if (facts.schemaVersion >= PET_VERSIONS_SCHEMA) {
       await sql`SELECT setval(${PET_VERSIONS}, (SELECT last_value FROM ${sql(PET_VERSIONS)}) + ${idGap})`;
     }

@@ -1,10 +1,10 @@
-// What keeps a memoised answer honest: `ChangeCounter` counts the changes of pets, so the memo
-// (src/pipeline/memo.ts) can ask whether anything a reply read changed since it was read.
+// `ChangeCounter` counts pet changes, so the memo (src/pipeline/memo.ts) can ask whether anything a
+// reply read has changed since it was read, and never serve a stale answer.
 import type { PetSet } from '../core/reply.ts';
 
 /**
- * Slots of the table of when pets last changed, by id modulo its size: ids that share one only
- * cost a memoised answer early.
+ * Slots in the table of when pets last changed, indexed by id modulo its size. Ids that share a
+ * slot only make a memoised answer expire early.
  */
 const SLOTS = 4_096;
 const SLOT = SLOTS - 1;
@@ -19,13 +19,13 @@ export type PetChange = PetSet | typeof EVERY_PET;
 export const NO_PET: PetSet = { ids: [] };
 
 /**
- * The change count: a counter that moves with every change this instance hears of, and when each
- * pet (and the set of pets, and any status) last changed on it. An answer read at count `since`
- * stays true while nothing it read changed after `since` (`readsUnchangedSince`). What the memo
- * serves by it is stated in `ReplyMemo`'s docstring (src/pipeline/memo.ts).
+ * The change count: a counter that moves with every change this instance hears of, plus the
+ * count at which each pet, the set of pets, and any status last changed. An answer read at count
+ * `since` stays valid while nothing it read changed after `since` (`readsUnchangedSince`); see
+ * `ReplyMemo` (src/pipeline/memo.ts) for how the memo uses it.
  *
- * A change is counted once stored, before its caller hears of it. A read begun earlier has a
- * lower `since`, so its answer is not served after the change.
+ * Count a change once it is stored and before its caller sees the result. A read that began
+ * earlier has a lower `since`, so its answer is not served after the change.
  *
  * @example
  * const changes = new ChangeCounter()
@@ -41,15 +41,15 @@ export class ChangeCounter {
   #every = 0;
   #members = 0;
   #statuses = 0;
-  /** When a pet whose id falls in each slot last changed (doubles: exact up to 2^53 changes). */
+  /** When a pet in each slot last changed (doubles, exact up to 2^53 changes). */
   readonly #pets = new Float64Array(SLOTS);
 
-  /** The count: read it before a read from the store, and keep the answer with it. */
+  /** The current count: read it before reading the store, and keep it with the answer. */
   count(): number {
     return this.#count;
   }
 
-  /** Counts a change that is stored: the answers that read what it changed are no longer served. */
+  /** Counts a stored change, so answers that read what it changed are no longer served. */
   changed(change: PetChange): void {
     const at = ++this.#count;
     if (change === EVERY_PET) {
@@ -63,8 +63,8 @@ export class ChangeCounter {
   }
 
   /**
-   * Whether nothing `reads` names changed after `since` (`reads` undefined: the answer depends on
-   * every pet, so any change counts).
+   * Whether nothing `reads` names changed after `since`. Undefined `reads` means the answer
+   * depends on every pet, so any change counts.
    */
   readsUnchangedSince(since: number, reads: PetSet | undefined): boolean {
     if (since === this.#count) return true;

@@ -1,23 +1,23 @@
-// What every backend decides about a change or a removal of a pet from the pet alone, as its
-// write transaction reads it: found, `If-Match`, the transition. Whether an open order holds the
-// pet (`on_order`) needs the orders, so each backend checks it after the plan, in its own
-// transaction; the backends differ in that and in how they read, lock and write.
+// The checks every backend makes on a pet update or removal using the pet alone, as its write
+// transaction reads it: found, `If-Match`, the status transition. Whether an open order holds the
+// pet (`on_order`) needs the orders, so each backend checks that after the plan, in its own
+// transaction; the backends differ there and in how they read, lock and write.
 import { mayBecome, type Pet, type PetPatch, type StoredPet } from '../core/pet-records.ts';
 import { type IfMatch, meets } from '../core/preconditions.ts';
 import type { RemoveResult, UpdateResult } from './store.ts';
 
-/** A change to write: the pet as it becomes; `changed` false when the patch changes nothing. */
+/** A change to write: `next` is the updated pet; `changed` is false when nothing changes. */
 export interface PlannedUpdate {
   readonly outcome: 'apply';
   readonly next: Pet;
   readonly changed: boolean;
-  /** Whether the status changes: then an open order holding the pet refuses it (`on_order`). */
+  /** Whether the status changes; if so, an open order on the pet refuses it (`on_order`). */
   readonly statusChanges: boolean;
 }
 
 /**
- * The answer to `update` that needs no write (not found, stale, not a transition), or the
- * change to write.
+ * Returns the `update` result when no write is needed (not found, stale, invalid transition), or
+ * the change to write.
  *
  * @example
  * planUpdate({ id: 1, name: 'Rex', categoryId: 1, status: 'sold', version: 2 }, { status: 'available' })
@@ -43,7 +43,7 @@ export function planUpdate(
 }
 
 /**
- * The answer to `remove` that needs no write (not found, stale), or `apply`.
+ * Returns the `remove` result when no write is needed (not found, stale), or `apply`.
  *
  * @example
  * planRemove(undefined, '*') // { outcome: 'not_found' }

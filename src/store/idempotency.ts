@@ -9,8 +9,8 @@ export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1_000;
 export const KEY_EXPIRY_INTERVAL_MS = 60 * 1_000;
 
 /**
- * Digest of a create request as validated (defaults applied), so a retry that only reorders
- * fields, changes whitespace or spells out the default status is the same request.
+ * Digest of a validated create request (defaults applied), so a retry that only reorders fields,
+ * changes whitespace or spells out the default status counts as the same request.
  *
  * @example
  * fingerprintOf({ name: 'Rex', categoryId: 1, status: 'available' }) // '5f0c…' (64 hex digits)
@@ -21,13 +21,13 @@ export function fingerprintOf(pet: NewPet): string {
     .digest('hex');
 }
 
-/** The operations whose keys `idempotency_keys` holds (placeOrder's are kept with its orders). */
+/** The operations whose keys `idempotency_keys` holds (placeOrder's live with its orders). */
 export const KEYED_CREATES = ['createPet'] as const;
 
 /**
- * The key space a request's `Idempotency-Key` is among: the caller's keys (its owner, by consumer
- * id) for one operation, so the same key sent to two operations names two requests. The
- * `idempotency_keys` table keeps it in its `scope` column.
+ * The key space of a request's `Idempotency-Key`: one owner's keys for one operation, so the same
+ * key sent to two operations names two requests. Stored in the `scope` column of
+ * `idempotency_keys`.
  *
  * @example
  * idempotencyKeySpace('con_0123…:acme', 'createPet') // 'con_0123…:acme/createPet'
@@ -37,7 +37,7 @@ export function idempotencyKeySpace(owner: string, operation: string): string {
 }
 
 /**
- * Tells a store when to next delete its expired keys.
+ * Tells a store when to delete its expired keys next.
  *
  * @example
  * if (keyExpiry.due(once.now)) db.exec('DELETE FROM idempotency_keys WHERE expires_at <= ...')
@@ -45,7 +45,7 @@ export function idempotencyKeySpace(owner: string, operation: string): string {
 export class KeyExpirySchedule {
   #last = Number.NEGATIVE_INFINITY;
 
-  /** True at most once per `KEY_EXPIRY_INTERVAL_MS` of `now`. */
+  /** True at most once per `KEY_EXPIRY_INTERVAL_MS`, measured on `now`. */
   due(now: number): boolean {
     if (now - this.#last < KEY_EXPIRY_INTERVAL_MS) return false;
     this.#last = now;

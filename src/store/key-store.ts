@@ -1,8 +1,8 @@
 // Consumers and their keys kept in the data store (`--keys store`), shared by every instance on
-// the database. These are plain rows; the keys in force validate them on load
-// (`src/keys/store-watch.ts`). Every change is one transaction, serialized across instances: it
-// rewrites the consumers it changes, appends its audit records (which triggers keep append-only)
-// and moves the version every instance watches.
+// the database. These are plain rows, validated when loaded (`src/keys/store-watch.ts`). Every
+// change is one transaction, serialized across instances: it rewrites the consumers it changes,
+// appends its audit records (triggers keep them append-only) and moves the version every
+// instance watches.
 
 /** A key as stored: its hash, never its token. */
 export interface StoredKey {
@@ -15,7 +15,7 @@ export interface StoredKey {
 
 /** A consumer as stored, in the keys file's `consumers` form. */
 export interface StoredConsumer {
-  /** Its identity (`con_…`); absent for a consumer stored before consumers had ids. */
+  /** Its id (`con_…`); absent for a consumer stored before consumers had ids (`consumer_ids`). */
   readonly id?: string;
   readonly name: string;
   readonly plan: string;
@@ -24,7 +24,7 @@ export interface StoredConsumer {
   readonly costs?: unknown;
   readonly enforce?: unknown;
   /**
-   * Where quota notifications go, with the secret that signs them (stored, as in a keys file; never
+   * Where quota notifications go, with the secret that signs them (stored as in a keys file, never
    * shown).
    */
   readonly webhook?: unknown;
@@ -32,28 +32,28 @@ export interface StoredConsumer {
   readonly keys: readonly StoredKey[];
 }
 
-/** What one change makes of the consumers, and the audit records (JSON objects) that say so. */
+/** The consumers after one change, and the audit records (JSON objects) that describe it. */
 export interface KeysEdit {
   readonly consumers: readonly StoredConsumer[];
   readonly records: readonly object[];
 }
 
 export interface KeyStore {
-  /** The version of the keys: it moves with every change, from any instance. */
+  /** The keys' version; it moves with every change, from any instance. */
   version(): Promise<number>;
-  /** Every consumer and key, in the order they were made, and the version they are at. */
+  /** Every consumer and key, in creation order, with the version they were read at. */
   read(): Promise<{ version: number; consumers: StoredConsumer[] }>;
   /**
-   * Applies `edit` to the consumers as they are inside one transaction that no other change runs
-   * beside; `edit` may throw to change nothing, or return the consumers unchanged and no records.
-   * Resolves once committed (durably).
+   * Applies `edit` to the current consumers in one transaction, serialized with every other
+   * change. `edit` may throw to change nothing (the error is rethrown), or return the consumers
+   * unchanged and no records. Resolves once durably committed.
    */
   change(edit: (consumers: StoredConsumer[]) => KeysEdit): Promise<void>;
   /** Up to `limit` audit records after record `after`, oldest first, each with its id. */
   audit(after: number, limit: number): Promise<{ id: number; record: object }[]>;
   /**
-   * Calls `changed` when another instance may have changed the keys (PostgreSQL's NOTIFY); resolves
-   * to a stop.
+   * Calls `changed` when another instance may have changed the keys (PostgreSQL's NOTIFY);
+   * resolves to a function that stops listening.
    */
   listen(changed: () => void): Promise<() => Promise<void>>;
 }
@@ -64,8 +64,8 @@ export interface WithKeyStore {
 }
 
 /**
- * The keys kept by `store` (looked for behind a wrapper such as the timeout's, on its
- * `backend`), or undefined for a store that keeps none (`:memory:`).
+ * The key store of `store`, or of its `backend` when it is wrapped; undefined for a store that
+ * keeps no keys (`:memory:`).
  *
  * @example
  * const keys = keyStoreOf(await openStore(data, log))
@@ -104,7 +104,7 @@ export interface KeyRow {
   not_before: string | null;
 }
 
-/** The consumers of rows read in position order. */
+/** Builds the consumers from their rows and their keys' rows, both read in position order. */
 export function consumersOf(consumerRows: readonly unknown[], keyRows: readonly unknown[]): StoredConsumer[] {
   const keys = new Map<string, StoredKey[]>();
   for (const raw of keyRows) {
@@ -132,9 +132,9 @@ export function consumersOf(consumerRows: readonly unknown[], keyRows: readonly 
 }
 
 /**
- * What a change does to the rows: the consumers to delete, and those to write: a new one is
- * inserted after the others, a changed one updated in its place; the keys of both are written
- * again (after deleting the old ones).
+ * The row changes that turn `before` into `after`: the consumers to delete, and those to write
+ * (`isNew`: inserted after the others; otherwise updated in place). A written consumer's keys are
+ * deleted and written again.
  */
 export function rowChanges(
   before: readonly StoredConsumer[],

@@ -24,7 +24,7 @@ import type {
   UpdateResult,
 } from './store.ts';
 
-/** An order with what only the store knows of it: whose it is, and the key that placed it. */
+/** An order with the fields only the store sees: its owner and the key that placed it. */
 interface KeptOrder {
   order: StoredOrder;
   owner: string;
@@ -32,21 +32,21 @@ interface KeptOrder {
 
 interface RememberedKey {
   readonly fingerprint: string;
-  /** The pet as the create answered it: a retry answers the same, whatever became of the pet. */
+  /** The pet as the create answered it; a retry answers the same, however the pet changed since. */
   readonly pet: StoredPet;
   readonly expiresAt: number;
 }
 
 /** Pets in process memory (`--data :memory:`): gone on restart. */
 export class MemoryStore implements DataStore {
-  /** Ascending by id, since ids only grow; a page starts with a binary search. */
+  /** Sorted by id, since ids only grow, so a page starts with a binary search. */
   #pets: StoredPet[] = [];
   #nextId = 1;
-  /** Pets in each status, moved with every write, so counting them costs nothing. */
+  /** Pets per status, updated on every write, so the inventory needs no count. */
   readonly #inventory: Inventory = { available: 0, pending: 0, sold: 0 };
-  /** Counts every change of pets (src/store/change-counter.ts). */
+  /** Counts every pet change (src/store/change-counter.ts). */
   readonly #changes = new ChangeCounter();
-  /** Idempotency keys in the order they were stored, which is the order they expire in. */
+  /** Idempotency keys in the order they were stored, which is also the order they expire. */
   readonly #keys = new Map<string, RememberedKey>();
   readonly outbox = new MemoryOutbox();
   readonly #orders = new Map<string, KeptOrder>();
@@ -54,9 +54,9 @@ export class MemoryStore implements DataStore {
   readonly #byOwner = new Map<string, Set<string>>();
   /** The order each owner's `Idempotency-Key` placed. */
   readonly #orderKeys = new Map<string, string>();
-  /** The placed orders: the ones whose hold may run out. */
+  /** The placed orders, the only ones whose hold can end. */
   readonly #placed = new Set<string>();
-  /** The earliest hold end of a placed order, or later: until then no hold can be over. */
+  /** No earlier than the earliest hold end of a placed order: until then no hold can be over. */
   #earliestHoldEnd = Number.POSITIVE_INFINITY;
   readonly #clock: Clock;
 
@@ -89,8 +89,8 @@ export class MemoryStore implements DataStore {
     return pet?.id === id ? { ...pet } : undefined;
   }
 
-  // Synchronous from the read to the write, as one transaction. A hold that ran out ends first,
-  // so the pet read, its version (If-Match) and its count are the ones after the expiry.
+  // Synchronous from the read to the write, so it acts as one transaction. Ended holds expire
+  // first, so the pet, its version (If-Match) and its status count are those after the expiry.
   async update(id: number, patch: PetPatch, ifMatch?: IfMatch): Promise<UpdateResult> {
     this.#expireDueOrdersIn(this.#clock.now());
     const i = this.#firstAfter(id - 1);
@@ -117,7 +117,7 @@ export class MemoryStore implements DataStore {
     const plan = planRemove(current, ifMatch);
     if (plan.outcome !== 'apply') return plan;
     if (this.#heldByOrder(id)) return { outcome: 'on_order', pet: { ...(current as StoredPet) } };
-    // #nextId only grows: the id is never given again.
+    // #nextId only grows, so the id is never reused.
     this.#pets.splice(i, 1);
     this.#inventory[(current as StoredPet).status]--;
     this.#changes.changed({ ids: [id], members: true });
@@ -125,9 +125,8 @@ export class MemoryStore implements DataStore {
   }
 
   /**
-   * Whether an open order holds pet `id`: then its status cannot change and it cannot be removed.
-   * The orders of this store answer it: a pet with no placed order is not held. The caller has
-   * expired the holds that ran out.
+   * Whether a placed order holds pet `id`; if so, its status cannot change and it cannot be
+   * removed. Call it after expiring the ended holds.
    */
   #heldByOrder(id: number): boolean {
     for (const orderId of this.#placed) if ((this.#orders.get(orderId) as KeptOrder).order.petId === id) return true;
@@ -247,7 +246,7 @@ export class MemoryStore implements DataStore {
         (this.#orders.get(id) as KeptOrder).owner = to;
       }
       if (mine.size > 0) this.#byOwner.set(to, mine);
-      // The keys are renamed in place: their order is the order they expire in.
+      // Rename the keys in place, keeping their order, which is the order they expire.
       const renamed = KEYED_CREATES.map((op) => [
         `${idempotencyKeySpace(from, op)}\u0000`,
         `${idempotencyKeySpace(to, op)}\u0000`,
@@ -264,7 +263,7 @@ export class MemoryStore implements DataStore {
   }
 
   /**
-   * Expires the orders whose hold is over, at once: in memory that takes no I/O, so nothing is left
+   * Expires the orders whose hold is over, synchronously (no I/O in memory), so there is no run
    * to wait for.
    */
   startDueOrderExpiry(): undefined {
@@ -272,7 +271,7 @@ export class MemoryStore implements DataStore {
     return undefined;
   }
 
-  /** The count of changes. */
+  /** The change count; always known in memory. */
   changeCount(): number {
     return this.#changes.count();
   }
@@ -300,8 +299,8 @@ export class MemoryStore implements DataStore {
   }
 
   /**
-   * Inside the synchronous write under way: every placed order whose hold is over at `now`
-   * `expired`, its pet `available`, `order.expired` recorded.
+   * Within the current synchronous write: expires every placed order whose hold is over at `now`,
+   * makes its pet available and records `order.expired`.
    */
   #expireDueOrdersIn(now: number): number {
     if (now < this.#earliestHoldEnd) return 0;
@@ -326,8 +325,8 @@ export class MemoryStore implements DataStore {
   }
 
   /**
-   * Moves a pet to `status` as a change of it, with its version moved. The pet is a new object,
-   * because an idempotency key may keep the old one to answer a retry of its create.
+   * Moves a pet to `status` and bumps its version. The pet becomes a new object, because an
+   * idempotency key may keep the old one to answer a retry of its create.
    */
   #setStatus(pet: StoredPet, status: Pet['status']): void {
     const i = this.#firstAfter(pet.id - 1);
@@ -337,7 +336,7 @@ export class MemoryStore implements DataStore {
     this.#changes.changed({ ids: [pet.id], statuses: true });
   }
 
-  /** Drops expired keys from the oldest on: O(1) per key over its life. */
+  /** Drops expired keys, oldest first: constant work per key over its life. */
   #dropExpiredKeys(now: number): void {
     for (const [id, remembered] of this.#keys) {
       if (remembered.expiresAt > now) return;

@@ -1,5 +1,5 @@
-// Which store `--data` names, opened: memory (`:memory:`), a SQLite file, or PostgreSQL (a
-// `postgres://` URL); every one wrapped in the bound that turns a store too slow into a 503.
+// Opens the store `--data` names: memory (`:memory:`), a SQLite file, or PostgreSQL (a
+// `postgres://` URL), each wrapped in the time bound that answers 503 for a store too slow.
 import process from 'node:process';
 import type { Logger } from '../log.ts';
 import { MemoryStore } from './memory-store.ts';
@@ -15,14 +15,12 @@ export const MEMORY = ':memory:';
 export { describeData } from './postgres/postgres-url.ts';
 
 export interface OpenStoreOptions {
-  /** `--store-timeout` in ms: the longest any store call may take before it is answered 503. */
+  /** `--store-timeout` in ms: the longest a store call may take before the request gets a 503. */
   readonly timeoutMs?: number;
-  /**
-   * PostgreSQL: connections of this store's pool (a worker's share of an instance's); default 10.
-   */
+  /** PostgreSQL: connections in this store's pool (a worker's share); default `POOL_SIZE`. */
   readonly poolSize?: number;
   /**
-   * SQLite: the counter the workers' connections move as each write transaction ends
+   * SQLite: the counter the workers' connections increment as each write transaction ends
    * (`SqliteStoreOptions.lockReleases`).
    */
   readonly lockReleases?: LockReleases;
@@ -65,7 +63,7 @@ async function openBackend(
   }
   const { loadSqlite } = await import('./sqlite/sqlite-driver.ts');
   const open = await loadSqlite();
-  // A durable store asked for and not available stops the start: never a silent memory store.
+  // A durable store was asked for: refuse to start rather than fall back to memory silently.
   if (!open) throw new StoreOpenError(noSqlite(data));
   const { SqliteStore } = await import('./sqlite/sqlite.ts');
   return SqliteStore.open({
@@ -87,9 +85,9 @@ export function noSqlite(data: string): string {
 }
 
 /**
- * SQLite gives up waiting for another process's lock a little before the bound, so the log
- * learns that nothing was stored rather than that the outcome is unknown (the client gets the
- * same 503 either way).
+ * SQLite stops waiting for another process's lock a little before the time bound, so the log
+ * says nothing was stored rather than that the outcome is unknown (the client gets the same 503
+ * either way).
  */
 function lockWaitFor(timeoutMs: number): number {
   return Math.max(0, timeoutMs - Math.min(200, timeoutMs / 10));

@@ -1,5 +1,5 @@
-// What every backend's orders share: newOrderId(), orderFromRow() and ORDER_COLUMNS, retiredOwner()
-// for a removed consumer's orders, and orderExpiredEvent(), the outbox record of an expired order.
+// The order helpers every backend shares: ids, rows, the owner a removed consumer's orders move
+// to, and the outbox event of an expired order.
 import { createHash, randomBytes } from 'node:crypto';
 import type { OrderStatus, StoredOrder } from '../core/order-records.ts';
 import type { OutboxEvent } from './outbox.ts';
@@ -7,22 +7,23 @@ import { column } from './sql/pet-rows.ts';
 import { StoreError } from './store-error.ts';
 
 /**
- * A new order id: `ord_`, the epoch milliseconds in hex, then random bits. Random, so an id tells
- * nothing of how many orders exist and none is guessed from another. Led by the time, so a new id
- * goes at the end of its indexes and a listing runs in the order the ids were made.
+ * A new order id: `ord_`, the epoch milliseconds in hex, then random bits. The random part means
+ * an id reveals nothing about order volume and cannot be guessed from another; the time prefix
+ * puts new ids at the end of the indexes, so a listing follows creation order.
  */
 export function newOrderId(now = Date.now()): string {
   return `ord_${now.toString(16).padStart(12, '0')}${randomBytes(10).toString('hex')}`;
 }
 
-/** The identity a retired owner's orders are given: never a caller's, never given twice. */
+/** The owner a removed consumer's orders move to: never a caller's, never reused. */
 export function retiredOwner(owner: string): string {
   return `retired:${randomBytes(16).toString('hex')}:${owner}`;
 }
 
 /**
- * The type of the event an expired order records. Recorded whether or not its consumer has a
- * webhook (the store does not know the keys): one without a webhook has it dropped, not failed.
+ * The type of the event an expired order records. It is recorded whether or not the consumer has
+ * a webhook, since the store does not know the keys; for a consumer without one it is dropped,
+ * not failed.
  */
 export const ORDER_EXPIRED = 'order.expired';
 
@@ -32,17 +33,18 @@ export const ORDER_EXPIRED = 'order.expired';
 const CONSUMER_OWNER = /^con_[0-9a-f]{32}:(.+)$/;
 
 /**
- * The consumer whose webhook hears of an owner's orders: `con_…:acme` (and the legacy owner
- * `key:acme`, ARCHITECTURE.md's glossary) is acme's; an address or a retired owner has none.
+ * The consumer whose webhook hears of an owner's orders: `acme` for `con_…:acme` and for the
+ * legacy owner `key:acme` (ARCHITECTURE.md's glossary); undefined for an address or a retired
+ * owner.
  */
 export function consumerOf(owner: string): string | undefined {
   return CONSUMER_OWNER.exec(owner)?.[1] ?? (owner.startsWith('key:') ? owner.slice('key:'.length) : undefined);
 }
 
 /**
- * The outbox record of an order whose hold ran out, for its owner's webhook: its id a digest of
- * the order's, so however many instances expire it, one event is recorded and delivered.
- * Undefined for an owner that is no consumer.
+ * The outbox record of an expired order, for its owner's webhook. Its id is a digest of the
+ * order's id, so however many instances expire the order, one event is recorded and delivered.
+ * Undefined for an owner that is not a consumer.
  *
  * @example
  * orderExpiredEvent('con_0123…:acme', order, Date.now()) // { id: 'msg_…', type: 'order.expired', … }
@@ -76,7 +78,8 @@ export const iso = (ms: number): string => new Date(ms).toISOString();
 const STATUSES: ReadonlySet<unknown> = new Set(['placed', 'completed', 'cancelled', 'expired']);
 
 /**
- * A row of `orders` (`id, pet_id, status, placed_at, hold_until`, times in epoch ms) as an order.
+ * Turns a row of `ORDER_COLUMNS` (times in epoch ms) into an order; throws `StoreError` on a
+ * malformed row.
  *
  * @example
  * orderFromRow({ id: 'ord_…', pet_id: 1, status: 'placed', placed_at: 1, hold_until: 2 })

@@ -1,11 +1,9 @@
-// The webhook outbox: events recorded durably in the same store as the pets, then handed to a
-// delivery loop that claims them (`claimed_by`, `claimed_until`), so among instances sharing
-// a database each event is being delivered by one at a time. The store knows plain records only:
-// what an event means and where it goes is src/webhooks/'s.
+// The webhook outbox: events recorded durably in the same store as the pets, then claimed by a
+// delivery loop (`claimed_by`, `claimed_until`), so among instances sharing a database only one
+// delivers an event at a time. The store sees plain records; what an event means and where it
+// goes belongs to src/webhooks/.
 
-/**
- * One event as recorded: `id` is unique across the fleet, and recording it twice keeps the first.
- */
+/** One recorded event. `id` is unique across the fleet; recording it twice keeps the first. */
 export interface OutboxEvent {
   readonly id: string;
   /** Whose webhook it goes to (a consumer's name). */
@@ -16,7 +14,7 @@ export interface OutboxEvent {
   readonly payload: string;
   /** Epoch ms it was recorded. */
   readonly createdAt: number;
-  /** The W3C `traceparent` of the request that recorded it: its delivery's span links there. */
+  /** The W3C `traceparent` of the request that recorded it; the delivery's span links to it. */
   readonly traceparent?: string;
 }
 
@@ -25,7 +23,7 @@ export interface OutboxEntry extends OutboxEvent {
   readonly attempts: number;
 }
 
-/** What became of one attempt. */
+/** The result of one delivery attempt. */
 export type Settlement =
   | { readonly outcome: 'delivered' }
   | { readonly outcome: 'retry'; readonly at: number; readonly error: string }
@@ -34,34 +32,32 @@ export type Settlement =
 export interface OutboxStats {
   /** Events waiting to be delivered (claimed ones included). */
   readonly pending: number;
-  /** Events given up on, kept until the bound drops them. */
+  /** Events given up on, kept until `trim` drops them. */
   readonly failed: number;
   /** Epoch ms the oldest pending event was recorded; undefined when none is. */
   readonly oldestPendingAt: number | undefined;
 }
 
-/** An event the bound dropped, for counting. */
+/** An event `trim` dropped, for counting. */
 export interface Dropped {
   readonly consumer: string;
   readonly type: string;
 }
 
-/**
- * Delivered events are kept this long, so a periodic scan recording the same id again is a no-op.
- */
+/** How long delivered events are kept, so a periodic scan that records the same id is a no-op. */
 export const DELIVERED_KEEP_MS = 8 * 24 * 60 * 60 * 1_000;
 
 export interface Outbox {
   /** Resolves once the events are durable; an id already recorded is left as it is. */
   record(events: readonly OutboxEvent[]): Promise<void>;
   /**
-   * Up to `limit` pending events due at `now` and not claimed, oldest first, claimed by `claimant`
-   * until `now + claimMs`.
+   * Claims for `claimant`, until `now + claimMs`, up to `limit` pending unclaimed events due at
+   * `now`, and returns them oldest first.
    */
   claim(claimant: string, now: number, claimMs: number, limit: number): Promise<OutboxEntry[]>;
   /**
-   * Ends `claimant`'s claim on `id` with what the attempt did; a claim lost meanwhile changes
-   * nothing.
+   * Records the attempt's result and ends `claimant`'s claim on `id`; does nothing if the claim
+   * was lost meanwhile.
    */
   settle(id: string, claimant: string, settlement: Settlement, now: number): Promise<void>;
   /**
@@ -168,7 +164,8 @@ export class MemoryOutbox implements Outbox {
 }
 
 /**
- * An outbox row as the drivers hand it over, as an OutboxEntry (both engines' column names).
+ * Turns an outbox row from either engine's driver into an OutboxEntry; throws `TypeError` on a
+ * malformed row.
  *
  * @example
  * entryFromRow({ id: 'msg_1', consumer: 'acme', type: 'key.banned', payload: '{}', created_at: 1, attempts: 0 })
@@ -190,7 +187,7 @@ export function entryFromRow(row: unknown): OutboxEntry {
   return { id, consumer, type, payload, createdAt, attempts, ...traceparent };
 }
 
-/** The stats of rows `(status, n, oldest)` grouped by status, as both engines return them. */
+/** Turns the rows `(status, n, oldest)` grouped by status, from either engine, into stats. */
 export function statsFromRows(rows: readonly unknown[]): OutboxStats {
   let pending = 0;
   let failed = 0;

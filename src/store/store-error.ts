@@ -1,10 +1,10 @@
-// The errors a store call throws, what kind each is (a fault, unavailable, a timeout), and how
-// SQLite's errors map to them.
+// The errors a store call throws, their kinds (a fault, unavailable, a timeout), and how SQLite's
+// errors map to them.
 
 /**
- * A store call failed. Thrown as it is for a fault of the call itself (a bug, a broken
- * constraint: the API's 500); its subclass `StoreUnavailableError` means the store cannot
- * serve now (503).
+ * A store call failed. Thrown as is for a fault of the call itself (a bug, a broken constraint),
+ * which the API answers 500; the subclass `StoreUnavailableError` means the store cannot serve
+ * now (503).
  */
 export class StoreError extends Error {
   override name = 'StoreError';
@@ -12,9 +12,10 @@ export class StoreError extends Error {
 
 /**
  * The store cannot take requests right now: disk full, read-only, I/O error, a lock held too
- * long, the server down or the connection lost. A retry may work, so the API answers 503, not 500.
- * Mostly nothing was stored. A write whose connection was lost, or that timed out, may have taken
- * effect; its message says so (`OUTCOME_UNKNOWN`) for the log, and the client gets the same 503.
+ * long, the server down or the connection lost. A retry may work, so the API answers 503, not
+ * 500. Usually nothing was stored; a write whose connection was lost, or that timed out, may have
+ * taken effect, and its message says so for the log (`OUTCOME_UNKNOWN`). The client gets 503
+ * either way.
  *
  * @example
  * if (err instanceof StoreUnavailableError) throw new ApiError('service_unavailable', err.message)
@@ -24,29 +25,26 @@ export class StoreUnavailableError extends StoreError {
 }
 
 /**
- * A store call did not finish within `--store-timeout`: a connection or pool slot that did not
- * come, a query that did not come back, a SQLite file locked by another process. For the log,
- * a write's message says whether it may still have taken effect (`OUTCOME_UNKNOWN`) or surely
- * did not (a SQLite write that never got the lock). Counted under its own `kind` (`timeout`).
+ * A store call did not finish within `--store-timeout`: no connection or pool slot, no answer to
+ * a query, or a SQLite file locked by another process. For the log, a write's message says
+ * whether it may still have taken effect (`OUTCOME_UNKNOWN`) or certainly did not (a SQLite write
+ * that never got the lock). Counted under its own `kind`, `timeout`.
  */
 export class StoreTimeoutError extends StoreUnavailableError {
   override name = 'StoreTimeoutError';
 }
 
 /**
- * The database server cannot be reached: connection refused, lost, or not accepted while it
- * starts or stops. `BoundAndTracedStore` then answers every call at once with this error until a
- * probe finds the server again, rather than letting each request wait for its own connection
- * attempt.
+ * The database server cannot be reached: the connection is refused, lost, or not accepted while
+ * the server starts or stops. `BoundAndTracedStore` then fails every call at once with this error
+ * until a probe reaches the server again, instead of letting each request wait for its own
+ * connection attempt.
  */
 export class StoreUnreachableError extends StoreUnavailableError {
   override name = 'StoreUnreachableError';
 }
 
-/**
- * What a write's error message adds, for the log, when the write may have taken effect all the
- * same.
- */
+/** Appended to a write's error message, for the log, when the write may still have taken effect. */
 export const OUTCOME_UNKNOWN =
   'the outcome is unknown: the write may have taken effect (a create retried with the same Idempotency-Key answers it, or stores one)';
 
@@ -65,9 +63,9 @@ export function storeErrorKind(err: unknown): StoreErrorKind {
 }
 
 /**
- * The store named by `--data` cannot be opened at start-up: unwritable path, unreachable
+ * The store named by `--data` cannot be opened at start-up: an unwritable path, an unreachable
  * server, a database written by a newer petstore. `main` prints it as a data store error and
- * exits 2 before the port opens (the store knows nothing of the command line above it).
+ * exits 2 before the port opens.
  */
 export class StoreOpenError extends Error {
   override name = 'StoreOpenError';
@@ -91,8 +89,8 @@ const SQLITE_UNAVAILABLE: ReadonlyMap<number, string> = new Map([
 
 /**
  * Wraps an error thrown by bun:sqlite or node:sqlite: `StoreUnavailableError` for the
- * environmental failures above, `StoreError` otherwise. bun:sqlite gives the extended code as
- * `errno`, Node's node:sqlite as `errcode`, Deno's only the message, so all are looked at.
+ * environmental failures above, `StoreError` otherwise. bun:sqlite puts the extended code in
+ * `errno`, Node's node:sqlite in `errcode`, and Deno's only in the message, so all three are read.
  *
  * @example
  * sqliteError(err, 'create pet') // StoreUnavailableError('create pet: database or disk is full')
@@ -111,7 +109,7 @@ export function sqliteError(err: unknown, doing: string): StoreError {
 
 /**
  * True for SQLITE_BUSY: another connection (another process) holds the lock this statement
- * needs. The store waits for it without blocking the event loop, up to its lock wait.
+ * needs. The store then waits without blocking the event loop, up to its lock wait.
  *
  * @example
  * isSqliteBusy(Object.assign(new Error('database is locked'), { errno: 5 })) // true

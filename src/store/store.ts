@@ -7,16 +7,15 @@ import type { PetSet } from '../core/reply.ts';
 import type { Outbox } from './outbox.ts';
 
 /**
- * A snapshot of the store's counter of pet changes (`DataStore.changeCount`). Its readers only hand
- * it back to `readsUnchangedSince`. A backend's is a number; with `--workers` it is a pair of
+ * A snapshot of the store's counter of pet changes (`DataStore.changeCount`), which readers only
+ * pass back to `readsUnchangedSince`. A backend returns a number; with `--workers` it is a pair of
  * counts (src/store/wrappers/shared-change-count.ts). Undefined means the store cannot tell what
- * changed; what the memo does then is in `ReplyMemo`'s docstring (src/pipeline/memo.ts). `unknown`
- * on purpose: an opaque type each backend fills with its own shape, where a branded type would need
- * a cast in every backend.
+ * changed (see `ReplyMemo` in src/pipeline/memo.ts). It is `unknown` so each backend can use its
+ * own shape; a branded type would need a cast in every backend.
  *
- * The memo takes two counts that are `===` to mean nothing changed, so a backend returns a
- * primitive (a number), and the shared count returns the same pair object until either count
- * moves. Counts not `===` are asked of `readsUnchangedSince`.
+ * The memo treats two `===` counts as "nothing changed", so a backend returns a number and the
+ * shared count returns the same pair object until either count moves. Counts that are not `===`
+ * go to `readsUnchangedSince`.
  */
 export type ChangeCount = unknown;
 
@@ -30,16 +29,16 @@ export interface ListOptions {
 /** A create the client may retry: it carries an `Idempotency-Key`. */
 export interface IdempotentCreate {
   /**
-   * Whose key it is (the caller's identity, e.g. `con_0123…:acme`), so two callers never share
-   * keys. The store keeps the key in the owner's createPet key space (`idempotencyKeySpace`), in
-   * the `scope` column of `idempotency_keys`.
+   * The key's owner (e.g. `con_0123…:acme`), so two callers never share keys. The key is stored in
+   * the owner's createPet key space (`idempotencyKeySpace`), the `scope` column of
+   * `idempotency_keys`.
    */
   readonly owner: string;
   /** The `Idempotency-Key` header as sent. */
   readonly key: string;
   /** Digest of the request (`fingerprintOf`): the same key with another request is a conflict. */
   readonly fingerprint: string;
-  /** Epoch ms now, from the app's clock: the key is remembered until now + 24 h. */
+  /** The current epoch ms, from the app's clock; the key is kept `IDEMPOTENCY_TTL_MS` from now. */
   readonly now: number;
 }
 
@@ -50,10 +49,10 @@ export type CreateOnceResult =
   | { readonly outcome: 'conflict' };
 
 /**
- * What `update` did. Checked in this order, in the transaction that writes: the pet exists, it
- * meets `If-Match` (else `stale`), the status change is allowed (`NEXT_STATUSES`), and no open
- * order holds the pet (`on_order`). A patch that changes nothing is `updated`, its version
- * unmoved. A refusal carries the pet the write saw; the API answers it with the Error body only.
+ * What `update` did. Checked in this order, in the writing transaction: the pet exists, it meets
+ * `If-Match` (else `stale`), the status change is allowed (`NEXT_STATUSES`), and no open order
+ * holds the pet (`on_order`). A patch that changes nothing is `updated` with its version
+ * unchanged. A refusal carries the pet the write saw; the API answers it with the Error body only.
  */
 export type UpdateResult =
   | { readonly outcome: 'updated'; readonly pet: StoredPet }
@@ -70,26 +69,26 @@ export type RemoveResult =
   | { readonly outcome: 'stale'; readonly pet: StoredPet }
   | { readonly outcome: 'on_order'; readonly pet: StoredPet };
 
-/** What `adoptOwners` gives to whom: owners as `PlaceOrder.owner` names them. */
+/** One move for `adoptOwners`, from one owner to another (owners as in `PlaceOrder.owner`). */
 export interface OwnerMove {
   readonly from: string;
   readonly to: string;
 }
 
 /**
- * An order to place: `owner`'s, for `petId`, holding it `holdMs` from `now` (on PostgreSQL, from
- * the database's clock).
+ * An order to place for `owner` on `petId`, holding the pet `holdMs` from `now` (on PostgreSQL,
+ * from the database's clock).
  */
 export interface PlaceOrder {
-  /** Whose it is (the caller's identity, e.g. `con_0123…:acme`): only its owner ever sees it. */
+  /** The order's owner (e.g. `con_0123…:acme`); only its owner ever sees it. */
   readonly owner: string;
   readonly petId: number;
   readonly holdMs: number;
-  /** Epoch ms now, from the app's clock; PostgreSQL uses its own clock instead. */
+  /** The current epoch ms, from the app's clock; PostgreSQL uses its own clock instead. */
   readonly now: number;
   /**
-   * The `Idempotency-Key`: a retry with it (for the same pet) answers the order it placed as it is
-   * now, whatever its status.
+   * The `Idempotency-Key`: a retry with it for the same pet answers the order it placed, in its
+   * current status.
    */
   readonly idempotencyKey?: string;
 }
@@ -175,17 +174,16 @@ export interface DataStore {
    */
   expireDueOrders(now: number): Promise<number>;
   /**
-   * Ends an owner (a consumer deleted): its placed orders `cancelled` with their pets available,
-   * and every order of it given to an identity no one has, so a consumer made again under the
-   * same name starts with none of them, its `Idempotency-Key`s free.
+   * Retires the owner of a deleted consumer: cancels its placed orders (their pets become
+   * available) and moves all its orders to an owner no one has, so a consumer created again under
+   * the same name starts with no orders and free `Idempotency-Key`s.
    */
   retireOwner(owner: string): Promise<void>;
   /**
-   * Gives what each move's `from` owns (its orders, its createPet `Idempotency-Key`s) to its `to`:
-   * a consumer stored before consumers had ids takes what was stored under its name
-   * (src/keys/records.ts, `Consumer.adopts`). An order or key whose `Idempotency-Key` `to`
-   * already uses stays with `from`, since one owner cannot hold the same key twice. Resolves once
-   * durable.
+   * Moves each `from` owner's orders and createPet `Idempotency-Key`s to `to`, so a consumer
+   * stored under its name alone takes what it stored before (`Consumer.adopts` in
+   * src/keys/records.ts). An order or key whose `Idempotency-Key` `to` already uses stays with
+   * `from`, since one owner cannot hold the same key twice. Resolves once durable.
    */
   adoptOwners(moves: readonly OwnerMove[]): Promise<void>;
   /**
@@ -203,11 +201,10 @@ export interface DataStore {
    */
   startDueOrderExpiry(): Promise<void> | undefined;
   /**
-   * The change count now (`ChangeCounter.count`): read it before a read whose answer may be
-   * memoised. Undefined when the store cannot tell what changed, or while a run-out hold is not yet
-   * expired; then nothing is memoised or served (src/pipeline/memo.ts). Synchronous: PostgreSQL's
-   * is in memory, SQLite's reads `PRAGMA data_version` now and then. Opaque: readers only hand it
-   * back to `readsUnchangedSince`.
+   * The current change count (`ChangeCounter.count`); read it before a read whose answer may be
+   * memoised. Undefined when the store cannot tell what changed, or while an ended hold is not yet
+   * expired; then nothing is memoised or served (src/pipeline/memo.ts). Synchronous: PostgreSQL
+   * keeps it in memory, SQLite reads `PRAGMA data_version` now and then.
    */
   changeCount(): ChangeCount;
   /**
@@ -256,16 +253,13 @@ export interface CallSpec {
 }
 
 /**
- * THE STORE'S METHOD LIST: it names every awaited call of `DataStore` once. The wrappers are made
- * from it (`wrapStore`). So a call added to the interface fails to compile until it is listed
- * here, and once it is listed no wrapper can leave it out.
+ * Every async call of `DataStore`, once. `wrapStore` builds every wrapper from this list, so a call
+ * added to the interface does not compile until it is listed here, and no wrapper can miss it.
  *
- * Three calls of step 6 are not listed, because they return at once or hand back a run already
- * started: `startDueOrderExpiry` (its promise is the expiry under way, which step 6 waits on),
- * `changeCount` and `readsUnchangedSince`. `close` is not listed either. `wrapStore` passes these
- * calls on unchanged, unless a wrapper gives its own (`OwnCalls`). The bound-and-traced wrapper
- * gives its own `startDueOrderExpiry`: it bounds the expiry's promise as a call of
- * `STORE_CALLS.expireDueOrders`.
+ * Not listed: `close`, and three calls of step 6 that return at once or hand back a run already
+ * started (`startDueOrderExpiry`, `changeCount`, `readsUnchangedSince`). `wrapStore` passes these
+ * through unless a wrapper supplies its own (`OwnCalls`); the bound-and-traced wrapper bounds
+ * `startDueOrderExpiry`'s promise as a call of `STORE_CALLS.expireDueOrders`.
  */
 export const STORE_CALLS = {
   create: { doing: 'store pet', mayWrite: true, counted: 'create' },
@@ -304,9 +298,8 @@ export const OUTBOX_CALLS = {
 export type CallWrap = <T>(run: () => Promise<T>, spec: CallSpec) => Promise<T>;
 
 /**
- * The calls of `target` that `calls` lists, each passed through `wrap`: how every wrapper covers
- * every call of the list. `wrapStore` builds on it; alone, it wraps the calls of something that is
- * not yet a whole store, as the tests' fake store does with a MemoryStore's (test/fake-store.ts).
+ * Returns the calls of `target` that `calls` lists, each passed through `wrap`. `wrapStore` builds
+ * on it; the tests' fake store uses it alone on a MemoryStore (test/fake-store.ts).
  *
  * @example
  * const calls = wrapCalls(memory, STORE_CALLS, (run) => gate.then(run)) // every call waits for `gate`
@@ -331,11 +324,10 @@ export type OwnCalls = Partial<
 >;
 
 /**
- * `store` behind a wrapper: every call of `STORE_CALLS` passed through `wrap`, and the outbox's
- * `OUTBOX_CALLS` too unless `outbox` is `'as is'`. The calls outside `STORE_CALLS`
- * (`startDueOrderExpiry`, `changeCount`, `readsUnchangedSince` and `close`) are passed straight
- * on, unless `own` gives the wrapper's own. `backend` is the innermost store, where the API keys
- * of `--keys store` are found (`keyStore()`, `keyStoreOf()` of `key-store.ts`).
+ * Wraps `store`: every call of `STORE_CALLS` goes through `wrap`, and so do the outbox's
+ * `OUTBOX_CALLS` unless `outbox` is `'as is'`. The other calls pass straight through unless `own`
+ * replaces them. `backend` is the innermost store, where `keyStoreOf()` (key-store.ts) finds the
+ * keys of `--keys store`.
  *
  * @example
  * const counted = wrapStore(store, (run, { counted }) => run().catch(countAs(counted)))

@@ -1,5 +1,5 @@
-// With --keys store on PostgreSQL, the consumers and keys in the database, shared by every
-// instance: PostgresKeyStore, each change one transaction announced by NOTIFY.
+// PostgresKeyStore: with --keys store on PostgreSQL, the consumers and keys live in the database,
+// shared by every instance; each change is one transaction, announced by NOTIFY.
 import type postgres from 'postgres';
 import {
   consumersOf,
@@ -14,9 +14,9 @@ import { transaction } from './postgres-transaction.ts';
 
 /**
  * The keys in PostgreSQL, shared by every instance on the database. A change is one transaction
- * holding an advisory lock (changes from any instance take turns, so audit ids follow commit
- * order), and its NOTIFY is sent by the COMMIT; `synchronous_commit=on` (the store's session)
- * makes the commit durable before it resolves.
+ * under an advisory lock, so changes from any instance take turns and audit ids follow commit
+ * order; its NOTIFY is sent at COMMIT. The store's sessions set `synchronous_commit=on`, so the
+ * commit is durable before it resolves.
  */
 export class PostgresKeyStore implements KeyStore {
   readonly #sql: postgres.Sql;
@@ -99,8 +99,8 @@ export class PostgresKeyStore implements KeyStore {
   }
 
   /**
-   * LISTEN on its own connection, which postgres.js opens again (and listens again) after it is
-   * lost; a notification lost meanwhile is made up for by the caller's version check.
+   * LISTENs on a connection of its own, which postgres.js reopens and re-listens on after a loss;
+   * the caller's version check catches any notification missed meanwhile.
    */
   async listen(changed: () => void): Promise<() => Promise<void>> {
     const { unlisten } = await this.#query('listen for key changes', () =>

@@ -1,6 +1,7 @@
-// How a PostgreSQL instance hears of the fleet's pet writes: PetChanges counts its own writes, the
-// others' announced by NOTIFY and what a heartbeat sees, for the store's changeCount(). While it
-// cannot listen, nothing is kept: every read goes to the database.
+// How a PostgreSQL instance learns of the fleet's pet writes, for the store's changeCount():
+// PetChanges counts its own writes, the other instances' writes announced by NOTIFY, and any
+// change a heartbeat sees. While it cannot listen, nothing is memoised and every read goes to the
+// database.
 import { randomUUID } from 'node:crypto';
 import { clearInterval, clearTimeout, setInterval, setTimeout } from 'node:timers';
 import type postgres from 'postgres';
@@ -10,65 +11,58 @@ import { peerText } from '../../redact.ts';
 import { ChangeCounter, EVERY_PET, type PetChange } from '../change-counter.ts';
 
 /**
- * The channel every change of pets is announced on: by the instance that wrote, after its
- * commit, and by the `pets` table's trigger for the statements no instance makes (an
- * operator's UPDATE, DELETE, TRUNCATE: migrations `pets_notify`, `pet_versions`).
+ * The channel pet changes are announced on: by the writing instance after its commit, and by the
+ * `pets` table's trigger for statements no instance makes, such as an operator's UPDATE, DELETE
+ * or TRUNCATE (migrations `pets_notify`, `pet_versions`).
  */
 export const PETS_CHANNEL = 'petstore_pets';
 /**
- * A setting of every connection of the instances' pool: the trigger does not notify for their
- * statements, since they announce their writes themselves after the commit.
+ * Set on every pool connection so the trigger skips their statements: the instances announce
+ * their own writes after the commit.
  */
 export const ANNOUNCES_SETTING = 'petstore.announces';
-/**
- * The sequence every pet's version is taken from (migration `pet_versions`): every write moves it.
- */
+/** The sequence every pet version comes from (migration `pet_versions`); every write moves it. */
 export const PET_VERSIONS = 'pet_versions';
-/**
- * The pause before listening again after the listening connection was lost or could not be made.
- */
+/** The pause before listening again after the listening connection is lost or fails to open. */
 const RELISTEN_DELAY_MS = 100;
 /**
- * How often the listening connection reads the pets' highest version. It is the heartbeat: a
- * connection that dies silently is only noticed this way, and memoised answers stop within two
- * beats. It is also the safety net: a write nobody announced (a crash after commit, an INSERT by
- * hand) is seen within one beat, since every write moves the version.
+ * How often the listening connection reads the pets' highest version. This heartbeat is the only
+ * way to notice a connection that dies silently; memoised answers stop within two beats. It also
+ * catches writes nobody announced (a crash after commit, an INSERT by hand) within one beat, since
+ * every write moves the version.
  */
 export const HEARTBEAT_MS = 1_000;
 /**
- * The listening connection's `lock_timeout`: a heartbeat that waits this long for a lock on pets
- * (an operator's `LOCK TABLE`, a `VACUUM FULL`) gives up on reading the versions' watermark, which
- * says nothing of the connection: that is an answer too.
+ * The listening connection's `lock_timeout`. A heartbeat blocked this long by a lock on pets (an
+ * operator's `LOCK TABLE`, a `VACUUM FULL`) gives up reading the watermark; the lock error still
+ * proves the connection is alive, so it is not counted as a loss.
  */
 export const HEARTBEAT_LOCK_WAIT_MS = 250;
 /**
- * How long the first write after a quiet spell waits before its announcement is sent, so that the
- * writes ending meanwhile share it: each announcement is a round trip, and a notification every
- * listening instance (this one included) reads. Far inside the second the fleet promises.
+ * How long the first write after a quiet spell waits before announcing, so writes that end
+ * meanwhile share one announcement: each costs a round trip and a notification that every
+ * listening instance (this one included) reads. Well within the delay the fleet promises.
  */
 export const ANNOUNCE_GATHER_MS = 2;
 /** SQLSTATE lock_not_available: `lock_timeout` passed. */
 const LOCK_NOT_AVAILABLE = '55P03';
 /**
- * Most pet ids one announcement names; writes that change more share one that says every pet
- * changed. Keeps the payload well under NOTIFY's 8,000 bytes.
+ * The most pet ids one announcement names; beyond that it says every pet changed, which keeps the
+ * payload well under NOTIFY's size limit.
  */
 export const MOST_IDS_ANNOUNCED = 500;
 
-/**
- * Opens the one-connection client that listens; `onnotify` and `onclose` are its postgres.js
- * options.
- */
+/** Opens the one-connection client that listens; the handlers are its postgres.js options. */
 export type ListenSession = (handlers: {
   onnotify: (channel: string, payload: string) => void;
   onclose: () => void;
 }) => postgres.Sql;
 
 /**
- * Announces this instance's writes (`payload`, see `announcement`): `NOTIFY` in a transaction of
- * its own, committed without waiting for its flush (`synchronous_commit` off for it alone: the
- * notification is worth nothing after a crash). One round trip; the writes stay out of it, so
- * they do not take turns on the lock NOTIFY holds through its commit.
+ * Announces this instance's writes (`payload`, see `announcement`) with `NOTIFY` in its own
+ * transaction. `synchronous_commit` is off for it alone, since a notification is worthless after
+ * a crash. It is kept out of the writes' transactions so they do not queue on the lock NOTIFY
+ * holds until commit.
  */
 export async function announce(sql: postgres.Sql, payload: string): Promise<void> {
   await sql`SELECT set_config('synchronous_commit', 'off', true), pg_notify(${PETS_CHANNEL}, ${payload})`;
@@ -95,7 +89,8 @@ export function announcement(instance: string, changes: readonly PetChange[]): s
 }
 
 /**
- * What an announcement says changed, and who sent it; every pet for a payload that is not one.
+ * Parses an announcement: who sent it and what changed. A payload in another format means every
+ * pet changed.
  *
  * @example
  * heard('a1b2:s:7,9') // { from: 'a1b2', change: { ids: [7, 9], members: false, statuses: true } }
@@ -112,18 +107,17 @@ export function heard(payload: string): { readonly from: string; readonly change
 }
 
 /**
- * What this instance knows of the `pets` table's changes on every instance, on a `ChangeCounter`.
- * Its own writes and others' announcements count the pets they name. A trigger's notification, a
- * move of the versions' watermark and a lost listening connection count as a change of every pet.
- * It knows only while a connection listens.
+ * Counts changes to the `pets` table made by every instance, on a `ChangeCounter`. Its own writes
+ * and other instances' announcements count the pets they name; a trigger's notification, a moved
+ * watermark or a lost listening connection count as a change of every pet.
  *
- * - While listening, `version()` is the count of changes: an answer read at a count is kept until
+ * - While listening, `version()` is the change count; an answer read at a count is memoised until
  *   a pet it read changes (src/pipeline/memo.ts).
- * - When the listening connection closes (or misses a heartbeat), `version()` is undefined at
- *   once: every read goes to the database, nothing is kept.
- * - A new connection listens after `RELISTEN_DELAY_MS`; once its LISTEN is acknowledged, every
- *   commit after it is notified and every read begun after it sees the commits before it, so
- *   every pet counts as changed and `version()` is defined again: caught up.
+ * - When the listening connection closes or misses a heartbeat, `version()` becomes undefined at
+ *   once: every read goes to the database.
+ * - A new connection listens after `RELISTEN_DELAY_MS`. Once its LISTEN is acknowledged, every
+ *   later commit is notified and every later read sees the earlier commits, so every pet counts
+ *   as changed and `version()` is defined again.
  *
  * @example
  * const changes = new PetChanges((handlers) => postgres(url, { max: 1, ...handlers }), (payload) => announce(pool, payload), log)
@@ -141,10 +135,7 @@ export class PetChanges {
   #unannounced: PetChange[] = [];
   /** Where the pets' versions were at the last heartbeat (`watermark`). */
   #top: unknown;
-  /**
-   * Whether an announcement is being gathered or sent, and whether another write ended while one
-   * was sent.
-   */
+  /** Whether an announcement is being gathered or sent; whether a write ended while it was sent. */
   #announcing = false;
   #announceAgain = false;
   /** The wait before the announcement being gathered is sent (`ANNOUNCE_GATHER_MS`). */
@@ -159,23 +150,21 @@ export class PetChanges {
   #beating = false;
   #closed = false;
 
-  /** `announce`: tells the other instances of this one's writes (see `announce` above). */
+  /** `announce` tells the other instances of this one's writes (see `announce` above). */
   constructor(open: ListenSession, announce: (payload: string) => Promise<void>, log: Logger) {
     this.#open = open;
     this.#announce = announce;
     this.#log = log;
   }
 
-  /** Listens; resolves once listening, or once the first try failed (then it tries again). */
+  /** Starts listening; resolves once listening, or once the first try fails (it then retries). */
   async start(): Promise<void> {
     this.#heartbeat = setInterval(() => void this.#beat(), HEARTBEAT_MS);
     this.#heartbeat.unref?.();
     await this.#listen();
   }
 
-  /**
-   * The count of changes while listening and caught up, else undefined: nothing read may be kept.
-   */
+  /** The change count while listening and caught up; undefined otherwise (memoise nothing). */
   version(): number | undefined {
     return this.#listening ? this.#changes.count() : undefined;
   }
@@ -186,9 +175,9 @@ export class PetChanges {
   }
 
   /**
-   * A write of this instance ended, stored or not. `change` is counted before its caller hears of
-   * it, so this instance's next read sees it at once, and is announced to the others. Writes that
-   * end within `ANNOUNCE_GATHER_MS` of the first share one announcement.
+   * Call when a write of this instance ends, stored or not, before its caller sees the result, so
+   * this instance's next read sees the change. The change is also announced to the others; writes
+   * that end within `ANNOUNCE_GATHER_MS` of the first share one announcement.
    */
   written(change: PetChange): void {
     this.#changes.changed(change);
@@ -198,7 +187,7 @@ export class PetChanges {
   }
 
   async close(): Promise<void> {
-    // The writes still gathered are announced before the pool closes.
+    // Announce the writes still gathered before the pool closes.
     if (this.#gathering !== undefined) {
       clearTimeout(this.#gathering);
       await this.#announceGathered();
@@ -219,7 +208,7 @@ export class PetChanges {
       onnotify: (_channel, payload) => {
         if (this.#session !== session) return;
         const { from, change } = heard(payload);
-        // Its own writes were counted as they ended.
+        // This instance's own writes were counted when they ended.
         if (from !== this.#instance) this.#changes.changed(change);
       },
       onclose: () => this.#lost(session, 'the listening connection closed'),
@@ -227,7 +216,8 @@ export class PetChanges {
     this.#session = session;
     try {
       await session`LISTEN ${session(PETS_CHANNEL)}`;
-      // Read after the LISTEN: a pet inserted before it is in every read from now on.
+      // Read after the LISTEN: a write committed before it is in the watermark, a later one is
+      // notified.
       this.#top = await watermark(session);
     } catch (err) {
       this.#lost(session, peerText(err));
@@ -241,7 +231,7 @@ export class PetChanges {
   }
 
   #sendAnnouncement(): void {
-    // A write that ends while one is gathered is in it.
+    // A write that ends while an announcement is gathered joins it.
     if (this.#gathering !== undefined) return;
     if (this.#announcing) {
       this.#announceAgain = true;
@@ -259,7 +249,7 @@ export class PetChanges {
     try {
       await this.#announce(payload);
     } catch (err) {
-      // The others see the write by their heartbeat's watermark instead, within a second.
+      // The others see the write through their heartbeat's watermark instead.
       this.#log.debug('announcing a pet write failed', { error: peerText(err) });
     } finally {
       this.#announcing = false;
@@ -270,7 +260,7 @@ export class PetChanges {
     }
   }
 
-  /** `session` is gone: stop serving memoised answers at once, and listen anew after a pause. */
+  /** `session` is lost: stop serving memoised answers at once, and listen again after a pause. */
   #lost(session: postgres.Sql, reason: string): void {
     if (this.#session !== session || this.#closed) return;
     this.#session = undefined;
@@ -288,8 +278,8 @@ export class PetChanges {
   }
 
   /**
-   * The versions' watermark, read on the listening connection; no answer before the next beat
-   * counts as a loss.
+   * Reads the watermark on the listening connection; any move counts as a change of every pet,
+   * and no answer before the next beat counts as a lost connection.
    */
   async #beat(): Promise<void> {
     const session = this.#session;
@@ -318,8 +308,8 @@ export class PetChanges {
 }
 
 /**
- * The highest committed version (an index's last entry) and the sequence's last value (moved by
- * deletes too), as one string: any write of pets changes it.
+ * The highest committed version (read from an index) and the sequence's last value (which deletes
+ * move too), as one string that any write of pets changes.
  */
 async function watermark(session: postgres.Sql): Promise<unknown> {
   const [row] = await session.unsafe(

@@ -15,23 +15,23 @@ import { column } from '../sql/pet-rows.ts';
 
 /**
  * How long a migration's statement waits for a lock on a busy table before it gives up and is
- * retried: well under --store-timeout, so the requests queued behind its lock request wait at
- * most this long, never into 503s.
+ * retried. Well under --store-timeout, so requests queued behind its lock request never wait
+ * long enough to be answered 503.
  */
 const MIGRATION_LOCK_TIMEOUT_MS = 500;
-/** Attempts of a migration whose locks are not had, 0.5 s to 5 s apart (about 4 minutes in all). */
+/** How many times a migration that cannot get its locks is tried; the pause grows each time. */
 const MIGRATION_ATTEMPTS = 60;
 
 export interface MigrateOptions {
   readonly migrations?: readonly Migration[];
   readonly lockTimeoutMs?: number;
   readonly attempts?: number;
-  /** Told when a migration's lock was not had within the lock timeout and it is tried again. */
+  /** Called when a migration could not get a lock within the lock timeout and is retried. */
   readonly retrying?: (m: Migration, attempt: number) => void;
 }
 
 /**
- * The schema version and the oldest build that serves it (see SCHEMA_STATE_SQL); 0 for a new
+ * The schema version and the oldest build that can serve it (SCHEMA_STATE_SQL); 0 for a new
  * database.
  */
 export async function postgresSchemaState(sql: postgres.Sql): Promise<SchemaState> {
@@ -50,10 +50,11 @@ export async function postgresSchemaState(sql: postgres.Sql): Promise<SchemaStat
 }
 
 /**
- * Applies the pending migrations, one instance at a time (a session advisory lock); `conn` is a
- * client of one connection used for nothing else. Each migration is a transaction with
+ * Applies the pending migrations, one instance at a time (a session advisory lock); `conn` must
+ * be a one-connection client used for nothing else. Each migration is a transaction with
  * `lock_timeout`, so a busy table makes it retry later instead of queueing every request behind
- * it. Its indexes are built afterwards, `CONCURRENTLY`; an invalid one left over is built again.
+ * it. Indexes are built afterwards, `CONCURRENTLY`; an invalid one left by a cut-short build is
+ * built again.
  */
 export async function migratePostgres(
   conn: postgres.Sql,
@@ -84,7 +85,7 @@ export async function migratePostgres(
         await conn`COMMIT`;
       });
     }
-    // Every applied migration's indexes, so one whose build was cut short is finished now.
+    // Check the indexes of every applied migration, so a build cut short is finished now.
     for (const m of migrations.filter((m) => m.version <= Math.max(state.version, known.at(-1)?.version ?? 0))) {
       for (const index of m.indexes ?? []) {
         await withLockTimeout(conn, m, lockTimeoutMs, attempts, retrying, async () => {
@@ -106,7 +107,7 @@ export async function migratePostgres(
   }
 }
 
-/** Runs `step` until it is not refused for a lock it waited for past the lock timeout (55P03). */
+/** Runs `step`, retrying while it fails on the lock timeout (55P03), up to `attempts` times. */
 async function withLockTimeout(
   conn: postgres.Sql,
   m: Migration,

@@ -31,18 +31,15 @@ export const OUTBOX = {
   stats: STATS,
 };
 
-/**
- * How the store runs a statement: `query` for a read, `write` for a change (its outcome may be
- * unknown).
- */
+/** How the store runs a statement: `query` for a read, `write` for a change. */
 interface Runner {
-  /** The pool of the moment (the store renews it). */
+  /** The store's current pool (the store may replace it). */
   sql(): postgres.Sql;
   query<T>(doing: string, run: () => Promise<T>): Promise<T>;
   write<T>(doing: string, run: () => Promise<T>): Promise<T>;
 }
 
-/** The outbox over the store's pool; each write is flushed like a create. */
+/** The outbox on the store's pool; each write is durable before it resolves, like a create. */
 export function postgresOutbox({ sql, query, write }: Runner): Outbox {
   return {
     record: async (events) => {

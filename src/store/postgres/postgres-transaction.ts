@@ -3,10 +3,10 @@
 import postgres from 'postgres';
 
 /**
- * The connection broke with queries on it (also 57P01/57P02, a shutdown ending the session, and
- * class 08): a write may or may not have been committed. That alone does not show the database
- * unreachable (a session ended by the last restart fails its next query), so the next call connects
- * anew.
+ * Client error codes for a connection that broke with queries on it (the server-side equivalents
+ * are 57P01/57P02 and class 08): a write may or may not have committed. This alone does not mean
+ * the database is unreachable (a session ended by a server restart fails its next query), so the
+ * next call just reconnects.
  */
 export const CONNECTION_LOST = new Set([
   'CONNECTION_CLOSED',
@@ -18,9 +18,10 @@ export const CONNECTION_LOST = new Set([
 
 /**
  * `sql.begin(fn)`, safe when the connection dies under it. postgres.js sends ROLLBACK after a
- * failed callback, and on a closed connection that write throws out of reach and ends the process
- * (porsager/postgres#1208). So a callback failed by a dead connection never settles; the close
- * rejects the transaction instead, and the server rolls it back.
+ * failed callback, and on a closed connection that write throws where nothing can catch it, which
+ * ends the process (porsager/postgres#1208). So when a dead connection fails the callback, the
+ * callback never settles; the connection's close rejects the transaction, and the server rolls it
+ * back.
  */
 export function transaction<T>(
   sql: postgres.Sql,

@@ -6,8 +6,8 @@ import { redactUrl } from '../../redact.ts';
 export const POSTGRES_URL = /^postgres(ql)?:\/\//i;
 
 /**
- * The `--data` value as it may be logged: a PostgreSQL URL loses its password. Its own module
- * because both `open.ts` and `postgres.ts` need it (and `open.ts` imports `postgres.ts`).
+ * The `--data` value safe to log: a PostgreSQL URL without its password. It lives here because
+ * both `open.ts` and `postgres.ts` need it, and `open.ts` imports `postgres.ts`.
  *
  * @example
  * describeData('postgres://app:secret@db:5432/pets') // 'postgres://app:***@db:5432/pets'
@@ -17,7 +17,7 @@ export function describeData(data: string): string {
 }
 
 /**
- * Connections an instance's PostgreSQL pool holds: with `--workers`, shared out among the workers
+ * Connections in an instance's PostgreSQL pool; with `--workers`, divided among the workers
  * (src/serve/supervisor.ts).
  */
 export const POOL_SIZE = 10;

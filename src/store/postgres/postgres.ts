@@ -53,17 +53,16 @@ import { describeData, POOL_SIZE } from './postgres-url.ts';
 /** Now on the database's clock, in epoch ms: every instance holds by it, whatever its own clock. */
 const NOW_MS = 'floor(extract(epoch FROM now()) * 1000)::bigint';
 /**
- * `sql.unsafe`'s option for a statement sent often: prepared once per connection, then one round
- * trip a call. Unprepared (its default), a statement with parameters is described in a round trip
- * of its own before each call.
+ * `sql.unsafe`'s option for a frequent statement: prepared once per connection, then one round
+ * trip per call. Without it, each call first spends a round trip describing the statement.
  */
 const PREPARED = { prepare: true };
-/** A new version for a pet: every change takes one from the sequence. */
+/** A pet's next version: every change takes one from the sequence. */
 const NEXT_VERSION = `nextval('${PET_VERSIONS}')`;
 
 /**
- * Pet $1 and whether an open order holds it: `hold_due` null when none does, else whether its
- * hold has run out. The partial unique index `orders_placed_pet` allows one open order a pet.
+ * Pet $1 and whether an open order holds it: `hold_due` is null when none does, else whether the
+ * hold has ended. The partial unique index `orders_placed_pet` allows one open order per pet.
  */
 export const PET_AND_HOLD = `SELECT ${STORED_PET_COLUMNS},
   (SELECT hold_until <= ${NOW_MS} FROM orders WHERE pet_id = $1 AND status = 'placed') AS hold_due
@@ -72,9 +71,9 @@ export const PET_AND_HOLD = `SELECT ${STORED_PET_COLUMNS},
 export const UPDATE_IF_VERSION = `UPDATE pets SET name = $1, category_id = $2, status = $3, version = ${NEXT_VERSION}
   WHERE id = $4 AND version = $5 RETURNING ${STORED_PET_COLUMNS}`;
 /**
- * Pet $3's name to $1 and category to $2 (null: kept), in one statement, only if its version is
- * $4 (null: any), the change changes something, and no hold of it has run out (its expiry comes
- * first). No row: one of those, or no such pet; the two statements or the transaction decide.
+ * Sets pet $3's name to $1 and category to $2 (null keeps it), only if its version is $4 (null:
+ * any), the values differ, and no hold on it has ended (that hold must expire first). No row
+ * back means one of those failed or the pet is missing; the slower paths then find out which.
  */
 export const RENAME_IF_VERSION = `UPDATE pets SET name = coalesce($1::text, name),
     category_id = coalesce($2::bigint, category_id), version = ${NEXT_VERSION}
@@ -83,10 +82,10 @@ export const RENAME_IF_VERSION = `UPDATE pets SET name = coalesce($1::text, name
     AND NOT EXISTS (SELECT 1 FROM orders WHERE pet_id = $3 AND status = 'placed' AND hold_until <= ${NOW_MS})
   RETURNING ${STORED_PET_COLUMNS}`;
 /**
- * Order $2 of owner $3 placed on pet $1 for $4 ms, in one statement: the pet moves from
- * available to pending (the conditional write that sells a pet once: concurrent orders wait for
- * its row lock, then find it pending) and the order is stored only if it did. No row: the pet
- * is not available, or is not there.
+ * Places order $2 of owner $3 on pet $1, holding it $4 ms. The pet moves from available to
+ * pending by a conditional write, and the order is stored only if it did; concurrent orders wait
+ * for the pet's row lock, then find it pending, so a pet is sold once. No row back: the pet is
+ * missing or not available.
  */
 export const PLACE_IF_AVAILABLE = `WITH held AS (
     UPDATE pets SET status = 'pending', version = ${NEXT_VERSION} WHERE id = $1 AND status = 'available' RETURNING id
@@ -95,9 +94,9 @@ export const PLACE_IF_AVAILABLE = `WITH held AS (
   SELECT $2::text, $3::text, id, 'placed', ${NOW_MS}, ${NOW_MS} + $4::bigint FROM held
   RETURNING ${ORDER_COLUMNS}`;
 /**
- * Order $2 of owner $3 closed as $1, its pet leaving pending for $4, in one statement, only if
- * the order is placed and its hold has not run out: the order's row is locked before the pet's,
- * as every writer takes them. No row: the order is not there, closed, or due to expire.
+ * Closes order $2 of owner $3 as $1 and moves its pet from pending to $4, only if the order is
+ * placed and its hold has not ended. It locks the order's row before the pet's, the order every
+ * writer uses. No row back: the order is missing, closed, or due to expire.
  */
 export const CLOSE_IF_PLACED = `WITH closed AS (
     UPDATE orders SET status = $1 WHERE id = $2 AND owner = $3 AND status = 'placed' AND hold_until > ${NOW_MS}
@@ -117,16 +116,16 @@ export const LISTENER_NAME = 'petstore listener';
  */
 const RECONNECT_DELAY_SECONDS = 0.1;
 /**
- * `main` closes the store after the HTTP server has finished its requests, so no query is left
- * to wait for; the bound is for postgres.js's end(), which can hang after a lost connection
+ * The store is closed after the HTTP server has finished its requests, so no query is left to
+ * wait for; the bound is for postgres.js's end(), which can hang after a lost connection
  * (porsager/postgres#1097).
  */
 const CLOSE_TIMEOUT_SECONDS = 1;
 /**
- * How long connections may keep timing out before the pool is made anew. postgres.js 3.4.9 can
- * leave a pool whose every reconnect times out against a healthy server after the server stopped
- * mid-startup (porsager/postgres#1193); a fresh pool connects at once. A server that is
- * really unreachable costs one new pool per period, the old one ended.
+ * How long connections may keep timing out before the pool is replaced. After a server stops
+ * mid-startup, postgres.js can keep a pool whose every reconnect times out even once the server
+ * is healthy (porsager/postgres#1193); a fresh pool connects at once. A server that really is
+ * unreachable costs one new pool per period, and the old one is ended.
  */
 const RENEW_AFTER_TIMEOUTS_MS = 5_000;
 /** SQLSTATE unique_violation. */
@@ -156,14 +155,14 @@ export class PostgresStore implements DataStore, WithKeyStore {
   /** The pool pets and the outbox use now; `#renew` replaces it. */
   #pool: postgres.Sql;
   readonly #newPool: () => postgres.Sql;
-  /** The pool handed to the key store, which keeps it: never ended by a renewal. */
+  /** The pool given to the key store, which keeps it, so `#timedOut` never ends it. */
   #keptPool: postgres.Sql | undefined;
-  /** When connections began timing out without a success since, or undefined. */
+  /** When connections began timing out with no success since; undefined otherwise. */
   #timingOutSince: number | undefined;
-  /** Every pet write of the fleet, heard through LISTEN: what `changeCount()` answers from. */
+  /** Every pet write of the fleet, heard through LISTEN; `changeCount()` reads it. */
   readonly #changes: PetChanges;
   readonly #keyExpiry = new KeyExpirySchedule();
-  /** This database's webhook outbox, shared by every instance; each write flushed like a create. */
+  /** The webhook outbox in this database, shared by every instance; its writes are durable. */
   readonly outbox: Outbox = postgresOutbox({
     sql: () => this.#sql,
     query: (doing, run) => this.#query(doing, run),
@@ -171,9 +170,9 @@ export class PostgresStore implements DataStore, WithKeyStore {
   });
   readonly #timeoutMs: number;
   /**
-   * The earliest hold end of a placed order as last read (every sweep reads it, every order placed
-   * here lowers it), on this instance's clock: from then on no answer is memoised until the orders
-   * due are expired.
+   * When the earliest hold of a placed order ends, on this instance's clock. Every sweep reads it
+   * and every order placed here lowers it. From then on nothing is memoised until the due orders
+   * are expired.
    */
   #earliestHoldEnd = Number.NEGATIVE_INFINITY;
   #expiring: Promise<void> | undefined;
@@ -200,7 +199,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
     poolSize = POOL_SIZE,
   }: PostgresStoreOptions): Promise<PostgresStore> {
     const where = `--data ${describeData(url)}`;
-    /** The store once made: announcements go through its pool of the moment. */
+    /** The store once made, so announcements use its current pool. */
     let announcing: PostgresStore | undefined;
     const options = {
       connect_timeout: timeoutMs / 1_000,
@@ -212,8 +211,8 @@ export class PostgresStore implements DataStore, WithKeyStore {
       postgres(url, {
         ...options,
         max: poolSize,
-        // A server configured with synchronous_commit=off would acknowledge commits it can lose.
-        // Its writes are announced after commit, not by the table's trigger (ANNOUNCES_SETTING).
+        // Force synchronous_commit on: a server configured with it off acknowledges commits it can
+        // lose. ANNOUNCES_SETTING keeps the trigger quiet: these writes are announced after commit.
         connection: {
           application_name: 'petstore',
           synchronous_commit: 'on',
@@ -230,7 +229,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
       throw new StoreOpenError(`${where}: ${peerText(err)}`, { cause: err });
     }
     try {
-      // The migrations on a connection of their own: session settings and locks stay off the pool.
+      // Migrate on a connection of its own, so session settings and locks stay off the pool.
       const migrator = postgres(url, { ...options, max: 1, connection: { application_name: 'petstore migrate' } });
       const { migrated, version } = await migratePostgres(migrator, where, {
         retrying: (m, attempt) =>
@@ -257,7 +256,8 @@ export class PostgresStore implements DataStore, WithKeyStore {
         schemaVersion: SCHEMA_VERSION,
         ...(migrated.length > 0 ? { migrated } : {}),
       });
-      // Its own connection, never closed for idleness or age: a pooled one would come and go.
+      // The listener gets its own connection, never closed for idleness or age: a pooled one
+      // would come and go, and its LISTEN with it.
       const changes = new PetChanges(
         (handlers) =>
           postgres(url, {
@@ -284,7 +284,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
       await sql.end({ timeout: 0 }).catch(() => {});
       if (err instanceof StoreOpenError) throw err;
       // A server that is down or unreachable is not a configuration error: exit 1, so a
-      // supervisor restarts us until the database is up (exit 2 is never restarted).
+      // supervisor restarts the process until the database is up (exit 2 is never restarted).
       if (postgresError(err, where) instanceof StoreUnavailableError) {
         throw new StoreUnavailableError(`${where}: cannot reach the PostgreSQL server: ${peerText(err)}`, {
           cause: err,
@@ -308,7 +308,6 @@ export class PostgresStore implements DataStore, WithKeyStore {
   }
 
   async createOnce(pet: NewPet, once: IdempotentCreate): Promise<CreateOnceResult> {
-    // The `scope` column of `idempotency_keys` holds the key space.
     const { key, fingerprint, now } = once;
     const keySpace = idempotencyKeySpace(once.owner, 'createPet');
     const started = performance.now();
@@ -318,10 +317,10 @@ export class PostgresStore implements DataStore, WithKeyStore {
       (result) => (result.outcome === 'created' ? { ids: [result.pet.id], members: true } : NO_PET),
       () =>
         transaction(this.#sql, async (tx): Promise<CreateOnceResult> => {
-          // 64-bit hash of the key: a collision only makes two keys take turns.
+          // Lock on a 64-bit hash of the key; a collision only makes two keys wait for each other.
           await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`${keySpace}\n${key}`}, 0))`;
-          // The caller was answered 503 at the bound: a create that only gets its turn after that
-          // stores nothing, so the outcome the client was told is unknown is "not stored".
+          // Past the time bound the caller has had its 503, "outcome unknown". A create that gets
+          // the lock only after that stores nothing, so the real outcome is "not stored".
           if (performance.now() - started >= this.#timeoutMs) {
             throw new StoreTimeoutError(`store pet: no turn within ${this.#timeoutMs} ms; nothing was stored`);
           }
@@ -362,13 +361,12 @@ export class PostgresStore implements DataStore, WithKeyStore {
   }
 
   /**
-   * A change of name or category alone in one statement when it can be (`#renameAtOnce`); else
-   * at once when it can be (`#updateAtOnce`: a read, then a write conditional on the version
-   * read); else in one transaction: the pet's due holds expired, its row locked (`FOR UPDATE`),
-   * checked, written with a new version.
+   * Tries the fast paths first: a name or category change in one statement (`#renameAtOnce`),
+   * then a read and a write conditional on the version read (`#updateAtOnce`). Otherwise one
+   * transaction expires the pet's due holds, locks its row, checks it and writes a new version.
    */
   async update(id: number, patch: PetPatch, ifMatch?: IfMatch): Promise<UpdateResult> {
-    // A status counted changed even for a name: the hold this pet's change ends may move it.
+    // Count the status as changed even for a rename: expiring a due hold first may change it.
     return this.#changing(
       STORE_CALLS.update.doing,
       { ids: [id], statuses: true },
@@ -380,10 +378,9 @@ export class PostgresStore implements DataStore, WithKeyStore {
   }
 
   /**
-   * `update` of a pet's name or category (no status, so no transition and no open order to
-   * check) with at most one version in If-Match, in one statement (`RENAME_IF_VERSION`).
-   * Undefined when it wrote nothing: the other ways tell why (not found, stale, nothing to
-   * change, a hold run out).
+   * `update` in one statement (`RENAME_IF_VERSION`) when the patch sets only name or category
+   * (so no transition or open order to check) and If-Match has at most one version. Returns
+   * undefined when nothing was written; the slower paths then tell why.
    */
   async #renameAtOnce(id: number, patch: PetPatch, ifMatch: IfMatch | undefined): Promise<UpdateResult | undefined> {
     if (patch.status !== undefined || (patch.name === undefined && patch.categoryId === undefined)) return undefined;
@@ -395,10 +392,10 @@ export class PostgresStore implements DataStore, WithKeyStore {
   }
 
   /**
-   * `update` in two autocommit statements: the pet and its open order read together, checked,
-   * then written only if its version is still the one read (every write of a pet, and every
-   * order placed or closed on it, moves it). Undefined when the transaction must decide: a hold
-   * of the pet ran out (its expiry comes first), or the pet changed between the two statements.
+   * `update` in two autocommit statements: read the pet and its open order, check them, then
+   * write only if the version is unchanged (every pet write and every order placed or closed on
+   * it moves the version). Returns undefined when the pet's hold has ended (it must expire first)
+   * or the pet changed between the two statements; the transaction then decides.
    */
   async #updateAtOnce(id: number, patch: PetPatch, ifMatch: IfMatch | undefined): Promise<UpdateResult | undefined> {
     const [row] = await this.#sql.unsafe(PET_AND_HOLD, [id], PREPARED);
@@ -419,8 +416,8 @@ export class PostgresStore implements DataStore, WithKeyStore {
   #updateInTransaction(id: number, patch: PetPatch, ifMatch: IfMatch | undefined): Promise<UpdateResult> {
     const cols = this.#sql.unsafe(STORED_PET_COLUMNS);
     return transaction(this.#sql, async (tx): Promise<UpdateResult> => {
-      // A hold of this pet that ran out ends first (its order locked, then the pet, the order
-      // every writer takes them in), so If-Match is checked against the version it gave.
+      // Expire this pet's ended hold first (order row, then pet row, the lock order every writer
+      // uses), so If-Match is checked against the version the expiry gave it.
       await this.#expireDueOrdersIn(tx, id);
       const [row] = await tx`SELECT ${cols} FROM pets WHERE id = ${id} FOR UPDATE`;
       const current = row ? storedPetFromRow(row) : undefined;
@@ -438,16 +435,16 @@ export class PostgresStore implements DataStore, WithKeyStore {
   }
 
   /**
-   * One transaction, as `update`. The removal takes a version from the sequence too, so the
-   * heartbeat of every instance sees it even if its announcement is lost. The identity never
-   * gives the id again.
+   * One transaction, as in `update`. The removal takes a version from the sequence too, so every
+   * instance's heartbeat sees it even if its announcement is lost. The identity column never
+   * gives out the id again.
    */
   async remove(id: number, ifMatch?: IfMatch): Promise<RemoveResult> {
     const cols = this.#sql.unsafe(STORED_PET_COLUMNS);
     return this.#changing(STORE_CALLS.remove.doing, { ids: [id], members: true }, () =>
       transaction(this.#sql, async (tx): Promise<RemoveResult> => {
-        // A hold of this pet that ran out ends first (its order locked, then the pet, the order
-        // every writer takes them in), so If-Match is checked against the version it gave.
+        // Expire this pet's ended hold first (order row, then pet row, the lock order every writer
+        // uses), so If-Match is checked against the version the expiry gave it.
         await this.#expireDueOrdersIn(tx, id);
         const [row] = await tx`SELECT ${cols} FROM pets WHERE id = ${id} FOR UPDATE`;
         const current = row ? storedPetFromRow(row) : undefined;
@@ -477,9 +474,9 @@ export class PostgresStore implements DataStore, WithKeyStore {
   }
 
   /**
-   * Without an `Idempotency-Key`, one statement (`PLACE_IF_AVAILABLE`) when the pet is
-   * available; else, and with a key, one transaction that expires the pet's hold that ran out,
-   * finds the key's order, holds the pet and stores the order.
+   * Without an `Idempotency-Key` and with the pet available, one statement
+   * (`PLACE_IF_AVAILABLE`). Otherwise one transaction expires the pet's ended hold, looks up the
+   * key's order, holds the pet and stores the order.
    */
   placeOrder(place: PlaceOrder): Promise<PlaceOrderResult> {
     const started = performance.now();
@@ -492,17 +489,14 @@ export class PostgresStore implements DataStore, WithKeyStore {
     );
   }
 
-  /**
-   * `placeOrder` in one statement; undefined when the transaction must decide (the pet was not
-   * available).
-   */
+  /** `placeOrder` in one statement; undefined when the pet was not available. */
   async #placeAtOnce({ owner, petId, holdMs }: PlaceOrder): Promise<PlaceOrderResult | undefined> {
     let row: unknown;
     try {
       [row] = await this.#sql.unsafe(PLACE_IF_AVAILABLE, [petId, newOrderId(), owner, holdMs], PREPARED);
     } catch (err) {
-      // An open order on an available pet (left by a build that did not hold pets on order):
-      // the transaction expires it if its hold ran out, and answers as it always did.
+      // The pet is available yet has an open order (rows of earlier releases, which did not hold
+      // pets on order): the transaction path expires that order if its hold has ended.
       if (err instanceof postgres.PostgresError && err.code === UNIQUE_VIOLATION) return undefined;
       throw err;
     }
@@ -516,14 +510,14 @@ export class PostgresStore implements DataStore, WithKeyStore {
   ): Promise<PlaceOrderResult> {
     return transaction(this.#sql, async (tx): Promise<PlaceOrderResult> => {
       if (idempotencyKey !== undefined) {
-        // Retries with one key take turns, so the second finds the order the first placed.
+        // Retries with the same key wait for each other, so the second finds the first's order.
         await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`order\n${owner}\n${idempotencyKey}`}, 0))`;
         if (performance.now() - started >= this.#timeoutMs) {
           throw new StoreTimeoutError(`place order: no turn within ${this.#timeoutMs} ms; nothing was stored`);
         }
       }
-      // A hold of this pet that ran out ends first: the pet can be ordered again at once, and a
-      // retry of the order that held it answers it expired, not placed.
+      // Expire this pet's ended hold first, so the pet can be ordered again at once and a retry
+      // of the old order answers it expired, not placed.
       await this.#expireDueOrdersIn(tx, petId);
       if (idempotencyKey !== undefined) {
         const [seen] =
@@ -533,8 +527,8 @@ export class PostgresStore implements DataStore, WithKeyStore {
           return order.petId === petId ? { outcome: 'replayed', order } : { outcome: 'conflict' };
         }
       }
-      // The conditional write that sells a pet once: concurrent orders wait for this row's
-      // lock, then find it pending and change nothing.
+      // Conditional write, so a pet is sold once: concurrent orders wait for this row's lock,
+      // then find it pending and change nothing.
       const [held] = await tx`UPDATE pets SET status = 'pending', version = ${tx.unsafe(NEXT_VERSION)}
         WHERE id = ${petId} AND status = 'available' RETURNING id`;
       if (!held) {
@@ -591,8 +585,8 @@ export class PostgresStore implements DataStore, WithKeyStore {
   }
 
   /**
-   * One statement (`CLOSE_IF_PLACED`) when the order is placed and its hold has not run out;
-   * else one transaction that locks the order, expires it if its hold ran out, and answers.
+   * One statement (`CLOSE_IF_PLACED`) when the order is placed and its hold has not ended;
+   * otherwise one transaction locks the order, expires it if its hold has ended, and answers.
    */
   closeOrder(owner: string, id: string, to: Closing): Promise<CloseOrderResult> {
     return this.#changing(
@@ -643,7 +637,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
 
   async adoptOwners(moves: readonly OwnerMove[]): Promise<void> {
     if (moves.length === 0) return;
-    // Orders and keys change hands; no pet changes.
+    // Only owners change, no pet.
     await this.#changing(STORE_CALLS.adoptOwners.doing, NO_PET, () =>
       transaction(this.#sql, async (tx) => {
         for (const { from, to } of moves) {
@@ -684,10 +678,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
     return expired;
   }
 
-  /**
-   * Reads the earliest hold end of a placed order, watched by `startDueOrderExpiry()` and
-   * `changeCount()`.
-   */
+  /** Reads when the earliest hold of a placed order ends (`#earliestHoldEnd`). */
   async #readEarliestHoldEnd(): Promise<void> {
     const [next] = await this.#query(
       STORE_CALLS.expireDueOrders.doing,
@@ -698,9 +689,9 @@ export class PostgresStore implements DataStore, WithKeyStore {
   }
 
   /**
-   * Whether an open order holds pet `id`, read in the transaction that holds the pet's row lock
-   * (the caller expired a hold of it that ran out first): then its status cannot change and it
-   * cannot be removed.
+   * Whether an open order holds pet `id`; if so, its status cannot change and it cannot be
+   * removed. Call it inside the transaction that holds the pet's row lock, after expiring its
+   * ended hold.
    */
   async #heldByOrder(tx: postgres.TransactionSql, id: number): Promise<boolean> {
     const [held] = await tx`SELECT 1 AS held FROM orders WHERE pet_id = ${id} AND status = 'placed'`;
@@ -708,9 +699,9 @@ export class PostgresStore implements DataStore, WithKeyStore {
   }
 
   /**
-   * In `tx`: the placed orders whose hold is over (of `petId` only, when given) `expired`, their
-   * pets `available`, `order.expired` recorded. The UPDATE's condition is re-checked under the
-   * row lock, so instances expiring together expire each order once, and record its event once.
+   * In `tx`, expires the placed orders whose hold is over (only `petId`'s, when given), makes
+   * their pets available and records `order.expired`. PostgreSQL re-checks the UPDATE's condition
+   * under the row lock, so instances expiring at once expire each order, and record it, once.
    */
   async #expireDueOrdersIn(tx: postgres.TransactionSql, petId?: number): Promise<number> {
     const now = tx.unsafe(NOW_MS);
@@ -740,7 +731,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
   }
 
   /**
-   * Past the earliest hold end known here, starts expiring the orders due, one run at a time,
+   * Once the earliest known hold has ended, starts expiring the due orders, one run at a time,
    * and returns that run.
    */
   startDueOrderExpiry(): Promise<void> | undefined {
@@ -759,14 +750,13 @@ export class PostgresStore implements DataStore, WithKeyStore {
   }
 
   /**
-   * Moves on with every write of pets by any instance (this one's at once, another's when its
-   * notification arrives); undefined while this instance does not listen or has not caught up
-   * (src/store/postgres/postgres-changes.ts). Reading it touches no connection.
+   * Moves with every pet write by any instance (this one's at once, another's when its
+   * notification arrives); undefined while this instance is not listening or has not caught up
+   * (src/store/postgres/postgres-changes.ts). Reads no connection.
    */
   changeCount(): number | undefined {
-    // Past the earliest hold end known here, pets may be about to change: nothing is memoised
-    // until the orders due are expired (by `startDueOrderExpiry()`'s run, or another instance's
-    // write heard here).
+    // Once the earliest known hold has ended, pets may be about to change: memoise nothing until
+    // the due orders are expired (by `startDueOrderExpiry()`'s run or another instance's write).
     if (Date.now() >= this.#earliestHoldEnd) return undefined;
     return this.#changes.version();
   }
@@ -814,7 +804,7 @@ export class PostgresStore implements DataStore, WithKeyStore {
     }
   }
 
-  /** A connection timed out: if they have for `RENEW_AFTER_TIMEOUTS_MS`, a new pool takes over. */
+  /** Records a connect timeout; after `RENEW_AFTER_TIMEOUTS_MS` of them, replaces the pool. */
   #timedOut(): void {
     const now = Date.now();
     this.#timingOutSince ??= now;
@@ -826,10 +816,10 @@ export class PostgresStore implements DataStore, WithKeyStore {
   }
 
   /**
-   * A write of pets: what it changed (`change`, or read from its result) is counted as soon as
-   * it settles, before its caller hears of it, and the other instances are told after its
-   * commit. A write that failed may have committed: its change is counted too, every pet when
-   * only its result would have said which.
+   * Runs a write of pets and counts what it changed (`change`, or computed from the result) as
+   * soon as it settles, before the caller sees the result; other instances hear of it after the
+   * commit. A failed write may still have committed, so it is counted too: as every pet when only
+   * the result would have said which.
    */
   async #changing<T>(doing: string, change: PetChange | ((result: T) => PetChange), run: () => Promise<T>): Promise<T> {
     let result: T;
@@ -845,9 +835,9 @@ export class PostgresStore implements DataStore, WithKeyStore {
 }
 
 /**
- * The earliest hold end on this instance's clock, from how far ahead of the database's clock
- * it is (`due_in`, ms; null: no placed order), so a clock of this host that lags the database's
- * does not keep answers past it.
+ * Converts `due_in` (ms until the earliest hold ends on the database's clock; null when no order
+ * is placed) to this host's clock, so a host clock behind the database's does not keep memoised
+ * answers past the hold's end.
  */
 function holdEndIn(dueIn: unknown): number {
   return dueIn === null || dueIn === undefined ? Number.POSITIVE_INFINITY : Date.now() + Number(dueIn);

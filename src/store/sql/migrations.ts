@@ -6,15 +6,15 @@ import { ANNOUNCES_SETTING, PET_VERSIONS, PETS_CHANNEL } from '../postgres/postg
 import { StoreOpenError } from '../store-error.ts';
 
 /**
- * One schema change, written for each engine; versions are applied in order, once (at start-up
- * or by `petstore migrate up`), each recorded in `schema_migrations`. Never edit a released
+ * One schema change, written for each engine. Versions are applied in order, once (at start-up
+ * or by `petstore migrate up`), and recorded in `schema_migrations`. Never edit a released
  * migration: add the next one.
  *
- * Within a major version every migration is additive (expand now; contract only in a later
- * major release, once nothing reads the old shape), so the release before it keeps serving the
- * schema it leaves: its `readableFrom` says from which schema version on a build still serves
- * it, and is recorded with it, so an older build (from this one on) reads it and serves or
- * refuses (`schemaVerdict`).
+ * Within a major version every migration is additive (columns and tables are removed only in a
+ * later major release, once nothing reads them), so the previous release can keep serving the
+ * new schema. `readableFrom` is the oldest schema version whose builds can still serve it; it is
+ * recorded with the migration, so an older build can read it and decide to serve or refuse
+ * (`schemaVerdict`).
  */
 export interface Migration {
   readonly version: number;
@@ -22,8 +22,8 @@ export interface Migration {
   readonly sqlite: string;
   readonly postgres: string;
   /**
-   * The oldest build (by its SCHEMA_VERSION) that still serves the schema this leaves; default:
-   * this version.
+   * The oldest build (by its SCHEMA_VERSION) that can serve the schema after this migration;
+   * defaults to this version.
    */
   readonly readableFrom?: number;
   /**
@@ -181,11 +181,11 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 6,
     name: 'pets_notify',
-    // The statements no instance makes (UPDATE, DELETE, TRUNCATE: an operator's edits) notify the
-    // instances that listen (src/store/postgres/postgres-changes.ts) when they commit. Inserts are
-    // announced by the instance after its commit instead: NOTIFY holds a lock through the commit of
-    // its transaction, and in each create it would make the fleet's creates take turns on it.
-    // SQLite has no listeners: its readers see data_version.
+    // An operator's UPDATE, DELETE or TRUNCATE notifies the listening instances
+    // (src/store/postgres/postgres-changes.ts) when it commits. Inserts are announced by the
+    // instance after its commit instead: NOTIFY holds a lock until its transaction commits, so a
+    // NOTIFY in every create would make the fleet's creates queue on that lock.
+    // SQLite has no listeners: its readers check data_version.
     sqlite: 'SELECT 1;',
     postgres: `
       CREATE FUNCTION petstore_pets_changed() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -199,31 +199,31 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 7,
     name: 'webhook_outbox_trace',
-    // The W3C traceparent of the request whose decision recorded the event: its delivery's span
-    // links to that request's. NULL for events recorded outside a request (key.expiring).
+    // The W3C traceparent of the request that recorded the event, so the delivery's span links
+    // to that request's. NULL for events recorded outside a request (key.expiring).
     sqlite: 'ALTER TABLE webhook_outbox ADD COLUMN traceparent TEXT;',
     postgres: 'ALTER TABLE webhook_outbox ADD COLUMN traceparent TEXT;',
   },
   {
     version: 8,
     name: 'pet_versions',
-    // A pet's version, moved by every change of it: its strong ETag and If-Match compare it.
-    // SQLite counts per pet from 1. PostgreSQL takes each version from one sequence, so the
-    // listener's heartbeat (src/store/postgres/postgres-changes.ts) sees every write move a
-    // value: the highest version for inserts and updates, the sequence itself for deletes. The
-    // pets already there get version 1 from a constant default (a volatile one would rewrite the
-    // table under ACCESS EXCLUSIVE); the sequence then starts past 1, so no later write repeats
-    // their tag.
-    // A key's space (the `scope` column) is per operation as well as per caller
-    // (src/store/idempotency.ts): the keys stored before were all createPet's.
-    // An idempotency key keeps the pet its create answered (name, category, status, version),
-    // so a retry answers that 201 after the pet changed or was deleted; the key no longer
-    // depends on the pet's row. Keys stored before this get a copy of their pet as it is now
-    // (unchanged since its create: nothing could change a pet before this schema).
-    // The trigger no longer fires for the instances' own writes, which they announce after
-    // their commit (the `${ANNOUNCES_SETTING}` setting of their connections), so the fleet's
-    // updates and deletes do not take turns on NOTIFY's lock.
-    // SQLite cannot drop a foreign key (node:sqlite enforces them): the keys' table is made anew.
+    // Four changes:
+    // - A pet's version, moved by every change to it; the strong ETag and If-Match compare it.
+    //   SQLite counts per pet from 1. PostgreSQL takes every version from one sequence, so the
+    //   listener's heartbeat (src/store/postgres/postgres-changes.ts) sees every write move a
+    //   value: the highest version for inserts and updates, the sequence for deletes. Existing
+    //   pets get version 1 from a constant default (a volatile one would rewrite the table under
+    //   ACCESS EXCLUSIVE); the sequence then starts past 1, so no later write repeats their tag.
+    // - A key space (the `scope` column) is per operation as well as per caller
+    //   (src/store/idempotency.ts); every key stored before was createPet's.
+    // - An idempotency key keeps a copy of the pet its create answered (name, category, status,
+    //   version), so a retry answers the same 201 after the pet changed or was deleted, and the
+    //   key drops its foreign key to the pet. Existing keys copy their pet as it is now (unchanged
+    //   since its create: no pet could change before this schema).
+    // - The trigger skips the instances' own writes, which they announce after their commit (the
+    //   `${ANNOUNCES_SETTING}` setting of their connections), so the fleet's updates and deletes
+    //   do not queue on NOTIFY's lock.
+    // SQLite cannot drop a foreign key (node:sqlite enforces them), so the keys' table is rebuilt.
     sqlite: `
       ALTER TABLE pets ADD COLUMN version INTEGER NOT NULL DEFAULT 1 CHECK (version >= 1);
       CREATE TABLE idempotency_keys_new (
@@ -269,8 +269,8 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 9,
     name: 'orders',
-    // A table of its own: a build of schema 8 still serves pets beside it (it neither places nor
-    // expires orders, and does not hold a pet on order against PATCH or DELETE).
+    // A new table, so a build of schema 8 can still serve pets beside it (it neither places nor
+    // expires orders, and does not protect a pet on order from PATCH or DELETE).
     readableFrom: 8,
     // Orders hold pets: an order and its pet's status change in one transaction, and the unique
     // index on the placed orders' pet_id makes "one open order per pet" the database's rule too.
@@ -309,10 +309,10 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 10,
     name: 'consumer_ids',
-    // A stored consumer's identity (`con_…`), what owns its orders and Idempotency-Keys: made with
-    // the consumer, never given to another. NULL for the consumers stored before it; each instance
-    // derives theirs from the first key and stores it at start (src/keys/records.ts,
-    // `consumerIdOf`).
+    // A stored consumer's id (`con_…`), which owns its orders and Idempotency-Keys; created with
+    // the consumer and never reused. NULL for consumers stored before this migration; an instance
+    // derives their id from the first key and stores it at start (`consumerIdOf` in
+    // src/keys/records.ts).
     readableFrom: 8,
     sqlite: `
       ALTER TABLE key_consumers ADD COLUMN id TEXT;
@@ -327,8 +327,8 @@ export const MIGRATIONS: readonly Migration[] = [
 export const SCHEMA_VERSION = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);
 
 /**
- * The bookkeeping table, the same on both engines. `readable_from` (NULL in rows written before
- * it existed: the version itself) is the migration's `readableFrom`.
+ * The table of applied migrations, the same on both engines. `readable_from` is the migration's
+ * `readableFrom`; NULL in rows written before the column existed, meaning the version itself.
  */
 export const SCHEMA_MIGRATIONS_DDL = `
   CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -339,8 +339,8 @@ export const SCHEMA_MIGRATIONS_DDL = `
   )`;
 
 /**
- * The schema version of a database and the oldest build that serves it: the largest
- * `readable_from` (a row without one: its version) of the migrations this build does not know.
+ * A database's schema version and the oldest build that can serve it: the largest
+ * `readable_from` (or version, when NULL) among the migrations this build does not know.
  */
 export const SCHEMA_STATE_SQL = `
   SELECT coalesce(max(version), 0) AS version,
@@ -351,17 +351,16 @@ export interface SchemaState {
   /** The database's schema version (0: empty). */
   readonly version: number;
   /**
-   * The oldest build (by SCHEMA_VERSION) that serves it; 0 when this build knows every migration
-   * applied.
+   * The oldest build (by SCHEMA_VERSION) that can serve it; 0 when this build knows every applied
+   * migration.
    */
   readonly readableFrom: number;
 }
 
 /**
- * What this build does with a database in `state`: migrate it (the pending migrations, maybe
- * none), or serve a newer schema that a migration of a later release left readable from this
- * one on (`newer`); refuses (StoreOpenError, exit 2) one that this build cannot serve, naming
- * the release it needs.
+ * Decides what this build does with a database in `state`: apply `pending` (maybe none), or
+ * serve a newer schema that a later release marked readable by this one (`newer`). Throws
+ * `StoreOpenError` (exit 2), naming the version needed, when this build cannot serve it.
  *
  * @example
  * schemaVerdict({ version: 0, readableFrom: 0 }, 'data/petstore.db') // { pending: MIGRATIONS, newer: false }

@@ -1,7 +1,7 @@
-// The outbox's statements, written once for both engines with `?` parameters (`numbered` makes
-// PostgreSQL's `$1`…). Times are epoch ms. A claim is one conditional UPDATE: only rows still
-// pending and not claimed are taken, so two delivery loops racing for a row never both get it; on
-// PostgreSQL `FOR UPDATE SKIP LOCKED` also lets them take different rows at once.
+// The outbox's statements, written once for both engines with `?` parameters (`numbered` turns
+// them into PostgreSQL's `$1`…). Times are epoch ms. A claim is one conditional UPDATE that takes
+// only rows still pending and unclaimed, so two delivery loops racing for a row never both get
+// it; on PostgreSQL `FOR UPDATE SKIP LOCKED` also lets them take different rows at once.
 import type { Dropped, Settlement } from '../outbox.ts';
 import { column } from './pet-rows.ts';
 
@@ -11,7 +11,7 @@ export const RECORD = `INSERT INTO webhook_outbox (id, consumer, type, payload, 
 
 const DUE_ROW = "status = 'pending' AND next_at <= ? AND coalesce(claimed_until, 0) <= ?";
 
-/** Whether anything is due: a read, so an idle delivery loop's poll writes nothing. */
+/** Whether any event is due; a read, so an idle delivery loop's poll writes nothing. */
 export const ANY_DUE = `SELECT 1 AS due FROM webhook_outbox WHERE ${DUE_ROW} LIMIT 1`;
 
 /** Parameters: claimant, claim end, now, now, limit, now. */
@@ -42,13 +42,13 @@ export function settleParams(settlement: Settlement, now: number): [string, numb
   return [settlement.outcome, now, settlement.outcome === 'failed' ? settlement.error : null];
 }
 
-/** A row DROP_OLDEST returned. */
+/** Turns a row that DROP_OLDEST returned into a `Dropped`. */
 export function droppedFromRow(row: unknown): Dropped {
   return { consumer: String(column(row, 'consumer')), type: String(column(row, 'type')) };
 }
 
 /**
- * PostgreSQL's numbered parameters for `?` ones.
+ * Replaces `?` parameters with PostgreSQL's numbered ones.
  *
  * @example
  * numbered('SELECT ? + ?') // 'SELECT $1 + $2'

@@ -1,6 +1,5 @@
-// The pet columns SQLite and PostgreSQL select, and their rows turned into records: PET_COLUMNS,
-// petFromRow(), storedPetFromRow(), REPLAYED_PET, inventoryFromRows(); column() reads a row's
-// column.
+// The pet columns that both SQLite and PostgreSQL select, and the functions that turn their rows
+// into records.
 import { type Inventory, type Pet, PetStatus, type StoredPet } from '../../core/pet-records.ts';
 import { StoreError } from '../store-error.ts';
 
@@ -11,18 +10,19 @@ export const STORED_PET_COLUMNS = `${PET_COLUMNS}, version`;
 
 const STATUSES: ReadonlySet<unknown> = new Set(PetStatus.options);
 
-/** A row as the drivers hand it over: its columns, each not yet known to be what it should. */
+/** A row as the drivers return it, its column values not yet checked. */
 type Row = Partial<Record<'id' | 'name' | 'category_id' | 'status' | 'version', unknown>>;
 
 /**
- * A row of `pets` as a Pet; a row the schema cannot produce means a damaged or foreign database.
+ * Turns a row of `pets` into a Pet. Throws `StoreError` on a row the schema cannot produce (a
+ * damaged or foreign database).
  *
  * @example
  * petFromRow({ id: 1, name: 'Rex', category_id: 2, status: 'sold' }) // { id: 1, name: 'Rex', categoryId: 2, status: 'sold' }
  */
 export function petFromRow(row: unknown): Pet {
-  // Checked by hand, not by a valibot schema: a page maps 21 rows, and valibot's parse of each
-  // costs a random page noticeably, for data this service wrote itself
+  // Checked by hand, not with a valibot schema: a page maps many rows, and parsing each with
+  // valibot slows a page noticeably, for data this service wrote itself
   // (bench/README.md#measured-costs-behind-the-codes-choices).
   const { id, name, category_id, status } = (typeof row === 'object' && row !== null ? row : {}) as Row;
   if (typeof id !== 'number') throw unexpected('id', id);
@@ -33,7 +33,7 @@ export function petFromRow(row: unknown): Pet {
 }
 
 /**
- * A row of `STORED_PET_COLUMNS` as a StoredPet.
+ * Turns a row of `STORED_PET_COLUMNS` into a StoredPet; throws as `petFromRow` does.
  *
  * @example
  * storedPetFromRow({ id: 1, name: 'Rex', category_id: 2, status: 'sold', version: 4 }) // { id: 1, ..., version: 4 }
@@ -46,9 +46,10 @@ export function storedPetFromRow(row: unknown): StoredPet {
 }
 
 /**
- * The pet an idempotency key's create answered, as `SELECT_KEY`s read it from the key's row
- * joined to `pets` (`p`): the row's own copy (migration 8 gave one to the keys stored before),
- * else the pet as it is now; none when neither is there (such a key counts as unused).
+ * The columns of the pet that an idempotency key's create answered, read from the key's row (`k`)
+ * joined to `pets` (`p`): the key's own copy of the pet, else the pet as it is now (for keys
+ * stored before migration 8 gave each key a copy). All NULL when neither exists; such a key
+ * counts as unused.
  */
 export const REPLAYED_PET = `
   k.pet_id AS id,
@@ -58,7 +59,7 @@ export const REPLAYED_PET = `
   coalesce(k.pet_version, p.version) AS version`;
 
 /**
- * A row of `REPLAYED_PET` as the StoredPet a create answered, or undefined when it is unknown.
+ * Turns a row of `REPLAYED_PET` into the StoredPet the create answered; undefined when unknown.
  *
  * @example
  * replayedPetFromRow({ id: 3, name: null, category_id: null, status: null, version: null }) // undefined
@@ -72,7 +73,7 @@ function unexpected(column: string, value: unknown): StoreError {
 }
 
 /**
- * One column of a row the driver returned as `unknown`.
+ * Reads one column of a row that the driver returned as `unknown`; undefined when it is absent.
  *
  * @example
  * column(db.prepare('PRAGMA journal_mode').get(), 'journal_mode') // 'wal'
@@ -85,7 +86,7 @@ export function column(row: unknown, name: string): unknown {
 export const COUNT_BY_STATUS = 'SELECT status, count(*) AS n FROM pets GROUP BY status';
 
 /**
- * The rows of `COUNT_BY_STATUS` as an inventory; a status no pet has counts 0.
+ * Turns the rows of `COUNT_BY_STATUS` into an inventory; a status no pet has counts 0.
  *
  * @example
  * inventoryFromRows([{ status: 'sold', n: 2 }]) // { available: 0, pending: 0, sold: 2 }
@@ -94,7 +95,7 @@ export function inventoryFromRows(rows: readonly unknown[]): Inventory {
   const inventory: Inventory = { available: 0, pending: 0, sold: 0 };
   for (const row of rows) {
     const status = column(row, 'status');
-    // PostgreSQL's count is a bigint, which its driver hands over as a string.
+    // PostgreSQL's count is a bigint, which its driver returns as a string.
     const n = Number(column(row, 'n'));
     if (!STATUSES.has(status) || !Number.isSafeInteger(n)) throw unexpected('status', status);
     inventory[status as PetStatus] = n;

@@ -1,23 +1,22 @@
-// The SQLite store's folder and files kept to their user, whatever the umask: prepareDataFile()
-// before SQLite opens the database, restrictCreated() after; a file others may read is warned of.
+// Keeps the SQLite store's folder and files private to their user, whatever the umask:
+// prepareDataFile() runs before SQLite opens the database, restrictCreated() after. A file that
+// others may read gets a warning.
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import process from 'node:process';
 import type { Logger } from '../../log.ts';
 
-/** The folder the server makes for its database: its user only. */
+/** The mode of the folder the server creates for its database: its user only. */
 const DATA_DIR_MODE = 0o700;
-/**
- * The database file and SQLite's `-wal` and `-shm` beside it: read and written by its user only.
- */
+/** The mode of the database file and SQLite's `-wal` and `-shm` files: its user only. */
 const DATA_FILE_MODE = 0o600;
 
 /** The files SQLite keeps for a database in WAL mode. */
 const sqliteFiles = (file: string): string[] => [file, `${file}-wal`, `${file}-shm`];
 
 /**
- * Before SQLite opens `file`: makes its missing folders 0700 and a new file 0600, chmod-ed after
- * creation so the umask cannot change them; SQLite gives its `-wal` and `-shm` files the same
+ * Call before SQLite opens `file`: creates missing folders 0700 and a new file 0600 (chmod after
+ * creation, so the umask cannot change them); SQLite gives its `-wal` and `-shm` files the same
  * mode. An existing file keeps its mode; if others may read or write it, `log` warns with the
  * fix (`chmod 600 <file>`). Returns the files it created, for `restrictCreated`.
  *
@@ -40,8 +39,8 @@ export function prepareDataFile(file: string, log: Logger): string[] {
 }
 
 /**
- * After SQLite opened the database: the files of `created` that now exist get 0600 (SQLite
- * copies the database's mode, this makes sure of it whatever the runtime's SQLite does).
+ * Call after SQLite opens the database: sets 0600 on the files of `created` that now exist.
+ * SQLite should copy the database's mode already; this makes sure whatever the runtime's SQLite.
  *
  * @example
  * restrictCreated(prepareDataFile(file, log))

@@ -1,5 +1,6 @@
-// With --keys store on SQLite, the consumers and keys in the database file: SqliteKeyStore, each
-// change one write transaction; KeysStoreWatcher polls its version, as SQLite notifies no one.
+// SqliteKeyStore: with --keys store on SQLite, the consumers and keys live in the database file,
+// each change one write transaction. SQLite has no notifications, so KeysStoreWatcher polls the
+// version.
 import { consumersOf, type KeyStore, type KeysEdit, rowChanges, type StoredConsumer } from '../key-store.ts';
 import { column } from '../sql/pet-rows.ts';
 import { StoreUnavailableError, sqliteError } from '../store-error.ts';
@@ -11,9 +12,9 @@ const CONSUMERS =
 const KEYS = 'SELECT consumer, id, sha256, scopes, expires_at, not_before FROM api_keys ORDER BY consumer, position';
 
 /**
- * The keys in the SQLite file: each change one `BEGIN IMMEDIATE` transaction (SQLite's write
- * lock, also against a `petstore keys` run in another process), run synchronously so nothing of
- * this process interleaves; `synchronous=FULL` makes its COMMIT durable.
+ * The keys in the SQLite file. Each change is one `BEGIN IMMEDIATE` transaction, which takes the
+ * write lock (also against a `petstore keys` run in another process) and runs synchronously, so
+ * nothing else in this process interleaves; `synchronous=FULL` makes its COMMIT durable.
  */
 export class SqliteKeyStore implements KeyStore {
   readonly #db: SqliteConnection;
@@ -38,7 +39,7 @@ export class SqliteKeyStore implements KeyStore {
   }
 
   async change(edit: (consumers: StoredConsumer[]) => KeysEdit): Promise<void> {
-    // What `edit` throws (a 404, a 409, a bad change) is the caller's, passed on as it is.
+    // What `edit` throws (a 404, a 409, a bad change) is the caller's: rethrow it unchanged.
     let refused: { err: unknown } | undefined;
     this.#run('change keys', () => {
       this.#db.exec('BEGIN IMMEDIATE');
@@ -104,7 +105,7 @@ export class SqliteKeyStore implements KeyStore {
     }));
   }
 
-  /** SQLite tells no one: the version is polled. */
+  /** A no-op: SQLite has no notifications, so the caller polls the version. */
   async listen(): Promise<() => Promise<void>> {
     return async () => {};
   }

@@ -7,7 +7,7 @@ export type SqlValue = string | number | null;
 
 /** A prepared statement: positional `?` parameters, rows as plain objects. */
 export interface SqliteStatement {
-  /** The first row, or `undefined` when there is none, whatever the driver answers then. */
+  /** The first row, or `undefined` when there is none (whatever the driver returns then). */
   get(...params: SqlValue[]): unknown;
   all(...params: SqlValue[]): unknown[];
 }

@@ -13,8 +13,8 @@ import { StoreOpenError } from '../store-error.ts';
 import { rollback, type SqliteConnection } from './sqlite-driver.ts';
 
 /**
- * The schema version of the SQLite file and the oldest build that serves it, with
- * `schema_migrations` given its `readable_from` column when it lacks it; 0 for a new file.
+ * The SQLite file's schema version and the oldest build that can serve it; 0 for a new file.
+ * Adds the `readable_from` column to `schema_migrations` when it is missing.
  */
 export function sqliteSchemaState(db: SqliteConnection, alter = true): SchemaState {
   const known = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'").get();

@@ -1,4 +1,4 @@
-// The webhook outbox in the SQLite file: its writes ride the store's group-committed batches.
+// The webhook outbox in the SQLite file; its writes join the store's group-committed batches.
 import {
   DELIVERED_KEEP_MS,
   type Dropped,
@@ -25,14 +25,14 @@ import type { SqliteConnection } from './sqlite-driver.ts';
 
 const CLAIM = claim('');
 
-/** How the store runs a statement: `enqueue` in its next batch (a write), `read` at once. */
+/** How the store runs a statement: `enqueue` a write in its next batch, or `read` at once. */
 interface Runner {
   db(): SqliteConnection;
   enqueue(doing: string, run: () => unknown): Promise<unknown>;
   read<T>(doing: string, query: () => T): T;
 }
 
-/** The outbox over the store's connection and batches. */
+/** The outbox on the store's connection and batches. */
 export function sqliteOutbox({ db, enqueue, read }: Runner): Outbox {
   return {
     record: async (events) => {
@@ -44,7 +44,7 @@ export function sqliteOutbox({ db, enqueue, read }: Runner): Outbox {
       });
     },
     claim: async (claimant, now, claimMs, limit) => {
-      // A read first: an idle delivery loop's poll makes no write transaction.
+      // Read first, so an idle delivery loop's poll opens no write transaction.
       if (read(OUTBOX_CALLS.claim.doing, () => db().prepare(ANY_DUE).get(now, now)) === undefined) return [];
       const rows = (await enqueue(OUTBOX_CALLS.claim.doing, () =>
         db()

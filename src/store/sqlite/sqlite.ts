@@ -55,12 +55,12 @@ import { rollback, type SqliteConnection, type SqliteOpener } from './sqlite-dri
 import { migrate } from './sqlite-migrate.ts';
 import { sqliteOutbox } from './sqlite-outbox.ts';
 
-/** How long opening the file (its migrations) waits for another process holding the lock. */
+/** How long opening the file and migrating it wait for another process that holds the lock. */
 const OPEN_BUSY_TIMEOUT_MS = 5_000;
 /**
- * After opening, SQLite's own busy wait is off: it sleeps inside the call, which would stop the
- * whole event loop (every other request with it). A statement that finds the file locked by
- * another process is tried again every `BUSY_POLL_MS` instead, up to `lockWaitMs`.
+ * After opening, SQLite's own busy wait is off, because it sleeps inside the call and would block
+ * the event loop and every other request. A statement that finds the file locked by another
+ * process is retried every `BUSY_POLL_MS` instead, up to `lockWaitMs`.
  */
 const BUSY_POLL_MS = 10;
 /** The default of `lockWaitMs`. */
@@ -70,23 +70,23 @@ const INSERT = `INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?) RE
 const SELECT_ONE = `SELECT ${STORED_PET_COLUMNS} FROM pets WHERE id = ?`;
 const UPDATE = `UPDATE pets SET name = ?, category_id = ?, status = ?, version = version + 1 WHERE id = ?
   RETURNING ${STORED_PET_COLUMNS}`;
-/** AUTOINCREMENT (migration `pets`) never gives a removed pet's id again. */
+/** AUTOINCREMENT (migration `pets`) never reuses a removed pet's id. */
 const DELETE = 'DELETE FROM pets WHERE id = ?';
 const SELECT_PAGE = `SELECT ${PET_COLUMNS} FROM pets WHERE id > ? ORDER BY id LIMIT ?`;
 const SELECT_PAGE_BY_STATUS = `SELECT ${PET_COLUMNS} FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?`;
-/** Changes when another connection commits: what keeps `changeCount()` honest across processes. */
+/** Changes when another connection commits, so `changeCount()` sees other processes' writes. */
 const DATA_VERSION = 'PRAGMA data_version';
 /**
  * How long a `data_version` read is trusted. The statement costs more than a read by id
- * (bench/README.md#measured-costs-behind-the-codes-choices), so it is read at most this often.
- * This process's own commits move `changeCount()` at once, so only another process's commit (a
- * hand edit with `sqlite3`, a second instance, which docs/operations.md advises against) can go
- * unseen, for at most this long.
+ * (bench/README.md#measured-costs-behind-the-codes-choices), so it runs at most this often. This
+ * process's own commits move `changeCount()` at once; only another process's commit (a hand edit
+ * with `sqlite3`, or a second instance, which docs/operations.md advises against) can go unseen,
+ * for at most this long.
  */
 export const DATA_VERSION_TTL_MS = 100;
 /**
- * The live key and the pet its create answered (`REPLAYED_PET`); none when that is unknown. The
- * `scope` column holds the key space (`idempotencyKeySpace` of the owner and createPet).
+ * The unexpired key and the pet its create answered (`REPLAYED_PET`). The `scope` column holds
+ * the key space (`idempotencyKeySpace` of the owner and createPet).
  */
 const SELECT_KEY = `
   SELECT k.fingerprint, ${REPLAYED_PET}
@@ -103,16 +103,16 @@ const UPSERT_KEY = `
 const DROP_EXPIRED_KEYS = 'DELETE FROM idempotency_keys WHERE expires_at <= ?';
 const ORDER_BY_KEY = `SELECT ${ORDER_COLUMNS} FROM orders WHERE owner = ? AND idempotency_key = ?`;
 const ORDER_OF = `SELECT ${ORDER_COLUMNS} FROM orders WHERE id = ? AND owner = ?`;
-/** Pending only from available: the conditional write that holds a pet for one order only. */
+/** Conditional write: only an available pet becomes pending, so one order holds it. */
 const HOLD_PET =
   "UPDATE pets SET status = 'pending', version = version + 1 WHERE id = ? AND status = 'available' RETURNING id";
 const PET_STATUS = 'SELECT status FROM pets WHERE id = ?';
 const INSERT_ORDER = `INSERT INTO orders (id, owner, pet_id, status, placed_at, hold_until, idempotency_key)
   VALUES (?, ?, ?, 'placed', ?, ?, ?)`;
-/** The owner's order closes only if it is placed: otherwise no row, and `ORDER_OF` tells why. */
+/** Closes the owner's order only if it is placed; no row back means `ORDER_OF` must tell why. */
 const CLOSE_ORDER = `UPDATE orders SET status = ? WHERE id = ? AND owner = ? AND status = 'placed'
   RETURNING ${ORDER_COLUMNS}`;
-/** A pet an order held leaves pending for `status` (sold, or available again). */
+/** Moves a pet an order held from pending to `status` (sold, or available again). */
 const RELEASE_PET =
   "UPDATE pets SET status = ?, version = version + 1 WHERE id = ? AND status = 'pending' RETURNING id";
 const EXPIRE_DUE = `UPDATE orders SET status = 'expired' WHERE status = 'placed' AND hold_until <= ?
@@ -140,25 +140,25 @@ export interface SqliteStoreOptions {
   readonly open: SqliteOpener;
   readonly log: Logger;
   /**
-   * The store's own time: `DATA_VERSION_TTL_MS`, the lock wait, and whether a hold has run out.
-   * Order calls and keyed creates are given their `now` by the app instead. A server uses the
-   * system clock everywhere, so they agree; tests pass one fake clock to the app and the store.
+   * The store's clock, for `DATA_VERSION_TTL_MS`, the lock wait and whether a hold has ended.
+   * Order calls and keyed creates get their `now` from the app instead. A server uses the system
+   * clock for both, so they agree; tests pass the same fake clock to the app and the store.
    */
   readonly clock?: Clock;
   /**
-   * How long a call waits for another process that holds the database's lock; then it fails
-   * with `StoreTimeoutError`, and a create that waited is dropped unstored.
+   * How long a call waits for another process that holds the database's lock before it fails
+   * with `StoreTimeoutError`; a write that times out this way is not stored.
    */
   readonly lockWaitMs?: number;
   /**
-   * A counter in memory shared with the other connections of this process (the workers'): each
-   * adds one when its write transaction ends. A write that finds the file locked tries again as
-   * soon as it moves, rather than after `BUSY_POLL_MS`.
+   * A shared-memory counter that every worker's connection increments when its write transaction
+   * ends. A write that finds the file locked retries as soon as it moves, rather than after
+   * `BUSY_POLL_MS`.
    */
   readonly lockReleases?: LockReleases;
 }
 
-/** `Atomics.waitAsync` (ES2024): used with `lockReleases` only, which the workers (Bun) pass. */
+/** `Atomics.waitAsync` (ES2024), used only with `lockReleases`, which the workers (Bun) pass. */
 const { waitAsync } = Atomics as unknown as {
   waitAsync(
     array: Int32Array,
@@ -168,63 +168,61 @@ const { waitAsync } = Atomics as unknown as {
   ): { async: false; value: 'not-equal' | 'timed-out' } | { async: true; value: Promise<'ok' | 'timed-out'> };
 };
 
-/** A place in shared memory (`Int32Array`, index) moved at the end of every write transaction. */
+/** A counter in shared memory (`Int32Array`, index), incremented when a write transaction ends. */
 export interface LockReleases {
   readonly counter: Int32Array;
   readonly index: number;
 }
 
-/** A write waiting for the next batch: `run` inside its transaction, settled after its COMMIT. */
+/** A write queued for the next batch: `run` runs inside its transaction; settled after COMMIT. */
 interface PendingWrite {
   /** What the write does, for its error's message: `change pet`, `place order`. */
   readonly doing: string;
   readonly run: () => unknown;
-  /** When the write is a create with a key: the batch deletes the keys expired by this time. */
+  /** For a keyed create: the batch first deletes the keys expired by this time. */
   readonly keyExpiryAt?: number;
-  /** Epoch ms it was queued, from the store's clock: it is dropped once it waited `lockWaitMs`. */
+  /** When it was queued (epoch ms, the store's clock); dropped after waiting `lockWaitMs`. */
   readonly at: number;
   resolve(result: unknown): void;
   reject(err: StoreError): void;
 }
 
 /**
- * The store in a SQLite file (pets, orders, idempotency keys, API keys, the webhook outbox): WAL
- * journal, `synchronous=FULL`, so a committed write survives a crash of the process or of the
- * machine.
+ * The store in a SQLite file (pets, orders, idempotency keys, API keys, the webhook outbox), with
+ * a WAL journal and `synchronous=FULL`, so a committed write survives a process or machine crash.
  *
- * Writes are group-committed. Every write that arrives while the event loop is busy is queued
- * into one transaction and resolved after its COMMIT, so durability costs one sync per batch,
- * not one per request. Keyed creates and outbox events ride the same batches. A key is looked up
- * and stored inside the batch's write transaction, so a second create with the same key finds
- * the first.
+ * Writes are group-committed: the writes that arrive while the event loop is busy share one
+ * transaction and resolve after its COMMIT, so durability costs one sync per batch, not per
+ * request. Keyed creates and outbox events join the same batches. A key is looked up and stored
+ * inside the batch's write transaction, so a second create with the same key finds the first.
  */
 export class SqliteStore implements DataStore, WithKeyStore {
   readonly #db: SqliteConnection;
   readonly #keyExpiry = new KeyExpirySchedule();
   /**
-   * Counts this process's changes of pets once committed, and every change of `data_version`
-   * (another's) as a change of every pet.
+   * Counts this process's pet changes once committed, and counts a move of `data_version`
+   * (another process's commit) as a change of every pet.
    */
   readonly #changes = new ChangeCounter();
-  /** What the batch being run changes, counted once it commits. */
+  /** What the running batch changes; counted once it commits. */
   #touched: PetSet[] = [];
   readonly #clock: Clock;
   readonly #lockWaitMs: number;
-  /** `PRAGMA data_version` as last read: another connection's commit moves it. */
+  /** `PRAGMA data_version` as last read; another connection's commit moves it. */
   #dataVersionSeen: unknown;
   #dataVersionReadAt = Number.NEGATIVE_INFINITY;
   #pending: PendingWrite[] = [];
-  /** Set while the pending writes wait for another process's lock. */
+  /** Set while the pending writes wait for another process to release the lock. */
   #retry: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
   /**
-   * The earliest hold end (of a placed order's hold): from then on an order may be due, and no
-   * answer is memoised until the orders are expired.
+   * When the earliest hold of a placed order ends. From then on an order may be due, and nothing
+   * is memoised until the due orders are expired.
    */
   #earliestHoldEnd: number;
-  /** The expiry `startDueOrderExpiry()` started, while it runs. */
+  /** The expiry run `startDueOrderExpiry()` started, while it runs. */
   #expiring: Promise<void> | undefined;
-  /** The webhook outbox in this file: its writes are batched with the pets'. */
+  /** The webhook outbox in this file; its writes share the pets' batches. */
   readonly outbox: Outbox = sqliteOutbox({
     db: () => this.#db,
     enqueue: (doing, run) => this.#enqueue(doing, run),
@@ -242,7 +240,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
   }
 
   /**
-   * Opens (creating when needed) the file, sets the pragmas and applies the migrations;
+   * Opens the file (creating it when missing), sets the pragmas and applies the migrations;
    * throws `StoreOpenError` when any of that fails.
    *
    * @example
@@ -378,13 +376,13 @@ export class SqliteStore implements DataStore, WithKeyStore {
     });
   }
 
-  /** Expires the orders whose hold is over, in a write batch, when a read shows there are some. */
+  /** Expires the orders whose hold is over, in a write batch, if a read first finds any. */
   async expireDueOrders(now: number): Promise<number> {
     const due = this.#retryWhileBusy(STORE_CALLS.expireDueOrders.doing, () =>
       this.#query(STORE_CALLS.expireDueOrders.doing, () => this.#db.prepare(ANY_ORDER_DUE).get(now)),
     );
     if (due === undefined) {
-      // Another process may have expired them: the earliest hold end is what the file says.
+      // Another process may have expired them: re-read the earliest hold end from the file.
       this.#earliestHoldEnd = this.#readEarliestHoldEnd();
       return 0;
     }
@@ -413,16 +411,16 @@ export class SqliteStore implements DataStore, WithKeyStore {
   }
 
   /**
-   * Past the earliest hold end, starts expiring the orders due, one run at a time, and returns
-   * that run. The earliest hold end counts the orders another process of the file placed (another
-   * worker): its commits are seen through `data_version`, within `DATA_VERSION_TTL_MS`.
+   * Once the earliest hold has ended, starts expiring the due orders, one run at a time, and
+   * returns that run. The earliest hold end includes orders placed by another process on the file
+   * (another worker), seen through `data_version` within `DATA_VERSION_TTL_MS`.
    */
   startDueOrderExpiry(): Promise<void> | undefined {
     try {
       this.#noticeOtherWriters('read data_version');
     } catch {
-      // The file cannot be read. Nothing more is done about it here: the expiry below writes to
-      // the same file, so it fails the same way.
+      // The file cannot be read. Ignore it here: the expiry below uses the same file and fails
+      // the same way.
     }
     if (this.#clock.now() < this.#earliestHoldEnd) return undefined;
     // The run never rejects: why a failed run does not fail the read is at `startDueOrderExpiry`
@@ -439,13 +437,13 @@ export class SqliteStore implements DataStore, WithKeyStore {
   }
 
   /**
-   * The count of changes of pets: this process's commits, and another's (`PRAGMA data_version`,
-   * read at most every `DATA_VERSION_TTL_MS`). Undefined when the file cannot be read, or a hold
-   * ran out and its expiry is not yet done: nothing is then memoised by it.
+   * The change count: this process's commits, and other processes' (`PRAGMA data_version`, read
+   * at most every `DATA_VERSION_TTL_MS`). Undefined, so nothing is memoised, when the file cannot
+   * be read or a hold has ended and its expiry is not yet done.
    */
   changeCount(): number | undefined {
     try {
-      // A hold that ran out changes pets: nothing is memoised or served till its expiry is counted.
+      // An ended hold is about to change pets: memoise nothing until its expiry is counted.
       if (this.#clock.now() >= this.#earliestHoldEnd) return undefined;
       this.#noticeOtherWriters('read data_version');
       return this.#changes.count();
@@ -480,7 +478,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
   #enqueue<T>(doing: string, run: () => T, keyExpiryAt?: number): Promise<T> {
     if (this.#closed) return Promise.reject(new StoreUnavailableError(`${doing}: the store is closed`));
     return new Promise<T>((settle, reject) => {
-      // The batch hands each write the result its own `run` returned.
+      // The batch resolves each write with what its own `run` returned.
       const resolve = settle as (result: unknown) => void;
       const at = this.#clock.now();
       const write: PendingWrite =
@@ -493,9 +491,9 @@ export class SqliteStore implements DataStore, WithKeyStore {
 
   /**
    * Runs every pending write in one transaction; each promise settles after the COMMIT. While
-   * another process holds the write lock, the writes wait and the lock is tried every
-   * `BUSY_POLL_MS`, up to `lockWaitMs`. A write that fails by itself fails alone: the others run
-   * again in the next batch. A database that cannot serve fails them all.
+   * another process holds the write lock, the writes wait and retry every `BUSY_POLL_MS`, up to
+   * `lockWaitMs`. A write that fails on its own is rejected alone and the others run again in the
+   * next batch; a database that cannot serve rejects them all.
    */
   #commit(): void {
     this.#retry = undefined;
@@ -503,7 +501,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
     const batch = this.#pending;
     if (batch.length === 0) return;
     const releases = this.#releases;
-    // Read before trying the lock, so that a release in between is not missed.
+    // Read before trying the lock, so a release in between is not missed.
     const released = releases ? Atomics.load(releases.counter, releases.index) : 0;
     try {
       this.#db.exec('BEGIN IMMEDIATE');
@@ -534,8 +532,8 @@ export class SqliteStore implements DataStore, WithKeyStore {
     } catch (err) {
       rollback(this.#db);
       this.#lockReleased();
-      // An expiry in the batch may have moved the earliest hold end on, and the rollback undid it:
-      // until the next expiry reads the file again, every read checks for due orders.
+      // An expiry in the batch may have moved the earliest hold end later, and the rollback undid
+      // that expiry: until the next expiry re-reads the file, every read checks for due orders.
       this.#earliestHoldEnd = Number.NEGATIVE_INFINITY;
       const failed: PendingWrite | undefined = running;
       const error = failed && sqliteError(err, failed.doing);
@@ -549,14 +547,14 @@ export class SqliteStore implements DataStore, WithKeyStore {
       return;
     }
     this.#lockReleased();
-    // Counted before any caller hears of its write (src/store/change-counter.ts).
+    // Count the changes before any caller sees its result (src/store/change-counter.ts).
     for (const change of this.#touched) this.#changes.changed(change);
     for (const [i, p] of batch.entries()) p.resolve(results[i]);
   }
 
   /**
-   * The pending writes try the lock again after `BUSY_POLL_MS`, or as soon as another connection
-   * of this process ends its write transaction (`lockReleases`), whichever comes first.
+   * Retries the pending writes after `BUSY_POLL_MS`, or as soon as another worker's connection
+   * ends its write transaction (`lockReleases`), whichever comes first.
    */
   #retryWhenReleased(released: number): void {
     const retry = setTimeout(() => this.#commit(), BUSY_POLL_MS);
@@ -573,10 +571,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
     else void wait.value.then((result) => result === 'ok' && again());
   }
 
-  /**
-   * This connection's write transaction ended: another connection of this process waiting for the
-   * lock may try it.
-   */
+  /** Call when this connection's write transaction ends, to wake other workers' waiting writes. */
   #lockReleased(): void {
     const releases = this.#releases;
     if (!releases) return;
@@ -596,8 +591,8 @@ export class SqliteStore implements DataStore, WithKeyStore {
   }
 
   /**
-   * Runs a read now; if another process holds a lock it needs (SQLite in WAL mode rarely makes
-   * a reader wait: recovery, a restarting checkpoint), tries again every `BUSY_POLL_MS`.
+   * Runs a read now; if another process holds a lock it needs (rare in WAL mode: recovery, a
+   * restarting checkpoint), retries every `BUSY_POLL_MS`, up to `lockWaitMs`.
    */
   #retryWhileBusy<T>(doing: string, read: () => T): T | Promise<T> {
     try {
@@ -633,19 +628,16 @@ export class SqliteStore implements DataStore, WithKeyStore {
     return stored;
   }
 
-  /**
-   * Inside the batch's transaction: pet `id` leaves `pending` for `status`, if it is pending;
-   * counted only then.
-   */
+  /** Inside the batch's transaction: moves pet `id` from pending to `status`, counted if it did. */
   #releasePet(id: number, status: 'available' | 'sold'): void {
     const released = this.#db.prepare(RELEASE_PET).get(status, id);
     if (released !== undefined) this.#touched.push({ ids: [id], statuses: true });
   }
 
   /**
-   * Inside the batch's transaction, which holds the file's write lock: first expires the orders
-   * whose hold ran out, so `If-Match` is checked against the version that expiry gave the pet;
-   * then reads the pet, checks the patch, and writes it.
+   * Inside the batch's transaction (which holds the write lock): expires the ended holds first,
+   * so `If-Match` is checked against the version the expiry gave the pet; then reads the pet,
+   * checks the patch and writes it.
    */
   #updateInTransaction(id: number, patch: PetPatch, ifMatch: IfMatch | undefined): UpdateResult {
     this.#expireDueOrdersIn(this.#clock.now());
@@ -660,7 +652,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
     return { outcome: 'updated', pet: storedPetFromRow(this.#db.prepare(UPDATE).get(name, categoryId, status, id)) };
   }
 
-  /** Pet `id` and its version as the file holds it, or undefined when there is none. */
+  /** Pet `id` with its version, or undefined when there is none. */
   #petRow(id: number): StoredPet | undefined {
     const row = this.#db.prepare(SELECT_ONE).get(id);
     return row === undefined ? undefined : storedPetFromRow(row);
@@ -679,16 +671,15 @@ export class SqliteStore implements DataStore, WithKeyStore {
   }
 
   /**
-   * Whether an open order holds pet `id` (read in the write transaction): then its status
-   * cannot change and it cannot be removed. The orders kept in this file answer it: a pet with
-   * no placed order is not held. The caller has expired the holds that ran out.
+   * Whether a placed order holds pet `id`; if so, its status cannot change and it cannot be
+   * removed. Call it in the write transaction, after expiring the ended holds.
    */
   #heldByOrder(id: number): boolean {
     const held = this.#db.prepare(PLACED_FOR_PET).get(id);
     return held !== undefined;
   }
 
-  /** In the batch's transaction: the key's order, a conflict, or the pet held and a new order. */
+  /** In the batch's transaction: the key's earlier order, a conflict, or a new order. */
   #placeInTransaction({ owner, petId, holdMs, now, idempotencyKey }: PlaceOrder): PlaceOrderResult {
     this.#expireDueOrdersIn(now);
     if (idempotencyKey !== undefined) {
@@ -711,8 +702,8 @@ export class SqliteStore implements DataStore, WithKeyStore {
   }
 
   /**
-   * Inside the batch's transaction: every placed order whose hold is over `expired`, its pet
-   * `available`, `order.expired` recorded; then the earliest hold end is read again.
+   * Inside the batch's transaction: expires every placed order whose hold is over, makes its pet
+   * available and records `order.expired`; then re-reads the earliest hold end.
    */
   #expireDueOrdersIn(now: number): number {
     if (now < this.#earliestHoldEnd) return 0;
@@ -727,13 +718,13 @@ export class SqliteStore implements DataStore, WithKeyStore {
     return rows.length;
   }
 
-  /** The earliest hold end of a placed order, or +Infinity when none is placed. */
+  /** When the earliest hold of a placed order ends, or +Infinity when none is placed. */
   #readEarliestHoldEnd(): number {
     const at = column(this.#db.prepare(EARLIEST_HOLD_END).get(), 'at');
     return at === null || at === undefined ? Number.POSITIVE_INFINITY : Number(at);
   }
 
-  /** Inside the batch's transaction: the key's first pet, a conflict, or a new pet and its key. */
+  /** Inside the batch's transaction: the key's earlier pet, a conflict, or a new pet and key. */
   #insertOnce(pet: NewPet, once: IdempotentCreate): CreateOnceResult {
     const keySpace = idempotencyKeySpace(once.owner, 'createPet');
     const seen = this.#db.prepare(SELECT_KEY).get(keySpace, once.key, once.now);
@@ -760,9 +751,9 @@ export class SqliteStore implements DataStore, WithKeyStore {
   }
 
   /**
-   * Notices another connection's commits: reads `PRAGMA data_version` again once the last read is
-   * `DATA_VERSION_TTL_MS` old, and when it moved counts a change of every pet and reads the
-   * earliest hold end again.
+   * Picks up other connections' commits: once the last read is `DATA_VERSION_TTL_MS` old, re-reads
+   * `PRAGMA data_version`; if it moved, counts a change of every pet and re-reads the earliest hold
+   * end. Throws when the store is closed or the file cannot be read.
    */
   #noticeOtherWriters(doing: string): void {
     if (this.#closed) throw new StoreUnavailableError('the store is closed');
@@ -774,7 +765,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
       );
       if (version !== this.#dataVersionSeen) {
         this.#changes.changed(EVERY_PET);
-        // Another process committed: it may have placed or expired orders.
+        // Another process committed; it may have placed or expired orders.
         this.#earliestHoldEnd = this.#readEarliestHoldEnd();
       }
       this.#dataVersionSeen = version;
@@ -782,7 +773,7 @@ export class SqliteStore implements DataStore, WithKeyStore {
     }
   }
 
-  /** Runs `query` on the open store, its SQLite error made the store's (`sqliteError`). */
+  /** Runs `query` on the open store, turning a SQLite error into a StoreError (`sqliteError`). */
   #query<T>(doing: string, query: () => T): T {
     if (this.#closed) throw new StoreUnavailableError('the store is closed');
     try {

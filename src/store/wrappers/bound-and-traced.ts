@@ -1,12 +1,12 @@
-// The store bounded and traced: every store call bounded in time, and answered at once while the
-// database is unreachable. Each call is also a child record of the request's trace
-// (`tracedCalls` of traced.ts, put around the bound here), so one wrapper does both.
+// The wrapper that bounds every store call in time, fails calls at once while the database is
+// unreachable, and traces each call as a child span of the request (`tracedCalls` of traced.ts,
+// placed around the bound).
 //
-// - A call unsettled after `timeoutMs` is rejected with `StoreTimeoutError` (503), whatever the
-//   backend waits for. A write's message says it may still have taken effect.
+// - A call still unsettled after `timeoutMs` is rejected with `StoreTimeoutError` (503), whatever
+//   the backend waits for. A write's message says it may still have taken effect.
 // - A call that fails with `StoreUnreachableError` marks the database unreachable. Every call is
-//   then rejected at once, and a probe pings the backend until one answers. Each change is logged
-//   once.
+//   then rejected at once, and a probe pings the backend until it answers. Both transitions are
+//   logged once.
 import { clearTimeout, setTimeout } from 'node:timers';
 import { type Clock, systemClock } from '../../core/clock.ts';
 import type { Logger } from '../../log.ts';
@@ -19,10 +19,10 @@ import { type DbSystem, tracedCalls } from './traced.ts';
 export const DEFAULT_STORE_TIMEOUT_MS = 2_000;
 /** While the database is unreachable, the pause between the end of one probe and the next. */
 export const PROBE_INTERVAL_MS = 250;
-/** Settled calls at the head of the queue are dropped in bulk once there are this many. */
+/** Once this many settled calls sit at the head of the queue, they are dropped in one go. */
 const COMPACT_AFTER = 1_024;
 
-/** The one-shot timers the store sets; tests pass fake ones and move time by hand. */
+/** The one-shot timers the wrapper sets; tests pass fake ones and move time by hand. */
 export interface Timers {
   set(run: () => void, ms: number): unknown;
   clear(handle: unknown): void;
@@ -42,13 +42,13 @@ export interface BoundAndTracedStoreOptions {
   readonly clock?: Clock;
   readonly timers?: Timers;
   /**
-   * The database, for the calls' spans (src/store/wrappers/traced.ts): `sqlite`, `postgresql`; none
-   * in memory.
+   * The database, for the calls' spans (src/store/wrappers/traced.ts): `sqlite` or `postgresql`;
+   * none in memory.
    */
   readonly system?: DbSystem;
 }
 
-/** A call in flight: rejected with `StoreTimeoutError` at `deadline` unless settled before. */
+/** A call in flight, rejected with `StoreTimeoutError` at `deadline` unless settled by then. */
 interface Call {
   readonly started: number;
   readonly deadline: number;
@@ -58,18 +58,15 @@ interface Call {
   readonly fail: (err: Error) => void;
 }
 
-/**
- * The store `boundAndTraced()` returns: every call bounded in time and traced. It also tells
- * whether its database is unreachable now.
- */
+/** The store `boundAndTraced()` returns, which also tells whether the database is unreachable. */
 export interface BoundAndTracedStore extends WrappedStore {
-  /** True while calls are answered at once because the database is unreachable. */
+  /** True while calls fail at once because the database is unreachable. */
   readonly unreachable: boolean;
 }
 
 /**
- * Returns `backend` with every call of `STORE_CALLS` and `OUTBOX_CALLS` bounded in time, each in a
- * child record of the request's trace when the request is recorded.
+ * Returns `backend` with every call of `STORE_CALLS` and `OUTBOX_CALLS` bounded in time, and
+ * traced as a child span when the request is recorded.
  *
  * @example
  * const store = boundAndTraced(await PostgresStore.open({ url, log }), { timeoutMs: 2_000, log });
@@ -77,12 +74,12 @@ export interface BoundAndTracedStore extends WrappedStore {
  */
 export function boundAndTraced(backend: DataStore, options: BoundAndTracedStoreOptions): BoundAndTracedStore {
   const bound = new TimeBound(backend, options);
-  // Each call in its span, around the bound, so a time-out ends the span as Error.
+  // The span goes around the bound, so a timeout ends the span with status Error.
   const call: CallWrap = tracedCalls((run, { doing, mayWrite }) => bound.call(doing, mayWrite, run), options.system);
   const store = wrapStore(backend, call, {
-    // A read waits for an expiry under way, bounded as any call, so a due hold during an outage
-    // answers a read 503 in time rather than holding it. The count is synchronous and never waits,
-    // so it needs no bound.
+    // A read waits for a running expiry, bounded like any call, so during an outage a read that
+    // meets a due hold gets its 503 in time instead of hanging. `changeCount()` is synchronous, so
+    // it needs no bound.
     startDueOrderExpiry: () => {
       const expiring = backend.startDueOrderExpiry();
       return expiring && call(() => expiring, STORE_CALLS.expireDueOrders);
@@ -97,9 +94,7 @@ export function boundAndTraced(backend: DataStore, options: BoundAndTracedStoreO
   };
 }
 
-/**
- * The bound's state: the calls in flight and their one deadline timer, the outage and its probe.
- */
+/** The bound's state: the calls in flight with their single deadline timer, and any outage. */
 class TimeBound {
   readonly #backend: DataStore;
   readonly #timeoutMs: number;
@@ -108,16 +103,16 @@ class TimeBound {
   readonly #clock: Clock;
   readonly #timers: Timers;
   /**
-   * Calls in the order they began. Every call has the same timeout, so this is also the order
-   * of their deadlines: one timer, for the oldest unsettled call, bounds them all.
+   * Calls in the order they began. Every call has the same timeout, so this is also deadline
+   * order, and one timer for the oldest unsettled call bounds them all.
    */
   #calls: Call[] = [];
   #head = 0;
   #deadlineTimer: unknown;
-  /** Epoch ms since the database is unreachable, while it is. */
+  /** When the database became unreachable (epoch ms); undefined while it is reachable. */
   #unreachableSince: number | undefined;
   /**
-   * Epoch ms a probe last found the database back: calls begun before then cannot mark it
+   * When a probe last reached the database (epoch ms); calls begun before then cannot mark it
    * unreachable.
    */
   #backAt = Number.NEGATIVE_INFINITY;
@@ -143,7 +138,7 @@ class TimeBound {
     this.#timers = timers;
   }
 
-  /** True while calls are answered at once because the database is unreachable. */
+  /** True while calls fail at once because the database is unreachable. */
   get unreachable(): boolean {
     return this.#unreachableSince !== undefined;
   }
@@ -175,8 +170,8 @@ class TimeBound {
       this.#watch(call);
       const failed = (err: unknown) => {
         call.settled = true;
-        // A call begun before the last probe got through fails late with the outage it saw:
-        // that says nothing about the database now.
+        // A call begun before the last successful probe may fail late with the old outage; that
+        // says nothing about the database now.
         if (err instanceof StoreUnreachableError && started >= this.#backAt) {
           this.#markUnreachable(peerText(err.cause instanceof Error ? err.cause : err));
         }

@@ -1,12 +1,12 @@
-// Each store call as a child of the request's trace record, when requests are recorded: a wrapper
-// derived from the method lists (`STORE_CALLS`, `OUTBOX_CALLS`) like the others, named
-// `<call> <table>` (`ping` alone) and attributed by OpenTelemetry's database conventions. A call
-// made outside a traced request (the delivery loop's, `DeliveryLoop`) has none.
+// Traces each store call as a child span of the request, when requests are recorded. Like the
+// other wrappers it is built from the method lists (`STORE_CALLS`, `OUTBOX_CALLS`); spans are named
+// `<call> <table>` (`ping` alone), with OpenTelemetry's database attributes. A call made outside a
+// traced request (such as `DeliveryLoop`'s) gets no span.
 import type { Attributes } from '@opentelemetry/api';
 import { type ChildOptions, childSpan } from '../../trace/spans.ts';
 import { type CallSpec, type CallWrap, type CreateOnceResult, OUTBOX_CALLS, STORE_CALLS } from '../store.ts';
 
-/** The database, as a span's `db.system.name` says it; none for the store in memory. */
+/** The database, as a span's `db.system.name`; none for the store in memory. */
 export type DbSystem = 'sqlite' | 'postgresql';
 
 interface CallSpan {
@@ -16,18 +16,18 @@ interface CallSpan {
 }
 
 /**
- * The idempotency look-up's answer, on the span of `createOnce` (the look-up and the insert are one
- * transaction).
+ * Puts the idempotency look-up's outcome on the span of `createOnce`, since the look-up and the
+ * insert are one transaction.
  */
 const IDEMPOTENCY: ChildOptions<unknown> = {
   outcome: { key: 'petstore.idempotency.outcome', of: (result) => (result as CreateOnceResult).outcome },
 };
 
 /**
- * Returns the table a call is about, its span's `db.collection.name`: `orders` for the order calls,
- * `pets` for the other store calls. That is the primary table where the same transaction writes
- * another too (`createOnce` its `idempotency_keys`, an order its pet). `ping` reads no table, so
- * its span has no collection and is named by the call alone, as the conventions name such a span.
+ * Returns the call's main table, its span's `db.collection.name`: `orders` for the order calls,
+ * `collection` for the others, even when the transaction writes another table too (`createOnce`
+ * its `idempotency_keys`, an order its pet). `ping` reads no table, so its span has no collection
+ * and is named by the call alone, as the conventions say.
  */
 function tableOf(spec: CallSpec, collection: string): string | undefined {
   if (spec.counted === 'ping') return undefined;
@@ -35,8 +35,8 @@ function tableOf(spec: CallSpec, collection: string): string | undefined {
 }
 
 /**
- * Returns `wrap` with each call in its child record: a time-out or an unreachable database (the
- * call's rejection) sets its status to Error.
+ * Returns `wrap` with each call in a child span; a rejected call (a timeout, an unreachable
+ * database) sets the span's status to Error.
  *
  * @example
  * const call = tracedCalls((run, { doing, mayWrite }) => bound.call(doing, mayWrite, run), 'sqlite')
