@@ -8,7 +8,7 @@ import { withKeys } from './keys-common.ts';
 import { HELP, subcommand } from './options.ts';
 import { int, on } from './parsers.ts';
 
-/** `cli:root`, `admin:ops/a1`: who, in one word. */
+/** Who made a change, as one word: `cli:root`, `admin:ops/a1`. */
 function actorName(actor: Actor): string {
   return actor.kind === 'cli' ? `cli:${actor.user}` : `admin:${actor.consumer}/${actor.key}`;
 }

@@ -31,7 +31,8 @@ export interface NewKey {
 }
 
 /**
- * `doc` with `key` added to consumer `name`, which is made (on `plan`, required then) when missing.
+ * `doc` with `key` added to consumer `name`. A missing consumer is created, and then `plan` is
+ * required.
  *
  * @example
  * addKey({ consumers: [] }, 'acme', { plan: 'pro' }, { sha256: '9f86…' })
@@ -261,8 +262,8 @@ export function asConsumers(doc: KeysDocument): ConsumerEntry[] {
 }
 
 /**
- * `doc` with `entry` copied in (`petstore keys import`). A missing consumer is made, with its `id`
- * or the one derived from its first key. An existing one takes `entry`'s terms and the keys it
+ * `doc` with `entry` copied in (`petstore keys import`). A missing consumer is created with its
+ * `id` or the one derived from its first key. An existing one takes `entry`'s terms and the keys it
  * lacks (by hash). Importing the same file twice changes nothing the second time. A key id `doc`
  * has with another hash is refused.
  */

@@ -27,7 +27,7 @@ export interface KeysFileWatchOptions {
   log: Logger;
   /** Serves with the new keys (and counts and logs the reload). */
   apply(keys: KeyRecord[], trigger: ReloadTrigger): void;
-  /** The keys stay as they were; says why. */
+  /** Keeps the keys in force, and reports why the new ones were refused. */
   refuse(err: Error, trigger: ReloadTrigger): void;
   intervalMs?: number;
 }

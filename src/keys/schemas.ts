@@ -73,7 +73,7 @@ const WebhookUrl = v.pipe(
 /** A Standard Webhooks secret: `whsec_` and the base64 of 24 to 64 random bytes. */
 const SECRET = /^whsec_(?:[A-Za-z0-9+/]{4}){8,22}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 const SECRET_MESSAGE = 'must be "whsec_" and the base64 of 24 to 64 random bytes (the value is not shown)';
-/** Where notifications go; the secret signs them and is never logged nor shown. */
+/** Where notifications go; the secret signs them and is never logged or shown. */
 const Webhook = v.strictObject(
   {
     url: WebhookUrl,
@@ -220,7 +220,7 @@ export const RevokedKey = v.strictObject({
   revokedAt: DateTime,
 });
 
-/** How long a revoked key's tombstone is kept: 90 days, then dropped by the next change. */
+/** How long a revoked key's tombstone is kept; the next change after that drops it. */
 export const REVOKED_KEPT_MS = 90 * 86_400_000;
 
 /** The keys file: either form, or both in one file, and the tombstones of revoked keys. */
