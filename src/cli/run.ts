@@ -106,8 +106,8 @@ function runKeys([sub, ...rest]: readonly string[], env: Env, now: number): Prom
 }
 
 /**
- * Runs one subcommand. Bad usage is rethrown naming it, for the --help hint; any other failure
- * (a held lock, a full disk) prints its message and exits 1.
+ * Runs one subcommand. Bad usage is rethrown naming it, for the --help hint; a bad keys file is
+ * rethrown as it is. Any other failure (a held lock, a full disk) prints its message and exits 1.
  */
 async function run(sub: Subcommand, argv: readonly string[], env: Env, now: number): Promise<number> {
   try {
