@@ -1,5 +1,6 @@
-// The admin API's table: `ADMIN_OPERATIONS` declares each operation under `ADMIN_PREFIX`
-// (`/admin/v1`), served on `--admin-port` only. Its routes, scope check and 405s read it.
+// The admin API's operation table: `ADMIN_OPERATIONS` declares each operation under
+// `ADMIN_PREFIX` (`/admin/v1`), served on `--admin-port` only. The admin routes, their scope check
+// and their 405 answers are built from it.
 import { defineOperation, type StorelessOperation } from '../api/operation-types.ts';
 import { ADMIN_SCOPE } from '../core/key-scopes.ts';
 import {
@@ -29,8 +30,8 @@ import {
 export const ADMIN_PREFIX = '/admin/v1';
 
 /**
- * What every admin operation shares: the `admin` scope, its own 400 words, no ETag, nothing
- * memoised, no pets read.
+ * What every admin operation shares: the `admin` scope, the admin API's 400 messages, no ETag, no
+ * memo, and no wait for due orders to expire (it reads no pets).
  */
 const ADMIN = {
   scope: ADMIN_SCOPE,
@@ -41,10 +42,10 @@ const ADMIN = {
 } as const;
 
 /**
- * Every operation of the admin API, once, in the shape of the public table
- * (src/api/operations.ts): routes, the scope check and the 405's `Allow` read it;
- * src/admin/admin-operations.test.ts holds it equal to contract/admin.openapi.yaml. Changes are
- * `audited`: the handler is told which admin key asks, and the trail records it.
+ * Every admin API operation, once, in the shape of the public table (src/api/operations.ts). The
+ * routes, the scope check and the 405's `Allow` header read it; src/admin/admin-operations.test.ts
+ * keeps it equal to contract/admin.openapi.yaml. Changes are `audited`: the handler learns which
+ * admin key asks, and the audit trail records it.
  */
 export const ADMIN_OPERATIONS: readonly StorelessOperation<AdminDeps>[] = [
   defineOperation({ ...ADMIN, id: 'listConsumers', method: 'GET', path: '/consumers', handler: listConsumers }),

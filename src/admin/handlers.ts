@@ -1,6 +1,6 @@
-// The admin API's handlers: consumers and their keys, and the audit trail. Each change is one
-// `KeyAdmin.change` (its audit record with it), checked inside it against the keys as they are
-// then, so two admins racing for one name get one 201 and one 409.
+// The admin API's handlers: consumers, their keys, and the audit trail. Each change is one
+// `KeyAdmin.change` with its audit record, checked inside that call against the keys as they are
+// at that moment, so of two admins racing to create one name, one gets 201 and the other 409.
 import type { Input, KeyHolder } from '../api/operation-types.ts';
 import { ApiError } from '../core/api-error.ts';
 import type { Clock } from '../core/clock.ts';
@@ -39,8 +39,8 @@ export interface AdminDeps {
   readonly keyAdmin: KeyAdmin;
   readonly clock: Clock;
   /**
-   * Told of a consumer deleted, once the deletion is in force, with the owners its orders are
-   * stored under (src/keys/records.ts, `ownersOf`): they are ended (the store's `retireOwner`).
+   * Called once a consumer's deletion is in force, with the owners its orders are stored under
+   * (`ownersOf` in src/keys/records.ts), so the store retires them (`retireOwner`).
    */
   readonly consumerDeleted?: (owners: readonly string[]) => Promise<void>;
 }
@@ -78,8 +78,8 @@ export async function postConsumer(input: In<unknown, unknown, NewConsumer>, dep
 }
 
 /**
- * `PATCH /consumers/{name}`: plan, limits, ban, costs, enforce, webhook, thresholds; null removes
- * one.
+ * `PATCH /consumers/{name}`: changes plan, limits, ban, costs, enforce, webhook or thresholds;
+ * null removes a field.
  */
 export async function patchConsumer(
   input: In<unknown, ConsumerParams, ConsumerPatch>,
@@ -98,7 +98,7 @@ export async function patchConsumer(
   return json(200, consumerOut(found(doc, name), deps.clock.now()));
 }
 
-/** `DELETE /consumers/{name}`: the consumer and every key of it. */
+/** `DELETE /consumers/{name}`: deletes the consumer and all its keys. */
 export async function removeConsumer(input: In<unknown, ConsumerParams>, deps: AdminDeps): Promise<Reply> {
   const { name } = input.params;
   notOwnConsumer(input, name);
@@ -111,7 +111,7 @@ export async function removeConsumer(input: In<unknown, ConsumerParams>, deps: A
   return { status: 204 };
 }
 
-/** `POST /consumers/{name}/keys`: 201 with the token, shown this once. */
+/** `POST /consumers/{name}/keys`: 201 with the token, which is shown only this once. */
 export async function postKey(input: In<unknown, ConsumerParams, NewKeyBody>, deps: AdminDeps): Promise<Reply> {
   const { name } = input.params;
   const { token, key } = freshKey(input.body);
@@ -124,8 +124,8 @@ export async function postKey(input: In<unknown, ConsumerParams, NewKeyBody>, de
 }
 
 /**
- * `POST /consumers/{name}/rotate`: a new key; the others expire after `overlap`. 201 with the
- * token.
+ * `POST /consumers/{name}/rotate`: adds a key and sets the others to expire after `overlap`; 201
+ * with the token.
  */
 export async function rotate(input: In<unknown, ConsumerParams, RotateBody>, deps: AdminDeps): Promise<Reply> {
   const { name } = input.params;
@@ -163,8 +163,8 @@ export async function revoke(input: In<unknown, KeyParams>, deps: AdminDeps): Pr
 }
 
 /**
- * `GET /audit?after=&limit=`: the trail, oldest first; `Link: <audit?…>; rel="next"` when more
- * remain.
+ * `GET /audit?after=&limit=`: the audit trail, oldest first, with `Link: <audit?…>; rel="next"`
+ * when more records remain.
  */
 export async function listAudit({ query }: In<AuditQuery>, { keyAdmin }: AdminDeps): Promise<Reply> {
   const { after, limit } = query;
@@ -176,9 +176,7 @@ export async function listAudit({ query }: In<AuditQuery>, { keyAdmin }: AdminDe
   return json(200, records, headers);
 }
 
-/**
- * Applies `edit` as the admin key of `input`, with its audit record; resolves to the keys after.
- */
+/** Applies `edit` as the admin key of `input`, with its audit record; resolves to the new keys. */
 async function change(
   input: In,
   { keyAdmin, clock }: AdminDeps,
@@ -204,7 +202,7 @@ async function change(
     );
   } catch (err) {
     // A change that would make keys the server refuses (a key's notBefore not before its
-    // expiresAt, a hash used twice): the keys file's words, which name the field.
+    // expiresAt, a hash used twice): a 400 with the keys file's message, which names the field.
     if (err instanceof KeysFileError) throw new ApiError('invalid_request', `${err.message}.`);
     throw err;
   }
@@ -212,9 +210,10 @@ async function change(
 }
 
 /**
- * Refuses (409) a change to the consumer of the admin key that asks, other than a new key: its
- * plan, limits, keys' dates or existence. Another admin key makes such a change, so no request
- * can lock its own admin out (a revocation, a quota of 1, a rotation with no overlap).
+ * Refuses (409) any change, other than adding a key, to the consumer that holds the requesting
+ * admin key: its plan, limits, keys' dates or its deletion. Such a change needs another admin key,
+ * so no request can lock its own admin out (by a revocation, a quota of 1, or a rotation with no
+ * overlap).
  */
 function notOwnConsumer(input: In, name: string): void {
   if (input.keyHolder?.consumer !== name) return;
@@ -224,9 +223,7 @@ function notOwnConsumer(input: In, name: string): void {
   );
 }
 
-/**
- * The `expiresAt` of the admin key that asks, as the keys are now; undefined when it never expires.
- */
+/** The requesting admin key's `expiresAt` in `doc`; undefined when it never expires. */
 function makerExpiry(input: In, doc: KeysDocument): string | undefined {
   const maker = input.keyHolder;
   return maker && entryOf(doc, maker.consumer)?.keys.find((k) => keyIdOf(k) === maker.id)?.expiresAt;
@@ -236,9 +233,9 @@ const isAdminKey = (key: { readonly scopes?: readonly string[] | undefined }) =>
   key.scopes?.includes(ADMIN_SCOPE) === true;
 
 /**
- * `key` as an admin key may add it: an admin key, on any consumer, expires no later than the
- * admin key that makes it (it takes that key's `expiresAt` when it gives none; a later one is
- * refused, 409), so an expiring admin key cannot mint admin keys that outlive it.
+ * `key` as the requesting admin key may add it. A new admin key, on any consumer, expires no later
+ * than the admin key that makes it: it takes that key's `expiresAt` when it gives none, and a later
+ * one is refused (409). So an expiring admin key cannot make admin keys that outlive it.
  */
 function withinMaker<K extends { scopes?: readonly string[]; expiresAt?: string }>(
   input: In,
@@ -257,9 +254,9 @@ function withinMaker<K extends { scopes?: readonly string[]; expiresAt?: string 
 }
 
 /**
- * Refuses (409) a rotation by an admin key that expires at `limit` of a consumer holding keys
- * that live longer: their successor could live only until `limit`, so the rotation would cut
- * their lives short to what the asking key may grant. Keys ending by `limit` rotate as usual.
+ * For a rotation that makes an admin key, asked by an admin key that expires at `limit`: refuses
+ * (409) when the consumer holds keys that live longer, since their successor could live only until
+ * `limit`. Keys ending by `limit` rotate as usual.
  */
 function outlivedBy(consumer: ConsumerEntry, limit: string): void {
   const ends = rfc3339(limit);
@@ -321,7 +318,7 @@ function consumerOut(entry: ConsumerEntry, now: number) {
     ...(entry.ban ? { ban: entry.ban } : {}),
     ...(entry.costs ? { costs: entry.costs } : {}),
     ...(entry.enforce !== undefined ? { enforce: entry.enforce } : {}),
-    // The webhook's URL only: its secret is written, never read back.
+    // Only the webhook's URL: its secret can be written but is never read back.
     ...(entry.webhook ? { webhook: { url: entry.webhook.url } } : {}),
     ...(entry.webhook || entry.thresholds ? { thresholds: entry.thresholds ?? DEFAULT_THRESHOLDS } : {}),
     keys: entry.keys.map((k) => keyOut(k, now)),

@@ -1,4 +1,5 @@
-// The admin API's bodies, paths and queries (valibot schemas = types), and their 400 words.
+// The admin API's request bodies, path parameters and queries as valibot schemas (which are also
+// the types), and the messages of their 400 answers.
 import * as v from 'valibot';
 import { ADMIN_SCOPE, KEY_SCOPES } from '../core/key-scopes.ts';
 import { PLAN_NAMES } from '../keys/plans.ts';
@@ -8,7 +9,7 @@ const NAME = '1 to 64 letters, digits, ".", "_" or "-", starting with a letter o
 const AUDIT_PAGE_MAX = 100;
 const AUDIT_PAGE_DEFAULT = 20;
 
-/** What each field accepts, in the words of the 400 that names it. */
+/** What each field accepts, as the 400 answer that names the field says it. */
 export const ADMIN_MUST_BE: Readonly<Record<string, string>> = {
   name: NAME,
   id: NAME,

@@ -1,5 +1,5 @@
-// `petstore backup` and `petstore restore`: a consistent copy of a live store (with the keys
-// file and its audit trail beside it when they are files) and the way back, moving the pet id
+// `petstore backup` and `petstore restore`: a consistent copy of a live store (with the keys file
+// and its audit trail next to it, when they are files), and the restore, which moves the pet id
 // sequence past every id the store may have issued after the copy (src/store/backup.ts).
 import * as fs from 'node:fs';
 import process from 'node:process';
@@ -17,7 +17,7 @@ import {
 import { ConfigError, HELP, subcommand } from './options.ts';
 import { int, text } from './parsers.ts';
 
-/** `--data`: the store, as the server's (PETSTORE_DATA). */
+/** `--data`: the store, read like the server's option (PETSTORE_DATA). */
 export const STORE_DATA = {
   flag: '--data',
   env: 'PETSTORE_DATA',
@@ -28,12 +28,10 @@ export const STORE_DATA = {
   parse: text,
 };
 
-/** The keys file and its audit trail as a backup keeps them: beside the backup, named after it. */
+/** Where a backup keeps the keys file (and, beside it, its audit trail): named after the backup. */
 const backupKeysPath = (backup: string) => `${backup}.keys.json`;
 
-/**
- * Copies `from` to `to` (a new file) with `from`'s mode, and its owner when run as root; fsynced.
- */
+/** Copies `from` to a new file `to` with `from`'s mode (and owner, when run as root), fsynced. */
 function copyKept(from: string, to: string): void {
   fs.copyFileSync(from, to, fs.constants.COPYFILE_EXCL);
   const st = fs.statSync(from);
@@ -47,10 +45,7 @@ function copyKept(from: string, to: string): void {
   }
 }
 
-/**
- * The keys file `keys` and its audit trail copied to `to` (and its trail), under the keys file's
- * lock.
- */
+/** Copies the keys file `keys` and its audit trail to `to` and its trail, under the file's lock. */
 async function copyKeys(keys: string, to: string): Promise<string[]> {
   return withLock(keys, () => {
     const copied: string[] = [];

@@ -34,9 +34,9 @@ export const HEALTHCHECK = subcommand(
 );
 
 /**
- * 0 when the server at `host`:`port` answers /healthz with 200; else 1, with one line on stderr
- * saying why (refused, no answer in time, or the status and the body's message), which a
- * container's health log keeps. Silent when healthy.
+ * Resolves to 0, silently, when the server at `host`:`port` answers /healthz with 200. Else to 1,
+ * with one line on stderr that a container's health log keeps: refused, no answer in time, or the
+ * status and the body's message.
  */
 async function healthcheck(host: string, port: number): Promise<number> {
   const url = `${httpOrigin(host, port)}/healthz`;

@@ -67,7 +67,7 @@ export const KEY_ID = {
   parse: name,
 } satisfies Option<string | undefined>;
 
-/** Reads `WHEN`. */
+/** Parses a `WHEN`. */
 export const when = checked<When>(
   'an RFC 3339 date-time (2027-02-20T00:00:00Z) or a duration (7d)',
   v.union([
@@ -79,7 +79,7 @@ export const when = checked<When>(
   ]),
 );
 
-/** Reads `DURATION`, in milliseconds. */
+/** Parses a `DURATION` into milliseconds. */
 export const durationMs = checked('a duration (a number and s, m, h or d, such as 7d)', duration);
 
 /**
@@ -93,7 +93,7 @@ export function iso(ms: number): string {
 }
 
 /**
- * A `WHEN` as the date-time it stands for at `now`.
+ * The date-time a `WHEN` means at `now`.
  *
  * @example
  * at(86_400_000, Date.UTC(2027, 1, 20)) // '2027-02-21T00:00:00Z'

@@ -20,7 +20,7 @@ import { change, fileOwnerOf, freshKey, giveKeysFile } from './keys-common.ts';
 import { ConfigError, HELP, type Option, subcommand } from './options.ts';
 import { int, oneOf, text } from './parsers.ts';
 
-/** A quota of a new consumer; the keys file holds the same bounds. */
+/** A quota option for a new consumer, with the same bounds as the keys file. */
 const quota = (flag: string, window: string): Option<number | undefined> => ({
   flag,
   arg: 'N',

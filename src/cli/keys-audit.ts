@@ -8,7 +8,7 @@ import { withKeys } from './keys-common.ts';
 import { HELP, subcommand } from './options.ts';
 import { int, on } from './parsers.ts';
 
-/** `cli:root`, `admin:ops/a1`: who, in one word. */
+/** Who made a change, as one word: `cli:root`, `admin:ops/a1`. */
 function actorName(actor: Actor): string {
   return actor.kind === 'cli' ? `cli:${actor.user}` : `admin:${actor.consumer}/${actor.key}`;
 }
@@ -22,14 +22,14 @@ function actorName(actor: Actor): string {
 function auditTable(records: readonly NumberedRecord[]): string {
   const rows = [
     ['ID', 'AT', 'ACTOR', 'ACTION', 'CONSUMER', 'KEY', 'CHANGE'],
-    // Each cell as a terminal may show it: a record written by hand or by an older version may
-    // hold escape sequences or line breaks, which would draw colours or a fake row.
+    // Cells are made printable: a record written by hand or by an older version may hold escape
+    // sequences or line breaks, which would draw colours or a fake row.
     ...records.map((r) => [
       ...[String(r.id), r.at, actorName(r.actor), r.action, r.consumer, r.key ?? '-'].map(printable),
       `${asciiJson(r.before)} -> ${asciiJson(r.after)}`,
     ]),
   ];
-  // The change is last and as long as it is: the other columns line up.
+  // The change column is last and not padded; the other columns are padded to line up.
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((row) => (row[i] ?? '').length))) ?? [];
   return `${rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join('  ')).join('\n')}\n`;
 }

@@ -52,9 +52,9 @@ export function freshKey(
 }
 
 /**
- * Who runs the CLI, for the audit trail: `cli` and the name the system gives the process's uid
- * (/etc/passwd), never the environment's word for it (`$USER`, which Bun's `userInfo()` reads);
- * `uid N` when the uid has no name (a container run with `-u 65532`).
+ * Who runs the CLI, for the audit trail: `cli` and the user name of the process's uid in
+ * /etc/passwd, never the environment's claim (`$USER`, which Bun's `userInfo()` reads); `uid N`
+ * when the uid has no name (a container run with `-u 65532`).
  */
 function cliActor(): Actor {
   const uid = attempt(() => process.getuid?.()) ?? ownUid();
@@ -70,8 +70,8 @@ function attempt<T>(read: () => T): T | undefined {
 }
 
 /**
- * The uid as the owner of a file this run makes: where the runtime will not tell it (Deno
- * without --allow-sys, which also keeps /proc/self closed).
+ * The process's uid, read as the owner of a temporary directory it makes: for a runtime that will
+ * not tell it (Deno without --allow-sys, which also keeps /proc/self closed).
  */
 function ownUid(): number | undefined {
   return attempt(() => {
@@ -112,8 +112,8 @@ export function fileOwnerOf(spec: string): { uid: number; gid: number } {
 }
 
 /**
- * Hands the keys file and its audit trail to `owner` (their mode stays 0600 or what it was), so
- * a service running as that user reads them; later changes by root keep the owner.
+ * Gives the keys file and its audit trail to `owner` (their mode does not change), so a service
+ * running as that user can read them; later changes by root keep that owner.
  */
 export function giveKeysFile(path: string, owner: { uid: number; gid: number }): void {
   for (const file of [path, auditPath(path)]) if (existsSync(file)) chownSync(file, owner.uid, owner.gid);
@@ -137,8 +137,8 @@ export interface KeysPlace {
 }
 
 /**
- * The keys a command works on, used by `work` and then let go: the keys file, or the data store
- * of servers run with `--keys store` (opened, migrated, closed again).
+ * Runs `work` on the keys a command works on, then releases them: the keys file, or the data store
+ * of servers run with `--keys store` (opened, migrated, and closed afterwards).
  *
  * @example
  * await withKeys({ keys: '', data: 'postgres://…' }, (admin) => admin.read())
@@ -163,8 +163,8 @@ export async function withKeys<T>(place: KeysPlace, work: (admin: KeyAdmin) => P
 }
 
 /**
- * Applies one change to the keys (under the file's lock, or in one transaction of the store)
- * with its audit record; then prints the token of a new key on stdout and its id on stderr.
+ * Applies one change to the keys with its audit record (under the file's lock, or in one store
+ * transaction), then prints a new key's token on stdout and its id on stderr.
  *
  * @example
  * await change(place, { action: 'key.add', consumer: 'acme', key: 'k1', edit }, now, fresh)

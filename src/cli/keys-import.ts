@@ -28,7 +28,7 @@ record (keys.import).`,
   options: OPTIONS,
 };
 
-/** Takes FILE before its options, so it reads its words itself and its options by its table. */
+/** FILE comes before the options, so this command takes it from argv itself, then the options. */
 export const KEYS_IMPORT: Subcommand = {
   command: COMMAND,
   async run(argv, env, now) {

@@ -8,7 +8,7 @@ import { withKeys } from './keys-common.ts';
 import { HELP, subcommand } from './options.ts';
 import { on } from './parsers.ts';
 
-/** Where a key stands at `now`. */
+/** A key's state at `now`. */
 function keyState(key: KeyRecord, now: number): 'active' | 'expired' | 'pending' {
   if (key.expiresAt !== undefined && now >= key.expiresAt) return 'expired';
   if (key.notBefore !== undefined && now < key.notBefore) return 'pending';

@@ -1,11 +1,11 @@
-// --port and --host, where the server listens: LISTEN_OPTIONS, rows in the option table's shape.
-// The server's options (src/config.ts) start with them and `petstore healthcheck` reads them
-// alike, so the healthcheck asks the port and address the server listens on.
+// --port and --host, where the server listens: LISTEN_OPTIONS, rows of an option table. The
+// server's options (src/config.ts) start with them and `petstore healthcheck` reads them too, so
+// the healthcheck asks the port and address the server listens on.
 import { int, text } from './parsers.ts';
 
 /**
- * Where the server listens: the first entries of the server's option table (src/config.ts), and
- * where `petstore healthcheck` asks, with the same flags, environment and defaults.
+ * Where the server listens, and so where `petstore healthcheck` asks: same flags, environment
+ * variables and defaults for both.
  */
 export const LISTEN_OPTIONS = {
   port: { flag: '--port', env: 'PORT', arg: 'N', help: 'TCP port to listen on', fallback: 8080, parse: int(0, 65535) },

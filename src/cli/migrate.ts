@@ -43,9 +43,7 @@ async function stateOf(data: string): Promise<SchemaState> {
   }
 }
 
-/**
- * What `migrate status` reports: the store's schema, this build's, and what this build would do.
- */
+/** For `migrate status`: the store's schema, this build's, and what this build would do with it. */
 function statusOf(state: SchemaState, where: string) {
   let verdict: string;
   let pending: { version: number; name: string; readableFrom: number }[] = [];

@@ -1,17 +1,17 @@
-// The one command-line parser, for the server and every subcommand. `node:util` `parseArgs`
-// splits the words (the same under Bun, Deno and Node: `--flag value`, `--flag=value`, `--`);
-// a table per command says what each option is, where else its value may come from (an
-// environment variable, a default), how it is checked, and makes the command's `--help`.
+// The command-line parser for the server and every subcommand. `parseArgs` from `node:util`
+// splits the arguments the same way under Bun, Deno and Node (`--flag value`, `--flag=value`,
+// `--`). Each command has an option table that gives, per option, its flag, its environment
+// variable and default, how its value is checked, and its line in the command's `--help`.
 import process from 'node:process';
 import { parseArgs } from 'node:util';
 
 /**
- * Bad usage (a flag, a value, a command): `main` prints it with the command's --help hint and exits
- * 2.
+ * Bad usage (an unknown flag, a bad value, an unknown command). `main` prints the message with a
+ * hint to read the command's --help, and exits 2.
  */
 export class ConfigError extends Error {
   override name = 'ConfigError';
-  /** The words after `petstore` whose `--help` the hint names: '' for the server, 'keys add', … */
+  /** The command whose `--help` the hint names: '' for the server, 'keys add', … */
   readonly command: string;
 
   constructor(message: string, command = '') {
@@ -20,24 +20,20 @@ export class ConfigError extends Error {
   }
 }
 
-/**
- * Reads one raw value; `source` is the flag or environment variable it came from, for the message.
- */
+/** Parses one raw value; `source`, the flag or environment variable it came from, names errors. */
 export type Parser<T> = (raw: string, source: string) => T;
 
 /** One row of a command's option table. */
 export interface Option<T> {
   readonly flag: string;
   readonly env?: string;
-  /**
-   * The value's name in `--help`; an option without one is a switch (the bare flag turns it on).
-   */
+  /** The value's name in `--help`. Without it the option is a switch: the bare flag turns it on. */
   readonly arg?: string;
   readonly help: string;
   readonly fallback: T;
   /** Shown in `--help` when the fallback is not a plain value. */
   readonly shownDefault?: string;
-  /** Bad usage when neither the flag nor its environment variable gives a value. */
+  /** True: bad usage when neither the flag nor its environment variable gives a value. */
   readonly required?: boolean;
   readonly parse: Parser<T>;
 }
@@ -46,21 +42,17 @@ export type OptionTable = Readonly<Record<string, Option<unknown>>>;
 export type Env = Readonly<Record<string, string | undefined>>;
 export type Values<O extends OptionTable> = { -readonly [K in keyof O]: O[K]['fallback'] };
 
-/**
- * A command: its words after `petstore`, what it does, its options and what else its --help says.
- */
+/** A command: its name after `petstore`, what it does, its options, and notes for its --help. */
 export interface Command<O extends OptionTable = OptionTable> {
   readonly name: string;
   readonly summary: string;
   readonly options: O;
   readonly notes?: string;
-  /** A word the command takes before its options, as its usage shows it (`FILE`). */
+  /** An argument the command takes before its options, as its usage shows it (`FILE`). */
   readonly operand?: string;
 }
 
-/**
- * An unknown flag's message lists the known ones up to this many; a longer list is --help's job.
- */
+/** An unknown flag's message lists the known flags only when there are at most this many. */
 const LISTED_FLAGS_MAX = 12;
 /** Where an option's help starts in `--help`. */
 const HELP_COLUMN = 26;
@@ -75,9 +67,9 @@ export const HELP: Option<boolean> = {
 };
 
 /**
- * The command's values from `argv`, then its environment variables, then its defaults. A
- * repeated flag's last value wins, except a list's, whose values add up. With `--help` among
- * the words nothing else is read, so help always prints.
+ * The command's values: from `argv`, else from its environment variables, else its defaults. For a
+ * repeated flag the last value wins, except for a list, whose values add up. When `--help` is given
+ * nothing else is read, so help always prints.
  *
  * @example
  * parseOptions(HEALTHCHECK, ['--port', '9000'], {}).port // 9000
@@ -202,7 +194,7 @@ export function commandHelp(command: Command): string {
   ].join('\n');
 }
 
-/** A subcommand: its table, and how it runs. */
+/** A subcommand: its option table, and how it runs. */
 export interface Subcommand {
   readonly command: Command;
   /**
@@ -213,7 +205,7 @@ export interface Subcommand {
 }
 
 /**
- * A subcommand from its table and what it does with the values read by it.
+ * Makes a subcommand from its option table and the work it does with the values read.
  *
  * @example
  * export const KEYS_LIST = subcommand({ name: 'keys list', summary: '…', options: { …, help: HELP } }, list)

@@ -1,11 +1,11 @@
-// How option tables read raw values. Every refusal reads `SOURCE: expected WHAT, got "VALUE"`,
-// SOURCE being the flag or the environment variable the value came from.
+// The parsers option tables use for raw values. Every error reads `SOURCE: expected WHAT, got
+// "VALUE"`, where SOURCE is the flag or environment variable the value came from.
 import * as v from 'valibot';
 import { ConfigError, type Parser } from './options.ts';
 
 /**
- * A parser from a valibot schema: any issue is refused as `SOURCE: expected <expected>, got "…"`,
- * quoting the failing item of a list, else the raw value.
+ * A parser from a valibot schema. Any issue throws `ConfigError` as `SOURCE: expected <expected>,
+ * got "…"`, quoting the failing item of a list, else the raw value.
  *
  * @example
  * const port = checked('a port number', v.pipe(v.string(), v.digits(), v.transform(Number)))

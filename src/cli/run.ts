@@ -25,7 +25,7 @@ const KEYS_COMMANDS: Readonly<Record<string, Subcommand>> = {
   import: KEYS_IMPORT,
 };
 
-/** The words of a command name are this wide in the keys usage, so their options line up. */
+/** Width of the command names in the keys usage, so their options line up. */
 const KEYS_NAME_WIDTH = 'petstore keys rotate'.length;
 
 /**
@@ -52,8 +52,8 @@ export function keysHelp(): string {
 }
 
 /**
- * Every subcommand by its first word: what `runCli` runs, and how `main.ts` tells a command from
- * serving.
+ * Every subcommand by its first word: what `runCli` runs, and how `main.ts` tells a subcommand
+ * from a server start.
  */
 const COMMANDS: Readonly<Record<string, (rest: readonly string[], env: Env, now: number) => Promise<number>>> = {
   keys: runKeys,
@@ -106,8 +106,8 @@ function runKeys([sub, ...rest]: readonly string[], env: Env, now: number): Prom
 }
 
 /**
- * One subcommand; bad usage names it for the --help hint. Any other failure (a held lock, a
- * full disk) exits 1 with its message.
+ * Runs one subcommand. Bad usage is rethrown naming it, for the --help hint; a bad keys file is
+ * rethrown as it is. Any other failure (a held lock, a full disk) prints its message and exits 1.
  */
 async function run(sub: Subcommand, argv: readonly string[], env: Env, now: number): Promise<number> {
   try {

@@ -7,9 +7,7 @@ import type { AuditRecord } from './audit.ts';
 /** Mode of a new trail: the owner only, like a new keys file. */
 const NEW_FILE_MODE = 0o600;
 
-/**
- * A record as read back, with its place in the trail (1 for the first line): the cursor of a page.
- */
+/** A record as read back, with its line number in the trail (from 1), which pages use as cursor. */
 export type NumberedRecord = AuditRecord & { readonly id: number };
 
 /**
@@ -57,7 +55,7 @@ export function readAudit(keysPath: string, after = 0, limit = Number.POSITIVE_I
     try {
       records.push({ id: i + 1, ...(JSON.parse(line) as AuditRecord) });
     } catch {
-      // A torn line: skipped, like the trail's readers all do.
+      // A torn line (a crash mid-append) is skipped, as every reader of the trail does.
     }
   }
   return records;

@@ -43,12 +43,12 @@ type Fields = Record<string, unknown>;
 
 /** One change, as appended to the trail and shown by `keys audit` and `GET /admin/v1/audit`. */
 export interface AuditRecord {
-  /** RFC 3339, in milliseconds. */
+  /** When the change was made: an RFC 3339 date-time with milliseconds. */
   readonly at: string;
   readonly actor: Actor;
   readonly action: AuditAction;
   readonly consumer: string;
-  /** The key the change is about (the new one of an add or a rotation, the revoked one). */
+  /** The key the change is about: the new key of an add or a rotation, or the revoked key. */
   readonly key?: string;
   /** The fields that changed, as they were; null for a consumer that did not exist. */
   readonly before: Fields | null;
@@ -58,7 +58,7 @@ export interface AuditRecord {
 
 /**
  * The consumer `name` of a keys document as the trail shows it, or undefined when it has none;
- * a `{"keys":[...]}` entry is shown as the consumer it stands for (one key, id = its name).
+ * a `{"keys":[...]}` entry is shown as the consumer it stands for (one key, whose id is its name).
  *
  * @example
  * consumerView(doc, 'acme') // { plan: 'pro', keys: { k1: { scopes: ['pets:read'] } } }

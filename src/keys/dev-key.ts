@@ -25,10 +25,10 @@ export function developmentKeys(): StartKeys {
 }
 
 /**
- * Prints the development key once on stderr, with a request to paste and the docs' address on
- * `origin` (the address the server listens on, e.g. `http://localhost:8080`), and logs that
- * the server serves with it. Called once the store is open and the port bound, so a start that
- * fails never shows a key.
+ * Prints the development key once on stderr, with a curl command to try and the docs' address at
+ * `origin` (where the server listens, e.g. `http://localhost:8080`), and logs a warning that the
+ * server uses it. Call it once the store is open and the port bound, so a start that fails never
+ * shows a key.
  *
  * @example
  * announceDevKey(token, 'http://localhost:8080', log)

@@ -1,6 +1,6 @@
 // The changes `petstore keys` makes to a keys document, as pure functions: each returns a new
-// document and leaves the given one alone. A `{"keys":[...]}` entry that is added to, rotated
-// or revoked is first moved into `consumers` under the same name with its key id = its name,
+// document and leaves the given one alone. Before a `{"keys":[...]}` entry gets a key added,
+// rotated or revoked, it moves into `consumers` under the same name, its key's id being that name,
 // so its quota, its id in logs and its token all stay the same.
 
 import type { KeyScope } from '../core/key-scopes.ts';
@@ -31,7 +31,8 @@ export interface NewKey {
 }
 
 /**
- * `doc` with `key` added to consumer `name`, which is made (on `plan`, required then) when missing.
+ * `doc` with `key` added to consumer `name`. A missing consumer is created, and then `plan` is
+ * required.
  *
  * @example
  * addKey({ consumers: [] }, 'acme', { plan: 'pro' }, { sha256: '9f86…' })
@@ -117,9 +118,9 @@ export function revokeKey(doc: KeysDocument, name: string, id: string, now: numb
 }
 
 /**
- * `doc` with the tombstone of a revoked key added to `revoked`, and tombstones older than
- * `REVOKED_KEPT_MS` (90 days) dropped: the gateway then logs a request with that token as
- * `"credential":"revoked"` rather than `unknown` (its answer is the unknown key's all the same).
+ * `doc` with a revoked key's tombstone added to `revoked`, and tombstones older than
+ * `REVOKED_KEPT_MS` dropped. The gateway then logs a request with that token as
+ * `"credential":"revoked"` rather than `unknown`; the answer is the same as for an unknown key.
  *
  * @example
  * withTombstone(doc, { sha256: '9f86…', consumer: 'acme', key: 'k1' }, Date.now()).revoked // [..., { sha256: '9f86…', consumer: 'acme', key: 'k1', revokedAt: '2027-…Z' }]
@@ -230,10 +231,10 @@ function consumerFields({
 }
 
 /**
- * `after` (a change of `before`) with an id written for each consumer that has none. The id is
- * the one the gateway derived in `before` (`consumerIdOf`), so the consumer keeps its orders even
- * if the change removed its first key; a new consumer gets a new id. `after` itself when every
- * consumer has one.
+ * `after` (a change of `before`) with an id written for each consumer that has none. The id is the
+ * one derived in `before` (`consumerIdOf`), so the consumer keeps its orders even if the change
+ * removed its first key; a new consumer gets a new id. Returns `after` itself when every consumer
+ * has an id.
  *
  * @example
  * withConsumerIds(before, revokeKey(before, 'acme', 'k1', Date.now())).consumers?.[0]?.id // acme's id as derived in before
@@ -252,8 +253,8 @@ export function withConsumerIds(before: KeysDocument, after: KeysDocument = befo
 }
 
 /**
- * Every consumer of `doc` in the `consumers` form, a `{"keys":[...]}` entry as one with key id =
- * its name.
+ * Every consumer of `doc` in the `consumers` form; a `{"keys":[...]}` entry becomes a consumer
+ * with one key whose id is its name.
  */
 export function asConsumers(doc: KeysDocument): ConsumerEntry[] {
   const legacy = (doc.keys ?? []).map((e) => toConsumers({ keys: [e] }, e.name).consumers?.[0] as ConsumerEntry);
@@ -261,8 +262,8 @@ export function asConsumers(doc: KeysDocument): ConsumerEntry[] {
 }
 
 /**
- * `doc` with `entry` copied in (`petstore keys import`). A missing consumer is made, with its `id`
- * or the one derived from its first key. An existing one takes `entry`'s terms and the keys it
+ * `doc` with `entry` copied in (`petstore keys import`). A missing consumer is created with its
+ * `id` or the one derived from its first key. An existing one takes `entry`'s terms and the keys it
  * lacks (by hash). Importing the same file twice changes nothing the second time. A key id `doc`
  * has with another hash is refused.
  */

@@ -16,9 +16,7 @@ function readText(path: string): string {
   }
 }
 
-/**
- * How often a watched keys file is read: a change is in force within this and the reload's time.
- */
+/** How often a watched keys file is read: a change is in force within this plus a reload. */
 export const KEYS_POLL_MS = 500;
 
 /** What made a reload: the signal, a change the watcher saw, or the admin API's own write. */
@@ -29,7 +27,7 @@ export interface KeysFileWatchOptions {
   log: Logger;
   /** Serves with the new keys (and counts and logs the reload). */
   apply(keys: KeyRecord[], trigger: ReloadTrigger): void;
-  /** The keys stay as they were; says why. */
+  /** Keeps the keys in force, and reports why the new ones were refused. */
   refuse(err: Error, trigger: ReloadTrigger): void;
   intervalMs?: number;
 }
@@ -37,9 +35,9 @@ export interface KeysFileWatchOptions {
 /**
  * The keys file, reloaded on SIGHUP and whenever its content changes (an edit, a rename over it,
  * a Kubernetes Secret's symlink swap). The content is polled and compared by digest: `fs.watch`
- * differs between runtimes and misses swapped symlinks, and an mtime can stay the same. A refused
- * content is not tried again until it changes, so a bad file is logged once. A file that cannot
- * be read at a poll is tried again at the next.
+ * differs between runtimes and misses swapped symlinks, and an mtime can stay the same. Refused
+ * content is not tried again until it changes, so a bad file is logged once. A file that cannot be
+ * read at one poll is tried again at the next.
  *
  * @example
  * const watcher = new KeysFileWatcher({ path, log, apply: (keys) => { table = new KeyTable(keys) }, refuse })

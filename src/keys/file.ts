@@ -217,8 +217,8 @@ function describe(issue: v.BaseIssue<unknown>): string {
   });
   if (issue.received === 'undefined') return `${where || 'file'}: required`;
   const input = issue.input;
-  // Nothing under `webhook` but its URL is repeated, not even a wrong value: it may be a real
-  // secret misplaced.
+  // Under `webhook`, a message repeats only the URL, never another value, even a wrong one: it may
+  // be a real secret in the wrong place.
   const secret = issue.path?.some((item) => item.key === 'webhook') === true && issue.path?.at(-1)?.key !== 'url';
   const quoted = secret
     ? ''

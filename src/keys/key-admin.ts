@@ -26,8 +26,8 @@ export interface KeyAdmin {
 }
 
 /**
- * Over a keys file. After a change it calls `changed` (a server reloads at once, so the change
- * is in force on it when its answer is sent; its watcher would find it within a second anyway).
+ * Over a keys file. After a change it calls `changed`, so a server reloads at once and the change
+ * is in force before its answer is sent (its watcher would find it within a second anyway).
  *
  * @example
  * const admin = fileKeyAdmin('/etc/petstore/keys.json', () => watcher.reload('admin API'))

@@ -15,21 +15,21 @@ import { KeyTable } from './table.ts';
 export const KEYS_STORE = 'store';
 
 /**
- * What LiveKeys counts of each load and reload. `Metrics` (src/metrics/registry.ts) is one;
- * it is named here because src/metrics/ stands in a layer above src/keys/.
+ * What LiveKeys counts at each load and reload. `Metrics` (src/metrics/registry.ts) implements it;
+ * the interface is declared here because src/metrics/ is a layer above src/keys/.
  */
 export interface KeysCounters {
   /** The keys now in force, by plan. */
   keysLoaded(byPlan: Record<string, number>): void;
-  /** The consumers and keys now in force, which the per-consumer series are labelled by. */
+  /** The consumers and keys now in force, which label the per-consumer series. */
   readonly consumers: { load(keys: readonly KeyRecord[]): void };
   /** A reload applied (`true`) or refused. */
   reloaded(ok: boolean): void;
 }
 
 /**
- * The keys in force: the keys file's (watched), the store's (`--keys store`, read once the store
- * is open) or a development key made for this run; each change replaces the table whole, and is
+ * The keys in force: from the keys file (watched), the store (`--keys store`, read once the store
+ * is open) or a development key made for this run. Each change replaces the whole table and is
  * logged and counted.
  *
  * @example
@@ -40,11 +40,9 @@ export interface KeysCounters {
  * createApp({ keyTable: () => liveKeys.table, ... })
  */
 export class LiveKeys {
-  /** The table requests are identified with now. */
+  /** The table that identifies requests now. */
   table: KeyTable;
-  /**
-   * The development key's token, made when no `--keys` was given: shown once the server listens.
-   */
+  /** The development key's token, made when no `--keys` is given; shown once the server listens. */
   readonly devToken: string | undefined;
   readonly #log: Logger;
   readonly #metrics: KeysCounters | undefined;
@@ -54,8 +52,8 @@ export class LiveKeys {
   #storeWatcher: KeysStoreWatcher | undefined;
   #admin: KeyAdmin | undefined;
   /**
-   * Where the consumers' orders are, given by `settleIdentities()`: `#adopt()` moves what each
-   * consumer adopts there at every load.
+   * The store of the consumers' orders, set by `settleIdentities()`; `#adopt()` moves orders in it
+   * at every load.
    */
   #dataStore: DataStore | undefined;
   #listeners: ((table: KeyTable) => void)[] = [];
@@ -76,7 +74,7 @@ export class LiveKeys {
     this.table = this.#loaded(start.records);
   }
 
-  /** With `--keys store`: reads the store's keys, and watches them from `start()` on. */
+  /** With `--keys store`: reads the store's keys; `start()` then watches them. */
   async loadFromStore(store: DataStore): Promise<void> {
     if (this.#path !== KEYS_STORE) return;
     const keyStore = keyStoreOf(store);
@@ -98,11 +96,11 @@ export class LiveKeys {
   }
 
   /**
-   * Once the store is open, before serving. With `--keys store`, it stores an id for every stored
-   * consumer without one, so its identity does not hang on its first key. A keys file is never
-   * written at start: its ids come with the first `petstore keys` or admin API change. Then each
-   * consumer with a derived id adopts its older orders (`Consumer.adopts`; docs/operations.md,
-   * "Consumer identity").
+   * Call once the store is open, before serving. With `--keys store`, stores an id for each stored
+   * consumer that has none, so its identity no longer depends on its first key. A keys file is
+   * never written at start; it gets ids at its first change by `petstore keys` or the admin API.
+   * Then each consumer with a derived id adopts its older orders (`Consumer.adopts`;
+   * docs/operations.md, "Consumer identity").
    */
   async settleIdentities(store: DataStore): Promise<void> {
     this.#dataStore = store;
@@ -136,16 +134,14 @@ export class LiveKeys {
     return this.#storeWatcher?.problem();
   }
 
-  /** SIGHUP: the keys read again now. */
+  /** On SIGHUP: reads the keys again now. */
   reload(): void {
     if (this.#file) this.#file.reload('SIGHUP');
     else if (this.#storeWatcher) void this.#storeWatcher.sync('SIGHUP');
     else this.#log.warn('SIGHUP: no keys file to reload (started without --keys)');
   }
 
-  /**
-   * Starts watching: a change to the file or the store is in force within a second, without SIGHUP.
-   */
+  /** Starts watching: a change to the file or the store is in force within a second, no SIGHUP. */
   async start(): Promise<void> {
     this.#file?.start();
     await this.#storeWatcher?.start();
@@ -163,7 +159,7 @@ export class LiveKeys {
     return table;
   }
 
-  /** What was stored under the names of the consumers that adopt it, moved to their ids. */
+  /** Moves the orders stored under each consumer's legacy owner (`adopts`) to its owner. */
   async #adopt(): Promise<void> {
     const moves = new Map<string, OwnerMove>();
     for (const { consumer } of this.table.records()) {

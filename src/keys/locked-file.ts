@@ -11,9 +11,9 @@ import { withConsumerIds } from './document-edits.ts';
 import { KeysFileError, keyRecords, parseDocument } from './file.ts';
 import type { KeysDocument } from './schemas.ts';
 
-/** How long `withLock` waits for another run's lock before giving up. */
+/** How long `withLock` waits for another run's lock before it gives up. */
 const LOCK_WAIT_MS = 10_000;
-/** A lock whose holder cannot be checked is taken over once it is this old. */
+/** A lock whose holder's pid cannot be checked is taken over once it is this old. */
 const LOCK_STALE_MS = 30_000;
 const LOCK_RETRY_MS = 15;
 /** Mode of a keys file the CLI creates: the owner only (the server warns on anything wider). */
@@ -24,9 +24,9 @@ export class LockTimeoutError extends Error {
 }
 
 /**
- * Runs `fn` holding `<path>.lock`, made with O_EXCL and holding this process's pid. A lock left
- * by a process that no longer runs (or older than 30 s when its pid cannot be checked) is
- * removed; otherwise it waits up to 10 s.
+ * Runs `fn` while holding `<path>.lock`, created with O_EXCL and holding this process's pid. A lock
+ * left by a process that no longer runs is removed, as is one older than `LOCK_STALE_MS` whose pid
+ * cannot be checked. Otherwise it waits up to `LOCK_WAIT_MS`, then throws `LockTimeoutError`.
  *
  * @example
  * await withLock('/etc/petstore/keys.json', async () => { ... read, change, write ... })
@@ -68,7 +68,10 @@ function readPid(lock: string): number | undefined {
   }
 }
 
-/** Whether the lock's holder is gone: its pid runs no process, or it is too old to trust. */
+/**
+ * Whether the lock is abandoned: no process has its pid, or the pid cannot be checked and the lock
+ * is older than `LOCK_STALE_MS`.
+ */
 function isStale(lock: string): boolean {
   let age: number;
   try {
@@ -77,7 +80,7 @@ function isStale(lock: string): boolean {
     return false; // released meanwhile: the next open may succeed
   }
   const pid = readPid(lock);
-  if (pid === undefined) return age > LOCK_STALE_MS; // being written, or garbage
+  if (pid === undefined) return age > LOCK_STALE_MS; // pid not written yet, or garbage
   try {
     process.kill(pid, 0);
     return false;
@@ -89,7 +92,7 @@ function isStale(lock: string): boolean {
 }
 
 /**
- * The keys file at `path`, validated like the server validates it (exit 2 material when not),
+ * The keys file at `path`, validated as the server validates it (throws `KeysFileError` when bad),
  * or an empty consumers document when the file does not exist yet.
  */
 export function readKeysDocument(path: string): KeysDocument {
@@ -146,17 +149,17 @@ export function writeKeysDocument(path: string, doc: KeysDocument): void {
 
 /**
  * Why this process cannot change the keys file at `path`, or undefined when it can. A change
- * writes a lock, a temporary file and the audit trail beside the file, so the directory must be
- * writable. Asked at start, so a read-only `/etc` is refused once with the fix, not with a 500 on
- * every change.
+ * writes a lock, a temporary file and the audit trail next to the file, so the directory must be
+ * writable. Checked at start, so a read-only `/etc` is reported once with the fix rather than as a
+ * 500 on every change.
  *
  * @example
  * keysFileWriteProblem('/etc/petstore/keys.json') // 'the admin API changes /etc/petstore/keys.json, …'
  */
 export function keysFileWriteProblem(path: string): string | undefined {
   const dir = dirname(path);
-  // Tried as a change does it (a new file in the directory, the trail opened to append), not with
-  // access(2): Deno's node:fs answers access() without an error code.
+  // Probes by writing as a change does (a new file in the directory, the trail opened to append),
+  // not with access(2): Deno's node:fs answers access() without an error code.
   const probes: [string, () => void][] = [
     [
       dir,
@@ -186,8 +189,8 @@ export function keysFileWriteProblem(path: string): string | undefined {
 
 /**
  * Gives the new file the original's owner and group when they differ from the writer's. Only
- * root may give a file away; anyone else gets EPERM, and then the file is theirs (as when they
- * created it), which is what an editor would do too.
+ * root may give a file away; anyone else gets EPERM and keeps the file as their own, as an editor
+ * would.
  */
 function keepOwner(fd: number, original: fs.Stats): void {
   const now = fs.fstatSync(fd);
@@ -200,8 +203,8 @@ function keepOwner(fd: number, original: fs.Stats): void {
 }
 
 /**
- * Makes the rename durable; some platforms cannot open a directory, and then the rename stands as
- * is.
+ * Makes the rename durable by fsyncing the directory. Where a directory cannot be opened, the
+ * rename is left as it is.
  */
 function syncDirectory(dir: string): void {
   let fd: number | undefined;
@@ -226,10 +229,10 @@ export interface KeysFileChange {
 }
 
 /**
- * Applies `change` to the keys file at `path` as `petstore keys` and the admin API both do:
- * under the lock, read, change, validate, write atomically, then append its record to
- * `FILE.audit.jsonl`. Resolves to the record; an edit that returns the document it was given
- * changes nothing, and then nothing is written or recorded.
+ * Applies `change` to the keys file at `path`, for both `petstore keys` and the admin API: under
+ * the lock it reads, edits, validates and writes atomically, then appends the audit record to
+ * `FILE.audit.jsonl`. Resolves to the record, or undefined when the edit returns the document it
+ * was given (then nothing is written or recorded).
  *
  * @example
  * await changeKeysFile(path, { actor, action: 'key.revoke', consumer: 'acme', key: 'k1', edit: (d) => revokeKey(d, 'acme', 'k1', Date.now()) }, Date.now())

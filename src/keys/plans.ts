@@ -3,8 +3,8 @@
 import { OPERATIONS } from '../api/operations.ts';
 
 /**
- * Quotas of one caller, in units of cost (a request of an operation that costs 5 uses 5): the
- * sliding minute and day windows, and optionally the calendar month (UTC).
+ * One caller's quotas, in units of cost (a request to an operation that costs 5 uses 5): sliding
+ * minute and day windows, and optionally the calendar month (UTC).
  */
 export interface Limits {
   readonly perMinute: number;
@@ -46,17 +46,18 @@ export const PLAN_LIMITS: Readonly<Record<Exclude<PlanName, 'enterprise'>, Limit
 };
 
 /**
- * Costs and enforcement of each plan. None of the four plans sets either today: a consumer's own
- * `costs` and `enforce` (the keys file) do. A plan's entry here would apply to all its consumers.
+ * Costs and enforcement per plan. No plan sets either; consumers set their own `costs` and
+ * `enforce` in the keys file. An entry here would apply to every consumer of the plan.
  */
 export const PLAN_TERMS: Readonly<Record<PlanName, Terms>> = { free: {}, pro: {}, business: {}, enterprise: {} };
 
-/** The costs `costs` may set: every operation but the ones that read the quota. */
+/** The operations `costs` may name: all but those that read the quota. */
 export const COSTED_OPERATIONS: readonly string[] = OPERATIONS.filter((op) => !op.readsQuota).map((op) => op.id);
 
 /**
- * What is wrong with `costs` under `limits`, as `field: message` (the field under `where`), or
- * undefined: a cost above the smallest quota could never be admitted.
+ * What is wrong with `costs` under `limits`, as `field: message` (the field prefixed by `where`),
+ * or undefined. Refuses an operation that `costs` may not name, and a cost above any quota, since
+ * such a request could never be admitted.
  *
  * @example
  * costProblem('plans.pro', { perMinute: 10, perDay: 100 }, { createPet: 20 })
@@ -78,7 +79,7 @@ export function costProblem(where: string, limits: Limits, costs: Costs | undefi
   return undefined;
 }
 
-/** Every configured plan's terms make sense with its quotas: checked when the module loads. */
+// Checked when the module loads: each plan's costs fit its quotas.
 for (const [plan, limits] of Object.entries(PLAN_LIMITS)) {
   const problem = costProblem(`plans.${plan}`, limits, PLAN_TERMS[plan as PlanName].costs);
   if (problem) throw new TypeError(problem);
@@ -87,9 +88,8 @@ for (const [plan, limits] of Object.entries(PLAN_LIMITS)) {
 export const DEFAULT_BAN: BanPolicy = { seconds: 15 * 60 };
 
 /**
- * Requests one consumer (its keys together) may have in flight at once unless `--max-in-flight`
- * says otherwise. The many parallel requests of one client, a pool of connections each with a
- * request under way, fit; a runaway client is refused (429) long before it holds every connection
- * the host can serve.
+ * Requests one consumer (all its keys together) may have in flight at once, unless
+ * `--max-in-flight` sets another number. A client's connection pool with a request on each fits; a
+ * runaway client is refused (429) long before it holds every connection the host can serve.
  */
 export const DEFAULT_MAX_IN_FLIGHT = 128;

@@ -11,35 +11,29 @@ import type { BanPolicy, Costs, Limits, PlanName } from './plans.ts';
  */
 export interface Consumer {
   /**
-   * Its identity (`con_…`): the part of its owner (`ownerOf`) that keeps its orders and
-   * `Idempotency-Key`s its own.
+   * The consumer's id (`con_…`). It is part of its owner (`ownerOf`), so no other consumer sees its
+   * orders or `Idempotency-Key`s.
    */
   readonly id: string;
   /**
-   * For a consumer whose id is derived from its first key (`consumerIdOf`): its legacy owner
-   * (`key:<name>`, ARCHITECTURE.md's glossary), whose orders `settleIdentities()` of LiveKeys moves
-   * to its own (`ownerOf`) at start, through `DataStore.adoptOwners`.
+   * Set when the id is derived from the first key (`consumerIdOf`): the consumer's legacy owner
+   * (`key:<name>`, see ARCHITECTURE.md's glossary). At start, `settleIdentities()` of LiveKeys
+   * moves that owner's orders to `ownerOf(consumer)` through `DataStore.adoptOwners`.
    */
   readonly adopts?: string;
   readonly name: string;
   readonly plan: PlanName;
   readonly limits: Limits;
   readonly ban?: BanPolicy;
-  /**
-   * Units each operation spends, by operationId (the plan's, then the consumer's own); others cost
-   * 1.
-   */
+  /** Units each operation costs, by operationId (the plan's, then the consumer's own); else 1. */
   readonly costs: Costs;
-  /** False: report-only limits (src/keys/plans.ts, `Terms`). */
+  /** False: the limits are report-only (`Terms` in src/keys/plans.ts). */
   readonly enforce: boolean;
-  /**
-   * Where quota notifications go, signed with `secret` (never logged nor shown); none: no
-   * notifications.
-   */
+  /** Where quota notifications go, signed with `secret` (never logged or shown). Absent: none. */
   readonly webhook?: { readonly url: string; readonly secret: string };
   /**
-   * Percent of the day and month quotas whose crossing is notified, ascending (default 80, 100);
-   * with a webhook only.
+   * Percentages of the day and month quotas whose crossing is notified, ascending (default 80 and
+   * 100). Used only with a webhook.
    */
   readonly thresholds?: readonly number[];
 }
@@ -64,7 +58,8 @@ export interface KeyRecord {
   /** Epoch ms before which the key is refused (`notBefore`), if set. */
   readonly notBefore?: number;
   /**
-   * Epoch ms it was revoked at: a tombstone (`revoked` in the file), never admitted, named in logs.
+   * When the key was revoked (epoch ms). Set on a tombstone (`revoked` in the file): never
+   * admitted, but named in logs.
    */
   readonly revokedAt?: number;
 }
@@ -85,18 +80,15 @@ export interface ConsumerFields {
   thresholds?: number[];
 }
 
-/**
- * A new consumer's id: `con_` and 128 random bits in hex, so no consumer made later, under the
- * same name or another, is ever given it.
- */
+/** A new consumer id: `con_` and 128 random bits in hex, never given to a later consumer. */
 export function newConsumerId(): string {
   return `con_${randomBytes(16).toString('hex')}`;
 }
 
 /**
- * The id of a consumer written without one (by hand, or before consumers had ids): a digest of its
- * name and its first key's hash. A consumer deleted and made again under the same name has
- * another key, so another id; every instance derives the same one from the same file.
+ * The id of a consumer written without one (by hand, or by an older release): a digest of its name
+ * and its first key's hash. Every instance derives the same id from the same file. A consumer
+ * deleted and created again under the same name has another key, so it gets another id.
  *
  * @example
  * derivedConsumerId('acme', '9f86d081…') // 'con_…' (the same for the same arguments)
@@ -106,8 +98,8 @@ export function derivedConsumerId(name: string, sha256: string): string {
 }
 
 /**
- * A consumer entry's id: its own, else derived from its first key (`derivedConsumerId`);
- * undefined for one that has neither (no key: it cannot call, so it owns nothing yet).
+ * A consumer entry's id: its own, else one derived from its first key (`derivedConsumerId`).
+ * Undefined when it has neither: without a key it cannot call, so it owns nothing yet.
  */
 export function consumerIdOf(entry: {
   readonly id?: string | undefined;
@@ -120,11 +112,9 @@ export function consumerIdOf(entry: {
 
 /**
  * The owner of a consumer's orders and `Idempotency-Key`s: the string the store files them under.
- * The consumer is the account; its owner is how the store names it. The id makes the owner the
- * consumer's own; the name, which never changes for an id, tells whose webhook hears of its orders.
- *
- * The store reads the name back from it (`consumerOf` in src/store/order-rows.ts): change both
- * together.
+ * The id makes the owner unique to the consumer. The name (fixed for a given id) tells which
+ * webhook hears of its orders; the store parses it back out (`consumerOf` in
+ * src/store/order-rows.ts), so change both together.
  *
  * @example
  * ownerOf({ id: 'con_0123…', name: 'acme' }) // 'con_0123…:acme'
@@ -139,9 +129,9 @@ export function legacyOwnerOf(name: string): string {
 }
 
 /**
- * Every owner a consumer entry's orders may be stored under: its id's (none for a consumer
- * without id or keys, which owns nothing), and its name's from before consumer ids when its id is
- * derived (as `keyRecords` gives it `adopts`). What deleting it retires.
+ * Every owner a consumer entry's orders may be stored under: its owner (none without an id or a
+ * key), plus its legacy owner when its id is derived (the case where `keyRecords` sets `adopts`).
+ * Deleting the consumer retires all of them.
  *
  * @example
  * ownersOf({ id: 'con_0123…', name: 'acme', keys: [] }) // ['con_0123…:acme']

@@ -5,7 +5,7 @@ import { ADMIN_SCOPE, KEY_SCOPES } from '../core/key-scopes.ts';
 import { COSTED_OPERATIONS, PLAN_NAMES } from './plans.ts';
 import { normalWebhookUrl, webhookUrlProblem } from './webhook-targets.ts';
 
-/** A key's or consumer's name as the keys file and `petstore keys` accept it: what logs show. */
+/** A key's or consumer's name, as the keys file and `petstore keys` accept it; logs show it. */
 export const KEY_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const NAME_MESSAGE = 'must be 1-64 letters, digits, ".", "_" or "-"';
 
@@ -42,9 +42,7 @@ const Quota = v.pipe(
   v.maxValue(1_000_000_000, QUOTA_MESSAGE),
 );
 const Limits = v.strictObject({ perMinute: Quota, perDay: Quota, perMonth: v.optional(Quota) });
-/**
- * Units a request of each operation spends; whether each fits its quotas is `keyRecords`'s check.
- */
+/** Units a request to each operation costs; `keyRecords` checks that each fits the quotas. */
 const Costs = v.record(
   v.picklist(COSTED_OPERATIONS, `must name an operation that costs something: ${COSTED_OPERATIONS.join(', ')}`),
   Quota,
@@ -62,7 +60,7 @@ export function webhookUrlAllowed(text: string): boolean {
   return webhookUrlProblem(text) === undefined;
 }
 
-/** A webhook URL: refused in the words of its problem, kept normalised (a punycode host). */
+/** A webhook URL: refused with its problem's message, kept normalised (a punycode host). */
 const WebhookUrl = v.pipe(
   v.string(URL_MESSAGE),
   v.rawCheck(({ dataset, addIssue }) => {
@@ -75,7 +73,7 @@ const WebhookUrl = v.pipe(
 /** A Standard Webhooks secret: `whsec_` and the base64 of 24 to 64 random bytes. */
 const SECRET = /^whsec_(?:[A-Za-z0-9+/]{4}){8,22}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 const SECRET_MESSAGE = 'must be "whsec_" and the base64 of 24 to 64 random bytes (the value is not shown)';
-/** Where notifications go; the secret signs them and is never logged nor shown. */
+/** Where notifications go; the secret signs them and is never logged or shown. */
 const Webhook = v.strictObject(
   {
     url: WebhookUrl,
@@ -153,17 +151,14 @@ export const ConsumerKey = v.strictObject({
   ...Validity,
 });
 
-/**
- * A consumer's identity: `con_` and 128 random bits in hex, made once and never given to another
- * consumer.
- */
+/** A consumer's id: `con_` and 128 random bits in hex, made once and never given to another. */
 export const CONSUMER_ID = /^con_[0-9a-f]{32}$/;
 
 /**
  * A consumer: one quota (windows, ban, in-flight cap) shared by all of its keys. `id` owns its
- * orders and `Idempotency-Key`s; `petstore keys` and the admin API write it when they make the
- * consumer, and a consumer written without one gets one derived from its first key
- * (src/keys/records.ts, `consumerIdOf`).
+ * orders and `Idempotency-Key`s. `petstore keys` and the admin API write it when they create the
+ * consumer; a consumer written without one gets an id derived from its first key (`consumerIdOf`
+ * in src/keys/records.ts).
  */
 export const ConsumerEntry = v.pipe(
   v.strictObject({
@@ -225,7 +220,7 @@ export const RevokedKey = v.strictObject({
   revokedAt: DateTime,
 });
 
-/** How long a revoked key's tombstone is kept: 90 days, then dropped by the next change. */
+/** How long a revoked key's tombstone is kept; the next change after that drops it. */
 export const REVOKED_KEPT_MS = 90 * 86_400_000;
 
 /** The keys file: either form, or both in one file, and the tombstones of revoked keys. */

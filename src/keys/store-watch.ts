@@ -11,7 +11,7 @@ import type { KeyRecord } from './records.ts';
 
 /**
  * How often the store's keys version is read: a change whose notification was lost (or, on
- * SQLite, any change from another process) is in force within this and one read.
+ * SQLite, any change by another process) is in force within this plus one read.
  */
 export const KEYS_VERSION_POLL_MS = 500;
 
@@ -29,7 +29,7 @@ export interface KeysStoreWatchOptions {
  * The data store's keys, kept in memory so no request reads them. They are reloaded when
  * PostgreSQL notifies a change, when the polled version moves, and after this instance's admin
  * writes. While the database is unreachable the keys in force stay: `problem()` tells `/readyz`,
- * and the log says so once at the start and once at the end.
+ * and the log says so once when the outage starts and once when it ends.
  *
  * @example
  * const watcher = new KeysStoreWatcher({ store: pets.keyStore(), log, apply, refuse })
@@ -77,9 +77,9 @@ export class KeysStoreWatcher {
   }
 
   /**
-   * Reads the keys again. One read at a time: a request that arrives during a read gets a read
-   * that starts after it (shared by every request meanwhile), so a caller that committed a
-   * change before asking never resolves on a read that began before its commit.
+   * Reads the keys again, one read at a time. A call made during a read waits for a new read that
+   * starts after it (shared by every call meanwhile), so a caller that committed a change before
+   * calling never resolves on a read that began before its commit.
    */
   sync(trigger: StoreReloadTrigger): Promise<void> {
     if (!this.#syncing) {

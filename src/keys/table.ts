@@ -5,9 +5,9 @@ import { hashToken, type KeyRecord } from './records.ts';
 import { plausibleToken } from './tokens.ts';
 
 /**
- * SHA-256 of a presented token, the same bytes as `hashToken`: Bun's one-shot hasher where it
- * exists, else node:crypto's (whose `createHash` object is most of the cost of a lookup:
- * bench/README.md#measured-costs-behind-the-codes-choices).
+ * SHA-256 of a presented token, the same bytes as `hashToken`. Uses Bun's one-shot hasher when
+ * there is one, because node:crypto's `createHash` object is most of the cost of a lookup
+ * (bench/README.md#measured-costs-behind-the-codes-choices).
  */
 const sha256: (token: string) => Buffer =
   'Bun' in globalThis ? (token) => Bun.CryptoHasher.hash('sha256', token) : hashToken;
@@ -16,13 +16,13 @@ const sha256: (token: string) => Buffer =
 const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 
 /**
- * Finds API keys by the SHA-256 of the presented token. The table holds only hashes; a token
- * is found by its hash, so how long a look-up takes says nothing of how near a guess came; the
- * record's hash is then compared in constant time as well.
+ * Finds API keys by the SHA-256 of the presented token; the table holds only hashes. Because the
+ * lookup is by hash, its timing says nothing of how close a guess came, and the found record's hash
+ * is also compared in constant time.
  */
 export class KeyTable {
   #byHash: Map<string, KeyRecord>;
-  /** Tombstones of revoked keys (`revokedAt`): found by `find` to be named, never admitted. */
+  /** Revoked keys' tombstones (`revokedAt`): `find` returns them so logs can name them. */
   #revoked: Map<string, KeyRecord>;
   readonly size: number;
 
@@ -34,8 +34,8 @@ export class KeyTable {
   }
 
   /**
-   * What a token is: a key, a revoked key's tombstone (with `revokedAt`), or why it is none:
-   * `bad_checksum` (the checksummed shape with a wrong checksum), `unknown` (no key has its hash).
+   * What a token is: a key, a revoked key's tombstone (with `revokedAt`), or why it is neither:
+   * `bad_checksum` (checksummed shape, wrong checksum) or `unknown` (no key has its hash).
    */
   find(token: string): KeyRecord | 'bad_checksum' | 'unknown' {
     if (!plausibleToken(token)) return 'bad_checksum';
@@ -45,18 +45,12 @@ export class KeyTable {
     return record && timingSafeEqual(record.hash, digest) ? record : 'unknown';
   }
 
-  /**
-   * Every key in force, without the revoked keys' tombstones: for the per-consumer metrics, the
-   * webhooks and their events.
-   */
+  /** Every key in force, without tombstones: for the per-consumer metrics and the webhooks. */
   records(): KeyRecord[] {
     return [...this.#byHash.values()];
   }
 
-  /**
-   * Every record the table was made from, the revoked keys' tombstones too: what makes the same
-   * table again.
-   */
+  /** Every record the table was built from, tombstones included: enough to build it again. */
   all(): KeyRecord[] {
     return [...this.#byHash.values(), ...this.#revoked.values()];
   }

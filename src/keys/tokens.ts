@@ -8,7 +8,7 @@ import { hashToken } from './records.ts';
 /** Every token starts with this, so a leaked one is recognisable in code, logs and scanners. */
 export const TOKEN_PREFIX = 'psk_';
 
-/** The digits of base62, in the order a number is written with them. */
+/** The base62 digits, in order of value. */
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 /** Random base62 characters after the prefix: 32 × log2(62) ≈ 190 bits. */
 const RANDOM_CHARS = 32;
@@ -46,7 +46,7 @@ export function crc32(ascii: string, length = ascii.length): number {
   return (crc ^ 0xffffffff) >>> 0;
 }
 
-/** CRC32's running state after the prefix, where every checked token's starts. */
+/** CRC32's running state after `psk_`: the check of every checksummed token starts from it. */
 const PREFIX_CRC_STATE = (crc32(TOKEN_PREFIX) ^ 0xffffffff) >>> 0;
 
 /** The value of each base62 digit by its character code; -1 for any other character. */
@@ -70,16 +70,16 @@ export function checksum(text: string): string {
 }
 
 /**
- * Whether a presented token can be a key at all: one of `newToken`'s shape must carry its own
- * checksum (a typo or a made-up token is refused without hashing); any other shape (tokens
- * made before the checksum, `psk_` + 43 base64url characters) is left to the lookup.
+ * Whether a presented token could be a key. A token of `newToken`'s shape must carry a valid
+ * checksum, so a typo or a made-up token is refused without hashing. Any other shape (older tokens
+ * without a checksum: `psk_` and 43 base64url characters) is left to the lookup.
  *
  * @example
  * plausibleToken(newToken()) // true
  * plausibleToken('psk_' + 'A'.repeat(38)) // false
  */
 export function plausibleToken(token: string): boolean {
-  // Run on every presented token: one pass, no regular expression, no strings made.
+  // Runs on every presented token: one pass, no regular expression, no new strings.
   if (token.length !== CHECKED_LENGTH || !token.startsWith(TOKEN_PREFIX)) return true;
   let crc = PREFIX_CRC_STATE;
   for (let i = TOKEN_PREFIX.length; i < CHECKED_LENGTH - CHECK_CHARS; i++) {

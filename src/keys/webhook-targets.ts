@@ -23,7 +23,7 @@ const LOOPBACK_NAMES = new Set(['localhost']);
 
 type Address = ipaddr.IPv4 | ipaddr.IPv6;
 
-/** ipaddr.js's range names, in words: what an address that is not public is. */
+/** ipaddr.js's range names as the words that describe a non-public address in a message. */
 const RANGE_WORDS: Readonly<Record<string, string>> = {
   unspecified: 'an unspecified',
   broadcast: 'a broadcast',
@@ -62,7 +62,8 @@ export function webhookUrlProblem(text: string): string | undefined {
     if (LOOPBACK_NAMES.has(host) || url.protocol === 'https:') return undefined;
     return 'must be an https:// URL, or http:// to a loopback address (127.0.0.1, [::1], localhost)';
   }
-  // `https://2852039166/` is 169.254.169.254 to a URL parser and to nobody reading it.
+  // A URL parser reads `https://2852039166/` as 169.254.169.254, which a person reading it would
+  // not: an IPv4 address must be written as four decimal numbers.
   if (literal.kind() === 'ipv4' && authority.replace(/:\d*$/, '').toLowerCase() !== host) {
     return `must write an IPv4 address as four decimal numbers (${host}), not as one number, octal or hex`;
   }
@@ -148,7 +149,7 @@ function literalOf(host: string): Address | undefined {
   return isIP(bare) === 0 ? undefined : ipaddr.parse(bare);
 }
 
-/** An address as a resolver gives it; an IPv4-mapped IPv6 one as the IPv4 it maps. */
+/** Parses an address as a resolver gives it; an IPv4-mapped IPv6 address becomes its IPv4 one. */
 function addressOf(text: string): Address | undefined {
   return isIP(text) === 0 ? undefined : ipaddr.process(text);
 }
