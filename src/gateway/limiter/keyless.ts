@@ -122,7 +122,7 @@ export class SketchWindow {
     return j * this.#spec.bucketMs + this.#spec.windowMs;
   }
 
-  /** Returns the epoch ms from which `cell`'s count is below `quota` (as `BucketWindow.admitAt`). */
+  /** Returns the epoch ms from which `cell`'s count is below `quota`, as `BucketWindow.admitAt`. */
   admitAt(cell: number, quota: number): number {
     let left = this.count(cell);
     if (left < quota) return Number.NEGATIVE_INFINITY;
