@@ -22,7 +22,7 @@ import { currentRequest, inRequest, requestState } from '../../trace/request-sta
 import type { RateLimiter, Subject, Verdict } from './limiter.ts';
 import { GrantPace } from './pace.ts';
 
-/** A worker's request for a decision. */
+/** A worker's ask: one HTTP request's call to the supervisor's limiter. */
 export interface DecideMessage {
   readonly type: 'decide';
   readonly id: number;
@@ -31,9 +31,9 @@ export interface DecideMessage {
   /** Sent with the first message about it, and again if the supervisor has forgotten it. */
   readonly subject?: Subject;
   readonly cost: number;
-  /** Units beyond `cost` the worker expects to spend before the second ends: a grant request. */
+  /** Units beyond `cost` the worker expects to spend before the second ends: asks for a grant. */
   readonly wanted?: number;
-  /** The request's ids, so that what the decision logs (a ban started) carries them. */
+  /** The HTTP request's ids, so that what the decision logs (a ban started) carries them. */
   readonly requestIds?: readonly [requestId: string, traceId?: string, spanId?: string];
 }
 
@@ -52,7 +52,7 @@ export interface Grant {
   readonly end: number;
 }
 
-/** A request waiting for the supervisor's answer. */
+/** An ask waiting for the supervisor's answer. */
 interface Waiting {
   resolve(answer: { readonly verdict: Verdict; readonly grant?: Grant }): void;
   reject(err: Error): void;
@@ -75,7 +75,7 @@ class WorkerGrant {
   slot = 0;
   granted = 0;
   end = Number.NEGATIVE_INFINITY;
-  /** The grant request in progress; requests short of units wait for it. */
+  /** The ask for a grant in progress; requests short of units wait for it. */
   pending: Promise<unknown> | undefined;
   /** Sizes the next grant, and says whether requests go one by one until the second ends. */
   readonly pace = new GrantPace();
@@ -139,8 +139,8 @@ export class RemoteLimiter implements RateLimiter {
       if (seen === left) break;
       left = seen;
     }
-    // The second ended while taking: the units stay counted but unused, and the request goes to the
-    // supervisor.
+    // The second ended while taking: the units stay counted but unused, and the supervisor is
+    // asked instead.
     if (this.#clock.now() >= kept.end) return undefined;
     kept.pace.spent(cost);
     return spentFrom(verdict, kept.granted - (left - cost));
@@ -191,7 +191,7 @@ export class RemoteLimiter implements RateLimiter {
   }
 
   /**
-   * Sends one request; the subject is included the first time, and always for a keyless client
+   * Sends one ask; the subject is included the first time, and always for a keyless client
    * (`ref` 0).
    */
   #ask(subject: Subject, ref: number, cost: number, wanted: number) {
@@ -214,7 +214,7 @@ export class RemoteLimiter implements RateLimiter {
     });
   }
 
-  /** Handles the supervisor's answer to a request. */
+  /** Handles the supervisor's answer to an ask. */
   answer(message: DecidedMessage): void {
     const waiting = this.#waiting.get(message.id);
     if (!waiting) return;
@@ -227,7 +227,7 @@ export class RemoteLimiter implements RateLimiter {
     else waiting.resolve(message);
   }
 
-  /** Resends request `id` with its subject, which the supervisor has forgotten. */
+  /** Resends ask `id` with its subject, which the supervisor has forgotten. */
   #askAgain(id: number, waiting: Waiting): void {
     const subject = waiting.ask.subject ?? this.#subjects.get(waiting.ask.ref);
     if (waiting.ask.subject || !subject) {
@@ -240,7 +240,7 @@ export class RemoteLimiter implements RateLimiter {
     this.#send(again);
   }
 
-  /** Rejects every waiting request, because the supervisor will not answer them. */
+  /** Rejects every waiting ask, because the supervisor will not answer them. */
   fail(reason: string): void {
     for (const { reject } of this.#waiting.values()) reject(new Error(reason));
     this.#waiting.clear();
@@ -538,20 +538,20 @@ export function unpackAnswers({ packed, others }: PackedAnswers): DecidedMessage
 }
 
 /**
- * One event-loop turn's requests, packed for one message to the supervisor: their numbers in one
+ * One event-loop turn's asks, packed for one message to the supervisor: their numbers in one
  * `Float64Array`, request ids and keyless address groups in one string, and whole subjects
  * alongside. A keyless subject with the same limits and ban as the turn's first keyless one is
  * sent as its address group only.
  */
 export interface PackedAsks {
   /**
-   * Per request: id, ref, cost, wanted, and how the subject is sent (`BY_REF`, `WHOLE` or
+   * Per ask: id, ref, cost, wanted, and how the subject is sent (`BY_REF`, `WHOLE` or
    * `KEYLESS`).
    */
   readonly packed: Float64Array;
   /**
-   * Per request, newline-separated: its request, trace and span ids (empty if none), then for a
-   * `KEYLESS` request its address group.
+   * Per ask, newline-separated: its request, trace and span ids (empty if none), then for a
+   * `KEYLESS` ask its address group.
    */
   readonly text: string;
   readonly subjects: readonly Subject[];
@@ -564,7 +564,7 @@ const WHOLE = 1;
 const KEYLESS = 2;
 const PER_ASK = 5;
 
-/** Packs requests for `unpackAsks`. */
+/** Packs asks for `unpackAsks`. */
 export function packAsks(asks: readonly DecideMessage[]): PackedAsks {
   const packed = new Float64Array(asks.length * PER_ASK);
   let text = '';
@@ -574,7 +574,7 @@ export function packAsks(asks: readonly DecideMessage[]): PackedAsks {
     const ask = asks[i] as DecideMessage;
     const { subject, requestIds } = ask;
     let how = BY_REF;
-    // No newline before the first request's lines, so `split` yields no empty first element.
+    // No newline before the first ask's lines, so `split` yields no empty first element.
     text += `${i === 0 ? '' : '\n'}${requestIds?.[0] ?? ''}\n${requestIds?.[1] ?? ''}\n${requestIds?.[2] ?? ''}`;
     if (subject?.keyless && isAddressId(subject)) {
       keyless ??= { limits: subject.limits, ban: subject.ban };
@@ -604,7 +604,7 @@ function isAddressId({ id, label }: Subject): boolean {
   return id.length === label.length + 5 && id.startsWith('addr:') && id.endsWith(label);
 }
 
-/** Returns the requests `packAsks` packed. */
+/** Returns the asks `packAsks` packed. */
 export function unpackAsks({ packed, text, subjects, keyless }: PackedAsks): DecideMessage[] {
   const strings = text.split('\n');
   const asks: DecideMessage[] = [];
