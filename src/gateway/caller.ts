@@ -1,16 +1,13 @@
-// Who sent a request: `callerOf()` turns the `Authorization` header into a `Caller`, a key's
-// consumer or a keyless client known by its address. `identify()` finds the key and `callerAt()`
-// checks its dates. The gateway asks `callerOf()` first; ./key-checks.ts holds its refusals.
+// Who sent a request: `callerOf()` turns the `Authorization` header into a `Caller`, either a
+// key's consumer or a keyless client known by its address. The gateway calls it first (step 3a);
+// ./key-checks.ts holds the refusals that follow.
 import type { Consumer, KeyRecord } from '../keys/records.ts';
 import { bearerToken, type KeyTable } from '../keys/table.ts';
 
 /**
- * Who sent a request: a key's consumer, or a keyless client known by its canonical address.
- * `callerOf()` makes it once per request for the gateway (`identify()` finds the key, `callerAt()`
- * turns a key used outside its dates into a keyless client), and every later step reads it. The
- * trace asks `callerOf()` again, through `validAuthorizationTest()` (./gateway.ts), for a valid
- * `traceparent`. A consumer carries no address: nothing about it depends on where it calls from,
- * and looking the address up costs time.
+ * Who sent a request: a key's consumer, or a keyless client known by its canonical address. The
+ * gateway makes it once per request and later steps read it. A consumer carries no address,
+ * because nothing about it depends on where it calls from and the lookup costs time.
  */
 export type Caller =
   | {
@@ -22,27 +19,24 @@ export type Caller =
       readonly kind: 'keyless';
       readonly address: string;
       /**
-       * What the request carried, for the log; every value but `none` gets the same 401. `none`:
-       * no Authorization header; `malformed`: not `Bearer <token>`; `bad_checksum`, `unknown`: a
-       * token no key has; `revoked`: a revoked key's; `expired`, `not_yet_valid`: see `callerAt()`.
+       * Why the request has no valid key, for the log; all values get the same 401. `none`: no
+       * Authorization header; `malformed`: not `Bearer <token>`; `bad_checksum`, `unknown`: no key
+       * has this token; `revoked`: a revoked key; `expired`, `not_yet_valid`: see `callerAt()`.
        */
       readonly credential: Credential;
-      /**
-       * The known key of a `revoked`, `expired` or `not_yet_valid` credential: for logs and
-       * metrics, never for quota.
-       */
+      /** The key of a `revoked`, `expired` or `not_yet_valid` credential, for logs and metrics. */
       readonly key?: KeyRecord;
     };
 
-/** A caller that presented a valid key: the only kind the gateway lets through. */
+/** A caller with a valid key: the only kind the gateway admits. */
 export type ConsumerCaller = Extract<Caller, { kind: 'consumer' }>;
 
-/** Why a request is not a consumer's: see `Caller`. */
+/** Why a caller is keyless: see `Caller`. */
 export type Credential = 'none' | 'malformed' | 'bad_checksum' | 'unknown' | 'revoked' | 'expired' | 'not_yet_valid';
 
 /**
- * Returns the caller of a request with this `Authorization` header; `address` gives the canonical
- * client address, asked only when no key admits the request.
+ * Returns the caller for this `Authorization` header, ignoring the key's dates. `address` returns
+ * the canonical client address and is called only for a keyless caller.
  *
  * @example
  * identify('Bearer psk_…', table, () => '203.0.113.9') // { kind: 'consumer', consumer: { name: 'acme', … }, … }
@@ -59,8 +53,8 @@ function identify(authorization: string | undefined, keys: KeyTable, address: ()
 }
 
 /**
- * Returns the caller of a request with this `Authorization` header at `now`: the key found
- * (`identify()`), then its dates checked (`callerAt()`). The gateway asks this once per request.
+ * Returns the caller for this `Authorization` header at `now`: the key is looked up, then its
+ * dates are checked. The gateway calls it once per request, and `validAuthorizationTest()` too.
  *
  * @example
  * callerOf('Bearer psk_…', table, Date.now(), () => '203.0.113.9') // { kind: 'consumer', … }
@@ -75,11 +69,9 @@ export function callerOf(
 }
 
 /**
- * Returns the caller as the gateway treats it at `now`. A key past its `expiresAt` or before its
- * `notBefore` makes its caller a keyless client. The gateway limits that client per address and
- * answers it the same 401 as an unknown key, so the answer never confirms that a token was valid.
- * The log's `credential` says why. The dates are checked on every request, so a key expires
- * without a reload.
+ * Turns a consumer whose key is past `expiresAt` or before `notBefore` into a keyless client. It
+ * then gets the same per-address limits and 401 as an unknown key, so the answer never confirms
+ * that a token exists. Dates are checked on every request, so a key expires without a reload.
  *
  * @example
  * callerAt(identify('Bearer psk_old…', table, address), Date.now(), address) // { kind: 'keyless', credential: 'expired', … }

@@ -1,5 +1,5 @@
-// The limiter's question for one request: `decider()` turns a caller and a cost into the
-// subject the limiter counts (a consumer's id, a keyless client's address group) and asks it.
+// `decider()` turns a caller and a cost into a limiter call: it builds the subject the limiter
+// counts (a consumer's id, or a keyless client's address group) and asks for a verdict.
 import { LRUCache } from 'lru-cache';
 import { addressGroup, DEFAULT_IPV6_PREFIX } from '../core/addresses.ts';
 import { type BanPolicy, DEFAULT_BAN, PLAN_LIMITS } from '../keys/plans.ts';
@@ -8,41 +8,37 @@ import type { Caller } from './caller.ts';
 import type { RateLimiter, Subject, Verdict } from './limiter/limiter.ts';
 
 /**
- * A consumer's limiter subject id, `key:con_…`: by its id, as orders are owned, so a consumer made
- * again under the same name is another party, with fresh windows and no ban. The id names a
- * consumer with all its keys, not one API key. It names limiter state only, never rows (unlike a
- * legacy owner's `key:<name>`, ARCHITECTURE.md's glossary). The `key:` prefix stays because the id
- * is the Redis key of the consumer's windows and ban (`petstore:rl:key:con_…`), shared by every
- * instance of a fleet (an older release's too during a rolling upgrade) and outliving their
- * restarts: another prefix would start every consumer's windows afresh and lift its ban at the
- * upgrade, and split its counts between the old and the new instances while both serve.
+ * A consumer's limiter subject id, `key:con_…`. It uses the consumer's id, not its name, so a
+ * consumer re-created under the same name starts with fresh windows and no ban; it covers all the
+ * consumer's keys. It names limiter state only, never rows (unlike a legacy owner's `key:<name>`,
+ * ARCHITECTURE.md's glossary). Keep the `key:` prefix: the id is part of the Redis key of the
+ * windows and ban (`petstore:rl:key:con_…`), shared by every instance and release in a fleet, so
+ * changing it would reset every consumer's windows, lift bans, and split counts during a rolling
+ * upgrade.
  */
 function consumerSubjectId(consumer: Consumer): string {
   return `key:${consumer.id}`;
 }
 
 /**
- * Consumers whose limiter subject is cached, the least recently used evicted: a cache's size, not a
- * limit on consumers (`--keys store` has no bound), since an evicted consumer's subject is built
- * again at its next request, and the limiter keeps its windows by the subject's id.
+ * How many consumers' subjects are cached (LRU). This is not a limit on consumers: an evicted
+ * subject is rebuilt on the next request, and the limiter keeps windows by the subject's id.
  */
 const MAX_SUBJECTS = 10_000;
 
 export interface DeciderOptions {
   limiter: RateLimiter;
-  /** Ban applied when a consumer sets none of its own, and to client addresses. */
+  /** The ban for a consumer that sets none, and for keyless client addresses. */
   ban?: BanPolicy;
-  /**
-   * IPv6 callers without a valid key are counted by this prefix of their address (`--ipv6-prefix`).
-   */
+  /** Keyless IPv6 callers are counted by this prefix of their address (`--ipv6-prefix`). */
   ipv6Prefix?: number;
 }
 
 /**
- * Returns the function that asks the limiter's verdict for a caller. A consumer is counted against
- * its own quota only. A keyless client is counted against its address (an IPv6 address by its
- * `ipv6Prefix` group). What an address did without a key never counts against a valid key sent from
- * it, so a neighbour behind the same NAT cannot lock a key out (SECURITY.md).
+ * Returns a function that asks the limiter for a caller's verdict. A consumer counts against its
+ * own quota only; a keyless client counts against its address group. Keyless traffic never counts
+ * against a valid key from the same address, so a neighbour behind the same NAT cannot lock a key
+ * out (SECURITY.md).
  *
  * @example
  * const decide = decider({ limiter })
@@ -53,8 +49,8 @@ export function decider({
   ban = DEFAULT_BAN,
   ipv6Prefix = DEFAULT_IPV6_PREFIX,
 }: DeciderOptions): (caller: Caller, cost: number) => Promise<Verdict> {
-  // By the consumer as loaded: a reload makes new consumer objects, so a changed quota or ban is
-  // never read from an old subject; the bound keeps what reloads leave behind from growing.
+  // Keyed by the consumer object: a reload makes new objects, so a changed quota or ban is never
+  // read from a stale subject, and the bound drops the old ones.
   const subjects = new LRUCache<Consumer, Subject>({ max: MAX_SUBJECTS });
   const consumerSubject = (consumer: Consumer): Subject => {
     let subject = subjects.get(consumer);
@@ -71,7 +67,7 @@ export function decider({
           seconds: policy.seconds,
           threshold: consumer.enforce ? (policy.threshold ?? consumer.limits.perMinute) : 0,
         },
-        // Only a consumer with somewhere to send them has its crossings noticed.
+        // Thresholds only for a consumer with a webhook to notify.
         ...(consumer.webhook && consumer.thresholds ? { thresholds: consumer.thresholds } : {}),
       };
       subjects.set(consumer, subject);
@@ -81,7 +77,6 @@ export function decider({
   const keylessBan = { seconds: ban.seconds, threshold: ban.threshold ?? PLAN_LIMITS.free.perMinute };
   const addressSubject = (address: string): Subject => {
     const group = addressGroup(address, ipv6Prefix);
-    // `anonymous`: the plan label of keyless clients (ARCHITECTURE.md's glossary).
     return {
       id: `addr:${group}`,
       keyless: true,

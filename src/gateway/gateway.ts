@@ -1,7 +1,7 @@
 // The gateway, step 3 of a request (src/pipeline/pipeline.ts). `createAdmissionCheck()` makes the
-// one admission check that every API request goes through; its docstring lists the checks in order.
-// This file is also the one door into src/gateway/. What other folders use of the gateway (the
-// limiters, types) is exported here.
+// admission check that every API request goes through; its docstring lists the checks in order.
+// Other folders import src/gateway/ through this file only, so it also re-exports the limiters and
+// types they use.
 import type { Context } from 'hono';
 import { LRUCache } from 'lru-cache';
 import { canonicalAddress } from '../core/addresses.ts';
@@ -45,8 +45,8 @@ export { quotaStatus } from './quota.ts';
 export { wouldRefuseReporter } from './report-only.ts';
 
 /**
- * Opens the limiter shared through Redis (`--redis`), with its quota leases and failover. Its
- * module is loaded on first use, so that ioredis loads only when a server is configured.
+ * Opens the Redis limiter (`--redis`) with its quota leases and failover. The module is imported
+ * on first call, so ioredis is loaded only when a server uses Redis.
  *
  * @example
  * const limiter = await loadRedisLimiter({
@@ -57,80 +57,74 @@ export async function loadRedisLimiter(options: OpenRedisLimiterOptions): Promis
   return (await import('./limiter/open-redis.ts')).openRedisLimiter(options);
 }
 
-// What the gateway hands to the steps after it, typed on every Hono context (`c.get('caller')`).
-// It is typed here, not in src/app-env.ts, because the gateway sets it and may not import
-// app-env.ts, which sits above it in LAYERS (.dependency-cruiser.cjs).
+// The caller the gateway passes to later steps (`c.get('caller')`). It is declared here, not in
+// src/app-env.ts, because the gateway sets it and may not import app-env.ts, a higher layer in
+// LAYERS (.dependency-cruiser.cjs).
 declare module 'hono' {
   interface ContextVariableMap {
     /**
-     * The caller the gateway identified (step 3). A request the gateway never saw (a service
-     * route, a 414) has none, so the steps that also serve those (the log line, the metrics, the
-     * trace) read it with `?.`.
+     * The caller found at step 3. Requests that skip the gateway (a service route, a 414) have
+     * none, so the log line, metrics and trace read it with `?.`.
      */
     caller: Caller | undefined;
   }
 }
 
 export interface GatewayOptions {
-  /** The current keys; a function so a reload swaps the table between requests. */
+  /** The current keys; a function, so a reload can swap the table between requests. */
   keyTable: () => KeyTable;
   limiter: RateLimiter;
   /** The client's address, as trusted: the socket peer, or X-Forwarded-For from a trusted proxy. */
   clientAddress: (c: Context) => string;
   /**
-   * Ban applied to a consumer whose record sets none (in the keys file or with `--keys store`),
-   * and to a keyless client's address group.
+   * The ban for a consumer whose record sets none (keys file or `--keys store`), and for a keyless
+   * client's address group.
    */
   ban?: BanPolicy;
   /** Most requests one consumer may have in flight (`--max-in-flight`). */
   maxInFlight?: number;
   /**
-   * With workers, the host's in-flight table and this worker's column. The cap is then the host's,
-   * not the worker's.
+   * With `--workers`: the host's shared in-flight table and this worker's column, so the cap
+   * applies across the host rather than per worker.
    */
   hostSlots?: { readonly memory: HostSlotsMemory; readonly worker: number };
   /** IPv6 callers without a valid key are counted by this prefix (`--ipv6-prefix`, default 56). */
   ipv6Prefix?: number;
-  /**
-   * Told of each window a report-only consumer's request would have been refused for
-   * (`report-only.ts`).
-   */
+  /** Called for each window that would have refused a report-only consumer (`report-only.ts`). */
   wouldRefuse?: (consumer: string, window: WindowName) => void;
   /**
-   * Whether this gateway serves the admin API. There every key needs the scope `admin`. On the
-   * public API, a key with that scope is refused (403), whatever the operation's scope.
+   * Whether this gateway serves the admin API, where every key needs the `admin` scope. On the
+   * public API a key with the `admin` scope is refused (403), whatever the operation's scope.
    */
   isAdminGateway?: boolean;
   /**
-   * Told of a decision with `notices`: one that crossed a quota threshold, exhausted a window or
-   * started a ban, or that is given such a notice once more. The request's answer waits for it,
-   * so what it records is durable before the client hears of the crossing
-   * (src/webhooks/notify.ts).
+   * Called with a decision that has `notices` (a quota threshold crossed, a window exhausted, a ban
+   * started, or such a notice repeated). The response waits for it, so the webhook is recorded
+   * before the client can see the crossing (src/webhooks/notify.ts).
    */
   notify?: (consumer: Consumer, decision: Decision) => Promise<void>;
   clock?: Clock;
 }
 
 /**
- * What the gateway needs to know of the operation asked for (an entry of the API's table; `{}`
- * for a path no operation serves, which costs 1 and needs no scope).
+ * What the gateway needs from the requested operation: its entry in the API's table, or `{}` for a
+ * path no operation serves (cost 1, no scope).
  */
 export interface GatedOperation {
-  /** The operationId: what a consumer's `costs` name. */
+  /** The operationId, the key of a consumer's `costs`. */
   readonly id?: string;
   /** The scope a key needs. Without one, any key passes. */
   readonly scope?: KeyScope;
-  /** Whether the operation reads the quota. Such an operation costs 0 and passes during a ban. */
+  /** Whether the operation reads the quota; if so it costs 0 and passes during a ban. */
   readonly readsQuota?: boolean;
 }
 
 /**
- * The admission check: what `createAdmissionCheck()` returns, run once per request. For a request
- * it lets through, it runs `serveAdmitted` with the limiter's decision and the caller (always a
- * key's) and resolves to its result. The caller's in-flight slot is kept until `serveAdmitted`
- * settles. A refusal (401, 403, 429, 503) resolves to the `ApiError` to answer, never thrown: a
- * throw through these async frames was the largest cost of a refusal's own code (measured:
- * bench/README.md#measured-costs-behind-the-codes-choices).
+ * The check `createAdmissionCheck()` returns, run once per request. If it admits the request, it
+ * calls `serveAdmitted` with the decision and the caller (always a key holder), holds the in-flight
+ * slot until that settles, and resolves to its result. A refusal (401, 403, 429, 503) resolves to
+ * the `ApiError` instead of throwing it: a throw through these async frames is the largest cost in
+ * a refusal's own code (bench/README.md#measured-costs-behind-the-codes-choices).
  */
 export type AdmissionCheck = <T>(
   c: Context,
@@ -140,8 +134,8 @@ export type AdmissionCheck = <T>(
 
 /**
  * Makes the admission check. This is the one full list of the gateway's checks, in the order they
- * run (docs/decisions/order-of-checks.md says why this order), labelled as parts of the request's
- * step 3 and in the code below. For each request the check:
+ * run (docs/decisions/order-of-checks.md says why); the labels 3a-3g are sub-steps of the
+ * request's step 3 and mark the code below. For each request the check:
  *
  * 3a. finds the caller, once (`callerOf()`, ./caller.ts): a key's consumer, or a keyless client
  *     (no key, or one that is unknown, revoked or outside its dates);
@@ -194,16 +188,16 @@ export function createAdmissionCheck({
     ? new HostInFlight<Decision>(maxInFlight, hostSlots.memory, hostSlots.worker)
     : new InFlight<Decision>(maxInFlight);
   /**
-   * Asks the limiter's decision for a caller without a valid key, in a child of the request's trace
-   * record when requests are recorded. A key holder's decision, which every request with a key
-   * makes, opens its child by hand around its own await instead (3d), so it makes no closure and
-   * no promise beyond `decide()`'s own (bench/README.md#how-every-request-is-recorded-the-ring).
+   * Gets the limiter's decision for a keyless caller, in a child span when the request is traced.
+   * The key holder's path (3d) opens and closes its span inline instead of using `childSpan()`,
+   * which saves a closure and a promise on every keyed request
+   * (bench/README.md#how-every-request-is-recorded-the-ring).
    */
   const decideForKeyless = (caller: Caller, cost: number) =>
     childSpan('gateway decide', NO_ATTRIBUTES, () => decide(caller, cost), DECISION_SPAN, cost);
 
   return async function admissionCheck(c, op, serveAdmitted) {
-    // The client's address is looked up only for callers without a valid key.
+    // Lazy: only a keyless caller needs the address.
     const address = () => canonicalAddress(clientAddress(c));
     // 3a: who calls.
     const caller = callerOf(c.req.header('authorization'), keyTable(), clock.now(), address);
@@ -218,22 +212,20 @@ export function createAdmissionCheck({
     }
     const { consumer } = caller;
     const { id, name, limits } = consumer;
-    // 3c: the slot is taken before the first await, so of many requests sent at once only
-    // `maxInFlight` pass this line.
+    // 3c: the slot is taken before the first await, so that of many concurrent requests at most
+    // `maxInFlight` get past this line.
     if (!inFlight.enter(id)) {
       const now = Math.floor(clock.now() / 1000);
-      // The limiter is not asked, so no quota is spent. The headers show the latest decision of the
-      // consumer's requests in flight, else its untouched limits. They take no Retry-After from the
-      // decision: the 429's own comes from `tooManyInFlight`.
+      // No quota is spent. The headers show the consumer's latest decision in flight, or its full
+      // limits if none; Retry-After comes from `tooManyInFlight`, not from that decision.
       writeRateLimitHeaders(c, inFlight.latest(id) ?? untouched(limits, now), false, now);
       return tooManyInFlight(inFlight.max);
     }
     try {
       // 3d: the operation's cost, spent with the limiter.
       const cost = op.readsQuota ? 0 : op.id === undefined ? 1 : (consumer.costs[op.id] ?? 1);
-      // The decision's child, opened and closed around the one await (`decideForKeyless` says why).
+      // The span is opened and closed inline; `decideForKeyless` says why.
       const child = openChild('gateway decide', NO_ATTRIBUTES, DECISION_SPAN, cost);
-      // A `Verdict` until the 503 below; past it TypeScript narrows it to a `Decision`.
       let decision: Verdict;
       try {
         decision = await decide(caller, cost);
@@ -243,7 +235,7 @@ export function createAdmissionCheck({
       }
       closeChild(child, decision, DECISION_SPAN.outcome);
       if (decision.outcome === 'unavailable') return LIMITER_DOWN;
-      // 3e: the quota webhook, recorded before any answer.
+      // 3e: record the quota webhook before any answer.
       if (decision.notices && notify) await notify(consumer, decision);
       let limited: ApiError | undefined;
       if (decision.outcome !== 'admitted' && cost > 0) {
@@ -258,8 +250,8 @@ export function createAdmissionCheck({
         missingScope(caller.key.scopes, op.scope) ??
         (isAdminGateway ? missingScope(caller.key.scopes, ADMIN_SCOPE) : adminKeyOnPublicApi(caller.key.scopes));
       if (refused) return refused;
-      // Kept while the consumer has requests in flight: a later 429 at the cap (3c) shows its
-      // headers.
+      // Remembered while the consumer has requests in flight, for the headers of a 429 at the
+      // cap (3c).
       inFlight.remember(id, decision);
       return await serveAdmitted(decision, caller);
     } finally {
@@ -269,9 +261,8 @@ export function createAdmissionCheck({
 }
 
 /**
- * Returns a test of whether an `Authorization` header names a key valid now. The trace asks it of a
- * caller with a valid `traceparent`, since only a key holder's sampled flag and trace id decide its
- * sampling.
+ * Returns a function that tells whether an `Authorization` header holds a key valid now. The
+ * tracer uses it because only a key holder's `traceparent` may decide sampling.
  *
  * @example
  * validAuthorizationTest(() => table)('Bearer psk_…') // true
@@ -296,7 +287,7 @@ const NO_ATTRIBUTES = Object.freeze({});
 /** The 503 of a limiter that cannot decide (Redis down with `--redis-fail closed`). */
 const LIMITER_DOWN = serviceUnavailable('Rate limits cannot be checked right now; retry shortly.');
 
-/** Tells `wouldRefuse` of each window the request did not fit in (its remaining below the cost). */
+/** Calls `wouldRefuse` for each window whose remaining is below the cost. */
 function reportWouldRefuse(
   consumer: string,
   decision: Decision,
@@ -307,15 +298,14 @@ function reportWouldRefuse(
 }
 
 /**
- * The 429s already made, by outcome and wait, the only two things a refusal depends on. Each is
- * made once, so a 429 builds no error and no body of its own
- * (measured: bench/README.md#measured-costs-behind-the-codes-choices).
+ * 429s keyed by outcome and wait, the only two things a refusal depends on, so each distinct 429
+ * is built once (bench/README.md#measured-costs-behind-the-codes-choices).
  */
 const cachedLimiterRefusals = new LRUCache<string, ApiError>({ max: 1_024 });
 
 /**
- * Returns the decision's 429, or undefined when it admitted the request. A banned keyless address
- * gets `key_banned` too, because the contract has one code for a ban, whoever is banned.
+ * Returns the decision's 429, or undefined if it admits the request. A banned keyless address
+ * also gets `key_banned`: the contract has one code for any ban.
  */
 function limiterRefusal({ outcome, retryAfter }: Decision): ApiError | undefined {
   if (outcome !== 'key_banned' && outcome !== 'rate_limited') return undefined;

@@ -1,22 +1,19 @@
-// Step 3's in-flight cap across workers: `HostInFlight` counts a consumer's requests of every
-// worker in shared memory (`hostSlotsMemory()`), so `--max-in-flight` holds for the whole host.
+// The in-flight cap across workers: `HostInFlight` counts a consumer's requests on every worker
+// in shared memory (`hostSlotsMemory()`), so `--max-in-flight` holds for the whole host.
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { InFlight } from './in-flight.ts';
 
-/**
- * Consumers the host's table holds at once: more than a keys file names, with room for consumers a
- * reload replaces.
- */
+/** Consumers the host's table can hold: more than a keys file names, with room for reloads. */
 const HOST_SLOTS = 16_384;
-/** Consumer ids whose slot a worker remembers: more than a keys file holds. */
+/** Consumer ids whose slot index a worker caches: more than a keys file holds. */
 const KNOWN_CONSUMERS = 10_000;
 
 /**
- * The shared memory behind `HostInFlight`: made once by the supervisor and handed to every worker.
- * A slot per consumer, claimed by a 64-bit digest of its id (compare-and-swap, linear probing),
- * and a count per slot and worker, so a worker that dies gives back its slots by having its
- * column cleared (`clearWorker`).
+ * The shared memory behind `HostInFlight`, made once by the supervisor and passed to every worker.
+ * Each consumer claims a slot by a 64-bit digest of its id (compare-and-swap, linear probing); each
+ * slot has one count per worker, so a dead worker's requests are released by clearing its column
+ * (`clearWorker`).
  */
 export interface HostSlotsMemory {
   readonly keys: SharedArrayBuffer;
@@ -39,8 +36,8 @@ export function hostSlotsMemory(workers: number): HostSlotsMemory {
 }
 
 /**
- * Gives back every slot worker `worker` had taken: called when it has exited, before its
- * replacement starts in the same column.
+ * Zeroes the counts of worker `worker`. Call it after the worker exits and before its replacement
+ * starts in the same column.
  */
 export function clearWorker(memory: HostSlotsMemory, worker: number): void {
   const counts = new Int32Array(memory.counts);
@@ -48,11 +45,10 @@ export function clearWorker(memory: HostSlotsMemory, worker: number): void {
 }
 
 /**
- * `InFlight` for the host: a consumer's cap (`--max-in-flight`) counts its requests on every
- * worker. Taking a slot adds one to this worker's count and sums the workers' counts; over the cap,
- * it takes the one back and refuses. So the cap is never exceeded, though two workers racing for
- * the last slot may both refuse. A consumer the table has no room for is capped per worker
- * (`full`).
+ * `InFlight` for the whole host: `enter()` adds one to this worker's count, sums all workers'
+ * counts, and undoes the add and refuses if over the cap. The cap is never exceeded, though two
+ * workers racing for the last slot may both refuse. A consumer the full table has no room for is
+ * capped per worker only, and `full` is called.
  *
  * @example
  * const inFlight = new HostInFlight(128, memory, 0)
@@ -95,15 +91,12 @@ export class HostInFlight<D> extends InFlight<D> {
     if (slot >= 0) Atomics.sub(this.#counts, slot * this.#workers + this.#worker, 1);
   }
 
-  /**
-   * Returns the consumer's slot in the host's table, claimed on first sight; -1 when the table is
-   * full.
-   */
+  /** Returns the consumer's slot in the host's table, claiming one if needed; -1 if it is full. */
   #slot(consumerId: string): number {
     const known = this.#slots.get(consumerId);
     if (known !== undefined) return known;
     const digest = createHash('sha256').update(consumerId).digest();
-    // 0 marks a free slot: an id whose digest reads 0 takes 1 instead.
+    // 0 marks a free slot, so a digest of 0 is stored as 1.
     const key = digest.readBigInt64LE(0) || 1n;
     const start = digest.readUInt32LE(8) % HOST_SLOTS;
     for (let i = 0; i < HOST_SLOTS; i++) {

@@ -1,22 +1,18 @@
-// The cap on a consumer's requests in flight (one process): the gateway takes a slot before it
-// awaits anything and gives it back when the answer is made, or when a step throws; over the cap
-// is a 429.
+// The cap on a consumer's requests in flight within one process; over the cap, the gateway answers
+// 429 (step 3c).
 import { ApiError } from '../core/api-error.ts';
 import type { Decision, WindowState } from '../core/decision.ts';
 import { DEFAULT_MAX_IN_FLIGHT, type Limits } from '../keys/plans.ts';
 import { DAY, MINUTE } from './limiter/buckets.ts';
 import { MONTH_NAME, monthOf } from './limiter/month.ts';
 
-/** A request refused for concurrency is worth retrying as soon as one of the others is done. */
+/** A request refused for concurrency can retry as soon as one of the others is done. */
 const CONCURRENCY_RETRY_AFTER = '1';
 
 /**
- * Requests each consumer has in flight, capped so one client cannot take every store connection. A
- * request takes its slot before anything is awaited, so of many sent at once exactly the cap get
- * one; the rest get 429 `too_many_concurrent_requests` before the limiter decides, spending no
- * quota. A slot is given back when the answer is made, or when a step throws. A refusal's
- * rate-limit headers come from the consumer's latest admitted decision, kept while it has requests
- * in flight.
+ * Counts each consumer's requests in flight and caps them, so one client cannot take every store
+ * connection. Call `enter()` before the first await and `leave()` in a `finally`; `remember()`
+ * keeps the latest admitted decision so a refusal at the cap can show its rate-limit headers.
  *
  * @example
  * const inFlight = new InFlight(128)
@@ -37,8 +33,8 @@ export class InFlight<D> {
   }
 
   /**
-   * Takes one of the consumer's slots; false, taking none, when all are taken. Synchronous on
-   * purpose: no other request can take the slot between the check and the take.
+   * Takes one of the consumer's slots, or returns false if all are taken. It is synchronous so no
+   * other request can take the slot between the check and the increment.
    */
   enter(consumerId: string): boolean {
     const entry = this.#busy.get(consumerId);
@@ -51,13 +47,13 @@ export class InFlight<D> {
     return true;
   }
 
-  /** Remembers the decision that admitted a request of the consumer that has taken a slot. */
+  /** Stores the decision that admitted this consumer's request, if it holds a slot. */
   remember(consumerId: string, decision: D): void {
     const entry = this.#busy.get(consumerId);
     if (entry) entry.last = decision;
   }
 
-  /** Returns the latest admitting decision of the consumer while it has requests in flight. */
+  /** Returns the consumer's latest stored decision while it has requests in flight. */
   latest(consumerId: string): D | undefined {
     return this.#busy.get(consumerId)?.last;
   }
@@ -79,11 +75,9 @@ export function tooManyInFlight(max: number): ApiError {
 }
 
 /**
- * Returns the headers' decision for a consumer refused for concurrency before any of its requests
- * in flight was decided: its quotas, with nothing yet known to be consumed. Why: every answer
- * carries the rate-limit headers, but this refusal must not ask the limiter (that would spend
- * quota), so the headers show the full limits: the sliding windows reset `now`, as nothing is
- * counted in them, and the month at its end.
+ * Returns a decision with the full limits, for the headers of a 429 at the cap when no request in
+ * flight has been decided yet. Asking the limiter would spend quota. The sliding windows reset at
+ * `now`, since nothing is counted in them; the month resets at its end.
  *
  * @example
  * // { name: 'minute', remaining: 60, ... }

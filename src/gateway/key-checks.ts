@@ -1,19 +1,17 @@
-// The gateway's refusals of a caller (./caller.ts finds it): the 401 of a caller without a valid
-// key (`unauthorized`), the 403 of a key that lacks the operation's scope (`missingScope`) and of
-// an admin key sent to the public API (`adminKeyOnPublicApi`), with the challenge they carry.
+// The gateway's refusals based on the caller's key: 401 without a valid key (`unauthorized`), 403
+// for a key without the operation's scope (`missingScope`) or an admin key on the public API
+// (`adminKeyOnPublicApi`), each with its `WWW-Authenticate` challenge.
 import { ApiError } from '../core/api-error.ts';
 import { ADMIN_SCOPE } from '../core/key-scopes.ts';
 import type { Caller } from './caller.ts';
 
-/** The `WWW-Authenticate` challenge every 401 and 403 of the gateway starts with (RFC 6750). */
+/** The start of every gateway 401 and 403 `WWW-Authenticate` challenge (RFC 6750). */
 const REALM = 'Bearer realm="petstore"';
 
 /**
- * Returns the 403 `insufficient_scope` (RFC 6750 section 3.1) when the key lacks `needed`, the
- * scope of the operation asked for, else undefined. The gateway asks it after the limiter's
- * decision. It skips it when the limiter refused the request (429), but not for a report-only
- * consumer over its limit, whom the limiter never refuses. So a request refused here has still
- * spent the operation's cost of the quota, and probing which scopes a key has is not free.
+ * Returns the 403 `insufficient_scope` (RFC 6750 section 3.1) if the key lacks `needed`, the
+ * operation's scope, else undefined. The gateway calls it after the limiter has spent the cost, so
+ * probing a key's scopes costs quota.
  *
  * @example
  * // ApiError 403, WWW-Authenticate: ... scope="pets:write"
@@ -26,14 +24,14 @@ export function missingScope(scopes: readonly string[], needed: string | undefin
   });
 }
 
-/** The 403 of an admin key on the public API: made once, it never changes. */
+/** The 403 for an admin key on the public API, built once since it never changes. */
 const ADMIN_KEY_HERE = new ApiError('insufficient_scope', 'An admin key works on the admin API (--admin-port) only.', {
   'WWW-Authenticate': `${REALM}, error="insufficient_scope"`,
 });
 
 /**
- * Returns the 403 for a key with the scope `admin` on the public API (an operation with a scope has
- * refused it already: an admin key holds no other scope), else undefined.
+ * Returns the 403 for a key with the `admin` scope on the public API, else undefined. An admin key
+ * holds no other scope, so an operation with a scope has refused it already.
  *
  * @example
  * adminKeyOnPublicApi(['admin']) // ApiError 403 insufficient_scope
@@ -43,9 +41,8 @@ export function adminKeyOnPublicApi(scopes: readonly string[]): ApiError | undef
 }
 
 /**
- * The 401s for a caller without a valid key (RFC 6750 section 3), made once: they never change.
- * A revoked, expired or not yet valid key gets the unknown key's, so no answer tells a guess
- * from a token that once worked.
+ * The 401s for a caller without a valid key (RFC 6750 section 3), built once. A revoked, expired
+ * or not yet valid key gets the unknown key's 401, so no answer tells a guess from a real token.
  */
 const MISSING_KEY = new ApiError('unauthorized', 'An API key is required: send Authorization: Bearer <API_KEY>.', {
   'WWW-Authenticate': REALM,
@@ -56,10 +53,7 @@ const UNKNOWN_KEY = new ApiError('unauthorized', 'The API key is malformed or un
   'WWW-Authenticate': `${REALM}, error="invalid_token"`,
 });
 
-/**
- * Returns the 401 of a keyless client: the missing key's, else the unknown key's for any
- * credential.
- */
+/** Returns a keyless client's 401: "required" with no header, else "malformed or unknown". */
 export function unauthorized(caller: Extract<Caller, { kind: 'keyless' }>): ApiError {
   return caller.credential === 'none' ? MISSING_KEY : UNKNOWN_KEY;
 }

@@ -8,15 +8,15 @@ import type { AnswerHeaders } from '../core/reply.ts';
 import { answerHeaders } from '../core/reply.ts';
 
 /**
- * `RateLimit-Policy` values by the windows' limits and sizes: distinct quota pairs are few (the
- * plans plus each consumer's own limits), and the value depends on nothing else.
+ * Cache size for `RateLimit-Policy` values, keyed by the windows' limits and sizes: distinct sets
+ * are few (the plans plus consumers' own limits), and the value depends on nothing else.
  */
 const MAX_CACHED_POLICIES = 1_024;
 const policies = new LRUCache<string, string>({ max: MAX_CACHED_POLICIES });
 
 /**
- * Returns the window the `X-RateLimit-*` headers describe. The ties count on `Decision.windows`
- * being shortest first (src/core/decision.ts).
+ * Returns the window the `X-RateLimit-*` headers describe. Tie-breaking relies on
+ * `Decision.windows` being ordered shortest first (src/core/decision.ts).
  * - admitted: the fewest remaining; a tie goes to the shorter window.
  * - rate_limited: the window `Retry-After` waits for (remaining 0, reset = now + Retry-After);
  *   a tie goes to the shorter window.
@@ -43,11 +43,10 @@ export function bindingWindow(decision: Decision): WindowState {
 }
 
 /**
- * Returns all rate-limit headers for a response, refused or not. On a refusal, Remaining is 0 and
- * Reset is now + Retry-After. `RateLimit` gives each window's counters; during a ban every window
- * says r=0, since nothing is admitted before it ends. `withRetryAfter` is true for a 429 only: a
- * report-only limit or a read of the quota shows the same numbers without `Retry-After`. The
- * defaults serve tests, which read a decision alone; the gateway passes both.
+ * Returns all rate-limit headers for a decision, admitted or not. When not admitted, Remaining is
+ * 0 and Reset is now + Retry-After; during a ban every window in `RateLimit` shows r=0. Pass
+ * `withRetryAfter` true only for a 429, so a report-only consumer or a quota read gets no
+ * `Retry-After`. The defaults are for tests; the gateway passes both arguments.
  *
  * @example
  * rateLimitHeaders(decision)
@@ -81,8 +80,8 @@ export function rateLimitHeaders(
 }
 
 /**
- * Returns the `RateLimit-Policy` value (`"minute";q=60;w=60, "day";q=1000;w=86400`), built once per
- * set of quotas (and month length).
+ * Returns the `RateLimit-Policy` value (`"minute";q=60;w=60, "day";q=1000;w=86400`), cached per
+ * set of limits and window sizes (the month's size varies).
  */
 function policy(windows: readonly WindowState[]): string {
   let key = '';
@@ -96,10 +95,9 @@ function policy(windows: readonly WindowState[]): string {
 }
 
 /**
- * Adds a decision's rate-limit headers to the answer's (`answerHeaders`), with `Retry-After` when
- * `withRetryAfter` (the answer is this decision's 429). Given `now` (unix seconds), the decision is
- * an earlier one (nothing was consumed since) and a Reset that has passed moves to now: never in
- * the past.
+ * Adds a decision's rate-limit headers to the response (`answerHeaders`), with `Retry-After` if
+ * `withRetryAfter`. Pass `now` (unix seconds) when the decision is an earlier one, so a Reset in
+ * the past is shown as now.
  *
  * @example
  * writeRateLimitHeaders(c, decision, decision.outcome !== 'admitted')

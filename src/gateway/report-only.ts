@@ -1,11 +1,11 @@
-// Report-only limits (`"enforce": false`) at step 3: `wouldRefuseReporter()` counts each request a
-// limit would have refused, and logs it at most once a minute per consumer and window.
+// Report-only limits (`"enforce": false`): `wouldRefuseReporter()` counts each request a limit
+// would have refused, and logs it at most once a minute per consumer and window.
 import { LRUCache } from 'lru-cache';
 import { type Clock, systemClock } from '../core/clock.ts';
 import type { WindowName } from '../core/decision.ts';
 import type { Logger } from '../log.ts';
 
-/** A consumer and window is logged at most once in this long. */
+/** Each consumer and window pair is logged at most once per interval. */
 const LOG_INTERVAL_MS = 60_000;
 /** Consumer and window pairs remembered at once: more than a keys file holds. */
 const MAX_LOGGED = 10_000;
@@ -18,10 +18,9 @@ export interface WouldRefuseOptions {
 }
 
 /**
- * Returns what the gateway does with a request a report-only limit (`"enforce": false`) would have
- * refused: it counts it, by consumer and window, every time, and logs it at most once per consumer
- * and window a minute, so a plan tried on live traffic shows what it would do without flooding the
- * log.
+ * Returns the gateway's `wouldRefuse` callback. It counts every would-be refusal by consumer and
+ * window, and logs at most once a minute per pair, so a plan tried on live traffic shows its effect
+ * without flooding the log.
  *
  * @example
  * const wouldRefuse = wouldRefuseReporter({ log, count: (c, w) => metrics.wouldRefuse(c, w) })
@@ -35,7 +34,7 @@ export function wouldRefuseReporter({
   const logged = new LRUCache<string, true>({
     max: MAX_LOGGED,
     ttl: LOG_INTERVAL_MS,
-    // The default resolution caches the time behind a timer: stale under a fake clock.
+    // The default caches the time and refreshes it on a timer, which goes stale under a fake clock.
     ttlResolution: 0,
     // +1: lru-cache reads a start time of 0 as "no TTL".
     perf: { now: () => clock.now() + 1 },

@@ -1,8 +1,8 @@
-// One sliding window counted in buckets: the counting half of `in-process.ts`, whose top comment
-// states the bound this gives.
+// One sliding window counted in time buckets, used by `in-process.ts`; its file header states the
+// accuracy bound this gives.
 import type { WindowName } from '../../core/decision.ts';
 
-/** Shape of a window: its length and the bucket its requests are rounded up to. */
+/** A window's length and the bucket size its requests' times are rounded up to. */
 export interface WindowSpec {
   readonly name: WindowName;
   readonly seconds: number;
@@ -11,7 +11,7 @@ export interface WindowSpec {
   readonly bucketMs: number;
   /** Buckets per window (W / b). */
   readonly buckets: number;
-  /** Ring slots: W / b + 1, since a window of W seen mid-bucket spans that many buckets. */
+  /** Ring slots: W / b + 1, since a window of W that starts mid-bucket spans that many. */
   readonly slots: number;
 }
 
@@ -35,8 +35,8 @@ export const MINUTE = spec('minute', 60, 1);
 export const DAY = spec('day', 86_400, 900);
 
 /**
- * Returns `bucket`'s index into a ring of `slots`, for a negative bucket too (before the epoch:
- * fake clocks start at 0).
+ * Returns `bucket`'s index in a ring of `slots`. It handles negative buckets, since fake clocks
+ * start at 0 and windows reach back before it.
  */
 function slot(bucket: number, slots: number): number {
   const s = bucket % slots;
@@ -45,12 +45,12 @@ function slot(bucket: number, slots: number): number {
 
 /**
  * Bucket `j` holds requests in (offset + (j-1)b, offset + jb] and is counted while
- * `time < offset + jb + W`: each request is counted from its arrival for at least W and less
- * than W + b. Callers pass non-decreasing times and call `advance(now)` before reading.
+ * `time < offset + jb + W`, so each request counts for at least W and less than W + b. Pass
+ * non-decreasing times and call `advance(now)` before reading.
  *
- * The ring is made only once requests fall into a second bucket; until then `#oldest` and
- * `#sum` hold the one bucket. Most windows never need more, so most cost two small objects, not
- * a ring. The ring goes again when the window empties.
+ * The ring is allocated only when requests fall into a second bucket; until then `#oldest` and
+ * `#sum` describe the single bucket. Most windows never need more, which saves memory. The ring is
+ * dropped again when the window empties.
  *
  * @example
  * const w = new BucketWindow(MINUTE, now);
@@ -60,9 +60,9 @@ export class BucketWindow {
   readonly #spec: WindowSpec;
   /** The ring, while counted requests span more than one bucket (else all are in `#oldest`). */
   #counts: Uint32Array | undefined;
-  /** Where buckets end, modulo b: a whole number of seconds, re-chosen when the window is empty. */
+  /** Where buckets end, modulo b: a whole second, chosen again whenever the window empties. */
   #offset = 0;
-  /** Buckets up to this one have left the window; their slots are zero. */
+  /** Buckets up to and including this one have left the window; their slots are zero. */
   #dropped: number;
   /** The oldest non-empty bucket, when `#sum > 0`. */
   #oldest = 0;
@@ -91,7 +91,7 @@ export class BucketWindow {
     return this.#leavesAt(this.#oldest);
   }
 
-  /** Drops the buckets that have left the window by `now`: O(1) unless one held requests. */
+  /** Drops the buckets that have left the window by `now`; O(1) unless one held requests. */
   advance(now: number): void {
     const { bucketMs, buckets, slots } = this.#spec;
     const dropped = Math.floor((now - this.#offset) / bucketMs) - buckets;
@@ -103,7 +103,7 @@ export class BucketWindow {
       this.#sum = 0; // the one bucket has left
       return;
     }
-    // Only buckets from the oldest non-empty one can hold anything; at most one ring's worth.
+    // Only buckets from the oldest non-empty one can hold counts; clear at most one ring.
     const last = Math.min(dropped, this.#oldest + slots - 1);
     for (let j = this.#oldest; j <= last; j++) {
       const s = slot(j, slots);
@@ -119,12 +119,12 @@ export class BucketWindow {
     this.#oldest = oldest;
   }
 
-  /** Counts `units` (a request's cost, default 1) at `now` (after `advance(now)`). */
+  /** Counts `units` (a request's cost, default 1) at `now`. Call after `advance(now)`. */
   add(now: number, units = 1): void {
     const { bucketMs, buckets, slots } = this.#spec;
     if (this.#sum === 0) {
-      // Empty: end a bucket at the next whole second, so this request leaves at most W after
-      // that second and `reset` stays within one window of now.
+      // Empty: align a bucket end to the next whole second, so this request leaves at most W
+      // after that second and `reset` stays within one window of now.
       const offset = (Math.ceil(now / SECOND_MS) * SECOND_MS) % bucketMs;
       this.#offset = offset < 0 ? offset + bucketMs : offset;
       this.#dropped = Math.floor((now - this.#offset) / bucketMs) - buckets;
@@ -145,8 +145,8 @@ export class BucketWindow {
   }
 
   /**
-   * Takes back up to `units` of those `add(at, units)` counted, when their bucket is still in the
-   * window (after `advance(now)`): a grant's unused units handed back (`host-limiter.ts`).
+   * Takes back up to `units` counted by `add(at, …)` if their bucket is still in the window; used
+   * when a grant's unused units are returned (`host-limiter.ts`). Call after `advance(now)`.
    */
   remove(at: number, units: number): void {
     if (this.#sum === 0) return;
@@ -170,13 +170,13 @@ export class BucketWindow {
   }
 
   /**
-   * Returns the epoch ms from which the count is below `quota`, with no other traffic: when enough
-   * of the oldest buckets have left. `-Infinity` when it is now. A request of cost c fits a window
-   * of quota Q from `admitAt(Q - c + 1)` on.
+   * Returns the epoch ms from which the count is below `quota` if no other traffic arrives, or
+   * `-Infinity` if it already is. A request of cost c fits a window of quota Q from
+   * `admitAt(Q - c + 1)` on.
    */
   admitAt(quota: number): number {
     if (this.#sum < quota) return Number.NEGATIVE_INFINITY;
-    // One bucket holds them all: it has to leave (as the loop below would find).
+    // Single bucket: it has to leave, as the loop below would find.
     if (!this.#counts) return this.#leavesAt(this.#sum > 0 ? this.#oldest : this.#oldest - 1);
     const slots = this.#spec.slots;
     let left = this.#sum;

@@ -1,9 +1,9 @@
-// The shared limiter with a way out. While Redis answers, every decision is Redis's. When a
-// decision fails, the limiter is marked down with one log line until a probe finds Redis back.
-// Meanwhile a lease's units (`leases.ts`) are spent until its term ends. Then `open` (the
-// default) decides in process, so each instance enforces the quotas alone; `closed` answers
-// `unavailable` (503). Requests never wait for a Redis that is down: only the probe talks to it.
-// `status()` tells `/readyz` and `/metrics` where decisions are made now.
+// The Redis limiter with a fallback. While Redis answers, Redis makes every decision. When a
+// decision fails, the limiter is marked down (one log line) until a probe reaches Redis again.
+// Meanwhile units already leased (`leases.ts`) are spent until their term ends; after that, `open`
+// (the default) decides in process, so each instance enforces the quotas alone, and `closed`
+// answers `unavailable` (503). Requests never wait for a Redis that is down: only the probe talks
+// to it. `status()` tells `/readyz` and `/metrics` where decisions are made now.
 import { clearInterval, setInterval } from 'node:timers';
 import { type Clock, systemClock } from '../../core/clock.ts';
 import type { Logger } from '../../log.ts';
@@ -14,18 +14,18 @@ const REDIS_FAIL_MODES = ['open', 'closed'] as const;
 /** What the limiter does while Redis is unreachable: local limits (`open`) or 503 (`closed`). */
 export type RedisFailMode = (typeof REDIS_FAIL_MODES)[number];
 
-/** While the shared limiter is down, it is probed this often. */
+/** How often the shared limiter is probed while it is down. */
 const PROBE_INTERVAL_MS = 1_000;
 
-/** Where decisions are made now, and how often they were not made by Redis. */
+/** Where decisions are made now, and how many were not made by Redis. */
 export interface LimiterStatus {
   /** `redis`; `local` while down in fail-open mode; `none` while down in fail-closed mode. */
   readonly backend: 'redis' | 'local' | 'none';
   /** False only while requests are answered 503 (fail-closed mode, Redis down). */
   readonly ready: boolean;
-  /** Epoch ms of the last change of backend (or of the start). */
+  /** Epoch ms of the last backend change, or of the start. */
   readonly since: number;
-  /** Why Redis is not used, while it is not. */
+  /** Why Redis is not in use, while it is not. */
   readonly reason?: string;
   /** Times Redis was found down since the start. */
   readonly outages: number;
@@ -38,8 +38,8 @@ export interface LimiterStatus {
 /** A shared limiter that may hold part of the quota locally (`LeaseLimiter`). */
 export interface SharedLimiter extends RateLimiter {
   /**
-   * The decision from what this instance holds, without asking the shared store; undefined when it
-   * holds too little.
+   * Decides from the units this instance holds, without asking the shared store; undefined if it
+   * holds too few.
    */
   local?(subject: Subject, cost: number): Verdict | undefined;
 }
@@ -64,6 +64,9 @@ export interface FailoverLimiterOptions {
 }
 
 /**
+ * Sends decisions to the shared limiter while it is up, and to leased units, then the fallback or
+ * a 503, while it is down (see the file header).
+ *
  * @example
  * const limiter = new FailoverLimiter({ primary: redisLimiter, fallback: new SlidingWindowLimiter(),
  *   probe: () => client.ping(), mode: 'open', log, name: 'redis://cache:6379' });
@@ -123,7 +126,7 @@ export class FailoverLimiter implements RateLimiter {
         this.markDown(this.#explain(err));
       }
     }
-    // Units already granted are spent first: they are counted in Redis, whatever happens to it.
+    // Units already leased are spent first: Redis has counted them already.
     const held = this.#primary.local?.(subject, cost);
     if (held) return held;
     if (this.#mode === 'closed') {
@@ -134,7 +137,7 @@ export class FailoverLimiter implements RateLimiter {
     return this.#fallback.decide(subject, cost);
   }
 
-  /** Stops using the shared limiter until a probe succeeds; logs only the change. */
+  /** Stops using the shared limiter until a probe succeeds; logs only when the state changes. */
   markDown(said: string): void {
     const reason = peerText(said);
     if (this.#closed) return;
@@ -153,7 +156,7 @@ export class FailoverLimiter implements RateLimiter {
     this.#timer.unref();
   }
 
-  /** Probes the shared store now; true when it is (or is back) in use. */
+  /** Probes the shared store now; returns true if it is in use, or back in use. */
   async check(): Promise<boolean> {
     if (this.#up) return true;
     if (this.#probing) return false;

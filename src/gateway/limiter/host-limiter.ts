@@ -1,21 +1,20 @@
-// The limiter of a process with workers. The supervisor alone keeps every window, ban and keyless
-// client's count, and each worker asks it by message. So the host decides exactly as one event
-// loop would: the same windows, costs, bans and keyless clients' table. With `--redis` the host's
-// script runs are those of one instance.
+// The limiter with `--workers`. Only the supervisor keeps windows, bans and keyless counts; each
+// worker asks it by message. So the host decides exactly as a single process would, with the same
+// windows, costs, bans and keyless table. With `--redis`, the host runs the script as one instance.
 //
-// Grants. With the in-process limiter, a worker kept busy by one consumer is granted units it
-// spends alone until the second ends, as an instance spends a Redis lease (`leases.ts`). So a busy
-// key costs a message or two a second per worker, not one a request. The supervisor counts a grant
-// as spent when it makes it (`SlidingWindowLimiter.book`), so no window is exceeded.
+// Grants. With the in-process limiter, a worker busy with one consumer is granted units that it
+// spends on its own until the second ends, as an instance spends a Redis lease (`leases.ts`). So a
+// busy key costs a message or two a second per worker, not one per request. The supervisor counts
+// a grant as spent when it makes it (`SlidingWindowLimiter.book`), so no window is exceeded.
 //
-// A grant's unused units sit in memory the worker shares with the supervisor. The worker takes
+// A grant's unused units sit in memory shared by the worker and the supervisor; the worker takes
 // each with a compare-and-swap. The supervisor takes back what is left when the second ends, when
-// the room left would not hold a request, and when a ban starts. A grant is at most half the room
-// left shared among the workers, so near the limit every request is decided by the supervisor.
-// Consumers with quota webhooks and keyless clients are never granted units.
+// the remaining room could not hold a request, and when a ban starts. A grant is at most half the
+// remaining room divided among the workers, so near the limit the supervisor decides every request.
+// Consumers with quota webhooks, and keyless clients, are never granted units.
 //
-// A consumer's subject is sent once per worker, then named by a number. A keyless client's is sent
-// whole, since it is made per request.
+// A consumer's subject is sent once per worker, then referred to by a number. A keyless client's
+// subject is sent whole, since it is made per request.
 import { LRUCache } from 'lru-cache';
 import { type Clock, systemClock } from '../../core/clock.ts';
 import type { Decision } from '../../core/decision.ts';
@@ -23,20 +22,18 @@ import { currentRequest, inRequest, requestState } from '../../trace/request-sta
 import type { RateLimiter, Subject, Verdict } from './limiter.ts';
 import { GrantPace } from './pace.ts';
 
-/** A worker's question. */
+/** A worker's ask: one HTTP request's call to the supervisor's limiter. */
 export interface DecideMessage {
   readonly type: 'decide';
   readonly id: number;
-  /** The subject's number on this worker; 0 for a keyless client's, sent whole. */
+  /** The subject's number on this worker; 0 for a keyless client, whose subject is sent whole. */
   readonly ref: number;
-  /** Sent with the first question about it (and again when the supervisor has forgotten it). */
+  /** Sent with the first message about it, and again if the supervisor has forgotten it. */
   readonly subject?: Subject;
   readonly cost: number;
-  /**
-   * Units beyond `cost` the worker would spend by itself before the second ends: a grant asked for.
-   */
+  /** Units beyond `cost` the worker expects to spend before the second ends: asks for a grant. */
   readonly wanted?: number;
-  /** The request's ids, so what the decision logs (a ban started) carries them as on one worker. */
+  /** The HTTP request's ids, so that what the decision logs (a ban started) carries them. */
   readonly requestIds?: readonly [requestId: string, traceId?: string, spanId?: string];
 }
 
@@ -44,18 +41,18 @@ export interface DecideMessage {
 export type DecidedMessage =
   | { readonly type: 'decided'; readonly id: number; readonly verdict: Verdict; readonly grant?: Grant }
   | { readonly type: 'decided'; readonly id: number; readonly error: string }
-  /** The subject's number is not known (forgotten): ask again with the subject. */
+  /** The supervisor does not know (or forgot) the subject's number: resend with the subject. */
   | { readonly type: 'decided'; readonly id: number; readonly unknown: true };
 
-/** Units granted to a worker: the slot of its grant memory that holds those left, until `end`. */
+/** Units granted to a worker: the slot of its grant memory that holds what is left, until `end`. */
 export interface Grant {
   readonly slot: number;
   readonly units: number;
-  /** Epoch ms (a whole second) from which none may be spent. */
+  /** Epoch ms (a whole second) from which no unit may be spent. */
   readonly end: number;
 }
 
-/** A question waiting for its answer. */
+/** An ask waiting for the supervisor's answer. */
 interface Waiting {
   resolve(answer: { readonly verdict: Verdict; readonly grant?: Grant }): void;
   reject(err: Error): void;
@@ -64,38 +61,35 @@ interface Waiting {
 
 /** Subjects the supervisor remembers per worker: more than a keys file names. */
 const KNOWN_SUBJECTS = 20_000;
-/** Grants a worker holds at once (4 bytes each in the memory it shares with the supervisor). */
+/** Grants a worker can hold at once (4 bytes each in the memory shared with the supervisor). */
 const GRANT_SLOTS = 4_096;
-/**
- * Allocates a worker's grant memory, zeroed: the supervisor makes one per worker started and shares
- * it with that worker.
- */
+/** Allocates a zeroed grant memory; the supervisor makes one per worker and shares it with it. */
 export function grantMemory(): SharedArrayBuffer {
   return new SharedArrayBuffer(GRANT_SLOTS * 4);
 }
 
-/** One consumer's grant on a worker, and what sizes the next. */
+/** One consumer's grant on a worker, and the pace that sizes the next one. */
 class WorkerGrant {
-  /** The answer that gave the grant: what local decisions are written from. */
+  /** The answer that came with the grant; local decisions are based on it. */
   verdict: Decision | undefined;
   slot = 0;
   granted = 0;
   end = Number.NEGATIVE_INFINITY;
-  /** The question under way that asked for a grant: requests short of units wait for it. */
+  /** The ask for a grant in progress; requests short of units wait for it. */
   pending: Promise<unknown> | undefined;
-  /** What the next grant asks for, and whether requests ask one by one until the second ends. */
+  /** Sizes the next grant, and says whether requests go one by one until the second ends. */
   readonly pace = new GrantPace();
 }
 
 export interface RemoteLimiterOptions {
-  /** This worker's grant memory (`grantMemory`); without it every decision is asked for. */
+  /** This worker's grant memory (`grantMemory`); without it the supervisor decides everything. */
   readonly grants?: SharedArrayBuffer;
   /** Tests pass the fake clock of the supervisor's limiter. */
   readonly clock?: Clock;
 }
 
 /**
- * The worker's side: a `RateLimiter` whose decisions are the supervisor's.
+ * The worker's side: a `RateLimiter` that gets its decisions from the supervisor, or from a grant.
  *
  * @example
  * const limiter = new RemoteLimiter((m) => postMessage(m)); onmessage = (e) => limiter.answer(e.data)
@@ -104,7 +98,7 @@ export class RemoteLimiter implements RateLimiter {
   readonly #send: (message: DecideMessage) => void;
   readonly #waiting = new Map<number, Waiting>();
   readonly #refs = new WeakMap<Subject, number>();
-  /** The subjects by number, for a supervisor that forgot one. */
+  /** Subjects by number, to resend one the supervisor has forgotten. */
   readonly #subjects = new LRUCache<number, Subject>({ max: KNOWN_SUBJECTS });
   /** Subject numbers not yet sent with their subject. */
   readonly #unsent = new Set<number>();
@@ -133,9 +127,7 @@ export class RemoteLimiter implements RateLimiter {
     return this.#local(kept, cost) ?? this.#acquire(subject, ref, kept, cost);
   }
 
-  /**
-   * Returns a decision from this worker's grant, when its second is not over and it holds the cost.
-   */
+  /** Decides from this worker's grant; undefined unless its second is live and holds the cost. */
   #local(kept: WorkerGrant, cost: number): Decision | undefined {
     const units = this.#units;
     const { verdict } = kept;
@@ -147,13 +139,14 @@ export class RemoteLimiter implements RateLimiter {
       if (seen === left) break;
       left = seen;
     }
-    // Taken as the second ended: it stays counted, unused, and the request is asked for.
+    // The second ended while taking: the units stay counted but unused, and the supervisor is
+    // asked instead.
     if (this.#clock.now() >= kept.end) return undefined;
     kept.pace.spent(cost);
     return spentFrom(verdict, kept.granted - (left - cost));
   }
 
-  /** Asks the supervisor: for a grant as well, unless one asked for this second was not given. */
+  /** Asks the supervisor, also for a grant unless one was refused earlier this second. */
   async #acquire(subject: Subject, ref: number, kept: WorkerGrant, cost: number): Promise<Verdict> {
     const { pace } = kept;
     while (kept.pending && this.#clock.now() >= pace.tightUntil) {
@@ -198,8 +191,8 @@ export class RemoteLimiter implements RateLimiter {
   }
 
   /**
-   * Sends one question; the subject goes whole with the first about it (and always a keyless
-   * client's, `ref` 0).
+   * Sends one ask; the subject is included the first time, and always for a keyless client
+   * (`ref` 0).
    */
   #ask(subject: Subject, ref: number, cost: number, wanted: number) {
     const id = ++this.#lastId;
@@ -221,7 +214,7 @@ export class RemoteLimiter implements RateLimiter {
     });
   }
 
-  /** Takes the supervisor's answer to a question. */
+  /** Handles the supervisor's answer to an ask. */
   answer(message: DecidedMessage): void {
     const waiting = this.#waiting.get(message.id);
     if (!waiting) return;
@@ -234,7 +227,7 @@ export class RemoteLimiter implements RateLimiter {
     else waiting.resolve(message);
   }
 
-  /** Asks question `id` again, with its subject, which the supervisor forgot. */
+  /** Resends ask `id` with its subject, which the supervisor has forgotten. */
   #askAgain(id: number, waiting: Waiting): void {
     const subject = waiting.ask.subject ?? this.#subjects.get(waiting.ask.ref);
     if (waiting.ask.subject || !subject) {
@@ -247,14 +240,14 @@ export class RemoteLimiter implements RateLimiter {
     this.#send(again);
   }
 
-  /** Rejects every question still waiting: the supervisor will not answer them. */
+  /** Rejects every waiting ask, because the supervisor will not answer them. */
   fail(reason: string): void {
     for (const { reject } of this.#waiting.values()) reject(new Error(reason));
     this.#waiting.clear();
   }
 }
 
-/** A limiter that counts units ahead and takes back those unspent: the in-process one. */
+/** A limiter that can count units in advance and take back unspent ones: the in-process one. */
 interface Granting {
   decide(subject: Subject, cost?: number): Decision;
   book(subject: Subject, units: number): number | undefined;
@@ -266,13 +259,13 @@ function granting(limiter: RateLimiter): Granting | undefined {
 }
 
 /**
- * A worker's grant memory as the supervisor keeps it: the units left by slot, the slots free, its
+ * The supervisor's view of a worker's grant memory: units left by slot, the free slots, and the
  * newest grant per subject.
  */
 class GrantBook {
   readonly units: Int32Array;
   readonly free: number[];
-  /** By subject id, so that a reloaded consumer's new subject finds the grant of its old one. */
+  /** Keyed by subject id, so a reloaded consumer's new subject finds its old subject's grant. */
   readonly newest = new Map<string, GivenGrant>();
 
   constructor(memory: SharedArrayBuffer) {
@@ -281,7 +274,7 @@ class GrantBook {
   }
 }
 
-/** A grant as the supervisor keeps it until its second ends. */
+/** A grant as the supervisor tracks it until its second ends. */
 interface GivenGrant {
   readonly subject: Subject;
   readonly book: GrantBook;
@@ -292,17 +285,16 @@ interface GivenGrant {
 }
 
 export interface HostLimiterOptions {
-  /** Workers sharing the room left of a consumer: a grant is at most half of it over this many. */
+  /** Workers sharing a consumer's room: a grant is at most half the room divided by this. */
   readonly workers?: number;
-  /** The clock of the limiter (tests pass a fake one). */
+  /** The limiter's clock; tests pass a fake one. */
   readonly clock?: Clock;
 }
 
 /**
- * The supervisor's side: answers each worker's questions with the host's `limiter`, and grants
- * units when it is the in-process one. A consumer's subject is the same object whichever worker
- * sent it (when its content is the same), so the limiter sees one consumer (a Redis lease is kept
- * per subject).
+ * The supervisor's side: answers each worker with the host's `limiter`, and grants units when it
+ * is the in-process one. Identical subjects from different workers are mapped to one object, so
+ * the limiter sees one consumer (a Redis lease is kept per subject object).
  */
 export class HostLimiter {
   readonly #limiter: RateLimiter;
@@ -312,11 +304,11 @@ export class HostLimiter {
   readonly #byId = new LRUCache<string, Subject>({ max: KNOWN_SUBJECTS });
   readonly #texts = new WeakMap<Subject, string>();
   /**
-   * Grants whose second has not ended, by subject id (a reloaded consumer's old grants with its new
-   * ones).
+   * Grants whose second has not ended, by subject id (so a reloaded consumer's old and new grants
+   * are together).
    */
   readonly #live = new Map<string, Set<GivenGrant>>();
-  /** The same, by end (made in time order, so their ends never decrease). */
+  /** The same grants in order of end; they are made in time order, so ends never decrease. */
   readonly #ending: GivenGrant[] = [];
   #timer: ReturnType<typeof setTimeout> | undefined;
 
@@ -328,8 +320,8 @@ export class HostLimiter {
   }
 
   /**
-   * Returns what answers a worker's questions, with its subjects by number (made per worker,
-   * dropped with it), and with `grants`, its grant memory (`grantMemory`).
+   * Returns the message handler for one worker. It keeps that worker's subjects by number, and uses
+   * `grants`, the worker's grant memory (`grantMemory`), if given.
    */
   forWorker(send: (message: DecidedMessage) => void, grants?: SharedArrayBuffer): (message: DecideMessage) => void {
     const refs = new LRUCache<number, Subject>({ max: KNOWN_SUBJECTS });
@@ -361,22 +353,22 @@ export class HostLimiter {
   }
 
   /**
-   * Returns a consumer's decision with the in-process limiter, and a grant when one was asked for
-   * and fits.
+   * Decides for a consumer with the in-process limiter, and adds a grant if one was asked for and
+   * fits.
    */
   #decideGranting(book: GrantBook, subject: Subject, { id, cost, wanted }: DecideMessage): DecidedMessage {
     const limiter = this.#granting as Granting;
-    // What this worker still holds goes back first: it asks because that does not hold the cost.
+    // Take back what this worker still holds first: it is asking because that is not enough.
     const own = book.newest.get(subject.id);
     if (own) this.#takeBack(own);
     const live = this.#live.get(subject.id);
     if (live && cost > 0 && roomOf(limiter.decide(subject, 0)) < cost) {
-      // No request refused while units lie unused on other workers: they are taken back.
+      // Never refuse a request while other workers hold unused units: take them back.
       for (const grant of live) this.#takeBack(grant);
     }
     const verdict = limiter.decide(subject, cost);
     if (verdict.outcome === 'key_banned' && live) {
-      // Every worker asks from its next request on, and is told of the ban.
+      // Take back all grants, so every worker asks on its next request and learns of the ban.
       for (const grant of live) this.#takeBack(grant);
     }
     const grant =
@@ -409,13 +401,13 @@ export class HostLimiter {
     return { slot, units, end: given.end };
   }
 
-  /** Takes back what is left of a grant, into the windows it was counted in. */
+  /** Returns what is left of a grant to the windows it was counted in. */
   #takeBack(grant: GivenGrant): void {
     const left = Atomics.exchange(grant.book.units, grant.slot, 0);
     if (left > 0) (this.#granting as Granting).giveBack(grant.subject, left, grant.at);
   }
 
-  /** Takes back what is left of the grants whose second has ended, and frees their slots. */
+  /** Takes back what is left of grants whose second has ended, and frees their slots. */
   sweep(): void {
     this.#timer = undefined;
     const now = this.#clock.now();
@@ -449,17 +441,14 @@ export class HostLimiter {
   }
 }
 
-/** Returns the units every window of a decision still holds. */
+/** Returns the smallest remaining across a decision's windows. */
 function roomOf(decision: Decision): number {
   let room = Number.POSITIVE_INFINITY;
   for (const w of decision.windows) room = Math.min(room, w.remaining);
   return room;
 }
 
-/**
- * Returns what a decision from a grant shows: the grant's answer, less what this worker spent of it
- * since.
- */
+/** Returns the decision a grant gives: the grant's answer, minus what this worker spent since. */
 function spentFrom(verdict: Decision, used: number): Decision {
   return {
     outcome: verdict.outcome,
@@ -474,9 +463,9 @@ function verdictOf(answer: { readonly verdict: Verdict }): Verdict {
 }
 
 /**
- * A turn's answers as they cross to the worker: each plain verdict (admitted or refused, no
- * notices, no grant) as numbers in one `Float64Array`, which a message copies at once; the
- * others as objects. Copying nested objects field by field is most of what a message costs.
+ * One event-loop turn's answers, packed for one message to a worker: each plain verdict (no
+ * notices, no grant) as numbers in one `Float64Array`, which is copied in one go, and the rest as
+ * objects. Copying nested objects field by field is most of what a message costs.
  */
 export interface PackedAnswers {
   readonly packed: Float64Array;
@@ -485,7 +474,7 @@ export interface PackedAnswers {
 
 const OUTCOMES = ['admitted', 'rate_limited', 'key_banned'] as const;
 const WINDOW_NAMES = ['minute', 'day', 'month'] as const;
-/** Numbers per packed answer: id, outcome, now, retryAfter, windows; then 5 per window. */
+/** Numbers per packed answer: id, outcome, now, retryAfter, window count; then 5 per window. */
 const HEAD = 5;
 const PER_WINDOW = 5;
 
@@ -549,19 +538,20 @@ export function unpackAnswers({ packed, others }: PackedAnswers): DecidedMessage
 }
 
 /**
- * A turn's questions as they cross to the supervisor: their numbers in one `Float64Array`, the
- * request ids and keyless clients' address groups in one string, and the subjects sent whole
- * beside them. A keyless client's subject differs from the turn's first keyless client's only in
- * its address group, so only that is sent.
+ * One event-loop turn's asks, packed for one message to the supervisor: their numbers in one
+ * `Float64Array`, request ids and keyless address groups in one string, and whole subjects
+ * alongside. A keyless subject with the same limits and ban as the turn's first keyless one is
+ * sent as its address group only.
  */
 export interface PackedAsks {
   /**
-   * Per question: id, ref, cost, wanted, and how its subject comes (`BY_REF`, `WHOLE`, `KEYLESS`).
+   * Per ask: id, ref, cost, wanted, and how the subject is sent (`BY_REF`, `WHOLE` or
+   * `KEYLESS`).
    */
   readonly packed: Float64Array;
   /**
-   * Per question, newline-separated: its request, trace and span ids (empty when none), then a
-   * keyless client's address group.
+   * Per ask, newline-separated: its request, trace and span ids (empty if none), then for a
+   * `KEYLESS` ask its address group.
    */
   readonly text: string;
   readonly subjects: readonly Subject[];
@@ -574,7 +564,7 @@ const WHOLE = 1;
 const KEYLESS = 2;
 const PER_ASK = 5;
 
-/** Packs questions for `unpackAsks`. */
+/** Packs asks for `unpackAsks`. */
 export function packAsks(asks: readonly DecideMessage[]): PackedAsks {
   const packed = new Float64Array(asks.length * PER_ASK);
   let text = '';
@@ -584,8 +574,7 @@ export function packAsks(asks: readonly DecideMessage[]): PackedAsks {
     const ask = asks[i] as DecideMessage;
     const { subject, requestIds } = ask;
     let how = BY_REF;
-    // The first line of each question goes without a newline before it: split gives them back in
-    // order.
+    // No newline before the first ask's lines, so `split` yields no empty first element.
     text += `${i === 0 ? '' : '\n'}${requestIds?.[0] ?? ''}\n${requestIds?.[1] ?? ''}\n${requestIds?.[2] ?? ''}`;
     if (subject?.keyless && isAddressId(subject)) {
       keyless ??= { limits: subject.limits, ban: subject.ban };
@@ -608,14 +597,14 @@ export function packAsks(asks: readonly DecideMessage[]): PackedAsks {
 }
 
 /**
- * Returns whether a subject's id is `addr:` and its label, as a keyless client's is (checked
- * without making the string).
+ * Returns whether a subject's id is `addr:` followed by its label, as a keyless client's is,
+ * without building the string.
  */
 function isAddressId({ id, label }: Subject): boolean {
   return id.length === label.length + 5 && id.startsWith('addr:') && id.endsWith(label);
 }
 
-/** Returns the questions `packAsks` packed. */
+/** Returns the asks `packAsks` packed. */
 export function unpackAsks({ packed, text, subjects, keyless }: PackedAsks): DecideMessage[] {
   const strings = text.split('\n');
   const asks: DecideMessage[] = [];

@@ -1,35 +1,35 @@
 // The in-process rate limiter. Each subject has a sliding minute and day window counted in
-// buckets, a calendar month when its limits have one (`month.ts`), and a temporary ban. A request
-// spends its cost in every window at once, or nothing.
+// buckets, a calendar month if its limits have one (`month.ts`), and a temporary ban. A request
+// spends its cost in every window at once, or spends nothing.
 //
-// Counting. A window of length W is cut into buckets of length b (minute: 1 s, day: 15 min), kept
-// in a ring with a running sum, so a decision costs O(1). A request goes into the bucket that ends
-// at or after its time, and is counted until that bucket's end plus W. Buckets end on whole
-// seconds.
+// Counting. A window of length W is split into buckets of length b (minute: 1 s, day: 15 min),
+// kept in a ring with a running sum, so a decision costs amortised O(1). A request goes into the
+// bucket that ends at or after its time, and is counted until that bucket's end plus W. Buckets
+// end on whole seconds.
 //
 // Bound. An admitted request is counted for at least W and less than W + b. So the limiter never
 // admits more than the quota in any interval of length W, and a `rate_limited` answer means the
 // quota was admitted within the last W + b (`in-process.test.ts` checks both against an exact log).
-// Day buckets of 15 min keep the day's slack below the minute's at little memory.
+// 15-minute day buckets keep the day's relative slack below the minute's, with little memory.
 //
-// Memory. A window whose requests all sit in one bucket keeps no ring (`BucketWindow`). The sizes
+// Memory. A window whose requests all sit in one bucket has no ring (`BucketWindow`). The sizes
 // are in docs/operations.md, "Memory, and keyless clients in a fixed table".
 //
-// Consumers and keyless clients apart. Consumers are few and known. Each has its own state in a
-// map nothing evicts; an entry goes once idle for W + b of the day and not banned. Keyless
-// clients are unbounded, so they share a table of fixed size (`keyless.ts`), in coarser buckets.
-// A collision there can refuse a keyless request early, but never touches a consumer's state.
+// Consumers and keyless clients are kept apart. Consumers are few and known: each has its own
+// state in a map, removed only once idle for the day's W + b and not banned. Keyless clients are
+// unbounded, so they share a fixed-size table (`keyless.ts`) with coarser buckets. A collision
+// there can refuse a keyless request early, but never touches a consumer's state.
 //
 // Resets. A decision's `now` is the current unix second. A window's reset is the second its
-// remaining next grows; `now` when it holds nothing. It is never before `now` and at most W
+// remaining next grows, or `now` if it holds nothing. It is never before `now` and at most W
 // ahead, unless a subject's limits were lowered below what it holds. On a 429 the binding
 // window's reset is now + retryAfter.
 //
 // Bans. `ban.threshold` refusals within a minute start a ban. It ends on the whole second
-// `ban.seconds` after the second it began in, and the refusal that starts it says so in
-// Retry-After and Reset. That refusal is already `key_banned`, so a `rate_limited` answer keeps
-// its promise: waiting `retryAfter` gets the next request admitted. Requests refused while banned
-// do not count as refusals.
+// `ban.seconds` after the second it began in, and the refusal that starts it is already
+// `key_banned` with that end in Retry-After and Reset. So a `rate_limited` answer keeps its
+// promise: after `retryAfter` the next request is admitted. Requests refused while banned do not
+// count as refusals.
 import { type Clock, systemClock } from '../../core/clock.ts';
 import type { Decision, Notice, Outcome, WindowState } from '../../core/decision.ts';
 import { type Limits, PLAN_LIMITS } from '../../keys/plans.ts';
@@ -39,19 +39,17 @@ import type { LimiterEvent, RateLimiter, Subject } from './limiter.ts';
 import { MONTH_NAME, MonthWindow } from './month.ts';
 import { dayPeriod, monthPeriod, NoticeFlags } from './notices.ts';
 
-/** Longest a request is counted (W + b of the day window): consumers idle this long are empty. */
+/** Longest a request is counted (the day's W + b): a consumer idle this long has empty windows. */
 export const STATE_TTL_MS = DAY.windowMs + DAY.bucketMs;
-/**
- * Idle consumers' entries, and keyless clients' bans seen over, are looked for at most this often.
- */
+/** How often, at most, idle consumers are dropped and ended keyless bans are reported. */
 const SWEEP_INTERVAL_MS = 60_000;
 
 export interface SlidingWindowLimiterOptions {
   /** Where time comes from; tests pass a fake one. */
   clock?: Clock;
-  /** The keyless clients' table (`keyless.ts`): cells per row and the hash's key. */
+  /** The keyless clients' table (`keyless.ts`): cells per row and the hash key. */
   keyless?: KeylessTableOptions;
-  /** Told when a ban starts and when it is seen to have ended. */
+  /** Called when a ban starts, and when the limiter notices it has ended. */
   onEvent?: (event: LimiterEvent) => void;
 }
 
@@ -59,7 +57,7 @@ export interface SlidingWindowLimiterOptions {
 class SubjectState {
   readonly minute: BucketWindow;
   readonly day: BucketWindow;
-  /** The calendar month; made on the first decision for limits that have one. */
+  /** The calendar month; created on first use for limits that have one. */
   month: MonthWindow | undefined;
   /** Recent refusals; created on the first one, since most subjects are never refused. */
   refusals: BucketWindow | undefined;
@@ -69,7 +67,7 @@ class SubjectState {
   bannedSubject: Subject | undefined;
   /** Epoch ms of the latest decision, for dropping idle consumers. */
   seen = 0;
-  /** What was noticed in which period; made on the first notice of a subject with thresholds. */
+  /** Notices already given, by period; created once the subject has thresholds. */
   flags: NoticeFlags | undefined;
 
   constructor(now: number) {
@@ -79,8 +77,8 @@ class SubjectState {
 }
 
 /**
- * Sliding-window limits per subject, kept in process; see the top of this file for the bound,
- * the memory and how keyless clients are counted.
+ * Sliding-window limits per subject, kept in process. The file header covers the bound, the
+ * memory and how keyless clients are counted.
  *
  * @example
  * const limiter = new SlidingWindowLimiter({ onEvent: (e) => log(e) });
@@ -90,14 +88,14 @@ export class SlidingWindowLimiter implements RateLimiter {
   readonly #clock: Clock;
   readonly #onEvent: (event: LimiterEvent) => void;
   readonly #keylessTable: KeylessTable;
-  /** Who started the ban of each banned cell of the keyless clients' row 0, for its `ban_end`. */
+  /** For each banned cell of the keyless row 0, the subject that started the ban, for `ban_end`. */
   readonly #keylessBans = new Map<number, Subject>();
-  /** Consumers' states, by subject id: never evicted, never shared. */
+  /** Consumers' states by subject id; dropped only by the idle sweep. */
   readonly #consumers = new Map<string, SubjectState>();
-  /** Latest time seen: the clock may step back, the windows must not. */
+  /** Latest time seen: the clock may step back, but the windows must not. */
   #time: number;
   #lastSweep: number;
-  /** The per-minute quota of the latest keyless client, for `full`. */
+  /** The latest keyless client's per-minute quota, for `full`. */
   #keylessPerMinute = PLAN_LIMITS.free.perMinute;
 
   constructor({ clock = systemClock, keyless, onEvent = () => {} }: SlidingWindowLimiterOptions = {}) {
@@ -109,8 +107,8 @@ export class SlidingWindowLimiter implements RateLimiter {
   }
 
   /**
-   * Cells of the keyless clients' table (row 0) that hold counts of the day: not a count of keyless
-   * clients, as addresses share cells.
+   * Cells in row 0 of the keyless table with a count in the day window. This is not a count of
+   * clients, since addresses share cells.
    */
   get keylessCells(): number {
     return this.#keylessTable.used;
@@ -126,11 +124,7 @@ export class SlidingWindowLimiter implements RateLimiter {
     return this.#keylessTable.columns;
   }
 
-  /**
-   * True when the keyless clients' table is saturated: a tenth of its cells have a keyless client's
-   * minute quota counted, so a fresh address is refused early with a chance of one in a hundred or
-   * more.
-   */
+  /** Whether the keyless table is saturated (`KeylessTable.saturated`). */
   get full(): boolean {
     return this.#keylessTable.saturated(this.#keylessPerMinute);
   }
@@ -150,10 +144,10 @@ export class SlidingWindowLimiter implements RateLimiter {
   }
 
   /**
-   * Counts `units` more in every window of a consumer, deciding nothing: a grant to a worker,
-   * which spends them until the second ends (`host-limiter.ts`). The caller has checked they fit.
-   * Returns the epoch ms they are counted at, for `giveBack`. On a whole second they are counted a
-   * millisecond later, so a grant asked for as a second starts lasts that whole second.
+   * Counts `units` in every window of a consumer without a decision, for a grant to a worker
+   * (`host-limiter.ts`); the caller has checked they fit. Returns the epoch ms they are counted at,
+   * for `giveBack`. On a whole second they are counted a millisecond later, so a grant made as a
+   * second starts lasts that whole second.
    */
   book(subject: Subject, units: number): number | undefined {
     if (subject.keyless) return undefined;
@@ -173,10 +167,7 @@ export class SlidingWindowLimiter implements RateLimiter {
     return now;
   }
 
-  /**
-   * Takes back `units` that `book` counted at `at` and nobody spent, from the windows still holding
-   * them.
-   */
+  /** Takes back unspent `units` that `book` counted at `at`, from windows still holding them. */
   giveBack(subject: Subject, units: number, at: number): void {
     const state = this.#consumers.get(subject.id);
     if (!state || units <= 0) return;
@@ -191,9 +182,8 @@ export class SlidingWindowLimiter implements RateLimiter {
   }
 
   /**
-   * Spends `cost` in every window, or refuses (counting the refusal, perhaps starting a ban);
-   * with `noticing` (a subject with thresholds) the decision carries what this crossed. `decide`
-   * adds the notices given once more.
+   * Spends `cost` in every window, or refuses (counting the refusal, which may start a ban). With
+   * `noticing`, the decision carries the thresholds this crossed; `decide` adds the repeats.
    */
   #spendOrRefuse(
     subject: Subject,
@@ -216,7 +206,6 @@ export class SlidingWindowLimiter implements RateLimiter {
       if (now < state.bannedUntil) return this.#decisionFromState('key_banned', subject, state, now, state.bannedUntil);
       this.#endBan(state);
     }
-    // A read of the state: nothing spent, no refusal counted.
     if (cost === 0) return this.#decisionFromState('admitted', subject, state, now, now);
     const monthFits = month === undefined || month.count + cost <= (perMonth as number);
     const dayFits = day.count + cost <= perDay;
@@ -259,9 +248,7 @@ export class SlidingWindowLimiter implements RateLimiter {
     return withNotices(refused, notices);
   }
 
-  /**
-   * Returns a consumer's own state, made on its first request; idle ones are dropped now and then.
-   */
+  /** Returns a consumer's state, creating it on its first request, and marks it seen. */
   #consumerState(id: string, now: number): SubjectState {
     let state = this.#consumers.get(id);
     if (!state) {
@@ -272,10 +259,7 @@ export class SlidingWindowLimiter implements RateLimiter {
     return state;
   }
 
-  /**
-   * Drops consumers idle for longer than anything is counted and not banned; reports bans seen
-   * over.
-   */
+  /** Drops consumers that are idle past `STATE_TTL_MS` and not banned; reports ended bans. */
   #sweep(now: number): void {
     this.#lastSweep = now;
     const ends = this.#keylessTable.bannedUntil;
@@ -289,7 +273,7 @@ export class SlidingWindowLimiter implements RateLimiter {
     }
   }
 
-  /** Counts a refusal; true when it reaches the ban threshold, which starts the ban. */
+  /** Counts a refusal; returns true if it reaches the ban threshold and so starts a ban. */
   #refusalStartsBan(subject: Subject, state: SubjectState, now: number): boolean {
     const { threshold, seconds } = subject.ban;
     if (!(threshold >= 1 && seconds > 0)) return false;
@@ -298,8 +282,8 @@ export class SlidingWindowLimiter implements RateLimiter {
     state.refusals.add(now);
     if (state.refusals.count < threshold) return false;
     state.refusals = undefined;
-    // Ending on a whole second keeps now + retryAfter equal to the end for the whole ban; counted
-    // from the start of this second, the first Retry-After is `seconds`, never `seconds` + 1.
+    // Ending on a whole second keeps now + retryAfter equal to the end throughout the ban; counting
+    // from the start of this second makes the first Retry-After `seconds`, never `seconds` + 1.
     state.bannedUntil = Math.floor(now / 1_000) * 1_000 + seconds * 1_000;
     state.bannedSubject = subject;
     this.#onEvent({ type: 'ban_start', subject, until: state.bannedUntil });
@@ -307,9 +291,8 @@ export class SlidingWindowLimiter implements RateLimiter {
   }
 
   /**
-   * Returns a keyless client's decision from its two cells (`keyless.ts`): each window counts what
-   * the less counted cell holds, a request is spent in both, and the address is banned while both
-   * are.
+   * Decides for a keyless client from its two cells (`keyless.ts`): each window reads the cell with
+   * the smaller count, a request is counted in both, and the address is banned while both are.
    */
   #decideKeyless(subject: Subject, cost: number, now: number): Decision {
     const table = this.#keylessTable;
@@ -348,11 +331,11 @@ export class SlidingWindowLimiter implements RateLimiter {
       if (Math.min(refusals.count(a), refusals.count(b)) >= threshold) {
         refusals.clear(a);
         refusals.clear(b);
-        // As a key's ban: it ends on the whole second `seconds` after the start of this one.
+        // Like a key's ban, it ends on the whole second `seconds` after the start of this one.
         const end = Math.floor(now / 1_000) + seconds;
         ends[a] = Math.max(ends[a] as number, end);
         ends[b] = Math.max(ends[b] as number, end);
-        // Row 0's cell carries the ban's events: a ban that takes over a cell ends the one before.
+        // Ban events are tracked on row 0's cell; a new ban there ends the previous one's events.
         if (this.#keylessBans.has(a)) this.#endKeylessBan(a, true);
         this.#keylessBans.set(a, subject);
         this.#onEvent({ type: 'ban_start', subject, until: end * 1_000 });
@@ -363,8 +346,8 @@ export class SlidingWindowLimiter implements RateLimiter {
   }
 
   /**
-   * Lifts the ban of row 0's `cell` (unless `keep`, when another ban takes it over) and reports its
-   * end.
+   * Reports the end of the ban on row 0's `cell`, and clears it unless `keep` (when a new ban
+   * takes the cell over).
    */
   #endKeylessBan(cell: number, keep = false): void {
     if (!keep) this.#keylessTable.bannedUntil[cell] = 0;
@@ -381,36 +364,28 @@ export class SlidingWindowLimiter implements RateLimiter {
     if (subject) this.#onEvent({ type: 'ban_end', subject });
   }
 
-  /**
-   * Returns the decision `state`'s own windows show at `now`: `decisionFromCounts` over this
-   * limiter's windows.
-   */
+  /** Returns the decision that `state`'s windows give at `now`. */
   #decisionFromState(outcome: Outcome, subject: Subject, state: SubjectState, now: number, until: number): Decision {
     const month = subject.limits.perMonth === undefined ? undefined : state.month;
     return decisionFromCounts(outcome, subject.limits, now, until, state.minute, state.day, month);
   }
 }
 
-/** Returns `decision` with what it crossed, when it crossed anything. */
+/** Returns `decision` with `notices` attached, or unchanged if there are none. */
 export function withNotices(decision: Decision, notices: readonly Notice[]): Decision {
   return notices.length === 0 ? decision : { ...decision, notices };
 }
 
-/**
- * What a decision reads of a window: a `BucketWindow`, or the same numbers from the Redis script.
- */
+/** What a decision reads from a window: a `BucketWindow`, or the Redis script's numbers. */
 export type WindowCounts = Pick<BucketWindow, 'count' | 'oldestLeavesAt' | 'admitAt'>;
 
-/**
- * What a decision reads of the calendar month: a `MonthWindow`, or the same numbers from the Redis
- * script.
- */
+/** What a decision reads from the month: a `MonthWindow`, or the Redis script's numbers. */
 export type MonthCounts = Pick<MonthWindow, 'count' | 'start' | 'end'>;
 
 /**
- * Returns the decision for `outcome` at `now` (epoch ms); `until` is the epoch ms the next request
- * would be admitted (or the ban ends), `now` when admitted. Shared with the Redis limiter, so both
- * answer the same headers for the same counts. `month` is given when the limits have one.
+ * Returns the decision for `outcome` at `now` (epoch ms). `until` is when the next request would
+ * be admitted or the ban ends (`now` if admitted); pass `month` if the limits have one. The Redis
+ * limiter uses it too, so both give the same headers for the same counts.
  *
  * @example
  * decisionFromCounts('admitted', { perMinute: 60, perDay: 1000 }, now, now, minute, day).retryAfter // 0
@@ -447,10 +422,7 @@ function windowState(spec: WindowSpec, window: WindowCounts, limit: number, now:
   return { name: spec.name, seconds: spec.seconds, limit, remaining, reset };
 }
 
-/**
- * Returns the month window's state: the calendar month resets at 00:00 UTC on the 1st of the next,
- * whatever it holds.
- */
+/** Returns the month window's state; it resets at the next month's start, whatever it holds. */
 function monthState(month: MonthCounts, limit: number): WindowState {
   const count = month.count;
   return {

@@ -1,20 +1,19 @@
-// Keyless clients (client addresses without a valid key) counted in a table of fixed size: a
-// count-min sketch whose counters are cut in time buckets. Nothing is allocated per address, so a
-// flood from any number of addresses leaves memory where it was. Each window's arrays are made at
-// its first count, so an instance no keyless client reaches never holds them.
+// Counts keyless clients (addresses without a valid key) in a fixed-size table: a count-min
+// sketch with time-bucketed counters. Nothing is allocated per address, so a flood from any number
+// of addresses does not grow memory. A window's arrays are allocated on its first count.
 //
 // Each address hashes to one cell in each of two rows. The hash is keyed per process, so nobody
-// can pick addresses that share a victim's cells. A cell counts the requests of every address
-// that hashes to it. An address's count is the smaller of its two cells', and it is banned only
-// while both cells are. So a collision can refuse a keyless request a little early, and never
-// admits one late. Valid keys are never counted here (`in-process.ts` keeps them apart).
+// can pick addresses that share a victim's cells. A cell counts every address that hashes to it;
+// an address's count is the smaller of its two cells, and it is banned only while both cells are.
+// So a collision can refuse a keyless request early but never admits one late. Valid keys are
+// never counted here (`in-process.ts` keeps them apart).
 //
-// Buckets are global and coarser than a key's (`KEYLESS_MINUTE`, `KEYLESS_DAY`), to keep the
-// table small. The chance of an early refusal, its formula and the sizes are in
+// Buckets are shared by all cells and coarser than a key's (`KEYLESS_MINUTE`, `KEYLESS_DAY`), to
+// keep the table small. The chance of an early refusal, its formula and the sizes are in
 // docs/operations.md, "Memory, and keyless clients in a fixed table"; `keyless.test.ts` checks
 // the formula against a simulated flood.
 
-/** A window of the sketch: its length and the buckets it is cut in. */
+/** A sketch window's length and bucket size. */
 interface SketchSpec {
   readonly windowMs: number;
   readonly bucketMs: number;
@@ -25,25 +24,23 @@ const KEYLESS_DAY: SketchSpec = { windowMs: 86_400_000, bucketMs: 3_600_000 };
 
 const MAX_COUNT = 0xffff;
 
-/** A window's arrays before its first count. */
+/** Placeholders for a window's arrays before its first count. */
 const NONE16 = new Uint16Array(0);
 const NONE32 = new Uint32Array(0);
 
 /**
- * One window over all cells: a ring of `W / b + 1` buckets of 16-bit counters (saturating), and
- * each cell's running sum. Bucket `j` holds requests in ((j-1)b, jb] and is counted while
- * `time < jb + W`, as `BucketWindow` does with its offset at 0. Callers pass non-decreasing times.
+ * One window over all cells: a ring of `W / b + 1` buckets of saturating 16-bit counters, and each
+ * cell's running sum. Bucket `j` holds requests in ((j-1)b, jb] and is counted while
+ * `time < jb + W`, like `BucketWindow` with offset 0. Pass non-decreasing times.
  */
 export class SketchWindow {
   readonly #spec: SketchSpec;
   readonly #cells: number;
   readonly #slots: number;
-  /**
-   * Empty until the first count: an instance no keyless client reaches never allocates the table.
-   */
+  /** Empty until the first count, so an instance with no keyless traffic never allocates it. */
   #ring: Uint16Array = NONE16;
   #sums: Uint32Array = NONE32;
-  /** Buckets up to this one have left the window; their slots are zero. */
+  /** Buckets up to and including this one have left the window; their slots are zero. */
   #dropped: number;
 
   constructor(spec: SketchSpec, cells: number, now: number) {
@@ -62,7 +59,7 @@ export class SketchWindow {
     return s < 0 ? s + this.#slots : s;
   }
 
-  /** Drops the buckets that have left by `now`: one pass over the cells per bucket left. */
+  /** Drops the buckets that have left by `now`, one pass over the cells per bucket dropped. */
   advance(now: number): void {
     const dropped = this.#droppedAt(now);
     if (dropped <= this.#dropped) return;
@@ -88,7 +85,7 @@ export class SketchWindow {
     return this.#sums === NONE32 ? 0 : (this.#sums[cell] as number);
   }
 
-  /** Counts `units` in `cell` at `now` (after `advance(now)`). */
+  /** Counts `units` in `cell` at `now`. Call after `advance(now)`. */
   add(cell: number, now: number, units: number): void {
     if (this.#sums === NONE32) {
       this.#ring = new Uint16Array(this.#slots * this.#cells);
@@ -116,7 +113,7 @@ export class SketchWindow {
     return n;
   }
 
-  /** Returns the epoch ms at which the oldest counted bucket of `cell` leaves (its count > 0). */
+  /** Returns the epoch ms at which `cell`'s oldest counted bucket leaves (when its count > 0). */
   oldestLeavesAt(cell: number): number {
     let j = this.#dropped + 1;
     const last = j + this.#slots - 1;
@@ -125,10 +122,7 @@ export class SketchWindow {
     return j * this.#spec.bucketMs + this.#spec.windowMs;
   }
 
-  /**
-   * Returns the epoch ms from which the count of `cell` is below `quota` (as
-   * `BucketWindow.admitAt`).
-   */
+  /** Returns the epoch ms from which `cell`'s count is below `quota`, as `BucketWindow.admitAt`. */
   admitAt(cell: number, quota: number): number {
     let left = this.count(cell);
     if (left < quota) return Number.NEGATIVE_INFINITY;
@@ -141,7 +135,7 @@ export class SketchWindow {
   }
 }
 
-/** One cell of a window, as `decisionFromCounts` reads a window. */
+/** One cell of a window, with the interface `decisionFromCounts` reads. */
 export class CellView {
   readonly #window: SketchWindow;
   readonly #cell: number;
@@ -167,7 +161,7 @@ export class CellView {
 export interface KeylessTableOptions {
   /** Cells per row: a power of two from 1 to 65,536 (default 65,536). */
   columns?: number;
-  /** The hash's key; default: random per process. Tests pass one to be repeatable. */
+  /** The hash key; random per process by default. Tests pass one to be repeatable. */
   seed?: number;
 }
 
@@ -178,8 +172,8 @@ export interface Cells {
 }
 
 /**
- * The counters of every keyless client, in a fixed table; see the top of this file. `in-process.ts`
- * makes the decisions from them.
+ * The fixed table of keyless clients' counters described in this file's header. `in-process.ts`
+ * makes decisions from it.
  *
  * @example
  * const table = new KeylessTable(now);
@@ -190,7 +184,7 @@ export class KeylessTable {
   readonly minute: SketchWindow;
   readonly day: SketchWindow;
   readonly refusals: SketchWindow;
-  /** Per cell, the unix second its ban ends; 0: not banned. */
+  /** Per cell, the unix second its ban ends; 0 if not banned. */
   readonly bannedUntil: Uint32Array;
   readonly #seed: number;
   readonly #bits: number;
@@ -209,9 +203,7 @@ export class KeylessTable {
     this.bannedUntil = new Uint32Array(cells);
   }
 
-  /**
-   * Returns the cells of `id`: FNV-1a from the seed, then murmur3's finaliser, split in two halves.
-   */
+  /** Returns the cells of `id`: FNV-1a from the seed, then murmur3's finaliser, split in two. */
   cellsOf(id: string): Cells {
     let h = (0x811c9dc5 ^ this.#seed) >>> 0;
     for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193);
@@ -230,13 +222,13 @@ export class KeylessTable {
     this.refusals.advance(now);
   }
 
-  /** Cells of row 0 holding counts of the day. */
+  /** How many of row 0's cells have a count in the day window. */
   get used(): number {
     return this.day.used(0, this.columns);
   }
 
   /**
-   * Returns true when a tenth or more of row 0's cells have `perMinute` counted: a fresh address is
+   * Returns true when at least a tenth of row 0's cells have `perMinute` counted; a new address is
    * then refused early with a chance of one in a hundred or more.
    */
   saturated(perMinute: number): boolean {

@@ -1,5 +1,5 @@
-// The limiter as the gateway sees it at step 3: `RateLimiter.decide()` takes a `Subject` and a
-// cost and gives a `Verdict`, a decision or `Unavailable`, never an HTTP answer.
+// The limiter interface the gateway uses: `RateLimiter.decide()` takes a `Subject` and a cost and
+// returns a `Verdict` (a decision or `Unavailable`), never an HTTP response.
 import type { Decision } from '../../core/decision.ts';
 import type { BanPolicy, Limits, PlanName } from '../../keys/plans.ts';
 
@@ -11,8 +11,8 @@ export interface Subject {
   /** Stable identity, e.g. `key:con_…` (a consumer's id) or `addr:203.0.113.7`. */
   readonly id: string;
   /**
-   * True for a keyless client (an address group without a valid key): the limiters count these
-   * apart from consumers and never grant or lease them units.
+   * True for a keyless client's address group. Limiters count these apart from consumers and never
+   * grant or lease them units.
    */
   readonly keyless: boolean;
   /** Plan name for metrics and logs; `anonymous` for a keyless client. */
@@ -21,14 +21,11 @@ export interface Subject {
   readonly label: string;
   readonly limits: Limits;
   readonly ban: Required<BanPolicy>;
-  /**
-   * Percent of the day and month quotas whose crossing is noticed, ascending; none: no notices at
-   * all.
-   */
+  /** Percentages of the day and month quotas that trigger a notice, ascending; absent: none. */
   readonly thresholds?: readonly number[];
 }
 
-/** Ban start and end, reported so they can be logged and counted. */
+/** A ban's start or end, reported so it can be logged and counted. */
 export type LimiterEvent =
   | {
       readonly type: 'ban_start';
@@ -39,8 +36,8 @@ export type LimiterEvent =
   | { readonly type: 'ban_end'; readonly subject: Subject };
 
 /**
- * The limiter could not decide: Redis is down and `--redis-fail closed` says not to
- * decide without it. The gateway answers 503; the limiter never builds an HTTP answer.
+ * The limiter could not decide: Redis is down and `--redis-fail closed` forbids deciding without
+ * it. The gateway answers 503.
  */
 export interface Unavailable {
   readonly outcome: 'unavailable';
@@ -48,15 +45,14 @@ export interface Unavailable {
   readonly reason: string;
 }
 
-/** What the gateway gets for one request: a decision, or none to be had. */
+/** The limiter's answer for one request: a decision, or `Unavailable`. */
 export type Verdict = Decision | Unavailable;
 
 /**
- * Decides once per request; the in-process implementation is `SlidingWindowLimiter`.
- *
- * `cost` is what the request spends in every window at once (default 1). It is admitted only if
- * all of it fits in each window; else it is refused whole and spends nothing. A cost of 0 only
- * reads the state: it counts no refusal and starts no ban (a banned subject reads `key_banned`).
+ * Decides once per request; the in-process implementation is `SlidingWindowLimiter`. `cost`
+ * (default 1) is spent in every window at once: the request is admitted only if it fits in each
+ * window, else refused and nothing is spent. A cost of 0 only reads the state: it counts no refusal
+ * and starts no ban (a banned subject still gets `key_banned`).
  */
 export interface RateLimiter {
   decide(subject: Subject, cost?: number): Verdict | Promise<Verdict>;

@@ -1,13 +1,12 @@
-// The calendar-month window: a fixed window, not a sliding one. It counts what a subject spent
-// since 00:00 UTC on the 1st and starts again from zero at 00:00 UTC on the 1st of the next month,
-// so a monthly quota reads like an invoice ("20,000 requests in November").
+// The calendar-month window: a fixed window, not a sliding one. It resets to zero at 00:00 UTC on
+// the 1st, so a monthly quota reads like an invoice ("20,000 requests in November").
 import type { WindowName } from '../../core/decision.ts';
 
 export const MONTH_NAME: WindowName = 'month';
 
 /**
- * Returns the epoch ms of 00:00 UTC on the 1st of the month holding `time`, and of the next
- * month's.
+ * Returns the epoch ms of 00:00 UTC on the 1st of `time`'s month (`start`) and of the next month
+ * (`end`).
  *
  * @example
  * monthOf(Date.UTC(2026, 10, 30, 23, 59, 59)) // { start: Date.UTC(2026, 10, 1), end: Date.UTC(2026, 11, 1) }
@@ -20,9 +19,8 @@ export function monthOf(time: number): { start: number; end: number } {
 }
 
 /**
- * What a subject spent in the current calendar month. Callers pass non-decreasing times and call
- * `advance(now)` before reading; a new month is found by one comparison, so the list path pays
- * no date arithmetic but once a month.
+ * What a subject spent in the current calendar month. Call `advance(now)` before reading. A new
+ * month is detected with one comparison, so date arithmetic runs only once a month.
  *
  * @example
  * const m = new MonthWindow(now); m.advance(now); if (m.count + cost <= quota) m.add(cost);
@@ -46,12 +44,12 @@ export class MonthWindow {
     return this.#start;
   }
 
-  /** Epoch ms the next month begins: when the count goes back to zero. */
+  /** Epoch ms the next month begins, when the count resets. */
   get end(): number {
     return this.#end;
   }
 
-  /** Starts a new month's count when `now` is past the current one. */
+  /** Resets the count if `now` is outside the current month. */
   advance(now: number): void {
     if (now < this.#end && now >= this.#start) return;
     const { start, end } = monthOf(now);
@@ -64,14 +62,14 @@ export class MonthWindow {
     this.#count += units;
   }
 
-  /** Takes back `units` added at `at` (after `advance`), when that was this month. */
+  /** Takes back `units` added at `at`, if that was in the current month. Call after `advance`. */
   remove(at: number, units: number): void {
     if (at >= this.#start) this.#count -= Math.min(units, this.#count);
   }
 
   /**
-   * Returns the epoch ms from which the count is below `quota`: the next month, or `-Infinity` when
-   * it is now.
+   * Returns the epoch ms from which the count is below `quota`: `-Infinity` if it is already, else
+   * the next month's start.
    */
   admitAt(quota: number): number {
     return this.#count < quota ? Number.NEGATIVE_INFINITY : this.#end;

@@ -1,11 +1,11 @@
-// Which quota crossings a decision caused, in process (`redis-script.ts` does the same in Lua).
+// Which quota thresholds a decision crossed, in process (`redis-script.ts` does the same in Lua).
 // A threshold is crossed by the request that takes the count from below it to at least it. Each
-// crossing is noticed at most once per UTC day or month, so a sliding day that dips and climbs
-// back says nothing twice.
+// crossing is reported at most once per UTC day or month, so a sliding day that dips and climbs
+// back is not reported twice.
 //
-// Each notice is given once more, to a later decision (`RECORD_AGAIN_AFTER_MS`,
-// `RECORD_AGAIN_WITHIN_MS`): the instance that decided it may have died before recording it. Its
-// event id is the same (src/webhooks/events.ts), so a notice already recorded records nothing.
+// Each notice is repeated once on a later decision (`RECORD_AGAIN_AFTER_MS`,
+// `RECORD_AGAIN_WITHIN_MS`), in case the instance that decided it died before recording it. The
+// event id is the same (src/webhooks/events.ts), so recording it twice is a no-op.
 import type { Notice, NoticeWindow } from '../../core/decision.ts';
 import { monthOf } from './month.ts';
 
@@ -16,24 +16,23 @@ export function dayPeriod(now: number): number {
   return Math.floor(now / DAY_MS);
 }
 
-/**
- * Returns the month window's period: year * 12 + month - 1 (UTC), as the Redis script numbers it.
- */
+/** Returns the month window's period: year * 12 + month - 1 (UTC), as the Redis script does. */
 export function monthPeriod(now: number): number {
   const start = new Date(monthOf(now).start);
   return start.getUTCFullYear() * 12 + start.getUTCMonth();
 }
 
-/** A notice is given once more to the subject's first decision at least this long after it... */
+/** A notice is repeated on the subject's first decision at least this long after it... */
 export const RECORD_AGAIN_AFTER_MS = 30_000;
 /**
- * ...before this long after it, and while its period lasts: a warning about a day or a month
- * that is over is no warning (and the event's numbers, read from the decision, would be the
- * next period's). Delivered events are kept 8 days, so an id seen again within it is recorded once.
+ * ...if that decision comes within this long and the period has not ended: a warning about a past
+ * day or month is useless, and its numbers, read from the decision, would be the next period's.
+ * Delivered events are kept `DELIVERED_KEEP_MS` (src/store/outbox.ts), so the repeat is recorded
+ * once.
  */
 export const RECORD_AGAIN_WITHIN_MS = 3_600_000;
 
-/** Returns whether `notice` is about the day or month of `now` (a ban is always current). */
+/** Returns whether `notice` is about the day or month of `now`; a ban is always current. */
 function current(notice: Notice, now: number): boolean {
   if (notice.type === 'key.banned') return true;
   return notice.period === (notice.window === 'day' ? dayPeriod(now) : monthPeriod(now));
@@ -45,21 +44,20 @@ function thresholdUnits(percent: number, quota: number): number {
 }
 
 /**
- * The periods already noticed, by kind, window and threshold: one small map per subject that
- * has thresholds (a handful of entries).
+ * The periods already reported, by kind, window and threshold, plus the notices due to repeat.
+ * One per subject that has thresholds.
  *
  * @example
  * const flags = new NoticeFlags(); flags.crossed([80, 100], 'day', 100, 79, 80, 20_000) // one quota.threshold
  */
 export class NoticeFlags {
   readonly #sent = new Map<string, number>();
-  /** Notices to give once more, oldest first, with when (epoch ms). */
+  /** Notices to repeat, oldest first, with their time range (epoch ms). */
   #again: { readonly notice: Notice; readonly from: number; readonly until: number }[] = [];
 
   /**
-   * Returns `fresh` (this decision's notices) and those given once more at `now`: the ones noticed
-   * from RECORD_AGAIN_WITHIN_MS to RECORD_AGAIN_AFTER_MS ago, in a period still current. Keeps
-   * `fresh` for their second time.
+   * Returns `fresh` (this decision's notices) plus the queued notices due to repeat at `now`, and
+   * queues `fresh` for their own repeat.
    */
   withRepeats(fresh: readonly Notice[], now: number): readonly Notice[] {
     if (fresh.length === 0 && this.#again.length === 0) return fresh;

@@ -1,5 +1,5 @@
-// The shared limiter as the server runs it: a Redis connection, quota leases on it
-// (`leases.ts`), and the failover around them (`failover.ts`).
+// The shared limiter as the server runs it: a Redis connection, quota leases on it (`leases.ts`),
+// and the failover around them (`failover.ts`).
 import { Redis } from 'ioredis';
 import type { Logger } from '../../log.ts';
 import { redactUrl } from '../../redact.ts';
@@ -9,15 +9,15 @@ import type { LimiterEvent, RateLimiter } from './limiter.ts';
 import { RedisLimiter } from './redis.ts';
 
 /**
- * A decision Redis has not answered in this long fails, and the limiter fails over (every request
- * waiting for the same run with it); the probe's PING has the same bound, so a Redis that answers
- * late is left until it answers in time.
+ * A Redis command not answered within this time fails, and the limiter fails over, along with every
+ * request waiting on the same run. The probe's PING has the same bound, so a slow Redis stays out
+ * of use until it answers in time.
  */
 const COMMAND_TIMEOUT_MS = 500;
 const CONNECT_TIMEOUT_MS = 2_000;
 /**
- * Reconnection attempts back off to this, and go on for as long as the process runs; with the
- * probe made on reconnecting, limits are shared again within about this long of Redis's return.
+ * The longest delay between reconnection attempts, which never stop. Since reconnecting triggers a
+ * probe, limits are shared again within about this long of Redis's return.
  */
 const MAX_RECONNECT_DELAY_MS = 1_000;
 
@@ -29,13 +29,13 @@ export interface OpenRedisLimiterOptions {
   fallback: RateLimiter;
   log: Logger;
   onEvent?: (event: LimiterEvent) => void;
-  /** Given the reader of the leases' figures, for /metrics. */
+  /** Receives a function that reads the lease statistics, for /metrics. */
   leaseStats?: (read: () => LeaseStats) => void;
 }
 
 /**
  * Connects to Redis and returns the shared limiter with its failover. An unreachable Redis does
- * not stop the start: the limiter starts down (logged) and takes Redis up when a probe finds it.
+ * not stop start-up: the limiter starts down (logged) and uses Redis once a probe reaches it.
  * Commands are never queued while disconnected, so no request waits for a Redis that is down.
  *
  * @example
@@ -58,8 +58,8 @@ export async function openRedisLimiter({
     connectionName: 'petstore',
     retryStrategy: (attempt) => Math.min(attempt * 200, MAX_RECONNECT_DELAY_MS),
   });
-  // Failures surface through decisions and probes, logged once per change of state, with the
-  // socket's own error: a refused command only says "Connection is closed."
+  // Failures are logged through decisions and probes, once per state change. Keep the socket's
+  // error for that log, since a refused command only says "Connection is closed."
   let socketError: string | undefined;
   client.on('error', (err: Error) => {
     socketError = err.message;
@@ -67,7 +67,7 @@ export async function openRedisLimiter({
   client.on('ready', () => {
     socketError = undefined;
   });
-  // A command's timeout says which limit it ran into: a slow Redis fails over as a gone one does.
+  // A timeout names the limit it hit; a slow Redis fails over just like a gone one.
   const explain = (err: unknown) =>
     socketError ??
     (err instanceof Error
@@ -76,7 +76,7 @@ export async function openRedisLimiter({
         : err.message
       : String(err));
   const name = redactUrl(url);
-  // The sweep's hand-backs wait while the failover does not use Redis, and go with its return.
+  // Lease hand-backs wait while the failover is not using Redis, and resume when it is back.
   const leases = new LeaseLimiter({
     shared: new RedisLimiter({ client, onEvent }),
     online: () => limiter.status().backend === 'redis',
@@ -95,8 +95,8 @@ export async function openRedisLimiter({
     },
     explain,
   });
-  // A lost connection is noticed at once, not at the next request, and a new one is taken up at
-  // once, not at the next probe: /readyz stays truthful.
+  // React to a lost or restored connection at once, not at the next request or probe, so /readyz
+  // stays accurate.
   client.on('close', () => limiter.markDown(explain(new Error('Connection is closed.'))));
   client.on('ready', () => void limiter.check());
   leases.start();

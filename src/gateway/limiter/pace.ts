@@ -1,47 +1,45 @@
-// How many units a grant asks for: what the recent rate would spend in the rest of its term,
-// with headroom, plus what the requests waiting for it need. Shared by the Redis leases
-// (`leases.ts`) and the workers' grants from the supervisor (`host-limiter.ts`).
+// How many units to ask for in a grant: what the recent rate would spend in the rest of the term,
+// with headroom, plus what waiting requests need. Used by the Redis leases (`leases.ts`) and by the
+// workers' grants from the supervisor (`host-limiter.ts`).
 
-/**
- * A grant aims at this many times the units the recent rate would spend in the rest of its term.
- */
+/** A grant asks for this many times what the recent rate would spend in the rest of the term. */
 const HEADROOM = 1.5;
 /** Weight of the latest interval in the rate estimate. */
 const RATE_WEIGHT = 0.5;
 /**
- * The rate is measured over at least this long: two grants asked a moment apart (one spent at
- * once, a term's end) would otherwise read a burst as a rate, and take half the room.
+ * The shortest interval the rate is measured over. Without it, two grant requests a moment apart
+ * (one spent at once, or at a term's end) would read a burst as a rate and take half the room.
  */
 const MIN_RATE_INTERVAL_MS = 100;
 
 /**
- * One consumer's pace on one holder (an instance, a worker).
+ * One consumer's spending rate on one grant holder (an instance or a worker).
  *
  * @example
  * const pace = new GrantPace(); pace.spent(1); const units = cost + pace.beyond(now, 1_000 - now % 1_000, cost)
  */
 export class GrantPace {
   /**
-   * Local epoch ms until which requests ask for their cost alone, without waiting for each
-   * other: a grant was asked for and the room left gave none, so it is a decision per request
-   * until the next term.
+   * Local epoch ms until which each request asks for its own cost without waiting for others. It
+   * is set when a grant request got no extra units, so requests are decided one by one until the
+   * next term.
    */
   tightUntil = Number.NEGATIVE_INFINITY;
-  /** Units asked for by requests waiting for the grant asked for now. */
+  /** Units needed by requests waiting for the grant now being asked for. */
   waiting = 0;
-  /** Units spent per ms, recently. */
+  /** Recent units spent per ms (moving average). */
   #rate = 0;
   #last = Number.NaN;
   #spent = 0;
 
-  /** Counts `units` spent since the last grant asked for (from a grant, or decided one by one). */
+  /** Counts `units` spent since the last grant request, from a grant or decided one by one. */
   spent(units: number): void {
     this.#spent += units;
   }
 
   /**
-   * Returns the units beyond `cost` to ask for at `now`, `termLeft` ms before the term ends, for a
-   * request of `cost` (the rate measured up to now; `cost` counts in the next interval).
+   * Returns how many units beyond `cost` to ask for at `now`, `termLeft` ms before the term ends.
+   * It updates the rate up to now and counts `cost` in the next interval.
    */
   beyond(now: number, termLeft: number, cost: number): number {
     if (!Number.isNaN(this.#last)) {

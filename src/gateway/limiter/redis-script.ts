@@ -1,23 +1,24 @@
-// The shared limiter's decision as one Lua script, run atomically by Redis once per request: it
-// does for one subject what `SlidingWindowLimiter.decide` does, with the same windows, buckets,
-// refusal counting and ban (see the top of `in-process.ts`), so both give the same Decision for
-// the same requests at the same times (`redis.test.ts` replays one sequence into both).
+// The Redis limiter's decision as one Lua script, which Redis runs atomically. It does for one
+// subject what `SlidingWindowLimiter.decide` does, with the same windows, buckets, refusal counting
+// and ban (see `in-process.ts`'s file header), so both give the same Decision for the same requests
+// at the same times (`redis.test.ts` replays one sequence into both).
 //
 // State: one string per subject, a MessagePack array with a TTL:
 //   {version, latest time seen, banned until (epoch ms, 0: not banned),
 //    minute offset, minute buckets, day offset, day buckets, refusal offset, refusal buckets,
 //    month number (year * 12 + month - 1, UTC), units spent in that month, notices sent,
 //    notices to give once more}
-// The month's two fields come only once a subject has a monthly quota or thresholds, so a state
-// written without them reads the same; notices sent is a map from "t:day:80", "x:month" (a
-// threshold, a window's first refusal) to the period it was last noticed in, present only for a
-// subject with thresholds. Setting it in the same atomic run that counts is what makes each
+// The month's two fields are added only once a subject has a monthly quota or thresholds, so a
+// state written without them reads the same. Notices sent is a map from "t:day:80" or "x:month"
+// (a threshold, a window's first refusal) to the period it was last reported in, present only for
+// a subject with thresholds. Updating it in the same atomic run that counts is what makes each
 // notice happen once across all instances. Notices to give once more are a flat list of
-// (notice's four numbers, from, until): each notice is given again to the first run from 30 s
-// to an hour after it while its day or month lasts (`notices.ts`), so one whose instance died
-// before recording it is recorded by whichever instance runs next for the subject.
-// Each window's buckets are a flat list of (bucket number, count) pairs, oldest first, empty
-// buckets left out: `BucketWindow`'s ring, stored sparse (a free key's full minute is 2 numbers).
+// (notice's four numbers, from, until): each notice is repeated on the first run between
+// `RECORD_AGAIN_AFTER_MS` and `RECORD_AGAIN_WITHIN_MS` after it, while its day or month lasts
+// (`notices.ts`), so one whose instance died before recording it is recorded by whichever
+// instance runs next for the subject.
+// Each window's buckets are a flat list of (bucket number, count) pairs, oldest first, without
+// empty buckets: `BucketWindow`'s ring, stored sparse.
 //
 // KEYS[1]: the subject's key; KEYS[2], for a lease holder: the hash of the instances holding
 //       unused units of the subject (instance id -> epoch ms its term ends); KEYS[3]: the hash of
@@ -50,25 +51,25 @@ import { DAY, MINUTE } from './buckets.ts';
 import { RECORD_AGAIN_AFTER_MS, RECORD_AGAIN_WITHIN_MS } from './notices.ts';
 
 /**
- * A holder hands back the unused units of an ended term within this long (`leases.ts` sweeps
- * twice in it). Until then they are still the fleet's budget; after it the holder is taken for
- * dead, and its units stay counted.
+ * A holder hands back an ended term's unused units within this time (`leases.ts` sweeps twice in
+ * it). Until then the units still count as the fleet's; after it the holder is presumed dead and
+ * its units stay counted.
  */
 export const HAND_BACK_WITHIN_MS = 1_000;
 
 /**
- * A holder's record of its last run that counted units is kept this long: a run whose reply was
- * lost (Redis slow or gone) is handed back whole when Redis answers again, up to a day later,
- * while its units are still in the day's window.
+ * How long a holder's record of its last counting run is kept: a run whose reply was lost (Redis
+ * slow or gone) can be handed back whole when Redis answers again, as long as its units are still
+ * in the day window.
  */
 export const RUN_RECORD_MS = DAY.windowMs;
 /**
- * Records past this many in a subject's hash are pruned of those older than `RUN_RECORD_MS` (dead
- * holders').
+ * Once a subject's hash has more records than this, those older than `RUN_RECORD_MS` (dead
+ * holders') are removed.
  */
 const RUN_RECORDS_KEPT = 32;
 
-/** Bumped when the state layout changes: a key of another layout is read as empty. */
+/** Increase when the state layout changes; a key with another version is read as empty. */
 const STATE_VERSION = 1;
 
 export const DECIDE_SCRIPT = `
@@ -430,5 +431,5 @@ return {
 }
 `;
 
-/** What EVALSHA names the script by. */
+/** The script's SHA-1, for EVALSHA. */
 export const DECIDE_SHA1 = createHash('sha1').update(DECIDE_SCRIPT).digest('hex');

@@ -1,10 +1,10 @@
-// Rate limits and bans kept in Redis, so that every instance pointed at the same Redis enforces
-// one quota per key. Each decision is one atomic script run (`redis-script.ts`): the same
-// windows, buckets and bans as the in-process `SlidingWindowLimiter`, answered as the same
-// Decision, so the headers do not change.
+// Rate limits and bans kept in Redis, so every instance using the same Redis enforces one quota
+// per consumer. Each decision is one atomic script run (`redis-script.ts`) with the same windows,
+// buckets and bans as the in-process `SlidingWindowLimiter`, and the same Decision, so the
+// headers are the same.
 //
-// Time. Without a `clock`, the script reads the Redis server's TIME: one clock for all
-// instances, so their skew cannot stretch or shrink a window. Tests pass a fake clock.
+// Time. Without a `clock`, the script reads the Redis server's TIME, one clock for all instances,
+// so clock skew between them cannot stretch or shrink a window. Tests pass a fake clock.
 import { SpanKind } from '@opentelemetry/api';
 import type { Redis } from 'ioredis';
 import * as v from 'valibot';
@@ -16,10 +16,7 @@ import { decisionFromCounts, STATE_TTL_MS, type WindowCounts, withNotices } from
 import type { LimiterEvent, RateLimiter, Subject } from './limiter.ts';
 import { DECIDE_SCRIPT, DECIDE_SHA1 } from './redis-script.ts';
 
-/**
- * Where subjects' states live: `petstore:rl:key:con_…` (a consumer's id),
- * `petstore:rl:addr:203.0.113.7`.
- */
+/** Key prefix of subjects' states: `petstore:rl:key:con_…`, `petstore:rl:addr:203.0.113.7`. */
 const DEFAULT_PREFIX = 'petstore:rl:';
 
 const OUTCOMES: readonly Outcome[] = ['admitted', 'rate_limited', 'key_banned'];
@@ -27,7 +24,7 @@ const BAN_ENDED = 1;
 const BAN_STARTED = 2;
 
 const Int = v.pipe(v.number(), v.integer());
-/** The script's reply; see the top of `redis-script.ts`. */
+/** The script's reply; its layout is in `redis-script.ts`'s file header. */
 const Reply = v.tuple([
   ...([Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int] as const),
   v.array(Int),
@@ -39,37 +36,37 @@ const NOTICE_WINDOWS = [undefined, 'day', 'month'] as const;
 export interface WindowNumbers {
   readonly count: number;
   readonly oldestLeavesAt: number;
-  /** When one more unit fits (0: now). */
+  /** When one more unit fits (0 if now). */
   readonly admitAt: number;
 }
 
-/** One run of the script: what a decision, and a lease, are made from. */
+/** One script run's result, from which a decision and a lease are made. */
 export interface ScriptReply {
   readonly outcome: Outcome;
   /** Epoch ms of the run (Redis's clock, or the injected one). */
   readonly now: number;
-  /** Epoch ms the request would be admitted, or the ban ends (`now` when admitted). */
+  /** Epoch ms the request would be admitted or the ban ends (`now` if admitted). */
   readonly until: number;
   readonly minute: WindowNumbers;
   readonly day: WindowNumbers;
-  /** The calendar month; meaningful only when the limits have one. */
+  /** The calendar month; meaningful only if the limits have one. */
   readonly month: { readonly count: number; readonly start: number; readonly end: number };
   readonly notices: readonly Notice[];
   /** Units counted by this run: the cost, or a grant's size. */
   readonly granted: number;
-  /** Epoch ms the units were counted at: now, or for a grant the last millisecond of its term. */
+  /** Epoch ms the units were counted at: now, or a grant's last millisecond of its term. */
   readonly booked: number;
   /** The day window's bucket offset, which a hand-back names. */
   readonly dayOffset: number;
   /** Other instances holding unused units of the subject now. */
   readonly others: number;
-  /** Units this run's hand-backs took back (those of runs still recorded). */
+  /** Units this run's hand-backs took back (only runs Redis still records). */
   readonly handedBack: number;
 }
 
 /**
- * Units a lease holder hands back from one of its runs, named by the run's id: the unused units
- * of the grant it gave, or `all` that it counted when its reply was lost.
+ * Units a lease holder hands back from one of its runs, by run id: the grant's unused units, or
+ * `all` it counted when its reply was lost.
  */
 export interface HandBack {
   readonly run: number;
@@ -80,22 +77,22 @@ export interface HandBack {
 export interface LeaseArgs {
   /** This instance's id. */
   readonly holder: string;
-  /** This run's id among the holder's runs (increasing): what a later hand-back names it by. */
+  /** This run's id among the holder's runs (increasing), which a later hand-back refers to. */
   readonly run: number;
-  /** Units wanted: more than the cost asks for a grant. */
+  /** Units wanted; more than the cost asks for a grant. */
   readonly wanted: number;
-  /** Units of earlier runs handed back into the buckets they were booked in. */
+  /** Units of earlier runs to return to the buckets they were booked in. */
   readonly backs?: readonly HandBack[];
 }
 
 export interface RedisLimiterOptions {
-  /** A connected client; commands fail rather than queue while it is not (`openRedis`). */
+  /** The client; commands fail rather than queue while disconnected (`openRedisLimiter()`). */
   client: Redis;
-  /** Where time comes from; without it the Redis server's TIME, one clock for every instance. */
+  /** The clock; without it, the Redis server's TIME, one clock for every instance. */
   clock?: Clock;
   /** Prefix of the keys that hold the states. */
   prefix?: string;
-  /** Told when a ban starts and when it is seen to have ended (by this instance). */
+  /** Called when a ban starts, and when this instance sees that it has ended. */
   onEvent?: (event: LimiterEvent) => void;
 }
 
@@ -112,7 +109,7 @@ export class RedisLimiter implements RateLimiter {
   readonly #clock: Clock | undefined;
   readonly #prefix: string;
   readonly #onEvent: (event: LimiterEvent) => void;
-  /** Latest time of the injected clock seen: it may step back, the windows must not. */
+  /** Latest time of the injected clock: it may step back, but the windows must not. */
   #time = Number.NEGATIVE_INFINITY;
 
   constructor({ client, clock, prefix = DEFAULT_PREFIX, onEvent = () => {} }: RedisLimiterOptions) {
@@ -127,8 +124,8 @@ export class RedisLimiter implements RateLimiter {
   }
 
   /**
-   * Runs the script once for `subject`; it resolves to a decision, or with `lease` a grant and a
-   * hand-back.
+   * Runs the script once for `subject` and resolves to its reply: a decision, and with `lease`
+   * also a grant and hand-backs. Rejects when Redis does not answer.
    */
   async run(subject: Subject, cost: number, lease?: LeaseArgs): Promise<ScriptReply> {
     const { limits, ban } = subject;
@@ -155,7 +152,7 @@ export class RedisLimiter implements RateLimiter {
     const raw = await this.#run(keys, args);
     const parsed = v.safeParse(Reply, raw);
     if (!parsed.success) {
-      // Half the log's bound, so the failover's log line repeats it whole, with the reply's length.
+      // Half the log's bound, so the failover's log line can include it whole.
       const said = peerText(typeof raw === 'string' ? raw : JSON.stringify(raw), PEER_TEXT_MAX / 2);
       throw new TypeError(`unexpected reply from the rate-limit script: ${said}`);
     }
@@ -183,8 +180,8 @@ export class RedisLimiter implements RateLimiter {
   }
 
   /**
-   * Sends EVALSHA, and EVAL when Redis does not have the script (restarted, flushed, failed over),
-   * in a client span of the request's trace when it is recorded.
+   * Sends EVALSHA, falling back to EVAL when Redis lacks the script (restarted, flushed, failed
+   * over), in a client span when the request is traced.
    */
   #run(keys: string[], args: (string | number)[]): Promise<unknown> {
     return childSpan('EVALSHA', REDIS_SPAN, () => this.#eval(keys, args), { kind: SpanKind.CLIENT });
@@ -201,9 +198,8 @@ export class RedisLimiter implements RateLimiter {
 }
 
 /**
- * Returns the decision a reply gives at `at` (epoch ms on the reply's clock; default its `now`),
- * with `unused` units of it still held by this instance: they count as remaining, since only this
- * instance can spend them.
+ * Returns the decision a reply gives at `at` (epoch ms on the reply's clock; default its `now`).
+ * `unused` units still held by this instance count as remaining, since only it can spend them.
  *
  * @example
  * replyDecision(subject, reply, 0) // what the request that ran the script is answered
@@ -223,15 +219,12 @@ export function replyDecision(subject: Subject, reply: ScriptReply, unused: numb
   return reply.notices.length === 0 ? decision : withNotices(decision, reply.notices);
 }
 
-/**
- * The Redis run's span attributes (OpenTelemetry's database conventions; never the key or
- * arguments).
- */
+/** The script run's span attributes (OpenTelemetry database conventions; no key or arguments). */
 const REDIS_SPAN = { 'db.system.name': 'redis', 'db.operation.name': 'EVALSHA' } as const;
 
 /**
- * Reads the script's flat list of notices (kind, window, threshold, period; a ban's end for a
- * period) as Notices.
+ * Parses the script's flat list of notices: (kind, window, threshold, period), with a ban's end in
+ * place of the period for a ban.
  */
 function noticesOf(flat: readonly number[]): Notice[] {
   const notices: Notice[] = [];
@@ -250,7 +243,7 @@ function noticesOf(flat: readonly number[]): Notice[] {
   return notices;
 }
 
-/** Returns a window as the script reported it, in the shape `decisionFromCounts` reads. */
+/** Wraps a window's numbers from the script in the shape `decisionFromCounts` reads. */
 function counts(count: number, oldestLeavesAt: number, admitAt: number): WindowCounts {
   return { count, oldestLeavesAt, admitAt: () => admitAt };
 }
