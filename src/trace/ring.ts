@@ -393,7 +393,7 @@ export class TraceRing {
     return this.state[r] === OPEN && (this.seq[r] as number) % this.#generations === generation ? i : -1;
   }
 
-  /** Ends child `i` (`r * MAX_CHILDREN + n`) at `at`; the record's open child becomes its parent. */
+  /** Ends child `i` (`r * MAX_CHILDREN + n`) at `at`; its parent becomes the open child again. */
   closeChild(i: number, at: number): void {
     this.#childNumbers[i * F64_SLOT + CHILD_END] = at;
     const n = i % MAX_CHILDREN;
