@@ -183,7 +183,7 @@ function withoutOperationsIn(contract: Contract, ids: ReadonlySet<string>): Cont
 const hiddenOperations = (experimental: boolean): ReadonlySet<string> =>
   new Set(experimental ? [] : OPERATIONS.filter((op) => op.stability === 'experimental').map((op) => op.id));
 
-/** Any tool or page may load the contract (a code generator, an editor on another origin). */
+/** CORS headers: any tool or page may load the contract (a code generator, an editor elsewhere). */
 const PUBLIC = { 'Access-Control-Allow-Origin': '*' };
 const PAGE_HEADERS = {
   'Content-Security-Policy': DOCS_CSP,
@@ -202,7 +202,7 @@ function documentRoutes(
   servers: readonly ServerEntry[],
 ): ServiceRoute[] {
   const yaml = withServers(yamlText, servers);
-  // Hashed at the first request, not at start-up, which it would slow
+  // Hashed at the first request, not at start-up, which hashing would slow down
   // (bench/README.md#measured-costs-behind-the-codes-choices).
   let hashed: string | undefined;
   const yamlEtag = () => {
@@ -259,9 +259,9 @@ function documentRoutes(
  * const routes = docsRoutes({ publicUrl: 'https://api.petstore.example' })
  */
 export function docsRoutes(options: DocsOptions = {}): ServiceRoute[] {
-  // Parsed on first use, not at start-up: the yaml module and the parse took most of the time
-  // to first 200 (bench/README.md#measured-costs-behind-the-codes-choices), for routes most
-  // instances never serve.
+  // Parsed on first use, not at start-up: loading the yaml module and parsing are most of the
+  // time to the first 200 (bench/README.md#measured-costs-behind-the-codes-choices), for routes
+  // most instances never serve.
   const hidden = hiddenOperations(options.experimental ?? false);
   let contract: Promise<Contract> | undefined;
   const parsed = () => {
