@@ -250,8 +250,8 @@ export class RecordEncoder {
   readonly #resource: Uint8Array;
   readonly #scope: Uint8Array;
   /**
-   * Interned strings, encoded; attribute sets as their `KeyValue`s; server span names by method and
-   * route.
+   * Caches: interned strings as UTF-8, attribute sets as their encoded `KeyValue`s, and server
+   * span names by method and route.
    */
   readonly #strings: (Uint8Array | undefined)[] = [];
   readonly #sets: (Uint8Array | undefined)[] = [];
@@ -329,7 +329,7 @@ export class RecordEncoder {
     w.raw(this.#scope);
   }
 
-  /** Record `r`'s server span and its children, into the request being encoded. */
+  /** Adds record `r`'s server span and its children to the request being encoded. */
   add(r: number): void {
     const ring = this.#ring;
     const w = this.#w;
@@ -384,7 +384,7 @@ export class RecordEncoder {
     this.spans += 1 + n;
   }
 
-  /** Child `k` of record `r`, its span id the `k`th 8 bytes of the random bytes at `drawn`. */
+  /** Writes child `k` of record `r`; its span id is the `k`th 8 random bytes from `drawn`. */
   #child(r: number, k: number, drawn: number): void {
     const ring = this.#ring;
     const w = this.#w;
@@ -424,7 +424,7 @@ export class RecordEncoder {
   }
 
   /**
-   * A webhook delivery's client span, a trace of its own with its one link, into the request
+   * Adds a webhook delivery's client span (a trace of its own, with one link) to the request
    * being encoded.
    */
   addClient(s: ClientSpan): void {
@@ -460,13 +460,13 @@ export class RecordEncoder {
     this.spans++;
   }
 
-  /** A string field of record `r`'s bytes in one of the ring's areas; none when empty. */
+  /** Writes a string field from record `r`'s bytes in one of the ring's areas; nothing if empty. */
   #field(field: number, area: ByteField, r: number): void {
     const length = area.lengths[r] as number;
     if (length > 0) this.#w.bytes(field, area.bytes, r * area.cap, r * area.cap + length);
   }
 
-  /** A string attribute whose value is `bytes[from, to)`, all of `bytes` by default. */
+  /** Writes a string attribute whose value is `bytes[from, to)`, all of `bytes` by default. */
   #keyBytes(key: Uint8Array, bytes: Uint8Array, from = 0, to = bytes.length): void {
     const w = this.#w;
     const at = w.open(9);
@@ -478,8 +478,8 @@ export class RecordEncoder {
   }
 
   /**
-   * A string attribute of record `r`'s bytes in one of the ring's areas; when empty, '' if
-   * `always`, else none.
+   * Writes a string attribute from record `r`'s bytes in one of the ring's areas. When they are
+   * empty, writes '' if `always`, else nothing.
    */
   #keyField(key: Uint8Array, area: ByteField, r: number, always: boolean): void {
     const length = area.lengths[r] as number;
@@ -487,7 +487,7 @@ export class RecordEncoder {
     this.#keyBytes(key, area.bytes, r * area.cap, r * area.cap + length);
   }
 
-  /** The request encoded since the last `take`; its span count is `spans` until then. */
+  /** Returns the request encoded since the last `take` (`spans` counts its spans until then). */
   take(): Uint8Array {
     this.#w.close(this.#scopeSpans);
     this.#w.close(this.#resourceSpans);
