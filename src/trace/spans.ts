@@ -71,14 +71,14 @@ let tailKept = 0;
  */
 export type LinkedSampled = (traceId: string, linkSampled: boolean) => boolean;
 
-/** A webhook delivery's client span, exported: one plain record per delivery, no SDK span. */
+/** An exported webhook delivery's client span: one plain object per delivery, not an SDK span. */
 export interface ClientSpan {
   readonly name: string;
   readonly traceId: string;
   readonly spanId: string;
   /** The span of the request that caused the delivery, and whether it was exported. */
   readonly link: TraceParent | undefined;
-  /** Epoch milliseconds, of the clock the requests' records use (`now`). */
+  /** Epoch milliseconds, from the same clock as the request records (`now`). */
   readonly start: number;
   end: number;
   /** The attributes given at its start, then its outcome's, and `error.type` if its work threw. */
@@ -153,7 +153,7 @@ export interface SpanDetails<R> {
   operation(request: R): string | undefined;
   /** The consumer's name, for a caller with a valid key. */
   consumer(request: R): string | undefined;
-  /** `admitted`, or the gateway's refusal's code; undefined before the gateway. */
+  /** `admitted`, or the gateway's refusal code; undefined if it never reached the gateway. */
   outcome(request: R): string | undefined;
   /** The client's address as trusted. */
   client(request: R): string;
