@@ -62,10 +62,10 @@ function idFields({ requestId, traceId, spanId }: RequestState): LogFields {
 }
 
 /**
- * `{"time":…,"level":…,"msg":…, requestId, traceId, spanId, ...fields}` as `JSON.stringify` of that
- * object would write it, without copying `fields` into a new object first (a request's line is the
- * hot path's largest cost after I/O). The ids come from the request state, when the line is written
- * within one; ids are hex and request ids plain (`saneRequestId`), so they need no escaping.
+ * `{"time":…,"level":…,"msg":…, requestId, traceId, spanId, ...fields}` exactly as `JSON.stringify`
+ * of that object would write it, without first copying `fields` into a new object, since a
+ * request's log lines are on the hot path. The ids come from the request state, when there is
+ * one; trace and span ids are hex, so they are written without escaping.
  */
 function jsonLine(time: string, level: LogLevel, msg: string, fields: LogFields, state?: RequestState): string {
   if ('time' in fields || 'level' in fields || 'msg' in fields || (state && 'requestId' in fields)) {
@@ -84,8 +84,8 @@ let isoSecond = Number.NaN;
 let isoPrefix = '';
 
 /**
- * `new Date(ms).toISOString()`, with the part up to the second cached: under load every line of a
- * second shares it, and only the milliseconds change.
+ * `new Date(ms).toISOString()`, with the part up to the second cached: under load, all lines in
+ * one second share it and only the milliseconds change.
  */
 function isoTime(ms: number): string {
   const t = Math.trunc(ms);
@@ -101,17 +101,18 @@ function isoTime(ms: number): string {
 let stdoutWriter: ((line: string) => void) | undefined;
 
 /**
- * The process's one writer of log lines to a pipe, a socket or a terminal: lines made elsewhere
- * (a worker's, sent to the supervisor) go out through it, whole, with the supervisor's own. To
- * a regular file each worker writes its own (`fileWriter`).
+ * Returns the process's single writer of log lines to stdout (a pipe, a socket or a terminal).
+ * The supervisor also writes its workers' lines through it, whole. When stdout is a regular file,
+ * each worker writes its own lines directly (`fileWriter`).
  */
 export function logLines(): (line: string) => void {
   return stdoutLines();
 }
 
 /**
- * Hands the items of each event-loop turn to `send` together, in one call: a worker's log lines
- * (written by the supervisor, `logLines`) and its limiter questions go out one message a turn.
+ * Returns a function that collects items and passes each event-loop turn's items to `send` in
+ * one call. A worker uses it to send its log lines (written by the supervisor, `logLines`) and
+ * its limiter questions as one message per turn.
  *
  * @example
  * createLogger({ write: batched((lines) => postMessage({ type: 'log', lines })) })
@@ -130,9 +131,9 @@ export function batched<T>(send: (items: T[]) => void): (item: T) => void {
 }
 
 /**
- * Writes lines to stdout once per event-loop turn instead of once per line: the lines of all the
- * requests answered in one turn go out in one write. Whatever is pending at exit is handed to
- * stdout then, which the runtime flushes before the process ends, so `process.exit` loses nothing.
+ * Writes lines to stdout once per event-loop turn instead of once per line, so the lines of all
+ * requests answered in one turn go out in one write. Lines still pending at exit are written
+ * then, and the runtime flushes them before the process ends, so `process.exit` loses nothing.
  */
 function stdoutLines(): (line: string) => void {
   if (stdoutWriter) return stdoutWriter;
@@ -152,12 +153,12 @@ function stdoutLines(): (line: string) => void {
 }
 
 /**
- * Writes whole lines straight to stdout when it is a regular file (a redirect to a log file);
- * undefined otherwise (a pipe, journald's socket, a terminal). Each call is one `write()`: POSIX
- * makes writes to a regular file atomic with respect to each other, so lines written this way by
- * several threads (the workers', src/serve/worker.ts) never cut into each other, and a file never
- * makes a writer wait for a reader as a full pipe can. After a write fails it answers false from
- * then on, and the caller hands its lines to the stream instead.
+ * Returns a writer of whole lines straight to `fd` when it is a regular file (stdout redirected
+ * to a log file); undefined otherwise (a pipe, journald's socket, a terminal). Each call is one
+ * `write()`, and POSIX makes writes to a regular file atomic with respect to each other, so lines
+ * from several threads (the workers, src/serve/worker.ts) never interleave, and no writer waits
+ * for a reader as with a full pipe. Once a write fails, the writer returns false from then on
+ * and the caller writes its lines to the stream instead.
  */
 export function fileWriter(fd = 1): ((text: string) => boolean) | undefined {
   try {
@@ -171,8 +172,7 @@ export function fileWriter(fd = 1): ((text: string) => boolean) | undefined {
     const bytes = Buffer.from(text);
     let written = 0;
     try {
-      // A short write to a file is a full disk or a size limit: the rest is tried once more, and
-      // fails.
+      // A short write to a file means a full disk or a size limit: writing the rest throws.
       while (written < bytes.length) written += writeSync(fd, bytes, written);
       return true;
     } catch {

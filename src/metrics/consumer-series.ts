@@ -31,7 +31,8 @@ export class ConsumerMetrics {
   #keys = new Map<string, { consumer: string; key: string; expiresAt?: number; lastUsed: number }>();
 
   /**
-   * The consumers and keys now loaded (at start and after each reload); counts of those kept stay.
+   * Sets the consumers and keys now loaded (at start and after each reload). Consumers and keys
+   * still loaded keep their counts; the others are dropped.
    */
   load(keys: readonly KeyInfo[]): void {
     const consumers = new Map<string, ConsumerCounts>();

@@ -3,8 +3,8 @@
 // without `_total`, no blank lines, `# EOF`), with the latency histogram's exemplars: per
 // operation and bucket, the trace id of the latest exported request that fell in it.
 //
-// prom-client keeps exemplars only in a registry that writes OpenMetrics alone (and renames its
-// counters when it does), so the exemplars are kept here, beside the registry, instead.
+// prom-client keeps exemplars only in a registry that writes nothing but OpenMetrics (and then
+// renames its counters), so the exemplars are kept here, beside the registry.
 
 /** OpenMetrics 1.0's content type. */
 export const OPENMETRICS_CONTENT_TYPE = 'application/openmetrics-text; version=1.0.0; charset=utf-8';
@@ -62,7 +62,7 @@ export class Exemplars {
       }
       out.push(line.startsWith(this.#bucket) ? this.#withExemplar(line) : line);
     }
-    // The HELP line comes before the TYPE line: a counter's HELP is renamed once its TYPE is seen.
+    // A counter's HELP line comes before its TYPE line, so `fixHelp` renames it afterwards.
     return `${fixHelp(out, counters).join('\n')}\n# EOF\n`;
   }
 

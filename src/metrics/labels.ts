@@ -1,21 +1,16 @@
-// The labels requests and store errors are counted under, made from the operations table and
-// STORE_CALLS: REQUEST_OPERATIONS, MEMO_OPERATIONS, STORE_OPERATIONS and operationIndex().
+// The labels requests and store errors are counted under, built from the operations table and
+// STORE_CALLS: REQUEST_OPERATIONS, MEMO_OPERATIONS, STORE_OPERATIONS and operationIndex(). They
+// live apart from the registry (registry.ts) because the request path and the `/metrics` route
+// need them, while prom-client is loaded only when metrics are on: loading it is most of
+// start-up's work (bench/README.md#measured-costs-behind-the-codes-choices).
 import { OPERATIONS } from '../api/operations.ts';
 import { SERVICE_ROUTE_IDS } from '../core/service-route.ts';
 import { OUTBOX_CALLS, STORE_CALLS } from '../store/store.ts';
 
-// What requests and store errors are counted under, apart from the registry (registry.ts): the
-// request path and the `/metrics` route need these, and prom-client is loaded only when metrics
-// are on: it is most of a start-up's work
-// (bench/README.md#measured-costs-behind-the-codes-choices).
-
 /** What every request of the admin port (`--admin-port`) is counted under. */
 export const ADMIN_OPERATION_LABEL = 'admin';
 
-/**
- * Operations requests are counted under: the API table's ids, the service routes', `admin`, and
- * `other`.
- */
+/** The `operation` label values: the API table's ids, the service routes' ids, `admin`, `other`. */
 export const REQUEST_OPERATIONS: readonly string[] = [
   ...OPERATIONS.map((op) => op.id),
   ...SERVICE_ROUTE_IDS,
@@ -27,7 +22,7 @@ export const MEMO_OPERATIONS: readonly string[] = OPERATIONS.filter((op) => op.m
 const INDEX = new Map(REQUEST_OPERATIONS.map((name, i) => [name, i]));
 const OTHER = REQUEST_OPERATIONS.length - 1;
 
-/** What the store's failed calls are counted under: the `counted` of each call the store lists. */
+/** The labels of failed store calls: the `counted` label of each call the store lists. */
 export const STORE_OPERATIONS: readonly StoreOperation[] = [
   ...new Set([...Object.values(STORE_CALLS), ...Object.values(OUTBOX_CALLS)].map((call) => call.counted)),
 ];

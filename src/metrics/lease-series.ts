@@ -13,13 +13,15 @@ const NONE: LeaseStats = {
 };
 
 /**
+ * The quota-lease series; one instance inside `Metrics`.
+ *
  * @example
  * metrics.leases.watch(() => leases.stats())
  */
 export class LeaseMetrics {
   #read: () => LeaseStats = () => NONE;
 
-  /** Reads the lease limiter's figures from now on. */
+  /** From now on, the series read the lease limiter's stats through `read`. */
   watch(read: () => LeaseStats): void {
     this.#read = read;
   }

@@ -11,8 +11,8 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 export type LimiterBackend = 'memory' | 'redis' | 'local' | 'none';
 
 /**
- * What these series read; `SlidingWindowLimiter` is a `table`, `FailoverLimiter.status()` gives the
- * rest.
+ * What these series read: `SlidingWindowLimiter` serves as `table`, `FailoverLimiter.status()`
+ * gives the rest.
  */
 export interface LimiterView {
   backend(): LimiterBackend;
@@ -24,17 +24,15 @@ export interface LimiterView {
    */
   localDecisions?: () => number;
   readonly table: {
-    /**
-     * Cells of the keyless clients' table (client addresses without a valid key) holding counts.
-     */
+    /** Cells of the keyless clients' table (addresses without a valid key) holding counts. */
     readonly keylessCells: number;
     /** Consumers with their own state. */
     readonly consumers: number;
     /** Cells per row of the keyless clients' table. */
     readonly capacity: number;
     /**
-     * The keyless clients' table is saturated: a fresh address is refused early with a chance of
-     * one in a hundred or more.
+     * Whether the keyless clients' table is saturated, so a client without a valid key may be
+     * refused early because of others' traffic.
      */
     readonly full: boolean;
   };
@@ -51,8 +49,8 @@ const WITH_REDIS: readonly LimiterBackend[] = ['redis', 'local', 'none'];
 export function registerLimiter(registry: Registry, view: LimiterView): void {
   const registers = [registry];
   const { table, outages, localDecisions } = view;
-  // Every backend this configuration can be in is shown, the current one 1, so a query sees the
-  // change.
+  // Every backend this configuration can use is exported, 1 for the current one and 0 for the
+  // others, so a query sees the switch.
   const backends: readonly LimiterBackend[] = outages ? WITH_REDIS : ['memory'];
   new Gauge({
     name: 'petstore_ratelimit_backend',

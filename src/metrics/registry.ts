@@ -1,10 +1,10 @@
 // Everything `GET /metrics` shows, kept in a prom-client registry that writes the Prometheus text
 // format (version 0.0.4).
 //
-// Request counts stay on the request path as additions to a typed array at an index fixed in
-// advance (operation x status): no label strings or objects per request. They are handed to
-// prom-client only when scraped, by the counter's `collect()`. The latency histogram is
-// prom-client's own (`observe` per request), as it has no way to be fed bucket counts.
+// On the request path, a request is counted by adding one to a typed array at an index fixed in
+// advance (operation x status), with no label strings or objects per request. prom-client reads
+// the array only when scraped, in the counter's `collect()`. The latency histogram is
+// prom-client's own (`observe` per request), because it cannot be fed bucket counts.
 import {
   AggregatorRegistry,
   Counter,
@@ -28,11 +28,11 @@ const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 const STATUSES = 500; // 100..599
 
 /**
- * Plans refusals and bans are counted by: every plan, and `anonymous` for keyless clients
+ * The `plan` label values of refusals and bans: every plan, and `anonymous` for keyless clients
  * (ARCHITECTURE.md's glossary).
  */
 const METRIC_PLANS = [...PLAN_NAMES, 'anonymous'] as const;
-/** 429 reasons shown even before they happen; others (the Error body's code) appear once seen. */
+/** 429 reasons exported at zero from the start; others (the Error body's code) appear when seen. */
 const REFUSAL_REASONS = ['rate_limited', 'key_banned'] as const;
 const STORE_ERROR_KINDS = ['timeout', 'unavailable', 'error'] as const satisfies readonly StoreErrorKind[];
 
@@ -41,15 +41,12 @@ export interface MetricsOptions {
   runtime: string;
   /** Epoch ms the process started, for `process_start_time_seconds`. */
   startedAt?: number;
-  /**
-   * Latency objectives' thresholds in seconds (`--latency-objective`): bucket bounds besides
-   * `LATENCY_BUCKETS`.
-   */
+  /** Latency objectives' thresholds in seconds (`--latency-objective`), added as bucket bounds. */
   latencyObjectives?: readonly number[];
 }
 
 /**
- * The latency buckets' bounds: `LATENCY_BUCKETS` and each objective's threshold, ascending.
+ * The latency bucket bounds: `LATENCY_BUCKETS` plus each objective's threshold, ascending.
  *
  * @example
  * latencyBuckets([0.3]) // [0.001, …, 0.25, 0.3, 0.5, …, 10]
@@ -69,7 +66,7 @@ function latencyBuckets(objectives: readonly number[] = []): number[] {
 export class Metrics {
   readonly #registry = new Registry();
   readonly #requests = new Float64Array(REQUEST_OPERATIONS.length * STATUSES);
-  /** Per operation index: answers from the memo (even slots) and read from the store (odd). */
+  /** Per operation index: answers from the memo (even slots) and from the store (odd slots). */
   readonly #memo = new Float64Array(REQUEST_OPERATIONS.length * 2);
   readonly #latency: Histogram<'operation'>;
   readonly #exemplars: Exemplars;
@@ -211,7 +208,7 @@ export class Metrics {
       help: 'Version and runtime of this server; always 1.',
       labelNames: ['version', 'runtime'] as const,
       registers,
-      // With workers, one process: 1, not one per worker.
+      // With workers: 1 for the whole server, not one per worker.
       aggregator: 'first',
     }).set({ version, runtime }, 1);
     new Gauge({
@@ -241,8 +238,8 @@ export class Metrics {
   }
 
   /**
-   * A request of operation `op` (from `operationIndex`), a memoised one, was answered from the memo
-   * (`hit`) or read.
+   * A request of memoised operation `op` (from `operationIndex`) was answered from the memo
+   * (`hit`) or from the store.
    */
   memoAnswered(op: number, hit: boolean): void {
     const m = op * 2 + (hit ? 0 : 1);
@@ -262,8 +259,8 @@ export class Metrics {
   }
 
   /**
-   * A report-only consumer's request was served that `window` would have refused; consumer names
-   * come from the keys file only, so the series are bounded by it.
+   * A report-only consumer's request was served that `window` would have refused. Consumer names
+   * come only from the keys file, which bounds the number of series.
    */
   wouldRefuse(consumer: string, window: string): void {
     this.#wouldRefuse.inc({ consumer, window });
@@ -301,8 +298,8 @@ export class Metrics {
   }
 
   /**
-   * Adds the limiter's series (where it decides, its table), read from `view` when scraped; once,
-   * at start.
+   * Adds the limiter's series (where it decides, its table), read from `view` when scraped. Call
+   * once, at start.
    */
   watchLimiter(view: LimiterView): void {
     registerLimiter(this.#registry, view);
@@ -331,7 +328,7 @@ export class Metrics {
     this.#workers = workers;
   }
 
-  /** With workers, on a worker: `/metrics` is the host's, rendered by the supervisor. */
+  /** With workers, on a worker: `/metrics` shows the whole server's, rendered by the supervisor. */
   renderedBy(source: (openMetrics: boolean) => Promise<string>): void {
     this.#source = source;
   }

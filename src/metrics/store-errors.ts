@@ -1,5 +1,5 @@
-// With metrics on, the store wrapper that counts each failed call by operation and kind:
-// countStoreErrors(), one of the wrappers around the handlers' store (step 7 in ARCHITECTURE.md).
+// With metrics on, countStoreErrors() wraps the handlers' store (step 7 in ARCHITECTURE.md) to
+// count each failed call by operation and kind.
 import {
   type CallWrap,
   type DataStore,
@@ -13,12 +13,11 @@ import { STORE_OPERATIONS, type StoreOperation } from './labels.ts';
 import type { Metrics } from './registry.ts';
 
 /**
- * The store, counting the calls that fail: every call of `STORE_CALLS` and `OUTBOX_CALLS` under
- * its `counted` label, and the due orders' expiry a read of pets waits for under the label of
- * `STORE_CALLS.expireDueOrders` (`order`). The error itself is passed on unchanged. Its `backend`
- * is the wrapped store's own, so the keys are still found there (`keyStoreOf`). `labels` are the
- * labels it counts under; a call whose `counted` is not among them throws here, when the wrapper
- * is made, rather than let that call's failures pass uncounted.
+ * Wraps `store` so each failed call is counted under its `counted` label: every call of
+ * `STORE_CALLS` and `OUTBOX_CALLS`, plus the due orders' expiry that a read of pets waits for
+ * (counted as `STORE_CALLS.expireDueOrders`). Errors pass through unchanged, and `backend` stays
+ * the wrapped store's, so `keyStoreOf` still finds the keys. Throws at once if a call's `counted`
+ * is not in `labels`, so no call's failures can go uncounted.
  *
  * @example
  * const store = countStoreErrors(await openStore(config.data, log, options), metrics);
@@ -48,7 +47,7 @@ export function countStoreErrors(
   const count: CallWrap = (run, { counted }) => run().catch(handlerOf(counted));
   const expiryFailed = handlerOf(STORE_CALLS.expireDueOrders.counted);
   return wrapStore(store, count, {
-    // The wait a read of pets makes for the due orders' expiry: its rejection (the read's 503) is
+    // A read of pets waits for the due orders' expiry; a rejection there (the read's 503) is
     // counted under the expiry's label.
     startDueOrderExpiry: () => store.startDueOrderExpiry()?.catch(expiryFailed),
   });

@@ -35,7 +35,7 @@ export class WebhookMetrics implements WebhookReport {
       help: 'Webhook events in the outbox, by state (pending: to be delivered; failed: given up on, kept until the bound drops them).',
       labelNames: ['state'] as const,
       registers,
-      // With workers, only the supervisor delivers: its figures, not a sum with the workers' zeros.
+      // With workers, only the supervisor delivers: show its values, not a sum with workers' zeros.
       aggregator: 'max',
       collect() {
         this.set({ state: 'pending' }, read().pending);

@@ -1,5 +1,6 @@
-// The reference page's assets under /docs/assets, each at a content-hashed path and cached for
-// good: CompressedAsset (held gzipped: the Scalar bundle), TextAsset (the page's script, its icon).
+// The reference page's assets under /docs/assets, each at a content-hashed path and cached
+// forever: CompressedAsset (stored gzipped: the Scalar bundle) and TextAsset (the page's script
+// and icon).
 import { createHash } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import type { Context } from 'hono';
@@ -12,15 +13,13 @@ export const IMMUTABLE = 'public, max-age=31536000, immutable';
 /** Where the page's assets live; each name carries a content hash, so a new build gets new URLs. */
 const ASSETS_PATH = '/docs/assets';
 
-/**
- * Headers of every asset: cached for good, loadable by any page or tool (public, no credentials).
- */
+/** Headers of every asset: cached forever, loadable by any page or tool (no credentials). */
 const ASSET_HEADERS = {
   'Cache-Control': IMMUTABLE,
   'Access-Control-Allow-Origin': '*',
   'X-Content-Type-Options': 'nosniff',
 } as const;
-/** An asset sent in the coding the client takes varies by `Accept-Encoding`. */
+/** Headers of an asset whose encoding depends on the client's `Accept-Encoding`. */
 const ENCODED_ASSET_HEADERS = { ...ASSET_HEADERS, Vary: 'Accept-Encoding' };
 
 /**
@@ -31,11 +30,11 @@ function contentHash(body: string | Uint8Array): string {
 }
 
 /**
- * An asset held in the binary gzipped: clients that take gzip (every browser) get those bytes as
- * they are, the others get them gunzipped once. Gzip only, not br as well: a second copy of the
+ * An asset stored gzipped in the binary: clients that accept gzip (every browser) get those bytes
+ * as they are; others get a copy decompressed once. Only gzip, not br too: a second copy of the
  * docs bundle would make every binary larger to save a browser a few bytes once
- * (bench/README.md#what-the-binary-carries).
- * Each encoding has its own strong ETag, the content hash with the coding added.
+ * (bench/README.md#what-the-binary-carries). Each encoding has its own strong ETag: the content
+ * hash plus the encoding.
  */
 export class CompressedAsset {
   /** URL path, ending in the content hash. */
@@ -43,7 +42,7 @@ export class CompressedAsset {
   readonly contentType: string;
   readonly #hash: string;
   readonly #loadGzip: () => Uint8Array<ArrayBuffer>;
-  /** Decoded on first use, so start-up does not pay for a page nobody opened. */
+  /** Loaded on first use, so start-up does not pay for a page nobody opens. */
   #gzip: Uint8Array<ArrayBuffer> | undefined;
   #plain: Uint8Array<ArrayBuffer> | undefined;
 
@@ -58,7 +57,7 @@ export class CompressedAsset {
     ext: string;
     hash: string;
     contentType: string;
-    /** Read on first use, so start-up does not pay for a page nobody opened. */
+    /** Called on first use, so start-up does not pay for a page nobody opens. */
     gzip: () => Uint8Array<ArrayBuffer>;
   }) {
     this.#hash = hash.slice(0, 16);
@@ -73,15 +72,15 @@ export class CompressedAsset {
   }
 
   /**
-   * The gzip bytes or, for a client that does not take gzip, the plain ones, each under its own
+   * The gzip bytes or, for a client that does not accept gzip, the plain ones, each with its own
    * strong ETag (a revalidating browser or CDN gets 304).
    */
   reply(c: Context): Reply {
     const common = { status: 200, type: this.contentType, headers: ENCODED_ASSET_HEADERS };
     if (accepts(c.req.header('accept-encoding'), 'gzip'))
       return { ...common, body: this.gzip, encoding: 'gzip', etag: `"${this.#hash}-gz"` };
-    // Inflated once, on the first client without gzip: inflating 3.5 MB per request would let
-    // anyone without a key stall the event loop for every API caller.
+    // Decompressed once, for the first client without gzip: decompressing the bundle on every
+    // request would let anyone without a key stall the event loop for every API caller.
     this.#plain ??= new Uint8Array(gunzipSync(this.gzip));
     return { ...common, body: this.#plain, etag: `"${this.#hash}"` };
   }

@@ -60,11 +60,11 @@ export function apiBase(url: string): string {
 }
 
 /**
- * The servers the served document lists: exactly the configured production and staging bases,
- * or, with neither configured, the relative `/v1` (the page's "Test Request" then goes to the
- * origin the page came from). Nothing from the request (`Host`, `X-Forwarded-Host`, `Forwarded`)
- * is ever used: a reflected host would let anyone who can reach the server, or poison a cache in
- * front of it, point readers' requests (and their tokens) elsewhere.
+ * The servers the public document lists: the configured production and staging bases, or the
+ * relative `/v1` when neither is set (so "Test Request" goes to the page's own origin). Nothing
+ * from the request (`Host`, `X-Forwarded-Host`, `Forwarded`) is used: a reflected host would let
+ * anyone who can reach the server, or poison a cache in front of it, send readers' requests (and
+ * their tokens) elsewhere.
  *
  * @example
  * documentServers({}) // [{ url: '/v1', description: 'This server' }]
@@ -78,10 +78,9 @@ function documentServers({ publicUrl, stagingUrl }: DocsOptions): ServerEntry[] 
 }
 
 /**
- * The servers the served admin document lists: the relative `/admin/v1` only. The admin API is
- * served on the admin port (`--admin-port`, on `--admin-host`), never on the public port that
- * serves this document, so its description says where the path is to be found; the production
- * and staging URLs are the public port's and do not apply.
+ * The servers the admin document lists: only the relative `/admin/v1`, described as being on the
+ * admin port, since the admin API is never served on the public port that serves this document.
+ * The production and staging URLs belong to the public port and do not apply.
  */
 export const ADMIN_SERVERS: readonly ServerEntry[] = [
   {
@@ -91,26 +90,24 @@ export const ADMIN_SERVERS: readonly ServerEntry[] = [
   },
 ];
 
-/**
- * The contract's top-level `servers` block: its indented, blank and comment lines up to the next
- * key.
- */
+/** The contract's top-level `servers` block: its indented, blank and comment lines. */
 const SERVERS_BLOCK = /^servers:\n(?:(?:[ \t].*)?\n)*/m;
 
 /**
- * The contract's YAML text with its `servers` replaced by `servers`, everything else as written
- * (comments included): the same servers as the JSON form, without a YAML library in the binary.
+ * The contract's YAML text with its `servers` block replaced by `servers`, everything else kept
+ * as written (comments included), so the YAML lists the same servers as the JSON without a YAML
+ * library in the binary.
  *
  * @example
  * withServers('servers:\n  - url: http://x/v1\n\npaths: {}\n', [{ url: '/v1', description: 'This server' }])
  * // 'servers:\n  - url: "/v1"\n    description: "This server"\n\npaths: {}\n'
  */
 function withServers(yaml: string, servers: readonly ServerEntry[]): string {
-  // JSON strings are YAML double-quoted scalars: any URL is written safely.
+  // A JSON string is a valid YAML double-quoted scalar, so any URL is written safely.
   const entries = servers.map(
     (s) => `  - url: ${JSON.stringify(s.url)}\n    description: ${JSON.stringify(s.description)}\n`,
   );
-  // The blank line that ends the block stays, between it and the next key.
+  // Keep the blank line between the block and the next key.
   return yaml.replace(SERVERS_BLOCK, (block) => `servers:\n${entries.join('')}${block.endsWith('\n\n') ? '\n' : ''}`);
 }
 
@@ -118,9 +115,9 @@ function withServers(yaml: string, servers: readonly ServerEntry[]): string {
 const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
 
 /**
- * The contract's YAML text without the operations named in `ids`, everything else as written; a
- * path left with no operation goes too. The contract's layout is the one this relies on: paths
- * at two spaces under `paths:`, methods at four, each operation's `operationId` at six.
+ * The contract's YAML text without the operations named in `ids` (and without any path left
+ * empty), everything else as written. It relies on the contract's layout: paths indented two
+ * spaces under `paths:`, methods four, each operation's `operationId` six.
  *
  * @example
  * withoutOperations(yaml, new Set(['getInventory'])) // the text without GET /store/inventory
@@ -183,7 +180,7 @@ function withoutOperationsIn(contract: Contract, ids: ReadonlySet<string>): Cont
 const hiddenOperations = (experimental: boolean): ReadonlySet<string> =>
   new Set(experimental ? [] : OPERATIONS.filter((op) => op.stability === 'experimental').map((op) => op.id));
 
-/** Any tool or page may load the contract (a code generator, an editor on another origin). */
+/** CORS headers: any tool or page may load the contract (a code generator, an editor elsewhere). */
 const PUBLIC = { 'Access-Control-Allow-Origin': '*' };
 const PAGE_HEADERS = {
   'Content-Security-Policy': DOCS_CSP,
@@ -202,7 +199,7 @@ function documentRoutes(
   servers: readonly ServerEntry[],
 ): ServiceRoute[] {
   const yaml = withServers(yamlText, servers);
-  // Hashed at the first request, not at start-up, which it would slow
+  // Hashed at the first request, not at start-up, which hashing would slow down
   // (bench/README.md#measured-costs-behind-the-codes-choices).
   let hashed: string | undefined;
   const yamlEtag = () => {
@@ -249,19 +246,17 @@ function documentRoutes(
 }
 
 /**
- * Public documentation routes: the contract as YAML and JSON, both with the configured servers
- * (never the request's host), the admin API's contract beside it (`/openapi-admin.*`, servers the
- * relative `/admin/v1` of the admin port), and the Scalar reference page at `/docs` offering both
- * documents, the public one first, with its assets, all from the binary. The public contract
- * leaves out the experimental operations unless they are served (`experimental`).
+ * The public documentation routes: the contract as YAML and JSON with the configured servers, the
+ * admin API's contract (`/openapi-admin.*`), and the Scalar page at `/docs` offering both, with
+ * its assets. The public contract leaves out the experimental operations unless `experimental`.
  *
  * @example
  * const routes = docsRoutes({ publicUrl: 'https://api.petstore.example' })
  */
 export function docsRoutes(options: DocsOptions = {}): ServiceRoute[] {
-  // Parsed on first use, not at start-up: the yaml module and the parse took most of the time
-  // to first 200 (bench/README.md#measured-costs-behind-the-codes-choices), for routes most
-  // instances never serve.
+  // Parsed on first use, not at start-up: loading the yaml module and parsing are most of the
+  // time to the first 200 (bench/README.md#measured-costs-behind-the-codes-choices), for routes
+  // most instances never serve.
   const hidden = hiddenOperations(options.experimental ?? false);
   let contract: Promise<Contract> | undefined;
   const parsed = () => {

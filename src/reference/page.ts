@@ -1,14 +1,15 @@
 // The reference page at /docs: docsPage() writes its HTML, scalarConfig() Scalar's settings (none
-// reaches another host), DOCS_CSP its Content-Security-Policy; SCALAR_BUNDLE and its other assets.
+// of which reaches another host), DOCS_CSP its Content-Security-Policy, and SCALAR_BUNDLE and the
+// other assets it loads.
 import type { ApiReferenceConfiguration } from '@scalar/hono-api-reference';
 import { CompressedAsset, TextAsset } from './assets.ts';
 
 /**
- * The page's Content-Security-Policy: everything from this origin only, nothing inline that runs.
- * - `style-src 'unsafe-inline'` is required: the Scalar bundle injects its stylesheets as `<style>`
- *   elements and `style` attributes from script at run time, which can carry neither a nonce nor a
- *   fixed hash (without it Chromium refuses 31 inline styles and the page renders broken, measured
- *   with 1.46.4). Styles cannot run code; scripts stay 'self' only, with no inline script at all.
+ * The page's Content-Security-Policy: everything from this origin only, and no inline script.
+ * - `style-src 'unsafe-inline'` is required: the Scalar bundle injects its stylesheets from script
+ *   at run time as `<style>` elements and `style` attributes, which can carry neither a nonce nor
+ *   a fixed hash; without it the browser refuses them and the page renders broken. Styles cannot
+ *   run code; scripts stay 'self' only.
  * - `connect-src 'self'`: "Test Request" reaches this server only. Picking the production or
  *   staging entry in the page's server list shows their URLs in the snippets, but the browser will
  *   not send to them from here: use the snippet, or the page that server serves itself.
@@ -30,9 +31,9 @@ export const DOCS_CSP = [
 declare const PETSTORE_DOCS_EMBED: string | undefined;
 
 /**
- * The binary holds the bundle as embedded files (their bytes as they are); Deno and the Node
- * bundle read the base64 module. The define makes the condition a constant, so the bundler
- * leaves the other module out of the binary (scripts/embed-docs.ts).
+ * The binary holds the bundle as embedded files (raw bytes); Deno and the Node bundle read the
+ * base64 module. The define makes the condition a constant, so the bundler leaves the other
+ * module out of the binary (scripts/embed-docs.ts).
  */
 const scalar =
   typeof PETSTORE_DOCS_EMBED === 'string' && PETSTORE_DOCS_EMBED === 'file'

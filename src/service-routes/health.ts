@@ -9,13 +9,13 @@ import type { Logger } from '../log.ts';
 import { peerText } from '../redact.ts';
 import type { DataStore } from '../store/store.ts';
 
-/** Longest `/readyz` waits for the store before calling it unreachable. */
+/** How long `/readyz` waits for the store's ping before reporting it unreachable. */
 const READY_TIMEOUT_MS = 2_000;
 
 const NO_STORE = { 'Cache-Control': 'no-store' };
 const JSON_TYPE = 'application/json';
 const OK = JSON.stringify({ status: 'ok' });
-/** Only while Redis is down in fail-closed mode, when /v1 answers 503 too. */
+/** The `/readyz` message while Redis is down in fail-closed mode, when /v1 answers 503 too. */
 const LIMITER_DOWN = 'The rate limiter cannot reach Redis (--redis-fail closed).';
 
 export interface HealthOptions {
@@ -27,7 +27,7 @@ export interface HealthOptions {
   whyNotReady?: () => string | undefined;
   /** Longest wait for the store's ping. */
   timeoutMs?: number;
-  /** Where rate limits are decided now (with `--redis`); without it, or undefined: here. */
+  /** Where rate limits are decided now (with `--redis`); absent or undefined: in this process. */
   limiterStatus?: () => LimiterStatus | undefined;
   /** Why the keys in force may be out of date (the key store unreachable), or undefined. */
   keysProblem?: () => string | undefined;

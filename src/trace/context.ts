@@ -1,5 +1,5 @@
-// W3C Trace Context (https://www.w3.org/TR/trace-context/): the `traceparent` a caller sends,
-// read strictly, and the one a span sends on. Anything malformed is as if nothing were sent.
+// W3C Trace Context (https://www.w3.org/TR/trace-context/): strict parsing of the `traceparent` a
+// caller sends, formatting of the one we send, and fresh ids. A malformed header is ignored.
 import { Buffer } from 'node:buffer';
 import { randomFillSync } from 'node:crypto';
 
@@ -44,8 +44,8 @@ export function formatTraceParent(traceId: string, spanId: string, sampled: bool
 }
 
 /**
- * Random bytes drawn a page at a time and kept as hex: one draw serves about 170 requests' ids,
- * and each id is a slice of it (a slice shares the page's characters, so no id is encoded alone).
+ * Random bytes drawn a page at a time and kept as hex. Each id is a slice of the hex string, so
+ * one draw and one hex encoding serve many requests' ids.
  */
 const pool = Buffer.allocUnsafe(4096);
 let hexPool = '';
@@ -79,8 +79,8 @@ export const newTraceId = (): string => randomHex(16);
 export const newSpanId = (): string => randomHex(8);
 
 /**
- * A fresh trace id and span id from one draw of 24 bytes: a new trace's first span. `at` is
- * where the draw's bytes are in the pool, for `drawnLow52` before any other id is drawn.
+ * A fresh trace id and span id, 24 bytes drawn together, for a new trace's first span. `at` is
+ * the bytes' offset in the pool, for `drawnLow52`, valid until the next id is drawn.
  */
 export function newTrace(): { readonly traceId: string; readonly spanId: string; readonly at: number } {
   const at = reserve(48);
@@ -88,8 +88,8 @@ export function newTrace(): { readonly traceId: string; readonly spanId: string;
 }
 
 /**
- * The low 52 bits of the trace id `newTrace` drew at `at` (its last 13 hex digits) as a number,
- * read from the drawn bytes, for the ratio sampler; only before the next id is drawn.
+ * The low 52 bits (last 13 hex digits) of the trace id `newTrace` drew at `at`, read from the
+ * raw bytes, for the ratio sampler. Call it before the next id is drawn.
  */
 export function drawnLow52(at: number): number {
   let low = (pool[at + 9] as number) & 0x0f;

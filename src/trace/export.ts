@@ -1,25 +1,24 @@
-// The trace export, wired at start only when an OTLP endpoint is configured: every request is
-// recorded into a ring (src/trace/ring.ts); a step scheduled by the answers that keep a record,
-// off the request path, encodes the kept records straight to OTLP protobuf (src/trace/otlp.ts)
-// in batches, which the OTLP/HTTP exporter's transport of the OpenTelemetry packages sends, one
-// at a time (its time-out, retries, headers and environment settings). A webhook delivery's span
-// is a plain record of its own, encoded by the same encoder into the same batches as it ends.
-// No SDK runs: no tracer, span processor or span object. Without an endpoint this module is
+// The trace export, set up at start only when an OTLP endpoint is configured. Every request is
+// recorded into a ring (src/trace/ring.ts). Off the request path, a read step encodes the kept
+// records straight to OTLP protobuf (src/trace/otlp.ts) in batches, and the OpenTelemetry
+// OTLP/HTTP exporter's transport sends them one at a time, with its time-out, retries, headers
+// and environment settings. A webhook delivery's span is encoded into the same batches when it
+// ends. No SDK runs: no tracer, span processor or span object. Without an endpoint this module is
 // never loaded, and no ring or exporter exists.
 //
-// - Sampling is the configured sampler (`OTEL_TRACES_SAMPLER`, default `parentbased_always_on`),
-//   asked at the start of each request before anything is recorded, with rules of the service's
-//   own: a caller's sampled flag forces a trace to be exported only when the caller has a valid
-//   key (`HAS_VALID_KEY`); a caller without one never chooses, the root sampler deciding on an
-//   id the server drew (src/trace/spans.ts), not on the caller's flag or trace id; and under the
-//   `parentbased_*` samplers a webhook delivery, a new trace, is exported when the span it links
-//   to was.
-// - A request the sampler passed over is kept all the same when its caller has a valid key and
-//   it was slow or answered 5xx (`KeepRules`, at most so many a second).
-// - The queue holds `MAX_QUEUE` spans, the webhook spans among them: a slow or absent collector
-//   makes it drop spans, never wait, and a span with no room is dropped before it is encoded;
-//   what is dropped (the queue full, an export that failed, kept records the ring overwrote
-//   before the step read them, tail keeps past the cap) goes to `dropped`.
+// - Sampling uses the configured sampler (`OTEL_TRACES_SAMPLER`, default
+//   `parentbased_always_on`), asked at the start of each request before anything is recorded,
+//   with rules of the service's own. A caller's sampled flag forces export only when the caller
+//   has a valid key (`HAS_VALID_KEY`). A caller without one has no say: the root sampler decides
+//   on an id the server drew (src/trace/spans.ts), not on the caller's flag or trace id. Under
+//   the `parentbased_*` samplers, a webhook delivery (a new trace) is exported when the span it
+//   links to was.
+// - A request the sampler skipped is still kept when its caller has a valid key and it was slow
+//   or answered 5xx (`KeepRules`, capped per second).
+// - The queue holds at most `MAX_QUEUE` spans, webhook spans included, so a slow or absent
+//   collector makes it drop spans, never wait; a span with no room is dropped before it is
+//   encoded. Every loss (queue full, export failed, kept records the ring overwrote before they
+//   were read, tail keeps past the cap) is reported to `dropped`.
 import { randomUUID } from 'node:crypto';
 import { setImmediate } from 'node:timers';
 import { type Attributes, type Context, isSpanContextValid, ROOT_CONTEXT, TraceFlags, trace } from '@opentelemetry/api';
@@ -47,8 +46,8 @@ const BATCH = 512;
 /** How long a batch not full waits for more spans before it is sent. */
 const DELAY_MS = 1_000;
 /**
- * How long a kept record waits at most before the ring is read while requests come (DELAY_MS after
- * the last).
+ * While requests keep coming, the longest a kept record waits before the ring is read; after the
+ * last request, the DELAY_MS timer reads it.
  */
 const READ_MS = 200;
 /** How long one export may take before it counts as failed. */
@@ -70,7 +69,7 @@ export interface TraceExportOptions {
   readonly keep?: Omit<KeepRules, 'capped'>;
   /** Requests the ring holds (`DEFAULT_RING_RECORDS`). */
   readonly ringRecords?: number;
-  /** Told of spans lost: why (`DropReason`), and how many. */
+  /** Called when spans are lost, with how many and why (`DropReason`). */
   readonly dropped?: (spans: number, reason: DropReason) => void;
 }
 
@@ -80,7 +79,7 @@ export interface TraceExportOptions {
  */
 export type DropReason = 'queue_full' | 'export_failed' | 'ring_overwritten' | 'tail_capped';
 
-/** What start-up keeps: flushing what is queued, within a time, at shutdown. */
+/** The handle start-up keeps: `shutdown` flushes what is queued, within `withinMs`. */
 export interface TraceExport {
   shutdown(withinMs: number): Promise<void>;
 }
@@ -92,8 +91,8 @@ interface Batch {
 }
 
 /**
- * Wires the ring, the read step and the sender, and hands the ring and the webhook spans' way
- * into the batches to the instrumented code (`useRecorder`).
+ * Sets up the ring, the read step and the sender, and gives the ring and the webhook span sink to
+ * the recording code (`useRecorder`). Returns the handle that shuts the export down.
  *
  * @example
  * const tracing = startTraceExport({ url: 'http://collector:4318/v1/traces', headers: {}, … })
@@ -167,12 +166,12 @@ export function startTraceExport(options: TraceExportOptions): TraceExport {
     }
     send();
   };
-  // The ring is read only while it holds something to export, and from the request path while
-  // requests come: a kept record schedules a read (`setImmediate`, after the answer) when the
-  // last was READ_MS ago or longer, and at once when half the ring turned since the last read
+  // The ring is read only when it holds something to export. While requests keep coming, a kept
+  // record schedules a read (`setImmediate`, after the answer is sent) if the last read was
+  // READ_MS ago or more, and right away when half the ring has been claimed since the last read
   // (`full`), so a kept record is read before it can be overwritten at any request rate. A
-  // timer of DELAY_MS, armed while records or a batch wait, reads what the last requests before
-  // a pause kept; with none kept (ratio 0, no slow or failed request) nothing is pending.
+  // DELAY_MS timer, armed while records or a batch wait, reads what the last requests before a
+  // pause kept; when nothing is kept (ratio 0, no slow or failed request), no timer is pending.
   let lastRead = Date.now();
   let soon = false;
   let reading: ReturnType<typeof setTimeout> | undefined;
@@ -199,8 +198,8 @@ export function startTraceExport(options: TraceExportOptions): TraceExport {
     }
     arm();
   };
-  // A webhook delivery's span, exported, is encoded as it ends into the batch being encoded,
-  // within the same bound: deliveries are few, off the request path.
+  // An exported webhook delivery span is encoded into the current batch when it ends, under the
+  // same bound: deliveries are few and off the request path.
   const client: ClientSpans = {
     sampled: linked,
     end(span: ClientSpan) {
@@ -255,10 +254,10 @@ function resourceOf({ serviceName, resourceAttributes }: TraceExportOptions): At
 }
 
 /**
- * The configured sampler's two questions: a request's (`sampled`), asked at its start before
- * anything is recorded, and a webhook delivery's (`linked`), a new trace linked to the span of
- * the request that caused it. For a request without a caller's context (most) the root sampler
- * answers alone.
+ * The configured sampler as two functions: `sampled` for a request, asked at its start before
+ * anything is recorded, and `linked` for a webhook delivery, a new trace linked to the span of
+ * the request that caused it. For a request without a caller's context (most of them) the root
+ * sampler alone decides.
  */
 export interface Sampling {
   readonly sampled: Sampled;
@@ -266,10 +265,10 @@ export interface Sampling {
 }
 
 /**
- * The configured sampler (`OTEL_TRACES_SAMPLER`): the root sampler it names, and for the
- * `parentbased_*` ones the caller's decision when it may force one (a remote parent's sampled
- * flag with `HAS_VALID_KEY`, as the SDK's `ParentBasedSampler` would honour it; an unsampled
- * remote parent is not exported), and a delivery linked to an exported span exported.
+ * Builds the configured sampler (`OTEL_TRACES_SAMPLER`) from the root sampler it names. The
+ * `parentbased_*` ones also follow the parent: a remote parent's sampled flag is honoured only
+ * with `HAS_VALID_KEY` (as the SDK's `ParentBasedSampler` would), an unsampled parent is not
+ * exported, and a delivery is exported when the span it links to was.
  *
  * @example
  * samplingOf('parentbased_traceidratio', 0.01).sampled(ROOT_CONTEXT, traceId) // true for one id in a hundred
@@ -316,9 +315,9 @@ const LOW_BITS = 2 ** 52;
 
 /**
  * `traceidratio`: a trace is exported when the low 52 bits of its id, which W3C Trace Context
- * Level 2 asks to be random, fall below `ratio` of their range; so every instance decides the
- * same for one trace id. The SDK's `TraceIdRatioBasedSampler` XORs four parsed slices and tests
- * the id's form by a pattern on every request, which costs more
+ * Level 2 requires to be random, fall below `ratio` of their range, so every instance decides the
+ * same for one trace id. The SDK's `TraceIdRatioBasedSampler` parses and XORs four slices and
+ * checks the id with a regular expression on every request, which costs more
  * (bench/README.md#measured-costs-behind-the-codes-choices).
  */
 export class RatioSampler implements RootSampler {
@@ -332,7 +331,7 @@ export class RatioSampler implements RootSampler {
   samples(traceId: string): boolean {
     // Ratios 0 and 1 need no digit read: no id is below 0, every id is below 2^52.
     if (this.#ratio === 0 || this.#ratio === 1) return this.#ratio === 1;
-    // Read digit by digit, not sliced and parsed: no string is made per request.
+    // Read digit by digit rather than sliced and parsed, so no string is made per request.
     let low = 0;
     for (let i = traceId.length - 13; i < traceId.length; i++) low = low * 16 + hexDigit(traceId.charCodeAt(i));
     return this.samplesLow(low);

@@ -1,11 +1,11 @@
-// The kept records of the trace ring encoded straight to OTLP protobuf (an
-// `ExportTraceServiceRequest` of opentelemetry-proto's trace.proto), by the export step, off the
-// request path: no span object per record, no intermediate message. The server span is named and
-// attributed by OpenTelemetry's HTTP conventions; its children by what each call recorded. The
-// bytes the ring holds (the client's address, the consumer's name, an error's text, the
-// `tracestate`) are copied as they are; the path is read from the URL's bytes, with anything
-// token-shaped in it replaced (`redactTokens`): never the query. A webhook delivery's client span,
-// a plain record of its own (`ClientSpan`), goes into the same requests.
+// Encodes the trace ring's kept records straight to OTLP protobuf (an `ExportTraceServiceRequest`
+// of opentelemetry-proto's trace.proto) for the export, off the request path: no span object per
+// record and no intermediate message. The server span's name and attributes follow OpenTelemetry's
+// HTTP conventions; each child's come from what its call recorded. The strings the ring holds as
+// bytes (the client's address, the consumer's name, an error's text, the `tracestate`) are copied
+// as they are. The path is read from the URL's bytes, without the query, and anything shaped like
+// a token is masked (`redactTokens`). Webhook delivery spans (`ClientSpan`) go into the same
+// requests.
 import { randomFillSync } from 'node:crypto';
 import type { Attributes, AttributeValue } from '@opentelemetry/api';
 import { redactTokens } from '../redact.ts';
@@ -45,8 +45,8 @@ const CLIENT_KIND = 3;
 /** `Status.StatusCode` of trace.proto. */
 const STATUS_ERROR = 2;
 /**
- * A span's `flags`: sampled, and whether its parent is remote is known (`HAS_IS_REMOTE`), and so
- * (`IS_REMOTE`).
+ * A span's `flags`: sampled, plus `HAS_IS_REMOTE` (we know whether the parent is remote) and, in
+ * `FLAGS_REMOTE`, `IS_REMOTE` (it is).
  */
 const FLAGS_LOCAL = 0x101;
 const FLAGS_REMOTE = 0x301;
@@ -56,8 +56,8 @@ const FLAGS_REMOTE_NOT_SAMPLED = 0x300;
 const utf8 = (text: string): Uint8Array => Buffer.from(text, 'utf8');
 
 /**
- * A protobuf writer into one growing buffer. A message is opened with one byte for its length
- * (`open`) and closed (`close`), which moves its bytes along when the length needs more.
+ * A protobuf writer into one growing buffer. `open` starts a message and reserves one byte for its
+ * length; `close` writes the length, shifting the message's bytes when it needs more than one.
  */
 class ProtoWriter {
   buf = Buffer.allocUnsafe(64 * 1024);
@@ -139,7 +139,7 @@ class ProtoWriter {
     this.pos += this.buf.write(text, this.pos, 'utf8');
     this.close(at);
   }
-  /** Opens message `field`; `close` with what it returns. */
+  /** Starts message `field`; pass the returned offset to `close`. */
   open(field: number): number {
     this.tag(field, LENGTH);
     this.room(1);
@@ -250,8 +250,8 @@ export class RecordEncoder {
   readonly #resource: Uint8Array;
   readonly #scope: Uint8Array;
   /**
-   * Interned strings, encoded; attribute sets as their `KeyValue`s; server span names by method and
-   * route.
+   * Caches: interned strings as UTF-8, attribute sets as their encoded `KeyValue`s, and server
+   * span names by method and route.
    */
   readonly #strings: (Uint8Array | undefined)[] = [];
   readonly #sets: (Uint8Array | undefined)[] = [];
@@ -329,7 +329,7 @@ export class RecordEncoder {
     w.raw(this.#scope);
   }
 
-  /** Record `r`'s server span and its children, into the request being encoded. */
+  /** Adds record `r`'s server span and its children to the request being encoded. */
   add(r: number): void {
     const ring = this.#ring;
     const w = this.#w;
@@ -384,7 +384,7 @@ export class RecordEncoder {
     this.spans += 1 + n;
   }
 
-  /** Child `k` of record `r`, its span id the `k`th 8 bytes of the random bytes at `drawn`. */
+  /** Writes child `k` of record `r`; its span id is the `k`th 8 random bytes from `drawn`. */
   #child(r: number, k: number, drawn: number): void {
     const ring = this.#ring;
     const w = this.#w;
@@ -424,7 +424,7 @@ export class RecordEncoder {
   }
 
   /**
-   * A webhook delivery's client span, a trace of its own with its one link, into the request
+   * Adds a webhook delivery's client span (a trace of its own, with one link) to the request
    * being encoded.
    */
   addClient(s: ClientSpan): void {
@@ -460,13 +460,13 @@ export class RecordEncoder {
     this.spans++;
   }
 
-  /** A string field of record `r`'s bytes in one of the ring's areas; none when empty. */
+  /** Writes a string field from record `r`'s bytes in one of the ring's areas; nothing if empty. */
   #field(field: number, area: ByteField, r: number): void {
     const length = area.lengths[r] as number;
     if (length > 0) this.#w.bytes(field, area.bytes, r * area.cap, r * area.cap + length);
   }
 
-  /** A string attribute whose value is `bytes[from, to)`, all of `bytes` by default. */
+  /** Writes a string attribute whose value is `bytes[from, to)`, all of `bytes` by default. */
   #keyBytes(key: Uint8Array, bytes: Uint8Array, from = 0, to = bytes.length): void {
     const w = this.#w;
     const at = w.open(9);
@@ -478,8 +478,8 @@ export class RecordEncoder {
   }
 
   /**
-   * A string attribute of record `r`'s bytes in one of the ring's areas; when empty, '' if
-   * `always`, else none.
+   * Writes a string attribute from record `r`'s bytes in one of the ring's areas. When they are
+   * empty, writes '' if `always`, else nothing.
    */
   #keyField(key: Uint8Array, area: ByteField, r: number, always: boolean): void {
     const length = area.lengths[r] as number;
@@ -487,7 +487,7 @@ export class RecordEncoder {
     this.#keyBytes(key, area.bytes, r * area.cap, r * area.cap + length);
   }
 
-  /** The request encoded since the last `take`; its span count is `spans` until then. */
+  /** Returns the request encoded since the last `take` (`spans` counts its spans until then). */
   take(): Uint8Array {
     this.#w.close(this.#scopeSpans);
     this.#w.close(this.#resourceSpans);

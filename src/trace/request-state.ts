@@ -1,7 +1,7 @@
-// The request state: what every step of one request shares without being handed it. The pipeline
-// opens it around the request (`inRequest`); log lines, store calls and the gateway's child records
-// read it (`currentRequest`). `AsyncLocalStorage` follows the request through every await, on Bun,
-// Deno and Node alike.
+// The request state: what every step of one request can read without it being passed in. The
+// pipeline runs the request inside it (`inRequest`); log lines, store calls and the gateway's child
+// spans read it (`currentRequest`). `AsyncLocalStorage` carries it across every await, on Bun, Deno
+// and Node alike.
 import { AsyncLocalStorage } from 'node:async_hooks';
 
 /** One request's ids, and its record in the trace ring when requests are recorded. */
@@ -24,9 +24,9 @@ export interface RequestState {
 }
 
 /**
- * A request state, every field present (undefined when absent): the steps that read a state see
- * one shape of object whether the request is traced, sampled or neither, so a small share of
- * sampled requests does not make every reader handle several shapes.
+ * A request state with every field present (undefined when absent), so readers always see one
+ * object shape whether the request is traced, sampled or neither, and the engine's property
+ * access stays monomorphic.
  *
  * @example
  * requestState('r1') // not traced: its lines carry requestId only
@@ -56,7 +56,8 @@ export function currentRequest(): RequestState | undefined {
 }
 
 /**
- * Runs `work` in `state`, the current state through every await it makes; `work` is handed it too.
+ * Runs `work` with `state` as the current request state through every await; `work` also gets
+ * `state` as its argument.
  *
  * @example
  * inRequest({ requestId: 'r1' }, () => log.info('seen')) // the line carries "requestId":"r1"

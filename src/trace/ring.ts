@@ -1,17 +1,17 @@
-// The trace records of the requests being served and lately answered, written the same way for
-// every request whether its trace is exported or not: a ring of `size` records in typed arrays,
-// allocated once. A request takes a free record and gives it back when it ends not kept, so the
-// records in use are the requests in flight and the kept ones not yet read. A record holds the
-// request's server span and up to `MAX_CHILDREN` child spans (the gateway's decision, the store's
-// calls). Strings that repeat (methods, routes, names, outcomes) are held as numbers of a bounded
-// intern table; the others (the URL, the consumer's name, the client's address, an error's text,
-// the caller's `tracestate`) are copied as bytes into a fixed area, cut at a cap, and so are the
-// ids (the trace's, the request's span's, the caller's). Nothing here makes an object per request,
-// and nothing a request allocates is kept alive by the ring.
+// The trace ring: `size` trace records in typed arrays allocated once. Every request writes its
+// record the same way, whether its trace is exported or not. A request takes a free record and
+// frees it when it ends, unless the record is kept for export; so the records in use are the
+// requests in flight plus the kept records not yet exported. A record holds the request's server
+// span and up to `MAX_CHILDREN` child spans (the gateway's decision, the store's calls).
+// Repeated strings (methods, routes, names, outcomes) are stored as ids into a bounded intern
+// table. Other strings (the URL, the consumer's name, the client's address, an error's text, the
+// caller's `tracestate`) and the trace and span ids are copied as bytes into fixed areas, cut at
+// a cap. So the ring creates no object per request and keeps nothing a request allocated alive.
 //
-// The export step (src/trace/export.ts) reads the records left `KEPT` off the request path, oldest
-// first, and frees them; the ring wakes it when a record is kept, and at once when half the ring
-// has turned since its last read with a kept record waiting, before that record can be overwritten.
+// The export (src/trace/export.ts) reads the `KEPT` records off the request path, oldest first,
+// and frees them. The ring wakes it when a record is kept, and asks for an immediate read when
+// half the ring has been claimed since the last read while a kept record waits, before that
+// record can be overwritten.
 import { Buffer } from 'node:buffer';
 import type { Attributes } from '@opentelemetry/api';
 
@@ -30,24 +30,22 @@ const TRACESTATE_BYTES = 512;
 /** Bytes of a record's ids: the trace id, the span id and the parent span id. */
 export const ID_BYTES = 32;
 /**
- * Bytes of a child's slot: its start, end and number as doubles (`F64_SLOT` of them), then its
- * small fields as 16-bit numbers, at these places among the slot's `I16_SLOT`.
+ * Bytes per child slot: its start, end and number as doubles, then its small fields as 16-bit
+ * integers. `F64_SLOT` and `I16_SLOT` are the slot's size counted in each unit.
  */
 const CHILD_BYTES = 48;
 const F64_SLOT = CHILD_BYTES / 8;
 const I16_SLOT = CHILD_BYTES / 2;
-/**
- * A child's doubles (`childValue`): its start and end, epoch milliseconds, and the number it
- * carries.
- */
+/** Offsets of a child's doubles (read with `childValue`): start and end in epoch ms, its number. */
 export const CHILD_START = 0;
 export const CHILD_END = 1;
 export const CHILD_NUMBER = 2;
 /**
- * A child's 16-bit fields (`childField`): its name (of `strings`), fixed attributes (of
- * `attributeSets`), kind and parent (-1: the server span); the key (of `strings`) of the number
- * it carries (`petstore.gateway.cost`), 0 for none; a string attribute known once its work is
- * done (`petstore.idempotency.outcome`), key and value; its error's name, 0 when it did not fail.
+ * Offsets of a child's 16-bit fields (read with `childField`): name (id in `strings`), attribute
+ * set (id in `attributeSets`), kind, parent (-1 for the server span), the key of the number it
+ * carries such as `petstore.gateway.cost` (0 for none), the key and value of a string attribute
+ * known when its work ends such as `petstore.idempotency.outcome`, and the error's name (0 when
+ * it did not fail).
  */
 export const CHILD_NAME = 12;
 export const CHILD_ATTRIBUTES = 13;
@@ -91,14 +89,14 @@ export const REMOTE = 4;
 export const FAILED = 8;
 
 /**
- * A string's or an attribute set's number in its `Interned` table (`strings`, `attributeSets`): 1
- * on, 0 for none. It names an attribute key, a name or a value; it never counts anything.
+ * The id of a string or an attribute set in its `Interned` table (`strings`, `attributeSets`),
+ * from 1; 0 means none. It is an id, not a count.
  */
 export type InternedId = number;
 
 /**
- * Strings and attribute sets, each numbered once (1 on; 0 is none): a bounded table, so a
- * stream of distinct strings cannot grow it without end.
+ * A bounded table that gives each string or attribute set an id (from 1; 0 means none), so a
+ * stream of distinct strings cannot grow it without limit.
  */
 export class Interned<T> {
   readonly #ids = new Map<T, InternedId>();
@@ -107,7 +105,7 @@ export class Interned<T> {
   constructor(max = INTERNED_MAX) {
     this.#max = max;
   }
-  /** `value`'s number, numbering it when it is new and the table has room; 0 when not. */
+  /** The id of `value`, adding it when it is new and the table has room; 0 when it has none. */
   id(value: T | undefined): InternedId {
     if (value === undefined) return 0;
     const id = this.#ids.get(value);
@@ -122,7 +120,7 @@ export class Interned<T> {
   }
 }
 
-/** A fixed area of `cap` bytes a record, and how many each holds. */
+/** A fixed area of `cap` bytes per record, and the length each record uses. */
 export class ByteField {
   readonly bytes: Buffer;
   readonly lengths: Uint16Array;
@@ -132,13 +130,13 @@ export class ByteField {
     this.lengths = new Uint16Array(records);
     this.cap = cap;
   }
-  /** Copies `text` (its first `cap` bytes) into record `r`'s place; '' leaves it empty. */
+  /** Copies the first `cap` bytes of `text` into record `r`'s area; '' leaves it empty. */
   write(r: number, text: string): void {
     this.lengths[r] = text === '' ? 0 : this.bytes.write(text, r * this.cap, this.cap, 'utf8');
   }
   /**
-   * Copies the comma-separated `list` whole when it fits, else its leading members that fit (a
-   * member is never cut, as W3C Trace Context asks of a `tracestate` too long to pass on).
+   * Copies the comma-separated `list` whole when it fits, else as many leading members as fit.
+   * A member is never cut, as W3C Trace Context asks for a `tracestate` that is too long.
    */
   writeList(r: number, list: string): void {
     let text = list;
@@ -160,11 +158,10 @@ export class ByteField {
 }
 
 /**
- * The ring. A writer claims a record (`claim`) and keeps its number and generation (`seq`): a
- * record claimed again meanwhile has another generation, and writes to it are dropped (`holds`).
- * Free records are handed out last freed first, so the few a server's requests in flight use
- * stay in the cache rather than each request writing lines the cache lost since the ring's last
- * turn; a kept record keeps its place until the export reads it.
+ * The ring. A writer claims a record (`claim`) and keeps its index and generation (`seq`). If the
+ * record is claimed again meanwhile, its generation changes, `holds` turns false and the old
+ * writer skips its writes. Free records are reused most recently freed first, so the few records
+ * the requests in flight use stay in the CPU cache. A kept record stays put until exported.
  */
 export class TraceRing {
   readonly size: number;
@@ -174,19 +171,15 @@ export class TraceRing {
   /** The free records, a stack: `#free[0]` to `#free[#freeCount - 1]`, the last freed on top. */
   readonly #free: Int32Array;
   #freeCount: number;
-  /**
-   * The kept records not yet read, oldest first: `kept` of them from `#keptHead`, round the array.
-   */
+  /** The kept records not yet read, oldest first: `kept` of them from `#keptHead`, wrapping. */
   readonly #keptOrder: Int32Array;
   #keptHead = 0;
-  /**
-   * The record taken next when every record is open (more requests in flight than the ring holds).
-   */
+  /** The record taken next when every record is open (more requests in flight than records). */
   #next = 0;
-  /** Child slots in all, and the generations a child handle tells apart. */
+  /** Child slots in all, and how many generations a child handle can tell apart. */
   readonly #children: number;
   readonly #generations: number;
-  /** The numbers of `KNOWN_METHODS` and `OTHER_METHOD`, interned first. */
+  /** The ids of `KNOWN_METHODS` and `OTHER_METHOD`, interned first. */
   readonly #methods = new Map<string, number>();
   /** Kept records awaiting export. */
   kept = 0;
@@ -195,12 +188,12 @@ export class TraceRing {
   /** Child spans not recorded: their request already had `MAX_CHILDREN`. */
   childrenLost = 0;
   /**
-   * Told when a record is kept or a kept one lost, so the export reads the ring only then;
-   * `full` when half the ring was claimed since the last read with a kept record waiting, which
-   * the next half would overwrite.
+   * Called when a record is kept or a kept one is lost, so the export reads the ring only then.
+   * `full` is true when half the ring has been claimed since the last read while a kept record
+   * waits: the next half would overwrite it.
    */
   wake: ((full: boolean) => void) | undefined;
-  /** Records claimed since the last read while one was kept, and how many make it urgent. */
+  /** Records claimed since the last read while one was kept, and the count that sets `full`. */
   #sinceRead = 0;
   readonly #fillMark: number;
 
@@ -215,29 +208,28 @@ export class TraceRing {
   readonly operation: Uint16Array;
   readonly outcome: Uint16Array;
   /**
-   * The ids as bytes, `ID_BYTES` a record: the trace id (16), the request's span id (8), the
-   * caller's parent span id (8, with `REMOTE`). Bytes, not the request's hex strings: a
-   * reference kept in the ring would keep every request's strings alive until it turns over.
+   * The ids as bytes, `ID_BYTES` per record: the trace id (16), the request's span id (8), the
+   * caller's parent span id (8, only with `REMOTE`). Bytes rather than the request's hex strings,
+   * because a reference held here would keep each request's strings alive until it is reused.
    */
   readonly ids: Buffer;
   /** The caller's `tracestate`, when its `traceparent` was valid. */
   readonly traceState: ByteField;
-  /** The rest is written only for a record kept, once the export decision is known. */
+  /** The fields below are written only for a kept record, once the export decision is known. */
   readonly url: ByteField;
   readonly consumer: ByteField;
   readonly client: ByteField;
   /** The text of the first failed child's error, and which child it is. */
   readonly error: ByteField;
   readonly errorChild: Int8Array;
-  /** Children recorded, and the child now open (-1: none, work runs in the server span). */
+  /** Children recorded, and the child now open (-1: none, so work runs in the server span). */
   readonly children: Uint8Array;
   readonly open: Int8Array;
 
   /**
-   * Children, at `record * MAX_CHILDREN + child`: each child's fields side by side in one slot
-   * of `CHILD_BYTES` (its times and number as doubles, the rest as 16-bit numbers), so the
-   * writes of a request's children fall in one or two cache lines rather than one in each of a
-   * dozen arrays; the ring's records do not stay in the cache between one turn and the next.
+   * Child slots, at `record * MAX_CHILDREN + child`. All of one child's fields sit together in
+   * one slot of `CHILD_BYTES`, so writing a request's children touches one or two cache lines
+   * instead of one line in each of a dozen arrays.
    */
   readonly #childNumbers: Float64Array;
   readonly #childFields: Int16Array;
@@ -248,7 +240,7 @@ export class TraceRing {
     this.#children = size * MAX_CHILDREN;
     // A child handle stays an exact integer: below 2^53.
     this.#generations = Math.floor(2 ** 53 / this.#children);
-    // Number 1, so that a failed child whose error's name finds the table full is still an `Error`.
+    // Id 1, so a failed child is still recorded as an `Error` when the table is full.
     this.strings.id(ERROR_NAME);
     for (const method of [...KNOWN_METHODS, OTHER_METHOD]) this.#methods.set(method, this.strings.id(method));
     this.state = new Uint8Array(size);
@@ -280,10 +272,10 @@ export class TraceRing {
   }
 
   /**
-   * Claims a record for a request that starts at `at`, its generation in `seq[r]`: the last freed;
-   * with none free, the oldest kept record not yet exported, counted as overwritten; with every
-   * record open, the next in turn, whose request then finds it lost (`holds`). A record still
-   * open (a slow request the tail rules may keep) is taken only then.
+   * Claims a record for a request that starts at `at` and returns its index; the generation is in
+   * `seq[r]`. It takes the most recently freed record; with none free, the oldest kept record not
+   * yet exported (counted as overwritten); with every record open, the next one in turn, whose
+   * request then finds it lost (`holds`). An open record is taken only in that last case.
    */
   claim(at: number): number {
     let r: number;
@@ -324,7 +316,7 @@ export class TraceRing {
     if (parentSpanId !== undefined) this.ids.write(parentSpanId, at + 24, 8, 'hex');
   }
 
-  /** `method`'s number: one of `KNOWN_METHODS`, else `OTHER_METHOD`'s. */
+  /** The id of `method` when it is one of `KNOWN_METHODS`, else the id of `OTHER_METHOD`. */
   methodId(method: string): number {
     return this.#methods.get(method) ?? (this.#methods.get(OTHER_METHOD) as number);
   }
@@ -335,8 +327,8 @@ export class TraceRing {
   }
 
   /**
-   * Opens a child of record `r` under its open one, starting at `at`; its index, or -1 when
-   * the record holds no more.
+   * Opens a child of record `r` under its open child (or the server span), starting at `at`.
+   * Returns its number within the record, or -1 when the record already has `MAX_CHILDREN`.
    */
   openChild(r: number, name: InternedId, attributes: InternedId, kind: number, at: number): number {
     const n = this.children[r] as number;
@@ -370,25 +362,24 @@ export class TraceRing {
   childField(i: number, field: number): number {
     return this.#childFields[i * I16_SLOT + field] as number;
   }
-  /** Sets the number child `i` carries, `value`, under the attribute key `key` (of `strings`). */
+  /** Sets the number child `i` carries to `value`, under the attribute key `key` (in `strings`). */
   setChildNumber(i: number, key: InternedId, value: number): void {
     this.#childFields[i * I16_SLOT + CHILD_NUMBER_KEY] = key;
     this.#childNumbers[i * F64_SLOT + CHILD_NUMBER] = value;
   }
-  /** Sets child `i`'s outcome attribute: `key` and `value`, of `strings`. */
+  /** Sets child `i`'s outcome attribute: `key` and `value`, both ids in `strings`. */
   setChildOutcome(i: number, key: InternedId, value: InternedId): void {
     this.#childFields[i * I16_SLOT + CHILD_OUTCOME_KEY] = key;
     this.#childFields[i * I16_SLOT + CHILD_OUTCOME] = value;
   }
-  /** Marks child `i` failed, with the error's name `type` (of `strings`, not 0). */
+  /** Marks child `i` failed, with the error's name `type` (an id in `strings`, not 0). */
   setChildError(i: number, type: InternedId): void {
     this.#childFields[i * I16_SLOT + CHILD_ERROR_TYPE] = type;
   }
 
   /**
-   * Child `n` of record `r` as one number: its index (`r * MAX_CHILDREN + n`) and the record's
-   * generation, modulo `#generations`, so a handle outliving its record is told apart
-   * (`heldChild`).
+   * Packs child `n` of record `r` and the record's generation (modulo `#generations`) into one
+   * number, so `heldChild` can tell when a handle has outlived its record.
    */
   childHandle(r: number, n: number): number {
     return ((this.seq[r] as number) % this.#generations) * this.#children + r * MAX_CHILDREN + n;
@@ -402,10 +393,7 @@ export class TraceRing {
     return this.state[r] === OPEN && (this.seq[r] as number) % this.#generations === generation ? i : -1;
   }
 
-  /**
-   * Ends the child at index `i` (`r * MAX_CHILDREN + n`) at `at`: the work in it returns to its
-   * parent.
-   */
+  /** Ends child `i` (`r * MAX_CHILDREN + n`) at `at`; its parent becomes the open child again. */
   closeChild(i: number, at: number): void {
     this.#childNumbers[i * F64_SLOT + CHILD_END] = at;
     const n = i % MAX_CHILDREN;
@@ -413,7 +401,7 @@ export class TraceRing {
     if (this.open[r] === n) this.open[r] = this.childField(i, CHILD_PARENT);
   }
 
-  /** Record `r` finished: `KEPT` for export, or free. */
+  /** Marks record `r` finished: `KEPT` for export, or free. */
   settle(r: number, kept: boolean): void {
     if (kept) {
       this.state[r] = KEPT;

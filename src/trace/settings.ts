@@ -1,5 +1,5 @@
-// The trace export's settings as the OpenTelemetry environment variables spell them, read
-// without loading the export (config.ts checks them before a port is bound).
+// Parsing of the trace export's OpenTelemetry environment variables, kept apart from the export
+// so config.ts can check them before a port is bound without loading the export.
 
 /** The samplers `OTEL_TRACES_SAMPLER` names. */
 export const SAMPLERS = [

@@ -1,16 +1,16 @@
-// The service's trace data, recorded by hand around the one pipeline, the gateway's decision, the
-// store's calls and each webhook delivery: a bundle (the compiled binary, the Node bundle)
-// defeats instrumentation that patches modules as they load.
+// Trace spans, recorded by hand around the pipeline, the gateway's decision, the store's calls
+// and each webhook delivery. Instrumentation that patches modules as they load does not work in a
+// bundle (the compiled binary, the Node bundle).
 //
-// With an endpoint configured, start-up hands a ring (src/trace/ring.ts) and the keep rules to
-// `useRecorder` (src/trace/export.ts): every request then writes its server span and its
-// children into the ring the same way, exported or not, and makes no span object; the export
-// step reads the kept records off the request path. A request is kept when the sampler chose it
-// at its start (the head), or, for a caller with a valid key, when it was slow or answered 5xx
-// (the tail, capped per second). A webhook delivery, off the request path, is a client span
-// of its own trace: a plain record for each delivery whose span is exported, handed to the
-// export as it ends (`clientSpan`).
-// Without an endpoint nothing is recorded, yet each request still has a trace id and a span id,
+// With an endpoint configured, start-up passes a ring (src/trace/ring.ts) and the keep rules to
+// `useRecorder` (from src/trace/export.ts). Every request then writes its server span and child
+// spans into the ring the same way, exported or not, without creating span objects; the export
+// reads the kept records off the request path. A request is kept when the sampler chose it at its
+// start (head sampling), or, for a caller with a valid key, when it was slow or answered 5xx
+// (tail sampling, capped per second). A webhook delivery runs off the request path as a client
+// span in a trace of its own: one plain object per exported delivery, handed to the export when
+// it ends (`clientSpan`).
+// Without an endpoint nothing is recorded, but each request still gets a trace id and a span id,
 // continued from the caller's `traceparent` when valid, for its log lines and its
 // `traceresponse` header.
 import {
@@ -40,50 +40,50 @@ let ring: TraceRing | undefined;
 let sampled: Sampled = () => true;
 
 /**
- * The configured sampler's answer for a request's server span, asked at its start: whether a
- * span in `context` (the caller's, when its `traceparent` is valid) of trace `traceId` is
- * exported (the head decision). `low`, when given, is the id's low 52 bits as a number, read from
- * the bytes the server drew, so the ratio sampler reads no hex digit.
+ * The configured sampler's head decision for a request's server span, made at its start: whether
+ * a span of trace `traceId` in `context` (the caller's, when its `traceparent` is valid) is
+ * exported. `low`, when given, is the id's low 52 bits read from the bytes the server drew, so
+ * the ratio sampler need not parse hex.
  */
 export type Sampled = (context: OtelContext, traceId: string, low?: number) => boolean;
 
-/** Which requests the sampler passed over are kept all the same, once answered (the tail). */
+/** Tail sampling: which requests the sampler skipped are still kept once answered. */
 export interface KeepRules {
-  /** Kept when it took this long or longer, in milliseconds; 0: never for its time. */
+  /** Kept when it took at least this many milliseconds; 0 turns this rule off. */
   readonly slowerThanMs: number;
   /** Kept when answered 5xx. */
   readonly errors: boolean;
   /** Requests kept by these rules each second at most. */
   readonly maxPerSecond: number;
-  /** Told of the spans of a request the rules would keep, past `maxPerSecond`. */
+  /** Called with the span count of each request the rules would keep beyond `maxPerSecond`. */
   readonly capped?: (spans: number) => void;
 }
 
 const NO_TAIL: KeepRules = { slowerThanMs: 0, errors: false, maxPerSecond: 0 };
 let rules: KeepRules = NO_TAIL;
-/** The second the tail's count is of, and how many it kept in it. */
+/** The current second of the tail's count, and how many requests it kept in it. */
 let tailSecond = 0;
 let tailKept = 0;
 
 /**
- * The configured sampler's answer for a webhook delivery's span, a new trace `traceId` linked to
- * a span exported (`linkSampled`) or not: whether it is exported.
+ * The configured sampler's decision for a webhook delivery's span: whether the new trace
+ * `traceId` is exported, given whether the span it links to was (`linkSampled`).
  */
 export type LinkedSampled = (traceId: string, linkSampled: boolean) => boolean;
 
-/** A webhook delivery's client span, exported: one plain record per delivery, no SDK span. */
+/** An exported webhook delivery's client span: one plain object per delivery, not an SDK span. */
 export interface ClientSpan {
   readonly name: string;
   readonly traceId: string;
   readonly spanId: string;
   /** The span of the request that caused the delivery, and whether it was exported. */
   readonly link: TraceParent | undefined;
-  /** Epoch milliseconds, of the clock the requests' records use (`now`). */
+  /** Epoch milliseconds, from the same clock as the request records (`now`). */
   readonly start: number;
   end: number;
-  /** Those given at its start, then its outcome's, and `error.type` when its work threw. */
+  /** The attributes given at its start, then its outcome's, and `error.type` if its work threw. */
   readonly attributes: Attributes;
-  /** Its status is Error, with this message, when set; else unset. */
+  /** When set, the span's status is Error with this message; else the status is unset. */
   error: string | undefined;
 }
 
@@ -99,13 +99,13 @@ export interface ClientSpans {
  * seems to outlast its parent.
  */
 export const now = (): number => ORIGIN + performance.now();
-/** Read once: the runtime's getter costs as much as the clock itself. */
+/** Read once: the runtime's getter is as slow as reading the clock. */
 const ORIGIN = performance.timeOrigin;
 
 /**
- * From now on (start-up, with an endpoint): requests are recorded into `into` and kept as
- * `sample` and `keep` say; webhook deliveries' spans go to `clients`. Undefined: nothing is
- * recorded.
+ * Sets what is recorded from now on (at start-up, with an endpoint): requests go into `into` and
+ * are kept as `sample` and `keep` decide; webhook deliveries' spans go to `clients`. With `into`
+ * undefined, nothing is recorded.
  */
 export function useRecorder(
   into: TraceRing | undefined,
@@ -128,19 +128,19 @@ export function useRecorder(
 export const HAS_VALID_KEY = createContextKey('petstore.hasValidKey');
 
 /**
- * What `beginRequest` asks of the request (`R`) only while requests are recorded: made once,
- * asked per request, so a request without an endpoint asks nothing.
+ * What `beginRequest` reads from the request (`R`), only while requests are recorded; without
+ * an endpoint nothing is read.
  */
 export interface SpanStart<R> {
-  /** The caller's `tracestate`; asked only with a valid `traceparent`. */
+  /** The caller's `tracestate`; read only with a valid `traceparent`. */
   tracestate(request: R): string | undefined;
-  /** Whether the caller has a valid key; asked only with a valid `traceparent`. */
+  /** Whether the caller has a valid key; read only with a valid `traceparent`. */
   hasValidKey(request: R): boolean;
 }
 
 /**
- * What `finishRequest` asks of the request (`R`) for a record kept, and only then: a request
- * whose trace is not exported copies no string into the ring.
+ * What `finishRequest` reads from the request (`R`), only for a kept record, so a request whose
+ * trace is not exported copies no string into the ring.
  */
 export interface SpanDetails<R> {
   /** The request's method. */
@@ -153,16 +153,15 @@ export interface SpanDetails<R> {
   operation(request: R): string | undefined;
   /** The consumer's name, for a caller with a valid key. */
   consumer(request: R): string | undefined;
-  /** `admitted`, or the gateway's refusal's code; undefined before the gateway. */
+  /** `admitted`, or the gateway's refusal code; undefined if it never reached the gateway. */
   outcome(request: R): string | undefined;
   /** The client's address as trusted. */
   client(request: R): string;
 }
 
 /**
- * The request's state: its ids (the trace continued from a valid `traceparent`, a malformed one
- * ignored), the head decision, and its record in the ring when requests are recorded. `start`
- * is asked about `request` only while they are.
+ * Starts a request's state: its ids (continuing a valid `traceparent`, ignoring a malformed one),
+ * the head decision, and its ring record while requests are recorded. `start` is called only then.
  *
  * @example
  * const state = beginRequest(requestId, c.req.header('traceparent'), start, c)
@@ -181,8 +180,8 @@ export function beginRequest<R>(
   let head: boolean;
   let state: string | undefined;
   if (parent) {
-    // A caller without a valid key continues its trace but never chooses: neither its flag nor
-    // its trace id's bits are read, the root sampler decides on an id the server drew.
+    // A caller without a valid key keeps its trace id but has no say in sampling: the root
+    // sampler decides on a fresh id, not on the caller's flag or trace id.
     state = start.tracestate(request);
     if (start.hasValidKey(request)) {
       let context = trace.setSpanContext(ROOT_CONTEXT, {
@@ -197,13 +196,13 @@ export function beginRequest<R>(
   } else head = sampled(ROOT_CONTEXT, traceId, drawnLow52(at));
   const r = into.claim(now());
   into.flags[r] = (head ? HEAD : 0) | (parent ? REMOTE : 0);
-  // A new trace's ids are written once it is kept (`finishRequest`): most are not.
+  // A new trace's ids are written only if it is kept (`finishRequest`); most are not.
   if (parent) into.writeIds(r, traceId, spanId, parent.spanId);
   if (parent) into.traceState.writeList(r, state ?? '');
   return requestState(requestId, traceId, spanId, head, r, into.seq[r] as number);
 }
 
-/** Whether the tail may keep one more request now, counting it; the excess is told to `capped`. */
+/** Whether the tail may keep one more request this second, counting it; else calls `capped`. */
 function tailRoom(at: number, spans: number): boolean {
   const second = Math.floor(at / 1000);
   if (second !== tailSecond) {
@@ -219,10 +218,10 @@ function tailRoom(at: number, spans: number): boolean {
 }
 
 /**
- * Ends the request's record with its answer and gives the final export decision, which the
- * state's `sampled` now says too: head-sampled, or kept by the tail rules (a caller with a valid
- * key, `keyed`, slow or answered 5xx). As the HTTP conventions say, a 5xx sets the server span's
- * status to Error and a 4xx leaves it unset. `details` is asked only for a kept record.
+ * Ends the request's record with its status and returns the final export decision, also stored
+ * in `state.sampled`: head-sampled, or kept by the tail rules (a caller with a valid key, `keyed`,
+ * whose request was slow or answered 5xx). Per the HTTP conventions, a 5xx sets the server span's
+ * status to Error and a 4xx leaves it unset. `details` is read only for a kept record.
  */
 export function finishRequest<R>(
   state: RequestState,
@@ -236,8 +235,8 @@ export function finishRequest<R>(
   const head = state.sampled === true;
   if (!into || r === undefined) return head;
   if (!into.holds(r, state.seq as number)) {
-    // Overwritten while it was served (a ring too small for the requests in flight): nothing
-    // of it is exported, and its answer says so.
+    // The record was reused while the request was served (more requests in flight than the ring
+    // holds): nothing is exported, and the `traceresponse` says so.
     if (head) {
       into.overwritten++;
       into.wake?.(false);
@@ -271,7 +270,7 @@ export function finishRequest<R>(
   return kept;
 }
 
-/** Copies what a kept record's server span says of its request into the ring. */
+/** Copies the request's details for a kept record's server span into the ring. */
 function describe<R>(into: TraceRing, r: number, details: SpanDetails<R>, request: R): void {
   into.method[r] = into.methodId(details.method(request));
   into.url.write(r, details.url(request));
@@ -291,10 +290,10 @@ export function traceResponse(state: RequestState): string | undefined {
   return traceId && spanId ? formatTraceParent(traceId, spanId, state.sampled === true) : undefined;
 }
 
-/** What a child's record carries besides its name and its fixed attributes. */
+/** What a child span records besides its name and its fixed attributes. */
 export interface ChildOptions<T> {
   readonly kind?: SpanKind;
-  /** An attribute known once `work` resolves: its key, and its value of the result. */
+  /** An attribute known once `work` resolves: its key, and how to get its value from the result. */
   readonly outcome?: { readonly key: string; readonly of: (result: T) => string };
   /**
    * The attribute key the child records the number `value` under (`petstore.gateway.cost`); `value`
@@ -304,11 +303,11 @@ export interface ChildOptions<T> {
 }
 
 /**
- * Runs `work` as a child of the work under way in the current request's record, when requests
- * are recorded; else just runs it. `attributes` is one of a few fixed sets (it is recorded by
- * reference); `value` is recorded under the key `options.valueKey`. A rejection (a store
- * time-out, Redis away) sets the child's status to Error, with `error.type` the error's name. A
- * caller that awaits the work itself opens and closes the child around it (`openChild`) instead.
+ * Runs `work` as a child span of the current request's open span while requests are recorded;
+ * otherwise just runs it. `attributes` must be one of a few fixed objects (they are interned by
+ * reference); `value` is recorded under `options.valueKey`. A rejection (a store time-out, Redis
+ * down) sets the child's status to Error, with `error.type` the error's name. A caller that
+ * awaits the work itself uses `openChild` and `closeChild` instead, which make no extra promise.
  *
  * @example
  * const pet = await childSpan('get pets', GET_ATTRIBUTES, () => db.get(7))
@@ -340,9 +339,9 @@ async function recorded<T>(child: number, work: () => Promise<T>, outcome: Child
 export const NO_CHILD = -1;
 
 /**
- * Opens a child of the work under way in the current request's record, for a caller that
- * awaits the work itself and then closes it (`closeChild`, or `failChild` on a rejection): no
- * promise of its own. Its handle, a number; `NO_CHILD` when requests are not recorded.
+ * Opens a child span of the current request's open span, for a caller that awaits the work itself
+ * and then calls `closeChild` (or `failChild` on a rejection). Returns a numeric handle, or
+ * `NO_CHILD` when nothing is recorded (no endpoint, no request, or its record lost or full).
  *
  * @example
  * const child = openChild('gateway decide', NO_ATTRIBUTES, DECISION_SPAN, cost)
@@ -370,9 +369,7 @@ export function openChild<T>(name: string, attributes: Attributes, options?: Chi
   return into.childHandle(r, n);
 }
 
-/**
- * Ends `child` (from `openChild`) as its work resolved with `result`, recording `outcome` of it.
- */
+/** Ends `child` (from `openChild`) after its work resolved with `result`, recording `outcome`. */
 export function closeChild<T>(child: number, result: T, outcome?: ChildOptions<T>['outcome']): void {
   const into = ring;
   if (child === NO_CHILD || !into) return;
@@ -385,8 +382,8 @@ export function closeChild<T>(child: number, result: T, outcome?: ChildOptions<T
 }
 
 /**
- * Ends `child` (from `openChild`) as its work failed with `err`: its status Error, `error.type` the
- * error's name.
+ * Ends `child` (from `openChild`) after its work failed with `err`: status Error, `error.type`
+ * the error's name, and the first failed child's message kept for the server span.
  */
 export function failChild(child: number, err: unknown): void {
   const into = ring;
@@ -411,19 +408,18 @@ export function currentTraceParent(): string | undefined {
   return state ? traceResponse(state) : undefined;
 }
 
-/**
-/** What a webhook delivery's span carries of its result: attributes, and an error's text. */
+/** What a webhook delivery's span records of its result: attributes, and an error's text. */
 export interface ClientOptions<T> {
   readonly outcome?: (result: T) => Attributes;
   readonly error?: (result: T) => string | undefined;
 }
 
 /**
- * Runs one outgoing call in a client span of its own trace, linked to `linked` (the
- * `traceparent` of the request that caused it), handing `work` the `traceparent` to send. The
- * sampler decides on the new trace and the link (`ClientSpans.sampled`); a span not exported is
- * not recorded, and its `traceparent` says so. Without an endpoint, `work` runs alone and
- * nothing is sent.
+ * Runs one outgoing call as a client span in a new trace linked to `linked` (the `traceparent`
+ * of the request that caused it), passing `work` the `traceparent` to send. The sampler decides
+ * from the new trace id and the link (`ClientSpans.sampled`); a span that is not exported is not
+ * recorded and its `traceparent` is flagged not sampled. Without an endpoint, `work` gets
+ * undefined and no `traceparent` is sent.
  *
  * @example
  * await clientSpan('POST', { 'url.full': url }, recorded, (traceparent) => send(…, traceparent), { outcome })
@@ -442,7 +438,6 @@ export async function clientSpan<T>(
   const spanId = newSpanId();
   const exported = to.sampled(traceId, link?.sampled === true);
   const traceparent = formatTraceParent(traceId, spanId, exported);
-  // A span not exported is not recorded: its work sends its ids, flagged not sampled.
   if (!exported) return work(traceparent);
   const span: ClientSpan = {
     name,

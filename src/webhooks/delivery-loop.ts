@@ -1,10 +1,10 @@
-// The delivery loop: off the request path, it polls the outbox, claims what is due, sends each
-// event signed to its consumer's current webhook, and settles it: delivered, retried later
-// (`schedule.ts`), or failed. It also keeps the outbox bounded and scans the keys for
-// `key.expiring`. A receiver that is slow or down costs the loop's time, never a request's.
+// The delivery loop: off the request path, it polls the outbox, claims the events that are due,
+// sends each one signed to its consumer's current webhook, and records the result: delivered,
+// retried later (`schedule.ts`), or failed. It also keeps the outbox bounded and scans the keys
+// for `key.expiring`. A slow or down receiver costs the loop time, never a request.
 //
-// The URL and secret are read from the keys at send time (they are never stored): a consumer
-// whose webhook was removed has its events failed.
+// The URL and secret are read from the keys at send time and never stored in the outbox, so the
+// events of a consumer whose webhook was removed fail.
 import { randomUUID } from 'node:crypto';
 import { clearInterval, setInterval, setTimeout } from 'node:timers';
 import type { Attributes } from '@opentelemetry/api';
@@ -41,13 +41,13 @@ const DELIVERY_SPAN = {
   error: (r: AttemptResult) => (r.ok ? undefined : r.error),
 };
 
-/** How often the outbox is looked at when nothing wakes the loop. */
+/** How often the loop polls the outbox when nothing wakes it. */
 const POLL_MS = 1_000;
-/** Events claimed per poll (sent at once). */
+/** Events claimed per pass, sent in parallel. */
 const BATCH = 16;
 /**
- * A claim outlives a pass of attempts (at most the 5 s timeout, sent at once) three times over; a
- * loop whose instance died holds its events this long at most.
+ * How long a claim lasts: three times a pass, whose parallel attempts each end within
+ * `SEND_TIMEOUT_MS`. Events claimed by an instance that died wait this long at most.
  */
 const CLAIM_MS = 15_000;
 /** How often keys are scanned for `key.expiring`. */
@@ -57,7 +57,7 @@ const DEFAULT_OUTBOX_MAX = 10_000;
 
 /** What the loop reports, for `/metrics` (src/metrics/webhook-series.ts). */
 export interface WebhookReport {
-  /** One attempt's end: `delivered`, `retried`, `failed` (given up), `dropped` (by the bound). */
+  /** An attempt's result: `delivered`, `retried`, `failed` (given up), `dropped` (outbox full). */
   delivery(consumer: string, event: string, outcome: 'delivered' | 'retried' | 'failed' | 'dropped'): void;
   /** The outbox as last read. */
   outbox(stats: OutboxStats, now: number): void;
@@ -97,11 +97,11 @@ export class DeliveryLoop {
   #again = false;
   #lastScan = Number.NEGATIVE_INFINITY;
   #stopped = false;
-  /** Cuts the attempts under way short on `stop`: they are retried by whoever runs next. */
+  /** Aborts the attempts in progress on `stop`; they stay due for whichever instance runs next. */
   readonly #stop = new AbortController();
   /**
-   * Why the outbox could not be read, while it cannot: logged once when it starts and once when it
-   * ends.
+   * The reason the outbox cannot be read, while it cannot; logged once when the failure starts
+   * and once when it ends.
    */
   #failing: string | undefined;
 
@@ -123,7 +123,7 @@ export class DeliveryLoop {
     this.wake();
   }
 
-  /** Looks at the outbox now (after an event was recorded), or right after the pass under way. */
+  /** Runs a pass now (e.g. after an event was recorded), or right after the current pass ends. */
   wake(): void {
     if (this.#stopped) return;
     if (this.#running) {
@@ -151,8 +151,8 @@ export class DeliveryLoop {
   }
 
   /**
-   * Stops polling, cuts the attempts under way short (they stay pending) and waits for their
-   * outcome to be kept.
+   * Stops polling, aborts the attempts in progress (they stay pending) and waits until their
+   * results are stored.
    */
   async stop(): Promise<void> {
     this.#stopped = true;
@@ -211,8 +211,8 @@ export class DeliveryLoop {
       : { ok: false, error: 'the consumer has no webhook now' };
     const now = clock.now();
     const fields = { consumer: entry.consumer, event: entry.type, id: entry.id, attempt: entry.attempts + 1 };
-    // An expired order is recorded for every consumer: one without a webhook has nothing to
-    // deliver to, which is no failure (no warning, no failed count).
+    // An expired order is recorded for every consumer; for one without a webhook there is
+    // nothing to deliver to, which is not a failure (no warning, no failed count).
     if (!webhook && entry.type === ORDER_EXPIRED) {
       await outbox.settle(entry.id, this.#claimant, { outcome: 'failed', error: 'the consumer has no webhook' }, now);
       report?.delivery(entry.consumer, entry.type, 'dropped');
@@ -224,7 +224,7 @@ export class DeliveryLoop {
       report?.delivery(entry.consumer, entry.type, 'delivered');
       return;
     }
-    // Cut short by a stop: due again at once, for this instance after a restart or another one now.
+    // Aborted by `stop`: due again at once, for another instance now or this one after a restart.
     const at = this.#stop.signal.aborted ? now : webhook ? nextAttemptAt(entry.attempts + 1, now, delays) : undefined;
     if (at === undefined) {
       await outbox.settle(entry.id, this.#claimant, { outcome: 'failed', error: result.error }, now);

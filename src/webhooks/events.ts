@@ -1,7 +1,7 @@
-// What is sent: the outbox records of the notices a decision carries, and of keys about to expire.
-// Each event's id is a digest of what it is about (consumer, window, period, threshold; a ban's
-// end; a key's expiry), so the same crossing recorded twice (by two instances while Redis was
-// down, by a scan run again) is one row of the outbox and one delivery.
+// Builds the webhook events stored in the outbox: one per notice a decision carries, and one per
+// key about to expire. Each event's id is a hash of what it is about (consumer, window, period,
+// threshold; a ban's end; a key's expiry), so the same event recorded twice (by two instances
+// while Redis was down, or by a repeated scan) is one outbox row and one delivery.
 //
 // Bodies follow the Standard Webhooks shape: `{"type", "timestamp", "data"}`; times in `data`
 // are Unix seconds, as in the rate-limit headers and `GET /v1/rate_limit`.
@@ -15,7 +15,8 @@ const DAY_MS = 86_400_000;
 const EXPIRY_NOTICE_DAYS = [7, 1] as const;
 
 /**
- * A fleet-wide id from what the event is about: `msg_` and 32 hex digits.
+ * An event id derived from what the event is about, the same on every instance: `msg_` and 32
+ * hex digits.
  *
  * @example
  * eventId('quota.threshold', 'acme', 'day', 20779, 80) // 'msg_…'
@@ -29,7 +30,7 @@ function body(type: string, at: number, data: Record<string, unknown>): string {
 }
 
 /**
- * The outbox records of `decision.notices` for `consumer`, at `at` (epoch ms).
+ * The outbox events for `decision.notices` of `consumer`, created at `at` (epoch ms).
  *
  * @example
  * noticeEvents(consumer, decision, Date.now()) // [{ id: 'msg_…', type: 'quota.threshold', … }]
@@ -60,8 +61,8 @@ function record(name: string, notice: Notice, decision: Decision, at: number): O
 }
 
 /**
- * `key.expiring` for each key of a consumer with a webhook whose `expiresAt` is 7 days or 1
- * day away or less (the nearer notice only): what a periodic scan records.
+ * `key.expiring` events for each key, of a consumer with a webhook, that expires within 7 days or
+ * within 1 day (only the nearer notice). The delivery loop's periodic scan records them.
  *
  * @example
  * expiringEvents(keys.records(), Date.now())

@@ -1,9 +1,9 @@
-// The gateway's side of the outbox: a decision that crossed something has its events recorded
-// durably before the request's answer is sent. Only a request whose decision carries notices
-// waits (one group commit on SQLite, one flushed INSERT on PostgreSQL): the crossing one, and
-// the one the limiter gives them to once more 30 s later (`notices.ts`), whose write of the same
-// ids records nothing when the first was kept. Every other request pays nothing, and no request
-// ever waits for a receiver.
+// The gateway's side of the outbox: when a decision carries notices (a threshold crossed, a
+// ban), their events are stored durably before the request is answered. Only such a request
+// waits (one group commit on SQLite, one flushed INSERT on PostgreSQL): the one that caused the
+// notice, and the later one the limiter gives the same notice to again (`notices.ts`), whose
+// write of the same ids stores nothing if the first succeeded. Other requests pay nothing, and
+// no request ever waits for a receiver.
 import type { Clock } from '../core/clock.ts';
 import type { Decision } from '../core/decision.ts';
 import type { Consumer } from '../keys/records.ts';
@@ -17,14 +17,14 @@ export interface NotifierOptions {
   outbox: Outbox;
   log: Logger;
   clock: Clock;
-  /** Told once the events are durable, so the delivery loop sends them at once. */
+  /** Called once the events are durable, so the delivery loop sends them at once. */
   recorded?: () => void;
 }
 
 /**
- * What the gateway calls for a decision with notices: resolves once they are in the outbox (or
- * logged when the store refuses them: the request itself is answered all the same, and the
- * notices' second time may find the store back).
+ * Returns the function the gateway calls for a decision with notices. It resolves once the events
+ * are in the outbox; if the store refuses them it logs the error and still resolves, since the
+ * request is answered anyway and the notice's second recording may find the store back.
  *
  * @example
  * const notify = notifier({ outbox: store.outbox, log, clock, recorded: () => delivery.wake() })

@@ -1,5 +1,5 @@
-// When a failed delivery is tried again: exponential backoff with jitter, about 5 s, 30 s, 2 min,
-// 10 min, 1 h, then every 6 h until 3 days have passed; after the last, the event is failed.
+// When a failed delivery is retried: backoff with jitter, about 5 s, 30 s, 2 min, 10 min, 1 h,
+// then every 6 h until 3 days have passed; after the last attempt, the event is failed.
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -47,8 +47,8 @@ export function nextAttemptAt(
 }
 
 /**
- * The schedule of `PETSTORE_WEBHOOK_RETRY_SECONDS` (for tests: a comma-separated list of
- * seconds, so a test sees backoff without waiting minutes); throws a message naming the value.
+ * Parses `PETSTORE_WEBHOOK_RETRY_SECONDS`, a comma-separated list of seconds that lets tests see
+ * backoff without waiting minutes. Throws a `TypeError` naming the value when it is invalid.
  *
  * @example
  * parseRetrySeconds('1,2,4') // [1000, 2000, 4000]

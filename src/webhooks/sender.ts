@@ -1,9 +1,9 @@
-// One delivery attempt: the body signed as the Standard Webhooks specification says, by the
-// maintained `standardwebhooks` package (`webhook-id`, `webhook-timestamp`, `webhook-signature:
-// v1,<base64 HMAC-SHA256>`), POSTed with a timeout. Any 2xx is a delivery; a redirect is not
-// followed (the receiver's URL is the configured one, nothing else). The connection goes to an
-// address the attempt itself resolved and checked (`targetProblem`): `node:http`'s `lookup`
-// seam, which Bun, Deno and Node honour, so no second resolution can point it elsewhere.
+// One delivery attempt: the body signed per the Standard Webhooks specification by the
+// `standardwebhooks` package (`webhook-id`, `webhook-timestamp`, `webhook-signature:
+// v1,<base64 HMAC-SHA256>`), POSTed with a timeout. Any 2xx counts as delivered; a redirect is not
+// followed (only the configured URL is used). The connection goes to an address the attempt
+// resolved and checked itself (`targetProblem`), through the `lookup` option of `node:http`,
+// which Bun, Deno and Node honour, so a second DNS resolution cannot point it elsewhere.
 import type { LookupFunction } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { AllowedRanges, targetProblem } from '../keys/webhook-targets.ts';
@@ -53,13 +53,13 @@ export const PUBLIC_TARGETS: Targets = {
   resolve: async (host) => (await import('node:dns/promises')).lookup(host, { all: true, verbatim: true }),
 };
 
-/** Refusal of a target address: the attempt fails with its words, nothing is sent. */
+/** A refused target address: the attempt fails with this message and nothing is sent. */
 class RefusedTarget extends Error {
   override name = 'RefusedTarget';
 }
 
 /**
- * Sends one signed attempt.
+ * Sends one signed attempt; resolves to its result, a failed attempt included.
  *
  * @example
  * await send({ id: 'msg_1', payload: '{}', url: 'https://hooks.example/q', secret: 'whsec_…', at: Date.now() })
@@ -97,7 +97,7 @@ export async function send(
   }
 }
 
-/** A `lookup` that resolves `host` once and hands over only addresses it may connect to. */
+/** A `lookup` that resolves `host` once and fails unless every address is allowed. */
 function checkedLookup(host: string, { resolve, allowed }: Targets): LookupFunction {
   return (_name, options, callback) => {
     resolve(host).then(
