@@ -54,7 +54,6 @@ function isRead(method: string): boolean {
 /** Returns `text` in the client's preferred coding when it is worth compressing, else as it is. */
 function encodedJson(c: Context, text: string, headers: AnswerHeaders): string | Uint8Array<ArrayBuffer> {
   // UTF-8 takes at most 3 bytes per UTF-16 unit, so a text this short is under the threshold.
-
   if (text.length * 3 < MIN_COMPRESSED_BYTES) return text;
   const coding = preferredCoding(c.req.header('accept-encoding'));
   const packed = coding && compressed(Buffer.from(text, 'utf8'), coding);

@@ -56,7 +56,6 @@ export function checkBodyOnGetOrHead(c: Context, maxBytes: number): void {
   if (method !== 'GET' && method !== 'HEAD') return;
   const length = c.req.header('content-length');
   // The runtimes give a GET no body stream; checking it guards against a runtime that does.
-
   const hasBody =
     c.req.raw.body !== null ||
     (length !== undefined && length !== '0') ||

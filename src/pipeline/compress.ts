@@ -63,7 +63,6 @@ export function encode(bytes: Uint8Array, coding: Coding): Uint8Array<ArrayBuffe
 /**
  * Returns whether an answer may be sent compressed, and so varies by `Accept-Encoding`: only a
  * successful JSON answer. Errors stay uncompressed so that any log can read them.
-
  *
  * @example
  * compressible(200, 'application/json') // true

@@ -94,7 +94,6 @@ export class Cors {
     }
     // An origin that is not allowed gets the 204 without the headers that let its page send the
     // request.
-
     if (this.#allows(origin)) {
       const headers = answerHeaders(c);
       headers['Access-Control-Max-Age'] = MAX_AGE_SECONDS;

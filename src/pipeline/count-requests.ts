@@ -46,7 +46,6 @@ export function requestCounter({ metrics, now = () => performance.now(), operati
       const caller = c.get('caller');
       // Only the gateway answers 429 or 403, so such an answer is its refusal, and step 3 set the
       // refusal's code on the context.
-
       const refusal = status === 429 || status === 403 ? c.get('refusal') : undefined;
       if (status === 429 && refusal !== undefined) {
         metrics.refused(caller?.kind === 'consumer' ? caller.consumer.plan : 'anonymous', refusal);

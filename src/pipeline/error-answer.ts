@@ -41,7 +41,6 @@ export function toApiError(
 /**
  * Answers a refusal or error with the contract's Error body, adding its own headers to those the
  * request gathered (rate limits, request id). Every refusal and error is answered here.
-
  *
  * @example
  * return answerError(c, NO_SUCH_PATH)

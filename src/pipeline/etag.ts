@@ -16,7 +16,6 @@ export function weakEtagOf(...parts: string[]): string {
 
 const encoder = new TextEncoder();
 /** Reused by every hash; grows to fit the largest body seen, at 3 bytes per UTF-16 unit. */
-
 let scratch = new Uint8Array(16_384);
 /** The same bytes as 32-bit words, read in one load each where the platform is little-endian. */
 let words = new Int32Array(scratch.buffer);

@@ -133,7 +133,6 @@ export class ReplyMemo {
       const reply = await flight.reply.catch((err: unknown) => {
         // The store could not answer the read this request waited for: rethrow the 503 rather
         // than start a second read that would also time out.
-
         if (err instanceof StoreUnavailableError) throw err;
         return undefined;
       });

@@ -47,7 +47,6 @@ type StoreParts = Pick<OperationRoute<unknown>, 'replyMemo' | 'dueOrderExpiry'>;
  */
 export function routeOf<D>({ replyMemo, dueOrderExpiry }: StoreParts, op: Operation<D>): OperationRoute<D> {
   // An answer that shows the quota belongs to one caller, so it must not be memoised for others.
-
   if (op.memo && op.readsQuota) throw new TypeError(`pipeline: ${op.id} reads the quota and cannot be memoised`);
   // A memoised answer is found by its path and query alone, so its input must come from nothing
   // else.

@@ -513,5 +513,4 @@ type RouteHandler = (c: Context<AppEnv>) => Promise<Response>;
 const UNTRACED: ReadonlySet<ServiceRouteId> = new Set(['healthz', 'readyz', 'metrics']);
 
 /** What the gateway sees for a path no operation serves: the default cost of 1, and no scope. */
-
 const NO_ROUTE: GatedOperation = {};

@@ -94,7 +94,6 @@ function who(c: Context<AppEnv>, clientAddress: RequestLogOptions['clientAddress
   } else if (caller?.key) {
     // A revoked key, or a known key outside its dates: answered as an unknown key, but logged by
     // name with the reason.
-
     fields.client = caller.address;
     fields.consumer = caller.key.consumer.name;
     fields.key = caller.key.id;

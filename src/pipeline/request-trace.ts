@@ -51,7 +51,6 @@ export function requestTrace({ clientAddress, hasValidKey }: RequestTraceOptions
      * Ends the request's trace record with the answer's status and returns whether the trace is
      * exported. The span details are read only for a record that is kept.
      */
-
     finish(c: Context<AppEnv>, state: RequestState, status: number): boolean {
       if (state.record === undefined) return state.sampled === true;
       return finishRequest(state, status, consumerCaller(c) !== undefined, details, c);

@@ -5,7 +5,6 @@
  * the first route that matches, so a static segment must come before a parameter in the same
  * position. The sort is stable: entries whose segments are of the same kinds keep the table's
  * order. No such route is served, but `/pets/count` would come before `/pets/:petId`.
-
  *
  * @example
  * byRouteOrder([{ path: '/pets/:petId' }, { path: '/pets/count' }]) // [{ path: '/pets/count' }, { path: '/pets/:petId' }]
