@@ -45,7 +45,7 @@ export interface RequestStart {
 
 /**
  * Makes the request log, as two calls for step 1 (`handleRequest`): `start` gives the request its
- * id (the client's `X-Request-Id` when sane), and `finish` writes the one log line once the status
+ * id (the client's `X-Request-Id` when safe), and `finish` writes the one log line once the status
  * is known. The line names the key or the address, never the token.
  *
  * @example
