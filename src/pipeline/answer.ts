@@ -1,4 +1,4 @@
-// Step 8: the one place the app makes a response, for every status, with 304s, compression and HEAD.
+// Step 8: the one place the app makes a response, for every status: 304s, compression and HEAD.
 import { Buffer } from 'node:buffer';
 import type { Context } from 'hono';
 import { type AnswerHeaders, answerHeaders, appendHeader, type Reply } from '../core/reply.ts';
