@@ -56,8 +56,7 @@ const EXPOSED = EXPOSED_HEADERS.join(',');
 /**
  * CORS for the API (`--cors-origin`): step 2 and the answer to a preflight, both before the
  * gateway. A request from an allowed origin gets the CORS headers whatever its answer; any other
- * gets only `Vary: Origin`. `*` allows every origin. Like every step, it adds its headers to those
- * `answer()` writes.
+ * gets only `Vary: Origin`. `*` allows every origin.
  *
  * @example
  * const cors = new Cors(['https://app.example'])

@@ -1,6 +1,5 @@
-// The error answer: `toApiError()` maps what a step threw to an `ApiError` (a store that is down
-// is a 503, a request its client abandoned a 400, anything else a 500), and `answerError()`
-// answers an `ApiError` through `answer()`.
+// The error answer: `toApiError()` maps whatever a step threw to an `ApiError`, and
+// `answerError()` answers an `ApiError` through `answer()`.
 import type { Context } from 'hono';
 import { ApiError, serviceUnavailable } from '../core/api-error.ts';
 import { StoreUnavailableError } from '../store/store-error.ts';

@@ -1,6 +1,5 @@
 // The reply memo of step 6.2 (`memoOrRun`): `ReplyMemo` keeps the 200 replies of reads by their
 // path and query, and step 6.2 serves one while the store says that nothing it read has changed.
-// Step 8 still makes a new Response from it each time.
 import { LRUCache } from 'lru-cache';
 import type { PetSet, Reply } from '../core/reply.ts';
 import type { ChangeCount, DataStore } from '../store/store.ts';

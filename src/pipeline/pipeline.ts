@@ -444,10 +444,7 @@ async function runHandler<D>(
   decision: Decision,
   caller: ConsumerCaller,
 ): Promise<Reply> {
-  // An operation that reads the quota gets it from the limiter's decision that admitted this
-  // request.
   const quota = op.readsQuota ? quotaStatus(caller.consumer, decision) : undefined;
-  // The handler reads and writes the records of the caller's consumer, stored under its owner.
   const input = await readInput(c, ownerOf(caller.consumer), quota, keyHolderOf(op, caller));
   return addWeakEtag(op, await op.handler(input, deps));
 }

@@ -1,6 +1,5 @@
-// Step 1's request log: `requestLog()` gives each request its id (the client's `X-Request-Id` when
-// safe, else a new one) and writes one line per request once it is answered. The line names the
-// key, never the token.
+// Step 1's request log: `requestLog()` gives each request its id and writes one line per request
+// once it is answered.
 import type { Context } from 'hono';
 import { routePath } from 'hono/route';
 import type { AppEnv } from '../app-env.ts';
