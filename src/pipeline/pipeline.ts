@@ -503,7 +503,7 @@ function makeServiceRouteHandler(parts: PipelineParts, route: ServiceRoute): Rou
 /** What step 1 runs inside the request's state: the rest of the request's steps. */
 type InnerHandler = (c: Context<AppEnv>) => Response | Promise<Response>;
 
-/** A Hono route's handler, and `notFound`: the request in, its one answer out. */
+/** A Hono route's handler or `notFound`: takes the request and returns its one answer. */
 type RouteHandler = (c: Context<AppEnv>) => Promise<Response>;
 
 /** The service routes probes and scrapers call every few seconds: no trace is made of them. */
