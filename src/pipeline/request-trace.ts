@@ -35,7 +35,7 @@ export function requestTrace({ clientAddress, hasValidKey }: RequestTraceOptions
     route: matchedRoute,
     operation: (c) => c.get('operation'),
     consumer: (c) => consumerCaller(c)?.consumer.name,
-    // The gateway's outcome, `admitted` or the refusal's code; undefined if the gateway did not run.
+    // The gateway's outcome, `admitted` or the refusal's code; undefined if it did not run.
     outcome: (c) => (c.get('caller') ? (c.get('refusal') ?? 'admitted') : undefined),
     client: clientAddress,
   };
