@@ -1,7 +1,7 @@
-// The Hono apps, without a listener. createApp() builds the API from the operations table and
-// the pipeline. adminApp() and metricsApp() build the apps of the admin and metrics ports.
-// src/serve/start.ts and worker.ts serve the API's app, start.ts the admin app, and
-// src/serve/listeners.ts the metrics app. test/testing.ts builds the API in memory for tests.
+// The Hono apps, without a listener: createApp() builds the API from the operations table,
+// adminApp() and metricsApp() the apps of the admin and metrics ports. src/serve/start.ts and
+// worker.ts serve the API, start.ts the admin app, and src/serve/listeners.ts the metrics app;
+// test/testing.ts builds the API in memory for tests.
 import { type Context, Hono } from 'hono';
 import { METHOD_NAME_ALL } from 'hono/router';
 import { TrieRouter } from 'hono/router/trie-router';
@@ -41,10 +41,7 @@ import type { DataStore } from './store/store.ts';
 const UNKNOWN_CLIENT = (): string => 'unknown';
 
 export interface AppOptions {
-  /**
-   * The store as start-up hands it to every part, inside the wrappers `openServerStore`
-   * (src/serve/resources.ts) lists.
-   */
+  /** The data store, inside the wrappers that `openServerStore` (src/serve/resources.ts) adds. */
   store: DataStore;
   /** The keys in force now (from `--keys`); see `GatewayOptions.keyTable`. */
   keyTable: () => KeyTable;
@@ -52,9 +49,8 @@ export interface AppOptions {
   clock?: Clock;
   log?: Logger;
   /**
-   * The client address the limiter counts a keyless client's requests against (a caller without
-   * a valid key). Every server passes its adapter's; the default, `UNKNOWN_CLIENT`, is for tests
-   * that build an app alone.
+   * The client's address, which the limiter counts a keyless client's requests against. Every
+   * server passes its adapter's; the default, `UNKNOWN_CLIENT`, is for tests.
    */
   clientAddress?: (c: Context<AppEnv>) => string;
   ban?: BanPolicy;
@@ -99,9 +95,8 @@ export interface AppOptions {
 }
 
 /**
- * Builds the API's app as a Hono app, without a listener (adminApp() and metricsApp() build the
- * others): `startServer()` of src/serve/start.ts serves it on the runtime at hand, tests call
- * `app.request()`.
+ * Builds the API's Hono app, without a listener. `startServer()` of src/serve/start.ts serves it;
+ * tests call `app.request()`.
  *
  * @example
  * const app = createApp({ store: new MemoryStore(), keyTable: () => table, limiter })
@@ -130,7 +125,8 @@ export function createApp({
   orderHoldMs = DEFAULT_ORDER_HOLD_MS,
 }: AppOptions) {
   const operations = servedOperations(experimental);
-  // A report-only plan (`"enforce": false`) admits a request over its limit: logged and counted.
+  // A report-only plan or consumer (`"enforce": false`) is admitted over its limit; this logs and
+  // counts each such request.
   const wouldRefuse = wouldRefuseReporter({
     log,
     clock,
@@ -149,7 +145,6 @@ export function createApp({
     clock,
     notify,
   });
-  // The route handlers of the pipeline every API request goes through (src/pipeline/pipeline.ts).
   const routes = tableRouteHandlers({
     log,
     clock,
@@ -166,8 +161,8 @@ export function createApp({
   });
 
   const app = new Hono<AppEnv>();
-  // One route per operation and service route, so a request matches one handler; the rest (404,
-  // and 405 for a known API path asked with another method) is `notFound`'s.
+  // One route per operation and service route, so a request matches one handler. `notFound`
+  // answers the rest: 404, or 405 for an API path asked for with a method it does not serve.
   for (const route of serviceRoutes({
     store,
     keyTable,
@@ -187,9 +182,9 @@ export function createApp({
 }
 
 /**
- * The methods a table serves at a request path under `prefix`, matched as Hono matches routes,
- * or undefined for a path it has not: what a 405's `Allow` says. It names the table's methods
- * only; HEAD, which every GET also serves, is not listed.
+ * Returns a lookup of the methods a table serves at a request path under `prefix`, matched as
+ * Hono matches routes, or undefined when it serves none: a 405's `Allow`. HEAD, which every GET
+ * also serves, is not listed.
  *
  * @example
  * allowedMethods('/v1', servedOperations(false))('/v1/pets/7') // ['GET', 'PATCH', 'DELETE']
@@ -216,7 +211,7 @@ export interface AdminAppOptions
   > {
   /** Where consumers and keys are read and changed: the keys file or the data store. */
   keyAdmin: KeyAdmin;
-  /** Told of a consumer the admin API deleted, with the owners of its orders: they end with it. */
+  /** Called after the admin API deletes a consumer, with the owners its orders are stored under. */
   consumerDeleted?: (owners: readonly string[]) => Promise<void>;
 }
 
@@ -282,10 +277,9 @@ function callerHasValidKey(keyTable: () => KeyTable, clock: Clock): (c: Context<
 }
 
 /**
- * The whole app of the separate `--metrics-port` listener: `/metrics`, and the Error body for
- * anything else, through the same answer path. Its requests are not logged unless `log` is
- * given: a scraper's every few seconds would drown the API's lines (src/serve/listeners.ts
- * gives none).
+ * Builds the app of the `--metrics-port` listener: `/metrics`, and the Error body for anything
+ * else. It logs no request unless `log` is given, because a scraper calling every few seconds
+ * would drown the API's lines (src/serve/listeners.ts gives none).
  *
  * @example
  * adapter.serve({ fetch: metricsApp(metrics).fetch, port: 9090, hostname: '127.0.0.1' })

@@ -1,6 +1,6 @@
-// The server's configuration: `OPTIONS` is the one table of flags, env vars and defaults (its
-// first rows, --port and --host, are src/cli/listen.ts's), and `parseConfig()` checks them alone
-// and together before a port is bound. `helpText()` is --help.
+// The server's configuration. `OPTIONS` is the one table of flags, env vars and defaults (its
+// first rows, --port and --host, come from src/cli/listen.ts); `parseConfig()` checks each option
+// and their combinations before a port is bound; `helpText()` returns the --help text.
 import * as v from 'valibot';
 import { durationMs } from './cli/key-options.ts';
 import { LISTEN_OPTIONS } from './cli/listen.ts';
@@ -83,12 +83,10 @@ const cidrBlocks = checked(
   v.pipe(v.string(), v.transform(words), v.array(v.pipe(v.string(), v.check(isCidrBlock)))),
 );
 
-/**
- * Every option, in `--help` order; the table is the single source of flags, env vars and defaults.
- */
+/** Every option, in `--help` order. */
 export const OPTIONS = {
-  // --port and --host live in src/cli/listen.ts: `petstore healthcheck` reads the same rows, so it
-  // asks the port and address the server listens on.
+  // --port and --host are defined in src/cli/listen.ts, because `petstore healthcheck` reads the
+  // same rows: it calls the port and address the server listens on.
   ...LISTEN_OPTIONS,
   keys: {
     flag: '--keys',
@@ -436,7 +434,7 @@ export const OPTIONS = {
   version: { flag: '--version', help: 'print the version and exit', fallback: false, parse: on },
 } satisfies OptionTable;
 
-/** The server's configuration: every option, checked alone and together. */
+/** The server's configuration: every option, each checked alone and with the others. */
 export type Config = Values<typeof OPTIONS> & {
   /**
    * The webhook retry delays `PETSTORE_WEBHOOK_RETRY_SECONDS` sets (for tests); undefined: the real
@@ -449,7 +447,8 @@ export type Config = Values<typeof OPTIONS> & {
 const SERVER: Command<typeof OPTIONS> = { name: '', summary: 'serve the API', options: OPTIONS };
 
 /**
- * Flags first, then environment variables, then defaults.
+ * Parses the server's options: a flag wins over its environment variable, which wins over the
+ * default. Throws a `ConfigError` naming the option for a bad value or combination.
  *
  * @example
  * parseConfig(['--port', '9000'], { PETSTORE_DATA: ':memory:' }).port // 9000
@@ -461,8 +460,8 @@ export function parseConfig(argv: readonly string[], env: Record<string, string 
 }
 
 /**
- * What no option can say alone, checked before a port is bound or a file created: each
- * failure a `ConfigError` naming the options.
+ * Checks the options against each other, before a port is bound or a file created. Throws a
+ * `ConfigError` naming the options.
  */
 function checkTogether(options: Values<typeof OPTIONS>): void {
   const { adminPort, keys, data, idleTimeoutSeconds: idle, storeTimeoutSeconds: store } = options;
@@ -501,7 +500,7 @@ function retryDelays(text: string | undefined): number[] | undefined {
   return text === undefined || text === '' ? undefined : configError(() => parseRetrySeconds(text));
 }
 
-/** `make()`'s value; what it throws, as a `ConfigError` with the same message. */
+/** Returns `make()`'s value; rethrows what it throws as a `ConfigError` with the same message. */
 function configError<T>(make: () => T): T {
   try {
     return make();
@@ -510,9 +509,7 @@ function configError<T>(make: () => T): T {
   }
 }
 
-/**
- * `petstore --help`: the commands, then every option of the server with its env var and default.
- */
+/** Returns `petstore --help`: the commands, then each option, its env var and its default. */
 export function helpText(version: string): string {
   return [
     `petstore ${version}: pet store catalogue service and API gateway`,

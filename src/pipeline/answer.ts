@@ -1,4 +1,4 @@
-// Step 8: the one place the app makes a response, whatever its status (304, compression, HEAD).
+// Step 8: the one place the app makes a response, for every status: 304s, compression and HEAD.
 import { Buffer } from 'node:buffer';
 import type { Context } from 'hono';
 import { type AnswerHeaders, answerHeaders, appendHeader, type Reply } from '../core/reply.ts';
@@ -6,9 +6,9 @@ import { compressed, compressible, MIN_COMPRESSED_BYTES, preferredCoding } from 
 import { notModified } from './etag.ts';
 
 /**
- * Makes the response of `reply`: the one place status, headers and body are written, for every
- * answer. It answers 304 when `If-None-Match` matches the `etag`, compresses a large successful
- * JSON body when the client takes it, and gives a HEAD the GET's headers with a length and a date.
+ * Step 8: makes the `Response` for `reply`, with the headers the request gathered. It answers a
+ * GET or HEAD 304 when `If-None-Match` matches the `etag`, compresses a large successful JSON body
+ * when the client accepts it, and gives a HEAD the GET's headers plus `Content-Length` and `Date`.
  * Only `traceresponse` may change afterwards (`setTraceResponse` in ./pipeline.ts).
  *
  * @example
@@ -24,14 +24,15 @@ export function answer(c: Context, reply: Reply): Response {
   if (compressibleJson) appendHeader(headers, 'Vary', 'Accept-Encoding');
   if (etag !== undefined) {
     headers.ETag = etag;
-    // Only a read is answered 304: the tag of a write's answer (a created or changed pet) is news.
+    // Only a read gets a 304: the tag on a write's answer (a created or changed pet) is new to the
+    // client.
     if (isRead(c.req.method) && notModified(c.req.header('if-none-match'), etag)) {
       status = 304;
       body = null;
     }
   }
   const head = c.req.method === 'HEAD';
-  // The system clock, not the app's: the runtime dates every other answer by it.
+  // The system clock, not the app's `Clock`: the runtime dates every other answer by it.
   if (head) headers.Date = new Date().toUTCString();
   if (body === null) return new Response(null, { status, headers });
   if (type !== undefined) headers['Content-Type'] = type;
@@ -52,7 +53,7 @@ function isRead(method: string): boolean {
 
 /** Returns `text` in the client's preferred coding when it is worth compressing, else as it is. */
 function encodedJson(c: Context, text: string, headers: AnswerHeaders): string | Uint8Array<ArrayBuffer> {
-  // UTF-8 takes at most 3 bytes a UTF-16 unit: shorter texts are under the threshold.
+  // UTF-8 takes at most 3 bytes per UTF-16 unit, so a text this short is under the threshold.
   if (text.length * 3 < MIN_COMPRESSED_BYTES) return text;
   const coding = preferredCoding(c.req.header('accept-encoding'));
   const packed = coding && compressed(Buffer.from(text, 'utf8'), coding);

@@ -1,5 +1,5 @@
-// Step 5's body limits: `limitBody()` refuses a body over the size (413), and
-// `checkBodyOnGetOrHead()` holds a body sent with GET or HEAD to the same rules of size and type.
+// Step 5's body limits: `limitBody()` refuses a body over the size limit (413), and
+// `checkBodyOnGetOrHead()` applies the same size and type rules to a body sent with GET or HEAD.
 import type { Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { isJson } from '../api/validate.ts';
@@ -10,11 +10,10 @@ import { answerHeaders } from '../core/reply.ts';
 export const MAX_BODY_BYTES = 64 * 1024;
 
 /**
- * Past this declared size the 413 also closes the connection instead of letting the runtime
- * read and discard the rest (RFC 9112 section 9.6: "read the rest up to a bound, or close").
- * Up to it, the rest of an over-limit body is discarded by the runtime after the answer, so a
- * client that sends its whole body before it reads gets the 413, never a reset. The runtime
- * reads the rest without keeping it; the bound caps how long one connection may spend on that
+ * Above this declared size, the 413 also closes the connection (RFC 9112 section 9.6 allows
+ * reading the rest up to a bound, or closing). Below it, the runtime reads and discards the rest of
+ * an over-limit body after the answer, so a client that sends its whole body before reading gets
+ * the 413, not a connection reset. The bound caps the time one connection spends discarding
  * (docs/operations.md, "Resource bounds").
  */
 const MAX_DISCARDED_BYTES = 1024 * 1024 * 1024;
@@ -23,9 +22,9 @@ const MAX_DISCARDED_BYTES = 1024 * 1024 * 1024;
 export type BodyLimit = (c: Context, next: () => Promise<Response>) => Promise<Response>;
 
 /**
- * Makes Hono's `bodyLimit` answer the contract's 413 `payload_too_large`: at once for a declared
- * `Content-Length` over `maxBytes`, as soon as a chunked body passes it. The pipeline calls it
- * at step 5, after the gateway, so the 413 carries the rate-limit headers like any other answer.
+ * Returns Hono's `bodyLimit`, set to throw the contract's 413 `payload_too_large`: at once for a
+ * declared `Content-Length` over `maxBytes`, or as soon as a chunked body passes it. Step 5 runs
+ * it after the gateway, so the 413 carries the rate-limit headers like any other answer.
  *
  * @example
  * const limit = limitBody(64 * 1024)
@@ -45,10 +44,9 @@ export function limitBody(maxBytes: number): BodyLimit {
 }
 
 /**
- * Holds a body sent with GET or HEAD to the rules of any other: it throws 413 past `maxBytes` bytes
- * and 415 when it is not `application/json`. The runtimes hand Hono no body for these methods, so
- * `bodyLimit` never sees one; the declared `Content-Length` and `Content-Type` decide. Step 5 of
- * the pipeline (./pipeline.ts) calls it beside `limitBody`; it throws its refusal.
+ * Step 5 for a body sent with GET or HEAD: throws 413 when its declared `Content-Length` is over
+ * `maxBytes`, and 415 when its `Content-Type` is not JSON. The runtimes give Hono no body for
+ * these methods, so `bodyLimit` never sees one and the declared headers decide.
  *
  * @example
  * checkBodyOnGetOrHead(c, 64 * 1024)
@@ -57,7 +55,7 @@ export function checkBodyOnGetOrHead(c: Context, maxBytes: number): void {
   const method = c.req.method;
   if (method !== 'GET' && method !== 'HEAD') return;
   const length = c.req.header('content-length');
-  // The runtimes hand a GET no body stream; the check of it is a guard should one ever do.
+  // The runtimes give a GET no body stream; checking it guards against a runtime that does.
   const hasBody =
     c.req.raw.body !== null ||
     (length !== undefined && length !== '0') ||

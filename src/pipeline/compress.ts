@@ -7,10 +7,9 @@ import type { Coding } from '../core/reply.ts';
 export const MIN_COMPRESSED_BYTES = 1024;
 
 /**
- * Brotli quality 2 and gzip level 6: higher Brotli qualities make a page barely smaller and take
- * several times the rest of the request (measured:
- * bench/README.md#measured-costs-behind-the-codes-choices). Synchronous: the bodies are small (100
- * pets at most) and already whole.
+ * Brotli quality 2 and gzip level 6: a higher Brotli quality makes a page barely smaller and costs
+ * several times the rest of the request (bench/README.md#measured-costs-behind-the-codes-choices).
+ * Synchronous, because the bodies are small (100 pets at most) and already complete.
  */
 const BROTLI = { params: { [constants.BROTLI_PARAM_QUALITY]: 2 } };
 const GZIP_LEVEL = 6;
@@ -62,8 +61,8 @@ export function encode(bytes: Uint8Array, coding: Coding): Uint8Array<ArrayBuffe
 }
 
 /**
- * Returns whether an answer varies by `Accept-Encoding` and may be sent compressed: a successful
- * JSON one (errors stay as they are: readable in any log).
+ * Returns whether an answer may be sent compressed, and so varies by `Accept-Encoding`: only a
+ * successful JSON answer. Errors stay uncompressed so that any log can read them.
  *
  * @example
  * compressible(200, 'application/json') // true

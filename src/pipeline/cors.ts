@@ -1,6 +1,5 @@
 // Step 2: CORS for the API (`--cors-origin`). `Cors` adds the CORS headers to every answer
-// (`addCorsHeaders()`, `EXPOSED_HEADERS` and the rest) and answers a preflight before any key is
-// asked for (`answerPreflight()`).
+// (`addCorsHeaders()`) and answers a preflight before any key is asked for (`answerPreflight()`).
 import type { Context } from 'hono';
 import { OPERATIONS } from '../api/operations.ts';
 import { answerHeaders, appendHeader } from '../core/reply.ts';
@@ -31,8 +30,8 @@ export const EXPOSED_HEADERS = [
 ] as const;
 
 /**
- * The methods of the whole operations table, with HEAD beside GET: what a browser may send. The
- * experimental operations' methods are among them whether served or not; none adds a method.
+ * Every method of the operations table, with HEAD next to GET: what a browser may send. The
+ * experimental operations count whether served or not; they add no method of their own.
  */
 export const ALLOW_METHODS = [
   ...new Set(OPERATIONS.flatMap((op) => (op.method === 'GET' ? ['GET', 'HEAD'] : [op.method]))),
@@ -57,8 +56,7 @@ const EXPOSED = EXPOSED_HEADERS.join(',');
 /**
  * CORS for the API (`--cors-origin`): step 2 and the answer to a preflight, both before the
  * gateway. A request from an allowed origin gets the CORS headers whatever its answer; any other
- * gets only `Vary: Origin`. `*` allows every origin. The headers are gathered like every other
- * step's, for the one answer path.
+ * gets only `Vary: Origin`. `*` allows every origin.
  *
  * @example
  * const cors = new Cors(['https://app.example'])
@@ -93,7 +91,8 @@ export class Cors {
     if (c.req.method !== 'OPTIONS' || origin === undefined || !c.req.header('access-control-request-method')) {
       return undefined;
     }
-    // An origin not allowed gets the 204 without the headers that would let its page go on.
+    // An origin that is not allowed gets the 204 without the headers that let its page send the
+    // request.
     if (this.#allows(origin)) {
       const headers = answerHeaders(c);
       headers['Access-Control-Max-Age'] = MAX_AGE_SECONDS;

@@ -18,10 +18,10 @@ export interface CountRequestsOptions {
 }
 
 /**
- * Counts every request by operation (the id of the route that served it, else `other`) and
- * status and times it into the latency histogram, and each 429 by the caller's plan and its
- * Error code (`rate_limited`, `key_banned`, ...). Two plain steps the pipeline calls first and
- * last; installed only with `--metrics`, so a server without it pays nothing.
+ * Makes the request counter: `start` and `finish`, which step 1 calls first and last. It counts
+ * every request by operation (the id of the route that served it, else `other`) and status,
+ * records its latency, and counts each 429 by the caller's plan and Error code. The pipeline makes
+ * one only with `--metrics` or `--metrics-port`, so a server without them pays nothing.
  *
  * @example
  * const count = requestCounter({ metrics })
@@ -44,8 +44,8 @@ export function requestCounter({ metrics, now = () => performance.now(), operati
       const seconds = (now() - started) / 1000;
       metrics.answered(fixed ?? operationIndex(c.get('operation')), status, seconds, exportedTraceId);
       const caller = c.get('caller');
-      // Only the gateway answers 429 or 403, so such an answer is its refusal, whose code step 3
-      // set on the context.
+      // Only the gateway answers 429 or 403, so such an answer is its refusal, and step 3 set the
+      // refusal's code on the context.
       const refusal = status === 429 || status === 403 ? c.get('refusal') : undefined;
       if (status === 429 && refusal !== undefined) {
         metrics.refused(caller?.kind === 'consumer' ? caller.consumer.plan : 'anonymous', refusal);

@@ -1,6 +1,5 @@
-// The error answer: `toApiError()` maps what a step threw to an `ApiError` (a store that is down
-// is a 503, a request its client abandoned a 400, anything else a 500), and `answerError()`
-// answers an `ApiError` through `answer()`.
+// The error answer: `toApiError()` maps whatever a step threw to an `ApiError`, and
+// `answerError()` answers an `ApiError` through `answer()`.
 import type { Context } from 'hono';
 import { ApiError, serviceUnavailable } from '../core/api-error.ts';
 import { StoreUnavailableError } from '../store/store-error.ts';
@@ -9,10 +8,10 @@ import { answer } from './answer.ts';
 type ErrorReporter = (err: unknown, c: Context) => void;
 
 /**
- * Returns whatever was thrown as the ApiError to answer: known errors keep their status; a store
- * that cannot serve is a 503 `service_unavailable` (told to `unavailable`); whatever is thrown
- * once the client closed the connection is a 400 `invalid_request`, not logged; anything else is
- * a logged 500 (told to `report`). No message carries the error's own text, which may hold
+ * Maps whatever was thrown to the `ApiError` to answer. An `ApiError` stays as it is; a store that
+ * cannot serve becomes a 503 `service_unavailable`, passed to `unavailable`; anything thrown after
+ * the client closed the connection becomes a 400 `invalid_request`, not logged; anything else
+ * becomes a 500, passed to `report`. No message carries the error's own text, which may hold
  * internals.
  *
  * @example
@@ -39,8 +38,8 @@ export function toApiError(
 }
 
 /**
- * Answers a refusal or error as the contract's Error body, its own headers added to those the
- * request gathered (rate limits, request id): every refusal and error leaves here.
+ * Answers a refusal or error with the contract's Error body, adding its own headers to those the
+ * request gathered (rate limits, request id). Every refusal and error is answered here.
  *
  * @example
  * return answerError(c, NO_SUCH_PATH)

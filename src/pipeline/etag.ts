@@ -2,9 +2,9 @@
 
 /**
  * Returns a weak entity tag of a body and its other parts: the first 64 bits of MurmurHash3 x86_128
- * (seed 0) of the parts, each followed by a newline, as hex. Weak, because the same JSON is sent
- * plain, gzip or br. The hash is written here, not a runtime's, so Bun, Deno, Node and every
- * instance tag a body alike (`etag.test.ts` checks it).
+ * (seed 0) of the parts, each followed by a newline, as hex. It is weak because the same JSON is
+ * sent plain, gzip or br. The hash is implemented here rather than taken from a runtime, so Bun,
+ * Deno, Node and every instance give a body the same tag (`etag.test.ts` checks it).
  *
  * @example
  * weakEtagOf('[{"id":1}]') // 'W/"…"' (16 hex digits)
@@ -15,7 +15,7 @@ export function weakEtagOf(...parts: string[]): string {
 }
 
 const encoder = new TextEncoder();
-/** Reused for every hash: grown to the largest body seen (3 bytes per UTF-16 unit at most). */
+/** Reused by every hash; grows to fit the largest body seen, at 3 bytes per UTF-16 unit. */
 let scratch = new Uint8Array(16_384);
 /** The same bytes as 32-bit words, read in one load each where the platform is little-endian. */
 let words = new Int32Array(scratch.buffer);

@@ -1,6 +1,5 @@
-// The memo of step 6.2 (`memoOrRun`). `ReplyMemo` keeps the 200 replies of reads by their request
-// path and query. Step 6.2 looks a reply up here, and uses it while the store says that nothing its
-// read saw has changed. Step 8 only turns the reply into the Response.
+// The reply memo of step 6.2 (`memoOrRun`): `ReplyMemo` keeps the 200 replies of reads by their
+// path and query, and step 6.2 serves one while the store says that nothing it read has changed.
 import { LRUCache } from 'lru-cache';
 import type { PetSet, Reply } from '../core/reply.ts';
 import type { ChangeCount, DataStore } from '../store/store.ts';
@@ -11,7 +10,7 @@ import { StoreUnavailableError } from '../store/store-error.ts';
  * bench/README.md#measured-costs-behind-the-codes-choices).
  */
 const MAX_MEMO_CHARS = 4 * 1024 * 1024;
-/** Paths and queries remembered as asked once: a reply is memoised only at its second asking. */
+/** How many paths and queries asked for once are remembered: a reply is memoised at the second. */
 const MAX_SEEN_TARGETS = 4_096;
 
 /**
@@ -23,9 +22,9 @@ export type StoreChanges = Pick<DataStore, 'changeCount' | 'readsUnchangedSince'
 /** One memoised reply. */
 interface MemoEntry {
   /**
-   * A change count at which the reply is known to be true. When a `get` finds that nothing the
-   * reply read has changed, it sets `since` to the count it was given. The next `get` at that count
-   * then compares the two counts only.
+   * A change count at which the reply is known to be current. When `get` finds that nothing the
+   * reply read has changed, it moves `since` to the count it was given, so the next `get` at that
+   * count only compares the two counts.
    */
   since: ChangeCount;
   /** The pets the reply read (`Reply.reads`); undefined: every pet. */
@@ -43,11 +42,11 @@ interface Flight {
  * The memo of replies, looked up by the request's target: its path and query as sent. This
  * docstring is the memo's whole rule; other places point here.
  *
- * It holds only the 200 replies (`Reply`, never a 404) of operations whose answer depends only on
- * the target and the store (the table's `memo: true`), so the answer is the same for every caller:
- * pets are not per caller. A page or a pet asked again is then not read, turned into JSON or
- * hashed again. Each hit is still answered with a new `Response`, made by `answer()`
- * (src/pipeline/answer.ts) and compressed as the client asks.
+ * It holds only 200 replies (`Reply`, never a 404) of operations whose answer depends only on the
+ * target and the store (the table's `memo: true`), so the answer is the same for every caller. A
+ * pet or a page asked for again is not read, turned into JSON or hashed again. Each hit is still
+ * answered with a new `Response`, made by `answer()` (src/pipeline/answer.ts) and compressed as the
+ * client asks.
  *
  * A memoised reply is served only while none of the pets it read (`Reply.reads`) has changed
  * since the store's change count (`changeCount()`, src/store/change-counter.ts) it was read at. A
@@ -59,14 +58,14 @@ interface Flight {
  * When the store cannot tell its change count (`undefined`), the memo neither serves nor
  * memoises. The count is undefined while a hold has run out and is not yet expired, and whenever
  * else the store cannot tell what changed (`DataStore.changeCount`, src/store/store.ts). The memo
- * only caches: the wait for holds that ran out is step 6.1's, for the operations whose table entry
+ * does not wait for the expiry of due orders; step 6.1 does, for the operations whose table entry
  * says `waitsForDueOrderExpiry`.
  *
- * A reply is memoised at the second asking of its path and query; the first asking is only
- * remembered. A client paging once through a large catalogue would otherwise fill the memo.
+ * A reply is memoised the second time its path and query are asked for; the first time they are
+ * only remembered. Otherwise a client paging once through a large catalogue would fill the memo.
  *
- * While one request reads a path, others asking the same path wait and share its reply: they
- * have joined it (`readOrJoin`). So a slow store is not asked the same read many times.
+ * While one request reads a path, others asking for the same path wait and share its reply: they
+ * have joined it (`readOrJoin`). So a slow store is not asked for the same read many times.
  *
  * The memo is bounded by the characters of its bodies; the least recently used goes first.
  *
@@ -112,11 +111,11 @@ export class ReplyMemo {
 
   /**
    * Returns the reply for a request that found nothing memoised for `target` (`get`), at change
-   * count `count`. When another request is reading `target`, this one waits and shares its 200
-   * (`joined`), unless what that read saw has changed since; then it joins at most `joins` more
-   * reads before it reads itself. Otherwise it calls `read()` and memoises a 200 (`#memoiseIf200`).
-   * When the read it joined threw, a waiter rethrows a store outage (`StoreUnavailableError`, 503)
-   * and otherwise reads itself.
+   * count `count`. When another request is reading `target`, this one waits for that read and
+   * shares its 200 (`joined`) unless what the read saw has changed since; it waits for at most
+   * `joins` reads before it reads itself. With no read under way, it calls `read()` and memoises a
+   * 200. If a read it waited for threw, it rethrows a store outage (`StoreUnavailableError`, a
+   * 503) and otherwise reads itself.
    */
   async readOrJoin(
     target: string,
@@ -131,8 +130,8 @@ export class ReplyMemo {
     if (flight !== undefined) {
       if (joins === 0) return { reply: this.#memoiseIf200(target, count, await read()), joined: false };
       const reply = await flight.reply.catch((err: unknown) => {
-        // The store could not answer the read this request waited for: a waiter rethrows the 503
-        // rather than start a second read that would also time out.
+        // The store could not answer the read this request waited for: rethrow the 503 rather
+        // than start a second read that would also time out.
         if (err instanceof StoreUnavailableError) throw err;
         return undefined;
       });

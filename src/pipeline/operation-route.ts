@@ -22,30 +22,31 @@ export interface OperationRoute<D> {
   /** Its index among the metrics' operations. */
   readonly metricsIndex: number;
   /**
-   * The parts' memo when this operation is memoised, else undefined, so step 6.2 (`memoOrRun`) need
-   * not check `op.memo`.
+   * The memo when this operation is memoised, else undefined, so step 6.2 (`memoOrRun`) need not
+   * check `op.memo`.
    */
   readonly replyMemo: ReplyMemo | undefined;
   /**
-   * The parts' expiry of due orders when step 6.1 waits for it (`op.waitsForDueOrderExpiry`), else
-   * undefined, so step 6.1 (`afterDueOrderExpiry`) need not check the flag.
+   * The store's expiry of due orders when this operation waits for it
+   * (`op.waitsForDueOrderExpiry`), else undefined, so step 6.1 (`afterDueOrderExpiry`) need not
+   * check the flag.
    */
   readonly dueOrderExpiry: DueOrderExpiry | undefined;
 }
 
 /**
  * What `routeOf` takes from a table pipeline's parts (`TableParts`, src/pipeline/pipeline.ts): the
- * memo and the due orders' expiry, both there when the pipeline is given the store. A route keeps
- * each only for an operation that uses it.
+ * memo and the due orders' expiry, both set when the pipeline has the store. A route keeps each
+ * only when its operation uses it.
  */
 type StoreParts = Pick<OperationRoute<unknown>, 'replyMemo' | 'dueOrderExpiry'>;
 
 /**
- * Returns what serving `op` needs, checked once when its route is added: it throws at start-up for
- * an operation the pipeline cannot serve as the table says.
+ * Returns what serving `op` needs. Call it once, when the route is added: it throws a `TypeError`
+ * at start-up for an operation the pipeline cannot serve as the table says.
  */
 export function routeOf<D>({ replyMemo, dueOrderExpiry }: StoreParts, op: Operation<D>): OperationRoute<D> {
-  // A quota reader's answer is the caller's own: never memoised for another.
+  // An answer that shows the quota belongs to one caller, so it must not be memoised for others.
   if (op.memo && op.readsQuota) throw new TypeError(`pipeline: ${op.id} reads the quota and cannot be memoised`);
   // A memoised answer is found by its path and query alone, so its input must come from nothing
   // else.

@@ -1,9 +1,8 @@
-// A request's way from Hono's route to its answer. Every route's handler is made here. The tree
-// below is the code's one list of a table operation's eight steps, in the order they run;
-// ARCHITECTURE.md's walk says what each does. The make… functions (`makeOperationHandler`,
-// `makeRequestHandler`, `makeServiceRouteHandler`) run once each, when the app is built; the
-// tree runs per request. Who calls whom, each function indented under its caller (ARCHITECTURE.md
-// shows the same tree; src/layout.test.ts holds the two alike):
+// Makes every route's handler and runs each request from Hono's route to its answer. The tree
+// below is the one list of a table operation's eight steps, in the order they run; ARCHITECTURE.md
+// shows the same tree (src/layout.test.ts checks it) and says what each step does. The make…
+// functions (`makeOperationHandler`, `makeRequestHandler`, `makeServiceRouteHandler`) run once
+// each, when the app is built; the tree runs per request, each function indented under its caller:
 //
 //   handleRequest                   step 1, the route's handler
 //     runRequest                    step 1, inside the request's state
@@ -18,11 +17,11 @@
 //                 answer            step 8
 //
 // Steps 4 to 8 run inside the gateway's callback (`serveAdmitted`), so the gateway keeps the
-// caller's in-flight slot until the answer is made or a step throws. Step 8 does not follow
-// step 7 in sequence: step 6.2 calls `answer` from each of its three exits (a memo hit, the reply
-// of an operation that is not memoised, a read it ran or joined). Steps 6.1 to 7 pass `parts,
-// route, c, decision, caller` as five arguments, so a request makes no object to carry them
-// (what it does allocate: bench/README.md#what-a-request-allocates-on-its-way).
+// caller's in-flight slot until the answer is made or a step throws. Step 6.2 calls `answer`
+// (step 8) from each of its three exits: a memo hit, the reply of an operation that is not
+// memoised, and a read it ran or joined. Steps 6.1 to 7 take `parts, route, c, decision, caller`
+// as separate arguments so that a request allocates no object to carry them
+// (bench/README.md#what-a-request-allocates-on-its-way).
 import type { Context, ErrorHandler } from 'hono';
 import type { KeyHolder, Operation, StorelessOperation } from '../api/operation-types.ts';
 import { isApiPath } from '../api/operations.ts';
@@ -51,30 +50,27 @@ import { type RequestStart, requestLog } from './request-log.ts';
 import { requestTrace } from './request-trace.ts';
 import { MAX_URI_BYTES, pathAndQuery, uriTooLong } from './uri-limit.ts';
 
-/** What every pipeline needs, whether it serves an operations table or only service routes. */
+/** Options of every pipeline, whether it serves an operations table or only service routes. */
 export interface RouteHandlersOptions {
   log: Logger;
   clock: Clock;
   /**
-   * The client's address: the trace's `client.address` of every request, and the log line's of
-   * requests the gateway does not see.
+   * The client's address: the trace's `client.address` for every request, and the log line's
+   * `client` for requests the gateway does not see.
    */
   clientAddress: (c: Context<AppEnv>) => string;
   /** Largest accepted request body. */
   maxBodyBytes: number;
   /**
-   * Whether a path is one the gateway answers, whose answers are private (`no-store`): `/v1` by
-   * default.
+   * Whether the gateway serves a path; its answers get `Cache-Control: no-store`. Default: paths
+   * under `/v1`.
    */
   isGatewayPath?: (path: string) => boolean;
   /** Origins whose pages may call the API (`--cors-origin`). With none, there is no CORS at all. */
   corsOrigins?: readonly string[];
   /** Counts requests when given (`--metrics` or `--metrics-port`). */
   metrics?: Metrics;
-  /**
-   * The operation label every request is counted under, whatever route served it (the admin
-   * port's).
-   */
+  /** Counts every request under this operation label, whatever route served it (the admin port). */
   countAs?: string;
   /** Makes a fresh request id when the client sent none usable. */
   newId?: () => string;
@@ -85,32 +81,24 @@ export interface RouteHandlersOptions {
   hasValidKey?: (c: Context<AppEnv>) => boolean;
 }
 
-/**
- * What a pipeline that serves a table of operations needs besides: the admission check and the
- * handlers' deps.
- */
+/** Options of a pipeline that serves an operations table. */
 export interface TableRouteHandlersOptions<D> extends RouteHandlersOptions {
-  /**
-   * The admission check (`AdmissionCheck`, made by `createAdmissionCheck()` of
-   * src/gateway/gateway.ts): admits or refuses each request at step 3.
-   */
+  /** Step 3's admission check, made by `createAdmissionCheck()` of src/gateway/gateway.ts. */
   admissionCheck: AdmissionCheck;
   /** What the table's handlers work with (the store, the clock). */
   deps: D;
-  /**
-   * The methods the table serves at a path, or undefined for a path it has not (a 405's `Allow`).
-   */
+  /** Returns the methods the table serves at a path (a 405's `Allow`), or undefined for none. */
   allowedMethods: (path: string) => readonly string[] | undefined;
   /**
-   * The store as step 6 uses it, for the memo's change count and the expiry of due orders. Without
-   * it, the table may only add operations that are never memoised and expire no due orders first.
+   * The store, for step 6: the memo's change count and the expiry of due orders. Without it, the
+   * table may hold only operations that are not memoised and do not wait for that expiry.
    */
   changesAndExpiry?: StoreChanges & DueOrderExpiry;
 }
 
 /**
- * Makes the route handlers of an app that serves service routes alone: the metrics port's. Each
- * request runs step 1 (`handleRequest`) and then its service route, or 404.
+ * Makes the route handlers of an app that serves only service routes (the metrics port). Each
+ * request runs step 1 (`handleRequest`), then its service route or a 404.
  *
  * @example
  * const handlers = serviceRouteHandlers({ log, clock, clientAddress, maxBodyBytes: 65536 })
@@ -126,11 +114,10 @@ export function serviceRouteHandlers(options: RouteHandlersOptions) {
 }
 
 /**
- * Makes the route handlers of an app that serves an operations table, the API's or the admin API's:
- * those of `serviceRouteHandlers`, and `handlerFor`, which makes one operation's route handler
- * (this file's header lists its steps). Its types ask for what serving the table needs: a table
- * with memoised operations or operations that wait for the due orders' expiry
- * (`waitsForDueOrderExpiry`) needs `changesAndExpiry`.
+ * Makes the route handlers of an app that serves an operations table (the API or the admin API):
+ * those of `serviceRouteHandlers`, plus `handlerFor`, which makes one operation's handler. The
+ * overloads require `changesAndExpiry` when the table has memoised operations or operations that
+ * wait for the due orders' expiry (`waitsForDueOrderExpiry`).
  *
  * @example
  * const handlers = tableRouteHandlers({ log, clock, clientAddress, admissionCheck, deps,
@@ -157,27 +144,21 @@ export function tableRouteHandlers<D extends object>(
     replyMemo,
     dueOrderExpiry: changesAndExpiry,
   };
-  /**
-   * Answers a path no route serves (Hono's `notFound`). Under the API prefix it meets the gateway
-   * first.
-   */
+  /** Hono's `notFound`. A path under the API prefix passes the gateway first. */
   const notFound = makeRequestHandler(parts, (c) =>
     parts.isGatewayPath(c.req.path) ? serveNoRoute(parts, c) : answerError(c, NO_SUCH_PATH),
   );
   return { ...routeHandlers(parts, notFound), handlerFor: (op: Operation<D>) => makeOperationHandler(parts, op) };
 }
 
-/**
- * The route handlers of an app that serves a table: those of every app, and `handlerFor`, which
- * makes one operation's.
- */
+/** The route handlers of an app that serves a table: those of every app, plus `handlerFor`. */
 export interface TableRouteHandlers<O> extends ReturnType<typeof routeHandlers> {
   handlerFor(op: O): RouteHandler;
 }
 
 /** Makes the route handlers every app has: service routes, `notFound` and Hono's `onError`. */
 function routeHandlers(parts: PipelineParts, notFound: RouteHandler) {
-  /** Answers what escapes step 1 (Hono's `onError`) with the Error body all the same. */
+  /** Hono's `onError`: answers an error that escapes step 1 with the contract's Error body too. */
   const onError: ErrorHandler<AppEnv> = (err, c) => answerError(c, toApiError(err, c, parts.report, parts.unavailable));
   return {
     serviceRoute: (route: ServiceRoute) => makeServiceRouteHandler(parts, route),
@@ -186,7 +167,7 @@ function routeHandlers(parts: PipelineParts, notFound: RouteHandler) {
   };
 }
 
-/** What the steps of one pipeline share: its options, and the parts made once from them. */
+/** What the steps of one pipeline share, made once from its options. */
 interface PipelineParts {
   readonly isGatewayPath: (path: string) => boolean;
   readonly maxBodyBytes: number;
@@ -208,21 +189,21 @@ interface PipelineParts {
   readonly unavailable: (err: unknown, c: Context<AppEnv>) => void;
 }
 
-/** What the steps of a pipeline that serves a table share besides. */
+/** What the steps of a pipeline that serves a table also share. */
 interface TableParts<D> extends PipelineParts {
   readonly admissionCheck: AdmissionCheck;
   readonly deps: D;
   readonly allowedMethods: (path: string) => readonly string[] | undefined;
-  /** The reply memo, over the store's change count, when the pipeline is given the store. */
+  /** The reply memo; undefined when the pipeline has no store. */
   readonly replyMemo: ReplyMemo | undefined;
   /**
-   * The store's expiry of due orders, when the pipeline is given the store: `routeOf` hands it to
-   * the route of each operation that waits for the due orders' expiry.
+   * The store's expiry of due orders; undefined when the pipeline has no store. `routeOf` gives it
+   * only to operations that wait for it.
    */
   readonly dueOrderExpiry: DueOrderExpiry | undefined;
 }
 
-/** Makes the parts every step of one pipeline shares, once, from its options. */
+/** Makes the parts that every step of one pipeline shares. */
 function partsOf({
   log,
   clock,
@@ -235,7 +216,8 @@ function partsOf({
   isGatewayPath = isApiPath,
   hasValidKey = () => false,
 }: RouteHandlersOptions): PipelineParts {
-  // Within a request its state names it; Hono's `onError` runs once the request's state is left.
+  // Inside a request, the logger adds the request id from the request state. Hono's `onError`
+  // runs after that state is closed, so its line names the request id itself.
   const errorFields = (c: Context<AppEnv>, err: unknown) =>
     currentRequest()
       ? { error: peerText(String(err)) }
@@ -255,24 +237,21 @@ function partsOf({
 }
 
 /**
- * Makes a table operation's route handler (the API's or the admin API's): `routeOf` checks the
- * operation once, when its route is added, and the handler returned runs each request through
- * steps 1 to 8. Who calls whom: the tree in this file's header; what each step does and answers:
- * ARCHITECTURE.md's walk
- * ([the request's steps](../../ARCHITECTURE.md#the-request-in-the-pipelines-eight-steps)).
+ * Makes a table operation's route handler, which runs each request through steps 1 to 8.
+ * `routeOf` checks the operation once, here, when its route is added. What each step does:
+ * [ARCHITECTURE.md's walk](../../ARCHITECTURE.md#the-request-in-the-pipelines-eight-steps).
  */
 function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
   const route = routeOf(parts, op);
   const { cors } = parts;
-  // This function and the callbacks inside it are named as what they do, so a debugger's stack
-  // and a CPU profile name them.
+  // Named function expressions, so that stack traces and CPU profiles show each step's name.
   return makeRequestHandler(parts, function serveOperation(c) {
     c.set('operation', op.id);
-    // A preflight (OPTIONS) matches no operation's route, so `notFound` (`serveNoRoute`) answers
-    // it before any key is asked for.
+    // No preflight gets here: OPTIONS matches no operation's route, so `serveNoRoute` answers it
+    // before any key is asked for.
     cors?.addCorsHeaders(c);
-    // Steps 4 to 8 run inside the gateway's callback, so it frees the in-flight slot only after the
-    // answer.
+    // Steps 4 to 8 run inside the gateway's callback, so the gateway frees the in-flight slot only
+    // after the answer is made.
     return passGateway(parts, c, op, function serveAdmitted(decision, caller) {
       addDeprecationHeaders(c, route);
       return checkBodyLimits(parts, c, function serveCheckedBody() {
@@ -283,30 +262,29 @@ function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteH
 }
 
 /**
- * Makes step 1, `handleRequest`, around `inner`, the rest of the request's steps. Every Hono
- * route's handler is one of these, so Hono calls one handler per request and composes no
- * middleware: an outer middleware and catch-all routes cost every request CPU (measured:
- * bench/README.md#measured-costs-behind-the-codes-choices).
+ * Makes step 1, `handleRequest`, which runs `inner` (the rest of the request's steps). Every Hono
+ * route's handler is one of these, so Hono runs one handler per request and no middleware: a
+ * middleware or a catch-all route adds CPU time to every request
+ * (bench/README.md#measured-costs-behind-the-codes-choices).
  *
- * Step 1 is two functions: `handleRequest`, the handler made here, gives the request its id and
- * opens its state; `runRequest` does the rest of step 1 inside that state and calls `inner`. For
- * an operation, `inner` is `serveOperation` (steps 2 to 8).
+ * `handleRequest` gives the request its id and opens its request state; `runRequest` does the rest
+ * of step 1 inside that state and calls `inner`, which for an operation is `serveOperation`.
  *
- * @param traced When false, the request makes no trace. The probes' and scrapers' service routes
- *   pass false.
+ * @param traced False for a route that makes no trace: the service routes that probes and
+ *   scrapers call.
  */
 function makeRequestHandler(parts: PipelineParts, inner: InnerHandler, traced = true): RouteHandler {
   const { requestLog, tracing } = parts;
   return function handleRequest(c) {
     const start = requestLog.start(c);
-    // The request's state (src/trace/request-state.ts) holds its id and trace: every log line
-    // and trace record made while it is served reads it.
+    // Every log line and trace record made while the request is served reads its id and trace
+    // from the request state (src/trace/request-state.ts).
     return tracing.run(c, start.id, traced, (state) => runRequest(parts, c, start, state, inner));
   };
 }
 
 /**
- * Step 1 inside the request's state: sets the headers every answer carries, refuses an overlong
+ * Step 1, inside the request state: sets the headers every answer carries, refuses an overlong
  * URI (414) and runs `inner`. Then it ends the trace record, writes the log line and the metrics,
  * and returns the answer.
  */
@@ -333,12 +311,13 @@ async function runRequest(
     try {
       res = await inner(c);
     } catch (err) {
-      // A handler's or a step's throw becomes an `ApiError` here (500 for the unknown).
+      // Whatever a later step or the handler throws is answered here; `toApiError` makes an
+      // unexpected error a 500.
       res = answerError(c, toApiError(err, c, report, unavailable));
     }
   }
-  // The trace's export decision is final once the request is answered. When the tail rules keep a
-  // request the head sampler did not, `traceresponse` is written again.
+  // The export decision is final only after the answer. When it differs from the head sampler's,
+  // `traceresponse` is set again to show the final one.
   const head = state.sampled === true;
   const exported = tracing.finish(c, state, res.status);
   if (exported !== head && traceresponse) setTraceResponse(res, tracing.header(state));
@@ -355,14 +334,14 @@ function setTraceResponse(res: Response, value: string | undefined): void {
   try {
     res.headers.set('traceresponse', value);
   } catch {
-    // A response whose headers are immutable keeps the decision made at the start.
+    // Some responses have immutable headers; they keep the `traceresponse` set at the start.
   }
 }
 
 /**
- * Step 3: asks the gateway (src/gateway/gateway.ts) to admit the request, and returns
- * `serveAdmitted`'s answer or the answer to the refusal the gateway returned (`AdmissionCheck`).
- * A refusal's code is set as `refusal`, where the trace and the metrics read it (src/app-env.ts).
+ * Step 3: asks the admission check (src/gateway/gateway.ts) to admit the request. Returns
+ * `serveAdmitted`'s answer, or answers the refusal the check returns after setting its code as
+ * `refusal`, where the trace and the metrics read it (src/app-env.ts).
  */
 async function passGateway<D>(
   { admissionCheck }: TableParts<D>,
@@ -376,7 +355,10 @@ async function passGateway<D>(
   return answerError(c, servedOrRefused);
 }
 
-/** Step 4: adds a deprecated operation's headers to every answer after the gateway's. */
+/**
+ * Step 4: adds a deprecated operation's headers to its answer. The gateway's refusals are answered
+ * before this step, so they carry none.
+ */
 function addDeprecationHeaders<D>(c: Context<AppEnv>, { deprecationHeaders }: OperationRoute<D>): void {
   if (deprecationHeaders) Object.assign(answerHeaders(c), deprecationHeaders);
 }
@@ -390,22 +372,20 @@ async function checkBodyLimits(
   c: Context<AppEnv>,
   next: () => Promise<Response>,
 ): Promise<Response> {
-  // The runtimes hand a GET or HEAD no body stream, so only its headers can tell of a body.
+  // The runtimes give a GET or HEAD no body stream, so only its headers can show a body.
   checkBodyOnGetOrHead(c, parts.maxBodyBytes);
-  // A write sent without a body has no stream either. Step 7 answers it 415 when its Content-Type
-  // is not JSON, else 400.
+  // A write sent without a body has no stream either. Step 7 refuses it: 415 when its
+  // Content-Type is not JSON, else 400.
   if (!c.req.raw.body) return next();
   return parts.limitBody(c, next);
 }
 
 /**
- * Step 6.1: runs step 6.2 after the due orders' expiry under way, if any. Only the route of an
- * operation that waits for it (`waitsForDueOrderExpiry`) holds the store's `dueOrderExpiry`
- * (`routeOf`): it starts the expiry (`startDueOrderExpiry()`) and, while a run is under way, runs
- * step 6.2 once it ends, so the answer shows the pets of orders whose hold ran out `available`. Any
- * other operation goes straight to step 6.2. What the read answers when the run fails or is
- * slow: `startDueOrderExpiry` of `DataStore` (src/store/store.ts). Not async, so it adds no
- * promise of its own when nothing is due.
+ * Step 6.1: for an operation that waits for the due orders' expiry (`waitsForDueOrderExpiry`),
+ * starts the store's expiry and runs step 6.2 once any run under way ends. Any other operation
+ * goes straight to step 6.2. What the read answers when the expiry fails or is slow:
+ * `startDueOrderExpiry` of `DataStore` (src/store/store.ts). Not async, so it makes no extra
+ * promise when nothing is due.
  */
 function afterDueOrderExpiry<D>(
   parts: TableParts<D>,
@@ -414,18 +394,17 @@ function afterDueOrderExpiry<D>(
   decision: Decision,
   caller: ConsumerCaller,
 ): Promise<Response> {
-  // Expiring an order whose hold ran out makes its pet `available`, with a new version. A read of
-  // pets waits for that, so it shows the pet `available`, with the version a PATCH's `If-Match`
-  // must name.
+  // Expiring a due order makes its pet `available` with a new version. A read of pets waits for
+  // it, so it shows that status and the version a PATCH's `If-Match` must name.
   const expiring = route.dueOrderExpiry?.startDueOrderExpiry();
   if (!expiring) return memoOrRun(parts, route, c, decision, caller);
   return expiring.then(() => memoOrRun(parts, route, c, decision, caller));
 }
 
 /**
- * Step 6.2: answers a memoised operation from the memo (src/pipeline/memo.ts) when nothing it read
- * has changed since. Otherwise, and for every operation that is not memoised (`placeOrder`), it
- * runs step 7 and answers its reply.
+ * Step 6.2: answers a memoised operation from the memo (src/pipeline/memo.ts) while nothing its
+ * reply read has changed. Otherwise, and for every operation that is not memoised (such as
+ * `placeOrder`), it runs step 7 and answers its reply.
  */
 async function memoOrRun<D>(
   parts: TableParts<D>,
@@ -437,8 +416,8 @@ async function memoOrRun<D>(
   const { replyMemo } = route;
   if (!replyMemo) return answer(c, await runHandler(parts, route, c, decision, caller));
   const { memoCount } = parts;
-  // The path and query as sent: the same text always validates to the same input (`routeOf`
-  // refuses a memoised operation that reads headers or a body).
+  // The memo's key is the path and query as sent. The same text always validates to the same
+  // input, because `routeOf` refuses to memoise an operation that reads headers or a body.
   const target = pathAndQuery(c.req.url);
   const changeCount = replyMemo.changeCount();
   const memoised = replyMemo.get(target, changeCount);
@@ -449,7 +428,7 @@ async function memoOrRun<D>(
   const { reply, joined } = await replyMemo.readOrJoin(target, changeCount, function readReply() {
     return runHandler(parts, route, c, decision, caller);
   });
-  // A request answered by another's read under way counts as a hit: it read nothing itself.
+  // A request that joined another's read counts as a hit: it did not read the store itself.
   memoCount?.(route.metricsIndex, joined);
   return answer(c, reply);
 }
@@ -465,18 +444,16 @@ async function runHandler<D>(
   decision: Decision,
   caller: ConsumerCaller,
 ): Promise<Reply> {
-  // A quota reader's input is the limiter's decision that admitted it.
   const quota = op.readsQuota ? quotaStatus(caller.consumer, decision) : undefined;
-  // The owner names whose records the handler writes or reads: the caller's consumer.
   const input = await readInput(c, ownerOf(caller.consumer), quota, keyHolderOf(op, caller));
   return addWeakEtag(op, await op.handler(input, deps));
 }
 
 /**
  * Returns `reply` with a weak ETag of its body when the table asks for one (`weakEtag`) and the
- * reply is a 200 with a text body (a string) and no tag of its own; any other reply as it is. A
- * page's next-page `Link` is part of what the client holds: a page whose body is the same but
- * whose next link moved must not answer 304, so the tag covers the link too.
+ * reply is a 200 with a string body and no ETag of its own; otherwise returns `reply` unchanged.
+ * The tag covers a page's next-page `Link` too: a page with the same body but a different next
+ * link must not get a 304.
  */
 function addWeakEtag<D>(op: Operation<D>, reply: Reply): Reply {
   if (!op.weakEtag || reply.etag !== undefined || reply.status !== 200 || typeof reply.body !== 'string') return reply;
@@ -490,9 +467,10 @@ function keyHolderOf<D>(op: Operation<D>, caller: ConsumerCaller): KeyHolder | u
 }
 
 /**
- * Answers a path under the API prefix that no operation serves with this method. It passes steps 2
- * (where a preflight is answered), 3 and 5 as an operation would, so a caller without a key learns
- * nothing of paths (401 before 404). Then 405 with `Allow` for a path the table has, else 404.
+ * Answers a request under the API prefix that no operation serves with its method. It runs steps
+ * 2 (answering a preflight there), 3 and 5 as an operation does, so a caller without a key gets a
+ * 401 and learns nothing about paths. Then it answers 405 with `Allow` when the table serves the
+ * path with other methods, else 404.
  */
 function serveNoRoute<D>(parts: TableParts<D>, c: Context<AppEnv>): Response | Promise<Response> {
   const { cors } = parts;
@@ -501,7 +479,7 @@ function serveNoRoute<D>(parts: TableParts<D>, c: Context<AppEnv>): Response | P
     const preflight = cors.answerPreflight(c);
     if (preflight) return preflight;
   }
-  // The path's methods are looked up only for an admitted caller.
+  // Only an admitted caller learns which methods the path has.
   return passGateway(parts, c, NO_ROUTE, () =>
     checkBodyLimits(parts, c, async () => {
       const allowed = parts.allowedMethods(c.req.path);
@@ -510,10 +488,7 @@ function serveNoRoute<D>(parts: TableParts<D>, c: Context<AppEnv>): Response | P
   );
 }
 
-/**
- * Makes a service route's handler: step 1, then the route's own, answered through the one answer
- * path.
- */
+/** Makes a service route's handler: step 1, then the route's handler, answered by `answer`. */
 function makeServiceRouteHandler(parts: PipelineParts, route: ServiceRoute): RouteHandler {
   return makeRequestHandler(
     parts,
@@ -528,11 +503,11 @@ function makeServiceRouteHandler(parts: PipelineParts, route: ServiceRoute): Rou
 /** What step 1 runs inside the request's state: the rest of the request's steps. */
 type InnerHandler = (c: Context<AppEnv>) => Response | Promise<Response>;
 
-/** A Hono route's handler, and `notFound`: the request in, its one answer out. */
+/** A Hono route's handler or `notFound`: takes the request and returns its one answer. */
 type RouteHandler = (c: Context<AppEnv>) => Promise<Response>;
 
 /** The service routes probes and scrapers call every few seconds: no trace is made of them. */
 const UNTRACED: ReadonlySet<ServiceRouteId> = new Set(['healthz', 'readyz', 'metrics']);
 
-/** What the gateway knows of a path no operation serves: it costs 1 and needs no scope. */
+/** What the gateway sees for a path no operation serves: the default cost of 1, and no scope. */
 const NO_ROUTE: GatedOperation = {};

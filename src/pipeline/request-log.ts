@@ -1,5 +1,5 @@
-// Step 1's request log: `requestLog()` gives each request its id (the client's sane
-// `X-Request-Id`, else a new one) and writes its one line once answered: the key, never the token.
+// Step 1's request log: `requestLog()` gives each request its id and writes one line per request
+// once it is answered.
 import type { Context } from 'hono';
 import { routePath } from 'hono/route';
 import type { AppEnv } from '../app-env.ts';
@@ -17,10 +17,10 @@ export interface RequestLogOptions {
 }
 
 /**
- * A client's id is kept only when it is short and plain (1-64 of `[A-Za-z0-9._:-]`), so it is
- * safe to log and echo: a `Bearer …` value has a space, and one holding `psk_` anywhere (an API
- * token, alone or inside) is refused, so a client that sends its token by mistake never sees it
- * in a log or a proxy's.
+ * A client's request id is kept only when it is short and plain (1 to 64 of `[A-Za-z0-9._:-]`),
+ * so it is safe to log and echo. A `Bearer …` value fails (it has a space), and `saneRequestId`
+ * also refuses any id containing `psk_` (an API token), so a token sent by mistake never appears
+ * in our log or a proxy's.
  */
 const SANE_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
@@ -44,7 +44,7 @@ export interface RequestStart {
 
 /**
  * Makes the request log, as two calls for step 1 (`handleRequest`): `start` gives the request its
- * id (the client's `X-Request-Id` when sane), and `finish` writes the one log line once the status
+ * id (the client's `X-Request-Id` when safe), and `finish` writes the one log line once the status
  * is known. The line names the key or the address, never the token.
  *
  * @example
@@ -65,9 +65,8 @@ export function requestLog({ log, clock, newId = () => crypto.randomUUID(), clie
       return { id, at };
     },
     /**
-     * Writes the request's one log line, in the request's state, whose ids (`requestId`, `traceId`,
-     * `spanId`) the line carries; `"traceSampled":true` when the request's trace is `exported`, and
-     * nothing when not.
+     * Writes the request's log line. Call it inside the request state, whose `requestId`, `traceId`
+     * and `spanId` the line carries. It adds `"traceSampled":true` when the trace is `exported`.
      */
     finish(c: Context<AppEnv>, { at }: RequestStart, status: number, exported = false): void {
       const method = c.req.method;
@@ -92,8 +91,8 @@ function who(c: Context<AppEnv>, clientAddress: RequestLogOptions['clientAddress
     fields.consumer = caller.consumer.name;
     fields.key = caller.key.id;
   } else if (caller?.key) {
-    // A revoked key, or a known key outside its dates: answered as an unknown one, named here with
-    // the reason.
+    // A revoked key, or a known key outside its dates: answered as an unknown key, but logged by
+    // name with the reason.
     fields.client = caller.address;
     fields.consumer = caller.key.consumer.name;
     fields.key = caller.key.id;

@@ -1,4 +1,4 @@
-// Step 1's trace: `requestTrace()` opens the request's state with its trace ids, gives the
+// Step 1's trace: `requestTrace()` opens the request state with its trace ids, gives the
 // `traceresponse` header, and ends the request's trace record with the answer
 // (src/trace/spans.ts). A record kept for export becomes the server span when it is exported.
 import type { Context } from 'hono';
@@ -10,7 +10,7 @@ import { beginRequest, finishRequest, type SpanDetails, type SpanStart, traceRes
 export interface RequestTraceOptions {
   /** The client's address as trusted (`client.address`). */
   clientAddress: (c: Context<AppEnv>) => string;
-  /** Whether the caller has a valid key: only then may its sampled flag force a trace. */
+  /** Whether the caller has a valid key: only then may its `traceparent` force a trace. */
   hasValidKey: (c: Context<AppEnv>) => boolean;
 }
 
@@ -35,7 +35,7 @@ export function requestTrace({ clientAddress, hasValidKey }: RequestTraceOptions
     route: matchedRoute,
     operation: (c) => c.get('operation'),
     consumer: (c) => consumerCaller(c)?.consumer.name,
-    // The gateway's view of the caller: `admitted` or the refusal's code; none before it ran.
+    // The gateway's outcome, `admitted` or the refusal's code; undefined if it did not run.
     outcome: (c) => (c.get('caller') ? (c.get('refusal') ?? 'admitted') : undefined),
     client: clientAddress,
   };
@@ -48,8 +48,8 @@ export function requestTrace({ clientAddress, hasValidKey }: RequestTraceOptions
     /** The `traceresponse` to answer with; undefined for a request that is not traced. */
     header: traceResponse,
     /**
-     * Ends the request's record with the answer (details read if kept), and returns whether it is
-     * exported.
+     * Ends the request's trace record with the answer's status and returns whether the trace is
+     * exported. The span details are read only for a record that is kept.
      */
     finish(c: Context<AppEnv>, state: RequestState, status: number): boolean {
       if (state.record === undefined) return state.sampled === true;

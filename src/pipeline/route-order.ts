@@ -1,11 +1,10 @@
 // The order in which the table's routes are added to Hono.
 
 /**
- * Returns the table's entries in the order their routes are added. Hono serves a request with the
- * first route that matches, so a static segment must come before a parameter in the same place. The
- * entries are sorted by their segments' kinds (static `0`, parameter `1`), a stable sort: entries
- * with the same kinds keep the table's order. A route such as `/pets/count` (none is served today)
- * would so come before `/pets/:petId`.
+ * Returns the table's entries in the order to add their routes to Hono. Hono serves a request with
+ * the first route that matches, so a static segment must come before a parameter in the same
+ * position. The sort is stable: entries whose segments are of the same kinds keep the table's
+ * order. No such route is served, but `/pets/count` would come before `/pets/:petId`.
  *
  * @example
  * byRouteOrder([{ path: '/pets/:petId' }, { path: '/pets/count' }]) // [{ path: '/pets/count' }, { path: '/pets/:petId' }]

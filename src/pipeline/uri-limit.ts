@@ -1,5 +1,5 @@
-// Step 1's URI limit: `uriTooLong()` is the 414 of a path and query over `MAX_URI_BYTES`.
-// `pathAndQuery()` (the memo's lookup target) reads a request's URL as sent.
+// Step 1's URI limit: `uriTooLong()` returns the 414 for a path and query over `MAX_URI_BYTES`.
+// `pathAndQuery()` returns a URL's path and query as sent, which is also the memo's key.
 import { ApiError } from '../core/api-error.ts';
 
 /**
@@ -10,9 +10,9 @@ import { ApiError } from '../core/api-error.ts';
 export const MAX_URI_BYTES = 8 * 1024;
 
 /**
- * Returns the 414 `uri_too_long` for a request whose path and query together exceed `maxBytes`, or
- * undefined: a plain step, so step 1 (`runRequest`, src/pipeline/pipeline.ts) runs it without a
- * middleware of its own.
+ * Returns the 414 `uri_too_long` when a request's path and query together exceed `maxBytes`, else
+ * undefined. Step 1 (`runRequest`, src/pipeline/pipeline.ts) calls it as a function, not a
+ * middleware.
  *
  * @example
  * uriTooLong('http://localhost/v1/pets?limit=20', 8192) // undefined
