@@ -87,7 +87,7 @@ export interface WorkerStart {
 /** What the supervisor sends a worker. */
 export type ToWorker =
   | WorkerStart
-  /** The limiter's answers to one batch of questions (`decide`). */
+  /** The limiter's answers to one batch of asks (`decide`). */
   | ({ readonly type: 'decided' } & PackedAnswers)
   | { readonly type: 'keys'; readonly keys: readonly KeyRecord[] }
   | { readonly type: 'stop'; readonly deadlineMs: number }
@@ -100,7 +100,7 @@ export type ToWorker =
 
 /** What a worker sends the supervisor. */
 type FromWorker =
-  /** The worker's questions to the limiter from one event-loop turn, in one message. */
+  /** The worker's asks to the limiter from one event-loop turn, in one message. */
   | ({ readonly type: 'decide' } & PackedAsks)
   /** Its module is loaded and it handles messages, so it can be sent its start message now. */
   | { readonly type: 'loaded' }

@@ -36,7 +36,7 @@ async function serve(start: WorkerStart): Promise<void> {
   const state = new Int32Array(memory.state);
   let keyTable = new KeyTable(keyRecords(start.keys));
   let hostStatus = start.hostStatus;
-  // The limiter's questions of one event-loop turn go out in one message, and the answers come
+  // The limiter's asks of one event-loop turn go out in one message, and the answers come
   // back in one. A busy consumer's requests are decided here, from the supervisor's grants.
   const limiter = new RemoteLimiter(
     batched((asks) => post({ type: 'decide', ...packAsks(asks) })),
