@@ -144,7 +144,11 @@ export function tableRouteHandlers<D extends object>(
     replyMemo,
     dueOrderExpiry: changesAndExpiry,
   };
-  /** Hono's `notFound`. A path under the API prefix passes the gateway first. */
+  /**
+   * Hono's `notFound`. A path the gateway serves (`isGatewayPath`: under the API prefix, or the
+   * admin prefix in the admin app) goes to `serveNoRoute`, which passes the gateway first; any
+   * other path gets 404.
+   */
   const notFound = makeRequestHandler(parts, (c) =>
     parts.isGatewayPath(c.req.path) ? serveNoRoute(parts, c) : answerError(c, NO_SUCH_PATH),
   );
