@@ -20,7 +20,9 @@
 // caller's in-flight slot until the answer is made or a step throws. Step 6.2 calls `answer`
 // (step 8) from each of its three exits: a memo hit, the reply of an operation that is not
 // memoised, and a read it ran or joined. Steps 6.1 to 7 take `parts, route, c, decision, caller`
-// as separate arguments so that a request allocates no object to carry them
+// as separate arguments so that no object carries them. A request allocates only the closures
+// that pass them on: `serveAdmitted` and `serveCheckedBody` always, `readReply` on a memo miss,
+// and step 6.1's `then` callback when it waits for the due orders' expiry
 // (bench/README.md#what-a-request-allocates-on-its-way).
 import type { Context, ErrorHandler } from 'hono';
 import type { KeyHolder, Operation, StorelessOperation } from '../api/operation-types.ts';
