@@ -162,7 +162,10 @@ export function createApp({
 
   const app = new Hono<AppEnv>();
   // One route per operation and service route, so a request matches one handler. `notFound`
-  // answers the rest: 404, or 405 for an API path asked for with a method it does not serve.
+  // answers the rest. Outside the API prefix: 404. Under it (`serveNoRoute` of
+  // src/pipeline/pipeline.ts), in this order: a CORS preflight, the gateway's refusal (401 to a
+  // caller without a key), step 5's 413 or 415, then 405 with `Allow` when the path is served
+  // with other methods, else 404.
   for (const route of serviceRoutes({
     store,
     keyTable,

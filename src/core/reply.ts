@@ -27,8 +27,10 @@ export interface PetSet {
 /**
  * What a route, a step or the error path decides to answer. Only `answer()` turns it into a
  * `Response`, and nothing changes that `Response` afterwards except `traceresponse`, which the
- * pipeline rewrites when the tail sampling rules keep a trace the head sampler did not
- * (`setTraceResponse` in src/pipeline/pipeline.ts). The only response built outside the app is
+ * pipeline rewrites when the final export decision differs from the head sampler's: the tail
+ * sampling rules keep a trace the head sampler did not, or a head-sampled record was overwritten
+ * in the trace ring while the request was served (`finishRequest` in src/trace/spans.ts,
+ * `setTraceResponse` in src/pipeline/pipeline.ts). The only response built outside the app is
  * Deno's 503 to a request that arrives while the server drains (src/serve/deno.ts).
  */
 export interface Reply {

@@ -31,8 +31,13 @@ export function answer(c: Context, reply: Reply): Response {
       body = null;
     }
   }
+  // Hono answers a HEAD by running the GET route and sending its response without the body
+  // (`new Response(null, …)` in hono-base). The body is still made, and a HEAD's JSON compressed
+  // as a GET's would be, only so that its `Content-Length` and `Content-Encoding` match the GET's.
+  // The runtimes date every other answer but send a bodiless HEAD answer without `Date`, which
+  // RFC 9110 section 6.6.1 asks for; it is set here by the system clock, as the runtimes date,
+  // not the app's `Clock`.
   const head = c.req.method === 'HEAD';
-  // The system clock, not the app's `Clock`: the runtime dates every other answer by it.
   if (head) headers.Date = new Date().toUTCString();
   if (body === null) return new Response(null, { status, headers });
   if (type !== undefined) headers['Content-Type'] = type;

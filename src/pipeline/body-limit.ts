@@ -13,8 +13,11 @@ export const MAX_BODY_BYTES = 64 * 1024;
  * Above this declared size, the 413 also closes the connection (RFC 9112 section 9.6 allows
  * reading the rest up to a bound, or closing). Below it, the runtime reads and discards the rest of
  * an over-limit body after the answer, so a client that sends its whole body before reading gets
- * the 413, not a connection reset. The bound caps the time one connection spends discarding
- * (docs/operations.md, "Resource bounds").
+ * the 413, not a connection reset. The bound is on the declared `Content-Length` (a chunked body
+ * declares none), so it caps the bytes one connection reads and discards after a 413, and with
+ * them the time it spends on that: 1 GiB is far above a body sent by mistake (a file of some
+ * MiB), which keeps its connection, while a larger one closes it instead (docs/operations.md,
+ * "Resource bounds").
  */
 const MAX_DISCARDED_BYTES = 1024 * 1024 * 1024;
 

@@ -20,8 +20,16 @@
 // caller's in-flight slot until the answer is made or a step throws. Step 6.2 calls `answer`
 // (step 8) from each of its three exits: a memo hit, the reply of an operation that is not
 // memoised, and a read it ran or joined. Steps 6.1 to 7 take `parts, route, c, decision, caller`
-// as separate arguments so that a request allocates no object to carry them
+// as separate arguments so that no object carries them. A request allocates only the closures
+// that pass them on: `serveAdmitted` and `serveCheckedBody` always, `readReply` on a memo miss,
+// and step 6.1's `then` callback when it waits for the due orders' expiry
 // (bench/README.md#what-a-request-allocates-on-its-way).
+//
+// The file defines the app's handlers and the parts they share first, then the tree's functions
+// in its order, each followed by its helpers, and last `serveNoRoute` and
+// `makeServiceRouteHandler`, for the requests no operation serves. `handleRequest` is the closure
+// `makeRequestHandler` returns and `serveOperation` the one `makeOperationHandler` passes it, so
+// each of these make… functions stands where its closure runs in the tree.
 import type { Context, ErrorHandler } from 'hono';
 import type { KeyHolder, Operation, StorelessOperation } from '../api/operation-types.ts';
 import { isApiPath } from '../api/operations.ts';
@@ -144,7 +152,11 @@ export function tableRouteHandlers<D extends object>(
     replyMemo,
     dueOrderExpiry: changesAndExpiry,
   };
-  /** Hono's `notFound`. A path under the API prefix passes the gateway first. */
+  /**
+   * Hono's `notFound`. A path the gateway serves (`isGatewayPath`: under the API prefix, or the
+   * admin prefix in the admin app) goes to `serveNoRoute`, which passes the gateway first; any
+   * other path gets 404.
+   */
   const notFound = makeRequestHandler(parts, (c) =>
     parts.isGatewayPath(c.req.path) ? serveNoRoute(parts, c) : answerError(c, NO_SUCH_PATH),
   );
@@ -237,31 +249,6 @@ function partsOf({
 }
 
 /**
- * Makes a table operation's route handler, which runs each request through steps 1 to 8.
- * `routeOf` checks the operation once, here, when its route is added. What each step does:
- * [ARCHITECTURE.md's walk](../../ARCHITECTURE.md#the-request-in-the-pipelines-eight-steps).
- */
-function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
-  const route = routeOf(parts, op);
-  const { cors } = parts;
-  // Named function expressions, so that stack traces and CPU profiles show each step's name.
-  return makeRequestHandler(parts, function serveOperation(c) {
-    c.set('operation', op.id);
-    // No preflight gets here: OPTIONS matches no operation's route, so `serveNoRoute` answers it
-    // before any key is asked for.
-    cors?.addCorsHeaders(c);
-    // Steps 4 to 8 run inside the gateway's callback, so the gateway frees the in-flight slot only
-    // after the answer is made.
-    return passGateway(parts, c, op, function serveAdmitted(decision, caller) {
-      addDeprecationHeaders(c, route);
-      return checkBodyLimits(parts, c, function serveCheckedBody() {
-        return afterDueOrderExpiry(parts, route, c, decision, caller);
-      });
-    });
-  });
-}
-
-/**
  * Makes step 1, `handleRequest`, which runs `inner` (the rest of the request's steps). Every Hono
  * route's handler is one of these, so Hono runs one handler per request and no middleware: a
  * middleware or a catch-all route adds CPU time to every request
@@ -336,6 +323,31 @@ function setTraceResponse(res: Response, value: string | undefined): void {
   } catch {
     // Some responses have immutable headers; they keep the `traceresponse` set at the start.
   }
+}
+
+/**
+ * Makes a table operation's route handler, which runs each request through steps 1 to 8.
+ * `routeOf` checks the operation once, here, when its route is added. What each step does:
+ * [ARCHITECTURE.md's walk](../../ARCHITECTURE.md#the-request-in-the-pipelines-eight-steps).
+ */
+function makeOperationHandler<D>(parts: TableParts<D>, op: Operation<D>): RouteHandler {
+  const route = routeOf(parts, op);
+  const { cors } = parts;
+  // Named function expressions, so that stack traces and CPU profiles show each step's name.
+  return makeRequestHandler(parts, function serveOperation(c) {
+    c.set('operation', op.id);
+    // No preflight gets here: OPTIONS matches no operation's route, so `serveNoRoute` answers it
+    // before any key is asked for.
+    cors?.addCorsHeaders(c);
+    // Steps 4 to 8 run inside the gateway's callback, so the gateway frees the in-flight slot only
+    // after the answer is made.
+    return passGateway(parts, c, op, function serveAdmitted(decision, caller) {
+      addDeprecationHeaders(c, route);
+      return checkBodyLimits(parts, c, function serveCheckedBody() {
+        return afterDueOrderExpiry(parts, route, c, decision, caller);
+      });
+    });
+  });
 }
 
 /**

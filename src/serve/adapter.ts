@@ -42,7 +42,9 @@ export interface ServeOptions {
   idleTimeoutSeconds?: number;
   /**
    * Shares the port with the other workers of this process (`SO_REUSEPORT`). Set only after the
-   * supervisor has checked, without it, that the port is free (src/serve/supervisor.ts).
+   * supervisor has checked, without it, that the port is free: `Listeners.bind`'s `proveOnly`
+   * (src/serve/listeners.ts), which `startServer()` (src/serve/start.ts) asks for when workers
+   * serve.
    */
   reusePort?: boolean;
 }
