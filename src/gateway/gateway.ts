@@ -121,10 +121,11 @@ export interface GatedOperation {
 
 /**
  * The check `createAdmissionCheck()` returns, run once per request. If it admits the request, it
- * calls `serveAdmitted` with the decision and the caller (always a key holder), holds the in-flight
- * slot until that settles, and resolves to its result. A refusal (401, 403, 429, 503) resolves to
- * the `ApiError` instead of throwing it: a throw through these async frames is the largest cost in
- * a refusal's own code (bench/README.md#measured-costs-behind-the-codes-choices).
+ * calls `serveAdmitted` with the decision and the caller (always a consumer caller: one with a
+ * valid key), holds the in-flight slot until that settles, and resolves to its result. A refusal
+ * (401, 403, 429, 503) resolves to the `ApiError` instead of throwing it: a throw through these
+ * async frames is the largest cost in a refusal's own code
+ * (bench/README.md#measured-costs-behind-the-codes-choices).
  */
 export type AdmissionCheck = <T>(
   c: Context,
@@ -189,7 +190,7 @@ export function createAdmissionCheck({
     : new InFlight<Decision>(maxInFlight);
   /**
    * Gets the limiter's decision for a keyless caller, in a child span when the request is traced.
-   * The key holder's path (3d) opens and closes its span inline instead of using `childSpan()`,
+   * A consumer caller's path (3d) opens and closes its span inline instead of using `childSpan()`,
    * which saves a closure and a promise on every keyed request
    * (bench/README.md#how-every-request-is-recorded-the-ring).
    */
@@ -262,7 +263,7 @@ export function createAdmissionCheck({
 
 /**
  * Returns a function that tells whether an `Authorization` header holds a key valid now. The
- * tracer uses it because only a key holder's `traceparent` may decide sampling.
+ * tracer uses it because only the `traceparent` of a caller with a valid key may decide sampling.
  *
  * @example
  * validAuthorizationTest(() => table)('Bearer psk_…') // true
