@@ -1,7 +1,7 @@
 // The gateway, step 3 of a request (src/pipeline/pipeline.ts). `createAdmissionCheck()` makes the
 // admission check that every API request goes through; its docstring lists the checks in order.
-// Other folders import src/gateway/ through this file only, so it also re-exports the limiters and
-// types they use.
+// Other folders import src/gateway/ through this file only, so it also re-exports what they use,
+// each under a line naming its users.
 import type { Context } from 'hono';
 import { LRUCache } from 'lru-cache';
 import { canonicalAddress } from '../core/addresses.ts';
@@ -23,9 +23,20 @@ import type { RateLimiter, Verdict } from './limiter/limiter.ts';
 import type { OpenRedisLimiterOptions } from './limiter/open-redis.ts';
 import { writeRateLimitHeaders } from './rate-limit-headers.ts';
 
+// The re-exports, each under a line naming its users. Those marked `--workers` are the workers'
+// protocol rather than the per-request surface: only src/serve/supervisor.ts and
+// src/serve/worker.ts use them, so a change to them is a change to those two files as well.
+//
+// The caller found at step 3a, for the steps after it (src/pipeline/).
 export type { Caller, ConsumerCaller } from './caller.ts';
+// `--workers`, the supervisor: the host's in-flight table in shared memory, which it makes, and
+// in which it frees the slots of a worker that exited.
 export { clearWorker, type HostSlotsMemory, hostSlotsMemory } from './host-in-flight.ts';
+// Where the Redis limiter decides now, for `/readyz`: the app, the health route, and the
+// supervisor, which sends it to its workers.
 export type { LimiterStatus } from './limiter/failover.ts';
+// `--workers`: the host limiter's messages, which each worker's `RemoteLimiter` packs and the
+// supervisor's `HostLimiter` answers, and the grants' memory the supervisor gives each worker.
 export {
   type DecidedMessage,
   grantMemory,
@@ -38,9 +49,12 @@ export {
   unpackAnswers,
   unpackAsks,
 } from './limiter/host-limiter.ts';
+// The limiters, for the wiring that picks one (src/serve/resources.ts, and `loadRedisLimiter()`
+// below), their metrics (src/metrics/), and tests that run one in process.
 export { SlidingWindowLimiter } from './limiter/in-process.ts';
 export type { LeaseStats, RunKind } from './limiter/leases.ts';
 export type { LimiterEvent, RateLimiter, Subject, Verdict } from './limiter/limiter.ts';
+// getRateLimit's body (src/pipeline/), and report-only's once-a-minute reporter (src/app.ts).
 export { quotaStatus } from './quota.ts';
 export { wouldRefuseReporter } from './report-only.ts';
 
