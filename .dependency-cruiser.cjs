@@ -52,7 +52,7 @@ module.exports = {
       name: 'gateway-through-its-entrance',
       severity: 'error',
       comment:
-        'Whatever is outside src/gateway/ (tests included) reaches it through src/gateway/gateway.ts alone, so what the gateway holds can change behind one door.',
+        'Whatever is outside src/gateway/ (tests included) reaches it through src/gateway/gateway.ts alone, so what the gateway holds can change behind one door. The door also passes the --workers protocol to src/serve/\'s supervisor and workers; gateway.ts names the users of each re-export.',
       from: { pathNot: '^src/gateway/' },
       to: { path: '^src/gateway/', pathNot: '^src/gateway/gateway\\.ts$' },
     },

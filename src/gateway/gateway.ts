@@ -1,7 +1,7 @@
 // The gateway, step 3 of a request (src/pipeline/pipeline.ts). `createAdmissionCheck()` makes the
 // admission check that every API request goes through; its docstring lists the checks in order.
-// Other folders import src/gateway/ through this file only, so it also re-exports the limiters and
-// types they use.
+// Other folders import src/gateway/ through this file only, so it also re-exports what they use,
+// each under a line naming its users.
 import type { Context } from 'hono';
 import { LRUCache } from 'lru-cache';
 import { canonicalAddress } from '../core/addresses.ts';
@@ -23,9 +23,20 @@ import type { RateLimiter, Verdict } from './limiter/limiter.ts';
 import type { OpenRedisLimiterOptions } from './limiter/open-redis.ts';
 import { writeRateLimitHeaders } from './rate-limit-headers.ts';
 
+// The re-exports, each under a line naming its users. Those marked `--workers` are the workers'
+// protocol rather than the per-request surface: only src/serve/supervisor.ts and
+// src/serve/worker.ts use them, so a change to them is a change to those two files as well.
+//
+// The caller found at step 3a, for the steps after it (src/pipeline/).
 export type { Caller, ConsumerCaller } from './caller.ts';
+// `--workers`, the supervisor: the host's in-flight table in shared memory, which it makes, and
+// in which it frees the slots of a worker that exited.
 export { clearWorker, type HostSlotsMemory, hostSlotsMemory } from './host-in-flight.ts';
+// Where the Redis limiter decides now, for `/readyz`: the app, the health route, and the
+// supervisor, which sends it to its workers.
 export type { LimiterStatus } from './limiter/failover.ts';
+// `--workers`: the host limiter's messages, which each worker's `RemoteLimiter` packs and the
+// supervisor's `HostLimiter` answers, and the grants' memory the supervisor gives each worker.
 export {
   type DecidedMessage,
   grantMemory,
@@ -38,9 +49,12 @@ export {
   unpackAnswers,
   unpackAsks,
 } from './limiter/host-limiter.ts';
+// The limiters, for the wiring that picks one (src/serve/resources.ts, and `loadRedisLimiter()`
+// below), their metrics (src/metrics/), and tests that run one in process.
 export { SlidingWindowLimiter } from './limiter/in-process.ts';
 export type { LeaseStats, RunKind } from './limiter/leases.ts';
 export type { LimiterEvent, RateLimiter, Subject, Verdict } from './limiter/limiter.ts';
+// getRateLimit's body (src/pipeline/), and report-only's once-a-minute reporter (src/app.ts).
 export { quotaStatus } from './quota.ts';
 export { wouldRefuseReporter } from './report-only.ts';
 
@@ -121,10 +135,11 @@ export interface GatedOperation {
 
 /**
  * The check `createAdmissionCheck()` returns, run once per request. If it admits the request, it
- * calls `serveAdmitted` with the decision and the caller (always a key holder), holds the in-flight
- * slot until that settles, and resolves to its result. A refusal (401, 403, 429, 503) resolves to
- * the `ApiError` instead of throwing it: a throw through these async frames is the largest cost in
- * a refusal's own code (bench/README.md#measured-costs-behind-the-codes-choices).
+ * calls `serveAdmitted` with the decision and the caller (always a consumer caller: one with a
+ * valid key), holds the in-flight slot until that settles, and resolves to its result. A refusal
+ * (401, 403, 429, 503) resolves to the `ApiError` instead of throwing it: a throw through these
+ * async frames is the largest cost in a refusal's own code
+ * (bench/README.md#measured-costs-behind-the-codes-choices).
  */
 export type AdmissionCheck = <T>(
   c: Context,
@@ -189,7 +204,7 @@ export function createAdmissionCheck({
     : new InFlight<Decision>(maxInFlight);
   /**
    * Gets the limiter's decision for a keyless caller, in a child span when the request is traced.
-   * The key holder's path (3d) opens and closes its span inline instead of using `childSpan()`,
+   * A consumer caller's path (3d) opens and closes its span inline instead of using `childSpan()`,
    * which saves a closure and a promise on every keyed request
    * (bench/README.md#how-every-request-is-recorded-the-ring).
    */
@@ -262,7 +277,7 @@ export function createAdmissionCheck({
 
 /**
  * Returns a function that tells whether an `Authorization` header holds a key valid now. The
- * tracer uses it because only a key holder's `traceparent` may decide sampling.
+ * tracer uses it because only the `traceparent` of a caller with a valid key may decide sampling.
  *
  * @example
  * validAuthorizationTest(() => table)('Bearer psk_…') // true

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
-import { encode, preferredCoding } from './compress.ts';
+import { compressed, MIN_COMPRESSED_BYTES, preferredCoding } from './compress.ts';
 
 describe('preferredCoding', () => {
   test.each([
@@ -23,12 +23,20 @@ describe('preferredCoding', () => {
   });
 });
 
-const plain = JSON.stringify(Array.from({ length: 40 }, (_, id) => ({ id, name: `Pet ${id}` })));
-
-describe('encode', () => {
-  test('round-trips', () => {
+describe('compressed', () => {
+  test('encodes in the coding asked for, from MIN_COMPRESSED_BYTES on', () => {
+    const plain = JSON.stringify(Array.from({ length: 80 }, (_, id) => ({ id, name: `Pet ${id}` })));
     const bytes = new TextEncoder().encode(plain);
-    expect(gunzipSync(encode(bytes, 'gzip')).toString()).toBe(plain);
-    expect(brotliDecompressSync(encode(bytes, 'br')).toString()).toBe(plain);
+    expect(bytes.length).toBeGreaterThan(MIN_COMPRESSED_BYTES);
+    expect(gunzipSync(compressed(bytes, 'gzip') as Uint8Array).toString()).toBe(plain);
+    expect(brotliDecompressSync(compressed(bytes, 'br') as Uint8Array).toString()).toBe(plain);
+    expect(compressed(bytes, undefined)).toBeUndefined();
+  });
+
+  test('leaves fewer bytes than MIN_COMPRESSED_BYTES as they are', () => {
+    const at = new Uint8Array(MIN_COMPRESSED_BYTES).fill(0x20);
+    expect(gunzipSync(compressed(at, 'gzip') as Uint8Array).length).toBe(MIN_COMPRESSED_BYTES);
+    expect(compressed(at.subarray(1), 'gzip')).toBeUndefined();
+    expect(compressed(at.subarray(1), 'br')).toBeUndefined();
   });
 });

@@ -49,12 +49,12 @@ export function preferredCoding(header: string | undefined): Coding | undefined 
 }
 
 /**
- * Returns `bytes` encoded in `coding`.
+ * Returns `bytes` encoded in `coding`; `compressed()` calls it.
  *
  * @example
  * encode(new TextEncoder().encode('{"a":1}'), 'gzip')
  */
-export function encode(bytes: Uint8Array, coding: Coding): Uint8Array<ArrayBuffer> {
+function encode(bytes: Uint8Array, coding: Coding): Uint8Array<ArrayBuffer> {
   if (coding === 'gzip') return new Uint8Array(gzipSync(bytes, { level: GZIP_LEVEL }));
   const params = { ...BROTLI.params, [constants.BROTLI_PARAM_SIZE_HINT]: bytes.length };
   return new Uint8Array(brotliCompressSync(bytes, { params }));

@@ -64,6 +64,16 @@ interface Flight {
  * A reply is memoised the second time its path and query are asked for; the first time they are
  * only remembered. Otherwise a client paging once through a large catalogue would fill the memo.
  *
+ * For example, in one process (no `--workers`): `GET /v1/pets/7` asked for the first time is read
+ * and only remembered. Asked again, it is read again and memoised at the change count it began
+ * at, say N. Asked a third time while the count is still N, it is served from the memo. A
+ * `PATCH /v1/pets/7` that changes the pet moves the count to N+1 and marks pet 7 changed at N+1,
+ * so the next GET finds pet 7 changed since N: it reads the pet again and memoises that reply at
+ * once, the path having been asked for before. Had the PATCH changed pet 8 instead, the next GET
+ * would find pet 7 unchanged since N: it is served the memoised reply, whose `since` moves to N+1,
+ * so later GETs at N+1 only compare the two counts. With `--workers` above 1, a PATCH of pet 8
+ * makes pet 7 read again too.
+ *
  * While one request reads a path, others asking for the same path wait and share its reply: they
  * have joined it (`readOrJoin`). So a slow store is not asked for the same read many times.
  *

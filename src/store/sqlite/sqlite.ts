@@ -457,6 +457,10 @@ export class SqliteStore implements DataStore, WithKeyStore {
     return this.#changes.readsUnchangedSince(since, reads);
   }
 
+  /**
+   * Async though it awaits nothing, so a failed query (the store closed, the file unreadable)
+   * rejects, as `DataStore.ping` says, rather than throwing at its caller.
+   */
   async ping(): Promise<void> {
     this.#query('ping', () => this.#db.prepare('SELECT 1 AS ok').get());
   }
