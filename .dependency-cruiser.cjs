@@ -6,14 +6,14 @@
  * reader can start at the bottom. A new unit gets its place here.
  */
 const LAYERS = [
-  'core/', // Reply, ApiError and the error codes, scopes, the clock, the pet records, decisions, client addresses: imports nothing of src/
+  'core/', // Reply, ApiError and the error codes, scopes, the operation ids, the clock, the pet records, decisions, client addresses: imports nothing of src/
   'redact.ts',
   'version.ts',
   'trace/', // the request state (AsyncLocalStorage), W3C trace context, the ring and its OTLP encoding; export.ts: the export
   'log.ts',
   'store/',
-  'api/',
   'keys/', // the keys file, the keys in force and their reloads, key administration, the audit trail, plans
+  'api/',
   'gateway/', // per request: identify, in-flight, decide, headers; limiter/; one entrance, gateway.ts
   'webhooks/',
   'metrics/',

@@ -153,7 +153,8 @@ export type StorelessOperation<D> = Operation<D> & { readonly memo: false; reado
 /**
  * Types one table entry, inferring the handler's input from the entry's schemas. `M` and `R` keep
  * `memo` and `waitsForDueOrderExpiry` as the literals written (`false`, not `boolean`), so that
- * the admin API's entries type-check as `StorelessOperation`s.
+ * the admin API's entries type-check as `StorelessOperation`s; `I` keeps `id` as written, so that
+ * the API's entries type-check against `OPERATION_IDS` (src/core/operation-ids.ts).
  *
  * @example
  * // weakEtag: false, as the handler tags the pet with its own strong ETag
@@ -169,8 +170,9 @@ export function defineOperation<
   D = ApiDeps,
   M extends boolean = boolean,
   R extends boolean = boolean,
+  I extends string = string,
 >(
-  spec: OperationSpec<Q, P, H, B, D> & { readonly memo: M; readonly waitsForDueOrderExpiry: R },
-): Operation<D> & { readonly memo: M; readonly waitsForDueOrderExpiry: R } {
-  return spec as unknown as Operation<D> & { readonly memo: M; readonly waitsForDueOrderExpiry: R };
+  spec: OperationSpec<Q, P, H, B, D> & { readonly id: I; readonly memo: M; readonly waitsForDueOrderExpiry: R },
+): Operation<D> & { readonly id: I; readonly memo: M; readonly waitsForDueOrderExpiry: R } {
+  return spec as unknown as Operation<D> & { readonly id: I; readonly memo: M; readonly waitsForDueOrderExpiry: R };
 }

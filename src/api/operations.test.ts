@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import YAML from 'yaml';
 import { testApp } from '../../test/testing.ts';
 import { NO_SUCH_PATH } from '../core/api-error.ts';
+import { OPERATION_IDS, QUOTA_READERS } from '../core/operation-ids.ts';
 import { API_PREFIX, isApiPath, OPERATIONS } from './operations.ts';
 
 interface ContractOperation {
@@ -140,6 +141,13 @@ describe("the table's memo and waitsForDueOrderExpiry flags", () => {
     expect(getsOfPets).toEqual(['listPets', 'getPet', 'getInventory']);
     expect(OPERATIONS.filter((op) => op.waitsForDueOrderExpiry).map((op) => op.id)).toEqual(getsOfPets);
     expect(OPERATIONS.filter((op) => op.memo).map((op) => op.id)).toEqual(getsOfPets);
+  });
+});
+
+describe("the table and src/core/operation-ids.ts, which src/keys/ checks a plan's costs by", () => {
+  test('list the same operation ids in the same order, and the same ones that read the quota', () => {
+    expect(OPERATIONS.map((op) => op.id)).toEqual([...OPERATION_IDS]);
+    expect(OPERATIONS.filter((op) => op.readsQuota).map((op) => op.id)).toEqual([...QUOTA_READERS]);
   });
 });
 

@@ -1,5 +1,6 @@
 // The API's operations table: one entry per operation of contract/openapi.yaml, each with its
 // method, path, scope, schemas and handler. src/app.ts makes one route per entry.
+import type { OperationId } from '../core/operation-ids.ts';
 import { NewOrder } from '../core/order-records.ts';
 import { isUnder } from '../core/paths.ts';
 import { NewPet, PetPatch } from '../core/pet-records.ts';
@@ -24,7 +25,9 @@ export const API_PREFIX = '/v1';
 /**
  * Every operation of the API, once. The routes, the scope check, the metrics labels and the
  * deprecation headers all come from it; src/api/operations.test.ts checks that it matches
- * contract/openapi.yaml. To add an operation, add an entry here, its handler, and the contract's.
+ * contract/openapi.yaml, and lists the ids of `OPERATION_IDS` (src/core/operation-ids.ts), which
+ * types each entry's `id`. To add an operation, add an entry here, its id there, its handler, and
+ * the contract's.
  */
 export const OPERATIONS: readonly Operation[] = [
   defineOperation({
@@ -186,7 +189,7 @@ export const OPERATIONS: readonly Operation[] = [
     waitsForDueOrderExpiry: false,
     handler: cancelOrder,
   }),
-];
+] satisfies readonly { readonly id: OperationId }[];
 
 /**
  * Returns the operations an instance serves: the stable and beta ones, plus the experimental ones

@@ -1,6 +1,6 @@
 // The plans: names and quotas (`PLAN_NAMES`, `PLAN_LIMITS`, `Limits`), costs per operation,
 // report-only and bans (`Terms`, `BanPolicy`). `costProblem()` finds a cost no quota admits.
-import { OPERATIONS } from '../api/operations.ts';
+import { COSTED_OPERATIONS } from '../core/operation-ids.ts';
 
 /**
  * One caller's quotas, in units of cost (a request to an operation that costs 5 uses 5): sliding
@@ -50,9 +50,6 @@ export const PLAN_LIMITS: Readonly<Record<Exclude<PlanName, 'enterprise'>, Limit
  * `enforce` in the keys file. An entry here would apply to every consumer of the plan.
  */
 export const PLAN_TERMS: Readonly<Record<PlanName, Terms>> = { free: {}, pro: {}, business: {}, enterprise: {} };
-
-/** The operations `costs` may name: all but those that read the quota. */
-export const COSTED_OPERATIONS: readonly string[] = OPERATIONS.filter((op) => !op.readsQuota).map((op) => op.id);
 
 /**
  * What is wrong with `costs` under `limits`, as `field: message` (the field prefixed by `where`),

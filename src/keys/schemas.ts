@@ -2,7 +2,8 @@
 // and `FIELDS`, the same checks of each field, which `petstore keys` and the admin API reuse.
 import * as v from 'valibot';
 import { ADMIN_SCOPE, KEY_SCOPES } from '../core/key-scopes.ts';
-import { COSTED_OPERATIONS, PLAN_NAMES } from './plans.ts';
+import { COSTED_OPERATIONS } from '../core/operation-ids.ts';
+import { PLAN_NAMES } from './plans.ts';
 import { normalWebhookUrl, webhookUrlProblem } from './webhook-targets.ts';
 
 /** A key's or consumer's name, as the keys file and `petstore keys` accept it; logs show it. */
