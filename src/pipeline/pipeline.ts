@@ -30,6 +30,10 @@
 // `makeServiceRouteHandler`, for the requests no operation serves. `handleRequest` is the closure
 // `makeRequestHandler` returns and `serveOperation` the one `makeOperationHandler` passes it, so
 // each of these make… functions stands where its closure runs in the tree.
+//
+// Names: a route handler (`RouteHandler`, what the make… functions return) is what Hono calls for
+// a request; an operation handler (`op.handler`) is the table's function that step 7 runs; an
+// `InnerHandler` is what step 1 wraps: `serveOperation`, `serviceRoute` or the unmatched path's.
 import type { Context, ErrorHandler } from 'hono';
 import type { KeyHolder, Operation, StorelessOperation } from '../api/operation-types.ts';
 import { isApiPath } from '../api/operations.ts';
@@ -111,7 +115,7 @@ export interface TableRouteHandlersOptions<D> extends RouteHandlersOptions {
  * @example
  * const handlers = serviceRouteHandlers({ log, clock, clientAddress, maxBodyBytes: 65536 })
  * app.get(route.path, handlers.serviceRoute(route))
- * app.notFound(handlers.notFound)
+ * app.notFound(handlers.serveUnmatched)
  */
 export function serviceRouteHandlers(options: RouteHandlersOptions) {
   const parts = partsOf(options);
@@ -131,7 +135,7 @@ export function serviceRouteHandlers(options: RouteHandlersOptions) {
  * const handlers = tableRouteHandlers({ log, clock, clientAddress, admissionCheck, deps,
  *   changesAndExpiry: store, allowedMethods, maxBodyBytes: 65536 })
  * app.on(op.method, `/v1${op.path}`, handlers.handlerFor(op))
- * app.notFound(handlers.notFound)
+ * app.notFound(handlers.serveUnmatched)
  */
 export function tableRouteHandlers<D extends object>(
   options: TableRouteHandlersOptions<D> & { changesAndExpiry: StoreChanges & DueOrderExpiry },
@@ -153,14 +157,14 @@ export function tableRouteHandlers<D extends object>(
     dueOrderExpiry: changesAndExpiry,
   };
   /**
-   * Hono's `notFound`. A path the gateway serves (`isGatewayPath`: under the API prefix, or the
-   * admin prefix in the admin app) goes to `serveNoRoute`, which passes the gateway first; any
-   * other path gets 404.
+   * What Hono's `notFound` hook calls. A path the gateway serves (`isGatewayPath`: under the API
+   * prefix, or the admin prefix in the admin app) goes to `serveNoRoute`, which passes the gateway
+   * first; any other path gets 404.
    */
-  const notFound = makeRequestHandler(parts, (c) =>
+  const serveUnmatched = makeRequestHandler(parts, (c) =>
     parts.isGatewayPath(c.req.path) ? serveNoRoute(parts, c) : answerError(c, NO_SUCH_PATH),
   );
-  return { ...routeHandlers(parts, notFound), handlerFor: (op: Operation<D>) => makeOperationHandler(parts, op) };
+  return { ...routeHandlers(parts, serveUnmatched), handlerFor: (op: Operation<D>) => makeOperationHandler(parts, op) };
 }
 
 /** The route handlers of an app that serves a table: those of every app, plus `handlerFor`. */
@@ -168,13 +172,16 @@ export interface TableRouteHandlers<O> extends ReturnType<typeof routeHandlers> 
   handlerFor(op: O): RouteHandler;
 }
 
-/** Makes the route handlers every app has: service routes, `notFound` and Hono's `onError`. */
-function routeHandlers(parts: PipelineParts, notFound: RouteHandler) {
+/**
+ * Makes the route handlers every app has: service routes, `serveUnmatched` (for Hono's `notFound`
+ * hook) and Hono's `onError`.
+ */
+function routeHandlers(parts: PipelineParts, serveUnmatched: RouteHandler) {
   /** Hono's `onError`: answers an error that escapes step 1 with the contract's Error body too. */
   const onError: ErrorHandler<AppEnv> = (err, c) => answerError(c, toApiError(err, c, parts.report, parts.unavailable));
   return {
     serviceRoute: (route: ServiceRoute) => makeServiceRouteHandler(parts, route),
-    notFound,
+    serveUnmatched,
     onError,
   };
 }
@@ -515,7 +522,7 @@ function makeServiceRouteHandler(parts: PipelineParts, route: ServiceRoute): Rou
 /** What step 1 runs inside the request's state: the rest of the request's steps. */
 type InnerHandler = (c: Context<AppEnv>) => Response | Promise<Response>;
 
-/** A Hono route's handler or `notFound`: takes the request and returns its one answer. */
+/** A Hono route's handler or `serveUnmatched`: takes the request and returns its one answer. */
 type RouteHandler = (c: Context<AppEnv>) => Promise<Response>;
 
 /** The service routes probes and scrapers call every few seconds: no trace is made of them. */
