@@ -383,8 +383,9 @@ function addDeprecationHeaders<D>(c: Context<AppEnv>, { deprecationHeaders }: Op
 }
 
 /**
- * Step 5: refuses a body over the size limit (413) and a body sent with GET or HEAD that is too
- * large or not JSON (413, 415). Otherwise it returns `next()`'s answer.
+ * Step 5, the body's limits and type: refuses a body over the size limit (413), and a body that a
+ * GET or HEAD declares when it is too large (413) or not JSON (415). Otherwise it returns
+ * `next()`'s answer.
  */
 async function checkBodyLimits(
   parts: PipelineParts,
