@@ -21,9 +21,9 @@
 // (step 8) from each of its three exits: a memo hit, the reply of an operation that is not
 // memoised, and a read it ran or joined. Steps 6.1 to 7 take `parts, route, c, decision, caller`
 // as separate arguments so that no object carries them. A request allocates only the closures
-// that pass them on: `serveAdmitted` and `serveCheckedBody` always, `readReply` on a memo miss,
-// and step 6.1's `then` callback when it waits for the due orders' expiry
-// (bench/README.md#what-a-request-allocates-on-its-way).
+// that pass them on: `serveAdmitted` always, `serveCheckedBody` once the gateway admits the
+// request, `readReply` on a memo miss, and step 6.1's `then` callback when it waits for the due
+// orders' expiry (bench/README.md#what-a-request-allocates-on-its-way).
 //
 // The file defines the app's handlers and the parts they share first, then the tree's functions
 // in its order, each followed by its helpers, and last `serveNoRoute` and
@@ -487,8 +487,9 @@ function keyHolderOf<D>(op: Operation<D>, caller: ConsumerCaller): KeyHolder | u
 }
 
 /**
- * Answers a request under the API prefix that no operation serves with its method. It runs steps
- * 2 (answering a preflight there), 3 and 5 as an operation does, so a caller without a key gets a
+ * Answers a request on a path the gateway serves (`isGatewayPath`: under the API prefix, or the
+ * admin prefix in the admin app) that no operation serves with its method. It runs steps 2
+ * (answering a preflight there), 3 and 5 as an operation does, so a caller without a key gets a
  * 401 and learns nothing about paths. Then it answers 405 with `Allow` when the table serves the
  * path with other methods, else 404.
  */
