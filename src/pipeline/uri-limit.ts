@@ -13,8 +13,8 @@ export const MAX_URI_BYTES = 8 * 1024;
 
 /**
  * Returns the 414 `uri_too_long` when a request's path and query together exceed `maxBytes` (the
- * runtime's URL is ASCII, so its length is its bytes; see `MAX_URI_BYTES`), else undefined. Step 1 (`runRequest`, src/pipeline/pipeline.ts) calls it as a function, not a
- * middleware.
+ * runtime's URL is ASCII, so its length is its bytes; see `MAX_URI_BYTES`), else undefined.
+ * Step 1 (`runRequest`, src/pipeline/pipeline.ts) calls it as a function, not a middleware.
  *
  * @example
  * uriTooLong('http://localhost/v1/pets?limit=20', 8192) // undefined
