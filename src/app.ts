@@ -161,11 +161,11 @@ export function createApp({
   });
 
   const app = new Hono<AppEnv>();
-  // One route per operation and service route, so a request matches one handler. `notFound`
-  // answers the rest. Outside the API prefix: 404. Under it (`serveNoRoute` of
-  // src/pipeline/pipeline.ts), in this order: a CORS preflight, the gateway's refusal (401 to a
-  // caller without a key), step 5's 413 or 415, then 405 with `Allow` when the path is served
-  // with other methods, else 404.
+  // One route per operation and service route, so a request matches one handler.
+  // `serveUnmatched`, Hono's `notFound` hook, answers the rest. Outside the API prefix: 404. Under
+  // it (`serveNoRoute` of src/pipeline/pipeline.ts), in this order: a CORS preflight, the
+  // gateway's refusal (401 to a caller without a key), step 5's 413 or 415, then 405 with `Allow`
+  // when the path is served with other methods, else 404.
   for (const route of serviceRoutes({
     store,
     keyTable,
@@ -179,7 +179,7 @@ export function createApp({
     app.get(route.path, routes.serviceRoute(route));
   }
   for (const op of byRouteOrder(operations)) app.on(op.method, API_PREFIX + op.path, routes.handlerFor(op));
-  app.notFound(routes.notFound);
+  app.notFound(routes.serveUnmatched);
   app.onError(routes.onError);
   return app;
 }
@@ -268,7 +268,7 @@ export function adminApp({
   });
   const app = new Hono<AppEnv>();
   for (const op of byRouteOrder(ADMIN_OPERATIONS)) app.on(op.method, ADMIN_PREFIX + op.path, routes.handlerFor(op));
-  app.notFound(routes.notFound);
+  app.notFound(routes.serveUnmatched);
   app.onError(routes.onError);
   return app;
 }
@@ -297,7 +297,7 @@ export function metricsApp(metrics: Metrics, log: Logger = silentLogger) {
   const app = new Hono<AppEnv>();
   const route = metricsRoute(metrics);
   app.get(route.path, routes.serviceRoute(route));
-  app.notFound(routes.notFound);
+  app.notFound(routes.serveUnmatched);
   app.onError(routes.onError);
   return app;
 }

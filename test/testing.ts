@@ -93,7 +93,7 @@ export function routesApp(routes: readonly ServiceRoute[]) {
   });
   const app = new Hono<AppEnv>();
   for (const route of routes) app.get(route.path, handlers.serviceRoute(route));
-  app.notFound(handlers.notFound);
+  app.notFound(handlers.serveUnmatched);
   app.onError(handlers.onError);
   return app;
 }

@@ -30,8 +30,12 @@ export interface PetSet {
  * pipeline rewrites when the final export decision differs from the head sampler's: the tail
  * sampling rules keep a trace the head sampler did not, or a head-sampled record was overwritten
  * in the trace ring while the request was served (`finishRequest` in src/trace/spans.ts,
- * `setTraceResponse` in src/pipeline/pipeline.ts). The only response built outside the app is
- * Deno's 503 to a request that arrives while the server drains (src/serve/deno.ts).
+ * `setTraceResponse` in src/pipeline/pipeline.ts). The only response the project builds outside
+ * the app is Deno's 503 to a request that arrives while the server drains (src/serve/deno.ts).
+ * The runtimes themselves answer some requests before the app runs, with a bare status and no
+ * Error body: 400 to a malformed request, 431 past the header limit (16 KiB on Bun and Node), and
+ * on Node 408 when the headers or the request come too slowly (`CONNECTION_LIMITS` in
+ * src/serve/adapter.ts).
  */
 export interface Reply {
   readonly status: number;

@@ -31,6 +31,9 @@ export type Caller =
 /** A caller with a valid key: the only kind the gateway admits. */
 export type ConsumerCaller = Extract<Caller, { kind: 'consumer' }>;
 
+/** A caller without a valid key: counted by its address (3b), then refused (401, or 429). */
+export type KeylessCaller = Extract<Caller, { kind: 'keyless' }>;
+
 /** Why a caller is keyless: see `Caller`. */
 export type Credential = 'none' | 'malformed' | 'bad_checksum' | 'unknown' | 'revoked' | 'expired' | 'not_yet_valid';
 

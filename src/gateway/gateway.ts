@@ -13,7 +13,7 @@ import { type BanPolicy, DEFAULT_MAX_IN_FLIGHT } from '../keys/plans.ts';
 import type { Consumer } from '../keys/records.ts';
 import type { KeyTable } from '../keys/table.ts';
 import { childSpan, closeChild, failChild, openChild } from '../trace/spans.ts';
-import { type Caller, type ConsumerCaller, callerOf } from './caller.ts';
+import { type Caller, type ConsumerCaller, callerOf, type KeylessCaller } from './caller.ts';
 import { decider } from './decide.ts';
 import { HostInFlight, type HostSlotsMemory } from './host-in-flight.ts';
 import { InFlight, tooManyInFlight, untouched } from './in-flight.ts';
@@ -208,7 +208,7 @@ export function createAdmissionCheck({
    * which saves a closure and a promise on every keyed request
    * (bench/README.md#how-every-request-is-recorded-the-ring).
    */
-  const decideForKeyless = (caller: Caller, cost: number) =>
+  const decideForKeyless = (caller: KeylessCaller, cost: number) =>
     childSpan('gateway decide', NO_ATTRIBUTES, () => decide(caller, cost), DECISION_SPAN, cost);
 
   return async function admissionCheck(c, op, serveAdmitted) {

@@ -3,7 +3,7 @@
 // (`adminKeyOnPublicApi`), each with its `WWW-Authenticate` challenge.
 import { ApiError } from '../core/api-error.ts';
 import { ADMIN_SCOPE } from '../core/key-scopes.ts';
-import type { Caller } from './caller.ts';
+import type { KeylessCaller } from './caller.ts';
 
 /** The start of every gateway 401 and 403 `WWW-Authenticate` challenge (RFC 6750). */
 const REALM = 'Bearer realm="petstore"';
@@ -54,6 +54,6 @@ const UNKNOWN_KEY = new ApiError('unauthorized', 'The API key is malformed or un
 });
 
 /** Returns a keyless client's 401: "required" with no header, else "malformed or unknown". */
-export function unauthorized(caller: Extract<Caller, { kind: 'keyless' }>): ApiError {
+export function unauthorized(caller: KeylessCaller): ApiError {
   return caller.credential === 'none' ? MISSING_KEY : UNKNOWN_KEY;
 }

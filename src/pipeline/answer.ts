@@ -6,9 +6,11 @@ import { compressed, compressible, MIN_COMPRESSED_BYTES, preferredCoding } from 
 import { notModified } from './etag.ts';
 
 /**
- * Step 8: makes the `Response` for `reply`, with the headers the request gathered. It answers a
- * GET or HEAD 304 when `If-None-Match` matches the `etag`, compresses a large successful JSON body
- * when the client accepts it, and gives a HEAD the GET's headers plus `Content-Length` and `Date`.
+ * Step 8: makes the `Response` for `reply`, with the headers the request gathered
+ * (`answerHeaders()` of src/core/reply.ts: step 1 starts them, and an error that Hono's `onError`
+ * answers before step 1 gets them made on first use, by the error path). It answers a GET or
+ * HEAD 304 when `If-None-Match` matches the `etag`, compresses a large successful JSON body when
+ * the client accepts it, and gives a HEAD the GET's headers plus `Content-Length` and `Date`.
  * Only `traceresponse` may change afterwards (`setTraceResponse` in ./pipeline.ts).
  *
  * @example

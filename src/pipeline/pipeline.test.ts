@@ -31,12 +31,12 @@ const api = { ...base, admissionCheck: refuseAll, deps: {}, allowedMethods: () =
 const store = { startDueOrderExpiry: () => undefined, changeCount: () => 1, readsUnchangedSince: () => true };
 
 describe('what each pipeline needs is checked by the compiler', () => {
-  test('an app without a table has no operation step, and its notFound never asks for a key', async () => {
+  test('an app without a table has no operation step, and its serveUnmatched never asks for a key', async () => {
     const handlers = serviceRouteHandlers(base);
     // @ts-expect-error: a pipeline without the admission check and deps cannot serve an operation.
     expect(handlers.operation).toBeUndefined();
     const app = new Hono<AppEnv>();
-    app.notFound(handlers.notFound);
+    app.notFound(handlers.serveUnmatched);
     const res = await app.request('/v1/pets');
     expect(res.status).toBe(404);
   });
@@ -60,7 +60,7 @@ describe('what each pipeline needs is checked by the compiler', () => {
     tableRouteHandlers({ ...base, deps: {}, allowedMethods: () => undefined });
     // Under the API prefix, a path no operation serves meets the gateway first: 401 before 404.
     const app = new Hono<AppEnv>();
-    app.notFound(handlers.notFound);
+    app.notFound(handlers.serveUnmatched);
     expect((await app.request('/v1/nothing')).status).toBe(401);
   });
 });

@@ -21,15 +21,19 @@
 // (step 8) from each of its three exits: a memo hit, the reply of an operation that is not
 // memoised, and a read it ran or joined. Steps 6.1 to 7 take `parts, route, c, decision, caller`
 // as separate arguments so that no object carries them. A request allocates only the closures
-// that pass them on: `serveAdmitted` and `serveCheckedBody` always, `readReply` on a memo miss,
-// and step 6.1's `then` callback when it waits for the due orders' expiry
-// (bench/README.md#what-a-request-allocates-on-its-way).
+// that pass them on: `serveAdmitted` always, `serveCheckedBody` once the gateway admits the
+// request, `readReply` on a memo miss, and step 6.1's `then` callback when it waits for the due
+// orders' expiry (bench/README.md#what-a-request-allocates-on-its-way).
 //
 // The file defines the app's handlers and the parts they share first, then the tree's functions
 // in its order, each followed by its helpers, and last `serveNoRoute` and
 // `makeServiceRouteHandler`, for the requests no operation serves. `handleRequest` is the closure
 // `makeRequestHandler` returns and `serveOperation` the one `makeOperationHandler` passes it, so
 // each of these make… functions stands where its closure runs in the tree.
+//
+// Names: a route handler (`RouteHandler`, what the make… functions return) is what Hono calls for
+// a request; an operation handler (`op.handler`) is the table's function that step 7 runs; an
+// `InnerHandler` is what step 1 wraps: `serveOperation`, `serviceRoute` or the unmatched path's.
 import type { Context, ErrorHandler } from 'hono';
 import type { KeyHolder, Operation, StorelessOperation } from '../api/operation-types.ts';
 import { isApiPath } from '../api/operations.ts';
@@ -111,7 +115,7 @@ export interface TableRouteHandlersOptions<D> extends RouteHandlersOptions {
  * @example
  * const handlers = serviceRouteHandlers({ log, clock, clientAddress, maxBodyBytes: 65536 })
  * app.get(route.path, handlers.serviceRoute(route))
- * app.notFound(handlers.notFound)
+ * app.notFound(handlers.serveUnmatched)
  */
 export function serviceRouteHandlers(options: RouteHandlersOptions) {
   const parts = partsOf(options);
@@ -131,7 +135,7 @@ export function serviceRouteHandlers(options: RouteHandlersOptions) {
  * const handlers = tableRouteHandlers({ log, clock, clientAddress, admissionCheck, deps,
  *   changesAndExpiry: store, allowedMethods, maxBodyBytes: 65536 })
  * app.on(op.method, `/v1${op.path}`, handlers.handlerFor(op))
- * app.notFound(handlers.notFound)
+ * app.notFound(handlers.serveUnmatched)
  */
 export function tableRouteHandlers<D extends object>(
   options: TableRouteHandlersOptions<D> & { changesAndExpiry: StoreChanges & DueOrderExpiry },
@@ -153,14 +157,14 @@ export function tableRouteHandlers<D extends object>(
     dueOrderExpiry: changesAndExpiry,
   };
   /**
-   * Hono's `notFound`. A path the gateway serves (`isGatewayPath`: under the API prefix, or the
-   * admin prefix in the admin app) goes to `serveNoRoute`, which passes the gateway first; any
-   * other path gets 404.
+   * What Hono's `notFound` hook calls. A path the gateway serves (`isGatewayPath`: under the API
+   * prefix, or the admin prefix in the admin app) goes to `serveNoRoute`, which passes the gateway
+   * first; any other path gets 404.
    */
-  const notFound = makeRequestHandler(parts, (c) =>
+  const serveUnmatched = makeRequestHandler(parts, (c) =>
     parts.isGatewayPath(c.req.path) ? serveNoRoute(parts, c) : answerError(c, NO_SUCH_PATH),
   );
-  return { ...routeHandlers(parts, notFound), handlerFor: (op: Operation<D>) => makeOperationHandler(parts, op) };
+  return { ...routeHandlers(parts, serveUnmatched), handlerFor: (op: Operation<D>) => makeOperationHandler(parts, op) };
 }
 
 /** The route handlers of an app that serves a table: those of every app, plus `handlerFor`. */
@@ -168,13 +172,16 @@ export interface TableRouteHandlers<O> extends ReturnType<typeof routeHandlers> 
   handlerFor(op: O): RouteHandler;
 }
 
-/** Makes the route handlers every app has: service routes, `notFound` and Hono's `onError`. */
-function routeHandlers(parts: PipelineParts, notFound: RouteHandler) {
+/**
+ * Makes the route handlers every app has: service routes, `serveUnmatched` (for Hono's `notFound`
+ * hook) and Hono's `onError`.
+ */
+function routeHandlers(parts: PipelineParts, serveUnmatched: RouteHandler) {
   /** Hono's `onError`: answers an error that escapes step 1 with the contract's Error body too. */
   const onError: ErrorHandler<AppEnv> = (err, c) => answerError(c, toApiError(err, c, parts.report, parts.unavailable));
   return {
     serviceRoute: (route: ServiceRoute) => makeServiceRouteHandler(parts, route),
-    notFound,
+    serveUnmatched,
     onError,
   };
 }
@@ -376,8 +383,9 @@ function addDeprecationHeaders<D>(c: Context<AppEnv>, { deprecationHeaders }: Op
 }
 
 /**
- * Step 5: refuses a body over the size limit (413) and a body sent with GET or HEAD that is too
- * large or not JSON (413, 415). Otherwise it returns `next()`'s answer.
+ * Step 5, the body's limits and type: refuses a body over the size limit (413), and a body that a
+ * GET or HEAD declares when it is too large (413) or not JSON (415). Otherwise it returns
+ * `next()`'s answer.
  */
 async function checkBodyLimits(
   parts: PipelineParts,
@@ -479,8 +487,9 @@ function keyHolderOf<D>(op: Operation<D>, caller: ConsumerCaller): KeyHolder | u
 }
 
 /**
- * Answers a request under the API prefix that no operation serves with its method. It runs steps
- * 2 (answering a preflight there), 3 and 5 as an operation does, so a caller without a key gets a
+ * Answers a request on a path the gateway serves (`isGatewayPath`: under the API prefix, or the
+ * admin prefix in the admin app) that no operation serves with its method. It runs steps 2
+ * (answering a preflight there), 3 and 5 as an operation does, so a caller without a key gets a
  * 401 and learns nothing about paths. Then it answers 405 with `Allow` when the table serves the
  * path with other methods, else 404.
  */
@@ -515,7 +524,7 @@ function makeServiceRouteHandler(parts: PipelineParts, route: ServiceRoute): Rou
 /** What step 1 runs inside the request's state: the rest of the request's steps. */
 type InnerHandler = (c: Context<AppEnv>) => Response | Promise<Response>;
 
-/** A Hono route's handler or `notFound`: takes the request and returns its one answer. */
+/** A Hono route's handler or `serveUnmatched`: takes the request and returns its one answer. */
 type RouteHandler = (c: Context<AppEnv>) => Promise<Response>;
 
 /** The service routes probes and scrapers call every few seconds: no trace is made of them. */

@@ -12,7 +12,10 @@ export interface RequestLogOptions {
   clock: Clock;
   /** Makes a fresh request id when the client sent none usable. */
   newId?: () => string;
-  /** The client's address, logged for requests the gateway did not see (outside `/v1`). */
+  /**
+   * The client's address, logged for requests the gateway did not see: a path it does not serve, a
+   * preflight, a 414 (step 1), a service route.
+   */
   clientAddress?: (c: Context<AppEnv>) => string;
 }
 
@@ -32,7 +35,7 @@ const SANE_ID = /^[A-Za-z0-9._:-]{1,64}$/;
  * saneRequestId('Bearer psk_abc') // false
  * saneRequestId('x.psk_abc') // false
  */
-export function saneRequestId(given: string): boolean {
+function saneRequestId(given: string): boolean {
   return SANE_ID.test(given) && !holdsToken(given);
 }
 

@@ -3,16 +3,18 @@
 import { ApiError } from '../core/api-error.ts';
 
 /**
- * Longest accepted path plus query, in bytes as sent: RFC 9112 section 3 asks servers to take
- * request lines of at least 8,000 octets. Bun itself answers a bare 431 past its 16 KiB header
- * limit, before the app sees the request.
+ * Longest accepted path plus query, in bytes: RFC 9112 section 3 asks servers to take request
+ * lines of at least 8,000 octets. `uriTooLong` counts the URL's UTF-16 units, one per byte: the
+ * runtimes hand over the URL percent-encoded, all ASCII (Bun encodes raw non-ASCII bytes, Node
+ * refuses them with a bare 400). Bun itself answers a bare 431 past its 16 KiB header limit,
+ * before the app sees the request.
  */
 export const MAX_URI_BYTES = 8 * 1024;
 
 /**
- * Returns the 414 `uri_too_long` when a request's path and query together exceed `maxBytes`, else
- * undefined. Step 1 (`runRequest`, src/pipeline/pipeline.ts) calls it as a function, not a
- * middleware.
+ * Returns the 414 `uri_too_long` when a request's path and query together exceed `maxBytes` (the
+ * runtime's URL is ASCII, so its length is its bytes; see `MAX_URI_BYTES`), else undefined.
+ * Step 1 (`runRequest`, src/pipeline/pipeline.ts) calls it as a function, not a middleware.
  *
  * @example
  * uriTooLong('http://localhost/v1/pets?limit=20', 8192) // undefined

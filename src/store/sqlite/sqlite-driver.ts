@@ -5,7 +5,12 @@ import type { DatabaseSync } from 'node:sqlite';
 
 export type SqlValue = string | number | null;
 
-/** A prepared statement: positional `?` parameters, rows as plain objects. */
+/**
+ * A prepared statement: positional `?` parameters, rows as plain objects. It has no `run()`: a
+ * write that returns no row (an UPDATE, INSERT or DELETE) calls `get()` and ignores the result,
+ * which runs the whole statement on both drivers, as SQLite makes a write's changes at its first
+ * step.
+ */
 export interface SqliteStatement {
   /** The first row, or `undefined` when there is none (whatever the driver returns then). */
   get(...params: SqlValue[]): unknown;

@@ -683,7 +683,10 @@ export class SqliteStore implements DataStore, WithKeyStore {
     return held !== undefined;
   }
 
-  /** In the batch's transaction: the key's earlier order, a conflict, or a new order. */
+  /**
+   * In the batch's transaction: the key's earlier order (`replayed`) or a `conflict`, else a new
+   * order (`placed`), or `pet_not_found`, or `pet_unavailable` when the pet is not `available`.
+   */
   #placeInTransaction({ owner, petId, holdMs, now, idempotencyKey }: PlaceOrder): PlaceOrderResult {
     this.#expireDueOrdersIn(now);
     if (idempotencyKey !== undefined) {
