@@ -1,5 +1,6 @@
 // What integrators' tools, browsers, proxies and caches expect of the binary.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { connect } from 'node:net';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { weakEtagOf } from '../../src/pipeline/etag.ts';
 import { type Running, spawnServer, tokenOf, writeKeysFile } from '../../test/harness.ts';
@@ -62,6 +63,64 @@ describe('bodies over the limit', () => {
     },
     60_000,
   );
+
+  /**
+   * Sends `head`, then `bytes` of chunked body in 64 KiB chunks, with its last chunk when `end`,
+   * and then `after` once the first answer is in. Resolves with what came back, when the
+   * connection closed, or 5 s after the last write.
+   */
+  async function chunked(bytes: number, end: boolean, after = ''): Promise<{ received: string; closed: boolean }> {
+    const socket = connect(server.port, '127.0.0.1');
+    let received = '';
+    let closed = false;
+    socket.on('data', (d: Buffer) => {
+      received += d.toString('latin1');
+    });
+    socket.on('error', () => {});
+    const gone = new Promise<void>((resolve) =>
+      socket.on('close', () => {
+        closed = true;
+        resolve();
+      }),
+    );
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.write(`${head}Transfer-Encoding: chunked\r\n\r\n`);
+    const piece = Buffer.alloc(64 * 1024, 0x20);
+    for (let sent = 0; sent < bytes && !closed; ) {
+      const size = Math.min(piece.length, bytes - sent);
+      sent += size;
+      const wire = Buffer.concat([
+        Buffer.from(`${size.toString(16)}\r\n`),
+        piece.subarray(0, size),
+        Buffer.from('\r\n'),
+      ]);
+      if (!socket.write(wire)) await new Promise((resolve) => socket.once('drain', resolve));
+    }
+    if (end) socket.write('0\r\n\r\n');
+    const answered = async () => {
+      while (!closed && !received.includes('}')) await Bun.sleep(10);
+    };
+    await Promise.race([answered(), Bun.sleep(5_000)]);
+    if (after !== '' && !closed) socket.write(after);
+    await Promise.race([gone, Bun.sleep(5_000)]);
+    socket.destroy();
+    return { received, closed };
+  }
+
+  test('a chunked body 4 MiB over the limit: 413, and the connection serves the next request', async () => {
+    const next = `GET /v1/pets?limit=1 HTTP/1.1\r\nHost: petstore\r\nAuthorization: ${KEY}\r\nConnection: close\r\n\r\n`;
+    const got = await chunked(4 * 1024 * 1024, true, next);
+    const answers = got.received.split(/(?=HTTP\/1\.1 )/).map((a) => a.slice(0, 12));
+    expect(answers).toEqual(['HTTP/1.1 413', 'HTTP/1.1 200']);
+    expect(got.received.toLowerCase().split('\r\n\r\n')[0]).not.toContain('connection: close');
+  }, 60_000);
+
+  test('a chunked body past 1 GiB that does not end: 413 with Connection: close, then the close', async () => {
+    const got = await chunked(1024 * 1024 * 1024 + 64 * 1024 + 1, false);
+    expect(got.received.slice(0, 12)).toBe('HTTP/1.1 413');
+    expect(got.received.toLowerCase()).toContain('\r\nconnection: close\r\n');
+    expect(got.closed).toBe(true);
+  }, 120_000);
 });
 
 describe('HEAD, conditional GET and compression', () => {

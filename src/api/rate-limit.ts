@@ -1,5 +1,8 @@
 // Step 7 for `GET /rate_limit`: `getRateLimit()` returns the caller's quota, which the gateway
 // read at step 3 without spending it. The handler knows nothing of keys or limiters.
+// The quota ("rate-limit status" in type names) in its other files: its body's type,
+// src/core/rate-limit-status.ts; that body made, src/gateway/quota.ts; the headers of every
+// answer, src/gateway/rate-limit-headers.ts (ARCHITECTURE.md's table "Rate limits and quotas").
 import type { Reply } from '../core/reply.ts';
 import type { Input } from './operation-types.ts';
 

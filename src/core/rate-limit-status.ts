@@ -1,5 +1,8 @@
 // The body of `GET /rate_limit` (`RateLimitStatus`): a caller's quota windows and ban. The gateway
 // fills it in and the handler sends it, so its type lives in core, below both layers.
+// "Rate-limit status" is the type's name for the caller's quota. Its other files: the body made,
+// src/gateway/quota.ts; sent, src/api/rate-limit.ts; the headers of every answer,
+// src/gateway/rate-limit-headers.ts (ARCHITECTURE.md's table "Rate limits and quotas").
 import * as v from 'valibot';
 
 const Seconds = v.pipe(v.number(), v.integer(), v.minValue(0));

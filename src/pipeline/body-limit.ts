@@ -10,14 +10,14 @@ import { answerHeaders } from '../core/reply.ts';
 export const MAX_BODY_BYTES = 64 * 1024;
 
 /**
- * Above this declared size, the 413 also closes the connection (RFC 9112 section 9.6 allows
- * reading the rest up to a bound, or closing). Below it, the runtime reads and discards the rest of
- * an over-limit body after the answer, so a client that sends its whole body before reading gets
- * the 413, not a connection reset. The bound is on the declared `Content-Length` (a chunked body
- * declares none), so it caps the bytes one connection reads and discards after a 413, and with
- * them the time it spends on that: 1 GiB is far above a body sent by mistake (a file of some
- * MiB), which keeps its connection, while a larger one closes it instead (docs/operations.md,
- * "Resource bounds").
+ * The most bytes of an over-limit body that one connection reads and discards after a 413, and
+ * with them the time it spends on that (RFC 9112 section 9.6 allows reading the rest up to a
+ * bound, or closing). Within it, the rest is read, so a client that sends its whole body before
+ * reading gets the 413, not a connection reset, and keeps its connection: 1 GiB is far above a
+ * body sent by mistake (a file of some MiB). Beyond it, the 413 closes the connection. A declared
+ * `Content-Length` over it closes at once, and Bun discards the rest of a smaller one after the
+ * answer. A chunked body declares no size, and Bun would discard its rest without end, so
+ * `limitBody()` reads it up to the bound before it answers (docs/operations.md, "Resource bounds").
  */
 const MAX_DISCARDED_BYTES = 1024 * 1024 * 1024;
 
@@ -25,25 +25,66 @@ const MAX_DISCARDED_BYTES = 1024 * 1024 * 1024;
 export type BodyLimit = (c: Context, next: () => Promise<Response>) => Promise<Response>;
 
 /**
- * Returns Hono's `bodyLimit`, set to throw the contract's 413 `payload_too_large`: at once for a
- * declared `Content-Length` over `maxBytes`, or as soon as a chunked body passes it. Step 5 runs
- * it after the gateway, so the 413 carries the rate-limit headers like any other answer.
+ * Returns step 5's size check, which throws the contract's 413 `payload_too_large`. A declared
+ * `Content-Length` over `maxBytes` gets it at once, from Hono's `bodyLimit`. A chunked body is
+ * read, and once it passes `maxBytes` the rest is read and discarded up to `MAX_DISCARDED_BYTES`
+ * before the 413, which closes the connection when the body has not ended by then. Step 5 runs
+ * after the gateway, so the 413 carries the rate-limit headers like any other answer.
  *
  * @example
  * const limit = limitBody(64 * 1024)
  * return limit(c, next) // throws the 413, or returns next()'s answer
  */
 export function limitBody(maxBytes: number): BodyLimit {
-  const limit = bodyLimit({
+  // Sound: Hono's `bodyLimit` returns what `next()` or `onError` returns, and this `onError`
+  // throws. Hono's type says less: its `next` and its middleware may return nothing.
+  const declared = bodyLimit({
     maxSize: maxBytes,
     onError: (c) => {
       if (Number(c.req.header('content-length')) > MAX_DISCARDED_BYTES) answerHeaders(c).Connection = 'close';
       throw tooLarge(maxBytes);
     },
-  });
-  // Sound: Hono's `bodyLimit` returns what `next()` or `onError` returns, and this `onError`
-  // throws. Hono's type says less: its `next` and its middleware may return nothing.
-  return limit as unknown as BodyLimit;
+  }) as unknown as BodyLimit;
+  return async (c, next) => {
+    const body = c.req.raw.body;
+    const headers = c.req.raw.headers;
+    // Hono's own test for a declared size, so a body declaring both is read as chunked.
+    if (body === null || (headers.has('content-length') && !headers.has('transfer-encoding'))) {
+      return declared(c, next);
+    }
+    const reader = body.getReader();
+    const parts: Uint8Array[] = [];
+    let size = 0;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.length;
+      if (size > maxBytes) {
+        if (!(await discardRest(reader, size))) answerHeaders(c).Connection = 'close';
+        throw tooLarge(maxBytes);
+      }
+      parts.push(value);
+    }
+    const whole = new Uint8Array(size);
+    let offset = 0;
+    for (const part of parts) {
+      whole.set(part, offset);
+      offset += part.length;
+    }
+    c.req.raw = new Request(c.req.raw, { body: whole });
+    return next();
+  };
+}
+
+/** Reads and drops the rest of a body of which `read` bytes are read; false once past the bound. */
+async function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>, read: number): Promise<boolean> {
+  let total = read;
+  while (total <= MAX_DISCARDED_BYTES) {
+    const { done, value } = await reader.read();
+    if (done) return true;
+    total += value.length;
+  }
+  return false;
 }
 
 /**
