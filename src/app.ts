@@ -204,7 +204,13 @@ function allowedMethods(
     else byPath.set(path, [method]);
   }
   for (const [path, methods] of byPath) router.add(METHOD_NAME_ALL, prefix + path, methods);
-  return (path) => router.match(METHOD_NAME_ALL, path)[0][0]?.[0];
+  return (path) => {
+    // `match()` returns `[[methods, params][]]`, the routes that match `path`: one at most here.
+    const [[route]] = router.match(METHOD_NAME_ALL, path);
+    if (route === undefined) return undefined;
+    const [methods] = route;
+    return methods;
+  };
 }
 
 export interface AdminAppOptions

@@ -126,7 +126,8 @@ export const OPERATIONS: readonly Operation[] = [
     handler: getInventory,
   }),
   // Orders belong to each caller, but the memo keys a reply by its path and query alone, so no
-  // order operation is memoised or given a weak ETag.
+  // order operation is memoised. None has a weak ETag either: the contract gives the order
+  // operations no `ETag`, `If-None-Match` nor 304.
   defineOperation({
     id: 'placeOrder',
     stability: 'beta',

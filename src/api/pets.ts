@@ -92,7 +92,7 @@ export async function getPet({ params }: Input<unknown, PetParams>, { store }: A
   const { petId } = params;
   const pet = await store.get(petId);
   if (!pet) throw noSuchPet(petId);
-  return { ...petReply(200, pet), reads: { ids: [petId] } };
+  return petReply(200, pet, undefined, { ids: [petId] });
 }
 
 /**
@@ -153,11 +153,15 @@ function createdReply(pet: StoredPet, replayed = false): Reply {
   return petReply(201, pet, headers);
 }
 
-/** A reply whose body is one pet, with the pet's strong `ETag` (src/core/preconditions.ts). */
-function petReply(status: number, pet: StoredPet, headers?: Record<string, string>): Reply {
+/**
+ * A reply whose body is one pet, with the pet's strong `ETag` (src/core/preconditions.ts), and
+ * what it read (`reads`) when it is memoised. Every pet answer has this one shape, `headers` and
+ * `reads` undefined when not given.
+ */
+function petReply(status: number, pet: StoredPet, headers?: Record<string, string>, reads?: PetSet): Reply {
   const body = JSON.stringify(petOf(pet));
   const etag = petEtag(pet.id, pet.version);
-  return headers ? { status, body, type: JSON_TYPE, etag, headers } : { status, body, type: JSON_TYPE, etag };
+  return { status, body, type: JSON_TYPE, etag, headers, reads };
 }
 
 /** The 404 for a GET, PATCH or DELETE of a pet id that does not exist. */

@@ -173,8 +173,8 @@ const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
 /**
  * Parses the body as RFC 8259 asks. Throws a 400 for bytes that are not UTF-8 (rather than
  * storing U+FFFD in their place), for an unpaired surrogate escape such as `"\ud800"` (no UTF-8
- * response could return it unchanged), for a repeated member, and for a number that JSON.parse
- * rounds to an integer.
+ * response could return it unchanged), for a repeated member, and for a top-level member whose
+ * number JSON.parse rounds to an integer the client did not send, when `mustBe` names that member.
  */
 function parseJsonBody(bytes: ArrayBuffer, mustBe: Readonly<Record<string, string>>): unknown {
   let text: string;

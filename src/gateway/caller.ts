@@ -31,7 +31,10 @@ export type Caller =
 /** A caller with a valid key: the only kind the gateway admits. */
 export type ConsumerCaller = Extract<Caller, { kind: 'consumer' }>;
 
-/** A caller without a valid key: counted by its address (3b), then refused (401, or 429). */
+/**
+ * A caller without a valid key: counted by its address (3b), then refused (401, or 429; 503 when
+ * the limiter cannot decide).
+ */
 export type KeylessCaller = Extract<Caller, { kind: 'keyless' }>;
 
 /** Why a caller is keyless: see `Caller`. */

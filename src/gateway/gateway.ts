@@ -219,8 +219,9 @@ export function createAdmissionCheck({
     c.set('caller', caller);
     if (caller.kind === 'keyless') {
       // 3b: a keyless client is counted, then refused.
-      const decision = await decideForKeyless(caller, 1);
-      if (decision.outcome === 'unavailable') return LIMITER_DOWN;
+      const verdict = await decideForKeyless(caller, 1);
+      if (verdict.outcome === 'unavailable') return LIMITER_DOWN;
+      const decision: Decision = verdict;
       const limited = limiterRefusal(decision);
       writeRateLimitHeaders(c, decision, limited !== undefined);
       return limited ?? unauthorized(caller);
@@ -241,15 +242,16 @@ export function createAdmissionCheck({
       const cost = op.readsQuota ? 0 : op.id === undefined ? 1 : (consumer.costs[op.id] ?? 1);
       // The span is opened and closed inline; `decideForKeyless` says why.
       const child = openChild('gateway decide', NO_ATTRIBUTES, DECISION_SPAN, cost);
-      let decision: Verdict;
+      let verdict: Verdict;
       try {
-        decision = await decide(caller, cost);
+        verdict = await decide(caller, cost);
       } catch (err) {
         failChild(child, err);
         throw err;
       }
-      closeChild(child, decision, DECISION_SPAN.outcome);
-      if (decision.outcome === 'unavailable') return LIMITER_DOWN;
+      closeChild(child, verdict, DECISION_SPAN.outcome);
+      if (verdict.outcome === 'unavailable') return LIMITER_DOWN;
+      const decision: Decision = verdict;
       // 3e: record the quota webhook before any answer.
       if (decision.notices && notify) await notify(consumer, decision);
       let limited: ApiError | undefined;

@@ -2,7 +2,7 @@
 // 429 (step 3c).
 import { ApiError } from '../core/api-error.ts';
 import type { Decision, WindowState } from '../core/decision.ts';
-import { DEFAULT_MAX_IN_FLIGHT, type Limits } from '../keys/plans.ts';
+import type { Limits } from '../keys/plans.ts';
 import { DAY, MINUTE } from './limiter/buckets.ts';
 import { MONTH_NAME, monthOf } from './limiter/month.ts';
 
@@ -28,7 +28,7 @@ export class InFlight<D> {
   readonly max: number;
   #busy = new Map<string, { count: number; last: D | undefined }>();
 
-  constructor(max: number = DEFAULT_MAX_IN_FLIGHT) {
+  constructor(max: number) {
     this.max = max;
   }
 

@@ -98,12 +98,14 @@ function policy(windows: readonly WindowState[]): string {
 }
 
 /**
- * Adds a decision's rate-limit headers to the response (`answerHeaders`), with `Retry-After` if
- * `withRetryAfter`. Pass `now` (unix seconds) when the decision is an earlier one, so a Reset in
- * the past is shown as now.
+ * Adds a decision's rate-limit headers to the response (`answerHeaders`). `withRetryAfter` says
+ * whether the answer is this decision's 429 and so carries its `Retry-After`: false for an
+ * admitted request, and for a report-only consumer's refused one, which is served. Pass `now`
+ * (unix seconds) when the decision is an earlier one, so a Reset in the past is shown as now.
  *
  * @example
- * writeRateLimitHeaders(c, decision, decision.outcome !== 'admitted')
+ * const limited = consumer.enforce ? limiterRefusal(decision) : undefined // the 429, if any
+ * writeRateLimitHeaders(c, decision, limited !== undefined)
  */
 export function writeRateLimitHeaders(c: Context, decision: Decision, withRetryAfter: boolean, now?: number): void {
   const headers = rateLimitHeaders(decision, answerHeaders(c), withRetryAfter);

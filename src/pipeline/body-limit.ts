@@ -49,7 +49,8 @@ export function limitBody(maxBytes: number): BodyLimit {
   return (c, next) => {
     const body = c.req.raw.body;
     const headers = c.req.raw.headers;
-    // Hono's own test for a declared size, so a body declaring both is read as chunked.
+    // Hono's own test for a declared size, so a body declaring both is read as chunked. Step 5
+    // calls this only with a body; a direct call without one goes to `bodyLimit`, which passes it.
     if (body === null || (headers.has('content-length') && !headers.has('transfer-encoding'))) {
       return declared(c, next);
     }
@@ -86,6 +87,7 @@ async function readChunked(
     whole.set(part, offset);
     offset += part.length;
   }
+  // Safe: nothing before step 7 reads the body through `c.req`, so Hono's body cache is empty.
   c.req.raw = new Request(c.req.raw, { body: whole });
   return next();
 }

@@ -112,9 +112,15 @@ describe('what a preflight allows, held to contract/openapi.yaml', () => {
     name: string;
     in: string;
   }
+  interface ResponseObject {
+    headers?: Record<string, unknown>;
+  }
   const contract = YAML.parse(readFileSync(join(import.meta.dir, '../../contract/openapi.yaml'), 'utf8')) as {
-    paths: Record<string, Record<string, { parameters?: (Parameter | { $ref: string })[] }>>;
-    components: { parameters?: Record<string, Parameter> };
+    paths: Record<
+      string,
+      Record<string, { parameters?: (Parameter | { $ref: string })[]; responses?: Record<string, ResponseObject> }>
+    >;
+    components: { parameters?: Record<string, Parameter>; responses?: Record<string, ResponseObject> };
   };
   const operations = Object.values(contract.paths).flatMap((methods) => Object.entries(methods));
 
@@ -133,5 +139,16 @@ describe('what a preflight allows, held to contract/openapi.yaml', () => {
       .map((p) => p.name);
     expect(headers.length).toBeGreaterThan(1);
     expect(headers.filter((name) => !ALLOW_HEADERS.split(',').includes(name))).toEqual([]);
+  });
+
+  test("the exposed headers are the contract's response headers, and the two every answer carries", () => {
+    // A `$ref` response is one of components.responses, so reading both finds every header.
+    const responses = [
+      ...operations.flatMap(([, op]) => Object.values(op.responses ?? {})),
+      ...Object.values(contract.components.responses ?? {}),
+    ];
+    const documented = new Set(responses.flatMap((r) => Object.keys(r.headers ?? {})));
+    expect(documented.has('Accept-Patch')).toBe(true);
+    expect(new Set<string>(EXPOSED_HEADERS)).toEqual(new Set([...documented, 'X-Request-Id', 'traceresponse']));
   });
 });

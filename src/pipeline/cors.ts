@@ -7,8 +7,9 @@ import { answer } from './answer.ts';
 
 /**
  * Every response header the contract documents, so a browser script may read them: rate
- * limits, `Retry-After`, paging and deprecation links, `Location`, `ETag`, the request id, and
- * the headers of 201 replays, 401 and 405.
+ * limits, `Retry-After`, paging and deprecation links, `Location`, `ETag`, and the headers of 201
+ * replays, 401, 405 and the `PATCH` 415 (cors.test.ts holds them to the contract); and the
+ * request id and `traceresponse`, which every answer carries.
  */
 export const EXPOSED_HEADERS = [
   'X-RateLimit-Limit',
@@ -27,6 +28,7 @@ export const EXPOSED_HEADERS = [
   'Idempotent-Replayed',
   'WWW-Authenticate',
   'Allow',
+  'Accept-Patch',
 ] as const;
 
 /**
@@ -55,8 +57,9 @@ const EXPOSED = EXPOSED_HEADERS.join(',');
 
 /**
  * CORS for the API (`--cors-origin`): step 2 and the answer to a preflight, both before the
- * gateway. A request from an allowed origin gets the CORS headers whatever its answer; any other
- * gets only `Vary: Origin`. `*` allows every origin.
+ * gateway. A request from an allowed origin gets the CORS headers on every answer from step 2 on
+ * (not step 1's 414, nor an error that escapes step 1 to Hono's `onError`); any other gets only
+ * `Vary: Origin`. `*` allows every origin.
  *
  * @example
  * const cors = new Cors(['https://app.example'])

@@ -20,10 +20,11 @@
 // caller's in-flight slot until the answer is made or a step throws. Step 6.2 calls `answer`
 // (step 8) from each of its three exits: a memo hit, the reply of an operation that is not
 // memoised, and a read it ran or joined. Steps 6.1 to 7 take `parts, route, c, decision, caller`
-// as separate arguments so that no object carries them. A request allocates only the closures
-// that pass them on: `serveAdmitted` always, `serveCheckedBody` once the gateway admits the
+// as separate arguments so that no object carries them. Of the closures that carry them, a
+// request allocates only `serveAdmitted` always, `serveCheckedBody` once the gateway admits the
 // request, `readReply` on a memo miss, and step 6.1's `then` callback when it waits for the due
-// orders' expiry (bench/README.md#what-a-request-allocates-on-its-way).
+// orders' expiry (bench/README.md#what-a-request-allocates-on-its-way). Besides these, step 1
+// makes one for the request state (`handleRequest`'s) and the gateway one for the address.
 //
 // The file defines the app's handlers and the parts they share first, then the tree's functions
 // in its order, each followed by its helpers, and last `serveNoRoute` and

@@ -28,6 +28,11 @@ import { metricsOf, openLimiter, openServerStore, startTraces, webhooksOf } from
 import { handleSignals } from './signals.ts';
 import { type HostStatus, type WorkerMemory, WorkerPool, workerMemory } from './supervisor.ts';
 
+/** How often each instance expires the orders whose hold is over and that no request expired. */
+const ORDER_SWEEP_MS = 1_000;
+/** The minimum time a shutdown gives the trace export to send the queued spans. */
+const FLUSH_MIN_MS = 500;
+
 // Set by `bun build --define` in a compiled binary (scripts/lib/build-info.sh), else undeclared.
 // `loadAdapter()` reads it here rather than `COMPILED` of src/version.ts because the bundler
 // replaces a define only where it is written, and only a constant condition lets it drop the
@@ -48,6 +53,7 @@ export async function startServer(config: Config): Promise<void> {
   const workers = workerCount(config, adapter);
   // The memory the workers share: their counters, their in-flight slots (src/serve/supervisor.ts).
   const workersMemory = workers > 1 ? workerMemory(workers) : undefined;
+  const sharedCounters = workersMemory && new Int32Array(workersMemory.state);
   const metrics = await metricsOf(config, adapter);
   const traces = await startTraces(config, metrics);
   const liveKeys = new LiveKeys(config.keys, log, metrics);
@@ -59,7 +65,6 @@ export async function startServer(config: Config): Promise<void> {
   }
   checkOpenFiles(log, openFilesNeeded(liveKeys.consumers, config.maxInFlight));
   const listeners = await Listeners.bind(config, adapter, metrics, { proveOnly: workers > 1 });
-  const sharedCounters = workersMemory && new Int32Array(workersMemory.state);
   // The store opens after the bind, so a port in use leaves no database file behind. A failed
   // start ends the process (src/main.ts), which frees the ports and the store.
   // With workers, the supervisor's store uses their shared counters, so its own writes (expiries,
@@ -112,7 +117,7 @@ export async function startServer(config: Config): Promise<void> {
     shutdownSeconds: config.shutdownSeconds,
     onStopping: () => {
       stopping = true;
-      stoppingAt = Date.now();
+      stoppingAt = systemClock.now();
       // Cut short the webhook attempts under way now, since Bun's drain also waits for outgoing
       // requests.
       void webhooks.delivery?.stop();
@@ -125,7 +130,7 @@ export async function startServer(config: Config): Promise<void> {
       await redisLimiter?.close();
       // Send the queued spans within what is left of the grace period, but never less than
       // FLUSH_MIN_MS.
-      await traces?.shutdown(Math.max(FLUSH_MIN_MS, stoppingAt + config.shutdownSeconds * 1_000 - Date.now()));
+      await traces?.shutdown(Math.max(FLUSH_MIN_MS, stoppingAt + config.shutdownSeconds * 1_000 - systemClock.now()));
     },
   });
   announce({ config, runtime: adapter.name, liveKeys, listeners, adminServer, log, traces: traces?.url, workers });
@@ -259,9 +264,6 @@ async function startWorkers({
   listeners.addWorkerPool(pool);
 }
 
-/** How often each instance expires the orders whose hold is over and that no request expired. */
-const ORDER_SWEEP_MS = 1_000;
-
 /**
  * Every ORDER_SWEEP_MS, expires the placed orders whose hold is over (`expireDueOrders`). Requests
  * expire the orders they read; this sweep catches the rest, so their pets become available and
@@ -295,9 +297,6 @@ async function loadAdapter(): Promise<RuntimeAdapter> {
       : import('./node.ts'));
   return adapter;
 }
-
-/** The minimum time a shutdown gives the trace export to send the queued spans. */
-const FLUSH_MIN_MS = 500;
 
 /**
  * Returns the gateway options set by flags: how to find the client's address, the ban, the
