@@ -26,8 +26,7 @@ export const API_PREFIX = '/v1';
  * Every operation of the API, once. The routes, the scope check, the metrics labels and the
  * deprecation headers all come from it; src/api/operations.test.ts checks that it matches
  * contract/openapi.yaml, and lists the ids of `OPERATION_IDS` (src/core/operation-ids.ts), which
- * types each entry's `id`. To add an operation, add an entry here, its id there, its handler, and
- * the contract's.
+ * types each entry's `id`. To add an operation: src/api/README.md, "Adding an operation".
  */
 export const OPERATIONS: readonly Operation[] = [
   defineOperation({
