@@ -63,7 +63,8 @@ export const OPERATIONS: readonly Operation[] = [
     params: PetParams,
     // Deprecation is separate from stability: this is a stable operation due for removal. The
     // interface specification deprecates it and sets the sunset; the replacement is `GET /pets`
-    // with the `status` filter. It gives no start date, so `since` is the service's own
+    // with the `status` filter, as the specification decides (it cannot fetch one pet by id). It
+    // gives no start date, so `since` is the service's own
     // (docs/decisions/deprecation.md).
     deprecated: { since: '2026-01-01T00:00:00Z', sunset: '2030-12-05T00:00:00Z', successor: '../pets' },
     // Tagged by its handler: the pet's strong ETag, from its version.

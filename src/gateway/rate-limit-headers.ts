@@ -104,7 +104,8 @@ function policy(windows: readonly WindowState[]): string {
  * (unix seconds) when the decision is an earlier one, so a Reset in the past is shown as now.
  *
  * @example
- * const limited = consumer.enforce ? limiterRefusal(decision) : undefined // the 429, if any
+ * // limiterRefusal() (gateway.ts) makes the decision's 429
+ * const limited = consumer.enforce ? limiterRefusal(decision) : undefined
  * writeRateLimitHeaders(c, decision, limited !== undefined)
  */
 export function writeRateLimitHeaders(c: Context, decision: Decision, withRetryAfter: boolean, now?: number): void {

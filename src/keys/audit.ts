@@ -21,7 +21,7 @@ export const AUDIT_ACTIONS = [
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 /** Stands for a webhook's secret in the trail: the secret itself is never written there. */
-export const SECRET_SET = '(set)';
+const SECRET_SET = '(set)';
 const SECRET_CHANGED = '(changed)';
 
 /**

@@ -17,7 +17,7 @@ function readText(path: string): string {
 }
 
 /** How often a watched keys file is read: a change is in force within this plus a reload. */
-export const KEYS_POLL_MS = 500;
+const KEYS_POLL_MS = 500;
 
 /** What made a reload: the signal, a change the watcher saw, or the admin API's own write. */
 export type ReloadTrigger = 'SIGHUP' | 'file change' | 'admin API';

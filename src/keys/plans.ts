@@ -82,6 +82,7 @@ for (const [plan, limits] of Object.entries(PLAN_LIMITS)) {
   if (problem) throw new TypeError(problem);
 }
 
+/** The ban when `--ban-seconds` is not given: 15 minutes. */
 export const DEFAULT_BAN: BanPolicy = { seconds: 15 * 60 };
 
 /**

@@ -153,7 +153,7 @@ export const ConsumerKey = v.strictObject({
 });
 
 /** A consumer's id: `con_` and 128 random bits in hex, made once and never given to another. */
-export const CONSUMER_ID = /^con_[0-9a-f]{32}$/;
+const CONSUMER_ID = /^con_[0-9a-f]{32}$/;
 
 /**
  * A consumer: one quota (windows, ban, in-flight cap) shared by all of its keys. `id` owns its

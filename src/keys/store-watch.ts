@@ -13,7 +13,7 @@ import type { KeyRecord } from './records.ts';
  * How often the store's keys version is read: a change whose notification was lost (or, on
  * SQLite, any change by another process) is in force within this plus one read.
  */
-export const KEYS_VERSION_POLL_MS = 500;
+const KEYS_VERSION_POLL_MS = 500;
 
 export type StoreReloadTrigger = 'notification' | 'version check' | 'admin API' | 'SIGHUP';
 

@@ -7,7 +7,7 @@ import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 
 /** Longest webhook URL accepted, in characters. */
-export const WEBHOOK_URL_MAX = 2048;
+const WEBHOOK_URL_MAX = 2048;
 
 /**
  * Characters a URL never needs and a reader can be misled by: C0 and C1 controls, bidirectional

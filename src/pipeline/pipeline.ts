@@ -281,7 +281,8 @@ function makeRequestHandler(parts: PipelineParts, inner: InnerHandler, traced = 
 /**
  * Step 1, inside the request state: sets the headers every answer carries, refuses an overlong
  * URI (414) and runs `inner`. Then it ends the trace record, writes the log line and the metrics,
- * and returns the answer.
+ * and returns the answer. The 414 comes before step 2, so it carries no CORS headers: a URI that
+ * long is never one the API serves, and its answer is the same for every origin.
  */
 async function runRequest(
   { requestLog, requestMetrics, tracing, isGatewayPath, report, unavailable }: PipelineParts,

@@ -143,7 +143,6 @@ export class MemoryStore implements DataStore {
   }
 
   async inventory(): Promise<Inventory> {
-    this.#expireDueOrdersIn(this.#clock.now());
     return { ...this.#inventory };
   }
 

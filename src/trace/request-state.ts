@@ -60,7 +60,7 @@ export function currentRequest(): RequestState | undefined {
  * `state` as its argument.
  *
  * @example
- * inRequest({ requestId: 'r1' }, () => log.info('seen')) // the line carries "requestId":"r1"
+ * inRequest(requestState('r1'), () => log.info('seen')) // the line carries "requestId":"r1"
  */
 export function inRequest<T>(state: RequestState, work: (state: RequestState) => T): T {
   return storage.run(state, work, state);
