@@ -54,7 +54,8 @@ export {
 export { SlidingWindowLimiter } from './limiter/in-process.ts';
 export type { LeaseStats, RunKind } from './limiter/leases.ts';
 export type { LimiterEvent, RateLimiter, Subject, Verdict } from './limiter/limiter.ts';
-// getRateLimit's body (src/pipeline/), and report-only's once-a-minute reporter (src/app.ts).
+// Step 7's `Input.quota` for getRateLimit (`runHandler`, src/pipeline/pipeline.ts), and
+// report-only's once-a-minute reporter (src/app.ts).
 export { quotaStatus } from './quota.ts';
 export { wouldRefuseReporter } from './report-only.ts';
 

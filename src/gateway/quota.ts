@@ -1,4 +1,4 @@
-// The body of `GET /rate_limit`: `quotaStatus()` turns the limiter's cost-0 decision into the
+// The body of `GET /v1/rate_limit`: `quotaStatus()` turns the limiter's cost-0 decision into the
 // handler's answer, using the same numbers as the rate-limit headers.
 // The quota ("rate-limit status" in type names) in its other files: the body's type,
 // src/core/rate-limit-status.ts; the handler that sends it, src/api/rate-limit.ts; the headers,

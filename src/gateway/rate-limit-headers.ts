@@ -1,7 +1,7 @@
 // Rate-limit response headers from one limiter decision: the de facto `X-RateLimit-*` trio for
 // the binding window, and the IETF draft's `RateLimit-Policy` / `RateLimit` for every window
 // (draft-ietf-httpapi-ratelimit-headers).
-// The same quota as a body, for `GET /rate_limit`: its type, src/core/rate-limit-status.ts; made
+// The same quota as a body, for `GET /v1/rate_limit`: its type, src/core/rate-limit-status.ts; made
 // by src/gateway/quota.ts; sent by src/api/rate-limit.ts (ARCHITECTURE.md's table "Rate limits
 // and quotas").
 import type { Context } from 'hono';

@@ -148,7 +148,8 @@ export class ReplyMemo {
       if (reply?.status !== 200) return { reply: this.#memoiseIf200(target, count, await read()), joined: false };
       // A joined request's own input is never read. That is safe because `routeOf`
       // (src/pipeline/operation-route.ts) lets a memoised operation read only the path and query
-      // (no headers, no body, not the caller's quota), and the read joined had the same ones.
+      // (no headers, no body, not the caller's quota or key; its handler reads no owner), and the
+      // read joined had the same ones.
       if (flight.since === count || this.#store.readsUnchangedSince(flight.since, reply.reads))
         return { reply, joined: true };
       return this.readOrJoin(target, this.#store.changeCount(), read, joins - 1);

@@ -49,10 +49,12 @@ export function routeOf<D>({ replyMemo, dueOrderExpiry }: StoreParts, op: Operat
   // An answer that shows the quota belongs to one caller, so it must not be memoised for others.
   if (op.memo && op.readsQuota) throw new TypeError(`pipeline: ${op.id} reads the quota and cannot be memoised`);
   // A memoised answer is found by its path and query alone, so its input must come from nothing
-  // else.
+  // else. The caller's owner is in every input: a memoised handler must not read it, which no
+  // check here can see, so the table's memoised handlers are pets' reads alone.
   if (op.memo && (op.headers || op.body)) {
     throw new TypeError(`pipeline: ${op.id} reads headers or a body and cannot be memoised by its path and query`);
   }
+  if (op.memo && op.audited) throw new TypeError(`pipeline: ${op.id} is audited per caller and cannot be memoised`);
   if (op.memo && !replyMemo) throw new TypeError(`pipeline: ${op.id} is memoised, but the pipeline has no store`);
   if (op.waitsForDueOrderExpiry && !dueOrderExpiry) {
     throw new TypeError(`pipeline: ${op.id} waits for the due orders' expiry, but the pipeline has no store`);

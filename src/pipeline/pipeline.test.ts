@@ -86,6 +86,13 @@ describe('a memoised operation is refused when its route is added', () => {
       new TypeError('pipeline: ping reads the quota and cannot be memoised'),
     );
   });
+
+  test("one that is audited: its input carries the caller's key", () => {
+    const audited = defineOperation({ ...ping, memo: true, audited: true });
+    expect(() => handlers.handlerFor(audited)).toThrow(
+      new TypeError('pipeline: ping is audited per caller and cannot be memoised'),
+    );
+  });
 });
 
 /** The step names the call tree in pipeline.ts's header gives, each step's first, in order. */

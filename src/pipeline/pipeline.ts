@@ -1,8 +1,8 @@
 // Makes every route's handler and runs each request from Hono's route to its answer. The tree
 // below is the one list of a table operation's eight steps, in the order they run; ARCHITECTURE.md
 // shows the same tree (src/layout.test.ts checks it) and says what each step does. The make…
-// functions (`makeOperationHandler`, `makeRequestHandler`, `makeServiceRouteHandler`) run once
-// each, when the app is built; the tree runs per request, each function indented under its caller:
+// functions (`makeOperationHandler`, `makeRequestHandler`, `makeServiceRouteHandler`) run once per
+// route, when the app is built; the tree runs per request, each function indented under its caller:
 //
 //   handleRequest                   step 1, the route's handler
 //     runRequest                    step 1, inside the request's state
@@ -396,8 +396,8 @@ async function checkBodyLimits(
 ): Promise<Response> {
   // The runtimes give a GET or HEAD no body stream, so only its headers can show a body.
   checkBodyOnGetOrHead(c, parts.maxBodyBytes);
-  // A write sent without a body has no stream either. Step 7 refuses it: 415 when its
-  // Content-Type is not JSON, else 400.
+  // An operation with a body schema (`op.body`) sent without a body has no stream either. Step 7
+  // refuses it: 415 when its Content-Type is not JSON, else 400.
   if (!c.req.raw.body) return next();
   return parts.limitBody(c, next);
 }
@@ -492,8 +492,9 @@ function keyHolderOf<D>(op: Operation<D>, caller: ConsumerCaller): KeyHolder | u
  * Answers a request on a path the gateway serves (`isGatewayPath`: under the API prefix, or the
  * admin prefix in the admin app) that no operation serves with its method. It runs steps 2
  * (answering a preflight there), 3 and 5 as an operation does, so a caller without a key gets a
- * 401 and learns nothing about paths. Then it answers 405 with `Allow` when the table serves the
- * path with other methods, else 404.
+ * 401 and learns nothing about paths, and an oversized body gets its 413 and its connection
+ * handled as on any path. Then it answers 405 with `Allow` when the table serves the path with
+ * other methods, else 404.
  */
 function serveNoRoute<D>(parts: TableParts<D>, c: Context<AppEnv>): Response | Promise<Response> {
   const { cors } = parts;

@@ -13,8 +13,8 @@ export interface RequestLogOptions {
   /** Makes a fresh request id when the client sent none usable. */
   newId?: () => string;
   /**
-   * The client's address, logged for requests the gateway did not see: a path it does not serve, a
-   * preflight, a 414 (step 1), a service route.
+   * The client's address, logged for requests the gateway did not see: a path outside the API
+   * prefix, a preflight, a 414 (step 1), a service route.
    */
   clientAddress?: (c: Context<AppEnv>) => string;
 }
