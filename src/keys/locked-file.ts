@@ -42,8 +42,11 @@ export async function withLock<T>(path: string, fn: () => Promise<T> | T): Promi
       break;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      if (isStale(lock)) {
-        fs.rmSync(lock, { force: true });
+      const stale = staleLock(lock);
+      if (stale) {
+        // Removed only if the lock is still the one found stale: its holder may have released it
+        // and exited while it was checked, and another run taken the path since.
+        if (sameLock(identityOf(lock), stale)) fs.rmSync(lock, { force: true });
         continue;
       }
       if (Date.now() > deadline) {
@@ -68,26 +71,42 @@ function readPid(lock: string): number | undefined {
   }
 }
 
-/**
- * Whether the lock is abandoned: no process has its pid, or the pid cannot be checked and the lock
- * is older than `LOCK_STALE_MS`.
- */
-function isStale(lock: string): boolean {
-  let age: number;
+/** Which file a lock is: its inode and modification time, so a lock made again is another. */
+interface LockIdentity {
+  readonly ino: number;
+  readonly mtimeMs: number;
+}
+
+function identityOf(lock: string): LockIdentity | undefined {
   try {
-    age = Date.now() - fs.statSync(lock).mtimeMs;
+    const { ino, mtimeMs } = fs.statSync(lock);
+    return { ino, mtimeMs };
   } catch {
-    return false; // released meanwhile: the next open may succeed
+    return undefined; // released meanwhile: the next open may succeed
   }
+}
+
+function sameLock(a: LockIdentity | undefined, b: LockIdentity): boolean {
+  return a !== undefined && a.ino === b.ino && a.mtimeMs === b.mtimeMs;
+}
+
+/**
+ * The lock's identity when it is abandoned: no process has its pid, or the pid cannot be checked
+ * and the lock is older than `LOCK_STALE_MS`. Undefined while it is held, or once it is gone.
+ */
+function staleLock(lock: string): LockIdentity | undefined {
+  const found = identityOf(lock);
+  if (found === undefined) return undefined;
+  const age = Date.now() - found.mtimeMs;
   const pid = readPid(lock);
-  if (pid === undefined) return age > LOCK_STALE_MS; // pid not written yet, or garbage
+  if (pid === undefined) return age > LOCK_STALE_MS ? found : undefined; // pid not written yet, or garbage
   try {
     process.kill(pid, 0);
-    return false;
+    return undefined;
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ESRCH') return true;
-    return age > LOCK_STALE_MS; // EPERM (another user's process) or no permission to ask
+    if (code === 'ESRCH') return found;
+    return age > LOCK_STALE_MS ? found : undefined; // EPERM (another user's process) or no permission to ask
   }
 }
 
