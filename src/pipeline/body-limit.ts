@@ -60,7 +60,9 @@ export function limitBody(maxBytes: number): BodyLimit {
 
 /**
  * Reads a chunked body whole, within `maxBytes`, and serves the request with it; past `maxBytes`,
- * discards the rest up to `MAX_DISCARDED_BYTES` and throws the 413.
+ * discards the rest up to `MAX_DISCARDED_BYTES` and throws the 413. Hono's `bodyLimit` reads a
+ * chunked body the same way, but its `onError` cannot reach the reader it holds, so it cannot
+ * drain the rest within a bound: this loop is its, with the drain added.
  */
 async function readChunked(
   c: Context,
